@@ -1,0 +1,36 @@
+# Two commands do everything on a fresh machine with Python 3.11 and make:
+#   make demo   -- create .venv, install, run the default scenario on built-in data
+#   make test   -- create .venv, install with test extras, run the test suite
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+DEMO_OUT ?= out/demo
+
+.PHONY: demo test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(BIN)/mprr run local_anonymization --out $(DEMO_OUT)
+
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest
+
+bench: $(VENV)/.installed
+	$(BIN)/python benchmarks/estimation.py
+	$(BIN)/python benchmarks/protocols.py
+	$(BIN)/python benchmarks/actors.py
+	$(BIN)/python benchmarks/secure_sum.py
+
+clean:
+	rm -rf $(VENV) out .pytest_cache

@@ -1,0 +1,162 @@
+"""One exception hierarchy for the whole project.
+
+Every error raised on purpose by ``mprr``, ``parties`` or ``scenarios`` is a subclass of
+:class:`MprrError`.  Messages name the parameter, the bad value and what is allowed, e.g.
+``"epsilon must be finite and > 0, got -1.0"``.
+
+Hierarchy::
+
+    MprrError
+    ├── ConfigurationError        (also a ValueError)  bad parameter / input value
+    │   ├── DataError                                  bad data set (codes, schema, file)
+    │   └── DomainTooLargeError                        a dense object would not fit
+    ├── EstimationError                                singular matrix, no convergence, ...
+    ├── BudgetExceededError                            a release would exceed a party's budget
+    └── ProtocolError                                  the distributed run went wrong
+        ├── MessageError                               malformed / unexpected message
+        ├── PartyDropped                               a party crashed or stopped answering
+        ├── RoundTimeout                               a round did not complete in time
+        └── SecureSumAborted                           too few survivors to recover a sum
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "MprrError",
+    "ConfigurationError",
+    "DataError",
+    "DomainTooLargeError",
+    "EstimationError",
+    "BudgetExceededError",
+    "ProtocolError",
+    "MessageError",
+    "PartyDropped",
+    "RoundTimeout",
+    "SecureSumAborted",
+]
+
+
+class MprrError(Exception):
+    """Base class of every error raised on purpose by this project."""
+
+
+class ConfigurationError(MprrError, ValueError):
+    """A parameter or input has a value that is not allowed."""
+
+
+class DataError(ConfigurationError):
+    """A data set, schema or data file is invalid (unknown category, missing column, empty)."""
+
+
+class DomainTooLargeError(ConfigurationError):
+    """A dense representation of a domain was requested that would not fit in memory.
+
+    Parameters
+    ----------
+    cells
+        Number of cells the operation would need.
+    limit
+        Largest number of cells allowed.
+    """
+
+    def __init__(self, message: str, *, cells: int, limit: int) -> None:
+        super().__init__(message)
+        self.cells = int(cells)
+        self.limit = int(limit)
+
+
+class EstimationError(MprrError):
+    """An estimate cannot be computed (singular matrix, no convergence, inconsistent input)."""
+
+
+class BudgetExceededError(MprrError):
+    """A release would push a party's privacy loss over its budget.
+
+    Parameters
+    ----------
+    requested
+        ε the release would add under the active composition policy.
+    remaining
+        ε still available to the party before the release.
+    party
+        Identifier of the party, when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        requested: float,
+        remaining: float,
+        party: int | str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.requested = float(requested)
+        self.remaining = float(remaining)
+        self.party = party
+
+
+class ProtocolError(MprrError):
+    """The distributed protocol could not complete correctly."""
+
+
+class MessageError(ProtocolError):
+    """A message is malformed, of an unknown kind, or not expected in the current phase."""
+
+
+class PartyDropped(ProtocolError):
+    """One or more parties crashed or stopped answering.
+
+    Parameters
+    ----------
+    parties
+        Identifiers of the parties that dropped.
+    """
+
+    def __init__(self, message: str, *, parties: tuple[int | str, ...] = ()) -> None:
+        super().__init__(message)
+        self.parties = tuple(parties)
+
+
+class RoundTimeout(ProtocolError):
+    """A protocol round did not complete before its deadline.
+
+    Parameters
+    ----------
+    phase
+        Name of the protocol phase / round that timed out.
+    timeout
+        The deadline in (simulated or wall-clock) seconds.
+    missing
+        Identifiers of the actors whose answer was still missing.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        phase: str = "",
+        timeout: float | None = None,
+        missing: tuple[int | str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.phase = phase
+        self.timeout = timeout
+        self.missing = tuple(missing)
+
+
+class SecureSumAborted(ProtocolError):
+    """A secure sum cannot be recovered (fewer survivors than the threshold).
+
+    Parameters
+    ----------
+    survivors
+        Number of parties still alive.
+    threshold
+        Minimum number of survivors needed.
+    """
+
+    def __init__(self, message: str, *, survivors: int, threshold: int) -> None:
+        super().__init__(message)
+        self.survivors = int(survivors)
+        self.threshold = int(threshold)
