@@ -20,7 +20,7 @@ import numpy as np
 
 from mprr.errors import ConfigurationError
 
-__all__ = ["PartyStreams", "run_seed_sequence"]
+__all__ = ["PartyStreams", "Randomness", "draw_uniforms", "run_seed_sequence"]
 
 
 def run_seed_sequence(seed: int | np.random.SeedSequence) -> np.random.SeedSequence:
@@ -118,3 +118,37 @@ class PartyStreams:
     def _check_party(self, party: int) -> None:
         if not 0 <= int(party) < self.n:
             raise ConfigurationError(f"party must be in [0, {self.n}), got {party!r}")
+
+
+Randomness = np.random.Generator | PartyStreams
+"""What a protocol accepts as its source of statistical randomness.
+
+A single ``Generator`` is the fast choice for Monte Carlo sweeps (statistically equivalent);
+``PartyStreams`` gives every party its own stream, so the actor simulator can reproduce the
+fast path exactly.
+"""
+
+
+def draw_uniforms(rng: Randomness, n: int, k: int) -> np.ndarray:
+    """Draw ``k`` uniforms for each of ``n`` parties, shape ``(n, k)``.
+
+    With a ``Generator`` the block is ``rng.random((n, k))`` (row ``i`` = party ``i``); with
+    :class:`PartyStreams` row ``i`` comes from party ``i``'s own stream, as the draw-order
+    contract of this module requires.
+
+    Raises
+    ------
+    ConfigurationError
+        If ``rng`` is neither, or ``n`` does not match the number of streams.
+    """
+    if isinstance(rng, PartyStreams):
+        if rng.n != n:
+            raise ConfigurationError(
+                f"rng has streams for {rng.n} parties but the data set has n={n} records"
+            )
+        return rng.uniforms(k)
+    if isinstance(rng, np.random.Generator):
+        return rng.random((n, k))
+    raise ConfigurationError(
+        f"rng must be a numpy.random.Generator or a PartyStreams, got {type(rng).__name__}"
+    )

@@ -50,3 +50,20 @@ def test_bad_n(bad: object) -> None:
 def test_bad_party_index() -> None:
     with pytest.raises(ConfigurationError, match=r"party must be in \[0, 2\)"):
         PartyStreams(1, 2).generator(2)
+
+
+def test_draw_uniforms_generator_and_streams() -> None:
+    from mprr.streams import draw_uniforms
+
+    g = np.random.default_rng(5)
+    np.testing.assert_array_equal(draw_uniforms(g, 3, 2), np.random.default_rng(5).random((3, 2)))
+    np.testing.assert_array_equal(draw_uniforms(PartyStreams(4, 3), 3, 2), PartyStreams(4, 3).uniforms(2))
+
+
+def test_draw_uniforms_rejects_mismatch_and_bad_type() -> None:
+    from mprr.streams import draw_uniforms
+
+    with pytest.raises(ConfigurationError, match="streams for 3 parties but the data set has n=4"):
+        draw_uniforms(PartyStreams(1, 3), 4, 1)
+    with pytest.raises(ConfigurationError, match="rng must be a numpy.random.Generator"):
+        draw_uniforms(42, 3, 1)  # type: ignore[arg-type]
