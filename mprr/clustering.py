@@ -1,0 +1,284 @@
+"""Clustering of attributes based on their dependence (main paper Section 4, Algorithm 1).
+
+Algorithm 1 starts from single-attribute clusters.  The dependence between two clusters is the
+maximum dependence between an attribute of one and an attribute of the other.  The list of
+cluster pairs is sorted by descending dependence and walked from its first element:
+
+- while the current element ``dep`` is ``>= Td``:
+    - if the merged cluster has at most ``Tv`` combinations of values (product of the category
+      counts), the two clusters are merged, the list is recomputed for the new clusters and
+      sorted again, and the walk restarts from its *first* element (steps 10-14);
+    - otherwise the walk moves on to the *next* element of the same list (step 16);
+- the loop ends at the first element below ``Td`` or when the list is exhausted (a list with
+  no next element — e.g. a single cluster — ends the loop).
+
+Tie-breaking (deterministic): pairs of equal dependence are taken in increasing order of the
+smallest attribute index of the first cluster, then of the second cluster (clusters are
+disjoint, so this is the lexicographic order of the sorted index tuples).  Equal dependences
+are compared exactly, as floats.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from mprr.errors import ConfigurationError
+
+__all__ = [
+    "REASON_BELOW_TD",
+    "REASON_EXCEEDS_TV",
+    "REASON_MERGED",
+    "Clustering",
+    "MergeStep",
+    "cluster_attributes",
+    "dependence_graph",
+]
+
+#: ``MergeStep.reason`` of a pair that was merged (steps 9-14).
+REASON_MERGED = "merged"
+#: ``MergeStep.reason`` of a pair skipped because the merged cluster would exceed ``Tv`` (step 16).
+REASON_EXCEEDS_TV = "exceeds Tv"
+#: ``MergeStep.reason`` of the pair whose dependence ended the while loop (step 7).
+REASON_BELOW_TD = "below Td"
+
+
+@dataclass(frozen=True)
+class MergeStep:
+    """One element of the dependence list examined by Algorithm 1.
+
+    Attributes
+    ----------
+    step
+        1-based position of this examination in the run.
+    left, right
+        The two clusters (sorted attribute indices), ``left`` before ``right`` in canonical order.
+    dependence
+        Cluster dependence (maximum pairwise attribute dependence).
+    cells
+        Number of value combinations of ``left ∪ right`` (product of category counts).
+    merged
+        Whether the pair was merged.
+    reason
+        :data:`REASON_MERGED`, :data:`REASON_EXCEEDS_TV` or :data:`REASON_BELOW_TD` (the last
+        step of a run that stopped because the dependence fell below ``Td``).
+    """
+
+    step: int
+    left: tuple[int, ...]
+    right: tuple[int, ...]
+    dependence: float
+    cells: int
+    merged: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class Clustering:
+    """Result of :func:`cluster_attributes`.
+
+    Attributes
+    ----------
+    clusters
+        Partition of ``range(m)``: tuples of sorted attribute indices, ordered by their
+        smallest index.
+    trace
+        Every element of the dependence list the algorithm examined, in order.
+    """
+
+    clusters: tuple[tuple[int, ...], ...]
+    trace: tuple[MergeStep, ...]
+
+    @property
+    def labels(self) -> tuple[int, ...]:
+        """Cluster index of each attribute (position in :attr:`clusters`)."""
+        m = sum(len(c) for c in self.clusters)
+        out = [0] * m
+        for k, cluster in enumerate(self.clusters):
+            for attr in cluster:
+                out[attr] = k
+        return tuple(out)
+
+    def cells(self, sizes: Sequence[int]) -> tuple[int, ...]:
+        """Number of value combinations of each cluster, given the attribute ``sizes``."""
+        return tuple(math.prod(int(sizes[a]) for a in c) for c in self.clusters)
+
+
+def _check_dependence(dependence: object) -> np.ndarray:
+    try:
+        d = np.array(dependence, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(
+            f"dependence must be a square numeric matrix, got {dependence!r}"
+        ) from exc
+    if d.ndim != 2 or d.shape[0] != d.shape[1] or d.shape[0] < 1:
+        raise ConfigurationError(
+            f"dependence must be a non-empty square (m, m) matrix, got shape {d.shape}"
+        )
+    if not np.all(np.isfinite(d)):
+        raise ConfigurationError("dependence must contain only finite values in [0, 1]")
+    if np.any(d < 0.0) or np.any(d > 1.0):
+        raise ConfigurationError(
+            f"dependence entries must lie in [0, 1], got min {d.min()!r} and max {d.max()!r}"
+        )
+    asym = float(np.max(np.abs(d - d.T)))
+    if asym > 1e-12:
+        raise ConfigurationError(
+            f"dependence must be symmetric (|D - D^T| <= 1e-12), got max asymmetry {asym!r}"
+        )
+    return d
+
+
+def _check_sizes(sizes: object, m: int) -> tuple[int, ...]:
+    try:
+        seq = list(sizes)  # type: ignore[call-overload]
+    except TypeError as exc:
+        raise ConfigurationError(f"sizes must be a sequence of {m} positive integers") from exc
+    if len(seq) != m:
+        raise ConfigurationError(
+            f"sizes must have one entry per attribute ({m}), got {len(seq)} entries"
+        )
+    for k, s in enumerate(seq):
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1:
+            raise ConfigurationError(f"sizes[{k}] must be a positive integer, got {s!r}")
+    return tuple(int(s) for s in seq)
+
+
+def _check_real(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ConfigurationError(f"{name} must be a real number, got {value!r}")
+    out = float(value)
+    if math.isnan(out):
+        raise ConfigurationError(f"{name} must be a real number, got nan")
+    return out
+
+
+def cluster_attributes(dependence: object, sizes: Sequence[int], Tv: float, Td: float) -> Clustering:
+    """Cluster attributes by dependence — main paper Algorithm 1.
+
+    Parameters
+    ----------
+    dependence
+        Symmetric ``(m, m)`` matrix of pairwise dependences in ``[0, 1]`` (e.g.
+        :func:`mprr.dependence.dependence_matrix`); the diagonal is not used.
+    sizes
+        Number of categories of each attribute.
+    Tv
+        Maximum number of value combinations allowed in a merged cluster (``>= 1``; ``inf``
+        for no limit).  A single attribute with more categories than ``Tv`` stays a singleton.
+    Td
+        Minimum dependence (in ``[0, 1]``) required to merge two clusters.
+
+    Returns
+    -------
+    Clustering
+        The clusters (canonical order) and the trace of every list element examined.
+
+    Raises
+    ------
+    ConfigurationError
+        If the matrix is not square, symmetric, finite and within ``[0, 1]``, if ``sizes`` is
+        not ``m`` positive integers, if ``Tv < 1`` or if ``Td`` is outside ``[0, 1]``.
+
+    Notes
+    -----
+    Control flow follows Algorithm 1 literally (see the module docstring): after a merge the
+    list is recomputed and the walk restarts at its first element, so a pair skipped for
+    ``Tv`` is examined (and skipped) again; after a skip the walk continues with the next
+    element.  The run ends at the first element with dependence ``< Td`` or at the end of the
+    list.  Ties: lower attribute indices first.
+    """
+    d = _check_dependence(dependence)
+    m = d.shape[0]
+    sz = _check_sizes(sizes, m)
+    tv = _check_real(Tv, "Tv")
+    if tv < 1.0:
+        raise ConfigurationError(f"Tv must be >= 1 (maximum cells per cluster), got {Tv!r}")
+    td = _check_real(Td, "Td")
+    if not 0.0 <= td <= 1.0:
+        raise ConfigurationError(f"Td must lie in [0, 1] (minimum dependence), got {Td!r}")
+
+    upper = np.triu(d, 1)
+    attr_dep = upper + upper.T  # symmetric, zero diagonal (the diagonal is never a pair)
+    clusters: list[tuple[int, ...]] = [(i,) for i in range(m)]
+    trace: list[MergeStep] = []
+
+    def dependence_list() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Steps 4-5 / 12-13: cluster-pair dependences (max over members), sorted."""
+        perm = np.fromiter((a for c in clusters for a in c), dtype=np.intp, count=m)
+        starts = np.cumsum([0] + [len(c) for c in clusters[:-1]])
+        sub = attr_dep[np.ix_(perm, perm)]
+        cdep = np.maximum.reduceat(np.maximum.reduceat(sub, starts, axis=0), starts, axis=1)
+        a, b = np.triu_indices(len(clusters), k=1)
+        deps = cdep[a, b]
+        # Clusters are kept in canonical order, so index order == smallest-attribute order.
+        order = np.lexsort((b, a, -deps))
+        return a[order], b[order], deps[order]
+
+    la, lb, ldep = dependence_list()
+    pos = 0
+    while pos < la.size:
+        a, b, dep = int(la[pos]), int(lb[pos]), float(ldep[pos])
+        left, right = clusters[a], clusters[b]
+        cells = math.prod(sz[i] for i in left + right)
+        step = len(trace) + 1
+        if dep < td:  # step 7: the while condition fails
+            trace.append(MergeStep(step, left, right, dep, cells, False, REASON_BELOW_TD))
+            break
+        if cells <= tv:  # steps 9-14
+            trace.append(MergeStep(step, left, right, dep, cells, True, REASON_MERGED))
+            rest = [c for k, c in enumerate(clusters) if k not in (a, b)]
+            clusters = sorted(rest + [tuple(sorted(left + right))])
+            la, lb, ldep = dependence_list()
+            pos = 0
+        else:  # step 16: next element of the same list
+            trace.append(MergeStep(step, left, right, dep, cells, False, REASON_EXCEEDS_TV))
+            pos += 1
+    return Clustering(clusters=tuple(clusters), trace=tuple(trace))
+
+
+def dependence_graph(
+    dependence: object, names: Sequence[str], *, min_weight: float = 0.0
+) -> nx.Graph:
+    """The attribute dependence graph as a :class:`networkx.Graph`.
+
+    Parameters
+    ----------
+    dependence
+        Symmetric ``(m, m)`` dependence matrix in ``[0, 1]``.
+    names
+        ``m`` distinct attribute names (the nodes; each node also carries ``index``).
+    min_weight
+        Only pairs with positive dependence ``>= min_weight`` become edges (use ``Td`` to see
+        the candidate merges of Algorithm 1).
+
+    Returns
+    -------
+    networkx.Graph
+        Nodes = names; edge ``(names[i], names[j])`` with attribute ``weight = D[i, j]``.
+
+    Raises
+    ------
+    ConfigurationError
+        On an invalid matrix, a wrong number of names or duplicate names.
+    """
+    d = _check_dependence(dependence)
+    m = d.shape[0]
+    names = [str(n) for n in names]
+    if len(names) != m:
+        raise ConfigurationError(f"names must have {m} entries (one per attribute), got {len(names)}")
+    if len(set(names)) != m:
+        raise ConfigurationError(f"names must be distinct, got {names!r}")
+    w = _check_real(min_weight, "min_weight")
+    graph = nx.Graph()
+    for i, name in enumerate(names):
+        graph.add_node(name, index=i)
+    a, b = np.triu_indices(m, k=1)
+    for i, j in zip(a.tolist(), b.tolist(), strict=True):
+        if d[i, j] > 0.0 and d[i, j] >= w:
+            graph.add_edge(names[i], names[j], weight=float(d[i, j]))
+    return graph
