@@ -113,7 +113,14 @@ class Attribute:
         DataError
             If a value is not a declared category (the message lists the first offenders).
         """
-        arr = np.asarray(values, dtype=object).astype(str)
+        obj = np.asarray(values, dtype=object)
+        missing = (obj == None) | (obj != obj)  # noqa: E711 - elementwise None / NaN test
+        if np.any(missing):
+            raise DataError(
+                f"attribute {self.name!r} has missing values (None/NaN) in {int(missing.sum())} "
+                "records; map them to an explicit category such as '?'"
+            )
+        arr = obj.astype(str)
         if strip:
             arr = np.char.strip(arr)
         cats = np.asarray(self.categories, dtype=str)
