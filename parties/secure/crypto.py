@@ -1,0 +1,129 @@
+"""Key agreement, key derivation and authenticated encryption for the secure-sum engines.
+
+- X25519 (RFC 7748) Diffie-Hellman key agreement, keys from ``cryptography``;
+- HKDF-SHA256 (RFC 5869) turns a shared secret into a 32-byte key bound to its purpose
+  (``"mask"`` seed for the PRG, ``"channel"`` key for AEAD), the session and the unordered pair
+  of party ids, so both ends derive the same key and keys never repeat across sessions;
+- ChaCha20-Poly1305 AEAD (RFC 8439) for shares relayed through the controller, with associated
+  data binding session, sender and receiver: a ciphertext replayed to another party, in another
+  session or in the other direction fails authentication.
+
+This is the key layer of Bonawitz et al. 2017 (Practical Secure Aggregation), Section 4:
+KA.gen / KA.agree, and AE.enc / AE.dec.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from mprr.errors import ConfigurationError, MessageError
+
+__all__ = [
+    "KEY_BYTES",
+    "NONCE_BYTES",
+    "KeyPair",
+    "derive_key",
+    "agree",
+    "seal",
+    "open_sealed",
+    "AEAD_OVERHEAD",
+]
+
+KEY_BYTES = 32
+NONCE_BYTES = 12
+AEAD_OVERHEAD = NONCE_BYTES + 16  # random nonce + Poly1305 tag
+_DOMAIN = b"mprr/secure-sum/v1"
+
+
+@dataclass(frozen=True, slots=True)
+class KeyPair:
+    """An X25519 key pair: ``private`` key object and 32-byte raw ``public`` key."""
+
+    private: X25519PrivateKey
+    public: bytes
+
+    @classmethod
+    def generate(cls) -> "KeyPair":
+        """A fresh key pair (the private scalar comes from the OS CSPRNG via OpenSSL)."""
+        private = X25519PrivateKey.generate()
+        return cls(private, private.public_key().public_bytes_raw())
+
+    @classmethod
+    def from_private_bytes(cls, raw: bytes) -> "KeyPair":
+        """Rebuild a key pair from its 32 raw private bytes (after Shamir reconstruction)."""
+        if len(raw) != KEY_BYTES:
+            raise ConfigurationError(f"private key must be {KEY_BYTES} bytes, got {len(raw)}")
+        private = X25519PrivateKey.from_private_bytes(bytes(raw))
+        return cls(private, private.public_key().public_bytes_raw())
+
+    def private_bytes(self) -> bytes:
+        """The 32 raw private bytes (what a party Shamir-shares in the masked engine)."""
+        return self.private.private_bytes_raw()
+
+
+def _info(purpose: str, session: str, a: int, b: int) -> bytes:
+    lo, hi = (a, b) if a <= b else (b, a)
+    return b"|".join(
+        (_DOMAIN, purpose.encode(), session.encode(), str(lo).encode(), str(hi).encode())
+    )
+
+
+def derive_key(shared: bytes, *, purpose: str, session: str, a: int, b: int) -> bytes:
+    """HKDF-SHA256(shared, info = domain|purpose|session|min(a,b)|max(a,b)) -> 32 bytes."""
+    hkdf = HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None,
+                info=_info(purpose, session, a, b))
+    return hkdf.derive(shared)
+
+
+def agree(
+    private: X25519PrivateKey, peer_public: bytes, *, purpose: str, session: str, me: int, peer: int
+) -> bytes:
+    """X25519(private, peer_public) then :func:`derive_key` (Bonawitz et al. KA.agree).
+
+    Raises
+    ------
+    MessageError
+        ``peer_public`` is not a valid 32-byte X25519 public key (or a low-order point).
+    """
+    if not isinstance(peer_public, bytes) or len(peer_public) != KEY_BYTES:
+        raise MessageError(f"public key of party {peer} must be {KEY_BYTES} bytes")
+    try:
+        shared = private.exchange(X25519PublicKey.from_public_bytes(peer_public))
+    except ValueError as exc:
+        raise MessageError(f"invalid X25519 public key from party {peer}: {exc}") from exc
+    return derive_key(shared, purpose=purpose, session=session, a=me, b=peer)
+
+
+def _associated_data(session: str, sender: int, receiver: int) -> bytes:
+    return b"|".join((_DOMAIN, b"aead", session.encode(), str(sender).encode(),
+                      str(receiver).encode()))
+
+
+def seal(key: bytes, plaintext: bytes, *, session: str, sender: int, receiver: int) -> bytes:
+    """ChaCha20-Poly1305 encrypt; returns nonce || ciphertext || tag (random 96-bit nonce)."""
+    nonce = secrets.token_bytes(NONCE_BYTES)
+    return nonce + ChaCha20Poly1305(key).encrypt(
+        nonce, plaintext, _associated_data(session, sender, receiver)
+    )
+
+
+def open_sealed(key: bytes, blob: bytes, *, session: str, sender: int, receiver: int) -> bytes:
+    """Decrypt :func:`seal` output; MessageError if it was tampered with or misrouted."""
+    if len(blob) < AEAD_OVERHEAD:
+        raise MessageError(f"ciphertext from party {sender} is too short ({len(blob)} bytes)")
+    try:
+        return ChaCha20Poly1305(key).decrypt(
+            blob[:NONCE_BYTES], blob[NONCE_BYTES:], _associated_data(session, sender, receiver)
+        )
+    except InvalidTag as exc:
+        raise MessageError(
+            f"ciphertext from party {sender} to party {receiver} failed authentication "
+            f"(session {session!r})"
+        ) from exc

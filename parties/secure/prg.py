@@ -1,0 +1,70 @@
+"""ChaCha20 keystream as a cryptographic pseudo-random generator.
+
+Every secret number of the secure-sum engines (additive shares, masks, Shamir coefficients)
+comes from here or from :mod:`secrets`; numpy is used only for arithmetic on the bytes.
+
+The PRG is the ChaCha20 stream cipher (RFC 8439 block function, via ``cryptography``)
+applied to zero bytes: the keystream of a 32-byte seed.  Expanding the same seed twice gives
+the same stream, which is how two parties that agreed on a pairwise seed derive the same mask
+(Bonawitz et al. 2017, "PRG(s_uv)").
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+from mprr.errors import ConfigurationError
+
+__all__ = ["SEED_BYTES", "Keystream", "fresh_seed"]
+
+SEED_BYTES = 32
+_NONCE = bytes(16)  # 32-bit block counter 0 + 96-bit nonce 0: each seed is used for one stream
+
+
+def fresh_seed() -> bytes:
+    """Return 32 bytes from the operating system CSPRNG (:func:`secrets.token_bytes`)."""
+    return secrets.token_bytes(SEED_BYTES)
+
+
+class Keystream:
+    """Deterministic byte stream ChaCha20(seed) — a PRG expanding a 32-byte seed.
+
+    Parameters
+    ----------
+    seed
+        Exactly 32 bytes.  ``None`` draws a fresh seed from :func:`secrets.token_bytes`
+        (a private CSPRNG for one party).
+
+    Notes
+    -----
+    Consecutive calls continue the same stream, so ``read(a) + read(b) == read(a + b)``.
+    The stream is limited to 2^32 blocks of 64 bytes (256 GiB), far beyond any use here.
+    """
+
+    __slots__ = ("_encryptor",)
+
+    def __init__(self, seed: bytes | None = None) -> None:
+        if seed is None:
+            seed = fresh_seed()
+        if not isinstance(seed, (bytes, bytearray)) or len(seed) != SEED_BYTES:
+            got = len(seed) if isinstance(seed, (bytes, bytearray)) else type(seed).__name__
+            raise ConfigurationError(f"seed must be {SEED_BYTES} bytes, got {got}")
+        cipher = Cipher(algorithms.ChaCha20(bytes(seed), _NONCE), mode=None)
+        self._encryptor = cipher.encryptor()
+
+    def read(self, nbytes: int) -> bytes:
+        """Return the next ``nbytes`` bytes of the keystream."""
+        if nbytes < 0:
+            raise ConfigurationError(f"nbytes must be >= 0, got {nbytes}")
+        return self._encryptor.update(bytes(nbytes))
+
+    def words(self, count: int, dtype: np.dtype | type) -> np.ndarray:
+        """Return ``count`` uniformly distributed unsigned integers of ``dtype`` (little endian)."""
+        dt = np.dtype(dtype).newbyteorder("<")
+        if dt.kind != "u":
+            raise ConfigurationError(f"dtype must be an unsigned integer type, got {dt}")
+        raw = self.read(int(count) * dt.itemsize)
+        return np.frombuffer(raw, dtype=dt).astype(dt.newbyteorder("="), copy=True)

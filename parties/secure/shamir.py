@@ -1,0 +1,168 @@
+"""Shamir secret sharing over the prime field GF(p), p = 2^256 + 297.
+
+A secret s (a 32-byte seed or X25519 private key read as a big-endian integer < 2^256 < p) is
+hidden as the constant term of a random polynomial f of degree t - 1; share k is (x_k, f(x_k)),
+x_k != 0.  Any t shares give s = f(0) by Lagrange interpolation; t - 1 shares are uniform and
+independent of s (Shamir 1979).  Coefficients come from :func:`secrets.randbelow`.
+
+p = 2^256 + 297 is the smallest prime above 2^256 (checked by a Miller-Rabin test in
+``tests/parties/secure/test_shamir.py``), so every 32-byte string is a field element and a
+share value fits in 33 bytes.
+
+Vectorized where it matters: the controller of the masked engine reconstructs one secret per
+party, usually from the same abscissae, so Lagrange coefficients at 0 are cached per abscissa
+set and reconstruction is a dot product.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from mprr.errors import ConfigurationError, SecureSumAborted
+
+__all__ = [
+    "PRIME",
+    "SHARE_BYTES",
+    "Share",
+    "share_secret",
+    "share_bytes",
+    "reconstruct_secret",
+    "reconstruct_bytes",
+    "lagrange_at_zero",
+]
+
+PRIME = (1 << 256) + 297
+SHARE_BYTES = 33
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """One Shamir share: abscissa ``x`` (1 <= x < p) and value ``y = f(x)`` in GF(p)."""
+
+    x: int
+    y: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.x < PRIME:
+            raise ConfigurationError(f"share abscissa x must be in [1, p), got {self.x}")
+        if not 0 <= self.y < PRIME:
+            raise ConfigurationError("share value y must be in [0, p)")
+
+    def value_bytes(self) -> bytes:
+        """``y`` as 33 big-endian bytes (for messages)."""
+        return self.y.to_bytes(SHARE_BYTES, "big")
+
+    @classmethod
+    def from_bytes(cls, x: int, value: bytes) -> "Share":
+        """Inverse of :meth:`value_bytes` for abscissa ``x``."""
+        if len(value) != SHARE_BYTES:
+            raise ConfigurationError(
+                f"share value must be {SHARE_BYTES} bytes, got {len(value)}"
+            )
+        return cls(x, int.from_bytes(value, "big"))
+
+
+def _check_threshold(threshold: int, count: int) -> None:
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or not 1 <= threshold <= count:
+        raise ConfigurationError(
+            f"threshold must be an integer in [1, {count}] (number of shares), got {threshold!r}"
+        )
+
+
+def _check_abscissae(xs: Sequence[int]) -> tuple[int, ...]:
+    xs = tuple(int(x) for x in xs)
+    if len(set(xs)) != len(xs):
+        raise ConfigurationError(f"share abscissae must be distinct, got {xs}")
+    for x in xs:
+        if not 1 <= x < PRIME:
+            raise ConfigurationError(f"share abscissae must be in [1, p), got {x}")
+    return xs
+
+
+def share_secret(secret: int, xs: Sequence[int], threshold: int) -> list[Share]:
+    """Shares of ``secret`` at abscissae ``xs``; any ``threshold`` of them reconstruct it.
+
+    Parameters
+    ----------
+    secret
+        Integer in [0, p).
+    xs
+        Distinct non-zero abscissae, one per share holder.
+    threshold
+        t, 1 <= t <= len(xs): degree of the polynomial is t - 1.
+    """
+    if not 0 <= secret < PRIME:
+        raise ConfigurationError("secret must be an integer in [0, p)")
+    xs = _check_abscissae(xs)
+    _check_threshold(threshold, len(xs))
+    coefficients = [secret] + [secrets.randbelow(PRIME) for _ in range(threshold - 1)]
+    shares = []
+    for x in xs:
+        y = 0
+        for c in reversed(coefficients):  # Horner
+            y = (y * x + c) % PRIME
+        shares.append(Share(x, y))
+    return shares
+
+
+def share_bytes(secret: bytes, xs: Sequence[int], threshold: int) -> list[Share]:
+    """:func:`share_secret` for a secret of at most 32 bytes (big-endian integer)."""
+    if len(secret) > 32:
+        raise ConfigurationError(f"secret must be at most 32 bytes, got {len(secret)}")
+    return share_secret(int.from_bytes(secret, "big"), xs, threshold)
+
+
+@lru_cache(maxsize=4096)
+def lagrange_at_zero(xs: tuple[int, ...]) -> tuple[int, ...]:
+    """Lagrange basis values l_k(0) = prod_{m != k} x_m / (x_m - x_k) mod p (cached per set)."""
+    xs = _check_abscissae(xs)
+    coefficients = []
+    for k, xk in enumerate(xs):
+        num = 1
+        den = 1
+        for m, xm in enumerate(xs):
+            if m != k:
+                num = num * xm % PRIME
+                den = den * (xm - xk) % PRIME
+        coefficients.append(num * pow(den, -1, PRIME) % PRIME)
+    return tuple(coefficients)
+
+
+def reconstruct_secret(shares: Iterable[Share], threshold: int) -> int:
+    """f(0) from at least ``threshold`` shares (uses the ``threshold`` smallest abscissae).
+
+    Raises
+    ------
+    SecureSumAborted
+        Fewer than ``threshold`` distinct shares: the secret is information-theoretically hidden.
+    ConfigurationError
+        Two shares with the same abscissa but different values.
+    """
+    by_x: dict[int, int] = {}
+    for share in shares:
+        if by_x.setdefault(share.x, share.y) != share.y:
+            raise ConfigurationError(f"conflicting shares for abscissa x={share.x}")
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
+        raise ConfigurationError(f"threshold must be an integer >= 1, got {threshold!r}")
+    if len(by_x) < threshold:
+        raise SecureSumAborted(
+            f"need at least threshold={threshold} shares to reconstruct, got {len(by_x)}",
+            survivors=len(by_x),
+            threshold=threshold,
+        )
+    xs = tuple(sorted(by_x)[:threshold])
+    weights = lagrange_at_zero(xs)
+    return sum(w * by_x[x] for w, x in zip(weights, xs)) % PRIME
+
+
+def reconstruct_bytes(shares: Iterable[Share], threshold: int, size: int = 32) -> bytes:
+    """:func:`reconstruct_secret` returned as ``size`` big-endian bytes."""
+    value = reconstruct_secret(shares, threshold)
+    if value >= 1 << (8 * size):
+        raise ConfigurationError(
+            f"reconstructed secret does not fit in {size} bytes: the shares are inconsistent"
+        )
+    return value.to_bytes(size, "big")

@@ -1,0 +1,48 @@
+"""X25519 agreement, HKDF binding and AEAD channels."""
+
+from __future__ import annotations
+
+import pytest
+
+from mprr.errors import ConfigurationError, MessageError
+from parties.secure.crypto import KeyPair, agree, open_sealed, seal
+
+
+def test_both_ends_derive_the_same_key_bound_to_purpose_and_session() -> None:
+    a, b = KeyPair.generate(), KeyPair.generate()
+    k_ab = agree(a.private, b.public, purpose="mask", session="s1", me=3, peer=8)
+    k_ba = agree(b.private, a.public, purpose="mask", session="s1", me=8, peer=3)
+    assert k_ab == k_ba and len(k_ab) == 32
+    assert k_ab != agree(a.private, b.public, purpose="channel", session="s1", me=3, peer=8)
+    assert k_ab != agree(a.private, b.public, purpose="mask", session="s2", me=3, peer=8)
+
+
+def test_private_bytes_roundtrip() -> None:
+    a = KeyPair.generate()
+    assert KeyPair.from_private_bytes(a.private_bytes()).public == a.public
+    with pytest.raises(ConfigurationError, match="32 bytes"):
+        KeyPair.from_private_bytes(b"x")
+
+
+def test_bad_public_key_is_a_message_error() -> None:
+    a = KeyPair.generate()
+    with pytest.raises(MessageError, match="must be 32 bytes"):
+        agree(a.private, b"short", purpose="mask", session="s", me=0, peer=1)
+    with pytest.raises(MessageError, match="invalid X25519 public key"):
+        agree(a.private, bytes(32), purpose="mask", session="s", me=0, peer=1)  # low order
+
+
+def test_aead_roundtrip_and_binding() -> None:
+    key = bytes(range(32))
+    blob = seal(key, b"share", session="s", sender=1, receiver=2)
+    assert open_sealed(key, blob, session="s", sender=1, receiver=2) == b"share"
+    for kwargs in ({"session": "t", "sender": 1, "receiver": 2},
+                   {"session": "s", "sender": 2, "receiver": 1},
+                   {"session": "s", "sender": 1, "receiver": 3}):
+        with pytest.raises(MessageError, match="failed authentication"):
+            open_sealed(key, blob, **kwargs)
+    tampered = blob[:-1] + bytes([blob[-1] ^ 1])
+    with pytest.raises(MessageError, match="failed authentication"):
+        open_sealed(key, tampered, session="s", sender=1, receiver=2)
+    with pytest.raises(MessageError, match="too short"):
+        open_sealed(key, b"abc", session="s", sender=1, receiver=2)
