@@ -1,0 +1,519 @@
+"""Scenario configuration: TOML files validated against a per-scenario schema.
+
+A scenario file looks like::
+
+    [scenario]
+    kind = "lambda_table"            # the registered runner (required)
+    description = "one line shown by `mprr list`"
+    runs = 1                         # optional defaults, overridden by --runs/--seed/--engine
+    seed = 1
+    engine = "fast"
+
+    [parameters]                     # validated against the runner's schema
+    sizes = [5, 5, 5]
+
+Every runner declares its parameters as a :class:`Schema` of :class:`Field` objects (key,
+type, allowed values / range, default).  Unknown keys, wrong types and bad values raise
+:class:`~mprr.errors.ConfigurationError` naming the key, the bad value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from mprr.errors import ConfigurationError
+
+__all__ = [
+    "REQUIRED",
+    "ENGINES",
+    "Bool",
+    "Choice",
+    "Field",
+    "Float",
+    "Int",
+    "List",
+    "PathValue",
+    "Schema",
+    "ScenarioConfig",
+    "Str",
+    "Table",
+    "merge_tables",
+    "parse_config",
+    "parse_override",
+]
+
+ENGINES = ("fast", "actors")
+
+
+class _Required:
+    """Marker for a field without a default."""
+
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+
+def _show(value: Any) -> str:
+    """Render a user value for an error message (TOML-like, with its type)."""
+    return f"{value!r} ({type(value).__name__})"
+
+
+# --------------------------------------------------------------------------- value types
+
+
+class ValueType:
+    """A type descriptor: ``check(value, key)`` returns the normalised value or raises."""
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def check(self, value: Any, key: str) -> Any:
+        raise NotImplementedError
+
+    def _fail(self, value: Any, key: str) -> ConfigurationError:
+        return ConfigurationError(f"{key} must be {self.describe()}, got {_show(value)}")
+
+
+def _range_text(lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> str:
+    parts = []
+    if lo is not None:
+        parts.append(f"{'>' if lo_open else '>='} {lo:g}")
+    if hi is not None:
+        parts.append(f"{'<' if hi_open else '<='} {hi:g}")
+    return " and ".join(parts)
+
+
+def _in_range(x: float, lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> bool:
+    if lo is not None and (x <= lo if lo_open else x < lo):
+        return False
+    if hi is not None and (x >= hi if hi_open else x > hi):
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class Int(ValueType):
+    """An integer (TOML booleans and floats are rejected), optionally within [min, max]."""
+
+    min: int | None = None
+    max: int | None = None
+
+    def describe(self) -> str:
+        rng = _range_text(self.min, self.max, False, False)
+        return f"an integer {rng}".rstrip() if rng else "an integer"
+
+    def check(self, value: Any, key: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._fail(value, key)
+        if not _in_range(value, self.min, self.max, False, False):
+            raise self._fail(value, key)
+        return int(value)
+
+
+@dataclass(frozen=True)
+class Float(ValueType):
+    """A real number (integers accepted), finite unless ``allow_inf``, optionally bounded."""
+
+    min: float | None = None
+    max: float | None = None
+    min_exclusive: bool = False
+    max_exclusive: bool = False
+    allow_inf: bool = False
+
+    def describe(self) -> str:
+        head = "a number" if self.allow_inf else "a finite number"
+        rng = _range_text(self.min, self.max, self.min_exclusive, self.max_exclusive)
+        return f"{head} {rng}" if rng else head
+
+    def check(self, value: Any, key: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self._fail(value, key)
+        x = float(value)
+        if math.isnan(x) or (math.isinf(x) and not self.allow_inf):
+            raise self._fail(value, key)
+        if not _in_range(x, self.min, self.max, self.min_exclusive, self.max_exclusive):
+            raise self._fail(value, key)
+        return x
+
+
+@dataclass(frozen=True)
+class Bool(ValueType):
+    """``true`` or ``false``."""
+
+    def describe(self) -> str:
+        return "true or false"
+
+    def check(self, value: Any, key: str) -> bool:
+        if not isinstance(value, bool):
+            raise self._fail(value, key)
+        return value
+
+
+@dataclass(frozen=True)
+class Str(ValueType):
+    """A non-empty string (empty allowed with ``allow_empty``)."""
+
+    allow_empty: bool = False
+
+    def describe(self) -> str:
+        return "a string" if self.allow_empty else "a non-empty string"
+
+    def check(self, value: Any, key: str) -> str:
+        if not isinstance(value, str) or (not value and not self.allow_empty):
+            raise self._fail(value, key)
+        return value
+
+
+@dataclass(frozen=True)
+class Choice(ValueType):
+    """One string out of a fixed set."""
+
+    choices: tuple[str, ...]
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(repr(c) for c in self.choices)
+
+    def check(self, value: Any, key: str) -> str:
+        if not isinstance(value, str) or value not in self.choices:
+            raise self._fail(value, key)
+        return value
+
+
+@dataclass(frozen=True)
+class PathValue(ValueType):
+    """A file-system path given as a string; ``must_exist`` checks it at validation time."""
+
+    must_exist: bool = False
+
+    def describe(self) -> str:
+        return "the path of an existing file" if self.must_exist else "a path (string)"
+
+    def check(self, value: Any, key: str) -> Path:
+        if not isinstance(value, str) or not value:
+            raise self._fail(value, key)
+        path = Path(value).expanduser()
+        if self.must_exist and not path.exists():
+            raise ConfigurationError(f"{key} must be {self.describe()}, got {value!r} (not found)")
+        return path
+
+
+@dataclass(frozen=True)
+class List(ValueType):
+    """A list whose items all have type ``item``; returned as a tuple."""
+
+    item: ValueType
+    min_len: int = 0
+    max_len: int | None = None
+
+    def describe(self) -> str:
+        size = ""
+        if self.max_len is not None and self.max_len == self.min_len:
+            size = f" of exactly {self.min_len} item{'s' if self.min_len != 1 else ''}"
+        elif self.min_len and self.max_len is not None:
+            size = f" of {self.min_len} to {self.max_len} items"
+        elif self.min_len:
+            size = f" of at least {self.min_len} item{'s' if self.min_len > 1 else ''}"
+        elif self.max_len is not None:
+            size = f" of at most {self.max_len} items"
+        return f"a list{size}, each {self.item.describe()}"
+
+    def check(self, value: Any, key: str) -> tuple[Any, ...]:
+        if not isinstance(value, (list, tuple)):
+            raise self._fail(value, key)
+        if len(value) < self.min_len or (self.max_len is not None and len(value) > self.max_len):
+            raise ConfigurationError(
+                f"{key} must be {self.describe()}, got {len(value)} items: {value!r}"
+            )
+        return tuple(self.item.check(v, f"{key}[{i}]") for i, v in enumerate(value))
+
+
+@dataclass(frozen=True)
+class Table(ValueType):
+    """A nested TOML table validated by its own :class:`Schema`."""
+
+    schema: Schema
+
+    def describe(self) -> str:
+        return "a table with keys " + ", ".join(self.schema.keys())
+
+    def check(self, value: Any, key: str) -> Mapping[str, Any]:
+        if not isinstance(value, Mapping):
+            raise self._fail(value, key)
+        return self.schema.validate(value, prefix=key)
+
+
+# --------------------------------------------------------------------------- schema
+
+
+@dataclass(frozen=True)
+class Field:
+    """One configuration key.
+
+    Parameters
+    ----------
+    key
+        Name of the key in the TOML table.
+    type
+        A :class:`ValueType` (``Int(min=1)``, ``Float(min=0, min_exclusive=True)``, ...).
+    default
+        Value used when the key is absent; :data:`REQUIRED` makes the key mandatory.  The
+        default is validated too, so a schema cannot ship a value it would reject; ``None``
+        makes the key optional (absent → ``None``; TOML itself has no null).
+    help
+        One line describing the key (shown in error messages and reports).
+    """
+
+    key: str
+    type: ValueType
+    default: Any = REQUIRED
+    help: str = ""
+
+
+class Schema:
+    """An ordered set of :class:`Field` objects; ``validate`` checks a TOML table against it."""
+
+    def __init__(self, fields: Iterable[Field] = ()) -> None:
+        self._fields: dict[str, Field] = {}
+        for f in fields:
+            if f.key in self._fields:
+                raise ConfigurationError(f"schema declares key {f.key!r} twice")
+            if f.default is not REQUIRED and f.default is not None:
+                f.type.check(f.default, f"default of {f.key}")
+            self._fields[f.key] = f
+
+    def keys(self) -> tuple[str, ...]:
+        """Declared keys, in declaration order."""
+        return tuple(self._fields)
+
+    def fields(self) -> tuple[Field, ...]:
+        """Declared fields, in declaration order."""
+        return tuple(self._fields.values())
+
+    def validate(self, table: Mapping[str, Any], *, prefix: str = "") -> Mapping[str, Any]:
+        """Return ``table`` with defaults filled in and values normalised (read-only mapping).
+
+        Raises
+        ------
+        ConfigurationError
+            For an unknown key, a missing required key, or a value of the wrong type / range.
+        """
+        dot = f"{prefix}." if prefix else ""
+        for key in table:
+            if key not in self._fields:
+                raise ConfigurationError(_unknown_key(f"{dot}{key}", key, self.keys()))
+        out: dict[str, Any] = {}
+        for key, f in self._fields.items():
+            if key in table:
+                out[key] = f.type.check(table[key], f"{dot}{key}")
+            elif f.default is REQUIRED:
+                help_text = f" ({f.help})" if f.help else ""
+                raise ConfigurationError(
+                    f"{dot}{key} is required{help_text}: {f.type.describe()}"
+                )
+            else:
+                out[key] = f.default
+        return MappingProxyType(out)
+
+
+def _unknown_key(full: str, key: str, allowed: Sequence[str]) -> str:
+    hint = difflib.get_close_matches(key, allowed, n=1)
+    did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
+    listed = ", ".join(allowed) if allowed else "none"
+    return f"unknown key {full!r}{did_you_mean}; allowed keys: {listed}"
+
+
+# --------------------------------------------------------------------------- scenario config
+
+
+@dataclass(frozen=True)
+class ScenarioConfig:
+    """A validated scenario configuration.
+
+    Attributes
+    ----------
+    name
+        Scenario name (the TOML file's stem); default output directory ``out/<name>``.
+    kind
+        Registered runner that executes it.
+    description, title
+        One line for ``mprr list``; title of the report (defaults to the name).
+    parameters
+        Validated parameters (defaults filled in), read-only.
+    runs, seed, engine
+        Monte Carlo repetitions, run seed and engine (``fast`` or ``actors``).
+    source
+        The TOML file it was read from, if any.
+    """
+
+    name: str
+    kind: str
+    description: str
+    title: str
+    parameters: Mapping[str, Any]
+    runs: int
+    seed: int
+    engine: str
+    source: Path | None = None
+    raw_parameters: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    def with_overrides(
+        self,
+        *,
+        runs: int | None = None,
+        seed: int | None = None,
+        engine: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        schema: Schema | None = None,
+    ) -> ScenarioConfig:
+        """Return a copy with command-line overrides applied and re-validated.
+
+        ``parameters`` (e.g. from ``--set n=500``) are merged into the raw TOML parameters and
+        the result is validated again against ``schema``.
+        """
+        new = replace(
+            self,
+            runs=self.runs if runs is None else RUNS.check(runs, "runs"),
+            seed=self.seed if seed is None else SEED.check(seed, "seed"),
+            engine=self.engine if engine is None else ENGINE.check(engine, "engine"),
+        )
+        if parameters:
+            if schema is None:
+                raise ConfigurationError("parameter overrides need the scenario's schema")
+            raw = merge_tables(dict(self.raw_parameters), parameters)
+            new = replace(new, parameters=schema.validate(raw, prefix="parameters"),
+                          raw_parameters=MappingProxyType(raw))
+        return new
+
+
+RUNS = Int(min=1)
+SEED = Int(min=0)
+ENGINE = Choice(ENGINES)
+
+SCENARIO_SECTION = Schema(
+    [
+        Field("kind", Str(), help="registered runner name, see `mprr list`"),
+        Field("description", Str(allow_empty=True), ""),
+        Field("title", Str(allow_empty=True), ""),
+        Field("module", Str(allow_empty=True), "", help="module that registers the runner"),
+        Field("runs", RUNS, None),
+        Field("seed", SEED, None),
+        Field("engine", ENGINE, None),
+    ]
+)
+
+
+def merge_tables(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``extra`` into ``base`` recursively (nested tables merged key by key)."""
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), Mapping):
+            base[key] = merge_tables(dict(base[key]), value)
+        else:
+            base[key] = value
+    return base
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Read a TOML file; syntax errors become :class:`ConfigurationError`."""
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigurationError(f"scenario file {str(path)!r} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError(f"scenario file {str(path)!r} is not valid TOML: {exc}") from None
+
+
+def scenario_section(document: Mapping[str, Any], *, source: str) -> Mapping[str, Any]:
+    """Validate the top level and the ``[scenario]`` table of a scenario document."""
+    for key in document:
+        if key not in ("scenario", "parameters"):
+            raise ConfigurationError(
+                _unknown_key(key, key, ("scenario", "parameters")) + f" (in {source})"
+            )
+    section = document.get("scenario")
+    if not isinstance(section, Mapping):
+        raise ConfigurationError(
+            f"{source} must have a [scenario] table with kind = \"<runner>\", got "
+            f"{_show(section) if section is not None else 'none'}"
+        )
+    params = document.get("parameters", {})
+    if not isinstance(params, Mapping):
+        raise ConfigurationError(f"parameters must be a table, got {_show(params)} (in {source})")
+    return SCENARIO_SECTION.validate(section, prefix="scenario")
+
+
+def parse_config(
+    document: Mapping[str, Any],
+    *,
+    name: str,
+    schema: Schema,
+    default_runs: int = 1,
+    default_seed: int = 1,
+    default_engine: str = "fast",
+    source: Path | None = None,
+) -> ScenarioConfig:
+    """Validate a parsed TOML document against the runner's ``schema``.
+
+    Parameters
+    ----------
+    document
+        The parsed TOML (``{"scenario": {...}, "parameters": {...}}``).
+    name
+        Scenario name (normally the file stem).
+    schema
+        The runner's parameter schema.
+    default_runs, default_seed, default_engine
+        Used when the ``[scenario]`` table does not set them.
+    source
+        File the document came from (for messages and the report).
+    """
+    section = scenario_section(document, source=str(source or name))
+    raw = dict(document.get("parameters", {}))
+    return ScenarioConfig(
+        name=name,
+        kind=section["kind"],
+        description=section["description"],
+        title=section["title"] or name,
+        parameters=schema.validate(raw, prefix="parameters"),
+        runs=default_runs if section["runs"] is None else section["runs"],
+        seed=default_seed if section["seed"] is None else section["seed"],
+        engine=default_engine if section["engine"] is None else section["engine"],
+        source=source,
+        raw_parameters=MappingProxyType(raw),
+    )
+
+
+def parse_override(text: str) -> dict[str, Any]:
+    """Parse one ``--set KEY=VALUE`` (VALUE in TOML syntax; bare words are strings).
+
+    ``"n=500"`` → ``{"n": 500}``; ``"sweep.epsilons=[0.5, 1]"`` → ``{"sweep": {"epsilons": [0.5, 1.0]}}``.
+    """
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key or any(not part.strip() for part in key.split(".")):
+        raise ConfigurationError(f"--set expects KEY=VALUE (e.g. n=500), got {text!r}")
+    value = value.strip()
+    try:
+        parsed = tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        if not value or any(c in value for c in "[]{}\"'="):
+            raise ConfigurationError(
+                f"--set {key}: value {value!r} is not valid TOML (strings may be bare words)"
+            ) from None
+        parsed = value
+    out: dict[str, Any] = {}
+    node = out
+    parts = [p.strip() for p in key.split(".")]
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = parsed
+    return out

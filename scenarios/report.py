@@ -1,0 +1,356 @@
+"""What a scenario run produces, and the writers: ``results.json``, ``report.md`` and PNGs.
+
+A runner returns a :class:`ScenarioResult` (metrics, privacy, traffic, :class:`Table` s,
+figure specifications, notes); :func:`write_report` renders the figures
+(:mod:`scenarios.plots`) and writes::
+
+    DIR/results.json   parameters, seed, versions, metrics, privacy, traffic, tables, notes
+    DIR/report.md      title, parameters table, metric tables, tables, embedded PNGs, notes
+    DIR/*.png
+
+JSON is strict: numpy scalars and arrays become numbers and lists, non-finite floats become
+the strings ``"inf"``, ``"-inf"`` and ``"nan"``, tuple keys become ``"a,b"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import math
+import platform
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mprr.errors import ConfigurationError
+from scenarios.plots import FigureSpec, render
+
+__all__ = [
+    "ReportFiles",
+    "ScenarioResult",
+    "Table",
+    "format_value",
+    "markdown_report",
+    "to_jsonable",
+    "versions",
+    "write_report",
+]
+
+
+# --------------------------------------------------------------------------- content
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table for the report (Markdown) and ``results.json`` (list of records).
+
+    Parameters
+    ----------
+    key
+        Identifier in ``results.json["tables"]`` (letters, digits, ``_``).
+    title
+        Heading in ``report.md``.
+    columns
+        Column names.
+    rows
+        One tuple per row, one cell per column (numbers, strings, booleans or None).
+    formats
+        Optional per-column format spec for Markdown, e.g. ``{"beta": ".1%"}``; numbers are
+        otherwise shown with 4 significant digits.  JSON always holds the full value.
+    caption
+        Text under the table.
+    """
+
+    key: str
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    formats: Mapping[str, str] = field(default_factory=dict)
+    caption: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.key or not self.key.replace("_", "").isalnum():
+            raise ConfigurationError(
+                f"table key must be non-empty letters, digits and '_', got {self.key!r}"
+            )
+        object.__setattr__(self, "columns", tuple(self.columns))
+        object.__setattr__(self, "rows", tuple(tuple(r) for r in self.rows))
+        for i, row in enumerate(self.rows):
+            if len(row) != len(self.columns):
+                raise ConfigurationError(
+                    f"table {self.key!r} row {i} has {len(row)} cells, expected "
+                    f"{len(self.columns)} ({', '.join(self.columns)})"
+                )
+        unknown = set(self.formats) - set(self.columns)
+        if unknown:
+            raise ConfigurationError(
+                f"table {self.key!r}: formats name unknown columns {sorted(unknown)}; "
+                f"columns are {list(self.columns)}"
+            )
+
+    def records(self) -> list[dict[str, Any]]:
+        """Rows as ``{column: value}`` dictionaries."""
+        return [dict(zip(self.columns, row)) for row in self.rows]
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    """Everything one scenario run produced.
+
+    Runners fill ``metrics``, ``privacy``, ``traffic``, ``tables``, ``figures``, ``notes`` and
+    ``summary`` (a few lines printed by the command line at the end of the run); the runner
+    framework (:func:`scenarios.runner.run_scenario`) fills the rest — name, kind, title,
+    parameters, seed, runs, engine, versions, elapsed time.
+    """
+
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+    privacy: Mapping[str, Any] = field(default_factory=dict)
+    traffic: Mapping[str, Any] = field(default_factory=dict)
+    tables: Sequence[Table] = ()
+    figures: Sequence[FigureSpec] = ()
+    notes: Sequence[str] = ()
+    summary: Sequence[str] = ()
+    name: str = ""
+    kind: str = ""
+    title: str = ""
+    description: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    runs: int | None = None
+    engine: str = ""
+    versions: Mapping[str, str] = field(default_factory=dict)
+    elapsed_seconds: float | None = None
+    source: str = ""
+
+
+def versions() -> dict[str, str]:
+    """Versions of Python, numpy and mprr (recorded in every ``results.json``)."""
+    import mprr
+
+    return {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "mprr": getattr(mprr, "__version__", "unknown"),
+    }
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def _float(x: float) -> float | str:
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def _key(k: Any) -> str:
+    if isinstance(k, tuple):
+        return ",".join(str(_plain(v)) for v in k)
+    return str(_plain(k))
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, enum.Enum):
+        return v.value
+    return v
+
+
+def to_jsonable(obj: Any, *, where: str = "result") -> Any:
+    """Convert ``obj`` into JSON-safe Python values (see module docstring).
+
+    Raises
+    ------
+    TypeError
+        For a value with no JSON meaning (names where it was found).
+    """
+    obj = _plain(obj)
+    if obj is None or isinstance(obj, (bool, int, str)):
+        return obj
+    if isinstance(obj, float):
+        return _float(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist(), where=where)
+    if isinstance(obj, Table):
+        return {"title": obj.title, "columns": list(obj.columns), "caption": obj.caption,
+                "rows": to_jsonable(obj.records(), where=f"{where}.rows")}
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {
+            f.name: to_jsonable(getattr(obj, f.name), where=f"{where}.{f.name}")
+            for f in dataclasses.fields(obj)
+            if not callable(getattr(obj, f.name))
+        }
+    if isinstance(obj, Mapping):
+        return {_key(k): to_jsonable(v, where=f"{where}.{_key(k)}") for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v, where=f"{where}[{i}]") for i, v in enumerate(obj)]
+    if isinstance(obj, (set, frozenset)):
+        return [to_jsonable(v, where=where) for v in sorted(obj, key=repr)]
+    raise TypeError(f"{where}: cannot write a {type(obj).__name__} to JSON ({obj!r:.80})")
+
+
+def results_document(result: ScenarioResult, figure_files: Sequence[str] = ()) -> dict[str, Any]:
+    """The ``results.json`` content as a JSON-safe dictionary."""
+    doc = {
+        "scenario": result.name,
+        "kind": result.kind,
+        "title": result.title,
+        "description": result.description,
+        "source": result.source,
+        "parameters": result.parameters,
+        "seed": result.seed,
+        "runs": result.runs,
+        "engine": result.engine,
+        "versions": result.versions,
+        "elapsed_seconds": result.elapsed_seconds,
+        "metrics": result.metrics,
+        "privacy": result.privacy,
+        "traffic": result.traffic,
+        "tables": {t.key: t for t in result.tables},
+        "figures": list(figure_files),
+        "notes": list(result.notes),
+    }
+    return to_jsonable(doc)
+
+
+# --------------------------------------------------------------------------- Markdown
+
+
+def format_value(value: Any, spec: str = "") -> str:
+    """Render one cell: 4 significant digits by default, ``∞`` for infinities, ``—`` for None."""
+    value = _plain(value)
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        x = float(value)
+        if math.isnan(x):
+            return "nan"
+        if math.isinf(x):
+            return "∞" if x > 0 else "−∞"
+        if spec:
+            return format(value, spec)
+        return str(value) if isinstance(value, int) else f"{x:.4g}"
+    if isinstance(value, Path):
+        value = str(value)
+    if isinstance(value, np.ndarray):
+        if value.size > 12:
+            return f"array of shape {value.shape}"
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        if len(value) > 12:
+            return f"list of {len(value)} items"
+        return "[" + ", ".join(format_value(v, spec) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k}: {format_value(v, spec)}" for k, v in value.items()) + "}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(c.replace("|", "\\|") for c in columns) + " |",
+             "|" + "|".join(" --- " for _ in columns) + "|"]
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
+    return lines
+
+
+def _flatten(mapping: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    items: list[tuple[str, Any]] = []
+    for k, v in mapping.items():
+        name = f"{prefix}{_key(k)}"
+        if isinstance(v, Mapping) and v:
+            items += _flatten(v, name + ".")
+        else:
+            items.append((name, v))
+    return items
+
+
+def _key_value_section(title: str, mapping: Mapping[str, Any]) -> list[str]:
+    if not mapping:
+        return []
+    rows = [(name.replace("|", "\\|"), format_value(v)) for name, v in _flatten(mapping)]
+    return ["", f"## {title}", "", *_md_table(("name", "value"), rows)]
+
+
+def markdown_report(result: ScenarioResult, figure_files: Sequence[str] = ()) -> str:
+    """The ``report.md`` text."""
+    lines = [f"# {result.title or result.name}", ""]
+    if result.description:
+        lines += [result.description, ""]
+    run_rows = [
+        ("scenario", f"`{result.name}` (kind `{result.kind}`)"),
+        ("seed", format_value(result.seed)),
+        ("runs", format_value(result.runs)),
+        ("engine", result.engine or "—"),
+        ("versions", ", ".join(f"{k} {v}" for k, v in result.versions.items())),
+    ]
+    if result.source:
+        run_rows.append(("configuration", f"`{result.source}`"))
+    if result.elapsed_seconds is not None:
+        run_rows.append(("elapsed", f"{result.elapsed_seconds:.2f} s"))
+    lines += _md_table(("run", ""), run_rows)
+    if result.parameters:
+        rows = [(f"`{k}`", format_value(v)) for k, v in _flatten(result.parameters)]
+        lines += ["", "## Parameters", "", *_md_table(("parameter", "value"), rows)]
+    lines += _key_value_section("Metrics", result.metrics)
+    lines += _key_value_section("Privacy", result.privacy)
+    lines += _key_value_section("Traffic", result.traffic)
+    for table in result.tables:
+        rows = [
+            [format_value(v, table.formats.get(c, "")) for c, v in zip(table.columns, row)]
+            for row in table.rows
+        ]
+        lines += ["", f"## {table.title}", "", *_md_table(table.columns, rows)]
+        if table.caption:
+            lines += ["", table.caption]
+    if figure_files:
+        lines += ["", "## Figures"]
+        for spec, filename in zip(result.figures, figure_files):
+            lines += ["", f"![{spec.title}]({filename})"]
+            if spec.caption:
+                lines += ["", f"*{spec.caption}*"]
+    if result.notes:
+        lines += ["", "## Notes", ""]
+        lines += [f"- {note}" for note in result.notes]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- writing
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    """Paths written by :func:`write_report`."""
+
+    results_json: Path
+    report_md: Path
+    figures: tuple[Path, ...]
+
+
+def write_report(result: ScenarioResult, out_dir: Path) -> ReportFiles:
+    """Render the figures and write ``results.json`` and ``report.md`` into ``out_dir``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    names = [spec.filename for spec in result.figures]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ConfigurationError(f"figure file names must be unique, repeated: {duplicates}")
+    keys = [t.key for t in result.tables]
+    if len(set(keys)) != len(keys):
+        raise ConfigurationError(f"table keys must be unique, got {keys}")
+    figures = tuple(render(spec, out_dir) for spec in result.figures)
+    doc = results_document(result, [p.name for p in figures])
+    json_path = out_dir / "results.json"
+    json_path.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    md_path = out_dir / "report.md"
+    md_path.write_text(markdown_report(result, [p.name for p in figures]), encoding="utf-8")
+    return ReportFiles(json_path, md_path, figures)

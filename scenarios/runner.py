@@ -1,0 +1,130 @@
+"""Run a validated scenario and write its report.
+
+:func:`run` is what ``mprr run`` calls: resolve the scenario (name or TOML path), apply
+overrides, check the engine, call the registered runner, fill in the run metadata (name,
+parameters, seed, runs, engine, versions, elapsed time) and write ``results.json``,
+``report.md`` and the PNGs.
+
+The names a scenario author needs are re-exported here::
+
+    from scenarios.runner import ScenarioResult, Table
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from mprr.errors import ConfigurationError
+from scenarios.config import ScenarioConfig
+from scenarios.progress import Progress, null_progress
+from scenarios.registry import ScenarioSpec, load
+from scenarios.report import ReportFiles, ScenarioResult, Table, versions, write_report
+
+__all__ = ["RunOutcome", "ScenarioResult", "Table", "default_out_dir", "run", "run_scenario"]
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """A finished run: the completed result and the files written."""
+
+    config: ScenarioConfig
+    result: ScenarioResult
+    files: ReportFiles
+
+
+def default_out_dir(config: ScenarioConfig) -> Path:
+    """``out/<name>`` relative to the working directory."""
+    return Path("out") / config.name
+
+
+def run_scenario(
+    config: ScenarioConfig,
+    spec: ScenarioSpec,
+    *,
+    out_dir: Path | None = None,
+    progress: Progress | None = None,
+) -> RunOutcome:
+    """Run ``config`` with the runner of ``spec`` and write the report into ``out_dir``.
+
+    Raises
+    ------
+    ConfigurationError
+        If the configured engine is not supported by the runner.
+    """
+    if config.kind != spec.kind:
+        raise ConfigurationError(
+            f"scenario {config.name!r} has kind {config.kind!r} but runner {spec.kind!r} was given"
+        )
+    if config.engine not in spec.engines:
+        raise ConfigurationError(
+            f"engine {config.engine!r} is not supported by scenario {config.name!r} "
+            f"(kind {spec.kind}); allowed: {', '.join(spec.engines)}"
+        )
+    out = Path(out_dir) if out_dir is not None else default_out_dir(config)
+    out.mkdir(parents=True, exist_ok=True)
+    progress = progress if progress is not None else null_progress()
+    started = time.perf_counter()
+    result = spec.runner(
+        config,
+        out_dir=out,
+        runs=config.runs,
+        seed=config.seed,
+        engine=config.engine,
+        progress=progress,
+    )
+    if not isinstance(result, ScenarioResult):
+        raise TypeError(
+            f"runner of kind {spec.kind!r} returned {type(result).__name__}, expected ScenarioResult"
+        )
+    result = replace(
+        result,
+        name=config.name,
+        kind=config.kind,
+        title=result.title or config.title,
+        description=result.description or config.description,
+        parameters=result.parameters or dict(config.parameters),
+        seed=config.seed,
+        runs=config.runs,
+        engine=config.engine,
+        versions={**versions(), **result.versions},
+        elapsed_seconds=time.perf_counter() - started,
+        source=str(config.source) if config.source else "",
+    )
+    files = write_report(result, out)
+    return RunOutcome(config, result, files)
+
+
+def run(
+    target: str | Path,
+    *,
+    out_dir: Path | None = None,
+    runs: int | None = None,
+    seed: int | None = None,
+    engine: str | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    progress: Progress | None = None,
+) -> RunOutcome:
+    """Load ``target`` (a shipped name or a TOML path), apply overrides, run and report.
+
+    Parameters
+    ----------
+    target
+        Scenario name (``mprr list``) or path of a scenario TOML file.
+    out_dir
+        Output directory (default ``out/<name>``).
+    runs, seed, engine
+        Overrides of the file's values.
+    parameters
+        Parameter overrides (``{"n": 500}``), validated by the scenario's schema.
+    progress
+        Progress reporter (default: silent).
+    """
+    config, spec = load(target)
+    config = config.with_overrides(
+        runs=runs, seed=seed, engine=engine, parameters=parameters, schema=spec.schema
+    )
+    return run_scenario(config, spec, out_dir=out_dir, progress=progress)
