@@ -1,0 +1,580 @@
+"""Message kinds exchanged by the actors: frozen, typed, validated dataclasses.
+
+Every message class is a frozen dataclass registered with :func:`message`, which gives it a
+unique small integer ``KIND`` (what travels in the wire header, see :mod:`parties.codec`) and a
+unique ``NAME``.  Registration works across modules: the secure-sum engines define their own
+kinds in their own modules with the same decorator; a duplicate kind number or name is refused.
+
+Kind numbers (unsigned 16 bit, 1..65535) are allocated by range so modules never collide:
+
+==============  ==========================================================
+1 .. 15         generic kinds of this module (Request, RandomizedValues, ...)
+16 .. 127       protocol / secure-sum modules of :mod:`parties`
+60000 .. 65535  tests
+==============  ==========================================================
+
+Field types (the only ones the codec can carry): ``int`` (signed 64 bit), ``float`` (64 bit),
+``bool``, ``str`` (UTF-8), ``bytes``, ``tuple[X, ...]`` and fixed ``tuple[X, Y]`` of supported
+types (nesting allowed), ``X | None``, and numpy arrays: plain ``numpy.ndarray`` (any dtype of
+:data:`ARRAY_DTYPES`), or :data:`FloatArray` / :data:`IntArray` / ``Annotated[np.ndarray,
+ArraySpec(...)]`` to constrain dtype and number of dimensions.
+
+Construction coerces values to the declared type (a list becomes a tuple, a numpy integer an
+``int``, an array a read-only array of the declared dtype) and then runs the class's
+:meth:`Message.validate`; anything wrong raises :class:`mprr.errors.MessageError` naming the
+class, the field, the bad value and what is allowed.  Arrays inside messages are read-only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar, TypeVar
+
+import numpy as np
+
+from mprr.errors import MessageError
+
+__all__ = [
+    "ARRAY_DTYPES",
+    "Abort",
+    "Ack",
+    "Announce",
+    "ArraySpec",
+    "FieldType",
+    "FloatArray",
+    "IntArray",
+    "Message",
+    "RandomizedValues",
+    "Refusal",
+    "Request",
+    "message",
+    "message_class",
+    "registered_kinds",
+]
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+#: dtypes an array field may carry, in wire-code order (the code is the index + 1).
+ARRAY_DTYPES: tuple[str, ...] = (
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float64",
+)
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """Constraint of an array field: allowed dtypes (``None`` = any of ARRAY_DTYPES) and ndim."""
+
+    dtypes: tuple[str, ...] | None = None
+    ndim: int | None = None
+
+    def __post_init__(self) -> None:
+        for d in self.dtypes or ():
+            if d not in ARRAY_DTYPES:
+                raise MessageError(f"ArraySpec dtype must be one of {ARRAY_DTYPES}, got {d!r}")
+
+
+FloatArray = Annotated[np.ndarray, ArraySpec(("float64",))]
+"""A float64 array field of any shape."""
+IntArray = Annotated[np.ndarray, ArraySpec(("int64",))]
+"""An int64 array field of any shape."""
+
+
+@dataclass(frozen=True)
+class FieldType:
+    """Parsed type of one message field (shared by validation and the codec).
+
+    ``tag`` is one of ``int float bool str bytes array seq fixed optional``; ``items`` holds
+    the element type(s) of ``seq`` (one), ``fixed`` (several) and ``optional`` (one);
+    ``spec`` the array constraint.
+    """
+
+    tag: str
+    items: tuple[FieldType, ...] = ()
+    spec: ArraySpec | None = None
+
+    def describe(self) -> str:
+        """Human-readable type, for error messages."""
+        if self.tag == "seq":
+            return f"tuple[{self.items[0].describe()}, ...]"
+        if self.tag == "fixed":
+            return "tuple[" + ", ".join(i.describe() for i in self.items) + "]"
+        if self.tag == "optional":
+            return f"{self.items[0].describe()} | None"
+        if self.tag == "array":
+            dt = "|".join(self.spec.dtypes) if self.spec and self.spec.dtypes else "any"
+            nd = f", ndim={self.spec.ndim}" if self.spec and self.spec.ndim is not None else ""
+            return f"ndarray[{dt}{nd}]"
+        return self.tag
+
+
+_SCALARS = {int: "int", float: "float", bool: "bool", str: "str", bytes: "bytes"}
+
+
+def parse_type(tp: Any, where: str) -> FieldType:
+    """Turn an annotation into a :class:`FieldType`; MessageError if the codec cannot carry it."""
+    if tp in _SCALARS:
+        return FieldType(_SCALARS[tp])
+    if tp is np.ndarray:
+        return FieldType("array", spec=ArraySpec())
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is Annotated:
+        base, *extras = args
+        specs = [e for e in extras if isinstance(e, ArraySpec)]
+        if base is np.ndarray and len(specs) == 1:
+            return FieldType("array", spec=specs[0])
+        return parse_type(base, where)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return FieldType("seq", (parse_type(args[0], where),))
+        if args and Ellipsis not in args:
+            return FieldType("fixed", tuple(parse_type(a, where) for a in args))
+    if origin in (typing.Union, types.UnionType):
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1 and len(args) == 2:
+            return FieldType("optional", (parse_type(rest[0], where),))
+    raise MessageError(
+        f"{where}: field type {tp!r} is not supported; allowed: int, float, bool, str, bytes, "
+        "numpy.ndarray (optionally Annotated with ArraySpec), tuple[X, ...], tuple[X, Y], X | None"
+    )
+
+
+# --------------------------------------------------------------------------- coercion
+
+
+def _coercer(ft: FieldType, where: str) -> Callable[[Any], Any]:
+    """Build a function that checks/converts one value of type ``ft`` (MessageError if bad)."""
+    tag = ft.tag
+
+    def bad(value: Any) -> MessageError:
+        text = repr(value)
+        if len(text) > 80:
+            text = text[:77] + "..."
+        return MessageError(f"{where} must be {ft.describe()}, got {text}")
+
+    if tag == "int":
+        def c_int(v: Any) -> int:
+            if type(v) is int:
+                if INT64_MIN <= v <= INT64_MAX:
+                    return v
+                raise MessageError(f"{where} must fit in a signed 64-bit integer, got {v}")
+            if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+                return c_int(int(v))
+            raise bad(v)
+        return c_int
+    if tag == "float":
+        def c_float(v: Any) -> float:
+            if type(v) is float:
+                return v
+            if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(
+                v, (bool, np.bool_)
+            ):
+                return float(v)
+            raise bad(v)
+        return c_float
+    if tag == "bool":
+        def c_bool(v: Any) -> bool:
+            if type(v) is bool:
+                return v
+            if isinstance(v, np.bool_):
+                return bool(v)
+            raise bad(v)
+        return c_bool
+    if tag == "str":
+        def c_str(v: Any) -> str:
+            if type(v) is str:
+                return v
+            raise bad(v)
+        return c_str
+    if tag == "bytes":
+        def c_bytes(v: Any) -> bytes:
+            if type(v) is bytes:
+                return v
+            if isinstance(v, (bytearray, memoryview)):
+                return bytes(v)
+            raise bad(v)
+        return c_bytes
+    if tag == "seq":
+        inner = _coercer(ft.items[0], f"{where}[i]")
+
+        def c_seq(v: Any) -> tuple:
+            if isinstance(v, (str, bytes, np.ndarray)) or not isinstance(v, (tuple, list)):
+                if isinstance(v, np.ndarray) and v.ndim == 1:
+                    v = v.tolist()
+                else:
+                    raise bad(v)
+            return tuple([inner(x) for x in v])
+        return c_seq
+    if tag == "fixed":
+        inners = [_coercer(t, f"{where}[{i}]") for i, t in enumerate(ft.items)]
+
+        def c_fixed(v: Any) -> tuple:
+            if not isinstance(v, (tuple, list)) or len(v) != len(inners):
+                raise bad(v)
+            return tuple([f(x) for f, x in zip(inners, v)])
+        return c_fixed
+    if tag == "optional":
+        inner = _coercer(ft.items[0], where)
+        return lambda v: None if v is None else inner(v)
+    if tag == "array":
+        spec = ft.spec or ArraySpec()
+        allowed = spec.dtypes or ARRAY_DTYPES
+        target = np.dtype(allowed[0]) if len(allowed) == 1 else None
+
+        def c_array(v: Any) -> np.ndarray:
+            if not isinstance(v, np.ndarray):
+                if not isinstance(v, (list, tuple, int, float, np.generic)):
+                    raise bad(v)
+                try:
+                    v = np.asarray(v)
+                except (TypeError, ValueError, OverflowError) as exc:
+                    raise bad(v) from exc
+            dt = v.dtype
+            if dt.name not in allowed:
+                if target is not None and (v.size == 0 or np.can_cast(dt, target, "safe")):
+                    v = v.astype(target)
+                else:
+                    raise MessageError(
+                        f"{where} must have dtype in {allowed}, got dtype {dt.name}"
+                    )
+            if spec.ndim is not None and v.ndim != spec.ndim:
+                raise MessageError(f"{where} must be {spec.ndim}-D, got shape {v.shape}")
+            if v.flags.writeable or not v.flags.c_contiguous or not v.dtype.isnative:
+                v = np.array(v, dtype=v.dtype.newbyteorder("="), order="C", copy=True)
+                v.flags.writeable = False
+            return v
+        return c_array
+    raise MessageError(f"{where}: unknown field tag {tag!r}")  # pragma: no cover
+
+
+# --------------------------------------------------------------------------- registry
+
+_BY_KIND: dict[int, type[Message]] = {}
+_BY_NAME: dict[str, type[Message]] = {}
+
+
+class Message:
+    """Base of every message.  Subclass it and decorate with :func:`message`.
+
+    Subclasses override :meth:`validate` for range checks (raise :class:`MessageError` naming
+    the field, the value and what is allowed).  Equality compares the class and every field
+    (arrays by dtype, shape and values); messages are not hashable.
+    """
+
+    KIND: ClassVar[int] = 0
+    NAME: ClassVar[str] = ""
+    FIELDS: ClassVar[tuple[tuple[str, FieldType], ...]] = ()
+    _COERCE: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]] = ()
+
+    def __post_init__(self) -> None:
+        setter = object.__setattr__
+        for name, coerce in self._COERCE:
+            value = self.__dict__[name]
+            new = coerce(value)
+            if new is not value:
+                setter(self, name, new)
+        try:
+            self.validate()
+        except MessageError:
+            raise
+        except (TypeError, ValueError, ArithmeticError) as exc:
+            raise MessageError(f"{self.NAME}: invalid message: {exc}") from exc
+
+    def validate(self) -> None:
+        """Check ranges and cross-field rules; the default accepts everything well-typed."""
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(_equal(getattr(self, n), getattr(other, n)) for n, _ in self.FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (
+            isinstance(a, np.ndarray)
+            and isinstance(b, np.ndarray)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+        )
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return type(a) is type(b) and a == b
+
+
+M = TypeVar("M", bound=type[Message])
+
+
+def message(*, kind: int, name: str | None = None) -> Callable[[M], M]:
+    """Class decorator: make ``cls`` a frozen dataclass message with wire ``kind`` and ``name``.
+
+    Parameters
+    ----------
+    kind
+        Unique integer in 1..65535 (see the module docstring for the ranges).
+    name
+        Unique name (default: the class name).
+
+    Raises
+    ------
+    MessageError
+        If the kind or name is already registered to another class, the kind is out of range,
+        the class does not derive from :class:`Message`, or a field type is not supported.
+    """
+    if isinstance(kind, bool) or not isinstance(kind, int) or not 1 <= kind <= 65535:
+        raise MessageError(f"message kind must be an integer in 1..65535, got {kind!r}")
+
+    def decorate(cls: M) -> M:
+        if not (isinstance(cls, type) and issubclass(cls, Message)):
+            raise MessageError(f"@message can only decorate Message subclasses, got {cls!r}")
+        label = name or cls.__name__
+        for registry, key, what in ((_BY_KIND, kind, "kind"), (_BY_NAME, label, "name")):
+            old = registry.get(key)  # type: ignore[call-overload]
+            if old is not None and not _same_definition(old, cls):
+                raise MessageError(
+                    f"message {what} {key!r} of {cls.__module__}.{cls.__qualname__} is already "
+                    f"registered to {old.__module__}.{old.__qualname__}; pick another {what}"
+                )
+        dc = dataclass(frozen=True, eq=False)(cls)
+        hints = typing.get_type_hints(dc, include_extras=True)
+        fields = tuple(
+            (f.name, parse_type(hints[f.name], f"{label}.{f.name}"))
+            for f in dataclasses.fields(dc)
+        )
+        dc.KIND = kind
+        dc.NAME = label
+        dc.FIELDS = fields
+        dc._COERCE = tuple((n, _coercer(t, f"{label}.{n}")) for n, t in fields)
+        for registry in (_BY_KIND, _BY_NAME):
+            stale = [k for k, v in registry.items() if _same_definition(v, dc)]
+            for k in stale:
+                del registry[k]
+        _BY_KIND[kind] = dc
+        _BY_NAME[label] = dc
+        return dc
+
+    return decorate
+
+
+def _same_definition(a: type, b: type) -> bool:
+    """True when ``b`` re-defines ``a`` (same module and qualified name, e.g. a reload)."""
+    return a.__module__ == b.__module__ and a.__qualname__ == b.__qualname__
+
+
+def message_class(kind_or_name: int | str) -> type[Message]:
+    """Return the registered class of a kind number or name (MessageError if unknown)."""
+    table: dict[Any, type[Message]] = _BY_KIND if isinstance(kind_or_name, int) else _BY_NAME
+    try:
+        return table[kind_or_name]
+    except KeyError:
+        raise MessageError(
+            f"unknown message kind {kind_or_name!r}; registered: {sorted(_BY_NAME)}"
+        ) from None
+
+
+def registered_kinds() -> dict[int, str]:
+    """Snapshot ``{kind: name}`` of every registered message class."""
+    return {k: c.NAME for k, c in sorted(_BY_KIND.items())}
+
+
+def resolve_kinds(kinds: Iterable[int | str | type[Message]] | None) -> frozenset[int] | None:
+    """Normalise classes / names / kind numbers into a frozenset of kind numbers (or None)."""
+    if kinds is None:
+        return None
+    if isinstance(kinds, (int, str, type)):
+        kinds = (kinds,)  # type: ignore[assignment]
+    out = set()
+    for k in kinds:  # type: ignore[union-attr]
+        if isinstance(k, type) and issubclass(k, Message) and k.KIND:
+            out.add(k.KIND)
+        elif isinstance(k, (int, str)) and not isinstance(k, bool):
+            out.add(message_class(k).KIND)
+        else:
+            raise MessageError(f"kinds must be Message classes, kind numbers or names, got {k!r}")
+    return frozenset(out)
+
+
+# --------------------------------------------------------------------------- validation helpers
+
+
+def _require(ok: bool, text: str) -> None:
+    if not ok:
+        raise MessageError(text)
+
+
+def _check_ids(where: str, values: tuple[int, ...], *, distinct: bool = False) -> None:
+    for v in values:
+        _require(v >= 0, f"{where} must contain integers >= 0, got {v}")
+    if distinct:
+        _require(len(set(values)) == len(values), f"{where} must be distinct, got {values}")
+
+
+def _check_epsilon(where: str, value: float) -> None:
+    _require(not math.isnan(value) and value >= 0, f"{where} must be >= 0 (inf allowed), got {value}")
+
+
+# --------------------------------------------------------------------------- generic kinds
+
+MECHANISMS = ("dense", "params")
+"""How :class:`Request` ``matrix`` is read: a dense r×r matrix, or a parameter vector."""
+
+
+@message(kind=1)
+class Request(Message):
+    """Controller → party: release ``attributes`` randomized with ``matrix``.
+
+    Parameters
+    ----------
+    request_id
+        Identifier (>= 0) the reply echoes.
+    attributes
+        Indices (>= 0, distinct, non-empty) of the attributes released *jointly*; the released
+        code is a joint code over their domain in C order (``mprr.domain.encode_joint``).
+    matrix
+        float64.  With ``mechanism="dense"``: the r×r randomization matrix over the joint
+        domain (main paper convention P[u, v] = Pr(Y=v | X=u): finite, >= 0, rows sum to 1).
+        With ``mechanism="params"``: a finite 1-D parameter vector whose meaning is agreed by
+        the protocol (e.g. ``(p, r)`` of keep-or-uniform), so huge joint matrices never travel.
+    mechanism
+        ``"dense"`` or ``"params"``.
+    epsilon
+        ε the controller claims the release costs (>= 0, inf allowed); the party recomputes it.
+    ids
+        Free identifiers (>= 0) of the release (cluster id, pair id, ...).
+    """
+
+    request_id: int
+    attributes: tuple[int, ...]
+    matrix: FloatArray
+    mechanism: str = "dense"
+    epsilon: float = math.inf
+    ids: tuple[int, ...] = ()
+
+    def validate(self) -> None:
+        _require(self.request_id >= 0, f"Request.request_id must be >= 0, got {self.request_id}")
+        _require(len(self.attributes) > 0, "Request.attributes must not be empty")
+        _check_ids("Request.attributes", self.attributes, distinct=True)
+        _check_ids("Request.ids", self.ids)
+        _check_epsilon("Request.epsilon", self.epsilon)
+        _require(
+            self.mechanism in MECHANISMS,
+            f"Request.mechanism must be one of {MECHANISMS}, got {self.mechanism!r}",
+        )
+        m = self.matrix
+        _require(bool(np.isfinite(m).all()), "Request.matrix must be finite")
+        if self.mechanism == "params":
+            _require(m.ndim == 1, f"Request.matrix (params) must be 1-D, got shape {m.shape}")
+            return
+        _require(
+            m.ndim == 2 and m.shape[0] == m.shape[1] and m.shape[0] > 0,
+            f"Request.matrix must be a non-empty square 2-D matrix, got shape {m.shape}",
+        )
+        _require(bool((m >= 0).all()), "Request.matrix must be >= 0 everywhere")
+        worst = float(np.abs(m.sum(axis=1) - 1.0).max())
+        _require(worst <= 1e-9, f"Request.matrix rows must sum to 1 (|sum - 1| <= 1e-9), worst {worst:.3g}")
+
+
+@message(kind=2)
+class RandomizedValues(Message):
+    """Party → controller: the randomized codes released for ``request_id``.
+
+    ``codes`` is int64 1-D, every code >= 0 (one code per release in the request order).
+    """
+
+    request_id: int
+    codes: Annotated[np.ndarray, ArraySpec(("int64",), ndim=1)]
+    ids: tuple[int, ...] = ()
+
+    def validate(self) -> None:
+        _require(self.request_id >= 0, f"RandomizedValues.request_id must be >= 0, got {self.request_id}")
+        _require(
+            self.codes.size == 0 or int(self.codes.min()) >= 0,
+            "RandomizedValues.codes must be >= 0",
+        )
+        _check_ids("RandomizedValues.ids", self.ids)
+
+
+@message(kind=3)
+class Refusal(Message):
+    """Party → controller: ``request_id`` refused, e.g. it would exceed the privacy budget.
+
+    ``requested`` is the ε the release would cost, ``remaining`` the ε left (both >= 0, inf
+    allowed), ``reason`` a non-empty explanation.
+    """
+
+    request_id: int
+    reason: str
+    requested: float
+    remaining: float
+
+    def validate(self) -> None:
+        _require(self.request_id >= 0, f"Refusal.request_id must be >= 0, got {self.request_id}")
+        _require(bool(self.reason), "Refusal.reason must not be empty")
+        _check_epsilon("Refusal.requested", self.requested)
+        _check_epsilon("Refusal.remaining", self.remaining)
+
+
+@message(kind=4)
+class Announce(Message):
+    """Controller → parties: a decision every party must know (clusters, parameters, ...).
+
+    Parameters
+    ----------
+    topic
+        Non-empty name of what is announced (e.g. ``"clusters"``).
+    clusters
+        Disjoint, non-empty tuples of attribute indices (>= 0).
+    values
+        float64 array of numbers that go with the announcement (e.g. ε per cluster).
+    ids
+        Free identifiers (>= 0).
+    """
+
+    topic: str
+    clusters: tuple[tuple[int, ...], ...] = ()
+    values: FloatArray = field(default_factory=lambda: np.empty(0))
+    ids: tuple[int, ...] = ()
+
+    def validate(self) -> None:
+        _require(bool(self.topic), "Announce.topic must not be empty")
+        seen: set[int] = set()
+        for c in self.clusters:
+            _require(len(c) > 0, "Announce.clusters must not contain an empty cluster")
+            _check_ids("Announce.clusters", c)
+            _require(seen.isdisjoint(c), f"Announce.clusters must be disjoint, got {self.clusters}")
+            seen.update(c)
+        _check_ids("Announce.ids", self.ids)
+
+
+@message(kind=5)
+class Abort(Message):
+    """Any actor → others: the run stops; ``reason`` non-empty, ``phase`` where it happened."""
+
+    reason: str
+    phase: str = ""
+
+    def validate(self) -> None:
+        _require(bool(self.reason), "Abort.reason must not be empty")
+
+
+@message(kind=6)
+class Ack(Message):
+    """Acknowledges ``request_id`` (>= 0); ``ids`` free identifiers (>= 0)."""
+
+    request_id: int
+    ids: tuple[int, ...] = ()
+
+    def validate(self) -> None:
+        _require(self.request_id >= 0, f"Ack.request_id must be >= 0, got {self.request_id}")
+        _check_ids("Ack.ids", self.ids)

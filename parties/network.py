@@ -1,0 +1,159 @@
+"""The in-memory network of the actor simulator (and the public face of the messaging layer).
+
+``InMemoryNetwork(n)`` gives the controller (:data:`CONTROLLER`) and parties ``0..n-1`` one
+:class:`Endpoint` each.  Messages travel as bytes: encoded on send, decoded on delivery, so
+every message and byte counted is real.  Delivery is immediate (no sleeping) unless the fault
+plan delays a message; the :class:`LatencyModel` computes *simulated* time per round instead.
+
+Usage::
+
+    net = InMemoryNetwork(3, seed=1)
+    ctrl, p0 = net.endpoint(CONTROLLER), net.endpoint(0)
+
+    async def party():
+        env = await p0.recv(kinds=Request, timeout=1.0)
+        await p0.send(CONTROLLER, RandomizedValues(env.message.request_id, [2]), phase="collect")
+
+    async def controller():
+        with net.round("collect"):
+            await ctrl.send(0, Request(7, (0,), np.eye(3)), phase="collect")
+        return await ctrl.recv(kinds=RandomizedValues, sources=[0], timeout=1.0)
+
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(party())
+        reply = tg.create_task(controller())
+    net.statistics().to_dict()
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import networkx as nx
+
+from parties.faults import FaultDecision, FaultInjector, FaultPlan
+from parties.traffic import (
+    ActorStatistics,
+    Counts,
+    LatencyModel,
+    PhaseCounts,
+    RoundRecord,
+    TrafficStatistics,
+)
+from parties.transport import CONTROLLER, Endpoint, Envelope, Frame, Topology, Transport, actor_name
+
+__all__ = [
+    "CONTROLLER",
+    "ActorStatistics",
+    "Counts",
+    "Endpoint",
+    "Envelope",
+    "FaultDecision",
+    "FaultPlan",
+    "Frame",
+    "InMemoryNetwork",
+    "LatencyModel",
+    "PhaseCounts",
+    "RoundRecord",
+    "Topology",
+    "TrafficStatistics",
+    "Transport",
+    "actor_name",
+]
+
+
+class InMemoryNetwork(Transport):
+    """All actors in one process; one buffered mailbox per actor.
+
+    Parameters
+    ----------
+    n
+        Number of parties (>= 1).
+    topology
+        networkx graph of allowed party-to-party links (default: star, parties reach only the
+        controller; see :class:`parties.transport.Topology`).
+    faults
+        Optional :class:`FaultPlan` (drop / delay / duplicate / reorder / crash).
+    latency
+        Optional :class:`LatencyModel` for simulated time (default: zero).
+    seed
+        Seed of the fault decisions (non-negative integer).
+    """
+
+    def __init__(
+        self,
+        n: int,
+        *,
+        topology: nx.Graph | None = None,
+        faults: FaultPlan | None = None,
+        latency: LatencyModel | None = None,
+        seed: int = 0,
+    ) -> None:
+        super().__init__(n, topology=topology, latency=latency)
+        self.faults = faults
+        self._injector = FaultInjector(faults, seed) if faults is not None else None
+        self._probabilistic = faults is not None and faults.probabilistic
+        self._timers: dict[int, asyncio.TimerHandle] = {}
+        self._next_token = 0
+
+    @property
+    def in_flight(self) -> int:
+        """Delayed messages not yet delivered."""
+        return len(self._timers)
+
+    def _admit(self, src: int) -> bool:
+        if src in self._crashed:
+            return False
+        inj = self._injector
+        if inj is not None and inj.crashes_now(src):
+            self.crash(src)
+            self._traffic.record_fault("lost_to_crash")
+            return False
+        return True
+
+    async def _transmit(self, frame: Frame) -> None:
+        if not self._probabilistic:
+            self._deliver(frame)
+            return
+        inj = self._injector
+        if inj is None:  # pragma: no cover - _probabilistic implies an injector
+            return
+        d = inj.decide(frame.src, frame.phase)
+        if d.drop:
+            self._traffic.record_fault("dropped")
+            return
+        copies = 2 if d.duplicate else 1
+        if d.duplicate:
+            self._traffic.record_fault("duplicated")
+        if d.delay > 0:
+            self._traffic.record_fault("delayed")
+            loop = asyncio.get_running_loop()
+            for _ in range(copies):
+                token = self._next_token
+                self._next_token += 1
+                self._timers[token] = loop.call_later(d.delay, self._fire, token, frame)
+            return
+        for _ in range(copies):
+            position = None
+            if d.reorder:
+                ep = self._endpoints.get(frame.dst)
+                length = 0 if ep is None else ep.buffered
+                position = inj.position(length)
+                self._traffic.record_fault("reordered")
+            self._deliver(frame, position)
+
+    def _fire(self, token: int, frame: Frame) -> None:
+        self._timers.pop(token, None)
+        self._deliver(frame)
+
+    async def settle(self, timeout: float = 1.0) -> None:
+        """Wait until every delayed message has been delivered (or ``timeout`` passes)."""
+        async with asyncio.timeout(timeout):
+            while self._timers:
+                await asyncio.sleep(0.001)
+
+    def close(self) -> None:
+        """Cancel delayed deliveries still pending (call when a run ends early)."""
+        for h in self._timers.values():
+            h.cancel()
+        self._timers.clear()

@@ -1,0 +1,288 @@
+"""Traffic accounting of a network: messages, bytes and rounds, plus simulated time.
+
+Every message is counted at the sender when it is sent (a message later dropped by a fault
+still counts as sent) and at the receiver when it is delivered.  Sizes are the real encoded
+sizes, ``len(parties.codec.encode(msg))`` (transport framing such as src/dst/phase is not
+counted).  Rounds are marked by the runtime with ``network.begin_round(phase)`` /
+``with network.round(phase):``; a send outside any marked round opens an *implicit* round named
+after its phase, which lasts until the phase changes or a round is marked.
+
+Simulated time (no sleeping): a :class:`LatencyModel` gives each message the time
+``latency + size / bandwidth``; a round lasts as long as its slowest message and the run's
+simulated time is the sum over rounds (rounds are sequential, messages within a round travel
+in parallel).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple
+
+from mprr.errors import ConfigurationError
+from parties.messages import message_class
+
+__all__ = [
+    "ActorStatistics",
+    "Counts",
+    "LatencyModel",
+    "PhaseCounts",
+    "RoundRecord",
+    "TrafficCounter",
+    "TrafficStatistics",
+]
+
+
+@dataclass(frozen=True)
+class LatencyModel:
+    """Per-message simulated transfer time ``latency + size / bandwidth`` (seconds).
+
+    Parameters
+    ----------
+    latency
+        Fixed one-way latency in seconds (finite, >= 0).
+    bandwidth
+        Link bandwidth in bytes per second (> 0; ``inf`` = size costs nothing).
+    """
+
+    latency: float = 0.0
+    bandwidth: float = math.inf
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.latency) and self.latency >= 0):
+            raise ConfigurationError(f"latency must be finite and >= 0 seconds, got {self.latency!r}")
+        if not (self.bandwidth > 0):  # also rejects NaN
+            raise ConfigurationError(f"bandwidth must be > 0 bytes/s (inf allowed), got {self.bandwidth!r}")
+
+    def transfer_time(self, size: int) -> float:
+        """Simulated seconds for one message of ``size`` bytes."""
+        return self.latency + size / self.bandwidth
+
+
+class Counts(NamedTuple):
+    """Number of messages and bytes."""
+
+    messages: int
+    bytes: int
+
+
+class PhaseCounts(NamedTuple):
+    """Messages, bytes and rounds of one protocol phase."""
+
+    messages: int
+    bytes: int
+    rounds: int
+
+
+class RoundRecord(NamedTuple):
+    """One round: index (0-based), phase, whether it was marked explicitly, traffic, time."""
+
+    index: int
+    phase: str
+    explicit: bool
+    messages: int
+    bytes: int
+    simulated_time: float
+
+
+class ActorStatistics(NamedTuple):
+    """Traffic of one actor: what it sent and what was delivered to it."""
+
+    actor: int
+    sent: Counts
+    received: Counts
+
+
+@dataclass(frozen=True)
+class TrafficStatistics:
+    """Immutable snapshot of a network's traffic (see :meth:`to_dict` for a JSON form).
+
+    ``by_sender`` / ``by_receiver`` are keyed by actor id (only actors with traffic),
+    ``by_kind`` by message name, ``by_phase`` by phase.  Fault counters: ``dropped`` (lost by
+    the drop fault), ``duplicated`` (extra copies delivered), ``delayed``, ``reordered``,
+    ``lost_to_crash`` (sent to or from a crashed actor), ``rejected`` (failed decoding at the
+    receiver).  ``crashed`` lists crashed actors.
+    """
+
+    messages: int
+    bytes: int
+    delivered: int
+    rounds: int
+    simulated_time: float
+    by_sender: Mapping[int, Counts]
+    by_receiver: Mapping[int, Counts]
+    by_kind: Mapping[str, Counts]
+    by_phase: Mapping[str, PhaseCounts]
+    round_log: tuple[RoundRecord, ...]
+    dropped: int = 0
+    duplicated: int = 0
+    delayed: int = 0
+    reordered: int = 0
+    lost_to_crash: int = 0
+    rejected: int = 0
+    crashed: tuple[int, ...] = ()
+
+    def sent_by(self, actor: int) -> Counts:
+        """Messages and bytes sent by ``actor`` (zero if none)."""
+        return self.by_sender.get(actor, Counts(0, 0))
+
+    def received_by(self, actor: int) -> Counts:
+        """Messages and bytes delivered to ``actor`` (zero if none)."""
+        return self.by_receiver.get(actor, Counts(0, 0))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serializable dict (actor ids become string keys)."""
+        return {
+            "messages": self.messages,
+            "bytes": self.bytes,
+            "delivered": self.delivered,
+            "rounds": self.rounds,
+            "simulated_time": self.simulated_time,
+            "by_sender": {str(a): c._asdict() for a, c in self.by_sender.items()},
+            "by_receiver": {str(a): c._asdict() for a, c in self.by_receiver.items()},
+            "by_kind": {k: c._asdict() for k, c in self.by_kind.items()},
+            "by_phase": {p: c._asdict() for p, c in self.by_phase.items()},
+            "round_log": [r._asdict() for r in self.round_log],
+            "faults": {
+                "dropped": self.dropped,
+                "duplicated": self.duplicated,
+                "delayed": self.delayed,
+                "reordered": self.reordered,
+                "lost_to_crash": self.lost_to_crash,
+                "rejected": self.rejected,
+            },
+            "crashed": list(self.crashed),
+        }
+
+
+@dataclass
+class _Round:
+    phase: str
+    explicit: bool
+    messages: int = 0
+    bytes: int = 0
+    time: float = 0.0
+
+
+@dataclass
+class TrafficCounter:
+    """Mutable counters behind :class:`TrafficStatistics` (one per network).
+
+    Actor ``a`` (``-1`` = controller, ``0..n-1`` parties) is stored at list index ``a + 1``.
+    """
+
+    n: int
+    latency: LatencyModel = field(default_factory=LatencyModel)
+
+    def __post_init__(self) -> None:
+        size = self.n + 1
+        self.sent_messages = [0] * size
+        self.sent_bytes = [0] * size
+        self.recv_messages = [0] * size
+        self.recv_bytes = [0] * size
+        self.kinds: dict[int, list[int]] = {}
+        self.phases: dict[str, list[int]] = {}
+        self.rounds: list[_Round] = []
+        self.current: _Round | None = None
+        self.messages = 0
+        self.bytes = 0
+        self.delivered = 0
+        self.faults = dict.fromkeys(
+            ("dropped", "duplicated", "delayed", "reordered", "lost_to_crash", "rejected"), 0
+        )
+        self._free = self.latency.latency == 0.0 and self.latency.bandwidth == math.inf
+
+    # -- rounds
+    def begin_round(self, phase: str) -> None:
+        """Start a new explicit round of ``phase``."""
+        self.current = _Round(phase, True)
+        self.rounds.append(self.current)
+
+    def end_round(self) -> None:
+        """Close the current round; later sends open implicit rounds until the next mark."""
+        self.current = None
+
+    # -- events
+    def record_send(self, src: int, phase: str, kind: int, size: int) -> None:
+        """Count one message sent by ``src``."""
+        self.messages += 1
+        self.bytes += size
+        i = src + 1
+        self.sent_messages[i] += 1
+        self.sent_bytes[i] += size
+        k = self.kinds.get(kind)
+        if k is None:
+            self.kinds[kind] = [1, size]
+        else:
+            k[0] += 1
+            k[1] += size
+        p = self.phases.get(phase)
+        if p is None:
+            self.phases[phase] = [1, size]
+        else:
+            p[0] += 1
+            p[1] += size
+        r = self.current
+        if r is None or (not r.explicit and r.phase != phase):
+            r = self.current = _Round(phase, False)
+            self.rounds.append(r)
+        r.messages += 1
+        r.bytes += size
+        if not self._free:
+            t = self.latency.transfer_time(size)
+            if t > r.time:
+                r.time = t
+
+    def record_delivery(self, dst: int, size: int) -> None:
+        """Count one message delivered to ``dst``."""
+        self.delivered += 1
+        self.recv_messages[dst + 1] += 1
+        self.recv_bytes[dst + 1] += size
+
+    def record_fault(self, name: str, count: int = 1) -> None:
+        """Count a fault event (``dropped``, ``duplicated``, ...)."""
+        self.faults[name] += count
+
+    # -- snapshots
+    def actor(self, actor: int) -> ActorStatistics:
+        """Traffic of one actor."""
+        i = actor + 1
+        return ActorStatistics(
+            actor,
+            Counts(self.sent_messages[i], self.sent_bytes[i]),
+            Counts(self.recv_messages[i], self.recv_bytes[i]),
+        )
+
+    def snapshot(self, crashed: tuple[int, ...] = ()) -> TrafficStatistics:
+        """Freeze the counters into a :class:`TrafficStatistics`."""
+        def per_actor(msgs: list[int], nbytes: list[int]) -> Mapping[int, Counts]:
+            return MappingProxyType(
+                {i - 1: Counts(m, b) for i, (m, b) in enumerate(zip(msgs, nbytes)) if m}
+            )
+
+        rounds_per_phase: dict[str, int] = {}
+        for r in self.rounds:
+            rounds_per_phase[r.phase] = rounds_per_phase.get(r.phase, 0) + 1
+        phases = {p: PhaseCounts(m, b, rounds_per_phase.get(p, 0)) for p, (m, b) in self.phases.items()}
+        for p, count in rounds_per_phase.items():
+            phases.setdefault(p, PhaseCounts(0, 0, count))
+        return TrafficStatistics(
+            messages=self.messages,
+            bytes=self.bytes,
+            delivered=self.delivered,
+            rounds=len(self.rounds),
+            simulated_time=float(sum(r.time for r in self.rounds)),
+            by_sender=per_actor(self.sent_messages, self.sent_bytes),
+            by_receiver=per_actor(self.recv_messages, self.recv_bytes),
+            by_kind=MappingProxyType(
+                {message_class(k).NAME: Counts(m, b) for k, (m, b) in sorted(self.kinds.items())}
+            ),
+            by_phase=MappingProxyType(phases),
+            round_log=tuple(
+                RoundRecord(i, r.phase, r.explicit, r.messages, r.bytes, r.time)
+                for i, r in enumerate(self.rounds)
+            ),
+            crashed=tuple(sorted(crashed)),
+            **self.faults,
+        )

@@ -1,0 +1,611 @@
+"""Transport interface, per-actor endpoints with buffered mailboxes, and topology.
+
+A :class:`Transport` moves encoded frames between actors.  Everything protocol code touches
+is the :class:`Endpoint` of its actor: ``send`` / ``broadcast`` encode the message once with
+:mod:`parties.codec`, check the topology and count the traffic; the transport delivers the
+bytes; on delivery the receiving endpoint decodes them (rejecting kinds it does not accept) and
+either hands the :class:`Envelope` to a waiting ``recv`` whose filter matches or buffers it.
+Unmatched messages stay buffered, in arrival order, for later ``recv`` calls.
+
+A new transport (e.g. parties as OS processes on loopback sockets) implements one coroutine,
+:meth:`Transport._transmit`, which must eventually call :meth:`Transport._deliver` on the
+receiving side (or drop the frame); protocol code does not change.
+
+Actor ids: :data:`CONTROLLER` (= -1) and parties ``0 .. n-1``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+
+from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
+from parties.codec import decode, encode
+from parties.messages import Message, message_class, resolve_kinds
+from parties.traffic import ActorStatistics, LatencyModel, TrafficCounter, TrafficStatistics
+
+__all__ = ["CONTROLLER", "Endpoint", "Envelope", "Frame", "Topology", "Transport", "actor_name"]
+
+CONTROLLER = -1
+"""Actor id of the controller; parties are ``0 .. n-1``."""
+
+
+def actor_name(actor: int) -> str:
+    """``"controller"`` or ``"party 7"``, for messages."""
+    return "controller" if actor == CONTROLLER else f"party {actor}"
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """What travels on the wire: addressing, phase, kind and the encoded message bytes."""
+
+    src: int
+    dst: int
+    phase: str
+    kind: int
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """A delivered message: sender, receiver, phase, the decoded message and its size in bytes."""
+
+    src: int
+    dst: int
+    phase: str
+    message: Message
+    size: int
+
+    @property
+    def msg(self) -> Message:
+        """Alias of :attr:`message`."""
+        return self.message
+
+    @property
+    def kind(self) -> str:
+        """Name of the message kind."""
+        return self.message.NAME
+
+
+class Topology:
+    """Who may send to whom.
+
+    Parameters
+    ----------
+    n
+        Number of parties.
+    graph
+        ``None``: star, parties reach only the controller.  Otherwise an undirected networkx
+        graph whose nodes are party ids ``0..n-1`` (and optionally :data:`CONTROLLER`); its
+        edges are the allowed party-to-party links.  If the graph has no CONTROLLER node the
+        controller is linked to every party; if it has one, its edges are exactly as given.
+    """
+
+    def __init__(self, n: int, graph: nx.Graph | None = None) -> None:
+        self.n = n
+        self.graph = graph
+        self._adj: list[frozenset[int]] | None = None
+        self._controller: frozenset[int] | None = None  # None = linked to all parties
+        if graph is None:
+            return
+        if not isinstance(graph, nx.Graph) or graph.is_directed():
+            raise ConfigurationError(f"topology must be an undirected networkx.Graph, got {graph!r}")
+        bad = [v for v in graph.nodes if not (isinstance(v, int) and (v == CONTROLLER or 0 <= v < n))]
+        if bad:
+            raise ConfigurationError(
+                f"topology nodes must be party ids 0..{n - 1} or CONTROLLER ({CONTROLLER}), got {bad[:5]}"
+            )
+        adj: list[set[int]] = [set() for _ in range(n)]
+        for u, v in graph.edges:
+            if u != v and u != CONTROLLER and v != CONTROLLER:
+                adj[u].add(v)
+                adj[v].add(u)
+        self._adj = [frozenset(a) for a in adj]
+        if CONTROLLER in graph:
+            self._controller = frozenset(v for v in graph[CONTROLLER] if v != CONTROLLER)
+
+    def allowed(self, src: int, dst: int) -> bool:
+        """True when ``src`` may send directly to ``dst``."""
+        if src == dst:
+            return False
+        if src == CONTROLLER or dst == CONTROLLER:
+            other = dst if src == CONTROLLER else src
+            return self._controller is None or other in self._controller
+        return self._adj is not None and dst in self._adj[src]
+
+    def neighbours(self, actor: int) -> tuple[int, ...]:
+        """Actors ``actor`` may send to directly, sorted."""
+        if actor == CONTROLLER:
+            return tuple(range(self.n)) if self._controller is None else tuple(sorted(self._controller))
+        out = set() if self._adj is None else set(self._adj[actor])
+        if self._controller is None or actor in self._controller:
+            out.add(CONTROLLER)
+        return tuple(sorted(out))
+
+    def path(self, src: int, dst: int) -> list[int]:
+        """Shortest relay path ``[src, ..., dst]`` (ProtocolError if unreachable)."""
+        if src == dst:
+            return [src]
+        if self.allowed(src, dst):
+            return [src, dst]
+        if self._controller is None and self.allowed(src, CONTROLLER) and self.allowed(CONTROLLER, dst):
+            if self._adj is None:
+                return [src, CONTROLLER, dst]
+        # general case: breadth-first search over the effective graph
+        seen = {src: src}
+        frontier = deque([src])
+        while frontier:
+            u = frontier.popleft()
+            for v in self.neighbours(u):
+                if v not in seen:
+                    seen[v] = u
+                    if v == dst:
+                        out = [v]
+                        while out[-1] != src:
+                            out.append(seen[out[-1]])
+                        return out[::-1]
+                    frontier.append(v)
+        raise ProtocolError(f"no route from {actor_name(src)} to {actor_name(dst)} in the topology")
+
+    def hops(self, src: int, dst: int) -> int:
+        """Number of links a relayed message crosses from ``src`` to ``dst``."""
+        return len(self.path(src, dst)) - 1
+
+
+class _Waiter:
+    """A pending recv (``want`` = None) or gather (``want`` = set of sources still missing)."""
+
+    __slots__ = ("kinds", "sources", "phase", "future", "want", "got")
+
+    def __init__(self, kinds: frozenset[int] | None, sources: frozenset[int] | None,
+                 phase: str | None, future: asyncio.Future, want: set[int] | None = None) -> None:
+        self.kinds, self.sources, self.phase, self.future = kinds, sources, phase, future
+        self.want = want
+        self.got: dict[int, Envelope] = {}
+
+    def matches(self, env: Envelope) -> bool:
+        return (
+            (self.kinds is None or env.message.KIND in self.kinds)
+            and (self.phase is None or env.phase == self.phase)
+            and (self.sources is None or env.src in self.sources)
+            and (self.want is None or env.src in self.want)
+        )
+
+
+def _matches(env: Envelope, kinds: frozenset[int] | None, sources: Any, phase: str | None) -> bool:
+    return (
+        (kinds is None or env.message.KIND in kinds)
+        and (phase is None or env.phase == phase)
+        and (sources is None or env.src in sources)
+    )
+
+
+def _check_timeout(timeout: float | None) -> None:
+    if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0 and not math.isnan(timeout)):
+        raise ConfigurationError(f"timeout must be > 0 seconds or None, got {timeout!r}")
+
+
+class Endpoint:
+    """One actor's handle on the network: send, broadcast, filtered receive.
+
+    Obtain it with ``network.endpoint(actor_id)``; do not construct it directly.
+    """
+
+    __slots__ = ("actor", "_net", "_buffer", "_waiters", "_errors", "_accept")
+
+    def __init__(self, network: Transport, actor: int) -> None:
+        self.actor = actor
+        self._net = network
+        self._buffer: deque[Envelope] = deque()
+        self._waiters: list[_Waiter] = []
+        self._errors: deque[MessageError] = deque()
+        self._accept: frozenset[int] | None = None
+
+    def __repr__(self) -> str:
+        return f"Endpoint({actor_name(self.actor)}, buffered={len(self._buffer)})"
+
+    @property
+    def network(self) -> Transport:
+        """The transport this endpoint belongs to."""
+        return self._net
+
+    @property
+    def crashed(self) -> bool:
+        """True once this actor has crashed (fault injection or ``network.crash``)."""
+        return self.actor in self._net._crashed
+
+    @property
+    def buffered(self) -> int:
+        """Number of delivered messages no recv has taken yet."""
+        return len(self._buffer)
+
+    def pending(self) -> tuple[Envelope, ...]:
+        """The buffered envelopes, oldest first (not removed)."""
+        return tuple(self._buffer)
+
+    def statistics(self) -> ActorStatistics:
+        """What this actor sent and received so far."""
+        return self._net._traffic.actor(self.actor)
+
+    # ------------------------------------------------------------------ sending
+    async def send(self, dst: int, msg: Message, *, phase: str) -> None:
+        """Encode ``msg`` and send it to actor ``dst`` in protocol ``phase``.
+
+        Raises
+        ------
+        ProtocolError
+            If ``dst`` is unknown, is this actor, or is not a neighbour in the topology
+            (relaying through the controller is the caller's job, see ``network.path``).
+        MessageError
+            If ``msg`` cannot be encoded.
+
+        A crashed actor's sends vanish silently (it has crashed; it cannot know).
+        """
+        await self._net._send(self.actor, dst, msg, phase, encode(msg))
+
+    async def broadcast(self, dsts: Iterable[int], msg: Message, *, phase: str) -> None:
+        """Send the same ``msg`` to every actor in ``dsts`` (encoded once; one message each)."""
+        payload = encode(msg)
+        send = self._net._send
+        for dst in dsts:
+            await send(self.actor, dst, msg, phase, payload)
+
+    # ------------------------------------------------------------------ receiving
+    def _raise_pending(self) -> None:
+        if self._errors:
+            raise self._errors.popleft()
+        if self.actor in self._net._crashed:
+            raise PartyDropped(f"{actor_name(self.actor)} has crashed", parties=(self.actor,))
+
+    def _take(self, kinds: frozenset[int] | None, sources: Any, phase: str | None) -> Envelope | None:
+        buf = self._buffer
+        if not buf:
+            return None
+        if kinds is None and sources is None and phase is None:
+            return buf.popleft()
+        for i, env in enumerate(buf):
+            if _matches(env, kinds, sources, phase):
+                del buf[i]
+                return env
+        return None
+
+    async def recv(
+        self,
+        *,
+        kinds: Iterable[int | str | type[Message]] | type[Message] | str | None = None,
+        sources: Iterable[int] | int | None = None,
+        phase: str | None = None,
+        timeout: float | None,
+    ) -> Envelope:
+        """Return the oldest delivered message matching every given filter.
+
+        Parameters
+        ----------
+        kinds
+            Message classes, names or kind numbers accepted (None = any).
+        sources
+            Sender id(s) accepted (None = any).
+        phase
+            Phase accepted (None = any).
+        timeout
+            Seconds to wait (wall clock; required; ``None`` = wait forever, use sparingly).
+
+        Raises
+        ------
+        RoundTimeout
+            Nothing matching arrived in time (names the phase and the missing sources).
+        MessageError
+            A message delivered to this actor failed decoding or was of a kind it rejects.
+        PartyDropped
+            This actor has crashed.
+        """
+        _check_timeout(timeout)
+        kind_set = resolve_kinds(kinds)
+        source_set = _source_set(sources)
+        self._raise_pending()
+        env = self._take(kind_set, source_set, phase)
+        if env is not None:
+            return env
+        waiter = _Waiter(kind_set, source_set, phase, asyncio.get_running_loop().create_future())
+        self._waiters.append(waiter)
+        try:
+            async with asyncio.timeout(timeout):
+                return await waiter.future
+        except TimeoutError:
+            missing = tuple(sorted(source_set)) if source_set is not None else ()
+            raise RoundTimeout(
+                f"phase {phase or '(any)'!r}: {actor_name(self.actor)} timed out after {timeout} s "
+                f"waiting for {_describe(kind_set)}"
+                + (f" from {_describe_actors(missing)}" if missing else ""),
+                phase=phase or "", timeout=timeout, missing=missing,
+            ) from None
+        finally:
+            self._forget(waiter)
+
+    async def gather(
+        self,
+        sources: Iterable[int],
+        *,
+        kinds: Iterable[int | str | type[Message]] | type[Message] | str | None = None,
+        phase: str | None = None,
+        timeout: float | None,
+        partial: bool = False,
+    ) -> dict[int, Envelope]:
+        """Receive one matching message from each of ``sources``; ``{src: envelope}``.
+
+        Extra messages (duplicates, other kinds) stay buffered.  On timeout raises
+        :class:`RoundTimeout` listing the sources still missing, or with ``partial=True``
+        returns what arrived (the caller decides what a missing party means).
+        """
+        _check_timeout(timeout)
+        kind_set = resolve_kinds(kinds)
+        want = _source_set(sources)
+        want = set() if want is None else set(want)
+        self._raise_pending()
+        got: dict[int, Envelope] = {}
+        if want and self._buffer:
+            keep: deque[Envelope] = deque()
+            for env in self._buffer:
+                if env.src in want and _matches(env, kind_set, None, phase):
+                    want.discard(env.src)
+                    got[env.src] = env
+                else:
+                    keep.append(env)
+            self._buffer = keep
+        if not want:
+            return got
+        waiter = _Waiter(kind_set, None, phase, asyncio.get_running_loop().create_future(), want)
+        waiter.got = got
+        self._waiters.append(waiter)
+        try:
+            async with asyncio.timeout(timeout):
+                return await waiter.future
+        except TimeoutError:
+            if partial:
+                result, waiter.got = waiter.got, {}
+                return result
+            missing = tuple(sorted(waiter.want or ()))
+            raise RoundTimeout(
+                f"phase {phase or '(any)'!r}: {actor_name(self.actor)} timed out after {timeout} s "
+                f"waiting for {_describe(kind_set)} from {_describe_actors(missing)} "
+                f"({len(waiter.got)} of {len(waiter.got) + len(missing)} arrived)",
+                phase=phase or "", timeout=timeout, missing=missing,
+            ) from None
+        finally:
+            self._forget(waiter)
+
+    def _forget(self, waiter: _Waiter) -> None:
+        try:
+            self._waiters.remove(waiter)
+        except ValueError:
+            pass
+        fut = waiter.future
+        if fut.done() and not fut.cancelled() and fut.exception() is None and waiter.want is None:
+            # delivered just as the recv was cancelled: put the message back, nothing is lost
+            env = fut.result()
+            if not any(e is env for e in self._buffer):
+                self._buffer.appendleft(env)
+        if waiter.want is not None and not fut.done():
+            for env in reversed(list(waiter.got.values())):
+                self._buffer.appendleft(env)  # a cancelled/failed gather returns its catch
+
+    # ------------------------------------------------------------------ delivery side
+    def _put(self, env: Envelope, position: int | None = None) -> None:
+        for w in self._waiters:
+            if w.matches(env) and not w.future.done():
+                if w.want is None:
+                    self._waiters.remove(w)
+                    w.future.set_result(env)
+                    return
+                w.want.discard(env.src)
+                w.got[env.src] = env
+                if not w.want:
+                    self._waiters.remove(w)
+                    w.future.set_result(w.got)
+                return
+        if position is None or position >= len(self._buffer):
+            self._buffer.append(env)
+        else:
+            self._buffer.insert(position, env)
+
+    def _fail(self, error: Exception) -> None:
+        """Raise ``error`` in the first waiting recv, or at the next recv call."""
+        for w in self._waiters:
+            if not w.future.done():
+                self._waiters.remove(w)
+                w.future.set_exception(error)
+                return
+        if isinstance(error, MessageError):
+            self._errors.append(error)
+
+    def _crash(self) -> None:
+        self._buffer.clear()
+        err = PartyDropped(f"{actor_name(self.actor)} has crashed", parties=(self.actor,))
+        for w in list(self._waiters):
+            if not w.future.done():
+                w.future.set_exception(err)
+        self._waiters.clear()
+
+
+def _source_set(sources: Iterable[int] | int | None) -> frozenset[int] | None:
+    if sources is None:
+        return None
+    if isinstance(sources, int):
+        return frozenset((sources,))
+    return frozenset(int(s) for s in sources)
+
+
+def _describe(kinds: frozenset[int] | None) -> str:
+    if kinds is None:
+        return "any message"
+    return "/".join(sorted(message_class(k).NAME for k in kinds))
+
+
+def _describe_actors(actors: tuple[int, ...], limit: int = 10) -> str:
+    names = [actor_name(a) for a in actors[:limit]]
+    more = f" and {len(actors) - limit} more" if len(actors) > limit else ""
+    return ", ".join(names) + more
+
+
+class Transport(ABC):
+    """Moves encoded messages between the controller and ``n`` parties.
+
+    Subclasses implement :meth:`_transmit`.  The base class owns the endpoints, the topology
+    check, the traffic counters and the set of crashed actors.
+
+    Parameters
+    ----------
+    n
+        Number of parties (>= 1).
+    topology
+        See :class:`Topology` (default: star).
+    latency
+        Simulated latency/bandwidth model (default: zero time).
+    """
+
+    def __init__(self, n: int, *, topology: nx.Graph | None = None, latency: LatencyModel | None = None) -> None:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ConfigurationError(f"n (number of parties) must be an integer >= 1, got {n!r}")
+        self.n = n
+        self.topology = Topology(n, topology)
+        self._traffic = TrafficCounter(n, latency or LatencyModel())
+        self._endpoints: dict[int, Endpoint] = {}
+        self._crashed: set[int] = set()
+
+    # ------------------------------------------------------------------ actors
+    @property
+    def actors(self) -> tuple[int, ...]:
+        """``(CONTROLLER, 0, 1, ..., n-1)``."""
+        return (CONTROLLER, *range(self.n))
+
+    @property
+    def crashed(self) -> frozenset[int]:
+        """Actors that have crashed."""
+        return frozenset(self._crashed)
+
+    def _check_actor(self, actor: int, what: str) -> None:
+        if not (isinstance(actor, int) and (actor == CONTROLLER or 0 <= actor < self.n)):
+            raise ProtocolError(
+                f"{what} must be CONTROLLER ({CONTROLLER}) or a party id in 0..{self.n - 1}, got {actor!r}"
+            )
+
+    def endpoint(self, actor: int, *, accept: Iterable[int | str | type[Message]] | None = None) -> Endpoint:
+        """The endpoint of ``actor`` (created on first use).
+
+        ``accept`` (message classes / names / kinds) makes the endpoint reject every other kind
+        on delivery: the offending message is dropped and its ``recv`` raises MessageError.
+        """
+        self._check_actor(actor, "actor")
+        ep = self._endpoints.get(actor)
+        if ep is None:
+            ep = self._endpoints[actor] = Endpoint(self, actor)
+        if accept is not None:
+            ep._accept = resolve_kinds(accept)
+        return ep
+
+    def crash(self, actor: int) -> None:
+        """Crash ``actor`` now: its later sends vanish, messages to it are lost, its recv raises."""
+        self._check_actor(actor, "actor")
+        if actor in self._crashed:
+            return
+        self._crashed.add(actor)
+        ep = self._endpoints.get(actor)
+        if ep is not None:
+            ep._crash()
+
+    def path(self, src: int, dst: int) -> list[int]:
+        """Shortest relay path in the topology, e.g. ``[3, CONTROLLER, 5]`` in a star."""
+        self._check_actor(src, "src")
+        self._check_actor(dst, "dst")
+        return self.topology.path(src, dst)
+
+    def hops(self, src: int, dst: int) -> int:
+        """Number of direct sends needed to relay a message from ``src`` to ``dst``."""
+        return len(self.path(src, dst)) - 1
+
+    # ------------------------------------------------------------------ rounds / stats
+    def begin_round(self, phase: str) -> None:
+        """Mark the start of a new communication round of ``phase``."""
+        if not isinstance(phase, str) or not phase:
+            raise ConfigurationError(f"phase must be a non-empty string, got {phase!r}")
+        self._traffic.begin_round(phase)
+
+    def end_round(self) -> None:
+        """Mark the end of the current round."""
+        self._traffic.end_round()
+
+    @contextmanager
+    def round(self, phase: str) -> Iterator[None]:
+        """``with network.round("collect"): ...`` marks one round."""
+        self.begin_round(phase)
+        try:
+            yield
+        finally:
+            self.end_round()
+
+    def statistics(self) -> TrafficStatistics:
+        """Immutable snapshot of all traffic so far."""
+        return self._traffic.snapshot(tuple(self._crashed))
+
+    # ------------------------------------------------------------------ internals
+    def _admit(self, src: int) -> bool:
+        """Hook before a send is counted; False makes it vanish (e.g. crash fault)."""
+        return src not in self._crashed
+
+    async def _send(self, src: int, dst: int, msg: Message, phase: str, payload: bytes) -> None:
+        if not (dst == CONTROLLER or (type(dst) is int and 0 <= dst < self.n)):
+            self._check_actor(dst, "dst")
+        if not self.topology.allowed(src, dst):
+            if src == dst:
+                raise ProtocolError(f"{actor_name(src)} cannot send to itself")
+            raise ProtocolError(
+                f"{actor_name(src)} cannot send to {actor_name(dst)}: no link in the topology; "
+                f"relay via {self.topology.path(src, dst) if _reachable(self.topology, src, dst) else 'nothing (unreachable)'}"
+            )
+        if type(phase) is not str or not phase:
+            raise ConfigurationError(f"phase must be a non-empty string, got {phase!r}")
+        if not self._admit(src):
+            return
+        self._traffic.record_send(src, phase, msg.KIND, len(payload))
+        await self._transmit(Frame(src, dst, phase, msg.KIND, payload))
+
+    @abstractmethod
+    async def _transmit(self, frame: Frame) -> None:
+        """Carry ``frame`` to its destination and call :meth:`_deliver` there (or drop it)."""
+
+    def _deliver(self, frame: Frame, position: int | None = None) -> None:
+        """Receiving side: decode ``frame`` and hand it to the destination endpoint."""
+        dst = frame.dst
+        if dst in self._crashed:
+            self._traffic.record_fault("lost_to_crash")
+            return
+        ep = self._endpoints.get(dst)
+        if ep is None:
+            ep = self._endpoints[dst] = Endpoint(self, dst)
+        try:
+            msg = decode(frame.payload, expected=ep._accept)
+        except MessageError as exc:
+            self._traffic.record_fault("rejected")
+            ep._fail(MessageError(f"{actor_name(dst)} rejected a message from {actor_name(frame.src)} "
+                                  f"in phase {frame.phase!r}: {exc}"))
+            return
+        size = len(frame.payload)
+        self._traffic.record_delivery(dst, size)
+        ep._put(Envelope(frame.src, dst, frame.phase, msg, size), position)
+
+
+def _reachable(topology: Topology, src: int, dst: int) -> bool:
+    try:
+        topology.path(src, dst)
+    except ProtocolError:
+        return False
+    return True
+
