@@ -481,7 +481,7 @@ class Ledger:
     """
 
     releases: tuple[Release, ...] = ()
-    _cache: dict[tuple[str, str], Any] = field(default_factory=dict, compare=False, repr=False)
+    _cache: dict[tuple[str, str], Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         releases = tuple(self.releases)

@@ -313,3 +313,10 @@ def test_policies_are_bounded_by_sequential_and_by_largest_phase_release(release
         assert by_phase_max - slack <= total <= seq + slack
     if all(r.linkable for r in releases):
         assert compose(releases, "unlinkable-pairs") == pytest.approx(seq, abs=slack)
+
+
+def test_replaced_ledger_does_not_share_cached_totals() -> None:
+    one = Ledger((rel(("A",), 1.0),))
+    assert one.total("sequential") == 1.0
+    two = dataclasses.replace(one, releases=(rel(("A",), 1.0), rel(("B",), 2.0)))
+    assert two.total("sequential") == 3.0 and one.total("sequential") == 1.0
