@@ -1,0 +1,571 @@
+"""Validated randomization matrices and the constructors of the papers.
+
+Convention (main paper eq. (1)): ``P[u, v] = Pr(Y = v | X = u)``; rows sum to 1, the
+distribution of the released value is ``lambda = P.T @ pi`` and the unbiased estimator is
+``pi_hat = inv(P.T) @ lambda_hat`` (main paper eq. (2)).  Papers that write the transpose
+(Nayak's concise theory: columns sum to 1) are converted at the boundary with
+:meth:`RandomizationMatrix.from_columns` / :meth:`RandomizationMatrix.columns`.
+
+Lazy Kronecker products over joint domains live in :mod:`mprr.kronecker`; :func:`kron` and
+``KroneckerMatrix`` are re-exported here.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import scipy.linalg
+from numpy.typing import ArrayLike
+
+from mprr.errors import ConfigurationError, DomainTooLargeError, EstimationError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mprr.kronecker import KroneckerMatrix
+
+__all__ = [
+    "MAX_DENSE_CELLS",
+    "SINGULAR_TOLERANCE",
+    "RandomizationMatrix",
+    "KroneckerMatrix",
+    "grr",
+    "keep_or_uniform",
+    "cluster_optimal",
+    "lambda_randomization",
+    "warner",
+    "circulant",
+    "tridiagonal",
+    "k_anonymity",
+    "kron",
+]
+
+#: Largest number of cells (r * r) a dense matrix built by a constructor may have (128 MiB).
+MAX_DENSE_CELLS: int = 1 << 24
+
+#: A closed-form inverse is refused as singular when its smallest eigenvalue modulus is below
+#: this fraction of the largest one (condition number above 1e13).
+SINGULAR_TOLERANCE: float = 1e-13
+
+
+# --------------------------------------------------------------------------------------------
+# parameter checks shared by the constructors
+# --------------------------------------------------------------------------------------------
+
+
+def _shown(value: Any) -> Any:
+    """Plain Python value for error messages (``1.5``, not ``np.float64(1.5)``)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def check_int(name: str, value: Any, minimum: int) -> int:
+    """Return ``value`` as an ``int`` or raise ConfigurationError naming the rule."""
+    value = _shown(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ConfigurationError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ConfigurationError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_epsilon(value: Any, name: str = "epsilon") -> float:
+    """Return ``value`` as a float if it is finite and > 0, else raise ConfigurationError."""
+    value = _shown(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise ConfigurationError(f"{name} must be finite and > 0, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v) or v <= 0.0:
+        raise ConfigurationError(f"{name} must be finite and > 0, got {value!r}")
+    return v
+
+
+def check_unit(name: str, value: Any, *, low_open: bool = False) -> float:
+    """Return ``value`` as a float in [0, 1] (or (0, 1] with ``low_open``)."""
+    allowed = "(0, 1]" if low_open else "[0, 1]"
+    value = _shown(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise ConfigurationError(f"{name} must be a real number in {allowed}, got {value!r}")
+    v = float(value)
+    if not (math.isfinite(v) and 0.0 <= v <= 1.0) or (low_open and v == 0.0):
+        raise ConfigurationError(f"{name} must be a real number in {allowed}, got {value!r}")
+    return v
+
+
+def _check_cells(name: str, r: int, max_cells: int) -> None:
+    if r * r > max_cells:
+        raise DomainTooLargeError(
+            f"{name}: a dense {r} x {r} matrix has {r * r} cells, more than max_cells={max_cells};"
+            " use per-attribute factors and kron() instead",
+            cells=r * r,
+            limit=max_cells,
+        )
+
+
+def _as_float_array(name: str, values: ArrayLike) -> np.ndarray:
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"{name} must be an array of real numbers, got {values!r}") from exc
+
+
+# --------------------------------------------------------------------------------------------
+# RandomizationMatrix
+# --------------------------------------------------------------------------------------------
+
+
+class RandomizationMatrix:
+    """A validated r x r randomization matrix, ``P[u, v] = Pr(Y = v | X = u)``.
+
+    Parameters
+    ----------
+    values
+        Square array of probabilities; copied and made read-only.
+    atol
+        Tolerance for the row sums (each must be within ``atol`` of 1).
+
+    Raises
+    ------
+    ConfigurationError
+        If ``values`` is not 2-D square, has a NaN/inf or a negative entry, or a row that
+        does not sum to 1 within ``atol``.
+
+    Notes
+    -----
+    Main paper eq. (1)/(2): ``lambda = P.T @ pi``, ``pi_hat = inv(P.T) @ lambda_hat``.
+    """
+
+    __slots__ = ("_values", "_atol", "_cache")
+
+    def __init__(self, values: ArrayLike, *, atol: float = 1e-9) -> None:
+        if isinstance(atol, bool) or not isinstance(atol, (int, float, np.floating)):
+            raise ConfigurationError(f"atol must be a finite real >= 0, got {atol!r}")
+        if not (math.isfinite(float(atol)) and atol >= 0):
+            raise ConfigurationError(f"atol must be a finite real >= 0, got {atol!r}")
+        self._atol = float(atol)
+        self._values = _validated(_as_float_array("values", values), self._atol, "rows")
+        self._values.setflags(write=False)
+        self._cache: dict[str, Any] = {}
+
+    # ---- conversions -----------------------------------------------------------------------
+
+    @classmethod
+    def from_columns(cls, q: ArrayLike, *, atol: float = 1e-9) -> RandomizationMatrix:
+        """Build from a column-stochastic matrix ``Q[v, u] = Pr(Y = v | X = u)`` (Nayak, Kikuchi).
+
+        Raises ConfigurationError when the columns of ``q`` do not sum to 1.
+        """
+        arr = _validated(_as_float_array("q", q), float(atol), "columns")
+        return cls(arr.T, atol=atol)
+
+    def columns(self) -> np.ndarray:
+        """The column-stochastic transpose ``Q = P.T`` (Nayak's convention, ``lambda = Q pi``)."""
+        return self._values.T.copy()
+
+    # ---- basic attributes ------------------------------------------------------------------
+
+    @property
+    def values(self) -> np.ndarray:
+        """The matrix entries (read-only ``float64`` array)."""
+        return self._values
+
+    @property
+    def size(self) -> int:
+        """Number of categories r."""
+        return int(self._values.shape[0])
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(r, r)``."""
+        return (self.size, self.size)
+
+    @property
+    def atol(self) -> float:
+        """Row-sum tolerance used at validation."""
+        return self._atol
+
+    def __repr__(self) -> str:
+        return f"RandomizationMatrix(size={self.size}, epsilon={self.epsilon:.6g}, beta={self.beta:.4f})"
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.array(self._values, dtype=dtype)
+
+    # ---- privacy / randomness measures ------------------------------------------------------
+
+    @property
+    def epsilon(self) -> float:
+        """ε of main paper eq. (4): ``ln max_v (max_u P[u, v] / min_u P[u, v])``.
+
+        ``inf`` when a column mixes zero and non-zero entries; all-zero columns (values that are
+        never released) are ignored.
+        """
+        if "epsilon" not in self._cache:
+            self._cache["epsilon"] = column_epsilon(self._values)
+        return float(self._cache["epsilon"])
+
+    @property
+    def entropy_rate(self) -> float:
+        """Entropy rate H(P) in bits: mean row entropy (bistochastic paper eq. (4))."""
+        if "entropy" not in self._cache:
+            self._cache["entropy"] = float(np.mean(row_entropies(self._values)))
+        return float(self._cache["entropy"])
+
+    @property
+    def beta(self) -> float:
+        """β = H(P) / log2(r) (bistochastic paper Definition 1); 0 for r = 1."""
+        return self.entropy_rate / math.log2(self.size) if self.size > 1 else 0.0
+
+    @property
+    def is_bistochastic(self) -> bool:
+        """True when the columns also sum to 1 (within ``atol``)."""
+        return bool(np.all(np.abs(self._values.sum(axis=0) - 1.0) <= self._atol))
+
+    @property
+    def cdf(self) -> np.ndarray:
+        """Row-wise cumulative sums, rescaled so that each row ends exactly at 1.0.
+
+        Row ``u`` is the inverse-CDF table of :func:`mprr.randomize.randomize`: the released
+        value for a uniform ``w`` in [0, 1) is the first ``v`` with ``cdf[u, v] > w``.  After
+        the rescale the last non-zero entry of a row has cdf exactly 1.0, so a value of zero
+        probability can never be released.
+        """
+        if "cdf" not in self._cache:
+            cs = np.cumsum(self._values, axis=1)
+            cs /= cs[:, -1:]
+            cs.setflags(write=False)
+            self._cache["cdf"] = cs
+        return self._cache["cdf"]  # type: ignore[no-any-return]
+
+    # ---- structure and inversion -------------------------------------------------------------
+
+    @property
+    def lam(self) -> float | None:
+        """λ when ``P = λ I + (1 - λ) J / r`` (one value on the diagonal, one off it), else None.
+
+        GRR, keep-or-uniform, cluster-optimal, λ-randomization and Warner matrices all have this
+        form, which gives the closed-form inverse of lambda paper Property 1.
+        """
+        if "lam" not in self._cache:
+            self._cache["lam"] = _uniform_form_lambda(self._values)
+        return self._cache["lam"]  # type: ignore[no-any-return]
+
+    @property
+    def closed_form(self) -> str | None:
+        """Which closed-form inverse :meth:`inverse` uses: ``"property-1"``, ``"circulant"`` or None."""
+        if self.lam is not None:
+            return "property-1"
+        if self._is_circulant():
+            return "circulant"
+        return None
+
+    @property
+    def condition_number(self) -> float:
+        """2-norm condition number of P (``inf`` when singular); closed form ``1/|λ|`` for Property 1."""
+        lam = self.lam
+        if lam is not None:
+            return math.inf if lam == 0.0 else max(1.0, abs(lam)) / min(1.0, abs(lam))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c = float(np.linalg.cond(self._values))
+        return c if math.isfinite(c) else math.inf
+
+    def inverse(self) -> np.ndarray:
+        """Inverse of P as a new array.
+
+        Closed forms: lambda paper Property 1, ``P^-1 = (1/λ)(I - J/r) + J/r``, for the
+        ``λ I + (1 - λ) J / r`` family; the FFT diagonalisation for circulant matrices
+        (bistochastic paper eq. (6)); otherwise an LU solve of ``P X = I``.
+
+        Raises
+        ------
+        EstimationError
+            If P is singular (or numerically singular).
+        """
+        if "inverse" not in self._cache:
+            inv = self._compute_inverse()
+            inv.setflags(write=False)
+            self._cache["inverse"] = inv
+        return np.array(self._cache["inverse"])
+
+    def _compute_inverse(self) -> np.ndarray:
+        r = self.size
+        lam = self.lam
+        if lam is not None:
+            if abs(lam) < SINGULAR_TOLERANCE:
+                raise EstimationError(
+                    f"randomization matrix is singular (lambda = {lam:.3g}: every row is the same"
+                    " distribution); it has no inverse, use a matrix with lambda != 0"
+                )
+            jr = np.full((r, r), 1.0 / r)
+            return (np.eye(r) - jr) / lam + jr
+        if self._is_circulant():
+            return _circulant_inverse(self._values[0])
+        return dense_solve(self._values, np.eye(r), what="randomization matrix")
+
+    def _is_circulant(self) -> bool:
+        if "circulant" not in self._cache:
+            v = self._values
+            r = self.size
+            idx = (np.arange(r)[None, :] - np.arange(r)[:, None]) % r
+            self._cache["circulant"] = r > 2 and bool(np.array_equal(v, v[0][idx]))
+        return bool(self._cache["circulant"])
+
+
+def _validated(arr: np.ndarray, atol: float, orientation: str) -> np.ndarray:
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1] or arr.shape[0] < 1:
+        raise ConfigurationError(
+            f"a randomization matrix must be a non-empty 2-D square array, got shape {arr.shape}"
+        )
+    bad = np.argwhere(~np.isfinite(arr))
+    if bad.size:
+        i, j = bad[0]
+        raise ConfigurationError(
+            f"randomization matrix entries must be finite, got {arr[i, j]} at [{i}, {j}]"
+        )
+    neg = np.argwhere(arr < 0)
+    if neg.size:
+        i, j = neg[0]
+        raise ConfigurationError(
+            f"randomization matrix entries must be >= 0, got {arr[i, j]} at [{i}, {j}]"
+        )
+    axis = 1 if orientation == "rows" else 0
+    sums = arr.sum(axis=axis)
+    off = np.flatnonzero(np.abs(sums - 1.0) > atol)
+    if off.size:
+        k = off[0]
+        line = "row" if orientation == "rows" else "column"
+        raise ConfigurationError(
+            f"every {line} of a randomization matrix must sum to 1 (within atol={atol:g}),"
+            f" {line} {k} sums to {float(sums[k])!r}"
+        )
+    return arr
+
+
+def column_epsilon(values: np.ndarray) -> float:
+    """Main paper eq. (4) on a row-stochastic matrix: ``ln max_v max_u P[u,v] / min_u P[u,v]``."""
+    cmax = values.max(axis=0)
+    cmin = values.min(axis=0)
+    used = cmax > 0
+    if np.any(cmin[used] == 0.0):
+        return math.inf
+    if not np.any(used):  # pragma: no cover - impossible for a stochastic matrix
+        return 0.0
+    return float(np.max(np.log(cmax[used]) - np.log(cmin[used])))
+
+
+def row_entropies(values: np.ndarray) -> np.ndarray:
+    """Shannon entropy in bits of every row (``0 log 0 = 0``)."""
+    safe = np.where(values > 0, values, 1.0)
+    return -np.sum(values * np.log2(safe), axis=1)  # type: ignore[no-any-return]
+
+
+def _uniform_form_lambda(values: np.ndarray) -> float | None:
+    """λ if ``values == λ I + (1 - λ) J / r`` up to 1e-12, else None."""
+    r = values.shape[0]
+    d = np.diagonal(values)
+    if r == 1:
+        return 1.0
+    off_mask = ~np.eye(r, dtype=bool)
+    off = values[off_mask]
+    if np.ptp(d) > 1e-12 or np.ptp(off) > 1e-12:
+        return None
+    return float(d[0] - off[0])
+
+
+def _circulant_inverse(first_row: np.ndarray) -> np.ndarray:
+    """Inverse of the circulant matrix ``C[i, j] = c[(j - i) mod r]`` by the FFT."""
+    r = first_row.shape[0]
+    col = first_row[(-np.arange(r)) % r]  # first column C[k, 0] = c[-k mod r]
+    eig = np.fft.fft(col)
+    mags = np.abs(eig)
+    if mags.min() < SINGULAR_TOLERANCE * mags.max():
+        raise EstimationError(
+            "circulant randomization matrix is singular (an eigenvalue of its first row's DFT"
+            f" is {mags.min():.3g}); it has no inverse"
+        )
+    inv_col = np.real(np.fft.ifft(1.0 / eig))
+    idx = (np.arange(r)[:, None] - np.arange(r)[None, :]) % r  # D[i, j] = d_col[(i - j) mod r]
+    return inv_col[idx]  # type: ignore[no-any-return]
+
+
+def dense_solve(a: np.ndarray, b: np.ndarray, *, what: str) -> np.ndarray:
+    """Solve ``a x = b`` by LU; EstimationError when ``a`` is (numerically) singular.
+
+    A reciprocal condition number below machine epsilon (scipy's LinAlgWarning) counts as
+    singular, so a singular matrix never yields a silent wrong number.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
+        try:
+            return scipy.linalg.solve(a, b, check_finite=False)  # type: ignore[no-any-return]
+        except (np.linalg.LinAlgError, scipy.linalg.LinAlgError, scipy.linalg.LinAlgWarning) as exc:
+            raise EstimationError(f"{what} is singular and cannot be inverted ({exc})") from exc
+
+
+# --------------------------------------------------------------------------------------------
+# constructors
+# --------------------------------------------------------------------------------------------
+
+
+def _uniform_form(k: int, diag: float, off: float, name: str, max_cells: int) -> RandomizationMatrix:
+    _check_cells(name, k, max_cells)
+    m = np.full((k, k), off)
+    np.fill_diagonal(m, diag)
+    return RandomizationMatrix(m)
+
+
+def grr(k: int, epsilon: float, *, max_cells: int = MAX_DENSE_CELLS) -> RandomizationMatrix:
+    """DP-optimal k-ary randomized response (generalised RR).
+
+    ``e^ε/(e^ε + k - 1)`` on the diagonal and ``1/(e^ε + k - 1)`` off it (RR-Ind-Joint
+    paper 3.4; bistochastic paper eq. (2)); computed as ``1/(1 + (k-1)e^-ε)`` so large ε does
+    not overflow.  Its eq. (4) ε is exactly ``epsilon``.
+    """
+    k = check_int("k", k, 2)
+    eps = check_epsilon(epsilon)
+    t = math.exp(-eps)
+    diag = 1.0 / (1.0 + (k - 1) * t)
+    return _uniform_form(k, diag, t * diag, "grr", max_cells)
+
+
+def keep_or_uniform(k: int, p: float, *, max_cells: int = MAX_DENSE_CELLS) -> RandomizationMatrix:
+    """Keep the true value with probability p, else report a uniform value over all k.
+
+    Main paper Corollary 1 / Proposition 1: diagonal ``p + (1 - p)/k``, off-diagonal
+    ``(1 - p)/k``.  (Main paper 6.3.1 writes ``p`` on the diagonal, whose rows do not sum to 1;
+    this is the stochastic matrix of the randomization it describes.)  Singular for p = 0.
+    """
+    k = check_int("k", k, 2)
+    p = check_unit("p", p)
+    off = (1.0 - p) / k
+    return _uniform_form(k, p + off, off, "keep_or_uniform", max_cells)
+
+
+def cluster_optimal(
+    sizes: Sequence[int], epsilon: float, *, max_cells: int = MAX_DENSE_CELLS
+) -> RandomizationMatrix:
+    """The ε-DP-optimal matrix of RR-Joint on a cluster (main paper 6.3.2, sign slip corrected).
+
+    For a cluster whose attributes have ``sizes`` categories (R = Π sizes joint values) and total
+    budget ``epsilon`` (= Σ_A ε_A), the matrix has ``p_C`` on the diagonal and ``p_C e^-ε`` off it
+    with ``p_C = 1 / (1 + (R - 1) e^-ε)``.  The paper prints ``(1 - R)``, for which rows do not
+    sum to 1.  The joint values are in C order (:func:`mprr.domain.encode_joint`).
+    """
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence) or len(sizes) == 0:
+        raise ConfigurationError(f"sizes must be a non-empty sequence of integers >= 1, got {sizes!r}")
+    dims = [check_int(f"sizes[{i}]", s, 1) for i, s in enumerate(sizes)]
+    big_r = math.prod(dims)
+    if big_r < 2:
+        raise ConfigurationError(f"the cluster must have at least 2 joint values, got sizes={sizes!r}")
+    eps = check_epsilon(epsilon)
+    _check_cells("cluster_optimal", big_r, max_cells)
+    t = math.exp(-eps)
+    p_c = 1.0 / (1.0 + (big_r - 1) * t)
+    return _uniform_form(big_r, p_c, p_c * t, "cluster_optimal", max_cells)
+
+
+def lambda_randomization(k: int, lam: float, *, max_cells: int = MAX_DENSE_CELLS) -> RandomizationMatrix:
+    """λ-randomization ``P = λ I + (1 - λ) J / k`` (lambda paper eq. (6)), 0 < λ <= 1.
+
+    Its inverse is the closed form of lambda paper Property 1.
+    """
+    k = check_int("k", k, 2)
+    lam = check_unit("lam", lam, low_open=True)
+    off = (1.0 - lam) / k
+    return _uniform_form(k, lam + off, off, "lambda_randomization", max_cells)
+
+
+def warner(p: float) -> RandomizationMatrix:
+    """Warner's (1965) design: keep the true binary answer with probability p, flip it otherwise.
+
+    ``[[p, 1-p], [1-p, p]]`` (Nayak section 1); singular for p = 1/2.
+    """
+    p = check_unit("p", p)
+    return RandomizationMatrix(np.array([[p, 1.0 - p], [1.0 - p, p]]))
+
+
+def circulant(first_row: ArrayLike, *, atol: float = 1e-9) -> RandomizationMatrix:
+    """Circulant matrix ``P[i, j] = c[(j - i) mod r]`` (bistochastic paper eq. (6)).
+
+    ``first_row`` must be a probability vector of length >= 2; the result is bistochastic.
+    """
+    c = _as_float_array("first_row", first_row)
+    if c.ndim != 1 or c.shape[0] < 2:
+        raise ConfigurationError(f"first_row must be a 1-D array of length >= 2, got shape {c.shape}")
+    if not np.all(np.isfinite(c)) or np.any(c < 0) or abs(float(c.sum()) - 1.0) > atol:
+        raise ConfigurationError(
+            f"first_row must be finite, >= 0 and sum to 1 (within atol={atol:g}), got {c.tolist()!r}"
+        )
+    r = c.shape[0]
+    _check_cells("circulant", r, MAX_DENSE_CELLS)
+    idx = (np.arange(r)[None, :] - np.arange(r)[:, None]) % r
+    return RandomizationMatrix(c[idx], atol=atol)
+
+
+def tridiagonal(alphas: ArrayLike) -> RandomizationMatrix:
+    """Symmetric tridiagonal bistochastic matrix of bistochastic paper eq. (7).
+
+    ``alphas`` (length r - 1) are the off-diagonal entries; the diagonal is
+    ``1 - alpha_{i-1} - alpha_i`` so every row and column sums to 1.  Requires
+    ``alpha_i >= 0`` and ``alpha_{i-1} + alpha_i <= 1``.
+    """
+    a = _as_float_array("alphas", alphas)
+    if a.ndim != 1 or a.shape[0] < 1:
+        raise ConfigurationError(f"alphas must be a 1-D array of length >= 1, got shape {a.shape}")
+    if not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(a > 1):
+        raise ConfigurationError(f"alphas must be finite and in [0, 1], got {a.tolist()!r}")
+    pair = a[:-1] + a[1:]
+    if np.any(pair > 1.0 + 1e-12):
+        i = int(np.flatnonzero(pair > 1.0 + 1e-12)[0])
+        raise ConfigurationError(
+            f"alphas must satisfy alpha[i-1] + alpha[i] <= 1, got alphas[{i}] + alphas[{i + 1}]"
+            f" = {float(pair[i])!r}"
+        )
+    r = a.shape[0] + 1
+    _check_cells("tridiagonal", r, MAX_DENSE_CELLS)
+    left = np.concatenate(([0.0], a))
+    right = np.concatenate((a, [0.0]))
+    m = np.diag(np.clip(1.0 - left - right, 0.0, 1.0)) + np.diag(a, 1) + np.diag(a, -1)
+    return RandomizationMatrix(m)
+
+
+def k_anonymity(block_sizes: Sequence[int]) -> RandomizationMatrix:
+    """Block-diagonal matrix of uniform blocks ``J / n_l`` (bistochastic paper eq. (3), Anatomy).
+
+    Each class of ``n_l`` values is permuted uniformly at random within the class.  Singular as
+    soon as one block has more than one value.
+    """
+    if isinstance(block_sizes, (str, bytes)) or not isinstance(block_sizes, Sequence) or not block_sizes:
+        raise ConfigurationError(
+            f"block_sizes must be a non-empty sequence of integers >= 1, got {block_sizes!r}"
+        )
+    sizes = [check_int(f"block_sizes[{i}]", s, 1) for i, s in enumerate(block_sizes)]
+    r = sum(sizes)
+    if r < 2:
+        raise ConfigurationError(f"k_anonymity needs at least 2 values in total, got block_sizes={block_sizes!r}")
+    _check_cells("k_anonymity", r, MAX_DENSE_CELLS)
+    m = np.zeros((r, r))
+    start = 0
+    for s in sizes:
+        m[start : start + s, start : start + s] = 1.0 / s
+        start += s
+    return RandomizationMatrix(m)
+
+
+def kron(*factors: Any) -> KroneckerMatrix:
+    """Lazy Kronecker product ``P1 ⊗ P2 ⊗ ...`` over the joint domain (C order).
+
+    Factors may be :class:`RandomizationMatrix` or :class:`~mprr.kronecker.KroneckerMatrix`
+    (flattened).  See :class:`mprr.kronecker.KroneckerMatrix`.
+    """
+    from mprr.kronecker import KroneckerMatrix
+
+    return KroneckerMatrix(factors)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "KroneckerMatrix":
+        from mprr.kronecker import KroneckerMatrix
+
+        return KroneckerMatrix
+    raise AttributeError(f"module 'mprr.matrices' has no attribute {name!r}")
