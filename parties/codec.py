@@ -47,7 +47,7 @@ _U32 = struct.Struct("<I")
 _I64 = struct.Struct("<q")
 _F64 = struct.Struct("<d")
 _DTYPES = tuple(np.dtype(d).newbyteorder("<") for d in ARRAY_DTYPES)
-_DTYPE_CODE = {np.dtype(d).name: i + 1 for i, d in enumerate(ARRAY_DTYPES)}
+_DTYPE_CODE = {np.dtype(d): i + 1 for i, d in enumerate(ARRAY_DTYPES)}
 _MAX_NDIM = 32
 
 Encoder = Callable[[Any, list], None]
@@ -112,7 +112,7 @@ def _field_encoder(ft: FieldType) -> Encoder:
         return enc_opt
     if tag == "array":
         def enc_array(v: np.ndarray, out: list) -> None:
-            code = _DTYPE_CODE[v.dtype.name]
+            code = _DTYPE_CODE.get(v.dtype) or _DTYPE_CODE[v.dtype.newbyteorder("=")]
             out.append(struct.pack(f"<BB{v.ndim}Q", code, v.ndim, *v.shape))
             if v.dtype.byteorder == ">" or (v.dtype.byteorder == "=" and not _LITTLE):
                 v = v.astype(v.dtype.newbyteorder("<"))

@@ -226,6 +226,7 @@ def _coercer(ft: FieldType, where: str) -> Callable[[Any], Any]:
         spec = ft.spec or ArraySpec()
         allowed = spec.dtypes or ARRAY_DTYPES
         target = np.dtype(allowed[0]) if len(allowed) == 1 else None
+        allowed_native = frozenset(np.dtype(d) for d in allowed)
 
         def c_array(v: Any) -> np.ndarray:
             if not isinstance(v, np.ndarray):
@@ -236,7 +237,7 @@ def _coercer(ft: FieldType, where: str) -> Callable[[Any], Any]:
                 except (TypeError, ValueError, OverflowError) as exc:
                     raise bad(v) from exc
             dt = v.dtype
-            if dt.name not in allowed:
+            if dt not in allowed_native and dt.newbyteorder("=") not in allowed_native:
                 if target is not None and (v.size == 0 or np.can_cast(dt, target, "safe")):
                     v = v.astype(target)
                 else:
@@ -392,16 +393,30 @@ def resolve_kinds(kinds: Iterable[int | str | type[Message]] | None) -> frozense
     """Normalise classes / names / kind numbers into a frozenset of kind numbers (or None)."""
     if kinds is None:
         return None
+    if isinstance(kinds, type):
+        hit = _RESOLVED.get(kinds)
+        if hit is None:
+            hit = _RESOLVED[kinds] = _resolve(kinds)
+        return hit
+    return _resolve(kinds)
+
+
+_RESOLVED: dict[type, frozenset[int]] = {}
+
+
+def _resolve(kinds: Iterable[int | str | type[Message]] | int | str | type[Message]) -> frozenset[int]:
     if isinstance(kinds, (int, str, type)):
         kinds = (kinds,)  # type: ignore[assignment]
     out = set()
     for k in kinds:  # type: ignore[union-attr]
-        if isinstance(k, type) and issubclass(k, Message) and k.KIND:
+        if isinstance(k, type) and issubclass(k, Message) and k.KIND and _BY_KIND.get(k.KIND) is k:
             out.add(k.KIND)
         elif isinstance(k, (int, str)) and not isinstance(k, bool):
             out.add(message_class(k).KIND)
         else:
-            raise MessageError(f"kinds must be Message classes, kind numbers or names, got {k!r}")
+            raise MessageError(
+                f"kinds must be registered Message classes, kind numbers or names, got {k!r}"
+            )
     return frozenset(out)
 
 
@@ -472,17 +487,21 @@ class Request(Message):
             f"Request.mechanism must be one of {MECHANISMS}, got {self.mechanism!r}",
         )
         m = self.matrix
-        _require(bool(np.isfinite(m).all()), "Request.matrix must be finite")
         if self.mechanism == "params":
             _require(m.ndim == 1, f"Request.matrix (params) must be 1-D, got shape {m.shape}")
+            _require(bool(np.isfinite(m).all()), "Request.matrix must be finite")
             return
         _require(
             m.ndim == 2 and m.shape[0] == m.shape[1] and m.shape[0] > 0,
             f"Request.matrix must be a non-empty square 2-D matrix, got shape {m.shape}",
         )
-        _require(bool((m >= 0).all()), "Request.matrix must be >= 0 everywhere")
+        # min >= 0 fails on NaN; |row sum - 1| <= 1e-9 fails on inf/NaN: together "finite"
+        _require(bool(m.min() >= 0), "Request.matrix must be finite and >= 0 everywhere")
         worst = float(np.abs(m.sum(axis=1) - 1.0).max())
-        _require(worst <= 1e-9, f"Request.matrix rows must sum to 1 (|sum - 1| <= 1e-9), worst {worst:.3g}")
+        _require(
+            worst <= 1e-9,
+            f"Request.matrix must be finite with rows summing to 1 (|sum - 1| <= 1e-9), worst {worst:.3g}",
+        )
 
 
 @message(kind=2)
