@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mprr.distributions import (
     DenseDistribution,
@@ -204,3 +206,41 @@ def test_sample_frequencies_match_distribution(kind: str, rng: np.random.Generat
     # each cell frequency is binomial: 5 standard errors sqrt(p(1-p)/n) (+ tiny slack for p=0)
     tol = 5 * np.sqrt(joint.ravel() * (1 - joint.ravel()) / n) + 1e-12
     assert np.all(np.abs(freq - joint.ravel()) <= tol)
+
+
+# --------------------------------------------------------------------------- property test
+
+
+@st.composite
+def _product_and_axes(draw: st.DrawFn) -> tuple[ProductDistribution, tuple[int, ...]]:
+    m = draw(st.integers(1, 4))
+    sizes = tuple(draw(st.lists(st.integers(1, 3), min_size=m, max_size=m)))
+    perm = draw(st.permutations(range(m)))
+    cuts = sorted(draw(st.sets(st.integers(1, m - 1), max_size=m - 1))) if m > 1 else []
+    bounds = [0, *cuts, m]
+    clusters = tuple(tuple(perm[a:b]) for a, b in zip(bounds[:-1], bounds[1:]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    gen = np.random.default_rng(seed)
+    factors = []
+    for c in clusters:
+        f = gen.random(tuple(sizes[a] for a in c)) + 0.01
+        factors.append(f / f.sum())
+    k = draw(st.integers(1, m))
+    axes = tuple(draw(st.permutations(range(m)))[:k])
+    return ProductDistribution(clusters, tuple(factors), sizes), axes
+
+
+@settings(max_examples=60, deadline=None)
+@given(_product_and_axes())
+def test_product_marginal_matches_brute_force(case: tuple[ProductDistribution, tuple[int, ...]]) -> None:
+    p, axes = case
+    joint = np.ones(p.sizes)
+    for c, f in zip(p.clusters, p.factors):
+        # broadcast factor f (axes in cluster order) onto the full domain
+        shape = [1] * p.m
+        for a in c:
+            shape[a] = p.sizes[a]
+        joint = joint * np.transpose(f, np.argsort(c)).reshape(shape)
+    assert joint.sum() == pytest.approx(1.0)
+    expected = DenseDistribution(joint).marginal(axes)
+    np.testing.assert_allclose(p.marginal(axes), expected, atol=1e-14)
