@@ -233,6 +233,9 @@ class ProductDistribution:
         order of that cluster tuple (shape ``tuple(sizes[a] for a in clusters[i])``).
     sizes
         Category count of every attribute.
+    allow_negative
+        Accept negative factor entries (raw eq. (2) estimates with post-processing "none");
+        such a distribution cannot be sampled.
     atol
         Tolerance of each factor's sum-to-one check.
 
@@ -249,6 +252,7 @@ class ProductDistribution:
         factors: Sequence[np.ndarray],
         sizes: Sequence[int],
         *,
+        allow_negative: bool = False,
         atol: float = 1e-9,
     ) -> None:
         sizes_t = check_sizes(sizes)
@@ -275,9 +279,12 @@ class ProductDistribution:
                 raise ConfigurationError(
                     f"factor {i} (cluster {c}) must have shape {expected}, got {arr.shape}"
                 )
-            _check_probability_tensor(arr, name=f"factor {i} (cluster {c})", atol=atol)
+            _check_probability_tensor(
+                arr, name=f"factor {i} (cluster {c})", atol=atol, allow_negative=allow_negative
+            )
             arr.setflags(write=False)
             out.append(arr)
+        self.allow_negative = bool(allow_negative)
         self._clusters = clusters_t
         self._factors = tuple(out)
         self._sizes = sizes_t
@@ -477,6 +484,11 @@ def sample(
     n = int(n)
     sizes = tuple(dist.sizes)
     if isinstance(dist, ProductDistribution):
+        if any(f.min() < 0 for f in dist.factors):
+            raise ConfigurationError(
+                "cannot sample from a distribution with negative entries; post-process the "
+                "estimate first (clip-rescale, project-simplex or ibu)"
+            )
         out = np.empty((n, len(sizes)), dtype=np.int64)
         for c, f in zip(dist.clusters, dist.factors):
             flat = _draw_flat(f.ravel(), n, rng)

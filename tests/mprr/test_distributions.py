@@ -123,6 +123,12 @@ def test_dense_allow_negative_estimates_cannot_be_sampled(rng: np.random.Generat
     assert d.marginal((0,))[1] == pytest.approx(-0.2)
     with pytest.raises(ConfigurationError, match="negative entries; post-process"):
         sample(d, 3, rng=rng)
+    neg = ProductDistribution(((0,), (1,)), (np.array([1.2, -0.2]), np.array([0.5, 0.5])), (2, 2), allow_negative=True)
+    np.testing.assert_allclose(neg.marginal((1, 0)), [[0.6, -0.1], [0.6, -0.1]])
+    with pytest.raises(ConfigurationError, match="negative entries; post-process"):
+        sample(neg, 3, rng=rng)
+    with pytest.raises(ConfigurationError, match=r"factor 0 \(cluster \(0,\)\) must be non-negative"):
+        ProductDistribution(((0,), (1,)), (np.array([1.2, -0.2]), np.array([0.5, 0.5])), (2, 2))
 
 
 def test_product_rejects() -> None:
