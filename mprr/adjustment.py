@@ -248,23 +248,33 @@ def adjust(
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 0:
         raise ConfigurationError(f"max_iter must be an integer >= 0, got {max_iter!r}")
 
-    involved = sorted({a for axes, _ in fits for a in axes})
-    cells, inverse, counts = np.unique(
-        codes[:, involved], axis=0, return_inverse=True, return_counts=True
-    )
+    size_of = {a: r for axes, target in fits for a, r in zip(axes, target.shape, strict=True)}
+    involved = sorted(size_of)
+    dims = tuple(size_of[a] for a in involved)
+    sub_all = codes[:, involved]
+    over = sub_all >= np.asarray(dims)[None, :]
+    if np.any(over):
+        r, c = np.argwhere(over)[0]
+        raise DataError(
+            f"released codes of attribute {involved[c]} reach {int(sub_all[r, c])}, outside "
+            f"the {dims[c]} categories of its target"
+        )
+    # Distinct value combinations of the involved attributes, with multiplicities.
+    if math.prod(dims) < 2**62:
+        keys, inverse, counts = np.unique(
+            np.ravel_multi_index(tuple(sub_all.T), dims), return_inverse=True, return_counts=True
+        )
+        cells = np.stack(np.unravel_index(keys, dims), axis=1)
+    else:
+        cells, inverse, counts = np.unique(
+            sub_all, axis=0, return_inverse=True, return_counts=True
+        )
     inverse = inverse.reshape(-1)
     column = {a: k for k, a in enumerate(involved)}
     flat_idx: list[np.ndarray] = []
     targets: list[np.ndarray] = []
     for axes, target in fits:
         sub = cells[:, [column[a] for a in axes]]
-        over = sub >= np.asarray(target.shape)[None, :]
-        if np.any(over):
-            r, c = np.argwhere(over)[0]
-            raise DataError(
-                f"released codes of attribute {axes[c]} reach {int(sub[r, c])}, outside the "
-                f"{target.shape[c]} categories of its target"
-            )
         flat_idx.append(np.ravel_multi_index(tuple(sub.T), target.shape))
         targets.append(target.ravel())
 

@@ -157,7 +157,9 @@ def _check_real(value: object, name: str) -> float:
     return out
 
 
-def cluster_attributes(dependence: object, sizes: Sequence[int], Tv: float, Td: float) -> Clustering:
+def cluster_attributes(
+    dependence: object, sizes: Sequence[int], Tv: float, Td: float
+) -> Clustering:
     """Cluster attributes by dependence — main paper Algorithm 1.
 
     Parameters
@@ -270,7 +272,9 @@ def dependence_graph(
     m = d.shape[0]
     names = [str(n) for n in names]
     if len(names) != m:
-        raise ConfigurationError(f"names must have {m} entries (one per attribute), got {len(names)}")
+        raise ConfigurationError(
+            f"names must have {m} entries (one per attribute), got {len(names)}"
+        )
     if len(set(names)) != m:
         raise ConfigurationError(f"names must be distinct, got {names!r}")
     w = _check_real(min_weight, "min_weight")

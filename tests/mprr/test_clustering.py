@@ -198,7 +198,9 @@ def problems(draw: st.DrawFn) -> tuple[np.ndarray, list[int], float, float]:
     m = draw(st.integers(1, 7))
     # Dependences from a small grid so that ties are frequent.
     values = draw(
-        st.lists(st.sampled_from([0.0, 0.1, 0.2, 0.3, 0.5, 0.8, 1.0]), min_size=m * m, max_size=m * m)
+        st.lists(
+            st.sampled_from([0.0, 0.1, 0.2, 0.3, 0.5, 0.8, 1.0]), min_size=m * m, max_size=m * m
+        )
     )
     x = np.array(values).reshape(m, m)
     d = np.triu(x, 1) + np.triu(x, 1).T + np.eye(m)
