@@ -220,7 +220,10 @@ def dependence_matrix(
                 f"tables keys must be pairs (i, j) of distinct attribute indices in [0, {m}), "
                 f"got {key!r}"
             )
-        arr = np.asarray(table, dtype=float)
+        try:
+            arr = np.asarray(table, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise DataError(f"tables[{key!r}] must be a numeric 2-D array") from exc
         i, j = int(key[0]), int(key[1])
         if arr.ndim != 2:
             raise ConfigurationError(

@@ -273,3 +273,8 @@ def test_bivariate_tables_of_records_recover_population_dependence(
     # Independent pairs: E[V^2] = df / (n k); 5 sd of chi^2_df bounds n k V^2 by df + 5 sqrt(2 df).
     for j in (0, 1):
         assert n * 2 * d[j, 2] ** 2 <= 6 + 5 * np.sqrt(12)
+
+
+def test_dependence_matrix_rejects_non_numeric_table() -> None:
+    with pytest.raises(DataError, match=r"tables\[\(0, 1\)\] must be a numeric"):
+        dependence_matrix({(0, 1): [["a", "b"]]}, ["nominal", "nominal"])
