@@ -1,0 +1,75 @@
+"""Fast path: every protocol of the papers as a vectorized simulation of the n local releases.
+
+Each protocol takes a :class:`mprr.data.Dataset` (party i holds row i), its parameters, a
+keyword-only ``rng`` (``numpy.random.Generator`` for Monte Carlo sweeps, or
+:class:`mprr.streams.PartyStreams` so that the actor simulator can replay exactly the same
+releases) and a ``postprocess`` choice (``"clip-rescale"`` as in the paper, ``"project-simplex"``
+or ``"ibu"``), and returns a :class:`ProtocolResult`.
+
+Draw-order contract (:mod:`mprr.streams`): each released value (attribute, pair, cluster or
+record) consumes one uniform from the releasing party's stream; every protocol's docstring
+lists which uniforms, in which order.
+
+Modules, in dependency order (each imports only those above it):
+
+- ``budget``          — main paper 6.3 matrices: keep_or_uniform per attribute (6.3.1), the
+                        ε-optimal cluster matrix carrying Σ ε_A (6.3.2), 4.3 pair matrices
+- ``release``         — ``ReleasedData`` (one release phase) and the randomization of units
+- ``estimate``        — eq. (2) per unit + post-processing; Kronecker IBU; product estimates
+- ``result``          — ``ProtocolResult`` (estimate, releases, matrices, ledger, ε per policy)
+- ``independent``     — RR-Independent (main paper Protocol 1)
+- ``joint``           — RR-Joint (Protocol 2), refusing domains above a cell limit
+- ``dependences``     — RR-Clusters phase 1: dependences by 4.1, 4.2 or 4.3
+- ``clusters``        — RR-Clusters (Section 4: dependences, Algorithm 1, RR-Joint per cluster)
+- ``adjustment``      — RR-Adjustment (Algorithm 2) after RR-Independent or RR-Clusters
+- ``ind_joint``       — RR-Ind-Joint (Kikuchi): joint of any subset via the Kronecker inverse
+- ``lambda_protocol`` — λ-randomization protocol (lambda paper Section 5) with its entropy check
+- ``pram``            — trusted-curator PRAM, invariant PRAM, S/n and its variance (eq. 4.4)
+- ``synthesis``       — synthetic microdata drawn from any estimate
+"""
+
+from mprr.protocols.adjustment import rr_adjustment
+from mprr.protocols.budget import attribute_epsilons, attribute_matrices, cluster_matrix, pair_matrix
+from mprr.protocols.clusters import rr_clusters
+from mprr.protocols.dependences import DependencePhase, dependence_phase
+from mprr.protocols.independent import rr_independent
+from mprr.protocols.ind_joint import ind_joint_estimate, rr_ind_joint
+from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, rr_joint
+from mprr.protocols.lambda_protocol import EntropyCheck, lambda_protocol, lambdas_for_entropy
+from mprr.protocols.pram import (
+    invariant_mixture,
+    invariant_two_stage,
+    is_invariant,
+    pram,
+    pram_conditional_variance,
+)
+from mprr.protocols.release import ReleasedData
+from mprr.protocols.result import ProtocolResult
+from mprr.protocols.synthesis import synthesize
+
+__all__ = [
+    "ProtocolResult",
+    "ReleasedData",
+    "DependencePhase",
+    "EntropyCheck",
+    "DEFAULT_JOINT_MAX_CELLS",
+    "rr_independent",
+    "rr_joint",
+    "rr_clusters",
+    "rr_adjustment",
+    "rr_ind_joint",
+    "ind_joint_estimate",
+    "lambda_protocol",
+    "lambdas_for_entropy",
+    "pram",
+    "invariant_two_stage",
+    "invariant_mixture",
+    "is_invariant",
+    "pram_conditional_variance",
+    "synthesize",
+    "dependence_phase",
+    "attribute_matrices",
+    "attribute_epsilons",
+    "cluster_matrix",
+    "pair_matrix",
+]

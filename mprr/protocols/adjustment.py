@@ -1,0 +1,81 @@
+"""RR-Adjustment (main paper Section 5, Algorithm 2) after RR-Independent or RR-Clusters.
+
+The controller already holds the randomized data set Y (the last release: attribute values
+for RR-Independent, cluster values for RR-Clusters) and the estimated marginal of every
+attribute or cluster.  Algorithm 2 weights the records of Y so that their weighted marginals
+match those estimates (iterative proportional fitting, :func:`mprr.adjustment.adjust`); the
+weighted records are the new estimate of the joint distribution (a ``WeightedSample``).
+
+Nothing new is released and no randomness is drawn: RR-Adjustment is post-processing of what
+the controller has, so it costs no ε (main paper Section 5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from mprr.adjustment import adjust
+from mprr.distributions import ProductDistribution, WeightedSample
+from mprr.errors import ConfigurationError
+from mprr.protocols.result import ProtocolResult
+
+__all__ = ["rr_adjustment", "ADJUSTABLE"]
+
+ADJUSTABLE: tuple[str, ...] = ("RR-Independent", "RR-Clusters")
+"""Protocols whose result RR-Adjustment accepts (main paper 6.2 items 3 and 4)."""
+
+
+def rr_adjustment(
+    result: ProtocolResult,
+    *,
+    tol: float = 1e-9,
+    max_iter: int = 1000,
+    exact_limit: bool = False,
+) -> ProtocolResult:
+    """Apply Algorithm 2 to the release of an RR-Independent or RR-Clusters run.
+
+    Parameters
+    ----------
+    result
+        Result of :func:`~mprr.protocols.rr_independent` or :func:`~mprr.protocols.rr_clusters`
+        (its estimate is a product of attribute / cluster distributions).
+    tol, max_iter, exact_limit
+        Passed to :func:`mprr.adjustment.adjust` (stop when the largest marginal gap is
+        ``≤ tol``, at a fixed point, or after ``max_iter`` sweeps).
+
+    Returns
+    -------
+    ProtocolResult
+        Same releases and ledger; protocol ``"<protocol>+Adjustment"``; ``estimate`` a
+        ``WeightedSample`` of the released records Y with the Algorithm 2 weights;
+        ``adjustment`` the :class:`mprr.adjustment.Adjustment` (weights, iterations, gap,
+        converged).  The marginal targets are adjusted in cluster order within each sweep.
+
+    Raises
+    ------
+    ConfigurationError
+        If ``result`` is not an RR-Independent / RR-Clusters result.
+    """
+    if not isinstance(result, ProtocolResult) or result.protocol not in ADJUSTABLE:
+        got = result.protocol if isinstance(result, ProtocolResult) else type(result).__name__
+        raise ConfigurationError(f"rr_adjustment applies to results of {list(ADJUSTABLE)}, got {got!r}")
+    estimate = result.estimate
+    if not isinstance(estimate, ProductDistribution):
+        raise ConfigurationError(
+            f"rr_adjustment needs a product estimate of attributes or clusters, got {type(estimate).__name__}"
+        )
+    released = result.released_records
+    marginals = list(zip(estimate.clusters, estimate.factors))
+    adj = adjust(released, marginals, tol=tol, max_iter=max_iter, exact_limit=exact_limit)
+    weighted = WeightedSample(released, adj.weights, estimate.sizes)
+    params = dict(result.parameters)
+    params["adjustment"] = {"tol": tol, "max_iter": max_iter, "exact_limit": exact_limit}
+    return replace(
+        result,
+        protocol=f"{result.protocol}+Adjustment",
+        parameters=params,
+        estimate=weighted,
+        adjustment=adj,
+        details={**result.details, "base_estimate": estimate},
+        timings={},
+    )

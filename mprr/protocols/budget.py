@@ -1,0 +1,181 @@
+"""Budget-equivalent randomization matrices of the main paper's experiments (Section 6.3).
+
+Main paper 6.3.1 (RR-Independent): attribute ``A`` is randomized by "keep the true value with
+probability p, otherwise report a uniform draw over the support" (the randomization of
+Corollary 1), i.e. :func:`mprr.matrices.keep_or_uniform` with diagonal ``p + (1 - p)/|A|`` and
+off-diagonal ``(1 - p)/|A|``.  Its ε (eq. 4) is computed from the matrix:
+``ε_A = ln(1 + p|A|/(1 - p))``.  (The paper prints diagonal ``p`` and
+``ε_A = |ln(p |A| / (1 - p))|``; those rows do not sum to 1 — see DESIGN.md.)
+
+Main paper 6.3.2 (RR-Clusters / RR-Joint): cluster ``C`` is randomized with the ε-optimal
+matrix over the product domain of its attributes carrying ``Σ_{A∈C} ε_A``
+(:func:`mprr.matrices.cluster_optimal`), so that RR-Clusters and RR-Independent spend the same
+budget.  (The printed ``p_C = 1/(1 + (1 − Π|A|) e^{−Σε})`` has a sign slip; rows sum to 1 with
+``Π|A| − 1``.)
+
+Main paper 4.3: the matrix of an attribute pair ``P^{ij}`` is the ε-optimal matrix over the
+pair's product domain with ``ε_i + ε_j`` (or a given ``ε_pair``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from mprr.errors import ConfigurationError
+from mprr.matrices import RandomizationMatrix, cluster_optimal, grr, keep_or_uniform
+
+__all__ = [
+    "attribute_matrices",
+    "attribute_epsilons",
+    "cluster_matrix",
+    "pair_matrix",
+    "check_epsilon",
+]
+
+
+def check_epsilon(value: object, name: str = "epsilon") -> float:
+    """Validate one ε: a finite real number > 0.
+
+    Raises
+    ------
+    ConfigurationError
+        ``"epsilon must be finite and > 0, got -1.0"``.
+    """
+    try:
+        eps = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ConfigurationError(f"{name} must be finite and > 0, got {value!r}") from None
+    if isinstance(value, bool) or not math.isfinite(eps) or eps <= 0:
+        raise ConfigurationError(f"{name} must be finite and > 0, got {value!r}")
+    return eps
+
+
+def _check_p(value: object, name: str = "p") -> float:
+    try:
+        p = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ConfigurationError(f"{name} must be a probability in (0, 1), got {value!r}") from None
+    if isinstance(value, bool) or not 0.0 < p < 1.0:
+        raise ConfigurationError(
+            f"{name} must be a probability in (0, 1) (p = 0 is singular, p = 1 has ε = ∞), "
+            f"got {value!r}"
+        )
+    return p
+
+
+def _per_attribute(value: object, m: int, name: str) -> list[object]:
+    if isinstance(value, (str, bytes)):
+        raise ConfigurationError(f"{name} must be a number or a sequence of {m} numbers, got {value!r}")
+    if isinstance(value, Sequence) or isinstance(value, np.ndarray):
+        values = list(value)
+        if len(values) != m:
+            raise ConfigurationError(
+                f"{name} must give one value per attribute ({m}), got {len(values)} values"
+            )
+        return values
+    return [value] * m
+
+
+def attribute_matrices(
+    sizes: Sequence[int],
+    *,
+    p: float | Sequence[float] | None = None,
+    epsilon: float | Sequence[float] | None = None,
+    matrices: Sequence[RandomizationMatrix] | None = None,
+) -> tuple[RandomizationMatrix, ...]:
+    """Per-attribute randomization matrices: exactly one of ``p``, ``epsilon``, ``matrices``.
+
+    Parameters
+    ----------
+    sizes
+        Category count of every attribute, in schema order.
+    p
+        Keep probability (main paper 6.3.1 / Corollary 1): ``keep_or_uniform(|A|, p)``; a
+        scalar for every attribute or one value per attribute, each in (0, 1).
+    epsilon
+        ε per attribute: the ε-optimal generalized RR ``grr(|A|, ε)`` (scalar or sequence).
+    matrices
+        Explicit matrices, one per attribute, of sizes ``sizes``.
+
+    Returns
+    -------
+    tuple of RandomizationMatrix
+        One matrix per attribute.
+
+    Raises
+    ------
+    ConfigurationError
+        Not exactly one choice, wrong lengths, p outside (0, 1), ε not finite > 0, or a
+        matrix of the wrong size.
+    """
+    sizes = tuple(int(s) for s in sizes)
+    m = len(sizes)
+    given = [name for name, v in (("p", p), ("epsilon", epsilon), ("matrices", matrices)) if v is not None]
+    if len(given) != 1:
+        raise ConfigurationError(
+            f"give exactly one of p, epsilon or matrices for the attribute matrices, got {given or 'none'}"
+        )
+    if p is not None:
+        ps = [_check_p(v) for v in _per_attribute(p, m, "p")]
+        return tuple(keep_or_uniform(k, pk) for k, pk in zip(sizes, ps))
+    if epsilon is not None:
+        eps = [check_epsilon(v) for v in _per_attribute(epsilon, m, "epsilon")]
+        return tuple(grr(k, e) for k, e in zip(sizes, eps))
+    mats = tuple(matrices)  # type: ignore[arg-type]
+    if len(mats) != m:
+        raise ConfigurationError(f"matrices must give one matrix per attribute ({m}), got {len(mats)}")
+    for j, (k, mat) in enumerate(zip(sizes, mats)):
+        if not isinstance(mat, RandomizationMatrix):
+            raise ConfigurationError(
+                f"matrices[{j}] must be a RandomizationMatrix, got {type(mat).__name__}"
+            )
+        if mat.size != k:
+            raise ConfigurationError(
+                f"matrices[{j}] must be {k}x{k} for attribute {j} with {k} categories, got size {mat.size}"
+            )
+    return mats
+
+
+def attribute_epsilons(matrices: Sequence[RandomizationMatrix]) -> tuple[float, ...]:
+    """ε of each matrix (main paper eq. 4), computed from the matrix itself."""
+    return tuple(float(mat.epsilon) for mat in matrices)
+
+
+def cluster_matrix(
+    sizes: Sequence[int], epsilons: Sequence[float]
+) -> RandomizationMatrix:
+    """The 6.3.2 matrix of one cluster: ε-optimal over Π|A| cells with ε = Σ_{A∈C} ε_A.
+
+    Parameters
+    ----------
+    sizes
+        Category counts of the cluster's attributes (in the cluster's attribute order).
+    epsilons
+        ε_A of each of those attributes (finite, > 0).
+
+    Raises
+    ------
+    ConfigurationError
+        If some ε_A is not finite and > 0 (an attribute left unrandomized cannot be budgeted).
+    """
+    total = sum(check_epsilon(e, "cluster attribute epsilon") for e in epsilons)
+    return cluster_optimal(tuple(int(s) for s in sizes), total)
+
+
+def pair_matrix(
+    sizes: tuple[int, int], epsilons: tuple[float, float], epsilon_pair: float | None = None
+) -> RandomizationMatrix:
+    """Main paper 4.3 matrix ``P^{ij}`` of a pair: ε-optimal over ``r_i r_j`` cells.
+
+    ε is ``epsilon_pair`` when given, else ``ε_i + ε_j`` (the pair then carries the same
+    budget as releasing both attributes once).
+    """
+    eps = (
+        check_epsilon(epsilon_pair, "pair_epsilon")
+        if epsilon_pair is not None
+        else sum(check_epsilon(e, "pair attribute epsilon") for e in epsilons)
+    )
+    return cluster_optimal((int(sizes[0]), int(sizes[1])), eps)

@@ -1,0 +1,136 @@
+"""RR-Joint (main paper Section 3.2, Protocol 2), fast path.
+
+Every party randomizes its whole record as one value of ``A^1 × ... × A^m`` with a matrix over
+the joint domain and publishes it; the controller estimates the joint distribution with
+eq. (2).  The estimation is dense over the joint domain (the matrix has ``(Π|A|)²`` entries),
+so a domain above ``max_cells`` is refused with :class:`~mprr.errors.DomainTooLargeError`
+before anything is drawn (main paper 3.2 / 6.2: the 1,814,400 cells of Adult are out of reach).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from mprr.data import Dataset
+from mprr.distributions import DenseDistribution
+from mprr.errors import ConfigurationError, DomainTooLargeError
+from mprr.ledger import Ledger
+from mprr.matrices import RandomizationMatrix, cluster_optimal
+from mprr.protocols.budget import attribute_epsilons, attribute_matrices, check_epsilon
+from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit
+from mprr.protocols.release import check_inputs, release_units
+from mprr.protocols.result import ProtocolResult
+from mprr.streams import Randomness, draw_uniforms
+
+__all__ = ["rr_joint", "DEFAULT_JOINT_MAX_CELLS", "check_joint_cells"]
+
+DEFAULT_JOINT_MAX_CELLS = 4096
+"""Largest joint domain RR-Joint accepts by default: its dense matrix has 4096² = 16.8 M
+entries (128 MiB of float64) — the same ceiling as :data:`mprr.matrices.MAX_DENSE_CELLS`."""
+
+
+def check_joint_cells(sizes: Sequence[int], max_cells: int, what: str) -> int:
+    """Number of joint cells of ``sizes``; DomainTooLargeError above ``max_cells``."""
+    if isinstance(max_cells, bool) or not isinstance(max_cells, int) or max_cells < 2:
+        raise ConfigurationError(f"max_cells must be an integer >= 2, got {max_cells!r}")
+    cells = math.prod(int(s) for s in sizes)
+    if cells > max_cells:
+        raise DomainTooLargeError(
+            f"{what} over {cells:,} joint cells (sizes {tuple(sizes)}) needs a dense "
+            f"{cells:,}x{cells:,} matrix, more than max_cells={max_cells:,}; use RR-Clusters "
+            "or RR-Ind-Joint, or raise max_cells",
+            cells=cells,
+            limit=max_cells,
+        )
+    return cells
+
+
+def rr_joint(
+    dataset: Dataset,
+    *,
+    p: float | Sequence[float] | None = None,
+    epsilon: float | None = None,
+    matrix: RandomizationMatrix | None = None,
+    rng: Randomness,
+    postprocess: str = DEFAULT_POSTPROCESS,
+    max_cells: int = DEFAULT_JOINT_MAX_CELLS,
+) -> ProtocolResult:
+    """Run RR-Joint (main paper Protocol 2) on every record of ``dataset``.
+
+    Parameters
+    ----------
+    dataset
+        The parties' true records.
+    p, epsilon, matrix
+        Exactly one: ``p`` — budget equivalent to RR-Independent with keep probability ``p``
+        (main paper 6.3.2: ε-optimal joint matrix carrying Σ_A ε_A of the 6.3.1 matrices);
+        ``epsilon`` — total ε of the ε-optimal joint matrix (``cluster_optimal``); ``matrix``
+        — an explicit matrix over the joint domain (C order of the attribute codes).
+    rng
+        ``numpy.random.Generator`` or :class:`mprr.streams.PartyStreams`.
+    postprocess
+        ``"clip-rescale"`` (default), ``"project-simplex"`` or ``"ibu"``.
+    max_cells
+        Largest joint domain accepted (default :data:`DEFAULT_JOINT_MAX_CELLS`).
+
+    Returns
+    -------
+    ProtocolResult
+        ``estimate``: ``DenseDistribution`` over the joint domain; phase ``"joint"`` with one
+        unit (all attributes); one linkable release per party.
+
+    Raises
+    ------
+    DomainTooLargeError
+        If ``Π |A| > max_cells`` (checked before any randomness is drawn).
+
+    Notes
+    -----
+    Draw order (per party): 1 uniform — the record's joint code (C order over the schema)
+    released by inverse-CDF of its matrix row.
+    """
+    check_inputs(dataset, rng)
+    method = check_postprocess(postprocess)
+    sizes = dataset.sizes
+    cells = check_joint_cells(sizes, max_cells, "RR-Joint")
+    given = [k for k, v in (("p", p), ("epsilon", epsilon), ("matrix", matrix)) if v is not None]
+    if len(given) != 1:
+        raise ConfigurationError(f"give exactly one of p, epsilon or matrix, got {given or 'none'}")
+    attr_eps: list[float] | None = None
+    if matrix is not None:
+        if not isinstance(matrix, RandomizationMatrix) or matrix.size != cells:
+            raise ConfigurationError(
+                f"matrix must be a RandomizationMatrix over the {cells} joint cells, got {matrix!r}"
+            )
+        P = matrix
+    elif epsilon is not None:
+        P = cluster_optimal(sizes, check_epsilon(epsilon))
+    else:
+        attr_eps = list(attribute_epsilons(attribute_matrices(sizes, p=p)))
+        P = cluster_optimal(sizes, sum(attr_eps))
+    uniforms = draw_uniforms(rng, dataset.n, 1)
+    unit = tuple(range(dataset.m))
+    released = release_units("joint", dataset.codes, sizes, (unit,), (P,), uniforms)
+    tensor = estimate_unit(P, released.counts[0], method).reshape(sizes)
+    estimate = DenseDistribution(tensor, allow_negative=(method == "none"))
+    params = {
+        "n": dataset.n,
+        "m": dataset.m,
+        "sizes": list(sizes),
+        "p": p if p is None or isinstance(p, (int, float)) else [float(x) for x in p],
+        "epsilon": float(P.epsilon),
+        "matrix": None if matrix is None else "given",
+        "attribute_epsilons": attr_eps,
+        "max_cells": max_cells,
+    }
+    return ProtocolResult(
+        protocol="RR-Joint",
+        parameters=params,
+        schema=dataset.schema,
+        estimate=estimate,
+        releases=(released,),
+        ledger=Ledger(released.ledger_entries(dataset.schema.names)),
+        postprocessing=method,
+        clusters=(unit,),
+    )

@@ -1,0 +1,292 @@
+"""One release phase of every party: the local randomization of "units" and its record.
+
+A *unit* is what one party randomizes and releases as one value: one attribute, one pair of
+attributes (main paper 4.3) or one cluster (RR-Joint / RR-Clusters).  Its value is the joint
+code of the unit's attributes in C order (``numpy.ravel_multi_index`` over the unit's sizes,
+attributes in the unit's order).
+
+Draw-order contract (:mod:`mprr.streams`): releasing the ``k`` units of a phase consumes ``k``
+uniforms from each party's stream, one per unit **in the order of** ``units``; the released
+value of unit ``j`` is the inverse-CDF sample of row ``x_j`` of its matrix with uniform ``u_j``
+(:func:`mprr.randomize.randomize`).  A Kronecker matrix over a unit is sampled with one uniform
+too (:func:`mprr.randomize.randomize_joint`: the inverse-CDF of the Kronecker row in C order,
+factor by factor, without materializing it).
+
+:class:`ReleasedData` keeps what a phase released (codes of every party, or for exact
+releases only the tallies a secure sum reveals) with the matrices used.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from mprr.domain import decode_joint, encode_joint, joint_tally, tally
+from mprr.errors import ConfigurationError, DomainTooLargeError
+from mprr.ledger import Release
+from mprr.matrices import KroneckerMatrix, RandomizationMatrix
+from mprr.randomize import randomize, randomize_joint
+
+__all__ = [
+    "ReleasedData",
+    "unit_codes",
+    "release_units",
+    "exact_tables",
+    "all_pairs",
+    "check_inputs",
+]
+
+Matrix = RandomizationMatrix | KroneckerMatrix
+
+
+def all_pairs(m: int) -> tuple[tuple[int, int], ...]:
+    """All attribute pairs ``(i, j)``, ``i < j``, in lexicographic order (main paper 4.2/4.3)."""
+    return tuple((i, j) for i in range(m) for j in range(i + 1, m))
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class ReleasedData:
+    """What one release phase of the protocol produced.
+
+    Attributes
+    ----------
+    phase
+        Name of the phase (``"attributes"``, ``"pairs"``, ``"exact-pairs"``, ``"clusters"``,
+        ``"joint"``, ``"record"``, ``"pram"``).
+    units
+        Attribute indices of each released value, in draw order.
+    unit_sizes
+        Category counts of each unit's attributes.
+    matrices
+        Matrix of each unit (``None`` for exact releases).
+    codes
+        ``(n, len(units))`` int64 released codes (joint code of the unit, C order), or
+        ``None`` for exact releases (main paper 4.2: true values only ever enter a secure sum,
+        the fast path computes the exact tables centrally).  For secure-sum phases (4.3) these
+        are the randomized values the parties feed into the secure sum; the controller sees
+        only :attr:`counts`.
+    counts
+        Tally of each unit's released values, tensor of shape ``unit_sizes[j]``.
+    linkable
+        ``True`` when the controller receives each party's values directly; ``False`` when
+        they only enter a secure sum.
+    exact
+        ``True`` for releases of true values (ε = ∞, no DP guarantee).
+    shares
+        Optional per-unit, per-attribute ε shares for the ``unlinkable-pairs`` policy of
+        :mod:`mprr.ledger` (e.g. ``(ε_i, ε_j)`` for a 4.3 pair matrix carrying ``ε_i + ε_j``).
+    """
+
+    phase: str
+    units: tuple[tuple[int, ...], ...]
+    unit_sizes: tuple[tuple[int, ...], ...]
+    matrices: tuple[Matrix | None, ...]
+    codes: np.ndarray | None
+    counts: tuple[np.ndarray, ...]
+    linkable: bool = True
+    exact: bool = False
+    shares: tuple[tuple[float, ...] | None, ...] | None = None
+
+    @property
+    def epsilons(self) -> tuple[float, ...]:
+        """ε of each unit's matrix (main paper eq. 4); ∞ for exact releases."""
+        return tuple(math.inf if mat is None else float(mat.epsilon) for mat in self.matrices)
+
+    @property
+    def uniforms_per_party(self) -> int:
+        """Uniforms this phase consumed from each party's stream (0 for exact releases)."""
+        return 0 if self.codes is None else len(self.units)
+
+    def unit_records(self, j: int) -> np.ndarray:
+        """Released values of unit ``j`` decoded into ``(n, len(unit))`` attribute codes."""
+        if self.codes is None:
+            raise ConfigurationError(f"phase {self.phase!r} released no per-record values (exact tables only)")
+        if len(self.units[j]) == 1:
+            return self.codes[:, j : j + 1].copy()
+        return decode_joint(self.codes[:, j], self.unit_sizes[j])
+
+    def records(self, m: int) -> np.ndarray:
+        """Released data as ``(n, m)`` attribute codes when the units partition ``range(m)``.
+
+        Raises
+        ------
+        ConfigurationError
+            If the units do not cover every attribute exactly once, or nothing was released
+            per record.
+        """
+        flat = sorted(a for u in self.units for a in u)
+        if flat != list(range(m)):
+            raise ConfigurationError(
+                f"phase {self.phase!r} units {self.units} do not partition the {m} attributes"
+            )
+        if self.codes is None:
+            raise ConfigurationError(f"phase {self.phase!r} released no per-record values (exact tables only)")
+        out = np.empty((self.codes.shape[0], m), dtype=np.int64)
+        for j, unit in enumerate(self.units):
+            out[:, list(unit)] = self.unit_records(j)
+        return out
+
+    def ledger_entries(self, names: Sequence[str]) -> tuple[Release, ...]:
+        """One :class:`mprr.ledger.Release` per unit, as every party records this phase.
+
+        Attributes are named by ``names`` (the schema names).  Pair matrices built from
+        ``ε_i + ε_j`` carry those per-attribute shares when known (see :func:`release_units`).
+        """
+        entries = []
+        for j, (unit, mat) in enumerate(zip(self.units, self.matrices)):
+            attrs = tuple(names[a] for a in unit)
+            if self.exact or mat is None:
+                entries.append(Release.exact_values(attrs, linkable=self.linkable, phase=self.phase))
+                continue
+            entry = Release.from_matrix(attrs, mat, linkable=self.linkable, phase=self.phase)
+            if self.shares is not None and self.shares[j] is not None:
+                entry = replace(entry, attribute_epsilons=tuple(self.shares[j]))
+            entries.append(entry)
+        return tuple(entries)
+
+
+def unit_codes(codes: np.ndarray, sizes: Sequence[int], unit: Sequence[int]) -> np.ndarray:
+    """Joint code (C order) of the attributes ``unit`` for every record, shape ``(n,)``."""
+    unit = tuple(unit)
+    if len(unit) == 1:
+        return np.ascontiguousarray(codes[:, unit[0]], dtype=np.int64)
+    return encode_joint(codes[:, list(unit)], tuple(sizes[a] for a in unit))
+
+
+def release_units(
+    phase: str,
+    codes: np.ndarray,
+    sizes: Sequence[int],
+    units: Sequence[Sequence[int]],
+    matrices: Sequence[Matrix],
+    uniforms: np.ndarray,
+    *,
+    linkable: bool = True,
+    shares: Sequence[Sequence[float] | None] | None = None,
+) -> ReleasedData:
+    """Randomize every party's value of each unit (one uniform per unit, in unit order).
+
+    Parameters
+    ----------
+    phase
+        Phase name recorded in the result.
+    codes
+        ``(n, m)`` true codes of the data set.
+    sizes
+        Category counts of the ``m`` attributes.
+    units
+        Attribute indices of each unit, in draw order.
+    matrices
+        One matrix per unit over the unit's joint domain (a ``RandomizationMatrix`` of size
+        Π sizes, or a ``KroneckerMatrix`` with one factor per attribute of the unit).
+    uniforms
+        ``(n, len(units))`` uniforms: column ``j`` is every party's draw for unit ``j``.
+    linkable
+        ``False`` when the values only enter a secure sum (main paper 4.3).
+    shares
+        Optional per-attribute ε shares of each unit (see :class:`ReleasedData`).
+    """
+    units_t = tuple(tuple(int(a) for a in u) for u in units)
+    usizes = tuple(tuple(int(sizes[a]) for a in u) for u in units_t)
+    if len(matrices) != len(units_t):
+        raise ConfigurationError(f"need one matrix per unit: {len(units_t)} units, {len(matrices)} matrices")
+    if uniforms.shape != (codes.shape[0], len(units_t)):
+        raise ConfigurationError(
+            f"uniforms must have shape ({codes.shape[0]}, {len(units_t)}), got {uniforms.shape}"
+        )
+    released = np.empty((codes.shape[0], len(units_t)), dtype=np.int64)
+    counts = []
+    for j, (unit, us, mat) in enumerate(zip(units_t, usizes, matrices)):
+        cells = math.prod(us)
+        if mat.size != cells:
+            raise ConfigurationError(
+                f"matrix of unit {unit} must be over {cells} cells, got size {mat.size}"
+            )
+        if isinstance(mat, KroneckerMatrix):
+            rec = randomize_joint(codes[:, list(unit)], mat, us, uniforms=uniforms[:, j])
+            released[:, j] = encode_joint(rec, us) if len(unit) > 1 else rec[:, 0]
+        else:
+            released[:, j] = randomize(unit_codes(codes, sizes, unit), mat, uniforms=uniforms[:, j])
+        counts.append(_readonly(np.asarray(tally(released[:, j], cells), dtype=np.float64).reshape(us)))
+    return ReleasedData(
+        phase=phase,
+        units=units_t,
+        unit_sizes=usizes,
+        matrices=tuple(matrices),
+        codes=_readonly(released),
+        counts=tuple(counts),
+        linkable=linkable,
+        exact=False,
+        shares=None if shares is None else tuple(None if s is None else tuple(map(float, s)) for s in shares),
+    )
+
+
+def exact_tables(
+    phase: str,
+    codes: np.ndarray,
+    sizes: Sequence[int],
+    units: Sequence[Sequence[int]],
+    *,
+    max_cells: int,
+) -> ReleasedData:
+    """Exact tallies of the true values of each unit (main paper 4.2, computed centrally).
+
+    Stands in for the modular secure sum of 4.2: the controller learns exactly these counts
+    and nothing per record.  ε = ∞ ("no DP guarantee").  Consumes no uniforms.
+    """
+    units_t = tuple(tuple(int(a) for a in u) for u in units)
+    usizes = tuple(tuple(int(sizes[a]) for a in u) for u in units_t)
+    counts = []
+    for unit, us in zip(units_t, usizes):
+        cells = math.prod(us)
+        if cells > max_cells:
+            raise DomainTooLargeError(
+                f"exact table of attributes {unit} needs {cells:,} cells, more than max_cells={max_cells:,}",
+                cells=cells,
+                limit=max_cells,
+            )
+        counts.append(_readonly(np.asarray(joint_tally(codes[:, list(unit)], us), dtype=np.float64)))
+    return ReleasedData(
+        phase=phase,
+        units=units_t,
+        unit_sizes=usizes,
+        matrices=(None,) * len(units_t),
+        codes=None,
+        counts=tuple(counts),
+        linkable=False,
+        exact=True,
+    )
+
+
+def check_inputs(dataset: object, rng: object) -> None:
+    """Validate the data set and the randomness source of a protocol call.
+
+    Raises
+    ------
+    ConfigurationError
+        If ``dataset`` is not a :class:`mprr.data.Dataset` or ``rng`` is neither a
+        ``numpy.random.Generator`` nor a :class:`mprr.streams.PartyStreams` with one stream
+        per record.
+    """
+    from mprr.data import Dataset
+    from mprr.streams import PartyStreams
+
+    if not isinstance(dataset, Dataset):
+        raise ConfigurationError(f"dataset must be a mprr.data.Dataset, got {type(dataset).__name__}")
+    if isinstance(rng, PartyStreams):
+        if rng.n != dataset.n:
+            raise ConfigurationError(
+                f"rng has streams for {rng.n} parties but the data set has n={dataset.n} records"
+            )
+    elif not isinstance(rng, np.random.Generator):
+        raise ConfigurationError(
+            f"rng must be a numpy.random.Generator or a PartyStreams, got {type(rng).__name__}"
+        )

@@ -1,0 +1,178 @@
+"""The common result of every fast-path protocol.
+
+A :class:`ProtocolResult` says what was run (protocol name, parameters, post-processing), what
+every party released in each phase (:class:`~mprr.protocols.release.ReleasedData`: released
+codes, tallies, matrices), what it cost each party (an :class:`mprr.ledger.Ledger`; in the fast
+path every party runs the same releases, so one ledger describes each of them), and what the
+controller estimated (``estimate``: a :class:`mprr.distributions.ProductDistribution` of
+cluster distributions, a ``DenseDistribution``, or a ``WeightedSample`` after RR-Adjustment).
+
+``timings`` is an empty dict for the caller to fill: ``mprr`` reads no clock.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mprr.data import Schema
+from mprr.distributions import JointDistribution
+from mprr.errors import ConfigurationError
+from mprr.ledger import CompositionPolicy, Ledger, as_policy
+from mprr.protocols.release import ReleasedData
+
+__all__ = ["ProtocolResult", "POLICIES"]
+
+POLICIES: tuple[str, ...] = tuple(p.value for p in CompositionPolicy)
+"""Composition policies a result can report ε under (:mod:`mprr.ledger`)."""
+
+
+def _json_float(x: float) -> float | str:
+    return "inf" if math.isinf(x) else float(x)
+
+
+@dataclass(frozen=True, eq=False)
+class ProtocolResult:
+    """Outcome of one run of a protocol on a data set.
+
+    Attributes
+    ----------
+    protocol
+        Protocol name (``"RR-Independent"``, ``"RR-Joint"``, ``"RR-Clusters"``,
+        ``"RR-Independent+Adjustment"``, ``"RR-Clusters+Adjustment"``, ``"RR-Ind-Joint"``,
+        ``"lambda-randomization"``, ``"PRAM"``).
+    parameters
+        The protocol's parameters (JSON-friendly values).
+    schema
+        Schema of the data set (attribute names, sizes, kinds).
+    estimate
+        The controller's estimate of the joint distribution.
+    releases
+        What each phase released, in the order the phases ran (= draw order).
+    ledger
+        The releases of one party under :mod:`mprr.ledger`; identical for every party.
+    postprocessing
+        Post-processing applied to the eq. (2) estimates (``"clip-rescale"``, ...).
+    clusters
+        Attribute clusters (RR-Joint: one cluster; RR-Independent: singletons), else ``None``.
+    clustering_trace
+        Merge trace of Algorithm 1 (RR-Clusters), else ``None``.
+    dependence
+        ``(m, m)`` dependence matrix used by Algorithm 1 (RR-Clusters), else ``None``.
+    adjustment
+        The :class:`mprr.adjustment.Adjustment` of Algorithm 2 (RR-Adjustment), else ``None``.
+    details
+        Protocol-specific extras (e.g. the entropy check of λ-randomization, PRAM variance).
+    timings
+        Empty dict for the caller (wall-clock seconds per step, if it measures them).
+    """
+
+    protocol: str
+    parameters: Mapping[str, Any]
+    schema: Schema
+    estimate: JointDistribution
+    releases: tuple[ReleasedData, ...]
+    ledger: Ledger
+    postprocessing: str
+    clusters: tuple[tuple[int, ...], ...] | None = None
+    clustering_trace: tuple[Any, ...] | None = None
+    dependence: np.ndarray | None = None
+    adjustment: Any | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ releases
+    @property
+    def n(self) -> int:
+        """Number of parties (records)."""
+        return int(self.parameters["n"])
+
+    @property
+    def phases(self) -> tuple[str, ...]:
+        """Names of the release phases, in the order they ran."""
+        return tuple(r.phase for r in self.releases)
+
+    def release(self, phase: str) -> ReleasedData:
+        """The :class:`ReleasedData` of ``phase``.
+
+        Raises
+        ------
+        ConfigurationError
+            If the protocol has no such phase.
+        """
+        for r in self.releases:
+            if r.phase == phase:
+                return r
+        raise ConfigurationError(f"phase must be one of {list(self.phases)}, got {phase!r}")
+
+    @property
+    def matrices(self) -> dict[str, tuple[Any, ...]]:
+        """Matrices used, per phase (``None`` entries for exact releases)."""
+        return {r.phase: r.matrices for r in self.releases}
+
+    @property
+    def uniforms_per_party(self) -> int:
+        """Uniforms each party drew from its stream over the whole run."""
+        return sum(r.uniforms_per_party for r in self.releases)
+
+    @property
+    def released_records(self) -> np.ndarray:
+        """The final per-record release as ``(n, m)`` attribute codes (the randomized data Y).
+
+        The last phase whose units partition the attributes (the data set RR-Adjustment
+        weights).
+        """
+        m = self.schema.m
+        for r in reversed(self.releases):
+            flat = sorted(a for u in r.units for a in u)
+            if r.codes is not None and flat == list(range(m)):
+                return r.records(m)
+        raise ConfigurationError(f"{self.protocol} released no per-record data over all attributes")
+
+    # ------------------------------------------------------------------ privacy
+    def epsilon(self, policy: CompositionPolicy | str = "sequential") -> float:
+        """ε spent by each party under ``policy`` (phases compose sequentially; ∞ = no DP)."""
+        return self.ledger.total(as_policy(policy))
+
+    def epsilon_by_phase(self, policy: CompositionPolicy | str = "sequential") -> dict[str, float]:
+        """ε spent by each party in each phase under ``policy``."""
+        return self.ledger.by_phase(as_policy(policy))
+
+    def epsilon_per_party(self, policy: CompositionPolicy | str = "sequential") -> np.ndarray:
+        """``(n,)`` ε of every party (all equal: every party runs the same releases)."""
+        return np.full(self.n, self.epsilon(policy))
+
+    @property
+    def no_dp_guarantee(self) -> bool:
+        """``True`` when some release had ε = ∞ (main paper 4.2 exact tables)."""
+        return self.ledger.no_dp_guarantee
+
+    def privacy_summary(self) -> dict[str, Any]:
+        """JSON-friendly ε per phase and in total, under every policy, plus β and bits."""
+        out: dict[str, Any] = {"no_dp_guarantee": self.no_dp_guarantee}
+        for policy in POLICIES:
+            out[policy] = {
+                "total": _json_float(self.epsilon(policy)),
+                "by_phase": {k: _json_float(v) for k, v in self.epsilon_by_phase(policy).items()},
+            }
+        out["entropy_bits_by_phase"] = {
+            phase: float(sum(r.entropy_bits or 0.0 for r in self.ledger if r.phase == phase))
+            for phase in self.ledger.phases
+        }
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-friendly description (no arrays): protocol, parameters, clusters, ε."""
+        return {
+            "protocol": self.protocol,
+            "parameters": dict(self.parameters),
+            "postprocessing": self.postprocessing,
+            "phases": list(self.phases),
+            "clusters": None if self.clusters is None else [list(c) for c in self.clusters],
+            "uniforms_per_party": self.uniforms_per_party,
+            "privacy": self.privacy_summary(),
+        }
