@@ -6,19 +6,24 @@ everything here is a deterministic function of its inputs and of an explicit
 
 Modules, in dependency order (each may import only those above it):
 
-- ``errors``      — the one exception hierarchy (``MprrError`` and subclasses)
-- ``streams``     — per-party random streams spawned from one run seed
-- ``matrices``    — validated randomization matrices, constructors, lazy Kronecker products
-- ``randomize``   — inverse-CDF local randomization of codes through a matrix row
-- ``estimation``  — eq. (2) inversion (mode products for Kronecker), clip/rescale, simplex
-                    projection, IBU, covariance (Nayak 3.2), error bounds (eq. 5, 6)
-- ``data``        — attributes, schemas, encoded data sets, Adult loader, synthetic generators
-- ``metrics``     — count queries, query generator, absolute/relative error, MAE, MSE, TVD
-- ``dependence``  — |Pearson| (eq. 8), Cramér's V (eq. 9), dependence matrices
-- ``clustering``  — Algorithm 1 (attribute clustering) and the dependence graph
-- ``adjustment``  — Algorithm 2 (RR-Adjustment record weights)
-- ``privacy``     — privacy ledgers, composition policies, budgets
-- ``protocols``   — fast-path simulation of every protocol of the papers
+- ``errors``        — the one exception hierarchy (``MprrError`` and subclasses)
+- ``streams``       — per-party random streams spawned from one run seed; draw-order contract
+- ``matrices``      — validated randomization matrices and the papers' constructors
+- ``kronecker``     — lazy Kronecker products over joint domains (never materialized)
+- ``domain``        — joint codes (ravel / unravel) and tallies
+- ``randomize``     — inverse-CDF local randomization of codes through a matrix row
+- ``estimation``    — eq. (2) inversion (mode products for Kronecker), clip/rescale, simplex
+                      projection, IBU, covariance (Nayak 3.2), error bounds (eq. 5, 6)
+- ``distributions`` — JointDistribution protocol; Dense / Product / WeightedSample; sample()
+- ``data``          — attributes, schemas, encoded data sets, the Adult schema and parser
+- ``synthetic``     — zipf_pair (RR-Ind-Joint 4.1), planted_clusters (known truth, demo data)
+- ``metrics``       — count queries, the 6.5 query generator, eq. (16) errors, MAE, MSE, TVD
+- ``dependence``    — |Pearson| (eq. 8), Cramér's V (eq. 9), dependence matrices
+- ``clustering``    — Algorithm 1 (attribute clustering) and the dependence graph
+- ``adjustment``    — Algorithm 2 (RR-Adjustment record weights)
+- ``ledger``        — releases, append-only ledgers, named composition policies
+- ``privacy``       — per-party accountant, budgets, refusals, run summaries
+- ``protocols``     — fast-path simulation of every protocol of the papers (package)
 """
 
 __version__ = "0.1.0"
