@@ -1,0 +1,167 @@
+"""The ``mprr`` command line through ``main(argv)``: run, list, show, errors as exit code 2."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scenarios.cli import main
+from scenarios.config import Field, Float, Int, ScenarioConfig, Schema
+from scenarios.plots import LinePlot, Series
+from scenarios.progress import Progress
+from scenarios.registry import available, get, register, resolve
+from scenarios.report import ScenarioResult
+
+PROBE_SCHEMA = Schema([Field("n", Int(min=1), 50), Field("scale", Float(min=0.0), 1.0)])
+
+
+@register("cli_probe", schema=PROBE_SCHEMA, description="test runner", engines=("fast", "actors"),
+          default_runs=2, default_seed=5)
+def run_probe(
+    config: ScenarioConfig, *, out_dir: Path, runs: int, seed: int, engine: str, progress: Progress
+) -> ScenarioResult:
+    """A tiny seeded Monte Carlo: mean of n uniforms per run, one progress step per run."""
+    rng = np.random.default_rng(seed)
+    means = []
+    with progress.task("runs", total=runs) as bar:
+        for _ in range(runs):
+            means.append(rng.random(config.parameters["n"]).mean() * config.parameters["scale"])
+            bar.advance()
+    return ScenarioResult(
+        metrics={"mean": float(np.mean(means)), "per_run": np.array(means), "engine_seen": engine},
+        figures=[LinePlot("means.png", "means", "run", "mean",
+                          (Series("mean", np.arange(runs), means),))],
+        notes=[f"out_dir={out_dir.name}"],
+        summary=[f"mean of {runs} runs = {np.mean(means):.3f}"],
+    )
+
+
+def _probe_toml(tmp_path: Path, body: str = "[parameters]\nn = 20\n", name: str = "probe") -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f'[scenario]\nkind = "cli_probe"\ndescription = "probe"\n{body}', encoding="utf-8")
+    return path
+
+
+def _main(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_list_shows_shipped_scenarios_with_descriptions() -> None:
+    code, out, err = _main("list")
+    assert code == 0 and err == ""
+    lines = {line.split()[0]: line for line in out.splitlines()}
+    assert {"bistochastic_table", "lambda_table"} <= set(lines)
+    assert "Table 1" in lines["bistochastic_table"] and "Table 1" in lines["lambda_table"]
+    assert [e.name for e in available()] == sorted(e.name for e in available())
+
+
+def test_run_shipped_scenario_writes_report(tmp_path: Path) -> None:
+    out_dir = tmp_path / "bt"
+    code, out, err = _main("run", "bistochastic_table", "--out", str(out_dir))
+    assert code == 0, err
+    doc = json.loads((out_dir / "results.json").read_text(encoding="utf-8"))
+    assert doc["scenario"] == "bistochastic_table" and doc["kind"] == "bistochastic_table"
+    assert (out_dir / "report.md").read_text(encoding="utf-8").startswith("# ")
+    assert (out_dir / "beta_published_vs_ours.png").read_bytes()[:4] == b"\x89PNG"
+    assert "bistochastic_table: wrote" in out and "differ beyond rounding" in out
+
+
+def test_run_toml_path_with_overrides_and_default_out_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    toml = _probe_toml(tmp_path)
+    code, out, err = _main("run", str(toml), "--runs", "3", "--seed", "11", "--engine", "actors",
+                           "--set", "scale=2")
+    assert code == 0, err
+    doc = json.loads((tmp_path / "out" / "probe" / "results.json").read_text(encoding="utf-8"))
+    assert (doc["runs"], doc["seed"], doc["engine"]) == (3, 11, "actors")
+    assert doc["parameters"] == {"n": 20, "scale": 2.0}
+    assert doc["metrics"]["engine_seen"] == "actors" and len(doc["metrics"]["per_run"]) == 3
+    assert doc["notes"] == ["out_dir=probe"]
+    assert "mean of 3 runs" in out
+    assert err == ""  # stderr is not a TTY: no progress bars
+
+
+def test_runner_defaults_apply_and_same_seed_reproduces(tmp_path: Path) -> None:
+    toml = _probe_toml(tmp_path)
+    results = []
+    for name, seed in (("a", None), ("b", None), ("c", "6")):
+        argv = ["run", str(toml), "--out", str(tmp_path / name), "-q"]
+        if seed:
+            argv += ["--seed", seed]
+        assert _main(*argv)[0] == 0
+        results.append(json.loads((tmp_path / name / "results.json").read_text(encoding="utf-8")))
+    assert (results[0]["runs"], results[0]["seed"]) == (2, 5)  # the runner's defaults
+    assert results[0]["metrics"] == results[1]["metrics"]
+    assert results[2]["metrics"]["mean"] != results[0]["metrics"]["mean"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "pattern"),
+    [
+        (("run", "local_anonymization"),
+         "unknown scenario 'local_anonymization'; available scenarios: bistochastic_table, lambda_table"),
+        (("run", "missing.toml"), "scenario file 'missing.toml' does not exist"),
+        (("run", "lambda_table", "--engine", "actors"),
+         "engine 'actors' is not supported by scenario 'lambda_table' (kind lambda_table); allowed: fast"),
+        (("run", "lambda_table", "--runs", "0"), "runs must be an integer >= 1, got 0"),
+        (("run", "lambda_table", "--seed", "-3"), "seed must be an integer >= 0, got -3"),
+        (("run", "lambda_table", "--set", "sises=[4]"), "unknown key 'parameters.sises' (did you mean 'sizes'?)"),
+        (("run", "lambda_table", "--set", "sizes=[1]"), "parameters.sizes[0] must be an integer >= 2 and <= 4096, got 1"),
+        (("run", "lambda_table", "--set", "sizes=[5, 5]"),
+         "parameters.lambdas[0] has 3 values, expected one per attribute (2, from parameters.sizes = [5, 5])"),
+        (("run", "bistochastic_table", "--set", "k_values=[13]"), "parameters.k_values contains 13, larger than size = 12"),
+        (("run", "lambda_table", "--set", "oops"), "--set expects KEY=VALUE"),
+        (("show", "nope"), "unknown scenario 'nope'"),
+    ],
+)
+def test_errors_exit_2_with_one_line(argv: tuple[str, ...], pattern: str, tmp_path: Path) -> None:
+    code, out, err = _main(*argv, *(("--out", str(tmp_path)) if argv[0] == "run" else ()))
+    assert code == 2
+    assert err.startswith("mprr: error: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert pattern in err
+
+
+def test_bad_toml_files_exit_2(tmp_path: Path) -> None:
+    cases = {
+        "badvalue": ('[parameters]\nn = 0\n', "parameters.n must be an integer >= 1, got 0 (int)"),
+        "badkey": ('[parameters]\nnn = 3\n', "unknown key 'parameters.nn' (did you mean 'n'?)"),
+        "badtype": ('[parameters]\nscale = "big"\n', "parameters.scale must be a finite number >= 0, got 'big' (str)"),
+        "badsyntax": ('[parameters\n', "is not valid TOML"),
+    }
+    for name, (body, pattern) in cases.items():
+        code, _, err = _main("run", str(_probe_toml(tmp_path, body, name)), "--out", str(tmp_path / name))
+        assert code == 2 and pattern in err, (name, err)
+    unknown_kind = tmp_path / "kind.toml"
+    unknown_kind.write_text('[scenario]\nkind = "no_such_kind"\n', encoding="utf-8")
+    code, _, err = _main("run", str(unknown_kind))
+    assert code == 2 and "no runner registered for scenario kind 'no_such_kind'; known kinds:" in err
+    missing_module = tmp_path / "module.toml"
+    missing_module.write_text('[scenario]\nkind = "other_kind"\nmodule = "scenarios.not_there"\n', encoding="utf-8")
+    code, _, err = _main("run", str(missing_module))
+    assert code == 2 and "needs module 'scenarios.not_there', which does not exist" in err
+
+
+def test_argparse_usage_errors_exit_2() -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "lambda_table", "--engine", "threads"], stdout=io.StringIO(), stderr=io.StringIO())
+    assert exc.value.code == 2
+
+
+def test_show_lists_parameters() -> None:
+    code, out, _ = _main("show", "lambda_table")
+    assert code == 0
+    assert "lambda_table (kind lambda_table)" in out and "engines: fast" in out
+    assert "sizes = [5, 5, 5]" in out and "a list of 1 to 16 items, each an integer >= 2 and <= 4096" in out
+
+
+def test_resolve_and_get(tmp_path: Path) -> None:
+    assert resolve("lambda_table").name == "lambda_table.toml"
+    toml = _probe_toml(tmp_path)
+    assert resolve(str(toml)) == toml
+    assert get("cli_probe").default_runs == 2

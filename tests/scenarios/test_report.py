@@ -1,0 +1,147 @@
+"""results.json (strict JSON, numpy converted, non-finite as strings), report.md and PNGs."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mprr.errors import ConfigurationError
+from scenarios.plots import PNG_MAGIC, BarPlot, LinePlot, Series
+from scenarios.report import (
+    ScenarioResult,
+    Table,
+    format_value,
+    markdown_report,
+    to_jsonable,
+    versions,
+    write_report,
+)
+
+
+@dataclass(frozen=True)
+class Point:
+    x: int
+    y: float
+
+
+def test_to_jsonable_converts_numpy_and_non_finite() -> None:
+    obj = {
+        "i": np.int64(3),
+        "f": np.float32(0.5),
+        "b": np.bool_(True),
+        "inf": math.inf,
+        "ninf": np.float64(-np.inf),
+        "nan": float("nan"),
+        "arr": np.array([[1.0, np.inf], [2.0, 3.0]]),
+        (0, 1): "tuple key",
+        np.int64(7): "numpy key",
+        "path": Path("/tmp/x"),
+        "point": Point(1, 2.5),
+        "set": {2, 1},
+    }
+    out = to_jsonable(obj)
+    assert out["i"] == 3 and type(out["i"]) is int
+    assert out["f"] == 0.5 and type(out["f"]) is float
+    assert out["b"] is True
+    assert (out["inf"], out["ninf"], out["nan"]) == ("inf", "-inf", "nan")
+    assert out["arr"] == [[1.0, "inf"], [2.0, 3.0]]
+    assert out["0,1"] == "tuple key" and out["7"] == "numpy key"
+    assert out["path"] == "/tmp/x" and out["point"] == {"x": 1, "y": 2.5} and out["set"] == [1, 2]
+    json.dumps(out, allow_nan=False)  # strict JSON
+
+
+def test_to_jsonable_names_where_it_failed() -> None:
+    with pytest.raises(TypeError, match=r"result\.metrics\.bad: cannot write a object to JSON"):
+        to_jsonable({"metrics": {"bad": object()}})
+
+
+def test_table_validation() -> None:
+    with pytest.raises(ConfigurationError, match=r"table 't' row 1 has 1 cells, expected 2 \(a, b\)"):
+        Table("t", "T", ("a", "b"), [(1, 2), (3,)])
+    with pytest.raises(ConfigurationError, match=r"table key must be non-empty letters, digits and '_', got 'a b'"):
+        Table("a b", "T", ("a",), [])
+    with pytest.raises(ConfigurationError, match=r"formats name unknown columns \['c'\]"):
+        Table("t", "T", ("a",), [], formats={"c": ".1f"})
+
+
+@pytest.mark.parametrize(
+    ("value", "spec", "text"),
+    [
+        (None, "", "—"),
+        (True, "", "yes"),
+        (3, "", "3"),
+        (np.int64(3), "", "3"),
+        (0.123456, "", "0.1235"),
+        (0.123456, ".1%", "12.3%"),
+        (math.inf, ".1%", "∞"),
+        (-math.inf, "", "−∞"),
+        (float("nan"), "", "nan"),
+        ((1, 2.5), "", "[1, 2.5]"),
+        (np.zeros(20), "", "array of shape (20,)"),
+        ("a|b", "", "a\\|b"),
+    ],
+)
+def test_format_value(value: object, spec: str, text: str) -> None:
+    assert format_value(value, spec) == text
+
+
+def _result() -> ScenarioResult:
+    return ScenarioResult(
+        metrics={"mae": np.float64(0.01), "by_method": {"rr_independent": 0.02, "rr_clusters": 0.01},
+                 "ratio": math.inf},
+        privacy={"epsilon_per_party": {"min": 1.0, "median": 1.0, "max": 1.0}},
+        traffic={"messages": np.int64(1200), "bytes": 34_000},
+        tables=[Table("errors", "Relative error", ("method", "error"),
+                      [("RR-Independent", 0.25), ("RR-Clusters", np.float64(0.125))],
+                      formats={"error": ".1%"}, caption="median over runs")],
+        figures=[LinePlot("err.png", "error vs σ", "σ", "error",
+                          (Series("RR-Clusters", [0.1, 0.2], [0.3, 0.2]),), caption="lower is better"),
+                 BarPlot("bars.png", "methods", ("a", "b"), {"x": [1.0, 2.0]}, "y")],
+        notes=["a note"],
+        name="demo", kind="demo_kind", title="Demo run", description="what it does",
+        parameters={"n": 100, "sizes": (2, 3)}, seed=7, runs=3, engine="fast",
+        versions=versions(), elapsed_seconds=0.5, source="/x/demo.toml",
+    )
+
+
+def test_write_report_files_exist_and_parse(tmp_path: Path) -> None:
+    files = write_report(_result(), tmp_path / "out")
+    doc = json.loads(files.results_json.read_text(encoding="utf-8"))
+    assert doc["scenario"] == "demo" and doc["seed"] == 7 and doc["runs"] == 3
+    assert doc["parameters"] == {"n": 100, "sizes": [2, 3]}
+    assert set(doc["versions"]) >= {"python", "numpy", "mprr"}
+    assert doc["metrics"]["mae"] == 0.01 and doc["metrics"]["ratio"] == "inf"
+    assert doc["traffic"]["messages"] == 1200
+    assert doc["privacy"]["epsilon_per_party"]["median"] == 1.0
+    assert doc["tables"]["errors"]["rows"] == [{"method": "RR-Independent", "error": 0.25},
+                                              {"method": "RR-Clusters", "error": 0.125}]
+    assert doc["figures"] == ["err.png", "bars.png"] and doc["notes"] == ["a note"]
+    for png in files.figures:
+        assert png.read_bytes()[:8] == PNG_MAGIC
+    md = files.report_md.read_text(encoding="utf-8")
+    assert md.startswith("# Demo run\n")
+    for fragment in ("| `n` | 100 |", "| `sizes` | [2, 3] |", "| by_method.rr_clusters | 0.01 |",
+                     "| ratio | ∞ |", "| messages | 1200 |", "## Relative error",
+                     "| RR-Clusters | 12.5% |", "median over runs", "![error vs σ](err.png)",
+                     "*lower is better*", "- a note", "| seed | 7 |"):
+        assert fragment in md, fragment
+
+
+def test_empty_sections_are_omitted() -> None:
+    md = markdown_report(ScenarioResult(name="x", metrics={"a": 1}))
+    assert "## Metrics" in md and "## Privacy" not in md and "## Traffic" not in md
+    assert "## Figures" not in md and "## Notes" not in md
+
+
+def test_duplicate_figure_names_and_table_keys_are_rejected(tmp_path: Path) -> None:
+    fig = BarPlot("same.png", "t", ("a",), {"g": [1.0]}, "y")
+    with pytest.raises(ConfigurationError, match=r"figure file names must be unique, repeated: \['same\.png'\]"):
+        write_report(ScenarioResult(figures=[fig, fig]), tmp_path)
+    table = Table("t", "T", ("a",), [(1,)])
+    with pytest.raises(ConfigurationError, match=r"table keys must be unique"):
+        write_report(ScenarioResult(tables=[table, table]), tmp_path)
