@@ -352,7 +352,7 @@ def _compile_decoder(cls: type[Message]) -> Callable[[bytes, int], Message]:
                     raise MessageError(f"{label}: at field {names!r}: {exc}") from None
         if off != len(buf):
             raise MessageError(f"{label}: {len(buf) - off} extra bytes after the last field")
-        return cls(**values)
+        return cls._from_wire(values)
 
     return decode_body
 

@@ -272,6 +272,7 @@ class Message:
     NAME: ClassVar[str] = ""
     FIELDS: ClassVar[tuple[tuple[str, FieldType], ...]] = ()
     _COERCE: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]] = ()
+    _WIRE_CHECK: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]] = ()
 
     def __post_init__(self) -> None:
         setter = object.__setattr__
@@ -280,6 +281,27 @@ class Message:
             new = coerce(value)
             if new is not value:
                 setter(self, name, new)
+        self._validated()
+
+    @classmethod
+    def _from_wire(cls, values: dict[str, Any]) -> Message:
+        """Build from codec output (used by :func:`parties.codec.decode`).
+
+        The codec already produced exact Python types, so only array constraints (dtype, ndim)
+        are re-checked before :meth:`validate` runs.
+        """
+        obj = object.__new__(cls)
+        d = obj.__dict__
+        d.update(values)
+        for name, coerce in cls._WIRE_CHECK:
+            value = d[name]
+            new = coerce(value)
+            if new is not value:
+                d[name] = new
+        obj._validated()
+        return obj
+
+    def _validated(self) -> None:
         try:
             self.validate()
         except MessageError:
@@ -357,6 +379,9 @@ def message(*, kind: int, name: str | None = None) -> Callable[[M], M]:
         dc.NAME = label
         dc.FIELDS = fields
         dc._COERCE = tuple((n, _coercer(t, f"{label}.{n}")) for n, t in fields)
+        dc._WIRE_CHECK = tuple(
+            (n, c) for (n, t), (_, c) in zip(fields, dc._COERCE) if _has_array(t)
+        )
         for registry in (_BY_KIND, _BY_NAME):
             stale = [k for k, v in registry.items() if _same_definition(v, dc)]
             for k in stale:
@@ -366,6 +391,10 @@ def message(*, kind: int, name: str | None = None) -> Callable[[M], M]:
         return dc
 
     return decorate
+
+
+def _has_array(ft: FieldType) -> bool:
+    return ft.tag == "array" or any(_has_array(t) for t in ft.items)
 
 
 def _same_definition(a: type, b: type) -> bool:
@@ -433,6 +462,13 @@ def _check_ids(where: str, values: tuple[int, ...], *, distinct: bool = False) -
         _require(v >= 0, f"{where} must contain integers >= 0, got {v}")
     if distinct:
         _require(len(set(values)) == len(values), f"{where} must be distinct, got {values}")
+
+
+def _min(values: np.ndarray) -> float | int:
+    """Smallest entry (Python path for tiny arrays, which is several times faster)."""
+    if values.size <= 32:
+        return min(values.flat)
+    return values.min()
 
 
 def _check_epsilon(where: str, value: float) -> None:
@@ -518,7 +554,7 @@ class RandomizedValues(Message):
     def validate(self) -> None:
         _require(self.request_id >= 0, f"RandomizedValues.request_id must be >= 0, got {self.request_id}")
         _require(
-            self.codes.size == 0 or int(self.codes.min()) >= 0,
+            self.codes.size == 0 or _min(self.codes) >= 0,
             "RandomizedValues.codes must be >= 0",
         )
         _check_ids("RandomizedValues.ids", self.ids)
