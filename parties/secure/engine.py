@@ -1,0 +1,432 @@
+"""The secure-sum engine interface, shared helpers, and :func:`run_secure_sum`.
+
+An engine is a *choreography*: one coroutine per party and one for the controller, talking
+only through their :class:`~parties.network.Endpoint`.  The actor runtime calls them from its
+own actors; :func:`run_secure_sum` is the stand-alone driver (one TaskGroup, everybody on one
+:class:`~parties.network.InMemoryNetwork`).
+
+Usage::
+
+    net = InMemoryNetwork(n, topology=nx.complete_graph(n))       # paper needs a full mesh
+    result = asyncio.run(run_secure_sum(PaperEngine(), net, vectors, timeout=60))
+    result.total          # exact column sums of ``vectors`` (int64)
+    result.statistics     # measured messages / bytes / rounds
+    result.cost           # closed-form prediction of the same traffic (fault-free)
+
+Every engine returns the exact sum or raises a :class:`mprr.errors.ProtocolError` subclass
+(``PartyDropped``, ``RoundTimeout``, ``SecureSumAborted``, ``MessageError``) — never a wrong
+count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
+from parties.codec import encode
+from parties.messages import Message
+from parties.network import CONTROLLER, Endpoint, Transport, actor_name
+from parties.secure.ring import ZMod
+from parties.secure.topology import Neighbourhoods
+from parties.traffic import Counts, TrafficStatistics
+
+__all__ = [
+    "SecureSumContext",
+    "SecureSumEngine",
+    "SecureSumResult",
+    "TrafficCost",
+    "run_secure_sum",
+    "encoded_size",
+    "as_ring_vector",
+    "collect",
+]
+
+
+@dataclass(frozen=True)
+class SecureSumContext:
+    """Everything about one secure-sum session that all participants agree on (public).
+
+    Build it with :meth:`SecureSumEngine.context`; do not construct it by hand.
+
+    Attributes
+    ----------
+    session
+        Unique session id (bound into every message and AEAD associated data).
+    parties
+        Sorted ids of the participating parties (n >= 2).
+    length
+        Length L of every party's vector.
+    max_value
+        Upper bound on every entry of a party's vector (1 for indicator vectors).
+    modulus
+        M of the ring Z_M the engine computes in (n * max_value < M, so sums are exact).
+    neighbours
+        Communication graph (party -> sorted neighbours).
+    relay
+        True when shares travel through the controller (no direct party-to-party links in
+        the network topology), AEAD-encrypted end to end.
+    threshold
+        Shamir threshold t of the masked engine (0 for the other engines).
+    """
+
+    session: str
+    parties: tuple[int, ...]
+    length: int
+    max_value: int
+    modulus: int
+    neighbours: Neighbourhoods
+    relay: bool = False
+    threshold: int = 0
+
+    @property
+    def n(self) -> int:
+        """Number of parties."""
+        return len(self.parties)
+
+    @property
+    def ring(self) -> ZMod:
+        """The ring Z_M."""
+        return ZMod(self.modulus)
+
+
+@dataclass(frozen=True)
+class TrafficCost:
+    """Closed-form traffic of a fault-free run.
+
+    ``sent`` maps every actor (CONTROLLER included) to the messages and bytes it sends;
+    ``rounds`` counts communication rounds; ``formula`` states the closed form in words.
+    """
+
+    sent: Mapping[int, Counts]
+    rounds: int
+    formula: str
+
+    @property
+    def messages(self) -> int:
+        """Total messages."""
+        return sum(c.messages for c in self.sent.values())
+
+    @property
+    def bytes(self) -> int:
+        """Total bytes."""
+        return sum(c.bytes for c in self.sent.values())
+
+    def party_max(self) -> Counts:
+        """Largest per-party load (messages, bytes) — the controller excluded."""
+        loads = [c for a, c in self.sent.items() if a != CONTROLLER]
+        return Counts(max(c.messages for c in loads), max(c.bytes for c in loads))
+
+
+@dataclass(frozen=True)
+class SecureSumResult:
+    """Outcome of :func:`run_secure_sum`.
+
+    Attributes
+    ----------
+    total
+        Exact sum (int64) of the vectors of the ``contributors``.
+    contributors
+        Parties whose vector is in ``total`` (all of them, except masked-engine dropouts).
+    dropped
+        Parties whose vector is not in ``total``.
+    statistics
+        Snapshot of the network's measured traffic after the run (cumulative per network).
+    cost
+        Closed-form traffic of a fault-free run of this engine on this context.
+    failures
+        Errors raised inside party coroutines (e.g. a crashed party's PartyDropped).
+    elapsed
+        Wall-clock seconds.
+    """
+
+    total: np.ndarray
+    contributors: tuple[int, ...]
+    dropped: tuple[int, ...]
+    statistics: TrafficStatistics
+    cost: TrafficCost
+    failures: Mapping[int, ProtocolError] = field(default_factory=dict)
+    elapsed: float = 0.0
+
+
+def encoded_size(msg: Message) -> int:
+    """Bytes of ``msg`` on the wire (what the network counts)."""
+    return len(encode(msg))
+
+
+def as_ring_vector(vector: Any, ctx: SecureSumContext, ring: ZMod) -> np.ndarray:
+    """Validate a party's input (1-D, length L, integers in [0, max_value]) and map it into Z_M."""
+    arr = np.asarray(vector)
+    if arr.ndim != 1 or arr.shape[0] != ctx.length:
+        raise ConfigurationError(
+            f"vector must be 1-D of length {ctx.length}, got shape {arr.shape}"
+        )
+    if arr.dtype.kind not in "iub":
+        raise ConfigurationError(f"vector must hold integers, got dtype {arr.dtype}")
+    if arr.size and (int(arr.min()) < 0 or int(arr.max()) > ctx.max_value):
+        raise ConfigurationError(
+            f"vector entries must be integers in [0, {ctx.max_value}] (max_value), "
+            f"got range [{int(arr.min())}, {int(arr.max())}]"
+        )
+    return ring.reduce(arr)
+
+
+def to_counts(values: np.ndarray) -> np.ndarray:
+    """Ring elements that are exact counts (< 2^63) as int64."""
+    return np.asarray(values).astype(np.int64)
+
+
+async def collect(
+    ep: Endpoint,
+    sources: Sequence[int],
+    *,
+    kind: type[Message],
+    session: str,
+    phase: str,
+    timeout: float,
+    partial: bool = False,
+) -> dict[int, Message]:
+    """One ``kind`` message of this ``session`` from each of ``sources`` within ``timeout`` s.
+
+    Raises RoundTimeout naming the missing actors (unless ``partial``: then returns what
+    arrived); MessageError if a message belongs to another session.
+    """
+    got = await ep.gather(sources, kinds=kind, phase=phase, timeout=timeout, partial=partial)
+    out = {}
+    for src, env in got.items():
+        if getattr(env.message, "session", None) != session:
+            raise MessageError(
+                f"{actor_name(ep.actor)} got {kind.NAME} of session "
+                f"{getattr(env.message, 'session', None)!r} from {actor_name(src)} in session {session!r}"
+            )
+        out[src] = env.message
+    return out
+
+
+class SecureSumEngine(ABC):
+    """Interface of a secure-sum engine (``paper``, ``graph``, ``masked``).
+
+    Parameters
+    ----------
+    round_timeout
+        Seconds each participant waits for one round's messages (wall clock) before it
+        declares the missing actors dropped.
+    max_value
+        Bound on the entries of every input vector (1 for 0/1 indicator vectors); fixes the
+        modulus so that the exact sum is recovered.
+    """
+
+    name: str = ""
+
+    def __init__(self, *, round_timeout: float = 30.0, max_value: int = 1) -> None:
+        if not (isinstance(round_timeout, (int, float)) and round_timeout > 0):
+            raise ConfigurationError(f"round_timeout must be > 0 seconds, got {round_timeout!r}")
+        if isinstance(max_value, bool) or not isinstance(max_value, int) or max_value < 1:
+            raise ConfigurationError(f"max_value must be an integer >= 1, got {max_value!r}")
+        self.round_timeout = float(round_timeout)
+        self.max_value = max_value
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(round_timeout={self.round_timeout}, max_value={self.max_value})"
+
+    # ---------------------------------------------------------------- session setup
+    def context(
+        self,
+        parties: Sequence[int],
+        length: int,
+        *,
+        network: Transport | None = None,
+        session: str | None = None,
+    ) -> SecureSumContext:
+        """Validate the session parameters and build the shared :class:`SecureSumContext`.
+
+        Raises
+        ------
+        ConfigurationError
+            Fewer than 2 parties, duplicate ids, bad length, or a network topology the
+            engine cannot run on.
+        """
+        ids = tuple(sorted(int(p) for p in parties))
+        if len(ids) < 2:
+            raise ConfigurationError(
+                f"a secure sum needs at least 2 parties (n >= 2), got n = {len(ids)}: with one "
+                "party the sum is its own input"
+            )
+        if len(set(ids)) != len(ids) or ids[0] < 0:
+            raise ConfigurationError(f"party ids must be distinct integers >= 0, got {ids[:10]}")
+        if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 1:
+            raise ConfigurationError(f"length must be an integer >= 1, got {length!r}")
+        if session is None:
+            session = secrets.token_hex(8)
+        if not isinstance(session, str) or not session:
+            raise ConfigurationError(f"session must be a non-empty string, got {session!r}")
+        if network is not None and ids[-1] >= network.n:
+            raise ConfigurationError(
+                f"party ids must be < network size {network.n}, got {ids[-1]}"
+            )
+        return self._context(ids, int(length), session, network)
+
+    @abstractmethod
+    def _context(
+        self, parties: tuple[int, ...], length: int, session: str, network: Transport | None
+    ) -> SecureSumContext:
+        """Engine-specific part of :meth:`context` (modulus, topology, threshold)."""
+
+    # ---------------------------------------------------------------- choreography
+    @abstractmethod
+    async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext) -> np.ndarray | None:
+        """Run party ``ep.actor``'s side with its private ``vector``.
+
+        Returns the total when the engine lets parties learn it (paper), else None.
+        """
+
+    @abstractmethod
+    async def controller(self, ep: Endpoint, ctx: SecureSumContext) -> tuple[np.ndarray, tuple[int, ...]]:
+        """Run the controller's side; returns (exact int64 total, contributing parties)."""
+
+    # ---------------------------------------------------------------- cost model
+    @abstractmethod
+    def cost(self, ctx: SecureSumContext) -> TrafficCost:
+        """Closed-form messages / bytes / rounds of a fault-free run."""
+
+
+async def run_secure_sum(
+    engine: SecureSumEngine,
+    network: Transport,
+    vectors: np.ndarray | Mapping[int, np.ndarray],
+    *,
+    timeout: float | None = None,
+    session: str | None = None,
+) -> SecureSumResult:
+    """Run ``engine`` with one task per party plus the controller, in one TaskGroup.
+
+    Parameters
+    ----------
+    engine
+        A configured engine.
+    network
+        The transport (e.g. :class:`~parties.network.InMemoryNetwork`); its topology must
+        suit the engine.  Party ``i`` uses ``network.endpoint(i)``.
+    vectors
+        (n, L) integer array (row i = party i) or ``{party_id: vector}``.
+    timeout
+        Overall wall-clock limit in seconds (None: only the engine's round timeouts).
+    session
+        Session id (default: random).
+
+    Raises
+    ------
+    ConfigurationError
+        Bad inputs (n < 2, ragged vectors, entries outside [0, max_value], topology).
+    ProtocolError
+        The controller could not obtain the exact sum (PartyDropped, RoundTimeout,
+        SecureSumAborted, MessageError) — raised as is, not wrapped in an ExceptionGroup.
+    """
+    if isinstance(vectors, Mapping):
+        inputs = {int(k): np.asarray(v) for k, v in vectors.items()}
+    else:
+        arr = np.asarray(vectors)
+        if arr.ndim != 2:
+            raise ConfigurationError(f"vectors must be a 2-D (n, L) array, got shape {arr.shape}")
+        inputs = {i: arr[i] for i in range(arr.shape[0])}
+    if not inputs:
+        raise ConfigurationError("a secure sum needs at least 2 parties (n >= 2), got n = 0")
+    lengths = {np.asarray(v).shape for v in inputs.values()}
+    if len(lengths) != 1 or len(next(iter(lengths))) != 1:
+        raise ConfigurationError(f"every vector must be 1-D with the same length, got shapes {sorted(lengths)}")
+    (length,) = next(iter(lengths))
+    ctx = engine.context(tuple(inputs), length, network=network, session=session)
+    ring = ctx.ring
+    for pid, vec in inputs.items():
+        try:
+            as_ring_vector(vec, ctx, ring)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"party {pid}: {exc}") from None
+
+    failures: dict[int, ProtocolError] = {}
+    tasks: dict[int, asyncio.Task] = {}
+    controller_error: list[ProtocolError] = []
+
+    async def guarded_party(pid: int) -> np.ndarray | None:
+        try:
+            return await engine.party(network.endpoint(pid), inputs[pid], ctx)
+        except ProtocolError as exc:  # e.g. the party crashed, or a peer did and it timed out
+            failures[pid] = exc
+            return None
+
+    async def guarded_controller() -> tuple[np.ndarray, tuple[int, ...]] | None:
+        try:
+            return await engine.controller(network.endpoint(CONTROLLER), ctx)
+        except ProtocolError as exc:  # the run is over: stop the parties still waiting
+            controller_error.append(exc)
+            for task in tasks.values():
+                task.cancel()
+            return None
+
+    start = time.perf_counter()
+    ctrl: asyncio.Task | None = None
+    try:
+        async with asyncio.timeout(timeout):
+            async with asyncio.TaskGroup() as tg:
+                ctrl = tg.create_task(guarded_controller())  # first: it marks the rounds
+                for pid in ctx.parties:
+                    tasks[pid] = tg.create_task(guarded_party(pid))
+    except TimeoutError:
+        raise RoundTimeout(
+            f"secure sum ({engine.name}) did not finish within timeout={timeout} s",
+            phase=engine.name, timeout=timeout,
+        ) from None
+    except BaseExceptionGroup as group:
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0]
+        raise
+    finally:
+        close = getattr(network, "close", None)
+        if close is not None and (controller_error or ctrl is None or not ctrl.done()):
+            close()
+    if controller_error:
+        raise controller_error[0]
+    outcome = ctrl.result() if ctrl is not None else None
+    if outcome is None:  # pragma: no cover - guarded_controller returns None only on error
+        raise ProtocolError(f"secure sum ({engine.name}): the controller returned no result")
+    total, contributors = outcome
+    party_totals = {pid: t.result() for pid, t in tasks.items() if t.result() is not None}
+    for pid, value in party_totals.items():
+        if not np.array_equal(value, total):
+            raise ProtocolError(
+                f"party {pid} computed a total different from the controller's: inconsistent run"
+            )
+    dropped = tuple(p for p in ctx.parties if p not in set(contributors))
+    return SecureSumResult(
+        total=total,
+        contributors=tuple(contributors),
+        dropped=dropped,
+        statistics=network.statistics(),
+        cost=engine.cost(ctx),
+        failures=MappingProxyType(dict(failures)),
+        elapsed=time.perf_counter() - start,
+    )
+
+
+async def run_both(first: Any, second: Any) -> tuple[Any, Any]:
+    """Run two coroutines of one actor concurrently (e.g. send shares while receiving them).
+
+    If either fails the other is cancelled and the first error is raised as is (not wrapped
+    in an ExceptionGroup).
+    """
+    try:
+        async with asyncio.TaskGroup() as tg:
+            t1 = tg.create_task(first)
+            t2 = tg.create_task(second)
+    except BaseExceptionGroup as group:
+        protocol = [e for e in group.exceptions if isinstance(e, ProtocolError)]
+        raise (protocol or list(group.exceptions))[0] from None
+    return t1.result(), t2.result()

@@ -1,0 +1,207 @@
+"""Message kinds of the secure-sum engines (wire kinds 64..79 of :mod:`parties.messages`).
+
+Every message carries the ``session`` it belongs to, so two secure sums running over the same
+network never mix; receivers check it.  Arrays are 1-D unsigned vectors of ring elements
+(:class:`parties.secure.ring.ZMod` chooses the dtype).  Keys are raw 32-byte X25519 public
+keys; ciphertexts are ChaCha20-Poly1305 blobs (:func:`parties.secure.crypto.seal`).
+
+=====  ==================  =====================================================  ========
+kind   class               meaning                                                engines
+=====  ==================  =====================================================  ========
+64     ShareVector         additive share(s) r_ij of one party for another         paper, graph
+65     PartialSum          r_j = sum of received shares (+ own indicator)          paper, graph
+66     PublicKeys          a party's X25519 public key(s), sent to the controller  masked, graph-relay
+67     KeyDirectory        controller -> party: public keys of its live neighbours masked, graph-relay
+68     SealedShares        party -> controller: AEAD ciphertexts, one per neighbour masked, graph-relay
+69     RelayedShares       controller -> party: ciphertexts addressed to it        masked, graph-relay
+70     MaskedInput         y_i = x_i + masks (mod M)                               masked
+71     UnmaskRequest       controller -> survivor: dropped and surviving parties   masked
+72     UnmaskShares        survivor -> controller: Shamir shares for unmasking     masked
+=====  ==================  =====================================================  ========
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import numpy as np
+
+from parties.messages import ArraySpec, Message, message
+from mprr.errors import MessageError
+
+__all__ = [
+    "ShareVector",
+    "PartialSum",
+    "PublicKeys",
+    "KeyDirectory",
+    "SealedShares",
+    "RelayedShares",
+    "MaskedInput",
+    "UnmaskRequest",
+    "UnmaskShares",
+    "SECRET_SELF_MASK",
+    "SECRET_MASK_KEY",
+]
+
+RingVector = Annotated[np.ndarray, ArraySpec(("uint8", "uint16", "uint32", "uint64"), ndim=1)]
+
+SECRET_SELF_MASK = 0
+"""UnmaskShares.which: share of the self-mask seed b_u of a surviving party u."""
+SECRET_MASK_KEY = 1
+"""UnmaskShares.which: share of the mask private key s_sk_u of a dropped party u."""
+
+
+def _require(ok: bool, text: str) -> None:
+    if not ok:
+        raise MessageError(text)
+
+
+def _session(name: str, session: str) -> None:
+    _require(bool(session), f"{name}.session must not be empty")
+
+
+def _ids(where: str, values: tuple[int, ...]) -> None:
+    _require(all(v >= 0 for v in values), f"{where} must contain party ids >= 0, got {values}")
+    _require(len(set(values)) == len(values), f"{where} must be distinct, got {values}")
+
+
+@message(kind=64)
+class ShareVector(Message):
+    """Party i -> party j: the additive share vector r_ij.
+
+    ``combination`` is the index of the value combination (per-combination paper engine) or
+    -1 when the vector carries all combinations at once (batched).
+    """
+
+    session: str
+    combination: int
+    shares: RingVector
+
+    def validate(self) -> None:
+        _session("ShareVector", self.session)
+        _require(self.combination >= -1, f"ShareVector.combination must be >= -1, got {self.combination}")
+
+
+@message(kind=65)
+class PartialSum(Message):
+    """Party j -> all (paper) or controller (graph): its partial sum r_j (main paper 4.2 step 3)."""
+
+    session: str
+    combination: int
+    values: RingVector
+
+    def validate(self) -> None:
+        _session("PartialSum", self.session)
+        _require(self.combination >= -1, f"PartialSum.combination must be >= -1, got {self.combination}")
+
+
+@message(kind=66)
+class PublicKeys(Message):
+    """Party -> controller: its public keys (masked: (c_pk, s_pk); graph-relay: (c_pk,))."""
+
+    session: str
+    keys: tuple[bytes, ...]
+
+    def validate(self) -> None:
+        _session("PublicKeys", self.session)
+        _require(1 <= len(self.keys) <= 2, f"PublicKeys.keys must hold 1 or 2 keys, got {len(self.keys)}")
+        _require(all(len(k) == 32 for k in self.keys), "PublicKeys.keys must be 32-byte X25519 keys")
+
+
+@message(kind=67)
+class KeyDirectory(Message):
+    """Controller -> party: ``keys[k]`` are the public keys of neighbour ``parties[k]``."""
+
+    session: str
+    parties: tuple[int, ...]
+    keys: tuple[tuple[bytes, ...], ...]
+
+    def validate(self) -> None:
+        _session("KeyDirectory", self.session)
+        _ids("KeyDirectory.parties", self.parties)
+        _require(len(self.keys) == len(self.parties),
+                 f"KeyDirectory.keys must have one entry per party ({len(self.parties)}), got {len(self.keys)}")
+        for ks in self.keys:
+            _require(1 <= len(ks) <= 2 and all(len(k) == 32 for k in ks),
+                     "KeyDirectory.keys entries must be 1 or 2 32-byte X25519 keys")
+
+
+@message(kind=68)
+class SealedShares(Message):
+    """Party -> controller: ``ciphertexts[k]`` is sealed for party ``recipients[k]``."""
+
+    session: str
+    recipients: tuple[int, ...]
+    ciphertexts: tuple[bytes, ...]
+
+    def validate(self) -> None:
+        _session("SealedShares", self.session)
+        _ids("SealedShares.recipients", self.recipients)
+        _require(len(self.ciphertexts) == len(self.recipients),
+                 "SealedShares.ciphertexts must have one entry per recipient")
+
+
+@message(kind=69)
+class RelayedShares(Message):
+    """Controller -> party: ``ciphertexts[k]`` was sealed for it by party ``senders[k]``."""
+
+    session: str
+    senders: tuple[int, ...]
+    ciphertexts: tuple[bytes, ...]
+
+    def validate(self) -> None:
+        _session("RelayedShares", self.session)
+        _ids("RelayedShares.senders", self.senders)
+        _require(len(self.ciphertexts) == len(self.senders),
+                 "RelayedShares.ciphertexts must have one entry per sender")
+
+
+@message(kind=70)
+class MaskedInput(Message):
+    """Party -> controller: masked vector y_i (Bonawitz et al. 2017, round MaskedInputCollection)."""
+
+    session: str
+    values: RingVector
+
+    def validate(self) -> None:
+        _session("MaskedInput", self.session)
+
+
+@message(kind=71)
+class UnmaskRequest(Message):
+    """Controller -> survivor: which parties dropped and which survived (round Unmasking)."""
+
+    session: str
+    dropped: tuple[int, ...]
+    survivors: tuple[int, ...]
+
+    def validate(self) -> None:
+        _session("UnmaskRequest", self.session)
+        _ids("UnmaskRequest.dropped", self.dropped)
+        _ids("UnmaskRequest.survivors", self.survivors)
+        _require(not set(self.dropped) & set(self.survivors),
+                 "UnmaskRequest.dropped and survivors must be disjoint")
+
+
+@message(kind=72)
+class UnmaskShares(Message):
+    """Survivor -> controller: for owner ``owners[k]`` the Shamir share ``values[k]`` (33 bytes)
+    at abscissa ``abscissae[k]`` of the secret ``which[k]`` (SECRET_SELF_MASK for a survivor,
+    SECRET_MASK_KEY for a dropped party — never both for the same owner)."""
+
+    session: str
+    owners: tuple[int, ...]
+    which: tuple[int, ...]
+    abscissae: tuple[int, ...]
+    values: tuple[bytes, ...]
+
+    def validate(self) -> None:
+        _session("UnmaskShares", self.session)
+        _ids("UnmaskShares.owners", self.owners)
+        k = len(self.owners)
+        _require(len(self.which) == k and len(self.abscissae) == k and len(self.values) == k,
+                 "UnmaskShares fields must all have one entry per owner")
+        _require(all(w in (SECRET_SELF_MASK, SECRET_MASK_KEY) for w in self.which),
+                 f"UnmaskShares.which entries must be 0 (self mask) or 1 (mask key), got {self.which}")
+        _require(all(x >= 1 for x in self.abscissae), "UnmaskShares.abscissae must be >= 1")
+        _require(all(len(v) == 33 for v in self.values), "UnmaskShares.values must be 33-byte shares")

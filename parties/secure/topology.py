@@ -1,0 +1,113 @@
+"""Communication graphs of the secure-sum engines (who exchanges shares with whom).
+
+- ``complete``: every pair of parties (main paper 4.2, Bonawitz et al. 2017);
+- ``regular``:  a random k-regular graph (networkx ``random_regular_graph``), as in the sparse
+  secure aggregation of Bell et al. 2020 (each party talks to k = O(log n) neighbours);
+- ``harary``:   the Harary graph H_{k,n} (networkx ``hkn_harary_graph``), the k-connected graph
+  with the fewest edges; deterministic.
+
+The graph is public (its seed is not secret), so it is built from a plain integer seed.  It
+must be connected: the controller of the graph engine learns the sum over every connected
+component, so a disconnected graph would reveal partial sums.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from types import MappingProxyType
+
+import networkx as nx
+
+from mprr.errors import ConfigurationError
+
+__all__ = ["TOPOLOGIES", "CompleteNeighbourhoods", "Neighbourhoods", "build_neighbourhoods"]
+
+TOPOLOGIES = ("complete", "regular", "harary")
+
+Neighbourhoods = Mapping[int, tuple[int, ...]]
+"""Party id -> sorted tuple of neighbour ids (symmetric, no self loops)."""
+
+
+class CompleteNeighbourhoods(Mapping[int, tuple[int, ...]]):
+    """Adjacency of the complete graph, computed on access (O(n) memory instead of O(n^2))."""
+
+    def __init__(self, parties: Sequence[int]) -> None:
+        self._parties = tuple(sorted(int(p) for p in parties))
+        self._set = frozenset(self._parties)
+
+    def __getitem__(self, party: int) -> tuple[int, ...]:
+        if party not in self._set:
+            raise KeyError(party)
+        return tuple(p for p in self._parties if p != party)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._parties)
+
+    def __len__(self) -> int:
+        return len(self._parties)
+
+
+def build_neighbourhoods(
+    parties: Sequence[int], topology: str, degree: int | None = None, *, seed: int = 0,
+    max_tries: int = 20,
+) -> Neighbourhoods:
+    """Adjacency of a connected communication graph over ``parties``.
+
+    Parameters
+    ----------
+    parties
+        Distinct party ids (at least 2).
+    topology
+        One of :data:`TOPOLOGIES`.
+    degree
+        k for ``regular`` / ``harary`` (1 <= k); k >= n - 1 gives the complete graph.  A random
+        k-regular graph needs n * k even.
+    seed
+        Public seed of the random regular graph (re-tried with seed + 1, ... until connected).
+
+    Raises
+    ------
+    ConfigurationError
+        Unknown topology, bad degree, or no connected graph with these parameters.
+    """
+    ids = tuple(sorted(int(p) for p in parties))
+    n = len(ids)
+    if n < 2:
+        raise ConfigurationError(f"a secure sum needs at least 2 parties, got {n}")
+    if len(set(ids)) != n:
+        raise ConfigurationError("party ids must be distinct")
+    if topology not in TOPOLOGIES:
+        raise ConfigurationError(f"topology must be one of {TOPOLOGIES}, got {topology!r}")
+    if topology == "complete" or (degree is not None and degree >= n - 1):
+        return CompleteNeighbourhoods(ids)
+    else:
+        if isinstance(degree, bool) or not isinstance(degree, int) or degree < 1:
+            raise ConfigurationError(
+                f"degree must be an integer >= 1 for topology {topology!r}, got {degree!r}"
+            )
+        if topology == "harary":
+            graph = nx.hkn_harary_graph(degree, n)
+        else:
+            if n * degree % 2:
+                raise ConfigurationError(
+                    f"a random {degree}-regular graph on {n} parties needs n * degree even, "
+                    f"got {n} * {degree}; use an even degree or the harary topology"
+                )
+            graph = None
+            for attempt in range(max_tries):
+                candidate = nx.random_regular_graph(degree, n, seed=seed + attempt)
+                if nx.is_connected(candidate):
+                    graph = candidate
+                    break
+            if graph is None:
+                raise ConfigurationError(
+                    f"no connected random {degree}-regular graph on {n} parties found in "
+                    f"{max_tries} tries; use degree >= 3"
+                )
+    if not nx.is_connected(graph):
+        raise ConfigurationError(
+            f"the {topology} graph with degree {degree} on {n} parties is not connected; "
+            "the controller would learn partial sums — use a larger degree"
+        )
+    adjacency = {ids[u]: tuple(sorted(ids[v] for v in graph.adj[u])) for u in range(n)}
+    return MappingProxyType(adjacency)
