@@ -1,0 +1,305 @@
+"""parties.messages: registration, coercion, validation and equality of message kinds."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Annotated
+
+import numpy as np
+import pytest
+
+from mprr.errors import MessageError, ProtocolError
+from parties.messages import (
+    Abort,
+    Ack,
+    Announce,
+    ArraySpec,
+    FloatArray,
+    IntArray,
+    Message,
+    RandomizedValues,
+    Refusal,
+    Request,
+    message,
+    message_class,
+    registered_kinds,
+    resolve_kinds,
+)
+
+# Test kinds live in 60000..65535 (see the module docstring of parties.messages).
+
+
+@message(kind=60100)
+class Sample(Message):
+    """A test kind with one field of every scalar family."""
+
+    count: int
+    weight: float
+    flag: bool
+    label: str
+    blob: bytes
+    items: tuple[int, ...] = ()
+    table: IntArray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    note: str | None = None
+
+
+@message(kind=60101)
+class Shaped(Message):
+    """A 2-D float array field."""
+
+    grid: Annotated[np.ndarray, ArraySpec(("float64",), ndim=2)]
+
+
+def _eye(r: int) -> np.ndarray:
+    return np.eye(r)
+
+
+# ------------------------------------------------------------------ registration
+
+
+def test_generic_kinds_are_registered_with_unique_numbers_and_names() -> None:
+    kinds = registered_kinds()
+    expected = {1: "Request", 2: "RandomizedValues", 3: "Refusal", 4: "Announce", 5: "Abort", 6: "Ack"}
+    assert {k: kinds[k] for k in expected} == expected
+    assert kinds[60100] == "Sample"
+    assert len(set(kinds.values())) == len(kinds)
+    assert Request.KIND == 1 and Request.NAME == "Request"
+    assert message_class(2) is RandomizedValues
+    assert message_class("Refusal") is Refusal
+
+
+def test_duplicate_kind_number_is_rejected() -> None:
+    with pytest.raises(MessageError, match=r"kind 1 .*already registered to parties\.messages\.Request"):
+
+        @message(kind=1)
+        class Clash(Message):
+            x: int
+
+
+def test_duplicate_name_is_rejected() -> None:
+    with pytest.raises(MessageError, match=r"name 'Request' .*already registered"):
+
+        @message(kind=60102, name="Request")
+        class Other(Message):
+            x: int
+
+    assert 60102 not in registered_kinds()
+
+
+@pytest.mark.parametrize("kind", [0, -3, 65536, 1.5, True])
+def test_kind_out_of_range_is_rejected(kind: object) -> None:
+    with pytest.raises(MessageError, match="kind must be an integer in 1..65535"):
+        message(kind=kind)  # type: ignore[arg-type]
+
+
+def test_only_message_subclasses_can_register() -> None:
+    class Plain:
+        x: int
+
+    with pytest.raises(MessageError, match="can only decorate Message subclasses"):
+        message(kind=60103)(Plain)  # type: ignore[type-var]
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [list[int], dict[str, int], set[int], tuple[int, ...] | str, object, complex],
+)
+def test_unsupported_field_types_are_rejected(annotation: object) -> None:
+    namespace = {"__annotations__": {"x": annotation}}
+    cls = type("Bad", (Message,), namespace)
+    with pytest.raises(MessageError, match="is not supported"):
+        message(kind=60104)(cls)
+    assert 60104 not in registered_kinds()
+
+
+def test_unknown_kind_lookup() -> None:
+    with pytest.raises(MessageError, match="unknown message kind 59999"):
+        message_class(59999)
+    with pytest.raises(MessageError, match="unknown message kind 'Nope'"):
+        message_class("Nope")
+
+
+def test_resolve_kinds_accepts_classes_names_and_numbers() -> None:
+    assert resolve_kinds(None) is None
+    assert resolve_kinds(Request) == frozenset({1})
+    assert resolve_kinds([Request, "Ack", 2]) == frozenset({1, 2, 6})
+    with pytest.raises(MessageError, match="kinds must be registered Message classes"):
+        resolve_kinds([3.5])  # type: ignore[list-item]
+    with pytest.raises(MessageError, match="kinds must be registered Message classes"):
+        resolve_kinds([Message])
+
+
+def test_message_error_is_a_protocol_error() -> None:
+    assert issubclass(MessageError, ProtocolError)
+
+
+# ------------------------------------------------------------------ coercion
+
+
+def test_values_are_coerced_to_the_declared_types() -> None:
+    s = Sample(np.int32(3), 2, np.bool_(True), "x", bytearray(b"ab"), [1, np.int64(2)], [4, 5])
+    assert type(s.count) is int and s.count == 3
+    assert type(s.weight) is float and s.weight == 2.0
+    assert s.flag is True
+    assert s.blob == b"ab" and type(s.blob) is bytes
+    assert s.items == (1, 2) and all(type(i) is int for i in s.items)
+    assert s.table.dtype == np.int64 and s.table.tolist() == [4, 5]
+
+
+def test_arrays_are_read_only_copies() -> None:
+    grid = np.ones((2, 2))
+    msg = Shaped(grid)
+    grid[0, 0] = 5.0
+    assert msg.grid[0, 0] == 1.0
+    with pytest.raises(ValueError, match="read-only"):
+        msg.grid[0, 0] = 3.0
+
+
+def test_non_contiguous_and_big_endian_arrays_are_normalised() -> None:
+    base = np.arange(12, dtype=">f8").reshape(3, 4)
+    msg = Shaped(base[:, ::2])
+    assert msg.grid.flags.c_contiguous and msg.grid.dtype.isnative
+    assert msg.grid.tolist() == [[0.0, 2.0], [4.0, 6.0], [8.0, 10.0]]
+
+
+def test_safe_integer_arrays_widen_to_the_declared_dtype() -> None:
+    msg = RandomizedValues(1, np.array([1, 2], dtype=np.uint8))
+    assert msg.codes.dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    ("make", "pattern"),
+    [
+        (lambda: Sample(True, 1.0, True, "x", b""), r"Sample\.count must be int, got True"),
+        (lambda: Sample(1.0, 1.0, True, "x", b""), r"Sample\.count must be int, got 1\.0"),
+        (lambda: Sample(2**63, 1.0, True, "x", b""), r"Sample\.count must fit in a signed 64-bit"),
+        (lambda: Sample(1, "1", True, "x", b""), r"Sample\.weight must be float, got '1'"),
+        (lambda: Sample(1, 1.0, 1, "x", b""), r"Sample\.flag must be bool, got 1"),
+        (lambda: Sample(1, 1.0, True, b"x", b""), r"Sample\.label must be str"),
+        (lambda: Sample(1, 1.0, True, "x", "s"), r"Sample\.blob must be bytes"),
+        (lambda: Sample(1, 1.0, True, "x", b"", "12"), r"Sample\.items must be tuple\[int, \.\.\.\]"),
+        (lambda: Sample(1, 1.0, True, "x", b"", (1, "2")), r"Sample\.items\[i\] must be int"),
+        (lambda: Sample(1, 1.0, True, "x", b"", note=3), r"Sample\.note must be str"),
+        (lambda: Sample(1, 1.0, True, "x", b"", table=[1.5]), r"Sample\.table must have dtype in \('int64',\), got dtype float64"),
+        (lambda: Sample(1, 1.0, True, "x", b"", table={1}), r"Sample\.table must be ndarray\[int64\]"),
+        (lambda: Shaped(np.ones(3)), r"Shaped\.grid must be 2-D, got shape \(3,\)"),
+        (lambda: Shaped(np.ones((2, 2), dtype=np.complex128)), r"Shaped\.grid must have dtype in \('float64',\), got dtype complex128"),
+        (lambda: RandomizedValues(1, np.array([1], dtype=np.uint64)), r"must have dtype in \('int64',\), got dtype uint64"),
+    ],
+)
+def test_wrong_types_are_rejected_naming_field_and_value(make, pattern: str) -> None:
+    with pytest.raises(MessageError, match=pattern):
+        make()
+
+
+def test_messages_are_frozen_and_unhashable() -> None:
+    msg = Ack(1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        msg.request_id = 2  # type: ignore[misc]
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(msg)
+
+
+def test_equality_compares_arrays_by_dtype_shape_and_values() -> None:
+    a = Announce("clusters", ((0, 1), (2,)), [1.0, math.nan])
+    b = Announce("clusters", [[0, 1], [2]], np.array([1.0, math.nan]))
+    assert a == b
+    assert a != Announce("clusters", ((0, 1), (2,)), [1.0, 2.0])
+    assert a != Announce("clusters", ((0, 1),), [1.0, math.nan])
+    assert Ack(1) != Abort("x")
+    assert RandomizedValues(1, [1, 2]) != RandomizedValues(1, [1, 3])
+    assert RandomizedValues(1, [1, 2]) == RandomizedValues(1, np.array([1, 2]))
+    assert Shaped(np.ones((1, 2))) != Shaped(np.ones((2, 1)))
+
+
+# ------------------------------------------------------------------ validation of generic kinds
+
+
+def test_request_accepts_a_stochastic_matrix_and_params() -> None:
+    P = np.array([[0.75, 0.25], [0.25, 0.75]])
+    req = Request(3, (1, 0), P, epsilon=math.log(3), ids=(7,))
+    assert req.attributes == (1, 0) and req.matrix.shape == (2, 2) and req.mechanism == "dense"
+    params = Request(4, (0, 1, 2), [0.5, 24.0], mechanism="params")
+    assert params.matrix.tolist() == [0.5, 24.0]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "pattern"),
+    [
+        ({"request_id": -1}, r"Request\.request_id must be >= 0, got -1"),
+        ({"attributes": ()}, r"Request\.attributes must not be empty"),
+        ({"attributes": (0, 0)}, r"Request\.attributes must be distinct"),
+        ({"attributes": (-2,)}, r"Request\.attributes must contain integers >= 0, got -2"),
+        ({"ids": (-1,)}, r"Request\.ids must contain integers >= 0"),
+        ({"epsilon": -0.5}, r"Request\.epsilon must be >= 0 \(inf allowed\), got -0\.5"),
+        ({"epsilon": math.nan}, r"Request\.epsilon must be >= 0"),
+        ({"mechanism": "magic"}, r"Request\.mechanism must be one of \('dense', 'params'\), got 'magic'"),
+        ({"matrix": np.ones((2, 3)) / 3}, r"non-empty square 2-D matrix, got shape \(2, 3\)"),
+        ({"matrix": np.zeros((0, 0))}, r"non-empty square 2-D matrix, got shape \(0, 0\)"),
+        ({"matrix": np.array([[1.5, -0.5], [0.5, 0.5]])}, r"must be finite and >= 0 everywhere"),
+        ({"matrix": np.array([[0.5, 0.4], [0.5, 0.5]])}, r"rows summing to 1 .* worst 0\.1"),
+        ({"matrix": np.array([[np.nan, 1.0], [0.5, 0.5]])}, r"must be finite and >= 0"),
+        ({"matrix": np.array([[np.inf, 1.0], [0.5, 0.5]])}, r"must be finite with rows summing to 1"),
+        ({"matrix": np.ones((2, 2)) / 2, "mechanism": "params"}, r"\(params\) must be 1-D"),
+        ({"matrix": [np.inf], "mechanism": "params"}, r"Request\.matrix must be finite"),
+    ],
+)
+def test_request_validation(kwargs: dict, pattern: str) -> None:
+    base = {"request_id": 1, "attributes": (0,), "matrix": _eye(2)}
+    base.update(kwargs)
+    with pytest.raises(MessageError, match=pattern):
+        Request(**base)
+
+
+@pytest.mark.parametrize(
+    ("make", "pattern"),
+    [
+        (lambda: RandomizedValues(-1, [0]), r"RandomizedValues\.request_id must be >= 0"),
+        (lambda: RandomizedValues(1, [0, -1]), r"RandomizedValues\.codes must be >= 0"),
+        (lambda: RandomizedValues(1, -np.ones(40, dtype=np.int64)), r"RandomizedValues\.codes must be >= 0"),
+        (lambda: RandomizedValues(1, [[0]]), r"RandomizedValues\.codes must be 1-D"),
+        (lambda: Refusal(1, "", 1.0, 0.5), r"Refusal\.reason must not be empty"),
+        (lambda: Refusal(1, "budget", -1.0, 0.5), r"Refusal\.requested must be >= 0"),
+        (lambda: Refusal(1, "budget", 1.0, math.nan), r"Refusal\.remaining must be >= 0"),
+        (lambda: Refusal(-4, "budget", 1.0, 0.5), r"Refusal\.request_id must be >= 0, got -4"),
+        (lambda: Announce(""), r"Announce\.topic must not be empty"),
+        (lambda: Announce("c", ((0,), ())), r"must not contain an empty cluster"),
+        (lambda: Announce("c", ((0, 1), (1, 2))), r"Announce\.clusters must be disjoint"),
+        (lambda: Announce("c", ((0, -1),)), r"Announce\.clusters must contain integers >= 0"),
+        (lambda: Abort(""), r"Abort\.reason must not be empty"),
+        (lambda: Ack(-1), r"Ack\.request_id must be >= 0"),
+        (lambda: Ack(1, (-2,)), r"Ack\.ids must contain integers >= 0"),
+    ],
+)
+def test_generic_kind_validation(make, pattern: str) -> None:
+    with pytest.raises(MessageError, match=pattern):
+        make()
+
+
+def test_valid_generic_messages() -> None:
+    assert RandomizedValues(0, np.arange(40)).codes.sum() == 780
+    assert Refusal(2, "budget exhausted", math.inf, 0.0).requested == math.inf
+    assert Announce("clusters", ((2, 0), (1,)), [0.5, 0.5], (9,)).clusters == ((2, 0), (1,))
+    assert Abort("party 3 crashed", "collect").phase == "collect"
+    assert Ack(5, (1, 2)).ids == (1, 2)
+
+
+def test_validate_errors_of_other_types_become_message_errors() -> None:
+    @message(kind=60105)
+    class Fussy(Message):
+        x: int
+
+        def validate(self) -> None:
+            if self.x == 0:
+                raise ZeroDivisionError("x must not be zero")
+
+    with pytest.raises(MessageError, match="Fussy: invalid message: x must not be zero"):
+        Fussy(0)
+    assert Fussy(2).x == 2
+
+
+def test_float_array_and_default_factory() -> None:
+    ann = Announce("x")
+    assert ann.values.dtype == np.float64 and ann.values.size == 0
+    assert FloatArray is not IntArray
