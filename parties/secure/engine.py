@@ -21,6 +21,7 @@ count.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import secrets
 import time
 from abc import ABC, abstractmethod
@@ -48,6 +49,10 @@ __all__ = [
     "encoded_size",
     "as_ring_vector",
     "collect",
+    "checked_vector",
+    "receive_sum",
+    "run_both",
+    "to_counts",
 ]
 
 
@@ -430,3 +435,59 @@ async def run_both(first: Any, second: Any) -> tuple[Any, Any]:
         protocol = [e for e in group.exceptions if isinstance(e, ProtocolError)]
         raise (protocol or list(group.exceptions))[0] from None
     return t1.result(), t2.result()
+
+
+def checked_vector(values: np.ndarray, ring: ZMod, ctx: SecureSumContext, tag: int, src: int) -> np.ndarray:
+    """A received vector must be ring elements of length L (``tag`` < 0) or 1 (one combination)."""
+    expected = ctx.length if tag < 0 else 1
+    if values.shape != (expected,):
+        raise MessageError(f"{actor_name(src)} sent {values.shape} cells, expected ({expected},)")
+    try:
+        return ring.check(values, f"vector from {actor_name(src)}")
+    except ConfigurationError as exc:
+        raise MessageError(str(exc)) from None
+
+
+async def receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type, field: str, tag: int,
+                       ctx: SecureSumContext, ring: ZMod, phase: str, timeout: float) -> np.ndarray:
+    """Receive one ``kind`` message (ShareVector / PartialSum) from every peer and sum its
+    ``field`` mod M, one message at a time (no buffering of n vectors).
+
+    Duplicated deliveries of the same message are ignored; a message of another session or
+    combination, or a second different message from a peer, is a MessageError; missing peers
+    after ``timeout`` seconds raise RoundTimeout naming them.
+    """
+    expected = set(peers)
+    acc = np.zeros(ctx.length if tag < 0 else 1, dtype=np.uint64)
+    seen: dict[int, bytes] = {}  # digests, to recognise duplicated deliveries
+    try:
+        async with asyncio.timeout(timeout):
+            while expected:
+                env = await ep.recv(kinds=kind, phase=phase, timeout=None)
+                msg = env.message
+                if msg.session != ctx.session or msg.combination != tag:
+                    raise MessageError(
+                        f"{actor_name(ep.actor)} got {kind.NAME} for session {msg.session!r} "
+                        f"combination {msg.combination} while running {ctx.session!r} / {tag}"
+                    )
+                values = checked_vector(getattr(msg, field), ring, ctx, tag, env.src)
+                digest = hashlib.blake2b(values.tobytes(), digest_size=16).digest()
+                if env.src not in expected:
+                    if seen.get(env.src) == digest:
+                        continue  # a duplicated delivery of the same message
+                    raise MessageError(
+                        f"{actor_name(ep.actor)} got an unexpected {kind.NAME} from "
+                        f"{actor_name(env.src)} in phase {phase!r}"
+                    )
+                expected.discard(env.src)
+                seen[env.src] = digest
+                acc = ring.add(acc, values)
+    except TimeoutError:
+        missing = tuple(sorted(expected))
+        raise RoundTimeout(
+            f"phase {phase!r}: {actor_name(ep.actor)} got no {kind.NAME} from "
+            f"{len(missing)} part{'y' if len(missing) == 1 else 'ies'} {list(missing)[:10]} "
+            f"within {timeout} s",
+            phase=phase, timeout=timeout, missing=missing,
+        ) from None
+    return acc

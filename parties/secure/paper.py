@@ -25,12 +25,11 @@ that crashes stalls the sum: the others time out and the controller raises
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from types import MappingProxyType
 
 import numpy as np
 
-from mprr.errors import ConfigurationError, MessageError, PartyDropped, RoundTimeout
+from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
 from parties.network import CONTROLLER, Endpoint, Transport, actor_name
 from parties.secure.engine import (
     SecureSumContext,
@@ -38,7 +37,9 @@ from parties.secure.engine import (
     TrafficCost,
     as_ring_vector,
     collect,
+    checked_vector,
     encoded_size,
+    receive_sum,
     run_both,
     to_counts,
 )
@@ -127,14 +128,14 @@ class PaperEngine(SecureSumEngine):
 
         received = await run_both(
             send_shares(),
-            _receive_sum(ep, peers, ShareVector, "shares", tag, ctx, ring, phase_shares,
+            receive_sum(ep, peers, ShareVector, "shares", tag, ctx, ring, phase_shares,
                          self.round_timeout),
         )
         own = ring.neg(sent)  # r_ii: all n shares sum to 0 (mod n + 1)
         r_j = ring.add(ring.add(own, received[1]), x)  # step 3
         await ep.broadcast((*peers, CONTROLLER), PartialSum(ctx.session, tag, r_j),
                            phase=phase_broadcast)
-        others = await _receive_sum(ep, peers, PartialSum, "values", tag, ctx, ring,
+        others = await receive_sum(ep, peers, PartialSum, "values", tag, ctx, ring,
                                     phase_broadcast, self.round_timeout)
         return ring.add(others, r_j)  # step 4
 
@@ -157,7 +158,7 @@ class PaperEngine(SecureSumEngine):
                     "no count is returned",
                     parties=exc.missing,
                 ) from exc
-            rows = np.stack([_checked(m.values, ring, ctx, tag, src) for src, m in got.items()])
+            rows = np.stack([checked_vector(m.values, ring, ctx, tag, src) for src, m in got.items()])
             parts.append(ring.sum(rows, axis=0))
         return to_counts(np.concatenate(parts)), ctx.parties
 
@@ -187,53 +188,3 @@ def _phases(tag: int) -> tuple[str, str]:
     if tag < 0:
         return "paper/shares", "paper/broadcast"
     return f"paper/shares/{tag}", f"paper/broadcast/{tag}"
-
-
-def _checked(values: np.ndarray, ring: ZMod, ctx: SecureSumContext, tag: int, src: int) -> np.ndarray:
-    """A received vector must be ring elements of the expected length for this combination."""
-    expected = ctx.length if tag < 0 else 1
-    if values.shape != (expected,):
-        raise MessageError(f"{actor_name(src)} sent {values.shape} cells, expected ({expected},)")
-    try:
-        return ring.check(values, f"vector from {actor_name(src)}")
-    except ConfigurationError as exc:
-        raise MessageError(str(exc)) from None
-
-
-async def _receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type, field: str, tag: int,
-                       ctx: SecureSumContext, ring: ZMod, phase: str, timeout: float) -> np.ndarray:
-    """Receive one ``kind`` message from every peer (one at a time, summing as they arrive)."""
-    expected = set(peers)
-    acc = np.zeros(ctx.length if tag < 0 else 1, dtype=np.uint64)
-    seen: dict[int, bytes] = {}  # digests, to recognise duplicated deliveries
-    try:
-        async with asyncio.timeout(timeout):
-            while expected:
-                env = await ep.recv(kinds=kind, phase=phase, timeout=None)
-                msg = env.message
-                if msg.session != ctx.session or msg.combination != tag:
-                    raise MessageError(
-                        f"{actor_name(ep.actor)} got {kind.NAME} for session {msg.session!r} "
-                        f"combination {msg.combination} while running {ctx.session!r} / {tag}"
-                    )
-                values = _checked(getattr(msg, field), ring, ctx, tag, env.src)
-                digest = hashlib.blake2b(values.tobytes(), digest_size=16).digest()
-                if env.src not in expected:
-                    if seen.get(env.src) == digest:
-                        continue  # a duplicated delivery of the same message
-                    raise MessageError(
-                        f"{actor_name(ep.actor)} got an unexpected {kind.NAME} from "
-                        f"{actor_name(env.src)} in phase {phase!r}"
-                    )
-                expected.discard(env.src)
-                seen[env.src] = digest
-                acc = ring.add(acc, values)
-    except TimeoutError:
-        missing = tuple(sorted(expected))
-        raise RoundTimeout(
-            f"phase {phase!r}: {actor_name(ep.actor)} got no {kind.NAME} from "
-            f"{len(missing)} part{'y' if len(missing) == 1 else 'ies'} {list(missing)[:10]} "
-            f"within {timeout} s",
-            phase=phase, timeout=timeout, missing=missing,
-        ) from None
-    return acc
