@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from mprr.errors import ConfigurationError
 from scenarios.config import ENGINES, Schema, ScenarioConfig, parse_config, read_toml, scenario_section
@@ -237,10 +237,3 @@ def load(target: str | Path) -> tuple[ScenarioConfig, ScenarioSpec]:
     )
     return config, spec
 
-
-def describe(spec: ScenarioSpec) -> dict[str, Any]:
-    """Parameter documentation of a kind (key, type, default, help) for ``mprr show``-like use."""
-    return {
-        f.key: {"type": f.type.describe(), "default": f.default, "help": f.help}
-        for f in spec.schema.fields()
-    }
