@@ -165,3 +165,15 @@ def test_resolve_and_get(tmp_path: Path) -> None:
     toml = _probe_toml(tmp_path)
     assert resolve(str(toml)) == toml
     assert get("cli_probe").default_runs == 2
+
+
+def test_console_entry_point_exits_2_without_traceback(tmp_path: Path) -> None:
+    """What `make demo` shows until local_anonymization exists: one line, exit code 2."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "scenarios.cli", "run", "no_such_scenario"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("mprr: error: unknown scenario 'no_such_scenario'; available scenarios:")
+    assert proc.stderr.count("\n") == 1 and proc.stdout == ""
