@@ -1,4 +1,23 @@
 """scenarios — runnable scenarios: TOML configs, the runner / CLI and report writers.
 
-Imports go one way: ``scenarios`` → ``parties`` → ``mprr``.
+Imports go one way: ``scenarios`` → ``parties`` → ``mprr``. Scenarios may read files and use
+clocks; ``mprr`` may not.
+
+Modules, in dependency order:
+
+- ``config``     — TOML reading and schema validation (key, bad value, what is allowed)
+- ``progress``   — dependency-free progress bars on stderr
+- ``plots``      — PNG figures (matplotlib Agg canvas, no pyplot)
+- ``report``     — ``ScenarioResult``; results.json and report.md writers
+- ``registry``   — runner kinds and the shipped configs (``configs/*.toml``)
+- ``runner``     — run a scenario and write its report
+- ``cli``        — the ``mprr`` command (``run``, ``list``, ``show``)
+- ``datasets``   — file I/O: ``load_adult``, ``load_csv``
+- ``montecarlo`` — parallel Monte Carlo over runs with per-run seeds
+- ``tables``     — ``bistochastic_table``, ``lambda_table`` (the two papers' Table 1)
+- ``paper_adult`` — ``adult_table1``, ``adult_table2``, ``adult_figure3`` (main paper)
+- ``kikuchi``    — ``kikuchi_sweeps`` (RR-Ind-Joint paper Fig. 5–8, Table 1)
+- ``local_anonymization`` — the default demo: RR-Clusters + Adjustment through the actors
+- ``communication`` — ``communication_cost``: measured vs closed-form costs
+- ``faults``     — ``secure_sum_faults``: dropout rate vs outcome per engine
 """
