@@ -3,8 +3,9 @@
 Each protocol takes a :class:`mprr.data.Dataset` (party i holds row i), its parameters, a
 keyword-only ``rng`` (``numpy.random.Generator`` for Monte Carlo sweeps, or
 :class:`mprr.streams.PartyStreams` so that the actor simulator can replay exactly the same
-releases) and a ``postprocess`` choice (``"clip-rescale"`` as in the paper, ``"project-simplex"``
-or ``"ibu"``), and returns a :class:`ProtocolResult`.
+releases) and a ``postprocess`` choice (``"clip-rescale"`` as in the paper, ``"project-simplex"``,
+``"ibu"``, or ``"none"`` for the raw unbiased eq. (2) estimate), and returns a
+:class:`ProtocolResult` that says which one was used.
 
 Draw-order contract (:mod:`mprr.streams`): each released value (attribute, pair, cluster or
 record) consumes one uniform from the releasing party's stream; every protocol's docstring

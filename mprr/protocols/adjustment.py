@@ -59,6 +59,11 @@ def rr_adjustment(
     if not isinstance(result, ProtocolResult) or result.protocol not in ADJUSTABLE:
         got = result.protocol if isinstance(result, ProtocolResult) else type(result).__name__
         raise ConfigurationError(f"rr_adjustment applies to results of {list(ADJUSTABLE)}, got {got!r}")
+    if result.postprocessing == "none":
+        raise ConfigurationError(
+            "rr_adjustment needs proper marginal targets; the result used postprocess='none' "
+            "(raw eq. 2, possibly negative): rerun with 'clip-rescale', 'project-simplex' or 'ibu'"
+        )
     estimate = result.estimate
     if not isinstance(estimate, ProductDistribution):
         raise ConfigurationError(

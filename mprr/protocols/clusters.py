@@ -75,8 +75,8 @@ def rr_clusters(
     rng
         ``numpy.random.Generator`` or :class:`mprr.streams.PartyStreams`.
     postprocess
-        ``"clip-rescale"`` (paper, default), ``"project-simplex"`` or ``"ibu"``; used for the
-        cluster estimates and the estimated pair tables.
+        ``"clip-rescale"`` (paper, default), ``"project-simplex"``, ``"ibu"`` or ``"none"``;
+        used for the cluster estimates and the estimated pair tables.
     max_cells
         Largest cluster domain the release accepts (DomainTooLargeError beyond; only reachable
         when ``Tv > max_cells``).

@@ -34,14 +34,15 @@ DEFAULT_POSTPROCESS = "clip-rescale"
 """The paper's choice (main paper 6.4)."""
 
 
-def check_postprocess(method: object, *, allow_none: bool = False) -> str:
+def check_postprocess(method: object, *, allow_none: bool = True) -> str:
     """Validate a post-processing name against :data:`mprr.estimation.POSTPROCESSORS`.
 
     Parameters
     ----------
     method
-        One of ``"clip-rescale"``, ``"project-simplex"``, ``"ibu"`` (and ``"none"`` when
-        ``allow_none``).
+        One of ``"clip-rescale"``, ``"project-simplex"``, ``"ibu"`` and (when ``allow_none``)
+        ``"none"``: the raw unbiased eq. (2) estimate, possibly negative (estimates then carry
+        ``allow_negative=True`` and cannot be sampled or adjusted).
     allow_none
         Whether the raw, possibly negative eq. (2) estimate is acceptable.
     """
@@ -90,4 +91,4 @@ def product_estimate(
         estimate_unit(mat, counts, method).reshape(us)
         for mat, counts, us in zip(released.matrices, released.counts, released.unit_sizes)
     )
-    return ProductDistribution(released.units, factors, sizes)
+    return ProductDistribution(released.units, factors, sizes, allow_negative=(method == "none"))

@@ -136,7 +136,7 @@ def rr_ind_joint(
     rng
         ``numpy.random.Generator`` or :class:`mprr.streams.PartyStreams`.
     postprocess
-        ``"clip-rescale"`` (default), ``"project-simplex"`` or ``"ibu"`` (mode-product IBU).
+        ``"clip-rescale"`` (default), ``"project-simplex"``, ``"ibu"`` (mode-product IBU) or ``"none"``.
     max_cells
         Largest group domain estimated (DomainTooLargeError beyond, checked before drawing).
 
@@ -171,9 +171,11 @@ def rr_ind_joint(
     released = release_units("attributes", dataset.codes, sizes, units, mats, uniforms)
     factors = [_kron_estimate(released.codes, sizes, mats, g, method, max_cells) for g in groups_t]  # type: ignore[arg-type]
     if len(groups_t) == 1:
-        estimate: DenseDistribution | ProductDistribution = DenseDistribution(factors[0])
+        estimate: DenseDistribution | ProductDistribution = DenseDistribution(
+            factors[0], allow_negative=(method == "none")
+        )
     else:
-        estimate = ProductDistribution(groups_t, factors, sizes)
+        estimate = ProductDistribution(groups_t, factors, sizes, allow_negative=(method == "none"))
     params = {
         "n": dataset.n,
         "m": m,

@@ -59,7 +59,7 @@ def rr_independent(
         A ``numpy.random.Generator`` or :class:`mprr.streams.PartyStreams` (one stream per
         record).
     postprocess
-        ``"clip-rescale"`` (paper, default), ``"project-simplex"`` or ``"ibu"``.
+        ``"clip-rescale"`` (paper, default), ``"project-simplex"``, ``"ibu"`` or ``"none"`` (raw eq. 2).
 
     Returns
     -------

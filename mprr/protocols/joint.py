@@ -70,7 +70,7 @@ def rr_joint(
     rng
         ``numpy.random.Generator`` or :class:`mprr.streams.PartyStreams`.
     postprocess
-        ``"clip-rescale"`` (default), ``"project-simplex"`` or ``"ibu"``.
+        ``"clip-rescale"`` (default), ``"project-simplex"``, ``"ibu"`` or ``"none"`` (raw eq. 2).
     max_cells
         Largest joint domain accepted (default :data:`DEFAULT_JOINT_MAX_CELLS`).
 

@@ -179,7 +179,7 @@ def lambda_protocol(
     rng
         ``numpy.random.Generator`` or :class:`mprr.streams.PartyStreams`.
     postprocess
-        ``"clip-rescale"`` (default), ``"project-simplex"`` or ``"ibu"``.
+        ``"clip-rescale"`` (default), ``"project-simplex"``, ``"ibu"`` or ``"none"`` (raw eq. 2).
     max_cells
         Largest joint domain estimated (checked before anything is drawn).
 
@@ -249,7 +249,7 @@ def lambda_protocol(
         protocol="lambda-randomization",
         parameters=params,
         schema=dataset.schema,
-        estimate=DenseDistribution(tensor),
+        estimate=DenseDistribution(tensor, allow_negative=(method == "none")),
         releases=(released,),
         ledger=Ledger(released.ledger_entries(dataset.schema.names)),
         postprocessing=method,

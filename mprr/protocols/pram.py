@@ -234,7 +234,7 @@ def pram(
         protocol="PRAM",
         parameters=params,
         schema=dataset.schema,
-        estimate=DenseDistribution(tensor),
+        estimate=DenseDistribution(tensor, allow_negative=(method == "none" and invariant is None)),
         releases=(released,),
         ledger=ledger,
         postprocessing=method,

@@ -1,0 +1,92 @@
+"""Tests for mprr.protocols.budget (main paper 6.3 matrices)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mprr.errors import ConfigurationError
+from mprr.matrices import grr, keep_or_uniform
+from mprr.protocols.budget import (
+    attribute_epsilons,
+    attribute_matrices,
+    check_epsilon,
+    cluster_matrix,
+    pair_matrix,
+)
+
+
+@pytest.mark.parametrize("k, p", [(2, 0.5), (9, 0.1), (16, 0.7), (5, 0.3)])
+def test_attribute_epsilon_of_the_stochastic_6_3_1_matrix(k: int, p: float) -> None:
+    # Keep-or-uniform: diagonal p + (1-p)/k, off (1-p)/k, so eq. (4) gives ln(1 + pk/(1-p)).
+    (P,) = attribute_matrices([k], p=p)
+    assert np.allclose(np.diag(P.values), p + (1 - p) / k)
+    assert attribute_epsilons([P])[0] == pytest.approx(math.log(1 + p * k / (1 - p)), rel=1e-12)
+
+
+def test_published_6_3_1_epsilon_differs_from_the_matrix() -> None:
+    # Main paper 6.3.1 prints eps_A = |ln(p / ((1-p)/|A|))| for a matrix whose rows do not sum
+    # to 1; for |A| = 2, p = 0.5 that is ln 2 = 0.693, while the stochastic matrix has ln 3.
+    (P,) = attribute_matrices([2], p=0.5)
+    assert abs(math.log(0.5 / (0.5 / 2))) == pytest.approx(math.log(2))
+    assert P.epsilon == pytest.approx(math.log(3))
+
+
+def test_cluster_matrix_carries_the_sum_of_attribute_epsilons() -> None:
+    sizes = [9, 16, 7]
+    mats = attribute_matrices(sizes, p=0.5)
+    eps = attribute_epsilons(mats)
+    C = cluster_matrix(sizes, eps)
+    assert C.size == 9 * 16 * 7
+    assert C.epsilon == pytest.approx(sum(eps), rel=1e-12)
+    assert np.allclose(C.values.sum(axis=1), 1.0)
+
+
+def test_singleton_cluster_matrix_is_the_attribute_matrix() -> None:
+    # The 6.3.2 matrix of a one-attribute cluster is the 6.3.1 matrix itself (same eps, optimal).
+    (P,) = attribute_matrices([6], p=0.3)
+    C = cluster_matrix([6], [P.epsilon])
+    assert np.allclose(C.values, P.values, atol=1e-12)
+
+
+def test_pair_matrix_epsilon() -> None:
+    assert pair_matrix((3, 4), (0.5, 1.0)).epsilon == pytest.approx(1.5)
+    assert pair_matrix((3, 4), (0.5, 1.0), epsilon_pair=0.7).epsilon == pytest.approx(0.7)
+    assert pair_matrix((3, 4), (0.5, 1.0)).size == 12
+
+
+def test_epsilon_and_matrices_choices() -> None:
+    mats = attribute_matrices([3, 4], epsilon=[1.0, 2.0])
+    assert [m.epsilon for m in mats] == pytest.approx([1.0, 2.0])
+    given = (grr(3, 1.0), keep_or_uniform(4, 0.2))
+    assert attribute_matrices([3, 4], matrices=given) == given
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({}, "exactly one of p, epsilon or matrices"),
+        ({"p": 0.5, "epsilon": 1.0}, "exactly one of p, epsilon or matrices"),
+        ({"p": 1.0}, r"p must be a probability in \(0, 1\)"),
+        ({"p": 0.0}, r"p must be a probability in \(0, 1\)"),
+        ({"p": [0.5]}, "one value per attribute"),
+        ({"epsilon": -1.0}, "epsilon must be finite and > 0, got -1.0"),
+        ({"epsilon": math.inf}, "epsilon must be finite and > 0"),
+        ({"matrices": (grr(3, 1.0),)}, "one matrix per attribute"),
+        ({"matrices": (grr(3, 1.0), grr(3, 1.0))}, r"matrices\[1\] must be 4x4"),
+        ({"matrices": (grr(3, 1.0), "x")}, r"matrices\[1\] must be a RandomizationMatrix"),
+    ],
+)
+def test_bad_choices(kwargs: dict, match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        attribute_matrices([3, 4], **kwargs)
+
+
+def test_check_epsilon() -> None:
+    assert check_epsilon(2) == 2.0
+    with pytest.raises(ConfigurationError, match="epsilon must be finite and > 0, got True"):
+        check_epsilon(True)
+    with pytest.raises(ConfigurationError, match="cluster attribute epsilon must be finite"):
+        cluster_matrix([2, 2], [1.0, math.inf])
