@@ -316,9 +316,12 @@ class Endpoint:
             return env
         waiter = _Waiter(kind_set, source_set, phase, asyncio.get_running_loop().create_future())
         self._waiters.append(waiter)
+        returned = False
         try:
             async with asyncio.timeout(timeout):
-                return await waiter.future
+                env = await waiter.future
+            returned = True
+            return env
         except TimeoutError:
             missing = tuple(sorted(source_set)) if source_set is not None else ()
             raise RoundTimeout(
@@ -328,7 +331,7 @@ class Endpoint:
                 phase=phase or "", timeout=timeout, missing=missing,
             ) from None
         finally:
-            self._forget(waiter)
+            self._forget(waiter, returned)
 
     async def gather(
         self,
@@ -365,13 +368,16 @@ class Endpoint:
         waiter = _Waiter(kind_set, None, phase, asyncio.get_running_loop().create_future(), want)
         waiter.got = got
         self._waiters.append(waiter)
+        returned = False
         try:
             async with asyncio.timeout(timeout):
-                return await waiter.future
+                result = await waiter.future
+            returned = True
+            return result
         except TimeoutError:
             if partial:
-                result, waiter.got = waiter.got, {}
-                return result
+                returned = True
+                return dict(waiter.got)
             missing = tuple(sorted(waiter.want or ()))
             raise RoundTimeout(
                 f"phase {phase or '(any)'!r}: {actor_name(self.actor)} timed out after {timeout} s "
@@ -380,22 +386,24 @@ class Endpoint:
                 phase=phase or "", timeout=timeout, missing=missing,
             ) from None
         finally:
-            self._forget(waiter)
+            self._forget(waiter, returned)
 
-    def _forget(self, waiter: _Waiter) -> None:
+    def _forget(self, waiter: _Waiter, returned: bool) -> None:
+        """Drop a finished waiter; unless its catch was returned, put the catch back."""
         try:
             self._waiters.remove(waiter)
         except ValueError:
             pass
+        if returned:
+            return
         fut = waiter.future
-        if fut.done() and not fut.cancelled() and fut.exception() is None and waiter.want is None:
-            # delivered just as the recv was cancelled: put the message back, nothing is lost
-            env = fut.result()
-            if not any(e is env for e in self._buffer):
-                self._buffer.appendleft(env)
-        if waiter.want is not None and not fut.done():
+        if waiter.want is None:
+            # delivered just as the recv timed out or was cancelled: nothing is lost
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                self._buffer.appendleft(fut.result())
+        else:
             for env in reversed(list(waiter.got.values())):
-                self._buffer.appendleft(env)  # a cancelled/failed gather returns its catch
+                self._buffer.appendleft(env)
 
     # ------------------------------------------------------------------ delivery side
     def _put(self, env: Envelope, position: int | None = None) -> None:

@@ -1,0 +1,333 @@
+"""parties.transport: topology, endpoints, buffering, filtered receive, gather, timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+
+import networkx as nx
+import pytest
+
+from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
+from parties.codec import encode
+from parties.messages import Abort, Ack, Announce, RandomizedValues, Request
+from parties.network import CONTROLLER, InMemoryNetwork
+from parties.transport import Topology
+from tests.parties.transport_helpers import ChaosTransport, answer_requests, identity_matrix
+
+T = 0.05  # tiny timeouts keep the failure tests fast
+
+
+# ------------------------------------------------------------------ topology
+
+
+async def test_star_lets_parties_reach_only_the_controller() -> None:
+    net = InMemoryNetwork(3)
+    await net.endpoint(0).send(CONTROLLER, Ack(1), phase="p")
+    await net.endpoint(CONTROLLER).send(2, Ack(2), phase="p")
+    with pytest.raises(ProtocolError, match=r"party 0 cannot send to party 1: no link in the topology; relay via \[0, -1, 1\]"):
+        await net.endpoint(0).send(1, Ack(1), phase="p")
+    with pytest.raises(ProtocolError, match="party 2 cannot send to itself"):
+        await net.endpoint(2).send(2, Ack(1), phase="p")
+    with pytest.raises(ProtocolError, match=r"dst must be CONTROLLER \(-1\) or a party id in 0\.\.2, got 3"):
+        await net.endpoint(0).send(3, Ack(1), phase="p")
+    assert net.statistics().messages == 2
+
+
+async def test_graph_topology_adds_party_links_and_keeps_the_controller_star() -> None:
+    net = InMemoryNetwork(4, topology=nx.cycle_graph(4))
+    await net.endpoint(0).send(1, Ack(1), phase="share")
+    await net.endpoint(0).send(3, Ack(1), phase="share")
+    await net.endpoint(2).send(CONTROLLER, Ack(1), phase="sum")
+    with pytest.raises(ProtocolError, match="party 0 cannot send to party 2"):
+        await net.endpoint(0).send(2, Ack(1), phase="share")
+    assert net.hops(0, 1) == 1 and net.hops(0, 2) == 2 and net.hops(0, CONTROLLER) == 1
+    assert net.topology.neighbours(0) == (CONTROLLER, 1, 3)
+
+
+async def test_controller_links_follow_the_graph_when_it_names_the_controller() -> None:
+    g = nx.path_graph([CONTROLLER, 0, 1, 2])  # controller - 0 - 1 - 2
+    net = InMemoryNetwork(3, topology=g)
+    with pytest.raises(ProtocolError, match=r"controller cannot send to party 2: .* relay via \[-1, 0, 1, 2\]"):
+        await net.endpoint(CONTROLLER).send(2, Ack(1), phase="p")
+    assert net.path(2, CONTROLLER) == [2, 1, 0, CONTROLLER]
+    assert net.hops(CONTROLLER, 2) == 3
+
+
+def test_unreachable_party_and_relay_paths() -> None:
+    g = nx.Graph()
+    g.add_nodes_from([CONTROLLER, 0, 1])
+    g.add_edge(CONTROLLER, 0)
+    top = Topology(2, g)
+    with pytest.raises(ProtocolError, match="no route from controller to party 1"):
+        top.path(CONTROLLER, 1)
+    star = Topology(5)
+    assert star.path(1, 4) == [1, CONTROLLER, 4] and star.hops(1, 4) == 2
+    assert star.hops(3, 3) == 0
+    assert star.neighbours(CONTROLLER) == (0, 1, 2, 3, 4)
+    assert star.neighbours(2) == (CONTROLLER,)
+
+
+@pytest.mark.parametrize(
+    ("graph", "pattern"),
+    [
+        (nx.DiGraph([(0, 1)]), "undirected networkx.Graph"),
+        (nx.Graph([(0, 7)]), r"party ids 0\.\.2 or CONTROLLER \(-1\), got \[7\]"),
+        (nx.Graph([("a", 0)]), r"got \['a'\]"),
+        ([(0, 1)], "undirected networkx.Graph"),
+    ],
+)
+def test_invalid_topologies_are_rejected(graph: object, pattern: str) -> None:
+    with pytest.raises(ConfigurationError, match=pattern):
+        InMemoryNetwork(3, topology=graph)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("n", [0, -1, 2.0, True])
+def test_invalid_party_count(n: object) -> None:
+    with pytest.raises(ConfigurationError, match="n \\(number of parties\\) must be an integer >= 1"):
+        InMemoryNetwork(n)  # type: ignore[arg-type]
+
+
+def test_endpoints_are_cached_and_checked() -> None:
+    net = InMemoryNetwork(2)
+    assert net.endpoint(1) is net.endpoint(1)
+    assert net.actors == (CONTROLLER, 0, 1)
+    with pytest.raises(ProtocolError, match="actor must be CONTROLLER"):
+        net.endpoint(2)
+
+
+# ------------------------------------------------------------------ send / recv
+
+
+async def test_request_reply_inside_a_task_group() -> None:
+    net = InMemoryNetwork(2)
+    ctrl = net.endpoint(CONTROLLER)
+    req = Request(7, (0,), identity_matrix(3))
+
+    async def controller() -> RandomizedValues:
+        await ctrl.send(1, req, phase="collect")
+        env = await ctrl.recv(kinds=RandomizedValues, sources=[1], phase="collect", timeout=1.0)
+        assert env.src == 1 and env.dst == CONTROLLER and env.phase == "collect"
+        assert env.size == len(encode(env.message)) == 35
+        assert env.msg is env.message and env.kind == "RandomizedValues"
+        return env.message
+
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(answer_requests(net.endpoint(1), 1))
+        reply = tg.create_task(controller())
+    assert reply.result() == RandomizedValues(7, [1])
+
+
+async def test_unmatched_messages_stay_buffered_in_arrival_order() -> None:
+    net = InMemoryNetwork(3)
+    ctrl = net.endpoint(CONTROLLER)
+    await net.endpoint(0).send(CONTROLLER, Ack(1), phase="a")
+    await net.endpoint(1).send(CONTROLLER, Abort("x"), phase="b")
+    await net.endpoint(2).send(CONTROLLER, Ack(2), phase="b")
+    await net.endpoint(0).send(CONTROLLER, Ack(3), phase="b")
+    assert ctrl.buffered == 4
+    env = await ctrl.recv(kinds=Abort, timeout=T)
+    assert env.src == 1
+    env = await ctrl.recv(kinds=[Ack], phase="b", timeout=T)
+    assert env.message == Ack(2)
+    env = await ctrl.recv(sources=0, phase="b", timeout=T)
+    assert env.message == Ack(3)
+    assert [e.message for e in ctrl.pending()] == [Ack(1)]
+    assert (await ctrl.recv(timeout=T)).message == Ack(1)
+    assert ctrl.buffered == 0
+
+
+async def test_a_waiting_recv_only_takes_what_matches() -> None:
+    net = InMemoryNetwork(2)
+    ctrl = net.endpoint(CONTROLLER)
+
+    async def later() -> None:
+        await asyncio.sleep(0.005)
+        await net.endpoint(0).send(CONTROLLER, Ack(1), phase="p")
+        await net.endpoint(1).send(CONTROLLER, Abort("done"), phase="p")
+
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(later())
+        got = tg.create_task(ctrl.recv(kinds="Abort", timeout=1.0))
+    assert got.result().message == Abort("done")
+    assert [e.message for e in ctrl.pending()] == [Ack(1)]
+
+
+async def test_concurrent_receivers_on_one_endpoint_each_get_their_kind() -> None:
+    net = InMemoryNetwork(1)
+    ep = net.endpoint(0)
+    ctrl = net.endpoint(CONTROLLER)
+    async with asyncio.TaskGroup() as tg:
+        acks = tg.create_task(ep.recv(kinds=Ack, timeout=1.0))
+        aborts = tg.create_task(ep.recv(kinds=Abort, timeout=1.0))
+        await asyncio.sleep(0)
+        await ctrl.send(0, Abort("a"), phase="p")
+        await ctrl.send(0, Ack(4), phase="p")
+    assert acks.result().message == Ack(4) and aborts.result().message == Abort("a")
+
+
+async def test_recv_timeout_names_phase_and_missing_sources() -> None:
+    net = InMemoryNetwork(5)
+    ctrl = net.endpoint(CONTROLLER)
+    with pytest.raises(RoundTimeout, match=r"phase 'collect': controller timed out after 0.05 s waiting for RandomizedValues from party 3, party 4") as info:
+        await ctrl.recv(kinds=RandomizedValues, sources=[4, 3], phase="collect", timeout=T)
+    assert info.value.phase == "collect" and info.value.missing == (3, 4) and info.value.timeout == T
+    with pytest.raises(RoundTimeout, match=r"phase '\(any\)': party 0 timed out .* waiting for any message") as info:
+        await net.endpoint(0).recv(timeout=T)
+    assert info.value.missing == ()
+
+
+@pytest.mark.parametrize("timeout", [0, -1.0, float("nan"), "1"])
+async def test_timeout_must_be_positive(timeout: object) -> None:
+    net = InMemoryNetwork(1)
+    with pytest.raises(ConfigurationError, match="timeout must be > 0 seconds or None"):
+        await net.endpoint(0).recv(timeout=timeout)  # type: ignore[arg-type]
+
+
+async def test_phase_must_be_a_non_empty_string() -> None:
+    net = InMemoryNetwork(1)
+    with pytest.raises(ConfigurationError, match="phase must be a non-empty string, got ''"):
+        await net.endpoint(0).send(CONTROLLER, Ack(1), phase="")
+    with pytest.raises(ConfigurationError, match="phase must be a non-empty string"):
+        net.begin_round("")
+
+
+async def test_a_cancelled_recv_loses_nothing() -> None:
+    net = InMemoryNetwork(1)
+    ctrl = net.endpoint(CONTROLLER)
+    task = asyncio.create_task(ctrl.recv(kinds=Ack, timeout=None))
+    await asyncio.sleep(0)
+    task.cancel()
+    await net.endpoint(0).send(CONTROLLER, Ack(1), phase="p")  # delivered as the recv is cancelled
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert [e.message for e in ctrl.pending()] == [Ack(1)]
+
+
+async def test_rejected_kind_raises_at_the_receiver() -> None:
+    net = InMemoryNetwork(2)
+    party = net.endpoint(0, accept=[Request, Announce, Abort])
+    ctrl = net.endpoint(CONTROLLER)
+    await ctrl.send(0, Ack(1), phase="p")
+    with pytest.raises(MessageError, match=r"party 0 rejected a message from controller in phase 'p': unexpected message kind Ack \(6\)"):
+        await party.recv(timeout=T)
+    assert net.statistics().rejected == 1 and party.buffered == 0
+    await ctrl.send(0, Abort("ok"), phase="p")
+    assert (await party.recv(timeout=T)).message == Abort("ok")
+    # a rejection also wakes a receiver that is already waiting
+    waiting = asyncio.create_task(party.recv(kinds=Abort, timeout=1.0))
+    await asyncio.sleep(0)
+    await ctrl.send(0, Ack(2), phase="p")
+    with pytest.raises(MessageError, match="unexpected message kind Ack"):
+        await waiting
+
+
+# ------------------------------------------------------------------ gather
+
+
+async def test_gather_collects_one_message_per_source() -> None:
+    net = InMemoryNetwork(4)
+    ctrl = net.endpoint(CONTROLLER)
+    await net.endpoint(2).send(CONTROLLER, Ack(2), phase="p")
+    await net.endpoint(2).send(CONTROLLER, Ack(22), phase="p")  # a second one stays buffered
+    await net.endpoint(1).send(CONTROLLER, Abort("other kind"), phase="p")
+
+    async def later() -> None:
+        await asyncio.sleep(0.002)
+        for i in (0, 1, 3):
+            await net.endpoint(i).send(CONTROLLER, Ack(i), phase="p")
+
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(later())
+        got = tg.create_task(ctrl.gather(range(4), kinds=Ack, phase="p", timeout=1.0))
+    result = got.result()
+    assert sorted(result) == [0, 1, 2, 3]
+    assert {i: e.message.request_id for i, e in result.items()} == {0: 0, 1: 1, 2: 2, 3: 3}
+    assert [e.message for e in ctrl.pending()] == [Ack(22), Abort("other kind")]
+
+
+async def test_gather_timeout_lists_missing_and_keeps_what_arrived() -> None:
+    net = InMemoryNetwork(4)
+    ctrl = net.endpoint(CONTROLLER)
+    await net.endpoint(0).send(CONTROLLER, Ack(0), phase="p")
+    await net.endpoint(3).send(CONTROLLER, Ack(3), phase="p")
+    with pytest.raises(RoundTimeout, match=r"waiting for Ack from party 1, party 2 \(2 of 4 arrived\)") as info:
+        await ctrl.gather([0, 1, 2, 3], kinds=Ack, phase="p", timeout=T)
+    assert info.value.missing == (1, 2)
+    assert sorted(e.src for e in ctrl.pending()) == [0, 3]  # back in the buffer for a retry
+    partial = await ctrl.gather([0, 1, 2, 3], kinds=Ack, timeout=T, partial=True)
+    assert sorted(partial) == [0, 3] and ctrl.buffered == 0
+
+
+async def test_gather_of_nothing_returns_at_once() -> None:
+    net = InMemoryNetwork(1)
+    assert await net.endpoint(CONTROLLER).gather([], timeout=T) == {}
+
+
+# ------------------------------------------------------------------ crash
+
+
+async def test_crash_wakes_the_receiver_and_silences_the_actor() -> None:
+    net = InMemoryNetwork(2)
+    ep = net.endpoint(1)
+    waiting = asyncio.create_task(ep.recv(timeout=1.0))
+    await asyncio.sleep(0)
+    net.crash(1)
+    with pytest.raises(PartyDropped, match="party 1 has crashed") as info:
+        await waiting
+    assert info.value.parties == (1,)
+    assert ep.crashed and net.crashed == frozenset({1})
+    await ep.send(CONTROLLER, Ack(1), phase="p")  # vanishes
+    await net.endpoint(CONTROLLER).send(1, Ack(1), phase="p")  # lost
+    stats = net.statistics()
+    assert stats.messages == 1 and stats.delivered == 0 and stats.lost_to_crash == 1
+    assert stats.crashed == (1,)
+    with pytest.raises(PartyDropped):
+        await ep.recv(timeout=T)
+    net.crash(1)  # idempotent
+
+
+# ------------------------------------------------------------------ a second transport
+
+
+async def _run_round(net: ChaosTransport, n: int, timeout: float, party_timeout: float = 1.0) -> dict[int, int]:
+    ctrl = net.endpoint(CONTROLLER)
+
+    async def controller() -> dict[int, int]:
+        for i in range(n):
+            await ctrl.send(i, Request(100 + i, (0,), identity_matrix(2)), phase="collect")
+        got = await ctrl.gather(range(n), kinds=RandomizedValues, phase="collect", timeout=timeout)
+        return {src: env.message.request_id for src, env in got.items()}
+
+    async with asyncio.TaskGroup() as tg:
+        for i in range(n):
+            tg.create_task(answer_requests(net.endpoint(i), 1, timeout=party_timeout))
+        result = tg.create_task(controller())
+    return result.result()
+
+
+async def test_chaos_transport_shuffles_and_delays_but_the_round_completes() -> None:
+    net = ChaosTransport(20, seed=3, delay=0.3)
+    assert await _run_round(net, 20, 1.0) == {i: 100 + i for i in range(20)}
+    requests = [dst for src, dst, kind in net.log if src == CONTROLLER]
+    assert sorted(requests) == list(range(20)) and requests != list(range(20))
+
+
+async def test_chaos_transport_is_reproducible_from_its_seed() -> None:
+    logs = []
+    for seed in (5, 5, 6):
+        net = ChaosTransport(12, seed=seed)
+        await _run_round(net, 12, 1.0)
+        logs.append(net.log)
+    assert logs[0] == logs[1] and logs[0] != logs[2]
+
+
+async def test_chaos_transport_drop_ends_in_a_clear_timeout() -> None:
+    net = ChaosTransport(10, seed=1, drop=0.2)
+    with pytest.raises(ExceptionGroup) as info:
+        await _run_round(net, 10, 0.05)  # the controller's deadline ends the round; parties wait 1 s
+    (error,) = info.value.exceptions  # the TaskGroup cancelled the waiting parties
+    assert isinstance(error, RoundTimeout) and error.phase == "collect"
+    assert str(error).startswith("phase 'collect': controller timed out after 0.05 s waiting for RandomizedValues")
+    # a party is missing exactly when its request or its reply was lost
+    lost_parties = {dst if src == CONTROLLER else src for src, dst, _ in net.lost}
+    assert lost_parties and set(error.missing) == lost_parties
