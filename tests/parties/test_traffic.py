@@ -1,0 +1,136 @@
+"""parties.traffic: counts per sender/receiver/kind/phase, rounds and simulated time (exact)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from mprr.errors import ConfigurationError
+from parties.codec import encode
+from parties.messages import Ack, RandomizedValues, Refusal, Request
+from parties.network import CONTROLLER, InMemoryNetwork, LatencyModel
+from parties.traffic import Counts, PhaseCounts, RoundRecord
+from tests.parties.transport_helpers import identity_matrix
+
+REQ = Request(1, (0,), identity_matrix(3))
+REQ_SIZE = 5 + 8 + 12 + 90 + 9 + 8 + 4  # header, id, attributes, 3x3 matrix, "dense", ε, ids
+REPLY_SIZE = 5 + 8 + 18 + 4  # header, id, one-element int64 array, ids
+REFUSAL = Refusal(1, "budget", 1.0, 0.0)
+REFUSAL_SIZE = 5 + 8 + (4 + 6) + 8 + 8
+
+
+async def _exchange(net: InMemoryNetwork) -> None:
+    """Controller asks 3 parties; each replies; party 1 also refuses once."""
+    ctrl = net.endpoint(CONTROLLER)
+    with net.round("request"):
+        await ctrl.broadcast(range(3), REQ, phase="request")
+    with net.round("collect"):
+        for i in range(3):
+            await net.endpoint(i).send(CONTROLLER, RandomizedValues(1, [i]), phase="collect")
+        await net.endpoint(1).send(CONTROLLER, REFUSAL, phase="collect")
+
+
+def test_sizes_used_below_are_the_real_encoded_sizes() -> None:
+    assert len(encode(REQ)) == REQ_SIZE == 136
+    assert len(encode(RandomizedValues(1, [2]))) == REPLY_SIZE == 35
+    assert len(encode(REFUSAL)) == REFUSAL_SIZE == 39
+
+
+async def test_counts_match_hand_computed_bytes() -> None:
+    net = InMemoryNetwork(3)
+    await _exchange(net)
+    s = net.statistics()
+    assert s.messages == 7 and s.delivered == 7
+    assert s.bytes == 3 * REQ_SIZE + 3 * REPLY_SIZE + REFUSAL_SIZE == 552
+    assert s.by_sender == {
+        CONTROLLER: Counts(3, 3 * REQ_SIZE),
+        0: Counts(1, REPLY_SIZE),
+        1: Counts(2, REPLY_SIZE + REFUSAL_SIZE),
+        2: Counts(1, REPLY_SIZE),
+    }
+    assert s.by_receiver == {
+        CONTROLLER: Counts(4, 3 * REPLY_SIZE + REFUSAL_SIZE),
+        0: Counts(1, REQ_SIZE),
+        1: Counts(1, REQ_SIZE),
+        2: Counts(1, REQ_SIZE),
+    }
+    assert s.by_kind == {
+        "Request": Counts(3, 3 * REQ_SIZE),
+        "RandomizedValues": Counts(3, 3 * REPLY_SIZE),
+        "Refusal": Counts(1, REFUSAL_SIZE),
+    }
+    assert s.by_phase == {
+        "request": PhaseCounts(3, 3 * REQ_SIZE, 1),
+        "collect": PhaseCounts(4, 3 * REPLY_SIZE + REFUSAL_SIZE, 1),
+    }
+    assert s.rounds == 2
+    assert s.round_log == (
+        RoundRecord(0, "request", True, 3, 3 * REQ_SIZE, 0.0),
+        RoundRecord(1, "collect", True, 4, 3 * REPLY_SIZE + REFUSAL_SIZE, 0.0),
+    )
+    assert s.sent_by(2) == Counts(1, REPLY_SIZE) and s.received_by(2) == Counts(1, REQ_SIZE)
+    assert s.sent_by(99) == Counts(0, 0)
+    ep = net.endpoint(1).statistics()
+    assert ep.actor == 1 and ep.sent == Counts(2, REPLY_SIZE + REFUSAL_SIZE) and ep.received == Counts(1, REQ_SIZE)
+
+
+async def test_snapshot_is_immutable_json_and_detached() -> None:
+    net = InMemoryNetwork(3)
+    await _exchange(net)
+    s = net.statistics()
+    with pytest.raises(TypeError):
+        s.by_sender[0] = Counts(0, 0)  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        s.messages = 0  # type: ignore[misc]
+    d = json.loads(json.dumps(s.to_dict()))
+    assert d["by_sender"]["-1"] == {"messages": 3, "bytes": 3 * REQ_SIZE}
+    assert d["by_phase"]["collect"]["rounds"] == 1
+    assert d["faults"]["dropped"] == 0 and d["crashed"] == []
+    await net.endpoint(0).send(CONTROLLER, Ack(1), phase="late")
+    assert s.messages == 7 and net.statistics().messages == 8
+
+
+async def test_implicit_rounds_follow_phase_changes() -> None:
+    net = InMemoryNetwork(2)
+    p0, ctrl = net.endpoint(0), net.endpoint(CONTROLLER)
+    for phase in ("a", "a", "b", "a"):
+        await p0.send(CONTROLLER, Ack(1), phase=phase)
+    with net.round("mixed"):  # one explicit round, whatever the phases of its messages
+        await ctrl.send(0, Ack(1), phase="x")
+        await ctrl.send(1, Ack(1), phase="y")
+    await ctrl.send(0, Ack(1), phase="y")
+    s = net.statistics()
+    assert [(r.phase, r.explicit, r.messages) for r in s.round_log] == [
+        ("a", False, 2), ("b", False, 1), ("a", False, 1), ("mixed", True, 2), ("y", False, 1),
+    ]
+    assert s.rounds == 5
+    assert s.by_phase["a"] == PhaseCounts(3, 3 * (5 + 8 + 4), 2)  # Ack(1): header, id, empty ids
+    assert s.by_phase["mixed"] == PhaseCounts(0, 0, 1)  # a marked round with no message of its phase
+    assert s.by_phase["y"].rounds == 1 and s.by_phase["y"].messages == 2
+
+
+async def test_simulated_time_is_the_sum_over_rounds_of_the_slowest_message() -> None:
+    latency = LatencyModel(latency=0.01, bandwidth=1000.0)
+    net = InMemoryNetwork(3, latency=latency)
+    await _exchange(net)
+    s = net.statistics()
+    request_round = 0.01 + REQ_SIZE / 1000.0
+    collect_round = 0.01 + max(REPLY_SIZE, REFUSAL_SIZE) / 1000.0
+    assert s.round_log[0].simulated_time == pytest.approx(request_round, rel=1e-12)
+    assert s.round_log[1].simulated_time == pytest.approx(collect_round, rel=1e-12)
+    assert s.simulated_time == pytest.approx(request_round + collect_round, rel=1e-12)
+
+
+def test_latency_model_transfer_time_and_validation() -> None:
+    assert LatencyModel().transfer_time(10**6) == 0.0
+    assert LatencyModel(0.5, 100.0).transfer_time(50) == 1.0
+    with pytest.raises(ConfigurationError, match=r"latency must be finite and >= 0 seconds, got -1"):
+        LatencyModel(latency=-1)
+    with pytest.raises(ConfigurationError, match="latency must be finite"):
+        LatencyModel(latency=math.inf)
+    with pytest.raises(ConfigurationError, match=r"bandwidth must be > 0 bytes/s \(inf allowed\), got 0"):
+        LatencyModel(bandwidth=0)
+    with pytest.raises(ConfigurationError, match="bandwidth must be > 0"):
+        LatencyModel(bandwidth=math.nan)
