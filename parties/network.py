@@ -102,14 +102,10 @@ class InMemoryNetwork(Transport):
         return len(self._timers)
 
     def _admit(self, src: int) -> bool:
-        if src in self._crashed:
-            return False
         inj = self._injector
-        if inj is not None and inj.crashes_now(src):
+        if inj is not None and src not in self._crashed and inj.crashes_now(src):
             self.crash(src)
-            self._traffic.record_fault("lost_to_crash")
-            return False
-        return True
+        return super()._admit(src)
 
     async def _transmit(self, frame: Frame) -> None:
         if not self._probabilistic:

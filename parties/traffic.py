@@ -101,7 +101,8 @@ class TrafficStatistics:
     ``by_sender`` / ``by_receiver`` are keyed by actor id (only actors with traffic),
     ``by_kind`` by message name, ``by_phase`` by phase.  Fault counters: ``dropped`` (lost by
     the drop fault), ``duplicated`` (extra copies delivered), ``delayed``, ``reordered``,
-    ``lost_to_crash`` (sent to or from a crashed actor), ``rejected`` (failed decoding at the
+    ``lost_to_crash`` (sends attempted by a crashed actor, which vanish, plus messages
+    addressed to a crashed actor), ``rejected`` (failed decoding at the
     receiver).  ``crashed`` lists crashed actors.
     """
 

@@ -568,7 +568,10 @@ class Transport(ABC):
     # ------------------------------------------------------------------ internals
     def _admit(self, src: int) -> bool:
         """Hook before a send is counted; False makes it vanish (e.g. crash fault)."""
-        return src not in self._crashed
+        if src in self._crashed:
+            self._traffic.record_fault("lost_to_crash")
+            return False
+        return True
 
     async def _send(self, src: int, dst: int, msg: Message, phase: str, payload: bytes) -> None:
         if not (dst == CONTROLLER or (type(dst) is int and 0 <= dst < self.n)):
