@@ -1,0 +1,182 @@
+"""Monte Carlo over runs: per-run seeds spawned from the run seed, a process pool, a progress bar.
+
+The papers report medians (main paper 6.5: "median values over 1000 runs") or means over many
+independent repetitions.  :func:`monte_carlo` runs ``task(run_index, seed_sequence, context)``
+once per run:
+
+- run ``i`` receives child ``i`` of ``numpy.random.SeedSequence(seed).spawn(runs)``, so the
+  results depend only on ``(seed, runs)`` — never on the number of worker processes or on the
+  order in which runs finish;
+- with ``workers > 1`` the runs are spread over a :class:`concurrent.futures.ProcessPoolExecutor`
+  (``context`` is sent once per worker through the pool initializer, not once per run);
+- results come back in run order; the progress bar advances as runs finish.
+
+``task`` must be a module-level function (picklable) and its result picklable.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Any, TypeVar
+
+import numpy as np
+
+from mprr.errors import ConfigurationError
+from scenarios.progress import Progress, null_progress
+
+__all__ = ["Task", "default_workers", "median_over_runs", "monte_carlo", "run_seeds", "stack"]
+
+R = TypeVar("R")
+Task = Callable[[int, np.random.SeedSequence, Any], R]
+
+_WORKER_CONTEXT: dict[str, Any] = {}
+
+
+def default_workers() -> int:
+    """Worker processes used when none is given: the CPUs available to this process."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_seeds(seed: int, runs: int) -> list[np.random.SeedSequence]:
+    """The per-run seed sequences: ``SeedSequence(seed).spawn(runs)``.
+
+    Raises
+    ------
+    ConfigurationError
+        If ``seed`` is not a non-negative integer or ``runs`` is not an integer >= 1.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigurationError(f"seed must be a non-negative integer, got {seed!r}")
+    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
+        raise ConfigurationError(f"runs must be an integer >= 1, got {runs!r}")
+    return np.random.SeedSequence(int(seed)).spawn(int(runs))
+
+
+def _init_worker(context: Any) -> None:
+    _WORKER_CONTEXT["context"] = context
+
+
+def _call_in_worker(task: Task, index: int, seed_seq: np.random.SeedSequence) -> Any:
+    return task(index, seed_seq, _WORKER_CONTEXT["context"])
+
+
+def monte_carlo(
+    task: Task,
+    *,
+    runs: int,
+    seed: int,
+    context: Any = None,
+    workers: int | None = None,
+    progress: Progress | None = None,
+    label: str = "runs",
+) -> list[Any]:
+    """Run ``task`` for ``runs`` independent runs; return the results in run order.
+
+    Parameters
+    ----------
+    task
+        ``task(run_index, seed_sequence, context) -> result``: a module-level function.
+    runs
+        Number of runs, >= 1.
+    seed
+        Run seed; run ``i`` gets child ``i`` of ``SeedSequence(seed).spawn(runs)``.
+    context
+        Read-only data every run needs (data set, parameters); sent once to each worker.
+    workers
+        Worker processes (default :func:`default_workers`, capped at ``runs``); ``1`` runs
+        everything in this process (no pool).
+    progress
+        Progress reporter; a task named ``label`` advances once per finished run.
+    label
+        Name of the progress task.
+
+    Raises
+    ------
+    ConfigurationError
+        For bad ``runs``, ``seed`` or ``workers``.  Exceptions raised by ``task`` propagate
+        (the remaining runs are cancelled).
+    """
+    seeds = run_seeds(seed, runs)
+    if workers is None:
+        workers = default_workers()
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+        raise ConfigurationError(f"workers must be an integer >= 1, got {workers!r}")
+    workers = min(int(workers), len(seeds))
+    progress = progress if progress is not None else null_progress()
+    results: list[Any] = [None] * len(seeds)
+    with progress.task(label, total=len(seeds)) as bar:
+        if workers == 1:
+            for i, ss in enumerate(seeds):
+                results[i] = task(i, ss, context)
+                bar.advance()
+            return results
+        mp_context = multiprocessing.get_context()
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=mp_context, initializer=_init_worker, initargs=(context,)
+        ) as pool:
+            pending: dict[Future, int] = {
+                pool.submit(_call_in_worker, task, i, ss): i for i, ss in enumerate(seeds)
+            }
+            try:
+                while pending:
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        i = pending.pop(fut)
+                        results[i] = fut.result()
+                        bar.advance()
+            except BaseException:
+                for fut in pending:
+                    fut.cancel()
+                raise
+    return results
+
+
+def stack(results: Sequence[dict[str, Any]], key: str) -> np.ndarray:
+    """``numpy.stack`` of ``result[key]`` over runs (first axis = run)."""
+    return np.stack([np.asarray(r[key]) for r in results])
+
+
+def median_over_runs(
+    values: np.ndarray, *, bootstrap: int = 200, seed: int = 0
+) -> tuple[float, float, int]:
+    """Median of per-run values pooled over runs, its bootstrap standard error, and the count.
+
+    Parameters
+    ----------
+    values
+        ``(runs, k)`` array: ``k`` values (e.g. query errors) per run; NaN entries (undefined
+        values, e.g. relative errors of queries with a true count of 0) are ignored.
+    bootstrap
+        Number of bootstrap resamples *of whole runs* (values of one run share its
+        randomization, so runs, not values, are the independent units); 0 skips it.
+    seed
+        Seed of the bootstrap resampling.
+
+    Returns
+    -------
+    (median, standard error, number of defined values)
+        ``nan`` median when no value is defined; ``nan`` standard error with fewer than 2 runs
+        or ``bootstrap = 0``.
+    """
+    v = np.asarray(values, dtype=float)
+    if v.ndim == 1:
+        v = v[:, None]
+    if v.ndim != 2:
+        raise ConfigurationError(f"values must be a (runs, k) array, got shape {v.shape}")
+    defined = int((~np.isnan(v)).sum())
+    if defined == 0:
+        return float("nan"), float("nan"), 0
+    med = float(np.nanmedian(v))
+    runs = v.shape[0]
+    if bootstrap <= 0 or runs < 2:
+        return med, float("nan"), defined
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, runs, size=(int(bootstrap), runs))
+    meds = np.array([np.nanmedian(v[row]) if (~np.isnan(v[row])).any() else np.nan for row in idx])
+    return med, float(np.nanstd(meds, ddof=1)), defined
