@@ -133,6 +133,7 @@ class GraphEngine(SecureSumEngine):
         else:
             for j, row in zip(nbrs, shares[1:]):
                 await ep.send(j, ShareVector(ctx.session, -1, row), phase="graph/shares")
+            await asyncio.sleep(0)  # let every party send its shares first: synchronous rounds
             received = await receive_sum(ep, nbrs, ShareVector, "shares", -1, ctx, ring,
                                          "graph/shares", self.round_timeout)
         partial = ring.add(shares[0], received)
@@ -151,7 +152,7 @@ class GraphEngine(SecureSumEngine):
                 f"party {me}: key directory does not list exactly its neighbours {list(nbrs)[:10]}"
             )
         channel = {
-            j: agree(keys.private, ks[0], purpose="channel", session=ctx.session, me=me, peer=j)
+            j: agree(keys.private, ks[:32], purpose="channel", session=ctx.session, me=me, peer=j)
             for j, ks in zip(directory.parties, directory.keys)
         }
         sealed = tuple(
@@ -196,7 +197,7 @@ class GraphEngine(SecureSumEngine):
             raise _dropped("public keys", exc) from exc
         for p in ctx.parties:
             nbrs = ctx.neighbours[p]
-            await ep.send(p, KeyDirectory(ctx.session, nbrs, tuple(keys[j].keys for j in nbrs)),
+            await ep.send(p, KeyDirectory(ctx.session, nbrs, tuple(keys[j].keys[0] for j in nbrs)),
                           phase="graph/keys")
         await controller_phase(net, "graph/relay")
         try:
@@ -238,7 +239,7 @@ class GraphEngine(SecureSumEngine):
             sent[p] = Counts(3, encoded_size(PublicKeys(ctx.session, (key,)))
                              + encoded_size(SealedShares(ctx.session, nbrs, blobs)) + partial)
             ctrl_msgs += 2
-            ctrl_bytes += encoded_size(KeyDirectory(ctx.session, nbrs, ((key,),) * k))
+            ctrl_bytes += encoded_size(KeyDirectory(ctx.session, nbrs, (key,) * k))
             ctrl_bytes += encoded_size(RelayedShares(ctx.session, nbrs, blobs))
         sent[CONTROLLER] = Counts(ctrl_msgs, ctrl_bytes)
         degrees = sorted({len(ctx.neighbours[p]) for p in ctx.parties})

@@ -151,9 +151,9 @@ class MaskedEngine(SecureSumEngine):
         live = directory.parties
         if directory.session != s or not set(live) <= set(nbrs):
             raise MessageError(f"party {me}: key directory lists parties that are not its neighbours")
-        peer_keys = dict(zip(live, directory.keys))
-        if any(len(k) != 2 for k in peer_keys.values()):
-            raise MessageError(f"party {me}: key directory entries must hold (c_pk, s_pk)")
+        if any(len(k) != 64 for k in directory.keys):
+            raise MessageError(f"party {me}: key directory entries must hold c_pk || s_pk")
+        peer_keys = {j: (k[:32], k[32:]) for j, k in zip(live, directory.keys)}
         self_mask = fresh_seed()
         xs = [abscissa(ctx.neighbours, me, h) for h in live]
         own_x = abscissa(ctx.neighbours, me, me)
@@ -251,7 +251,7 @@ class MaskedEngine(SecureSumEngine):
                     f"masked secure sum aborted: party {p} has {len(live) + 1} live Shamir "
                     f"holders, threshold t = {t}", survivors=len(live) + 1, threshold=t)
             directory[p] = live
-            await ep.send(p, KeyDirectory(s, live, tuple(keys[j].keys for j in live)), phase=PHASES[0])
+            await ep.send(p, KeyDirectory(s, live, tuple(b"".join(keys[j].keys) for j in live)), phase=PHASES[0])
 
         await controller_phase(net, PHASES[1])
         sealed = await collect(ep, sorted(u1), kind=SealedShares, session=s, phase=PHASES[1],
@@ -344,7 +344,7 @@ class MaskedEngine(SecureSumEngine):
             sent[p] = Counts(4, advertise + encoded_size(SealedShares(s, nbrs, (blob,) * k))
                              + masked + encoded_size(unmask))
             ctrl[0] += 3
-            ctrl[1] += (encoded_size(KeyDirectory(s, nbrs, ((key, key),) * k))
+            ctrl[1] += (encoded_size(KeyDirectory(s, nbrs, (key + key,) * k))
                         + encoded_size(RelayedShares(s, nbrs, (blob,) * k))
                         + encoded_size(UnmaskRequest(s, (), holders)))
         sent[CONTROLLER] = Counts(*ctrl)

@@ -110,20 +110,20 @@ class PublicKeys(Message):
 
 @message(kind=67)
 class KeyDirectory(Message):
-    """Controller -> party: ``keys[k]`` are the public keys of neighbour ``parties[k]``."""
+    """Controller -> party: ``keys[k]`` are the public keys of neighbour ``parties[k]``,
+    concatenated (32 bytes for graph-relay: c_pk; 64 bytes for masked: c_pk || s_pk)."""
 
     session: str
     parties: tuple[int, ...]
-    keys: tuple[tuple[bytes, ...], ...]
+    keys: tuple[bytes, ...]
 
     def validate(self) -> None:
         _session("KeyDirectory", self.session)
         _ids("KeyDirectory.parties", self.parties)
         _require(len(self.keys) == len(self.parties),
                  f"KeyDirectory.keys must have one entry per party ({len(self.parties)}), got {len(self.keys)}")
-        for ks in self.keys:
-            _require(1 <= len(ks) <= 2 and all(len(k) == 32 for k in ks),
-                     "KeyDirectory.keys entries must be 1 or 2 32-byte X25519 keys")
+        _require(all(len(k) in (32, 64) for k in self.keys),
+                 "KeyDirectory.keys entries must be 1 or 2 concatenated 32-byte X25519 keys")
 
 
 @message(kind=68)

@@ -33,7 +33,7 @@ class ZMod:
         is recovered exactly mod n + 1); the graph and masked engines use M = 2^32 or 2^64.
     """
 
-    __slots__ = ("modulus", "dtype", "_power_of_two", "_mask")
+    __slots__ = ("modulus", "dtype", "_power_of_two", "_mask", "_native")
 
     def __init__(self, modulus: int) -> None:
         if isinstance(modulus, bool) or not isinstance(modulus, (int, np.integer)):
@@ -49,6 +49,8 @@ class ZMod:
         self.dtype = next(dt for dt in _DTYPES if modulus - 1 <= np.iinfo(dt).max)
         self._power_of_two = modulus & (modulus - 1) == 0
         self._mask = np.uint64((modulus - 1) & 0xFFFF_FFFF_FFFF_FFFF)
+        # M = 2^(bits of the dtype): the dtype's own wrap-around is the reduction
+        self._native = modulus == 1 << (8 * self.dtype.itemsize)
 
     def __repr__(self) -> str:
         return f"ZMod({self.modulus})"
@@ -106,10 +108,14 @@ class ZMod:
     # ---------------------------------------------------------------- arithmetic
     def add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """(a + b) mod M, elementwise."""
+        if self._native:
+            return np.add(a, b, dtype=self.dtype, casting="unsafe")
         return self._reduce_u64(np.add(a, b, dtype=np.uint64))
 
     def sub(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """(a - b) mod M, elementwise."""
+        if self._native:
+            return np.subtract(a, b, dtype=self.dtype, casting="unsafe")
         a64 = np.asarray(a, dtype=np.uint64)
         b64 = np.asarray(b, dtype=np.uint64)
         if self.modulus == MAX_MODULUS or self._power_of_two:

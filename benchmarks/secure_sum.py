@@ -1,0 +1,198 @@
+"""Benchmark: secure sums of all pairwise bivariate tables of Adult's 8 attributes.
+
+Every party holds one record of the 8 categorical Adult attributes (sizes 9, 16, 7, 15, 6, 5,
+2, 2).  Its input is the 0/1 indicator vector of its value pair for every attribute pair:
+L = sum_{i<j} |A_i||A_j| = 1,582 cells (checked), 28 ones per party.  One secure sum of these
+vectors yields every bivariate table (main paper 4.2).
+
+Configurations (issue 5):
+
+- ``paper``  (main paper 4.2, modulus n + 1, full mesh), batched: n = 100, 300, 1000;
+  per combination at n = 100 on the first ``--per-combination-cells`` combinations (the
+  protocol runs once per combination, sequentially, so time, messages and bytes scale
+  linearly to all 1,582; the extrapolation is printed and labelled as such);
+- ``graph``  (additive shares to 4 neighbours of a random 4-regular graph, direct links):
+  n = 1,000, 10,000, 32,561;
+- ``masked`` (Bonawitz et al. 2017 on a random k-regular neighbour graph, k = 8, t = 5):
+  n = 1,000, 10,000, 32,561.
+
+Each configuration runs in its own subprocess so that the peak RSS (``ru_maxrss``) is its own.
+Printed per run: wall and CPU seconds, messages, bytes (measured by the network, and the
+closed-form prediction), rounds, peak RSS, and whether the sum equals the plaintext sum.
+Target: masked or graph on 32,561 parties <= 60 s and <= 8 GB on 2 cores.
+
+Run: ``.venv/bin/python benchmarks/secure_sum.py [--adult PATH] [--quick] [--only ENGINE]``
+(``--adult`` uses the real records of adult.data — its first n — instead of random codes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from parties.network import InMemoryNetwork  # noqa: E402
+from parties.secure.engine import run_secure_sum  # noqa: E402
+from parties.secure.graph import GraphEngine  # noqa: E402
+from parties.secure.masked import MaskedEngine  # noqa: E402
+from parties.secure.paper import PaperEngine  # noqa: E402
+
+ADULT_SIZES = (9, 16, 7, 15, 6, 5, 2, 2)
+ADULT_N = 32_561
+
+
+def pair_layout(sizes: tuple[int, ...]) -> list[tuple[int, int, int]]:
+    """(i, j, offset) of every attribute pair i < j in the concatenated vector."""
+    out, offset = [], 0
+    for i in range(len(sizes)):
+        for j in range(i + 1, len(sizes)):
+            out.append((i, j, offset))
+            offset += sizes[i] * sizes[j]
+    return out
+
+
+def vector_length(sizes: tuple[int, ...]) -> int:
+    """sum_{i<j} |A_i||A_j|."""
+    return sum(sizes[i] * sizes[j] for i in range(len(sizes)) for j in range(i + 1, len(sizes)))
+
+
+def indicator_vectors(codes: np.ndarray, sizes: tuple[int, ...]) -> np.ndarray:
+    """(n, L) uint8: party r has a 1 at the cell of (codes[r, i], codes[r, j]) for every pair."""
+    n = codes.shape[0]
+    out = np.zeros((n, vector_length(sizes)), dtype=np.uint8)
+    rows = np.arange(n)
+    for i, j, offset in pair_layout(sizes):
+        out[rows, offset + codes[:, i] * sizes[j] + codes[:, j]] = 1
+    return out
+
+
+def party_codes(n: int, adult: str | None, seed: int) -> np.ndarray:
+    if adult:
+        from mprr.data import parse_adult
+
+        with open(adult, encoding="utf-8") as fh:
+            codes = np.asarray(parse_adult(fh).codes)
+        if n > codes.shape[0]:
+            raise SystemExit(f"--adult has {codes.shape[0]} records, fewer than n = {n}")
+        return codes[:n]
+    rng = np.random.default_rng(seed)
+    return np.stack([rng.integers(0, s, size=n) for s in ADULT_SIZES], axis=1)
+
+
+def build(engine: str, n: int, args: argparse.Namespace):  # noqa: ANN201
+    timeout = args.round_timeout
+    if engine == "paper":
+        return PaperEngine(batched=True, round_timeout=timeout), nx.complete_graph(n)
+    if engine == "paper-per-combination":
+        return PaperEngine(batched=False, round_timeout=timeout), nx.complete_graph(n)
+    if engine == "graph":
+        eng = GraphEngine(topology="regular", degree=args.graph_degree, seed=args.seed, round_timeout=timeout)
+        ctx = eng.context(range(n), 1)
+        graph = nx.Graph((i, j) for i in ctx.neighbours for j in ctx.neighbours[i])
+        return eng, graph  # direct links along the graph edges
+    if engine == "graph-relay":
+        return GraphEngine(topology="regular", degree=args.graph_degree, seed=args.seed,
+                           round_timeout=timeout), None  # star: shares relayed, AEAD
+    if engine == "masked":
+        return MaskedEngine(topology="regular", degree=args.masked_degree, seed=args.seed,
+                            round_timeout=timeout), None
+    raise SystemExit(f"unknown engine {engine!r}")
+
+
+def run_one(engine: str, n: int, cells: int | None, args: argparse.Namespace) -> dict:
+    codes = party_codes(n, args.adult, args.seed)
+    vectors = indicator_vectors(codes, ADULT_SIZES)
+    if cells is not None:
+        vectors = np.ascontiguousarray(vectors[:, :cells])
+    eng, topology = build(engine, n, args)
+    net = InMemoryNetwork(n, topology=topology)
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = asyncio.run(run_secure_sum(eng, net, vectors))
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    stats = result.statistics
+    return {
+        "engine": engine, "n": n, "L": int(vectors.shape[1]),
+        "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+        "messages": stats.messages, "bytes": stats.bytes, "rounds": stats.rounds,
+        "cost_messages": result.cost.messages, "cost_bytes": result.cost.bytes,
+        "cost_rounds": result.cost.rounds,
+        "party_max_messages": result.cost.party_max().messages,
+        "party_max_bytes": result.cost.party_max().bytes,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "exact": bool(np.array_equal(result.total, vectors.sum(axis=0, dtype=np.int64))),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--adult", help="path of adult.data (default: random codes)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help="small sizes only (smoke run)")
+    parser.add_argument("--only", help="run only this engine (paper, graph, masked, ...)")
+    parser.add_argument("--graph-degree", type=int, default=4)
+    parser.add_argument("--masked-degree", type=int, default=8)
+    parser.add_argument("--per-combination-cells", type=int, default=8)
+    parser.add_argument("--round-timeout", type=float, default=900.0)
+    parser.add_argument("--one", nargs=3, metavar=("ENGINE", "N", "CELLS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.one:
+        engine, n, cells = args.one[0], int(args.one[1]), int(args.one[2])
+        print(json.dumps(run_one(engine, n, cells if cells > 0 else None, args)))
+        return
+
+    L = vector_length(ADULT_SIZES)
+    print(f"Adult attribute sizes {ADULT_SIZES}: {len(pair_layout(ADULT_SIZES))} pairs, "
+          f"L = sum_(i<j)|A_i||A_j| = {L} value combinations")
+    if L != 1582:
+        raise SystemExit(f"expected 1,582 combinations, got {L}")
+    if args.quick:
+        plan = [("paper", 30, 0), ("paper-per-combination", 10, args.per_combination_cells),
+                ("graph", 500, 0), ("graph-relay", 500, 0), ("masked", 500, 0)]
+    else:
+        plan = [("paper", 100, 0), ("paper", 300, 0), ("paper", 1000, 0),
+                ("paper-per-combination", 100, args.per_combination_cells)]
+        plan += [(e, n, 0) for e in ("graph", "graph-relay", "masked") for n in (1_000, 10_000, ADULT_N)]
+    if args.only:
+        plan = [p for p in plan if p[0] == args.only]
+    header = (f"{'engine':22s} {'n':>6s} {'L':>5s} {'wall s':>8s} {'cpu s':>8s} {'messages':>11s} "
+              f"{'bytes':>14s} {'rounds':>6s} {'max/party msgs':>14s} {'peak RSS MB':>11s} exact  =cost")
+    print(header)
+    passthrough = [f"--seed={args.seed}", f"--graph-degree={args.graph_degree}",
+                   f"--masked-degree={args.masked_degree}", f"--round-timeout={args.round_timeout}"]
+    if args.adult:
+        passthrough.append(f"--adult={args.adult}")
+    for engine, n, cells in plan:
+        proc = subprocess.run(
+            [sys.executable, __file__, "--one", engine, str(n), str(cells), *passthrough],
+            capture_output=True, text=True, check=False,
+        )
+        if proc.returncode != 0:
+            print(f"{engine:22s} {n:>6d} FAILED: {proc.stderr.strip().splitlines()[-1:]}")
+            continue
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        matches = r["messages"] == r["cost_messages"] and r["bytes"] == r["cost_bytes"]
+        print(f"{engine:22s} {r['n']:>6d} {r['L']:>5d} {r['wall_s']:>8.2f} {r['cpu_s']:>8.2f} "
+              f"{r['messages']:>11,d} {r['bytes']:>14,d} {r['rounds']:>6d} "
+              f"{r['party_max_messages']:>14,d} {r['peak_rss_mb']:>11.1f} {str(r['exact']):5s}  {matches}")
+        if cells:
+            scale = L / r["L"]
+            print(f"{'':22s} {'':>6s} {L:>5d} {r['wall_s'] * scale:>8.0f} {r['cpu_s'] * scale:>8.0f} "
+                  f"{int(r['messages'] * scale):>11,d} {int(r['bytes'] * scale):>14,d} "
+                  f"{int(r['rounds'] * scale):>6d}   (extrapolated linearly from {r['L']} of {L} combinations)")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
