@@ -1,0 +1,91 @@
+"""Tests for mprr.protocols.clusters (RR-Clusters: main paper Section 4 + 6.3.2)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mprr.distributions import ProductDistribution
+from mprr.errors import DomainTooLargeError
+from mprr.estimation import covariance
+from mprr.protocols import rr_clusters, rr_independent
+from mprr.streams import PartyStreams
+
+from tests.mprr.protocols._helpers import five_sigma, planted, replay
+
+PLANTED = ((0, 1, 2), (3, 4), (5,), (6,), (7,))
+
+
+@pytest.mark.parametrize("dependence", ["4.1", "4.2", "4.3"])
+def test_recovers_planted_clusters_with_strong_dependence(dependence: str) -> None:
+    ds = planted(20_000, 1, strength=0.8).dataset
+    r = rr_clusters(ds, p=0.7, Tv=100, Td=0.2, dependence=dependence, rng=np.random.default_rng(2))
+    assert r.clusters == PLANTED
+    assert isinstance(r.estimate, ProductDistribution) and r.estimate.clusters == PLANTED
+    assert r.phases == ("dependence", "clusters")
+    assert r.dependence.shape == (8, 8) and len(r.clustering_trace) > 0
+    assert set(r.details["dependence_tables"]) == {(i, j) for i in range(8) for j in range(i + 1, 8)}
+
+
+def test_budget_equivalence_with_rr_independent() -> None:
+    # Main paper 6.3: the cluster release spends what RR-Independent spends.
+    ds = planted(3_000, 2, strength=0.8).dataset
+    r = rr_clusters(ds, p=0.5, Tv=100, Td=0.2, rng=np.random.default_rng(0))
+    ind = rr_independent(ds, p=0.5, rng=np.random.default_rng(0))
+    eps = r.parameters["attribute_epsilons"]
+    assert r.epsilon_by_phase()["clusters"] == pytest.approx(ind.epsilon(), rel=1e-12)
+    for c, P in zip(r.clusters, r.release("clusters").matrices):
+        assert P.epsilon == pytest.approx(sum(eps[a] for a in c), rel=1e-12)
+        assert P.size == math.prod(ds.sizes[a] for a in c)
+    # 4.1 phase 1 is itself an RR-Independent release: sequential total = 2 * sum(eps_A)
+    assert r.epsilon("sequential") == pytest.approx(2 * ind.epsilon())
+    r43 = rr_clusters(ds, p=0.5, Tv=100, Td=0.2, dependence="4.3", rng=np.random.default_rng(0))
+    assert r43.epsilon("unlinkable-pairs") == pytest.approx(2 * ind.epsilon())
+    assert r43.epsilon("sequential") == pytest.approx((ds.m - 1 + 1) * ind.epsilon())
+    r42 = rr_clusters(ds, p=0.5, Tv=100, Td=0.2, dependence="4.2", rng=np.random.default_rng(0))
+    assert r42.no_dp_guarantee and math.isinf(r42.epsilon())
+    assert r42.epsilon_by_phase()["clusters"] == pytest.approx(ind.epsilon())
+
+
+def test_same_seed_same_result_and_draw_order() -> None:
+    ds = planted(60, 3, strength=0.9).dataset
+    a = rr_clusters(ds, p=0.7, Tv=60, Td=0.1, rng=PartyStreams(5, ds.n))
+    b = rr_clusters(ds, p=0.7, Tv=60, Td=0.1, rng=PartyStreams(5, ds.n))
+    assert a.clusters == b.clusters
+    for ra, rb in zip(a.releases, b.releases):
+        np.testing.assert_array_equal(ra.codes, rb.codes)
+    # party i: m uniforms (phase 1, schema order) then one per cluster (canonical order)
+    phases = [(r.units, r.matrices) for r in a.releases]
+    expected = replay(ds, PartyStreams(5, ds.n), phases)
+    for rel, exp in zip(a.releases, expected):
+        np.testing.assert_array_equal(rel.codes, exp)
+    g = [rr_clusters(ds, p=0.7, Tv=60, Td=0.1, rng=np.random.default_rng(9)) for _ in range(2)]
+    np.testing.assert_array_equal(g[0].estimate.marginal((0, 4)), g[1].estimate.marginal((0, 4)))
+
+
+@pytest.mark.parametrize("n", [5_000, 50_000])
+def test_cluster_estimates_unbiased_within_five_sigma(n: int) -> None:
+    sd = planted(n, 100 + n, strength=0.8)
+    r = rr_clusters(sd.dataset, p=0.7, Tv=100, Td=0.2, rng=np.random.default_rng(n), postprocess="none")
+    assert r.clusters == PLANTED
+    for c, P, f in zip(r.clusters, r.release("clusters").matrices, r.estimate.factors):
+        truth = sd.truth.marginal(c)
+        err, tol = five_sigma(f, truth, covariance(P, truth.ravel(), n))
+        assert err <= tol
+
+
+def test_tv_blocks_large_clusters_and_td_one_gives_singletons() -> None:
+    ds = planted(5_000, 4, strength=0.8).dataset
+    r = rr_clusters(ds, p=0.7, Tv=12, Td=0.2, rng=np.random.default_rng(1))
+    assert all(math.prod(ds.sizes[a] for a in c) <= 12 for c in r.clusters)
+    assert r.clusters == ((0, 1), (2,), (3, 4), (5,), (6,), (7,))
+    r = rr_clusters(ds, p=0.7, Tv=1000, Td=1.0, rng=np.random.default_rng(1))
+    assert r.clusters == tuple((j,) for j in range(ds.m))
+
+
+def test_cluster_above_the_cell_limit_is_refused() -> None:
+    ds = planted(5_000, 5, strength=0.8).dataset
+    with pytest.raises(DomainTooLargeError, match="the release of cluster"):
+        rr_clusters(ds, p=0.7, Tv=100, Td=0.2, rng=np.random.default_rng(1), max_cells=30)
