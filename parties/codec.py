@@ -49,6 +49,7 @@ _F64 = struct.Struct("<d")
 _DTYPES = tuple(np.dtype(d).newbyteorder("<") for d in ARRAY_DTYPES)
 _DTYPE_CODE = {np.dtype(d): i + 1 for i, d in enumerate(ARRAY_DTYPES)}
 _MAX_NDIM = 32
+_MAX_BYTES = 2**48  # no shape may describe more than 256 TiB, even with a zero-length axis
 
 Encoder = Callable[[Any, list], None]
 Decoder = Callable[[bytes, int], tuple[Any, int]]
@@ -295,9 +296,12 @@ def _field_decoder(ft: FieldType, where: str) -> Decoder:
             shape = struct.unpack_from(f"<{ndim}Q", buf, off)
             off += 8 * ndim
             dtype = _DTYPES[code - 1]
-            count = 1
+            count = extent = 1
             for s in shape:
                 count *= s
+                extent *= max(s, 1)
+            if extent * dtype.itemsize > _MAX_BYTES:
+                raise MessageError(f"{where}: declared shape {shape} is too large for an array")
             nbytes = count * dtype.itemsize
             _need(buf, off, nbytes)
             arr = np.frombuffer(buf, dtype=dtype, count=count, offset=off).reshape(shape)

@@ -356,3 +356,44 @@ def test_decoded_arrays_are_read_only_views() -> None:
     back = decode(encode(RandomizedValues(1, [1, 2, 3])))
     with pytest.raises(ValueError, match="read-only"):
         back.codes[0] = 9
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_corrupted_bytes_raise_only_message_error(data: st.DataObject) -> None:
+    """Fuzz: flipping, inserting or deleting bytes never escapes as another exception type."""
+    msg = data.draw(
+        st.sampled_from(
+            [
+                _everything(),
+                Request(3, (2, 0), np.array([[0.75, 0.25], [0.25, 0.75]])),
+                RandomizedValues(2, np.arange(3)),
+                Announce("clusters", ((0, 1), (2,)), [1.0]),
+            ]
+        )
+    )
+    wire = bytearray(encode(msg))
+    for _ in range(data.draw(st.integers(1, 3))):
+        pos = data.draw(st.integers(0, len(wire) - 1))
+        action = data.draw(st.sampled_from(["flip", "insert", "delete"]))
+        if action == "flip":
+            wire[pos] = data.draw(st.integers(0, 255))
+        elif action == "insert":
+            wire.insert(pos, data.draw(st.integers(0, 255)))
+        elif len(wire) > 1:
+            del wire[pos]
+    try:
+        back = decode(bytes(wire))
+    except MessageError:
+        return
+    assert isinstance(back, Message)
+
+
+def test_huge_declared_shapes_are_rejected_without_allocating() -> None:
+    wire = encode(_everything(arr=np.zeros((0, 3))))
+    header = struct.pack("<BB2Q", ARRAY_DTYPES.index("float64") + 1, 2, 0, 3)
+    assert header in wire
+    for shape in ((0, 2**63), (2**62, 2**62), (2**40, 1)):
+        forged = wire.replace(header, struct.pack("<BB2Q", ARRAY_DTYPES.index("float64") + 1, 2, *shape))
+        with pytest.raises(MessageError, match="Everything"):
+            decode(forged)
