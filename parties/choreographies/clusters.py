@@ -1,0 +1,177 @@
+"""Choreographies of RR-Clusters (main paper Section 4) and RR-Adjustment (Section 5).
+
+RR-Clusters with dependence method 4.1, as message rounds (main paper 4.1: "they have to send
+their randomized record, then receive the attribute clustering and finally return their
+randomized record according to the received clustering"):
+
+1. phase ``"dependence"``: the controller broadcasts one request (plan = the m singletons,
+   matrices ``P^j``); every party answers with its m randomized attribute values;
+2. the controller computes the dependences from the bivariate tables of what it received
+   (eq. (2)-estimated through ``P^i ⊗ P^j``, or raw), runs Algorithm 1 and **announces the
+   clusters**: the plan of phase ``"clusters"`` carried by the next request;
+3. phase ``"clusters"``: every party answers with one code per cluster (6.3.2 matrix
+   carrying ``Σ_{A∈C} ε_A``), the controller estimates each cluster with eq. (2).
+
+Traffic (fault-free, n parties, m attributes, l clusters): the controller sends 2n messages
+and receives 2n, i.e. O(nm) bytes; each party sends 2 messages of ``O(m)`` bytes
+(m and l codes) and receives 2.
+
+RR-Adjustment applies Algorithm 2 (:func:`mprr.protocols.rr_adjustment`) to the RR-Independent
+or RR-Clusters result on the controller: no message, no ε.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from mprr.clustering import cluster_attributes
+from mprr.dependence import bivariate_tables, dependence_matrix
+from mprr.errors import ConfigurationError
+from mprr.ledger import Ledger
+from mprr.matrices import kron
+from mprr.protocols.adjustment import rr_adjustment
+from mprr.protocols.budget import attribute_epsilons, check_epsilon
+from mprr.protocols.dependences import DEPENDENCE_METHODS, TABLE_SOURCES
+from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit, product_estimate
+from mprr.protocols.independent import matrix_parameters
+from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, check_joint_cells
+from mprr.protocols.release import all_pairs
+from mprr.protocols.result import ProtocolResult
+from parties.choreographies.basic import rr_independent
+from parties.choreographies.common import attribute_specs, singletons
+from parties.controller import Controller
+from parties.protocol_messages import MatrixSpec
+
+__all__ = ["rr_clusters", "rr_adjustment_choreography", "ADJUSTMENT_BASES"]
+
+ADJUSTMENT_BASES: tuple[str, ...] = ("RR-Independent", "RR-Clusters")
+"""Protocols RR-Adjustment can follow (main paper 6.2 items 3 and 4)."""
+
+
+async def rr_clusters(
+    ctl: Controller,
+    *,
+    Tv: float,
+    Td: float,
+    p: float | Sequence[float] | None = None,
+    epsilon: float | Sequence[float] | None = None,
+    dependence: str = "4.1",
+    tables: str = "estimated",
+    pair_epsilon: float | None = None,
+    postprocess: str = DEFAULT_POSTPROCESS,
+    max_cells: int = DEFAULT_JOINT_MAX_CELLS,
+) -> ProtocolResult:
+    """RR-Clusters: parameters as :func:`mprr.protocols.rr_clusters` (see the module docstring).
+
+    Raises
+    ------
+    ConfigurationError
+        For ``dependence="4.2"``/``"4.3"``: the secure-sum dependence phases are not wired
+        into the actor path yet; for invalid parameters (as the fast path).
+    """
+    method = check_postprocess(postprocess)
+    if dependence not in DEPENDENCE_METHODS:
+        raise ConfigurationError(f"dependence must be one of {list(DEPENDENCE_METHODS)}, got {dependence!r}")
+    if tables not in TABLE_SOURCES:
+        raise ConfigurationError(f"tables must be one of {list(TABLE_SOURCES)}, got {tables!r}")
+    if pair_epsilon is not None and dependence != "4.3":
+        raise ConfigurationError(f"pair_epsilon applies to dependence='4.3' only, got dependence={dependence!r}")
+    if tables != "estimated" and dependence != "4.1":
+        raise ConfigurationError(f"tables='randomized' applies to dependence='4.1' only, got dependence={dependence!r}")
+    if dependence != "4.1":
+        raise ConfigurationError(
+            f"dependence={dependence!r} needs the secure-sum engines in the actor path, which are not "
+            "wired in yet; use dependence='4.1' or the fast path (mprr.protocols.rr_clusters)"
+        )
+    schema = ctl.schema
+    sizes = schema.sizes
+    m = schema.m
+    specs, attr_mats = attribute_specs(sizes, p=p, epsilon=epsilon)
+    eps = attribute_epsilons(attr_mats)
+
+    # phase 1 (main paper 4.1): RR on each attribute
+    phase1 = await ctl.release("dependence", singletons(m), specs)
+    released1 = phase1.released_data(schema)
+    raw = bivariate_tables(released1.codes, sizes)
+    mats1 = phase1.matrices
+    if tables == "randomized":
+        pair_tables = {k: v.astype(np.float64) for k, v in raw.items()}
+    else:
+        pair_tables = {
+            (i, j): estimate_unit(kron(mats1[i], mats1[j]), raw[(i, j)], method) for (i, j) in all_pairs(m)
+        }
+    dep = dependence_matrix(pair_tables, schema.kinds) if m > 1 else np.ones((1, 1))
+    ctl.note("dependence", dep)
+
+    # Algorithm 1, then the cluster announcement and release (RR-Joint per cluster, 6.3.2)
+    clustering = cluster_attributes(dep, sizes, Tv, Td)
+    clusters = tuple(tuple(sorted(int(a) for a in c)) for c in clustering.clusters)
+    clusters = tuple(sorted(clusters, key=lambda c: c[0]))
+    ctl.note("clusters", clusters)
+    for c in clusters:
+        check_joint_cells([sizes[a] for a in c], max_cells, f"the release of cluster {c}")
+    cspecs = tuple(
+        MatrixSpec.cluster_optimal(sum(check_epsilon(eps[a], "cluster attribute epsilon") for a in c))
+        for c in clusters
+    )
+    phase2 = await ctl.release("clusters", clusters, cspecs)
+    released2 = phase2.released_data(schema)
+    estimate = product_estimate(released2, sizes, method)
+    ctl.note("cluster estimates", estimate)
+    names = schema.names
+    ledger = Ledger(released1.ledger_entries(names) + released2.ledger_entries(names))
+    params = {
+        "n": len(phase2.contributors),
+        "m": m,
+        "sizes": list(sizes),
+        **matrix_parameters(p, epsilon, None),
+        "Tv": Tv,
+        "Td": Td,
+        "dependence": dependence,
+        "tables": tables,
+        "pair_epsilon": pair_epsilon,
+        "attribute_epsilons": list(eps),
+        "cluster_epsilons": [float(P.epsilon) for P in phase2.matrices],
+        "cluster_cells": [math.prod(sizes[a] for a in c) for c in clusters],
+    }
+    return ProtocolResult(
+        protocol="RR-Clusters",
+        parameters=params,
+        schema=schema,
+        estimate=estimate,
+        releases=(released1, released2),
+        ledger=ledger,
+        postprocessing=method,
+        clusters=clusters,
+        clustering_trace=clustering.trace,
+        dependence=dep,
+        details={"dependence_tables": pair_tables},
+    )
+
+
+async def rr_adjustment_choreography(
+    ctl: Controller,
+    *,
+    base: str = "RR-Independent",
+    tol: float = 1e-9,
+    max_iter: int = 1000,
+    exact_limit: bool = False,
+    **params: object,
+) -> ProtocolResult:
+    """RR-Adjustment (main paper Algorithm 2) after ``base`` (``"RR-Independent"`` or ``"RR-Clusters"``).
+
+    ``params`` go to the base choreography; ``tol``, ``max_iter``, ``exact_limit`` to
+    :func:`mprr.protocols.rr_adjustment`.  Runs on the controller only (no message).
+    """
+    if base == "RR-Independent":
+        result = await rr_independent(ctl, **params)  # type: ignore[arg-type]
+    elif base == "RR-Clusters":
+        result = await rr_clusters(ctl, **params)  # type: ignore[arg-type]
+    else:
+        raise ConfigurationError(f"base must be one of {list(ADJUSTMENT_BASES)}, got {base!r}")
+    adjusted = rr_adjustment(result, tol=tol, max_iter=max_iter, exact_limit=exact_limit)
+    ctl.note("adjustment", adjusted.adjustment)
+    return adjusted

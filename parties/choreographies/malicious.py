@@ -1,0 +1,181 @@
+"""A curious controller: extra requests after the honest protocol (main paper threat model, issue 6).
+
+The controller is untrusted.  After running the protocol honestly, a curious controller can
+try to learn more than the protocol releases.  Each attack sends one extra
+:class:`~parties.protocol_messages.ReleaseRequest` to every active party and reports what came
+back (:class:`AttackReport`); refusals are expected and never stop the run:
+
+``"re-request"``
+    the last phase's request again (new request id): every party must **replay** the very
+    codes it released (``replay_identical``) and spend nothing;
+``"finer-matrix"``
+    the first unit of the last phase through a more truthful matrix (``p → (1+p)/2``,
+    ``ε → 2ε``, ``λ → (1+λ)/2``): new spending, refused once the budget is used up;
+``"unannounced-cluster"``
+    a unit that is not a group of the phase's announced plan (two groups merged, or a part of
+    the only group): refused as a plan violation;
+``"plan-change"``
+    the same phase with a new plan containing that unit: refused (a plan cannot change);
+``"extra-phase"``
+    a new phase releasing every attribute again (keep probability 0.5): new spending,
+    refused once the budget is used up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import numpy as np
+
+from mprr.errors import ConfigurationError
+from parties.choreographies.common import singletons
+from parties.controller import Controller, PhaseRelease
+from parties.messages import RandomizedValues, Refusal
+from parties.protocol_messages import MatrixSpec, ReleaseRequest
+
+__all__ = ["ATTACKS", "AttackReport", "run_attacks"]
+
+ATTACKS: tuple[str, ...] = ("re-request", "finer-matrix", "unannounced-cluster", "plan-change", "extra-phase")
+"""Attacks a malicious controller can run (module docstring)."""
+
+
+@dataclass(frozen=True)
+class AttackReport:
+    """Outcome of one attack.
+
+    Attributes
+    ----------
+    attack
+        Name (one of :data:`ATTACKS`).
+    request_id, phase, units
+        What was asked.
+    asked, answered, refused, silent
+        Parties asked, and how many answered with values, refused, said nothing.
+    reasons
+        Refusals per reason (``"budget-exceeded"``, ``"plan-violation"``, ...).
+    replay_identical
+        ``"re-request"`` only: every answer equals the codes the party released in the
+        original phase (``None`` for the other attacks).
+    """
+
+    attack: str
+    request_id: int
+    phase: str
+    units: tuple[tuple[int, ...], ...]
+    asked: int
+    answered: int
+    refused: int
+    silent: int
+    reasons: Mapping[str, int] = field(default_factory=dict)
+    replay_identical: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict."""
+        return {
+            "attack": self.attack,
+            "request_id": self.request_id,
+            "phase": self.phase,
+            "units": [list(u) for u in self.units],
+            "asked": self.asked,
+            "answered": self.answered,
+            "refused": self.refused,
+            "silent": self.silent,
+            "reasons": dict(self.reasons),
+            "replay_identical": self.replay_identical,
+        }
+
+
+def _finer(spec: MatrixSpec) -> MatrixSpec:
+    """A more truthful matrix of the same family (higher ε)."""
+    if spec.family == "keep-or-uniform":
+        return MatrixSpec.keep_or_uniform((1.0 + spec.params[0]) / 2.0)
+    if spec.family in ("grr", "cluster-optimal"):
+        return MatrixSpec(spec.family, (2.0 * spec.params[0],))
+    if spec.family == "lambda-kron":
+        return MatrixSpec.lambda_kron([(1.0 + lam) / 2.0 for lam in spec.params])
+    return MatrixSpec.keep_or_uniform(0.99)
+
+
+def _unannounced(plan: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """A unit outside ``plan``: two groups merged, or the first attribute of a single group."""
+    if len(plan) >= 2:
+        return tuple(sorted(plan[0] + plan[1]))
+    group = plan[0]
+    return (group[0],) if len(group) > 1 else (group[0], group[0] + 1)
+
+
+async def _attack(ctl: Controller, name: str, request: ReleaseRequest,
+                  original: PhaseRelease | None = None) -> AttackReport:
+    targets = list(ctl.active)
+    replies, silent = await ctl.exchange(request, targets)
+    reasons: dict[str, int] = {}
+    answered = 0
+    for msg in replies.values():
+        if isinstance(msg, Refusal):
+            code = msg.reason.split(":", 1)[0]
+            reasons[code] = reasons.get(code, 0) + 1
+        elif isinstance(msg, RandomizedValues):
+            answered += 1
+    identical = None
+    if original is not None:
+        rows = {p: k for k, p in enumerate(original.contributors)}
+        identical = all(
+            isinstance(msg, RandomizedValues) and p in rows and np.array_equal(msg.codes, original.codes[rows[p]])
+            for p, msg in replies.items()
+        ) and not silent
+    return AttackReport(
+        attack=name,
+        request_id=request.request_id,
+        phase=request.phase,
+        units=request.units,
+        asked=len(targets),
+        answered=answered,
+        refused=sum(reasons.values()),
+        silent=len(silent),
+        reasons=MappingProxyType(reasons),
+        replay_identical=identical,
+    )
+
+
+async def run_attacks(ctl: Controller, attacks: Sequence[str]) -> tuple[AttackReport, ...]:
+    """Run ``attacks`` (names from :data:`ATTACKS`) after the honest protocol, in order.
+
+    Raises
+    ------
+    ConfigurationError
+        On an unknown attack name, or when the protocol released nothing to attack.
+    """
+    unknown = [a for a in attacks if a not in ATTACKS]
+    if unknown:
+        raise ConfigurationError(f"attacks must be among {list(ATTACKS)}, got {unknown}")
+    if not attacks:
+        return ()
+    if not ctl.phases:
+        raise ConfigurationError("the protocol released nothing: there is nothing to attack")
+    last = ctl.phases[-1]
+    plan = next(r for r in reversed(ctl.requests) if r.request_id == last.request_id).plan
+    reports = []
+    for name in attacks:
+        rid = ctl.new_request_id()
+        if name == "re-request":
+            request = ReleaseRequest.build(rid, last.phase, last.units, last.specs, plan=plan)
+            reports.append(await _attack(ctl, name, request, last))
+            continue
+        if name == "finer-matrix":
+            request = ReleaseRequest.build(rid, last.phase, last.units[:1], [_finer(last.specs[0])], plan=plan)
+        elif name == "unannounced-cluster":
+            unit = _unannounced(plan)
+            request = ReleaseRequest.build(rid, last.phase, [unit], [MatrixSpec.grr(1.0)], plan=plan)
+        elif name == "plan-change":
+            unit = _unannounced(plan)
+            request = ReleaseRequest.build(rid, last.phase, [unit], [MatrixSpec.grr(1.0)], plan=[unit])
+        else:  # extra-phase
+            units = singletons(ctl.schema.m)
+            request = ReleaseRequest.build(
+                rid, "extra", units, [MatrixSpec.keep_or_uniform(0.5)] * len(units)
+            )
+        reports.append(await _attack(ctl, name, request))
+    return tuple(reports)

@@ -1,0 +1,355 @@
+"""The controller actor (untrusted): orchestrates phases and gathers what the parties release.
+
+A :class:`Controller` owns the controller's :class:`~parties.network.Endpoint` and a
+:class:`~parties.view.ViewLog`.  Choreographies (:mod:`parties.choreographies`) drive it
+phase by phase with :meth:`Controller.release`:
+
+1. one :class:`~parties.protocol_messages.ReleaseRequest` is broadcast to every active party
+   (one communication round), encoded once;
+2. the replies are gathered under ``asyncio.timeout`` (:meth:`Endpoint.gather`): one
+   :class:`~parties.messages.RandomizedValues` or :class:`~parties.messages.Refusal` per
+   party.  Every received message goes to the view log first.  A reply to another request
+   (a late or duplicated message) is logged and ignored;
+3. with ``retries > 0`` the request is re-sent, with the same request id, to the parties
+   still silent after ``timeout`` seconds; a party that had already answered replays the same
+   values (no new randomness, no new spending), so a retry never changes the release;
+4. parties still silent or refusing are handled by the **dropout policy**:
+
+   ``"fail"`` (default)
+       the run stops: :class:`~mprr.errors.RoundTimeout` (silent parties; ``missing``
+       lists them) or :class:`ReleaseRefused` (refusals).  Nothing partial is reported.
+   ``"exclude"``
+       documented degraded result: the silent / refusing parties are excluded from this
+       phase and every later one; estimates use the parties that answered
+       (:attr:`PhaseRelease.contributors`), and :attr:`Controller.excluded` says who was
+       left out and why.  A phase nobody answers still fails.
+
+Matrices for estimation are rebuilt on the controller from the same
+:class:`~parties.protocol_messages.MatrixSpec` the parties use, so they are identical.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+
+from mprr.data import Schema
+from mprr.domain import tally
+from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
+from mprr.protocols.release import ReleasedData
+from parties.messages import Abort, Message, RandomizedValues, Refusal
+from parties.protocol_messages import Matrix, MatrixSpec, ReleaseRequest
+from parties.transport import Endpoint, actor_name
+from parties.view import ViewLog
+
+__all__ = ["DROPOUT_POLICIES", "Controller", "PhaseRelease", "ReleaseRefused", "REPLY_KINDS"]
+
+DROPOUT_POLICIES: tuple[str, ...] = ("fail", "exclude")
+"""What the controller does with parties that stay silent or refuse (module docstring)."""
+
+REPLY_KINDS = (RandomizedValues, Refusal)
+"""Kinds a party answers a release request with."""
+
+
+class ReleaseRefused(ProtocolError):
+    """Parties refused a release the protocol needs (``on_dropout="fail"``).
+
+    Parameters
+    ----------
+    phase
+        Phase of the refused request.
+    refusals
+        ``{party: Refusal message}``.
+    """
+
+    def __init__(self, message: str, *, phase: str, refusals: Mapping[int, Refusal]) -> None:
+        super().__init__(message)
+        self.phase = phase
+        self.refusals = dict(refusals)
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class PhaseRelease:
+    """What one release phase brought back to the controller.
+
+    Attributes
+    ----------
+    phase, request_id
+        The phase and the request id.
+    units
+        Attribute indices of each released unit, in draw order.
+    specs, matrices
+        The matrix specification of each unit and the matrix the controller rebuilt from it.
+    contributors
+        Parties whose values are in :attr:`codes`, ascending (row ``k`` = ``contributors[k]``).
+    codes
+        ``(len(contributors), len(units))`` int64 released codes (read-only).
+    refusals
+        ``{party: Refusal}`` of the parties that refused.
+    silent
+        Parties that never answered.
+    """
+
+    phase: str
+    request_id: int
+    units: tuple[tuple[int, ...], ...]
+    specs: tuple[MatrixSpec, ...]
+    matrices: tuple[Matrix, ...]
+    contributors: tuple[int, ...]
+    codes: np.ndarray
+    refusals: Mapping[int, Refusal] = field(default_factory=dict)
+    silent: tuple[int, ...] = ()
+
+    def released_data(self, schema: Schema) -> ReleasedData:
+        """The phase as a :class:`mprr.protocols.release.ReleasedData` (tallies as the fast path)."""
+        sizes = schema.sizes
+        usizes = tuple(tuple(sizes[a] for a in u) for u in self.units)
+        counts = tuple(
+            _readonly(np.asarray(tally(self.codes[:, j], math.prod(us)), dtype=np.float64).reshape(us))
+            for j, us in enumerate(usizes)
+        )
+        return ReleasedData(
+            phase=self.phase,
+            units=self.units,
+            unit_sizes=usizes,
+            matrices=self.matrices,
+            codes=self.codes,
+            counts=counts,
+            linkable=True,
+            exact=False,
+        )
+
+
+class Controller:
+    """The untrusted controller (see the module docstring).
+
+    Parameters
+    ----------
+    endpoint
+        The controller's endpoint.
+    schema
+        Public schema of the parties' records (names, sizes, kinds — no data).
+    parties
+        Ids of the parties taking part.
+    timeout
+        Seconds each round waits for the replies (> 0).
+    on_dropout
+        ``"fail"`` or ``"exclude"`` (:data:`DROPOUT_POLICIES`).
+    retries
+        Times a request is re-sent to parties still silent after ``timeout`` (>= 0).
+    view
+        The view log to append to (default: a new one).
+    """
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        schema: Schema,
+        parties: Iterable[int],
+        *,
+        timeout: float,
+        on_dropout: str = "fail",
+        retries: int = 0,
+        view: ViewLog | None = None,
+    ) -> None:
+        if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0
+                and math.isfinite(timeout)):
+            raise ConfigurationError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
+        if on_dropout not in DROPOUT_POLICIES:
+            raise ConfigurationError(f"on_dropout must be one of {list(DROPOUT_POLICIES)}, got {on_dropout!r}")
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ConfigurationError(f"retries must be an integer >= 0, got {retries!r}")
+        self.endpoint = endpoint
+        self.schema = schema
+        self.parties = tuple(sorted(int(p) for p in parties))
+        if not self.parties:
+            raise ConfigurationError("parties must name at least one party")
+        self.timeout = float(timeout)
+        self.on_dropout = on_dropout
+        self.retries = retries
+        self.view = view if view is not None else ViewLog()
+        self.active: list[int] = list(self.parties)
+        self._excluded: dict[int, str] = {}
+        self._matrices: dict[tuple[MatrixSpec, tuple[int, ...]], Matrix] = {}
+        self._next_id = 1
+        self.requests: list[ReleaseRequest] = []
+        self.phases: list[PhaseRelease] = []
+
+    # ------------------------------------------------------------------ state
+    @property
+    def excluded(self) -> Mapping[int, str]:
+        """Parties excluded under ``on_dropout="exclude"``: party -> phase and cause."""
+        return MappingProxyType(self._excluded)
+
+    def matrix(self, spec: MatrixSpec, unit: Sequence[int]) -> Matrix:
+        """The matrix of ``spec`` over ``unit`` (same constructor as the parties; cached)."""
+        sizes = tuple(self.schema.sizes[a] for a in unit)
+        key = (spec, sizes)
+        mat = self._matrices.get(key)
+        if mat is None:
+            mat = self._matrices[key] = spec.build(sizes)
+        return mat
+
+    def new_request_id(self) -> int:
+        """A fresh request id."""
+        rid = self._next_id
+        self._next_id += 1
+        return rid
+
+    # ------------------------------------------------------------------ rounds
+    async def exchange(
+        self, request: ReleaseRequest, targets: Sequence[int]
+    ) -> tuple[dict[int, Message], tuple[int, ...]]:
+        """Broadcast ``request`` to ``targets`` and gather one reply each (with retries).
+
+        Returns ``({party: reply message}, silent parties)``.  Every received envelope is
+        appended to the view; replies to other request ids are ignored.
+        """
+        self.requests.append(request)
+        ep = self.endpoint
+        net = ep.network
+        phase = request.phase
+        loop = asyncio.get_running_loop()
+        pending = set(targets)
+        got: dict[int, Message] = {}
+        for attempt in range(self.retries + 1):
+            if not pending:
+                break
+            with net.round(phase):
+                await ep.broadcast(sorted(pending) if attempt else targets, request, phase=phase)
+            deadline = loop.time() + self.timeout
+            while pending:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                batch = await ep.gather(pending, kinds=REPLY_KINDS, phase=phase, timeout=remaining, partial=True)
+                if not batch:
+                    break
+                for src, env in batch.items():
+                    self.view.record(env)
+                    msg = env.message
+                    if msg.request_id == request.request_id:  # type: ignore[attr-defined]
+                        got[src] = msg
+                        pending.discard(src)
+        return got, tuple(sorted(pending))
+
+    async def release(
+        self,
+        phase: str,
+        units: Sequence[Sequence[int]],
+        specs: Sequence[MatrixSpec],
+        *,
+        plan: Sequence[Sequence[int]] | None = None,
+    ) -> PhaseRelease:
+        """Ask every active party to release ``units`` through ``specs`` (one round trip).
+
+        Raises
+        ------
+        RoundTimeout
+            ``on_dropout="fail"`` and some party stayed silent (``missing`` lists them).
+        ReleaseRefused
+            ``on_dropout="fail"`` and some party refused.
+        ProtocolError
+            No party answered, or a reply does not fit the request (wrong number of codes or
+            a code outside a unit's domain) under ``"fail"``.
+        """
+        units_t = tuple(tuple(int(a) for a in u) for u in units)
+        specs_t = tuple(specs)
+        matrices = tuple(self.matrix(s, u) for s, u in zip(specs_t, units_t))
+        request = ReleaseRequest.build(self.new_request_id(), phase, units_t, specs_t, plan=plan)
+        targets = list(self.active)
+        replies, silent = await self.exchange(request, targets)
+        refusals = {p: m for p, m in replies.items() if isinstance(m, Refusal)}
+        values = {p: m for p, m in replies.items() if isinstance(m, RandomizedValues)}
+        cells = np.array([m.size for m in matrices], dtype=np.int64)
+        malformed = {
+            p: m for p, m in values.items()
+            if m.codes.shape != (len(units_t),) or bool(np.any(m.codes >= cells))
+        }
+        if self.on_dropout == "fail":
+            if silent:
+                await self._abort(phase, f"parties {list(silent)[:10]} did not answer")
+                raise RoundTimeout(
+                    f"phase {phase!r}: {len(silent)} of {len(targets)} parties did not answer request "
+                    f"{request.request_id} within {self.timeout} s"
+                    + (f" (after {self.retries} retries)" if self.retries else "")
+                    + f": {_actors(silent)}",
+                    phase=phase, timeout=self.timeout, missing=silent,
+                )
+            if refusals:
+                first = min(refusals)
+                await self._abort(phase, f"{len(refusals)} parties refused")
+                raise ReleaseRefused(
+                    f"phase {phase!r}: {len(refusals)} of {len(targets)} parties refused request "
+                    f"{request.request_id}; {actor_name(first)}: {refusals[first].reason}",
+                    phase=phase, refusals=refusals,
+                )
+            if malformed:
+                first = min(malformed)
+                await self._abort(phase, "malformed replies")
+                raise MessageError(
+                    f"phase {phase!r}: {len(malformed)} replies do not fit request {request.request_id} "
+                    f"({len(units_t)} codes within the unit domains); first from {actor_name(first)}: "
+                    f"{malformed[first].codes.tolist()[:10]}"
+                )
+        else:
+            for p in silent:
+                self._excluded[p] = f"{phase}: silent (no answer within {self.timeout} s)"
+            for p, m in refusals.items():
+                self._excluded[p] = f"{phase}: refused ({m.reason})"
+            for p in malformed:
+                self._excluded[p] = f"{phase}: malformed reply"
+            dropped = set(silent) | set(refusals) | set(malformed)
+            if dropped:
+                self.active = [p for p in self.active if p not in dropped]
+        contributors = tuple(p for p in targets if p in values and p not in malformed)
+        if not contributors:
+            raise ProtocolError(f"phase {phase!r}: no party released anything for request {request.request_id}")
+        codes = np.stack([values[p].codes for p in contributors]) if contributors else np.empty((0, len(units_t)))
+        codes = _readonly(np.ascontiguousarray(codes, dtype=np.int64))
+        release = PhaseRelease(
+            phase=phase,
+            request_id=request.request_id,
+            units=units_t,
+            specs=specs_t,
+            matrices=matrices,
+            contributors=contributors,
+            codes=codes,
+            refusals=MappingProxyType(refusals),
+            silent=silent,
+        )
+        self.phases.append(release)
+        return release
+
+    async def _abort(self, phase: str, reason: str) -> None:
+        """Best effort: tell the active parties the run stops."""
+        try:
+            await self.endpoint.broadcast(self.active, Abort(reason, phase), phase="abort")
+        except ProtocolError:  # pragma: no cover - a broken topology must not hide the real error
+            pass
+
+    def drain(self) -> None:
+        """Log the messages still buffered at the controller (received but never consumed)."""
+        for env in self.endpoint.pending():
+            self.view.record(env)
+
+    def note(self, name: str, value: object) -> None:
+        """Note a derived value in the view."""
+        self.view.note(name, value)
+
+
+def _actors(actors: Sequence[int], limit: int = 10) -> str:
+    names = ", ".join(actor_name(a) for a in actors[:limit])
+    return names + (f" and {len(actors) - limit} more" if len(actors) > limit else "")
+

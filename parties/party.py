@@ -1,0 +1,459 @@
+"""The party actor: one private record, one random stream, one privacy budget.
+
+A :class:`Party` holds its record privately (it never leaves the object: no message field,
+no ``repr``), its own ``numpy.random.Generator`` built from
+``PartyStreams(seed, n).seed_sequence(i)`` — the very stream the fast path
+(:mod:`mprr.protocols`) gives party ``i`` — and its own
+:class:`mprr.privacy.PrivacyAccountant`.  It answers the controller's
+:class:`~parties.protocol_messages.ReleaseRequest` by randomizing locally:
+
+- a request is decided **as a whole** (atomic): every unit must exist (the party has the
+  attributes), the phase's plan must match the plan the party first saw for that phase, every
+  unit must be in that plan, every matrix must be well formed, and the new releases together
+  must fit the budget under the accountant's composition policy.  Otherwise the party sends a
+  :class:`~parties.messages.Refusal` (reason, requested ε, remaining ε), spends nothing and
+  draws nothing;
+- a granted request consumes **one uniform per new unit**, in unit order (draw-order contract
+  of :mod:`mprr.streams`); the released code is the inverse-CDF sample of the matrix row
+  (:mod:`mprr.randomize`), so the same seed releases the same code as the fast path;
+- a unit released before (same attributes, same matrix) is **replayed**: the party resends the
+  value it released then — no new randomness, no new spending.  A different (e.g. finer)
+  matrix for the same attributes is new spending.
+
+:class:`ReleaseBook` memoizes public, deterministic objects (matrices built from a request's
+specifications, ledger :class:`~mprr.ledger.Release` records, CDF rows) so that 32,561 parties
+sharing one process do not rebuild them 32,561 times.  It holds nothing private.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mprr.data import Schema
+from mprr.errors import ConfigurationError, MessageError, PartyDropped, RoundTimeout
+from mprr.kronecker import KroneckerMatrix
+from mprr.ledger import Ledger, Release, compose
+from mprr.privacy import PlanViolationError, PrivacyAccountant, RefusalReason
+from parties.messages import Abort, Message, RandomizedValues, Refusal
+from parties.protocol_messages import Matrix, MatrixSpec, ReleaseRequest
+from parties.transport import CONTROLLER, Endpoint, actor_name
+
+__all__ = ["INVALID_REQUEST", "Party", "PartyRefusal", "ReleaseBook", "ResolvedUnit"]
+
+INVALID_REQUEST = "invalid-request"
+"""Refusal reason of a request the party cannot even evaluate (unknown family parameters...)."""
+
+_BELOW_ONE = float(np.nextafter(1.0, 0.0))
+
+
+@dataclass(frozen=True)
+class PartyRefusal:
+    """One refused request, as the party logged it (and told the controller).
+
+    Attributes
+    ----------
+    party
+        The refusing party.
+    request_id, phase
+        The request and its phase.
+    units
+        Attribute indices of every unit of the request.
+    reason
+        ``"budget-exceeded"``, ``"plan-violation"`` or ``"invalid-request"``.
+    message
+        Human-readable explanation (what was asked, what is allowed).
+    requested
+        ε the request would have added (∞ for an exact release; 0 when not costed).
+    remaining
+        ε the party had left.
+    """
+
+    party: int
+    request_id: int
+    phase: str
+    units: tuple[tuple[int, ...], ...]
+    reason: str
+    message: str
+    requested: float
+    remaining: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly dict (∞ written as ``"inf"``)."""
+        def num(x: float) -> float | str:
+            return "inf" if math.isinf(x) else float(x)
+
+        return {
+            "party": self.party,
+            "request_id": self.request_id,
+            "phase": self.phase,
+            "units": [list(u) for u in self.units],
+            "reason": self.reason,
+            "message": self.message,
+            "requested": num(self.requested),
+            "remaining": num(self.remaining),
+        }
+
+
+class ResolvedUnit:
+    """A unit of a request with everything public precomputed: names, matrix, Release, sampler."""
+
+    __slots__ = ("unit", "names", "sizes", "strides", "matrix", "release", "_rows", "_factor_rows")
+
+    def __init__(self, unit: tuple[int, ...], schema: Schema, matrix: Matrix, phase: str) -> None:
+        self.unit = unit
+        self.names = tuple(schema.names[a] for a in unit)
+        self.sizes = tuple(schema.sizes[a] for a in unit)
+        strides = []
+        acc = 1
+        for s in reversed(self.sizes):
+            strides.append(acc)
+            acc *= s
+        self.strides = tuple(reversed(strides))
+        self.matrix = matrix
+        self.release = Release.from_matrix(self.names, matrix, linkable=True, phase=phase)
+        self._rows: dict[int, list[float]] = {}
+        self._factor_rows: list[dict[int, list[float]]] | None = (
+            [{} for _ in matrix.factors] if isinstance(matrix, KroneckerMatrix) else None
+        )
+
+    def sample(self, record: tuple[int, ...], u: float) -> int:
+        """Released joint code (C order) of ``record``'s unit value for the uniform ``u``.
+
+        Dense matrix: first ``v`` with ``cdf[x, v] > u`` (:func:`mprr.randomize.randomize`).
+        Kronecker matrix: the factor-by-factor inverse CDF of
+        :func:`mprr.randomize.randomize_joint` (residual uniform rescaled and clipped as
+        there), then the C-order code of the released attribute values.
+        """
+        if self._factor_rows is None:
+            x = 0
+            for a, stride in zip(self.unit, self.strides):
+                x += record[a] * stride
+            row = self._rows.get(x)
+            if row is None:
+                row = self._rows[x] = self.matrix.cdf[x].tolist()  # type: ignore[union-attr]
+            return bisect_right(row, u)
+        factors = self.matrix.factors  # type: ignore[union-attr]
+        w = u
+        code = 0
+        last = len(factors) - 1
+        for j, (a, stride) in enumerate(zip(self.unit, self.strides)):
+            x = record[a]
+            rows = self._factor_rows[j]
+            row = rows.get(x)
+            if row is None:
+                row = rows[x] = factors[j].cdf[x].tolist()
+            v = bisect_right(row, w)
+            code += v * stride
+            if j < last:
+                hi = row[v]
+                lo = row[v - 1] if v > 0 else 0.0
+                w = min(max((w - lo) / (hi - lo), 0.0), _BELOW_ONE)
+        return code
+
+
+@dataclass(frozen=True)
+class _Resolution:
+    """A request resolved against a schema: its units, or why it cannot be evaluated."""
+
+    units: tuple[ResolvedUnit, ...] | None
+    plan: frozenset[tuple[int, ...]] | None
+    reason: str | None = None
+    message: str | None = None
+
+
+class ReleaseBook:
+    """Memo of the public objects derived from requests, shared by the parties of one run.
+
+    Everything cached is a deterministic function of the (public) request and schema —
+    matrices, ledger ``Release`` records, CDF rows — never of a party's record or stream.
+
+    Parameters
+    ----------
+    schema
+        The schema every party of the run holds.
+    """
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self._matrices: dict[tuple[MatrixSpec, tuple[int, ...]], Matrix] = {}
+        self._units: dict[tuple[str, tuple[int, ...], MatrixSpec], ResolvedUnit] = {}
+        self._last: tuple[Message, _Resolution] | None = None
+
+    def matrix(self, spec: MatrixSpec, sizes: tuple[int, ...]) -> Matrix:
+        """The matrix of ``spec`` over a unit with ``sizes`` (built once)."""
+        key = (spec, sizes)
+        mat = self._matrices.get(key)
+        if mat is None:
+            mat = self._matrices[key] = spec.build(sizes)
+        return mat
+
+    def resolve(self, request: ReleaseRequest) -> _Resolution:
+        """Resolve ``request`` (memoized on the request object: a broadcast decodes once)."""
+        last = self._last
+        if last is not None and last[0] is request:
+            return last[1]
+        resolution = self._resolve(request)
+        self._last = (request, resolution)
+        return resolution
+
+    def _resolve(self, request: ReleaseRequest) -> _Resolution:
+        m = self.schema.m
+        for what, groups in (("plan", request.plan), ("units", request.units)):
+            for group in groups:
+                unknown = [a for a in group if a >= m]
+                if unknown:
+                    return _Resolution(
+                        None,
+                        None,
+                        RefusalReason.PLAN_VIOLATION.value,
+                        f"request {request.request_id} ({request.phase}) names attributes {unknown} "
+                        f"in its {what}; the party holds attributes 0..{m - 1} only",
+                    )
+        units = []
+        for unit, spec in zip(request.units, request.specs):
+            key = (request.phase, unit, spec)
+            resolved = self._units.get(key)
+            if resolved is None:
+                sizes = tuple(self.schema.sizes[a] for a in unit)
+                try:
+                    matrix = self.matrix(spec, sizes)
+                except ConfigurationError as exc:
+                    return _Resolution(
+                        None,
+                        None,
+                        INVALID_REQUEST,
+                        f"request {request.request_id} ({request.phase}): matrix of unit {unit} "
+                        f"({spec.family}) is invalid: {exc}",
+                    )
+                resolved = self._units[key] = ResolvedUnit(unit, self.schema, matrix, request.phase)
+            units.append(resolved)
+        return _Resolution(tuple(units), frozenset(request.plan))
+
+
+class Party:
+    """One party of the protocol (see the module docstring).
+
+    Parameters
+    ----------
+    index
+        Party id ``i`` in ``0..n-1``.
+    record
+        The party's true codes, one per schema attribute (kept private).
+    schema
+        Attributes the party holds.
+    seed
+        ``numpy.random.SeedSequence`` of the party (``PartyStreams(seed, n).seed_sequence(i)``).
+    budget
+        Largest total ε the party accepts (``math.inf``: account without a limit).
+    policy
+        Composition policy of the party's accountant (``"sequential"``, ``"parallel"``,
+        ``"unlinkable-pairs"``).
+    allowed
+        Names of the attributes the party agrees to release (default: all of the schema).
+    book
+        Shared :class:`ReleaseBook` (default: a private one).
+    """
+
+    def __init__(
+        self,
+        index: int,
+        record: Any,
+        schema: Schema,
+        *,
+        seed: np.random.SeedSequence,
+        budget: float = math.inf,
+        policy: str = "sequential",
+        allowed: Any = None,
+        book: ReleaseBook | None = None,
+    ) -> None:
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
+            raise ConfigurationError(f"index must be an integer >= 0, got {index!r}")
+        self.index = int(index)
+        values = tuple(int(v) for v in np.asarray(record).reshape(-1).tolist())
+        if len(values) != schema.m:
+            raise ConfigurationError(
+                f"record of party {index} must have one code per attribute ({schema.m}), got {len(values)}"
+            )
+        for v, size, name in zip(values, schema.sizes, schema.names):
+            if not 0 <= v < size:
+                raise ConfigurationError(
+                    f"record of party {index}: attribute {name!r} code must be in [0, {size}), got {v}"
+                )
+        self.__record = values
+        self.schema = schema
+        if not isinstance(seed, np.random.SeedSequence):
+            raise ConfigurationError(f"seed must be a numpy.random.SeedSequence, got {type(seed).__name__}")
+        self._rng = np.random.Generator(np.random.PCG64(seed))
+        self.accountant = PrivacyAccountant(
+            budget,
+            policy,
+            party=self.index,
+            allowed_attributes=schema.names if allowed is None else allowed,
+        )
+        if book is not None and book.schema is not schema:
+            raise ConfigurationError("book must belong to the same schema object as the party")
+        self._book = book if book is not None else ReleaseBook(schema)
+        self._values: list[int] = []
+        self._plans: dict[str, frozenset[tuple[int, ...]]] = {}
+        self.refusals: list[PartyRefusal] = []
+        self.draws = 0
+        self.status = "idle"
+        self.errors: list[str] = []
+
+    def __repr__(self) -> str:
+        return (
+            f"Party({self.index}, releases={len(self.accountant.ledger)}, "
+            f"refusals={len(self.refusals)}, status={self.status!r})"
+        )
+
+    # ------------------------------------------------------------------ state
+    @property
+    def ledger(self) -> Ledger:
+        """The party's ledger (immutable snapshot)."""
+        return self.accountant.ledger
+
+    @property
+    def released_values(self) -> tuple[int, ...]:
+        """Code released for each ledger entry, in ledger order (what the controller got)."""
+        return tuple(self._values)
+
+    # ------------------------------------------------------------------ decisions
+    def handle(self, msg: Message) -> Message | None:
+        """Answer one message from the controller; ``None`` when no reply is due.
+
+        Raises
+        ------
+        MessageError
+            For a message kind a party does not accept.
+        """
+        if isinstance(msg, ReleaseRequest):
+            return self._release(msg)
+        raise MessageError(f"{actor_name(self.index)} does not accept {msg.NAME} messages from the controller")
+
+    def _refuse(self, request: ReleaseRequest, reason: str, message: str, requested: float) -> Refusal:
+        remaining = self.accountant.remaining()
+        self.refusals.append(
+            PartyRefusal(self.index, request.request_id, request.phase, request.units, reason, message,
+                         requested, remaining)
+        )
+        return Refusal(request.request_id, f"{reason}: {message}", requested, remaining)
+
+    def _release(self, request: ReleaseRequest) -> Message:
+        resolution = self._book.resolve(request)
+        if resolution.units is None or resolution.plan is None:
+            return self._refuse(request, str(resolution.reason), str(resolution.message), 0.0)
+        acc = self.accountant
+        phase = request.phase
+        plan = self._plans.get(phase)
+        if plan is None:
+            try:
+                acc.announce_plan(phase, [tuple(self.schema.names[a] for a in g) for g in request.plan])
+            except PlanViolationError as exc:
+                return self._refuse(request, RefusalReason.PLAN_VIOLATION.value, str(exc), 0.0)
+            plan = self._plans[phase] = resolution.plan
+        elif plan != resolution.plan:
+            return self._refuse(
+                request,
+                RefusalReason.PLAN_VIOLATION.value,
+                f"party {self.index}: phase {phase!r} was announced with plan {sorted(plan)}; "
+                f"request {request.request_id} brings another plan {sorted(resolution.plan)}",
+                0.0,
+            )
+        outside = [u.unit for u in resolution.units if u.unit not in plan]
+        if outside:
+            return self._refuse(
+                request,
+                RefusalReason.PLAN_VIOLATION.value,
+                f"party {self.index}: units {outside} are not groups of the plan announced for phase {phase!r}",
+                0.0,
+            )
+        releases = [u.release for u in resolution.units]
+        for rel in releases:
+            violation = acc.plan_violation(rel)
+            if violation is not None:
+                return self._refuse(request, RefusalReason.PLAN_VIOLATION.value, violation, 0.0)
+        ledger = acc.ledger
+        new: list[Release] = []
+        for rel in releases:
+            if ledger.lookup(rel) is None and not any(rel.same_as(r) for r in new):
+                new.append(rel)
+        if new:
+            before = acc.spent()
+            after = compose(list(ledger) + new, acc.policy)
+            if not self._fits(after):
+                requested = after - before if math.isfinite(before) else math.inf
+                return self._refuse(
+                    request,
+                    RefusalReason.BUDGET_EXCEEDED.value,
+                    f"party {self.index}: request {request.request_id} ({phase}) would spend "
+                    f"ε={_fmt(requested)} but only {_fmt(acc.remaining())} of the budget "
+                    f"{_fmt(acc.budget)} remains under policy '{acc.policy.value}'",
+                    requested,
+                )
+        record = self.__record
+        codes = []
+        for unit in resolution.units:
+            decision = acc.request(unit.release)
+            if decision.granted:
+                u = self._rng.random()
+                self.draws += 1
+                code = unit.sample(record, u)
+                self._values.append(code)
+            elif decision.replayed and decision.entry_index is not None:
+                code = self._values[decision.entry_index]
+            else:  # pragma: no cover - excluded by the atomic check above
+                raise ConfigurationError(f"party {self.index}: accountant refused a pre-checked release")
+            codes.append(code)
+        return RandomizedValues(request.request_id, np.asarray(codes, dtype=np.int64))
+
+    def _fits(self, total: float) -> bool:
+        acc = self.accountant
+        if total <= acc.budget or math.isinf(acc.budget):
+            return True
+        return math.isfinite(total) and total <= acc.budget * (1 + acc.rtol) + 1e-12
+
+    # ------------------------------------------------------------------ actor loop
+    async def run(self, endpoint: Endpoint, *, idle_timeout: float | None) -> None:
+        """Serve the controller until an :class:`~parties.messages.Abort`, a crash or idleness.
+
+        Never raises for protocol trouble: a malformed or unexpected message is logged in
+        :attr:`errors` and skipped; a crash (fault injection) or ``idle_timeout`` seconds
+        without a message end the loop (:attr:`status` says which).  The owner cancels the
+        task when the run is over.
+        """
+        self.status = "running"
+        while True:
+            try:
+                env = await endpoint.recv(timeout=idle_timeout)
+            except PartyDropped:
+                self.status = "crashed"
+                return
+            except RoundTimeout:
+                self.status = "idle-timeout"
+                return
+            except MessageError as exc:
+                self.errors.append(str(exc))
+                continue
+            msg = env.message
+            if env.src != CONTROLLER:
+                self.errors.append(f"ignored {msg.NAME} from {actor_name(env.src)}")
+                continue
+            if isinstance(msg, Abort):
+                self.status = "aborted"
+                return
+            try:
+                reply = self.handle(msg)
+            except MessageError as exc:
+                self.errors.append(str(exc))
+                continue
+            if reply is not None:
+                await endpoint.send(CONTROLLER, reply, phase=env.phase)
+
+
+def _fmt(value: float) -> str:
+    return "inf" if math.isinf(value) else f"{value:.6g}"

@@ -1,0 +1,234 @@
+"""Message kinds of the actor choreographies (kinds 100-149) and the matrix specifications they carry.
+
+The generic kinds of :mod:`parties.messages` carry the replies: a party answers a request with
+:class:`~parties.messages.RandomizedValues` (one released code per unit, in request order) or
+with :class:`~parties.messages.Refusal` (reason, requested ε, remaining ε).  This module adds
+the request the controller sends:
+
+:class:`ReleaseRequest` (kind 100)
+    "In phase ``phase``, whose announced plan is ``plan``, release ``units``, unit ``j``
+    randomized through the matrix described by ``families[j]`` / ``params[j]``."  One request
+    per party per phase carries the whole record's worth of units, so a party sends O(m) bytes
+    per phase, as in main paper 4.1 ("they have to send their randomized record, then receive
+    the attribute clustering and finally return their randomized record according to the
+    received clustering").  ``plan`` is the announcement of the phase: the first request of a
+    phase fixes the party's plan for that phase (e.g. the clusters of RR-Clusters); a later
+    request with another plan, or a unit outside the plan, is refused by the party.
+
+Matrices never travel densely when the protocol has a closed form: a :class:`MatrixSpec`
+names a *family* and its parameters, and every party rebuilds the matrix over the joint
+domain of the unit's attributes (sizes from its own schema) with the very constructor the fast
+path (:mod:`mprr.protocols`) uses, so the matrix is bit-identical:
+
+==================  ============================  =============================================
+family              params                        matrix over the unit (sizes ``s``, R = Π s)
+==================  ============================  =============================================
+``keep-or-uniform`` ``(p,)``                      ``keep_or_uniform(R, p)`` (main paper 6.3.1)
+``grr``             ``(ε,)``                      ``grr(R, ε)``
+``cluster-optimal`` ``(ε,)``                      ``cluster_optimal(s, ε)`` (main paper 6.3.2)
+``lambda-kron``     ``(λ_1, ..., λ_k)``           ``kron(lambda_randomization(s_j, λ_j) ...)``
+``dense``           ``R*R`` entries, C order      ``RandomizationMatrix(values)``
+==================  ============================  =============================================
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from mprr.errors import ConfigurationError, MessageError
+from mprr.kronecker import KroneckerMatrix
+from mprr.matrices import (
+    RandomizationMatrix,
+    cluster_optimal,
+    grr,
+    keep_or_uniform,
+    kron,
+    lambda_randomization,
+)
+from parties.messages import Message, message
+
+__all__ = ["FAMILIES", "MatrixSpec", "ReleaseRequest"]
+
+FAMILIES: tuple[str, ...] = ("keep-or-uniform", "grr", "cluster-optimal", "lambda-kron", "dense")
+"""Matrix families a :class:`ReleaseRequest` may name (see the module docstring)."""
+
+Matrix = RandomizationMatrix | KroneckerMatrix
+
+
+@dataclass(frozen=True)
+class MatrixSpec:
+    """A randomization matrix described by family and parameters (see the module docstring).
+
+    Parameters
+    ----------
+    family
+        One of :data:`FAMILIES`.
+    params
+        The family's parameters (finite floats).
+    """
+
+    family: str
+    params: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise ConfigurationError(f"family must be one of {list(FAMILIES)}, got {self.family!r}")
+        params = tuple(float(x) for x in self.params)
+        if not all(math.isfinite(x) for x in params):
+            raise ConfigurationError(f"params of a {self.family} matrix must be finite, got {params!r}")
+        object.__setattr__(self, "params", params)
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def keep_or_uniform(cls, p: float) -> MatrixSpec:
+        """Keep with probability ``p``, else uniform over the unit's domain (main paper 6.3.1)."""
+        return cls("keep-or-uniform", (p,))
+
+    @classmethod
+    def grr(cls, epsilon: float) -> MatrixSpec:
+        """The ε-optimal generalized RR over the unit's domain."""
+        return cls("grr", (epsilon,))
+
+    @classmethod
+    def cluster_optimal(cls, epsilon: float) -> MatrixSpec:
+        """Main paper 6.3.2: ε-optimal matrix over the cluster's product domain."""
+        return cls("cluster-optimal", (epsilon,))
+
+    @classmethod
+    def lambda_kron(cls, lambdas: Sequence[float]) -> MatrixSpec:
+        """λ-randomization of each attribute of the unit, as one Kronecker product."""
+        return cls("lambda-kron", tuple(lambdas))
+
+    @classmethod
+    def dense(cls, matrix: RandomizationMatrix) -> MatrixSpec:
+        """An explicit matrix, sent entry by entry (C order)."""
+        if not isinstance(matrix, RandomizationMatrix):
+            raise ConfigurationError(f"matrix must be a RandomizationMatrix, got {type(matrix).__name__}")
+        return cls("dense", tuple(matrix.values.ravel().tolist()))
+
+    # ------------------------------------------------------------------ use
+    def build(self, sizes: Sequence[int]) -> Matrix:
+        """The matrix over the joint domain of attributes with ``sizes`` categories (C order).
+
+        Raises
+        ------
+        ConfigurationError
+            If the parameters do not fit the family or the unit (wrong count, p outside
+            (0, 1), ε not > 0, λ outside (0, 1], a dense matrix of the wrong size or not
+            stochastic).
+        """
+        dims = tuple(int(s) for s in sizes)
+        cells = math.prod(dims)
+        family, params = self.family, self.params
+        if family == "lambda-kron":
+            if len(params) != len(dims):
+                raise ConfigurationError(
+                    f"a lambda-kron matrix needs one λ per attribute of the unit ({len(dims)}), got {len(params)}"
+                )
+            return kron(*(lambda_randomization(r, lam) for r, lam in zip(dims, params)))
+        if family == "dense":
+            if len(params) != cells * cells:
+                raise ConfigurationError(
+                    f"a dense matrix over {cells} cells needs {cells * cells} entries, got {len(params)}"
+                )
+            return RandomizationMatrix(np.asarray(params, dtype=np.float64).reshape(cells, cells))
+        if len(params) != 1:
+            raise ConfigurationError(f"a {family} matrix takes exactly one parameter, got {len(params)}")
+        (value,) = params
+        if family == "keep-or-uniform":
+            return keep_or_uniform(cells, value)
+        if family == "grr":
+            return grr(cells, value)
+        return cluster_optimal(dims, value)
+
+
+def _require(ok: bool, text: str) -> None:
+    if not ok:
+        raise MessageError(text)
+
+
+def _check_groups(where: str, groups: tuple[tuple[int, ...], ...]) -> None:
+    _require(len(groups) > 0, f"{where} must not be empty")
+    for g in groups:
+        _require(len(g) > 0, f"{where} must not contain an empty group, got {groups}")
+        _require(all(a >= 0 for a in g), f"{where} must hold attribute indices >= 0, got {g}")
+        _require(len(set(g)) == len(g), f"{where} groups must not repeat an attribute, got {g}")
+
+
+@message(kind=100)
+class ReleaseRequest(Message):
+    """Controller → party: release ``units`` in ``phase`` (see the module docstring).
+
+    Parameters
+    ----------
+    request_id
+        Identifier (>= 0) echoed by the reply; a repeated request reuses it.
+    phase
+        Protocol phase (non-empty); the phase of the party's ledger entries.
+    plan
+        Attribute groups announced for the phase (non-empty tuples of indices >= 0).
+    units
+        Groups to release now, in draw order (the party consumes one uniform per unit).
+    families, params
+        One matrix specification per unit (:class:`MatrixSpec`).
+
+    Notes
+    -----
+    Validation is structural only.  Whether a unit is in the plan, a plan changed, an
+    attribute exists or a matrix is well formed is the party's decision (it refuses with a
+    :class:`~parties.messages.Refusal`), because those are what a curious controller tries.
+    """
+
+    request_id: int
+    phase: str
+    plan: tuple[tuple[int, ...], ...]
+    units: tuple[tuple[int, ...], ...]
+    families: tuple[str, ...]
+    params: tuple[tuple[float, ...], ...]
+
+    def validate(self) -> None:
+        _require(self.request_id >= 0, f"ReleaseRequest.request_id must be >= 0, got {self.request_id}")
+        _require(bool(self.phase), "ReleaseRequest.phase must not be empty")
+        _check_groups("ReleaseRequest.plan", self.plan)
+        _check_groups("ReleaseRequest.units", self.units)
+        k = len(self.units)
+        _require(
+            len(self.families) == k and len(self.params) == k,
+            f"ReleaseRequest needs one family and one params tuple per unit ({k}), "
+            f"got {len(self.families)} and {len(self.params)}",
+        )
+        for f in self.families:
+            _require(f in FAMILIES, f"ReleaseRequest.families must be in {list(FAMILIES)}, got {f!r}")
+        for p in self.params:
+            _require(all(math.isfinite(x) for x in p), f"ReleaseRequest.params must be finite, got {p}")
+
+    @property
+    def specs(self) -> tuple[MatrixSpec, ...]:
+        """The matrix specification of every unit."""
+        return tuple(MatrixSpec(f, p) for f, p in zip(self.families, self.params))
+
+    @classmethod
+    def build(
+        cls,
+        request_id: int,
+        phase: str,
+        units: Sequence[Sequence[int]],
+        specs: Sequence[MatrixSpec],
+        *,
+        plan: Sequence[Sequence[int]] | None = None,
+    ) -> ReleaseRequest:
+        """Build a request from units and :class:`MatrixSpec` objects (plan defaults to ``units``)."""
+        units_t = tuple(tuple(int(a) for a in u) for u in units)
+        plan_t = units_t if plan is None else tuple(tuple(int(a) for a in g) for g in plan)
+        return cls(
+            request_id=request_id,
+            phase=phase,
+            plan=plan_t,
+            units=units_t,
+            families=tuple(s.family for s in specs),
+            params=tuple(s.params for s in specs),
+        )

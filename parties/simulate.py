@@ -1,0 +1,309 @@
+"""Run a protocol as n party actors and one controller over an in-memory network.
+
+:func:`simulate` (sync) / :func:`simulate_async` build, for a data set of n records:
+
+- an :class:`~parties.network.InMemoryNetwork` (topology, latency model, seeded faults);
+- party ``i`` = a :class:`~parties.party.Party` holding record ``i``, the stream
+  ``PartyStreams(seed, n).seed_sequence(i)`` (the fast path's stream of party i), its own
+  budget and composition policy;
+- the :class:`~parties.controller.Controller` running the protocol's choreography
+  (:mod:`parties.choreographies`), then optionally a curious controller's attacks.
+
+All actors run in one ``asyncio.TaskGroup``; every controller round is bounded by ``timeout``
+seconds (``asyncio.timeout``), party tasks are cancelled when the controller is done, so a run
+ends — with a result or with a clear error — and never hangs.  Errors:
+
+- :class:`~mprr.errors.PartyDropped`: a party crashed (fault injection) and its answer was
+  missing (``parties`` lists the crashed ones);
+- :class:`~mprr.errors.RoundTimeout`: some parties stayed silent (e.g. dropped messages);
+- :class:`~parties.controller.ReleaseRefused`: parties refused a release (budget, plan);
+
+unless ``on_dropout="exclude"``: then the estimate uses the parties that answered and the
+result says so (:attr:`SimulationResult.degraded`, :attr:`SimulationResult.excluded`).
+
+Same seed ⇒ the same released codes, clusters and estimates as the fast path
+(:mod:`mprr.protocols` with ``rng=PartyStreams(seed, n)``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import networkx as nx
+
+from mprr.data import Dataset
+from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
+from mprr.ledger import CompositionPolicy, Ledger, as_policy
+from mprr.privacy import PrivacySummary, summarize
+from mprr.protocols.result import ProtocolResult
+from mprr.streams import PartyStreams
+from parties.choreographies.malicious import AttackReport, run_attacks
+from parties.choreographies.registry import lookup
+from parties.controller import Controller
+from parties.faults import FaultPlan
+from parties.messages import Abort
+from parties.network import CONTROLLER, InMemoryNetwork
+from parties.party import Party, PartyRefusal, ReleaseBook
+from parties.protocol_messages import ReleaseRequest
+from parties.traffic import LatencyModel, TrafficStatistics
+from parties.view import ViewLog, ViewSummary
+
+__all__ = ["SimulationResult", "simulate", "simulate_async"]
+
+PARTY_KINDS = (ReleaseRequest, Abort)
+"""Message kinds a party endpoint accepts (anything else is rejected on delivery)."""
+
+
+@dataclass(frozen=True, eq=False)
+class SimulationResult:
+    """Outcome of one actor run.
+
+    Attributes
+    ----------
+    result
+        The controller's :class:`mprr.protocols.ProtocolResult` (same type as the fast path).
+    traffic
+        Measured messages, bytes, rounds (``network.statistics()``).
+    view
+        Summary of the controller's view; :attr:`view_log` holds every message it received.
+    view_log
+        The full :class:`~parties.view.ViewLog`.
+    ledgers
+        Ledger of every party, index = party id.
+    privacy
+        :func:`mprr.privacy.summarize` of the parties' accountants under their policy, with
+        the refusals the parties logged.
+    refusals
+        Every refusal the parties sent (:class:`~parties.party.PartyRefusal`).
+    excluded
+        Parties left out under ``on_dropout="exclude"`` (party -> phase and cause).
+    attacks
+        Reports of the curious controller's attacks (empty for an honest controller).
+    crashed
+        Parties crashed by fault injection.
+    wall_time
+        Seconds the run took (wall clock).
+    options
+        Simulation options (seed, budget, policy, timeout, retries, on_dropout, ...).
+    parties
+        The party actors (harness access only: they hold the private records).
+    """
+
+    result: ProtocolResult
+    traffic: TrafficStatistics
+    view: ViewSummary
+    view_log: ViewLog = field(repr=False)
+    ledgers: tuple[Ledger, ...] = field(repr=False)
+    privacy: PrivacySummary
+    refusals: tuple[PartyRefusal, ...]
+    excluded: Mapping[int, str]
+    attacks: tuple[AttackReport, ...]
+    crashed: tuple[int, ...]
+    wall_time: float
+    options: Mapping[str, Any]
+    parties: tuple[Party, ...] = field(repr=False)
+
+    @property
+    def degraded(self) -> bool:
+        """``True`` when some party was excluded: the estimate does not use every record."""
+        return bool(self.excluded)
+
+    @property
+    def estimate(self) -> Any:
+        """The controller's estimate (``result.estimate``)."""
+        return self.result.estimate
+
+    def privacy_under(self, policy: CompositionPolicy | str) -> PrivacySummary:
+        """The parties' ledgers summarised under another composition policy."""
+        summary = summarize([p.accountant for p in self.parties], policy)
+        return replace(summary, refusals=dict(self.privacy.refusals))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly report (no arrays): protocol summary, traffic, view, privacy, faults."""
+        return {
+            "protocol": self.result.summary(),
+            "traffic": self.traffic.to_dict(),
+            "view": self.view.to_dict(),
+            "privacy": self.privacy.to_dict(),
+            "refusals": [r.to_dict() for r in self.refusals[:100]],
+            "refusal_count": len(self.refusals),
+            "degraded": self.degraded,
+            "excluded": {str(k): v for k, v in self.excluded.items()},
+            "attacks": [a.to_dict() for a in self.attacks],
+            "crashed": list(self.crashed),
+            "wall_time": self.wall_time,
+            "options": {k: v for k, v in self.options.items()},
+        }
+
+
+def _check_number(name: str, value: Any, *, allow_inf: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise ConfigurationError(f"{name} must be a number, got {value!r}")
+    if value <= 0 or (math.isinf(value) and not allow_inf):
+        what = "> 0 (inf allowed)" if allow_inf else "finite and > 0"
+        raise ConfigurationError(f"{name} must be {what}, got {value!r}")
+    return float(value)
+
+
+async def simulate_async(
+    dataset: Dataset,
+    protocol: str,
+    *,
+    seed: int,
+    budget: float = math.inf,
+    policy: CompositionPolicy | str = "sequential",
+    timeout: float = 30.0,
+    retries: int = 0,
+    on_dropout: str = "fail",
+    faults: FaultPlan | None = None,
+    fault_seed: int | None = None,
+    latency: LatencyModel | None = None,
+    topology: nx.Graph | None = None,
+    attacks: Sequence[str] = (),
+    **params: Any,
+) -> SimulationResult:
+    """Run ``protocol`` on ``dataset`` with one actor per record (see the module docstring).
+
+    Parameters
+    ----------
+    dataset
+        Party ``i`` holds record ``i``.
+    protocol
+        Protocol name (:data:`parties.choreographies.registry.PROTOCOLS`, case-insensitive,
+        aliases allowed), e.g. ``"RR-Clusters"``.
+    seed
+        Run seed (non-negative int): party streams ``PartyStreams(seed, n)``; also the fault
+        seed unless ``fault_seed`` is given.
+    budget
+        ε budget of every party (``math.inf``: account without a limit).
+    policy
+        Composition policy of every party's accountant.
+    timeout
+        Seconds each round waits for the parties' answers (> 0).
+    retries
+        Re-sends of a request to parties still silent after ``timeout`` (answered by replay).
+    on_dropout
+        ``"fail"`` (error) or ``"exclude"`` (degraded result from the parties that answered).
+    faults, fault_seed, latency, topology
+        Network options (:class:`~parties.faults.FaultPlan`, its seed,
+        :class:`~parties.traffic.LatencyModel`, networkx graph of party links).
+    attacks
+        Curious-controller attacks run after the protocol
+        (:data:`parties.choreographies.malicious.ATTACKS`).
+    **params
+        The protocol's parameters, as for the fast-path function (e.g. ``p``, ``Tv``, ``Td``).
+
+    Raises
+    ------
+    ConfigurationError
+        Bad dataset, protocol name, parameter or option (before anything runs).
+    PartyDropped, RoundTimeout, ReleaseRefused, ProtocolError
+        The run could not complete (module docstring).
+    """
+    if not isinstance(dataset, Dataset):
+        raise ConfigurationError(f"dataset must be a mprr.data.Dataset, got {type(dataset).__name__}")
+    choreography = lookup(protocol)
+    kwargs = choreography.bind(params)
+    timeout = _check_number("timeout", timeout, allow_inf=False)
+    policy = as_policy(policy)
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or math.isnan(budget) or budget < 0:
+        raise ConfigurationError(f"budget must be a number >= 0 or math.inf, got {budget!r}")
+    n = dataset.n
+    streams = PartyStreams(seed, n)
+    net_seed = fault_seed if fault_seed is not None else (seed if isinstance(seed, int) else 0)
+    net = InMemoryNetwork(n, topology=topology, faults=faults, latency=latency, seed=net_seed)
+    schema = dataset.schema
+    book = ReleaseBook(schema)
+    records = dataset.codes.tolist()
+    parties = tuple(
+        Party(i, records[i], schema, seed=streams.seed_sequence(i), budget=budget, policy=policy, book=book)
+        for i in range(n)
+    )
+    del records
+    controller = Controller(
+        net.endpoint(CONTROLLER), schema, range(n), timeout=timeout, on_dropout=on_dropout, retries=retries
+    )
+    options = {
+        "protocol": choreography.name,
+        "seed": seed,
+        "n": n,
+        "budget": "inf" if math.isinf(budget) else float(budget),
+        "policy": policy.value,
+        "timeout": timeout,
+        "retries": retries,
+        "on_dropout": on_dropout,
+        "faults": None if faults is None else repr(faults),
+        "fault_seed": net_seed,
+        "latency": None if latency is None else repr(latency),
+        "attacks": list(attacks),
+    }
+    idle = timeout * (retries + 1) * 4 + 10.0
+    started = time.perf_counter()
+    error: BaseException | None = None
+    result: ProtocolResult | None = None
+    reports: tuple[AttackReport, ...] = ()
+    async with asyncio.TaskGroup() as tg:
+        tasks = [
+            tg.create_task(party.run(net.endpoint(party.index, accept=PARTY_KINDS), idle_timeout=idle))
+            for party in parties
+        ]
+        try:
+            result = await choreography.run(controller, **kwargs)
+            reports = await run_attacks(controller, attacks)
+        except Exception as exc:  # re-raised below, after the party tasks are cancelled
+            error = exc
+        finally:
+            for task in tasks:
+                task.cancel()
+    net.close()
+    controller.drain()
+    wall = time.perf_counter() - started
+    if error is not None:
+        raise _explain(error, net.crashed) from error
+    if result is None:  # pragma: no cover - the choreography returned nothing
+        raise ConfigurationError(f"protocol {choreography.name!r} returned no result")
+    refusals = tuple(r for party in parties for r in party.refusals)
+    counts: dict[str, int] = {}
+    for r in refusals:
+        counts[r.reason] = counts.get(r.reason, 0) + 1
+    privacy = replace(summarize([p.accountant for p in parties]), refusals=counts)
+    result.timings["wall"] = wall
+    return SimulationResult(
+        result=result,
+        traffic=net.statistics(),
+        view=controller.view.summary(),
+        view_log=controller.view,
+        ledgers=tuple(p.ledger for p in parties),
+        privacy=privacy,
+        refusals=refusals,
+        excluded=dict(controller.excluded),
+        attacks=reports,
+        crashed=tuple(sorted(net.crashed)),
+        wall_time=wall,
+        options=options,
+        parties=parties,
+    )
+
+
+def _explain(error: BaseException, crashed: frozenset[int]) -> BaseException:
+    """Turn a timeout caused by crashed parties into :class:`PartyDropped` (others unchanged)."""
+    if isinstance(error, RoundTimeout):
+        gone = tuple(sorted(set(error.missing) & set(crashed)))
+        if gone:
+            return PartyDropped(
+                f"{error} — {len(gone)} of the missing parties crashed: "
+                + ", ".join(f"party {p}" for p in gone[:10])
+                + (" ..." if len(gone) > 10 else ""),
+                parties=gone,
+            )
+    return error
+
+
+def simulate(dataset: Dataset, protocol: str, *, seed: int, **options: Any) -> SimulationResult:
+    """Synchronous wrapper of :func:`simulate_async` (``asyncio.run``); same parameters."""
+    return asyncio.run(simulate_async(dataset, protocol, seed=seed, **options))
