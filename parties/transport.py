@@ -30,18 +30,10 @@ import networkx as nx
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from parties.codec import decode, encode
 from parties.messages import Message, message_class, resolve_kinds
+from parties.topology import CONTROLLER, Topology, actor_name
 from parties.traffic import ActorStatistics, LatencyModel, TrafficCounter, TrafficStatistics
 
 __all__ = ["CONTROLLER", "Endpoint", "Envelope", "Frame", "Topology", "Transport", "actor_name"]
-
-CONTROLLER = -1
-"""Actor id of the controller; parties are ``0 .. n-1``."""
-
-
-def actor_name(actor: int) -> str:
-    """``"controller"`` or ``"party 7"``, for messages."""
-    return "controller" if actor == CONTROLLER else f"party {actor}"
-
 
 @dataclass(frozen=True, slots=True)
 class Frame:
@@ -73,91 +65,6 @@ class Envelope:
     def kind(self) -> str:
         """Name of the message kind."""
         return self.message.NAME
-
-
-class Topology:
-    """Who may send to whom.
-
-    Parameters
-    ----------
-    n
-        Number of parties.
-    graph
-        ``None``: star, parties reach only the controller.  Otherwise an undirected networkx
-        graph whose nodes are party ids ``0..n-1`` (and optionally :data:`CONTROLLER`); its
-        edges are the allowed party-to-party links.  If the graph has no CONTROLLER node the
-        controller is linked to every party; if it has one, its edges are exactly as given.
-    """
-
-    def __init__(self, n: int, graph: nx.Graph | None = None) -> None:
-        self.n = n
-        self.graph = graph
-        self._adj: list[frozenset[int]] | None = None
-        self._controller: frozenset[int] | None = None  # None = linked to all parties
-        if graph is None:
-            return
-        if not isinstance(graph, nx.Graph) or graph.is_directed():
-            raise ConfigurationError(f"topology must be an undirected networkx.Graph, got {graph!r}")
-        bad = [v for v in graph.nodes if not (isinstance(v, int) and (v == CONTROLLER or 0 <= v < n))]
-        if bad:
-            raise ConfigurationError(
-                f"topology nodes must be party ids 0..{n - 1} or CONTROLLER ({CONTROLLER}), got {bad[:5]}"
-            )
-        adj: list[set[int]] = [set() for _ in range(n)]
-        for u, v in graph.edges:
-            if u != v and u != CONTROLLER and v != CONTROLLER:
-                adj[u].add(v)
-                adj[v].add(u)
-        self._adj = [frozenset(a) for a in adj]
-        if CONTROLLER in graph:
-            self._controller = frozenset(v for v in graph[CONTROLLER] if v != CONTROLLER)
-
-    def allowed(self, src: int, dst: int) -> bool:
-        """True when ``src`` may send directly to ``dst``."""
-        if src == dst:
-            return False
-        if src == CONTROLLER or dst == CONTROLLER:
-            other = dst if src == CONTROLLER else src
-            return self._controller is None or other in self._controller
-        return self._adj is not None and dst in self._adj[src]
-
-    def neighbours(self, actor: int) -> tuple[int, ...]:
-        """Actors ``actor`` may send to directly, sorted."""
-        if actor == CONTROLLER:
-            return tuple(range(self.n)) if self._controller is None else tuple(sorted(self._controller))
-        out = set() if self._adj is None else set(self._adj[actor])
-        if self._controller is None or actor in self._controller:
-            out.add(CONTROLLER)
-        return tuple(sorted(out))
-
-    def path(self, src: int, dst: int) -> list[int]:
-        """Shortest relay path ``[src, ..., dst]`` (ProtocolError if unreachable)."""
-        if src == dst:
-            return [src]
-        if self.allowed(src, dst):
-            return [src, dst]
-        if self._controller is None and self.allowed(src, CONTROLLER) and self.allowed(CONTROLLER, dst):
-            if self._adj is None:
-                return [src, CONTROLLER, dst]
-        # general case: breadth-first search over the effective graph
-        seen = {src: src}
-        frontier = deque([src])
-        while frontier:
-            u = frontier.popleft()
-            for v in self.neighbours(u):
-                if v not in seen:
-                    seen[v] = u
-                    if v == dst:
-                        out = [v]
-                        while out[-1] != src:
-                            out.append(seen[out[-1]])
-                        return out[::-1]
-                    frontier.append(v)
-        raise ProtocolError(f"no route from {actor_name(src)} to {actor_name(dst)} in the topology")
-
-    def hops(self, src: int, dst: int) -> int:
-        """Number of links a relayed message crosses from ``src`` to ``dst``."""
-        return len(self.path(src, dst)) - 1
 
 
 class _Waiter:
@@ -253,10 +160,13 @@ class Endpoint:
 
     async def broadcast(self, dsts: Iterable[int], msg: Message, *, phase: str) -> None:
         """Send the same ``msg`` to every actor in ``dsts`` (encoded once; one message each)."""
+        targets = list(dsts)
+        net = self._net
+        for dst in targets:  # refuse the whole broadcast before anything is sent
+            net._check_link(self.actor, dst)
         payload = encode(msg)
-        send = self._net._send
-        for dst in dsts:
-            await send(self.actor, dst, msg, phase, payload)
+        for dst in targets:
+            await net._send(self.actor, dst, msg, phase, payload)
 
     # ------------------------------------------------------------------ receiving
     def _raise_pending(self) -> None:
@@ -350,8 +260,9 @@ class Endpoint:
         """
         _check_timeout(timeout)
         kind_set = resolve_kinds(kinds)
-        want = _source_set(sources)
-        want = set() if want is None else set(want)
+        want = set(_source_set(sources) or ())
+        for src in want:
+            self._net._check_actor(src, "gather source")
         self._raise_pending()
         got: dict[int, Envelope] = {}
         if want and self._buffer:
@@ -573,16 +484,23 @@ class Transport(ABC):
             return False
         return True
 
-    async def _send(self, src: int, dst: int, msg: Message, phase: str, payload: bytes) -> None:
+    def _check_link(self, src: int, dst: int) -> None:
+        """ProtocolError unless ``dst`` is a valid actor that ``src`` may send to directly."""
         if not (dst == CONTROLLER or (type(dst) is int and 0 <= dst < self.n)):
             self._check_actor(dst, "dst")
         if not self.topology.allowed(src, dst):
             if src == dst:
                 raise ProtocolError(f"{actor_name(src)} cannot send to itself")
+            try:
+                route = f"relay via {self.topology.path(src, dst)}"
+            except ProtocolError:
+                route = "it is unreachable"
             raise ProtocolError(
-                f"{actor_name(src)} cannot send to {actor_name(dst)}: no link in the topology; "
-                f"relay via {self.topology.path(src, dst) if _reachable(self.topology, src, dst) else 'nothing (unreachable)'}"
+                f"{actor_name(src)} cannot send to {actor_name(dst)}: no link in the topology; {route}"
             )
+
+    async def _send(self, src: int, dst: int, msg: Message, phase: str, payload: bytes) -> None:
+        self._check_link(src, dst)
         if type(phase) is not str or not phase:
             raise ConfigurationError(f"phase must be a non-empty string, got {phase!r}")
         if not self._admit(src):
@@ -618,12 +536,3 @@ class Transport(ABC):
         size = len(payload)
         self._traffic.record_delivery(dst, size)
         ep._put(Envelope(frame.src, dst, frame.phase, msg, size), position)
-
-
-def _reachable(topology: Topology, src: int, dst: int) -> bool:
-    try:
-        topology.path(src, dst)
-    except ProtocolError:
-        return False
-    return True
-

@@ -4,81 +4,15 @@ from __future__ import annotations
 
 import asyncio
 
-import networkx as nx
 import pytest
 
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from parties.codec import encode
 from parties.messages import Abort, Ack, Announce, RandomizedValues, Request
 from parties.network import CONTROLLER, InMemoryNetwork
-from parties.transport import Topology
 from tests.parties.transport_helpers import ChaosTransport, answer_requests, identity_matrix
 
 T = 0.05  # tiny timeouts keep the failure tests fast
-
-
-# ------------------------------------------------------------------ topology
-
-
-async def test_star_lets_parties_reach_only_the_controller() -> None:
-    net = InMemoryNetwork(3)
-    await net.endpoint(0).send(CONTROLLER, Ack(1), phase="p")
-    await net.endpoint(CONTROLLER).send(2, Ack(2), phase="p")
-    with pytest.raises(ProtocolError, match=r"party 0 cannot send to party 1: no link in the topology; relay via \[0, -1, 1\]"):
-        await net.endpoint(0).send(1, Ack(1), phase="p")
-    with pytest.raises(ProtocolError, match="party 2 cannot send to itself"):
-        await net.endpoint(2).send(2, Ack(1), phase="p")
-    with pytest.raises(ProtocolError, match=r"dst must be CONTROLLER \(-1\) or a party id in 0\.\.2, got 3"):
-        await net.endpoint(0).send(3, Ack(1), phase="p")
-    assert net.statistics().messages == 2
-
-
-async def test_graph_topology_adds_party_links_and_keeps_the_controller_star() -> None:
-    net = InMemoryNetwork(4, topology=nx.cycle_graph(4))
-    await net.endpoint(0).send(1, Ack(1), phase="share")
-    await net.endpoint(0).send(3, Ack(1), phase="share")
-    await net.endpoint(2).send(CONTROLLER, Ack(1), phase="sum")
-    with pytest.raises(ProtocolError, match="party 0 cannot send to party 2"):
-        await net.endpoint(0).send(2, Ack(1), phase="share")
-    assert net.hops(0, 1) == 1 and net.hops(0, 2) == 2 and net.hops(0, CONTROLLER) == 1
-    assert net.topology.neighbours(0) == (CONTROLLER, 1, 3)
-
-
-async def test_controller_links_follow_the_graph_when_it_names_the_controller() -> None:
-    g = nx.path_graph([CONTROLLER, 0, 1, 2])  # controller - 0 - 1 - 2
-    net = InMemoryNetwork(3, topology=g)
-    with pytest.raises(ProtocolError, match=r"controller cannot send to party 2: .* relay via \[-1, 0, 1, 2\]"):
-        await net.endpoint(CONTROLLER).send(2, Ack(1), phase="p")
-    assert net.path(2, CONTROLLER) == [2, 1, 0, CONTROLLER]
-    assert net.hops(CONTROLLER, 2) == 3
-
-
-def test_unreachable_party_and_relay_paths() -> None:
-    g = nx.Graph()
-    g.add_nodes_from([CONTROLLER, 0, 1])
-    g.add_edge(CONTROLLER, 0)
-    top = Topology(2, g)
-    with pytest.raises(ProtocolError, match="no route from controller to party 1"):
-        top.path(CONTROLLER, 1)
-    star = Topology(5)
-    assert star.path(1, 4) == [1, CONTROLLER, 4] and star.hops(1, 4) == 2
-    assert star.hops(3, 3) == 0
-    assert star.neighbours(CONTROLLER) == (0, 1, 2, 3, 4)
-    assert star.neighbours(2) == (CONTROLLER,)
-
-
-@pytest.mark.parametrize(
-    ("graph", "pattern"),
-    [
-        (nx.DiGraph([(0, 1)]), "undirected networkx.Graph"),
-        (nx.Graph([(0, 7)]), r"party ids 0\.\.2 or CONTROLLER \(-1\), got \[7\]"),
-        (nx.Graph([("a", 0)]), r"got \['a'\]"),
-        ([(0, 1)], "undirected networkx.Graph"),
-    ],
-)
-def test_invalid_topologies_are_rejected(graph: object, pattern: str) -> None:
-    with pytest.raises(ConfigurationError, match=pattern):
-        InMemoryNetwork(3, topology=graph)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("n", [0, -1, 2.0, True])
@@ -331,3 +265,9 @@ async def test_chaos_transport_drop_ends_in_a_clear_timeout() -> None:
     # a party is missing exactly when its request or its reply was lost
     lost_parties = {dst if src == CONTROLLER else src for src, dst, _ in net.lost}
     assert lost_parties and set(error.missing) == lost_parties
+
+
+async def test_gather_sources_must_be_actors() -> None:
+    net = InMemoryNetwork(2)
+    with pytest.raises(ProtocolError, match="gather source must be CONTROLLER .* got 7"):
+        await net.endpoint(CONTROLLER).gather([0, 7], timeout=T)
