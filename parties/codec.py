@@ -240,10 +240,14 @@ def _field_decoder(ft: FieldType, where: str) -> Decoder:
             code = _FIXED[item.tag]
 
             def dec_numseq(buf: bytes, off: int) -> tuple[tuple, int]:
-                _need(buf, off, 4)
+                if off + 4 > len(buf):
+                    _need(buf, off, 4)
                 (n,) = _U32.unpack_from(buf, off)
                 off += 4
-                _need(buf, off, 8 * n)
+                if n == 0:
+                    return (), off
+                if off + 8 * n > len(buf):
+                    _need(buf, off, 8 * n)
                 return struct.unpack_from(f"<{n}{code}", buf, off), off + 8 * n
             return dec_numseq
         inner = _field_decoder(item, f"{where}[i]")

@@ -184,6 +184,8 @@ def coercer(ft: FieldType, where: str) -> Callable[[Any], Any]:
         inner = coercer(ft.items[0], f"{where}[i]")
 
         def c_seq(v: Any) -> tuple:
+            if type(v) is tuple and not v:
+                return v
             if isinstance(v, (str, bytes, np.ndarray)) or not isinstance(v, (tuple, list)):
                 if isinstance(v, np.ndarray) and v.ndim == 1:
                     v = v.tolist()
