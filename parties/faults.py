@@ -15,6 +15,7 @@ Fault semantics:
   seconds (a few ms by default), so later messages can overtake it.
 - **reorder**: the message is inserted at a random position of the receiver's buffer of
   not-yet-received messages instead of at its end (a waiting recv still gets it at once).
+  A delayed message is not also reordered: its delay already lets later messages overtake it.
 - **crash**: ``crash={party: k}`` crashes ``party`` at its ``k``-th send (k >= 1); that send and
   every later one vanish, messages to it are lost and its ``recv`` raises ``PartyDropped``.
 

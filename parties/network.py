@@ -1,9 +1,22 @@
 """The in-memory network of the actor simulator (and the public face of the messaging layer).
 
-``InMemoryNetwork(n)`` gives the controller (:data:`CONTROLLER`) and parties ``0..n-1`` one
-:class:`Endpoint` each.  Messages travel as bytes: encoded on send, decoded on delivery, so
-every message and byte counted is real.  Delivery is immediate (no sleeping) unless the fault
-plan delays a message; the :class:`LatencyModel` computes *simulated* time per round instead.
+``InMemoryNetwork(n)`` gives the controller (:data:`CONTROLLER` = -1) and parties ``0..n-1``
+one :class:`Endpoint` each.  Messages travel as bytes: encoded on send, decoded on delivery, so
+every message and byte counted is real (a broadcast is encoded once and, the message being
+immutable, decoded once).  Delivery is immediate (no sleeping) unless the fault plan delays a
+message; a :class:`LatencyModel` computes *simulated* time per round instead.
+
+Endpoint API (see :class:`parties.transport.Endpoint`)::
+
+    await ep.send(dst, msg, *, phase)
+    await ep.broadcast(dsts, msg, *, phase)
+    env = await ep.recv(*, kinds=None, sources=None, phase=None, timeout)   # -> Envelope
+    got = await ep.gather(sources, *, kinds=None, phase=None, timeout, partial=False)
+    ep.statistics(); ep.buffered; ep.pending(); ep.crashed
+
+Network API: ``endpoint(actor, *, accept=None)``, ``begin_round(phase)`` / ``end_round()`` /
+``with round(phase):``, ``statistics()``, ``crash(actor)``, ``crashed``, ``path(src, dst)``,
+``hops(src, dst)``, ``in_flight``, ``await settle()``, ``close()``.
 
 Usage::
 
@@ -17,12 +30,12 @@ Usage::
     async def controller():
         with net.round("collect"):
             await ctrl.send(0, Request(7, (0,), np.eye(3)), phase="collect")
-        return await ctrl.recv(kinds=RandomizedValues, sources=[0], timeout=1.0)
+            return await ctrl.recv(kinds=RandomizedValues, sources=[0], timeout=1.0)
 
     async with asyncio.TaskGroup() as tg:
         tg.create_task(party())
         reply = tg.create_task(controller())
-    net.statistics().to_dict()
+    net.statistics().to_dict()   # messages, bytes, rounds per sender/receiver/kind/phase
 """
 
 from __future__ import annotations
