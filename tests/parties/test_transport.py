@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from parties.codec import encode
@@ -271,3 +273,50 @@ async def test_gather_sources_must_be_actors() -> None:
     net = InMemoryNetwork(2)
     with pytest.raises(ProtocolError, match="gather source must be CONTROLLER .* got 7"):
         await net.endpoint(CONTROLLER).gather([0, 7], timeout=T)
+
+
+# ------------------------------------------------------------------ model-based buffering check
+
+_KINDS = (Ack, Abort)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sends=st.lists(st.tuples(st.integers(0, 3), st.sampled_from(_KINDS), st.sampled_from(["a", "b"])), max_size=25),
+    takes=st.lists(
+        st.tuples(
+            st.none() | st.sampled_from(_KINDS),
+            st.none() | st.frozensets(st.integers(0, 3), min_size=1),
+            st.none() | st.sampled_from(["a", "b"]),
+        ),
+        max_size=25,
+    ),
+)
+def test_recv_returns_the_oldest_matching_message(sends: list, takes: list) -> None:
+    """Against a plain list model: every recv takes the oldest match, nothing is lost or doubled."""
+
+    async def run() -> None:
+        net = InMemoryNetwork(4)
+        ctrl = net.endpoint(CONTROLLER)
+        model = []
+        for seq, (src, kind, phase) in enumerate(sends):
+            msg = Ack(seq) if kind is Ack else Abort(f"m{seq}")
+            await net.endpoint(src).send(CONTROLLER, msg, phase=phase)
+            model.append((src, kind, phase, msg))
+        for kind, sources, phase in takes:
+            match = next(
+                (m for m in model
+                 if (kind is None or m[1] is kind) and (sources is None or m[0] in sources)
+                 and (phase is None or m[2] == phase)),
+                None,
+            )
+            if match is None:
+                with pytest.raises(RoundTimeout):
+                    await ctrl.recv(kinds=kind, sources=sources, phase=phase, timeout=0.001)
+                continue
+            env = await ctrl.recv(kinds=kind, sources=sources, phase=phase, timeout=0.001)
+            assert (env.src, type(env.message), env.phase, env.message) == match
+            model.remove(match)
+        assert [e.message for e in ctrl.pending()] == [m[3] for m in model]
+
+    asyncio.run(run())
