@@ -14,6 +14,13 @@
 Clusters are canonical: each a sorted tuple of attribute indices, ordered by smallest index
 (the order :func:`mprr.clustering.cluster_attributes` returns).  A cluster's joint code is the
 C-order code of its attributes in that sorted order.
+
+**Replays** (dependence method 4.1 only): a singleton cluster ``{A}`` would be released with
+the 6.3.2 matrix carrying ε_A — mathematically the very matrix A was released with in phase 1
+(the ε-optimal matrix of |A| values and ε_A).  As a :class:`mprr.privacy.PrivacyAccountant`
+prescribes for a repeated request, every party resends its phase-1 value of A: no uniform is
+drawn and no ε is spent (the ledger has no new entry; ``ReleasedData.replayed`` marks it).
+The release phase still uses matrices carrying Σ_{A∈C} ε_A for every cluster (main paper 6.3).
 """
 
 from __future__ import annotations
@@ -95,7 +102,8 @@ def rr_clusters(
     - phase 1, 4.1: m uniforms, one per attribute in schema order; 4.2: none; 4.3: m(m−1)/2
       uniforms, one per pair ``(i, j)``, ``i < j``, lexicographic;
     - phase 2: one uniform per cluster, clusters in canonical order (sorted by smallest
-      attribute index); the cluster value is the C-order code of its sorted attributes.
+      attribute index), except, under 4.1, singleton clusters (replays of phase 1: no
+      uniform); the cluster value is the C-order code of its sorted attributes.
     """
     check_inputs(dataset, rng)
     method = check_postprocess(postprocess)
@@ -116,11 +124,23 @@ def rr_clusters(
     clusters = tuple(sorted(clusters, key=lambda c: c[0]))
     for c in clusters:
         check_joint_cells([sizes[a] for a in c], max_cells, f"the release of cluster {c}")
+    # Under 4.1 a singleton cluster {A} would be released again with the matrix of A's
+    # phase-1 release (the 6.3.2 matrix carrying ε_A is that matrix): a replay.
+    replay = dependence == "4.1"
     cmats = tuple(
-        cluster_matrix([sizes[a] for a in c], [eps[a] for a in c]) for c in clusters
+        attr_mats[c[0]]
+        if replay and len(c) == 1
+        else cluster_matrix([sizes[a] for a in c], [eps[a] for a in c])
+        for c in clusters
     )
-    uniforms = draw_uniforms(rng, dataset.n, len(clusters))
-    released = release_units("clusters", dataset.codes, sizes, clusters, cmats, uniforms)
+    previous = [
+        phase1.released.codes[:, c[0]] if replay and len(c) == 1 else None  # type: ignore[index]
+        for c in clusters
+    ]
+    uniforms = draw_uniforms(rng, dataset.n, sum(p is None for p in previous))
+    released = release_units(
+        "clusters", dataset.codes, sizes, clusters, cmats, uniforms, previous=previous
+    )
     estimate = product_estimate(released, sizes, method)
     names = dataset.schema.names
     ledger = Ledger(phase1.released.ledger_entries(names) + released.ledger_entries(names))

@@ -83,6 +83,10 @@ class ReleasedData:
     shares
         Optional per-unit, per-attribute ε shares for the ``unlinkable-pairs`` policy of
         :mod:`mprr.ledger` (e.g. ``(ε_i, ε_j)`` for a 4.3 pair matrix carrying ``ε_i + ε_j``).
+    replayed
+        Per unit, whether it was a **replay**: the same attributes were released before with
+        the same matrix, so every party resends the value it released then — no uniform, no
+        new ε (the :class:`mprr.privacy.PrivacyAccountant` rule).  ``None``: no replay.
     """
 
     phase: str
@@ -94,6 +98,7 @@ class ReleasedData:
     linkable: bool = True
     exact: bool = False
     shares: tuple[tuple[float, ...] | None, ...] | None = None
+    replayed: tuple[bool, ...] | None = None
 
     @property
     def epsilons(self) -> tuple[float, ...]:
@@ -102,8 +107,11 @@ class ReleasedData:
 
     @property
     def uniforms_per_party(self) -> int:
-        """Uniforms this phase consumed from each party's stream (0 for exact releases)."""
-        return 0 if self.codes is None else len(self.units)
+        """Uniforms this phase consumed from each party's stream (0 for exact releases and
+        replayed units)."""
+        if self.codes is None:
+            return 0
+        return len(self.units) - (sum(self.replayed) if self.replayed is not None else 0)
 
     def unit_records(self, j: int) -> np.ndarray:
         """Released values of unit ``j`` decoded into ``(n, len(unit))`` attribute codes."""
@@ -139,9 +147,12 @@ class ReleasedData:
 
         Attributes are named by ``names`` (the schema names).  Pair matrices built from
         ``ε_i + ε_j`` carry those per-attribute shares when known (see :func:`release_units`).
+        Replayed units add no entry (nothing new is released).
         """
         entries = []
         for j, (unit, mat) in enumerate(zip(self.units, self.matrices)):
+            if self.replayed is not None and self.replayed[j]:
+                continue
             attrs = tuple(names[a] for a in unit)
             if self.exact or mat is None:
                 entries.append(Release.exact_values(attrs, linkable=self.linkable, phase=self.phase))
@@ -171,6 +182,7 @@ def release_units(
     *,
     linkable: bool = True,
     shares: Sequence[Sequence[float] | None] | None = None,
+    previous: Sequence[np.ndarray | None] | None = None,
 ) -> ReleasedData:
     """Randomize every party's value of each unit (one uniform per unit, in unit order).
 
@@ -188,33 +200,47 @@ def release_units(
         One matrix per unit over the unit's joint domain (a ``RandomizationMatrix`` of size
         Π sizes, or a ``KroneckerMatrix`` with one factor per attribute of the unit).
     uniforms
-        ``(n, len(units))`` uniforms: column ``j`` is every party's draw for unit ``j``.
+        ``(n, k)`` uniforms, one column per unit that is not replayed, in unit order.
     linkable
         ``False`` when the values only enter a secure sum (main paper 4.3).
     shares
         Optional per-attribute ε shares of each unit (see :class:`ReleasedData`).
+    previous
+        Optional, per unit: ``None`` (release afresh) or the ``(n,)`` codes the parties released
+        before for the same attributes with the same matrix — a replay: those codes are
+        resent, no uniform is consumed (:class:`ReleasedData` ``replayed``).
     """
     units_t = tuple(tuple(int(a) for a in u) for u in units)
     usizes = tuple(tuple(int(sizes[a]) for a in u) for u in units_t)
     if len(matrices) != len(units_t):
         raise ConfigurationError(f"need one matrix per unit: {len(units_t)} units, {len(matrices)} matrices")
-    if uniforms.shape != (codes.shape[0], len(units_t)):
+    prev = list(previous) if previous is not None else [None] * len(units_t)
+    if len(prev) != len(units_t):
+        raise ConfigurationError(f"previous must have one entry per unit ({len(units_t)}), got {len(prev)}")
+    fresh = sum(p is None for p in prev)
+    if uniforms.shape != (codes.shape[0], fresh):
         raise ConfigurationError(
-            f"uniforms must have shape ({codes.shape[0]}, {len(units_t)}), got {uniforms.shape}"
+            f"uniforms must have shape ({codes.shape[0]}, {fresh}) (one per unit not replayed), "
+            f"got {uniforms.shape}"
         )
     released = np.empty((codes.shape[0], len(units_t)), dtype=np.int64)
     counts = []
+    column = 0
     for j, (unit, us, mat) in enumerate(zip(units_t, usizes, matrices)):
         cells = math.prod(us)
         if mat.size != cells:
             raise ConfigurationError(
                 f"matrix of unit {unit} must be over {cells} cells, got size {mat.size}"
             )
-        if isinstance(mat, KroneckerMatrix):
-            rec = randomize_joint(codes[:, list(unit)], mat, us, uniforms=uniforms[:, j])
+        if prev[j] is not None:
+            released[:, j] = np.asarray(prev[j], dtype=np.int64)
+        elif isinstance(mat, KroneckerMatrix):
+            rec = randomize_joint(codes[:, list(unit)], mat, us, uniforms=uniforms[:, column])
             released[:, j] = encode_joint(rec, us) if len(unit) > 1 else rec[:, 0]
+            column += 1
         else:
-            released[:, j] = randomize(unit_codes(codes, sizes, unit), mat, uniforms=uniforms[:, j])
+            released[:, j] = randomize(unit_codes(codes, sizes, unit), mat, uniforms=uniforms[:, column])
+            column += 1
         counts.append(_readonly(np.asarray(tally(released[:, j], cells), dtype=np.float64).reshape(us)))
     return ReleasedData(
         phase=phase,
@@ -226,6 +252,7 @@ def release_units(
         linkable=linkable,
         exact=False,
         shares=None if shares is None else tuple(None if s is None else tuple(map(float, s)) for s in shares),
+        replayed=None if previous is None else tuple(p is not None for p in prev),
     )
 
 

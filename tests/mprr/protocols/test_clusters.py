@@ -30,23 +30,59 @@ def test_recovers_planted_clusters_with_strong_dependence(dependence: str) -> No
 
 
 def test_budget_equivalence_with_rr_independent() -> None:
-    # Main paper 6.3: the cluster release spends what RR-Independent spends.
-    ds = planted(3_000, 2, strength=0.8).dataset
-    r = rr_clusters(ds, p=0.5, Tv=100, Td=0.2, rng=np.random.default_rng(0))
-    ind = rr_independent(ds, p=0.5, rng=np.random.default_rng(0))
-    eps = r.parameters["attribute_epsilons"]
-    assert r.epsilon_by_phase()["clusters"] == pytest.approx(ind.epsilon(), rel=1e-12)
-    for c, P in zip(r.clusters, r.release("clusters").matrices):
-        assert P.epsilon == pytest.approx(sum(eps[a] for a in c), rel=1e-12)
-        assert P.size == math.prod(ds.sizes[a] for a in c)
-    # 4.1 phase 1 is itself an RR-Independent release: sequential total = 2 * sum(eps_A)
-    assert r.epsilon("sequential") == pytest.approx(2 * ind.epsilon())
-    r43 = rr_clusters(ds, p=0.5, Tv=100, Td=0.2, dependence="4.3", rng=np.random.default_rng(0))
+    # Main paper 6.3: the cluster release uses matrices carrying sum_{A in C} eps_A, so it
+    # spends what RR-Independent spends.
+    ds = planted(20_000, 1, strength=0.8).dataset
+    ind = rr_independent(ds, p=0.7, rng=np.random.default_rng(0))
+    eps = ind.parameters["attribute_epsilons"]
+    for dependence in ("4.1", "4.2", "4.3"):
+        r = rr_clusters(ds, p=0.7, Tv=100, Td=0.2, dependence=dependence, rng=np.random.default_rng(2))
+        assert r.clusters == PLANTED
+        mats = r.release("clusters").matrices
+        for c, P in zip(r.clusters, mats):
+            assert P.epsilon == pytest.approx(sum(eps[a] for a in c), rel=1e-12)
+            assert P.size == math.prod(ds.sizes[a] for a in c)
+        assert sum(P.epsilon for P in mats) == pytest.approx(ind.epsilon(), rel=1e-12)
+    r43 = rr_clusters(ds, p=0.7, Tv=100, Td=0.2, dependence="4.3", rng=np.random.default_rng(2))
+    assert r43.epsilon_by_phase()["clusters"] == pytest.approx(ind.epsilon())
     assert r43.epsilon("unlinkable-pairs") == pytest.approx(2 * ind.epsilon())
     assert r43.epsilon("sequential") == pytest.approx((ds.m - 1 + 1) * ind.epsilon())
-    r42 = rr_clusters(ds, p=0.5, Tv=100, Td=0.2, dependence="4.2", rng=np.random.default_rng(0))
+    r42 = rr_clusters(ds, p=0.7, Tv=100, Td=0.2, dependence="4.2", rng=np.random.default_rng(2))
     assert r42.no_dp_guarantee and math.isinf(r42.epsilon())
     assert r42.epsilon_by_phase()["clusters"] == pytest.approx(ind.epsilon())
+
+
+def test_4_1_singleton_clusters_replay_their_phase_1_release() -> None:
+    # Under 4.1 the matrix of a singleton cluster {A} is the matrix A was already released
+    # with: every party resends that value (no uniform, no new epsilon), as its privacy
+    # accountant prescribes for a repeated request.
+    ds = planted(20_000, 1, strength=0.8).dataset
+    r = rr_clusters(ds, p=0.7, Tv=100, Td=0.2, rng=np.random.default_rng(2))
+    ind = rr_independent(ds, p=0.7, rng=np.random.default_rng(0))
+    eps = r.parameters["attribute_epsilons"]
+    rel, dep = r.release("clusters"), r.release("dependence")
+    assert rel.replayed == (False, False, True, True, True)
+    for k, c in enumerate(r.clusters):
+        if len(c) == 1:
+            np.testing.assert_array_equal(rel.codes[:, k], dep.codes[:, c[0]])
+            assert rel.matrices[k] is dep.matrices[c[0]]
+    assert r.uniforms_per_party == ds.m + 2
+    merged = sum(eps[a] for c in r.clusters if len(c) > 1 for a in c)
+    assert r.epsilon_by_phase()["clusters"] == pytest.approx(merged)
+    assert r.epsilon("sequential") == pytest.approx(ind.epsilon() + merged)
+    assert len(r.ledger) == ds.m + 2
+    # party by party: m uniforms, then one per merged cluster only
+    small = planted(200, 1, strength=0.8).dataset
+    s = rr_clusters(small, p=0.7, Tv=100, Td=0.2, rng=PartyStreams(3, small.n))
+    fresh = [k for k, flag in enumerate(s.release("clusters").replayed) if not flag]
+    assert 0 < len(fresh) < len(s.clusters)  # both kinds present
+    phases = [
+        (s.release("dependence").units, s.release("dependence").matrices),
+        ([s.clusters[k] for k in fresh], [s.release("clusters").matrices[k] for k in fresh]),
+    ]
+    expected = replay(small, PartyStreams(3, small.n), phases)
+    np.testing.assert_array_equal(s.release("dependence").codes, expected[0])
+    np.testing.assert_array_equal(s.release("clusters").codes[:, fresh], expected[1])
 
 
 def test_same_seed_same_result_and_draw_order() -> None:

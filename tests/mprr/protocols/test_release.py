@@ -116,3 +116,21 @@ def test_check_inputs() -> None:
         check_inputs(ds, 3)
     with pytest.raises(ConfigurationError, match="streams for 9 parties but the data set has n=10"):
         check_inputs(ds, PartyStreams(0, 9))
+
+
+def test_replayed_units_resend_codes_without_uniforms() -> None:
+    ds = planted(30, 7).dataset
+    units = ((0,), (1, 2), (3,))
+    mats = (keep_or_uniform(4, 0.5), cluster_optimal((3, 5), 2.0), keep_or_uniform(2, 0.5))
+    old = np.arange(30) % 4
+    u = np.random.default_rng(0).random((30, 2))  # one column per unit not replayed
+    rel = release_units("x", ds.codes, ds.sizes, units, mats, u, previous=[old, None, None])
+    assert rel.replayed == (True, False, False) and rel.uniforms_per_party == 2
+    np.testing.assert_array_equal(rel.codes[:, 0], old)
+    plain = release_units("x", ds.codes, ds.sizes, units[1:], mats[1:], u)
+    np.testing.assert_array_equal(rel.codes[:, 1:], plain.codes)
+    assert len(rel.ledger_entries(ds.schema.names)) == 2  # a replay is not new spending
+    with pytest.raises(ConfigurationError, match=r"uniforms must have shape \(30, 2\) \(one per unit not replayed\)"):
+        release_units("x", ds.codes, ds.sizes, units, mats, np.zeros((30, 3)), previous=[old, None, None])
+    with pytest.raises(ConfigurationError, match="previous must have one entry per unit"):
+        release_units("x", ds.codes, ds.sizes, units, mats, u, previous=[old])
