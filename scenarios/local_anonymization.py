@@ -55,12 +55,7 @@ __all__ = [
     "run_protocol",
 ]
 
-try:  # the actor simulator (H9) may not be installed yet in this checkout
-    import parties.simulate  # noqa: F401
-
-    ENGINES: tuple[str, ...] = ("actors", "fast")
-except ImportError:  # pragma: no cover - transitional
-    ENGINES = ("fast",)
+ENGINES = ("actors", "fast")
 POSTPROCESS = ("clip-rescale", "project-simplex", "ibu")
 SECURE_SUMS = ("paper", "graph", "masked")
 DEFAULT_P = 0.7
@@ -219,7 +214,19 @@ def _fast(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: int,
 
 def _actors(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: int,
             params: Mapping[str, Any]) -> tuple[ProtocolResult, np.ndarray, dict[str, np.ndarray], Any, Any]:
-    raise ConfigurationError("engine 'actors' needs parties.simulate, which is not available yet")
+    """One run in the actor simulator: n party actors with their own streams and ledgers."""
+    from parties.simulate import simulate
+
+    sim = simulate(dataset, protocol, seed=seed, timeout=params["round_timeout"], **kwargs)
+    ledgers = sim.ledgers
+    eps = np.array([ledger.total("sequential") for ledger in ledgers])
+    phases = list(dict.fromkeys(ph for ledger in ledgers for ph in ledger.phases))
+    per_party = [ledger.by_phase("sequential") for ledger in ledgers]
+    by_phase = {ph: np.array([d.get(ph, 0.0) for d in per_party]) for ph in phases}
+    view = dict(sim.view.to_dict())
+    view["degraded"] = sim.degraded
+    view["refusals"] = len(sim.refusals)
+    return sim.result, eps, by_phase, sim.traffic, view
 
 
 def run_protocol(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], *, seed: int,
@@ -587,6 +594,11 @@ def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, pla
         e = eps[base]
         lines.append(f"ε per party ({base}, sequential) min/median/max = "
                      f"{e['min']:.3f} / {e['median']:.3f} / {e['max']:.3f}")
+    views = traffic.get("controller_view") if traffic else None
+    if views:
+        kinds = sorted({k for v in views.values() for k in v.get("kinds", ())})
+        lines.append(f"controller's view (untrusted): {sum(v.get('messages', 0) for v in views.values()):,} "
+                     f"messages received, kinds {', '.join(kinds)} (randomized codes only)")
     if traffic:
         lines.append("traffic (run 1): " + "; ".join(
             f"{b} {traffic[b]['messages']:,} messages, {_human_bytes(traffic[b]['bytes'])}, "
