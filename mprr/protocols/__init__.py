@@ -9,7 +9,10 @@ releases) and a ``postprocess`` choice (``"clip-rescale"`` as in the paper, ``"p
 
 Draw-order contract (:mod:`mprr.streams`): each released value (attribute, pair, cluster or
 record) consumes one uniform from the releasing party's stream; every protocol's docstring
-lists which uniforms, in which order.
+lists which uniforms, in which order.  A unit released before with the same matrix is a
+*replay* (the party resends its earlier value: no uniform, no new ε — the
+:class:`mprr.privacy.PrivacyAccountant` rule); this happens for the singleton clusters of
+RR-Clusters with 4.1 dependences.
 
 Modules, in dependency order (each imports only those above it):
 
