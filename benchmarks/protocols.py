@@ -47,7 +47,8 @@ def _cell_runs(args: tuple[int, int, int, int]) -> tuple[list[float], float]:
     """Runs ``start .. stop - 1`` of the Table I cell: relative errors and CPU seconds used."""
     seed, start, stop, queries = args
     ds = _DATA
-    assert ds is not None
+    if ds is None:
+        raise RuntimeError("worker not initialised: Adult was not loaded")
     cpu0 = time.process_time()
     errors: list[float] = []
     for run in range(start, stop):

@@ -124,7 +124,9 @@ def dependence_phase(
     if pair_epsilon is not None and method != "4.3":
         raise ConfigurationError(f"pair_epsilon applies to dependence='4.3' only, got dependence={method!r}")
     if tables != "estimated" and method != "4.1":
-        raise ConfigurationError(f"tables='randomized' applies to dependence='4.1' only, got dependence={method!r}")
+        raise ConfigurationError(
+            f"tables='randomized' applies to dependence='4.1' only, got dependence={method!r}"
+        )
     sizes = dataset.sizes
     m = dataset.m
     pairs = all_pairs(m)
@@ -138,7 +140,9 @@ def dependence_phase(
             pair_tables = {k: v.astype(np.float64) for k, v in raw.items()}
         else:
             pair_tables = {
-                (i, j): estimate_unit(kron(attribute_matrices[i], attribute_matrices[j]), raw[(i, j)], postprocess)
+                (i, j): estimate_unit(
+                    kron(attribute_matrices[i], attribute_matrices[j]), raw[(i, j)], postprocess
+                )
                 for (i, j) in pairs
             }
     elif method == "4.2":

@@ -106,7 +106,8 @@ def ind_joint_estimate(
         raise ConfigurationError(
             f"{result.protocol} did not release every attribute separately in its first phase"
         )
-    return _kron_estimate(rel.codes, result.schema.sizes, rel.matrices, axes_t, method, max_cells)  # type: ignore[arg-type]
+    mats = rel.matrices  # per-attribute RandomizationMatrix
+    return _kron_estimate(rel.codes, result.schema.sizes, mats, axes_t, method, max_cells)  # type: ignore[arg-type]
 
 
 def rr_ind_joint(
@@ -169,7 +170,8 @@ def rr_ind_joint(
     uniforms = draw_uniforms(rng, dataset.n, m)
     units = tuple((j,) for j in range(m))
     released = release_units("attributes", dataset.codes, sizes, units, mats, uniforms)
-    factors = [_kron_estimate(released.codes, sizes, mats, g, method, max_cells) for g in groups_t]  # type: ignore[arg-type]
+    codes = np.asarray(released.codes)  # a randomized release always has codes
+    factors = [_kron_estimate(codes, sizes, mats, g, method, max_cells) for g in groups_t]
     if len(groups_t) == 1:
         estimate: DenseDistribution | ProductDistribution = DenseDistribution(
             factors[0], allow_negative=(method == "none")

@@ -22,7 +22,8 @@ from tests.mprr.protocols._helpers import five_sigma, planted, replay
 
 def _run(ds, method, rng, **kw):
     mats = attribute_matrices(ds.sizes, p=kw.pop("p", 0.5))
-    return mats, dependence_phase(ds, method, mats, rng=rng, postprocess=kw.pop("postprocess", "clip-rescale"), **kw)
+    method_pp = kw.pop("postprocess", "clip-rescale")
+    return mats, dependence_phase(ds, method, mats, rng=rng, postprocess=method_pp, **kw)
 
 
 def test_4_2_exact_tables_no_uniforms_no_dp() -> None:

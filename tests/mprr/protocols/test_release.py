@@ -130,7 +130,7 @@ def test_replayed_units_resend_codes_without_uniforms() -> None:
     plain = release_units("x", ds.codes, ds.sizes, units[1:], mats[1:], u)
     np.testing.assert_array_equal(rel.codes[:, 1:], plain.codes)
     assert len(rel.ledger_entries(ds.schema.names)) == 2  # a replay is not new spending
-    with pytest.raises(ConfigurationError, match=r"uniforms must have shape \(30, 2\) \(one per unit not replayed\)"):
+    with pytest.raises(ConfigurationError, match=r"shape \(30, 2\) \(one per unit not replayed\)"):
         release_units("x", ds.codes, ds.sizes, units, mats, np.zeros((30, 3)), previous=[old, None, None])
     with pytest.raises(ConfigurationError, match="previous must have one entry per unit"):
         release_units("x", ds.codes, ds.sizes, units, mats, u, previous=[old])
