@@ -409,7 +409,8 @@ async def run_secure_sum(
             raise ProtocolError(
                 f"party {pid} computed a total different from the controller's: inconsistent run"
             )
-    dropped = tuple(p for p in ctx.parties if p not in set(contributors))
+    contributing = set(contributors)
+    dropped = tuple(p for p in ctx.parties if p not in contributing)
     return SecureSumResult(
         total=total,
         contributors=tuple(contributors),

@@ -30,6 +30,7 @@ protocol reveals, and the aggregate.
 from __future__ import annotations
 
 import struct
+from bisect import bisect_left
 from types import MappingProxyType
 
 import numpy as np
@@ -74,8 +75,7 @@ PHASES = ("masked/advertise", "masked/share-keys", "masked/input", "masked/unmas
 def abscissa(neighbours: Neighbourhoods, owner: int, holder: int) -> int:
     """Shamir abscissa of ``holder``'s share of ``owner``'s secrets: 1 + rank of ``holder``
     in the sorted holder set N(owner) + {owner} (public, so every actor can check it)."""
-    nbrs = neighbours[owner]
-    rank = sum(1 for p in nbrs if p < holder)  # position among the neighbours
+    rank = bisect_left(neighbours[owner], holder)  # position among the sorted neighbours
     return rank + 1 + (1 if owner < holder else 0)
 
 

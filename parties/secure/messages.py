@@ -61,8 +61,9 @@ def _session(name: str, session: str) -> None:
 
 
 def _ids(where: str, values: tuple[int, ...]) -> None:
-    _require(all(v >= 0 for v in values), f"{where} must contain party ids >= 0, got {values}")
-    _require(len(set(values)) == len(values), f"{where} must be distinct, got {values}")
+    if values:
+        _require(min(values) >= 0, f"{where} must contain party ids >= 0, got {values[:10]}")
+        _require(len(set(values)) == len(values), f"{where} must be distinct, got {values[:10]}")
 
 
 @message(kind=64)
@@ -203,5 +204,5 @@ class UnmaskShares(Message):
                  "UnmaskShares fields must all have one entry per owner")
         _require(all(w in (SECRET_SELF_MASK, SECRET_MASK_KEY) for w in self.which),
                  f"UnmaskShares.which entries must be 0 (self mask) or 1 (mask key), got {self.which}")
-        _require(all(x >= 1 for x in self.abscissae), "UnmaskShares.abscissae must be >= 1")
+        _require(not self.abscissae or min(self.abscissae) >= 1, "UnmaskShares.abscissae must be >= 1")
         _require(all(len(v) == 33 for v in self.values), "UnmaskShares.values must be 33-byte shares")

@@ -12,6 +12,8 @@ the largest multiple of M are rejected, so the result is exactly uniform on Z_M.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from mprr.errors import ConfigurationError
@@ -33,7 +35,7 @@ class ZMod:
         is recovered exactly mod n + 1); the graph and masked engines use M = 2^32 or 2^64.
     """
 
-    __slots__ = ("modulus", "dtype", "_power_of_two", "_mask", "_native")
+    __slots__ = ("modulus", "dtype", "_power_of_two", "_mask", "_native", "_full_range")
 
     def __init__(self, modulus: int) -> None:
         if isinstance(modulus, bool) or not isinstance(modulus, (int, np.integer)):
@@ -51,6 +53,7 @@ class ZMod:
         self._mask = np.uint64((modulus - 1) & 0xFFFF_FFFF_FFFF_FFFF)
         # M = 2^(bits of the dtype): the dtype's own wrap-around is the reduction
         self._native = modulus == 1 << (8 * self.dtype.itemsize)
+        self._full_range = modulus - 1 == int(np.iinfo(self.dtype).max)
 
     def __repr__(self) -> str:
         return f"ZMod({self.modulus})"
@@ -99,7 +102,7 @@ class ZMod:
             raise ConfigurationError(
                 f"{name} must have dtype {self.dtype} for Z_{self.modulus}, got {arr.dtype}"
             )
-        if self.modulus - 1 < np.iinfo(self.dtype).max and arr.size and int(arr.max()) >= self.modulus:
+        if not self._full_range and arr.size and int(arr.max()) >= self.modulus:
             raise ConfigurationError(
                 f"{name} must lie in [0, {self.modulus}), got max {int(arr.max())}"
             )
@@ -143,10 +146,10 @@ class ZMod:
     def random(self, stream: Keystream, shape: int | tuple[int, ...]) -> np.ndarray:
         """Exactly uniform elements of Z_M drawn from a ChaCha20 keystream."""
         shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-        count = int(np.prod(shape, dtype=np.int64))
+        count = math.prod(shape)
         if self._power_of_two:
             words = stream.words(count, self.dtype)
-            if self.modulus - 1 != np.iinfo(self.dtype).max:
+            if not self._full_range:
                 words &= self.dtype.type(self.modulus - 1)
             return words.reshape(shape)
         # rejection sampling on words of the storage dtype: accept w < floor(2^b / M) * M

@@ -1,0 +1,122 @@
+"""run_secure_sum and the engine interface: errors, faults, never a wrong count."""
+
+from __future__ import annotations
+
+import asyncio
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
+from parties.network import CONTROLLER, FaultPlan, InMemoryNetwork
+from parties.secure.engine import TrafficCost, as_ring_vector, run_secure_sum
+from parties.secure.graph import GraphEngine
+from parties.secure.masked import MaskedEngine
+from parties.secure.messages import PartialSum
+from parties.secure.paper import PaperEngine
+from parties.traffic import Counts
+
+ENGINES = {
+    "paper": (lambda t: PaperEngine(round_timeout=t), lambda n: nx.complete_graph(n)),
+    "graph": (lambda t: GraphEngine(degree=2, topology="harary", round_timeout=t), lambda n: None),
+    "masked": (lambda t: MaskedEngine(round_timeout=t), lambda n: None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENGINES))
+@pytest.mark.parametrize("n", [0, 1])
+def test_fewer_than_two_parties_is_a_configuration_error(name: str, n: int) -> None:
+    make, _ = ENGINES[name]
+    with pytest.raises(ConfigurationError, match="at least 2 parties"):
+        make(1.0).context(range(n), 3)
+
+
+@pytest.mark.parametrize("name", sorted(ENGINES))
+def test_duplicates_delays_and_reordering_keep_the_sum_exact(name: str, rng: np.random.Generator) -> None:
+    make, topology = ENGINES[name]
+    n = 5
+    for seed in range(3):
+        x = rng.integers(0, 2, size=(n, 4))
+        plan = FaultPlan(duplicate=0.3, delay=0.3, reorder=0.5, max_delay=0.002)
+        net = InMemoryNetwork(n, topology=topology(n), faults=plan, seed=seed)
+        result = asyncio.run(run_secure_sum(make(1.0), net, x, timeout=10))
+        assert result.total.tolist() == x.sum(axis=0).tolist()
+        assert result.dropped == ()
+
+
+@pytest.mark.parametrize("name", sorted(ENGINES))
+def test_lost_messages_never_give_a_wrong_count(name: str, rng: np.random.Generator) -> None:
+    """Each message lost with probability 0.1 (plus duplicates/reorders): the result is the
+    exact sum of the contributors, or a ProtocolError — 6 seeded runs per engine."""
+    make, topology = ENGINES[name]
+    n = 5
+    outcomes = []
+    for seed in range(6):
+        x = rng.integers(0, 2, size=(n, 4))
+        plan = FaultPlan(drop=0.1, duplicate=0.2, reorder=0.3)
+        net = InMemoryNetwork(n, topology=topology(n), faults=plan, seed=seed)
+        try:
+            result = asyncio.run(run_secure_sum(make(0.1), net, x, timeout=10))
+        except ProtocolError as exc:
+            outcomes.append(type(exc).__name__)
+            continue
+        assert result.total.tolist() == x[list(result.contributors)].sum(axis=0).tolist()
+        outcomes.append("exact")
+    assert any(o != "exact" for o in outcomes) or name == "masked", outcomes
+
+
+def test_duplicated_deliveries_are_harmless() -> None:
+    n = 4
+    x = np.eye(n, 6, dtype=np.int64)
+    net = InMemoryNetwork(n, topology=nx.complete_graph(n), faults=FaultPlan(duplicate=1.0))
+    result = asyncio.run(run_secure_sum(PaperEngine(round_timeout=2), net, x))
+    assert result.total.tolist() == x.sum(axis=0).tolist()
+
+
+def test_overall_timeout_is_a_round_timeout() -> None:
+    n = 3
+    net = InMemoryNetwork(n, topology=nx.complete_graph(n), faults=FaultPlan(crash={1: 1}))
+    with pytest.raises(RoundTimeout, match="did not finish within timeout=0.1 s"):
+        asyncio.run(run_secure_sum(PaperEngine(round_timeout=5), net, np.zeros((n, 2), int), timeout=0.1))
+
+
+def test_foreign_session_message_is_rejected() -> None:
+    async def scenario() -> None:
+        n = 2
+        net = InMemoryNetwork(n, topology=nx.complete_graph(n))
+        engine = GraphEngine(round_timeout=1)
+        ctx = engine.context(range(n), 2, network=net, session="mine")
+        for party, session in ((0, "mine"), (1, "other")):
+            await net.endpoint(party).send(
+                CONTROLLER, PartialSum(session, -1, np.zeros(2, np.uint32)), phase="graph/partial")
+        await engine.controller(net.endpoint(CONTROLLER), ctx)
+
+    with pytest.raises(MessageError, match="session 'other'"):
+        asyncio.run(scenario())
+
+
+def test_traffic_cost_accessors() -> None:
+    cost = TrafficCost(sent={CONTROLLER: Counts(5, 50), 0: Counts(2, 30), 1: Counts(3, 10)},
+                       rounds=2, formula="x")
+    assert (cost.messages, cost.bytes) == (10, 90)
+    assert cost.party_max() == Counts(3, 30)
+
+
+def test_as_ring_vector_checks_shape() -> None:
+    engine = GraphEngine()
+    ctx = engine.context(range(3), 4)
+    with pytest.raises(ConfigurationError, match="1-D of length 4"):
+        as_ring_vector(np.zeros(3, int), ctx, ctx.ring)
+    assert as_ring_vector(np.array([0, 1, 1, 0]), ctx, ctx.ring).dtype == np.uint32
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"round_timeout": 0}, "round_timeout must be > 0"),
+    ({"max_value": 0}, "max_value must be an integer >= 1"),
+])
+def test_engine_parameters(kwargs: dict, match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        PaperEngine(**kwargs)
+    with pytest.raises(ConfigurationError, match="session must be a non-empty string"):
+        PaperEngine().context(range(2), 2, session="")
