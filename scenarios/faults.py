@@ -28,7 +28,6 @@ stalls them), P(survivors ≥ max(t, 2)) for masked on the complete graph.
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -47,7 +46,7 @@ from parties.secure.engine import SecureSumEngine, run_secure_sum
 from parties.secure.graph import GraphEngine
 from parties.secure.masked import MaskedEngine
 from parties.secure.paper import PaperEngine
-from scenarios.communication import pair_indicators
+from scenarios.cost_model import pair_indicators
 from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema
 from scenarios.config import Table as ConfigTable
 from scenarios.plots import LinePlot, Series

@@ -1,0 +1,415 @@
+"""Closed-form communication costs of our protocols, from the message sizes of our codec.
+
+Every number here is *exact* for a fault-free run: it is derived from the field encodings of
+:mod:`parties.codec` (header magic|version|kind = 5 bytes, int = 8, str = 4 + UTF-8 bytes,
+1-D array = 10 + data, tuple = 4 + items, bytes = 4 + data) and from each protocol's message
+pattern, independently of the engines' own ``cost()`` methods.  ``docs/cost_model.md``
+derives them; ``scenarios.communication`` measures them.
+
+- :func:`closed_form` — one secure sum (engines paper, paper-per-combination, graph,
+  graph-direct, masked, masked-sparse) over vectors of L cells;
+- :func:`release_phase` / :func:`rr_closed_form` — the request/reply phases of the actor
+  choreographies (RR-Independent: one phase; RR-Clusters with 4.1: a dependence phase and a
+  cluster phase), main paper 4.1: O(nm) at the controller, O(m) per party;
+- :func:`pair_cells`, :func:`pair_indicators` — the vectors of main paper 4.2/4.3;
+- :func:`measure_secure_sum`, :func:`measure_rr` — run one secure sum (in-memory network) or
+  one RR protocol (actor simulator) and set the measured traffic beside the closed form.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from mprr.errors import ConfigurationError
+from mprr.synthetic import planted_clusters
+from parties.network import CONTROLLER, InMemoryNetwork
+from parties.secure.engine import SecureSumEngine, run_secure_sum
+from parties.secure.graph import GraphEngine
+from parties.secure.masked import MaskedEngine
+from parties.secure.paper import PaperEngine
+
+__all__ = [
+    "ENGINE_KEYS",
+    "ClosedForm",
+    "Measurement",
+    "RRMeasurement",
+    "measure_rr",
+    "measure_secure_sum",
+    "closed_form",
+    "element_bytes",
+    "pair_cells",
+    "pair_indicators",
+    "release_phase",
+    "release_request_bytes",
+    "randomized_values_bytes",
+    "rr_closed_form",
+]
+
+ENGINE_KEYS = ("paper", "paper-per-combination", "graph", "graph-direct", "masked", "masked-sparse")
+
+# Wire sizes of the codec (parties.codec): header magic|version|kind, str = u32 length +
+# UTF-8, int = i64, 1-D array = dtype u8 + ndim u8 + u64 shape + data, tuple = u32 count + items,
+# bytes = u32 length + data.
+HEADER = 5
+INT = 8
+ARRAY_1D = 1 + 1 + 8
+SESSION_CHARS = 16
+KEY = 32
+AEAD = 12 + 16  # ChaCha20-Poly1305: random nonce + tag
+SHAMIR_SHARE = 33
+MASKED_PLAINTEXT = 3 * 4 + 2 * SHAMIR_SHARE  # owner, holder, x (u32) + two Shamir shares
+
+
+def _str(chars: int) -> int:
+    return 4 + chars
+
+
+def _ints(k: int) -> int:
+    return 4 + INT * k
+
+
+def _blobs(count: int, size: int) -> int:
+    return 4 + count * (4 + size)
+
+
+def element_bytes(modulus: int) -> int:
+    """Bytes of one element of Z_M stored in the smallest unsigned dtype holding M − 1."""
+    top = modulus - 1
+    for b in (1, 2, 4, 8):
+        if top < 1 << (8 * b):
+            return b
+    raise ConfigurationError(f"modulus must be <= 2**64, got {modulus}")
+
+
+# --------------------------------------------------------------------------- closed forms
+
+
+@dataclass(frozen=True)
+class ClosedForm:
+    """Exact fault-free traffic of one secure sum (all numbers are totals over the run)."""
+
+    messages: int
+    bytes: int
+    rounds: int
+    party_messages: int
+    party_bytes: int
+    controller_messages: int
+    controller_bytes: int
+    formula: str
+
+
+def _vector_message(S: int, cells: int, b: int) -> int:
+    """ShareVector / PartialSum / MaskedInput-like: session str, (int), 1-D ring array."""
+    return HEADER + _str(S) + INT + ARRAY_1D + cells * b
+
+
+def closed_form(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSION_CHARS) -> ClosedForm:
+    """Closed-form traffic of ``engine`` for n parties and vectors of L cells (fault-free).
+
+    Derived from the codec's field encodings (module constants) and each engine's message
+    pattern (``docs/cost_model.md``); independent of the engines' own ``cost()`` methods.
+
+    Parameters
+    ----------
+    engine
+        One of :data:`ENGINE_KEYS`.
+    n, L
+        Number of parties and vector length (value combinations).
+    degree
+        k of the sparse graph (graph, masked-sparse); capped at n − 1 (complete graph).
+    S
+        Characters of the session id.
+    """
+    if engine.startswith("paper"):
+        b = element_bytes(n + 1)
+        runs, cells = (1, L) if engine == "paper" else (L, 1)
+        msg = _vector_message(S, cells, b)
+        pm = runs * (2 * n - 1)  # (n − 1) shares + broadcast to (n − 1) peers and the controller
+        return ClosedForm(n * pm, n * pm * msg, 2 * runs, pm, pm * msg, 0, 0,
+                          f"per party {runs}×(2n−1) messages of {cells} cell(s) × {b} B")
+    k = min(degree, n - 1)
+    if engine == "graph-direct":
+        msg = _vector_message(S, L, 4)
+        return ClosedForm(n * (k + 1), n * (k + 1) * msg, 2, k + 1, (k + 1) * msg, 0, 0,
+                          f"per party {k} share vectors + 1 partial sum of L cells × 4 B")
+    if engine == "graph":
+        blob = 4 * L + AEAD
+        keys = HEADER + _str(S) + _blobs(1, KEY)
+        sealed = HEADER + _str(S) + _ints(k) + _blobs(k, blob)
+        partial = _vector_message(S, L, 4)
+        directory = HEADER + _str(S) + _ints(k) + _blobs(k, KEY)
+        relayed = sealed
+        pb = keys + sealed + partial
+        cb = directory + relayed
+        return ClosedForm(5 * n, n * (pb + cb), 3, 3, pb, 2 * n, n * cb,
+                          f"per party 3 messages (key, {k} sealed shares of 4L+28 B, partial of 4L B); "
+                          "controller 2 per party")
+    if engine in ("masked", "masked-sparse"):
+        k = n - 1 if engine == "masked" else k
+        blob = MASKED_PLAINTEXT + AEAD
+        keys = HEADER + _str(S) + _blobs(2, KEY)
+        sealed = HEADER + _str(S) + _ints(k) + _blobs(k, blob)
+        masked = HEADER + _str(S) + ARRAY_1D + 4 * L
+        h = k + 1
+        unmask = HEADER + _str(S) + 3 * _ints(h) + _blobs(h, SHAMIR_SHARE)
+        directory = HEADER + _str(S) + _ints(k) + _blobs(k, 2 * KEY)
+        relayed = sealed
+        request = HEADER + _str(S) + _ints(0) + _ints(h)
+        pb = keys + sealed + masked + unmask
+        cb = directory + relayed + request
+        return ClosedForm(7 * n, n * (pb + cb), 4, 4, pb, 3 * n, n * cb,
+                          f"per party 4 messages (2 keys, {k} sealed share pairs, L masked cells × 4 B, "
+                          f"{h} Shamir shares); controller 3 per party")
+    raise ConfigurationError(f"engine must be one of {ENGINE_KEYS}, got {engine!r}")
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def pair_cells(sizes: Sequence[int]) -> int:
+    """L = Σ_{i<j} |A_i||A_j| — value combinations of all attribute pairs (main paper 4.2)."""
+    s = np.asarray(sizes, dtype=np.int64)
+    return int((s.sum() ** 2 - (s ** 2).sum()) // 2)
+
+
+def pair_indicators(codes: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
+    """``(n, L)`` uint8 one-hot of every party's value pair for every attribute pair ``i < j``.
+
+    Pairs in lexicographic order, pair code ``x_i·|A_j| + x_j`` (C order), as in
+    :func:`mprr.protocols.dependence_phase`.  Column sums are the bivariate tables.
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    n, m = codes.shape
+    out = np.zeros((n, pair_cells(sizes)), dtype=np.uint8)
+    offset = 0
+    rows = np.arange(n)
+    for i in range(m):
+        for j in range(i + 1, m):
+            out[rows, offset + codes[:, i] * sizes[j] + codes[:, j]] = 1
+            offset += sizes[i] * sizes[j]
+    return out
+
+
+# --------------------------------------------------------------------------- RR phases (4.1)
+
+
+def release_request_bytes(phase: str, units: Sequence[Sequence[int]], families: Sequence[str],
+                          params_per_unit: Sequence[int], plan: Sequence[Sequence[int]] | None = None) -> int:
+    """Encoded size of one ``ReleaseRequest`` (kind 100, :mod:`parties.protocol_messages`).
+
+    Fields: request_id (int), phase (str), plan and units (tuples of int tuples), families
+    (tuple of str), params (tuple of float tuples; ``params_per_unit[j]`` floats for unit j).
+    """
+    plan = units if plan is None else plan
+
+    def groups(gs: Sequence[Sequence[int]]) -> int:
+        return 4 + sum(4 + INT * len(g) for g in gs)
+
+    return (HEADER + INT + _str(len(phase.encode("utf-8"))) + groups(plan) + groups(units)
+            + 4 + sum(4 + len(f) for f in families) + 4 + sum(4 + 8 * q for q in params_per_unit))
+
+
+def randomized_values_bytes(k: int) -> int:
+    """Encoded size of one ``RandomizedValues`` reply with k codes (request_id, int64 codes, ids = ())."""
+    return HEADER + INT + ARRAY_1D + 8 * k + _ints(0)
+
+
+@dataclass(frozen=True)
+class PhaseCost:
+    """One request/reply phase: the controller sends one request per party, each party one reply."""
+
+    phase: str
+    request_bytes: int
+    reply_bytes: int
+
+    def totals(self, n: int) -> tuple[int, int]:
+        """(messages, bytes) of the phase for n parties."""
+        return 2 * n, n * (self.request_bytes + self.reply_bytes)
+
+
+def release_phase(phase: str, units: Sequence[Sequence[int]], families: Sequence[str]) -> PhaseCost:
+    """Closed form of one phase where every unit's matrix has one parameter (p, ε)."""
+    return PhaseCost(phase, release_request_bytes(phase, units, families, [1] * len(units)),
+                     randomized_values_bytes(len(units)))
+
+
+FAMILY_OF = {"p": "keep-or-uniform", "epsilon": "grr"}
+
+
+def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
+                   clusters: Sequence[Sequence[int]] | None = None) -> ClosedForm:
+    """Exact fault-free traffic of RR-Independent or RR-Clusters (4.1) in the actor simulator.
+
+    Parameters
+    ----------
+    protocol
+        ``"RR-Independent"`` (one phase ``"attributes"``) or ``"RR-Clusters"`` (phase
+        ``"dependence"`` with the m singletons, then phase ``"clusters"`` with the announced
+        clusters: ``cluster-optimal`` matrices for clusters of ≥ 2 attributes, the phase-1
+        family for singletons, which the parties replay).
+    n, m
+        Parties and attributes.
+    matrices
+        ``"p"`` (keep-or-uniform, main paper 6.3.1) or ``"epsilon"`` (grr).
+    clusters
+        RR-Clusters: the clusters Algorithm 1 announced (they fix the second request).
+    """
+    family = FAMILY_OF[matrices]
+    singles = [(j,) for j in range(m)]
+    if protocol == "RR-Independent":
+        phases = [release_phase("attributes", singles, [family] * m)]
+    elif protocol == "RR-Clusters":
+        if clusters is None:
+            raise ConfigurationError("rr_closed_form('RR-Clusters') needs the announced clusters")
+        fams = ["cluster-optimal" if len(c) > 1 else family for c in clusters]
+        phases = [release_phase("dependence", singles, [family] * m),
+                  release_phase("clusters", clusters, fams)]
+    else:
+        raise ConfigurationError(f"protocol must be 'RR-Independent' or 'RR-Clusters', got {protocol!r}")
+    messages = sum(ph.totals(n)[0] for ph in phases)
+    total = sum(ph.totals(n)[1] for ph in phases)
+    per_party = sum(ph.reply_bytes for ph in phases)
+    ctrl = sum(ph.request_bytes for ph in phases)
+    return ClosedForm(
+        messages=messages, bytes=total, rounds=2 * len(phases),
+        party_messages=len(phases), party_bytes=per_party,
+        controller_messages=n * len(phases), controller_bytes=n * ctrl,
+        formula=" + ".join(f"{ph.phase}: n × ({ph.request_bytes} B request + {ph.reply_bytes} B reply)"
+                           for ph in phases),
+    )
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+def _engine(key: str, n: int, degree: int, round_timeout: float) -> tuple[SecureSumEngine, nx.Graph | None]:
+    if key == "paper":
+        return PaperEngine(round_timeout=round_timeout), nx.complete_graph(n)
+    if key == "paper-per-combination":
+        return PaperEngine(batched=False, round_timeout=round_timeout), nx.complete_graph(n)
+    if key == "graph":
+        return GraphEngine(topology="regular", degree=degree, relay=True, round_timeout=round_timeout), None
+    if key == "graph-direct":
+        return (GraphEngine(topology="regular", degree=degree, relay=False, round_timeout=round_timeout),
+                nx.complete_graph(n))
+    if key == "masked":
+        return MaskedEngine(round_timeout=round_timeout), None
+    if key == "masked-sparse":
+        return MaskedEngine(topology="regular", degree=degree, round_timeout=round_timeout), None
+    raise ConfigurationError(f"engine must be one of {ENGINE_KEYS}, got {key!r}")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured secure sum beside its closed form."""
+
+    engine: str
+    sweep: str
+    n: int
+    m: int
+    d: int | None
+    L: int
+    messages: int
+    bytes: int
+    rounds: int
+    party_messages: int
+    party_bytes: int
+    controller_messages: int
+    controller_bytes: int
+    engine_cost_messages: int
+    engine_cost_bytes: int
+    engine_cost_rounds: int
+    seconds: float
+    exact_sum: bool
+    closed: ClosedForm
+
+    def matches(self) -> dict[str, bool]:
+        """Which measured quantities equal the closed form."""
+        c = self.closed
+        return {
+            "messages": self.messages == c.messages,
+            "bytes": self.bytes == c.bytes,
+            "rounds": self.rounds == c.rounds,
+            "party": (self.party_messages, self.party_bytes) == (c.party_messages, c.party_bytes),
+            "controller": (self.controller_messages, self.controller_bytes)
+            == (c.controller_messages, c.controller_bytes),
+        }
+
+
+def measure_secure_sum(key: str, vectors: np.ndarray, expected: np.ndarray, *, sweep: str, m: int,
+                       d: int | None, degree: int, round_timeout: float, index: int) -> Measurement:
+    """Run one secure sum in the in-memory network and compare with the closed form."""
+    n, L = vectors.shape
+    engine, topology = _engine(key, n, degree, round_timeout)
+    net = InMemoryNetwork(n, topology=topology)
+    session = f"{index:0{SESSION_CHARS}x}"
+    start = time.perf_counter()
+    result = asyncio.run(run_secure_sum(engine, net, vectors, session=session,
+                                        timeout=max(60.0, 10 * round_timeout)))
+    seconds = time.perf_counter() - start
+    stats = result.statistics
+    party = [stats.sent_by(p) for p in range(n)]
+    ctrl = stats.sent_by(CONTROLLER)
+    return Measurement(
+        engine=key, sweep=sweep, n=n, m=m, d=d, L=L,
+        messages=stats.messages, bytes=stats.bytes, rounds=stats.rounds,
+        party_messages=max(c.messages for c in party), party_bytes=max(c.bytes for c in party),
+        controller_messages=ctrl.messages, controller_bytes=ctrl.bytes,
+        engine_cost_messages=result.cost.messages, engine_cost_bytes=result.cost.bytes,
+        engine_cost_rounds=result.cost.rounds,
+        seconds=seconds,
+        exact_sum=bool(np.array_equal(result.total, expected)),
+        closed=closed_form(key, n, L, degree=degree),
+    )
+
+
+@dataclass(frozen=True)
+class RRMeasurement:
+    """One actor-simulator run of an RR protocol beside its closed form."""
+
+    protocol: str
+    sweep: str
+    n: int
+    m: int
+    d: int | None
+    clusters: tuple[tuple[int, ...], ...]
+    stats: Any
+    closed: ClosedForm
+    seconds: float
+
+    def measured(self) -> dict[str, int]:
+        s = self.stats
+        party = [c for a, c in s.by_sender.items() if a != CONTROLLER]
+        ctrl = s.sent_by(CONTROLLER)
+        return {"messages": s.messages, "bytes": s.bytes, "rounds": s.rounds,
+                "party_messages": max(c.messages for c in party), "party_bytes": max(c.bytes for c in party),
+                "controller_messages": ctrl.messages, "controller_bytes": ctrl.bytes}
+
+    def matches(self) -> bool:
+        c = self.closed
+        return self.measured() == {k: getattr(c, k) for k in self.measured()}
+
+
+def measure_rr(protocol: str, sizes: Sequence[int], n: int, *, sweep: str, d: int | None,
+               params: Mapping[str, Any], seed: int) -> RRMeasurement:
+    """Run ``protocol`` in the actor simulator on planted-cluster data and measure its traffic."""
+    from parties.simulate import simulate
+
+    sizes = tuple(sizes)
+    data = planted_clusters(n, rng=np.random.default_rng(seed), sizes=sizes,
+                            clusters=((0, 1),) if len(sizes) >= 2 else ()).dataset
+    kwargs: dict[str, Any] = {"p": params["p"]}
+    if protocol == "RR-Clusters":
+        kwargs.update(Tv=params["Tv"], Td=params["Td"])
+    sim = simulate(data, protocol, seed=seed, timeout=float(params["round_timeout"]), **kwargs)
+    clusters = tuple(tuple(c) for c in sim.result.clusters)
+    closed = rr_closed_form(protocol, n, len(sizes), matrices="p",
+                            clusters=clusters if protocol == "RR-Clusters" else None)
+    return RRMeasurement(protocol, sweep, n, len(sizes), d, clusters, sim.traffic, closed, sim.wall_time)
