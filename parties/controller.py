@@ -111,8 +111,12 @@ class PhaseRelease:
     refusals: Mapping[int, Refusal] = field(default_factory=dict)
     silent: tuple[int, ...] = ()
 
-    def released_data(self, schema: Schema) -> ReleasedData:
-        """The phase as a :class:`mprr.protocols.release.ReleasedData` (tallies as the fast path)."""
+    def released_data(self, schema: Schema, *, replayed: Sequence[bool] | None = None) -> ReleasedData:
+        """The phase as a :class:`mprr.protocols.release.ReleasedData` (tallies as the fast path).
+
+        ``replayed`` flags the units the parties answered by replaying an earlier release
+        (same attributes and matrix): they add no ledger entry.
+        """
         sizes = schema.sizes
         usizes = tuple(tuple(sizes[a] for a in u) for u in self.units)
         counts = tuple(
@@ -128,6 +132,7 @@ class PhaseRelease:
             counts=counts,
             linkable=True,
             exact=False,
+            replayed=None if replayed is None else tuple(bool(r) for r in replayed),
         )
 
 

@@ -16,9 +16,11 @@ no ``repr``), its own ``numpy.random.Generator`` built from
 - a granted request consumes **one uniform per new unit**, in unit order (draw-order contract
   of :mod:`mprr.streams`); the released code is the inverse-CDF sample of the matrix row
   (:mod:`mprr.randomize`), so the same seed releases the same code as the fast path;
-- a unit released before (same attributes, same matrix) is **replayed**: the party resends the
+- a unit released before (same attributes, same matrix — in any phase, as
+  :class:`~mprr.privacy.PrivacyAccountant` decides) is **replayed**: the party resends the
   value it released then — no new randomness, no new spending.  A different (e.g. finer)
-  matrix for the same attributes is new spending.
+  matrix for the same attributes is new spending.  (RR-Clusters with 4.1 relies on this: a
+  singleton cluster is requested with its phase-1 matrix and replayed, as in the fast path.)
 
 :class:`ReleaseBook` memoizes public, deterministic objects (matrices built from a request's
 specifications, ledger :class:`~mprr.ledger.Release` records, CDF rows) so that 32,561 parties
@@ -37,18 +39,81 @@ import numpy as np
 from mprr.data import Schema
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, RoundTimeout
 from mprr.kronecker import KroneckerMatrix
-from mprr.ledger import Ledger, Release, compose
+from mprr.ledger import CompositionPolicy, Ledger, Release, compose
 from mprr.privacy import PlanViolationError, PrivacyAccountant, RefusalReason
 from parties.messages import Abort, Message, RandomizedValues, Refusal
 from parties.protocol_messages import Matrix, MatrixSpec, ReleaseRequest
 from parties.transport import CONTROLLER, Endpoint, actor_name
 
-__all__ = ["INVALID_REQUEST", "Party", "PartyRefusal", "ReleaseBook", "ResolvedUnit"]
+__all__ = ["INVALID_REQUEST", "Party", "PartyAccountant", "PartyRefusal", "ReleaseBook", "ResolvedUnit"]
 
 INVALID_REQUEST = "invalid-request"
 """Refusal reason of a request the party cannot even evaluate (unknown family parameters...)."""
 
 _BELOW_ONE = float(np.nextafter(1.0, 0.0))
+
+
+class PartyAccountant(PrivacyAccountant):
+    """:class:`mprr.privacy.PrivacyAccountant` with incremental totals under ``sequential``.
+
+    Same decisions and the same numbers as the base class: under the sequential policy the
+    total is ``fsum`` over phases of ``fsum`` of the phase's ε (exactly rounded, so equal to
+    :func:`mprr.ledger.compose`), kept per phase as the ledger grows instead of recomposed
+    from the whole ledger on every request (a party answers m + l releases; 32,561 parties
+    in one process make the recomposition the dominant cost).  Other policies use the base
+    class unchanged.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._seen = 0
+        self._phase_eps: dict[str, list[float]] = {}
+        self._phase_total: dict[str, float] = {}
+        self._total = 0.0
+
+    def _sync(self) -> None:
+        ledger = self.ledger
+        if len(ledger) == self._seen:
+            return
+        touched = set()
+        for release in ledger.releases[self._seen:]:
+            self._phase_eps.setdefault(release.phase, []).append(release.epsilon)
+            touched.add(release.phase)
+        for phase in touched:
+            self._phase_total[phase] = math.fsum(self._phase_eps[phase])
+        self._total = math.fsum(self._phase_total.values())
+        self._seen = len(ledger)
+
+    def spent(self) -> float:
+        """ε spent so far (see the class docstring)."""
+        if self.policy is not CompositionPolicy.SEQUENTIAL:
+            return super().spent()
+        self._sync()
+        return self._total
+
+    def would_spend(self, release: Release) -> float:
+        """Total ε after ``release`` (unchanged if it would be a replay)."""
+        if self.policy is not CompositionPolicy.SEQUENTIAL:
+            return super().would_spend(release)
+        if self.ledger.lookup(release) is not None:
+            return self.spent()
+        self._sync()
+        phases = dict(self._phase_total)
+        phases[release.phase] = math.fsum([*self._phase_eps.get(release.phase, ()), release.epsilon])
+        return math.fsum(phases.values())
+
+    def would_spend_all(self, releases: list[Release]) -> float:
+        """Total ε after granting every one of ``releases`` (new, not replays) together."""
+        if self.policy is not CompositionPolicy.SEQUENTIAL:
+            return compose(list(self.ledger) + releases, self.policy)
+        self._sync()
+        added: dict[str, list[float]] = {}
+        for release in releases:
+            added.setdefault(release.phase, []).append(release.epsilon)
+        phases = dict(self._phase_total)
+        for phase, values in added.items():
+            phases[phase] = math.fsum([*self._phase_eps.get(phase, ()), *values])
+        return math.fsum(phases.values())
 
 
 @dataclass(frozen=True)
@@ -164,6 +229,8 @@ class _Resolution:
     plan: frozenset[tuple[int, ...]] | None
     reason: str | None = None
     message: str | None = None
+    outside: tuple[tuple[int, ...], ...] = ()
+    named_plan: tuple[tuple[str, ...], ...] = ()
 
 
 class ReleaseBook:
@@ -180,6 +247,8 @@ class ReleaseBook:
 
     def __init__(self, schema: Schema) -> None:
         self.schema = schema
+        self.names = schema.names
+        self.sizes = schema.sizes
         self._matrices: dict[tuple[MatrixSpec, tuple[int, ...]], Matrix] = {}
         self._units: dict[tuple[str, tuple[int, ...], MatrixSpec], ResolvedUnit] = {}
         self._last: tuple[Message, _Resolution] | None = None
@@ -232,7 +301,10 @@ class ReleaseBook:
                     )
                 resolved = self._units[key] = ResolvedUnit(unit, self.schema, matrix, request.phase)
             units.append(resolved)
-        return _Resolution(tuple(units), frozenset(request.plan))
+        plan = frozenset(request.plan)
+        outside = tuple(u.unit for u in units if u.unit not in plan)
+        named = tuple(tuple(self.names[a] for a in g) for g in request.plan)
+        return _Resolution(tuple(units), plan, outside=outside, named_plan=named)
 
 
 class Party:
@@ -274,30 +346,33 @@ class Party:
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
             raise ConfigurationError(f"index must be an integer >= 0, got {index!r}")
         self.index = int(index)
-        values = tuple(int(v) for v in np.asarray(record).reshape(-1).tolist())
-        if len(values) != schema.m:
-            raise ConfigurationError(
-                f"record of party {index} must have one code per attribute ({schema.m}), got {len(values)}"
-            )
-        for v, size, name in zip(values, schema.sizes, schema.names):
-            if not 0 <= v < size:
-                raise ConfigurationError(
-                    f"record of party {index}: attribute {name!r} code must be in [0, {size}), got {v}"
-                )
-        self.__record = values
-        self.schema = schema
-        if not isinstance(seed, np.random.SeedSequence):
-            raise ConfigurationError(f"seed must be a numpy.random.SeedSequence, got {type(seed).__name__}")
-        self._rng = np.random.Generator(np.random.PCG64(seed))
-        self.accountant = PrivacyAccountant(
-            budget,
-            policy,
-            party=self.index,
-            allowed_attributes=schema.names if allowed is None else allowed,
-        )
         if book is not None and book.schema is not schema:
             raise ConfigurationError("book must belong to the same schema object as the party")
         self._book = book if book is not None else ReleaseBook(schema)
+        names, sizes = self._book.names, self._book.sizes
+        values = tuple(record) if isinstance(record, (list, tuple)) else tuple(np.asarray(record).reshape(-1).tolist())
+        if len(values) != len(sizes):
+            raise ConfigurationError(
+                f"record of party {index} must have one code per attribute ({len(sizes)}), got {len(values)}"
+            )
+        for v, size, name in zip(values, sizes, names):
+            if type(v) is not int and not isinstance(v, (int, np.integer)) or not 0 <= v < size:
+                raise ConfigurationError(
+                    f"record of party {index}: attribute {name!r} code must be an integer in [0, {size}), got {v!r}"
+                )
+        self.__record = tuple(int(v) for v in values)
+        self.schema = schema
+        self._names = names
+        self._restricted = allowed is not None
+        if not isinstance(seed, np.random.SeedSequence):
+            raise ConfigurationError(f"seed must be a numpy.random.SeedSequence, got {type(seed).__name__}")
+        self._rng = np.random.Generator(np.random.PCG64(seed))
+        self.accountant = PartyAccountant(
+            budget,
+            policy,
+            party=self.index,
+            allowed_attributes=names if allowed is None else allowed,
+        )
         self._values: list[int] = []
         self._plans: dict[str, frozenset[tuple[int, ...]]] = {}
         self.refusals: list[PartyRefusal] = []
@@ -352,7 +427,7 @@ class Party:
         plan = self._plans.get(phase)
         if plan is None:
             try:
-                acc.announce_plan(phase, [tuple(self.schema.names[a] for a in g) for g in request.plan])
+                acc.announce_plan(phase, resolution.named_plan)
             except PlanViolationError as exc:
                 return self._refuse(request, RefusalReason.PLAN_VIOLATION.value, str(exc), 0.0)
             plan = self._plans[phase] = resolution.plan
@@ -364,7 +439,7 @@ class Party:
                 f"request {request.request_id} brings another plan {sorted(resolution.plan)}",
                 0.0,
             )
-        outside = [u.unit for u in resolution.units if u.unit not in plan]
+        outside = resolution.outside  # the party's plan for the phase equals the request's plan here
         if outside:
             return self._refuse(
                 request,
@@ -372,33 +447,35 @@ class Party:
                 f"party {self.index}: units {outside} are not groups of the plan announced for phase {phase!r}",
                 0.0,
             )
-        releases = [u.release for u in resolution.units]
-        for rel in releases:
-            violation = acc.plan_violation(rel)
-            if violation is not None:
-                return self._refuse(request, RefusalReason.PLAN_VIOLATION.value, violation, 0.0)
         ledger = acc.ledger
-        new: list[Release] = []
-        for rel in releases:
-            if ledger.lookup(rel) is None and not any(rel.same_as(r) for r in new):
-                new.append(rel)
-        if new:
-            before = acc.spent()
-            after = compose(list(ledger) + new, acc.policy)
-            if not self._fits(after):
-                requested = after - before if math.isfinite(before) else math.inf
-                return self._refuse(
-                    request,
-                    RefusalReason.BUDGET_EXCEEDED.value,
-                    f"party {self.index}: request {request.request_id} ({phase}) would spend "
-                    f"ε={_fmt(requested)} but only {_fmt(acc.remaining())} of the budget "
-                    f"{_fmt(acc.budget)} remains under policy '{acc.policy.value}'",
-                    requested,
-                )
+        releases = [u.release for u in resolution.units]
+        if self._restricted:
+            for rel in releases:
+                violation = acc.plan_violation(rel)
+                if violation is not None:
+                    return self._refuse(request, RefusalReason.PLAN_VIOLATION.value, violation, 0.0)
+        if not math.isinf(acc.budget):
+            new: list[Release] = []
+            for rel in releases:
+                if ledger.lookup(rel) is None and not any(rel.same_as(r) for r in new):
+                    new.append(rel)
+            if new:
+                before = acc.spent()
+                after = acc.would_spend_all(new)
+                if not self._fits(after):
+                    requested = after - before if math.isfinite(before) else math.inf
+                    return self._refuse(
+                        request,
+                        RefusalReason.BUDGET_EXCEEDED.value,
+                        f"party {self.index}: request {request.request_id} ({phase}) would spend "
+                        f"ε={_fmt(requested)} but only {_fmt(acc.remaining())} of the budget "
+                        f"{_fmt(acc.budget)} remains under policy '{acc.policy.value}'",
+                        requested,
+                    )
         record = self.__record
         codes = []
-        for unit in resolution.units:
-            decision = acc.request(unit.release)
+        for unit, release in zip(resolution.units, releases):
+            decision = acc.request(release)
             if decision.granted:
                 u = self._rng.random()
                 self.draws += 1

@@ -81,14 +81,12 @@ class ViewSummary:
 class ViewLog:
     """Append-only log of the controller's view (see the module docstring)."""
 
-    _entries: list[ViewEntry] = field(default_factory=list)
+    _envelopes: list[Envelope] = field(default_factory=list)
     _derived: dict[str, Any] = field(default_factory=dict)
 
-    def record(self, env: Envelope) -> ViewEntry:
-        """Append a received envelope; returns its entry."""
-        entry = ViewEntry(len(self._entries), env.src, env.phase, env.message, env.size)
-        self._entries.append(entry)
-        return entry
+    def record(self, env: Envelope) -> None:
+        """Append a received envelope (kept as is: envelopes are immutable)."""
+        self._envelopes.append(env)
 
     def note(self, name: str, value: Any) -> None:
         """Record a value the controller derived from what it received (e.g. ``"clusters"``)."""
@@ -96,15 +94,16 @@ class ViewLog:
 
     # ------------------------------------------------------------------ queries
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._envelopes)
 
     def __iter__(self) -> Iterator[ViewEntry]:
-        return iter(self._entries)
+        for index, env in enumerate(self._envelopes):
+            yield ViewEntry(index, env.src, env.phase, env.message, env.size)
 
     @property
     def entries(self) -> tuple[ViewEntry, ...]:
         """Every received message, in arrival order."""
-        return tuple(self._entries)
+        return tuple(self)
 
     @property
     def derived(self) -> Mapping[str, Any]:
@@ -113,16 +112,16 @@ class ViewLog:
 
     def kinds(self) -> frozenset[str]:
         """Names of the message kinds the controller received."""
-        return frozenset(e.message.NAME for e in self._entries)
+        return frozenset(e.message.NAME for e in self._envelopes)
 
     def of_kind(self, *kinds: type[Message] | str) -> list[ViewEntry]:
         """Entries whose message is one of ``kinds`` (classes or names)."""
         names = {k if isinstance(k, str) else k.NAME for k in kinds}
-        return [e for e in self._entries if e.message.NAME in names]
+        return [e for e in self if e.message.NAME in names]
 
     def from_party(self, party: int) -> list[ViewEntry]:
         """Entries sent by ``party``."""
-        return [e for e in self._entries if e.src == party]
+        return [e for e in self if e.src == party]
 
     def summary(self) -> ViewSummary:
         """Counts of the view (see :class:`ViewSummary`)."""
@@ -130,14 +129,14 @@ class ViewLog:
         by_phase: dict[str, int] = {}
         total = 0
         senders = set()
-        for e in self._entries:
+        for e in self._envelopes:
             name = e.message.NAME
             by_kind[name] = by_kind.get(name, 0) + 1
             by_phase[e.phase] = by_phase.get(e.phase, 0) + 1
             total += e.size
             senders.add(e.src)
         return ViewSummary(
-            messages=len(self._entries),
+            messages=len(self._envelopes),
             bytes=total,
             by_kind=MappingProxyType(by_kind),
             by_phase=MappingProxyType(by_phase),

@@ -10,7 +10,9 @@ randomized record according to the received clustering"):
    (eq. (2)-estimated through ``P^i ⊗ P^j``, or raw), runs Algorithm 1 and **announces the
    clusters**: the plan of phase ``"clusters"`` carried by the next request;
 3. phase ``"clusters"``: every party answers with one code per cluster (6.3.2 matrix
-   carrying ``Σ_{A∈C} ε_A``), the controller estimates each cluster with eq. (2).
+   carrying ``Σ_{A∈C} ε_A``), the controller estimates each cluster with eq. (2).  A
+   singleton cluster ``{A}`` is requested with A's phase-1 matrix, so every party *replays*
+   its phase-1 value of A (no uniform, no ε), exactly as :func:`mprr.protocols.rr_clusters`.
 
 Traffic (fault-free, n parties, m attributes, l clusters): the controller sends 2n messages
 and receives 2n, i.e. O(nm) bytes; each party sends 2 messages of ``O(m)`` bytes
@@ -113,12 +115,17 @@ async def rr_clusters(
     ctl.note("clusters", clusters)
     for c in clusters:
         check_joint_cells([sizes[a] for a in c], max_cells, f"the release of cluster {c}")
+    # A singleton cluster {A} is requested with A's phase-1 matrix (the 6.3.2 matrix carrying
+    # ε_A is that matrix): every party replays its phase-1 value (no uniform, no ε).
+    replayed = tuple(len(c) == 1 for c in clusters)
     cspecs = tuple(
-        MatrixSpec.cluster_optimal(sum(check_epsilon(eps[a], "cluster attribute epsilon") for a in c))
+        specs[c[0]]
+        if len(c) == 1
+        else MatrixSpec.cluster_optimal(sum(check_epsilon(eps[a], "cluster attribute epsilon") for a in c))
         for c in clusters
     )
     phase2 = await ctl.release("clusters", clusters, cspecs)
-    released2 = phase2.released_data(schema)
+    released2 = phase2.released_data(schema, replayed=replayed)
     estimate = product_estimate(released2, sizes, method)
     ctl.note("cluster estimates", estimate)
     names = schema.names

@@ -1,0 +1,104 @@
+"""Scale benchmark of the actor path: every UCI Adult record as one party actor, in one process.
+
+Runs RR-Clusters with dependence method 4.1 (main paper Section 4; keep probability ``p`` of
+6.3.1, Algorithm 1 with ``Tv``/``Td``) as 32,561 :class:`parties.party.Party` actors and one
+controller exchanging real serialized messages over the in-memory network, then prints wall
+time, peak RSS, messages and bytes — and checks that the release equals the fast path's for the
+same seed.  Target (issue 4): ≤ 30 s and ≤ 4 GB on 2 cores.
+
+Usage::
+
+    .venv/bin/python benchmarks/actors.py /work/shared/data/adult/adult.data [--p 0.7] [--Tv 50]
+        [--Td 0.1] [--seed 1] [--limit N] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from mprr.data import Dataset  # noqa: E402
+from mprr.protocols.clusters import rr_clusters  # noqa: E402
+from mprr.streams import PartyStreams  # noqa: E402
+from parties.simulate import simulate  # noqa: E402
+from scenarios.datasets import load_adult  # noqa: E402
+
+
+def peak_rss_mib() -> float:
+    """Peak resident set size of this process in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("adult", help="path of adult.data (or its directory)")
+    parser.add_argument("--p", type=float, default=0.7, help="keep probability of 6.3.1 (default 0.7)")
+    parser.add_argument("--Tv", type=float, default=50.0, help="Algorithm 1 Tv (default 50)")
+    parser.add_argument("--Td", type=float, default=0.1, help="Algorithm 1 Td (default 0.1)")
+    parser.add_argument("--seed", type=int, default=1, help="run seed (default 1)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="round timeout in seconds")
+    parser.add_argument("--limit", type=int, default=None, help="use only the first N records")
+    parser.add_argument("--profile", action="store_true", help="print the top of a cProfile run")
+    parser.add_argument("--no-check", action="store_true", help="skip the fast-path comparison")
+    args = parser.parse_args(argv)
+
+    t0 = time.perf_counter()
+    data = load_adult(args.adult)
+    if args.limit is not None:
+        data = Dataset(data.schema, data.codes[: args.limit])
+    load_s = time.perf_counter() - t0
+    print(f"Adult: n={data.n} parties, m={data.m} attributes, sizes={data.sizes} (loaded in {load_s:.2f} s)")
+
+    params = dict(p=args.p, Tv=args.Tv, Td=args.Td, dependence="4.1")
+    profiler = cProfile.Profile() if args.profile else None
+    t0, c0 = time.perf_counter(), time.process_time()
+    if profiler is not None:
+        profiler.enable()
+    sim = simulate(data, "RR-Clusters", seed=args.seed, timeout=args.timeout, **params)
+    if profiler is not None:
+        profiler.disable()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    rss = peak_rss_mib()
+    stats = sim.traffic
+    ctrl_sent, ctrl_recv = stats.sent_by(-1), stats.received_by(-1)
+    party_max = max(stats.by_sender[p].bytes for p in range(data.n))
+    print(f"clusters: {sim.result.clusters}")
+    print(f"wall time (simulate): {wall:.2f} s   CPU time: {cpu:.2f} s   "
+          f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+    print(f"peak RSS: {rss:.0f} MiB")
+    print(f"messages: {stats.messages:,}  bytes: {stats.bytes:,}  rounds: {stats.rounds}")
+    print(f"controller: sent {ctrl_sent.messages:,} msgs / {ctrl_sent.bytes:,} B, "
+          f"received {ctrl_recv.messages:,} msgs / {ctrl_recv.bytes:,} B")
+    print(f"largest per-party upload: {party_max} B")
+    print(f"privacy: ε per party = {sim.privacy.epsilon.max:.4f} (sequential)")
+    if not args.no_check:
+        t1 = time.perf_counter()
+        fast = rr_clusters(data, rng=PartyStreams(args.seed, data.n), **params)  # type: ignore[arg-type]
+        same = fast.clusters == sim.result.clusters and all(
+            np.array_equal(a.codes, b.codes) for a, b in zip(fast.releases, sim.result.releases)
+        )
+        print(f"fast path: {time.perf_counter() - t1:.2f} s; identical release and clusters: {same}")
+        if not same:
+            return 1
+    target_ok = wall <= 30.0 and rss <= 4096.0
+    print(f"target (<= 30 s, <= 4 GiB): {'met' if target_ok else 'NOT met'}")
+    if profiler is not None:
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""Tests for parties.party: local randomization, replays, refusals, the actor loop."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mprr.data import Attribute, Schema
+from mprr.domain import encode_joint
+from mprr.errors import ConfigurationError, MessageError
+from mprr.ledger import Release
+from mprr.matrices import keep_or_uniform
+from mprr.privacy import PrivacyAccountant
+from mprr.randomize import randomize, randomize_joint
+from mprr.streams import PartyStreams
+from parties.messages import Abort, Ack, RandomizedValues, Refusal
+from parties.network import CONTROLLER, InMemoryNetwork
+from parties.party import INVALID_REQUEST, Party, PartyAccountant, ReleaseBook
+from parties.protocol_messages import MatrixSpec, ReleaseRequest
+
+SIZES = (3, 4, 2)
+SCHEMA = Schema(tuple(Attribute(f"a{j}", tuple(f"c{k}" for k in range(s)), "nominal") for j, s in enumerate(SIZES)))
+RECORD = (2, 1, 1)
+SINGLES = ((0,), (1,), (2,))
+
+
+def make_party(index: int = 1, *, budget: float = math.inf, seed: int = 5, n: int = 4, **kw) -> Party:
+    return Party(index, RECORD, SCHEMA, seed=PartyStreams(seed, n).seed_sequence(index), budget=budget, **kw)
+
+
+def stream(index: int = 1, seed: int = 5, n: int = 4) -> np.random.Generator:
+    """An independent copy of party ``index``'s stream."""
+    return np.random.Generator(np.random.PCG64(PartyStreams(seed, n).seed_sequence(index)))
+
+
+def request(rid: int, units=SINGLES, specs=None, *, phase: str = "attributes", plan=None) -> ReleaseRequest:
+    specs = specs if specs is not None else [MatrixSpec.keep_or_uniform(0.6)] * len(units)
+    return ReleaseRequest.build(rid, phase, units, specs, plan=plan)
+
+
+# ---------------------------------------------------------------------- local randomization
+def test_release_is_the_inverse_cdf_of_the_party_stream() -> None:
+    party = make_party()
+    reply = party.handle(request(1))
+    assert isinstance(reply, RandomizedValues) and reply.request_id == 1
+    u = stream().random(3)
+    expected = [int(randomize(np.array([RECORD[j]]), keep_or_uniform(SIZES[j], 0.6), uniforms=u[j : j + 1])[0])
+                for j in range(3)]
+    assert reply.codes.tolist() == expected
+    assert party.draws == 3 and len(party.ledger) == 3
+
+
+def test_cluster_unit_releases_the_joint_code_in_c_order() -> None:
+    party = make_party()
+    spec = MatrixSpec.cluster_optimal(2.0)
+    P = spec.build((4, 2))
+    reply = party.handle(request(1, [(1, 2)], [spec]))
+    u = stream().random()
+    x = int(encode_joint(np.array([[RECORD[1], RECORD[2]]]), (4, 2))[0])
+    assert reply.codes.tolist() == [int(randomize(np.array([x]), P, uniforms=np.array([u]))[0])]
+
+
+def test_kronecker_unit_matches_randomize_joint() -> None:
+    # many parties, one uniform each: the pure-Python factor walk equals mprr.randomize_joint
+    spec = MatrixSpec.lambda_kron([0.3, 0.6, 0.45])
+    K = spec.build(SIZES)
+    streams = PartyStreams(11, 200)
+    book = ReleaseBook(SCHEMA)
+    rng = np.random.default_rng(0)
+    records = np.column_stack([rng.integers(0, s, 200) for s in SIZES])
+    got = []
+    for i in range(200):
+        p = Party(i, records[i], SCHEMA, seed=streams.seed_sequence(i), book=book)
+        got.append(p.handle(request(1, [(0, 1, 2)], [spec], phase="record")).codes[0])
+    u = PartyStreams(11, 200).uniforms(1)[:, 0]
+    expected = encode_joint(randomize_joint(records, K, SIZES, uniforms=u), SIZES)
+    assert np.array_equal(np.array(got), expected)
+
+
+def test_record_is_private() -> None:
+    party = make_party()
+    assert "2, 1, 1" not in repr(party)
+    public = {k: v for k, v in vars(party).items() if not k.startswith("_")}
+    assert all(v != RECORD for v in public.values())
+
+
+def test_invalid_records_and_seeds_are_rejected() -> None:
+    seed = PartyStreams(1, 1).seed_sequence(0)
+    with pytest.raises(ConfigurationError, match="one code per attribute"):
+        Party(0, (1, 2), SCHEMA, seed=seed)
+    with pytest.raises(ConfigurationError, match=r"in \[0, 4\)"):
+        Party(0, (1, 4, 0), SCHEMA, seed=seed)
+    with pytest.raises(ConfigurationError, match="SeedSequence"):
+        Party(0, RECORD, SCHEMA, seed=3)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="index"):
+        Party(-1, RECORD, SCHEMA, seed=seed)
+
+
+# ---------------------------------------------------------------------- replays and spending
+def test_repeated_request_is_replayed_without_randomness_or_spending() -> None:
+    party = make_party()
+    first = party.handle(request(1))
+    spent = party.accountant.spent()
+    again = party.handle(request(2))
+    assert isinstance(again, RandomizedValues) and again.request_id == 2
+    assert again.codes.tolist() == first.codes.tolist()
+    assert party.draws == 3 and len(party.ledger) == 3
+    assert party.accountant.spent() == spent
+    assert len(party.accountant.replays) == 3
+
+
+def test_replay_holds_across_phases_for_the_same_matrix() -> None:
+    # RR-Clusters with 4.1 requests singleton clusters with their phase-1 matrix.
+    party = make_party()
+    first = party.handle(request(1))
+    again = party.handle(request(2, [(1,)], [MatrixSpec.keep_or_uniform(0.6)], phase="clusters"))
+    assert again.codes.tolist() == [first.codes[1]]
+    assert party.draws == 3
+
+
+def test_finer_matrix_is_new_spending() -> None:
+    party = make_party()
+    party.handle(request(1))
+    spent = party.accountant.spent()
+    finer = party.handle(request(2, [(0,)], [MatrixSpec.keep_or_uniform(0.9)], plan=SINGLES))
+    assert isinstance(finer, RandomizedValues)
+    assert party.draws == 4 and len(party.ledger) == 4
+    assert party.accountant.spent() == pytest.approx(spent + keep_or_uniform(3, 0.9).epsilon)
+
+
+def test_over_budget_request_is_refused_atomically() -> None:
+    eps = [keep_or_uniform(s, 0.6).epsilon for s in SIZES]
+    party = make_party(budget=eps[0] + eps[1] + 0.5 * eps[2])
+    reply = party.handle(request(7))
+    assert isinstance(reply, Refusal) and reply.request_id == 7
+    assert reply.reason.startswith("budget-exceeded:")
+    assert reply.requested == pytest.approx(sum(eps))
+    assert reply.remaining == pytest.approx(party.accountant.budget)
+    assert party.draws == 0 and len(party.ledger) == 0  # nothing spent, nothing drawn
+    (logged,) = party.refusals
+    assert logged.reason == "budget-exceeded" and logged.request_id == 7 and logged.units == SINGLES
+
+
+def test_budget_met_exactly_is_granted() -> None:
+    eps = sum(keep_or_uniform(s, 0.6).epsilon for s in SIZES)
+    party = make_party(budget=eps)
+    assert isinstance(party.handle(request(1)), RandomizedValues)
+    assert party.accountant.remaining() == pytest.approx(0.0, abs=1e-12)
+    refused = party.handle(request(2, [(0,)], [MatrixSpec.keep_or_uniform(0.9)], plan=SINGLES))
+    assert isinstance(refused, Refusal)
+
+
+def test_repeated_request_is_replayed_even_with_an_exhausted_budget() -> None:
+    eps = sum(keep_or_uniform(s, 0.6).epsilon for s in SIZES)
+    party = make_party(budget=eps)
+    first = party.handle(request(1))
+    again = party.handle(request(2))
+    assert isinstance(again, RandomizedValues) and again.codes.tolist() == first.codes.tolist()
+
+
+# ---------------------------------------------------------------------- plans
+def test_unit_outside_the_announced_plan_is_refused() -> None:
+    party = make_party()
+    party.handle(request(1, [(0,), (1, 2)], [MatrixSpec.cluster_optimal(2.0)] * 2, phase="clusters"))
+    reply = party.handle(request(2, [(0, 1)], [MatrixSpec.cluster_optimal(2.0)], phase="clusters",
+                                 plan=[(0,), (1, 2)]))
+    assert isinstance(reply, Refusal) and reply.reason.startswith("plan-violation:")
+    assert "not groups of the plan" in reply.reason
+
+
+def test_a_phase_plan_cannot_change() -> None:
+    party = make_party()
+    party.handle(request(1, [(0,), (1, 2)], [MatrixSpec.cluster_optimal(2.0)] * 2, phase="clusters"))
+    reply = party.handle(request(2, [(0, 1)], [MatrixSpec.cluster_optimal(2.0)], phase="clusters"))
+    assert isinstance(reply, Refusal) and "another plan" in reply.reason
+    assert party.accountant.plans["clusters"] == frozenset({frozenset({"a0"}), frozenset({"a1", "a2"})})
+
+
+def test_unknown_attribute_and_withheld_attribute_are_refused() -> None:
+    party = make_party()
+    reply = party.handle(request(1, [(5,)], [MatrixSpec.grr(1.0)]))
+    assert isinstance(reply, Refusal) and "holds attributes 0..2 only" in reply.reason
+    shy = make_party(allowed=("a0", "a1"))
+    reply = shy.handle(request(1))
+    assert isinstance(reply, Refusal) and "does not release" in reply.reason
+    assert shy.draws == 0
+
+
+def test_invalid_matrix_parameters_are_refused() -> None:
+    party = make_party()
+    reply = party.handle(request(1, [(0,)], [MatrixSpec("keep-or-uniform", (1.5,))]))
+    assert isinstance(reply, Refusal) and reply.reason.startswith(f"{INVALID_REQUEST}:")
+    assert party.refusals[0].reason == INVALID_REQUEST
+
+
+def test_other_message_kinds_are_not_accepted() -> None:
+    with pytest.raises(MessageError, match="does not accept Ack"):
+        make_party().handle(Ack(1))
+
+
+# ---------------------------------------------------------------------- accountant
+releases = st.lists(
+    st.tuples(
+        st.sampled_from(["a0", "a1", "a2"]),
+        st.sampled_from([0.3, 0.6, 0.9]),
+        st.sampled_from(["dependence", "clusters"]),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(releases, st.sampled_from(["sequential", "parallel", "unlinkable-pairs"]), st.floats(0.5, 30.0))
+def test_party_accountant_decides_like_the_privacy_accountant(seq, policy, budget) -> None:
+    base = PrivacyAccountant(budget, policy)
+    fast = PartyAccountant(budget, policy)
+    for name, p, phase in seq:
+        rel = Release.from_matrix(name, keep_or_uniform(3, p), phase=phase)
+        a, b = base.request(rel), fast.request(rel)
+        assert a.outcome == b.outcome
+        assert base.spent() == fast.spent()
+        assert base.would_spend(rel) == fast.would_spend(rel)
+    assert base.ledger == fast.ledger
+
+
+def test_would_spend_all_equals_composition_of_the_extended_ledger() -> None:
+    acc = PartyAccountant(math.inf)
+    rels = [Release.from_matrix(f"a{j}", keep_or_uniform(3, 0.6), phase="dependence") for j in range(3)]
+    acc.request(rels[0])
+    extra = rels[1:] + [Release.from_matrix("a0", keep_or_uniform(3, 0.8), phase="clusters")]
+    expected = PrivacyAccountant(math.inf)
+    for r in [rels[0], *extra]:
+        expected.request(r)
+    assert acc.would_spend_all(extra) == expected.spent()
+
+
+# ---------------------------------------------------------------------- actor loop
+async def test_run_answers_requests_and_stops_on_abort() -> None:
+    net = InMemoryNetwork(2)
+    party = make_party(index=0, n=2)
+    ctrl = net.endpoint(CONTROLLER)
+    task = asyncio.create_task(party.run(net.endpoint(0), idle_timeout=1.0))
+    await ctrl.send(0, request(3), phase="attributes")
+    env = await ctrl.recv(kinds=RandomizedValues, timeout=1.0)
+    assert env.src == 0 and env.phase == "attributes" and env.message.request_id == 3
+    await ctrl.send(0, Abort("done", "end"), phase="end")
+    await asyncio.wait_for(task, 1.0)
+    assert party.status == "aborted"
+
+
+async def test_run_logs_unexpected_messages_and_ends_when_idle() -> None:
+    net = InMemoryNetwork(2)
+    party = make_party(index=0, n=2)
+    await net.endpoint(CONTROLLER).send(0, Ack(1), phase="x")
+    await asyncio.wait_for(party.run(net.endpoint(0), idle_timeout=0.05), 1.0)
+    assert party.status == "idle-timeout"
+    assert any("does not accept Ack" in e for e in party.errors)
+
+
+async def test_run_ends_when_the_party_crashes() -> None:
+    net = InMemoryNetwork(2)
+    party = make_party(index=0, n=2)
+    task = asyncio.create_task(party.run(net.endpoint(0), idle_timeout=5.0))
+    await asyncio.sleep(0)
+    net.crash(0)
+    await asyncio.wait_for(task, 1.0)
+    assert party.status == "crashed"
