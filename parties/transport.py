@@ -95,6 +95,15 @@ def _matches(env: Envelope, kinds: frozenset[int] | None, sources: Any, phase: s
     )
 
 
+class _Expired(Exception):
+    """Internal: a receive deadline passed (turned into RoundTimeout by the receiver)."""
+
+
+def _expire(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_exception(_Expired())
+
+
 def _check_timeout(timeout: float | None) -> None:
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0 and not math.isnan(timeout)):
         raise ConfigurationError(f"timeout must be > 0 seconds or None, got {timeout!r}")
@@ -224,15 +233,16 @@ class Endpoint:
         env = self._take(kind_set, source_set, phase)
         if env is not None:
             return env
-        waiter = _Waiter(kind_set, source_set, phase, asyncio.get_running_loop().create_future())
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(kind_set, source_set, phase, loop.create_future())
         self._waiters.append(waiter)
+        timer = None if timeout is None else loop.call_later(timeout, _expire, waiter.future)
         returned = False
         try:
-            async with asyncio.timeout(timeout):
-                env = await waiter.future
+            env = await waiter.future
             returned = True
             return env
-        except TimeoutError:
+        except _Expired:
             missing = tuple(sorted(source_set)) if source_set is not None else ()
             raise RoundTimeout(
                 f"phase {phase or '(any)'!r}: {actor_name(self.actor)} timed out after {timeout} s "
@@ -241,6 +251,8 @@ class Endpoint:
                 phase=phase or "", timeout=timeout, missing=missing,
             ) from None
         finally:
+            if timer is not None:
+                timer.cancel()
             self._forget(waiter, returned)
 
     async def gather(
@@ -276,16 +288,17 @@ class Endpoint:
             self._buffer = keep
         if not want:
             return got
-        waiter = _Waiter(kind_set, None, phase, asyncio.get_running_loop().create_future(), want)
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(kind_set, None, phase, loop.create_future(), want)
         waiter.got = got
         self._waiters.append(waiter)
+        timer = None if timeout is None else loop.call_later(timeout, _expire, waiter.future)
         returned = False
         try:
-            async with asyncio.timeout(timeout):
-                result = await waiter.future
+            result = await waiter.future
             returned = True
             return result
-        except TimeoutError:
+        except _Expired:
             if partial:
                 returned = True
                 return dict(waiter.got)
@@ -297,6 +310,8 @@ class Endpoint:
                 phase=phase or "", timeout=timeout, missing=missing,
             ) from None
         finally:
+            if timer is not None:
+                timer.cancel()
             self._forget(waiter, returned)
 
     def _forget(self, waiter: _Waiter, returned: bool) -> None:
@@ -308,9 +323,10 @@ class Endpoint:
         if returned:
             return
         fut = waiter.future
+        failed = fut.done() and not fut.cancelled() and fut.exception() is not None  # (retrieved)
         if waiter.want is None:
-            # delivered just as the recv timed out or was cancelled: nothing is lost
-            if fut.done() and not fut.cancelled() and fut.exception() is None:
+            # delivered just as the recv was cancelled: nothing is lost
+            if fut.done() and not fut.cancelled() and not failed:
                 self._buffer.appendleft(fut.result())
         else:
             for env in reversed(list(waiter.got.values())):
