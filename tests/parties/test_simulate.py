@@ -1,0 +1,247 @@
+"""Tests for parties.simulate: the actor path reproduces the fast path; traffic closed forms."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from mprr.data import Dataset
+from mprr.distributions import DenseDistribution, ProductDistribution, WeightedSample
+from mprr.errors import ConfigurationError
+from mprr.matrices import keep_or_uniform
+from mprr.protocols import (
+    ProtocolResult,
+    lambda_protocol,
+    rr_adjustment,
+    rr_clusters,
+    rr_ind_joint,
+    rr_independent,
+    rr_joint,
+)
+from mprr.streams import PartyStreams
+from mprr.synthetic import planted_clusters
+from parties.choreographies.registry import PROTOCOLS, lookup
+from parties.codec import encode
+from parties.messages import RandomizedValues
+from parties.network import CONTROLLER
+from parties.protocol_messages import MatrixSpec, ReleaseRequest
+from parties.simulate import SimulationResult, simulate
+
+N = 240
+SEED = 3
+
+
+@pytest.fixture(scope="module")
+def data() -> Dataset:
+    return planted_clusters(N, rng=np.random.default_rng(11), strength=0.8).dataset
+
+
+def same_estimate(a: object, b: object) -> None:
+    assert type(a) is type(b)
+    if isinstance(a, ProductDistribution):
+        assert a.clusters == b.clusters  # type: ignore[attr-defined]
+        for x, y in zip(a.factors, b.factors):  # type: ignore[attr-defined]
+            assert np.array_equal(x, y)
+    elif isinstance(a, DenseDistribution):
+        assert np.array_equal(a.tensor, b.tensor)  # type: ignore[attr-defined]
+    elif isinstance(a, WeightedSample):
+        assert np.array_equal(a.codes, b.codes) and np.array_equal(a.weights, b.weights)  # type: ignore[attr-defined]
+    else:  # pragma: no cover
+        raise AssertionError(f"unexpected estimate {type(a)}")
+
+
+def assert_same(actor: ProtocolResult, fast: ProtocolResult) -> None:
+    """The actor run released exactly the fast path's data, clusters, estimates and ledger."""
+    assert actor.protocol == fast.protocol
+    assert actor.clusters == fast.clusters
+    assert actor.phases == fast.phases
+    for a, b in zip(actor.releases, fast.releases):
+        assert a.units == b.units and a.unit_sizes == b.unit_sizes
+        assert np.array_equal(a.codes, b.codes)
+        for x, y in zip(a.counts, b.counts):
+            assert np.array_equal(x, y)
+        assert a.replayed == b.replayed
+    assert actor.ledger == fast.ledger
+    same_estimate(actor.estimate, fast.estimate)
+    if fast.dependence is not None:
+        assert np.array_equal(actor.dependence, fast.dependence)
+        assert actor.clustering_trace == fast.clustering_trace
+    assert actor.postprocessing == fast.postprocessing
+    assert actor.n == fast.n
+
+
+CASES = [
+    ("RR-Independent", dict(p=0.6), lambda d, r: rr_independent(d, p=0.6, rng=r)),
+    ("RR-Independent", dict(epsilon=[1.0, 2.0, 0.5, 1.5, 1.0, 2.0, 1.0, 0.7]),
+     lambda d, r: rr_independent(d, epsilon=[1.0, 2.0, 0.5, 1.5, 1.0, 2.0, 1.0, 0.7], rng=r)),
+    ("RR-Independent", dict(matrices=[keep_or_uniform(s, 0.5) for s in (4, 3, 5, 2, 6, 3, 8, 2)],
+                            postprocess="project-simplex"),
+     lambda d, r: rr_independent(d, matrices=[keep_or_uniform(s, 0.5) for s in d.sizes], rng=r,
+                                 postprocess="project-simplex")),
+    ("RR-Joint", dict(p=0.8), lambda d, r: rr_joint(d, p=0.8, rng=r)),
+    ("RR-Clusters", dict(p=0.7, Tv=60, Td=0.1),
+     lambda d, r: rr_clusters(d, p=0.7, Tv=60, Td=0.1, rng=r)),
+    ("RR-Clusters", dict(epsilon=1.2, Tv=30, Td=0.05, tables="randomized", postprocess="ibu"),
+     lambda d, r: rr_clusters(d, epsilon=1.2, Tv=30, Td=0.05, tables="randomized", postprocess="ibu", rng=r)),
+    ("RR-Independent+Adjustment", dict(p=0.6),
+     lambda d, r: rr_adjustment(rr_independent(d, p=0.6, rng=r))),
+    ("RR-Clusters+Adjustment", dict(p=0.7, Tv=60, Td=0.1, tol=1e-8),
+     lambda d, r: rr_adjustment(rr_clusters(d, p=0.7, Tv=60, Td=0.1, rng=r), tol=1e-8)),
+    ("RR-Ind-Joint", dict(p=0.6, groups=[(0, 1, 2), (3, 4)]),
+     lambda d, r: rr_ind_joint(d, p=0.6, groups=[(0, 1, 2), (3, 4)], rng=r)),
+    ("lambda-randomization", dict(lambdas=[0.5] * 8),
+     lambda d, r: lambda_protocol(d, [0.5] * 8, rng=r)),
+    ("lambda-randomization", dict(lambdas=[0.9, 0.2, 0.5], min_bits=1.0),
+     lambda d, r: lambda_protocol(d, [0.9, 0.2, 0.5], min_bits=1.0, rng=r)),
+]
+SMALL = {3, 10}  # cases run on the first three attributes (dense joint domain of 60 cells)
+
+
+@pytest.mark.parametrize("case", range(len(CASES)), ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_same_seed_releases_exactly_what_the_fast_path_releases(data, case) -> None:
+    protocol, params, fast = CASES[case]
+    if case in SMALL:
+        data = data.select(list(data.schema.names[:3]))
+    sim = simulate(data, protocol, seed=SEED, timeout=5.0, **params)
+    assert isinstance(sim, SimulationResult) and not sim.degraded
+    assert_same(sim.result, fast(data, PartyStreams(SEED, N)))
+    # every party's own ledger holds the releases of the protocol's ledger
+    assert all(ledger == sim.result.ledger for ledger in sim.ledgers)
+
+
+def test_rr_clusters_recovers_planted_clusters_and_replays_singletons(data) -> None:
+    sim = simulate(data, "clusters", seed=SEED, timeout=5.0, p=0.7, Tv=60, Td=0.4)
+    result = sim.result
+    assert result.clusters == ((0, 1, 2), (3, 4), (5,), (6,), (7,))  # the planted clusters
+    singles = [j for j, u in enumerate(result.releases[1].units) if len(u) == 1]
+    assert singles, "the planted data leave singleton clusters"
+    dep, rel = result.releases
+    for j in singles:  # replayed: the phase-1 value of that attribute, no new draw
+        (a,) = rel.units[j]
+        assert np.array_equal(rel.codes[:, j], dep.codes[:, a])
+    draws = {p.draws for p in sim.parties}
+    assert draws == {dep.codes.shape[1] + len(rel.units) - len(singles)}
+
+
+def test_different_seeds_release_different_data(data) -> None:
+    a = simulate(data, "RR-Independent", seed=1, timeout=5.0, p=0.5).result.releases[0].codes
+    b = simulate(data, "RR-Independent", seed=2, timeout=5.0, p=0.5).result.releases[0].codes
+    assert not np.array_equal(a, b)
+
+
+# ---------------------------------------------------------------------- traffic closed forms
+def reply_size(k: int) -> int:
+    """Encoded RandomizedValues with k codes: header 5 + id 8 + array (1+1+8+8k) + ids 4."""
+    return 27 + 8 * k
+
+
+def test_reply_size_formula_matches_the_codec() -> None:
+    for k in (1, 3, 8):
+        assert len(encode(RandomizedValues(1, np.zeros(k, dtype=np.int64)))) == reply_size(k)
+
+
+@pytest.mark.parametrize("n", [50, 120])
+def test_rr_independent_traffic_matches_the_closed_form(n: int) -> None:
+    # Main paper 3.1 / 4.1: controller O(nm), each party O(m): one request in, m codes out.
+    ds = planted_clusters(n, rng=np.random.default_rng(n)).dataset
+    m = ds.m
+    sim = simulate(ds, "RR-Independent", seed=1, timeout=5.0, p=0.6)
+    request = ReleaseRequest.build(1, "attributes", [(j,) for j in range(m)], [MatrixSpec.keep_or_uniform(0.6)] * m)
+    req, rep = len(encode(request)), reply_size(m)
+    t = sim.traffic
+    assert (t.messages, t.bytes, t.delivered, t.rounds) == (2 * n, n * (req + rep), 2 * n, 2)
+    assert t.sent_by(CONTROLLER) == (n, n * req)
+    assert t.received_by(CONTROLLER) == (n, n * rep)
+    for i in range(n):
+        assert t.sent_by(i) == (1, rep) and t.received_by(i) == (1, req)
+    assert dict(t.by_kind) == {"ReleaseRequest": (n, n * req), "RandomizedValues": (n, n * rep)}
+    assert sim.view.messages == n and sim.view.bytes == n * rep
+
+
+def test_rr_clusters_traffic_matches_the_closed_form(data) -> None:
+    # Two rounds trips: m codes (4.1) then one code per cluster (l), i.e. O(m) per party.
+    n, m = data.n, data.m
+    sim = simulate(data, "RR-Clusters", seed=SEED, timeout=5.0, p=0.7, Tv=60, Td=0.1)
+    clusters = sim.result.clusters
+    l = len(clusters)
+    req1 = ReleaseRequest.build(1, "dependence", [(j,) for j in range(m)], [MatrixSpec.keep_or_uniform(0.7)] * m)
+    eps = sim.result.parameters["attribute_epsilons"]
+    specs2 = [MatrixSpec.keep_or_uniform(0.7) if len(c) == 1 else MatrixSpec.cluster_optimal(sum(eps[a] for a in c))
+              for c in clusters]
+    req2 = ReleaseRequest.build(2, "clusters", clusters, specs2)
+    s1, s2 = len(encode(req1)), len(encode(req2))
+    r1, r2 = reply_size(m), reply_size(l)
+    t = sim.traffic
+    assert t.sent_by(CONTROLLER) == (2 * n, n * (s1 + s2))
+    assert t.received_by(CONTROLLER) == (2 * n, n * (r1 + r2))
+    assert all(t.sent_by(i) == (2, r1 + r2) and t.received_by(i) == (2, s1 + s2) for i in range(n))
+    assert (t.messages, t.bytes, t.rounds) == (4 * n, n * (s1 + s2 + r1 + r2), 4)
+    assert {p: c.messages for p, c in t.by_phase.items()} == {"dependence": 2 * n, "clusters": 2 * n}
+
+
+# ---------------------------------------------------------------------- API and errors
+def test_registry_names_and_aliases() -> None:
+    assert set(PROTOCOLS) == {
+        "RR-Independent", "RR-Joint", "RR-Clusters", "RR-Independent+Adjustment", "RR-Clusters+Adjustment",
+        "RR-Adjustment", "RR-Ind-Joint", "lambda-randomization",
+    }
+    assert lookup("rr_independent").name == "RR-Independent"
+    assert lookup("Clusters + Adjustment".replace(" ", "")).name == "RR-Clusters+Adjustment"
+    assert lookup("lambda").name == "lambda-randomization"
+
+
+def test_rr_adjustment_alias_takes_a_base(data) -> None:
+    sim = simulate(data, "RR-Adjustment", seed=SEED, timeout=5.0, base="RR-Clusters", p=0.7, Tv=60, Td=0.1)
+    assert sim.result.protocol == "RR-Clusters+Adjustment"
+    with pytest.raises(ConfigurationError, match="base must be one of"):
+        simulate(data, "RR-Adjustment", seed=SEED, timeout=5.0, base="RR-Joint", p=0.7)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "options", "match"),
+    [
+        ("RR-Nothing", {}, "protocol must be one of"),
+        ("RR-Independent", {"p": 0.5, "Tv": 3}, r"unknown parameter\(s\) \['Tv'\]"),
+        ("RR-Clusters", {"p": 0.5}, r"needs parameter\(s\) \['Td', 'Tv'\]"),
+        ("RR-Clusters+Adjustment", {"p": 0.5, "Tv": 9, "Td": 0.1, "base": "RR-Clusters"}, "fixes"),
+        ("RR-Independent", {"p": 0.5, "timeout": -1.0}, "timeout must be finite and > 0"),
+        ("RR-Independent", {"p": 0.5, "budget": -1.0}, "budget must be"),
+        ("RR-Independent", {"p": 0.5, "policy": "magic"}, "policy must be one of"),
+        ("RR-Independent", {"p": 0.5, "on_dropout": "ignore"}, "on_dropout must be one of"),
+        ("RR-Independent", {"p": 0.5, "retries": -1}, "retries must be"),
+        ("RR-Independent", {"p": 0.5, "attacks": ["steal"]}, "attacks must be among"),
+        ("RR-Independent", {"p": 1.5}, "p must be a probability"),
+    ],
+)
+def test_bad_configuration_is_reported(data, protocol, options, match) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        simulate(data, protocol, seed=1, **{"timeout": 2.0, **options})
+
+
+def test_dataset_must_be_a_dataset() -> None:
+    with pytest.raises(ConfigurationError, match="dataset must be a mprr.data.Dataset"):
+        simulate(np.zeros((3, 2)), "RR-Independent", seed=1, p=0.5)  # type: ignore[arg-type]
+
+
+def test_report_is_json_serializable(data) -> None:
+    sim = simulate(data, "RR-Clusters", seed=SEED, timeout=5.0, p=0.7, Tv=60, Td=0.1)
+    report = json.loads(json.dumps(sim.to_dict()))
+    assert report["protocol"]["protocol"] == "RR-Clusters"
+    assert report["traffic"]["messages"] == 4 * N
+    assert report["privacy"]["parties"] == N and report["degraded"] is False
+    assert report["options"]["seed"] == SEED and report["options"]["budget"] == "inf"
+    assert sim.wall_time > 0 and sim.result.timings["wall"] == sim.wall_time
+    assert sim.privacy.epsilon.max == pytest.approx(sim.result.epsilon("sequential"))
+    parallel = sim.privacy_under("parallel")
+    assert parallel.policy.value == "parallel" and parallel.epsilon.max <= sim.privacy.epsilon.max
+
+
+def test_privacy_summary_matches_the_result_ledger(data) -> None:
+    sim = simulate(data, "RR-Independent", seed=SEED, timeout=5.0, p=0.6)
+    eps = sum(keep_or_uniform(s, 0.6).epsilon for s in data.sizes)
+    assert sim.privacy.epsilon.min == pytest.approx(eps) and sim.privacy.epsilon.max == pytest.approx(eps)
+    assert sim.privacy.releases == N * data.m and sim.privacy.refusals == {}
+    assert math.isclose(sim.result.epsilon(), eps)

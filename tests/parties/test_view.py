@@ -1,0 +1,52 @@
+"""Tests for parties.view: the controller's view log."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from parties.messages import RandomizedValues, Refusal
+from parties.network import Envelope
+from parties.view import ViewLog
+
+
+def env(src: int, msg, phase: str = "p", size: int = 10) -> Envelope:
+    return Envelope(src, -1, phase, msg, size)
+
+
+def test_log_keeps_every_received_message_in_order() -> None:
+    log = ViewLog()
+    msgs = [RandomizedValues(1, np.array([1, 2])), Refusal(1, "budget-exceeded: no", 1.0, 0.5),
+            RandomizedValues(2, np.array([0]))]
+    log.record(env(3, msgs[0], "a", 30))
+    log.record(env(4, msgs[1], "a", 40))
+    log.record(env(3, msgs[2], "b", 25))
+    assert len(log) == 3
+    entries = log.entries
+    assert [e.index for e in entries] == [0, 1, 2]
+    assert [e.src for e in entries] == [3, 4, 3]
+    assert entries[1].message is msgs[1] and entries[1].kind == "Refusal"
+    assert [e.message for e in log.from_party(3)] == [msgs[0], msgs[2]]
+    assert [e.src for e in log.of_kind(Refusal)] == [4]
+    assert [e.src for e in log.of_kind("RandomizedValues")] == [3, 3]
+    assert log.kinds() == frozenset({"RandomizedValues", "Refusal"})
+
+
+def test_summary_counts_kinds_phases_senders_bytes_and_derived_values() -> None:
+    log = ViewLog()
+    log.record(env(0, RandomizedValues(1, np.array([1])), "a", 30))
+    log.record(env(1, RandomizedValues(1, np.array([0])), "a", 30))
+    log.record(env(1, Refusal(2, "plan-violation: x", 0.0, 1.0), "b", 50))
+    log.note("clusters", ((0, 1),))
+    summary = log.summary()
+    assert summary.messages == 3 and summary.bytes == 110 and summary.senders == 2
+    assert dict(summary.by_kind) == {"RandomizedValues": 2, "Refusal": 1}
+    assert dict(summary.by_phase) == {"a": 2, "b": 1}
+    assert summary.kinds == ("RandomizedValues", "Refusal")
+    assert summary.derived == ("clusters",)
+    assert log.derived["clusters"] == ((0, 1),)
+    assert summary.to_dict()["by_kind"] == {"RandomizedValues": 2, "Refusal": 1}
+
+
+def test_empty_view() -> None:
+    summary = ViewLog().summary()
+    assert summary.messages == 0 and summary.senders == 0 and summary.kinds == ()
