@@ -1,11 +1,23 @@
 """parties — the distributed runtime: asyncio actors exchanging real serialized messages.
 
-Imports go one way: ``parties`` may import ``mprr``; ``mprr`` never imports ``parties``.
-Nothing runs at import time.
+Imports go one way: ``parties`` may import ``mprr``; ``mprr`` never imports ``parties``;
+``parties`` never imports ``scenarios``. Nothing runs at import time.
 
 Modules, in dependency order:
 
-- ``messages``    — frozen, validated dataclasses, one class per message kind
-- ``codec``       — the one codec: message <-> bytes; decoding rejects the unexpected
-- ``network``     — transport interface, in-memory network, topology, statistics, faults
+- ``fields``        — field types of messages (ints, floats, strings, bytes, tuples, arrays)
+- ``messages``      — the ``Message`` base, ``@message`` registration, generic message kinds
+- ``codec``         — the one codec: message <-> bytes; decoding rejects the unexpected
+- ``topology``      — who may talk to whom (networkx graphs; default star)
+- ``traffic``       — per sender / receiver / kind / phase counters, rounds, simulated time
+- ``faults``        — seeded fault plans: drop, delay, duplicate, reorder, crash
+- ``transport``     — the ``Transport`` interface, ``Endpoint`` (send / recv / gather)
+- ``network``       — ``InMemoryNetwork`` and ``CONTROLLER`` (re-exports the above)
+- ``secure``        — secure-sum engines ``paper``, ``graph``, ``masked`` (package, own map)
+- ``protocol_messages`` — message kinds of the protocol choreographies
+- ``view``          — the controller's view log (everything it received)
+- ``party``         — the ``Party`` actor: private record, own stream, own privacy accountant
+- ``controller``    — the untrusted ``Controller`` actor
+- ``choreographies`` — per-protocol message exchanges (package, own map)
+- ``simulate``      — ``simulate(dataset, protocol, ..., seed)``: one run of the actor path
 """
