@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from mprr.data import Dataset
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
@@ -155,7 +156,7 @@ async def simulate_async(
     protocol: str,
     *,
     seed: int,
-    budget: float = math.inf,
+    budget: float | Sequence[float] = math.inf,
     policy: CompositionPolicy | str = "sequential",
     timeout: float = 30.0,
     retries: int = 0,
@@ -180,7 +181,8 @@ async def simulate_async(
         Run seed (non-negative int): party streams ``PartyStreams(seed, n)``; also the fault
         seed unless ``fault_seed`` is given.
     budget
-        ε budget of every party (``math.inf``: account without a limit).
+        ε budget of every party (``math.inf``: account without a limit), or one budget per
+        party.
     policy
         Composition policy of every party's accountant.
     timeout
@@ -211,9 +213,8 @@ async def simulate_async(
     kwargs = choreography.bind(params)
     timeout = _check_number("timeout", timeout, allow_inf=False)
     policy = as_policy(policy)
-    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or math.isnan(budget) or budget < 0:
-        raise ConfigurationError(f"budget must be a number >= 0 or math.inf, got {budget!r}")
     n = dataset.n
+    budgets = _budgets(budget, n)
     streams = PartyStreams(seed, n)
     net_seed = fault_seed if fault_seed is not None else (seed if isinstance(seed, int) else 0)
     net = InMemoryNetwork(n, topology=topology, faults=faults, latency=latency, seed=net_seed)
@@ -221,7 +222,7 @@ async def simulate_async(
     book = ReleaseBook(schema)
     records = dataset.codes.tolist()
     parties = tuple(
-        Party(i, records[i], schema, seed=streams.seed_sequence(i), budget=budget, policy=policy, book=book)
+        Party(i, records[i], schema, seed=streams.seed_sequence(i), budget=budgets[i], policy=policy, book=book)
         for i in range(n)
     )
     del records
@@ -232,7 +233,7 @@ async def simulate_async(
         "protocol": choreography.name,
         "seed": seed,
         "n": n,
-        "budget": "inf" if math.isinf(budget) else float(budget),
+        "budget": _budget_option(budgets),
         "policy": policy.value,
         "timeout": timeout,
         "retries": retries,
@@ -288,6 +289,28 @@ async def simulate_async(
         options=options,
         parties=parties,
     )
+
+
+def _budgets(budget: Any, n: int) -> list[float]:
+    """One budget per party from a scalar or a sequence (ConfigurationError otherwise)."""
+    values = list(budget) if isinstance(budget, (Sequence, np.ndarray)) and not isinstance(budget, str) else None
+    if values is not None and len(values) != n:
+        raise ConfigurationError(f"budget must be one number or one per party ({n}), got {len(values)} values")
+    out = []
+    for b in values if values is not None else [budget]:
+        if isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, float, np.integer, np.floating)) \
+                or math.isnan(b) or b < 0:
+            raise ConfigurationError(f"budget must be a number >= 0 or math.inf, got {b!r}")
+        out.append(float(b))
+    return out if values is not None else out * n
+
+
+def _budget_option(budgets: list[float]) -> Any:
+    """JSON-friendly budget option: one value when all parties share it."""
+    def js(b: float) -> float | str:
+        return "inf" if math.isinf(b) else b
+
+    return js(budgets[0]) if len(set(budgets)) == 1 else [js(b) for b in budgets]
 
 
 def _explain(error: BaseException, crashed: frozenset[int]) -> BaseException:

@@ -1,0 +1,159 @@
+"""Tests for parties.controller: rounds, stale replies, retries, dropout policies, refusals."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from mprr.data import Attribute, Schema
+from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
+from mprr.matrices import keep_or_uniform
+from parties.controller import Controller, ReleaseRefused
+from parties.messages import Abort, RandomizedValues, Refusal
+from parties.network import CONTROLLER, InMemoryNetwork
+from parties.protocol_messages import MatrixSpec, ReleaseRequest
+
+SIZES = (3, 2)
+SCHEMA = Schema(tuple(Attribute(f"a{j}", tuple(f"c{k}" for k in range(s)), "nominal") for j, s in enumerate(SIZES)))
+UNITS = ((0,), (1,))
+SPECS = (MatrixSpec.keep_or_uniform(0.5),) * 2
+
+
+def controller(net: InMemoryNetwork, **kw) -> Controller:
+    return Controller(net.endpoint(CONTROLLER), SCHEMA, range(net.n), **{"timeout": 0.3, **kw})
+
+
+async def scripted(net: InMemoryNetwork, pid: int, answer, *, times: int = 1) -> None:
+    """A fake party: for each of ``times`` requests, send ``answer(request)`` (None = stay silent)."""
+    ep = net.endpoint(pid)
+    for _ in range(times):
+        env = await ep.recv(kinds=ReleaseRequest, timeout=2.0)
+        for reply in answer(env.message):
+            await ep.send(CONTROLLER, reply, phase=env.phase)
+
+
+def codes(*values: int):
+    return lambda req: [RandomizedValues(req.request_id, np.array(values))]
+
+
+async def run(ctl: Controller, parties) -> object:
+    """Run the fake parties and one release round; the round's error is raised as is."""
+    error = None
+    async with asyncio.TaskGroup() as tg:
+        tasks = [tg.create_task(p) for p in parties]
+        try:
+            out = await ctl.release("attributes", UNITS, SPECS)
+        except Exception as exc:
+            error = exc
+        finally:
+            for t in tasks:
+                t.cancel()
+    if error is not None:
+        raise error
+    return out
+
+
+async def test_release_gathers_one_reply_per_party_in_party_order() -> None:
+    net = InMemoryNetwork(3)
+    ctl = controller(net)
+    out = await run(ctl, [scripted(net, 2, codes(2, 1)), scripted(net, 0, codes(0, 0)), scripted(net, 1, codes(1, 1))])
+    assert out.contributors == (0, 1, 2)
+    assert out.codes.tolist() == [[0, 0], [1, 1], [2, 1]]
+    assert not out.codes.flags.writeable
+    assert [np.array_equal(m.values, keep_or_uniform(s, 0.5).values) for m, s in zip(out.matrices, SIZES)] == [True, True]
+    released = out.released_data(SCHEMA)
+    assert released.counts[0].tolist() == [1.0, 1.0, 1.0] and released.counts[1].tolist() == [1.0, 2.0]
+    assert len(ctl.view) == 3 and ctl.phases == [out]
+    stats = net.statistics()
+    assert stats.sent_by(CONTROLLER).messages == 3 and stats.rounds == 2
+
+
+async def test_replies_to_other_requests_are_logged_and_ignored() -> None:
+    net = InMemoryNetwork(1)
+    ctl = controller(net)
+    stale = lambda req: [RandomizedValues(req.request_id + 40, np.array([2, 0])),  # noqa: E731
+                         RandomizedValues(req.request_id, np.array([1, 1]))]
+    out = await run(ctl, [scripted(net, 0, stale)])
+    assert out.codes.tolist() == [[1, 1]]
+    assert [e.message.request_id for e in ctl.view] == [41, 1]
+
+
+async def test_silent_party_fails_the_round_with_a_timeout_naming_it() -> None:
+    net = InMemoryNetwork(3)
+    ctl = controller(net, timeout=0.1)
+    with pytest.raises(RoundTimeout, match=r"1 of 3 parties did not answer request 1 within 0.1 s: party 1") as info:
+        await run(ctl, [scripted(net, 0, codes(0, 0)), scripted(net, 1, lambda r: []), scripted(net, 2, codes(1, 1))])
+    assert info.value.missing == (1,) and info.value.phase == "attributes"
+    aborts = [e for e in net.endpoint(0).pending() if isinstance(e.message, Abort)]
+    assert aborts and aborts[0].phase == "abort"
+
+
+async def test_retry_resends_to_the_silent_parties_only() -> None:
+    net = InMemoryNetwork(2)
+    ctl = controller(net, timeout=0.1, retries=1)
+    seen = []
+
+    def second_time(req):
+        seen.append(req.request_id)
+        return [] if len(seen) == 1 else [RandomizedValues(req.request_id, np.array([2, 1]))]
+
+    out = await run(ctl, [scripted(net, 0, codes(0, 1)), scripted(net, 1, second_time, times=2)])
+    assert out.codes.tolist() == [[0, 1], [2, 1]] and seen == [1, 1]
+    assert net.statistics().sent_by(CONTROLLER).messages == 3  # 2 + 1 retry
+
+
+async def test_exclude_policy_reports_who_was_left_out() -> None:
+    net = InMemoryNetwork(4)
+    ctl = controller(net, timeout=0.1, on_dropout="exclude")
+    refuse = lambda req: [Refusal(req.request_id, "budget-exceeded: no", 2.0, 0.5)]  # noqa: E731
+    bad = lambda req: [RandomizedValues(req.request_id, np.array([7, 0]))]  # noqa: E731  (7 >= 3)
+    out = await run(ctl, [scripted(net, 0, codes(0, 1)), scripted(net, 1, lambda r: []),
+                          scripted(net, 2, refuse), scripted(net, 3, bad)])
+    assert out.contributors == (0,) and out.silent == (1,) and set(out.refusals) == {2}
+    assert set(ctl.excluded) == {1, 2, 3}
+    assert "silent" in ctl.excluded[1] and "budget-exceeded" in ctl.excluded[2] and "malformed" in ctl.excluded[3]
+    assert ctl.active == [0]
+
+
+async def test_refusal_fails_the_round_under_the_fail_policy() -> None:
+    net = InMemoryNetwork(2)
+    ctl = controller(net)
+    refuse = lambda req: [Refusal(req.request_id, "plan-violation: not announced", 0.0, 1.0)]  # noqa: E731
+    with pytest.raises(ReleaseRefused, match="1 of 2 parties refused request 1; party 1: plan-violation") as info:
+        await run(ctl, [scripted(net, 0, codes(0, 0)), scripted(net, 1, refuse)])
+    assert set(info.value.refusals) == {1} and info.value.phase == "attributes"
+
+
+async def test_malformed_reply_fails_the_round() -> None:
+    net = InMemoryNetwork(1)
+    ctl = controller(net)
+    with pytest.raises(MessageError, match="do not fit request 1"):
+        await run(ctl, [scripted(net, 0, codes(1, 1, 1))])
+
+
+async def test_no_contributor_is_an_error_even_when_excluding() -> None:
+    net = InMemoryNetwork(1)
+    ctl = controller(net, timeout=0.05, on_dropout="exclude")
+    with pytest.raises(ProtocolError, match="no party released anything"):
+        await run(ctl, [scripted(net, 0, lambda r: [])])
+
+
+def test_configuration_is_validated() -> None:
+    net = InMemoryNetwork(1)
+    ep = net.endpoint(CONTROLLER)
+    with pytest.raises(ConfigurationError, match="timeout must be"):
+        Controller(ep, SCHEMA, [0], timeout=0)
+    with pytest.raises(ConfigurationError, match="on_dropout must be one of"):
+        Controller(ep, SCHEMA, [0], timeout=1, on_dropout="skip")
+    with pytest.raises(ConfigurationError, match="retries"):
+        Controller(ep, SCHEMA, [0], timeout=1, retries=True)
+    with pytest.raises(ConfigurationError, match="at least one party"):
+        Controller(ep, SCHEMA, [], timeout=1)
+
+
+def test_request_ids_are_fresh_and_matrices_cached() -> None:
+    ctl = controller(InMemoryNetwork(1))
+    assert [ctl.new_request_id() for _ in range(3)] == [1, 2, 3]
+    assert ctl.matrix(SPECS[0], (0,)) is ctl.matrix(SPECS[0], (0,))
