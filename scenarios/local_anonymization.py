@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,6 @@ __all__ = [
 
 ENGINES = ("actors", "fast")
 POSTPROCESS = ("clip-rescale", "project-simplex", "ibu")
-SECURE_SUMS = ("paper", "graph", "masked")
 DEFAULT_P = 0.7
 
 SCHEMA = Schema(
@@ -78,9 +77,7 @@ SCHEMA = Schema(
         Field("Tv", Int(min=1), 100, help="Algorithm 1: largest number of value combinations of a cluster"),
         Field("Td", Float(min=0.0, max=1.0), 0.2, help="Algorithm 1: smallest dependence to merge"),
         Field("dependence", Choice(("4.1", "4.2", "4.3")), "4.1",
-              help="how RR-Clusters gets dependences (main paper 4.1, 4.2 or 4.3)"),
-        Field("secure_sum", Choice(SECURE_SUMS), "masked",
-              help="secure-sum engine of dependence 4.2 / 4.3 (actors engine only)"),
+              help="how RR-Clusters gets dependences (main paper 4.1; 4.2 / 4.3 on the fast path)"),
         Field("postprocess", Choice(POSTPROCESS), "clip-rescale",
               help="post-processing of the eq. (2) estimates (paper: clip-rescale)"),
         Field("queries", Int(min=1, max=100_000), 500, help="number of count queries (main paper 6.5)"),
@@ -193,7 +190,6 @@ class ProtocolRun:
     view: Any = None
     seconds: float = 0.0
     adjustment_seconds: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 _FAST: dict[str, Callable[..., ProtocolResult]] = {
@@ -216,6 +212,12 @@ def _actors(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: in
             params: Mapping[str, Any]) -> tuple[ProtocolResult, np.ndarray, dict[str, np.ndarray], Any, Any]:
     """One run in the actor simulator: n party actors with their own streams and ledgers."""
     from parties.simulate import simulate
+
+    if protocol == "RR-Clusters" and params["dependence"] != "4.1":
+        raise ConfigurationError(
+            f"parameters.dependence = {params['dependence']!r} needs the secure-sum dependence phase in "
+            "the actor simulator, which parties.choreographies does not provide yet; allowed with the "
+            "actors engine: '4.1' (or run --engine fast, which computes the 4.2/4.3 tables centrally)")
 
     sim = simulate(dataset, protocol, seed=seed, timeout=params["round_timeout"], **kwargs)
     ledgers = sim.ledgers
@@ -394,24 +396,17 @@ def _build_result(params: Mapping[str, Any], engine: str, synthetic: Any, datase
     planted = [list(c) for c in synthetic.clusters]
     found = [list(c) for c in clusters_run.clusters]
     found_all = [[list(c) for c in pr["RR-Clusters"].result.clusters] for pr in all_runs]
-    exact_recovery = sum(
-        sorted(map(tuple, f)) == sorted(tuple(c) for c in _with_singletons(planted, dataset.m))
-        for f in found_all
-    )
+    used = {a for c in planted for a in c}
+    target = sorted([tuple(c) for c in planted] + [(a,) for a in range(dataset.m) if a not in used])
+    recovered = [sorted(map(tuple, f)) == target for f in found_all]
+    exact_recovery = sum(recovered)
     undefined = int(np.isnan(errors[LABELS[0]][0]).sum())
 
-    def err_stats(label: str) -> dict[str, float]:
-        v = errors[label]
-        per_run_median = np.nanmedian(v, axis=1)
-        return {
-            "median": float(np.nanmedian(v)),
-            "mean": float(np.nanmean(v)),
-            "p90": float(np.nanpercentile(v, 90)),
-            "median_of_run_medians": float(np.median(per_run_median)),
-            "per_run_median": per_run_median,
-        }
-
-    query_metrics = {label: err_stats(label) for label in LABELS}
+    query_metrics = {
+        label: {"median": float(np.nanmedian(v)), "mean": float(np.nanmean(v)),
+                "p90": float(np.nanpercentile(v, 90)), "per_run_median": np.nanmedian(v, axis=1)}
+        for label, v in errors.items()
+    }
 
     privacy: dict[str, Any] = {"policy": "sequential"}
     eps_all: dict[str, dict[str, float]] = {}
@@ -439,13 +434,9 @@ def _build_result(params: Mapping[str, Any], engine: str, synthetic: Any, datase
     if first["RR-Clusters"].view is not None:
         traffic["controller_view"] = {b: first[b].view for b in BASE_PROTOCOLS}
 
-    timing = {
-        base: {
-            "protocol_seconds": _stats(np.array([pr[base].seconds for pr in all_runs])),
-            "adjustment_seconds": _stats(np.array([pr[base].adjustment_seconds for pr in all_runs])),
-        }
-        for base in BASE_PROTOCOLS
-    }
+    timing = {base: {"protocol_seconds": _stats(np.array([pr[base].seconds for pr in all_runs])),
+                     "adjustment_seconds": _stats(np.array([pr[base].adjustment_seconds for pr in all_runs]))}
+              for base in BASE_PROTOCOLS}
     metrics = {
         "n": dataset.n,
         "m": dataset.m,
@@ -458,12 +449,9 @@ def _build_result(params: Mapping[str, Any], engine: str, synthetic: Any, datase
         "queries": len(queries),
         "queries_with_zero_true_count": undefined,
         "relative_error": query_metrics,
-        "adjustment": {
-            base: {"iterations": all_runs[0][base].adjusted.adjustment.iterations,
-                   "converged": bool(all_runs[0][base].adjusted.adjustment.converged),
-                   "gap": float(all_runs[0][base].adjusted.adjustment.gap)}
-            for base in BASE_PROTOCOLS
-        },
+        "adjustment": {base: {"iterations": first[base].adjusted.adjustment.iterations,
+                              "converged": bool(first[base].adjusted.adjustment.converged),
+                              "gap": float(first[base].adjusted.adjustment.gap)} for base in BASE_PROTOCOLS},
         "timing": timing,
         "wall_seconds": elapsed,
     }
@@ -494,8 +482,7 @@ def _build_result(params: Mapping[str, Any], engine: str, synthetic: Any, datase
                 "ledger. Messages/bytes: measured on the network (actors engine; run 1)."
                 + (" The fast path sends no messages." if engine == "fast" else ""),
     )
-    cluster_rows = [(i + 1, _fmt_clusters(f), "yes" if sorted(map(tuple, f)) == sorted(
-        tuple(c) for c in _with_singletons(planted, dataset.m)) else "no") for i, f in enumerate(found_all)]
+    cluster_rows = [(i + 1, _fmt_clusters(f), ok) for i, (f, ok) in enumerate(zip(found_all, recovered))]
     cluster_table = Table(
         key="clusters",
         title="Clusters found by Algorithm 1",
@@ -573,11 +560,6 @@ def _build_result(params: Mapping[str, Any], engine: str, synthetic: Any, datase
                           figures=figures, notes=notes, summary=summary)
 
 
-def _with_singletons(planted: Sequence[Sequence[int]], m: int) -> list[list[int]]:
-    used = {a for c in planted for a in c}
-    return [list(c) for c in planted] + [[a] for a in range(m) if a not in used]
-
-
 def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, planted: Any, found: Any,
                    recovered: int, runs: int, q: Mapping[str, Mapping[str, float]],
                    eps: Mapping[str, Mapping[str, float]], traffic: Mapping[str, Any],
@@ -594,6 +576,9 @@ def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, pla
         e = eps[base]
         lines.append(f"ε per party ({base}, sequential) min/median/max = "
                      f"{e['min']:.3f} / {e['median']:.3f} / {e['max']:.3f}")
+    if params["dependence"] == "4.3":
+        lines.append("  (4.3: pairs enter a secure sum, unlinkable; see privacy.RR-Clusters.other_policies "
+                     "for the unlinkable-pairs policy of main paper 4.3)")
     views = traffic.get("controller_view") if traffic else None
     if views:
         kinds = sorted({k for v in views.values() for k in v.get("kinds", ())})

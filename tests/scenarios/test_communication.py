@@ -1,0 +1,130 @@
+"""``communication_cost`` and the closed forms of :mod:`scenarios.cost_model`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mprr.dependence import bivariate_tables
+from mprr.errors import ConfigurationError
+from mprr.synthetic import planted_clusters
+from parties.codec import encode
+from parties.messages import RandomizedValues
+from parties.protocol_messages import MatrixSpec, ReleaseRequest
+from parties.secure.messages import PartialSum, ShareVector
+from scenarios.cost_model import (
+    ENGINE_KEYS,
+    closed_form,
+    element_bytes,
+    measure_secure_sum,
+    pair_cells,
+    pair_indicators,
+    randomized_values_bytes,
+    release_request_bytes,
+    rr_closed_form,
+)
+from scenarios.runner import run
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_paper_engine_closed_form_by_hand() -> None:
+    """n = 4, L = 10, modulus 5 ⇒ uint8 cells.  A ShareVector / PartialSum is
+    5 (header) + 4 + 16 (session) + 8 (combination) + 10 + 10 (array) = 53 bytes; each party
+    sends 3 shares and 4 broadcasts (3 peers + the controller)."""
+    c = closed_form("paper", 4, 10)
+    assert (c.party_messages, c.party_bytes) == (7, 7 * 53)
+    assert (c.messages, c.bytes, c.rounds) == (28, 28 * 53, 2)
+    assert (c.controller_messages, c.controller_bytes) == (0, 0)
+    per = closed_form("paper-per-combination", 4, 10)
+    assert (per.messages, per.bytes, per.rounds) == (280, 280 * 44, 20)  # 1 cell: 44 bytes
+
+
+def test_closed_form_message_sizes_equal_the_codec() -> None:
+    session = "0" * 16
+    for n, L in ((4, 10), (300, 7), (70_000, 3)):
+        b = element_bytes(n + 1)
+        vec = np.zeros(L, dtype={1: np.uint8, 2: np.uint16, 4: np.uint32}[b])
+        size = len(encode(ShareVector(session, -1, vec)))
+        assert size == len(encode(PartialSum(session, -1, vec)))
+        assert closed_form("paper", n, L).party_bytes == (2 * n - 1) * size
+    request = ReleaseRequest.build(3, "attributes", [(0,), (1,), (2,)], [MatrixSpec.keep_or_uniform(0.7)] * 3)
+    assert release_request_bytes("attributes", [(0,), (1,), (2,)], ["keep-or-uniform"] * 3, [1, 1, 1]) \
+        == len(encode(request))
+    cl = ReleaseRequest.build(9, "clusters", [(0, 2), (1,)],
+                              [MatrixSpec.cluster_optimal(2.0), MatrixSpec.grr(1.0)])
+    assert release_request_bytes("clusters", [(0, 2), (1,)], ["cluster-optimal", "grr"], [1, 1]) == len(encode(cl))
+    assert randomized_values_bytes(5) == len(encode(RandomizedValues(1, np.arange(5, dtype=np.int64))))
+
+
+def test_element_bytes_edges() -> None:
+    assert [element_bytes(m) for m in (2, 256, 257, 65536, 65537, 1 << 32, (1 << 32) + 1)] == [1, 1, 2, 2, 4, 4, 8]
+    with pytest.raises(ConfigurationError, match="modulus must be <= 2\\*\\*64"):
+        element_bytes((1 << 64) + 1)
+    with pytest.raises(ConfigurationError, match="engine must be one of"):
+        closed_form("carrier-pigeon", 4, 4)
+    with pytest.raises(ConfigurationError, match="needs the announced clusters"):
+        rr_closed_form("RR-Clusters", 10, 3)
+
+
+def test_rr_closed_form_main_paper_41_orders() -> None:
+    """Controller O(nm), each party O(m): doubling n doubles the controller's bytes and leaves
+    the party's unchanged; every extra attribute adds 8 bytes (one int64 code) to a reply."""
+    a, b = rr_closed_form("RR-Independent", 100, 8), rr_closed_form("RR-Independent", 200, 8)
+    assert b.controller_bytes == 2 * a.controller_bytes and b.party_bytes == a.party_bytes == 91
+    assert rr_closed_form("RR-Independent", 100, 9).party_bytes - a.party_bytes == 8
+    c = rr_closed_form("RR-Clusters", 100, 3, clusters=((0, 1), (2,)))
+    assert (c.messages, c.rounds, c.party_messages) == (400, 4, 2)
+
+
+def test_pair_indicators_tally_to_the_bivariate_tables() -> None:
+    sizes = (3, 2, 4)
+    data = planted_clusters(50, rng=np.random.default_rng(3), sizes=sizes, clusters=()).dataset
+    vec = pair_indicators(data.codes, sizes)
+    assert vec.shape == (50, pair_cells(sizes)) == (50, 3 * 2 + 3 * 4 + 2 * 4)
+    assert (vec.sum(axis=1) == 3).all()  # one combination per attribute pair
+    tables = bivariate_tables(data.codes, sizes)
+    expected = np.concatenate([tables[(i, j)].ravel() for i, j in ((0, 1), (0, 2), (1, 2))])
+    assert np.array_equal(vec.sum(axis=0), expected)
+
+
+@pytest.mark.parametrize("engine", ENGINE_KEYS)
+def test_every_engine_measures_its_closed_form(engine: str) -> None:
+    sizes = (2, 3, 2)
+    data = planted_clusters(6, rng=np.random.default_rng(1), sizes=sizes, clusters=()).dataset
+    vec = pair_indicators(data.codes, sizes)
+    m = measure_secure_sum(engine, vec, vec.sum(axis=0, dtype=np.int64), sweep="test", m=3, d=None,
+                           degree=2, round_timeout=10, index=7)
+    assert m.exact_sum
+    assert all(m.matches().values()), m.matches()
+    assert (m.engine_cost_messages, m.engine_cost_bytes) == (m.closed.messages, m.closed.bytes)
+
+
+@pytest.mark.slow  # ~3-5 s: secure sums, actor runs and four log-log figures
+def test_reduced_scenario_run(tmp_path: Path) -> None:
+    params = {
+        "n_values": [4, 6], "sizes": [2, 3, 2], "degree": 2, "n_fixed": 4, "m_values": [2],
+        "m_sweep_size": 2, "d_values": [3], "d_sweep_m": 2, "rr_n_values": [20],
+        "rr_n_fixed": 20, "rr_m_values": [3], "rr_d_values": [5],
+        "max_n": {"masked": 4}, "round_timeout": 10,
+    }
+    run("communication_cost", out_dir=tmp_path, parameters=params)
+    doc = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    metrics = doc["metrics"]
+    assert metrics["all_equal_closed_form"] is True and metrics["mismatches"] == []
+    assert metrics["all_sums_exact"] is True and metrics["engine_cost_equal_closed_form"] is True
+    assert metrics["rr_all_equal_closed_form"] is True and metrics["rr_measured"] > 0
+    assert metrics["closed_form_only"] >= 1  # masked at n = 6 > max_n.masked
+    rows = doc["tables"]["measured_vs_closed_form"]["rows"]
+    skipped = [r for r in rows if r["engine"] == "masked" and r["n"] == 6]
+    assert skipped and skipped[0]["messages"] is None and skipped[0]["check"].startswith("n > max_n.masked")
+    assert {"measured_vs_closed_form", "rr_measured_vs_closed_form", "dependence_methods"} <= set(doc["tables"])
+    methods = {r["method"] for r in doc["tables"]["dependence_methods"]["rows"]}
+    assert methods == {"4.1", "4.2", "4.3"}
+    assert len(doc["figures"]) == 4
+    for name in doc["figures"]:
+        assert (tmp_path / name).read_bytes()[:8] == PNG
+    assert "Secure sums: measured vs closed form" in (tmp_path / "report.md").read_text(encoding="utf-8")

@@ -1,0 +1,147 @@
+"""The default scenario ``local_anonymization``: reduced runs on both engines, output files, key facts."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from mprr.errors import ConfigurationError
+from mprr.matrices import keep_or_uniform
+from mprr.synthetic import DEFAULT_SIZES
+from scenarios.cli import main
+from scenarios.cost_model import rr_closed_form
+from scenarios.local_anonymization import LABELS, derive_seeds, protocol_kwargs
+from scenarios.registry import get
+from scenarios.runner import run
+
+PNG = b"\x89PNG\r\n\x1a\n"
+SMALL = {"n": 300, "queries": 40}
+
+
+def _run(tmp_path: Path, engine: str, **extra: object) -> dict:
+    out = tmp_path / engine
+    run("local_anonymization", out_dir=out, engine=engine, parameters={**SMALL, **extra})
+    return json.loads((out / "results.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict]]:
+    base = tmp_path_factory.mktemp("la")
+    return {engine: (base / engine, _run(base, engine)) for engine in ("actors", "fast")}
+
+
+def test_output_files_and_keys(both: dict[str, tuple[Path, dict]]) -> None:
+    out, doc = both["actors"]
+    assert doc["scenario"] == "local_anonymization" and doc["engine"] == "actors" and doc["seed"] == 1
+    for key in ("parameters", "metrics", "privacy", "traffic", "tables", "figures", "versions"):
+        assert key in doc
+    assert set(doc["metrics"]["relative_error"]) == set(LABELS)
+    assert {"comparison", "clusters", "epsilon_by_phase", "traffic_by_phase"} <= set(doc["tables"])
+    assert set(doc["figures"]) == {"query_errors.png", "dependence.png", "epsilon_by_phase.png",
+                                   "traffic_by_phase.png"}
+    for name in doc["figures"]:
+        assert (out / name).read_bytes()[:8] == PNG
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert report.startswith("# Local anonymization") and "## Accuracy, privacy and cost per protocol" in report
+    # the fast path sends no messages: no traffic section, no traffic figure
+    fast_out, fast = both["fast"]
+    assert fast["traffic"] == {} and "traffic_by_phase.png" not in fast["figures"]
+
+
+def test_same_seed_same_numbers_on_both_engines(both: dict[str, tuple[Path, dict]]) -> None:
+    """The actor simulator replays the fast path's per-party streams: identical releases ⇒
+    identical clusters, estimates, query errors and ε (exact equality, not a tolerance)."""
+    actors, fast = both["actors"][1]["metrics"], both["fast"][1]["metrics"]
+    assert actors["clusters_found"] == fast["clusters_found"]
+    for label in LABELS:
+        assert actors["relative_error"][label]["median"] == fast["relative_error"][label]["median"]
+        assert actors["relative_error"][label]["per_run_median"] == fast["relative_error"][label]["per_run_median"]
+    assert both["actors"][1]["privacy"]["RR-Clusters"] == both["fast"][1]["privacy"]["RR-Clusters"]
+
+
+def test_traffic_equals_closed_form(both: dict[str, tuple[Path, dict]]) -> None:
+    """Main paper 4.1: the controller sends O(nm), each party O(m); exact counts from the codec."""
+    doc = both["actors"][1]
+    n, m = SMALL["n"], len(DEFAULT_SIZES)
+    ind = doc["traffic"]["RR-Independent"]
+    closed = rr_closed_form("RR-Independent", n, m)
+    # hand count: request 5 + 8 + (4+10) + 2·(4 + 8·12) + (4 + 8·19) + (4 + 8·12) = 483 B,
+    # reply 5 + 8 + (10 + 8·8) + 4 = 91 B
+    assert (closed.messages, closed.bytes) == (2 * n, n * (483 + 91))
+    assert (ind["messages"], ind["bytes"], ind["rounds"]) == (closed.messages, closed.bytes, 2)
+    assert ind["party_sent_max"] == {"messages": 1, "bytes": 91}
+    assert ind["controller_sent"] == {"messages": n, "bytes": n * 483}
+    clusters = doc["metrics"]["clusters_found"]
+    cl = rr_closed_form("RR-Clusters", n, m, clusters=clusters)
+    got = doc["traffic"]["RR-Clusters"]
+    assert (got["messages"], got["bytes"], got["rounds"]) == (cl.messages, cl.bytes, cl.rounds) == (4 * n, cl.bytes, 4)
+    view = doc["traffic"]["controller_view"]["RR-Clusters"]
+    assert view["kinds"] == ["RandomizedValues"] and view["messages"] == 2 * n
+
+
+def test_epsilon_per_party_is_the_sum_of_attribute_epsilons(both: dict[str, tuple[Path, dict]]) -> None:
+    eps = math.fsum(keep_or_uniform(r, 0.7).epsilon for r in DEFAULT_SIZES)
+    for engine in ("actors", "fast"):
+        ind = both[engine][1]["privacy"]["RR-Independent"]["epsilon_per_party"]
+        assert ind["min"] == pytest.approx(eps, rel=1e-12) and ind["max"] == pytest.approx(eps, rel=1e-12)
+        clusters = both[engine][1]["privacy"]["RR-Clusters"]
+        # phase 1 (4.1) spends Σ ε_A; each cluster of ≥ 2 attributes spends its attributes' ε again
+        assert clusters["by_phase"]["dependence"]["median"] == pytest.approx(eps, rel=1e-12)
+        assert clusters["epsilon_per_party"]["median"] >= eps
+
+
+def test_cli_prints_the_summary(tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["run", "local_anonymization", "--out", str(tmp_path), "--engine", "fast",
+                 "--set", "n=200", "--set", "queries=20", "-q"], stdout=out, stderr=err)
+    assert code == 0, err.getvalue()
+    text = out.getvalue()
+    for needle in ("count-query relative error", "RR-Clusters", "RR-Independent", "ε per party",
+                   "min/median/max", "traffic: none on the fast path", "wall time"):
+        assert needle in text
+    assert (tmp_path / "query_errors.png").read_bytes()[:8] == PNG
+
+
+def test_default_engine_is_actors_and_runs_repeat() -> None:
+    spec = get("local_anonymization")
+    assert spec.engines[0] == "actors" and "fast" in spec.engines
+    data1, queries1, runs1 = derive_seeds(1, 3)
+    assert derive_seeds(1, 3) == (data1, queries1, runs1)
+    assert len({r["RR-Clusters"] for r in runs1}) == 3
+
+
+def test_several_runs_pool_their_errors(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    run("local_anonymization", out_dir=out, engine="fast", runs=3, parameters={"n": 200, "queries": 10})
+    doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert doc["runs"] == 3
+    assert len(doc["metrics"]["clusters_found_per_run"]) == 3
+    assert len(doc["metrics"]["relative_error"]["RR-Clusters"]["per_run_median"]) == 3
+
+
+def test_bad_parameters_are_rejected(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="give parameters.p or parameters.epsilon, not both"):
+        protocol_kwargs({"p": 0.5, "epsilon": 1.0, "postprocess": "clip-rescale", "Tv": 10, "Td": 0.1,
+                         "dependence": "4.1"})
+    with pytest.raises(ConfigurationError, match="needs the secure-sum dependence phase in the actor simulator"):
+        run("local_anonymization", out_dir=tmp_path, engine="actors",
+            parameters={"n": 50, "queries": 5, "dependence": "4.2"})
+    with pytest.raises(ConfigurationError, match="parameters.n must be an integer >= 2"):
+        run("local_anonymization", out_dir=tmp_path, parameters={"n": 1})
+
+
+def test_epsilon_instead_of_p_and_dependence_43_on_the_fast_path(tmp_path: Path) -> None:
+    out = tmp_path / "eps"
+    run("local_anonymization", out_dir=out, engine="fast",
+        parameters={"n": 200, "queries": 10, "epsilon": 1.0, "dependence": "4.3"})
+    doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    m = len(DEFAULT_SIZES)
+    ind = doc["privacy"]["RR-Independent"]["epsilon_per_party"]["median"]
+    assert ind == pytest.approx(m * 1.0)
+    # 4.3 releases every pair: sequential composition charges each attribute m − 1 times
+    by_phase = doc["privacy"]["RR-Clusters"]["by_phase"]["dependence"]["median"]
+    assert by_phase == pytest.approx((m - 1) * m * 1.0)
