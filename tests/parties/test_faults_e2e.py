@@ -1,0 +1,129 @@
+"""Fault injection end to end: dropped messages and crashed parties end in a clear error or a
+documented degraded result within the timeout; nothing hangs; nothing wrong is reported."""
+
+from __future__ import annotations
+
+import time
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from mprr.data import Dataset
+from mprr.errors import PartyDropped, ProtocolError, RoundTimeout
+from mprr.protocols import rr_clusters, rr_independent
+from mprr.streams import PartyStreams
+from mprr.synthetic import planted_clusters
+from parties.codec import encode
+from parties.faults import FaultPlan
+from parties.messages import RandomizedValues
+from parties.network import CONTROLLER
+from parties.protocol_messages import MatrixSpec, ReleaseRequest
+from parties.simulate import simulate
+from parties.traffic import LatencyModel
+
+N = 60
+SEED = 5
+CLUSTERS = dict(p=0.7, Tv=60, Td=0.1)
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.fixture(scope="module")
+def data() -> Dataset:
+    return planted_clusters(N, rng=np.random.default_rng(8), strength=0.8).dataset
+
+
+def test_silent_party_ends_the_run_with_a_round_timeout(data) -> None:
+    faults = FaultPlan(drop=1.0, senders=frozenset({3}))
+    start = time.perf_counter()
+    with pytest.raises(RoundTimeout, match="did not answer request 1 within 0.2 s: party 3") as info:
+        simulate(data, "RR-Clusters", seed=SEED, timeout=0.2, faults=faults, **CLUSTERS)
+    assert info.value.missing == (3,) and info.value.phase == "dependence"
+    assert time.perf_counter() - start < 5.0
+
+
+def test_crashed_party_ends_the_run_with_party_dropped(data) -> None:
+    with pytest.raises(PartyDropped, match="party 2") as info:
+        simulate(data, "RR-Clusters", seed=SEED, timeout=0.2, faults=FaultPlan(crash={2: 2}), **CLUSTERS)
+    assert info.value.parties == (2,)
+    assert isinstance(info.value.__cause__, RoundTimeout) and info.value.__cause__.phase == "clusters"
+
+
+def test_crashed_controller_ends_the_run(data) -> None:
+    with pytest.raises(PartyDropped, match="controller has crashed"):
+        simulate(data, "RR-Independent", seed=SEED, timeout=0.2, p=0.5, faults=FaultPlan(crash={CONTROLLER: 1}))
+
+
+def test_crash_with_exclusion_gives_the_documented_degraded_result(data) -> None:
+    sim = simulate(data, "RR-Clusters", seed=SEED, timeout=0.2, on_dropout="exclude",
+                   faults=FaultPlan(crash={2: 2, 7: 1}), **CLUSTERS)
+    assert sim.degraded and sim.crashed == (2, 7)
+    assert sorted(sim.excluded) == [2, 7]
+    assert sim.excluded[7].startswith("dependence: silent") and sim.excluded[2].startswith("clusters: silent")
+    assert sim.result.n == N - 2
+    # every other party released exactly its fast-path values: the estimate uses true releases only
+    fast = rr_clusters(data, rng=PartyStreams(SEED, N), **CLUSTERS)
+    dep_rows = [i for i in range(N) if i != 7]
+    assert np.array_equal(sim.result.releases[0].codes, fast.releases[0].codes[dep_rows])
+    # phase 2 uses the parties that answered it, row k = k-th of them, as each of them sent it
+    rows = [i for i in range(N) if i not in (2, 7)]
+    sent = {e.src: e.message.codes for e in sim.view_log if e.phase == "clusters"}
+    assert sorted(sent) == rows
+    assert np.array_equal(sim.result.releases[1].codes, np.stack([sent[i] for i in rows]))
+    # a party that crashes while sending has spent ε for a release the controller never got
+    assert len(sim.ledgers[7]) == data.m and len(sim.ledgers[2]) > data.m
+
+
+@pytest.mark.parametrize("fault_seed", [1, 2])
+def test_dropped_messages_with_retries_release_exactly_the_fast_path_data(data, fault_seed) -> None:
+    # A retried request is answered by replay (same values, no new spending), so losses
+    # change nothing but the traffic.
+    faults = FaultPlan(drop=0.1)
+    sim = simulate(data, "RR-Clusters", seed=SEED, timeout=0.1, retries=8, faults=faults,
+                   fault_seed=fault_seed, **CLUSTERS)
+    fast = rr_clusters(data, rng=PartyStreams(SEED, N), **CLUSTERS)
+    assert sim.traffic.dropped > 0 and not sim.degraded
+    assert sim.result.clusters == fast.clusters
+    for a, b in zip(sim.result.releases, fast.releases):
+        assert np.array_equal(a.codes, b.codes)
+    assert all(ledger == fast.ledger for ledger in sim.ledgers)
+    assert sim.traffic.messages > 4 * N  # the retries are counted
+
+
+def test_duplicated_delayed_and_reordered_messages_change_nothing(data) -> None:
+    faults = FaultPlan(duplicate=0.3, delay=0.3, reorder=0.3, max_delay=0.005)
+    sim = simulate(data, "RR-Clusters", seed=SEED, timeout=1.0, faults=faults, **CLUSTERS)
+    fast = rr_clusters(data, rng=PartyStreams(SEED, N), **CLUSTERS)
+    t = sim.traffic
+    assert t.duplicated > 0 and t.delayed > 0 and t.reordered > 0
+    for a, b in zip(sim.result.releases, fast.releases):
+        assert np.array_equal(a.codes, b.codes)
+    assert all(p.draws == sim.parties[0].draws for p in sim.parties)  # a duplicate is a replay
+
+
+def test_without_retries_a_lost_reply_fails_instead_of_reporting_a_partial_result(data) -> None:
+    faults = FaultPlan(drop=0.05)
+    with pytest.raises(RoundTimeout) as info:
+        simulate(data, "RR-Independent", seed=SEED, timeout=0.1, p=0.5, faults=faults, fault_seed=3)
+    assert len(info.value.missing) >= 1
+
+
+def test_latency_model_gives_simulated_time_per_round(data) -> None:
+    latency = LatencyModel(latency=0.01, bandwidth=1e6)
+    sim = simulate(data, "RR-Independent", seed=SEED, timeout=2.0, p=0.5, latency=latency)
+    m = data.m
+    req = len(encode(ReleaseRequest.build(1, "attributes", [(j,) for j in range(m)],
+                                          [MatrixSpec.keep_or_uniform(0.5)] * m)))
+    rep = len(encode(RandomizedValues(1, np.zeros(m, dtype=np.int64))))
+    assert sim.traffic.rounds == 2
+    assert sim.traffic.simulated_time == pytest.approx(0.02 + (req + rep) / 1e6)
+    fast = rr_independent(data, p=0.5, rng=PartyStreams(SEED, N))
+    assert np.array_equal(sim.result.releases[0].codes, fast.releases[0].codes)
+
+
+def test_topology_without_a_link_to_a_party_is_a_clear_error(data) -> None:
+    graph = nx.Graph()
+    graph.add_nodes_from(range(N))
+    graph.add_edges_from((CONTROLLER, i) for i in range(N) if i != 4)
+    with pytest.raises(ProtocolError, match="controller cannot send to party 4"):
+        simulate(data, "RR-Independent", seed=SEED, timeout=0.5, p=0.5, topology=graph)
