@@ -127,21 +127,29 @@ class GraphEngine(SecureSumEngine):
         x = as_ring_vector(vector, ctx, ring)
         me = ep.actor
         nbrs = ctx.neighbours[me]
-        shares = split(x, len(nbrs) + 1, ring, Keystream())
         if ctx.relay:
-            received = await self._relay_shares(ep, shares, nbrs, ctx)
+            own, received = await self._relay_shares(ep, x, nbrs, ctx)
         else:
-            for j, row in zip(nbrs, shares[1:]):
-                await ep.send(j, ShareVector(ctx.session, -1, row), phase="graph/shares")
+            own = await self._send_shares(ep, x, nbrs, ctx)
+            del x  # hold O(L), not O(k L), while waiting (n parties wait at once)
             await asyncio.sleep(0)  # let every party send its shares first: synchronous rounds
             received = await receive_sum(ep, nbrs, ShareVector, "shares", -1, ctx, ring,
                                          "graph/shares", self.round_timeout)
-        partial = ring.add(shares[0], received)
+        partial = ring.add(own, received)
         await ep.send(CONTROLLER, PartialSum(ctx.session, -1, partial), phase="graph/partial")
 
-    async def _relay_shares(self, ep: Endpoint, shares: np.ndarray, nbrs: tuple[int, ...],
-                            ctx: SecureSumContext) -> np.ndarray:
-        """Exchange shares through the controller, sealed with pairwise X25519/HKDF keys."""
+    async def _send_shares(self, ep: Endpoint, x: np.ndarray, nbrs: tuple[int, ...],
+                           ctx: SecureSumContext) -> np.ndarray:
+        """Split x into deg + 1 additive shares, send one to each neighbour, return our own."""
+        shares = split(x, len(nbrs) + 1, ctx.ring, Keystream())
+        for j, row in zip(nbrs, shares[1:]):
+            await ep.send(j, ShareVector(ctx.session, -1, row), phase="graph/shares")
+        return shares[0].copy()
+
+    async def _relay_shares(self, ep: Endpoint, x: np.ndarray, nbrs: tuple[int, ...],
+                            ctx: SecureSumContext) -> tuple[np.ndarray, np.ndarray]:
+        """Exchange shares through the controller, sealed with pairwise X25519/HKDF keys;
+        returns (own share, sum of the shares received)."""
         me, ring, timeout = ep.actor, ctx.ring, self.round_timeout
         keys = KeyPair.generate()
         await ep.send(CONTROLLER, PublicKeys(ctx.session, (keys.public,)), phase="graph/keys")
@@ -155,10 +163,13 @@ class GraphEngine(SecureSumEngine):
             j: agree(keys.private, ks[:32], purpose="channel", session=ctx.session, me=me, peer=j)
             for j, ks in zip(directory.parties, directory.keys)
         }
+        shares = split(x, len(nbrs) + 1, ring, Keystream())
         sealed = tuple(
             seal(channel[j], row.tobytes(), session=ctx.session, sender=me, receiver=j)
             for j, row in zip(nbrs, shares[1:])
         )
+        own = shares[0].copy()
+        del shares, x
         await ep.send(CONTROLLER, SealedShares(ctx.session, nbrs, sealed), phase="graph/relay")
         env = await ep.recv(kinds=RelayedShares, sources=CONTROLLER, phase="graph/relay", timeout=timeout)
         relayed = env.message
@@ -170,7 +181,7 @@ class GraphEngine(SecureSumEngine):
             if len(plain) != ctx.length * ring.element_bytes:
                 raise MessageError(f"party {me}: share from party {j} has {len(plain)} bytes")
             acc = ring.add(acc, checked_vector(np.frombuffer(plain, dtype=ring.dtype), ring, ctx, -1, j))
-        return acc
+        return own, acc
 
     # ------------------------------------------------------------------ controller
     async def controller(self, ep: Endpoint, ctx: SecureSumContext) -> tuple[np.ndarray, tuple[int, ...]]:
@@ -229,18 +240,24 @@ class GraphEngine(SecureSumEngine):
         sent: dict[int, Counts] = {}
         ctrl_msgs = ctrl_bytes = 0
         key = bytes(32)
+        relay_sizes: dict[int, tuple[int, int]] = {}  # sizes depend on the degree only
         for p in ctx.parties:
-            nbrs = ctx.neighbours[p]
-            k = len(nbrs)
+            k = len(ctx.neighbours[p])
             if not ctx.relay:
                 sent[p] = Counts(k + 1, k * share + partial)
                 continue
-            blobs = (bytes(cell_bytes),) * k
-            sent[p] = Counts(3, encoded_size(PublicKeys(ctx.session, (key,)))
-                             + encoded_size(SealedShares(ctx.session, nbrs, blobs)) + partial)
+            if k not in relay_sizes:
+                nbrs, blobs = tuple(range(k)), (bytes(cell_bytes),) * k
+                relay_sizes[k] = (
+                    encoded_size(PublicKeys(ctx.session, (key,)))
+                    + encoded_size(SealedShares(ctx.session, nbrs, blobs)) + partial,
+                    encoded_size(KeyDirectory(ctx.session, nbrs, (key,) * k))
+                    + encoded_size(RelayedShares(ctx.session, nbrs, blobs)),
+                )
+            party_bytes, controller_bytes = relay_sizes[k]
+            sent[p] = Counts(3, party_bytes)
             ctrl_msgs += 2
-            ctrl_bytes += encoded_size(KeyDirectory(ctx.session, nbrs, (key,) * k))
-            ctrl_bytes += encoded_size(RelayedShares(ctx.session, nbrs, blobs))
+            ctrl_bytes += controller_bytes
         sent[CONTROLLER] = Counts(ctrl_msgs, ctrl_bytes)
         degrees = sorted({len(ctx.neighbours[p]) for p in ctx.parties})
         formula = (

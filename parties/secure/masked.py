@@ -336,17 +336,21 @@ class MaskedEngine(SecureSumEngine):
         advertise = encoded_size(PublicKeys(s, (key, key)))
         sent: dict[int, Counts] = {}
         ctrl = [0, 0]
+        by_degree: dict[int, tuple[Counts, int]] = {}  # sizes depend on the degree only
         for p in ctx.parties:
-            nbrs = ctx.neighbours[p]
-            k = len(nbrs)
-            holders = tuple(sorted((*nbrs, p)))
-            unmask = UnmaskShares(s, holders, (0,) * (k + 1), (1,) * (k + 1), (share,) * (k + 1))
-            sent[p] = Counts(4, advertise + encoded_size(SealedShares(s, nbrs, (blob,) * k))
-                             + masked + encoded_size(unmask))
+            k = len(ctx.neighbours[p])
+            if k not in by_degree:
+                nbrs, holders = tuple(range(k)), tuple(range(k + 1))
+                unmask = UnmaskShares(s, holders, (0,) * (k + 1), (1,) * (k + 1), (share,) * (k + 1))
+                party = Counts(4, advertise + encoded_size(SealedShares(s, nbrs, (blob,) * k))
+                               + masked + encoded_size(unmask))
+                controller = (encoded_size(KeyDirectory(s, nbrs, (key + key,) * k))
+                              + encoded_size(RelayedShares(s, nbrs, (blob,) * k))
+                              + encoded_size(UnmaskRequest(s, (), holders)))
+                by_degree[k] = (party, controller)
+            sent[p], controller_bytes = by_degree[k]
             ctrl[0] += 3
-            ctrl[1] += (encoded_size(KeyDirectory(s, nbrs, (key + key,) * k))
-                        + encoded_size(RelayedShares(s, nbrs, (blob,) * k))
-                        + encoded_size(UnmaskRequest(s, (), holders)))
+            ctrl[1] += controller_bytes
         sent[CONTROLLER] = Counts(*ctrl)
         degrees = sorted({len(ctx.neighbours[p]) for p in ctx.parties})
         return TrafficCost(
