@@ -5,7 +5,24 @@ from __future__ import annotations
 import pytest
 
 from mprr.errors import ConfigurationError, MessageError
-from parties.secure.crypto import KeyPair, agree, open_sealed, seal
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from parties.secure.crypto import KeyPair, agree, hkdf_sha256, open_sealed, seal
+
+
+@pytest.mark.parametrize("length", [1, 32, 33, 100])
+def test_hkdf_fast_path_equals_cryptography(length: int) -> None:
+    ikm, info = bytes(range(40)), b"mprr|info"
+    expected = HKDF(algorithm=hashes.SHA256(), length=length, salt=None, info=info).derive(ikm)
+    assert hkdf_sha256(ikm, info, length) == expected
+
+
+def test_hkdf_rfc5869_test_case_3() -> None:
+    # RFC 5869 A.3: SHA-256, IKM = 22 x 0x0b, empty salt and info, L = 42
+    okm = hkdf_sha256(bytes([0x0B] * 22), b"", 42)
+    assert okm.hex() == ("8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d"
+                         "9d201395faa4b61a96c8")
 
 
 def test_both_ends_derive_the_same_key_bound_to_purpose_and_session() -> None:
