@@ -230,6 +230,13 @@ def ibu(
         Iteration cap, >= 1; hitting it returns ``converged=False`` (no exception).
     initial
         Optional strictly positive starting distribution (entries 0 stay 0 under EM).
+
+    Raises
+    ------
+    ConfigurationError
+        As :func:`invert` for ``observed``; bad ``tol``, ``max_iter`` or ``initial``.
+    EstimationError
+        If ``observed`` has mass on a value P never releases (an all-zero column of P).
     """
     P = _check_matrix(P)
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not (math.isfinite(tol) and tol > 0):
@@ -239,6 +246,7 @@ def ibu(
     lam = _frequencies(P, observed)
     shape = lam.shape
     lam = _as_domain_tensor(P, lam)
+    _check_releasable(P, lam)
     if initial is None:
         pi = np.full(lam.shape, 1.0 / lam.size)
     else:
@@ -258,6 +266,32 @@ def ibu(
             converged = True
             break
     return IBUResult(estimate=pi.reshape(shape), iterations=it, converged=converged)
+
+
+def _check_releasable(P: Matrix, lam: np.ndarray) -> None:
+    """EstimationError if ``lam`` has mass on a value that P releases with probability 0.
+
+    A released value ``v`` whose column of P is all zero can never be observed; counts there
+    contradict P.  EM would silently drop them (or divide 0 by 0 if nothing else is observed).
+    """
+    if isinstance(P, KroneckerMatrix):
+        dead = [~np.any(f.values > 0, axis=0) for f in P.factors]
+        if not any(d.any() for d in dead):
+            return
+        mask = np.zeros(P.sizes, dtype=bool)
+        for axis, d in enumerate(dead):
+            shape = [1] * len(dead)
+            shape[axis] = d.size
+            mask |= d.reshape(shape)
+    else:
+        mask = ~np.any(P.values > 0, axis=0)
+    bad = mask & (lam > 0)
+    if np.any(bad):
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise EstimationError(
+            f"observed has mass {float(lam[bad].sum())!r} on released values that P never "
+            f"produces (all-zero columns of P), first at index {where}; the data contradict P"
+        )
 
 
 def postprocess(

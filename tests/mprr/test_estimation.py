@@ -262,6 +262,35 @@ def test_ibu_is_a_distribution_when_inversion_is_not() -> None:
     assert capped.iterations == 3 and not capped.converged
 
 
+def test_ibu_ends_at_the_maximum_likelihood_kkt_point() -> None:
+    """EM fixed point = MLE over the simplex: the KKT conditions of max Σ_v λ_v log (Pᵀπ)_v.
+
+    With g_u = Σ_v λ_v P[u, v] / (Pᵀπ)_v: g_u = 1 where π_u > 0 and g_u <= 1 where π_u = 0.
+    """
+    P = grr(4, 0.5)
+    obs = np.array([40, 12, 1, 1])
+    res = ibu(P, obs, tol=1e-12)
+    lam = obs / obs.sum()
+    g = P.values @ (lam / (P.values.T @ res.estimate))
+    support = res.estimate > 1e-6
+    assert res.converged and support.sum() == 1  # the MLE sits on a vertex here
+    np.testing.assert_allclose(g[support], 1.0, atol=1e-6)
+    assert np.all(g[~support] <= 1.0 + 1e-6)
+
+
+def test_ibu_refuses_counts_at_values_p_never_releases() -> None:
+    # Column 2 of P is all zero: value 2 is never released, a count there contradicts P.
+    P = RandomizationMatrix([[0.5, 0.5, 0.0], [0.25, 0.75, 0.0], [0.5, 0.5, 0.0]])
+    with pytest.raises(EstimationError, match=r"never produces .* first at index \(2,\)"):
+        ibu(P, np.array([3, 4, 1]))
+    with pytest.raises(EstimationError, match="mass 1.0 on released values that P never produces"):
+        ibu(P, np.array([0, 0, 5]))  # used to return NaN (0/0) with a RuntimeWarning
+    km = kron(grr(2, 1.0), P)
+    with pytest.raises(EstimationError, match=r"first at index \(1, 2\)"):
+        ibu(km, np.array([[3, 4, 0], [1, 1, 1]]))
+    assert ibu(km, np.array([[3, 4, 0], [1, 1, 0]])).estimate.shape == (2, 3)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
