@@ -57,6 +57,8 @@ def _check_matrix(P: Any) -> Matrix:
 
 def _real_array(name: str, values: ArrayLike) -> np.ndarray:
     try:
+        if np.iscomplexobj(values):  # a cast would silently drop the imaginary part
+            raise TypeError("complex values")
         arr = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise ConfigurationError(f"{name} must be an array of real numbers, got {values!r}") from exc

@@ -105,6 +105,8 @@ def _check_cells(name: str, r: int, max_cells: int) -> None:
 
 def _as_float_array(name: str, values: ArrayLike) -> np.ndarray:
     try:
+        if np.iscomplexobj(values):  # a cast would silently drop the imaginary part
+            raise TypeError("complex values")
         return np.array(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise ConfigurationError(f"{name} must be an array of real numbers, got {values!r}") from exc

@@ -102,6 +102,7 @@ def test_kronecker_invert_matches_dense(rng: np.random.Generator) -> None:
         (np.array([1, np.nan, 3]), "finite"),
         (np.array([0, 0, 0]), "positive total, got 0.0"),
         (np.array(["a", "b", "c"]), "real numbers"),
+        (np.array([1 + 1j, 2, 3]), "real numbers"),  # not silently cast to its real part
     ],
 )
 def test_invert_bad_observed(observed: np.ndarray, match: str) -> None:

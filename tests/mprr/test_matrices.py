@@ -35,6 +35,7 @@ from mprr.matrices import (
         ([[0.5, 0.5], [np.inf, 0.5]], "finite"),
         ([[0.5, 0.4], [0.5, 0.5]], "row 0 sums to 0.9"),
         ([["a", "b"], ["c", "d"]], "array of real numbers"),
+        (np.array([[1 + 1j, 0], [0, 1]]), "array of real numbers"),  # not cast to its real part
     ],
 )
 def test_bad_matrix_rejected(values: object, match: str) -> None:
