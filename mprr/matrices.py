@@ -93,6 +93,14 @@ def check_unit(name: str, value: Any, *, low_open: bool = False) -> float:
     return v
 
 
+def _int_list(name: str, values: Any) -> list[int]:
+    """A non-empty sequence (or 1-D array) of integers >= 1, as a list of ints."""
+    ok = isinstance(values, Sequence) and not isinstance(values, (str, bytes))
+    if not (ok or (isinstance(values, np.ndarray) and values.ndim == 1)) or len(values) == 0:
+        raise ConfigurationError(f"{name} must be a non-empty sequence of integers >= 1, got {values!r}")
+    return [check_int(f"{name}[{i}]", s, 1) for i, s in enumerate(values)]
+
+
 def _check_cells(name: str, r: int, max_cells: int) -> None:
     if r * r > max_cells:
         raise DomainTooLargeError(
@@ -453,9 +461,7 @@ def cluster_optimal(
     with ``p_C = 1 / (1 + (R - 1) e^-ε)``.  The paper prints ``(1 - R)``, for which rows do not
     sum to 1.  The joint values are in C order (:func:`mprr.domain.encode_joint`).
     """
-    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence) or len(sizes) == 0:
-        raise ConfigurationError(f"sizes must be a non-empty sequence of integers >= 1, got {sizes!r}")
-    dims = [check_int(f"sizes[{i}]", s, 1) for i, s in enumerate(sizes)]
+    dims = _int_list("sizes", sizes)
     big_r = math.prod(dims)
     if big_r < 2:
         raise ConfigurationError(f"the cluster must have at least 2 joint values, got sizes={sizes!r}")
@@ -537,21 +543,14 @@ def k_anonymity(block_sizes: Sequence[int]) -> RandomizationMatrix:
     Each class of ``n_l`` values is permuted uniformly at random within the class.  Singular as
     soon as one block has more than one value.
     """
-    if isinstance(block_sizes, (str, bytes)) or not isinstance(block_sizes, Sequence) or not block_sizes:
-        raise ConfigurationError(
-            f"block_sizes must be a non-empty sequence of integers >= 1, got {block_sizes!r}"
-        )
-    sizes = [check_int(f"block_sizes[{i}]", s, 1) for i, s in enumerate(block_sizes)]
+    sizes = _int_list("block_sizes", block_sizes)
     r = sum(sizes)
     if r < 2:
         raise ConfigurationError(f"k_anonymity needs at least 2 values in total, got block_sizes={block_sizes!r}")
     _check_cells("k_anonymity", r, MAX_DENSE_CELLS)
-    m = np.zeros((r, r))
-    start = 0
-    for s in sizes:
-        m[start : start + s, start : start + s] = 1.0 / s
-        start += s
-    return RandomizationMatrix(m)
+    block = np.repeat(np.arange(len(sizes)), sizes)  # block of every value
+    same = block[:, None] == block[None, :]
+    return RandomizationMatrix(same / np.asarray(sizes, dtype=np.float64)[block][:, None])
 
 
 def kron(*factors: Any) -> KroneckerMatrix:

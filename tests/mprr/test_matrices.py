@@ -134,6 +134,9 @@ def test_lambda_warner_circulant_tridiagonal_kanonymity_shapes() -> None:
     ka = k_anonymity([2, 1, 3])
     assert ka.values[0, 1] == 0.5 and ka.values[2, 2] == 1.0 and ka.values[3, 5] == pytest.approx(1 / 3)
     assert ka.values[0, 2] == 0.0 and ka.is_bistochastic and ka.epsilon == math.inf
+    # sizes may be a 1-D integer array as well as a sequence
+    np.testing.assert_array_equal(k_anonymity(np.array([2, 1, 3])).values, ka.values)
+    np.testing.assert_array_equal(cluster_optimal(np.array([2, 3]), 1.0).values, grr(6, 1.0).values)
 
 
 def test_non_bistochastic_matrix() -> None:
