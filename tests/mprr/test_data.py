@@ -134,7 +134,7 @@ def test_dataset_codes_are_copied_and_frozen() -> None:
     d = Dataset(_schema(), codes)
     codes[0, 0] = 2
     assert d.column(0)[0] == 0
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="read-only"):
         d.codes[0, 0] = 1
 
 

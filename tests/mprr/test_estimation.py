@@ -298,11 +298,15 @@ def test_ibu_refuses_counts_at_values_p_never_releases() -> None:
         ({"tol": 0.0}, "tol must be finite and > 0"),
         ({"max_iter": 0}, "max_iter must be an integer >= 1, got 0"),
         ({"initial": np.array([0.0, 0.5, 0.5])}, "strictly positive"),
+        ({"observed": np.array([1, 2])}, r"observed must have shape \(3,\) to match P, got \(2,\)"),
+        ({"observed": np.array([1, -2, 3])}, "observed counts must be >= 0, got -2.0"),
+        ({"observed": np.array([1, np.nan, 3])}, "observed must be finite"),
     ],
 )
 def test_ibu_bad_arguments(kwargs: dict[str, object], match: str) -> None:
+    observed = kwargs.pop("observed", np.array([1, 2, 3]))
     with pytest.raises(ConfigurationError, match=match):
-        ibu(grr(3, 1.0), np.array([1, 2, 3]), **kwargs)  # type: ignore[arg-type]
+        ibu(grr(3, 1.0), observed, **kwargs)  # type: ignore[arg-type]
 
 
 def test_postprocess_dispatch() -> None:
@@ -335,8 +339,9 @@ def test_error_bounds_formulas() -> None:
     r = 16
     _, e_rel_uniform = error_bounds(np.full(r, 1 / r), 500, 0.05)
     assert e_rel_uniform == pytest.approx(math.sqrt(scipy.stats.chi2.isf(0.05 / r, 1) * (r - 1) / 500))
-    # Figure 1: sqrt(B) at alpha = 0.05 is already above 2 (200 %) for r = 2
-    assert math.sqrt(scipy.stats.chi2.isf(0.025, 1)) == pytest.approx(2.2414, abs=1e-4)
+    # Figure 1: sqrt(B) at alpha = 0.05 is already above 2 (200 %) for r = 2 (uniform lambda,
+    # n = 1 makes eq. (6) exactly sqrt(B))
+    assert error_bounds(np.array([0.5, 0.5]), 1, 0.05)[1] == pytest.approx(2.2414, abs=1e-4)
     assert error_bounds(np.array([0.0, 1.0]), 10, 0.05)[1] == math.inf
 
 

@@ -46,7 +46,7 @@ def test_bad_matrix_rejected(values: object, match: str) -> None:
 def test_row_sum_tolerance_and_readonly() -> None:
     m = RandomizationMatrix([[0.5, 0.5 + 1e-11], [0.25, 0.75]])
     assert m.shape == (2, 2) and m.size == 2
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="read-only"):
         m.values[0, 0] = 1.0
     with pytest.raises(ConfigurationError, match="atol=1e-12"):
         RandomizationMatrix([[0.5, 0.5 + 1e-11], [0.25, 0.75]], atol=1e-12)
@@ -112,8 +112,9 @@ def test_cluster_optimal_sign_corrected() -> None:
     np.testing.assert_allclose(m.values.sum(axis=1), 1.0)
     assert m.epsilon == pytest.approx(eps)
     np.testing.assert_allclose(m.values, grr(big_r, eps).values)
-    # the printed formula (1 - R) gives rows that do not sum to 1
+    # the printed formula (1 - R) gives another diagonal, whose rows would not sum to 1
     p_printed = 1 / (1 + (1 - big_r) * math.exp(-eps))
+    assert m.values[0, 0] != pytest.approx(p_printed)
     assert p_printed * (1 + (big_r - 1) * math.exp(-eps)) != pytest.approx(1.0)
 
 
@@ -157,6 +158,7 @@ def test_non_bistochastic_matrix() -> None:
         (lambda: grr(3, math.inf), "epsilon must be finite and > 0, got inf"),
         (lambda: grr(3, math.nan), "epsilon must be finite and > 0, got nan"),
         (lambda: grr(3, "1"), "epsilon must be finite"),
+        (lambda: grr(0, 1.0), "k must be an integer >= 2, got 0"),
         (lambda: keep_or_uniform(1, 0.5), "k must be an integer >= 2"),
         (lambda: keep_or_uniform(3, 1.5), r"p must be a real number in \[0, 1\], got 1.5"),
         (lambda: keep_or_uniform(3, -0.1), r"p must be a real number in \[0, 1\]"),
@@ -164,14 +166,23 @@ def test_non_bistochastic_matrix() -> None:
         (lambda: lambda_randomization(3, 0.0), r"lam must be a real number in \(0, 1\], got 0.0"),
         (lambda: lambda_randomization(3, 1.2), r"lam must be a real number in \(0, 1\]"),
         (lambda: lambda_randomization(1, 0.5), "k must be an integer >= 2"),
+        (lambda: lambda_randomization(3, -0.2), r"lam must be a real number in \(0, 1\], got -0.2"),
+        (lambda: lambda_randomization(3, math.nan), r"lam must be a real number in \(0, 1\], got nan"),
         (lambda: warner(1.01), r"p must be a real number in \[0, 1\]"),
+        (lambda: warner(-0.01), r"p must be a real number in \[0, 1\], got -0.01"),
         (lambda: cluster_optimal((), 1.0), "non-empty sequence"),
         (lambda: cluster_optimal((1,), 1.0), "at least 2 joint values"),
         (lambda: cluster_optimal((2, 0), 1.0), r"sizes\[1\] must be an integer >= 1, got 0"),
         (lambda: cluster_optimal((2, 3), 0.0), "epsilon must be finite and > 0"),
+        (lambda: cluster_optimal((2, 3), -0.5), "epsilon must be finite and > 0, got -0.5"),
+        (lambda: cluster_optimal((2, 3), math.inf), "epsilon must be finite and > 0, got inf"),
+        (lambda: cluster_optimal((2, 3), math.nan), "epsilon must be finite and > 0, got nan"),
+        (lambda: cluster_optimal((1, 1, 1), 1.0), r"at least 2 joint values, got sizes=\(1, 1, 1\)"),
+        (lambda: cluster_optimal("ab", 1.0), "non-empty sequence of integers"),
         (lambda: circulant([0.5, 0.6]), "sum to 1"),
         (lambda: circulant([1.0]), "length >= 2"),
         (lambda: circulant([1.2, -0.2]), ">= 0"),
+        (lambda: circulant([0.5, math.nan]), "finite"),
         (lambda: tridiagonal([0.6, 0.5]), r"alpha\[i-1\] \+ alpha\[i\] <= 1"),
         (lambda: tridiagonal([-0.1]), r"in \[0, 1\]"),
         (lambda: tridiagonal([]), "length >= 1"),
@@ -189,8 +200,12 @@ def test_dense_size_limit() -> None:
     with pytest.raises(DomainTooLargeError, match="max_cells=100") as info:
         grr(11, 1.0, max_cells=100)
     assert info.value.cells == 121 and info.value.limit == 100
-    with pytest.raises(DomainTooLargeError):
+    with pytest.raises(DomainTooLargeError, match="a dense 15120 x 15120 matrix"):
         cluster_optimal((9, 16, 7, 15), 4.0)
+    # a product far beyond memory is refused from its sizes alone (nothing is allocated)
+    with pytest.raises(DomainTooLargeError, match="a dense 1000000000000 x 1000000000000") as huge:
+        cluster_optimal((10**6, 10**6), 1.0)
+    assert huge.value.cells == 10**24
 
 
 # ------------------------------------------------------------------ eq. (4) on the papers' matrices
