@@ -139,6 +139,29 @@ def test_ties_are_broken_by_lower_attribute_indices() -> None:
     assert [s.left + s.right for s in res.trace if s.merged] == [(0, 1), (2, 3)]
 
 
+def test_trace_on_ties_with_tv_skips() -> None:
+    # Every pair has dependence 0.5: the list order is (0,1), (0,2), (1,2) by attribute index.
+    # (0,1) has 16 cells > Tv = 8 (skip, step 16), (0,2) merges, the recomputed list holds only
+    # ({0,2}, {1}) with 32 cells: skipped, and the list is exhausted.
+    d = sym(3, {(0, 1): 0.5, (0, 2): 0.5, (1, 2): 0.5})
+    res = cluster_attributes(d, [4, 4, 2], Tv=8, Td=0.5)
+    assert res.trace == (
+        MergeStep(1, (0,), (1,), 0.5, 16, False, REASON_EXCEEDS_TV),
+        MergeStep(2, (0,), (2,), 0.5, 8, True, REASON_MERGED),
+        MergeStep(3, (0, 2), (1,), 0.5, 32, False, REASON_EXCEEDS_TV),
+    )
+    assert res.clusters == ((0, 2), (1,))
+    # A tie that straddles Td: equal to Td merges, the next (smaller) one stops the walk.
+    d = sym(4, {(0, 1): 0.3, (2, 3): 0.3, (0, 2): 0.2, (0, 3): 0.2, (1, 2): 0.2, (1, 3): 0.2})
+    res = cluster_attributes(d, [2, 2, 2, 2], Tv=4, Td=0.3)
+    assert [(s.left, s.right, s.reason) for s in res.trace] == [
+        ((0,), (1,), REASON_MERGED),
+        ((2,), (3,), REASON_MERGED),
+        ((0, 1), (2, 3), REASON_BELOW_TD),
+    ]
+    assert res.trace[-1].dependence == 0.2 and res.clusters == ((0, 1), (2, 3))
+
+
 def test_singleton_larger_than_tv_stays_alone() -> None:
     d = sym(3, {(0, 1): 0.9, (0, 2): 0.9, (1, 2): 0.1})
     res = cluster_attributes(d, [200, 2, 2], Tv=100, Td=0.0)
