@@ -222,7 +222,7 @@ class Schema:
 
 
 def infer_schema(
-    rows: Sequence[Sequence[Any]],
+    rows: Sequence[Sequence[Any]] | np.ndarray,
     names: Sequence[str],
     kinds: Mapping[str, str] | Sequence[str] | None = None,
 ) -> Schema:
@@ -231,9 +231,11 @@ def infer_schema(
     Nominal categories are sorted lexicographically; ordinal categories numerically when every
     value parses as a number, lexicographically otherwise.  Values are stripped ``str``.
     ``kinds`` maps a name to its kind (or lists kinds in column order); default nominal.
+    ``rows`` may be a 2-D array (one column per name); values are converted and stripped
+    as whole columns (no Python loop over records).
     """
     names = list(names)
-    if not rows:
+    if len(rows) == 0:
         raise DataError("cannot infer a schema from empty data (no rows)")
     if kinds is None:
         kind_of = {n: "nominal" for n in names}
@@ -246,12 +248,16 @@ def infer_schema(
         if len(kinds) != len(names):
             raise DataError(f"need one kind per column ({len(names)}), got {len(kinds)}")
         kind_of = dict(zip(names, kinds))
-    table = np.asarray([[str(v).strip() for v in r] for r in rows], dtype=str)
-    if table.ndim != 2 or table.shape[1] != len(names):
+    try:
+        raw = np.asarray(rows, dtype=object)
+    except ValueError:  # ragged rows
+        raw = np.empty(0, dtype=object)
+    if raw.ndim != 2 or raw.shape[1] != len(names):
         raise DataError(f"every row must have {len(names)} values")
+    table = np.char.strip(raw.astype(str))
     attrs = []
     for j, name in enumerate(names):
-        values = sorted(set(table[:, j].tolist()))
+        values = np.unique(table[:, j]).tolist()  # code-point order, as sorted() on str
         if kind_of[name] == "ordinal":
             try:
                 values = sorted(values, key=float)
@@ -414,7 +420,7 @@ class Dataset:
             raise DataError("a data set needs at least one record, the frame is empty")
         if any(not isinstance(a, Attribute) for a in attrs):
             infer_names = [n for a, n in zip(attrs, names) if not isinstance(a, Attribute)]
-            rows = list(zip(*(cols[names.index(n)] for n in infer_names)))
+            rows = np.stack([cols[names.index(n)] for n in infer_names], axis=1)
             inferred = infer_schema(rows, infer_names, {k: v for k, v in (kinds or {}).items() if k in infer_names})
             attrs = [a if isinstance(a, Attribute) else inferred[a] for a in attrs]
         schema = Schema(tuple(attrs))  # type: ignore[arg-type]

@@ -209,6 +209,13 @@ def test_infer_schema_orders_ordinals_numerically() -> None:
         infer_schema([], ["n"])
     with pytest.raises(DataError, match=r"kinds given for unknown columns \['z'\]"):
         infer_schema([("1",)], ["n"], {"z": "ordinal"})
+    with pytest.raises(DataError, match="every row must have 2 values"):
+        infer_schema([("1", "a"), ("2",)], ["n", "c"])
+    with pytest.raises(DataError, match="every row must have 2 values"):
+        infer_schema([("1", "a", "x")], ["n", "c"])
+    # mixed types are stripped strings; a 2-D object array works the same as rows
+    mixed = infer_schema(np.array([[1, " b"], [2.5, "a "], [1, "b"]], dtype=object), ["n", "c"])
+    assert mixed["n"].categories == ("1", "2.5") and mixed["c"].categories == ("a", "b")
 
 
 # --------------------------------------------------------------------------- Adult
