@@ -123,10 +123,14 @@ def pram_conditional_variance(P: RandomizationMatrix, counts: np.ndarray) -> np.
     counts
         Original counts T (k,).
     """
+    if not isinstance(P, RandomizationMatrix):
+        raise ConfigurationError(f"P must be a RandomizationMatrix, got {type(P).__name__}")
     T = np.asarray(counts, dtype=np.float64).reshape(-1)
     Pv = np.asarray(P.values)
-    if T.shape != (Pv.shape[0],) or T.min() < 0:
-        raise ConfigurationError(f"counts must be {Pv.shape[0]} non-negative counts, got shape {T.shape}")
+    if T.shape != (Pv.shape[0],) or not np.all(np.isfinite(T)) or T.min() < 0:
+        raise ConfigurationError(
+            f"counts must be {Pv.shape[0]} finite non-negative counts, got {np.asarray(counts)!r}"
+        )
     n = T.sum()
     if n <= 0:
         raise ConfigurationError("counts must have a positive total")

@@ -69,9 +69,11 @@ def test_invariant_pram_s_over_n_and_its_conditional_variance() -> None:
     assert r.postprocessing == "none" and r.protocol == "PRAM"
 
 
-def test_fixed_matrix_uses_eq_2_and_is_unbiased() -> None:
-    n = 40_000
-    sd = planted(n, 3, strength=0.8)
+@pytest.mark.parametrize("n", [4_000, 40_000])
+def test_fixed_matrix_uses_eq_2_and_is_unbiased(n: int) -> None:
+    # Every cell within 5 standard deviations (Nayak eq. 3.2) at both n: the error shrinks
+    # as 1/sqrt(n).
+    sd = planted(n, 3 + n, strength=0.8)
     ds = sd.dataset.select(["A1", "A2"])
     truth = sd.truth.marginal((0, 1))
     P = grr(12, 2.0)
@@ -111,3 +113,11 @@ def test_bad_arguments() -> None:
         invariant_two_stage(T, grr(4, 1.0))
     with pytest.raises(ConfigurationError, match="matrix must be a RandomizationMatrix over the 4"):
         pram(ds, matrix=grr(3, 1.0), rng=rng)
+    with pytest.raises(ConfigurationError, match="counts must be 5 finite non-negative counts"):
+        pram_conditional_variance(grr(5, 1.0), np.array([1.0, np.nan, 2.0, 3.0, 4.0]))
+    with pytest.raises(ConfigurationError, match="counts must be 5 finite non-negative counts"):
+        pram_conditional_variance(grr(5, 1.0), np.array([1.0, -1.0, 2.0, 3.0, 4.0]))
+    with pytest.raises(ConfigurationError, match="counts must be 5"):
+        pram_conditional_variance(grr(5, 1.0), T[:4])
+    with pytest.raises(ConfigurationError, match="P must be a RandomizationMatrix, got ndarray"):
+        pram_conditional_variance(np.eye(5), T)
