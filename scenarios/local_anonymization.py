@@ -40,6 +40,7 @@ from mprr.metrics import CountQuery, evaluate_queries, random_queries
 from mprr.protocols import ProtocolResult, rr_adjustment, rr_clusters, rr_independent
 from mprr.synthetic import DEFAULT_CLUSTERS, DEFAULT_SIZES, planted_clusters
 from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema
+from scenarios.cost_model import rr_closed_form
 from scenarios.plots import BarPlot, CustomPlot, FigureSpec
 from scenarios.progress import Progress
 from scenarios.registry import register
@@ -273,33 +274,27 @@ def _fmt_clusters(clusters: Sequence[Sequence[int]]) -> str:
 
 
 def _human_bytes(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if abs(n) < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} GB"  # pragma: no cover
+    return f"{n:.0f} B" if n < 1000 else f"{n / 1e3:.1f} kB" if n < 1e6 else f"{n / 1e6:.1f} MB"
 
 
-def _traffic_dict(traffic: Any) -> dict[str, Any] | None:
-    if traffic is None:
-        return None
-    stats = traffic
-    party_sent = [c for a, c in stats.by_sender.items() if a >= 0]
-    ctrl_sent = stats.sent_by(-1)
-    ctrl_recv = stats.received_by(-1)
-    return {
-        "messages": stats.messages,
-        "bytes": stats.bytes,
-        "rounds": stats.rounds,
+def _traffic_dict(stats: Any, closed: Any) -> dict[str, Any]:
+    """Measured traffic of one actor run beside its closed form (:func:`rr_closed_form`)."""
+    party = [c for a, c in stats.by_sender.items() if a >= 0]
+    ctrl_sent, ctrl_recv = stats.sent_by(-1), stats.received_by(-1)
+    out = {
+        "messages": stats.messages, "bytes": stats.bytes, "rounds": stats.rounds,
         "controller_sent": {"messages": ctrl_sent.messages, "bytes": ctrl_sent.bytes},
         "controller_received": {"messages": ctrl_recv.messages, "bytes": ctrl_recv.bytes},
-        "party_sent_max": {
-            "messages": max((c.messages for c in party_sent), default=0),
-            "bytes": max((c.bytes for c in party_sent), default=0),
-        },
+        "party_sent_max": {"messages": max((c.messages for c in party), default=0),
+                           "bytes": max((c.bytes for c in party), default=0)},
         "by_phase": {p: c._asdict() for p, c in stats.by_phase.items()},
         "by_kind": {k: c._asdict() for k, c in stats.by_kind.items()},
+        "closed_form": {"messages": closed.messages, "bytes": closed.bytes, "rounds": closed.rounds,
+                        "formula": closed.formula},
     }
+    out["equals_closed_form"] = (stats.messages, stats.bytes, stats.rounds) == (
+        closed.messages, closed.bytes, closed.rounds)
+    return out
 
 
 # --------------------------------------------------------------------------- figures
@@ -427,10 +422,11 @@ def _build_result(params: Mapping[str, Any], engine: str, synthetic: Any, datase
     privacy["adjustment"] = "RR-Adjustment releases nothing: it is post-processing, ε unchanged"
 
     traffic: dict[str, Any] = {}
+    matrices = "epsilon" if params["epsilon"] is not None else "p"
     for base in BASE_PROTOCOLS:
-        t = _traffic_dict(first[base].traffic)
-        if t is not None:
-            traffic[base] = t
+        if first[base].traffic is not None and params["dependence"] == "4.1":
+            traffic[base] = _traffic_dict(first[base].traffic, rr_closed_form(
+                base, dataset.n, dataset.m, matrices=matrices, clusters=first[base].result.clusters))
     if first["RR-Clusters"].view is not None:
         traffic["controller_view"] = {b: first[b].view for b in BASE_PROTOCOLS}
 
@@ -548,6 +544,8 @@ def _build_result(params: Mapping[str, Any], engine: str, synthetic: Any, datase
         "phase (6.3.2 matrices carrying Σ ε_A per cluster), composed sequentially because both releases "
         "are linkable to the party; RR-Independent spends Σ ε_A once. Dependence 4.2 releases exact "
         "bivariate tables (ε = ∞, no DP guarantee).",
+        "Singleton clusters are released with their phase-1 matrix, so every party replays its phase-1 "
+        "value (no new uniform, no new ε), exactly as on the fast path.",
         "RR-Adjustment (Algorithm 2) reweights the released records so that their marginals match the "
         "estimated attribute / cluster distributions; it is post-processing and costs no ε.",
         f"Engine '{engine}': " + (
@@ -587,7 +585,9 @@ def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, pla
     if traffic:
         lines.append("traffic (run 1): " + "; ".join(
             f"{b} {traffic[b]['messages']:,} messages, {_human_bytes(traffic[b]['bytes'])}, "
-            f"{traffic[b]['rounds']} rounds" for b in BASE_PROTOCOLS))
+            f"{traffic[b]['rounds']} rounds" for b in BASE_PROTOCOLS)
+            + (" (= closed form, docs/cost_model.md)" if all(traffic[b]["equals_closed_form"]
+                                                            for b in BASE_PROTOCOLS) else " (DIFFERS from the closed form)"))
     else:
         lines.append("traffic: none on the fast path (run with --engine actors to measure messages and bytes)")
     lines.append("wall time: " + ", ".join(

@@ -79,6 +79,7 @@ def test_traffic_equals_closed_form(both: dict[str, tuple[Path, dict]]) -> None:
     cl = rr_closed_form("RR-Clusters", n, m, clusters=clusters)
     got = doc["traffic"]["RR-Clusters"]
     assert (got["messages"], got["bytes"], got["rounds"]) == (cl.messages, cl.bytes, cl.rounds) == (4 * n, cl.bytes, 4)
+    assert got["equals_closed_form"] and ind["equals_closed_form"]
     view = doc["traffic"]["controller_view"]["RR-Clusters"]
     assert view["kinds"] == ["RandomizedValues"] and view["messages"] == 2 * n
 
