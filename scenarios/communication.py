@@ -516,6 +516,8 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
         "controller under ChaCha20-Poly1305 (the network is a star); graph-direct: the same over "
         "direct party links. masked: Bonawitz et al. 2017 on the complete graph (4 rounds, "
         "O(n) Shamir shares per party); masked-sparse: the k-regular variant of Bell et al. 2020.",
+        "Traffic is deterministic given n, the sizes and the engine: runs and seed change only the "
+        "parties' data and key material, never a count.",
         "4.2 and 4.3 cost the same: the vectors have the same length whatever their content "
         "(true pairs vs randomized pairs); the 'method (4.3)' rows check this.",
     ]
