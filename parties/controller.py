@@ -24,7 +24,13 @@ phase by phase with :meth:`Controller.release`:
        (:attr:`PhaseRelease.contributors`), and :attr:`Controller.excluded` says who was
        left out and why.  A phase nobody answers still fails.
 
-Matrices for estimation are rebuilt on the controller from the same
+:meth:`Controller.secure_release` runs the dependence phases 4.2 / 4.3: the parties commit
+(:class:`~parties.protocol_messages.SecureRelease` → ``Ack``), then a secure-sum engine of
+:mod:`parties.secure` adds their one-hot vectors; the controller learns only the tallies.
+
+The controller's endpoint is wrapped in a :class:`RecordingEndpoint`, so every message it
+receives — replies, and the secure-sum messages an engine consumes on its behalf — lands in
+the view.  Matrices for estimation are rebuilt on the controller from the same
 :class:`~parties.protocol_messages.MatrixSpec` the parties use, so they are identical.
 """
 
@@ -35,20 +41,29 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
 from mprr.data import Schema
 from mprr.domain import tally
-from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
+from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from mprr.protocols.release import ReleasedData
-from parties.messages import Abort, Message, RandomizedValues, Refusal
-from parties.protocol_messages import Matrix, MatrixSpec, ReleaseRequest
-from parties.transport import Endpoint, actor_name
+from parties.messages import Abort, Ack, Message, RandomizedValues, Refusal
+from parties.protocol_messages import Matrix, MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
+from parties.public_state import SecureSessions
+from parties.transport import Endpoint, Envelope, actor_name
 from parties.view import ViewLog
 
-__all__ = ["DROPOUT_POLICIES", "Controller", "PhaseRelease", "ReleaseRefused", "REPLY_KINDS"]
+__all__ = [
+    "DROPOUT_POLICIES",
+    "Controller",
+    "PhaseRelease",
+    "RecordingEndpoint",
+    "ReleaseRefused",
+    "REPLY_KINDS",
+    "SecureTally",
+]
 
 DROPOUT_POLICIES: tuple[str, ...] = ("fail", "exclude")
 """What the controller does with parties that stay silent or refuse (module docstring)."""
@@ -136,6 +151,69 @@ class PhaseRelease:
         )
 
 
+@dataclass(frozen=True, eq=False)
+class SecureTally:
+    """What a secure-sum phase brought back: per-unit tallies of the contributors' values.
+
+    ``specs``/``matrices`` are ``None`` entries for an exact release (main paper 4.2).
+    """
+
+    phase: str
+    request_id: int
+    session: str
+    engine: str
+    units: tuple[tuple[int, ...], ...]
+    specs: tuple[MatrixSpec, ...] | None
+    matrices: tuple[Matrix | None, ...]
+    contributors: tuple[int, ...]
+    counts: tuple[np.ndarray, ...]
+    refusals: Mapping[int, Refusal] = field(default_factory=dict)
+    silent: tuple[int, ...] = ()
+
+    def released_data(self, schema: Schema, *, shares: Sequence[Sequence[float]] | None = None) -> ReleasedData:
+        """The phase as a :class:`mprr.protocols.release.ReleasedData` (tallies only, unlinkable)."""
+        sizes = schema.sizes
+        exact = self.specs is None
+        return ReleasedData(
+            phase=self.phase,
+            units=self.units,
+            unit_sizes=tuple(tuple(sizes[a] for a in u) for u in self.units),
+            matrices=self.matrices,
+            codes=None,
+            counts=self.counts,
+            linkable=False,
+            exact=exact,
+            shares=None if shares is None else tuple(tuple(map(float, s)) for s in shares),
+        )
+
+
+class RecordingEndpoint:
+    """The controller's endpoint, appending every envelope it receives to the view.
+
+    Forwards everything to the wrapped :class:`~parties.network.Endpoint`; ``recv`` and
+    ``gather`` log what they return, so messages consumed by a secure-sum engine on the
+    controller's behalf are in the view too.
+    """
+
+    def __init__(self, endpoint: Endpoint, view: ViewLog) -> None:
+        self._endpoint = endpoint
+        self._view = view
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._endpoint, name)
+
+    async def recv(self, **kwargs: Any) -> Envelope:
+        env = await self._endpoint.recv(**kwargs)
+        self._view.record(env)
+        return env
+
+    async def gather(self, sources: Iterable[int], **kwargs: Any) -> dict[int, Envelope]:
+        got = await self._endpoint.gather(sources, **kwargs)
+        for env in got.values():
+            self._view.record(env)
+        return got
+
+
 class Controller:
     """The untrusted controller (see the module docstring).
 
@@ -155,6 +233,8 @@ class Controller:
         Times a request is re-sent to parties still silent after ``timeout`` (>= 0).
     view
         The view log to append to (default: a new one).
+    sessions
+        Directory of secure-sum sessions shared with the parties (default: a new one).
     """
 
     def __init__(
@@ -167,6 +247,7 @@ class Controller:
         on_dropout: str = "fail",
         retries: int = 0,
         view: ViewLog | None = None,
+        sessions: SecureSessions | None = None,
     ) -> None:
         if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0
                 and math.isfinite(timeout)):
@@ -175,7 +256,8 @@ class Controller:
             raise ConfigurationError(f"on_dropout must be one of {list(DROPOUT_POLICIES)}, got {on_dropout!r}")
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ConfigurationError(f"retries must be an integer >= 0, got {retries!r}")
-        self.endpoint = endpoint
+        self.view = view if view is not None else ViewLog()
+        self.endpoint = RecordingEndpoint(endpoint, self.view)
         self.schema = schema
         self.parties = tuple(sorted(int(p) for p in parties))
         if not self.parties:
@@ -183,13 +265,14 @@ class Controller:
         self.timeout = float(timeout)
         self.on_dropout = on_dropout
         self.retries = retries
-        self.view = view if view is not None else ViewLog()
         self.active: list[int] = list(self.parties)
         self._excluded: dict[int, str] = {}
         self._matrices: dict[tuple[MatrixSpec, tuple[int, ...]], Matrix] = {}
         self._next_id = 1
         self.requests: list[ReleaseRequest] = []
         self.phases: list[PhaseRelease] = []
+        self.tallies: list[SecureTally] = []
+        self.sessions = sessions if sessions is not None else SecureSessions()
 
     # ------------------------------------------------------------------ state
     @property
@@ -214,12 +297,16 @@ class Controller:
 
     # ------------------------------------------------------------------ rounds
     async def exchange(
-        self, request: ReleaseRequest, targets: Sequence[int]
+        self,
+        request: ReleaseRequest | SecureRelease,
+        targets: Sequence[int],
+        *,
+        kinds: tuple[type[Message], ...] = REPLY_KINDS,
     ) -> tuple[dict[int, Message], tuple[int, ...]]:
         """Broadcast ``request`` to ``targets`` and gather one reply each (with retries).
 
-        Returns ``({party: reply message}, silent parties)``.  Every received envelope is
-        appended to the view; replies to other request ids are ignored.
+        Returns ``({party: reply message}, silent parties)``.  Every received envelope is in
+        the view (the endpoint records it); replies to other request ids are ignored.
         """
         self.requests.append(request)
         ep = self.endpoint
@@ -238,16 +325,61 @@ class Controller:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     break
-                batch = await ep.gather(pending, kinds=REPLY_KINDS, phase=phase, timeout=remaining, partial=True)
+                batch = await ep.gather(pending, kinds=kinds, phase=phase, timeout=remaining, partial=True)
                 if not batch:
                     break
                 for src, env in batch.items():
-                    self.view.record(env)
                     msg = env.message
                     if msg.request_id == request.request_id:  # type: ignore[attr-defined]
                         got[src] = msg
                         pending.discard(src)
         return got, tuple(sorted(pending))
+
+    async def _settle(
+        self,
+        phase: str,
+        request_id: int,
+        targets: Sequence[int],
+        silent: Sequence[int],
+        refusals: Mapping[int, Refusal],
+        malformed: Mapping[int, str],
+    ) -> None:
+        """Apply the dropout policy to the parties that stayed silent, refused or misbehaved."""
+        if self.on_dropout == "fail":
+            if silent:
+                await self._abort(phase, f"parties {list(silent)[:10]} did not answer")
+                raise RoundTimeout(
+                    f"phase {phase!r}: {len(silent)} of {len(targets)} parties did not answer request "
+                    f"{request_id} within {self.timeout} s"
+                    + (f" (after {self.retries} retries)" if self.retries else "")
+                    + f": {_actors(tuple(silent))}",
+                    phase=phase, timeout=self.timeout, missing=tuple(silent),
+                )
+            if refusals:
+                first = min(refusals)
+                await self._abort(phase, f"{len(refusals)} parties refused")
+                raise ReleaseRefused(
+                    f"phase {phase!r}: {len(refusals)} of {len(targets)} parties refused request "
+                    f"{request_id}; {actor_name(first)}: {refusals[first].reason}",
+                    phase=phase, refusals=refusals,
+                )
+            if malformed:
+                first = min(malformed)
+                await self._abort(phase, "malformed replies")
+                raise MessageError(
+                    f"phase {phase!r}: {len(malformed)} replies do not fit request {request_id}; "
+                    f"first from {actor_name(first)}: {malformed[first]}"
+                )
+            return
+        for p in silent:
+            self._excluded[p] = f"{phase}: silent (no answer within {self.timeout} s)"
+        for p, m in refusals.items():
+            self._excluded[p] = f"{phase}: refused ({m.reason})"
+        for p, why in malformed.items():
+            self._excluded[p] = f"{phase}: {why}"
+        dropped = set(silent) | set(refusals) | set(malformed)
+        if dropped:
+            self.active = [p for p in self.active if p not in dropped]
 
     async def release(
         self,
@@ -279,50 +411,15 @@ class Controller:
         values = {p: m for p, m in replies.items() if isinstance(m, RandomizedValues)}
         cells = np.array([m.size for m in matrices], dtype=np.int64)
         malformed = {
-            p: m for p, m in values.items()
+            p: f"malformed reply {m.codes.tolist()[:10]} ({len(units_t)} codes within the unit domains expected)"
+            for p, m in values.items()
             if m.codes.shape != (len(units_t),) or bool(np.any(m.codes >= cells))
         }
-        if self.on_dropout == "fail":
-            if silent:
-                await self._abort(phase, f"parties {list(silent)[:10]} did not answer")
-                raise RoundTimeout(
-                    f"phase {phase!r}: {len(silent)} of {len(targets)} parties did not answer request "
-                    f"{request.request_id} within {self.timeout} s"
-                    + (f" (after {self.retries} retries)" if self.retries else "")
-                    + f": {_actors(silent)}",
-                    phase=phase, timeout=self.timeout, missing=silent,
-                )
-            if refusals:
-                first = min(refusals)
-                await self._abort(phase, f"{len(refusals)} parties refused")
-                raise ReleaseRefused(
-                    f"phase {phase!r}: {len(refusals)} of {len(targets)} parties refused request "
-                    f"{request.request_id}; {actor_name(first)}: {refusals[first].reason}",
-                    phase=phase, refusals=refusals,
-                )
-            if malformed:
-                first = min(malformed)
-                await self._abort(phase, "malformed replies")
-                raise MessageError(
-                    f"phase {phase!r}: {len(malformed)} replies do not fit request {request.request_id} "
-                    f"({len(units_t)} codes within the unit domains); first from {actor_name(first)}: "
-                    f"{malformed[first].codes.tolist()[:10]}"
-                )
-        else:
-            for p in silent:
-                self._excluded[p] = f"{phase}: silent (no answer within {self.timeout} s)"
-            for p, m in refusals.items():
-                self._excluded[p] = f"{phase}: refused ({m.reason})"
-            for p in malformed:
-                self._excluded[p] = f"{phase}: malformed reply"
-            dropped = set(silent) | set(refusals) | set(malformed)
-            if dropped:
-                self.active = [p for p in self.active if p not in dropped]
+        await self._settle(phase, request.request_id, targets, silent, refusals, malformed)
         contributors = tuple(p for p in targets if p in values and p not in malformed)
         if not contributors:
             raise ProtocolError(f"phase {phase!r}: no party released anything for request {request.request_id}")
-        codes = np.stack([values[p].codes for p in contributors]) if contributors else np.empty((0, len(units_t)))
-        codes = _readonly(np.ascontiguousarray(codes, dtype=np.int64))
+        codes = _readonly(np.ascontiguousarray(np.stack([values[p].codes for p in contributors]), dtype=np.int64))
         release = PhaseRelease(
             phase=phase,
             request_id=request.request_id,
@@ -336,6 +433,100 @@ class Controller:
         )
         self.phases.append(release)
         return release
+
+    async def secure_release(
+        self,
+        phase: str,
+        units: Sequence[Sequence[int]],
+        *,
+        engine: Any,
+        specs: Sequence[MatrixSpec] | None = None,
+        shares: Sequence[Sequence[float]] | None = None,
+        plan: Sequence[Sequence[int]] | None = None,
+    ) -> SecureTally:
+        """Tallies of ``units`` over the active parties through a secure sum (main paper 4.2 / 4.3).
+
+        Round 1: :class:`~parties.protocol_messages.SecureRelease` to every active party, which
+        commits (Ack) or refuses; the dropout policy applies as in :meth:`release`.  Round 2:
+        :class:`~parties.protocol_messages.SecureSumStart` to the committed parties, then the
+        engine's controller side returns the exact sum of their one-hot vectors — the controller
+        learns only the tallies.  ``specs=None`` is an exact release (4.2), otherwise each unit
+        is randomized through its matrix first (4.3).
+
+        Raises
+        ------
+        RoundTimeout, ReleaseRefused, MessageError
+            As :meth:`release` under ``on_dropout="fail"``.
+        PartyDropped, SecureSumAborted, ProtocolError
+            The secure sum could not produce the exact sum (raised by the engine), or under
+            ``"fail"`` a committed party dropped out of it.
+        """
+        units_t = tuple(tuple(int(a) for a in u) for u in units)
+        specs_t = None if specs is None else tuple(specs)
+        matrices = (None,) * len(units_t) if specs_t is None else tuple(
+            self.matrix(s, u) for s, u in zip(specs_t, units_t)
+        )
+        rid = self.new_request_id()
+        session = f"{phase}/{rid}"
+        request = SecureRelease(
+            request_id=rid,
+            phase=phase,
+            session=session,
+            plan=units_t if plan is None else tuple(tuple(int(a) for a in g) for g in plan),
+            units=units_t,
+            exact=specs_t is None,
+            families=() if specs_t is None else tuple(s.family for s in specs_t),
+            params=() if specs_t is None else tuple(s.params for s in specs_t),
+            shares=() if shares is None else tuple(tuple(float(x) for x in s) for s in shares),
+        )
+        targets = list(self.active)
+        replies, silent = await self.exchange(request, targets, kinds=(Ack, Refusal))
+        refusals = {p: m for p, m in replies.items() if isinstance(m, Refusal)}
+        await self._settle(phase, rid, targets, silent, refusals, {})
+        committed = tuple(p for p in targets if isinstance(replies.get(p), Ack))
+        if not committed:
+            raise ProtocolError(f"phase {phase!r}: no party committed to the secure sum of request {rid}")
+        sizes = self.schema.sizes
+        cells = [math.prod(sizes[a] for a in u) for u in units_t]
+        net = self.endpoint.network
+        context = engine.context(committed, sum(cells), network=net, session=session)
+        self.sessions.register(session, engine, context)
+        with net.round(phase):
+            await self.endpoint.broadcast(committed, SecureSumStart(rid, session), phase=phase)
+        total, contributors = await engine.controller(self.endpoint, context)
+        contributors = tuple(sorted(int(p) for p in contributors))
+        lost = tuple(p for p in committed if p not in contributors)
+        if lost:
+            if self.on_dropout == "fail":
+                raise PartyDropped(
+                    f"phase {phase!r}: {len(lost)} parties dropped out of the secure sum {session!r} "
+                    f"({engine.name}); its total covers the other {len(contributors)}: {_actors(lost)}",
+                    parties=lost,
+                )
+            for p in lost:
+                self._excluded[p] = f"{phase}: dropped out of the secure sum"
+            self.active = [p for p in self.active if p not in lost]
+        counts = []
+        offset = 0
+        for u, c in zip(units_t, cells):
+            shape = tuple(sizes[a] for a in u)
+            counts.append(_readonly(np.asarray(total[offset: offset + c], dtype=np.float64).reshape(shape)))
+            offset += c
+        tally = SecureTally(
+            phase=phase,
+            request_id=rid,
+            session=session,
+            engine=engine.name,
+            units=units_t,
+            specs=specs_t,
+            matrices=matrices,
+            contributors=contributors,
+            counts=tuple(counts),
+            refusals=MappingProxyType(refusals),
+            silent=silent,
+        )
+        self.tallies.append(tally)
+        return tally
 
     async def _abort(self, phase: str, reason: str) -> None:
         """Best effort: tell the active parties the run stops."""

@@ -22,35 +22,39 @@ no ``repr``), its own ``numpy.random.Generator`` built from
   matrix for the same attributes is new spending.  (RR-Clusters with 4.1 relies on this: a
   singleton cluster is requested with its phase-1 matrix and replayed, as in the fast path.)
 
-:class:`ReleaseBook` memoizes public, deterministic objects (matrices built from a request's
-specifications, ledger :class:`~mprr.ledger.Release` records, CDF rows) so that 32,561 parties
-sharing one process do not rebuild them 32,561 times.  It holds nothing private.
+For the dependence phases 4.2 / 4.3 of RR-Clusters the party answers a
+:class:`~parties.protocol_messages.SecureRelease` the same way (atomic decision, unlinkable
+ledger entries; 4.2 releases true values: ε = ∞, refused unless the budget is infinite), then
+replies :class:`~parties.messages.Ack` and keeps its input vector (one-hot per unit) until the
+controller's :class:`~parties.protocol_messages.SecureSumStart`, when it runs its side of the
+secure-sum engine (:mod:`parties.secure`) with it.
+
+The public objects every party derives from a request are memoized in a shared
+:class:`~parties.public_state.ReleaseBook`.
 """
 
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from mprr.data import Schema
-from mprr.errors import ConfigurationError, MessageError, PartyDropped, RoundTimeout
-from mprr.kronecker import KroneckerMatrix
+from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from mprr.ledger import CompositionPolicy, Ledger, Release, compose
 from mprr.privacy import PlanViolationError, PrivacyAccountant, RefusalReason
-from parties.messages import Abort, Message, RandomizedValues, Refusal
-from parties.protocol_messages import Matrix, MatrixSpec, ReleaseRequest
+from parties.messages import Abort, Ack, Message, RandomizedValues, Refusal
+from parties.protocol_messages import ReleaseRequest, SecureRelease, SecureSumStart
+from parties.public_state import INVALID_REQUEST, ReleaseBook, SecureSessions
 from parties.transport import CONTROLLER, Endpoint, actor_name
 
-__all__ = ["INVALID_REQUEST", "Party", "PartyAccountant", "PartyRefusal", "ReleaseBook", "ResolvedUnit"]
+__all__ = ["INVALID_REQUEST", "LOOP_KINDS", "Party", "PartyAccountant", "PartyRefusal"]
 
-INVALID_REQUEST = "invalid-request"
-"""Refusal reason of a request the party cannot even evaluate (unknown family parameters...)."""
-
-_BELOW_ONE = float(np.nextafter(1.0, 0.0))
+LOOP_KINDS = (ReleaseRequest, SecureRelease, SecureSumStart, Abort)
+"""Kinds the party's main loop takes from the controller; anything else (e.g. secure-sum
+shares from peers) stays buffered for the secure-sum engine."""
 
 
 class PartyAccountant(PrivacyAccountant):
@@ -164,149 +168,6 @@ class PartyRefusal:
         }
 
 
-class ResolvedUnit:
-    """A unit of a request with everything public precomputed: names, matrix, Release, sampler."""
-
-    __slots__ = ("unit", "names", "sizes", "strides", "matrix", "release", "_rows", "_factor_rows")
-
-    def __init__(self, unit: tuple[int, ...], schema: Schema, matrix: Matrix, phase: str) -> None:
-        self.unit = unit
-        self.names = tuple(schema.names[a] for a in unit)
-        self.sizes = tuple(schema.sizes[a] for a in unit)
-        strides = []
-        acc = 1
-        for s in reversed(self.sizes):
-            strides.append(acc)
-            acc *= s
-        self.strides = tuple(reversed(strides))
-        self.matrix = matrix
-        self.release = Release.from_matrix(self.names, matrix, linkable=True, phase=phase)
-        self._rows: dict[int, list[float]] = {}
-        self._factor_rows: list[dict[int, list[float]]] | None = (
-            [{} for _ in matrix.factors] if isinstance(matrix, KroneckerMatrix) else None
-        )
-
-    def sample(self, record: tuple[int, ...], u: float) -> int:
-        """Released joint code (C order) of ``record``'s unit value for the uniform ``u``.
-
-        Dense matrix: first ``v`` with ``cdf[x, v] > u`` (:func:`mprr.randomize.randomize`).
-        Kronecker matrix: the factor-by-factor inverse CDF of
-        :func:`mprr.randomize.randomize_joint` (residual uniform rescaled and clipped as
-        there), then the C-order code of the released attribute values.
-        """
-        if self._factor_rows is None:
-            x = 0
-            for a, stride in zip(self.unit, self.strides):
-                x += record[a] * stride
-            row = self._rows.get(x)
-            if row is None:
-                row = self._rows[x] = self.matrix.cdf[x].tolist()  # type: ignore[union-attr]
-            return bisect_right(row, u)
-        factors = self.matrix.factors  # type: ignore[union-attr]
-        w = u
-        code = 0
-        last = len(factors) - 1
-        for j, (a, stride) in enumerate(zip(self.unit, self.strides)):
-            x = record[a]
-            rows = self._factor_rows[j]
-            row = rows.get(x)
-            if row is None:
-                row = rows[x] = factors[j].cdf[x].tolist()
-            v = bisect_right(row, w)
-            code += v * stride
-            if j < last:
-                hi = row[v]
-                lo = row[v - 1] if v > 0 else 0.0
-                w = min(max((w - lo) / (hi - lo), 0.0), _BELOW_ONE)
-        return code
-
-
-@dataclass(frozen=True)
-class _Resolution:
-    """A request resolved against a schema: its units, or why it cannot be evaluated."""
-
-    units: tuple[ResolvedUnit, ...] | None
-    plan: frozenset[tuple[int, ...]] | None
-    reason: str | None = None
-    message: str | None = None
-    outside: tuple[tuple[int, ...], ...] = ()
-    named_plan: tuple[tuple[str, ...], ...] = ()
-
-
-class ReleaseBook:
-    """Memo of the public objects derived from requests, shared by the parties of one run.
-
-    Everything cached is a deterministic function of the (public) request and schema —
-    matrices, ledger ``Release`` records, CDF rows — never of a party's record or stream.
-
-    Parameters
-    ----------
-    schema
-        The schema every party of the run holds.
-    """
-
-    def __init__(self, schema: Schema) -> None:
-        self.schema = schema
-        self.names = schema.names
-        self.sizes = schema.sizes
-        self._matrices: dict[tuple[MatrixSpec, tuple[int, ...]], Matrix] = {}
-        self._units: dict[tuple[str, tuple[int, ...], MatrixSpec], ResolvedUnit] = {}
-        self._last: tuple[Message, _Resolution] | None = None
-
-    def matrix(self, spec: MatrixSpec, sizes: tuple[int, ...]) -> Matrix:
-        """The matrix of ``spec`` over a unit with ``sizes`` (built once)."""
-        key = (spec, sizes)
-        mat = self._matrices.get(key)
-        if mat is None:
-            mat = self._matrices[key] = spec.build(sizes)
-        return mat
-
-    def resolve(self, request: ReleaseRequest) -> _Resolution:
-        """Resolve ``request`` (memoized on the request object: a broadcast decodes once)."""
-        last = self._last
-        if last is not None and last[0] is request:
-            return last[1]
-        resolution = self._resolve(request)
-        self._last = (request, resolution)
-        return resolution
-
-    def _resolve(self, request: ReleaseRequest) -> _Resolution:
-        m = self.schema.m
-        for what, groups in (("plan", request.plan), ("units", request.units)):
-            for group in groups:
-                unknown = [a for a in group if a >= m]
-                if unknown:
-                    return _Resolution(
-                        None,
-                        None,
-                        RefusalReason.PLAN_VIOLATION.value,
-                        f"request {request.request_id} ({request.phase}) names attributes {unknown} "
-                        f"in its {what}; the party holds attributes 0..{m - 1} only",
-                    )
-        units = []
-        for unit, spec in zip(request.units, request.specs):
-            key = (request.phase, unit, spec)
-            resolved = self._units.get(key)
-            if resolved is None:
-                sizes = tuple(self.schema.sizes[a] for a in unit)
-                try:
-                    matrix = self.matrix(spec, sizes)
-                except ConfigurationError as exc:
-                    return _Resolution(
-                        None,
-                        None,
-                        INVALID_REQUEST,
-                        f"request {request.request_id} ({request.phase}): matrix of unit {unit} "
-                        f"({spec.family}) is invalid: {exc}",
-                    )
-                resolved = self._units[key] = ResolvedUnit(unit, self.schema, matrix, request.phase)
-            units.append(resolved)
-        plan = frozenset(request.plan)
-        outside = tuple(u.unit for u in units if u.unit not in plan)
-        named = tuple(tuple(self.names[a] for a in g) for g in request.plan)
-        return _Resolution(tuple(units), plan, outside=outside, named_plan=named)
-
-
 class Party:
     """One party of the protocol (see the module docstring).
 
@@ -328,7 +189,9 @@ class Party:
     allowed
         Names of the attributes the party agrees to release (default: all of the schema).
     book
-        Shared :class:`ReleaseBook` (default: a private one).
+        Shared :class:`~parties.public_state.ReleaseBook` (default: a private one).
+    sessions
+        Directory of the run's secure-sum sessions (needed for 4.2 / 4.3).
     """
 
     def __init__(
@@ -342,6 +205,7 @@ class Party:
         policy: str = "sequential",
         allowed: Any = None,
         book: ReleaseBook | None = None,
+        sessions: SecureSessions | None = None,
     ) -> None:
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
             raise ConfigurationError(f"index must be an integer >= 0, got {index!r}")
@@ -362,7 +226,6 @@ class Party:
                 )
         self.__record = tuple(int(v) for v in values)
         self.schema = schema
-        self._names = names
         self._restricted = allowed is not None
         if not isinstance(seed, np.random.SeedSequence):
             raise ConfigurationError(f"seed must be a numpy.random.SeedSequence, got {type(seed).__name__}")
@@ -373,8 +236,10 @@ class Party:
             party=self.index,
             allowed_attributes=names if allowed is None else allowed,
         )
+        self._sessions = sessions
         self._values: list[int] = []
         self._plans: dict[str, frozenset[tuple[int, ...]]] = {}
+        self._inputs: dict[str, np.ndarray] = {}
         self.refusals: list[PartyRefusal] = []
         self.draws = 0
         self.status = "idle"
@@ -394,7 +259,7 @@ class Party:
 
     @property
     def released_values(self) -> tuple[int, ...]:
-        """Code released for each ledger entry, in ledger order (what the controller got)."""
+        """Code released for each ledger entry, in ledger order (for exact entries: the true one)."""
         return tuple(self._values)
 
     # ------------------------------------------------------------------ decisions
@@ -404,13 +269,17 @@ class Party:
         Raises
         ------
         MessageError
-            For a message kind a party does not accept.
+            For a message kind a party does not accept here (a
+            :class:`~parties.protocol_messages.SecureSumStart` is handled by :meth:`run`).
         """
         if isinstance(msg, ReleaseRequest):
-            return self._release(msg)
+            return self._decide(msg)
+        if isinstance(msg, SecureRelease):
+            return self._decide(msg)
         raise MessageError(f"{actor_name(self.index)} does not accept {msg.NAME} messages from the controller")
 
-    def _refuse(self, request: ReleaseRequest, reason: str, message: str, requested: float) -> Refusal:
+    def _refuse(self, request: ReleaseRequest | SecureRelease, reason: str, message: str,
+                requested: float) -> Refusal:
         remaining = self.accountant.remaining()
         self.refusals.append(
             PartyRefusal(self.index, request.request_id, request.phase, request.units, reason, message,
@@ -418,7 +287,7 @@ class Party:
         )
         return Refusal(request.request_id, f"{reason}: {message}", requested, remaining)
 
-    def _release(self, request: ReleaseRequest) -> Message:
+    def _decide(self, request: ReleaseRequest | SecureRelease) -> Message:
         resolution = self._book.resolve(request)
         if resolution.units is None or resolution.plan is None:
             return self._refuse(request, str(resolution.reason), str(resolution.message), 0.0)
@@ -444,9 +313,12 @@ class Party:
             return self._refuse(
                 request,
                 RefusalReason.PLAN_VIOLATION.value,
-                f"party {self.index}: units {outside} are not groups of the plan announced for phase {phase!r}",
+                f"party {self.index}: units {list(outside)} are not groups of the plan announced for phase {phase!r}",
                 0.0,
             )
+        if isinstance(request, SecureRelease) and (self._sessions is None or request.session in self._inputs):
+            why = "no secure-sum directory" if self._sessions is None else f"session {request.session!r} is taken"
+            return self._refuse(request, INVALID_REQUEST, f"party {self.index}: {why}", 0.0)
         ledger = acc.ledger
         releases = [u.release for u in resolution.units]
         if self._restricted:
@@ -464,12 +336,14 @@ class Party:
                 after = acc.would_spend_all(new)
                 if not self._fits(after):
                     requested = after - before if math.isfinite(before) else math.inf
+                    exact = any(r.exact for r in new)
                     return self._refuse(
                         request,
                         RefusalReason.BUDGET_EXCEEDED.value,
                         f"party {self.index}: request {request.request_id} ({phase}) would spend "
-                        f"ε={_fmt(requested)} but only {_fmt(acc.remaining())} of the budget "
-                        f"{_fmt(acc.budget)} remains under policy '{acc.policy.value}'",
+                        f"ε={_fmt(requested)}{' (exact release: no DP guarantee)' if exact else ''} "
+                        f"but only {_fmt(acc.remaining())} of the budget {_fmt(acc.budget)} remains "
+                        f"under policy '{acc.policy.value}'",
                         requested,
                     )
         record = self.__record
@@ -477,15 +351,27 @@ class Party:
         for unit, release in zip(resolution.units, releases):
             decision = acc.request(release)
             if decision.granted:
-                u = self._rng.random()
-                self.draws += 1
-                code = unit.sample(record, u)
+                if unit.exact:
+                    code = unit.value(record)
+                else:
+                    u = self._rng.random()
+                    self.draws += 1
+                    code = unit.sample(record, u)
                 self._values.append(code)
             elif decision.replayed and decision.entry_index is not None:
                 code = self._values[decision.entry_index]
             else:  # pragma: no cover - excluded by the atomic check above
                 raise ConfigurationError(f"party {self.index}: accountant refused a pre-checked release")
             codes.append(code)
+        if isinstance(request, SecureRelease):
+            cells = [u.cells for u in resolution.units]
+            vector = np.zeros(sum(cells), dtype=np.int64)
+            offset = 0
+            for c, code in zip(cells, codes):
+                vector[offset + code] = 1
+                offset += c
+            self._inputs[request.session] = vector
+            return Ack(request.request_id)
         return RandomizedValues(request.request_id, np.asarray(codes, dtype=np.int64))
 
     def _fits(self, total: float) -> bool:
@@ -494,19 +380,36 @@ class Party:
             return True
         return math.isfinite(total) and total <= acc.budget * (1 + acc.rtol) + 1e-12
 
+    async def _secure_sum(self, endpoint: Endpoint, start: SecureSumStart) -> None:
+        """Run this party's side of the secure sum ``start.session`` with its committed input."""
+        vector = self._inputs.get(start.session)
+        known = None if self._sessions is None else self._sessions.get(start.session)
+        if vector is None or known is None:
+            self.errors.append(f"secure sum {start.session!r}: no committed input or unknown session")
+            return
+        engine, context = known
+        if self.index not in context.parties:
+            self.errors.append(f"secure sum {start.session!r}: party {self.index} is not a participant")
+            return
+        try:
+            await engine.party(endpoint, vector, context)
+        except ProtocolError as exc:  # a peer or the controller failed; the controller decides
+            self.errors.append(f"secure sum {start.session!r}: {exc}")
+
     # ------------------------------------------------------------------ actor loop
     async def run(self, endpoint: Endpoint, *, idle_timeout: float | None) -> None:
         """Serve the controller until an :class:`~parties.messages.Abort`, a crash or idleness.
 
-        Never raises for protocol trouble: a malformed or unexpected message is logged in
-        :attr:`errors` and skipped; a crash (fault injection) or ``idle_timeout`` seconds
-        without a message end the loop (:attr:`status` says which).  The owner cancels the
-        task when the run is over.
+        Takes only :data:`LOOP_KINDS` from the controller (secure-sum traffic from peers stays
+        buffered for the engine).  Never raises for protocol trouble: a malformed or
+        unexpected message is logged in :attr:`errors` and skipped; a crash (fault injection)
+        or ``idle_timeout`` seconds without a message end the loop (:attr:`status` says
+        which).  The owner cancels the task when the run is over.
         """
         self.status = "running"
         while True:
             try:
-                env = await endpoint.recv(timeout=idle_timeout)
+                env = await endpoint.recv(kinds=LOOP_KINDS, sources=CONTROLLER, timeout=idle_timeout)
             except PartyDropped:
                 self.status = "crashed"
                 return
@@ -517,15 +420,15 @@ class Party:
                 self.errors.append(str(exc))
                 continue
             msg = env.message
-            if env.src != CONTROLLER:
-                self.errors.append(f"ignored {msg.NAME} from {actor_name(env.src)}")
-                continue
             if isinstance(msg, Abort):
                 self.status = "aborted"
                 return
+            if isinstance(msg, SecureSumStart):
+                await self._secure_sum(endpoint, msg)
+                continue
             try:
                 reply = self.handle(msg)
-            except MessageError as exc:
+            except MessageError as exc:  # pragma: no cover - LOOP_KINDS are all handled
                 self.errors.append(str(exc))
                 continue
             if reply is not None:

@@ -15,6 +15,11 @@ the request the controller sends:
     phase fixes the party's plan for that phase (e.g. the clusters of RR-Clusters); a later
     request with another plan, or a unit outside the plan, is refused by the party.
 
+:class:`SecureRelease` (kind 101) and :class:`SecureSumStart` (kind 102)
+    The dependence phases 4.2 / 4.3 of RR-Clusters: the party commits (ledger, input vector)
+    and answers :class:`~parties.messages.Ack` or :class:`~parties.messages.Refusal`; the
+    controller then starts a secure sum (:mod:`parties.secure`) among the committed parties.
+
 Matrices never travel densely when the protocol has a closed form: a :class:`MatrixSpec`
 names a *family* and its parameters, and every party rebuilds the matrix over the joint
 domain of the unit's attributes (sizes from its own schema) with the very constructor the fast
@@ -51,7 +56,7 @@ from mprr.matrices import (
 )
 from parties.messages import Message, message
 
-__all__ = ["FAMILIES", "MatrixSpec", "ReleaseRequest"]
+__all__ = ["FAMILIES", "MatrixSpec", "ReleaseRequest", "SecureRelease", "SecureSumStart"]
 
 FAMILIES: tuple[str, ...] = ("keep-or-uniform", "grr", "cluster-optimal", "lambda-kron", "dense")
 """Matrix families a :class:`ReleaseRequest` may name (see the module docstring)."""
@@ -232,3 +237,79 @@ class ReleaseRequest(Message):
             families=tuple(s.family for s in specs),
             params=tuple(s.params for s in specs),
         )
+
+
+@message(kind=101)
+class SecureRelease(Message):
+    """Controller → party: contribute ``units`` to the secure sum ``session`` (main paper 4.2 / 4.3).
+
+    The party decides as for a :class:`ReleaseRequest` (plan, budget, atomically) and answers
+    :class:`~parties.messages.Ack` (committed: the releases are in its ledger and its input
+    vector is ready) or :class:`~parties.messages.Refusal`.  Its input is the concatenation,
+    unit by unit, of the one-hot vector of the unit's value: the **true** joint value when
+    ``exact`` (4.2: ε = ∞, no DP guarantee) or the value randomized through the unit's matrix
+    (4.3, one uniform per unit in unit order).  Releases inside a secure sum are unlinkable.
+
+    Parameters
+    ----------
+    request_id, phase, plan, units
+        As :class:`ReleaseRequest`.
+    session
+        Secure-sum session id (non-empty) the contribution is for.
+    exact
+        True for 4.2 (no matrix: ``families`` and ``params`` empty).
+    families, params
+        4.3: one matrix specification per unit.
+    shares
+        Optional per-unit, per-attribute ε shares recorded in the ledger (``unlinkable-pairs``
+        policy of :mod:`mprr.ledger`); empty, or one tuple per unit (an empty tuple = none).
+    """
+
+    request_id: int
+    phase: str
+    session: str
+    plan: tuple[tuple[int, ...], ...]
+    units: tuple[tuple[int, ...], ...]
+    exact: bool
+    families: tuple[str, ...] = ()
+    params: tuple[tuple[float, ...], ...] = ()
+    shares: tuple[tuple[float, ...], ...] = ()
+
+    def validate(self) -> None:
+        _require(self.request_id >= 0, f"SecureRelease.request_id must be >= 0, got {self.request_id}")
+        _require(bool(self.phase), "SecureRelease.phase must not be empty")
+        _require(bool(self.session), "SecureRelease.session must not be empty")
+        _check_groups("SecureRelease.plan", self.plan)
+        _check_groups("SecureRelease.units", self.units)
+        k = len(self.units)
+        want = 0 if self.exact else k
+        _require(
+            len(self.families) == want and len(self.params) == want,
+            f"SecureRelease needs {want} families and params (exact={self.exact}, {k} units), "
+            f"got {len(self.families)} and {len(self.params)}",
+        )
+        for f in self.families:
+            _require(f in FAMILIES, f"SecureRelease.families must be in {list(FAMILIES)}, got {f!r}")
+        for p in self.params:
+            _require(all(math.isfinite(x) for x in p), f"SecureRelease.params must be finite, got {p}")
+        _require(len(self.shares) in (0, k), f"SecureRelease.shares must be empty or one per unit ({k})")
+        for u, s in zip(self.units, self.shares):
+            _require(len(s) in (0, len(u)) and all(x >= 0 for x in s),
+                     f"SecureRelease.shares must give one ε >= 0 per attribute of unit {u}, got {s}")
+
+    @property
+    def specs(self) -> tuple[MatrixSpec, ...]:
+        """The matrix specification of every unit (empty for an exact release)."""
+        return tuple(MatrixSpec(f, p) for f, p in zip(self.families, self.params))
+
+
+@message(kind=102)
+class SecureSumStart(Message):
+    """Controller → committed parties: run your side of secure-sum ``session`` now."""
+
+    request_id: int
+    session: str
+
+    def validate(self) -> None:
+        _require(self.request_id >= 0, f"SecureSumStart.request_id must be >= 0, got {self.request_id}")
+        _require(bool(self.session), "SecureSumStart.session must not be empty")

@@ -49,15 +49,21 @@ from parties.controller import Controller
 from parties.faults import FaultPlan
 from parties.messages import Abort
 from parties.network import CONTROLLER, InMemoryNetwork
-from parties.party import Party, PartyRefusal, ReleaseBook
-from parties.protocol_messages import ReleaseRequest
+from parties.messages import Message
+from parties.party import LOOP_KINDS, Party, PartyRefusal
+from parties.public_state import ReleaseBook, SecureSessions
+from parties.secure import messages as secure_messages
 from parties.traffic import LatencyModel, TrafficStatistics
 from parties.view import ViewLog, ViewSummary
 
 __all__ = ["SimulationResult", "simulate", "simulate_async"]
 
-PARTY_KINDS = (ReleaseRequest, Abort)
-"""Message kinds a party endpoint accepts (anything else is rejected on delivery)."""
+PARTY_KINDS: tuple[type[Message], ...] = LOOP_KINDS + tuple(
+    obj for obj in vars(secure_messages).values()
+    if isinstance(obj, type) and issubclass(obj, Message) and obj is not Message and obj.KIND
+)
+"""Message kinds a party endpoint accepts: the controller's requests and the secure-sum kinds
+(anything else is rejected on delivery)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -193,7 +199,9 @@ async def simulate_async(
         ``"fail"`` (error) or ``"exclude"`` (degraded result from the parties that answered).
     faults, fault_seed, latency, topology
         Network options (:class:`~parties.faults.FaultPlan`, its seed,
-        :class:`~parties.traffic.LatencyModel`, networkx graph of party links).
+        :class:`~parties.traffic.LatencyModel`, networkx graph of party links).  Default
+        topology: the star, or the full mesh when RR-Clusters runs 4.2 / 4.3 with the
+        ``"paper"`` secure-sum engine (main paper 4.2 needs every party to reach every other).
     attacks
         Curious-controller attacks run after the protocol
         (:data:`parties.choreographies.malicious.ATTACKS`).
@@ -215,19 +223,25 @@ async def simulate_async(
     policy = as_policy(policy)
     n = dataset.n
     budgets = _budgets(budget, n)
+    engine = kwargs.get("engine", "paper")
+    if topology is None and kwargs.get("dependence") in ("4.2", "4.3") and getattr(engine, "name", engine) == "paper":
+        topology = nx.complete_graph(n)  # the paper's modular secure sum needs a full mesh
     streams = PartyStreams(seed, n)
     net_seed = fault_seed if fault_seed is not None else (seed if isinstance(seed, int) else 0)
     net = InMemoryNetwork(n, topology=topology, faults=faults, latency=latency, seed=net_seed)
     schema = dataset.schema
     book = ReleaseBook(schema)
+    sessions = SecureSessions()
     records = dataset.codes.tolist()
     parties = tuple(
-        Party(i, records[i], schema, seed=streams.seed_sequence(i), budget=budgets[i], policy=policy, book=book)
+        Party(i, records[i], schema, seed=streams.seed_sequence(i), budget=budgets[i], policy=policy, book=book,
+              sessions=sessions)
         for i in range(n)
     )
     del records
     controller = Controller(
-        net.endpoint(CONTROLLER), schema, range(n), timeout=timeout, on_dropout=on_dropout, retries=retries
+        net.endpoint(CONTROLLER), schema, range(n), timeout=timeout, on_dropout=on_dropout, retries=retries,
+        sessions=sessions,
     )
     options = {
         "protocol": choreography.name,
@@ -241,6 +255,7 @@ async def simulate_async(
         "faults": None if faults is None else repr(faults),
         "fault_seed": net_seed,
         "latency": None if latency is None else repr(latency),
+        "topology": "star" if topology is None else f"{topology.number_of_edges()} party links",
         "attacks": list(attacks),
     }
     idle = timeout * (retries + 1) * 4 + 10.0

@@ -10,13 +10,20 @@ randomized record according to the received clustering"):
    (eq. (2)-estimated through ``P^i ⊗ P^j``, or raw), runs Algorithm 1 and **announces the
    clusters**: the plan of phase ``"clusters"`` carried by the next request;
 3. phase ``"clusters"``: every party answers with one code per cluster (6.3.2 matrix
-   carrying ``Σ_{A∈C} ε_A``), the controller estimates each cluster with eq. (2).  A
-   singleton cluster ``{A}`` is requested with A's phase-1 matrix, so every party *replays*
+   carrying ``Σ_{A∈C} ε_A``), the controller estimates each cluster with eq. (2).  With 4.1,
+   a singleton cluster ``{A}`` is requested with A's phase-1 matrix, so every party *replays*
    its phase-1 value of A (no uniform, no ε), exactly as :func:`mprr.protocols.rr_clusters`.
 
 Traffic (fault-free, n parties, m attributes, l clusters): the controller sends 2n messages
 and receives 2n, i.e. O(nm) bytes; each party sends 2 messages of ``O(m)`` bytes
 (m and l codes) and receives 2.
+
+Dependence methods 4.2 and 4.3 run through a secure sum (:mod:`parties.secure`, engine
+``"paper"`` — main paper 4.2's modular sum, full mesh —, ``"graph"`` or ``"masked"``): every
+party commits to the one-hot vector of each pair's value, true (4.2: ε = ∞, no DP guarantee)
+or randomized through the pair matrix (4.3: one uniform per pair, lexicographic order,
+unlinkable releases), and the controller learns only the pair tallies.  Cost
+O(Σ_{i<j} |A_i||A_j| · n) per party with the paper engine (main paper 4.2).
 
 RR-Adjustment applies Algorithm 2 (:func:`mprr.protocols.rr_adjustment`) to the RR-Independent
 or RR-Clusters result on the controller: no message, no ε.
@@ -35,22 +42,86 @@ from mprr.errors import ConfigurationError
 from mprr.ledger import Ledger
 from mprr.matrices import kron
 from mprr.protocols.adjustment import rr_adjustment
-from mprr.protocols.budget import attribute_epsilons, check_epsilon
+from mprr.protocols.budget import attribute_epsilons, check_epsilon, pair_matrix
 from mprr.protocols.dependences import DEPENDENCE_METHODS, TABLE_SOURCES
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit, product_estimate
 from mprr.protocols.independent import matrix_parameters
 from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, check_joint_cells
-from mprr.protocols.release import all_pairs
+from mprr.protocols.release import ReleasedData, all_pairs
 from mprr.protocols.result import ProtocolResult
 from parties.choreographies.basic import rr_independent
 from parties.choreographies.common import attribute_specs, singletons
 from parties.controller import Controller
 from parties.protocol_messages import MatrixSpec
+from parties.secure.engine import SecureSumEngine
+from parties.secure.graph import GraphEngine
+from parties.secure.masked import MaskedEngine
+from parties.secure.paper import PaperEngine
 
-__all__ = ["rr_clusters", "rr_adjustment_choreography", "ADJUSTMENT_BASES"]
+__all__ = ["ADJUSTMENT_BASES", "ENGINES", "rr_adjustment_choreography", "rr_clusters", "secure_engine"]
 
 ADJUSTMENT_BASES: tuple[str, ...] = ("RR-Independent", "RR-Clusters")
 """Protocols RR-Adjustment can follow (main paper 6.2 items 3 and 4)."""
+
+ENGINES = {"paper": PaperEngine, "graph": GraphEngine, "masked": MaskedEngine}
+"""Secure-sum engines by name (:mod:`parties.secure`)."""
+
+
+def secure_engine(engine: str | SecureSumEngine, timeout: float) -> SecureSumEngine:
+    """An engine instance: ``engine`` itself, or the named engine with ``round_timeout=timeout``."""
+    if isinstance(engine, SecureSumEngine):
+        return engine
+    if engine not in ENGINES:
+        raise ConfigurationError(f"engine must be one of {list(ENGINES)} or a SecureSumEngine, got {engine!r}")
+    return ENGINES[engine](round_timeout=timeout)  # type: ignore[abstract]
+
+
+async def _dependence_phase(
+    ctl: Controller,
+    dependence: str,
+    specs: Sequence[MatrixSpec],
+    eps: Sequence[float],
+    *,
+    tables: str,
+    pair_epsilon: float | None,
+    method: str,
+    engine: str | SecureSumEngine,
+) -> tuple[ReleasedData, dict[tuple[int, int], np.ndarray]]:
+    """Phase 1 of RR-Clusters: what was released and the pair tables (as the fast path)."""
+    schema = ctl.schema
+    sizes = schema.sizes
+    m = schema.m
+    pairs = all_pairs(m)
+    if dependence == "4.1":  # RR on each attribute, direct messages
+        phase1 = await ctl.release("dependence", singletons(m), specs)
+        released = phase1.released_data(schema)
+        raw = bivariate_tables(released.codes, sizes)
+        if tables == "randomized":
+            return released, {k: v.astype(np.float64) for k, v in raw.items()}
+        mats = phase1.matrices
+        return released, {(i, j): estimate_unit(kron(mats[i], mats[j]), raw[(i, j)], method) for (i, j) in pairs}
+    pair_specs = shares = pair_mats = None
+    if dependence == "4.3":  # pair matrices P^{ij} carrying ε_i + ε_j (or pair_epsilon)
+        pair_mats = [pair_matrix((sizes[i], sizes[j]), (eps[i], eps[j]), pair_epsilon) for i, j in pairs]
+        pair_specs = [
+            MatrixSpec.cluster_optimal(
+                check_epsilon(pair_epsilon, "pair_epsilon") if pair_epsilon is not None
+                else sum(check_epsilon(e, "pair attribute epsilon") for e in (eps[i], eps[j]))
+            )
+            for i, j in pairs
+        ]
+        shares = None if pair_epsilon is not None else [(eps[i], eps[j]) for i, j in pairs]
+    if not pairs:
+        return ReleasedData("dependence", (), (), (), None, (), linkable=False, exact=dependence == "4.2"), {}
+    tally = await ctl.secure_release(
+        "dependence", pairs, engine=secure_engine(engine, ctl.timeout), specs=pair_specs, shares=shares
+    )
+    released = tally.released_data(schema, shares=shares)
+    if dependence == "4.2":
+        return released, dict(zip(pairs, released.counts))
+    return released, {
+        pair: estimate_unit(P, counts, method) for pair, P, counts in zip(pairs, pair_mats, released.counts)  # type: ignore[arg-type]
+    }
 
 
 async def rr_clusters(
@@ -65,14 +136,17 @@ async def rr_clusters(
     pair_epsilon: float | None = None,
     postprocess: str = DEFAULT_POSTPROCESS,
     max_cells: int = DEFAULT_JOINT_MAX_CELLS,
+    engine: str | SecureSumEngine = "paper",
 ) -> ProtocolResult:
     """RR-Clusters: parameters as :func:`mprr.protocols.rr_clusters` (see the module docstring).
+
+    ``engine`` (4.2 / 4.3 only): secure-sum engine name (``"paper"``, ``"graph"``,
+    ``"masked"``; built with the controller's round timeout) or a configured engine.
 
     Raises
     ------
     ConfigurationError
-        For ``dependence="4.2"``/``"4.3"``: the secure-sum dependence phases are not wired
-        into the actor path yet; for invalid parameters (as the fast path).
+        For invalid parameters (as the fast path) or an unknown engine.
     """
     method = check_postprocess(postprocess)
     if dependence not in DEPENDENCE_METHODS:
@@ -83,28 +157,16 @@ async def rr_clusters(
         raise ConfigurationError(f"pair_epsilon applies to dependence='4.3' only, got dependence={dependence!r}")
     if tables != "estimated" and dependence != "4.1":
         raise ConfigurationError(f"tables='randomized' applies to dependence='4.1' only, got dependence={dependence!r}")
-    if dependence != "4.1":
-        raise ConfigurationError(
-            f"dependence={dependence!r} needs the secure-sum engines in the actor path, which are not "
-            "wired in yet; use dependence='4.1' or the fast path (mprr.protocols.rr_clusters)"
-        )
+    if dependence != "4.1" and not isinstance(engine, SecureSumEngine) and engine not in ENGINES:
+        raise ConfigurationError(f"engine must be one of {list(ENGINES)} or a SecureSumEngine, got {engine!r}")
     schema = ctl.schema
     sizes = schema.sizes
     m = schema.m
     specs, attr_mats = attribute_specs(sizes, p=p, epsilon=epsilon)
     eps = attribute_epsilons(attr_mats)
-
-    # phase 1 (main paper 4.1): RR on each attribute
-    phase1 = await ctl.release("dependence", singletons(m), specs)
-    released1 = phase1.released_data(schema)
-    raw = bivariate_tables(released1.codes, sizes)
-    mats1 = phase1.matrices
-    if tables == "randomized":
-        pair_tables = {k: v.astype(np.float64) for k, v in raw.items()}
-    else:
-        pair_tables = {
-            (i, j): estimate_unit(kron(mats1[i], mats1[j]), raw[(i, j)], method) for (i, j) in all_pairs(m)
-        }
+    released1, pair_tables = await _dependence_phase(
+        ctl, dependence, specs, eps, tables=tables, pair_epsilon=pair_epsilon, method=method, engine=engine
+    )
     dep = dependence_matrix(pair_tables, schema.kinds) if m > 1 else np.ones((1, 1))
     ctl.note("dependence", dep)
 
@@ -115,14 +177,14 @@ async def rr_clusters(
     ctl.note("clusters", clusters)
     for c in clusters:
         check_joint_cells([sizes[a] for a in c], max_cells, f"the release of cluster {c}")
-    # A singleton cluster {A} is requested with A's phase-1 matrix (the 6.3.2 matrix carrying
-    # ε_A is that matrix): every party replays its phase-1 value (no uniform, no ε).
-    replayed = tuple(len(c) == 1 for c in clusters)
+    # With 4.1 a singleton cluster {A} is requested with A's phase-1 matrix (the 6.3.2 matrix
+    # carrying ε_A is that matrix): every party replays its phase-1 value (no uniform, no ε).
+    replayed = tuple(len(c) == 1 and dependence == "4.1" for c in clusters)
     cspecs = tuple(
         specs[c[0]]
-        if len(c) == 1
+        if again
         else MatrixSpec.cluster_optimal(sum(check_epsilon(eps[a], "cluster attribute epsilon") for a in c))
-        for c in clusters
+        for c, again in zip(clusters, replayed)
     )
     phase2 = await ctl.release("clusters", clusters, cspecs)
     released2 = phase2.released_data(schema, replayed=replayed)
@@ -144,6 +206,10 @@ async def rr_clusters(
         "cluster_epsilons": [float(P.epsilon) for P in phase2.matrices],
         "cluster_cells": [math.prod(sizes[a] for a in c) for c in clusters],
     }
+    details: dict[str, object] = {"dependence_tables": pair_tables}
+    if dependence != "4.1" and ctl.tallies:
+        details["secure_sum"] = {"engine": ctl.tallies[-1].engine, "session": ctl.tallies[-1].session,
+                                 "contributors": len(ctl.tallies[-1].contributors)}
     return ProtocolResult(
         protocol="RR-Clusters",
         parameters=params,
@@ -155,7 +221,7 @@ async def rr_clusters(
         clusters=clusters,
         clustering_trace=clustering.trace,
         dependence=dep,
-        details={"dependence_tables": pair_tables},
+        details=details,
     )
 
 

@@ -127,3 +127,33 @@ def test_topology_without_a_link_to_a_party_is_a_clear_error(data) -> None:
     graph.add_edges_from((CONTROLLER, i) for i in range(N) if i != 4)
     with pytest.raises(ProtocolError, match="controller cannot send to party 4"):
         simulate(data, "RR-Independent", seed=SEED, timeout=0.5, p=0.5, topology=graph)
+
+
+def test_crash_inside_the_paper_secure_sum_is_party_dropped() -> None:
+    small = planted_clusters(20, rng=np.random.default_rng(8)).dataset
+    # party 5 commits (send 1: Ack), then crashes on its first share: the paper's sum stalls
+    # for everybody (main paper 4.2 has no dropout recovery) and no count is returned
+    start = time.perf_counter()
+    with pytest.raises(PartyDropped, match="no count is returned") as info:
+        simulate(small, "RR-Clusters", seed=SEED, timeout=0.3, p=0.7, Tv=60, Td=0.1, dependence="4.2",
+                 faults=FaultPlan(crash={5: 2}))
+    assert 5 in info.value.parties
+    assert time.perf_counter() - start < 10.0
+
+
+def test_masked_secure_sum_survives_a_dropout_with_a_documented_result() -> None:
+    small = planted_clusters(20, rng=np.random.default_rng(8)).dataset
+    sim = simulate(small, "RR-Clusters", seed=SEED, timeout=0.3, p=0.7, Tv=60, Td=0.1, dependence="4.3",
+                   engine="masked", on_dropout="exclude", faults=FaultPlan(crash={5: 3}))
+    assert sim.degraded and 5 in sim.excluded
+    assert sim.result.details["secure_sum"]["contributors"] == 19
+    total = sum(float(c.sum()) for c in sim.result.releases[0].counts[:1])
+    assert total == 19  # the tallies count exactly the 19 contributors: never a wrong count
+    assert sim.result.n == 19
+
+
+def test_masked_secure_sum_dropout_fails_under_the_fail_policy() -> None:
+    small = planted_clusters(20, rng=np.random.default_rng(8)).dataset
+    with pytest.raises(PartyDropped, match="dropped out of the secure sum"):
+        simulate(small, "RR-Clusters", seed=SEED, timeout=0.3, p=0.7, Tv=60, Td=0.1, dependence="4.3",
+                 engine="masked", faults=FaultPlan(crash={5: 3}))

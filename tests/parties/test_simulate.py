@@ -25,6 +25,7 @@ from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from parties.choreographies.registry import PROTOCOLS, lookup
 from parties.codec import encode
+from parties.controller import ReleaseRefused
 from parties.messages import RandomizedValues
 from parties.network import CONTROLLER
 from parties.protocol_messages import MatrixSpec, ReleaseRequest
@@ -245,3 +246,58 @@ def test_privacy_summary_matches_the_result_ledger(data) -> None:
     assert sim.privacy.epsilon.min == pytest.approx(eps) and sim.privacy.epsilon.max == pytest.approx(eps)
     assert sim.privacy.releases == N * data.m and sim.privacy.refusals == {}
     assert math.isclose(sim.result.epsilon(), eps)
+
+
+# ---------------------------------------------------------------------- 4.2 / 4.3 via secure sums
+SECURE_N = 30
+
+
+@pytest.fixture(scope="module")
+def small() -> Dataset:
+    return planted_clusters(SECURE_N, rng=np.random.default_rng(8), strength=0.8).dataset
+
+
+@pytest.mark.parametrize("engine", ["paper", "graph", "masked"])
+@pytest.mark.parametrize("dependence", ["4.2", "4.3"])
+def test_secure_sum_dependences_equal_the_fast_path(small, dependence, engine) -> None:
+    sim = simulate(small, "RR-Clusters", seed=SEED, timeout=5.0, p=0.7, Tv=60, Td=0.1,
+                   dependence=dependence, engine=engine)
+    fast = rr_clusters(small, p=0.7, Tv=60, Td=0.1, dependence=dependence, rng=PartyStreams(SEED, SECURE_N))
+    dep_actor, dep_fast = sim.result.releases[0], fast.releases[0]
+    assert dep_actor.codes is None  # the controller only learns the tallies of the secure sum
+    assert dep_actor.units == dep_fast.units and dep_actor.exact == dep_fast.exact == (dependence == "4.2")
+    for x, y in zip(dep_actor.counts, dep_fast.counts):
+        assert np.array_equal(x, y)
+    assert np.array_equal(sim.result.dependence, fast.dependence)
+    assert sim.result.clusters == fast.clusters
+    assert np.array_equal(sim.result.releases[1].codes, fast.releases[1].codes)
+    same_estimate(sim.result.estimate, fast.estimate)
+    assert sim.result.ledger == fast.ledger and all(ledger == fast.ledger for ledger in sim.ledgers)
+    assert sim.result.details["secure_sum"]["engine"] == engine
+    # in the dependence phase the controller saw commitments and secure-sum messages only
+    kinds = {e.kind for e in sim.view_log if e.phase != "clusters"}
+    assert "RandomizedValues" not in kinds and "Ack" in kinds
+    assert {e.kind for e in sim.view_log if e.phase == "clusters"} == {"RandomizedValues"}
+
+
+def test_exact_pairs_carry_no_dp_guarantee(small) -> None:
+    sim = simulate(small, "RR-Clusters", seed=SEED, timeout=5.0, p=0.7, Tv=60, Td=0.1, dependence="4.2")
+    assert sim.privacy.no_dp_guarantee and sim.privacy.exact_releases == SECURE_N * len(sim.result.releases[0].units)
+    with pytest.raises(ReleaseRefused, match=r"exact release: no DP guarantee") as info:
+        simulate(small, "RR-Clusters", seed=SEED, timeout=5.0, p=0.7, Tv=60, Td=0.1, dependence="4.2", budget=100.0)
+    assert info.value.phase == "dependence" and len(info.value.refusals) == SECURE_N
+
+
+def test_randomized_pairs_count_once_per_attribute_under_unlinkable_pairs(small) -> None:
+    sim = simulate(small, "RR-Clusters", seed=SEED, timeout=5.0, p=0.7, Tv=60, Td=0.1, dependence="4.3",
+                   engine="graph", policy="unlinkable-pairs")
+    eps = sim.result.parameters["attribute_epsilons"]
+    by_phase = sim.ledgers[0].by_phase("unlinkable-pairs")
+    assert by_phase["dependence"] == pytest.approx(sum(eps))  # main paper 4.3: as if released once
+    assert sim.ledgers[0].by_phase("sequential")["dependence"] == pytest.approx((small.m - 1) * sum(eps))
+
+
+def test_unknown_engine_is_refused(small) -> None:
+    with pytest.raises(ConfigurationError, match="engine must be one of"):
+        simulate(small, "RR-Clusters", seed=SEED, timeout=1.0, p=0.7, Tv=60, Td=0.1, dependence="4.2",
+                 engine="magic")

@@ -1,0 +1,238 @@
+"""Public, deterministic state shared by the actors of one simulated run — nothing private.
+
+:class:`ReleaseBook`
+    Memo of what every party derives from a (public) request: the matrix rebuilt from its
+    :class:`~parties.protocol_messages.MatrixSpec`, the ledger :class:`~mprr.ledger.Release`
+    record, the CDF rows used for sampling.  32,561 parties in one process would otherwise
+    rebuild the same objects 32,561 times.  Each party still makes its own decisions (plan,
+    budget, replay) and draws from its own stream.
+:class:`SecureSessions`
+    Directory of the secure-sum sessions of the run (session id → engine, public
+    :class:`~parties.secure.engine.SecureSumContext`), the out-of-band agreement every
+    participant of a secure sum needs.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from mprr.data import Schema
+from mprr.errors import ConfigurationError
+from mprr.kronecker import KroneckerMatrix
+from mprr.ledger import Release
+from mprr.privacy import RefusalReason
+from parties.protocol_messages import Matrix, MatrixSpec, ReleaseRequest, SecureRelease
+
+__all__ = ["INVALID_REQUEST", "ReleaseBook", "Resolution", "ResolvedUnit", "SecureSessions"]
+
+INVALID_REQUEST = "invalid-request"
+"""Refusal reason of a request the party cannot even evaluate (bad matrix parameters...)."""
+
+_BELOW_ONE = float(np.nextafter(1.0, 0.0))
+
+
+class ResolvedUnit:
+    """A unit of a request with everything public precomputed: names, matrix, Release, sampler.
+
+    ``matrix`` is ``None`` for an exact release (main paper 4.2: the true value, ε = ∞).
+    """
+
+    __slots__ = ("unit", "names", "sizes", "strides", "cells", "matrix", "release", "_rows", "_factor_rows")
+
+    def __init__(
+        self,
+        unit: tuple[int, ...],
+        schema: Schema,
+        matrix: Matrix | None,
+        phase: str,
+        *,
+        linkable: bool = True,
+        shares: tuple[float, ...] | None = None,
+    ) -> None:
+        self.unit = unit
+        self.names = tuple(schema.names[a] for a in unit)
+        self.sizes = tuple(schema.sizes[a] for a in unit)
+        strides = []
+        acc = 1
+        for s in reversed(self.sizes):
+            strides.append(acc)
+            acc *= s
+        self.strides = tuple(reversed(strides))
+        self.cells = acc
+        self.matrix = matrix
+        if matrix is None:
+            self.release = Release.exact_values(self.names, linkable=linkable, phase=phase)
+        else:
+            release = Release.from_matrix(self.names, matrix, linkable=linkable, phase=phase)
+            if shares:
+                release = replace(release, attribute_epsilons=tuple(shares))
+            self.release = release
+        self._rows: dict[int, list[float]] = {}
+        self._factor_rows: list[dict[int, list[float]]] | None = (
+            [{} for _ in matrix.factors] if isinstance(matrix, KroneckerMatrix) else None
+        )
+
+    @property
+    def exact(self) -> bool:
+        """True for an exact release (no randomization, no uniform)."""
+        return self.matrix is None
+
+    def value(self, record: tuple[int, ...]) -> int:
+        """The true joint code (C order) of ``record``'s unit value."""
+        x = 0
+        for a, stride in zip(self.unit, self.strides):
+            x += record[a] * stride
+        return x
+
+    def sample(self, record: tuple[int, ...], u: float) -> int:
+        """Released joint code (C order) of ``record``'s unit value for the uniform ``u``.
+
+        Dense matrix: first ``v`` with ``cdf[x, v] > u`` (:func:`mprr.randomize.randomize`).
+        Kronecker matrix: the factor-by-factor inverse CDF of
+        :func:`mprr.randomize.randomize_joint` (residual uniform rescaled and clipped as
+        there), then the C-order code of the released attribute values.
+        """
+        if self._factor_rows is None:
+            x = self.value(record)
+            row = self._rows.get(x)
+            if row is None:
+                row = self._rows[x] = self.matrix.cdf[x].tolist()  # type: ignore[union-attr]
+            return bisect_right(row, u)
+        factors = self.matrix.factors  # type: ignore[union-attr]
+        w = u
+        code = 0
+        last = len(factors) - 1
+        for j, (a, stride) in enumerate(zip(self.unit, self.strides)):
+            x = record[a]
+            rows = self._factor_rows[j]
+            row = rows.get(x)
+            if row is None:
+                row = rows[x] = factors[j].cdf[x].tolist()
+            v = bisect_right(row, w)
+            code += v * stride
+            if j < last:
+                hi = row[v]
+                lo = row[v - 1] if v > 0 else 0.0
+                w = min(max((w - lo) / (hi - lo), 0.0), _BELOW_ONE)
+        return code
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """A request resolved against a schema: its units, or why it cannot be evaluated.
+
+    ``outside`` lists the units that are not groups of the request's own plan;
+    ``named_plan`` is the plan with attribute names (what the accountant is told).
+    """
+
+    units: tuple[ResolvedUnit, ...] | None
+    plan: frozenset[tuple[int, ...]] | None
+    reason: str | None = None
+    message: str | None = None
+    outside: tuple[tuple[int, ...], ...] = ()
+    named_plan: tuple[tuple[str, ...], ...] = ()
+
+
+class ReleaseBook:
+    """Memo of the public objects derived from requests, shared by the parties of one run.
+
+    Everything cached is a deterministic function of the (public) request and schema —
+    matrices, ledger ``Release`` records, CDF rows — never of a party's record or stream.
+
+    Parameters
+    ----------
+    schema
+        The schema every party of the run holds.
+    """
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self.names = schema.names
+        self.sizes = schema.sizes
+        self._matrices: dict[tuple[MatrixSpec, tuple[int, ...]], Matrix] = {}
+        self._units: dict[tuple[Any, ...], ResolvedUnit] = {}
+        self._last: tuple[object, Resolution] | None = None
+
+    def matrix(self, spec: MatrixSpec, sizes: tuple[int, ...]) -> Matrix:
+        """The matrix of ``spec`` over a unit with ``sizes`` (built once)."""
+        key = (spec, sizes)
+        mat = self._matrices.get(key)
+        if mat is None:
+            mat = self._matrices[key] = spec.build(sizes)
+        return mat
+
+    def resolve(self, request: ReleaseRequest | SecureRelease) -> Resolution:
+        """Resolve ``request`` (memoized on the request object: a broadcast decodes once)."""
+        last = self._last
+        if last is not None and last[0] is request:
+            return last[1]
+        resolution = self._resolve(request)
+        self._last = (request, resolution)
+        return resolution
+
+    def _resolve(self, request: ReleaseRequest | SecureRelease) -> Resolution:
+        m = len(self.names)
+        for what, groups in (("plan", request.plan), ("units", request.units)):
+            for group in groups:
+                unknown = [a for a in group if a >= m]
+                if unknown:
+                    return Resolution(
+                        None,
+                        None,
+                        RefusalReason.PLAN_VIOLATION.value,
+                        f"request {request.request_id} ({request.phase}) names attributes {unknown} "
+                        f"in its {what}; the party holds attributes 0..{m - 1} only",
+                    )
+        secure = isinstance(request, SecureRelease)
+        exact = secure and request.exact  # type: ignore[union-attr]
+        specs: tuple[MatrixSpec | None, ...] = (None,) * len(request.units) if exact else request.specs
+        shares = request.shares if secure and request.shares else ((),) * len(request.units)  # type: ignore[union-attr]
+        units = []
+        for unit, spec, share in zip(request.units, specs, shares):
+            key = (request.phase, unit, spec, not secure, share)
+            resolved = self._units.get(key)
+            if resolved is None:
+                sizes = tuple(self.sizes[a] for a in unit)
+                try:
+                    matrix = None if spec is None else self.matrix(spec, sizes)
+                except ConfigurationError as exc:
+                    return Resolution(
+                        None,
+                        None,
+                        INVALID_REQUEST,
+                        f"request {request.request_id} ({request.phase}): matrix of unit {unit} "
+                        f"({spec.family}) is invalid: {exc}",  # type: ignore[union-attr]
+                    )
+                resolved = self._units[key] = ResolvedUnit(
+                    unit, self.schema, matrix, request.phase, linkable=not secure, shares=share or None
+                )
+            units.append(resolved)
+        plan = frozenset(request.plan)
+        outside = tuple(u.unit for u in units if u.unit not in plan)
+        named = tuple(tuple(self.names[a] for a in g) for g in request.plan)
+        return Resolution(tuple(units), plan, outside=outside, named_plan=named)
+
+
+class SecureSessions:
+    """Directory of the run's secure-sum sessions: id → (engine, public context)."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, tuple[Any, Any]] = {}
+
+    def register(self, session: str, engine: Any, context: Any) -> None:
+        """Publish a session (ConfigurationError if the id is taken by another session)."""
+        old = self._sessions.get(session)
+        if old is not None and old != (engine, context):
+            raise ConfigurationError(f"secure-sum session {session!r} is already registered")
+        self._sessions[session] = (engine, context)
+
+    def get(self, session: str) -> tuple[Any, Any] | None:
+        """``(engine, context)`` of ``session``, or ``None`` if unknown."""
+        return self._sessions.get(session)
+
+    def __len__(self) -> int:
+        return len(self._sessions)
