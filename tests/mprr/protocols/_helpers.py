@@ -57,6 +57,25 @@ def replay(
     return out
 
 
+def tv_bound_raw(cov: np.ndarray) -> float:
+    """Bound on TV(π̂, π) for a raw eq. (2) estimate when every cell is within 5 sd.
+
+    ``TV = ½ Σ_c |π̂_c − π_c| <= ½ Σ_c 5 σ_c`` with σ_c² the diagonal of Nayak's eq. (3.2)
+    covariance (the event :func:`five_sigma` tests; it fails with probability ~6e-7 per cell).
+    """
+    return float(2.5 * np.sqrt(np.clip(np.diag(cov), 0.0, None)).sum())
+
+
+def tv_bound_projected(cov: np.ndarray) -> float:
+    """Bound on TV(proj(π̂), π) for the simplex projection of an eq. (2) estimate.
+
+    On the same event ``||π̂ − π||₂ <= 5 sqrt(tr Cov)``; the Euclidean projection onto the
+    simplex is non-expansive and π lies in it, so ``||proj(π̂) − π||₂`` obeys the same bound,
+    and ``TV = ½ ||·||₁ <= ½ sqrt(k) ||·||₂`` for k cells.
+    """
+    return float(2.5 * np.sqrt(cov.shape[0] * max(float(np.trace(cov)), 0.0)))
+
+
 def five_sigma(estimate: np.ndarray, truth: np.ndarray, cov: np.ndarray) -> tuple[float, float]:
     """Largest |estimate − truth| and 5 × its standard deviation, cell by cell (max ratio)."""
     sd = np.sqrt(np.clip(np.diag(cov), 1e-300, None))
