@@ -288,6 +288,7 @@ def adjust(
             w = w / w.sum()
 
     def gap_of(weights: np.ndarray) -> float:
+        """Largest |weighted marginal − target| over every target cell."""
         return max(
             float(np.max(np.abs(np.bincount(idx, weights=weights, minlength=pi.size) - pi)))
             for idx, pi in zip(flat_idx, targets, strict=True)
@@ -326,6 +327,8 @@ def weighted_marginal(
     codes: object, weights: object, axes: Sequence[int], shape: Sequence[int]
 ) -> np.ndarray:
     """Weighted marginal of ``codes`` over ``axes`` (e.g. of an :class:`Adjustment`).
+
+    The sums ``s_k = Σ_{i: y_i = k} w_i`` of main paper Algorithm 2 (steps 11-13).
 
     Parameters
     ----------

@@ -178,14 +178,17 @@ class Schema:
 
     @property
     def names(self) -> tuple[str, ...]:
+        """Attribute names, in schema order."""
         return tuple(a.name for a in self.attributes)
 
     @property
     def sizes(self) -> tuple[int, ...]:
+        """Category counts |A_j| (the joint domain's tensor shape)."""
         return tuple(a.size for a in self.attributes)
 
     @property
     def kinds(self) -> tuple[str, ...]:
+        """Attribute kinds (nominal / ordinal: eq. (9) or eq. (8) in main paper Section 4)."""
         return tuple(a.kind for a in self.attributes)
 
     @property
@@ -327,6 +330,7 @@ class Dataset:
 
     @property
     def sizes(self) -> tuple[int, ...]:
+        """Category counts of the schema."""
         return self.schema.sizes
 
     def column(self, name_or_index: str | int) -> np.ndarray:

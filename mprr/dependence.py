@@ -182,6 +182,8 @@ def dependence_matrix(
 ) -> np.ndarray:
     """Symmetric ``(m, m)`` matrix of pairwise dependences, 1 on the diagonal.
 
+    The input of Algorithm 1 (main paper Section 4): eq. (8) or (9) per pair by kind.
+
     Parameters
     ----------
     tables
@@ -257,6 +259,8 @@ def dependence_matrix(
 
 def bivariate_tables(codes: object, sizes: Sequence[int]) -> dict[tuple[int, int], np.ndarray]:
     """Count tables of every attribute pair ``i < j`` (one vectorized ``bincount``).
+
+    The bivariate distributions of main paper 4.1 (on released data) and 4.2 (exact tables).
 
     Parameters
     ----------

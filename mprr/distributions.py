@@ -50,7 +50,9 @@ class JointDistribution(Protocol):
     """
 
     @property
-    def sizes(self) -> tuple[int, ...]: ...
+    def sizes(self) -> tuple[int, ...]:
+        """Category count of each attribute."""
+        ...
 
     def marginal(self, axes: Sequence[int]) -> np.ndarray:
         """Probability tensor of the attributes ``axes``, with axes in the order given."""
@@ -185,14 +187,17 @@ class DenseDistribution:
 
     @property
     def sizes(self) -> tuple[int, ...]:
+        """Category count of each attribute (one tensor axis per attribute)."""
         return tuple(int(s) for s in self._tensor.shape)
 
     @property
     def m(self) -> int:
+        """Number of attributes."""
         return self._tensor.ndim
 
     @property
     def cells(self) -> int:
+        """Number of cells of the joint domain (product of the sizes)."""
         return int(self._tensor.size)
 
     def marginal(self, axes: Sequence[int]) -> np.ndarray:
@@ -292,22 +297,27 @@ class ProductDistribution:
 
     @property
     def clusters(self) -> tuple[tuple[int, ...], ...]:
+        """The attribute clusters (a partition of the attributes)."""
         return self._clusters
 
     @property
     def factors(self) -> tuple[np.ndarray, ...]:
+        """Probability tensor of each cluster, axes in the cluster's attribute order."""
         return self._factors
 
     @property
     def sizes(self) -> tuple[int, ...]:
+        """Category count of each attribute (one tensor axis per attribute)."""
         return self._sizes
 
     @property
     def m(self) -> int:
+        """Number of attributes."""
         return len(self._sizes)
 
     @property
     def cells(self) -> int:
+        """Number of cells of the joint domain (product of the sizes)."""
         return _cells(self._sizes)
 
     def marginal(self, axes: Sequence[int]) -> np.ndarray:
@@ -392,6 +402,7 @@ class WeightedSample:
 
     @property
     def codes(self) -> np.ndarray:
+        """The ``(n, m)`` read-only record codes."""
         return self._codes
 
     @property
@@ -401,14 +412,17 @@ class WeightedSample:
 
     @property
     def sizes(self) -> tuple[int, ...]:
+        """Category count of each attribute (one tensor axis per attribute)."""
         return self._sizes
 
     @property
     def m(self) -> int:
+        """Number of attributes."""
         return len(self._sizes)
 
     @property
     def cells(self) -> int:
+        """Number of cells of the joint domain (product of the sizes)."""
         return _cells(self._sizes)
 
     def marginal(self, axes: Sequence[int], *, max_cells: int = DEFAULT_MAX_CELLS) -> np.ndarray:
@@ -460,6 +474,9 @@ def sample(
     dist: JointDistribution, n: int, *, rng: np.random.Generator, max_cells: int = DEFAULT_MAX_CELLS
 ) -> np.ndarray:
     """Draw ``n`` i.i.d. records (synthetic microdata) from a joint distribution.
+
+    Main paper Section 1 / 3.2: from the published estimate "any party can ... create a
+    synthetic data set".
 
     Parameters
     ----------

@@ -29,7 +29,9 @@ DEFAULT_MAX_DENSE_CELLS: int = 1 << 24
 def mode_products(tensor: np.ndarray, matrices: Sequence[np.ndarray]) -> np.ndarray:
     """Apply ``matrices[i]`` along axis ``i`` of ``tensor``: ``(M1 ⊗ ... ⊗ Mm) vec(tensor)``.
 
-    ``out[a1, ..., am] = Σ_b M1[a1, b1] ... Mm[am, bm] tensor[b1, ..., bm]``.  Each step
+    ``out[a1, ..., am] = Σ_b M1[a1, b1] ... Mm[am, bm] tensor[b1, ..., bm]`` — the product
+    with a Kronecker matrix without forming it (RR-Ind-Joint paper 3.2, ``(A ⊗ B) vec(X) =
+    vec(A X Bᵀ)``; with factor inverses, lambda paper Property 2).  Each step
     contracts the leading axis with one factor and appends the new axis at the end, so after m
     steps the axes are back in order and every intermediate is contiguous.  Cost
     ``O(N Σ r_i)`` for N cells instead of ``O(N²)``.

@@ -364,7 +364,7 @@ def column_epsilon(values: np.ndarray) -> float:
 
 
 def row_entropies(values: np.ndarray) -> np.ndarray:
-    """Shannon entropy in bits of every row (``0 log 0 = 0``)."""
+    """Shannon entropy in bits of every row (``0 log 0 = 0``); bistochastic paper eq. (4)."""
     safe = np.where(values > 0, values, 1.0)
     return -np.sum(values * np.log2(safe), axis=1)  # type: ignore[no-any-return]
 
@@ -556,7 +556,8 @@ def k_anonymity(block_sizes: Sequence[int]) -> RandomizationMatrix:
 def kron(*factors: Any) -> KroneckerMatrix:
     """Lazy Kronecker product ``P1 ⊗ P2 ⊗ ...`` over the joint domain (C order).
 
-    Factors may be :class:`RandomizationMatrix` or :class:`~mprr.kronecker.KroneckerMatrix`
+    The matrix of independent per-attribute releases (RR-Ind-Joint paper Theorem 1 /
+    Corollary 1; lambda paper Section 4).  Factors may be :class:`RandomizationMatrix` or :class:`~mprr.kronecker.KroneckerMatrix`
     (flattened).  See :class:`mprr.kronecker.KroneckerMatrix`.
     """
     from mprr.kronecker import KroneckerMatrix

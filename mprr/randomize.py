@@ -30,6 +30,9 @@ __all__ = ["randomize", "randomize_joint", "inverse_cdf"]
 def inverse_cdf(cdf: np.ndarray, rows: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
     """First index ``v`` with ``cdf[rows[i], v] > uniforms[i]`` for every i (vectorised).
 
+    The inverse-CDF sample of row ``rows[i]`` of the randomization matrix (main paper eq. (1):
+    ``Pr(Y = v | X = u) = P[u, v]``) — the draw contract of :mod:`mprr.streams`.
+
     ``cdf`` is an (r_in, r) row-wise non-decreasing table whose last column is exactly 1.0 and
     ``uniforms`` lie in [0, 1), so the answer always exists and is in ``[0, r)``.
     """

@@ -92,6 +92,9 @@ def zipf_marginal(d: int, exponent: float = 1.0) -> np.ndarray:
 def comonotone_coupling(marginals: Sequence[np.ndarray]) -> np.ndarray:
     """Joint tensor of X_j = F_j⁻¹(U), U ~ Uniform(0, 1) (the maximal monotone coupling).
 
+    The "all mass on the diagonal" end of the RR-Ind-Joint paper's 4.1 generator (its Fig. 1):
+    for equal marginals it is ``diag(π)``, Cramér's V = 1.
+
     Computed exactly from the union of the marginals' CDF breakpoints: each interval between
     consecutive breakpoints maps to one cell and carries its length as mass.
     """
@@ -114,7 +117,8 @@ def comonotone_coupling(marginals: Sequence[np.ndarray]) -> np.ndarray:
 
 def cramers_v_of(table: np.ndarray) -> float:
     """Cramér's V of a two-way probability table: sqrt(φ² / (min(r, c) − 1)),
-    φ² = Σ (p_ab − p_a p_b)² / (p_a p_b) over cells with p_a p_b > 0."""
+    φ² = Σ (p_ab − p_a p_b)² / (p_a p_b) over cells with p_a p_b > 0 (main paper eq. (9) with
+    the expected frequency in the denominator; RR-Ind-Joint paper 4.1 uses it as its V)."""
     t = np.asarray(table, dtype=float)
     t = t / t.sum()
     e = np.outer(t.sum(axis=1), t.sum(axis=0))
@@ -208,6 +212,9 @@ def planted_clusters(
     names: Sequence[str] | None = None,
 ) -> SyntheticData:
     """Multi-attribute data with planted dependent clusters and independent attributes.
+
+    The ground truth for RR-Clusters (main paper Section 4, Algorithm 1): the planted clusters
+    are what Algorithm 1 should find, with the RR-Ind-Joint paper 4.1 construction per cluster.
 
     Every attribute j has the Zipf-like marginal :func:`zipf_marginal` (sizes[j], exponent).
     Each planted cluster C has the joint (1 − s)·⊗_{j∈C} π_j + s·M_C (s = ``strength``,

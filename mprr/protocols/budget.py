@@ -147,7 +147,7 @@ def attribute_epsilons(matrices: Sequence[RandomizationMatrix]) -> tuple[float, 
 def cluster_matrix(
     sizes: Sequence[int], epsilons: Sequence[float]
 ) -> RandomizationMatrix:
-    """The 6.3.2 matrix of one cluster: ε-optimal over Π|A| cells with ε = Σ_{A∈C} ε_A.
+    """Main paper 6.3.2 matrix of one cluster: ε-optimal over Π|A| cells, ε = Σ_{A∈C} ε_A.
 
     Parameters
     ----------

@@ -84,6 +84,8 @@ def ind_joint_estimate(
 ) -> np.ndarray:
     """Joint distribution of ``axes`` (in that order) from an independent per-attribute release.
 
+    RR-Ind-Joint paper Theorem 1: ``((P^{i_1} ⊗ ... ⊗ P^{i_k})ᵀ)⁻¹ λ̂^S`` by mode products.
+
     Works on any result whose first phase randomized every attribute separately
     (RR-Independent, RR-Ind-Joint, and the 4.1 dependence phase of RR-Clusters).
 

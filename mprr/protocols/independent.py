@@ -29,6 +29,7 @@ def matrix_parameters(
 ) -> dict[str, object]:
     """JSON-friendly record of how the attribute matrices were chosen."""
     def plain(v: object) -> object:
+        """A scalar as is, a sequence as a list of floats."""
         if v is None or isinstance(v, (int, float)):
             return v
         return [float(x) for x in v]  # type: ignore[union-attr]

@@ -76,7 +76,8 @@ class EntropyCheck:
 
 
 def lambda_entropy_bits(r: int, lam: float) -> float:
-    """Entropy rate in bits of ``λ I + (1 − λ) J / r`` (every row has the same entropy)."""
+    """Entropy rate in bits of ``λ I + (1 − λ) J / r`` (lambda paper eq. (6) matrix; every row
+    has the same entropy, so H(P) of bistochastic paper eq. (4) is one row's entropy)."""
     off = (1.0 - lam) / r
     diag = lam + off
     h = -diag * math.log2(diag) if diag > 0 else 0.0
@@ -87,6 +88,9 @@ def lambda_entropy_bits(r: int, lam: float) -> float:
 
 def lambdas_for_entropy(sizes: Sequence[int], bits: float, *, tol: float = 1e-12) -> tuple[float, ...]:
     """One common λ for every attribute giving a joint entropy rate of ``bits`` (bisection).
+
+    A re-generation rule for step 3 of the lambda paper's Section 5 protocol, using Theorem 2
+    (the joint entropy rate is the sum of the attributes').
 
     The entropy rate of ``P(λ)`` decreases from log2 r (λ → 0) to 0 (λ = 1), so the sum over
     attributes reaches any ``bits`` in ``[0, Σ log2 r_j)``.  A ready-made re-generation rule
@@ -103,6 +107,7 @@ def lambdas_for_entropy(sizes: Sequence[int], bits: float, *, tol: float = 1e-12
         raise ConfigurationError(f"bits must be in [0, {top:.6g}) for sizes {sizes}, got {bits!r}")
 
     def total(lam: float) -> float:
+        """Σ_j H(P(λ)) (Theorem 2)."""
         return sum(lambda_entropy_bits(r, lam) for r in sizes)
 
     lo, hi = 0.0, 1.0  # total(lo) > bits >= total(hi)

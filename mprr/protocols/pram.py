@@ -94,7 +94,10 @@ def invariant_two_stage(frequencies: np.ndarray, base: RandomizationMatrix) -> R
 
 
 def invariant_mixture(frequencies: np.ndarray, theta: float) -> RandomizationMatrix:
-    """Invariant PRAM matrix ``θ I + (1 − θ) 1 tᵀ`` (keep w.p. θ, else draw from t)."""
+    """Invariant PRAM matrix ``θ I + (1 − θ) 1 tᵀ`` (keep w.p. θ, else draw from t).
+
+    Satisfies concise paper eq. (4.1) in the row convention: ``Pᵀ t = θ t + (1 − θ) t = t``.
+    """
     t = _frequencies(frequencies)
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not 0.0 <= theta < 1.0:
         raise ConfigurationError(f"theta must be in [0, 1) (theta = 1 releases the data unchanged), got {theta!r}")

@@ -165,7 +165,8 @@ class ReleasedData:
 
 
 def unit_codes(codes: np.ndarray, sizes: Sequence[int], unit: Sequence[int]) -> np.ndarray:
-    """Joint code (C order) of the attributes ``unit`` for every record, shape ``(n,)``."""
+    """Joint code (C order) of the attributes ``unit`` for every record, shape ``(n,)``: the
+    value a party releases for a pair (main paper 4.3) or a cluster (Protocol 2 / RR-Clusters)."""
     unit = tuple(unit)
     if len(unit) == 1:
         return np.ascontiguousarray(codes[:, unit[0]], dtype=np.int64)
