@@ -13,23 +13,30 @@ random multinomial counts for n = 32,561 parties:
 
 Targets (issue 2): full domain < 1 s and < 300 MB on one core; structured >= 100x faster than
 dense on the sub-domain.  Run: ``.venv/bin/python benchmarks/estimation.py [--seed S]``.
+
+"On one core": the BLAS thread count is set to 1 before numpy is imported (unless the
+environment already sets it), so both the structured and the dense timings are single-threaded.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-import resource
-import sys
-import time
-import tracemalloc
-from collections.abc import Callable
-from typing import Any
 
-import numpy as np
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # before numpy: one core, as the target says
 
-from mprr.estimation import invert, project_simplex
-from mprr.matrices import grr, kron
+import argparse  # noqa: E402
+import resource  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from mprr.estimation import invert, project_simplex  # noqa: E402
+from mprr.matrices import grr, kron  # noqa: E402
 
 ADULT_SIZES = (9, 16, 7, 15, 6, 5, 2, 2)  # workclass, education, marital, occupation, relationship, race, sex, income
 SUB_SIZES = (16, 15, 9)  # education, occupation, workclass
