@@ -27,6 +27,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
@@ -97,9 +98,9 @@ class SecureSumContext:
         """Number of parties."""
         return len(self.parties)
 
-    @property
+    @cached_property
     def ring(self) -> ZMod:
-        """The ring Z_M."""
+        """The ring Z_M (built once per context)."""
         return ZMod(self.modulus)
 
 
@@ -482,7 +483,7 @@ async def receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type, field: s
                     )
                 expected.discard(env.src)
                 seen[env.src] = digest
-                acc = ring.add(acc, values)
+                ring.accumulate(acc, values)
     except TimeoutError:
         missing = tuple(sorted(expected))
         raise RoundTimeout(
@@ -491,4 +492,4 @@ async def receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type, field: s
             f"within {timeout} s",
             phase=phase, timeout=timeout, missing=missing,
         ) from None
-    return acc
+    return ring.reduce(acc)

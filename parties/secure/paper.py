@@ -116,22 +116,26 @@ class PaperEngine(SecureSumEngine):
                        ctx: SecureSumContext, ring: ZMod, stream: Keystream) -> np.ndarray:
         phase_shares, phase_broadcast = _phases(tag)
         length = x.shape[0]
-        sent = np.zeros(length, dtype=np.uint64)
+        sent = np.zeros(length, dtype=np.uint64)  # unreduced sum of the shares sent
+        peers_sent = [0]
 
         async def send_shares() -> None:  # steps 1 and 2
-            for k, j in enumerate(peers):
-                r = ring.random(stream, length)
-                sent[:] = ring.add(sent, r)
-                await ep.send(j, ShareVector(ctx.session, tag, r), phase=phase_shares)
-                if k % self.yield_every == self.yield_every - 1:
-                    await asyncio.sleep(0)
+            chunk = min(self.yield_every, 32)  # rows drawn at once (memory O(chunk * L))
+            for start in range(0, len(peers), chunk):
+                block = ring.random(stream, (min(chunk, len(peers) - start), length))
+                ring.accumulate(sent, block.sum(axis=0, dtype=np.uint64))
+                for j, r in zip(peers[start : start + chunk], block):
+                    await ep.send(j, ShareVector(ctx.session, tag, r), phase=phase_shares)
+                    k = peers_sent[0] = peers_sent[0] + 1
+                    if k % self.yield_every == 0:
+                        await asyncio.sleep(0)
 
         received = await run_both(
             send_shares(),
             receive_sum(ep, peers, ShareVector, "shares", tag, ctx, ring, phase_shares,
                          self.round_timeout),
         )
-        own = ring.neg(sent)  # r_ii: all n shares sum to 0 (mod n + 1)
+        own = ring.neg(ring.reduce(sent))  # r_ii: all n shares sum to 0 (mod n + 1)
         r_j = ring.add(ring.add(own, received[1]), x)  # step 3
         await ep.broadcast((*peers, CONTROLLER), PartialSum(ctx.session, tag, r_j),
                            phase=phase_broadcast)

@@ -6,8 +6,9 @@ modulus n + 1 = 1001 fits in 2 bytes per cell).  Arithmetic is done in uint64 an
 ``M = 2**64`` the native uint64 wrap-around *is* the reduction.
 
 Uniform sampling draws words from a :class:`~parties.secure.prg.Keystream`: for a power of two
-the low bits of a word are uniform (rejection-free); for any other modulus, words at or above
-the largest multiple of M are rejected, so the result is exactly uniform on Z_M.
+the low bits of a word are uniform (rejection-free); for any other modulus the low
+bitlength(M - 1) bits are kept and values >= M rejected, so the result is exactly uniform on
+Z_M (no division, acceptance > 1/2).
 """
 
 from __future__ import annotations
@@ -129,6 +130,12 @@ class ZMod:
         """(-a) mod M, elementwise."""
         return self.sub(np.zeros_like(np.asarray(a)), a)
 
+    def accumulate(self, acc: np.ndarray, values: np.ndarray) -> None:
+        """acc += values in place, *unreduced*: ``acc`` is a uint64 array; call :meth:`reduce`
+        once at the end.  Exact for fewer than 2^64 / M additions (2^32 when M = 2^32), and
+        for M = 2^64 the uint64 wrap-around is the reduction itself."""
+        np.add(acc, values, out=acc, dtype=np.uint64, casting="unsafe")
+
     def sum(self, rows: np.ndarray, axis: int = 0) -> np.ndarray:
         """Sum along ``axis`` mod M, without overflow for any number of rows."""
         arr = np.asarray(rows)
@@ -152,16 +159,19 @@ class ZMod:
             if not self._full_range:
                 words &= self.dtype.type(self.modulus - 1)
             return words.reshape(shape)
-        # rejection sampling on words of the storage dtype: accept w < floor(2^b / M) * M
-        word_max = int(np.iinfo(self.dtype).max) + 1
-        limit = (word_max // self.modulus) * self.modulus
-        accept = limit / word_max  # >= 1/2 because M - 1 fits the dtype
+        # rejection sampling without division: keep the low b = bitlength(M - 1) bits of each
+        # word (uniform on [0, 2^b)) and reject values >= M; acceptance M / 2^b > 1/2
+        bits = (self.modulus - 1).bit_length()
+        low = self.dtype.type((1 << bits) - 1)
+        top = self.dtype.type(self.modulus)
+        accept = self.modulus / (1 << bits)
         out = np.empty(count, dtype=self.dtype)
         filled = 0
         while filled < count:
             need = count - filled
-            draw = stream.words(int(need / accept * 1.01) + 16, self.dtype)
-            good = draw[draw.astype(np.uint64) < np.uint64(limit)][:need]
+            draw = stream.words(int(need / accept * 1.02) + 16, self.dtype)
+            draw &= low
+            good = draw[draw < top][:need]
             out[filled : filled + good.size] = good
             filled += good.size
-        return self._reduce_u64(out.astype(np.uint64)).reshape(shape)
+        return out.reshape(shape)
