@@ -227,7 +227,10 @@ def ibu(
     P, observed
         As in :func:`invert`.
     tol
-        Convergence threshold on ``||pi_{t+1} - pi_t||_1``, > 0.
+        Convergence threshold on ``||pi_{t+1} - pi_t||_1``, > 0.  This is a step criterion:
+        EM converges linearly (sublinearly when the MLE is on the simplex boundary), so the
+        distance to the fixed point can exceed ``tol`` (measured: ~1e-8 in L1 and ~1e-11 in
+        mean log-likelihood for ``tol=1e-10`` on a 10-value GRR with ε = 0.3).
     max_iter
         Iteration cap, >= 1; hitting it returns ``converged=False`` (no exception).
     initial
