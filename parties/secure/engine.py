@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -45,6 +45,7 @@ __all__ = [
     "SecureSumContext",
     "SecureSumEngine",
     "SecureSumResult",
+    "SumOutcome",
     "TrafficCost",
     "run_secure_sum",
     "encoded_size",
@@ -102,6 +103,14 @@ class SecureSumContext:
     def ring(self) -> ZMod:
         """The ring Z_M (built once per context)."""
         return ZMod(self.modulus)
+
+
+class SumOutcome(NamedTuple):
+    """What :meth:`SecureSumEngine.controller` returns: the exact int64 ``total`` of the
+    ``contributors``' vectors (every party, except masked-engine dropouts)."""
+
+    total: np.ndarray
+    contributors: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -295,8 +304,8 @@ class SecureSumEngine(ABC):
         """
 
     @abstractmethod
-    async def controller(self, ep: Endpoint, ctx: SecureSumContext) -> tuple[np.ndarray, tuple[int, ...]]:
-        """Run the controller's side; returns (exact int64 total, contributing parties)."""
+    async def controller(self, ep: Endpoint, ctx: SecureSumContext) -> SumOutcome:
+        """Run the controller's side; returns the exact int64 total and who contributed."""
 
     # ---------------------------------------------------------------- cost model
     @abstractmethod
@@ -368,7 +377,7 @@ async def run_secure_sum(
             failures[pid] = exc
             return None
 
-    async def guarded_controller() -> tuple[np.ndarray, tuple[int, ...]] | None:
+    async def guarded_controller() -> SumOutcome | None:
         try:
             return await engine.controller(network.endpoint(CONTROLLER), ctx)
         except ProtocolError as exc:  # the run is over: stop the parties still waiting

@@ -33,6 +33,7 @@ from parties.secure.crypto import AEAD_OVERHEAD, KeyPair, agree, open_sealed, se
 from parties.secure.engine import (
     SecureSumContext,
     SecureSumEngine,
+    SumOutcome,
     TrafficCost,
     as_ring_vector,
     checked_vector,
@@ -184,7 +185,7 @@ class GraphEngine(SecureSumEngine):
         return own, acc
 
     # ------------------------------------------------------------------ controller
-    async def controller(self, ep: Endpoint, ctx: SecureSumContext) -> tuple[np.ndarray, tuple[int, ...]]:
+    async def controller(self, ep: Endpoint, ctx: SecureSumContext) -> SumOutcome:
         """(Relay the sealed shares, then) add the partial sums of all parties."""
         ring, net = ctx.ring, ep.network
         if ctx.relay:
@@ -196,7 +197,7 @@ class GraphEngine(SecureSumEngine):
         except RoundTimeout as exc:
             raise _dropped("partial sums", exc) from exc
         rows = np.stack([checked_vector(m.values, ring, ctx, -1, src) for src, m in got.items()])
-        return to_counts(ring.sum(rows, axis=0)), ctx.parties
+        return SumOutcome(to_counts(ring.sum(rows, axis=0)), ctx.parties)
 
     async def _relay(self, ep: Endpoint, ctx: SecureSumContext) -> None:
         net, timeout = ep.network, self.round_timeout

@@ -41,6 +41,7 @@ from parties.secure.crypto import AEAD_OVERHEAD, KeyPair, agree, open_sealed, se
 from parties.secure.engine import (
     SecureSumContext,
     SecureSumEngine,
+    SumOutcome,
     TrafficCost,
     as_ring_vector,
     checked_vector,
@@ -224,7 +225,7 @@ class MaskedEngine(SecureSumEngine):
                       phase=PHASES[3])
 
     # ------------------------------------------------------------------ controller
-    async def controller(self, ep: Endpoint, ctx: SecureSumContext) -> tuple[np.ndarray, tuple[int, ...]]:
+    async def controller(self, ep: Endpoint, ctx: SecureSumContext) -> SumOutcome:
         """Relay keys and shares, collect masked inputs, detect dropouts, unmask the sum."""
         net, s, timeout, ring, t = ep.network, ctx.session, self.round_timeout, ctx.ring, ctx.threshold
         minimum = max(t, 2)
@@ -289,7 +290,7 @@ class MaskedEngine(SecureSumEngine):
         answers = await collect(ep, sorted(u3), kind=UnmaskShares, session=s, phase=PHASES[3],
                                 timeout=timeout, partial=True)
         total = self._unmask(ctx, masked, answers, requests, relayed, keys, dropped)
-        return to_counts(total), tuple(sorted(u3))
+        return SumOutcome(to_counts(total), tuple(sorted(u3)))
 
     def _unmask(self, ctx: SecureSumContext, masked: dict, answers: dict, requests: dict,
                 relayed: dict, keys: dict, dropped: set[int]) -> np.ndarray:

@@ -34,6 +34,7 @@ from parties.network import CONTROLLER, Endpoint, Transport, actor_name
 from parties.secure.engine import (
     SecureSumContext,
     SecureSumEngine,
+    SumOutcome,
     TrafficCost,
     as_ring_vector,
     collect,
@@ -144,7 +145,7 @@ class PaperEngine(SecureSumEngine):
         return ring.add(others, r_j)  # step 4
 
     # ------------------------------------------------------------------ controller
-    async def controller(self, ep: Endpoint, ctx: SecureSumContext) -> tuple[np.ndarray, tuple[int, ...]]:
+    async def controller(self, ep: Endpoint, ctx: SecureSumContext) -> SumOutcome:
         """Collect every broadcast r_j and add them mod n + 1 (step 4)."""
         ring = ctx.ring
         tags = [-1] if self.batched else list(range(ctx.length))
@@ -164,7 +165,7 @@ class PaperEngine(SecureSumEngine):
                 ) from exc
             rows = np.stack([checked_vector(m.values, ring, ctx, tag, src) for src, m in got.items()])
             parts.append(ring.sum(rows, axis=0))
-        return to_counts(np.concatenate(parts)), ctx.parties
+        return SumOutcome(to_counts(np.concatenate(parts)), ctx.parties)
 
     # ------------------------------------------------------------------ cost
     def cost(self, ctx: SecureSumContext) -> TrafficCost:
