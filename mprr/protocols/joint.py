@@ -16,14 +16,14 @@ from mprr.data import Dataset
 from mprr.distributions import DenseDistribution
 from mprr.errors import ConfigurationError, DomainTooLargeError
 from mprr.ledger import Ledger
-from mprr.matrices import RandomizationMatrix, cluster_optimal
+from mprr.matrices import MAX_DENSE_CELLS, RandomizationMatrix, cluster_optimal
 from mprr.protocols.budget import attribute_epsilons, attribute_matrices, check_epsilon
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit
 from mprr.protocols.release import check_inputs, release_units
 from mprr.protocols.result import ProtocolResult
 from mprr.streams import Randomness, draw_uniforms
 
-__all__ = ["rr_joint", "DEFAULT_JOINT_MAX_CELLS", "check_joint_cells"]
+__all__ = ["rr_joint", "DEFAULT_JOINT_MAX_CELLS", "check_joint_cells", "check_dense_matrix"]
 
 DEFAULT_JOINT_MAX_CELLS = 4096
 """Largest joint domain RR-Joint accepts by default: its dense matrix has 4096² = 16.8 M
@@ -44,6 +44,19 @@ def check_joint_cells(sizes: Sequence[int], max_cells: int, what: str) -> int:
             limit=max_cells,
         )
     return cells
+
+
+def check_dense_matrix(cells: int, what: str) -> None:
+    """DomainTooLargeError when a dense ``cells x cells`` matrix would exceed
+    :data:`mprr.matrices.MAX_DENSE_CELLS` (checked before anything is built or drawn)."""
+    if cells * cells > MAX_DENSE_CELLS:
+        raise DomainTooLargeError(
+            f"{what} builds a dense {cells:,}x{cells:,} matrix ({cells * cells:,} entries), more "
+            f"than mprr.matrices.MAX_DENSE_CELLS={MAX_DENSE_CELLS:,}; a max_cells above "
+            f"{math.isqrt(MAX_DENSE_CELLS):,} only helps with an explicit matrix",
+            cells=cells * cells,
+            limit=MAX_DENSE_CELLS,
+        )
 
 
 def rr_joint(
@@ -72,7 +85,10 @@ def rr_joint(
     postprocess
         ``"clip-rescale"`` (default), ``"project-simplex"``, ``"ibu"`` or ``"none"`` (raw eq. 2).
     max_cells
-        Largest joint domain accepted (default :data:`DEFAULT_JOINT_MAX_CELLS`).
+        Largest joint domain accepted (default :data:`DEFAULT_JOINT_MAX_CELLS`).  With ``p`` or
+        ``epsilon`` the matrix is built here, dense, so the domain is also capped by
+        :data:`mprr.matrices.MAX_DENSE_CELLS` (4096 values); only an explicit ``matrix`` can be
+        larger.
 
     Returns
     -------
@@ -83,7 +99,8 @@ def rr_joint(
     Raises
     ------
     DomainTooLargeError
-        If ``Π |A| > max_cells`` (checked before any randomness is drawn).
+        If ``Π |A| > max_cells``, or the matrix to build exceeds ``MAX_DENSE_CELLS`` (both
+        checked before any matrix is built or any randomness is drawn).
 
     Notes
     -----
@@ -105,8 +122,10 @@ def rr_joint(
             )
         P = matrix
     elif epsilon is not None:
+        check_dense_matrix(cells, "RR-Joint")
         P = cluster_optimal(sizes, check_epsilon(epsilon))
     else:
+        check_dense_matrix(cells, "RR-Joint")
         attr_eps = list(attribute_epsilons(attribute_matrices(sizes, p=p)))
         P = cluster_optimal(sizes, sum(attr_eps))
     uniforms = draw_uniforms(rng, dataset.n, 1)

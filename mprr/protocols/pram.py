@@ -41,7 +41,7 @@ from mprr.errors import ConfigurationError
 from mprr.ledger import Ledger, Release
 from mprr.matrices import RandomizationMatrix
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit
-from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, check_joint_cells
+from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, check_dense_matrix, check_joint_cells
 from mprr.protocols.release import check_inputs, release_units
 from mprr.protocols.result import ProtocolResult
 from mprr.streams import Randomness, draw_uniforms
@@ -189,6 +189,8 @@ def pram(
     check_inputs(dataset, rng)
     sizes = dataset.sizes
     cells = check_joint_cells(sizes, max_cells, "PRAM")
+    if invariant is not None and matrix is None:
+        check_dense_matrix(cells, "invariant PRAM")  # the matrix is built here, dense
     joint = encode_joint(dataset.codes, sizes) if dataset.m > 1 else dataset.codes[:, 0]
     T = tally(joint, cells).astype(np.float64)
     if (matrix is None) == (invariant is None):

@@ -42,6 +42,13 @@ def test_refuses_a_domain_above_the_cell_limit_before_drawing() -> None:
     np.testing.assert_array_equal(streams.uniforms(1), PartyStreams(1, ds.n).uniforms(1))
     with pytest.raises(DomainTooLargeError, match="max_cells=59"):
         rr_joint(ds.select(["A1", "A2", "A3"]), p=0.5, rng=streams, max_cells=59)
+    # raising max_cells does not let RR-Joint build a dense matrix beyond MAX_DENSE_CELLS
+    big = ds.select(["A1", "A2", "A3", "A4", "A5", "A6", "A7"])  # 4*3*5*2*6*3*8 = 17,280 cells
+    fresh = PartyStreams(1, ds.n)
+    for kw in ({"p": 0.5}, {"epsilon": 2.0}):
+        with pytest.raises(DomainTooLargeError, match=r"builds a dense 17,280x17,280 matrix .* explicit matrix"):
+            rr_joint(big, rng=fresh, max_cells=20_000, **kw)
+    np.testing.assert_array_equal(fresh.uniforms(1), PartyStreams(1, ds.n).uniforms(1))
 
 
 def test_reproducible_and_follows_the_draw_order() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mprr.errors import ConfigurationError
+from mprr.errors import ConfigurationError, DomainTooLargeError
 from mprr.estimation import covariance
 from mprr.matrices import grr, keep_or_uniform
 from mprr.protocols import (
@@ -119,5 +119,8 @@ def test_bad_arguments() -> None:
         pram_conditional_variance(grr(5, 1.0), np.array([1.0, -1.0, 2.0, 3.0, 4.0]))
     with pytest.raises(ConfigurationError, match="counts must be 5"):
         pram_conditional_variance(grr(5, 1.0), T[:4])
+    big = planted(20, 7).dataset  # 34,560 cells: an invariant matrix would be dense
+    with pytest.raises(DomainTooLargeError, match="invariant PRAM builds a dense 34,560x34,560"):
+        pram(big, invariant="mixture", theta=0.5, rng=rng, max_cells=50_000)
     with pytest.raises(ConfigurationError, match="P must be a RandomizationMatrix, got ndarray"):
         pram_conditional_variance(np.eye(5), T)
