@@ -22,7 +22,8 @@ Modules, in dependency order (each imports only those above it):
 - ``estimate``        — eq. (2) per unit + post-processing; Kronecker IBU; product estimates
 - ``result``          — ``ProtocolResult`` (estimate, releases, matrices, ledger, ε per policy)
 - ``independent``     — RR-Independent (main paper Protocol 1)
-- ``joint``           — RR-Joint (Protocol 2), refusing domains above a cell limit
+- ``joint``           — RR-Joint (Protocol 2), refusing domains above a cell limit (and dense
+                        matrices beyond ``mprr.matrices.MAX_DENSE_CELLS``) before drawing
 - ``dependences``     — RR-Clusters phase 1: dependences by 4.1, 4.2 or 4.3
 - ``clusters``        — RR-Clusters (Section 4: dependences, Algorithm 1, RR-Joint per cluster)
 - ``adjustment``      — RR-Adjustment (Algorithm 2) after RR-Independent or RR-Clusters
@@ -32,15 +33,17 @@ Modules, in dependency order (each imports only those above it):
 - ``synthesis``       — synthetic microdata drawn from any estimate
 """
 
-from mprr.protocols.adjustment import rr_adjustment
+from mprr.protocols.adjustment import ADJUSTABLE, rr_adjustment
 from mprr.protocols.budget import attribute_epsilons, attribute_matrices, cluster_matrix, pair_matrix
 from mprr.protocols.clusters import rr_clusters
-from mprr.protocols.dependences import DependencePhase, dependence_phase
+from mprr.protocols.dependences import DEPENDENCE_METHODS, TABLE_SOURCES, DependencePhase, dependence_phase
+from mprr.protocols.estimate import DEFAULT_POSTPROCESS, estimate_unit
 from mprr.protocols.independent import rr_independent
-from mprr.protocols.ind_joint import ind_joint_estimate, rr_ind_joint
+from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS, ind_joint_estimate, rr_ind_joint
 from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, rr_joint
-from mprr.protocols.lambda_protocol import EntropyCheck, lambda_protocol, lambdas_for_entropy
+from mprr.protocols.lambda_protocol import EntropyCheck, lambda_entropy_bits, lambda_protocol, lambdas_for_entropy
 from mprr.protocols.pram import (
+    INVARIANT_METHODS,
     invariant_mixture,
     invariant_two_stage,
     is_invariant,
@@ -57,6 +60,12 @@ __all__ = [
     "DependencePhase",
     "EntropyCheck",
     "DEFAULT_JOINT_MAX_CELLS",
+    "DEFAULT_IND_JOINT_MAX_CELLS",
+    "DEFAULT_POSTPROCESS",
+    "DEPENDENCE_METHODS",
+    "TABLE_SOURCES",
+    "INVARIANT_METHODS",
+    "ADJUSTABLE",
     "rr_independent",
     "rr_joint",
     "rr_clusters",
@@ -65,6 +74,7 @@ __all__ = [
     "ind_joint_estimate",
     "lambda_protocol",
     "lambdas_for_entropy",
+    "lambda_entropy_bits",
     "pram",
     "invariant_two_stage",
     "invariant_mixture",
@@ -76,4 +86,5 @@ __all__ = [
     "attribute_epsilons",
     "cluster_matrix",
     "pair_matrix",
+    "estimate_unit",
 ]
