@@ -129,7 +129,7 @@ def random_queries(
     sizes_t = check_sizes(sizes)
     if len(sizes_t) < 2:
         raise ConfigurationError(f"count queries need at least 2 attributes, got sizes {sizes_t}")
-    s = float(sigma)
+    s = _real_or_nan(sigma)
     if not (math.isfinite(s) and 0.0 < s <= 1.0):
         raise ConfigurationError(f"sigma must be in (0, 1], got {sigma!r}")
     if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
@@ -143,6 +143,16 @@ def random_queries(
         mask[rng.choice(cells, size=k, replace=False)] = True
         out.append(CountQuery((i, j), mask.reshape(sizes_t[i], sizes_t[j])))
     return out
+
+
+def _real_or_nan(value: object) -> float:
+    """``float(value)`` for a real number, NaN for anything else (so range checks reject it)."""
+    if isinstance(value, (bool, np.bool_)):
+        return math.nan
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def _pair_table(source: Source, axes: tuple[int, int], n: float | None) -> np.ndarray:
@@ -173,7 +183,7 @@ def answers(queries: Sequence[CountQuery], source: Source, *, n: float | None = 
     numpy.ndarray
         ``(len(queries),)`` float answers.
     """
-    if n is not None and not (math.isfinite(float(n)) and float(n) > 0):
+    if n is not None and not (math.isfinite(_real_or_nan(n)) and float(n) > 0):
         raise ConfigurationError(f"n must be finite and > 0, got {n!r}")
     if not isinstance(source, (Dataset, JointDistribution)):
         raise ConfigurationError(
