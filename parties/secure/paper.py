@@ -30,7 +30,7 @@ from types import MappingProxyType
 import numpy as np
 
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
-from parties.network import CONTROLLER, Endpoint, Transport, actor_name
+from parties.network import CONTROLLER, Endpoint, Transport
 from parties.secure.engine import (
     SecureSumContext,
     SecureSumEngine,

@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import networkx as nx
-import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError, PartyDropped
 from parties.network import CONTROLLER, FaultPlan, InMemoryNetwork
 from parties.secure.engine import run_secure_sum
 from parties.secure.graph import GraphEngine, ring_modulus
-from tests.parties.secure.conftest import assert_controller_saw_no_input, run
+from tests.parties.secure.helpers import assert_controller_saw_no_input, run
 
 
 def graph_of(engine: GraphEngine, n: int) -> nx.Graph:

@@ -9,7 +9,7 @@ from mprr.errors import ConfigurationError, SecureSumAborted
 from parties.network import CONTROLLER, FaultPlan
 from parties.secure.masked import MaskedEngine, abscissa
 from parties.secure.topology import build_neighbourhoods
-from tests.parties.secure.conftest import assert_controller_saw_no_input, run
+from tests.parties.secure.helpers import assert_controller_saw_no_input, run
 
 CONTROLLER_KINDS = {"PublicKeys", "SealedShares", "MaskedInput", "UnmaskShares"}
 

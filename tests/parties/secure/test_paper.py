@@ -15,7 +15,7 @@ from parties.network import CONTROLLER, FaultPlan, InMemoryNetwork
 from parties.secure.engine import encoded_size, run_secure_sum
 from parties.secure.messages import ShareVector
 from parties.secure.paper import PaperEngine
-from tests.parties.secure.conftest import assert_controller_saw_no_input, complete, run
+from tests.parties.secure.helpers import assert_controller_saw_no_input, complete, run
 
 
 @pytest.mark.parametrize("n", [2, 3, 5, 9])
