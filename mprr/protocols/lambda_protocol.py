@@ -221,6 +221,11 @@ def lambda_protocol(
     if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
         raise ConfigurationError(f"max_rounds must be an integer >= 1, got {max_rounds!r}")
     bounds = {"min_bits": min_bits, "max_bits": max_bits, "min_beta": min_beta, "max_beta": max_beta}
+    for name, value in bounds.items():  # a NaN bound would silently accept every level
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+        ):
+            raise ConfigurationError(f"{name} must be a finite number or None, got {value!r}")
     lams = _check_lambdas(lambdas, m)
     checks = [_check(1, lams, sizes, bounds)]
     while not checks[-1].accepted:
