@@ -8,6 +8,8 @@ records resampled by weight after RR-Adjustment).
 
 from __future__ import annotations
 
+import numpy as np
+
 from mprr.data import Dataset, Schema
 from mprr.distributions import JointDistribution, sample
 from mprr.errors import ConfigurationError
@@ -41,7 +43,17 @@ def synthesize(
     -------
     Dataset
         ``n`` synthetic records.
+
+    Raises
+    ------
+    ConfigurationError
+        ``rng`` not a ``numpy.random.Generator``; missing ``schema``/``n`` for a bare
+        distribution; schema sizes that do not match.
     """
+    if not isinstance(rng, np.random.Generator):
+        raise ConfigurationError(
+            f"rng must be a numpy.random.Generator (the controller's randomness), got {type(rng).__name__}"
+        )
     if isinstance(source, ProtocolResult):
         dist = source.estimate
         schema = schema if schema is not None else source.schema

@@ -9,6 +9,7 @@ from mprr.data import Dataset
 from mprr.errors import ConfigurationError
 from mprr.metrics import total_variation
 from mprr.protocols import rr_adjustment, rr_clusters, rr_independent, synthesize
+from mprr.streams import PartyStreams
 
 from tests.mprr.protocols._helpers import planted
 
@@ -37,5 +38,9 @@ def test_from_a_weighted_sample_and_a_bare_distribution() -> None:
     assert bare.n == 10
     with pytest.raises(ConfigurationError, match="schema is required"):
         synthesize(adj.estimate, 10, rng=np.random.default_rng(2))
+    with pytest.raises(ConfigurationError, match="rng must be a numpy.random.Generator .* got PartyStreams"):
+        synthesize(adj, 10, rng=PartyStreams(1, ds.n))
+    with pytest.raises(ConfigurationError, match="rng must be a numpy.random.Generator .* got int"):
+        synthesize(adj, 10, rng=42)
     with pytest.raises(ConfigurationError, match="do not match the distribution sizes"):
         synthesize(adj, 10, rng=np.random.default_rng(2), schema=ds.select(["A1"]).schema)
