@@ -498,6 +498,8 @@ def sample(
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ConfigurationError(f"n must be an integer >= 0, got {n!r}")
+    if not isinstance(rng, np.random.Generator):
+        raise ConfigurationError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     n = int(n)
     sizes = tuple(dist.sizes)
     if isinstance(dist, ProductDistribution):

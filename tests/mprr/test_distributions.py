@@ -184,6 +184,8 @@ def test_sample_reproducible_and_shapes() -> None:
     assert sample(_product(), 0, rng=np.random.default_rng(0)).shape == (0, 4)
     with pytest.raises(ConfigurationError, match="n must be an integer >= 0, got -1"):
         sample(_product(), -1, rng=np.random.default_rng(0))
+    with pytest.raises(ConfigurationError, match="rng must be a numpy.random.Generator, got int"):
+        sample(_product(), 3, rng=7)  # type: ignore[arg-type]
 
 
 def test_sample_never_draws_zero_probability_cells(rng: np.random.Generator) -> None:
