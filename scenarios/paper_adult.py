@@ -83,6 +83,17 @@ TABLE2_PUBLISHED: dict[tuple[float, float], tuple[float, float, float]] = {
 FIGURE3_BEST: dict[float, tuple[int, float]] = {0.1: (50, 0.3), 0.3: (50, 0.3), 0.5: (50, 0.1), 0.7: (100, 0.3)}
 ZERO_POLICIES = ("exclude", "inf", "resample")
 
+
+class _Section(Choice):
+    """A main paper section number, given as a string ("4.1") or as a bare TOML number (4.1,
+    what ``--set dependence=4.1`` parses to)."""
+
+    def check(self, value: Any, key: str) -> str:
+        if isinstance(value, float) and f"{value:g}" in self.choices:
+            value = f"{value:g}"
+        return super().check(value, key)
+
+
 # ============================================================================ data and queries
 
 
@@ -180,7 +191,7 @@ def _common_fields(replicate: int) -> list[Field]:
         Field("max_records", Int(min=0), 0, help="random subsample of this many records first (0 = all; tests)"),
         Field("queries_per_run", Int(min=1, max=100_000), 20,
               help="count queries drawn per run (the same queries for every method of the run)"),
-        Field("dependence", Choice(("4.1", "4.2", "4.3")), "4.1",
+        Field("dependence", _Section(("4.1", "4.2", "4.3")), "4.1",
               help="how RR-Clusters obtains dependences (main paper 4.1, 4.2 or 4.3; the paper does not say)"),
         Field("tables", Choice(("estimated", "randomized")), "estimated",
               help="4.1: dependences from eq. (2)-estimated or raw randomized pair tables"),

@@ -1,0 +1,172 @@
+"""adult_table1, adult_table2, adult_figure3 (main paper Section 6): reduced runs through the CLI,
+output files, reproducibility, the typed-in published tables against the paper text, errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mprr.data import Dataset
+from mprr.errors import ConfigurationError
+from scenarios.cli import main
+from scenarios.datasets import load_adult
+from scenarios.paper_adult import (
+    TABLE1_PUBLISHED,
+    TABLE2_PUBLISHED,
+    draw_queries,
+    errors_of,
+    load_adult_dataset,
+    resolve_adult_path,
+)
+from scenarios.plots import PNG_MAGIC
+
+PAPER = Path(__file__).resolve().parents[3] / "shared" / "papers" / "multi-dimensional-randomized-response.txt"
+
+SMALL = ["--set", "max_records=3000", "--set", "queries_per_run=5", "--set", "workers=1",
+         "--set", "bootstrap=10"]
+
+
+def _run(tmp_path: Path, adult_path: Path, name: str, *extra: str, runs: int = 2, seed: int = 5) -> dict:
+    out = tmp_path / name
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = main(["run", name, "--runs", str(runs), "--seed", str(seed), "--out", str(out), "--quiet",
+                 "--set", f"adult_path={json.dumps(str(adult_path))}", *SMALL, *extra],
+                stdout=stdout, stderr=stderr)
+    assert code == 0, stderr.getvalue()
+    assert (out / "report.md").is_file()
+    return json.loads((out / "results.json").read_text(encoding="utf-8"))
+
+
+def _png(path: Path) -> None:
+    assert path.read_bytes()[:8] == PNG_MAGIC
+
+
+# ------------------------------------------------------------------ published values
+
+
+def _paper_table(title: str) -> dict[tuple[float, float], tuple[float, ...]]:
+    text = PAPER.read_text(encoding="utf-8")
+    start = text.index(title)
+    rows = {}
+    for line in text[start:].splitlines()[3:15]:
+        p, td, *vals = (float(v) for v in line.split())
+        rows[(p, td)] = tuple(vals)
+    return rows
+
+
+@pytest.mark.skipif(not PAPER.exists(), reason="main paper text not available")
+def test_published_tables_match_the_paper_text() -> None:
+    assert _paper_table("TABLE I: Relative error") == TABLE1_PUBLISHED
+    assert _paper_table("TABLE II: Relative error") == TABLE2_PUBLISHED
+
+
+# ------------------------------------------------------------------ data, queries, errors
+
+
+def test_missing_adult_file_is_a_configuration_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="parameters.adult_path .*not found"):
+        resolve_adult_path(tmp_path / "nope.data")
+    stderr = io.StringIO()
+    code = main(["run", "adult_table1", "--runs", "1", "--out", str(tmp_path / "o"), "--quiet",
+                 "--set", f"adult_path={json.dumps(str(tmp_path / 'nope.data'))}"],
+                stdout=io.StringIO(), stderr=stderr)
+    assert code == 2 and "adult_path" in stderr.getvalue() and "not found" in stderr.getvalue()
+
+
+def test_adult_subsample_and_replication(adult_path: Path) -> None:
+    full = load_adult(adult_path)
+    assert resolve_adult_path(adult_path.parent) == adult_path.resolve()
+    data = load_adult_dataset({"adult_path": str(adult_path), "max_records": 500, "replicate": 6}, 3)
+    assert data.n == 3000
+    np.testing.assert_array_equal(data.codes[:500], data.codes[2500:])
+    again = load_adult_dataset({"adult_path": str(adult_path), "max_records": 500, "replicate": 1}, 3)
+    np.testing.assert_array_equal(again.codes, data.codes[:500])
+    # every subsampled record is a record of Adult
+    full_rows = {tuple(r) for r in full.codes.tolist()}
+    assert all(tuple(r) in full_rows for r in again.codes.tolist())
+
+
+def test_queries_zero_policies() -> None:
+    schema_data = np.array([[0, 0, 0], [1, 1, 0], [0, 1, 0]] * 5)
+    from mprr.data import Attribute, Schema
+
+    schema = Schema(tuple(Attribute(f"a{j}", ("x", "y", "z"), "nominal") for j in range(3)))
+    data = Dataset(schema, schema_data)
+    rng = np.random.default_rng(0)
+    queries, truth = draw_queries(data, 0.2, 40, "exclude", rng)
+    assert (truth == 0).any()  # most cells of this domain are empty
+    rel, ab = errors_of(data, queries, truth, data.n, "exclude")
+    np.testing.assert_array_equal(ab, 0.0)
+    assert np.isnan(rel[truth == 0]).all() and (rel[truth > 0] == 0).all()
+    queries, truth = draw_queries(data, 0.2, 40, "resample", rng)
+    assert len(queries) == 40 and (truth > 0).all()
+    shifted = Dataset(schema, np.array([[2, 2, 2]] * 15))
+    rel, _ = errors_of(shifted, queries, truth, data.n, "inf")
+    assert np.isfinite(rel).all()  # all true counts > 0 after resampling
+
+
+# ------------------------------------------------------------------ scenarios through the CLI
+
+
+def test_adult_table1_reduced(tmp_path: Path, adult_path: Path) -> None:
+    doc = _run(tmp_path, adult_path, "adult_table1", "--set", "ps=[0.5, 0.7]", "--set", "tvs=[50, 300]",
+               "--set", "tds=[0.1]")
+    assert set(doc["tables"]) == {"table1", "details", "baseline"}
+    rows = doc["tables"]["table1"]["rows"]
+    assert [(r["p"], r["Td"]) for r in rows] == [(0.5, 0.1), (0.7, 0.1)]
+    assert rows[0]["Tv=50 paper"] == 0.094 and rows[1]["Tv=300 paper"] == 0.074
+    medians = doc["metrics"]["median_relative_error"]
+    assert set(medians) == {"p=0.5,Td=0.1,Tv=50", "p=0.5,Td=0.1,Tv=300", "p=0.7,Td=0.1,Tv=50",
+                            "p=0.7,Td=0.1,Tv=300"}
+    assert all(0 <= v < 10 for v in medians.values())
+    assert doc["metrics"]["n_records"] == 3000
+    assert doc["privacy"]["p=0.5"]["RR-Independent"] == pytest.approx(
+        doc["privacy"]["p=0.5"]["RR-Clusters cluster release"])
+    _png(tmp_path / "adult_table1" / "table1.png")
+    again = _run(tmp_path, adult_path, "adult_table1", "--set", "ps=[0.5, 0.7]", "--set", "tvs=[50, 300]",
+                 "--set", "tds=[0.1]")
+    assert again["metrics"] == doc["metrics"]  # same seed, same numbers
+
+
+def test_adult_table2_reduced_uses_adult6(tmp_path: Path, adult_path: Path) -> None:
+    doc = _run(tmp_path, adult_path, "adult_table2", "--set", "max_records=500", "--set", "ps=[0.7]",
+               "--set", "tvs=[100]", "--set", "tds=[0.3]", "--set", "dependence=4.2", runs=1)
+    assert doc["metrics"]["n_records"] == 3000  # 500 records × 6
+    assert doc["tables"]["table2"]["rows"][0]["Tv=100 paper"] == 0.065
+    assert doc["privacy"]["p=0.7"]["RR-Clusters no DP guarantee"] is True  # 4.2: exact tables
+    _png(tmp_path / "adult_table2" / "table2.png")
+    # a replicate other than the paper's has no published column
+    other = _run(tmp_path, adult_path, "adult_table2", "--set", "max_records=500", "--set", "ps=[0.7]",
+                 "--set", "tvs=[100]", "--set", "tds=[0.3]", "--set", "replicate=2", runs=1)
+    assert other["tables"]["table2"]["rows"][0]["Tv=100 paper"] is None
+
+
+def test_adult_figure3_reduced(tmp_path: Path, adult_path: Path) -> None:
+    doc = _run(tmp_path, adult_path, "adult_figure3", "--set", "ps=[0.7]", "--set", "tvs=[100]",
+               "--set", "tds=[0.3]", "--set", "sigmas=[0.1, 0.5]")
+    assert set(doc["tables"]) == {"figure3", "claims", "figure2"}
+    rows = doc["tables"]["figure3"]["rows"]
+    assert [(r["p"], r["σ"]) for r in rows] == [(0.7, 0.1), (0.7, 0.5)]
+    assert set(rows[0]) >= {"RR-Independent", "RR-Clusters", "RR-Independent+Adjustment",
+                            "RR-Clusters+Adjustment"}
+    assert doc["metrics"]["claims_checked"] == len(doc["tables"]["claims"]["rows"]) == 3
+    fig2 = doc["tables"]["figure2"]["rows"]
+    # eq. (2) removes the bias of the raw randomized counts: Randomized is far worse
+    assert all(r["abs Randomized"] > r["abs RR-Independent"] for r in fig2)
+    for name in ("figure3.png", "figure2.png"):
+        _png(tmp_path / "adult_figure3" / name)
+
+
+def test_adult_figure3_rejects_inconsistent_parameters(tmp_path: Path, adult_path: Path) -> None:
+    for extra, pattern in ((["--set", "tvs=[50]"], "one value per p"),
+                           (["--set", "figure2_p=0.9"], "figure2_p must be one of ps")):
+        stderr = io.StringIO()
+        code = main(["run", "adult_figure3", "--runs", "1", "--out", str(tmp_path / "x"), "--quiet",
+                     "--set", f"adult_path={json.dumps(str(adult_path))}", *extra],
+                    stdout=io.StringIO(), stderr=stderr)
+        assert code == 2 and re.search(pattern, stderr.getvalue()), stderr.getvalue()
