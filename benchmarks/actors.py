@@ -82,7 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"controller: sent {ctrl_sent.messages:,} msgs / {ctrl_sent.bytes:,} B, "
           f"received {ctrl_recv.messages:,} msgs / {ctrl_recv.bytes:,} B")
     print(f"largest per-party upload: {party_max} B")
-    print(f"privacy: ε per party = {sim.privacy.epsilon.max:.4f} (sequential)")
+    t1 = time.perf_counter()
+    privacy = sim.privacy
+    print(f"privacy: ε per party = {privacy.epsilon.max:.4f} (sequential); "
+          f"summarizing {data.n:,} ledgers took {time.perf_counter() - t1:.2f} s")
     if not args.no_check:
         t1 = time.perf_counter()
         fast = rr_clusters(data, rng=PartyStreams(args.seed, data.n), **params)  # type: ignore[arg-type]

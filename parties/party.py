@@ -71,13 +71,14 @@ class PartyAccountant(PrivacyAccountant):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._seen = 0
+        self._synced: Ledger | None = None
         self._phase_eps: dict[str, list[float]] = {}
         self._phase_total: dict[str, float] = {}
         self._total = 0.0
 
     def _sync(self) -> None:
         ledger = self.ledger
-        if len(ledger) == self._seen:
+        if ledger is self._synced:
             return
         touched = set()
         for release in ledger.releases[self._seen:]:
@@ -87,6 +88,7 @@ class PartyAccountant(PrivacyAccountant):
             self._phase_total[phase] = math.fsum(self._phase_eps[phase])
         self._total = math.fsum(self._phase_total.values())
         self._seen = len(ledger)
+        self._synced = ledger
 
     def spent(self) -> float:
         """ε spent so far (see the class docstring)."""
@@ -316,9 +318,11 @@ class Party:
                 f"party {self.index}: units {list(outside)} are not groups of the plan announced for phase {phase!r}",
                 0.0,
             )
-        if isinstance(request, SecureRelease) and (self._sessions is None or request.session in self._inputs):
-            why = "no secure-sum directory" if self._sessions is None else f"session {request.session!r} is taken"
-            return self._refuse(request, INVALID_REQUEST, f"party {self.index}: {why}", 0.0)
+        if isinstance(request, SecureRelease):
+            if self._sessions is None:
+                return self._refuse(request, INVALID_REQUEST, f"party {self.index}: no secure-sum directory", 0.0)
+            if request.session in self._inputs:  # a re-sent request: already committed
+                return Ack(request.request_id)
         ledger = acc.ledger
         releases = [u.release for u in resolution.units]
         if self._restricted:
@@ -382,7 +386,7 @@ class Party:
 
     async def _secure_sum(self, endpoint: Endpoint, start: SecureSumStart) -> None:
         """Run this party's side of the secure sum ``start.session`` with its committed input."""
-        vector = self._inputs.get(start.session)
+        vector = self._inputs.pop(start.session, None)
         known = None if self._sessions is None else self._sessions.get(start.session)
         if vector is None or known is None:
             self.errors.append(f"secure sum {start.session!r}: no committed input or unknown session")
@@ -400,8 +404,8 @@ class Party:
     async def run(self, endpoint: Endpoint, *, idle_timeout: float | None) -> None:
         """Serve the controller until an :class:`~parties.messages.Abort`, a crash or idleness.
 
-        Takes only :data:`LOOP_KINDS` from the controller (secure-sum traffic from peers stays
-        buffered for the engine).  Never raises for protocol trouble: a malformed or
+        Takes only messages from the controller, and while a secure-sum input is pending only
+        :data:`LOOP_KINDS` (the engine's traffic stays buffered for the engine).  Never raises for protocol trouble: a malformed or
         unexpected message is logged in :attr:`errors` and skipped; a crash (fault injection)
         or ``idle_timeout`` seconds without a message end the loop (:attr:`status` says
         which).  The owner cancels the task when the run is over.
@@ -409,7 +413,10 @@ class Party:
         self.status = "running"
         while True:
             try:
-                env = await endpoint.recv(kinds=LOOP_KINDS, sources=CONTROLLER, timeout=idle_timeout)
+                if self._inputs:  # committed to a secure sum: leave the engine's messages buffered
+                    env = await endpoint.recv(kinds=LOOP_KINDS, sources=CONTROLLER, timeout=idle_timeout)
+                else:
+                    env = await endpoint.recv(sources=CONTROLLER, timeout=idle_timeout)
             except PartyDropped:
                 self.status = "crashed"
                 return
@@ -428,7 +435,7 @@ class Party:
                 continue
             try:
                 reply = self.handle(msg)
-            except MessageError as exc:  # pragma: no cover - LOOP_KINDS are all handled
+            except MessageError as exc:
                 self.errors.append(str(exc))
                 continue
             if reply is not None:

@@ -72,6 +72,9 @@ class SimulationResult:
 
     Attributes
     ----------
+    privacy
+        (property) :func:`mprr.privacy.summarize` of the parties' accountants under their
+        policy, with the refusals the parties logged; computed on first access.
     result
         The controller's :class:`mprr.protocols.ProtocolResult` (same type as the fast path).
     traffic
@@ -82,9 +85,6 @@ class SimulationResult:
         The full :class:`~parties.view.ViewLog`.
     ledgers
         Ledger of every party, index = party id.
-    privacy
-        :func:`mprr.privacy.summarize` of the parties' accountants under their policy, with
-        the refusals the parties logged.
     refusals
         Every refusal the parties sent (:class:`~parties.party.PartyRefusal`).
     excluded
@@ -106,7 +106,6 @@ class SimulationResult:
     view: ViewSummary
     view_log: ViewLog = field(repr=False)
     ledgers: tuple[Ledger, ...] = field(repr=False)
-    privacy: PrivacySummary
     refusals: tuple[PartyRefusal, ...]
     excluded: Mapping[int, str]
     attacks: tuple[AttackReport, ...]
@@ -114,6 +113,18 @@ class SimulationResult:
     wall_time: float
     options: Mapping[str, Any]
     parties: tuple[Party, ...] = field(repr=False)
+    _cache: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @property
+    def privacy(self) -> PrivacySummary:
+        """:func:`mprr.privacy.summarize` of the parties' accountants under their policy, with the
+        refusals the parties logged (computed on first access)."""
+        if "privacy" not in self._cache:
+            counts: dict[str, int] = {}
+            for r in self.refusals:
+                counts[r.reason] = counts.get(r.reason, 0) + 1
+            self._cache["privacy"] = replace(summarize([p.accountant for p in self.parties]), refusals=counts)
+        return self._cache["privacy"]
 
     @property
     def degraded(self) -> bool:
@@ -258,14 +269,15 @@ async def simulate_async(
         "topology": "star" if topology is None else f"{topology.number_of_edges()} party links",
         "attacks": list(attacks),
     }
-    idle = timeout * (retries + 1) * 4 + 10.0
     started = time.perf_counter()
     error: BaseException | None = None
     result: ProtocolResult | None = None
     reports: tuple[AttackReport, ...] = ()
     async with asyncio.TaskGroup() as tg:
         tasks = [
-            tg.create_task(party.run(net.endpoint(party.index, accept=PARTY_KINDS), idle_timeout=idle))
+            # parties wait without a deadline: this body owns them and cancels them when the
+            # controller is done (every controller round is bounded by ``timeout``)
+            tg.create_task(party.run(net.endpoint(party.index, accept=PARTY_KINDS), idle_timeout=None))
             for party in parties
         ]
         try:
@@ -284,10 +296,6 @@ async def simulate_async(
     if result is None:  # pragma: no cover - the choreography returned nothing
         raise ConfigurationError(f"protocol {choreography.name!r} returned no result")
     refusals = tuple(r for party in parties for r in party.refusals)
-    counts: dict[str, int] = {}
-    for r in refusals:
-        counts[r.reason] = counts.get(r.reason, 0) + 1
-    privacy = replace(summarize([p.accountant for p in parties]), refusals=counts)
     result.timings["wall"] = wall
     return SimulationResult(
         result=result,
@@ -295,7 +303,6 @@ async def simulate_async(
         view=controller.view.summary(),
         view_log=controller.view,
         ledgers=tuple(p.ledger for p in parties),
-        privacy=privacy,
         refusals=refusals,
         excluded=dict(controller.excluded),
         attacks=reports,

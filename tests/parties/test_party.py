@@ -21,8 +21,8 @@ from mprr.streams import PartyStreams
 from parties.messages import Abort, Ack, RandomizedValues, Refusal
 from parties.network import CONTROLLER, InMemoryNetwork
 from parties.party import Party, PartyAccountant
-from parties.public_state import INVALID_REQUEST, ReleaseBook
-from parties.protocol_messages import MatrixSpec, ReleaseRequest
+from parties.public_state import INVALID_REQUEST, ReleaseBook, SecureSessions
+from parties.protocol_messages import MatrixSpec, ReleaseRequest, SecureRelease
 
 SIZES = (3, 4, 2)
 SCHEMA = Schema(tuple(Attribute(f"a{j}", tuple(f"c{k}" for k in range(s)), "nominal") for j, s in enumerate(SIZES)))
@@ -255,14 +255,25 @@ async def test_run_answers_requests_and_stops_on_abort() -> None:
     assert party.status == "aborted"
 
 
-async def test_run_leaves_other_kinds_buffered_and_ends_when_idle() -> None:
-    # e.g. secure-sum shares from peers wait in the mailbox for the secure-sum engine
+async def test_run_logs_unexpected_messages_and_ends_when_idle() -> None:
     net = InMemoryNetwork(2)
     party = make_party(index=0, n=2)
     await net.endpoint(CONTROLLER).send(0, Ack(1), phase="x")
     await asyncio.wait_for(party.run(net.endpoint(0), idle_timeout=0.05), 1.0)
     assert party.status == "idle-timeout"
-    assert [e.message for e in net.endpoint(0).pending()] == [Ack(1)]
+    assert any("does not accept Ack" in e for e in party.errors)
+
+
+async def test_with_a_committed_secure_sum_other_kinds_stay_buffered_for_the_engine() -> None:
+    net = InMemoryNetwork(2)
+    party = make_party(index=0, n=2, sessions=SecureSessions())
+    commit = SecureRelease(1, "dependence", "s1", ((0, 1),), ((0, 1),), True)
+    assert isinstance(party.handle(commit), Ack)
+    assert isinstance(party.handle(commit), Ack)  # a re-sent request is acknowledged again
+    assert len(party.ledger) == 1 and party.ledger[0].exact and not party.ledger[0].linkable
+    await net.endpoint(CONTROLLER).send(0, Ack(7), phase="x")  # e.g. an early share from a peer
+    await asyncio.wait_for(party.run(net.endpoint(0), idle_timeout=0.05), 1.0)
+    assert [e.message for e in net.endpoint(0).pending()] == [Ack(7)] and party.errors == []
 
 
 async def test_run_ends_when_the_party_crashes() -> None:
