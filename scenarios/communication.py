@@ -20,9 +20,9 @@ RR-Clusters with dependence method 4.1 — one request per party and phase from 
 one reply of one code per unit from each party: O(nm) bytes at the controller, O(m) per party
 (main paper 4.1) — against :func:`scenarios.cost_model.rr_closed_form`.
 
-**Dependence methods side by side** at ``n_fixed`` parties: the dependence phase of 4.1 (RR per
-attribute, measured in the actor simulator) and the secure sum of 4.2 (true pairs) / 4.3
-(randomized pairs) with every engine.
+**Dependence methods end to end**: RR-Clusters in the actor simulator with dependence 4.1, 4.2
+(true pairs into a secure sum) and 4.3 (randomized pairs into a secure sum) with every engine,
+at ``method_n_values`` parties, against the same closed forms.
 
 Sweeps: n (with the base attribute sizes), the number of attributes m (sizes ``d``), and the
 domain size d (``m`` attributes of d categories).  Log-log plots of measured points and
@@ -55,23 +55,31 @@ from scenarios.cost_model import (
     measure_secure_sum,
     pair_cells,
     pair_indicators,
-    release_phase,
 )
 from scenarios.plots import CustomPlot, FigureSpec
 from scenarios.progress import Progress
 from scenarios.registry import register
 from scenarios.report import ScenarioResult, Table
 
-__all__ = ["SCHEMA", "run_communication_cost", "rr_points", "sweep_points"]
+__all__ = ["SCHEMA", "run_communication_cost", "rr_jobs", "sweep_points"]
 
-def rr_points(params: Mapping[str, Any]) -> list[tuple[str, tuple[int, ...], int, int | None]]:
-    """(sweep, sizes, n, d) of the RR sweeps."""
+def rr_jobs(params: Mapping[str, Any]) -> list[tuple[str, str, tuple[int, ...], int, int | None, str, str]]:
+    """(protocol, sweep, sizes, n, d, dependence, engine) of the actor-simulator runs: the RR
+    n / m / d sweeps (4.1), then RR-Clusters with every dependence method and engine at
+    ``method_n_values`` (engines within their ``max_n``; the per-combination engine is left out)."""
     base = tuple(params["sizes"])
     pts = [("n", base, n, None) for n in params["rr_n_values"]]
     pts += [("m", (4,) * m, params["rr_n_fixed"], 4) for m in params["rr_m_values"]]
     pts += [("d", (d,) * 4, params["rr_n_fixed"], d) for d in params["rr_d_values"]]
-    pts += [("method", base, params["n_fixed"], None)]
-    return pts
+    jobs = [(proto, *pt, "4.1", "") for pt in pts for proto in params["rr_protocols"]]
+    for n in params["method_n_values"]:
+        jobs.append(("RR-Clusters", "method", base, n, None, "4.1", ""))
+        for dependence in ("4.2", "4.3"):
+            for key in params["engines"]:
+                point = Point("method", n, base)
+                if key != "paper-per-combination" and not _skip_reason(key, point, params):
+                    jobs.append(("RR-Clusters", "method", base, n, None, dependence, key))
+    return jobs
 
 
 # --------------------------------------------------------------------------- schema
@@ -117,6 +125,8 @@ SCHEMA = Schema(
               help="keep probability of the RR matrices (main paper 6.3.1)"),
         Field("Tv", Int(min=1), 100, help="RR-Clusters, Algorithm 1: largest cluster domain"),
         Field("Td", Float(min=0.0, max=1.0), 0.2, help="RR-Clusters, Algorithm 1: smallest dependence to merge"),
+        Field("method_n_values", List(Int(min=2, max=100_000)), (16, 32, 64),
+              help="n of the end-to-end RR-Clusters runs with dependence 4.1 / 4.2 / 4.3 and every engine"),
     ]
 )
 
@@ -126,13 +136,12 @@ SCHEMA = Schema(
 
 @dataclass(frozen=True)
 class Point:
-    """One sweep point: which sweep, n, attribute sizes, and the content of the vectors."""
+    """One sweep point: which sweep, n and attribute sizes (d: categories per attribute)."""
 
     sweep: str
     n: int
     sizes: tuple[int, ...]
     d: int | None = None
-    content: str = "4.2"
 
     @property
     def L(self) -> int:
@@ -140,13 +149,12 @@ class Point:
 
 
 def sweep_points(params: Mapping[str, Any]) -> list[Point]:
-    """The n, m and d sweeps (4.2 content: the parties' true value pairs)."""
+    """The n, m and d sweeps of the secure sums (vectors of the parties' true value pairs)."""
     base = tuple(params["sizes"])
     points = [Point("n", n, base) for n in params["n_values"]]
     points += [Point("m", params["n_fixed"], (params["m_sweep_size"],) * m, params["m_sweep_size"])
                for m in params["m_values"]]
     points += [Point("d", params["n_fixed"], (d,) * params["d_sweep_m"], d) for d in params["d_values"]]
-    points += [Point("method", params["n_fixed"], base, None, c) for c in ("4.2", "4.3")]
     return points
 
 
@@ -166,37 +174,10 @@ def _skip_reason(key: str, point: Point, params: Mapping[str, Any]) -> str:
 
 
 def _vectors(point: Point, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """The parties' one-hot pair vectors and their exact column sums (the expected result)."""
-    rng = np.random.default_rng(seed)
-    data = planted_clusters(point.n, rng=rng, sizes=point.sizes, clusters=()).dataset
-    if point.content == "4.2":
-        vectors = pair_indicators(data.codes, point.sizes)
-    else:  # 4.3: each pair randomized with its ε-optimal pair matrix (main paper 4.3)
-        from mprr.protocols import attribute_matrices, dependence_phase
-
-        mats = attribute_matrices(point.sizes, p=0.7)
-        phase = dependence_phase(data, "4.3", mats, rng=rng, postprocess="clip-rescale")
-        codes = phase.released.codes  # (n, pairs): pair codes fed to the secure sum
-        vectors = _pair_code_indicators(codes, point.sizes)
-        expected = np.concatenate([c.ravel() for c in phase.released.counts]).astype(np.int64)
-        if not np.array_equal(vectors.sum(axis=0), expected):  # pragma: no cover - consistency
-            raise ConfigurationError("4.3 pair codes do not tally to the released counts")
+    """The parties' one-hot true-pair vectors (main paper 4.2) and their exact column sums."""
+    data = planted_clusters(point.n, rng=np.random.default_rng(seed), sizes=point.sizes, clusters=()).dataset
+    vectors = pair_indicators(data.codes, point.sizes)
     return vectors, vectors.sum(axis=0, dtype=np.int64)
-
-
-def _pair_code_indicators(codes: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
-    n = codes.shape[0]
-    out = np.zeros((n, pair_cells(sizes)), dtype=np.uint8)
-    rows = np.arange(n)
-    offset = 0
-    col = 0
-    m = len(sizes)
-    for i in range(m):
-        for j in range(i + 1, m):
-            out[rows, offset + codes[:, col]] = 1
-            offset += sizes[i] * sizes[j]
-            col += 1
-    return out
 
 
 def _relative_slope(xs: Sequence[float], ys: Sequence[float]) -> float | None:
@@ -286,14 +267,13 @@ def run_communication_cost(
                 rows.append((point, key, measured, closed, reason))
                 bar.advance()
     rr: list[RRMeasurement] = []
-    jobs = [(proto, pt) for pt in rr_points(params) for proto in params["rr_protocols"]
-            if pt[0] != "method" or proto == "RR-Clusters"]
+    jobs = rr_jobs(params)
     rr_seeds = np.random.SeedSequence([seed, 1]).spawn(max(1, len(jobs)))
-    with progress.task("RR in the actor simulator", total=len(jobs)) as bar:
-        for (proto, (sweep, sizes, n, d)), ss in zip(jobs, rr_seeds):
-            bar.set_status(f"{sweep} {proto} n={n} m={len(sizes)}")
+    with progress.task("actor simulator", total=len(jobs)) as bar:
+        for (proto, sweep, sizes, n, d, dependence, key), ss in zip(jobs, rr_seeds):
+            bar.set_status(f"{sweep} {proto} {dependence} {key} n={n} m={len(sizes)}")
             rr.append(measure_rr(proto, sizes, n, sweep=sweep, d=d, params=params,
-                                 seed=int(ss.generate_state(1)[0])))
+                                 seed=int(ss.generate_state(1)[0]), dependence=dependence, engine=key))
             bar.advance()
     elapsed = time.perf_counter() - started
     return _result(params, engines, rows, rr, elapsed)
@@ -304,20 +284,23 @@ def _rr_outputs(rr: Sequence[RRMeasurement]) -> tuple[list[Table], list[FigureSp
     rows = []
     for r in rr:
         got, c = r.measured(), r.closed
-        rows.append((r.sweep, r.protocol, r.n, r.m, r.d, len(r.clusters), got["messages"], c.messages,
+        rows.append((r.sweep, r.protocol, r.dependence if r.protocol == "RR-Clusters" else None, r.engine or None,
+                     r.n, r.m, r.d, len(r.clusters), got["messages"], c.messages,
                      got["bytes"], c.bytes, got["rounds"], c.rounds, got["party_bytes"], c.party_bytes,
                      got["controller_bytes"], c.controller_bytes, "= closed form" if r.matches() else "DIFFERS",
                      r.seconds))
     table = Table(
         key="rr_measured_vs_closed_form",
-        title="RR-Independent and RR-Clusters (4.1) in the actor simulator: measured vs closed form",
-        columns=("sweep", "protocol", "n", "m", "d", "clusters", "messages", "messages (closed)", "bytes",
+        title="RR-Independent and RR-Clusters in the actor simulator: measured vs closed form",
+        columns=("sweep", "protocol", "dependence", "engine", "n", "m", "d", "clusters", "messages",
+                 "messages (closed)", "bytes",
                  "bytes (closed)", "rounds", "rounds (closed)", "max party bytes", "party bytes (closed)",
                  "controller bytes", "controller bytes (closed)", "check", "seconds"),
         rows=rows, formats={"seconds": ".2f"},
         caption="Closed form: scenarios.cost_model.rr_closed_form (one ReleaseRequest per party and phase, "
-                "one RandomizedValues reply of one code per unit); RR-Clusters given the clusters Algorithm 1 "
-                "announced. Main paper 4.1: O(nm) for the controller, O(m) per party.",
+                "one RandomizedValues reply of one code per unit; 4.2 / 4.3 add SecureRelease, Ack, "
+                "SecureSumStart and the secure sum); RR-Clusters given the clusters Algorithm 1 announced. "
+                "Main paper 4.1: O(nm) for the controller, O(m) per party.",
     )
     panels = []
     for sweep, xlabel, x_of in (("n", "parties n", lambda r: r.n), ("m", "attributes m (4 categories)", lambda r: r.m),
@@ -357,32 +340,30 @@ def _rr_outputs(rr: Sequence[RRMeasurement]) -> tuple[list[Table], list[FigureSp
     return [table], ([figure] if rr else [])
 
 
-def _methods_table(params: Mapping[str, Any], rows: Sequence[tuple[Point, str, Any, ClosedForm, str]],
-                   rr: Sequence[RRMeasurement]) -> Table:
-    """The dependence phase of 4.1, 4.2 and 4.3 side by side at n_fixed, base sizes."""
+def _methods_table(params: Mapping[str, Any], rr: Sequence[RRMeasurement]) -> Table:
+    """RR-Clusters end to end with dependence 4.1, 4.2 and 4.3 and every engine (base sizes)."""
+    privacy = {"4.1": "ε-DP, linkable: Σ ε_A", "4.2": "exact tables, ε = ∞", "4.3": "randomized pairs, unlinkable"}
     out = []
     for r in rr:
-        if r.sweep == "method" and r.protocol == "RR-Clusters":
-            ph = r.stats.by_phase.get("dependence")
-            if ph is not None:
-                dep = release_phase("dependence", [(j,) for j in range(r.m)], ["keep-or-uniform"] * r.m)
-                out.append(("4.1", "RR per attribute (actor simulator)", r.n, ph.messages, ph.bytes, ph.rounds,
-                            dep.reply_bytes, r.n * dep.request_bytes, "ε-DP, linkable: Σ ε_A"))
-    for p, k, m, c, reason in rows:
-        if p.sweep == "method" and m is not None:
-            out.append((p.content, k, p.n, m.messages, m.bytes, m.rounds, m.party_bytes, m.controller_bytes,
-                        "exact tables, ε = ∞" if p.content == "4.2" else "randomized pairs, unlinkable"))
+        if r.sweep != "method":
+            continue
+        got = r.measured()
+        dep = sum(c.bytes for ph, c in r.stats.by_phase.items() if ph != "clusters")
+        out.append((r.dependence, r.engine or "— (RR per attribute)", r.n, got["messages"], got["bytes"], dep,
+                    got["rounds"], got["party_bytes"], got["controller_bytes"],
+                    "= closed form" if r.matches() else "DIFFERS", privacy[r.dependence], r.seconds))
     return Table(
         key="dependence_methods",
-        title=f"Dependence phase of RR-Clusters by method (n = {params['n_fixed']}, base sizes, "
+        title=f"RR-Clusters end to end by dependence method and engine (actor simulator, base sizes, "
               f"L = {pair_cells(params['sizes'])})",
-        columns=("method", "mechanism / engine", "n", "messages", "bytes", "rounds", "max party bytes",
-                 "controller bytes", "privacy of the phase"),
+        columns=("method", "secure-sum engine", "n", "messages", "bytes", "dependence-phase bytes", "rounds",
+                 "max party bytes", "controller bytes", "check", "privacy of the dependence phase", "seconds"),
         rows=out,
-        caption="4.1: the dependence phase of an RR-Clusters run in the actor simulator (per-actor bytes from "
-                "the closed form, whose phase totals equal the measured ones). 4.2 / 4.3: the secure "
-                "sum of every party's pair vector with each engine (the cluster phase that follows is the "
-                "same for every method).",
+        formats={"seconds": ".2f"},
+        caption="Whole runs (dependence phase, Algorithm 1, cluster phase) in the actor simulator; the check "
+                "compares messages, bytes, rounds, the busiest party and the controller with "
+                "scenarios.cost_model.rr_closed_form. 4.2 / 4.3: SecureRelease + Ack + SecureSumStart per "
+                "party, then the engine's secure sum of the L-cell pair vectors.",
     )
 
 
@@ -401,7 +382,7 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
     for p, k, m, c, reason in rows:
         flags = "" if m is None else ", ".join(name for name, ok in m.matches().items() if not ok)
         table_rows.append((
-            p.sweep + ("" if p.content == "4.2" else f" ({p.content})"), k, p.n, len(p.sizes), p.d, p.L,
+            p.sweep, k, p.n, len(p.sizes), p.d, p.L,
             None if m is None else m.messages, c.messages,
             None if m is None else m.bytes, c.bytes,
             None if m is None else m.rounds, c.rounds,
@@ -424,8 +405,7 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
                 "Closed form: docs/cost_model.md, from the codec's field sizes (session ids of 16 "
                 "characters). L = Σ_{i<j}|A_i||A_j| cells per party vector. 'exact sum': the "
                 "result equals the plaintext tally of the parties' vectors. Rows without measured "
-                "values are beyond the configured max_n (closed form only). Sweep 'method (4.3)': "
-                "the vectors hold RR-randomized pairs (main paper 4.3) instead of true pairs (4.2).",
+                "values are beyond the configured max_n (closed form only).",
     )
 
     def series(sweep: str, x_of: Callable[[Point], float], y_of: Callable[[Any], float]) -> dict:
@@ -487,7 +467,7 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
         "wall_seconds": elapsed,
     }
     traffic = {
-        f"{p.sweep}/{k}/n={p.n}/L={p.L}" + ("" if p.content == "4.2" else f"/{p.content}"): {
+        f"{p.sweep}/{k}/n={p.n}/L={p.L}": {
             "messages": m.messages, "bytes": m.bytes, "rounds": m.rounds,
             "party_max": {"messages": m.party_messages, "bytes": m.party_bytes},
             "controller": {"messages": m.controller_messages, "bytes": m.controller_bytes},
@@ -518,8 +498,9 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
         "O(n) Shamir shares per party); masked-sparse: the k-regular variant of Bell et al. 2020.",
         "Traffic is deterministic given n, the sizes and the engine: runs and seed change only the "
         "parties' data and key material, never a count.",
-        "4.2 and 4.3 cost the same: the vectors have the same length whatever their content "
-        "(true pairs vs randomized pairs); the 'method (4.3)' rows check this.",
+        "4.2 and 4.3 run the same secure sum: the vectors have the same length whatever their content "
+        "(true pairs vs randomized pairs); only their SecureRelease requests differ (4.3 carries one "
+        "matrix specification and one ε share pair per attribute pair).",
     ]
     if mismatches:
         notes.append("Differences from the closed form: " + "; ".join(
@@ -539,8 +520,13 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
             "closed_form": {"messages": r.closed.messages, "bytes": r.closed.bytes, "rounds": r.closed.rounds,
                             "formula": r.closed.formula}}
     if rr:
-        summary.append(f"{len(rr)} RR runs in the actor simulator: measured = closed form at "
-                       f"{len(rr) - len(rr_bad)}/{len(rr)} (controller O(nm), each party O(m) bytes)")
-    tables = [table, *rr_tables, _methods_table(params, rows, rr)]
+        summary.append(f"{len(rr)} runs in the actor simulator (RR sweeps; RR-Clusters with 4.1 / 4.2 / 4.3 and "
+                       f"every engine): measured = closed form at {len(rr) - len(rr_bad)}/{len(rr)}")
+        biggest = max((r.n for r in rr if r.sweep == "method"), default=None)
+        if biggest is not None:
+            parts = [f"{r.dependence}{'/' + r.engine if r.engine else ''} {r.measured()['bytes'] / 1e3:,.0f} kB"
+                     for r in rr if r.sweep == "method" and r.n == biggest]
+            summary.append(f"RR-Clusters at n = {biggest}, total bytes: " + ", ".join(parts))
+    tables = [table, *rr_tables, _methods_table(params, rr)]
     return ScenarioResult(metrics=metrics, traffic=traffic, tables=tables, figures=[*figures, *rr_figures],
                           notes=notes, summary=summary)

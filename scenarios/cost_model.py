@@ -36,6 +36,7 @@ from parties.secure.masked import MaskedEngine
 from parties.secure.paper import PaperEngine
 
 __all__ = [
+    "ACK_BYTES",
     "ENGINE_KEYS",
     "ClosedForm",
     "Measurement",
@@ -50,6 +51,9 @@ __all__ = [
     "release_request_bytes",
     "randomized_values_bytes",
     "rr_closed_form",
+    "secure_release_bytes",
+    "secure_start_bytes",
+    "simulate_options",
 ]
 
 ENGINE_KEYS = ("paper", "paper-per-combination", "graph", "graph-direct", "masked", "masked-sparse")
@@ -241,48 +245,99 @@ def release_phase(phase: str, units: Sequence[Sequence[int]], families: Sequence
 
 
 FAMILY_OF = {"p": "keep-or-uniform", "epsilon": "grr"}
+CLUSTER_FAMILY = "cluster-optimal"
+
+
+def secure_release_bytes(phase: str, session: str, units: Sequence[Sequence[int]], *, exact: bool) -> int:
+    """Encoded size of one ``SecureRelease`` (kind 101): the 4.2 / 4.3 commitment request.
+
+    Fields: request_id, phase, session, plan = units, exact (bool), then for 4.3 one
+    ``cluster-optimal`` family, one parameter and one (ε_i, ε_j) share pair per unit; empty
+    tuples for 4.2.
+    """
+    groups = 4 + sum(4 + INT * len(u) for u in units)
+    k = len(units)
+    tail = 3 * 4 if exact else (4 + k * (4 + len(CLUSTER_FAMILY))) + (4 + k * 12) + (4 + k * (4 + 16))
+    return HEADER + INT + _str(len(phase)) + _str(len(session)) + 2 * groups + 1 + tail
+
+
+ACK_BYTES = HEADER + INT + 4  # Ack(request_id, ids = ())
+
+
+def secure_start_bytes(session: str) -> int:
+    """Encoded size of one ``SecureSumStart`` (kind 102): request_id, session."""
+    return HEADER + INT + _str(len(session))
 
 
 def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
-                   clusters: Sequence[Sequence[int]] | None = None) -> ClosedForm:
-    """Exact fault-free traffic of RR-Independent or RR-Clusters (4.1) in the actor simulator.
+                   clusters: Sequence[Sequence[int]] | None = None, dependence: str = "4.1",
+                   sizes: Sequence[int] | None = None, engine: str = "paper", degree: int = 8,
+                   session: str = "dependence/1") -> ClosedForm:
+    """Exact fault-free traffic of RR-Independent or RR-Clusters in the actor simulator.
 
     Parameters
     ----------
     protocol
-        ``"RR-Independent"`` (one phase ``"attributes"``) or ``"RR-Clusters"`` (phase
-        ``"dependence"`` with the m singletons, then phase ``"clusters"`` with the announced
-        clusters: ``cluster-optimal`` matrices for clusters of ≥ 2 attributes, the phase-1
-        family for singletons, which the parties replay).
+        ``"RR-Independent"`` (one phase ``"attributes"``) or ``"RR-Clusters"``: phase
+        ``"dependence"``, then phase ``"clusters"`` with the announced clusters
+        (``cluster-optimal`` matrices; with 4.1 the singletons keep their phase-1 family and
+        are replayed).
     n, m
         Parties and attributes.
     matrices
         ``"p"`` (keep-or-uniform, main paper 6.3.1) or ``"epsilon"`` (grr).
     clusters
         RR-Clusters: the clusters Algorithm 1 announced (they fix the second request).
+    dependence
+        RR-Clusters: ``"4.1"`` (one request/reply round trip with the m singletons) or
+        ``"4.2"`` / ``"4.3"``: a ``SecureRelease`` to every party, an ``Ack`` from each, a
+        ``SecureSumStart`` to each, then the secure sum of the L-cell pair vectors
+        (:func:`closed_form` of ``engine``, session id ``session``).
+    sizes, engine, degree, session
+        4.2 / 4.3 only: attribute sizes (for L), the engine key and its graph degree.
     """
     family = FAMILY_OF[matrices]
     singles = [(j,) for j in range(m)]
+    extra = ClosedForm(0, 0, 0, 0, 0, 0, 0, "")
     if protocol == "RR-Independent":
         phases = [release_phase("attributes", singles, [family] * m)]
     elif protocol == "RR-Clusters":
         if clusters is None:
             raise ConfigurationError("rr_closed_form('RR-Clusters') needs the announced clusters")
-        fams = ["cluster-optimal" if len(c) > 1 else family for c in clusters]
-        phases = [release_phase("dependence", singles, [family] * m),
-                  release_phase("clusters", clusters, fams)]
+        replay = dependence == "4.1"
+        fams = [family if (len(c) == 1 and replay) else CLUSTER_FAMILY for c in clusters]
+        phases = [release_phase("clusters", clusters, fams)]
+        if dependence == "4.1":
+            phases.insert(0, release_phase("dependence", singles, [family] * m))
+        elif dependence in ("4.2", "4.3"):
+            if sizes is None:
+                raise ConfigurationError("rr_closed_form with dependence 4.2 / 4.3 needs the attribute sizes")
+            pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
+            request = secure_release_bytes("dependence", session, pairs, exact=dependence == "4.2")
+            start = secure_start_bytes(session)
+            ss = closed_form(engine, n, pair_cells(sizes), degree=degree, S=len(session))
+            extra = ClosedForm(
+                messages=3 * n + ss.messages, bytes=n * (request + ACK_BYTES + start) + ss.bytes,
+                rounds=3 + ss.rounds, party_messages=1 + ss.party_messages,
+                party_bytes=ACK_BYTES + ss.party_bytes, controller_messages=2 * n + ss.controller_messages,
+                controller_bytes=n * (request + start) + ss.controller_bytes,
+                formula=f"dependence: n × ({request} B SecureRelease + {ACK_BYTES} B Ack + {start} B "
+                        f"SecureSumStart) + {engine} secure sum of L = {pair_cells(sizes)} cells ({ss.formula})")
+        else:
+            raise ConfigurationError(f"dependence must be '4.1', '4.2' or '4.3', got {dependence!r}")
     else:
         raise ConfigurationError(f"protocol must be 'RR-Independent' or 'RR-Clusters', got {protocol!r}")
-    messages = sum(ph.totals(n)[0] for ph in phases)
-    total = sum(ph.totals(n)[1] for ph in phases)
-    per_party = sum(ph.reply_bytes for ph in phases)
-    ctrl = sum(ph.request_bytes for ph in phases)
     return ClosedForm(
-        messages=messages, bytes=total, rounds=2 * len(phases),
-        party_messages=len(phases), party_bytes=per_party,
-        controller_messages=n * len(phases), controller_bytes=n * ctrl,
-        formula=" + ".join(f"{ph.phase}: n × ({ph.request_bytes} B request + {ph.reply_bytes} B reply)"
-                           for ph in phases),
+        messages=extra.messages + sum(ph.totals(n)[0] for ph in phases),
+        bytes=extra.bytes + sum(ph.totals(n)[1] for ph in phases),
+        rounds=extra.rounds + 2 * len(phases),
+        party_messages=extra.party_messages + len(phases),
+        party_bytes=extra.party_bytes + sum(ph.reply_bytes for ph in phases),
+        controller_messages=extra.controller_messages + n * len(phases),
+        controller_bytes=extra.controller_bytes + n * sum(ph.request_bytes for ph in phases),
+        formula=" + ".join([*([extra.formula] if extra.formula else []),
+                            *(f"{ph.phase}: n × ({ph.request_bytes} B request + {ph.reply_bytes} B reply)"
+                              for ph in phases)]),
     )
 
 
@@ -383,6 +438,8 @@ class RRMeasurement:
     stats: Any
     closed: ClosedForm
     seconds: float
+    dependence: str = "4.1"
+    engine: str = ""
 
     def measured(self) -> dict[str, int]:
         s = self.stats
@@ -397,9 +454,24 @@ class RRMeasurement:
         return self.measured() == {k: getattr(c, k) for k in self.measured()}
 
 
+def simulate_options(dependence: str, engine: str, n: int, degree: int, round_timeout: float) -> dict[str, Any]:
+    """Keyword arguments of :func:`parties.simulate.simulate` for RR-Clusters with ``dependence``:
+    nothing for 4.1; for 4.2 / 4.3 the configured secure-sum engine and, when it needs direct
+    party links (paper, graph-direct), the full-mesh topology."""
+    if dependence == "4.1":
+        return {}
+    instance, topology = _engine(engine, n, degree, round_timeout)
+    return {"dependence": dependence, "engine": instance,
+            **({"topology": topology} if topology is not None else {})}
+
+
 def measure_rr(protocol: str, sizes: Sequence[int], n: int, *, sweep: str, d: int | None,
-               params: Mapping[str, Any], seed: int) -> RRMeasurement:
-    """Run ``protocol`` in the actor simulator on planted-cluster data and measure its traffic."""
+               params: Mapping[str, Any], seed: int, dependence: str = "4.1",
+               engine: str = "") -> RRMeasurement:
+    """Run ``protocol`` in the actor simulator on planted-cluster data and measure its traffic.
+
+    RR-Clusters runs with ``dependence`` (4.2 / 4.3 through the secure-sum ``engine``).
+    """
     from parties.simulate import simulate
 
     sizes = tuple(sizes)
@@ -407,9 +479,14 @@ def measure_rr(protocol: str, sizes: Sequence[int], n: int, *, sweep: str, d: in
                             clusters=((0, 1),) if len(sizes) >= 2 else ()).dataset
     kwargs: dict[str, Any] = {"p": params["p"]}
     if protocol == "RR-Clusters":
-        kwargs.update(Tv=params["Tv"], Td=params["Td"])
+        kwargs.update(Tv=params["Tv"], Td=params["Td"],
+                      **simulate_options(dependence, engine, n, params["degree"], float(params["round_timeout"])))
     sim = simulate(data, protocol, seed=seed, timeout=float(params["round_timeout"]), **kwargs)
     clusters = tuple(tuple(c) for c in sim.result.clusters)
+    session = sim.result.details.get("secure_sum", {}).get("session", "dependence/1")
     closed = rr_closed_form(protocol, n, len(sizes), matrices="p",
-                            clusters=clusters if protocol == "RR-Clusters" else None)
-    return RRMeasurement(protocol, sweep, n, len(sizes), d, clusters, sim.traffic, closed, sim.wall_time)
+                            clusters=clusters if protocol == "RR-Clusters" else None,
+                            dependence=dependence, sizes=sizes, engine=engine or "paper",
+                            degree=params["degree"], session=session)
+    return RRMeasurement(protocol, sweep, n, len(sizes), d, clusters, sim.traffic, closed, sim.wall_time,
+                         dependence, engine)

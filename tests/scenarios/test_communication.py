@@ -12,19 +12,23 @@ from mprr.dependence import bivariate_tables
 from mprr.errors import ConfigurationError
 from mprr.synthetic import planted_clusters
 from parties.codec import encode
-from parties.messages import RandomizedValues
-from parties.protocol_messages import MatrixSpec, ReleaseRequest
+from parties.messages import Ack, RandomizedValues
+from parties.protocol_messages import MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
 from parties.secure.messages import PartialSum, ShareVector
 from scenarios.cost_model import (
+    ACK_BYTES,
     ENGINE_KEYS,
     closed_form,
     element_bytes,
+    measure_rr,
     measure_secure_sum,
     pair_cells,
     pair_indicators,
     randomized_values_bytes,
     release_request_bytes,
     rr_closed_form,
+    secure_release_bytes,
+    secure_start_bytes,
 )
 from scenarios.runner import run
 
@@ -58,6 +62,16 @@ def test_closed_form_message_sizes_equal_the_codec() -> None:
                               [MatrixSpec.cluster_optimal(2.0), MatrixSpec.grr(1.0)])
     assert release_request_bytes("clusters", [(0, 2), (1,)], ["cluster-optimal", "grr"], [1, 1]) == len(encode(cl))
     assert randomized_values_bytes(5) == len(encode(RandomizedValues(1, np.arange(5, dtype=np.int64))))
+    pairs = ((0, 1), (0, 2), (1, 2))
+    exact = SecureRelease(request_id=1, phase="dependence", session="dependence/1", plan=pairs, units=pairs,
+                          exact=True)
+    assert secure_release_bytes("dependence", "dependence/1", pairs, exact=True) == len(encode(exact))
+    rr = SecureRelease(request_id=1, phase="dependence", session="dependence/1", plan=pairs, units=pairs,
+                       exact=False, families=("cluster-optimal",) * 3, params=((2.0,),) * 3,
+                       shares=((1.0, 1.0),) * 3)
+    assert secure_release_bytes("dependence", "dependence/1", pairs, exact=False) == len(encode(rr))
+    assert ACK_BYTES == len(encode(Ack(4)))
+    assert secure_start_bytes("dependence/1") == len(encode(SecureSumStart(1, "dependence/1")))
 
 
 def test_element_bytes_edges() -> None:
@@ -68,6 +82,19 @@ def test_element_bytes_edges() -> None:
         closed_form("carrier-pigeon", 4, 4)
     with pytest.raises(ConfigurationError, match="needs the announced clusters"):
         rr_closed_form("RR-Clusters", 10, 3)
+
+
+@pytest.mark.parametrize(("dependence", "engine"), [("4.1", ""), ("4.2", "paper"), ("4.3", "graph"),
+                                                   ("4.2", "masked-sparse")])
+def test_rr_clusters_end_to_end_equals_closed_form(dependence: str, engine: str) -> None:
+    params = {"p": 0.7, "Tv": 50, "Td": 0.2, "degree": 2, "round_timeout": 10}
+    r = measure_rr("RR-Clusters", (2, 3, 2), 8, sweep="test", d=None, params=params, seed=2,
+                   dependence=dependence, engine=engine)
+    assert r.matches(), (r.measured(), r.closed)
+    if dependence != "4.1":  # SecureRelease + Ack + SecureSumStart, then the secure sum
+        assert r.closed.rounds == 3 + closed_form(engine, 8, 16, degree=2).rounds + 2
+        assert secure_release_bytes("dependence", "dependence/1", [(0, 1), (0, 2), (1, 2)], exact=True) < \
+            secure_release_bytes("dependence", "dependence/1", [(0, 1), (0, 2), (1, 2)], exact=False)
 
 
 def test_rr_closed_form_main_paper_41_orders() -> None:
@@ -109,7 +136,7 @@ def test_reduced_scenario_run(tmp_path: Path) -> None:
         "n_values": [4, 6], "sizes": [2, 3, 2], "degree": 2, "n_fixed": 4, "m_values": [2],
         "m_sweep_size": 2, "d_values": [3], "d_sweep_m": 2, "rr_n_values": [20],
         "rr_n_fixed": 20, "rr_m_values": [3], "rr_d_values": [5],
-        "max_n": {"masked": 4}, "round_timeout": 10,
+        "max_n": {"masked": 4}, "round_timeout": 10, "method_n_values": [4],
     }
     run("communication_cost", out_dir=tmp_path, parameters=params)
     doc = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
@@ -122,8 +149,11 @@ def test_reduced_scenario_run(tmp_path: Path) -> None:
     skipped = [r for r in rows if r["engine"] == "masked" and r["n"] == 6]
     assert skipped and skipped[0]["messages"] is None and skipped[0]["check"].startswith("n > max_n.masked")
     assert {"measured_vs_closed_form", "rr_measured_vs_closed_form", "dependence_methods"} <= set(doc["tables"])
-    methods = {r["method"] for r in doc["tables"]["dependence_methods"]["rows"]}
-    assert methods == {"4.1", "4.2", "4.3"}
+    methods = doc["tables"]["dependence_methods"]["rows"]
+    assert {r["method"] for r in methods} == {"4.1", "4.2", "4.3"}
+    assert {r["secure-sum engine"] for r in methods if r["method"] == "4.2"} == {
+        "paper", "graph", "graph-direct", "masked", "masked-sparse"}  # per-combination left out
+    assert all(r["check"] == "= closed form" for r in methods)
     assert len(doc["figures"]) == 4
     for name in doc["figures"]:
         assert (tmp_path / name).read_bytes()[:8] == PNG
