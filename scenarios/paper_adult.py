@@ -62,21 +62,17 @@ PAPER_TV = (50, 100, 300)
 PAPER_TD = (0.1, 0.2, 0.3)
 #: Main paper Table I (Adult): (p, Td) -> median relative error for Tv = 50, 100, 300.
 TABLE1_PUBLISHED: dict[tuple[float, float], tuple[float, float, float]] = {
-    (0.1, 0.1): (0.335, 0.404, 0.495), (0.1, 0.2): (0.357, 0.351, 0.501),
-    (0.1, 0.3): (0.285, 0.426, 0.505), (0.3, 0.1): (0.335, 0.334, 0.426),
-    (0.3, 0.2): (0.262, 0.310, 0.435), (0.3, 0.3): (0.199, 0.306, 0.445),
-    (0.5, 0.1): (0.094, 0.148, 0.214), (0.5, 0.2): (0.107, 0.127, 0.236),
-    (0.5, 0.3): (0.116, 0.119, 0.212), (0.7, 0.1): (0.069, 0.069, 0.074),
-    (0.7, 0.2): (0.070, 0.075, 0.071), (0.7, 0.3): (0.070, 0.068, 0.079),
+    (0.1, 0.1): (0.335, 0.404, 0.495), (0.1, 0.2): (0.357, 0.351, 0.501), (0.1, 0.3): (0.285, 0.426, 0.505),
+    (0.3, 0.1): (0.335, 0.334, 0.426), (0.3, 0.2): (0.262, 0.310, 0.435), (0.3, 0.3): (0.199, 0.306, 0.445),
+    (0.5, 0.1): (0.094, 0.148, 0.214), (0.5, 0.2): (0.107, 0.127, 0.236), (0.5, 0.3): (0.116, 0.119, 0.212),
+    (0.7, 0.1): (0.069, 0.069, 0.074), (0.7, 0.2): (0.070, 0.075, 0.071), (0.7, 0.3): (0.070, 0.068, 0.079),
 }
 #: Main paper Table II (Adult6).
 TABLE2_PUBLISHED: dict[tuple[float, float], tuple[float, float, float]] = {
-    (0.1, 0.1): (0.189, 0.312, 0.459), (0.1, 0.2): (0.173, 0.310, 0.449),
-    (0.1, 0.3): (0.183, 0.339, 0.462), (0.3, 0.1): (0.149, 0.202, 0.369),
-    (0.3, 0.2): (0.171, 0.225, 0.376), (0.3, 0.3): (0.178, 0.217, 0.369),
-    (0.5, 0.1): (0.080, 0.084, 0.123), (0.5, 0.2): (0.082, 0.075, 0.126),
-    (0.5, 0.3): (0.083, 0.079, 0.127), (0.7, 0.1): (0.064, 0.066, 0.056),
-    (0.7, 0.2): (0.064, 0.066, 0.057), (0.7, 0.3): (0.065, 0.065, 0.060),
+    (0.1, 0.1): (0.189, 0.312, 0.459), (0.1, 0.2): (0.173, 0.310, 0.449), (0.1, 0.3): (0.183, 0.339, 0.462),
+    (0.3, 0.1): (0.149, 0.202, 0.369), (0.3, 0.2): (0.171, 0.225, 0.376), (0.3, 0.3): (0.178, 0.217, 0.369),
+    (0.5, 0.1): (0.080, 0.084, 0.123), (0.5, 0.2): (0.082, 0.075, 0.126), (0.5, 0.3): (0.083, 0.079, 0.127),
+    (0.7, 0.1): (0.064, 0.066, 0.056), (0.7, 0.2): (0.064, 0.066, 0.057), (0.7, 0.3): (0.065, 0.065, 0.060),
 }
 #: Best (Tv, Td) per p in the published Table I — what Figure 3 uses ("for each p, we took
 #: the best values for Tv and Td identified in Table I").
@@ -362,11 +358,8 @@ def _draw_tables(fig: Any, rows: list[tuple], ps: Sequence[float], tds: Sequence
         ax.axhline(base[p][0], color="gray", linestyle=":", label="RR-Independent (ours)")
         ax.set_xscale("log")
         ax.minorticks_off()
-        ax.set_xticks(list(tvs))
-        ax.set_xticklabels([str(t) for t in tvs])
+        ax.set(xticks=list(tvs), xticklabels=[str(t) for t in tvs], xlabel="Tv", ylabel="median relative error")
         ax.set_title(f"p = {p:g}", fontsize="small")
-        ax.set_xlabel("Tv")
-        ax.set_ylabel("median relative error")
         ax.grid(True, alpha=0.3)
         if i == 0:
             ax.legend(fontsize="x-small")
@@ -489,6 +482,21 @@ def _claims(med: np.ndarray, ps: Sequence[float], sigmas: Sequence[float]) -> li
     return out
 
 
+def _figure2_claims(f2med: np.ndarray, sigmas: Sequence[float], p: float) -> list[tuple]:
+    """The paper's observations on Figure 2 (f2med: (Randomized/RR-Ind, relative/absolute, S))."""
+    s = np.asarray(sigmas, dtype=float)
+    better = bool(np.all(f2med[1] < f2med[0]))
+    peak = float(s[int(np.argmax(f2med[0, 1]))])
+    out = [(p, "Fig. 2: RR-Independent has lower absolute and relative error than Randomized",
+            f"at {int(np.sum(np.all(f2med[1] < f2med[0], axis=0)))}/{len(s)} σ", better),
+           (p, "Fig. 2: the absolute error of Randomized peaks at σ = 0.5", f"peak at σ = {peak:g}",
+            abs(peak - 0.5) <= 0.1 + 1e-9)]
+    order = np.argsort(s)
+    dec = all(bool(np.all(np.diff(f2med[a, 0][order]) < 0)) for a in range(2))
+    out.append((p, "Fig. 2: the relative error decreases as σ grows", "both methods" if dec else "not monotone", dec))
+    return out
+
+
 @register("adult_figure3", schema=FIGURE3_SCHEMA, default_runs=20,
           description="Main paper Figures 3 and 2: relative error vs σ of RR-Independent, RR-Clusters "
                       "and both with RR-Adjustment on Adult")
@@ -527,8 +535,7 @@ def run_adult_figure3(config: ScenarioConfig, *, out_dir: Path, runs: int, seed:
             for m_idx, name in enumerate(METHODS):
                 ax.errorbar(sigmas, med[i, m_idx], yerr=se[i, m_idx], fmt="-o", markersize=3, capsize=2, label=name)
             ax.set_title(f"p = {p:g}", fontsize="small")
-            ax.set_xlabel("coverage σ")
-            ax.set_ylabel("median relative error")
+            ax.set(xlabel="coverage σ", ylabel="median relative error")
             ax.grid(True, alpha=0.3)
             if i == 0:
                 ax.legend(fontsize="x-small")
@@ -563,12 +570,15 @@ def run_adult_figure3(config: ScenarioConfig, *, out_dir: Path, runs: int, seed:
                 ax = fig.add_subplot(1, 2, 2 - b)
                 for a, name in enumerate(("Randomized", "RR-Independent")):
                     ax.plot(sigmas, f2med[a, b], "-o", markersize=3, label=name)
-                ax.set_xlabel("coverage σ")
-                ax.set_ylabel(f"median {what} error")
+                ax.set(xlabel="coverage σ", ylabel=f"median {what} error")
                 ax.grid(True, alpha=0.3)
                 ax.legend(fontsize="x-small")
 
         figures.append(CustomPlot(filename="figure2.png", title=tables[-1].title, size=(10.0, 4.0), draw=draw2))
+        claims += _figure2_claims(f2med, sigmas, prm["figure2_p"])
+        claims_table = Table(key="claims", title="The paper's observations on Figures 3 and 2, checked",
+                             columns=claims_table.columns, rows=claims)
+        tables[1] = claims_table
         metrics["figure2_median"] = {name: {"absolute": list(f2med[a, 1]), "relative": list(f2med[a, 0])}
                                      for a, name in enumerate(("Randomized", "RR-Independent"))}
     zero = metrics["queries_with_zero_true_count"]

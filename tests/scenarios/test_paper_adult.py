@@ -154,7 +154,9 @@ def test_adult_figure3_reduced(tmp_path: Path, adult_path: Path) -> None:
     assert [(r["p"], r["σ"]) for r in rows] == [(0.7, 0.1), (0.7, 0.5)]
     assert set(rows[0]) >= {"RR-Independent", "RR-Clusters", "RR-Independent+Adjustment",
                             "RR-Clusters+Adjustment"}
-    assert doc["metrics"]["claims_checked"] == len(doc["tables"]["claims"]["rows"]) == 3
+    claims = doc["tables"]["claims"]["rows"]
+    assert doc["metrics"]["claims_checked"] == len(claims) == 6  # 3 on Figure 3 (p = 0.7), 3 on Figure 2
+    assert sum("Fig. 2" in c["observation"] for c in claims) == 3
     fig2 = doc["tables"]["figure2"]["rows"]
     # eq. (2) removes the bias of the raw randomized counts: Randomized is far worse
     assert all(r["abs Randomized"] > r["abs RR-Independent"] for r in fig2)
