@@ -40,7 +40,7 @@ from mprr.metrics import CountQuery, evaluate_queries, random_queries
 from mprr.protocols import ProtocolResult, rr_adjustment, rr_clusters, rr_independent
 from mprr.synthetic import DEFAULT_CLUSTERS, DEFAULT_SIZES, planted_clusters
 from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema
-from scenarios.cost_model import rr_closed_form
+from scenarios.cost_model import rr_closed_form, simulate_options
 from scenarios.plots import BarPlot, CustomPlot, FigureSpec
 from scenarios.progress import Progress
 from scenarios.registry import register
@@ -78,7 +78,11 @@ SCHEMA = Schema(
         Field("Tv", Int(min=1), 100, help="Algorithm 1: largest number of value combinations of a cluster"),
         Field("Td", Float(min=0.0, max=1.0), 0.2, help="Algorithm 1: smallest dependence to merge"),
         Field("dependence", Choice(("4.1", "4.2", "4.3")), "4.1",
-              help="how RR-Clusters gets dependences (main paper 4.1; 4.2 / 4.3 on the fast path)"),
+              help="how RR-Clusters gets dependences (main paper 4.1, 4.2 or 4.3)"),
+        Field("secure_sum", Choice(("paper", "graph", "graph-direct", "masked", "masked-sparse")), "graph",
+              help="secure-sum engine of dependence 4.2 / 4.3 on the actors engine (the fast path "
+                   "computes the same tallies centrally)"),
+        Field("degree", Int(min=2), 8, help="k of the sparse secure-sum graphs (graph, masked-sparse)"),
         Field("postprocess", Choice(POSTPROCESS), "clip-rescale",
               help="post-processing of the eq. (2) estimates (paper: clip-rescale)"),
         Field("queries", Int(min=1, max=100_000), 500, help="number of count queries (main paper 6.5)"),
@@ -167,20 +171,10 @@ def protocol_kwargs(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 class ProtocolRun:
     """One base protocol run plus its adjustment, on either engine.
 
-    Attributes
-    ----------
-    result, adjusted
-        The protocol's :class:`ProtocolResult` and the RR-Adjustment result on its release.
-    epsilon
-        ``(n,)`` ε spent by every party (sequential composition over its own ledger).
-    epsilon_by_phase
-        Phase -> (n,) ε per party in that phase.
-    traffic
-        The network's measured traffic (actors engine), else ``None``.
-    view
-        The controller's view summary (actors engine), else ``None``.
-    seconds, adjustment_seconds
-        Wall-clock time of the protocol run and of Algorithm 2.
+    ``result`` / ``adjusted``: the protocol's :class:`ProtocolResult` and RR-Adjustment on its
+    release; ``epsilon``: (n,) ε per party (sequential over its own ledger); ``epsilon_by_phase``:
+    phase -> (n,) ε; ``traffic`` / ``view``: measured traffic and the controller's view summary
+    (actors engine, else None); ``seconds`` / ``adjustment_seconds``: wall-clock times.
     """
 
     result: ProtocolResult
@@ -214,13 +208,11 @@ def _actors(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: in
     """One run in the actor simulator: n party actors with their own streams and ledgers."""
     from parties.simulate import simulate
 
-    if protocol == "RR-Clusters" and params["dependence"] != "4.1":
-        raise ConfigurationError(
-            f"parameters.dependence = {params['dependence']!r} needs the secure-sum dependence phase in "
-            "the actor simulator, which parties.choreographies does not provide yet; allowed with the "
-            "actors engine: '4.1' (or run --engine fast, which computes the 4.2/4.3 tables centrally)")
-
-    sim = simulate(dataset, protocol, seed=seed, timeout=params["round_timeout"], **kwargs)
+    options = {}
+    if protocol == "RR-Clusters":
+        options = simulate_options(params["dependence"], params["secure_sum"], dataset.n, params["degree"],
+                                   params["round_timeout"])
+    sim = simulate(dataset, protocol, seed=seed, timeout=params["round_timeout"], **{**kwargs, **options})
     ledgers = sim.ledgers
     eps = np.array([ledger.total("sequential") for ledger in ledgers])
     phases = list(dict.fromkeys(ph for ledger in ledgers for ph in ledger.phases))
@@ -258,6 +250,10 @@ def _query_errors(queries: Sequence[CountQuery], runs: Sequence[dict[str, Protoc
             out[f"{base}+Adjustment"].append(
                 evaluate_queries(queries, pr.adjusted.estimate, dataset).relative)
     return {label: np.vstack(v) for label, v in out.items()}
+
+
+def _finite(x: float) -> float:
+    return x if math.isfinite(x) else float("nan")
 
 
 def _stats(values: np.ndarray) -> dict[str, float]:
@@ -424,9 +420,13 @@ def _build_result(params: Mapping[str, Any], engine: str, synthetic: Any, datase
     traffic: dict[str, Any] = {}
     matrices = "epsilon" if params["epsilon"] is not None else "p"
     for base in BASE_PROTOCOLS:
-        if first[base].traffic is not None and params["dependence"] == "4.1":
+        res = first[base].result
+        if first[base].traffic is not None:
+            session = res.details.get("secure_sum", {}).get("session", "dependence/1")
             traffic[base] = _traffic_dict(first[base].traffic, rr_closed_form(
-                base, dataset.n, dataset.m, matrices=matrices, clusters=first[base].result.clusters))
+                base, dataset.n, dataset.m, matrices=matrices, clusters=res.clusters,
+                dependence=params["dependence"] if base == "RR-Clusters" else "4.1", sizes=dataset.sizes,
+                engine=params["secure_sum"], degree=params["degree"], session=session))
     if first["RR-Clusters"].view is not None:
         traffic["controller_view"] = {b: first[b].view for b in BASE_PROTOCOLS}
 
@@ -519,9 +519,10 @@ def _build_result(params: Mapping[str, Any], engine: str, synthetic: Any, datase
             filename="epsilon_by_phase.png",
             title="ε per party by phase (sequential composition, median over parties)",
             categories=BASE_PROTOCOLS,
-            groups={ph: [privacy[b]["by_phase"].get(ph, {"median": 0.0})["median"] for b in BASE_PROTOCOLS]
+            groups={ph: [_finite(privacy[b]["by_phase"].get(ph, {"median": 0.0})["median"]) for b in BASE_PROTOCOLS]
                     for ph in dict.fromkeys(ph for b in BASE_PROTOCOLS for ph in privacy[b]["by_phase"])},
             ylabel="ε",
+            caption="A missing bar is ε = ∞: dependence 4.2 releases exact tables (no DP guarantee).",
         ),
     ]
     if traffic:
@@ -573,7 +574,8 @@ def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, pla
     for base in BASE_PROTOCOLS:
         e = eps[base]
         lines.append(f"ε per party ({base}, sequential) min/median/max = "
-                     f"{e['min']:.3f} / {e['median']:.3f} / {e['max']:.3f}")
+                     f"{e['min']:.3f} / {e['median']:.3f} / {e['max']:.3f}"
+                     + (" (∞: 4.2 releases exact tables, no DP guarantee)" if math.isinf(e["max"]) else ""))
     if params["dependence"] == "4.3":
         lines.append("  (4.3: pairs enter a secure sum, unlinkable; see privacy.RR-Clusters.other_policies "
                      "for the unlinkable-pairs policy of main paper 4.3)")
@@ -581,7 +583,7 @@ def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, pla
     if views:
         kinds = sorted({k for v in views.values() for k in v.get("kinds", ())})
         lines.append(f"controller's view (untrusted): {sum(v.get('messages', 0) for v in views.values()):,} "
-                     f"messages received, kinds {', '.join(kinds)} (randomized codes only)")
+                     f"messages received, kinds {', '.join(kinds)} (what each reveals: docs/threat_model.md)")
     if traffic:
         lines.append("traffic (run 1): " + "; ".join(
             f"{b} {traffic[b]['messages']:,} messages, {_human_bytes(traffic[b]['bytes'])}, "

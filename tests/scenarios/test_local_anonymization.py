@@ -128,9 +128,8 @@ def test_bad_parameters_are_rejected(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="give parameters.p or parameters.epsilon, not both"):
         protocol_kwargs({"p": 0.5, "epsilon": 1.0, "postprocess": "clip-rescale", "Tv": 10, "Td": 0.1,
                          "dependence": "4.1"})
-    with pytest.raises(ConfigurationError, match="needs the secure-sum dependence phase in the actor simulator"):
-        run("local_anonymization", out_dir=tmp_path, engine="actors",
-            parameters={"n": 50, "queries": 5, "dependence": "4.2"})
+    with pytest.raises(ConfigurationError, match="parameters.secure_sum must be one of 'paper', 'graph'"):
+        run("local_anonymization", out_dir=tmp_path, parameters={"n": 50, "secure_sum": "carrier-pigeon"})
     with pytest.raises(ConfigurationError, match="parameters.n must be an integer >= 2"):
         run("local_anonymization", out_dir=tmp_path, parameters={"n": 1})
 
@@ -146,3 +145,24 @@ def test_epsilon_instead_of_p_and_dependence_43_on_the_fast_path(tmp_path: Path)
     # 4.3 releases every pair: sequential composition charges each attribute m − 1 times
     by_phase = doc["privacy"]["RR-Clusters"]["by_phase"]["dependence"]["median"]
     assert by_phase == pytest.approx((m - 1) * m * 1.0)
+
+
+@pytest.mark.slow  # ~3 s each: two scenario runs with a secure sum among the actors
+@pytest.mark.parametrize(("dependence", "secure_sum"), [("4.2", "graph"), ("4.3", "masked-sparse")])
+def test_secure_sum_dependence_on_actors_matches_the_fast_path(tmp_path: Path, dependence: str,
+                                                               secure_sum: str) -> None:
+    """4.2 / 4.3 through a secure sum in the actor simulator: the controller gets the same tallies
+    as the fast path computes centrally, so the same clusters, errors and ε; traffic = closed form."""
+    params = {"n": 80, "queries": 10, "dependence": dependence, "secure_sum": secure_sum, "degree": 4}
+    docs = {}
+    for engine in ("actors", "fast"):
+        out = tmp_path / engine
+        run("local_anonymization", out_dir=out, engine=engine, parameters=params)
+        docs[engine] = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    a, f = docs["actors"]["metrics"], docs["fast"]["metrics"]
+    assert a["clusters_found"] == f["clusters_found"]
+    assert a["relative_error"]["RR-Clusters"]["median"] == f["relative_error"]["RR-Clusters"]["median"]
+    assert docs["actors"]["privacy"]["RR-Clusters"] == docs["fast"]["privacy"]["RR-Clusters"]
+    assert docs["actors"]["traffic"]["RR-Clusters"]["equals_closed_form"] is True
+    eps = docs["actors"]["privacy"]["RR-Clusters"]["epsilon_per_party"]["median"]
+    assert (eps == "inf") if dependence == "4.2" else (eps != "inf")
