@@ -43,83 +43,30 @@ import numpy as np
 
 from mprr.data import Schema
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
-from mprr.ledger import CompositionPolicy, Ledger, Release, compose
+from mprr.ledger import Ledger, Release
 from mprr.privacy import PlanViolationError, PrivacyAccountant, RefusalReason
 from parties.messages import Abort, Ack, Message, RandomizedValues, Refusal
 from parties.protocol_messages import ReleaseRequest, SecureRelease, SecureSumStart
 from parties.public_state import INVALID_REQUEST, ReleaseBook, SecureSessions
 from parties.transport import CONTROLLER, Endpoint, actor_name
 
-__all__ = ["INVALID_REQUEST", "LOOP_KINDS", "Party", "PartyAccountant", "PartyRefusal"]
+__all__ = ["INVALID_REQUEST", "LOOP_KINDS", "Party", "PartyRefusal", "total_after"]
 
 LOOP_KINDS = (ReleaseRequest, SecureRelease, SecureSumStart, Abort)
 """Kinds the party's main loop takes from the controller; anything else (e.g. secure-sum
 shares from peers) stays buffered for the secure-sum engine."""
 
 
-class PartyAccountant(PrivacyAccountant):
-    """:class:`mprr.privacy.PrivacyAccountant` with incremental totals under ``sequential``.
+def total_after(accountant: PrivacyAccountant, releases: list[Release]) -> float:
+    """ε the accountant would have spent after granting every one of ``releases`` together.
 
-    Same decisions and the same numbers as the base class: under the sequential policy the
-    total is ``fsum`` over phases of ``fsum`` of the phase's ε (exactly rounded, so equal to
-    :func:`mprr.ledger.compose`), kept per phase as the ledger grows instead of recomposed
-    from the whole ledger on every request (a party answers m + l releases; 32,561 parties
-    in one process make the recomposition the dominant cost).  Other policies use the base
-    class unchanged.
+    ``releases`` are new (not replays); the total is the ledger extended by them, composed
+    under the accountant's policy (phases sequentially, main paper Section 4).
     """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._seen = 0
-        self._synced: Ledger | None = None
-        self._phase_eps: dict[str, list[float]] = {}
-        self._phase_total: dict[str, float] = {}
-        self._total = 0.0
-
-    def _sync(self) -> None:
-        ledger = self.ledger
-        if ledger is self._synced:
-            return
-        touched = set()
-        for release in ledger.releases[self._seen:]:
-            self._phase_eps.setdefault(release.phase, []).append(release.epsilon)
-            touched.add(release.phase)
-        for phase in touched:
-            self._phase_total[phase] = math.fsum(self._phase_eps[phase])
-        self._total = math.fsum(self._phase_total.values())
-        self._seen = len(ledger)
-        self._synced = ledger
-
-    def spent(self) -> float:
-        """ε spent so far (see the class docstring)."""
-        if self.policy is not CompositionPolicy.SEQUENTIAL:
-            return super().spent()
-        self._sync()
-        return self._total
-
-    def would_spend(self, release: Release) -> float:
-        """Total ε after ``release`` (unchanged if it would be a replay)."""
-        if self.policy is not CompositionPolicy.SEQUENTIAL:
-            return super().would_spend(release)
-        if self.ledger.lookup(release) is not None:
-            return self.spent()
-        self._sync()
-        phases = dict(self._phase_total)
-        phases[release.phase] = math.fsum([*self._phase_eps.get(release.phase, ()), release.epsilon])
-        return math.fsum(phases.values())
-
-    def would_spend_all(self, releases: list[Release]) -> float:
-        """Total ε after granting every one of ``releases`` (new, not replays) together."""
-        if self.policy is not CompositionPolicy.SEQUENTIAL:
-            return compose(list(self.ledger) + releases, self.policy)
-        self._sync()
-        added: dict[str, list[float]] = {}
-        for release in releases:
-            added.setdefault(release.phase, []).append(release.epsilon)
-        phases = dict(self._phase_total)
-        for phase, values in added.items():
-            phases[phase] = math.fsum([*self._phase_eps.get(phase, ()), *values])
-        return math.fsum(phases.values())
+    ledger = accountant.ledger
+    for release in releases:
+        ledger = ledger.appended(release)
+    return ledger.total(accountant.policy)
 
 
 @dataclass(frozen=True)
@@ -232,7 +179,7 @@ class Party:
         if not isinstance(seed, np.random.SeedSequence):
             raise ConfigurationError(f"seed must be a numpy.random.SeedSequence, got {type(seed).__name__}")
         self._rng = np.random.Generator(np.random.PCG64(seed))
-        self.accountant = PartyAccountant(
+        self.accountant = PrivacyAccountant(
             budget,
             policy,
             party=self.index,
@@ -337,7 +284,7 @@ class Party:
                     new.append(rel)
             if new:
                 before = acc.spent()
-                after = acc.would_spend_all(new)
+                after = total_after(acc, new)
                 if not self._fits(after):
                     requested = after - before if math.isfinite(before) else math.inf
                     exact = any(r.exact for r in new)

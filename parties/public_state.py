@@ -41,7 +41,8 @@ class ResolvedUnit:
     ``matrix`` is ``None`` for an exact release (main paper 4.2: the true value, ε = ∞).
     """
 
-    __slots__ = ("unit", "names", "sizes", "strides", "cells", "matrix", "release", "_rows", "_factor_rows")
+    __slots__ = ("unit", "names", "sizes", "strides", "cells", "matrix", "release", "_single", "_rows",
+                 "_factor_rows")
 
     def __init__(
         self,
@@ -63,6 +64,7 @@ class ResolvedUnit:
             acc *= s
         self.strides = tuple(reversed(strides))
         self.cells = acc
+        self._single = unit[0] if len(unit) == 1 else None
         self.matrix = matrix
         if matrix is None:
             self.release = Release.exact_values(self.names, linkable=linkable, phase=phase)
@@ -83,6 +85,8 @@ class ResolvedUnit:
 
     def value(self, record: tuple[int, ...]) -> int:
         """The true joint code (C order) of ``record``'s unit value."""
+        if self._single is not None:
+            return record[self._single]
         x = 0
         for a, stride in zip(self.unit, self.strides):
             x += record[a] * stride
@@ -97,7 +101,7 @@ class ResolvedUnit:
         there), then the C-order code of the released attribute values.
         """
         if self._factor_rows is None:
-            x = self.value(record)
+            x = record[self._single] if self._single is not None else self.value(record)
             row = self._rows.get(x)
             if row is None:
                 row = self._rows[x] = self.matrix.cdf[x].tolist()  # type: ignore[union-attr]

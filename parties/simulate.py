@@ -58,12 +58,16 @@ from parties.view import ViewLog, ViewSummary
 
 __all__ = ["SimulationResult", "simulate", "simulate_async"]
 
-PARTY_KINDS: tuple[type[Message], ...] = LOOP_KINDS + tuple(
+SECURE_KINDS: tuple[type[Message], ...] = tuple(
     obj for obj in vars(secure_messages).values()
     if isinstance(obj, type) and issubclass(obj, Message) and obj is not Message and obj.KIND
 )
-"""Message kinds a party endpoint accepts: the controller's requests and the secure-sum kinds
-(anything else is rejected on delivery)."""
+"""Message kinds of the secure-sum engines (:mod:`parties.secure.messages`)."""
+
+PARTY_KINDS: tuple[type[Message], ...] = LOOP_KINDS + SECURE_KINDS
+"""Message kinds a party endpoint accepts when a secure sum runs: the controller's requests and
+the secure-sum kinds (anything else is rejected on delivery).  Without a secure sum a party
+accepts :data:`parties.party.LOOP_KINDS` only."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -235,7 +239,9 @@ async def simulate_async(
     n = dataset.n
     budgets = _budgets(budget, n)
     engine = kwargs.get("engine", "paper")
-    if topology is None and kwargs.get("dependence") in ("4.2", "4.3") and getattr(engine, "name", engine) == "paper":
+    secure = kwargs.get("dependence") in ("4.2", "4.3")
+    accept = PARTY_KINDS if secure else LOOP_KINDS
+    if topology is None and secure and getattr(engine, "name", engine) == "paper":
         topology = nx.complete_graph(n)  # the paper's modular secure sum needs a full mesh
     streams = PartyStreams(seed, n)
     net_seed = fault_seed if fault_seed is not None else (seed if isinstance(seed, int) else 0)
@@ -277,7 +283,7 @@ async def simulate_async(
         tasks = [
             # parties wait without a deadline: this body owns them and cancels them when the
             # controller is done (every controller round is bounded by ``timeout``)
-            tg.create_task(party.run(net.endpoint(party.index, accept=PARTY_KINDS), idle_timeout=None))
+            tg.create_task(party.run(net.endpoint(party.index, accept=accept), idle_timeout=None))
             for party in parties
         ]
         try:

@@ -7,8 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from mprr.data import Attribute, Schema
 from mprr.domain import encode_joint
@@ -20,7 +18,7 @@ from mprr.randomize import randomize, randomize_joint
 from mprr.streams import PartyStreams
 from parties.messages import Abort, Ack, RandomizedValues, Refusal
 from parties.network import CONTROLLER, InMemoryNetwork
-from parties.party import Party, PartyAccountant
+from parties.party import Party, total_after
 from parties.public_state import INVALID_REQUEST, ReleaseBook, SecureSessions
 from parties.protocol_messages import MatrixSpec, ReleaseRequest, SecureRelease
 
@@ -205,40 +203,16 @@ def test_other_message_kinds_are_not_accepted() -> None:
 
 
 # ---------------------------------------------------------------------- accountant
-releases = st.lists(
-    st.tuples(
-        st.sampled_from(["a0", "a1", "a2"]),
-        st.sampled_from([0.3, 0.6, 0.9]),
-        st.sampled_from(["dependence", "clusters"]),
-    ),
-    min_size=1,
-    max_size=12,
-)
-
-
-@settings(max_examples=60, deadline=None)
-@given(releases, st.sampled_from(["sequential", "parallel", "unlinkable-pairs"]), st.floats(0.5, 30.0))
-def test_party_accountant_decides_like_the_privacy_accountant(seq, policy, budget) -> None:
-    base = PrivacyAccountant(budget, policy)
-    fast = PartyAccountant(budget, policy)
-    for name, p, phase in seq:
-        rel = Release.from_matrix(name, keep_or_uniform(3, p), phase=phase)
-        a, b = base.request(rel), fast.request(rel)
-        assert a.outcome == b.outcome
-        assert base.spent() == fast.spent()
-        assert base.would_spend(rel) == fast.would_spend(rel)
-    assert base.ledger == fast.ledger
-
-
-def test_would_spend_all_equals_composition_of_the_extended_ledger() -> None:
-    acc = PartyAccountant(math.inf)
+def test_total_after_equals_the_accountant_granting_one_by_one() -> None:
+    acc = PrivacyAccountant(math.inf)
     rels = [Release.from_matrix(f"a{j}", keep_or_uniform(3, 0.6), phase="dependence") for j in range(3)]
     acc.request(rels[0])
     extra = rels[1:] + [Release.from_matrix("a0", keep_or_uniform(3, 0.8), phase="clusters")]
     expected = PrivacyAccountant(math.inf)
     for r in [rels[0], *extra]:
         expected.request(r)
-    assert acc.would_spend_all(extra) == expected.spent()
+    assert total_after(acc, extra) == expected.spent()
+    assert len(acc.ledger) == 1  # nothing recorded
 
 
 # ---------------------------------------------------------------------- actor loop
