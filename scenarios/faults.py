@@ -57,6 +57,7 @@ from scenarios.report import ScenarioResult, Table
 __all__ = ["ENGINES", "OUTCOMES", "SCHEMA", "Trial", "predicted_success", "run_secure_sum_faults", "run_trial"]
 
 ENGINES = ("paper", "graph", "masked", "masked-sparse")
+_MARKERS = {"paper": "-o", "graph": "--x", "masked": "-s", "masked-sparse": "--^"}
 OUTCOMES = ("exact", "error", "aborted", "WRONG", "other")
 
 _CRASH = Schema([
@@ -297,11 +298,12 @@ def _result(params: Mapping[str, Any], engines: Sequence[str], rates: Sequence[f
         xlabel="dropout rate ρ",
         ylabel="share of trials returning the exact sum",
         series=tuple(
-            [Series(key, rates, success[key]) for key in engines]
+            [Series(key, rates, success[key], style=_MARKERS.get(key, "-o")) for key in engines]
             + [Series(f"{key} predicted", rates, [np.nan if p is None else p for p in predicted[key]],
-                      style="--") for key in engines if any(p is not None for p in predicted[key])]
+                      style=":") for key in engines if any(p is not None for p in predicted[key])]
         ),
-        caption="Markers: measured; dashed: predicted from the engines' definitions.",
+        caption="Markers: measured (paper and graph coincide: both need every party); dotted: "
+                "predicted from the engines' definitions.",
     )]
     examples = {}
     for key in engines:
