@@ -20,7 +20,7 @@ from parties.messages import Abort, Ack, RandomizedValues, Refusal
 from parties.network import CONTROLLER, InMemoryNetwork
 from parties.party import Party, total_after
 from parties.public_state import INVALID_REQUEST, ReleaseBook, SecureSessions
-from parties.protocol_messages import MatrixSpec, ReleaseRequest, SecureRelease
+from parties.protocol_messages import MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
 
 SIZES = (3, 4, 2)
 SCHEMA = Schema(tuple(Attribute(f"a{j}", tuple(f"c{k}" for k in range(s)), "nominal") for j, s in enumerate(SIZES)))
@@ -200,6 +200,42 @@ def test_invalid_matrix_parameters_are_refused() -> None:
 def test_other_message_kinds_are_not_accepted() -> None:
     with pytest.raises(MessageError, match="does not accept Ack"):
         make_party().handle(Ack(1))
+
+
+# ---------------------------------------------------------------------- secure-sum commitments
+def test_exact_pair_release_is_refused_under_a_finite_budget() -> None:
+    party = make_party(budget=50.0, sessions=SecureSessions())
+    reply = party.handle(SecureRelease(1, "dependence", "s", ((0, 1),), ((0, 1),), True))
+    assert isinstance(reply, Refusal) and reply.requested == math.inf
+    assert "exact release: no DP guarantee" in reply.reason and len(party.ledger) == 0
+
+
+def test_randomized_pair_commitment_records_an_unlinkable_release_with_shares() -> None:
+    party = make_party(sessions=SecureSessions())
+    spec = MatrixSpec.cluster_optimal(3.0)
+    msg = SecureRelease(4, "dependence", "s", ((0, 1), (1, 2)), ((0, 1), (1, 2)), False,
+                        (spec.family,) * 2, (spec.params,) * 2, ((1.0, 2.0), (2.0, 1.0)))
+    assert isinstance(party.handle(msg), Ack)
+    first, second = party.ledger
+    assert not first.linkable and first.attribute_epsilons == (1.0, 2.0) and first.epsilon == pytest.approx(3.0)
+    assert party.draws == 2
+    u = stream().random(2)
+    P = spec.build((3, 4))
+    x = int(encode_joint(np.array([[RECORD[0], RECORD[1]]]), (3, 4))[0])
+    assert party.released_values[0] == int(randomize(np.array([x]), P, uniforms=u[:1])[0])
+
+
+def test_secure_release_without_a_session_directory_is_refused() -> None:
+    reply = make_party().handle(SecureRelease(1, "dependence", "s", ((0, 1),), ((0, 1),), True))
+    assert isinstance(reply, Refusal) and reply.reason.startswith("invalid-request")
+
+
+async def test_start_of_an_unknown_session_is_logged() -> None:
+    net = InMemoryNetwork(2)
+    party = make_party(index=0, n=2, sessions=SecureSessions())
+    await net.endpoint(CONTROLLER).send(0, SecureSumStart(1, "nope"), phase="dependence")
+    await asyncio.wait_for(party.run(net.endpoint(0), idle_timeout=0.05), 1.0)
+    assert any("unknown session" in e for e in party.errors)
 
 
 # ---------------------------------------------------------------------- accountant

@@ -1,0 +1,53 @@
+"""Tests for parties.public_state: the shared memo of public objects and the session directory."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mprr.data import Attribute, Schema
+from mprr.errors import ConfigurationError
+from mprr.matrices import keep_or_uniform
+from parties.protocol_messages import MatrixSpec, ReleaseRequest, SecureRelease
+from parties.public_state import INVALID_REQUEST, ReleaseBook, SecureSessions
+
+SCHEMA = Schema(tuple(Attribute(f"a{j}", tuple(map(str, range(s))), "nominal") for j, s in enumerate((3, 4, 2))))
+
+
+def test_resolution_is_memoized_per_request_object_and_units_are_shared() -> None:
+    book = ReleaseBook(SCHEMA)
+    req = ReleaseRequest.build(1, "p", [(0,), (1, 2)], [MatrixSpec.keep_or_uniform(0.5)] * 2)
+    first = book.resolve(req)
+    assert book.resolve(req) is first
+    again = book.resolve(ReleaseRequest.build(2, "p", [(0,), (1, 2)], [MatrixSpec.keep_or_uniform(0.5)] * 2))
+    assert again is not first and again.units[0] is first.units[0]  # same public unit object
+    unit = first.units[1]
+    assert unit.names == ("a1", "a2") and unit.sizes == (4, 2) and unit.cells == 8
+    assert unit.value((2, 3, 1)) == 7  # C order: 3 * 2 + 1
+    assert np.array_equal(first.units[0].matrix.values, keep_or_uniform(3, 0.5).values)
+    assert first.outside == () and first.named_plan == (("a0",), ("a1", "a2"))
+
+
+def test_resolution_reports_unknown_attributes_and_bad_matrices() -> None:
+    book = ReleaseBook(SCHEMA)
+    bad = book.resolve(ReleaseRequest.build(1, "p", [(3,)], [MatrixSpec.grr(1.0)]))
+    assert bad.units is None and "holds attributes 0..2 only" in bad.message
+    invalid = book.resolve(ReleaseRequest.build(1, "p", [(0,)], [MatrixSpec("grr", (0.0,))]))
+    assert invalid.units is None and invalid.reason == INVALID_REQUEST
+
+
+def test_secure_units_are_unlinkable_and_exact_ones_have_no_matrix() -> None:
+    book = ReleaseBook(SCHEMA)
+    res = book.resolve(SecureRelease(1, "dependence", "s", ((0, 1),), ((0, 1),), True))
+    (unit,) = res.units
+    assert unit.exact and unit.matrix is None
+    assert unit.release.exact and not unit.release.linkable and unit.release.phase == "dependence"
+
+
+def test_session_directory() -> None:
+    sessions = SecureSessions()
+    sessions.register("s", "engine", "ctx")
+    sessions.register("s", "engine", "ctx")  # idempotent
+    assert sessions.get("s") == ("engine", "ctx") and sessions.get("t") is None and len(sessions) == 1
+    with pytest.raises(ConfigurationError, match="already registered"):
+        sessions.register("s", "engine", "other")
