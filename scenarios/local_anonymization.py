@@ -81,7 +81,7 @@ SCHEMA = Schema(
               help="how RR-Clusters gets dependences (main paper 4.1, 4.2 or 4.3)"),
         Field("secure_sum", Choice(("paper", "graph", "graph-direct", "masked", "masked-sparse")), "graph",
               help="secure-sum engine of dependence 4.2 / 4.3 on the actors engine (the fast path "
-                   "computes the same tallies centrally)"),
+                   "computes the same tallies centrally); paper sends O(n²) messages: n ≤ a few hundred"),
         Field("degree", Int(min=2), 8, help="k of the sparse secure-sum graphs (graph, masked-sparse)"),
         Field("postprocess", Choice(POSTPROCESS), "clip-rescale",
               help="post-processing of the eq. (2) estimates (paper: clip-rescale)"),
