@@ -42,7 +42,7 @@ from mprr.errors import ConfigurationError
 from mprr.synthetic import comonotone_coupling, cramers_v_of, zipf_marginal, zipf_pair
 from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema, Str
 from scenarios.montecarlo import monte_carlo
-from scenarios.paper_adult import ADULT_DEFAULT, load_adult_dataset, resolve_adult_path
+from scenarios.adult_queries import ADULT_DEFAULT, load_adult_dataset, resolve_adult_path
 from scenarios.plots import LinePlot, Series
 from scenarios.progress import Progress
 from scenarios.registry import register

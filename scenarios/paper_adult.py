@@ -33,29 +33,25 @@ from typing import Any
 import numpy as np
 
 from mprr.data import Dataset
-from mprr.errors import ConfigurationError, DataError, EstimationError
-from mprr.metrics import CountQuery, answers, random_queries, relative_error
+from mprr.errors import ConfigurationError
 from mprr.protocols import attribute_epsilons, attribute_matrices, rr_adjustment, rr_clusters, rr_independent
+from scenarios.adult_queries import (
+    ADULT_DEFAULT,
+    EPSILON_READINGS,
+    cluster_names,
+    draw_queries,
+    errors_of,
+    load_adult_dataset,
+    matrix_choice,
+)
 from scenarios.config import Bool, Choice, Field, Float, Int, List, ScenarioConfig, Schema, Str
-from scenarios.datasets import load_adult
 from scenarios.montecarlo import median_over_runs, monte_carlo
 from scenarios.plots import CustomPlot
 from scenarios.progress import Progress
 from scenarios.registry import register
 from scenarios.report import ScenarioResult, Table
 
-__all__ = [
-    "ADULT_DEFAULT",
-    "FIGURE3_BEST",
-    "TABLE1_PUBLISHED",
-    "TABLE2_PUBLISHED",
-    "draw_queries",
-    "load_adult_dataset",
-    "resolve_adult_path",
-]
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-ADULT_DEFAULT = "../shared/data/adult/adult.data"
+__all__ = ["FIGURE3_BEST", "TABLE1_PUBLISHED", "TABLE2_PUBLISHED", "run_adult_figure3"]
 
 PAPER_P = (0.1, 0.3, 0.5, 0.7)
 PAPER_TV = (50, 100, 300)
@@ -90,91 +86,6 @@ class _Section(Choice):
         return super().check(value, key)
 
 
-# ============================================================================ data and queries
-
-
-def resolve_adult_path(value: str | Path) -> Path:
-    """The Adult file of the configuration: absolute, or relative to the working directory,
-    or relative to the repository root (in that order).  A directory means its ``adult.data``.
-
-    Raises
-    ------
-    ConfigurationError
-        If no candidate exists (the message lists every path tried).
-    """
-    raw = Path(value).expanduser()
-    candidates = [raw] if raw.is_absolute() else [Path.cwd() / raw, REPO_ROOT / raw]
-    for c in candidates:
-        if c.is_dir():
-            c = c / "adult.data"
-        if c.is_file():
-            return c.resolve()
-    tried = ", ".join(repr(str(c)) for c in candidates)
-    raise ConfigurationError(
-        f"parameters.adult_path must be the UCI Adult file adult.data (or its directory), got "
-        f"{str(value)!r}: not found (tried {tried}); download it from the UCI repository or "
-        "set --set adult_path=/path/to/adult.data"
-    )
-
-
-def load_adult_dataset(params: dict[str, Any], seed: int) -> Dataset:
-    """Adult as configured: optional random subsample of ``max_records`` records (drawn with
-    the run seed), then concatenated ``replicate`` times (main paper: Adult6 = 6 copies)."""
-    path = resolve_adult_path(params["adult_path"])
-    try:
-        data = load_adult(path)
-    except DataError as exc:
-        raise ConfigurationError(f"parameters.adult_path {str(path)!r} is not a readable Adult file: {exc}") from exc
-    codes = data.codes
-    k = params.get("max_records", 0)
-    if k and k < data.n:
-        rng = np.random.default_rng([int(seed), 0x5EED])
-        codes = codes[np.sort(rng.choice(data.n, size=k, replace=False))]
-    rep = params.get("replicate", 1)
-    if rep > 1:
-        codes = np.tile(codes, (rep, 1))
-    return Dataset(data.schema, codes)
-
-
-def draw_queries(
-    dataset: Dataset, sigma: float, count: int, zero_policy: str, rng: np.random.Generator
-) -> tuple[list[CountQuery], np.ndarray]:
-    """``count`` queries of the 6.5 generator and their true counts X_S.
-
-    ``zero_policy="resample"`` redraws queries until every true count is > 0 (at most 100
-    rounds); otherwise queries with X_S = 0 are kept (their relative error is then excluded or
-    infinite, see :func:`errors_of`).
-    """
-    queries = random_queries(dataset.sizes, sigma, count, rng=rng)
-    truth = answers(queries, dataset)
-    if zero_policy != "resample":
-        return queries, truth
-    keep = [(q, t) for q, t in zip(queries, truth) if t > 0]
-    for _ in range(100):
-        if len(keep) >= count:
-            break
-        extra = random_queries(dataset.sizes, sigma, count, rng=rng)
-        keep += [(q, t) for q, t in zip(extra, answers(extra, dataset)) if t > 0]
-    if len(keep) < count:
-        raise EstimationError(f"could not draw {count} queries with a non-zero true count at sigma={sigma}")
-    keep = keep[:count]
-    return [q for q, _ in keep], np.array([t for _, t in keep])
-
-
-def errors_of(estimate: Any, queries: Sequence[CountQuery], truth: np.ndarray, n: int,
-              zero_policy: str) -> tuple[np.ndarray, np.ndarray]:
-    """(relative, absolute) eq. (16) errors; relative NaN (excluded) or inf where X_S = 0."""
-    y = answers(queries, estimate) if isinstance(estimate, Dataset) else answers(queries, estimate, n=n)
-    rel = relative_error(y, truth, zero="inf" if zero_policy == "inf" else "nan")
-    return rel, np.abs(y - truth)
-
-
-def _names(dataset: Dataset, clusters: Sequence[Sequence[int]]) -> str:
-    names = dataset.schema.names
-    multi = [c for c in clusters if len(c) > 1]
-    return "; ".join("{" + ", ".join(names[a] for a in c) + "}" for c in multi) or "all singletons"
-
-
 # ============================================================================ shared fields
 
 
@@ -191,6 +102,8 @@ def _common_fields(replicate: int) -> list[Field]:
               help="how RR-Clusters obtains dependences (main paper 4.1, 4.2 or 4.3; the paper does not say)"),
         Field("tables", Choice(("estimated", "randomized")), "estimated",
               help="4.1: dependences from eq. (2)-estimated or raw randomized pair tables"),
+        Field("epsilon_reading", Choice(EPSILON_READINGS), "matrix",
+              help="ε_A of 6.3.1: from the keep_or_uniform matrix, or the printed |ln(p|A|/(1−p))| (k-RR)"),
         Field("postprocess", Choice(("clip-rescale", "project-simplex", "ibu")), "clip-rescale",
               help="post-processing of eq. (2) estimates (main paper 6.4: clip-rescale)"),
         Field("zero_policy", Choice(ZERO_POLICIES), "exclude",
@@ -212,8 +125,9 @@ def _privacy(dataset: Dataset, params: dict[str, Any], ps: Sequence[float], Tv: 
     """ε per party per p: RR-Independent, RR-Clusters by phase (one real run per p)."""
     out: dict[str, Any] = {}
     for p in ps:
-        eps = attribute_epsilons(attribute_matrices(dataset.sizes, p=p))
-        res = rr_clusters(dataset, Tv=Tv, Td=Td, p=p, dependence=params["dependence"], tables=params["tables"],
+        mk = matrix_choice(p, dataset.sizes, params["epsilon_reading"])
+        eps = attribute_epsilons(attribute_matrices(dataset.sizes, **mk))
+        res = rr_clusters(dataset, Tv=Tv, Td=Td, **mk, dependence=params["dependence"], tables=params["tables"],
                           rng=np.random.default_rng(seed), postprocess=params["postprocess"])
         out[f"p={p:g}"] = {
             "epsilon_per_attribute": {n: e for n, e in zip(dataset.schema.names, eps)},
@@ -251,11 +165,12 @@ def _table_run(index: int, ss: np.random.SeedSequence, ctx: dict[str, Any]) -> d
     baseline = np.empty((len(prm["ps"]), len(queries)))
     clusterings: dict[tuple[int, int, int], tuple] = {}
     for i, p in enumerate(prm["ps"]):
-        ind = rr_independent(data, p=p, rng=np.random.default_rng(p_seeds[i]), postprocess=prm["postprocess"])
+        mk = matrix_choice(p, data.sizes, prm["epsilon_reading"])
+        ind = rr_independent(data, **mk, rng=np.random.default_rng(p_seeds[i]), postprocess=prm["postprocess"])
         baseline[i] = errors_of(ind.estimate, queries, truth, data.n, prm["zero_policy"])[0]
         for j, td in enumerate(prm["tds"]):
             for k, tv in enumerate(prm["tvs"]):
-                res = rr_clusters(data, Tv=tv, Td=td, p=p, dependence=prm["dependence"], tables=prm["tables"],
+                res = rr_clusters(data, Tv=tv, Td=td, **mk, dependence=prm["dependence"], tables=prm["tables"],
                                   rng=np.random.default_rng(p_seeds[i]), postprocess=prm["postprocess"])
                 clustered[i, j, k] = errors_of(res.estimate, queries, truth, data.n, prm["zero_policy"])[0]
                 clusterings[(i, j, k)] = res.clusters
@@ -284,7 +199,7 @@ def _run_tables(config: ScenarioConfig, *, runs: int, seed: int, progress: Progr
                 pub = pub_row[PAPER_TV.index(tv)] if pub_row and tv in PAPER_TV else None
                 modal, count = Counter(r["clusterings"][(i, j, k)] for r in results).most_common(1)[0]
                 rows.append((p, td, tv, med, se, pub, None if pub is None else med - pub,
-                             base[p][0], _names(data, modal), count / runs))
+                             base[p][0], cluster_names(data, modal), count / runs))
                 cells += [med, pub]
                 metrics[f"p={p:g},Td={td:g},Tv={tv}"] = med
             layout.append(tuple(cells))
@@ -366,10 +281,16 @@ def _draw_tables(fig: Any, rows: list[tuple], ps: Sequence[float], tds: Sequence
 
 
 def _table_notes(prm: dict[str, Any], zero: int, n_queries: int) -> list[str]:
-    notes = [
+    matrices = (
         "Matrices: keep_or_uniform(|A|, p) per attribute (diagonal p + (1−p)/|A|, rows sum to 1); the "
         "paper's 6.3.1 text prints diagonal p and off-diagonal (1−p)/|A|, whose rows do not sum to 1. "
-        "ε_A is computed from the matrix: ln(1 + p|A|/(1−p)), not the printed |ln(p|A|/(1−p))|.",
+        "ε_A is computed from the matrix: ln(1 + p|A|/(1−p)), not the printed |ln(p|A|/(1−p))|."
+        if prm["epsilon_reading"] == "matrix" else
+        "Matrices (epsilon_reading 'printed'): k-RR grr(|A|, ε_A) per attribute with the printed "
+        "ε_A = |ln(p|A|/(1−p))| of 6.3.1 (a hypothesis about the paper's runs, not the default)."
+    )
+    notes = [
+        matrices,
         "RR-Clusters releases each cluster with the ε-optimal matrix carrying Σ_{A∈C} ε_A (6.3.2, sign "
         "slip of the printed p_C corrected), so the cluster release spends the same ε as RR-Independent.",
         f"Dependences: main paper {prm['dependence']}"
@@ -437,8 +358,9 @@ def _figure_run(index: int, ss: np.random.SeedSequence, ctx: dict[str, Any]) -> 
     iters = np.zeros((len(prm["ps"]), 2))
     for i, p in enumerate(prm["ps"]):
         seed_i = seeds[len(prm["sigmas"]) + i]
-        ind = rr_independent(data, p=p, rng=np.random.default_rng(seed_i), postprocess=prm["postprocess"])
-        clu = rr_clusters(data, Tv=prm["tvs"][i], Td=prm["tds"][i], p=p, dependence=prm["dependence"],
+        mk = matrix_choice(p, data.sizes, prm["epsilon_reading"])
+        ind = rr_independent(data, **mk, rng=np.random.default_rng(seed_i), postprocess=prm["postprocess"])
+        clu = rr_clusters(data, Tv=prm["tvs"][i], Td=prm["tds"][i], **mk, dependence=prm["dependence"],
                           tables=prm["tables"], rng=np.random.default_rng(seed_i), postprocess=prm["postprocess"])
         adjusted = [rr_adjustment(r, tol=prm["adjust_tol"], max_iter=prm["adjust_max_iter"]) for r in (ind, clu)]
         iters[i] = [a.adjustment.iterations for a in adjusted]
