@@ -17,6 +17,7 @@ Modules, in dependency order:
 - ``tables``     — ``bistochastic_table``, ``lambda_table`` (the two papers' Table 1)
 - ``paper_adult`` — ``adult_table1``, ``adult_table2``, ``adult_figure3`` (main paper)
 - ``kikuchi``    — ``kikuchi_sweeps`` (RR-Ind-Joint paper Fig. 5–8, Table 1)
+- ``cost_model``  — exact closed-form costs from the codec's message sizes; measuring helpers
 - ``local_anonymization`` — the default demo: RR-Clusters + Adjustment through the actors
 - ``communication`` — ``communication_cost``: measured vs closed-form costs
 - ``faults``     — ``secure_sum_faults``: dropout rate vs outcome per engine
