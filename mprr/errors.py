@@ -13,6 +13,7 @@ Hierarchy::
     ├── EstimationError                                singular matrix, no convergence, ...
     ├── BudgetExceededError                            a release would exceed a party's budget
     └── ProtocolError                                  the distributed run went wrong
+        ├── PlanViolationError                         a release outside the announced plan
         ├── MessageError                               malformed / unexpected message
         ├── PartyDropped                               a party crashed or stopped answering
         ├── RoundTimeout                               a round did not complete in time
@@ -29,6 +30,7 @@ __all__ = [
     "EstimationError",
     "BudgetExceededError",
     "ProtocolError",
+    "PlanViolationError",
     "MessageError",
     "PartyDropped",
     "RoundTimeout",
@@ -98,6 +100,20 @@ class BudgetExceededError(MprrError):
 
 class ProtocolError(MprrError):
     """The distributed protocol could not complete correctly."""
+
+
+class PlanViolationError(ProtocolError):
+    """The controller asked a party for a release outside the plan announced to it.
+
+    Parameters
+    ----------
+    party
+        Identifier of the refusing party, when known.
+    """
+
+    def __init__(self, message: str, *, party: int | str | None = None) -> None:
+        super().__init__(message)
+        self.party = party
 
 
 class MessageError(ProtocolError):

@@ -1,0 +1,254 @@
+"""Privacy report of a run: ε per party (min / median / max), per phase, β and entropy bits.
+
+:func:`summarize` turns the ledgers of all parties (their :class:`~mprr.accountant.PrivacyAccountant`
+or bare :class:`~mprr.ledger.Ledger` objects) into a :class:`PrivacySummary` under one named
+composition policy ("no DP guarantee" when some party's ε is ∞).  It is vectorized for
+32,561 parties: per-party totals come from each ledger's incremental totals
+(:class:`~mprr.composition.PolicyTotals`) into numpy arrays, and the β / entropy statistics
+are computed over the *distinct* release objects weighted by how many ledgers hold them
+(:meth:`Stats.weighted`), not over every ledger entry.
+
+Everything here is re-exported by :mod:`mprr.privacy`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from mprr.accountant import PrivacyAccountant
+from mprr.composition import CompositionPolicy, as_policy
+from mprr.errors import ConfigurationError
+from mprr.ledger import Ledger, Release
+
+__all__ = ["Stats", "PhaseSummary", "PrivacySummary", "summarize"]
+
+
+def _json(value: float) -> float | str:
+    return "inf" if math.isinf(value) else float(value)
+
+
+@dataclass(frozen=True)
+class Stats:
+    """min / median / max of a non-empty set of values (∞ allowed)."""
+
+    min: float
+    median: float
+    max: float
+    count: int
+
+    @classmethod
+    def of(cls, values: Iterable[float] | np.ndarray) -> Stats | None:
+        """Stats of ``values`` (an iterable or a float array), or ``None`` when there are none."""
+        if isinstance(values, np.ndarray):
+            array = np.asarray(values, dtype=np.float64).reshape(-1)
+        else:
+            array = np.asarray(list(values), dtype=np.float64)
+        if array.size == 0:
+            return None
+        ordered = np.sort(array)
+        mid = ordered.size // 2
+        median = ordered[mid] if ordered.size % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+        return cls(float(ordered[0]), float(median), float(ordered[-1]), int(array.size))
+
+    @classmethod
+    def weighted(cls, values: np.ndarray, counts: np.ndarray) -> Stats | None:
+        """Stats of the multiset holding ``counts[i]`` copies of ``values[i]`` (not expanded).
+
+        Equal to ``Stats.of(np.repeat(values, counts))``: the median is read off the cumulative
+        counts of the sorted distinct values.  ``None`` when the counts sum to 0.
+        """
+        values = np.asarray(values, dtype=np.float64).reshape(-1)
+        counts = np.asarray(counts, dtype=np.int64).reshape(-1)
+        if values.shape != counts.shape or np.any(counts < 0):
+            raise ConfigurationError(
+                f"counts must be >= 0 with one per value ({values.size}), got shape {counts.shape}"
+            )
+        keep = counts > 0
+        values, counts = values[keep], counts[keep]
+        total = int(counts.sum())
+        if total == 0:
+            return None
+        order = np.argsort(values, kind="stable")
+        ordered, cumulative = values[order], np.cumsum(counts[order])
+
+        def at(k: int) -> np.float64:  # k-th (0-based) element of the expanded sorted multiset
+            return ordered[int(np.searchsorted(cumulative, k, side="right"))]
+
+        mid = total // 2
+        median = at(mid) if total % 2 else (at(mid - 1) + at(mid)) / 2
+        return cls(float(ordered[0]), float(median), float(ordered[-1]), total)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly dict (∞ written as ``"inf"``)."""
+        return {"min": _json(self.min), "median": _json(self.median), "max": _json(self.max), "count": self.count}
+
+
+def _stats_dict(stats: Stats | None) -> dict[str, Any] | None:
+    return None if stats is None else stats.to_dict()
+
+
+@dataclass(frozen=True)
+class PhaseSummary:
+    """One phase across parties: ε per party (0 for a party without releases in it), β, bits."""
+
+    epsilon: Stats
+    beta: Stats | None
+    entropy_bits: Stats | None
+    releases: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "epsilon": self.epsilon.to_dict(),
+            "beta": _stats_dict(self.beta),
+            "entropy_bits": _stats_dict(self.entropy_bits),
+            "releases": self.releases,
+        }
+
+
+@dataclass(frozen=True)
+class PrivacySummary:
+    """Privacy report of a run under one composition policy.
+
+    Attributes
+    ----------
+    policy
+        The composition policy used.
+    parties
+        Number of parties summarised.
+    epsilon
+        Total ε per party (min / median / max); ``None`` without parties.
+    phases
+        Per phase (order of first appearance): :class:`PhaseSummary`.
+    beta, entropy_bits
+        β and entropy rate (bits) of the matrices of all releases (unknown values skipped).
+    releases, exact_releases
+        Number of ledger entries, and of exact (4.2) releases among them.
+    parties_without_guarantee
+        Parties whose ε is ∞ ("no DP guarantee").
+    refusals
+        Refusals per reason (accountants only).
+    replays
+        Repeated requests answered from a ledger (accountants only).
+    """
+
+    policy: CompositionPolicy
+    parties: int
+    epsilon: Stats | None
+    phases: Mapping[str, PhaseSummary]
+    beta: Stats | None
+    entropy_bits: Stats | None
+    releases: int
+    exact_releases: int
+    parties_without_guarantee: int
+    refusals: Mapping[str, int] = field(default_factory=dict)
+    replays: int = 0
+
+    @property
+    def no_dp_guarantee(self) -> bool:
+        """``True`` when some party's ε is ∞."""
+        return self.parties_without_guarantee > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly dict; ∞ is written as the string ``"inf"``."""
+        return {
+            "policy": self.policy.value,
+            "parties": self.parties,
+            "epsilon": _stats_dict(self.epsilon),
+            "no_dp_guarantee": self.no_dp_guarantee,
+            "parties_without_guarantee": self.parties_without_guarantee,
+            "phases": {name: phase.to_dict() for name, phase in self.phases.items()},
+            "beta": _stats_dict(self.beta),
+            "entropy_bits": _stats_dict(self.entropy_bits),
+            "releases": self.releases,
+            "exact_releases": self.exact_releases,
+            "refusals": dict(self.refusals),
+            "replays": self.replays,
+        }
+
+
+def summarize(
+    sources: Mapping[Any, PrivacyAccountant | Ledger] | Iterable[PrivacyAccountant | Ledger],
+    policy: CompositionPolicy | str | None = None,
+) -> PrivacySummary:
+    """Summarise the ledgers of a run (one per party) under one composition policy.
+
+    Parameters
+    ----------
+    sources
+        Accountants or ledgers, one per party (a mapping's values are used).
+    policy
+        Policy to compose with.  ``None``: the accountants' common policy (ConfigurationError
+        if they differ), ``"sequential"`` for bare ledgers.  Call once per policy for a report
+        comparing policies.
+    """
+    items = list(sources.values()) if isinstance(sources, Mapping) else list(sources)
+    ledgers: list[Ledger] = []
+    refusals: dict[str, int] = {}
+    replays = 0
+    own_policies = set()
+    for item in items:
+        if isinstance(item, PrivacyAccountant):
+            ledgers.append(item.ledger)
+            own_policies.add(item.policy)
+            for refusal in item.refusals:
+                refusals[refusal.reason.value] = refusals.get(refusal.reason.value, 0) + 1
+            replays += len(item.replays)
+        elif isinstance(item, Ledger):
+            ledgers.append(item)
+        else:
+            raise ConfigurationError(f"summarize expects PrivacyAccountant or Ledger objects, got {item!r}")
+    if policy is None:
+        if len(own_policies) > 1:
+            raise ConfigurationError(
+                f"accountants use different policies {sorted(p.value for p in own_policies)}; pass policy="
+            )
+        chosen = own_policies.pop() if own_policies else CompositionPolicy.SEQUENTIAL
+    else:
+        chosen = as_policy(policy)
+
+    n = len(ledgers)
+    per_party = [ledger.totals(chosen) for ledger in ledgers]
+    totals = np.fromiter((t.total for t in per_party), dtype=np.float64, count=n)
+    phase_names = list(dict.fromkeys(chain.from_iterable(t.phases for t in per_party)))
+
+    # Distinct release objects (ledgers of one run share them) and how many ledgers hold each.
+    flat = list(chain.from_iterable(ledger.releases for ledger in ledgers))
+    counts = Counter(map(id, flat))
+    distinct: dict[int, Release] = dict(zip(map(id, flat), flat))
+    releases = list(distinct.values())
+    weights = np.fromiter((counts[key] for key in distinct), dtype=np.int64, count=len(releases))
+    phase_of = np.array([r.phase for r in releases], dtype=object)
+    beta = np.array([math.nan if r.beta is None else r.beta for r in releases], dtype=np.float64)
+    bits = np.array([math.nan if r.entropy_bits is None else r.entropy_bits for r in releases], dtype=np.float64)
+    exact = np.fromiter((r.exact for r in releases), dtype=bool, count=len(releases))
+    known_beta, known_bits = ~np.isnan(beta), ~np.isnan(bits)
+
+    phases = {}
+    for name in phase_names:
+        in_phase = phase_of == name
+        phases[name] = PhaseSummary(
+            epsilon=Stats.of(np.fromiter((t.phase_value(name) for t in per_party), dtype=np.float64, count=n)),  # type: ignore[arg-type]
+            beta=Stats.weighted(beta[in_phase & known_beta], weights[in_phase & known_beta]),
+            entropy_bits=Stats.weighted(bits[in_phase & known_bits], weights[in_phase & known_bits]),
+            releases=int(weights[in_phase].sum()),
+        )
+    return PrivacySummary(
+        policy=chosen,
+        parties=n,
+        epsilon=Stats.of(totals),
+        phases=phases,
+        beta=Stats.weighted(beta[known_beta], weights[known_beta]),
+        entropy_bits=Stats.weighted(bits[known_bits], weights[known_bits]),
+        releases=int(weights.sum()),
+        exact_releases=int(weights[exact].sum()),
+        parties_without_guarantee=int(np.count_nonzero(np.isinf(totals))),
+        refusals=refusals,
+        replays=replays,
+    )

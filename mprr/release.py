@@ -1,0 +1,402 @@
+"""One party's release record: what was released, through which matrix, at what ε.
+
+A :class:`Release` records one local randomized-response release of one party: which
+attributes (one attribute, a pair or a cluster), the ε of the matrix (main paper eq. (4)),
+its entropy rate and β (bistochastic-privacy paper, Definition 1), whether the controller can
+link it to the party (a direct message) or not (a contribution hidden in a secure sum), whether
+it is an exact release of true values (main paper 4.2: ε = ∞, no DP guarantee) and the protocol
+phase.  Releases are collected in a :class:`mprr.ledger.Ledger` (which re-exports everything
+here) and composed by the policies of :mod:`mprr.composition`.
+
+Releases are created by the hundred thousand in the actor simulator, so well-formed values take
+a fast validation path, and :meth:`Release.from_matrix` reuses the memoized matrix digest of
+:func:`mprr.fingerprint.matrix_fingerprint`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from mprr.errors import ConfigurationError
+from mprr.fingerprint import matrix_fingerprint
+
+__all__ = ["Attr", "Release", "EXACT_KEY"]
+
+Attr = str | int
+"""An attribute is named (``"age"``) or indexed (``0``) — one convention per ledger."""
+
+EXACT_KEY = "exact"
+"""Matrix key of an exact release (the identity: true values are sent)."""
+
+_BETA_TOL = 1e-9
+_INF = math.inf
+
+
+# ---------------------------------------------------------------------- validation
+def _check_float(name: str, value: Any, *, allow_inf: bool, allow_none: bool = False) -> float | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ConfigurationError(f"{name} must be a number >= 0, got {value!r}")
+    number = float(value)
+    if math.isnan(number) or number < 0 or (math.isinf(number) and not allow_inf):
+        allowed = "a number >= 0 or math.inf" if allow_inf else "a finite number >= 0"
+        raise ConfigurationError(f"{name} must be {allowed}, got {value!r}")
+    return number
+
+
+def _canonical(
+    attributes: Any,
+    epsilon: Any,
+    entropy_bits: Any,
+    beta: Any,
+    linkable: Any,
+    exact: Any,
+    phase: Any,
+    request_id: Any,
+    matrix_key: Any,
+    shares: Any,
+) -> bool:
+    """Whether the fields already have their validated, normalised form (the fast path).
+
+    ``True`` only when :meth:`Release.__post_init__`'s full validation would accept the values
+    and leave them unchanged; anything else (other types, bad values) takes the full path.
+    """
+    if type(attributes) is not tuple or not attributes:
+        return False
+    for attribute in attributes:
+        kind = type(attribute)
+        if kind is not str and kind is not int:
+            return False
+    if len(attributes) > 1 and len(set(attributes)) != len(attributes):
+        return False
+    if type(epsilon) is not float or not epsilon >= 0.0:  # NaN fails the comparison
+        return False
+    if entropy_bits is not None and (type(entropy_bits) is not float or not 0.0 <= entropy_bits < _INF):
+        return False
+    if beta is not None and (type(beta) is not float or not 0.0 <= beta <= 1.0 + _BETA_TOL):
+        return False
+    if linkable is not True and linkable is not False:
+        return False
+    if exact is not False and (exact is not True or epsilon != _INF):
+        return False
+    if type(phase) is not str or not phase:
+        return False
+    if (request_id is not None and type(request_id) is not str) or (
+        matrix_key is not None and type(matrix_key) is not str
+    ):
+        return False
+    if shares is not None:
+        if type(shares) is not tuple or len(shares) != len(attributes):
+            return False
+        for share in shares:
+            if type(share) is not float or not share >= 0.0:
+                return False
+    return True
+
+
+@dataclass(frozen=True)
+class Release:
+    """One randomized (or exact) release of one party, as recorded in its ledger.
+
+    Parameters
+    ----------
+    attributes
+        Attribute names or indices released together: one attribute, a pair (main paper 4.3)
+        or a cluster (RR-Clusters).  Order matters for :meth:`same_as` (the released code of a
+        pair depends on it); a permuted request is treated as a different release.
+    epsilon
+        ε of the matrix, main paper eq. (4); ``math.inf`` when a column mixes zero and non-zero
+        probabilities, and for exact releases.
+    entropy_bits
+        Entropy rate H(P) of the matrix in bits (mean row entropy); ``None`` if unknown.
+    beta
+        β = H(P) / log2 r (bistochastic-privacy paper, Definition 1); ``None`` if unknown.
+    linkable
+        ``True`` for a direct message the controller can attribute to the party; ``False``
+        for a contribution hidden in a secure sum (main paper 4.2/4.3).
+    exact
+        ``True`` for a release of true values (main paper 4.2): ε must be ∞.
+    phase
+        Protocol phase, e.g. ``"dependence"`` or ``"release"``.  Phases compose sequentially.
+    request_id
+        Optional label of the controller's request; a repeated id with the same content is a
+        duplicate (see :meth:`same_as`).
+    matrix_key
+        Digest of the matrix (:func:`matrix_fingerprint`); ``EXACT_KEY`` for exact releases.
+    attribute_epsilons
+        Optional per-attribute ε (one per attribute, e.g. the factor ε of a Kronecker matrix);
+        used by the ``unlinkable-pairs`` policy as the per-attribute shares.  Defaults to an
+        equal split ε / |attributes|.
+
+    Notes
+    -----
+    Values already in normalised form (a tuple of ``str``/``int`` attributes, ``float``
+    numbers, ``bool`` flags) are checked by a fast path; anything else is validated and
+    normalised in full, with the same errors.
+    """
+
+    attributes: tuple[Attr, ...]
+    epsilon: float
+    entropy_bits: float | None = None
+    beta: float | None = None
+    linkable: bool = True
+    exact: bool = False
+    phase: str = "release"
+    request_id: str | None = None
+    matrix_key: str | None = None
+    attribute_epsilons: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not _canonical(
+            self.attributes,
+            self.epsilon,
+            self.entropy_bits,
+            self.beta,
+            self.linkable,
+            self.exact,
+            self.phase,
+            self.request_id,
+            self.matrix_key,
+            self.attribute_epsilons,
+        ):
+            self._validate()
+
+    def _validate(self) -> None:
+        """Full validation and normalisation of every field (raises ConfigurationError)."""
+        attributes = self.attributes
+        if isinstance(attributes, (str, int, np.integer)):
+            attributes = (attributes,)
+        try:
+            attributes = tuple(attributes)
+        except TypeError:
+            raise ConfigurationError(
+                f"attributes must be a non-empty sequence of names or indices, got {self.attributes!r}"
+            ) from None
+        normalised: list[Attr] = []
+        for attribute in attributes:
+            if isinstance(attribute, (bool, np.bool_)) or not isinstance(attribute, (str, int, np.integer)):
+                raise ConfigurationError(
+                    f"attributes must be names (str) or indices (int), got {attribute!r} in {attributes!r}"
+                )
+            normalised.append(attribute if isinstance(attribute, str) else int(attribute))
+        if not normalised or len(set(normalised)) != len(normalised):
+            raise ConfigurationError(
+                f"attributes must be non-empty and without repeats, got {tuple(normalised)!r}"
+            )
+        object.__setattr__(self, "attributes", tuple(normalised))
+        object.__setattr__(self, "epsilon", _check_float("epsilon", self.epsilon, allow_inf=True))
+        object.__setattr__(
+            self, "entropy_bits", _check_float("entropy_bits", self.entropy_bits, allow_inf=False, allow_none=True)
+        )
+        beta = _check_float("beta", self.beta, allow_inf=False, allow_none=True)
+        if beta is not None and beta > 1 + _BETA_TOL:
+            raise ConfigurationError(f"beta must be in [0, 1], got {self.beta!r}")
+        object.__setattr__(self, "beta", beta)
+        for flag in ("linkable", "exact"):
+            if not isinstance(getattr(self, flag), (bool, np.bool_)):
+                raise ConfigurationError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
+            object.__setattr__(self, flag, bool(getattr(self, flag)))
+        if self.exact and not math.isinf(self.epsilon):
+            raise ConfigurationError(
+                f"an exact release (true values, main paper 4.2) has epsilon = inf, got {self.epsilon!r}"
+            )
+        if not isinstance(self.phase, str) or not self.phase:
+            raise ConfigurationError(f"phase must be a non-empty string, got {self.phase!r}")
+        for name in ("request_id", "matrix_key"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ConfigurationError(f"{name} must be a string or None, got {value!r}")
+        if self.attribute_epsilons is not None:
+            shares = tuple(
+                _check_float("attribute_epsilons entry", e, allow_inf=True) for e in self.attribute_epsilons
+            )
+            if len(shares) != len(normalised):
+                raise ConfigurationError(
+                    f"attribute_epsilons must have one entry per attribute ({len(normalised)}), "
+                    f"got {len(shares)}"
+                )
+            object.__setattr__(self, "attribute_epsilons", shares)
+
+    @classmethod
+    def _make(cls, *fields: Any) -> Release:
+        """A release from field values (in declaration order): trusted when canonical, else validated."""
+        if cls is Release and _canonical(*fields):
+            release = object.__new__(cls)
+            release.__dict__.update(zip(_FIELD_NAMES, fields))
+            return release
+        return cls(*fields)
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_matrix(
+        cls,
+        attributes: Sequence[Attr] | Attr,
+        matrix: Any,
+        *,
+        linkable: bool = True,
+        phase: str = "release",
+        request_id: str | None = None,
+    ) -> Release:
+        """Record a release through ``matrix`` (duck-typed: ``.epsilon``, ``.entropy_rate``, ``.beta``).
+
+        Works with ``mprr.matrices.RandomizationMatrix`` and ``KroneckerMatrix`` without
+        importing them.  For a Kronecker product with one factor per attribute, the factor ε
+        become :attr:`attribute_epsilons` (the exact per-attribute shares of the
+        ``unlinkable-pairs`` policy; RR-Ind-Joint Theorem 2: their sum is the matrix ε).
+        The matrix digest is memoized per matrix (:func:`matrix_fingerprint`), so recording
+        the same shared matrix for many parties costs a few microseconds each.
+
+        Parameters
+        ----------
+        attributes
+            Attribute names or indices, in the order of the matrix's joint coding.
+        matrix
+            Object exposing ``epsilon`` (main paper eq. (4)), ``entropy_rate`` (bits) and
+            ``beta``; ``values`` or ``factors`` (optional) identify the matrix for replays.
+        linkable, phase, request_id
+            See :class:`Release`.
+        """
+        try:
+            epsilon, entropy, beta = matrix.epsilon, matrix.entropy_rate, matrix.beta
+        except AttributeError:
+            for name in ("epsilon", "entropy_rate", "beta"):
+                if not hasattr(matrix, name):
+                    raise ConfigurationError(
+                        f"matrix must expose .epsilon, .entropy_rate and .beta, "
+                        f"{type(matrix).__name__} has no .{name}"
+                    ) from None
+            raise
+        attrs = (attributes,) if isinstance(attributes, (str, int, np.integer)) else tuple(attributes)
+        factors = getattr(matrix, "factors", None)
+        shares = None
+        if factors is not None and len(attrs) > 1:
+            factors = tuple(factors)
+            if len(factors) == len(attrs):
+                shares = tuple(float(f.epsilon) for f in factors)
+        return cls._make(
+            attrs,
+            float(epsilon),
+            float(entropy),
+            float(beta),
+            linkable,
+            False,
+            phase,
+            request_id,
+            matrix_fingerprint(matrix),
+            shares,
+        )
+
+    @classmethod
+    def exact_values(
+        cls,
+        attributes: Sequence[Attr] | Attr,
+        *,
+        linkable: bool = False,
+        phase: str = "dependence",
+        request_id: str | None = None,
+    ) -> Release:
+        """Record a release of true values (main paper 4.2): ε = ∞, H = 0 bits, β = 0.
+
+        Defaults to ``linkable=False`` because 4.2 sends true pairs inside a secure sum.
+        """
+        return cls._make(attributes, math.inf, 0.0, 0.0, linkable, True, phase, request_id, EXACT_KEY, None)
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def name(self) -> str:
+        """Human-readable label: the request id, else ``phase(attributes)``."""
+        if self.request_id is not None:
+            return self.request_id
+        return f"{self.phase}({', '.join(map(str, self.attributes))})"
+
+    @property
+    def shares(self) -> tuple[float, ...]:
+        """Per-attribute ε shares (``attribute_epsilons`` or the equal split ε / |attributes|)."""
+        if self.attribute_epsilons is not None:
+            return self.attribute_epsilons
+        k = len(self.attributes)
+        return (self.epsilon / k,) * k
+
+    @property
+    def no_dp_guarantee(self) -> bool:
+        """``True`` when ε = ∞ (exact release, or a matrix with structural zeros)."""
+        return math.isinf(self.epsilon)
+
+    @cached_property
+    def attribute_set(self) -> frozenset[Attr]:
+        """The released attributes as a set (what an announced plan group is compared with)."""
+        return frozenset(self.attributes)
+
+    @cached_property
+    def _replay_keys(self) -> tuple[tuple[Any, ...] | None, tuple[Any, ...] | None, tuple[Any, ...] | None]:
+        """Keys of the ledger's replay index (see :meth:`Ledger.lookup`), computed once.
+
+        ``(by matrix key, by request id, by request id among releases without a matrix key)``,
+        each ``None`` when the field it needs is ``None``.  Every key holds the content that
+        :meth:`same_as` compares (attributes, exactness, linkability, ε).
+        """
+        content = (self.attributes, self.exact, self.linkable, self.epsilon)
+        by_key = None if self.matrix_key is None else ("key", content, self.matrix_key)
+        if self.request_id is None:
+            return by_key, None, None
+        return by_key, ("id", content, self.request_id), ("id-keyless", content, self.request_id)
+
+    def same_as(self, other: Release) -> bool:
+        """Whether ``other`` asks for exactly this release again (so it can be replayed).
+
+        Same attributes (same order), same exactness and linkability, same ε, and the same
+        matrix: equal :attr:`matrix_key` when both are known, otherwise equal non-``None``
+        :attr:`request_id`.  A request id alone never matches a different content.  The phase
+        does not matter: resending an already released value reveals nothing new.
+        """
+        if (
+            self.attributes != other.attributes
+            or self.exact != other.exact
+            or self.linkable != other.linkable
+            or self.epsilon != other.epsilon
+        ):
+            return False
+        if self.matrix_key is not None and other.matrix_key is not None:
+            return self.matrix_key == other.matrix_key
+        return self.request_id is not None and self.request_id == other.request_id
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly dict (ε = ∞ written as the string ``"inf"``)."""
+        return {
+            "attributes": list(self.attributes),
+            "epsilon": _json_float(self.epsilon),
+            "entropy_bits": self.entropy_bits,
+            "beta": self.beta,
+            "linkable": self.linkable,
+            "exact": self.exact,
+            "phase": self.phase,
+            "request_id": self.request_id,
+            "no_dp_guarantee": self.no_dp_guarantee,
+        }
+
+
+_FIELD_NAMES = (
+    "attributes",
+    "epsilon",
+    "entropy_bits",
+    "beta",
+    "linkable",
+    "exact",
+    "phase",
+    "request_id",
+    "matrix_key",
+    "attribute_epsilons",
+)
+
+
+def _json_float(value: float | None) -> float | str | None:
+    if value is None:
+        return None
+    return "inf" if math.isinf(value) else float(value)
