@@ -27,7 +27,7 @@ import numpy as np
 from mprr.errors import ConfigurationError
 from scenarios.progress import Progress, null_progress
 
-__all__ = ["Task", "default_workers", "median_over_runs", "monte_carlo", "run_seeds", "stack"]
+__all__ = ["Task", "default_workers", "median_over_runs", "monte_carlo", "run_seeds"]
 
 R = TypeVar("R")
 Task = Callable[[int, np.random.SeedSequence, Any], R]
@@ -135,11 +135,6 @@ def monte_carlo(
                     fut.cancel()
                 raise
     return results
-
-
-def stack(results: Sequence[dict[str, Any]], key: str) -> np.ndarray:
-    """``numpy.stack`` of ``result[key]`` over runs (first axis = run)."""
-    return np.stack([np.asarray(r[key]) for r in results])
 
 
 def median_over_runs(

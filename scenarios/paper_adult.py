@@ -17,7 +17,7 @@ with probability p, else uniform; the stochastic reading of 6.3.1, see DESIGN.md
 releases each cluster with the ε-optimal matrix carrying Σ_{A∈C} ε_A (6.3.2).  Estimates are
 post-processed with clip-and-rescale (6.4) unless configured otherwise.
 
-Monte Carlo (:mod:`scenarios.monte_carlo`): in each run one set of queries is drawn and every
+Monte Carlo (:mod:`scenarios.montecarlo`): in each run one set of queries is drawn and every
 method is evaluated on it; within a run all methods of one p share the run's randomness
 (common random numbers), runs are independent.  Reported: the median over all (run, query)
 pairs and a bootstrap standard error that resamples whole runs.
@@ -354,7 +354,7 @@ def _figure_run(index: int, ss: np.random.SeedSequence, ctx: dict[str, Any]) -> 
     truth = np.concatenate([t for _, t in qs])
     shape = (len(prm["sigmas"]), len(qs[0][0]))
     rel = np.empty((len(prm["ps"]), len(METHODS), *shape))
-    fig2 = np.empty((2, 2, *shape))  # (Randomized, RR-Independent) x (relative, absolute)
+    fig2 = np.full((2, 2, *shape), np.nan)  # (Randomized, RR-Independent) x (relative, absolute)
     iters = np.zeros((len(prm["ps"]), 2))
     for i, p in enumerate(prm["ps"]):
         seed_i = seeds[len(prm["sigmas"]) + i]
