@@ -22,7 +22,14 @@ unless ``on_dropout="exclude"``: then the estimate uses the parties that answere
 result says so (:attr:`SimulationResult.degraded`, :attr:`SimulationResult.excluded`).
 
 Same seed ⇒ the same released codes, clusters and estimates as the fast path
-(:mod:`mprr.protocols` with ``rng=PartyStreams(seed, n)``).
+(:mod:`mprr.protocols` with ``rng=PartyStreams(seed, n)``), including RR-Clusters with 4.2 /
+4.3 through any secure-sum engine (the controller then holds the pair tallies, not codes).
+
+Usage::
+
+    sim = simulate(data, "RR-Clusters", seed=1, p=0.7, Tv=50, Td=0.1)        # sync
+    sim = await simulate_async(data, "RR-Clusters", seed=1, p=0.7, Tv=50, Td=0.1)  # in a loop
+    sim.result.estimate, sim.traffic.to_dict(), sim.view, sim.privacy, sim.ledgers[7]
 """
 
 from __future__ import annotations
