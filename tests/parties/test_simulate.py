@@ -301,3 +301,22 @@ def test_unknown_engine_is_refused(small) -> None:
     with pytest.raises(ConfigurationError, match="engine must be one of"):
         simulate(small, "RR-Clusters", seed=SEED, timeout=1.0, p=0.7, Tv=60, Td=0.1, dependence="4.2",
                  engine="magic")
+
+
+def test_secure_dependence_traffic_is_commit_start_plus_the_engine_closed_form(small) -> None:
+    # dependence phase: n SecureRelease + n Ack + n SecureSumStart, then the paper engine's
+    # own closed form (main paper 4.2: per party (n-1) shares + n broadcasts of L cells)
+    from parties.messages import Ack
+    from parties.protocol_messages import SecureRelease, SecureSumStart
+    from parties.secure.paper import PaperEngine
+
+    n, m = small.n, small.m
+    sim = simulate(small, "RR-Clusters", seed=SEED, timeout=5.0, p=0.7, Tv=60, Td=0.1, dependence="4.2")
+    pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
+    cells = sum(small.sizes[i] * small.sizes[j] for i, j in pairs)
+    commit = SecureRelease(1, "dependence", "dependence/1", tuple(pairs), tuple(pairs), True)
+    expected = n * (len(encode(commit)) + len(encode(Ack(1))) + len(encode(SecureSumStart(1, "dependence/1"))))
+    assert sim.traffic.by_phase["dependence"][:2] == (3 * n, expected)
+    cost = PaperEngine(round_timeout=5.0).cost(PaperEngine().context(range(n), cells, session="dependence/1"))
+    engine = [c for p, c in sim.traffic.by_phase.items() if p.startswith("paper/")]
+    assert (sum(c.messages for c in engine), sum(c.bytes for c in engine)) == (cost.messages, cost.bytes)
