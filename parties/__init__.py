@@ -13,7 +13,8 @@ Modules, in dependency order:
 - ``faults``        — seeded fault plans: drop, delay, duplicate, reorder, crash
 - ``transport``     — the ``Transport`` interface, ``Endpoint`` (send / recv / gather)
 - ``network``       — ``InMemoryNetwork`` and ``CONTROLLER`` (re-exports the above)
-- ``secure``        — secure-sum engines ``paper``, ``graph``, ``masked`` (package, own map)
+- ``secure``        — secure-sum engines ``paper`` | ``graph`` | ``masked`` (main paper 4.2;
+                      Bonawitz et al. 2017); package with its own map
 - ``protocol_messages`` — message kinds of the protocol choreographies
 - ``view``          — the controller's view log (everything it received)
 - ``party``         — the ``Party`` actor: private record, own stream, own privacy accountant
