@@ -9,7 +9,9 @@ Kind numbers (unsigned 16 bit, 1..65535) are allocated by range so modules never
 
 ==============  ==========================================================
 1 .. 15         generic kinds of this module (Request, RandomizedValues, ...)
-16 .. 127       protocol / secure-sum modules of :mod:`parties`
+16 .. 63        free (future modules of :mod:`parties`)
+64 .. 79        secure-sum engines (:mod:`parties.secure.messages`)
+100 .. 149      actor-runtime kinds (:mod:`parties.protocol_messages`)
 60000 .. 65535  tests
 ==============  ==========================================================
 
