@@ -4,8 +4,9 @@ Every message is counted at the sender when it is sent (a message later dropped 
 still counts as sent) and at the receiver when it is delivered.  Sizes are the real encoded
 sizes, ``len(parties.codec.encode(msg))`` (transport framing such as src/dst/phase is not
 counted).  Rounds are marked by the runtime with ``network.begin_round(phase)`` /
-``with network.round(phase):``; a send outside any marked round opens an *implicit* round named
-after its phase, which lasts until the phase changes or a round is marked.
+``with network.round(phase):``; a send outside any marked round joins the *implicit* round of its
+phase: one implicit round per phase between two marks, whatever the interleaving of concurrent
+senders (so round counts do not depend on task scheduling).
 
 Simulated time (no sleeping): a :class:`LatencyModel` gives each message the time
 ``latency + size / bandwidth``; a round lasts as long as its slowest message and the run's
@@ -186,6 +187,7 @@ class TrafficCounter:
         self.phases: dict[str, list[int]] = {}
         self.rounds: list[_Round] = []
         self.current: _Round | None = None
+        self._implicit: dict[str, _Round] = {}
         self.messages = 0
         self.bytes = 0
         self.delivered = 0
@@ -199,10 +201,12 @@ class TrafficCounter:
         """Start a new explicit round of ``phase``."""
         self.current = _Round(phase, True)
         self.rounds.append(self.current)
+        self._implicit = {}
 
     def end_round(self) -> None:
         """Close the current round; later sends open implicit rounds until the next mark."""
         self.current = None
+        self._implicit = {}
 
     # -- events
     def record_send(self, src: int, phase: str, kind: int, size: int) -> None:
@@ -225,9 +229,12 @@ class TrafficCounter:
             p[0] += 1
             p[1] += size
         r = self.current
-        if r is None or (not r.explicit and r.phase != phase):
-            r = self.current = _Round(phase, False)
-            self.rounds.append(r)
+        if r is None or not r.explicit:
+            r = self._implicit.get(phase)
+            if r is None:
+                r = self._implicit[phase] = _Round(phase, False)
+                self.rounds.append(r)
+            self.current = r
         r.messages += 1
         r.bytes += size
         if not self._free:
