@@ -15,7 +15,8 @@ Modules, in dependency order:
 - ``network``       — ``InMemoryNetwork`` and ``CONTROLLER`` (re-exports the above)
 - ``secure``        — secure-sum engines ``paper`` | ``graph`` | ``masked`` (main paper 4.2;
                       Bonawitz et al. 2017); package with its own map
-- ``protocol_messages`` — message kinds of the protocol choreographies
+- ``protocol_messages`` — message kinds 100-102 of the choreographies and matrix specifications
+- ``public_state``  — public objects shared by a run's actors: release book, secure-sum sessions
 - ``view``          — the controller's view log (everything it received)
 - ``party``         — the ``Party`` actor: private record, own stream, own privacy accountant
 - ``controller``    — the untrusted ``Controller`` actor
