@@ -320,3 +320,85 @@ def test_replaced_ledger_does_not_share_cached_totals() -> None:
     assert one.total("sequential") == 1.0
     two = dataclasses.replace(one, releases=(rel(("A",), 1.0), rel(("B",), 2.0)))
     assert two.total("sequential") == 3.0 and one.total("sequential") == 1.0
+
+
+# ---------------------------------------------------------------------- incremental ledger (index, totals)
+def linear_lookup(releases, request) -> int | None:
+    """The definition of Ledger.lookup: first entry that request repeats (Release.same_as)."""
+    return next((i for i, r in enumerate(releases) if r.same_as(request)), None)
+
+
+keyed_release = st.builds(
+    lambda attrs, eps, linkable, exact, key, rid, phase: Release(
+        attributes=tuple(attrs),
+        epsilon=math.inf if exact else eps,
+        linkable=linkable,
+        exact=exact,
+        matrix_key=key,
+        request_id=rid,
+        phase=phase,
+    ),
+    st.lists(st.sampled_from("ABC"), min_size=1, max_size=2, unique=True),
+    st.sampled_from([0.5, 1.0]),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([None, "k1", "k2"]),
+    st.sampled_from([None, "q1", "q2"]),
+    st.sampled_from(["dependence", "release"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(keyed_release, max_size=10), st.lists(keyed_release, min_size=1, max_size=6))
+def test_lookup_index_equals_the_linear_definition(entries, requests) -> None:
+    # Built all at once, and grown by appended() with a lookup after every step.
+    whole = Ledger(tuple(entries))
+    grown = Ledger()
+    for k, entry in enumerate(entries):
+        for request in requests:
+            assert grown.lookup(request) == linear_lookup(entries[:k], request)
+        grown = grown.appended(entry)
+    for request in [*requests, *entries]:
+        expected = linear_lookup(entries, request)
+        assert whole.lookup(request) == expected and grown.lookup(request) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(keyed_release, min_size=1, max_size=8), st.lists(keyed_release, min_size=1, max_size=4), st.data())
+def test_snapshots_and_branches_keep_their_own_index_and_totals(entries, others, data) -> None:
+    cut = data.draw(st.integers(0, len(entries)))
+    ledgers = [Ledger()]
+    for entry in entries:
+        ledgers[-1].lookup(entry)  # searched snapshots share and extend one index
+        ledgers[-1].total("parallel")
+        ledgers.append(ledgers[-1].appended(entry))
+    # A branch off an older snapshot, and "what if" extensions of the tip never searched.
+    branch = ledgers[cut]
+    for other in others:
+        branch = branch.appended(other)
+    what_if = ledgers[-1]
+    for other in others:
+        what_if = what_if.appended(other)
+    assert what_if.total("sequential") == compose(entries + others, "sequential")
+    branch_releases = entries[:cut] + others
+    for request in entries + others:
+        assert branch.lookup(request) == linear_lookup(branch_releases, request)
+        for k, snapshot in enumerate(ledgers):
+            assert snapshot.lookup(request) == linear_lookup(entries[:k], request)
+    for policy in POLICIES:
+        assert branch.total(policy) == compose(branch_releases, policy)
+        assert branch.by_phase(policy) == compose_by_phase(branch_releases, policy)
+        for k, snapshot in enumerate(ledgers):
+            assert snapshot.total(policy) == compose(entries[:k], policy)
+
+
+def test_totals_are_carried_to_appended_snapshots() -> None:
+    one = Ledger((rel(("A",), 1.0),))
+    totals = one.totals("unlinkable-pairs")
+    assert totals is one.totals(CompositionPolicy.UNLINKABLE_PAIRS)  # cached, any spelling
+    two = one.appended(rel(("B",), 0.5, linkable=False))
+    # carried over incrementally (not recomposed) and equal to the rule
+    assert two._cache[CompositionPolicy.UNLINKABLE_PAIRS] is totals.plus(two[1])
+    assert two.total("unlinkable-pairs") == 1.5 and one.total("unlinkable-pairs") == 1.0
+    with pytest.raises(ConfigurationError, match=r"policy must be one of"):
+        two.totals("advanced")
