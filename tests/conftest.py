@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ADULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
+# UCI Adult lives beside the checkout (../shared/data/adult); MPRR_ADULT_DIR overrides it.
+ADULT_DIR = Path(
+    os.environ.get("MPRR_ADULT_DIR", Path(__file__).resolve().parents[2] / "shared" / "data" / "adult")
+)
 
 
 @pytest.fixture
