@@ -17,13 +17,13 @@ the traffic is measured message by message.  ``fast`` runs the vectorized fast p
 and give the same estimates for the same seed.
 
 Accuracy is measured with the count queries of main paper 6.5 (eq. 16 relative error against
-the true counts of the data set), ε per party from each party's ledger (sequential
-composition across phases, the named policy of :mod:`mprr.ledger`), traffic from the network.
+the true counts of the data set), privacy from each party's ledger under every composition
+policy of :mod:`mprr.ledger` (ε per party and per phase, β, refusals:
+:mod:`scenarios.privacy_report`), traffic from the network.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,20 +31,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.figure import Figure as MplFigure
 
 from mprr.data import Dataset
-from mprr.dependence import bivariate_tables, dependence_matrix
 from mprr.errors import ConfigurationError
 from mprr.metrics import CountQuery, evaluate_queries, random_queries
 from mprr.protocols import ProtocolResult, rr_adjustment, rr_clusters, rr_independent
 from mprr.synthetic import DEFAULT_CLUSTERS, DEFAULT_SIZES, planted_clusters
+from scenarios.anonymization_report import build_result
 from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema
-from scenarios.cost_model import rr_closed_form, simulate_options
-from scenarios.plots import BarPlot, CustomPlot, FigureSpec
+from scenarios.cost_model import simulate_options
+from scenarios.privacy_report import PrivacyRecord
 from scenarios.progress import Progress
 from scenarios.registry import register
-from scenarios.report import ScenarioResult, Table
+from scenarios.report import ScenarioResult
 
 __all__ = [
     "SCHEMA",
@@ -172,15 +171,15 @@ class ProtocolRun:
     """One base protocol run plus its adjustment, on either engine.
 
     ``result`` / ``adjusted``: the protocol's :class:`ProtocolResult` and RR-Adjustment on its
-    release; ``epsilon``: (n,) ε per party (sequential over its own ledger); ``epsilon_by_phase``:
-    phase -> (n,) ε; ``traffic`` / ``view``: measured traffic and the controller's view summary
-    (actors engine, else None); ``seconds`` / ``adjustment_seconds``: wall-clock times.
+    release; ``privacy``: the parties' ledgers, refusals and replays
+    (:class:`~scenarios.privacy_report.PrivacyRecord`); ``traffic`` / ``view``: measured traffic
+    and the controller's view summary (actors engine, else None); ``seconds`` /
+    ``adjustment_seconds``: wall-clock times.
     """
 
     result: ProtocolResult
     adjusted: ProtocolResult
-    epsilon: np.ndarray
-    epsilon_by_phase: dict[str, np.ndarray]
+    privacy: PrivacyRecord
     traffic: Any = None
     view: Any = None
     seconds: float = 0.0
@@ -194,17 +193,15 @@ _FAST: dict[str, Callable[..., ProtocolResult]] = {
 
 
 def _fast(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: int,
-          params: Mapping[str, Any]) -> tuple[ProtocolResult, np.ndarray, dict[str, np.ndarray], Any, Any]:
+          params: Mapping[str, Any]) -> tuple[ProtocolResult, PrivacyRecord, Any, Any]:
     from mprr.streams import PartyStreams
 
     result = _FAST[protocol](dataset, rng=PartyStreams(seed, dataset.n), **kwargs)
-    eps = result.epsilon_per_party("sequential")
-    by_phase = {k: np.full(dataset.n, v) for k, v in result.epsilon_by_phase("sequential").items()}
-    return result, eps, by_phase, None, None
+    return result, PrivacyRecord.of(result), None, None
 
 
 def _actors(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: int,
-            params: Mapping[str, Any]) -> tuple[ProtocolResult, np.ndarray, dict[str, np.ndarray], Any, Any]:
+            params: Mapping[str, Any]) -> tuple[ProtocolResult, PrivacyRecord, Any, Any]:
     """One run in the actor simulator: n party actors with their own streams and ledgers."""
     from parties.simulate import simulate
 
@@ -213,15 +210,10 @@ def _actors(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: in
         options = simulate_options(params["dependence"], params["secure_sum"], dataset.n, params["degree"],
                                    params["round_timeout"])
     sim = simulate(dataset, protocol, seed=seed, timeout=params["round_timeout"], **{**kwargs, **options})
-    ledgers = sim.ledgers
-    eps = np.array([ledger.total("sequential") for ledger in ledgers])
-    phases = list(dict.fromkeys(ph for ledger in ledgers for ph in ledger.phases))
-    per_party = [ledger.by_phase("sequential") for ledger in ledgers]
-    by_phase = {ph: np.array([d.get(ph, 0.0) for d in per_party]) for ph in phases}
     view = dict(sim.view.to_dict())
     view["degraded"] = sim.degraded
     view["refusals"] = len(sim.refusals)
-    return sim.result, eps, by_phase, sim.traffic, view
+    return sim.result, PrivacyRecord.of(sim), sim.traffic, view
 
 
 def run_protocol(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], *, seed: int,
@@ -229,11 +221,11 @@ def run_protocol(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], *, 
     """Run one base protocol on ``engine`` and RR-Adjustment on its release."""
     backend = _fast if engine == "fast" else _actors
     start = time.perf_counter()
-    result, eps, by_phase, traffic, view = backend(dataset, protocol, kwargs, seed, params)
+    result, privacy, traffic, view = backend(dataset, protocol, kwargs, seed, params)
     seconds = time.perf_counter() - start
     start = time.perf_counter()
     adjusted = rr_adjustment(result, tol=params["adjustment_tol"], max_iter=params["adjustment_max_iter"])
-    return ProtocolRun(result, adjusted, eps, by_phase, traffic, view, seconds,
+    return ProtocolRun(result, adjusted, privacy, traffic, view, seconds,
                        time.perf_counter() - start)
 
 
@@ -251,91 +243,6 @@ def _query_errors(queries: Sequence[CountQuery], runs: Sequence[dict[str, Protoc
                 evaluate_queries(queries, pr.adjusted.estimate, dataset).relative)
     return {label: np.vstack(v) for label, v in out.items()}
 
-
-def _finite(x: float) -> float:
-    return x if math.isfinite(x) else float("nan")
-
-
-def _stats(values: np.ndarray) -> dict[str, float]:
-    return {"min": float(np.min(values)), "median": float(np.median(values)), "max": float(np.max(values))}
-
-
-def _true_dependence(dataset: Dataset) -> np.ndarray:
-    tables = bivariate_tables(dataset.codes, dataset.sizes)
-    return dependence_matrix(tables, dataset.schema.kinds)
-
-
-def _fmt_clusters(clusters: Sequence[Sequence[int]]) -> str:
-    return " ".join("{" + ",".join(str(a) for a in c) + "}" for c in clusters)
-
-
-def _human_bytes(n: float) -> str:
-    return f"{n:.0f} B" if n < 1000 else f"{n / 1e3:.1f} kB" if n < 1e6 else f"{n / 1e6:.1f} MB"
-
-
-def _traffic_dict(stats: Any, closed: Any) -> dict[str, Any]:
-    """Measured traffic of one actor run beside its closed form (:func:`rr_closed_form`)."""
-    party = [c for a, c in stats.by_sender.items() if a >= 0]
-    ctrl_sent, ctrl_recv = stats.sent_by(-1), stats.received_by(-1)
-    out = {
-        "messages": stats.messages, "bytes": stats.bytes, "rounds": stats.rounds,
-        "controller_sent": {"messages": ctrl_sent.messages, "bytes": ctrl_sent.bytes},
-        "controller_received": {"messages": ctrl_recv.messages, "bytes": ctrl_recv.bytes},
-        "party_sent_max": {"messages": max((c.messages for c in party), default=0),
-                           "bytes": max((c.bytes for c in party), default=0)},
-        "by_phase": {p: c._asdict() for p, c in stats.by_phase.items()},
-        "by_kind": {k: c._asdict() for k, c in stats.by_kind.items()},
-        "closed_form": {"messages": closed.messages, "bytes": closed.bytes, "rounds": closed.rounds,
-                        "formula": closed.formula},
-    }
-    out["equals_closed_form"] = (stats.messages, stats.bytes, stats.rounds) == (
-        closed.messages, closed.bytes, closed.rounds)
-    return out
-
-
-# --------------------------------------------------------------------------- figures
-
-
-def _boxplot(errors: Mapping[str, np.ndarray], sigma: float) -> FigureSpec:
-    def draw(fig: MplFigure) -> None:
-        ax = fig.add_subplot()
-        data = [v[np.isfinite(v)].ravel() * 100 for v in errors.values()]
-        ax.boxplot(data, showfliers=False)
-        ax.set_xticks(range(1, len(errors) + 1))
-        ax.set_xticklabels([k.replace("+", "\n+") for k in errors], fontsize="small")
-        ax.set_ylabel("relative error of count queries (%)")
-        ax.grid(True, axis="y", alpha=0.3)
-
-    return CustomPlot(
-        filename="query_errors.png",
-        title=f"Count-query relative error (eq. 16), σ = {sigma:g}",
-        draw=draw,
-        caption="Boxes: quartiles over all queries and runs; whiskers 1.5 IQR; outliers hidden.",
-    )
-
-
-def _dependence_plot(true_dep: np.ndarray, est_dep: np.ndarray | None, names: Sequence[str],
-                     found: Sequence[Sequence[int]]) -> FigureSpec:
-    def draw(fig: MplFigure) -> None:
-        panels = [("true data", true_dep)] + ([("controller's estimate", est_dep)] if est_dep is not None else [])
-        for k, (title, values) in enumerate(panels):
-            ax = fig.add_subplot(1, len(panels), k + 1)
-            image = ax.imshow(values, vmin=0, vmax=1, cmap="viridis")
-            ax.set_title(title, fontsize="small")
-            ax.set_xticks(range(len(names)))
-            ax.set_xticklabels(names, fontsize="x-small", rotation=90)
-            ax.set_yticks(range(len(names)))
-            ax.set_yticklabels(names, fontsize="x-small")
-            fig.colorbar(image, ax=ax, shrink=0.8,
-                         label="|Pearson| / Cramér's V" if k == len(panels) - 1 else None)
-
-    return CustomPlot(
-        filename="dependence.png",
-        title="Attribute dependences: truth vs what the controller estimated",
-        draw=draw,
-        size=(8.0, 4.0),
-        caption=f"Clusters found by Algorithm 1 (run 1): {_fmt_clusters(found)}.",
-    )
 
 
 # --------------------------------------------------------------------------- runner
@@ -375,224 +282,4 @@ def run_local_anonymization(
             bar.advance()
     errors = _query_errors(queries, all_runs, dataset)
     elapsed = time.perf_counter() - started
-    return _build_result(params, engine, synthetic, dataset, queries, all_runs, errors, elapsed)
-
-
-def _build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset: Dataset,
-                  queries: Sequence[CountQuery], all_runs: Sequence[dict[str, ProtocolRun]],
-                  errors: Mapping[str, np.ndarray], elapsed: float) -> ScenarioResult:
-    runs = len(all_runs)
-    first = all_runs[0]
-    clusters_run = first["RR-Clusters"].result
-    planted = [list(c) for c in synthetic.clusters]
-    found = [list(c) for c in clusters_run.clusters]
-    found_all = [[list(c) for c in pr["RR-Clusters"].result.clusters] for pr in all_runs]
-    used = {a for c in planted for a in c}
-    target = sorted([tuple(c) for c in planted] + [(a,) for a in range(dataset.m) if a not in used])
-    recovered = [sorted(map(tuple, f)) == target for f in found_all]
-    exact_recovery = sum(recovered)
-    undefined = int(np.isnan(errors[LABELS[0]][0]).sum())
-
-    query_metrics = {
-        label: {"median": float(np.nanmedian(v)), "mean": float(np.nanmean(v)),
-                "p90": float(np.nanpercentile(v, 90)), "per_run_median": np.nanmedian(v, axis=1)}
-        for label, v in errors.items()
-    }
-
-    privacy: dict[str, Any] = {"policy": "sequential"}
-    eps_all: dict[str, dict[str, float]] = {}
-    for base in BASE_PROTOCOLS:
-        eps = np.concatenate([pr[base].epsilon for pr in all_runs])
-        eps_all[base] = _stats(eps)
-        by_phase = {ph: _stats(np.concatenate([pr[base].epsilon_by_phase[ph] for pr in all_runs]))
-                    for ph in first[base].epsilon_by_phase}
-        res = first[base].result
-        privacy[base] = {
-            "epsilon_per_party": eps_all[base],
-            "by_phase": by_phase,
-            "no_dp_guarantee": bool(res.no_dp_guarantee),
-            "attribute_epsilons": res.parameters.get("attribute_epsilons"),
-            "other_policies": {pol: res.epsilon(pol) for pol in ("parallel", "unlinkable-pairs")},
-        }
-    privacy["RR-Clusters"]["cluster_epsilons"] = clusters_run.parameters.get("cluster_epsilons")
-    privacy["adjustment"] = "RR-Adjustment releases nothing: it is post-processing, ε unchanged"
-
-    traffic: dict[str, Any] = {}
-    matrices = "epsilon" if params["epsilon"] is not None else "p"
-    for base in BASE_PROTOCOLS:
-        res = first[base].result
-        if first[base].traffic is not None:
-            session = res.details.get("secure_sum", {}).get("session", "dependence/1")
-            traffic[base] = _traffic_dict(first[base].traffic, rr_closed_form(
-                base, dataset.n, dataset.m, matrices=matrices, clusters=res.clusters,
-                dependence=params["dependence"] if base == "RR-Clusters" else "4.1", sizes=dataset.sizes,
-                engine=params["secure_sum"], degree=params["degree"], session=session))
-    if first["RR-Clusters"].view is not None:
-        traffic["controller_view"] = {b: first[b].view for b in BASE_PROTOCOLS}
-
-    timing = {base: {"protocol_seconds": _stats(np.array([pr[base].seconds for pr in all_runs])),
-                     "adjustment_seconds": _stats(np.array([pr[base].adjustment_seconds for pr in all_runs]))}
-              for base in BASE_PROTOCOLS}
-    metrics = {
-        "n": dataset.n,
-        "m": dataset.m,
-        "sizes": list(dataset.sizes),
-        "cells": math.prod(dataset.sizes),
-        "planted_clusters": planted,
-        "clusters_found": found,
-        "clusters_found_per_run": found_all,
-        "runs_recovering_planted_clusters": exact_recovery,
-        "queries": len(queries),
-        "queries_with_zero_true_count": undefined,
-        "relative_error": query_metrics,
-        "adjustment": {base: {"iterations": first[base].adjusted.adjustment.iterations,
-                              "converged": bool(first[base].adjusted.adjustment.converged),
-                              "gap": float(first[base].adjusted.adjustment.gap)} for base in BASE_PROTOCOLS},
-        "timing": timing,
-        "wall_seconds": elapsed,
-    }
-
-    table_rows = []
-    for label in LABELS:
-        base = label.split("+")[0]
-        t = traffic.get(base)
-        q = query_metrics[label]
-        table_rows.append((
-            label, q["median"], q["mean"], q["p90"],
-            eps_all[base]["min"], eps_all[base]["median"], eps_all[base]["max"],
-            None if t is None else t["messages"], None if t is None else t["bytes"],
-            float(np.median([pr[base].seconds + (pr[base].adjustment_seconds if "+" in label else 0.0)
-                             for pr in all_runs])),
-        ))
-    comparison = Table(
-        key="comparison",
-        title="Accuracy, privacy and cost per protocol",
-        columns=("protocol", "median rel. error", "mean rel. error", "90th pct rel. error",
-                 "ε min", "ε median", "ε max", "messages", "bytes", "seconds"),
-        rows=table_rows,
-        formats={"median rel. error": ".2%", "mean rel. error": ".2%", "90th pct rel. error": ".2%",
-                 "ε min": ".3f", "ε median": ".3f", "ε max": ".3f", "seconds": ".2f"},
-        caption=f"{len(queries)} count queries of main paper 6.5 (σ = {params['sigma']:g}) × {runs} "
-                f"run(s); eq. (16) relative error against the true counts ({undefined} queries with a "
-                "true count of 0 excluded). ε per party under sequential composition of its own "
-                "ledger. Messages/bytes: measured on the network (actors engine; run 1)."
-                + (" The fast path sends no messages." if engine == "fast" else ""),
-    )
-    cluster_rows = [(i + 1, _fmt_clusters(f), ok) for i, (f, ok) in enumerate(zip(found_all, recovered))]
-    cluster_table = Table(
-        key="clusters",
-        title="Clusters found by Algorithm 1",
-        columns=("run", "clusters", "= planted"),
-        rows=cluster_rows,
-        caption=f"Planted: {_fmt_clusters(planted)} (other attributes independent); "
-                f"Tv = {params['Tv']}, Td = {params['Td']:g}, dependence method {params['dependence']}.",
-    )
-    phase_rows = []
-    for base in BASE_PROTOCOLS:
-        for ph, st in privacy[base]["by_phase"].items():
-            phase_rows.append((base, ph, st["min"], st["median"], st["max"]))
-    phase_table = Table(
-        key="epsilon_by_phase",
-        title="ε spent per party, by phase",
-        columns=("protocol", "phase", "ε min", "ε median", "ε max"),
-        rows=phase_rows,
-        formats={"ε min": ".3f", "ε median": ".3f", "ε max": ".3f"},
-    )
-    tables = [comparison, cluster_table, phase_table]
-    if traffic:
-        tr_rows = []
-        for base in BASE_PROTOCOLS:
-            for ph, c in traffic[base]["by_phase"].items():
-                tr_rows.append((base, ph, c["messages"], c["bytes"], c["rounds"]))
-        tables.append(Table(
-            key="traffic_by_phase",
-            title="Measured traffic by phase (run 1)",
-            columns=("protocol", "phase", "messages", "bytes", "rounds"),
-            rows=tr_rows,
-        ))
-
-    est_dep = clusters_run.dependence
-    figures: list[FigureSpec] = [
-        _boxplot(errors, params["sigma"]),
-        _dependence_plot(_true_dependence(dataset), est_dep, dataset.schema.names, found),
-        BarPlot(
-            filename="epsilon_by_phase.png",
-            title="ε per party by phase (sequential composition, median over parties)",
-            categories=BASE_PROTOCOLS,
-            groups={ph: [_finite(privacy[b]["by_phase"].get(ph, {"median": 0.0})["median"]) for b in BASE_PROTOCOLS]
-                    for ph in dict.fromkeys(ph for b in BASE_PROTOCOLS for ph in privacy[b]["by_phase"])},
-            ylabel="ε",
-            caption="A missing bar is ε = ∞: dependence 4.2 releases exact tables (no DP guarantee).",
-        ),
-    ]
-    if traffic:
-        phases = list(dict.fromkeys(ph for b in BASE_PROTOCOLS for ph in traffic[b]["by_phase"]))
-        figures.append(BarPlot(
-            filename="traffic_by_phase.png",
-            title="Measured bytes by phase (actors engine)",
-            categories=BASE_PROTOCOLS,
-            groups={ph: [traffic[b]["by_phase"].get(ph, {"bytes": 0})["bytes"] / 1e3 for b in BASE_PROTOCOLS]
-                    for ph in phases},
-            ylabel="kB",
-        ))
-
-    summary = _summary_lines(params, engine, dataset, planted, found, exact_recovery, runs,
-                             query_metrics, eps_all, traffic, timing, elapsed, len(queries))
-    notes = [
-        "Data: mprr.synthetic.planted_clusters — Zipf-like marginals, planted clusters with joint "
-        "(1 − s)·⊗π_j + s·comonotone coupling, the other attributes independent; the truth is known.",
-        "RR-Clusters spends the dependence phase (4.1: every attribute randomized once) plus the cluster "
-        "phase (6.3.2 matrices carrying Σ ε_A per cluster), composed sequentially because both releases "
-        "are linkable to the party; RR-Independent spends Σ ε_A once. Dependence 4.2 releases exact "
-        "bivariate tables (ε = ∞, no DP guarantee).",
-        "Singleton clusters are released with their phase-1 matrix, so every party replays its phase-1 "
-        "value (no new uniform, no new ε), exactly as on the fast path.",
-        "RR-Adjustment (Algorithm 2) reweights the released records so that their marginals match the "
-        "estimated attribute / cluster distributions; it is post-processing and costs no ε.",
-        f"Engine '{engine}': " + (
-            "every party is an asyncio actor; all traffic is real encoded messages counted by the network."
-            if engine == "actors" else
-            "vectorized fast path with the same per-party random streams as the actor engine (same seed ⇒ "
-            "same releases); no messages are sent."),
-    ]
-    return ScenarioResult(metrics=metrics, privacy=privacy, traffic=traffic, tables=tables,
-                          figures=figures, notes=notes, summary=summary)
-
-
-def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, planted: Any, found: Any,
-                   recovered: int, runs: int, q: Mapping[str, Mapping[str, float]],
-                   eps: Mapping[str, Mapping[str, float]], traffic: Mapping[str, Any],
-                   timing: Mapping[str, Any], elapsed: float, n_queries: int) -> list[str]:
-    lines = [
-        f"{dataset.n} parties, {dataset.m} attributes ({math.prod(dataset.sizes):,} cells), engine {engine}; "
-        f"planted clusters {_fmt_clusters(planted)}, found {_fmt_clusters(found)} "
-        f"({recovered}/{runs} run(s) recover them)",
-        f"count-query relative error, median of {n_queries} queries x {runs} run(s) (σ = {params['sigma']:g}): "
-        f"RR-Clusters {q['RR-Clusters']['median']:.2%}, +Adjustment {q['RR-Clusters+Adjustment']['median']:.2%} | "
-        f"RR-Independent {q['RR-Independent']['median']:.2%}, +Adjustment {q['RR-Independent+Adjustment']['median']:.2%}",
-    ]
-    for base in BASE_PROTOCOLS:
-        e = eps[base]
-        lines.append(f"ε per party ({base}, sequential) min/median/max = "
-                     f"{e['min']:.3f} / {e['median']:.3f} / {e['max']:.3f}"
-                     + (" (∞: 4.2 releases exact tables, no DP guarantee)" if math.isinf(e["max"]) else ""))
-    if params["dependence"] == "4.3":
-        lines.append("  (4.3: pairs enter a secure sum, unlinkable; see privacy.RR-Clusters.other_policies "
-                     "for the unlinkable-pairs policy of main paper 4.3)")
-    views = traffic.get("controller_view") if traffic else None
-    if views:
-        kinds = sorted({k for v in views.values() for k in v.get("kinds", ())})
-        lines.append(f"controller's view (untrusted): {sum(v.get('messages', 0) for v in views.values()):,} "
-                     f"messages received, kinds {', '.join(kinds)} (what each reveals: docs/threat_model.md)")
-    if traffic:
-        lines.append("traffic (run 1): " + "; ".join(
-            f"{b} {traffic[b]['messages']:,} messages, {_human_bytes(traffic[b]['bytes'])}, "
-            f"{traffic[b]['rounds']} rounds" for b in BASE_PROTOCOLS)
-            + (" (= closed form, docs/cost_model.md)" if all(traffic[b]["equals_closed_form"]
-                                                            for b in BASE_PROTOCOLS) else " (DIFFERS from the closed form)"))
-    else:
-        lines.append("traffic: none on the fast path (run with --engine actors to measure messages and bytes)")
-    lines.append("wall time: " + ", ".join(
-        f"{b} {timing[b]['protocol_seconds']['median']:.2f} s" for b in BASE_PROTOCOLS)
-        + f"; scenario total {elapsed:.1f} s")
-    return lines
+    return build_result(params, engine, synthetic, dataset, queries, all_runs, errors, elapsed)
