@@ -40,13 +40,14 @@ def test_output_files_and_keys(both: dict[str, tuple[Path, dict]]) -> None:
     for key in ("parameters", "metrics", "privacy", "traffic", "tables", "figures", "versions"):
         assert key in doc
     assert set(doc["metrics"]["relative_error"]) == set(LABELS)
-    assert {"comparison", "clusters", "epsilon_by_phase", "traffic_by_phase"} <= set(doc["tables"])
+    assert {"comparison", "clusters", "privacy_by_policy", "traffic_by_phase"} <= set(doc["tables"])
     assert set(doc["figures"]) == {"query_errors.png", "dependence.png", "epsilon_by_phase.png",
                                    "traffic_by_phase.png"}
     for name in doc["figures"]:
         assert (out / name).read_bytes()[:8] == PNG
     report = (out / "report.md").read_text(encoding="utf-8")
     assert report.startswith("# Local anonymization") and "## Accuracy, privacy and cost per protocol" in report
+    assert "## Privacy spent per party, by composition policy" in report
     # the fast path sends no messages: no traffic section, no traffic figure
     fast_out, fast = both["fast"]
     assert fast["traffic"] == {} and "traffic_by_phase.png" not in fast["figures"]
@@ -60,7 +61,14 @@ def test_same_seed_same_numbers_on_both_engines(both: dict[str, tuple[Path, dict
     for label in LABELS:
         assert actors["relative_error"][label]["median"] == fast["relative_error"][label]["median"]
         assert actors["relative_error"][label]["per_run_median"] == fast["relative_error"][label]["per_run_median"]
-    assert both["actors"][1]["privacy"]["RR-Clusters"] == both["fast"][1]["privacy"]["RR-Clusters"]
+    for base in ("RR-Clusters", "RR-Independent"):
+        a, f = both["actors"][1]["privacy"][base], both["fast"][1]["privacy"][base]
+        for key in ("policies", "phases", "beta", "entropy_bits", "releases", "parties", "refusals"):
+            assert a[key] == f[key], (base, key)
+        # the actors count the replayed singleton clusters (each party resends its phase-1 value);
+        # the fast path has no requests to count
+        singletons = sum(len(c) == 1 for c in actors["clusters_found"])
+        assert f["replays"] is None and a["replays"] == (SMALL["n"] * singletons if base == "RR-Clusters" else 0)
 
 
 def test_traffic_equals_closed_form(both: dict[str, tuple[Path, dict]]) -> None:
@@ -85,14 +93,26 @@ def test_traffic_equals_closed_form(both: dict[str, tuple[Path, dict]]) -> None:
 
 
 def test_epsilon_per_party_is_the_sum_of_attribute_epsilons(both: dict[str, tuple[Path, dict]]) -> None:
-    eps = math.fsum(keep_or_uniform(r, 0.7).epsilon for r in DEFAULT_SIZES)
+    attribute_eps = [keep_or_uniform(r, 0.7).epsilon for r in DEFAULT_SIZES]
+    eps = math.fsum(attribute_eps)
     for engine in ("actors", "fast"):
-        ind = both[engine][1]["privacy"]["RR-Independent"]["epsilon_per_party"]
+        privacy = both[engine][1]["privacy"]
+        assert set(privacy["RR-Independent"]["policies"]) == {"sequential", "parallel", "unlinkable-pairs"}
+        ind = privacy["RR-Independent"]["policies"]["sequential"]["epsilon"]
         assert ind["min"] == pytest.approx(eps, rel=1e-12) and ind["max"] == pytest.approx(eps, rel=1e-12)
-        clusters = both[engine][1]["privacy"]["RR-Clusters"]
+        assert ind["count"] == SMALL["n"]
+        # one attribute per release, all disjoint: parallel composition gives the largest attribute ε
+        par = privacy["RR-Independent"]["policies"]["parallel"]["epsilon"]["median"]
+        assert par == pytest.approx(max(attribute_eps), rel=1e-12)
+        clusters = privacy["RR-Clusters"]["policies"]["sequential"]
         # phase 1 (4.1) spends Σ ε_A; each cluster of ≥ 2 attributes spends its attributes' ε again
         assert clusters["by_phase"]["dependence"]["median"] == pytest.approx(eps, rel=1e-12)
-        assert clusters["epsilon_per_party"]["median"] >= eps
+        assert clusters["epsilon"]["median"] >= eps
+        # β of keep-or-uniform(p = 0.7) over r categories: H(row) / log2 r, per released matrix
+        beta = privacy["RR-Independent"]["beta"]
+        assert beta["min"] == pytest.approx(min(keep_or_uniform(r, 0.7).beta for r in DEFAULT_SIZES), rel=1e-12)
+        assert beta["max"] == pytest.approx(max(keep_or_uniform(r, 0.7).beta for r in DEFAULT_SIZES), rel=1e-12)
+        assert privacy["RR-Clusters"]["no_dp_guarantee"] is False and privacy["RR-Clusters"]["refusal_count"] == 0
 
 
 def test_cli_prints_the_summary(tmp_path: Path) -> None:
@@ -101,8 +121,9 @@ def test_cli_prints_the_summary(tmp_path: Path) -> None:
                  "--set", "n=200", "--set", "queries=20", "-q"], stdout=out, stderr=err)
     assert code == 0, err.getvalue()
     text = out.getvalue()
-    for needle in ("count-query relative error", "RR-Clusters", "RR-Independent", "ε per party",
-                   "min/median/max", "traffic: none on the fast path", "wall time"):
+    for needle in ("count-query relative error", "RR-Clusters", "RR-Independent",
+                   "ε per party, sequential / parallel / unlinkable-pairs:", "β (entropy rate / log2 r",
+                   "traffic: none on the fast path", "wall time"):
         assert needle in text
     assert (tmp_path / "query_errors.png").read_bytes()[:8] == PNG
 
@@ -140,11 +161,13 @@ def test_epsilon_instead_of_p_and_dependence_43_on_the_fast_path(tmp_path: Path)
         parameters={"n": 200, "queries": 10, "epsilon": 1.0, "dependence": "4.3"})
     doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
     m = len(DEFAULT_SIZES)
-    ind = doc["privacy"]["RR-Independent"]["epsilon_per_party"]["median"]
+    ind = doc["privacy"]["RR-Independent"]["policies"]["sequential"]["epsilon"]["median"]
     assert ind == pytest.approx(m * 1.0)
-    # 4.3 releases every pair: sequential composition charges each attribute m − 1 times
-    by_phase = doc["privacy"]["RR-Clusters"]["by_phase"]["dependence"]["median"]
-    assert by_phase == pytest.approx((m - 1) * m * 1.0)
+    # 4.3 releases every pair: sequential composition charges each attribute m − 1 times ...
+    policies = doc["privacy"]["RR-Clusters"]["policies"]
+    assert policies["sequential"]["by_phase"]["dependence"]["median"] == pytest.approx((m - 1) * m * 1.0)
+    # ... while the pairs are unlinkable (secure sum): each attribute counts once (main paper 4.3)
+    assert policies["unlinkable-pairs"]["by_phase"]["dependence"]["median"] == pytest.approx(m * 1.0)
 
 
 @pytest.mark.slow  # ~3 s each: two scenario runs with a secure sum among the actors
@@ -162,7 +185,10 @@ def test_secure_sum_dependence_on_actors_matches_the_fast_path(tmp_path: Path, d
     a, f = docs["actors"]["metrics"], docs["fast"]["metrics"]
     assert a["clusters_found"] == f["clusters_found"]
     assert a["relative_error"]["RR-Clusters"]["median"] == f["relative_error"]["RR-Clusters"]["median"]
-    assert docs["actors"]["privacy"]["RR-Clusters"] == docs["fast"]["privacy"]["RR-Clusters"]
+    assert docs["actors"]["privacy"]["RR-Clusters"]["policies"] == docs["fast"]["privacy"]["RR-Clusters"]["policies"]
     assert docs["actors"]["traffic"]["RR-Clusters"]["equals_closed_form"] is True
-    eps = docs["actors"]["privacy"]["RR-Clusters"]["epsilon_per_party"]["median"]
+    section = docs["actors"]["privacy"]["RR-Clusters"]
+    eps = section["policies"]["sequential"]["epsilon"]["median"]
     assert (eps == "inf") if dependence == "4.2" else (eps != "inf")
+    assert section["no_dp_guarantee"] is (dependence == "4.2")
+    assert (section["exact_releases"] > 0) is (dependence == "4.2")
