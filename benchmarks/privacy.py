@@ -76,10 +76,11 @@ def build_units() -> list[tuple[str, tuple[str, ...], Any]]:
     return units
 
 
-def plans() -> dict[str, list[tuple[str, ...]]]:
+def plans() -> dict[str, tuple[tuple[str, ...], ...]]:
+    """The plan of each phase, one tuple shared by all parties (as a decoded request's plan is)."""
     return {
-        "dependence": [(name,) for name in ADULT_NAMES],
-        "clusters": [tuple(ADULT_NAMES[a] for a in c) for c in CLUSTERS],
+        "dependence": tuple((name,) for name in ADULT_NAMES),
+        "clusters": tuple(tuple(ADULT_NAMES[a] for a in c) for c in CLUSTERS),
     }
 
 

@@ -182,6 +182,25 @@ def _normalised_plan(phase: str, groups: Iterable[Sequence[Attr] | Attr]) -> fro
     return plan
 
 
+_ALLOWED: dict[tuple[Any, ...], frozenset[Attr]] = {}
+"""Memo of ``allowed_attributes`` sets: the parties of a run pass the same schema names."""
+
+
+def _attribute_set(attributes: Iterable[Attr]) -> frozenset[Attr]:
+    """``frozenset(attributes)``, one shared object per distinct tuple of attributes."""
+    if type(attributes) is not tuple:
+        return frozenset(attributes)
+    try:
+        found = _ALLOWED.get(attributes)
+    except TypeError:  # unhashable members
+        return frozenset(attributes)
+    if found is None:
+        if len(_ALLOWED) >= _PLANS_MAX:
+            _ALLOWED.clear()
+        found = _ALLOWED[attributes] = frozenset(attributes)
+    return found
+
+
 class PrivacyAccountant:
     """One party's budget, ledger, plan and refusals.
 
@@ -203,7 +222,8 @@ class PrivacyAccountant:
 
     Notes
     -----
-    Not thread-safe; an actor owns its accountant.  The ledger is an immutable snapshot
+    Decisions read the ledger's incremental totals directly (:meth:`would_spend` is the same
+    number for a request that is not a repeat).  Not thread-safe; an actor owns its accountant.  The ledger is an immutable snapshot
     (:class:`~mprr.ledger.Ledger`) replaced on each grant, so a reference taken earlier never
     changes.
     """
@@ -228,7 +248,7 @@ class PrivacyAccountant:
         self.party = party
         self.rtol = float(rtol)
         self.allowed_attributes: frozenset[Attr] | None = (
-            None if allowed_attributes is None else frozenset(allowed_attributes)
+            None if allowed_attributes is None else _attribute_set(allowed_attributes)
         )
         self._ledger = Ledger()
         self._refusals: list[Refusal] = []
@@ -364,15 +384,17 @@ class PrivacyAccountant:
     def _decide(self, request: Release) -> Decision:
         if not isinstance(request, Release):
             raise ConfigurationError(f"request must be a Release, got {request!r}")
-        before = self.spent()
+        ledger = self._ledger
+        totals = ledger.totals(self.policy)
+        before = totals.total
         violation = self.plan_violation(request)
         if violation is not None:
             refusal = Refusal(request, RefusalReason.PLAN_VIOLATION, violation, 0.0, self.remaining())
             return Decision(Outcome.REFUSED, request, None, before, before, refusal)
-        index = self._ledger.lookup(request)
+        index = ledger.lookup(request)
         if index is not None:
             return _decision(_REPLAYED, request, index, before, before)
-        after = self.would_spend(request)
+        after = totals.plus(request).total  # == would_spend(request): not a repeat here
         if not self._fits(after):
             remaining = self.remaining()
             requested = after - before if math.isfinite(before) else math.inf
@@ -384,7 +406,7 @@ class PrivacyAccountant:
             )
             refusal = Refusal(request, RefusalReason.BUDGET_EXCEEDED, message, requested, remaining)
             return Decision(Outcome.REFUSED, request, None, before, before, refusal)
-        return _decision(_GRANTED, request, len(self._ledger), before, after)
+        return _decision(_GRANTED, request, len(ledger.releases), before, after)
 
     def request(self, request: Release) -> Decision:
         """Decide on ``request`` and record the outcome; never raises for a refusal.

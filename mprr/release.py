@@ -342,11 +342,16 @@ class Release:
         each ``None`` when the field it needs is ``None``.  Every key holds the content that
         :meth:`same_as` compares (attributes, exactness, linkability, ε).
         """
-        content = (self.attributes, self.exact, self.linkable, self.epsilon)
-        by_key = None if self.matrix_key is None else ("key", content, self.matrix_key)
-        if self.request_id is None:
+        attributes, exact, linkable, epsilon = self.attributes, self.exact, self.linkable, self.epsilon
+        key, request_id = self.matrix_key, self.request_id
+        by_key = None if key is None else ("key", attributes, exact, linkable, epsilon, key)
+        if request_id is None:
             return by_key, None, None
-        return by_key, ("id", content, self.request_id), ("id-keyless", content, self.request_id)
+        return (
+            by_key,
+            ("id", attributes, exact, linkable, epsilon, request_id),
+            ("id-keyless", attributes, exact, linkable, epsilon, request_id),
+        )
 
     def same_as(self, other: Release) -> bool:
         """Whether ``other`` asks for exactly this release again (so it can be replayed).

@@ -151,3 +151,12 @@ def test_check_after_request_does_not_leak_state() -> None:
         assert acc.would_spend(rel(("A", "B"), 2.5)) == 3.5
     assert acc.spent() == 1.0 and len(acc.ledger) == 1
     assert acc.request(rel(("A", "B"), 2.5)).refused and acc.spent() == 1.0
+
+
+def test_allowed_attributes_from_one_schema_tuple_are_one_shared_set() -> None:
+    names = ("A", "B", "C")
+    first, second = PrivacyAccountant(1.0, allowed_attributes=names), PrivacyAccountant(1.0, allowed_attributes=names)
+    assert first.allowed_attributes is second.allowed_attributes == frozenset(names)
+    listed = PrivacyAccountant(1.0, allowed_attributes=["A", "B"])
+    assert listed.allowed_attributes == frozenset({"A", "B"})
+    assert listed.request(rel(("C",), 0.1)).refused and first.request(rel(("C",), 0.1)).granted
