@@ -18,6 +18,9 @@ Modules, in dependency order:
 - ``paper_adult`` — ``adult_table1``, ``adult_table2``, ``adult_figure3`` (main paper)
 - ``kikuchi``    — ``kikuchi_sweeps`` (RR-Ind-Joint paper Fig. 5–8, Table 1)
 - ``cost_model``  — exact closed-form costs from the codec's message sizes; measuring helpers
+- ``privacy_report`` — privacy section of run reports: ε per party / phase under every policy,
+                     β, no-DP flag, refusals, replays
+- ``anonymization_report`` — results, tables, figures and summary of local_anonymization
 - ``local_anonymization`` — the default demo: RR-Clusters + Adjustment through the actors
 - ``communication`` — ``communication_cost``: measured vs closed-form costs
 - ``faults``     — ``secure_sum_faults``: dropout rate vs outcome per engine
