@@ -222,10 +222,10 @@ class PrivacyAccountant:
 
     Notes
     -----
-    Decisions read the ledger's incremental totals directly (:meth:`would_spend` is the same
-    number for a request that is not a repeat).  Not thread-safe; an actor owns its accountant.  The ledger is an immutable snapshot
-    (:class:`~mprr.ledger.Ledger`) replaced on each grant, so a reference taken earlier never
-    changes.
+    Decisions read the ledger's incremental totals directly (:meth:`would_spend` gives the
+    same number for a request that is not a repeat).  Not thread-safe; an actor owns its
+    accountant.  The ledger is an immutable snapshot (:class:`~mprr.ledger.Ledger`) replaced
+    on each grant, so a reference taken earlier never changes.
     """
 
     def __init__(

@@ -1,11 +1,12 @@
 """What a party has released, and what it costs under a named composition policy.
 
-A :class:`Release` records one local randomized-response release of one party: which
-attributes (one attribute, a pair or a cluster), the ε of the matrix (main paper eq. (4)),
-its entropy rate and β (bistochastic-privacy paper, Definition 1), whether the controller can
-link it to the party (a direct message) or not (a contribution hidden in a secure sum), whether
-it is an exact release of true values (main paper 4.2: ε = ∞, no DP guarantee) and the protocol
-phase.  A :class:`Ledger` is an immutable, append-only sequence of releases.
+A :class:`Release` (defined in :mod:`mprr.release`) records one local randomized-response
+release of one party: which attributes (one attribute, a pair or a cluster), the ε of the
+matrix (main paper eq. (4)), its entropy rate and β (bistochastic-privacy paper,
+Definition 1), whether the controller can link it to the party (a direct message) or not (a
+contribution hidden in a secure sum), whether it is an exact release of true values (main
+paper 4.2: ε = ∞, no DP guarantee) and the protocol phase.  A :class:`Ledger` is an
+immutable, append-only sequence of releases.
 
 Composition (:func:`compose`) is always explicit and named (:class:`CompositionPolicy`):
 

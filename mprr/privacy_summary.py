@@ -234,7 +234,9 @@ def summarize(
     for name in phase_names:
         in_phase = phase_of == name
         phases[name] = PhaseSummary(
-            epsilon=Stats.of(np.fromiter((t.phase_value(name) for t in per_party), dtype=np.float64, count=n)),  # type: ignore[arg-type]
+            epsilon=Stats.of(  # type: ignore[arg-type]
+                np.fromiter((t.phase_value(name) for t in per_party), dtype=np.float64, count=n)
+            ),
             beta=Stats.weighted(beta[in_phase & known_beta], weights[in_phase & known_beta]),
             entropy_bits=Stats.weighted(bits[in_phase & known_bits], weights[in_phase & known_bits]),
             releases=int(weights[in_phase].sum()),
