@@ -36,6 +36,8 @@ from parties.simulate import simulate  # noqa: E402
 from scenarios.datasets import load_adult  # noqa: E402
 
 
+DEFAULT_ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult.data"
+
 def peak_rss_mib() -> float:
     """Peak resident set size of this process in MiB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -43,7 +45,10 @@ def peak_rss_mib() -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("adult", help="path of adult.data (or its directory)")
+    parser.add_argument(
+        "adult", nargs="?", default=str(DEFAULT_ADULT),
+        help=f"path of adult.data or its directory (default {DEFAULT_ADULT})",
+    )
     parser.add_argument("--p", type=float, default=0.7, help="keep probability of 6.3.1 (default 0.7)")
     parser.add_argument("--Tv", type=float, default=50.0, help="Algorithm 1 Tv (default 50)")
     parser.add_argument("--Td", type=float, default=0.1, help="Algorithm 1 Td (default 0.1)")

@@ -20,6 +20,7 @@ import argparse
 import os
 import statistics
 import time
+from pathlib import Path
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
@@ -30,7 +31,7 @@ from mprr.protocols.budget import attribute_matrices
 from mprr.protocols.dependences import dependence_phase
 from scenarios.datasets import load_adult
 
-DEFAULT_ADULT = "/work/shared/data/adult/adult.data"
+DEFAULT_ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult.data"
 CELL = {"Tv": 100, "Td": 0.2, "p": 0.5}
 SIGMA = 0.1
 PAPER_TABLE_I = 0.127  # main paper Table I, p = 0.5, Td = 0.2, Tv = 100
@@ -135,7 +136,7 @@ def _table_cell(path: str, runs: int, workers: int, queries: int, seed: int) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("adult", nargs="?", default=DEFAULT_ADULT, help="path of adult.data")
+    parser.add_argument("adult", nargs="?", default=str(DEFAULT_ADULT), help=f"path of adult.data (default {DEFAULT_ADULT})")
     parser.add_argument("--runs", type=int, default=1000, help="runs of the Table I cell (default 1000)")
     parser.add_argument("--workers", type=int, default=2, help="pool size (default 2)")
     parser.add_argument("--queries", type=int, default=1, help="count queries per run (default 1)")
