@@ -1,18 +1,9 @@
 """Per-party privacy budgets: an accountant that grants, replays or refuses releases.
 
-Each party keeps its own :class:`PrivacyAccountant` (the controller is untrusted).  For every
-release the controller asks for, the party calls :meth:`PrivacyAccountant.request` (or
-:meth:`~PrivacyAccountant.charge`, which raises on refusal) *before* randomizing:
-
-- **replayed** — the very same release (same attributes, same matrix, same channel) is already
-  in the ledger: nothing new is spent and the party resends the value it released then
-  (``decision.entry_index`` points at it), so a curious controller that asks again learns
-  nothing new;
-- **refused** — the request is outside the announced plan (:meth:`announce_plan`,
-  ``allowed_attributes``) or would push ε over the budget under the accountant's composition
-  policy (:mod:`mprr.ledger`); the refusal is recorded in :attr:`refusals`, the ledger is
-  unchanged.  A finer (or any different) matrix for something already released is new spending;
-- **granted** — the release is appended to the ledger.
+Each party keeps its own :class:`PrivacyAccountant` (the controller is untrusted) and asks it,
+before randomizing, whether a release is *granted*, *replayed* (same release already made:
+resend the same value, spend nothing) or *refused* (over budget or outside the announced plan);
+see :mod:`mprr.accountant` for the rules.
 
 :func:`summarize` turns the ledgers of all parties into a :class:`PrivacySummary` (ε per party
 min / median / max, per phase, β and entropy bits, "no DP guarantee" when ε = ∞).
