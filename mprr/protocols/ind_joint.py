@@ -21,36 +21,67 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mprr.data import Dataset
+from mprr.data import Dataset, Schema
 from mprr.distributions import DenseDistribution, ProductDistribution, check_axes
 from mprr.domain import joint_tally
 from mprr.errors import ConfigurationError, DomainTooLargeError
-from mprr.ledger import Ledger
 from mprr.matrices import RandomizationMatrix, kron
 from mprr.protocols.budget import attribute_epsilons, attribute_matrices
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit
 from mprr.protocols.independent import matrix_parameters
-from mprr.protocols.release import check_inputs, release_units
-from mprr.protocols.result import ProtocolResult
+from mprr.protocols.release import ReleasedData, check_inputs, release_units
+from mprr.protocols.result import ProtocolResult, release_result
 from mprr.streams import Randomness, draw_uniforms
 
-__all__ = ["rr_ind_joint", "ind_joint_estimate", "DEFAULT_IND_JOINT_MAX_CELLS"]
+__all__ = [
+    "rr_ind_joint",
+    "ind_joint_estimate",
+    "ind_joint_groups",
+    "assemble_rr_ind_joint",
+    "DEFAULT_IND_JOINT_MAX_CELLS",
+]
 
 DEFAULT_IND_JOINT_MAX_CELLS = 1 << 22
 """Largest joint domain (tensor cells) estimated by default: 4,194,304 cells (32 MiB per
 tensor).  The full Adult domain (1,814,400 cells) fits."""
 
 
-def _check_groups(groups: Sequence[Sequence[int]] | None, m: int) -> tuple[tuple[int, ...], ...]:
+def ind_joint_groups(
+    groups: Sequence[Sequence[int]] | None, sizes: Sequence[int], max_cells: int
+) -> tuple[tuple[int, ...], ...]:
+    """RR-Ind-Joint's groups in canonical form, each domain checked against ``max_cells``.
+
+    Groups must be disjoint and non-empty; attributes in no group become singletons; each
+    group is sorted and the groups are ordered by smallest attribute.  ``None``: one group
+    with every attribute.
+
+    Raises
+    ------
+    ConfigurationError
+        For overlapping, empty or out-of-range groups.
+    DomainTooLargeError
+        If a group's joint domain has more than ``max_cells`` cells.
+    """
+    m = len(sizes)
     if groups is None:
-        return (tuple(range(m)),)
-    out = [check_axes(tuple(g), m) for g in groups]
-    flat = [a for g in out for a in g]
-    if any(len(g) == 0 for g in out) or len(set(flat)) != len(flat):
-        raise ConfigurationError(f"groups must be disjoint, non-empty attribute subsets, got {groups!r}")
-    covered = set(flat)
-    out += [(a,) for a in range(m) if a not in covered]
-    return tuple(sorted((tuple(sorted(g)) for g in out), key=lambda g: g[0]))
+        out = [tuple(range(m))]
+    else:
+        out = [check_axes(tuple(g), m) for g in groups]
+        flat = [a for g in out for a in g]
+        if any(len(g) == 0 for g in out) or len(set(flat)) != len(flat):
+            raise ConfigurationError(f"groups must be disjoint, non-empty attribute subsets, got {groups!r}")
+        covered = set(flat)
+        out += [(a,) for a in range(m) if a not in covered]
+    groups_t = tuple(sorted((tuple(sorted(g)) for g in out), key=lambda g: g[0]))
+    for g in groups_t:
+        cells = math.prod(sizes[a] for a in g)
+        if cells > max_cells:
+            raise DomainTooLargeError(
+                f"the joint of group {g} has {cells:,} cells, more than max_cells={max_cells:,}",
+                cells=cells,
+                limit=max_cells,
+            )
+    return groups_t
 
 
 def _kron_estimate(
@@ -112,6 +143,55 @@ def ind_joint_estimate(
     return _kron_estimate(rel.codes, result.schema.sizes, mats, axes_t, method, max_cells)  # type: ignore[arg-type]
 
 
+def assemble_rr_ind_joint(
+    schema: Schema,
+    released: ReleasedData,
+    *,
+    n: int,
+    p: float | Sequence[float] | None,
+    epsilon: float | Sequence[float] | None,
+    matrices: Sequence[RandomizationMatrix] | None,
+    groups: tuple[tuple[int, ...], ...],
+    max_cells: int,
+    method: str,
+) -> ProtocolResult:
+    """The RR-Ind-Joint result from its per-attribute release (RR-Ind-Joint paper Theorem 1).
+
+    Each group of ``groups`` (canonical, from :func:`ind_joint_groups`) is estimated through
+    the Kronecker inverse of its attribute matrices; one group gives a ``DenseDistribution``,
+    several their ``ProductDistribution`` (``method="none"``: negative entries allowed).
+    Shared by the fast path and the actor choreography.
+    """
+    sizes = schema.sizes
+    mats = released.matrices
+    codes = np.asarray(released.codes)  # a randomized release always has codes
+    factors = [_kron_estimate(codes, sizes, mats, g, method, max_cells) for g in groups]  # type: ignore[arg-type]
+    if len(groups) == 1:
+        estimate: DenseDistribution | ProductDistribution = DenseDistribution(
+            factors[0], allow_negative=(method == "none")
+        )
+    else:
+        estimate = ProductDistribution(groups, factors, sizes, allow_negative=(method == "none"))
+    params = {
+        "n": n,
+        "m": schema.m,
+        "sizes": list(sizes),
+        **matrix_parameters(p, epsilon, matrices),
+        "groups": [list(g) for g in groups],
+        "attribute_epsilons": list(attribute_epsilons(mats)),  # type: ignore[arg-type]
+        "max_cells": max_cells,
+    }
+    return release_result(
+        "RR-Ind-Joint",
+        parameters=params,
+        schema=schema,
+        estimate=estimate,
+        releases=(released,),
+        postprocessing=method,
+        clusters=groups,
+    )
+
+
 def rr_ind_joint(
     dataset: Dataset,
     *,
@@ -159,43 +239,19 @@ def rr_ind_joint(
     method = check_postprocess(postprocess)
     sizes = dataset.sizes
     m = dataset.m
-    groups_t = _check_groups(groups, m)
-    for g in groups_t:
-        cells = math.prod(sizes[a] for a in g)
-        if cells > max_cells:
-            raise DomainTooLargeError(
-                f"the joint of group {g} has {cells:,} cells, more than max_cells={max_cells:,}",
-                cells=cells,
-                limit=max_cells,
-            )
+    groups_t = ind_joint_groups(groups, sizes, max_cells)
     mats = attribute_matrices(sizes, p=p, epsilon=epsilon, matrices=matrices)
     uniforms = draw_uniforms(rng, dataset.n, m)
     units = tuple((j,) for j in range(m))
     released = release_units("attributes", dataset.codes, sizes, units, mats, uniforms)
-    codes = np.asarray(released.codes)  # a randomized release always has codes
-    factors = [_kron_estimate(codes, sizes, mats, g, method, max_cells) for g in groups_t]
-    if len(groups_t) == 1:
-        estimate: DenseDistribution | ProductDistribution = DenseDistribution(
-            factors[0], allow_negative=(method == "none")
-        )
-    else:
-        estimate = ProductDistribution(groups_t, factors, sizes, allow_negative=(method == "none"))
-    params = {
-        "n": dataset.n,
-        "m": m,
-        "sizes": list(sizes),
-        **matrix_parameters(p, epsilon, matrices),
-        "groups": [list(g) for g in groups_t],
-        "attribute_epsilons": list(attribute_epsilons(mats)),
-        "max_cells": max_cells,
-    }
-    return ProtocolResult(
-        protocol="RR-Ind-Joint",
-        parameters=params,
-        schema=dataset.schema,
-        estimate=estimate,
-        releases=(released,),
-        ledger=Ledger(released.ledger_entries(dataset.schema.names)),
-        postprocessing=method,
-        clusters=groups_t,
+    return assemble_rr_ind_joint(
+        dataset.schema,
+        released,
+        n=dataset.n,
+        p=p,
+        epsilon=epsilon,
+        matrices=matrices,
+        groups=groups_t,
+        max_cells=max_cells,
+        method=method,
     )

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mprr.data import Dataset
-from mprr.ledger import Ledger
+from mprr.data import Dataset, Schema
 from mprr.matrices import RandomizationMatrix
 from mprr.protocols.budget import attribute_epsilons, attribute_matrices
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, product_estimate
-from mprr.protocols.release import check_inputs, release_units
-from mprr.protocols.result import ProtocolResult
+from mprr.protocols.release import ReleasedData, check_inputs, release_units
+from mprr.protocols.result import ProtocolResult, release_result
 from mprr.streams import Randomness, draw_uniforms
 
-__all__ = ["rr_independent", "matrix_parameters"]
+__all__ = ["rr_independent", "matrix_parameters", "assemble_rr_independent"]
 
 
 def matrix_parameters(
@@ -35,6 +34,52 @@ def matrix_parameters(
         return [float(x) for x in v]  # type: ignore[union-attr]
 
     return {"p": plain(p), "epsilon": plain(epsilon), "matrices": None if matrices is None else "given"}
+
+
+def assemble_rr_independent(
+    schema: Schema,
+    released: ReleasedData,
+    *,
+    n: int,
+    p: float | Sequence[float] | None,
+    epsilon: float | Sequence[float] | None,
+    matrices: Sequence[RandomizationMatrix] | None,
+    method: str,
+) -> ProtocolResult:
+    """The RR-Independent result from its ``"attributes"`` release (main paper Protocol 1).
+
+    Estimates every marginal with eq. (2) + ``method`` and the joint as their product
+    (Protocol 1 step 10).  Shared by the fast path and the actor choreography.
+
+    Parameters
+    ----------
+    schema
+        The data set's schema.
+    released
+        The phase ``"attributes"`` (one singleton unit per attribute, schema order).
+    n
+        Number of parties whose values were released.
+    p, epsilon, matrices
+        How the matrices were chosen (recorded in ``parameters``).
+    method
+        Validated post-processing name.
+    """
+    params = {
+        "n": n,
+        "m": schema.m,
+        "sizes": list(schema.sizes),
+        **matrix_parameters(p, epsilon, matrices),
+        "attribute_epsilons": list(attribute_epsilons(released.matrices)),  # type: ignore[arg-type]
+    }
+    return release_result(
+        "RR-Independent",
+        parameters=params,
+        schema=schema,
+        estimate=product_estimate(released, schema.sizes, method),
+        releases=(released,),
+        postprocessing=method,
+        clusters=released.units,
+    )
 
 
 def rr_independent(
@@ -82,22 +127,6 @@ def rr_independent(
     uniforms = draw_uniforms(rng, dataset.n, m)
     units = tuple((j,) for j in range(m))
     released = release_units("attributes", dataset.codes, sizes, units, mats, uniforms)
-    estimate = product_estimate(released, sizes, method)
-    ledger = Ledger(released.ledger_entries(dataset.schema.names))
-    params = {
-        "n": dataset.n,
-        "m": m,
-        "sizes": list(sizes),
-        **matrix_parameters(p, epsilon, matrices),
-        "attribute_epsilons": list(attribute_epsilons(mats)),
-    }
-    return ProtocolResult(
-        protocol="RR-Independent",
-        parameters=params,
-        schema=dataset.schema,
-        estimate=estimate,
-        releases=(released,),
-        ledger=ledger,
-        postprocessing=method,
-        clusters=units,
+    return assemble_rr_independent(
+        dataset.schema, released, n=dataset.n, p=p, epsilon=epsilon, matrices=matrices, method=method
     )

@@ -12,18 +12,25 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from mprr.data import Dataset
+from mprr.data import Dataset, Schema
 from mprr.distributions import DenseDistribution
 from mprr.errors import ConfigurationError, DomainTooLargeError
-from mprr.ledger import Ledger
 from mprr.matrices import MAX_DENSE_CELLS, RandomizationMatrix, cluster_optimal
 from mprr.protocols.budget import attribute_epsilons, attribute_matrices, check_epsilon
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit
-from mprr.protocols.release import check_inputs, release_units
-from mprr.protocols.result import ProtocolResult
+from mprr.protocols.release import ReleasedData, check_inputs, release_units
+from mprr.protocols.result import ProtocolResult, release_result
 from mprr.streams import Randomness, draw_uniforms
 
-__all__ = ["rr_joint", "DEFAULT_JOINT_MAX_CELLS", "check_joint_cells", "check_dense_matrix"]
+__all__ = [
+    "rr_joint",
+    "DEFAULT_JOINT_MAX_CELLS",
+    "check_joint_cells",
+    "check_dense_matrix",
+    "check_joint_matrix",
+    "joint_budget",
+    "assemble_rr_joint",
+]
 
 DEFAULT_JOINT_MAX_CELLS = 4096
 """Largest joint domain RR-Joint accepts by default: its dense matrix has 4096² = 16.8 M
@@ -57,6 +64,93 @@ def check_dense_matrix(cells: int, what: str) -> None:
             cells=cells * cells,
             limit=MAX_DENSE_CELLS,
         )
+
+
+def check_joint_matrix(matrix: object, cells: int) -> RandomizationMatrix:
+    """``matrix`` itself when it is a RandomizationMatrix over the ``cells`` joint cells."""
+    if not isinstance(matrix, RandomizationMatrix) or matrix.size != cells:
+        raise ConfigurationError(
+            f"matrix must be a RandomizationMatrix over the {cells} joint cells, got {matrix!r}"
+        )
+    return matrix
+
+
+def joint_budget(
+    sizes: Sequence[int],
+    cells: int,
+    *,
+    p: float | Sequence[float] | None,
+    epsilon: float | None,
+    matrix: RandomizationMatrix | None,
+    dense_check: bool = True,
+) -> tuple[float | None, list[float] | None]:
+    """Validate RR-Joint's matrix choice and return ``(total ε, attribute ε's)``.
+
+    Exactly one of ``p`` (main paper 6.3.2: the ε-optimal joint matrix carrying Σ_A ε_A of
+    the 6.3.1 matrices), ``epsilon`` (total ε of the ε-optimal joint matrix) or ``matrix``
+    (checked to cover the ``cells`` joint cells; total ε then ``None``).  With
+    ``dense_check``, a matrix to build over too many cells is refused first
+    (:func:`check_dense_matrix`).
+
+    Returns
+    -------
+    (epsilon, attribute_epsilons)
+        ε of the ``cluster_optimal`` matrix to build (``None`` for an explicit matrix) and,
+        with ``p``, the ε of each attribute's 6.3.1 matrix (else ``None``).
+    """
+    given = [k for k, v in (("p", p), ("epsilon", epsilon), ("matrix", matrix)) if v is not None]
+    if len(given) != 1:
+        raise ConfigurationError(f"give exactly one of p, epsilon or matrix, got {given or 'none'}")
+    if matrix is not None:
+        check_joint_matrix(matrix, cells)
+        return None, None
+    if dense_check:
+        check_dense_matrix(cells, "RR-Joint")
+    if epsilon is not None:
+        return check_epsilon(epsilon), None
+    attr_eps = list(attribute_epsilons(attribute_matrices(sizes, p=p)))
+    return sum(attr_eps), attr_eps
+
+
+def assemble_rr_joint(
+    schema: Schema,
+    released: ReleasedData,
+    *,
+    n: int,
+    p: float | Sequence[float] | None,
+    matrix: RandomizationMatrix | None,
+    attribute_epsilons: list[float] | None,
+    max_cells: int,
+    method: str,
+) -> ProtocolResult:
+    """The RR-Joint result from its ``"joint"`` release (main paper Protocol 2, eq. 2).
+
+    The joint distribution is estimated over the whole domain with the unit's matrix and
+    ``method`` (``"none"``: raw eq. (2), negative entries allowed).  Shared by the fast path
+    and the actor choreography.
+    """
+    sizes = schema.sizes
+    P = released.matrices[0]
+    tensor = estimate_unit(P, released.counts[0], method).reshape(sizes)  # type: ignore[arg-type]
+    params = {
+        "n": n,
+        "m": schema.m,
+        "sizes": list(sizes),
+        "p": p if p is None or isinstance(p, (int, float)) else [float(x) for x in p],
+        "epsilon": float(P.epsilon),  # type: ignore[union-attr]
+        "matrix": None if matrix is None else "given",
+        "attribute_epsilons": attribute_epsilons,
+        "max_cells": max_cells,
+    }
+    return release_result(
+        "RR-Joint",
+        parameters=params,
+        schema=schema,
+        estimate=DenseDistribution(tensor, allow_negative=(method == "none")),
+        releases=(released,),
+        postprocessing=method,
+        clusters=released.units,
+    )
 
 
 def rr_joint(
@@ -111,45 +205,18 @@ def rr_joint(
     method = check_postprocess(postprocess)
     sizes = dataset.sizes
     cells = check_joint_cells(sizes, max_cells, "RR-Joint")
-    given = [k for k, v in (("p", p), ("epsilon", epsilon), ("matrix", matrix)) if v is not None]
-    if len(given) != 1:
-        raise ConfigurationError(f"give exactly one of p, epsilon or matrix, got {given or 'none'}")
-    attr_eps: list[float] | None = None
-    if matrix is not None:
-        if not isinstance(matrix, RandomizationMatrix) or matrix.size != cells:
-            raise ConfigurationError(
-                f"matrix must be a RandomizationMatrix over the {cells} joint cells, got {matrix!r}"
-            )
-        P = matrix
-    elif epsilon is not None:
-        check_dense_matrix(cells, "RR-Joint")
-        P = cluster_optimal(sizes, check_epsilon(epsilon))
-    else:
-        check_dense_matrix(cells, "RR-Joint")
-        attr_eps = list(attribute_epsilons(attribute_matrices(sizes, p=p)))
-        P = cluster_optimal(sizes, sum(attr_eps))
+    total_eps, attr_eps = joint_budget(sizes, cells, p=p, epsilon=epsilon, matrix=matrix)
+    P = matrix if total_eps is None else cluster_optimal(sizes, total_eps)
     uniforms = draw_uniforms(rng, dataset.n, 1)
     unit = tuple(range(dataset.m))
     released = release_units("joint", dataset.codes, sizes, (unit,), (P,), uniforms)
-    tensor = estimate_unit(P, released.counts[0], method).reshape(sizes)
-    estimate = DenseDistribution(tensor, allow_negative=(method == "none"))
-    params = {
-        "n": dataset.n,
-        "m": dataset.m,
-        "sizes": list(sizes),
-        "p": p if p is None or isinstance(p, (int, float)) else [float(x) for x in p],
-        "epsilon": float(P.epsilon),
-        "matrix": None if matrix is None else "given",
-        "attribute_epsilons": attr_eps,
-        "max_cells": max_cells,
-    }
-    return ProtocolResult(
-        protocol="RR-Joint",
-        parameters=params,
-        schema=dataset.schema,
-        estimate=estimate,
-        releases=(released,),
-        ledger=Ledger(released.ledger_entries(dataset.schema.names)),
-        postprocessing=method,
-        clusters=(unit,),
+    return assemble_rr_joint(
+        dataset.schema,
+        released,
+        n=dataset.n,
+        p=p,
+        matrix=matrix,
+        attribute_epsilons=attr_eps,
+        max_cells=max_cells,
+        method=method,
     )

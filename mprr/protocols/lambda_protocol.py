@@ -25,15 +25,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mprr.data import Dataset
+from mprr.data import Dataset, Schema
 from mprr.distributions import DenseDistribution
 from mprr.errors import ConfigurationError, DomainTooLargeError
-from mprr.ledger import Ledger
 from mprr.matrices import kron, lambda_randomization
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit
 from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS
-from mprr.protocols.release import check_inputs, release_units
-from mprr.protocols.result import ProtocolResult
+from mprr.protocols.release import ReleasedData, check_inputs, release_units
+from mprr.protocols.result import ProtocolResult, release_result
 from mprr.streams import Randomness, draw_uniforms
 
 __all__ = [
@@ -41,6 +40,8 @@ __all__ = [
     "lambda_protocol",
     "lambda_entropy_bits",
     "lambdas_for_entropy",
+    "lambda_entropy_checks",
+    "assemble_lambda",
 ]
 
 
@@ -152,6 +153,115 @@ def _check(
     return EntropyCheck(round_, lams, bits, total, top, beta, ok)
 
 
+def lambda_entropy_checks(
+    sizes: Sequence[int],
+    lambdas: Sequence[float],
+    *,
+    min_bits: float | None,
+    max_bits: float | None,
+    min_beta: float | None,
+    max_beta: float | None,
+    regenerate: Callable[[tuple[float, ...], EntropyCheck], Sequence[float]] | None,
+    max_rounds: int,
+    max_cells: int,
+) -> tuple[EntropyCheck, ...]:
+    """Steps 1-3 of the λ protocol (lambda paper Section 5): validation and entropy checks.
+
+    Checks the joint domain against ``max_cells``, ``max_rounds`` and the bounds, then
+    evaluates the protection level of ``lambdas`` (Theorem 2) and, while it is
+    unsatisfactory, of ``regenerate``'s proposals.  Shared by the fast path and the actor
+    choreography (which run it on the controller before anything is released).
+
+    Returns
+    -------
+    tuple of EntropyCheck
+        Every check, the last one accepted.
+
+    Raises
+    ------
+    ConfigurationError
+        For invalid parameters, or when the level stays unsatisfactory (no ``regenerate``, or
+        ``max_rounds`` reached).
+    DomainTooLargeError
+        If the joint domain exceeds ``max_cells``.
+    """
+    m = len(sizes)
+    cells = math.prod(sizes)
+    if cells > max_cells:
+        raise DomainTooLargeError(
+            f"λ-randomization estimates the full joint of {cells:,} cells, more than max_cells={max_cells:,}",
+            cells=cells,
+            limit=max_cells,
+        )
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+        raise ConfigurationError(f"max_rounds must be an integer >= 1, got {max_rounds!r}")
+    bounds = {"min_bits": min_bits, "max_bits": max_bits, "min_beta": min_beta, "max_beta": max_beta}
+    for name, value in bounds.items():  # a NaN bound would silently accept every level
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+        ):
+            raise ConfigurationError(f"{name} must be a finite number or None, got {value!r}")
+    lams = _check_lambdas(lambdas, m)
+    checks = [_check(1, lams, sizes, bounds)]
+    while not checks[-1].accepted:
+        last = checks[-1]
+        wanted = ", ".join(f"{k}={v}" for k, v in bounds.items() if v is not None)
+        if regenerate is None or len(checks) >= max_rounds:
+            raise ConfigurationError(
+                f"entropy check failed after {len(checks)} round(s): lambdas {last.lambdas} give "
+                f"{last.total_bits:.6g} bits (beta {last.beta:.4g}), required {wanted}"
+            )
+        lams = _check_lambdas(regenerate(last.lambdas, last), m)
+        checks.append(_check(len(checks) + 1, lams, sizes, bounds))
+    return tuple(checks)
+
+
+def assemble_lambda(
+    schema: Schema,
+    released: ReleasedData,
+    checks: Sequence[EntropyCheck],
+    *,
+    n: int,
+    min_bits: float | None,
+    max_bits: float | None,
+    min_beta: float | None,
+    max_beta: float | None,
+    max_cells: int,
+    method: str,
+) -> ProtocolResult:
+    """The λ-randomization result from its ``"record"`` release (lambda paper Section 5 step 5).
+
+    Eq. (2) with the exact inverse of the Kronecker matrix (Property 1 per factor, Property 2
+    for the product) and ``method`` (``"none"``: raw estimate, negative entries allowed).
+    Shared by the fast path and the actor choreography.
+    """
+    sizes = schema.sizes
+    K = released.matrices[0]
+    tensor = np.asarray(estimate_unit(K, released.counts[0], method)).reshape(sizes)  # type: ignore[arg-type]
+    params = {
+        "n": n,
+        "m": schema.m,
+        "sizes": list(sizes),
+        "lambdas": list(checks[-1].lambdas),
+        "initial_lambdas": list(checks[0].lambdas),
+        "min_bits": min_bits,
+        "max_bits": max_bits,
+        "min_beta": min_beta,
+        "max_beta": max_beta,
+        "max_cells": max_cells,
+    }
+    return release_result(
+        "lambda-randomization",
+        parameters=params,
+        schema=schema,
+        estimate=DenseDistribution(tensor, allow_negative=(method == "none")),
+        releases=(released,),
+        postprocessing=method,
+        clusters=released.units,
+        details={"entropy_checks": tuple(checks), "kronecker": K},
+    )
+
+
 def lambda_protocol(
     dataset: Dataset,
     lambdas: Sequence[float],
@@ -211,58 +321,30 @@ def lambda_protocol(
     method = check_postprocess(postprocess)
     sizes = dataset.sizes
     m = dataset.m
-    cells = math.prod(sizes)
-    if cells > max_cells:
-        raise DomainTooLargeError(
-            f"λ-randomization estimates the full joint of {cells:,} cells, more than max_cells={max_cells:,}",
-            cells=cells,
-            limit=max_cells,
-        )
-    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
-        raise ConfigurationError(f"max_rounds must be an integer >= 1, got {max_rounds!r}")
-    bounds = {"min_bits": min_bits, "max_bits": max_bits, "min_beta": min_beta, "max_beta": max_beta}
-    for name, value in bounds.items():  # a NaN bound would silently accept every level
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-        ):
-            raise ConfigurationError(f"{name} must be a finite number or None, got {value!r}")
-    lams = _check_lambdas(lambdas, m)
-    checks = [_check(1, lams, sizes, bounds)]
-    while not checks[-1].accepted:
-        last = checks[-1]
-        wanted = ", ".join(f"{k}={v}" for k, v in bounds.items() if v is not None)
-        if regenerate is None or len(checks) >= max_rounds:
-            raise ConfigurationError(
-                f"entropy check failed after {len(checks)} round(s): lambdas {last.lambdas} give "
-                f"{last.total_bits:.6g} bits (beta {last.beta:.4g}), required {wanted}"
-            )
-        lams = _check_lambdas(regenerate(last.lambdas, last), m)
-        checks.append(_check(len(checks) + 1, lams, sizes, bounds))
-    K = kron(*(lambda_randomization(r, lam) for r, lam in zip(sizes, lams)))
+    checks = lambda_entropy_checks(
+        sizes,
+        lambdas,
+        min_bits=min_bits,
+        max_bits=max_bits,
+        min_beta=min_beta,
+        max_beta=max_beta,
+        regenerate=regenerate,
+        max_rounds=max_rounds,
+        max_cells=max_cells,
+    )
+    K = kron(*(lambda_randomization(r, lam) for r, lam in zip(sizes, checks[-1].lambdas)))
     uniforms = draw_uniforms(rng, dataset.n, 1)
     unit = tuple(range(m))
     released = release_units("record", dataset.codes, sizes, (unit,), (K,), uniforms)
-    tensor = np.asarray(estimate_unit(K, released.counts[0], method)).reshape(sizes)
-    params = {
-        "n": dataset.n,
-        "m": m,
-        "sizes": list(sizes),
-        "lambdas": list(lams),
-        "initial_lambdas": list(checks[0].lambdas),
-        "min_bits": min_bits,
-        "max_bits": max_bits,
-        "min_beta": min_beta,
-        "max_beta": max_beta,
-        "max_cells": max_cells,
-    }
-    return ProtocolResult(
-        protocol="lambda-randomization",
-        parameters=params,
-        schema=dataset.schema,
-        estimate=DenseDistribution(tensor, allow_negative=(method == "none")),
-        releases=(released,),
-        ledger=Ledger(released.ledger_entries(dataset.schema.names)),
-        postprocessing=method,
-        clusters=(unit,),
-        details={"entropy_checks": tuple(checks), "kronecker": K},
+    return assemble_lambda(
+        dataset.schema,
+        released,
+        checks,
+        n=dataset.n,
+        min_bits=min_bits,
+        max_bits=max_bits,
+        min_beta=min_beta,
+        max_beta=max_beta,
+        max_cells=max_cells,
+        method=method,
     )

@@ -22,10 +22,10 @@ import numpy as np
 from mprr.data import Schema
 from mprr.distributions import JointDistribution
 from mprr.errors import ConfigurationError
-from mprr.ledger import CompositionPolicy, Ledger, as_policy
+from mprr.ledger import CompositionPolicy, Ledger, Release, as_policy
 from mprr.protocols.release import ReleasedData
 
-__all__ = ["ProtocolResult", "POLICIES"]
+__all__ = ["ProtocolResult", "POLICIES", "release_result"]
 
 POLICIES: tuple[str, ...] = tuple(p.value for p in CompositionPolicy)
 """Composition policies a result can report ε under (:mod:`mprr.ledger`)."""
@@ -176,3 +176,37 @@ class ProtocolResult:
             "uniforms_per_party": self.uniforms_per_party,
             "privacy": self.privacy_summary(),
         }
+
+
+def release_result(
+    protocol: str,
+    *,
+    parameters: Mapping[str, Any],
+    schema: Schema,
+    estimate: JointDistribution,
+    releases: tuple[ReleasedData, ...],
+    postprocessing: str,
+    clusters: tuple[tuple[int, ...], ...] | None,
+    ledger_prefix: tuple[Release, ...] = (),
+    **extra: Any,
+) -> ProtocolResult:
+    """A :class:`ProtocolResult` whose ledger holds every phase's releases, in order.
+
+    The assembly shared by every protocol, in the fast path and in the actor choreographies
+    (:mod:`parties.choreographies`): one party's ledger is the concatenation of
+    :meth:`ReleasedData.ledger_entries` over the phases, after ``ledger_prefix`` (e.g. PRAM's
+    exact collection by the curator).  ``extra`` goes to the result
+    (``clustering_trace``, ``dependence``, ``details``).
+    """
+    entries = ledger_prefix + tuple(e for r in releases for e in r.ledger_entries(schema.names))
+    return ProtocolResult(
+        protocol=protocol,
+        parameters=parameters,
+        schema=schema,
+        estimate=estimate,
+        releases=releases,
+        ledger=Ledger(entries),
+        postprocessing=postprocessing,
+        clusters=clusters,
+        **extra,
+    )
