@@ -26,21 +26,93 @@ The release phase still uses matrices carrying Σ_{A∈C} ε_A for every cluster
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from mprr.clustering import cluster_attributes
-from mprr.data import Dataset
-from mprr.ledger import Ledger
+import numpy as np
+
+from mprr.clustering import Clustering, cluster_attributes
+from mprr.data import Dataset, Schema
 from mprr.protocols.budget import attribute_epsilons, attribute_matrices, cluster_matrix
 from mprr.protocols.dependences import dependence_phase
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, product_estimate
 from mprr.protocols.independent import matrix_parameters
 from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, check_joint_cells
-from mprr.protocols.release import check_inputs, release_units
-from mprr.protocols.result import ProtocolResult
+from mprr.protocols.release import ReleasedData, check_inputs, release_units
+from mprr.protocols.result import ProtocolResult, release_result
 from mprr.streams import Randomness, draw_uniforms
 
-__all__ = ["rr_clusters"]
+__all__ = ["rr_clusters", "release_clusters", "assemble_rr_clusters"]
+
+
+def release_clusters(
+    clustering: Clustering, sizes: Sequence[int], max_cells: int
+) -> tuple[tuple[int, ...], ...]:
+    """Algorithm 1's clusters in canonical form, each domain checked against ``max_cells``.
+
+    Each cluster a sorted tuple of attribute indices, ordered by smallest index; a cluster
+    over more than ``max_cells`` joint cells raises DomainTooLargeError
+    (:func:`~mprr.protocols.joint.check_joint_cells`) before anything is released.
+    """
+    clusters = tuple(tuple(sorted(int(a) for a in c)) for c in clustering.clusters)
+    clusters = tuple(sorted(clusters, key=lambda c: c[0]))
+    for c in clusters:
+        check_joint_cells([sizes[a] for a in c], max_cells, f"the release of cluster {c}")
+    return clusters
+
+
+def assemble_rr_clusters(
+    schema: Schema,
+    releases: tuple[ReleasedData, ReleasedData],
+    *,
+    n: int,
+    p: float | Sequence[float] | None,
+    epsilon: float | Sequence[float] | None,
+    Tv: float,
+    Td: float,
+    dependence: str,
+    tables: str,
+    pair_epsilon: float | None,
+    attribute_epsilons: Sequence[float],
+    clustering: Clustering,
+    dependence_matrix: np.ndarray,
+    details: Mapping[str, Any],
+    method: str,
+) -> ProtocolResult:
+    """The RR-Clusters result from its two phases (main paper Section 4, 6.3.2 matrices).
+
+    ``releases`` are the ``"dependence"`` and ``"clusters"`` phases; the joint distribution is
+    the product of the cluster estimates (eq. (2) + ``method`` per cluster).  The ledger holds
+    both phases.  Shared by the fast path and the actor choreography.
+    """
+    sizes = schema.sizes
+    clusters = releases[1].units
+    params = {
+        "n": n,
+        "m": schema.m,
+        "sizes": list(sizes),
+        **matrix_parameters(p, epsilon, None),
+        "Tv": Tv,
+        "Td": Td,
+        "dependence": dependence,
+        "tables": tables,
+        "pair_epsilon": pair_epsilon,
+        "attribute_epsilons": list(attribute_epsilons),
+        "cluster_epsilons": [float(P.epsilon) for P in releases[1].matrices],  # type: ignore[union-attr]
+        "cluster_cells": [math.prod(sizes[a] for a in c) for c in clusters],
+    }
+    return release_result(
+        "RR-Clusters",
+        parameters=params,
+        schema=schema,
+        estimate=product_estimate(releases[1], sizes, method),
+        releases=releases,
+        postprocessing=method,
+        clusters=clusters,
+        clustering_trace=clustering.trace,
+        dependence=dependence_matrix,
+        details=details,
+    )
 
 
 def rr_clusters(
@@ -120,10 +192,7 @@ def rr_clusters(
         pair_epsilon=pair_epsilon,
     )
     clustering = cluster_attributes(phase1.dependence, sizes, Tv, Td)
-    clusters = tuple(tuple(sorted(int(a) for a in c)) for c in clustering.clusters)
-    clusters = tuple(sorted(clusters, key=lambda c: c[0]))
-    for c in clusters:
-        check_joint_cells([sizes[a] for a in c], max_cells, f"the release of cluster {c}")
+    clusters = release_clusters(clustering, sizes, max_cells)
     # Under 4.1 a singleton cluster {A} would be released again with the matrix of A's
     # phase-1 release (the 6.3.2 matrix carrying ε_A is that matrix): a replay.
     replay = dependence == "4.1"
@@ -141,33 +210,20 @@ def rr_clusters(
     released = release_units(
         "clusters", dataset.codes, sizes, clusters, cmats, uniforms, previous=previous
     )
-    estimate = product_estimate(released, sizes, method)
-    names = dataset.schema.names
-    ledger = Ledger(phase1.released.ledger_entries(names) + released.ledger_entries(names))
-    params = {
-        "n": dataset.n,
-        "m": dataset.m,
-        "sizes": list(sizes),
-        **matrix_parameters(p, epsilon, None),
-        "Tv": Tv,
-        "Td": Td,
-        "dependence": dependence,
-        "tables": tables,
-        "pair_epsilon": pair_epsilon,
-        "attribute_epsilons": list(eps),
-        "cluster_epsilons": [float(P.epsilon) for P in cmats],
-        "cluster_cells": [math.prod(sizes[a] for a in c) for c in clusters],
-    }
-    return ProtocolResult(
-        protocol="RR-Clusters",
-        parameters=params,
-        schema=dataset.schema,
-        estimate=estimate,
-        releases=(phase1.released, released),
-        ledger=ledger,
-        postprocessing=method,
-        clusters=clusters,
-        clustering_trace=clustering.trace,
-        dependence=phase1.dependence,
+    return assemble_rr_clusters(
+        dataset.schema,
+        (phase1.released, released),
+        n=dataset.n,
+        p=p,
+        epsilon=epsilon,
+        Tv=Tv,
+        Td=Td,
+        dependence=dependence,
+        tables=tables,
+        pair_epsilon=pair_epsilon,
+        attribute_epsilons=eps,
+        clustering=clustering,
+        dependence_matrix=phase1.dependence,
         details={"dependence_tables": phase1.tables},
+        method=method,
     )

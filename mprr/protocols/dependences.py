@@ -41,7 +41,13 @@ from mprr.protocols.estimate import estimate_unit
 from mprr.protocols.release import ReleasedData, all_pairs, exact_tables, release_units
 from mprr.streams import Randomness, draw_uniforms
 
-__all__ = ["DEPENDENCE_METHODS", "TABLE_SOURCES", "DependencePhase", "dependence_phase"]
+__all__ = [
+    "DEPENDENCE_METHODS",
+    "TABLE_SOURCES",
+    "DependencePhase",
+    "check_dependence_options",
+    "dependence_phase",
+]
 
 DEPENDENCE_METHODS: tuple[str, ...] = ("4.1", "4.2", "4.3")
 """Section of the main paper giving the dependence method."""
@@ -75,11 +81,28 @@ class DependencePhase:
     dependence: np.ndarray
 
 
-def _check_method(method: object, tables: object) -> None:
+def check_dependence_options(method: object, tables: object, pair_epsilon: object) -> None:
+    """Validate the options of phase 1 of RR-Clusters (main paper 4.1 / 4.2 / 4.3).
+
+    ``method`` in :data:`DEPENDENCE_METHODS`, ``tables`` in :data:`TABLE_SOURCES`
+    (``"randomized"`` with 4.1 only), ``pair_epsilon`` with 4.3 only.  Shared by the fast path
+    and the actor choreography.
+
+    Raises
+    ------
+    ConfigurationError
+        Naming the first invalid option.
+    """
     if method not in DEPENDENCE_METHODS:
         raise ConfigurationError(f"dependence must be one of {list(DEPENDENCE_METHODS)}, got {method!r}")
     if tables not in TABLE_SOURCES:
         raise ConfigurationError(f"tables must be one of {list(TABLE_SOURCES)}, got {tables!r}")
+    if pair_epsilon is not None and method != "4.3":
+        raise ConfigurationError(f"pair_epsilon applies to dependence='4.3' only, got dependence={method!r}")
+    if tables != "estimated" and method != "4.1":
+        raise ConfigurationError(
+            f"tables='randomized' applies to dependence='4.1' only, got dependence={method!r}"
+        )
 
 
 def dependence_phase(
@@ -120,13 +143,7 @@ def dependence_phase(
     4.3 — m(m−1)/2 uniforms, one per pair ``(i, j)``, ``i < j``, in lexicographic order
     ``(0,1), (0,2), ..., (m−2, m−1)``; the pair value is the C-order code ``x_i·r_j + x_j``.
     """
-    _check_method(method, tables)
-    if pair_epsilon is not None and method != "4.3":
-        raise ConfigurationError(f"pair_epsilon applies to dependence='4.3' only, got dependence={method!r}")
-    if tables != "estimated" and method != "4.1":
-        raise ConfigurationError(
-            f"tables='randomized' applies to dependence='4.1' only, got dependence={method!r}"
-        )
+    check_dependence_options(method, tables, pair_epsilon)
     sizes = dataset.sizes
     m = dataset.m
     pairs = all_pairs(m)

@@ -38,12 +38,12 @@ from mprr.data import Dataset
 from mprr.distributions import DenseDistribution
 from mprr.domain import encode_joint, tally
 from mprr.errors import ConfigurationError
-from mprr.ledger import Ledger, Release
+from mprr.ledger import Release
 from mprr.matrices import RandomizationMatrix
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit
-from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, check_dense_matrix, check_joint_cells
+from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, check_dense_matrix, check_joint_cells, check_joint_matrix
 from mprr.protocols.release import check_inputs, release_units
-from mprr.protocols.result import ProtocolResult
+from mprr.protocols.result import ProtocolResult, release_result
 from mprr.streams import Randomness, draw_uniforms
 
 __all__ = [
@@ -208,9 +208,7 @@ def pram(
             P = invariant_mixture(T, theta)
         method = "none"
     else:
-        if not isinstance(matrix, RandomizationMatrix) or matrix.size != cells:
-            raise ConfigurationError(f"matrix must be a RandomizationMatrix over the {cells} joint cells, got {matrix!r}")
-        P = matrix
+        P = check_joint_matrix(matrix, cells)
         method = check_postprocess(postprocess)
     uniforms = draw_uniforms(rng, dataset.n, 1)
     unit = tuple(range(dataset.m))
@@ -220,9 +218,7 @@ def pram(
         tensor = (counts / counts.sum()).reshape(sizes)
     else:
         tensor = estimate_unit(P, counts, method).reshape(sizes)
-    names = dataset.schema.names
-    collection = Release.exact_values(names, linkable=True, phase="collection")
-    ledger = Ledger((collection, *released.ledger_entries(names)))
+    collection = Release.exact_values(dataset.schema.names, linkable=True, phase="collection")
     params = {
         "n": dataset.n,
         "m": dataset.m,
@@ -239,14 +235,14 @@ def pram(
         "variance": pram_conditional_variance(P, T),
         "estimator": "S/n" if invariant is not None else "eq. 2",
     }
-    return ProtocolResult(
-        protocol="PRAM",
+    return release_result(
+        "PRAM",
         parameters=params,
         schema=dataset.schema,
         estimate=DenseDistribution(tensor, allow_negative=(method == "none" and invariant is None)),
         releases=(released,),
-        ledger=ledger,
         postprocessing=method,
         clusters=(unit,),
+        ledger_prefix=(collection,),
         details=details,
     )

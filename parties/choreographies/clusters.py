@@ -31,7 +31,6 @@ or RR-Clusters result on the controller: no message, no ε.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -39,14 +38,13 @@ import numpy as np
 from mprr.clustering import cluster_attributes
 from mprr.dependence import bivariate_tables, dependence_matrix
 from mprr.errors import ConfigurationError
-from mprr.ledger import Ledger
 from mprr.matrices import kron
 from mprr.protocols.adjustment import rr_adjustment
 from mprr.protocols.budget import attribute_epsilons, check_epsilon, pair_matrix
-from mprr.protocols.dependences import DEPENDENCE_METHODS, TABLE_SOURCES
-from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit, product_estimate
-from mprr.protocols.independent import matrix_parameters
-from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, check_joint_cells
+from mprr.protocols.clusters import assemble_rr_clusters, release_clusters
+from mprr.protocols.dependences import check_dependence_options
+from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit
+from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS
 from mprr.protocols.release import ReleasedData, all_pairs
 from mprr.protocols.result import ProtocolResult
 from parties.choreographies.basic import rr_independent
@@ -149,14 +147,7 @@ async def rr_clusters(
         For invalid parameters (as the fast path) or an unknown engine.
     """
     method = check_postprocess(postprocess)
-    if dependence not in DEPENDENCE_METHODS:
-        raise ConfigurationError(f"dependence must be one of {list(DEPENDENCE_METHODS)}, got {dependence!r}")
-    if tables not in TABLE_SOURCES:
-        raise ConfigurationError(f"tables must be one of {list(TABLE_SOURCES)}, got {tables!r}")
-    if pair_epsilon is not None and dependence != "4.3":
-        raise ConfigurationError(f"pair_epsilon applies to dependence='4.3' only, got dependence={dependence!r}")
-    if tables != "estimated" and dependence != "4.1":
-        raise ConfigurationError(f"tables='randomized' applies to dependence='4.1' only, got dependence={dependence!r}")
+    check_dependence_options(dependence, tables, pair_epsilon)
     if dependence != "4.1" and not isinstance(engine, SecureSumEngine) and engine not in ENGINES:
         raise ConfigurationError(f"engine must be one of {list(ENGINES)} or a SecureSumEngine, got {engine!r}")
     schema = ctl.schema
@@ -172,11 +163,8 @@ async def rr_clusters(
 
     # Algorithm 1, then the cluster announcement and release (RR-Joint per cluster, 6.3.2)
     clustering = cluster_attributes(dep, sizes, Tv, Td)
-    clusters = tuple(tuple(sorted(int(a) for a in c)) for c in clustering.clusters)
-    clusters = tuple(sorted(clusters, key=lambda c: c[0]))
+    clusters = release_clusters(clustering, sizes, max_cells)
     ctl.note("clusters", clusters)
-    for c in clusters:
-        check_joint_cells([sizes[a] for a in c], max_cells, f"the release of cluster {c}")
     # With 4.1 a singleton cluster {A} is requested with A's phase-1 matrix (the 6.3.2 matrix
     # carrying ε_A is that matrix): every party replays its phase-1 value (no uniform, no ε).
     replayed = tuple(len(c) == 1 and dependence == "4.1" for c in clusters)
@@ -188,41 +176,29 @@ async def rr_clusters(
     )
     phase2 = await ctl.release("clusters", clusters, cspecs)
     released2 = phase2.released_data(schema, replayed=replayed)
-    estimate = product_estimate(released2, sizes, method)
-    ctl.note("cluster estimates", estimate)
-    names = schema.names
-    ledger = Ledger(released1.ledger_entries(names) + released2.ledger_entries(names))
-    params = {
-        "n": len(phase2.contributors),
-        "m": m,
-        "sizes": list(sizes),
-        **matrix_parameters(p, epsilon, None),
-        "Tv": Tv,
-        "Td": Td,
-        "dependence": dependence,
-        "tables": tables,
-        "pair_epsilon": pair_epsilon,
-        "attribute_epsilons": list(eps),
-        "cluster_epsilons": [float(P.epsilon) for P in phase2.matrices],
-        "cluster_cells": [math.prod(sizes[a] for a in c) for c in clusters],
-    }
     details: dict[str, object] = {"dependence_tables": pair_tables}
     if dependence != "4.1" and ctl.tallies:
         details["secure_sum"] = {"engine": ctl.tallies[-1].engine, "session": ctl.tallies[-1].session,
                                  "contributors": len(ctl.tallies[-1].contributors)}
-    return ProtocolResult(
-        protocol="RR-Clusters",
-        parameters=params,
-        schema=schema,
-        estimate=estimate,
-        releases=(released1, released2),
-        ledger=ledger,
-        postprocessing=method,
-        clusters=clusters,
-        clustering_trace=clustering.trace,
-        dependence=dep,
+    result = assemble_rr_clusters(
+        schema,
+        (released1, released2),
+        n=len(phase2.contributors),
+        p=p,
+        epsilon=epsilon,
+        Tv=Tv,
+        Td=Td,
+        dependence=dependence,
+        tables=tables,
+        pair_epsilon=pair_epsilon,
+        attribute_epsilons=eps,
+        clustering=clustering,
+        dependence_matrix=dep,
         details=details,
+        method=method,
     )
+    ctl.note("cluster estimates", result.estimate)
+    return result
 
 
 async def rr_adjustment_choreography(
