@@ -88,9 +88,6 @@ def assemble_rr_clusters(
     sizes = schema.sizes
     clusters = releases[1].units
     params = {
-        "n": n,
-        "m": schema.m,
-        "sizes": list(sizes),
         **matrix_parameters(p, epsilon, None),
         "Tv": Tv,
         "Td": Td,
@@ -103,6 +100,7 @@ def assemble_rr_clusters(
     }
     return release_result(
         "RR-Clusters",
+        n=n,
         parameters=params,
         schema=schema,
         estimate=product_estimate(releases[1], sizes, method),

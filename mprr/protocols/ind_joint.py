@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,7 +37,8 @@ from mprr.streams import Randomness, draw_uniforms
 __all__ = [
     "rr_ind_joint",
     "ind_joint_estimate",
-    "ind_joint_groups",
+    "IndJointPlan",
+    "ind_joint_plan",
     "assemble_rr_ind_joint",
     "DEFAULT_IND_JOINT_MAX_CELLS",
 ]
@@ -46,14 +48,42 @@ DEFAULT_IND_JOINT_MAX_CELLS = 1 << 22
 tensor).  The full Adult domain (1,814,400 cells) fits."""
 
 
-def ind_joint_groups(
-    groups: Sequence[Sequence[int]] | None, sizes: Sequence[int], max_cells: int
-) -> tuple[tuple[int, ...], ...]:
+@dataclass(frozen=True)
+class IndJointPlan:
+    """RR-Ind-Joint's validated options (see :func:`ind_joint_plan`).
+
+    Attributes
+    ----------
+    p, epsilon, matrices
+        How the attribute matrices are chosen (as :func:`~mprr.protocols.rr_independent`).
+    groups
+        Canonical groups (sorted, ordered by smallest attribute; the rest as singletons).
+    max_cells
+        Largest group domain estimated.
+    """
+
+    p: float | Sequence[float] | None
+    epsilon: float | Sequence[float] | None
+    matrices: Sequence[RandomizationMatrix] | None
+    groups: tuple[tuple[int, ...], ...]
+    max_cells: int
+
+
+def ind_joint_plan(
+    sizes: Sequence[int],
+    *,
+    p: float | Sequence[float] | None,
+    epsilon: float | Sequence[float] | None,
+    matrices: Sequence[RandomizationMatrix] | None,
+    groups: Sequence[Sequence[int]] | None,
+    max_cells: int,
+) -> IndJointPlan:
     """RR-Ind-Joint's groups in canonical form, each domain checked against ``max_cells``.
 
     Groups must be disjoint and non-empty; attributes in no group become singletons; each
     group is sorted and the groups are ordered by smallest attribute.  ``None``: one group
-    with every attribute.
+    with every attribute.  Shared by the fast path and the actor choreography (checked before
+    anything is released).
 
     Raises
     ------
@@ -81,7 +111,7 @@ def ind_joint_groups(
                 cells=cells,
                 limit=max_cells,
             )
-    return groups_t
+    return IndJointPlan(p, epsilon, matrices, groups_t, max_cells)
 
 
 def _kron_estimate(
@@ -144,20 +174,11 @@ def ind_joint_estimate(
 
 
 def assemble_rr_ind_joint(
-    schema: Schema,
-    released: ReleasedData,
-    *,
-    n: int,
-    p: float | Sequence[float] | None,
-    epsilon: float | Sequence[float] | None,
-    matrices: Sequence[RandomizationMatrix] | None,
-    groups: tuple[tuple[int, ...], ...],
-    max_cells: int,
-    method: str,
+    schema: Schema, released: ReleasedData, plan: IndJointPlan, *, n: int, method: str
 ) -> ProtocolResult:
     """The RR-Ind-Joint result from its per-attribute release (RR-Ind-Joint paper Theorem 1).
 
-    Each group of ``groups`` (canonical, from :func:`ind_joint_groups`) is estimated through
+    Each group of ``plan.groups`` is estimated through
     the Kronecker inverse of its attribute matrices; one group gives a ``DenseDistribution``,
     several their ``ProductDistribution`` (``method="none"``: negative entries allowed).
     Shared by the fast path and the actor choreography.
@@ -165,7 +186,8 @@ def assemble_rr_ind_joint(
     sizes = schema.sizes
     mats = released.matrices
     codes = np.asarray(released.codes)  # a randomized release always has codes
-    factors = [_kron_estimate(codes, sizes, mats, g, method, max_cells) for g in groups]  # type: ignore[arg-type]
+    groups = plan.groups
+    factors = [_kron_estimate(codes, sizes, mats, g, method, plan.max_cells) for g in groups]  # type: ignore[arg-type]
     if len(groups) == 1:
         estimate: DenseDistribution | ProductDistribution = DenseDistribution(
             factors[0], allow_negative=(method == "none")
@@ -173,16 +195,14 @@ def assemble_rr_ind_joint(
     else:
         estimate = ProductDistribution(groups, factors, sizes, allow_negative=(method == "none"))
     params = {
-        "n": n,
-        "m": schema.m,
-        "sizes": list(sizes),
-        **matrix_parameters(p, epsilon, matrices),
+        **matrix_parameters(plan.p, plan.epsilon, plan.matrices),
         "groups": [list(g) for g in groups],
         "attribute_epsilons": list(attribute_epsilons(mats)),  # type: ignore[arg-type]
-        "max_cells": max_cells,
+        "max_cells": plan.max_cells,
     }
     return release_result(
         "RR-Ind-Joint",
+        n=n,
         parameters=params,
         schema=schema,
         estimate=estimate,
@@ -239,19 +259,9 @@ def rr_ind_joint(
     method = check_postprocess(postprocess)
     sizes = dataset.sizes
     m = dataset.m
-    groups_t = ind_joint_groups(groups, sizes, max_cells)
+    plan = ind_joint_plan(sizes, p=p, epsilon=epsilon, matrices=matrices, groups=groups, max_cells=max_cells)
     mats = attribute_matrices(sizes, p=p, epsilon=epsilon, matrices=matrices)
     uniforms = draw_uniforms(rng, dataset.n, m)
     units = tuple((j,) for j in range(m))
     released = release_units("attributes", dataset.codes, sizes, units, mats, uniforms)
-    return assemble_rr_ind_joint(
-        dataset.schema,
-        released,
-        n=dataset.n,
-        p=p,
-        epsilon=epsilon,
-        matrices=matrices,
-        groups=groups_t,
-        max_cells=max_cells,
-        method=method,
-    )
+    return assemble_rr_ind_joint(dataset.schema, released, plan, n=dataset.n, method=method)

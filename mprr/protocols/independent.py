@@ -65,14 +65,12 @@ def assemble_rr_independent(
         Validated post-processing name.
     """
     params = {
-        "n": n,
-        "m": schema.m,
-        "sizes": list(schema.sizes),
         **matrix_parameters(p, epsilon, matrices),
         "attribute_epsilons": list(attribute_epsilons(released.matrices)),  # type: ignore[arg-type]
     }
     return release_result(
         "RR-Independent",
+        n=n,
         parameters=params,
         schema=schema,
         estimate=product_estimate(released, schema.sizes, method),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from mprr.data import Dataset, Schema
 from mprr.distributions import DenseDistribution
@@ -28,7 +29,8 @@ __all__ = [
     "check_joint_cells",
     "check_dense_matrix",
     "check_joint_matrix",
-    "joint_budget",
+    "JointPlan",
+    "joint_plan",
     "assemble_rr_joint",
 ]
 
@@ -75,53 +77,68 @@ def check_joint_matrix(matrix: object, cells: int) -> RandomizationMatrix:
     return matrix
 
 
-def joint_budget(
+@dataclass(frozen=True)
+class JointPlan:
+    """RR-Joint's validated matrix choice (see :func:`joint_plan`).
+
+    Attributes
+    ----------
+    p, matrix
+        The caller's ``p`` and explicit matrix (recorded in the result's parameters).
+    epsilon
+        ε of the ε-optimal joint matrix to build (``cluster_optimal``); ``None`` with an
+        explicit ``matrix``.
+    attribute_epsilons
+        With ``p``: ε of each attribute's 6.3.1 matrix, else ``None``.
+    max_cells
+        Largest joint domain accepted.
+    """
+
+    p: float | Sequence[float] | None
+    matrix: RandomizationMatrix | None
+    epsilon: float | None
+    attribute_epsilons: list[float] | None
+    max_cells: int
+
+
+def joint_plan(
     sizes: Sequence[int],
-    cells: int,
     *,
     p: float | Sequence[float] | None,
     epsilon: float | None,
     matrix: RandomizationMatrix | None,
+    max_cells: int,
     dense_check: bool = True,
-) -> tuple[float | None, list[float] | None]:
-    """Validate RR-Joint's matrix choice and return ``(total ε, attribute ε's)``.
+) -> JointPlan:
+    """Validate RR-Joint's parameters (main paper Protocol 2) before anything is released.
 
-    Exactly one of ``p`` (main paper 6.3.2: the ε-optimal joint matrix carrying Σ_A ε_A of
-    the 6.3.1 matrices), ``epsilon`` (total ε of the ε-optimal joint matrix) or ``matrix``
-    (checked to cover the ``cells`` joint cells; total ε then ``None``).  With
-    ``dense_check``, a matrix to build over too many cells is refused first
-    (:func:`check_dense_matrix`).
-
-    Returns
-    -------
-    (epsilon, attribute_epsilons)
-        ε of the ``cluster_optimal`` matrix to build (``None`` for an explicit matrix) and,
-        with ``p``, the ε of each attribute's 6.3.1 matrix (else ``None``).
+    The joint domain must fit ``max_cells`` (:func:`check_joint_cells`); exactly one of ``p``
+    (main paper 6.3.2: the ε-optimal joint matrix carrying Σ_A ε_A of the 6.3.1 matrices),
+    ``epsilon`` (total ε of the ε-optimal joint matrix) or ``matrix`` (over the joint cells).
+    With ``dense_check``, a matrix to build over too many cells is refused
+    (:func:`check_dense_matrix`).  Shared by the fast path and the actor choreography.
     """
+    cells = check_joint_cells(sizes, max_cells, "RR-Joint")
     given = [k for k, v in (("p", p), ("epsilon", epsilon), ("matrix", matrix)) if v is not None]
     if len(given) != 1:
         raise ConfigurationError(f"give exactly one of p, epsilon or matrix, got {given or 'none'}")
+    total: float | None = None
+    attr_eps: list[float] | None = None
     if matrix is not None:
         check_joint_matrix(matrix, cells)
-        return None, None
-    if dense_check:
-        check_dense_matrix(cells, "RR-Joint")
-    if epsilon is not None:
-        return check_epsilon(epsilon), None
-    attr_eps = list(attribute_epsilons(attribute_matrices(sizes, p=p)))
-    return sum(attr_eps), attr_eps
+    else:
+        if dense_check:
+            check_dense_matrix(cells, "RR-Joint")
+        if epsilon is not None:
+            total = check_epsilon(epsilon)
+        else:
+            attr_eps = list(attribute_epsilons(attribute_matrices(sizes, p=p)))
+            total = sum(attr_eps)
+    return JointPlan(p, matrix, total, attr_eps, max_cells)
 
 
 def assemble_rr_joint(
-    schema: Schema,
-    released: ReleasedData,
-    *,
-    n: int,
-    p: float | Sequence[float] | None,
-    matrix: RandomizationMatrix | None,
-    attribute_epsilons: list[float] | None,
-    max_cells: int,
-    method: str,
+    schema: Schema, released: ReleasedData, plan: JointPlan, *, n: int, method: str
 ) -> ProtocolResult:
     """The RR-Joint result from its ``"joint"`` release (main paper Protocol 2, eq. 2).
 
@@ -129,21 +146,19 @@ def assemble_rr_joint(
     ``method`` (``"none"``: raw eq. (2), negative entries allowed).  Shared by the fast path
     and the actor choreography.
     """
-    sizes = schema.sizes
     P = released.matrices[0]
-    tensor = estimate_unit(P, released.counts[0], method).reshape(sizes)  # type: ignore[arg-type]
+    tensor = estimate_unit(P, released.counts[0], method).reshape(schema.sizes)  # type: ignore[arg-type]
+    p = plan.p
     params = {
-        "n": n,
-        "m": schema.m,
-        "sizes": list(sizes),
         "p": p if p is None or isinstance(p, (int, float)) else [float(x) for x in p],
         "epsilon": float(P.epsilon),  # type: ignore[union-attr]
-        "matrix": None if matrix is None else "given",
-        "attribute_epsilons": attribute_epsilons,
-        "max_cells": max_cells,
+        "matrix": None if plan.matrix is None else "given",
+        "attribute_epsilons": plan.attribute_epsilons,
+        "max_cells": plan.max_cells,
     }
     return release_result(
         "RR-Joint",
+        n=n,
         parameters=params,
         schema=schema,
         estimate=DenseDistribution(tensor, allow_negative=(method == "none")),
@@ -204,19 +219,9 @@ def rr_joint(
     check_inputs(dataset, rng)
     method = check_postprocess(postprocess)
     sizes = dataset.sizes
-    cells = check_joint_cells(sizes, max_cells, "RR-Joint")
-    total_eps, attr_eps = joint_budget(sizes, cells, p=p, epsilon=epsilon, matrix=matrix)
-    P = matrix if total_eps is None else cluster_optimal(sizes, total_eps)
+    plan = joint_plan(sizes, p=p, epsilon=epsilon, matrix=matrix, max_cells=max_cells)
+    P = plan.matrix if plan.epsilon is None else cluster_optimal(sizes, plan.epsilon)
     uniforms = draw_uniforms(rng, dataset.n, 1)
     unit = tuple(range(dataset.m))
     released = release_units("joint", dataset.codes, sizes, (unit,), (P,), uniforms)
-    return assemble_rr_joint(
-        dataset.schema,
-        released,
-        n=dataset.n,
-        p=p,
-        matrix=matrix,
-        attribute_epsilons=attr_eps,
-        max_cells=max_cells,
-        method=method,
-    )
+    return assemble_rr_joint(dataset.schema, released, plan, n=dataset.n, method=method)

@@ -40,7 +40,8 @@ __all__ = [
     "lambda_protocol",
     "lambda_entropy_bits",
     "lambdas_for_entropy",
-    "lambda_entropy_checks",
+    "LambdaPlan",
+    "lambda_plan",
     "assemble_lambda",
 ]
 
@@ -153,7 +154,31 @@ def _check(
     return EntropyCheck(round_, lams, bits, total, top, beta, ok)
 
 
-def lambda_entropy_checks(
+@dataclass(frozen=True)
+class LambdaPlan:
+    """Outcome of steps 1-3 of the λ protocol (see :func:`lambda_plan`).
+
+    Attributes
+    ----------
+    checks
+        Every :class:`EntropyCheck`, the last one accepted.
+    bounds
+        ``{"min_bits": ..., "max_bits": ..., "min_beta": ..., "max_beta": ...}`` as given.
+    max_cells
+        Largest joint domain estimated.
+    """
+
+    checks: tuple[EntropyCheck, ...]
+    bounds: dict[str, float | None]
+    max_cells: int
+
+    @property
+    def lambdas(self) -> tuple[float, ...]:
+        """The accepted λ's (the last check's)."""
+        return self.checks[-1].lambdas
+
+
+def lambda_plan(
     sizes: Sequence[int],
     lambdas: Sequence[float],
     *,
@@ -164,7 +189,7 @@ def lambda_entropy_checks(
     regenerate: Callable[[tuple[float, ...], EntropyCheck], Sequence[float]] | None,
     max_rounds: int,
     max_cells: int,
-) -> tuple[EntropyCheck, ...]:
+) -> LambdaPlan:
     """Steps 1-3 of the λ protocol (lambda paper Section 5): validation and entropy checks.
 
     Checks the joint domain against ``max_cells``, ``max_rounds`` and the bounds, then
@@ -174,8 +199,8 @@ def lambda_entropy_checks(
 
     Returns
     -------
-    tuple of EntropyCheck
-        Every check, the last one accepted.
+    LambdaPlan
+        Every check (the last one accepted), the bounds and ``max_cells``.
 
     Raises
     ------
@@ -213,21 +238,11 @@ def lambda_entropy_checks(
             )
         lams = _check_lambdas(regenerate(last.lambdas, last), m)
         checks.append(_check(len(checks) + 1, lams, sizes, bounds))
-    return tuple(checks)
+    return LambdaPlan(tuple(checks), bounds, max_cells)
 
 
 def assemble_lambda(
-    schema: Schema,
-    released: ReleasedData,
-    checks: Sequence[EntropyCheck],
-    *,
-    n: int,
-    min_bits: float | None,
-    max_bits: float | None,
-    min_beta: float | None,
-    max_beta: float | None,
-    max_cells: int,
-    method: str,
+    schema: Schema, released: ReleasedData, plan: LambdaPlan, *, n: int, method: str
 ) -> ProtocolResult:
     """The λ-randomization result from its ``"record"`` release (lambda paper Section 5 step 5).
 
@@ -239,26 +254,21 @@ def assemble_lambda(
     K = released.matrices[0]
     tensor = np.asarray(estimate_unit(K, released.counts[0], method)).reshape(sizes)  # type: ignore[arg-type]
     params = {
-        "n": n,
-        "m": schema.m,
-        "sizes": list(sizes),
-        "lambdas": list(checks[-1].lambdas),
-        "initial_lambdas": list(checks[0].lambdas),
-        "min_bits": min_bits,
-        "max_bits": max_bits,
-        "min_beta": min_beta,
-        "max_beta": max_beta,
-        "max_cells": max_cells,
+        "lambdas": list(plan.lambdas),
+        "initial_lambdas": list(plan.checks[0].lambdas),
+        **plan.bounds,
+        "max_cells": plan.max_cells,
     }
     return release_result(
         "lambda-randomization",
+        n=n,
         parameters=params,
         schema=schema,
         estimate=DenseDistribution(tensor, allow_negative=(method == "none")),
         releases=(released,),
         postprocessing=method,
         clusters=released.units,
-        details={"entropy_checks": tuple(checks), "kronecker": K},
+        details={"entropy_checks": plan.checks, "kronecker": K},
     )
 
 
@@ -321,7 +331,7 @@ def lambda_protocol(
     method = check_postprocess(postprocess)
     sizes = dataset.sizes
     m = dataset.m
-    checks = lambda_entropy_checks(
+    plan = lambda_plan(
         sizes,
         lambdas,
         min_bits=min_bits,
@@ -332,19 +342,8 @@ def lambda_protocol(
         max_rounds=max_rounds,
         max_cells=max_cells,
     )
-    K = kron(*(lambda_randomization(r, lam) for r, lam in zip(sizes, checks[-1].lambdas)))
+    K = kron(*(lambda_randomization(r, lam) for r, lam in zip(sizes, plan.lambdas)))
     uniforms = draw_uniforms(rng, dataset.n, 1)
     unit = tuple(range(m))
     released = release_units("record", dataset.codes, sizes, (unit,), (K,), uniforms)
-    return assemble_lambda(
-        dataset.schema,
-        released,
-        checks,
-        n=dataset.n,
-        min_bits=min_bits,
-        max_bits=max_bits,
-        min_beta=min_beta,
-        max_beta=max_beta,
-        max_cells=max_cells,
-        method=method,
-    )
+    return assemble_lambda(dataset.schema, released, plan, n=dataset.n, method=method)

@@ -220,9 +220,6 @@ def pram(
         tensor = estimate_unit(P, counts, method).reshape(sizes)
     collection = Release.exact_values(dataset.schema.names, linkable=True, phase="collection")
     params = {
-        "n": dataset.n,
-        "m": dataset.m,
-        "sizes": list(sizes),
         "invariant": invariant,
         "theta": theta,
         "base": None if base is None else "given",
@@ -237,6 +234,7 @@ def pram(
     }
     return release_result(
         "PRAM",
+        n=dataset.n,
         parameters=params,
         schema=dataset.schema,
         estimate=DenseDistribution(tensor, allow_negative=(method == "none" and invariant is None)),

@@ -181,6 +181,7 @@ class ProtocolResult:
 def release_result(
     protocol: str,
     *,
+    n: int,
     parameters: Mapping[str, Any],
     schema: Schema,
     estimate: JointDistribution,
@@ -193,7 +194,9 @@ def release_result(
     """A :class:`ProtocolResult` whose ledger holds every phase's releases, in order.
 
     The assembly shared by every protocol, in the fast path and in the actor choreographies
-    (:mod:`parties.choreographies`): one party's ledger is the concatenation of
+    (:mod:`parties.choreographies`).  ``parameters`` starts with ``n`` (parties whose values
+    were released), ``m`` and ``sizes`` (from ``schema``), then the protocol's own
+    ``parameters``.  One party's ledger is the concatenation of
     :meth:`ReleasedData.ledger_entries` over the phases, after ``ledger_prefix`` (e.g. PRAM's
     exact collection by the curator).  ``extra`` goes to the result
     (``clustering_trace``, ``dependence``, ``details``).
@@ -201,7 +204,7 @@ def release_result(
     entries = ledger_prefix + tuple(e for r in releases for e in r.ledger_entries(schema.names))
     return ProtocolResult(
         protocol=protocol,
-        parameters=parameters,
+        parameters={"n": n, "m": schema.m, "sizes": list(schema.sizes), **parameters},
         schema=schema,
         estimate=estimate,
         releases=releases,

@@ -4,8 +4,8 @@ Each is the controller's side of the protocol as an ``async`` function of a
 :class:`~parties.controller.Controller`; the parties' side is always the same
 (:class:`~parties.party.Party` answering release requests).  The controller validates the
 parameters and builds its :class:`ProtocolResult` with the very functions of the fast path
-(:mod:`mprr.protocols`: ``joint_budget``, ``ind_joint_groups``, ``lambda_entropy_checks`` and
-the ``assemble_*`` functions), on the codes it received, so the same seed gives the same
+(:mod:`mprr.protocols`: ``joint_plan``, ``ind_joint_plan``, ``lambda_plan`` and the
+``assemble_*`` functions), on the codes it received, so the same seed gives the same
 result.
 
 Message flow (n parties, m attributes; one request broadcast + one reply per party):
@@ -23,10 +23,10 @@ from collections.abc import Callable, Sequence
 
 from mprr.matrices import RandomizationMatrix
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess
-from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS, assemble_rr_ind_joint, ind_joint_groups
+from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS, assemble_rr_ind_joint, ind_joint_plan
 from mprr.protocols.independent import assemble_rr_independent
-from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, assemble_rr_joint, check_joint_cells, joint_budget
-from mprr.protocols.lambda_protocol import EntropyCheck, assemble_lambda, lambda_entropy_checks
+from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, assemble_rr_joint, joint_plan
+from mprr.protocols.lambda_protocol import EntropyCheck, assemble_lambda, lambda_plan
 from mprr.protocols.result import ProtocolResult
 from parties.choreographies.common import attribute_specs, singletons
 from parties.controller import Controller
@@ -70,22 +70,14 @@ async def rr_joint(
     """RR-Joint (main paper Protocol 2): parameters as :func:`mprr.protocols.rr_joint`."""
     method = check_postprocess(postprocess)
     schema = ctl.schema
-    sizes = schema.sizes
-    cells = check_joint_cells(sizes, max_cells, "RR-Joint")
-    total_eps, attr_eps = joint_budget(sizes, cells, p=p, epsilon=epsilon, matrix=matrix, dense_check=False)
-    spec = MatrixSpec.dense(matrix) if total_eps is None else MatrixSpec.cluster_optimal(total_eps)  # type: ignore[arg-type]
+    plan = joint_plan(schema.sizes, p=p, epsilon=epsilon, matrix=matrix, max_cells=max_cells, dense_check=False)
+    if plan.epsilon is None:
+        spec = MatrixSpec.dense(plan.matrix)  # type: ignore[arg-type]
+    else:
+        spec = MatrixSpec.cluster_optimal(plan.epsilon)
     unit = tuple(range(schema.m))
     phase = await ctl.release("joint", (unit,), (spec,))
-    result = assemble_rr_joint(
-        schema,
-        phase.released_data(schema),
-        n=len(phase.contributors),
-        p=p,
-        matrix=matrix,
-        attribute_epsilons=attr_eps,
-        max_cells=max_cells,
-        method=method,
-    )
+    result = assemble_rr_joint(schema, phase.released_data(schema), plan, n=len(phase.contributors), method=method)
     ctl.note("joint estimate", result.estimate)
     return result
 
@@ -108,19 +100,9 @@ async def rr_ind_joint(
     method = check_postprocess(postprocess)
     schema = ctl.schema
     sizes = schema.sizes
-    groups_t = ind_joint_groups(groups, sizes, max_cells)
+    plan = ind_joint_plan(sizes, p=p, epsilon=epsilon, matrices=matrices, groups=groups, max_cells=max_cells)
     base = await rr_independent(ctl, p=p, epsilon=epsilon, matrices=matrices, postprocess=method)
-    result = assemble_rr_ind_joint(
-        schema,
-        base.releases[0],
-        n=base.n,
-        p=p,
-        epsilon=epsilon,
-        matrices=matrices,
-        groups=groups_t,
-        max_cells=max_cells,
-        method=method,
-    )
+    result = assemble_rr_ind_joint(schema, base.releases[0], plan, n=base.n, method=method)
     ctl.note("group estimates", result.estimate)
     return result
 
@@ -146,9 +128,8 @@ async def lambda_randomization(
     """
     method = check_postprocess(postprocess)
     schema = ctl.schema
-    sizes = schema.sizes
-    checks = lambda_entropy_checks(
-        sizes,
+    plan = lambda_plan(
+        schema.sizes,
         lambdas,
         min_bits=min_bits,
         max_bits=max_bits,
@@ -158,18 +139,7 @@ async def lambda_randomization(
         max_rounds=max_rounds,
         max_cells=max_cells,
     )
-    ctl.note("entropy checks", checks)
+    ctl.note("entropy checks", plan.checks)
     unit = tuple(range(schema.m))
-    phase = await ctl.release("record", (unit,), (MatrixSpec.lambda_kron(checks[-1].lambdas),))
-    return assemble_lambda(
-        schema,
-        phase.released_data(schema),
-        checks,
-        n=len(phase.contributors),
-        min_bits=min_bits,
-        max_bits=max_bits,
-        min_beta=min_beta,
-        max_beta=max_beta,
-        max_cells=max_cells,
-        method=method,
-    )
+    phase = await ctl.release("record", (unit,), (MatrixSpec.lambda_kron(plan.lambdas),))
+    return assemble_lambda(schema, phase.released_data(schema), plan, n=len(phase.contributors), method=method)
