@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mprr.distributions import ProductDistribution
+from mprr.distributions import DenseDistribution, ProductDistribution
 from mprr.errors import ConfigurationError
 from mprr.estimation import POSTPROCESSORS, invert, postprocess
 from mprr.matrices import KroneckerMatrix, RandomizationMatrix
@@ -28,6 +28,7 @@ __all__ = [
     "check_postprocess",
     "estimate_unit",
     "product_estimate",
+    "dense_estimate",
 ]
 
 DEFAULT_POSTPROCESS = "clip-rescale"
@@ -92,3 +93,15 @@ def product_estimate(
         for mat, counts, us in zip(released.matrices, released.counts, released.unit_sizes)
     )
     return ProductDistribution(released.units, factors, sizes, allow_negative=(method == "none"))
+
+
+def dense_estimate(released: ReleasedData, sizes: tuple[int, ...], method: str) -> DenseDistribution:
+    """The full joint distribution from a release whose single unit is the whole record.
+
+    RR-Joint (main paper Protocol 2), λ-randomization (lambda paper Section 5 step 5) and
+    fixed-matrix PRAM: eq. (2) with the unit's matrix (dense, or Kronecker by mode products)
+    and ``method``, reshaped to ``sizes``; ``"none"`` keeps the raw estimate (negative entries
+    allowed).
+    """
+    tensor = estimate_unit(released.matrices[0], released.counts[0], method).reshape(sizes)  # type: ignore[arg-type]
+    return DenseDistribution(tensor, allow_negative=(method == "none"))

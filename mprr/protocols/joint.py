@@ -14,11 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mprr.data import Dataset, Schema
-from mprr.distributions import DenseDistribution
 from mprr.errors import ConfigurationError, DomainTooLargeError
 from mprr.matrices import MAX_DENSE_CELLS, RandomizationMatrix, cluster_optimal
 from mprr.protocols.budget import attribute_epsilons, attribute_matrices, check_epsilon
-from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit
+from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
 from mprr.protocols.release import ReleasedData, check_inputs, release_units
 from mprr.protocols.result import ProtocolResult, release_result
 from mprr.streams import Randomness, draw_uniforms
@@ -147,7 +146,6 @@ def assemble_rr_joint(
     and the actor choreography.
     """
     P = released.matrices[0]
-    tensor = estimate_unit(P, released.counts[0], method).reshape(schema.sizes)  # type: ignore[arg-type]
     p = plan.p
     params = {
         "p": p if p is None or isinstance(p, (int, float)) else [float(x) for x in p],
@@ -161,7 +159,7 @@ def assemble_rr_joint(
         n=n,
         parameters=params,
         schema=schema,
-        estimate=DenseDistribution(tensor, allow_negative=(method == "none")),
+        estimate=dense_estimate(released, schema.sizes, method),
         releases=(released,),
         postprocessing=method,
         clusters=released.units,

@@ -23,13 +23,10 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from mprr.data import Dataset, Schema
-from mprr.distributions import DenseDistribution
 from mprr.errors import ConfigurationError, DomainTooLargeError
 from mprr.matrices import kron, lambda_randomization
-from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit
+from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
 from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS
 from mprr.protocols.release import ReleasedData, check_inputs, release_units
 from mprr.protocols.result import ProtocolResult, release_result
@@ -250,9 +247,7 @@ def assemble_lambda(
     for the product) and ``method`` (``"none"``: raw estimate, negative entries allowed).
     Shared by the fast path and the actor choreography.
     """
-    sizes = schema.sizes
     K = released.matrices[0]
-    tensor = np.asarray(estimate_unit(K, released.counts[0], method)).reshape(sizes)  # type: ignore[arg-type]
     params = {
         "lambdas": list(plan.lambdas),
         "initial_lambdas": list(plan.checks[0].lambdas),
@@ -264,7 +259,7 @@ def assemble_lambda(
         n=n,
         parameters=params,
         schema=schema,
-        estimate=DenseDistribution(tensor, allow_negative=(method == "none")),
+        estimate=dense_estimate(released, schema.sizes, method),
         releases=(released,),
         postprocessing=method,
         clusters=released.units,

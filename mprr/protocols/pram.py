@@ -40,7 +40,7 @@ from mprr.domain import encode_joint, tally
 from mprr.errors import ConfigurationError
 from mprr.ledger import Release
 from mprr.matrices import RandomizationMatrix
-from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit
+from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
 from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, check_dense_matrix, check_joint_cells, check_joint_matrix
 from mprr.protocols.release import check_inputs, release_units
 from mprr.protocols.result import ProtocolResult, release_result
@@ -213,11 +213,11 @@ def pram(
     uniforms = draw_uniforms(rng, dataset.n, 1)
     unit = tuple(range(dataset.m))
     released = release_units("pram", dataset.codes, sizes, (unit,), (P,), uniforms)
-    counts = released.counts[0].reshape(-1)
-    if invariant is not None:
-        tensor = (counts / counts.sum()).reshape(sizes)
+    if invariant is not None:  # S/n, unbiased for an invariant matrix (concise paper 4)
+        counts = released.counts[0]
+        estimate = DenseDistribution(counts / counts.sum())
     else:
-        tensor = estimate_unit(P, counts, method).reshape(sizes)
+        estimate = dense_estimate(released, sizes, method)
     collection = Release.exact_values(dataset.schema.names, linkable=True, phase="collection")
     params = {
         "invariant": invariant,
@@ -237,7 +237,7 @@ def pram(
         n=dataset.n,
         parameters=params,
         schema=dataset.schema,
-        estimate=DenseDistribution(tensor, allow_negative=(method == "none" and invariant is None)),
+        estimate=estimate,
         releases=(released,),
         postprocessing=method,
         clusters=(unit,),
