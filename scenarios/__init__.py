@@ -15,6 +15,7 @@ Modules, in dependency order:
 - ``datasets``   — file I/O: ``load_adult``, ``load_csv``
 - ``montecarlo`` — parallel Monte Carlo over runs with per-run seeds
 - ``tables``     — ``bistochastic_table``, ``lambda_table`` (the two papers' Table 1)
+- ``adult_queries`` — Adult loading / subsampling, query evaluation, the printed-ε option
 - ``paper_adult`` — ``adult_table1``, ``adult_table2``, ``adult_figure3`` (main paper)
 - ``kikuchi``    — ``kikuchi_sweeps`` (RR-Ind-Joint paper Fig. 5–8, Table 1)
 - ``cost_model``  — exact closed-form costs from the codec's message sizes; measuring helpers
