@@ -226,7 +226,28 @@ class DenseDistribution:
 # --------------------------------------------------------------------------- product
 
 
-class ProductDistribution:
+class _SizedDomain:
+    """Accessors shared by distributions that store their per-attribute ``_sizes``."""
+
+    _sizes: tuple[int, ...]
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """Category count of each attribute (one tensor axis per attribute)."""
+        return self._sizes
+
+    @property
+    def m(self) -> int:
+        """Number of attributes."""
+        return len(self._sizes)
+
+    @property
+    def cells(self) -> int:
+        """Number of cells of the joint domain (product of the sizes)."""
+        return _cells(self._sizes)
+
+
+class ProductDistribution(_SizedDomain):
     """Product of independent cluster distributions (RR-Independent / RR-Clusters estimate).
 
     Parameters
@@ -305,21 +326,6 @@ class ProductDistribution:
         """Probability tensor of each cluster, axes in the cluster's attribute order."""
         return self._factors
 
-    @property
-    def sizes(self) -> tuple[int, ...]:
-        """Category count of each attribute (one tensor axis per attribute)."""
-        return self._sizes
-
-    @property
-    def m(self) -> int:
-        """Number of attributes."""
-        return len(self._sizes)
-
-    @property
-    def cells(self) -> int:
-        """Number of cells of the joint domain (product of the sizes)."""
-        return _cells(self._sizes)
-
     def marginal(self, axes: Sequence[int]) -> np.ndarray:
         """Marginal over ``axes`` (in that order), computed cluster by cluster."""
         axes = check_axes(axes, self.m)
@@ -362,7 +368,7 @@ class ProductDistribution:
 # --------------------------------------------------------------------------- weighted sample
 
 
-class WeightedSample:
+class WeightedSample(_SizedDomain):
     """Distribution putting mass ∝ ``weights[i]`` on the record ``codes[i]``.
 
     Used for RR-Adjustment (main paper Algorithm 2: record weights on the randomized data Y)
@@ -409,21 +415,6 @@ class WeightedSample:
     def weights(self) -> np.ndarray:
         """Normalised weights (sum to 1)."""
         return self._weights
-
-    @property
-    def sizes(self) -> tuple[int, ...]:
-        """Category count of each attribute (one tensor axis per attribute)."""
-        return self._sizes
-
-    @property
-    def m(self) -> int:
-        """Number of attributes."""
-        return len(self._sizes)
-
-    @property
-    def cells(self) -> int:
-        """Number of cells of the joint domain (product of the sizes)."""
-        return _cells(self._sizes)
 
     def marginal(self, axes: Sequence[int], *, max_cells: int = DEFAULT_MAX_CELLS) -> np.ndarray:
         """Weighted bincount of the records' codes on ``axes`` (in that order)."""
