@@ -256,7 +256,11 @@ def infer_schema(
     except ValueError:  # ragged rows
         raw = np.empty(0, dtype=object)
     if raw.ndim != 2 or raw.shape[1] != len(names):
-        raise DataError(f"every row must have {len(names)} values")
+        lengths = sorted({len(r) for r in rows if isinstance(r, (list, tuple)) or getattr(r, "ndim", 0) == 1})
+        raise DataError(
+            f"rows must each have {len(names)} values (one per name in names={names}), "
+            f"got rows of {lengths or 'no'} values"
+        )
     table = np.char.strip(raw.astype(str))
     attrs = []
     for j, name in enumerate(names):

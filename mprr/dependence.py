@@ -38,8 +38,11 @@ __all__ = [
 KINDS = frozenset({"nominal", "ordinal"})
 
 
-def _probability_table(table: object, name: str = "table") -> np.ndarray | None:
-    """Validate a 2-D table, clip negatives to 0 and normalise; ``None`` if its mass is 0."""
+def _probability_table(table: object, name: str = "table", *, clip_negative: bool = False) -> np.ndarray | None:
+    """Validate a 2-D table, normalise it; ``None`` if its mass is 0.
+
+    Negative entries are a DataError unless ``clip_negative`` (then they are set to 0).
+    """
     try:
         arr = np.asarray(table, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -48,6 +51,12 @@ def _probability_table(table: object, name: str = "table") -> np.ndarray | None:
         raise DataError(f"{name} must be a non-empty 2-D array, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
         raise DataError(f"{name} must contain only finite values, got non-finite entries")
+    if not clip_negative and bool(np.any(arr < 0.0)):
+        at = tuple(int(i) for i in np.unravel_index(int(np.argmin(arr)), arr.shape))
+        raise DataError(
+            f"{name} must hold counts or probabilities >= 0, got {float(arr[at])!r} at {at}; "
+            "pass clip_negative=True for an eq. (2) estimate with negative cells"
+        )
     clipped = np.clip(arr, 0.0, None)
     total = float(clipped.sum())
     if total <= 0.0:
@@ -55,7 +64,7 @@ def _probability_table(table: object, name: str = "table") -> np.ndarray | None:
     return clipped / total
 
 
-def pearson_abs(table: object) -> float:
+def pearson_abs(table: object, *, clip_negative: bool = False) -> float:
     """Absolute Pearson correlation of two ordinal attributes (main paper eq. 8).
 
     Category indices ``0, 1, ..., r - 1`` are used as scores.
@@ -63,8 +72,9 @@ def pearson_abs(table: object) -> float:
     Parameters
     ----------
     table
-        ``(r_a, r_b)`` contingency table of counts or probabilities.  Negative entries (from
-        eq. 2 estimates) are clipped to 0 before computing.
+        ``(r_a, r_b)`` contingency table of counts or probabilities (entries >= 0).
+    clip_negative
+        Set negative entries (of an eq. 2 estimate) to 0 first instead of rejecting them.
 
     Returns
     -------
@@ -75,9 +85,10 @@ def pearson_abs(table: object) -> float:
     Raises
     ------
     DataError
-        If ``table`` is not a non-empty 2-D array of finite numbers.
+        If ``table`` is not a non-empty 2-D array of finite numbers, or has a negative entry
+        and ``clip_negative`` is False.
     """
-    p = _probability_table(table)
+    p = _probability_table(table, clip_negative=clip_negative)
     if p is None:
         return 0.0
     pa = p.sum(axis=1)
@@ -96,7 +107,7 @@ def pearson_abs(table: object) -> float:
     return float(min(1.0, abs(cov) / np.sqrt(var_a * var_b)))
 
 
-def cramers_v(table: object) -> float:
+def cramers_v(table: object, *, clip_negative: bool = False) -> float:
     """Cramér's V of two attributes (main paper eq. 9, expected frequency in the χ² denominator).
 
     ``V = sqrt( (χ²/n) / min(r_a - 1, r_b - 1) )`` with
@@ -106,8 +117,9 @@ def cramers_v(table: object) -> float:
     Parameters
     ----------
     table
-        ``(r_a, r_b)`` contingency table of counts or probabilities.  Negative entries are
-        clipped to 0 before computing.
+        ``(r_a, r_b)`` contingency table of counts or probabilities (entries >= 0).
+    clip_negative
+        Set negative entries (of an eq. 2 estimate) to 0 first instead of rejecting them.
 
     Returns
     -------
@@ -121,9 +133,10 @@ def cramers_v(table: object) -> float:
     Raises
     ------
     DataError
-        If ``table`` is not a non-empty 2-D array of finite numbers.
+        If ``table`` is not a non-empty 2-D array of finite numbers, or has a negative entry
+        and ``clip_negative`` is False.
     """
-    p = _probability_table(table)
+    p = _probability_table(table, clip_negative=clip_negative)
     if p is None:
         return 0.0
     pa = p.sum(axis=1)
@@ -148,15 +161,17 @@ def _check_kind(kind: object, name: str) -> str:
     return str(kind)
 
 
-def dependence(table: object, kind_a: str, kind_b: str) -> float:
+def dependence(table: object, kind_a: str, kind_b: str, *, clip_negative: bool = False) -> float:
     """Dependence measure of main paper Section 4: eq. (8) for two ordinals, eq. (9) otherwise.
 
     Parameters
     ----------
     table
-        ``(r_a, r_b)`` contingency table (counts or probabilities; negatives clipped to 0).
+        ``(r_a, r_b)`` contingency table (counts or probabilities, entries >= 0).
     kind_a, kind_b
         ``"nominal"`` or ``"ordinal"``.
+    clip_negative
+        Set negative entries (of an eq. 2 estimate) to 0 first instead of rejecting them.
 
     Returns
     -------
@@ -173,8 +188,8 @@ def dependence(table: object, kind_a: str, kind_b: str) -> float:
     a = _check_kind(kind_a, "kind_a")
     b = _check_kind(kind_b, "kind_b")
     if a == "ordinal" and b == "ordinal":
-        return pearson_abs(table)
-    return cramers_v(table)
+        return pearson_abs(table, clip_negative=clip_negative)
+    return cramers_v(table, clip_negative=clip_negative)
 
 
 def dependence_matrix(
@@ -189,7 +204,8 @@ def dependence_matrix(
     tables
         One contingency table per attribute pair, keyed ``(i, j)``.  Every pair ``i < j`` must
         be present as ``(i, j)`` (rows = attribute i) or ``(j, i)`` (rows = attribute j).  The
-        tables may be empirical counts (:func:`bivariate_tables`) or estimated probabilities.
+        tables may be empirical counts (:func:`bivariate_tables`) or estimated probabilities;
+        negative cells of an eq. (2) estimate are clipped to 0 before eq. (8) / (9).
     kinds
         Kind of each attribute (``"nominal"`` / ``"ordinal"``), in attribute order; ``m`` is
         its length.
@@ -252,7 +268,7 @@ def dependence_matrix(
                 raise ConfigurationError(
                     f"tables must hold every attribute pair i < j; pair ({i}, {j}) is missing"
                 )
-            d = dependence(oriented[(i, j)], kinds[i], kinds[j])
+            d = dependence(oriented[(i, j)], kinds[i], kinds[j], clip_negative=True)
             out[i, j] = out[j, i] = d
     return out
 

@@ -78,18 +78,21 @@ def check_sizes(sizes: Sequence[int], *, name: str = "sizes") -> tuple[int, ...]
     return out
 
 
-def check_axes(axes: Sequence[int] | int, m: int) -> tuple[int, ...]:
-    """Validate attribute indices: distinct integers in ``[0, m)`` (negative not allowed)."""
+def check_axes(axes: Sequence[int] | int, m: int, *, name: str = "axes") -> tuple[int, ...]:
+    """Validate attribute indices: distinct integers in ``[0, m)`` (negative not allowed).
+
+    ``name`` is the parameter named in the error message.
+    """
     if isinstance(axes, (int, np.integer)):
         axes = (int(axes),)
     try:
         out = tuple(int(a) for a in axes)
     except (TypeError, ValueError):
-        raise ConfigurationError(f"axes must be a sequence of integers, got {axes!r}")
+        raise ConfigurationError(f"{name} must be a sequence of integers, got {axes!r}")
     if any(a < 0 or a >= m for a in out):
-        raise ConfigurationError(f"axes must lie in [0, {m}), got {out}")
+        raise ConfigurationError(f"{name} must be attribute indices in [0, {m}), got {out}")
     if len(set(out)) != len(out):
-        raise ConfigurationError(f"axes must be distinct, got {out}")
+        raise ConfigurationError(f"{name} must be distinct attribute indices, got {out}")
     return out
 
 

@@ -366,6 +366,12 @@ def covariance(P: RandomizationMatrix | KroneckerMatrix, pi: ArrayLike, n: int) 
         raise ConfigurationError(f"pi must have shape {_allowed_shapes(P)[0]}, got {p.shape}")
     if abs(float(p.sum()) - 1.0) > 1e-6:
         raise ConfigurationError(f"pi must sum to 1, got {float(p.sum())!r}")
+    if bool(np.any(p < 0.0)):
+        at = tuple(int(i) for i in np.unravel_index(int(np.argmin(p)), p.shape))
+        raise ConfigurationError(
+            f"pi must be a probability distribution (entries >= 0 summing to 1), got {float(p[at])!r} "
+            f"at {at}; project an eq. (2) estimate onto the simplex first"
+        )
     p = p.ravel()
     if isinstance(P, KroneckerMatrix):
         cells = P.size * P.size

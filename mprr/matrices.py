@@ -111,13 +111,18 @@ def _check_cells(name: str, r: int, max_cells: int) -> None:
         )
 
 
-def _as_float_array(name: str, values: ArrayLike) -> np.ndarray:
+def _as_float_array(name: str, values: ArrayLike, *, square: bool = False) -> np.ndarray:
     try:
         if np.iscomplexobj(values):  # a cast would silently drop the imaginary part
             raise TypeError("complex values")
-        return np.array(values, dtype=np.float64)
+        arr = np.array(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise ConfigurationError(f"{name} must be an array of real numbers, got {values!r}") from exc
+    if square and arr.ndim != 2:
+        raise ConfigurationError(
+            f"{name} must be a non-empty 2-D square array of probabilities, got {values!r} (shape {arr.shape})"
+        )
+    return arr
 
 
 # --------------------------------------------------------------------------------------------
@@ -154,7 +159,7 @@ class RandomizationMatrix:
         if not (math.isfinite(float(atol)) and atol >= 0):
             raise ConfigurationError(f"atol must be a finite real >= 0, got {atol!r}")
         self._atol = float(atol)
-        self._values = _validated(_as_float_array("values", values), self._atol, "rows")
+        self._values = _validated(_as_float_array("values", values, square=True), self._atol, "rows")
         self._values.setflags(write=False)
         self._cache: dict[str, Any] = {}
 
@@ -166,7 +171,7 @@ class RandomizationMatrix:
 
         Raises ConfigurationError when the columns of ``q`` do not sum to 1.
         """
-        arr = _validated(_as_float_array("q", q), float(atol), "columns")
+        arr = _validated(_as_float_array("q", q, square=True), float(atol), "columns")
         return cls(arr.T, atol=atol)
 
     def columns(self) -> np.ndarray:

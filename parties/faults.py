@@ -69,7 +69,7 @@ class FaultPlan:
             if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
                 raise ConfigurationError(f"FaultPlan.{name} must be a probability in [0, 1], got {p!r}")
             object.__setattr__(self, name, float(p))
-        if not (isinstance(self.max_delay, (int, float)) and math.isfinite(self.max_delay) and self.max_delay > 0):
+        if isinstance(self.max_delay, bool) or not (isinstance(self.max_delay, (int, float)) and math.isfinite(self.max_delay) and self.max_delay > 0):
             raise ConfigurationError(f"FaultPlan.max_delay must be finite and > 0 seconds, got {self.max_delay!r}")
         crash = {}
         for actor, k in dict(self.crash).items():

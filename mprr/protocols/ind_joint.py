@@ -96,7 +96,7 @@ def ind_joint_plan(
     if groups is None:
         out = [tuple(range(m))]
     else:
-        out = [check_axes(tuple(g), m) for g in groups]
+        out = [check_axes(tuple(g), m, name=f"groups[{i}]") for i, g in enumerate(groups)]
         flat = [a for g in out for a in g]
         if any(len(g) == 0 for g in out) or len(set(flat)) != len(flat):
             raise ConfigurationError(f"groups must be disjoint, non-empty attribute subsets, got {groups!r}")

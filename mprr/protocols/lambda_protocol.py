@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from mprr.data import Dataset, Schema
 from mprr.errors import ConfigurationError, DomainTooLargeError
-from mprr.matrices import kron, lambda_randomization
+from mprr.matrices import check_int, check_unit, kron, lambda_randomization
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
 from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS
 from mprr.protocols.release import ReleasedData, check_inputs, release_units
@@ -76,13 +76,22 @@ class EntropyCheck:
 
 def lambda_entropy_bits(r: int, lam: float) -> float:
     """Entropy rate in bits of ``λ I + (1 − λ) J / r`` (lambda paper eq. (6) matrix; every row
-    has the same entropy, so H(P) of bistochastic paper eq. (4) is one row's entropy)."""
+    has the same entropy, so H(P) of bistochastic paper eq. (4) is one row's entropy).
+
+    Raises
+    ------
+    ConfigurationError
+        If ``r`` is not an integer >= 1 or ``lam`` is not a real number in [0, 1] (outside it
+        the matrix has negative entries and is not a randomization matrix).
+    """
+    r = check_int("r", r, 1)
+    lam = check_unit("lam", lam)
     off = (1.0 - lam) / r
     diag = lam + off
     h = -diag * math.log2(diag) if diag > 0 else 0.0
     if off > 0:
         h -= (r - 1) * off * math.log2(off)
-    return h
+    return max(0.0, h)  # λ = 1: -1·log2(1) is -0.0
 
 
 def lambdas_for_entropy(sizes: Sequence[int], bits: float, *, tol: float = 1e-12) -> tuple[float, ...]:

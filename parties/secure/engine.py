@@ -55,6 +55,8 @@ __all__ = [
     "receive_sum",
     "run_both",
     "to_counts",
+    "MAX_TOTAL",
+    "check_total",
 ]
 
 
@@ -194,9 +196,38 @@ def as_ring_vector(vector: Any, ctx: SecureSumContext, ring: ZMod) -> np.ndarray
     return ring.reduce(arr)
 
 
+MAX_TOTAL = (1 << 63) - 1
+"""Largest total an engine returns: totals are int64 counts, so every sum must stay <= 2^63 − 1."""
+
+
+def check_total(n: int, max_value: int) -> None:
+    """Refuse a session whose largest possible total, ``n * max_value``, leaves int64.
+
+    Raises
+    ------
+    ConfigurationError
+        Naming ``max_value``, ``n`` and the largest ``max_value`` allowed for ``n`` parties.
+    """
+    if n * max_value > MAX_TOTAL:
+        raise ConfigurationError(
+            f"max_value={max_value} with n={n} parties allows totals up to n * max_value = "
+            f"{n * max_value}, beyond the int64 counts a secure sum returns (<= 2**63 - 1); "
+            f"max_value must be <= {MAX_TOTAL // n} for n={n}"
+        )
+
+
 def to_counts(values: np.ndarray) -> np.ndarray:
-    """Ring elements that are exact counts (< 2^63) as int64."""
-    return np.asarray(values).astype(np.int64)
+    """Ring elements that are exact counts (<= 2^63 − 1, :func:`check_total`) as int64.
+
+    Raises
+    ------
+    ProtocolError
+        If an element exceeds :data:`MAX_TOTAL` (it cannot be a count; never cast to a negative).
+    """
+    arr = np.asarray(values)
+    if arr.size and arr.dtype == np.uint64 and int(arr.max()) > MAX_TOTAL:
+        raise ProtocolError(f"a secure-sum total of {int(arr.max())} exceeds 2**63 - 1 and is no count")
+    return arr.astype(np.int64)
 
 
 async def collect(

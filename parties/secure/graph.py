@@ -36,6 +36,7 @@ from parties.secure.engine import (
     SumOutcome,
     TrafficCost,
     as_ring_vector,
+    check_total,
     checked_vector,
     collect,
     encoded_size,
@@ -52,13 +53,22 @@ __all__ = ["GraphEngine", "ring_modulus"]
 
 
 def ring_modulus(n: int, max_value: int) -> int:
-    """2^32 if a sum of n entries <= max_value fits below it, else 2^64."""
+    """2^32 if a sum of n entries <= max_value fits below it, else 2^64.
+
+    The total comes back as int64 counts, so ``n * max_value`` must not exceed
+    :data:`~parties.secure.engine.MAX_TOTAL` (2^63 − 1): a larger bound could wrap into a
+    negative count.
+
+    Raises
+    ------
+    ConfigurationError
+        If ``n * max_value > 2**63 - 1`` (names ``max_value``, ``n`` and the largest allowed).
+    """
     bound = n * max_value
     if bound < 1 << 32:
         return 1 << 32
-    if bound < 1 << 64:
-        return 1 << 64
-    raise ConfigurationError(f"n * max_value must be < 2**64, got {bound}")
+    check_total(n, max_value)
+    return 1 << 64
 
 
 def edges_allowed(network: Transport, neighbours) -> bool:  # type: ignore[no-untyped-def]

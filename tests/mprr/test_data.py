@@ -209,9 +209,9 @@ def test_infer_schema_orders_ordinals_numerically() -> None:
         infer_schema([], ["n"])
     with pytest.raises(DataError, match=r"kinds given for unknown columns \['z'\]"):
         infer_schema([("1",)], ["n"], {"z": "ordinal"})
-    with pytest.raises(DataError, match="every row must have 2 values"):
+    with pytest.raises(DataError, match=r"rows must each have 2 values .* got rows of \[1, 2\] values"):
         infer_schema([("1", "a"), ("2",)], ["n", "c"])
-    with pytest.raises(DataError, match="every row must have 2 values"):
+    with pytest.raises(DataError, match=r"rows must each have 2 values .* got rows of \[3\] values"):
         infer_schema([("1", "a", "x")], ["n", "c"])
     # mixed types are stripped strings; a 2-D object array works the same as rows
     mixed = infer_schema(np.array([[1, " b"], [2.5, "a "], [1, "b"]], dtype=object), ["n", "c"])
@@ -282,3 +282,10 @@ def test_adult_real_file_category_counts(adult_path: Path) -> None:
     with adult_path.open(encoding="utf-8") as fh:
         nums = [int(line.split(",")[ADULT_COLUMNS.index("education-num")]) for line in fh if line.strip()]
     np.testing.assert_array_equal(d.column("education") + 1, nums)
+
+
+def test_infer_schema_names_the_rows_that_do_not_fit_the_names() -> None:
+    with pytest.raises(DataError, match=r"rows must each have 2 values \(one per name in names=\['a', 'b'\]\), got rows of \[1, 2\] values"):
+        infer_schema([("x", "y"), ("z",)], ["a", "b"])
+    with pytest.raises(DataError, match=r"rows must each have 1 values .* got rows of \[2\] values"):
+        infer_schema([("x", "y")], ["a"])

@@ -98,8 +98,8 @@ def test_pearson_misses_a_u_shape_that_cramers_v_sees() -> None:
 def test_degenerate_tables_give_zero_without_warnings(table: np.ndarray) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert cramers_v(table) == 0.0
-        assert pearson_abs(table) == 0.0
+        assert cramers_v(table, clip_negative=True) == 0.0
+        assert pearson_abs(table, clip_negative=True) == 0.0
 
 
 def test_empty_categories_are_left_out_of_cramers_v() -> None:
@@ -109,11 +109,17 @@ def test_empty_categories_are_left_out_of_cramers_v() -> None:
         assert cramers_v(np.array([[5, 0, 0], [0, 0, 4], [0, 0, 0]])) == pytest.approx(1.0)
 
 
-def test_negative_entries_are_clipped_to_zero() -> None:
+def test_negative_entries_are_rejected_unless_clipping_is_asked_for() -> None:
     estimated = np.array([[0.30, -0.02, 0.10], [0.05, 0.35, -0.01], [0.10, 0.03, 0.10]])
+    for measure in (cramers_v, pearson_abs):
+        with pytest.raises(DataError, match=r"table must hold counts or probabilities >= 0, got -0\.02 at \(0, 1\)"):
+            measure(estimated)
     clipped = np.clip(estimated, 0.0, None)
-    assert cramers_v(estimated) == pytest.approx(cramers_v(clipped), abs=1e-15)
-    assert pearson_abs(estimated) == pytest.approx(pearson_abs(clipped), abs=1e-15)
+    assert cramers_v(estimated, clip_negative=True) == pytest.approx(cramers_v(clipped), abs=1e-15)
+    assert pearson_abs(estimated, clip_negative=True) == pytest.approx(pearson_abs(clipped), abs=1e-15)
+    # dependence_matrix takes eq. (2) estimates (negative cells) and clips them
+    d = dependence_matrix({(0, 1): estimated}, ["nominal", "ordinal"])
+    assert d[0, 1] == pytest.approx(cramers_v(clipped), abs=1e-15)
 
 
 @pytest.mark.parametrize(

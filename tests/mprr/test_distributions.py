@@ -162,9 +162,9 @@ def test_weighted_sample_rejects() -> None:
 
 def test_axes_and_probability_argument_errors() -> None:
     p = _product()
-    with pytest.raises(ConfigurationError, match=r"axes must lie in \[0, 4\), got \(4,\)"):
+    with pytest.raises(ConfigurationError, match=r"axes must be attribute indices in \[0, 4\), got \(4,\)"):
         p.marginal((4,))
-    with pytest.raises(ConfigurationError, match="axes must be distinct"):
+    with pytest.raises(ConfigurationError, match="axes must be distinct attribute indices"):
         p.marginal((1, 1))
     with pytest.raises(ConfigurationError, match=r"mask must have the domain shape \(2, 3, 4, 2\)"):
         p.probability(np.zeros((2, 3), dtype=bool))

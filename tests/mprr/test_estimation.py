@@ -358,3 +358,12 @@ def test_error_bounds_formulas() -> None:
 def test_error_bounds_bad_inputs(args: tuple[object, ...], match: str) -> None:
     with pytest.raises(ConfigurationError, match=match):
         error_bounds(*args)  # type: ignore[arg-type]
+
+
+def test_covariance_rejects_a_distribution_with_negative_mass() -> None:
+    # sums to 1 but is no distribution: its "variance" would come out negative
+    bad = np.array([1.2, -0.1, -0.1])
+    with pytest.raises(ConfigurationError, match=r"pi must be a probability distribution \(entries >= 0 summing to 1\), got -0\.1 at \(1,\)"):
+        covariance(grr(3, 1.0), bad, 100)
+    good = covariance(grr(3, 1.0), np.array([0.6, 0.3, 0.1]), 100)
+    assert np.all(np.diag(good) > 0)

@@ -359,3 +359,11 @@ def test_cdf_rows_end_at_one_and_skip_zero_probabilities() -> None:
     assert np.all(cdf[:, -1] == 1.0)
     assert cdf[0, 2] == 1.0 and cdf[1, 1] == 0.0 and cdf[1, 2] == 1.0
     np.testing.assert_allclose(np.diff(cdf, axis=1, prepend=0.0), m.values, atol=1e-15)
+
+
+@pytest.mark.parametrize("values", [None, 0.5, [0.5, 0.5], [[[1.0]]]])
+def test_randomization_matrix_names_values_when_not_2d(values: object) -> None:
+    with pytest.raises(ConfigurationError, match=r"values must be a non-empty 2-D square array of probabilities, got "):
+        RandomizationMatrix(values)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match=r"q must be a non-empty 2-D square array of probabilities"):
+        RandomizationMatrix.from_columns(values)  # type: ignore[arg-type]

@@ -35,6 +35,7 @@ async def _flood(net: InMemoryNetwork, n: int, per: int) -> list[tuple[int, int]
         ({"reorder": "0.5"}, r"FaultPlan\.reorder must be a probability"),
         ({"max_delay": 0}, r"FaultPlan\.max_delay must be finite and > 0 seconds, got 0"),
         ({"max_delay": float("inf")}, r"FaultPlan\.max_delay must be finite"),
+        ({"max_delay": True}, r"FaultPlan\.max_delay must be finite and > 0 seconds, got True"),
         ({"crash": {3: 0}}, r"FaultPlan\.crash\[3\] must be the send number \(>= 1\) at which it crashes, got 0"),
         ({"crash": {-2: 1}}, r"FaultPlan\.crash keys must be actor ids >= -1, got -2"),
     ],

@@ -118,3 +118,25 @@ def test_bad_arguments() -> None:
         lambda_protocol(ds, [0.5] * 3, rng=rng, min_bits=float("nan"))
     with pytest.raises(ConfigurationError, match="max_beta must be a finite number or None, got '1'"):
         lambda_protocol(ds, [0.5] * 3, rng=rng, max_beta="1")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("r", "lam", "match"),
+    [
+        (3, 2.0, r"lam must be a real number in \[0, 1\], got 2\.0"),
+        (3, -0.1, r"lam must be a real number in \[0, 1\], got -0\.1"),
+        (3, float("nan"), r"lam must be a real number in \[0, 1\], got nan"),
+        (0, 0.5, r"r must be an integer >= 1, got 0"),
+        (2.5, 0.5, r"r must be an integer >= 1, got 2\.5"),
+    ],
+)
+def test_lambda_entropy_bits_rejects_what_is_not_a_randomization_matrix(r: object, lam: float, match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        lambda_entropy_bits(r, lam)  # type: ignore[arg-type]
+
+
+def test_lambda_entropy_bits_ends_of_the_range() -> None:
+    # λ = 0: every row uniform, log2 r bits; λ = 1: identity, 0 bits (not -0.0)
+    assert lambda_entropy_bits(3, 0.0) == pytest.approx(math.log2(3), abs=1e-15)
+    assert math.copysign(1.0, lambda_entropy_bits(3, 1.0)) == 1.0 and lambda_entropy_bits(3, 1.0) == 0.0
+    assert lambda_entropy_bits(1, 0.3) == 0.0

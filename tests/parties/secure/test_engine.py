@@ -120,3 +120,22 @@ def test_engine_parameters(kwargs: dict, match: str) -> None:
         PaperEngine(**kwargs)
     with pytest.raises(ConfigurationError, match="session must be a non-empty string"):
         PaperEngine().context(range(2), 2, session="")
+
+
+@pytest.mark.parametrize("name", ["graph", "masked"])
+def test_totals_that_could_leave_int64_are_refused_never_negative(name: str) -> None:
+    # Before: GraphEngine(max_value=2**62) with two parties summed 2**62 + 2**62 = 2**63 in
+    # Z_{2^64} and returned it cast to int64, i.e. -2**63.
+    make = {"graph": lambda v: GraphEngine(degree=1, max_value=v, round_timeout=5.0),
+            "masked": lambda v: MaskedEngine(max_value=v, round_timeout=5.0)}[name]
+    with pytest.raises(ConfigurationError,
+                       match=r"max_value=4611686018427387904 with n=2 parties .* max_value must be <= 4611686018427387903 for n=2"):
+        make(2**62).context([0, 1], 1)
+    with pytest.raises(ConfigurationError, match=r"max_value=4611686018427387904 with n=2 parties"):
+        asyncio.run(run_secure_sum(make(2**62), InMemoryNetwork(2), np.full((2, 1), 2**62, dtype=np.uint64)))
+    # the largest allowed bound sums exactly, to the largest int64
+    top = (2**63 - 1) // 2
+    x = np.array([[top], [top]], dtype=np.int64)
+    result = asyncio.run(run_secure_sum(make(top), InMemoryNetwork(2), x))
+    assert result.total.dtype == np.int64
+    assert result.total.tolist() == [2 * top] and int(result.total.min()) >= 0
