@@ -31,6 +31,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/protocols.py
 	$(BIN)/python benchmarks/actors.py
 	$(BIN)/python benchmarks/secure_sum.py
+	$(BIN)/python benchmarks/privacy.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

@@ -56,8 +56,11 @@ def _true_dependence(dataset: Dataset) -> np.ndarray:
     return dependence_matrix(tables, dataset.schema.kinds)
 
 
-def _fmt_clusters(clusters: Sequence[Sequence[int]]) -> str:
-    return " ".join("{" + ",".join(str(a) for a in c) + "}" for c in clusters)
+def _fmt_clusters(clusters: Sequence[Sequence[int]] | None, names: Sequence[str] | None = None) -> str:
+    if clusters is None:
+        return "—"
+    label = (lambda a: str(a)) if names is None else (lambda a: names[a])  # noqa: E731
+    return " ".join("{" + ",".join(label(a) for a in c) + "}" for c in clusters)
 
 
 def _human_bytes(n: float) -> str:
@@ -130,6 +133,67 @@ def _dependence_plot(true_dep: np.ndarray, est_dep: np.ndarray | None, names: Se
 
 
 
+def _budget_note(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[str]) -> str:
+    """One sentence saying whether the protocols compared spent the same ε per party."""
+    eps = {b: _number(sequential[b]["epsilon"]["median"]) for b in bases}
+    text = ", ".join(f"{b} ε = {'∞' if math.isinf(e) else f'{e:.3g}'}" for b, e in eps.items())
+    if len(set(eps.values())) <= 1:
+        return f"Both protocols spend the same budget per party ({text})."
+    return (f"The budgets differ ({text} per party, median): the errors are compared at unequal ε, "
+            "because RR-Clusters spends a dependence phase and a cluster phase with the same "
+            "attribute matrices as RR-Independent; lower p (or epsilon) for RR-Clusters to compare "
+            "at equal ε.")
+
+
+def _epsilon_plot(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[str]) -> FigureSpec:
+    """ε per party by phase, ε = ∞ drawn as a hatched bar labelled ∞, absent phases labelled."""
+    phases = list(dict.fromkeys(ph for b in bases for ph in sequential[b]["by_phase"]))
+    values = {ph: [(_number(sequential[b]["by_phase"][ph]["median"]) if ph in sequential[b]["by_phase"]
+                    else None) for b in bases] for ph in phases}
+    any_inf = any(v is not None and math.isinf(v) for vs in values.values() for v in vs)
+
+    def draw(fig: MplFigure) -> None:
+        ax = fig.add_subplot()
+        finite = [v for vs in values.values() for v in vs if v is not None and math.isfinite(v)]
+        top = max(finite, default=1.0) or 1.0
+        inf_height = top * 1.25
+        width = 0.8 / max(1, len(phases))
+        x = np.arange(len(bases))
+        for k, ph in enumerate(phases):
+            pos = x - 0.4 + width * (k + 0.5)
+            for i, v in enumerate(values[ph]):
+                if v is None:
+                    ax.text(pos[i], top * 0.02, "not run", ha="center", va="bottom", rotation=90,
+                            fontsize="x-small", color="0.4")
+                    continue
+                infinite = math.isinf(v)
+                bar = ax.bar(pos[i], inf_height if infinite else v, width, color=f"C{k}",
+                             hatch="//" if infinite else None, edgecolor="black" if infinite else None,
+                             label=ph if i == next(j for j, w in enumerate(values[ph]) if w is not None) else None)
+                ax.text(pos[i], bar[0].get_height(), "∞" if infinite else f"{v:.3g}", ha="center",
+                        va="bottom", fontsize="small" if infinite else "x-small",
+                        fontweight="bold" if infinite else None)
+        ax.set_xticks(x)
+        ax.set_xticklabels(bases)
+        ax.set_ylim(0, (inf_height if any_inf else top) * 1.15)
+        ax.set_ylabel("ε per party (nats, eq. 4)")
+        ax.legend(title="phase", fontsize="small")
+        ax.grid(True, axis="y", alpha=0.3)
+
+    caption = ("Bar height: median over parties of the ε each party spent in the phase, sequential "
+               "composition. RR-Independent runs one phase; RR-Clusters runs a dependence phase then a "
+               "cluster phase (\"not run\" marks a phase a protocol does not have).")
+    if any_inf:
+        caption += (" The hatched bar labelled ∞ is ε = ∞: dependence 4.2 releases exact bivariate "
+                    "tables, with no DP guarantee; its height is only a marker.")
+    return CustomPlot(
+        filename="epsilon_by_phase.png",
+        title="ε per party by phase (sequential composition, median over parties)",
+        draw=draw,
+        caption=caption,
+    )
+
+
 def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset: Dataset,
                  queries: Sequence[CountQuery], all_runs: Sequence[Mapping[str, ProtocolRun]],
                  errors: Mapping[str, np.ndarray], elapsed: float) -> ScenarioResult:
@@ -157,13 +221,16 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
     bases = tuple(first)  # the base protocols, in run order
     labels = tuple(errors)  # bases and their +Adjustment
     clusters_run = first["RR-Clusters"].result
-    planted = [list(c) for c in synthetic.clusters]
+    planted = None if synthetic is None else [list(c) for c in synthetic.clusters]
     found = [list(c) for c in clusters_run.clusters]
     found_all = [[list(c) for c in pr["RR-Clusters"].result.clusters] for pr in all_runs]
-    used = {a for c in planted for a in c}
-    target = sorted([tuple(c) for c in planted] + [(a,) for a in range(dataset.m) if a not in used])
-    recovered = [sorted(map(tuple, f)) == target for f in found_all]
-    exact_recovery = sum(recovered)
+    recovered: list[bool | None] = [None] * runs
+    exact_recovery: int | None = None
+    if planted is not None:
+        used = {a for c in planted for a in c}
+        target = sorted([tuple(c) for c in planted] + [(a,) for a in range(dataset.m) if a not in used])
+        recovered = [sorted(map(tuple, f)) == target for f in found_all]
+        exact_recovery = sum(bool(r) for r in recovered)
     undefined = int(np.isnan(errors[labels[0]][0]).sum())
 
     query_metrics = {
@@ -200,6 +267,7 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
     metrics = {
         "n": dataset.n,
         "m": dataset.m,
+        "attributes": list(dataset.schema.names),
         "sizes": list(dataset.sizes),
         "cells": math.prod(dataset.sizes),
         "planted_clusters": planted,
@@ -237,19 +305,22 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
         formats={"median rel. error": ".2%", "mean rel. error": ".2%", "90th pct rel. error": ".2%",
                  "ε min": ".3f", "ε median": ".3f", "ε max": ".3f", "seconds": ".2f"},
         caption=f"{len(queries)} count queries of main paper 6.5 (σ = {params['sigma']:g}) × {runs} "
-                f"run(s); eq. (16) relative error against the true counts ({undefined} queries with a "
-                "true count of 0 excluded). ε per party under sequential composition of its own "
-                "ledger. Messages/bytes: measured on the network (actors engine; run 1)."
+                f"run(s); eq. (16) relative error against the true counts of the data "
+                f"({undefined} queries with a true count of 0 excluded). ε per party under sequential "
+                "composition of its own ledger. " + _budget_note(sequential, bases)
+                + " Messages/bytes: measured on the network (actors engine; run 1)."
                 + (" The fast path sends no messages." if engine == "fast" else ""),
     )
-    cluster_rows = [(i + 1, _fmt_clusters(f), ok) for i, (f, ok) in enumerate(zip(found_all, recovered))]
+    names = dataset.schema.names
+    cluster_rows = [(i + 1, _fmt_clusters(f, names), ok) for i, (f, ok) in enumerate(zip(found_all, recovered))]
     cluster_table = Table(
         key="clusters",
         title="Clusters found by Algorithm 1",
         columns=("run", "clusters", "= planted"),
         rows=cluster_rows,
-        caption=f"Planted: {_fmt_clusters(planted)} (other attributes independent); "
-                f"Tv = {params['Tv']}, Td = {params['Td']:g}, dependence method {params['dependence']}.",
+        caption=(f"Planted: {_fmt_clusters(planted, names)} (other attributes independent); " if planted
+                 else "Own data: no planted clusters to compare with (— in the last column); ")
+                + f"Tv = {params['Tv']}, Td = {params['Td']:g}, dependence method {params['dependence']}.",
     )
     phase_table = privacy_table(sections, caption="RR-Adjustment is post-processing: it spends nothing more.")
     tables = [comparison, cluster_table, phase_table]
@@ -269,16 +340,7 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
     figures: list[FigureSpec] = [
         _boxplot(errors, params["sigma"]),
         _dependence_plot(_true_dependence(dataset), est_dep, dataset.schema.names, found),
-        BarPlot(
-            filename="epsilon_by_phase.png",
-            title="ε per party by phase (sequential composition, median over parties)",
-            categories=bases,
-            groups={ph: [_finite(_number(sequential[b]["by_phase"].get(ph, {"median": 0.0})["median"]))
-                         for b in bases]
-                    for ph in dict.fromkeys(ph for b in bases for ph in sequential[b]["by_phase"])},
-            ylabel="ε",
-            caption="A missing bar is ε = ∞: dependence 4.2 releases exact tables (no DP guarantee).",
-        ),
+        _epsilon_plot(sequential, bases),
     ]
     if traffic:
         phases = list(dict.fromkeys(ph for b in bases for ph in traffic[b]["by_phase"]))
@@ -293,9 +355,16 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
 
     summary = _summary_lines(params, engine, dataset, planted, found, exact_recovery, runs,
                              query_metrics, sections, traffic, timing, elapsed, len(queries), bases)
-    notes = [
+    data_note = (
         "Data: mprr.synthetic.planted_clusters — Zipf-like marginals, planted clusters with joint "
-        "(1 − s)·⊗π_j + s·comonotone coupling, the other attributes independent; the truth is known.",
+        "(1 − s)·⊗π_j + s·comonotone coupling, the other attributes independent; the truth is known."
+        if synthetic is not None else
+        f"Data: your file, {dataset.n} records of {dataset.m} categorical columns "
+        f"({', '.join(f'{a.name} ({a.size})' for a in dataset.schema)}); the truth every error is measured "
+        "against is the file's own empirical distribution (its exact counts)."
+    )
+    notes = [
+        data_note,
         "RR-Clusters spends the dependence phase (4.1: every attribute randomized once) plus the cluster "
         "phase (6.3.2 matrices carrying Σ ε_A per cluster), composed sequentially because both releases "
         "are linkable to the party; RR-Independent spends Σ ε_A once. Dependence 4.2 releases exact "
@@ -315,17 +384,25 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
 
 
 def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, planted: Any, found: Any,
-                   recovered: int, runs: int, q: Mapping[str, Mapping[str, float]],
+                   recovered: int | None, runs: int, q: Mapping[str, Mapping[str, float]],
                    sections: Mapping[str, Mapping[str, Any]], traffic: Mapping[str, Any],
                    timing: Mapping[str, Any], elapsed: float, n_queries: int,
                    bases: Sequence[str]) -> list[str]:
+    names = dataset.schema.names
+    where = (f"planted clusters {_fmt_clusters(planted)}, found {_fmt_clusters(found)} "
+             f"({recovered}/{runs} run(s) recover them)" if planted is not None
+             else f"clusters found {_fmt_clusters(found, names)}")
+    eps = {b: _number(sections[b]["policies"]["sequential"]["epsilon"]["median"]) for b in bases}
+    eps_text = {b: "∞" if math.isinf(e) else f"{e:.3g}" for b, e in eps.items()}
     lines = [
         f"{dataset.n} parties, {dataset.m} attributes ({math.prod(dataset.sizes):,} cells), engine {engine}; "
-        f"planted clusters {_fmt_clusters(planted)}, found {_fmt_clusters(found)} "
-        f"({recovered}/{runs} run(s) recover them)",
+        + where,
         f"count-query relative error, median of {n_queries} queries x {runs} run(s) (σ = {params['sigma']:g}): "
-        f"RR-Clusters {q['RR-Clusters']['median']:.2%}, +Adjustment {q['RR-Clusters+Adjustment']['median']:.2%} | "
-        f"RR-Independent {q['RR-Independent']['median']:.2%}, +Adjustment {q['RR-Independent+Adjustment']['median']:.2%}",
+        f"RR-Clusters {q['RR-Clusters']['median']:.2%}, +Adjustment {q['RR-Clusters+Adjustment']['median']:.2%} "
+        f"(ε {eps_text['RR-Clusters']} per party) | "
+        f"RR-Independent {q['RR-Independent']['median']:.2%}, +Adjustment {q['RR-Independent+Adjustment']['median']:.2%} "
+        f"(ε {eps_text['RR-Independent']} per party)"
+        + ("" if len(set(eps.values())) <= 1 else " — budgets differ: not a comparison at equal ε"),
     ]
     lines += privacy_summary_lines(sections)
     views = traffic.get("controller_view") if traffic else None

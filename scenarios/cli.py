@@ -1,34 +1,108 @@
-"""The ``mprr`` command line.
+"""The ``mprr`` command line (also ``python -m mprr``).
 
 ::
 
-    mprr list                                   # shipped scenarios, one line each
-    mprr show <scenario.toml|name>              # its parameters: type, allowed values, default
+    mprr --version
+    mprr [-v|-vv|--log-level LEVEL] list [--json]        # shipped scenarios, one line each
+    mprr show <scenario.toml|name> [--json]              # parameters: type, allowed values, default
     mprr run  <scenario.toml|name> [--out DIR] [--runs N] [--seed S] [--engine fast|actors]
-              [--set KEY=VALUE ...] [--quiet]
+              [--set KEY=VALUE ...] [--data FILE --columns a,b,c [--missing LABEL]] [--quiet]
 
 ``run`` writes ``DIR/results.json``, ``DIR/report.md`` and PNG figures (default
 ``DIR = out/<name>``) and prints a short summary.  Any :class:`~mprr.errors.MprrError` (bad
 configuration, unknown scenario, failed protocol) ends the program with exit code 2 and a
 one-line message on stderr, without a traceback.
+
+Adding options to ``run``: write a function ``(parser) -> None`` that adds an argument group
+and append it to :data:`RUN_OPTION_GROUPS`; options that are shortcuts for scenario
+parameters are translated by :func:`parameter_overrides` (one entry in
+:data:`PARAMETER_OPTIONS`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import logging
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from mprr.errors import MprrError
+from mprr import __version__
+from mprr.errors import ConfigurationError, MprrError
 from scenarios.config import ENGINES, REQUIRED, merge_tables, parse_override
 from scenarios.progress import Progress
 from scenarios.registry import available, load
-from scenarios.report import format_value
+from scenarios.report import format_value, to_jsonable
 from scenarios.runner import RunOutcome, run
 
-__all__ = ["build_parser", "main"]
+__all__ = ["PARAMETER_OPTIONS", "RUN_OPTION_GROUPS", "build_parser", "main", "parameter_overrides"]
+
+log = logging.getLogger("scenarios.cli")
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def _scenario_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("scenario")
+    group.add_argument("--runs", type=int, default=None, metavar="N",
+                       help="number of Monte Carlo runs (default: from the scenario file)")
+    group.add_argument("--seed", type=int, default=None, metavar="S",
+                       help="run seed, a non-negative integer (default: from the scenario file)")
+    group.add_argument("--engine", choices=ENGINES, default=None,
+                       help="fast (vectorized numpy) or actors (asyncio message-passing simulator); "
+                            "the secure-sum engine is the parameter secure_sum")
+    group.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                       help="override a parameter, VALUE in TOML syntax (repeatable), e.g. --set n=500, "
+                            "--set 'dependence=\"4.2\"', --set 'engines=[\"paper\", \"graph\"]'")
+
+
+def _data_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "your own data", "run on a CSV or Parquet file instead of the built-in data "
+                         "(scenarios with a `data` parameter, e.g. local_anonymization)")
+    group.add_argument("--data", default=None, metavar="FILE",
+                       help="CSV (.csv, .tsv, .txt) or Parquet (.parquet, needs pyarrow) file, one record per row")
+    group.add_argument("--columns", default=None, metavar="a,b,c",
+                       help="comma-separated categorical columns to use (default: every column)")
+    group.add_argument("--missing", default=None, metavar="LABEL",
+                       help="keep empty / NA cells as this category (e.g. '?'); default: they are an error")
+
+
+def _output_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("output")
+    group.add_argument("--out", type=Path, default=None, metavar="DIR",
+                       help="output directory (default: out/<name>); created if needed")
+    group.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+
+
+RUN_OPTION_GROUPS: list[Callable[[argparse.ArgumentParser], None]] = [
+    _scenario_options, _data_options, _output_options,
+]
+"""Builders of the argument groups of ``mprr run`` (in help order)."""
+
+PARAMETER_OPTIONS: dict[str, Callable[[Any], Any]] = {
+    "data": str,
+    "columns": lambda text: [c.strip() for c in text.split(",") if c.strip()],
+    "missing": str,
+}
+"""``mprr run`` options that are shortcuts for scenario parameters (option -> converter)."""
+
+
+def _logging_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    # sub-commands repeat the options with SUPPRESS defaults, so `mprr -v run` and
+    # `mprr run -v` both work and neither overrides the other with its default
+    default: Any = 0 if top else argparse.SUPPRESS
+    parser.add_argument("-v", "--verbose", action="count", default=default,
+                        help="log more (-v info, -vv debug) to stderr")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, type=str.upper,
+                        default=None if top else argparse.SUPPRESS,
+                        help="log level (overrides -v; default WARNING)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,31 +111,49 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mprr",
         description="Multi-dimensional randomized response: run scenarios and write reports.",
     )
+    parser.add_argument("--version", action="version", version=f"mprr {__version__}")
+    _logging_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="{run,list,show}")
 
     p_run = sub.add_parser("run", help="run a scenario and write results.json, report.md, PNGs")
     p_run.add_argument("scenario", help="scenario name (see `mprr list`) or path of a .toml file")
-    p_run.add_argument("--out", type=Path, default=None, metavar="DIR",
-                       help="output directory (default: out/<name>)")
-    p_run.add_argument("--runs", type=int, default=None, metavar="N",
-                       help="number of Monte Carlo runs (default: from the scenario file)")
-    p_run.add_argument("--seed", type=int, default=None, metavar="S",
-                       help="run seed, a non-negative integer (default: from the scenario file)")
-    p_run.add_argument("--engine", choices=ENGINES, default=None,
-                       help="fast (vectorized numpy) or actors (asyncio message-passing simulator)")
-    p_run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
-                       help="override a parameter, VALUE in TOML syntax (repeatable), e.g. --set n=500")
-    p_run.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    for add_group in RUN_OPTION_GROUPS:
+        add_group(p_run)
+    _logging_options(p_run, top=False)
 
-    sub.add_parser("list", help="list the shipped scenarios")
+    p_list = sub.add_parser("list", help="list the shipped scenarios")
+    p_list.add_argument("--json", action="store_true", help="machine-readable output")
+    _logging_options(p_list, top=False)
 
     p_show = sub.add_parser("show", help="show a scenario's parameters and their allowed values")
     p_show.add_argument("scenario", help="scenario name or path of a .toml file")
+    p_show.add_argument("--json", action="store_true", help="machine-readable output")
+    _logging_options(p_show, top=False)
     return parser
 
 
-def _cmd_list(stdout: TextIO) -> None:
+def parameter_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """Parameter overrides of a ``run``: every ``--set`` merged, then the shortcut options."""
+    overrides: dict[str, Any] = {}
+    for text in args.overrides:
+        overrides = merge_tables(overrides, parse_override(text))
+    for option, convert in PARAMETER_OPTIONS.items():
+        value = getattr(args, option, None)
+        if value is not None:
+            overrides[option] = convert(value)
+    return overrides
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def _cmd_list(stdout: TextIO, *, as_json: bool) -> None:
     entries = available()
+    if as_json:
+        doc = [{"name": e.name, "kind": e.kind, "description": e.description, "path": str(e.path),
+                **({"problem": e.problem} if e.problem else {})} for e in entries]
+        stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        return
     width = max((len(e.name) for e in entries), default=0)
     for e in entries:
         text = e.description or f"(kind {e.kind})"
@@ -72,15 +164,52 @@ def _cmd_list(stdout: TextIO) -> None:
         stdout.write("no scenarios are shipped\n")
 
 
-def _cmd_show(target: str, stdout: TextIO) -> None:
+def _cmd_show(target: str, stdout: TextIO, *, as_json: bool) -> None:
     config, spec = load(target)
+    fields = spec.schema.fields()
+    if as_json:
+        doc = {
+            "name": config.name, "kind": spec.kind,
+            "description": config.description or spec.description,
+            "engines": list(spec.engines), "runs": config.runs, "seed": config.seed,
+            "source": str(config.source) if config.source else None,
+            "parameters": [
+                {"key": f.key, "value": to_jsonable(config.parameters.get(f.key)),
+                 "type": f.type.describe(), "required": f.default is REQUIRED,
+                 "default": None if f.default is REQUIRED else to_jsonable(f.default), "help": f.help}
+                for f in fields
+            ],
+        }
+        stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        return
     stdout.write(f"{config.name} (kind {spec.kind}): {config.description or spec.description}\n")
     stdout.write(f"engines: {', '.join(spec.engines)}; runs {config.runs}; seed {config.seed}\n")
-    for f in spec.schema.fields():
+    for f in fields:
         value = config.parameters.get(f.key)
         default = "required" if f.default is REQUIRED else format_value(f.default)
         stdout.write(f"  {f.key} = {format_value(value)}    # {f.type.describe()}; "
                      f"default {default}{'; ' + f.help if f.help else ''}\n")
+
+
+def check_out_dir(path: Path) -> Path:
+    """Create the ``--out`` directory (and parents) or raise an error naming ``--out``.
+
+    Raises
+    ------
+    ConfigurationError
+        If ``path`` is an existing file, or cannot be created or written to.
+    """
+    if path.exists() and not path.is_dir():
+        raise ConfigurationError(f"--out must be a directory, got {str(path)!r}, which is a file")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"--out {str(path)!r}: cannot create the directory ({exc.strerror or exc})"
+        ) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigurationError(f"--out {str(path)!r}: the directory is not writable")
+    return path
 
 
 def _summary(outcome: RunOutcome, stdout: TextIO) -> None:
@@ -103,6 +232,70 @@ def _summary(outcome: RunOutcome, stdout: TextIO) -> None:
         stdout.write(f"  {line}\n")
 
 
+def _check_shortcuts(args: argparse.Namespace) -> None:
+    """Options such as ``--data`` need a scenario that declares the parameter."""
+    given = [o for o in PARAMETER_OPTIONS if getattr(args, o, None) is not None]
+    if not given:
+        return
+    config, spec = load(args.scenario)
+    missing = [o for o in given if o not in spec.schema.keys()]
+    if missing:
+        takers = []
+        for entry in available():
+            try:
+                if all(o in load(entry.path)[1].schema.keys() for o in missing):
+                    takers.append(entry.name)
+            except MprrError:
+                continue
+        raise ConfigurationError(
+            f"--{missing[0]}: scenario {config.name!r} takes no {missing[0]!r} parameter; "
+            f"scenarios that do: {', '.join(takers) or 'none'}"
+        )
+
+
+def _cmd_run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
+    _check_shortcuts(args)
+    overrides = parameter_overrides(args)
+    out_dir = None if args.out is None else check_out_dir(args.out)
+    progress = Progress(stderr, enabled=False if args.quiet else None)
+    log.info("running %s (overrides %s)", args.scenario, overrides or "none")
+    outcome = run(
+        args.scenario,
+        out_dir=out_dir,
+        runs=args.runs,
+        seed=args.seed,
+        engine=args.engine,
+        parameters=overrides or None,
+        progress=progress,
+    )
+    _summary(outcome, stdout)
+
+
+COMMANDS: Mapping[str, Callable[[argparse.Namespace, TextIO, TextIO], None]] = {
+    "list": lambda a, out, err: _cmd_list(out, as_json=a.json),
+    "show": lambda a, out, err: _cmd_show(a.scenario, out, as_json=a.json),
+    "run": _cmd_run,
+}
+
+
+def configure_logging(args: argparse.Namespace, stderr: TextIO) -> None:
+    """Route :mod:`logging` to ``stderr`` at the level of ``--log-level`` / ``-v``."""
+    if args.log_level:
+        level = getattr(logging, args.log_level)
+    else:
+        level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
+    handler = logging.StreamHandler(stderr)
+    handler.setFormatter(logging.Formatter("mprr: %(levelname)s: %(name)s: %(message)s"))
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "_mprr_cli", False)]:
+        root.removeHandler(old)
+    handler._mprr_cli = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    for name in ("mprr", "parties", "scenarios"):
+        logging.getLogger(name).setLevel(level)
+    logging.captureWarnings(True)
+
+
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -112,36 +305,29 @@ def main(
     """Entry point of the ``mprr`` console script; returns the exit code.
 
     Exit codes: 0 success, 2 bad usage or :class:`~mprr.errors.MprrError` (one-line message on
-    stderr), 1 an operating-system error writing the output, 130 interrupted.
+    stderr), 1 an operating-system error writing the output, 130 interrupted.  A closed
+    stdout (``mprr list | head``) ends the program quietly.
     """
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
     args = build_parser().parse_args(argv)
+    configure_logging(args, stderr)
     try:
-        if args.command == "list":
-            _cmd_list(stdout)
-        elif args.command == "show":
-            _cmd_show(args.scenario, stdout)
-        else:
-            overrides: dict = {}
-            for text in args.overrides:
-                overrides = merge_tables(overrides, parse_override(text))
-            progress = Progress(stderr, enabled=False if args.quiet else None)
-            outcome = run(
-                args.scenario,
-                out_dir=args.out,
-                runs=args.runs,
-                seed=args.seed,
-                engine=args.engine,
-                parameters=overrides or None,
-                progress=progress,
-            )
-            _summary(outcome, stdout)
+        COMMANDS[args.command](args, stdout, stderr)
+        stdout.flush()
+    except BrokenPipeError:
+        # the reader went away (`mprr list | head`): nothing more to say; point stdout at
+        # devnull so that the interpreter's final flush does not raise again
+        if stdout is sys.stdout:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except MprrError as exc:
         stderr.write(f"mprr: error: {exc}\n")
         return 2
     except OSError as exc:
-        stderr.write(f"mprr: error: {exc}\n")
+        where = f" (--out {str(args.out)!r})" if getattr(args, "out", None) is not None else ""
+        stderr.write(f"mprr: error: {exc}{where}\n")
         return 1
     except KeyboardInterrupt:
         stderr.write("mprr: interrupted\n")

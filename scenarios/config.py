@@ -42,6 +42,7 @@ __all__ = [
     "PathValue",
     "Schema",
     "ScenarioConfig",
+    "ScenarioModule",
     "Str",
     "Table",
     "merge_tables",
@@ -184,8 +185,24 @@ class Choice(ValueType):
 
     def check(self, value: Any, key: str) -> str:
         if not isinstance(value, str) or value not in self.choices:
-            raise self._fail(value, key)
+            error = self._fail(value, key)
+            text = _number_text(value)
+            if text is not None and text in self.choices:
+                # TOML reads 4.2 as a number: say how to write the string
+                name = key.rsplit(".", 1)[-1]
+                error = ConfigurationError(
+                    f"{error}; {text} is read as a number, quote it: {name} = \"{text}\" in a "
+                    f"TOML file, --set '{name}=\"{text}\"' on the command line"
+                )
+            raise error
         return value
+
+
+def _number_text(value: Any) -> str | None:
+    """How a user most likely typed a number (``4.2``, ``3``), or None for non-numbers."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return repr(value) if isinstance(value, float) else str(value)
 
 
 @dataclass(frozen=True)
@@ -394,6 +411,28 @@ class ScenarioConfig:
         return new
 
 
+@dataclass(frozen=True)
+class ScenarioModule(ValueType):
+    """The dotted name of a module inside the ``scenarios`` package (or empty).
+
+    The ``module`` key of a scenario file is imported, so it is restricted to the package
+    that holds the runners: a TOML file cannot make ``mprr`` import an arbitrary module.
+    """
+
+    def describe(self) -> str:
+        return "a module of the scenarios package, scenarios.<name>"
+
+    def check(self, value: Any, key: str) -> str:
+        if not isinstance(value, str):
+            raise self._fail(value, key)
+        if value == "":
+            return value
+        parts = value.split(".")
+        if len(parts) < 2 or parts[0] != "scenarios" or not all(p.isidentifier() for p in parts):
+            raise self._fail(value, key)
+        return value
+
+
 RUNS = Int(min=1)
 SEED = Int(min=0)
 ENGINE = Choice(ENGINES)
@@ -403,7 +442,8 @@ SCENARIO_SECTION = Schema(
         Field("kind", Str(), help="registered runner name, see `mprr list`"),
         Field("description", Str(allow_empty=True), ""),
         Field("title", Str(allow_empty=True), ""),
-        Field("module", Str(allow_empty=True), "", help="module that registers the runner"),
+        Field("module", ScenarioModule(), "",
+              help="module of the scenarios package that registers the runner (scenarios.<name>)"),
         Field("runs", RUNS, None),
         Field("seed", SEED, None),
         Field("engine", ENGINE, None),
@@ -505,9 +545,18 @@ def parse_override(text: str) -> dict[str, Any]:
     try:
         parsed = tomllib.loads(f"v = {value}")["v"]
     except tomllib.TOMLDecodeError:
+        if value.startswith("[") and value.endswith("]"):
+            items = [i.strip().strip("\"'") for i in value[1:-1].split(",") if i.strip()]
+            quoted = ", ".join(f'"{i}"' for i in items)
+            raise ConfigurationError(
+                f"--set {key}: value {value!r} is not a valid TOML list; strings inside a list "
+                f"must be quoted, and the whole argument single-quoted for the shell: "
+                f"--set '{key}=[{quoted}]'"
+            ) from None
         if not value or any(c in value for c in "[]{}\"'="):
             raise ConfigurationError(
-                f"--set {key}: value {value!r} is not valid TOML (strings may be bare words)"
+                f"--set {key}: value {value!r} is not valid TOML (a single string may be a bare "
+                f"word; otherwise write it quoted: --set '{key}=\"...\"')"
             ) from None
         parsed = value
     out: dict[str, Any] = {}

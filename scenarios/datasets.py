@@ -2,19 +2,26 @@
 
 - :func:`load_adult` — UCI Adult (``adult.data`` / ``adult.test``), the 8 categorical
   attributes of main paper 6.1 with ``?`` kept as a category (1,814,400 cells).
-- :func:`load_csv` — any CSV with a header line, restricted to the listed columns.
+- :func:`load_csv` — any CSV with a header line, restricted to the listed columns (no pandas).
+- :func:`load_table` — a CSV or Parquet file through pandas (what ``mprr run --data`` uses);
+  every listed column is read as categorical text; missing cells become a label or an error.
+- :func:`file_sha256` — the digest recorded as ``provenance.data_sha256``.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from mprr.data import Attribute, Dataset, Schema, infer_schema, parse_adult
 from mprr.errors import DataError
 
-__all__ = ["load_adult", "load_csv"]
+__all__ = ["PARQUET_SUFFIXES", "file_sha256", "load_adult", "load_csv", "load_table"]
+
+PARQUET_SUFFIXES = (".parquet", ".pq")
+"""File name endings read as Parquet by :func:`load_table`; anything else is CSV."""
 
 
 def _existing_file(path: str | Path, what: str) -> Path:
@@ -137,5 +144,106 @@ def load_csv(
     )
     try:
         return Dataset.from_rows(rows, schema)
+    except DataError as exc:
+        raise DataError(f"{p}: {exc}") from exc
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes (read in 1 MiB blocks)."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def load_table(
+    path: str | Path,
+    columns: Sequence[str] | None = None,
+    *,
+    missing: str | None = None,
+    kinds: Mapping[str, str] | None = None,
+    delimiter: str | None = None,
+    encoding: str = "utf-8",
+) -> Dataset:
+    """Load categorical columns of a CSV or Parquet file with pandas.
+
+    Parameters
+    ----------
+    path
+        A ``.parquet`` / ``.pq`` file (needs ``pyarrow``: ``pip install 'mprr[parquet]'``) or a
+        CSV file with a header line (``.tsv`` files are tab-separated).
+    columns
+        Columns to use, in this order (default: every column of the file).  Every value is read
+        as text, so ``1`` and ``1.0`` are different categories; the categories of each column are
+        the distinct values found (:func:`mprr.data.infer_schema`).
+    missing
+        Label of empty / NA cells, kept as a category (e.g. ``"?"`` as in UCI Adult); without it
+        a missing cell is an error naming the column and the row.
+    kinds
+        ``{"name": "ordinal"|"nominal"}`` (default nominal).
+    delimiter
+        CSV field separator (default ``,``; tab for ``.tsv``).
+    encoding
+        Text encoding of a CSV file.
+
+    Raises
+    ------
+    DataError
+        Missing file, unreadable file, unknown columns, no records, missing values without
+        ``missing``, Parquet without pyarrow.
+    """
+    import pandas as pd
+
+    p = _existing_file(path, "data")
+    cols = None if columns is None else [str(c).strip() for c in columns]
+    if cols is not None:
+        if not cols:
+            raise DataError("columns must list at least one column, got an empty list")
+        if len(set(cols)) != len(cols):
+            raise DataError(f"columns must be distinct, got {cols}")
+    suffix = p.suffix.lower()
+    try:
+        if suffix in PARQUET_SUFFIXES:
+            try:
+                frame = pd.read_parquet(p)
+            except ImportError as exc:
+                raise DataError(
+                    f"{p}: reading Parquet needs pyarrow ({exc}); install it with "
+                    "pip install 'mprr[parquet]' or convert the file to CSV"
+                ) from None
+            frame = frame.astype(object).where(frame.notna(), None)
+            frame.columns = [str(c) for c in frame.columns]
+        else:
+            sep = delimiter if delimiter is not None else ("\t" if suffix == ".tsv" else ",")
+            frame = pd.read_csv(p, sep=sep, dtype=str, keep_default_na=False, na_values=[""],
+                                skipinitialspace=True, encoding=encoding)
+            frame.columns = [str(c).strip() for c in frame.columns]
+    except DataError:
+        raise
+    except (ValueError, OSError, UnicodeDecodeError) as exc:  # pandas' parser errors are ValueErrors
+        raise DataError(f"{p}: cannot read the file as {'Parquet' if suffix in PARQUET_SUFFIXES else 'CSV'}: "
+                        f"{exc}") from None
+    names = list(frame.columns) if cols is None else cols
+    absent = [c for c in names if c not in frame.columns]
+    if absent:
+        raise DataError(f"{p}: columns {absent} are not in the file; it has {list(frame.columns)}")
+    frame = frame[names]
+    if len(frame) == 0:
+        raise DataError(f"{p}: no records after the header line")
+    na = frame.isna()
+    for name in names:
+        if na[name].any():
+            if missing is None:
+                row = int(na[name].to_numpy().argmax())
+                raise DataError(
+                    f"{p}: column {name!r} has {int(na[name].sum())} missing value(s) (first at data "
+                    f"row {row + 1}); pass missing='?' (--missing '?' on the command line) to keep "
+                    "them as a category"
+                )
+            frame[name] = frame[name].where(~na[name], missing)
+    text = frame.astype(str).apply(lambda col: col.str.strip())
+    try:
+        return Dataset.from_frame(text, names, kinds=kinds)
     except DataError as exc:
         raise DataError(f"{p}: {exc}") from exc

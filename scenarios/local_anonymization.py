@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from mprr.data import Dataset
 from mprr.errors import ConfigurationError
@@ -39,7 +40,7 @@ from mprr.metrics import CountQuery, evaluate_queries, random_queries
 from mprr.protocols import ProtocolResult, rr_adjustment, rr_clusters, rr_independent
 from mprr.synthetic import DEFAULT_CLUSTERS, DEFAULT_SIZES, planted_clusters
 from scenarios.anonymization_report import build_result
-from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema
+from scenarios.config import Choice, Field, Float, Int, List, PathValue, ScenarioConfig, Schema, Str
 from scenarios.cost_model import simulate_options
 from scenarios.privacy_report import PrivacyRecord
 from scenarios.progress import Progress
@@ -48,6 +49,9 @@ from scenarios.report import ScenarioResult
 
 __all__ = [
     "SCHEMA",
+    "InputData",
+    "effective_parameters",
+    "load_input",
     "ProtocolRun",
     "derive_seeds",
     "make_dataset",
@@ -93,8 +97,17 @@ SCHEMA = Schema(
         Field("adjustment_max_iter", Int(min=1), 1000, help="RR-Adjustment: most IPF sweeps"),
         Field("round_timeout", Float(min=0.0, min_exclusive=True), 30.0,
               help="actors engine: seconds an actor waits for one round's messages"),
+        Field("data", PathValue(must_exist=True), None,
+              help="your own data: a CSV or Parquet file, one record per row (replaces the synthetic "
+                   "data; n, sizes, clusters, strength and exponent are then ignored)"),
+        Field("columns", List(Str(), min_len=2), None,
+              help="categorical columns of the data file to use (default: every column)"),
+        Field("missing", Str(), None,
+              help="label that keeps empty / NA cells of the data file as a category (e.g. \"?\")"),
     ]
 )
+SYNTHETIC_KEYS = ("n", "sizes", "clusters", "strength", "exponent")
+"""Parameters of the built-in data, unused when ``data`` is given."""
 
 BASE_PROTOCOLS = ("RR-Clusters", "RR-Independent")
 LABELS = ("RR-Clusters", "RR-Clusters+Adjustment", "RR-Independent", "RR-Independent+Adjustment")
@@ -136,6 +149,55 @@ def make_dataset(params: Mapping[str, Any], seed: int):
         exponent=params["exponent"],
         kinds=kinds,
     )
+
+
+@dataclass(frozen=True)
+class InputData:
+    """The records the parties hold: the built-in synthetic data or the user's file.
+
+    ``synthetic`` is the :class:`mprr.synthetic.PlantedClusters` (known planted clusters) or
+    ``None`` for a file, whose truth is its own empirical distribution; ``source`` says where
+    the records came from (its SHA-256 is recorded by :func:`scenarios.runner.provenance`).
+    """
+
+    dataset: Dataset
+    synthetic: Any
+    source: str
+
+
+def load_input(params: Mapping[str, Any], seed: int) -> InputData:
+    """The data set of a run: ``params["data"]`` read with :func:`scenarios.datasets.load_table`,
+    else the planted-cluster data drawn with ``seed``."""
+    if params.get("data") is None:
+        for key in ("columns", "missing"):
+            if params.get(key) is not None:
+                raise ConfigurationError(
+                    f"parameters.{key} applies to a data file, but parameters.data is not set "
+                    f"(got {key} = {params[key]!r}); pass --data FILE or drop {key}"
+                )
+        synthetic = make_dataset(params, seed)
+        return InputData(synthetic.dataset, synthetic, "mprr.synthetic.planted_clusters")
+    from scenarios.datasets import load_table
+
+    path = Path(params["data"])
+    dataset = load_table(path, params["columns"], missing=params["missing"])
+    if dataset.m < 2:
+        raise ConfigurationError(
+            f"parameters.columns must name at least 2 columns (RR-Clusters needs attribute pairs), "
+            f"got {list(dataset.schema.names)}"
+        )
+    return InputData(dataset, None, str(path))
+
+
+def effective_parameters(params: Mapping[str, Any], data: InputData) -> dict[str, Any]:
+    """The parameters the run actually used: defaults resolved, the data's own n and sizes."""
+    out = dict(params)
+    if out["epsilon"] is None and out["p"] is None:
+        out["p"] = DEFAULT_P
+    if data.synthetic is None:
+        out.update(n=data.dataset.n, sizes=list(data.dataset.sizes), clusters=None, strength=None,
+                   exponent=None, columns=list(data.dataset.schema.names))
+    return out
 
 
 def protocol_kwargs(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -246,6 +308,22 @@ def _query_errors(queries: Sequence[CountQuery], runs: Sequence[dict[str, Protoc
 
 
 
+SYNTHETIC_CSV = "synthetic_records.csv"
+"""Synthetic microdata written beside the report."""
+
+
+def write_synthetic_csv(result: ProtocolResult, path: Path, *, seed: int) -> int:
+    """Draw ``result.n`` synthetic records from ``result``'s estimate and write them as CSV with
+    the category labels (header = attribute names); returns the number of records."""
+    from mprr.protocols import synthesize
+
+    synthetic = synthesize(result, rng=np.random.default_rng([seed, 0x5717]))
+    frame = pd.DataFrame({a.name: np.asarray(a.categories, dtype=object)[synthetic.codes[:, j]]
+                          for j, a in enumerate(synthetic.schema)})
+    frame.to_csv(path, index=False)
+    return synthetic.n
+
+
 # --------------------------------------------------------------------------- runner
 
 
@@ -266,8 +344,8 @@ def run_local_anonymization(
     kwargs = protocol_kwargs(params)
     data_seed, query_seed, run_seeds = derive_seeds(seed, runs)
     started = time.perf_counter()
-    synthetic = make_dataset(params, data_seed)
-    dataset = synthetic.dataset
+    data = load_input(params, data_seed)
+    dataset = data.dataset
     queries = random_queries(dataset.sizes, params["sigma"], params["queries"],
                              rng=np.random.default_rng(query_seed))
 
@@ -283,4 +361,12 @@ def run_local_anonymization(
             bar.advance()
     errors = _query_errors(queries, all_runs, dataset)
     elapsed = time.perf_counter() - started
-    return build_result(params, engine, synthetic, dataset, queries, all_runs, errors, elapsed)
+    result = build_result(params, engine, data.synthetic, dataset, queries, all_runs, errors, elapsed)
+    synthetic_csv = write_synthetic_csv(all_runs[0]["RR-Clusters"].adjusted, out_dir / SYNTHETIC_CSV,
+                                        seed=query_seed)
+    result = replace(result, notes=[*result.notes, (
+        f"{SYNTHETIC_CSV}: {synthetic_csv} synthetic records drawn from the RR-Clusters+Adjustment estimate "
+        "of run 1 (main paper 3.2: anyone holding the estimate can draw synthetic microdata), with the "
+        "category labels of the data.")])
+    return replace(result, parameters=effective_parameters(params, data),
+                   provenance={} if data.synthetic is None else {"data_source": data.source})

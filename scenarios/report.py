@@ -34,6 +34,7 @@ __all__ = [
     "ScenarioResult",
     "Table",
     "format_value",
+    "git_commit",
     "markdown_report",
     "to_jsonable",
     "versions",
@@ -125,17 +126,42 @@ class ScenarioResult:
     versions: Mapping[str, str] = field(default_factory=dict)
     elapsed_seconds: float | None = None
     source: str = ""
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+
+
+VERSIONED = ("numpy", "scipy", "pandas", "matplotlib", "networkx", "cryptography")
+"""Distributions whose versions every ``results.json`` records (beside Python and mprr)."""
 
 
 def versions() -> dict[str, str]:
-    """Versions of Python, numpy and mprr (recorded in every ``results.json``)."""
+    """Versions of Python, mprr and its dependencies (recorded in every ``results.json``)."""
+    from importlib import metadata
+
     import mprr
 
-    return {
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "mprr": getattr(mprr, "__version__", "unknown"),
-    }
+    out = {"python": platform.python_version(), "mprr": getattr(mprr, "__version__", "unknown")}
+    for name in VERSIONED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def git_commit(directory: Path | None = None) -> str:
+    """The commit checked out where mprr lives (``+dirty`` with local changes), or ``"unknown"``
+    (not a git checkout, or git missing)."""
+    import subprocess
+
+    where = directory or Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=where,
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "") if head else "unknown"
 
 
 # --------------------------------------------------------------------------- JSON
@@ -211,6 +237,7 @@ def results_document(result: ScenarioResult, figure_files: Sequence[str] = ()) -
         "runs": result.runs,
         "engine": result.engine,
         "versions": result.versions,
+        "provenance": result.provenance,
         "elapsed_seconds": result.elapsed_seconds,
         "metrics": result.metrics,
         "privacy": result.privacy,

@@ -12,6 +12,7 @@ The names a scenario author needs are re-exported here::
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -22,9 +23,12 @@ from mprr.errors import ConfigurationError
 from scenarios.config import ScenarioConfig
 from scenarios.progress import Progress, null_progress
 from scenarios.registry import ScenarioSpec, load
-from scenarios.report import ReportFiles, ScenarioResult, Table, versions, write_report
+from scenarios.report import ReportFiles, ScenarioResult, Table, git_commit, versions, write_report
 
-__all__ = ["RunOutcome", "ScenarioResult", "Table", "default_out_dir", "run", "run_scenario"]
+__all__ = ["RunOutcome", "ScenarioResult", "Table", "data_files", "default_out_dir", "provenance", "run",
+           "run_scenario"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,35 @@ class RunOutcome:
 def default_out_dir(config: ScenarioConfig) -> Path:
     """``out/<name>`` relative to the working directory."""
     return Path("out") / config.name
+
+
+def data_files(config: ScenarioConfig) -> dict[str, Path]:
+    """Input files named by the parameters: ``data`` (a user's table) and ``adult_path``."""
+    files: dict[str, Path] = {}
+    if config.parameters.get("data") is not None:
+        files["data"] = Path(config.parameters["data"])
+    if config.parameters.get("adult_path") is not None:
+        from scenarios.adult_queries import resolve_adult_path
+
+        try:
+            files["adult_path"] = resolve_adult_path(config.parameters["adult_path"])
+        except ConfigurationError:
+            pass
+    return {k: p for k, p in files.items() if p.is_file()}
+
+
+def provenance(config: ScenarioConfig, result: ScenarioResult, all_versions: Mapping[str, str]) -> dict[str, Any]:
+    """``results.json["provenance"]``: git commit, versions, the input file and its SHA-256."""
+    from scenarios.datasets import file_sha256
+
+    out: dict[str, Any] = {"git_commit": git_commit(), "versions": dict(all_versions),
+                           "configuration": str(config.source) if config.source else None}
+    files = data_files(config)
+    if files:
+        key, path = next(iter(files.items()))
+        out["data_file"] = str(path.resolve())
+        out["data_sha256"] = file_sha256(path)
+    return {**out, **result.provenance}
 
 
 def run_scenario(
@@ -67,6 +100,9 @@ def run_scenario(
     out = Path(out_dir) if out_dir is not None else default_out_dir(config)
     out.mkdir(parents=True, exist_ok=True)
     progress = progress if progress is not None else null_progress()
+    log.info("scenario %s (kind %s): engine %s, runs %d, seed %d, output %s",
+             config.name, config.kind, config.engine, config.runs, config.seed, out)
+    log.debug("parameters: %s", dict(config.parameters))
     started = time.perf_counter()
     result = spec.runner(
         config,
@@ -80,8 +116,10 @@ def run_scenario(
         raise TypeError(
             f"runner of kind {spec.kind!r} returned {type(result).__name__}, expected ScenarioResult"
         )
+    all_versions = {**versions(), **result.versions}
     result = replace(
         result,
+        provenance=provenance(config, result, all_versions),
         name=config.name,
         kind=config.kind,
         title=result.title or config.title,
@@ -90,11 +128,13 @@ def run_scenario(
         seed=config.seed,
         runs=config.runs,
         engine=config.engine,
-        versions={**versions(), **result.versions},
+        versions=all_versions,
         elapsed_seconds=time.perf_counter() - started,
         source=str(config.source) if config.source else "",
     )
     files = write_report(result, out)
+    log.info("wrote %s, %s and %d figure(s) in %.1f s", files.results_json, files.report_md,
+             len(files.figures), result.elapsed_seconds or 0.0)
     return RunOutcome(config, result, files)
 
 

@@ -13,7 +13,7 @@ cluster distributions, a ``DenseDistribution``, or a ``WeightedSample`` after RR
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,6 +164,55 @@ class ProtocolResult:
             for phase in self.ledger.phases
         }
         return out
+
+    # ------------------------------------------------------------------ tables
+    def to_frame(self, attributes: Sequence[str | int] | None = None, *, max_cells: int = 1_000_000) -> Any:
+        """The estimated distribution of ``attributes`` as a labelled pandas DataFrame.
+
+        One row per value combination, in joint-code order (last attribute fastest): one column
+        per attribute holding the category *labels* (not codes), then ``probability`` (the
+        controller's estimate, marginalized over the other attributes) and ``count``
+        (``probability × n``, the estimated number of parties).
+
+        Parameters
+        ----------
+        attributes
+            Names or indices of the attributes to keep (default: all, the estimated joint);
+            one attribute gives its estimated marginal.
+        max_cells
+            Largest number of rows allowed (the full Adult domain has 1,814,400 cells).
+
+        Raises
+        ------
+        DataError
+            Unknown attribute.
+        ConfigurationError
+            Repeated attribute, or more than ``max_cells`` rows.
+        """
+        import pandas as pd  # the one optional-looking import of mprr: tables only, no I/O
+
+        names = self.schema.names if attributes is None else tuple(attributes)
+        if not names:
+            raise ConfigurationError("attributes must name at least one attribute, got an empty list")
+        axes = [self.schema.resolve(a) for a in names]
+        if len(set(axes)) != len(axes):
+            raise ConfigurationError(f"attributes must be distinct, got {list(names)}")
+        attrs = [self.schema[a] for a in axes]
+        cells = math.prod(a.size for a in attrs)
+        if cells > max_cells:
+            raise ConfigurationError(
+                f"attributes {[a.name for a in attrs]} span {cells:,} value combinations, more than "
+                f"max_cells = {max_cells:,}; pick fewer attributes or raise max_cells"
+            )
+        probability = np.asarray(self.estimate.marginal(tuple(axes)), dtype=float).ravel()
+        index = np.indices([a.size for a in attrs]).reshape(len(attrs), -1)
+        columns: dict[str, Any] = {
+            a.name: pd.Categorical.from_codes(index[k], categories=list(a.categories))
+            for k, a in enumerate(attrs)
+        }
+        columns["probability"] = probability
+        columns["count"] = probability * self.n
+        return pd.DataFrame(columns)
 
     def summary(self) -> dict[str, Any]:
         """JSON-friendly description (no arrays): protocol, parameters, clusters, ε."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 from pathlib import Path
@@ -176,3 +177,119 @@ def test_console_entry_point_exits_2_without_traceback(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.startswith("mprr: error: unknown scenario 'no_such_scenario'; available scenarios:")
     assert proc.stderr.count("\n") == 1 and proc.stdout == ""
+
+
+# --------------------------------------------------------------------------- conventions
+
+
+def test_version_through_the_console_script_and_python_m_mprr(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    import mprr
+
+    proc = subprocess.run([sys.executable, "-m", "mprr", "--version"], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == f"mprr {mprr.__version__}\n"
+    proc = subprocess.run([sys.executable, "-m", "mprr", "run", "no_such_scenario"], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.startswith("mprr: error: unknown scenario")
+
+
+def test_list_and_show_json() -> None:
+    code, out, _ = _main("list", "--json")
+    assert code == 0
+    listed = {e["name"]: e for e in json.loads(out)}
+    assert listed["lambda_table"]["kind"] == "lambda_table" and "Table 1" in listed["lambda_table"]["description"]
+    code, out, _ = _main("show", "lambda_table", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["engines"] == ["fast"] and doc["runs"] == 1
+    sizes = next(p for p in doc["parameters"] if p["key"] == "sizes")
+    assert sizes["value"] == [5, 5, 5] and sizes["type"].startswith("a list of 1 to 16 items")
+
+
+def test_verbose_logs_through_logging(tmp_path: Path) -> None:
+    toml = _probe_toml(tmp_path)
+    code, _, err = _main("-v", "run", str(toml), "--out", str(tmp_path / "v"))
+    assert code == 0 and "mprr: INFO: scenarios.runner: scenario probe (kind cli_probe)" in err
+    code, _, err = _main("run", str(toml), "--out", str(tmp_path / "d"), "--log-level", "debug")
+    assert code == 0 and "mprr: DEBUG: scenarios.runner: parameters: {'n': 20" in err
+    code, _, err = _main("run", str(toml), "--out", str(tmp_path / "q"))
+    assert code == 0 and err == ""
+
+
+def test_list_into_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = ("import subprocess, sys\n"
+              f"p = subprocess.Popen([{sys.executable!r}, '-m', 'mprr', 'list'], stdout=subprocess.PIPE, "
+              "stderr=subprocess.PIPE)\n"
+              "p.stdout.close()\n"
+              "err = p.stderr.read().decode()\n"
+              "sys.exit(0 if p.wait() == 0 and 'BrokenPipe' not in err and 'Traceback' not in err else 1)\n")
+    assert subprocess.run([sys.executable, "-c", script], cwd=tmp_path, timeout=60).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("override", "pattern"),
+    [
+        ("dependence=4.2", "dependence must be one of '4.1', '4.2', '4.3', got 4.2 (float); 4.2 is read as a "
+                           "number, quote it: dependence = \"4.2\" in a TOML file, --set 'dependence=\"4.2\"'"),
+        ("secure_sum=[paper,graph]", "strings inside a list must be quoted, and the whole argument single-quoted "
+                                     "for the shell: --set 'secure_sum=[\"paper\", \"graph\"]'"),
+        ("secure_sum=a=b", "otherwise write it quoted: --set 'secure_sum=\"...\"'"),
+    ],
+)
+def test_set_errors_suggest_the_quoting_that_works(override: str, pattern: str, tmp_path: Path) -> None:
+    code, _, err = _main("run", "local_anonymization", "--set", override, "--out", str(tmp_path))
+    assert code == 2 and pattern in err
+
+
+def test_quoted_choice_is_accepted(tmp_path: Path) -> None:
+    from scenarios.config import parse_override
+
+    assert parse_override('dependence="4.2"') == {"dependence": "4.2"}
+    assert parse_override('engines=["paper", "graph"]') == {"engines": ["paper", "graph"]}
+
+
+def test_out_must_be_a_writable_directory(tmp_path: Path) -> None:
+    toml = _probe_toml(tmp_path)
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x", encoding="utf-8")
+    code, _, err = _main("run", str(toml), "--out", str(a_file))
+    assert code == 2 and f"--out must be a directory, got {str(a_file)!r}, which is a file" in err
+    code, _, err = _main("run", str(toml), "--out", str(a_file / "sub"))
+    assert code == 2 and f"--out {str(a_file / 'sub')!r}: cannot create the directory" in err
+
+
+def test_toml_module_is_restricted_to_the_scenarios_package(tmp_path: Path) -> None:
+    for module in ("this", "os.path", "scenarios", "scenarios..x", "scenarios.1x"):
+        path = tmp_path / "m.toml"
+        path.write_text(f'[scenario]\nkind = "whatever"\nmodule = "{module}"\n', encoding="utf-8")
+        code, out, err = _main("run", str(path), "--out", str(tmp_path / "o"))
+        assert code == 2 and "scenario.module must be a module of the scenarios package, scenarios.<name>, " \
+                             f"got {module!r} (str)" in err
+        assert "Beautiful is better" not in out + err
+
+
+def test_data_option_needs_a_scenario_that_takes_data(tmp_path: Path) -> None:
+    csv = tmp_path / "d.csv"
+    csv.write_text("a,b\nx,y\n", encoding="utf-8")
+    code, _, err = _main("run", "lambda_table", "--data", str(csv), "--out", str(tmp_path / "o"))
+    assert code == 2 and "--data: scenario 'lambda_table' takes no 'data' parameter; scenarios that do: " \
+                         "local_anonymization" in err
+
+
+def test_run_parser_takes_new_option_groups() -> None:
+    from scenarios.cli import RUN_OPTION_GROUPS, build_parser
+
+    def extra(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument_group("extra").add_argument("--widgets", type=int, default=1)
+
+    RUN_OPTION_GROUPS.append(extra)
+    try:
+        args = build_parser().parse_args(["run", "lambda_table", "--widgets", "3"])
+    finally:
+        RUN_OPTION_GROUPS.remove(extra)
+    assert args.widgets == 3

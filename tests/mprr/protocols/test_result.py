@@ -50,3 +50,48 @@ def test_timings_are_left_to_the_caller() -> None:
     assert r.timings == {"total": 0.01}
     with pytest.raises(ConfigurationError, match="policy must be one of"):
         r.epsilon("advanced")
+
+
+# --------------------------------------------------------------------------- to_frame
+
+
+def _labelled_result():  # type: ignore[no-untyped-def]
+    from mprr.data import Attribute, Dataset, Schema
+    from mprr.protocols import rr_clusters
+    from mprr.streams import PartyStreams
+
+    schema = Schema((Attribute("colour", ("red", "green", "blue")), Attribute("size", ("S", "L")),
+                     Attribute("pet", ("cat", "dog"))))
+    rng = np.random.default_rng(0)
+    codes = np.stack([rng.integers(0, 3, 500), rng.integers(0, 2, 500), rng.integers(0, 2, 500)], axis=1)
+    codes[:, 2] = codes[:, 1]  # size and pet dependent
+    data = Dataset(schema, codes)
+    return data, rr_clusters(data, Tv=4, Td=0.2, p=0.8, rng=PartyStreams(7, data.n))
+
+
+def test_to_frame_joint_and_marginal_with_labels() -> None:
+    data, result = _labelled_result()
+    joint = result.to_frame()
+    assert list(joint.columns) == ["colour", "size", "pet", "probability", "count"] and len(joint) == 12
+    assert list(joint["colour"].cat.categories) == ["red", "green", "blue"]
+    # rows in joint-code order (last attribute fastest), probabilities = the estimate's tensor
+    assert list(joint.iloc[1][["colour", "size", "pet"]]) == ["red", "S", "dog"]
+    np.testing.assert_allclose(joint["probability"], result.estimate.marginal((0, 1, 2)).ravel())
+    np.testing.assert_allclose(joint["count"].sum(), data.n)
+    pets = result.to_frame(["pet"])
+    assert list(pets["pet"]) == ["cat", "dog"]
+    np.testing.assert_allclose(pets["probability"], joint.groupby("pet", observed=True)["probability"].sum().to_numpy())
+    swapped = result.to_frame(["pet", "colour"])
+    assert list(swapped.columns[:2]) == ["pet", "colour"] and len(swapped) == 6
+
+
+def test_to_frame_errors() -> None:
+    from mprr.errors import DataError
+
+    _, result = _labelled_result()
+    with pytest.raises(DataError, match="attribute must be a name or an index in \\[0, 3\\), got 7"):
+        result.to_frame([7])
+    with pytest.raises(ConfigurationError, match=r"attributes must be distinct, got \['pet', 'pet'\]"):
+        result.to_frame(["pet", "pet"])
+    with pytest.raises(ConfigurationError, match=r"span 12 value combinations, more than max_cells = 5"):
+        result.to_frame(max_cells=5)

@@ -1,0 +1,110 @@
+"""``mprr run local_anonymization --data FILE --columns ...``: a user's CSV / Parquet table."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mprr.errors import DataError
+from scenarios.cli import main
+from scenarios.datasets import load_table
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _frame(n: int = 400, seed: int = 3) -> pd.DataFrame:
+    """Two dependent pairs (age–smoker, region–edu) and an id column that is not categorical."""
+    rng = np.random.default_rng(seed)
+    age = rng.choice(["young", "mid", "old"], n, p=[0.3, 0.5, 0.2])
+    smoker = np.where(age == "old", rng.choice(["yes", "no"], n, p=[0.9, 0.1]),
+                      rng.choice(["yes", "no"], n, p=[0.1, 0.9]))
+    region = rng.choice(["N", "S", "E", "W"], n)
+    edu = np.where(np.isin(region, ["N", "E"]), rng.choice(["hs", "ba"], n, p=[0.9, 0.1]),
+                   rng.choice(["hs", "ba"], n, p=[0.1, 0.9]))
+    return pd.DataFrame({"id": np.arange(n), "age": age, "smoker": smoker, "region": region, "edu": edu})
+
+
+def _main(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    return main(list(argv), stdout=out, stderr=err), out.getvalue(), err.getvalue()
+
+
+def test_csv_run_writes_the_report_on_the_files_own_truth(tmp_path: Path) -> None:
+    frame = _frame()
+    csv = tmp_path / "survey.csv"
+    frame.to_csv(csv, index=False)
+    out = tmp_path / "out"
+    code, stdout, err = _main("run", "local_anonymization", "--data", str(csv), "--columns",
+                              "age,smoker,region,edu", "--engine", "fast", "--set", "queries=60", "--set", "Tv=12",
+                              "--out", str(out))
+    assert code == 0, err
+    doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    params = doc["parameters"]
+    assert (params["n"], params["sizes"], params["columns"]) == (400, [3, 2, 4, 2], ["age", "smoker", "region", "edu"])
+    assert params["p"] == 0.7 and params["clusters"] is None  # effective values, not null / synthetic ones
+    assert doc["metrics"]["attributes"] == ["age", "smoker", "region", "edu"]
+    assert doc["metrics"]["planted_clusters"] is None and doc["metrics"]["runs_recovering_planted_clusters"] is None
+    assert sorted(map(sorted, doc["metrics"]["clusters_found"])) == [[0, 1], [2, 3]]
+    prov = doc["provenance"]
+    assert prov["data_sha256"] == hashlib.sha256(csv.read_bytes()).hexdigest()
+    assert set(prov["versions"]) >= {"python", "mprr", "numpy", "pandas"} and prov["git_commit"]
+    for name in doc["figures"]:
+        assert (out / name).read_bytes()[:8] == PNG
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "the file's own empirical distribution" in report and "{age,smoker}" in report
+    assert "clusters found {age,smoker} {region,edu}" in stdout or "clusters found {region,edu} {age,smoker}" in stdout
+
+
+def test_missing_cells_need_a_label(tmp_path: Path) -> None:
+    frame = _frame(60)
+    frame.loc[[5, 9], "edu"] = None
+    csv = tmp_path / "gaps.csv"
+    frame.to_csv(csv, index=False)
+    with pytest.raises(DataError, match=r"column 'edu' has 2 missing value\(s\) \(first at data row 6\); "
+                                        r"pass missing='\?' \(--missing '\?' on the command line\)"):
+        load_table(csv, ["age", "edu"])
+    data = load_table(csv, ["age", "edu"], missing="?")
+    assert data.schema["edu"].categories == ("?", "ba", "hs") and int((data.values("edu") == "?").sum()) == 2
+    code, _, err = _main("run", "local_anonymization", "--data", str(csv), "--columns", "age,edu",
+                         "--out", str(tmp_path / "o"))
+    assert code == 2 and "column 'edu' has 2 missing value(s)" in err
+
+
+def test_parquet_reads_like_csv(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    frame = _frame(80)
+    frame.to_parquet(tmp_path / "t.parquet")
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    a = load_table(tmp_path / "t.parquet", ["age", "region"])
+    b = load_table(tmp_path / "t.csv", ["age", "region"])
+    assert a.schema == b.schema and np.array_equal(a.codes, b.codes)
+    whole = load_table(tmp_path / "t.csv")
+    assert whole.schema.names == ("id", "age", "smoker", "region", "edu") and whole.schema["id"].size == 80
+
+
+@pytest.mark.parametrize(
+    ("argv", "pattern"),
+    [
+        (("--columns", "age,nope"), "columns ['nope'] are not in the file; it has ['id', 'age', 'smoker', 'region', 'edu']"),
+        (("--columns", "age"), "parameters.columns must be a list of at least 2 items"),
+        (("--columns", "age,age"), "columns must be distinct, got ['age', 'age']"),
+    ],
+)
+def test_bad_columns(argv: tuple[str, ...], pattern: str, tmp_path: Path) -> None:
+    csv = tmp_path / "d.csv"
+    _frame(30).to_csv(csv, index=False)
+    code, _, err = _main("run", "local_anonymization", "--data", str(csv), *argv, "--out", str(tmp_path / "o"))
+    assert code == 2 and pattern in err, err
+
+
+def test_missing_data_file_and_columns_without_data(tmp_path: Path) -> None:
+    code, _, err = _main("run", "local_anonymization", "--data", str(tmp_path / "none.csv"), "--out", str(tmp_path))
+    assert code == 2 and "parameters.data must be the path of an existing file" in err
+    code, _, err = _main("run", "local_anonymization", "--columns", "a,b", "--out", str(tmp_path))
+    assert code == 2 and "parameters.columns applies to a data file, but parameters.data is not set" in err
