@@ -228,7 +228,10 @@ async def simulate_async(
         Curious-controller attacks run after the protocol
         (:data:`parties.choreographies.malicious.ATTACKS`).
     **params
-        The protocol's parameters, as for the fast-path function (e.g. ``p``, ``Tv``, ``Td``).
+        The protocol's parameters, as for the fast-path function (e.g. ``p``, ``Tv``, ``Td``);
+        RR-Clusters with dependence 4.2 / 4.3 also takes the secure-sum engine as ``secure_sum``
+        (or its older name ``engine``): ``"paper"``, ``"graph"``, ``"graph-direct"``,
+        ``"masked"``, ``"masked-sparse"`` or a configured engine.
 
     Raises
     ------
@@ -239,6 +242,13 @@ async def simulate_async(
     """
     if not isinstance(dataset, Dataset):
         raise ConfigurationError(f"dataset must be a mprr.data.Dataset, got {type(dataset).__name__}")
+    if "secure_sum" in params:  # the scenarios' name of the secure-sum engine
+        if "engine" in params:
+            raise ConfigurationError(
+                f"give secure_sum or engine (the same option), not both; got secure_sum = "
+                f"{params['secure_sum']!r} and engine = {params['engine']!r}"
+            )
+        params["engine"] = params.pop("secure_sum")
     choreography = lookup(protocol)
     kwargs = choreography.bind(params)
     timeout = _check_number("timeout", timeout, allow_inf=False)
@@ -248,8 +258,10 @@ async def simulate_async(
     engine = kwargs.get("engine", "paper")
     secure = kwargs.get("dependence") in ("4.2", "4.3")
     accept = PARTY_KINDS if secure else LOOP_KINDS
-    if topology is None and secure and getattr(engine, "name", engine) == "paper":
-        topology = nx.complete_graph(n)  # the paper's modular secure sum needs a full mesh
+    direct = engine in ("paper", "graph-direct") or getattr(engine, "name", None) == "paper" \
+        or getattr(engine, "relay", None) is False
+    if topology is None and secure and direct:
+        topology = nx.complete_graph(n)  # the paper's secure sum and graph-direct need direct party links
     streams = PartyStreams(seed, n)
     net_seed = fault_seed if fault_seed is not None else (seed if isinstance(seed, int) else 0)
     net = InMemoryNetwork(n, topology=topology, faults=faults, latency=latency, seed=net_seed)

@@ -461,7 +461,7 @@ def simulate_options(dependence: str, engine: str, n: int, degree: int, round_ti
     if dependence == "4.1":
         return {}
     instance, topology = _engine(engine, n, degree, round_timeout)
-    return {"dependence": dependence, "engine": instance,
+    return {"dependence": dependence, "secure_sum": instance,
             **({"topology": topology} if topology is not None else {})}
 
 

@@ -31,6 +31,8 @@ or RR-Clusters result on the controller: no message, no ε.
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Sequence
 
 import numpy as np
@@ -61,8 +63,17 @@ __all__ = ["ADJUSTMENT_BASES", "ENGINES", "rr_adjustment_choreography", "rr_clus
 ADJUSTMENT_BASES: tuple[str, ...] = ("RR-Independent", "RR-Clusters")
 """Protocols RR-Adjustment can follow (main paper 6.2 items 3 and 4)."""
 
-ENGINES = {"paper": PaperEngine, "graph": GraphEngine, "masked": MaskedEngine}
-"""Secure-sum engines by name (:mod:`parties.secure`)."""
+ENGINES = {
+    "paper": PaperEngine,
+    "graph": GraphEngine,
+    "graph-direct": functools.partial(GraphEngine, relay=False),
+    "masked": MaskedEngine,
+    "masked-sparse": functools.partial(MaskedEngine, topology="regular", degree=8),
+}
+"""Secure-sum engines by name (:mod:`parties.secure`): the names the ``secure_sum`` parameter of
+the scenarios takes.  ``graph-direct`` sends shares over direct party links (it needs a full
+mesh); ``masked-sparse`` is the masked engine on a k-regular graph (k = 8; pass a configured
+:class:`~parties.secure.masked.MaskedEngine` for another k)."""
 
 
 def secure_engine(engine: str | SecureSumEngine, timeout: float) -> SecureSumEngine:

@@ -320,3 +320,20 @@ def test_secure_dependence_traffic_is_commit_start_plus_the_engine_closed_form(s
     cost = PaperEngine(round_timeout=5.0).cost(PaperEngine().context(range(n), cells, session="dependence/1"))
     engine = [c for p, c in sim.traffic.by_phase.items() if p.startswith("paper/")]
     assert (sum(c.messages for c in engine), sum(c.bytes for c in engine)) == (cost.messages, cost.bytes)
+
+
+@pytest.mark.parametrize("name", ["graph-direct", "masked-sparse"])
+def test_every_secure_sum_name_the_scenarios_offer_is_accepted(name: str) -> None:
+    """The scenarios' ``secure_sum`` choices are library names too (same keyword)."""
+    import numpy as np
+
+    from mprr.protocols import rr_clusters
+    from mprr.streams import PartyStreams
+    from mprr.synthetic import planted_clusters
+
+    data = planted_clusters(24, rng=np.random.default_rng(2), sizes=(2, 3, 2), clusters=((0, 1),)).dataset
+    sim = simulate(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2", secure_sum=name)
+    fast = rr_clusters(data, p=0.7, Tv=6, Td=0.1, dependence="4.2", rng=PartyStreams(5, data.n))
+    assert sim.result.clusters == fast.clusters
+    with pytest.raises(ConfigurationError, match="give secure_sum or engine"):
+        simulate(data, "RR-Clusters", seed=5, p=0.7, dependence="4.2", secure_sum=name, engine="paper")
