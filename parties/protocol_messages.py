@@ -1,4 +1,4 @@
-"""Message kinds of the actor choreographies (kinds 100-149) and the matrix specifications they carry.
+"""Message kinds of the release requests (kinds 100-149).
 
 The generic kinds of :mod:`parties.messages` carry the replies: a party answers a request with
 :class:`~parties.messages.RandomizedValues` (one released code per unit, in request order) or
@@ -20,135 +20,20 @@ the request the controller sends:
     and answers :class:`~parties.messages.Ack` or :class:`~parties.messages.Refusal`; the
     controller then starts a secure sum (:mod:`parties.secure`) among the committed parties.
 
-Matrices never travel densely when the protocol has a closed form: a :class:`MatrixSpec`
-names a *family* and its parameters, and every party rebuilds the matrix over the joint
-domain of the unit's attributes (sizes from its own schema) with the very constructor the fast
-path (:mod:`mprr.protocols`) uses, so the matrix is bit-identical:
-
-==================  ============================  =============================================
-family              params                        matrix over the unit (sizes ``s``, R = Π s)
-==================  ============================  =============================================
-``keep-or-uniform`` ``(p,)``                      ``keep_or_uniform(R, p)`` (main paper 6.3.1)
-``grr``             ``(ε,)``                      ``grr(R, ε)``
-``cluster-optimal`` ``(ε,)``                      ``cluster_optimal(s, ε)`` (main paper 6.3.2)
-``lambda-kron``     ``(λ_1, ..., λ_k)``           ``kron(lambda_randomization(s_j, λ_j) ...)``
-``dense``           ``R*R`` entries, C order      ``RandomizationMatrix(values)``
-==================  ============================  =============================================
+Matrices travel as :class:`~mprr.protocols.steps.MatrixSpec` (family and parameters, see
+:mod:`mprr.protocols.steps`): every party rebuilds them with the fast path's constructors.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-import numpy as np
-
-from mprr.errors import ConfigurationError, MessageError
-from mprr.kronecker import KroneckerMatrix
-from mprr.matrices import (
-    RandomizationMatrix,
-    cluster_optimal,
-    grr,
-    keep_or_uniform,
-    kron,
-    lambda_randomization,
-)
+from mprr.errors import MessageError
+from mprr.protocols.steps import FAMILIES, Matrix, MatrixSpec
 from parties.messages import Message, message
 
-__all__ = ["FAMILIES", "MatrixSpec", "ReleaseRequest", "SecureRelease", "SecureSumStart"]
-
-FAMILIES: tuple[str, ...] = ("keep-or-uniform", "grr", "cluster-optimal", "lambda-kron", "dense")
-"""Matrix families a :class:`ReleaseRequest` may name (see the module docstring)."""
-
-Matrix = RandomizationMatrix | KroneckerMatrix
-
-
-@dataclass(frozen=True)
-class MatrixSpec:
-    """A randomization matrix described by family and parameters (see the module docstring).
-
-    Parameters
-    ----------
-    family
-        One of :data:`FAMILIES`.
-    params
-        The family's parameters (finite floats).
-    """
-
-    family: str
-    params: tuple[float, ...]
-
-    def __post_init__(self) -> None:
-        if self.family not in FAMILIES:
-            raise ConfigurationError(f"family must be one of {list(FAMILIES)}, got {self.family!r}")
-        params = tuple(float(x) for x in self.params)
-        if not all(math.isfinite(x) for x in params):
-            raise ConfigurationError(f"params of a {self.family} matrix must be finite, got {params!r}")
-        object.__setattr__(self, "params", params)
-
-    # ------------------------------------------------------------------ constructors
-    @classmethod
-    def keep_or_uniform(cls, p: float) -> MatrixSpec:
-        """Keep with probability ``p``, else uniform over the unit's domain (main paper 6.3.1)."""
-        return cls("keep-or-uniform", (p,))
-
-    @classmethod
-    def grr(cls, epsilon: float) -> MatrixSpec:
-        """The ε-optimal generalized RR over the unit's domain."""
-        return cls("grr", (epsilon,))
-
-    @classmethod
-    def cluster_optimal(cls, epsilon: float) -> MatrixSpec:
-        """Main paper 6.3.2: ε-optimal matrix over the cluster's product domain."""
-        return cls("cluster-optimal", (epsilon,))
-
-    @classmethod
-    def lambda_kron(cls, lambdas: Sequence[float]) -> MatrixSpec:
-        """λ-randomization of each attribute of the unit, as one Kronecker product."""
-        return cls("lambda-kron", tuple(lambdas))
-
-    @classmethod
-    def dense(cls, matrix: RandomizationMatrix) -> MatrixSpec:
-        """An explicit matrix, sent entry by entry (C order)."""
-        if not isinstance(matrix, RandomizationMatrix):
-            raise ConfigurationError(f"matrix must be a RandomizationMatrix, got {type(matrix).__name__}")
-        return cls("dense", tuple(matrix.values.ravel().tolist()))
-
-    # ------------------------------------------------------------------ use
-    def build(self, sizes: Sequence[int]) -> Matrix:
-        """The matrix over the joint domain of attributes with ``sizes`` categories (C order).
-
-        Raises
-        ------
-        ConfigurationError
-            If the parameters do not fit the family or the unit (wrong count, p outside
-            (0, 1), ε not > 0, λ outside (0, 1], a dense matrix of the wrong size or not
-            stochastic).
-        """
-        dims = tuple(int(s) for s in sizes)
-        cells = math.prod(dims)
-        family, params = self.family, self.params
-        if family == "lambda-kron":
-            if len(params) != len(dims):
-                raise ConfigurationError(
-                    f"a lambda-kron matrix needs one λ per attribute of the unit ({len(dims)}), got {len(params)}"
-                )
-            return kron(*(lambda_randomization(r, lam) for r, lam in zip(dims, params)))
-        if family == "dense":
-            if len(params) != cells * cells:
-                raise ConfigurationError(
-                    f"a dense matrix over {cells} cells needs {cells * cells} entries, got {len(params)}"
-                )
-            return RandomizationMatrix(np.asarray(params, dtype=np.float64).reshape(cells, cells))
-        if len(params) != 1:
-            raise ConfigurationError(f"a {family} matrix takes exactly one parameter, got {len(params)}")
-        (value,) = params
-        if family == "keep-or-uniform":
-            return keep_or_uniform(cells, value)
-        if family == "grr":
-            return grr(cells, value)
-        return cluster_optimal(dims, value)
+__all__ = ["FAMILIES", "Matrix", "MatrixSpec", "ReleaseRequest", "SecureRelease", "SecureSumStart"]
 
 
 def _require(ok: bool, text: str) -> None:

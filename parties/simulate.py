@@ -6,8 +6,9 @@
 - party ``i`` = a :class:`~parties.party.Party` holding record ``i``, the stream
   ``PartyStreams(seed, n).seed_sequence(i)`` (the fast path's stream of party i), its own
   budget and composition policy;
-- the :class:`~parties.controller.Controller` running the protocol's choreography
-  (:mod:`parties.choreographies`), then optionally a curious controller's attacks.
+- the :class:`~parties.controller.Controller` running the protocol's step program
+  (:mod:`mprr.protocols.steps`, through :func:`parties.driver.run_actors`), then optionally a
+  curious controller's attacks.
 
 All actors run in one ``asyncio.TaskGroup``; every controller round is bounded by ``timeout``
 seconds (``asyncio.timeout``), party tasks are cancelled when the controller is done, so a run
@@ -48,11 +49,12 @@ from mprr.data import Dataset
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
 from mprr.ledger import CompositionPolicy, Ledger, as_policy
 from mprr.privacy import PrivacySummary, summarize
+from mprr.protocols.registry import lookup
 from mprr.protocols.result import ProtocolResult
 from mprr.streams import PartyStreams
 from parties.choreographies.malicious import AttackReport, run_attacks
-from parties.choreographies.registry import lookup
 from parties.controller import Controller
+from parties.driver import run_actors
 from parties.faults import FaultPlan
 from parties.messages import Abort
 from parties.network import CONTROLLER, InMemoryNetwork
@@ -60,6 +62,7 @@ from parties.messages import Message
 from parties.party import LOOP_KINDS, Party, PartyRefusal
 from parties.public_state import ReleaseBook, SecureSessions
 from parties.secure import messages as secure_messages
+from parties.secure.registry import engine_needs_mesh
 from parties.traffic import LatencyModel, TrafficStatistics
 from parties.view import ViewLog, ViewSummary
 
@@ -203,7 +206,7 @@ async def simulate_async(
     dataset
         Party ``i`` holds record ``i``.
     protocol
-        Protocol name (:data:`parties.choreographies.registry.PROTOCOLS`, case-insensitive,
+        Protocol name (:data:`mprr.protocols.registry.PROTOCOLS`, case-insensitive,
         aliases allowed), e.g. ``"RR-Clusters"``.
     seed
         Run seed (non-negative int): party streams ``PartyStreams(seed, n)``; also the fault
@@ -249,8 +252,8 @@ async def simulate_async(
                 f"{params['secure_sum']!r} and engine = {params['engine']!r}"
             )
         params["engine"] = params.pop("secure_sum")
-    choreography = lookup(protocol)
-    kwargs = choreography.bind(params)
+    entry = lookup(protocol)
+    kwargs = entry.bind(params, driver=("engine",))
     timeout = _check_number("timeout", timeout, allow_inf=False)
     policy = as_policy(policy)
     n = dataset.n
@@ -258,9 +261,7 @@ async def simulate_async(
     engine = kwargs.get("engine", "paper")
     secure = kwargs.get("dependence") in ("4.2", "4.3")
     accept = PARTY_KINDS if secure else LOOP_KINDS
-    direct = engine in ("paper", "graph-direct") or getattr(engine, "name", None) == "paper" \
-        or getattr(engine, "relay", None) is False
-    if topology is None and secure and direct:
+    if topology is None and secure and engine_needs_mesh(engine):
         topology = nx.complete_graph(n)  # the paper's secure sum and graph-direct need direct party links
     streams = PartyStreams(seed, n)
     net_seed = fault_seed if fault_seed is not None else (seed if isinstance(seed, int) else 0)
@@ -280,7 +281,7 @@ async def simulate_async(
         sessions=sessions,
     )
     options = {
-        "protocol": choreography.name,
+        "protocol": entry.name,
         "seed": seed,
         "n": n,
         "budget": _budget_option(budgets),
@@ -306,7 +307,7 @@ async def simulate_async(
             for party in parties
         ]
         try:
-            result = await choreography.run(controller, **kwargs)
+            result = await run_actors(entry.program, controller, **kwargs)
             reports = await run_attacks(controller, attacks)
         except Exception as exc:  # re-raised below, after the party tasks are cancelled
             error = exc
@@ -318,8 +319,8 @@ async def simulate_async(
     wall = time.perf_counter() - started
     if error is not None:
         raise _explain(error, net.crashed) from error
-    if result is None:  # pragma: no cover - the choreography returned nothing
-        raise ConfigurationError(f"protocol {choreography.name!r} returned no result")
+    if result is None:  # pragma: no cover - the program returned nothing
+        raise ConfigurationError(f"protocol {entry.name!r} returned no result")
     refusals = tuple(r for party in parties for r in party.refusals)
     result.timings["wall"] = wall
     return SimulationResult(

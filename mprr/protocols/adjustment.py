@@ -13,13 +13,16 @@ the controller has, so it costs no ε (main paper Section 5).
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from mprr.adjustment import adjust
 from mprr.distributions import ProductDistribution, WeightedSample
 from mprr.errors import ConfigurationError
+from mprr.data import Schema
 from mprr.protocols.result import ProtocolResult
+from mprr.protocols.steps import Program
 
-__all__ = ["rr_adjustment", "ADJUSTABLE"]
+__all__ = ["rr_adjustment", "rr_adjustment_steps", "ADJUSTABLE"]
 
 ADJUSTABLE: tuple[str, ...] = ("RR-Independent", "RR-Clusters")
 """Protocols whose result RR-Adjustment accepts (main paper 6.2 items 3 and 4)."""
@@ -84,3 +87,28 @@ def rr_adjustment(
         details={**result.details, "base_estimate": estimate},
         timings={},
     )
+
+
+def rr_adjustment_steps(
+    schema: Schema,
+    *,
+    base: str = "RR-Independent",
+    tol: float = 1e-9,
+    max_iter: int = 1000,
+    exact_limit: bool = False,
+    **params: Any,
+) -> Program:
+    """RR-Adjustment after ``base`` as a step program: the base protocol's steps, then
+    Algorithm 2 on the controller (no step, no ε).
+
+    ``base`` is ``"RR-Independent"`` or ``"RR-Clusters"``; ``params`` go to its program,
+    ``tol``, ``max_iter``, ``exact_limit`` to :func:`rr_adjustment`.
+    """
+    from mprr.protocols.clusters import rr_clusters_steps
+    from mprr.protocols.independent import rr_independent_steps
+
+    programs = {"RR-Independent": rr_independent_steps, "RR-Clusters": rr_clusters_steps}
+    if base not in programs:
+        raise ConfigurationError(f"base must be one of {list(ADJUSTABLE)}, got {base!r}")
+    result = yield from programs[base](schema, **params)
+    return rr_adjustment(result, tol=tol, max_iter=max_iter, exact_limit=exact_limit)

@@ -26,12 +26,16 @@ import numpy as np
 
 from mprr.errors import ConfigurationError
 from mprr.matrices import RandomizationMatrix, cluster_optimal, grr, keep_or_uniform
+from mprr.protocols.steps import MatrixSpec
 
 __all__ = [
     "attribute_matrices",
+    "attribute_specs",
     "attribute_epsilons",
     "cluster_matrix",
+    "cluster_spec",
     "pair_matrix",
+    "pair_spec",
     "check_epsilon",
 ]
 
@@ -137,6 +141,47 @@ def attribute_matrices(
                 f"matrices[{j}] must be {k}x{k} for attribute {j} with {k} categories, got size {mat.size}"
             )
     return mats
+
+
+def attribute_specs(
+    sizes: Sequence[int],
+    *,
+    p: float | Sequence[float] | None = None,
+    epsilon: float | Sequence[float] | None = None,
+    matrices: Sequence[RandomizationMatrix] | None = None,
+) -> tuple[tuple[MatrixSpec, ...], tuple[RandomizationMatrix, ...]]:
+    """Per-attribute matrix specifications and the matrices they give.
+
+    Validates exactly as :func:`attribute_matrices` (same errors), then describes each matrix:
+    ``keep-or-uniform(p_j)`` (main paper 6.3.1), ``grr(ε_j)`` or the explicit matrix
+    (``dense``), so every driver rebuilds the very same matrices.
+    """
+    mats = attribute_matrices(sizes, p=p, epsilon=epsilon, matrices=matrices)
+    m = len(mats)
+    if p is not None:
+        specs = tuple(MatrixSpec.keep_or_uniform(float(v)) for v in _per_attribute(p, m, "p"))  # type: ignore[arg-type]
+    elif epsilon is not None:
+        specs = tuple(MatrixSpec.grr(float(v)) for v in _per_attribute(epsilon, m, "epsilon"))  # type: ignore[arg-type]
+    else:
+        specs = tuple(MatrixSpec.dense(mat) for mat in mats)
+    return specs, mats
+
+
+def cluster_spec(epsilons: Sequence[float]) -> MatrixSpec:
+    """Main paper 6.3.2 matrix of a cluster as a spec: ε-optimal, ε = Σ_{A∈C} ε_A.
+
+    The spec of :func:`cluster_matrix` (same sum, same checks).
+    """
+    return MatrixSpec.cluster_optimal(sum(check_epsilon(e, "cluster attribute epsilon") for e in epsilons))
+
+
+def pair_spec(epsilons: tuple[float, float], epsilon_pair: float | None = None) -> MatrixSpec:
+    """Main paper 4.3 matrix ``P^{ij}`` as a spec (the spec of :func:`pair_matrix`)."""
+    return MatrixSpec.cluster_optimal(
+        check_epsilon(epsilon_pair, "pair_epsilon")
+        if epsilon_pair is not None
+        else sum(check_epsilon(e, "pair attribute epsilon") for e in epsilons)
+    )
 
 
 def attribute_epsilons(matrices: Sequence[RandomizationMatrix]) -> tuple[float, ...]:

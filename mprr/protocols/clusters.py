@@ -33,16 +33,18 @@ import numpy as np
 
 from mprr.clustering import Clustering, cluster_attributes
 from mprr.data import Dataset, Schema
-from mprr.protocols.budget import attribute_epsilons, attribute_matrices, cluster_matrix
-from mprr.protocols.dependences import dependence_phase
+from mprr.protocols.budget import attribute_epsilons, attribute_specs, cluster_spec
+from mprr.protocols.dependences import PHASE, check_dependence_options, dependence_steps
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, product_estimate
 from mprr.protocols.independent import matrix_parameters
 from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, check_joint_cells
-from mprr.protocols.release import ReleasedData, check_inputs, release_units
+from mprr.protocols.local import run_local
+from mprr.protocols.release import ReleasedData
 from mprr.protocols.result import ProtocolResult, release_result
-from mprr.streams import Randomness, draw_uniforms
+from mprr.protocols.steps import Program, Release
+from mprr.streams import Randomness
 
-__all__ = ["rr_clusters", "release_clusters", "assemble_rr_clusters"]
+__all__ = ["rr_clusters", "rr_clusters_steps", "release_clusters", "assemble_rr_clusters"]
 
 
 def release_clusters(
@@ -83,7 +85,7 @@ def assemble_rr_clusters(
 
     ``releases`` are the ``"dependence"`` and ``"clusters"`` phases; the joint distribution is
     the product of the cluster estimates (eq. (2) + ``method`` per cluster).  The ledger holds
-    both phases.  Shared by the fast path and the actor choreography.
+    both phases.
     """
     sizes = schema.sizes
     clusters = releases[1].units
@@ -110,6 +112,68 @@ def assemble_rr_clusters(
         clustering_trace=clustering.trace,
         dependence=dependence_matrix,
         details=details,
+    )
+
+
+def rr_clusters_steps(
+    schema: Schema,
+    *,
+    Tv: float,
+    Td: float,
+    p: float | Sequence[float] | None = None,
+    epsilon: float | Sequence[float] | None = None,
+    dependence: str = "4.1",
+    tables: str = "estimated",
+    pair_epsilon: float | None = None,
+    postprocess: str = DEFAULT_POSTPROCESS,
+    max_cells: int = DEFAULT_JOINT_MAX_CELLS,
+) -> Program:
+    """RR-Clusters as a step program: the dependence phase, Algorithm 1, the cluster release.
+
+    Parameters as :func:`rr_clusters`.  Steps: phase ``"dependence"``
+    (:func:`~mprr.protocols.dependences.dependence_steps`: a release under 4.1, a secure sum
+    under 4.2 / 4.3), then phase ``"clusters"`` announcing Algorithm 1's clusters, one unit
+    per cluster through the 6.3.2 matrix (under 4.1 a singleton cluster replays phase 1).
+    """
+    method = check_postprocess(postprocess)
+    check_dependence_options(dependence, tables, pair_epsilon)
+    sizes = schema.sizes
+    specs, attr_mats = attribute_specs(sizes, p=p, epsilon=epsilon)
+    eps = attribute_epsilons(attr_mats)
+    phase1 = yield from dependence_steps(
+        schema, dependence, specs, eps, postprocess=method, tables=tables, pair_epsilon=pair_epsilon
+    )
+    clustering = cluster_attributes(phase1.dependence, sizes, Tv, Td)
+    clusters = release_clusters(clustering, sizes, max_cells)
+    # Under 4.1 a singleton cluster {A} would be released again with the matrix of A's
+    # phase-1 release (the 6.3.2 matrix carrying ε_A is that matrix): a replay.
+    replays = tuple(
+        (PHASE, c[0]) if dependence == "4.1" and len(c) == 1 else None for c in clusters
+    )
+    cspecs = tuple(
+        specs[c[0]] if again is not None else cluster_spec([eps[a] for a in c])
+        for c, again in zip(clusters, replays)
+    )
+    got = yield Release(
+        "clusters", clusters, cspecs, replays=replays,
+        notes={"dependence": phase1.dependence, "clusters": clusters},
+    )
+    return assemble_rr_clusters(
+        schema,
+        (phase1.released, got.data),
+        n=got.n,
+        p=p,
+        epsilon=epsilon,
+        Tv=Tv,
+        Td=Td,
+        dependence=dependence,
+        tables=tables,
+        pair_epsilon=pair_epsilon,
+        attribute_epsilons=eps,
+        clustering=clustering,
+        dependence_matrix=phase1.dependence,
+        details={"dependence_tables": phase1.tables, **phase1.details},
+        method=method,
     )
 
 
@@ -175,53 +239,8 @@ def rr_clusters(
       attribute index), except, under 4.1, singleton clusters (replays of phase 1: no
       uniform); the cluster value is the C-order code of its sorted attributes.
     """
-    check_inputs(dataset, rng)
-    method = check_postprocess(postprocess)
-    sizes = dataset.sizes
-    attr_mats = attribute_matrices(sizes, p=p, epsilon=epsilon)
-    eps = attribute_epsilons(attr_mats)
-    phase1 = dependence_phase(
-        dataset,
-        dependence,
-        attr_mats,
-        rng=rng,
-        postprocess=method,
-        tables=tables,
-        pair_epsilon=pair_epsilon,
-    )
-    clustering = cluster_attributes(phase1.dependence, sizes, Tv, Td)
-    clusters = release_clusters(clustering, sizes, max_cells)
-    # Under 4.1 a singleton cluster {A} would be released again with the matrix of A's
-    # phase-1 release (the 6.3.2 matrix carrying ε_A is that matrix): a replay.
-    replay = dependence == "4.1"
-    cmats = tuple(
-        attr_mats[c[0]]
-        if replay and len(c) == 1
-        else cluster_matrix([sizes[a] for a in c], [eps[a] for a in c])
-        for c in clusters
-    )
-    previous = [
-        phase1.released.codes[:, c[0]] if replay and len(c) == 1 else None  # type: ignore[index]
-        for c in clusters
-    ]
-    uniforms = draw_uniforms(rng, dataset.n, sum(p is None for p in previous))
-    released = release_units(
-        "clusters", dataset.codes, sizes, clusters, cmats, uniforms, previous=previous
-    )
-    return assemble_rr_clusters(
-        dataset.schema,
-        (phase1.released, released),
-        n=dataset.n,
-        p=p,
-        epsilon=epsilon,
-        Tv=Tv,
-        Td=Td,
-        dependence=dependence,
-        tables=tables,
-        pair_epsilon=pair_epsilon,
-        attribute_epsilons=eps,
-        clustering=clustering,
-        dependence_matrix=phase1.dependence,
-        details={"dependence_tables": phase1.tables},
-        method=method,
+    return run_local(
+        rr_clusters_steps, dataset, rng=rng, Tv=Tv, Td=Td, p=p, epsilon=epsilon,
+        dependence=dependence, tables=tables, pair_epsilon=pair_epsilon, postprocess=postprocess,
+        max_cells=max_cells,
     )

@@ -12,8 +12,8 @@ The three methods of main paper Section 4:
     ``((P^i ⊗ P^j)ᵀ)⁻¹ λ̂^{ij}`` (RR-Ind-Joint) and post-processes it.  ε = Σ_A ε_A, linkable.
 ``"4.2"`` — exact bivariate distributions via secure sum (Section 4.2)
     Parties contribute their true pairs to a modular secure sum; the controller learns the
-    exact bivariate tables.  The fast path computes these tables centrally (stand-in for the
-    secure sum).  ε = ∞: **no DP guarantee**.  No uniform is drawn.
+    exact bivariate tables.  The local driver computes these tables centrally (stand-in for
+    the secure sum).  ε = ∞: **no DP guarantee**.  No uniform is drawn.
 ``"4.3"`` — RR on each pair of attributes + secure sum (Section 4.3)
     Every party randomizes each pair ``(A^i, A^j)``, ``i < j``, with ``P^{ij}`` (ε-optimal over
     the pair, carrying ``ε_i + ε_j`` or a given ``pair_epsilon``); the randomized pairs are
@@ -27,19 +27,22 @@ Dependence measure: |Pearson| for two ordinal attributes (eq. 8), Cramér's V ot
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from mprr.data import Dataset
+from mprr.data import Dataset, Schema
 from mprr.dependence import bivariate_tables, dependence_matrix
 from mprr.errors import ConfigurationError
 from mprr.matrices import RandomizationMatrix, kron
-from mprr.protocols.budget import pair_matrix
+from mprr.protocols.budget import pair_spec
 from mprr.protocols.estimate import estimate_unit
-from mprr.protocols.release import ReleasedData, all_pairs, exact_tables, release_units
-from mprr.streams import Randomness, draw_uniforms
+from mprr.protocols.local import run_local
+from mprr.protocols.release import ReleasedData, all_pairs
+from mprr.protocols.steps import MatrixSpec, Release, Released, SecureSum, Step, singletons
+from mprr.streams import Randomness
 
 __all__ = [
     "DEPENDENCE_METHODS",
@@ -47,6 +50,7 @@ __all__ = [
     "DependencePhase",
     "check_dependence_options",
     "dependence_phase",
+    "dependence_steps",
 ]
 
 DEPENDENCE_METHODS: tuple[str, ...] = ("4.1", "4.2", "4.3")
@@ -73,20 +77,22 @@ class DependencePhase:
         from (probabilities for estimated tables, counts otherwise).
     dependence
         ``(m, m)`` symmetric dependence matrix (1 on the diagonal).
+    details
+        What the driver added (the secure-sum session on the actor path).
     """
 
     method: str
     released: ReleasedData
     tables: dict[tuple[int, int], np.ndarray]
     dependence: np.ndarray
+    details: Mapping[str, Any] = field(default_factory=dict)
 
 
 def check_dependence_options(method: object, tables: object, pair_epsilon: object) -> None:
     """Validate the options of phase 1 of RR-Clusters (main paper 4.1 / 4.2 / 4.3).
 
     ``method`` in :data:`DEPENDENCE_METHODS`, ``tables`` in :data:`TABLE_SOURCES`
-    (``"randomized"`` with 4.1 only), ``pair_epsilon`` with 4.3 only.  Shared by the fast path
-    and the actor choreography.
+    (``"randomized"`` with 4.1 only), ``pair_epsilon`` with 4.3 only.
 
     Raises
     ------
@@ -105,6 +111,78 @@ def check_dependence_options(method: object, tables: object, pair_epsilon: objec
         )
 
 
+def dependence_steps(
+    schema: Schema,
+    method: str,
+    specs: Sequence[MatrixSpec],
+    epsilons: Sequence[float],
+    *,
+    postprocess: str,
+    tables: str = "estimated",
+    pair_epsilon: float | None = None,
+) -> Generator[Step, Released, DependencePhase]:
+    """Phase 1 of RR-Clusters as steps, by main paper 4.1 / 4.2 / 4.3 (see the module docstring).
+
+    Parameters
+    ----------
+    schema
+        The public schema.
+    method
+        ``"4.1"``, ``"4.2"`` or ``"4.3"``.
+    specs, epsilons
+        Spec and ε of each attribute's matrix (4.1 releases; the ε give the 4.3 pair budgets
+        ε_i + ε_j).
+    postprocess
+        Post-processing of estimated tables (4.1 with ``tables="estimated"``, 4.3).
+    tables
+        4.1 only: ``"estimated"`` (default) or ``"randomized"``.
+    pair_epsilon
+        4.3 only: ε of every pair matrix instead of ``ε_i + ε_j``.
+
+    Notes
+    -----
+    Draw order (per party): 4.1 — m uniforms, one per attribute in schema order; 4.2 — none;
+    4.3 — m(m−1)/2 uniforms, one per pair ``(i, j)``, ``i < j``, in lexicographic order
+    ``(0,1), (0,2), ..., (m−2, m−1)``; the pair value is the C-order code ``x_i·r_j + x_j``.
+    """
+    check_dependence_options(method, tables, pair_epsilon)
+    sizes = schema.sizes
+    m = schema.m
+    pairs = all_pairs(m)
+    details: Mapping[str, Any] = {}
+    if method == "4.1":
+        got = yield Release(PHASE, singletons(m), tuple(specs))
+        released = got.data
+        raw = bivariate_tables(released.codes, sizes)  # type: ignore[arg-type]
+        if tables == "randomized":
+            pair_tables = {k: v.astype(np.float64) for k, v in raw.items()}
+        else:
+            mats = released.matrices
+            pair_tables = {
+                (i, j): estimate_unit(kron(mats[i], mats[j]), raw[(i, j)], postprocess)  # type: ignore[arg-type]
+                for (i, j) in pairs
+            }
+    elif not pairs:
+        released = ReleasedData(PHASE, (), (), (), None, (), linkable=False, exact=method == "4.2")
+        pair_tables = {}
+    elif method == "4.2":
+        got = yield SecureSum(PHASE, pairs)
+        released, details = got.data, got.details
+        pair_tables = dict(zip(pairs, released.counts))
+    else:
+        eps = [float(e) for e in epsilons]
+        pair_specs = tuple(pair_spec((eps[i], eps[j]), pair_epsilon) for i, j in pairs)
+        shares = None if pair_epsilon is not None else tuple((eps[i], eps[j]) for i, j in pairs)
+        got = yield SecureSum(PHASE, pairs, pair_specs, shares)
+        released, details = got.data, got.details
+        pair_tables = {
+            pair: estimate_unit(P, counts, postprocess)  # type: ignore[arg-type]
+            for pair, P, counts in zip(pairs, released.matrices, released.counts)
+        }
+    dep = dependence_matrix(pair_tables, schema.kinds) if m > 1 else np.ones((1, 1))
+    return DependencePhase(method=method, released=released, tables=pair_tables, dependence=dep, details=details)
+
+
 def dependence_phase(
     dataset: Dataset,
     method: str,
@@ -114,68 +192,17 @@ def dependence_phase(
     postprocess: str,
     tables: str = "estimated",
     pair_epsilon: float | None = None,
-    max_cells: int = 1 << 22,
 ) -> DependencePhase:
-    """Run phase 1 of RR-Clusters with one of the methods of main paper 4.1 / 4.2 / 4.3.
+    """Run phase 1 of RR-Clusters alone with the local driver (:func:`dependence_steps`).
 
-    Parameters
-    ----------
-    dataset
-        The parties' true records.
-    method
-        ``"4.1"``, ``"4.2"`` or ``"4.3"`` (see the module docstring).
-    attribute_matrices
-        Matrix of each attribute (4.1 releases; their ε give the 4.3 pair budgets ε_i + ε_j).
-    rng
-        ``numpy.random.Generator`` or :class:`mprr.streams.PartyStreams`.
-    postprocess
-        Post-processing of estimated tables (4.1 with ``tables="estimated"``, 4.3).
-    tables
-        4.1 only: ``"estimated"`` (default) or ``"randomized"``.
-    pair_epsilon
-        4.3 only: ε of every pair matrix instead of ``ε_i + ε_j``.
-    max_cells
-        Largest pair table (4.2 exact tables).
-
-    Notes
-    -----
-    Draw order (per party): 4.1 — m uniforms, one per attribute in schema order; 4.2 — none;
-    4.3 — m(m−1)/2 uniforms, one per pair ``(i, j)``, ``i < j``, in lexicographic order
-    ``(0,1), (0,2), ..., (m−2, m−1)``; the pair value is the C-order code ``x_i·r_j + x_j``.
+    ``attribute_matrices``: the matrix of each attribute (released as given under 4.1).
     """
-    check_dependence_options(method, tables, pair_epsilon)
-    sizes = dataset.sizes
-    m = dataset.m
-    pairs = all_pairs(m)
-    kinds = dataset.schema.kinds
-    if method == "4.1":
-        uniforms = draw_uniforms(rng, dataset.n, m)
-        units = tuple((j,) for j in range(m))
-        released = release_units(PHASE, dataset.codes, sizes, units, attribute_matrices, uniforms)
-        raw = bivariate_tables(released.codes, sizes)
-        if tables == "randomized":
-            pair_tables = {k: v.astype(np.float64) for k, v in raw.items()}
-        else:
-            pair_tables = {
-                (i, j): estimate_unit(
-                    kron(attribute_matrices[i], attribute_matrices[j]), raw[(i, j)], postprocess
-                )
-                for (i, j) in pairs
-            }
-    elif method == "4.2":
-        released = exact_tables(PHASE, dataset.codes, sizes, pairs, max_cells=max_cells)
-        pair_tables = {pair: counts for pair, counts in zip(pairs, released.counts)}
-    else:
-        eps = [float(P.epsilon) for P in attribute_matrices]
-        mats = tuple(pair_matrix((sizes[i], sizes[j]), (eps[i], eps[j]), pair_epsilon) for i, j in pairs)
-        shares = None if pair_epsilon is not None else [(eps[i], eps[j]) for i, j in pairs]
-        uniforms = draw_uniforms(rng, dataset.n, len(pairs))
-        released = release_units(
-            PHASE, dataset.codes, sizes, pairs, mats, uniforms, linkable=False, shares=shares
+    specs = tuple(MatrixSpec.dense(P) for P in attribute_matrices)
+    eps = tuple(float(P.epsilon) for P in attribute_matrices)
+
+    def program(schema: Schema) -> Generator[Step, Released, DependencePhase]:
+        return dependence_steps(
+            schema, method, specs, eps, postprocess=postprocess, tables=tables, pair_epsilon=pair_epsilon
         )
-        pair_tables = {
-            pair: estimate_unit(P, counts, postprocess)
-            for pair, P, counts in zip(pairs, mats, released.counts)
-        }
-    dep = dependence_matrix(pair_tables, kinds) if m > 1 else np.ones((1, 1))
-    return DependencePhase(method=method, released=released, tables=pair_tables, dependence=dep)
+
+    return run_local(program, dataset, rng=rng)  # type: ignore[arg-type, return-value]

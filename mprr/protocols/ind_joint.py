@@ -1,4 +1,4 @@
-"""RR-Ind-Joint (Kikuchi & Domingo-Ferrer), fast path.
+"""RR-Ind-Joint (Kikuchi & Domingo-Ferrer) as a step program, and its fast-path entry point.
 
 Every party randomizes each attribute independently (exactly RR-Independent's release,
 RR-Ind-Joint paper Algorithm 3 step 1); the controller estimates the *joint* distribution of
@@ -27,15 +27,18 @@ from mprr.distributions import DenseDistribution, ProductDistribution, check_axe
 from mprr.domain import joint_tally
 from mprr.errors import ConfigurationError, DomainTooLargeError
 from mprr.matrices import RandomizationMatrix, kron
-from mprr.protocols.budget import attribute_epsilons, attribute_matrices
+from mprr.protocols.budget import attribute_epsilons
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit
-from mprr.protocols.independent import matrix_parameters
-from mprr.protocols.release import ReleasedData, check_inputs, release_units
+from mprr.protocols.independent import matrix_parameters, rr_independent_steps
+from mprr.protocols.local import run_local
+from mprr.protocols.release import ReleasedData
 from mprr.protocols.result import ProtocolResult, release_result
-from mprr.streams import Randomness, draw_uniforms
+from mprr.protocols.steps import Program
+from mprr.streams import Randomness
 
 __all__ = [
     "rr_ind_joint",
+    "rr_ind_joint_steps",
     "ind_joint_estimate",
     "IndJointPlan",
     "ind_joint_plan",
@@ -82,8 +85,7 @@ def ind_joint_plan(
 
     Groups must be disjoint and non-empty; attributes in no group become singletons; each
     group is sorted and the groups are ordered by smallest attribute.  ``None``: one group
-    with every attribute.  Shared by the fast path and the actor choreography (checked before
-    anything is released).
+    with every attribute.  Checked before anything is released.
 
     Raises
     ------
@@ -181,7 +183,7 @@ def assemble_rr_ind_joint(
     Each group of ``plan.groups`` is estimated through
     the Kronecker inverse of its attribute matrices; one group gives a ``DenseDistribution``,
     several their ``ProductDistribution`` (``method="none"``: negative entries allowed).
-    Shared by the fast path and the actor choreography.
+    
     """
     sizes = schema.sizes
     mats = released.matrices
@@ -210,6 +212,27 @@ def assemble_rr_ind_joint(
         postprocessing=method,
         clusters=groups,
     )
+
+
+def rr_ind_joint_steps(
+    schema: Schema,
+    *,
+    p: float | Sequence[float] | None = None,
+    epsilon: float | Sequence[float] | None = None,
+    matrices: Sequence[RandomizationMatrix] | None = None,
+    groups: Sequence[Sequence[int]] | None = None,
+    postprocess: str = DEFAULT_POSTPROCESS,
+    max_cells: int = DEFAULT_IND_JOINT_MAX_CELLS,
+) -> Program:
+    """RR-Ind-Joint (RR-Ind-Joint paper Algorithm 3) as a step program.
+
+    The release of RR-Independent (:func:`~mprr.protocols.independent.rr_independent_steps`),
+    then each group's joint through the Kronecker inverse.  Parameters as :func:`rr_ind_joint`.
+    """
+    method = check_postprocess(postprocess)
+    plan = ind_joint_plan(schema.sizes, p=p, epsilon=epsilon, matrices=matrices, groups=groups, max_cells=max_cells)
+    base = yield from rr_independent_steps(schema, p=p, epsilon=epsilon, matrices=matrices, postprocess=method)
+    return assemble_rr_ind_joint(schema, base.releases[0], plan, n=base.n, method=method)
 
 
 def rr_ind_joint(
@@ -255,13 +278,7 @@ def rr_ind_joint(
     Draw order (per party): m uniforms, one per attribute in schema order — identical to
     RR-Independent, so the same seed releases the same Y.
     """
-    check_inputs(dataset, rng)
-    method = check_postprocess(postprocess)
-    sizes = dataset.sizes
-    m = dataset.m
-    plan = ind_joint_plan(sizes, p=p, epsilon=epsilon, matrices=matrices, groups=groups, max_cells=max_cells)
-    mats = attribute_matrices(sizes, p=p, epsilon=epsilon, matrices=matrices)
-    uniforms = draw_uniforms(rng, dataset.n, m)
-    units = tuple((j,) for j in range(m))
-    released = release_units("attributes", dataset.codes, sizes, units, mats, uniforms)
-    return assemble_rr_ind_joint(dataset.schema, released, plan, n=dataset.n, method=method)
+    return run_local(
+        rr_ind_joint_steps, dataset, rng=rng, p=p, epsilon=epsilon, matrices=matrices,
+        groups=groups, postprocess=postprocess, max_cells=max_cells,
+    )

@@ -3,7 +3,8 @@
 Every party randomizes each of its m attribute values separately with the attribute's matrix
 ``P^j`` and publishes the results; the controller estimates each marginal with eq. (2)
 ``π̂^j = ((P^j)ᵀ)⁻¹ λ̂^j`` (post-processed) and the joint distribution as the product of the
-marginals (Protocol 1 step 10).
+marginals (Protocol 1 step 10).  Written once as a step program (:func:`rr_independent_steps`),
+run by the local driver (:func:`rr_independent`) or the actor driver (:mod:`parties.driver`).
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ from collections.abc import Sequence
 
 from mprr.data import Dataset, Schema
 from mprr.matrices import RandomizationMatrix
-from mprr.protocols.budget import attribute_epsilons, attribute_matrices
+from mprr.protocols.budget import attribute_epsilons, attribute_specs
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, product_estimate
-from mprr.protocols.release import ReleasedData, check_inputs, release_units
+from mprr.protocols.local import run_local
+from mprr.protocols.release import ReleasedData
 from mprr.protocols.result import ProtocolResult, release_result
-from mprr.streams import Randomness, draw_uniforms
+from mprr.protocols.steps import Program, Release, singletons
+from mprr.streams import Randomness
 
-__all__ = ["rr_independent", "matrix_parameters", "assemble_rr_independent"]
+__all__ = ["rr_independent", "rr_independent_steps", "matrix_parameters", "assemble_rr_independent"]
 
 
 def matrix_parameters(
@@ -49,7 +52,7 @@ def assemble_rr_independent(
     """The RR-Independent result from its ``"attributes"`` release (main paper Protocol 1).
 
     Estimates every marginal with eq. (2) + ``method`` and the joint as their product
-    (Protocol 1 step 10).  Shared by the fast path and the actor choreography.
+    (Protocol 1 step 10).
 
     Parameters
     ----------
@@ -77,6 +80,28 @@ def assemble_rr_independent(
         releases=(released,),
         postprocessing=method,
         clusters=released.units,
+    )
+
+
+def rr_independent_steps(
+    schema: Schema,
+    *,
+    p: float | Sequence[float] | None = None,
+    epsilon: float | Sequence[float] | None = None,
+    matrices: Sequence[RandomizationMatrix] | None = None,
+    postprocess: str = DEFAULT_POSTPROCESS,
+) -> Program:
+    """RR-Independent (main paper Protocol 1) as a step program (:mod:`mprr.protocols.steps`).
+
+    One step: phase ``"attributes"``, one unit per attribute (schema order) through ``P^j``;
+    the reply gives the marginals (eq. 2) and their product.  Parameters as
+    :func:`rr_independent`.
+    """
+    method = check_postprocess(postprocess)
+    specs, _ = attribute_specs(schema.sizes, p=p, epsilon=epsilon, matrices=matrices)
+    got = yield Release("attributes", singletons(schema.m), specs)
+    return assemble_rr_independent(
+        schema, got.data, n=got.n, p=p, epsilon=epsilon, matrices=matrices, method=method
     )
 
 
@@ -117,14 +142,7 @@ def rr_independent(
     Draw order (per party, :mod:`mprr.streams`): m uniforms, one per attribute in schema order
     (attribute j's released value = inverse-CDF of row x_j of ``P^j`` at the j-th uniform).
     """
-    check_inputs(dataset, rng)
-    method = check_postprocess(postprocess)
-    sizes = dataset.sizes
-    m = dataset.m
-    mats = attribute_matrices(sizes, p=p, epsilon=epsilon, matrices=matrices)
-    uniforms = draw_uniforms(rng, dataset.n, m)
-    units = tuple((j,) for j in range(m))
-    released = release_units("attributes", dataset.codes, sizes, units, mats, uniforms)
-    return assemble_rr_independent(
-        dataset.schema, released, n=dataset.n, p=p, epsilon=epsilon, matrices=matrices, method=method
+    return run_local(
+        rr_independent_steps, dataset, rng=rng, p=p, epsilon=epsilon, matrices=matrices,
+        postprocess=postprocess,
     )

@@ -15,15 +15,18 @@ from dataclasses import dataclass
 
 from mprr.data import Dataset, Schema
 from mprr.errors import ConfigurationError, DomainTooLargeError
-from mprr.matrices import MAX_DENSE_CELLS, RandomizationMatrix, cluster_optimal
+from mprr.matrices import MAX_DENSE_CELLS, RandomizationMatrix
 from mprr.protocols.budget import attribute_epsilons, attribute_matrices, check_epsilon
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
-from mprr.protocols.release import ReleasedData, check_inputs, release_units
+from mprr.protocols.local import run_local
+from mprr.protocols.release import ReleasedData
 from mprr.protocols.result import ProtocolResult, release_result
-from mprr.streams import Randomness, draw_uniforms
+from mprr.protocols.steps import MatrixSpec, Program, Release
+from mprr.streams import Randomness
 
 __all__ = [
     "rr_joint",
+    "rr_joint_steps",
     "DEFAULT_JOINT_MAX_CELLS",
     "check_joint_cells",
     "check_dense_matrix",
@@ -107,15 +110,13 @@ def joint_plan(
     epsilon: float | None,
     matrix: RandomizationMatrix | None,
     max_cells: int,
-    dense_check: bool = True,
 ) -> JointPlan:
     """Validate RR-Joint's parameters (main paper Protocol 2) before anything is released.
 
     The joint domain must fit ``max_cells`` (:func:`check_joint_cells`); exactly one of ``p``
     (main paper 6.3.2: the ε-optimal joint matrix carrying Σ_A ε_A of the 6.3.1 matrices),
     ``epsilon`` (total ε of the ε-optimal joint matrix) or ``matrix`` (over the joint cells).
-    With ``dense_check``, a matrix to build over too many cells is refused
-    (:func:`check_dense_matrix`).  Shared by the fast path and the actor choreography.
+    A matrix to build over too many cells is refused (:func:`check_dense_matrix`).
     """
     cells = check_joint_cells(sizes, max_cells, "RR-Joint")
     given = [k for k, v in (("p", p), ("epsilon", epsilon), ("matrix", matrix)) if v is not None]
@@ -126,8 +127,7 @@ def joint_plan(
     if matrix is not None:
         check_joint_matrix(matrix, cells)
     else:
-        if dense_check:
-            check_dense_matrix(cells, "RR-Joint")
+        check_dense_matrix(cells, "RR-Joint")
         if epsilon is not None:
             total = check_epsilon(epsilon)
         else:
@@ -142,8 +142,7 @@ def assemble_rr_joint(
     """The RR-Joint result from its ``"joint"`` release (main paper Protocol 2, eq. 2).
 
     The joint distribution is estimated over the whole domain with the unit's matrix and
-    ``method`` (``"none"``: raw eq. (2), negative entries allowed).  Shared by the fast path
-    and the actor choreography.
+    ``method`` (``"none"``: raw eq. (2), negative entries allowed).
     """
     P = released.matrices[0]
     p = plan.p
@@ -164,6 +163,27 @@ def assemble_rr_joint(
         postprocessing=method,
         clusters=released.units,
     )
+
+
+def rr_joint_steps(
+    schema: Schema,
+    *,
+    p: float | Sequence[float] | None = None,
+    epsilon: float | None = None,
+    matrix: RandomizationMatrix | None = None,
+    postprocess: str = DEFAULT_POSTPROCESS,
+    max_cells: int = DEFAULT_JOINT_MAX_CELLS,
+) -> Program:
+    """RR-Joint (main paper Protocol 2) as a step program: one release of the whole record.
+
+    Phase ``"joint"``, one unit (every attribute) through the ε-optimal joint matrix (or the
+    given one); the reply gives the dense eq. (2) estimate.  Parameters as :func:`rr_joint`.
+    """
+    method = check_postprocess(postprocess)
+    plan = joint_plan(schema.sizes, p=p, epsilon=epsilon, matrix=matrix, max_cells=max_cells)
+    spec = MatrixSpec.dense(plan.matrix) if plan.epsilon is None else MatrixSpec.cluster_optimal(plan.epsilon)  # type: ignore[arg-type]
+    got = yield Release("joint", (tuple(range(schema.m)),), (spec,))
+    return assemble_rr_joint(schema, got.data, plan, n=got.n, method=method)
 
 
 def rr_joint(
@@ -214,12 +234,7 @@ def rr_joint(
     Draw order (per party): 1 uniform — the record's joint code (C order over the schema)
     released by inverse-CDF of its matrix row.
     """
-    check_inputs(dataset, rng)
-    method = check_postprocess(postprocess)
-    sizes = dataset.sizes
-    plan = joint_plan(sizes, p=p, epsilon=epsilon, matrix=matrix, max_cells=max_cells)
-    P = plan.matrix if plan.epsilon is None else cluster_optimal(sizes, plan.epsilon)
-    uniforms = draw_uniforms(rng, dataset.n, 1)
-    unit = tuple(range(dataset.m))
-    released = release_units("joint", dataset.codes, sizes, (unit,), (P,), uniforms)
-    return assemble_rr_joint(dataset.schema, released, plan, n=dataset.n, method=method)
+    return run_local(
+        rr_joint_steps, dataset, rng=rng, p=p, epsilon=epsilon, matrix=matrix,
+        postprocess=postprocess, max_cells=max_cells,
+    )

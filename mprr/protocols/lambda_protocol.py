@@ -25,16 +25,19 @@ from dataclasses import dataclass
 
 from mprr.data import Dataset, Schema
 from mprr.errors import ConfigurationError, DomainTooLargeError
-from mprr.matrices import check_int, check_unit, kron, lambda_randomization
+from mprr.matrices import check_int, check_unit, lambda_randomization
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
 from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS
-from mprr.protocols.release import ReleasedData, check_inputs, release_units
+from mprr.protocols.local import run_local
+from mprr.protocols.release import ReleasedData
 from mprr.protocols.result import ProtocolResult, release_result
-from mprr.streams import Randomness, draw_uniforms
+from mprr.protocols.steps import MatrixSpec, Program, Release
+from mprr.streams import Randomness
 
 __all__ = [
     "EntropyCheck",
     "lambda_protocol",
+    "lambda_steps",
     "lambda_entropy_bits",
     "lambdas_for_entropy",
     "LambdaPlan",
@@ -200,8 +203,7 @@ def lambda_plan(
 
     Checks the joint domain against ``max_cells``, ``max_rounds`` and the bounds, then
     evaluates the protection level of ``lambdas`` (Theorem 2) and, while it is
-    unsatisfactory, of ``regenerate``'s proposals.  Shared by the fast path and the actor
-    choreography (which run it on the controller before anything is released).
+    unsatisfactory, of ``regenerate``'s proposals, before anything is released.
 
     Returns
     -------
@@ -254,7 +256,6 @@ def assemble_lambda(
 
     Eq. (2) with the exact inverse of the Kronecker matrix (Property 1 per factor, Property 2
     for the product) and ``method`` (``"none"``: raw estimate, negative entries allowed).
-    Shared by the fast path and the actor choreography.
     """
     K = released.matrices[0]
     params = {
@@ -274,6 +275,43 @@ def assemble_lambda(
         clusters=released.units,
         details={"entropy_checks": plan.checks, "kronecker": K},
     )
+
+
+def lambda_steps(
+    schema: Schema,
+    *,
+    lambdas: Sequence[float],
+    min_bits: float | None = None,
+    max_bits: float | None = None,
+    min_beta: float | None = None,
+    max_beta: float | None = None,
+    regenerate: Callable[[tuple[float, ...], EntropyCheck], Sequence[float]] | None = None,
+    max_rounds: int = 20,
+    postprocess: str = DEFAULT_POSTPROCESS,
+    max_cells: int = DEFAULT_IND_JOINT_MAX_CELLS,
+) -> Program:
+    """The λ-randomization protocol (lambda paper Section 5) as a step program.
+
+    Steps 1-3 (λ, matrices, entropy check with re-generation) run before any release; step 4
+    is one release (phase ``"record"``, one unit through ``P(λ_1) ⊗ ... ⊗ P(λ_m)``, one
+    uniform); step 5 estimates with the Kronecker inverse.  Parameters as
+    :func:`lambda_protocol`.
+    """
+    method = check_postprocess(postprocess)
+    plan = lambda_plan(
+        schema.sizes,
+        lambdas,
+        min_bits=min_bits,
+        max_bits=max_bits,
+        min_beta=min_beta,
+        max_beta=max_beta,
+        regenerate=regenerate,
+        max_rounds=max_rounds,
+        max_cells=max_cells,
+    )
+    spec = MatrixSpec.lambda_kron(plan.lambdas)
+    got = yield Release("record", (tuple(range(schema.m)),), (spec,), notes={"entropy checks": plan.checks})
+    return assemble_lambda(schema, got.data, plan, n=got.n, method=method)
 
 
 def lambda_protocol(
@@ -331,23 +369,8 @@ def lambda_protocol(
     Draw order (per party): 1 uniform — the record released through the Kronecker row by
     inverse-CDF, factor by factor (:func:`mprr.randomize.randomize_joint`).
     """
-    check_inputs(dataset, rng)
-    method = check_postprocess(postprocess)
-    sizes = dataset.sizes
-    m = dataset.m
-    plan = lambda_plan(
-        sizes,
-        lambdas,
-        min_bits=min_bits,
-        max_bits=max_bits,
-        min_beta=min_beta,
-        max_beta=max_beta,
-        regenerate=regenerate,
-        max_rounds=max_rounds,
-        max_cells=max_cells,
+    return run_local(
+        lambda_steps, dataset, rng=rng, lambdas=lambdas, min_bits=min_bits, max_bits=max_bits,
+        min_beta=min_beta, max_beta=max_beta, regenerate=regenerate, max_rounds=max_rounds,
+        postprocess=postprocess, max_cells=max_cells,
     )
-    K = kron(*(lambda_randomization(r, lam) for r, lam in zip(sizes, plan.lambdas)))
-    uniforms = draw_uniforms(rng, dataset.n, 1)
-    unit = tuple(range(m))
-    released = release_units("record", dataset.codes, sizes, (unit,), (K,), uniforms)
-    return assemble_lambda(dataset.schema, released, plan, n=dataset.n, method=method)

@@ -1,11 +1,10 @@
-"""Controller-side choreographies of every protocol run by the actor simulator.
+"""A curious controller's deviations from the protocol, for the privacy-enforcement tests.
+
+The honest protocols are step programs of :mod:`mprr.protocols` run by
+:func:`parties.driver.run_actors`; what remains here is what no honest program does.
 
 Modules:
 
-- ``common``    — matrix specifications mirroring the fast path's matrices
-- ``basic``     — RR-Independent, RR-Joint, RR-Ind-Joint, λ-randomization (one release phase)
-- ``clusters``  — RR-Clusters (dependence 4.1, Algorithm 1, cluster release) and RR-Adjustment
 - ``malicious`` — a curious controller's extra requests (re-request, finer matrix, unannounced
-                  cluster, changed plan, extra phase) for the privacy-enforcement tests
-- ``registry``  — protocol names, aliases and parameter checking for :func:`parties.simulate`
+                  cluster, changed plan, extra phase)
 """

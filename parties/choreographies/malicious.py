@@ -31,7 +31,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from mprr.errors import ConfigurationError
-from parties.choreographies.common import singletons
+from mprr.protocols.steps import singletons
 from parties.controller import Controller, PhaseRelease
 from parties.messages import RandomizedValues, Refusal
 from parties.protocol_messages import MatrixSpec, ReleaseRequest

@@ -1,12 +1,20 @@
-"""Engine registry: build a secure-sum engine from its name and options (for configs / CLI).
+"""The secure-sum engines by name: one registry for the actor driver, the scenarios and the benchmarks.
 
-``make_engine("masked", topology="regular", degree=8)`` — the names are those of issue 5 and
-DESIGN.md: ``paper`` (main paper 4.2), ``graph`` (sparse additive shares), ``masked``
-(Bonawitz et al. 2017).
+``make_engine("masked-sparse", degree=6, round_timeout=5.0)``.  Names:
+
+==================  ===========================================================================
+``paper``           main paper 4.2: additive shares over a full mesh (:mod:`parties.secure.paper`)
+``graph``           sparse additive shares on a k-regular graph, relayed by the controller
+``graph-direct``    the same, shares over direct party links (needs a full mesh)
+``masked``          Bonawitz et al. 2017 pairwise masks with dropout recovery, full graph
+``masked-sparse``   the masked engine on a k-regular graph (k = ``degree``, default 8)
+==================  ===========================================================================
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mprr.errors import ConfigurationError
@@ -15,30 +23,40 @@ from parties.secure.graph import GraphEngine
 from parties.secure.masked import MaskedEngine
 from parties.secure.paper import PaperEngine
 
-__all__ = ["ENGINES", "make_engine"]
+__all__ = ["ENGINES", "engine_needs_mesh", "make_engine"]
 
-ENGINES: dict[str, type[SecureSumEngine]] = {
+ENGINES: Mapping[str, Callable[..., SecureSumEngine]] = {
     "paper": PaperEngine,
     "graph": GraphEngine,
+    "graph-direct": functools.partial(GraphEngine, relay=False),
     "masked": MaskedEngine,
+    "masked-sparse": functools.partial(MaskedEngine, topology="regular", degree=8),
 }
+"""Secure-sum engine constructors by name (module docstring)."""
 
 
-def make_engine(name: str, **options: Any) -> SecureSumEngine:
-    """Instantiate the engine called ``name`` with keyword ``options``.
+def make_engine(name: str | SecureSumEngine, **options: Any) -> SecureSumEngine:
+    """The engine called ``name`` built with keyword ``options`` (an engine is returned as is).
 
     Raises
     ------
     ConfigurationError
         Unknown engine name, or an option the engine does not take.
     """
-    try:
-        cls = ENGINES[name]
-    except KeyError:
+    if isinstance(name, SecureSumEngine):
+        return name
+    if not isinstance(name, str) or name not in ENGINES:
         raise ConfigurationError(
-            f"secure-sum engine must be one of {sorted(ENGINES)}, got {name!r}"
-        ) from None
+            f"secure-sum engine must be one of {list(ENGINES)} or a SecureSumEngine, got {name!r}"
+        )
     try:
-        return cls(**options)
+        return ENGINES[name](**options)
     except TypeError as exc:
         raise ConfigurationError(f"bad option for secure-sum engine {name!r}: {exc}") from None
+
+
+def engine_needs_mesh(engine: str | SecureSumEngine) -> bool:
+    """Whether ``engine`` sends shares over direct party links (paper, graph-direct): its
+    network needs a full mesh."""
+    return (engine in ("paper", "graph-direct") or getattr(engine, "name", None) == "paper"
+            or getattr(engine, "relay", None) is False)

@@ -23,7 +23,7 @@ from mprr.protocols import (
 )
 from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
-from parties.choreographies.registry import PROTOCOLS, lookup
+from mprr.protocols.registry import PROTOCOLS, lookup
 from parties.codec import encode
 from parties.controller import ReleaseRefused
 from parties.messages import RandomizedValues

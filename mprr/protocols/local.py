@@ -1,0 +1,91 @@
+"""The local driver: runs a step program for every party at once, vectorized (the fast path).
+
+:func:`run_local` answers each step of a program (:mod:`mprr.protocols.steps`) for the n
+records of a :class:`~mprr.data.Dataset`:
+
+- :class:`~mprr.protocols.steps.Release`: every party draws one uniform per fresh unit from
+  its stream (draw-order contract of :mod:`mprr.streams`) and randomizes the unit's joint
+  value through the unit's matrix; a replayed unit resends the earlier phase's codes;
+- :class:`~mprr.protocols.steps.SecureSum`: the tallies a secure sum would reveal, computed
+  centrally — exact tables (4.2) or tallies of values randomized through the unit matrices
+  (4.3, unlinkable).
+
+Matrices are built from the steps' :class:`~mprr.protocols.steps.MatrixSpec` with the same
+constructors the parties use, so the actor driver (:func:`parties.driver.run_actors`) gives
+the same result for the same seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mprr.data import Dataset
+from mprr.protocols.release import ReleasedData, check_inputs, exact_tables, release_units
+from mprr.protocols.result import ProtocolResult
+from mprr.protocols.steps import Program, Release, Released, SecureSum, Step
+from mprr.streams import Randomness, draw_uniforms
+
+__all__ = ["EXACT_MAX_CELLS", "run_local"]
+
+EXACT_MAX_CELLS = 1 << 22
+"""Largest exact table (main paper 4.2) the local driver tallies."""
+
+
+def run_local(
+    program: Callable[..., Program], dataset: Dataset, *, rng: Randomness, **params: Any
+) -> ProtocolResult:
+    """Run ``program(dataset.schema, **params)`` on every record of ``dataset``.
+
+    Parameters
+    ----------
+    program
+        A step-program function (e.g. :func:`mprr.protocols.independent.rr_independent_steps`).
+    dataset
+        The parties' true records (party i holds row i).
+    rng
+        ``numpy.random.Generator`` or :class:`mprr.streams.PartyStreams` (one stream per record).
+    params
+        The program's parameters.
+
+    Raises
+    ------
+    ConfigurationError
+        For an invalid data set or randomness source (checked first), or the program's own
+        parameter errors.
+    """
+    check_inputs(dataset, rng)
+    steps = program(dataset.schema, **params)
+    done: dict[str, ReleasedData] = {}
+    try:
+        step = next(steps)
+        while True:
+            data = _answer(step, dataset, rng, done)
+            done[step.phase] = data
+            step = steps.send(Released(data, dataset.n))
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
+def _answer(step: Step, dataset: Dataset, rng: Randomness, done: dict[str, ReleasedData]) -> ReleasedData:
+    sizes = dataset.sizes
+    codes = dataset.codes
+    if isinstance(step, Release):
+        replays = step.replays if step.replays is not None else (None,) * len(step.units)
+        mats = tuple(
+            s.build([sizes[a] for a in u]) if r is None else done[r[0]].matrices[r[1]]
+            for s, u, r in zip(step.specs, step.units, replays)
+        )
+        previous = None
+        if step.replays is not None:
+            previous = [None if r is None else done[r[0]].codes[:, r[1]] for r in step.replays]  # type: ignore[index]
+        fresh = len(step.units) if previous is None else sum(p is None for p in previous)
+        uniforms = draw_uniforms(rng, dataset.n, fresh)
+        return release_units(step.phase, codes, sizes, step.units, mats, uniforms, previous=previous)
+    if step.specs is None:
+        return exact_tables(step.phase, codes, sizes, step.units, max_cells=EXACT_MAX_CELLS)
+    mats = tuple(s.build([sizes[a] for a in u]) for s, u in zip(step.specs, step.units))
+    uniforms = draw_uniforms(rng, dataset.n, len(step.units))
+    return release_units(
+        step.phase, codes, sizes, step.units, mats, uniforms, linkable=False, shares=step.shares
+    )

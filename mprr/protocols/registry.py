@@ -1,0 +1,124 @@
+"""Protocol names and their step programs, with parameter checking.
+
+Canonical names are the :attr:`ProtocolResult.protocol` names; lookup ignores case, spaces and
+underscores, and accepts a few aliases (``"independent"``, ``"clusters"``, ``"lambda"``,
+``"rr-adjustment"`` with ``base=``...).  Any driver runs the program of an entry:
+:func:`mprr.protocols.local.run_local` or :func:`parties.driver.run_actors`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mprr.errors import ConfigurationError
+from mprr.protocols.adjustment import rr_adjustment_steps
+from mprr.protocols.clusters import rr_clusters_steps
+from mprr.protocols.ind_joint import rr_ind_joint_steps
+from mprr.protocols.independent import rr_independent_steps
+from mprr.protocols.joint import rr_joint_steps
+from mprr.protocols.lambda_protocol import lambda_steps
+from mprr.protocols.steps import Program
+
+__all__ = ["PROTOCOLS", "ProtocolEntry", "lookup"]
+
+
+@dataclass(frozen=True)
+class ProtocolEntry:
+    """A protocol by name.
+
+    Attributes
+    ----------
+    name
+        Canonical name (the ``protocol`` of its :class:`ProtocolResult`).
+    program
+        ``program(schema, **params)``: the step program (:mod:`mprr.protocols.steps`).
+    fixed
+        Parameters the name implies (e.g. ``base="RR-Clusters"`` for RR-Clusters+Adjustment).
+    aliases
+        Other accepted names.
+    secure
+        ``True`` when the program may ask for a secure sum (RR-Clusters with 4.2 / 4.3): a
+        driver then also takes the secure-sum ``engine``.
+    """
+
+    name: str
+    program: Callable[..., Program]
+    fixed: Mapping[str, Any]
+    aliases: tuple[str, ...] = ()
+    secure: bool = False
+
+    def bind(self, params: Mapping[str, Any], driver: tuple[str, ...] = ()) -> dict[str, Any]:
+        """Check ``params`` against the protocol's parameters; returns the full keyword set.
+
+        ``driver`` names parameters the driver takes itself (e.g. ``("engine",)``); they are
+        accepted when the protocol is :attr:`secure`.
+
+        Raises
+        ------
+        ConfigurationError
+            On an unknown or missing parameter, naming the allowed ones.
+        """
+        clash = sorted(set(params) & set(self.fixed))
+        if clash:
+            raise ConfigurationError(f"{self.name} fixes {clash}; do not pass them")
+        kwargs = {**self.fixed, **params}
+        signature = inspect.signature(self.program)
+        named = [p for p in signature.parameters.values() if p.kind is p.KEYWORD_ONLY]
+        open_ended = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+        extra = set(driver) if self.secure else set()
+        allowed = sorted({p.name for p in named if p.name not in self.fixed} | extra)
+        if not open_ended:
+            unknown = sorted(set(kwargs) - {p.name for p in named} - extra)
+            if unknown:
+                raise ConfigurationError(
+                    f"unknown parameter(s) {unknown} for protocol {self.name!r}; allowed: {allowed}"
+                )
+        missing = sorted(p.name for p in named if p.default is p.empty and p.name not in kwargs)
+        if missing:
+            raise ConfigurationError(f"protocol {self.name!r} needs parameter(s) {missing}")
+        return kwargs
+
+
+PROTOCOLS: Mapping[str, ProtocolEntry] = {
+    c.name: c
+    for c in (
+        ProtocolEntry("RR-Independent", rr_independent_steps, {}, ("independent", "protocol-1")),
+        ProtocolEntry("RR-Joint", rr_joint_steps, {}, ("joint", "protocol-2")),
+        ProtocolEntry("RR-Clusters", rr_clusters_steps, {}, ("clusters",), secure=True),
+        ProtocolEntry("RR-Independent+Adjustment", rr_adjustment_steps, {"base": "RR-Independent"},
+                      ("independent+adjustment",), secure=True),
+        ProtocolEntry("RR-Clusters+Adjustment", rr_adjustment_steps, {"base": "RR-Clusters"},
+                      ("clusters+adjustment",), secure=True),
+        ProtocolEntry("RR-Adjustment", rr_adjustment_steps, {}, ("adjustment",), secure=True),
+        ProtocolEntry("RR-Ind-Joint", rr_ind_joint_steps, {}, ("ind-joint",)),
+        ProtocolEntry("lambda-randomization", lambda_steps, {}, ("lambda", "λ-randomization")),
+    )
+}
+"""Every protocol, by canonical name."""
+
+
+def _key(name: str) -> str:
+    return name.strip().lower().replace("_", "-").replace(" ", "-")
+
+
+_INDEX = {
+    _key(alias): c
+    for c in PROTOCOLS.values()
+    for alias in (c.name, *c.aliases, c.name.removeprefix("RR-"))
+}
+
+
+def lookup(name: str) -> ProtocolEntry:
+    """The :class:`ProtocolEntry` of ``name`` (canonical name or alias).
+
+    Raises
+    ------
+    ConfigurationError
+        If the name is unknown (the message lists the canonical names).
+    """
+    if not isinstance(name, str) or _key(name) not in _INDEX:
+        raise ConfigurationError(f"protocol must be one of {list(PROTOCOLS)}, got {name!r}")
+    return _INDEX[_key(name)]

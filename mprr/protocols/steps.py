@@ -1,0 +1,286 @@
+"""Sans-I/O protocol steps: what a protocol asks of the parties, and what comes back.
+
+Every protocol of :mod:`mprr.protocols` is written once, as a *step program*: a generator
+that validates its parameters, ``yield`` s one step per communication phase and receives what
+the parties released, then ``return`` s the :class:`~mprr.protocols.result.ProtocolResult`::
+
+    def rr_independent_steps(schema, *, p=None, epsilon=None, matrices=None, postprocess=...):
+        specs, mats = attribute_specs(schema.sizes, p=p, epsilon=epsilon, matrices=matrices)
+        got = yield Release("attributes", singletons(schema.m), specs)
+        return assemble_rr_independent(schema, got.data, n=got.n, ...)
+
+The program never touches data, randomness, messages or clocks (the h11 pattern).  Drivers
+answer its steps:
+
+- :func:`mprr.protocols.local.run_local` — every party at once, vectorized (the fast path);
+- :func:`parties.driver.run_actors` — the controller actor sends one request per step to the
+  party actors, gathers their replies (or runs a secure sum) and sends back what came.
+
+Both build each unit's matrix from the same :class:`MatrixSpec` with the same constructor,
+so the same seed gives bit-identical results.  Steps:
+
+:class:`Release`
+    "Release these units through these matrices" (phase name, units in draw order, one
+    :class:`MatrixSpec` per unit; optionally which units replay a unit of an earlier phase).
+:class:`SecureSum`
+    "Secure-sum these units" (main paper 4.2 exact values, or 4.3 values randomized through
+    the units' matrices): the controller learns only the tallies.
+
+Reply: :class:`Released` (the :class:`~mprr.protocols.release.ReleasedData`, the number of
+parties in it, and driver details such as the secure-sum session).
+
+Matrices never travel densely when they have a closed form: a :class:`MatrixSpec` names a
+*family* and its parameters, and whoever randomizes rebuilds the matrix over the joint domain
+of the unit's attributes:
+
+==================  ============================  =============================================
+family              params                        matrix over the unit (sizes ``s``, R = Π s)
+==================  ============================  =============================================
+``keep-or-uniform`` ``(p,)``                      ``keep_or_uniform(R, p)`` (main paper 6.3.1)
+``grr``             ``(ε,)``                      ``grr(R, ε)``
+``cluster-optimal`` ``(ε,)``                      ``cluster_optimal(s, ε)`` (main paper 6.3.2)
+``lambda-kron``     ``(λ_1, ..., λ_k)``           ``kron(lambda_randomization(s_j, λ_j) ...)``
+``dense``           ``R*R`` entries, C order      ``RandomizationMatrix(values)``
+==================  ============================  =============================================
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mprr.errors import ConfigurationError
+from mprr.kronecker import KroneckerMatrix
+from mprr.matrices import (
+    RandomizationMatrix,
+    cluster_optimal,
+    grr,
+    keep_or_uniform,
+    kron,
+    lambda_randomization,
+)
+from mprr.protocols.release import ReleasedData
+from mprr.protocols.result import ProtocolResult
+
+__all__ = [
+    "FAMILIES",
+    "Matrix",
+    "MatrixSpec",
+    "Program",
+    "Release",
+    "Released",
+    "SecureSum",
+    "Step",
+    "singletons",
+]
+
+
+def singletons(m: int) -> tuple[tuple[int, ...], ...]:
+    """``((0,), (1,), ..., (m-1,))`` — one unit per attribute, schema order."""
+    return tuple((j,) for j in range(m))
+
+
+FAMILIES: tuple[str, ...] = ("keep-or-uniform", "grr", "cluster-optimal", "lambda-kron", "dense")
+"""Matrix families a step (and a release request on the wire) may name."""
+
+Matrix = RandomizationMatrix | KroneckerMatrix
+
+
+@dataclass(frozen=True)
+class MatrixSpec:
+    """A randomization matrix described by family and parameters (see the module docstring).
+
+    Parameters
+    ----------
+    family
+        One of :data:`FAMILIES`.
+    params
+        The family's parameters (finite floats).
+    given
+        With :meth:`dense`: the matrix itself, so a local driver uses it without rebuilding
+        it from ``params`` (not compared).
+    """
+
+    family: str
+    params: tuple[float, ...]
+    given: RandomizationMatrix | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise ConfigurationError(f"family must be one of {list(FAMILIES)}, got {self.family!r}")
+        if self.given is not None:  # entries of a validated RandomizationMatrix
+            return
+        params = tuple(float(x) for x in self.params)
+        if not all(math.isfinite(x) for x in params):
+            raise ConfigurationError(f"params of a {self.family} matrix must be finite, got {params!r}")
+        object.__setattr__(self, "params", params)
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def keep_or_uniform(cls, p: float) -> MatrixSpec:
+        """Keep with probability ``p``, else uniform over the unit's domain (main paper 6.3.1)."""
+        return cls("keep-or-uniform", (p,))
+
+    @classmethod
+    def grr(cls, epsilon: float) -> MatrixSpec:
+        """The ε-optimal generalized RR over the unit's domain."""
+        return cls("grr", (epsilon,))
+
+    @classmethod
+    def cluster_optimal(cls, epsilon: float) -> MatrixSpec:
+        """Main paper 6.3.2: ε-optimal matrix over the cluster's product domain."""
+        return cls("cluster-optimal", (epsilon,))
+
+    @classmethod
+    def lambda_kron(cls, lambdas: Sequence[float]) -> MatrixSpec:
+        """λ-randomization of each attribute of the unit, as one Kronecker product."""
+        return cls("lambda-kron", tuple(lambdas))
+
+    @classmethod
+    def dense(cls, matrix: RandomizationMatrix) -> MatrixSpec:
+        """An explicit matrix, sent entry by entry (C order)."""
+        if not isinstance(matrix, RandomizationMatrix):
+            raise ConfigurationError(f"matrix must be a RandomizationMatrix, got {type(matrix).__name__}")
+        return cls("dense", tuple(matrix.values.ravel().tolist()), matrix)
+
+    # ------------------------------------------------------------------ use
+    def build(self, sizes: Sequence[int]) -> Matrix:
+        """The matrix over the joint domain of attributes with ``sizes`` categories (C order).
+
+        Raises
+        ------
+        ConfigurationError
+            If the parameters do not fit the family or the unit (wrong count, p outside
+            (0, 1), ε not > 0, λ outside (0, 1], a dense matrix of the wrong size or not
+            stochastic).
+        """
+        dims = tuple(int(s) for s in sizes)
+        cells = math.prod(dims)
+        family, params = self.family, self.params
+        if family == "lambda-kron":
+            if len(params) != len(dims):
+                raise ConfigurationError(
+                    f"a lambda-kron matrix needs one λ per attribute of the unit ({len(dims)}), got {len(params)}"
+                )
+            return kron(*(lambda_randomization(r, lam) for r, lam in zip(dims, params)))
+        if family == "dense":
+            if self.given is not None and self.given.size == cells:
+                return self.given
+            if len(params) != cells * cells:
+                raise ConfigurationError(
+                    f"a dense matrix over {cells} cells needs {cells * cells} entries, got {len(params)}"
+                )
+            return RandomizationMatrix(np.asarray(params, dtype=np.float64).reshape(cells, cells))
+        if len(params) != 1:
+            raise ConfigurationError(f"a {family} matrix takes exactly one parameter, got {len(params)}")
+        (value,) = params
+        if family == "keep-or-uniform":
+            return keep_or_uniform(cells, value)
+        if family == "grr":
+            return grr(cells, value)
+        return cluster_optimal(dims, value)
+
+
+def _units(units: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(int(a) for a in u) for u in units)
+
+
+@dataclass(frozen=True)
+class Release:
+    """Step: every party releases ``units`` through ``specs`` (one uniform per fresh unit).
+
+    Attributes
+    ----------
+    phase
+        Phase name (the ledger's and the result's).
+    units
+        Attribute indices of each unit, in draw order.
+    specs
+        One :class:`MatrixSpec` per unit.
+    replays
+        ``None``, or per unit ``None`` (release afresh) or ``(phase, j)``: the unit is the same
+        attributes with the same matrix as unit ``j`` of the earlier ``phase``, so every party
+        resends that value (no uniform, no ε; :class:`~mprr.protocols.release.ReleasedData`
+        ``replayed``).
+    notes
+        Values the controller derived before this step (dependences, clusters), for its view.
+    """
+
+    phase: str
+    units: tuple[tuple[int, ...], ...]
+    specs: tuple[MatrixSpec, ...]
+    replays: tuple[tuple[str, int] | None, ...] | None = None
+    notes: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "units", _units(self.units))
+        object.__setattr__(self, "specs", tuple(self.specs))
+        if len(self.specs) != len(self.units):
+            raise ConfigurationError(
+                f"a release needs one matrix per unit: {len(self.units)} units, {len(self.specs)} specs"
+            )
+        if self.replays is not None:
+            object.__setattr__(self, "replays", tuple(self.replays))
+            if len(self.replays) != len(self.units):
+                raise ConfigurationError(
+                    f"replays must have one entry per unit ({len(self.units)}), got {len(self.replays)}"
+                )
+
+    @property
+    def replayed(self) -> tuple[bool, ...] | None:
+        """Per unit, whether it replays an earlier release (``None`` without replays)."""
+        return None if self.replays is None else tuple(r is not None for r in self.replays)
+
+
+@dataclass(frozen=True)
+class SecureSum:
+    """Step: the parties' values of ``units`` are added by a secure sum (main paper 4.2 / 4.3).
+
+    Attributes
+    ----------
+    phase
+        Phase name.
+    units
+        Attribute indices of each unit (the pairs, lexicographic).
+    specs
+        ``None``: the true values (4.2, ε = ∞, no DP guarantee); otherwise one
+        :class:`MatrixSpec` per unit, each value randomized first (4.3, one uniform per unit).
+    shares
+        Optional per-unit, per-attribute ε shares for the ledger (``unlinkable-pairs``).
+    """
+
+    phase: str
+    units: tuple[tuple[int, ...], ...]
+    specs: tuple[MatrixSpec, ...] | None = None
+    shares: tuple[tuple[float, ...], ...] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "units", _units(self.units))
+        if self.specs is not None:
+            object.__setattr__(self, "specs", tuple(self.specs))
+        if self.shares is not None:
+            object.__setattr__(self, "shares", tuple(tuple(float(x) for x in s) for s in self.shares))
+
+
+Step = Release | SecureSum
+
+
+@dataclass(frozen=True, eq=False)
+class Released:
+    """What a step brought back: the phase's release, over ``n`` parties.
+
+    ``details`` holds what the driver adds (e.g. ``{"secure_sum": {"engine": ..., ...}}`` on
+    the actor path); a program copies it into its result's details.
+    """
+
+    data: ReleasedData
+    n: int
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+Program = Generator[Step, Released, ProtocolResult]
+"""A step program: yields steps, receives :class:`Released`, returns the result."""

@@ -1,0 +1,87 @@
+"""The actor driver: runs a step program with the controller actor and the party actors.
+
+:func:`run_actors` answers each step of a program (:mod:`mprr.protocols.steps`) over the
+network:
+
+- :class:`~mprr.protocols.steps.Release`: :meth:`Controller.release` broadcasts one
+  :class:`~parties.protocol_messages.ReleaseRequest` (the units, their
+  :class:`~mprr.protocols.steps.MatrixSpec`) and gathers one reply per party; a party that
+  already released the same unit with the same matrix replays it (the step's ``replays``
+  say which units the program expects to be replays);
+- :class:`~mprr.protocols.steps.SecureSum`: :meth:`Controller.secure_release` — the parties
+  commit, then a secure-sum engine of :mod:`parties.secure` adds their one-hot vectors and
+  the controller learns only the tallies.
+
+What comes back goes to the program as :class:`~mprr.protocols.steps.Released` over the
+parties that answered; the values the program derived (``notes`` of a step) and its final
+estimate are noted in the controller's view.  The same program run by
+:func:`mprr.protocols.local.run_local` gives the same result for the same seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mprr.protocols.result import ProtocolResult
+from mprr.protocols.steps import Program, Release, Released, Step
+from parties.controller import Controller
+from parties.secure.engine import SecureSumEngine
+from parties.secure.registry import make_engine
+
+__all__ = ["run_actors"]
+
+
+async def run_actors(
+    program: Callable[..., Program],
+    ctl: Controller,
+    *,
+    engine: str | SecureSumEngine = "paper",
+    **params: Any,
+) -> ProtocolResult:
+    """Run ``program(ctl.schema, **params)`` with the controller ``ctl`` and its parties.
+
+    Parameters
+    ----------
+    program
+        A step-program function (e.g. :func:`mprr.protocols.clusters.rr_clusters_steps`).
+    ctl
+        The controller, connected to the parties.
+    engine
+        Secure-sum engine of the :class:`~mprr.protocols.steps.SecureSum` steps: a name of
+        :data:`parties.secure.registry.ENGINES` (built with the controller's round timeout)
+        or a configured engine.  Checked before anything is sent.
+    params
+        The program's parameters.
+
+    Raises
+    ------
+    ConfigurationError
+        Unknown engine, or the program's parameter errors.
+    RoundTimeout, ReleaseRefused, PartyDropped, ProtocolError
+        As the controller's rounds (:mod:`parties.controller`).
+    """
+    secure = engine if isinstance(engine, SecureSumEngine) else make_engine(engine, round_timeout=ctl.timeout)
+    steps = program(ctl.schema, **params)
+    try:
+        step = next(steps)
+        while True:
+            reply = await _answer(step, ctl, secure)
+            step = steps.send(reply)
+    except StopIteration as stop:
+        result: ProtocolResult = stop.value
+    ctl.note("estimate", result.estimate)
+    return result
+
+
+async def _answer(step: Step, ctl: Controller, engine: SecureSumEngine) -> Released:
+    schema = ctl.schema
+    if isinstance(step, Release):
+        for name, value in step.notes.items():
+            ctl.note(name, value)
+        phase = await ctl.release(step.phase, step.units, step.specs)
+        return Released(phase.released_data(schema, replayed=step.replayed), len(phase.contributors))
+    tally = await ctl.secure_release(step.phase, step.units, engine=engine, specs=step.specs, shares=step.shares)
+    details = {"secure_sum": {"engine": tally.engine, "session": tally.session,
+                              "contributors": len(tally.contributors)}}
+    return Released(tally.released_data(schema, shares=step.shares), len(tally.contributors), details)
