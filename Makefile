@@ -1,6 +1,6 @@
 # Two commands do everything on a fresh machine with Python 3.11 and make:
 #   make demo   -- create .venv, install, run the default scenario on built-in data
-#   make test   -- create .venv, install with test extras, run the test suite
+#   make test   -- create .venv, install with test extras, run the test suite and the type checker
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -25,6 +25,7 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
+	$(BIN)/python -m mypy
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/estimation.py
@@ -34,4 +35,4 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/privacy.py
 
 clean:
-	rm -rf $(VENV) out .pytest_cache
+	rm -rf $(VENV) out .pytest_cache .mypy_cache

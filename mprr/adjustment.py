@@ -170,7 +170,7 @@ def _maximal_support(
     )
     b = np.concatenate(rhs)
     eye = sparse.identity(n_cells, format="csr")
-    a_eq = sparse.hstack([A, sparse.csr_matrix((offset, n_cells)), -b[:, None]], format="csr")
+    a_eq = sparse.hstack([A, sparse.csr_matrix((offset, n_cells)), sparse.csr_matrix(-b[:, None])], format="csr")
     a_ub = sparse.hstack([-eye, eye, sparse.csr_matrix((n_cells, 1))], format="csr")
     cost = np.concatenate([np.zeros(n_cells), -np.ones(n_cells), [0.0]])
     bounds = [(0.0, None)] * n_cells + [(0.0, 1.0)] * n_cells + [(0.0, None)]
@@ -178,7 +178,7 @@ def _maximal_support(
         cost, A_ub=a_ub, b_ub=np.zeros(n_cells), A_eq=a_eq, b_eq=np.zeros(offset),
         bounds=bounds, method="highs",
     )
-    if res.status != 0:
+    if res.status != 0 or res.x is None:
         raise EstimationError(f"support linear program failed: {res.message}")
     support = res.x[n_cells : 2 * n_cells] > 0.5
     return support if np.any(support) else None

@@ -245,7 +245,7 @@ def cluster_attributes(
 
 def dependence_graph(
     dependence: object, names: Sequence[str], *, min_weight: float = 0.0
-) -> nx.Graph:
+) -> nx.Graph[str]:
     """The attribute dependence graph as a :class:`networkx.Graph`.
 
     Parameters
@@ -278,7 +278,7 @@ def dependence_graph(
     if len(set(names)) != m:
         raise ConfigurationError(f"names must be distinct, got {names!r}")
     w = _check_real(min_weight, "min_weight")
-    graph = nx.Graph()
+    graph: nx.Graph[str] = nx.Graph()
     for i, name in enumerate(names):
         graph.add_node(name, index=i)
     a, b = np.triu_indices(m, k=1)

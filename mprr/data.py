@@ -385,7 +385,8 @@ class Dataset:
     def values(self, name_or_index: str | int) -> np.ndarray:
         """Category labels of one attribute (decoded column)."""
         j = self.schema.resolve(name_or_index)
-        return np.asarray(self.schema.attributes[j].categories, dtype=object)[self.codes[:, j]]
+        labels: np.ndarray = np.asarray(self.schema.attributes[j].categories, dtype=object)[self.codes[:, j]]
+        return labels
 
     @classmethod
     def from_frame(

@@ -61,7 +61,8 @@ def _probability_table(table: object, name: str = "table", *, clip_negative: boo
     total = float(clipped.sum())
     if total <= 0.0:
         return None
-    return clipped / total
+    normalised: np.ndarray = clipped / total
+    return normalised
 
 
 def pearson_abs(table: object, *, clip_negative: bool = False) -> float:

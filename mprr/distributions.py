@@ -216,7 +216,8 @@ class DenseDistribution:
         kind, arr = _mask_or_cells(mask_or_cells, self.sizes)
         if kind == "mask":
             return float(self._tensor[arr].sum())
-        return self._tensor[tuple(arr.T)]
+        masses: np.ndarray = self._tensor[tuple(arr.T)]
+        return masses
 
     def todense(self, max_cells: int = DEFAULT_MAX_CELLS) -> np.ndarray:
         """Return a writable copy of the tensor."""
@@ -407,7 +408,8 @@ class WeightedSample(_SizedDomain):
         c.setflags(write=False)
         w = w / w.sum()
         w.setflags(write=False)
-        self._codes, self._weights, self._sizes = c, w, sizes_t
+        self._codes, self._sizes = c, sizes_t
+        self._weights: np.ndarray = w
 
     @property
     def codes(self) -> np.ndarray:
@@ -509,7 +511,8 @@ def sample(
         return out
     if isinstance(dist, WeightedSample):
         rows = _draw_flat(dist.weights, n, rng)
-        return dist.codes[rows].copy()
+        drawn: np.ndarray = dist.codes[rows].copy()
+        return drawn
     if isinstance(dist, DenseDistribution):
         tensor = dist.tensor
     elif hasattr(dist, "todense"):

@@ -72,7 +72,8 @@ def encode_joint(codes: ArrayLike, sizes: Sequence[int]) -> np.ndarray:
     _check_range(arr, dims)
     if arr.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
-    return np.ravel_multi_index(tuple(arr.T), dims).astype(np.int64, copy=False)
+    flat: np.ndarray = np.ravel_multi_index(tuple(arr.T), dims).astype(np.int64, copy=False)
+    return flat
 
 
 def decode_joint(flat: ArrayLike, sizes: Sequence[int]) -> np.ndarray:

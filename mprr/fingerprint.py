@@ -93,7 +93,7 @@ def matrix_fingerprint(matrix: Any) -> str | None:
     if factors is None:
         values = getattr(matrix, "values", matrix)
         hit = _FINGERPRINTS.get(id(values))
-        if hit is not None and hit[0][0]() is values and not values.flags.writeable:
+        if hit is not None and hit[0][0]() is values and values is not None and not values.flags.writeable:
             return hit[1]
         parts: tuple[Any, ...] = (matrix,)
         arrays: tuple[Any, ...] = (values,)
@@ -103,7 +103,7 @@ def matrix_fingerprint(matrix: Any) -> str | None:
         arrays = tuple(getattr(part, "values", part) for part in parts)
         key = tuple(map(id, arrays))
         hit = _FINGERPRINTS.get(key)
-        if hit is not None and all(ref() is a and not a.flags.writeable for ref, a in zip(hit[0], arrays)):
+        if hit is not None and all(ref() is a and a is not None and not a.flags.writeable for ref, a in zip(hit[0], arrays)):
             return hit[1]
     if not all(_frozen_array(a) for a in arrays):
         return _digest(parts)

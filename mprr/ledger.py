@@ -114,7 +114,7 @@ class _ReplayIndex:
         if by_id is not None:
             if by_id not in positions:
                 positions[by_id] = position
-            if by_key is None and keyless not in positions:
+            if by_key is None and keyless is not None and keyless not in positions:
                 positions[keyless] = position
         self.length = position + 1
 

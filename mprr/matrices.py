@@ -312,7 +312,8 @@ class RandomizationMatrix:
                     " distribution); it has no inverse, use a matrix with lambda != 0"
                 )
             jr = np.full((r, r), 1.0 / r)
-            return (np.eye(r) - jr) / lam + jr
+            inverse: np.ndarray = (np.eye(r) - jr) / lam + jr
+            return inverse
         if self._is_circulant():
             return _circulant_inverse(self._values[0])
         return dense_solve(self._values, np.eye(r), what="randomization matrix")
@@ -412,7 +413,7 @@ def dense_solve(a: np.ndarray, b: np.ndarray, *, what: str) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
         try:
-            return scipy.linalg.solve(a, b, check_finite=False)  # type: ignore[no-any-return]
+            return scipy.linalg.solve(a, b, check_finite=False)
         except (np.linalg.LinAlgError, scipy.linalg.LinAlgError, scipy.linalg.LinAlgWarning) as exc:
             raise EstimationError(f"{what} is singular and cannot be inverted ({exc})") from exc
 

@@ -211,7 +211,7 @@ def answer(query: CountQuery, source: Source, *, n: float | None = None) -> floa
 
 def absolute_error(estimate: np.ndarray | float, truth: np.ndarray | float) -> np.ndarray:
     """e_S = |Y_S − X_S| (main paper 6.5), elementwise."""
-    y, x = np.asarray(estimate, dtype=float), np.asarray(truth, dtype=float)
+    y, x = np.asarray(estimate, dtype=np.float64), np.asarray(truth, dtype=np.float64)
     return np.abs(y - x)
 
 
@@ -278,7 +278,7 @@ def _dense_pair(
                 return np.asarray(obj.marginal(tuple(axes)), dtype=float)
             if not hasattr(obj, "todense"):
                 raise ConfigurationError(f"{type(obj).__name__} has no todense(); pass axes")
-            return np.asarray(obj.todense(max_cells=max_cells), dtype=float)  # type: ignore[attr-defined]
+            return np.asarray(obj.todense(max_cells=max_cells), dtype=float)
         if axes is not None:
             raise ConfigurationError("axes can only be given for JointDistribution inputs")
         return np.asarray(obj, dtype=float)

@@ -79,7 +79,7 @@ class Stats:
         ordered, cumulative = values[order], np.cumsum(counts[order])
 
         def at(k: int) -> np.float64:  # k-th (0-based) element of the expanded sorted multiset
-            return ordered[int(np.searchsorted(cumulative, k, side="right"))]
+            return np.float64(ordered[int(np.searchsorted(cumulative, k, side="right"))])
 
         mid = total // 2
         median = at(mid) if total % 2 else (at(mid - 1) + at(mid)) / 2

@@ -86,7 +86,8 @@ def zipf_marginal(d: int, exponent: float = 1.0) -> np.ndarray:
     if not np.isfinite(exponent) or exponent < 0:
         raise ConfigurationError(f"exponent must be finite and >= 0, got {exponent!r}")
     w = np.arange(2, d + 2, dtype=float) ** -float(exponent)
-    return w / w.sum()
+    weights: np.ndarray = w / w.sum()
+    return weights
 
 
 def comonotone_coupling(marginals: Sequence[np.ndarray]) -> np.ndarray:

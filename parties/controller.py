@@ -269,7 +269,7 @@ class Controller:
         self._excluded: dict[int, str] = {}
         self._matrices: dict[tuple[MatrixSpec, tuple[int, ...]], Matrix] = {}
         self._next_id = 1
-        self.requests: list[ReleaseRequest] = []
+        self.requests: list[ReleaseRequest | SecureRelease] = []
         self.phases: list[PhaseRelease] = []
         self.tallies: list[SecureTally] = []
         self.sessions = sessions if sessions is not None else SecureSessions()

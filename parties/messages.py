@@ -34,7 +34,7 @@ import math
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar, dataclass_transform
 
 import numpy as np
 
@@ -153,6 +153,7 @@ def _equal(a: Any, b: Any) -> bool:
 M = TypeVar("M", bound=type[Message])
 
 
+@dataclass_transform(frozen_default=True, eq_default=False)
 def message(*, kind: int, name: str | None = None) -> Callable[[M], M]:
     """Class decorator: make ``cls`` a frozen dataclass message with wire ``kind`` and ``name``.
 

@@ -97,7 +97,7 @@ class InMemoryNetwork(Transport):
         self,
         n: int,
         *,
-        topology: nx.Graph | None = None,
+        topology: nx.Graph[int] | None = None,
         faults: FaultPlan | None = None,
         latency: LatencyModel | None = None,
         seed: int = 0,

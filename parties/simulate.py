@@ -138,7 +138,8 @@ class SimulationResult:
             for r in self.refusals:
                 counts[r.reason] = counts.get(r.reason, 0) + 1
             self._cache["privacy"] = replace(summarize([p.accountant for p in self.parties]), refusals=counts)
-        return self._cache["privacy"]
+        summary: PrivacySummary = self._cache["privacy"]
+        return summary
 
     @property
     def degraded(self) -> bool:
@@ -195,7 +196,7 @@ async def simulate_async(
     faults: FaultPlan | None = None,
     fault_seed: int | None = None,
     latency: LatencyModel | None = None,
-    topology: nx.Graph | None = None,
+    topology: nx.Graph[int] | None = None,
     attacks: Sequence[str] = (),
     **params: Any,
 ) -> SimulationResult:

@@ -40,7 +40,7 @@ class Topology:
         controller is linked to every party; if it has one, its edges are exactly as given.
     """
 
-    def __init__(self, n: int, graph: nx.Graph | None = None) -> None:
+    def __init__(self, n: int, graph: nx.Graph[int] | None = None) -> None:
         self.n = n
         self.graph = graph
         self._adj: list[frozenset[int]] | None = None

@@ -79,7 +79,7 @@ class PhaseCounts(NamedTuple):
 class RoundRecord(NamedTuple):
     """One round: index (0-based), phase, whether it was marked explicitly, traffic, time."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # a field named like tuple.index (kept: public name)
     phase: str
     explicit: bool
     messages: int

@@ -371,4 +371,4 @@ def run_kikuchi_sweeps(config: ScenarioConfig, *, out_dir: Path, runs: int, seed
 
 def rr_independent_matrices(d: int, epsilon: float) -> tuple[RandomizationMatrix, RandomizationMatrix]:
     """The k-RR matrices of a d × d pair at ε (paper 3.4), as :func:`rr_independent` builds them."""
-    return attribute_matrices((d, d), epsilon=epsilon)  # type: ignore[return-value]
+    return attribute_matrices((d, d), epsilon=epsilon)

@@ -62,12 +62,12 @@ def _init_worker(context: Any) -> None:
     _WORKER_CONTEXT["context"] = context
 
 
-def _call_in_worker(task: Task, index: int, seed_seq: np.random.SeedSequence) -> Any:
+def _call_in_worker(task: Task[Any], index: int, seed_seq: np.random.SeedSequence) -> Any:
     return task(index, seed_seq, _WORKER_CONTEXT["context"])
 
 
 def monte_carlo(
-    task: Task,
+    task: Task[Any],
     *,
     runs: int,
     seed: int,
@@ -120,7 +120,7 @@ def monte_carlo(
         with ProcessPoolExecutor(
             max_workers=workers, mp_context=mp_context, initializer=_init_worker, initargs=(context,)
         ) as pool:
-            pending: dict[Future, int] = {
+            pending: dict[Future[Any], int] = {
                 pool.submit(_call_in_worker, task, i, ss): i for i, ss in enumerate(seeds)
             }
             try:

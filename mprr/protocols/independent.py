@@ -30,11 +30,11 @@ def matrix_parameters(
     matrices: Sequence[RandomizationMatrix] | None,
 ) -> dict[str, object]:
     """JSON-friendly record of how the attribute matrices were chosen."""
-    def plain(v: object) -> object:
+    def plain(v: float | Sequence[float] | None) -> float | list[float] | None:
         """A scalar as is, a sequence as a list of floats."""
         if v is None or isinstance(v, (int, float)):
             return v
-        return [float(x) for x in v]  # type: ignore[union-attr]
+        return [float(x) for x in v]
 
     return {"p": plain(p), "epsilon": plain(epsilon), "matrices": None if matrices is None else "given"}
 

@@ -62,7 +62,8 @@ def _frequencies(frequencies: np.ndarray) -> np.ndarray:
     t = np.asarray(frequencies, dtype=np.float64).reshape(-1)
     if t.size < 1 or not np.all(np.isfinite(t)) or t.min() < 0 or t.sum() <= 0:
         raise ConfigurationError("frequencies must be finite, non-negative counts or probabilities with a positive sum")
-    return t / t.sum()
+    frequencies_: np.ndarray = t / t.sum()
+    return frequencies_
 
 
 def invariant_two_stage(frequencies: np.ndarray, base: RandomizationMatrix) -> RandomizationMatrix:
@@ -139,7 +140,8 @@ def pram_conditional_variance(P: RandomizationMatrix, counts: np.ndarray) -> np.
         raise ConfigurationError("counts must have a positive total")
     mean = Pv.T @ T
     second = (Pv * T[:, None]).T @ Pv
-    return (np.diag(mean) - second) / (n * n)
+    variance: np.ndarray = (np.diag(mean) - second) / (n * n)
+    return variance
 
 
 def pram(

@@ -158,8 +158,9 @@ class ReleasedData:
                 entries.append(Release.exact_values(attrs, linkable=self.linkable, phase=self.phase))
                 continue
             entry = Release.from_matrix(attrs, mat, linkable=self.linkable, phase=self.phase)
-            if self.shares is not None and self.shares[j] is not None:
-                entry = replace(entry, attribute_epsilons=tuple(self.shares[j]))
+            share = None if self.shares is None else self.shares[j]
+            if share is not None:
+                entry = replace(entry, attribute_epsilons=share)
             entries.append(entry)
         return tuple(entries)
 

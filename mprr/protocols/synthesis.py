@@ -66,5 +66,5 @@ def synthesize(
             raise ConfigurationError("n is required to synthesize from a bare distribution")
     if tuple(schema.sizes) != tuple(dist.sizes):
         raise ConfigurationError(f"schema sizes {schema.sizes} do not match the distribution sizes {dist.sizes}")
-    codes = sample(dist, n, rng=rng)  # type: ignore[arg-type]
+    codes = sample(dist, n, rng=rng)
     return Dataset(schema, codes)

@@ -113,13 +113,15 @@ class ZMod:
     def add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """(a + b) mod M, elementwise."""
         if self._native:
-            return np.add(a, b, dtype=self.dtype, casting="unsafe")
+            total: np.ndarray = np.add(a, b, dtype=self.dtype, casting="unsafe")
+            return total
         return self._reduce_u64(np.add(a, b, dtype=np.uint64))
 
     def sub(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """(a - b) mod M, elementwise."""
         if self._native:
-            return np.subtract(a, b, dtype=self.dtype, casting="unsafe")
+            difference: np.ndarray = np.subtract(a, b, dtype=self.dtype, casting="unsafe")
+            return difference
         a64 = np.asarray(a, dtype=np.uint64)
         b64 = np.asarray(b, dtype=np.uint64)
         if self.modulus == MAX_MODULUS or self._power_of_two:

@@ -85,6 +85,7 @@ def build_neighbourhoods(
             raise ConfigurationError(
                 f"degree must be an integer >= 1 for topology {topology!r}, got {degree!r}"
             )
+        graph: nx.Graph[int] | None
         if topology == "harary":
             graph = nx.hkn_harary_graph(degree, n)
         else:
