@@ -207,7 +207,7 @@ class ProtocolResult:
         probability = np.asarray(self.estimate.marginal(tuple(axes)), dtype=float).ravel()
         index = np.indices([a.size for a in attrs]).reshape(len(attrs), -1)
         columns: dict[str, Any] = {
-            a.name: pd.Categorical.from_codes(index[k], categories=list(a.categories))
+            a.name: pd.Categorical.from_codes(index[k], categories=pd.Index(a.categories))
             for k, a in enumerate(attrs)
         }
         columns["probability"] = probability
