@@ -12,6 +12,7 @@ the controller has, so it costs no ε (main paper Section 5).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -107,7 +108,9 @@ def rr_adjustment_steps(
     from mprr.protocols.clusters import rr_clusters_steps
     from mprr.protocols.independent import rr_independent_steps
 
-    programs = {"RR-Independent": rr_independent_steps, "RR-Clusters": rr_clusters_steps}
+    programs: dict[str, Callable[..., Program]] = {
+        "RR-Independent": rr_independent_steps, "RR-Clusters": rr_clusters_steps,
+    }
     if base not in programs:
         raise ConfigurationError(f"base must be one of {list(ADJUSTABLE)}, got {base!r}")
     result = yield from programs[base](schema, **params)

@@ -153,13 +153,13 @@ def dependence_steps(
     if method == "4.1":
         got = yield Release(PHASE, singletons(m), tuple(specs))
         released = got.data
-        raw = bivariate_tables(released.codes, sizes)  # type: ignore[arg-type]
+        raw = bivariate_tables(released.codes, sizes)
         if tables == "randomized":
             pair_tables = {k: v.astype(np.float64) for k, v in raw.items()}
         else:
             mats = released.matrices
             pair_tables = {
-                (i, j): estimate_unit(kron(mats[i], mats[j]), raw[(i, j)], postprocess)  # type: ignore[arg-type]
+                (i, j): estimate_unit(kron(mats[i], mats[j]), raw[(i, j)], postprocess)
                 for (i, j) in pairs
             }
     elif not pairs:

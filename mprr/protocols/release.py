@@ -179,7 +179,7 @@ def release_units(
     codes: np.ndarray,
     sizes: Sequence[int],
     units: Sequence[Sequence[int]],
-    matrices: Sequence[Matrix],
+    matrices: Sequence[Matrix | None],
     uniforms: np.ndarray,
     *,
     linkable: bool = True,
@@ -230,6 +230,8 @@ def release_units(
     column = 0
     for j, (unit, us, mat) in enumerate(zip(units_t, usizes, matrices)):
         cells = math.prod(us)
+        if mat is None:
+            raise ConfigurationError(f"unit {unit} needs a matrix, got None (an exact release has none)")
         if mat.size != cells:
             raise ConfigurationError(
                 f"matrix of unit {unit} must be over {cells} cells, got size {mat.size}"
