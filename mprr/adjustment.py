@@ -36,7 +36,7 @@ Implementation notes
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,12 +89,11 @@ def _check_codes(released: object) -> np.ndarray:
 def _check_marginals(
     marginals: object, m: int
 ) -> list[tuple[tuple[int, ...], np.ndarray]]:
-    try:
-        items = list(marginals)  # type: ignore[call-overload]
-    except TypeError as exc:
+    if not isinstance(marginals, Iterable):
         raise ConfigurationError(
-            "marginals must be a sequence of (axes, target probability tensor) pairs"
-        ) from exc
+            f"marginals must be a sequence of (axes, target probability tensor) pairs, got {marginals!r}"
+        )
+    items = list(marginals)
     if not items:
         raise ConfigurationError("marginals must hold at least one (axes, target) pair, got none")
     sizes: dict[int, int] = {}

@@ -21,7 +21,7 @@ are compared exactly, as floats.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -134,10 +134,9 @@ def _check_dependence(dependence: object) -> np.ndarray:
 
 
 def _check_sizes(sizes: object, m: int) -> tuple[int, ...]:
-    try:
-        seq = list(sizes)  # type: ignore[call-overload]
-    except TypeError as exc:
-        raise ConfigurationError(f"sizes must be a sequence of {m} positive integers") from exc
+    if not isinstance(sizes, Iterable):
+        raise ConfigurationError(f"sizes must be a sequence of {m} positive integers, got {sizes!r}")
+    seq = list(sizes)
     if len(seq) != m:
         raise ConfigurationError(
             f"sizes must have one entry per attribute ({m}), got {len(seq)} entries"

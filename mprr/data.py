@@ -13,7 +13,7 @@ encodes lines of ``adult.data`` / ``adult.test``.  Reading files is the job of
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -165,7 +165,7 @@ class Schema:
     def __len__(self) -> int:
         return len(self.attributes)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Attribute]:
         return iter(self.attributes)
 
     def __getitem__(self, key: int | str) -> Attribute:

@@ -96,14 +96,16 @@ def _apply_t(P: Matrix, x: np.ndarray) -> np.ndarray:
     """``P.T @ x`` on a tensor of the domain shape (mode products for Kronecker)."""
     if isinstance(P, KroneckerMatrix):
         return mode_products(x, [f.values.T for f in P.factors])
-    return P.values.T @ x  # type: ignore[no-any-return]
+    product: np.ndarray = P.values.T @ x
+    return product
 
 
 def _apply(P: Matrix, x: np.ndarray) -> np.ndarray:
     """``P @ x`` on a tensor of the domain shape."""
     if isinstance(P, KroneckerMatrix):
         return mode_products(x, [f.values for f in P.factors])
-    return P.values @ x  # type: ignore[no-any-return]
+    product: np.ndarray = P.values @ x
+    return product
 
 
 # --------------------------------------------------------------------------------------------
@@ -147,7 +149,8 @@ def invert(P: RandomizationMatrix | KroneckerMatrix, observed: ArrayLike) -> np.
         factors_t = [inv.T for inv in P.inverse_factors()]
         return mode_products(lam.reshape(P.sizes), factors_t).reshape(lam.shape)
     if P.closed_form is not None:
-        return P.inverse().T @ lam  # type: ignore[no-any-return]
+        solved: np.ndarray = P.inverse().T @ lam
+        return solved
     return dense_solve(P.values.T, lam, what="randomization matrix")
 
 
@@ -172,7 +175,8 @@ def clip_rescale(pi_hat: ArrayLike) -> np.ndarray:
     total = float(clipped.sum())
     if total <= 0.0:
         raise EstimationError("clip-rescale needs at least one positive entry in pi_hat, got none")
-    return clipped / total  # type: ignore[no-any-return]
+    rescaled: np.ndarray = clipped / total
+    return rescaled
 
 
 def project_simplex(pi_hat: ArrayLike) -> np.ndarray:
@@ -193,7 +197,8 @@ def project_simplex(pi_hat: ArrayLike) -> np.ndarray:
     positive = u * ks > css
     rho = int(np.flatnonzero(positive)[-1])
     theta = css[rho] / (rho + 1)
-    return np.maximum(v - theta, 0.0)  # type: ignore[no-any-return]
+    projected: np.ndarray = np.maximum(v - theta, 0.0)
+    return projected
 
 
 @dataclass(frozen=True)
@@ -392,7 +397,8 @@ def covariance(P: RandomizationMatrix | KroneckerMatrix, pi: ArrayLike, n: int) 
     q_inv = inv.T  # Nayak's Q^-1 with Q = P.T
     sampling = np.diag(p) - np.outer(p, p)
     randomization = (q_inv * lam) @ q_inv.T - np.diag(p)
-    return (sampling + randomization) / n  # type: ignore[no-any-return]
+    covariance: np.ndarray = (sampling + randomization) / n
+    return covariance
 
 
 def error_bounds(lam_hat: ArrayLike, n: int, alpha: float) -> tuple[float, float]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 import scipy.linalg
@@ -130,6 +130,17 @@ def _as_float_array(name: str, values: ArrayLike, *, square: bool = False) -> np
 # --------------------------------------------------------------------------------------------
 
 
+class _MatrixCache(TypedDict, total=False):
+    """What a :class:`RandomizationMatrix` computes once (it is immutable)."""
+
+    epsilon: float
+    entropy: float
+    cdf: np.ndarray
+    lam: float | None
+    inverse: np.ndarray
+    circulant: bool
+
+
 class RandomizationMatrix:
     """A validated r x r randomization matrix, ``P[u, v] = Pr(Y = v | X = u)``.
 
@@ -161,7 +172,7 @@ class RandomizationMatrix:
         self._atol = float(atol)
         self._values = _validated(_as_float_array("values", values, square=True), self._atol, "rows")
         self._values.setflags(write=False)
-        self._cache: dict[str, Any] = {}
+        self._cache: _MatrixCache = {}
 
     # ---- conversions -----------------------------------------------------------------------
 
@@ -250,7 +261,7 @@ class RandomizationMatrix:
             cs /= cs[:, -1:]
             cs.setflags(write=False)
             self._cache["cdf"] = cs
-        return self._cache["cdf"]  # type: ignore[no-any-return]
+        return self._cache["cdf"]
 
     # ---- structure and inversion -------------------------------------------------------------
 
@@ -263,7 +274,7 @@ class RandomizationMatrix:
         """
         if "lam" not in self._cache:
             self._cache["lam"] = _uniform_form_lambda(self._values)
-        return self._cache["lam"]  # type: ignore[no-any-return]
+        return self._cache["lam"]
 
     @property
     def closed_form(self) -> str | None:
@@ -372,7 +383,8 @@ def column_epsilon(values: np.ndarray) -> float:
 def row_entropies(values: np.ndarray) -> np.ndarray:
     """Shannon entropy in bits of every row (``0 log 0 = 0``); bistochastic paper eq. (4)."""
     safe = np.where(values > 0, values, 1.0)
-    return -np.sum(values * np.log2(safe), axis=1)  # type: ignore[no-any-return]
+    entropies: np.ndarray = -np.sum(values * np.log2(safe), axis=1)
+    return entropies
 
 
 def _uniform_form_lambda(values: np.ndarray) -> float | None:
@@ -401,7 +413,8 @@ def _circulant_inverse(first_row: np.ndarray) -> np.ndarray:
         )
     inv_col = np.real(np.fft.ifft(1.0 / eig))
     idx = (np.arange(r)[:, None] - np.arange(r)[None, :]) % r  # D[i, j] = d_col[(i - j) mod r]
-    return inv_col[idx]  # type: ignore[no-any-return]
+    inverse: np.ndarray = inv_col[idx]
+    return inverse
 
 
 def dense_solve(a: np.ndarray, b: np.ndarray, *, what: str) -> np.ndarray:

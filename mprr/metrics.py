@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Union
+from typing import Literal, SupportsFloat, Union
 
 import numpy as np
 
@@ -150,7 +150,7 @@ def _real_or_nan(value: object) -> float:
     if isinstance(value, (bool, np.bool_)):
         return math.nan
     try:
-        return float(value)  # type: ignore[arg-type]
+        return float(value) if isinstance(value, (SupportsFloat, str)) else math.nan
     except (TypeError, ValueError):
         return math.nan
 
