@@ -44,9 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from parties.network import InMemoryNetwork  # noqa: E402
 from parties.secure.engine import run_secure_sum  # noqa: E402
-from parties.secure.graph import GraphEngine  # noqa: E402
-from parties.secure.masked import MaskedEngine  # noqa: E402
-from parties.secure.paper import PaperEngine  # noqa: E402
+from parties.secure.registry import sized_engine  # noqa: E402
 
 ADULT_SIZES = (9, 16, 7, 15, 6, 5, 2, 2)
 ADULT_N = 32_561
@@ -91,21 +89,24 @@ def party_codes(n: int, adult: str | None, seed: int) -> np.ndarray:
 
 
 def build(engine: str, n: int, args: argparse.Namespace):  # noqa: ANN201
+    """The engine (from :func:`parties.secure.registry.sized_engine`) and its network topology.
+
+    Benchmark names: ``graph`` = the registry's ``graph-direct`` with direct links along the
+    graph's edges, ``graph-relay`` = ``graph`` (star, shares relayed under AEAD), ``masked`` =
+    ``masked-sparse`` (k-regular).
+    """
     timeout = args.round_timeout
-    if engine == "paper":
-        return PaperEngine(batched=True, round_timeout=timeout), nx.complete_graph(n)
-    if engine == "paper-per-combination":
-        return PaperEngine(batched=False, round_timeout=timeout), nx.complete_graph(n)
+    if engine in ("paper", "paper-per-combination"):
+        return sized_engine(engine, degree=0, round_timeout=timeout), nx.complete_graph(n)
     if engine == "graph":
-        eng = GraphEngine(topology="regular", degree=args.graph_degree, seed=args.seed, round_timeout=timeout)
+        eng = sized_engine("graph-direct", degree=args.graph_degree, seed=args.seed, round_timeout=timeout)
         ctx = eng.context(range(n), 1)
         graph = nx.Graph((i, j) for i in ctx.neighbours for j in ctx.neighbours[i])
         return eng, graph  # direct links along the graph edges
     if engine == "graph-relay":
-        return GraphEngine(topology="regular", degree=args.graph_degree, seed=args.seed,
-                           round_timeout=timeout), None  # star: shares relayed, AEAD
+        return sized_engine("graph", degree=args.graph_degree, seed=args.seed, round_timeout=timeout), None
     if engine == "masked":
-        return MaskedEngine(topology="regular", degree=args.masked_degree, seed=args.seed,
+        return sized_engine("masked-sparse", degree=args.masked_degree, seed=args.seed,
                             round_timeout=timeout), None
     raise SystemExit(f"unknown engine {engine!r}")
 

@@ -31,9 +31,7 @@ from mprr.errors import ConfigurationError
 from mprr.synthetic import planted_clusters
 from parties.network import CONTROLLER, InMemoryNetwork
 from parties.secure.engine import SecureSumEngine, run_secure_sum
-from parties.secure.graph import GraphEngine
-from parties.secure.masked import MaskedEngine
-from parties.secure.paper import PaperEngine
+from parties.secure.registry import ENGINES, engine_needs_mesh, sized_engine
 
 __all__ = [
     "ACK_BYTES",
@@ -56,7 +54,7 @@ __all__ = [
     "simulate_options",
 ]
 
-ENGINE_KEYS = ("paper", "paper-per-combination", "graph", "graph-direct", "masked", "masked-sparse")
+ENGINE_KEYS = tuple(ENGINES)
 
 # Wire sizes of the codec (parties.codec): header magic|version|kind, str = u32 length +
 # UTF-8, int = i64, 1-D array = dtype u8 + ndim u8 + u64 shape + data, tuple = u32 count + items,
@@ -345,20 +343,12 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
 
 
 def _engine(key: str, n: int, degree: int, round_timeout: float) -> tuple[SecureSumEngine, nx.Graph | None]:
-    if key == "paper":
-        return PaperEngine(round_timeout=round_timeout), nx.complete_graph(n)
-    if key == "paper-per-combination":
-        return PaperEngine(batched=False, round_timeout=round_timeout), nx.complete_graph(n)
-    if key == "graph":
-        return GraphEngine(topology="regular", degree=degree, relay=True, round_timeout=round_timeout), None
-    if key == "graph-direct":
-        return (GraphEngine(topology="regular", degree=degree, relay=False, round_timeout=round_timeout),
-                nx.complete_graph(n))
-    if key == "masked":
-        return MaskedEngine(round_timeout=round_timeout), None
-    if key == "masked-sparse":
-        return MaskedEngine(topology="regular", degree=degree, round_timeout=round_timeout), None
-    raise ConfigurationError(f"engine must be one of {ENGINE_KEYS}, got {key!r}")
+    """The engine ``key`` (:func:`parties.secure.registry.sized_engine`) and the network
+    topology it needs (a full mesh for direct party links, else ``None``: the star)."""
+    if key not in ENGINE_KEYS:
+        raise ConfigurationError(f"engine must be one of {ENGINE_KEYS}, got {key!r}")
+    engine = sized_engine(key, degree=degree, round_timeout=round_timeout)
+    return engine, (nx.complete_graph(n) if engine_needs_mesh(key) else None)
 
 
 @dataclass(frozen=True)

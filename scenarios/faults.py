@@ -43,9 +43,7 @@ from mprr.synthetic import planted_clusters
 from parties.faults import FaultPlan
 from parties.network import InMemoryNetwork
 from parties.secure.engine import SecureSumEngine, run_secure_sum
-from parties.secure.graph import GraphEngine
-from parties.secure.masked import MaskedEngine
-from parties.secure.paper import PaperEngine
+from parties.secure.registry import engine_needs_mesh, sized_engine
 from scenarios.cost_model import pair_indicators
 from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema
 from scenarios.config import Table as ConfigTable
@@ -111,16 +109,9 @@ class Trial:
 
 
 def _engine(key: str, params: Mapping[str, Any]) -> tuple[SecureSumEngine, Any]:
-    rt = params["round_timeout"]
-    n = params["n"]
-    if key == "paper":
-        return PaperEngine(round_timeout=rt), nx.complete_graph(n)
-    if key == "graph":
-        return GraphEngine(topology="regular", degree=params["degree"], round_timeout=rt), None
-    if key == "masked":
-        return MaskedEngine(threshold=params["threshold"], round_timeout=rt), None
-    return (MaskedEngine(topology="regular", degree=params["degree"], threshold=params["threshold"],
-                         round_timeout=rt), None)
+    engine = sized_engine(key, degree=params["degree"], round_timeout=params["round_timeout"],
+                          threshold=params["threshold"])
+    return engine, (nx.complete_graph(params["n"]) if engine_needs_mesh(key) else None)
 
 
 def _crash_send(key: str, params: Mapping[str, Any]) -> int:

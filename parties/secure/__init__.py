@@ -14,5 +14,7 @@ Modules, in dependency order:
 - ``paper``     — engine ``paper``: main paper 4.2, modulus n + 1, full mesh, broadcast
 - ``graph``     — engine ``graph``: additive shares to neighbours of a sparse graph
 - ``masked``    — engine ``masked``: Bonawitz et al. 2017 pairwise masks + Shamir recovery
-- ``registry``  — ``make_engine(name, **options)`` for configs: paper | graph | masked
+- ``registry``  — the engines by name (paper, paper-per-combination, graph, graph-direct, masked,
+                 masked-sparse): ``make_engine``, ``sized_engine``; used by the actor driver, the
+                 scenarios and the benchmarks
 """

@@ -4,6 +4,8 @@
 
 ==================  ===========================================================================
 ``paper``           main paper 4.2: additive shares over a full mesh (:mod:`parties.secure.paper`)
+``paper-per-combi`` the paper engine with one sum per value combination (``batched=False``:
+``nation``          the paper's message count, for cost measurements)
 ``graph``           sparse additive shares on a k-regular graph, relayed by the controller
 ``graph-direct``    the same, shares over direct party links (needs a full mesh)
 ``masked``          Bonawitz et al. 2017 pairwise masks with dropout recovery, full graph
@@ -23,10 +25,11 @@ from parties.secure.graph import GraphEngine
 from parties.secure.masked import MaskedEngine
 from parties.secure.paper import PaperEngine
 
-__all__ = ["ENGINES", "engine_needs_mesh", "make_engine"]
+__all__ = ["ENGINES", "engine_needs_mesh", "make_engine", "sized_engine"]
 
 ENGINES: Mapping[str, Callable[..., SecureSumEngine]] = {
     "paper": PaperEngine,
+    "paper-per-combination": functools.partial(PaperEngine, batched=False),
     "graph": GraphEngine,
     "graph-direct": functools.partial(GraphEngine, relay=False),
     "masked": MaskedEngine,
@@ -58,5 +61,24 @@ def make_engine(name: str | SecureSumEngine, **options: Any) -> SecureSumEngine:
 def engine_needs_mesh(engine: str | SecureSumEngine) -> bool:
     """Whether ``engine`` sends shares over direct party links (paper, graph-direct): its
     network needs a full mesh."""
-    return (engine in ("paper", "graph-direct") or getattr(engine, "name", None) == "paper"
+    return (engine in ("paper", "paper-per-combination", "graph-direct") or getattr(engine, "name", None) == "paper"
             or getattr(engine, "relay", None) is False)
+
+
+def sized_engine(
+    name: str, *, degree: int, round_timeout: float, threshold: int | None = None, seed: int | None = None
+) -> SecureSumEngine:
+    """The engine ``name`` as the scenarios and benchmarks configure it: the sparse engines
+    (``graph``, ``graph-direct``, ``masked-sparse``) on a ``degree``-regular graph, the masked
+    ones with ``threshold`` (``None``: the engine's default), every one with ``round_timeout``.
+    """
+    options: dict[str, Any] = {"round_timeout": round_timeout}
+    if name in ("graph", "graph-direct", "masked-sparse"):
+        options.update(topology="regular", degree=degree)
+    if name == "graph":
+        options["relay"] = True
+    if name in ("masked", "masked-sparse") and threshold is not None:
+        options["threshold"] = threshold
+    if seed is not None and name not in ("paper", "paper-per-combination"):
+        options["seed"] = seed
+    return make_engine(name, **options)
