@@ -4,7 +4,7 @@ Runs RR-Clusters with dependence method 4.1 (main paper Section 4; keep probabil
 6.3.1, Algorithm 1 with ``Tv``/``Td``) as 32,561 :class:`parties.party.Party` actors and one
 controller exchanging real serialized messages over the in-memory network, then prints wall
 time, peak RSS, messages and bytes — and checks that the release equals the fast path's for the
-same seed.  Target (issue 4): ≤ 30 s and ≤ 4 GB on 2 cores.
+same seed.  Target: ≤ 30 s and ≤ 4 GB on 2 cores.
 
 Usage::
 

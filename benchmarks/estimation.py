@@ -11,7 +11,7 @@ random multinomial counts for n = 32,561 parties:
   3-attribute sub-domain education x occupation x workclass (16 x 15 x 9 = 2,160 values) vs
   the structured ``invert`` on the same data, and their ratio.
 
-Targets (issue 2): full domain < 1 s and < 300 MB on one core; structured >= 100x faster than
+Targets: full domain < 1 s and < 300 MB on one core; structured >= 100x faster than
 dense on the sub-domain.  Run: ``.venv/bin/python benchmarks/estimation.py [--seed S]``.
 
 "On one core": the BLAS thread count is set to 1 before numpy is imported (unless the

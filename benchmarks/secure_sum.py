@@ -5,7 +5,7 @@ Every party holds one record of the 8 categorical Adult attributes (sizes 9, 16,
 L = sum_{i<j} |A_i||A_j| = 1,582 cells (checked), 28 ones per party.  One secure sum of these
 vectors yields every bivariate table (main paper 4.2).
 
-Configurations (issue 5):
+Configurations:
 
 - ``paper``  (main paper 4.2, modulus n + 1, full mesh), batched: n = 100, 300, 1000;
   per combination at n = 100 on the first ``--per-combination-cells`` combinations (the

@@ -1,7 +1,7 @@
 """Joint distributions over a product domain of categorical attributes.
 
 A joint distribution over ``m`` attributes with category counts ``sizes`` is a probability
-tensor with one axis per attribute, in schema order (DESIGN.md, "Joint domains are tensors").
+tensor with one axis per attribute, in schema order (docs/architecture.md, "joint domains are tensors").
 Three representations share one small protocol, :class:`JointDistribution`:
 
 - :class:`DenseDistribution` — the full tensor (RR-Joint, small domains, estimates of eq. (2));

@@ -15,11 +15,13 @@ Modules, in dependency order:
 - ``network``       — ``InMemoryNetwork`` and ``CONTROLLER`` (re-exports the above)
 - ``secure``        — secure-sum engines ``paper`` | ``graph`` | ``masked`` (main paper 4.2;
                       Bonawitz et al. 2017); package with its own map
-- ``protocol_messages`` — message kinds 100-102 of the choreographies and matrix specifications
+- ``protocol_messages`` — message kinds 100-102: release requests (matrices as ``MatrixSpec``)
 - ``public_state``  — public objects shared by a run's actors: release book, secure-sum sessions
 - ``view``          — the controller's view log (everything it received)
 - ``party``         — the ``Party`` actor: private record, own stream, own privacy accountant
 - ``controller``    — the untrusted ``Controller`` actor
-- ``choreographies`` — per-protocol message exchanges (package, own map)
+- ``driver``        — ``run_actors``: answers a protocol's steps (:mod:`mprr.protocols.steps`)
+                      with the controller's rounds and secure sums
+- ``choreographies`` — a curious controller's extra requests, for the attack tests (package)
 - ``simulate``      — ``simulate(dataset, protocol, ..., seed)``: one run of the actor path
 """

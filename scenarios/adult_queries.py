@@ -5,7 +5,7 @@
 - :func:`draw_queries` / :func:`errors_of` — the 6.5 query generator with an explicit policy for
   queries whose true count is 0, and the eq. (16) errors of any estimate;
 - :func:`matrix_choice` — the two readings of the 6.3.1 matrix: ``"matrix"`` (the stochastic
-  ``keep_or_uniform(|A|, p)``, ε_A computed from it; DESIGN.md) or ``"printed"`` (the paper's
+  ``keep_or_uniform(|A|, p)``, ε_A computed from it; docs/architecture.md) or ``"printed"`` (the paper's
   printed ε_A = |ln(p|A|/(1 − p))|, i.e. k-RR ``grr(|A|, ε_A)`` per attribute, clusters carrying
   Σ of the printed ε_A) — used to test whether the printed formula explains the paper's numbers.
 """

@@ -13,7 +13,7 @@
     checks the paper's stated observations instead of numbers.
 
 Matrices (main paper 6.3): each attribute is randomized with ``keep_or_uniform(|A|, p)`` (keep
-with probability p, else uniform; the stochastic reading of 6.3.1, see DESIGN.md); RR-Clusters
+with probability p, else uniform; the stochastic reading of 6.3.1, see docs/architecture.md); RR-Clusters
 releases each cluster with the ε-optimal matrix carrying Σ_{A∈C} ε_A (6.3.2).  Estimates are
 post-processed with clip-and-rescale (6.4) unless configured otherwise.
 

@@ -1,6 +1,11 @@
-"""Fast path: every protocol of the papers as a vectorized simulation of the n local releases.
+"""Every protocol of the papers, written once as a sans-I/O step program, and the fast path.
 
-Each protocol takes a :class:`mprr.data.Dataset` (party i holds row i), its parameters, a
+Each protocol is a step program (:mod:`mprr.protocols.steps`, ``<protocol>_steps``) that yields
+release / secure-sum steps and returns the result; the local driver (:mod:`~mprr.protocols.local`)
+runs it vectorized for all n parties, the actor driver (:mod:`parties.driver`) with messages.
+The fast-path functions (``rr_independent``, ``rr_clusters``, ...) run the local driver.
+
+Each fast-path function takes a :class:`mprr.data.Dataset` (party i holds row i), its parameters, a
 keyword-only ``rng`` (``numpy.random.Generator`` for Monte Carlo sweeps, or
 :class:`mprr.streams.PartyStreams` so that the actor simulator can replay exactly the same
 releases) and a ``postprocess`` choice (``"clip-rescale"`` as in the paper, ``"project-simplex"``,
@@ -16,11 +21,14 @@ RR-Clusters with 4.1 dependences.
 
 Modules, in dependency order (each imports only those above it):
 
-- ``budget``          — main paper 6.3 matrices: keep_or_uniform per attribute (6.3.1), the
-                        ε-optimal cluster matrix carrying Σ ε_A (6.3.2), 4.3 pair matrices
 - ``release``         — ``ReleasedData`` (one release phase) and the randomization of units
 - ``estimate``        — eq. (2) per unit + post-processing; Kronecker IBU; product estimates
 - ``result``          — ``ProtocolResult`` (estimate, releases, matrices, ledger, ε per policy)
+- ``steps``           — the step vocabulary: ``Release``, ``SecureSum``, ``Released``, ``MatrixSpec``
+- ``local``           — the local driver ``run_local`` (vectorized answers to every step)
+- ``budget``          — main paper 6.3 matrices and their ``MatrixSpec``: keep_or_uniform per
+                        attribute (6.3.1), the ε-optimal cluster matrix carrying Σ ε_A (6.3.2),
+                        4.3 pair matrices
 - ``independent``     — RR-Independent (main paper Protocol 1)
 - ``joint``           — RR-Joint (Protocol 2), refusing domains above a cell limit (and dense
                         matrices beyond ``mprr.matrices.MAX_DENSE_CELLS``) before drawing
@@ -31,6 +39,7 @@ Modules, in dependency order (each imports only those above it):
 - ``lambda_protocol`` — λ-randomization protocol (lambda paper Section 5) with its entropy check
 - ``pram``            — trusted-curator PRAM, invariant PRAM, S/n and its variance (eq. 4.4)
 - ``synthesis``       — synthetic microdata drawn from any estimate
+- ``registry``        — protocol names and aliases -> step programs, parameter checking
 """
 
 from mprr.protocols.adjustment import ADJUSTABLE, rr_adjustment

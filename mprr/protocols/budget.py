@@ -5,7 +5,7 @@ probability p, otherwise report a uniform draw over the support" (the randomizat
 Corollary 1), i.e. :func:`mprr.matrices.keep_or_uniform` with diagonal ``p + (1 - p)/|A|`` and
 off-diagonal ``(1 - p)/|A|``.  Its ε (eq. 4) is computed from the matrix:
 ``ε_A = ln(1 + p|A|/(1 - p))``.  (The paper prints diagonal ``p`` and
-``ε_A = |ln(p |A| / (1 - p))|``; those rows do not sum to 1 — see DESIGN.md.)
+``ε_A = |ln(p |A| / (1 - p))|``; those rows do not sum to 1 — see docs/architecture.md, "6.3.1 keep-or-uniform".)
 
 Main paper 6.3.2 (RR-Clusters / RR-Joint): cluster ``C`` is randomized with the ε-optimal
 matrix over the product domain of its attributes carrying ``Σ_{A∈C} ε_A``

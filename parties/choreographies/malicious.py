@@ -1,4 +1,4 @@
-"""A curious controller: extra requests after the honest protocol (main paper threat model, issue 6).
+"""A curious controller: extra requests after the honest protocol (main paper threat model).
 
 The controller is untrusted.  After running the protocol honestly, a curious controller can
 try to learn more than the protocol releases.  Each attack sends one extra
