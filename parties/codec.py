@@ -42,7 +42,6 @@ MAGIC = b"MR"
 VERSION = 1
 _HEADER = struct.Struct("<2sBH")
 HEADER_SIZE = _HEADER.size
-_U8 = struct.Struct("<B")
 _U32 = struct.Struct("<I")
 _I64 = struct.Struct("<q")
 _F64 = struct.Struct("<d")
