@@ -381,7 +381,7 @@ class PrivacyAccountant:
         """What :meth:`request` would decide, without recording anything."""
         return self._decide(request)
 
-    def _decide(self, request: Release) -> Decision:
+    def _decide(self, request: Release, *, replay: bool = True) -> Decision:
         if not isinstance(request, Release):
             raise ConfigurationError(f"request must be a Release, got {request!r}")
         ledger = self._ledger
@@ -391,7 +391,7 @@ class PrivacyAccountant:
         if violation is not None:
             refusal = Refusal(request, RefusalReason.PLAN_VIOLATION, violation, 0.0, self.remaining())
             return Decision(Outcome.REFUSED, request, None, before, before, refusal)
-        index = ledger.lookup(request)
+        index = ledger.lookup(request) if replay else None
         if index is not None:
             return _decision(_REPLAYED, request, index, before, before)
         after = totals.plus(request).total  # == would_spend(request): not a repeat here
@@ -415,7 +415,19 @@ class PrivacyAccountant:
         unchanged (resend the value of ``ledger[decision.entry_index]``).  Refused: recorded
         in :attr:`refusals`, ledger unchanged.
         """
-        decision = self._decide(request)
+        return self._record(self._decide(request))
+
+    def request_fresh(self, request: Release) -> Decision:
+        """Like :meth:`request`, but never a replay: granted as new spending or refused.
+
+        For a fresh randomization of something released before, e.g. the input of a new
+        secure-sum session (main paper 4.3): a committed input enters at most one session, so
+        a second session needs a new draw, which costs ε again.
+        """
+        return self._record(self._decide(request, replay=False))
+
+    def _record(self, decision: Decision) -> Decision:
+        request = decision.request
         outcome = decision.outcome
         if outcome is _GRANTED:
             self._ledger = self._ledger.appended(request)

@@ -98,7 +98,17 @@ def _canonical(
         for share in shares:
             if type(share) is not float or not share >= 0.0:
                 return False
+        if not _shares_sum_to(shares, epsilon):
+            return False
     return True
+
+
+def _shares_sum_to(shares: tuple[float, ...], epsilon: float) -> bool:
+    """Whether per-attribute shares add up to ε (relative tolerance 1e-9; ∞ iff some share is ∞)."""
+    total = math.fsum(shares) if all(math.isfinite(x) for x in shares) else _INF
+    if math.isinf(epsilon) or math.isinf(total):
+        return total == epsilon
+    return math.isclose(total, epsilon, rel_tol=1e-9, abs_tol=1e-12)
 
 
 @dataclass(frozen=True)
@@ -132,8 +142,9 @@ class Release:
         Digest of the matrix (:func:`matrix_fingerprint`); ``EXACT_KEY`` for exact releases.
     attribute_epsilons
         Optional per-attribute ε (one per attribute, e.g. the factor ε of a Kronecker matrix);
-        used by the ``unlinkable-pairs`` policy as the per-attribute shares.  Defaults to an
-        equal split ε / |attributes|.
+        used by the ``unlinkable-pairs`` policy as the per-attribute shares.  Each must be
+        >= 0 and together they must add up to ``epsilon`` (a split, never a discount).
+        Defaults to an equal split ε / |attributes|.
 
     Notes
     -----
@@ -221,6 +232,11 @@ class Release:
                 raise ConfigurationError(
                     f"attribute_epsilons must have one entry per attribute ({len(normalised)}), "
                     f"got {len(shares)}"
+                )
+            if not _shares_sum_to(shares, self.epsilon):
+                raise ConfigurationError(
+                    f"attribute_epsilons must add up to epsilon = {self.epsilon!r} (they split the "
+                    f"release's ε among its attributes), got {shares!r} (sum {sum(shares)!r})"
                 )
             object.__setattr__(self, "attribute_epsilons", shares)
 

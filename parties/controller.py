@@ -50,8 +50,7 @@ from mprr.domain import tally
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from mprr.protocols.release import ReleasedData
 from parties.messages import Abort, Ack, Message, RandomizedValues, Refusal
-from parties.protocol_messages import Matrix, MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
-from parties.public_state import SecureSessions
+from parties.protocol_messages import Matrix, MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart, roster_runs
 from parties.transport import Endpoint, Envelope, actor_name
 from parties.view import ViewLog
 
@@ -170,8 +169,12 @@ class SecureTally:
     refusals: Mapping[int, Refusal] = field(default_factory=dict)
     silent: tuple[int, ...] = ()
 
-    def released_data(self, schema: Schema, *, shares: Sequence[Sequence[float]] | None = None) -> ReleasedData:
-        """The phase as a :class:`mprr.protocols.release.ReleasedData` (tallies only, unlinkable)."""
+    def released_data(self, schema: Schema) -> ReleasedData:
+        """The phase as a :class:`mprr.protocols.release.ReleasedData` (tallies only, unlinkable).
+
+        No per-attribute ε shares: like the parties, the controller books each pair matrix's
+        own ε (split equally among its attributes unless the matrix is a Kronecker product).
+        """
         sizes = schema.sizes
         exact = self.specs is None
         return ReleasedData(
@@ -183,7 +186,6 @@ class SecureTally:
             counts=self.counts,
             linkable=False,
             exact=exact,
-            shares=None if shares is None else tuple(tuple(map(float, s)) for s in shares),
         )
 
 
@@ -233,8 +235,6 @@ class Controller:
         Times a request is re-sent to parties still silent after ``timeout`` (>= 0).
     view
         The view log to append to (default: a new one).
-    sessions
-        Directory of secure-sum sessions shared with the parties (default: a new one).
     """
 
     def __init__(
@@ -247,7 +247,6 @@ class Controller:
         on_dropout: str = "fail",
         retries: int = 0,
         view: ViewLog | None = None,
-        sessions: SecureSessions | None = None,
     ) -> None:
         if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0
                 and math.isfinite(timeout)):
@@ -272,7 +271,6 @@ class Controller:
         self.requests: list[ReleaseRequest | SecureRelease] = []
         self.phases: list[PhaseRelease] = []
         self.tallies: list[SecureTally] = []
-        self.sessions = sessions if sessions is not None else SecureSessions()
 
     # ------------------------------------------------------------------ state
     @property
@@ -441,7 +439,6 @@ class Controller:
         *,
         engine: Any,
         specs: Sequence[MatrixSpec] | None = None,
-        shares: Sequence[Sequence[float]] | None = None,
         plan: Sequence[Sequence[int]] | None = None,
     ) -> SecureTally:
         """Tallies of ``units`` over the active parties through a secure sum (main paper 4.2 / 4.3).
@@ -451,7 +448,9 @@ class Controller:
         :class:`~parties.protocol_messages.SecureSumStart` to the committed parties, then the
         engine's controller side returns the exact sum of their one-hot vectors — the controller
         learns only the tallies.  ``specs=None`` is an exact release (4.2), otherwise each unit
-        is randomized through its matrix first (4.3).
+        is randomized through its matrix first (4.3).  The start message names the engine and
+        the roster (the committed parties); each party runs its own copy of the engine agreed
+        at set-up and checks the roster itself.
 
         Raises
         ------
@@ -477,7 +476,6 @@ class Controller:
             exact=specs_t is None,
             families=() if specs_t is None else tuple(s.family for s in specs_t),
             params=() if specs_t is None else tuple(s.params for s in specs_t),
-            shares=() if shares is None else tuple(tuple(float(x) for x in s) for s in shares),
         )
         targets = list(self.active)
         replies, silent = await self.exchange(request, targets, kinds=(Ack, Refusal))
@@ -490,9 +488,9 @@ class Controller:
         cells = [math.prod(sizes[a] for a in u) for u in units_t]
         net = self.endpoint.network
         context = engine.context(committed, sum(cells), network=net, session=session)
-        self.sessions.register(session, engine, context)
+        start = SecureSumStart(rid, session, engine.name, roster_runs(committed))
         with net.round(phase):
-            await self.endpoint.broadcast(committed, SecureSumStart(rid, session), phase=phase)
+            await self.endpoint.broadcast(committed, start, phase=phase)
         total, contributors = await engine.controller(self.endpoint, context)
         contributors = tuple(sorted(int(p) for p in contributors))
         lost = tuple(p for p in committed if p not in contributors)

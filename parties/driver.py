@@ -81,7 +81,7 @@ async def _answer(step: Step, ctl: Controller, engine: SecureSumEngine) -> Relea
             ctl.note(name, value)
         phase = await ctl.release(step.phase, step.units, step.specs)
         return Released(phase.released_data(schema, replayed=step.replayed), len(phase.contributors))
-    tally = await ctl.secure_release(step.phase, step.units, engine=engine, specs=step.specs, shares=step.shares)
+    tally = await ctl.secure_release(step.phase, step.units, engine=engine, specs=step.specs)
     details = {"secure_sum": {"engine": tally.engine, "session": tally.session,
                               "contributors": len(tally.contributors)}}
-    return Released(tally.released_data(schema, shares=step.shares), len(tally.contributors), details)
+    return Released(tally.released_data(schema), len(tally.contributors), details)

@@ -27,10 +27,30 @@ For the dependence phases 4.2 / 4.3 of RR-Clusters the party answers a
 ledger entries; 4.2 releases true values: ε = ∞, refused unless the budget is infinite), then
 replies :class:`~parties.messages.Ack` and keeps its input vector (one-hot per unit) until the
 controller's :class:`~parties.protocol_messages.SecureSumStart`, when it runs its side of the
-secure-sum engine (:mod:`parties.secure`) with it.
+secure-sum engine (:mod:`parties.secure`) with it.  The ε it books is its own computation
+from the matrix it applies (main paper eq. (4)); the request carries no ε.
 
-The public objects every party derives from a request are memoized in a shared
-:class:`~parties.public_state.ReleaseBook`.
+**One session per committed input.**  Two secure sums of the same inputs over rosters that
+differ by one party v reveal v's input (full sum minus partial sum).  The party therefore
+binds each committed input to one session and one roster:
+
+- a :class:`SecureRelease` for a new session never reuses an earlier input: exact values
+  (4.2) of an attribute that already entered a session are refused (reason
+  :data:`~parties.public_state.SESSION_REFUSED`); randomized pairs (4.3) are randomized
+  afresh (one new uniform per unit) and booked as new spending, never replayed;
+- a :class:`SecureSumStart` is run only for the party's own engine (agreed at set-up), with a
+  roster that contains the party and has at least ``min_roster`` parties (default
+  :data:`DEFAULT_MIN_ROSTER`), and binds the session's input to that roster;
+- a session is run at most once, except a **retry** after a run that aborted at this party
+  (a peer or the controller failed), with the very same roster, for an engine whose only
+  possible output is the sum over the whole roster (``fixed_output``: paper, graph).  The
+  argument: the retry computes the same function (the sum over the same roster) of the same
+  inputs with fresh randomness, so whatever both runs reveal is that one sum, which the first
+  run may have revealed already.  The masked engine has no retry: there the controller names
+  the survivors, and two runs could be made to sum over two survivor sets.
+
+The public objects every party derives from a request (and the secure-sum context derived
+from a start message) are memoized in a shared :class:`~parties.public_state.ReleaseBook`.
 """
 
 from __future__ import annotations
@@ -46,11 +66,16 @@ from mprr.errors import ConfigurationError, MessageError, PartyDropped, Protocol
 from mprr.ledger import Ledger, Release
 from mprr.privacy import PlanViolationError, PrivacyAccountant, RefusalReason
 from parties.messages import Abort, Ack, Message, RandomizedValues, Refusal
-from parties.protocol_messages import ReleaseRequest, SecureRelease, SecureSumStart
-from parties.public_state import INVALID_REQUEST, ReleaseBook, SecureSessions
+from parties.protocol_messages import ReleaseRequest, SecureRelease, SecureSumStart, expand_runs as expand
+from parties.public_state import INVALID_REQUEST, SESSION_REFUSED, ReleaseBook
 from parties.transport import CONTROLLER, Endpoint, actor_name
 
-__all__ = ["INVALID_REQUEST", "LOOP_KINDS", "Party", "PartyRefusal", "total_after"]
+__all__ = ["DEFAULT_MIN_ROSTER", "INVALID_REQUEST", "LOOP_KINDS", "Party", "PartyRefusal", "total_after"]
+
+DEFAULT_MIN_ROSTER = 3
+"""Fewest parties a party accepts in a secure-sum roster: the threshold rule of statistical
+disclosure control (no aggregate of fewer than 3 contributors), and the smallest roster in
+which a participant cannot subtract its own input from the sum to get another one's."""
 
 LOOP_KINDS = (ReleaseRequest, SecureRelease, SecureSumStart, Abort)
 """Kinds the party's main loop takes from the controller; anything else (e.g. secure-sum
@@ -139,8 +164,14 @@ class Party:
         Names of the attributes the party agrees to release (default: all of the schema).
     book
         Shared :class:`~parties.public_state.ReleaseBook` (default: a private one).
-    sessions
-        Directory of the run's secure-sum sessions (needed for 4.2 / 4.3).
+    engine
+        The secure-sum engine the party agreed to at set-up (needed for 4.2 / 4.3); its
+        configuration (e.g. the masked engine's threshold) is the party's policy.
+    min_roster
+        Fewest parties the party accepts in a secure-sum roster (>= 2).
+    signer, registry
+        The party's signing key and the PKI directory of every party's verification key
+        (:mod:`parties.secure.pki`), set up before the run; needed by engines that sign.
     """
 
     def __init__(
@@ -154,7 +185,10 @@ class Party:
         policy: str = "sequential",
         allowed: Any = None,
         book: ReleaseBook | None = None,
-        sessions: SecureSessions | None = None,
+        engine: Any = None,
+        min_roster: int = DEFAULT_MIN_ROSTER,
+        signer: Any = None,
+        registry: Any = None,
     ) -> None:
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
             raise ConfigurationError(f"index must be an integer >= 0, got {index!r}")
@@ -185,10 +219,17 @@ class Party:
             party=self.index,
             allowed_attributes=names if allowed is None else allowed,
         )
-        self._sessions = sessions
+        if isinstance(min_roster, bool) or not isinstance(min_roster, (int, np.integer)) or min_roster < 2:
+            raise ConfigurationError(f"min_roster must be an integer >= 2, got {min_roster!r}")
+        self.min_roster = int(min_roster)
+        self._engine = engine
+        self._signer = signer
+        self._registry = registry
         self._values: list[int] = []
         self._plans: dict[str, frozenset[tuple[int, ...]]] = {}
-        self._inputs: dict[str, np.ndarray] = {}
+        self._inputs: dict[str, np.ndarray] = {}  # committed inputs not yet summed
+        self._sessions: dict[str, _Session] = {}  # every session the party committed to
+        self._exact: dict[int, str] = {}  # attribute -> session its exact value entered
         self.refusals: list[PartyRefusal] = []
         self.draws = 0
         self.status = "idle"
@@ -265,10 +306,12 @@ class Party:
                 f"party {self.index}: units {list(outside)} are not groups of the plan announced for phase {phase!r}",
                 0.0,
             )
-        if isinstance(request, SecureRelease):
-            if self._sessions is None:
-                return self._refuse(request, INVALID_REQUEST, f"party {self.index}: no secure-sum directory", 0.0)
-            if request.session in self._inputs:  # a re-sent request: already committed
+        secure = isinstance(request, SecureRelease)
+        if secure:
+            refusal = self._check_commitment(request)  # type: ignore[arg-type]
+            if refusal is not None:
+                return refusal
+            if request.session in self._sessions:  # type: ignore[union-attr]  # a re-sent request
                 return Ack(request.request_id)
         ledger = acc.ledger
         releases = [u.release for u in resolution.units]
@@ -280,7 +323,9 @@ class Party:
         if not math.isinf(acc.budget):
             new: list[Release] = []
             for rel in releases:
-                if ledger.lookup(rel) is None and not any(rel.same_as(r) for r in new):
+                if secure:  # a secure-sum input is always a fresh draw (one session per input)
+                    new.append(rel)
+                elif ledger.lookup(rel) is None and not any(rel.same_as(r) for r in new):
                     new.append(rel)
             if new:
                 before = acc.spent()
@@ -300,7 +345,7 @@ class Party:
         record = self.__record
         codes = []
         for unit, release in zip(resolution.units, releases):
-            decision = acc.request(release)
+            decision = acc.request_fresh(release) if secure else acc.request(release)
             if decision.granted:
                 if unit.exact:
                     code = unit.value(record)
@@ -322,6 +367,11 @@ class Party:
                 vector[offset + code] = 1
                 offset += c
             self._inputs[request.session] = vector
+            self._sessions[request.session] = _Session(request.units, request.exact)
+            if request.exact:
+                for unit in request.units:
+                    for a in unit:
+                        self._exact.setdefault(a, request.session)
             return Ack(request.request_id)
         return RandomizedValues(request.request_id, np.asarray(codes, dtype=np.int64))
 
@@ -331,21 +381,90 @@ class Party:
             return True
         return math.isfinite(total) and total <= acc.budget * (1 + acc.rtol) + 1e-12
 
+    def _check_commitment(self, request: SecureRelease) -> Refusal | None:
+        """Refuse a commitment the party cannot make (no engine, an input for a second session)."""
+        if self._engine is None:
+            return self._refuse(request, INVALID_REQUEST,
+                                f"party {self.index}: no secure-sum engine was agreed at set-up", 0.0)
+        known = self._sessions.get(request.session)
+        if known is not None:
+            if known.units != request.units or known.exact != request.exact:
+                return self._refuse(
+                    request, SESSION_REFUSED,
+                    f"party {self.index}: session {request.session!r} was committed with units "
+                    f"{list(known.units)} (exact={known.exact}); request {request.request_id} asks "
+                    f"for {list(request.units)} (exact={request.exact})", 0.0)
+            return None
+        if request.exact:
+            reused = sorted({a for unit in request.units for a in unit if a in self._exact})
+            if reused:
+                first = self._exact[reused[0]]
+                return self._refuse(
+                    request, SESSION_REFUSED,
+                    f"party {self.index}: the exact values of attributes {reused} already entered "
+                    f"secure-sum session {first!r}; a committed input enters at most one session "
+                    "(two sums over rosters that differ by one party would reveal that party's values)",
+                    math.inf)
+        return None
+
+    def _check_start(self, start: SecureSumStart) -> str | None:
+        """Why the party will not run ``start`` (``None``: it will), from what it knows itself."""
+        session = self._sessions.get(start.session)
+        vector = self._inputs.get(start.session)
+        if session is None or (vector is None and session.state != "aborted"):
+            if session is not None and session.state == "done":
+                return (f"its input already entered session {start.session!r} "
+                        f"(roster of {len(session.roster or ())} parties); a session runs once")
+            return "no committed input or unknown session"
+        engine = self._engine
+        if start.engine != engine.name:
+            return f"engine {start.engine!r} asked, but the party agreed to {engine.name!r} at set-up"
+        roster = start.parties
+        if self.index not in roster:
+            return f"party {self.index} is not in the roster it was sent"
+        if len(roster) < self.min_roster:
+            return (f"roster of {len(roster)} parties is below the party's minimum "
+                    f"min_roster = {self.min_roster}")
+        if session.roster is not None:
+            if session.state != "aborted":
+                return f"session {start.session!r} is already {session.state} at this party"
+            if session.roster != start.roster:
+                return (f"session {start.session!r} was started with a roster of {len(expand(session.roster))} "
+                        f"parties; a retry must keep the same roster, got {len(roster)}")
+            if not engine.fixed_output:
+                return (f"no retry of a {engine.name} session: the controller names its contributors, "
+                        "so two runs could sum over two different sets")
+        return None
+
     async def _secure_sum(self, endpoint: Endpoint, start: SecureSumStart) -> None:
-        """Run this party's side of the secure sum ``start.session`` with its committed input."""
-        vector = self._inputs.pop(start.session, None)
-        known = None if self._sessions is None else self._sessions.get(start.session)
-        if vector is None or known is None:
-            self.errors.append(f"secure sum {start.session!r}: no committed input or unknown session")
+        """Run this party's side of the secure sum ``start.session`` with its committed input.
+
+        Checks (module docstring): the party's own engine, a roster that holds the party and
+        at least ``min_roster`` parties, the session's input bound to one roster and run once
+        (or retried over the same roster after an abort, for ``fixed_output`` engines).
+        """
+        problem = self._check_start(start)
+        if problem is not None:
+            self.errors.append(f"secure sum {start.session!r} refused: {problem}")
             return
-        engine, context = known
-        if self.index not in context.parties:
-            self.errors.append(f"secure sum {start.session!r}: party {self.index} is not a participant")
-            return
+        session = self._sessions[start.session]
+        vector = self._inputs[start.session]
+        session.roster, session.state = start.roster, "running"
+        context = self._book.secure_context(self._engine, start, int(vector.shape[0]), self._registry,
+                                            getattr(endpoint, "network", None))
         try:
-            await engine.party(endpoint, vector, context)
+            if self._signer is not None:
+                await self._engine.party(endpoint, vector, context, signer=self._signer)
+            else:
+                await self._engine.party(endpoint, vector, context)
         except ProtocolError as exc:  # a peer or the controller failed; the controller decides
+            session.state = "aborted"
+            if not self._engine.fixed_output:
+                self._inputs.pop(start.session, None)
             self.errors.append(f"secure sum {start.session!r}: {exc}")
+        else:
+            session.state = "done"
+            self._inputs.pop(start.session, None)
 
     # ------------------------------------------------------------------ actor loop
     async def run(self, endpoint: Endpoint, *, idle_timeout: float | None) -> None:
@@ -387,6 +506,16 @@ class Party:
                 continue
             if reply is not None:
                 await endpoint.send(CONTROLLER, reply, phase=env.phase)
+
+
+@dataclass
+class _Session:
+    """What a party remembers of one secure-sum session it committed to."""
+
+    units: tuple[tuple[int, ...], ...]
+    exact: bool
+    roster: tuple[tuple[int, ...], ...] | None = None  # runs of the first start
+    state: str = "committed"  # committed -> running -> done | aborted (-> running: retry)
 
 
 def _fmt(value: float) -> str:

@@ -33,7 +33,8 @@ from mprr.errors import MessageError
 from mprr.protocols.steps import FAMILIES, Matrix, MatrixSpec
 from parties.messages import Message, message
 
-__all__ = ["FAMILIES", "Matrix", "MatrixSpec", "ReleaseRequest", "SecureRelease", "SecureSumStart"]
+__all__ = ["FAMILIES", "Matrix", "MatrixSpec", "ReleaseRequest", "SecureRelease", "SecureSumStart", "expand_runs",
+           "roster_runs"]
 
 
 def _require(ok: bool, text: str) -> None:
@@ -145,9 +146,12 @@ class SecureRelease(Message):
         True for 4.2 (no matrix: ``families`` and ``params`` empty).
     families, params
         4.3: one matrix specification per unit.
-    shares
-        Optional per-unit, per-attribute ε shares recorded in the ledger (``unlinkable-pairs``
-        policy of :mod:`mprr.ledger`); empty, or one tuple per unit (an empty tuple = none).
+
+    Notes
+    -----
+    The message says nothing about ε: the party computes what it books from the matrix it
+    builds (main paper eq. (4); per-attribute shares only from a Kronecker product's factors,
+    else the equal split), so a controller cannot claim a cheaper release than it asks for.
     """
 
     request_id: int
@@ -158,7 +162,6 @@ class SecureRelease(Message):
     exact: bool
     families: tuple[str, ...] = ()
     params: tuple[tuple[float, ...], ...] = ()
-    shares: tuple[tuple[float, ...], ...] = ()
 
     def validate(self) -> None:
         _require(self.request_id >= 0, f"SecureRelease.request_id must be >= 0, got {self.request_id}")
@@ -177,10 +180,6 @@ class SecureRelease(Message):
             _require(f in FAMILIES, f"SecureRelease.families must be in {list(FAMILIES)}, got {f!r}")
         for p in self.params:
             _require(all(math.isfinite(x) for x in p), f"SecureRelease.params must be finite, got {p}")
-        _require(len(self.shares) in (0, k), f"SecureRelease.shares must be empty or one per unit ({k})")
-        for u, s in zip(self.units, self.shares):
-            _require(len(s) in (0, len(u)) and all(x >= 0 for x in s),
-                     f"SecureRelease.shares must give one ε >= 0 per attribute of unit {u}, got {s}")
 
     @property
     def specs(self) -> tuple[MatrixSpec, ...]:
@@ -188,13 +187,62 @@ class SecureRelease(Message):
         return tuple(MatrixSpec(f, p) for f, p in zip(self.families, self.params))
 
 
+def roster_runs(parties: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    """Distinct party ids as sorted half-open runs ``(start, stop)``: ``[0, 1, 2, 5]`` →
+    ``((0, 3), (5, 6))``.  A roster with few gaps (the usual case: everyone but a few
+    excluded parties) costs a few integers on the wire instead of n."""
+    runs: list[list[int]] = []
+    for p in sorted(set(int(x) for x in parties)):
+        if runs and runs[-1][1] == p:
+            runs[-1][1] = p + 1
+        else:
+            runs.append([p, p + 1])
+    return tuple((a, b) for a, b in runs)
+
+
+def expand_runs(runs: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """The sorted party ids of :func:`roster_runs` output."""
+    return tuple(p for a, b in runs for p in range(a, b))
+
+
 @message(kind=102)
 class SecureSumStart(Message):
-    """Controller → committed parties: run your side of secure-sum ``session`` now."""
+    """Controller → committed parties: run your side of secure-sum ``session`` now.
+
+    Parameters
+    ----------
+    request_id
+        The id of the :class:`SecureRelease` that committed the inputs.
+    session
+        The session the inputs were committed to.
+    engine
+        Name of the secure-sum engine to run (``"paper"``, ``"graph"``, ``"masked"``); the
+        party runs its own engine, agreed at set-up, and refuses another name.
+    roster
+        The participants as sorted half-open runs of party ids (:func:`roster_runs`).  The
+        party checks it (it must be in it, and it must be at least the party's minimum) and
+        binds its committed input to it: the same input never enters a sum over another
+        roster.
+    """
 
     request_id: int
     session: str
+    engine: str
+    roster: tuple[tuple[int, ...], ...]
 
     def validate(self) -> None:
         _require(self.request_id >= 0, f"SecureSumStart.request_id must be >= 0, got {self.request_id}")
         _require(bool(self.session), "SecureSumStart.session must not be empty")
+        _require(bool(self.engine), "SecureSumStart.engine must not be empty")
+        _require(len(self.roster) > 0, "SecureSumStart.roster must not be empty")
+        last = -1
+        for run in self.roster:
+            _require(len(run) == 2 and last < run[0] < run[1],
+                     f"SecureSumStart.roster must be sorted, disjoint, non-adjacent runs (start, stop) of "
+                     f"party ids >= 0 with start < stop, got {self.roster[:10]}")
+            last = run[1]
+
+    @property
+    def parties(self) -> tuple[int, ...]:
+        """The roster as sorted party ids."""
+        return expand_runs(self.roster)

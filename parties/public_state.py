@@ -3,19 +3,18 @@
 :class:`ReleaseBook`
     Memo of what every party derives from a (public) request: the matrix rebuilt from its
     :class:`~parties.protocol_messages.MatrixSpec`, the ledger :class:`~mprr.ledger.Release`
-    record, the CDF rows used for sampling.  32,561 parties in one process would otherwise
-    rebuild the same objects 32,561 times.  Each party still makes its own decisions (plan,
-    budget, replay) and draws from its own stream.
-:class:`SecureSessions`
-    Directory of the secure-sum sessions of the run (session id → engine, public
-    :class:`~parties.secure.engine.SecureSumContext`), the out-of-band agreement every
-    participant of a secure sum needs.
+    record, the CDF rows used for sampling, the secure-sum context a party derives from a
+    :class:`~parties.protocol_messages.SecureSumStart` and its own engine.  32,561 parties in
+    one process would otherwise rebuild the same objects 32,561 times.  Each party still makes
+    its own decisions (plan, budget, replay, session binding) and draws from its own stream.
+    The book holds only deterministic functions of what a party received and of its set-up;
+    the controller has no handle on it (in a multi-process runtime each process has its own).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,12 +24,15 @@ from mprr.errors import ConfigurationError
 from mprr.kronecker import KroneckerMatrix
 from mprr.ledger import Release
 from mprr.privacy import RefusalReason
-from parties.protocol_messages import Matrix, MatrixSpec, ReleaseRequest, SecureRelease
+from parties.protocol_messages import Matrix, MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
 
-__all__ = ["INVALID_REQUEST", "ReleaseBook", "Resolution", "ResolvedUnit", "SecureSessions"]
+__all__ = ["INVALID_REQUEST", "SESSION_REFUSED", "ReleaseBook", "Resolution", "ResolvedUnit"]
 
 INVALID_REQUEST = "invalid-request"
 """Refusal reason of a request the party cannot even evaluate (bad matrix parameters...)."""
+
+SESSION_REFUSED = "session-refused"
+"""Refusal reason of a secure-sum commitment that would put an input into a second session."""
 
 _BELOW_ONE = float(np.nextafter(1.0, 0.0))
 
@@ -52,7 +54,6 @@ class ResolvedUnit:
         phase: str,
         *,
         linkable: bool = True,
-        shares: tuple[float, ...] | None = None,
     ) -> None:
         self.unit = unit
         self.names = tuple(schema.names[a] for a in unit)
@@ -69,10 +70,7 @@ class ResolvedUnit:
         if matrix is None:
             self.release = Release.exact_values(self.names, linkable=linkable, phase=phase)
         else:
-            release = Release.from_matrix(self.names, matrix, linkable=linkable, phase=phase)
-            if shares:
-                release = replace(release, attribute_epsilons=tuple(shares))
-            self.release = release
+            self.release = Release.from_matrix(self.names, matrix, linkable=linkable, phase=phase)
         self._rows: dict[int, list[float]] = {}
         self._factor_rows: list[dict[int, list[float]]] | None = (
             [{} for _ in matrix.factors] if isinstance(matrix, KroneckerMatrix) else None
@@ -159,6 +157,7 @@ class ReleaseBook:
         self.sizes = schema.sizes
         self._matrices: dict[tuple[MatrixSpec, tuple[int, ...]], Matrix] = {}
         self._units: dict[tuple[Any, ...], ResolvedUnit] = {}
+        self._contexts: dict[tuple[Any, ...], Any] = {}
         self._last: tuple[object, Resolution] | None = None
 
     def matrix(self, spec: MatrixSpec, sizes: tuple[int, ...]) -> Matrix:
@@ -194,10 +193,9 @@ class ReleaseBook:
         secure = isinstance(request, SecureRelease)
         exact = secure and request.exact  # type: ignore[union-attr]
         specs: tuple[MatrixSpec | None, ...] = (None,) * len(request.units) if exact else request.specs
-        shares = request.shares if secure and request.shares else ((),) * len(request.units)  # type: ignore[union-attr]
         units = []
-        for unit, spec, share in zip(request.units, specs, shares):
-            key = (request.phase, unit, spec, not secure, share)
+        for unit, spec in zip(request.units, specs):
+            key = (request.phase, unit, spec, not secure)
             resolved = self._units.get(key)
             if resolved is None:
                 sizes = tuple(self.sizes[a] for a in unit)
@@ -212,7 +210,7 @@ class ReleaseBook:
                         f"({spec.family}) is invalid: {exc}",  # type: ignore[union-attr]
                     )
                 resolved = self._units[key] = ResolvedUnit(
-                    unit, self.schema, matrix, request.phase, linkable=not secure, shares=share or None
+                    unit, self.schema, matrix, request.phase, linkable=not secure
                 )
             units.append(resolved)
         plan = frozenset(request.plan)
@@ -221,22 +219,19 @@ class ReleaseBook:
         return Resolution(tuple(units), plan, outside=outside, named_plan=named)
 
 
-class SecureSessions:
-    """Directory of the run's secure-sum sessions: id → (engine, public context)."""
+    def secure_context(self, engine: Any, start: SecureSumStart, length: int, registry: Any = None,
+                       network: Any = None) -> Any:
+        """The :class:`~parties.secure.engine.SecureSumContext` a party derives from ``start``.
 
-    def __init__(self) -> None:
-        self._sessions: dict[str, tuple[Any, Any]] = {}
-
-    def register(self, session: str, engine: Any, context: Any) -> None:
-        """Publish a session (ConfigurationError if the id is taken by another session)."""
-        old = self._sessions.get(session)
-        if old is not None and old != (engine, context):
-            raise ConfigurationError(f"secure-sum session {session!r} is already registered")
-        self._sessions[session] = (engine, context)
-
-    def get(self, session: str) -> tuple[Any, Any] | None:
-        """``(engine, context)`` of ``session``, or ``None`` if unknown."""
-        return self._sessions.get(session)
-
-    def __len__(self) -> int:
-        return len(self._sessions)
+        A deterministic function of the party's own engine (set-up), the roster and session
+        of the :class:`~parties.protocol_messages.SecureSumStart` it received, the length of
+        its committed input, the PKI directory (set-up) and the party's network (which links
+        it has: direct or relayed shares), memoized so that n parties build it once.  Nothing
+        here comes from an object the controller holds.
+        """
+        key = (id(engine), start.session, start.roster, length, id(registry), id(network))
+        ctx = self._contexts.get(key)
+        if ctx is None:
+            ctx = self._contexts[key] = engine.context(start.parties, length, session=start.session,
+                                                       registry=registry, network=network)
+        return ctx

@@ -59,10 +59,11 @@ from parties.faults import FaultPlan
 from parties.messages import Abort
 from parties.network import CONTROLLER, InMemoryNetwork
 from parties.messages import Message
-from parties.party import LOOP_KINDS, Party, PartyRefusal
-from parties.public_state import ReleaseBook, SecureSessions
+from parties.party import DEFAULT_MIN_ROSTER, LOOP_KINDS, Party, PartyRefusal
+from parties.public_state import ReleaseBook
 from parties.secure import messages as secure_messages
-from parties.secure.registry import engine_needs_mesh
+from parties.secure.pki import setup_pki
+from parties.secure.registry import engine_needs_mesh, make_engine
 from parties.traffic import LatencyModel, TrafficStatistics
 from parties.view import ViewLog, ViewSummary
 
@@ -198,6 +199,7 @@ async def simulate_async(
     latency: LatencyModel | None = None,
     topology: nx.Graph[int] | None = None,
     attacks: Sequence[str] = (),
+    min_roster: int = DEFAULT_MIN_ROSTER,
     **params: Any,
 ) -> SimulationResult:
     """Run ``protocol`` on ``dataset`` with one actor per record (see the module docstring).
@@ -230,7 +232,9 @@ async def simulate_async(
         ``"paper"`` secure-sum engine (main paper 4.2 needs every party to reach every other).
     attacks
         Curious-controller attacks run after the protocol
-        (:data:`parties.choreographies.malicious.ATTACKS`).
+        (:data:`parties.choreographies.malicious.ATTACKS`, and ``SECURE_ATTACKS`` after 4.2 / 4.3).
+    min_roster
+        Fewest parties each party accepts in a secure-sum roster.
     **params
         The protocol's parameters, as for the fast-path function (e.g. ``p``, ``Tv``, ``Td``);
         RR-Clusters with dependence 4.2 / 4.3 also takes the secure-sum engine as ``secure_sum``
@@ -264,22 +268,23 @@ async def simulate_async(
     accept = PARTY_KINDS if secure else LOOP_KINDS
     if topology is None and secure and engine_needs_mesh(engine):
         topology = nx.complete_graph(n)  # the paper's secure sum and graph-direct need direct party links
+    if secure:  # set-up: every party gets the engine (its secure-sum policy) before the run
+        engine = kwargs["engine"] = make_engine(engine, round_timeout=timeout)
     streams = PartyStreams(seed, n)
     net_seed = fault_seed if fault_seed is not None else (seed if isinstance(seed, int) else 0)
     net = InMemoryNetwork(n, topology=topology, faults=faults, latency=latency, seed=net_seed)
     schema = dataset.schema
     book = ReleaseBook(schema)
-    sessions = SecureSessions()
+    signers, registry = setup_pki(range(n)) if secure and engine.signs else ({}, None)
     records = dataset.codes.tolist()
     parties = tuple(
         Party(i, records[i], schema, seed=streams.seed_sequence(i), budget=budgets[i], policy=policy, book=book,
-              sessions=sessions)
+              engine=engine if secure else None, min_roster=min_roster, signer=signers.get(i), registry=registry)
         for i in range(n)
     )
     del records
     controller = Controller(
         net.endpoint(CONTROLLER), schema, range(n), timeout=timeout, on_dropout=on_dropout, retries=retries,
-        sessions=sessions,
     )
     options = {
         "protocol": entry.name,

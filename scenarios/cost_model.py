@@ -250,21 +250,22 @@ def secure_release_bytes(phase: str, session: str, units: Sequence[Sequence[int]
     """Encoded size of one ``SecureRelease`` (kind 101): the 4.2 / 4.3 commitment request.
 
     Fields: request_id, phase, session, plan = units, exact (bool), then for 4.3 one
-    ``cluster-optimal`` family, one parameter and one (ε_i, ε_j) share pair per unit; empty
-    tuples for 4.2.
+    ``cluster-optimal`` family and one parameter per unit; empty tuples for 4.2.  (No ε
+    travels: the party computes it from the matrix.)
     """
     groups = 4 + sum(4 + INT * len(u) for u in units)
     k = len(units)
-    tail = 3 * 4 if exact else (4 + k * (4 + len(CLUSTER_FAMILY))) + (4 + k * 12) + (4 + k * (4 + 16))
+    tail = 2 * 4 if exact else (4 + k * (4 + len(CLUSTER_FAMILY))) + (4 + k * 12)
     return HEADER + INT + _str(len(phase)) + _str(len(session)) + 2 * groups + 1 + tail
 
 
 ACK_BYTES = HEADER + INT + 4  # Ack(request_id, ids = ())
 
 
-def secure_start_bytes(session: str) -> int:
-    """Encoded size of one ``SecureSumStart`` (kind 102): request_id, session."""
-    return HEADER + INT + _str(len(session))
+def secure_start_bytes(session: str, engine: str = "paper", runs: int = 1) -> int:
+    """Encoded size of one ``SecureSumStart`` (kind 102): request_id, session, engine name and
+    the roster as ``runs`` half-open ranges of party ids (one when nobody was excluded)."""
+    return HEADER + INT + _str(len(session)) + _str(len(engine)) + 4 + runs * (4 + 2 * INT)
 
 
 def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
@@ -312,7 +313,7 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
                 raise ConfigurationError("rr_closed_form with dependence 4.2 / 4.3 needs the attribute sizes")
             pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
             request = secure_release_bytes("dependence", session, pairs, exact=dependence == "4.2")
-            start = secure_start_bytes(session)
+            start = secure_start_bytes(session, engine.split("-")[0])
             ss = closed_form(engine, n, pair_cells(sizes), degree=degree, S=len(session))
             extra = ClosedForm(
                 messages=3 * n + ss.messages, bytes=n * (request + ACK_BYTES + start) + ss.bytes,

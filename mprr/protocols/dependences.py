@@ -172,8 +172,9 @@ def dependence_steps(
     else:
         eps = [float(e) for e in epsilons]
         pair_specs = tuple(pair_spec((eps[i], eps[j]), pair_epsilon) for i, j in pairs)
-        shares = None if pair_epsilon is not None else tuple((eps[i], eps[j]) for i, j in pairs)
-        got = yield SecureSum(PHASE, pairs, pair_specs, shares)
+        # no per-attribute shares: the ledger books each pair matrix's own eq. (4) ε, split
+        # equally between its two attributes (what a party computes from the matrix)
+        got = yield SecureSum(PHASE, pairs, pair_specs)
         released, details = got.data, got.details
         pair_tables = {
             pair: estimate_unit(P, counts, postprocess)  # type: ignore[arg-type]

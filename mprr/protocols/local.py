@@ -86,6 +86,4 @@ def _answer(step: Step, dataset: Dataset, rng: Randomness, done: dict[str, Relea
         return exact_tables(step.phase, codes, sizes, step.units, max_cells=EXACT_MAX_CELLS)
     mats = tuple(s.build([sizes[a] for a in u]) for s, u in zip(step.specs, step.units))
     uniforms = draw_uniforms(rng, dataset.n, len(step.units))
-    return release_units(
-        step.phase, codes, sizes, step.units, mats, uniforms, linkable=False, shares=step.shares
-    )
+    return release_units(step.phase, codes, sizes, step.units, mats, uniforms, linkable=False)

@@ -249,21 +249,19 @@ class SecureSum:
     specs
         ``None``: the true values (4.2, ε = ∞, no DP guarantee); otherwise one
         :class:`MatrixSpec` per unit, each value randomized first (4.3, one uniform per unit).
-    shares
-        Optional per-unit, per-attribute ε shares for the ledger (``unlinkable-pairs``).
+
+    No ε travels with the step: whoever answers it books each matrix's own eq. (4) ε (a
+    party never takes ε from the controller).
     """
 
     phase: str
     units: tuple[tuple[int, ...], ...]
     specs: tuple[MatrixSpec, ...] | None = None
-    shares: tuple[tuple[float, ...], ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "units", _units(self.units))
         if self.specs is not None:
             object.__setattr__(self, "specs", tuple(self.specs))
-        if self.shares is not None:
-            object.__setattr__(self, "shares", tuple(tuple(float(x) for x in s) for s in self.shares))
 
 
 Step = Release | SecureSum

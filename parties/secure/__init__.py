@@ -7,6 +7,7 @@ Modules, in dependency order:
 - ``sharing``   — additive shares over Z_M (main paper 4.2: n shares summing to 0 mod n + 1)
 - ``shamir``    — Shamir t-of-k sharing over GF(2^256 + 297) for 32-byte seeds and keys
 - ``crypto``    — X25519 key agreement, HKDF-SHA256, ChaCha20-Poly1305 AEAD channels
+- ``pki``       — simulated PKI: Ed25519 signing keys and their registry, fixed at set-up
 - ``topology``  — communication graphs: complete, random k-regular, Harary (networkx)
 - ``messages``  — wire kinds 64..79 of the secure sums (shares, partial sums, keys, ...)
 - ``engine``    — ``SecureSumEngine`` interface, context, closed-form ``TrafficCost``,

@@ -26,7 +26,7 @@ import secrets
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -85,6 +85,9 @@ class SecureSumContext:
         the network topology), AEAD-encrypted end to end.
     threshold
         Shamir threshold t of the masked engine (0 for the other engines).
+    registry
+        The PKI directory of the parties' signing keys (:class:`~parties.secure.pki.KeyRegistry`),
+        set up before the run; ``None`` where the engine signs nothing.
     """
 
     session: str
@@ -95,6 +98,7 @@ class SecureSumContext:
     neighbours: Neighbourhoods
     relay: bool = False
     threshold: int = 0
+    registry: Any = field(default=None, compare=False, repr=False)
 
     @property
     def n(self) -> int:
@@ -271,6 +275,12 @@ class SecureSumEngine(ABC):
     """
 
     name: str = ""
+    fixed_output: bool = True
+    """True when the only possible output is the sum over the whole roster (paper, graph):
+    re-running a session over the same roster and inputs can only give the same sum again.
+    False when the controller picks the contributors (masked: the survivors)."""
+    signs: bool = False
+    """True when the engine's parties sign with PKI keys (:mod:`parties.secure.pki`)."""
 
     def __init__(self, *, round_timeout: float = 30.0, max_value: int = 1) -> None:
         if not (isinstance(round_timeout, (int, float)) and round_timeout > 0):
@@ -291,8 +301,13 @@ class SecureSumEngine(ABC):
         *,
         network: Transport | None = None,
         session: str | None = None,
+        registry: Any = None,
     ) -> SecureSumContext:
         """Validate the session parameters and build the shared :class:`SecureSumContext`.
+
+        Every participant builds it for itself from the roster, the vector length, the
+        session id and its own engine (a party: from the
+        :class:`~parties.protocol_messages.SecureSumStart` it received), so all agree.
 
         Raises
         ------
@@ -318,7 +333,8 @@ class SecureSumEngine(ABC):
             raise ConfigurationError(
                 f"party ids must be < network size {network.n}, got {ids[-1]}"
             )
-        return self._context(ids, int(length), session, network)
+        ctx = self._context(ids, int(length), session, network)
+        return ctx if registry is None else replace(ctx, registry=registry)
 
     @abstractmethod
     def _context(

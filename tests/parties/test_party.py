@@ -19,7 +19,8 @@ from mprr.streams import PartyStreams
 from parties.messages import Abort, Ack, RandomizedValues, Refusal
 from parties.network import CONTROLLER, InMemoryNetwork
 from parties.party import Party, total_after
-from parties.public_state import INVALID_REQUEST, ReleaseBook, SecureSessions
+from parties.public_state import INVALID_REQUEST, SESSION_REFUSED, ReleaseBook
+from parties.secure.graph import GraphEngine
 from parties.protocol_messages import MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
 
 SIZES = (3, 4, 2)
@@ -204,20 +205,22 @@ def test_other_message_kinds_are_not_accepted() -> None:
 
 # ---------------------------------------------------------------------- secure-sum commitments
 def test_exact_pair_release_is_refused_under_a_finite_budget() -> None:
-    party = make_party(budget=50.0, sessions=SecureSessions())
+    party = make_party(budget=50.0, engine=GraphEngine())
     reply = party.handle(SecureRelease(1, "dependence", "s", ((0, 1),), ((0, 1),), True))
     assert isinstance(reply, Refusal) and reply.requested == math.inf
     assert "exact release: no DP guarantee" in reply.reason and len(party.ledger) == 0
 
 
-def test_randomized_pair_commitment_records_an_unlinkable_release_with_shares() -> None:
-    party = make_party(sessions=SecureSessions())
+def test_randomized_pair_commitment_records_an_unlinkable_release_at_the_matrix_epsilon() -> None:
+    party = make_party(engine=GraphEngine())
     spec = MatrixSpec.cluster_optimal(3.0)
     msg = SecureRelease(4, "dependence", "s", ((0, 1), (1, 2)), ((0, 1), (1, 2)), False,
-                        (spec.family,) * 2, (spec.params,) * 2, ((1.0, 2.0), (2.0, 1.0)))
+                        (spec.family,) * 2, (spec.params,) * 2)
     assert isinstance(party.handle(msg), Ack)
     first, second = party.ledger
-    assert not first.linkable and first.attribute_epsilons == (1.0, 2.0) and first.epsilon == pytest.approx(3.0)
+    # ε is the party's own eq. (4) of the matrix; a joint (non-Kronecker) matrix splits it equally
+    assert not first.linkable and first.epsilon == pytest.approx(spec.build((3, 4)).epsilon)
+    assert first.shares == pytest.approx((first.epsilon / 2,) * 2) and first.attribute_epsilons is None
     assert party.draws == 2
     u = stream().random(2)
     P = spec.build((3, 4))
@@ -225,15 +228,15 @@ def test_randomized_pair_commitment_records_an_unlinkable_release_with_shares() 
     assert party.released_values[0] == int(randomize(np.array([x]), P, uniforms=u[:1])[0])
 
 
-def test_secure_release_without_a_session_directory_is_refused() -> None:
+def test_secure_release_without_an_engine_is_refused() -> None:
     reply = make_party().handle(SecureRelease(1, "dependence", "s", ((0, 1),), ((0, 1),), True))
     assert isinstance(reply, Refusal) and reply.reason.startswith("invalid-request")
 
 
 async def test_start_of_an_unknown_session_is_logged() -> None:
     net = InMemoryNetwork(2)
-    party = make_party(index=0, n=2, sessions=SecureSessions())
-    await net.endpoint(CONTROLLER).send(0, SecureSumStart(1, "nope"), phase="dependence")
+    party = make_party(index=0, n=2, engine=GraphEngine())
+    await net.endpoint(CONTROLLER).send(0, SecureSumStart(1, "nope", "graph", ((0, 2),)), phase="dependence")
     await asyncio.wait_for(party.run(net.endpoint(0), idle_timeout=0.05), 1.0)
     assert any("unknown session" in e for e in party.errors)
 
@@ -276,7 +279,7 @@ async def test_run_logs_unexpected_messages_and_ends_when_idle() -> None:
 
 async def test_with_a_committed_secure_sum_other_kinds_stay_buffered_for_the_engine() -> None:
     net = InMemoryNetwork(2)
-    party = make_party(index=0, n=2, sessions=SecureSessions())
+    party = make_party(index=0, n=2, engine=GraphEngine())
     commit = SecureRelease(1, "dependence", "s1", ((0, 1),), ((0, 1),), True)
     assert isinstance(party.handle(commit), Ack)
     assert isinstance(party.handle(commit), Ack)  # a re-sent request is acknowledged again

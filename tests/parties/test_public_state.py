@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from mprr.data import Attribute, Schema
-from mprr.errors import ConfigurationError
 from mprr.matrices import keep_or_uniform
-from parties.protocol_messages import MatrixSpec, ReleaseRequest, SecureRelease
-from parties.public_state import INVALID_REQUEST, ReleaseBook, SecureSessions
+from parties.protocol_messages import MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
+from parties.public_state import INVALID_REQUEST, ReleaseBook
+from parties.secure.graph import GraphEngine
 
 SCHEMA = Schema(tuple(Attribute(f"a{j}", tuple(map(str, range(s))), "nominal") for j, s in enumerate((3, 4, 2))))
 
@@ -44,10 +43,11 @@ def test_secure_units_are_unlinkable_and_exact_ones_have_no_matrix() -> None:
     assert unit.release.exact and not unit.release.linkable and unit.release.phase == "dependence"
 
 
-def test_session_directory() -> None:
-    sessions = SecureSessions()
-    sessions.register("s", "engine", "ctx")
-    sessions.register("s", "engine", "ctx")  # idempotent
-    assert sessions.get("s") == ("engine", "ctx") and sessions.get("t") is None and len(sessions) == 1
-    with pytest.raises(ConfigurationError, match="already registered"):
-        sessions.register("s", "engine", "other")
+def test_secure_context_is_derived_from_the_start_message_and_memoized() -> None:
+    book = ReleaseBook(SCHEMA)
+    engine = GraphEngine(degree=2)
+    start = SecureSumStart(1, "s", "graph", ((0, 3), (5, 7)))
+    ctx = book.secure_context(engine, start, 12)
+    assert ctx.parties == (0, 1, 2, 5, 6) and ctx.length == 12 and ctx.session == "s"
+    assert book.secure_context(engine, start, 12) is ctx
+    assert ctx == engine.context((0, 1, 2, 5, 6), 12, session="s")  # what the controller builds

@@ -67,11 +67,12 @@ def test_closed_form_message_sizes_equal_the_codec() -> None:
                           exact=True)
     assert secure_release_bytes("dependence", "dependence/1", pairs, exact=True) == len(encode(exact))
     rr = SecureRelease(request_id=1, phase="dependence", session="dependence/1", plan=pairs, units=pairs,
-                       exact=False, families=("cluster-optimal",) * 3, params=((2.0,),) * 3,
-                       shares=((1.0, 1.0),) * 3)
+                       exact=False, families=("cluster-optimal",) * 3, params=((2.0,),) * 3)
     assert secure_release_bytes("dependence", "dependence/1", pairs, exact=False) == len(encode(rr))
     assert ACK_BYTES == len(encode(Ack(4)))
-    assert secure_start_bytes("dependence/1") == len(encode(SecureSumStart(1, "dependence/1")))
+    assert secure_start_bytes("dependence/1") == len(encode(SecureSumStart(1, "dependence/1", "paper", ((0, 8),))))
+    assert secure_start_bytes("dependence/1", "masked", 2) == \
+        len(encode(SecureSumStart(1, "dependence/1", "masked", ((0, 3), (4, 8)))))
 
 
 def test_element_bytes_edges() -> None:

@@ -1,0 +1,184 @@
+"""A malicious controller against the secure-sum phases (main paper 4.2 / 4.3): every attack fails.
+
+Each test runs the attack with real party actors and asserts what the controller got: nothing
+beyond the aggregate of an allowed roster, and a ledger that charges the matrix's own ε.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import numpy as np
+import pytest
+
+from mprr.data import Attribute, Schema
+from mprr.errors import ConfigurationError, MessageError, PartyDropped, SecureSumAborted
+from mprr.ledger import Release
+from mprr.streams import PartyStreams
+from mprr.synthetic import planted_clusters
+from parties.controller import Controller
+from parties.messages import Ack, Refusal
+from parties.network import CONTROLLER, InMemoryNetwork
+from parties.party import DEFAULT_MIN_ROSTER, Party
+from parties.protocol_messages import SecureRelease, SecureSumStart, roster_runs
+from parties.public_state import SESSION_REFUSED, ReleaseBook
+from parties.secure.graph import GraphEngine
+from parties.secure.masked import MaskedEngine
+from parties.secure.paper import PaperEngine
+from parties.simulate import simulate
+
+N = 8
+SEED = 3
+
+
+@pytest.fixture(scope="module")
+def data():
+    return planted_clusters(N, rng=np.random.default_rng(8), strength=0.8).dataset
+
+
+# ---------------------------------------------------------------------- differencing (item 1)
+@pytest.mark.parametrize("engine", ["paper", "graph", "masked"])
+def test_differencing_two_exact_sums_is_refused_by_every_party(data, engine) -> None:
+    sim = simulate(data, "RR-Clusters", seed=SEED, timeout=3.0, p=0.7, Tv=60, Td=0.1, dependence="4.2",
+                   engine=engine, attacks=["difference-secure-sum"])
+    (report,) = sim.attacks
+    # before: full.counts - part.counts was the victim's exact pairs; now nobody takes part
+    assert report.difference is None and report.answered == 0
+    assert report.refused == report.asked == N - 1 and report.reasons == {SESSION_REFUSED: N - 1}
+    units = sim.result.releases[0].units
+    for ledger in sim.ledgers:  # the exact pairs entered one session only
+        assert sum(1 for r in ledger if r.exact) == len(units)
+
+
+@pytest.mark.parametrize("engine", ["paper", "graph", "masked"])
+def test_differencing_two_randomized_sums_needs_fresh_draws_charged_again(data, engine) -> None:
+    sim = simulate(data, "RR-Clusters", seed=SEED, timeout=3.0, p=0.7, Tv=60, Td=0.1, dependence="4.3",
+                   engine=engine, attacks=["difference-secure-sum"])
+    (report,) = sim.attacks
+    units = sim.result.releases[0].units
+    v = report.victim
+    assert report.answered == N - 1 and v is not None and report.difference is not None
+    victim = sim.parties[v]
+    sizes = data.sizes
+    # v's first-session input: its randomized pair codes, one-hot (the ledger's first entries)
+    first = [np.eye(sizes[i] * sizes[j])[code] for (i, j), code in zip(units, victim.released_values[:len(units)])]
+    assert not all(np.array_equal(d.ravel(), f) for d, f in zip(report.difference, first))
+    for p, ledger in enumerate(sim.ledgers):  # every other party drew again and paid again
+        pairs = [r for r in ledger if r.phase == "dependence"]
+        assert len(pairs) == (1 if p == v else 2) * len(units)
+        if p != v:
+            assert sim.parties[p].draws == sim.parties[v].draws + len(units)
+            assert sim.ledgers[p].by_phase("sequential")["dependence"] == pytest.approx(
+                2 * sim.ledgers[v].by_phase("sequential")["dependence"])
+
+
+# ---------------------------------------------------------------------- ε claims (item 2)
+def test_release_rejects_shares_that_are_negative_or_do_not_sum_to_epsilon() -> None:
+    with pytest.raises(ConfigurationError, match=r"attribute_epsilons must add up to epsilon = 2.0"):
+        Release(("A", "B"), 2.0, attribute_epsilons=(0.0, 0.0))
+    with pytest.raises(ConfigurationError, match=r"attribute_epsilons entry must be a number >= 0"):
+        Release(("A", "B"), 2.0, attribute_epsilons=(3.0, -1.0))
+    with pytest.raises(ConfigurationError, match=r"attribute_epsilons must add up to epsilon = inf"):
+        Release(("A", "B"), math.inf, attribute_epsilons=(1.0, 1.0))
+    assert Release(("A", "B"), 2.0, attribute_epsilons=(0.5, 1.5)).shares == (0.5, 1.5)
+
+
+def test_a_secure_release_claims_no_epsilon_and_the_party_charges_the_matrix() -> None:
+    """Before: five releases of ε 16-20 with shares (0, 0) under a budget of 1 were charged 0."""
+    assert "shares" not in SecureRelease.__dataclass_fields__
+    schema = Schema(tuple(Attribute(f"a{j}", ("x", "y", "z"), "nominal") for j in range(3)))
+    party = Party(0, (0, 1, 2), schema, seed=PartyStreams(1, 1).seed_sequence(0), budget=1.0,
+                  policy="unlinkable-pairs", engine=GraphEngine())
+    from parties.protocol_messages import MatrixSpec
+
+    for k, eps in enumerate((16.0, 17.0, 18.0, 19.0, 20.0)):
+        spec = MatrixSpec.cluster_optimal(eps)
+        reply = party.handle(SecureRelease(k, "dependence", f"s{k}", ((0, 1),), ((0, 1),), False,
+                                           (spec.family,), (spec.params,)))
+        assert isinstance(reply, Refusal) and reply.reason.startswith("budget-exceeded")
+        assert reply.requested == pytest.approx(spec.build((3, 3)).epsilon)  # eq. (4): ε/2 on a0 + ε/2 on a1
+    assert len(party.ledger) == 0 and party.accountant.spent() == 0.0
+
+
+# ---------------------------------------------------------------------- roster and retries (item 1)
+def _actors(n: int, engine, *, min_roster: int = DEFAULT_MIN_ROSTER):
+    schema = Schema(tuple(Attribute(f"a{j}", ("x", "y"), "nominal") for j in range(2)))
+    book = ReleaseBook(schema)
+    net = InMemoryNetwork(n, topology=None if engine.name != "paper" else __import__("networkx").complete_graph(n))
+    streams = PartyStreams(7, n)
+    parties = [Party(i, (i % 2, (i // 2) % 2), schema, seed=streams.seed_sequence(i), book=book, engine=engine,
+                     min_roster=min_roster) for i in range(n)]
+    ctl = Controller(net.endpoint(CONTROLLER), schema, range(n), timeout=0.5)
+    return net, parties, ctl
+
+
+async def _serve(net, parties, body):
+    async with asyncio.TaskGroup() as tg:
+        tasks = [tg.create_task(p.run(net.endpoint(p.index), idle_timeout=None)) for p in parties]
+        try:
+            return await body()
+        finally:
+            for t in tasks:
+                t.cancel()
+
+
+@pytest.mark.parametrize("make", [lambda: PaperEngine(round_timeout=0.3), lambda: GraphEngine(round_timeout=0.3),
+                                  lambda: MaskedEngine(round_timeout=0.3)])
+async def test_a_second_start_of_a_session_over_another_roster_is_refused(make) -> None:
+    engine = make()
+    net, parties, ctl = _actors(5, engine)
+
+    async def body():
+        tally = await ctl.secure_release("dependence", [(0, 1)], engine=engine)
+        assert tally.contributors == (0, 1, 2, 3, 4)
+        # the attack: start the same session again without party 0, and difference the sums
+        smaller = (1, 2, 3, 4)
+        ctx = engine.context(smaller, 4, network=net, session=tally.session)
+        await ctl.endpoint.broadcast(smaller, SecureSumStart(tally.request_id, tally.session, engine.name,
+                                                             roster_runs(smaller)), phase="dependence")
+        with pytest.raises((PartyDropped, SecureSumAborted)):  # nobody takes part: no second sum
+            await engine.controller(ctl.endpoint, ctx)
+
+    await _serve(net, parties, body)
+    for p in parties[1:]:
+        assert any("refused: its input already entered session" in e for e in p.errors)
+
+
+async def test_a_roster_below_the_party_minimum_is_refused() -> None:
+    engine = GraphEngine(round_timeout=0.3)
+    net, parties, ctl = _actors(4, engine, min_roster=5)
+
+    async def body():
+        with pytest.raises(PartyDropped):
+            await ctl.secure_release("dependence", [(0, 1)], engine=engine)
+
+    await _serve(net, parties, body)
+    assert all(any("below the party's minimum min_roster = 5" in e for e in p.errors) for p in parties)
+
+
+async def test_a_start_for_another_engine_or_without_the_party_is_refused() -> None:
+    engine = GraphEngine(round_timeout=0.3)
+    net, parties, ctl = _actors(4, engine)
+    ctl_ep = net.endpoint(CONTROLLER)
+
+    async def body():
+        for p in range(4):
+            await ctl_ep.send(p, SecureRelease(1, "dependence", "s", ((0, 1),), ((0, 1),), True), phase="dependence")
+        got = await ctl_ep.gather(range(4), kinds=(Ack,), phase="dependence", timeout=1.0)
+        assert len(got) == 4
+        await ctl_ep.send(0, SecureSumStart(1, "s", "masked", ((0, 4),)), phase="dependence")
+        await ctl_ep.send(1, SecureSumStart(1, "s", "graph", ((2, 5),)), phase="dependence")
+        await asyncio.sleep(0.05)
+
+    await _serve(net, parties, body)
+    assert any("engine 'masked' asked, but the party agreed to 'graph'" in e for e in parties[0].errors)
+    assert any("party 1 is not in the roster" in e for e in parties[1].errors)
+
+
+def test_min_roster_is_validated() -> None:
+    schema = Schema((Attribute("a", ("x", "y"), "nominal"),))
+    with pytest.raises(ConfigurationError, match="min_roster must be an integer >= 2, got 1"):
+        Party(0, (0,), schema, seed=PartyStreams(1, 1).seed_sequence(0), min_roster=1)
+    with pytest.raises(MessageError, match="roster must be sorted"):
+        SecureSumStart(1, "s", "graph", ((3, 2),))
