@@ -271,6 +271,7 @@ class Controller:
         self.requests: list[ReleaseRequest | SecureRelease] = []
         self.phases: list[PhaseRelease] = []
         self.tallies: list[SecureTally] = []
+        self.engines: dict[str, Any] = {}  # secure-sum session -> the engine the controller ran
 
     # ------------------------------------------------------------------ state
     @property
@@ -489,6 +490,7 @@ class Controller:
         net = self.endpoint.network
         context = engine.context(committed, sum(cells), network=net, session=session)
         start = SecureSumStart(rid, session, engine.name, roster_runs(committed))
+        self.engines[session] = engine
         with net.round(phase):
             await self.endpoint.broadcast(committed, start, phase=phase)
         total, contributors = await engine.controller(self.endpoint, context)

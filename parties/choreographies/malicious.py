@@ -18,7 +18,15 @@ back (:class:`AttackReport`); refusals are expected and never stop the run:
     the same phase with a new plan containing that unit: refused (a plan cannot change);
 ``"extra-phase"``
     a new phase releasing every attribute again (keep probability 0.5): new spending,
-    refused once the budget is used up.
+    refused once the budget is used up;
+``"difference-secure-sum"``
+    after a secure-sum dependence phase (main paper 4.2 / 4.3), the same secure release again
+    over every active party but the first contributor v, hoping that full − partial is v's
+    input.  With exact pairs (4.2) every party refuses (its exact values already entered a
+    session); with randomized pairs (4.3) every party randomizes afresh and pays ε again, so
+    the difference mixes v's input with everybody's new noise.  The report carries the
+    difference the controller got (:attr:`AttackReport.difference`), for the tests to compare
+    with v's input.
 """
 
 from __future__ import annotations
@@ -32,14 +40,17 @@ import numpy as np
 
 from mprr.errors import ConfigurationError
 from mprr.protocols.steps import singletons
-from parties.controller import Controller, PhaseRelease
+from parties.controller import Controller, PhaseRelease, ReleaseRefused
 from parties.messages import RandomizedValues, Refusal
 from parties.protocol_messages import MatrixSpec, ReleaseRequest
 
-__all__ = ["ATTACKS", "AttackReport", "run_attacks"]
+__all__ = ["ATTACKS", "SECURE_ATTACKS", "AttackReport", "run_attacks"]
 
 ATTACKS: tuple[str, ...] = ("re-request", "finer-matrix", "unannounced-cluster", "plan-change", "extra-phase")
-"""Attacks a malicious controller can run (module docstring)."""
+"""Attacks a malicious controller can run on the last release phase (module docstring)."""
+
+SECURE_ATTACKS: tuple[str, ...] = ("difference-secure-sum",)
+"""Attacks on the last secure-sum phase (RR-Clusters with 4.2 or 4.3; module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,9 @@ class AttackReport:
     replay_identical
         ``"re-request"`` only: every answer equals the codes the party released in the
         original phase (``None`` for the other attacks).
+    victim, difference
+        ``"difference-secure-sum"`` only: the party left out, and the per-unit difference of
+        the two tallies (``None`` when the second sum was refused).
     """
 
     attack: str
@@ -71,6 +85,8 @@ class AttackReport:
     silent: int
     reasons: Mapping[str, int] = field(default_factory=dict)
     replay_identical: bool | None = None
+    victim: int | None = None
+    difference: tuple[np.ndarray, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict."""
@@ -85,6 +101,8 @@ class AttackReport:
             "silent": self.silent,
             "reasons": dict(self.reasons),
             "replay_identical": self.replay_identical,
+            "victim": self.victim,
+            "difference": None if self.difference is None else [d.tolist() for d in self.difference],
         }
 
 
@@ -140,25 +158,58 @@ async def _attack(ctl: Controller, name: str, request: ReleaseRequest,
     )
 
 
+async def _difference(ctl: Controller) -> AttackReport:
+    """The differencing attack on the last secure sum (module docstring)."""
+    if not ctl.tallies:
+        raise ConfigurationError("difference-secure-sum needs a secure-sum phase (RR-Clusters with 4.2 or 4.3)")
+    full = ctl.tallies[-1]
+    victim = full.contributors[0]
+    saved = list(ctl.active)
+    ctl.active = [p for p in saved if p != victim]
+    asked = len(ctl.active)
+    before = len(ctl.requests)
+    try:
+        part = await ctl.secure_release(full.phase, full.units, engine=ctl.engines[full.session],
+                                        specs=full.specs)
+    except ReleaseRefused as exc:
+        reasons: dict[str, int] = {}
+        for msg in exc.refusals.values():
+            code = msg.reason.split(":", 1)[0]
+            reasons[code] = reasons.get(code, 0) + 1
+        return AttackReport("difference-secure-sum", ctl.requests[before].request_id, full.phase, full.units,
+                            asked, 0, len(exc.refusals), 0, MappingProxyType(reasons), victim=victim)
+    finally:
+        ctl.active = [p for p in saved if p in ctl.active or p == victim]
+    diff = tuple(a - b for a, b in zip(full.counts, part.counts))
+    return AttackReport("difference-secure-sum", part.request_id, full.phase, full.units, asked,
+                        len(part.contributors), len(part.refusals), len(part.silent),
+                        MappingProxyType({}), victim=victim, difference=diff)
+
+
 async def run_attacks(ctl: Controller, attacks: Sequence[str]) -> tuple[AttackReport, ...]:
-    """Run ``attacks`` (names from :data:`ATTACKS`) after the honest protocol, in order.
+    """Run ``attacks`` (names from :data:`ATTACKS` and :data:`SECURE_ATTACKS`) after the honest protocol, in order.
 
     Raises
     ------
     ConfigurationError
         On an unknown attack name, or when the protocol released nothing to attack.
     """
-    unknown = [a for a in attacks if a not in ATTACKS]
+    unknown = [a for a in attacks if a not in ATTACKS + SECURE_ATTACKS]
     if unknown:
-        raise ConfigurationError(f"attacks must be among {list(ATTACKS)}, got {unknown}")
+        raise ConfigurationError(f"attacks must be among {list(ATTACKS + SECURE_ATTACKS)}, got {unknown}")
     if not attacks:
         return ()
-    if not ctl.phases:
+    if not ctl.phases and not ctl.tallies:
         raise ConfigurationError("the protocol released nothing: there is nothing to attack")
-    last = ctl.phases[-1]
-    plan = next(r for r in reversed(ctl.requests) if r.request_id == last.request_id).plan
     reports = []
     for name in attacks:
+        if name == "difference-secure-sum":
+            reports.append(await _difference(ctl))
+            continue
+        if not ctl.phases:
+            raise ConfigurationError("the protocol released nothing: there is nothing to attack")
+        last = ctl.phases[-1]
+        plan = next(r for r in reversed(ctl.requests) if r.request_id == last.request_id).plan
         rid = ctl.new_request_id()
         if name == "re-request":
             request = ReleaseRequest.build(rid, last.phase, last.units, last.specs, plan=plan)
