@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import mprr.privacy
 from mprr.accountant import Decision, Outcome, PrivacyAccountant, RefusalReason
 from mprr.errors import ConfigurationError, PlanViolationError, ProtocolError
 from mprr.ledger import CompositionPolicy, Release, compose
@@ -97,20 +96,17 @@ def test_would_spend_all_follows_the_policy(policy) -> None:
     assert acc.would_spend_all(batch) == compose([*acc.ledger, *batch], policy)
 
 
-def test_plan_violation_error_lives_in_mprr_errors() -> None:
-    assert mprr.privacy.PlanViolationError is PlanViolationError
-    assert issubclass(PlanViolationError, ProtocolError)
-    err = PlanViolationError("party 3: release 'x' is outside the plan", party=3)
-    assert err.party == 3 and str(err) == "party 3: release 'x' is outside the plan"
+def test_a_release_outside_the_plan_is_a_protocol_error_naming_the_party() -> None:
     acc = PrivacyAccountant(1.0, party=9)
     acc.announce_plan("release", [("A",)])
-    with pytest.raises(PlanViolationError, match=r"party 9: release 'release\(B\)' asks for attributes") as info:
+    with pytest.raises(ProtocolError, match=r"party 9: release 'release\(B\)' asks for attributes") as info:
         acc.charge(rel(("B",), 0.1))
-    assert info.value.party == 9
+    assert isinstance(info.value, PlanViolationError) and info.value.party == 9
+    assert acc.spent() == 0.0 and len(acc.ledger) == 0
 
 
 def test_announced_plans_are_shared_safely_between_accountants() -> None:
-    # The same plan object announced by many parties is normalised once; equal plans written
+    # The same plan object announced by many parties gives each the same plan; equal plans written
     # differently (lists, permuted groups, a bare name) are the same plan; phases stay apart.
     plan = (("A", "B"), ("C",))
     accountants = [PrivacyAccountant(5.0, party=i) for i in range(3)]
@@ -128,18 +124,22 @@ def test_announced_plans_are_shared_safely_between_accountants() -> None:
     assert accountants[0].request(rel(("A",), 1.0, phase="clusters")).refused
 
 
-def test_decisions_are_ordinary_decision_values() -> None:
+def test_a_decision_says_what_happened_and_cannot_be_altered() -> None:
     acc = PrivacyAccountant(2.0)
     r = rel(("A",), 1.0, request_id="q")
     granted = acc.request(r)
     replayed = acc.request(rel(("A",), 1.0, request_id="q"))
+    refused = acc.request(rel(("B",), 1.5))
     assert granted == Decision(Outcome.GRANTED, r, 0, 0.0, 1.0)
     assert (granted.granted, granted.replayed, granted.refused) == (True, False, False)
     assert (replayed.granted, replayed.replayed, replayed.refused) == (False, True, False)
-    assert replayed.refusal is None and dataclasses.astuple(replayed)[2:] == (0, 1.0, 1.0, None)
+    # a replay points at the entry it repeats and spends nothing
+    assert (replayed.entry_index, replayed.epsilon_before, replayed.epsilon_after, replayed.refusal) == (0, 1.0, 1.0, None)
+    assert (refused.granted, refused.replayed, refused.refused) == (False, False, True)
+    assert refused.refusal is not None and refused.refusal.reason is RefusalReason.BUDGET_EXCEEDED
+    assert acc.spent() == 1.0 and len(acc.ledger) == 1
     with pytest.raises(dataclasses.FrozenInstanceError):
         granted.entry_index = 3  # type: ignore[misc]
-    assert "Decision(outcome=" in repr(granted)
 
 
 def test_check_after_request_does_not_leak_state() -> None:
@@ -153,10 +153,10 @@ def test_check_after_request_does_not_leak_state() -> None:
     assert acc.request(rel(("A", "B"), 2.5)).refused and acc.spent() == 1.0
 
 
-def test_allowed_attributes_from_one_schema_tuple_are_one_shared_set() -> None:
+def test_allowed_attributes_refuse_every_other_attribute() -> None:
     names = ("A", "B", "C")
     first, second = PrivacyAccountant(1.0, allowed_attributes=names), PrivacyAccountant(1.0, allowed_attributes=names)
-    assert first.allowed_attributes is second.allowed_attributes == frozenset(names)
+    assert first.allowed_attributes == second.allowed_attributes == frozenset(names)
     listed = PrivacyAccountant(1.0, allowed_attributes=["A", "B"])
     assert listed.allowed_attributes == frozenset({"A", "B"})
     assert listed.request(rel(("C",), 0.1)).refused and first.request(rel(("C",), 0.1)).granted

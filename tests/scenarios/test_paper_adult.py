@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 from pathlib import Path
 
@@ -78,7 +79,14 @@ def test_adult_table1_reduced(tmp_path: Path, adult_path: Path) -> None:
     medians = doc["metrics"]["median_relative_error"]
     assert set(medians) == {"p=0.5,Td=0.1,Tv=50", "p=0.5,Td=0.1,Tv=300", "p=0.7,Td=0.1,Tv=50",
                             "p=0.7,Td=0.1,Tv=300"}
-    assert all(0 <= v < 10 for v in medians.values())
+    # The paper's errors are for all 32,561 Adult records; an estimated count's standard error,
+    # relative to the count, grows as 1/sqrt(n), so at n records the median is expected near
+    # paper · sqrt(32561 / n).  With 2 runs × 5 queries the median itself is noisy: allow 3×.
+    n = doc["metrics"]["n_records"]
+    assert n == 3000
+    scale = math.sqrt(32561 / n)
+    for (p, tv), paper in {(0.5, 50): 0.094, (0.5, 300): 0.214, (0.7, 50): 0.069, (0.7, 300): 0.074}.items():
+        assert 0 < medians[f"p={p},Td=0.1,Tv={tv}"] < 3 * paper * scale
     assert doc["metrics"]["n_records"] == 3000
     assert doc["privacy"]["p=0.5"]["RR-Independent"] == pytest.approx(
         doc["privacy"]["p=0.5"]["RR-Clusters cluster release"])
