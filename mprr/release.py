@@ -19,7 +19,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -39,6 +39,10 @@ _INF = math.inf
 
 
 # ---------------------------------------------------------------------- validation
+@overload
+def _check_float(name: str, value: Any, *, allow_inf: bool, allow_none: Literal[False] = False) -> float: ...
+@overload
+def _check_float(name: str, value: Any, *, allow_inf: bool, allow_none: bool) -> float | None: ...
 def _check_float(name: str, value: Any, *, allow_inf: bool, allow_none: bool = False) -> float | None:
     if value is None and allow_none:
         return None

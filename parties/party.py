@@ -369,8 +369,8 @@ class Party:
             self._inputs[request.session] = vector
             self._sessions[request.session] = _Session(request.units, request.exact)
             if request.exact:
-                for unit in request.units:
-                    for a in unit:
+                for attributes in request.units:
+                    for a in attributes:
                         self._exact.setdefault(a, request.session)
             return Ack(request.request_id)
         return RandomizedValues(request.request_id, np.asarray(codes, dtype=np.int64))
