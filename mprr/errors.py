@@ -117,7 +117,17 @@ class PlanViolationError(ProtocolError):
 
 
 class MessageError(ProtocolError):
-    """A message is malformed, of an unknown kind, or not expected in the current phase."""
+    """A message is malformed, of an unknown kind, or not expected in the current phase.
+
+    Parameters
+    ----------
+    parties
+        The senders held responsible, when known (ascending).
+    """
+
+    def __init__(self, message: str, *, parties: tuple[int, ...] = ()) -> None:
+        super().__init__(message)
+        self.parties = tuple(parties)
 
 
 class PartyDropped(ProtocolError):

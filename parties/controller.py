@@ -24,6 +24,14 @@ phase by phase with :meth:`Controller.release`:
        (:attr:`PhaseRelease.contributors`), and :attr:`Controller.excluded` says who was
        left out and why.  A phase nobody answers still fails.
 
+**Faulty parties.**  A party whose reply does not fit the request, or that sent the controller
+a frame its endpoint rejected (undecodable, or of a kind the controller does not accept:
+:meth:`parties.transport.Endpoint.take_rejections`) during a phase, is faulty: under
+``"fail"`` the run stops with a :class:`~mprr.errors.MessageError` naming it (``parties``
+lists them); under ``"exclude"`` it is excluded like a silent party, even if it also sent a
+valid reply (its values are not used).  A rejected frame never disturbs the receive of the
+other parties' replies, so it cannot abort the run on its own.
+
 :meth:`Controller.secure_release` runs the dependence phases 4.2 / 4.3: the parties commit
 (:class:`~parties.protocol_messages.SecureRelease` → ``Ack``), then a secure-sum engine of
 :mod:`parties.secure` adds their one-hot vectors; the controller learns only the tallies.
@@ -366,8 +374,10 @@ class Controller:
                 first = min(malformed)
                 await self._abort(phase, "malformed replies")
                 raise MessageError(
-                    f"phase {phase!r}: {len(malformed)} replies do not fit request {request_id}; "
-                    f"first from {actor_name(first)}: {malformed[first]}"
+                    f"phase {phase!r}: {len(malformed)} of {len(targets)} parties are faulty "
+                    f"(malformed replies to request {request_id} or rejected frames): "
+                    f"{_actors(sorted(malformed))}; {actor_name(first)}: {malformed[first]}",
+                    parties=tuple(sorted(malformed)),
                 )
             return
         for p in silent:
@@ -414,6 +424,7 @@ class Controller:
             for p, m in values.items()
             if m.codes.shape != (len(units_t),) or bool(np.any(m.codes >= cells))
         }
+        malformed.update(self._faulty(targets))
         await self._settle(phase, request.request_id, targets, silent, refusals, malformed)
         contributors = tuple(p for p in targets if p in values and p not in malformed)
         if not contributors:
@@ -481,8 +492,9 @@ class Controller:
         targets = list(self.active)
         replies, silent = await self.exchange(request, targets, kinds=(Ack, Refusal))
         refusals = {p: m for p, m in replies.items() if isinstance(m, Refusal)}
-        await self._settle(phase, rid, targets, silent, refusals, {})
-        committed = tuple(p for p in targets if isinstance(replies.get(p), Ack))
+        faulty = self._faulty(targets)
+        await self._settle(phase, rid, targets, silent, refusals, faulty)
+        committed = tuple(p for p in targets if isinstance(replies.get(p), Ack) and p not in faulty)
         if not committed:
             raise ProtocolError(f"phase {phase!r}: no party committed to the secure sum of request {rid}")
         sizes = self.schema.sizes
@@ -495,6 +507,8 @@ class Controller:
             await self.endpoint.broadcast(committed, start, phase=phase)
         total, contributors = await engine.controller(self.endpoint, context)
         contributors = tuple(sorted(int(p) for p in contributors))
+        # garbage sent during the sum: the sum is exact, but its senders are faulty from now on
+        await self._settle(phase, rid, committed, (), {}, self._faulty(committed))
         lost = tuple(p for p in committed if p not in contributors)
         if lost:
             if self.on_dropout == "fail":
@@ -527,6 +541,14 @@ class Controller:
         )
         self.tallies.append(tally)
         return tally
+
+    def _faulty(self, parties: Sequence[int]) -> dict[int, str]:
+        """Parties among ``parties`` whose frames the controller's endpoint rejected since the
+        last call: ``{party: why}`` (the rejections are taken)."""
+        return {
+            p: f"sent a frame the controller rejected in phase {r.phase!r} ({r.reason})"
+            for p, r in self.endpoint.take_rejections(parties).items()
+        }
 
     async def _abort(self, phase: str, reason: str) -> None:
         """Best effort: tell the active parties the run stops."""

@@ -88,11 +88,13 @@ class RoundRecord(NamedTuple):
 
 
 class ActorStatistics(NamedTuple):
-    """Traffic of one actor: what it sent and what was delivered to it."""
+    """Traffic of one actor: what it sent, what was delivered to it, and how many of the frames
+    it sent its receivers rejected (undecodable or of a kind they do not accept)."""
 
     actor: int
     sent: Counts
     received: Counts
+    rejected: int = 0
 
 
 @dataclass(frozen=True)
@@ -103,8 +105,9 @@ class TrafficStatistics:
     ``by_kind`` by message name, ``by_phase`` by phase.  Fault counters: ``dropped`` (lost by
     the drop fault), ``duplicated`` (extra copies delivered), ``delayed``, ``reordered``,
     ``lost_to_crash`` (sends attempted by a crashed actor, which vanish, plus messages
-    addressed to a crashed actor), ``rejected`` (failed decoding at the
-    receiver).  ``crashed`` lists crashed actors.
+    addressed to a crashed actor), ``rejected`` (frames the receiver rejected: failed decoding,
+    a kind it does not accept, or a message its protocol could not use), with
+    ``rejected_by_sender`` attributing them to their senders.  ``crashed`` lists crashed actors.
     """
 
     messages: int
@@ -124,6 +127,7 @@ class TrafficStatistics:
     lost_to_crash: int = 0
     rejected: int = 0
     crashed: tuple[int, ...] = ()
+    rejected_by_sender: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
 
     def sent_by(self, actor: int) -> Counts:
         """Messages and bytes sent by ``actor`` (zero if none)."""
@@ -153,6 +157,7 @@ class TrafficStatistics:
                 "reordered": self.reordered,
                 "lost_to_crash": self.lost_to_crash,
                 "rejected": self.rejected,
+                "rejected_by_sender": {str(a): c for a, c in self.rejected_by_sender.items()},
             },
             "crashed": list(self.crashed),
         }
@@ -183,6 +188,7 @@ class TrafficCounter:
         self.sent_bytes = [0] * size
         self.recv_messages = [0] * size
         self.recv_bytes = [0] * size
+        self.rejected_from = [0] * size
         self.kinds: dict[int, list[int]] = {}
         self.phases: dict[str, list[int]] = {}
         self.rounds: list[_Round] = []
@@ -248,6 +254,12 @@ class TrafficCounter:
         self.recv_messages[dst + 1] += 1
         self.recv_bytes[dst + 1] += size
 
+    def record_rejection(self, src: int) -> None:
+        """Count one frame from ``src`` rejected by its receiver."""
+        self.faults["rejected"] += 1
+        if -1 <= src < self.n:
+            self.rejected_from[src + 1] += 1
+
     def record_fault(self, name: str, count: int = 1) -> None:
         """Count a fault event (``dropped``, ``duplicated``, ...)."""
         self.faults[name] += count
@@ -260,6 +272,7 @@ class TrafficCounter:
             actor,
             Counts(self.sent_messages[i], self.sent_bytes[i]),
             Counts(self.recv_messages[i], self.recv_bytes[i]),
+            self.rejected_from[i],
         )
 
     def snapshot(self, crashed: tuple[int, ...] = ()) -> TrafficStatistics:
@@ -292,5 +305,8 @@ class TrafficCounter:
                 for i, r in enumerate(self.rounds)
             ),
             crashed=tuple(sorted(crashed)),
+            rejected_by_sender=MappingProxyType(
+                {i - 1: c for i, c in enumerate(self.rejected_from) if c}
+            ),
             **self.faults,
         )

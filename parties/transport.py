@@ -3,13 +3,30 @@
 A :class:`Transport` moves encoded frames between actors.  Everything protocol code touches
 is the :class:`Endpoint` of its actor: ``send`` / ``broadcast`` encode the message once with
 :mod:`parties.codec`, check the topology and count the traffic; the transport delivers the
-bytes; on delivery the receiving endpoint decodes them (rejecting kinds it does not accept) and
-either hands the :class:`Envelope` to a waiting ``recv`` whose filter matches or buffers it.
-Unmatched messages stay buffered, in arrival order, for later ``recv`` calls.
+bytes; on delivery the receiving endpoint decodes them and either hands the :class:`Envelope`
+to a waiting ``recv`` whose filter matches or buffers it.  Unmatched messages stay buffered, in
+arrival order, for later ``recv`` calls.
 
-A new transport (e.g. parties as OS processes on loopback sockets) implements one coroutine,
+A frame that does not decode, or whose kind the receiving endpoint does not accept, is
+*rejected*: dropped, counted against its sender (``TrafficStatistics.rejected_by_sender``,
+``ActorStatistics.rejected``) and noted on the receiving endpoint as a :class:`Rejection`
+(:meth:`Endpoint.rejections`, :meth:`Endpoint.take_rejections`).  A rejected frame never
+reaches, wakes or fails a ``recv`` / ``gather``: a bad frame is its sender's fault, and the
+receiver's protocol code decides what a misbehaving sender means (the controller treats it as
+a faulty party, :mod:`parties.controller`).
+
+A new transport (e.g. parties as OS processes on sockets) implements one coroutine,
 :meth:`Transport._transmit`, which must eventually call :meth:`Transport._deliver` on the
-receiving side (or drop the frame); protocol code does not change.
+receiving side, once per copy delivered (or never, for a lost frame).  ``_deliver`` is
+synchronous, must run in the receiving side's event loop, and never raises for a bad frame:
+decoding, the accepted-kinds check, rejection accounting and the hand-over to a waiting receive
+all happen there, so every transport rejects the same frames in the same way.  ``Frame.src``
+must be the authenticated sender (the in-memory network knows it; a socket transport takes it
+from the authenticated connection, never from the frame's bytes), because rejections are
+attributed to it.  Protocol code does not change.
+
+Time: ``recv`` / ``gather`` bound their wait with ``asyncio.timeout`` scopes on the running
+loop's clock, so tests run them on a virtual clock (``tests/virtual_clock.py``).
 
 Actor ids: :data:`CONTROLLER` (= -1) and parties ``0 .. n-1``.
 """
@@ -33,7 +50,10 @@ from parties.messages import Message, message_class, resolve_kinds
 from parties.topology import CONTROLLER, Topology, actor_name
 from parties.traffic import ActorStatistics, LatencyModel, TrafficCounter, TrafficStatistics
 
-__all__ = ["CONTROLLER", "Endpoint", "Envelope", "Frame", "Topology", "Transport", "actor_name"]
+__all__ = ["CONTROLLER", "Endpoint", "Envelope", "Frame", "Rejection", "Topology", "Transport", "actor_name"]
+
+MAX_REJECTIONS_KEPT = 1024
+"""Rejections an endpoint keeps for :meth:`Endpoint.rejections` (older ones are only counted)."""
 
 @dataclass(frozen=True, slots=True)
 class Frame:
@@ -67,6 +87,25 @@ class Envelope:
         return self.message.NAME
 
 
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A frame the receiving endpoint rejected: who sent it, in which phase, and why.
+
+    ``kind`` is the kind number the frame claimed (it may be meaningless for garbage).
+    """
+
+    src: int
+    dst: int
+    phase: str
+    kind: int
+    reason: str
+
+    def describe(self) -> str:
+        """One line naming the sender, the receiver, the phase and the reason."""
+        return (f"{actor_name(self.dst)} rejected a frame from {actor_name(self.src)} "
+                f"in phase {self.phase!r}: {self.reason}")
+
+
 class _Waiter:
     """A pending recv (``want`` = None) or gather (``want`` = set of sources still missing)."""
 
@@ -95,15 +134,6 @@ def _matches(env: Envelope, kinds: frozenset[int] | None, sources: Any, phase: s
     )
 
 
-class _Expired(Exception):
-    """Internal: a receive deadline passed (turned into RoundTimeout by the receiver)."""
-
-
-def _expire(future: asyncio.Future) -> None:
-    if not future.done():
-        future.set_exception(_Expired())
-
-
 def _check_timeout(timeout: float | None) -> None:
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0 and not math.isnan(timeout)):
         raise ConfigurationError(f"timeout must be > 0 seconds or None, got {timeout!r}")
@@ -115,14 +145,14 @@ class Endpoint:
     Obtain it with ``network.endpoint(actor_id)``; do not construct it directly.
     """
 
-    __slots__ = ("actor", "_net", "_buffer", "_waiters", "_errors", "_accept")
+    __slots__ = ("actor", "_net", "_buffer", "_waiters", "_rejections", "_accept")
 
     def __init__(self, network: Transport, actor: int) -> None:
         self.actor = actor
         self._net = network
         self._buffer: deque[Envelope] = deque()
         self._waiters: list[_Waiter] = []
-        self._errors: deque[MessageError] = deque()
+        self._rejections: deque[Rejection] = deque(maxlen=MAX_REJECTIONS_KEPT)
         self._accept: frozenset[int] | None = None
 
     def __repr__(self) -> str:
@@ -148,8 +178,40 @@ class Endpoint:
         return tuple(self._buffer)
 
     def statistics(self) -> ActorStatistics:
-        """What this actor sent and received so far."""
+        """What this actor sent and received so far (and how many of its frames were rejected)."""
         return self._net._traffic.actor(self.actor)
+
+    # ------------------------------------------------------------------ rejected frames
+    def rejections(self) -> tuple[Rejection, ...]:
+        """Frames rejected at this endpoint and not yet taken, oldest first.
+
+        At most :data:`MAX_REJECTIONS_KEPT` are kept; the traffic counters count every one.
+        """
+        return tuple(self._rejections)
+
+    def take_rejections(self, sources: Iterable[int] | None = None) -> dict[int, Rejection]:
+        """Remove the rejections of frames from ``sources`` (None = any sender).
+
+        Returns ``{sender: its first rejection taken}``: the senders whose frames this endpoint
+        rejected since they were last taken.
+        """
+        wanted = None if sources is None else set(sources)
+        first: dict[int, Rejection] = {}
+        keep: deque[Rejection] = deque(maxlen=MAX_REJECTIONS_KEPT)
+        for r in self._rejections:
+            if wanted is None or r.src in wanted:
+                first.setdefault(r.src, r)
+            else:
+                keep.append(r)
+        self._rejections = keep
+        return first
+
+    def reject(self, env: Envelope, reason: str) -> None:
+        """Reject a delivered, well-formed message that the protocol cannot use.
+
+        Counted and noted exactly like a frame that failed decoding (attributed to ``env.src``).
+        """
+        self._net._reject(Frame(env.src, env.dst, env.phase, env.message.KIND, b""), self, reason)
 
     # ------------------------------------------------------------------ sending
     async def send(self, dst: int, msg: Message, *, phase: str) -> None:
@@ -179,8 +241,6 @@ class Endpoint:
 
     # ------------------------------------------------------------------ receiving
     def _raise_pending(self) -> None:
-        if self._errors:
-            raise self._errors.popleft()
         if self.actor in self._net._crashed:
             raise PartyDropped(f"{actor_name(self.actor)} has crashed", parties=(self.actor,))
 
@@ -221,10 +281,11 @@ class Endpoint:
         ------
         RoundTimeout
             Nothing matching arrived in time (names the phase and the missing sources).
-        MessageError
-            A message delivered to this actor failed decoding or was of a kind it rejects.
         PartyDropped
             This actor has crashed.
+
+        Frames rejected on delivery (undecodable, or of a kind this endpoint does not accept)
+        never reach a ``recv``: see :meth:`rejections`.
         """
         _check_timeout(timeout)
         kind_set = resolve_kinds(kinds)
@@ -233,16 +294,18 @@ class Endpoint:
         env = self._take(kind_set, source_set, phase)
         if env is not None:
             return env
-        loop = asyncio.get_running_loop()
-        waiter = _Waiter(kind_set, source_set, phase, loop.create_future())
+        waiter = _Waiter(kind_set, source_set, phase, asyncio.get_running_loop().create_future())
         self._waiters.append(waiter)
-        timer = None if timeout is None else loop.call_later(timeout, _expire, waiter.future)
         returned = False
         try:
-            env = await waiter.future
+            async with asyncio.timeout(timeout):
+                env = await waiter.future
             returned = True
             return env
-        except _Expired:
+        except TimeoutError:
+            if _succeeded(waiter.future):  # delivered just as the deadline passed
+                returned = True
+                return waiter.future.result()  # type: ignore[no-any-return]
             missing = tuple(sorted(source_set)) if source_set is not None else ()
             raise RoundTimeout(
                 f"phase {phase or '(any)'!r}: {actor_name(self.actor)} timed out after {timeout} s "
@@ -251,8 +314,6 @@ class Endpoint:
                 phase=phase or "", timeout=timeout, missing=missing,
             ) from None
         finally:
-            if timer is not None:
-                timer.cancel()
             self._forget(waiter, returned)
 
     async def gather(
@@ -288,18 +349,17 @@ class Endpoint:
             self._buffer = keep
         if not want:
             return got
-        loop = asyncio.get_running_loop()
-        waiter = _Waiter(kind_set, None, phase, loop.create_future(), want)
+        waiter = _Waiter(kind_set, None, phase, asyncio.get_running_loop().create_future(), want)
         waiter.got = got
         self._waiters.append(waiter)
-        timer = None if timeout is None else loop.call_later(timeout, _expire, waiter.future)
         returned = False
         try:
-            result = await waiter.future
+            async with asyncio.timeout(timeout):
+                result = await waiter.future
             returned = True
-            return result
-        except _Expired:
-            if partial:
+            return result  # type: ignore[no-any-return]
+        except TimeoutError:
+            if partial or _succeeded(waiter.future):
                 returned = True
                 return dict(waiter.got)
             missing = tuple(sorted(waiter.want or ()))
@@ -310,8 +370,6 @@ class Endpoint:
                 phase=phase or "", timeout=timeout, missing=missing,
             ) from None
         finally:
-            if timer is not None:
-                timer.cancel()
             self._forget(waiter, returned)
 
     def _forget(self, waiter: _Waiter, returned: bool) -> None:
@@ -351,16 +409,6 @@ class Endpoint:
         else:
             self._buffer.insert(position, env)
 
-    def _fail(self, error: Exception) -> None:
-        """Raise ``error`` in the first waiting recv, or at the next recv call."""
-        for w in self._waiters:
-            if not w.future.done():
-                self._waiters.remove(w)
-                w.future.set_exception(error)
-                return
-        if isinstance(error, MessageError):
-            self._errors.append(error)
-
     def _crash(self) -> None:
         self._buffer.clear()
         err = PartyDropped(f"{actor_name(self.actor)} has crashed", parties=(self.actor,))
@@ -368,6 +416,10 @@ class Endpoint:
             if not w.future.done():
                 w.future.set_exception(err)
         self._waiters.clear()
+
+
+def _succeeded(future: asyncio.Future) -> bool:
+    return future.done() and not future.cancelled() and future.exception() is None
 
 
 def _source_set(sources: Iterable[int] | int | None) -> frozenset[int] | None:
@@ -438,7 +490,8 @@ class Transport(ABC):
         """The endpoint of ``actor`` (created on first use).
 
         ``accept`` (message classes / names / kinds) makes the endpoint reject every other kind
-        on delivery: the offending message is dropped and its ``recv`` raises MessageError.
+        on delivery: the offending frame is rejected (counted against its sender, noted in
+        :meth:`Endpoint.rejections`) and no receive sees it.
         """
         self._check_actor(actor, "actor")
         ep = self._endpoints.get(actor)
@@ -529,7 +582,14 @@ class Transport(ABC):
         """Carry ``frame`` to its destination and call :meth:`_deliver` there (or drop it)."""
 
     def _deliver(self, frame: Frame, position: int | None = None) -> None:
-        """Receiving side: decode ``frame`` and hand it to the destination endpoint."""
+        """Receiving side: decode ``frame`` and hand it to the destination endpoint.
+
+        Called by :meth:`_transmit` once per delivered copy, in the receiver's event loop.
+        ``position`` (None = the end) inserts the envelope into the receiver's buffer at that
+        index when no receive is waiting for it (the reorder fault).  Never raises for a bad
+        frame: a frame that fails decoding or has a kind the endpoint does not accept is
+        rejected (:meth:`_reject`).  A frame for a crashed actor is lost.
+        """
         dst = frame.dst
         if dst in self._crashed:
             self._traffic.record_fault("lost_to_crash")
@@ -545,10 +605,13 @@ class Transport(ABC):
                 msg = decode(payload, expected=ep._accept)
                 self._last_payload, self._last_message = payload, msg
         except MessageError as exc:
-            self._traffic.record_fault("rejected")
-            ep._fail(MessageError(f"{actor_name(dst)} rejected a message from {actor_name(frame.src)} "
-                                  f"in phase {frame.phase!r}: {exc}"))
+            self._reject(frame, ep, str(exc))
             return
         size = len(payload)
         self._traffic.record_delivery(dst, size)
         ep._put(Envelope(frame.src, dst, frame.phase, msg, size), position)
+
+    def _reject(self, frame: Frame, ep: Endpoint, reason: str) -> None:
+        """Count a rejected frame against its sender and note it on the receiving endpoint."""
+        self._traffic.record_rejection(frame.src)
+        ep._rejections.append(Rejection(frame.src, frame.dst, frame.phase, frame.kind, reason))

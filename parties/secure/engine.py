@@ -246,19 +246,39 @@ async def collect(
 ) -> dict[int, Message]:
     """One ``kind`` message of this ``session`` from each of ``sources`` within ``timeout`` s.
 
-    Raises RoundTimeout naming the missing actors (unless ``partial``: then returns what
-    arrived); MessageError if a message belongs to another session.
+    A message of another session (a late or duplicated delivery of an earlier sum) is skipped
+    and its sender stays awaited.  Raises RoundTimeout naming the missing actors (unless
+    ``partial``: then returns what arrived).
     """
-    got = await ep.gather(sources, kinds=kind, phase=phase, timeout=timeout, partial=partial)
-    out = {}
-    for src, env in got.items():
-        if getattr(env.message, "session", None) != session:
-            raise MessageError(
-                f"{actor_name(ep.actor)} got {kind.NAME} of session "
-                f"{getattr(env.message, 'session', None)!r} from {actor_name(src)} in session {session!r}"
-            )
-        out[src] = env.message
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    pending = set(sources)
+    out: dict[int, Message] = {}
+    while pending:
+        remaining = deadline - loop.time()
+        got = {} if remaining <= 0 else await ep.gather(
+            pending, kinds=kind, phase=phase, timeout=remaining, partial=True
+        )
+        if not got:
+            break
+        for src, env in got.items():
+            if getattr(env.message, "session", None) == session:
+                out[src] = env.message
+                pending.discard(src)
+    if pending and not partial:
+        missing = tuple(sorted(pending))
+        raise RoundTimeout(
+            f"phase {phase!r}: {actor_name(ep.actor)} timed out after {timeout} s waiting for "
+            f"{kind.NAME} of session {session!r} from {_names(missing)} "
+            f"({len(out)} of {len(out) + len(missing)} arrived)",
+            phase=phase, timeout=timeout, missing=missing,
+        )
     return out
+
+
+def _names(actors: Sequence[int], limit: int = 10) -> str:
+    names = ", ".join(actor_name(a) for a in actors[:limit])
+    return names + (f" and {len(actors) - limit} more" if len(actors) > limit else "")
 
 
 class SecureSumEngine(ABC):
@@ -511,9 +531,12 @@ async def receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type, field: s
     """Receive one ``kind`` message (ShareVector / PartialSum) from every peer and sum its
     ``field`` mod M, one message at a time (no buffering of n vectors).
 
-    Duplicated deliveries of the same message are ignored; a message of another session or
-    combination, or a second different message from a peer, is a MessageError; missing peers
-    after ``timeout`` seconds raise RoundTimeout naming them.
+    Duplicated deliveries of the same message, and messages of another session or combination
+    (late deliveries of an earlier sum), are skipped; a message from an actor that is not a
+    peer, or a second different message from a peer, is rejected (counted against its sender,
+    :meth:`~parties.transport.Endpoint.reject`) and skipped, so a misbehaving sender cannot
+    abort this receive; missing peers after ``timeout`` seconds raise RoundTimeout naming them.
+    A peer's vector of the wrong shape or outside the ring is a MessageError naming it.
     """
     expected = set(peers)
     acc = np.zeros(ctx.length if tag < 0 else 1, dtype=np.uint64)
@@ -524,19 +547,16 @@ async def receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type, field: s
                 env = await ep.recv(kinds=kind, phase=phase, timeout=None)
                 msg = env.message
                 if msg.session != ctx.session or msg.combination != tag:
-                    raise MessageError(
-                        f"{actor_name(ep.actor)} got {kind.NAME} for session {msg.session!r} "
-                        f"combination {msg.combination} while running {ctx.session!r} / {tag}"
-                    )
+                    continue  # a late delivery of another sum or combination
+                if env.src not in expected and env.src not in seen:
+                    ep.reject(env, f"{kind.NAME} from {actor_name(env.src)}, which is not a peer")
+                    continue
                 values = checked_vector(getattr(msg, field), ring, ctx, tag, env.src)
                 digest = hashlib.blake2b(values.tobytes(), digest_size=16).digest()
                 if env.src not in expected:
-                    if seen.get(env.src) == digest:
-                        continue  # a duplicated delivery of the same message
-                    raise MessageError(
-                        f"{actor_name(ep.actor)} got an unexpected {kind.NAME} from "
-                        f"{actor_name(env.src)} in phase {phase!r}"
-                    )
+                    if seen.get(env.src) != digest:
+                        ep.reject(env, f"a second, different {kind.NAME} from {actor_name(env.src)}")
+                    continue  # (else a duplicated delivery of the same message)
                 expected.discard(env.src)
                 seen[env.src] = digest
                 ring.accumulate(acc, values)

@@ -12,7 +12,7 @@ from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTi
 from mprr.matrices import keep_or_uniform
 from parties.controller import Controller, ReleaseRefused
 from parties.messages import Abort, RandomizedValues, Refusal
-from parties.network import CONTROLLER, InMemoryNetwork
+from parties.network import CONTROLLER, Frame, InMemoryNetwork
 from parties.protocol_messages import MatrixSpec, ReleaseRequest
 
 SIZES = (3, 2)
@@ -129,8 +129,38 @@ async def test_refusal_fails_the_round_under_the_fail_policy() -> None:
 async def test_malformed_reply_fails_the_round() -> None:
     net = InMemoryNetwork(1)
     ctl = controller(net)
-    with pytest.raises(MessageError, match="do not fit request 1"):
+    with pytest.raises(MessageError, match=r"1 of 1 parties are faulty \(malformed replies to request 1 or rejected frames\): party 0"):
         await run(ctl, [scripted(net, 0, codes(1, 1, 1))])
+
+
+def garbage_beside(answer):
+    """A faulty party: an undecodable frame, then its real reply (the attack of a garbage frame
+    delivered beside a valid reply)."""
+    async def script(net: InMemoryNetwork, pid: int) -> None:
+        ep = net.endpoint(pid)
+        env = await ep.recv(kinds=ReleaseRequest, timeout=2.0)
+        await net._transmit(Frame(pid, CONTROLLER, env.phase, RandomizedValues.KIND, b"\x00\xff not a message"))
+        for reply in answer(env.message):
+            await ep.send(CONTROLLER, reply, phase=env.phase)
+    return script
+
+
+async def test_a_garbage_frame_names_its_sender_under_the_fail_policy() -> None:
+    # Before: the undecodable frame failed the controller's gather with a raw MessageError.
+    net = InMemoryNetwork(3)
+    ctl = controller(net)
+    with pytest.raises(MessageError, match=r"phase 'attributes': 1 of 3 parties are faulty .*: party 1; party 1: sent a frame the controller rejected in phase 'attributes'") as info:
+        await run(ctl, [scripted(net, 0, codes(0, 0)), garbage_beside(codes(1, 1))(net, 1), scripted(net, 2, codes(2, 1))])
+    assert info.value.parties == (1,)
+    assert net.statistics().rejected_by_sender == {1: 1}
+
+
+async def test_a_garbage_frame_excludes_its_sender_and_nobody_else() -> None:
+    net = InMemoryNetwork(3)
+    ctl = controller(net, on_dropout="exclude")
+    out = await run(ctl, [scripted(net, 0, codes(0, 0)), garbage_beside(codes(1, 1))(net, 1), scripted(net, 2, codes(2, 1))])
+    assert out.contributors == (0, 2) and out.codes.tolist() == [[0, 0], [2, 1]]
+    assert list(ctl.excluded) == [1] and "rejected" in ctl.excluded[1] and ctl.active == [0, 2]
 
 
 async def test_no_contributor_is_an_error_even_when_excluding() -> None:

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
+from mprr.errors import ConfigurationError, PartyDropped, ProtocolError, RoundTimeout
 from parties.codec import encode
 from parties.messages import Abort, Ack, Announce, RandomizedValues, Request
-from parties.network import CONTROLLER, InMemoryNetwork
+from parties.network import CONTROLLER, Frame, InMemoryNetwork
 from tests.parties.transport_helpers import ChaosTransport, answer_requests, identity_matrix
 
 T = 0.05  # tiny timeouts keep the failure tests fast
@@ -139,22 +139,44 @@ async def test_a_cancelled_recv_loses_nothing() -> None:
     assert [e.message for e in ctrl.pending()] == [Ack(1)]
 
 
-async def test_rejected_kind_raises_at_the_receiver() -> None:
+async def test_rejected_frames_are_counted_against_their_sender_and_fail_no_receive() -> None:
+    # Before: a rejected frame failed whichever recv was waiting, whatever its filter.
     net = InMemoryNetwork(2)
     party = net.endpoint(0, accept=[Request, Announce, Abort])
     ctrl = net.endpoint(CONTROLLER)
-    await ctrl.send(0, Ack(1), phase="p")
-    with pytest.raises(MessageError, match=r"party 0 rejected a message from controller in phase 'p': unexpected message kind Ack \(6\)"):
+    await ctrl.send(0, Ack(1), phase="p")  # a kind party 0 does not accept
+    await net._transmit(Frame(1, 0, "p", 99, b"\xff garbage"))  # undecodable, from party 1
+    assert party.buffered == 0
+    with pytest.raises(RoundTimeout):
         await party.recv(timeout=T)
-    assert net.statistics().rejected == 1 and party.buffered == 0
-    await ctrl.send(0, Abort("ok"), phase="p")
-    assert (await party.recv(timeout=T)).message == Abort("ok")
-    # a rejection also wakes a receiver that is already waiting
+    stats = net.statistics()
+    assert stats.rejected == 2 and dict(stats.rejected_by_sender) == {CONTROLLER: 1, 1: 1}
+    assert stats.to_dict()["faults"]["rejected_by_sender"] == {"-1": 1, "1": 1}
+    assert ctrl.statistics().rejected == 1 and net.endpoint(1).statistics().rejected == 1
+    [first, second] = party.rejections()
+    assert (first.src, first.phase, first.kind) == (CONTROLLER, "p", Ack.KIND)
+    assert first.describe().startswith("party 0 rejected a frame from controller in phase 'p': unexpected message kind Ack (6)")
+    assert second.src == 1
+    # a receive that is already waiting is neither woken nor failed by a rejected frame
     waiting = asyncio.create_task(party.recv(kinds=Abort, timeout=1.0))
     await asyncio.sleep(0)
     await ctrl.send(0, Ack(2), phase="p")
-    with pytest.raises(MessageError, match="unexpected message kind Ack"):
-        await waiting
+    await ctrl.send(0, Abort("ok"), phase="p")
+    assert (await waiting).message == Abort("ok")
+    taken = party.take_rejections([1])
+    assert taken == {1: second}
+    assert [r.src for r in party.rejections()] == [CONTROLLER, CONTROLLER]
+    assert list(party.take_rejections()) == [CONTROLLER] and party.rejections() == ()
+
+
+async def test_reject_attributes_a_well_formed_but_unusable_message() -> None:
+    net = InMemoryNetwork(2)
+    ctrl = net.endpoint(CONTROLLER)
+    await net.endpoint(1).send(CONTROLLER, Ack(5), phase="p")
+    env = await ctrl.recv(timeout=T)
+    ctrl.reject(env, "request 5 was never sent")
+    assert dict(net.statistics().rejected_by_sender) == {1: 1}
+    assert ctrl.take_rejections()[1].reason == "request 5 was never sent"
 
 
 # ------------------------------------------------------------------ gather

@@ -8,7 +8,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
+from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from parties.network import CONTROLLER, FaultPlan, InMemoryNetwork
 from parties.secure.engine import TrafficCost, as_ring_vector, run_secure_sum
 from parties.secure.graph import GraphEngine
@@ -16,6 +16,7 @@ from parties.secure.masked import MaskedEngine
 from parties.secure.messages import PartialSum
 from parties.secure.paper import PaperEngine
 from parties.traffic import Counts
+from tests.virtual_clock import run_virtual
 
 ENGINES = {
     "paper": (lambda t: PaperEngine(round_timeout=t), lambda n: nx.complete_graph(n)),
@@ -81,19 +82,28 @@ def test_overall_timeout_is_a_round_timeout() -> None:
         asyncio.run(run_secure_sum(PaperEngine(round_timeout=5), net, np.zeros((n, 2), int), timeout=0.1))
 
 
-def test_foreign_session_message_is_rejected() -> None:
-    async def scenario() -> None:
+@pytest.mark.parametrize("late_real_message", [True, False])
+def test_a_message_of_another_session_is_skipped_not_fatal(late_real_message: bool) -> None:
+    # Before: one PartialSum of another session aborted the controller's side with MessageError.
+    async def scenario() -> tuple[np.ndarray, tuple[int, ...]]:
         n = 2
         net = InMemoryNetwork(n, topology=nx.complete_graph(n))
         engine = GraphEngine(round_timeout=1)
         ctx = engine.context(range(n), 2, network=net, session="mine")
         for party, session in ((0, "mine"), (1, "other")):
             await net.endpoint(party).send(
-                CONTROLLER, PartialSum(session, -1, np.zeros(2, np.uint32)), phase="graph/partial")
-        await engine.controller(net.endpoint(CONTROLLER), ctx)
+                CONTROLLER, PartialSum(session, -1, np.array([1, 2], np.uint32)), phase="graph/partial")
+        if late_real_message:
+            await net.endpoint(1).send(
+                CONTROLLER, PartialSum("mine", -1, np.array([3, 4], np.uint32)), phase="graph/partial")
+        return await engine.controller(net.endpoint(CONTROLLER), ctx)
 
-    with pytest.raises(MessageError, match="session 'other'"):
-        asyncio.run(scenario())
+    if late_real_message:
+        total, contributors = run_virtual(scenario())
+        assert total.tolist() == [4, 6] and tuple(contributors) == (0, 1)
+    else:
+        with pytest.raises(PartyDropped, match=r"partial sums missing from 1 party \[1\]"):
+            run_virtual(scenario())
 
 
 def test_traffic_cost_accessors() -> None:
