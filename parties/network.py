@@ -13,6 +13,7 @@ Endpoint API (see :class:`parties.transport.Endpoint`)::
     env = await ep.recv(*, kinds=None, sources=None, phase=None, timeout)   # -> Envelope
     got = await ep.gather(sources, *, kinds=None, phase=None, timeout, partial=False)
     ep.statistics(); ep.buffered; ep.pending(); ep.crashed
+    ep.rejections(); ep.take_rejections(sources=None); ep.reject(env, reason)   # bad frames
 
 Network API: ``endpoint(actor, *, accept=None)``, ``begin_round(phase)`` / ``end_round()`` /
 ``with round(phase):``, ``statistics()``, ``crash(actor)``, ``crashed``, ``path(src, dst)``,

@@ -1,8 +1,12 @@
 """Fault injection end to end: dropped messages and crashed parties end in a clear error or a
-documented degraded result within the timeout; nothing hangs; nothing wrong is reported."""
+documented degraded result within the timeout; nothing hangs; nothing wrong is reported.
+
+Every run is on the virtual clock (``tests/virtual_clock.py``): its 0.1-0.3 s round timeouts
+pass in virtual time, so the outcome does not depend on the machine's speed or load."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import networkx as nx
@@ -19,13 +23,19 @@ from parties.faults import FaultPlan
 from parties.messages import RandomizedValues
 from parties.network import CONTROLLER
 from parties.protocol_messages import MatrixSpec, ReleaseRequest
-from parties.simulate import simulate
+from parties.simulate import SimulationResult, simulate_async
 from parties.traffic import LatencyModel
+from tests.virtual_clock import run_virtual
 
 N = 60
 SEED = 5
 CLUSTERS = dict(p=0.7, Tv=60, Td=0.1)
 pytestmark = pytest.mark.timeout(30)
+
+
+def simulate(data: Dataset, protocol: str, **options: object) -> SimulationResult:
+    """:func:`parties.simulate.simulate` on the virtual clock."""
+    return run_virtual(simulate_async(data, protocol, **options))  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +50,19 @@ def test_silent_party_ends_the_run_with_a_round_timeout(data) -> None:
         simulate(data, "RR-Clusters", seed=SEED, timeout=0.2, faults=faults, **CLUSTERS)
     assert info.value.missing == (3,) and info.value.phase == "dependence"
     assert time.perf_counter() - start < 5.0
+
+
+def test_a_round_timeout_lasts_exactly_its_virtual_time(data) -> None:
+    # on the virtual clock the silent party costs exactly one round timeout, never real time
+    async def timed() -> float:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        with pytest.raises(RoundTimeout):
+            await simulate_async(data, "RR-Independent", seed=SEED, timeout=0.25, p=0.5,
+                                 faults=FaultPlan(drop=1.0, senders=frozenset({3})))
+        return loop.time() - start
+
+    assert run_virtual(timed()) == pytest.approx(0.25)
 
 
 def test_crashed_party_ends_the_run_with_party_dropped(data) -> None:

@@ -13,6 +13,7 @@ from parties.codec import encode
 from parties.messages import Abort, Ack, Announce, RandomizedValues, Request
 from parties.network import CONTROLLER, Frame, InMemoryNetwork
 from tests.parties.transport_helpers import ChaosTransport, answer_requests, identity_matrix
+from tests.virtual_clock import run_virtual
 
 T = 0.05  # tiny timeouts keep the failure tests fast
 
@@ -341,4 +342,4 @@ def test_recv_returns_the_oldest_matching_message(sends: list, takes: list) -> N
             model.remove(match)
         assert [e.message for e in ctrl.pending()] == [m[3] for m in model]
 
-    asyncio.run(run())
+    run_virtual(run())

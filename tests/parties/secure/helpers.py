@@ -1,9 +1,9 @@
 """Helpers for the secure-sum engine tests: a network that records the controller's view,
-a one-call runner, and the check that the controller never saw a raw input vector."""
+a one-call runner (on the virtual clock of ``tests/virtual_clock.py``), and the check that the
+controller never saw a raw input vector."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import networkx as nx
@@ -12,6 +12,7 @@ import numpy as np
 from parties.codec import decode
 from parties.network import CONTROLLER, FaultPlan, Frame, InMemoryNetwork
 from parties.secure.engine import SecureSumEngine, SecureSumResult, run_secure_sum
+from tests.virtual_clock import run_virtual
 
 
 class RecordingNetwork(InMemoryNetwork):
@@ -34,7 +35,7 @@ def complete(n: int) -> nx.Graph:
 def run(engine: SecureSumEngine, vectors: np.ndarray, *, topology: nx.Graph | None = None,
         faults: FaultPlan | None = None, timeout: float = 20.0) -> tuple[SecureSumResult, RecordingNetwork]:
     net = RecordingNetwork(len(vectors), topology=topology, faults=faults)
-    result = asyncio.run(run_secure_sum(engine, net, vectors, timeout=timeout))
+    result = run_virtual(run_secure_sum(engine, net, vectors, timeout=timeout))
     return result, net
 
 

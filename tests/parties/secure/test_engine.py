@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 
 import networkx as nx
 import numpy as np
@@ -41,7 +40,7 @@ def test_duplicates_delays_and_reordering_keep_the_sum_exact(name: str, rng: np.
         x = rng.integers(0, 2, size=(n, 4))
         plan = FaultPlan(duplicate=0.3, delay=0.3, reorder=0.5, max_delay=0.002)
         net = InMemoryNetwork(n, topology=topology(n), faults=plan, seed=seed)
-        result = asyncio.run(run_secure_sum(make(1.0), net, x, timeout=10))
+        result = run_virtual(run_secure_sum(make(1.0), net, x, timeout=10))
         assert result.total.tolist() == x.sum(axis=0).tolist()
         assert result.dropped == ()
 
@@ -58,7 +57,7 @@ def test_lost_messages_never_give_a_wrong_count(name: str, rng: np.random.Genera
         plan = FaultPlan(drop=0.1, duplicate=0.2, reorder=0.3)
         net = InMemoryNetwork(n, topology=topology(n), faults=plan, seed=seed)
         try:
-            result = asyncio.run(run_secure_sum(make(0.1), net, x, timeout=10))
+            result = run_virtual(run_secure_sum(make(0.1), net, x, timeout=10))
         except ProtocolError as exc:
             outcomes.append(type(exc).__name__)
             continue
@@ -71,7 +70,7 @@ def test_duplicated_deliveries_are_harmless() -> None:
     n = 4
     x = np.eye(n, 6, dtype=np.int64)
     net = InMemoryNetwork(n, topology=nx.complete_graph(n), faults=FaultPlan(duplicate=1.0))
-    result = asyncio.run(run_secure_sum(PaperEngine(round_timeout=2), net, x))
+    result = run_virtual(run_secure_sum(PaperEngine(round_timeout=2), net, x))
     assert result.total.tolist() == x.sum(axis=0).tolist()
 
 
@@ -79,7 +78,7 @@ def test_overall_timeout_is_a_round_timeout() -> None:
     n = 3
     net = InMemoryNetwork(n, topology=nx.complete_graph(n), faults=FaultPlan(crash={1: 1}))
     with pytest.raises(RoundTimeout, match="did not finish within timeout=0.1 s"):
-        asyncio.run(run_secure_sum(PaperEngine(round_timeout=5), net, np.zeros((n, 2), int), timeout=0.1))
+        run_virtual(run_secure_sum(PaperEngine(round_timeout=5), net, np.zeros((n, 2), int), timeout=0.1))
 
 
 @pytest.mark.parametrize("late_real_message", [True, False])
@@ -142,10 +141,10 @@ def test_totals_that_could_leave_int64_are_refused_never_negative(name: str) -> 
                        match=r"max_value=4611686018427387904 with n=2 parties .* max_value must be <= 4611686018427387903 for n=2"):
         make(2**62).context([0, 1], 1)
     with pytest.raises(ConfigurationError, match=r"max_value=4611686018427387904 with n=2 parties"):
-        asyncio.run(run_secure_sum(make(2**62), InMemoryNetwork(2), np.full((2, 1), 2**62, dtype=np.uint64)))
+        run_virtual(run_secure_sum(make(2**62), InMemoryNetwork(2), np.full((2, 1), 2**62, dtype=np.uint64)))
     # the largest allowed bound sums exactly, to the largest int64
     top = (2**63 - 1) // 2
     x = np.array([[top], [top]], dtype=np.int64)
-    result = asyncio.run(run_secure_sum(make(top), InMemoryNetwork(2), x))
+    result = run_virtual(run_secure_sum(make(top), InMemoryNetwork(2), x))
     assert result.total.dtype == np.int64
     assert result.total.tolist() == [2 * top] and int(result.total.min()) >= 0
