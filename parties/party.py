@@ -471,10 +471,13 @@ class Party:
         """Serve the controller until an :class:`~parties.messages.Abort`, a crash or idleness.
 
         Takes only messages from the controller, and while a secure-sum input is pending only
-        :data:`LOOP_KINDS` (the engine's traffic stays buffered for the engine).  Never raises for protocol trouble: a malformed or
-        unexpected message is logged in :attr:`errors` and skipped; a crash (fault injection)
-        or ``idle_timeout`` seconds without a message end the loop (:attr:`status` says
-        which).  The owner cancels the task when the run is over.
+        :data:`LOOP_KINDS` (the engine's traffic stays buffered for the engine).  Never raises
+        for protocol trouble: a frame the endpoint rejects (undecodable, or of a kind it does not
+        accept) never reaches this loop (it is counted against its sender, see
+        :meth:`~parties.transport.Endpoint.rejections`); a controller message the party cannot
+        serve is logged in :attr:`errors` and skipped; a crash (fault injection) or
+        ``idle_timeout`` seconds without a message end the loop (:attr:`status` says which).
+        The owner cancels the task when the run is over.
         """
         self.status = "running"
         while True:
@@ -489,9 +492,6 @@ class Party:
             except RoundTimeout:
                 self.status = "idle-timeout"
                 return
-            except MessageError as exc:
-                self.errors.append(str(exc))
-                continue
             msg = env.message
             if isinstance(msg, Abort):
                 self.status = "aborted"
