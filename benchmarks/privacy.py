@@ -1,4 +1,4 @@
-"""Micro-benchmark of per-party privacy accounting (mprr.ledger / mprr.privacy) at Adult scale.
+"""Micro-benchmark of per-party privacy accounting (mprr.privacy.ledger / mprr.privacy) at Adult scale.
 
 Mirrors what the actor simulator does for RR-Clusters with dependence method 4.1 on UCI Adult
 (32,561 parties, m = 8 attributes of sizes 9 x 16 x 7 x 15 x 6 x 5 x 2 x 2): every party owns a
@@ -24,7 +24,7 @@ So 13 requests per party (10 granted, 3 replayed), 423,293 in all.  Three ways o
     :func:`mprr.privacy.summarize` over the 32,561 accountants, under each policy.
 
 Prints wall times, µs per request and per party, and checks the totals against
-:func:`mprr.ledger.compose` recomputed from scratch on a sample of ledgers.
+:func:`mprr.privacy.ledger.compose` recomputed from scratch on a sample of ledgers.
 
 Usage::
 
@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from mprr.ledger import Release, compose  # noqa: E402
+from mprr.privacy.ledger import Release, compose  # noqa: E402
 from mprr.matrices import cluster_optimal, keep_or_uniform  # noqa: E402
 from mprr.privacy import PrivacyAccountant, summarize  # noqa: E402
 

@@ -21,14 +21,9 @@ Modules, in dependency order (each may import only those above it):
 - ``dependence``    — |Pearson| (eq. 8), Cramér's V (eq. 9), dependence matrices
 - ``clustering``    — Algorithm 1 (attribute clustering) and the dependence graph
 - ``adjustment``    — Algorithm 2 (RR-Adjustment record weights)
-- ``fingerprint``   — matrix digests (a shared matrix is hashed once)
-- ``release``       — ``Release``: one released unit with its ε, entropy, β, linkability
-- ``composition``   — named composition policies and running ``PolicyTotals``
-- ``ledger``        — append-only ledgers with a replay index (re-exports the above)
-- ``accountant``    — ``PrivacyAccountant``: per-party budget, decisions, refusals, plans
-- ``privacy_summary`` — ``summarize`` over parties (vectorized), ``Stats``
-- ``privacy``       — the public face of privacy accounting (re-exports the above)
-- ``protocols``     — fast-path simulation of every protocol of the papers (package)
+- ``privacy``       — privacy accounting (package, own map): releases and their ε, composition
+                      policies, ledgers, the per-party accountant, the summary over parties
+- ``protocols``     — every protocol as a step program, the local driver (package, own map)
 """
 
 __version__ = "0.1.0"

@@ -63,7 +63,7 @@ import numpy as np
 
 from mprr.data import Schema
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
-from mprr.ledger import Ledger, Release
+from mprr.privacy.ledger import Ledger, Release
 from mprr.privacy import PlanViolationError, PrivacyAccountant, RefusalReason
 from parties.messages import Abort, Ack, Message, RandomizedValues, Refusal
 from parties.protocol_messages import ReleaseRequest, SecureRelease, SecureSumStart, expand_runs as expand

@@ -2,7 +2,7 @@
 
 :class:`ReleaseBook`
     Memo of what every party derives from a (public) request: the matrix rebuilt from its
-    :class:`~parties.protocol_messages.MatrixSpec`, the ledger :class:`~mprr.ledger.Release`
+    :class:`~parties.protocol_messages.MatrixSpec`, the ledger :class:`~mprr.privacy.ledger.Release`
     record, the CDF rows used for sampling, the secure-sum context a party derives from a
     :class:`~parties.protocol_messages.SecureSumStart` and its own engine.  32,561 parties in
     one process would otherwise rebuild the same objects 32,561 times.  Each party still makes
@@ -22,7 +22,7 @@ import numpy as np
 from mprr.data import Schema
 from mprr.errors import ConfigurationError
 from mprr.kronecker import KroneckerMatrix
-from mprr.ledger import Release
+from mprr.privacy.ledger import Release
 from mprr.privacy import RefusalReason
 from parties.protocol_messages import Matrix, MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
 

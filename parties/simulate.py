@@ -47,7 +47,7 @@ import numpy as np
 
 from mprr.data import Dataset
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
-from mprr.ledger import CompositionPolicy, Ledger, as_policy
+from mprr.privacy.ledger import CompositionPolicy, Ledger, as_policy
 from mprr.privacy import PrivacySummary, summarize
 from mprr.protocols.registry import lookup
 from mprr.protocols.result import ProtocolResult

@@ -18,7 +18,7 @@ and give the same estimates for the same seed.
 
 Accuracy is measured with the count queries of main paper 6.5 (eq. 16 relative error against
 the true counts of the data set), privacy from each party's ledger under every composition
-policy of :mod:`mprr.ledger` (ε per party and per phase, β, refusals:
+policy of :mod:`mprr.privacy.ledger` (ε per party and per phase, β, refusals:
 :mod:`scenarios.privacy_report`), traffic from the network.  The report (metrics, tables,
 figures, printed summary) is built by :mod:`scenarios.anonymization_report`.
 """

@@ -297,7 +297,7 @@ def _table_notes(prm: dict[str, Any], zero: int, n_queries: int) -> list[str]:
         f"Dependences: main paper {prm['dependence']}"
         + (f" ({prm['tables']} pair tables)" if prm["dependence"] == "4.1" else "")
         + "; the paper does not say which method its Tables I/II used. Privacy: 'cluster release' is "
-        "Σ of the cluster matrices' ε (the 6.3 design); the '(ledger)' entries are what mprr.ledger "
+        "Σ of the cluster matrices' ε (the 6.3 design); the '(ledger)' entries are what mprr.privacy.ledger "
         "charges per party for one run, dependence phase included (4.2: exact tables, no DP guarantee).",
         f"Queries: main paper 6.5 generator (two random attributes, round(σ·cells) random cells, at "
         f"least 1). True count 0: policy '{prm['zero_policy']}' ({zero} of {n_queries} evaluated queries).",

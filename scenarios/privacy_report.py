@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 POLICIES: tuple[str, ...] = tuple(p.value for p in CompositionPolicy)
-"""Every composition policy of :mod:`mprr.ledger`: sequential, parallel, unlinkable-pairs."""
+"""Every composition policy of :mod:`mprr.privacy.ledger`: sequential, parallel, unlinkable-pairs."""
 
 NO_DP = "no DP guarantee"
 """What a report says when some release had ε = ∞ (main paper 4.2 exact tables)."""
@@ -136,7 +136,7 @@ def privacy_section(results: Any, *, policies: Iterable[CompositionPolicy | str]
         :class:`PrivacyRecord`, or a list of them (runs of one protocol, pooled: statistics over
         every party of every run).
     policies
-        Composition policies to report (default: all three of :mod:`mprr.ledger`).
+        Composition policies to report (default: all three of :mod:`mprr.privacy.ledger`).
 
     Returns
     -------

@@ -19,7 +19,7 @@ The three methods of main paper Section 4:
     the pair, carrying ``ε_i + ε_j`` or a given ``pair_epsilon``); the randomized pairs are
     summed securely (unlinkable) and each pair table is estimated with eq. (2).  Sequential
     composition charges each attribute m − 1 times; the named ``unlinkable-pairs`` policy of
-    :mod:`mprr.ledger` counts it once.
+    :mod:`mprr.privacy.ledger` counts it once.
 
 Dependence measure: |Pearson| for two ordinal attributes (eq. 8), Cramér's V otherwise (eq. 9),
 :func:`mprr.dependence.dependence_matrix`.

@@ -26,7 +26,7 @@ import numpy as np
 
 from mprr.domain import decode_joint, encode_joint, joint_tally, tally
 from mprr.errors import ConfigurationError, DomainTooLargeError
-from mprr.ledger import Release
+from mprr.privacy.ledger import Release
 from mprr.matrices import KroneckerMatrix, RandomizationMatrix
 from mprr.randomize import randomize, randomize_joint
 
@@ -82,7 +82,7 @@ class ReleasedData:
         ``True`` for releases of true values (ε = ∞, no DP guarantee).
     shares
         Optional per-unit, per-attribute ε shares for the ``unlinkable-pairs`` policy of
-        :mod:`mprr.ledger` (e.g. ``(ε_i, ε_j)`` for a 4.3 pair matrix carrying ``ε_i + ε_j``).
+        :mod:`mprr.privacy.ledger` (e.g. ``(ε_i, ε_j)`` for a 4.3 pair matrix carrying ``ε_i + ε_j``).
     replayed
         Per unit, whether it was a **replay**: the same attributes were released before with
         the same matrix, so every party resends the value it released then — no uniform, no
@@ -143,7 +143,7 @@ class ReleasedData:
         return out
 
     def ledger_entries(self, names: Sequence[str]) -> tuple[Release, ...]:
-        """One :class:`mprr.ledger.Release` per unit, as every party records this phase.
+        """One :class:`mprr.privacy.ledger.Release` per unit, as every party records this phase.
 
         Attributes are named by ``names`` (the schema names).  Pair matrices built from
         ``ε_i + ε_j`` carry those per-attribute shares when known (see :func:`release_units`).

@@ -2,7 +2,7 @@
 
 A :class:`ProtocolResult` says what was run (protocol name, parameters, post-processing), what
 every party released in each phase (:class:`~mprr.protocols.release.ReleasedData`: released
-codes, tallies, matrices), what it cost each party (an :class:`mprr.ledger.Ledger`; in the fast
+codes, tallies, matrices), what it cost each party (an :class:`mprr.privacy.ledger.Ledger`; in the fast
 path every party runs the same releases, so one ledger describes each of them), and what the
 controller estimated (``estimate``: a :class:`mprr.distributions.ProductDistribution` of
 cluster distributions, a ``DenseDistribution``, or a ``WeightedSample`` after RR-Adjustment).
@@ -22,13 +22,13 @@ import numpy as np
 from mprr.data import Schema
 from mprr.distributions import JointDistribution
 from mprr.errors import ConfigurationError
-from mprr.ledger import CompositionPolicy, Ledger, Release, as_policy
+from mprr.privacy.ledger import CompositionPolicy, Ledger, Release, as_policy
 from mprr.protocols.release import ReleasedData
 
 __all__ = ["ProtocolResult", "POLICIES", "release_result"]
 
 POLICIES: tuple[str, ...] = tuple(p.value for p in CompositionPolicy)
-"""Composition policies a result can report ε under (:mod:`mprr.ledger`)."""
+"""Composition policies a result can report ε under (:mod:`mprr.privacy.ledger`)."""
 
 
 def _json_float(x: float) -> float | str:
@@ -54,7 +54,7 @@ class ProtocolResult:
     releases
         What each phase released, in the order the phases ran (= draw order).
     ledger
-        The releases of one party under :mod:`mprr.ledger`; identical for every party.
+        The releases of one party under :mod:`mprr.privacy.ledger`; identical for every party.
     postprocessing
         Post-processing applied to the eq. (2) estimates (``"clip-rescale"``, ...).
     clusters

@@ -10,7 +10,7 @@ import pytest
 from mprr.dependence import bivariate_tables, dependence_matrix
 from mprr.errors import ConfigurationError
 from mprr.estimation import covariance
-from mprr.ledger import Ledger
+from mprr.privacy.ledger import Ledger
 from mprr.matrices import kron
 from mprr.protocols.budget import attribute_matrices
 from mprr.protocols.dependences import dependence_phase

@@ -3,19 +3,21 @@
 Each party keeps its own :class:`PrivacyAccountant` (the controller is untrusted) and asks it,
 before randomizing, whether a release is *granted*, *replayed* (same release already made:
 resend the same value, spend nothing) or *refused* (over budget or outside the announced plan);
-see :mod:`mprr.accountant` for the rules.
+see :mod:`mprr.privacy.accountant` for the rules.
 
 :func:`summarize` turns the ledgers of all parties into a :class:`PrivacySummary` (ε per party
 min / median / max, per phase, β and entropy bits, "no DP guarantee" when ε = ∞).
 
-This module is the one entry point; the pieces live in concept-sized modules and are
-re-exported here unchanged:
+Modules, in dependency order (each imports only those above it):
 
-- :mod:`mprr.ledger` — :class:`Release`, :class:`Ledger` (and the policies of
-  :mod:`mprr.composition`, the digests of :mod:`mprr.fingerprint`);
-- :mod:`mprr.accountant` — :class:`PrivacyAccountant`, :class:`Decision`, :class:`Refusal`;
-- :mod:`mprr.privacy_summary` — :func:`summarize`, :class:`PrivacySummary`, :class:`Stats`;
-- :class:`PlanViolationError` is defined in :mod:`mprr.errors` (a :class:`ProtocolError`).
+- ``fingerprint``  — content digests of matrices (a release's identity for replays)
+- ``release``      — :class:`Release`: one release's attributes, ε (eq. 4), β, linkability
+- ``composition``  — composition policies: sequential, parallel, unlinkable-pairs
+- ``ledger``       — :class:`Ledger`: a party's releases, totals per policy and phase
+- ``accountant``   — :class:`PrivacyAccountant`: grant / replay / refuse, :class:`Refusal`
+- ``summary``      — :func:`summarize`, :class:`PrivacySummary` over all parties
+
+:class:`PlanViolationError` is defined in :mod:`mprr.errors` (a :class:`ProtocolError`).
 
 Performance: a party's decision costs a few microseconds whatever its history (replay index and
 incremental per-phase totals in the ledger, matrix digests memoized per shared matrix), and
@@ -24,9 +26,9 @@ incremental per-phase totals in the ledger, matrix digests memoized per shared m
 
 from __future__ import annotations
 
-from mprr.accountant import Decision, Outcome, PrivacyAccountant, Refusal, RefusalReason
+from mprr.privacy.accountant import Decision, Outcome, PrivacyAccountant, Refusal, RefusalReason
 from mprr.errors import PlanViolationError
-from mprr.ledger import (
+from mprr.privacy.ledger import (
     COMPOSITION_RULES,
     EXACT_KEY,
     Attr,
@@ -40,10 +42,10 @@ from mprr.ledger import (
     compose_by_phase,
     matrix_fingerprint,
 )
-from mprr.privacy_summary import PhaseSummary, PrivacySummary, Stats, summarize
+from mprr.privacy.summary import PhaseSummary, PrivacySummary, Stats, summarize
 
 __all__ = [
-    # re-exported from mprr.ledger
+    # re-exported from mprr.privacy.ledger
     "Attr",
     "Release",
     "Ledger",
@@ -56,7 +58,7 @@ __all__ = [
     "compose_by_phase",
     "attribute_components",
     "matrix_fingerprint",
-    # re-exported from mprr.errors / mprr.accountant / mprr.privacy_summary
+    # re-exported from mprr.errors / mprr.privacy.accountant / mprr.privacy.summary
     "PlanViolationError",
     "RefusalReason",
     "Outcome",

@@ -1,4 +1,4 @@
-"""Run summaries (mprr.privacy_summary): the vectorized summarize equals the per-entry definition."""
+"""Run summaries (mprr.privacy.summary): the vectorized summarize equals the per-entry definition."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mprr.accountant import PrivacyAccountant
+from mprr.privacy.accountant import PrivacyAccountant
 from mprr.errors import ConfigurationError
-from mprr.ledger import CompositionPolicy, Ledger, Release
-from mprr.privacy_summary import PhaseSummary, PrivacySummary, Stats, summarize
+from mprr.privacy.ledger import CompositionPolicy, Ledger, Release
+from mprr.privacy.summary import PhaseSummary, PrivacySummary, Stats, summarize
 
 POLICIES = tuple(CompositionPolicy)
 

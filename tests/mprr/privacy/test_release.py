@@ -1,4 +1,4 @@
-"""Release records (mprr.release): the fast validation path equals the full one, exactly."""
+"""Release records (mprr.privacy.release): the fast validation path equals the full one, exactly."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import mprr.release as release_module
+import mprr.privacy.release as release_module
 from mprr.errors import ConfigurationError
 from mprr.kronecker import KroneckerMatrix
 from mprr.matrices import cluster_optimal, grr, keep_or_uniform
-from mprr.release import EXACT_KEY, Release
+from mprr.privacy.release import EXACT_KEY, Release
 
 FIELDS = [f.name for f in dataclasses.fields(Release)]
 

@@ -1,10 +1,10 @@
 """Privacy report of a run: ε per party (min / median / max), per phase, β and entropy bits.
 
-:func:`summarize` turns the ledgers of all parties (their :class:`~mprr.accountant.PrivacyAccountant`
-or bare :class:`~mprr.ledger.Ledger` objects) into a :class:`PrivacySummary` under one named
+:func:`summarize` turns the ledgers of all parties (their :class:`~mprr.privacy.accountant.PrivacyAccountant`
+or bare :class:`~mprr.privacy.ledger.Ledger` objects) into a :class:`PrivacySummary` under one named
 composition policy ("no DP guarantee" when some party's ε is ∞).  It is vectorized for
 32,561 parties: per-party totals come from each ledger's incremental totals
-(:class:`~mprr.composition.PolicyTotals`) into numpy arrays, and the β / entropy statistics
+(:class:`~mprr.privacy.composition.PolicyTotals`) into numpy arrays, and the β / entropy statistics
 are computed over the *distinct* release objects weighted by how many ledgers hold them
 (:meth:`Stats.weighted`), not over every ledger entry.
 
@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from mprr.accountant import PrivacyAccountant
-from mprr.composition import CompositionPolicy, as_policy
+from mprr.privacy.accountant import PrivacyAccountant
+from mprr.privacy.composition import CompositionPolicy, as_policy
 from mprr.errors import ConfigurationError
-from mprr.ledger import Ledger, Release
+from mprr.privacy.ledger import Ledger, Release
 
 __all__ = ["Stats", "PhaseSummary", "PrivacySummary", "summarize"]
 

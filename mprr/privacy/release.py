@@ -5,12 +5,12 @@ attributes (one attribute, a pair or a cluster), the ε of the matrix (main pape
 its entropy rate and β (bistochastic-privacy paper, Definition 1), whether the controller can
 link it to the party (a direct message) or not (a contribution hidden in a secure sum), whether
 it is an exact release of true values (main paper 4.2: ε = ∞, no DP guarantee) and the protocol
-phase.  Releases are collected in a :class:`mprr.ledger.Ledger` (which re-exports everything
-here) and composed by the policies of :mod:`mprr.composition`.
+phase.  Releases are collected in a :class:`mprr.privacy.ledger.Ledger` (which re-exports everything
+here) and composed by the policies of :mod:`mprr.privacy.composition`.
 
 Releases are created by the hundred thousand in the actor simulator, so well-formed values take
 a fast validation path, and :meth:`Release.from_matrix` reuses the memoized matrix digest of
-:func:`mprr.fingerprint.matrix_fingerprint`.
+:func:`mprr.privacy.fingerprint.matrix_fingerprint`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from mprr.errors import ConfigurationError
-from mprr.fingerprint import matrix_fingerprint
+from mprr.privacy.fingerprint import matrix_fingerprint
 
 __all__ = ["Attr", "Release", "EXACT_KEY"]
 

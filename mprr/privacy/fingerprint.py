@@ -1,6 +1,6 @@
 """Digests of randomization matrices, to recognise a repeated release request.
 
-:func:`matrix_fingerprint` is how a party's ledger (:mod:`mprr.ledger`) tells "the same matrix
+:func:`matrix_fingerprint` is how a party's ledger (:mod:`mprr.privacy.ledger`) tells "the same matrix
 again" (a replay: nothing new is spent) from "another matrix" (new spending).  The digest is
 memoized per set of read-only arrays, so 32,561 parties sharing one matrix object hash it once.
 """

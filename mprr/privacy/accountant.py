@@ -10,12 +10,12 @@ release the controller asks for, the party calls :meth:`PrivacyAccountant.reques
   nothing new;
 - **refused** — the request is outside the announced plan (:meth:`announce_plan`,
   ``allowed_attributes``) or would push ε over the budget under the accountant's composition
-  policy (:mod:`mprr.ledger`); the refusal is recorded in :attr:`refusals`, the ledger is
+  policy (:mod:`mprr.privacy.ledger`); the refusal is recorded in :attr:`refusals`, the ledger is
   unchanged.  A finer (or any different) matrix for something already released is new spending;
 - **granted** — the release is appended to the ledger.
 
 Cost: a decision is a few dictionary look-ups — the ledger finds repeats through an index and
-keeps its totals incrementally per phase (:class:`mprr.composition.PolicyTotals`), so a party's
+keeps its totals incrementally per phase (:class:`mprr.privacy.composition.PolicyTotals`), so a party's
 accounting costs microseconds per request whatever its history.
 
 Everything here is re-exported by :mod:`mprr.privacy`, the module the rest of the code imports.
@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from mprr.composition import CompositionPolicy, as_policy
+from mprr.privacy.composition import CompositionPolicy, as_policy
 from mprr.errors import BudgetExceededError, ConfigurationError, PlanViolationError
-from mprr.ledger import Attr, Ledger, Release
+from mprr.privacy.ledger import Attr, Ledger, Release
 
 __all__ = [
     "RefusalReason",
@@ -224,7 +224,7 @@ class PrivacyAccountant:
     -----
     Decisions read the ledger's incremental totals directly (:meth:`would_spend` gives the
     same number for a request that is not a repeat).  Not thread-safe; an actor owns its
-    accountant.  The ledger is an immutable snapshot (:class:`~mprr.ledger.Ledger`) replaced
+    accountant.  The ledger is an immutable snapshot (:class:`~mprr.privacy.ledger.Ledger`) replaced
     on each grant, so a reference taken earlier never changes.
     """
 

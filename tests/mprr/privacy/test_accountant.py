@@ -1,4 +1,4 @@
-"""The per-party accountant (mprr.accountant): decisions against a from-scratch model, atomic checks."""
+"""The per-party accountant (mprr.privacy.accountant): decisions against a from-scratch model, atomic checks."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mprr.accountant import Decision, Outcome, PrivacyAccountant, RefusalReason
+from mprr.privacy.accountant import Decision, Outcome, PrivacyAccountant, RefusalReason
 from mprr.errors import ConfigurationError, PlanViolationError, ProtocolError
-from mprr.ledger import CompositionPolicy, Release, compose
+from mprr.privacy.ledger import CompositionPolicy, Release, compose
 from mprr.matrices import grr, keep_or_uniform
 
 POLICIES = tuple(CompositionPolicy)

@@ -1,13 +1,13 @@
 """Composition policies: how the ε of a party's releases add up (rules and incremental totals).
 
-The policies are defined in :mod:`mprr.ledger` (module docstring), which re-exports everything
+The policies are defined in :mod:`mprr.privacy.ledger` (module docstring), which re-exports everything
 here.  Two equivalent implementations of each policy live in this module:
 
 - the *rules* (:data:`COMPOSITION_RULES`, :func:`compose_by_phase`, :func:`compose`): ε of a
   sequence of releases computed from scratch;
 - the *accumulators* (:class:`PolicyTotals`): the same numbers kept incrementally, one small
   immutable state per phase that :meth:`PolicyTotals.plus` extends by one release in O(size of
-  the release) instead of recomposing the whole ledger.  A :class:`~mprr.ledger.Ledger` keeps one
+  the release) instead of recomposing the whole ledger.  A :class:`~mprr.privacy.ledger.Ledger` keeps one
   per policy it was asked about, so a party's ``spent()`` / ``would_spend()`` cost microseconds.
 
 Both use ``math.fsum`` (exactly rounded, order-independent) on the same multisets of numbers, so
@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from mprr.errors import ConfigurationError
 
-if TYPE_CHECKING:  # pragma: no cover - typing only (mprr.ledger imports this module)
-    from mprr.release import Attr, Release
+if TYPE_CHECKING:  # pragma: no cover - typing only (mprr.privacy.ledger imports this module)
+    from mprr.privacy.release import Attr, Release
 
 __all__ = [
     "CompositionPolicy",
@@ -38,7 +38,7 @@ __all__ = [
 
 
 class CompositionPolicy(str, Enum):
-    """Named composition policies (see :mod:`mprr.ledger` for their exact definitions)."""
+    """Named composition policies (see :mod:`mprr.privacy.ledger` for their exact definitions)."""
 
     SEQUENTIAL = "sequential"
     PARALLEL = "parallel"
@@ -230,7 +230,7 @@ class PolicyTotals:
 
     Examples
     --------
-    >>> from mprr.ledger import Release
+    >>> from mprr.privacy.ledger import Release
     >>> t = PolicyTotals("sequential").plus(Release(("A",), 0.5)).plus(Release(("B",), 0.25))
     >>> t.total, t.by_phase
     (0.75, {'release': 0.75})

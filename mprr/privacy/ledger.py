@@ -1,6 +1,6 @@
 """What a party has released, and what it costs under a named composition policy.
 
-A :class:`Release` (defined in :mod:`mprr.release`) records one local randomized-response
+A :class:`Release` (defined in :mod:`mprr.privacy.release`) records one local randomized-response
 release of one party: which attributes (one attribute, a pair or a cluster), the ε of the
 matrix (main paper eq. (4)), its entropy rate and β (bistochastic-privacy paper,
 Definition 1), whether the controller can link it to the party (a direct message) or not (a
@@ -44,9 +44,9 @@ Whatever the policy, phases compose sequentially: the total is the sum over phas
 policy applied within each phase (main paper Section 4: dependence phase ε1 + release phase
 ε2).  An exact release (or any matrix with eq. (4) ε = ∞) makes the total ∞: "no DP guarantee".
 
-The policies are implemented in :mod:`mprr.composition` (re-exported here) twice: as rules
+The policies are implemented in :mod:`mprr.privacy.composition` (re-exported here) twice: as rules
 over a whole sequence (:func:`compose`) and as incremental per-phase totals
-(:class:`~mprr.composition.PolicyTotals`).  A :class:`Ledger` carries its totals and a replay
+(:class:`~mprr.privacy.composition.PolicyTotals`).  A :class:`Ledger` carries its totals and a replay
 index from snapshot to snapshot, so appending, ``total``, ``lookup`` and a budget check cost
 microseconds whatever the ledger's length (32,561 parties share one process in the actor
 simulator).
@@ -58,7 +58,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mprr.composition import (
+from mprr.privacy.composition import (
     COMPOSITION_RULES,
     CompositionPolicy,
     PolicyTotals,
@@ -68,8 +68,8 @@ from mprr.composition import (
     compose_by_phase,
 )
 from mprr.errors import ConfigurationError
-from mprr.fingerprint import matrix_fingerprint
-from mprr.release import EXACT_KEY, Attr, Release
+from mprr.privacy.fingerprint import matrix_fingerprint
+from mprr.privacy.release import EXACT_KEY, Attr, Release
 
 __all__ = [
     "Attr",
@@ -132,7 +132,7 @@ class Ledger:
     """Immutable, append-only record of one party's releases.
 
     :meth:`appended` returns a new ledger; the old one is an unchanged snapshot.  Totals are
-    kept per policy (:class:`~mprr.composition.PolicyTotals`, computed on first use and then
+    kept per policy (:class:`~mprr.privacy.composition.PolicyTotals`, computed on first use and then
     carried incrementally to each appended snapshot) and repeats are found through an index
     (:meth:`lookup`), so neither recomposes nor rescans the ledger.
     """

@@ -1,4 +1,4 @@
-"""Incremental composition (mprr.composition.PolicyTotals) against the from-scratch rules."""
+"""Incremental composition (mprr.privacy.composition.PolicyTotals) against the from-scratch rules."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mprr.composition import (
+from mprr.privacy.composition import (
     COMPOSITION_RULES,
     CompositionPolicy,
     PolicyTotals,
@@ -18,7 +18,7 @@ from mprr.composition import (
     compose_by_phase,
 )
 from mprr.errors import ConfigurationError
-from mprr.release import Release
+from mprr.privacy.release import Release
 
 POLICIES = tuple(CompositionPolicy)
 

@@ -1,4 +1,4 @@
-"""Releases, ledgers and composition policies (mprr.ledger): exact values on hand-built ledgers."""
+"""Releases, ledgers and composition policies (mprr.privacy.ledger): exact values on hand-built ledgers."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mprr.errors import ConfigurationError
-from mprr.ledger import (
+from mprr.privacy.ledger import (
     EXACT_KEY,
     CompositionPolicy,
     Ledger,

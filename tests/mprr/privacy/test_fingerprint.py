@@ -1,4 +1,4 @@
-"""Matrix digests (mprr.fingerprint): exact values, memo hits only for the very same read-only arrays."""
+"""Matrix digests (mprr.privacy.fingerprint): exact values, memo hits only for the very same read-only arrays."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import weakref
 
 import numpy as np
 
-import mprr.fingerprint as fingerprint_module
-from mprr.fingerprint import matrix_fingerprint
+import mprr.privacy.fingerprint as fingerprint_module
+from mprr.privacy.fingerprint import matrix_fingerprint
 from mprr.kronecker import KroneckerMatrix
 from mprr.matrices import grr, keep_or_uniform
 
