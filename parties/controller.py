@@ -212,13 +212,13 @@ class RecordingEndpoint:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._endpoint, name)
 
-    async def recv(self, **kwargs: Any) -> Envelope:
-        env = await self._endpoint.recv(**kwargs)
+    async def recv(self, **kwargs: Any) -> Envelope[Message]:
+        env: Envelope[Message] = await self._endpoint.recv(**kwargs)
         self._view.record(env)
         return env
 
-    async def gather(self, sources: Iterable[int], **kwargs: Any) -> dict[int, Envelope]:
-        got = await self._endpoint.gather(sources, **kwargs)
+    async def gather(self, sources: Iterable[int], **kwargs: Any) -> dict[int, Envelope[Message]]:
+        got: dict[int, Envelope[Message]] = await self._endpoint.gather(sources, **kwargs)
         for env in got.values():
             self._view.record(env)
         return got

@@ -40,7 +40,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 import networkx as nx
 
@@ -66,18 +66,26 @@ class Frame:
     payload: bytes
 
 
+M = TypeVar("M", bound=Message)
+M_co = TypeVar("M_co", bound=Message, covariant=True)
+
+
 @dataclass(frozen=True, slots=True)
-class Envelope:
-    """A delivered message: sender, receiver, phase, the decoded message and its size in bytes."""
+class Envelope(Generic[M_co]):
+    """A delivered message: sender, receiver, phase, the decoded message and its size in bytes.
+
+    Generic in the message class: ``recv(kinds=KeyDirectory)`` returns an
+    ``Envelope[KeyDirectory]``, so the message's fields are typed without a cast.
+    """
 
     src: int
     dst: int
     phase: str
-    message: Message
+    message: M_co
     size: int
 
     @property
-    def msg(self) -> Message:
+    def msg(self) -> M_co:
         """Alias of :attr:`message`."""
         return self.message
 
@@ -115,9 +123,9 @@ class _Waiter:
                  phase: str | None, future: asyncio.Future, want: set[int] | None = None) -> None:
         self.kinds, self.sources, self.phase, self.future = kinds, sources, phase, future
         self.want = want
-        self.got: dict[int, Envelope] = {}
+        self.got: dict[int, Envelope[Message]] = {}
 
-    def matches(self, env: Envelope) -> bool:
+    def matches(self, env: Envelope[Message]) -> bool:
         return (
             (self.kinds is None or env.message.KIND in self.kinds)
             and (self.phase is None or env.phase == self.phase)
@@ -126,7 +134,7 @@ class _Waiter:
         )
 
 
-def _matches(env: Envelope, kinds: frozenset[int] | None, sources: Any, phase: str | None) -> bool:
+def _matches(env: Envelope[Message], kinds: frozenset[int] | None, sources: Any, phase: str | None) -> bool:
     return (
         (kinds is None or env.message.KIND in kinds)
         and (phase is None or env.phase == phase)
@@ -150,7 +158,7 @@ class Endpoint:
     def __init__(self, network: Transport, actor: int) -> None:
         self.actor = actor
         self._net = network
-        self._buffer: deque[Envelope] = deque()
+        self._buffer: deque[Envelope[Message]] = deque()
         self._waiters: list[_Waiter] = []
         self._rejections: deque[Rejection] = deque(maxlen=MAX_REJECTIONS_KEPT)
         self._accept: frozenset[int] | None = None
@@ -173,7 +181,7 @@ class Endpoint:
         """Number of delivered messages no recv has taken yet."""
         return len(self._buffer)
 
-    def pending(self) -> tuple[Envelope, ...]:
+    def pending(self) -> tuple[Envelope[Message], ...]:
         """The buffered envelopes, oldest first (not removed)."""
         return tuple(self._buffer)
 
@@ -244,7 +252,7 @@ class Endpoint:
         if self.actor in self._net._crashed:
             raise PartyDropped(f"{actor_name(self.actor)} has crashed", parties=(self.actor,))
 
-    def _take(self, kinds: frozenset[int] | None, sources: Any, phase: str | None) -> Envelope | None:
+    def _take(self, kinds: frozenset[int] | None, sources: Any, phase: str | None) -> Envelope[Message] | None:
         buf = self._buffer
         if not buf:
             return None
@@ -256,6 +264,24 @@ class Endpoint:
                 return env
         return None
 
+    @overload
+    async def recv(
+        self,
+        *,
+        kinds: type[M],
+        sources: Iterable[int] | int | None = None,
+        phase: str | None = None,
+        timeout: float | None,
+    ) -> Envelope[M]: ...
+    @overload
+    async def recv(
+        self,
+        *,
+        kinds: Iterable[int | str | type[Message]] | str | None = None,
+        sources: Iterable[int] | int | None = None,
+        phase: str | None = None,
+        timeout: float | None,
+    ) -> Envelope[Message]: ...
     async def recv(
         self,
         *,
@@ -263,7 +289,7 @@ class Endpoint:
         sources: Iterable[int] | int | None = None,
         phase: str | None = None,
         timeout: float | None,
-    ) -> Envelope:
+    ) -> Envelope[Message]:
         """Return the oldest delivered message matching every given filter.
 
         Parameters
@@ -316,6 +342,26 @@ class Endpoint:
         finally:
             self._forget(waiter, returned)
 
+    @overload
+    async def gather(
+        self,
+        sources: Iterable[int],
+        *,
+        kinds: type[M],
+        phase: str | None = None,
+        timeout: float | None,
+        partial: bool = False,
+    ) -> dict[int, Envelope[M]]: ...
+    @overload
+    async def gather(
+        self,
+        sources: Iterable[int],
+        *,
+        kinds: Iterable[int | str | type[Message]] | str | None = None,
+        phase: str | None = None,
+        timeout: float | None,
+        partial: bool = False,
+    ) -> dict[int, Envelope[Message]]: ...
     async def gather(
         self,
         sources: Iterable[int],
@@ -324,7 +370,7 @@ class Endpoint:
         phase: str | None = None,
         timeout: float | None,
         partial: bool = False,
-    ) -> dict[int, Envelope]:
+    ) -> dict[int, Envelope[Message]]:
         """Receive one matching message from each of ``sources``; ``{src: envelope}``.
 
         Extra messages (duplicates, other kinds) stay buffered.  On timeout raises
@@ -337,9 +383,9 @@ class Endpoint:
         for src in want:
             self._net._check_actor(src, "gather source")
         self._raise_pending()
-        got: dict[int, Envelope] = {}
+        got: dict[int, Envelope[Message]] = {}
         if want and self._buffer:
-            keep: deque[Envelope] = deque()
+            keep: deque[Envelope[Message]] = deque()
             for env in self._buffer:
                 if env.src in want and _matches(env, kind_set, None, phase):
                     want.discard(env.src)
@@ -391,7 +437,7 @@ class Endpoint:
                 self._buffer.appendleft(env)
 
     # ------------------------------------------------------------------ delivery side
-    def _put(self, env: Envelope, position: int | None = None) -> None:
+    def _put(self, env: Envelope[Message], position: int | None = None) -> None:
         for w in self._waiters:
             if w.matches(env) and not w.future.done():
                 if w.want is None:

@@ -81,10 +81,10 @@ class ViewSummary:
 class ViewLog:
     """Append-only log of the controller's view (see the module docstring)."""
 
-    _envelopes: list[Envelope] = field(default_factory=list)
+    _envelopes: list[Envelope[Message]] = field(default_factory=list)
     _derived: dict[str, Any] = field(default_factory=dict)
 
-    def record(self, env: Envelope) -> None:
+    def record(self, env: Envelope[Message]) -> None:
         """Append a received envelope (kept as is: envelopes are immutable)."""
         self._envelopes.append(env)
 

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -40,6 +40,11 @@ from parties.network import CONTROLLER, Endpoint, Transport, actor_name
 from parties.secure.ring import ZMod
 from parties.secure.topology import Neighbourhoods
 from parties.traffic import Counts, TrafficStatistics
+
+if TYPE_CHECKING:
+    from parties.secure.messages import PartialSum, ShareVector
+
+M = TypeVar("M", bound=Message)
 
 __all__ = [
     "SecureSumContext",
@@ -238,12 +243,12 @@ async def collect(
     ep: Endpoint,
     sources: Sequence[int],
     *,
-    kind: type[Message],
+    kind: type[M],
     session: str,
     phase: str,
     timeout: float,
     partial: bool = False,
-) -> dict[int, Message]:
+) -> dict[int, M]:
     """One ``kind`` message of this ``session`` from each of ``sources`` within ``timeout`` s.
 
     A message of another session (a late or duplicated delivery of an earlier sum) is skipped
@@ -253,7 +258,7 @@ async def collect(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     pending = set(sources)
-    out: dict[int, Message] = {}
+    out: dict[int, M] = {}
     while pending:
         remaining = deadline - loop.time()
         got = {} if remaining <= 0 else await ep.gather(
@@ -434,7 +439,7 @@ async def run_secure_sum(
             raise ConfigurationError(f"party {pid}: {exc}") from None
 
     failures: dict[int, ProtocolError] = {}
-    tasks: dict[int, asyncio.Task] = {}
+    tasks: dict[int, asyncio.Task[np.ndarray | None]] = {}
     controller_error: list[ProtocolError] = []
 
     async def guarded_party(pid: int) -> np.ndarray | None:
@@ -454,7 +459,7 @@ async def run_secure_sum(
             return None
 
     start = time.perf_counter()
-    ctrl: asyncio.Task | None = None
+    ctrl: asyncio.Task[SumOutcome | None] | None = None
     try:
         async with asyncio.timeout(timeout):
             async with asyncio.TaskGroup() as tg:
@@ -480,7 +485,7 @@ async def run_secure_sum(
     if outcome is None:  # pragma: no cover - guarded_controller returns None only on error
         raise ProtocolError(f"secure sum ({engine.name}): the controller returned no result")
     total, contributors = outcome
-    party_totals = {pid: t.result() for pid, t in tasks.items() if t.result() is not None}
+    party_totals = {pid: value for pid, t in tasks.items() if (value := t.result()) is not None}
     for pid, value in party_totals.items():
         if not np.array_equal(value, total):
             raise ProtocolError(
@@ -510,7 +515,7 @@ async def run_both(first: Any, second: Any) -> tuple[Any, Any]:
             t1 = tg.create_task(first)
             t2 = tg.create_task(second)
     except BaseExceptionGroup as group:
-        protocol = [e for e in group.exceptions if isinstance(e, ProtocolError)]
+        protocol: list[BaseException] = [e for e in group.exceptions if isinstance(e, ProtocolError)]
         raise (protocol or list(group.exceptions))[0] from None
     return t1.result(), t2.result()
 
@@ -526,7 +531,7 @@ def checked_vector(values: np.ndarray, ring: ZMod, ctx: SecureSumContext, tag: i
         raise MessageError(str(exc)) from None
 
 
-async def receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type, field: str, tag: int,
+async def receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type[ShareVector | PartialSum], field: str, tag: int,
                        ctx: SecureSumContext, ring: ZMod, phase: str, timeout: float) -> np.ndarray:
     """Receive one ``kind`` message (ShareVector / PartialSum) from every peer and sum its
     ``field`` mod M, one message at a time (no buffering of n vectors).

@@ -155,7 +155,8 @@ class GraphEngine(SecureSumEngine):
         shares = split(x, len(nbrs) + 1, ctx.ring, Keystream())
         for j, row in zip(nbrs, shares[1:]):
             await ep.send(j, ShareVector(ctx.session, -1, row), phase="graph/shares")
-        return shares[0].copy()
+        own: np.ndarray = shares[0].copy()
+        return own
 
     async def _relay_shares(self, ep: Endpoint, x: np.ndarray, nbrs: tuple[int, ...],
                             ctx: SecureSumContext) -> tuple[np.ndarray, np.ndarray]:
@@ -182,8 +183,7 @@ class GraphEngine(SecureSumEngine):
         own = shares[0].copy()
         del shares, x
         await ep.send(CONTROLLER, SealedShares(ctx.session, nbrs, sealed), phase="graph/relay")
-        env = await ep.recv(kinds=RelayedShares, sources=CONTROLLER, phase="graph/relay", timeout=timeout)
-        relayed = env.message
+        relayed = (await ep.recv(kinds=RelayedShares, sources=CONTROLLER, phase="graph/relay", timeout=timeout)).message
         if relayed.session != ctx.session or sorted(relayed.senders) != list(nbrs):
             raise MessageError(f"party {me}: relayed shares do not come from exactly its neighbours")
         acc = np.zeros(ctx.length, dtype=np.uint64)

@@ -209,18 +209,24 @@ class MaskedEngine(SecureSumEngine):
         owners, which, absc, values = [], [], [], []
         for v in request.survivors:
             if v == me:
-                owners.append(me), which.append(SECRET_SELF_MASK)
-                absc.append(own_b_share.x), values.append(own_b_share.value_bytes())
+                owners.append(me)
+                which.append(SECRET_SELF_MASK)
+                absc.append(own_b_share.x)
+                values.append(own_b_share.value_bytes())
             elif v in held:
-                owners.append(v), which.append(SECRET_SELF_MASK)
-                absc.append(held[v][0]), values.append(held[v][2])
+                owners.append(v)
+                which.append(SECRET_SELF_MASK)
+                absc.append(held[v][0])
+                values.append(held[v][2])
             else:
                 raise MessageError(f"party {me}: asked for a share of party {v}, which it does not hold")
         for u in request.dropped:
             if u not in held:
                 raise MessageError(f"party {me}: asked for a share of party {u}, which it does not hold")
-            owners.append(u), which.append(SECRET_MASK_KEY)
-            absc.append(held[u][0]), values.append(held[u][1])
+            owners.append(u)
+            which.append(SECRET_MASK_KEY)
+            absc.append(held[u][0])
+            values.append(held[u][1])
         await ep.send(CONTROLLER, UnmaskShares(s, tuple(owners), tuple(which), tuple(absc), tuple(values)),
                       phase=PHASES[3])
 
@@ -281,7 +287,7 @@ class MaskedEngine(SecureSumEngine):
         dropped = u2 - u3
 
         await controller_phase(net, PHASES[3])
-        requests = {}
+        requests: dict[int, UnmaskRequest] = {}
         for v in sorted(u3):
             request = UnmaskRequest(s, tuple(u for u in relayed[v] if u in dropped),
                                     tuple(sorted({v, *(w for w in relayed[v] if w in u3)})))
@@ -292,8 +298,9 @@ class MaskedEngine(SecureSumEngine):
         total = self._unmask(ctx, masked, answers, requests, relayed, keys, dropped)
         return SumOutcome(to_counts(total), tuple(sorted(u3)))
 
-    def _unmask(self, ctx: SecureSumContext, masked: dict, answers: dict, requests: dict,
-                relayed: dict, keys: dict, dropped: set[int]) -> np.ndarray:
+    def _unmask(self, ctx: SecureSumContext, masked: dict[int, MaskedInput], answers: dict[int, UnmaskShares],
+                requests: dict[int, UnmaskRequest], relayed: dict[int, tuple[int, ...]],
+                keys: dict[int, PublicKeys], dropped: set[int]) -> np.ndarray:
         ring, t, L = ctx.ring, ctx.threshold, ctx.length
         b_shares: dict[int, list[Share]] = {v: [] for v in masked}
         sk_shares: dict[int, list[Share]] = {u: [] for u in dropped}
@@ -306,8 +313,8 @@ class MaskedEngine(SecureSumEngine):
                     raise MessageError(f"party {holder} returned a share that was not requested")
                 (b_shares if kind == SECRET_SELF_MASK else sk_shares)[owner].append(Share.from_bytes(x, value))
         total = np.zeros(L, dtype=np.uint64)
-        for v, msg in masked.items():
-            total = ring.add(total, checked_vector(msg.values, ring, ctx, -1, v))
+        for v, masked_input in masked.items():
+            total = ring.add(total, checked_vector(masked_input.values, ring, ctx, -1, v))
         for v in masked:
             b_v = _reconstruct(b_shares[v], t, f"the self mask of surviving party {v}")
             total = ring.sub(total, _mask(ring, b_v, L))
