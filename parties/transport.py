@@ -625,7 +625,14 @@ class Transport(ABC):
 
     @abstractmethod
     async def _transmit(self, frame: Frame) -> None:
-        """Carry ``frame`` to its destination and call :meth:`_deliver` there (or drop it)."""
+        """Carry ``frame`` to its destination and call :meth:`_deliver` there (or drop it).
+
+        Called by ``send`` / ``broadcast`` after the topology check and the sender-side count,
+        once per destination.  It may return before the frame arrives (a socket write, a
+        scheduled delivery); it must not decode, filter or reorder by content: the receiving
+        side's :meth:`_deliver` does all of that, so every transport accepts and rejects the
+        same frames.  ``frame.src`` must reach ``_deliver`` as the authenticated sender.
+        """
 
     def _deliver(self, frame: Frame, position: int | None = None) -> None:
         """Receiving side: decode ``frame`` and hand it to the destination endpoint.

@@ -3,9 +3,8 @@ timeouts and delays take no real time and do not depend on the machine's speed."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-
 import asyncio
+from collections.abc import Callable, Mapping
 
 import pytest
 

@@ -32,7 +32,7 @@ from parties.simulate import SimulationResult, simulate_async
 from tests.parties.test_simulate import same_estimate
 from tests.virtual_clock import run_virtual
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]  # 26 runs, about 20 s in all
 
 N = 10
 SEED = 3
