@@ -32,7 +32,7 @@ from parties.simulate import SimulationResult, simulate_async
 from tests.parties.test_simulate import same_estimate
 from tests.virtual_clock import run_virtual
 
-pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]  # 26 runs, about 20 s in all
+pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]  # 28 tests, about 15-25 s in all
 
 N = 10
 SEED = 3
@@ -43,6 +43,7 @@ PROTOCOLS: list[tuple[str, dict[str, Any]]] = [
     ("RR-Independent", dict(p=0.6)),
     ("RR-Joint", dict(p=0.8)),
     ("RR-Clusters", dict(p=0.7, Tv=60, Td=0.1)),
+    ("RR-Independent+Adjustment", dict(p=0.6)),
     ("RR-Clusters+Adjustment", dict(p=0.7, Tv=60, Td=0.1, tol=1e-8)),
     ("RR-Ind-Joint", dict(p=0.6, groups=[(0, 1), (2,)])),
     ("lambda-randomization", dict(lambdas=[0.5, 0.5, 0.5])),
