@@ -229,7 +229,7 @@ def registered_kinds() -> dict[int, str]:
     return {k: c.NAME for k, c in sorted(_BY_KIND.items())}
 
 
-def resolve_kinds(kinds: Iterable[int | str | type[Message]] | None) -> frozenset[int] | None:
+def resolve_kinds(kinds: Iterable[int | str | type[Message]] | type[Message] | str | None) -> frozenset[int] | None:
     """Normalise classes / names / kind numbers into a frozenset of kind numbers (or None)."""
     if kinds is None:
         return None
@@ -245,10 +245,9 @@ _RESOLVED: dict[type, frozenset[int]] = {}
 
 
 def _resolve(kinds: Iterable[int | str | type[Message]] | int | str | type[Message]) -> frozenset[int]:
-    if isinstance(kinds, (int, str, type)):
-        kinds = (kinds,)  # type: ignore[assignment]
+    items = (kinds,) if isinstance(kinds, (int, str, type)) else kinds
     out = set()
-    for k in kinds:  # type: ignore[union-attr]
+    for k in items:
         if isinstance(k, type) and issubclass(k, Message) and k.KIND and _BY_KIND.get(k.KIND) is k:
             out.add(k.KIND)
         elif isinstance(k, (int, str)) and not isinstance(k, bool):

@@ -120,7 +120,7 @@ class _Waiter:
     __slots__ = ("kinds", "sources", "phase", "future", "want", "got")
 
     def __init__(self, kinds: frozenset[int] | None, sources: frozenset[int] | None,
-                 phase: str | None, future: asyncio.Future, want: set[int] | None = None) -> None:
+                 phase: str | None, future: asyncio.Future[Any], want: set[int] | None = None) -> None:
         self.kinds, self.sources, self.phase, self.future = kinds, sources, phase, future
         self.want = want
         self.got: dict[int, Envelope[Message]] = {}
@@ -214,7 +214,7 @@ class Endpoint:
         self._rejections = keep
         return first
 
-    def reject(self, env: Envelope, reason: str) -> None:
+    def reject(self, env: Envelope[Message], reason: str) -> None:
         """Reject a delivered, well-formed message that the protocol cannot use.
 
         Counted and noted exactly like a frame that failed decoding (attributed to ``env.src``).
@@ -325,9 +325,9 @@ class Endpoint:
         returned = False
         try:
             async with asyncio.timeout(timeout):
-                env = await waiter.future
+                delivered: Envelope[Message] = await waiter.future
             returned = True
-            return env
+            return delivered
         except TimeoutError:
             if _succeeded(waiter.future):  # delivered just as the deadline passed
                 returned = True
@@ -370,7 +370,7 @@ class Endpoint:
         phase: str | None = None,
         timeout: float | None,
         partial: bool = False,
-    ) -> dict[int, Envelope[Message]]:
+    ) -> dict[int, Envelope[Any]]:  # the overloads above give the precise type
         """Receive one matching message from each of ``sources``; ``{src: envelope}``.
 
         Extra messages (duplicates, other kinds) stay buffered.  On timeout raises
@@ -464,7 +464,7 @@ class Endpoint:
         self._waiters.clear()
 
 
-def _succeeded(future: asyncio.Future) -> bool:
+def _succeeded(future: asyncio.Future[Any]) -> bool:
     return future.done() and not future.cancelled() and future.exception() is None
 
 
@@ -504,7 +504,7 @@ class Transport(ABC):
         Simulated latency/bandwidth model (default: zero time).
     """
 
-    def __init__(self, n: int, *, topology: nx.Graph | None = None, latency: LatencyModel | None = None) -> None:
+    def __init__(self, n: int, *, topology: nx.Graph[int] | None = None, latency: LatencyModel | None = None) -> None:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ConfigurationError(f"n (number of parties) must be an integer >= 1, got {n!r}")
         self.n = n
@@ -652,7 +652,7 @@ class Transport(ABC):
             ep = self._endpoints[dst] = Endpoint(self, dst)
         payload = frame.payload
         try:
-            if payload is self._last_payload and (ep._accept is None or frame.kind in ep._accept):
+            if payload is self._last_payload and self._last_message is not None and (ep._accept is None or frame.kind in ep._accept):
                 msg = self._last_message  # same bytes object (a broadcast): same immutable message
             else:
                 msg = decode(payload, expected=ep._accept)

@@ -24,9 +24,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from matplotlib.figure import Figure as MplFigure
 
+from mprr.adjustment import Adjustment
 from mprr.data import Dataset
 from mprr.dependence import bivariate_tables, dependence_matrix
+from mprr.errors import ConfigurationError
 from mprr.metrics import CountQuery
+from mprr.protocols.result import ProtocolResult
 from scenarios.cost_model import rr_closed_form
 from scenarios.plots import BarPlot, CustomPlot, FigureSpec
 from scenarios.privacy_report import privacy_section, privacy_summary_lines, privacy_table
@@ -36,6 +39,18 @@ if TYPE_CHECKING:
     from scenarios.local_anonymization import ProtocolRun
 
 __all__ = ["build_result"]
+
+
+def _clusters(result: ProtocolResult) -> list[list[int]]:
+    if result.clusters is None:
+        raise ConfigurationError(f"{result.protocol} reports no clusters; the report needs RR-Clusters")
+    return [list(c) for c in result.clusters]
+
+
+def _adjustment(result: ProtocolResult) -> Adjustment:
+    if result.adjustment is None:
+        raise ConfigurationError(f"{result.protocol} ran no adjustment; the report needs RR-Adjustment")
+    return result.adjustment
 
 
 def _finite(x: float) -> float:
@@ -222,8 +237,8 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
     labels = tuple(errors)  # bases and their +Adjustment
     clusters_run = first["RR-Clusters"].result
     planted = None if synthetic is None else [list(c) for c in synthetic.clusters]
-    found = [list(c) for c in clusters_run.clusters]
-    found_all = [[list(c) for c in pr["RR-Clusters"].result.clusters] for pr in all_runs]
+    found = _clusters(clusters_run)
+    found_all = [_clusters(pr["RR-Clusters"].result) for pr in all_runs]
     recovered: list[bool | None] = [None] * runs
     exact_recovery: int | None = None
     if planted is not None:
@@ -277,9 +292,9 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
         "queries": len(queries),
         "queries_with_zero_true_count": undefined,
         "relative_error": query_metrics,
-        "adjustment": {base: {"iterations": first[base].adjusted.adjustment.iterations,
-                              "converged": bool(first[base].adjusted.adjustment.converged),
-                              "gap": float(first[base].adjusted.adjustment.gap)} for base in bases},
+        "adjustment": {base: {"iterations": _adjustment(first[base].adjusted).iterations,
+                              "converged": bool(_adjustment(first[base].adjusted).converged),
+                              "gap": float(_adjustment(first[base].adjusted).gap)} for base in bases},
         "timing": timing,
         "wall_seconds": elapsed,
     }

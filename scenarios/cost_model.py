@@ -343,7 +343,7 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
 # --------------------------------------------------------------------------- measuring
 
 
-def _engine(key: str, n: int, degree: int, round_timeout: float) -> tuple[SecureSumEngine, nx.Graph | None]:
+def _engine(key: str, n: int, degree: int, round_timeout: float) -> tuple[SecureSumEngine, nx.Graph[int] | None]:
     """The engine ``key`` (:func:`parties.secure.registry.sized_engine`) and the network
     topology it needs (a full mesh for direct party links, else ``None``: the star)."""
     if key not in ENGINE_KEYS:
@@ -473,6 +473,8 @@ def measure_rr(protocol: str, sizes: Sequence[int], n: int, *, sweep: str, d: in
         kwargs.update(Tv=params["Tv"], Td=params["Td"],
                       **simulate_options(dependence, engine, n, params["degree"], float(params["round_timeout"])))
     sim = simulate(data, protocol, seed=seed, timeout=float(params["round_timeout"]), **kwargs)
+    if sim.result.clusters is None:
+        raise ConfigurationError(f"protocol must report its clusters (RR-Independent or RR-Clusters), got {protocol!r}")
     clusters = tuple(tuple(c) for c in sim.result.clusters)
     session = sim.result.details.get("secure_sum", {}).get("session", "dependence/1")
     closed = rr_closed_form(protocol, n, len(sizes), matrices="p",

@@ -116,10 +116,11 @@ def _engine(key: str, params: Mapping[str, Any]) -> tuple[SecureSumEngine, Any]:
 
 def _crash_send(key: str, params: Mapping[str, Any]) -> int:
     family = "masked" if key.startswith("masked") else key
-    return params["crash_send"][family]
+    crash_send: int = params["crash_send"][family]
+    return crash_send
 
 
-async def run_trial(key: str, params: Mapping[str, Any], vectors: np.ndarray, dropped: Sequence[int],
+async def run_trial(key: str, params: Mapping[str, Any], vectors: np.ndarray, dropped: Sequence[int] | np.ndarray,
                     *, rate: float, index: int, seed: int) -> Trial:
     """One secure sum in which the parties ``dropped`` crash at their ``crash_send``-th send."""
     n = vectors.shape[0]
@@ -244,10 +245,12 @@ def run_secure_sum_faults(
 def _result(params: Mapping[str, Any], engines: Sequence[str], rates: Sequence[float], trials: int,
             results: Sequence[Trial], elapsed: float, length: int) -> ScenarioResult:
     n = params["n"]
-    by = {(t.engine, t.rate): [] for t in results}
+    by: dict[tuple[str, float], list[Trial]] = {(t.engine, t.rate): [] for t in results}
     for t in results:
         by[(t.engine, t.rate)].append(t)
-    rows, success, predicted = [], {}, {}
+    rows: list[tuple[Any, ...]] = []
+    success: dict[str, list[float]] = {}
+    predicted: dict[str, list[float | None]] = {}
     for key in engines:
         success[key], predicted[key] = [], []
         for rate in rates:

@@ -38,7 +38,7 @@ from mprr.data import Dataset
 from mprr.errors import ConfigurationError
 from mprr.metrics import CountQuery, evaluate_queries, random_queries
 from mprr.protocols import ProtocolResult, rr_adjustment, rr_clusters, rr_independent
-from mprr.synthetic import DEFAULT_CLUSTERS, DEFAULT_SIZES, planted_clusters
+from mprr.synthetic import DEFAULT_CLUSTERS, DEFAULT_SIZES, SyntheticData, planted_clusters
 from scenarios.anonymization_report import build_result
 from scenarios.config import Choice, Field, Float, Int, List, PathValue, ScenarioConfig, Schema, Str
 from scenarios.cost_model import simulate_options
@@ -125,7 +125,9 @@ def derive_seeds(seed: int, runs: int) -> tuple[int, int, list[dict[str, int]]]:
     """
     root = np.random.SeedSequence(seed)
     data_ss, query_ss, runs_ss = root.spawn(3)
-    as_int = lambda ss: int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))  # noqa: E731
+    def as_int(ss: np.random.SeedSequence) -> int:
+        return int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+
     per_run = []
     for run_ss in runs_ss.spawn(runs):
         children = run_ss.spawn(len(BASE_PROTOCOLS))
@@ -133,7 +135,7 @@ def derive_seeds(seed: int, runs: int) -> tuple[int, int, list[dict[str, int]]]:
     return as_int(data_ss), as_int(query_ss), per_run
 
 
-def make_dataset(params: Mapping[str, Any], seed: int):
+def make_dataset(params: Mapping[str, Any], seed: int) -> SyntheticData:
     """The built-in synthetic data set (main paper has none; ours has a known truth)."""
     sizes = tuple(params["sizes"])
     clusters = tuple(tuple(c) for c in params["clusters"])

@@ -68,8 +68,8 @@ class Table:
 
     key: str
     title: str
-    columns: tuple[str, ...]
-    rows: tuple[tuple[Any, ...], ...]
+    columns: Sequence[str]
+    rows: Sequence[Sequence[Any]]
     formats: Mapping[str, str] = field(default_factory=dict)
     caption: str = ""
 
@@ -246,7 +246,8 @@ def results_document(result: ScenarioResult, figure_files: Sequence[str] = ()) -
         "figures": list(figure_files),
         "notes": list(result.notes),
     }
-    return to_jsonable(doc)
+    jsonable: dict[str, Any] = to_jsonable(doc)
+    return jsonable
 
 
 # --------------------------------------------------------------------------- Markdown
@@ -332,11 +333,11 @@ def markdown_report(result: ScenarioResult, figure_files: Sequence[str] = ()) ->
     lines += _key_value_section("Privacy", result.privacy)
     lines += _key_value_section("Traffic", result.traffic)
     for table in result.tables:
-        rows = [
+        cells = [
             [format_value(v, table.formats.get(c, "")) for c, v in zip(table.columns, row)]
             for row in table.rows
         ]
-        lines += ["", f"## {table.title}", "", *_md_table(table.columns, rows)]
+        lines += ["", f"## {table.title}", "", *_md_table(table.columns, cells)]
         if table.caption:
             lines += ["", table.caption]
     if figure_files:

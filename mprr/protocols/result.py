@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from mprr.distributions import JointDistribution
 from mprr.errors import ConfigurationError
 from mprr.privacy.ledger import CompositionPolicy, Ledger, Release, as_policy
 from mprr.protocols.release import ReleasedData
+
+if TYPE_CHECKING:
+    from mprr.adjustment import Adjustment
 
 __all__ = ["ProtocolResult", "POLICIES", "release_result"]
 
@@ -81,7 +84,7 @@ class ProtocolResult:
     clusters: tuple[tuple[int, ...], ...] | None = None
     clustering_trace: tuple[Any, ...] | None = None
     dependence: np.ndarray | None = None
-    adjustment: Any | None = None
+    adjustment: Adjustment | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
