@@ -68,10 +68,12 @@ def rr_jobs(params: Mapping[str, Any]) -> list[tuple[str, str, tuple[int, ...], 
     n / m / d sweeps (4.1), then RR-Clusters with every dependence method and engine at
     ``method_n_values`` (engines within their ``max_n``; the per-combination engine is left out)."""
     base = tuple(params["sizes"])
-    pts = [("n", base, n, None) for n in params["rr_n_values"]]
+    pts: list[tuple[str, tuple[int, ...], int, int | None]] = [("n", base, n, None) for n in params["rr_n_values"]]
     pts += [("m", (4,) * m, params["rr_n_fixed"], 4) for m in params["rr_m_values"]]
     pts += [("d", (d,) * 4, params["rr_n_fixed"], d) for d in params["rr_d_values"]]
-    jobs = [(proto, *pt, "4.1", "") for pt in pts for proto in params["rr_protocols"]]
+    jobs: list[tuple[str, str, tuple[int, ...], int, int | None, str, str]] = [
+        (proto, *pt, "4.1", "") for pt in pts for proto in params["rr_protocols"]
+    ]
     for n in params["method_n_values"]:
         jobs.append(("RR-Clusters", "method", base, n, None, "4.1", ""))
         for dependence in ("4.2", "4.3"):
@@ -195,7 +197,7 @@ _STYLE = {"paper": "C0", "paper-per-combination": "C5", "graph": "C1", "graph-di
 
 
 def _loglog(filename: str, title: str, panels: Sequence[tuple[str, str, str]],
-            series: Mapping[str, Mapping[str, tuple[list, list, list, list]]], caption: str) -> FigureSpec:
+            series: Mapping[str, Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float], Sequence[float]]]], caption: str) -> FigureSpec:
     """Panels of measured markers and closed-form dashed lines on log-log axes.
 
     ``series[panel_key][engine] = (x_closed, y_closed, x_measured, y_measured)``.
@@ -258,7 +260,7 @@ def run_communication_cost(
                 closed = closed_form(key, point.n, point.L, degree=params["degree"])
                 measured = None
                 if not reason:
-                    if vectors is None:
+                    if vectors is None or expected is None:
                         vectors, expected = _vectors(point, int(seeds[p_index].generate_state(1)[0]))
                     measured = measure_secure_sum(
                         key, vectors, expected, sweep=point.sweep, m=len(point.sizes), d=point.d,
@@ -303,9 +305,11 @@ def _rr_outputs(rr: Sequence[RRMeasurement]) -> tuple[list[Table], list[FigureSp
                 "Main paper 4.1: O(nm) for the controller, O(m) per party.",
     )
     panels = []
-    for sweep, xlabel, x_of in (("n", "parties n", lambda r: r.n), ("m", "attributes m (4 categories)", lambda r: r.m),
-                                ("d", "categories d (4 attributes)", lambda r: r.d)):
-        series: dict[str, tuple[list, list, list, list]] = {}
+    axes: tuple[tuple[str, str, Callable[[RRMeasurement], int]], ...] = (
+        ("n", "parties n", lambda r: r.n), ("m", "attributes m (4 categories)", lambda r: r.m),
+        ("d", "categories d (4 attributes)", lambda r: r.d or 0))
+    for sweep, xlabel, x_of in axes:
+        series: dict[str, tuple[Sequence[float], Sequence[float], Sequence[float], Sequence[float]]] = {}
         for proto in dict.fromkeys(r.protocol for r in rr):
             sel = sorted((r for r in rr if r.sweep == sweep and r.protocol == proto), key=x_of)
             for who, attr in (("controller", "controller_bytes"), ("party", "party_bytes")):
@@ -372,8 +376,8 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
             rr: Sequence[RRMeasurement], elapsed: float) -> ScenarioResult:
     measured = [(p, k, m, c) for p, k, m, c, _ in rows if m is not None]
     mismatches = []
-    for p, k, m, c in measured:
-        bad = [name for name, ok in m.matches().items() if not ok]
+    for p, k, got, c in measured:
+        bad = [name for name, ok in got.matches().items() if not ok]
         if bad:
             mismatches.append((p, k, bad))
     wrong_sums = [(p, k) for p, k, m, _ in measured if not m.exact_sum]
@@ -408,8 +412,9 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
                 "values are beyond the configured max_n (closed form only).",
     )
 
-    def series(sweep: str, x_of: Callable[[Point], float], y_of: Callable[[Any], float]) -> dict:
-        out: dict[str, tuple[list, list, list, list]] = {}
+    def series(sweep: str, x_of: Callable[[Point], float], y_of: Callable[[Any], float]
+               ) -> dict[str, tuple[Sequence[float], Sequence[float], Sequence[float], Sequence[float]]]:
+        out: dict[str, tuple[Sequence[float], Sequence[float], Sequence[float], Sequence[float]]] = {}
         for key in engines:
             sel = [(p, m, c) for p, k, m, c, _ in rows if k == key and p.sweep == sweep]
             sel.sort(key=lambda t: x_of(t[0]))

@@ -25,8 +25,9 @@ pairs and a bootstrap standard error that resamples whole runs.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -164,7 +165,7 @@ def _table_run(index: int, ss: np.random.SeedSequence, ctx: dict[str, Any]) -> d
     shape = (len(prm["ps"]), len(prm["tds"]), len(prm["tvs"]))
     clustered = np.empty((*shape, len(queries)))
     baseline = np.empty((len(prm["ps"]), len(queries)))
-    clusterings: dict[tuple[int, int, int], tuple] = {}
+    clusterings: dict[tuple[int, int, int], tuple[tuple[int, ...], ...] | None] = {}
     for i, p in enumerate(prm["ps"]):
         mk = matrix_choice(p, data.sizes, prm["epsilon_reading"])
         ind = rr_independent(data, **mk, rng=np.random.default_rng(p_seeds[i]), postprocess=prm["postprocess"])
@@ -180,7 +181,7 @@ def _table_run(index: int, ss: np.random.SeedSequence, ctx: dict[str, Any]) -> d
 
 
 def _run_tables(config: ScenarioConfig, *, runs: int, seed: int, progress: Progress,
-                published: dict[tuple[float, float], tuple[float, ...]], label: str) -> ScenarioResult:
+                published: Mapping[tuple[float, float], tuple[float, ...]], label: str) -> ScenarioResult:
     prm = dict(config.parameters)
     data = load_adult_dataset(prm, seed)
     results = monte_carlo(_table_run, runs=runs, seed=seed, context={"dataset": data, "params": prm},
@@ -227,7 +228,7 @@ def _run_tables(config: ScenarioConfig, *, runs: int, seed: int, progress: Progr
     for i, p in enumerate(ps):
         cand = [r for r in rows if r[0] == p]
         ours_best = min(cand, key=lambda r: r[3])
-        pub_best = min((r for r in cand if r[5] is not None), key=lambda r: r[5], default=None)
+        pub_best = min((r for r in cand if r[5] is not None), key=lambda r: math.inf if r[5] is None else r[5], default=None)
         best.append((p, base[p][0], base[p][1], ours_best[3], f"Tv={ours_best[2]}, Td={ours_best[1]:g}",
                      None if pub_best is None else pub_best[5],
                      None if pub_best is None else f"Tv={pub_best[2]}, Td={pub_best[1]:g}"))
@@ -256,8 +257,8 @@ def _run_tables(config: ScenarioConfig, *, runs: int, seed: int, progress: Progr
     )
 
 
-def _draw_tables(fig: Any, rows: list[tuple], ps: Sequence[float], tds: Sequence[float],
-                 tvs: Sequence[int], base: dict[float, tuple]) -> None:
+def _draw_tables(fig: Any, rows: list[tuple[Any, ...]], ps: Sequence[float], tds: Sequence[float],
+                 tvs: Sequence[int], base: dict[float, tuple[Any, ...]]) -> None:
     ncols = min(2, len(ps))
     nrows = -(-len(ps) // ncols)
     colors = ["C0", "C1", "C2", "C3", "C4", "C5"]
@@ -308,7 +309,8 @@ def _table_notes(prm: dict[str, Any], zero: int, n_queries: int) -> list[str]:
     return notes
 
 
-def _register_table(kind: str, replicate: int, published: dict, label: str, description: str) -> None:
+def _register_table(kind: str, replicate: int, published: Mapping[tuple[float, float], tuple[float, ...]], label: str,
+                    description: str) -> None:
     @register(kind, schema=_tables_schema(replicate), description=description, default_runs=20)
     def runner(config: ScenarioConfig, *, out_dir: Path, runs: int, seed: int, engine: str,
                progress: Progress) -> ScenarioResult:
@@ -365,7 +367,7 @@ def _figure_run(index: int, ss: np.random.SeedSequence, ctx: dict[str, Any]) -> 
         clu = rr_clusters(data, Tv=prm["tvs"][i], Td=prm["tds"][i], **mk, dependence=prm["dependence"],
                           tables=prm["tables"], rng=np.random.default_rng(seed_i), postprocess=prm["postprocess"])
         adjusted = [rr_adjustment(r, tol=prm["adjust_tol"], max_iter=prm["adjust_max_iter"]) for r in (ind, clu)]
-        iters[i] = [a.adjustment.iterations for a in adjusted]
+        iters[i] = [a.adjustment.iterations for a in adjusted if a.adjustment is not None]
         for m_idx, res in enumerate((ind, clu, *adjusted)):
             rel[i, m_idx] = errors_of(res.estimate, flat_q, truth, data.n, prm["zero_policy"])[0].reshape(shape)
         if prm["figure2"] and p == prm["figure2_p"]:
@@ -376,7 +378,7 @@ def _figure_run(index: int, ss: np.random.SeedSequence, ctx: dict[str, Any]) -> 
     return {"rel": rel, "fig2": fig2, "iterations": iters, "zero_truth": int((truth == 0).sum())}
 
 
-def _claims(med: np.ndarray, ps: Sequence[float], sigmas: Sequence[float]) -> list[tuple]:
+def _claims(med: np.ndarray, ps: Sequence[float], sigmas: Sequence[float]) -> list[tuple[Any, ...]]:
     """Check the paper's three observations on Figure 3 (med: (P, M, S) medians)."""
     out = []
     for i, p in enumerate(ps):
@@ -406,7 +408,7 @@ def _claims(med: np.ndarray, ps: Sequence[float], sigmas: Sequence[float]) -> li
     return out
 
 
-def _figure2_claims(f2med: np.ndarray, sigmas: Sequence[float], p: float) -> list[tuple]:
+def _figure2_claims(f2med: np.ndarray, sigmas: Sequence[float], p: float) -> list[tuple[Any, ...]]:
     """The paper's observations on Figure 2 (f2med: (Randomized/RR-Ind, relative/absolute, S))."""
     s = np.asarray(sigmas, dtype=float)
     better = bool(np.all(f2med[1] < f2med[0]))

@@ -51,6 +51,9 @@ __all__ = [
 class Runner(Protocol):
     """Signature of a scenario runner."""
 
+    __name__: str
+    __qualname__: str
+
     def __call__(
         self,
         config: ScenarioConfig,

@@ -19,12 +19,14 @@ parameters give rows without a published column.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from mprr.errors import ConfigurationError
+from mprr.kronecker import KroneckerMatrix
 from mprr.matrices import (
     RandomizationMatrix,
     circulant,
@@ -130,7 +132,7 @@ _FAMILIES: dict[str, tuple[str, str, Callable[[int, float], RandomizationMatrix]
 }
 
 
-def bistochastic_rows(params: dict, *, progress: Progress | None = None) -> list[dict]:
+def bistochastic_rows(params: dict[str, Any], *, progress: Progress | None = None) -> list[dict[str, Any]]:
     """One record per (family, parameter): H(P), β, ε, bistochastic, published β and flag."""
     r = params["size"]
     rows = []
@@ -165,7 +167,7 @@ def _entropy_bits_of_rows(values: np.ndarray) -> float:
     return float(terms.sum(axis=1).mean())
 
 
-def bistochastic_alternatives(r: int) -> list[dict]:
+def bistochastic_alternatives(r: int) -> list[dict[str, Any]]:
     """Readings of the published parameters that do reproduce the published β (r = 12 only).
 
     Each entry is checked here, not asserted: ``reproduces`` says whether the alternative's β
@@ -312,7 +314,7 @@ LAMBDA_SCHEMA = Schema(
 )
 
 
-def lambda_rows(params: dict) -> list[dict]:
+def lambda_rows(params: dict[str, Any]) -> list[dict[str, Any]]:
     """One record per (scenario, attribute or joint): H bits, β, ε, published β and flag."""
     sizes = tuple(params["sizes"])
     rows = []
@@ -329,7 +331,8 @@ def lambda_rows(params: dict) -> list[dict]:
         if joint.size ** 2 <= params["dense_check_max_cells"]:
             dense_h = RandomizationMatrix(joint.todense(max_cells=joint.size ** 2)).entropy_rate
         label = "{" + "; ".join(f"{lam:g}" for lam in lams) + "}"
-        for i, P in enumerate([*factors, joint]):
+        targets: list[RandomizationMatrix | KroneckerMatrix] = [*factors, joint]
+        for i, P in enumerate(targets):
             is_joint = i == len(factors)
             pub = None if published is None else published[i]
             rows.append({
@@ -349,7 +352,7 @@ def lambda_rows(params: dict) -> list[dict]:
     return rows
 
 
-def _lambda_notes(rows: Sequence[dict], params: dict) -> list[str]:
+def _lambda_notes(rows: Sequence[dict[str, Any]], params: dict[str, Any]) -> list[str]:
     notes = [
         "Deterministic: no randomness is involved, so runs, seed and engine do not change the result.",
         "λ-randomization P = λI + (1-λ)J/r (lambda paper eq. 6); β = H(P)/log2 r. The joint "
@@ -362,7 +365,7 @@ def _lambda_notes(rows: Sequence[dict], params: dict) -> list[str]:
         gap = max(abs(row["dense_entropy_bits"] - row["entropy_bits"]) for row in dense)
         notes.append(f"Theorem 2 checked on the dense Kronecker products: largest |H(dense) - Σ H_i| "
                      f"= {gap:.2e} bits.")
-    by_scenario: dict[str, list[dict]] = {}
+    by_scenario: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_scenario.setdefault(row["scenario"], []).append(row)
     for label, group in by_scenario.items():
@@ -464,7 +467,9 @@ def run_lambda_table(
         },
         ylabel="β (% of maximum bits)",
     )]
-    key = lambda row: f"{row['scenario']} {row['target']}"  # noqa: E731
+    def key(row: Mapping[str, Any]) -> str:
+        return f"{row['scenario']} {row['target']}"
+
     return ScenarioResult(
         metrics={
             "rows": len(rows),
