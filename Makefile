@@ -33,6 +33,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/actors.py
 	$(BIN)/python benchmarks/secure_sum.py
 	$(BIN)/python benchmarks/privacy.py
+	$(BIN)/python benchmarks/runtimes.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache

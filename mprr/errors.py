@@ -17,7 +17,8 @@ Hierarchy::
         ├── MessageError                               malformed / unexpected message
         ├── PartyDropped                               a party crashed or stopped answering
         ├── RoundTimeout                               a round did not complete in time
-        └── SecureSumAborted                           too few survivors to recover a sum
+        ├── SecureSumAborted                           too few survivors to recover a sum
+        └── RuntimeFailure                             a runtime's workers could not start / were lost
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "PartyDropped",
     "RoundTimeout",
     "SecureSumAborted",
+    "RuntimeFailure",
 ]
 
 
@@ -186,3 +188,7 @@ class SecureSumAborted(ProtocolError):
         super().__init__(message)
         self.survivors = int(survivors)
         self.threshold = int(threshold)
+
+
+class RuntimeFailure(ProtocolError):
+    """A runtime could not start or keep its party hosts (worker exited, no connection, no Ray)."""

@@ -23,5 +23,12 @@ Modules, in dependency order:
 - ``driver``        — ``run_actors``: answers a protocol's steps (:mod:`mprr.protocols.steps`)
                       with the controller's rounds and secure sums
 - ``choreographies`` — a curious controller's extra requests, for the attack tests (package)
-- ``simulate``      — ``simulate(dataset, protocol, ..., seed)``: one run of the actor path
+- ``shard``         — party shard host: many parties on one event loop behind a frame channel
+- ``channel``       — the frame channel's records (length-prefixed frames, restricted control records)
+- ``router``        — ``RouterNetwork``: the controller process routes, counts and injects faults
+- ``runtime``       — ``Runtime`` / ``HostingPlan`` / ``make_runtime``: memory | tcp | ray
+- ``tls``           — per-run CA and mutual-TLS certificates (``cryptography``, stdlib ``ssl``)
+- ``tcp``           — the ``tcp`` runtime: worker processes over TLS, supervision, ``mprr party``
+- ``ray_runtime``   — the ``ray`` runtime: party shards as Ray async actors (optional extra)
+- ``simulate``      — ``simulate(dataset, protocol, ..., seed, runtime)``: one run of the actor path
 """

@@ -61,6 +61,8 @@ from parties.network import CONTROLLER, InMemoryNetwork
 from parties.messages import Message
 from parties.party import DEFAULT_MIN_ROSTER, LOOP_KINDS, Party, PartyRefusal
 from parties.public_state import ReleaseBook
+from parties.runtime import HostingPlan, Runtime, current_runtime, make_runtime
+from parties.shard import PartySummary, summaries_in_order
 from parties.secure import messages as secure_messages
 from parties.secure.pki import setup_pki
 from parties.secure.registry import engine_needs_mesh, make_engine
@@ -113,7 +115,11 @@ class SimulationResult:
     options
         Simulation options (seed, budget, policy, timeout, retries, on_dropout, ...).
     parties
-        The party actors (harness access only: they hold the private records).
+        The party actors (harness access only: they hold the private records), or for a remote
+        runtime their :class:`~parties.shard.PartySummary` (accountant, refusals, values).
+    wire
+        A remote runtime's measured channel figures (framing, control and TLS bytes, socket
+        counters, start-up and protocol seconds); ``None`` in memory.
     """
 
     result: ProtocolResult
@@ -127,7 +133,8 @@ class SimulationResult:
     crashed: tuple[int, ...]
     wall_time: float
     options: Mapping[str, Any]
-    parties: tuple[Party, ...] = field(repr=False)
+    parties: tuple[Party | PartySummary, ...] = field(repr=False)
+    wire: Mapping[str, Any] | None = None
     _cache: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -161,7 +168,7 @@ class SimulationResult:
         """JSON-friendly report (no arrays): protocol summary, traffic, view, privacy, faults."""
         return {
             "protocol": self.result.summary(),
-            "traffic": self.traffic.to_dict(),
+            "traffic": {**self.traffic.to_dict(), **({"wire": dict(self.wire)} if self.wire else {})},
             "view": self.view.to_dict(),
             "privacy": self.privacy.to_dict(),
             "refusals": [r.to_dict() for r in self.refusals[:100]],
@@ -200,6 +207,7 @@ async def simulate_async(
     topology: nx.Graph[int] | None = None,
     attacks: Sequence[str] = (),
     min_roster: int = DEFAULT_MIN_ROSTER,
+    runtime: Runtime | str | None = None,
     **params: Any,
 ) -> SimulationResult:
     """Run ``protocol`` on ``dataset`` with one actor per record (see the module docstring).
@@ -235,6 +243,12 @@ async def simulate_async(
         (:data:`parties.choreographies.malicious.ATTACKS`, and ``SECURE_ATTACKS`` after 4.2 / 4.3).
     min_roster
         Fewest parties each party accepts in a secure-sum roster.
+    runtime
+        Where the parties live: ``"memory"`` (this event loop), a remote
+        :class:`~parties.runtime.Runtime` (:func:`parties.runtime.make_runtime`: ``tcp``
+        workers, ``ray`` shards) or ``None``: :func:`parties.runtime.current_runtime`
+        (memory unless inside :func:`parties.runtime.use_runtime`).  Same seed, same result; the traffic adds the runtime's
+        measured wire figures (``traffic["wire"]`` in :meth:`SimulationResult.to_dict`).
     **params
         The protocol's parameters, as for the fast-path function (e.g. ``p``, ``Tv``, ``Td``);
         RR-Clusters with dependence 4.2 / 4.3 also takes the secure-sum engine as ``secure_sum``
@@ -270,22 +284,38 @@ async def simulate_async(
         topology = nx.complete_graph(n)  # the paper's secure sum and graph-direct need direct party links
     if secure:  # set-up: every party gets the engine (its secure-sum policy) before the run
         engine = kwargs["engine"] = make_engine(engine, round_timeout=timeout)
-    streams = PartyStreams(seed, n)
     net_seed = fault_seed if fault_seed is not None else (seed if isinstance(seed, int) else 0)
-    net = InMemoryNetwork(n, topology=topology, faults=faults, latency=latency, seed=net_seed)
     schema = dataset.schema
-    book = ReleaseBook(schema)
-    signers, registry = setup_pki(range(n)) if secure and engine.signs else ({}, None)
-    records = dataset.codes.tolist()
-    parties = tuple(
-        Party(i, records[i], schema, seed=streams.seed_sequence(i), budget=budgets[i], policy=policy, book=book,
-              engine=engine if secure else None, min_roster=min_roster, signer=signers.get(i), registry=registry)
-        for i in range(n)
-    )
-    del records
-    controller = Controller(
-        net.endpoint(CONTROLLER), schema, range(n), timeout=timeout, on_dropout=on_dropout, retries=retries,
-    )
+    if runtime is None:
+        runtime = current_runtime()
+    elif isinstance(runtime, str):
+        runtime = make_runtime(runtime)
+    if runtime is not None:
+        if secure:
+            raise ConfigurationError(
+                f"runtime {runtime.name!r} runs the one-phase protocols and RR-Clusters with dependence='4.1'; "
+                f"dependence={kwargs.get('dependence')!r} (secure sums) needs runtime 'memory'"
+            )
+        if topology is not None:
+            raise ConfigurationError(f"runtime {runtime.name!r} supports the star topology only (topology=None)")
+        plan = HostingPlan(n, schema, np.asarray(dataset.codes), int(seed), tuple(budgets), policy.value,
+                           tuple(k.KIND for k in accept), faults, latency, net_seed, timeout)
+    else:
+        streams = PartyStreams(seed, n)
+        net = InMemoryNetwork(n, topology=topology, faults=faults, latency=latency, seed=net_seed)
+        book = ReleaseBook(schema)
+        signers, registry = setup_pki(range(n)) if secure and engine.signs else ({}, None)
+        records = dataset.codes.tolist()
+        parties = tuple(
+            Party(i, records[i], schema, seed=streams.seed_sequence(i), budget=budgets[i], policy=policy, book=book,
+                  engine=engine if secure else None, min_roster=min_roster, signer=signers.get(i),
+                  registry=registry)
+            for i in range(n)
+        )
+        del records
+        controller = Controller(
+            net.endpoint(CONTROLLER), schema, range(n), timeout=timeout, on_dropout=on_dropout, retries=retries,
+        )
     options = {
         "protocol": entry.name,
         "seed": seed,
@@ -300,7 +330,10 @@ async def simulate_async(
         "latency": None if latency is None else repr(latency),
         "topology": "star" if topology is None else f"{topology.number_of_edges()} party links",
         "attacks": list(attacks),
+        "runtime": "memory" if runtime is None else runtime.options(),
     }
+    if runtime is not None:
+        return await _simulate_hosted(runtime, plan, entry, kwargs, attacks, on_dropout, retries, options)
     started = time.perf_counter()
     error: BaseException | None = None
     result: ProtocolResult | None = None
@@ -342,6 +375,62 @@ async def simulate_async(
         wall_time=wall,
         options=options,
         parties=parties,
+    )
+
+
+async def _simulate_hosted(
+    runtime: Runtime,
+    plan: HostingPlan,
+    entry: Any,
+    kwargs: dict[str, Any],
+    attacks: Sequence[str],
+    on_dropout: str,
+    retries: int,
+    options: dict[str, Any],
+) -> SimulationResult:
+    """:func:`simulate_async` with the parties in a remote runtime's shard hosts."""
+    started = time.perf_counter()
+    error: BaseException | None = None
+    result: ProtocolResult | None = None
+    reports: tuple[AttackReport, ...] = ()
+    async with runtime.host(plan) as hosting:
+        net = hosting.network
+        ready = time.perf_counter()
+        controller = Controller(net.endpoint(CONTROLLER), plan.schema, range(plan.n), timeout=plan.timeout,
+                                on_dropout=on_dropout, retries=retries)
+        try:
+            result = await run_actors(entry.program, controller, **kwargs)
+            reports = await run_attacks(controller, attacks)
+        except Exception as exc:  # re-raised below, after the shards are stopped
+            error = exc
+        protocol_done = time.perf_counter()
+        shard_reports = await hosting.finish()
+        net.close()
+        controller.drain()
+        wire = hosting.wire()
+    wall = time.perf_counter() - started
+    if error is not None:
+        raise _explain(error, net.crashed) from error
+    if result is None:  # pragma: no cover - the choreography returned nothing
+        raise ConfigurationError(f"protocol {entry.name!r} returned no result")
+    parties = summaries_in_order(shard_reports, plan.n)
+    result.timings["wall"] = wall
+    wire["startup_seconds"] = ready - started
+    wire["protocol_seconds"] = protocol_done - ready
+    return SimulationResult(
+        result=result,
+        traffic=net.statistics(),
+        view=controller.view.summary(),
+        view_log=controller.view,
+        ledgers=tuple(p.ledger for p in parties),
+        refusals=tuple(r for p in parties for r in p.refusals),
+        excluded=dict(controller.excluded),
+        attacks=reports,
+        crashed=tuple(sorted(net.crashed)),
+        wall_time=wall,
+        options=options,
+        parties=parties,
+        wire=wire,
     )
 
 

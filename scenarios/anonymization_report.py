@@ -273,6 +273,8 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
                 base, dataset.n, dataset.m, matrices=matrices, clusters=res.clusters,
                 dependence=params["dependence"] if base == "RR-Clusters" else "4.1", sizes=dataset.sizes,
                 engine=params["secure_sum"], degree=params["degree"], session=session))
+            if first[base].wire:
+                traffic[base]["wire"] = dict(first[base].wire)
     if first["RR-Clusters"].view is not None:
         traffic["controller_view"] = {b: first[b].view for b in bases}
 

@@ -7,6 +7,13 @@
     mprr show <scenario.toml|name> [--json]              # parameters: type, allowed values, default
     mprr run  <scenario.toml|name> [--out DIR] [--runs N] [--seed S] [--engine fast|actors]
               [--set KEY=VALUE ...] [--data FILE --columns a,b,c [--missing LABEL]] [--quiet]
+              [--runtime memory|tcp|ray] [--workers P] [--listen HOST:PORT] [--tls-dir DIR]
+              [--no-tls] [--external-workers] [--address auto|HOST:PORT] [--shards S]
+    mprr party --connect HOST:PORT --parties FIRST-LAST [--worker K] [--tls-dir DIR | --no-tls]
+
+``--runtime`` says where the actor engine's parties live: ``memory`` (default, one process),
+``tcp`` (worker processes, frames over mutual TLS; ``--external-workers`` waits for workers
+started by hand with ``mprr party``), ``ray`` (party shards as Ray actors).
 
 ``run`` writes ``DIR/results.json``, ``DIR/report.md`` and PNG figures (default
 ``DIR = out/<name>``) and prints a short summary.  Any :class:`~mprr.errors.MprrError` (bad
@@ -22,6 +29,7 @@ parameters are translated by :func:`parameter_overrides` (one entry in
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import os
@@ -36,6 +44,8 @@ from scenarios.config import ENGINES, REQUIRED, merge_tables, parse_override
 from scenarios.progress import Progress
 from scenarios.registry import available, load
 from scenarios.report import format_value, to_jsonable
+from parties.runtime import RUNTIMES, Runtime, make_runtime
+from parties.tcp import build_worker_parser, exit_with_parent, parse_parties, run_worker
 from scenarios.runner import RunOutcome, run
 
 __all__ = ["PARAMETER_OPTIONS", "RUN_OPTION_GROUPS", "build_parser", "main", "parameter_overrides"]
@@ -81,8 +91,37 @@ def _output_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
 
 
+def _runtime_options(parser: argparse.ArgumentParser) -> None:
+    rt = parser.add_argument_group("runtime", "where the actor engine's parties live (docs/runtimes.md)")
+    rt.add_argument("--runtime", choices=RUNTIMES, default="memory",
+                    help="memory (default, one process) | tcp (worker processes over TLS) | ray (Ray actors)")
+    rt.add_argument("--workers", type=int, default=None, metavar="P", help="tcp: worker processes (default 2)")
+    rt.add_argument("--listen", default=None, metavar="HOST:PORT",
+                    help="tcp: the controller's address (default 127.0.0.1, any free port)")
+    rt.add_argument("--tls-dir", default=None, metavar="DIR",
+                    help="tcp: keep the run's CA and certificates in DIR (to start workers by hand)")
+    rt.add_argument("--no-tls", action="store_true", help="tcp: plain TCP instead of mutual TLS")
+    rt.add_argument("--external-workers", action="store_true",
+                    help="tcp: do not spawn workers, wait for P workers started with `mprr party`")
+    rt.add_argument("--address", default=None, metavar="auto|HOST:PORT",
+                    help="ray: cluster to connect to (default: start a local Ray)")
+    rt.add_argument("--shards", type=int, default=None, metavar="S", help="ray: party shard actors")
+
+
+def runtime_of(args: argparse.Namespace) -> Runtime | None:
+    """The runtime ``run``'s options ask for (ConfigurationError for options of another runtime)."""
+    tcp = {"workers": args.workers, "listen": args.listen, "tls_dir": args.tls_dir,
+           "tls": False if args.no_tls else None, "spawn": False if args.external_workers else None}
+    ray = {"address": args.address, "shards": args.shards}
+    chosen: dict[str, Any] = {"memory": {}, "tcp": tcp, "ray": ray}[args.runtime]
+    stray = [k for group in (tcp, ray) if group is not chosen for k, v in group.items() if v is not None]
+    if stray:
+        raise ConfigurationError(f"options {stray} do not apply to --runtime {args.runtime}")
+    return make_runtime(args.runtime, **chosen)
+
+
 RUN_OPTION_GROUPS: list[Callable[[argparse.ArgumentParser], None]] = [
-    _scenario_options, _data_options, _output_options,
+    _scenario_options, _data_options, _output_options, _runtime_options,
 ]
 """Builders of the argument groups of ``mprr run`` (in help order)."""
 
@@ -113,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"mprr {__version__}")
     _logging_options(parser, top=True)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,list,show}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,list,show,party}")
 
     p_run = sub.add_parser("run", help="run a scenario and write results.json, report.md, PNGs")
     p_run.add_argument("scenario", help="scenario name (see `mprr list`) or path of a .toml file")
@@ -129,6 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_show.add_argument("scenario", help="scenario name or path of a .toml file")
     p_show.add_argument("--json", action="store_true", help="machine-readable output")
     _logging_options(p_show, top=False)
+
+    p_party = sub.add_parser("party", help="start a worker hosting parties for a `run --runtime tcp` controller")
+    build_worker_parser(p_party)
+    _logging_options(p_party, top=False)
     return parser
 
 
@@ -267,14 +310,23 @@ def _cmd_run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
         engine=args.engine,
         parameters=overrides or None,
         progress=progress,
+        runtime=runtime_of(args),
     )
     _summary(outcome, stdout)
+
+
+def _cmd_party(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
+    if args.exit_with_parent:
+        exit_with_parent()
+    asyncio.run(run_worker(args.connect, parse_parties(args.parties), worker=args.worker,
+                           tls_dir=args.tls_dir, tls=not args.no_tls))
 
 
 COMMANDS: Mapping[str, Callable[[argparse.Namespace, TextIO, TextIO], None]] = {
     "list": lambda a, out, err: _cmd_list(out, as_json=a.json),
     "show": lambda a, out, err: _cmd_show(a.scenario, out, as_json=a.json),
     "run": _cmd_run,
+    "party": _cmd_party,
 }
 
 

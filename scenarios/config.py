@@ -121,6 +121,23 @@ class Int(ValueType):
 
 
 @dataclass(frozen=True)
+class Workers(ValueType):
+    """Monte Carlo workers: an integer in [0, max] (0 = all CPUs) or ``"ray"`` (tasks on a Ray cluster)."""
+
+    max: int = 256
+
+    def describe(self) -> str:
+        return f'an integer >= 0 and <= {self.max} or "ray"'
+
+    def check(self, value: Any, key: str) -> int | str:
+        if value == "ray":
+            return "ray"
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= self.max:
+            raise self._fail(value, key)
+        return int(value)
+
+
+@dataclass(frozen=True)
 class Float(ValueType):
     """A real number (integers accepted), finite unless ``allow_inf``, optionally bounded."""
 

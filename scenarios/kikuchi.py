@@ -40,7 +40,7 @@ from mprr.protocols import attribute_matrices, rr_independent
 from mprr.protocols.estimate import estimate_unit
 from mprr.errors import ConfigurationError
 from mprr.synthetic import comonotone_coupling, cramers_v_of, zipf_marginal, zipf_pair
-from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema, Str
+from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema, Str, Workers
 from scenarios.montecarlo import monte_carlo
 from scenarios.adult_queries import ADULT_DEFAULT, load_adult_dataset, resolve_adult_path
 from scenarios.plots import LinePlot, Series
@@ -94,7 +94,7 @@ SCHEMA = Schema([
           tuple(ADULT_TABLE1_PUBLISHED), help="attribute pairs of Adult Table 1"),
     Field("adult_p", Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True), 0.5,
           help="keep probability of keep_or_uniform for the Adult Monte Carlo"),
-    Field("workers", Int(min=0, max=256), 0, help="worker processes (0 = all available CPUs)"),
+    Field("workers", Workers(), 0, help="worker processes (0 = all available CPUs) or \"ray\" (tasks on a Ray cluster)"),
 ])
 
 

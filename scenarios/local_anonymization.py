@@ -238,8 +238,9 @@ class ProtocolRun:
     ``result`` / ``adjusted``: the protocol's :class:`ProtocolResult` and RR-Adjustment on its
     release; ``privacy``: the parties' ledgers, refusals and replays
     (:class:`~scenarios.privacy_report.PrivacyRecord`); ``traffic`` / ``view``: measured traffic
-    and the controller's view summary (actors engine, else None); ``seconds`` /
-    ``adjustment_seconds``: wall-clock times.
+    and the controller's view summary (actors engine, else None); ``wire``: a remote runtime's
+    measured framing / TLS / socket bytes (else None); ``seconds`` / ``adjustment_seconds``:
+    wall-clock times.
     """
 
     result: ProtocolResult
@@ -249,6 +250,7 @@ class ProtocolRun:
     view: Any = None
     seconds: float = 0.0
     adjustment_seconds: float = 0.0
+    wire: Any = None
 
 
 _FAST: dict[str, Callable[..., ProtocolResult]] = {
@@ -258,15 +260,15 @@ _FAST: dict[str, Callable[..., ProtocolResult]] = {
 
 
 def _fast(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: int,
-          params: Mapping[str, Any]) -> tuple[ProtocolResult, PrivacyRecord, Any, Any]:
+          params: Mapping[str, Any]) -> tuple[ProtocolResult, PrivacyRecord, Any, Any, Any]:
     from mprr.streams import PartyStreams
 
     result = _FAST[protocol](dataset, rng=PartyStreams(seed, dataset.n), **kwargs)
-    return result, PrivacyRecord.of(result), None, None
+    return result, PrivacyRecord.of(result), None, None, None
 
 
 def _actors(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: int,
-            params: Mapping[str, Any]) -> tuple[ProtocolResult, PrivacyRecord, Any, Any]:
+            params: Mapping[str, Any]) -> tuple[ProtocolResult, PrivacyRecord, Any, Any, Any]:
     """One run in the actor simulator: n party actors with their own streams and ledgers."""
     from parties.simulate import simulate
 
@@ -278,7 +280,7 @@ def _actors(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: in
     view = dict(sim.view.to_dict())
     view["degraded"] = sim.degraded
     view["refusals"] = len(sim.refusals)
-    return sim.result, PrivacyRecord.of(sim), sim.traffic, view
+    return sim.result, PrivacyRecord.of(sim), sim.traffic, view, sim.wire
 
 
 def run_protocol(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], *, seed: int,
@@ -286,12 +288,12 @@ def run_protocol(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], *, 
     """Run one base protocol on ``engine`` and RR-Adjustment on its release."""
     backend = _fast if engine == "fast" else _actors
     start = time.perf_counter()
-    result, privacy, traffic, view = backend(dataset, protocol, kwargs, seed, params)
+    result, privacy, traffic, view, wire = backend(dataset, protocol, kwargs, seed, params)
     seconds = time.perf_counter() - start
     start = time.perf_counter()
     adjusted = rr_adjustment(result, tol=params["adjustment_tol"], max_iter=params["adjustment_max_iter"])
     return ProtocolRun(result, adjusted, privacy, traffic, view, seconds,
-                       time.perf_counter() - start)
+                       time.perf_counter() - start, wire)
 
 
 # --------------------------------------------------------------------------- metrics

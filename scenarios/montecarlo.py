@@ -9,7 +9,11 @@ once per run:
   order in which runs finish;
 - with ``workers > 1`` the runs are spread over a :class:`concurrent.futures.ProcessPoolExecutor`
   (``context`` is sent once per worker through the pool initializer, not once per run);
-- results come back in run order; the progress bar advances as runs finish.
+- with ``workers="ray"`` each run is a Ray task (``context`` is put in the object store once);
+  a local Ray is started when none is running (and shut down afterwards), an existing one
+  (``ray.init(address=...)`` before, or ``RAY_ADDRESS``) is used as it is;
+- results come back in run order; the progress bar advances as runs finish.  Same seed ⇒ the
+  same results whatever the workers (a process pool, Ray or none).
 
 ``task`` must be a module-level function (picklable) and its result picklable.
 """
@@ -72,7 +76,7 @@ def monte_carlo(
     runs: int,
     seed: int,
     context: Any = None,
-    workers: int | None = None,
+    workers: int | str | None = None,
     progress: Progress | None = None,
     label: str = "runs",
 ) -> list[Any]:
@@ -90,7 +94,7 @@ def monte_carlo(
         Read-only data every run needs (data set, parameters); sent once to each worker.
     workers
         Worker processes (default :func:`default_workers`, capped at ``runs``); ``1`` runs
-        everything in this process (no pool).
+        everything in this process (no pool); ``"ray"``: one Ray task per run.
     progress
         Progress reporter; a task named ``label`` advances once per finished run.
     label
@@ -103,6 +107,8 @@ def monte_carlo(
         (the remaining runs are cancelled).
     """
     seeds = run_seeds(seed, runs)
+    if workers == "ray":
+        return _on_ray(task, seeds, context, progress if progress is not None else null_progress(), label)
     if workers is None:
         workers = default_workers()
     if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
@@ -135,6 +141,42 @@ def monte_carlo(
                     fut.cancel()
                 raise
     return results
+
+
+def _on_ray(task: Task[Any], seeds: Sequence[np.random.SeedSequence], context: Any, progress: Progress,
+            label: str) -> list[Any]:
+    """One Ray task per run; results in run order; unfinished tasks cancelled on error."""
+    from parties.ray_runtime import import_ray
+
+    ray = import_ray()
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=os.environ.get("RAY_ADDRESS"), include_dashboard=False, log_to_driver=False,
+                 logging_level="ERROR", configure_logging=False)
+    try:
+        remote = ray.remote(_call_with_context)
+        ctx = ray.put(context)
+        pending = {remote.remote(task, i, ss, ctx): i for i, ss in enumerate(seeds)}
+        results: list[Any] = [None] * len(seeds)
+        with progress.task(label, total=len(seeds)) as bar:
+            try:
+                while pending:
+                    done, _ = ray.wait(list(pending), num_returns=1)
+                    for ref in done:
+                        results[pending.pop(ref)] = ray.get(ref)
+                        bar.advance()
+            except BaseException:
+                for ref in pending:
+                    ray.cancel(ref, force=True)
+                raise
+        return results
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def _call_with_context(task: Task[Any], index: int, seed_seq: np.random.SeedSequence, context: Any) -> Any:
+    return task(index, seed_seq, context)
 
 
 def median_over_runs(

@@ -45,7 +45,7 @@ from scenarios.adult_queries import (
     load_adult_dataset,
     matrix_choice,
 )
-from scenarios.config import Bool, Choice, Field, Float, Int, List, ScenarioConfig, Schema, Str
+from scenarios.config import Bool, Choice, Field, Float, Int, List, ScenarioConfig, Schema, Str, Workers
 from scenarios.montecarlo import median_over_runs, monte_carlo
 from scenarios.plots import CustomPlot
 from scenarios.progress import Progress
@@ -109,7 +109,7 @@ def _common_fields(replicate: int) -> list[Field]:
               help="post-processing of eq. (2) estimates (main paper 6.4: clip-rescale)"),
         Field("zero_policy", Choice(ZERO_POLICIES), "exclude",
               help="queries with true count 0: exclude from the median, count as inf, or resample"),
-        Field("workers", Int(min=0, max=256), 0, help="worker processes (0 = all available CPUs)"),
+        Field("workers", Workers(), 0, help="worker processes (0 = all available CPUs) or \"ray\" (tasks on a Ray cluster)"),
         Field("bootstrap", Int(min=0, max=10_000), 200, help="bootstrap resamples of runs for standard errors"),
     ]
 
@@ -117,7 +117,7 @@ def _common_fields(replicate: int) -> list[Field]:
 _P_LIST = List(Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True), min_len=1)
 
 
-def _workers(params: dict[str, Any]) -> int | None:
+def _workers(params: dict[str, Any]) -> int | str | None:
     return params["workers"] or None
 
 

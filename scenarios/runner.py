@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mprr.errors import ConfigurationError
+from parties.runtime import Runtime, use_runtime
 from scenarios.config import ScenarioConfig
 from scenarios.progress import Progress, null_progress
 from scenarios.registry import ScenarioSpec, load
@@ -147,6 +148,7 @@ def run(
     engine: str | None = None,
     parameters: Mapping[str, Any] | None = None,
     progress: Progress | None = None,
+    runtime: Runtime | None = None,
 ) -> RunOutcome:
     """Load ``target`` (a shipped name or a TOML path), apply overrides, run and report.
 
@@ -162,9 +164,18 @@ def run(
         Parameter overrides (``{"n": 500}``), validated by the scenario's schema.
     progress
         Progress reporter (default: silent).
+    runtime
+        Where the actor engine's parties live (:func:`parties.runtime.make_runtime`; default
+        memory).  A remote runtime runs the ``actors`` engine (the default engine then).
     """
     config, spec = load(target)
+    if runtime is not None:
+        if engine == "fast":
+            raise ConfigurationError(f"runtime {runtime.name!r} hosts actor parties; engine 'fast' has none "
+                                     "(use --engine actors)")
+        engine = "actors"
     config = config.with_overrides(
         runs=runs, seed=seed, engine=engine, parameters=parameters, schema=spec.schema
     )
-    return run_scenario(config, spec, out_dir=out_dir, progress=progress)
+    with use_runtime(runtime):
+        return run_scenario(config, spec, out_dir=out_dir, progress=progress)

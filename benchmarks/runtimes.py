@@ -1,0 +1,107 @@
+"""Runtimes benchmark: all 32,561 UCI Adult parties, RR-Clusters 4.1, on ``memory`` / ``tcp`` / ``ray``.
+
+Runs the same seed on each runtime asked for, checks that the release, clusters and payload
+traffic equal the in-memory run's, and prints wall time (start-up of the workers apart from the
+protocol), peak RSS of this process and of its children, and the wire figures (payload,
+framing, control, TLS overhead from the kernel's socket counters).  Target (tcp, 2 workers):
+≤ 15 s for the protocol on this 2-core machine.
+
+Usage::
+
+    .venv/bin/python benchmarks/runtimes.py [adult.data] [--runtimes memory,tcp] [--workers 2]
+        [--no-tls] [--limit N] [--shards S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from mprr.data import Dataset  # noqa: E402
+from parties.runtime import make_runtime  # noqa: E402
+from parties.simulate import simulate  # noqa: E402
+from scenarios.datasets import load_adult  # noqa: E402
+
+DEFAULT_ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult.data"
+TARGET = {"tcp": 15.0}
+
+
+def _mib(kib: float) -> float:
+    return kib / 1024.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("adult", nargs="?", default=str(DEFAULT_ADULT), help="path of adult.data")
+    parser.add_argument("--runtimes", default="memory,tcp", help="comma-separated: memory, tcp, ray")
+    parser.add_argument("--workers", type=int, default=2, help="tcp worker processes (default 2)")
+    parser.add_argument("--shards", type=int, default=2, help="ray shard actors (default 2)")
+    parser.add_argument("--no-tls", action="store_true", help="tcp without TLS")
+    parser.add_argument("--limit", type=int, default=None, help="first N records only")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    path = Path(args.adult)
+    if not path.exists():
+        print(f"UCI Adult not found at {path}; pass its path", file=sys.stderr)
+        return 2
+    data: Dataset = load_adult(path)
+    if args.limit:
+        data = Dataset(data.schema, data.codes[: args.limit])
+    params = dict(p=0.7, Tv=50, Td=0.1)
+    print(f"RR-Clusters 4.1, n = {data.n:,} Adult parties, seed {args.seed} (machine: 2 cores, shared)")
+    reference = None
+    for name in args.runtimes.split(","):
+        options: dict = {}
+        if name == "tcp":
+            options = {"workers": args.workers, "tls": not args.no_tls}
+        elif name == "ray":
+            options = {"shards": args.shards}
+        runtime = make_runtime(name, **options)
+        started = time.perf_counter()
+        sim = simulate(data, "RR-Clusters", seed=args.seed, timeout=300.0, runtime=runtime, **params)
+        wall = time.perf_counter() - started
+        t = sim.traffic
+        me = _mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+        kids = _mib(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+        line = f"{name:>6}: wall {wall:6.1f} s"
+        if sim.wire:
+            w = sim.wire
+            proto = w["protocol_seconds"]
+            target = TARGET.get(name)
+            line += (f" (start-up {w['startup_seconds']:.1f} s, protocol {proto:.1f} s"
+                     + (f", target <= {target:.0f} s: {'met' if proto <= target else 'NOT met'}" if target else "")
+                     + ")")
+        line += f"; {t.messages:,} messages, {t.bytes:,} payload bytes; peak RSS {me:,.0f} MiB"
+        if name == "tcp":
+            line += f" (largest worker {kids:,.0f} MiB)"
+        print(line)
+        if sim.wire and "payload_bytes" in sim.wire:
+            w = sim.wire
+            extra = (f"        wire: payload {w['payload_bytes']:,} B, framing {w['framing_bytes']:,} B "
+                     f"({w['framing_bytes'] / max(t.messages, 1):.0f} B/message), control {w['control_bytes']:,} B")
+            if "tls_overhead_bytes" in w:
+                extra += (f", socket {w['socket_bytes_sent'] + w['socket_bytes_received']:,} B, "
+                          f"TLS overhead {w['tls_overhead_bytes']:,} B")
+            print(extra)
+        if reference is None:
+            reference = sim
+        else:
+            same = (sim.result.clusters == reference.result.clusters
+                    and all(np.array_equal(a.codes, b.codes)
+                            for a, b in zip(sim.result.releases, reference.result.releases))
+                    and (t.messages, t.bytes) == (reference.traffic.messages, reference.traffic.bytes))
+            print(f"        same release, clusters and payload traffic as {args.runtimes.split(',')[0]}: {same}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

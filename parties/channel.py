@@ -1,0 +1,165 @@
+"""Wire format of the frame channel between the controller process and party shard hosts.
+
+Both multi-process runtimes (:mod:`parties.tcp`, :mod:`parties.ray_runtime`) carry the same
+records between the controller process and a :class:`~parties.shard.PartyShard`:
+
+``DATA``
+    One protocol :class:`~parties.transport.Frame`: ``src``, ``dst``, ``kind``, a reorder
+    ``position`` (``-1``: append) , the phase and the payload — the one codec's bytes
+    (:mod:`parties.codec`), untouched.  Header ``>BiiHiB`` + phase (UTF-8, ≤ 255 bytes).
+``CONTROL``
+    A harness record (hello, setup, crash notice, finish, report): ``(tag, body)`` pickled,
+    read back by a *restricted* unpickler that only rebuilds classes of ``mprr`` /
+    ``parties``, the composition rules of :mod:`mprr.composition` and a few numpy / builtin
+    types (:func:`loads`) — any other name (a function, a module) is rejected.
+    Control records never carry protocol messages and are not counted as protocol traffic.
+
+On a byte stream (TCP) every record is preceded by its length (``>I``, at most
+:data:`MAX_RECORD` bytes); :func:`pack_stream` / :class:`StreamDecoder` do that.  The bytes
+a record adds around the payload are the *framing overhead* reported beside the payload
+bytes (which are identical to the in-memory network's).
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import struct
+from typing import Any
+
+from mprr.errors import MessageError
+from parties.transport import Frame
+
+__all__ = [
+    "CONTROL",
+    "DATA",
+    "MAX_RECORD",
+    "StreamDecoder",
+    "dumps",
+    "frame_record",
+    "loads",
+    "pack_stream",
+    "read_record",
+]
+
+DATA = 1
+CONTROL = 2
+MAX_RECORD = 1 << 30
+"""Largest record accepted on a stream (1 GiB: a shard's setup carries its records)."""
+
+_DATA_HEADER = struct.Struct(">BiiHiB")
+_LENGTH = struct.Struct(">I")
+
+_ALLOWED_MODULES = ("mprr.", "parties.")
+_ALLOWED: frozenset[tuple[str, str]] = frozenset({
+    ("builtins", "frozenset"), ("builtins", "set"), ("builtins", "complex"), ("builtins", "slice"),
+    ("builtins", "range"), ("builtins", "object"),
+    ("collections", "OrderedDict"), ("copyreg", "_reconstructor"), ("copyreg", "__newobj__"),
+    ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "scalar"),
+    ("numpy._core.multiarray", "scalar"), ("numpy._core.numeric", "_frombuffer"),
+    ("numpy.core.numeric", "_frombuffer"), ("numpy.random._pickle", "__generator_ctor"),
+    ("numpy.random._pickle", "__bit_generator_ctor"), ("numpy.random.bit_generator", "SeedSequence"),
+    ("numpy.random._pickle", "__randomstate_ctor"), ("numpy.random", "SeedSequence"),
+    ("numpy.dtypes", "Int64DType"), ("numpy.dtypes", "Float64DType"), ("numpy.dtypes", "BoolDType"),
+    ("numpy.dtypes", "Int32DType"), ("numpy.dtypes", "Int8DType"), ("numpy.dtypes", "UInt8DType"),
+})
+
+
+_FUNCTION_MODULES = ("mprr.composition",)
+"""Modules whose functions may be named (composition rules kept inside accountants)."""
+
+
+class _Restricted(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _ALLOWED:
+            return super().find_class(module, name)
+        if module.startswith(_ALLOWED_MODULES) and "." not in name:
+            obj = super().find_class(module, name)
+            if isinstance(obj, type) or (module in _FUNCTION_MODULES and callable(obj)):
+                return obj
+        raise MessageError(f"control record names {module}.{name}; only mprr/parties classes and plain "
+                           "numpy/builtin types are allowed")
+
+
+def dumps(tag: str, body: Any) -> bytes:
+    """A ``CONTROL`` record ``(tag, body)``."""
+    return bytes((CONTROL,)) + pickle.dumps((tag, body), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def loads(record: bytes | memoryview) -> tuple[str, Any]:
+    """Read a ``CONTROL`` record back (MessageError for anything unexpected)."""
+    if not record or record[0] != CONTROL:
+        raise MessageError("not a control record")
+    try:
+        value = _Restricted(io.BytesIO(bytes(record[1:]))).load()
+    except MessageError:
+        raise
+    except Exception as exc:  # a malformed pickle: the sender's fault
+        raise MessageError(f"malformed control record: {exc}") from None
+    if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)):
+        raise MessageError("a control record must be a (tag, body) pair")
+    return value
+
+
+def frame_record(frame: Frame, position: int | None = None) -> bytes:
+    """A ``DATA`` record carrying ``frame`` (and a reorder position, ``None`` = append)."""
+    phase = frame.phase.encode()
+    if len(phase) > 255:
+        raise MessageError(f"phase name must be at most 255 UTF-8 bytes, got {len(phase)}")
+    return _DATA_HEADER.pack(DATA, frame.src, frame.dst, frame.kind, -1 if position is None else position,
+                             len(phase)) + phase + frame.payload
+
+
+def read_record(record: bytes) -> tuple[Frame, int | None]:
+    """``(frame, position)`` of a ``DATA`` record (MessageError if malformed)."""
+    size = _DATA_HEADER.size
+    if len(record) < size or record[0] != DATA:
+        raise MessageError(f"a data record needs a {size}-byte header, got {len(record)} bytes")
+    _, src, dst, kind, position, plen = _DATA_HEADER.unpack_from(record)
+    end = size + plen
+    if len(record) < end:
+        raise MessageError("data record shorter than its phase name")
+    try:
+        phase = record[size:end].decode()
+    except UnicodeDecodeError:
+        raise MessageError("phase name is not UTF-8") from None
+    return Frame(src, dst, phase, kind, record[end:]), None if position < 0 else position
+
+
+def pack_stream(records: list[bytes]) -> bytes:
+    """Length-prefix every record and join them (one write on a byte stream)."""
+    out = bytearray()
+    for r in records:
+        out += _LENGTH.pack(len(r))
+        out += r
+    return bytes(out)
+
+
+LENGTH_SIZE = _LENGTH.size
+
+
+class StreamDecoder:
+    """Split a byte stream into records (length-prefixed); rejects oversized lengths."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """Add ``data``; return the complete records now available."""
+        buf = self._buf
+        buf += data
+        out: list[bytes] = []
+        off = 0
+        n = len(buf)
+        while n - off >= 4:
+            (length,) = _LENGTH.unpack_from(buf, off)
+            if length > MAX_RECORD:
+                raise MessageError(f"record length {length} exceeds the limit {MAX_RECORD}")
+            if n - off - 4 < length:
+                break
+            out.append(bytes(buf[off + 4:off + 4 + length]))
+            off += 4 + length
+        if off:
+            del buf[:off]
+        return out

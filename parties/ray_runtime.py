@@ -1,0 +1,268 @@
+"""The ``ray`` runtime: party shard hosts as Ray async actors, the controller in the driver.
+
+Each shard is one Ray async actor (:class:`ShardActor`) running a
+:class:`~parties.shard.PartyShard` on the actor's event loop.  The frame channel is made of
+actor calls carrying the same records as the ``tcp`` runtime (:mod:`parties.channel`):
+
+- driver → shard: ``push(records)`` — the frames for its parties (and crash notices), batched
+  per event-loop turn of the driver;
+- shard → driver: a long poll, ``pull()``, returns every frame the shard's parties sent since
+  the last call (waits until there is one); one pull loop per shard, owned by the runtime's
+  task group, feeds them to :meth:`~parties.router.RouterNetwork.ingress`.
+
+The controller runs in the driver on the :class:`~parties.router.RouterNetwork`, so counting,
+rounds and seeded faults are those of the in-memory network.  A shard actor that dies makes its
+pull fail: the router loses the shard (all its parties crash) and the controller's gather ends
+at the round timeout with ``PartyDropped`` or a degraded result — never a hang.
+
+``RayRuntime(address=None)`` starts a local Ray (and shuts it down after the run);
+``address="auto"`` or ``"HOST:PORT"`` connects to a running cluster (left running).  Every
+actor the runtime creates is killed when the run ends.  Ray is an optional dependency
+(``pip install mprr[ray]``); without it :class:`~mprr.errors.RuntimeFailure` says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+from mprr.errors import ConfigurationError, RuntimeFailure
+from parties.router import RouterNetwork
+from parties.runtime import Hosting, HostingPlan, Runtime, lost_reports, task_group
+from parties.shard import PartyShard, ShardReport, ShardSetup, split
+from parties.transport import Frame
+from parties.channel import DATA, dumps, frame_record, loads, read_record
+
+__all__ = ["RayRuntime", "ShardActor", "import_ray"]
+
+
+def import_ray() -> Any:
+    """The ``ray`` module (RuntimeFailure with the install hint when it is missing)."""
+    try:
+        import ray
+    except ImportError:
+        raise RuntimeFailure("runtime 'ray' needs Ray: pip install 'mprr[ray]'") from None
+    return ray
+
+
+class ShardActor:
+    """A party shard host as a Ray async actor (wrapped with ``ray.remote`` when used)."""
+
+    def __init__(self, setup: ShardSetup) -> None:
+        self._setup = setup
+        self._out: list[bytes] = []
+        self._shard: PartyShard | None = None
+        self._serving: asyncio.Task[None] | None = None
+        self._wake: asyncio.Event | None = None
+
+    async def start(self) -> int:
+        """Build the parties and start serving them; returns the number hosted."""
+        self._wake = asyncio.Event()
+        self._shard = PartyShard(self._setup, self._uplink)
+        self._serving = asyncio.get_running_loop().create_task(self._shard.serve())  # owner: this actor
+        return len(self._shard.parties)
+
+    def _uplink(self, frame: Frame) -> None:
+        self._out.append(frame_record(frame))
+        if self._wake is not None:
+            self._wake.set()
+
+    async def push(self, records: list[bytes]) -> None:
+        """Frames (and crash notices) from the driver."""
+        shard = self._shard
+        if shard is None:
+            return
+        for record in records:
+            if record[0] == DATA:
+                frame, position = read_record(record)
+                shard.deliver(frame, position)
+            else:
+                tag, body = loads(record)
+                if tag == "crash":
+                    shard.crash(tuple(int(p) for p in body))
+
+    async def pull(self) -> list[bytes]:
+        """Every frame sent since the last pull (waits for at least one)."""
+        assert self._wake is not None
+        while not self._out:
+            self._wake.clear()
+            await self._wake.wait()
+        out, self._out = self._out, []
+        return out
+
+    async def finish(self) -> ShardReport:
+        """Stop the parties; their summaries and the delivery counters."""
+        assert self._shard is not None and self._serving is not None
+        self._shard.stop()
+        await self._serving
+        return self._shard.report()
+
+
+@dataclass(eq=False)
+class _RayLink:
+    parties: range
+    actor: Any
+    sent: dict[str, int] = field(default_factory=lambda: {"payload": 0, "framing": 0, "control": 0})
+    received: dict[str, int] = field(default_factory=lambda: {"payload": 0, "framing": 0})
+    _out: list[bytes] = field(default_factory=list)
+    _scheduled: bool = False
+
+    def push(self, frame: Frame, position: int | None) -> None:
+        record = frame_record(frame, position)
+        self.sent["payload"] += len(frame.payload)
+        self.sent["framing"] += len(record) - len(frame.payload)
+        self._queue(record)
+
+    def crash(self, parties: Sequence[int]) -> None:
+        record = dumps("crash", tuple(parties))
+        self.sent["control"] += len(record)
+        self._queue(record)
+
+    def _queue(self, record: bytes) -> None:
+        self._out.append(record)
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._scheduled = False
+        out, self._out = self._out, []
+        if out:
+            self.actor.push.remote(out)
+
+
+class RayHosting(Hosting):
+    """The driver's view of the shard actors of one run."""
+
+    def __init__(self, plan: HostingPlan, links: list[_RayLink]) -> None:
+        self.plan = plan
+        self.network: RouterNetwork = plan.network()
+        self.links = links
+        for link in links:
+            self.network.attach(link)
+        self.problems: list[str] = []
+
+    async def pull_loop(self, link: _RayLink) -> None:
+        """Feed the frames of one shard to the router until cancelled or the actor dies."""
+        try:
+            while True:
+                batch = await link.actor.pull.remote()
+                for record in batch:
+                    frame, _ = read_record(record)
+                    link.received["payload"] += len(frame.payload)
+                    link.received["framing"] += len(record) - len(frame.payload)
+                    await self.network.ingress(link, frame)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the actor died (RayActorError) or sent garbage: its parties are lost
+            self.problems.append(f"shard {link.parties.start}-{link.parties.stop - 1}: {type(exc).__name__}")
+            self.network.lose(link, str(exc))
+
+    async def finish(self) -> list[ShardReport]:
+        lost = set(self.network.lost)
+
+        async def one(k: int, link: _RayLink) -> ShardReport | None:
+            if k in lost:
+                return None
+            try:
+                async with asyncio.timeout(self.plan.timeout):
+                    report = await link.actor.finish.remote()
+                return report if isinstance(report, ShardReport) else None
+            except Exception as exc:  # dead actor or timeout: a lost shard
+                self.problems.append(f"shard {k} finish: {type(exc).__name__}")
+                return None
+
+        got = await asyncio.gather(*(one(k, link) for k, link in enumerate(self.links)))
+        reports = {k: r for k, r in enumerate(got) if r is not None}
+        self.network.merge(list(reports.values()))
+        return lost_reports(self.plan, [link.parties for link in self.links], reports)
+
+    def wire(self) -> dict[str, Any]:
+        sent = {k: sum(link.sent[k] for link in self.links) for k in ("payload", "framing", "control")}
+        recv = {k: sum(link.received[k] for link in self.links) for k in ("payload", "framing")}
+        return {
+            "runtime": "ray",
+            "shards": len(self.links),
+            "payload_bytes": sent["payload"] + recv["payload"],
+            "framing_bytes": sent["framing"] + recv["framing"],
+            "control_bytes": sent["control"],
+            "sent": sent,
+            "received": recv,
+            "lost_shards": len(self.network.lost),
+            "problems": list(self.problems),
+        }
+
+
+@dataclass(frozen=True)
+class RayRuntime(Runtime):
+    """Party shards as Ray async actors (module docstring).
+
+    Parameters
+    ----------
+    address
+        ``None``: start a local Ray for the run; ``"auto"`` or ``"HOST:PORT"``: connect to a
+        running cluster.
+    shards
+        Number of shard actors (default: the cluster's CPUs, at least 1).
+    num_cpus
+        CPUs reserved by each shard actor (default 1; fractions allowed).
+    start_timeout
+        Seconds to wait for every shard to be ready.
+    """
+
+    address: str | None = None
+    shards: int | None = None
+    num_cpus: float = 1.0
+    start_timeout: float = 120.0
+    name: str = field(default="ray", init=False)
+
+    def __post_init__(self) -> None:
+        if self.shards is not None and (isinstance(self.shards, bool) or not isinstance(self.shards, int)
+                                        or self.shards < 1):
+            raise ConfigurationError(f"shards must be an integer >= 1, got {self.shards!r}")
+        if not (isinstance(self.num_cpus, (int, float)) and 0 < self.num_cpus):
+            raise ConfigurationError(f"num_cpus must be > 0, got {self.num_cpus!r}")
+
+    def options(self) -> dict[str, Any]:
+        return {"runtime": "ray", "address": self.address or "local", "shards": self.shards}
+
+    @asynccontextmanager
+    async def host(self, plan: HostingPlan) -> AsyncIterator[Hosting]:
+        ray = import_ray()
+        started_here = False
+        if not ray.is_initialized():
+            ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
+                     logging_level="ERROR", configure_logging=False)
+            started_here = True
+        actors: list[Any] = []
+        try:
+            shards = self.shards or max(1, int(ray.cluster_resources().get("CPU", 1) // self.num_cpus))
+            ranges = split(plan.n, min(shards, plan.n))
+            remote = ray.remote(num_cpus=self.num_cpus, max_restarts=0)(ShardActor)
+            for r in ranges:
+                actors.append(remote.remote(plan.setup(r)))
+            try:
+                async with asyncio.timeout(self.start_timeout):
+                    await asyncio.gather(*(a.start.remote() for a in actors))
+            except TimeoutError:
+                raise RuntimeFailure(f"ray runtime: {len(actors)} shard actors not ready after "
+                                     f"{self.start_timeout} s") from None
+            except ray.exceptions.RayError as exc:
+                raise RuntimeFailure(f"ray runtime: a shard actor failed to start: {exc}") from None
+            hosting = RayHosting(plan, [_RayLink(r, a) for r, a in zip(ranges, actors)])
+            async with task_group() as tg:
+                pulls = [tg.create_task(hosting.pull_loop(link)) for link in hosting.links]
+                try:
+                    yield hosting
+                finally:
+                    for t in pulls:
+                        t.cancel()
+        finally:
+            for a in actors:
+                with suppress(Exception):
+                    ray.kill(a)
+            if started_here:
+                ray.shutdown()

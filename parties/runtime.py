@@ -1,0 +1,180 @@
+"""Runtimes: where the party actors of a run live, and how their frames travel.
+
+``memory``
+    Every actor in this process on an :class:`~parties.network.InMemoryNetwork` (default;
+    :func:`parties.simulate.simulate` handles it directly).
+``tcp`` (:class:`parties.tcp.TcpRuntime`)
+    Party shard hosts in worker processes — spawned and supervised, or started by hand with
+    ``mprr party --connect`` on any machine — joined to the controller process by
+    length-prefixed frames over mutual TLS.
+``ray`` (:class:`parties.ray_runtime.RayRuntime`)
+    Party shard hosts as Ray async actors on a local or remote Ray cluster; the controller in
+    the driver.
+
+A remote runtime implements :meth:`Runtime.host`: given a :class:`HostingPlan` it starts the
+shard hosts (:mod:`parties.shard`), attaches one :class:`~parties.router.ShardLink` per shard
+to a :class:`~parties.router.RouterNetwork` and yields a :class:`Hosting`; the simulation runs
+the controller on ``hosting.network`` exactly as on the in-memory network, then calls
+:meth:`Hosting.finish` for the parties' summaries.  Leaving the context stops every shard
+host the runtime started (no orphan process or actor, after success, error or Ctrl-C).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+import asyncio
+import contextvars
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mprr.data import Schema
+from mprr.errors import ConfigurationError
+from parties.faults import FaultPlan
+from parties.router import RouterNetwork
+from parties.shard import ShardReport, ShardSetup
+from parties.traffic import LatencyModel
+
+__all__ = [
+    "RUNTIMES",
+    "Hosting",
+    "HostingPlan",
+    "Runtime",
+    "current_runtime",
+    "make_runtime",
+    "task_group",
+    "unwrap",
+    "use_runtime",
+]
+
+RUNTIMES: tuple[str, ...] = ("memory", "tcp", "ray")
+"""Names of the runtimes."""
+
+
+@dataclass(frozen=True, eq=False)
+class HostingPlan:
+    """Everything a runtime needs to host the parties of one run."""
+
+    n: int
+    schema: Schema
+    records: np.ndarray
+    seed: int
+    budgets: tuple[float, ...]
+    policy: str
+    accept: tuple[int, ...]
+    faults: FaultPlan | None
+    latency: LatencyModel | None
+    fault_seed: int
+    timeout: float
+
+    def setup(self, parties: range) -> ShardSetup:
+        """The setup of a shard hosting ``parties``."""
+        return ShardSetup(parties, self.n, self.schema, np.ascontiguousarray(self.records[parties.start:parties.stop]),
+                          self.seed, self.budgets[parties.start:parties.stop], self.policy, self.accept)
+
+    def network(self) -> RouterNetwork:
+        """The controller process's router for this run."""
+        return RouterNetwork(self.n, faults=self.faults, latency=self.latency, seed=self.fault_seed)
+
+
+class Hosting(ABC):
+    """Shard hosts of a run, seen from the controller process."""
+
+    network: RouterNetwork
+
+    @abstractmethod
+    async def finish(self) -> list[ShardReport]:
+        """Stop the parties and collect one report per shard (a lost shard: placeholders)."""
+
+    @abstractmethod
+    def wire(self) -> dict[str, Any]:
+        """Measured channel figures (framing, TLS, socket bytes...) as a JSON-friendly dict."""
+
+
+class Runtime(ABC):
+    """A way of hosting parties outside the controller's event loop (module docstring)."""
+
+    name: str
+
+    @abstractmethod
+    def host(self, plan: HostingPlan) -> AbstractAsyncContextManager[Hosting]:
+        """Start the shard hosts of ``plan``; stop them on exit."""
+
+    @abstractmethod
+    def options(self) -> dict[str, Any]:
+        """The runtime's options (for reports)."""
+
+
+_CURRENT: contextvars.ContextVar[Runtime | None] = contextvars.ContextVar("mprr_runtime", default=None)
+
+
+def current_runtime() -> Runtime | None:
+    """The runtime :func:`parties.simulate.simulate` uses when none is passed (``None``: memory)."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def use_runtime(runtime: Runtime | None) -> Iterator[None]:
+    """Within the block, simulations without an explicit runtime use ``runtime``.
+
+    How ``mprr run --runtime tcp`` reaches the simulations a scenario starts, whatever the
+    scenario (``None`` restores memory).
+    """
+    token = _CURRENT.set(runtime)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def make_runtime(name: str, **options: Any) -> Runtime | None:
+    """The runtime called ``name`` with its options (``None`` for ``memory``).
+
+    ``tcp``: ``workers`` (default 2), ``listen`` (``HOST:PORT``), ``spawn`` (default True),
+    ``tls`` (default True), ``tls_dir``.  ``ray``: ``address`` (``auto``, ``HOST:PORT`` or
+    ``None`` for a local cluster), ``shards``.
+    """
+    if name == "memory":
+        extra = {k: v for k, v in options.items() if v is not None}
+        if extra:
+            raise ConfigurationError(f"runtime 'memory' takes no options, got {sorted(extra)}")
+        return None
+    if name == "tcp":
+        from parties.tcp import TcpRuntime  # lazy: ssl/cryptography only when used
+
+        return TcpRuntime(**{k: v for k, v in options.items() if v is not None})
+    if name == "ray":
+        from parties.ray_runtime import RayRuntime  # lazy: ray is an optional extra
+
+        return RayRuntime(**{k: v for k, v in options.items() if v is not None})
+    raise ConfigurationError(f"runtime must be one of {', '.join(RUNTIMES)}, got {name!r}")
+
+
+def lost_reports(plan: HostingPlan, ranges: Sequence[range], reports: dict[int, ShardReport]) -> list[ShardReport]:
+    """Reports for every range, placeholders (:func:`parties.shard.lost_report`) where missing."""
+    from parties.shard import lost_report
+
+    return [reports[k] if k in reports else lost_report(r, plan.budgets[r.start:r.stop], plan.policy)
+            for k, r in enumerate(ranges)]
+
+
+def unwrap(group: BaseExceptionGroup) -> BaseException:
+    """The error a task group failed with: its first leaf (a runtime's errors are single)."""
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
+
+
+@asynccontextmanager
+async def task_group() -> AsyncIterator[asyncio.TaskGroup]:
+    """``asyncio.TaskGroup`` that re-raises its (single) error itself, not an ExceptionGroup."""
+    try:
+        async with asyncio.TaskGroup() as tg:
+            yield tg
+    except BaseExceptionGroup as group:
+        raise unwrap(group) from None

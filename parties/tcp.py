@@ -1,0 +1,555 @@
+"""The ``tcp`` runtime: party shard hosts in worker processes, frames over mutual TLS.
+
+The controller process listens (loopback by default); each worker process connects, says
+which parties it hosts (``hello``), receives their setup (:class:`~parties.shard.ShardSetup`),
+runs a :class:`~parties.shard.PartyShard` on its own event loop and answers ``ready``.  From
+then on both directions carry ``DATA`` records — one protocol frame each, the one codec's
+bytes — length-prefixed on an asyncio stream (:mod:`parties.channel`), batched per event-loop
+turn into one write.  At the end the controller sends ``finish`` and each worker answers with
+its ``report``.
+
+TLS is on by default: TLS 1.3, a per-run CA, the controller and every worker authenticated
+(:mod:`parties.tls`); the controller also checks that a worker's certificate is the one of the
+worker number it claims.
+
+Supervision (:class:`TcpRuntime`, ``spawn=True``): the runner starts ``workers`` processes
+(``python -m parties.tcp ...``) and owns them: leaving :meth:`TcpRuntime.host` — after
+success, an error or Ctrl-C — closes their stdin (a worker exits when its stdin closes, so a
+killed runner leaves no orphan), then terminates and finally kills what is left, and waits for
+each.  A worker that exits before it is ready fails the start with
+:class:`~mprr.errors.RuntimeFailure` and its last stderr lines; a worker lost during the run
+crashes its parties (:meth:`~parties.router.RouterNetwork.lose`).
+
+By hand (``spawn=False``): ``mprr party --connect HOST:PORT --parties 0-999 --worker 0
+--tls-dir DIR`` on any machine; the controller waits for workers covering every party.
+
+Accounting (:meth:`TcpHosting.wire`): payload bytes (the codec's, identical to the in-memory
+network's), framing bytes (record headers and length prefixes), control bytes (setup, reports)
+and, from the kernel's ``TCP_INFO`` counters of the controller's sockets, the bytes really
+sent and received — the difference is the TLS overhead (handshake, record headers, AEAD tags).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import struct
+import sys
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mprr.errors import ConfigurationError, MessageError, MprrError, RuntimeFailure
+from parties.runtime import Hosting, HostingPlan, Runtime, lost_reports, task_group
+from parties.router import RouterNetwork
+from parties.shard import PartyShard, ShardReport, ShardSetup, split
+from parties.tls import CONTROLLER_NAME, TlsMaterial, client_context, make_material, server_context
+from parties.transport import Frame
+from parties.channel import DATA, LENGTH_SIZE, StreamDecoder, dumps, frame_record, loads, pack_stream, read_record
+
+__all__ = [
+    "TcpHosting",
+    "TcpRuntime",
+    "build_worker_parser",
+    "exit_with_parent",
+    "parse_address",
+    "parse_parties",
+    "run_worker",
+    "worker_main",
+]
+
+_TCP_INFO_BYTES = struct.Struct("QQ")  # tcpi_bytes_acked, tcpi_bytes_received (Linux >= 4.2)
+_TCP_INFO_OFFSET = 120
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``"HOST:PORT"`` → ``(host, port)`` (ConfigurationError otherwise)."""
+    host, sep, port = str(text).rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise ConfigurationError(f"address must be HOST:PORT with a port in 0..65535, got {text!r}")
+    return host.strip("[]"), int(port)
+
+
+def parse_parties(text: str) -> range:
+    """``"0-999"`` (inclusive) → ``range(0, 1000)``; ``"7"`` → ``range(7, 8)``."""
+    lo, sep, hi = str(text).partition("-")
+    try:
+        a = int(lo)
+        b = int(hi) if sep else a
+    except ValueError:
+        raise ConfigurationError(f"parties must be FIRST-LAST (inclusive), e.g. 0-999, got {text!r}") from None
+    if a < 0 or b < a:
+        raise ConfigurationError(f"parties must be FIRST-LAST with 0 <= FIRST <= LAST, got {text!r}")
+    return range(a, b + 1)
+
+
+class _Channel:
+    """One stream: records out (batched per loop turn), records in, byte counters."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self._out: list[bytes] = []
+        self._scheduled = False
+        self.sent = {"payload": 0, "framing": 0, "control": 0}
+        self.received = {"payload": 0, "framing": 0, "control": 0}
+        self.socket_bytes: tuple[int, int] | None = None
+
+    def send_frame(self, frame: Frame, position: int | None) -> None:
+        record = frame_record(frame, position)
+        self.sent["payload"] += len(frame.payload)
+        self.sent["framing"] += len(record) - len(frame.payload) + LENGTH_SIZE
+        self._queue(record)
+
+    def send_control(self, tag: str, body: Any) -> None:
+        record = dumps(tag, body)
+        self.sent["control"] += len(record) + LENGTH_SIZE
+        self._queue(record)
+
+    def _queue(self, record: bytes) -> None:
+        self._out.append(record)
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._scheduled = False
+        out, self._out = self._out, []
+        if out and not self.writer.is_closing():
+            self.writer.write(pack_stream(out))
+
+    async def records(self) -> AsyncIterator[bytes]:
+        decoder = StreamDecoder()
+        while True:
+            data = await self.reader.read(1 << 18)
+            if not data:
+                return
+            for record in decoder.feed(data):
+                yield record
+
+    def count_in(self, record: bytes, payload: int | None) -> None:
+        if payload is None:
+            self.received["control"] += len(record) + LENGTH_SIZE
+        else:
+            self.received["payload"] += payload
+            self.received["framing"] += len(record) - payload + LENGTH_SIZE
+
+    def measure(self) -> None:
+        """Read the kernel's byte counters of the socket (Linux ``TCP_INFO``; else nothing)."""
+        sock = self.writer.get_extra_info("socket")
+        if sock is None or not hasattr(socket, "TCP_INFO"):
+            return
+        try:
+            info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+            acked, received = _TCP_INFO_BYTES.unpack_from(info, _TCP_INFO_OFFSET)
+        except (OSError, struct.error):
+            return
+        self.socket_bytes = (max(acked - 1, 0), received)  # bytes_acked counts the SYN
+
+    async def close(self) -> None:
+        self.flush()
+        self.writer.close()
+        with suppress(Exception):
+            async with asyncio.timeout(2.0):
+                await self.writer.wait_closed()
+
+
+@dataclass(eq=False)
+class _WorkerLink:
+    """The controller's link to one worker (a :class:`~parties.router.ShardLink`)."""
+
+    parties: range
+    worker: int
+    channel: _Channel
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    report: ShardReport | None = None
+
+    def push(self, frame: Frame, position: int | None) -> None:
+        self.channel.send_frame(frame, position)
+
+    def crash(self, parties: Sequence[int]) -> None:
+        self.channel.send_control("crash", tuple(parties))
+
+
+def _peer_worker(writer: asyncio.StreamWriter) -> str | None:
+    cert = writer.get_extra_info("peercert")
+    if not cert:
+        return None
+    for rdn in cert.get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                return str(value)
+    return None
+
+
+class TcpHosting(Hosting):
+    """The controller process's view of the workers of one run."""
+
+    def __init__(self, plan: HostingPlan, *, tls: bool, expected: Sequence[range] | None) -> None:
+        self.plan = plan
+        self.network: RouterNetwork = plan.network()
+        self._tls = tls
+        self._expected = None if expected is None else {(r.start, r.stop) for r in expected}
+        self.links: list[_WorkerLink] = []
+        self._workers: set[int] = set()
+        self._changed = asyncio.Event()
+        self.problems: list[str] = []
+        self.processes: list[asyncio.subprocess.Process] = []  # the spawned workers (owned by the runtime)
+
+    # -- connections
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One worker connection, from hello to report (never raises: a bad worker is dropped)."""
+        channel = _Channel(reader, writer)
+        link: _WorkerLink | None = None
+        try:
+            records = channel.records()
+            first = await anext(records, None)
+            if first is None:
+                return
+            channel.count_in(first, None)
+            link = self._hello(channel, first, writer)
+            async for record in records:
+                if record[0] == DATA:
+                    frame, _ = read_record(record)
+                    channel.count_in(record, len(frame.payload))
+                    await self.network.ingress(link, frame)
+                    continue
+                channel.count_in(record, None)
+                tag, body = loads(record)
+                if tag == "ready":
+                    link.ready.set()
+                    self._changed.set()
+                elif tag == "report" and isinstance(body, ShardReport) and body.parties == link.parties:
+                    channel.measure()
+                    link.report = body
+                    link.done.set()
+                    return
+                else:
+                    raise MessageError(f"unexpected control record {tag!r} from worker {link.worker}")
+        except Exception as exc:  # a bad worker is dropped, never the run's end
+            self.problems.append(f"worker {getattr(link, 'worker', '?')}: {type(exc).__name__}: {exc}")
+        finally:
+            if link is not None and link.report is None:
+                channel.measure()
+                if link in self.links:
+                    self.network.lose(link, "connection closed")
+                link.done.set()
+                self._changed.set()
+            await channel.close()
+
+    def _hello(self, channel: _Channel, record: bytes, writer: asyncio.StreamWriter) -> _WorkerLink:
+        tag, body = loads(record)
+        if tag != "hello" or not isinstance(body, dict):
+            raise MessageError(f"a worker must start with hello, got {tag!r}")
+        worker, span = body.get("worker"), body.get("parties")
+        if not (isinstance(worker, int) and isinstance(span, tuple) and len(span) == 2
+                and all(isinstance(x, int) for x in span)):
+            raise MessageError(f"malformed hello {body!r}")
+        if self._tls and _peer_worker(writer) != f"mprr-worker-{worker}":
+            raise MessageError(f"worker {worker} presented the certificate of {_peer_worker(writer)!r}")
+        if worker in self._workers:
+            raise MessageError(f"worker {worker} is already connected")
+        if self._expected is not None and span not in self._expected:
+            raise MessageError(f"worker {worker} declares parties {span[0]}-{span[1] - 1}, not a range assigned")
+        link = _WorkerLink(range(*span), worker, channel)
+        self.network.attach(link)  # ConfigurationError on overlap / out of range
+        self._workers.add(worker)
+        self.links.append(link)
+        channel.send_control("setup", self.plan.setup(link.parties))
+        self._changed.set()
+        return link
+
+    async def wait_ready(self, processes: Sequence[asyncio.subprocess.Process], timeout: float,
+                         logs: Sequence[Path]) -> None:
+        """Until workers covering every party are ready (RuntimeFailure on exit / timeout)."""
+        try:
+            async with asyncio.timeout(timeout):
+                while not (self.network.covered() and all(link.ready.is_set() for link in self.links)):
+                    for k, proc in enumerate(processes):
+                        if proc.returncode is not None:
+                            raise RuntimeFailure(f"worker {k} exited with code {proc.returncode} before it was "
+                                                 f"ready: {_tail(logs[k]) if k < len(logs) else ''}")
+                    gone = [link.worker for link in self.links if link.done.is_set()]
+                    if gone:
+                        details = [_tail(logs[k]) for k in gone if k < len(logs)]
+                        raise RuntimeFailure(f"worker(s) {gone} disconnected before the run started: "
+                                             f"{'; '.join(self.problems + details)}")
+                    self._changed.clear()
+                    with suppress(TimeoutError):
+                        async with asyncio.timeout(0.1):
+                            await self._changed.wait()
+        except TimeoutError:
+            hosted = sum(len(link.parties) for link in self.links)
+            raise RuntimeFailure(
+                f"tcp runtime: workers host {hosted} of {self.plan.n} parties after {timeout} s "
+                f"({len(self.links)} connected{'; ' + '; '.join(self.problems) if self.problems else ''})"
+            ) from None
+
+    async def finish(self) -> list[ShardReport]:
+        for link in self.links:
+            if not link.done.is_set():
+                link.channel.send_control("finish", None)
+        with suppress(TimeoutError):
+            async with asyncio.timeout(self.plan.timeout):
+                for link in self.links:
+                    await link.done.wait()
+        reports = {k: link.report for k, link in enumerate(self.links) if link.report is not None}
+        self.network.merge(list(reports.values()))
+        return lost_reports(self.plan, [link.parties for link in self.links], reports)
+
+    def wire(self) -> dict[str, Any]:
+        sent = {k: sum(link.channel.sent[k] for link in self.links) for k in ("payload", "framing", "control")}
+        recv = {k: sum(link.channel.received[k] for link in self.links) for k in ("payload", "framing", "control")}
+        app = sum(sent.values()) + sum(recv.values())
+        measured = [link.channel.socket_bytes for link in self.links]
+        out: dict[str, Any] = {
+            "runtime": "tcp",
+            "tls": self._tls,
+            "workers": len(self.links),
+            "payload_bytes": sent["payload"] + recv["payload"],
+            "framing_bytes": sent["framing"] + recv["framing"],
+            "control_bytes": sent["control"] + recv["control"],
+            "sent": sent,
+            "received": recv,
+            "lost_workers": len(self.network.lost),
+            "problems": list(self.problems),
+        }
+        if measured and all(m is not None for m in measured):
+            socket_sent = sum(m[0] for m in measured if m is not None)
+            socket_recv = sum(m[1] for m in measured if m is not None)
+            out["socket_bytes_sent"] = socket_sent
+            out["socket_bytes_received"] = socket_recv
+            out["tls_overhead_bytes"] = socket_sent + socket_recv - app
+        return out
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(text[-lines:])
+
+
+@dataclass(frozen=True)
+class TcpRuntime(Runtime):
+    """Parties in worker processes, frames over (mutual) TLS on TCP (module docstring).
+
+    Parameters
+    ----------
+    workers
+        Number of worker processes (spawned), or of workers expected (by hand).
+    listen
+        ``HOST:PORT`` the controller listens on (default ``127.0.0.1:0``, any free port).
+    spawn
+        Start and supervise the workers here (default) or wait for workers started by hand.
+    tls
+        Mutual TLS (default); ``False`` sends plain TCP (measure the TLS overhead).
+    tls_dir
+        Keep the run's TLS material there (needed to start workers by hand); default a
+        temporary directory removed after the run.
+    connect_timeout
+        Seconds to wait for every worker to be ready.
+    """
+
+    workers: int = 2
+    listen: str = "127.0.0.1:0"
+    spawn: bool = True
+    tls: bool = True
+    tls_dir: str | None = None
+    connect_timeout: float = 60.0
+    name: str = field(default="tcp", init=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
+            raise ConfigurationError(f"workers must be an integer >= 1, got {self.workers!r}")
+        parse_address(self.listen)
+        if not self.spawn and self.tls and self.tls_dir is None:
+            raise ConfigurationError("workers started by hand need tls_dir (where their certificates are written) "
+                                     "or tls=False")
+
+    def options(self) -> dict[str, Any]:
+        return {"runtime": "tcp", "workers": self.workers, "listen": self.listen, "spawn": self.spawn,
+                "tls": self.tls}
+
+    @asynccontextmanager
+    async def host(self, plan: HostingPlan) -> AsyncIterator[Hosting]:
+        ranges = split(plan.n, self.workers) if self.spawn else None
+        host, port = parse_address(self.listen)
+        with tempfile.TemporaryDirectory(prefix="mprr-tcp-") as scratch:
+            material: TlsMaterial | None = None
+            if self.tls:
+                extra = () if host in ("127.0.0.1", "localhost", "0.0.0.0", "::") else (host,)
+                material = make_material(Path(self.tls_dir or scratch), self.workers, hosts=extra)
+            hosting = TcpHosting(plan, tls=self.tls, expected=ranges)
+            pending: asyncio.Queue[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = asyncio.Queue()
+            server = await asyncio.start_server(
+                lambda r, w: pending.put_nowait((r, w)), host, port,
+                ssl=None if material is None else server_context(material),
+            )
+            bound = server.sockets[0].getsockname()[1]
+            processes = hosting.processes
+            logs: list[Path] = []
+            try:
+                async with task_group() as tg:
+                    connections: list[asyncio.Task[None]] = []
+
+                    async def accept() -> None:
+                        while True:
+                            reader, writer = await pending.get()
+                            connections.append(tg.create_task(hosting.serve(reader, writer)))
+
+                    acceptor = tg.create_task(accept())
+                    try:
+                        for k, r in enumerate(ranges or ()):
+                            log = Path(scratch) / f"worker-{k}.log"
+                            logs.append(log)
+                            processes.append(await _spawn(k, r, f"127.0.0.1:{bound}" if host in ("0.0.0.0", "::")
+                                                          else f"{host}:{bound}", material, log))
+                        await hosting.wait_ready(processes, self.connect_timeout, logs)
+                        yield hosting
+                    finally:
+                        acceptor.cancel()
+                        for t in connections:
+                            t.cancel()
+            finally:
+                server.close()
+                await _reap(processes)
+
+
+async def _spawn(k: int, parties: range, address: str, material: TlsMaterial | None,
+                 log: Path) -> asyncio.subprocess.Process:
+    cmd = [sys.executable, "-m", "parties.tcp", "--connect", address, "--parties",
+           f"{parties.start}-{parties.stop - 1}", "--worker", str(k), "--exit-with-parent"]
+    cmd += ["--no-tls"] if material is None else ["--tls-dir", str(material.directory)]
+    with open(log, "wb") as err:
+        return await asyncio.create_subprocess_exec(*cmd, stdin=asyncio.subprocess.PIPE,
+                                                    stdout=asyncio.subprocess.DEVNULL, stderr=err)
+
+
+async def _reap(processes: Sequence[asyncio.subprocess.Process]) -> None:
+    """Stop owned workers: close stdin, then terminate, then kill; wait for each."""
+    for proc in processes:
+        if proc.stdin is not None:
+            with suppress(Exception):
+                proc.stdin.close()
+    for signal_step in ("wait", "terminate", "kill"):
+        alive = [p for p in processes if p.returncode is None]
+        if not alive:
+            return
+        for p in alive:
+            with suppress(ProcessLookupError):
+                if signal_step == "terminate":
+                    p.terminate()
+                elif signal_step == "kill":
+                    p.kill()
+        with suppress(TimeoutError):
+            async with asyncio.timeout(2.0):
+                for p in alive:
+                    await p.wait()
+
+
+# ---------------------------------------------------------------------------- worker side
+async def run_worker(address: str, parties: range, *, worker: int = 0, tls_dir: str | None = None,
+                     tls: bool = True) -> None:
+    """Connect to the controller at ``address``, host ``parties`` until the controller's finish.
+
+    Raises
+    ------
+    RuntimeFailure
+        The controller cannot be reached or refused the worker.
+    """
+    host, port = parse_address(address)
+    ctx = None
+    if tls:
+        if tls_dir is None:
+            raise ConfigurationError("a TLS worker needs tls_dir (ca.pem, worker-<k>.pem, worker-<k>.key)")
+        material = TlsMaterial(Path(tls_dir))
+        ctx = client_context(material.ca, material.cert(f"worker-{worker}"), material.key(f"worker-{worker}"))
+    try:
+        reader, writer = await asyncio.open_connection(host, port, ssl=ctx,
+                                                       server_hostname=CONTROLLER_NAME if ctx else None)
+    except OSError as exc:
+        raise RuntimeFailure(f"worker {worker}: cannot reach the controller at {address}: {exc}") from None
+    channel = _Channel(reader, writer)
+    channel.send_control("hello", {"worker": worker, "parties": (parties.start, parties.stop)})
+    shard: PartyShard | None = None
+    try:
+        async with task_group() as tg:
+            serving: asyncio.Task[None] | None = None
+            async for record in channel.records():
+                if record[0] == DATA:
+                    if shard is not None:
+                        frame, position = read_record(record)
+                        shard.deliver(frame, position)
+                    continue
+                tag, body = loads(record)
+                if tag == "setup" and shard is None and isinstance(body, ShardSetup) and body.parties == parties:
+                    shard = PartyShard(body, lambda f: channel.send_frame(f, None))
+                    serving = tg.create_task(shard.serve())
+                    channel.send_control("ready", None)
+                elif tag == "crash" and shard is not None:
+                    shard.crash(tuple(int(p) for p in body))
+                elif tag == "finish" and shard is not None and serving is not None:
+                    shard.stop()
+                    await serving
+                    channel.send_control("report", shard.report())
+                    channel.flush()
+                    await writer.drain()
+                    break
+                else:
+                    raise MessageError(f"worker {worker}: unexpected control record {tag!r}")
+            if shard is not None:
+                shard.stop()
+    finally:
+        await channel.close()
+
+
+def exit_with_parent() -> None:
+    """Exit when stdin closes (the supervising runner is gone): no orphan worker."""
+    def watch() -> None:
+        with suppress(Exception):
+            while sys.stdin.buffer.read(1024):
+                pass
+        os._exit(3)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def build_worker_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """Options of a worker (``mprr party`` / ``python -m parties.tcp``)."""
+    p = parser or argparse.ArgumentParser(prog="python -m parties.tcp", description="an mprr party worker")
+    p.add_argument("--connect", required=True, metavar="HOST:PORT", help="the controller's address")
+    p.add_argument("--parties", required=True, metavar="FIRST-LAST", help="party ids hosted, inclusive, e.g. 0-999")
+    p.add_argument("--worker", type=int, default=0, metavar="K", help="worker number (certificate worker-K)")
+    p.add_argument("--tls-dir", default=None, metavar="DIR", help="directory with ca.pem, worker-K.pem, worker-K.key")
+    p.add_argument("--no-tls", action="store_true", help="plain TCP (the controller must also run without TLS)")
+    p.add_argument("--exit-with-parent", action="store_true", help=argparse.SUPPRESS)
+    return p
+
+
+def worker_main(argv: Sequence[str] | None = None, args: argparse.Namespace | None = None) -> int:
+    """Run one worker; exit code 0, 2 on an mprr error (one line on stderr), 130 on Ctrl-C."""
+    if args is None:
+        args = build_worker_parser().parse_args(argv)
+    if args.exit_with_parent:
+        exit_with_parent()
+    try:
+        asyncio.run(run_worker(args.connect, parse_parties(args.parties), worker=args.worker,
+                               tls_dir=args.tls_dir, tls=not args.no_tls))
+    except MprrError as exc:
+        sys.stderr.write(f"mprr party: error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - worker process entry point
+    sys.exit(worker_main())

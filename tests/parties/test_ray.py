@@ -1,0 +1,85 @@
+"""The ``ray`` runtime: memory ≡ ray, a dead shard actor drops its parties (one local Ray)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+
+import numpy as np
+import pytest
+
+from mprr.errors import ConfigurationError, PartyDropped
+from mprr.synthetic import planted_clusters
+from parties.runtime import Hosting, HostingPlan
+
+ray = pytest.importorskip("ray")
+
+from parties.ray_runtime import RayRuntime  # noqa: E402
+from parties.simulate import simulate  # noqa: E402
+
+pytestmark = pytest.mark.ray
+
+N = 150
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray() -> Iterator[None]:
+    """One local Ray for the module (a start costs about 10 s); the runtime reuses it."""
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
+             configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def data():  # type: ignore[no-untyped-def]
+    return planted_clusters(N, rng=np.random.default_rng(11), strength=0.8).dataset
+
+
+@pytest.mark.parametrize("protocol,params", [("RR-Independent", dict(p=0.6)),
+                                             ("RR-Clusters", dict(p=0.7, Tv=60, Td=0.1))])
+def test_same_seed_same_result_on_memory_and_ray(data, protocol, params) -> None:  # type: ignore[no-untyped-def]
+    from tests.parties.test_tcp import _same
+
+    memory = simulate(data, protocol, seed=4, timeout=10.0, **params)
+    on_ray = simulate(data, protocol, seed=4, timeout=10.0, runtime=RayRuntime(shards=3, num_cpus=0.5), **params)
+    _same(memory, on_ray)
+    assert on_ray.wire is not None and on_ray.wire["payload_bytes"] == memory.traffic.bytes
+    assert on_ray.wire["shards"] == 3
+
+
+class _KillShard(RayRuntime):
+    """Kills the last shard actor as soon as every shard is ready."""
+
+    @asynccontextmanager
+    async def host(self, plan: HostingPlan) -> AsyncIterator[Hosting]:
+        async with super().host(plan) as hosting:
+            ray.kill(hosting.links[-1].actor)  # type: ignore[attr-defined]
+            yield hosting
+
+
+def test_a_dead_shard_actor_drops_its_parties(data) -> None:  # type: ignore[no-untyped-def]
+    runtime = _KillShard(shards=2, num_cpus=0.5)
+    with pytest.raises(PartyDropped, match="crashed") as info:
+        simulate(data, "RR-Independent", seed=1, timeout=2.0, p=0.6, runtime=runtime)
+    assert set(info.value.parties) == set(range(N // 2, N))
+    sim = simulate(data, "RR-Independent", seed=1, timeout=2.0, p=0.6, runtime=runtime, on_dropout="exclude")
+    assert sim.degraded and set(sim.excluded) == set(range(N // 2, N))
+    with pytest.raises(ConfigurationError, match="shards must be an integer >= 1, got 0"):
+        RayRuntime(shards=0)
+
+
+def _draws(index: int, seed_seq: np.random.SeedSequence, context: int) -> float:
+    return float(np.random.default_rng(seed_seq).random() * context + index)
+
+
+def test_monte_carlo_on_ray_gives_the_same_runs_as_in_process() -> None:
+    from scenarios.config import Workers
+    from scenarios.montecarlo import monte_carlo
+
+    local = monte_carlo(_draws, runs=6, seed=9, context=10, workers=1)
+    on_ray = monte_carlo(_draws, runs=6, seed=9, context=10, workers="ray")
+    assert on_ray == local
+    assert Workers().check("ray", "workers") == "ray"
+    with pytest.raises(ConfigurationError, match='workers must be an integer >= 0 and <= 256 or "ray", got'):
+        Workers().check("dask", "workers")

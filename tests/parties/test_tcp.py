@@ -1,0 +1,128 @@
+"""The ``tcp`` runtime: memory ≡ tcp, wire accounting, a killed worker, no orphan process.
+
+Each run starts worker processes (a few seconds): the tests are few, small and marked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import numpy as np
+import pytest
+
+from mprr.errors import ConfigurationError, PartyDropped
+from mprr.synthetic import planted_clusters
+from parties.runtime import Hosting, HostingPlan
+from parties.simulate import simulate
+from parties.tcp import TcpRuntime, parse_address, parse_parties
+
+pytestmark = pytest.mark.process
+
+N = 120
+
+
+@pytest.fixture(scope="module")
+def data():  # type: ignore[no-untyped-def]
+    return planted_clusters(N, rng=np.random.default_rng(11), strength=0.8).dataset
+
+
+def _same(a, b) -> None:  # type: ignore[no-untyped-def]
+    """Same released data, clusters, estimates, ledgers and payload traffic."""
+    from tests.parties.test_simulate import assert_same
+
+    assert_same(b.result, a.result)
+    assert a.ledgers == b.ledgers
+    assert a.privacy == b.privacy
+    ta, tb = a.traffic.to_dict(), b.traffic.to_dict()
+    for key in ("messages", "bytes", "delivered", "rounds", "by_sender", "by_receiver", "by_kind", "by_phase",
+                "round_log"):
+        assert ta[key] == tb[key], key
+
+
+PROTOCOLS = [
+    ("RR-Independent", dict(p=0.6)),
+    ("RR-Joint", dict(p=0.8)),
+    ("RR-Ind-Joint", dict(p=0.6, groups=[(0, 1, 2), (3, 4)])),
+    ("lambda-randomization", dict(lambdas=[0.9, 0.2, 0.5])),
+    ("RR-Clusters+Adjustment", dict(p=0.7, Tv=60, Td=0.1, tol=1e-8)),
+]
+
+
+@pytest.mark.parametrize("protocol,params", PROTOCOLS, ids=[p for p, _ in PROTOCOLS])
+def test_same_seed_same_result_on_memory_and_tcp(data, protocol, params) -> None:  # type: ignore[no-untyped-def]
+    if protocol in ("RR-Joint", "lambda-randomization"):
+        data = data.select(list(data.schema.names[:3]))
+    memory = simulate(data, protocol, seed=5, timeout=10.0, **params)
+    tcp = simulate(data, protocol, seed=5, timeout=10.0, runtime=TcpRuntime(workers=1, tls=False), **params)
+    _same(memory, tcp)
+    assert tcp.wire is not None and tcp.wire["payload_bytes"] == memory.traffic.bytes
+
+
+def test_rr_clusters_over_mutual_tls_with_two_workers(data) -> None:  # type: ignore[no-untyped-def]
+    memory = simulate(data, "RR-Clusters", seed=3, timeout=10.0, p=0.7, Tv=60, Td=0.1)
+    tcp = simulate(data, "RR-Clusters", seed=3, timeout=10.0, p=0.7, Tv=60, Td=0.1,
+                   runtime=TcpRuntime(workers=2))
+    _same(memory, tcp)
+    wire = tcp.wire
+    assert wire is not None and wire["tls"] and wire["workers"] == 2
+    assert wire["payload_bytes"] == memory.traffic.bytes
+    assert wire["framing_bytes"] == 29 * memory.traffic.messages  # 4-byte length + 17-byte header + phase
+    assert wire["tls_overhead_bytes"] > 0  # handshakes, record headers, AEAD tags from TCP_INFO
+    assert tcp.to_dict()["traffic"]["wire"]["socket_bytes_sent"] > wire["sent"]["payload"]
+
+
+class _KillOne(TcpRuntime):
+    """Kills worker 1 (SIGKILL) as soon as every worker is ready."""
+
+    spawned: list = []  # noqa: RUF012 - the processes of the last run, for the orphan check
+
+    @asynccontextmanager
+    async def host(self, plan: HostingPlan) -> AsyncIterator[Hosting]:
+        async with super().host(plan) as hosting:
+            procs = hosting.processes  # type: ignore[attr-defined]
+            _KillOne.spawned = list(procs)
+            procs[1].kill()
+            await procs[1].wait()
+            yield hosting
+
+
+def test_a_killed_worker_drops_its_parties_within_the_round_timeout(data) -> None:  # type: ignore[no-untyped-def]
+    runtime = _KillOne(workers=2, tls=False)
+    with pytest.raises(PartyDropped, match="crashed") as info:
+        simulate(data, "RR-Independent", seed=1, timeout=1.5, p=0.6, runtime=runtime)
+    assert set(info.value.parties) == set(range(N // 2, N))
+    assert all(p.returncode is not None for p in _KillOne.spawned)  # no orphan after an error
+    sim = simulate(data, "RR-Independent", seed=1, timeout=1.5, p=0.6, runtime=runtime, on_dropout="exclude")
+    assert sim.degraded and set(sim.excluded) == set(range(N // 2, N))
+    assert sim.result.n == N // 2 and sim.wire is not None and sim.wire["lost_workers"] == 1
+    assert all(p.returncode is not None for p in _KillOne.spawned)
+
+
+def test_seeded_crash_faults_work_on_tcp(data) -> None:  # type: ignore[no-untyped-def]
+    from parties.faults import FaultPlan
+
+    plan = FaultPlan(crash={3: 1, 70: 1})
+    memory = simulate(data, "RR-Independent", seed=2, timeout=1.0, p=0.6, faults=plan, on_dropout="exclude")
+    tcp = simulate(data, "RR-Independent", seed=2, timeout=1.0, p=0.6, faults=plan, on_dropout="exclude",
+                   runtime=TcpRuntime(workers=2, tls=False))
+    assert tcp.crashed == memory.crashed == (3, 70)
+    assert set(tcp.excluded) == set(memory.excluded) == {3, 70}
+    assert tcp.traffic.lost_to_crash == memory.traffic.lost_to_crash
+    assert np.array_equal(tcp.result.releases[0].codes, memory.result.releases[0].codes)
+
+
+def test_options_are_checked_before_anything_starts(data) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ConfigurationError, match="workers must be an integer >= 1, got 0"):
+        TcpRuntime(workers=0)
+    with pytest.raises(ConfigurationError, match="need tls_dir"):
+        TcpRuntime(spawn=False)
+    with pytest.raises(ConfigurationError, match="address must be HOST:PORT"):
+        parse_address("localhost")
+    assert parse_parties("0-999") == range(0, 1000)
+    with pytest.raises(ConfigurationError, match="FIRST-LAST"):
+        parse_parties("9-3")
+    with pytest.raises(ConfigurationError, match="needs runtime 'memory'"):
+        simulate(data, "RR-Clusters", seed=1, p=0.7, Tv=60, Td=0.1, dependence="4.3", runtime=TcpRuntime())
+    assert math.isfinite(TcpRuntime().connect_timeout)
