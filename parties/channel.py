@@ -10,7 +10,7 @@ records between the controller process and a :class:`~parties.shard.PartyShard`:
 ``CONTROL``
     A harness record (hello, setup, crash notice, finish, report): ``(tag, body)`` pickled,
     read back by a *restricted* unpickler that only rebuilds classes of ``mprr`` /
-    ``parties``, the composition rules of :mod:`mprr.composition` and a few numpy / builtin
+    ``parties``, the composition rules of :mod:`mprr.privacy.composition` and a few numpy / builtin
     types (:func:`loads`) — any other name (a function, a module) is rejected.
     Control records never carry protocol messages and are not counted as protocol traffic.
 
@@ -66,7 +66,7 @@ _ALLOWED: frozenset[tuple[str, str]] = frozenset({
 })
 
 
-_FUNCTION_MODULES = ("mprr.composition",)
+_FUNCTION_MODULES = ("mprr.privacy.composition",)
 """Modules whose functions may be named (composition rules kept inside accountants)."""
 
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from mprr.data import Schema
 from mprr.errors import ConfigurationError
-from mprr.ledger import Ledger
+from mprr.privacy.ledger import Ledger
 from mprr.privacy import PrivacyAccountant
 from mprr.streams import run_seed_sequence
 from parties.party import Party, PartyRefusal
