@@ -419,6 +419,8 @@ class Party:
         engine = self._engine
         if start.engine != engine.name:
             return f"engine {start.engine!r} asked, but the party agreed to {engine.name!r} at set-up"
+        if engine.signs and (self._signer is None or self._registry is None):
+            return f"the {engine.name} engine signs with PKI keys, and the party was set up without them"
         roster = start.parties
         if self.index not in roster:
             return f"party {self.index} is not in the roster it was sent"
@@ -453,7 +455,7 @@ class Party:
         context = self._book.secure_context(self._engine, start, int(vector.shape[0]), self._registry,
                                             getattr(endpoint, "network", None))
         try:
-            if self._signer is not None:
+            if self._engine.signs:
                 await self._engine.party(endpoint, vector, context, signer=self._signer)
             else:
                 await self._engine.party(endpoint, vector, context)

@@ -32,6 +32,7 @@ from mprr.synthetic import planted_clusters
 from parties.network import CONTROLLER, InMemoryNetwork
 from parties.secure.engine import SecureSumEngine, run_secure_sum
 from parties.secure.registry import ENGINES, engine_needs_mesh, sized_engine
+from parties.secure.topology import build_neighbourhoods
 
 __all__ = [
     "ACK_BYTES",
@@ -66,6 +67,7 @@ SESSION_CHARS = 16
 KEY = 32
 AEAD = 12 + 16  # ChaCha20-Poly1305: random nonce + tag
 SHAMIR_SHARE = 33
+SIGNATURE = 64  # Ed25519
 MASKED_PLAINTEXT = 3 * 4 + 2 * SHAMIR_SHARE  # owner, holder, x (u32) + two Shamir shares
 
 
@@ -112,7 +114,7 @@ def _vector_message(S: int, cells: int, b: int) -> int:
     return HEADER + _str(S) + INT + ARRAY_1D + cells * b
 
 
-def closed_form(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSION_CHARS) -> ClosedForm:
+def closed_form(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSION_CHARS, seed: int = 0) -> ClosedForm:
     """Closed-form traffic of ``engine`` for n parties and vectors of L cells (fault-free).
 
     Derived from the codec's field encodings (module constants) and each engine's message
@@ -128,6 +130,10 @@ def closed_form(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSIO
         k of the sparse graph (graph, masked-sparse); capped at n − 1 (complete graph).
     S
         Characters of the session id.
+    seed
+        Public seed of the random regular graph (``masked-sparse``: the consistency round's
+        last message carries the signed views of each party's 2-hop neighbourhood, whose size
+        depends on the graph).
     """
     if engine.startswith("paper"):
         b = element_bytes(n + 1)
@@ -143,10 +149,10 @@ def closed_form(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSIO
                           f"per party {k} share vectors + 1 partial sum of L cells × 4 B")
     if engine == "graph":
         blob = 4 * L + AEAD
-        keys = HEADER + _str(S) + _blobs(1, KEY)
+        keys = HEADER + _str(S) + _blobs(1, KEY) + 4 + SIGNATURE  # signed with the party's PKI key
         sealed = HEADER + _str(S) + _ints(k) + _blobs(k, blob)
         partial = _vector_message(S, L, 4)
-        directory = HEADER + _str(S) + _ints(k) + _blobs(k, KEY)
+        directory = HEADER + _str(S) + _ints(k) + _blobs(k, KEY) + _blobs(k, SIGNATURE)
         relayed = sealed
         pb = keys + sealed + partial
         cb = directory + relayed
@@ -156,20 +162,45 @@ def closed_form(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSIO
     if engine in ("masked", "masked-sparse"):
         k = n - 1 if engine == "masked" else k
         blob = MASKED_PLAINTEXT + AEAD
-        keys = HEADER + _str(S) + _blobs(2, KEY)
+        h = k + 1
+        keys = HEADER + _str(S) + _blobs(2, KEY) + 4 + SIGNATURE  # signed with the party's PKI key
         sealed = HEADER + _str(S) + _ints(k) + _blobs(k, blob)
         masked = HEADER + _str(S) + ARRAY_1D + 4 * L
-        h = k + 1
+        signature = HEADER + _str(S) + 4 + SIGNATURE  # consistency round: the signed survivor set
         unmask = HEADER + _str(S) + 3 * _ints(h) + _blobs(h, SHAMIR_SHARE)
-        directory = HEADER + _str(S) + _ints(k) + _blobs(k, 2 * KEY)
+        directory = HEADER + _str(S) + _ints(k) + _blobs(k, 2 * KEY) + _blobs(k, SIGNATURE)
         relayed = sealed
-        request = HEADER + _str(S) + _ints(0) + _ints(h)
-        pb = keys + sealed + masked + unmask
-        cb = directory + relayed + request
-        return ClosedForm(7 * n, n * (pb + cb), 4, 4, pb, 3 * n, n * cb,
-                          f"per party 4 messages (2 keys, {k} sealed share pairs, L masked cells × 4 B, "
-                          f"{h} Shamir shares); controller 3 per party")
+        survivors = HEADER + _str(S) + _ints(h)
+        pb = keys + sealed + masked + signature + unmask
+        cb = directory + relayed + survivors
+        requests = _signed_views_bytes(engine, n, k, S, seed)
+        consistency = n * (signature + survivors) + requests
+        return ClosedForm(9 * n, n * (pb + cb) + requests, 5, 5, pb, 4 * n, n * cb + requests,
+                          f"per party 5 messages (2 signed keys, {k} sealed share pairs, L masked cells × 4 B, "
+                          f"1 survivor-set signature, {h} Shamir shares); controller 4 per party, the last "
+                          f"with the signed views of the party's 2-hop neighbourhood; consistency round "
+                          f"{2 * n} + {n} messages, {consistency} B")
     raise ConfigurationError(f"engine must be one of {ENGINE_KEYS}, got {engine!r}")
+
+
+def _signed_views_bytes(engine: str, n: int, k: int, S: int, seed: int) -> int:
+    """Bytes of the n unmask requests of the masked engine: for party v, the signers of its
+    2-hop neighbourhood W(v) = ∪_{o ∈ H(v)} H(o) (ids, view indices, signatures) and their
+    distinct views H(w) (the survivors among w's holders; everyone survives here)."""
+    def request(views: int, view_cells: int, signers: int) -> int:
+        return (HEADER + _str(S) + 4 + views * 4 + view_cells * INT + 2 * _ints(signers)
+                + _blobs(signers, SIGNATURE))
+
+    if engine == "masked" or k >= n - 1:  # complete graph: one shared view of all n parties, n signers
+        return n * request(1, n, n)
+    nbrs = build_neighbourhoods(range(n), "regular", k, seed=seed)
+    closed = {v: frozenset((*nbrs[v], v)) for v in range(n)}
+    total = 0
+    for v in range(n):
+        signers = frozenset().union(*(closed[o] for o in closed[v]))
+        views = {closed[w] for w in signers}
+        total += request(len(views), sum(len(x) for x in views), len(signers))
+    return total
 
 
 # --------------------------------------------------------------------------- inputs

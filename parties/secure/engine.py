@@ -37,6 +37,7 @@ from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTi
 from parties.codec import encode
 from parties.messages import Message
 from parties.network import CONTROLLER, Endpoint, Transport, actor_name
+from parties.secure.pki import setup_pki
 from parties.secure.ring import ZMod
 from parties.secure.topology import Neighbourhoods
 from parties.traffic import Counts, TrafficStatistics
@@ -305,7 +306,8 @@ class SecureSumEngine(ABC):
     re-running a session over the same roster and inputs can only give the same sum again.
     False when the controller picks the contributors (masked: the survivors)."""
     signs: bool = False
-    """True when the engine's parties sign with PKI keys (:mod:`parties.secure.pki`)."""
+    """True when the engine's parties sign with PKI keys (:mod:`parties.secure.pki`) and so take
+    ``signer=`` in :meth:`party`."""
 
     def __init__(self, *, round_timeout: float = 30.0, max_value: int = 1) -> None:
         if not (isinstance(round_timeout, (int, float)) and round_timeout > 0):
@@ -372,6 +374,8 @@ class SecureSumEngine(ABC):
     async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext) -> np.ndarray | None:
         """Run party ``ep.actor``'s side with its private ``vector``.
 
+        Engines that sign (:attr:`signs`) also take ``signer=``, the party's PKI key.
+
         Returns the total when the engine lets parties learn it (paper), else None.
         """
 
@@ -430,7 +434,9 @@ async def run_secure_sum(
     if len(lengths) != 1 or len(next(iter(lengths))) != 1:
         raise ConfigurationError(f"every vector must be 1-D with the same length, got shapes {sorted(lengths)}")
     (length,) = next(iter(lengths))
-    ctx = engine.context(tuple(inputs), length, network=network, session=session)
+    # set-up: engines that sign get a fresh PKI for the roster (parties.secure.pki)
+    signers, registry = setup_pki(inputs) if engine.signs else ({}, None)
+    ctx = engine.context(tuple(inputs), length, network=network, session=session, registry=registry)
     ring = ctx.ring
     for pid, vec in inputs.items():
         try:
@@ -444,6 +450,8 @@ async def run_secure_sum(
 
     async def guarded_party(pid: int) -> np.ndarray | None:
         try:
+            if engine.signs:
+                return await engine.party(network.endpoint(pid), inputs[pid], ctx, signer=signers[pid])
             return await engine.party(network.endpoint(pid), inputs[pid], ctx)
         except ProtocolError as exc:  # e.g. the party crashed, or a peer did and it timed out
             failures[pid] = exc

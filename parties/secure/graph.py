@@ -11,7 +11,9 @@ vectors + 1 partial, O(k L) cells, instead of the paper engine's O(n L).
 
 Where the network topology has no direct link between two neighbours (e.g. the default star),
 the shares travel through the controller, AEAD-encrypted end to end (``relay`` mode): each
-party first publishes an X25519 key, the controller hands each party its neighbours' keys, the
+party first publishes an X25519 key, signed with its PKI key (:mod:`parties.secure.pki`), the
+controller hands each party its neighbours' keys and signatures, each party checks them against
+the registry (a substituted key would let the controller open the shares: it is detected), the
 parties seal their shares (ChaCha20-Poly1305, keys by HKDF from X25519) and the controller
 relays the ciphertexts.  The traffic counts both hops.
 
@@ -44,12 +46,15 @@ from parties.secure.engine import (
     to_counts,
 )
 from parties.secure.messages import KeyDirectory, PartialSum, PublicKeys, RelayedShares, SealedShares, ShareVector
+from parties.secure.pki import SIGNATURE_BYTES, KeyRegistry, Signer
 from parties.secure.prg import Keystream
 from parties.secure.sharing import split
 from parties.secure.topology import TOPOLOGIES, build_neighbourhoods
 from parties.traffic import Counts
 
 __all__ = ["GraphEngine", "ring_modulus"]
+
+_KEYS = "graph/keys"  # what the PKI signature of a relayed key is for
 
 
 def ring_modulus(n: int, max_value: int) -> int:
@@ -113,6 +118,11 @@ class GraphEngine(SecureSumEngine):
         self.seed = seed
         self.relay = relay
 
+    @property
+    def signs(self) -> bool:  # type: ignore[override]
+        """Relayed keys are signed with the PKI (unless the engine never relays)."""
+        return self.relay is not False
+
     def _context(self, parties: tuple[int, ...], length: int, session: str,
                  network: Transport | None) -> SecureSumContext:
         modulus = ring_modulus(len(parties), self.max_value)
@@ -132,14 +142,16 @@ class GraphEngine(SecureSumEngine):
                                 relay=relay)
 
     # ------------------------------------------------------------------ party
-    async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext) -> None:
-        """Share x_i among the neighbours, then send the partial sum to the controller."""
+    async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext, *,
+                    signer: Signer | None = None) -> None:
+        """Share x_i among the neighbours, then send the partial sum to the controller
+        (``signer``: the party's PKI key, which signs its relayed public key)."""
         ring = ctx.ring
         x = as_ring_vector(vector, ctx, ring)
         me = ep.actor
         nbrs = ctx.neighbours[me]
         if ctx.relay:
-            own, received = await self._relay_shares(ep, x, nbrs, ctx)
+            own, received = await self._relay_shares(ep, x, nbrs, ctx, signer)
         else:
             own = await self._send_shares(ep, x, nbrs, ctx)
             del x  # hold O(L), not O(k L), while waiting (n parties wait at once)
@@ -159,18 +171,31 @@ class GraphEngine(SecureSumEngine):
         return own
 
     async def _relay_shares(self, ep: Endpoint, x: np.ndarray, nbrs: tuple[int, ...],
-                            ctx: SecureSumContext) -> tuple[np.ndarray, np.ndarray]:
-        """Exchange shares through the controller, sealed with pairwise X25519/HKDF keys;
-        returns (own share, sum of the shares received)."""
+                            ctx: SecureSumContext, signer: Signer | None) -> tuple[np.ndarray, np.ndarray]:
+        """Exchange shares through the controller, sealed with pairwise X25519/HKDF keys whose
+        public halves are PKI-signed; returns (own share, sum of the shares received)."""
         me, ring, timeout = ep.actor, ctx.ring, self.round_timeout
+        registry = ctx.registry
+        if signer is None or not isinstance(registry, KeyRegistry) or signer.party != me:
+            raise ConfigurationError(
+                f"party {me}: relayed graph shares need the party's PKI signer and the key registry "
+                "(parties.secure.pki.setup_pki at set-up)")
         keys = KeyPair.generate()
-        await ep.send(CONTROLLER, PublicKeys(ctx.session, (keys.public,)), phase="graph/keys")
+        await ep.send(CONTROLLER, PublicKeys(ctx.session, (keys.public,), signer.sign(_KEYS, ctx.session, keys.public)),
+                      phase="graph/keys")
         env = await ep.recv(kinds=KeyDirectory, sources=CONTROLLER, phase="graph/keys", timeout=timeout)
         directory = env.message
         if directory.session != ctx.session or directory.parties != nbrs:
             raise MessageError(
                 f"party {me}: key directory does not list exactly its neighbours {list(nbrs)[:10]}"
             )
+        if len(directory.signatures) != len(nbrs) or any(len(k) != 32 for k in directory.keys):
+            raise MessageError(f"party {me}: key directory entries must hold c_pk and its signature")
+        for j, k, sig in zip(directory.parties, directory.keys, directory.signatures):
+            if not registry.verify(j, _KEYS, ctx.session, k, sig):
+                raise MessageError(
+                    f"party {me}: the key relayed for party {j} is not signed by party {j}'s registered "
+                    "key: key substitution detected")
         channel = {
             j: agree(keys.private, ks[:32], purpose="channel", session=ctx.session, me=me, peer=j)
             for j, ks in zip(directory.parties, directory.keys)
@@ -219,8 +244,8 @@ class GraphEngine(SecureSumEngine):
             raise _dropped("public keys", exc) from exc
         for p in ctx.parties:
             nbrs = ctx.neighbours[p]
-            await ep.send(p, KeyDirectory(ctx.session, nbrs, tuple(keys[j].keys[0] for j in nbrs)),
-                          phase="graph/keys")
+            await ep.send(p, KeyDirectory(ctx.session, nbrs, tuple(keys[j].keys[0] for j in nbrs),
+                                          tuple(keys[j].signature for j in nbrs)), phase="graph/keys")
         await controller_phase(net, "graph/relay")
         try:
             sealed = await collect(ep, ctx.parties, kind=SealedShares, session=ctx.session,
@@ -250,7 +275,7 @@ class GraphEngine(SecureSumEngine):
         cell_bytes = ctx.length * ctx.ring.element_bytes + AEAD_OVERHEAD
         sent: dict[int, Counts] = {}
         ctrl_msgs = ctrl_bytes = 0
-        key = bytes(32)
+        key, sig = bytes(32), bytes(SIGNATURE_BYTES)
         relay_sizes: dict[int, tuple[int, int]] = {}  # sizes depend on the degree only
         for p in ctx.parties:
             k = len(ctx.neighbours[p])
@@ -260,9 +285,9 @@ class GraphEngine(SecureSumEngine):
             if k not in relay_sizes:
                 nbrs, blobs = tuple(range(k)), (bytes(cell_bytes),) * k
                 relay_sizes[k] = (
-                    encoded_size(PublicKeys(ctx.session, (key,)))
+                    encoded_size(PublicKeys(ctx.session, (key,), sig))
                     + encoded_size(SealedShares(ctx.session, nbrs, blobs)) + partial,
-                    encoded_size(KeyDirectory(ctx.session, nbrs, (key,) * k))
+                    encoded_size(KeyDirectory(ctx.session, nbrs, (key,) * k, (sig,) * k))
                     + encoded_size(RelayedShares(ctx.session, nbrs, blobs)),
                 )
             party_bytes, controller_bytes = relay_sizes[k]

@@ -1,11 +1,17 @@
 """Pairwise-mask secure aggregation with dropout recovery (engine ``masked``).
 
 Bonawitz et al. 2017 ("Practical Secure Aggregation for Privacy-Preserving Machine Learning",
-semi-honest protocol of Section 4 / Figure 4), optionally restricted to a sparse neighbour
-graph as in Bell et al. 2020.  Party i, neighbours N(i), Shamir holders H(i) = N(i) + {i}:
+Section 4 / Figure 4, with the active-adversary additions of Section 6: signed keys and the
+consistency check), optionally restricted to a sparse neighbour graph as in Bell et al. 2020.
+Party i, neighbours N(i), Shamir holders H(i) = N(i) + {i}; every party has a long-term
+Ed25519 key registered at set-up in a PKI the controller cannot change
+(:mod:`parties.secure.pki`):
 
-Round 0, advertise keys   i -> controller: c_pk_i (encryption), s_pk_i (masking), X25519.
-                          controller -> i: the keys of i's live neighbours.
+Round 0, advertise keys   i -> controller: c_pk_i (encryption), s_pk_i (masking), X25519,
+                          signed with i's PKI key.
+                          controller -> i: the keys and signatures of i's live neighbours; i
+                          checks every signature against the registry, so a substituted key
+                          (a man in the middle on a pairwise channel) is detected.
 Round 1, share keys       i draws a self-mask seed b_i, Shamir-shares b_i and s_sk_i t-of-|H|
                           among its live holders, seals each neighbour's pair of shares with
                           ChaCha20-Poly1305 under HKDF(X25519(c_sk_i, c_pk_j)) and sends the
@@ -14,17 +20,31 @@ Round 2, masked input     y_i = x_i + PRG(b_i) + sum_{j in U2, j > i} PRG(s_ij)
                                             - sum_{j in U2, j < i} PRG(s_ij)   (mod M),
                           s_ij = HKDF(X25519(s_sk_i, s_pk_j)), PRG = ChaCha20 keystream over
                           Z_M (M = 2^32 or 2^64: rejection-free).
-Round 3, unmasking        the controller names the dropped parties D (shared keys, sent no y)
-                          and the survivors U3; each survivor returns its shares of b_v for
-                          v in U3 and of s_sk_u for u in D (never both for one party).  The
+Round 3, consistency      the controller tells each survivor v in U3 its view: the survivors
+                          among H(v); v signs the view it was told (once per session).
+Round 4, unmasking        the controller forwards to each signer the signed views it needs;
+                          before revealing anything about an owner o it holds shares of, the
+                          party checks that a strict majority of H(o) signed views that agree
+                          with its own on whether o survived (every signature checked against
+                          the registry).  It then returns its shares of b_o for the survivors
+                          and of s_sk_o for the dropped (never both for one owner).  The
                           controller reconstructs them (any t shares) and removes PRG(b_v) and
                           the masks the survivors share with dropped parties.
 
+Why the check: if the controller could tell some holders of o "o survived" and others "o
+dropped", it could collect t shares of b_o and t of s_sk_o and unmask o's input alone.  Two
+strict majorities of H(o) share a party, and an honest party signs one view per session, so
+all honest holders of o act on the same bit; and since t > |H(o)| / 2 (the party's policy,
+never the controller's choice), the shares of both secrets of one owner never reach t.  The
+check costs, per party, one signature and the verification of the signed views of its 2-hop
+neighbourhood (all n views of one shared set on the complete graph).
+
 The pairwise masks of two survivors cancel in the sum, so the result is exactly
-sum_{v in U3} x_v.  With fewer than max(t, 2) survivors, or fewer than t shares for a secret
-that must be reconstructed, the controller raises :class:`~mprr.errors.SecureSumAborted`.
-The controller sees only public keys, ciphertexts, masked vectors, the Shamir shares the
-protocol reveals, and the aggregate.
+sum_{v in U3} x_v.  With fewer than max(t, 2) survivors, fewer than t shares for a secret
+that must be reconstructed, or too few signed views, the run aborts
+(:class:`~mprr.errors.SecureSumAborted` at the controller).  The controller sees only public
+keys, signatures, ciphertexts, masked vectors, the Shamir shares the protocol reveals, and the
+aggregate.
 """
 
 from __future__ import annotations
@@ -58,9 +78,12 @@ from parties.secure.messages import (
     PublicKeys,
     RelayedShares,
     SealedShares,
+    SurvivorSet,
+    SurvivorSignature,
     UnmaskRequest,
     UnmaskShares,
 )
+from parties.secure.pki import SIGNATURE_BYTES, KeyRegistry, Signer
 from parties.secure.prg import Keystream, fresh_seed
 from parties.secure.ring import ZMod
 from parties.secure.shamir import SHARE_BYTES, Share, reconstruct_bytes, share_bytes
@@ -70,7 +93,8 @@ from parties.traffic import Counts
 __all__ = ["MaskedEngine", "abscissa"]
 
 _PLAIN = struct.Struct(f"<III{SHARE_BYTES}s{SHARE_BYTES}s")  # owner, holder, x, s_sk share, b share
-PHASES = ("masked/advertise", "masked/share-keys", "masked/input", "masked/unmask")
+PHASES = ("masked/advertise", "masked/share-keys", "masked/input", "masked/consistency", "masked/unmask")
+_KEYS, _VIEW = "masked/keys", "masked/survivors"  # what the PKI signatures are for
 
 
 def abscissa(neighbours: Neighbourhoods, owner: int, holder: int) -> int:
@@ -86,7 +110,8 @@ def _mask(ring: ZMod, seed: bytes, length: int) -> np.ndarray:
 
 
 class MaskedEngine(SecureSumEngine):
-    """Bonawitz et al. 2017 secure aggregation (pairwise masks, Shamir recovery, AEAD relay).
+    """Bonawitz et al. 2017 secure aggregation (pairwise masks, Shamir recovery, AEAD relay,
+    PKI-signed keys and survivor sets).
 
     Parameters
     ----------
@@ -95,8 +120,10 @@ class MaskedEngine(SecureSumEngine):
         (Bonawitz).  ``"regular"`` / ``"harary"`` with ``degree = k`` give the sparse variant
         (Bell et al. 2020) that scales to tens of thousands of parties.
     threshold
-        Shamir threshold t (1 <= t <= smallest holder set deg + 1); default: a strict
-        majority of the smallest holder set, floor((min deg + 1) / 2) + 1.
+        Shamir threshold t: a strict majority of the smallest holder set,
+        (min deg + 1) / 2 < t <= min deg + 1 (on the complete graph: t > n / 2 of the roster);
+        default floor((min deg + 1) / 2) + 1.  It is the party's policy: each party builds its
+        own context from its own engine, whatever the controller runs.
     round_timeout, max_value
         See :class:`SecureSumEngine`.  The controller waits ``round_timeout`` per round and
         treats the parties still missing as dropouts; parties wait twice as long for the
@@ -104,6 +131,8 @@ class MaskedEngine(SecureSumEngine):
     """
 
     name = "masked"
+    fixed_output = False  # the controller names the survivors: no retry of a session
+    signs = True
 
     def __init__(self, *, topology: str = "complete", degree: int | None = None,
                  threshold: int | None = None, seed: int = 0, round_timeout: float = 30.0,
@@ -128,6 +157,12 @@ class MaskedEngine(SecureSumEngine):
             raise ConfigurationError(
                 f"threshold must be <= the smallest Shamir holder set (degree + 1 = {smallest}), got {t}"
             )
+        if 2 * t <= smallest:
+            raise ConfigurationError(
+                f"threshold must be a strict majority of the smallest Shamir holder set "
+                f"(t > {smallest} / 2, i.e. t >= {smallest // 2 + 1}), got {t}: with fewer, a controller "
+                "that shows holders different survivor sets can collect both secrets of one party"
+            )
         if network is not None:
             for p in parties:
                 if not (network.topology.allowed(p, CONTROLLER) and network.topology.allowed(CONTROLLER, p)):
@@ -136,24 +171,37 @@ class MaskedEngine(SecureSumEngine):
                                 ring_modulus(n, self.max_value), neighbours, relay=True, threshold=t)
 
     # ------------------------------------------------------------------ party
-    async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext) -> None:
-        """Rounds 0-3 of Bonawitz et al. for party ``ep.actor``."""
+    async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext, *,
+                    signer: Signer | None = None) -> None:
+        """Rounds 0-4 of Bonawitz et al. for party ``ep.actor`` (``signer``: its PKI key)."""
         # a party waits up to two rounds: the controller itself may wait a full round_timeout
         # for stragglers before it answers
         ring, me, s, timeout = ctx.ring, ep.actor, ctx.session, 2 * self.round_timeout
+        registry = ctx.registry
+        if signer is None or not isinstance(registry, KeyRegistry) or signer.party != me:
+            raise ConfigurationError(
+                f"party {me}: the masked engine needs the party's PKI signer and the key registry "
+                "(parties.secure.pki.setup_pki at set-up)")
         x = as_ring_vector(vector, ctx, ring)
         nbrs = ctx.neighbours[me]
         c_keys, s_keys = KeyPair.generate(), KeyPair.generate()
-        await ep.send(CONTROLLER, PublicKeys(s, (c_keys.public, s_keys.public)), phase=PHASES[0])
+        mine = c_keys.public + s_keys.public
+        await ep.send(CONTROLLER, PublicKeys(s, (c_keys.public, s_keys.public), signer.sign(_KEYS, s, mine)),
+                      phase=PHASES[0])
 
-        # round 1: share b_i and s_sk_i among the live holders, sealed per neighbour
+        # round 1: check the neighbours' signed keys; share b_i and s_sk_i among the live holders
         directory = (await ep.recv(kinds=KeyDirectory, sources=CONTROLLER, phase=PHASES[0],
                                    timeout=timeout)).message
         live = directory.parties
         if directory.session != s or not set(live) <= set(nbrs):
             raise MessageError(f"party {me}: key directory lists parties that are not its neighbours")
-        if any(len(k) != 64 for k in directory.keys):
-            raise MessageError(f"party {me}: key directory entries must hold c_pk || s_pk")
+        if any(len(k) != 64 for k in directory.keys) or len(directory.signatures) != len(live):
+            raise MessageError(f"party {me}: key directory entries must hold c_pk || s_pk and a signature")
+        for j, k, sig in zip(live, directory.keys, directory.signatures):
+            if not registry.verify(j, _KEYS, s, k, sig):
+                raise MessageError(
+                    f"party {me}: the keys relayed for party {j} are not signed by party {j}'s registered "
+                    "key: key substitution detected")
         peer_keys = {j: (k[:32], k[32:]) for j, k in zip(live, directory.keys)}
         self_mask = fresh_seed()
         xs = [abscissa(ctx.neighbours, me, h) for h in live]
@@ -201,38 +249,39 @@ class MaskedEngine(SecureSumEngine):
         y = ring.sub(ring.add(acc, plus), minus)
         await ep.send(CONTROLLER, MaskedInput(s, y), phase=PHASES[2])
 
-        # round 3: reveal b-shares of survivors and s_sk-shares of dropped parties
-        request = (await ep.recv(kinds=UnmaskRequest, sources=CONTROLLER, phase=PHASES[3],
-                                 timeout=timeout)).message
-        if request.session != s or me in request.dropped:
-            raise MessageError(f"party {me}: invalid unmask request")
-        owners, which, absc, values = [], [], [], []
-        for v in request.survivors:
-            if v == me:
-                owners.append(me)
-                which.append(SECRET_SELF_MASK)
-                absc.append(own_b_share.x)
-                values.append(own_b_share.value_bytes())
-            elif v in held:
-                owners.append(v)
-                which.append(SECRET_SELF_MASK)
-                absc.append(held[v][0])
-                values.append(held[v][2])
-            else:
-                raise MessageError(f"party {me}: asked for a share of party {v}, which it does not hold")
-        for u in request.dropped:
-            if u not in held:
-                raise MessageError(f"party {me}: asked for a share of party {u}, which it does not hold")
-            owners.append(u)
-            which.append(SECRET_MASK_KEY)
-            absc.append(held[u][0])
-            values.append(held[u][1])
-        await ep.send(CONTROLLER, UnmaskShares(s, tuple(owners), tuple(which), tuple(absc), tuple(values)),
+        # round 3: sign the survivor set we are told (one view per session)
+        told = (await ep.recv(kinds=SurvivorSet, sources=CONTROLLER, phase=PHASES[3], timeout=timeout)).message
+        view = frozenset(told.survivors)
+        holders = set(nbrs) | {me}
+        if told.session != s or me not in view or not view <= holders:
+            raise MessageError(f"party {me}: survivor set must contain the party and only its Shamir holders")
+        await ep.send(CONTROLLER, SurvivorSignature(s, signer.sign(_VIEW, s, _pack(told.survivors))),
                       phase=PHASES[3])
+
+        # round 4: check the signed views, then reveal b-shares of survivors, s_sk-shares of the dropped
+        request = (await ep.recv(kinds=UnmaskRequest, sources=CONTROLLER, phase=PHASES[4],
+                                 timeout=timeout)).message
+        if request.session != s:
+            raise MessageError(f"party {me}: unmask request of another session")
+        _check_consistency(request, registry, ctx, me, view, [me, *held], s)
+        owners, which, absc, values = [], [], [], []
+        for o in sorted({me, *held}):
+            if o in view:  # survived: its self mask is removed
+                kind = SECRET_SELF_MASK
+                x_o, y_o = (own_b_share.x, own_b_share.value_bytes()) if o == me else (held[o][0], held[o][2])
+            else:  # dropped after sharing: its pairwise masks are removed
+                kind = SECRET_MASK_KEY
+                x_o, y_o = held[o][0], held[o][1]
+            owners.append(o)
+            which.append(kind)
+            absc.append(x_o)
+            values.append(y_o)
+        await ep.send(CONTROLLER, UnmaskShares(s, tuple(owners), tuple(which), tuple(absc), tuple(values)),
+                      phase=PHASES[4])
 
     # ------------------------------------------------------------------ controller
     async def controller(self, ep: Endpoint, ctx: SecureSumContext) -> SumOutcome:
-        """Relay keys and shares, collect masked inputs, detect dropouts, unmask the sum."""
+        """Relay keys and shares, collect masked inputs, run the consistency round, unmask the sum."""
         net, s, timeout, ring, t = ep.network, ctx.session, self.round_timeout, ctx.ring, ctx.threshold
         minimum = max(t, 2)
 
@@ -245,8 +294,8 @@ class MaskedEngine(SecureSumEngine):
         await controller_phase(net, PHASES[0])
         keys = await collect(ep, ctx.parties, kind=PublicKeys, session=s, phase=PHASES[0],
                              timeout=timeout, partial=True)
-        if any(len(m.keys) != 2 for m in keys.values()):
-            raise MessageError("masked engine: every party must advertise (c_pk, s_pk)")
+        if any(len(m.keys) != 2 or len(m.signature) != SIGNATURE_BYTES for m in keys.values()):
+            raise MessageError("masked engine: every party must advertise (c_pk, s_pk) and its signature")
         u1 = set(keys)
         if len(u1) < minimum:
             raise abort("key advertisement", len(u1))
@@ -258,7 +307,8 @@ class MaskedEngine(SecureSumEngine):
                     f"masked secure sum aborted: party {p} has {len(live) + 1} live Shamir "
                     f"holders, threshold t = {t}", survivors=len(live) + 1, threshold=t)
             directory[p] = live
-            await ep.send(p, KeyDirectory(s, live, tuple(b"".join(keys[j].keys) for j in live)), phase=PHASES[0])
+            await ep.send(p, KeyDirectory(s, live, tuple(b"".join(keys[j].keys) for j in live),
+                                          tuple(keys[j].signature for j in live)), phase=PHASES[0])
 
         await controller_phase(net, PHASES[1])
         sealed = await collect(ep, sorted(u1), kind=SealedShares, session=s, phase=PHASES[1],
@@ -287,29 +337,34 @@ class MaskedEngine(SecureSumEngine):
         dropped = u2 - u3
 
         await controller_phase(net, PHASES[3])
-        requests: dict[int, UnmaskRequest] = {}
+        views = {v: survivor_view(ctx, v, u3) for v in sorted(u3)}
         for v in sorted(u3):
-            request = UnmaskRequest(s, tuple(u for u in relayed[v] if u in dropped),
-                                    tuple(sorted({v, *(w for w in relayed[v] if w in u3)})))
-            requests[v] = request
-            await ep.send(v, request, phase=PHASES[3])
-        answers = await collect(ep, sorted(u3), kind=UnmaskShares, session=s, phase=PHASES[3],
+            await ep.send(v, SurvivorSet(s, views[v]), phase=PHASES[3])
+        signed = await collect(ep, sorted(u3), kind=SurvivorSignature, session=s, phase=PHASES[3],
+                               timeout=timeout, partial=True)
+        u4 = set(signed)
+        if len(u4) < minimum:
+            raise abort("consistency check", len(u4))
+
+        await controller_phase(net, PHASES[4])
+        for v in sorted(u4):
+            await ep.send(v, unmask_request(ctx, v, relayed[v], views, {w: signed[w].signature for w in u4}),
+                          phase=PHASES[4])
+        answers = await collect(ep, sorted(u4), kind=UnmaskShares, session=s, phase=PHASES[4],
                                 timeout=timeout, partial=True)
-        total = self._unmask(ctx, masked, answers, requests, relayed, keys, dropped)
+        total = self._unmask(ctx, masked, answers, relayed, keys, dropped)
         return SumOutcome(to_counts(total), tuple(sorted(u3)))
 
     def _unmask(self, ctx: SecureSumContext, masked: dict[int, MaskedInput], answers: dict[int, UnmaskShares],
-                requests: dict[int, UnmaskRequest], relayed: dict[int, tuple[int, ...]],
-                keys: dict[int, PublicKeys], dropped: set[int]) -> np.ndarray:
+                relayed: dict[int, tuple[int, ...]], keys: dict[int, PublicKeys], dropped: set[int]) -> np.ndarray:
         ring, t, L = ctx.ring, ctx.threshold, ctx.length
         b_shares: dict[int, list[Share]] = {v: [] for v in masked}
         sk_shares: dict[int, list[Share]] = {u: [] for u in dropped}
         for holder, msg in answers.items():
-            request = requests[holder]
-            allowed = {**{v: SECRET_SELF_MASK for v in request.survivors},
-                       **{u: SECRET_MASK_KEY for u in request.dropped}}
+            owners = set(relayed[holder]) | {holder}
             for owner, kind, x, value in zip(msg.owners, msg.which, msg.abscissae, msg.values):
-                if allowed.get(owner) != kind or x != abscissa(ctx.neighbours, owner, holder):
+                expected = SECRET_SELF_MASK if owner in masked else SECRET_MASK_KEY
+                if owner not in owners or kind != expected or x != abscissa(ctx.neighbours, owner, holder):
                     raise MessageError(f"party {holder} returned a share that was not requested")
                 (b_shares if kind == SECRET_SELF_MASK else sk_shares)[owner].append(Share.from_bytes(x, value))
         total = np.zeros(L, dtype=np.uint64)
@@ -334,39 +389,103 @@ class MaskedEngine(SecureSumEngine):
 
     # ------------------------------------------------------------------ cost
     def cost(self, ctx: SecureSumContext) -> TrafficCost:
-        """Fault-free: 4 messages per party (keys, sealed shares, masked input, unmask shares),
-        3 per party from the controller (key directory, relayed shares, unmask request); 4 rounds."""
+        """Fault-free: 5 messages per party (signed keys, sealed shares, masked input, survivor
+        signature, unmask shares), 4 per party from the controller (key directory, relayed
+        shares, survivor set, unmask request with the signed views of the party's 2-hop
+        neighbourhood); 5 rounds.  Rounds 3-4 are the consistency check."""
         s, L = ctx.session, ctx.length
-        key = bytes(32)
+        key, sig = bytes(32), bytes(SIGNATURE_BYTES)
         blob = bytes(_PLAIN.size + AEAD_OVERHEAD)
         share = bytes(SHARE_BYTES)
         masked = encoded_size(MaskedInput(s, np.zeros(L, dtype=ctx.ring.dtype)))
-        advertise = encoded_size(PublicKeys(s, (key, key)))
+        advertise = encoded_size(PublicKeys(s, (key, key), sig))
+        signature = encoded_size(SurvivorSignature(s, sig))
+        everyone = set(ctx.parties)
+        views = {v: survivor_view(ctx, v, everyone) for v in ctx.parties}
+        signatures = dict.fromkeys(ctx.parties, sig)
         sent: dict[int, Counts] = {}
         ctrl = [0, 0]
-        by_degree: dict[int, tuple[Counts, int]] = {}  # sizes depend on the degree only
+        by_degree: dict[int, tuple[Counts, int]] = {}  # sizes of rounds 0-3 depend on the degree only
         for p in ctx.parties:
-            k = len(ctx.neighbours[p])
+            nb = ctx.neighbours[p]
+            k = len(nb)
             if k not in by_degree:
                 nbrs, holders = tuple(range(k)), tuple(range(k + 1))
                 unmask = UnmaskShares(s, holders, (0,) * (k + 1), (1,) * (k + 1), (share,) * (k + 1))
-                party = Counts(4, advertise + encoded_size(SealedShares(s, nbrs, (blob,) * k))
-                               + masked + encoded_size(unmask))
-                controller = (encoded_size(KeyDirectory(s, nbrs, (key + key,) * k))
+                party = Counts(5, advertise + encoded_size(SealedShares(s, nbrs, (blob,) * k))
+                               + masked + signature + encoded_size(unmask))
+                controller = (encoded_size(KeyDirectory(s, nbrs, (key + key,) * k, (sig,) * k))
                               + encoded_size(RelayedShares(s, nbrs, (blob,) * k))
-                              + encoded_size(UnmaskRequest(s, (), holders)))
+                              + encoded_size(SurvivorSet(s, holders)))
                 by_degree[k] = (party, controller)
             sent[p], controller_bytes = by_degree[k]
-            ctrl[0] += 3
-            ctrl[1] += controller_bytes
+            ctrl[0] += 4
+            ctrl[1] += controller_bytes + encoded_size(unmask_request(ctx, p, nb, views, signatures))
         sent[CONTROLLER] = Counts(*ctrl)
         degrees = sorted({len(ctx.neighbours[p]) for p in ctx.parties})
         return TrafficCost(
-            sent=MappingProxyType(sent), rounds=4,
-            formula=(f"per party 4 messages: 2 keys, deg(i) = {degrees} sealed share pairs, "
-                     f"L = {L} masked cells, deg(i) + 1 Shamir shares; controller 3 per party; "
-                     "O(L + k) per party, O(n (L + k)) total"),
+            sent=MappingProxyType(sent), rounds=5,
+            formula=(f"per party 5 messages: 2 signed keys, deg(i) = {degrees} sealed share pairs, "
+                     f"L = {L} masked cells, 1 survivor-set signature, deg(i) + 1 Shamir shares; "
+                     "controller 4 per party, the last carrying the signed views of the party's "
+                     "2-hop neighbourhood; O(L + k^2) per party, O(n (L + k^2)) total "
+                     "(complete graph: O(n) signatures per party)"),
         )
+
+
+def survivor_view(ctx: SecureSumContext, party: int, survivors: set[int]) -> tuple[int, ...]:
+    """What ``party`` is told in round 3: the survivors among its Shamir holders, sorted."""
+    return tuple(sorted(w for w in (*ctx.neighbours[party], party) if w in survivors))
+
+
+def unmask_request(ctx: SecureSumContext, party: int, held: tuple[int, ...], views: dict[int, tuple[int, ...]],
+                   signatures: dict[int, bytes]) -> UnmaskRequest:
+    """The round-4 message to ``party``: the signed views of every signer in H(o), for o in
+    ``held`` + {party} (its 2-hop neighbourhood), equal views sent once."""
+    wanted: set[int] = set()
+    for o in (party, *held):
+        wanted.update(w for w in (*ctx.neighbours[o], o) if w in signatures)
+    signers = tuple(sorted(wanted))
+    index: dict[tuple[int, ...], int] = {}
+    for w in signers:
+        index.setdefault(views[w], len(index))
+    return UnmaskRequest(ctx.session, tuple(index), signers, tuple(index[views[w]] for w in signers),
+                         tuple(signatures[w] for w in signers))
+
+
+def _pack(ids: tuple[int, ...]) -> bytes:
+    return struct.pack(f"<{len(ids)}I", *ids)
+
+
+def _check_consistency(request: UnmaskRequest, registry: KeyRegistry, ctx: SecureSumContext, me: int,
+                       view: frozenset[int], owners: list[int], session: str) -> None:
+    """Raise unless, for every owner o, a strict majority of H(o) signed views agreeing with
+    ``view`` on whether o survived (signatures checked lazily against the PKI registry)."""
+    statements = {w: (request.views[i], sig) for w, i, sig in zip(request.signers, request.view_of,
+                                                                    request.signatures)}
+    verified: dict[int, bool] = {}
+    for o in owners:
+        holders = (*ctx.neighbours[o], o)
+        need = len(holders) // 2 + 1
+        alive = o in view
+        agree_ = 0
+        for w in holders:
+            got = statements.get(w)
+            if got is None or (o in got[0]) != alive:
+                continue
+            ok = verified.get(w)
+            if ok is None:
+                ok = verified[w] = registry.verify(w, _VIEW, session, _pack(got[0]), got[1])
+            if ok:
+                agree_ += 1
+                if agree_ >= need:
+                    break
+        if agree_ < need:
+            raise SecureSumAborted(
+                f"party {me}: only {agree_} of the {len(holders)} Shamir holders of party {o} signed a "
+                f"survivor set that agrees with the party's on party {o} ({need} needed): the controller "
+                "told different parties different survivor sets, or too many dropped; nothing revealed",
+                survivors=agree_, threshold=need)
 
 
 def _reconstruct(shares: list[Share], threshold: int, what: str) -> bytes:

@@ -10,14 +10,18 @@ kind   class               meaning                                              
 =====  ==================  =====================================================  ========
 64     ShareVector         additive share(s) r_ij of one party for another         paper, graph
 65     PartialSum          r_j = sum of received shares (+ own indicator)          paper, graph
-66     PublicKeys          a party's X25519 public key(s), sent to the controller  masked, graph-relay
+66     PublicKeys          a party's X25519 public key(s) (masked: signed)         masked, graph-relay
 67     KeyDirectory        controller -> party: public keys of its live neighbours masked, graph-relay
 68     SealedShares        party -> controller: AEAD ciphertexts, one per neighbour masked, graph-relay
 69     RelayedShares       controller -> party: ciphertexts addressed to it        masked, graph-relay
 70     MaskedInput         y_i = x_i + masks (mod M)                               masked
-71     UnmaskRequest       controller -> survivor: dropped and surviving parties   masked
+71     UnmaskRequest       controller -> survivor: the signed survivor views       masked
 72     UnmaskShares        survivor -> controller: Shamir shares for unmasking     masked
+73     SurvivorSet         controller -> survivor: the survivors among its holders masked
+74     SurvivorSignature   survivor -> controller: its signature of that set       masked
 =====  ==================  =====================================================  ========
+
+Signatures are Ed25519 (64 bytes) under the keys of the PKI (:mod:`parties.secure.pki`).
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ __all__ = [
     "MaskedInput",
     "UnmaskRequest",
     "UnmaskShares",
+    "SurvivorSet",
+    "SurvivorSignature",
     "SECRET_SELF_MASK",
     "SECRET_MASK_KEY",
 ]
@@ -98,25 +104,31 @@ class PartialSum(Message):
 
 @message(kind=66)
 class PublicKeys(Message):
-    """Party -> controller: its public keys (masked: (c_pk, s_pk); graph-relay: (c_pk,))."""
+    """Party -> controller: its public keys (masked: (c_pk, s_pk); graph-relay: (c_pk,)) and,
+    for the masked engine, its PKI signature of them (empty otherwise)."""
 
     session: str
     keys: tuple[bytes, ...]
+    signature: bytes = b""
 
     def validate(self) -> None:
         _session("PublicKeys", self.session)
         _require(1 <= len(self.keys) <= 2, f"PublicKeys.keys must hold 1 or 2 keys, got {len(self.keys)}")
         _require(all(len(k) == 32 for k in self.keys), "PublicKeys.keys must be 32-byte X25519 keys")
+        _require(len(self.signature) in (0, 64),
+                 f"PublicKeys.signature must be empty or a 64-byte signature, got {len(self.signature)} bytes")
 
 
 @message(kind=67)
 class KeyDirectory(Message):
     """Controller -> party: ``keys[k]`` are the public keys of neighbour ``parties[k]``,
-    concatenated (32 bytes for graph-relay: c_pk; 64 bytes for masked: c_pk || s_pk)."""
+    concatenated (32 bytes for graph-relay: c_pk; 64 bytes for masked: c_pk || s_pk), and
+    (masked) ``signatures[k]`` that neighbour's PKI signature of them."""
 
     session: str
     parties: tuple[int, ...]
     keys: tuple[bytes, ...]
+    signatures: tuple[bytes, ...] = ()
 
     def validate(self) -> None:
         _session("KeyDirectory", self.session)
@@ -125,6 +137,8 @@ class KeyDirectory(Message):
                  f"KeyDirectory.keys must have one entry per party ({len(self.parties)}), got {len(self.keys)}")
         _require(all(len(k) in (32, 64) for k in self.keys),
                  "KeyDirectory.keys entries must be 1 or 2 concatenated 32-byte X25519 keys")
+        _require(len(self.signatures) in (0, len(self.parties)) and all(len(s) == 64 for s in self.signatures),
+                 "KeyDirectory.signatures must be empty or one 64-byte signature per party")
 
 
 @message(kind=68)
@@ -170,18 +184,30 @@ class MaskedInput(Message):
 
 @message(kind=71)
 class UnmaskRequest(Message):
-    """Controller -> survivor: which parties dropped and which survived (round Unmasking)."""
+    """Controller -> survivor: the signed survivor views it needs before unmasking (round Unmasking).
+
+    ``signatures[k]`` is party ``signers[k]``'s signature of its view
+    ``views[view_of[k]]`` (the survivors among its Shamir holders, as it was told them in
+    :class:`SurvivorSet`); equal views are sent once.
+    """
 
     session: str
-    dropped: tuple[int, ...]
-    survivors: tuple[int, ...]
+    views: tuple[tuple[int, ...], ...]
+    signers: tuple[int, ...]
+    view_of: tuple[int, ...]
+    signatures: tuple[bytes, ...]
 
     def validate(self) -> None:
         _session("UnmaskRequest", self.session)
-        _ids("UnmaskRequest.dropped", self.dropped)
-        _ids("UnmaskRequest.survivors", self.survivors)
-        _require(not set(self.dropped) & set(self.survivors),
-                 "UnmaskRequest.dropped and survivors must be disjoint")
+        _ids("UnmaskRequest.signers", self.signers)
+        for view in self.views:
+            _ids("UnmaskRequest.views entries", view)
+        k = len(self.signers)
+        _require(len(self.view_of) == k and len(self.signatures) == k,
+                 "UnmaskRequest needs one view index and one signature per signer")
+        _require(all(0 <= i < len(self.views) for i in self.view_of),
+                 f"UnmaskRequest.view_of must index views (0..{len(self.views) - 1})")
+        _require(all(len(s) == 64 for s in self.signatures), "UnmaskRequest.signatures must be 64 bytes each")
 
 
 @message(kind=72)
@@ -206,3 +232,29 @@ class UnmaskShares(Message):
                  f"UnmaskShares.which entries must be 0 (self mask) or 1 (mask key), got {self.which}")
         _require(not self.abscissae or min(self.abscissae) >= 1, "UnmaskShares.abscissae must be >= 1")
         _require(all(len(v) == 33 for v in self.values), "UnmaskShares.values must be 33-byte shares")
+
+
+@message(kind=73)
+class SurvivorSet(Message):
+    """Controller -> survivor: the parties among its Shamir holders (its neighbours and itself)
+    whose masked input is in the sum (Bonawitz et al. 2017, round ConsistencyCheck)."""
+
+    session: str
+    survivors: tuple[int, ...]
+
+    def validate(self) -> None:
+        _session("SurvivorSet", self.session)
+        _ids("SurvivorSet.survivors", self.survivors)
+        _require(list(self.survivors) == sorted(self.survivors), "SurvivorSet.survivors must be sorted")
+
+
+@message(kind=74)
+class SurvivorSignature(Message):
+    """Survivor -> controller: its PKI signature of the :class:`SurvivorSet` it was told."""
+
+    session: str
+    signature: bytes
+
+    def validate(self) -> None:
+        _session("SurvivorSignature", self.session)
+        _require(len(self.signature) == 64, "SurvivorSignature.signature must be 64 bytes")

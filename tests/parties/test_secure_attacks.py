@@ -26,6 +26,7 @@ from parties.public_state import SESSION_REFUSED, ReleaseBook
 from parties.secure.graph import GraphEngine
 from parties.secure.masked import MaskedEngine
 from parties.secure.paper import PaperEngine
+from parties.secure.pki import setup_pki
 from parties.simulate import simulate
 
 N = 8
@@ -107,8 +108,9 @@ def _actors(n: int, engine, *, min_roster: int = DEFAULT_MIN_ROSTER):
     book = ReleaseBook(schema)
     net = InMemoryNetwork(n, topology=None if engine.name != "paper" else __import__("networkx").complete_graph(n))
     streams = PartyStreams(7, n)
+    signers, registry = setup_pki(range(n))
     parties = [Party(i, (i % 2, (i // 2) % 2), schema, seed=streams.seed_sequence(i), book=book, engine=engine,
-                     min_roster=min_roster) for i in range(n)]
+                     min_roster=min_roster, signer=signers[i], registry=registry) for i in range(n)]
     ctl = Controller(net.endpoint(CONTROLLER), schema, range(n), timeout=0.5)
     return net, parties, ctl
 
@@ -182,3 +184,150 @@ def test_min_roster_is_validated() -> None:
         Party(0, (0,), schema, seed=PartyStreams(1, 1).seed_sequence(0), min_roster=1)
     with pytest.raises(MessageError, match="roster must be sorted"):
         SecureSumStart(1, "s", "graph", ((3, 2),))
+
+
+# ---------------------------------------------------------------------- masked engine, active adversary (item 3)
+class _Tamper:
+    """The controller's endpoint with a hook that rewrites what the controller sends."""
+
+    def __init__(self, ep, rewrite) -> None:  # noqa: ANN001
+        self._ep, self._rewrite = ep, rewrite
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        return getattr(self._ep, name)
+
+    async def send(self, dst: int, msg, **kw) -> None:  # noqa: ANN001
+        await self._ep.send(dst, self._rewrite(dst, msg), **kw)
+
+
+class _Malicious(MaskedEngine):
+    """A masked-engine controller whose outgoing messages pass through ``rewrite``."""
+
+    def __init__(self, rewrite, **kw) -> None:  # noqa: ANN001
+        super().__init__(**kw)
+        self.rewrite = rewrite
+
+    async def controller(self, ep, ctx):  # noqa: ANN001, ANN201
+        return await super().controller(_Tamper(ep, self.rewrite), ctx)
+
+
+def _shares_of(net, owner: int) -> dict[int, int]:
+    """How many Shamir shares of each secret of ``owner`` reached the controller."""
+    from parties.codec import decode
+    from parties.secure.messages import UnmaskShares
+
+    got = {0: 0, 1: 0}
+    for frame in net.controller_view:
+        msg = decode(frame.payload)
+        if isinstance(msg, UnmaskShares):
+            for o, which in zip(msg.owners, msg.which):
+                if o == owner:
+                    got[which] += 1
+    return got
+
+
+def test_the_threshold_is_the_party_policy_never_below_a_majority() -> None:
+    """Before: any t >= 1 was accepted, e.g. t = 2 of 10."""
+    with pytest.raises(ConfigurationError, match=r"strict majority .* \(t > 10 / 2, i.e. t >= 6\), got 2"):
+        MaskedEngine(threshold=2).context(range(10), 4)
+    # a party builds its context from its own engine: the controller's choice does not enter it
+    book = ReleaseBook(Schema((Attribute("a", ("x", "y"), "nominal"),)))
+    ctx = book.secure_context(MaskedEngine(), SecureSumStart(1, "s", "masked", ((0, 10),)), 4)
+    assert ctx.threshold == 6
+
+
+@pytest.mark.parametrize("dropped_told", [5, 4])
+def test_inconsistent_survivor_sets_never_reveal_both_secrets_of_a_party(dropped_told: int) -> None:
+    """Before (t = 2 of 10, no consistency round): holders told "v survived" revealed b_v, the
+    others told "v dropped" revealed s_sk_v: both secrets of v, hence v's input."""
+    from parties.secure.engine import run_secure_sum
+    from parties.secure.messages import SurvivorSet, UnmaskRequest
+    from tests.parties.secure.helpers import RecordingNetwork
+
+    n, v = 10, 0
+    split = set(range(n - dropped_told, n))  # these holders are told "v dropped"
+    told: dict[int, tuple[int, ...]] = {}
+
+    def rewrite(dst: int, msg):  # noqa: ANN001, ANN202
+        if isinstance(msg, SurvivorSet):
+            view = tuple(p for p in msg.survivors if not (dst in split and p == v))
+            told[dst] = view
+            return SurvivorSet(msg.session, view)
+        if isinstance(msg, UnmaskRequest):  # forward what each signer really signed
+            views = sorted({told[w] for w in msg.signers})
+            return UnmaskRequest(msg.session, tuple(views), msg.signers,
+                                 tuple(views.index(told[w]) for w in msg.signers), msg.signatures)
+        return msg
+
+    x = np.random.default_rng(0).integers(0, 2, size=(n, 6))
+    net = RecordingNetwork(n)
+    outcome = None
+    try:
+        outcome = asyncio.run(run_secure_sum(_Malicious(rewrite, round_timeout=0.3), net, x, timeout=20))
+    except SecureSumAborted:
+        pass
+    got = _shares_of(net, v)
+    t = 6
+    assert got[1] == 0  # never a share of v's mask key: v is not "dropped" for a majority
+    if dropped_told == 5:  # 5 of 10 is no strict majority either way: nobody reveals anything
+        assert outcome is None and got == {0: 0, 1: 0}
+    else:  # 6 holders agree v survived: they reveal b_v; the others reveal nothing
+        assert got[0] == t
+        assert outcome is not None and outcome.total.tolist() == x.sum(axis=0).tolist()  # the full roster's sum
+
+
+
+def test_key_substitution_is_detected_against_the_pki() -> None:
+    """Before (no PKI): the controller could relay its own keys as party 1's and read the
+    shares party 0 sealed for it (a man in the middle on the pairwise channel)."""
+    from parties.secure.crypto import KeyPair
+    from parties.secure.engine import run_secure_sum
+    from parties.secure.messages import KeyDirectory
+    from tests.parties.secure.helpers import RecordingNetwork
+
+    mine = KeyPair.generate().public + KeyPair.generate().public
+
+    def rewrite(dst: int, msg):  # noqa: ANN001, ANN202
+        if isinstance(msg, KeyDirectory) and dst == 0:
+            keys = tuple(mine if p == 1 else k for p, k in zip(msg.parties, msg.keys))
+            return KeyDirectory(msg.session, msg.parties, keys, msg.signatures)
+        return msg
+
+    n = 5
+    net = RecordingNetwork(n)
+    x = np.ones((n, 3), dtype=np.int64)
+    result = asyncio.run(run_secure_sum(_Malicious(rewrite, round_timeout=0.3), net, x, timeout=20))
+    assert isinstance(result.failures[0], MessageError)
+    assert "key substitution detected" in str(result.failures[0])
+    assert result.dropped == (0,)  # party 0 shared nothing under the substituted key: it is left out
+    assert result.total.tolist() == x[1:].sum(axis=0).tolist()
+
+
+def test_key_substitution_on_relayed_graph_shares_is_detected() -> None:
+    """Before: the graph engine's relayed keys were unsigned: a substituted key let the
+    controller open the share party 0 sealed for party 1."""
+    from parties.codec import decode
+    from parties.secure.crypto import KeyPair
+    from parties.secure.engine import run_secure_sum
+    from parties.secure.messages import KeyDirectory, SealedShares
+    from tests.parties.secure.helpers import RecordingNetwork
+
+    mine = KeyPair.generate().public
+
+    class Substituting(GraphEngine):
+        async def controller(self, ep, ctx):  # noqa: ANN001, ANN201
+            def rewrite(dst: int, msg):  # noqa: ANN001, ANN202
+                if isinstance(msg, KeyDirectory) and dst == 0:
+                    return KeyDirectory(msg.session, msg.parties,
+                                        tuple(mine if p == 1 else k for p, k in zip(msg.parties, msg.keys)),
+                                        msg.signatures)
+                return msg
+            return await super().controller(_Tamper(ep, rewrite), ctx)
+
+    n = 5
+    net = RecordingNetwork(n)
+    with pytest.raises(PartyDropped, match="sealed shares missing from 1 party"):
+        asyncio.run(run_secure_sum(Substituting(degree=2, relay=True, round_timeout=0.3), net,
+                                   np.ones((n, 3), dtype=np.int64), timeout=20))
+    sent_by_0 = [decode(f.payload) for f in net.controller_view if f.src == 0]
+    assert not any(isinstance(m, SealedShares) for m in sent_by_0)  # party 0 sealed nothing

@@ -11,7 +11,7 @@ from parties.secure.masked import MaskedEngine, abscissa
 from parties.secure.topology import build_neighbourhoods
 from tests.parties.secure.helpers import assert_controller_saw_no_input, run
 
-CONTROLLER_KINDS = {"PublicKeys", "SealedShares", "MaskedInput", "UnmaskShares"}
+CONTROLLER_KINDS = {"PublicKeys", "SealedShares", "MaskedInput", "SurvivorSignature", "UnmaskShares"}
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 8])
@@ -40,6 +40,7 @@ def test_wide_entries_use_the_64_bit_ring(vectors_of) -> None:  # noqa: ANN001
 @pytest.mark.parametrize(("crash_at", "stage"), [
     (1, "before advertising keys"), (2, "after keys, before sharing"),
     (3, "after sharing, before the masked input"), (4, "after the masked input"),
+    (5, "after signing its survivor set"),
 ])
 def test_one_dropout_is_recovered(crash_at: int, stage: str, vectors_of) -> None:  # noqa: ANN001
     n = 6
@@ -70,11 +71,11 @@ def test_fewer_survivors_than_threshold_aborts(vectors_of) -> None:  # noqa: ANN
 
 
 def test_too_few_shares_to_unmask_aborts(vectors_of) -> None:  # noqa: ANN001
-    # t = 4 of 5 holders: party 4 drops before its masked input, two survivors never answer
-    # the unmask request -> only 2 shares of party 4's key remain
+    # t = 4 of 5 holders: party 4 drops before its masked input, two survivors sign their
+    # survivor set but never answer the unmask request -> only 2 shares of party 4's key remain
     with pytest.raises(SecureSumAborted, match="cannot reconstruct"):
         run(MaskedEngine(threshold=4, round_timeout=0.2), vectors_of(5, 3),
-            faults=FaultPlan(crash={4: 3, 0: 4, 1: 4}))
+            faults=FaultPlan(crash={4: 3, 0: 5, 1: 5}))
 
 
 def test_controller_view_holds_no_input(vectors_of) -> None:  # noqa: ANN001
@@ -96,7 +97,8 @@ def test_traffic_matches_closed_form(vectors_of) -> None:  # noqa: ANN001
     assert (stats.messages, stats.bytes, stats.rounds) == (cost.messages, cost.bytes, cost.rounds)
     for actor in (CONTROLLER, *range(n)):
         assert tuple(stats.sent_by(actor)) == tuple(cost.sent[actor])
-    assert stats.sent_by(0).messages == 4 and stats.sent_by(CONTROLLER).messages == 3 * n
+    assert stats.sent_by(0).messages == 5 and stats.sent_by(CONTROLLER).messages == 4 * n
+    assert cost.rounds == 5  # keys, shares, masked input, consistency check, unmasking
 
 
 def test_abscissae_are_distinct_and_public() -> None:
@@ -113,5 +115,7 @@ def test_threshold_validation() -> None:
         MaskedEngine(threshold=7).context(range(6), 2)
     with pytest.raises(ConfigurationError, match="threshold must be an integer >= 1"):
         MaskedEngine(threshold=0)
+    with pytest.raises(ConfigurationError, match=r"strict majority of the smallest Shamir holder set \(t > 6 / 2"):
+        MaskedEngine(threshold=3).context(range(6), 2)  # before: any t >= 1 was accepted
     with pytest.raises(ConfigurationError, match="at least 2 parties"):
         MaskedEngine().context([3], 2)

@@ -15,21 +15,28 @@ from parties.secure.messages import (
     RelayedShares,
     SealedShares,
     ShareVector,
+    SurvivorSet,
+    SurvivorSignature,
     UnmaskRequest,
     UnmaskShares,
 )
 
 KEY = bytes(range(32))
+SIG = bytes(range(64))
 
 EXAMPLES = [
     ShareVector("s", -1, np.arange(4, dtype=np.uint16)),
     PartialSum("s", 3, np.array([7], dtype=np.uint32)),
     PublicKeys("s", (KEY, KEY)),
+    PublicKeys("s", (KEY, KEY), SIG),
     KeyDirectory("s", (1, 4), (KEY + KEY, KEY + KEY)),
+    KeyDirectory("s", (1, 4), (KEY + KEY, KEY + KEY), (SIG, SIG)),
     SealedShares("s", (2, 5), (b"a" * 40, b"b" * 40)),
     RelayedShares("s", (2,), (b"c" * 40,)),
     MaskedInput("s", np.arange(3, dtype=np.uint64)),
-    UnmaskRequest("s", (1,), (0, 2)),
+    UnmaskRequest("s", ((0, 1, 2), (1, 2)), (0, 1, 2), (0, 0, 1), (SIG,) * 3),
+    SurvivorSet("s", (0, 2, 5)),
+    SurvivorSignature("s", SIG),
     UnmaskShares("s", (0, 1), (0, 1), (1, 2), (bytes(33), bytes(33))),
 ]
 
@@ -51,7 +58,12 @@ def test_roundtrip(msg) -> None:  # noqa: ANN001
     (lambda: KeyDirectory("s", (1,), (KEY, KEY)), "one entry per party"),
     (lambda: SealedShares("s", (1, 2), (b"x",)), "one entry per recipient"),
     (lambda: RelayedShares("s", (-1,), (b"x",)), ">= 0"),
-    (lambda: UnmaskRequest("s", (1,), (1, 2)), "disjoint"),
+    (lambda: UnmaskRequest("s", ((1,),), (1, 2), (0,), (SIG, SIG)), "one view index and one signature"),
+    (lambda: UnmaskRequest("s", ((1,),), (1,), (1,), (SIG,)), "view_of must index views"),
+    (lambda: PublicKeys("s", (KEY,), b"x"), "64-byte signature"),
+    (lambda: KeyDirectory("s", (1,), (KEY,), (SIG, SIG)), "one 64-byte signature per party"),
+    (lambda: SurvivorSet("s", (2, 1)), "must be sorted"),
+    (lambda: SurvivorSignature("s", b"x"), "64 bytes"),
     (lambda: UnmaskShares("s", (0,), (2,), (1,), (bytes(33),)), "0 \\(self mask\\) or 1"),
     (lambda: UnmaskShares("s", (0,), (0,), (0,), (bytes(33),)), "abscissae must be >= 1"),
     (lambda: UnmaskShares("s", (0,), (0,), (1,), (bytes(32),)), "33-byte"),

@@ -34,7 +34,7 @@ def test_errors() -> None:
 def test_sized_engine_puts_the_sparse_engines_on_a_regular_graph() -> None:
     graph = sized_engine("graph", degree=6, round_timeout=2.0)
     assert (graph.topology, graph.degree, graph.relay, graph.round_timeout) == ("regular", 6, True, 2.0)
-    masked = sized_engine("masked-sparse", degree=5, round_timeout=1.0, threshold=3)
-    assert (masked.topology, masked.degree, masked.threshold) == ("regular", 5, 3)
+    masked = sized_engine("masked-sparse", degree=5, round_timeout=1.0, threshold=4)
+    assert (masked.topology, masked.degree, masked.threshold) == ("regular", 5, 4)
     assert sized_engine("masked", degree=5, round_timeout=1.0).topology == "complete"
     assert [engine_needs_mesh(k) for k in ENGINES] == [True, True, False, True, False, False]
