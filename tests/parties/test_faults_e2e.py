@@ -166,7 +166,7 @@ def test_crash_inside_the_paper_secure_sum_is_party_dropped() -> None:
 
 def test_masked_secure_sum_survives_a_dropout_with_a_documented_result() -> None:
     small = planted_clusters(20, rng=np.random.default_rng(8)).dataset
-    sim = simulate(small, "RR-Clusters", seed=SEED, timeout=0.3, p=0.7, Tv=60, Td=0.1, dependence="4.3",
+    sim = simulate(small, "RR-Clusters", seed=SEED, timeout=1.0, p=0.7, Tv=60, Td=0.1, dependence="4.3",
                    engine="masked", on_dropout="exclude", faults=FaultPlan(crash={5: 3}))
     assert sim.degraded and 5 in sim.excluded
     assert sim.result.details["secure_sum"]["contributors"] == 19
