@@ -455,10 +455,7 @@ class Party:
         context = self._book.secure_context(self._engine, start, int(vector.shape[0]), self._registry,
                                             getattr(endpoint, "network", None))
         try:
-            if self._engine.signs:
-                await self._engine.party(endpoint, vector, context, signer=self._signer)
-            else:
-                await self._engine.party(endpoint, vector, context)
+            await self._engine.party(endpoint, vector, context, signer=self._signer)
         except ProtocolError as exc:  # a peer or the controller failed; the controller decides
             session.state = "aborted"
             if not self._engine.fixed_output:

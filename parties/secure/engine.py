@@ -37,7 +37,7 @@ from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTi
 from parties.codec import encode
 from parties.messages import Message
 from parties.network import CONTROLLER, Endpoint, Transport, actor_name
-from parties.secure.pki import setup_pki
+from parties.secure.pki import Signer, setup_pki
 from parties.secure.ring import ZMod
 from parties.secure.topology import Neighbourhoods
 from parties.traffic import Counts, TrafficStatistics
@@ -371,10 +371,11 @@ class SecureSumEngine(ABC):
 
     # ---------------------------------------------------------------- choreography
     @abstractmethod
-    async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext) -> np.ndarray | None:
+    async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext, *,
+                    signer: Signer | None = None) -> np.ndarray | None:
         """Run party ``ep.actor``'s side with its private ``vector``.
 
-        Engines that sign (:attr:`signs`) also take ``signer=``, the party's PKI key.
+        ``signer`` is the party's PKI key, used by the engines that sign (:attr:`signs`).
 
         Returns the total when the engine lets parties learn it (paper), else None.
         """
@@ -450,9 +451,7 @@ async def run_secure_sum(
 
     async def guarded_party(pid: int) -> np.ndarray | None:
         try:
-            if engine.signs:
-                return await engine.party(network.endpoint(pid), inputs[pid], ctx, signer=signers[pid])
-            return await engine.party(network.endpoint(pid), inputs[pid], ctx)
+            return await engine.party(network.endpoint(pid), inputs[pid], ctx, signer=signers.get(pid))
         except ProtocolError as exc:  # e.g. the party crashed, or a peer did and it timed out
             failures[pid] = exc
             return None

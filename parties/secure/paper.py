@@ -45,6 +45,7 @@ from parties.secure.engine import (
     to_counts,
 )
 from parties.secure.messages import PartialSum, ShareVector
+from parties.secure.pki import Signer
 from parties.secure.prg import Keystream
 from parties.secure.ring import ZMod
 from parties.secure.topology import CompleteNeighbourhoods
@@ -99,8 +100,10 @@ class PaperEngine(SecureSumEngine):
         return SecureSumContext(session, parties, length, self.max_value, modulus, neighbours)
 
     # ------------------------------------------------------------------ party
-    async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext) -> np.ndarray:
-        """Steps 1-4 of main paper 4.2 for party ``ep.actor``; returns the total it computes."""
+    async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext, *,
+                    signer: Signer | None = None) -> np.ndarray:
+        """Steps 1-4 of main paper 4.2 for party ``ep.actor``; returns the total it computes
+        (``signer`` unused: no key is relayed)."""
         ring = ctx.ring
         x = as_ring_vector(vector, ctx, ring)
         me = ep.actor
