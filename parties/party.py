@@ -307,11 +307,11 @@ class Party:
                 0.0,
             )
         secure = isinstance(request, SecureRelease)
-        if secure:
-            refusal = self._check_commitment(request)  # type: ignore[arg-type]
+        if isinstance(request, SecureRelease):
+            refusal = self._check_commitment(request)
             if refusal is not None:
                 return refusal
-            if request.session in self._sessions:  # type: ignore[union-attr]  # a re-sent request
+            if request.session in self._sessions:  # a re-sent request
                 return Ack(request.request_id)
         ledger = acc.ledger
         releases = [u.release for u in resolution.units]

@@ -191,7 +191,7 @@ class ReleaseBook:
                         f"in its {what}; the party holds attributes 0..{m - 1} only",
                     )
         secure = isinstance(request, SecureRelease)
-        exact = secure and request.exact  # type: ignore[union-attr]
+        exact = isinstance(request, SecureRelease) and request.exact
         specs: tuple[MatrixSpec | None, ...] = (None,) * len(request.units) if exact else request.specs
         units = []
         for unit, spec in zip(request.units, specs):

@@ -331,7 +331,8 @@ class Endpoint:
         except TimeoutError:
             if _succeeded(waiter.future):  # delivered just as the deadline passed
                 returned = True
-                return waiter.future.result()  # type: ignore[no-any-return]
+                late: Envelope[Message] = waiter.future.result()
+                return late
             missing = tuple(sorted(source_set)) if source_set is not None else ()
             raise RoundTimeout(
                 f"phase {phase or '(any)'!r}: {actor_name(self.actor)} timed out after {timeout} s "
@@ -401,9 +402,9 @@ class Endpoint:
         returned = False
         try:
             async with asyncio.timeout(timeout):
-                result = await waiter.future
+                result: dict[int, Envelope[Any]] = await waiter.future
             returned = True
-            return result  # type: ignore[no-any-return]
+            return result
         except TimeoutError:
             if partial or _succeeded(waiter.future):
                 returned = True

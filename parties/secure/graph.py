@@ -49,7 +49,7 @@ from parties.secure.messages import KeyDirectory, PartialSum, PublicKeys, Relaye
 from parties.secure.pki import SIGNATURE_BYTES, KeyRegistry, Signer
 from parties.secure.prg import Keystream
 from parties.secure.sharing import split
-from parties.secure.topology import TOPOLOGIES, build_neighbourhoods
+from parties.secure.topology import TOPOLOGIES, Neighbourhoods, build_neighbourhoods
 from parties.traffic import Counts
 
 __all__ = ["GraphEngine", "ring_modulus"]
@@ -76,7 +76,7 @@ def ring_modulus(n: int, max_value: int) -> int:
     return 1 << 64
 
 
-def edges_allowed(network: Transport, neighbours) -> bool:  # type: ignore[no-untyped-def]
+def edges_allowed(network: Transport, neighbours: Neighbourhoods) -> bool:
     """True when every graph edge is a direct link of the network topology."""
     allowed = network.topology.allowed
     return all(allowed(i, j) for i, nbrs in neighbours.items() for j in nbrs)
