@@ -97,7 +97,7 @@ def assemble_rr_clusters(
         "tables": tables,
         "pair_epsilon": pair_epsilon,
         "attribute_epsilons": list(attribute_epsilons),
-        "cluster_epsilons": [float(P.epsilon) for P in releases[1].matrices],  # type: ignore[union-attr]
+        "cluster_epsilons": [float(P.epsilon) for P in releases[1].randomized_matrices],
         "cluster_cells": [math.prod(sizes[a] for a in c) for c in clusters],
     }
     return release_result(

@@ -177,8 +177,8 @@ def dependence_steps(
         got = yield SecureSum(PHASE, pairs, pair_specs)
         released, details = got.data, got.details
         pair_tables = {
-            pair: estimate_unit(P, counts, postprocess)  # type: ignore[arg-type]
-            for pair, P, counts in zip(pairs, released.matrices, released.counts)
+            pair: estimate_unit(P, counts, postprocess)
+            for pair, P, counts in zip(pairs, released.randomized_matrices, released.counts)
         }
     dep = dependence_matrix(pair_tables, schema.kinds) if m > 1 else np.ones((1, 1))
     return DependencePhase(method=method, released=released, tables=pair_tables, dependence=dep, details=details)

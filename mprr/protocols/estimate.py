@@ -106,5 +106,5 @@ def dense_estimate(released: ReleasedData, sizes: tuple[int, ...], method: str) 
     and ``method``, reshaped to ``sizes``; ``"none"`` keeps the raw estimate (negative entries
     allowed).
     """
-    tensor = estimate_unit(released.matrices[0], released.counts[0], method).reshape(sizes)  # type: ignore[arg-type]
+    tensor = estimate_unit(released.randomized_matrices[0], released.counts[0], method).reshape(sizes)
     return DenseDistribution(tensor, allow_negative=(method == "none"))

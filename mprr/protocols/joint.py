@@ -144,11 +144,11 @@ def assemble_rr_joint(
     The joint distribution is estimated over the whole domain with the unit's matrix and
     ``method`` (``"none"``: raw eq. (2), negative entries allowed).
     """
-    P = released.matrices[0]
+    P = released.randomized_matrices[0]
     p = plan.p
     params = {
         "p": p if p is None or isinstance(p, (int, float)) else [float(x) for x in p],
-        "epsilon": float(P.epsilon),  # type: ignore[union-attr]
+        "epsilon": float(P.epsilon),
         "matrix": None if plan.matrix is None else "given",
         "attribute_epsilons": plan.attribute_epsilons,
         "max_cells": plan.max_cells,

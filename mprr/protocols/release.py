@@ -142,6 +142,20 @@ class ReleasedData:
             out[:, list(unit)] = self.unit_records(j)
         return out
 
+    @property
+    def randomized_matrices(self) -> tuple[Matrix, ...]:
+        """The units' matrices, for a release in which every unit was randomized.
+
+        Raises
+        ------
+        ConfigurationError
+            If a unit has no matrix (an exact release).
+        """
+        matrices = tuple(mat for mat in self.matrices if mat is not None)
+        if len(matrices) != len(self.matrices):
+            raise ConfigurationError(f"phase {self.phase!r} released exact values: its units have no matrix")
+        return matrices
+
     def ledger_entries(self, names: Sequence[str]) -> tuple[Release, ...]:
         """One :class:`mprr.privacy.ledger.Release` per unit, as every party records this phase.
 
