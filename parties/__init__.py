@@ -5,9 +5,8 @@ Imports go one way: ``parties`` may import ``mprr``; ``mprr`` never imports ``pa
 
 Modules, in dependency order:
 
-- ``fields``        — field types of messages (ints, floats, strings, bytes, tuples, arrays)
-- ``messages``      — the ``Message`` base, ``@message`` registration, generic message kinds
-- ``codec``         — the one codec: message <-> bytes; decoding rejects the unexpected
+- ``wire``          — typed messages and the one codec (package, own map: fields, messages,
+                      codec, requests)
 - ``topology``      — who may talk to whom (networkx graphs; default star)
 - ``traffic``       — per sender / receiver / kind / phase counters, rounds, simulated time
 - ``faults``        — seeded fault plans: drop, delay, duplicate, reorder, crash
@@ -15,7 +14,6 @@ Modules, in dependency order:
 - ``network``       — ``InMemoryNetwork`` and ``CONTROLLER`` (re-exports the above)
 - ``secure``        — secure-sum engines ``paper`` | ``graph`` | ``masked`` (main paper 4.2;
                       Bonawitz et al. 2017); package with its own map
-- ``protocol_messages`` — message kinds 100-102: release requests (matrices as ``MatrixSpec``)
 - ``public_state``  — public objects shared by a run's actors: release book, secure-sum sessions
 - ``view``          — the controller's view log (everything it received)
 - ``party``         — the ``Party`` actor: private record, own stream, own privacy accountant

@@ -6,7 +6,7 @@ records between the controller process and a :class:`~parties.shard.PartyShard`:
 ``DATA``
     One protocol :class:`~parties.transport.Frame`: ``src``, ``dst``, ``kind``, a reorder
     ``position`` (``-1``: append) , the phase and the payload — the one codec's bytes
-    (:mod:`parties.codec`), untouched.  Header ``>BiiHiB`` + phase (UTF-8, ≤ 255 bytes).
+    (:mod:`parties.wire.codec`), untouched.  Header ``>BiiHiB`` + phase (UTF-8, ≤ 255 bytes).
 ``CONTROL``
     A harness record (hello, setup, crash notice, finish, report): ``(tag, body)`` pickled,
     read back by a *restricted* unpickler that only rebuilds classes of ``mprr`` /

@@ -4,10 +4,10 @@ A :class:`Controller` owns the controller's :class:`~parties.network.Endpoint` a
 :class:`~parties.view.ViewLog`.  Choreographies (:mod:`parties.choreographies`) drive it
 phase by phase with :meth:`Controller.release`:
 
-1. one :class:`~parties.protocol_messages.ReleaseRequest` is broadcast to every active party
+1. one :class:`~parties.wire.requests.ReleaseRequest` is broadcast to every active party
    (one communication round), encoded once;
 2. the replies are gathered under ``asyncio.timeout`` (:meth:`Endpoint.gather`): one
-   :class:`~parties.messages.RandomizedValues` or :class:`~parties.messages.Refusal` per
+   :class:`~parties.wire.messages.RandomizedValues` or :class:`~parties.wire.messages.Refusal` per
    party.  Every received message goes to the view log first.  A reply to another request
    (a late or duplicated message) is logged and ignored;
 3. with ``retries > 0`` the request is re-sent, with the same request id, to the parties
@@ -33,13 +33,13 @@ valid reply (its values are not used).  A rejected frame never disturbs the rece
 other parties' replies, so it cannot abort the run on its own.
 
 :meth:`Controller.secure_release` runs the dependence phases 4.2 / 4.3: the parties commit
-(:class:`~parties.protocol_messages.SecureRelease` → ``Ack``), then a secure-sum engine of
+(:class:`~parties.wire.requests.SecureRelease` → ``Ack``), then a secure-sum engine of
 :mod:`parties.secure` adds their one-hot vectors; the controller learns only the tallies.
 
 The controller's endpoint is wrapped in a :class:`RecordingEndpoint`, so every message it
 receives — replies, and the secure-sum messages an engine consumes on its behalf — lands in
 the view.  Matrices for estimation are rebuilt on the controller from the same
-:class:`~parties.protocol_messages.MatrixSpec` the parties use, so they are identical.
+:class:`~parties.wire.requests.MatrixSpec` the parties use, so they are identical.
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ from mprr.data import Schema
 from mprr.domain import tally
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from mprr.protocols.release import ReleasedData
-from parties.messages import Abort, Ack, Message, RandomizedValues, Refusal
-from parties.protocol_messages import Matrix, MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart, roster_runs
+from parties.wire.messages import Abort, Ack, Message, RandomizedValues, Refusal
+from parties.wire.requests import Matrix, MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart, roster_runs
 from parties.transport import Endpoint, Envelope, actor_name
 from parties.view import ViewLog
 
@@ -455,9 +455,9 @@ class Controller:
     ) -> SecureTally:
         """Tallies of ``units`` over the active parties through a secure sum (main paper 4.2 / 4.3).
 
-        Round 1: :class:`~parties.protocol_messages.SecureRelease` to every active party, which
+        Round 1: :class:`~parties.wire.requests.SecureRelease` to every active party, which
         commits (Ack) or refuses; the dropout policy applies as in :meth:`release`.  Round 2:
-        :class:`~parties.protocol_messages.SecureSumStart` to the committed parties, then the
+        :class:`~parties.wire.requests.SecureSumStart` to the committed parties, then the
         engine's controller side returns the exact sum of their one-hot vectors — the controller
         learns only the tallies.  ``specs=None`` is an exact release (4.2), otherwise each unit
         is randomized through its matrix first (4.3).  The start message names the engine and

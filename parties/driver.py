@@ -4,7 +4,7 @@
 network:
 
 - :class:`~mprr.protocols.steps.Release`: :meth:`Controller.release` broadcasts one
-  :class:`~parties.protocol_messages.ReleaseRequest` (the units, their
+  :class:`~parties.wire.requests.ReleaseRequest` (the units, their
   :class:`~mprr.protocols.steps.MatrixSpec`) and gathers one reply per party; a party that
   already released the same unit with the same matrix replays it (the step's ``replays``
   say which units the program expects to be replays);

@@ -5,13 +5,13 @@ no ``repr``), its own ``numpy.random.Generator`` built from
 ``PartyStreams(seed, n).seed_sequence(i)`` — the very stream the fast path
 (:mod:`mprr.protocols`) gives party ``i`` — and its own
 :class:`mprr.privacy.PrivacyAccountant`.  It answers the controller's
-:class:`~parties.protocol_messages.ReleaseRequest` by randomizing locally:
+:class:`~parties.wire.requests.ReleaseRequest` by randomizing locally:
 
 - a request is decided **as a whole** (atomic): every unit must exist (the party has the
   attributes), the phase's plan must match the plan the party first saw for that phase, every
   unit must be in that plan, every matrix must be well formed, and the new releases together
   must fit the budget under the accountant's composition policy.  Otherwise the party sends a
-  :class:`~parties.messages.Refusal` (reason, requested ε, remaining ε), spends nothing and
+  :class:`~parties.wire.messages.Refusal` (reason, requested ε, remaining ε), spends nothing and
   draws nothing;
 - a granted request consumes **one uniform per new unit**, in unit order (draw-order contract
   of :mod:`mprr.streams`); the released code is the inverse-CDF sample of the matrix row
@@ -23,10 +23,10 @@ no ``repr``), its own ``numpy.random.Generator`` built from
   singleton cluster is requested with its phase-1 matrix and replayed, as in the fast path.)
 
 For the dependence phases 4.2 / 4.3 of RR-Clusters the party answers a
-:class:`~parties.protocol_messages.SecureRelease` the same way (atomic decision, unlinkable
+:class:`~parties.wire.requests.SecureRelease` the same way (atomic decision, unlinkable
 ledger entries; 4.2 releases true values: ε = ∞, refused unless the budget is infinite), then
-replies :class:`~parties.messages.Ack` and keeps its input vector (one-hot per unit) until the
-controller's :class:`~parties.protocol_messages.SecureSumStart`, when it runs its side of the
+replies :class:`~parties.wire.messages.Ack` and keeps its input vector (one-hot per unit) until the
+controller's :class:`~parties.wire.requests.SecureSumStart`, when it runs its side of the
 secure-sum engine (:mod:`parties.secure`) with it.  The ε it books is its own computation
 from the matrix it applies (main paper eq. (4)); the request carries no ε.
 
@@ -65,8 +65,8 @@ from mprr.data import Schema
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from mprr.privacy.ledger import Ledger, Release
 from mprr.privacy import PlanViolationError, PrivacyAccountant, RefusalReason
-from parties.messages import Abort, Ack, Message, RandomizedValues, Refusal
-from parties.protocol_messages import ReleaseRequest, SecureRelease, SecureSumStart, expand_runs as expand
+from parties.wire.messages import Abort, Ack, Message, RandomizedValues, Refusal
+from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart, expand_runs as expand
 from parties.public_state import INVALID_REQUEST, SESSION_REFUSED, ReleaseBook
 from parties.transport import CONTROLLER, Endpoint, actor_name
 
@@ -260,7 +260,7 @@ class Party:
         ------
         MessageError
             For a message kind a party does not accept here (a
-            :class:`~parties.protocol_messages.SecureSumStart` is handled by :meth:`run`).
+            :class:`~parties.wire.requests.SecureSumStart` is handled by :meth:`run`).
         """
         if isinstance(msg, ReleaseRequest):
             return self._decide(msg)
@@ -467,7 +467,7 @@ class Party:
 
     # ------------------------------------------------------------------ actor loop
     async def run(self, endpoint: Endpoint, *, idle_timeout: float | None) -> None:
-        """Serve the controller until an :class:`~parties.messages.Abort`, a crash or idleness.
+        """Serve the controller until an :class:`~parties.wire.messages.Abort`, a crash or idleness.
 
         Takes only messages from the controller, and while a secure-sum input is pending only
         :data:`LOOP_KINDS` (the engine's traffic stays buffered for the engine).  Never raises

@@ -2,9 +2,9 @@
 
 :class:`ReleaseBook`
     Memo of what every party derives from a (public) request: the matrix rebuilt from its
-    :class:`~parties.protocol_messages.MatrixSpec`, the ledger :class:`~mprr.privacy.ledger.Release`
+    :class:`~parties.wire.requests.MatrixSpec`, the ledger :class:`~mprr.privacy.ledger.Release`
     record, the CDF rows used for sampling, the secure-sum context a party derives from a
-    :class:`~parties.protocol_messages.SecureSumStart` and its own engine.  32,561 parties in
+    :class:`~parties.wire.requests.SecureSumStart` and its own engine.  32,561 parties in
     one process would otherwise rebuild the same objects 32,561 times.  Each party still makes
     its own decisions (plan, budget, replay, session binding) and draws from its own stream.
     The book holds only deterministic functions of what a party received and of its set-up;
@@ -24,7 +24,7 @@ from mprr.errors import ConfigurationError
 from mprr.kronecker import KroneckerMatrix
 from mprr.privacy.ledger import Release
 from mprr.privacy import RefusalReason
-from parties.protocol_messages import Matrix, MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
+from parties.wire.requests import Matrix, MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
 
 __all__ = ["INVALID_REQUEST", "SESSION_REFUSED", "ReleaseBook", "Resolution", "ResolvedUnit"]
 
@@ -224,7 +224,7 @@ class ReleaseBook:
         """The :class:`~parties.secure.engine.SecureSumContext` a party derives from ``start``.
 
         A deterministic function of the party's own engine (set-up), the roster and session
-        of the :class:`~parties.protocol_messages.SecureSumStart` it received, the length of
+        of the :class:`~parties.wire.requests.SecureSumStart` it received, the length of
         its committed input, the PKI directory (set-up) and the party's network (which links
         it has: direct or relayed shares), memoized so that n parties build it once.  Nothing
         here comes from an object the controller holds.

@@ -28,7 +28,7 @@ from typing import Protocol
 import networkx as nx
 
 from mprr.errors import ConfigurationError, MessageError
-from parties.codec import peek_kind
+from parties.wire.codec import peek_kind
 from parties.faults import FaultPlan
 from parties.network import CONTROLLER, InMemoryNetwork
 from parties.shard import ShardReport

@@ -56,9 +56,9 @@ from parties.choreographies.malicious import AttackReport, run_attacks
 from parties.controller import Controller
 from parties.driver import run_actors
 from parties.faults import FaultPlan
-from parties.messages import Abort
+from parties.wire.messages import Abort
 from parties.network import CONTROLLER, InMemoryNetwork
-from parties.messages import Message
+from parties.wire.messages import Message
 from parties.party import DEFAULT_MIN_ROSTER, LOOP_KINDS, Party, PartyRefusal
 from parties.public_state import ReleaseBook
 from parties.runtime import HostingPlan, Runtime, current_runtime, make_runtime

@@ -2,7 +2,7 @@
 
 Every message is counted at the sender when it is sent (a message later dropped by a fault
 still counts as sent) and at the receiver when it is delivered.  Sizes are the real encoded
-sizes, ``len(parties.codec.encode(msg))`` (transport framing such as src/dst/phase is not
+sizes, ``len(parties.wire.codec.encode(msg))`` (transport framing such as src/dst/phase is not
 counted).  Rounds are marked by the runtime with ``network.begin_round(phase)`` /
 ``with network.round(phase):``; a send outside any marked round joins the *implicit* round of its
 phase: one implicit round per phase between two marks, whatever the interleaving of concurrent
@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
 
 from mprr.errors import ConfigurationError
-from parties.messages import message_class
+from parties.wire.messages import message_class
 
 __all__ = [
     "ActorStatistics",

@@ -2,7 +2,7 @@
 
 A :class:`Transport` moves encoded frames between actors.  Everything protocol code touches
 is the :class:`Endpoint` of its actor: ``send`` / ``broadcast`` encode the message once with
-:mod:`parties.codec`, check the topology and count the traffic; the transport delivers the
+:mod:`parties.wire.codec`, check the topology and count the traffic; the transport delivers the
 bytes; on delivery the receiving endpoint decodes them and either hands the :class:`Envelope`
 to a waiting ``recv`` whose filter matches or buffers it.  Unmatched messages stay buffered, in
 arrival order, for later ``recv`` calls.
@@ -45,8 +45,8 @@ from typing import Any, Generic, TypeVar, overload
 import networkx as nx
 
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
-from parties.codec import decode, encode
-from parties.messages import Message, message_class, resolve_kinds
+from parties.wire.codec import decode, encode
+from parties.wire.messages import Message, message_class, resolve_kinds
 from parties.topology import CONTROLLER, Topology, actor_name
 from parties.traffic import ActorStatistics, LatencyModel, TrafficCounter, TrafficStatistics
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from parties.messages import Message
+from parties.wire.messages import Message
 from parties.transport import Envelope
 
 __all__ = ["ViewEntry", "ViewLog", "ViewSummary"]

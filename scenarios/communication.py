@@ -1,7 +1,7 @@
 """``communication_cost``: messages, bytes and rounds vs n, m and domain size, measured and closed form.
 
 Two families of measurements, each set beside an exact closed form derived from the message
-sizes of our codec (:mod:`parties.codec`; the derivations are in ``docs/cost_model.md``):
+sizes of our codec (:mod:`parties.wire.codec`; the derivations are in ``docs/cost_model.md``):
 
 **Secure-sum engines** (what dependence methods 4.2 and 4.3 of the main paper cost).  Every
 party feeds the one-hot vector of its value pairs — one cell per value combination of every

@@ -1,7 +1,7 @@
 """Closed-form communication costs of our protocols, from the message sizes of our codec.
 
 Every number here is *exact* for a fault-free run: it is derived from the field encodings of
-:mod:`parties.codec` (header magic|version|kind = 5 bytes, int = 8, str = 4 + UTF-8 bytes,
+:mod:`parties.wire.codec` (header magic|version|kind = 5 bytes, int = 8, str = 4 + UTF-8 bytes,
 1-D array = 10 + data, tuple = 4 + items, bytes = 4 + data) and from each protocol's message
 pattern, independently of the engines' own ``cost()`` methods.  ``docs/cost_model.md``
 derives them; ``scenarios.communication`` measures them.
@@ -57,7 +57,7 @@ __all__ = [
 
 ENGINE_KEYS = tuple(ENGINES)
 
-# Wire sizes of the codec (parties.codec): header magic|version|kind, str = u32 length +
+# Wire sizes of the codec (parties.wire.codec): header magic|version|kind, str = u32 length +
 # UTF-8, int = i64, 1-D array = dtype u8 + ndim u8 + u64 shape + data, tuple = u32 count + items,
 # bytes = u32 length + data.
 HEADER = 5
@@ -235,7 +235,7 @@ def pair_indicators(codes: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
 
 def release_request_bytes(phase: str, units: Sequence[Sequence[int]], families: Sequence[str],
                           params_per_unit: Sequence[int], plan: Sequence[Sequence[int]] | None = None) -> int:
-    """Encoded size of one ``ReleaseRequest`` (kind 100, :mod:`parties.protocol_messages`).
+    """Encoded size of one ``ReleaseRequest`` (kind 100, :mod:`parties.wire.requests`).
 
     Fields: request_id (int), phase (str), plan and units (tuples of int tuples), families
     (tuple of str), params (tuple of float tuples; ``params_per_unit[j]`` floats for unit j).

@@ -2,7 +2,7 @@
 
 The controller is untrusted.  After running the protocol honestly, a curious controller can
 try to learn more than the protocol releases.  Each attack sends one extra
-:class:`~parties.protocol_messages.ReleaseRequest` to every active party and reports what came
+:class:`~parties.wire.requests.ReleaseRequest` to every active party and reports what came
 back (:class:`AttackReport`); refusals are expected and never stop the run:
 
 ``"re-request"``
@@ -41,8 +41,8 @@ import numpy as np
 from mprr.errors import ConfigurationError
 from mprr.protocols.steps import singletons
 from parties.controller import Controller, PhaseRelease, ReleaseRefused
-from parties.messages import RandomizedValues, Refusal
-from parties.protocol_messages import MatrixSpec, ReleaseRequest
+from parties.wire.messages import RandomizedValues, Refusal
+from parties.wire.requests import MatrixSpec, ReleaseRequest
 
 __all__ = ["ATTACKS", "SECURE_ATTACKS", "AttackReport", "run_attacks"]
 

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
-from parties.codec import encode
-from parties.messages import Message
+from parties.wire.codec import encode
+from parties.wire.messages import Message
 from parties.network import CONTROLLER, Endpoint, Transport, actor_name
 from parties.secure.pki import Signer, setup_pki
 from parties.secure.ring import ZMod
@@ -334,7 +334,7 @@ class SecureSumEngine(ABC):
 
         Every participant builds it for itself from the roster, the vector length, the
         session id and its own engine (a party: from the
-        :class:`~parties.protocol_messages.SecureSumStart` it received), so all agree.
+        :class:`~parties.wire.requests.SecureSumStart` it received), so all agree.
 
         Raises
         ------

@@ -1,4 +1,4 @@
-"""Message kinds of the secure-sum engines (wire kinds 64..79 of :mod:`parties.messages`).
+"""Message kinds of the secure-sum engines (wire kinds 64..79 of :mod:`parties.wire.messages`).
 
 Every message carries the ``session`` it belongs to, so two secure sums running over the same
 network never mix; receivers check it.  Arrays are 1-D unsigned vectors of ring elements
@@ -30,7 +30,7 @@ from typing import Annotated
 
 import numpy as np
 
-from parties.messages import ArraySpec, Message, message
+from parties.wire.messages import ArraySpec, Message, message
 from mprr.errors import MessageError
 
 __all__ = [

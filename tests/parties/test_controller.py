@@ -11,9 +11,9 @@ from mprr.data import Attribute, Schema
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
 from mprr.matrices import keep_or_uniform
 from parties.controller import Controller, ReleaseRefused
-from parties.messages import Abort, RandomizedValues, Refusal
+from parties.wire.messages import Abort, RandomizedValues, Refusal
 from parties.network import CONTROLLER, Frame, InMemoryNetwork
-from parties.protocol_messages import MatrixSpec, ReleaseRequest
+from parties.wire.requests import MatrixSpec, ReleaseRequest
 
 SIZES = (3, 2)
 SCHEMA = Schema(tuple(Attribute(f"a{j}", tuple(f"c{k}" for k in range(s)), "nominal") for j, s in enumerate(SIZES)))

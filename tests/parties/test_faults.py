@@ -8,7 +8,7 @@ import pytest
 
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
 from parties.faults import FaultInjector, FaultPlan
-from parties.messages import Ack, RandomizedValues, Request
+from parties.wire.messages import Ack, RandomizedValues, Request
 from parties.network import CONTROLLER, InMemoryNetwork
 from tests.parties.transport_helpers import answer_requests, identity_matrix
 

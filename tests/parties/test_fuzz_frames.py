@@ -26,7 +26,7 @@ from mprr.data import Dataset
 from mprr.errors import MessageError
 from mprr.synthetic import planted_clusters
 from parties import simulate as simulate_module
-from parties.codec import decode
+from parties.wire.codec import decode
 from parties.network import CONTROLLER, Frame, InMemoryNetwork
 from parties.simulate import SimulationResult, simulate_async
 from tests.parties.test_simulate import same_estimate

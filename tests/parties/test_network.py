@@ -10,8 +10,8 @@ import pytest
 
 import parties.network as network
 from mprr.errors import ConfigurationError, RoundTimeout
-from parties.codec import encode
-from parties.messages import Announce, RandomizedValues, Request
+from parties.wire.codec import encode
+from parties.wire.messages import Announce, RandomizedValues, Request
 from parties.network import CONTROLLER, FaultPlan, InMemoryNetwork, LatencyModel, Transport
 from tests.parties.transport_helpers import answer_requests
 

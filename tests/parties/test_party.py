@@ -16,12 +16,12 @@ from mprr.matrices import keep_or_uniform
 from mprr.privacy import PrivacyAccountant
 from mprr.randomize import randomize, randomize_joint
 from mprr.streams import PartyStreams
-from parties.messages import Abort, Ack, RandomizedValues, Refusal
+from parties.wire.messages import Abort, Ack, RandomizedValues, Refusal
 from parties.network import CONTROLLER, InMemoryNetwork
 from parties.party import Party, total_after
 from parties.public_state import INVALID_REQUEST, SESSION_REFUSED, ReleaseBook
 from parties.secure.graph import GraphEngine
-from parties.protocol_messages import MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
+from parties.wire.requests import MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
 
 SIZES = (3, 4, 2)
 SCHEMA = Schema(tuple(Attribute(f"a{j}", tuple(f"c{k}" for k in range(s)), "nominal") for j, s in enumerate(SIZES)))

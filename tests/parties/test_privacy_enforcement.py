@@ -19,7 +19,7 @@ from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from parties.choreographies.malicious import ATTACKS
 from parties.controller import ReleaseRefused
-from parties.messages import RandomizedValues
+from parties.wire.messages import RandomizedValues
 from parties.simulate import simulate
 
 N = 200

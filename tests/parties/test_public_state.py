@@ -6,7 +6,7 @@ import numpy as np
 
 from mprr.data import Attribute, Schema
 from mprr.matrices import keep_or_uniform
-from parties.protocol_messages import MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
+from parties.wire.requests import MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
 from parties.public_state import INVALID_REQUEST, ReleaseBook
 from parties.secure.graph import GraphEngine
 

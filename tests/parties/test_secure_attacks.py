@@ -18,10 +18,10 @@ from mprr.privacy.ledger import Release
 from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from parties.controller import Controller
-from parties.messages import Ack, Refusal
+from parties.wire.messages import Ack, Refusal
 from parties.network import CONTROLLER, InMemoryNetwork
 from parties.party import DEFAULT_MIN_ROSTER, Party
-from parties.protocol_messages import SecureRelease, SecureSumStart, roster_runs
+from parties.wire.requests import SecureRelease, SecureSumStart, roster_runs
 from parties.public_state import SESSION_REFUSED, ReleaseBook
 from parties.secure.graph import GraphEngine
 from parties.secure.masked import MaskedEngine
@@ -91,7 +91,7 @@ def test_a_secure_release_claims_no_epsilon_and_the_party_charges_the_matrix() -
     schema = Schema(tuple(Attribute(f"a{j}", ("x", "y", "z"), "nominal") for j in range(3)))
     party = Party(0, (0, 1, 2), schema, seed=PartyStreams(1, 1).seed_sequence(0), budget=1.0,
                   policy="unlinkable-pairs", engine=GraphEngine())
-    from parties.protocol_messages import MatrixSpec
+    from parties.wire.requests import MatrixSpec
 
     for k, eps in enumerate((16.0, 17.0, 18.0, 19.0, 20.0)):
         spec = MatrixSpec.cluster_optimal(eps)

@@ -12,8 +12,8 @@ import pytest
 from mprr.errors import ConfigurationError, MessageError
 from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
-from parties.codec import encode
-from parties.messages import RandomizedValues
+from parties.wire.codec import encode
+from parties.wire.messages import RandomizedValues
 from parties.router import RouterNetwork
 from parties.shard import PartyShard, party_seed, split
 from parties.simulate import PARTY_KINDS
@@ -106,7 +106,7 @@ async def test_a_shard_answers_through_the_router_like_parties_in_memory() -> No
         links.append(link)
         net.attach(link)
     assert net.covered()
-    from parties.protocol_messages import ReleaseRequest
+    from parties.wire.requests import ReleaseRequest
 
     request = ReleaseRequest(1, "collect", ((0,),), ((0,),), ("keep-or-uniform",), ((0.7,),))
     async with asyncio.TaskGroup() as tg:

@@ -24,11 +24,11 @@ from mprr.protocols import (
 from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from mprr.protocols.registry import PROTOCOLS, lookup
-from parties.codec import encode
+from parties.wire.codec import encode
 from parties.controller import ReleaseRefused
-from parties.messages import RandomizedValues
+from parties.wire.messages import RandomizedValues
 from parties.network import CONTROLLER
-from parties.protocol_messages import MatrixSpec, ReleaseRequest
+from parties.wire.requests import MatrixSpec, ReleaseRequest
 from parties.simulate import SimulationResult, simulate
 
 N = 240
@@ -310,8 +310,8 @@ def test_unknown_engine_is_refused(small) -> None:
 def test_secure_dependence_traffic_is_commit_start_plus_the_engine_closed_form(small) -> None:
     # dependence phase: n SecureRelease + n Ack + n SecureSumStart, then the paper engine's
     # own closed form (main paper 4.2: per party (n-1) shares + n broadcasts of L cells)
-    from parties.messages import Ack
-    from parties.protocol_messages import SecureRelease, SecureSumStart
+    from parties.wire.messages import Ack
+    from parties.wire.requests import SecureRelease, SecureSumStart
     from parties.secure.paper import PaperEngine
 
     n, m = small.n, small.m

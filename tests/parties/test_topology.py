@@ -6,7 +6,7 @@ import networkx as nx
 import pytest
 
 from mprr.errors import ConfigurationError, ProtocolError
-from parties.messages import Ack
+from parties.wire.messages import Ack
 from parties.network import CONTROLLER, InMemoryNetwork
 from parties.topology import Topology, actor_name
 

@@ -8,8 +8,8 @@ import math
 import pytest
 
 from mprr.errors import ConfigurationError
-from parties.codec import encode
-from parties.messages import Ack, RandomizedValues, Refusal, Request
+from parties.wire.codec import encode
+from parties.wire.messages import Ack, RandomizedValues, Refusal, Request
 from parties.network import CONTROLLER, InMemoryNetwork, LatencyModel
 from parties.traffic import Counts, PhaseCounts, RoundRecord
 from tests.parties.transport_helpers import identity_matrix

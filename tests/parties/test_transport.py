@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mprr.errors import ConfigurationError, PartyDropped, ProtocolError, RoundTimeout
-from parties.codec import encode
-from parties.messages import Abort, Ack, Announce, RandomizedValues, Request
+from parties.wire.codec import encode
+from parties.wire.messages import Abort, Ack, Announce, RandomizedValues, Request
 from parties.network import CONTROLLER, Frame, InMemoryNetwork
 from tests.parties.transport_helpers import ChaosTransport, answer_requests, identity_matrix
 from tests.virtual_clock import run_virtual

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from parties.messages import RandomizedValues, Refusal
+from parties.wire.messages import RandomizedValues, Refusal
 from parties.network import Envelope
 from parties.view import ViewLog
 

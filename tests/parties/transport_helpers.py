@@ -13,7 +13,7 @@ import asyncio
 
 import numpy as np
 
-from parties.messages import RandomizedValues, Request
+from parties.wire.messages import RandomizedValues, Request
 from parties.network import CONTROLLER, Endpoint
 from parties.transport import Frame, Transport
 

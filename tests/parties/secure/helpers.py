@@ -9,7 +9,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from parties.codec import decode
+from parties.wire.codec import decode
 from parties.network import CONTROLLER, FaultPlan, Frame, InMemoryNetwork
 from parties.secure.engine import SecureSumEngine, SecureSumResult, run_secure_sum
 from tests.virtual_clock import run_virtual

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mprr.errors import MessageError
-from parties.codec import decode, encode
+from parties.wire.codec import decode, encode
 from parties.secure.messages import (
     KeyDirectory,
     MaskedInput,

@@ -1,4 +1,4 @@
-"""parties.codec: exact wire sizes, round trips of every field type, every rejection."""
+"""parties.wire.codec: exact wire sizes, round trips of every field type, every rejection."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from mprr.errors import MessageError
-from parties.codec import HEADER_SIZE, MAGIC, VERSION, decode, encode, peek_kind
-from parties.messages import (
+from parties.wire.codec import HEADER_SIZE, MAGIC, VERSION, decode, encode, peek_kind
+from parties.wire.messages import (
     ARRAY_DTYPES,
     Abort,
     Ack,

@@ -1,4 +1,4 @@
-"""Tests for parties.protocol_messages: matrix specifications and the release request."""
+"""Tests for parties.wire.requests: matrix specifications and the release request."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from mprr.errors import ConfigurationError, MessageError
 from mprr.kronecker import KroneckerMatrix
 from mprr.matrices import cluster_optimal, grr, keep_or_uniform, kron, lambda_randomization
-from parties.codec import decode, encode
-from parties.protocol_messages import FAMILIES, MatrixSpec, ReleaseRequest
+from parties.wire.codec import decode, encode
+from parties.wire.requests import FAMILIES, MatrixSpec, ReleaseRequest
 
 
 @pytest.mark.parametrize(

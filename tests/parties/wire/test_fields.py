@@ -1,4 +1,4 @@
-"""parties.fields: annotation parsing and per-field coercion (used by messages and the codec)."""
+"""parties.wire.fields: annotation parsing and per-field coercion (used by messages and the codec)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mprr.errors import MessageError
-from parties.fields import (
+from parties.wire.fields import (
     INT64_MAX,
     ArraySpec,
     FieldType,

@@ -1,8 +1,8 @@
-"""Message kinds of the release requests (kinds 100-149).
+"""Message kinds of the release requests (kinds 100-102).
 
-The generic kinds of :mod:`parties.messages` carry the replies: a party answers a request with
-:class:`~parties.messages.RandomizedValues` (one released code per unit, in request order) or
-with :class:`~parties.messages.Refusal` (reason, requested ε, remaining ε).  This module adds
+The generic kinds of :mod:`parties.wire.messages` carry the replies: a party answers a request with
+:class:`~parties.wire.messages.RandomizedValues` (one released code per unit, in request order) or
+with :class:`~parties.wire.messages.Refusal` (reason, requested ε, remaining ε).  This module adds
 the request the controller sends:
 
 :class:`ReleaseRequest` (kind 100)
@@ -17,7 +17,7 @@ the request the controller sends:
 
 :class:`SecureRelease` (kind 101) and :class:`SecureSumStart` (kind 102)
     The dependence phases 4.2 / 4.3 of RR-Clusters: the party commits (ledger, input vector)
-    and answers :class:`~parties.messages.Ack` or :class:`~parties.messages.Refusal`; the
+    and answers :class:`~parties.wire.messages.Ack` or :class:`~parties.wire.messages.Refusal`; the
     controller then starts a secure sum (:mod:`parties.secure`) among the committed parties.
 
 Matrices travel as :class:`~mprr.protocols.steps.MatrixSpec` (family and parameters, see
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 from mprr.errors import MessageError
 from mprr.protocols.steps import FAMILIES, Matrix, MatrixSpec
-from parties.messages import Message, message
+from parties.wire.messages import Message, message
 
 __all__ = ["FAMILIES", "Matrix", "MatrixSpec", "ReleaseRequest", "SecureRelease", "SecureSumStart", "expand_runs",
            "roster_runs"]
@@ -71,7 +71,7 @@ class ReleaseRequest(Message):
     -----
     Validation is structural only.  Whether a unit is in the plan, a plan changed, an
     attribute exists or a matrix is well formed is the party's decision (it refuses with a
-    :class:`~parties.messages.Refusal`), because those are what a curious controller tries.
+    :class:`~parties.wire.messages.Refusal`), because those are what a curious controller tries.
     """
 
     request_id: int
@@ -130,8 +130,8 @@ class SecureRelease(Message):
     """Controller → party: contribute ``units`` to the secure sum ``session`` (main paper 4.2 / 4.3).
 
     The party decides as for a :class:`ReleaseRequest` (plan, budget, atomically) and answers
-    :class:`~parties.messages.Ack` (committed: the releases are in its ledger and its input
-    vector is ready) or :class:`~parties.messages.Refusal`.  Its input is the concatenation,
+    :class:`~parties.wire.messages.Ack` (committed: the releases are in its ledger and its input
+    vector is ready) or :class:`~parties.wire.messages.Refusal`.  Its input is the concatenation,
     unit by unit, of the one-hot vector of the unit's value: the **true** joint value when
     ``exact`` (4.2: ε = ∞, no DP guarantee) or the value randomized through the unit's matrix
     (4.3, one uniform per unit in unit order).  Releases inside a secure sum are unlinkable.

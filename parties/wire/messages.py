@@ -1,7 +1,7 @@
 """Message kinds exchanged by the actors: frozen, typed, validated dataclasses.
 
 Every message class is a frozen dataclass registered with :func:`message`, which gives it a
-unique small integer ``KIND`` (what travels in the wire header, see :mod:`parties.codec`) and a
+unique small integer ``KIND`` (what travels in the wire header, see :mod:`parties.wire.codec`) and a
 unique ``NAME``.  Registration works across modules: the secure-sum engines define their own
 kinds in their own modules with the same decorator; a duplicate kind number or name is refused.
 
@@ -9,9 +9,8 @@ Kind numbers (unsigned 16 bit, 1..65535) are allocated by range so modules never
 
 ==============  ==========================================================
 1 .. 15         generic kinds of this module (Request, RandomizedValues, ...)
-16 .. 63        free (future modules of :mod:`parties`)
 64 .. 79        secure-sum engines (:mod:`parties.secure.messages`)
-100 .. 149      actor-runtime kinds (:mod:`parties.protocol_messages`)
+100 .. 102      release requests (:mod:`parties.wire.requests`)
 60000 .. 65535  tests
 ==============  ==========================================================
 
@@ -39,7 +38,7 @@ from typing import Annotated, Any, ClassVar, TypeVar, dataclass_transform
 import numpy as np
 
 from mprr.errors import MessageError
-from parties.fields import (
+from parties.wire.fields import (
     ARRAY_DTYPES,
     ArraySpec,
     FieldType,
@@ -99,7 +98,7 @@ class Message:
 
     @classmethod
     def _from_wire(cls, values: dict[str, Any]) -> Message:
-        """Build from codec output (used by :func:`parties.codec.decode`).
+        """Build from codec output (used by :func:`parties.wire.codec.decode`).
 
         The codec already produced exact Python types, so only array constraints (dtype, ndim)
         are re-checked before :meth:`validate` runs.

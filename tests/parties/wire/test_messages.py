@@ -1,4 +1,4 @@
-"""parties.messages: registration, coercion, validation and equality of message kinds."""
+"""parties.wire.messages: registration, coercion, validation and equality of message kinds."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mprr.errors import MessageError, ProtocolError
-from parties.messages import (
+from parties.wire.messages import (
     Abort,
     Ack,
     Announce,
@@ -27,7 +27,7 @@ from parties.messages import (
     resolve_kinds,
 )
 
-# Test kinds live in 60000..65535 (see the module docstring of parties.messages).
+# Test kinds live in 60000..65535 (see the module docstring of parties.wire.messages).
 
 
 @message(kind=60100)
@@ -70,7 +70,7 @@ def test_generic_kinds_are_registered_with_unique_numbers_and_names() -> None:
 
 
 def test_duplicate_kind_number_is_rejected() -> None:
-    with pytest.raises(MessageError, match=r"kind 1 .*already registered to parties\.messages\.Request"):
+    with pytest.raises(MessageError, match=r"kind 1 .*already registered to parties\.wire\.messages\.Request"):
 
         @message(kind=1)
         class Clash(Message):

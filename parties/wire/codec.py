@@ -1,4 +1,4 @@
-"""The one wire codec: :class:`parties.messages.Message` <-> bytes (struct based, no pickle).
+"""The one wire codec: :class:`parties.wire.messages.Message` <-> bytes (struct based, no pickle).
 
 Wire format (little endian)::
 
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from mprr.errors import MessageError
-from parties.messages import (
+from parties.wire.messages import (
     ARRAY_DTYPES,
     FieldType,
     Message,
