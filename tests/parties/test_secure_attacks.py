@@ -213,7 +213,7 @@ class _Malicious(MaskedEngine):
 
 def _shares_of(net, owner: int) -> dict[int, int]:
     """How many Shamir shares of each secret of ``owner`` reached the controller."""
-    from parties.codec import decode
+    from parties.wire.codec import decode
     from parties.secure.messages import UnmaskShares
 
     got = {0: 0, 1: 0}
@@ -306,7 +306,7 @@ def test_key_substitution_is_detected_against_the_pki() -> None:
 def test_key_substitution_on_relayed_graph_shares_is_detected() -> None:
     """Before: the graph engine's relayed keys were unsigned: a substituted key let the
     controller open the share party 0 sealed for party 1."""
-    from parties.codec import decode
+    from parties.wire.codec import decode
     from parties.secure.crypto import KeyPair
     from parties.secure.engine import run_secure_sum
     from parties.secure.messages import KeyDirectory, SealedShares
