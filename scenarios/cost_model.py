@@ -107,6 +107,15 @@ class ClosedForm:
     controller_messages: int
     controller_bytes: int
     formula: str
+    consistency_messages: int = 0
+    consistency_bytes: int = 0
+    """The masked engine's consistency check (Bonawitz et al. 2017, active adversary): the
+    ``SurvivorSet`` and ``SurvivorSignature`` messages and the signed views of ``UnmaskRequest``
+    (0 for the other engines); included in the totals above."""
+
+
+CONSISTENCY_KINDS = ("SurvivorSet", "SurvivorSignature", "UnmaskRequest")
+"""Message kinds of the masked engine's consistency check."""
 
 
 def _vector_message(S: int, cells: int, b: int) -> int:
@@ -178,8 +187,8 @@ def closed_form(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSIO
         return ClosedForm(9 * n, n * (pb + cb) + requests, 5, 5, pb, 4 * n, n * cb + requests,
                           f"per party 5 messages (2 signed keys, {k} sealed share pairs, L masked cells × 4 B, "
                           f"1 survivor-set signature, {h} Shamir shares); controller 4 per party, the last "
-                          f"with the signed views of the party's 2-hop neighbourhood; consistency round "
-                          f"{2 * n} + {n} messages, {consistency} B")
+                          f"with the signed views of the party's 2-hop neighbourhood; consistency check "
+                          f"{3 * n} messages, {consistency} B", 3 * n, consistency)
     raise ConfigurationError(f"engine must be one of {ENGINE_KEYS}, got {engine!r}")
 
 
@@ -406,11 +415,15 @@ class Measurement:
     seconds: float
     exact_sum: bool
     closed: ClosedForm
+    consistency_messages: int = 0
+    consistency_bytes: int = 0
 
     def matches(self) -> dict[str, bool]:
         """Which measured quantities equal the closed form."""
         c = self.closed
         return {
+            "consistency": (self.consistency_messages, self.consistency_bytes)
+            == (c.consistency_messages, c.consistency_bytes),
             "messages": self.messages == c.messages,
             "bytes": self.bytes == c.bytes,
             "rounds": self.rounds == c.rounds,
@@ -444,6 +457,8 @@ def measure_secure_sum(key: str, vectors: np.ndarray, expected: np.ndarray, *, s
         seconds=seconds,
         exact_sum=bool(np.array_equal(result.total, expected)),
         closed=closed_form(key, n, L, degree=degree),
+        consistency_messages=sum(stats.by_kind[k].messages for k in CONSISTENCY_KINDS if k in stats.by_kind),
+        consistency_bytes=sum(stats.by_kind[k].bytes for k in CONSISTENCY_KINDS if k in stats.by_kind),
     )
 
 

@@ -129,6 +129,22 @@ def test_every_engine_measures_its_closed_form(engine: str) -> None:
     assert m.exact_sum
     assert all(m.matches().values()), m.matches()
     assert (m.engine_cost_messages, m.engine_cost_bytes) == (m.closed.messages, m.closed.bytes)
+    if engine.startswith("masked"):  # the consistency check: survivor set, signature, signed views
+        assert m.consistency_messages == 3 * 6 and m.consistency_bytes > 3 * 6 * 64
+    else:
+        assert m.consistency_messages == m.consistency_bytes == 0
+
+
+def test_masked_sparse_consistency_check_on_a_sparse_graph_equals_its_closed_form() -> None:
+    n, sizes = 24, (2, 3, 2)  # k = 4 < n - 1: the signed views of each 2-hop neighbourhood
+    data = planted_clusters(n, rng=np.random.default_rng(1), sizes=sizes, clusters=()).dataset
+    vec = pair_indicators(data.codes, sizes)
+    m = measure_secure_sum("masked-sparse", vec, vec.sum(axis=0, dtype=np.int64), sweep="test", m=3, d=None,
+                           degree=4, round_timeout=10, index=3)
+    assert all(m.matches().values()), m.matches()
+    complete = closed_form("masked", n, pair_cells(sizes))
+    assert m.consistency_messages == complete.consistency_messages == 3 * n
+    assert m.consistency_bytes < complete.consistency_bytes  # O(k^2) views per party instead of n
 
 
 @pytest.mark.slow  # ~3-5 s: secure sums, actor runs and four log-log figures
