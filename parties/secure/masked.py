@@ -469,7 +469,7 @@ def _check_consistency(request: UnmaskRequest, registry: KeyRegistry, ctx: Secur
         need = len(holders) // 2 + 1
         alive = o in view
         agree_ = 0
-        for w in holders:
+        for w in sorted(holders, key=lambda w: w not in verified):  # reuse checked signatures first
             got = statements.get(w)
             if got is None or (o in got[0]) != alive:
                 continue
