@@ -34,6 +34,7 @@ import numpy as np
 
 from mprr.data import Dataset
 from mprr.domain import joint_tally, tally
+from mprr.kronecker import KroneckerMatrix
 from mprr.matrices import RandomizationMatrix, keep_or_uniform, kron
 from mprr.metrics import mae, mse
 from mprr.protocols import attribute_matrices, rr_independent
@@ -105,10 +106,11 @@ def population_joint(d: int, v: float) -> np.ndarray:
     """The population joint of :func:`mprr.synthetic.zipf_pair` for d × d and Cramér's V = v."""
     pa = zipf_marginal(d)
     joint = (1.0 - v) * np.outer(pa, pa) + v * comonotone_coupling([pa, pa])
-    return joint / joint.sum()
+    normalised: np.ndarray = joint / joint.sum()
+    return normalised
 
 
-def estimate_pair(codes: np.ndarray, sizes: tuple[int, int], mats: Sequence[RandomizationMatrix],
+def estimate_pair(codes: np.ndarray, sizes: Sequence[int], mats: Sequence[RandomizationMatrix | KroneckerMatrix],
                   method: str) -> dict[str, np.ndarray]:
     """RR-Ind and RR-Ind-Joint estimates of a pair's joint from its released codes (n, 2).
 
@@ -146,7 +148,9 @@ def worked_example() -> list[tuple[str, Any, Any]]:
     lam = np.array([[0.3, 0.2], [0.2, 0.3]])
     est = estimate_pair_from_lambda(lam, (P, P))
     true_ind = np.outer(truth.sum(axis=1), truth.sum(axis=0))
-    order = lambda t: [float(t[0, 0]), float(t[1, 0]), float(t[0, 1]), float(t[1, 1])]  # noqa: E731
+    def order(t: np.ndarray) -> list[float]:
+        return [float(t[0, 0]), float(t[1, 0]), float(t[0, 1]), float(t[1, 1])]
+
     return [
         ("V_AB(X)", 0.67, cramers_v_of(truth)),
         ("V_AB(Y)", 0.2, cramers_v_of(lam)),
@@ -179,7 +183,7 @@ def _run(index: int, ss: np.random.SeedSequence, ctx: dict[str, Any]) -> dict[st
         syn = zipf_pair(pt["n"], pt["d"], pt["v"], rng=gen)
         res = rr_independent(syn.dataset, epsilon=pt["epsilon"], rng=gen)
         rel = res.releases[0]
-        est = estimate_pair(rel.codes, syn.dataset.sizes, rel.matrices, prm["postprocess"])
+        est = estimate_pair(np.asarray(rel.codes), syn.dataset.sizes, rel.randomized_matrices, prm["postprocess"])
         truth = syn.dataset.joint_counts((0, 1)) / syn.dataset.n
         for e, name in enumerate(ESTIMATORS):
             out[k, e] = mae(est[name], truth), mse(est[name], truth)
@@ -188,7 +192,7 @@ def _run(index: int, ss: np.random.SeedSequence, ctx: dict[str, Any]) -> dict[st
     for k, pair in enumerate(adult):
         res = rr_independent(pair, p=prm["adult_p"], rng=gen)
         rel = res.releases[0]
-        est = estimate_pair(rel.codes, pair.sizes, rel.matrices, prm["postprocess"])
+        est = estimate_pair(np.asarray(rel.codes), pair.sizes, rel.randomized_matrices, prm["postprocess"])
         truth = pair.joint_counts((0, 1)) / pair.n
         for e, name in enumerate(ESTIMATORS):
             adult_out[k, e] = mae(est[name], truth), mse(est[name], truth)
@@ -217,12 +221,12 @@ def _adult_pairs(prm: dict[str, Any], seed: int) -> tuple[list[Dataset], list[st
     return [data.select(list(pair)) for pair in prm["adult_pairs"]], []
 
 
-def _slope(x: Sequence[float], y: Sequence[float]) -> float:
+def _slope(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
     lx, ly = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
     return float(np.polyfit(lx, ly, 1)[0]) if len(lx) >= 2 else float("nan")
 
 
-def _claims(mean: dict[str, np.ndarray], xs: dict[str, list[float]], bound_ok: bool) -> list[tuple]:
+def _claims(mean: dict[str, np.ndarray], xs: dict[str, list[float]], bound_ok: bool) -> list[tuple[Any, ...]]:
     """The paper's statements about Figs. 5–8 and Theorem 3, checked on our means."""
     out = []
     if len(xs["v"]) >= 3:
@@ -272,7 +276,9 @@ def run_kikuchi_sweeps(config: ScenarioConfig, *, out_dir: Path, runs: int, seed
     sweeps = np.stack([r["sweeps"] for r in results])  # (runs, point, estimator, [MAE, MSE])
     mean = sweeps.mean(axis=0)
     sem = sweeps.std(axis=0, ddof=1) / np.sqrt(runs) if runs > 1 else None
-    tables, figures, metrics = [], [], {}
+    tables: list[Table] = []
+    figures: list[LinePlot] = []
+    metrics: dict[str, Any] = {}
     by_sweep: dict[str, np.ndarray] = {}
     xs: dict[str, list[float]] = {}
     bound_ok = True
@@ -282,7 +288,7 @@ def run_kikuchi_sweeps(config: ScenarioConfig, *, out_dir: Path, runs: int, seed
         by_sweep[name] = mean[idx]
         if not idx:
             continue
-        rows = []
+        rows: list[tuple[Any, ...]] = []
         for k in idx:
             pt = points[k][2]
             truth = population_joint(pt["d"], pt["v"])
@@ -371,4 +377,5 @@ def run_kikuchi_sweeps(config: ScenarioConfig, *, out_dir: Path, runs: int, seed
 
 def rr_independent_matrices(d: int, epsilon: float) -> tuple[RandomizationMatrix, RandomizationMatrix]:
     """The k-RR matrices of a d × d pair at ε (paper 3.4), as :func:`rr_independent` builds them."""
-    return attribute_matrices((d, d), epsilon=epsilon)
+    first, second = attribute_matrices((d, d), epsilon=epsilon)
+    return first, second
