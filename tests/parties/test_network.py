@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import numpy as np
 import pytest
@@ -71,8 +70,10 @@ async def test_broadcast_counts_one_message_per_receiver_and_shares_the_decoded_
 
 @pytest.mark.slow
 async def test_adult_scale_round_trip_with_latency() -> None:
-    """32,561 party actors: a broadcast request and one reply each, gathered by the controller."""
-    start = time.perf_counter()
+    """32,561 party actors: a broadcast request and one reply each, gathered by the controller.
+
+    How long this takes is measured by ``benchmarks/actors.py``, not asserted here.
+    """
     net = InMemoryNetwork(ADULT_N, latency=LatencyModel(latency=0.02, bandwidth=1e6))
     ctrl = net.endpoint(CONTROLLER)
     req = Request(1, (0,), np.full((4, 4), 0.25))
@@ -87,7 +88,6 @@ async def test_adult_scale_round_trip_with_latency() -> None:
         for i in range(ADULT_N):
             tg.create_task(answer_requests(net.endpoint(i), 1, timeout=30.0))
         got = tg.create_task(controller())
-    elapsed = time.perf_counter() - start
     replies = got.result()
     assert len(replies) == ADULT_N
     assert all(env.message.codes[0] == src % 4 for src, env in replies.items())
@@ -96,7 +96,6 @@ async def test_adult_scale_round_trip_with_latency() -> None:
     assert s.messages == 2 * ADULT_N and s.bytes == ADULT_N * (req_size + reply_size)
     assert s.by_sender[CONTROLLER].messages == ADULT_N and s.sent_by(123).messages == 1
     assert s.simulated_time == pytest.approx(0.02 + req_size / 1e6 + 0.02 + reply_size / 1e6)
-    assert elapsed < 20.0, f"{ADULT_N} actors took {elapsed:.1f} s"
 
 
 async def test_round_timeout_never_hangs_at_scale() -> None:
@@ -104,7 +103,8 @@ async def test_round_timeout_never_hangs_at_scale() -> None:
     net = InMemoryNetwork(n, faults=FaultPlan(drop=0.01), seed=3)
     ctrl = net.endpoint(CONTROLLER)
     req = Request(1, (0,), np.eye(2))
-    start = time.perf_counter()
+    loop = asyncio.get_running_loop()
+    start = loop.time()
     with pytest.raises(ExceptionGroup) as info:
         async with asyncio.TaskGroup() as tg:
             for i in range(n):
@@ -115,4 +115,5 @@ async def test_round_timeout_never_hangs_at_scale() -> None:
     assert isinstance(error, RoundTimeout)
     # every missing party lost its request or its reply: at least one drop each
     assert 0 < len(error.missing) <= net.statistics().dropped
-    assert time.perf_counter() - start < 5.0
+    # the round ends at its deadline (virtual clock: exactly 0.2 s of loop time), not later
+    assert loop.time() - start == pytest.approx(0.2, abs=1e-6)
