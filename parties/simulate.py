@@ -159,11 +159,6 @@ class SimulationResult:
         """The controller's estimate (``result.estimate``)."""
         return self.result.estimate
 
-    def privacy_under(self, policy: CompositionPolicy | str) -> PrivacySummary:
-        """The parties' ledgers summarised under another composition policy."""
-        summary = summarize([p.accountant for p in self.parties], policy)
-        return replace(summary, refusals=dict(self.privacy.refusals))
-
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly report (no arrays): protocol summary, traffic, view, privacy, faults."""
         return {

@@ -145,10 +145,6 @@ class ProtocolResult:
         """ε spent by each party in each phase under ``policy``."""
         return self.ledger.by_phase(as_policy(policy))
 
-    def epsilon_per_party(self, policy: CompositionPolicy | str = "sequential") -> np.ndarray:
-        """``(n,)`` ε of every party (all equal: every party runs the same releases)."""
-        return np.full(self.n, self.epsilon(policy))
-
     @property
     def no_dp_guarantee(self) -> bool:
         """``True`` when some release had ε = ∞ (main paper 4.2 exact tables)."""

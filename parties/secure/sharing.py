@@ -9,7 +9,8 @@ Two variants are used by the engines:
   neighbours in the communication graph);
 - :func:`zero_shares` — main paper Section 4.2 step 1: party i chooses r_i1, ..., r_in with
   sum_j r_ij = 0 (mod n + 1); its own indicator is added only in step 3 to the sum of the
-  shares it received.  :func:`paper_partial` is step 3 and :func:`reconstruct` step 4.
+  shares it received.  Step 3 adds the shares a party received (:func:`reconstruct`) to its
+  indicator; step 4 is :func:`reconstruct` of the broadcasts.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from mprr.errors import ConfigurationError
 from parties.secure.prg import Keystream
 from parties.secure.ring import ZMod
 
-__all__ = ["split", "zero_shares", "reconstruct", "paper_partial"]
+__all__ = ["split", "zero_shares", "reconstruct"]
 
 
 def _check_count(count: int, name: str) -> int:
@@ -71,16 +72,3 @@ def reconstruct(shares: np.ndarray, ring: ZMod) -> np.ndarray:
     if arr.ndim != 2 or arr.shape[0] < 1:
         raise ConfigurationError(f"shares must be a non-empty 2-D array, got shape {arr.shape}")
     return ring.sum(arr, axis=0)
-
-
-def paper_partial(received: np.ndarray, indicator: np.ndarray, ring: ZMod) -> np.ndarray:
-    """Main paper Section 4.2 step 3: r_j = sum_i r_ij + [party j holds (a, a')] mod n + 1.
-
-    Parameters
-    ----------
-    received
-        (n, L) shares r_1j, ..., r_nj received by party j (its own share included).
-    indicator
-        (L,) 0/1 (or bounded non-negative) vector of party j.
-    """
-    return ring.add(reconstruct(received, ring), ring.reduce(indicator))

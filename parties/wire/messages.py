@@ -64,7 +64,6 @@ __all__ = [
     "Request",
     "message",
     "message_class",
-    "registered_kinds",
 ]
 
 # --------------------------------------------------------------------------- registry
@@ -221,11 +220,6 @@ def message_class(kind_or_name: int | str) -> type[Message]:
         raise MessageError(
             f"unknown message kind {kind_or_name!r}; registered: {sorted(_BY_NAME)}"
         ) from None
-
-
-def registered_kinds() -> dict[int, str]:
-    """Snapshot ``{kind: name}`` of every registered message class."""
-    return {k: c.NAME for k, c in sorted(_BY_KIND.items())}
 
 
 def resolve_kinds(kinds: Iterable[int | str | type[Message]] | type[Message] | str | None) -> frozenset[int] | None:

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from mprr.privacy import summarize
 from mprr.data import Dataset
 from mprr.distributions import DenseDistribution, ProductDistribution, WeightedSample
 from mprr.errors import ConfigurationError
@@ -236,7 +237,7 @@ def test_report_is_json_serializable(data) -> None:
     assert report["options"]["seed"] == SEED and report["options"]["budget"] == "inf"
     assert sim.wall_time > 0 and sim.result.timings["wall"] == sim.wall_time
     assert sim.privacy.epsilon.max == pytest.approx(sim.result.epsilon("sequential"))
-    parallel = sim.privacy_under("parallel")
+    parallel = summarize([party.accountant for party in sim.parties], "parallel")
     assert parallel.policy.value == "parallel" and parallel.epsilon.max <= sim.privacy.epsilon.max
 
 

@@ -27,7 +27,7 @@ def test_result_on_small_synthetic_data() -> None:
     assert r.epsilon("sequential") == pytest.approx(sum(eps))
     assert r.parameters["attribute_epsilons"] == pytest.approx(eps)
     assert r.timings == {}
-    np.testing.assert_allclose(r.epsilon_per_party(), sum(eps))
+    assert r.epsilon() == pytest.approx(sum(eps))
 
 
 def test_same_seed_same_release_and_estimate() -> None:

@@ -8,7 +8,7 @@ import pytest
 from mprr.errors import ConfigurationError
 from parties.secure.prg import Keystream
 from parties.secure.ring import ZMod
-from parties.secure.sharing import paper_partial, reconstruct, split, zero_shares
+from parties.secure.sharing import reconstruct, split, zero_shares
 
 
 @pytest.mark.parametrize("modulus", [3, 1001, 2**32, 2**64])
@@ -36,7 +36,8 @@ def test_paper_protocol_by_hand_n3() -> None:
     ring = ZMod(n + 1)
     indicators = np.array([[1], [0], [1]])
     r = np.stack([zero_shares(n, 1, ring, Keystream()) for _ in range(n)])  # r[i, j] = r_ij
-    broadcasts = [paper_partial(r[:, j], indicators[j], ring) for j in range(n)]
+    # step 3: r_j = sum_i r_ij + [party j holds (a, a')] mod n + 1
+    broadcasts = [ring.add(reconstruct(r[:, j], ring), ring.reduce(indicators[j])) for j in range(n)]
     total = reconstruct(np.stack(broadcasts), ring)
     assert total.tolist() == [2]
 
