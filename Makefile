@@ -34,6 +34,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/secure_sum.py
 	$(BIN)/python benchmarks/privacy.py
 	$(BIN)/python benchmarks/runtimes.py
+	$(BIN)/python benchmarks/streams.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache

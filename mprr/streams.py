@@ -11,6 +11,10 @@ Draw-order contract (every protocol follows it): each randomized release of one 
 party's stream, ``stream.random()``, in the order the protocol releases them; the released
 value is the inverse-CDF sample of the matrix row (:func:`mprr.randomize.randomize`).
 
+The streams of all parties are computed as vectors (numpy's SeedSequence and PCG64 algorithms
+over every party at once), so ``PartyStreams(seed, 32561)`` costs milliseconds, not the second
+that 32,561 spawned Generators take, and draws the very same numbers.
+
 Cryptographic material never comes from here (see ``parties``).
 """
 
@@ -57,9 +61,14 @@ class PartyStreams:
 
     Notes
     -----
-    Generators are created lazily; :meth:`uniforms` draws ``k`` uniforms from every party's
-    stream at once (one Python call per party, ~1 µs each) and advances them, exactly as if
-    each party had called ``stream.random()`` ``k`` times.
+    Party ``i``'s stream is exactly ``Generator(PCG64(children[i]))``, but no per-party object
+    is built unless asked for (:meth:`generator`, :meth:`seed_sequence`): the ``n`` children's
+    entropy pools, their PCG64 seeds and the PCG64 states are computed for all parties at once
+    with numpy (:func:`_child_pools`, :func:`_pcg64_seed`, :func:`_pcg64_next`, the algorithms of
+    ``numpy.random.SeedSequence`` and ``PCG64``), and :meth:`uniforms` advances every party's
+    state as one vector.  The draws are bit-identical to the per-party Generators (checked at
+    construction against party 0's, and in the tests).  A party whose :meth:`generator` was
+    handed out draws from that Generator from then on, so both ways of drawing stay one stream.
     """
 
     def __init__(self, seed: int | np.random.SeedSequence, n: int) -> None:
@@ -67,24 +76,50 @@ class PartyStreams:
             raise ConfigurationError(f"n (number of parties) must be an integer >= 1, got {n!r}")
         self.n = int(n)
         root = run_seed_sequence(seed)
-        children = root.spawn(self.n + 1)
-        self._seeds = children[: self.n]
-        self._controller_seed = children[self.n]
-        self._generators: list[np.random.Generator] | None = None
+        self._root = root
+        self._first = int(root.n_children_spawned)
+        if isinstance(seed, np.random.SeedSequence):
+            root.spawn(self.n + 1)  # advance the caller's SeedSequence as spawn(n + 1) does
+        pools = _child_pools(root, self._first, self.n)
+        self._state = _pcg64_seed(_generate_state64(pools, 4))  # (hi, lo, inc_hi, inc_lo)
+        self._handed: dict[int, np.random.Generator] = {}
+        check = np.random.PCG64(self.seed_sequence(0)).state["state"]
+        if check["state"] != _as_int(self._state, 0) or check["inc"] != _as_int(self._state, 0, inc=True):
+            raise ConfigurationError(  # pragma: no cover - numpy changed its SeedSequence/PCG64
+                "this numpy's SeedSequence/PCG64 differ from the vectorized party streams"
+            )
 
     def seed_sequence(self, party: int) -> np.random.SeedSequence:
         """Return the ``SeedSequence`` of ``party`` (what an actor builds its Generator from)."""
         self._check_party(party)
-        return self._seeds[party]
+        root = self._root
+        return np.random.SeedSequence(
+            root.entropy, spawn_key=(*root.spawn_key, self._first + int(party)), pool_size=root.pool_size
+        )
 
     def generator(self, party: int) -> np.random.Generator:
-        """Return the (shared, stateful) Generator of ``party``."""
+        """Return the (shared, stateful) Generator of ``party``, at the stream's current position."""
         self._check_party(party)
-        return self._all()[party]
+        party = int(party)
+        gen = self._handed.get(party)
+        if gen is None:
+            bits = np.random.PCG64(0)
+            bits.state = {
+                "bit_generator": "PCG64",
+                "state": {"state": _as_int(self._state, party), "inc": _as_int(self._state, party, inc=True)},
+                "has_uint32": 0,
+                "uinteger": 0,
+            }
+            gen = self._handed[party] = np.random.Generator(bits)
+        return gen
 
     def controller_generator(self) -> np.random.Generator:
         """A Generator independent of every party's stream, for run-level choices."""
-        return np.random.Generator(np.random.PCG64(self._controller_seed))
+        root = self._root
+        child = np.random.SeedSequence(
+            root.entropy, spawn_key=(*root.spawn_key, self._first + self.n), pool_size=root.pool_size
+        )
+        return np.random.Generator(np.random.PCG64(child))
 
     def uniforms(self, k: int = 1, parties: np.ndarray | None = None) -> np.ndarray:
         """Draw ``k`` uniforms in [0, 1) from each party's stream.
@@ -99,25 +134,153 @@ class PartyStreams:
         Returns
         -------
         numpy.ndarray
-            Shape ``(len(parties), k)``; row ``j`` are the next ``k`` draws of that party.
+            Shape ``(len(parties), k)``; row ``j`` are the next ``k`` draws of that party,
+            exactly ``generator(party).random(k)``.
         """
         if k < 0:
             raise ConfigurationError(f"k must be >= 0, got {k!r}")
-        gens = self._all()
-        idx = range(self.n) if parties is None else (int(i) for i in np.asarray(parties))
-        rows = [gens[i].random(k) for i in idx]
-        if not rows:
-            return np.empty((0, k))
-        return np.stack(rows)
-
-    def _all(self) -> list[np.random.Generator]:
-        if self._generators is None:
-            self._generators = [np.random.Generator(np.random.PCG64(s)) for s in self._seeds]
-        return self._generators
+        if parties is None:
+            idx = np.arange(self.n)
+        else:
+            idx = np.asarray(parties, dtype=np.int64).reshape(-1)
+            if idx.size and (idx.min() < 0 or idx.max() >= self.n):
+                bad = idx[(idx < 0) | (idx >= self.n)][0]
+                raise ConfigurationError(f"party must be in [0, {self.n}), got {int(bad)!r}")
+        out = np.empty((idx.size, k))
+        if idx.size == 0 or k == 0:
+            return out
+        handed = np.zeros(idx.size, dtype=bool)
+        if self._handed:
+            for j, i in enumerate(idx.tolist()):
+                gen = self._handed.get(i)
+                if gen is not None:
+                    handed[j] = True
+                    out[j] = gen.random(k)
+        vec = idx[~handed]
+        if vec.size:
+            hi, lo, inc_hi, inc_lo = (a[vec] for a in self._state)
+            cols = np.empty((vec.size, k))
+            for c in range(k):
+                hi, lo = _pcg64_step(hi, lo, inc_hi, inc_lo)
+                cols[:, c] = (_xsl_rr(hi, lo) >> np.uint64(11)) * _TWO_M53
+            self._state[0][vec], self._state[1][vec] = hi, lo
+            out[~handed] = cols
+        return out
 
     def _check_party(self, party: int) -> None:
         if not 0 <= int(party) < self.n:
             raise ConfigurationError(f"party must be in [0, {self.n}), got {party!r}")
+
+
+# ---------------------------------------------------------------------- vectorized PCG64
+# numpy.random.SeedSequence (O'Neill's seed_seq_fe, numpy/random/bit_generator.pyx) and PCG64
+# (XSL-RR 128/64, numpy/random/src/pcg64) computed for many children at once; uint32 / uint64
+# array arithmetic wraps like the C code.
+_INIT_A, _MULT_A, _INIT_B, _MULT_B = 0x43B0D7E5, 0x931E8875, 0x8B51F9DD, 0x58F38DED
+_MIX_L, _MIX_R, _M32 = 0xCA01F9DD, 0x4973F715, 0xFFFFFFFF
+_PCG_MULT_HI, _PCG_MULT_LO = 2549297995355413924, 4865540595714422341
+_TWO_M53 = 1.0 / 9007199254740992.0
+_U32, _U64 = np.uint32, np.uint64
+
+
+def _words32(value: object) -> list[int]:
+    """The uint32 words numpy's SeedSequence makes of an entropy value or spawn key."""
+    from numpy.random.bit_generator import _coerce_to_uint32_array  # type: ignore[attr-defined]
+
+    return [int(w) for w in _coerce_to_uint32_array(value)]
+
+
+def _child_pools(root: np.random.SeedSequence, first: int, count: int) -> np.ndarray:
+    """Entropy pools, shape ``(count, pool_size)``, of ``root``'s children ``first .. first+count-1``."""
+    if first + count > _M32:
+        raise ConfigurationError(f"at most {_M32} party streams, got {first + count}")
+    run = _words32(root.entropy) if root.entropy is not None else []
+    spawn = _words32(tuple(root.spawn_key)) if root.spawn_key else []
+    pool_size = int(root.pool_size)
+    run += [0] * max(0, pool_size - len(run))  # a spawned child pads its run entropy
+    cols = [np.full(count, w, dtype=_U32) for w in run + spawn]
+    cols.append(np.arange(first, first + count, dtype=np.int64).astype(_U32))
+    hash_const = _INIT_A
+
+    def hashmix(v: np.ndarray) -> np.ndarray:
+        nonlocal hash_const
+        v = v ^ _U32(hash_const)
+        hash_const = (hash_const * _MULT_A) & _M32
+        v = v * _U32(hash_const)
+        return v ^ (v >> _U32(16))
+
+    def mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        r: np.ndarray = _U32(_MIX_L) * x - _U32(_MIX_R) * y
+        return r ^ (r >> _U32(16))  # type: ignore[no-any-return]
+
+    zeros = np.zeros(count, dtype=_U32)
+    mixer = [hashmix(cols[i] if i < len(cols) else zeros) for i in range(pool_size)]
+    for src in range(pool_size):
+        for dst in range(pool_size):
+            if src != dst:
+                mixer[dst] = mix(mixer[dst], hashmix(mixer[src]))
+    for src in range(pool_size, len(cols)):
+        for dst in range(pool_size):
+            mixer[dst] = mix(mixer[dst], hashmix(cols[src]))
+    return np.stack(mixer, axis=1)
+
+
+def _generate_state64(pools: np.ndarray, words: int) -> np.ndarray:
+    """``SeedSequence.generate_state(words, uint64)`` of every pool, shape ``(count, words)``."""
+    hash_const = _INIT_B
+    out = np.empty((pools.shape[0], 2 * words), dtype=_U32)
+    for i in range(2 * words):
+        v = pools[:, i % pools.shape[1]] ^ _U32(hash_const)
+        hash_const = (hash_const * _MULT_B) & _M32
+        v = v * _U32(hash_const)
+        out[:, i] = v ^ (v >> _U32(16))
+    return out[:, 0::2].astype(_U64) | (out[:, 1::2].astype(_U64) << _U64(32))
+
+
+def _mul64(a: np.ndarray, b: int) -> tuple[np.ndarray, np.ndarray]:
+    """Full 128-bit products ``a * b`` as (high, low) uint64 words."""
+    m = _U64(_M32)
+    a0, a1 = a & m, a >> _U64(32)
+    b0, b1 = _U64(b & _M32), _U64(b >> 32)
+    p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
+    mid = (p00 >> _U64(32)) + (p01 & m) + (p10 & m)
+    low = (p00 & m) | (mid << _U64(32))
+    high = p11 + (p01 >> _U64(32)) + (p10 >> _U64(32)) + (mid >> _U64(32))
+    return high, low
+
+
+def _pcg64_step(hi: np.ndarray, lo: np.ndarray, inc_hi: np.ndarray,
+                inc_lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """state * multiplier + increment (mod 2^128), the PCG64 LCG step."""
+    p_hi, p_lo = _mul64(lo, _PCG_MULT_LO)
+    p_hi = p_hi + hi * _U64(_PCG_MULT_LO) + lo * _U64(_PCG_MULT_HI)
+    new_lo = p_lo + inc_lo
+    new_hi = p_hi + inc_hi + (new_lo < p_lo).astype(_U64)
+    return new_hi, new_lo
+
+
+def _xsl_rr(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """PCG64's output of a state: rotr64(hi ^ lo, hi >> 58)."""
+    x = hi ^ lo
+    rot = hi >> _U64(58)
+    return (x >> rot) | (x << ((_U64(64) - rot) & _U64(63)))  # type: ignore[no-any-return]
+
+
+def _pcg64_seed(words: np.ndarray) -> list[np.ndarray]:
+    """PCG64 states (hi, lo, inc_hi, inc_lo) of ``pcg64_set_seed(words[:, :2], words[:, 2:])``."""
+    s_hi, s_lo, q_hi, q_lo = (np.ascontiguousarray(words[:, j]) for j in range(4))
+    inc_hi = (q_hi << _U64(1)) | (q_lo >> _U64(63))
+    inc_lo = (q_lo << _U64(1)) | _U64(1)
+    lo = inc_lo + s_lo  # state = inc (first step from 0), then += initstate
+    hi = inc_hi + s_hi + (lo < inc_lo).astype(_U64)
+    hi, lo = _pcg64_step(hi, lo, inc_hi, inc_lo)
+    return [hi, lo, inc_hi, inc_lo]
+
+
+def _as_int(state: list[np.ndarray], party: int, *, inc: bool = False) -> int:
+    """Party ``party``'s 128-bit state (or increment) as a Python int (numpy's state dict)."""
+    hi, lo = (state[2], state[3]) if inc else (state[0], state[1])
+    return (int(hi[party]) << 64) | int(lo[party])
 
 
 Randomness = np.random.Generator | PartyStreams

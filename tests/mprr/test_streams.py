@@ -67,3 +67,44 @@ def test_draw_uniforms_rejects_mismatch_and_bad_type() -> None:
         draw_uniforms(PartyStreams(1, 3), 4, 1)
     with pytest.raises(ConfigurationError, match="rng must be a numpy.random.Generator"):
         draw_uniforms(42, 3, 1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 12345, 2**70 + 3])
+def test_vectorized_streams_equal_spawned_generators(seed: int) -> None:
+    """Every party's draws equal Generator(PCG64(SeedSequence(seed).spawn(n + 1)[i])) bit for bit."""
+    n = 300
+    children = np.random.SeedSequence(seed).spawn(n + 1)
+    expected = np.stack([np.random.Generator(np.random.PCG64(c)).random(3) for c in children[:n]])
+    streams = PartyStreams(seed, n)
+    np.testing.assert_array_equal(np.hstack([streams.uniforms(2), streams.uniforms(1)]), expected)
+    assert streams.seed_sequence(17).spawn_key == children[17].spawn_key
+    np.testing.assert_array_equal(streams.seed_sequence(17).pool, children[17].pool)
+    np.testing.assert_array_equal(
+        streams.controller_generator().random(2), np.random.Generator(np.random.PCG64(children[n])).random(2)
+    )
+
+
+def test_seed_sequence_root_with_spawn_key_and_prior_children() -> None:
+    root, twin = np.random.SeedSequence(9, spawn_key=(2,)), np.random.SeedSequence(9, spawn_key=(2,))
+    root.spawn(3)
+    children = twin.spawn(3 + 6)[3:]  # the streams start after the children already spawned
+    streams = PartyStreams(root, 5)
+    assert root.n_children_spawned == 3 + 6  # advanced as spawn(n + 1) would
+    expected = np.stack([np.random.Generator(np.random.PCG64(c)).random(2) for c in children[:5]])
+    np.testing.assert_array_equal(streams.uniforms(2), expected)
+
+
+def test_handed_out_generator_and_uniforms_share_one_stream() -> None:
+    streams, reference = PartyStreams(4, 6), PartyStreams(4, 6).uniforms(4)
+    streams.uniforms(1)
+    gen = streams.generator(2)
+    assert gen is streams.generator(2)
+    np.testing.assert_array_equal(gen.random(1), reference[2, 1:2])
+    rest = streams.uniforms(2)
+    np.testing.assert_array_equal(rest[2], reference[2, 2:4])
+    np.testing.assert_array_equal(np.delete(rest, 2, axis=0), np.delete(reference[:, 1:3], 2, axis=0))
+
+
+def test_uniforms_of_unknown_party_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match=r"party must be in \[0, 3\), got 3"):
+        PartyStreams(1, 3).uniforms(1, parties=np.array([0, 3]))
