@@ -20,11 +20,14 @@ Cryptographic material never comes from here (see ``parties``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.random.bit_generator import ISeedSequence
 
 from mprr.errors import ConfigurationError
 
-__all__ = ["PartyStreams", "Randomness", "draw_uniforms", "run_seed_sequence"]
+__all__ = ["PartyStreams", "PresetSeed", "Randomness", "draw_uniforms", "run_seed_sequence"]
 
 
 def run_seed_sequence(seed: int | np.random.SeedSequence) -> np.random.SeedSequence:
@@ -80,8 +83,9 @@ class PartyStreams:
         self._first = int(root.n_children_spawned)
         if isinstance(seed, np.random.SeedSequence):
             root.spawn(self.n + 1)  # advance the caller's SeedSequence as spawn(n + 1) does
-        pools = _child_pools(root, self._first, self.n)
-        self._state = _pcg64_seed(_generate_state64(pools, 4))  # (hi, lo, inc_hi, inc_lo)
+        self._pools = _child_pools(root, self._first, self.n)
+        self._words = _generate_state64(self._pools, 4)  # what PCG64 asks each child for
+        self._state = _pcg64_seed(self._words)  # (hi, lo, inc_hi, inc_lo)
         self._handed: dict[int, np.random.Generator] = {}
         check = np.random.PCG64(self.seed_sequence(0)).state["state"]
         if check["state"] != _as_int(self._state, 0) or check["inc"] != _as_int(self._state, 0, inc=True):
@@ -96,6 +100,16 @@ class PartyStreams:
         return np.random.SeedSequence(
             root.entropy, spawn_key=(*root.spawn_key, self._first + int(party)), pool_size=root.pool_size
         )
+
+    def seed(self, party: int) -> PresetSeed:
+        """Party ``party``'s seed as a :class:`PresetSeed`: a cheap stand-in for :meth:`seed_sequence`.
+
+        ``Generator(PCG64(streams.seed(i)))`` is the same stream as
+        ``Generator(PCG64(streams.seed_sequence(i)))`` (at its start), built about five times
+        faster, because the child's pool and seed words were computed with everyone else's.
+        """
+        self._check_party(party)
+        return PresetSeed(self._pools[int(party)], self._words[int(party)])
 
     def generator(self, party: int) -> np.random.Generator:
         """Return the (shared, stateful) Generator of ``party``, at the stream's current position."""
@@ -227,14 +241,20 @@ def _child_pools(root: np.random.SeedSequence, first: int, count: int) -> np.nda
 
 def _generate_state64(pools: np.ndarray, words: int) -> np.ndarray:
     """``SeedSequence.generate_state(words, uint64)`` of every pool, shape ``(count, words)``."""
+    out = _generate_state32(pools, 2 * words)
+    return out[:, 0::2].astype(_U64) | (out[:, 1::2].astype(_U64) << _U64(32))
+
+
+def _generate_state32(pools: np.ndarray, words: int) -> np.ndarray:
+    """``SeedSequence.generate_state(words, uint32)`` of every pool, shape ``(count, words)``."""
     hash_const = _INIT_B
-    out = np.empty((pools.shape[0], 2 * words), dtype=_U32)
-    for i in range(2 * words):
+    out = np.empty((pools.shape[0], words), dtype=_U32)
+    for i in range(words):
         v = pools[:, i % pools.shape[1]] ^ _U32(hash_const)
         hash_const = (hash_const * _MULT_B) & _M32
         v = v * _U32(hash_const)
         out[:, i] = v ^ (v >> _U32(16))
-    return out[:, 0::2].astype(_U64) | (out[:, 1::2].astype(_U64) << _U64(32))
+    return out
 
 
 def _mul64(a: np.ndarray, b: int) -> tuple[np.ndarray, np.ndarray]:
@@ -281,6 +301,40 @@ def _as_int(state: list[np.ndarray], party: int, *, inc: bool = False) -> int:
     """Party ``party``'s 128-bit state (or increment) as a Python int (numpy's state dict)."""
     hi, lo = (state[2], state[3]) if inc else (state[0], state[1])
     return (int(hi[party]) << 64) | int(lo[party])
+
+
+class PresetSeed(ISeedSequence):
+    """One party's ``SeedSequence`` output, precomputed by :class:`PartyStreams`.
+
+    A numpy ``ISeedSequence``: a bit generator built from it (``PCG64(seed)``) is seeded exactly
+    as from the ``SeedSequence`` child it stands for.  It cannot spawn.
+
+    Parameters
+    ----------
+    pool
+        The child's entropy pool (uint32 words, ``SeedSequence.pool``).
+    words
+        ``generate_state(4, numpy.uint64)`` of that pool (what PCG64 asks for), or ``None``.
+    """
+
+    __slots__ = ("pool", "_words")
+
+    def __init__(self, pool: np.ndarray, words: np.ndarray | None = None) -> None:
+        self.pool = np.array(pool, dtype=np.uint32).reshape(-1)
+        self._words = None if words is None else np.array(words, dtype=np.uint64)
+
+    def generate_state(self, n_words: int, dtype: Any = np.uint32) -> np.ndarray:
+        """``SeedSequence.generate_state`` of the pool: ``n_words`` words of ``dtype``."""
+        dt = np.dtype(dtype)
+        if dt == np.uint64:
+            if n_words == 4 and self._words is not None:
+                return self._words.copy()
+            out: np.ndarray = _generate_state64(self.pool[None, :], int(n_words))[0]
+            return out
+        if dt == np.uint32:
+            out = _generate_state32(self.pool[None, :], int(n_words))[0]
+            return out
+        raise ConfigurationError(f"dtype must be uint32 or uint64, got {dt}")
 
 
 Randomness = np.random.Generator | PartyStreams

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.random.bit_generator import ISeedSequence
 
 from mprr.data import Schema
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
@@ -154,7 +155,8 @@ class Party:
     schema
         Attributes the party holds.
     seed
-        ``numpy.random.SeedSequence`` of the party (``PartyStreams(seed, n).seed_sequence(i)``).
+        ``numpy.random.SeedSequence`` of the party (``PartyStreams(seed, n).seed_sequence(i)``),
+        or its cheap stand-in ``PartyStreams(seed, n).seed(i)`` (the same stream).
     budget
         Largest total ε the party accepts (``math.inf``: account without a limit).
     policy
@@ -180,7 +182,7 @@ class Party:
         record: Any,
         schema: Schema,
         *,
-        seed: np.random.SeedSequence,
+        seed: ISeedSequence,
         budget: float = math.inf,
         policy: str = "sequential",
         allowed: Any = None,
@@ -210,9 +212,11 @@ class Party:
         self.__record = tuple(int(v) for v in values)
         self.schema = schema
         self._restricted = allowed is not None
-        if not isinstance(seed, np.random.SeedSequence):
-            raise ConfigurationError(f"seed must be a numpy.random.SeedSequence, got {type(seed).__name__}")
-        self._rng = np.random.Generator(np.random.PCG64(seed))
+        if not isinstance(seed, ISeedSequence):
+            raise ConfigurationError(
+                f"seed must be a numpy.random.SeedSequence (or PartyStreams.seed), got {type(seed).__name__}"
+            )
+        self._rng = np.random.Generator(np.random.PCG64(seed))  # type: ignore[arg-type]  # stubs omit ISeedSequence
         self.accountant = PrivacyAccountant(
             budget,
             policy,

@@ -302,7 +302,7 @@ async def simulate_async(
         signers, registry = setup_pki(range(n)) if secure and engine.signs else ({}, None)
         records = dataset.codes.tolist()
         parties = tuple(
-            Party(i, records[i], schema, seed=streams.seed_sequence(i), budget=budgets[i], policy=policy, book=book,
+            Party(i, records[i], schema, seed=streams.seed(i), budget=budgets[i], policy=policy, book=book,
                   engine=engine if secure else None, min_roster=min_roster, signer=signers.get(i),
                   registry=registry)
             for i in range(n)

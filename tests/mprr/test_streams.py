@@ -108,3 +108,17 @@ def test_handed_out_generator_and_uniforms_share_one_stream() -> None:
 def test_uniforms_of_unknown_party_is_refused() -> None:
     with pytest.raises(ConfigurationError, match=r"party must be in \[0, 3\), got 3"):
         PartyStreams(1, 3).uniforms(1, parties=np.array([0, 3]))
+
+
+def test_preset_seed_seeds_pcg64_like_the_seed_sequence_child() -> None:
+    streams = PartyStreams(5, 40)
+    for i in (0, 17, 39):
+        preset, child = streams.seed(i), streams.seed_sequence(i)
+        np.testing.assert_array_equal(
+            np.random.Generator(np.random.PCG64(preset)).random(3),
+            np.random.Generator(np.random.PCG64(child)).random(3),
+        )
+        np.testing.assert_array_equal(preset.generate_state(7), child.generate_state(7))
+        np.testing.assert_array_equal(preset.generate_state(3, np.uint64), child.generate_state(3, np.uint64))
+    with pytest.raises(ConfigurationError, match="dtype must be uint32 or uint64, got int8"):
+        streams.seed(0).generate_state(2, np.int8)
