@@ -32,6 +32,8 @@ from parties.simulate import simulate  # noqa: E402
 from scenarios.datasets import load_adult  # noqa: E402
 
 DEFAULT_ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult.data"
+if not DEFAULT_ADULT.exists():  # a worktree one level deeper than the main checkout
+    DEFAULT_ADULT = Path("/work/shared/data/adult/adult.data")
 TARGET = {"tcp": 15.0}
 
 

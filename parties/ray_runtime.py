@@ -93,6 +93,12 @@ class ShardActor:
         out, self._out = self._out, []
         return out
 
+    def peak_rss(self) -> int:
+        """Peak resident memory of this actor's process in bytes (Linux ``ru_maxrss``)."""
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
     async def finish(self) -> ShardReport:
         """Stop the parties; their summaries and the delivery counters."""
         assert self._shard is not None and self._serving is not None
@@ -144,6 +150,7 @@ class RayHosting(Hosting):
         for link in links:
             self.network.attach(link)
         self.problems: list[str] = []
+        self.shard_peak_rss: list[int] = []
 
     async def pull_loop(self, link: _RayLink) -> None:
         """Feed the frames of one shard to the router until cancelled or the actor dies."""
@@ -176,6 +183,12 @@ class RayHosting(Hosting):
                 return None
 
         got = await asyncio.gather(*(one(k, link) for k, link in enumerate(self.links)))
+        rss = []
+        for k, link in enumerate(self.links):
+            if k not in lost:
+                with suppress(Exception):
+                    rss.append(int(await link.actor.peak_rss.remote()))
+        self.shard_peak_rss = rss
         reports = {k: r for k, r in enumerate(got) if r is not None}
         self.network.merge(list(reports.values()))
         return lost_reports(self.plan, [link.parties for link in self.links], reports)
@@ -192,6 +205,7 @@ class RayHosting(Hosting):
             "sent": sent,
             "received": recv,
             "lost_shards": len(self.network.lost),
+            "shard_peak_rss_bytes": list(self.shard_peak_rss),
             "problems": list(self.problems),
         }
 

@@ -36,13 +36,15 @@ from typing import Any
 import numpy as np
 
 from mprr.data import Schema
-from mprr.errors import ConfigurationError
+from mprr.errors import ConfigurationError, MessageError
 from mprr.privacy.ledger import Ledger
 from mprr.privacy import PrivacyAccountant
 from mprr.streams import run_seed_sequence
+from parties.codec import decode, encode
+from parties.messages import Abort, Message
 from parties.party import Party, PartyRefusal
 from parties.public_state import ReleaseBook
-from parties.transport import Frame, Transport
+from parties.transport import CONTROLLER, Frame, Transport, actor_name
 
 __all__ = ["PartyShard", "PartySummary", "ShardNetwork", "ShardReport", "ShardSetup", "party_seed", "split"]
 
@@ -170,6 +172,9 @@ class PartyShard:
         task = asyncio.create_task(shard.serve())   # owner: the runtime's worker
         shard.deliver(frame, position)              # frames from the controller process
         shard.stop(); await task; shard.report()
+
+    Only the one-phase protocols and RR-Clusters 4.1 run here (no party-to-party traffic, no
+    secure sums): every frame is a controller request answered on arrival (:meth:`deliver`).
     """
 
     def __init__(self, setup: ShardSetup, uplink: Callable[[Frame], None]) -> None:
@@ -182,6 +187,10 @@ class PartyShard:
             raise ConfigurationError(f"shard setup: {len(setup.budgets)} budgets for {len(setup.parties)} parties")
         self.setup = setup
         self.network = ShardNetwork(setup.n, setup.parties, uplink)
+        self._uplink = uplink
+        self._accept = frozenset(setup.accept)
+        self._last_payload: bytes | None = None
+        self._last_message: Message | None = None
         book = ReleaseBook(setup.schema)
         records = rows.tolist()
         self.parties: tuple[Party, ...] = tuple(
@@ -192,33 +201,73 @@ class PartyShard:
         self._stop: asyncio.Event | None = None
 
     async def serve(self) -> None:
-        """Run every party's loop until :meth:`stop` (then cancel them)."""
+        """Serve the parties until :meth:`stop` (frames are answered as they are delivered)."""
         self._stop = asyncio.Event()
-        net, accept = self.network, self.setup.accept
-        async with asyncio.TaskGroup() as tg:
-            tasks = [tg.create_task(p.run(net.endpoint(p.index, accept=accept), idle_timeout=None))
-                     for p in self.parties]
-            await self._stop.wait()
-            for t in tasks:
-                t.cancel()
+        for p in self.parties:
+            p.status = "running"
+        await self._stop.wait()
 
     def stop(self) -> None:
-        """End :meth:`serve` (the parties' tasks are cancelled)."""
+        """End :meth:`serve`."""
         if self._stop is not None:
             self._stop.set()
 
     def deliver(self, frame: Frame, position: int | None = None) -> None:
-        """A frame from the controller process for one of the hosted parties."""
-        if frame.dst not in self.setup.parties:
-            self.network._traffic.record_fault("rejected")
+        """A frame from the controller process for one of the hosted parties: answer it now.
+
+        The party's own decision function (:meth:`Party.handle <parties.party.Party.handle>`)
+        runs as the frame arrives — what ``Party.run`` does with a message from the controller —
+        so no task, endpoint or pending receive is kept per party (about 4 KB each).  Decoding
+        rejects the unexpected (counted ``rejected``, logged in the party's ``errors``); a
+        broadcast, arriving as equal bytes for every party, is decoded once.  ``position`` (a
+        reorder fault) has no buffer to act on: frames are handled in arrival order.
+        """
+        net = self.network
+        dst = frame.dst
+        start = self.setup.parties.start
+        if dst not in self.setup.parties:
+            net._traffic.record_fault("rejected")
             return
-        self.network._deliver(frame, position)
+        if dst in net._crashed:
+            net._traffic.record_fault("lost_to_crash")
+            return
+        party = self.parties[dst - start]
+        payload = frame.payload
+        try:
+            if payload == self._last_payload and self._last_message is not None:
+                msg = self._last_message
+            else:
+                msg = decode(payload, expected=self._accept)
+                self._last_payload, self._last_message = payload, msg
+        except MessageError as exc:
+            net._traffic.record_fault("rejected")
+            party.errors.append(f"{actor_name(dst)} rejected a message from {actor_name(frame.src)} "
+                                f"in phase {frame.phase!r}: {exc}")
+            return
+        net._traffic.record_delivery(dst, len(payload))
+        if frame.src != CONTROLLER:
+            party.errors.append(f"{actor_name(dst)} ignored {msg.NAME} from {actor_name(frame.src)}: "
+                                "this runtime carries no party-to-party protocol")
+            return
+        if isinstance(msg, Abort):
+            party.status = "aborted"
+            return
+        try:
+            reply = party.handle(msg)
+        except MessageError as exc:
+            party.errors.append(str(exc))
+            return
+        if reply is not None and net._admit(dst):
+            data = encode(reply)
+            net._traffic.record_send(dst, frame.phase, reply.KIND, len(data))
+            self._uplink(Frame(dst, CONTROLLER, frame.phase, reply.KIND, data))
 
     def crash(self, parties: Sequence[int]) -> None:
         """Crash hosted parties (a crash fault decided in the controller process)."""
         for p in parties:
             if p in self.setup.parties:
                 self.network.crash(p)
+                self.parties[p - self.setup.parties.start].status = "crashed"
 
     def report(self) -> ShardReport:
         """Party summaries and delivery counters (call after :meth:`serve` has returned)."""
