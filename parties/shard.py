@@ -40,8 +40,8 @@ from mprr.errors import ConfigurationError, MessageError
 from mprr.privacy.ledger import Ledger
 from mprr.privacy import PrivacyAccountant
 from mprr.streams import run_seed_sequence
-from parties.codec import decode, encode
-from parties.messages import Abort, Message
+from parties.wire.codec import decode, encode
+from parties.wire.messages import Abort, Message
 from parties.party import Party, PartyRefusal
 from parties.public_state import ReleaseBook
 from parties.transport import CONTROLLER, Frame, Transport, actor_name
