@@ -10,10 +10,12 @@ controller process, and calls of :meth:`PartyShard.deliver` / :meth:`PartyShard.
 what comes back.
 
 Inside the shard, :class:`ShardNetwork` is a :class:`~parties.transport.Transport` whose
-:meth:`_transmit` is the uplink: party code (``Party.run``, secure-sum engines) is unchanged.
-Every frame leaves the shard, even one between two parties of the same shard: the controller
-process routes, counts and applies the fault plan in one place, so message counts, payload
-bytes and fault semantics are those of :class:`~parties.network.InMemoryNetwork`.
+:meth:`_transmit` is the uplink (crash set, counters, admission as everywhere).  Each frame
+from the controller is answered on arrival by the party's own decision function
+``Party.handle`` — what ``Party.run`` does with a controller message — so no task, endpoint or
+pending receive is kept per party.  Every reply leaves the shard: the controller process
+routes, counts and applies the fault plan in one place, so message counts, payload bytes and
+fault semantics are those of :class:`~parties.network.InMemoryNetwork`.
 
 Public state: each shard builds its own :class:`~parties.public_state.ReleaseBook` (a pure
 memo of public derivations).  Party ``i``'s stream is rebuilt from the run seed as child ``i``
