@@ -35,7 +35,15 @@ import numpy as np
 
 from mprr.data import Dataset
 from mprr.errors import ConfigurationError
-from mprr.protocols import attribute_epsilons, attribute_matrices, rr_adjustment, rr_clusters, rr_independent
+from mprr.protocols import (
+    ProtocolResult,
+    attribute_epsilons,
+    attribute_matrices,
+    rr_adjustment,
+    rr_clusters,
+    rr_ind_joint,
+    rr_independent,
+)
 from scenarios.adult_queries import (
     ADULT_DEFAULT,
     EPSILON_READINGS,
@@ -104,7 +112,8 @@ def _common_fields(replicate: int) -> list[Field]:
         Field("tables", Choice(("estimated", "randomized")), "estimated",
               help="4.1: dependences from eq. (2)-estimated or raw randomized pair tables"),
         Field("epsilon_reading", Choice(EPSILON_READINGS), "matrix",
-              help="ε_A of 6.3.1: from the keep_or_uniform matrix, or the printed |ln(p|A|/(1−p))| (k-RR)"),
+              help="ε_A of 6.3.1: from the keep_or_uniform matrix, or the printed |ln(p|A|/(1−p))| (k-RR); "
+                   "printed-separate: clusters' attributes randomized separately, joint by Kronecker inversion"),
         Field("postprocess", Choice(("clip-rescale", "project-simplex", "ibu")), "clip-rescale",
               help="post-processing of eq. (2) estimates (main paper 6.4: clip-rescale)"),
         Field("zero_policy", Choice(ZERO_POLICIES), "exclude",
@@ -156,6 +165,25 @@ def _tables_schema(replicate: int) -> Schema:
     ])
 
 
+def clusters_estimate(data: Dataset, mk: dict[str, Any], prm: dict[str, Any], Tv: float, Td: float,
+                      seed: np.random.SeedSequence) -> ProtocolResult:
+    """RR-Clusters of one table cell under ``prm["epsilon_reading"]``.
+
+    ``"matrix"`` / ``"printed"``: :func:`mprr.protocols.rr_clusters` (each cluster released
+    jointly through its 6.3.2 matrix).  ``"printed-separate"`` (the reading of an independent
+    re-implementation of Table I): Algorithm 1 clusters as usual, but every attribute of a
+    cluster is randomized *separately* by k-RR with the printed ε_A, and the cluster's joint is
+    estimated by Kronecker inversion of the attribute matrices (RR-Ind-Joint,
+    :func:`mprr.protocols.rr_ind_joint` with the clusters as groups, same seed).
+    """
+    res = rr_clusters(data, Tv=Tv, Td=Td, **mk, dependence=prm["dependence"], tables=prm["tables"],
+                      rng=np.random.default_rng(seed), postprocess=prm["postprocess"])
+    if prm["epsilon_reading"] != "printed-separate":
+        return res
+    return rr_ind_joint(data, **mk, groups=res.clusters, rng=np.random.default_rng(seed),
+                        postprocess=prm["postprocess"])
+
+
 def _table_run(index: int, ss: np.random.SeedSequence, ctx: dict[str, Any]) -> dict[str, Any]:
     """One run of Table I/II: queries, RR-Independent and every (Td, Tv) of RR-Clusters per p."""
     data, prm = ctx["dataset"], ctx["params"]
@@ -172,8 +200,7 @@ def _table_run(index: int, ss: np.random.SeedSequence, ctx: dict[str, Any]) -> d
         baseline[i] = errors_of(ind.estimate, queries, truth, data.n, prm["zero_policy"])[0]
         for j, td in enumerate(prm["tds"]):
             for k, tv in enumerate(prm["tvs"]):
-                res = rr_clusters(data, Tv=tv, Td=td, **mk, dependence=prm["dependence"], tables=prm["tables"],
-                                  rng=np.random.default_rng(p_seeds[i]), postprocess=prm["postprocess"])
+                res = clusters_estimate(data, mk, prm, tv, td, p_seeds[i])
                 clustered[i, j, k] = errors_of(res.estimate, queries, truth, data.n, prm["zero_policy"])[0]
                 clusterings[(i, j, k)] = res.clusters
     return {"clustered": clustered, "baseline": baseline, "clusterings": clusterings,
@@ -290,6 +317,12 @@ def _table_notes(prm: dict[str, Any], zero: int, n_queries: int) -> list[str]:
         if prm["epsilon_reading"] == "matrix" else
         "Matrices (epsilon_reading 'printed'): k-RR grr(|A|, ε_A) per attribute with the printed "
         "ε_A = |ln(p|A|/(1−p))| of 6.3.1 (a hypothesis about the paper's runs, not the default)."
+        if prm["epsilon_reading"] == "printed" else
+        "Variant epsilon_reading 'printed-separate' (an independent re-implementation's reading, a "
+        "hypothesis about the paper's runs): k-RR grr(|A|, ε_A) per attribute with the printed "
+        "ε_A = |ln(p|A|/(1−p))|; Algorithm 1 clusters as usual, but every cluster's attributes are "
+        "randomized separately and the cluster joint is estimated by Kronecker inversion "
+        "(RR-Ind-Joint with the clusters as groups). It contradicts 6.3.2's cluster matrix."
     )
     notes = [
         matrices,
@@ -362,6 +395,11 @@ def _figure_run(index: int, ss: np.random.SeedSequence, ctx: dict[str, Any]) -> 
     iters = np.zeros((len(prm["ps"]), 2))
     for i, p in enumerate(prm["ps"]):
         seed_i = seeds[len(prm["sigmas"]) + i]
+        if prm["epsilon_reading"] == "printed-separate":
+            raise ConfigurationError(
+                "parameters.epsilon_reading = 'printed-separate' is a reading of Tables I and II "
+                "(adult_table1, adult_table2); Figure 3 allows 'matrix' or 'printed'"
+            )
         mk = matrix_choice(p, data.sizes, prm["epsilon_reading"])
         ind = rr_independent(data, **mk, rng=np.random.default_rng(seed_i), postprocess=prm["postprocess"])
         clu = rr_clusters(data, Tv=prm["tvs"][i], Td=prm["tds"][i], **mk, dependence=prm["dependence"],

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Union
+import textwrap
+from typing import Any, Union
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -26,6 +27,8 @@ __all__ = [
     "Heatmap",
     "LinePlot",
     "Series",
+    "log_ticks",
+    "overlaps",
     "render",
 ]
 
@@ -55,7 +58,11 @@ def _as_floats(values: Sequence[float] | np.ndarray, what: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Series:
-    """One line of a :class:`LinePlot`: ``y`` against ``x``, optional error bars ``yerr``."""
+    """One line of a :class:`LinePlot`: ``y`` against ``x``, optional error bars ``yerr``.
+
+    ``yerr`` is one distance per point (symmetric bars) or two rows (distances below and
+    above each point: quantile whiskers, which never cross 0 for a non-negative quantity).
+    """
 
     label: str
     x: Sequence[float]
@@ -70,8 +77,13 @@ class Series:
             raise ConfigurationError(
                 f"series {self.label!r}: x and y must have the same length, got {x.size} and {y.size}"
             )
-        if self.yerr is not None and _as_floats(self.yerr, "yerr").shape != y.shape:
-            raise ConfigurationError(f"series {self.label!r}: yerr must have the length of y ({y.size})")
+        if self.yerr is not None:
+            err = np.asarray(self.yerr, dtype=float)
+            if err.shape not in (y.shape, (2, y.size)):
+                raise ConfigurationError(
+                    f"series {self.label!r}: yerr must have the length of y ({y.size}) or shape "
+                    f"(2, {y.size}) (below, above), got shape {err.shape}"
+                )
 
 
 @dataclass(frozen=True)
@@ -157,22 +169,58 @@ class CustomPlot:
 FigureSpec = Union[LinePlot, BarPlot, Heatmap, CustomPlot]
 
 
+def log_ticks(ax: Any, axis: str) -> None:
+    """Readable ticks on a log axis: 1-2-5 steps labelled as plain numbers when the axis spans
+    less than about three decades, powers of ten otherwise (never a single labelled tick)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    lo, hi = ax.get_xlim() if axis == "x" else ax.get_ylim()
+    decades = np.log10(max(hi, 1e-300) / max(lo, 1e-300)) if lo > 0 and hi > 0 else 10.0
+    subs = (1.0, 2.0, 5.0) if decades < 3.5 else (1.0,)
+    target.set_major_locator(LogLocator(base=10, subs=subs))
+    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    target.set_minor_locator(LogLocator(base=10, subs=tuple(range(2, 10))))
+    target.set_minor_formatter(NullFormatter())
+
+
+def overlaps(series: Sequence[Series]) -> dict[int, int]:
+    """Series (index) whose points equal an earlier series' (index of that series)."""
+    out: dict[int, int] = {}
+    for i, s in enumerate(series):
+        for j in range(i):
+            a, b = series[j], s
+            if np.array_equal(np.asarray(a.x, float), np.asarray(b.x, float)) and np.allclose(
+                    np.asarray(a.y, float), np.asarray(b.y, float), rtol=1e-9, atol=0, equal_nan=True):
+                out[i] = out.get(j, j)
+                break
+    return out
+
+
 def _draw_lines(fig: MplFigure, spec: LinePlot) -> None:
     ax = fig.add_subplot()
-    for s in spec.series:
+    same = overlaps(spec.series)
+    for i, s in enumerate(spec.series):
         x, y = np.asarray(s.x, float), np.asarray(s.y, float)
+        label, fmt = s.label, s.style
+        style: dict[str, Any] = {"markersize": 4}
+        if i in same:  # drawn over an identical series: hollow, larger, dotted, and said so
+            label = f"{s.label} (= {spec.series[same[i]].label})"
+            fmt = ":" + next((c for c in s.style if c in "ov^<>sxX+*dDph"), "o")
+            style = {"markersize": 9, "markerfacecolor": "none", "linewidth": 2.0}
         if s.yerr is not None:
-            ax.errorbar(x, y, yerr=np.asarray(s.yerr, float), fmt=s.style, label=s.label,
-                        capsize=3, markersize=4)
+            ax.errorbar(x, y, yerr=np.asarray(s.yerr, float), fmt=fmt, label=label, capsize=3, **style)
         else:
-            ax.plot(x, y, s.style, label=s.label, markersize=4)
+            ax.plot(x, y, fmt, label=label, **style)
     if spec.logx:
         ax.set_xscale("log")
+        log_ticks(ax, "x")
     if spec.logy:
         ax.set_yscale("log")
+        log_ticks(ax, "y")
     ax.set_xlabel(spec.xlabel)
     ax.set_ylabel(spec.ylabel)
-    ax.grid(True, which="both", alpha=0.3)
+    ax.grid(True, which="major", alpha=0.3)
     if any(s.label for s in spec.series):
         ax.legend(fontsize="small")
 
@@ -215,6 +263,19 @@ def _draw_heatmap(fig: MplFigure, spec: Heatmap) -> None:
                     color="black" if v > mid else "white")
 
 
+def _caption(fig: MplFigure, caption: str) -> float:
+    """Write ``caption`` under the axes (so the PNG explains itself); grow the figure to make
+    room and return the fraction of its height the caption takes."""
+    if not caption:
+        return 0.0
+    width_in, height_in = fig.get_size_inches()
+    lines = textwrap.wrap(caption, width=max(40, int(width_in * 15)))
+    extra = 0.17 * len(lines) + 0.1
+    fig.set_size_inches(width_in, height_in + extra)
+    fig.text(0.01, 0.01, "\n".join(lines), ha="left", va="bottom", fontsize="x-small", color="0.25")
+    return extra / (height_in + extra)
+
+
 def render(spec: FigureSpec, out_dir: Path) -> Path:
     """Draw ``spec`` into ``out_dir / spec.filename`` (PNG) and return the path."""
     if isinstance(spec, CustomPlot):
@@ -236,7 +297,8 @@ def render(spec: FigureSpec, out_dir: Path) -> Path:
             "allowed: LinePlot, BarPlot, Heatmap, CustomPlot"
         )
     fig.suptitle(spec.title, fontsize="medium")
-    fig.tight_layout()
+    bottom = _caption(fig, spec.caption)
+    fig.tight_layout(rect=(0.0, bottom, 1.0, 1.0))
     path = Path(out_dir) / spec.filename
     fig.savefig(path, format="png", dpi=_DPI, metadata={"Software": None})
     return path

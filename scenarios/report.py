@@ -302,36 +302,30 @@ def _flatten(mapping: Mapping[str, Any], prefix: str = "") -> list[tuple[str, An
     return items
 
 
+DETAIL_ROWS = 60
+"""Most rows of one flattened section in report.md (all values are in results.json)."""
+
+
 def _key_value_section(title: str, mapping: Mapping[str, Any]) -> list[str]:
     if not mapping:
         return []
-    rows = [(name.replace("|", "\\|"), format_value(v)) for name, v in _flatten(mapping)]
-    return ["", f"## {title}", "", *_md_table(("name", "value"), rows)]
+    flat = _flatten(mapping)
+    rows = [(name.replace("|", "\\|"), format_value(v)) for name, v in flat[:DETAIL_ROWS]]
+    lines = ["", f"### {title}", "", *_md_table(("name", "value"), rows)]
+    if len(flat) > DETAIL_ROWS:
+        lines += ["", f"… and {len(flat) - DETAIL_ROWS} more values in results.json (`{title.lower()}`)."]
+    return lines
 
 
 def markdown_report(result: ScenarioResult, figure_files: Sequence[str] = ()) -> str:
-    """The ``report.md`` text."""
+    """The ``report.md`` text: summary, tables, figures and notes first; run details,
+    parameters and the flattened metrics / privacy / traffic values after."""
     lines = [f"# {result.title or result.name}", ""]
     if result.description:
         lines += [result.description, ""]
-    run_rows = [
-        ("scenario", f"`{result.name}` (kind `{result.kind}`)"),
-        ("seed", format_value(result.seed)),
-        ("runs", format_value(result.runs)),
-        ("engine", result.engine or "—"),
-        ("versions", ", ".join(f"{k} {v}" for k, v in result.versions.items())),
-    ]
-    if result.source:
-        run_rows.append(("configuration", f"`{result.source}`"))
-    if result.elapsed_seconds is not None:
-        run_rows.append(("elapsed", f"{result.elapsed_seconds:.2f} s"))
-    lines += _md_table(("run", ""), run_rows)
-    if result.parameters:
-        rows = [(f"`{k}`", format_value(v)) for k, v in _flatten(result.parameters)]
-        lines += ["", "## Parameters", "", *_md_table(("parameter", "value"), rows)]
-    lines += _key_value_section("Metrics", result.metrics)
-    lines += _key_value_section("Privacy", result.privacy)
-    lines += _key_value_section("Traffic", result.traffic)
+    if result.summary:
+        lines += ["## Summary", ""]
+        lines += [f"- {line}" for line in result.summary]
     for table in result.tables:
         cells = [
             [format_value(v, table.formats.get(c, "")) for c, v in zip(table.columns, row)]
@@ -349,6 +343,30 @@ def markdown_report(result: ScenarioResult, figure_files: Sequence[str] = ()) ->
     if result.notes:
         lines += ["", "## Notes", ""]
         lines += [f"- {note}" for note in result.notes]
+    lines += ["", "## Details", "", "### Run", ""]
+    run_rows = [
+        ("scenario", f"`{result.name}` (kind `{result.kind}`)"),
+        ("seed", format_value(result.seed)),
+        ("runs", format_value(result.runs)),
+        ("engine", result.engine or "—"),
+        ("versions", ", ".join(f"{k} {v}" for k, v in result.versions.items())),
+    ]
+    if result.provenance.get("git_commit"):
+        run_rows.append(("git commit", f"`{result.provenance['git_commit']}`"))
+    if result.provenance.get("data_sha256"):
+        run_rows.append(("data", f"`{result.provenance.get('data_file', '')}` (SHA-256 "
+                                 f"`{result.provenance['data_sha256']}`)"))
+    if result.source:
+        run_rows.append(("configuration", f"`{result.source}`"))
+    if result.elapsed_seconds is not None:
+        run_rows.append(("elapsed", f"{result.elapsed_seconds:.2f} s"))
+    lines += _md_table(("run", ""), run_rows)
+    if result.parameters:
+        rows = [(f"`{k}`", format_value(v)) for k, v in _flatten(result.parameters)]
+        lines += ["", "### Parameters", "", *_md_table(("parameter", "value"), rows)]
+    lines += _key_value_section("Metrics", result.metrics)
+    lines += _key_value_section("Privacy", result.privacy)
+    lines += _key_value_section("Traffic", result.traffic)
     return "\n".join(lines) + "\n"
 
 
