@@ -27,7 +27,7 @@ DEFAULT_MAX_DENSE_CELLS: int = 1 << 24
 
 
 def mode_products(tensor: np.ndarray, matrices: Sequence[np.ndarray]) -> np.ndarray:
-    """Apply ``matrices[i]`` along axis ``i`` of ``tensor``: ``(M1 ⊗ ... ⊗ Mm) vec(tensor)``.
+    """Apply ``matrices[i]`` along axis ``i`` of ``tensor``: ``(M1 ⊗ … ⊗ Mm) vec(tensor)``.
 
     ``out[a1, ..., am] = Σ_b M1[a1, b1] ... Mm[am, bm] tensor[b1, ..., bm]`` — the product
     with a Kronecker matrix without forming it (RR-Ind-Joint paper 3.2, ``(A ⊗ B) vec(X) =
@@ -47,7 +47,7 @@ def mode_products(tensor: np.ndarray, matrices: Sequence[np.ndarray]) -> np.ndar
 
 
 class KroneckerMatrix:
-    """Lazy ``P1 ⊗ P2 ⊗ ... ⊗ Pm`` of validated randomization matrices.
+    """Lazy ``P1 ⊗ P2 ⊗ … ⊗ Pm`` of validated randomization matrices.
 
     Parameters
     ----------

@@ -18,7 +18,7 @@ from mprr.errors import ConfigurationError, ProtocolError
 __all__ = ["CONTROLLER", "Topology", "actor_name"]
 
 CONTROLLER = -1
-"""Actor id of the controller; parties are ``0 .. n-1``."""
+"""Actor id of the controller; parties are ``0`` to ``n-1``."""
 
 
 def actor_name(actor: int) -> str:

@@ -135,6 +135,8 @@ def _dependence_plot(true_dep: np.ndarray, est_dep: np.ndarray | None, names: Se
             ax.set_xticklabels(names, fontsize="x-small", rotation=90)
             ax.set_yticks(range(len(names)))
             ax.set_yticklabels(names, fontsize="x-small")
+            ax.set_xlabel("attribute", fontsize="small")
+            ax.set_ylabel("attribute", fontsize="small")
             fig.colorbar(image, ax=ax, shrink=0.8,
                          label="|Pearson| / Cramér's V" if k == len(panels) - 1 else None)
 
@@ -143,7 +145,8 @@ def _dependence_plot(true_dep: np.ndarray, est_dep: np.ndarray | None, names: Se
         title="Attribute dependences: truth vs what the controller estimated",
         draw=draw,
         size=(8.0, 4.0),
-        caption=f"Clusters found by Algorithm 1 (run 1): {_fmt_clusters(found)}.",
+        caption=f"Dependence of every attribute pair (|Pearson| for two ordinal attributes, else Cramér's V; "
+                f"1 on the diagonal). Clusters found by Algorithm 1 (run 1): {_fmt_clusters(found, names)}.",
     )
 
 
@@ -161,49 +164,56 @@ def _budget_note(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[st
 
 
 def _epsilon_plot(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[str]) -> FigureSpec:
-    """ε per party by phase, ε = ∞ drawn as a hatched bar labelled ∞, absent phases labelled."""
+    """ε per party, one stacked bar per protocol (one segment per phase it ran); ε = ∞ drawn
+    as a hatched segment labelled ∞."""
     phases = list(dict.fromkeys(ph for b in bases for ph in sequential[b]["by_phase"]))
-    values = {ph: [(_number(sequential[b]["by_phase"][ph]["median"]) if ph in sequential[b]["by_phase"]
-                    else None) for b in bases] for ph in phases}
-    any_inf = any(v is not None and math.isinf(v) for vs in values.values() for v in vs)
+    spent = {b: [(ph, _number(v["median"])) for ph, v in sequential[b]["by_phase"].items()] for b in bases}
+    totals = {b: sum(v for _, v in spent[b]) for b in bases}
+    finite_totals = [t for t in totals.values() if math.isfinite(t)]
+    top = max(finite_totals, default=1.0) or 1.0
+    any_inf = any(math.isinf(v) for b in bases for _, v in spent[b])
+    inf_height = top * 0.35  # height of an ∞ segment: a marker, not a value
 
     def draw(fig: MplFigure) -> None:
         ax = fig.add_subplot()
-        finite = [v for vs in values.values() for v in vs if v is not None and math.isfinite(v)]
-        top = max(finite, default=1.0) or 1.0
-        inf_height = top * 1.25
-        width = 0.8 / max(1, len(phases))
-        x = np.arange(len(bases))
-        for k, ph in enumerate(phases):
-            pos = x - 0.4 + width * (k + 0.5)
-            for i, v in enumerate(values[ph]):
-                if v is None:
-                    ax.text(pos[i], top * 0.02, "not run", ha="center", va="bottom", rotation=90,
-                            fontsize="x-small", color="0.4")
-                    continue
+        colour = {ph: f"C{k}" for k, ph in enumerate(phases)}
+        labelled: set[str] = set()
+        peak = 0.0
+        for x, b in enumerate(bases):
+            bottom = 0.0
+            for ph, v in spent[b]:
                 infinite = math.isinf(v)
-                bar = ax.bar(pos[i], inf_height if infinite else v, width, color=f"C{k}",
-                             hatch="//" if infinite else None, edgecolor="black" if infinite else None,
-                             label=ph if i == next(j for j, w in enumerate(values[ph]) if w is not None) else None)
-                ax.text(pos[i], bar[0].get_height(), "∞" if infinite else f"{v:.3g}", ha="center",
-                        va="bottom", fontsize="small" if infinite else "x-small",
-                        fontweight="bold" if infinite else None)
-        ax.set_xticks(x)
+                height = inf_height if infinite else v
+                ax.bar(x, height, 0.55, bottom=bottom, color=colour[ph], hatch="//" if infinite else None,
+                       edgecolor="black", linewidth=0.6,
+                       label=None if ph in labelled else ph)
+                labelled.add(ph)
+                ax.text(x, bottom + height / 2, "∞" if infinite else f"{v:.3g}", ha="center", va="center",
+                        fontsize="large" if infinite else "small", fontweight="bold" if infinite else None,
+                        color="black" if infinite else "white")
+                bottom += height
+            total = totals[b]
+            ax.text(x, bottom, f"total {'∞ (no DP guarantee)' if math.isinf(total) else f'{total:.3g}'}",
+                    ha="center", va="bottom", fontsize="small")
+            peak = max(peak, bottom)
+        ax.set_xticks(range(len(bases)))
         ax.set_xticklabels(bases)
-        ax.set_ylim(0, (inf_height if any_inf else top) * 1.15)
-        ax.set_ylabel("ε per party (nats, eq. 4)")
-        ax.legend(title="phase", fontsize="small")
+        ax.set_xlim(-0.7, len(bases) - 0.3)
+        ax.set_ylim(0, peak * 1.15)
+        ax.set_ylabel("ε per party (eq. 4, natural log)")
+        ax.legend(title="phase", fontsize="small", loc="upper right")
         ax.grid(True, axis="y", alpha=0.3)
 
-    caption = ("Bar height: median over parties of the ε each party spent in the phase, sequential "
-               "composition. RR-Independent runs one phase; RR-Clusters runs a dependence phase then a "
-               "cluster phase (\"not run\" marks a phase a protocol does not have).")
+    caption = ("One bar per protocol, one segment per phase it runs (median over parties of the ε each "
+               "party spent in that phase); the bar's total is the ε per party under sequential "
+               "composition. RR-Clusters spends a dependence phase and a cluster phase, RR-Independent "
+               "one attribute phase.")
     if any_inf:
-        caption += (" The hatched bar labelled ∞ is ε = ∞: dependence 4.2 releases exact bivariate "
-                    "tables, with no DP guarantee; its height is only a marker.")
+        caption += (" The hatched segment labelled ∞ is ε = ∞ (dependence 4.2 releases exact bivariate "
+                    "tables: no DP guarantee); its height is only a marker.")
     return CustomPlot(
         filename="epsilon_by_phase.png",
-        title="ε per party by phase (sequential composition, median over parties)",
+        title="ε spent per party, by protocol and phase",
         draw=draw,
         caption=caption,
     )
@@ -363,11 +373,14 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
         phases = list(dict.fromkeys(ph for b in bases for ph in traffic[b]["by_phase"]))
         figures.append(BarPlot(
             filename="traffic_by_phase.png",
-            title="Measured bytes by phase (actors engine)",
+            title="Measured bytes by phase (actors engine, run 1)",
             categories=bases,
             groups={ph: [traffic[b]["by_phase"].get(ph, {"bytes": 0})["bytes"] / 1e3 for b in bases]
                     for ph in phases},
-            ylabel="kB",
+            ylabel="kB on the network (all actors)",
+            xlabel="protocol",
+            caption="Bytes of every encoded message of the phase, counted by the in-memory network (parties "
+                    "and controller, both directions). A phase a protocol does not run has no bar.",
         ))
 
     summary = _summary_lines(params, engine, dataset, planted, found, exact_recovery, runs,

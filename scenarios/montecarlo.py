@@ -31,7 +31,7 @@ import numpy as np
 from mprr.errors import ConfigurationError
 from scenarios.progress import Progress, null_progress
 
-__all__ = ["Task", "default_workers", "median_over_runs", "monte_carlo", "run_seeds"]
+__all__ = ["Task", "default_workers", "median_interval", "median_over_runs", "monte_carlo", "run_seeds"]
 
 R = TypeVar("R")
 Task = Callable[[int, np.random.SeedSequence, Any], R]
@@ -213,7 +213,37 @@ def median_over_runs(
     runs = v.shape[0]
     if bootstrap <= 0 or runs < 2:
         return med, float("nan"), defined
+    meds = _bootstrap_medians(v, bootstrap, seed)
+    return med, float(np.nanstd(meds, ddof=1)), defined
+
+
+def _bootstrap_medians(v: np.ndarray, bootstrap: int, seed: int) -> np.ndarray:
+    """Medians of ``bootstrap`` resamples of the rows (runs) of ``v``."""
+    runs = v.shape[0]
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, runs, size=(int(bootstrap), runs))
-    meds = np.array([np.nanmedian(v[row]) if (~np.isnan(v[row])).any() else np.nan for row in idx])
-    return med, float(np.nanstd(meds, ddof=1)), defined
+    return np.array([np.nanmedian(v[row]) if (~np.isnan(v[row])).any() else np.nan for row in idx])
+
+
+def median_interval(
+    values: np.ndarray, *, bootstrap: int = 200, seed: int = 0, level: float = 0.95
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the pooled median (resampling whole runs).
+
+    The ``(1 − level)/2`` and ``(1 + level)/2`` quantiles of the medians of ``bootstrap``
+    resamples of the runs, as :func:`median_over_runs` draws them (same seed, same resamples).
+    Unlike median ± SE it stays inside the range of the data (never below 0 for an error).
+    ``(nan, nan)`` with fewer than 2 runs, no defined value or ``bootstrap = 0``.
+    """
+    v = np.asarray(values, dtype=float)
+    if v.ndim == 1:
+        v = v[:, None]
+    if v.ndim != 2:
+        raise ConfigurationError(f"values must be a (runs, k) array, got shape {v.shape}")
+    if not 0.0 < level < 1.0:
+        raise ConfigurationError(f"level must be in (0, 1), got {level!r}")
+    if bootstrap <= 0 or v.shape[0] < 2 or not (~np.isnan(v)).any():
+        return float("nan"), float("nan")
+    meds = _bootstrap_medians(v, bootstrap, seed)
+    lo, hi = np.nanquantile(meds, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    return float(lo), float(hi)

@@ -234,7 +234,7 @@ def _draw_bars(fig: MplFigure, spec: BarPlot) -> None:
         offset = (i - (n_groups - 1) / 2) * width
         ax.bar(positions + offset, np.asarray(values, float), width, label=label)
     ax.set_xticks(positions)
-    crowded = len(spec.categories) > 6 or max(len(c) for c in spec.categories) > 12
+    crowded = len(spec.categories) > 6 or sum(len(c) for c in spec.categories) > 60
     ax.set_xticklabels(spec.categories, rotation=40 if crowded else 0,
                        ha="right" if crowded else "center", fontsize="small")
     ax.set_ylabel(spec.ylabel)

@@ -5,31 +5,31 @@ Section 4 / Figure 4, with the active-adversary additions of Section 6: signed k
 consistency check), optionally restricted to a sparse neighbour graph as in Bell et al. 2020.
 Party i, neighbours N(i), Shamir holders H(i) = N(i) + {i}; every party has a long-term
 Ed25519 key registered at set-up in a PKI the controller cannot change
-(:mod:`parties.secure.pki`):
+(:mod:`parties.secure.pki`)::
 
-Round 0, advertise keys   i -> controller: c_pk_i (encryption), s_pk_i (masking), X25519,
-                          signed with i's PKI key.
-                          controller -> i: the keys and signatures of i's live neighbours; i
-                          checks every signature against the registry, so a substituted key
-                          (a man in the middle on a pairwise channel) is detected.
-Round 1, share keys       i draws a self-mask seed b_i, Shamir-shares b_i and s_sk_i t-of-|H|
-                          among its live holders, seals each neighbour's pair of shares with
-                          ChaCha20-Poly1305 under HKDF(X25519(c_sk_i, c_pk_j)) and sends the
-                          ciphertexts to the controller, which relays them.
-Round 2, masked input     y_i = x_i + PRG(b_i) + sum_{j in U2, j > i} PRG(s_ij)
-                                            - sum_{j in U2, j < i} PRG(s_ij)   (mod M),
-                          s_ij = HKDF(X25519(s_sk_i, s_pk_j)), PRG = ChaCha20 keystream over
-                          Z_M (M = 2^32 or 2^64: rejection-free).
-Round 3, consistency      the controller tells each survivor v in U3 its view: the survivors
-                          among H(v); v signs the view it was told (once per session).
-Round 4, unmasking        the controller forwards to each signer the signed views it needs;
-                          before revealing anything about an owner o it holds shares of, the
-                          party checks that a strict majority of H(o) signed views that agree
-                          with its own on whether o survived (every signature checked against
-                          the registry).  It then returns its shares of b_o for the survivors
-                          and of s_sk_o for the dropped (never both for one owner).  The
-                          controller reconstructs them (any t shares) and removes PRG(b_v) and
-                          the masks the survivors share with dropped parties.
+    Round 0, advertise keys   i -> controller: c_pk_i (encryption), s_pk_i (masking), X25519,
+                              signed with i's PKI key.
+                              controller -> i: the keys and signatures of i's live neighbours; i
+                              checks every signature against the registry, so a substituted key
+                              (a man in the middle on a pairwise channel) is detected.
+    Round 1, share keys       i draws a self-mask seed b_i, Shamir-shares b_i and s_sk_i t-of-|H|
+                              among its live holders, seals each neighbour's pair of shares with
+                              ChaCha20-Poly1305 under HKDF(X25519(c_sk_i, c_pk_j)) and sends the
+                              ciphertexts to the controller, which relays them.
+    Round 2, masked input     y_i = x_i + PRG(b_i) + sum_{j in U2, j > i} PRG(s_ij)
+                                                - sum_{j in U2, j < i} PRG(s_ij)   (mod M),
+                              s_ij = HKDF(X25519(s_sk_i, s_pk_j)), PRG = ChaCha20 keystream over
+                              Z_M (M = 2^32 or 2^64: rejection-free).
+    Round 3, consistency      the controller tells each survivor v in U3 its view: the survivors
+                              among H(v); v signs the view it was told (once per session).
+    Round 4, unmasking        the controller forwards to each signer the signed views it needs;
+                              before revealing anything about an owner o it holds shares of, the
+                              party checks that a strict majority of H(o) signed views that agree
+                              with its own on whether o survived (every signature checked against
+                              the registry).  It then returns its shares of b_o for the survivors
+                              and of s_sk_o for the dropped (never both for one owner).  The
+                              controller reconstructs them (any t shares) and removes PRG(b_v) and
+                              the masks the survivors share with dropped parties.
 
 Why the check: if the controller could tell some holders of o "o survived" and others "o
 dropped", it could collect t shares of b_o and t of s_sk_o and unmask o's input alone.  Two

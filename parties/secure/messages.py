@@ -5,21 +5,21 @@ network never mix; receivers check it.  Arrays are 1-D unsigned vectors of ring 
 (:class:`parties.secure.ring.ZMod` chooses the dtype).  Keys are raw 32-byte X25519 public
 keys; ciphertexts are ChaCha20-Poly1305 blobs (:func:`parties.secure.crypto.seal`).
 
-=====  ==================  =====================================================  ========
-kind   class               meaning                                                engines
-=====  ==================  =====================================================  ========
-64     ShareVector         additive share(s) r_ij of one party for another         paper, graph
-65     PartialSum          r_j = sum of received shares (+ own indicator)          paper, graph
-66     PublicKeys          a party's X25519 public key(s) (masked: signed)         masked, graph-relay
-67     KeyDirectory        controller -> party: public keys of its live neighbours masked, graph-relay
-68     SealedShares        party -> controller: AEAD ciphertexts, one per neighbour masked, graph-relay
-69     RelayedShares       controller -> party: ciphertexts addressed to it        masked, graph-relay
-70     MaskedInput         y_i = x_i + masks (mod M)                               masked
-71     UnmaskRequest       controller -> survivor: the signed survivor views       masked
-72     UnmaskShares        survivor -> controller: Shamir shares for unmasking     masked
-73     SurvivorSet         controller -> survivor: the survivors among its holders masked
-74     SurvivorSignature   survivor -> controller: its signature of that set       masked
-=====  ==================  =====================================================  ========
+=====  ==================  =========================================================  ===================
+kind   class               meaning                                                    engines
+=====  ==================  =========================================================  ===================
+64     ShareVector         additive share(s) r_ij of one party for another            paper, graph
+65     PartialSum          r_j = sum of received shares (+ own indicator)             paper, graph
+66     PublicKeys          a party's X25519 public key(s) (masked: signed)            masked, graph-relay
+67     KeyDirectory        controller -> party: public keys of its live neighbours    masked, graph-relay
+68     SealedShares        party -> controller: AEAD ciphertexts, one per neighbour   masked, graph-relay
+69     RelayedShares       controller -> party: ciphertexts addressed to it           masked, graph-relay
+70     MaskedInput         y_i = x_i + masks (mod M)                                  masked
+71     UnmaskRequest       controller -> survivor: the signed survivor views          masked
+72     UnmaskShares        survivor -> controller: Shamir shares for unmasking        masked
+73     SurvivorSet         controller -> survivor: the survivors among its holders    masked
+74     SurvivorSignature   survivor -> controller: its signature of that set          masked
+=====  ==================  =========================================================  ===================
 
 Signatures are Ed25519 (64 bytes) under the keys of the PKI (:mod:`parties.secure.pki`).
 """
