@@ -1,12 +1,13 @@
 # Two commands do everything on a fresh machine with Python 3.11 and make:
 #   make demo   -- create .venv, install, run the default scenario on built-in data
 #   make test   -- create .venv, install with test extras, run the test suite and the type checker
+#   make docs   -- build the API reference and user guide into out/docs (warnings are errors)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 DEMO_OUT ?= out/demo
 
-.PHONY: demo test bench clean
+.PHONY: demo test docs bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,7 +18,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed
@@ -26,6 +27,13 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
 	$(BIN)/python -m mypy
+
+# API reference (docstrings, numpy style) and user guide (README, docs/*.md) -> out/docs/index.html;
+# Sphinx warnings are errors
+docs: $(VENV)/.installed-test
+	rm -rf docs/sphinx/_autosummary
+	$(BIN)/python -m sphinx -b html -q -E -W --keep-going docs/sphinx out/docs
+	@echo "docs: out/docs/index.html"
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/estimation.py
@@ -37,4 +45,4 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/streams.py
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .mypy_cache
+	rm -rf $(VENV) out .pytest_cache .mypy_cache docs/sphinx/_autosummary

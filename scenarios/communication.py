@@ -39,7 +39,8 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure as MplFigure
-from matplotlib.ticker import NullFormatter
+from matplotlib.lines import Line2D
+from matplotlib.ticker import NullFormatter, NullLocator
 
 from mprr.errors import ConfigurationError
 from mprr.synthetic import DEFAULT_SIZES, planted_clusters
@@ -56,7 +57,7 @@ from scenarios.cost_model import (
     pair_cells,
     pair_indicators,
 )
-from scenarios.plots import CustomPlot, FigureSpec
+from scenarios.plots import CustomPlot, FigureSpec, log_ticks
 from scenarios.progress import Progress
 from scenarios.registry import register
 from scenarios.report import ScenarioResult, Table
@@ -194,35 +195,74 @@ def _relative_slope(xs: Sequence[float], ys: Sequence[float]) -> float | None:
 
 _STYLE = {"paper": "C0", "paper-per-combination": "C5", "graph": "C1", "graph-direct": "C4",
           "masked": "C2", "masked-sparse": "C3"}
+_MARKERS = ("o", "s", "^", "D", "v", "h", "<", ">", "p")
+
+
+def _closed_form_legend(ax: Any, **kwargs: Any) -> None:
+    """Legend with one entry per series plus the key "dashed = closed form"."""
+    handles, labels = ax.get_legend_handles_labels()
+    handles.append(Line2D([], [], linestyle="--", color="0.3", linewidth=1))
+    labels.append("dashed = closed form")
+    ax.legend(handles, labels, **kwargs)
+
+
+def _same_as(points: Mapping[str, tuple[list, list]]) -> dict[str, str]:
+    """Series whose measured points equal an earlier series' (label -> earlier label)."""
+    out: dict[str, str] = {}
+    items = list(points.items())
+    for i, (label, (x, y)) in enumerate(items):
+        for other, (x2, y2) in items[:i]:
+            if x and list(x) == list(x2) and list(y) == list(y2):
+                out[label] = out.get(other, other)
+                break
+    return out
+
+
+def _log_axes(ax: Any, xs: Sequence[float]) -> None:
+    """Log-log axes: the measured x values as labelled ticks, 1-2-5 (or decade) ticks on y."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ticks = sorted(set(xs))
+    if ticks:
+        ax.set_xticks(ticks, labels=[f"{t:g}" for t in ticks])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.xaxis.set_minor_locator(NullLocator())
+    log_ticks(ax, "y")
 
 
 def _loglog(filename: str, title: str, panels: Sequence[tuple[str, str, str]],
             series: Mapping[str, Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float], Sequence[float]]]], caption: str) -> FigureSpec:
     """Panels of measured markers and closed-form dashed lines on log-log axes.
 
-    ``series[panel_key][engine] = (x_closed, y_closed, x_measured, y_measured)``.
+    ``series[panel_key][engine] = (x_closed, y_closed, x_measured, y_measured)``.  Every engine
+    has its own hollow marker (so coinciding series stay visible) and every panel its legend.
     """
     def draw(fig: MplFigure) -> None:
         for k, (key, xlabel, ylabel) in enumerate(panels):
             ax = fig.add_subplot(1, len(panels), k + 1)
-            for engine, (xc, yc, xm, ym) in series[key].items():
-                colour = _STYLE.get(engine, "k")
+            xs_all: list[float] = []
+            measured = {e: ([x for x, y in zip(xm, ym) if y > 0], [y for y in ym if y > 0])
+                        for e, (_, _, xm, ym) in series[key].items()}
+            same = _same_as(measured)
+            for i, (engine, (xc, yc, xm, ym)) in enumerate(series[key].items()):
+                colour = _STYLE.get(engine, f"C{i}")
                 xc, yc = [x for x, y in zip(xc, yc) if y > 0], [y for y in yc if y > 0]
-                xm, ym = [x for x, y in zip(xm, ym) if y > 0], [y for y in ym if y > 0]
+                xm, ym = measured[engine]
+                xs_all += xc + xm
+                label = engine + (f" (= {same[engine]})" if engine in same else "")
                 if xc:
                     ax.plot(xc, yc, "--", color=colour, linewidth=1)
                 if xm:
-                    ax.plot(xm, ym, "o", color=colour, markersize=4, label=engine)
+                    ax.plot(xm, ym, _MARKERS[i % len(_MARKERS)], color=colour, markerfacecolor="none",
+                            markersize=max(4, 11 - 1.2 * i), markeredgewidth=1.4, linestyle="none",
+                            label=label)
                 elif xc:
-                    ax.plot([], [], "--", color=colour, label=f"{engine} (closed form)")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.xaxis.set_minor_formatter(NullFormatter())
+                    ax.plot([], [], "--", color=colour, label=f"{engine} (closed form only)")
+            _log_axes(ax, xs_all)
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
-            ax.grid(True, which="both", alpha=0.3)
-            if k == 0:
-                ax.legend(fontsize="x-small")
+            ax.grid(True, which="major", alpha=0.3)
+            _closed_form_legend(ax, fontsize="x-small")
 
     return CustomPlot(filename=filename, title=title, draw=draw, size=(4.2 * len(panels), 4.2),
                       caption=caption)
@@ -324,18 +364,13 @@ def _rr_outputs(rr: Sequence[RRMeasurement]) -> tuple[list[Table], list[FigureSp
             for i, (label, (xc, yc, xm, ym)) in enumerate(series.items()):
                 colour = f"C{i}"
                 ax.plot(xc, yc, "--", color=colour, linewidth=1)
-                ax.plot(xm, ym, "o", color=colour, markersize=4, label=label)
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.xaxis.set_minor_formatter(NullFormatter())
-            ticks = sorted({x for xc, _, _, _ in series.values() for x in xc})
-            if ticks:
-                ax.set_xticks(ticks, labels=[f"{t:g}" for t in ticks])
+                ax.plot(xm, ym, _MARKERS[i % len(_MARKERS)], color=colour, markerfacecolor="none",
+                        markersize=7, linestyle="none", label=label)
+            _log_axes(ax, [x for xc, _, _, _ in series.values() for x in xc])
             ax.set_xlabel(xlabel)
-            ax.set_ylabel("bytes sent")
-            ax.grid(True, which="both", alpha=0.3)
-            if k == 0:
-                ax.legend(fontsize="x-small")
+            ax.set_ylabel("bytes sent (per actor: controller, or the largest party)")
+            ax.grid(True, which="major", alpha=0.3)
+            _closed_form_legend(ax, fontsize="x-small")
 
     figure = CustomPlot(filename="rr_cost.png", title="RR phases in the actor simulator (main paper 4.1)",
                         draw=draw, size=(12.6, 4.2),

@@ -296,8 +296,9 @@ def _result(params: Mapping[str, Any], engines: Sequence[str], rates: Sequence[f
             + [Series(f"{key} predicted", rates, [np.nan if p is None else p for p in predicted[key]],
                       style=":") for key in engines if any(p is not None for p in predicted[key])]
         ),
-        caption="Markers: measured (paper and graph coincide: both need every party); dotted: "
-                "predicted from the engines' definitions.",
+        caption=f"Markers: measured share of {trials} trials per point (no whiskers; paper and graph "
+                "coincide: both need every party); dotted: predicted from the engines' definitions "
+                "((1 − ρ)^n, or P(survivors ≥ max(t, 2)) for masked).",
     )]
     examples = {}
     for key in engines:

@@ -179,9 +179,21 @@ def log_ticks(ax: Any, axis: str) -> None:
     decades = np.log10(max(hi, 1e-300) / max(lo, 1e-300)) if lo > 0 and hi > 0 else 10.0
     subs = (1.0, 2.0, 5.0) if decades < 3.5 else (1.0,)
     target.set_major_locator(LogLocator(base=10, subs=subs))
-    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    target.set_major_formatter(FuncFormatter(lambda v, _: tick_text(v)))
     target.set_minor_locator(LogLocator(base=10, subs=tuple(range(2, 10))))
     target.set_minor_formatter(NullFormatter())
+
+
+def tick_text(value: float) -> str:
+    """A log-axis tick label: plain numbers from 0.001 to 99999, else ``m×10^e``."""
+    if value <= 0:
+        return f"{value:g}"
+    if 1e-3 <= value < 1e5:
+        return f"{value:g}"
+    mantissa, exponent = f"{value:.0e}".split("e")
+    if mantissa == "1":
+        return f"$10^{{{int(exponent)}}}$"
+    return f"${mantissa}\\times10^{{{int(exponent)}}}$"
 
 
 def overlaps(series: Sequence[Series]) -> dict[int, int]:
