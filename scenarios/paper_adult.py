@@ -311,7 +311,7 @@ def _draw_tables(fig: Any, rows: list[tuple[Any, ...]], ps: Sequence[float], tds
             lo_hi = np.array([intervals[(p, td, r[2])] for r in cell], dtype=float).reshape(-1, 2)
             yerr = np.clip(np.stack([np.subtract(y, lo_hi[:, 0]), lo_hi[:, 1] - np.asarray(y)]), 0, None)
             key = tuple(np.round(y, 12))
-            label, style = f"ours Td={td:g}", {"markersize": 4}
+            label, style = f"ours Td={td:g}", dict[str, Any](markersize=4)
             if key in seen:
                 label += f" (= Td={seen[key]:g})"
                 style = {"markersize": 8, "markerfacecolor": "none", "markeredgewidth": 1.5}

@@ -280,7 +280,7 @@ def _caption(fig: MplFigure, caption: str) -> float:
     room and return the fraction of its height the caption takes."""
     if not caption:
         return 0.0
-    width_in, height_in = fig.get_size_inches()
+    width_in, height_in = (float(v) for v in fig.get_size_inches())
     lines = textwrap.wrap(caption, width=max(40, int(width_in * 15)))
     extra = 0.17 * len(lines) + 0.1
     fig.set_size_inches(width_in, height_in + extra)

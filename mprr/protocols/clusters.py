@@ -59,7 +59,9 @@ def release_clusters(
     clusters = tuple(tuple(sorted(int(a) for a in c)) for c in clustering.clusters)
     clusters = tuple(sorted(clusters, key=lambda c: c[0]))
     for c in clusters:
-        check_joint_cells([sizes[a] for a in c], max_cells, f"the release of cluster {c}")
+        check_joint_cells([sizes[a] for a in c], max_cells, f"the release of cluster {c}",
+                          remedy=f"lower Tv (Algorithm 1 then forms clusters of at most Tv value "
+                                 f"combinations) or raise max_cells (at most {max_cells:,} now)")
     return clusters
 
 

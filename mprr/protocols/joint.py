@@ -41,16 +41,17 @@ DEFAULT_JOINT_MAX_CELLS = 4096
 entries (128 MiB of float64) — the same ceiling as :data:`mprr.matrices.MAX_DENSE_CELLS`."""
 
 
-def check_joint_cells(sizes: Sequence[int], max_cells: int, what: str) -> int:
-    """Number of joint cells of ``sizes``; DomainTooLargeError above ``max_cells``."""
+def check_joint_cells(sizes: Sequence[int], max_cells: int, what: str,
+                      remedy: str = "use RR-Clusters or RR-Ind-Joint, or raise max_cells") -> int:
+    """Number of joint cells of ``sizes``; DomainTooLargeError above ``max_cells`` (the message
+    ends with ``remedy``, what the caller can do about it)."""
     if isinstance(max_cells, bool) or not isinstance(max_cells, int) or max_cells < 2:
         raise ConfigurationError(f"max_cells must be an integer >= 2, got {max_cells!r}")
     cells = math.prod(int(s) for s in sizes)
     if cells > max_cells:
         raise DomainTooLargeError(
             f"{what} over {cells:,} joint cells (sizes {tuple(sizes)}) needs a dense "
-            f"{cells:,}x{cells:,} matrix, more than max_cells={max_cells:,}; use RR-Clusters "
-            "or RR-Ind-Joint, or raise max_cells",
+            f"{cells:,}x{cells:,} matrix, more than max_cells={max_cells:,}; {remedy}",
             cells=cells,
             limit=max_cells,
         )
