@@ -36,9 +36,10 @@ Usage::
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -69,7 +70,9 @@ from parties.secure.registry import engine_needs_mesh, make_engine
 from parties.traffic import LatencyModel, TrafficStatistics
 from parties.view import ViewLog, ViewSummary
 
-__all__ = ["SimulationResult", "simulate", "simulate_async"]
+__all__ = ["EXPENSIVE_BYTES", "EXPENSIVE_MESSAGES", "SimulationResult", "simulate", "simulate_async"]
+
+log = logging.getLogger(__name__)
 
 SECURE_KINDS: tuple[type[Message], ...] = tuple(
     obj for obj in vars(secure_messages).values()
@@ -203,6 +206,8 @@ async def simulate_async(
     attacks: Sequence[str] = (),
     min_roster: int = DEFAULT_MIN_ROSTER,
     runtime: Runtime | str | None = None,
+    progress: Callable[[float, int, int], None] | None = None,
+    progress_interval: float = 5.0,
     **params: Any,
 ) -> SimulationResult:
     """Run ``protocol`` on ``dataset`` with one actor per record (see the module docstring).
@@ -244,6 +249,12 @@ async def simulate_async(
         workers, ``ray`` shards) or ``None``: :func:`parties.runtime.current_runtime`
         (memory unless inside :func:`parties.runtime.use_runtime`).  Same seed, same result; the traffic adds the runtime's
         measured wire figures (``traffic["wire"]`` in :meth:`SimulationResult.to_dict`).
+    progress, progress_interval
+        Every ``progress_interval`` seconds of a run, ``progress(elapsed_seconds, messages,
+        bytes)`` is called with the traffic so far, and the same is logged at INFO level on
+        the ``parties.simulate`` logger (``mprr -v``).  Before a run with a secure sum whose
+        closed-form cost exceeds :data:`EXPENSIVE_BYTES` or :data:`EXPENSIVE_MESSAGES`, a
+        warning with that cost is logged.
     **params
         The protocol's parameters, as for the fast-path function (e.g. ``p``, ``Tv``, ``Td``);
         RR-Clusters with dependence 4.2 / 4.3 also takes the secure-sum engine as ``secure_sum``
@@ -279,6 +290,7 @@ async def simulate_async(
         topology = nx.complete_graph(n)  # the paper's secure sum and graph-direct need direct party links
     if secure:  # set-up: every party gets the engine (its secure-sum policy) before the run
         engine = kwargs["engine"] = make_engine(engine, round_timeout=timeout)
+    interval = _check_number("progress_interval", progress_interval, allow_inf=True)
     net_seed = fault_seed if fault_seed is not None else (seed if isinstance(seed, int) else 0)
     schema = dataset.schema
     if runtime is None:
@@ -329,6 +341,8 @@ async def simulate_async(
     }
     if runtime is not None:
         return await _simulate_hosted(runtime, plan, entry, kwargs, attacks, on_dropout, retries, options)
+    if secure:
+        _warn_if_expensive(engine, n, dataset.sizes, net)
     started = time.perf_counter()
     error: BaseException | None = None
     result: ProtocolResult | None = None
@@ -340,6 +354,8 @@ async def simulate_async(
             tg.create_task(party.run(net.endpoint(party.index, accept=accept), idle_timeout=None))
             for party in parties
         ]
+        if math.isfinite(interval):
+            tasks.append(tg.create_task(_heartbeat(net, started, interval, progress)))
         try:
             result = await run_actors(entry.program, controller, **kwargs)
             reports = await run_attacks(controller, attacks)
@@ -427,6 +443,45 @@ async def _simulate_hosted(
         parties=parties,
         wire=wire,
     )
+
+
+EXPENSIVE_BYTES = 50_000_000
+"""Closed-form secure-sum traffic (bytes) above which :func:`simulate_async` warns first."""
+EXPENSIVE_MESSAGES = 1_000_000
+"""Closed-form secure-sum message count above which :func:`simulate_async` warns first."""
+
+
+def _warn_if_expensive(engine: Any, n: int, sizes: Sequence[int], net: Any) -> None:
+    """Log a warning with the closed-form cost of the pair secure sum (main paper 4.2 / 4.3:
+    one vector of Σ_{i<j} |A_i||A_j| cells per party) when it is large."""
+    length = sum(sizes[i] * sizes[j] for i in range(len(sizes)) for j in range(i + 1, len(sizes)))
+    try:
+        cost = engine.cost(engine.context(range(n), length, network=net, session="cost-estimate"))
+    except Exception as exc:  # the estimate is advice only: never stop a run over it
+        log.debug("no closed-form cost for %r: %s", engine, exc)
+        return
+    messages = sum(c.messages for c in cost.sent.values())
+    nbytes = sum(c.bytes for c in cost.sent.values())
+    if nbytes > EXPENSIVE_BYTES or messages > EXPENSIVE_MESSAGES:
+        log.warning(
+            "expensive configuration: the %s secure sum of %d parties over %d pair cells sends "
+            "%s messages and %.1f MB by its closed form (%s); a sparse engine (graph, masked-sparse) "
+            "or fewer parties costs less",
+            getattr(engine, "name", engine), n, length, f"{messages:,}", nbytes / 1e6, cost.formula,
+        )
+
+
+async def _heartbeat(net: Any, started: float, interval: float,
+                     progress: Callable[[float, int, int], None] | None) -> None:
+    """Report the traffic so far every ``interval`` seconds until cancelled."""
+    while True:
+        await asyncio.sleep(interval)
+        stats = net.statistics()
+        elapsed = time.perf_counter() - started
+        log.info("simulation running %.1f s: %s messages, %.1f MB so far", elapsed, f"{stats.messages:,}",
+                 stats.bytes / 1e6)
+        if progress is not None:
+            progress(elapsed, stats.messages, stats.bytes)
 
 
 def _budgets(budget: Any, n: int) -> list[float]:

@@ -81,6 +81,9 @@ SCHEMA = Schema(
               help="ε per attribute (generalized RR) instead of p; give p or epsilon, not both"),
         Field("Tv", Int(min=1), 100, help="Algorithm 1: largest number of value combinations of a cluster"),
         Field("Td", Float(min=0.0, max=1.0), 0.2, help="Algorithm 1: smallest dependence to merge"),
+        Field("max_cells", Int(min=2, max=65_536), 4096,
+              help="largest cluster domain RR-Clusters releases (its dense matrix is max_cells²; "
+                   "only binds when Tv > max_cells)"),
         Field("dependence", Choice(("4.1", "4.2", "4.3")), "4.1",
               help="how RR-Clusters gets dependences (main paper 4.1, 4.2 or 4.3)"),
         Field("secure_sum", Choice(("paper", "graph", "graph-direct", "masked", "masked-sparse")), "graph",
@@ -222,7 +225,7 @@ def protocol_kwargs(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         matrices = {"p": DEFAULT_P if params["p"] is None else params["p"]}
     common = {**matrices, "postprocess": params["postprocess"]}
     return {
-        "RR-Clusters": {**common, "Tv": params["Tv"], "Td": params["Td"],
+        "RR-Clusters": {**common, "Tv": params["Tv"], "Td": params["Td"], "max_cells": params["max_cells"],
                         "dependence": params["dependence"]},
         "RR-Independent": dict(common),
     }
@@ -260,7 +263,8 @@ _FAST: dict[str, Callable[..., ProtocolResult]] = {
 
 
 def _fast(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: int,
-          params: Mapping[str, Any]) -> tuple[ProtocolResult, PrivacyRecord, Any, Any, Any]:
+          params: Mapping[str, Any], status: Callable[[str], None] | None = None,
+          ) -> tuple[ProtocolResult, PrivacyRecord, Any, Any, Any]:
     from mprr.streams import PartyStreams
 
     result = _FAST[protocol](dataset, rng=PartyStreams(seed, dataset.n), **kwargs)
@@ -268,15 +272,22 @@ def _fast(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: int,
 
 
 def _actors(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: int,
-            params: Mapping[str, Any]) -> tuple[ProtocolResult, PrivacyRecord, Any, Any, Any]:
-    """One run in the actor simulator: n party actors with their own streams and ledgers."""
+            params: Mapping[str, Any], status: Callable[[str], None] | None = None,
+            ) -> tuple[ProtocolResult, PrivacyRecord, Any, Any, Any]:
+    """One run in the actor simulator: n party actors with their own streams and ledgers;
+    ``status`` receives a line of traffic so far every second (the progress bar)."""
     from parties.simulate import simulate
+
+    def report(elapsed: float, messages: int, nbytes: int) -> None:
+        if status is not None:
+            status(f"{protocol}: {messages:,} messages, {nbytes / 1e6:.1f} MB, {elapsed:.0f} s")
 
     options = {}
     if protocol == "RR-Clusters":
         options = simulate_options(params["dependence"], params["secure_sum"], dataset.n, params["degree"],
                                    params["round_timeout"])
-    sim = simulate(dataset, protocol, seed=seed, timeout=params["round_timeout"], **{**kwargs, **options})
+    sim = simulate(dataset, protocol, seed=seed, timeout=params["round_timeout"], progress=report,
+                   progress_interval=1.0, **{**kwargs, **options})
     view = dict(sim.view.to_dict())
     view["degraded"] = sim.degraded
     view["refusals"] = len(sim.refusals)
@@ -284,11 +295,13 @@ def _actors(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: in
 
 
 def run_protocol(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], *, seed: int,
-                 engine: str, params: Mapping[str, Any]) -> ProtocolRun:
-    """Run one base protocol on ``engine`` and RR-Adjustment on its release."""
+                 engine: str, params: Mapping[str, Any],
+                 status: Callable[[str], None] | None = None) -> ProtocolRun:
+    """Run one base protocol on ``engine`` and RR-Adjustment on its release (``status``:
+    progress text of long actor runs)."""
     backend = _fast if engine == "fast" else _actors
     start = time.perf_counter()
-    result, privacy, traffic, view, wire = backend(dataset, protocol, kwargs, seed, params)
+    result, privacy, traffic, view, wire = backend(dataset, protocol, kwargs, seed, params, status)
     seconds = time.perf_counter() - start
     start = time.perf_counter()
     adjusted = rr_adjustment(result, tol=params["adjustment_tol"], max_iter=params["adjustment_max_iter"])
@@ -360,7 +373,7 @@ def run_local_anonymization(
             for base in BASE_PROTOCOLS:
                 bar.set_status(base)
                 per_run[base] = run_protocol(dataset, base, kwargs[base], seed=run_seeds[r][base],
-                                             engine=engine, params=params)
+                                             engine=engine, params=params, status=bar.set_status)
             all_runs.append(per_run)
             bar.advance()
     errors = _query_errors(queries, all_runs, dataset)

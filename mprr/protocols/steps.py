@@ -33,15 +33,15 @@ Matrices never travel densely when they have a closed form: a :class:`MatrixSpec
 *family* and its parameters, and whoever randomizes rebuilds the matrix over the joint domain
 of the unit's attributes:
 
-==================  ============================  =============================================
-family              params                        matrix over the unit (sizes ``s``, R = Π s)
-==================  ============================  =============================================
-``keep-or-uniform`` ``(p,)``                      ``keep_or_uniform(R, p)`` (main paper 6.3.1)
-``grr``             ``(ε,)``                      ``grr(R, ε)``
-``cluster-optimal`` ``(ε,)``                      ``cluster_optimal(s, ε)`` (main paper 6.3.2)
-``lambda-kron``     ``(λ_1, ..., λ_k)``           ``kron(lambda_randomization(s_j, λ_j) ...)``
-``dense``           ``R*R`` entries, C order      ``RandomizationMatrix(values)``
-==================  ============================  =============================================
+===================  ============================  =============================================
+family               params                        matrix over the unit (sizes ``s``, R = Π s)
+===================  ============================  =============================================
+``keep-or-uniform``  ``(p,)``                      ``keep_or_uniform(R, p)`` (main paper 6.3.1)
+``grr``              ``(ε,)``                      ``grr(R, ε)``
+``cluster-optimal``  ``(ε,)``                      ``cluster_optimal(s, ε)`` (main paper 6.3.2)
+``lambda-kron``      ``(λ_1, ..., λ_k)``           ``kron(lambda_randomization(s_j, λ_j) ...)``
+``dense``            ``R*R`` entries, C order      ``RandomizationMatrix(values)``
+===================  ============================  =============================================
 """
 
 from __future__ import annotations

@@ -2,15 +2,19 @@
 
 ``make_engine("masked-sparse", degree=6, round_timeout=5.0)``.  Names:
 
-==================  ===========================================================================
-``paper``           main paper 4.2: additive shares over a full mesh (:mod:`parties.secure.paper`)
-``paper-per-combi`` the paper engine with one sum per value combination (``batched=False``:
-``nation``          the paper's message count, for cost measurements)
-``graph``           sparse additive shares on a k-regular graph, relayed by the controller
-``graph-direct``    the same, shares over direct party links (needs a full mesh)
-``masked``          Bonawitz et al. 2017 pairwise masks with dropout recovery, full graph
-``masked-sparse``   the masked engine on a k-regular graph (k = ``degree``, default 8)
-==================  ===========================================================================
+``paper``
+    main paper 4.2: additive shares over a full mesh (:mod:`parties.secure.paper`)
+``paper-per-combination``
+    the paper engine with one sum per value combination (``batched=False``: the paper's
+    message count, for cost measurements)
+``graph``
+    sparse additive shares on a k-regular graph, relayed by the controller
+``graph-direct``
+    the same, shares over direct party links (needs a full mesh)
+``masked``
+    Bonawitz et al. 2017 pairwise masks with dropout recovery, full graph
+``masked-sparse``
+    the masked engine on a k-regular graph (k = ``degree``, default 8)
 """
 
 from __future__ import annotations

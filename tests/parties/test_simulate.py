@@ -342,3 +342,32 @@ def test_every_secure_sum_name_the_scenarios_offer_is_accepted(name: str) -> Non
     assert sim.result.clusters == fast.clusters
     with pytest.raises(ConfigurationError, match="give secure_sum or engine"):
         simulate(data, "RR-Clusters", seed=5, p=0.7, dependence="4.2", secure_sum=name, engine="paper")
+
+
+def test_expensive_secure_sum_is_announced_with_its_closed_form_cost_and_progress_reported(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import logging
+
+    import numpy as np
+
+    import parties.simulate as simulate_module
+    from mprr.synthetic import planted_clusters
+
+    data = planted_clusters(24, rng=np.random.default_rng(2), sizes=(2, 3, 2), clusters=((0, 1),)).dataset
+    seen: list[tuple[float, int, int]] = []
+    monkeypatch.setattr(simulate_module, "EXPENSIVE_BYTES", 1_000)
+    with caplog.at_level(logging.INFO, logger="parties.simulate"):
+        simulate(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2", secure_sum="paper",
+                 progress=lambda *a: seen.append(a), progress_interval=0.01)
+    warning = next(r for r in caplog.records if r.levelno == logging.WARNING)
+    # paper engine, 16 pair cells (2·3 + 2·2 + 3·2): (2n − 1) messages per party
+    assert "the paper secure sum of 24 parties over 16 pair cells sends 1,128 messages" in warning.getMessage()
+    assert seen and all(m >= 0 and b >= 0 for _, m, b in seen)
+    assert any("simulation running" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    monkeypatch.undo()
+    simulate(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2", secure_sum="paper")
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # below the threshold: silent
+    with pytest.raises(ConfigurationError, match="progress_interval must be > 0"):
+        simulate(data, "RR-Independent", seed=5, p=0.7, progress_interval=0)
