@@ -419,7 +419,7 @@ def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, pla
                    timing: Mapping[str, Any], elapsed: float, n_queries: int,
                    bases: Sequence[str]) -> list[str]:
     names = dataset.schema.names
-    where = (f"planted clusters {_fmt_clusters(planted)}, found {_fmt_clusters(found)} "
+    where = (f"planted clusters {_fmt_clusters(planted, names)}, found {_fmt_clusters(found, names)} "
              f"({recovered}/{runs} run(s) recover them)" if planted is not None
              else f"clusters found {_fmt_clusters(found, names)}")
     eps = {b: _number(sections[b]["policies"]["sequential"]["epsilon"]["median"]) for b in bases}

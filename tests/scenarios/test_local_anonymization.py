@@ -196,3 +196,28 @@ def test_secure_sum_dependence_on_actors_matches_the_fast_path(tmp_path: Path, d
     assert (eps == "inf") if dependence == "4.2" else (eps != "inf")
     assert section["no_dp_guarantee"] is (dependence == "4.2")
     assert (section["exact_releases"] > 0) is (dependence == "4.2")
+
+
+def test_infinite_epsilon_is_drawn_and_said_and_budgets_are_compared_honestly(tmp_path: Path) -> None:
+    out = tmp_path / "inf"
+    outcome = run("local_anonymization", out_dir=out, engine="fast",
+                  parameters={"n": 150, "queries": 20, "dependence": "4.2"})
+    spec = next(f for f in outcome.result.figures if f.filename == "epsilon_by_phase.png")
+    assert "hatched segment labelled ∞ is ε = ∞" in spec.caption
+    assert (out / "epsilon_by_phase.png").read_bytes()[:8] == PNG
+    summary = "\n".join(outcome.result.summary)
+    assert "(ε ∞ per party)" in summary and "budgets differ: not a comparison at equal ε" in summary
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert report.index("## Summary") < report.index("## Accuracy, privacy and cost") < report.index("## Details")
+    doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert doc["parameters"]["p"] == 0.7 and doc["provenance"]["data_source"] == "mprr.synthetic.planted_clusters"
+    assert (out / "synthetic_records.csv").read_text(encoding="utf-8").splitlines()[0] == ",".join(
+        doc["metrics"]["attributes"])
+
+
+def test_cluster_domain_above_max_cells_says_lower_tv(tmp_path: Path) -> None:
+    code = main(["run", "local_anonymization", "--engine", "fast", "--set", "n=300", "--set", "max_cells=50",
+                 "--out", str(tmp_path)], stdout=io.StringIO(), stderr=(err := io.StringIO()))
+    assert code == 2
+    assert "more than max_cells=50; lower Tv (Algorithm 1 then forms clusters of at most Tv value " \
+           "combinations) or raise max_cells (at most 50 now)" in err.getvalue()
