@@ -337,4 +337,8 @@ def _result(params: Mapping[str, Any], engines: Sequence[str], rates: Sequence[f
     ]
     if other:
         notes.append("Unexpected errors: " + "; ".join(sorted({t.message[:160] for t in other}))[:800])
-    return ScenarioResult(metrics=metrics, tables=[table], figures=figures, notes=notes, summary=summary)
+    effective = dict(params)
+    if effective["threshold"] is None:  # record the threshold each masked engine used, not null
+        effective["threshold"] = {t.engine: t.threshold for t in results if t.engine.startswith("masked")} or None
+    return ScenarioResult(metrics=metrics, tables=[table], figures=figures, notes=notes, summary=summary,
+                          parameters=effective)
