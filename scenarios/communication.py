@@ -206,7 +206,7 @@ def _closed_form_legend(ax: Any, **kwargs: Any) -> None:
     ax.legend(handles, labels, **kwargs)
 
 
-def _same_as(points: Mapping[str, tuple[list, list]]) -> dict[str, str]:
+def _same_as(points: Mapping[str, tuple[list[float], list[float]]]) -> dict[str, str]:
     """Series whose measured points equal an earlier series' (label -> earlier label)."""
     out: dict[str, str] = {}
     items = list(points.items())
