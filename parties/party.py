@@ -41,13 +41,13 @@ binds each committed input to one session and one roster:
 - a :class:`SecureSumStart` is run only for the party's own engine (agreed at set-up), with a
   roster that contains the party and has at least ``min_roster`` parties (default
   :data:`DEFAULT_MIN_ROSTER`), and binds the session's input to that roster;
-- a session is run at most once, except a **retry** after a run that aborted at this party
-  (a peer or the controller failed), with the very same roster, for an engine whose only
-  possible output is the sum over the whole roster (``fixed_output``: paper, graph).  The
-  argument: the retry computes the same function (the sum over the same roster) of the same
-  inputs with fresh randomness, so whatever both runs reveal is that one sum, which the first
-  run may have revealed already.  The masked engine has no retry: there the controller names
-  the survivors, and two runs could be made to sum over two survivor sets.
+- a session runs at most once, even after a run that aborted (no retry).  Why not a retry
+  over the same roster: with the paper and graph engines it would compute the same sum again,
+  but messages of the aborted run still buffered under the same session id could enter the
+  retry and make its sum wrong; with the masked engine the controller names the survivors, so
+  two runs could be made to sum over two survivor sets.  A controller that needs the sum
+  after an abort starts a new session, which needs new commitments (fresh draws for 4.3; for
+  4.2 a refusal, since the exact values already entered a session).
 
 The public objects every party derives from a request (and the secure-sum context derived
 from a start message) are memoized in a shared :class:`~parties.public_state.ReleaseBook`.
@@ -414,12 +414,11 @@ class Party:
     def _check_start(self, start: SecureSumStart) -> str | None:
         """Why the party will not run ``start`` (``None``: it will), from what it knows itself."""
         session = self._sessions.get(start.session)
-        vector = self._inputs.get(start.session)
-        if session is None or (vector is None and session.state != "aborted"):
-            if session is not None and session.state == "done":
-                return (f"its input already entered session {start.session!r} "
-                        f"(roster of {len(session.roster or ())} parties); a session runs once")
+        if session is None:
             return "no committed input or unknown session"
+        if session.roster is not None:
+            return (f"its input already entered session {start.session!r} ({session.state}, roster of "
+                    f"{len(expand(session.roster))} parties); a session runs once, with one roster")
         engine = self._engine
         if start.engine != engine.name:
             return f"engine {start.engine!r} asked, but the party agreed to {engine.name!r} at set-up"
@@ -431,23 +430,13 @@ class Party:
         if len(roster) < self.min_roster:
             return (f"roster of {len(roster)} parties is below the party's minimum "
                     f"min_roster = {self.min_roster}")
-        if session.roster is not None:
-            if session.state != "aborted":
-                return f"session {start.session!r} is already {session.state} at this party"
-            if session.roster != start.roster:
-                return (f"session {start.session!r} was started with a roster of {len(expand(session.roster))} "
-                        f"parties; a retry must keep the same roster, got {len(roster)}")
-            if not engine.fixed_output:
-                return (f"no retry of a {engine.name} session: the controller names its contributors, "
-                        "so two runs could sum over two different sets")
         return None
 
     async def _secure_sum(self, endpoint: Endpoint, start: SecureSumStart) -> None:
         """Run this party's side of the secure sum ``start.session`` with its committed input.
 
         Checks (module docstring): the party's own engine, a roster that holds the party and
-        at least ``min_roster`` parties, the session's input bound to one roster and run once
-        (or retried over the same roster after an abort, for ``fixed_output`` engines).
+        at least ``min_roster`` parties, the session's input bound to one roster and run once.
         """
         problem = self._check_start(start)
         if problem is not None:
@@ -462,11 +451,10 @@ class Party:
             await self._engine.party(endpoint, vector, context, signer=self._signer)
         except ProtocolError as exc:  # a peer or the controller failed; the controller decides
             session.state = "aborted"
-            if not self._engine.fixed_output:
-                self._inputs.pop(start.session, None)
             self.errors.append(f"secure sum {start.session!r}: {exc}")
         else:
             session.state = "done"
+        finally:
             self._inputs.pop(start.session, None)
 
     # ------------------------------------------------------------------ actor loop
@@ -518,7 +506,7 @@ class _Session:
     units: tuple[tuple[int, ...], ...]
     exact: bool
     roster: tuple[tuple[int, ...], ...] | None = None  # runs of the first start
-    state: str = "committed"  # committed -> running -> done | aborted (-> running: retry)
+    state: str = "committed"  # committed -> running -> done | aborted (never run again)
 
 
 def _fmt(value: float) -> str:

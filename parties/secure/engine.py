@@ -301,10 +301,6 @@ class SecureSumEngine(ABC):
     """
 
     name: str = ""
-    fixed_output: bool = True
-    """True when the only possible output is the sum over the whole roster (paper, graph):
-    re-running a session over the same roster and inputs can only give the same sum again.
-    False when the controller picks the contributors (masked: the survivors)."""
     signs: bool = False
     """True when the engine's parties sign with PKI keys (:mod:`parties.secure.pki`) and so take
     ``signer=`` in :meth:`party`."""

@@ -131,7 +131,6 @@ class MaskedEngine(SecureSumEngine):
     """
 
     name = "masked"
-    fixed_output = False  # the controller names the survivors: no retry of a session
     signs = True
 
     def __init__(self, *, topology: str = "complete", degree: int | None = None,

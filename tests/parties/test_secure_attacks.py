@@ -331,3 +331,27 @@ def test_key_substitution_on_relayed_graph_shares_is_detected() -> None:
                                    np.ones((n, 3), dtype=np.int64), timeout=20))
     sent_by_0 = [decode(f.payload) for f in net.controller_view if f.src == 0]
     assert not any(isinstance(m, SealedShares) for m in sent_by_0)  # party 0 sealed nothing
+
+
+async def test_a_session_that_aborted_is_never_run_again() -> None:
+    """No retry: a re-run could mix buffered messages of the aborted run (paper, graph) or be
+    made to sum over another survivor set (masked)."""
+    engine = PaperEngine(round_timeout=0.2)
+    net, parties, ctl = _actors(4, engine)
+    ctl_ep = net.endpoint(CONTROLLER)
+    start = SecureSumStart(1, "s", "paper", ((0, 4),))
+
+    async def body() -> None:
+        for p in range(4):
+            await ctl_ep.send(p, SecureRelease(1, "dependence", "s", ((0, 1),), ((0, 1),), True), phase="dependence")
+        assert len(await ctl_ep.gather(range(4), kinds=(Ack,), phase="dependence", timeout=1.0)) == 4
+        for p in range(3):  # party 3 never hears of it: the others time out waiting for its shares
+            await ctl_ep.send(p, start, phase="dependence")
+        await asyncio.sleep(0.8)
+        for p in range(4):  # the same session and roster again
+            await ctl_ep.send(p, start, phase="dependence")
+        await asyncio.sleep(0.6)
+
+    await _serve(net, parties, body)
+    for p in parties[:3]:
+        assert any("refused: its input already entered session 's' (aborted" in e for e in p.errors), p.errors
