@@ -530,7 +530,7 @@ def run_adult_figure3(config: ScenarioConfig, *, out_dir: Path, runs: int, seed:
                 ax.errorbar(x, y, yerr=np.nan_to_num(yerr), fmt=["-o", "-s", "--o", "--s"][m_idx % 4],
                             markersize=3, capsize=2, label=name)
             ax.set_title(f"p = {p:g}", fontsize="small")
-            ax.set(xlabel="query coverage σ (share of the value combinations of the two attributes)",
+            ax.set(xlabel="query coverage σ",
                    ylabel="median relative error (eq. 16)")
             ax.set_ylim(bottom=0)
             ax.grid(True, alpha=0.3)
@@ -539,8 +539,9 @@ def run_adult_figure3(config: ScenarioConfig, *, out_dir: Path, runs: int, seed:
     figures: list[Any] = [CustomPlot(
         filename="figure3.png", title="Figure 3 — relative error vs σ", size=(10.0, 7.5), draw=draw3,
         caption=f"Median relative error over {runs} runs × {prm['queries_per_run']} queries per σ; whiskers: 95% "
-                f"percentile bootstrap interval of the median ({boot} resamples of whole runs). Methods are "
-                "shifted slightly along σ so that equal values stay visible.")]
+                f"percentile bootstrap interval of the median ({boot} resamples of whole runs). σ: share of the "
+                "value combinations of the query's two attributes that it covers. Methods are shifted "
+                "slightly along σ so that equal values stay visible.")]
     tables = [table, claims_table]
     metrics: dict[str, Any] = {
         "median_relative_error": {f"p={p:g}": {name: {f"sigma={s:g}": med[i, m, k] for k, s in enumerate(sigmas)}
