@@ -7,7 +7,6 @@ pass in virtual time, so the outcome does not depend on the machine's speed or l
 from __future__ import annotations
 
 import asyncio
-import time
 
 import networkx as nx
 import numpy as np
@@ -45,11 +44,9 @@ def data() -> Dataset:
 
 def test_silent_party_ends_the_run_with_a_round_timeout(data) -> None:
     faults = FaultPlan(drop=1.0, senders=frozenset({3}))
-    start = time.perf_counter()
     with pytest.raises(RoundTimeout, match="did not answer request 1 within 0.2 s: party 3") as info:
         simulate(data, "RR-Clusters", seed=SEED, timeout=0.2, faults=faults, **CLUSTERS)
     assert info.value.missing == (3,) and info.value.phase == "dependence"
-    assert time.perf_counter() - start < 5.0
 
 
 def test_a_round_timeout_lasts_exactly_its_virtual_time(data) -> None:
@@ -156,17 +153,15 @@ def test_crash_inside_the_paper_secure_sum_is_party_dropped() -> None:
     small = planted_clusters(20, rng=np.random.default_rng(8)).dataset
     # party 5 commits (send 1: Ack), then crashes on its first share: the paper's sum stalls
     # for everybody (main paper 4.2 has no dropout recovery) and no count is returned
-    start = time.perf_counter()
     with pytest.raises(PartyDropped, match="no count is returned") as info:
         simulate(small, "RR-Clusters", seed=SEED, timeout=0.3, p=0.7, Tv=60, Td=0.1, dependence="4.2",
                  faults=FaultPlan(crash={5: 2}))
     assert 5 in info.value.parties
-    assert time.perf_counter() - start < 10.0
 
 
 def test_masked_secure_sum_survives_a_dropout_with_a_documented_result() -> None:
     small = planted_clusters(20, rng=np.random.default_rng(8)).dataset
-    sim = simulate(small, "RR-Clusters", seed=SEED, timeout=1.0, p=0.7, Tv=60, Td=0.1, dependence="4.3",
+    sim = simulate(small, "RR-Clusters", seed=SEED, timeout=0.3, p=0.7, Tv=60, Td=0.1, dependence="4.3",
                    engine="masked", on_dropout="exclude", faults=FaultPlan(crash={5: 3}))
     assert sim.degraded and 5 in sim.excluded
     assert sim.result.details["secure_sum"]["contributors"] == 19

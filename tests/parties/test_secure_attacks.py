@@ -2,6 +2,8 @@
 
 Each test runs the attack with real party actors and asserts what the controller got: nothing
 beyond the aggregate of an allowed roster, and a ledger that charges the matrix's own ε.
+Every run is on the virtual clock (``tests/virtual_clock.py``): the round timeouts pass in
+virtual time, so no outcome depends on the machine's speed or load.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from mprr.data import Attribute, Schema
+from mprr.data import Attribute, Dataset, Schema
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, SecureSumAborted
 from mprr.privacy.ledger import Release
 from mprr.streams import PartyStreams
@@ -27,10 +29,16 @@ from parties.secure.graph import GraphEngine
 from parties.secure.masked import MaskedEngine
 from parties.secure.paper import PaperEngine
 from parties.secure.pki import setup_pki
-from parties.simulate import simulate
+from parties.simulate import SimulationResult, simulate_async
+from tests.virtual_clock import run_virtual
 
 N = 8
 SEED = 3
+
+
+def simulate(data: Dataset, protocol: str, **options: object) -> SimulationResult:
+    """:func:`parties.simulate.simulate` on the virtual clock."""
+    return run_virtual(simulate_async(data, protocol, **options))  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
@@ -263,7 +271,7 @@ def test_inconsistent_survivor_sets_never_reveal_both_secrets_of_a_party(dropped
     net = RecordingNetwork(n)
     outcome = None
     try:
-        outcome = asyncio.run(run_secure_sum(_Malicious(rewrite, round_timeout=0.3), net, x, timeout=20))
+        outcome = run_virtual(run_secure_sum(_Malicious(rewrite, round_timeout=0.3), net, x, timeout=20))
     except SecureSumAborted:
         pass
     got = _shares_of(net, v)
@@ -296,7 +304,7 @@ def test_key_substitution_is_detected_against_the_pki() -> None:
     n = 5
     net = RecordingNetwork(n)
     x = np.ones((n, 3), dtype=np.int64)
-    result = asyncio.run(run_secure_sum(_Malicious(rewrite, round_timeout=0.3), net, x, timeout=20))
+    result = run_virtual(run_secure_sum(_Malicious(rewrite, round_timeout=0.3), net, x, timeout=20))
     assert isinstance(result.failures[0], MessageError)
     assert "key substitution detected" in str(result.failures[0])
     assert result.dropped == (0,)  # party 0 shared nothing under the substituted key: it is left out
@@ -327,8 +335,8 @@ def test_key_substitution_on_relayed_graph_shares_is_detected() -> None:
     n = 5
     net = RecordingNetwork(n)
     with pytest.raises(PartyDropped, match="sealed shares missing from 1 party"):
-        asyncio.run(run_secure_sum(Substituting(degree=2, relay=True, round_timeout=0.3), net,
-                                   np.ones((n, 3), dtype=np.int64), timeout=20))
+        run_virtual(run_secure_sum(Substituting(degree=2, relay=True, round_timeout=0.3), net,
+                                    np.ones((n, 3), dtype=np.int64), timeout=20))
     sent_by_0 = [decode(f.payload) for f in net.controller_view if f.src == 0]
     assert not any(isinstance(m, SealedShares) for m in sent_by_0)  # party 0 sealed nothing
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import networkx as nx
 import pytest
 
@@ -12,6 +10,7 @@ from parties.network import CONTROLLER, FaultPlan, InMemoryNetwork
 from parties.secure.engine import run_secure_sum
 from parties.secure.graph import GraphEngine, ring_modulus
 from tests.parties.secure.helpers import assert_controller_saw_no_input, run
+from tests.virtual_clock import run_virtual
 
 
 def graph_of(engine: GraphEngine, n: int) -> nx.Graph:
@@ -79,7 +78,7 @@ def test_disconnected_graph_and_bad_configuration_rejected(vectors_of) -> None: 
     with pytest.raises(ConfigurationError, match="at least 2 parties"):
         GraphEngine().context([0], 3)
     with pytest.raises(ConfigurationError, match="relay=False"):
-        asyncio.run(run_secure_sum(GraphEngine(degree=2, relay=False), InMemoryNetwork(4), vectors_of(4, 2)))
+        run_virtual(run_secure_sum(GraphEngine(degree=2, relay=False), InMemoryNetwork(4), vectors_of(4, 2)))
 
 
 def test_modulus_choice() -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import networkx as nx
 import numpy as np
 import pytest
@@ -16,6 +14,7 @@ from parties.secure.engine import encoded_size, run_secure_sum
 from parties.secure.messages import ShareVector
 from parties.secure.paper import PaperEngine
 from tests.parties.secure.helpers import assert_controller_saw_no_input, complete, run
+from tests.virtual_clock import run_virtual
 
 
 @pytest.mark.parametrize("n", [2, 3, 5, 9])
@@ -102,18 +101,18 @@ def test_crash_mid_protocol_is_a_clear_error(crash_at: int, vectors_of) -> None:
 def test_needs_full_mesh_and_two_parties(vectors_of) -> None:  # noqa: ANN001
     star = InMemoryNetwork(3)
     with pytest.raises(ConfigurationError, match="needs a full mesh"):
-        asyncio.run(run_secure_sum(PaperEngine(), star, vectors_of(3, 2)))
+        run_virtual(run_secure_sum(PaperEngine(), star, vectors_of(3, 2)))
     with pytest.raises(ConfigurationError, match="at least 2 parties"):
-        asyncio.run(run_secure_sum(PaperEngine(), InMemoryNetwork(1), vectors_of(1, 2)))
+        run_virtual(run_secure_sum(PaperEngine(), InMemoryNetwork(1), vectors_of(1, 2)))
 
 
 def test_bad_inputs_are_configuration_errors() -> None:
     net = InMemoryNetwork(2, topology=nx.complete_graph(2))
     with pytest.raises(ConfigurationError, match=r"party 1: vector entries must be integers in \[0, 1\]"):
-        asyncio.run(run_secure_sum(PaperEngine(), net, np.array([[0, 1], [2, 0]])))
+        run_virtual(run_secure_sum(PaperEngine(), net, np.array([[0, 1], [2, 0]])))
     with pytest.raises(ConfigurationError, match="must hold integers"):
-        asyncio.run(run_secure_sum(PaperEngine(), net, np.array([[0.5, 1], [0, 0]])))
+        run_virtual(run_secure_sum(PaperEngine(), net, np.array([[0.5, 1], [0, 0]])))
     with pytest.raises(ConfigurationError, match="same length"):
-        asyncio.run(run_secure_sum(PaperEngine(), net, {0: np.zeros(2, int), 1: np.zeros(3, int)}))
+        run_virtual(run_secure_sum(PaperEngine(), net, {0: np.zeros(2, int), 1: np.zeros(3, int)}))
     with pytest.raises(ConfigurationError, match="yield_every"):
         PaperEngine(yield_every=0)
