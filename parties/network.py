@@ -17,7 +17,7 @@ Endpoint API (see :class:`parties.transport.Endpoint`)::
 
 Network API: ``endpoint(actor, *, accept=None)``, ``begin_round(phase)`` / ``end_round()`` /
 ``with round(phase):``, ``statistics()``, ``crash(actor)``, ``crashed``, ``path(src, dst)``,
-``hops(src, dst)``, ``in_flight``, ``await settle()``, ``close()``.
+``hops(src, dst)``, ``close()``.
 
 Usage::
 
@@ -25,12 +25,12 @@ Usage::
     ctrl, p0 = net.endpoint(CONTROLLER), net.endpoint(0)
 
     async def party():
-        env = await p0.recv(kinds=Request, timeout=1.0)
+        env = await p0.recv(kinds=ReleaseRequest, timeout=1.0)
         await p0.send(CONTROLLER, RandomizedValues(env.message.request_id, [2]), phase="collect")
 
     async def controller():
         with net.round("collect"):
-            await ctrl.send(0, Request(7, (0,), np.eye(3)), phase="collect")
+            await ctrl.send(0, request, phase="collect")  # a ReleaseRequest with request_id 7
             return await ctrl.recv(kinds=RandomizedValues, sources=[0], timeout=1.0)
 
     async with asyncio.TaskGroup() as tg:
@@ -110,11 +110,6 @@ class InMemoryNetwork(Transport):
         self._timers: dict[int, asyncio.TimerHandle] = {}
         self._next_token = 0
 
-    @property
-    def in_flight(self) -> int:
-        """Delayed messages not yet delivered."""
-        return len(self._timers)
-
     def _admit(self, src: int) -> bool:
         inj = self._injector
         if inj is not None and src not in self._crashed and inj.crashes_now(src):
@@ -155,12 +150,6 @@ class InMemoryNetwork(Transport):
     def _fire(self, token: int, frame: Frame) -> None:
         self._timers.pop(token, None)
         self._deliver(frame)
-
-    async def settle(self, timeout: float = 1.0) -> None:
-        """Wait until every delayed message has been delivered (or ``timeout`` passes)."""
-        async with asyncio.timeout(timeout):
-            while self._timers:
-                await asyncio.sleep(0.001)
 
     def close(self) -> None:
         """Cancel delayed deliveries still pending (call when a run ends early)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -80,9 +80,6 @@ class ReleasedData:
         they only enter a secure sum.
     exact
         ``True`` for releases of true values (ε = ∞, no DP guarantee).
-    shares
-        Optional per-unit, per-attribute ε shares for the ``unlinkable-pairs`` policy of
-        :mod:`mprr.privacy.ledger` (e.g. ``(ε_i, ε_j)`` for a 4.3 pair matrix carrying ``ε_i + ε_j``).
     replayed
         Per unit, whether it was a **replay**: the same attributes were released before with
         the same matrix, so every party resends the value it released then — no uniform, no
@@ -97,7 +94,6 @@ class ReleasedData:
     counts: tuple[np.ndarray, ...]
     linkable: bool = True
     exact: bool = False
-    shares: tuple[tuple[float, ...] | None, ...] | None = None
     replayed: tuple[bool, ...] | None = None
 
     @property
@@ -159,9 +155,7 @@ class ReleasedData:
     def ledger_entries(self, names: Sequence[str]) -> tuple[Release, ...]:
         """One :class:`mprr.privacy.ledger.Release` per unit, as every party records this phase.
 
-        Attributes are named by ``names`` (the schema names).  Pair matrices built from
-        ``ε_i + ε_j`` carry those per-attribute shares when known (see :func:`release_units`).
-        Replayed units add no entry (nothing new is released).
+        Attributes are named by ``names`` (the schema names).  Replayed units add no entry (nothing new is released).
         """
         entries = []
         for j, (unit, mat) in enumerate(zip(self.units, self.matrices)):
@@ -171,11 +165,7 @@ class ReleasedData:
             if self.exact or mat is None:
                 entries.append(Release.exact_values(attrs, linkable=self.linkable, phase=self.phase))
                 continue
-            entry = Release.from_matrix(attrs, mat, linkable=self.linkable, phase=self.phase)
-            share = None if self.shares is None else self.shares[j]
-            if share is not None:
-                entry = replace(entry, attribute_epsilons=share)
-            entries.append(entry)
+            entries.append(Release.from_matrix(attrs, mat, linkable=self.linkable, phase=self.phase))
         return tuple(entries)
 
 
@@ -197,7 +187,6 @@ def release_units(
     uniforms: np.ndarray,
     *,
     linkable: bool = True,
-    shares: Sequence[Sequence[float] | None] | None = None,
     previous: Sequence[np.ndarray | None] | None = None,
 ) -> ReleasedData:
     """Randomize every party's value of each unit (one uniform per unit, in unit order).
@@ -219,8 +208,6 @@ def release_units(
         ``(n, k)`` uniforms, one column per unit that is not replayed, in unit order.
     linkable
         ``False`` when the values only enter a secure sum (main paper 4.3).
-    shares
-        Optional per-attribute ε shares of each unit (see :class:`ReleasedData`).
     previous
         Optional, per unit: ``None`` (release afresh) or the ``(n,)`` codes the parties released
         before for the same attributes with the same matrix — a replay: those codes are
@@ -269,7 +256,6 @@ def release_units(
         counts=tuple(counts),
         linkable=linkable,
         exact=False,
-        shares=None if shares is None else tuple(None if s is None else tuple(map(float, s)) for s in shares),
         replayed=None if previous is None else tuple(p is not None for p in prev),
     )
 

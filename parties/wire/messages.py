@@ -8,7 +8,7 @@ kinds in their own modules with the same decorator; a duplicate kind number or n
 Kind numbers (unsigned 16 bit, 1..65535) are allocated by range so modules never collide:
 
 ==============  ==========================================================
-1 .. 15         generic kinds of this module (Request, RandomizedValues, ...)
+1 .. 15         generic kinds of this module (RandomizedValues, Refusal, ...)
 64 .. 79        secure-sum engines (:mod:`parties.secure.messages`)
 100 .. 102      release requests (:mod:`parties.wire.requests`)
 60000 .. 65535  tests
@@ -53,7 +53,6 @@ __all__ = [
     "ARRAY_DTYPES",
     "Abort",
     "Ack",
-    "Announce",
     "ArraySpec",
     "FieldType",
     "FloatArray",
@@ -61,7 +60,6 @@ __all__ = [
     "Message",
     "RandomizedValues",
     "Refusal",
-    "Request",
     "message",
     "message_class",
 ]
@@ -280,69 +278,6 @@ def _check_epsilon(where: str, value: float) -> None:
 
 # --------------------------------------------------------------------------- generic kinds
 
-MECHANISMS = ("dense", "params")
-"""How :class:`Request` ``matrix`` is read: a dense r×r matrix, or a parameter vector."""
-
-
-@message(kind=1)
-class Request(Message):
-    """Controller → party: release ``attributes`` randomized with ``matrix``.
-
-    Parameters
-    ----------
-    request_id
-        Identifier (>= 0) the reply echoes.
-    attributes
-        Indices (>= 0, distinct, non-empty) of the attributes released *jointly*; the released
-        code is a joint code over their domain in C order (``mprr.domain.encode_joint``).
-    matrix
-        float64.  With ``mechanism="dense"``: the r×r randomization matrix over the joint
-        domain (main paper convention P[u, v] = Pr(Y=v | X=u): finite, >= 0, rows sum to 1).
-        With ``mechanism="params"``: a finite 1-D parameter vector whose meaning is agreed by
-        the protocol (e.g. ``(p, r)`` of keep-or-uniform), so huge joint matrices never travel.
-    mechanism
-        ``"dense"`` or ``"params"``.
-    epsilon
-        ε the controller claims the release costs (>= 0, inf allowed); the party recomputes it.
-    ids
-        Free identifiers (>= 0) of the release (cluster id, pair id, ...).
-    """
-
-    request_id: int
-    attributes: tuple[int, ...]
-    matrix: FloatArray
-    mechanism: str = "dense"
-    epsilon: float = math.inf
-    ids: tuple[int, ...] = ()
-
-    def validate(self) -> None:
-        _require(self.request_id >= 0, f"Request.request_id must be >= 0, got {self.request_id}")
-        _require(len(self.attributes) > 0, "Request.attributes must not be empty")
-        _check_ids("Request.attributes", self.attributes, distinct=True)
-        _check_ids("Request.ids", self.ids)
-        _check_epsilon("Request.epsilon", self.epsilon)
-        _require(
-            self.mechanism in MECHANISMS,
-            f"Request.mechanism must be one of {MECHANISMS}, got {self.mechanism!r}",
-        )
-        m = self.matrix
-        if self.mechanism == "params":
-            _require(m.ndim == 1, f"Request.matrix (params) must be 1-D, got shape {m.shape}")
-            _require(bool(np.isfinite(m).all()), "Request.matrix must be finite")
-            return
-        _require(
-            m.ndim == 2 and m.shape[0] == m.shape[1] and m.shape[0] > 0,
-            f"Request.matrix must be a non-empty square 2-D matrix, got shape {m.shape}",
-        )
-        # min >= 0 fails on NaN; |row sum - 1| <= 1e-9 fails on inf/NaN: together "finite"
-        _require(bool(m.min() >= 0), "Request.matrix must be finite and >= 0 everywhere")
-        worst = float(np.abs(m.sum(axis=1) - 1.0).max())
-        _require(
-            worst <= 1e-9,
-            f"Request.matrix must be finite with rows summing to 1 (|sum - 1| <= 1e-9), worst {worst:.3g}",
-        )
-
-
 @message(kind=2)
 class RandomizedValues(Message):
     """Party → controller: the randomized codes released for ``request_id``.
@@ -381,38 +316,6 @@ class Refusal(Message):
         _require(bool(self.reason), "Refusal.reason must not be empty")
         _check_epsilon("Refusal.requested", self.requested)
         _check_epsilon("Refusal.remaining", self.remaining)
-
-
-@message(kind=4)
-class Announce(Message):
-    """Controller → parties: a decision every party must know (clusters, parameters, ...).
-
-    Parameters
-    ----------
-    topic
-        Non-empty name of what is announced (e.g. ``"clusters"``).
-    clusters
-        Disjoint, non-empty tuples of attribute indices (>= 0).
-    values
-        float64 array of numbers that go with the announcement (e.g. ε per cluster).
-    ids
-        Free identifiers (>= 0).
-    """
-
-    topic: str
-    clusters: tuple[tuple[int, ...], ...] = ()
-    values: FloatArray = field(default_factory=lambda: np.empty(0))
-    ids: tuple[int, ...] = ()
-
-    def validate(self) -> None:
-        _require(bool(self.topic), "Announce.topic must not be empty")
-        seen: set[int] = set()
-        for c in self.clusters:
-            _require(len(c) > 0, "Announce.clusters must not contain an empty cluster")
-            _check_ids("Announce.clusters", c)
-            _require(seen.isdisjoint(c), f"Announce.clusters must be disjoint, got {self.clusters}")
-            seen.update(c)
-        _check_ids("Announce.ids", self.ids)
 
 
 @message(kind=5)

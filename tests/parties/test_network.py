@@ -10,9 +10,9 @@ import pytest
 import parties.network as network
 from mprr.errors import ConfigurationError, RoundTimeout
 from parties.wire.codec import encode
-from parties.wire.messages import Announce, RandomizedValues, Request
+from parties.wire.messages import RandomizedValues
 from parties.network import CONTROLLER, FaultPlan, InMemoryNetwork, LatencyModel, Transport
-from tests.parties.transport_helpers import answer_requests
+from tests.parties.transport_helpers import Probe, answer_requests
 
 ADULT_N = 32_561
 
@@ -39,12 +39,12 @@ async def test_two_actors_exchange_a_request_and_a_reply() -> None:
     P = np.array([[0.5, 0.25, 0.25], [0.25, 0.5, 0.25], [0.25, 0.25, 0.5]])
 
     async def party() -> None:
-        env = await p0.recv(kinds=Request, timeout=1.0)
+        env = await p0.recv(kinds=Probe, timeout=1.0)
         await p0.send(CONTROLLER, RandomizedValues(env.message.request_id, [2]), phase="collect")
 
     async def controller() -> RandomizedValues:
         with net.round("collect"):
-            await ctrl.send(0, Request(7, (0,), P), phase="collect")
+            await ctrl.send(0, Probe(7, (0,), P), phase="collect")
             env = await ctrl.recv(kinds=RandomizedValues, sources=[0], timeout=1.0)
         return env.message
 
@@ -54,18 +54,18 @@ async def test_two_actors_exchange_a_request_and_a_reply() -> None:
     assert reply.result() == RandomizedValues(7, [2])
     s = net.statistics()
     assert s.rounds == 1 and s.messages == 2
-    assert s.bytes == len(encode(Request(7, (0,), P))) + len(encode(RandomizedValues(7, [2])))
+    assert s.bytes == len(encode(Probe(7, (0,), P))) + len(encode(RandomizedValues(7, [2])))
 
 
 async def test_broadcast_counts_one_message_per_receiver_and_shares_the_decoded_message() -> None:
     net = InMemoryNetwork(4)
-    ann = Announce("clusters", ((0, 1), (2,)))
+    ann = Probe(3, (0, 1), np.eye(2))
     await net.endpoint(CONTROLLER).broadcast(range(4), ann, phase="announce")
     envs = [await net.endpoint(i).recv(timeout=0.1) for i in range(4)]
     assert all(e.message == ann for e in envs)
     assert envs[0].message is envs[3].message  # one immutable decode per broadcast
     s = net.statistics()
-    assert s.by_kind["Announce"].messages == 4 and s.bytes == 4 * len(encode(ann))
+    assert s.by_kind["Probe"].messages == 4 and s.bytes == 4 * len(encode(ann))
 
 
 @pytest.mark.slow
@@ -76,7 +76,7 @@ async def test_adult_scale_round_trip_with_latency() -> None:
     """
     net = InMemoryNetwork(ADULT_N, latency=LatencyModel(latency=0.02, bandwidth=1e6))
     ctrl = net.endpoint(CONTROLLER)
-    req = Request(1, (0,), np.full((4, 4), 0.25))
+    req = Probe(1, (0,), np.full((4, 4), 0.25))
 
     async def controller() -> dict:
         with net.round("request"):
@@ -102,7 +102,7 @@ async def test_round_timeout_never_hangs_at_scale() -> None:
     n = 2_000
     net = InMemoryNetwork(n, faults=FaultPlan(drop=0.01), seed=3)
     ctrl = net.endpoint(CONTROLLER)
-    req = Request(1, (0,), np.eye(2))
+    req = Probe(1, (0,), np.eye(2))
     loop = asyncio.get_running_loop()
     start = loop.time()
     with pytest.raises(ExceptionGroup) as info:

@@ -9,13 +9,13 @@ import pytest
 
 from mprr.errors import ConfigurationError
 from parties.wire.codec import encode
-from parties.wire.messages import Ack, RandomizedValues, Refusal, Request
+from parties.wire.messages import Ack, RandomizedValues, Refusal
 from parties.network import CONTROLLER, InMemoryNetwork, LatencyModel
 from parties.traffic import Counts, PhaseCounts, RoundRecord
-from tests.parties.transport_helpers import identity_matrix
+from tests.parties.transport_helpers import Probe, identity_matrix
 
-REQ = Request(1, (0,), identity_matrix(3))
-REQ_SIZE = 5 + 8 + 12 + 90 + 9 + 8 + 4  # header, id, attributes, 3x3 matrix, "dense", ε, ids
+REQ = Probe(1, (0,), identity_matrix(3))
+REQ_SIZE = 5 + 8 + 12 + 90  # header, id, attributes (count + one int), 3x3 float64 matrix (code, ndim, shape, data)
 REPLY_SIZE = 5 + 8 + 18 + 4  # header, id, one-element int64 array, ids
 REFUSAL = Refusal(1, "budget", 1.0, 0.0)
 REFUSAL_SIZE = 5 + 8 + (4 + 6) + 8 + 8
@@ -33,7 +33,7 @@ async def _exchange(net: InMemoryNetwork) -> None:
 
 
 def test_sizes_used_below_are_the_real_encoded_sizes() -> None:
-    assert len(encode(REQ)) == REQ_SIZE == 136
+    assert len(encode(REQ)) == REQ_SIZE == 115
     assert len(encode(RandomizedValues(1, [2]))) == REPLY_SIZE == 35
     assert len(encode(REFUSAL)) == REFUSAL_SIZE == 39
 
@@ -43,7 +43,7 @@ async def test_counts_match_hand_computed_bytes() -> None:
     await _exchange(net)
     s = net.statistics()
     assert s.messages == 7 and s.delivered == 7
-    assert s.bytes == 3 * REQ_SIZE + 3 * REPLY_SIZE + REFUSAL_SIZE == 552
+    assert s.bytes == 3 * REQ_SIZE + 3 * REPLY_SIZE + REFUSAL_SIZE == 489
     assert s.by_sender == {
         CONTROLLER: Counts(3, 3 * REQ_SIZE),
         0: Counts(1, REPLY_SIZE),
@@ -57,7 +57,7 @@ async def test_counts_match_hand_computed_bytes() -> None:
         2: Counts(1, REQ_SIZE),
     }
     assert s.by_kind == {
-        "Request": Counts(3, 3 * REQ_SIZE),
+        "Probe": Counts(3, 3 * REQ_SIZE),
         "RandomizedValues": Counts(3, 3 * REPLY_SIZE),
         "Refusal": Counts(1, REFUSAL_SIZE),
     }

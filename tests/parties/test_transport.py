@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from mprr.errors import ConfigurationError, PartyDropped, ProtocolError, RoundTimeout
 from parties.wire.codec import encode
-from parties.wire.messages import Abort, Ack, Announce, RandomizedValues, Request
+from parties.wire.messages import Abort, Ack, RandomizedValues
 from parties.network import CONTROLLER, Frame, InMemoryNetwork
-from tests.parties.transport_helpers import ChaosTransport, answer_requests, identity_matrix
+from tests.parties.transport_helpers import ChaosTransport, Probe, answer_requests, identity_matrix
 from tests.virtual_clock import run_virtual
 
 T = 0.05  # tiny timeouts keep the failure tests fast
@@ -38,7 +38,7 @@ def test_endpoints_are_cached_and_checked() -> None:
 async def test_request_reply_inside_a_task_group() -> None:
     net = InMemoryNetwork(2)
     ctrl = net.endpoint(CONTROLLER)
-    req = Request(7, (0,), identity_matrix(3))
+    req = Probe(7, (0,), identity_matrix(3))
 
     async def controller() -> RandomizedValues:
         await ctrl.send(1, req, phase="collect")
@@ -143,7 +143,7 @@ async def test_a_cancelled_recv_loses_nothing() -> None:
 async def test_rejected_frames_are_counted_against_their_sender_and_fail_no_receive() -> None:
     # Before: a rejected frame failed whichever recv was waiting, whatever its filter.
     net = InMemoryNetwork(2)
-    party = net.endpoint(0, accept=[Request, Announce, Abort])
+    party = net.endpoint(0, accept=[Probe, Abort])
     ctrl = net.endpoint(CONTROLLER)
     await ctrl.send(0, Ack(1), phase="p")  # a kind party 0 does not accept
     await net._transmit(Frame(1, 0, "p", 99, b"\xff garbage"))  # undecodable, from party 1
@@ -253,7 +253,7 @@ async def _run_round(net: ChaosTransport, n: int, timeout: float, party_timeout:
 
     async def controller() -> dict[int, int]:
         for i in range(n):
-            await ctrl.send(i, Request(100 + i, (0,), identity_matrix(2)), phase="collect")
+            await ctrl.send(i, Probe(100 + i, (0,), identity_matrix(2)), phase="collect")
         got = await ctrl.gather(range(n), kinds=RandomizedValues, phase="collect", timeout=timeout)
         return {src: env.message.request_id for src, env in got.items()}
 

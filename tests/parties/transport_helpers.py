@@ -13,11 +13,20 @@ import asyncio
 
 import numpy as np
 
-from parties.wire.messages import RandomizedValues, Request
+from parties.wire.messages import FloatArray, Message, RandomizedValues, message
 from parties.network import CONTROLLER, Endpoint
 from parties.transport import Frame, Transport
 
-__all__ = ["ChaosTransport", "answer_requests", "identity_matrix"]
+__all__ = ["ChaosTransport", "Probe", "answer_requests", "identity_matrix"]
+
+
+@message(kind=60300)
+class Probe(Message):
+    """Test-only controller → party message: an id to echo, attribute indices and a matrix."""
+
+    request_id: int
+    attributes: tuple[int, ...]
+    matrix: FloatArray
 
 
 class ChaosTransport(Transport):
@@ -77,8 +86,8 @@ def identity_matrix(r: int) -> np.ndarray:
 
 
 async def answer_requests(ep: Endpoint, count: int, *, timeout: float = 1.0) -> None:
-    """A minimal party: answer ``count`` Requests with its own id (mod 4) as the released code."""
+    """A minimal party: answer ``count`` Probes with its own id (mod 4) as the released code."""
     for _ in range(count):
-        env = await ep.recv(kinds=Request, timeout=timeout)
+        env = await ep.recv(kinds=Probe, timeout=timeout)
         reply = RandomizedValues(env.message.request_id, [ep.actor % 4])
         await ep.send(CONTROLLER, reply, phase=env.phase)

@@ -84,12 +84,12 @@ def test_ledger_entries() -> None:
     units = ((0, 1),)
     rel = release_units(
         "pairs", ds.codes, ds.sizes, units, (cluster_optimal((4, 3), 3.0),),
-        np.random.default_rng(1).random((ds.n, 1)), linkable=False, shares=[(1.0, 2.0)],
+        np.random.default_rng(1).random((ds.n, 1)), linkable=False,
     )
     (entry,) = rel.ledger_entries(names)
     assert entry.attributes == (names[0], names[1])
     assert entry.epsilon == pytest.approx(3.0)
-    assert entry.attribute_epsilons == (1.0, 2.0)
+    assert entry.attribute_epsilons is None
     assert not entry.linkable and entry.phase == "pairs"
     exact = exact_tables("d", ds.codes, ds.sizes, units, max_cells=100).ledger_entries(names)
     assert exact[0].exact and math.isinf(exact[0].epsilon)

@@ -17,14 +17,13 @@ from parties.wire.messages import (
     ARRAY_DTYPES,
     Abort,
     Ack,
-    Announce,
     IntArray,
     Message,
     RandomizedValues,
     Refusal,
-    Request,
     message,
 )
+from parties.wire.requests import ReleaseRequest
 
 # Test kinds 60200..60299.
 
@@ -94,9 +93,6 @@ def test_header_and_hand_computed_sizes() -> None:
     assert data[5:13] == struct.pack("<q", 1)
     # RandomizedValues(7, [3]): header 5 + id 8 + array (code 1 + ndim 1 + shape 8 + data 8) + ids count 4
     assert len(encode(RandomizedValues(7, [3]))) == 5 + 8 + (2 + 8 + 8) + 4 == 35
-    # Request with a 3x3 matrix: 5 + id 8 + attrs (4 + 8) + matrix (2 + 16 + 72) + "dense" (4 + 5)
-    # + epsilon 8 + ids 4
-    assert len(encode(Request(1, (0,), np.eye(3)))) == 5 + 8 + 12 + 90 + 9 + 8 + 4 == 136
     # Abort("x"): 5 + (4 + 1) + (4 + 0)
     assert len(encode(Abort("x"))) == 14
 
@@ -121,13 +117,10 @@ def test_fixed_field_runs_are_packed_together() -> None:
 @pytest.mark.parametrize(
     "msg",
     [
-        Request(3, (2, 0), np.array([[0.75, 0.25], [0.25, 0.75]]), epsilon=math.log(3), ids=(4,)),
-        Request(9, (0, 1), [0.25, 6.0], mechanism="params"),
+        ReleaseRequest(3, "collect", ((2, 0), (1,)), ((2, 0),), ("keep-or-uniform",), ((0.75,),)),
         RandomizedValues(2, np.arange(5)),
         RandomizedValues(0, []),
         Refusal(1, "budget exhausted", 0.7, math.inf),
-        Announce("clusters", ((0, 1), (2,)), [1.0, 2.0], (5, 6)),
-        Announce("empty"),
         Abort("stop", "collect"),
         Ack(12),
     ],
@@ -311,10 +304,10 @@ def test_rejects_invalid_utf8() -> None:
 
 def test_rejects_a_kind_not_expected() -> None:
     data = encode(Ack(1))
-    assert decode(data, expected=[Ack, Request]) == Ack(1)
+    assert decode(data, expected=[Ack, Refusal]) == Ack(1)
     assert decode(data, expected="Ack") == Ack(1)
-    with pytest.raises(MessageError, match=r"unexpected message kind Ack \(6\); expected one of \['RandomizedValues', 'Request'\]"):
-        decode(data, expected=[Request, RandomizedValues])
+    with pytest.raises(MessageError, match=r"unexpected message kind Ack \(6\); expected one of \['RandomizedValues', 'Refusal'\]"):
+        decode(data, expected=[Refusal, RandomizedValues])
 
 
 def test_rejects_values_that_fail_validation() -> None:
@@ -366,9 +359,9 @@ def test_corrupted_bytes_raise_only_message_error(data: st.DataObject) -> None:
         st.sampled_from(
             [
                 _everything(),
-                Request(3, (2, 0), np.array([[0.75, 0.25], [0.25, 0.75]])),
+                ReleaseRequest(3, "collect", ((2, 0), (1,)), ((2, 0),), ("keep-or-uniform",), ((0.75,),)),
                 RandomizedValues(2, np.arange(3)),
-                Announce("clusters", ((0, 1), (2,)), [1.0]),
+                Refusal(1, "budget exhausted", 0.7, math.inf),
             ]
         )
     )

@@ -13,14 +13,12 @@ from mprr.errors import MessageError, ProtocolError
 from parties.wire.messages import (
     Abort,
     Ack,
-    Announce,
     ArraySpec,
     FloatArray,
     IntArray,
     Message,
     RandomizedValues,
     Refusal,
-    Request,
     message,
     message_class,
     resolve_kinds,
@@ -50,34 +48,39 @@ class Shaped(Message):
     grid: Annotated[np.ndarray, ArraySpec(("float64",), ndim=2)]
 
 
-def _eye(r: int) -> np.ndarray:
-    return np.eye(r)
+@message(kind=60106)
+class Tagged(Message):
+    """Nested tuples and a float array with a default."""
+
+    topic: str
+    groups: tuple[tuple[int, ...], ...] = ()
+    values: FloatArray = dataclasses.field(default_factory=lambda: np.empty(0))
 
 
 # ------------------------------------------------------------------ registration
 
 
 def test_generic_kinds_are_registered_with_unique_numbers_and_names() -> None:
-    expected = {1: "Request", 2: "RandomizedValues", 3: "Refusal", 4: "Announce", 5: "Abort", 6: "Ack"}
+    expected = {2: "RandomizedValues", 3: "Refusal", 5: "Abort", 6: "Ack"}
     assert {k: message_class(k).NAME for k in expected} == expected
     assert message_class(60100).NAME == "Sample"
-    assert Request.KIND == 1 and Request.NAME == "Request"
+    assert Refusal.KIND == 3 and Refusal.NAME == "Refusal"
     assert message_class(2) is RandomizedValues
     assert message_class("Refusal") is Refusal
 
 
 def test_duplicate_kind_number_is_rejected() -> None:
-    with pytest.raises(MessageError, match=r"kind 1 .*already registered to parties\.wire\.messages\.Request"):
+    with pytest.raises(MessageError, match=r"kind 3 .*already registered to parties\.wire\.messages\.Refusal"):
 
-        @message(kind=1)
+        @message(kind=3)
         class Clash(Message):
             x: int
 
 
 def test_duplicate_name_is_rejected() -> None:
-    with pytest.raises(MessageError, match=r"name 'Request' .*already registered"):
+    with pytest.raises(MessageError, match=r"name 'Refusal' .*already registered"):
 
-        @message(kind=60102, name="Request")
+        @message(kind=60102, name="Refusal")
         class Other(Message):
             x: int
 
@@ -121,8 +124,8 @@ def test_unknown_kind_lookup() -> None:
 
 def test_resolve_kinds_accepts_classes_names_and_numbers() -> None:
     assert resolve_kinds(None) is None
-    assert resolve_kinds(Request) == frozenset({1})
-    assert resolve_kinds([Request, "Ack", 2]) == frozenset({1, 2, 6})
+    assert resolve_kinds(Refusal) == frozenset({3})
+    assert resolve_kinds([Refusal, "Ack", 2]) == frozenset({2, 3, 6})
     with pytest.raises(MessageError, match="kinds must be registered Message classes"):
         resolve_kinds([3.5])  # type: ignore[list-item]
     with pytest.raises(MessageError, match="kinds must be registered Message classes"):
@@ -201,11 +204,11 @@ def test_messages_are_frozen_and_unhashable() -> None:
 
 
 def test_equality_compares_arrays_by_dtype_shape_and_values() -> None:
-    a = Announce("clusters", ((0, 1), (2,)), [1.0, math.nan])
-    b = Announce("clusters", [[0, 1], [2]], np.array([1.0, math.nan]))
+    a = Tagged("clusters", ((0, 1), (2,)), [1.0, math.nan])
+    b = Tagged("clusters", [[0, 1], [2]], np.array([1.0, math.nan]))
     assert a == b
-    assert a != Announce("clusters", ((0, 1), (2,)), [1.0, 2.0])
-    assert a != Announce("clusters", ((0, 1),), [1.0, math.nan])
+    assert a != Tagged("clusters", ((0, 1), (2,)), [1.0, 2.0])
+    assert a != Tagged("clusters", ((0, 1),), [1.0, math.nan])
     assert Ack(1) != Abort("x")
     assert RandomizedValues(1, [1, 2]) != RandomizedValues(1, [1, 3])
     assert RandomizedValues(1, [1, 2]) == RandomizedValues(1, np.array([1, 2]))
@@ -213,42 +216,6 @@ def test_equality_compares_arrays_by_dtype_shape_and_values() -> None:
 
 
 # ------------------------------------------------------------------ validation of generic kinds
-
-
-def test_request_accepts_a_stochastic_matrix_and_params() -> None:
-    P = np.array([[0.75, 0.25], [0.25, 0.75]])
-    req = Request(3, (1, 0), P, epsilon=math.log(3), ids=(7,))
-    assert req.attributes == (1, 0) and req.matrix.shape == (2, 2) and req.mechanism == "dense"
-    params = Request(4, (0, 1, 2), [0.5, 24.0], mechanism="params")
-    assert params.matrix.tolist() == [0.5, 24.0]
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "pattern"),
-    [
-        ({"request_id": -1}, r"Request\.request_id must be >= 0, got -1"),
-        ({"attributes": ()}, r"Request\.attributes must not be empty"),
-        ({"attributes": (0, 0)}, r"Request\.attributes must be distinct"),
-        ({"attributes": (-2,)}, r"Request\.attributes must contain integers >= 0, got -2"),
-        ({"ids": (-1,)}, r"Request\.ids must contain integers >= 0"),
-        ({"epsilon": -0.5}, r"Request\.epsilon must be >= 0 \(inf allowed\), got -0\.5"),
-        ({"epsilon": math.nan}, r"Request\.epsilon must be >= 0"),
-        ({"mechanism": "magic"}, r"Request\.mechanism must be one of \('dense', 'params'\), got 'magic'"),
-        ({"matrix": np.ones((2, 3)) / 3}, r"non-empty square 2-D matrix, got shape \(2, 3\)"),
-        ({"matrix": np.zeros((0, 0))}, r"non-empty square 2-D matrix, got shape \(0, 0\)"),
-        ({"matrix": np.array([[1.5, -0.5], [0.5, 0.5]])}, r"must be finite and >= 0 everywhere"),
-        ({"matrix": np.array([[0.5, 0.4], [0.5, 0.5]])}, r"rows summing to 1 .* worst 0\.1"),
-        ({"matrix": np.array([[np.nan, 1.0], [0.5, 0.5]])}, r"must be finite and >= 0"),
-        ({"matrix": np.array([[np.inf, 1.0], [0.5, 0.5]])}, r"must be finite with rows summing to 1"),
-        ({"matrix": np.ones((2, 2)) / 2, "mechanism": "params"}, r"\(params\) must be 1-D"),
-        ({"matrix": [np.inf], "mechanism": "params"}, r"Request\.matrix must be finite"),
-    ],
-)
-def test_request_validation(kwargs: dict, pattern: str) -> None:
-    base = {"request_id": 1, "attributes": (0,), "matrix": _eye(2)}
-    base.update(kwargs)
-    with pytest.raises(MessageError, match=pattern):
-        Request(**base)
 
 
 @pytest.mark.parametrize(
@@ -262,10 +229,6 @@ def test_request_validation(kwargs: dict, pattern: str) -> None:
         (lambda: Refusal(1, "budget", -1.0, 0.5), r"Refusal\.requested must be >= 0"),
         (lambda: Refusal(1, "budget", 1.0, math.nan), r"Refusal\.remaining must be >= 0"),
         (lambda: Refusal(-4, "budget", 1.0, 0.5), r"Refusal\.request_id must be >= 0, got -4"),
-        (lambda: Announce(""), r"Announce\.topic must not be empty"),
-        (lambda: Announce("c", ((0,), ())), r"must not contain an empty cluster"),
-        (lambda: Announce("c", ((0, 1), (1, 2))), r"Announce\.clusters must be disjoint"),
-        (lambda: Announce("c", ((0, -1),)), r"Announce\.clusters must contain integers >= 0"),
         (lambda: Abort(""), r"Abort\.reason must not be empty"),
         (lambda: Ack(-1), r"Ack\.request_id must be >= 0"),
         (lambda: Ack(1, (-2,)), r"Ack\.ids must contain integers >= 0"),
@@ -279,7 +242,6 @@ def test_generic_kind_validation(make, pattern: str) -> None:
 def test_valid_generic_messages() -> None:
     assert RandomizedValues(0, np.arange(40)).codes.sum() == 780
     assert Refusal(2, "budget exhausted", math.inf, 0.0).requested == math.inf
-    assert Announce("clusters", ((2, 0), (1,)), [0.5, 0.5], (9,)).clusters == ((2, 0), (1,))
     assert Abort("party 3 crashed", "collect").phase == "collect"
     assert Ack(5, (1, 2)).ids == (1, 2)
 
@@ -299,6 +261,6 @@ def test_validate_errors_of_other_types_become_message_errors() -> None:
 
 
 def test_float_array_and_default_factory() -> None:
-    ann = Announce("x")
+    ann = Tagged("x")
     assert ann.values.dtype == np.float64 and ann.values.size == 0
     assert FloatArray is not IntArray
