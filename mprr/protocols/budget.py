@@ -19,13 +19,12 @@ pair's product domain with ``ε_i + ε_j`` (or a given ``ε_pair``).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from mprr.errors import ConfigurationError
-from mprr.matrices import RandomizationMatrix, cluster_optimal, grr, keep_or_uniform
+from mprr.matrices import RandomizationMatrix, check_epsilon, cluster_optimal, grr, keep_or_uniform
 from mprr.protocols.steps import MatrixSpec
 
 __all__ = [
@@ -36,25 +35,7 @@ __all__ = [
     "cluster_spec",
     "pair_matrix",
     "pair_spec",
-    "check_epsilon",
 ]
-
-
-def check_epsilon(value: object, name: str = "epsilon") -> float:
-    """Validate one ε: a finite real number > 0.
-
-    Raises
-    ------
-    ConfigurationError
-        ``"epsilon must be finite and > 0, got -1.0"``.
-    """
-    try:
-        eps = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ConfigurationError(f"{name} must be finite and > 0, got {value!r}") from None
-    if isinstance(value, bool) or not math.isfinite(eps) or eps <= 0:
-        raise ConfigurationError(f"{name} must be finite and > 0, got {value!r}")
-    return eps
 
 
 def _check_p(value: object, name: str = "p") -> float:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from mprr.data import Dataset, Schema
 from mprr.errors import ConfigurationError, DomainTooLargeError
-from mprr.matrices import MAX_DENSE_CELLS, RandomizationMatrix
-from mprr.protocols.budget import attribute_epsilons, attribute_matrices, check_epsilon
+from mprr.matrices import MAX_DENSE_CELLS, RandomizationMatrix, check_epsilon
+from mprr.protocols.budget import attribute_epsilons, attribute_matrices
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
 from mprr.protocols.local import run_local
 from mprr.protocols.release import ReleasedData

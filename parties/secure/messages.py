@@ -30,8 +30,7 @@ from typing import Annotated
 
 import numpy as np
 
-from parties.wire.messages import ArraySpec, Message, message
-from mprr.errors import MessageError
+from parties.wire.messages import ArraySpec, Message, message, require
 
 __all__ = [
     "ShareVector",
@@ -57,19 +56,14 @@ SECRET_MASK_KEY = 1
 """UnmaskShares.which: share of the mask private key s_sk_u of a dropped party u."""
 
 
-def _require(ok: bool, text: str) -> None:
-    if not ok:
-        raise MessageError(text)
-
-
 def _session(name: str, session: str) -> None:
-    _require(bool(session), f"{name}.session must not be empty")
+    require(bool(session), f"{name}.session must not be empty")
 
 
 def _ids(where: str, values: tuple[int, ...]) -> None:
     if values:
-        _require(min(values) >= 0, f"{where} must contain party ids >= 0, got {values[:10]}")
-        _require(len(set(values)) == len(values), f"{where} must be distinct, got {values[:10]}")
+        require(min(values) >= 0, f"{where} must contain party ids >= 0, got {values[:10]}")
+        require(len(set(values)) == len(values), f"{where} must be distinct, got {values[:10]}")
 
 
 @message(kind=64)
@@ -86,7 +80,7 @@ class ShareVector(Message):
 
     def validate(self) -> None:
         _session("ShareVector", self.session)
-        _require(self.combination >= -1, f"ShareVector.combination must be >= -1, got {self.combination}")
+        require(self.combination >= -1, f"ShareVector.combination must be >= -1, got {self.combination}")
 
 
 @message(kind=65)
@@ -99,7 +93,7 @@ class PartialSum(Message):
 
     def validate(self) -> None:
         _session("PartialSum", self.session)
-        _require(self.combination >= -1, f"PartialSum.combination must be >= -1, got {self.combination}")
+        require(self.combination >= -1, f"PartialSum.combination must be >= -1, got {self.combination}")
 
 
 @message(kind=66)
@@ -113,9 +107,9 @@ class PublicKeys(Message):
 
     def validate(self) -> None:
         _session("PublicKeys", self.session)
-        _require(1 <= len(self.keys) <= 2, f"PublicKeys.keys must hold 1 or 2 keys, got {len(self.keys)}")
-        _require(all(len(k) == 32 for k in self.keys), "PublicKeys.keys must be 32-byte X25519 keys")
-        _require(len(self.signature) in (0, 64),
+        require(1 <= len(self.keys) <= 2, f"PublicKeys.keys must hold 1 or 2 keys, got {len(self.keys)}")
+        require(all(len(k) == 32 for k in self.keys), "PublicKeys.keys must be 32-byte X25519 keys")
+        require(len(self.signature) in (0, 64),
                  f"PublicKeys.signature must be empty or a 64-byte signature, got {len(self.signature)} bytes")
 
 
@@ -133,11 +127,11 @@ class KeyDirectory(Message):
     def validate(self) -> None:
         _session("KeyDirectory", self.session)
         _ids("KeyDirectory.parties", self.parties)
-        _require(len(self.keys) == len(self.parties),
+        require(len(self.keys) == len(self.parties),
                  f"KeyDirectory.keys must have one entry per party ({len(self.parties)}), got {len(self.keys)}")
-        _require(all(len(k) in (32, 64) for k in self.keys),
+        require(all(len(k) in (32, 64) for k in self.keys),
                  "KeyDirectory.keys entries must be 1 or 2 concatenated 32-byte X25519 keys")
-        _require(len(self.signatures) in (0, len(self.parties)) and all(len(s) == 64 for s in self.signatures),
+        require(len(self.signatures) in (0, len(self.parties)) and all(len(s) == 64 for s in self.signatures),
                  "KeyDirectory.signatures must be empty or one 64-byte signature per party")
 
 
@@ -152,7 +146,7 @@ class SealedShares(Message):
     def validate(self) -> None:
         _session("SealedShares", self.session)
         _ids("SealedShares.recipients", self.recipients)
-        _require(len(self.ciphertexts) == len(self.recipients),
+        require(len(self.ciphertexts) == len(self.recipients),
                  "SealedShares.ciphertexts must have one entry per recipient")
 
 
@@ -167,7 +161,7 @@ class RelayedShares(Message):
     def validate(self) -> None:
         _session("RelayedShares", self.session)
         _ids("RelayedShares.senders", self.senders)
-        _require(len(self.ciphertexts) == len(self.senders),
+        require(len(self.ciphertexts) == len(self.senders),
                  "RelayedShares.ciphertexts must have one entry per sender")
 
 
@@ -203,11 +197,11 @@ class UnmaskRequest(Message):
         for view in self.views:
             _ids("UnmaskRequest.views entries", view)
         k = len(self.signers)
-        _require(len(self.view_of) == k and len(self.signatures) == k,
+        require(len(self.view_of) == k and len(self.signatures) == k,
                  "UnmaskRequest needs one view index and one signature per signer")
-        _require(all(0 <= i < len(self.views) for i in self.view_of),
+        require(all(0 <= i < len(self.views) for i in self.view_of),
                  f"UnmaskRequest.view_of must index views (0..{len(self.views) - 1})")
-        _require(all(len(s) == 64 for s in self.signatures), "UnmaskRequest.signatures must be 64 bytes each")
+        require(all(len(s) == 64 for s in self.signatures), "UnmaskRequest.signatures must be 64 bytes each")
 
 
 @message(kind=72)
@@ -226,12 +220,12 @@ class UnmaskShares(Message):
         _session("UnmaskShares", self.session)
         _ids("UnmaskShares.owners", self.owners)
         k = len(self.owners)
-        _require(len(self.which) == k and len(self.abscissae) == k and len(self.values) == k,
+        require(len(self.which) == k and len(self.abscissae) == k and len(self.values) == k,
                  "UnmaskShares fields must all have one entry per owner")
-        _require(all(w in (SECRET_SELF_MASK, SECRET_MASK_KEY) for w in self.which),
+        require(all(w in (SECRET_SELF_MASK, SECRET_MASK_KEY) for w in self.which),
                  f"UnmaskShares.which entries must be 0 (self mask) or 1 (mask key), got {self.which}")
-        _require(not self.abscissae or min(self.abscissae) >= 1, "UnmaskShares.abscissae must be >= 1")
-        _require(all(len(v) == 33 for v in self.values), "UnmaskShares.values must be 33-byte shares")
+        require(not self.abscissae or min(self.abscissae) >= 1, "UnmaskShares.abscissae must be >= 1")
+        require(all(len(v) == 33 for v in self.values), "UnmaskShares.values must be 33-byte shares")
 
 
 @message(kind=73)
@@ -245,7 +239,7 @@ class SurvivorSet(Message):
     def validate(self) -> None:
         _session("SurvivorSet", self.session)
         _ids("SurvivorSet.survivors", self.survivors)
-        _require(list(self.survivors) == sorted(self.survivors), "SurvivorSet.survivors must be sorted")
+        require(list(self.survivors) == sorted(self.survivors), "SurvivorSet.survivors must be sorted")
 
 
 @message(kind=74)
@@ -257,4 +251,4 @@ class SurvivorSignature(Message):
 
     def validate(self) -> None:
         _session("SurvivorSignature", self.session)
-        _require(len(self.signature) == 64, "SurvivorSignature.signature must be 64 bytes")
+        require(len(self.signature) == 64, "SurvivorSignature.signature must be 64 bytes")

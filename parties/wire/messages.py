@@ -62,6 +62,7 @@ __all__ = [
     "Refusal",
     "message",
     "message_class",
+    "require",
 ]
 
 # --------------------------------------------------------------------------- registry
@@ -253,16 +254,17 @@ def _resolve(kinds: Iterable[int | str | type[Message]] | int | str | type[Messa
 # --------------------------------------------------------------------------- validation helpers
 
 
-def _require(ok: bool, text: str) -> None:
+def require(ok: bool, text: str) -> None:
+    """Raise :class:`~mprr.errors.MessageError` with ``text`` unless ``ok`` (for :meth:`Message.validate`)."""
     if not ok:
         raise MessageError(text)
 
 
 def _check_ids(where: str, values: tuple[int, ...], *, distinct: bool = False) -> None:
     for v in values:
-        _require(v >= 0, f"{where} must contain integers >= 0, got {v}")
+        require(v >= 0, f"{where} must contain integers >= 0, got {v}")
     if distinct:
-        _require(len(set(values)) == len(values), f"{where} must be distinct, got {values}")
+        require(len(set(values)) == len(values), f"{where} must be distinct, got {values}")
 
 
 def _min(values: np.ndarray) -> float | int:
@@ -273,7 +275,7 @@ def _min(values: np.ndarray) -> float | int:
 
 
 def _check_epsilon(where: str, value: float) -> None:
-    _require(not math.isnan(value) and value >= 0, f"{where} must be >= 0 (inf allowed), got {value}")
+    require(not math.isnan(value) and value >= 0, f"{where} must be >= 0 (inf allowed), got {value}")
 
 
 # --------------------------------------------------------------------------- generic kinds
@@ -290,8 +292,8 @@ class RandomizedValues(Message):
     ids: tuple[int, ...] = ()
 
     def validate(self) -> None:
-        _require(self.request_id >= 0, f"RandomizedValues.request_id must be >= 0, got {self.request_id}")
-        _require(
+        require(self.request_id >= 0, f"RandomizedValues.request_id must be >= 0, got {self.request_id}")
+        require(
             self.codes.size == 0 or _min(self.codes) >= 0,
             "RandomizedValues.codes must be >= 0",
         )
@@ -312,8 +314,8 @@ class Refusal(Message):
     remaining: float
 
     def validate(self) -> None:
-        _require(self.request_id >= 0, f"Refusal.request_id must be >= 0, got {self.request_id}")
-        _require(bool(self.reason), "Refusal.reason must not be empty")
+        require(self.request_id >= 0, f"Refusal.request_id must be >= 0, got {self.request_id}")
+        require(bool(self.reason), "Refusal.reason must not be empty")
         _check_epsilon("Refusal.requested", self.requested)
         _check_epsilon("Refusal.remaining", self.remaining)
 
@@ -326,7 +328,7 @@ class Abort(Message):
     phase: str = ""
 
     def validate(self) -> None:
-        _require(bool(self.reason), "Abort.reason must not be empty")
+        require(bool(self.reason), "Abort.reason must not be empty")
 
 
 @message(kind=6)
@@ -337,5 +339,5 @@ class Ack(Message):
     ids: tuple[int, ...] = ()
 
     def validate(self) -> None:
-        _require(self.request_id >= 0, f"Ack.request_id must be >= 0, got {self.request_id}")
+        require(self.request_id >= 0, f"Ack.request_id must be >= 0, got {self.request_id}")
         _check_ids("Ack.ids", self.ids)

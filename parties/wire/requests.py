@@ -29,25 +29,19 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from mprr.errors import MessageError
 from mprr.protocols.steps import FAMILIES, Matrix, MatrixSpec
-from parties.wire.messages import Message, message
+from parties.wire.messages import Message, message, require
 
 __all__ = ["FAMILIES", "Matrix", "MatrixSpec", "ReleaseRequest", "SecureRelease", "SecureSumStart", "expand_runs",
            "roster_runs"]
 
 
-def _require(ok: bool, text: str) -> None:
-    if not ok:
-        raise MessageError(text)
-
-
 def _check_groups(where: str, groups: tuple[tuple[int, ...], ...]) -> None:
-    _require(len(groups) > 0, f"{where} must not be empty")
+    require(len(groups) > 0, f"{where} must not be empty")
     for g in groups:
-        _require(len(g) > 0, f"{where} must not contain an empty group, got {groups}")
-        _require(all(a >= 0 for a in g), f"{where} must hold attribute indices >= 0, got {g}")
-        _require(len(set(g)) == len(g), f"{where} groups must not repeat an attribute, got {g}")
+        require(len(g) > 0, f"{where} must not contain an empty group, got {groups}")
+        require(all(a >= 0 for a in g), f"{where} must hold attribute indices >= 0, got {g}")
+        require(len(set(g)) == len(g), f"{where} groups must not repeat an attribute, got {g}")
 
 
 @message(kind=100)
@@ -82,20 +76,20 @@ class ReleaseRequest(Message):
     params: tuple[tuple[float, ...], ...]
 
     def validate(self) -> None:
-        _require(self.request_id >= 0, f"ReleaseRequest.request_id must be >= 0, got {self.request_id}")
-        _require(bool(self.phase), "ReleaseRequest.phase must not be empty")
+        require(self.request_id >= 0, f"ReleaseRequest.request_id must be >= 0, got {self.request_id}")
+        require(bool(self.phase), "ReleaseRequest.phase must not be empty")
         _check_groups("ReleaseRequest.plan", self.plan)
         _check_groups("ReleaseRequest.units", self.units)
         k = len(self.units)
-        _require(
+        require(
             len(self.families) == k and len(self.params) == k,
             f"ReleaseRequest needs one family and one params tuple per unit ({k}), "
             f"got {len(self.families)} and {len(self.params)}",
         )
         for f in self.families:
-            _require(f in FAMILIES, f"ReleaseRequest.families must be in {list(FAMILIES)}, got {f!r}")
+            require(f in FAMILIES, f"ReleaseRequest.families must be in {list(FAMILIES)}, got {f!r}")
         for p in self.params:
-            _require(all(math.isfinite(x) for x in p), f"ReleaseRequest.params must be finite, got {p}")
+            require(all(math.isfinite(x) for x in p), f"ReleaseRequest.params must be finite, got {p}")
 
     @property
     def specs(self) -> tuple[MatrixSpec, ...]:
@@ -164,22 +158,22 @@ class SecureRelease(Message):
     params: tuple[tuple[float, ...], ...] = ()
 
     def validate(self) -> None:
-        _require(self.request_id >= 0, f"SecureRelease.request_id must be >= 0, got {self.request_id}")
-        _require(bool(self.phase), "SecureRelease.phase must not be empty")
-        _require(bool(self.session), "SecureRelease.session must not be empty")
+        require(self.request_id >= 0, f"SecureRelease.request_id must be >= 0, got {self.request_id}")
+        require(bool(self.phase), "SecureRelease.phase must not be empty")
+        require(bool(self.session), "SecureRelease.session must not be empty")
         _check_groups("SecureRelease.plan", self.plan)
         _check_groups("SecureRelease.units", self.units)
         k = len(self.units)
         want = 0 if self.exact else k
-        _require(
+        require(
             len(self.families) == want and len(self.params) == want,
             f"SecureRelease needs {want} families and params (exact={self.exact}, {k} units), "
             f"got {len(self.families)} and {len(self.params)}",
         )
         for f in self.families:
-            _require(f in FAMILIES, f"SecureRelease.families must be in {list(FAMILIES)}, got {f!r}")
+            require(f in FAMILIES, f"SecureRelease.families must be in {list(FAMILIES)}, got {f!r}")
         for p in self.params:
-            _require(all(math.isfinite(x) for x in p), f"SecureRelease.params must be finite, got {p}")
+            require(all(math.isfinite(x) for x in p), f"SecureRelease.params must be finite, got {p}")
 
     @property
     def specs(self) -> tuple[MatrixSpec, ...]:
@@ -231,13 +225,13 @@ class SecureSumStart(Message):
     roster: tuple[tuple[int, ...], ...]
 
     def validate(self) -> None:
-        _require(self.request_id >= 0, f"SecureSumStart.request_id must be >= 0, got {self.request_id}")
-        _require(bool(self.session), "SecureSumStart.session must not be empty")
-        _require(bool(self.engine), "SecureSumStart.engine must not be empty")
-        _require(len(self.roster) > 0, "SecureSumStart.roster must not be empty")
+        require(self.request_id >= 0, f"SecureSumStart.request_id must be >= 0, got {self.request_id}")
+        require(bool(self.session), "SecureSumStart.session must not be empty")
+        require(bool(self.engine), "SecureSumStart.engine must not be empty")
+        require(len(self.roster) > 0, "SecureSumStart.roster must not be empty")
         last = -1
         for run in self.roster:
-            _require(len(run) == 2 and last < run[0] < run[1],
+            require(len(run) == 2 and last < run[0] < run[1],
                      f"SecureSumStart.roster must be sorted, disjoint, non-adjacent runs (start, stop) of "
                      f"party ids >= 0 with start < stop, got {self.roster[:10]}")
             last = run[1]

@@ -8,11 +8,10 @@ import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError
-from mprr.matrices import grr, keep_or_uniform
+from mprr.matrices import check_epsilon, grr, keep_or_uniform
 from mprr.protocols.budget import (
     attribute_epsilons,
     attribute_matrices,
-    check_epsilon,
     cluster_matrix,
     pair_matrix,
 )
@@ -89,5 +88,7 @@ def test_check_epsilon() -> None:
     assert check_epsilon(2) == 2.0
     with pytest.raises(ConfigurationError, match="epsilon must be finite and > 0, got True"):
         check_epsilon(True)
+    with pytest.raises(ConfigurationError, match="epsilon must be finite and > 0, got '0.5'"):
+        check_epsilon("0.5")  # one strict check for every ε: numbers only, no parsing of strings
     with pytest.raises(ConfigurationError, match="cluster attribute epsilon must be finite"):
         cluster_matrix([2, 2], [1.0, math.inf])
