@@ -25,7 +25,7 @@ import hashlib
 import secrets
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
@@ -249,16 +249,21 @@ async def collect(
     phase: str,
     timeout: float,
     partial: bool = False,
+    invalid: Callable[[int, M], str | None] | None = None,
 ) -> dict[int, M]:
     """One ``kind`` message of this ``session`` from each of ``sources`` within ``timeout`` s.
 
     A message of another session (a late or duplicated delivery of an earlier sum) is skipped
-    and its sender stays awaited.  Raises RoundTimeout naming the missing actors (unless
-    ``partial``: then returns what arrived).
+    and its sender stays awaited.  ``invalid(src, message)`` (optional) names what is wrong
+    with a well-formed message the protocol cannot use: such a message is rejected
+    (:meth:`~parties.transport.Endpoint.reject`, counted against its sender) and its sender is
+    treated as silent in this round, never as the end of the run.  Raises RoundTimeout naming
+    the missing actors (unless ``partial``: then returns what arrived).
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     pending = set(sources)
+    rejected: set[int] = set()
     out: dict[int, M] = {}
     while pending:
         remaining = deadline - loop.time()
@@ -269,10 +274,15 @@ async def collect(
             break
         for src, env in got.items():
             if getattr(env.message, "session", None) == session:
-                out[src] = env.message
+                reason = None if invalid is None else invalid(src, env.message)
+                if reason is None:
+                    out[src] = env.message
+                else:
+                    ep.reject(env, reason)
+                    rejected.add(src)
                 pending.discard(src)
-    if pending and not partial:
-        missing = tuple(sorted(pending))
+    if (pending or rejected) and not partial:
+        missing = tuple(sorted(pending | rejected))
         raise RoundTimeout(
             f"phase {phase!r}: {actor_name(ep.actor)} timed out after {timeout} s waiting for "
             f"{kind.NAME} of session {session!r} from {_names(missing)} "

@@ -291,10 +291,11 @@ class MaskedEngine(SecureSumEngine):
                 survivors=alive, threshold=minimum)
 
         await controller_phase(net, PHASES[0])
+        # a well-formed message a party cannot have sent honestly is rejected (counted against
+        # its sender) and the party is treated as a dropout of that round: the sum goes on
+        # over the others, exactly as when it fell silent
         keys = await collect(ep, ctx.parties, kind=PublicKeys, session=s, phase=PHASES[0],
-                             timeout=timeout, partial=True)
-        if any(len(m.keys) != 2 or len(m.signature) != SIGNATURE_BYTES for m in keys.values()):
-            raise MessageError("masked engine: every party must advertise (c_pk, s_pk) and its signature")
+                             timeout=timeout, partial=True, invalid=_bad_keys)
         u1 = set(keys)
         if len(u1) < minimum:
             raise abort("key advertisement", len(u1))
@@ -310,16 +311,19 @@ class MaskedEngine(SecureSumEngine):
                                           tuple(keys[j].signature for j in live)), phase=PHASES[0])
 
         await controller_phase(net, PHASES[1])
+        def bad_recipients(src: int, msg: SealedShares) -> str | None:
+            if msg.recipients != directory[src]:
+                return f"party {src} sealed shares for other parties than its live neighbours"
+            return None
+
         sealed = await collect(ep, sorted(u1), kind=SealedShares, session=s, phase=PHASES[1],
-                               timeout=timeout, partial=True)
+                               timeout=timeout, partial=True, invalid=bad_recipients)
         u2 = set(sealed)
         if len(u2) < minimum:
             raise abort("key sharing", len(u2))
         inbox: dict[int, list[tuple[int, bytes]]] = {p: [] for p in u2}
         for src in sorted(u2):
             msg = sealed[src]
-            if msg.recipients != directory[src]:
-                raise MessageError(f"party {src} sealed shares for other parties than its live neighbours")
             for dst, blob in zip(msg.recipients, msg.ciphertexts):
                 if dst in u2:
                     inbox[dst].append((src, blob))
@@ -328,8 +332,15 @@ class MaskedEngine(SecureSumEngine):
             await ep.send(p, RelayedShares(s, relayed[p], tuple(b for _, b in inbox[p])), phase=PHASES[1])
 
         await controller_phase(net, PHASES[2])
+        def bad_vector(src: int, msg: MaskedInput) -> str | None:
+            try:
+                checked_vector(msg.values, ring, ctx, -1, src)
+            except MessageError as exc:
+                return str(exc)
+            return None
+
         masked = await collect(ep, sorted(u2), kind=MaskedInput, session=s, phase=PHASES[2],
-                               timeout=timeout, partial=True)
+                               timeout=timeout, partial=True, invalid=bad_vector)
         u3 = set(masked)
         if len(u3) < minimum:
             raise abort("masked input collection", len(u3))
@@ -496,3 +507,10 @@ def _reconstruct(shares: list[Share], threshold: int, what: str) -> bytes:
             f"arrived, threshold t = {threshold}",
             survivors=len(shares), threshold=threshold,
         ) from exc
+
+
+def _bad_keys(src: int, msg: PublicKeys) -> str | None:
+    """Why an advertisement of keys is unusable (None: it is usable)."""
+    if len(msg.keys) != 2 or len(msg.signature) != SIGNATURE_BYTES:
+        return f"party {src} must advertise (c_pk, s_pk) and its signature"
+    return None

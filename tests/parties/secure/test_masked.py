@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError, SecureSumAborted
-from parties.network import CONTROLLER, FaultPlan
+from parties.network import CONTROLLER, FaultPlan, Frame
+from parties.secure.engine import run_secure_sum
+from parties.secure.messages import MaskedInput, PublicKeys, SealedShares
+from parties.wire.codec import decode, encode
 from parties.secure.masked import MaskedEngine, abscissa
 from parties.secure.topology import build_neighbourhoods
-from tests.parties.secure.helpers import assert_controller_saw_no_input, run
+from tests.parties.secure.helpers import RecordingNetwork, assert_controller_saw_no_input, run
+from tests.virtual_clock import run_virtual
 
 CONTROLLER_KINDS = {"PublicKeys", "SealedShares", "MaskedInput", "SurvivorSignature", "UnmaskShares"}
 
@@ -119,3 +126,38 @@ def test_threshold_validation() -> None:
         MaskedEngine(threshold=3).context(range(6), 2)  # before: any t >= 1 was accepted
     with pytest.raises(ConfigurationError, match="at least 2 parties"):
         MaskedEngine().context([3], 2)
+
+
+class _Tampering(RecordingNetwork):
+    """Replaces one party's message of one kind by a well-formed but unusable one."""
+
+    def __init__(self, *args: Any, victim: int, kind: int, tamper: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.victim, self.kind, self.tamper = victim, kind, tamper
+
+    def _deliver(self, frame: Frame, position: int | None = None) -> None:
+        if frame.src == self.victim and frame.dst == CONTROLLER and frame.kind == self.kind:
+            frame = Frame(frame.src, frame.dst, frame.phase, frame.kind, encode(self.tamper(decode(frame.payload))))
+        super()._deliver(frame, position)
+
+
+@pytest.mark.parametrize(("kind", "tamper", "reason"), [
+    (MaskedInput.KIND, lambda m: MaskedInput(m.session, m.values[:-1]), r"sent \(4,\) cells, expected \(5,\)"),
+    (PublicKeys.KIND, lambda m: PublicKeys(m.session, m.keys[:1], m.signature), "must advertise"),
+    (SealedShares.KIND, lambda m: SealedShares(m.session, m.recipients[:-1], m.ciphertexts[:-1]),
+     "other parties than its live neighbours"),
+])
+def test_an_unusable_message_makes_its_sender_a_dropout_not_the_end_of_the_sum(
+        kind: int, tamper: Any, reason: str) -> None:
+    # Before: one party's malformed keys, shares or masked vector raised MessageError at the
+    # controller and ended the sum for every honest party.
+    n, victim = 8, 3
+    vectors = np.random.default_rng(7).integers(0, 2, size=(n, 5))
+    net = _Tampering(n, victim=victim, kind=kind, tamper=tamper)
+    result = run_virtual(run_secure_sum(MaskedEngine(round_timeout=5), net, vectors, timeout=20.0))
+    others = [i for i in range(n) if i != victim]
+    assert victim not in result.contributors and set(result.contributors) == set(others)
+    assert result.total.tolist() == vectors[others].sum(axis=0).tolist()
+    rejected = net.endpoint(CONTROLLER).take_rejections()
+    assert set(rejected) == {victim} and re.search(reason, rejected[victim].reason)
+    assert net.statistics().rejected_by_sender == {victim: 1}
