@@ -119,7 +119,8 @@ def _boxplot(errors: Mapping[str, np.ndarray], sigma: float) -> FigureSpec:
         filename="query_errors.png",
         title=f"Count-query relative error (eq. 16), σ = {sigma:g}",
         draw=draw,
-        caption="Boxes: quartiles over all queries and runs; whiskers 1.5 IQR; outliers hidden.",
+        caption=("Boxes: quartiles over all queries and runs, orange line the median; whiskers reach "
+                 "the furthest error within 1.5 IQR of the box; outliers hidden."),
     )
 
 
