@@ -58,11 +58,14 @@ from mprr.domain import tally
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from mprr.protocols.release import ReleasedData
 from parties.wire.messages import Abort, Ack, Message, RandomizedValues, Refusal
+from parties.secure.messages import TO_CONTROLLER as SECURE_TO_CONTROLLER
+from parties.wire.requests import TO_CONTROLLER as RELEASE_TO_CONTROLLER
 from parties.wire.requests import Matrix, MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart, roster_runs
 from parties.transport import Endpoint, Envelope, actor_name
 from parties.view import ViewLog
 
 __all__ = [
+    "CONTROLLER_KINDS",
     "DROPOUT_POLICIES",
     "Controller",
     "PhaseRelease",
@@ -77,6 +80,13 @@ DROPOUT_POLICIES: tuple[str, ...] = ("fail", "exclude")
 
 REPLY_KINDS = (RandomizedValues, Refusal)
 """Kinds a party answers a release request with."""
+
+CONTROLLER_KINDS: tuple[type[Message], ...] = RELEASE_TO_CONTROLLER + SECURE_TO_CONTROLLER
+"""Every kind a party may send the controller: the answers to the release requests
+(:data:`parties.wire.requests.TO_CONTROLLER`) and the party -> controller messages of the
+secure-sum engines (:data:`parties.secure.messages.TO_CONTROLLER`).  The controller's endpoint
+accepts these only; any other kind (e.g. a ``ReleaseRequest`` or ``SurvivorSet`` sent by a
+party) is rejected on delivery and its sender is faulty (module docstring)."""
 
 
 class ReleaseRefused(ProtocolError):

@@ -54,7 +54,7 @@ from mprr.protocols.registry import lookup
 from mprr.protocols.result import ProtocolResult
 from mprr.streams import PartyStreams
 from parties.choreographies.malicious import AttackReport, run_attacks
-from parties.controller import Controller
+from parties.controller import CONTROLLER_KINDS, Controller
 from parties.driver import run_actors
 from parties.faults import FaultPlan
 from parties.wire.messages import Abort
@@ -321,7 +321,7 @@ async def simulate_async(
         )
         del records
         controller = Controller(
-            net.endpoint(CONTROLLER), schema, range(n), timeout=timeout, on_dropout=on_dropout, retries=retries,
+            net.endpoint(CONTROLLER, accept=CONTROLLER_KINDS), schema, range(n), timeout=timeout, on_dropout=on_dropout, retries=retries,
         )
     options = {
         "protocol": entry.name,
@@ -407,7 +407,7 @@ async def _simulate_hosted(
     async with runtime.host(plan) as hosting:
         net = hosting.network
         ready = time.perf_counter()
-        controller = Controller(net.endpoint(CONTROLLER), plan.schema, range(plan.n), timeout=plan.timeout,
+        controller = Controller(net.endpoint(CONTROLLER, accept=CONTROLLER_KINDS), plan.schema, range(plan.n), timeout=plan.timeout,
                                 on_dropout=on_dropout, retries=retries)
         try:
             result = await run_actors(entry.program, controller, **kwargs)

@@ -37,6 +37,7 @@ from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTi
 from parties.wire.codec import encode
 from parties.wire.messages import Message
 from parties.network import CONTROLLER, Endpoint, Transport, actor_name
+from parties.secure.messages import TO_CONTROLLER
 from parties.secure.pki import Signer, setup_pki
 from parties.secure.ring import ZMod
 from parties.secure.topology import Neighbourhoods
@@ -464,7 +465,7 @@ async def run_secure_sum(
 
     async def guarded_controller() -> SumOutcome | None:
         try:
-            return await engine.controller(network.endpoint(CONTROLLER), ctx)
+            return await engine.controller(network.endpoint(CONTROLLER, accept=TO_CONTROLLER), ctx)
         except ProtocolError as exc:  # the run is over: stop the parties still waiting
             controller_error.append(exc)
             for task in tasks.values():

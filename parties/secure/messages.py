@@ -44,6 +44,7 @@ __all__ = [
     "UnmaskShares",
     "SurvivorSet",
     "SurvivorSignature",
+    "TO_CONTROLLER",
     "SECRET_SELF_MASK",
     "SECRET_MASK_KEY",
 ]
@@ -252,3 +253,12 @@ class SurvivorSignature(Message):
     def validate(self) -> None:
         _session("SurvivorSignature", self.session)
         require(len(self.signature) == 64, "SurvivorSignature.signature must be 64 bytes")
+
+
+TO_CONTROLLER: tuple[type[Message], ...] = (
+    PartialSum, PublicKeys, SealedShares, MaskedInput, UnmaskShares, SurvivorSignature,
+)
+"""Kinds a party sends the controller in some engine (the "party -> controller" rows of the
+table above, and ``PartialSum`` of the paper and graph engines).  ``ShareVector`` travels
+party -> party; ``KeyDirectory``, ``RelayedShares``, ``UnmaskRequest`` and ``SurvivorSet``
+controller -> party only."""

@@ -30,9 +30,9 @@ import math
 from collections.abc import Sequence
 
 from mprr.protocols.steps import FAMILIES, Matrix, MatrixSpec
-from parties.wire.messages import Message, message, require
+from parties.wire.messages import Ack, Message, RandomizedValues, Refusal, message, require
 
-__all__ = ["FAMILIES", "Matrix", "MatrixSpec", "ReleaseRequest", "SecureRelease", "SecureSumStart", "expand_runs",
+__all__ = ["FAMILIES", "Matrix", "MatrixSpec", "ReleaseRequest", "SecureRelease", "SecureSumStart", "TO_CONTROLLER", "expand_runs",
            "roster_runs"]
 
 
@@ -240,3 +240,9 @@ class SecureSumStart(Message):
     def parties(self) -> tuple[int, ...]:
         """The roster as sorted party ids."""
         return expand_runs(self.roster)
+
+
+TO_CONTROLLER: tuple[type[Message], ...] = (RandomizedValues, Refusal, Ack)
+"""Kinds a party sends the controller in answer to these requests (party → controller): the
+released codes or a refusal for a :class:`ReleaseRequest`, ``Ack`` or a refusal for a
+:class:`SecureRelease`.  The requests themselves travel controller → party only."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import numpy as np
 import pytest
@@ -10,7 +11,8 @@ import pytest
 from mprr.data import Attribute, Schema
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
 from mprr.matrices import keep_or_uniform
-from parties.controller import Controller, ReleaseRefused
+from parties.controller import CONTROLLER_KINDS, Controller, ReleaseRefused
+from parties.secure.messages import KeyDirectory, MaskedInput, PartialSum, SurvivorSet, UnmaskShares
 from parties.wire.messages import Abort, RandomizedValues, Refusal
 from parties.network import CONTROLLER, Frame, InMemoryNetwork
 from parties.wire.requests import MatrixSpec, ReleaseRequest
@@ -161,6 +163,64 @@ async def test_a_garbage_frame_excludes_its_sender_and_nobody_else() -> None:
     out = await run(ctl, [scripted(net, 0, codes(0, 0)), garbage_beside(codes(1, 1))(net, 1), scripted(net, 2, codes(2, 1))])
     assert out.contributors == (0, 2) and out.codes.tolist() == [[0, 0], [2, 1]]
     assert list(ctl.excluded) == [1] and "rejected" in ctl.excluded[1] and ctl.active == [0, 2]
+
+
+CONTROLLER_ONLY = {
+    "ReleaseRequest": ReleaseRequest(9, "attributes", UNITS, UNITS, ("keep-or-uniform",) * 2, ((0.5,), (0.5,))),
+    "SurvivorSet": SurvivorSet("s", (0, 1, 2)),
+    "KeyDirectory": KeyDirectory("s", (0,), (bytes(32),)),
+}
+"""Well-formed messages of kinds only the controller sends."""
+
+
+def controller_kind_beside(forged, answer):
+    """A faulty party: a well-formed message of a kind only the controller sends, then its real
+    reply."""
+    async def script(net: InMemoryNetwork, pid: int) -> None:
+        ep = net.endpoint(pid)
+        env = await ep.recv(kinds=ReleaseRequest, timeout=2.0)
+        await ep.send(CONTROLLER, forged, phase=env.phase)
+        for reply in answer(env.message):
+            await ep.send(CONTROLLER, reply, phase=env.phase)
+    return script
+
+
+def test_the_controller_accepts_what_parties_send_it_and_nothing_the_controller_sends() -> None:
+    names = {k.NAME for k in CONTROLLER_KINDS}
+    assert {"RandomizedValues", "Refusal", "Ack", "PartialSum", "PublicKeys", "SealedShares", "MaskedInput",
+            "UnmaskShares", "SurvivorSignature"} == names
+    assert names.isdisjoint({"ReleaseRequest", "SecureRelease", "SecureSumStart", "Abort", "ShareVector",
+                             "KeyDirectory", "RelayedShares", "UnmaskRequest", "SurvivorSet"})
+    assert {PartialSum, MaskedInput, UnmaskShares} <= set(CONTROLLER_KINDS)
+
+
+@pytest.mark.parametrize("kind", sorted(CONTROLLER_ONLY))
+async def test_a_controller_only_kind_from_a_party_names_its_sender_under_the_fail_policy(kind: str) -> None:
+    # Before: the controller's endpoint accepted every kind, so the forged message sat in its
+    # buffer and its sender counted as honest.
+    net = InMemoryNetwork(3)
+    ctl = Controller(net.endpoint(CONTROLLER, accept=CONTROLLER_KINDS), SCHEMA, range(3), timeout=0.3)
+    forged = controller_kind_beside(CONTROLLER_ONLY[kind], codes(1, 1))(net, 1)
+    with pytest.raises(MessageError, match=(
+        r"phase 'attributes': 1 of 3 parties are faulty .*: party 1; party 1: sent a frame the controller "
+        rf"rejected in phase 'attributes' \(unexpected message kind {kind} \(\d+\); expected one of ")) as info:
+        await run(ctl, [scripted(net, 0, codes(0, 0)), forged, scripted(net, 2, codes(2, 1))])
+    assert info.value.parties == (1,)
+    assert net.statistics().rejected_by_sender == {1: 1}
+    assert not net.endpoint(CONTROLLER).pending()
+
+
+@pytest.mark.parametrize("kind", sorted(CONTROLLER_ONLY))
+async def test_a_controller_only_kind_from_a_party_excludes_its_sender_and_nobody_else(kind: str) -> None:
+    net = InMemoryNetwork(3)
+    ctl = Controller(net.endpoint(CONTROLLER, accept=CONTROLLER_KINDS), SCHEMA, range(3), timeout=0.3,
+                     on_dropout="exclude")
+    forged = controller_kind_beside(CONTROLLER_ONLY[kind], codes(1, 1))(net, 1)
+    out = await run(ctl, [scripted(net, 0, codes(0, 0)), forged, scripted(net, 2, codes(2, 1))])
+    assert out.contributors == (0, 2) and out.codes.tolist() == [[0, 0], [2, 1]]
+    assert list(ctl.excluded) == [1] and ctl.active == [0, 2]
+    assert re.search(rf"rejected in phase 'attributes' \(unexpected message kind {kind} ", ctl.excluded[1])
+    assert net.statistics().rejected_by_sender == {1: 1}
 
 
 async def test_no_contributor_is_an_error_even_when_excluding() -> None:

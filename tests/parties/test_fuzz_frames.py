@@ -26,7 +26,8 @@ from mprr.data import Dataset
 from mprr.errors import MessageError
 from mprr.synthetic import planted_clusters
 from parties import simulate as simulate_module
-from parties.wire.codec import decode
+from parties.secure.messages import SurvivorSet
+from parties.wire.codec import decode, encode
 from parties.network import CONTROLLER, Frame, InMemoryNetwork
 from parties.simulate import SimulationResult, simulate_async
 from tests.parties.test_simulate import same_estimate
@@ -178,4 +179,58 @@ def test_garbage_from_a_faulty_party_is_an_error_naming_it_under_fail(
         data: Dataset, name: str, params: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(MessageError, match=r"parties are faulty .*: party 1, party 4; party 1: sent a frame the controller rejected") as info:
         run(data, name, params, monkeypatch, from_senders=LIARS)
+    assert info.value.parties == tuple(sorted(LIARS))
+
+
+class ForgedKindNetwork(InMemoryNetwork):
+    """An in-memory network on which the parties ``LIARS`` send the controller, beside each of
+    their frames, a well-formed :class:`~parties.secure.messages.SurvivorSet` (a kind only the
+    controller sends)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.forged = 0
+
+    async def _transmit(self, frame: Frame) -> None:
+        if frame.src in LIARS and frame.dst == CONTROLLER and frame.src not in self._crashed:
+            self.forged += 1
+            self._deliver(Frame(frame.src, CONTROLLER, frame.phase, SurvivorSet.KIND,
+                                encode(SurvivorSet("forged", (0, 1)))))
+        await super()._transmit(frame)
+
+
+def run_forged(data: Dataset, name: str, params: dict[str, Any], on_dropout: str,
+               monkeypatch: pytest.MonkeyPatch) -> tuple[SimulationResult, ForgedKindNetwork]:
+    made: list[ForgedKindNetwork] = []
+
+    def factory(*args: Any, **kwargs: Any) -> ForgedKindNetwork:
+        made.append(ForgedKindNetwork(*args, **kwargs))
+        return made[-1]
+    monkeypatch.setattr(simulate_module, "InMemoryNetwork", factory)
+    sim = run_virtual(simulate_async(data, name, seed=SEED, timeout=5.0, on_dropout=on_dropout, **params))
+    return sim, made[0]
+
+
+FORGED = [PROTOCOLS[0], PROTOCOLS[-1]]  # RR-Independent; RR-Clusters 4.3 on the masked engine
+
+
+@pytest.mark.parametrize(("name", "params"), FORGED, ids=[IDS[0], IDS[-1]])
+def test_a_controller_only_kind_from_parties_excludes_them_in_simulate(
+        data: Dataset, name: str, params: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before: simulate()'s controller endpoint accepted every kind; the forged messages were
+    # buffered and the liars' releases used.
+    sim, net = run_forged(data, name, params, "exclude", monkeypatch)
+    assert net.forged >= len(LIARS)
+    assert set(sim.excluded) == LIARS and sim.degraded and sim.result.n == N - len(LIARS)
+    assert all("unexpected message kind SurvivorSet" in why for why in sim.excluded.values())
+    assert set(sim.traffic.rejected_by_sender) == LIARS
+
+
+def test_a_controller_only_kind_from_parties_is_an_error_naming_them_in_simulate(
+        data: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+    name, params = PROTOCOLS[0]
+    with pytest.raises(MessageError, match=(
+            r"parties are faulty .*: party 1, party 4; party 1: sent a frame the controller rejected in phase "
+            r"'\w+' \(unexpected message kind SurvivorSet \(73\)")) as info:
+        run_forged(data, name, params, "fail", monkeypatch)
     assert info.value.parties == tuple(sorted(LIARS))
