@@ -64,14 +64,14 @@ from numpy.random.bit_generator import ISeedSequence
 
 from mprr.data import Schema
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
-from mprr.privacy.ledger import Ledger, Release
-from mprr.privacy import PlanViolationError, PrivacyAccountant, RefusalReason
+from mprr.privacy.ledger import Ledger
+from mprr.privacy import Decision, PlanViolationError, PrivacyAccountant, RefusalReason
 from parties.wire.messages import Abort, Ack, Message, RandomizedValues, Refusal
 from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart, expand_runs as expand
 from parties.public_state import INVALID_REQUEST, SESSION_REFUSED, ReleaseBook
 from parties.transport import CONTROLLER, Endpoint, actor_name
 
-__all__ = ["DEFAULT_MIN_ROSTER", "INVALID_REQUEST", "LOOP_KINDS", "Party", "PartyRefusal", "total_after"]
+__all__ = ["DEFAULT_MIN_ROSTER", "INVALID_REQUEST", "LOOP_KINDS", "Party", "PartyRefusal"]
 
 DEFAULT_MIN_ROSTER = 3
 """Fewest parties a party accepts in a secure-sum roster: the threshold rule of statistical
@@ -81,18 +81,6 @@ which a participant cannot subtract its own input from the sum to get another on
 LOOP_KINDS = (ReleaseRequest, SecureRelease, SecureSumStart, Abort)
 """Kinds the party's main loop takes from the controller; anything else (e.g. secure-sum
 shares from peers) stays buffered for the secure-sum engine."""
-
-
-def total_after(accountant: PrivacyAccountant, releases: list[Release]) -> float:
-    """ε the accountant would have spent after granting every one of ``releases`` together.
-
-    ``releases`` are new (not replays); the total is the ledger extended by them, composed
-    under the accountant's policy (phases sequentially, main paper Section 4).
-    """
-    ledger = accountant.ledger
-    for release in releases:
-        ledger = ledger.appended(release)
-    return ledger.total(accountant.policy)
 
 
 @dataclass(frozen=True)
@@ -211,7 +199,6 @@ class Party:
                 )
         self.__record = tuple(int(v) for v in values)
         self.schema = schema
-        self._restricted = allowed is not None
         if not isinstance(seed, ISeedSequence):
             raise ConfigurationError(
                 f"seed must be a numpy.random.SeedSequence (or PartyStreams.seed), got {type(seed).__name__}"
@@ -281,6 +268,13 @@ class Party:
         )
         return Refusal(request.request_id, f"{reason}: {message}", requested, remaining)
 
+    def _refused(self, request: ReleaseRequest | SecureRelease, decision: Decision) -> Refusal:
+        """The wire refusal of ``request`` carrying the accountant's reason, message and ε."""
+        refusal = decision.refusal
+        if refusal is None:  # pragma: no cover - request_all returns a lone Decision only to refuse
+            raise ConfigurationError(f"party {self.index}: a refused decision without its refusal")
+        return self._refuse(request, refusal.reason.value, refusal.message, refusal.requested)
+
     def _decide(self, request: ReleaseRequest | SecureRelease) -> Message:
         resolution = self._book.resolve(request)
         if resolution.units is None or resolution.plan is None:
@@ -317,39 +311,13 @@ class Party:
                 return refusal
             if request.session in self._sessions:  # a re-sent request
                 return Ack(request.request_id)
-        ledger = acc.ledger
         releases = [u.release for u in resolution.units]
-        if self._restricted:
-            for rel in releases:
-                violation = acc.plan_violation(rel)
-                if violation is not None:
-                    return self._refuse(request, RefusalReason.PLAN_VIOLATION.value, violation, 0.0)
-        if not math.isinf(acc.budget):
-            new: list[Release] = []
-            for rel in releases:
-                if secure:  # a secure-sum input is always a fresh draw (one session per input)
-                    new.append(rel)
-                elif ledger.lookup(rel) is None and not any(rel.same_as(r) for r in new):
-                    new.append(rel)
-            if new:
-                before = acc.spent()
-                after = total_after(acc, new)
-                if not self._fits(after):
-                    requested = after - before if math.isfinite(before) else math.inf
-                    exact = any(r.exact for r in new)
-                    return self._refuse(
-                        request,
-                        RefusalReason.BUDGET_EXCEEDED.value,
-                        f"party {self.index}: request {request.request_id} ({phase}) would spend "
-                        f"ε={_fmt(requested)}{' (exact release: no DP guarantee)' if exact else ''} "
-                        f"but only {_fmt(acc.remaining())} of the budget {_fmt(acc.budget)} remains "
-                        f"under policy '{acc.policy.value}'",
-                        requested,
-                    )
+        decisions = acc.request_all(releases, fresh=secure, label=f"request {request.request_id} ({phase})")
+        if isinstance(decisions, Decision):  # refused, by the accountant's one reason
+            return self._refused(request, decisions)
         record = self.__record
         codes = []
-        for unit, release in zip(resolution.units, releases):
-            decision = acc.request_fresh(release) if secure else acc.request(release)
+        for unit, decision in zip(resolution.units, decisions):
             if decision.granted:
                 if unit.exact:
                     code = unit.value(record)
@@ -358,10 +326,8 @@ class Party:
                     self.draws += 1
                     code = unit.sample(record, u)
                 self._values.append(code)
-            elif decision.replayed and decision.entry_index is not None:
+            else:  # replayed: resend the value released then
                 code = self._values[decision.entry_index]
-            else:  # pragma: no cover - excluded by the atomic check above
-                raise ConfigurationError(f"party {self.index}: accountant refused a pre-checked release")
             codes.append(code)
         if isinstance(request, SecureRelease):
             cells = [u.cells for u in resolution.units]
@@ -378,12 +344,6 @@ class Party:
                         self._exact.setdefault(a, request.session)
             return Ack(request.request_id)
         return RandomizedValues(request.request_id, np.asarray(codes, dtype=np.int64))
-
-    def _fits(self, total: float) -> bool:
-        acc = self.accountant
-        if total <= acc.budget or math.isinf(acc.budget):
-            return True
-        return math.isfinite(total) and total <= acc.budget * (1 + acc.rtol) + 1e-12
 
     def _check_commitment(self, request: SecureRelease) -> Refusal | None:
         """Refuse a commitment the party cannot make (no engine, an input for a second session)."""
@@ -507,7 +467,3 @@ class _Session:
     exact: bool
     roster: tuple[tuple[int, ...], ...] | None = None  # runs of the first start
     state: str = "committed"  # committed -> running -> done | aborted (never run again)
-
-
-def _fmt(value: float) -> str:
-    return "inf" if math.isinf(value) else f"{value:.6g}"

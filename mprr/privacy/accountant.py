@@ -360,22 +360,40 @@ class PrivacyAccountant:
         ConfigurationError
             If an item is not a :class:`Release`.
         """
+        return self._ledger.totals(self.policy).plus_all(self._new_spending(releases)).total
+
+    def _new_spending(self, releases: Iterable[Release], *, fresh: bool = False) -> list[Release]:
+        """Those of ``releases`` that are new spending: all of them if ``fresh``, else the non-replays."""
         ledger = self._ledger
-        totals = ledger.totals(self.policy)
         added: list[Release] = []
         for release in releases:
             if not isinstance(release, Release):
                 raise ConfigurationError(f"releases must be Release objects, got {release!r}")
-            if ledger.lookup(release) is not None or any(release.same_as(a) for a in added):
-                continue
-            totals = totals.plus(release)
-            added.append(release)
-        return totals.total
+            if fresh or (ledger.lookup(release) is None and not any(release.same_as(a) for a in added)):
+                added.append(release)
+        return added
 
     def _fits(self, total: float) -> bool:
         if total <= self.budget or math.isinf(self.budget):
             return True
         return math.isfinite(total) and total <= self.budget * (1 + self.rtol) + 1e-12
+
+    def _over_budget(
+        self, request: Release, before: float, after: float, exact: bool, label: str
+    ) -> Decision | None:
+        """The budget refusal of a request that takes the total from ``before`` to ``after``, if any."""
+        if self._fits(after):
+            return None
+        remaining = self.remaining()
+        requested = after - before if math.isfinite(before) else math.inf
+        detail = " (exact release: no DP guarantee)" if exact else ""
+        message = (
+            f"party {self.party}: {label} would spend ε={_fmt(requested)}{detail} "
+            f"but only {_fmt(remaining)} of the budget {_fmt(self.budget)} remains "
+            f"under policy '{self.policy.value}'"
+        )
+        refusal = Refusal(request, RefusalReason.BUDGET_EXCEEDED, message, requested, remaining)
+        return Decision(Outcome.REFUSED, request, None, before, before, refusal)
 
     def check(self, request: Release) -> Decision:
         """What :meth:`request` would decide, without recording anything."""
@@ -395,17 +413,9 @@ class PrivacyAccountant:
         if index is not None:
             return _decision(_REPLAYED, request, index, before, before)
         after = totals.plus(request).total  # == would_spend(request): not a repeat here
-        if not self._fits(after):
-            remaining = self.remaining()
-            requested = after - before if math.isfinite(before) else math.inf
-            detail = " (exact release: no DP guarantee)" if request.exact else ""
-            message = (
-                f"party {self.party}: release '{request.name}' would spend ε={_fmt(requested)}{detail} "
-                f"but only {_fmt(remaining)} of the budget {_fmt(self.budget)} remains "
-                f"under policy '{self.policy.value}'"
-            )
-            refusal = Refusal(request, RefusalReason.BUDGET_EXCEEDED, message, requested, remaining)
-            return Decision(Outcome.REFUSED, request, None, before, before, refusal)
+        refused = self._over_budget(request, before, after, request.exact, f"release '{request.name}'")
+        if refused is not None:
+            return refused
         return _decision(_GRANTED, request, len(ledger.releases), before, after)
 
     def request(self, request: Release) -> Decision:
@@ -425,6 +435,45 @@ class PrivacyAccountant:
         a second session needs a new draw, which costs ε again.
         """
         return self._record(self._decide(request, replay=False))
+
+    def request_all(
+        self, releases: Sequence[Release], *, fresh: bool = False, label: str | None = None
+    ) -> Decision | tuple[Decision, ...]:
+        """Decide on ``releases`` as one atomic request: all granted/replayed together, or refused.
+
+        The releases are checked against the plan in order, then their new spending
+        (:meth:`would_spend_all`; with ``fresh`` every release is new, as in
+        :meth:`request_fresh`) against the budget.  A refusal is one :class:`Decision`
+        (recorded once in :attr:`refusals`, ledger unchanged; its message names ``label``, by
+        default the first release); otherwise one recorded decision per release, in order
+        (:meth:`request`, or :meth:`request_fresh` with ``fresh``).
+
+        Raises
+        ------
+        ConfigurationError
+            If ``releases`` is empty or an item is not a :class:`Release`.
+        """
+        if not releases:
+            raise ConfigurationError("request_all needs at least one release, got none")
+        for release in releases:
+            if not isinstance(release, Release):
+                raise ConfigurationError(f"releases must be Release objects, got {release!r}")
+            violation = self.plan_violation(release)
+            if violation is not None:
+                before = self.spent()
+                refusal = Refusal(release, RefusalReason.PLAN_VIOLATION, violation, 0.0, self.remaining())
+                return self._record(Decision(Outcome.REFUSED, release, None, before, before, refusal))
+        new = [] if math.isinf(self.budget) else self._new_spending(releases, fresh=fresh)
+        if new:
+            totals = self._ledger.totals(self.policy)
+            refused = self._over_budget(
+                new[0], totals.total, totals.plus_all(new).total, any(r.exact for r in new),
+                f"release '{new[0].name}'" if label is None else label,
+            )
+            if refused is not None:
+                return self._record(refused)
+        decide = self._decide
+        return tuple(self._record(decide(release, replay=not fresh)) for release in releases)
 
     def _record(self, decision: Decision) -> Decision:
         request = decision.request

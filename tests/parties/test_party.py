@@ -18,7 +18,7 @@ from mprr.randomize import randomize, randomize_joint
 from mprr.streams import PartyStreams
 from parties.wire.messages import Abort, Ack, RandomizedValues, Refusal
 from parties.network import CONTROLLER, InMemoryNetwork
-from parties.party import Party, total_after
+from parties.party import Party
 from parties.public_state import INVALID_REQUEST, SESSION_REFUSED, ReleaseBook
 from parties.secure.graph import GraphEngine
 from parties.wire.requests import MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
@@ -239,19 +239,6 @@ async def test_start_of_an_unknown_session_is_logged() -> None:
     await net.endpoint(CONTROLLER).send(0, SecureSumStart(1, "nope", "graph", ((0, 2),)), phase="dependence")
     await asyncio.wait_for(party.run(net.endpoint(0), idle_timeout=0.05), 1.0)
     assert any("unknown session" in e for e in party.errors)
-
-
-# ---------------------------------------------------------------------- accountant
-def test_total_after_equals_the_accountant_granting_one_by_one() -> None:
-    acc = PrivacyAccountant(math.inf)
-    rels = [Release.from_matrix(f"a{j}", keep_or_uniform(3, 0.6), phase="dependence") for j in range(3)]
-    acc.request(rels[0])
-    extra = rels[1:] + [Release.from_matrix("a0", keep_or_uniform(3, 0.8), phase="clusters")]
-    expected = PrivacyAccountant(math.inf)
-    for r in [rels[0], *extra]:
-        expected.request(r)
-    assert total_after(acc, extra) == expected.spent()
-    assert len(acc.ledger) == 1  # nothing recorded
 
 
 # ---------------------------------------------------------------------- actor loop

@@ -160,3 +160,45 @@ def test_allowed_attributes_refuse_every_other_attribute() -> None:
     listed = PrivacyAccountant(1.0, allowed_attributes=["A", "B"])
     assert listed.allowed_attributes == frozenset({"A", "B"})
     assert listed.request(rel(("C",), 0.1)).refused and first.request(rel(("C",), 0.1)).granted
+
+
+def test_request_all_grants_replays_or_refuses_a_whole_request_together() -> None:
+    acc = PrivacyAccountant(2.0, "sequential", party=4)
+    first = Release.from_matrix(("A",), grr(2, 1.0), phase="dependence")
+    acc.charge(first)
+    again = Release.from_matrix(("A",), grr(2, 1.0), phase="dependence")  # a replay of `first`
+    b = Release.from_matrix(("B",), grr(2, 0.5), phase="dependence")
+    decisions = acc.request_all([again, b, b])
+    assert isinstance(decisions, tuple)
+    assert [d.outcome for d in decisions] == [Outcome.REPLAYED, Outcome.GRANTED, Outcome.REPLAYED]
+    assert acc.spent() == compose([first, b], "sequential") == pytest.approx(1.5, rel=1e-12)
+    # Over the budget together: one refusal, nothing granted although `c` alone would fit.
+    c = Release.from_matrix(("C",), grr(2, 0.4), phase="dependence")
+    d = Release.from_matrix(("D",), grr(2, 0.4), phase="dependence")
+    refused = acc.request_all([c, d], label="request 7 (dependence)")
+    assert isinstance(refused, Decision) and refused.refusal is not None
+    assert refused.refusal.reason is RefusalReason.BUDGET_EXCEEDED
+    assert refused.refusal.message == (
+        "party 4: request 7 (dependence) would spend ε=0.8 but only 0.5 of the budget 2 remains "
+        "under policy 'sequential'"
+    )
+    assert acc.refusals == (refused.refusal,) and len(acc.ledger) == 2
+    assert acc.request(c).granted
+    # fresh: every release is new spending, even one the ledger holds.
+    refresh = acc.request_all([Release.from_matrix(("A",), grr(2, 1.0), phase="dependence")], fresh=True)
+    assert isinstance(refresh, Decision) and refresh.refused and len(acc.ledger) == 3
+    with pytest.raises(ConfigurationError, match=r"request_all needs at least one release, got none"):
+        acc.request_all([])
+    with pytest.raises(ConfigurationError, match=r"releases must be Release objects, got 'A'"):
+        acc.request_all(["A"])  # type: ignore[list-item]
+
+
+def test_request_all_refuses_the_first_release_outside_the_plan() -> None:
+    acc = PrivacyAccountant(math.inf, party=1, allowed_attributes=("A", "B"))
+    inside = Release.from_matrix(("A",), grr(2, 1.0), phase="p")
+    outside = Release.from_matrix(("Z",), grr(2, 1.0), phase="p")
+    refused = acc.request_all([inside, outside])
+    assert isinstance(refused, Decision) and refused.refusal is not None
+    assert refused.refusal.reason is RefusalReason.PLAN_VIOLATION and refused.request is outside
+    assert refused.refusal.message.startswith("party 1: release 'p(Z)' asks for attributes ['Z']")
+    assert len(acc.ledger) == 0
