@@ -326,8 +326,10 @@ class Party:
                     self.draws += 1
                     code = unit.sample(record, u)
                 self._values.append(code)
-            else:  # replayed: resend the value released then
+            elif decision.entry_index is not None:  # replayed: resend the value released then
                 code = self._values[decision.entry_index]
+            else:  # pragma: no cover - an accepted request's units are granted or replayed
+                raise ConfigurationError(f"party {self.index}: a replayed release without its ledger entry")
             codes.append(code)
         if isinstance(request, SecureRelease):
             cells = [u.cells for u in resolution.units]
