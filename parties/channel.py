@@ -22,9 +22,11 @@ bytes (which are identical to the in-memory network's).
 
 from __future__ import annotations
 
+import asyncio
 import io
 import pickle
 import struct
+from abc import ABC, abstractmethod
 from typing import Any
 
 from mprr.errors import MessageError
@@ -34,6 +36,7 @@ __all__ = [
     "CONTROL",
     "DATA",
     "MAX_RECORD",
+    "RecordBatcher",
     "StreamDecoder",
     "dumps",
     "frame_record",
@@ -163,3 +166,50 @@ class StreamDecoder:
         if off:
             del buf[:off]
         return out
+
+
+class RecordBatcher(ABC):
+    """Records out to one peer, batched per event-loop turn, with the sent-byte counters.
+
+    ``sent`` counts payload bytes (the codec's, identical to the in-memory network's), the
+    framing a record adds around them, and control records; ``prefix`` is what the carrier
+    adds per record (the TCP length prefix; 0 for Ray).  Subclasses write a batch in
+    :meth:`_write`.
+    """
+
+    prefix: int = 0
+
+    def __init__(self) -> None:
+        self._out: list[bytes] = []
+        self._scheduled = False
+        self.sent = {"payload": 0, "framing": 0, "control": 0}
+
+    def send_frame(self, frame: Frame, position: int | None) -> None:
+        """Queue one protocol frame (``position``: reorder slot, None = append)."""
+        record = frame_record(frame, position)
+        self.sent["payload"] += len(frame.payload)
+        self.sent["framing"] += len(record) - len(frame.payload) + self.prefix
+        self._queue(record)
+
+    def send_control(self, tag: str, body: Any) -> None:
+        """Queue one harness record ``(tag, body)``."""
+        record = dumps(tag, body)
+        self.sent["control"] += len(record) + self.prefix
+        self._queue(record)
+
+    def _queue(self, record: bytes) -> None:
+        self._out.append(record)
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Write what is queued now (also called by the loop once per turn)."""
+        self._scheduled = False
+        out, self._out = self._out, []
+        if out:
+            self._write(out)
+
+    @abstractmethod
+    def _write(self, records: list[bytes]) -> None:
+        """Carry ``records`` to the peer, in order."""

@@ -34,7 +34,7 @@ from parties.router import RouterNetwork
 from parties.runtime import Hosting, HostingPlan, Runtime, lost_reports, task_group
 from parties.shard import PartyShard, ShardReport, ShardSetup, split
 from parties.transport import Frame
-from parties.channel import DATA, dumps, frame_record, loads, read_record
+from parties.channel import DATA, RecordBatcher, frame_record, loads, read_record
 
 __all__ = ["RayRuntime", "ShardActor", "import_ray"]
 
@@ -107,37 +107,22 @@ class ShardActor:
         return self._shard.report()
 
 
-@dataclass(eq=False)
-class _RayLink:
-    parties: range
-    actor: Any
-    sent: dict[str, int] = field(default_factory=lambda: {"payload": 0, "framing": 0, "control": 0})
-    received: dict[str, int] = field(default_factory=lambda: {"payload": 0, "framing": 0})
-    _out: list[bytes] = field(default_factory=list)
-    _scheduled: bool = False
+class _RayLink(RecordBatcher):
+    """The driver's link to one shard actor: frames and crash notices out, batched per turn."""
+
+    def __init__(self, parties: range, actor: Any) -> None:
+        super().__init__()
+        self.parties, self.actor = parties, actor
+        self.received = {"payload": 0, "framing": 0}
 
     def push(self, frame: Frame, position: int | None) -> None:
-        record = frame_record(frame, position)
-        self.sent["payload"] += len(frame.payload)
-        self.sent["framing"] += len(record) - len(frame.payload)
-        self._queue(record)
+        self.send_frame(frame, position)
 
     def crash(self, parties: Sequence[int]) -> None:
-        record = dumps("crash", tuple(parties))
-        self.sent["control"] += len(record)
-        self._queue(record)
+        self.send_control("crash", tuple(parties))
 
-    def _queue(self, record: bytes) -> None:
-        self._out.append(record)
-        if not self._scheduled:
-            self._scheduled = True
-            asyncio.get_running_loop().call_soon(self.flush)
-
-    def flush(self) -> None:
-        self._scheduled = False
-        out, self._out = self._out, []
-        if out:
-            self.actor.push.remote(out)
+    def _write(self, records: list[bytes]) -> None:
+        self.actor.push.remote(records)
 
 
 class RayHosting(Hosting):

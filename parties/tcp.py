@@ -51,7 +51,7 @@ from parties.router import RouterNetwork
 from parties.shard import PartyShard, ShardReport, ShardSetup, split
 from parties.tls import CONTROLLER_NAME, TlsMaterial, client_context, make_material, server_context
 from parties.transport import Frame
-from parties.channel import DATA, LENGTH_SIZE, StreamDecoder, dumps, frame_record, loads, pack_stream, read_record
+from parties.channel import DATA, LENGTH_SIZE, RecordBatcher, StreamDecoder, loads, pack_stream, read_record
 
 __all__ = [
     "TcpHosting",
@@ -89,39 +89,20 @@ def parse_parties(text: str) -> range:
     return range(a, b + 1)
 
 
-class _Channel:
+class _Channel(RecordBatcher):
     """One stream: records out (batched per loop turn), records in, byte counters."""
 
+    prefix = LENGTH_SIZE
+
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        super().__init__()
         self.reader, self.writer = reader, writer
-        self._out: list[bytes] = []
-        self._scheduled = False
-        self.sent = {"payload": 0, "framing": 0, "control": 0}
         self.received = {"payload": 0, "framing": 0, "control": 0}
         self.socket_bytes: tuple[int, int] | None = None
 
-    def send_frame(self, frame: Frame, position: int | None) -> None:
-        record = frame_record(frame, position)
-        self.sent["payload"] += len(frame.payload)
-        self.sent["framing"] += len(record) - len(frame.payload) + LENGTH_SIZE
-        self._queue(record)
-
-    def send_control(self, tag: str, body: Any) -> None:
-        record = dumps(tag, body)
-        self.sent["control"] += len(record) + LENGTH_SIZE
-        self._queue(record)
-
-    def _queue(self, record: bytes) -> None:
-        self._out.append(record)
-        if not self._scheduled:
-            self._scheduled = True
-            asyncio.get_running_loop().call_soon(self.flush)
-
-    def flush(self) -> None:
-        self._scheduled = False
-        out, self._out = self._out, []
-        if out and not self.writer.is_closing():
-            self.writer.write(pack_stream(out))
+    def _write(self, records: list[bytes]) -> None:
+        if not self.writer.is_closing():
+            self.writer.write(pack_stream(records))
 
     async def records(self) -> AsyncIterator[bytes]:
         decoder = StreamDecoder()
