@@ -1,11 +1,15 @@
 """Seeded fault injection for the in-memory network: drop, delay, duplicate, reorder, crash.
 
 A :class:`FaultPlan` says what can go wrong; a :class:`FaultInjector` (one per network, seeded)
-decides for each send, in send order, what does.  The decisions use a ``numpy`` Generator:
-they are statistical simulation choices, not cryptographic material.  Given the same plan,
-seed and order of sends, the same messages are dropped, duplicated, delayed and reordered and
-the same parties crash (wall-clock delays may interleave with other traffic differently, the
-decisions do not).
+decides for each message what does.  A message is named by its link and its number on that
+link, ``(src, dst, k)``: the k-th message ``src`` sent to ``dst``.  Each decision is drawn from
+a counter-based generator keyed by the seed and that name (BLAKE2b of the seed, src, dst and k:
+statistical simulation choices, not cryptographic material), so it does not depend on how
+messages of *different* links interleave.  Given the same plan and seed, the same messages are
+dropped, duplicated, delayed and reordered and the same parties crash, on every runtime: in
+memory (send order) and on ``tcp``/``ray`` (where frames of different workers reach the router
+in an order of their own, but each link keeps its order).  Wall-clock delays may interleave
+with other traffic differently; the decisions do not change.
 
 Fault semantics:
 
@@ -24,7 +28,9 @@ Fault semantics:
 
 from __future__ import annotations
 
+import hashlib
 import math
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -94,31 +100,47 @@ class FaultPlan:
 
 @dataclass(frozen=True, slots=True)
 class FaultDecision:
-    """What happens to one message."""
+    """What happens to one message.
+
+    ``slot`` is the uniform in [0, 1) that places a reordered message in the receiver's
+    buffer (:meth:`position`).
+    """
 
     drop: bool = False
     duplicate: bool = False
     delay: float = 0.0
     reorder: bool = False
+    slot: float = 0.0
+
+    def position(self, length: int) -> int:
+        """Insertion position of a reordered message in a buffer of ``length`` messages."""
+        return min(int(self.slot * (length + 1)), length)
 
 
 _CLEAN = FaultDecision()
 
 
+_LINK = struct.Struct("<qqQ")
+_UNIFORMS = 6
+_SCALE = 2.0**-53
+
+
 class FaultInjector:
     """Seeded decisions for one network (see the module docstring).
 
-    Every message that falls under the plan consumes exactly four uniforms (drop, duplicate,
-    delay, reorder) plus one for the delay length, so decisions depend only on the seed and the
-    order of sends.
+    Every message that falls under the plan gets six uniforms (drop, duplicate, delay,
+    reorder, delay length, reorder position) from a counter-based generator keyed by the seed
+    and the message's name ``(src, dst, k)``, so decisions depend only on the seed and each
+    link's own order of messages.
     """
 
     def __init__(self, plan: FaultPlan, seed: int) -> None:
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ConfigurationError(f"seed must be a non-negative integer, got {seed!r}")
         self.plan = plan
-        self.rng = np.random.default_rng(seed)
+        self._key = hashlib.blake2b(b"mprr.faults" + int(seed).to_bytes(16, "little"), digest_size=32).digest()
         self._sends: dict[int, int] = {}
+        self._links: dict[tuple[int, int], int] = {}
 
     def crashes_now(self, src: int) -> bool:
         """Count a send by ``src``; True if this is the send at which it crashes."""
@@ -129,8 +151,13 @@ class FaultInjector:
         self._sends[src] = count
         return count >= k
 
-    def decide(self, src: int, phase: str) -> FaultDecision:
-        """Fault decision for one message from ``src`` in ``phase``."""
+    def uniforms(self, src: int, dst: int, k: int) -> np.ndarray:
+        """The six uniforms in [0, 1) of message ``(src, dst, k)`` (53-bit resolution)."""
+        digest = hashlib.blake2b(_LINK.pack(src, dst, k), key=self._key, digest_size=8 * _UNIFORMS).digest()
+        return (np.frombuffer(digest, dtype="<u8") >> np.uint64(11)).astype(np.float64) * _SCALE
+
+    def decide(self, src: int, dst: int, phase: str) -> FaultDecision:
+        """Fault decision for the next message from ``src`` to ``dst`` in ``phase``."""
         plan = self.plan
         if not plan.probabilistic:
             return _CLEAN
@@ -138,14 +165,14 @@ class FaultInjector:
             return _CLEAN
         if plan.senders is not None and src not in plan.senders:
             return _CLEAN
-        u = self.rng.random(5)
+        link = (src, dst)
+        k = self._links.get(link, 0)
+        self._links[link] = k + 1
+        u = self.uniforms(src, dst, k)
         return FaultDecision(
             drop=bool(u[0] < plan.drop),
             duplicate=bool(u[1] < plan.duplicate),
             delay=(float(u[4] * plan.max_delay) or plan.max_delay) if u[2] < plan.delay else 0.0,
             reorder=bool(u[3] < plan.reorder),
+            slot=float(u[5]),
         )
-
-    def position(self, length: int) -> int:
-        """Random insertion position in a buffer of ``length`` messages (for reorder)."""
-        return int(self.rng.integers(0, length + 1))

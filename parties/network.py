@@ -123,7 +123,7 @@ class InMemoryNetwork(Transport):
         inj = self._injector
         if inj is None:  # pragma: no cover - _probabilistic implies an injector
             return
-        d = inj.decide(frame.src, frame.phase)
+        d = inj.decide(frame.src, frame.dst, frame.phase)
         if d.drop:
             self._traffic.record_fault("dropped")
             return
@@ -143,7 +143,7 @@ class InMemoryNetwork(Transport):
             if d.reorder:
                 ep = self._endpoints.get(frame.dst)
                 length = 0 if ep is None else ep.buffered
-                position = inj.position(length)
+                position = d.position(length)
                 self._traffic.record_fault("reordered")
             self._deliver(frame, position)
 

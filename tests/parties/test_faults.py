@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
-from parties.faults import FaultInjector, FaultPlan
+from parties.faults import FaultDecision, FaultInjector, FaultPlan
 from parties.wire.messages import Ack, RandomizedValues
 from parties.network import CONTROLLER, InMemoryNetwork
 from tests.parties.transport_helpers import Probe, answer_requests, identity_matrix
@@ -59,14 +60,43 @@ def test_injector_seed_is_checked() -> None:
         FaultInjector(FaultPlan(), -1)
 
 
-def test_injector_decisions_depend_only_on_seed_and_order() -> None:
+def test_injector_decisions_depend_only_on_seed_and_link_order() -> None:
     plan = FaultPlan(drop=0.3, duplicate=0.3, delay=0.3, reorder=0.3)
     a, b = FaultInjector(plan, 9), FaultInjector(plan, 9)
-    assert [a.decide(i % 3, "p") for i in range(200)] == [b.decide(i % 3, "p") for i in range(200)]
+    assert [a.decide(i % 3, -1, "p") for i in range(200)] == [b.decide(i % 3, -1, "p") for i in range(200)]
     c = FaultInjector(plan, 10)
-    assert [c.decide(0, "p") for _ in range(200)] != [FaultInjector(plan, 9).decide(0, "p") for _ in range(200)]
-    delays = [d.delay for d in (a.decide(0, "p") for _ in range(300)) if d.delay]
+    assert [c.decide(0, -1, "p") for _ in range(200)] != [FaultInjector(plan, 9).decide(0, -1, "p") for _ in range(200)]
+    delays = [d.delay for d in (a.decide(0, -1, "p") for _ in range(300)) if d.delay]
     assert delays and all(0 < x <= plan.max_delay for x in delays)
+
+
+def test_decisions_do_not_depend_on_how_links_interleave() -> None:
+    # the k-th message of a link gets the same decision whatever came in between on other
+    # links: what tcp/ray need, where workers' frames reach the router in their own order
+    plan = FaultPlan(drop=0.3, duplicate=0.3, delay=0.3, reorder=0.3)
+    links = [(s, d) for s in range(-1, 4) for d in range(-1, 4) if s != d]
+    order = [link for _ in range(20) for link in links]
+    shuffled = list(order)
+    np.random.default_rng(1).shuffle(shuffled)
+
+    def per_link(sequence: list[tuple[int, int]]) -> dict[tuple[int, int], list[FaultDecision]]:
+        inj = FaultInjector(plan, 4)
+        out: dict[tuple[int, int], list[FaultDecision]] = {}
+        for s, d in sequence:
+            out.setdefault((s, d), []).append(inj.decide(s, d, "p"))
+        return out
+
+    assert per_link(order) == per_link(shuffled)
+    assert per_link(order)[(0, 1)] != per_link(order)[(1, 0)]  # links draw different streams
+
+
+def test_fault_rates_match_the_plan() -> None:
+    # 4,000 messages at p = 0.2: the drop count is Binomial(4000, 0.2), sd ~ 25.3; 5 sd bounds
+    inj = FaultInjector(FaultPlan(drop=0.2, reorder=0.5), 3)
+    ds = [inj.decide(i % 40, -1, "p") for i in range(4000)]
+    assert abs(sum(d.drop for d in ds) - 800) < 5 * (4000 * 0.2 * 0.8) ** 0.5
+    assert abs(sum(d.reorder for d in ds) - 2000) < 5 * (4000 * 0.25) ** 0.5
+    assert all(0 <= d.position(7) <= 7 for d in ds) and {d.position(3) for d in ds} == {0, 1, 2, 3}
 
 
 # ------------------------------------------------------------------ each fault

@@ -115,6 +115,21 @@ def test_seeded_crash_faults_work_on_tcp(data) -> None:  # type: ignore[no-untyp
     assert np.array_equal(tcp.result.releases[0].codes, memory.result.releases[0].codes)
 
 
+def test_seeded_probabilistic_faults_hit_the_same_messages_on_tcp(data) -> None:  # type: ignore[no-untyped-def]
+    from parties.faults import FaultPlan
+
+    # decisions are keyed by (src, dst, k), so the two workers' interleaving at the router does
+    # not change which messages are dropped or duplicated: the same parties are excluded
+    plan = FaultPlan(drop=0.04, duplicate=0.1)
+    memory = simulate(data, "RR-Independent", seed=2, timeout=4.0, p=0.6, faults=plan, on_dropout="exclude")
+    tcp = simulate(data, "RR-Independent", seed=2, timeout=4.0, p=0.6, faults=plan, on_dropout="exclude",
+                   runtime=TcpRuntime(workers=2, tls=False))
+    assert memory.excluded and set(tcp.excluded) == set(memory.excluded)
+    for key in ("dropped", "duplicated"):
+        assert getattr(tcp.traffic, key) == getattr(memory.traffic, key) > 0, key
+    assert np.array_equal(tcp.result.releases[0].codes, memory.result.releases[0].codes)
+
+
 def test_options_are_checked_before_anything_starts(data) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ConfigurationError, match="workers must be an integer >= 1, got 0"):
         TcpRuntime(workers=0)
