@@ -17,14 +17,14 @@ So 13 requests per party (10 granted, 3 replayed), 423,293 in all.  Three ways o
     ``acc.request(Release.from_matrix(names, matrix, phase=...))`` — a new Release per request
     (fingerprint and validation on every call);
 ``shared``
-    one Release per (phase, unit) shared by all parties, as ``parties.party.ReleaseBook`` does,
-    with the party's atomic pre-check (``ledger.lookup`` + ``would_spend`` of the new units)
-    before ``acc.request``;
+    what a party of the actor simulator does: one :class:`mprr.privacy.Ask` per phase (its
+    releases and plan) shared by all parties, as ``parties.public_state.ReleaseBook`` does,
+    answered atomically by ``acc.answer``;
 ``summarize``
     :func:`mprr.privacy.summarize` over the 32,561 accountants, under each policy.
 
 Prints wall times, µs per request and per party, and checks the totals against
-:func:`mprr.privacy.ledger.compose` recomputed from scratch on a sample of ledgers.
+:class:`mprr.privacy.PolicyTotals` recomputed from scratch on a sample of ledgers.
 
 Usage::
 
@@ -49,9 +49,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from mprr.privacy.ledger import Release, compose  # noqa: E402
+from mprr.privacy.ledger import PolicyTotals, Release  # noqa: E402
 from mprr.matrices import cluster_optimal, keep_or_uniform  # noqa: E402
-from mprr.privacy import PrivacyAccountant, summarize  # noqa: E402
+from mprr.privacy import Ask, PrivacyAccountant, Refusal, summarize  # noqa: E402
 
 ADULT_SIZES = (9, 16, 7, 15, 6, 5, 2, 2)
 ADULT_NAMES = ("workclass", "education", "marital-status", "occupation", "relationship", "race", "sex", "income")
@@ -111,33 +111,24 @@ def run_shared(n: int, policy: str) -> list[PrivacyAccountant]:
     requests: dict[str, list[Release]] = {}
     for phase, names, matrix in units:
         requests.setdefault(phase, []).append(Release.from_matrix(names, matrix, phase=phase))
+    asks = [Ask(tuple(releases), phase, k, plan=plan[phase]) for k, (phase, releases) in enumerate(requests.items())]
     accountants = []
     for i in range(n):
         acc = PrivacyAccountant(budget, policy, party=i, allowed_attributes=ADULT_NAMES)
-        for phase, releases in requests.items():
-            acc.announce_plan(phase, plan[phase])
-            # the party's atomic pre-check (parties.party.Party._release): new units must fit
-            ledger = acc.ledger
-            new = [r for r in releases if ledger.lookup(r) is None]
-            if new:
-                spend_all = getattr(acc, "would_spend_all", None)
-                after = spend_all(new) if spend_all is not None else compose([*ledger, *new], acc.policy)
-                if after > acc.budget:
-                    raise RuntimeError(f"party {i} would exceed its budget: {after} > {acc.budget}")
-            for release in releases:
-                decision = acc.request(release)
-                if decision.refused:
-                    raise RuntimeError(f"party {i}: unexpected refusal {decision.refusal}")
+        for ask in asks:
+            answer = acc.answer(ask)
+            if isinstance(answer, Refusal):
+                raise RuntimeError(f"party {i}: unexpected refusal {answer}")
         accountants.append(acc)
     return accountants
 
 
 def check(accountants: list[PrivacyAccountant], policy: str) -> None:
-    """Totals equal a from-scratch composition (every 97th party) and the expected counts."""
+    """Totals carried from grant to grant equal a from-scratch total (every 97th party) and the counts."""
     for acc in accountants[::97]:
-        expected = compose(list(acc.ledger), policy)
+        expected = PolicyTotals.of(acc.ledger.releases, policy).total
         if acc.spent() != expected:
-            raise RuntimeError(f"party {acc.party}: spent {acc.spent()!r} != compose {expected!r}")
+            raise RuntimeError(f"party {acc.party}: spent {acc.spent()!r} != from scratch {expected!r}")
         if len(acc.ledger) != 10 or len(acc.replays) != 3 or acc.refusals:
             raise RuntimeError(f"party {acc.party}: unexpected ledger {acc!r}")
 

@@ -22,17 +22,11 @@ import numpy as np
 from mprr.data import Schema
 from mprr.errors import ConfigurationError
 from mprr.kronecker import KroneckerMatrix
+from mprr.privacy import Ask, RefusalReason
 from mprr.privacy.ledger import Release
-from mprr.privacy import RefusalReason
 from parties.wire.requests import Matrix, MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
 
-__all__ = ["INVALID_REQUEST", "SESSION_REFUSED", "ReleaseBook", "Resolution", "ResolvedUnit"]
-
-INVALID_REQUEST = "invalid-request"
-"""Refusal reason of a request the party cannot even evaluate (bad matrix parameters...)."""
-
-SESSION_REFUSED = "session-refused"
-"""Refusal reason of a secure-sum commitment that would put an input into a second session."""
+__all__ = ["ReleaseBook", "Resolution", "ResolvedUnit"]
 
 _BELOW_ONE = float(np.nextafter(1.0, 0.0))
 
@@ -125,18 +119,13 @@ class ResolvedUnit:
 
 @dataclass(frozen=True)
 class Resolution:
-    """A request resolved against a schema: its units, or why it cannot be evaluated.
+    """A request resolved against a schema: the :class:`~mprr.privacy.Ask` its parties put to
+    their accountants and its units, or (``units`` is ``None``) why it cannot be evaluated."""
 
-    ``outside`` lists the units that are not groups of the request's own plan;
-    ``named_plan`` is the plan with attribute names (what the accountant is told).
-    """
-
+    ask: Ask
     units: tuple[ResolvedUnit, ...] | None
-    plan: frozenset[tuple[int, ...]] | None
-    reason: str | None = None
-    message: str | None = None
-    outside: tuple[tuple[int, ...], ...] = ()
-    named_plan: tuple[tuple[str, ...], ...] = ()
+    reason: RefusalReason | None = None
+    message: str = ""
 
 
 class ReleaseBook:
@@ -179,19 +168,20 @@ class ReleaseBook:
 
     def _resolve(self, request: ReleaseRequest | SecureRelease) -> Resolution:
         m = len(self.names)
+        secure = isinstance(request, SecureRelease)
+        exact = isinstance(request, SecureRelease) and request.exact
+        invalid = Ask((), request.phase, request.request_id, request.units)
         for what, groups in (("plan", request.plan), ("units", request.units)):
             for group in groups:
                 unknown = [a for a in group if a >= m]
                 if unknown:
                     return Resolution(
+                        invalid,
                         None,
-                        None,
-                        RefusalReason.PLAN_VIOLATION.value,
+                        RefusalReason.PLAN_VIOLATION,
                         f"request {request.request_id} ({request.phase}) names attributes {unknown} "
                         f"in its {what}; the party holds attributes 0..{m - 1} only",
                     )
-        secure = isinstance(request, SecureRelease)
-        exact = isinstance(request, SecureRelease) and request.exact
         specs: tuple[MatrixSpec | None, ...] = (None,) * len(request.units) if exact else request.specs
         units = []
         for unit, spec in zip(request.units, specs):
@@ -203,9 +193,9 @@ class ReleaseBook:
                     matrix = None if spec is None else self.matrix(spec, sizes)
                 except ConfigurationError as exc:
                     return Resolution(
+                        invalid,
                         None,
-                        None,
-                        INVALID_REQUEST,
+                        RefusalReason.INVALID_REQUEST,
                         f"request {request.request_id} ({request.phase}): matrix of unit {unit} "
                         f"({spec.family}) is invalid: {exc}",  # type: ignore[union-attr]
                     )
@@ -213,10 +203,16 @@ class ReleaseBook:
                     unit, self.schema, matrix, request.phase, linkable=not secure
                 )
             units.append(resolved)
-        plan = frozenset(request.plan)
-        outside = tuple(u.unit for u in units if u.unit not in plan)
-        named = tuple(tuple(self.names[a] for a in g) for g in request.plan)
-        return Resolution(tuple(units), plan, outside=outside, named_plan=named)
+        ask = Ask(
+            tuple(u.release for u in units),
+            request.phase,
+            request.request_id,
+            request.units,
+            plan=tuple(tuple(self.names[a] for a in g) for g in request.plan),
+            session=request.session if isinstance(request, SecureRelease) else None,
+            exact=exact,
+        )
+        return Resolution(ask, tuple(units))
 
 
     def secure_context(self, engine: Any, start: SecureSumStart, length: int, registry: Any = None,

@@ -44,7 +44,8 @@ from mprr.privacy import PrivacyAccountant
 from mprr.streams import run_seed_sequence
 from parties.wire.codec import decode, encode
 from parties.wire.messages import Abort, Message
-from parties.party import Party, PartyRefusal
+from mprr.privacy import Refusal
+from parties.party import Party
 from parties.public_state import ReleaseBook
 from parties.transport import CONTROLLER, Frame, Transport, actor_name
 
@@ -108,7 +109,6 @@ class PartySummary:
 
     index: int
     accountant: PrivacyAccountant
-    refusals: tuple[PartyRefusal, ...] = ()
     released_values: tuple[int, ...] = ()
     draws: int = 0
     status: str = "idle"
@@ -119,10 +119,15 @@ class PartySummary:
         """The party's ledger."""
         return self.accountant.ledger
 
+    @property
+    def refusals(self) -> tuple[Refusal, ...]:
+        """The requests the party refused (its accountant's records)."""
+        return self.accountant.refusals
+
     @classmethod
     def of(cls, party: Party) -> PartySummary:
         """Summary of a live party."""
-        return cls(party.index, party.accountant, tuple(party.refusals), party.released_values, party.draws,
+        return cls(party.index, party.accountant, party.released_values, party.draws,
                    party.status, tuple(party.errors))
 
     @classmethod

@@ -40,7 +40,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
@@ -49,7 +49,7 @@ import numpy as np
 from mprr.data import Dataset
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
 from mprr.privacy.ledger import CompositionPolicy, Ledger, as_policy
-from mprr.privacy import PrivacySummary, summarize
+from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacySummary, Refusal, json_number, summarize
 from mprr.protocols.registry import lookup
 from mprr.protocols.result import ProtocolResult
 from mprr.streams import PartyStreams
@@ -60,7 +60,7 @@ from parties.faults import FaultPlan
 from parties.wire.messages import Abort
 from parties.network import CONTROLLER, InMemoryNetwork
 from parties.wire.messages import Message
-from parties.party import DEFAULT_MIN_ROSTER, LOOP_KINDS, Party, PartyRefusal
+from parties.party import LOOP_KINDS, Party
 from parties.public_state import ReleaseBook
 from parties.runtime import HostingPlan, Runtime, current_runtime, make_runtime
 from parties.shard import PartySummary, summaries_in_order
@@ -94,7 +94,7 @@ class SimulationResult:
     ----------
     privacy
         (property) :func:`mprr.privacy.summarize` of the parties' accountants under their
-        policy, with the refusals the parties logged; computed on first access.
+        policy (refusals included); computed on first access.
     result
         The controller's :class:`mprr.protocols.ProtocolResult` (same type as the fast path).
     traffic
@@ -106,7 +106,7 @@ class SimulationResult:
     ledgers
         Ledger of every party, index = party id.
     refusals
-        Every refusal the parties sent (:class:`~parties.party.PartyRefusal`).
+        Every refusal the parties sent (their accountants' :class:`mprr.privacy.Refusal` records).
     excluded
         Parties left out under ``on_dropout="exclude"`` (party -> phase and cause).
     attacks
@@ -130,7 +130,7 @@ class SimulationResult:
     view: ViewSummary
     view_log: ViewLog = field(repr=False)
     ledgers: tuple[Ledger, ...] = field(repr=False)
-    refusals: tuple[PartyRefusal, ...]
+    refusals: tuple[Refusal, ...]
     excluded: Mapping[int, str]
     attacks: tuple[AttackReport, ...]
     crashed: tuple[int, ...]
@@ -142,13 +142,10 @@ class SimulationResult:
 
     @property
     def privacy(self) -> PrivacySummary:
-        """:func:`mprr.privacy.summarize` of the parties' accountants under their policy, with the
-        refusals the parties logged (computed on first access)."""
+        """:func:`mprr.privacy.summarize` of the parties' accountants under their policy
+        (computed on first access)."""
         if "privacy" not in self._cache:
-            counts: dict[str, int] = {}
-            for r in self.refusals:
-                counts[r.reason] = counts.get(r.reason, 0) + 1
-            self._cache["privacy"] = replace(summarize([p.accountant for p in self.parties]), refusals=counts)
+            self._cache["privacy"] = summarize([p.accountant for p in self.parties])
         summary: PrivacySummary = self._cache["privacy"]
         return summary
 
@@ -500,10 +497,7 @@ def _budgets(budget: Any, n: int) -> list[float]:
 
 def _budget_option(budgets: list[float]) -> Any:
     """JSON-friendly budget option: one value when all parties share it."""
-    def js(b: float) -> float | str:
-        return "inf" if math.isinf(b) else b
-
-    return js(budgets[0]) if len(set(budgets)) == 1 else [js(b) for b in budgets]
+    return json_number(budgets[0]) if len(set(budgets)) == 1 else [json_number(b) for b in budgets]
 
 
 def _explain(error: BaseException, crashed: frozenset[int]) -> BaseException:

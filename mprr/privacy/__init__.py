@@ -1,8 +1,9 @@
 """Per-party privacy budgets: an accountant that grants, replays or refuses releases.
 
 Each party keeps its own :class:`PrivacyAccountant` (the controller is untrusted) and asks it,
-before randomizing, whether a release is *granted*, *replayed* (same release already made:
-resend the same value, spend nothing) or *refused* (over budget or outside the announced plan);
+before randomizing, whether a request is *granted*, *replayed* (same release already made:
+resend the same value, spend nothing) or *refused* (over budget, outside the announced plan,
+or an input committed to a second secure-sum session);
 see :mod:`mprr.privacy.accountant` for the rules.
 
 :func:`summarize` turns the ledgers of all parties into a :class:`PrivacySummary` (ε per party
@@ -14,7 +15,8 @@ Modules, in dependency order (each imports only those above it):
 - ``release``      — :class:`Release`: one release's attributes, ε (eq. 4), β, linkability
 - ``composition``  — composition policies: sequential, parallel, unlinkable-pairs
 - ``ledger``       — :class:`Ledger`: a party's releases, totals per policy and phase
-- ``accountant``   — :class:`PrivacyAccountant`: grant / replay / refuse, :class:`Refusal`
+- ``accountant``   — :class:`PrivacyAccountant`: plans, budget, secure-sum sessions; grant /
+  replay / refuse an :class:`Ask`, one :class:`Refusal` record
 - ``summary``      — :func:`summarize`, :class:`PrivacySummary` over all parties
 
 :class:`PlanViolationError` is defined in :mod:`mprr.errors` (a :class:`ProtocolError`).
@@ -26,10 +28,18 @@ incremental per-phase totals in the ledger, matrix digests memoized per shared m
 
 from __future__ import annotations
 
-from mprr.privacy.accountant import Decision, Outcome, PrivacyAccountant, Refusal, RefusalReason
+from mprr.privacy.accountant import (
+    DEFAULT_MIN_ROSTER,
+    Ask,
+    Decision,
+    Outcome,
+    PrivacyAccountant,
+    Refusal,
+    RefusalReason,
+)
+from mprr.privacy.release import json_number
 from mprr.errors import PlanViolationError
 from mprr.privacy.ledger import (
-    COMPOSITION_RULES,
     EXACT_KEY,
     Attr,
     CompositionPolicy,
@@ -37,9 +47,6 @@ from mprr.privacy.ledger import (
     PolicyTotals,
     Release,
     as_policy,
-    attribute_components,
-    compose,
-    compose_by_phase,
     matrix_fingerprint,
 )
 from mprr.privacy.summary import PhaseSummary, PrivacySummary, Stats, summarize
@@ -50,18 +57,17 @@ __all__ = [
     "Release",
     "Ledger",
     "CompositionPolicy",
-    "COMPOSITION_RULES",
     "EXACT_KEY",
     "PolicyTotals",
     "as_policy",
-    "compose",
-    "compose_by_phase",
-    "attribute_components",
     "matrix_fingerprint",
     # re-exported from mprr.errors / mprr.privacy.accountant / mprr.privacy.summary
     "PlanViolationError",
     "RefusalReason",
     "Outcome",
+    "Ask",
+    "DEFAULT_MIN_ROSTER",
+    "json_number",
     "Refusal",
     "Decision",
     "PrivacyAccountant",

@@ -1,22 +1,41 @@
-"""One party's privacy accountant: grants, replays or refuses each release it is asked for.
+"""One party's privacy accountant: every rule a party applies before it releases anything.
 
-Each party keeps its own :class:`PrivacyAccountant` (the controller is untrusted).  For every
-release the controller asks for, the party calls :meth:`PrivacyAccountant.request` (or
-:meth:`~PrivacyAccountant.charge`, which raises on refusal) *before* randomizing:
+Each party keeps its own :class:`PrivacyAccountant` (the controller is untrusted) and asks it
+about each request of the controller (:meth:`PrivacyAccountant.answer`, one :class:`Ask` per
+request) *before* randomizing.  The answer is atomic: a :class:`Refusal` (recorded once,
+nothing spent), or one :class:`Decision` per release of the request:
 
 - **replayed** — the very same release (same attributes, same matrix, same channel) is already
   in the ledger: nothing new is spent and the party resends the value it released then
   (``decision.entry_index`` points at it), so a curious controller that asks again learns
   nothing new;
-- **refused** — the request is outside the announced plan (:meth:`announce_plan`,
-  ``allowed_attributes``) or would push ε over the budget under the accountant's composition
-  policy (:mod:`mprr.privacy.ledger`); the refusal is recorded in :attr:`refusals`, the ledger is
-  unchanged.  A finer (or any different) matrix for something already released is new spending;
-- **granted** — the release is appended to the ledger.
+- **granted** — the release is appended to the ledger.  A finer (or any different) matrix for
+  something already released is new spending.
 
-Cost: a decision is a few dictionary look-ups — the ledger finds repeats through an index and
-keeps its totals incrementally per phase (:class:`mprr.privacy.composition.PolicyTotals`), so a party's
-accounting costs microseconds per request whatever its history.
+A request is refused when
+
+- its phase's plan differs from the plan first announced for that phase, or one of its units is
+  not a group of that plan, or it asks for an attribute outside ``allowed_attributes``
+  (:attr:`RefusalReason.PLAN_VIOLATION`; :meth:`announce_plan`);
+- it commits an input to a secure-sum session that the party cannot commit
+  (:attr:`RefusalReason.SESSION_REFUSED`): a session committed before with other units, or
+  exact values (main paper 4.2) of an attribute that already entered a session;
+- its new releases together would push ε over the budget under the accountant's composition
+  policy (:mod:`mprr.privacy.ledger`; :attr:`RefusalReason.BUDGET_EXCEEDED`).
+
+**One session per committed input.**  Two secure sums of the same inputs over rosters that
+differ by one party v reveal v's input (full sum minus partial sum).  So a commitment for a
+new session never reuses an earlier input (4.2 exact values are refused, 4.3 randomized pairs
+are drawn afresh and booked as new spending, never replayed), and a session runs at most once,
+with one roster of at least ``min_roster`` parties that holds the party
+(:meth:`~PrivacyAccountant.start_session`), even after a run that aborted.  Why not a retry
+over the same roster: buffered messages of the aborted run could enter the retry and make its
+sum wrong, and with the masked engine the controller names the survivors, so two runs could be
+made to sum over two survivor sets.
+
+Cost: an answer is a few dictionary look-ups per release — the ledger finds repeats through an
+index and keeps its totals incrementally per phase
+(:class:`mprr.privacy.composition.PolicyTotals`), and the budget is compared once per request.
 
 Everything here is re-exported by :mod:`mprr.privacy`, the module the rest of the code imports.
 """
@@ -26,6 +45,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from enum import Enum
 from typing import Any
 
@@ -34,28 +54,38 @@ import numpy as np
 from mprr.privacy.composition import CompositionPolicy, as_policy
 from mprr.errors import BudgetExceededError, ConfigurationError, PlanViolationError
 from mprr.privacy.ledger import Attr, Ledger, Release
+from mprr.privacy.release import json_number
 
 __all__ = [
+    "DEFAULT_MIN_ROSTER",
     "RefusalReason",
     "Outcome",
+    "Ask",
     "Refusal",
     "Decision",
     "PrivacyAccountant",
 ]
 
+DEFAULT_MIN_ROSTER = 3
+"""Fewest parties a party accepts in a secure-sum roster: the threshold rule of statistical
+disclosure control (no aggregate of fewer than 3 contributors), and the smallest roster in
+which a participant cannot subtract its own input from the sum to get another one's."""
+
 
 class RefusalReason(str, Enum):
-    """Why a party refused a release."""
+    """Why a party refused a request."""
 
     BUDGET_EXCEEDED = "budget-exceeded"
     PLAN_VIOLATION = "plan-violation"
+    SESSION_REFUSED = "session-refused"
+    INVALID_REQUEST = "invalid-request"
 
     def __str__(self) -> str:
         return self.value
 
 
 class Outcome(str, Enum):
-    """What the party does with a request."""
+    """What the party does with one release of a granted request."""
 
     GRANTED = "granted"
     REPLAYED = "replayed"
@@ -70,54 +100,107 @@ def _fmt(value: float) -> str:
 
 
 @dataclass(frozen=True)
-class Refusal:
-    """A refused request, as kept in :attr:`PrivacyAccountant.refusals` and sent to the controller.
+class Ask:
+    """One request of the controller, as an accountant judges it.
 
-    ``requested`` is the ε the release would have added under the policy (∞ for an exact
-    release; 0 for a pure plan violation that was not costed), ``remaining`` the ε left.
+    Built from public data only, so the parties of a run can share one object per request.
+
+    Attributes
+    ----------
+    releases
+        One :class:`Release` per unit (empty for a request that could not be evaluated).
+    phase
+        The request's phase.
+    request_id
+        The controller's id of the request (named in refusals).
+    units
+        The attribute groups asked for, as the request names them (default: each release's
+        attributes).
+    plan
+        The plan the request announces for its phase (``None``: none; the phase's earlier
+        plan, if any, still applies).
+    session
+        The secure-sum session the releases commit an input to (``None``: a direct release).
+        Every release of a commitment is a fresh draw, never a replay.
+    exact
+        ``True`` when the commitment holds true values (main paper 4.2).
     """
 
-    request: Release
+    releases: tuple[Release, ...]
+    phase: str
+    request_id: int | str | None = None
+    units: tuple[tuple[Attr, ...], ...] = ()
+    plan: tuple[tuple[Attr, ...], ...] | None = None
+    session: str | None = None
+    exact: bool = False
+
+    @classmethod
+    def of(cls, release: Release) -> Ask:
+        """The request for ``release`` alone."""
+        return cls((release,), release.phase, release.request_id)
+
+    @cached_property
+    def plan_groups(self) -> frozenset[frozenset[Attr]] | None:
+        """:attr:`plan` as a set of attribute sets (computed once, shared by the parties)."""
+        return None if self.plan is None else _normalised_plan(self.phase, self.plan)
+
+    @property
+    def groups(self) -> tuple[tuple[Attr, ...], ...]:
+        """:attr:`units`, or each release's attributes when none were given."""
+        return self.units or tuple(r.attributes for r in self.releases)
+
+    @property
+    def label(self) -> str:
+        """How messages name the request."""
+        if self.request_id is None or (len(self.releases) == 1 and self.releases[0].request_id is not None):
+            return f"release '{self.releases[0].name}'" if self.releases else f"a request ({self.phase})"
+        return f"request {self.request_id} ({self.phase})"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A refused request: the one record kept in :attr:`PrivacyAccountant.refusals`, logged by
+    the harness and sent (as ``"reason: message"``) to the controller.
+
+    ``requested`` is the ε the request would have added under the policy (∞ for an exact
+    release; 0 when it was not costed), ``remaining`` the ε left.
+    """
+
     reason: RefusalReason
     message: str
     requested: float
     remaining: float
+    party: int | str | None = None
+    request_id: int | str | None = None
+    phase: str = ""
+    units: tuple[tuple[Attr, ...], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (∞ written as ``"inf"``)."""
         return {
-            "request": self.request.name,
+            "party": self.party,
+            "request_id": self.request_id,
+            "phase": self.phase,
+            "units": [list(u) for u in self.units],
             "reason": self.reason.value,
             "message": self.message,
-            "requested": "inf" if math.isinf(self.requested) else self.requested,
-            "remaining": "inf" if math.isinf(self.remaining) else self.remaining,
+            "requested": json_number(self.requested),
+            "remaining": json_number(self.remaining),
         }
 
 
 @dataclass(frozen=True)
 class Decision:
-    """The accountant's answer to one request.
+    """What the party does with one release of an accepted request (:meth:`PrivacyAccountant.request`
+    also answers a refused one, with its :class:`Refusal`).
 
-    Attributes
-    ----------
-    outcome
-        granted / replayed / refused.
-    request
-        The release that was asked for.
-    entry_index
-        Index in the ledger of the release to send: the new entry (granted) or the earlier one
-        to resend unchanged (replayed); ``None`` when refused.
-    epsilon_before, epsilon_after
-        ε spent before and after (equal unless granted).
-    refusal
-        The :class:`Refusal` record when refused.
+    ``entry_index`` is the index in the ledger of the release to send: the new entry (granted)
+    or the earlier one to resend unchanged (replayed); ``None`` when refused.
     """
 
     outcome: Outcome
     request: Release
     entry_index: int | None
-    epsilon_before: float
-    epsilon_after: float
     refusal: Refusal | None = None
 
     @property
@@ -134,21 +217,13 @@ class Decision:
 
 
 _GRANTED, _REPLAYED, _REFUSED = Outcome.GRANTED, Outcome.REPLAYED, Outcome.REFUSED
+_new = object.__new__
 
 
-def _decision(
-    outcome: Outcome, request: Release, entry_index: int | None, before: float, after: float
-) -> Decision:
+def _decision(outcome: Outcome, request: Release, entry_index: int) -> Decision:
     """A :class:`Decision` without a refusal, built without the dataclass ``__init__`` (hot path)."""
-    decision = object.__new__(Decision)
-    decision.__dict__.update(
-        outcome=outcome,
-        request=request,
-        entry_index=entry_index,
-        epsilon_before=before,
-        epsilon_after=after,
-        refusal=None,
-    )
+    decision = _new(Decision)
+    decision.__dict__.update(outcome=outcome, request=request, entry_index=entry_index, refusal=None)
     return decision
 
 
@@ -201,8 +276,18 @@ def _attribute_set(attributes: Iterable[Attr]) -> frozenset[Attr]:
     return found
 
 
+@dataclass
+class _Session:
+    """What a party remembers of one secure-sum session it committed to."""
+
+    units: tuple[tuple[Attr, ...], ...]
+    exact: bool
+    roster_size: int | None = None  # parties of the (only) roster it ran with
+    state: str = "committed"  # committed -> running -> done | aborted (never run again)
+
+
 class PrivacyAccountant:
-    """One party's budget, ledger, plan and refusals.
+    """One party's budget, ledger, plans, secure-sum sessions and refusals.
 
     Parameters
     ----------
@@ -216,16 +301,17 @@ class PrivacyAccountant:
     allowed_attributes
         If given, every released attribute must be one of these (e.g. the schema the party
         agreed to share); other requests are refused as plan violations.
+    min_roster
+        Fewest parties the party accepts in a secure-sum roster (>= 2).
     rtol
         Relative tolerance on the budget comparison (ε values come from logarithms, so a
         release that lands on the budget up to rounding is accepted).
 
     Notes
     -----
-    Decisions read the ledger's incremental totals directly (:meth:`would_spend` gives the
-    same number for a request that is not a repeat).  Not thread-safe; an actor owns its
-    accountant.  The ledger is an immutable snapshot (:class:`~mprr.privacy.ledger.Ledger`) replaced
-    on each grant, so a reference taken earlier never changes.
+    Not thread-safe; an actor owns its accountant.  The ledger is an immutable snapshot
+    (:class:`~mprr.privacy.ledger.Ledger`) replaced on each grant, so a reference taken earlier
+    never changes.
     """
 
     def __init__(
@@ -235,6 +321,7 @@ class PrivacyAccountant:
         *,
         party: int | str | None = None,
         allowed_attributes: Iterable[Attr] | None = None,
+        min_roster: int = DEFAULT_MIN_ROSTER,
         rtol: float = 1e-9,
     ) -> None:
         if isinstance(budget, bool) or not isinstance(budget, (int, float, np.integer, np.floating)):
@@ -243,9 +330,12 @@ class PrivacyAccountant:
             raise ConfigurationError(f"budget must be a number >= 0 or math.inf, got {budget!r}")
         if not (isinstance(rtol, (int, float)) and 0 <= rtol < 1e-3):
             raise ConfigurationError(f"rtol must be in [0, 1e-3), got {rtol!r}")
+        if isinstance(min_roster, bool) or not isinstance(min_roster, (int, np.integer)) or min_roster < 2:
+            raise ConfigurationError(f"min_roster must be an integer >= 2, got {min_roster!r}")
         self.budget = float(budget)
         self.policy = as_policy(policy)
         self.party = party
+        self.min_roster = int(min_roster)
         self.rtol = float(rtol)
         self.allowed_attributes: frozenset[Attr] | None = (
             None if allowed_attributes is None else _attribute_set(allowed_attributes)
@@ -254,6 +344,8 @@ class PrivacyAccountant:
         self._refusals: list[Refusal] = []
         self._replays: list[tuple[Release, int]] = []
         self._plans: dict[str, frozenset[frozenset[Attr]]] = {}
+        self._sessions: dict[str, _Session] = {}
+        self._exact: dict[Attr, str] = {}  # attribute -> session its exact value entered
 
     # ------------------------------------------------------------------ state
     @property
@@ -309,182 +401,177 @@ class PrivacyAccountant:
         """
         if not isinstance(phase, str) or not phase:
             raise ConfigurationError(f"phase must be a non-empty string, got {phase!r}")
-        plan = _normalised_plan(phase, groups)
-        previous = self._plans.get(phase)
-        if previous is not None and previous != plan:
-            raise PlanViolationError(
-                f"party {self.party}: phase {phase!r} already has an announced plan of "
-                f"{len(previous)} groups; a different plan cannot replace it",
-                party=self.party,
-            )
-        self._plans[phase] = plan
+        problem = self._announce(phase, _normalised_plan(phase, groups))
+        if problem is not None:
+            raise PlanViolationError(problem, party=self.party)
 
-    def plan_violation(self, request: Release) -> str | None:
-        """Why ``request`` is outside the plan / allowed attributes, or ``None`` if it is inside."""
-        members = request.attribute_set
-        if self.allowed_attributes is not None and not members <= self.allowed_attributes:
-            unknown = [a for a in request.attributes if a not in self.allowed_attributes]
-            if unknown:
-                return (
-                    f"party {self.party}: release '{request.name}' asks for attributes {unknown!r} "
-                    f"that the party does not release (allowed: {sorted(map(str, self.allowed_attributes))})"
-                )
-        plan = self._plans.get(request.phase)
-        if plan is not None and members not in plan:
+    def _announce(self, phase: str, plan: frozenset[frozenset[Attr]]) -> str | None:
+        """Announce ``plan`` for ``phase``; why not, if the phase has another plan."""
+        previous = self._plans.get(phase)
+        if previous is None:
+            self._plans[phase] = plan
+        elif previous is not plan and previous != plan:
             return (
-                f"party {self.party}: release '{request.name}' asks for attributes "
-                f"{list(request.attributes)!r}, not a group of the plan announced for phase "
-                f"{request.phase!r}"
+                f"party {self.party}: phase {phase!r} already has an announced plan of "
+                f"{len(previous)} groups {sorted(sorted(map(str, g)) for g in previous)}; another plan "
+                f"{sorted(sorted(map(str, g)) for g in plan)} cannot replace it"
             )
         return None
 
-    # ------------------------------------------------------------------ accounting
-    def lookup(self, request: Release) -> int | None:
-        """Index of the ledger entry ``request`` repeats (to resend its value), or ``None``."""
-        return self._ledger.lookup(request)
+    def _outside(self, ask: Ask) -> str | None:
+        """Why ``ask`` leaves its phase's plan or the allowed attributes, or ``None``."""
+        plan = self._plans.get(ask.phase)
+        if plan is not None and any(r.attribute_set not in plan for r in ask.releases):
+            outside = [list(u) for u, r in zip(ask.groups, ask.releases) if r.attribute_set not in plan]
+            return (
+                f"party {self.party}: {ask.label} asks for attributes {', '.join(map(repr, outside))}, "
+                f"not groups of the plan announced for phase {ask.phase!r}"
+            )
+        allowed = self.allowed_attributes
+        if allowed is not None:
+            for release in ask.releases:
+                if not release.attribute_set <= allowed:
+                    unknown = [a for a in release.attributes if a not in allowed]
+                    return (
+                        f"party {self.party}: release '{release.name}' asks for attributes {unknown!r} "
+                        f"that the party does not release (allowed: {sorted(map(str, allowed))})"
+                    )
+        return None
 
-    def would_spend(self, release: Release) -> float:
-        """Total ε after ``release`` under the policy (unchanged if it would be a replay)."""
-        if self._ledger.lookup(release) is not None:
-            return self.spent()
-        return self._ledger.totals(self.policy).plus(release).total
+    # ------------------------------------------------------------------ sessions
+    def _commitment(self, ask: Ask, session: str) -> tuple[RefusalReason, str, float] | bool:
+        """``True`` for a commitment made before (re-sent), ``False`` for a new one it may make,
+        else why it refuses (reason, message, requested ε)."""
+        known = self._sessions.get(session)
+        if known is not None:
+            if known.units == ask.units and known.exact == ask.exact:
+                return True
+            return (RefusalReason.SESSION_REFUSED,
+                    f"party {self.party}: session {session!r} was committed with units "
+                    f"{list(known.units)} (exact={known.exact}); {ask.label} asks "
+                    f"for {list(ask.units)} (exact={ask.exact})", 0.0)
+        if ask.exact:
+            reused = sorted({a for unit in ask.units for a in unit if a in self._exact}, key=str)
+            if reused:
+                return (RefusalReason.SESSION_REFUSED,
+                        f"party {self.party}: the exact values of attributes {reused} already entered "
+                        f"secure-sum session {self._exact[reused[0]]!r}; a committed input enters at most "
+                        "one session (two sums over rosters that differ by one party would reveal that "
+                        "party's values)", math.inf)
+        return False
 
-    def would_spend_all(self, releases: Iterable[Release]) -> float:
-        """Total ε after granting every one of ``releases`` together (an atomic request).
+    def start_session(self, session: str, roster: Sequence[int], member: int) -> str | None:
+        """Bind ``session``'s committed input to ``roster`` and start it; why not, if it must not run.
 
-        Releases the ledger already holds, or that repeat an earlier one of ``releases``
-        (:meth:`Release.same_as`), would be replays and add nothing.  Records nothing.
+        A session runs once (even after an abort), with a roster that holds ``member`` (the party)
+        and at least :attr:`min_roster` parties.
+        """
+        known = self._sessions.get(session)
+        if known is None:
+            return "no committed input or unknown session"
+        if known.roster_size is not None:
+            return (f"its input already entered session {session!r} ({known.state}, roster of "
+                    f"{known.roster_size} parties); a session runs once, with one roster")
+        if member not in roster:
+            return f"party {member} is not in the roster it was sent"
+        if len(roster) < self.min_roster:
+            return (f"roster of {len(roster)} parties is below the party's minimum "
+                    f"min_roster = {self.min_roster}")
+        known.roster_size, known.state = len(roster), "running"
+        return None
+
+    def end_session(self, session: str, *, aborted: bool) -> None:
+        """Record that ``session`` (started by :meth:`start_session`) finished or aborted."""
+        self._sessions[session].state = "aborted" if aborted else "done"
+
+    # ------------------------------------------------------------------ decisions
+    def refuse(self, ask: Ask, reason: RefusalReason, message: str, requested: float = 0.0) -> Refusal:
+        """Record and return the refusal of ``ask`` (e.g. a request the party cannot evaluate)."""
+        refusal = Refusal(RefusalReason(reason), message, requested, self.remaining(), self.party,
+                          ask.request_id, ask.phase, ask.groups)
+        self._refusals.append(refusal)
+        return refusal
+
+    def answer(self, ask: Ask) -> tuple[Decision, ...] | Refusal:
+        """Decide on ``ask`` as a whole: one :class:`Decision` per release, or one :class:`Refusal`.
+
+        Checks, in order: the plan (the request's plan must be the phase's first, its units
+        groups of it, its attributes allowed), the secure-sum commitment, then the budget
+        against the new spending of all releases together (releases the ledger holds, or that
+        repeat an earlier one of the request, are replays and add nothing; a commitment's
+        releases are all new).  A refusal is recorded once and changes nothing else; an
+        accepted request appends its new releases to the ledger.  A commitment the party made
+        before (a re-sent request) gets ``()``: nothing new is decided.
 
         Raises
         ------
         ConfigurationError
-            If an item is not a :class:`Release`.
+            If ``ask`` has no release or an item is not a :class:`Release`.
         """
-        return self._ledger.totals(self.policy).plus_all(self._new_spending(releases)).total
-
-    def _new_spending(self, releases: Iterable[Release], *, fresh: bool = False) -> list[Release]:
-        """Those of ``releases`` that are new spending: all of them if ``fresh``, else the non-replays."""
-        ledger = self._ledger
-        added: list[Release] = []
+        releases = ask.releases
+        if not releases:
+            raise ConfigurationError(f"{ask.label} must ask for at least one release, got none")
         for release in releases:
             if not isinstance(release, Release):
                 raise ConfigurationError(f"releases must be Release objects, got {release!r}")
-            if fresh or (ledger.lookup(release) is None and not any(release.same_as(a) for a in added)):
-                added.append(release)
-        return added
+        plan = ask.plan_groups
+        problem = None if plan is None else self._announce(ask.phase, plan)
+        if problem is not None or (problem := self._outside(ask)) is not None:
+            return self.refuse(ask, RefusalReason.PLAN_VIOLATION, problem)
+        session = ask.session
+        if session is not None:
+            commitment = self._commitment(ask, session)
+            if commitment is True:
+                return ()
+            if commitment is not False:
+                return self.refuse(ask, *commitment)
+        ledger = self._ledger
+        fresh = session is not None
+        if not math.isinf(self.budget):
+            new: list[Release] = []
+            for release in releases:
+                if fresh or (ledger.lookup(release) is None and not any(release.same_as(a) for a in new)):
+                    new.append(release)
+            if new:
+                totals = ledger.totals(self.policy)
+                before, after = totals.total, totals.plus_all(new).total
+                if not self._fits(after):
+                    requested = after - before if math.isfinite(before) else math.inf
+                    exact = " (exact release: no DP guarantee)" if any(r.exact for r in new) else ""
+                    return self.refuse(ask, RefusalReason.BUDGET_EXCEEDED, (
+                        f"party {self.party}: {ask.label} would spend ε={_fmt(requested)}{exact} "
+                        f"but only {_fmt(self.remaining())} of the budget {_fmt(self.budget)} remains "
+                        f"under policy '{self.policy.value}'"), requested)
+        decisions = []
+        for release in releases:
+            index = None if fresh else ledger.lookup(release)
+            if index is None:
+                decisions.append(_decision(_GRANTED, release, len(ledger)))
+                ledger = ledger.appended(release)
+            else:
+                self._replays.append((release, index))
+                decisions.append(_decision(_REPLAYED, release, index))
+        self._ledger = ledger
+        if session is not None:
+            self._sessions[session] = _Session(ask.units, ask.exact)
+            if ask.exact:
+                for unit in ask.units:
+                    for a in unit:
+                        self._exact.setdefault(a, session)
+        return tuple(decisions)
 
     def _fits(self, total: float) -> bool:
         if total <= self.budget or math.isinf(self.budget):
             return True
         return math.isfinite(total) and total <= self.budget * (1 + self.rtol) + 1e-12
 
-    def _over_budget(
-        self, request: Release, before: float, after: float, exact: bool, label: str
-    ) -> Decision | None:
-        """The budget refusal of a request that takes the total from ``before`` to ``after``, if any."""
-        if self._fits(after):
-            return None
-        remaining = self.remaining()
-        requested = after - before if math.isfinite(before) else math.inf
-        detail = " (exact release: no DP guarantee)" if exact else ""
-        message = (
-            f"party {self.party}: {label} would spend ε={_fmt(requested)}{detail} "
-            f"but only {_fmt(remaining)} of the budget {_fmt(self.budget)} remains "
-            f"under policy '{self.policy.value}'"
-        )
-        refusal = Refusal(request, RefusalReason.BUDGET_EXCEEDED, message, requested, remaining)
-        return Decision(Outcome.REFUSED, request, None, before, before, refusal)
-
-    def check(self, request: Release) -> Decision:
-        """What :meth:`request` would decide, without recording anything."""
-        return self._decide(request)
-
-    def _decide(self, request: Release, *, replay: bool = True) -> Decision:
-        if not isinstance(request, Release):
-            raise ConfigurationError(f"request must be a Release, got {request!r}")
-        ledger = self._ledger
-        totals = ledger.totals(self.policy)
-        before = totals.total
-        violation = self.plan_violation(request)
-        if violation is not None:
-            refusal = Refusal(request, RefusalReason.PLAN_VIOLATION, violation, 0.0, self.remaining())
-            return Decision(Outcome.REFUSED, request, None, before, before, refusal)
-        index = ledger.lookup(request) if replay else None
-        if index is not None:
-            return _decision(_REPLAYED, request, index, before, before)
-        after = totals.plus(request).total  # == would_spend(request): not a repeat here
-        refused = self._over_budget(request, before, after, request.exact, f"release '{request.name}'")
-        if refused is not None:
-            return refused
-        return _decision(_GRANTED, request, len(ledger.releases), before, after)
-
-    def request(self, request: Release) -> Decision:
-        """Decide on ``request`` and record the outcome; never raises for a refusal.
-
-        Granted: appended to the ledger.  Replayed: recorded in :attr:`replays`, ledger
-        unchanged (resend the value of ``ledger[decision.entry_index]``).  Refused: recorded
-        in :attr:`refusals`, ledger unchanged.
-        """
-        return self._record(self._decide(request))
-
-    def request_fresh(self, request: Release) -> Decision:
-        """Like :meth:`request`, but never a replay: granted as new spending or refused.
-
-        For a fresh randomization of something released before, e.g. the input of a new
-        secure-sum session (main paper 4.3): a committed input enters at most one session, so
-        a second session needs a new draw, which costs ε again.
-        """
-        return self._record(self._decide(request, replay=False))
-
-    def request_all(
-        self, releases: Sequence[Release], *, fresh: bool = False, label: str | None = None
-    ) -> Decision | tuple[Decision, ...]:
-        """Decide on ``releases`` as one atomic request: all granted/replayed together, or refused.
-
-        The releases are checked against the plan in order, then their new spending
-        (:meth:`would_spend_all`; with ``fresh`` every release is new, as in
-        :meth:`request_fresh`) against the budget.  A refusal is one :class:`Decision`
-        (recorded once in :attr:`refusals`, ledger unchanged; its message names ``label``, by
-        default the first release); otherwise one recorded decision per release, in order
-        (:meth:`request`, or :meth:`request_fresh` with ``fresh``).
-
-        Raises
-        ------
-        ConfigurationError
-            If ``releases`` is empty or an item is not a :class:`Release`.
-        """
-        if not releases:
-            raise ConfigurationError("request_all needs at least one release, got none")
-        for release in releases:
-            if not isinstance(release, Release):
-                raise ConfigurationError(f"releases must be Release objects, got {release!r}")
-            violation = self.plan_violation(release)
-            if violation is not None:
-                before = self.spent()
-                refusal = Refusal(release, RefusalReason.PLAN_VIOLATION, violation, 0.0, self.remaining())
-                return self._record(Decision(Outcome.REFUSED, release, None, before, before, refusal))
-        new = [] if math.isinf(self.budget) else self._new_spending(releases, fresh=fresh)
-        if new:
-            totals = self._ledger.totals(self.policy)
-            refused = self._over_budget(
-                new[0], totals.total, totals.plus_all(new).total, any(r.exact for r in new),
-                f"release '{new[0].name}'" if label is None else label,
-            )
-            if refused is not None:
-                return self._record(refused)
-        decide = self._decide
-        return tuple(self._record(decide(release, replay=not fresh)) for release in releases)
-
-    def _record(self, decision: Decision) -> Decision:
-        request = decision.request
-        outcome = decision.outcome
-        if outcome is _GRANTED:
-            self._ledger = self._ledger.appended(request)
-        elif outcome is _REPLAYED and decision.entry_index is not None:
-            self._replays.append((request, decision.entry_index))
-        elif decision.refusal is not None:
-            self._refusals.append(decision.refusal)
-        return decision
+    def request(self, release: Release) -> Decision:
+        """:meth:`answer` for ``release`` alone, as one :class:`Decision` (its :class:`Refusal`
+        attached when refused)."""
+        answer = self.answer(Ask.of(release))
+        if isinstance(answer, Refusal):
+            return Decision(_REFUSED, release, None, answer)
+        return answer[0]
 
     def charge(self, release: Release) -> Decision:
         """Like :meth:`request`, but a refusal raises (after being recorded).

@@ -1,23 +1,18 @@
 """Composition policies: how the ε of a party's releases add up (rules and incremental totals).
 
 The policies are defined in :mod:`mprr.privacy.ledger` (module docstring), which re-exports everything
-here.  Two equivalent implementations of each policy live in this module:
-
-- the *rules* (:data:`COMPOSITION_RULES`, :func:`compose_by_phase`, :func:`compose`): ε of a
-  sequence of releases computed from scratch;
-- the *accumulators* (:class:`PolicyTotals`): the same numbers kept incrementally, one small
-  immutable state per phase that :meth:`PolicyTotals.plus` extends by one release in O(size of
-  the release) instead of recomposing the whole ledger.  A :class:`~mprr.privacy.ledger.Ledger` keeps one
-  per policy it was asked about, so a party's ``spent()`` / ``would_spend()`` cost microseconds.
-
-Both use ``math.fsum`` (exactly rounded, order-independent) on the same multisets of numbers, so
-they agree to the last bit; the tests check this on random ledgers.
+here.  Each policy is kept incrementally (:class:`PolicyTotals`): one small immutable state per
+phase that :meth:`PolicyTotals.plus` extends by one release in O(size of the release) instead of
+recomposing the whole ledger.  A :class:`~mprr.privacy.ledger.Ledger` keeps one per policy it was
+asked about, so a party's ``spent()`` and budget checks cost microseconds.  Sums use
+``math.fsum`` (exactly rounded, order-independent); the tests check the totals, bit for bit,
+against the policies' rules written from scratch.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -28,11 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only (mprr.privacy.ledger imports
 
 __all__ = [
     "CompositionPolicy",
-    "COMPOSITION_RULES",
     "as_policy",
-    "attribute_components",
-    "compose",
-    "compose_by_phase",
     "PolicyTotals",
 ]
 
@@ -65,92 +56,6 @@ def as_policy(policy: CompositionPolicy | str) -> CompositionPolicy:
     except ValueError:
         allowed = ", ".join(repr(p.value) for p in CompositionPolicy)
         raise ConfigurationError(f"policy must be one of {allowed}, got {policy!r}") from None
-
-
-# ---------------------------------------------------------------------- rules (from scratch)
-def _sequential(releases: Sequence[Release]) -> float:
-    """Sequential composition: Σ ε_r (exactly rounded, order-independent)."""
-    return math.fsum(r.epsilon for r in releases)
-
-
-def attribute_components(releases: Sequence[Release]) -> list[list[int]]:
-    """Indices of ``releases`` grouped by connected components of the attribute-overlap graph.
-
-    Two releases are in the same component when a chain of releases, each sharing an
-    attribute with the next, joins them (union-find over attributes).  Components are listed
-    by their first release.
-    """
-    parent: dict[Attr, Attr] = {}
-
-    def find(a: Attr) -> Attr:
-        root = a
-        while parent[root] != root:
-            root = parent[root]
-        while parent[a] != root:
-            parent[a], a = root, parent[a]
-        return root
-
-    for release in releases:
-        for attribute in release.attributes:
-            parent.setdefault(attribute, attribute)
-        first = find(release.attributes[0])
-        for attribute in release.attributes[1:]:
-            root = find(attribute)
-            if root != first:
-                parent[root] = first
-    groups: dict[Attr, list[int]] = {}
-    for index, release in enumerate(releases):
-        groups.setdefault(find(release.attributes[0]), []).append(index)
-    return list(groups.values())
-
-
-def _parallel(releases: Sequence[Release]) -> float:
-    """Parallel composition: max over overlap components of the within-component sum."""
-    if not releases:
-        return 0.0
-    return max(_sequential([releases[i] for i in comp]) for comp in attribute_components(releases))
-
-
-def _unlinkable_pairs(releases: Sequence[Release]) -> float:
-    """Main paper 4.3: Σ linkable ε_r + Σ_A max over unlinkable releases of the share on A."""
-    linkable = math.fsum(r.epsilon for r in releases if r.linkable)
-    best: dict[Attr, float] = {}
-    for release in releases:
-        if release.linkable:
-            continue
-        for attribute, share in zip(release.attributes, release.shares):
-            if share > best.get(attribute, -1.0):
-                best[attribute] = share
-    return math.fsum([linkable, *best.values()])
-
-
-COMPOSITION_RULES: Mapping[CompositionPolicy, Callable[[Sequence[Release]], float]] = {
-    CompositionPolicy.SEQUENTIAL: _sequential,
-    CompositionPolicy.PARALLEL: _parallel,
-    CompositionPolicy.UNLINKABLE_PAIRS: _unlinkable_pairs,
-}
-"""Within-phase rule of each policy; :func:`compose` sums the rule over phases."""
-
-
-def _by_phase(releases: Iterable[Release]) -> dict[str, list[Release]]:
-    phases: dict[str, list[Release]] = {}
-    for release in releases:
-        phases.setdefault(release.phase, []).append(release)
-    return phases
-
-
-def compose_by_phase(releases: Iterable[Release], policy: CompositionPolicy | str) -> dict[str, float]:
-    """ε spent in each phase under ``policy`` (phases in order of first release)."""
-    rule = COMPOSITION_RULES[as_policy(policy)]
-    return {phase: rule(group) for phase, group in _by_phase(releases).items()}
-
-
-def compose(releases: Iterable[Release], policy: CompositionPolicy | str) -> float:
-    """Total ε of ``releases`` under ``policy``; phases compose sequentially (main paper 4).
-
-    Returns ``math.inf`` ("no DP guarantee") as soon as an exact or ε = ∞ release is counted.
-    """
-    return math.fsum(compose_by_phase(releases, policy).values())
 
 
 # ---------------------------------------------------------------------- accumulators (incremental)
@@ -189,8 +94,8 @@ def _parallel_step(
 ) -> tuple[Any, float]:
     """State: (attribute -> component id, id -> (attributes, ε, exact sum), next id).
 
-    Adding a release merges the overlap components it touches (the union-find of
-    :func:`attribute_components`, kept as the ledger grows); value: the largest component sum.
+    Adding a release merges the overlap components it touches (a union-find over attributes,
+    kept as the ledger grows); value: the largest component sum.
     """
     component_of, components, next_id = ({}, {}, 0) if state is None else state
     component_of, components = dict(component_of), dict(components)
@@ -218,8 +123,7 @@ class PolicyTotals:
     """Immutable incremental ε of a sequence of releases under one policy.
 
     :attr:`by_phase` maps each phase (order of first release) to its ε under the policy,
-    :attr:`total` is their exact sum (phases compose sequentially).  Equal, bit for bit, to
-    :func:`compose_by_phase` / :func:`compose` of the same releases.  :meth:`plus` costs
+    :attr:`total` is their exact sum (phases compose sequentially).  :meth:`plus` costs
     O(size of the phase's state), not O(length of the ledger), and remembers its last result
     (a budget check followed by the grant of the same release computes it once).
 

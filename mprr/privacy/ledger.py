@@ -8,7 +8,7 @@ contribution hidden in a secure sum), whether it is an exact release of true val
 paper 4.2: ε = ∞, no DP guarantee) and the protocol phase.  A :class:`Ledger` is an
 immutable, append-only sequence of releases.
 
-Composition (:func:`compose`) is always explicit and named (:class:`CompositionPolicy`):
+Composition is always explicit and named (:class:`CompositionPolicy`):
 
 ``sequential``
     ε = Σ_r ε_r over every release.  Record-level local DP: valid whatever the controller
@@ -44,9 +44,8 @@ Whatever the policy, phases compose sequentially: the total is the sum over phas
 policy applied within each phase (main paper Section 4: dependence phase ε1 + release phase
 ε2).  An exact release (or any matrix with eq. (4) ε = ∞) makes the total ∞: "no DP guarantee".
 
-The policies are implemented in :mod:`mprr.privacy.composition` (re-exported here) twice: as rules
-over a whole sequence (:func:`compose`) and as incremental per-phase totals
-(:class:`~mprr.privacy.composition.PolicyTotals`).  A :class:`Ledger` carries its totals and a replay
+The policies are implemented in :mod:`mprr.privacy.composition` (re-exported here) as incremental
+per-phase totals (:class:`~mprr.privacy.composition.PolicyTotals`).  A :class:`Ledger` carries its totals and a replay
 index from snapshot to snapshot, so appending, ``total``, ``lookup`` and a budget check cost
 microseconds whatever the ledger's length (32,561 parties share one process in the actor
 simulator).
@@ -58,15 +57,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mprr.privacy.composition import (
-    COMPOSITION_RULES,
-    CompositionPolicy,
-    PolicyTotals,
-    as_policy,
-    attribute_components,
-    compose,
-    compose_by_phase,
-)
+from mprr.privacy.composition import CompositionPolicy, PolicyTotals, as_policy
 from mprr.errors import ConfigurationError
 from mprr.privacy.fingerprint import matrix_fingerprint
 from mprr.privacy.release import EXACT_KEY, Attr, Release
@@ -76,12 +67,8 @@ __all__ = [
     "Release",
     "Ledger",
     "CompositionPolicy",
-    "COMPOSITION_RULES",
     "PolicyTotals",
     "as_policy",
-    "compose",
-    "compose_by_phase",
-    "attribute_components",
     "matrix_fingerprint",
     "EXACT_KEY",
 ]

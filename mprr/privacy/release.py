@@ -26,7 +26,7 @@ import numpy as np
 from mprr.errors import ConfigurationError
 from mprr.privacy.fingerprint import matrix_fingerprint
 
-__all__ = ["Attr", "Release", "EXACT_KEY"]
+__all__ = ["Attr", "Release", "EXACT_KEY", "json_number"]
 
 Attr = str | int
 """An attribute is named (``"age"``) or indexed (``0``) — one convention per ledger."""
@@ -396,7 +396,7 @@ class Release:
         """JSON-friendly dict (ε = ∞ written as the string ``"inf"``)."""
         return {
             "attributes": list(self.attributes),
-            "epsilon": _json_float(self.epsilon),
+            "epsilon": json_number(self.epsilon),
             "entropy_bits": self.entropy_bits,
             "beta": self.beta,
             "linkable": self.linkable,
@@ -421,7 +421,6 @@ _FIELD_NAMES = (
 )
 
 
-def _json_float(value: float | None) -> float | str | None:
-    if value is None:
-        return None
-    return "inf" if math.isinf(value) else float(value)
+def json_number(value: float) -> float | str:
+    """``value`` for JSON: a float, or ``"inf"`` / ``"-inf"`` for an infinity (no JSON literal)."""
+    return float(value) if math.isfinite(value) or math.isnan(value) else ("inf" if value > 0 else "-inf")

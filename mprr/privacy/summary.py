@@ -26,12 +26,9 @@ from mprr.privacy.accountant import PrivacyAccountant
 from mprr.privacy.composition import CompositionPolicy, as_policy
 from mprr.errors import ConfigurationError
 from mprr.privacy.ledger import Ledger, Release
+from mprr.privacy.release import json_number
 
 __all__ = ["Stats", "PhaseSummary", "PrivacySummary", "summarize"]
-
-
-def _json(value: float) -> float | str:
-    return "inf" if math.isinf(value) else float(value)
 
 
 @dataclass(frozen=True)
@@ -87,7 +84,7 @@ class Stats:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (∞ written as ``"inf"``)."""
-        return {"min": _json(self.min), "median": _json(self.median), "max": _json(self.max), "count": self.count}
+        return {"min": json_number(self.min), "median": json_number(self.median), "max": json_number(self.max), "count": self.count}
 
 
 def _stats_dict(stats: Stats | None) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ from mprr.data import Schema
 from mprr.distributions import JointDistribution
 from mprr.errors import ConfigurationError
 from mprr.privacy.ledger import CompositionPolicy, Ledger, Release, as_policy
+from mprr.privacy.release import json_number
 from mprr.protocols.release import ReleasedData
 
 if TYPE_CHECKING:
@@ -32,10 +33,6 @@ __all__ = ["ProtocolResult", "POLICIES", "release_result"]
 
 POLICIES: tuple[str, ...] = tuple(p.value for p in CompositionPolicy)
 """Composition policies a result can report ε under (:mod:`mprr.privacy.ledger`)."""
-
-
-def _json_float(x: float) -> float | str:
-    return "inf" if math.isinf(x) else float(x)
 
 
 @dataclass(frozen=True, eq=False)
@@ -155,8 +152,8 @@ class ProtocolResult:
         out: dict[str, Any] = {"no_dp_guarantee": self.no_dp_guarantee}
         for policy in POLICIES:
             out[policy] = {
-                "total": _json_float(self.epsilon(policy)),
-                "by_phase": {k: _json_float(v) for k, v in self.epsilon_by_phase(policy).items()},
+                "total": json_number(self.epsilon(policy)),
+                "by_phase": {k: json_number(v) for k, v in self.epsilon_by_phase(policy).items()},
             }
         out["entropy_bits_by_phase"] = {
             phase: float(sum(r.entropy_bits or 0.0 for r in self.ledger if r.phase == phase))

@@ -33,7 +33,7 @@ import math
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar, TypeVar, dataclass_transform
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar, dataclass_transform
 
 import numpy as np
 
@@ -48,6 +48,9 @@ from parties.wire.fields import (
     has_array,
     parse_type,
 )
+
+if TYPE_CHECKING:
+    from mprr.privacy import Refusal as PrivacyRefusal
 
 __all__ = [
     "ARRAY_DTYPES",
@@ -312,6 +315,12 @@ class Refusal(Message):
     reason: str
     requested: float
     remaining: float
+
+    @classmethod
+    def of(cls, refusal: PrivacyRefusal) -> Refusal:
+        """The wire form of a party's :class:`mprr.privacy.Refusal` record of a controller request."""
+        return cls(int(refusal.request_id or 0), f"{refusal.reason}: {refusal.message}", refusal.requested,
+                   refusal.remaining)
 
     def validate(self) -> None:
         require(self.request_id >= 0, f"Refusal.request_id must be >= 0, got {self.request_id}")

@@ -19,7 +19,8 @@ from mprr.streams import PartyStreams
 from parties.wire.messages import Abort, Ack, RandomizedValues, Refusal
 from parties.network import CONTROLLER, InMemoryNetwork
 from parties.party import Party
-from parties.public_state import INVALID_REQUEST, SESSION_REFUSED, ReleaseBook
+from mprr.privacy import RefusalReason
+from parties.public_state import ReleaseBook
 from parties.secure.graph import GraphEngine
 from parties.wire.requests import MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
 
@@ -194,8 +195,8 @@ def test_unknown_attribute_and_withheld_attribute_are_refused() -> None:
 def test_invalid_matrix_parameters_are_refused() -> None:
     party = make_party()
     reply = party.handle(request(1, [(0,)], [MatrixSpec("keep-or-uniform", (1.5,))]))
-    assert isinstance(reply, Refusal) and reply.reason.startswith(f"{INVALID_REQUEST}:")
-    assert party.refusals[0].reason == INVALID_REQUEST
+    assert isinstance(reply, Refusal) and reply.reason.startswith(f"{RefusalReason.INVALID_REQUEST}:")
+    assert party.refusals[0].reason is RefusalReason.INVALID_REQUEST
 
 
 def test_other_message_kinds_are_not_accepted() -> None:
@@ -235,7 +236,7 @@ def test_secure_release_without_an_engine_is_refused() -> None:
 
 async def test_start_of_an_unknown_session_is_logged() -> None:
     net = InMemoryNetwork(2)
-    party = make_party(index=0, n=2, engine=GraphEngine())
+    party = make_party(index=0, n=2, engine=GraphEngine(relay=False))
     await net.endpoint(CONTROLLER).send(0, SecureSumStart(1, "nope", "graph", ((0, 2),)), phase="dependence")
     await asyncio.wait_for(party.run(net.endpoint(0), idle_timeout=0.05), 1.0)
     assert any("unknown session" in e for e in party.errors)

@@ -7,7 +7,8 @@ import numpy as np
 from mprr.data import Attribute, Schema
 from mprr.matrices import keep_or_uniform
 from parties.wire.requests import MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
-from parties.public_state import INVALID_REQUEST, ReleaseBook
+from mprr.privacy import RefusalReason
+from parties.public_state import ReleaseBook
 from parties.secure.graph import GraphEngine
 
 SCHEMA = Schema(tuple(Attribute(f"a{j}", tuple(map(str, range(s))), "nominal") for j, s in enumerate((3, 4, 2))))
@@ -24,7 +25,7 @@ def test_resolution_is_memoized_per_request_object_and_units_are_shared() -> Non
     assert unit.names == ("a1", "a2") and unit.sizes == (4, 2) and unit.cells == 8
     assert unit.value((2, 3, 1)) == 7  # C order: 3 * 2 + 1
     assert np.array_equal(first.units[0].matrix.values, keep_or_uniform(3, 0.5).values)
-    assert first.outside == () and first.named_plan == (("a0",), ("a1", "a2"))
+    assert first.ask.plan == (("a0",), ("a1", "a2")) and first.ask.releases == tuple(u.release for u in first.units)
 
 
 def test_resolution_reports_unknown_attributes_and_bad_matrices() -> None:
@@ -32,7 +33,7 @@ def test_resolution_reports_unknown_attributes_and_bad_matrices() -> None:
     bad = book.resolve(ReleaseRequest.build(1, "p", [(3,)], [MatrixSpec.grr(1.0)]))
     assert bad.units is None and "holds attributes 0..2 only" in bad.message
     invalid = book.resolve(ReleaseRequest.build(1, "p", [(0,)], [MatrixSpec("grr", (0.0,))]))
-    assert invalid.units is None and invalid.reason == INVALID_REQUEST
+    assert invalid.units is None and invalid.reason is RefusalReason.INVALID_REQUEST
 
 
 def test_secure_units_are_unlinkable_and_exact_ones_have_no_matrix() -> None:

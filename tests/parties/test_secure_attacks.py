@@ -22,9 +22,10 @@ from mprr.synthetic import planted_clusters
 from parties.controller import Controller
 from parties.wire.messages import Ack, Refusal
 from parties.network import CONTROLLER, InMemoryNetwork
-from parties.party import DEFAULT_MIN_ROSTER, Party
+from mprr.privacy import DEFAULT_MIN_ROSTER, RefusalReason
+from parties.party import Party
 from parties.wire.requests import SecureRelease, SecureSumStart, roster_runs
-from parties.public_state import SESSION_REFUSED, ReleaseBook
+from parties.public_state import ReleaseBook
 from parties.secure.graph import GraphEngine
 from parties.secure.masked import MaskedEngine
 from parties.secure.paper import PaperEngine
@@ -54,7 +55,7 @@ def test_differencing_two_exact_sums_is_refused_by_every_party(data, engine) -> 
     (report,) = sim.attacks
     # before: full.counts - part.counts was the victim's exact pairs; now nobody takes part
     assert report.difference is None and report.answered == 0
-    assert report.refused == report.asked == N - 1 and report.reasons == {SESSION_REFUSED: N - 1}
+    assert report.refused == report.asked == N - 1 and report.reasons == {RefusalReason.SESSION_REFUSED: N - 1}
     units = sim.result.releases[0].units
     for ledger in sim.ledgers:  # the exact pairs entered one session only
         assert sum(1 for r in ledger if r.exact) == len(units)

@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mprr.privacy.accountant import Decision, Outcome, PrivacyAccountant, RefusalReason
+from mprr.privacy.accountant import Ask, Decision, Outcome, PrivacyAccountant, Refusal, RefusalReason
 from mprr.errors import ConfigurationError, PlanViolationError, ProtocolError
-from mprr.privacy.ledger import CompositionPolicy, Release, compose
+from mprr.privacy.ledger import CompositionPolicy, Release
+from tests.mprr.privacy.composition_model import compose
 from mprr.matrices import grr, keep_or_uniform
 
 POLICIES = tuple(CompositionPolicy)
@@ -45,55 +46,55 @@ def test_decisions_follow_the_from_scratch_model(requests, policy, budget) -> No
     acc = PrivacyAccountant(budget, policy, party="p")
     granted: list[Release] = []
     for request in requests:
-        before = compose(granted, policy)
         repeat = next((i for i, r in enumerate(granted) if r.same_as(request)), None)
         after = compose([*granted, request], policy)
         fits = math.isinf(budget) or after <= budget * (1 + 1e-9) + 1e-12 and math.isfinite(after)
-        assert acc.would_spend(request) == (before if repeat is not None else after)
         decision = acc.request(request)
-        assert decision.epsilon_before == before
         if repeat is not None:
             assert decision.outcome is Outcome.REPLAYED and decision.entry_index == repeat
         elif fits:
             assert decision.outcome is Outcome.GRANTED and decision.entry_index == len(granted)
-            assert decision.epsilon_after == after
             granted.append(request)
         else:
             assert decision.outcome is Outcome.REFUSED and decision.refusal is not None
             assert decision.refusal.reason is RefusalReason.BUDGET_EXCEEDED
-        assert acc.spent() == compose(granted, policy) and list(acc.ledger) == granted
+        assert acc.spent() == compose(granted, policy)
+        assert list(acc.ledger) == granted
         assert acc.spent_by_phase() == acc.ledger.by_phase(policy)
 
 
-def test_would_spend_all_is_the_atomic_total_and_records_nothing() -> None:
+def test_answer_spends_the_atomic_total_of_a_request() -> None:
     acc = PrivacyAccountant(10.0, "sequential")
     P = keep_or_uniform(4, 0.6)
     first = Release.from_matrix(("A",), P, phase="dependence")
     acc.charge(first)
-    new = [
+    new = (
         Release.from_matrix(("A",), P, phase="clusters"),  # replay of `first`: adds nothing
         Release.from_matrix(("B", "C"), grr(4, 1.0), phase="clusters"),
         Release.from_matrix(("B", "C"), grr(4, 1.0), phase="clusters"),  # repeats the previous one
         Release.from_matrix(("D",), grr(2, 0.5), phase="clusters"),
-    ]
+    )
+    decisions = acc.answer(Ask(new, "clusters", 3))
+    assert isinstance(decisions, tuple)
+    assert [d.outcome for d in decisions] == [Outcome.REPLAYED, Outcome.GRANTED, Outcome.REPLAYED, Outcome.GRANTED]
+    assert [d.entry_index for d in decisions] == [0, 1, 1, 2]
     expected = compose([first, new[1], new[3]], "sequential")
-    assert acc.would_spend_all(new) == expected == pytest.approx(P.epsilon + 1.5, rel=1e-12)
-    assert acc.would_spend_all([]) == acc.spent() == first.epsilon
-    assert len(acc.ledger) == 1 and acc.refusals == () and acc.replays == ()
-    # Granting them one by one lands on the same total.
-    for release in new:
-        acc.request(release)
-    assert acc.spent() == expected
+    assert acc.spent() == expected == pytest.approx(P.epsilon + 1.5, rel=1e-12)
+    assert acc.replays == ((new[0], 0), (new[2], 1)) and acc.refusals == ()
     with pytest.raises(ConfigurationError, match=r"releases must be Release objects, got 'A'"):
-        acc.would_spend_all(["A"])  # type: ignore[list-item]
+        acc.answer(Ask(("A",), "clusters"))  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match=r"request 4 \(clusters\) must ask for at least one release, got none"):
+        acc.answer(Ask((), "clusters", 4))
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-def test_would_spend_all_follows_the_policy(policy) -> None:
+def test_answer_follows_the_policy(policy) -> None:
     acc = PrivacyAccountant(math.inf, policy)
     acc.charge(rel(("A", "B"), 1.0, linkable=False))
-    batch = [rel(("A", "C"), 0.6, linkable=False), rel(("D",), 0.2, linkable=False)]
-    assert acc.would_spend_all(batch) == compose([*acc.ledger, *batch], policy)
+    batch = (rel(("A", "C"), 0.6, linkable=False), rel(("D",), 0.2, linkable=False))
+    expected = compose([*acc.ledger, *batch], policy)
+    acc.answer(Ask(batch, "release"))
+    assert acc.spent() == expected
 
 
 def test_a_release_outside_the_plan_is_a_protocol_error_naming_the_party() -> None:
@@ -130,27 +131,16 @@ def test_a_decision_says_what_happened_and_cannot_be_altered() -> None:
     granted = acc.request(r)
     replayed = acc.request(rel(("A",), 1.0, request_id="q"))
     refused = acc.request(rel(("B",), 1.5))
-    assert granted == Decision(Outcome.GRANTED, r, 0, 0.0, 1.0)
+    assert granted == Decision(Outcome.GRANTED, r, 0)
     assert (granted.granted, granted.replayed, granted.refused) == (True, False, False)
     assert (replayed.granted, replayed.replayed, replayed.refused) == (False, True, False)
     # a replay points at the entry it repeats and spends nothing
-    assert (replayed.entry_index, replayed.epsilon_before, replayed.epsilon_after, replayed.refusal) == (0, 1.0, 1.0, None)
+    assert (replayed.entry_index, replayed.refusal) == (0, None)
     assert (refused.granted, refused.replayed, refused.refused) == (False, False, True)
     assert refused.refusal is not None and refused.refusal.reason is RefusalReason.BUDGET_EXCEEDED
     assert acc.spent() == 1.0 and len(acc.ledger) == 1
     with pytest.raises(dataclasses.FrozenInstanceError):
         granted.entry_index = 3  # type: ignore[misc]
-
-
-def test_check_after_request_does_not_leak_state() -> None:
-    # would_spend / check compute "what if" totals; they must not alter what is spent.
-    acc = PrivacyAccountant(3.0, "parallel")
-    acc.charge(rel(("A",), 1.0))
-    for _ in range(3):
-        assert acc.check(rel(("A", "B"), 1.5)).granted
-        assert acc.would_spend(rel(("A", "B"), 2.5)) == 3.5
-    assert acc.spent() == 1.0 and len(acc.ledger) == 1
-    assert acc.request(rel(("A", "B"), 2.5)).refused and acc.spent() == 1.0
 
 
 def test_allowed_attributes_refuse_every_other_attribute() -> None:
@@ -162,43 +152,71 @@ def test_allowed_attributes_refuse_every_other_attribute() -> None:
     assert listed.request(rel(("C",), 0.1)).refused and first.request(rel(("C",), 0.1)).granted
 
 
-def test_request_all_grants_replays_or_refuses_a_whole_request_together() -> None:
+def test_answer_grants_replays_or_refuses_a_whole_request_together() -> None:
     acc = PrivacyAccountant(2.0, "sequential", party=4)
-    first = Release.from_matrix(("A",), grr(2, 1.0), phase="dependence")
-    acc.charge(first)
-    again = Release.from_matrix(("A",), grr(2, 1.0), phase="dependence")  # a replay of `first`
+    acc.charge(Release.from_matrix(("A",), grr(2, 1.0), phase="dependence"))
     b = Release.from_matrix(("B",), grr(2, 0.5), phase="dependence")
-    decisions = acc.request_all([again, b, b])
-    assert isinstance(decisions, tuple)
-    assert [d.outcome for d in decisions] == [Outcome.REPLAYED, Outcome.GRANTED, Outcome.REPLAYED]
-    assert acc.spent() == compose([first, b], "sequential") == pytest.approx(1.5, rel=1e-12)
+    assert acc.spent() == pytest.approx(1.0) and acc.answer(Ask((b,), "dependence", 6))
     # Over the budget together: one refusal, nothing granted although `c` alone would fit.
     c = Release.from_matrix(("C",), grr(2, 0.4), phase="dependence")
     d = Release.from_matrix(("D",), grr(2, 0.4), phase="dependence")
-    refused = acc.request_all([c, d], label="request 7 (dependence)")
-    assert isinstance(refused, Decision) and refused.refusal is not None
-    assert refused.refusal.reason is RefusalReason.BUDGET_EXCEEDED
-    assert refused.refusal.message == (
+    refused = acc.answer(Ask((c, d), "dependence", 7, ((2,), (3,))))
+    assert refused == Refusal(
+        RefusalReason.BUDGET_EXCEEDED,
         "party 4: request 7 (dependence) would spend ε=0.8 but only 0.5 of the budget 2 remains "
-        "under policy 'sequential'"
+        "under policy 'sequential'",
+        pytest.approx(0.8), pytest.approx(0.5), 4, 7, "dependence", ((2,), (3,)),
     )
-    assert acc.refusals == (refused.refusal,) and len(acc.ledger) == 2
+    assert acc.refusals == (refused,) and len(acc.ledger) == 2
     assert acc.request(c).granted
-    # fresh: every release is new spending, even one the ledger holds.
-    refresh = acc.request_all([Release.from_matrix(("A",), grr(2, 1.0), phase="dependence")], fresh=True)
-    assert isinstance(refresh, Decision) and refresh.refused and len(acc.ledger) == 3
-    with pytest.raises(ConfigurationError, match=r"request_all needs at least one release, got none"):
-        acc.request_all([])
-    with pytest.raises(ConfigurationError, match=r"releases must be Release objects, got 'A'"):
-        acc.request_all(["A"])  # type: ignore[list-item]
 
 
-def test_request_all_refuses_the_first_release_outside_the_plan() -> None:
-    acc = PrivacyAccountant(math.inf, party=1, allowed_attributes=("A", "B"))
+def test_answer_refuses_a_request_outside_the_plan_or_the_allowed_attributes() -> None:
+    acc = PrivacyAccountant(math.inf, party=1, allowed_attributes=("A", "B", "C"))
     inside = Release.from_matrix(("A",), grr(2, 1.0), phase="p")
+    pair = Release.from_matrix(("B", "C"), grr(4, 1.0), phase="p")
     outside = Release.from_matrix(("Z",), grr(2, 1.0), phase="p")
-    refused = acc.request_all([inside, outside])
-    assert isinstance(refused, Decision) and refused.refusal is not None
-    assert refused.refusal.reason is RefusalReason.PLAN_VIOLATION and refused.request is outside
-    assert refused.refusal.message.startswith("party 1: release 'p(Z)' asks for attributes ['Z']")
-    assert len(acc.ledger) == 0
+    refused = acc.answer(Ask((inside, outside), "p", 1))
+    assert isinstance(refused, Refusal) and refused.reason is RefusalReason.PLAN_VIOLATION
+    assert refused.message.startswith("party 1: release 'p(Z)' asks for attributes ['Z']")
+    plan = (("A",), ("B", "C"))
+    assert acc.answer(Ask((inside,), "p", 2, plan=plan))  # announces the plan
+    refused = acc.answer(Ask((pair, inside), "p", 3, ((1, 2), (0,)), plan=(("A", "B"), ("C",))))
+    assert isinstance(refused, Refusal) and "another plan" in refused.message
+    refused = acc.answer(Ask((Release.from_matrix(("A", "B"), grr(4, 1.0), phase="p"),), "p", 4, ((0, 1),),
+                             plan=plan))
+    assert isinstance(refused, Refusal) and refused.message == (
+        "party 1: request 4 (p) asks for attributes [0, 1], not groups of the plan announced for phase 'p'"
+    )
+    assert len(acc.ledger) == 1 and [r.request_id for r in acc.refusals] == [1, 3, 4]
+
+
+def test_a_committed_input_enters_one_session_that_runs_once() -> None:
+    acc = PrivacyAccountant(math.inf, party=2, min_roster=3)
+    exact = Release.exact_values(("A", "B"), linkable=False, phase="dependence")
+    commit = Ask((exact,), "dependence", 1, ((0, 1),), session="s", exact=True)
+    assert len(acc.answer(commit)) == 1
+    assert acc.answer(commit) == ()  # re-sent: already committed, nothing new
+    other = acc.answer(Ask((exact,), "dependence", 2, ((0, 1),), session="t", exact=True))
+    assert isinstance(other, Refusal) and other.reason is RefusalReason.SESSION_REFUSED
+    assert other.requested == math.inf and "already entered secure-sum session 's'" in other.message
+    changed = acc.answer(Ask((exact,), "dependence", 3, ((1, 0),), session="s", exact=True))
+    assert isinstance(changed, Refusal) and "was committed with units" in changed.message
+    # 4.3: a randomized input for a new session is a fresh draw, booked again
+    pair = Release.from_matrix(("A", "B"), grr(4, 1.0), linkable=False, phase="dependence")
+    fresh = PrivacyAccountant(1.5, party=3)
+    assert fresh.answer(Ask((pair,), "dependence", 1, ((0, 1),), session="u"))[0].granted  # type: ignore[index]
+    again = fresh.answer(Ask((pair,), "dependence", 2, ((0, 1),), session="v"))
+    assert isinstance(again, Refusal) and again.reason is RefusalReason.BUDGET_EXCEEDED
+    # a session starts once, with a roster that holds the party and has >= min_roster parties
+    assert acc.start_session("nope", (0, 1, 2), 2) == "no committed input or unknown session"
+    assert acc.start_session("s", (0, 1, 3), 2) == "party 2 is not in the roster it was sent"
+    assert acc.start_session("s", (1, 2), 2) == (
+        "roster of 2 parties is below the party's minimum min_roster = 3")
+    assert acc.start_session("s", (0, 1, 2), 2) is None
+    acc.end_session("s", aborted=True)
+    assert acc.start_session("s", (0, 1, 2), 2) == (
+        "its input already entered session 's' (aborted, roster of 3 parties); a session runs once, "
+        "with one roster")
+    with pytest.raises(ConfigurationError, match=r"min_roster must be an integer >= 2, got 1"):
+        PrivacyAccountant(1.0, min_roster=1)

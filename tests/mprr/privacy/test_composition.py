@@ -9,13 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.mprr.privacy.composition_model import COMPOSITION_RULES, compose, compose_by_phase
 from mprr.privacy.composition import (
-    COMPOSITION_RULES,
     CompositionPolicy,
     PolicyTotals,
     as_policy,
-    compose,
-    compose_by_phase,
 )
 from mprr.errors import ConfigurationError
 from mprr.privacy.release import Release

@@ -20,11 +20,9 @@ from mprr.privacy.ledger import (
     Ledger,
     Release,
     as_policy,
-    attribute_components,
-    compose,
-    compose_by_phase,
     matrix_fingerprint,
 )
+from tests.mprr.privacy.composition_model import attribute_components, compose, compose_by_phase
 
 POLICIES = tuple(CompositionPolicy)
 
