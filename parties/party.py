@@ -167,6 +167,28 @@ class Party:
         """Every request the party refused (its accountant's records)."""
         return self.accountant.refusals
 
+    def register(self, registry: Any) -> None:
+        """Install the PKI directory (:class:`~parties.secure.pki.KeyRegistry`) at set-up.
+
+        For runtimes whose parties generate their signing keys where they live (the shard
+        hosts of :mod:`parties.shard`): the directory of every party's verification key exists
+        only after all of them registered.  It is installed once, before the protocol; nothing
+        the controller sends reaches this method.
+
+        Raises
+        ------
+        ConfigurationError
+            If the party already holds a directory, or the directory does not hold the
+            party's own verification key.
+        """
+        if self._registry is not None:
+            raise ConfigurationError(f"party {self.index} already holds its PKI directory (set-up happens once)")
+        if self._signer is not None and (self.index not in registry or registry.key(self.index) != self._signer.public):
+            raise ConfigurationError(
+                f"the PKI directory does not hold party {self.index}'s own verification key: refused"
+            )
+        self._registry = registry
+
     @property
     def released_values(self) -> tuple[int, ...]:
         """Code released for each ledger entry, in ledger order (for exact entries: the true one)."""
@@ -242,7 +264,7 @@ class Party:
             return f"the {engine.name} engine signs with PKI keys, and the party was set up without them"
         return self.accountant.start_session(start.session, start.parties, self.index)
 
-    async def _secure_sum(self, endpoint: Endpoint, start: SecureSumStart) -> None:
+    async def secure_sum(self, endpoint: Endpoint, start: SecureSumStart) -> None:
         """Run this party's side of the secure sum ``start.session`` with its committed input.
 
         Checks (module docstring): the party's own engine, a roster that holds the party and
@@ -296,7 +318,7 @@ class Party:
                 self.status = "aborted"
                 return
             if isinstance(msg, SecureSumStart):
-                await self._secure_sum(endpoint, msg)
+                await self.secure_sum(endpoint, msg)
                 continue
             try:
                 reply = self.handle(msg)

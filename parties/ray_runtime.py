@@ -10,6 +10,11 @@ actor calls carrying the same records as the ``tcp`` runtime (:mod:`parties.chan
   the last call (waits until there is one); one pull loop per shard, owned by the runtime's
   task group, feeds them to :meth:`~parties.router.RouterNetwork.ingress`.
 
+Secure sums: ``start()`` returns the verification keys of the shard's parties (their signing
+keys are generated inside the actor and stay there); the driver assembles the run's key
+directory and installs it with ``register(keys)`` in every shard before the protocol.
+Party-to-party frames travel shard → driver (router: topology, counts, faults) → shard.
+
 The controller runs in the driver on the :class:`~parties.router.RouterNetwork`, so counting,
 rounds and seeded faults are those of the in-memory network.  A shard actor that dies makes its
 pull fail: the router loses the shard (all its parties crash) and the controller's gather ends
@@ -32,7 +37,7 @@ from typing import Any
 from mprr.errors import ConfigurationError, RuntimeFailure
 from parties.router import RouterNetwork
 from parties.runtime import Hosting, HostingPlan, Runtime, lost_reports, task_group
-from parties.shard import PartyShard, ShardReport, ShardSetup, split
+from parties.shard import PartyShard, ShardReport, ShardSetup, directory, split
 from parties.transport import Frame
 from parties.channel import DATA, RecordBatcher, frame_record, loads, read_record
 
@@ -58,12 +63,19 @@ class ShardActor:
         self._serving: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
 
-    async def start(self) -> int:
-        """Build the parties and start serving them; returns the number hosted."""
+    async def start(self) -> bytes:
+        """Build the parties and start serving them; returns their verification keys
+        (:meth:`PartyShard.public_keys <parties.shard.PartyShard.public_keys>`: generated here,
+        the private keys stay in this actor)."""
         self._wake = asyncio.Event()
         self._shard = PartyShard(self._setup, self._uplink)
         self._serving = asyncio.get_running_loop().create_task(self._shard.serve())  # owner: this actor
-        return len(self._shard.parties)
+        return self._shard.public_keys()
+
+    async def register(self, keys: bytes) -> None:
+        """Install the run's key directory in the hosted parties (before the protocol)."""
+        assert self._shard is not None
+        self._shard.register(keys)
 
     def _uplink(self, frame: Frame) -> None:
         self._out.append(frame_record(frame))
@@ -185,6 +197,7 @@ class RayHosting(Hosting):
             "runtime": "ray",
             "shards": len(self.links),
             "payload_bytes": sent["payload"] + recv["payload"],
+            "party_to_party_bytes": self.network.party_to_party[1],
             "framing_bytes": sent["framing"] + recv["framing"],
             "control_bytes": sent["control"],
             "sent": sent,
@@ -245,7 +258,10 @@ class RayRuntime(Runtime):
                 actors.append(remote.remote(plan.setup(r)))
             try:
                 async with asyncio.timeout(self.start_timeout):
-                    await asyncio.gather(*(a.start.remote() for a in actors))
+                    keys = await asyncio.gather(*(a.start.remote() for a in actors))
+                    if plan.signs:  # the driver is the run's PKI: every shard gets the directory
+                        table = directory(list(zip(ranges, keys)), plan.n)
+                        await asyncio.gather(*(a.register.remote(table) for a in actors))
             except TimeoutError:
                 raise RuntimeFailure(f"ray runtime: {len(actors)} shard actors not ready after "
                                      f"{self.start_timeout} s") from None

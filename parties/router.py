@@ -14,6 +14,10 @@ party's send, which arrives from its shard through :meth:`RouterNetwork.ingress`
 - a frame a shard sends for a party it does not host, over a link the topology forbids, or
   whose header disagrees with its payload is rejected here (counted as ``rejected``): a bad
   frame is the sender's fault, never the run's end;
+- a party-to-party frame (a secure-sum share over a direct link) goes up from its sender's
+  shard and down to its receiver's, even within one shard: the topology is checked here, and
+  its payload crosses the channel twice (:attr:`RouterNetwork.party_to_party` counts it, so a
+  runtime's wire payload is the traffic's bytes plus these);
 - a lost shard (worker died, actor died) crashes all its parties at once
   (:meth:`RouterNetwork.lose`): the controller's next gather ends with ``PartyDropped`` or a
   degraded result within the round timeout, never a hang.
@@ -67,6 +71,7 @@ class RouterNetwork(InMemoryNetwork):
         self._links: list[ShardLink] = []
         self._starts: list[int] = []
         self.lost: dict[int, str] = {}  # link index -> why
+        self.party_to_party = [0, 0]  # messages, payload bytes routed from a party to a party
 
     @property
     def links(self) -> tuple[ShardLink, ...]:
@@ -113,6 +118,9 @@ class RouterNetwork(InMemoryNetwork):
         if not self._admit(src):
             return
         self._traffic.record_send(src, frame.phase, frame.kind, len(frame.payload))
+        if dst != CONTROLLER:
+            self.party_to_party[0] += 1
+            self.party_to_party[1] += len(frame.payload)
         await self._transmit(frame)
 
     def _deliver(self, frame: Frame, position: int | None = None) -> None:

@@ -13,7 +13,10 @@
 
 A remote runtime implements :meth:`Runtime.host`: given a :class:`HostingPlan` it starts the
 shard hosts (:mod:`parties.shard`), attaches one :class:`~parties.router.ShardLink` per shard
-to a :class:`~parties.router.RouterNetwork` and yields a :class:`Hosting`; the simulation runs
+to a :class:`~parties.router.RouterNetwork`, and — when the plan's secure-sum engine signs —
+collects every shard's verification keys and installs the run's key directory in every shard
+(the runner is the run's PKI, never the controller actor; the private keys stay in the
+shards).  Then it yields a :class:`Hosting`; the simulation runs
 the controller on ``hosting.network`` exactly as on the in-memory network, then calls
 :meth:`Hosting.finish` for the parties' summaries.  Leaving the context stops every shard
 host the runtime started (no orphan process or actor, after success, error or Ctrl-C).
@@ -30,12 +33,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import networkx as nx
 import numpy as np
 
 from mprr.data import Schema
 from mprr.errors import ConfigurationError
 from parties.faults import FaultPlan
+from mprr.privacy import DEFAULT_MIN_ROSTER
 from parties.router import RouterNetwork
+from parties.secure.engine import SecureSumEngine
 from parties.shard import ShardReport, ShardSetup
 from parties.traffic import LatencyModel
 
@@ -70,15 +76,25 @@ class HostingPlan:
     latency: LatencyModel | None
     fault_seed: int
     timeout: float
+    engine: SecureSumEngine | None = None
+    min_roster: int = DEFAULT_MIN_ROSTER
+    mesh: bool = False
+
+    @property
+    def signs(self) -> bool:
+        """Whether the parties need PKI signing keys (the plan's engine signs)."""
+        return self.engine is not None and self.engine.signs
 
     def setup(self, parties: range) -> ShardSetup:
         """The setup of a shard hosting ``parties``."""
         return ShardSetup(parties, self.n, self.schema, np.ascontiguousarray(self.records[parties.start:parties.stop]),
-                          self.seed, self.budgets[parties.start:parties.stop], self.policy, self.accept)
+                          self.seed, self.budgets[parties.start:parties.stop], self.policy, self.accept,
+                          self.engine, self.min_roster, self.mesh)
 
     def network(self) -> RouterNetwork:
-        """The controller process's router for this run."""
-        return RouterNetwork(self.n, faults=self.faults, latency=self.latency, seed=self.fault_seed)
+        """The controller process's router for this run (full mesh when ``mesh``, else the star)."""
+        return RouterNetwork(self.n, faults=self.faults, latency=self.latency, seed=self.fault_seed,
+                             topology=nx.complete_graph(self.n) if self.mesh else None)
 
 
 class Hosting(ABC):

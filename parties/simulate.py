@@ -49,7 +49,7 @@ import numpy as np
 from mprr.data import Dataset
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
 from mprr.privacy.ledger import CompositionPolicy, Ledger, as_policy
-from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacySummary, Refusal, json_number, summarize
+from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacyAccountant, PrivacySummary, Refusal, json_number, summarize
 from mprr.protocols.registry import lookup
 from mprr.protocols.result import ProtocolResult
 from mprr.streams import PartyStreams
@@ -283,8 +283,7 @@ async def simulate_async(
     engine = kwargs.get("engine", "paper")
     secure = kwargs.get("dependence") in ("4.2", "4.3")
     accept = PARTY_KINDS if secure else LOOP_KINDS
-    if topology is None and secure and engine_needs_mesh(engine):
-        topology = nx.complete_graph(n)  # the paper's secure sum and graph-direct need direct party links
+    mesh = secure and engine_needs_mesh(engine)  # the paper's secure sum and graph-direct need direct party links
     if secure:  # set-up: every party gets the engine (its secure-sum policy) before the run
         engine = kwargs["engine"] = make_engine(engine, round_timeout=timeout)
     interval = _check_number("progress_interval", progress_interval, allow_inf=True)
@@ -294,17 +293,19 @@ async def simulate_async(
         runtime = current_runtime()
     elif isinstance(runtime, str):
         runtime = make_runtime(runtime)
+    PrivacyAccountant(math.inf, policy, min_roster=min_roster)  # the parties' own checks, before anything starts
     if runtime is not None:
-        if secure:
-            raise ConfigurationError(
-                f"runtime {runtime.name!r} runs the one-phase protocols and RR-Clusters with dependence='4.1'; "
-                f"dependence={kwargs.get('dependence')!r} (secure sums) needs runtime 'memory'"
-            )
         if topology is not None:
-            raise ConfigurationError(f"runtime {runtime.name!r} supports the star topology only (topology=None)")
+            raise ConfigurationError(
+                f"runtime {runtime.name!r} supports the star topology, and the full mesh an engine needs, "
+                f"only (topology=None), got a graph of {topology.number_of_edges()} party links"
+            )
         plan = HostingPlan(n, schema, np.asarray(dataset.codes), int(seed), tuple(budgets), policy.value,
-                           tuple(k.KIND for k in accept), faults, latency, net_seed, timeout)
+                           tuple(k.KIND for k in accept), faults, latency, net_seed, timeout,
+                           engine if secure else None, min_roster, mesh)
     else:
+        if topology is None and mesh:
+            topology = nx.complete_graph(n)
         streams = PartyStreams(seed, n)
         net = InMemoryNetwork(n, topology=topology, faults=faults, latency=latency, seed=net_seed)
         book = ReleaseBook(schema)
@@ -332,7 +333,8 @@ async def simulate_async(
         "faults": None if faults is None else repr(faults),
         "fault_seed": net_seed,
         "latency": None if latency is None else repr(latency),
-        "topology": "star" if topology is None else f"{topology.number_of_edges()} party links",
+        "topology": ("star" if topology is None and not mesh
+                     else f"{n * (n - 1) // 2 if topology is None else topology.number_of_edges()} party links"),
         "attacks": list(attacks),
         "runtime": "memory" if runtime is None else runtime.options(),
     }
@@ -404,6 +406,8 @@ async def _simulate_hosted(
     async with runtime.host(plan) as hosting:
         net = hosting.network
         ready = time.perf_counter()
+        if plan.engine is not None:
+            _warn_if_expensive(plan.engine, plan.n, plan.schema.sizes, net)
         controller = Controller(net.endpoint(CONTROLLER, accept=CONTROLLER_KINDS), plan.schema, range(plan.n), timeout=plan.timeout,
                                 on_dropout=on_dropout, retries=retries)
         try:

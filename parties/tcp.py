@@ -2,7 +2,11 @@
 
 The controller process listens (loopback by default); each worker process connects, says
 which parties it hosts (``hello``), receives their setup (:class:`~parties.shard.ShardSetup`),
-runs a :class:`~parties.shard.PartyShard` on its own event loop and answers ``ready``.  From
+runs a :class:`~parties.shard.PartyShard` on its own event loop and answers ``ready`` with its
+parties' verification keys (generated in the worker when the secure-sum engine signs; the
+private keys never leave it).  Once every worker is ready the controller process sends each
+the run's key directory (``registry``, :func:`~parties.shard.directory`) before any protocol
+frame: the stream is ordered, so a party holds the directory before its first session.  From
 then on both directions carry ``DATA`` records — one protocol frame each, the one codec's
 bytes — length-prefixed on an asyncio stream (:mod:`parties.channel`), batched per event-loop
 turn into one write.  At the end the controller sends ``finish`` and each worker answers with
@@ -24,8 +28,10 @@ By hand (``spawn=False``): ``mprr party --connect HOST:PORT --parties 0-999 --wo
 --tls-dir DIR`` on any machine; the controller waits for workers covering every party.
 
 Accounting (:meth:`TcpHosting.wire`): payload bytes (the codec's, identical to the in-memory
-network's), framing bytes (record headers and length prefixes), control bytes (setup, reports)
-and, from the kernel's ``TCP_INFO`` counters of the controller's sockets, the bytes really
+network's; a party-to-party frame crosses the channel twice, up to the router and down to its
+receiver's worker, so the payload is the traffic's bytes plus ``party_to_party_bytes``),
+framing bytes (record headers and length prefixes), control bytes (setup, key directory,
+reports) and, from the kernel's ``TCP_INFO`` counters of the controller's sockets, the bytes really
 sent and received — the difference is the TLS overhead (handshake, record headers, AEAD tags).
 """
 
@@ -48,7 +54,7 @@ from typing import Any
 from mprr.errors import ConfigurationError, MessageError, MprrError, RuntimeFailure
 from parties.runtime import Hosting, HostingPlan, Runtime, lost_reports, task_group
 from parties.router import RouterNetwork
-from parties.shard import PartyShard, ShardReport, ShardSetup, split
+from parties.shard import PartyShard, ShardReport, ShardSetup, directory, split
 from parties.tls import CONTROLLER_NAME, TlsMaterial, client_context, make_material, server_context
 from parties.transport import Frame
 from parties.channel import DATA, LENGTH_SIZE, RecordBatcher, StreamDecoder, loads, pack_stream, read_record
@@ -150,6 +156,7 @@ class _WorkerLink:
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     done: asyncio.Event = field(default_factory=asyncio.Event)
     report: ShardReport | None = None
+    keys: bytes = b""
 
     def push(self, frame: Frame, position: int | None) -> None:
         self.channel.send_frame(frame, position)
@@ -203,7 +210,8 @@ class TcpHosting(Hosting):
                     continue
                 channel.count_in(record, None)
                 tag, body = loads(record)
-                if tag == "ready":
+                if tag == "ready" and isinstance(body, bytes) and not link.ready.is_set():
+                    link.keys = body
                     link.ready.set()
                     self._changed.set()
                 elif tag == "report" and isinstance(body, ShardReport) and body.parties == link.parties:
@@ -272,6 +280,15 @@ class TcpHosting(Hosting):
                 f"({len(self.links)} connected{'; ' + '; '.join(self.problems) if self.problems else ''})"
             ) from None
 
+    def register(self) -> None:
+        """Send every worker the run's key directory (when the engine signs; after
+        :meth:`wait_ready`, before any protocol frame)."""
+        if not self.plan.signs:
+            return
+        keys = directory([(link.parties, link.keys) for link in self.links], self.plan.n)
+        for link in self.links:
+            link.channel.send_control("registry", keys)
+
     async def finish(self) -> list[ShardReport]:
         for link in self.links:
             if not link.done.is_set():
@@ -294,6 +311,7 @@ class TcpHosting(Hosting):
             "tls": self._tls,
             "workers": len(self.links),
             "payload_bytes": sent["payload"] + recv["payload"],
+            "party_to_party_bytes": self.network.party_to_party[1],
             "framing_bytes": sent["framing"] + recv["framing"],
             "control_bytes": sent["control"] + recv["control"],
             "sent": sent,
@@ -394,6 +412,7 @@ class TcpRuntime(Runtime):
                             processes.append(await _spawn(k, r, f"127.0.0.1:{bound}" if host in ("0.0.0.0", "::")
                                                           else f"{host}:{bound}", material, log))
                         await hosting.wait_ready(processes, self.connect_timeout, logs)
+                        hosting.register()
                         yield hosting
                     finally:
                         acceptor.cancel()
@@ -474,7 +493,9 @@ async def run_worker(address: str, parties: range, *, worker: int = 0, tls_dir: 
                 if tag == "setup" and shard is None and isinstance(body, ShardSetup) and body.parties == parties:
                     shard = PartyShard(body, lambda f: channel.send_frame(f, None))
                     serving = tg.create_task(shard.serve())
-                    channel.send_control("ready", None)
+                    channel.send_control("ready", shard.public_keys())
+                elif tag == "registry" and shard is not None and isinstance(body, bytes):
+                    shard.register(body)
                 elif tag == "crash" and shard is not None:
                     shard.crash(tuple(int(p) for p in body))
                 elif tag == "finish" and shard is not None and serving is not None:

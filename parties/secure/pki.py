@@ -8,11 +8,16 @@ cannot show different parties different survivor sets unnoticed.  Here:
 :func:`setup_pki`
     Generates one :class:`Signer` per party (``cryptography``'s Ed25519, keys from the OS
     CSPRNG) and the :class:`KeyRegistry` of their verification keys.  It runs at set-up, by
-    whoever builds the parties (the simulator), never by the controller.
+    whoever builds the parties (the in-memory simulator), never by the controller.
+:func:`generate_signers`
+    The same keys for the parties of one place only: a multi-process runtime generates them
+    inside each party shard host (worker process, Ray actor), so a private key never leaves
+    the place its party lives; the hosts register the verification keys and the run's
+    directory (:meth:`KeyRegistry.from_keys`) is sent back to every host before the protocol
+    (:mod:`parties.shard`).
 :class:`KeyRegistry`
     An immutable directory party → 32-byte verification key.  Each party holds it from
-    set-up; nothing the controller sends can change it (in a multi-process runtime it is
-    shipped with the party's set-up, like its record).
+    set-up; nothing the controller sends can change it.
 :func:`statement`
     The byte string a party signs: a domain tag, the session, the signer and the content, so
     a signature can never be replayed in another session, by another party or for another
@@ -31,10 +36,12 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from mprr.errors import ConfigurationError
 
-__all__ = ["SIGNATURE_BYTES", "KeyRegistry", "Signer", "setup_pki", "statement"]
+__all__ = ["PUBLIC_KEY_BYTES", "SIGNATURE_BYTES", "KeyRegistry", "Signer", "generate_signers", "setup_pki", "statement"]
 
 SIGNATURE_BYTES = 64
 """Length of an Ed25519 signature."""
+PUBLIC_KEY_BYTES = 32
+"""Length of a raw Ed25519 verification key."""
 
 
 def statement(purpose: str, session: str, signer: int, content: bytes) -> bytes:
@@ -80,6 +87,25 @@ class KeyRegistry:
         self._keys = MappingProxyType(dict(keys))
         self._parsed: dict[int, Ed25519PublicKey] = {}
 
+    @classmethod
+    def from_keys(cls, parties: range, keys: bytes) -> KeyRegistry:
+        """The registry of ``parties`` from their verification keys concatenated in party order
+        (:data:`PUBLIC_KEY_BYTES` each), as shard hosts register them.
+
+        Raises
+        ------
+        ConfigurationError
+            If ``keys`` does not hold exactly one key per party.
+        """
+        if not isinstance(keys, bytes) or len(keys) != PUBLIC_KEY_BYTES * len(parties):
+            raise ConfigurationError(
+                f"keys must be {PUBLIC_KEY_BYTES} bytes per party ({PUBLIC_KEY_BYTES} * {len(parties)} = "
+                f"{PUBLIC_KEY_BYTES * len(parties)} bytes), got "
+                f"{len(keys) if isinstance(keys, bytes) else type(keys).__name__}"
+            )
+        w = PUBLIC_KEY_BYTES
+        return cls({p: keys[k * w:(k + 1) * w] for k, p in enumerate(parties)})
+
     def __len__(self) -> int:
         return len(self._keys)
 
@@ -105,7 +131,17 @@ class KeyRegistry:
         return True
 
 
+def generate_signers(parties: Iterable[int]) -> dict[int, Signer]:
+    """One fresh Ed25519 signing key per party, from the OS CSPRNG, where the parties live.
+
+    A multi-process runtime calls this inside the shard host of the parties (their worker
+    process or Ray actor): the private keys never leave it; only the verification keys
+    (:attr:`Signer.public`) are registered (:meth:`KeyRegistry.from_keys`).
+    """
+    return {int(p): Signer(int(p), Ed25519PrivateKey.generate()) for p in parties}
+
+
 def setup_pki(parties: Iterable[int]) -> tuple[dict[int, Signer], KeyRegistry]:
     """One fresh signing key per party and the registry of their verification keys."""
-    signers = {int(p): Signer(int(p), Ed25519PrivateKey.generate()) for p in parties}
+    signers = generate_signers(parties)
     return signers, KeyRegistry({p: s.public for p, s in signers.items()})

@@ -1,4 +1,5 @@
-"""The ``ray`` runtime: memory ≡ ray, a dead shard actor drops its parties (one local Ray)."""
+"""The ``ray`` runtime: memory ≡ ray (a masked secure sum too: signing keys born in the shard actors,
+the key directory installed by the driver), a dead shard actor drops its parties (one local Ray)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,19 @@ def test_same_seed_same_result_on_memory_and_ray(data, protocol, params) -> None
     _same(memory, on_ray)
     assert on_ray.wire is not None and on_ray.wire["payload_bytes"] == memory.traffic.bytes
     assert on_ray.wire["shards"] == 3
+
+
+def test_a_masked_secure_sum_on_ray_gives_the_memory_result() -> None:
+    from tests.parties.test_tcp import _same
+
+    small = planted_clusters(30, rng=np.random.default_rng(11), strength=0.8).dataset
+    params = dict(p=0.7, Tv=60, Td=0.1, dependence="4.3", secure_sum="masked")
+    memory = simulate(small, "RR-Clusters", seed=4, timeout=10.0, **params)
+    on_ray = simulate(small, "RR-Clusters", seed=4, timeout=10.0, runtime=RayRuntime(shards=2, num_cpus=0.5),
+                      **params)
+    _same(memory, on_ray)
+    assert not any(p.errors for p in on_ray.parties)
+    assert on_ray.wire is not None and on_ray.wire["payload_bytes"] == memory.traffic.bytes
 
 
 class _KillShard(RayRuntime):

@@ -5,17 +5,22 @@ from __future__ import annotations
 import asyncio
 import os
 import pickle
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import numpy as np
 import pytest
 
-from mprr.errors import ConfigurationError, MessageError
+from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
 from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from parties.wire.codec import encode
 from parties.wire.messages import RandomizedValues
 from parties.router import RouterNetwork
-from parties.shard import PartyShard, party_seed, split
+from parties.runtime import Hosting, HostingPlan, Runtime
+from parties.secure.pki import KeyRegistry
+from parties.shard import PartyShard, ShardReport, directory, party_seed, split
 from parties.simulate import PARTY_KINDS
 from parties.transport import CONTROLLER, Frame
 from parties.channel import CONTROL, StreamDecoder, dumps, frame_record, loads, pack_stream, read_record
@@ -123,3 +128,135 @@ async def test_a_shard_answers_through_the_router_like_parties_in_memory() -> No
     assert stats.messages == 12 and stats.delivered == 12
     assert [s.index for r in reports for s in r.summaries] == list(range(6))
     assert all(len(s.ledger) == 1 for r in reports for s in r.summaries)
+
+
+# ---------------------------------------------------------------------- secure sums across shards
+class _InProcessHosting(Hosting):
+    def __init__(self, network: RouterNetwork, links: list[_Link], serving: list[asyncio.Task[None]]) -> None:
+        self.network = network
+        self.links = links
+        self._serving = serving
+
+    async def finish(self) -> list[ShardReport]:
+        for link in self.links:
+            assert link.shard is not None
+            link.shard.stop()
+        await asyncio.gather(*self._serving)
+        reports = [link.shard.report() for link in self.links if link.shard is not None]
+        self.network.merge(reports)
+        return reports
+
+    def wire(self) -> dict[str, Any]:
+        return {"runtime": "in-process", "party_to_party_bytes": self.network.party_to_party[1]}
+
+
+class _InProcess(Runtime):
+    """Shard hosts on the caller's event loop, joined to the router by a queue: the multi-process
+    runtimes' shard setup, key registration and routing, without processes (virtual clock)."""
+
+    name = "in-process"
+
+    def __init__(self, shards: int) -> None:
+        self.shards = shards
+
+    def options(self) -> dict[str, Any]:
+        return {"runtime": self.name, "shards": self.shards}
+
+    @asynccontextmanager
+    async def host(self, plan: HostingPlan) -> AsyncIterator[Hosting]:
+        net = plan.network()
+        queue: asyncio.Queue[tuple[_Link, Frame]] = asyncio.Queue()
+        links = []
+        for r in split(plan.n, self.shards):
+            link = _Link(r)
+            link.shard = PartyShard(plan.setup(r), lambda f, link=link: queue.put_nowait((link, f)))
+            net.attach(link)
+            links.append(link)
+        if plan.signs:  # the runner is the run's PKI: public keys in, one directory out
+            keys = directory([(link.parties, link.shard.public_keys()) for link in links if link.shard], plan.n)
+            for link in links:
+                assert link.shard is not None
+                link.shard.register(keys)
+
+        async def pump() -> None:
+            while True:
+                link, frame = await queue.get()
+                await net.ingress(link, frame)
+
+        async with asyncio.TaskGroup() as tg:
+            serving = [tg.create_task(link.shard.serve()) for link in links if link.shard is not None]
+            pumping = tg.create_task(pump())
+            try:
+                yield _InProcessHosting(net, links, serving)
+            finally:
+                for link in links:
+                    if link.shard is not None:
+                        link.shard.stop()
+                pumping.cancel()
+
+
+def _simulate(data, **options):  # type: ignore[no-untyped-def]
+    from parties.simulate import simulate_async
+    from tests.virtual_clock import run_virtual
+
+    return run_virtual(simulate_async(data, "RR-Clusters", seed=6, timeout=3.0, p=0.7, Tv=60, Td=0.1, **options))
+
+
+SECURE = [(dependence, engine) for engine in ("paper", "graph", "graph-direct", "masked", "masked-sparse")
+          for dependence in ("4.2", "4.3")]
+
+
+@pytest.mark.parametrize("dependence,engine", SECURE, ids=[f"{d}-{e}" for d, e in SECURE])
+def test_secure_sums_across_shards_give_the_memory_result(dependence, engine) -> None:  # type: ignore[no-untyped-def]
+    from tests.parties.test_tcp import _same
+
+    data = planted_clusters(14, rng=np.random.default_rng(2), strength=0.8).dataset
+    memory = _simulate(data, dependence=dependence, secure_sum=engine)
+    sharded = _simulate(data, dependence=dependence, secure_sum=engine, runtime=_InProcess(3))
+    _same(memory, sharded)
+    assert sharded.result.details["secure_sum"] == memory.result.details["secure_sum"]
+    assert not any(p.errors for p in sharded.parties)
+    stats = memory.traffic
+    direct = stats.bytes - stats.by_sender[CONTROLLER].bytes - stats.by_receiver[CONTROLLER].bytes
+    assert sharded.wire is not None and sharded.wire["party_to_party_bytes"] == direct
+    assert (direct > 0) == (engine in ("paper", "graph-direct"))  # shares over direct links, via the router
+
+
+def test_the_session_rules_hold_for_parties_in_shards() -> None:
+    data = planted_clusters(10, rng=np.random.default_rng(2), strength=0.8).dataset
+    sim = _simulate(data, dependence="4.2", secure_sum="masked", runtime=_InProcess(2),
+                    attacks=["difference-secure-sum"])
+    (report,) = sim.attacks  # one session per exact input: every other party refuses the second sum
+    assert report.difference is None and report.refused == report.asked == 9
+    with pytest.raises(ConfigurationError, match="min_roster must be an integer >= 2, got 1"):
+        _simulate(data, dependence="4.3", secure_sum="masked", runtime=_InProcess(2), min_roster=1)
+    # a roster below each party's minimum: no party runs the sum, and the controller learns nothing
+    with pytest.raises(SecureSumAborted, match="at key advertisement: 0 of 10 parties left"):
+        _simulate(data, dependence="4.3", secure_sum="masked", runtime=_InProcess(2), min_roster=11)
+
+
+def test_signing_keys_are_born_in_the_shard_and_only_public_keys_leave() -> None:
+    from parties.runtime import HostingPlan
+    from parties.secure.masked import MaskedEngine
+
+    data = planted_clusters(6, rng=np.random.default_rng(1)).dataset
+    plan = HostingPlan(6, data.schema, np.asarray(data.codes), 3, (float("inf"),) * 6, "sequential",
+                       tuple(k.KIND for k in PARTY_KINDS), None, None, 3, 5.0, MaskedEngine())
+    assert plan.signs and b"PRIVATE" not in pickle.dumps(plan.setup(range(0, 3)))  # no key in the setup
+    a, b = (PartyShard(plan.setup(r), lambda f: None) for r in split(6, 2))
+    keys = directory([(range(3, 6), b.public_keys()), (range(0, 3), a.public_keys())], 6)
+    assert len(keys) == 6 * 32 and keys[:96] == a.public_keys()
+    forged = bytearray(keys)
+    forged[0] ^= 1  # the directory substitutes party 0's key: its own shard refuses it
+    with pytest.raises(ConfigurationError, match=r"does not hold the own verification keys of parties \[0\]"):
+        a.register(bytes(forged))
+    a.register(keys)  # all or nothing: the refused directory was installed in no party
+    b.register(keys)
+    with pytest.raises(ConfigurationError, match="the key directory is installed once"):
+        b.register(keys)
+    with pytest.raises(ConfigurationError, match="already holds its PKI directory"):
+        b.parties[0].register(KeyRegistry.from_keys(range(6), keys))
+    with pytest.raises(ConfigurationError, match="no keys registered for parties 0-2"):
+        directory([(range(3, 6), b.public_keys())], 6)
+    with pytest.raises(ConfigurationError, match="registered 5 bytes, expected 32 per party"):
+        directory([(range(0, 3), b"short"), (range(3, 6), b.public_keys())], 6)

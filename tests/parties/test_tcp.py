@@ -1,4 +1,4 @@
-"""The ``tcp`` runtime: memory ≡ tcp, wire accounting, a killed worker, no orphan process.
+"""The ``tcp`` runtime: memory ≡ tcp (secure sums too), wire accounting, a killed worker, no orphan process.
 
 Each run starts worker processes (a few seconds): the tests are few, small and marked.
 """
@@ -73,6 +73,70 @@ def test_rr_clusters_over_mutual_tls_with_two_workers(data) -> None:  # type: ig
     assert tcp.to_dict()["traffic"]["wire"]["socket_bytes_sent"] > wire["sent"]["payload"]
 
 
+SECURE = [("4.2", "paper", True), ("4.3", "graph", False), ("4.3", "masked", False)]
+
+
+@pytest.mark.parametrize("dependence,engine,tls", SECURE, ids=[f"{d}-{e}" for d, e, _ in SECURE])
+def test_secure_sums_on_tcp_give_the_memory_result(dependence, engine, tls) -> None:  # type: ignore[no-untyped-def]
+    """Every engine between worker processes (the in-process shard tests cover every engine x
+    dependence; these run the real processes, TLS, and the key registration over the wire)."""
+    small = planted_clusters(30, rng=np.random.default_rng(11), strength=0.8).dataset
+    params = dict(p=0.7, Tv=60, Td=0.1, dependence=dependence, secure_sum=engine)
+    memory = simulate(small, "RR-Clusters", seed=5, timeout=10.0, **params)
+    tcp = simulate(small, "RR-Clusters", seed=5, timeout=10.0, runtime=TcpRuntime(workers=2, tls=tls), **params)
+    _same(memory, tcp)
+    assert not any(p.errors for p in tcp.parties)
+    wire = tcp.wire
+    assert wire is not None and wire["payload_bytes"] == memory.traffic.bytes + wire["party_to_party_bytes"]
+    assert (wire["party_to_party_bytes"] > 0) == (engine == "paper")  # paper shares go party to party
+    assert wire["control_bytes"] > (32 * 30 * 3 if engine != "paper" else 0)  # keys up, directory down twice
+
+
+class _KillDuringSum(TcpRuntime):
+    """Kills (SIGKILL) the last worker when the controller starts the secure sum."""
+
+    spawned: list = []  # noqa: RUF012 - the processes of the last run, for the orphan check
+
+    @asynccontextmanager
+    async def host(self, plan: HostingPlan) -> AsyncIterator[Hosting]:
+        from parties.wire.requests import SecureSumStart
+
+        async with super().host(plan) as hosting:
+            procs = hosting.processes  # type: ignore[attr-defined]
+            _KillDuringSum.spawned = list(procs)
+            net = hosting.network
+            route = net._deliver
+
+            def deliver(frame, position=None):  # type: ignore[no-untyped-def]
+                if frame.kind == SecureSumStart.KIND and procs[-1].returncode is None:
+                    procs[-1].kill()
+                route(frame, position)
+
+            net._deliver = deliver  # type: ignore[method-assign]
+            yield hosting
+
+
+def test_a_worker_killed_during_a_secure_sum_ends_in_an_error_or_a_degraded_sum() -> None:
+    n = 30
+    small = planted_clusters(n, rng=np.random.default_rng(11), strength=0.8).dataset
+    params = dict(p=0.7, Tv=60, Td=0.1, dependence="4.3", secure_sum="masked")
+    # the masked engine recovers from dropouts: two workers of three survive, a majority of holders
+    sim = simulate(small, "RR-Clusters", seed=2, timeout=4.0, runtime=_KillDuringSum(workers=3, tls=False),
+                   on_dropout="exclude", **params)
+    lost = set(range(20, n))
+    assert sim.degraded and set(sim.excluded) == lost and sim.wire is not None and sim.wire["lost_workers"] == 1
+    assert sim.result.details["secure_sum"]["contributors"] == n - len(lost) == sim.result.n
+    assert all(p.returncode is not None for p in _KillDuringSum.spawned)  # no orphan
+    # the paper engine cannot lose a party: a clear error (the survivors stall without the lost
+    # parties' shares, so the engine names them too)
+    with pytest.raises(PartyDropped,
+                       match=r"paper secure sum: no broadcast r_j from 30 parties .* \(crashed or stalled\)") as info:
+        simulate(small, "RR-Clusters", seed=2, timeout=4.0, runtime=_KillDuringSum(workers=2, tls=False),
+                 **{**params, "dependence": "4.2", "secure_sum": "paper"})
+    assert set(range(15, n)) <= set(info.value.parties)
+    assert all(p.returncode is not None for p in _KillDuringSum.spawned)
+
+
 class _KillOne(TcpRuntime):
     """Kills worker 1 (SIGKILL) as soon as every worker is ready."""
 
@@ -140,6 +204,9 @@ def test_options_are_checked_before_anything_starts(data) -> None:  # type: igno
     assert parse_parties("0-999") == range(0, 1000)
     with pytest.raises(ConfigurationError, match="FIRST-LAST"):
         parse_parties("9-3")
-    with pytest.raises(ConfigurationError, match="needs runtime 'memory'"):
-        simulate(data, "RR-Clusters", seed=1, p=0.7, Tv=60, Td=0.1, dependence="4.3", runtime=TcpRuntime())
+    import networkx as nx
+
+    with pytest.raises(ConfigurationError, match="supports the star topology, and the full mesh an engine needs, "
+                                                 "only"):
+        simulate(data, "RR-Independent", seed=1, p=0.6, topology=nx.cycle_graph(N), runtime=TcpRuntime())
     assert math.isfinite(TcpRuntime().connect_timeout)
