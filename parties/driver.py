@@ -10,7 +10,8 @@ network:
   say which units the program expects to be replays);
 - :class:`~mprr.protocols.steps.SecureSum`: :meth:`Controller.secure_release` — the parties
   commit, then a secure-sum engine of :mod:`parties.secure` adds their one-hot vectors and
-  the controller learns only the tallies.
+  the controller learns only the tallies (its wall-clock seconds, commitments included, in
+  ``result.timings["secure_sum"]``).
 
 What comes back goes to the program as :class:`~mprr.protocols.steps.Released` over the
 parties that answered; the values the program derived (``notes`` of a step) and its final
@@ -20,6 +21,7 @@ estimate are noted in the controller's view.  The same program run by
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -63,14 +65,20 @@ async def run_actors(
     """
     secure = engine if isinstance(engine, SecureSumEngine) else make_engine(engine, round_timeout=ctl.timeout)
     steps = program(ctl.schema, **params)
+    seconds = 0.0  # wall clock spent in secure-sum steps (commitments and the sum)
     try:
         step = next(steps)
         while True:
+            started = time.perf_counter()
             reply = await _answer(step, ctl, secure)
+            if not isinstance(step, Release):
+                seconds += time.perf_counter() - started
             step = steps.send(reply)
     except StopIteration as stop:
         result: ProtocolResult = stop.value
     ctl.note("estimate", result.estimate)
+    if seconds:
+        result.timings["secure_sum"] = seconds
     return result
 
 
