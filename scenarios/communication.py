@@ -457,7 +457,7 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
                 "Closed form: docs/cost_model.md, from the codec's field sizes (session ids of 16 "
                 "characters). L = Σ_{i<j}|A_i||A_j| cells per party vector. 'exact sum': the "
                 "result equals the plaintext tally of the parties' vectors. 'consistency': the masked "
-                "engines' consistency check (SurvivorSet, SurvivorSignature, and the signed views in "
+                "engines' consistency check (SurvivorSet, SurvivorTags, and the MAC'd views in "
                 "UnmaskRequest; Bonawitz et al. 2017, active adversary), included in the totals. Rows "
                 "without measured values are beyond the configured max_n (closed form only).",
     )
@@ -556,10 +556,10 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
         "controller under ChaCha20-Poly1305 (the network is a star); graph-direct: the same over "
         "direct party links. masked: Bonawitz et al. 2017 on the complete graph (5 rounds, "
         "O(n) Shamir shares per party); masked-sparse: the k-regular variant of Bell et al. 2020. "
-        "Both run the active-adversary consistency check: each survivor signs (Ed25519) the "
-        "survivor set it was told, and before revealing a share checks the signed views of a "
-        "majority of the owner's holders (the signed views of its 2-hop neighbourhood: n on the "
-        "complete graph, O(k^2) on the sparse one).",
+        "Both run the active-adversary consistency check: each survivor states the survivor set "
+        "it was told, MAC'd (16-byte HMAC-SHA256 tags) for every party of its 2-hop neighbourhood, "
+        "and before revealing a share checks the stated views of a majority of the owner's holders "
+        "(n views on the complete graph, O(k^2) on the sparse one).",
         "Traffic is deterministic given n, the sizes and the engine: runs and seed change only the "
         "parties' data and key material, never a count.",
         "4.2 and 4.3 run the same secure sum: the vectors have the same length whatever their content "

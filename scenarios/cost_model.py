@@ -68,7 +68,9 @@ KEY = 32
 AEAD = 12 + 16  # ChaCha20-Poly1305: random nonce + tag
 SHAMIR_SHARE = 33
 SIGNATURE = 64  # Ed25519
+TAG = 16  # HMAC-SHA256 truncated to 128 bits (the consistency round's view tags)
 MASKED_PLAINTEXT = 3 * 4 + 2 * SHAMIR_SHARE  # owner, holder, x (u32) + two Shamir shares
+VIEW_KEY_ENTRY = 4 + 16  # holder id (u32) + a 128-bit view key an owner seals for a holder
 
 
 def _str(chars: int) -> int:
@@ -110,11 +112,11 @@ class ClosedForm:
     consistency_messages: int = 0
     consistency_bytes: int = 0
     """The masked engine's consistency check (Bonawitz et al. 2017, active adversary): the
-    ``SurvivorSet`` and ``SurvivorSignature`` messages and the signed views of ``UnmaskRequest``
+    ``SurvivorSet`` and ``SurvivorTags`` messages and the tagged views of ``UnmaskRequest``
     (0 for the other engines); included in the totals above."""
 
 
-CONSISTENCY_KINDS = ("SurvivorSet", "SurvivorSignature", "UnmaskRequest")
+CONSISTENCY_KINDS = ("SurvivorSet", "SurvivorTags", "UnmaskRequest")
 """Message kinds of the masked engine's consistency check."""
 
 
@@ -141,7 +143,7 @@ def closed_form(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSIO
         Characters of the session id.
     seed
         Public seed of the random regular graph (``masked-sparse``: the consistency round's
-        last message carries the signed views of each party's 2-hop neighbourhood, whose size
+        last message carries the tagged views of each party's 2-hop neighbourhood, whose size
         depends on the graph).
     """
     if engine.startswith("paper"):
@@ -170,46 +172,56 @@ def closed_form(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSIO
                           "controller 2 per party")
     if engine in ("masked", "masked-sparse"):
         k = n - 1 if engine == "masked" else k
-        blob = MASKED_PLAINTEXT + AEAD
         h = k + 1
         keys = HEADER + _str(S) + _blobs(2, KEY) + 4 + SIGNATURE  # signed with the party's PKI key
-        sealed = HEADER + _str(S) + _ints(k) + _blobs(k, blob)
+        sealed = HEADER + _str(S) + _ints(k) + _blobs(k, MASKED_PLAINTEXT + AEAD)  # + handed view keys
         masked = HEADER + _str(S) + ARRAY_1D + 4 * L
-        signature = HEADER + _str(S) + 4 + SIGNATURE  # consistency round: the signed survivor set
         unmask = HEADER + _str(S) + 3 * _ints(h) + _blobs(h, SHAMIR_SHARE)
         directory = HEADER + _str(S) + _ints(k) + _blobs(k, 2 * KEY) + _blobs(k, SIGNATURE)
         relayed = sealed
         survivors = HEADER + _str(S) + _ints(h)
-        pb = keys + sealed + masked + signature + unmask
+        handed, tags, requests, most = _consistency_bytes(engine, n, k, S, seed)
+        pb = keys + sealed + masked + unmask
         cb = directory + relayed + survivors
-        requests = _signed_views_bytes(engine, n, k, S, seed)
-        consistency = n * (signature + survivors) + requests
-        return ClosedForm(9 * n, n * (pb + cb) + requests, 5, 5, pb, 4 * n, n * cb + requests,
-                          f"per party 5 messages (2 signed keys, {k} sealed share pairs, L masked cells × 4 B, "
-                          f"1 survivor-set signature, {h} Shamir shares); controller 4 per party, the last "
-                          f"with the signed views of the party's 2-hop neighbourhood; consistency check "
-                          f"{3 * n} messages, {consistency} B", 3 * n, consistency)
+        consistency = n * survivors + tags + requests
+        return ClosedForm(9 * n, n * (pb + cb) + 2 * handed + tags + requests, 5, 5, pb + most, 4 * n,
+                          n * cb + handed + requests,
+                          f"per party 5 messages (2 signed keys, {k} sealed share pairs with the owner's "
+                          f"view keys, L masked cells × 4 B, view tags of {TAG} B, {h} Shamir shares); "
+                          f"controller 4 per party, the last with the tagged views of the party's 2-hop "
+                          f"neighbourhood; consistency check {3 * n} messages, {consistency} B "
+                          f"(+ {2 * handed} B of view keys sealed with the shares)", 3 * n, consistency)
     raise ConfigurationError(f"engine must be one of {ENGINE_KEYS}, got {engine!r}")
 
 
-def _signed_views_bytes(engine: str, n: int, k: int, S: int, seed: int) -> int:
-    """Bytes of the n unmask requests of the masked engine: for party v, the signers of its
-    2-hop neighbourhood W(v) = ∪_{o ∈ H(v)} H(o) (ids, view indices, signatures) and their
-    distinct views H(w) (the survivors among w's holders; everyone survives here)."""
-    def request(views: int, view_cells: int, signers: int) -> int:
-        return (HEADER + _str(S) + 4 + views * 4 + view_cells * INT + 2 * _ints(signers)
-                + _blobs(signers, SIGNATURE))
+def _consistency_bytes(engine: str, n: int, k: int, S: int, seed: int) -> tuple[int, int, int, int]:
+    """The masked engine's consistency check, summed over the n parties: bytes of the view keys
+    owners seal for their holders that are no neighbours (in the shares, each sent and relayed
+    once), of the ``SurvivorTags`` (one tag per party of the 2-hop neighbourhood W(v)) and of the
+    ``UnmaskRequest`` messages (the distinct views of W(v), their authors, view indices and tags;
+    everyone survives here); and the largest of one party's view keys + tags."""
+    def tags(targets: int) -> int:
+        return HEADER + _str(S) + ARRAY_1D + 4 * targets + 4 + TAG * targets
 
-    if engine == "masked" or k >= n - 1:  # complete graph: one shared view of all n parties, n signers
-        return n * request(1, n, n)
+    def request(views: int, view_cells: int, signers: int) -> int:
+        return (HEADER + _str(S) + 2 * ARRAY_1D + 4 * (view_cells + views) + 2 * (ARRAY_1D + 4 * signers)
+                + 4 + TAG * signers)
+
+    if engine == "masked" or k >= n - 1:  # complete graph: all adjacent, one shared view of all n
+        return 0, n * tags(n - 1), n * request(1, n, n - 1), tags(n - 1)
     nbrs = build_neighbourhoods(range(n), "regular", k, seed=seed)
-    closed = {v: frozenset((*nbrs[v], v)) for v in range(n)}
-    total = 0
+    near = {v: frozenset(nbrs[v]) for v in range(n)}
+    handed = total_tags = total_requests = most = 0
     for v in range(n):
-        signers = frozenset().union(*(closed[o] for o in closed[v]))
-        views = {closed[w] for w in signers}
-        total += request(len(views), sum(len(x) for x in views), len(signers))
-    return total
+        mine = sum(len(near[v] - near[j]) - 1 for j in near[v]) * VIEW_KEY_ENTRY
+        handed += mine
+        second = {w for j in near[v] for w in near[j] if w != v and w not in near[v]}
+        signers = near[v] | second
+        views = {near[w] | {w} for w in signers}
+        total_tags += tags(len(signers))
+        total_requests += request(len(views), sum(len(x) for x in views), len(signers))
+        most = max(most, mine + tags(len(signers)))
+    return handed, total_tags, total_requests, most
 
 
 # --------------------------------------------------------------------------- inputs

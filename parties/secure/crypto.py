@@ -31,6 +31,7 @@ __all__ = [
     "derive_key",
     "hkdf_sha256",
     "agree",
+    "exchange",
     "seal",
     "open_sealed",
     "AEAD_OVERHEAD",
@@ -97,6 +98,23 @@ def derive_key(shared: bytes, *, purpose: str, session: str, a: int, b: int) -> 
     return hkdf_sha256(shared, _info(purpose, session, a, b))
 
 
+def exchange(private: X25519PrivateKey, peer_public: bytes, *, peer: int) -> bytes:
+    """X25519(private, peer_public): the raw 32-byte shared secret (Bonawitz et al. KA.agree
+    before key derivation); derive keys from it with :func:`derive_key`.
+
+    Raises
+    ------
+    MessageError
+        ``peer_public`` is not a valid 32-byte X25519 public key (or a low-order point).
+    """
+    if not isinstance(peer_public, bytes) or len(peer_public) != KEY_BYTES:
+        raise MessageError(f"public key of party {peer} must be {KEY_BYTES} bytes")
+    try:
+        return private.exchange(X25519PublicKey.from_public_bytes(peer_public))
+    except ValueError as exc:
+        raise MessageError(f"invalid X25519 public key from party {peer}: {exc}") from exc
+
+
 def agree(
     private: X25519PrivateKey, peer_public: bytes, *, purpose: str, session: str, me: int, peer: int
 ) -> bytes:
@@ -107,13 +125,7 @@ def agree(
     MessageError
         ``peer_public`` is not a valid 32-byte X25519 public key (or a low-order point).
     """
-    if not isinstance(peer_public, bytes) or len(peer_public) != KEY_BYTES:
-        raise MessageError(f"public key of party {peer} must be {KEY_BYTES} bytes")
-    try:
-        shared = private.exchange(X25519PublicKey.from_public_bytes(peer_public))
-    except ValueError as exc:
-        raise MessageError(f"invalid X25519 public key from party {peer}: {exc}") from exc
-    return derive_key(shared, purpose=purpose, session=session, a=me, b=peer)
+    return derive_key(exchange(private, peer_public, peer=peer), purpose=purpose, session=session, a=me, b=peer)
 
 
 def _associated_data(session: str, sender: int, receiver: int) -> bytes:

@@ -2,7 +2,8 @@
 
 Bonawitz et al. 2017 ("Practical Secure Aggregation for Privacy-Preserving Machine Learning",
 Section 4 / Figure 4, with the active-adversary additions of Section 6: signed keys and the
-consistency check), optionally restricted to a sparse neighbour graph as in Bell et al. 2020.
+consistency check, its views authenticated by MACs rather than signatures, see below),
+optionally restricted to a sparse neighbour graph as in Bell et al. 2020.
 Party i, neighbours N(i), Shamir holders H(i) = N(i) + {i}; every party has a long-term
 Ed25519 key registered at set-up in a PKI the controller cannot change
 (:mod:`parties.secure.pki`)::
@@ -21,43 +22,59 @@ Ed25519 key registered at set-up in a PKI the controller cannot change
                               s_ij = HKDF(X25519(s_sk_i, s_pk_j)), PRG = ChaCha20 keystream over
                               Z_M (M = 2^32 or 2^64: rejection-free).
     Round 3, consistency      the controller tells each survivor v in U3 its view: the survivors
-                              among H(v); v signs the view it was told (once per session).
-    Round 4, unmasking        the controller forwards to each signer the signed views it needs;
+                              among H(v); v states the view it was told (once per session), MAC'd
+                              for every party of its 2-hop neighbourhood (see below).
+    Round 4, unmasking        the controller forwards to each party the stated views it needs;
                               before revealing anything about an owner o it holds shares of, the
-                              party checks that a strict majority of H(o) signed views that agree
-                              with its own on whether o survived (every signature checked against
-                              the registry).  It then returns its shares of b_o for the survivors
-                              and of s_sk_o for the dropped (never both for one owner).  The
-                              controller reconstructs them (any t shares) and removes PRG(b_v) and
-                              the masks the survivors share with dropped parties.
+                              party checks that a strict majority of H(o) stated views that agree
+                              with its own on whether o survived (every MAC checked).  It then
+                              returns its shares of b_o for the survivors and of s_sk_o for the
+                              dropped (never both for one owner).  The controller reconstructs them
+                              (any t shares) and removes PRG(b_v) and the masks the survivors
+                              share with dropped parties.
 
 Why the check: if the controller could tell some holders of o "o survived" and others "o
 dropped", it could collect t shares of b_o and t of s_sk_o and unmask o's input alone.  Two
-strict majorities of H(o) share a party, and an honest party signs one view per session, so
+strict majorities of H(o) share a party, and an honest party states one view per session, so
 all honest holders of o act on the same bit; and since t > |H(o)| / 2 (the party's policy,
-never the controller's choice), the shares of both secrets of one owner never reach t.  The
-check costs, per party, one signature and the verification of the signed views of its 2-hop
-neighbourhood (all n views of one shared set on the complete graph).
+never the controller's choice), the shares of both secrets of one owner never reach t.
+
+How the views are authenticated: Bonawitz et al. have every survivor *sign* its view and every
+party verify the signatures it relies on, i.e. the views of its 2-hop neighbourhood (about
+k + k(k - 1) Ed25519 verifications per party on a k-regular graph, the bulk of the engine's
+CPU).  What the check needs is only that the controller cannot forge or alter an honest party's
+statement to another party, so here each statement is MAC'd (HMAC-SHA256, 128-bit tags) for
+its reader under a key the two share: neighbours derive it from their authenticated X25519
+channel agreement (HKDF purpose "view"); two holders of an owner o that are not neighbours get
+a fresh key from o, sealed with their shares, and combine the keys of all their common owners
+(SHA-256), so a statement can be forged only by a coalition of *all* the common owners of its
+author and its reader, i.e. never about an honest owner.  The guarantee (one view per honest
+party per session, unforgeable by the controller) is the same; the cost is one HMAC per 2-hop
+neighbour to write and at most one to check, instead of one signature to check.
 
 The pairwise masks of two survivors cancel in the sum, so the result is exactly
 sum_{v in U3} x_v.  With fewer than max(t, 2) survivors, fewer than t shares for a secret
-that must be reconstructed, or too few signed views, the run aborts
+that must be reconstructed, or too few agreeing views, the run aborts
 (:class:`~mprr.errors.SecureSumAborted` at the controller).  The controller sees only public
-keys, signatures, ciphertexts, masked vectors, the Shamir shares the protocol reveals, and the
-aggregate.
+keys, signatures, ciphertexts, MAC tags, masked vectors, the Shamir shares the protocol
+reveals, and the aggregate.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
 import struct
 from bisect import bisect_left
+from collections.abc import Callable, Iterable
 from types import MappingProxyType
 
 import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, SecureSumAborted
 from parties.network import CONTROLLER, Endpoint, Transport
-from parties.secure.crypto import AEAD_OVERHEAD, KeyPair, agree, open_sealed, seal
+from parties.secure.crypto import AEAD_OVERHEAD, KeyPair, agree, derive_key, exchange, open_sealed, seal
 from parties.secure.engine import (
     SecureSumContext,
     SecureSumEngine,
@@ -78,8 +95,9 @@ from parties.secure.messages import (
     PublicKeys,
     RelayedShares,
     SealedShares,
+    TAG_BYTES,
     SurvivorSet,
-    SurvivorSignature,
+    SurvivorTags,
     UnmaskRequest,
     UnmaskShares,
 )
@@ -87,14 +105,15 @@ from parties.secure.pki import SIGNATURE_BYTES, KeyRegistry, Signer
 from parties.secure.prg import Keystream, fresh_seed
 from parties.secure.ring import ZMod
 from parties.secure.shamir import SHARE_BYTES, Share, reconstruct_bytes, share_bytes
-from parties.secure.topology import TOPOLOGIES, Neighbourhoods, build_neighbourhoods
+from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
 from parties.traffic import Counts
 
 __all__ = ["MaskedEngine", "abscissa"]
 
 _PLAIN = struct.Struct(f"<III{SHARE_BYTES}s{SHARE_BYTES}s")  # owner, holder, x, s_sk share, b share
 PHASES = ("masked/advertise", "masked/share-keys", "masked/input", "masked/consistency", "masked/unmask")
-_KEYS, _VIEW = "masked/keys", "masked/survivors"  # what the PKI signatures are for
+_KEYS = "masked/keys"  # what the PKI signatures are for
+_VIEW = "masked/survivors"  # what the consistency round's MACs are for
 
 
 def abscissa(neighbours: Neighbourhoods, owner: int, holder: int) -> int:
@@ -111,7 +130,7 @@ def _mask(ring: ZMod, seed: bytes, length: int) -> np.ndarray:
 
 class MaskedEngine(SecureSumEngine):
     """Bonawitz et al. 2017 secure aggregation (pairwise masks, Shamir recovery, AEAD relay,
-    PKI-signed keys and survivor sets).
+    PKI-signed keys, MAC'd survivor views).
 
     Parameters
     ----------
@@ -213,10 +232,17 @@ class MaskedEngine(SecureSumEngine):
                 survivors=len(xs) + 1, threshold=ctx.threshold)
         b_shares = share_bytes(self_mask, [*xs, own_x], ctx.threshold)
         own_b_share = b_shares[-1]
-        channel = {j: agree(c_keys.private, peer_keys[j][0], purpose="channel", session=s, me=me, peer=j)
-                   for j in live}
+        # one X25519 agreement per neighbour gives the AEAD channel key and the consistency
+        # round's MAC key of the pair; my holders that are not neighbours of each other get a
+        # key from me (sealed with their shares) for the same purpose
+        shared = {j: exchange(c_keys.private, peer_keys[j][0], peer=j) for j in live}
+        channel = {j: derive_key(shared[j], purpose="channel", session=s, a=me, b=j) for j in live}
+        view_keys = {j: derive_key(shared[j], purpose="view", session=s, a=me, b=j)[:VIEW_KEY_BYTES]
+                     for j in live}
+        handed = _pair_keys(live, ctx.neighbours)
         sealed = tuple(
-            seal(channel[j], _PLAIN.pack(me, j, xj, sk.value_bytes(), b.value_bytes()),
+            seal(channel[j], _PLAIN.pack(me, j, xj, sk.value_bytes(), b.value_bytes())
+                 + b"".join(_KEY_ENTRY.pack(h, key) for h, key in handed[j].items()),
                  session=s, sender=me, receiver=j)
             for j, xj, sk, b in zip(live, xs, sk_shares, b_shares)
         )
@@ -228,14 +254,25 @@ class MaskedEngine(SecureSumEngine):
         if relayed.session != s or not set(relayed.senders) <= set(live):
             raise MessageError(f"party {me}: relayed shares come from parties outside its live neighbours")
         held: dict[int, tuple[int, bytes, bytes]] = {}
+        near = set(nbrs)
+        given: dict[int, list[tuple[int, bytes]]] = {}  # 2-hop peer -> [(owner, key it handed us)]
         for j, blob in zip(relayed.senders, relayed.ciphertexts):
             plain = open_sealed(channel[j], blob, session=s, sender=j, receiver=me)
-            if len(plain) != _PLAIN.size:
+            extra = len(plain) - _PLAIN.size
+            if extra < 0 or extra % _KEY_ENTRY.size:
                 raise MessageError(f"party {me}: sealed share from party {j} has {len(plain)} bytes")
-            owner, holder, xj, sk_y, b_y = _PLAIN.unpack(plain)
+            owner, holder, xj, sk_y, b_y = _PLAIN.unpack_from(plain)
             if owner != j or holder != me or xj != abscissa(ctx.neighbours, j, me):
                 raise MessageError(f"party {me}: sealed share from party {j} is addressed inconsistently")
+            handed_j = dict(_KEY_ENTRY.iter_unpack(plain[_PLAIN.size:]))
+            if len(handed_j) != extra // _KEY_ENTRY.size or not all(
+                    h != me and h not in near and h in ctx.neighbours[j] for h in handed_j):
+                raise MessageError(f"party {me}: the view keys sealed by party {j} are not for its other holders")
             held[j] = (xj, sk_y, b_y)
+            for h, key in handed_j.items():
+                given.setdefault(h, []).append((j, key))
+        for h, keys in given.items():
+            view_keys[h] = _combined_key(keys)
         acc = ring.add(x, _mask(ring, self_mask, ctx.length))
         plus = np.zeros(ctx.length, dtype=np.uint64)
         minus = np.zeros(ctx.length, dtype=np.uint64)
@@ -248,21 +285,25 @@ class MaskedEngine(SecureSumEngine):
         y = ring.sub(ring.add(acc, plus), minus)
         await ep.send(CONTROLLER, MaskedInput(s, y), phase=PHASES[2])
 
-        # round 3: sign the survivor set we are told (one view per session)
+        # round 3: state the survivor set we are told (one view per session), MAC'd for every
+        # party that may need it: the other holders of every owner we hold shares of
         told = (await ep.recv(kinds=SurvivorSet, sources=CONTROLLER, phase=PHASES[3], timeout=timeout)).message
         view = frozenset(told.survivors)
         holders = set(nbrs) | {me}
         if told.session != s or me not in view or not view <= holders:
             raise MessageError(f"party {me}: survivor set must contain the party and only its Shamir holders")
-        await ep.send(CONTROLLER, SurvivorSignature(s, signer.sign(_VIEW, s, _pack(told.survivors))),
-                      phase=PHASES[3])
+        prefix = _statement_prefix(s)
+        targets = sorted(view_keys)
+        stated = _pack(told.survivors)
+        tags = b"".join(_tag(view_keys[h], prefix, me, h, stated) for h in targets)
+        await ep.send(CONTROLLER, SurvivorTags(s, _ids_array(targets), tags), phase=PHASES[3])
 
-        # round 4: check the signed views, then reveal b-shares of survivors, s_sk-shares of the dropped
+        # round 4: check the stated views, then reveal b-shares of survivors, s_sk-shares of the dropped
         request = (await ep.recv(kinds=UnmaskRequest, sources=CONTROLLER, phase=PHASES[4],
                                  timeout=timeout)).message
         if request.session != s:
             raise MessageError(f"party {me}: unmask request of another session")
-        _check_consistency(request, registry, ctx, me, view, [me, *held], s)
+        _check_consistency(request, view_keys, ctx, me, view, [me, *held], prefix)
         owners, which, absc, values = [], [], [], []
         for o in sorted({me, *held}):
             if o in view:  # survived: its self mask is removed
@@ -350,16 +391,38 @@ class MaskedEngine(SecureSumEngine):
         views = {v: survivor_view(ctx, v, u3) for v in sorted(u3)}
         for v in sorted(u3):
             await ep.send(v, SurvivorSet(s, views[v]), phase=PHASES[3])
-        signed = await collect(ep, sorted(u3), kind=SurvivorSignature, session=s, phase=PHASES[3],
-                               timeout=timeout, partial=True)
-        u4 = set(signed)
+        complete = isinstance(ctx.neighbours, CompleteNeighbourhoods)
+        holders = {o: (*directory[o], o) for o in u2}
+
+        def expected(w: int) -> list[int]:
+            """Whom w MACs its view for: its live neighbours, and the holders of the owners it
+            holds that are not its neighbours (they got a key from the owner)."""
+            if complete:
+                return list(directory[w])
+            near = set(ctx.neighbours[w])
+            return sorted({*directory[w], *(h for o in relayed[w] for h in directory[o]
+                                             if h != w and h not in near)})
+
+        def bad_tags(src: int, msg: SurvivorTags) -> str | None:
+            if msg.targets.tolist() != expected(src):
+                return f"party {src} sent view tags for other parties than those it shares keys with"
+            return None
+
+        tagged = await collect(ep, sorted(u3), kind=SurvivorTags, session=s, phase=PHASES[3],
+                               timeout=timeout, partial=True, invalid=bad_tags)
+        u4 = set(tagged)
         if len(u4) < minimum:
             raise abort("consistency check", len(u4))
 
         await controller_phase(net, PHASES[4])
+        statements: dict[int, dict[int, bytes]] = {}  # author -> target -> tag
+        for w in sorted(u4):
+            tags = tagged[w].tags
+            statements[w] = {h: tags[TAG_BYTES * i: TAG_BYTES * (i + 1)]
+                             for i, h in enumerate(tagged[w].targets.tolist())}
         for v in sorted(u4):
-            await ep.send(v, unmask_request(ctx, v, relayed[v], views, {w: signed[w].signature for w in u4}),
-                          phase=PHASES[4])
+            await ep.send(v, unmask_request(ctx.session, v, relayed[v], None if complete else holders, views,
+                                            statements), phase=PHASES[4])
         answers = await collect(ep, sorted(u4), kind=UnmaskShares, session=s, phase=PHASES[4],
                                 timeout=timeout, partial=True)
         total = self._unmask(ctx, masked, answers, relayed, keys, dropped)
@@ -400,46 +463,68 @@ class MaskedEngine(SecureSumEngine):
     # ------------------------------------------------------------------ cost
     def cost(self, ctx: SecureSumContext) -> TrafficCost:
         """Fault-free: 5 messages per party (signed keys, sealed shares, masked input, survivor
-        signature, unmask shares), 4 per party from the controller (key directory, relayed
-        shares, survivor set, unmask request with the signed views of the party's 2-hop
-        neighbourhood); 5 rounds.  Rounds 3-4 are the consistency check."""
+        tags, unmask shares), 4 per party from the controller (key directory, relayed shares,
+        survivor set, unmask request with the views of the party's 2-hop neighbourhood, MAC'd
+        for it); 5 rounds.  Rounds 3-4 are the consistency check."""
         s, L = ctx.session, ctx.length
-        key, sig = bytes(32), bytes(SIGNATURE_BYTES)
-        blob = bytes(_PLAIN.size + AEAD_OVERHEAD)
-        share = bytes(SHARE_BYTES)
+        key, sig, share = bytes(32), bytes(SIGNATURE_BYTES), bytes(SHARE_BYTES)
         masked = encoded_size(MaskedInput(s, np.zeros(L, dtype=ctx.ring.dtype)))
         advertise = encoded_size(PublicKeys(s, (key, key), sig))
-        signature = encoded_size(SurvivorSignature(s, sig))
-        everyone = set(ctx.parties)
-        views = {v: survivor_view(ctx, v, everyone) for v in ctx.parties}
-        signatures = dict.fromkeys(ctx.parties, sig)
+        blob = _PLAIN.size + AEAD_OVERHEAD  # + one key entry per other holder that is no neighbour
+
+        def ids(k: int) -> np.ndarray:
+            return np.zeros(k, dtype=np.uint32)
+
+        def affine(size: Callable[[int], int]) -> tuple[int, int]:  # encoded sizes are affine in the count
+            base = size(0)
+            return base, size(1) - base
+
+        sealed = affine(lambda k: encoded_size(SealedShares(s, tuple(range(k)), (b"",) * k)))
+        relayed_msg = affine(lambda k: encoded_size(RelayedShares(s, tuple(range(k)), (b"",) * k)))
+        directory = affine(lambda k: encoded_size(KeyDirectory(s, tuple(range(k)), (key + key,) * k, (sig,) * k)))
+        survivor_set = affine(lambda k: encoded_size(SurvivorSet(s, tuple(range(k)))))
+        unmask = affine(lambda k: encoded_size(UnmaskShares(s, tuple(range(k)), (0,) * k, (1,) * k, (share,) * k)))
+        tags = affine(lambda k: encoded_size(SurvivorTags(s, ids(k), bytes(TAG_BYTES * k))))
+        one = np.ones(1, dtype=np.uint32)  # one view of one cell: request sizes grow by a uint32 per cell
+        request = affine(lambda k: encoded_size(UnmaskRequest(s, ids(1), one, ids(k), ids(k),
+                                                              bytes(TAG_BYTES * k))))
+        cell = encoded_size(UnmaskRequest(s, ids(2), one * 2, ids(0), ids(0), b"")) - request[0]
+
+        complete = isinstance(ctx.neighbours, CompleteNeighbourhoods)
+        near = {} if complete else {p: frozenset(ctx.neighbours[p]) for p in ctx.parties}
         sent: dict[int, Counts] = {}
         ctrl = [0, 0]
-        by_degree: dict[int, tuple[Counts, int]] = {}  # sizes of rounds 0-3 depend on the degree only
         for p in ctx.parties:
             nb = ctx.neighbours[p]
             k = len(nb)
-            if k not in by_degree:
-                nbrs, holders = tuple(range(k)), tuple(range(k + 1))
-                unmask = UnmaskShares(s, holders, (0,) * (k + 1), (1,) * (k + 1), (share,) * (k + 1))
-                party = Counts(5, advertise + encoded_size(SealedShares(s, nbrs, (blob,) * k))
-                               + masked + signature + encoded_size(unmask))
-                controller = (encoded_size(KeyDirectory(s, nbrs, (key + key,) * k, (sig,) * k))
-                              + encoded_size(RelayedShares(s, nbrs, (blob,) * k))
-                              + encoded_size(SurvivorSet(s, holders)))
-                by_degree[k] = (party, controller)
-            sent[p], controller_bytes = by_degree[k]
+            if complete:  # every holder pair is adjacent: no keys handed on; one shared view of all n
+                handed_out = handed_in = 0
+                targets, views = k, [k + 1]
+            else:
+                mine = near[p]
+                handed_out = sum(len(mine - near[j]) - 1 for j in nb)  # my other holders, not j's neighbours
+                second = {h for j in nb for h in near[j] if h != p and h not in mine}
+                handed_in = sum(len(near[j] - mine) - 1 for j in nb)
+                targets = k + len(second)
+                views = [len(closed) for closed in {near[w] | {w} for w in (*nb, *second)}]
+            entry = _KEY_ENTRY.size
+            party_bytes = (advertise + sealed[0] + k * (sealed[1] + blob) + entry * handed_out + masked
+                           + tags[0] + targets * tags[1] + unmask[0] + (k + 1) * unmask[1])
+            sent[p] = Counts(5, party_bytes)
             ctrl[0] += 4
-            ctrl[1] += controller_bytes + encoded_size(unmask_request(ctx, p, nb, views, signatures))
+            ctrl[1] += (directory[0] + k * directory[1] + relayed_msg[0] + k * (relayed_msg[1] + blob)
+                        + entry * handed_in + survivor_set[0] + (k + 1) * survivor_set[1]
+                        + request[0] + targets * request[1] + (sum(views) - 1 + len(views) - 1) * cell)
         sent[CONTROLLER] = Counts(*ctrl)
         degrees = sorted({len(ctx.neighbours[p]) for p in ctx.parties})
         return TrafficCost(
             sent=MappingProxyType(sent), rounds=5,
-            formula=(f"per party 5 messages: 2 signed keys, deg(i) = {degrees} sealed share pairs, "
-                     f"L = {L} masked cells, 1 survivor-set signature, deg(i) + 1 Shamir shares; "
-                     "controller 4 per party, the last carrying the signed views of the party's "
-                     "2-hop neighbourhood; O(L + k^2) per party, O(n (L + k^2)) total "
-                     "(complete graph: O(n) signatures per party)"),
+            formula=(f"per party 5 messages: 2 signed keys, deg(i) = {degrees} sealed share pairs "
+                     "(with the pairwise view keys of the owner's other holders that are no neighbours), "
+                     f"L = {L} masked cells, one {TAG_BYTES}-byte view tag per party of its 2-hop "
+                     "neighbourhood, deg(i) + 1 Shamir shares; controller 4 per party, the last carrying "
+                     "the tagged views of the party's 2-hop neighbourhood; O(L + k^2) per party, "
+                     "O(n (L + k^2)) total (complete graph: O(n) tags per party)"),
         )
 
 
@@ -448,51 +533,118 @@ def survivor_view(ctx: SecureSumContext, party: int, survivors: set[int]) -> tup
     return tuple(sorted(w for w in (*ctx.neighbours[party], party) if w in survivors))
 
 
-def unmask_request(ctx: SecureSumContext, party: int, held: tuple[int, ...], views: dict[int, tuple[int, ...]],
-                   signatures: dict[int, bytes]) -> UnmaskRequest:
-    """The round-4 message to ``party``: the signed views of every signer in H(o), for o in
-    ``held`` + {party} (its 2-hop neighbourhood), equal views sent once."""
-    wanted: set[int] = set()
-    for o in (party, *held):
-        wanted.update(w for w in (*ctx.neighbours[o], o) if w in signatures)
-    signers = tuple(sorted(wanted))
+def unmask_request(session: str, party: int, held: tuple[int, ...], holders: dict[int, tuple[int, ...]] | None,
+                   views: dict[int, tuple[int, ...]], statements: dict[int, dict[int, bytes]]) -> UnmaskRequest:
+    """The round-4 message to ``party``: the views, MAC'd for it, of every other holder w of
+    every owner o it holds shares of (``held`` and itself), i.e. of its 2-hop neighbourhood
+    (``holders`` None: the complete graph, everybody); equal views are sent once."""
+    wanted: set[int] = set(statements)
+    if holders is not None:
+        wanted = set()
+        for o in (*held, party):
+            wanted.update(holders[o])
+    signers = [w for w in sorted(wanted) if w != party and party in statements.get(w, ())]
     index: dict[tuple[int, ...], int] = {}
     for w in signers:
         index.setdefault(views[w], len(index))
-    return UnmaskRequest(ctx.session, tuple(index), signers, tuple(index[views[w]] for w in signers),
-                         tuple(signatures[w] for w in signers))
+    cells = [v for view in index for v in view]
+    ends = np.cumsum([len(view) for view in index], dtype=np.uint32) if index else np.zeros(0, np.uint32)
+    return UnmaskRequest(session, _ids_array(cells), _ids_array(ends.tolist()), _ids_array(signers),
+                         _ids_array(index[views[w]] for w in signers),
+                         b"".join(statements[w][party] for w in signers))
+
+
+def _ids_array(ids: Iterable[int]) -> np.ndarray:
+    arr = np.fromiter(ids, dtype=np.uint32)
+    arr.flags.writeable = False
+    return arr
 
 
 def _pack(ids: tuple[int, ...]) -> bytes:
     return struct.pack(f"<{len(ids)}I", *ids)
 
 
-def _check_consistency(request: UnmaskRequest, registry: KeyRegistry, ctx: SecureSumContext, me: int,
-                       view: frozenset[int], owners: list[int], session: str) -> None:
-    """Raise unless, for every owner o, a strict majority of H(o) signed views agreeing with
-    ``view`` on whether o survived (signatures checked lazily against the PKI registry)."""
-    statements = {w: (request.views[i], sig) for w, i, sig in zip(request.signers, request.view_of,
-                                                                    request.signatures)}
-    verified: dict[int, bool] = {}
+VIEW_KEY_BYTES = 16
+"""Length of the pairwise MAC keys of the consistency round (HMAC-SHA256 keys, 128 bits)."""
+_KEY_ENTRY = struct.Struct(f"<I{VIEW_KEY_BYTES}s")  # other holder, pairwise view key (sealed by the owner)
+_PAIR = struct.Struct("<II")  # signer, target
+
+
+def _pair_keys(live: tuple[int, ...], neighbours: Neighbourhoods) -> dict[int, dict[int, bytes]]:
+    """Fresh MAC keys for the pairs of ``live`` holders that are not neighbours of each other
+    (``keys[w][h] == keys[h][w]``), from :func:`secrets.token_bytes`: the owner seals
+    ``keys[w]`` for holder w.  Neighbours already share a key from their own X25519 agreement."""
+    keys: dict[int, dict[int, bytes]] = {w: {} for w in live}
+    if isinstance(neighbours, CompleteNeighbourhoods):  # all adjacent
+        return keys
+    adjacent = {w: frozenset(neighbours[w]) for w in live}
+    pairs = [(w, h) for i, w in enumerate(live) for h in live[i + 1:] if h not in adjacent[w]]
+    raw = secrets.token_bytes(VIEW_KEY_BYTES * len(pairs))
+    for k, (w, h) in enumerate(pairs):
+        keys[w][h] = keys[h][w] = raw[VIEW_KEY_BYTES * k: VIEW_KEY_BYTES * (k + 1)]
+    return keys
+
+
+def _combined_key(handed: list[tuple[int, bytes]]) -> bytes:
+    """The MAC key of two holders that are not neighbours: SHA-256 of the keys every common owner
+    handed them (in owner order), so that only a coalition of all their common owners knows it."""
+    return hashlib.sha256(b"mprr/view-key" + b"".join(struct.pack("<I", o) + key for o, key in sorted(handed))
+                          ).digest()[:VIEW_KEY_BYTES]
+
+
+def _statement_prefix(session: str) -> bytes:
+    tag = _VIEW.encode()
+    sess = session.encode()
+    return b"mprr/" + struct.pack("<I", len(tag)) + tag + struct.pack("<I", len(sess)) + sess
+
+
+def _tag(key: bytes, prefix: bytes, signer: int, target: int, view: bytes) -> bytes:
+    """HMAC-SHA256 (truncated to 128 bits) of ``signer``'s statement to ``target`` that ``view``
+    (packed ids) is the survivor set it was told."""
+    return hmac.digest(key, prefix + _PAIR.pack(signer, target) + view, "sha256")[:TAG_BYTES]
+
+
+def _check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: SecureSumContext, me: int,
+                       view: frozenset[int], owners: list[int], prefix: bytes) -> None:
+    """Raise unless, for every owner o, a strict majority of H(o) (this party included) stated
+    views that agree with ``view`` on whether o survived, each statement authenticated by its MAC
+    under the key this party shares with its author (checked lazily, once per author)."""
+    ends = request.view_ends.tolist()
+    cells = request.view_cells.tolist()
+    starts = [0, *ends[:-1]]
+    statements = {w: i for i, w in enumerate(request.signers.tolist())}
+    view_of = request.view_of.tolist()
+    tags = request.tags
+    checked: dict[int, frozenset[int] | None] = {}  # author -> its authenticated view (None: bad MAC)
+
+    def stated(w: int) -> frozenset[int] | None:
+        if w not in checked:
+            i, key = statements.get(w), view_keys.get(w)
+            got: frozenset[int] | None = None
+            if i is not None and key is not None:
+                v = view_of[i]
+                ids = tuple(cells[starts[v]: ends[v]])
+                if hmac.compare_digest(_tag(key, prefix, w, me, _pack(ids)), tags[TAG_BYTES * i: TAG_BYTES * (i + 1)]):
+                    got = frozenset(ids)
+            checked[w] = got
+        return checked[w]
+
     for o in owners:
         holders = (*ctx.neighbours[o], o)
         need = len(holders) // 2 + 1
         alive = o in view
-        agree_ = 0
-        for w in sorted(holders, key=lambda w: w not in verified):  # reuse checked signatures first
-            got = statements.get(w)
-            if got is None or (o in got[0]) != alive:
+        agree_ = 1  # this party
+        for w in sorted(holders, key=lambda w: w not in checked):  # authenticated ones first
+            if w == me:
                 continue
-            ok = verified.get(w)
-            if ok is None:
-                ok = verified[w] = registry.verify(w, _VIEW, session, _pack(got[0]), got[1])
-            if ok:
+            got = stated(w) if w in statements else None
+            if got is not None and (o in got) == alive:
                 agree_ += 1
                 if agree_ >= need:
                     break
         if agree_ < need:
             raise SecureSumAborted(
-                f"party {me}: only {agree_} of the {len(holders)} Shamir holders of party {o} signed a "
+                f"party {me}: only {agree_} of the {len(holders)} Shamir holders of party {o} stated a "
                 f"survivor set that agrees with the party's on party {o} ({need} needed): the controller "
                 "told different parties different survivor sets, or too many dropped; nothing revealed",
                 survivors=agree_, threshold=need)

@@ -15,13 +15,15 @@ kind   class               meaning                                              
 68     SealedShares        party -> controller: AEAD ciphertexts, one per neighbour   masked, graph-relay
 69     RelayedShares       controller -> party: ciphertexts addressed to it           masked, graph-relay
 70     MaskedInput         y_i = x_i + masks (mod M)                                  masked
-71     UnmaskRequest       controller -> survivor: the signed survivor views          masked
+71     UnmaskRequest       controller -> survivor: the MAC'd survivor statements      masked
 72     UnmaskShares        survivor -> controller: Shamir shares for unmasking        masked
 73     SurvivorSet         controller -> survivor: the survivors among its holders    masked
-74     SurvivorSignature   survivor -> controller: its signature of that set          masked
+74     SurvivorTags        survivor -> controller: MACs of its view, per owner/holder masked
 =====  ==================  =========================================================  ===================
 
-Signatures are Ed25519 (64 bytes) under the keys of the PKI (:mod:`parties.secure.pki`).
+Signatures are Ed25519 (64 bytes) under the keys of the PKI (:mod:`parties.secure.pki`); the
+consistency round's statements are HMAC-SHA256 tags (16 bytes) under pairwise keys each owner
+seals for its Shamir holders (:mod:`parties.secure.masked`).
 """
 
 from __future__ import annotations
@@ -43,13 +45,18 @@ __all__ = [
     "UnmaskRequest",
     "UnmaskShares",
     "SurvivorSet",
-    "SurvivorSignature",
+    "SurvivorTags",
+    "TAG_BYTES",
     "TO_CONTROLLER",
     "SECRET_SELF_MASK",
     "SECRET_MASK_KEY",
 ]
 
 RingVector = Annotated[np.ndarray, ArraySpec(("uint8", "uint16", "uint32", "uint64"), ndim=1)]
+IdVector = Annotated[np.ndarray, ArraySpec(("uint32",), ndim=1)]
+
+TAG_BYTES = 16
+"""Length of the HMAC-SHA256 tags (truncated to 128 bits) of the consistency round."""
 
 SECRET_SELF_MASK = 0
 """UnmaskShares.which: share of the self-mask seed b_u of a surviving party u."""
@@ -179,30 +186,34 @@ class MaskedInput(Message):
 
 @message(kind=71)
 class UnmaskRequest(Message):
-    """Controller -> survivor: the signed survivor views it needs before unmasking (round Unmasking).
+    """Controller -> survivor: the survivor views of the other holders it needs before unmasking
+    (round Unmasking), each MAC'd for it by its author (:class:`SurvivorTags`).
 
-    ``signatures[k]`` is party ``signers[k]``'s signature of its view
-    ``views[view_of[k]]`` (the survivors among its Shamir holders, as it was told them in
-    :class:`SurvivorSet`); equal views are sent once.
+    View ``v`` is ``view_cells[view_ends[v - 1] : view_ends[v]]`` (sorted party ids; equal views
+    are sent once); party ``signers[k]`` stated view ``view_of[k]`` with the tag
+    ``tags[16k : 16k + 16]``.
     """
 
     session: str
-    views: tuple[tuple[int, ...], ...]
-    signers: tuple[int, ...]
-    view_of: tuple[int, ...]
-    signatures: tuple[bytes, ...]
+    view_cells: IdVector
+    view_ends: IdVector
+    signers: IdVector
+    view_of: IdVector
+    tags: bytes
 
     def validate(self) -> None:
         _session("UnmaskRequest", self.session)
-        _ids("UnmaskRequest.signers", self.signers)
-        for view in self.views:
-            _ids("UnmaskRequest.views entries", view)
-        k = len(self.signers)
-        require(len(self.view_of) == k and len(self.signatures) == k,
-                 "UnmaskRequest needs one view index and one signature per signer")
-        require(all(0 <= i < len(self.views) for i in self.view_of),
-                 f"UnmaskRequest.view_of must index views (0..{len(self.views) - 1})")
-        require(all(len(s) == 64 for s in self.signatures), "UnmaskRequest.signatures must be 64 bytes each")
+        ends, k = self.view_ends, self.signers.shape[0]
+        require(self.view_of.shape[0] == k and len(self.tags) == TAG_BYTES * k,
+                 f"UnmaskRequest needs one view index and one {TAG_BYTES}-byte tag per signer")
+        require(ends.size == 0 or (bool(np.all(np.diff(ends.astype(np.int64)) > 0)) and int(ends[0]) > 0
+                                   and int(ends[-1]) == self.view_cells.shape[0]),
+                 "UnmaskRequest.view_ends must increase and end at the number of view cells")
+        require(ends.size > 0 or self.view_cells.shape[0] == 0, "UnmaskRequest.view_cells without view_ends")
+        require(k == 0 or int(self.view_of.max()) < ends.size,
+                 f"UnmaskRequest.view_of must index views (0..{ends.size - 1})")
+        require(k < 2 or bool(np.all(np.diff(self.signers.astype(np.int64)) > 0)),
+                 "UnmaskRequest.signers must be distinct and sorted")
 
 
 @message(kind=72)
@@ -244,19 +255,26 @@ class SurvivorSet(Message):
 
 
 @message(kind=74)
-class SurvivorSignature(Message):
-    """Survivor -> controller: its PKI signature of the :class:`SurvivorSet` it was told."""
+class SurvivorTags(Message):
+    """Survivor -> controller: its statement of the :class:`SurvivorSet` it was told, MAC'd for
+    each party that may need it (round ConsistencyCheck): ``tags[16k : 16k + 16]`` for party
+    ``targets[k]``, under the key the two share."""
 
     session: str
-    signature: bytes
+    targets: IdVector
+    tags: bytes
 
     def validate(self) -> None:
-        _session("SurvivorSignature", self.session)
-        require(len(self.signature) == 64, "SurvivorSignature.signature must be 64 bytes")
+        _session("SurvivorTags", self.session)
+        k = self.targets.shape[0]
+        require(len(self.tags) == TAG_BYTES * k,
+                 f"SurvivorTags.tags must hold {TAG_BYTES} bytes per target ({TAG_BYTES * k}), got {len(self.tags)}")
+        require(k < 2 or bool(np.all(np.diff(self.targets.astype(np.int64)) > 0)),
+                 "SurvivorTags.targets must be distinct and sorted")
 
 
 TO_CONTROLLER: tuple[type[Message], ...] = (
-    PartialSum, PublicKeys, SealedShares, MaskedInput, UnmaskShares, SurvivorSignature,
+    PartialSum, PublicKeys, SealedShares, MaskedInput, UnmaskShares, SurvivorTags,
 )
 """Kinds a party sends the controller in some engine (the "party -> controller" rows of the
 table above, and ``PartialSum`` of the paper and graph engines).  ``ShareVector`` travels

@@ -188,7 +188,7 @@ def controller_kind_beside(forged, answer):
 def test_the_controller_accepts_what_parties_send_it_and_nothing_the_controller_sends() -> None:
     names = {k.NAME for k in CONTROLLER_KINDS}
     assert {"RandomizedValues", "Refusal", "Ack", "PartialSum", "PublicKeys", "SealedShares", "MaskedInput",
-            "UnmaskShares", "SurvivorSignature"} == names
+            "UnmaskShares", "SurvivorTags"} == names
     assert names.isdisjoint({"ReleaseRequest", "SecureRelease", "SecureSumStart", "Abort", "ShareVector",
                              "KeyDirectory", "RelayedShares", "UnmaskRequest", "SurvivorSet"})
     assert {PartialSum, MaskedInput, UnmaskShares} <= set(CONTROLLER_KINDS)

@@ -262,10 +262,13 @@ def test_inconsistent_survivor_sets_never_reveal_both_secrets_of_a_party(dropped
             view = tuple(p for p in msg.survivors if not (dst in split and p == v))
             told[dst] = view
             return SurvivorSet(msg.session, view)
-        if isinstance(msg, UnmaskRequest):  # forward what each signer really signed
-            views = sorted({told[w] for w in msg.signers})
-            return UnmaskRequest(msg.session, tuple(views), msg.signers,
-                                 tuple(views.index(told[w]) for w in msg.signers), msg.signatures)
+        if isinstance(msg, UnmaskRequest):  # forward what each holder really stated
+            signers = msg.signers.tolist()
+            views = sorted({told[w] for w in signers})
+            cells = np.array([p for view in views for p in view], dtype=np.uint32)
+            ends = np.cumsum([len(view) for view in views]).astype(np.uint32)
+            return UnmaskRequest(msg.session, cells, ends, msg.signers,
+                                 np.array([views.index(told[w]) for w in signers], dtype=np.uint32), msg.tags)
         return msg
 
     x = np.random.default_rng(0).integers(0, 2, size=(n, 6))
@@ -284,6 +287,38 @@ def test_inconsistent_survivor_sets_never_reveal_both_secrets_of_a_party(dropped
         assert got[0] == t
         assert outcome is not None and outcome.total.tolist() == x.sum(axis=0).tolist()  # the full roster's sum
 
+
+
+def test_survivor_views_forged_by_the_controller_fail_their_macs() -> None:
+    """Without authenticated views: the controller tells half the holders "v dropped" and shows
+    them the other half's views rewritten to say the same; they count a majority and reveal
+    their shares of s_sk_v.  Each view is MAC'd by its author for its reader, so the rewritten
+    ones fail and nobody reveals anything about v."""
+    from parties.secure.engine import run_secure_sum
+    from parties.secure.messages import SurvivorSet, UnmaskRequest
+    from tests.parties.secure.helpers import RecordingNetwork
+
+    n, v = 10, 0
+    split = set(range(5, n))  # told "v dropped"
+    told: dict[int, tuple[int, ...]] = {}
+
+    def rewrite(dst: int, msg):  # noqa: ANN001, ANN202
+        if isinstance(msg, SurvivorSet):
+            view = tuple(p for p in msg.survivors if not (dst in split and p == v))
+            told[dst] = view
+            return SurvivorSet(msg.session, view)
+        if isinstance(msg, UnmaskRequest) and dst in split:  # everybody "agrees" v dropped
+            forged = tuple(p for p in range(n) if p != v)
+            cells = np.array(forged, dtype=np.uint32)
+            return UnmaskRequest(msg.session, cells, np.array([len(forged)], dtype=np.uint32), msg.signers,
+                                 np.zeros(len(msg.signers), dtype=np.uint32), msg.tags)
+        return msg
+
+    x = np.random.default_rng(1).integers(0, 2, size=(n, 4))
+    net = RecordingNetwork(n)
+    with pytest.raises(SecureSumAborted):
+        run_virtual(run_secure_sum(_Malicious(rewrite, round_timeout=0.3), net, x, timeout=20))
+    assert _shares_of(net, v) == {0: 0, 1: 0}
 
 
 def test_key_substitution_is_detected_against_the_pki() -> None:

@@ -18,7 +18,7 @@ from parties.secure.topology import build_neighbourhoods
 from tests.parties.secure.helpers import RecordingNetwork, assert_controller_saw_no_input, run
 from tests.virtual_clock import run_virtual
 
-CONTROLLER_KINDS = {"PublicKeys", "SealedShares", "MaskedInput", "SurvivorSignature", "UnmaskShares"}
+CONTROLLER_KINDS = {"PublicKeys", "SealedShares", "MaskedInput", "SurvivorTags", "UnmaskShares"}
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 8])

@@ -16,13 +16,18 @@ from parties.secure.messages import (
     SealedShares,
     ShareVector,
     SurvivorSet,
-    SurvivorSignature,
+    SurvivorTags,
     UnmaskRequest,
     UnmaskShares,
 )
 
 KEY = bytes(range(32))
 SIG = bytes(range(64))
+TAG = bytes(range(16))
+
+
+def ids(*values: int) -> np.ndarray:
+    return np.array(values, dtype=np.uint32)
 
 EXAMPLES = [
     ShareVector("s", -1, np.arange(4, dtype=np.uint16)),
@@ -34,9 +39,9 @@ EXAMPLES = [
     SealedShares("s", (2, 5), (b"a" * 40, b"b" * 40)),
     RelayedShares("s", (2,), (b"c" * 40,)),
     MaskedInput("s", np.arange(3, dtype=np.uint64)),
-    UnmaskRequest("s", ((0, 1, 2), (1, 2)), (0, 1, 2), (0, 0, 1), (SIG,) * 3),
+    UnmaskRequest("s", ids(0, 1, 2, 1, 2), ids(3, 5), ids(0, 1, 2), ids(0, 0, 1), TAG * 3),
     SurvivorSet("s", (0, 2, 5)),
-    SurvivorSignature("s", SIG),
+    SurvivorTags("s", ids(1, 4, 9), TAG * 3),
     UnmaskShares("s", (0, 1), (0, 1), (1, 2), (bytes(33), bytes(33))),
 ]
 
@@ -58,12 +63,15 @@ def test_roundtrip(msg) -> None:  # noqa: ANN001
     (lambda: KeyDirectory("s", (1,), (KEY, KEY)), "one entry per party"),
     (lambda: SealedShares("s", (1, 2), (b"x",)), "one entry per recipient"),
     (lambda: RelayedShares("s", (-1,), (b"x",)), ">= 0"),
-    (lambda: UnmaskRequest("s", ((1,),), (1, 2), (0,), (SIG, SIG)), "one view index and one signature"),
-    (lambda: UnmaskRequest("s", ((1,),), (1,), (1,), (SIG,)), "view_of must index views"),
+    (lambda: UnmaskRequest("s", ids(1), ids(1), ids(1, 2), ids(0), TAG * 2), "one view index and one 16-byte tag"),
+    (lambda: UnmaskRequest("s", ids(1), ids(1), ids(1), ids(1), TAG), "view_of must index views"),
+    (lambda: UnmaskRequest("s", ids(1, 2), ids(1), ids(1), ids(0), TAG), "end at the number of view cells"),
+    (lambda: UnmaskRequest("s", ids(1), ids(1), ids(2, 1), ids(0, 0), TAG * 2), "distinct and sorted"),
     (lambda: PublicKeys("s", (KEY,), b"x"), "64-byte signature"),
     (lambda: KeyDirectory("s", (1,), (KEY,), (SIG, SIG)), "one 64-byte signature per party"),
     (lambda: SurvivorSet("s", (2, 1)), "must be sorted"),
-    (lambda: SurvivorSignature("s", b"x"), "64 bytes"),
+    (lambda: SurvivorTags("s", ids(1), b"x"), "16 bytes per target"),
+    (lambda: SurvivorTags("s", ids(3, 3), TAG * 2), "distinct and sorted"),
     (lambda: UnmaskShares("s", (0,), (2,), (1,), (bytes(33),)), "0 \\(self mask\\) or 1"),
     (lambda: UnmaskShares("s", (0,), (0,), (0,), (bytes(33),)), "abscissae must be >= 1"),
     (lambda: UnmaskShares("s", (0,), (0,), (1,), (bytes(32),)), "33-byte"),
