@@ -545,8 +545,42 @@ def checked_vector(values: np.ndarray, ring: ZMod, ctx: SecureSumContext, tag: i
         raise MessageError(str(exc)) from None
 
 
+class _CheckedVectors:
+    """The checked vector and digest of recently received array *objects*, by identity.
+
+    In one process a broadcast (main paper 4.2 step 3) is one immutable message object delivered
+    to every peer, and :func:`checked_vector` and the digest are pure functions of it, so each
+    broadcast is checked and hashed once instead of once per receiver.  An entry keeps its array
+    alive, so an id is never reused while it is cached; at most ``size`` entries (oldest first out).
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._entries: dict[int, tuple[np.ndarray, int, int, bytes]] = {}
+
+    def get(self, values: np.ndarray, ring: ZMod, ctx: SecureSumContext, tag: int, src: int) -> tuple[np.ndarray, bytes]:
+        hit = self._entries.get(id(values))
+        expected = ctx.length if tag < 0 else 1
+        if hit is not None and hit[0] is values and hit[1] == ring.modulus and hit[2] == expected:
+            return values, hit[3]
+        checked, digest = _checked_digest(values, ring, ctx, tag, src)
+        if len(self._entries) >= self.size:
+            del self._entries[next(iter(self._entries))]
+        self._entries[id(values)] = (values, ring.modulus, expected, digest)
+        return checked, digest
+
+
+_BROADCASTS = _CheckedVectors()
+
+
+def _checked_digest(values: np.ndarray, ring: ZMod, ctx: SecureSumContext, tag: int, src: int) -> tuple[np.ndarray, bytes]:
+    checked = checked_vector(values, ring, ctx, tag, src)
+    return checked, hashlib.sha256(np.ascontiguousarray(checked)).digest()[:16]
+
+
 async def receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type[ShareVector | PartialSum], field: str, tag: int,
-                       ctx: SecureSumContext, ring: ZMod, phase: str, timeout: float) -> np.ndarray:
+                       ctx: SecureSumContext, ring: ZMod, phase: str, timeout: float, *,
+                       broadcast: bool = False) -> np.ndarray:
     """Receive one ``kind`` message (ShareVector / PartialSum) from every peer and sum its
     ``field`` mod M, one message at a time (no buffering of n vectors).
 
@@ -556,6 +590,8 @@ async def receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type[ShareVect
     :meth:`~parties.transport.Endpoint.reject`) and skipped, so a misbehaving sender cannot
     abort this receive; missing peers after ``timeout`` seconds raise RoundTimeout naming them.
     A peer's vector of the wrong shape or outside the ring is a MessageError naming it.
+    ``broadcast``: the messages are broadcasts, checked once per message object
+    (:class:`_CheckedVectors`).
     """
     expected = set(peers)
     acc = np.zeros(ctx.length if tag < 0 else 1, dtype=np.uint64)
@@ -570,8 +606,9 @@ async def receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type[ShareVect
                 if env.src not in expected and env.src not in seen:
                     ep.reject(env, f"{kind.NAME} from {actor_name(env.src)}, which is not a peer")
                     continue
-                values = checked_vector(getattr(msg, field), ring, ctx, tag, env.src)
-                digest = hashlib.blake2b(values.tobytes(), digest_size=16).digest()
+                raw = getattr(msg, field)
+                values, digest = (_BROADCASTS.get(raw, ring, ctx, tag, env.src) if broadcast
+                                  else _checked_digest(raw, ring, ctx, tag, env.src))
                 if env.src not in expected:
                     if seen.get(env.src) != digest:
                         ep.reject(env, f"a second, different {kind.NAME} from {actor_name(env.src)}")

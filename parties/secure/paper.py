@@ -144,7 +144,7 @@ class PaperEngine(SecureSumEngine):
         await ep.broadcast((*peers, CONTROLLER), PartialSum(ctx.session, tag, r_j),
                            phase=phase_broadcast)
         others = await receive_sum(ep, peers, PartialSum, "values", tag, ctx, ring,
-                                    phase_broadcast, self.round_timeout)
+                                    phase_broadcast, self.round_timeout, broadcast=True)
         return ring.add(others, r_j)  # step 4
 
     # ------------------------------------------------------------------ controller

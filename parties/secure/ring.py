@@ -7,7 +7,7 @@ modulus n + 1 = 1001 fits in 2 bytes per cell).  Arithmetic is done in uint64 an
 
 Uniform sampling draws words from a :class:`~parties.secure.prg.Keystream`: for a power of two
 the low bits of a word are uniform (rejection-free); for any other modulus the low
-bitlength(M - 1) bits are kept and values >= M rejected, so the result is exactly uniform on
+bitlength(M - 1) bits are kept and values >= M redrawn, so the result is exactly uniform on
 Z_M (no division, acceptance > 1/2).
 """
 
@@ -24,6 +24,7 @@ __all__ = ["ZMod", "MAX_MODULUS"]
 
 MAX_MODULUS = 1 << 64
 _DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64))
+_LITTLE = np.little_endian
 
 
 class ZMod:
@@ -153,27 +154,33 @@ class ZMod:
 
     # ---------------------------------------------------------------- sampling
     def random(self, stream: Keystream, shape: int | tuple[int, ...]) -> np.ndarray:
-        """Exactly uniform elements of Z_M drawn from a ChaCha20 keystream."""
+        """Exactly uniform elements of Z_M drawn from a ChaCha20 keystream (a read-only array).
+
+        For a power of two the low bits of each word are kept.  Otherwise the low
+        b = bitlength(M - 1) bits of each word are kept (uniform on [0, 2^b)) and every value
+        >= M is redrawn from fresh words until it is below M, so each element is the first
+        accepted draw of independent uniform words: exactly uniform, no division, acceptance
+        M / 2^b > 1/2 per draw.
+        """
         shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
         count = math.prod(shape)
+        words = self._words(stream, count)
         if self._power_of_two:
-            words = stream.words(count, self.dtype)
             if not self._full_range:
-                words &= self.dtype.type(self.modulus - 1)
+                words = words & self.dtype.type(self.modulus - 1)
             return words.reshape(shape)
-        # rejection sampling without division: keep the low b = bitlength(M - 1) bits of each
-        # word (uniform on [0, 2^b)) and reject values >= M; acceptance M / 2^b > 1/2
-        bits = (self.modulus - 1).bit_length()
-        low = self.dtype.type((1 << bits) - 1)
+        low = self.dtype.type((1 << (self.modulus - 1).bit_length()) - 1)
         top = self.dtype.type(self.modulus)
-        accept = self.modulus / (1 << bits)
-        out = np.empty(count, dtype=self.dtype)
-        filled = 0
-        while filled < count:
-            need = count - filled
-            draw = stream.words(int(need / accept * 1.02) + 16, self.dtype)
-            draw &= low
-            good = draw[draw < top][:need]
-            out[filled : filled + good.size] = good
-            filled += good.size
+        out = words & low
+        redraw = np.flatnonzero(out >= top)
+        while redraw.size:
+            fresh = self._words(stream, redraw.size) & low
+            out[redraw] = fresh
+            redraw = redraw[fresh >= top]
+        out.flags.writeable = False
         return out.reshape(shape)
+
+    def _words(self, stream: Keystream, count: int) -> np.ndarray:
+        """``count`` keystream words of the ring's dtype, read-only, without a copy."""
+        words = np.frombuffer(stream.read(count * self.dtype.itemsize), dtype=self.dtype.newbyteorder("<"))
+        return words if _LITTLE else words.astype(self.dtype)  # big-endian hosts: native copy
