@@ -575,7 +575,7 @@ _BROADCASTS = _CheckedVectors()
 
 def _checked_digest(values: np.ndarray, ring: ZMod, ctx: SecureSumContext, tag: int, src: int) -> tuple[np.ndarray, bytes]:
     checked = checked_vector(values, ring, ctx, tag, src)
-    return checked, hashlib.sha256(np.ascontiguousarray(checked)).digest()[:16]
+    return checked, hashlib.sha256(np.ascontiguousarray(checked).data).digest()[:16]
 
 
 async def receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type[ShareVector | PartialSum], field: str, tag: int,
