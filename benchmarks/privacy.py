@@ -11,11 +11,8 @@ and answers
   the 6.3.2 cluster matrix carrying Σ ε_A; the 3 singletons reuse their phase-1 matrix and are
   *replayed* (no new ε).
 
-So 13 requests per party (10 granted, 3 replayed), 423,293 in all.  Three ways of asking:
+So 13 releases per party (10 granted, 3 replayed) in 2 requests, 423,293 releases in all.  Timed:
 
-``from_matrix``
-    ``acc.request(Release.from_matrix(names, matrix, phase=...))`` — a new Release per request
-    (fingerprint and validation on every call);
 ``shared``
     what a party of the actor simulator does: one :class:`mprr.privacy.Ask` per phase (its
     releases and plan) shared by all parties, as ``parties.public_state.ReleaseBook`` does,
@@ -89,21 +86,6 @@ def budget_for(units: list[tuple[str, tuple[str, ...], Any]]) -> float:
     return 1.01 * math.fsum(m.epsilon for _, _, m in units[: len(ADULT_SIZES)]) * 2
 
 
-def run_from_matrix(n: int, policy: str) -> list[PrivacyAccountant]:
-    units = build_units()
-    budget = budget_for(units)
-    plan = plans()
-    accountants = []
-    for i in range(n):
-        acc = PrivacyAccountant(budget, policy, party=i, allowed_attributes=ADULT_NAMES)
-        for phase, groups in plan.items():
-            acc.announce_plan(phase, groups)
-        for phase, names, matrix in units:
-            acc.request(Release.from_matrix(names, matrix, phase=phase))
-        accountants.append(acc)
-    return accountants
-
-
 def run_shared(n: int, policy: str) -> list[PrivacyAccountant]:
     units = build_units()
     budget = budget_for(units)
@@ -156,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs per mode, best reported (default 3)")
     parser.add_argument("--policy", default="sequential", help="accountants' policy (default sequential)")
     parser.add_argument(
-        "--profile", choices=("from_matrix", "shared", "summarize"), default=None, help="cProfile one mode"
+        "--profile", choices=("shared", "summarize"), default=None, help="cProfile one mode"
     )
     args = parser.parse_args(argv)
     n, policy = args.parties, args.policy
@@ -165,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print("best of --repeat runs; CPU = process time (robust to other load on the machine)")
     accountants: list[PrivacyAccountant] = []
-    for mode, runner in (("from_matrix", run_from_matrix), ("shared", run_shared)):
+    for mode, runner in (("shared", run_shared),):
         best, best_cpu = math.inf, math.inf
         for _ in range(args.repeat):
             accountants = []  # free the previous run before timing the next

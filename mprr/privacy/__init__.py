@@ -22,7 +22,7 @@ Modules, in dependency order (each imports only those above it):
 :class:`PlanViolationError` is defined in :mod:`mprr.errors` (a :class:`ProtocolError`).
 
 Performance: a party's decision costs a few microseconds whatever its history (replay index and
-incremental per-phase totals in the ledger, matrix digests memoized per shared matrix), and
+incremental per-phase totals in the ledger; one Release per request unit, shared by the parties), and
 :func:`summarize` over 32,561 accountants is vectorized (see ``benchmarks/privacy.py``).
 """
 

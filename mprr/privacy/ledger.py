@@ -75,43 +75,19 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------- ledger
-class _ReplayIndex:
-    """First ledger position of each replay key (:attr:`Release._replay_keys`) of a lineage.
-
-    Shared by a ledger and the snapshots appended to it: it holds the keys of the first
-    ``length`` releases of the lineage, and a ledger of ``n`` releases ignores positions
-    ``>= n``.  A snapshot extends it with its own releases at its first :meth:`Ledger.lookup`
-    (so snapshots that are never searched, e.g. "what if" extensions, cost nothing), provided
-    no other snapshot has extended it further; otherwise it branches off a copy of the common
-    prefix.
-    """
-
-    __slots__ = ("positions", "length")
-
-    def __init__(self, positions: dict[tuple[Any, ...], int], length: int) -> None:
-        self.positions = positions
-        self.length = length
-
-    def add(self, release: Release) -> None:
-        """Record ``release`` at position :attr:`length` (first position of each key wins)."""
-        positions, position = self.positions, self.length
-        by_key, by_id, keyless = release._replay_keys
-        if by_key is not None and by_key not in positions:
-            positions[by_key] = position
-        if by_id is not None:
-            if by_id not in positions:
-                positions[by_id] = position
-            if by_key is None and keyless is not None and keyless not in positions:
-                positions[keyless] = position
-        self.length = position + 1
-
-    def branch(self, length: int) -> _ReplayIndex:
-        """A new index of the first ``length`` positions only."""
-        return _ReplayIndex({k: p for k, p in self.positions.items() if p < length}, length)
+def _index(positions: dict[tuple[Any, ...], int], release: Release, position: int) -> None:
+    """Record ``release``'s replay keys (:attr:`Release._replay_keys`) at ``position`` (first wins)."""
+    by_key, by_id, keyless = release._replay_keys
+    if by_key is not None:
+        positions.setdefault(by_key, position)
+    if by_id is not None:
+        positions.setdefault(by_id, position)
+        if by_key is None and keyless is not None:
+            positions.setdefault(keyless, position)
 
 
 _INDEX = object()
-"""Cache key of the :class:`_ReplayIndex` (the other cache keys are policies)."""
+"""Cache key of the replay index (the other cache keys are policies)."""
 
 
 @dataclass(frozen=True)
@@ -152,8 +128,12 @@ class Ledger:
             return type(self)(releases)
         cache: dict[Any, Any] = {}
         for key, value in self._cache.items():
-            # the index entry (index, releases it covers) is extended lazily, by lookup
-            cache[key] = value if key is _INDEX else value.plus(release)
+            if key is _INDEX:
+                value = dict(value)
+                _index(value, release, len(self.releases))
+            else:
+                value = value.plus(release)
+            cache[key] = value
         new = _new_ledger(Ledger)
         new.__dict__.update(releases=releases, _cache=cache)
         return new
@@ -167,28 +147,21 @@ class Ledger:
         """Index of the earliest release that ``request`` repeats (:meth:`Release.same_as`), or None.
 
         O(1): a dict from the content :meth:`Release.same_as` compares, plus the matrix key or
-        the request id, to the first position holding it.
+        the request id, to the first position holding it (built on first use, then carried to
+        each appended snapshot).
         """
-        releases = self.releases
-        n = len(releases)
-        index, covered = self._cache.get(_INDEX) or (_ReplayIndex({}, 0), 0)
-        if covered < n:
-            if index.length != covered:  # another snapshot extended it: branch off
-                index = index.branch(covered)
-            for release in releases[covered:]:
-                index.add(release)
-            self._cache[_INDEX] = (index, n)
-        positions = index.positions
+        positions = self._cache.get(_INDEX)
+        if positions is None:
+            positions = self._cache[_INDEX] = {}
+            for position, release in enumerate(self.releases):
+                _index(positions, release, position)
         by_key, by_id, keyless = request._replay_keys
         if by_key is None:  # no matrix key: only an equal request id (and content) repeats
-            found = None if by_id is None else positions.get(by_id)
-            return found if found is not None and found < n else None
+            return None if by_id is None else positions.get(by_id)
         found = positions.get(by_key)
-        if found is not None and found >= n:
-            found = None
         if keyless is not None:  # an entry without a matrix key matches by request id
             other = positions.get(keyless)
-            if other is not None and other < n and (found is None or other < found):
+            if other is not None and (found is None or other < found):
                 found = other
         return found
 

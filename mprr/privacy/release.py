@@ -35,7 +35,6 @@ EXACT_KEY = "exact"
 """Matrix key of an exact release (the identity: true values are sent)."""
 
 _BETA_TOL = 1e-9
-_INF = math.inf
 
 
 # ---------------------------------------------------------------------- validation
@@ -55,61 +54,9 @@ def _check_float(name: str, value: Any, *, allow_inf: bool, allow_none: bool = F
     return number
 
 
-def _canonical(
-    attributes: Any,
-    epsilon: Any,
-    entropy_bits: Any,
-    beta: Any,
-    linkable: Any,
-    exact: Any,
-    phase: Any,
-    request_id: Any,
-    matrix_key: Any,
-    shares: Any,
-) -> bool:
-    """Whether the fields already have their validated, normalised form (the fast path).
-
-    ``True`` only when :meth:`Release.__post_init__`'s full validation would accept the values
-    and leave them unchanged; anything else (other types, bad values) takes the full path.
-    """
-    if type(attributes) is not tuple or not attributes:
-        return False
-    for attribute in attributes:
-        kind = type(attribute)
-        if kind is not str and kind is not int:
-            return False
-    if len(attributes) > 1 and len(set(attributes)) != len(attributes):
-        return False
-    if type(epsilon) is not float or not epsilon >= 0.0:  # NaN fails the comparison
-        return False
-    if entropy_bits is not None and (type(entropy_bits) is not float or not 0.0 <= entropy_bits < _INF):
-        return False
-    if beta is not None and (type(beta) is not float or not 0.0 <= beta <= 1.0 + _BETA_TOL):
-        return False
-    if linkable is not True and linkable is not False:
-        return False
-    if exact is not False and (exact is not True or epsilon != _INF):
-        return False
-    if type(phase) is not str or not phase:
-        return False
-    if (request_id is not None and type(request_id) is not str) or (
-        matrix_key is not None and type(matrix_key) is not str
-    ):
-        return False
-    if shares is not None:
-        if type(shares) is not tuple or len(shares) != len(attributes):
-            return False
-        for share in shares:
-            if type(share) is not float or not share >= 0.0:
-                return False
-        if not _shares_sum_to(shares, epsilon):
-            return False
-    return True
-
-
 def _shares_sum_to(shares: tuple[float, ...], epsilon: float) -> bool:
     """Whether per-attribute shares add up to ε (relative tolerance 1e-9; ∞ iff some share is ∞)."""
-    total = math.fsum(shares) if all(math.isfinite(x) for x in shares) else _INF
+    total = math.fsum(shares) if all(math.isfinite(x) for x in shares) else math.inf
     if math.isinf(epsilon) or math.isinf(total):
         return total == epsilon
     return math.isclose(total, epsilon, rel_tol=1e-9, abs_tol=1e-12)
@@ -149,12 +96,6 @@ class Release:
         used by the ``unlinkable-pairs`` policy as the per-attribute shares.  Each must be
         >= 0 and together they must add up to ``epsilon`` (a split, never a discount).
         Defaults to an equal split ε / |attributes|.
-
-    Notes
-    -----
-    Values already in normalised form (a tuple of ``str``/``int`` attributes, ``float``
-    numbers, ``bool`` flags) are checked by a fast path; anything else is validated and
-    normalised in full, with the same errors.
     """
 
     attributes: tuple[Attr, ...]
@@ -169,22 +110,7 @@ class Release:
     attribute_epsilons: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
-        if not _canonical(
-            self.attributes,
-            self.epsilon,
-            self.entropy_bits,
-            self.beta,
-            self.linkable,
-            self.exact,
-            self.phase,
-            self.request_id,
-            self.matrix_key,
-            self.attribute_epsilons,
-        ):
-            self._validate()
-
-    def _validate(self) -> None:
-        """Full validation and normalisation of every field (raises ConfigurationError)."""
+        """Validate and normalise every field (raises ConfigurationError)."""
         attributes = self.attributes
         if isinstance(attributes, (str, int, np.integer)):
             attributes = (attributes,)
@@ -244,15 +170,6 @@ class Release:
                 )
             object.__setattr__(self, "attribute_epsilons", shares)
 
-    @classmethod
-    def _make(cls, *fields: Any) -> Release:
-        """A release from field values (in declaration order): trusted when canonical, else validated."""
-        if cls is Release and _canonical(*fields):
-            release = object.__new__(cls)
-            release.__dict__.update(zip(_FIELD_NAMES, fields))
-            return release
-        return cls(*fields)
-
     # ------------------------------------------------------------------ constructors
     @classmethod
     def from_matrix(
@@ -270,8 +187,6 @@ class Release:
         importing them.  For a Kronecker product with one factor per attribute, the factor ε
         become :attr:`attribute_epsilons` (the exact per-attribute shares of the
         ``unlinkable-pairs`` policy; RR-Ind-Joint Theorem 2: their sum is the matrix ε).
-        The matrix digest is memoized per matrix (:func:`matrix_fingerprint`), so recording
-        the same shared matrix for many parties costs a few microseconds each.
 
         Parameters
         ----------
@@ -300,18 +215,8 @@ class Release:
             factors = tuple(factors)
             if len(factors) == len(attrs):
                 shares = tuple(float(f.epsilon) for f in factors)
-        return cls._make(
-            attrs,
-            float(epsilon),
-            float(entropy),
-            float(beta),
-            linkable,
-            False,
-            phase,
-            request_id,
-            matrix_fingerprint(matrix),
-            shares,
-        )
+        return cls(attrs, float(epsilon), float(entropy), float(beta), linkable, False, phase, request_id,
+                   matrix_fingerprint(matrix), shares)
 
     @classmethod
     def exact_values(
@@ -326,7 +231,8 @@ class Release:
 
         Defaults to ``linkable=False`` because 4.2 sends true pairs inside a secure sum.
         """
-        return cls._make(attributes, math.inf, 0.0, 0.0, linkable, True, phase, request_id, EXACT_KEY, None)
+        attrs = (attributes,) if isinstance(attributes, (str, int, np.integer)) else tuple(attributes)
+        return cls(attrs, math.inf, 0.0, 0.0, linkable, True, phase, request_id, EXACT_KEY, None)
 
     # ------------------------------------------------------------------ queries
     @property
@@ -405,20 +311,6 @@ class Release:
             "request_id": self.request_id,
             "no_dp_guarantee": self.no_dp_guarantee,
         }
-
-
-_FIELD_NAMES = (
-    "attributes",
-    "epsilon",
-    "entropy_bits",
-    "beta",
-    "linkable",
-    "exact",
-    "phase",
-    "request_id",
-    "matrix_key",
-    "attribute_epsilons",
-)
 
 
 def json_number(value: float) -> float | str:
