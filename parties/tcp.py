@@ -55,7 +55,7 @@ from mprr.errors import ConfigurationError, MessageError, MprrError, RuntimeFail
 from parties.runtime import Hosting, HostingPlan, Runtime, lost_reports, task_group
 from parties.router import RouterNetwork
 from parties.shard import PartyShard, ShardReport, ShardSetup, directory, split
-from parties.tls import CONTROLLER_NAME, TlsMaterial, client_context, make_material, server_context
+from parties.tls import CONTROLLER_NAME, TlsMaterial, client_context, make_material, reuse_or_make_material, server_context
 from parties.transport import Frame
 from parties.channel import DATA, LENGTH_SIZE, RecordBatcher, StreamDecoder, loads, pack_stream, read_record
 
@@ -369,6 +369,9 @@ class TcpRuntime(Runtime):
         if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
             raise ConfigurationError(f"workers must be an integer >= 1, got {self.workers!r}")
         parse_address(self.listen)
+        t = self.connect_timeout
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < float("inf"):
+            raise ConfigurationError(f"connect_timeout must be a finite number of seconds > 0, got {t!r}")
         if not self.spawn and self.tls and self.tls_dir is None:
             raise ConfigurationError("workers started by hand need tls_dir (where their certificates are written) "
                                      "or tls=False")
@@ -385,7 +388,9 @@ class TcpRuntime(Runtime):
             material: TlsMaterial | None = None
             if self.tls:
                 extra = () if host in ("127.0.0.1", "localhost", "0.0.0.0", "::") else (host,)
-                material = make_material(Path(self.tls_dir or scratch), self.workers, hosts=extra)
+                # by hand: keep the certificates the workers were given for the next runs
+                material = (make_material(Path(scratch), self.workers, hosts=extra) if self.tls_dir is None
+                            else reuse_or_make_material(Path(self.tls_dir), self.workers, hosts=extra))
             hosting = TcpHosting(plan, tls=self.tls, expected=ranges)
             pending: asyncio.Queue[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = asyncio.Queue()
             server = await asyncio.start_server(
@@ -457,29 +462,67 @@ async def _reap(processes: Sequence[asyncio.subprocess.Process]) -> None:
 
 # ---------------------------------------------------------------------------- worker side
 async def run_worker(address: str, parties: range, *, worker: int = 0, tls_dir: str | None = None,
-                     tls: bool = True) -> None:
-    """Connect to the controller at ``address``, host ``parties`` until the controller's finish.
+                     tls: bool = True, wait: float = 0.0, linger: float = 0.0, runs: int | None = 1) -> int:
+    """Connect to the controller at ``address`` and host ``parties`` for its runs.
+
+    A scenario runs several protocols, each a run of its own with a fresh shard. A worker
+    started by hand serves run after run: after each one it reconnects, and it stops when no
+    controller has listened at ``address`` for ``linger`` seconds (or after ``runs`` runs).
+
+    Parameters
+    ----------
+    wait
+        Seconds to keep trying to reach the controller for the first run (0: one attempt).
+    linger
+        Seconds to keep trying between runs.
+    runs
+        Stop after this many runs (``None``: until no controller listens for ``wait`` seconds).
+
+    Returns
+    -------
+    int
+        The number of runs served.
 
     Raises
     ------
     RuntimeFailure
-        The controller cannot be reached or refused the worker.
+        The controller cannot be reached for the first run, refused the worker, or closed the
+        connection before a run finished.
     """
     host, port = parse_address(address)
     ctx = None
     if tls:
         if tls_dir is None:
             raise ConfigurationError("a TLS worker needs tls_dir (ca.pem, worker-<k>.pem, worker-<k>.key)")
-        material = TlsMaterial(Path(tls_dir))
-        ctx = client_context(material.ca, material.cert(f"worker-{worker}"), material.key(f"worker-{worker}"))
-    try:
-        reader, writer = await asyncio.open_connection(host, port, ssl=ctx,
-                                                       server_hostname=CONTROLLER_NAME if ctx else None)
-    except OSError as exc:
-        raise RuntimeFailure(f"worker {worker}: cannot reach the controller at {address}: {exc}") from None
+    served = 0
+    loop = asyncio.get_running_loop()
+    while runs is None or served < runs:
+        if tls and tls_dir is not None:  # re-read: the controller may have renewed the material
+            material = TlsMaterial(Path(tls_dir))
+            ctx = client_context(material.ca, material.cert(f"worker-{worker}"), material.key(f"worker-{worker}"))
+        deadline = loop.time() + (linger if served else wait)
+        while True:
+            try:
+                reader, writer = await asyncio.open_connection(host, port, ssl=ctx,
+                                                               server_hostname=CONTROLLER_NAME if ctx else None)
+                break
+            except OSError as exc:
+                if loop.time() >= deadline:
+                    if served:
+                        return served
+                    raise RuntimeFailure(f"worker {worker}: cannot reach the controller at {address}: {exc}") from None
+                await asyncio.sleep(min(0.5, max(0.0, deadline - loop.time())))
+        await _serve_run(reader, writer, parties, worker)
+        served += 1
+    return served
+
+
+async def _serve_run(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, parties: range, worker: int) -> None:
+    """Host ``parties`` for one run on an open connection, until the controller's finish."""
     channel = _Channel(reader, writer)
     channel.send_control("hello", {"worker": worker, "parties": (parties.start, parties.stop)})
     shard: PartyShard | None = None
+    finished = False
     try:
         async with task_group() as tg:
             serving: asyncio.Task[None] | None = None
@@ -504,6 +547,7 @@ async def run_worker(address: str, parties: range, *, worker: int = 0, tls_dir: 
                     channel.send_control("report", shard.report())
                     channel.flush()
                     await writer.drain()
+                    finished = True
                     break
                 else:
                     raise MessageError(f"worker {worker}: unexpected control record {tag!r}")
@@ -511,6 +555,9 @@ async def run_worker(address: str, parties: range, *, worker: int = 0, tls_dir: 
                 shard.stop()
     finally:
         await channel.close()
+    if not finished:
+        stage = "before sending the run's set-up" if shard is None else "before the run finished"
+        raise RuntimeFailure(f"worker {worker}: the controller closed the connection {stage}")
 
 
 def exit_with_parent() -> None:
@@ -532,19 +579,35 @@ def build_worker_parser(parser: argparse.ArgumentParser | None = None) -> argpar
     p.add_argument("--worker", type=int, default=0, metavar="K", help="worker number (certificate worker-K)")
     p.add_argument("--tls-dir", default=None, metavar="DIR", help="directory with ca.pem, worker-K.pem, worker-K.key")
     p.add_argument("--no-tls", action="store_true", help="plain TCP (the controller must also run without TLS)")
+    p.add_argument("--wait", type=float, default=300.0, metavar="S",
+                   help="keep trying to reach the controller for S seconds before the first run (default 300)")
+    p.add_argument("--linger", type=float, default=30.0, metavar="S",
+                   help="after a run, keep trying for S seconds to serve the controller's next run (a scenario "
+                        "runs one per protocol); exit when none comes (default 30)")
     p.add_argument("--exit-with-parent", action="store_true", help=argparse.SUPPRESS)
     return p
+
+
+def serve_by_options(args: argparse.Namespace) -> int:
+    """Run the worker ``args`` describe (spawned by a runner: one run, no retry; by hand: many)."""
+    if args.exit_with_parent:
+        exit_with_parent()
+    spawned = bool(args.exit_with_parent)
+    for name in ("wait", "linger"):
+        value = getattr(args, name)
+        if not 0 <= value < float("inf"):
+            raise ConfigurationError(f"--{name} must be a finite number of seconds >= 0, got {value!r}")
+    return asyncio.run(run_worker(args.connect, parse_parties(args.parties), worker=args.worker,
+                                  tls_dir=args.tls_dir, tls=not args.no_tls, wait=0.0 if spawned else args.wait,
+                                  linger=args.linger, runs=1 if spawned else None))
 
 
 def worker_main(argv: Sequence[str] | None = None, args: argparse.Namespace | None = None) -> int:
     """Run one worker; exit code 0, 2 on an mprr error (one line on stderr), 130 on Ctrl-C."""
     if args is None:
         args = build_worker_parser().parse_args(argv)
-    if args.exit_with_parent:
-        exit_with_parent()
     try:
-        asyncio.run(run_worker(args.connect, parse_parties(args.parties), worker=args.worker,
-                               tls_dir=args.tls_dir, tls=not args.no_tls))
+        serve_by_options(args)
     except MprrError as exc:
         sys.stderr.write(f"mprr party: error: {exc}\n")
         return 2

@@ -27,7 +27,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from mprr.errors import ConfigurationError
 
-__all__ = ["CONTROLLER_NAME", "TlsMaterial", "client_context", "make_material", "server_context"]
+__all__ = ["CONTROLLER_NAME", "TlsMaterial", "client_context", "make_material", "reuse_or_make_material",
+           "server_context"]
 
 CONTROLLER_NAME = "mprr-controller"
 """Name in the controller's certificate (what workers check, whatever the address)."""
@@ -124,6 +125,43 @@ def make_material(directory: Path, workers: int, *, hosts: tuple[str, ...] = ())
     for k in range(workers):
         issue(f"worker-{k}", f"mprr-worker-{k}", False)
     return material
+
+
+def reuse_or_make_material(directory: Path, workers: int, *, hosts: tuple[str, ...] = (),
+                           valid_for: datetime.timedelta = datetime.timedelta(hours=1)) -> TlsMaterial:
+    """The material already in ``directory`` if it serves this run, else new material.
+
+    Workers started by hand keep the certificates they were given across runs (a scenario
+    runs several protocols, each a run of its own): the material in ``directory`` is reused
+    when every file is there, the controller certificate carries every host of ``hosts`` and
+    no certificate expires within ``valid_for``; otherwise :func:`make_material` replaces it.
+    """
+    directory = Path(directory)
+    material = TlsMaterial(directory)
+    who = ["controller", *(f"worker-{k}" for k in range(workers))]
+    paths = [material.ca, *(material.cert(w) for w in who), *(material.key(w) for w in who)]
+    if all(path.is_file() for path in paths):
+        try:
+            certs = [x509.load_pem_x509_certificate(material.cert(w).read_bytes()) for w in who]
+            certs.append(x509.load_pem_x509_certificate(material.ca.read_bytes()))
+            names = certs[0].extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+            have = {str(n) for n in names.get_values_for_type(x509.DNSName)}
+            have |= {str(n) for n in names.get_values_for_type(x509.IPAddress)}
+        except (ValueError, x509.ExtensionNotFound):
+            certs, have = [], set()
+        wanted = {str(ipaddress.ip_address(h)) if _is_ip(h) else h for h in hosts}
+        deadline = datetime.datetime.now(datetime.timezone.utc) + valid_for
+        if certs and wanted <= have and all(c.not_valid_after_utc > deadline for c in certs):
+            return material
+    return make_material(directory, workers, hosts=hosts)
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def server_context(material: TlsMaterial) -> ssl.SSLContext:

@@ -29,7 +29,6 @@ parameters are translated by :func:`parameter_overrides` (one entry in
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import os
@@ -45,7 +44,7 @@ from scenarios.progress import Progress
 from scenarios.registry import available, load
 from scenarios.report import format_value, to_jsonable
 from parties.runtime import RUNTIMES, Runtime, make_runtime
-from parties.tcp import build_worker_parser, exit_with_parent, parse_parties, run_worker
+from parties.tcp import build_worker_parser, serve_by_options
 from scenarios.runner import RunOutcome, run
 
 __all__ = ["PARAMETER_OPTIONS", "RUN_OPTION_GROUPS", "build_parser", "main", "parameter_overrides"]
@@ -103,6 +102,8 @@ def _runtime_options(parser: argparse.ArgumentParser) -> None:
     rt.add_argument("--no-tls", action="store_true", help="tcp: plain TCP instead of mutual TLS")
     rt.add_argument("--external-workers", action="store_true",
                     help="tcp: do not spawn workers, wait for P workers started with `mprr party`")
+    rt.add_argument("--connect-timeout", type=float, default=None, metavar="S",
+                    help="tcp: seconds to wait for every worker to be ready (default 60)")
     rt.add_argument("--address", default=None, metavar="auto|HOST:PORT",
                     help="ray: cluster to connect to (default: start a local Ray)")
     rt.add_argument("--shards", type=int, default=None, metavar="S", help="ray: party shard actors")
@@ -111,7 +112,8 @@ def _runtime_options(parser: argparse.ArgumentParser) -> None:
 def runtime_of(args: argparse.Namespace) -> Runtime | None:
     """The runtime ``run``'s options ask for (ConfigurationError for options of another runtime)."""
     tcp = {"workers": args.workers, "listen": args.listen, "tls_dir": args.tls_dir,
-           "tls": False if args.no_tls else None, "spawn": False if args.external_workers else None}
+           "tls": False if args.no_tls else None, "spawn": False if args.external_workers else None,
+           "connect_timeout": args.connect_timeout}
     ray = {"address": args.address, "shards": args.shards}
     chosen: dict[str, Any] = {"memory": {}, "tcp": tcp, "ray": ray}[args.runtime]
     stray = [k for group in (tcp, ray) if group is not chosen for k, v in group.items() if v is not None]
@@ -316,10 +318,7 @@ def _cmd_run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
 
 
 def _cmd_party(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
-    if args.exit_with_parent:
-        exit_with_parent()
-    asyncio.run(run_worker(args.connect, parse_parties(args.parties), worker=args.worker,
-                           tls_dir=args.tls_dir, tls=not args.no_tls))
+    serve_by_options(args)
 
 
 COMMANDS: Mapping[str, Callable[[argparse.Namespace, TextIO, TextIO], None]] = {

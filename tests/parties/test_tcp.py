@@ -210,3 +210,74 @@ def test_options_are_checked_before_anything_starts(data) -> None:  # type: igno
                                                  "only"):
         simulate(data, "RR-Independent", seed=1, p=0.6, topology=nx.cycle_graph(N), runtime=TcpRuntime())
     assert math.isfinite(TcpRuntime().connect_timeout)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_worker_started_by_hand_serves_run_after_run(data, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    # a scenario runs several protocols, each a run of its own: one hand-started worker (here a
+    # subprocess, as `mprr party` would be) keeps its certificates and serves them all, then
+    # exits 0 once no controller has listened for --linger (10) seconds
+    port = _free_port()
+    runtime = TcpRuntime(workers=1, spawn=False, listen=f"127.0.0.1:{port}", tls_dir=str(tmp_path / "tls"),
+                         connect_timeout=30.0)
+    from parties.tls import reuse_or_make_material
+
+    reuse_or_make_material(tmp_path / "tls", 1)  # what the controller's first run writes, given to the worker
+    worker = subprocess.Popen([sys.executable, "-m", "parties.tcp", "--connect", f"127.0.0.1:{port}",
+                               "--parties", f"0-{N - 1}", "--tls-dir", str(tmp_path / "tls"), "--wait", "120", "--linger", "10"],
+                              stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        first = simulate(data, "RR-Independent", seed=4, timeout=10.0, p=0.6, runtime=runtime)
+        second = simulate(data, "RR-Clusters", seed=4, timeout=10.0, p=0.7, Tv=60, Td=0.1, runtime=runtime)
+        assert worker.wait(timeout=30) == 0, worker.stderr.read() if worker.stderr else ""
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    _same(first, simulate(data, "RR-Independent", seed=4, timeout=10.0, p=0.6))
+    _same(second, simulate(data, "RR-Clusters", seed=4, timeout=10.0, p=0.7, Tv=60, Td=0.1))
+
+
+async def test_a_worker_whose_controller_hangs_up_reports_it() -> None:
+    import asyncio
+
+    from mprr.errors import RuntimeFailure
+    from parties.tcp import run_worker
+
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        with pytest.raises(RuntimeFailure, match="worker 0: the controller closed the connection before sending"):
+            await run_worker(f"127.0.0.1:{port}", range(0, 4), tls=False)
+    with pytest.raises(RuntimeFailure, match=f"worker 0: cannot reach the controller at 127.0.0.1:{port}"):
+        await run_worker(f"127.0.0.1:{port}", range(0, 4), tls=False, wait=0.0)
+
+
+def test_hand_started_workers_keep_valid_certificates(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from parties.tls import reuse_or_make_material
+
+    first = reuse_or_make_material(tmp_path, 2, hosts=("10.0.0.5",))
+    ca = first.ca.read_bytes()
+    assert reuse_or_make_material(tmp_path, 2, hosts=("10.0.0.5",)).ca.read_bytes() == ca  # reused
+    assert reuse_or_make_material(tmp_path, 1).ca.read_bytes() == ca  # a subset of the workers
+    assert reuse_or_make_material(tmp_path, 3).ca.read_bytes() != ca  # worker-2 missing: renewed
+    renewed = reuse_or_make_material(tmp_path, 3).ca.read_bytes()
+    assert reuse_or_make_material(tmp_path, 3, hosts=("ctl.example",)).ca.read_bytes() != renewed  # new host
+
+
+def test_connect_timeout_is_checked() -> None:
+    with pytest.raises(ConfigurationError, match="connect_timeout must be a finite number of seconds > 0, got 0"):
+        TcpRuntime(connect_timeout=0)
