@@ -393,10 +393,18 @@ class TcpRuntime(Runtime):
                             else reuse_or_make_material(Path(self.tls_dir), self.workers, hosts=extra))
             hosting = TcpHosting(plan, tls=self.tls, expected=ranges)
             pending: asyncio.Queue[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = asyncio.Queue()
-            server = await asyncio.start_server(
-                lambda r, w: pending.put_nowait((r, w)), host, port,
-                ssl=None if material is None else server_context(material),
-            )
+            closing = False
+
+            def arrived(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                # a worker reconnecting for the next run can reach this run's server while it
+                # closes: hang up on it (it retries) rather than leave it waiting for a set-up
+                if closing:
+                    writer.close()
+                else:
+                    pending.put_nowait((reader, writer))
+
+            server = await asyncio.start_server(arrived, host, port,
+                                                ssl=None if material is None else server_context(material))
             bound = server.sockets[0].getsockname()[1]
             processes = hosting.processes
             logs: list[Path] = []
@@ -420,10 +428,15 @@ class TcpRuntime(Runtime):
                         hosting.register()
                         yield hosting
                     finally:
+                        closing = True
+                        server.close()
                         acceptor.cancel()
                         for t in connections:
                             t.cancel()
+                        while not pending.empty():
+                            pending.get_nowait()[1].close()
             finally:
+                closing = True
                 server.close()
                 await _reap(processes)
 
@@ -500,21 +513,29 @@ async def run_worker(address: str, parties: range, *, worker: int = 0, tls_dir: 
         if tls and tls_dir is not None:  # re-read: the controller may have renewed the material
             material = TlsMaterial(Path(tls_dir))
             ctx = client_context(material.ca, material.cert(f"worker-{worker}"), material.key(f"worker-{worker}"))
+        # between runs the controller may still be closing the last run's listener, or not yet
+        # listening for the next: a refused connection or a hang-up before the set-up is retried
         deadline = loop.time() + (linger if served else wait)
         while True:
             try:
                 reader, writer = await asyncio.open_connection(host, port, ssl=ctx,
                                                                server_hostname=CONTROLLER_NAME if ctx else None)
+                await _serve_run(reader, writer, parties, worker)
                 break
-            except OSError as exc:
+            except (OSError, _NoSetup) as exc:
                 if loop.time() >= deadline:
                     if served:
                         return served
+                    if isinstance(exc, _NoSetup):
+                        raise RuntimeFailure(f"worker {worker}: {exc}") from None
                     raise RuntimeFailure(f"worker {worker}: cannot reach the controller at {address}: {exc}") from None
                 await asyncio.sleep(min(0.5, max(0.0, deadline - loop.time())))
-        await _serve_run(reader, writer, parties, worker)
         served += 1
     return served
+
+
+class _NoSetup(Exception):
+    """The controller hung up before sending a run's set-up (refused, or between runs)."""
 
 
 async def _serve_run(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, parties: range, worker: int) -> None:
@@ -555,9 +576,10 @@ async def _serve_run(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                 shard.stop()
     finally:
         await channel.close()
+    if shard is None:
+        raise _NoSetup("the controller closed the connection before sending the run's set-up")
     if not finished:
-        stage = "before sending the run's set-up" if shard is None else "before the run finished"
-        raise RuntimeFailure(f"worker {worker}: the controller closed the connection {stage}")
+        raise RuntimeFailure(f"worker {worker}: the controller closed the connection before the run finished")
 
 
 def exit_with_parent() -> None:
