@@ -226,20 +226,20 @@ def test_a_worker_started_by_hand_serves_run_after_run(data, tmp_path) -> None: 
 
     # a scenario runs several protocols, each a run of its own: one hand-started worker (here a
     # subprocess, as `mprr party` would be) keeps its certificates and serves them all, then
-    # exits 0 once no controller has listened for --linger (10) seconds
+    # exits 0 once no controller has listened for --linger (20) seconds
     port = _free_port()
     runtime = TcpRuntime(workers=1, spawn=False, listen=f"127.0.0.1:{port}", tls_dir=str(tmp_path / "tls"),
-                         connect_timeout=30.0)
+                         connect_timeout=120.0)  # a loaded machine imports slowly
     from parties.tls import reuse_or_make_material
 
     reuse_or_make_material(tmp_path / "tls", 1)  # what the controller's first run writes, given to the worker
     worker = subprocess.Popen([sys.executable, "-m", "parties.tcp", "--connect", f"127.0.0.1:{port}",
-                               "--parties", f"0-{N - 1}", "--tls-dir", str(tmp_path / "tls"), "--wait", "120", "--linger", "10"],
+                               "--parties", f"0-{N - 1}", "--tls-dir", str(tmp_path / "tls"), "--wait", "120", "--linger", "20"],
                               stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         first = simulate(data, "RR-Independent", seed=4, timeout=10.0, p=0.6, runtime=runtime)
         second = simulate(data, "RR-Clusters", seed=4, timeout=10.0, p=0.7, Tv=60, Td=0.1, runtime=runtime)
-        assert worker.wait(timeout=30) == 0, worker.stderr.read() if worker.stderr else ""
+        assert worker.wait(timeout=90) == 0, worker.stderr.read() if worker.stderr else ""
     finally:
         if worker.poll() is None:
             worker.kill()
