@@ -69,7 +69,7 @@ AEAD = 12 + 16  # ChaCha20-Poly1305: random nonce + tag
 SHAMIR_SHARE = 33
 SIGNATURE = 64  # Ed25519
 TAG = 16  # HMAC-SHA256 truncated to 128 bits (the consistency round's view tags)
-MASKED_PLAINTEXT = 3 * 4 + 2 * SHAMIR_SHARE  # owner, holder, x (u32) + two Shamir shares
+MASKED_PLAINTEXT = 3 * 4 + 2 * SHAMIR_SHARE + KEY  # owner, holder, x (u32), two Shamir shares, s_pk
 VIEW_KEY_ENTRY = 4 + 16  # holder id (u32) + a 128-bit view key an owner seals for a holder
 
 
@@ -173,11 +173,11 @@ def closed_form(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSIO
     if engine in ("masked", "masked-sparse"):
         k = n - 1 if engine == "masked" else k
         h = k + 1
-        keys = HEADER + _str(S) + _blobs(2, KEY) + 4 + SIGNATURE  # signed with the party's PKI key
+        keys = HEADER + _str(S) + _blobs(1, KEY) + 4  # s_pk, unsigned (the channels use the PKI's static keys)
         sealed = HEADER + _str(S) + _ints(k) + _blobs(k, MASKED_PLAINTEXT + AEAD)  # + handed view keys
         masked = HEADER + _str(S) + ARRAY_1D + 4 * L
         unmask = HEADER + _str(S) + 3 * _ints(h) + _blobs(h, SHAMIR_SHARE)
-        directory = HEADER + _str(S) + _ints(k) + _blobs(k, 2 * KEY) + _blobs(k, SIGNATURE)
+        directory = HEADER + _str(S) + _ints(k) + _blobs(k, KEY) + 4  # the neighbours' s_pk, no signatures
         relayed = sealed
         survivors = HEADER + _str(S) + _ints(h)
         handed, tags, requests, most = _consistency_bytes(engine, n, k, S, seed)
@@ -186,7 +186,7 @@ def closed_form(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSIO
         consistency = n * survivors + tags + requests
         return ClosedForm(9 * n, n * (pb + cb) + 2 * handed + tags + requests, 5, 5, pb + most, 4 * n,
                           n * cb + handed + requests,
-                          f"per party 5 messages (2 signed keys, {k} sealed share pairs with the owner's "
+                          f"per party 5 messages (1 masking key, {k} sealed share pairs with the owner's "
                           f"view keys, L masked cells × 4 B, view tags of {TAG} B, {h} Shamir shares); "
                           f"controller 4 per party, the last with the tagged views of the party's 2-hop "
                           f"neighbourhood; consistency check {3 * n} messages, {consistency} B "

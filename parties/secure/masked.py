@@ -1,22 +1,23 @@
 """Pairwise-mask secure aggregation with dropout recovery (engine ``masked``).
 
 Bonawitz et al. 2017 ("Practical Secure Aggregation for Privacy-Preserving Machine Learning",
-Section 4 / Figure 4, with the active-adversary additions of Section 6: signed keys and the
-consistency check, its views authenticated by MACs rather than signatures, see below),
-optionally restricted to a sparse neighbour graph as in Bell et al. 2020.
-Party i, neighbours N(i), Shamir holders H(i) = N(i) + {i}; every party has a long-term
-Ed25519 key registered at set-up in a PKI the controller cannot change
-(:mod:`parties.secure.pki`)::
+Section 4 / Figure 4, with the active-adversary additions of Section 6: authenticated keys and
+the consistency check; the keys authenticated by static Diffie-Hellman and the views by MACs
+rather than signatures, see below), optionally restricted to a sparse neighbour graph as in
+Bell et al. 2020.
+Party i, neighbours N(i), Shamir holders H(i) = N(i) + {i}; every party has long-term keys
+registered at set-up in a PKI the controller cannot change (:mod:`parties.secure.pki`): an
+Ed25519 signing key and an X25519 static key::
 
-    Round 0, advertise keys   i -> controller: c_pk_i (encryption), s_pk_i (masking), X25519,
-                              signed with i's PKI key.
-                              controller -> i: the keys and signatures of i's live neighbours; i
-                              checks every signature against the registry, so a substituted key
-                              (a man in the middle on a pairwise channel) is detected.
+    Round 0, advertise keys   i -> controller: s_pk_i (masking, X25519, fresh per session).
+                              controller -> i: the s_pk of i's live neighbours.
     Round 1, share keys       i draws a self-mask seed b_i, Shamir-shares b_i and s_sk_i t-of-|H|
-                              among its live holders, seals each neighbour's pair of shares with
-                              ChaCha20-Poly1305 under HKDF(X25519(c_sk_i, c_pk_j)) and sends the
-                              ciphertexts to the controller, which relays them.
+                              among its live holders, seals each neighbour's pair of shares and its
+                              own s_pk_i with ChaCha20-Poly1305 under HKDF(X25519(static_i,
+                              static_j)) (the registered static keys: only i and j can compute it)
+                              and sends the ciphertexts to the controller, which relays them.
+                              j checks that the s_pk_i sealed for it is the one relayed in round 0,
+                              so a substituted key (a man in the middle on the masks) is detected.
     Round 2, masked input     y_i = x_i + PRG(b_i) + sum_{j in U2, j > i} PRG(s_ij)
                                                 - sum_{j in U2, j < i} PRG(s_ij)   (mod M),
                               s_ij = HKDF(X25519(s_sk_i, s_pk_j)), PRG = ChaCha20 keystream over
@@ -42,10 +43,14 @@ never the controller's choice), the shares of both secrets of one owner never re
 How the views are authenticated: Bonawitz et al. have every survivor *sign* its view and every
 party verify the signatures it relies on, i.e. the views of its 2-hop neighbourhood (about
 k + k(k - 1) Ed25519 verifications per party on a k-regular graph, the bulk of the engine's
-CPU).  What the check needs is only that the controller cannot forge or alter an honest party's
+CPU); they also sign the round-0 keys (k more verifications per party).  Here the PKI holds a
+static X25519 key per party beside its signing key, so neighbours agree on their channel key
+directly from the registry and the masking key travels inside that authenticated channel: no
+round-0 signature to check.  What the consistency check needs is only that the controller
+cannot forge or alter an honest party's
 statement to another party, so here each statement is MAC'd (HMAC-SHA256, 128-bit tags) for
-its reader under a key the two share: neighbours derive it from their authenticated X25519
-channel agreement (HKDF purpose "view"); two holders of an owner o that are not neighbours get
+its reader under a key the two share: neighbours derive it from their static X25519 agreement
+(HKDF purpose "view"); two holders of an owner o that are not neighbours get
 a fresh key from o, sealed with their shares, and combine the keys of all their common owners
 (SHA-256), so a statement can be forged only by a coalition of *all* the common owners of its
 author and its reader, i.e. never about an honest owner.  The guarantee (one view per honest
@@ -56,7 +61,7 @@ The pairwise masks of two survivors cancel in the sum, so the result is exactly
 sum_{v in U3} x_v.  With fewer than max(t, 2) survivors, fewer than t shares for a secret
 that must be reconstructed, or too few agreeing views, the run aborts
 (:class:`~mprr.errors.SecureSumAborted` at the controller).  The controller sees only public
-keys, signatures, ciphertexts, MAC tags, masked vectors, the Shamir shares the protocol
+masking keys, ciphertexts, MAC tags, masked vectors, the Shamir shares the protocol
 reveals, and the aggregate.
 """
 
@@ -74,7 +79,7 @@ import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, SecureSumAborted
 from parties.network import CONTROLLER, Endpoint, Transport
-from parties.secure.crypto import AEAD_OVERHEAD, KeyPair, agree, derive_key, exchange, open_sealed, seal
+from parties.secure.crypto import AEAD_OVERHEAD, KeyPair, agree, derive_key, open_sealed, seal
 from parties.secure.engine import (
     SecureSumContext,
     SecureSumEngine,
@@ -101,7 +106,7 @@ from parties.secure.messages import (
     UnmaskRequest,
     UnmaskShares,
 )
-from parties.secure.pki import SIGNATURE_BYTES, KeyRegistry, Signer
+from parties.secure.pki import KeyRegistry, Signer
 from parties.secure.prg import Keystream, fresh_seed
 from parties.secure.ring import ZMod
 from parties.secure.shamir import SHARE_BYTES, Share, reconstruct_bytes, share_bytes
@@ -110,9 +115,8 @@ from parties.traffic import Counts
 
 __all__ = ["MaskedEngine", "abscissa"]
 
-_PLAIN = struct.Struct(f"<III{SHARE_BYTES}s{SHARE_BYTES}s")  # owner, holder, x, s_sk share, b share
+_PLAIN = struct.Struct(f"<III{SHARE_BYTES}s{SHARE_BYTES}s32s")  # owner, holder, x, s_sk share, b share, s_pk
 PHASES = ("masked/advertise", "masked/share-keys", "masked/input", "masked/consistency", "masked/unmask")
-_KEYS = "masked/keys"  # what the PKI signatures are for
 _VIEW = "masked/survivors"  # what the consistency round's MACs are for
 
 
@@ -129,8 +133,8 @@ def _mask(ring: ZMod, seed: bytes, length: int) -> np.ndarray:
 
 
 class MaskedEngine(SecureSumEngine):
-    """Bonawitz et al. 2017 secure aggregation (pairwise masks, Shamir recovery, AEAD relay,
-    PKI-signed keys, MAC'd survivor views).
+    """Bonawitz et al. 2017 secure aggregation (pairwise masks, Shamir recovery, AEAD relay under
+    the PKI's static keys, MAC'd survivor views).
 
     Parameters
     ----------
@@ -202,25 +206,19 @@ class MaskedEngine(SecureSumEngine):
                 "(parties.secure.pki.setup_pki at set-up)")
         x = as_ring_vector(vector, ctx, ring)
         nbrs = ctx.neighbours[me]
-        c_keys, s_keys = KeyPair.generate(), KeyPair.generate()
-        mine = c_keys.public + s_keys.public
-        await ep.send(CONTROLLER, PublicKeys(s, (c_keys.public, s_keys.public), signer.sign(_KEYS, s, mine)),
-                      phase=PHASES[0])
+        s_keys = KeyPair.generate()
+        await ep.send(CONTROLLER, PublicKeys(s, (s_keys.public,)), phase=PHASES[0])
 
-        # round 1: check the neighbours' signed keys; share b_i and s_sk_i among the live holders
+        # round 1: share b_i and s_sk_i among the live holders, sealed under keys agreed with
+        # their registered static keys (authenticated by the PKI, nothing relayed to check)
         directory = (await ep.recv(kinds=KeyDirectory, sources=CONTROLLER, phase=PHASES[0],
                                    timeout=timeout)).message
         live = directory.parties
         if directory.session != s or not set(live) <= set(nbrs):
             raise MessageError(f"party {me}: key directory lists parties that are not its neighbours")
-        if any(len(k) != 64 for k in directory.keys) or len(directory.signatures) != len(live):
-            raise MessageError(f"party {me}: key directory entries must hold c_pk || s_pk and a signature")
-        for j, k, sig in zip(live, directory.keys, directory.signatures):
-            if not registry.verify(j, _KEYS, s, k, sig):
-                raise MessageError(
-                    f"party {me}: the keys relayed for party {j} are not signed by party {j}'s registered "
-                    "key: key substitution detected")
-        peer_keys = {j: (k[:32], k[32:]) for j, k in zip(live, directory.keys)}
+        if any(len(k) != 32 for k in directory.keys):
+            raise MessageError(f"party {me}: key directory entries must hold one 32-byte masking key s_pk")
+        relayed_keys = dict(zip(live, directory.keys))
         self_mask = fresh_seed()
         xs = [abscissa(ctx.neighbours, me, h) for h in live]
         own_x = abscissa(ctx.neighbours, me, me)
@@ -235,13 +233,13 @@ class MaskedEngine(SecureSumEngine):
         # one X25519 agreement per neighbour gives the AEAD channel key and the consistency
         # round's MAC key of the pair; my holders that are not neighbours of each other get a
         # key from me (sealed with their shares) for the same purpose
-        shared = {j: exchange(c_keys.private, peer_keys[j][0], peer=j) for j in live}
+        shared = {j: signer.exchange(registry, j) for j in live}
         channel = {j: derive_key(shared[j], purpose="channel", session=s, a=me, b=j) for j in live}
         view_keys = {j: derive_key(shared[j], purpose="view", session=s, a=me, b=j)[:VIEW_KEY_BYTES]
                      for j in live}
         handed = _pair_keys(live, ctx.neighbours)
         sealed = tuple(
-            seal(channel[j], _PLAIN.pack(me, j, xj, sk.value_bytes(), b.value_bytes())
+            seal(channel[j], _PLAIN.pack(me, j, xj, sk.value_bytes(), b.value_bytes(), s_keys.public)
                  + b"".join(_KEY_ENTRY.pack(h, key) for h, key in handed[j].items()),
                  session=s, sender=me, receiver=j)
             for j, xj, sk, b in zip(live, xs, sk_shares, b_shares)
@@ -254,6 +252,7 @@ class MaskedEngine(SecureSumEngine):
         if relayed.session != s or not set(relayed.senders) <= set(live):
             raise MessageError(f"party {me}: relayed shares come from parties outside its live neighbours")
         held: dict[int, tuple[int, bytes, bytes]] = {}
+        peer_masks: dict[int, bytes] = {}  # s_pk of the senders, authenticated by their AEAD channel
         near = set(nbrs)
         given: dict[int, list[tuple[int, bytes]]] = {}  # 2-hop peer -> [(owner, key it handed us)]
         for j, blob in zip(relayed.senders, relayed.ciphertexts):
@@ -261,9 +260,14 @@ class MaskedEngine(SecureSumEngine):
             extra = len(plain) - _PLAIN.size
             if extra < 0 or extra % _KEY_ENTRY.size:
                 raise MessageError(f"party {me}: sealed share from party {j} has {len(plain)} bytes")
-            owner, holder, xj, sk_y, b_y = _PLAIN.unpack_from(plain)
+            owner, holder, xj, sk_y, b_y, s_pk = _PLAIN.unpack_from(plain)
             if owner != j or holder != me or xj != abscissa(ctx.neighbours, j, me):
                 raise MessageError(f"party {me}: sealed share from party {j} is addressed inconsistently")
+            if s_pk != relayed_keys[j]:
+                raise MessageError(
+                    f"party {me}: the masking key relayed for party {j} is not the one party {j} sealed: "
+                    "key substitution detected")
+            peer_masks[j] = s_pk
             handed_j = dict(_KEY_ENTRY.iter_unpack(plain[_PLAIN.size:]))
             if len(handed_j) != extra // _KEY_ENTRY.size or not all(
                     h != me and h not in near and h in ctx.neighbours[j] for h in handed_j):
@@ -277,7 +281,7 @@ class MaskedEngine(SecureSumEngine):
         plus = np.zeros(ctx.length, dtype=np.uint64)
         minus = np.zeros(ctx.length, dtype=np.uint64)
         for j in held:
-            seed = agree(s_keys.private, peer_keys[j][1], purpose="mask", session=s, me=me, peer=j)
+            seed = agree(s_keys.private, peer_masks[j], purpose="mask", session=s, me=me, peer=j)
             if me < j:
                 plus = ring.add(plus, _mask(ring, seed, ctx.length))
             else:
@@ -348,8 +352,7 @@ class MaskedEngine(SecureSumEngine):
                     f"masked secure sum aborted: party {p} has {len(live) + 1} live Shamir "
                     f"holders, threshold t = {t}", survivors=len(live) + 1, threshold=t)
             directory[p] = live
-            await ep.send(p, KeyDirectory(s, live, tuple(b"".join(keys[j].keys) for j in live),
-                                          tuple(keys[j].signature for j in live)), phase=PHASES[0])
+            await ep.send(p, KeyDirectory(s, live, tuple(keys[j].keys[0] for j in live)), phase=PHASES[0])
 
         await controller_phase(net, PHASES[1])
         def bad_recipients(src: int, msg: SealedShares) -> str | None:
@@ -449,12 +452,12 @@ class MaskedEngine(SecureSumEngine):
         for u in sorted(dropped):
             raw = _reconstruct(sk_shares[u], t, f"the mask key of dropped party {u}")
             s_u = KeyPair.from_private_bytes(raw)
-            if s_u.public != keys[u].keys[1]:
+            if s_u.public != keys[u].keys[0]:
                 raise ProtocolError(f"reconstructed mask key of party {u} does not match its public key")
             for v in relayed[u]:
                 if v not in masked:
                     continue
-                seed = agree(s_u.private, keys[v].keys[1], purpose="mask", session=ctx.session, me=u, peer=v)
+                seed = agree(s_u.private, keys[v].keys[0], purpose="mask", session=ctx.session, me=u, peer=v)
                 m = _mask(ring, seed, L)
                 # survivor v added +PRG(s_uv) if v < u and -PRG(s_uv) if v > u: take it out
                 total = ring.sub(total, m) if v < u else ring.add(total, m)
@@ -462,14 +465,14 @@ class MaskedEngine(SecureSumEngine):
 
     # ------------------------------------------------------------------ cost
     def cost(self, ctx: SecureSumContext) -> TrafficCost:
-        """Fault-free: 5 messages per party (signed keys, sealed shares, masked input, survivor
+        """Fault-free: 5 messages per party (masking key, sealed shares, masked input, survivor
         tags, unmask shares), 4 per party from the controller (key directory, relayed shares,
         survivor set, unmask request with the views of the party's 2-hop neighbourhood, MAC'd
         for it); 5 rounds.  Rounds 3-4 are the consistency check."""
         s, L = ctx.session, ctx.length
-        key, sig, share = bytes(32), bytes(SIGNATURE_BYTES), bytes(SHARE_BYTES)
+        key, share = bytes(32), bytes(SHARE_BYTES)
         masked = encoded_size(MaskedInput(s, np.zeros(L, dtype=ctx.ring.dtype)))
-        advertise = encoded_size(PublicKeys(s, (key, key), sig))
+        advertise = encoded_size(PublicKeys(s, (key,)))
         blob = _PLAIN.size + AEAD_OVERHEAD  # + one key entry per other holder that is no neighbour
 
         def ids(k: int) -> np.ndarray:
@@ -481,7 +484,7 @@ class MaskedEngine(SecureSumEngine):
 
         sealed = affine(lambda k: encoded_size(SealedShares(s, tuple(range(k)), (b"",) * k)))
         relayed_msg = affine(lambda k: encoded_size(RelayedShares(s, tuple(range(k)), (b"",) * k)))
-        directory = affine(lambda k: encoded_size(KeyDirectory(s, tuple(range(k)), (key + key,) * k, (sig,) * k)))
+        directory = affine(lambda k: encoded_size(KeyDirectory(s, tuple(range(k)), (key,) * k)))
         survivor_set = affine(lambda k: encoded_size(SurvivorSet(s, tuple(range(k)))))
         unmask = affine(lambda k: encoded_size(UnmaskShares(s, tuple(range(k)), (0,) * k, (1,) * k, (share,) * k)))
         tags = affine(lambda k: encoded_size(SurvivorTags(s, ids(k), bytes(TAG_BYTES * k))))
@@ -519,7 +522,7 @@ class MaskedEngine(SecureSumEngine):
         degrees = sorted({len(ctx.neighbours[p]) for p in ctx.parties})
         return TrafficCost(
             sent=MappingProxyType(sent), rounds=5,
-            formula=(f"per party 5 messages: 2 signed keys, deg(i) = {degrees} sealed share pairs "
+            formula=(f"per party 5 messages: 1 masking key, deg(i) = {degrees} sealed share pairs "
                      "(with the pairwise view keys of the owner's other holders that are no neighbours), "
                      f"L = {L} masked cells, one {TAG_BYTES}-byte view tag per party of its 2-hop "
                      "neighbourhood, deg(i) + 1 Shamir shares; controller 4 per party, the last carrying "
@@ -663,6 +666,6 @@ def _reconstruct(shares: list[Share], threshold: int, what: str) -> bytes:
 
 def _bad_keys(src: int, msg: PublicKeys) -> str | None:
     """Why an advertisement of keys is unusable (None: it is usable)."""
-    if len(msg.keys) != 2 or len(msg.signature) != SIGNATURE_BYTES:
-        return f"party {src} must advertise (c_pk, s_pk) and its signature"
+    if len(msg.keys) != 1 or msg.signature:
+        return f"party {src} must advertise its masking key s_pk alone"
     return None

@@ -1,13 +1,17 @@
-"""A simulated PKI: Ed25519 signing keys registered at set-up, before the controller acts.
+"""A simulated PKI: Ed25519 signing keys and X25519 static keys registered at set-up, before the
+controller acts.
 
 Bonawitz et al. 2017 (Section 6, active adversary) assume that every party has a long-term
 signing key whose verification key all parties know from a PKI, so that a server that relays
 public keys cannot substitute its own (a man in the middle on every pairwise channel) and
-cannot show different parties different survivor sets unnoticed.  Here:
+cannot show different parties different survivor sets unnoticed.  Each party also registers a
+long-term X25519 key, so that two parties agree on an authenticated pairwise key without
+relaying and checking a signed key first (static Diffie-Hellman: the key agreement itself
+authenticates, as in the Noise KK pattern).  Here:
 
 :func:`setup_pki`
-    Generates one :class:`Signer` per party (``cryptography``'s Ed25519, keys from the OS
-    CSPRNG) and the :class:`KeyRegistry` of their verification keys.  It runs at set-up, by
+    Generates one :class:`Signer` per party (``cryptography``'s Ed25519 and X25519, keys from
+    the OS CSPRNG) and the :class:`KeyRegistry` of their public keys.  It runs at set-up, by
     whoever builds the parties (the in-memory simulator), never by the controller.
 :func:`generate_signers`
     The same keys for the parties of one place only: a multi-process runtime generates them
@@ -16,8 +20,9 @@ cannot show different parties different survivor sets unnoticed.  Here:
     directory (:meth:`KeyRegistry.from_keys`) is sent back to every host before the protocol
     (:mod:`parties.shard`).
 :class:`KeyRegistry`
-    An immutable directory party → 32-byte verification key.  Each party holds it from
-    set-up; nothing the controller sends can change it.
+    An immutable directory party → its Ed25519 verification key and X25519 static key (32 bytes
+    each, :data:`PUBLIC_KEY_BYTES` together).  Each party holds it from set-up; nothing the
+    controller sends can change it.
 :func:`statement`
     The byte string a party signs: a domain tag, the session, the signer and the content, so
     a signature can never be replayed in another session, by another party or for another
@@ -32,16 +37,17 @@ from types import MappingProxyType
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from mprr.errors import ConfigurationError
+from mprr.errors import ConfigurationError, MessageError
 
 __all__ = ["PUBLIC_KEY_BYTES", "SIGNATURE_BYTES", "KeyRegistry", "Signer", "generate_signers", "setup_pki", "statement"]
 
 SIGNATURE_BYTES = 64
 """Length of an Ed25519 signature."""
-PUBLIC_KEY_BYTES = 32
-"""Length of a raw Ed25519 verification key."""
+PUBLIC_KEY_BYTES = 64
+"""Length of a party's registered public keys: raw Ed25519 verification key || raw X25519 static key."""
 
 
 def statement(purpose: str, session: str, signer: int, content: bytes) -> bytes:
@@ -52,14 +58,17 @@ def statement(purpose: str, session: str, signer: int, content: bytes) -> bytes:
 
 
 class Signer:
-    """One party's long-term Ed25519 signing key (private to the party)."""
+    """One party's long-term keys (private to the party): an Ed25519 signing key and an X25519
+    static key; :attr:`public` is what the registry holds for it."""
 
-    __slots__ = ("party", "_key", "public")
+    __slots__ = ("party", "_key", "_static", "public")
 
-    def __init__(self, party: int, key: Ed25519PrivateKey) -> None:
+    def __init__(self, party: int, key: Ed25519PrivateKey, static: X25519PrivateKey) -> None:
         self.party = party
         self._key = key
-        self.public = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+        self._static = static
+        self.public = (key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+                       + static.public_key().public_bytes_raw())
 
     def __repr__(self) -> str:
         return f"Signer(party={self.party})"
@@ -68,6 +77,20 @@ class Signer:
         """Signature of :func:`statement` (purpose, session, this party, content)."""
         return self._key.sign(statement(purpose, session, self.party, content))
 
+    def exchange(self, registry: KeyRegistry, peer: int) -> bytes:
+        """X25519 of this party's static key and ``peer``'s registered one: a 32-byte secret only
+        the two parties can compute (derive keys from it with
+        :func:`parties.secure.crypto.derive_key`).
+
+        Raises
+        ------
+        MessageError
+            If ``peer`` has no registered key.
+        """
+        if peer not in registry:
+            raise MessageError(f"party {peer} has no key in the PKI registry")
+        return self._static.exchange(registry.static_key(peer))
+
 
 class KeyRegistry:
     """Immutable directory of the parties' verification keys, fixed at set-up.
@@ -75,17 +98,19 @@ class KeyRegistry:
     Parameters
     ----------
     keys
-        ``{party: 32-byte Ed25519 verification key}``.
+        ``{party: Ed25519 verification key || X25519 static key}`` (:data:`PUBLIC_KEY_BYTES`).
     """
 
-    __slots__ = ("_keys", "_parsed")
+    __slots__ = ("_keys", "_parsed", "_static")
 
     def __init__(self, keys: Mapping[int, bytes]) -> None:
         for party, key in keys.items():
-            if not isinstance(key, bytes) or len(key) != 32:
-                raise ConfigurationError(f"keys[{party}] must be a 32-byte Ed25519 public key, got {key!r}")
+            if not isinstance(key, bytes) or len(key) != PUBLIC_KEY_BYTES:
+                raise ConfigurationError(
+                    f"keys[{party}] must be {PUBLIC_KEY_BYTES} bytes (Ed25519 || X25519 public keys), got {key!r}")
         self._keys = MappingProxyType(dict(keys))
         self._parsed: dict[int, Ed25519PublicKey] = {}
+        self._static: dict[int, X25519PublicKey] = {}
 
     @classmethod
     def from_keys(cls, parties: range, keys: bytes) -> KeyRegistry:
@@ -113,8 +138,15 @@ class KeyRegistry:
         return party in self._keys
 
     def key(self, party: int) -> bytes:
-        """The registered verification key of ``party`` (KeyError if it has none)."""
+        """The registered public keys of ``party`` (KeyError if it has none)."""
         return self._keys[party]
+
+    def static_key(self, party: int) -> X25519PublicKey:
+        """The registered X25519 static key of ``party`` (KeyError if it has none)."""
+        key = self._static.get(party)
+        if key is None:
+            key = self._static[party] = X25519PublicKey.from_public_bytes(self._keys[party][32:])
+        return key
 
     def verify(self, party: int, purpose: str, session: str, content: bytes, signature: bytes) -> bool:
         """Whether ``signature`` is ``party``'s signature of (purpose, session, content)."""
@@ -123,7 +155,7 @@ class KeyRegistry:
             raw = self._keys.get(party)
             if raw is None:
                 return False
-            key = self._parsed[party] = Ed25519PublicKey.from_public_bytes(raw)
+            key = self._parsed[party] = Ed25519PublicKey.from_public_bytes(raw[:32])
         try:
             key.verify(signature, statement(purpose, session, party, content))
         except InvalidSignature:
@@ -132,13 +164,13 @@ class KeyRegistry:
 
 
 def generate_signers(parties: Iterable[int]) -> dict[int, Signer]:
-    """One fresh Ed25519 signing key per party, from the OS CSPRNG, where the parties live.
+    """Fresh long-term keys (Ed25519 and X25519) per party, from the OS CSPRNG, where the parties live.
 
     A multi-process runtime calls this inside the shard host of the parties (their worker
     process or Ray actor): the private keys never leave it; only the verification keys
     (:attr:`Signer.public`) are registered (:meth:`KeyRegistry.from_keys`).
     """
-    return {int(p): Signer(int(p), Ed25519PrivateKey.generate()) for p in parties}
+    return {int(p): Signer(int(p), Ed25519PrivateKey.generate(), X25519PrivateKey.generate()) for p in parties}
 
 
 def setup_pki(parties: Iterable[int]) -> tuple[dict[int, Signer], KeyRegistry]:

@@ -19,7 +19,7 @@ from parties.wire.codec import encode
 from parties.wire.messages import RandomizedValues
 from parties.router import RouterNetwork
 from parties.runtime import Hosting, HostingPlan, Runtime
-from parties.secure.pki import KeyRegistry
+from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry
 from parties.shard import PartyShard, ShardReport, directory, party_seed, split
 from parties.simulate import PARTY_KINDS
 from parties.transport import CONTROLLER, Frame
@@ -245,7 +245,7 @@ def test_signing_keys_are_born_in_the_shard_and_only_public_keys_leave() -> None
     assert plan.signs and b"PRIVATE" not in pickle.dumps(plan.setup(range(0, 3)))  # no key in the setup
     a, b = (PartyShard(plan.setup(r), lambda f: None) for r in split(6, 2))
     keys = directory([(range(3, 6), b.public_keys()), (range(0, 3), a.public_keys())], 6)
-    assert len(keys) == 6 * 32 and keys[:96] == a.public_keys()
+    assert len(keys) == 6 * PUBLIC_KEY_BYTES and keys[:3 * PUBLIC_KEY_BYTES] == a.public_keys()
     forged = bytearray(keys)
     forged[0] ^= 1  # the directory substitutes party 0's key: its own shard refuses it
     with pytest.raises(ConfigurationError, match=r"does not hold the own verification keys of parties \[0\]"):
@@ -258,5 +258,5 @@ def test_signing_keys_are_born_in_the_shard_and_only_public_keys_leave() -> None
         b.parties[0].register(KeyRegistry.from_keys(range(6), keys))
     with pytest.raises(ConfigurationError, match="no keys registered for parties 0-2"):
         directory([(range(3, 6), b.public_keys())], 6)
-    with pytest.raises(ConfigurationError, match="registered 5 bytes, expected 32 per party"):
+    with pytest.raises(ConfigurationError, match="registered 5 bytes, expected 64 per party"):
         directory([(range(0, 3), b"short"), (range(3, 6), b.public_keys())], 6)

@@ -143,7 +143,7 @@ class _Tampering(RecordingNetwork):
 
 @pytest.mark.parametrize(("kind", "tamper", "reason"), [
     (MaskedInput.KIND, lambda m: MaskedInput(m.session, m.values[:-1]), r"sent \(4,\) cells, expected \(5,\)"),
-    (PublicKeys.KIND, lambda m: PublicKeys(m.session, m.keys[:1], m.signature), "must advertise"),
+    (PublicKeys.KIND, lambda m: PublicKeys(m.session, m.keys * 2, m.signature), "must advertise"),
     (SealedShares.KIND, lambda m: SealedShares(m.session, m.recipients[:-1], m.ciphertexts[:-1]),
      "other parties than its live neighbours"),
 ])
