@@ -203,6 +203,7 @@ def message(*, kind: int, name: str | None = None) -> Callable[[M], M]:
                 del registry[k]
         _BY_KIND[kind] = dc
         _BY_NAME[label] = dc
+        _RESOLVED.clear()
         return dc
 
     return decorate
@@ -228,15 +229,21 @@ def resolve_kinds(kinds: Iterable[int | str | type[Message]] | type[Message] | s
     """Normalise classes / names / kind numbers into a frozenset of kind numbers (or None)."""
     if kinds is None:
         return None
-    if isinstance(kinds, type):
-        hit = _RESOLVED.get(kinds)
-        if hit is None:
-            hit = _RESOLVED[kinds] = _resolve(kinds)
-        return hit
-    return _resolve(kinds)
+    hit = _RESOLVED.get(id(kinds))
+    if hit is not None and hit[0] is kinds:
+        return hit[1]
+    resolved = _resolve(kinds)
+    if len(_RESOLVED) >= _RESOLVED_MAX:
+        _RESOLVED.clear()
+    _RESOLVED[id(kinds)] = (kinds, resolved)  # holding ``kinds`` keeps its id from being reused
+    return resolved
 
 
-_RESOLVED: dict[type, frozenset[int]] = {}
+_RESOLVED: dict[int, tuple[Any, frozenset[int]]] = {}
+"""Memo of :func:`resolve_kinds` by the identity of its argument: endpoints and the codec
+resolve the same few filter objects (a class, a tuple of classes, an endpoint's frozenset of
+kind numbers) once per message.  Cleared whenever a message class is registered."""
+_RESOLVED_MAX = 1024
 
 
 def _resolve(kinds: Iterable[int | str | type[Message]] | int | str | type[Message]) -> frozenset[int]:
