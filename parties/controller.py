@@ -429,17 +429,25 @@ class Controller:
         refusals = {p: m for p, m in replies.items() if isinstance(m, Refusal)}
         values = {p: m for p, m in replies.items() if isinstance(m, RandomizedValues)}
         cells = np.array([m.size for m in matrices], dtype=np.int64)
+        # one (parties, units) array of every well-shaped reply, in target order, checked at once
+        shape = (len(units_t),)
+        shaped = [p for p in targets if p in values and values[p].codes.shape == shape]
+        stacked = (np.stack([values[p].codes for p in shaped]) if shaped
+                   else np.zeros((0, len(units_t)), dtype=np.int64))
+        out_of_domain = (stacked >= cells).any(axis=1)
+        bad = {p for p, m in values.items() if m.codes.shape != shape}
+        bad.update(shaped[k] for k in np.flatnonzero(out_of_domain).tolist())
         malformed = {
             p: f"malformed reply {m.codes.tolist()[:10]} ({len(units_t)} codes within the unit domains expected)"
-            for p, m in values.items()
-            if m.codes.shape != (len(units_t),) or bool(np.any(m.codes >= cells))
+            for p, m in values.items() if p in bad
         }
         malformed.update(self._faulty(targets))
         await self._settle(phase, request.request_id, targets, silent, refusals, malformed)
-        contributors = tuple(p for p in targets if p in values and p not in malformed)
+        keep = np.fromiter((p not in malformed for p in shaped), dtype=bool, count=len(shaped))
+        contributors = tuple(p for p, k in zip(shaped, keep.tolist()) if k)
         if not contributors:
             raise ProtocolError(f"phase {phase!r}: no party released anything for request {request.request_id}")
-        codes = _readonly(np.ascontiguousarray(np.stack([values[p].codes for p in contributors]), dtype=np.int64))
+        codes = _readonly(np.ascontiguousarray(stacked[keep], dtype=np.int64))
         release = PhaseRelease(
             phase=phase,
             request_id=request.request_id,
