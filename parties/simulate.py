@@ -41,10 +41,10 @@ import gc
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec
 
 import networkx as nx
 import numpy as np
@@ -224,10 +224,15 @@ def rare_full_collections() -> Iterator[None]:
             _saved_threshold = None
 
 
-def _collecting_rarely(run: Callable[..., Awaitable[SimulationResult]]) -> Callable[..., Awaitable[SimulationResult]]:
+_P = ParamSpec("_P")
+
+
+def _collecting_rarely(
+    run: Callable[_P, Coroutine[Any, Any, SimulationResult]],
+) -> Callable[_P, Coroutine[Any, Any, SimulationResult]]:
     """Run the coroutine function ``run`` inside :func:`rare_full_collections`."""
     @functools.wraps(run)
-    async def wrapper(*args: Any, **kwargs: Any) -> SimulationResult:
+    async def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> SimulationResult:
         with rare_full_collections():
             return await run(*args, **kwargs)
     return wrapper
