@@ -89,7 +89,7 @@ the secure-sum kinds (anything else is rejected on delivery).  Without a secure 
 accepts :data:`parties.party.LOOP_KINDS` only."""
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class SimulationResult:
     """Outcome of one actor run.
 
@@ -142,6 +142,22 @@ class SimulationResult:
     parties: tuple[Party | PartySummary, ...] = field(repr=False)
     wire: Mapping[str, Any] | None = None
     _cache: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        """One line: protocol, parties, traffic, time and what went wrong (never the arrays).
+
+        Short on purpose: ``asyncio.run`` formats the repr of its main task's result when it
+        restores the SIGINT handler, and a full repr of the estimate and releases of tens of
+        thousands of parties costs about a second.
+        """
+        t = self.traffic
+        extra = "".join((
+            f", {len(self.excluded)} excluded" if self.excluded else "",
+            f", {len(self.crashed)} crashed" if self.crashed else "",
+            f", {len(self.refusals)} refusals" if self.refusals else "",
+        ))
+        return (f"SimulationResult({self.result.protocol!r}, n={self.options.get('n')}, "
+                f"messages={t.messages}, bytes={t.bytes}, wall_time={self.wall_time:.3g}{extra})")
 
     @property
     def privacy(self) -> PrivacySummary:

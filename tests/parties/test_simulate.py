@@ -383,3 +383,10 @@ def test_full_collections_are_rare_during_a_run_and_the_setting_is_restored() ->
         assert gc.get_threshold() == inside  # the outer block still runs
     assert inside == (before[0], before[1], max(before[2], FULL_COLLECTION_EVERY))
     assert gc.get_threshold() == before
+
+
+def test_repr_is_one_short_line(data) -> None:
+    sim = simulate(data, "RR-Independent", seed=SEED, p=0.7)
+    text = repr(sim)
+    assert text.startswith("SimulationResult('RR-Independent', n=240, messages=480, bytes=")
+    assert "\n" not in text and len(text) < 200
