@@ -40,8 +40,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse
-from scipy.optimize import linprog
 
 from mprr.errors import ConfigurationError, DataError, EstimationError
 
@@ -163,6 +161,9 @@ def _maximal_support(
         cols.append(np.arange(n_cells))
         rhs.append(pi)
         offset += pi.size
+    from scipy import sparse  # here, not at import time: scipy.optimize takes about a second to import
+    from scipy.optimize import linprog
+
     A = sparse.csr_matrix(
         (np.ones(n_cells * len(flat_idx)), (np.concatenate(rows), np.concatenate(cols))),
         shape=(offset, n_cells),

@@ -23,11 +23,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 
 from mprr.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = [
     "REASON_BELOW_TD",
@@ -277,6 +280,8 @@ def dependence_graph(
     if len(set(names)) != m:
         raise ConfigurationError(f"names must be distinct, got {names!r}")
     w = _check_real(min_weight, "min_weight")
+    import networkx as nx  # here, not at import time: only this helper draws a graph
+
     graph: nx.Graph[str] = nx.Graph()
     for i, name in enumerate(names):
         graph.add_node(name, index=i)

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.stats
 from numpy.typing import ArrayLike
 
 from mprr.errors import ConfigurationError, DomainTooLargeError, EstimationError
@@ -426,6 +425,8 @@ def error_bounds(lam_hat: ArrayLike, n: int, alpha: float) -> tuple[float, float
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 < alpha < 1.0:
         raise ConfigurationError(f"alpha must be in (0, 1), got {alpha!r}")
     lam = lam / lam.sum()
+    import scipy.stats  # here, not at import time: scipy.stats takes seconds to import (party workers never need it)
+
     b = float(scipy.stats.chi2.isf(alpha / lam.size, 1))
     e_abs = float(np.sqrt(b * np.max(lam * (1.0 - lam)) / n))
     if np.any(lam == 0.0):

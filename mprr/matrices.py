@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
-import scipy.linalg
 from numpy.typing import ArrayLike
 
 from mprr.errors import ConfigurationError, DomainTooLargeError, EstimationError
@@ -423,6 +422,8 @@ def dense_solve(a: np.ndarray, b: np.ndarray, *, what: str) -> np.ndarray:
     A reciprocal condition number below machine epsilon (scipy's LinAlgWarning) counts as
     singular, so a singular matrix never yields a silent wrong number.
     """
+    import scipy.linalg  # here, not at import time: party workers build matrices but never solve
+
     with warnings.catch_warnings():
         warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
         try:

@@ -27,7 +27,7 @@ from numpy.random.bit_generator import ISeedSequence
 
 from mprr.errors import ConfigurationError
 
-__all__ = ["PartyStreams", "PresetSeed", "Randomness", "draw_uniforms", "run_seed_sequence"]
+__all__ = ["PartyStreams", "PresetSeed", "Randomness", "draw_uniforms", "party_seeds", "run_seed_sequence"]
 
 
 def run_seed_sequence(seed: int | np.random.SeedSequence) -> np.random.SeedSequence:
@@ -335,6 +335,22 @@ class PresetSeed(ISeedSequence):
             out = _generate_state32(self.pool[None, :], int(n_words))[0]
             return out
         raise ConfigurationError(f"dtype must be uint32 or uint64, got {dt}")
+
+
+def party_seeds(seed: int | np.random.SeedSequence, parties: range) -> list[PresetSeed]:
+    """The seeds of ``parties`` alone: ``[PartyStreams(seed, n).seed(i) for i in parties]`` for any
+    ``n > max(parties)``, without computing the other parties' streams.
+
+    What a host of some of the parties (a shard of :mod:`parties.shard`) builds its Generators
+    from: the children's pools and PCG64 seed words are computed for the range at once, as in
+    :class:`PartyStreams` (about three times faster than a ``SeedSequence`` per party).
+    """
+    if parties.step != 1 or parties.start < 0:
+        raise ConfigurationError(f"parties must be a contiguous range of party ids >= 0, got {parties}")
+    root = run_seed_sequence(seed)
+    pools = _child_pools(root, int(root.n_children_spawned) + parties.start, len(parties))
+    words = _generate_state64(pools, 4)
+    return [PresetSeed(pools[k], words[k]) for k in range(len(parties))]
 
 
 Randomness = np.random.Generator | PartyStreams

@@ -42,8 +42,7 @@ Usage::
 from __future__ import annotations
 
 import asyncio
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from parties.faults import FaultDecision, FaultInjector, FaultPlan
 from parties.traffic import (
@@ -55,6 +54,9 @@ from parties.traffic import (
     TrafficStatistics,
 )
 from parties.transport import CONTROLLER, Endpoint, Envelope, Frame, Topology, Transport, actor_name
+
+if TYPE_CHECKING:  # annotations only: party workers never import networkx
+    import networkx as nx
 
 __all__ = [
     "CONTROLLER",
@@ -74,7 +76,6 @@ __all__ = [
     "Transport",
     "actor_name",
 ]
-
 
 class InMemoryNetwork(Transport):
     """All actors in one process; one buffered mailbox per actor.

@@ -27,9 +27,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
-from typing import Protocol
-
-import networkx as nx
+from typing import TYPE_CHECKING, Protocol
 
 from mprr.errors import ConfigurationError, MessageError
 from parties.wire.codec import peek_kind
@@ -39,8 +37,10 @@ from parties.shard import ShardReport
 from parties.traffic import LatencyModel
 from parties.transport import Frame
 
-__all__ = ["RouterNetwork", "ShardLink"]
+if TYPE_CHECKING:  # annotations only: party workers never import networkx
+    import networkx as nx
 
+__all__ = ["RouterNetwork", "ShardLink"]
 
 class ShardLink(Protocol):
     """The controller process's handle on one shard host (a runtime's frame channel)."""

@@ -32,9 +32,9 @@ before the protocol (:meth:`PartyShard.register`), from the runner — the PKI o
 the controller actor.
 
 Public state: each shard builds its own :class:`~parties.public_state.ReleaseBook` (a pure
-memo of public derivations).  Party ``i``'s stream is rebuilt from the run seed as child ``i``
-of ``SeedSequence(seed)`` (:func:`party_seed`), exactly ``PartyStreams(seed, n).seed_sequence(i)``
-without spawning all ``n`` children.
+memo of public derivations).  The hosted parties' streams are rebuilt from the run seed
+(:func:`mprr.streams.party_seeds`), exactly ``PartyStreams(seed, n).seed(i)``, without computing
+the other parties' streams.
 
 At the end the shard answers :meth:`PartyShard.report`: one :class:`PartySummary` per party
 (accountant, refusals, released values — harness data, never seen by the controller actor)
@@ -56,7 +56,7 @@ from mprr.data import Schema
 from mprr.errors import ConfigurationError, MessageError
 from mprr.privacy.ledger import Ledger
 from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacyAccountant, Refusal
-from mprr.streams import run_seed_sequence
+from mprr.streams import party_seeds
 from parties.wire.codec import decode, encode
 from parties.wire.messages import Abort, Message
 from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
@@ -66,18 +66,11 @@ from parties.secure.engine import SecureSumEngine
 from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry, Signer, generate_signers
 from parties.transport import CONTROLLER, Endpoint, Frame, Transport, actor_name
 
-__all__ = ["PartyShard", "PartySummary", "ShardNetwork", "ShardReport", "ShardSetup", "directory", "party_seed",
-           "split"]
+__all__ = ["PartyShard", "PartySummary", "ShardNetwork", "ShardReport", "ShardSetup", "directory", "split"]
 
 _CONTROLLER_REQUESTS = frozenset(k.KIND for k in (ReleaseRequest, SecureRelease, SecureSumStart, Abort))
 """Kinds a party takes from the controller in its main loop (``Party.run``); every other frame
 (secure-sum traffic from the controller or from peers) goes to the party's endpoint."""
-
-
-def party_seed(seed: int, party: int) -> np.random.SeedSequence:
-    """Child ``party`` of ``SeedSequence(seed)``: ``PartyStreams(seed, n).seed_sequence(party)``."""
-    root = run_seed_sequence(seed)
-    return np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, party), pool_size=root.pool_size)
 
 
 def split(n: int, shards: int) -> list[range]:
@@ -106,7 +99,7 @@ class ShardSetup:
         ``(len(parties), m)`` true codes, row ``k`` = party ``parties[k]`` (harness data: in a
         deployment each worker reads its own parties' records).
     seed
-        Run seed (party streams, :func:`party_seed`).
+        Run seed (party streams, :func:`mprr.streams.party_seeds`).
     budgets
         ε budget of each hosted party.
     policy
@@ -238,8 +231,9 @@ class PartyShard:
         self._registered = False
         book = ReleaseBook(setup.schema)
         records = rows.tolist()
+        seeds = party_seeds(setup.seed, setup.parties)
         self.parties: tuple[Party, ...] = tuple(
-            Party(i, records[k], setup.schema, seed=party_seed(setup.seed, i), budget=setup.budgets[k],
+            Party(i, records[k], setup.schema, seed=seeds[k], budget=setup.budgets[k],
                   policy=setup.policy, book=book, engine=engine, min_roster=setup.min_roster,
                   signer=self._signers.get(i))
             for k, i in enumerate(setup.parties)

@@ -10,12 +10,14 @@ stays linked to every party unless the graph names it.  Sending over a non-edge 
 from __future__ import annotations
 
 from collections import deque
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from mprr.errors import ConfigurationError, ProtocolError
 
 __all__ = ["CONTROLLER", "Topology", "actor_name"]
+
+if TYPE_CHECKING:  # networkx is imported only where a graph is given (party workers never need it)
+    import networkx as nx
 
 CONTROLLER = -1
 """Actor id of the controller; parties are ``0`` to ``n-1``."""
@@ -47,6 +49,8 @@ class Topology:
         self._controller: frozenset[int] | None = None  # None = linked to all parties
         if graph is None:
             return
+        import networkx as nx
+
         if not isinstance(graph, nx.Graph) or graph.is_directed():
             raise ConfigurationError(f"topology must be an undirected networkx.Graph, got {graph!r}")
         bad = [v for v in graph.nodes if not (isinstance(v, int) and (v == CONTROLLER or 0 <= v < n))]

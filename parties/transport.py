@@ -40,15 +40,16 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, overload
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from parties.wire.codec import decode, encode
 from parties.wire.messages import Message, message_class, resolve_kinds
 from parties.topology import CONTROLLER, Topology, actor_name
 from parties.traffic import ActorStatistics, LatencyModel, TrafficCounter, TrafficStatistics
+
+if TYPE_CHECKING:  # annotations only: party workers never import networkx
+    import networkx as nx
 
 __all__ = ["CONTROLLER", "Endpoint", "Envelope", "Frame", "Rejection", "Topology", "Transport", "actor_name"]
 
@@ -64,7 +65,6 @@ class Frame:
     phase: str
     kind: int
     payload: bytes
-
 
 M = TypeVar("M", bound=Message)
 M_co = TypeVar("M_co", bound=Message, covariant=True)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError
-from mprr.streams import PartyStreams, run_seed_sequence
+from mprr.streams import PartyStreams, party_seeds, run_seed_sequence
 
 
 def test_party_stream_matches_spawned_seed_sequence() -> None:
@@ -122,3 +122,15 @@ def test_preset_seed_seeds_pcg64_like_the_seed_sequence_child() -> None:
         np.testing.assert_array_equal(preset.generate_state(3, np.uint64), child.generate_state(3, np.uint64))
     with pytest.raises(ConfigurationError, match="dtype must be uint32 or uint64, got int8"):
         streams.seed(0).generate_state(2, np.int8)
+
+
+def test_party_seeds_are_the_party_streams_of_the_run() -> None:
+    streams = PartyStreams(7, 50)
+    seeds = party_seeds(7, range(13, 50))
+    assert len(seeds) == 37
+    for i in (13, 14, 49):
+        a = np.random.Generator(np.random.PCG64(seeds[i - 13])).random(3)
+        b = np.random.Generator(np.random.PCG64(streams.seed_sequence(i))).random(3)
+        assert np.array_equal(a, b)
+    with pytest.raises(ConfigurationError, match="parties must be a contiguous range"):
+        party_seeds(7, range(0, 10, 2))
