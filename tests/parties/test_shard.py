@@ -13,18 +13,13 @@ import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
-from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from parties.wire.codec import encode
 from parties.wire.messages import RandomizedValues
 from parties.router import RouterNetwork
-<<<<<<< HEAD
 from parties.runtime import Hosting, HostingPlan, Runtime
 from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry
-from parties.shard import PartyShard, ShardReport, directory, party_seed, split
-=======
-from parties.shard import PartyShard, split
->>>>>>> 34be48a (party workers start fast: scipy.stats/optimize/linalg and networkx imported where used, not at import time (import parties.tcp: 6.3 s -> 0.5-1.0 s under load); shard parties seeded by mprr.streams.party_seeds (the range's pools and PCG64 words at once, ~3x faster than a SeedSequence per party; party_seed deleted))
+from parties.shard import PartyShard, ShardReport, directory, split
 from parties.simulate import PARTY_KINDS
 from parties.transport import CONTROLLER, Frame
 from parties.channel import CONTROL, StreamDecoder, dumps, frame_record, loads, pack_stream, read_record
