@@ -1,23 +1,40 @@
 """Scale benchmark on Ray: n synthetic planted-cluster parties, RR-Independent and RR-Clusters 4.1.
 
 Starts a local Ray (or uses ``--address``), hosts the parties in ``--shards`` shard actors and
-runs each protocol once; prints wall time (Ray start-up apart), time per party, peak memory of
-the driver and of every shard actor (``ru_maxrss``) and memory per party, checks the release
-against the in-memory actor run when ``--check`` is given, then extrapolates to 1,000,000
-parties and to a cluster: the shards' work divides by the number of shards, the driver (the
-controller and the router, which see every message) does not.
+runs each protocol once per size.  Prints, per run, wall and CPU time, time per party and per
+message, and the memory of **every process of the run** — this driver, the shard actors and
+Ray's own processes (GCS, raylet with the object store, idle workers) — sampled from ``/proc``
+every 0.2 s by a thread of this process:
+
+- *peak Σ RSS*: the largest sum of the processes' resident sets seen at one instant
+  (shared pages, e.g. the object store, counted once per process that maps them: an upper
+  bound of the machine's use);
+- *peak Σ PSS*: the same with proportional set sizes (shared pages split between the
+  processes that map them: the memory the run really occupies);
+- *Σ peak RSS*: the sum of each process's own high-water mark (``VmHWM``), taken at
+  different instants: an upper bound of the two above that no short spike escapes.
+
+The target is ``peak Σ RSS <= 8 GB`` for 1,000,000 parties on this 2-core machine.  With two
+or more sizes it fits the per-party slope (time and memory between the smallest and the
+largest size) and extrapolates to 1,000,000 parties, and to a cluster: the shards' work and
+memory divide by the number of shards, the driver's (the controller and the router, which
+see every message) do not.  ``--check`` also runs each size in memory and compares releases.
 
 Usage::
 
-    .venv/bin/python benchmarks/scale.py [--n 100000] [--shards 2] [--address auto] [--check]
+    .venv/bin/python benchmarks/scale.py [--n 20000,60000] [--protocols RR-Independent,RR-Clusters]
+        [--shards 2] [--address auto] [--check]
 """
 
 from __future__ import annotations
 
 import argparse
-import resource
+import os
+import re
 import sys
+import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -31,8 +48,175 @@ from parties.ray_runtime import RayRuntime, import_ray  # noqa: E402
 from parties.simulate import simulate  # noqa: E402
 
 TARGET_PARTIES = 1_000_000
-TARGET_MEMORY_GIB = 8.0
+TARGET_MEMORY_BYTES = 8e9
+"""Target: peak memory of all processes of the 1,000,000-party run, 8 GB (decimal)."""
 PROTOCOLS = {"RR-Independent": dict(p=0.7), "RR-Clusters": dict(p=0.7, Tv=100, Td=0.2)}
+_KIB = re.compile(rb"^(\w+):\s+(\d+) kB", re.M)
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _children() -> dict[int, list[int]]:
+    """Parent pid -> child pids, from ``/proc/*/stat``."""
+    tree: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        tree.setdefault(ppid, []).append(int(name))
+    return tree
+
+
+def _descendants(root: int) -> list[int]:
+    tree, out, todo = _children(), [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(tree.get(pid, ()))
+    return out
+
+
+def _role(pid: int, root: int) -> str:
+    if pid == root:
+        return "driver"
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "?"
+    if "ShardActor" in cmd:
+        return "shard"
+    if "ray::IDLE" in cmd:
+        return "ray-worker"
+    return "ray"  # GCS, raylet (object store), agents, monitors
+
+
+@dataclass
+class MemorySampler:
+    """Samples the memory of this process and all its descendants (module docstring)."""
+
+    interval: float = 0.2
+    root: int = field(default_factory=os.getpid)
+    peak_rss: int = 0
+    peak_pss: int = 0
+    at_peak: dict[str, int] = field(default_factory=dict)  # role -> Σ RSS at the peak-RSS sample
+    hwm: dict[int, tuple[str, int]] = field(default_factory=dict)  # pid -> (role, VmHWM bytes)
+    cpu: dict[int, tuple[float, float]] = field(default_factory=dict)  # pid -> (first, last) CPU seconds seen
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def sample(self) -> None:
+        rss = pss = 0
+        roles: dict[str, int] = {}
+        for pid in _descendants(self.root):
+            try:
+                with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+                    rollup = dict(_KIB.findall(f.read()))
+                with open(f"/proc/{pid}/status", "rb") as f:
+                    status = dict(_KIB.findall(f.read()))
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    times = f.read().rsplit(b")", 1)[1].split()[11:13]
+            except OSError:
+                continue
+            seconds = (int(times[0]) + int(times[1])) / _TICK
+            first = self.cpu[pid][0] if pid in self.cpu else (seconds if self._thread is None else 0.0)
+            self.cpu[pid] = (first, seconds)
+            role = _role(pid, self.root)
+            if role == "ray-worker" and pid in self.hwm:  # an idle worker that became a shard stays a shard
+                role = self.hwm[pid][0]
+            one = int(rollup.get(b"Rss", 0)) * 1024
+            rss += one
+            pss += int(rollup.get(b"Pss", 0)) * 1024
+            roles[role] = roles.get(role, 0) + one
+            self.hwm[pid] = (role, max(int(status.get(b"VmHWM", 0)) * 1024, one))
+        if rss > self.peak_rss:
+            self.peak_rss, self.at_peak = rss, roles
+        self.peak_pss = max(self.peak_pss, pss)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def __enter__(self) -> MemorySampler:
+        self.sample()
+        self._thread = threading.Thread(target=self._run, name="memory-sampler", daemon=True)  # owner: this object
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.sample()
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds (user + system) used by the processes while sampled (a process that ends
+        loses at most its last interval)."""
+        return sum(last - first for first, last in self.cpu.values())
+
+    def by_role(self) -> dict[str, list[int]]:
+        """Each process's high-water mark, by role (driver, shard, ray, ray-worker, other)."""
+        out: dict[str, list[int]] = {}
+        for role, hwm in self.hwm.values():
+            out.setdefault(role, []).append(hwm)
+        return out
+
+
+@dataclass(frozen=True)
+class Run:
+    """Figures of one run."""
+
+    n: int
+    protocol: str
+    wall: float
+    protocol_seconds: float
+    cpu: float
+    messages: int
+    peak_rss: int
+    peak_pss: int
+    sum_hwm: int
+    roles: dict[str, list[int]]
+    at_peak: dict[str, int]
+
+
+def run_once(n: int, protocol: str, args: argparse.Namespace) -> Run:
+    """One run of ``protocol`` with ``n`` parties (memory sampled across every process)."""
+    data = planted_clusters(n, rng=np.random.default_rng(args.seed)).dataset
+    runtime = RayRuntime(shards=args.shards, num_cpus=0.5, address=args.address)
+    with MemorySampler() as mem:
+        started = time.perf_counter()
+        sim = simulate(data, protocol, seed=args.seed, timeout=900.0, runtime=runtime, **PROTOCOLS[protocol])
+        wall = time.perf_counter() - started
+    w = sim.wire or {}
+    run = Run(n, protocol, wall, float(w.get("protocol_seconds", wall)), mem.cpu_seconds(), sim.traffic.messages,
+              mem.peak_rss, mem.peak_pss, sum(h for _, h in mem.hwm.values()), mem.by_role(), mem.at_peak)
+    if args.check:
+        ref = simulate(data, protocol, seed=args.seed, timeout=900.0, **PROTOCOLS[protocol])
+        same = all(np.array_equal(a.codes, b.codes) for a, b in zip(ref.result.releases, sim.result.releases))
+        print(f"    same release as memory: {same and ref.result.clusters == sim.result.clusters}")
+    del sim
+    return run
+
+
+def _gb(x: float) -> str:
+    return f"{x / 1e9:.2f} GB"
+
+
+def report(r: Run) -> None:
+    roles = ", ".join(f"{role} {'+'.join(f'{h / 2**20:,.0f}' for h in sorted(hs, reverse=True))} MiB"
+                      for role, hs in sorted(r.roles.items()))
+    print(f"{r.protocol}, n = {r.n:,}: wall {r.wall:.1f} s (protocol {r.protocol_seconds:.1f} s), "
+          f"CPU {r.cpu:.1f} s all processes; {r.messages:,} messages; "
+          f"{r.protocol_seconds / r.n * 1e6:.0f} µs/party wall of protocol, {r.cpu / r.n * 1e6:.0f} µs/party CPU")
+    print(f"    memory: peak Σ RSS {_gb(r.peak_rss)} (target <= {_gb(TARGET_MEMORY_BYTES)}: "
+          f"{'met' if r.peak_rss <= TARGET_MEMORY_BYTES else 'NOT met'}), peak Σ PSS {_gb(r.peak_pss)}, "
+          f"Σ peak RSS {_gb(r.sum_hwm)}")
+    print(f"    at the peak: {', '.join(f'{k} {v / 2**20:,.0f} MiB' for k, v in sorted(r.at_peak.items()))}; "
+          f"per-process peaks: {roles}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,64 +224,47 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", default="20000,60000",
                         help="comma-separated party counts (default 20000,60000); two or more give the "
                              "per-party slope used to extrapolate (fixed process memory apart)")
+    parser.add_argument("--protocols", default=",".join(PROTOCOLS), help="comma-separated, of " + ", ".join(PROTOCOLS))
     parser.add_argument("--shards", type=int, default=2, help="shard actors (default 2)")
     parser.add_argument("--address", default=None, help="Ray cluster (default: start a local one)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--check", action="store_true", help="also run in memory and compare the releases")
     args = parser.parse_args(argv)
+    protocols = [p for p in args.protocols.split(",") if p]
+    unknown = [p for p in protocols if p not in PROTOCOLS]
+    if unknown:
+        parser.error(f"unknown protocols {unknown}; known: {list(PROTOCOLS)}")
     ray = import_ray()
     t0 = time.perf_counter()
     ray.init(address=args.address, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
              configure_logging=False)
     print(f"Ray started in {time.perf_counter() - t0:.1f} s; {ray.cluster_resources().get('CPU', 0):.0f} CPUs "
-          "(machine: 2 cores, shared with other sessions)")
+          f"(machine: {os.cpu_count()} cores, shared with other sessions; load average "
+          f"{os.getloadavg()[0]:.1f})")
     sizes = [int(x) for x in str(args.n).split(",")]
-    points: dict[str, list[tuple[int, float, float]]] = {p: [] for p in PROTOCOLS}
+    runs: dict[str, list[Run]] = {p: [] for p in protocols}
     try:
         for n in sizes:
-            run_size(n, args, points)
+            for protocol in protocols:
+                run = run_once(n, protocol, args)
+                report(run)
+                runs[protocol].append(run)
     finally:
         ray.shutdown()
     if len(sizes) >= 2:
-        for protocol, pts in points.items():
-            (n1, t1, m1), (n2, t2, m2) = pts[0], pts[-1]
-            dt, dm = (t2 - t1) / (n2 - n1), (m2 - m1) / (n2 - n1)
-            est_t = t2 + dt * (TARGET_PARTIES - n2)
-            est_m = m2 + dm * (TARGET_PARTIES - n2)
-            print(f"{protocol}: marginal {dt * 1e6:.0f} µs and {dm / 1024:.1f} KiB per party (from n = {n1:,} "
-                  f"and {n2:,}); {TARGET_PARTIES:,} parties on this machine: ~{est_t / 60:.0f} min of protocol, "
-                  f"~{est_m / 2**30:.1f} GiB across processes (target <= {TARGET_MEMORY_GIB:.0f} GiB: "
-                  f"{'within' if est_m / 2**30 <= TARGET_MEMORY_GIB else 'over'}); on a cluster the shards' "
-                  f"share divides by the number of shards, the driver's (controller + router) does not")
+        for protocol, pts in runs.items():
+            a, b = pts[0], pts[-1]
+            dn = b.n - a.n
+            dt, dcpu = (b.protocol_seconds - a.protocol_seconds) / dn, (b.cpu - a.cpu) / dn
+            dm = (b.peak_rss - a.peak_rss) / dn
+            est_t = b.protocol_seconds + dt * (TARGET_PARTIES - b.n)
+            est_m = b.peak_rss + dm * (TARGET_PARTIES - b.n)
+            print(f"{protocol}: marginal {dt * 1e6:.0f} µs wall, {dcpu * 1e6:.0f} µs CPU and "
+                  f"{dm / 1024:.1f} KiB (peak Σ RSS) per party (n = {a.n:,} to {b.n:,}); "
+                  f"{TARGET_PARTIES:,} parties on this machine: ~{est_t / 60:.1f} min of protocol, "
+                  f"~{_gb(est_m)} (target <= {_gb(TARGET_MEMORY_BYTES)}: "
+                  f"{'within' if est_m <= TARGET_MEMORY_BYTES else 'over'})")
     return 0
-
-
-def run_size(n: int, args: argparse.Namespace, points: dict[str, list[tuple[int, float, float]]]) -> None:
-    """One run of each protocol with ``n`` parties; appends (n, protocol seconds, total peak bytes)."""
-    data = planted_clusters(n, rng=np.random.default_rng(args.seed)).dataset
-    print(f"n = {n:,} planted-cluster parties, m = {data.m}, {args.shards} shard actors")
-    for protocol, params in PROTOCOLS.items():
-        runtime = RayRuntime(shards=args.shards, num_cpus=0.5, address=args.address)
-        started = time.perf_counter()
-        sim = simulate(data, protocol, seed=args.seed, timeout=600.0, runtime=runtime, **params)
-        wall = time.perf_counter() - started
-        w = sim.wire or {}
-        driver = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        shards = list(w.get("shard_peak_rss_bytes", []))
-        total = driver + sum(shards)
-        proto = float(w.get("protocol_seconds", wall))
-        msgs = sim.traffic.messages
-        print(f"{protocol}: wall {wall:.1f} s (shard start {w.get('startup_seconds', 0):.1f} s, protocol "
-              f"{proto:.1f} s = {proto / n * 1e6:.0f} µs/party), {msgs:,} messages "
-              f"({proto / max(msgs, 1) * 1e6:.0f} µs/message)")
-        print(f"    peak memory: driver {driver / 2**20:,.0f} MiB, shards "
-              f"{', '.join(f'{s / 2**20:,.0f}' for s in shards)} MiB; total {total / 2**30:.2f} GiB "
-              f"(includes each process's fixed Python/numpy/Ray footprint)")
-        points[protocol].append((n, proto, float(total)))
-        if args.check:
-            mem = simulate(data, protocol, seed=args.seed, timeout=600.0, **params)
-            same = all(np.array_equal(a.codes, b.codes) for a, b in zip(mem.result.releases, sim.result.releases))
-            print(f"    same release as memory: {same and mem.result.clusters == sim.result.clusters}")
 
 
 if __name__ == "__main__":

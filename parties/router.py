@@ -29,6 +29,8 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
+
 from mprr.errors import ConfigurationError, MessageError
 from parties.wire.codec import peek_kind
 from parties.faults import FaultPlan
@@ -158,10 +160,10 @@ class RouterNetwork(InMemoryNetwork):
         t = self._traffic
         for r in reports:
             base = r.parties.start + 1
-            for j, (m, b) in enumerate(zip(r.received_messages, r.received_bytes)):
-                if m:
-                    t.recv_messages[base + j] += m
-                    t.recv_bytes[base + j] += b
+            messages, nbytes = r.received_messages.tolist(), r.received_bytes.tolist()
+            for j in np.flatnonzero(r.received_messages).tolist():
+                t.recv_messages[base + j] += messages[j]
+                t.recv_bytes[base + j] += nbytes[j]
             t.delivered += r.delivered
             for name, count in r.faults.items():
                 t.record_fault(name, count)

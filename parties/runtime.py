@@ -171,10 +171,9 @@ def make_runtime(name: str, **options: Any) -> Runtime | None:
 
 
 def lost_reports(plan: HostingPlan, ranges: Sequence[range], reports: dict[int, ShardReport]) -> list[ShardReport]:
-    """Reports for every range, placeholders (:func:`parties.shard.lost_report`) where missing."""
-    from parties.shard import lost_report
-
-    return [reports[k] if k in reports else lost_report(r, plan.budgets[r.start:r.stop], plan.policy)
+    """Reports for every range, placeholders (:meth:`ShardReport.lost <parties.shard.ShardReport.lost>`)
+    where missing."""
+    return [reports[k] if k in reports else ShardReport.lost(r, plan.budgets[r.start:r.stop], plan.policy)
             for k, r in enumerate(ranges)]
 
 

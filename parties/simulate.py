@@ -66,7 +66,7 @@ from parties.wire.messages import Message
 from parties.party import LOOP_KINDS, Party
 from parties.public_state import ReleaseBook
 from parties.runtime import HostingPlan, Runtime, current_runtime, make_runtime
-from parties.shard import PartySummary, summaries_in_order
+from parties.shard import PartySummaries, PartySummary
 from parties.secure import messages as secure_messages
 from parties.secure.pki import setup_pki
 from parties.secure.registry import engine_needs_mesh, make_engine
@@ -122,7 +122,8 @@ class SimulationResult:
         Simulation options (seed, budget, policy, timeout, retries, on_dropout, ...).
     parties
         The party actors (harness access only: they hold the private records), or for a remote
-        runtime their :class:`~parties.shard.PartySummary` (accountant, refusals, values).
+        runtime their :class:`~parties.shard.PartySummary` (accountant, refusals, values),
+        rebuilt on access from the shards' reports (:class:`~parties.shard.PartySummaries`).
     wire
         A remote runtime's measured channel figures (framing, control and TLS bytes, socket
         counters, start-up and protocol seconds); ``None`` in memory.
@@ -139,7 +140,7 @@ class SimulationResult:
     crashed: tuple[int, ...]
     wall_time: float
     options: Mapping[str, Any]
-    parties: tuple[Party | PartySummary, ...] = field(repr=False)
+    parties: Sequence[Party | PartySummary] = field(repr=False)
     wire: Mapping[str, Any] | None = None
     _cache: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -164,7 +165,10 @@ class SimulationResult:
         """:func:`mprr.privacy.summarize` of the parties' accountants under their policy
         (computed on first access)."""
         if "privacy" not in self._cache:
-            self._cache["privacy"] = summarize([p.accountant for p in self.parties])
+            parties = self.parties
+            accountants = parties.accountants() if isinstance(parties, PartySummaries) else \
+                [p.accountant for p in parties]
+            self._cache["privacy"] = summarize(accountants)
         summary: PrivacySummary = self._cache["privacy"]
         return summary
 
@@ -494,7 +498,7 @@ async def _simulate_hosted(
         raise _explain(error, net.crashed) from error
     if result is None:  # pragma: no cover - the choreography returned nothing
         raise ConfigurationError(f"protocol {entry.name!r} returned no result")
-    parties = summaries_in_order(shard_reports, plan.n)
+    parties = PartySummaries(shard_reports, plan.n)
     result.timings["wall"] = wall
     wire["startup_seconds"] = ready - started
     wire["protocol_seconds"] = protocol_done - ready
@@ -503,8 +507,8 @@ async def _simulate_hosted(
         traffic=net.statistics(),
         view=controller.view.summary(),
         view_log=controller.view,
-        ledgers=tuple(p.ledger for p in parties),
-        refusals=tuple(r for p in parties for r in p.refusals),
+        ledgers=parties.ledgers(),
+        refusals=parties.refusals(),
         excluded=dict(controller.excluded),
         attacks=reports,
         crashed=tuple(sorted(net.crashed)),

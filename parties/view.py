@@ -5,16 +5,27 @@ it, so the log is exactly what it learned from the network; it also notes the va
 derived from them (dependences, clusters, estimates), which are functions of the log.  Tests
 and reports inspect the log to check what the controller could know — e.g. that it only ever
 received randomized values, refusals and secure-sum aggregates, never a raw record.
+
+The log keeps every message, in columns rather than objects: per message its sender, phase,
+kind, encoded size and, for :class:`~parties.wire.messages.RandomizedValues` (almost every
+message of a run), the request id with the codes appended to one flat int64 array; other
+messages are kept as they are.  An entry is rebuilt, equal to the message received, when it
+is read.  A run's view then costs about 40 bytes plus 8 per released code per message,
+instead of about 600 bytes of envelope, message and array objects — what lets the controller
+of a 1,000,000-party run keep its whole view.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from parties.wire.messages import Message
+import numpy as np
+
+from parties.wire.messages import Message, RandomizedValues, message_class
 from parties.transport import Envelope
 
 __all__ = ["ViewEntry", "ViewLog", "ViewSummary"]
@@ -77,16 +88,44 @@ class ViewSummary:
         }
 
 
-@dataclass
+_CODES = RandomizedValues.KIND
+"""Kind stored in columns (request id + codes); every other kind is kept as its message object."""
+
+
 class ViewLog:
     """Append-only log of the controller's view (see the module docstring)."""
 
-    _envelopes: list[Envelope[Message]] = field(default_factory=list)
-    _derived: dict[str, Any] = field(default_factory=dict)
+    def __init__(self) -> None:
+        self._src = array("i")
+        self._phase = array("i")  # index into _phases
+        self._kind = array("i")  # wire kind number
+        self._size = array("q")
+        self._ref = array("q")  # >= 0: request id of RandomizedValues in columns; < 0: -1 - index into _objects
+        self._start = array("q")  # first code of the entry in _codes
+        self._codes = array("q")
+        self._objects: list[Message] = []
+        self._phases: list[str] = []
+        self._phase_index: dict[str, int] = {}
+        self._derived: dict[str, Any] = {}
 
     def record(self, env: Envelope[Message]) -> None:
-        """Append a received envelope (kept as is: envelopes are immutable)."""
-        self._envelopes.append(env)
+        """Append a received envelope (its message is stored in columns or kept as is)."""
+        msg = env.message
+        phase = self._phase_index.get(env.phase)
+        if phase is None:
+            phase = self._phase_index[env.phase] = len(self._phases)
+            self._phases.append(env.phase)
+        self._src.append(env.src)
+        self._phase.append(phase)
+        self._kind.append(msg.KIND)
+        self._size.append(env.size)
+        self._start.append(len(self._codes))
+        if type(msg) is RandomizedValues and not msg.ids and msg.codes.dtype == np.int64 and msg.codes.ndim == 1:
+            self._ref.append(msg.request_id)
+            self._codes.frombytes(msg.codes.tobytes())
+        else:
+            self._ref.append(-1 - len(self._objects))
+            self._objects.append(msg)
 
     def note(self, name: str, value: Any) -> None:
         """Record a value the controller derived from what it received (e.g. ``"clusters"``)."""
@@ -94,11 +133,23 @@ class ViewLog:
 
     # ------------------------------------------------------------------ queries
     def __len__(self) -> int:
-        return len(self._envelopes)
+        return len(self._src)
+
+    def _message(self, i: int) -> Message:
+        """The message of entry ``i`` (rebuilt from the columns for RandomizedValues)."""
+        ref = self._ref[i]
+        if ref < 0:
+            return self._objects[-1 - ref]
+        stop = self._start[i + 1] if i + 1 < len(self._start) else len(self._codes)
+        return RandomizedValues(ref, np.array(self._codes[self._start[i]:stop], dtype=np.int64))
+
+    def entry(self, i: int) -> ViewEntry:
+        """Entry ``i`` (arrival order)."""
+        return ViewEntry(i, self._src[i], self._phases[self._phase[i]], self._message(i), self._size[i])
 
     def __iter__(self) -> Iterator[ViewEntry]:
-        for index, env in enumerate(self._envelopes):
-            yield ViewEntry(index, env.src, env.phase, env.message, env.size)
+        for i in range(len(self._src)):
+            yield self.entry(i)
 
     @property
     def entries(self) -> tuple[ViewEntry, ...]:
@@ -110,37 +161,37 @@ class ViewLog:
         """Values the controller derived, by name."""
         return MappingProxyType(self._derived)
 
+    def _kind_counts(self) -> dict[int, int]:
+        """Messages per kind number, kinds in order of first arrival."""
+        kinds = np.frombuffer(self._kind, dtype=np.int32) if len(self._kind) else np.zeros(0, dtype=np.int32)
+        values, first, counts = np.unique(kinds, return_index=True, return_counts=True)
+        return {int(values[k]): int(counts[k]) for k in np.argsort(first, kind="stable")}
+
     def kinds(self) -> frozenset[str]:
         """Names of the message kinds the controller received."""
-        return frozenset(e.message.NAME for e in self._envelopes)
+        return frozenset(message_class(k).NAME for k in self._kind_counts())
 
     def of_kind(self, *kinds: type[Message] | str) -> list[ViewEntry]:
         """Entries whose message is one of ``kinds`` (classes or names)."""
-        names = {k if isinstance(k, str) else k.NAME for k in kinds}
-        return [e for e in self if e.message.NAME in names]
+        numbers = {message_class(k).KIND if isinstance(k, str) else k.KIND for k in kinds}
+        return [self.entry(i) for i, k in enumerate(self._kind) if k in numbers]
 
     def from_party(self, party: int) -> list[ViewEntry]:
         """Entries sent by ``party``."""
-        return [e for e in self if e.src == party]
+        return [self.entry(i) for i, s in enumerate(self._src) if s == party]
 
     def summary(self) -> ViewSummary:
         """Counts of the view (see :class:`ViewSummary`)."""
-        by_kind: dict[str, int] = {}
-        by_phase: dict[str, int] = {}
-        total = 0
-        senders = set()
-        for e in self._envelopes:
-            name = e.message.NAME
-            by_kind[name] = by_kind.get(name, 0) + 1
-            by_phase[e.phase] = by_phase.get(e.phase, 0) + 1
-            total += e.size
-            senders.add(e.src)
+        by_kind = {message_class(k).NAME: c for k, c in self._kind_counts().items()}
+        n = len(self._src)
+        phases = np.bincount(np.frombuffer(self._phase, dtype=np.int32), minlength=len(self._phases)) if n \
+            else np.zeros(len(self._phases), dtype=np.int64)
         return ViewSummary(
-            messages=len(self._envelopes),
-            bytes=total,
+            messages=n,
+            bytes=int(np.frombuffer(self._size, dtype=np.int64).sum()) if n else 0,
             by_kind=MappingProxyType(by_kind),
-            by_phase=MappingProxyType(by_phase),
-            senders=len(senders),
+            by_phase=MappingProxyType({name: int(phases[k]) for k, name in enumerate(self._phases) if phases[k]}),
+            senders=len(np.unique(np.frombuffer(self._src, dtype=np.int32))) if n else 0,
             kinds=tuple(sorted(by_kind)),
             derived=tuple(self._derived),
         )

@@ -95,7 +95,7 @@ class PrivacyRecord:
             counts: dict[str, int] = {}
             for refusal in result.refusals:
                 counts[refusal.reason] = counts.get(refusal.reason, 0) + 1
-            replays = sum(len(party.accountant.replays) for party in result.parties)
+            replays = result.privacy.replays
             return cls(result.result.protocol, "actors", tuple(result.ledgers), counts, replays)
         raise ConfigurationError(
             "a privacy section is built from a parties.simulate.SimulationResult, a "

@@ -19,7 +19,7 @@ from parties.wire.messages import RandomizedValues
 from parties.router import RouterNetwork
 from parties.runtime import Hosting, HostingPlan, Runtime
 from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry
-from parties.shard import PartyShard, ShardReport, directory, split
+from parties.shard import PartyShard, PartySummaries, ShardReport, directory, split
 from parties.simulate import PARTY_KINDS
 from parties.transport import CONTROLLER, Frame
 from parties.channel import CONTROL, StreamDecoder, dumps, frame_record, loads, pack_stream, read_record
@@ -117,8 +117,13 @@ async def test_a_shard_answers_through_the_router_like_parties_in_memory() -> No
     net.merge(reports)
     stats = net.statistics()
     assert stats.messages == 12 and stats.delivered == 12
-    assert [s.index for r in reports for s in r.summaries] == list(range(6))
-    assert all(len(s.ledger) == 1 for r in reports for s in r.summaries)
+    summaries = PartySummaries(reports, 6)
+    assert [s.index for s in summaries] == list(range(6)) and summaries[-1].index == 5
+    assert all(len(s.ledger) == 1 and s.accountant.party == s.index for s in summaries)
+    # the parties of a shard answered the same request: one shared accountant per shard report
+    assert [len(r.accountants) for r in reports] == [1, 1]
+    assert summaries.ledgers() == tuple(s.ledger for s in summaries)
+    assert [s.released_values for s in summaries] == [tuple(got[i].message.codes.tolist()) for i in range(6)]
 
 
 # ---------------------------------------------------------------------- secure sums across shards
@@ -251,3 +256,63 @@ def test_signing_keys_are_born_in_the_shard_and_only_public_keys_leave() -> None
         directory([(range(3, 6), b.public_keys())], 6)
     with pytest.raises(ConfigurationError, match="registered 5 bytes, expected 64 per party"):
         directory([(range(0, 3), b"short"), (range(3, 6), b.public_keys())], 6)
+
+
+def _shard_after_two_requests(budgets: tuple[float, ...]) -> PartyShard:
+    """A shard of 4 parties that answered two requests (phase 1 twice: the second is a replay)."""
+    from parties.runtime import HostingPlan
+    from parties.wire.requests import ReleaseRequest
+
+    data = planted_clusters(4, rng=np.random.default_rng(2)).dataset
+    plan = HostingPlan(4, data.schema, np.asarray(data.codes), 5, budgets, "sequential",
+                       tuple(k.KIND for k in PARTY_KINDS), None, None, 5, 5.0)
+    shard = PartyShard(plan.setup(range(4)), lambda frame: None)
+    request = encode(ReleaseRequest(1, "collect", ((0,), (1,)), ((0,), (1,)), ("keep-or-uniform",) * 2,
+                                    ((0.7,),) * 2))
+    for _ in range(2):
+        for i in range(4):
+            shard.deliver(Frame(CONTROLLER, i, "collect", ReleaseRequest.KIND, request))
+    return shard
+
+
+def test_a_shard_report_shares_one_accountant_between_parties_of_the_same_history() -> None:
+    from parties.shard import PartySummary
+
+    shard = _shard_after_two_requests((float("inf"), float("inf"), 0.1, float("inf")))  # party 2 refuses
+    report = pickle.loads(pickle.dumps(shard.report()))
+    assert len(report.accountants) == 2  # parties 0, 1, 3 share one; party 2 refused
+    summaries = PartySummaries([report], 4)
+    for party, got in zip(shard.parties, summaries):
+        want = PartySummary(party.index, party.accountant, party.released_values, party.draws, party.status,
+                            tuple(party.errors))
+        assert (got.index, got.refusals, got.released_values, got.draws, got.status, got.errors) == (
+            want.index, want.refusals, want.released_values, want.draws, want.status, want.errors)
+        acc, ref = got.accountant, want.accountant
+        assert acc.party == party.index and acc.ledger == ref.ledger and acc.budget == ref.budget
+        assert [(r.name, k) for r, k in acc.replays] == [(r.name, k) for r, k in ref.replays]
+        assert [r.message for r in acc.refusals] == [r.message for r in ref.refusals]
+        assert acc.plans == ref.plans
+    assert summaries[2].refusals and summaries[2].accountant.spent() == 0 and len(summaries[0].ledger) == 2
+    # each rebuilt accountant is its own: spending through one leaves the others alone
+    mine = summaries[0].accountant
+    mine.request(mine.ledger[0])
+    assert len(mine.replays) == 3 and len(summaries[0].accountant.replays) == len(summaries[1].accountant.replays) == 2
+
+
+def test_shard_reports_must_cover_the_run_and_be_well_formed() -> None:
+    from parties.shard import ShardReport
+
+    lost = ShardReport.lost(range(3, 6), (1.0, 2.0, 1.0), "sequential")
+    assert len(lost.accountants) == 2
+    with pytest.raises(ConfigurationError, match=r"no shard reported parties \[0, 1, 2\]"):
+        PartySummaries([lost], 6)
+    summaries = PartySummaries([ShardReport.lost(range(0, 3), (1.0,) * 3, "sequential"), lost], 6)
+    assert [s.status for s in summaries] == ["lost"] * 6 and summaries[4].accountant.budget == 2.0
+    with pytest.raises(MessageError, match="draws must be 3 integers, got shape"):
+        ShardReport(range(3), lost.accountants, lost.accountant_of, lost.values, lost.values_end,
+                    np.zeros(2, dtype=np.int64), lost.statuses, lost.status_of, (), {},
+                    lost.received_messages, lost.received_bytes, 0)
+    with pytest.raises(MessageError, match="indices out of range"):
+        ShardReport(range(3), lost.accountants, np.array([0, 1, 2]), lost.values, lost.values_end,
+                    lost.draws, lost.statuses, lost.status_of, (), {},
+                    lost.received_messages, lost.received_bytes, 0)

@@ -50,3 +50,18 @@ def test_summary_counts_kinds_phases_senders_bytes_and_derived_values() -> None:
 def test_empty_view() -> None:
     summary = ViewLog().summary()
     assert summary.messages == 0 and summary.senders == 0 and summary.kinds == ()
+
+
+def test_entries_read_back_equal_to_the_messages_received_whatever_their_form() -> None:
+    log = ViewLog()
+    msgs = [RandomizedValues(7, np.array([5, 0, 3])), RandomizedValues(7, np.array([], dtype=np.int64)),
+            RandomizedValues(8, np.array([2]), ids=(4,)), Refusal(9, "plan-violation: x", 0.0, 1.0),
+            RandomizedValues(9, np.array([1, 1]))]
+    for k, msg in enumerate(msgs):
+        log.record(env(10 + k, msg, ("a", "b")[k % 2], 20 + k))
+    assert [e.message for e in log] == msgs
+    assert [(e.index, e.src, e.phase, e.size) for e in log] == [
+        (k, 10 + k, ("a", "b")[k % 2], 20 + k) for k in range(5)]
+    assert log.entry(2).message.ids == (4,) and log.entry(1).message.codes.dtype == np.int64
+    assert [e.src for e in log.of_kind(RandomizedValues)] == [10, 11, 12, 14]
+    assert dict(log.summary().by_kind) == {"RandomizedValues": 4, "Refusal": 1}
