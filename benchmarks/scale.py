@@ -3,8 +3,8 @@
 Starts a local Ray (or uses ``--address``), hosts the parties in ``--shards`` shard actors and
 runs each protocol once per size.  Prints, per run, wall and CPU time, time per party and per
 message, and the memory of **every process of the run** — this driver, the shard actors and
-Ray's own processes (GCS, raylet with the object store, idle workers) — sampled from ``/proc``
-every 0.2 s by a thread of this process:
+Ray's own processes (GCS, raylet with the object store, agents, idle workers) — sampled from
+``/proc`` every 0.25 s by a sampler process (whose own reads are not counted):
 
 - *peak Σ RSS*: the largest sum of the processes' resident sets seen at one instant
   (shared pages, e.g. the object store, counted once per process that maps them: an upper
@@ -29,10 +29,11 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
+import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,7 @@ TARGET_MEMORY_BYTES = 8e9
 PROTOCOLS = {"RR-Independent": dict(p=0.7), "RR-Clusters": dict(p=0.7, Tv=100, Td=0.2)}
 _KIB = re.compile(rb"^(\w+):\s+(\d+) kB", re.M)
 _TICK = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 def _children() -> dict[int, list[int]]:
@@ -96,73 +98,117 @@ def _role(pid: int, root: int) -> str:
 
 
 @dataclass
-class MemorySampler:
-    """Samples the memory of this process and all its descendants (module docstring)."""
+class Sampler:
+    """Memory and CPU of the process ``root`` and its descendants, sampled from ``/proc``.
 
-    interval: float = 0.2
-    root: int = field(default_factory=os.getpid)
+    Runs in its own process (:class:`MemorySampler`), so its reads take neither the driver's
+    GIL nor its CPU.  Each tick reads each process's RSS (``statm``), high-water mark
+    (``status``) and CPU times (``stat``); PSS (``smaps_rollup``, which walks the page tables)
+    every ``pss_every`` ticks.
+    """
+
+    root: int
+    interval: float = 0.25
+    pss_every: int = 4
     peak_rss: int = 0
     peak_pss: int = 0
     at_peak: dict[str, int] = field(default_factory=dict)  # role -> Σ RSS at the peak-RSS sample
     hwm: dict[int, tuple[str, int]] = field(default_factory=dict)  # pid -> (role, VmHWM bytes)
     cpu: dict[int, tuple[float, float]] = field(default_factory=dict)  # pid -> (first, last) CPU seconds seen
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    ticks: int = 0
 
     def sample(self) -> None:
         rss = pss = 0
         roles: dict[str, int] = {}
+        with_pss = self.ticks % self.pss_every == 0
         for pid in _descendants(self.root):
+            if pid == os.getpid():
+                continue
             try:
-                with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
-                    rollup = dict(_KIB.findall(f.read()))
+                with open(f"/proc/{pid}/statm", "rb") as f:
+                    one = int(f.read().split()[1]) * _PAGE
                 with open(f"/proc/{pid}/status", "rb") as f:
-                    status = dict(_KIB.findall(f.read()))
+                    hwm = int(dict(_KIB.findall(f.read())).get(b"VmHWM", 0)) * 1024
                 with open(f"/proc/{pid}/stat", "rb") as f:
                     times = f.read().rsplit(b")", 1)[1].split()[11:13]
-            except OSError:
+                if with_pss:
+                    with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+                        pss += int(dict(_KIB.findall(f.read())).get(b"Pss", 0)) * 1024
+            except (OSError, ValueError, IndexError):
                 continue
             seconds = (int(times[0]) + int(times[1])) / _TICK
-            first = self.cpu[pid][0] if pid in self.cpu else (seconds if self._thread is None else 0.0)
+            first = self.cpu[pid][0] if pid in self.cpu else (seconds if self.ticks == 0 else 0.0)
             self.cpu[pid] = (first, seconds)
             role = _role(pid, self.root)
-            if role == "ray-worker" and pid in self.hwm:  # an idle worker that became a shard stays a shard
-                role = self.hwm[pid][0]
-            one = int(rollup.get(b"Rss", 0)) * 1024
+            if pid in self.hwm and self.hwm[pid][0] == "shard":  # a shard stays a shard while it exits
+                role = "shard"
             rss += one
-            pss += int(rollup.get(b"Pss", 0)) * 1024
             roles[role] = roles.get(role, 0) + one
-            self.hwm[pid] = (role, max(int(status.get(b"VmHWM", 0)) * 1024, one))
+            self.hwm[pid] = (role, max(hwm, one, self.hwm.get(pid, ("", 0))[1]))
         if rss > self.peak_rss:
             self.peak_rss, self.at_peak = rss, roles
         self.peak_pss = max(self.peak_pss, pss)
+        self.ticks += 1
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+    def run_until_stdin_closes(self) -> None:
+        """Sample every ``interval`` until stdin closes, then print the figures as JSON."""
+        import select
+
+        while True:
             self.sample()
+            ready, _, _ = select.select([sys.stdin], [], [], self.interval)
+            if ready and not sys.stdin.buffer.read1(1 << 16):
+                break
+        self.sample()
+        json.dump({"peak_rss": self.peak_rss, "peak_pss": self.peak_pss, "at_peak": self.at_peak,
+                   "hwm": list(self.hwm.values()), "cpu": [(self.hwm.get(pid, ("?", 0))[0], last - first)
+                                                          for pid, (first, last) in self.cpu.items()]},
+                  sys.stdout)
+
+
+@dataclass
+class MemorySampler:
+    """Context manager: a :class:`Sampler` of this process's tree, in a child process."""
+
+    peak_rss: int = 0
+    peak_pss: int = 0
+    at_peak: dict[str, int] = field(default_factory=dict)
+    hwm: list[tuple[str, int]] = field(default_factory=list)
+    cpu: list[tuple[str, float]] = field(default_factory=list)
+    _child: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> MemorySampler:
-        self.sample()
-        self._thread = threading.Thread(target=self._run, name="memory-sampler", daemon=True)  # owner: this object
-        self._thread.start()
+        self._child = subprocess.Popen(  # owner: this object (ended in __exit__)
+            [sys.executable, __file__, "--sample-tree", str(os.getpid())], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE)
+        time.sleep(0.5)  # its first sample sets the CPU baseline
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self.sample()
+        assert self._child is not None
+        out, _ = self._child.communicate(timeout=60)
+        got = json.loads(out)
+        self.peak_rss, self.peak_pss, self.at_peak = got["peak_rss"], got["peak_pss"], got["at_peak"]
+        self.hwm = [(role, int(h)) for role, h in got["hwm"]]
+        self.cpu = [(role, float(c)) for role, c in got["cpu"]]
 
     def cpu_seconds(self) -> float:
-        """CPU seconds (user + system) used by the processes while sampled (a process that ends
-        loses at most its last interval)."""
-        return sum(last - first for first, last in self.cpu.values())
+        """CPU seconds (user + system) of the processes while sampled (a process that ends loses
+        at most its last interval)."""
+        return sum(c for _, c in self.cpu)
+
+    def cpu_by_role(self) -> dict[str, float]:
+        """:meth:`cpu_seconds` by role."""
+        out: dict[str, float] = {}
+        for role, c in self.cpu:
+            out[role] = out.get(role, 0.0) + c
+        return out
 
     def by_role(self) -> dict[str, list[int]]:
-        """Each process's high-water mark, by role (driver, shard, ray, ray-worker, other)."""
+        """Each process's high-water mark, by role (driver, shard, ray, ray-worker)."""
         out: dict[str, list[int]] = {}
-        for role, hwm in self.hwm.values():
-            out.setdefault(role, []).append(hwm)
+        for role, h in self.hwm:
+            out.setdefault(role, []).append(h)
         return out
 
 
@@ -181,6 +227,8 @@ class Run:
     sum_hwm: int
     roles: dict[str, list[int]]
     at_peak: dict[str, int]
+    cpu_roles: dict[str, float]
+    startup_seconds: float
 
 
 def run_once(n: int, protocol: str, args: argparse.Namespace) -> Run:
@@ -193,7 +241,8 @@ def run_once(n: int, protocol: str, args: argparse.Namespace) -> Run:
         wall = time.perf_counter() - started
     w = sim.wire or {}
     run = Run(n, protocol, wall, float(w.get("protocol_seconds", wall)), mem.cpu_seconds(), sim.traffic.messages,
-              mem.peak_rss, mem.peak_pss, sum(h for _, h in mem.hwm.values()), mem.by_role(), mem.at_peak)
+              mem.peak_rss, mem.peak_pss, sum(h for _, h in mem.hwm), mem.by_role(), mem.at_peak, mem.cpu_by_role(),
+              float(w.get("startup_seconds", 0.0)))
     if args.check:
         ref = simulate(data, protocol, seed=args.seed, timeout=900.0, **PROTOCOLS[protocol])
         same = all(np.array_equal(a.codes, b.codes) for a, b in zip(ref.result.releases, sim.result.releases))
@@ -209,8 +258,9 @@ def _gb(x: float) -> str:
 def report(r: Run) -> None:
     roles = ", ".join(f"{role} {'+'.join(f'{h / 2**20:,.0f}' for h in sorted(hs, reverse=True))} MiB"
                       for role, hs in sorted(r.roles.items()))
-    print(f"{r.protocol}, n = {r.n:,}: wall {r.wall:.1f} s (protocol {r.protocol_seconds:.1f} s), "
-          f"CPU {r.cpu:.1f} s all processes; {r.messages:,} messages; "
+    print(f"{r.protocol}, n = {r.n:,}: wall {r.wall:.1f} s (shard start-up {r.startup_seconds:.1f} s, protocol "
+          f"{r.protocol_seconds:.1f} s), CPU {r.cpu:.1f} s all processes "
+          f"({', '.join(f'{k} {v:.1f}' for k, v in sorted(r.cpu_roles.items()))}); {r.messages:,} messages; "
           f"{r.protocol_seconds / r.n * 1e6:.0f} µs/party wall of protocol, {r.cpu / r.n * 1e6:.0f} µs/party CPU")
     print(f"    memory: peak Σ RSS {_gb(r.peak_rss)} (target <= {_gb(TARGET_MEMORY_BYTES)}: "
           f"{'met' if r.peak_rss <= TARGET_MEMORY_BYTES else 'NOT met'}), peak Σ PSS {_gb(r.peak_pss)}, "
@@ -220,6 +270,10 @@ def report(r: Run) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--sample-tree"]:  # the sampler process of MemorySampler
+        Sampler(int(argv[1])).run_until_stdin_closes()
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", default="20000,60000",
                         help="comma-separated party counts (default 20000,60000); two or more give the "

@@ -7,6 +7,12 @@ records between the controller process and a :class:`~parties.shard.PartyShard`:
     One protocol :class:`~parties.transport.Frame`: ``src``, ``dst``, ``kind``, a reorder
     ``position`` (``-1``: append) , the phase and the payload — the one codec's bytes
     (:mod:`parties.wire.codec`), untouched.  Header ``>BiiHiB`` + phase (UTF-8, ≤ 255 bytes).
+``MULTI``
+    One protocol frame for several destinations (a broadcast): ``src``, ``kind``, the phase,
+    the destinations (int32 each) and the payload once.  Header ``>BiHBI`` (tag, src, kind,
+    phase length, number of destinations) + phase + destinations + payload.  Only where the
+    link opts in (:attr:`RecordBatcher.multicast`, the Ray link): a request to 500,000 parties
+    then crosses as one payload, not 500,000 copies.
 ``CONTROL``
     A harness record (hello, setup, crash notice, finish, report): ``(tag, body)`` pickled,
     read back by a *restricted* unpickler that only rebuilds classes of ``mprr`` /
@@ -26,7 +32,9 @@ import asyncio
 import io
 import pickle
 import struct
+import sys
 from abc import ABC, abstractmethod
+from array import array
 from typing import Any
 
 from mprr.errors import MessageError
@@ -35,22 +43,27 @@ from parties.transport import Frame
 __all__ = [
     "CONTROL",
     "DATA",
+    "MULTI",
     "MAX_RECORD",
     "RecordBatcher",
     "StreamDecoder",
     "dumps",
     "frame_record",
     "loads",
+    "multi_record",
     "pack_stream",
+    "read_multi",
     "read_record",
 ]
 
 DATA = 1
 CONTROL = 2
+MULTI = 3
 MAX_RECORD = 1 << 30
 """Largest record accepted on a stream (1 GiB: a shard's setup carries its records)."""
 
 _DATA_HEADER = struct.Struct(">BiiHiB")
+_MULTI_HEADER = struct.Struct(">BiHBI")
 _LENGTH = struct.Struct(">I")
 
 _ALLOWED_MODULES = ("mprr.", "parties.")
@@ -123,11 +136,52 @@ def read_record(record: bytes) -> tuple[Frame, int | None]:
     end = size + plen
     if len(record) < end:
         raise MessageError("data record shorter than its phase name")
-    try:
-        phase = record[size:end].decode()
-    except UnicodeDecodeError:
-        raise MessageError("phase name is not UTF-8") from None
-    return Frame(src, dst, phase, kind, record[end:]), None if position < 0 else position
+    return Frame(src, dst, _phase(record[size:end]), kind, record[end:]), None if position < 0 else position
+
+
+_PHASES: dict[bytes, str] = {}
+"""Decoded phase names (a run has a handful): one ``str`` per phase, not one per frame."""
+
+
+def _phase(raw: bytes) -> str:
+    phase = _PHASES.get(raw)
+    if phase is None:
+        try:
+            phase = raw.decode()
+        except UnicodeDecodeError:
+            raise MessageError("phase name is not UTF-8") from None
+        if len(_PHASES) >= 1024:
+            _PHASES.clear()
+        _PHASES[raw] = phase
+    return phase
+
+
+def multi_record(frame: Frame, dsts: array[int]) -> bytes:
+    """A ``MULTI`` record carrying ``frame``'s payload to every one of ``dsts`` (int32s)."""
+    phase = frame.phase.encode()
+    if len(phase) > 255:
+        raise MessageError(f"phase name must be at most 255 UTF-8 bytes, got {len(phase)}")
+    big = array("i", dsts)
+    if sys.byteorder == "little":
+        big.byteswap()
+    return (_MULTI_HEADER.pack(MULTI, frame.src, frame.kind, len(phase), len(dsts)) + phase + big.tobytes()
+            + frame.payload)
+
+
+def read_multi(record: bytes) -> tuple[Frame, list[int]]:
+    """``(frame, destinations)`` of a ``MULTI`` record (``frame.dst`` is the first destination;
+    MessageError if malformed)."""
+    size = _MULTI_HEADER.size
+    if len(record) < size or record[0] != MULTI:
+        raise MessageError(f"a multi record needs a {size}-byte header, got {len(record)} bytes")
+    _, src, kind, plen, count = _MULTI_HEADER.unpack_from(record)
+    end = size + plen + 4 * count
+    if count == 0 or len(record) < end:
+        raise MessageError(f"multi record shorter than its phase name and {count} destinations")
+    dsts = array("i", record[size + plen:end])
+    if sys.byteorder == "little":
+        dsts.byteswap()
+    return Frame(src, dsts[0], _phase(record[size:size + plen]), kind, record[end:]), dsts.tolist()
 
 
 def pack_stream(records: list[bytes]) -> bytes:
@@ -171,34 +225,69 @@ class StreamDecoder:
 class RecordBatcher(ABC):
     """Records out to one peer, batched per event-loop turn, with the sent-byte counters.
 
-    ``sent`` counts payload bytes (the codec's, identical to the in-memory network's), the
-    framing a record adds around them, and control records; ``prefix`` is what the carrier
-    adds per record (the TCP length prefix; 0 for Ray).  Subclasses write a batch in
+    ``sent`` counts payload bytes (the codec's, identical to the in-memory network's: one copy
+    per destination), the framing a record adds around them, and control records; ``prefix``
+    is what the carrier adds per record (the TCP length prefix; 0 for Ray).  With
+    :attr:`multicast`, consecutive frames of one broadcast (the same payload object from the
+    same sender, phase and kind, no reorder position) leave as one ``MULTI`` record;
+    ``sent["multicast_saved"]`` counts the payload copies that did not cross (bytes on the
+    wire = payload + framing + control - multicast_saved).  Subclasses write a batch in
     :meth:`_write`.
     """
 
     prefix: int = 0
+    multicast: bool = False
 
     def __init__(self) -> None:
         self._out: list[bytes] = []
         self._scheduled = False
-        self.sent = {"payload": 0, "framing": 0, "control": 0}
+        self._group: Frame | None = None  # first frame of the broadcast being gathered
+        self._dsts: array[int] = array("i")
+        self.sent = {"payload": 0, "framing": 0, "control": 0, "multicast_saved": 0}
 
     def send_frame(self, frame: Frame, position: int | None) -> None:
         """Queue one protocol frame (``position``: reorder slot, None = append)."""
-        record = frame_record(frame, position)
         self.sent["payload"] += len(frame.payload)
+        if self.multicast and position is None:
+            group = self._group
+            if group is not None and frame.payload is group.payload and frame.src == group.src \
+                    and frame.phase == group.phase and frame.kind == group.kind:
+                self._dsts.append(frame.dst)
+                return
+            self._close_group()
+            self._group, self._dsts = frame, array("i", (frame.dst,))
+            self._schedule()
+            return
+        self._close_group()
+        record = frame_record(frame, position)
         self.sent["framing"] += len(record) - len(frame.payload) + self.prefix
+        self._queue(record)
+
+    def _close_group(self) -> None:
+        """Queue the broadcast being gathered as one record."""
+        group = self._group
+        if group is None:
+            return
+        self._group = None
+        size = len(group.payload)
+        record = frame_record(group) if len(self._dsts) == 1 else multi_record(group, self._dsts)
+        self.sent["framing"] += len(record) - size + self.prefix
+        self.sent["multicast_saved"] += (len(self._dsts) - 1) * size
+        self._dsts = array("i")
         self._queue(record)
 
     def send_control(self, tag: str, body: Any) -> None:
         """Queue one harness record ``(tag, body)``."""
+        self._close_group()
         record = dumps(tag, body)
         self.sent["control"] += len(record) + self.prefix
         self._queue(record)
 
     def _queue(self, record: bytes) -> None:
         self._out.append(record)
+        self._schedule()
+
+    def _schedule(self) -> None:
         if not self._scheduled:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self.flush)
@@ -206,6 +295,7 @@ class RecordBatcher(ABC):
     def flush(self) -> None:
         """Write what is queued now (also called by the loop once per turn)."""
         self._scheduled = False
+        self._close_group()
         out, self._out = self._out, []
         if out:
             self._write(out)

@@ -49,6 +49,7 @@ from mprr.data import Schema
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from mprr.privacy.ledger import Ledger
 from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacyAccountant, Refusal, RefusalReason
+from mprr.streams import PartyStream
 from parties.wire.messages import Abort, Ack, Message, RandomizedValues, Refusal as WireRefusal
 from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
 from parties.public_state import ReleaseBook
@@ -74,7 +75,9 @@ class Party:
         Attributes the party holds.
     seed
         ``numpy.random.SeedSequence`` of the party (``PartyStreams(seed, n).seed_sequence(i)``),
-        or its cheap stand-in ``PartyStreams(seed, n).seed(i)`` (the same stream).
+        or its cheap stand-in ``PartyStreams(seed, n).seed(i)``, or the party's row of a
+        :class:`~mprr.streams.StreamTable` (``StreamTable(seed, parties).stream(i)``, 32 bytes a
+        party where many share a process): the same stream.
     budget
         Largest total ε the party accepts (``math.inf``: account without a limit).
     policy
@@ -100,7 +103,7 @@ class Party:
         record: Any,
         schema: Schema,
         *,
-        seed: ISeedSequence,
+        seed: ISeedSequence | PartyStream,
         budget: float = math.inf,
         policy: str = "sequential",
         allowed: Any = None,
@@ -129,11 +132,16 @@ class Party:
                 )
         self.__record = tuple(int(v) for v in values)
         self.schema = schema
-        if not isinstance(seed, ISeedSequence):
+        self._rng: np.random.Generator | PartyStream
+        if isinstance(seed, PartyStream):
+            self._rng = seed
+        elif isinstance(seed, ISeedSequence):
+            self._rng = np.random.Generator(np.random.PCG64(seed))  # type: ignore[arg-type]  # stubs omit ISeedSequence
+        else:
             raise ConfigurationError(
-                f"seed must be a numpy.random.SeedSequence (or PartyStreams.seed), got {type(seed).__name__}"
+                "seed must be a numpy.random.SeedSequence (or PartyStreams.seed, or a StreamTable's "
+                f"PartyStream), got {type(seed).__name__}"
             )
-        self._rng = np.random.Generator(np.random.PCG64(seed))  # type: ignore[arg-type]  # stubs omit ISeedSequence
         self.accountant = PrivacyAccountant(
             budget,
             policy,

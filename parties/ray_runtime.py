@@ -39,7 +39,7 @@ from parties.router import RouterNetwork
 from parties.runtime import Hosting, HostingPlan, Runtime, lost_reports, task_group
 from parties.shard import PartyShard, ShardReport, ShardSetup, directory, split
 from parties.transport import Frame
-from parties.channel import DATA, RecordBatcher, frame_record, loads, read_record
+from parties.channel import DATA, MULTI, RecordBatcher, frame_record, loads, read_multi, read_record
 
 __all__ = ["RayRuntime", "ShardActor", "import_ray"]
 
@@ -91,6 +91,10 @@ class ShardActor:
             if record[0] == DATA:
                 frame, position = read_record(record)
                 shard.deliver(frame, position)
+            elif record[0] == MULTI:  # one broadcast to many of the shard's parties
+                frame, dsts = read_multi(record)
+                for dst in dsts:
+                    shard.deliver(Frame(frame.src, dst, frame.phase, frame.kind, frame.payload))
             else:
                 tag, body = loads(record)
                 if tag == "crash":
@@ -120,12 +124,16 @@ class ShardActor:
 
 
 class _RayLink(RecordBatcher):
-    """The driver's link to one shard actor: frames and crash notices out, batched per turn."""
+    """The driver's link to one shard actor: frames and crash notices out, batched per turn,
+    a broadcast as one ``MULTI`` record (:mod:`parties.channel`)."""
+
+    multicast = True
 
     def __init__(self, parties: range, actor: Any) -> None:
         super().__init__()
         self.parties, self.actor = parties, actor
         self.received = {"payload": 0, "framing": 0}
+        self.pushes = self.pulls = 0
 
     def push(self, frame: Frame, position: int | None) -> None:
         self.send_frame(frame, position)
@@ -134,6 +142,7 @@ class _RayLink(RecordBatcher):
         self.send_control("crash", tuple(parties))
 
     def _write(self, records: list[bytes]) -> None:
+        self.pushes += 1
         self.actor.push.remote(records)
 
 
@@ -149,16 +158,20 @@ class RayHosting(Hosting):
         self.problems: list[str] = []
         self.shard_peak_rss: list[int] = []
 
+    async def _ingress(self, link: _RayLink, batch: list[bytes]) -> None:
+        """Hand one pulled batch of records to the router."""
+        link.pulls += 1
+        for record in batch:
+            frame, _ = read_record(record)
+            link.received["payload"] += len(frame.payload)
+            link.received["framing"] += len(record) - len(frame.payload)
+            await self.network.ingress(link, frame)
+
     async def pull_loop(self, link: _RayLink) -> None:
         """Feed the frames of one shard to the router until cancelled or the actor dies."""
         try:
             while True:
-                batch = await link.actor.pull.remote()
-                for record in batch:
-                    frame, _ = read_record(record)
-                    link.received["payload"] += len(frame.payload)
-                    link.received["framing"] += len(record) - len(frame.payload)
-                    await self.network.ingress(link, frame)
+                await self._ingress(link, await link.actor.pull.remote())  # no batch kept while the next pull waits
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the actor died (RayActorError) or sent garbage: its parties are lost
@@ -191,7 +204,7 @@ class RayHosting(Hosting):
         return lost_reports(self.plan, [link.parties for link in self.links], reports)
 
     def wire(self) -> dict[str, Any]:
-        sent = {k: sum(link.sent[k] for link in self.links) for k in ("payload", "framing", "control")}
+        sent = {k: sum(link.sent[k] for link in self.links) for k in ("payload", "framing", "control", "multicast_saved")}
         recv = {k: sum(link.received[k] for link in self.links) for k in ("payload", "framing")}
         return {
             "runtime": "ray",
@@ -200,8 +213,10 @@ class RayHosting(Hosting):
             "party_to_party_bytes": self.network.party_to_party[1],
             "framing_bytes": sent["framing"] + recv["framing"],
             "control_bytes": sent["control"],
+            "multicast_saved_bytes": sent["multicast_saved"],
             "sent": sent,
             "received": recv,
+            "calls": {"push": sum(link.pushes for link in self.links), "pull": sum(link.pulls for link in self.links)},
             "lost_shards": len(self.network.lost),
             "shard_peak_rss_bytes": list(self.shard_peak_rss),
             "problems": list(self.problems),

@@ -32,9 +32,10 @@ before the protocol (:meth:`PartyShard.register`), from the runner — the PKI o
 the controller actor.
 
 Public state: each shard builds its own :class:`~parties.public_state.ReleaseBook` (a pure
-memo of public derivations).  The hosted parties' streams are rebuilt from the run seed
-(:func:`mprr.streams.party_seeds`), exactly ``PartyStreams(seed, n).seed(i)``, without computing
-the other parties' streams.
+memo of public derivations).  Party ``i``'s stream is rebuilt from the run seed as child ``i``
+of ``SeedSequence(seed)``, exactly ``PartyStreams(seed, n).seed_sequence(i)``: one
+:class:`~mprr.streams.StreamTable` row per hosted party (32 bytes), computed for the shard's
+whole range at once.
 
 At the end the shard answers :meth:`PartyShard.report`: a :class:`ShardReport` of what the
 harness keeps of its parties (accountants, refusals, released values — harness data, never seen
@@ -61,7 +62,7 @@ from mprr.data import Schema
 from mprr.errors import ConfigurationError, MessageError
 from mprr.privacy.ledger import Ledger
 from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacyAccountant, Refusal
-from mprr.streams import party_seeds
+from mprr.streams import StreamTable
 from parties.wire.codec import decode, encode
 from parties.wire.messages import Abort, Message
 from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
@@ -115,7 +116,7 @@ class ShardSetup:
         ``(len(parties), m)`` true codes, row ``k`` = party ``parties[k]`` (harness data: in a
         deployment each worker reads its own parties' records).
     seed
-        Run seed (party streams, :func:`mprr.streams.party_seeds`).
+        Run seed (party streams: :class:`~mprr.streams.StreamTable`).
     budgets
         ε budget of each hosted party.
     policy
@@ -472,9 +473,9 @@ class PartyShard:
         self._registered = False
         book = ReleaseBook(setup.schema)
         records = rows.tolist()
-        seeds = party_seeds(setup.seed, setup.parties)
+        streams = StreamTable(setup.seed, setup.parties)
         self.parties: tuple[Party, ...] = tuple(
-            Party(i, records[k], setup.schema, seed=seeds[k], budget=setup.budgets[k],
+            Party(i, records[k], setup.schema, seed=streams.stream(i), budget=setup.budgets[k],
                   policy=setup.policy, book=book, engine=engine, min_roster=setup.min_roster,
                   signer=self._signers.get(i))
             for k, i in enumerate(setup.parties)

@@ -340,7 +340,7 @@ class PrivacyAccountant:
         self.allowed_attributes: frozenset[Attr] | None = (
             None if allowed_attributes is None else _attribute_set(allowed_attributes)
         )
-        self._ledger = Ledger()
+        self._ledger = Ledger.empty()
         self._refusals: list[Refusal] = []
         self._replays: list[tuple[Release, int]] = []
         self._plans: dict[str, frozenset[frozenset[Attr]]] = {}

@@ -54,6 +54,7 @@ simulator).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from weakref import WeakValueDictionary
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,7 +88,11 @@ def _index(positions: dict[tuple[Any, ...], int], release: Release, position: in
 
 
 _INDEX = object()
-"""Cache key of the replay index (the other cache keys are policies)."""
+"""Cache key of the replay index (the other cache keys are policies, :data:`_CHILDREN` and :data:`_PARENT`)."""
+_CHILDREN = object()
+"""Cache key of a ledger's appended snapshots, by release (weak references: :meth:`Ledger.appended`)."""
+_PARENT = object()
+"""Cache key of the ledger a snapshot was appended to (kept alive while the snapshot is)."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,12 @@ class Ledger:
     kept per policy (:class:`~mprr.privacy.composition.PolicyTotals`, computed on first use and then
     carried incrementally to each appended snapshot) and repeats are found through an index
     (:meth:`lookup`), so neither recomposes nor rescans the ledger.
+
+    Snapshots are shared: appending the same release object to the same ledger returns the
+    same snapshot, and accountants start from one empty ledger (:meth:`empty`), so the parties
+    of a run that release the same things (release objects are shared through the parties'
+    public :class:`~parties.public_state.ReleaseBook`) hold one ledger object between them,
+    with its totals and index computed once.  Pickling keeps the releases only.
     """
 
     releases: tuple[Release, ...] = ()
@@ -119,23 +130,47 @@ class Ledger:
     def __getitem__(self, index: int) -> Release:
         return self.releases[index]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.releases,))
+
+    @staticmethod
+    def empty() -> Ledger:
+        """The shared empty ledger (where accountants start; see the class docstring)."""
+        return _EMPTY
+
     def appended(self, release: Release) -> Ledger:
-        """A new ledger with ``release`` at the end (totals and index carried over incrementally)."""
+        """The ledger with ``release`` at the end (totals and index carried over incrementally).
+
+        The same release object appended to the same ledger gives the same snapshot (kept while
+        someone holds it), so equal histories share their ledgers.
+        """
         if not isinstance(release, Release):
             raise ConfigurationError(f"a ledger holds Release objects, got {release!r}")
         releases = self.releases + (release,)
         if type(self) is not Ledger:
             return type(self)(releases)
+        children = self._cache.get(_CHILDREN)
+        if children is not None:
+            # a live child holds its release, so no other release can have this id meanwhile
+            found: Ledger | None = children.get(id(release))
+            if found is not None:
+                return found
         cache: dict[Any, Any] = {}
         for key, value in self._cache.items():
+            if key is _CHILDREN or key is _PARENT:
+                continue
             if key is _INDEX:
                 value = dict(value)
                 _index(value, release, len(self.releases))
             else:
                 value = value.plus(release)
             cache[key] = value
+        cache[_PARENT] = self  # so that the next party appending the same release finds the child
         new = _new_ledger(Ledger)
         new.__dict__.update(releases=releases, _cache=cache)
+        if children is None:
+            children = self._cache[_CHILDREN] = WeakValueDictionary()
+        children[id(release)] = new
         return new
 
     @property
@@ -192,3 +227,4 @@ class Ledger:
 
 
 _new_ledger = object.__new__
+_EMPTY = Ledger()

@@ -211,14 +211,27 @@ def summarize(
         chosen = as_policy(policy)
 
     n = len(ledgers)
-    per_party = [ledger.totals(chosen) for ledger in ledgers]
-    totals = np.fromiter((t.total for t in per_party), dtype=np.float64, count=n)
-    phase_names = list(dict.fromkeys(chain.from_iterable(t.phases for t in per_party)))
+    # Distinct ledger objects (the parties of a run with the same history share one) and, per
+    # party, which one it holds: totals are computed once per distinct ledger.
+    position: dict[int, int] = {}
+    unique: list[Ledger] = []
+    for ledger in ledgers:
+        if id(ledger) not in position:
+            position[id(ledger)] = len(unique)
+            unique.append(ledger)
+    holder = np.fromiter((position[id(ledger)] for ledger in ledgers), dtype=np.int64, count=n)
+    held = np.bincount(holder, minlength=len(unique))
+    per_ledger = [ledger.totals(chosen) for ledger in unique]
+    totals = np.fromiter((t.total for t in per_ledger), dtype=np.float64, count=len(unique))[holder]
+    phase_names = list(dict.fromkeys(chain.from_iterable(t.phases for t in per_ledger)))
 
     # Distinct release objects (ledgers of one run share them) and how many ledgers hold each.
-    flat = list(chain.from_iterable(ledger.releases for ledger in ledgers))
-    counts = Counter(map(id, flat))
-    distinct: dict[int, Release] = dict(zip(map(id, flat), flat))
+    counts: Counter[int] = Counter()
+    distinct: dict[int, Release] = {}
+    for ledger, times in zip(unique, held.tolist()):
+        for release in ledger.releases:
+            counts[id(release)] += times
+            distinct.setdefault(id(release), release)
     releases = list(distinct.values())
     weights = np.fromiter((counts[key] for key in distinct), dtype=np.int64, count=len(releases))
     phase_of = np.array([r.phase for r in releases], dtype=object)
@@ -232,7 +245,8 @@ def summarize(
         in_phase = phase_of == name
         phases[name] = PhaseSummary(
             epsilon=Stats.of(  # type: ignore[arg-type]
-                np.fromiter((t.phase_value(name) for t in per_party), dtype=np.float64, count=n)
+                np.fromiter((t.phase_value(name) for t in per_ledger), dtype=np.float64,
+                            count=len(unique))[holder]
             ),
             beta=Stats.weighted(beta[in_phase & known_beta], weights[in_phase & known_beta]),
             entropy_bits=Stats.weighted(bits[in_phase & known_bits], weights[in_phase & known_bits]),

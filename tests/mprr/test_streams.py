@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError
-from mprr.streams import PartyStreams, party_seeds, run_seed_sequence
+from mprr.streams import PartyStreams, StreamTable, run_seed_sequence
 
 
 def test_party_stream_matches_spawned_seed_sequence() -> None:
@@ -124,13 +124,14 @@ def test_preset_seed_seeds_pcg64_like_the_seed_sequence_child() -> None:
         streams.seed(0).generate_state(2, np.int8)
 
 
-def test_party_seeds_are_the_party_streams_of_the_run() -> None:
-    streams = PartyStreams(7, 50)
-    seeds = party_seeds(7, range(13, 50))
-    assert len(seeds) == 37
-    for i in (13, 14, 49):
-        a = np.random.Generator(np.random.PCG64(seeds[i - 13])).random(3)
-        b = np.random.Generator(np.random.PCG64(streams.seed_sequence(i))).random(3)
-        assert np.array_equal(a, b)
-    with pytest.raises(ConfigurationError, match="parties must be a contiguous range"):
-        party_seeds(7, range(0, 10, 2))
+def test_a_stream_table_row_is_the_party_stream_of_the_run() -> None:
+    streams, table = PartyStreams(7, 50), StreamTable(7, range(10, 50))
+    for i in (10, 13, 49):
+        row = table.stream(i)
+        a = [row.random() for _ in range(20)]
+        b = np.random.Generator(np.random.PCG64(streams.seed_sequence(i))).random(20)
+        assert a == b.tolist()
+    with pytest.raises(ConfigurationError, match="party must be in 10..49, got 9"):
+        table.stream(9)
+    with pytest.raises(ConfigurationError, match="parties must be a range of party ids with step 1"):
+        StreamTable(7, range(0, 10, 2))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import replace
 import pickle
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -22,7 +23,7 @@ from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry
 from parties.shard import PartyShard, PartySummaries, ShardReport, directory, split
 from parties.simulate import PARTY_KINDS
 from parties.transport import CONTROLLER, Frame
-from parties.channel import CONTROL, StreamDecoder, dumps, frame_record, loads, pack_stream, read_record
+from parties.channel import CONTROL, DATA, StreamDecoder, dumps, frame_record, loads, pack_stream, read_record
 
 
 def test_split_covers_every_party_once() -> None:
@@ -308,11 +309,40 @@ def test_shard_reports_must_cover_the_run_and_be_well_formed() -> None:
         PartySummaries([lost], 6)
     summaries = PartySummaries([ShardReport.lost(range(0, 3), (1.0,) * 3, "sequential"), lost], 6)
     assert [s.status for s in summaries] == ["lost"] * 6 and summaries[4].accountant.budget == 2.0
-    with pytest.raises(MessageError, match="draws must be 3 integers, got shape"):
-        ShardReport(range(3), lost.accountants, lost.accountant_of, lost.values, lost.values_end,
-                    np.zeros(2, dtype=np.int64), lost.statuses, lost.status_of, (), {},
-                    lost.received_messages, lost.received_bytes, 0)
+    with pytest.raises(MessageError, match=r"draws must be 3 integers, got shape \(2,\)"):
+        replace(lost, draws=np.zeros(2, dtype=np.int64))
     with pytest.raises(MessageError, match="indices out of range"):
-        ShardReport(range(3), lost.accountants, np.array([0, 1, 2]), lost.values, lost.values_end,
-                    lost.draws, lost.statuses, lost.status_of, (), {},
-                    lost.received_messages, lost.received_bytes, 0)
+        replace(lost, accountant_of=np.array([0, 1, 2]))
+
+
+async def test_a_multicast_link_sends_a_broadcast_as_one_record() -> None:
+    from parties.channel import MULTI, RecordBatcher, read_multi
+
+    class Link(RecordBatcher):
+        multicast = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.records: list[bytes] = []
+
+        def _write(self, records: list[bytes]) -> None:
+            self.records.extend(records)
+
+    link = Link()
+    request, other = b"x" * 40, b"y" * 7
+    for dst in (4, 9, 2):
+        link.send_frame(Frame(CONTROLLER, dst, "collect", 11, request), None)
+    link.send_frame(Frame(CONTROLLER, 5, "collect", 11, other), None)
+    link.send_control("crash", (3,))
+    link.send_frame(Frame(CONTROLLER, 6, "collect", 11, request), 0)  # a reorder position: its own record
+    await asyncio.sleep(0)
+    assert [r[0] for r in link.records] == [MULTI, DATA, CONTROL, DATA]
+    frame, dsts = read_multi(link.records[0])
+    assert dsts == [4, 9, 2] and frame == Frame(CONTROLLER, 4, "collect", 11, request)
+    assert read_record(link.records[1]) == (Frame(CONTROLLER, 5, "collect", 11, other), None)
+    assert read_record(link.records[3]) == (Frame(CONTROLLER, 6, "collect", 11, request), 0)
+    assert link.sent["payload"] == 4 * 40 + 7 and link.sent["multicast_saved"] == 2 * 40
+    wire = sum(len(r) for r in link.records)
+    assert wire == link.sent["payload"] + link.sent["framing"] + link.sent["control"] - link.sent["multicast_saved"]
+    with pytest.raises(MessageError, match="multi record shorter"):
+        read_multi(link.records[0][:-45])

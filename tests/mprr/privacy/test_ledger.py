@@ -288,6 +288,32 @@ def test_ledger_is_append_only_with_immutable_snapshots() -> None:
     json.dumps(two.to_dict(), allow_nan=False)
 
 
+def test_equal_histories_share_their_ledger_snapshots_and_branch_apart() -> None:
+    a, b = Release.from_matrix(("A",), matrix(grr(2, 1.0))), Release.from_matrix(("B",), matrix(grr(3, 0.5)))
+    assert Ledger.empty().appended(a).appended(b) is Ledger.empty().appended(a).appended(b)  # no one kept the middle
+    first, second = Ledger.empty().appended(a), Ledger.empty().appended(a)
+    assert first is second and first.appended(b) is second.appended(b)
+    assert first.total("sequential") == pytest.approx(1.0)
+    other = first.appended(Release.from_matrix(("B",), matrix(grr(3, 0.5))))  # equal, but another object
+    assert other is not first.appended(b) and other == first.appended(b)
+    # one branch's index does not leak into the other's lookups
+    c = Release.from_matrix(("C",), matrix(grr(2, 2.0)))
+    left, right = first.appended(c), first.appended(b)
+    assert left.lookup(c) == 1 and right.lookup(c) is None and right.lookup(b) == 1 and left.lookup(b) is None
+    assert left.total("sequential") == pytest.approx(3.0) and right.total("sequential") == pytest.approx(1.5)
+
+
+def test_a_pickled_ledger_keeps_its_releases_and_sharing() -> None:
+    import pickle
+
+    a = Release.from_matrix(("A",), matrix(grr(2, 1.0)))
+    ledger = Ledger.empty().appended(a).appended(rel(("B",), 0.5))
+    ledger.lookup(a)  # fill the caches
+    copies = pickle.loads(pickle.dumps([ledger, ledger]))
+    assert copies[0] == ledger and copies[0] is copies[1]
+    assert copies[0].lookup(copies[0][0]) == 0 and copies[0].total("sequential") == pytest.approx(1.5)
+
+
 # ---------------------------------------------------------------------- properties
 release_strategy = st.builds(
     lambda attrs, eps, linkable, phase: Release(attributes=tuple(attrs), epsilon=eps, linkable=linkable, phase=phase),
