@@ -234,17 +234,17 @@ class Run:
 def run_once(n: int, protocol: str, args: argparse.Namespace) -> Run:
     """One run of ``protocol`` with ``n`` parties (memory sampled across every process)."""
     data = planted_clusters(n, rng=np.random.default_rng(args.seed)).dataset
-    runtime = RayRuntime(shards=args.shards, num_cpus=0.5, address=args.address)
+    runtime = RayRuntime(shards=args.shards, num_cpus=0.5, address=args.address, start_timeout=args.timeout)
     with MemorySampler() as mem:
         started = time.perf_counter()
-        sim = simulate(data, protocol, seed=args.seed, timeout=900.0, runtime=runtime, **PROTOCOLS[protocol])
+        sim = simulate(data, protocol, seed=args.seed, timeout=args.timeout, runtime=runtime, **PROTOCOLS[protocol])
         wall = time.perf_counter() - started
     w = sim.wire or {}
     run = Run(n, protocol, wall, float(w.get("protocol_seconds", wall)), mem.cpu_seconds(), sim.traffic.messages,
               mem.peak_rss, mem.peak_pss, sum(h for _, h in mem.hwm), mem.by_role(), mem.at_peak, mem.cpu_by_role(),
               float(w.get("startup_seconds", 0.0)))
     if args.check:
-        ref = simulate(data, protocol, seed=args.seed, timeout=900.0, **PROTOCOLS[protocol])
+        ref = simulate(data, protocol, seed=args.seed, timeout=args.timeout, **PROTOCOLS[protocol])
         same = all(np.array_equal(a.codes, b.codes) for a, b in zip(ref.result.releases, sim.result.releases))
         print(f"    same release as memory: {same and ref.result.clusters == sim.result.clusters}")
     del sim
@@ -282,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shards", type=int, default=2, help="shard actors (default 2)")
     parser.add_argument("--address", default=None, help="Ray cluster (default: start a local one)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=3600.0,
+                        help="seconds a round (and the shards' start) may take (default 3600: a 1,000,000-party "
+                             "round on a loaded 2-core machine takes minutes)")
     parser.add_argument("--check", action="store_true", help="also run in memory and compare the releases")
     args = parser.parse_args(argv)
     protocols = [p for p in args.protocols.split(",") if p]
