@@ -76,6 +76,7 @@ from collections.abc import Callable, Iterable
 from types import MappingProxyType
 
 import numpy as np
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, SecureSumAborted
 from parties.network import CONTROLLER, Endpoint, Transport
@@ -125,6 +126,23 @@ def abscissa(neighbours: Neighbourhoods, owner: int, holder: int) -> int:
     in the sorted holder set N(owner) + {owner} (public, so every actor can check it)."""
     rank = bisect_left(neighbours[owner], holder)  # position among the sorted neighbours
     return rank + 1 + (1 if owner < holder else 0)
+
+
+def _masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519PrivateKey,
+                  peers: dict[int, bytes], session: str, me: int) -> np.ndarray:
+    """Round 2: y = x + PRG(b) + sum_{j > me} PRG(s_{me,j}) - sum_{j < me} PRG(s_{me,j}) (mod M)
+    over the ``peers`` (id -> s_pk) whose shares this party holds."""
+    length = x.shape[0]
+    acc = ring.add(x, _mask(ring, self_mask, length))
+    plus = np.zeros(length, dtype=np.uint64)
+    minus = np.zeros(length, dtype=np.uint64)
+    for j, s_pk in peers.items():
+        seed = agree(s_sk, s_pk, purpose="mask", session=session, me=me, peer=j)
+        if me < j:
+            plus = ring.add(plus, _mask(ring, seed, length))
+        else:
+            minus = ring.add(minus, _mask(ring, seed, length))
+    return ring.sub(ring.add(acc, plus), minus)
 
 
 def _mask(ring: ZMod, seed: bytes, length: int) -> np.ndarray:
@@ -277,17 +295,11 @@ class MaskedEngine(SecureSumEngine):
                 given.setdefault(h, []).append((j, key))
         for h, keys in given.items():
             view_keys[h] = _combined_key(keys)
-        acc = ring.add(x, _mask(ring, self_mask, ctx.length))
-        plus = np.zeros(ctx.length, dtype=np.uint64)
-        minus = np.zeros(ctx.length, dtype=np.uint64)
-        for j in held:
-            seed = agree(s_keys.private, peer_masks[j], purpose="mask", session=s, me=me, peer=j)
-            if me < j:
-                plus = ring.add(plus, _mask(ring, seed, ctx.length))
-            else:
-                minus = ring.add(minus, _mask(ring, seed, ctx.length))
-        y = ring.sub(ring.add(acc, plus), minus)
+        # (the vectors are dropped once sent: a party keeps O(k) bytes, not O(L), while it waits)
+        y = _masked_input(ring, x, self_mask, s_keys.private, {j: peer_masks[j] for j in held}, s, me)
+        del x
         await ep.send(CONTROLLER, MaskedInput(s, y), phase=PHASES[2])
+        del y
 
         # round 3: state the survivor set we are told (one view per session), MAC'd for every
         # party that may need it: the other holders of every owner we hold shares of
