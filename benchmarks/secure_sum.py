@@ -55,8 +55,7 @@ TARGETS_S = {("paper", 1_000): 30.0, ("masked", ADULT_N): 30.0}
 BEFORE = {
     ("paper", 1_000): "CPU 125.5 s, wall 271.9 s (main 0fd749d, measured 2026-11-23 on the shared machine, load ~6)",
     ("masked", ADULT_N): "CPU ~511 s, one core (main 0fd749d: 157 s CPU measured at n = 10,000, x 3.26; "
-                         "the A/B at n = 1,000 under the same load: 16.1-17.3 s CPU before, 9.4-9.8 s after "
-                         "the MAC'd consistency round)",
+                         "A/B at n = 1,000 under the same load: 10.2 s CPU before, 3.85 s after)",
 }
 """Figures of the target configurations before this round of engine work (printed beside the
 measurement; the masked target is for both cores, this benchmark runs on one: CPU / 2 is the

@@ -18,7 +18,7 @@ kind   class               meaning                                              
 71     UnmaskRequest       controller -> survivor: the MAC'd survivor statements      masked
 72     UnmaskShares        survivor -> controller: Shamir shares for unmasking        masked
 73     SurvivorSet         controller -> survivor: the survivors among its holders    masked
-74     SurvivorTags        survivor -> controller: MACs of its view, per owner/holder masked
+74     SurvivorTags        survivor -> controller: its view, MAC'd for each reader    masked
 =====  ==================  =========================================================  ===================
 
 Signatures are Ed25519 (64 bytes) under the keys of the PKI (:mod:`parties.secure.pki`); the
