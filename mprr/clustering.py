@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mprr.domain import check_sizes
 from mprr.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -137,17 +138,10 @@ def _check_dependence(dependence: object) -> np.ndarray:
 
 
 def _check_sizes(sizes: object, m: int) -> tuple[int, ...]:
-    if not isinstance(sizes, Iterable):
-        raise ConfigurationError(f"sizes must be a sequence of {m} positive integers, got {sizes!r}")
-    seq = list(sizes)
-    if len(seq) != m:
-        raise ConfigurationError(
-            f"sizes must have one entry per attribute ({m}), got {len(seq)} entries"
-        )
-    for k, s in enumerate(seq):
-        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1:
-            raise ConfigurationError(f"sizes[{k}] must be a positive integer, got {s!r}")
-    return tuple(int(s) for s in seq)
+    out = check_sizes(sizes)
+    if len(out) != m:
+        raise ConfigurationError(f"sizes must have one entry per attribute ({m}), got {len(out)} entries")
+    return out
 
 
 def _check_real(value: object, name: str) -> float:

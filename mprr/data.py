@@ -19,8 +19,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from mprr.distributions import DEFAULT_MAX_CELLS, WeightedSample, check_axes
-from mprr.errors import DataError, DomainTooLargeError
+from mprr.distributions import WeightedSample, check_axes
+from mprr.domain import MAX_TENSOR_CELLS, check_cells
+from mprr.errors import DataError
 
 __all__ = [
     "Attribute",
@@ -349,7 +350,7 @@ class Dataset:
         return Dataset(self.schema.subset(idx), self.codes[:, idx])
 
     def joint_counts(
-        self, axes: Sequence[str | int] | None = None, *, max_cells: int = DEFAULT_MAX_CELLS
+        self, axes: Sequence[str | int] | None = None, *, max_cells: int = MAX_TENSOR_CELLS
     ) -> np.ndarray:
         """Contingency tensor of counts over ``axes`` (default all), axes in the order given.
 
@@ -361,14 +362,7 @@ class Dataset:
         idx = list(range(self.m)) if axes is None else [self.schema.resolve(a) for a in axes]
         idx = list(check_axes(idx, self.m))
         sub = tuple(self.schema.sizes[a] for a in idx)
-        cells = math.prod(sub)
-        if cells > max_cells:
-            raise DomainTooLargeError(
-                f"joint_counts over {[self.schema.names[a] for a in idx]} needs {cells:,} cells, "
-                f"more than max_cells={max_cells:,}",
-                cells=cells,
-                limit=max_cells,
-            )
+        cells = check_cells(math.prod(sub), max_cells, f"joint_counts over {[self.schema.names[a] for a in idx]}")
         if not idx:
             return np.array(self.n, dtype=np.int64)
         flat = np.ravel_multi_index(tuple(self.codes[:, a] for a in idx), sub)

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from mprr.domain import check_sizes
 from mprr.errors import ConfigurationError, DataError
 
 __all__ = [
@@ -298,7 +299,7 @@ def bivariate_tables(codes: object, sizes: Sequence[int]) -> dict[tuple[int, int
     ConfigurationError
         If sizes are not positive integers.
     """
-    sizes_t = _check_sizes(sizes)
+    sizes_t = check_sizes(sizes)
     arr = np.asarray(codes)
     if arr.ndim != 2 or arr.shape[1] != len(sizes_t):
         raise DataError(
@@ -329,10 +330,4 @@ def bivariate_tables(codes: object, sizes: Sequence[int]) -> dict[tuple[int, int
     }
 
 
-def _check_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
-    out = []
-    for k, s in enumerate(sizes):
-        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1:
-            raise ConfigurationError(f"sizes[{k}] must be a positive integer, got {s!r}")
-        out.append(int(s))
-    return tuple(out)
+

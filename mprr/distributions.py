@@ -21,23 +21,17 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from mprr.errors import ConfigurationError, DataError, DomainTooLargeError
+from mprr.domain import MAX_TENSOR_CELLS, check_cells, check_sizes
+from mprr.errors import ConfigurationError, DataError
 
 __all__ = [
     "JointDistribution",
     "DenseDistribution",
     "ProductDistribution",
     "WeightedSample",
-    "DEFAULT_MAX_CELLS",
-    "check_sizes",
     "check_axes",
     "sample",
 ]
-
-#: Largest number of cells a dense tensor may have unless the caller raises the limit
-#: (50 million float64 cells = 400 MB).
-DEFAULT_MAX_CELLS = 50_000_000
-
 
 @runtime_checkable
 class JointDistribution(Protocol):
@@ -66,18 +60,6 @@ class JointDistribution(Protocol):
 # --------------------------------------------------------------------------- validation
 
 
-def check_sizes(sizes: Sequence[int], *, name: str = "sizes") -> tuple[int, ...]:
-    """Validate category counts: a non-empty sequence of integers >= 1."""
-    try:
-        out = tuple(int(s) for s in sizes)
-        ok = all(float(s) == int(s) for s in sizes)
-    except (TypeError, ValueError):
-        raise ConfigurationError(f"{name} must be a sequence of integers >= 1, got {sizes!r}")
-    if not out or not ok or min(out) < 1:
-        raise ConfigurationError(f"{name} must be a non-empty sequence of integers >= 1, got {sizes!r}")
-    return out
-
-
 def check_axes(axes: Sequence[int] | int, m: int, *, name: str = "axes") -> tuple[int, ...]:
     """Validate attribute indices: distinct integers in ``[0, m)`` (negative not allowed).
 
@@ -101,14 +83,8 @@ def _cells(sizes: Sequence[int]) -> int:
 
 
 def _check_max_cells(sizes: Sequence[int], max_cells: int, what: str) -> None:
-    cells = _cells(sizes)
-    if cells > max_cells:
-        raise DomainTooLargeError(
-            f"{what} needs a dense tensor of {cells:,} cells (sizes {tuple(sizes)}), "
-            f"more than max_cells={max_cells:,}; query a marginal or raise max_cells",
-            cells=cells,
-            limit=max_cells,
-        )
+    check_cells(_cells(sizes), max_cells, f"{what}: a dense tensor of sizes {tuple(sizes)}",
+                remedy="query a marginal or raise max_cells")
 
 
 def _check_probability_tensor(
@@ -219,7 +195,7 @@ class DenseDistribution:
         masses: np.ndarray = self._tensor[tuple(arr.T)]
         return masses
 
-    def todense(self, max_cells: int = DEFAULT_MAX_CELLS) -> np.ndarray:
+    def todense(self, max_cells: int = MAX_TENSOR_CELLS) -> np.ndarray:
         """Return a writable copy of the tensor."""
         return self._tensor.copy()
 
@@ -349,7 +325,7 @@ class ProductDistribution(_SizedDomain):
             result = np.multiply.outer(result, piece)
         return np.transpose(result, [order.index(a) for a in axes]).copy()
 
-    def probability(self, mask_or_cells: np.ndarray, *, max_cells: int = DEFAULT_MAX_CELLS) -> float | np.ndarray:
+    def probability(self, mask_or_cells: np.ndarray, *, max_cells: int = MAX_TENSOR_CELLS) -> float | np.ndarray:
         """Mass of a boolean mask (needs the dense joint), or point masses of ``(k, m)`` cells
         (computed factor by factor, no dense joint)."""
         kind, arr = _mask_or_cells(mask_or_cells, self._sizes)
@@ -360,7 +336,7 @@ class ProductDistribution(_SizedDomain):
             prob *= f[tuple(arr[:, list(c)].T)]
         return prob
 
-    def todense(self, max_cells: int = DEFAULT_MAX_CELLS) -> np.ndarray:
+    def todense(self, max_cells: int = MAX_TENSOR_CELLS) -> np.ndarray:
         """The full joint tensor (DomainTooLargeError beyond ``max_cells``)."""
         _check_max_cells(self._sizes, max_cells, "ProductDistribution.todense")
         return self.marginal(tuple(range(self.m)))
@@ -421,7 +397,7 @@ class WeightedSample(_SizedDomain):
         """Normalised weights (sum to 1)."""
         return self._weights
 
-    def marginal(self, axes: Sequence[int], *, max_cells: int = DEFAULT_MAX_CELLS) -> np.ndarray:
+    def marginal(self, axes: Sequence[int], *, max_cells: int = MAX_TENSOR_CELLS) -> np.ndarray:
         """Weighted bincount of the records' codes on ``axes`` (in that order)."""
         axes = check_axes(axes, self.m)
         if not axes:
@@ -437,9 +413,7 @@ class WeightedSample(_SizedDomain):
         if kind == "mask":
             return float(self._weights[arr[tuple(self._codes.T)]].sum())
         if self.cells >= 2**62:
-            raise DomainTooLargeError(
-                "point probabilities need flat cell indices below 2**62", cells=self.cells, limit=2**62
-            )
+            check_cells(self.cells, 2**62 - 1, "point probabilities (flat cell indices)", name="2**62")
         rec = np.ravel_multi_index(tuple(self._codes.T), self._sizes)
         uniq, inv = np.unique(rec, return_inverse=True)
         mass = np.bincount(inv, weights=self._weights, minlength=uniq.size)
@@ -447,7 +421,7 @@ class WeightedSample(_SizedDomain):
         pos = np.clip(np.searchsorted(uniq, q), 0, uniq.size - 1)
         return np.where(uniq[pos] == q, mass[pos], 0.0)
 
-    def todense(self, max_cells: int = DEFAULT_MAX_CELLS) -> np.ndarray:
+    def todense(self, max_cells: int = MAX_TENSOR_CELLS) -> np.ndarray:
         """The full joint tensor (DomainTooLargeError beyond ``max_cells``)."""
         return self.marginal(tuple(range(self.m)), max_cells=max_cells)
 
@@ -467,7 +441,7 @@ def _draw_flat(p: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def sample(
-    dist: JointDistribution, n: int, *, rng: np.random.Generator, max_cells: int = DEFAULT_MAX_CELLS
+    dist: JointDistribution, n: int, *, rng: np.random.Generator, max_cells: int = MAX_TENSOR_CELLS
 ) -> np.ndarray:
     """Draw ``n`` i.i.d. records (synthetic microdata) from a joint distribution.
 

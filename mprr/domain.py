@@ -17,31 +17,61 @@ from numpy.typing import ArrayLike
 
 from mprr.errors import ConfigurationError, DataError, DomainTooLargeError
 
-__all__ = ["MAX_TALLY_CELLS", "check_sizes", "encode_joint", "decode_joint", "tally", "joint_tally"]
+__all__ = [
+    "MAX_TENSOR_CELLS",
+    "MAX_MATRIX_CELLS",
+    "MAX_TABLE_CELLS",
+    "check_cells",
+    "check_sizes",
+    "encode_joint",
+    "decode_joint",
+    "tally",
+    "joint_tally",
+]
 
-#: Largest joint domain a dense tally tensor may have (2**28 cells = 2 GiB of int64).
-MAX_TALLY_CELLS: int = 1 << 28
+MAX_TENSOR_CELLS: int = 50_000_000
+"""Default largest dense tensor over a joint domain (probabilities, counts): 50 million cells,
+400 MB of float64.  Functions that build one take ``max_cells`` to raise it."""
+
+MAX_MATRIX_CELLS: int = 1 << 24
+"""Largest dense randomization matrix: 2**24 entries (128 MiB of float64), i.e. a joint domain
+of 4096 values.  Larger domains use per-attribute factors (Kronecker products)."""
+
+MAX_TABLE_CELLS: int = 1 << 22
+"""Default largest joint table a protocol estimates or releases per unit (4,194,304 cells)."""
 
 _MAX_JOINT_CODE = 1 << 62
 
 
-def check_sizes(sizes: Any) -> tuple[int, ...]:
-    """Validate a sequence of category counts (each an integer >= 1, non-empty)."""
-    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (Sequence, np.ndarray)):
-        raise ConfigurationError(f"sizes must be a non-empty sequence of integers >= 1, got {sizes!r}")
+def check_cells(cells: int, limit: int, what: str, *, name: str = "max_cells", remedy: str = "") -> int:
+    """``cells`` when at most ``limit``; otherwise DomainTooLargeError naming ``what`` needs them,
+    the limit ``name=limit`` and, when given, the ``remedy``.
+
+    The one check of the size of a dense object, made before anything is built or drawn.
+    """
+    if cells > limit:
+        raise DomainTooLargeError(
+            f"{what} needs {cells:,} cells, more than {name}={limit:,}" + (f"; {remedy}" if remedy else ""),
+            cells=cells,
+            limit=limit,
+        )
+    return cells
+
+
+def check_sizes(sizes: Any, *, name: str = "sizes") -> tuple[int, ...]:
+    """Validate category counts: a non-empty sequence of integers >= 1 (``name`` is the
+    parameter the error names); their joint codes must fit in int64."""
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (Sequence, np.ndarray, tuple)):
+        raise ConfigurationError(f"{name} must be a non-empty sequence of integers >= 1, got {sizes!r}")
     out = []
     for i, s in enumerate(list(sizes)):
         if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)) or s < 1:
-            raise ConfigurationError(f"sizes[{i}] must be an integer >= 1, got {s!r}")
+            raise ConfigurationError(f"{name}[{i}] must be an integer >= 1, got {s!r}")
         out.append(int(s))
     if not out:
-        raise ConfigurationError("sizes must be a non-empty sequence of integers >= 1, got []")
-    if math.prod(out) > _MAX_JOINT_CODE:
-        raise DomainTooLargeError(
-            f"joint domain of sizes {tuple(out)} has {math.prod(out)} values, more than 2**62",
-            cells=math.prod(out),
-            limit=_MAX_JOINT_CODE,
-        )
+        raise ConfigurationError(f"{name} must be a non-empty sequence of integers >= 1, got []")
+    check_cells(math.prod(out), _MAX_JOINT_CODE, f"the joint domain of {name} {tuple(out)}",
+                name="2**62 (int64 joint codes)")
     return tuple(out)
 
 
@@ -96,19 +126,13 @@ def tally(codes: ArrayLike, r: int) -> np.ndarray:
     return np.bincount(arr, minlength=int(r)).astype(np.int64, copy=False)
 
 
-def joint_tally(codes: ArrayLike, sizes: Sequence[int]) -> np.ndarray:
+def joint_tally(codes: ArrayLike, sizes: Sequence[int], *, max_cells: int = MAX_TENSOR_CELLS) -> np.ndarray:
     """Contingency tensor of shape ``sizes``: counts of every joint value among the rows.
 
-    Raises DomainTooLargeError beyond :data:`MAX_TALLY_CELLS` cells.
+    Raises DomainTooLargeError beyond ``max_cells`` cells.
     """
     dims = check_sizes(sizes)
-    total = math.prod(dims)
-    if total > MAX_TALLY_CELLS:
-        raise DomainTooLargeError(
-            f"a tally tensor of sizes {dims} has {total} cells, more than {MAX_TALLY_CELLS}",
-            cells=total,
-            limit=MAX_TALLY_CELLS,
-        )
+    total = check_cells(math.prod(dims), max_cells, f"a tally tensor of sizes {dims}")
     flat = encode_joint(codes, dims)
     return np.bincount(flat, minlength=total).astype(np.int64, copy=False).reshape(dims)
 

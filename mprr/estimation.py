@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from mprr.errors import ConfigurationError, DomainTooLargeError, EstimationError
-from mprr.kronecker import DEFAULT_MAX_DENSE_CELLS, KroneckerMatrix, mode_products
+from mprr.errors import ConfigurationError, EstimationError
+from mprr.domain import MAX_MATRIX_CELLS, check_cells
+from mprr.kronecker import KroneckerMatrix, mode_products
 from mprr.matrices import RandomizationMatrix, dense_solve
 
 __all__ = [
@@ -378,14 +379,8 @@ def covariance(P: RandomizationMatrix | KroneckerMatrix, pi: ArrayLike, n: int) 
         )
     p = p.ravel()
     if isinstance(P, KroneckerMatrix):
-        cells = P.size * P.size
-        if cells > DEFAULT_MAX_DENSE_CELLS:
-            raise DomainTooLargeError(
-                f"covariance over {P.size} joint values needs {cells} cells, more than"
-                f" {DEFAULT_MAX_DENSE_CELLS}",
-                cells=cells,
-                limit=DEFAULT_MAX_DENSE_CELLS,
-            )
+        check_cells(P.size * P.size, MAX_MATRIX_CELLS, f"the covariance over {P.size} joint values",
+                    name="MAX_MATRIX_CELLS")
         inv = np.ones((1, 1))
         for f in P.inverse_factors():
             inv = np.kron(inv, f)

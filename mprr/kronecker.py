@@ -17,13 +17,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from mprr.errors import ConfigurationError, DomainTooLargeError
+from mprr.domain import MAX_MATRIX_CELLS, check_cells
+from mprr.errors import ConfigurationError
 from mprr.matrices import RandomizationMatrix
 
-__all__ = ["KroneckerMatrix", "mode_products", "DEFAULT_MAX_DENSE_CELLS"]
+__all__ = ["KroneckerMatrix", "mode_products"]
 
 #: Default largest number of cells ``todense`` will build (128 MiB of float64).
-DEFAULT_MAX_DENSE_CELLS: int = 1 << 24
+
 
 
 def mode_products(tensor: np.ndarray, matrices: Sequence[np.ndarray]) -> np.ndarray:
@@ -145,7 +146,7 @@ class KroneckerMatrix:
         """``P.T @ x`` (e.g. the release distribution ``lambda = P.T pi`` of eq. (1))."""
         return mode_products(self._as_tensor(tensor), [f.values.T for f in self._factors])
 
-    def todense(self, *, max_cells: int = DEFAULT_MAX_DENSE_CELLS) -> np.ndarray:
+    def todense(self, *, max_cells: int = MAX_MATRIX_CELLS) -> np.ndarray:
         """The full ``size x size`` matrix (``numpy.kron`` of the factors), for small domains only.
 
         Raises
@@ -153,20 +154,14 @@ class KroneckerMatrix:
         DomainTooLargeError
             If ``size**2 > max_cells``.
         """
-        cells = self.size * self.size
-        if cells > max_cells:
-            raise DomainTooLargeError(
-                f"dense Kronecker product would have {cells} cells (sizes {self.sizes}),"
-                f" more than max_cells={max_cells}; use mode products instead",
-                cells=cells,
-                limit=max_cells,
-            )
+        check_cells(self.size * self.size, max_cells, f"a dense Kronecker product (sizes {self.sizes})",
+                    remedy="use mode products instead")
         out = np.ones((1, 1))
         for f in self._factors:
             out = np.kron(out, f.values)
         return out
 
-    def to_matrix(self, *, max_cells: int = DEFAULT_MAX_DENSE_CELLS) -> RandomizationMatrix:
+    def to_matrix(self, *, max_cells: int = MAX_MATRIX_CELLS) -> RandomizationMatrix:
         """The dense product as a validated :class:`RandomizationMatrix` (small domains only)."""
         return RandomizationMatrix(self.todense(max_cells=max_cells))
 

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import numpy as np
 from numpy.typing import ArrayLike
 
-from mprr.errors import ConfigurationError, DomainTooLargeError, EstimationError
+from mprr.domain import MAX_MATRIX_CELLS, check_cells, check_sizes
+from mprr.errors import ConfigurationError, EstimationError
 
 if TYPE_CHECKING:  # pragma: no cover
     from mprr.kronecker import KroneckerMatrix
 
 __all__ = [
-    "MAX_DENSE_CELLS",
     "SINGULAR_TOLERANCE",
     "RandomizationMatrix",
     "KroneckerMatrix",
@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 #: Largest number of cells (r * r) a dense matrix built by a constructor may have (128 MiB).
-MAX_DENSE_CELLS: int = 1 << 24
+
 
 #: A closed-form inverse is refused as singular when its smallest eigenvalue modulus is below
 #: this fraction of the largest one (condition number above 1e13).
@@ -80,34 +80,21 @@ def check_epsilon(value: Any, name: str = "epsilon") -> float:
     return v
 
 
-def check_unit(name: str, value: Any, *, low_open: bool = False) -> float:
-    """Return ``value`` as a float in [0, 1] (or (0, 1] with ``low_open``)."""
-    allowed = "(0, 1]" if low_open else "[0, 1]"
+def check_unit(name: str, value: Any, *, low_open: bool = False, high_open: bool = False,
+               why: str = "") -> float:
+    """Return ``value`` as a float in [0, 1], the ends excluded with ``low_open`` / ``high_open``
+    (``why`` explains the excluded ends in the error)."""
+    allowed = ("(" if low_open else "[") + "0, 1" + (")" if high_open else "]")
     value = _shown(value)
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
-        raise ConfigurationError(f"{name} must be a real number in {allowed}, got {value!r}")
-    v = float(value)
-    if not (math.isfinite(v) and 0.0 <= v <= 1.0) or (low_open and v == 0.0):
-        raise ConfigurationError(f"{name} must be a real number in {allowed}, got {value!r}")
+    v = float(value) if isinstance(value, (int, float, np.number)) and not isinstance(value, (bool, np.bool_)) else None
+    if v is None or not (math.isfinite(v) and 0.0 <= v <= 1.0) or (low_open and v == 0.0) or (high_open and v == 1.0):
+        raise ConfigurationError(f"{name} must be a real number in {allowed}{why}, got {value!r}")
     return v
 
 
-def _int_list(name: str, values: Any) -> list[int]:
-    """A non-empty sequence (or 1-D array) of integers >= 1, as a list of ints."""
-    ok = isinstance(values, Sequence) and not isinstance(values, (str, bytes))
-    if not (ok or (isinstance(values, np.ndarray) and values.ndim == 1)) or len(values) == 0:
-        raise ConfigurationError(f"{name} must be a non-empty sequence of integers >= 1, got {values!r}")
-    return [check_int(f"{name}[{i}]", s, 1) for i, s in enumerate(values)]
-
-
 def _check_cells(name: str, r: int, max_cells: int) -> None:
-    if r * r > max_cells:
-        raise DomainTooLargeError(
-            f"{name}: a dense {r} x {r} matrix has {r * r} cells, more than max_cells={max_cells};"
-            " use per-attribute factors and kron() instead",
-            cells=r * r,
-            limit=max_cells,
-        )
+    check_cells(r * r, max_cells, f"{name}: a dense {r} x {r} matrix",
+                remedy="use per-attribute factors and kron() instead")
 
 
 def _as_float_array(name: str, values: ArrayLike, *, square: bool = False) -> np.ndarray:
@@ -444,7 +431,7 @@ def _uniform_form(k: int, diag: float, off: float, name: str, max_cells: int) ->
     return RandomizationMatrix(m)
 
 
-def grr(k: int, epsilon: float, *, max_cells: int = MAX_DENSE_CELLS) -> RandomizationMatrix:
+def grr(k: int, epsilon: float, *, max_cells: int = MAX_MATRIX_CELLS) -> RandomizationMatrix:
     """DP-optimal k-ary randomized response (generalised RR).
 
     ``e^ε/(e^ε + k - 1)`` on the diagonal and ``1/(e^ε + k - 1)`` off it (RR-Ind-Joint
@@ -458,7 +445,7 @@ def grr(k: int, epsilon: float, *, max_cells: int = MAX_DENSE_CELLS) -> Randomiz
     return _uniform_form(k, diag, t * diag, "grr", max_cells)
 
 
-def keep_or_uniform(k: int, p: float, *, max_cells: int = MAX_DENSE_CELLS) -> RandomizationMatrix:
+def keep_or_uniform(k: int, p: float, *, max_cells: int = MAX_MATRIX_CELLS) -> RandomizationMatrix:
     """Keep the true value with probability p, else report a uniform value over all k.
 
     Main paper Corollary 1 / Proposition 1: diagonal ``p + (1 - p)/k``, off-diagonal
@@ -472,7 +459,7 @@ def keep_or_uniform(k: int, p: float, *, max_cells: int = MAX_DENSE_CELLS) -> Ra
 
 
 def cluster_optimal(
-    sizes: Sequence[int], epsilon: float, *, max_cells: int = MAX_DENSE_CELLS
+    sizes: Sequence[int], epsilon: float, *, max_cells: int = MAX_MATRIX_CELLS
 ) -> RandomizationMatrix:
     """The ε-DP-optimal matrix of RR-Joint on a cluster (main paper 6.3.2, sign slip corrected).
 
@@ -481,7 +468,7 @@ def cluster_optimal(
     with ``p_C = 1 / (1 + (R - 1) e^-ε)``.  The paper prints ``(1 - R)``, for which rows do not
     sum to 1.  The joint values are in C order (:func:`mprr.domain.encode_joint`).
     """
-    dims = _int_list("sizes", sizes)
+    dims = list(check_sizes(sizes))
     big_r = math.prod(dims)
     if big_r < 2:
         raise ConfigurationError(f"the cluster must have at least 2 joint values, got sizes={sizes!r}")
@@ -492,7 +479,7 @@ def cluster_optimal(
     return _uniform_form(big_r, p_c, p_c * t, "cluster_optimal", max_cells)
 
 
-def lambda_randomization(k: int, lam: float, *, max_cells: int = MAX_DENSE_CELLS) -> RandomizationMatrix:
+def lambda_randomization(k: int, lam: float, *, max_cells: int = MAX_MATRIX_CELLS) -> RandomizationMatrix:
     """λ-randomization ``P = λ I + (1 - λ) J / k`` (lambda paper eq. (6)), 0 < λ <= 1.
 
     Its inverse is the closed form of lambda paper Property 1.
@@ -525,7 +512,7 @@ def circulant(first_row: ArrayLike, *, atol: float = 1e-9) -> RandomizationMatri
             f"first_row must be finite, >= 0 and sum to 1 (within atol={atol:g}), got {c.tolist()!r}"
         )
     r = c.shape[0]
-    _check_cells("circulant", r, MAX_DENSE_CELLS)
+    _check_cells("circulant", r, MAX_MATRIX_CELLS)
     idx = (np.arange(r)[None, :] - np.arange(r)[:, None]) % r
     return RandomizationMatrix(c[idx], atol=atol)
 
@@ -550,7 +537,7 @@ def tridiagonal(alphas: ArrayLike) -> RandomizationMatrix:
             f" = {float(pair[i])!r}"
         )
     r = a.shape[0] + 1
-    _check_cells("tridiagonal", r, MAX_DENSE_CELLS)
+    _check_cells("tridiagonal", r, MAX_MATRIX_CELLS)
     left = np.concatenate(([0.0], a))
     right = np.concatenate((a, [0.0]))
     m = np.diag(np.clip(1.0 - left - right, 0.0, 1.0)) + np.diag(a, 1) + np.diag(a, -1)
@@ -563,11 +550,11 @@ def k_anonymity(block_sizes: Sequence[int]) -> RandomizationMatrix:
     Each class of ``n_l`` values is permuted uniformly at random within the class.  Singular as
     soon as one block has more than one value.
     """
-    sizes = _int_list("block_sizes", block_sizes)
+    sizes = list(check_sizes(block_sizes, name="block_sizes"))
     r = sum(sizes)
     if r < 2:
         raise ConfigurationError(f"k_anonymity needs at least 2 values in total, got block_sizes={block_sizes!r}")
-    _check_cells("k_anonymity", r, MAX_DENSE_CELLS)
+    _check_cells("k_anonymity", r, MAX_MATRIX_CELLS)
     block = np.repeat(np.arange(len(sizes)), sizes)  # block of every value
     same = block[:, None] == block[None, :]
     return RandomizationMatrix(same / np.asarray(sizes, dtype=np.float64)[block][:, None])

@@ -26,7 +26,8 @@ from typing import Literal, SupportsFloat, Union
 import numpy as np
 
 from mprr.data import Dataset
-from mprr.distributions import DEFAULT_MAX_CELLS, JointDistribution, check_sizes
+from mprr.distributions import JointDistribution
+from mprr.domain import MAX_TENSOR_CELLS, check_sizes
 from mprr.errors import ConfigurationError, EstimationError
 
 __all__ = [
@@ -296,7 +297,7 @@ def mae(
     truth: np.ndarray | JointDistribution,
     *,
     axes: Sequence[int] | None = None,
-    max_cells: int = DEFAULT_MAX_CELLS,
+    max_cells: int = MAX_TENSOR_CELLS,
 ) -> float:
     """Mean absolute error over the cells (RR-Ind-Joint paper 3.5):
     MAE = (1/d²) Σ_x |Σ(x) − Σ̂(x)| for two attributes of d values; in general the mean over
@@ -310,7 +311,7 @@ def mse(
     truth: np.ndarray | JointDistribution,
     *,
     axes: Sequence[int] | None = None,
-    max_cells: int = DEFAULT_MAX_CELLS,
+    max_cells: int = MAX_TENSOR_CELLS,
 ) -> float:
     """Mean squared error over the cells: (1/d²) Σ_x (Σ(x) − Σ̂(x))² (RR-Ind-Joint Theorem 3,
     Table 1)."""
@@ -323,7 +324,7 @@ def total_variation(
     truth: np.ndarray | JointDistribution,
     *,
     axes: Sequence[int] | None = None,
-    max_cells: int = DEFAULT_MAX_CELLS,
+    max_cells: int = MAX_TENSOR_CELLS,
 ) -> float:
     """Total variation distance ½ Σ_x |p(x) − q(x)| (= ½ · cells · MAE of RR-Ind-Joint
     paper 3.5; the L1 accuracy of an estimated joint distribution)."""

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from mprr.errors import ConfigurationError
+from mprr.privacy import json_number
 from scenarios.plots import FigureSpec, render
 
 __all__ = [
@@ -167,14 +168,6 @@ def git_commit(directory: Path | None = None) -> str:
 # --------------------------------------------------------------------------- JSON
 
 
-def _float(x: float) -> float | str:
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return x
-
-
 def _key(k: Any) -> str:
     if isinstance(k, tuple):
         return ",".join(str(_plain(v)) for v in k)
@@ -201,7 +194,7 @@ def to_jsonable(obj: Any, *, where: str = "result") -> Any:
     if obj is None or isinstance(obj, (bool, int, str)):
         return obj
     if isinstance(obj, float):
-        return _float(obj)
+        return json_number(obj)
     if isinstance(obj, Path):
         return str(obj)
     if isinstance(obj, np.ndarray):

@@ -314,5 +314,7 @@ class Release:
 
 
 def json_number(value: float) -> float | str:
-    """``value`` for JSON: a float, or ``"inf"`` / ``"-inf"`` for an infinity (no JSON literal)."""
-    return float(value) if math.isfinite(value) or math.isnan(value) else ("inf" if value > 0 else "-inf")
+    """``value`` for JSON: a float, or ``"inf"`` / ``"-inf"`` / ``"nan"`` (JSON has no literal for them)."""
+    if math.isfinite(value):
+        return float(value)
+    return "nan" if math.isnan(value) else "inf" if value > 0 else "-inf"

@@ -31,7 +31,7 @@ Modules, in dependency order (each imports only those above it):
                         4.3 pair matrices
 - ``independent``     — RR-Independent (main paper Protocol 1)
 - ``joint``           — RR-Joint (Protocol 2), refusing domains above a cell limit (and dense
-                        matrices beyond ``mprr.matrices.MAX_DENSE_CELLS``) before drawing
+                        matrices beyond ``mprr.domain.MAX_MATRIX_CELLS``) before drawing
 - ``dependences``     — RR-Clusters phase 1: dependences by 4.1, 4.2 or 4.3
 - ``clusters``        — RR-Clusters (Section 4: dependences, Algorithm 1, RR-Joint per cluster)
 - ``adjustment``      — RR-Adjustment (Algorithm 2) after RR-Independent or RR-Clusters

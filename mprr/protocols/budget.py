@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from mprr.errors import ConfigurationError
-from mprr.matrices import RandomizationMatrix, check_epsilon, cluster_optimal, grr, keep_or_uniform
+from mprr.matrices import RandomizationMatrix, check_epsilon, check_unit, cluster_optimal, grr, keep_or_uniform
 from mprr.protocols.steps import MatrixSpec
 
 __all__ = [
@@ -36,19 +36,6 @@ __all__ = [
     "pair_matrix",
     "pair_spec",
 ]
-
-
-def _check_p(value: object, name: str = "p") -> float:
-    try:
-        p = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ConfigurationError(f"{name} must be a probability in (0, 1), got {value!r}") from None
-    if isinstance(value, bool) or not 0.0 < p < 1.0:
-        raise ConfigurationError(
-            f"{name} must be a probability in (0, 1) (p = 0 is singular, p = 1 has ε = ∞), "
-            f"got {value!r}"
-        )
-    return p
 
 
 def _per_attribute(value: object, m: int, name: str) -> list[object]:
@@ -104,7 +91,8 @@ def attribute_matrices(
             f"give exactly one of p, epsilon or matrices for the attribute matrices, got {given or 'none'}"
         )
     if p is not None:
-        ps = [_check_p(v) for v in _per_attribute(p, m, "p")]
+        ps = [check_unit("p", v, low_open=True, high_open=True, why=" (p = 0 is singular, p = 1 has ε = ∞)")
+              for v in _per_attribute(p, m, "p")]
         return tuple(keep_or_uniform(k, pk) for k, pk in zip(sizes, ps))
     if epsilon is not None:
         eps = [check_epsilon(v) for v in _per_attribute(epsilon, m, "epsilon")]

@@ -24,8 +24,8 @@ import numpy as np
 
 from mprr.data import Dataset, Schema
 from mprr.distributions import DenseDistribution, ProductDistribution, check_axes
-from mprr.domain import joint_tally
-from mprr.errors import ConfigurationError, DomainTooLargeError
+from mprr.domain import MAX_TABLE_CELLS, check_cells, joint_tally
+from mprr.errors import ConfigurationError
 from mprr.matrices import RandomizationMatrix, kron
 from mprr.protocols.budget import attribute_epsilons
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit
@@ -46,7 +46,7 @@ __all__ = [
     "DEFAULT_IND_JOINT_MAX_CELLS",
 ]
 
-DEFAULT_IND_JOINT_MAX_CELLS = 1 << 22
+DEFAULT_IND_JOINT_MAX_CELLS = MAX_TABLE_CELLS
 """Largest joint domain (tensor cells) estimated by default: 4,194,304 cells (32 MiB per
 tensor).  The full Adult domain (1,814,400 cells) fits."""
 
@@ -106,13 +106,7 @@ def ind_joint_plan(
         out += [(a,) for a in range(m) if a not in covered]
     groups_t = tuple(sorted((tuple(sorted(g)) for g in out), key=lambda g: g[0]))
     for g in groups_t:
-        cells = math.prod(sizes[a] for a in g)
-        if cells > max_cells:
-            raise DomainTooLargeError(
-                f"the joint of group {g} has {cells:,} cells, more than max_cells={max_cells:,}",
-                cells=cells,
-                limit=max_cells,
-            )
+        check_cells(math.prod(sizes[a] for a in g), max_cells, f"the joint of group {g}")
     return IndJointPlan(p, epsilon, matrices, groups_t, max_cells)
 
 
@@ -125,13 +119,7 @@ def _kron_estimate(
     max_cells: int,
 ) -> np.ndarray:
     sub = tuple(int(sizes[a]) for a in axes)
-    cells = math.prod(sub)
-    if cells > max_cells:
-        raise DomainTooLargeError(
-            f"the joint of attributes {axes} has {cells:,} cells, more than max_cells={max_cells:,}",
-            cells=cells,
-            limit=max_cells,
-        )
+    check_cells(math.prod(sub), max_cells, f"the joint of attributes {axes}")
     counts = joint_tally(codes[:, list(axes)], sub)
     if len(axes) == 1:
         return estimate_unit(mats[axes[0]], counts, method)

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mprr.data import Dataset, Schema
-from mprr.errors import ConfigurationError, DomainTooLargeError
-from mprr.matrices import MAX_DENSE_CELLS, RandomizationMatrix, check_epsilon
+from mprr.errors import ConfigurationError
+from mprr.domain import MAX_MATRIX_CELLS, check_cells
+from mprr.matrices import RandomizationMatrix, check_epsilon
 from mprr.protocols.budget import attribute_epsilons, attribute_matrices
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
 from mprr.protocols.local import run_local
@@ -36,9 +37,9 @@ __all__ = [
     "assemble_rr_joint",
 ]
 
-DEFAULT_JOINT_MAX_CELLS = 4096
-"""Largest joint domain RR-Joint accepts by default: its dense matrix has 4096² = 16.8 M
-entries (128 MiB of float64) — the same ceiling as :data:`mprr.matrices.MAX_DENSE_CELLS`."""
+DEFAULT_JOINT_MAX_CELLS = math.isqrt(MAX_MATRIX_CELLS)
+"""Largest joint domain RR-Joint accepts by default (4096): the largest whose dense matrix fits
+:data:`mprr.domain.MAX_MATRIX_CELLS`."""
 
 
 def check_joint_cells(sizes: Sequence[int], max_cells: int, what: str,
@@ -47,28 +48,16 @@ def check_joint_cells(sizes: Sequence[int], max_cells: int, what: str,
     ends with ``remedy``, what the caller can do about it)."""
     if isinstance(max_cells, bool) or not isinstance(max_cells, int) or max_cells < 2:
         raise ConfigurationError(f"max_cells must be an integer >= 2, got {max_cells!r}")
-    cells = math.prod(int(s) for s in sizes)
-    if cells > max_cells:
-        raise DomainTooLargeError(
-            f"{what} over {cells:,} joint cells (sizes {tuple(sizes)}) needs a dense "
-            f"{cells:,}x{cells:,} matrix, more than max_cells={max_cells:,}; {remedy}",
-            cells=cells,
-            limit=max_cells,
-        )
-    return cells
+    return check_cells(math.prod(int(s) for s in sizes), max_cells,
+                       f"{what} over the joint of sizes {tuple(sizes)}", remedy=remedy)
 
 
 def check_dense_matrix(cells: int, what: str) -> None:
     """DomainTooLargeError when a dense ``cells x cells`` matrix would exceed
-    :data:`mprr.matrices.MAX_DENSE_CELLS` (checked before anything is built or drawn)."""
-    if cells * cells > MAX_DENSE_CELLS:
-        raise DomainTooLargeError(
-            f"{what} builds a dense {cells:,}x{cells:,} matrix ({cells * cells:,} entries), more "
-            f"than mprr.matrices.MAX_DENSE_CELLS={MAX_DENSE_CELLS:,}; a max_cells above "
-            f"{math.isqrt(MAX_DENSE_CELLS):,} only helps with an explicit matrix",
-            cells=cells * cells,
-            limit=MAX_DENSE_CELLS,
-        )
+    :data:`mprr.domain.MAX_MATRIX_CELLS` (checked before anything is built or drawn)."""
+    check_cells(cells * cells, MAX_MATRIX_CELLS, f"{what}: a dense {cells:,}x{cells:,} matrix",
+                name="MAX_MATRIX_CELLS", remedy=f"a max_cells above {math.isqrt(MAX_MATRIX_CELLS):,} only "
+                "helps with an explicit matrix")
 
 
 def check_joint_matrix(matrix: object, cells: int) -> RandomizationMatrix:
@@ -215,7 +204,7 @@ def rr_joint(
     max_cells
         Largest joint domain accepted (default :data:`DEFAULT_JOINT_MAX_CELLS`).  With ``p`` or
         ``epsilon`` the matrix is built here, dense, so the domain is also capped by
-        :data:`mprr.matrices.MAX_DENSE_CELLS` (4096 values); only an explicit ``matrix`` can be
+        :data:`mprr.domain.MAX_MATRIX_CELLS` (4096 values); only an explicit ``matrix`` can be
         larger.
 
     Returns
@@ -227,7 +216,7 @@ def rr_joint(
     Raises
     ------
     DomainTooLargeError
-        If ``Π |A| > max_cells``, or the matrix to build exceeds ``MAX_DENSE_CELLS`` (both
+        If ``Π |A| > max_cells``, or the matrix to build exceeds ``MAX_MATRIX_CELLS`` (both
         checked before any matrix is built or any randomness is drawn).
 
     Notes

@@ -24,7 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mprr.data import Dataset, Schema
-from mprr.errors import ConfigurationError, DomainTooLargeError
+from mprr.domain import check_cells
+from mprr.errors import ConfigurationError
 from mprr.matrices import check_int, check_unit, lambda_randomization
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
 from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS
@@ -219,13 +220,7 @@ def lambda_plan(
         If the joint domain exceeds ``max_cells``.
     """
     m = len(sizes)
-    cells = math.prod(sizes)
-    if cells > max_cells:
-        raise DomainTooLargeError(
-            f"λ-randomization estimates the full joint of {cells:,} cells, more than max_cells={max_cells:,}",
-            cells=cells,
-            limit=max_cells,
-        )
+    check_cells(math.prod(sizes), max_cells, "λ-randomization's estimate of the full joint")
     if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
         raise ConfigurationError(f"max_rounds must be an integer >= 1, got {max_rounds!r}")
     bounds = {"min_bits": min_bits, "max_bits": max_bits, "min_beta": min_beta, "max_beta": max_beta}

@@ -21,14 +21,13 @@ from collections.abc import Callable
 from typing import Any
 
 from mprr.data import Dataset
+from mprr.domain import MAX_TABLE_CELLS
 from mprr.protocols.release import ReleasedData, check_inputs, exact_tables, release_units
 from mprr.protocols.result import ProtocolResult
 from mprr.protocols.steps import Program, Release, Released, SecureSum, Step
 from mprr.streams import Randomness, draw_uniforms
 
-__all__ = ["EXACT_MAX_CELLS", "run_local"]
-
-EXACT_MAX_CELLS = 1 << 22
+__all__ = ["run_local"]
 """Largest exact table (main paper 4.2) the local driver tallies."""
 
 
@@ -83,7 +82,7 @@ def _answer(step: Step, dataset: Dataset, rng: Randomness, done: dict[str, Relea
         uniforms = draw_uniforms(rng, dataset.n, fresh)
         return release_units(step.phase, codes, sizes, step.units, mats, uniforms, previous=previous)
     if step.specs is None:
-        return exact_tables(step.phase, codes, sizes, step.units, max_cells=EXACT_MAX_CELLS)
+        return exact_tables(step.phase, codes, sizes, step.units, max_cells=MAX_TABLE_CELLS)
     mats = tuple(s.build([sizes[a] for a in u]) for s, u in zip(step.specs, step.units))
     uniforms = draw_uniforms(rng, dataset.n, len(step.units))
     return release_units(step.phase, codes, sizes, step.units, mats, uniforms, linkable=False)

@@ -39,6 +39,7 @@ from mprr.distributions import DenseDistribution
 from mprr.domain import encode_joint, tally
 from mprr.errors import ConfigurationError
 from mprr.privacy.ledger import Release
+from mprr.privacy.release import json_number
 from mprr.matrices import RandomizationMatrix
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
 from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, check_dense_matrix, check_joint_cells, check_joint_matrix
@@ -226,7 +227,7 @@ def pram(
         "theta": theta,
         "base": None if base is None else "given",
         "matrix": None if matrix is None else "given",
-        "epsilon_of_matrix": float(P.epsilon) if math.isfinite(P.epsilon) else "inf",
+        "epsilon_of_matrix": json_number(P.epsilon),
     }
     details = {
         "matrix": P,

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mprr.domain import decode_joint, encode_joint, joint_tally, tally
-from mprr.errors import ConfigurationError, DomainTooLargeError
+from mprr.domain import check_cells, decode_joint, encode_joint, joint_tally, tally
+from mprr.errors import ConfigurationError
 from mprr.privacy.ledger import Release
 from mprr.matrices import KroneckerMatrix, RandomizationMatrix
 from mprr.randomize import randomize, randomize_joint
@@ -277,13 +277,7 @@ def exact_tables(
     usizes = tuple(tuple(int(sizes[a]) for a in u) for u in units_t)
     counts = []
     for unit, us in zip(units_t, usizes):
-        cells = math.prod(us)
-        if cells > max_cells:
-            raise DomainTooLargeError(
-                f"exact table of attributes {unit} needs {cells:,} cells, more than max_cells={max_cells:,}",
-                cells=cells,
-                limit=max_cells,
-            )
+        check_cells(math.prod(us), max_cells, f"the exact table of attributes {unit}")
         counts.append(_readonly(np.asarray(joint_tally(codes[:, list(unit)], us), dtype=np.float64)))
     return ReleasedData(
         phase=phase,

@@ -50,7 +50,7 @@ _DTYPE_CODE = {np.dtype(d): i + 1 for i, d in enumerate(ARRAY_DTYPES)}
 _MAX_NDIM = 32
 _MAX_BYTES = 2**48  # no shape may describe more than 256 TiB, even with a zero-length axis
 
-Encoder = Callable[[Any, list], None]
+Encoder = Callable[[Any, list[bytes]], None]
 Decoder = Callable[[bytes, int], tuple[Any, int]]
 _FIXED = {"int": "q", "float": "d", "bool": "B"}
 
@@ -71,13 +71,13 @@ def _field_encoder(ft: FieldType) -> Encoder:
     if tag in ("str", "bytes"):
         pack_i = _U32.pack
         if tag == "str":
-            def enc_str(v: str, out: list) -> None:
+            def enc_str(v: str, out: list[bytes]) -> None:
                 b = v.encode("utf-8")
                 out.append(pack_i(len(b)))
                 out.append(b)
             return enc_str
 
-        def enc_bytes(v: bytes, out: list) -> None:
+        def enc_bytes(v: bytes, out: list[bytes]) -> None:
             out.append(pack_i(len(v)))
             out.append(v)
         return enc_bytes
@@ -88,7 +88,7 @@ def _field_encoder(ft: FieldType) -> Encoder:
             return lambda v, out: out.append(struct.pack(f"<I{len(v)}{code}", len(v), *v))
         inner = _field_encoder(item)
 
-        def enc_seq(v: tuple, out: list) -> None:
+        def enc_seq(v: tuple[Any, ...], out: list[bytes]) -> None:
             out.append(_U32.pack(len(v)))
             for x in v:
                 inner(x, out)
@@ -96,14 +96,14 @@ def _field_encoder(ft: FieldType) -> Encoder:
     if tag == "fixed":
         inners = [_field_encoder(t) for t in ft.items]
 
-        def enc_fixed(v: tuple, out: list) -> None:
+        def enc_fixed(v: tuple[Any, ...], out: list[bytes]) -> None:
             for f, x in zip(inners, v):
                 f(x, out)
         return enc_fixed
     if tag == "optional":
         inner = _field_encoder(ft.items[0])
 
-        def enc_opt(v: Any, out: list) -> None:
+        def enc_opt(v: Any, out: list[bytes]) -> None:
             if v is None:
                 out.append(b"\x00")
             else:
@@ -111,7 +111,7 @@ def _field_encoder(ft: FieldType) -> Encoder:
                 inner(v, out)
         return enc_opt
     if tag == "array":
-        def enc_array(v: np.ndarray, out: list) -> None:
+        def enc_array(v: np.ndarray, out: list[bytes]) -> None:
             code = _DTYPE_CODE.get(v.dtype) or _DTYPE_CODE[v.dtype.newbyteorder("=")]
             out.append(struct.pack(f"<BB{v.ndim}Q", code, v.ndim, *v.shape))
             if v.dtype.byteorder == ">" or (v.dtype.byteorder == "=" and not _LITTLE):
@@ -123,10 +123,24 @@ def _field_encoder(ft: FieldType) -> Encoder:
 
 _LITTLE = np.little_endian
 
+Step = Callable[[Message, list[bytes]], None]
+
+
+def _packed(pack: Callable[..., bytes], get: Callable[[Message], Any], many: bool) -> Step:
+    """A step appending a run of fixed-size fields packed by one struct."""
+    if many:
+        return lambda m, out: out.append(pack(*get(m)))
+    return lambda m, out: out.append(pack(get(m)))
+
+
+def _field_step(encode: Encoder, get: Callable[[Message], Any]) -> Step:
+    """A step appending one variable-size field."""
+    return lambda m, out: encode(get(m), out)
+
 
 def _compile_encoder(cls: type[Message]) -> Callable[[Message], bytes]:
     header = _HEADER.pack(MAGIC, VERSION, cls.KIND)
-    steps: list[Callable[[Message, list], None]] = []
+    steps: list[Step] = []
     run: list[tuple[str, str]] = []
 
     def flush() -> None:
@@ -135,10 +149,7 @@ def _compile_encoder(cls: type[Message]) -> Callable[[Message], bytes]:
         st = struct.Struct("<" + "".join(code for _, code in run))
         names = [n for n, _ in run]
         get = attrgetter(*names)
-        if len(names) == 1:
-            steps.append(lambda m, out, p=st.pack, g=get: out.append(p(g(m))))
-        else:
-            steps.append(lambda m, out, p=st.pack, g=get: out.append(p(*g(m))))
+        steps.append(_packed(st.pack, get, len(names) > 1))
         run.clear()
 
     for name, ft in cls.FIELDS:
@@ -147,7 +158,7 @@ def _compile_encoder(cls: type[Message]) -> Callable[[Message], bytes]:
             continue
         flush()
         enc = _field_encoder(ft)
-        steps.append(lambda m, out, e=enc, g=attrgetter(name): e(g(m), out))
+        steps.append(_field_step(enc, attrgetter(name)))
     flush()
 
     if len(steps) == 1 and not any(ft.tag not in _FIXED for _, ft in cls.FIELDS):
@@ -238,7 +249,7 @@ def _field_decoder(ft: FieldType, where: str) -> Decoder:
         if item.tag in ("int", "float"):
             code = _FIXED[item.tag]
 
-            def dec_numseq(buf: bytes, off: int) -> tuple[tuple, int]:
+            def dec_numseq(buf: bytes, off: int) -> tuple[tuple[Any, ...], int]:
                 if off + 4 > len(buf):
                     _need(buf, off, 4)
                 (n,) = _U32.unpack_from(buf, off)
@@ -251,7 +262,7 @@ def _field_decoder(ft: FieldType, where: str) -> Decoder:
             return dec_numseq
         inner = _field_decoder(item, f"{where}[i]")
 
-        def dec_seq(buf: bytes, off: int) -> tuple[tuple, int]:
+        def dec_seq(buf: bytes, off: int) -> tuple[tuple[Any, ...], int]:
             _need(buf, off, 4)
             (n,) = _U32.unpack_from(buf, off)
             off += 4
@@ -265,7 +276,7 @@ def _field_decoder(ft: FieldType, where: str) -> Decoder:
     if tag == "fixed":
         inners = [_field_decoder(t, f"{where}[{i}]") for i, t in enumerate(ft.items)]
 
-        def dec_fixed(buf: bytes, off: int) -> tuple[tuple, int]:
+        def dec_fixed(buf: bytes, off: int) -> tuple[tuple[Any, ...], int]:
             items = []
             for f in inners:
                 x, off = f(buf, off)
@@ -376,7 +387,7 @@ def peek_kind(data: bytes) -> int:
         raise MessageError(f"bad magic {magic!r}, expected {MAGIC!r}")
     if version != VERSION:
         raise MessageError(f"unsupported codec version {version}, this codec speaks {VERSION}")
-    return kind
+    return int(kind)
 
 
 def decode(
@@ -409,8 +420,8 @@ def decode(
         dec = _DECODERS[cls] = _compile_decoder(cls)
     if expected is not None:
         allowed = resolve_kinds(expected)
-        if kind not in allowed:  # type: ignore[operator]
-            names = sorted(message_class(k).NAME for k in allowed)  # type: ignore[union-attr]
+        if allowed is not None and kind not in allowed:
+            names = sorted(message_class(k).NAME for k in allowed)
             raise MessageError(
                 f"unexpected message kind {cls.NAME} ({kind}); expected one of {names}"
             )

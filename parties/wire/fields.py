@@ -183,7 +183,7 @@ def coercer(ft: FieldType, where: str) -> Callable[[Any], Any]:
     if tag == "seq":
         inner = coercer(ft.items[0], f"{where}[i]")
 
-        def c_seq(v: Any) -> tuple:
+        def c_seq(v: Any) -> tuple[Any, ...]:
             if type(v) is tuple and not v:
                 return v
             if isinstance(v, (str, bytes, np.ndarray)) or not isinstance(v, (tuple, list)):
@@ -196,7 +196,7 @@ def coercer(ft: FieldType, where: str) -> Callable[[Any], Any]:
     if tag == "fixed":
         inners = [coercer(t, f"{where}[{i}]") for i, t in enumerate(ft.items)]
 
-        def c_fixed(v: Any) -> tuple:
+        def c_fixed(v: Any) -> tuple[Any, ...]:
             if not isinstance(v, (tuple, list)) or len(v) != len(inners):
                 raise bad(v)
             return tuple([f(x) for f, x in zip(inners, v)])
@@ -231,7 +231,8 @@ def coercer(ft: FieldType, where: str) -> Callable[[Any], Any]:
             if v.flags.writeable or not v.flags.c_contiguous or not v.dtype.isnative:
                 v = np.array(v, dtype=v.dtype.newbyteorder("="), order="C", copy=True)
                 v.flags.writeable = False
-            return v
+            array: np.ndarray = v
+            return array
         return c_array
     raise MessageError(f"{where}: unknown field tag {tag!r}")  # pragma: no cover
 

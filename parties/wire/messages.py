@@ -177,8 +177,7 @@ def message(*, kind: int, name: str | None = None) -> Callable[[M], M]:
         if not (isinstance(cls, type) and issubclass(cls, Message)):
             raise MessageError(f"@message can only decorate Message subclasses, got {cls!r}")
         label = name or cls.__name__
-        for registry, key, what in ((_BY_KIND, kind, "kind"), (_BY_NAME, label, "name")):
-            old = registry.get(key)  # type: ignore[call-overload]
+        for what, key, old in (("kind", kind, _BY_KIND.get(kind)), ("name", label, _BY_NAME.get(label))):
             if old is not None and not _same_definition(old, cls):
                 raise MessageError(
                     f"message {what} {key!r} of {cls.__module__}.{cls.__qualname__} is already "
@@ -188,7 +187,7 @@ def message(*, kind: int, name: str | None = None) -> Callable[[M], M]:
         hints = typing.get_type_hints(dc, include_extras=True)
         fields = tuple(
             (f.name, parse_type(hints[f.name], f"{label}.{f.name}"))
-            for f in dataclasses.fields(dc)
+            for f in dataclasses.fields(typing.cast(Any, dc))
         )
         dc.KIND = kind
         dc.NAME = label
@@ -197,14 +196,14 @@ def message(*, kind: int, name: str | None = None) -> Callable[[M], M]:
         dc._WIRE_CHECK = tuple(
             (n, c) for (n, t), (_, c) in zip(fields, dc._COERCE) if has_array(t)
         )
-        for registry in (_BY_KIND, _BY_NAME):
-            stale = [k for k, v in registry.items() if _same_definition(v, dc)]
-            for k in stale:
-                del registry[k]
+        for k in [k for k, v in _BY_KIND.items() if _same_definition(v, dc)]:
+            del _BY_KIND[k]
+        for n in [n for n, v in _BY_NAME.items() if _same_definition(v, dc)]:
+            del _BY_NAME[n]
         _BY_KIND[kind] = dc
         _BY_NAME[label] = dc
         _RESOLVED.clear()
-        return dc
+        return typing.cast(M, dc)
 
     return decorate
 
@@ -225,7 +224,7 @@ def message_class(kind_or_name: int | str) -> type[Message]:
         ) from None
 
 
-def resolve_kinds(kinds: Iterable[int | str | type[Message]] | type[Message] | str | None) -> frozenset[int] | None:
+def resolve_kinds(kinds: Iterable[int | str | type[Message]] | type[Message] | int | str | None) -> frozenset[int] | None:
     """Normalise classes / names / kind numbers into a frozenset of kind numbers (or None)."""
     if kinds is None:
         return None
@@ -279,9 +278,8 @@ def _check_ids(where: str, values: tuple[int, ...], *, distinct: bool = False) -
 
 def _min(values: np.ndarray) -> float | int:
     """Smallest entry (Python path for tiny arrays, which is several times faster)."""
-    if values.size <= 32:
-        return min(values.flat)
-    return values.min()
+    smallest: float | int = min(values.flat) if values.size <= 32 else values.min()
+    return smallest
 
 
 def _check_epsilon(where: str, value: float) -> None:

@@ -36,12 +36,31 @@ __all__ = ["FAMILIES", "Matrix", "MatrixSpec", "ReleaseRequest", "SecureRelease"
            "roster_runs"]
 
 
-def _check_groups(where: str, groups: tuple[tuple[int, ...], ...]) -> None:
-    require(len(groups) > 0, f"{where} must not be empty")
-    for g in groups:
-        require(len(g) > 0, f"{where} must not contain an empty group, got {groups}")
-        require(all(a >= 0 for a in g), f"{where} must hold attribute indices >= 0, got {g}")
-        require(len(set(g)) == len(g), f"{where} groups must not repeat an attribute, got {g}")
+def _check_request(msg: ReleaseRequest | SecureRelease, matrices: int) -> None:
+    """The structural checks both request kinds share: ids, phase, plan and units (non-empty
+    groups of distinct indices >= 0), and ``matrices`` matrix specifications."""
+    name = msg.NAME
+    require(msg.request_id >= 0, f"{name}.request_id must be >= 0, got {msg.request_id}")
+    require(bool(msg.phase), f"{name}.phase must not be empty")
+    for where, groups in (("plan", msg.plan), ("units", msg.units)):
+        require(len(groups) > 0, f"{name}.{where} must not be empty")
+        for g in groups:
+            require(len(g) > 0, f"{name}.{where} must not contain an empty group, got {groups}")
+            require(all(a >= 0 for a in g), f"{name}.{where} must hold attribute indices >= 0, got {g}")
+            require(len(set(g)) == len(g), f"{name}.{where} groups must not repeat an attribute, got {g}")
+    require(
+        len(msg.families) == matrices and len(msg.params) == matrices,
+        f"{name} needs {matrices} families and params ({len(msg.units)} units), "
+        f"got {len(msg.families)} and {len(msg.params)}",
+    )
+    for f in msg.families:
+        require(f in FAMILIES, f"{name}.families must be in {list(FAMILIES)}, got {f!r}")
+    for p in msg.params:
+        require(all(math.isfinite(x) for x in p), f"{name}.params must be finite, got {p}")
+
+
+def _specs(msg: ReleaseRequest | SecureRelease) -> tuple[MatrixSpec, ...]:
+    return tuple(MatrixSpec(f, p) for f, p in zip(msg.families, msg.params))
 
 
 @message(kind=100)
@@ -76,25 +95,12 @@ class ReleaseRequest(Message):
     params: tuple[tuple[float, ...], ...]
 
     def validate(self) -> None:
-        require(self.request_id >= 0, f"ReleaseRequest.request_id must be >= 0, got {self.request_id}")
-        require(bool(self.phase), "ReleaseRequest.phase must not be empty")
-        _check_groups("ReleaseRequest.plan", self.plan)
-        _check_groups("ReleaseRequest.units", self.units)
-        k = len(self.units)
-        require(
-            len(self.families) == k and len(self.params) == k,
-            f"ReleaseRequest needs one family and one params tuple per unit ({k}), "
-            f"got {len(self.families)} and {len(self.params)}",
-        )
-        for f in self.families:
-            require(f in FAMILIES, f"ReleaseRequest.families must be in {list(FAMILIES)}, got {f!r}")
-        for p in self.params:
-            require(all(math.isfinite(x) for x in p), f"ReleaseRequest.params must be finite, got {p}")
+        _check_request(self, len(self.units))
 
     @property
     def specs(self) -> tuple[MatrixSpec, ...]:
         """The matrix specification of every unit."""
-        return tuple(MatrixSpec(f, p) for f, p in zip(self.families, self.params))
+        return _specs(self)
 
     @classmethod
     def build(
@@ -158,27 +164,13 @@ class SecureRelease(Message):
     params: tuple[tuple[float, ...], ...] = ()
 
     def validate(self) -> None:
-        require(self.request_id >= 0, f"SecureRelease.request_id must be >= 0, got {self.request_id}")
-        require(bool(self.phase), "SecureRelease.phase must not be empty")
         require(bool(self.session), "SecureRelease.session must not be empty")
-        _check_groups("SecureRelease.plan", self.plan)
-        _check_groups("SecureRelease.units", self.units)
-        k = len(self.units)
-        want = 0 if self.exact else k
-        require(
-            len(self.families) == want and len(self.params) == want,
-            f"SecureRelease needs {want} families and params (exact={self.exact}, {k} units), "
-            f"got {len(self.families)} and {len(self.params)}",
-        )
-        for f in self.families:
-            require(f in FAMILIES, f"SecureRelease.families must be in {list(FAMILIES)}, got {f!r}")
-        for p in self.params:
-            require(all(math.isfinite(x) for x in p), f"SecureRelease.params must be finite, got {p}")
+        _check_request(self, 0 if self.exact else len(self.units))
 
     @property
     def specs(self) -> tuple[MatrixSpec, ...]:
         """The matrix specification of every unit (empty for an exact release)."""
-        return tuple(MatrixSpec(f, p) for f, p in zip(self.families, self.params))
+        return _specs(self)
 
 
 def roster_runs(parties: Sequence[int]) -> tuple[tuple[int, int], ...]:

@@ -198,7 +198,7 @@ def test_is_deterministic() -> None:
         (sym(2, {(0, 1): np.nan}), [2, 2], 10, 0.1, "finite"),
         (np.array([[1.0, 0.2], [0.3, 1.0]]), [2, 2], 10, 0.1, "symmetric"),
         (sym(2, {}), [2], 10, 0.1, "one entry per attribute"),
-        (sym(2, {}), [2, 0], 10, 0.1, r"sizes\[1\] must be a positive integer, got 0"),
+        (sym(2, {}), [2, 0], 10, 0.1, r"sizes\[1\] must be an integer >= 1, got 0"),
         (sym(2, {}), [2, True], 10, 0.1, r"sizes\[1\]"),
         (sym(2, {}), [2, 2.5], 10, 0.1, r"sizes\[1\]"),
         (sym(2, {}), [2, 2], 0.5, 0.1, "Tv must be >= 1"),

@@ -171,7 +171,7 @@ def test_bivariate_tables_edge_cases() -> None:
         (np.array([[-1, 0]]), [2, 3], DataError, "outside"),
         (np.array([[0, 1, 1]]), [2, 3], DataError, "2 columns"),
         (np.array([[0.0, 1.0]]), [2, 3], DataError, "integers"),
-        (np.array([[0, 1]]), [2, 0], ConfigurationError, r"sizes\[1\] must be a positive"),
+        (np.array([[0, 1]]), [2, 0], ConfigurationError, r"sizes\[1\] must be an integer >= 1, got 0"),
     ],
 )
 def test_bivariate_tables_rejects_bad_input(

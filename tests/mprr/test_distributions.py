@@ -74,7 +74,7 @@ def test_product_probability_cells_and_mask() -> None:
     mask = joint > 0.02
     assert p.probability(mask) == pytest.approx(joint[mask].sum())
     np.testing.assert_allclose(p.todense(), joint)
-    with pytest.raises(DomainTooLargeError, match="48 cells .* more than max_cells=10"):
+    with pytest.raises(DomainTooLargeError, match=r"a dense tensor of sizes \(2, 3, 4, 2\) needs 48 cells, more than max_cells=10"):
         p.todense(max_cells=10)
 
 
@@ -143,7 +143,7 @@ def test_product_rejects() -> None:
         ProductDistribution(((0,), (1,)), (f, f), (2, 3))
     with pytest.raises(ConfigurationError, match=r"factor 0 \(cluster \(0,\)\) must sum to 1"):
         ProductDistribution(((0,), (1,)), (np.array([0.5, 0.6]), f), (2, 2))
-    with pytest.raises(ConfigurationError, match="sizes must be a non-empty sequence of integers >= 1"):
+    with pytest.raises(ConfigurationError, match=r"sizes\[0\] must be an integer >= 1, got 0"):
         ProductDistribution(((0,),), (f,), (0,))
 
 

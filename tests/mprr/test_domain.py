@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mprr.domain import check_sizes, decode_joint, encode_joint, joint_tally, tally
+from mprr.domain import check_cells, check_sizes, decode_joint, encode_joint, joint_tally, tally
 from mprr.errors import ConfigurationError, DataError, DomainTooLargeError
 
 
@@ -59,3 +59,22 @@ def test_tally_and_joint_tally(rng: np.random.Generator) -> None:
 def test_bad_inputs(call: object, exc: type[Exception], match: str) -> None:
     with pytest.raises(exc, match=match):
         call()  # type: ignore[operator]
+
+
+def test_check_cells_names_what_the_value_and_the_limit() -> None:
+    assert check_cells(12, 12, "x") == 12
+    with pytest.raises(DomainTooLargeError, match=r"^a table needs 13 cells, more than max_cells=12$") as info:
+        check_cells(13, 12, "a table")
+    assert (info.value.cells, info.value.limit) == (13, 12)
+    with pytest.raises(DomainTooLargeError, match=r"needs 1,000,000 cells, more than LIMIT=999; do less"):
+        check_cells(10**6, 999, "it", name="LIMIT", remedy="do less")
+    with pytest.raises(DomainTooLargeError, match=r"tally tensor of sizes \(3, 4\) needs 12 cells, more than max_cells=11"):
+        joint_tally(np.zeros((1, 2), dtype=np.int64), (3, 4), max_cells=11)
+
+
+def test_check_sizes_is_strict_and_names_the_parameter() -> None:
+    assert check_sizes(np.array([2, 3])) == (2, 3)
+    with pytest.raises(ConfigurationError, match=r"block_sizes\[1\] must be an integer >= 1, got 2.0"):
+        check_sizes((2, 2.0), name="block_sizes")
+    with pytest.raises(DomainTooLargeError, match=r"joint domain of sizes .* more than 2\*\*62"):
+        check_sizes((2**31, 2**31, 4))

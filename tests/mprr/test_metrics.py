@@ -117,7 +117,7 @@ def test_random_queries_reproducible_and_uniform() -> None:
         (((3, 3), "x", 1), "sigma must be in .*, got 'x'"),
         (((3, 3), True, 1), "sigma must be in .*, got True"),
         (((3, 3), 0.5, 0), "count must be an integer >= 1, got 0"),
-        (((3, 0), 0.5, 1), "sizes must be a non-empty sequence of integers >= 1"),
+        (((3, 0), 0.5, 1), r"sizes\[1\] must be an integer >= 1, got 0"),
     ],
 )
 def test_random_queries_rejects(args: tuple, match: str) -> None:

@@ -69,8 +69,8 @@ def test_epsilon_and_matrices_choices() -> None:
     [
         ({}, "exactly one of p, epsilon or matrices"),
         ({"p": 0.5, "epsilon": 1.0}, "exactly one of p, epsilon or matrices"),
-        ({"p": 1.0}, r"p must be a probability in \(0, 1\)"),
-        ({"p": 0.0}, r"p must be a probability in \(0, 1\)"),
+        ({"p": 1.0}, r"p must be a real number in \(0, 1\) \(p = 0 is singular, p = 1 has ε = ∞\), got 1.0"),
+        ({"p": 0.0}, r"p must be a real number in \(0, 1\) .*, got 0.0"),
         ({"p": [0.5]}, "one value per attribute"),
         ({"epsilon": -1.0}, "epsilon must be finite and > 0, got -1.0"),
         ({"epsilon": math.inf}, "epsilon must be finite and > 0"),

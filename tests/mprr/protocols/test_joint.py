@@ -35,18 +35,18 @@ def test_result_and_budget_equivalence_with_rr_independent() -> None:
 def test_refuses_a_domain_above_the_cell_limit_before_drawing() -> None:
     ds = planted(50, 2).dataset  # 4*3*5*2*6*3*8*2 = 34,560 cells
     streams = PartyStreams(1, ds.n)
-    with pytest.raises(DomainTooLargeError, match="34,560 joint cells") as info:
+    with pytest.raises(DomainTooLargeError, match="needs 34,560 cells, more than max_cells=4,096") as info:
         rr_joint(ds, p=0.5, rng=streams)
     assert info.value.cells == 34_560 and info.value.limit == 4096
     # nothing was drawn: the streams are still at their start
     np.testing.assert_array_equal(streams.uniforms(1), PartyStreams(1, ds.n).uniforms(1))
     with pytest.raises(DomainTooLargeError, match="max_cells=59"):
         rr_joint(ds.select(["A1", "A2", "A3"]), p=0.5, rng=streams, max_cells=59)
-    # raising max_cells does not let RR-Joint build a dense matrix beyond MAX_DENSE_CELLS
+    # raising max_cells does not let RR-Joint build a dense matrix beyond MAX_MATRIX_CELLS
     big = ds.select(["A1", "A2", "A3", "A4", "A5", "A6", "A7"])  # 4*3*5*2*6*3*8 = 17,280 cells
     fresh = PartyStreams(1, ds.n)
     for kw in ({"p": 0.5}, {"epsilon": 2.0}):
-        with pytest.raises(DomainTooLargeError, match=r"builds a dense 17,280x17,280 matrix .* explicit matrix"):
+        with pytest.raises(DomainTooLargeError, match=r"RR-Joint: a dense 17,280x17,280 matrix needs 298,598,400 cells, more than MAX_MATRIX_CELLS=16,777,216; .* explicit matrix"):
             rr_joint(big, rng=fresh, max_cells=20_000, **kw)
     np.testing.assert_array_equal(fresh.uniforms(1), PartyStreams(1, ds.n).uniforms(1))
 

@@ -91,7 +91,7 @@ def test_release_request_plan_defaults_to_units() -> None:
         ({"plan": ()}, "plan must not be empty"),
         ({"units": ((),)}, "empty group"),
         ({"units": ((1, 1),)}, "repeat"),
-        ({"families": ("grr", "grr")}, "one family"),
+        ({"families": ("grr", "grr")}, r"ReleaseRequest needs 1 families and params \(1 units\), got 2 and 1"),
         ({"families": ("nope",)}, "families"),
         ({"params": ((math.nan,),)}, "finite"),
     ],
