@@ -53,10 +53,6 @@ def _adjustment(result: ProtocolResult) -> Adjustment:
     return result.adjustment
 
 
-def _finite(x: float) -> float:
-    return x if math.isfinite(x) else float("nan")
-
-
 def _number(value: float | str) -> float:
     """A number of a privacy section (``"inf"`` back to ∞)."""
     return float(value)

@@ -3,7 +3,9 @@
 Each protocol is a step program (:mod:`mprr.protocols.steps`, ``<protocol>_steps``) that yields
 release / secure-sum steps and returns the result; the local driver (:mod:`~mprr.protocols.local`)
 runs it vectorized for all n parties, the actor driver (:mod:`parties.driver`) with messages.
-The fast-path functions (``rr_independent``, ``rr_clusters``, ...) run the local driver.
+The fast-path functions (``rr_independent``, ``rr_clusters``, ...) are made from the step
+programs by :func:`~mprr.protocols.local.local_protocol` (each protocol's parameters and their
+documentation are written once, on its step program) and run the local driver.
 
 Each fast-path function takes a :class:`mprr.data.Dataset` (party i holds row i), its parameters, a
 keyword-only ``rng`` (``numpy.random.Generator`` for Monte Carlo sweeps, or
@@ -25,7 +27,8 @@ Modules, in dependency order (each imports only those above it):
 - ``estimate``        — eq. (2) per unit + post-processing; Kronecker IBU; product estimates
 - ``result``          — ``ProtocolResult`` (estimate, releases, matrices, ledger, ε per policy)
 - ``steps``           — the step vocabulary: ``Release``, ``SecureSum``, ``Released``, ``MatrixSpec``
-- ``local``           — the local driver ``run_local`` (vectorized answers to every step)
+- ``local``           — the local driver ``run_local`` (vectorized answers to every step) and
+                        ``local_protocol``, the fast-path function of a step program
 - ``budget``          — main paper 6.3 matrices and their ``MatrixSpec``: keep_or_uniform per
                         attribute (6.3.1), the ε-optimal cluster matrix carrying Σ ε_A (6.3.2),
                         4.3 pair matrices

@@ -32,17 +32,16 @@ from typing import Any
 import numpy as np
 
 from mprr.clustering import Clustering, cluster_attributes
-from mprr.data import Dataset, Schema
+from mprr.data import Schema
 from mprr.protocols.budget import attribute_epsilons, attribute_specs, cluster_spec
 from mprr.protocols.dependences import PHASE, check_dependence_options, dependence_steps
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, product_estimate
 from mprr.protocols.independent import matrix_parameters
 from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, check_joint_cells
-from mprr.protocols.local import run_local
+from mprr.protocols.local import local_protocol
 from mprr.protocols.release import ReleasedData
 from mprr.protocols.result import ProtocolResult, release_result
 from mprr.protocols.steps import Program, Release
-from mprr.streams import Randomness
 
 __all__ = ["rr_clusters", "rr_clusters_steps", "release_clusters", "assemble_rr_clusters"]
 
@@ -130,12 +129,56 @@ def rr_clusters_steps(
     postprocess: str = DEFAULT_POSTPROCESS,
     max_cells: int = DEFAULT_JOINT_MAX_CELLS,
 ) -> Program:
-    """RR-Clusters as a step program: the dependence phase, Algorithm 1, the cluster release.
+    """RR-Clusters (main paper Section 4 with Algorithm 1 and the 6.3.2 matrices) as a step program.
 
-    Parameters as :func:`rr_clusters`.  Steps: phase ``"dependence"``
-    (:func:`~mprr.protocols.dependences.dependence_steps`: a release under 4.1, a secure sum
-    under 4.2 / 4.3), then phase ``"clusters"`` announcing Algorithm 1's clusters, one unit
-    per cluster through the 6.3.2 matrix (under 4.1 a singleton cluster replays phase 1).
+    Steps: phase ``"dependence"`` (:func:`~mprr.protocols.dependences.dependence_steps`: a
+    release under 4.1, a secure sum under 4.2 / 4.3), then phase ``"clusters"`` announcing
+    Algorithm 1's clusters, one unit per cluster through the 6.3.2 matrix (under 4.1 a
+    singleton cluster replays phase 1).
+
+    Parameters
+    ----------
+    schema
+        The attributes every party holds (all the program knows of the data before it runs).
+    Tv
+        Algorithm 1: largest number of value combinations of a cluster.
+    Td
+        Algorithm 1: smallest dependence for two clusters to be merged.
+    p, epsilon
+        Exactly one: keep probability of main paper 6.3.1 (``keep_or_uniform(|A|, p)``) or ε
+        per attribute (``grr``); scalar or one per attribute.  These give ε_A, the matrices of
+        phase 1 (4.1) and the budget of each cluster ``Σ_{A∈C} ε_A``.
+    dependence
+        ``"4.1"`` (RR per attribute, default), ``"4.2"`` (exact bivariate tables; ε = ∞, no DP
+        guarantee) or ``"4.3"`` (RR per pair + secure sum).
+    tables
+        4.1 only: dependences on ``"estimated"`` (default, eq. (2) through ``P^i ⊗ P^j``) or
+        ``"randomized"`` (raw released) bivariate tables.
+    pair_epsilon
+        4.3 only: ε of every pair matrix (default ``ε_i + ε_j``).
+    postprocess
+        ``"clip-rescale"`` (paper, default), ``"project-simplex"``, ``"ibu"`` or ``"none"``;
+        used for the cluster estimates and the estimated pair tables.
+    max_cells
+        Largest cluster domain the release accepts (DomainTooLargeError beyond; only reachable
+        when ``Tv > max_cells``).
+
+    Returns
+    -------
+    ProtocolResult
+        ``estimate``: ``ProductDistribution`` of the cluster distributions; phases
+        ``"dependence"`` then ``"clusters"``; ``clusters``, ``clustering_trace`` (Algorithm 1
+        merge steps) and ``dependence`` (the (m, m) matrix); ``details["dependence_tables"]``.
+
+    Notes
+    -----
+    Draw order (per party, :mod:`mprr.streams`):
+
+    - phase 1, 4.1: m uniforms, one per attribute in schema order; 4.2: none; 4.3: m(m−1)/2
+      uniforms, one per pair ``(i, j)``, ``i < j``, lexicographic;
+    - phase 2: one uniform per cluster, clusters in canonical order (sorted by smallest
+      attribute index), except, under 4.1, singleton clusters (replays of phase 1: no
+      uniform); the cluster value is the C-order code of its sorted attributes.
     """
     method = check_postprocess(postprocess)
     check_dependence_options(dependence, tables, pair_epsilon)
@@ -179,70 +222,4 @@ def rr_clusters_steps(
     )
 
 
-def rr_clusters(
-    dataset: Dataset,
-    *,
-    Tv: float,
-    Td: float,
-    p: float | Sequence[float] | None = None,
-    epsilon: float | Sequence[float] | None = None,
-    dependence: str = "4.1",
-    tables: str = "estimated",
-    pair_epsilon: float | None = None,
-    rng: Randomness,
-    postprocess: str = DEFAULT_POSTPROCESS,
-    max_cells: int = DEFAULT_JOINT_MAX_CELLS,
-) -> ProtocolResult:
-    """Run RR-Clusters (main paper Section 4 with Algorithm 1 and the 6.3.2 matrices).
-
-    Parameters
-    ----------
-    dataset
-        The parties' true records.
-    Tv
-        Algorithm 1: largest number of value combinations of a cluster.
-    Td
-        Algorithm 1: smallest dependence for two clusters to be merged.
-    p, epsilon
-        Exactly one: keep probability of main paper 6.3.1 (``keep_or_uniform(|A|, p)``) or ε
-        per attribute (``grr``); scalar or one per attribute.  These give ε_A, the matrices of
-        phase 1 (4.1) and the budget of each cluster ``Σ_{A∈C} ε_A``.
-    dependence
-        ``"4.1"`` (RR per attribute, default), ``"4.2"`` (exact bivariate tables; ε = ∞, no DP
-        guarantee) or ``"4.3"`` (RR per pair + secure sum).
-    tables
-        4.1 only: dependences on ``"estimated"`` (default, eq. (2) through ``P^i ⊗ P^j``) or
-        ``"randomized"`` (raw released) bivariate tables.
-    pair_epsilon
-        4.3 only: ε of every pair matrix (default ``ε_i + ε_j``).
-    rng
-        ``numpy.random.Generator`` or :class:`mprr.streams.PartyStreams`.
-    postprocess
-        ``"clip-rescale"`` (paper, default), ``"project-simplex"``, ``"ibu"`` or ``"none"``;
-        used for the cluster estimates and the estimated pair tables.
-    max_cells
-        Largest cluster domain the release accepts (DomainTooLargeError beyond; only reachable
-        when ``Tv > max_cells``).
-
-    Returns
-    -------
-    ProtocolResult
-        ``estimate``: ``ProductDistribution`` of the cluster distributions; phases
-        ``"dependence"`` then ``"clusters"``; ``clusters``, ``clustering_trace`` (Algorithm 1
-        merge steps) and ``dependence`` (the (m, m) matrix); ``details["dependence_tables"]``.
-
-    Notes
-    -----
-    Draw order (per party, :mod:`mprr.streams`):
-
-    - phase 1, 4.1: m uniforms, one per attribute in schema order; 4.2: none; 4.3: m(m−1)/2
-      uniforms, one per pair ``(i, j)``, ``i < j``, lexicographic;
-    - phase 2: one uniform per cluster, clusters in canonical order (sorted by smallest
-      attribute index), except, under 4.1, singleton clusters (replays of phase 1: no
-      uniform); the cluster value is the C-order code of its sorted attributes.
-    """
-    return run_local(
-        rr_clusters_steps, dataset, rng=rng, Tv=Tv, Td=Td, p=p, epsilon=epsilon,
-        dependence=dependence, tables=tables, pair_epsilon=pair_epsilon, postprocess=postprocess,
-        max_cells=max_cells,
-    )
+rr_clusters = local_protocol(rr_clusters_steps, "rr_clusters")

@@ -9,7 +9,7 @@ post-processing that turns π̂ into a proper distribution:
 - ``"ibu"`` (iterative Bayesian update, the EM maximum-likelihood estimate),
 - ``"none"`` (raw eq. 2, may be negative; only where the caller accepts it).
 
-For a :class:`~mprr.matrices.KroneckerMatrix` both eq. (2) and the IBU run with mode products
+For a :class:`~mprr.kronecker.KroneckerMatrix` both eq. (2) and the IBU run with mode products
 (:mod:`mprr.estimation`): the joint matrix is never built.
 """
 
@@ -20,7 +20,8 @@ import numpy as np
 from mprr.distributions import DenseDistribution, ProductDistribution
 from mprr.errors import ConfigurationError
 from mprr.estimation import POSTPROCESSORS, invert, postprocess
-from mprr.matrices import KroneckerMatrix, RandomizationMatrix
+from mprr.kronecker import KroneckerMatrix
+from mprr.matrices import RandomizationMatrix
 from mprr.protocols.release import ReleasedData
 
 __all__ = [

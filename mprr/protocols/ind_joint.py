@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mprr.data import Dataset, Schema
+from mprr.data import Schema
 from mprr.distributions import DenseDistribution, ProductDistribution, check_axes
 from mprr.domain import MAX_TABLE_CELLS, check_cells, joint_tally
 from mprr.errors import ConfigurationError
@@ -30,11 +30,10 @@ from mprr.matrices import RandomizationMatrix, kron
 from mprr.protocols.budget import attribute_epsilons
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit
 from mprr.protocols.independent import matrix_parameters, rr_independent_steps
-from mprr.protocols.local import run_local
+from mprr.protocols.local import local_protocol
 from mprr.protocols.release import ReleasedData
 from mprr.protocols.result import ProtocolResult, release_result
 from mprr.protocols.steps import Program
-from mprr.streams import Randomness
 
 __all__ = [
     "rr_ind_joint",
@@ -215,31 +214,12 @@ def rr_ind_joint_steps(
     """RR-Ind-Joint (RR-Ind-Joint paper Algorithm 3) as a step program.
 
     The release of RR-Independent (:func:`~mprr.protocols.independent.rr_independent_steps`),
-    then each group's joint through the Kronecker inverse.  Parameters as :func:`rr_ind_joint`.
-    """
-    method = check_postprocess(postprocess)
-    plan = ind_joint_plan(schema.sizes, p=p, epsilon=epsilon, matrices=matrices, groups=groups, max_cells=max_cells)
-    base = yield from rr_independent_steps(schema, p=p, epsilon=epsilon, matrices=matrices, postprocess=method)
-    return assemble_rr_ind_joint(schema, base.releases[0], plan, n=base.n, method=method)
-
-
-def rr_ind_joint(
-    dataset: Dataset,
-    *,
-    p: float | Sequence[float] | None = None,
-    epsilon: float | Sequence[float] | None = None,
-    matrices: Sequence[RandomizationMatrix] | None = None,
-    groups: Sequence[Sequence[int]] | None = None,
-    rng: Randomness,
-    postprocess: str = DEFAULT_POSTPROCESS,
-    max_cells: int = DEFAULT_IND_JOINT_MAX_CELLS,
-) -> ProtocolResult:
-    """Run RR-Ind-Joint (RR-Ind-Joint paper Algorithm 3).
+    then each group's joint through the Kronecker inverse.
 
     Parameters
     ----------
-    dataset
-        The parties' true records.
+    schema
+        The attributes every party holds (all the program knows of the data before it runs).
     p, epsilon, matrices
         Exactly one (as :func:`~mprr.protocols.rr_independent`); ``epsilon`` gives the
         DP-optimal k-RR matrix of the paper (3.4).
@@ -247,8 +227,6 @@ def rr_ind_joint(
         Disjoint attribute subsets whose joint is estimated through the Kronecker inverse;
         attributes in no group are estimated alone.  Default: one group with every attribute
         (the full joint, if it has at most ``max_cells`` cells).
-    rng
-        ``numpy.random.Generator`` or :class:`mprr.streams.PartyStreams`.
     postprocess
         ``"clip-rescale"`` (default), ``"project-simplex"``, ``"ibu"`` (mode-product IBU) or ``"none"``.
     max_cells
@@ -266,7 +244,10 @@ def rr_ind_joint(
     Draw order (per party): m uniforms, one per attribute in schema order — identical to
     RR-Independent, so the same seed releases the same Y.
     """
-    return run_local(
-        rr_ind_joint_steps, dataset, rng=rng, p=p, epsilon=epsilon, matrices=matrices,
-        groups=groups, postprocess=postprocess, max_cells=max_cells,
-    )
+    method = check_postprocess(postprocess)
+    plan = ind_joint_plan(schema.sizes, p=p, epsilon=epsilon, matrices=matrices, groups=groups, max_cells=max_cells)
+    base = yield from rr_independent_steps(schema, p=p, epsilon=epsilon, matrices=matrices, postprocess=method)
+    return assemble_rr_ind_joint(schema, base.releases[0], plan, n=base.n, method=method)
+
+
+rr_ind_joint = local_protocol(rr_ind_joint_steps, "rr_ind_joint")

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mprr.data import Dataset, Schema
+from mprr.data import Schema
 from mprr.matrices import RandomizationMatrix
 from mprr.protocols.budget import attribute_epsilons, attribute_specs
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, product_estimate
-from mprr.protocols.local import run_local
+from mprr.protocols.local import local_protocol
 from mprr.protocols.release import ReleasedData
 from mprr.protocols.result import ProtocolResult, release_result
 from mprr.protocols.steps import Program, Release, singletons
-from mprr.streams import Randomness
 
 __all__ = ["rr_independent", "rr_independent_steps", "matrix_parameters", "assemble_rr_independent"]
 
@@ -94,39 +93,16 @@ def rr_independent_steps(
     """RR-Independent (main paper Protocol 1) as a step program (:mod:`mprr.protocols.steps`).
 
     One step: phase ``"attributes"``, one unit per attribute (schema order) through ``P^j``;
-    the reply gives the marginals (eq. 2) and their product.  Parameters as
-    :func:`rr_independent`.
-    """
-    method = check_postprocess(postprocess)
-    specs, _ = attribute_specs(schema.sizes, p=p, epsilon=epsilon, matrices=matrices)
-    got = yield Release("attributes", singletons(schema.m), specs)
-    return assemble_rr_independent(
-        schema, got.data, n=got.n, p=p, epsilon=epsilon, matrices=matrices, method=method
-    )
-
-
-def rr_independent(
-    dataset: Dataset,
-    *,
-    p: float | Sequence[float] | None = None,
-    epsilon: float | Sequence[float] | None = None,
-    matrices: Sequence[RandomizationMatrix] | None = None,
-    rng: Randomness,
-    postprocess: str = DEFAULT_POSTPROCESS,
-) -> ProtocolResult:
-    """Run RR-Independent (main paper Protocol 1) on every record of ``dataset``.
+    the reply gives the marginals (eq. 2) and their product.
 
     Parameters
     ----------
-    dataset
-        The parties' true records (party i holds row i).
+    schema
+        The attributes every party holds (all the program knows of the data before it runs).
     p, epsilon, matrices
         Exactly one: keep probability of main paper 6.3.1 (``keep_or_uniform(|A|, p)``, the
         paper's experiments; ε_A computed from the matrix), ε per attribute (``grr``), or one
         explicit matrix per attribute (see :func:`mprr.protocols.budget.attribute_matrices`).
-    rng
-        A ``numpy.random.Generator`` or :class:`mprr.streams.PartyStreams` (one stream per
-        record).
     postprocess
         ``"clip-rescale"`` (paper, default), ``"project-simplex"``, ``"ibu"`` or ``"none"`` (raw eq. 2).
 
@@ -142,7 +118,12 @@ def rr_independent(
     Draw order (per party, :mod:`mprr.streams`): m uniforms, one per attribute in schema order
     (attribute j's released value = inverse-CDF of row x_j of ``P^j`` at the j-th uniform).
     """
-    return run_local(
-        rr_independent_steps, dataset, rng=rng, p=p, epsilon=epsilon, matrices=matrices,
-        postprocess=postprocess,
+    method = check_postprocess(postprocess)
+    specs, _ = attribute_specs(schema.sizes, p=p, epsilon=epsilon, matrices=matrices)
+    got = yield Release("attributes", singletons(schema.m), specs)
+    return assemble_rr_independent(
+        schema, got.data, n=got.n, p=p, epsilon=epsilon, matrices=matrices, method=method
     )
+
+
+rr_independent = local_protocol(rr_independent_steps, "rr_independent")

@@ -13,17 +13,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mprr.data import Dataset, Schema
+from mprr.data import Schema
 from mprr.errors import ConfigurationError
 from mprr.domain import MAX_MATRIX_CELLS, check_cells
 from mprr.matrices import RandomizationMatrix, check_epsilon
 from mprr.protocols.budget import attribute_epsilons, attribute_matrices
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
-from mprr.protocols.local import run_local
+from mprr.protocols.local import local_protocol
 from mprr.protocols.release import ReleasedData
 from mprr.protocols.result import ProtocolResult, release_result
 from mprr.protocols.steps import MatrixSpec, Program, Release
-from mprr.streams import Randomness
 
 __all__ = [
     "rr_joint",
@@ -167,38 +166,17 @@ def rr_joint_steps(
     """RR-Joint (main paper Protocol 2) as a step program: one release of the whole record.
 
     Phase ``"joint"``, one unit (every attribute) through the ε-optimal joint matrix (or the
-    given one); the reply gives the dense eq. (2) estimate.  Parameters as :func:`rr_joint`.
-    """
-    method = check_postprocess(postprocess)
-    plan = joint_plan(schema.sizes, p=p, epsilon=epsilon, matrix=matrix, max_cells=max_cells)
-    spec = MatrixSpec.dense(plan.matrix) if plan.epsilon is None else MatrixSpec.cluster_optimal(plan.epsilon)  # type: ignore[arg-type]
-    got = yield Release("joint", (tuple(range(schema.m)),), (spec,))
-    return assemble_rr_joint(schema, got.data, plan, n=got.n, method=method)
-
-
-def rr_joint(
-    dataset: Dataset,
-    *,
-    p: float | Sequence[float] | None = None,
-    epsilon: float | None = None,
-    matrix: RandomizationMatrix | None = None,
-    rng: Randomness,
-    postprocess: str = DEFAULT_POSTPROCESS,
-    max_cells: int = DEFAULT_JOINT_MAX_CELLS,
-) -> ProtocolResult:
-    """Run RR-Joint (main paper Protocol 2) on every record of ``dataset``.
+    given one); the reply gives the dense eq. (2) estimate.
 
     Parameters
     ----------
-    dataset
-        The parties' true records.
+    schema
+        The attributes every party holds (all the program knows of the data before it runs).
     p, epsilon, matrix
         Exactly one: ``p`` — budget equivalent to RR-Independent with keep probability ``p``
         (main paper 6.3.2: ε-optimal joint matrix carrying Σ_A ε_A of the 6.3.1 matrices);
         ``epsilon`` — total ε of the ε-optimal joint matrix (``cluster_optimal``); ``matrix``
         — an explicit matrix over the joint domain (C order of the attribute codes).
-    rng
-        ``numpy.random.Generator`` or :class:`mprr.streams.PartyStreams`.
     postprocess
         ``"clip-rescale"`` (default), ``"project-simplex"``, ``"ibu"`` or ``"none"`` (raw eq. 2).
     max_cells
@@ -224,7 +202,11 @@ def rr_joint(
     Draw order (per party): 1 uniform — the record's joint code (C order over the schema)
     released by inverse-CDF of its matrix row.
     """
-    return run_local(
-        rr_joint_steps, dataset, rng=rng, p=p, epsilon=epsilon, matrix=matrix,
-        postprocess=postprocess, max_cells=max_cells,
-    )
+    method = check_postprocess(postprocess)
+    plan = joint_plan(schema.sizes, p=p, epsilon=epsilon, matrix=matrix, max_cells=max_cells)
+    spec = MatrixSpec.dense(plan.matrix) if plan.epsilon is None else MatrixSpec.cluster_optimal(plan.epsilon)  # type: ignore[arg-type]
+    got = yield Release("joint", (tuple(range(schema.m)),), (spec,))
+    return assemble_rr_joint(schema, got.data, plan, n=got.n, method=method)
+
+
+rr_joint = local_protocol(rr_joint_steps, "rr_joint")

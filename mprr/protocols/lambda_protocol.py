@@ -23,17 +23,16 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mprr.data import Dataset, Schema
+from mprr.data import Schema
 from mprr.domain import check_cells
 from mprr.errors import ConfigurationError
 from mprr.matrices import check_int, check_unit, lambda_randomization
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
 from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS
-from mprr.protocols.local import run_local
+from mprr.protocols.local import local_protocol
 from mprr.protocols.release import ReleasedData
 from mprr.protocols.result import ProtocolResult, release_result
 from mprr.protocols.steps import MatrixSpec, Program, Release
-from mprr.streams import Randomness
 
 __all__ = [
     "EntropyCheck",
@@ -274,8 +273,8 @@ def assemble_lambda(
 
 def lambda_steps(
     schema: Schema,
-    *,
     lambdas: Sequence[float],
+    *,
     min_bits: float | None = None,
     max_bits: float | None = None,
     min_beta: float | None = None,
@@ -289,46 +288,12 @@ def lambda_steps(
 
     Steps 1-3 (λ, matrices, entropy check with re-generation) run before any release; step 4
     is one release (phase ``"record"``, one unit through ``P(λ_1) ⊗ ... ⊗ P(λ_m)``, one
-    uniform); step 5 estimates with the Kronecker inverse.  Parameters as
-    :func:`lambda_protocol`.
-    """
-    method = check_postprocess(postprocess)
-    plan = lambda_plan(
-        schema.sizes,
-        lambdas,
-        min_bits=min_bits,
-        max_bits=max_bits,
-        min_beta=min_beta,
-        max_beta=max_beta,
-        regenerate=regenerate,
-        max_rounds=max_rounds,
-        max_cells=max_cells,
-    )
-    spec = MatrixSpec.lambda_kron(plan.lambdas)
-    got = yield Release("record", (tuple(range(schema.m)),), (spec,), notes={"entropy checks": plan.checks})
-    return assemble_lambda(schema, got.data, plan, n=got.n, method=method)
-
-
-def lambda_protocol(
-    dataset: Dataset,
-    lambdas: Sequence[float],
-    *,
-    min_bits: float | None = None,
-    max_bits: float | None = None,
-    min_beta: float | None = None,
-    max_beta: float | None = None,
-    regenerate: Callable[[tuple[float, ...], EntropyCheck], Sequence[float]] | None = None,
-    max_rounds: int = 20,
-    rng: Randomness,
-    postprocess: str = DEFAULT_POSTPROCESS,
-    max_cells: int = DEFAULT_IND_JOINT_MAX_CELLS,
-) -> ProtocolResult:
-    """Run the λ-randomization protocol (lambda paper Section 5) with its entropy check.
+    uniform); step 5 estimates with the Kronecker inverse.
 
     Parameters
     ----------
-    dataset
-        The individuals' true records.
+    schema
+        The attributes every party holds (all the program knows of the data before it runs).
     lambdas
         The controller's first choice, one λ_j in (0, 1] per attribute.
     min_bits, max_bits, min_beta, max_beta
@@ -338,8 +303,6 @@ def lambda_protocol(
         ``regenerate(lambdas, check) -> new lambdas`` called after each unsatisfactory check.
     max_rounds
         Largest number of checks (first choice included).
-    rng
-        ``numpy.random.Generator`` or :class:`mprr.streams.PartyStreams`.
     postprocess
         ``"clip-rescale"`` (default), ``"project-simplex"``, ``"ibu"`` or ``"none"`` (raw eq. 2).
     max_cells
@@ -364,8 +327,21 @@ def lambda_protocol(
     Draw order (per party): 1 uniform — the record released through the Kronecker row by
     inverse-CDF, factor by factor (:func:`mprr.randomize.randomize_joint`).
     """
-    return run_local(
-        lambda_steps, dataset, rng=rng, lambdas=lambdas, min_bits=min_bits, max_bits=max_bits,
-        min_beta=min_beta, max_beta=max_beta, regenerate=regenerate, max_rounds=max_rounds,
-        postprocess=postprocess, max_cells=max_cells,
+    method = check_postprocess(postprocess)
+    plan = lambda_plan(
+        schema.sizes,
+        lambdas,
+        min_bits=min_bits,
+        max_bits=max_bits,
+        min_beta=min_beta,
+        max_beta=max_beta,
+        regenerate=regenerate,
+        max_rounds=max_rounds,
+        max_cells=max_cells,
     )
+    spec = MatrixSpec.lambda_kron(plan.lambdas)
+    got = yield Release("record", (tuple(range(schema.m)),), (spec,), notes={"entropy checks": plan.checks})
+    return assemble_lambda(schema, got.data, plan, n=got.n, method=method)
+
+
+lambda_protocol = local_protocol(lambda_steps, "lambda_protocol")

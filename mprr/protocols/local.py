@@ -17,8 +17,9 @@ the same result for the same seed.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from mprr.data import Dataset
 from mprr.domain import MAX_TABLE_CELLS
@@ -27,8 +28,7 @@ from mprr.protocols.result import ProtocolResult
 from mprr.protocols.steps import Program, Release, Released, SecureSum, Step
 from mprr.streams import Randomness, draw_uniforms
 
-__all__ = ["run_local"]
-"""Largest exact table (main paper 4.2) the local driver tallies."""
+__all__ = ["LocalProtocol", "local_protocol", "run_local"]
 
 
 def run_local(
@@ -86,3 +86,51 @@ def _answer(step: Step, dataset: Dataset, rng: Randomness, done: dict[str, Relea
     mats = tuple(s.build([sizes[a] for a in u]) for s, u in zip(step.specs, step.units))
     uniforms = draw_uniforms(rng, dataset.n, len(step.units))
     return release_units(step.phase, codes, sizes, step.units, mats, uniforms, linkable=False)
+
+
+class LocalProtocol(Protocol):
+    """A protocol run on every record of a data set: ``f(dataset, *, rng, **params)``."""
+
+    __name__: str
+
+    def __call__(self, dataset: Dataset, /, *args: Any, rng: Randomness, **params: Any) -> ProtocolResult: ...
+
+
+def local_protocol(program: Callable[..., Program], name: str) -> LocalProtocol:
+    """The fast-path function ``name(dataset, *, rng, **params)`` of a step program.
+
+    It runs ``run_local(program, dataset, rng=rng, **params)``; its signature is the program's,
+    with ``dataset`` for ``schema`` and the keyword-only ``rng`` (parameters the program takes
+    positionally after ``schema`` may be passed positionally), and its docstring points to the
+    program's, so each protocol's parameters are written once, on its step program.
+    """
+    signature = inspect.signature(program)
+    positional = [p.name for p in list(signature.parameters.values())[1:]
+                  if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+
+    def run(dataset: Dataset, /, *args: Any, rng: Randomness, **params: Any) -> ProtocolResult:
+        if len(args) > len(positional):
+            raise TypeError(f"{name}() takes {1 + len(positional)} positional arguments but {1 + len(args)} were given")
+        return run_local(program, dataset, rng=rng, **dict(zip(positional, args)), **params)
+
+    head = (program.__doc__ or "").strip().splitlines()[0].split(" as a step program")[0]
+    parameters = list(signature.parameters.values())
+    setattr(run, "__signature__", signature.replace(  # read by inspect, help() and Sphinx
+        parameters=[
+            inspect.Parameter("dataset", inspect.Parameter.POSITIONAL_ONLY, annotation="Dataset"),
+            *parameters[1:],
+            inspect.Parameter("rng", inspect.Parameter.KEYWORD_ONLY, annotation="Randomness"),
+        ],
+        return_annotation="ProtocolResult",
+    ))
+    run.__name__ = run.__qualname__ = name
+    run.__module__ = program.__module__
+    run.__doc__ = (
+        f"{head}, run on every record of ``dataset``.\n\n"
+        f"``{name}(dataset, *, rng, **params)`` is ``run_local({program.__name__}, dataset, rng=rng, "
+        f"**params)`` (:func:`mprr.protocols.local.run_local`): ``dataset`` holds the parties' true "
+        f"records (party i holds row i), ``rng`` is a ``numpy.random.Generator`` or a "
+        f":class:`mprr.streams.PartyStreams` (one stream per record).  Parameters, result and draw "
+        f"order: :func:`{program.__module__}.{program.__name__}`.\n"
+    )
+    return run

@@ -66,7 +66,8 @@ class ProtocolEntry:
             raise ConfigurationError(f"{self.name} fixes {clash}; do not pass them")
         kwargs = {**self.fixed, **params}
         signature = inspect.signature(self.program)
-        named = [p for p in signature.parameters.values() if p.kind is p.KEYWORD_ONLY]
+        named = [p for p in list(signature.parameters.values())[1:]  # after the schema
+                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
         open_ended = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
         extra = set(driver) if self.secure else set()
         allowed = sorted({p.name for p in named if p.name not in self.fixed} | extra)

@@ -27,7 +27,8 @@ import numpy as np
 from mprr.domain import check_cells, decode_joint, encode_joint, joint_tally, tally
 from mprr.errors import ConfigurationError
 from mprr.privacy.ledger import Release
-from mprr.matrices import KroneckerMatrix, RandomizationMatrix
+from mprr.kronecker import KroneckerMatrix
+from mprr.matrices import RandomizationMatrix
 from mprr.randomize import randomize, randomize_joint
 
 __all__ = [
