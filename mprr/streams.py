@@ -322,8 +322,8 @@ class PresetSeed(ISeedSequence):
     __slots__ = ("pool", "_words")
 
     def __init__(self, pool: np.ndarray, words: np.ndarray | None = None) -> None:
-        self.pool = np.array(pool, dtype=np.uint32).reshape(-1)
-        self._words = None if words is None else np.array(words, dtype=np.uint64)
+        self.pool = np.asarray(pool, dtype=np.uint32).reshape(-1)  # a view of PartyStreams' pools: no copy
+        self._words = None if words is None else np.asarray(words, dtype=np.uint64)
 
     def generate_state(self, n_words: int, dtype: Any = np.uint32) -> np.ndarray:
         """``SeedSequence.generate_state`` of the pool: ``n_words`` words of ``dtype``."""
