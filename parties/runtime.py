@@ -31,9 +31,8 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from mprr.data import Schema
@@ -41,9 +40,11 @@ from mprr.errors import ConfigurationError
 from parties.faults import FaultPlan
 from mprr.privacy import DEFAULT_MIN_ROSTER
 from parties.router import RouterNetwork
-from parties.secure.engine import SecureSumEngine
 from parties.shard import ShardReport, ShardSetup
 from parties.traffic import LatencyModel
+
+if TYPE_CHECKING:  # annotations only: a worker imports the engines only when a run needs them
+    from parties.secure.engine import SecureSumEngine
 
 __all__ = [
     "RUNTIMES",
@@ -93,8 +94,13 @@ class HostingPlan:
 
     def network(self) -> RouterNetwork:
         """The controller process's router for this run (full mesh when ``mesh``, else the star)."""
+        topology = None
+        if self.mesh:
+            import networkx as nx  # only for the engines that need direct party links
+
+            topology = nx.complete_graph(self.n)
         return RouterNetwork(self.n, faults=self.faults, latency=self.latency, seed=self.fault_seed,
-                             topology=nx.complete_graph(self.n) if self.mesh else None)
+                             topology=topology)
 
 
 class Hosting(ABC):

@@ -53,9 +53,8 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
-import networkx as nx
 import numpy as np
 
 from mprr.data import Schema
@@ -68,9 +67,13 @@ from parties.wire.messages import Abort, Message
 from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
 from parties.party import Party
 from parties.public_state import ReleaseBook
-from parties.secure.engine import SecureSumEngine
 from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry, Signer, generate_signers
 from parties.transport import CONTROLLER, Endpoint, Frame, Transport, actor_name
+
+if TYPE_CHECKING:  # annotations only: a worker imports networkx and the engines only when a run needs them
+    import networkx as nx
+
+    from parties.secure.engine import SecureSumEngine
 
 __all__ = [
     "PartyShard",
@@ -461,7 +464,11 @@ class PartyShard:
         if len(setup.budgets) != len(setup.parties):
             raise ConfigurationError(f"shard setup: {len(setup.budgets)} budgets for {len(setup.parties)} parties")
         self.setup = setup
-        topology = nx.complete_graph(setup.n) if setup.mesh else None
+        topology = None
+        if setup.mesh:
+            import networkx as nx  # only for the engines that need direct party links
+
+            topology = nx.complete_graph(setup.n)
         self.network = ShardNetwork(setup.n, setup.parties, uplink, topology=topology)
         self._uplink = uplink
         self._accept = frozenset(setup.accept)
