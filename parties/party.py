@@ -321,18 +321,31 @@ class Party:
             except RoundTimeout:
                 self.status = "idle-timeout"
                 return
-            msg = env.message
-            if isinstance(msg, Abort):
-                self.status = "aborted"
+            action = self.receive(env.message)
+            if self.status == "aborted":
                 return
-            if isinstance(msg, SecureSumStart):
-                await self.secure_sum(endpoint, msg)
-                continue
-            try:
-                reply = self.handle(msg)
-            except MessageError as exc:
-                self.errors.append(str(exc))
-                continue
-            if reply is not None:
-                await endpoint.send(CONTROLLER, reply, phase=env.phase)
+            if isinstance(action, SecureSumStart):
+                await self.secure_sum(endpoint, action)
+            elif action is not None:
+                await endpoint.send(CONTROLLER, action, phase=env.phase)
+
+    def receive(self, msg: Message) -> Message | SecureSumStart | None:
+        """What one message from the controller asks of this party (every host calls this).
+
+        An :class:`~parties.wire.messages.Abort` sets :attr:`status` to ``"aborted"``; a
+        :class:`~parties.wire.requests.SecureSumStart` is returned for the host to run
+        (:meth:`secure_sum`, as a task the host owns); any other message is answered by
+        :meth:`handle` and its reply returned.  A message the party cannot serve is logged in
+        :attr:`errors` and gives ``None``: never raises for protocol trouble.
+        """
+        if isinstance(msg, Abort):
+            self.status = "aborted"
+            return None
+        if isinstance(msg, SecureSumStart):
+            return msg
+        try:
+            return self.handle(msg)
+        except MessageError as exc:
+            self.errors.append(str(exc))
+            return None
 

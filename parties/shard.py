@@ -584,16 +584,9 @@ class PartyShard:
                                 f"in phase {frame.phase!r}: {exc}")
             return
         net._traffic.record_delivery(dst, len(payload))
-        if isinstance(msg, Abort):
-            party.status = "aborted"
-            return
-        if isinstance(msg, SecureSumStart):
-            self._start_session(party, msg)
-            return
-        try:
-            reply = party.handle(msg)
-        except MessageError as exc:
-            party.errors.append(str(exc))
+        reply = party.receive(msg)
+        if isinstance(reply, SecureSumStart):
+            self._start_session(party, reply)
             return
         if reply is not None and net._admit(dst):
             data = encode(reply)
