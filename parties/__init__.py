@@ -26,7 +26,8 @@ Modules, in dependency order:
 - ``router``        — ``RouterNetwork``: the controller process routes, counts and injects faults
 - ``runtime``       — ``Runtime`` / ``HostingPlan`` / ``make_runtime``: memory | tcp | ray
 - ``tls``           — per-run CA and mutual-TLS certificates (``cryptography``, stdlib ``ssl``)
-- ``tcp``           — the ``tcp`` runtime: worker processes over TLS, supervision, ``mprr party``
+- ``tcp``           — the ``tcp`` runtime: worker processes over TLS, supervision
+- ``worker``        — a ``tcp`` worker process (``mprr party``): connect, host parties, serve runs
 - ``ray_runtime``   — the ``ray`` runtime: party shards as Ray async actors (optional extra)
 - ``simulate``      — ``simulate(dataset, protocol, ..., seed, runtime)``: one run of the actor path
 """

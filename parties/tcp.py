@@ -17,7 +17,7 @@ TLS is on by default: TLS 1.3, a per-run CA, the controller and every worker aut
 worker number it claims.
 
 Supervision (:class:`TcpRuntime`, ``spawn=True``): the runner starts ``workers`` processes
-(``python -m parties.tcp ...``) and owns them: leaving :meth:`TcpRuntime.host` — after
+(``python -m parties.worker ...``) and owns them: leaving :meth:`TcpRuntime.host` — after
 success, an error or Ctrl-C — closes their stdin (a worker exits when its stdin closes, so a
 killed runner leaves no orphan), then terminates and finally kills what is left, and waits for
 each.  A worker that exits before it is ready fails the start with
@@ -25,7 +25,8 @@ each.  A worker that exits before it is ready fails the start with
 crashes its parties (:meth:`~parties.router.RouterNetwork.lose`).
 
 By hand (``spawn=False``): ``mprr party --connect HOST:PORT --parties 0-999 --worker 0
---tls-dir DIR`` on any machine; the controller waits for workers covering every party.
+--tls-dir DIR`` on any machine; the controller waits for workers covering every party.  The
+worker side (connect, serve runs, options) is :mod:`parties.worker`.
 
 Accounting (:meth:`TcpHosting.wire`): payload bytes (the codec's, identical to the in-memory
 network's; a party-to-party frame crosses the channel twice, up to the router and down to its
@@ -37,37 +38,31 @@ sent and received — the difference is the TLS overhead (handshake, record head
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import os
 import socket
 import struct
 import sys
 import tempfile
-import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mprr.errors import ConfigurationError, MessageError, MprrError, RuntimeFailure
+from mprr.errors import ConfigurationError, MessageError, RuntimeFailure
 from parties.runtime import Hosting, HostingPlan, Runtime, lost_reports, task_group
 from parties.router import RouterNetwork
-from parties.shard import PartyShard, ShardReport, ShardSetup, directory, split
-from parties.tls import CONTROLLER_NAME, TlsMaterial, client_context, make_material, reuse_or_make_material, server_context
+from parties.shard import ShardReport, directory, split
+from parties.tls import TlsMaterial, make_material, reuse_or_make_material, server_context
 from parties.transport import Frame
 from parties.channel import DATA, LENGTH_SIZE, RecordBatcher, StreamDecoder, loads, pack_stream, read_record
 
 __all__ = [
+    "StreamChannel",
     "TcpHosting",
     "TcpRuntime",
-    "build_worker_parser",
-    "exit_with_parent",
     "parse_address",
     "parse_parties",
-    "run_worker",
-    "worker_main",
 ]
 
 _TCP_INFO_BYTES = struct.Struct("QQ")  # tcpi_bytes_acked, tcpi_bytes_received (Linux >= 4.2)
@@ -95,7 +90,7 @@ def parse_parties(text: str) -> range:
     return range(a, b + 1)
 
 
-class _Channel(RecordBatcher):
+class StreamChannel(RecordBatcher):
     """One stream: records out (batched per loop turn), records in, byte counters."""
 
     prefix = LENGTH_SIZE
@@ -152,7 +147,7 @@ class _WorkerLink:
 
     parties: range
     worker: int
-    channel: _Channel
+    channel: StreamChannel
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     done: asyncio.Event = field(default_factory=asyncio.Event)
     report: ShardReport | None = None
@@ -193,7 +188,7 @@ class TcpHosting(Hosting):
     # -- connections
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """One worker connection, from hello to report (never raises: a bad worker is dropped)."""
-        channel = _Channel(reader, writer)
+        channel = StreamChannel(reader, writer)
         link: _WorkerLink | None = None
         try:
             records = channel.records()
@@ -232,7 +227,7 @@ class TcpHosting(Hosting):
                 self._changed.set()
             await channel.close()
 
-    def _hello(self, channel: _Channel, record: bytes, writer: asyncio.StreamWriter) -> _WorkerLink:
+    def _hello(self, channel: StreamChannel, record: bytes, writer: asyncio.StreamWriter) -> _WorkerLink:
         tag, body = loads(record)
         if tag != "hello" or not isinstance(body, dict):
             raise MessageError(f"a worker must start with hello, got {tag!r}")
@@ -443,7 +438,7 @@ class TcpRuntime(Runtime):
 
 async def _spawn(k: int, parties: range, address: str, material: TlsMaterial | None,
                  log: Path) -> asyncio.subprocess.Process:
-    cmd = [sys.executable, "-m", "parties.tcp", "--connect", address, "--parties",
+    cmd = [sys.executable, "-m", "parties.worker", "--connect", address, "--parties",
            f"{parties.start}-{parties.stop - 1}", "--worker", str(k), "--exit-with-parent"]
     cmd += ["--no-tls"] if material is None else ["--tls-dir", str(material.directory)]
     with open(log, "wb") as err:
@@ -474,169 +469,3 @@ async def _reap(processes: Sequence[asyncio.subprocess.Process]) -> None:
 
 
 # ---------------------------------------------------------------------------- worker side
-async def run_worker(address: str, parties: range, *, worker: int = 0, tls_dir: str | None = None,
-                     tls: bool = True, wait: float = 0.0, linger: float = 0.0, runs: int | None = 1) -> int:
-    """Connect to the controller at ``address`` and host ``parties`` for its runs.
-
-    A scenario runs several protocols, each a run of its own with a fresh shard. A worker
-    started by hand serves run after run: after each one it reconnects, and it stops when no
-    controller has listened at ``address`` for ``linger`` seconds (or after ``runs`` runs).
-
-    Parameters
-    ----------
-    wait
-        Seconds to keep trying to reach the controller for the first run (0: one attempt).
-    linger
-        Seconds to keep trying between runs.
-    runs
-        Stop after this many runs (``None``: until no controller listens for ``wait`` seconds).
-
-    Returns
-    -------
-    int
-        The number of runs served.
-
-    Raises
-    ------
-    RuntimeFailure
-        The controller cannot be reached for the first run, refused the worker, or closed the
-        connection before a run finished.
-    """
-    host, port = parse_address(address)
-    ctx = None
-    if tls:
-        if tls_dir is None:
-            raise ConfigurationError("a TLS worker needs tls_dir (ca.pem, worker-<k>.pem, worker-<k>.key)")
-    served = 0
-    loop = asyncio.get_running_loop()
-    while runs is None or served < runs:
-        if tls and tls_dir is not None:  # re-read: the controller may have renewed the material
-            material = TlsMaterial(Path(tls_dir))
-            ctx = client_context(material.ca, material.cert(f"worker-{worker}"), material.key(f"worker-{worker}"))
-        # between runs the controller may still be closing the last run's listener, or not yet
-        # listening for the next: a refused connection or a hang-up before the set-up is retried
-        deadline = loop.time() + (linger if served else wait)
-        while True:
-            try:
-                reader, writer = await asyncio.open_connection(host, port, ssl=ctx,
-                                                               server_hostname=CONTROLLER_NAME if ctx else None)
-                await _serve_run(reader, writer, parties, worker)
-                break
-            except (OSError, _NoSetup) as exc:
-                if loop.time() >= deadline:
-                    if served:
-                        return served
-                    if isinstance(exc, _NoSetup):
-                        raise RuntimeFailure(f"worker {worker}: {exc}") from None
-                    raise RuntimeFailure(f"worker {worker}: cannot reach the controller at {address}: {exc}") from None
-                await asyncio.sleep(min(0.5, max(0.0, deadline - loop.time())))
-        served += 1
-    return served
-
-
-class _NoSetup(Exception):
-    """The controller hung up before sending a run's set-up (refused, or between runs)."""
-
-
-async def _serve_run(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, parties: range, worker: int) -> None:
-    """Host ``parties`` for one run on an open connection, until the controller's finish."""
-    channel = _Channel(reader, writer)
-    channel.send_control("hello", {"worker": worker, "parties": (parties.start, parties.stop)})
-    shard: PartyShard | None = None
-    finished = False
-    try:
-        async with task_group() as tg:
-            serving: asyncio.Task[None] | None = None
-            async for record in channel.records():
-                if record[0] == DATA:
-                    if shard is not None:
-                        frame, position = read_record(record)
-                        shard.deliver(frame, position)
-                    continue
-                tag, body = loads(record)
-                if tag == "setup" and shard is None and isinstance(body, ShardSetup) and body.parties == parties:
-                    shard = PartyShard(body, lambda f: channel.send_frame(f, None))
-                    serving = tg.create_task(shard.serve())
-                    channel.send_control("ready", shard.public_keys())
-                elif tag == "registry" and shard is not None and isinstance(body, bytes):
-                    shard.register(body)
-                elif tag == "crash" and shard is not None:
-                    shard.crash(tuple(int(p) for p in body))
-                elif tag == "finish" and shard is not None and serving is not None:
-                    shard.stop()
-                    await serving
-                    channel.send_control("report", shard.report())
-                    channel.flush()
-                    await writer.drain()
-                    finished = True
-                    break
-                else:
-                    raise MessageError(f"worker {worker}: unexpected control record {tag!r}")
-            if shard is not None:
-                shard.stop()
-    finally:
-        await channel.close()
-    if shard is None:
-        raise _NoSetup("the controller closed the connection before sending the run's set-up")
-    if not finished:
-        raise RuntimeFailure(f"worker {worker}: the controller closed the connection before the run finished")
-
-
-def exit_with_parent() -> None:
-    """Exit when stdin closes (the supervising runner is gone): no orphan worker."""
-    def watch() -> None:
-        with suppress(Exception):
-            while sys.stdin.buffer.read(1024):
-                pass
-        os._exit(3)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-
-
-def build_worker_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    """Options of a worker (``mprr party`` / ``python -m parties.tcp``)."""
-    p = parser or argparse.ArgumentParser(prog="python -m parties.tcp", description="an mprr party worker")
-    p.add_argument("--connect", required=True, metavar="HOST:PORT", help="the controller's address")
-    p.add_argument("--parties", required=True, metavar="FIRST-LAST", help="party ids hosted, inclusive, e.g. 0-999")
-    p.add_argument("--worker", type=int, default=0, metavar="K", help="worker number (certificate worker-K)")
-    p.add_argument("--tls-dir", default=None, metavar="DIR", help="directory with ca.pem, worker-K.pem, worker-K.key")
-    p.add_argument("--no-tls", action="store_true", help="plain TCP (the controller must also run without TLS)")
-    p.add_argument("--wait", type=float, default=300.0, metavar="S",
-                   help="keep trying to reach the controller for S seconds before the first run (default 300)")
-    p.add_argument("--linger", type=float, default=30.0, metavar="S",
-                   help="after a run, keep trying for S seconds to serve the controller's next run (a scenario "
-                        "runs one per protocol); exit when none comes (default 30)")
-    p.add_argument("--exit-with-parent", action="store_true", help=argparse.SUPPRESS)
-    return p
-
-
-def serve_by_options(args: argparse.Namespace) -> int:
-    """Run the worker ``args`` describe (spawned by a runner: one run, no retry; by hand: many)."""
-    if args.exit_with_parent:
-        exit_with_parent()
-    spawned = bool(args.exit_with_parent)
-    for name in ("wait", "linger"):
-        value = getattr(args, name)
-        if not 0 <= value < float("inf"):
-            raise ConfigurationError(f"--{name} must be a finite number of seconds >= 0, got {value!r}")
-    return asyncio.run(run_worker(args.connect, parse_parties(args.parties), worker=args.worker,
-                                  tls_dir=args.tls_dir, tls=not args.no_tls, wait=0.0 if spawned else args.wait,
-                                  linger=args.linger, runs=1 if spawned else None))
-
-
-def worker_main(argv: Sequence[str] | None = None, args: argparse.Namespace | None = None) -> int:
-    """Run one worker; exit code 0, 2 on an mprr error (one line on stderr), 130 on Ctrl-C."""
-    if args is None:
-        args = build_worker_parser().parse_args(argv)
-    try:
-        serve_by_options(args)
-    except MprrError as exc:
-        sys.stderr.write(f"mprr party: error: {exc}\n")
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover - worker process entry point
-    sys.exit(worker_main())

@@ -44,7 +44,7 @@ from scenarios.progress import Progress
 from scenarios.registry import available, load
 from scenarios.report import format_value, to_jsonable
 from parties.runtime import RUNTIMES, Runtime, make_runtime
-from parties.tcp import build_worker_parser, serve_by_options
+from parties.worker import build_worker_parser, serve_by_options
 from scenarios.runner import RunOutcome, run
 
 __all__ = ["PARAMETER_OPTIONS", "RUN_OPTION_GROUPS", "build_parser", "main", "parameter_overrides"]

@@ -233,7 +233,7 @@ def test_a_worker_started_by_hand_serves_run_after_run(data, tmp_path) -> None: 
     from parties.tls import reuse_or_make_material
 
     reuse_or_make_material(tmp_path / "tls", 1)  # what the controller's first run writes, given to the worker
-    worker = subprocess.Popen([sys.executable, "-m", "parties.tcp", "--connect", f"127.0.0.1:{port}",
+    worker = subprocess.Popen([sys.executable, "-m", "parties.worker", "--connect", f"127.0.0.1:{port}",
                                "--parties", f"0-{N - 1}", "--tls-dir", str(tmp_path / "tls"), "--wait", "120", "--linger", "20"],
                               stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -252,7 +252,7 @@ async def test_a_worker_whose_controller_hangs_up_reports_it() -> None:
     import asyncio
 
     from mprr.errors import RuntimeFailure
-    from parties.tcp import run_worker
+    from parties.worker import run_worker
 
     async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.close()
