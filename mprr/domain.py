@@ -22,7 +22,10 @@ __all__ = [
     "MAX_MATRIX_CELLS",
     "MAX_TABLE_CELLS",
     "check_cells",
+    "check_epsilon",
+    "check_int",
     "check_sizes",
+    "check_unit",
     "encode_joint",
     "decode_joint",
     "tally",
@@ -41,6 +44,44 @@ MAX_TABLE_CELLS: int = 1 << 22
 """Default largest joint table a protocol estimates or releases per unit (4,194,304 cells)."""
 
 _MAX_JOINT_CODE = 1 << 62
+
+
+def _shown(value: Any) -> Any:
+    """Plain Python value for error messages (``1.5``, not ``np.float64(1.5)``)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def check_int(name: str, value: Any, minimum: int) -> int:
+    """Return ``value`` as an ``int`` or raise ConfigurationError naming the rule."""
+    value = _shown(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ConfigurationError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ConfigurationError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_epsilon(value: Any, name: str = "epsilon") -> float:
+    """Return ``value`` as a float if it is finite and > 0, else raise ConfigurationError."""
+    value = _shown(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise ConfigurationError(f"{name} must be finite and > 0, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v) or v <= 0.0:
+        raise ConfigurationError(f"{name} must be finite and > 0, got {value!r}")
+    return v
+
+
+def check_unit(name: str, value: Any, *, low_open: bool = False, high_open: bool = False,
+               why: str = "") -> float:
+    """Return ``value`` as a float in [0, 1], the ends excluded with ``low_open`` / ``high_open``
+    (``why`` explains the excluded ends in the error)."""
+    allowed = ("(" if low_open else "[") + "0, 1" + (")" if high_open else "]")
+    value = _shown(value)
+    v = float(value) if isinstance(value, (int, float, np.number)) and not isinstance(value, (bool, np.bool_)) else None
+    if v is None or not (math.isfinite(v) and 0.0 <= v <= 1.0) or (low_open and v == 0.0) or (high_open and v == 1.0):
+        raise ConfigurationError(f"{name} must be a real number in {allowed}{why}, got {value!r}")
+    return v
 
 
 def check_cells(cells: int, limit: int, what: str, *, name: str = "max_cells", remedy: str = "") -> int:

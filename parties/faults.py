@@ -37,6 +37,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from mprr.domain import check_unit
 from mprr.errors import ConfigurationError
 
 __all__ = ["FaultDecision", "FaultInjector", "FaultPlan"]
@@ -71,10 +72,7 @@ class FaultPlan:
 
     def __post_init__(self) -> None:
         for name in ("drop", "duplicate", "delay", "reorder"):
-            p = getattr(self, name)
-            if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
-                raise ConfigurationError(f"FaultPlan.{name} must be a probability in [0, 1], got {p!r}")
-            object.__setattr__(self, name, float(p))
+            object.__setattr__(self, name, check_unit(f"FaultPlan.{name}", getattr(self, name), why=" (a probability)"))
         if isinstance(self.max_delay, bool) or not (isinstance(self.max_delay, (int, float)) and math.isfinite(self.max_delay) and self.max_delay > 0):
             raise ConfigurationError(f"FaultPlan.max_delay must be finite and > 0 seconds, got {self.max_delay!r}")
         crash = {}

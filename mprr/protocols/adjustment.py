@@ -12,6 +12,7 @@ the controller has, so it costs no ε (main paper Section 5).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -90,20 +91,12 @@ def rr_adjustment(
     )
 
 
-def rr_adjustment_steps(
-    schema: Schema,
-    *,
-    base: str = "RR-Independent",
-    tol: float = 1e-9,
-    max_iter: int = 1000,
-    exact_limit: bool = False,
-    **params: Any,
-) -> Program:
+def rr_adjustment_steps(schema: Schema, *, base: str = "RR-Independent", **params: Any) -> Program:
     """RR-Adjustment after ``base`` as a step program: the base protocol's steps, then
     Algorithm 2 on the controller (no step, no ε).
 
-    ``base`` is ``"RR-Independent"`` or ``"RR-Clusters"``; ``params`` go to its program,
-    ``tol``, ``max_iter``, ``exact_limit`` to :func:`rr_adjustment`.
+    ``base`` is ``"RR-Independent"`` or ``"RR-Clusters"``; the keywords of :func:`rr_adjustment`
+    (``tol``, ``max_iter``, ``exact_limit``) go to it, the other ``params`` to the base program.
     """
     from mprr.protocols.clusters import rr_clusters_steps
     from mprr.protocols.independent import rr_independent_steps
@@ -113,5 +106,6 @@ def rr_adjustment_steps(
     }
     if base not in programs:
         raise ConfigurationError(f"base must be one of {list(ADJUSTABLE)}, got {base!r}")
+    options = {k: params.pop(k) for k in list(inspect.signature(rr_adjustment).parameters)[1:] if k in params}
     result = yield from programs[base](schema, **params)
-    return rr_adjustment(result, tol=tol, max_iter=max_iter, exact_limit=exact_limit)
+    return rr_adjustment(result, **options)

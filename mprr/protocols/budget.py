@@ -24,7 +24,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from mprr.errors import ConfigurationError
-from mprr.matrices import RandomizationMatrix, check_epsilon, check_unit, cluster_optimal, grr, keep_or_uniform
+from mprr.domain import check_epsilon, check_unit
+from mprr.matrices import RandomizationMatrix, cluster_optimal, grr, keep_or_uniform
+from mprr.protocols.release import Matrix
 from mprr.protocols.steps import MatrixSpec
 
 __all__ = [
@@ -38,7 +40,7 @@ __all__ = [
 ]
 
 
-def _per_attribute(value: object, m: int, name: str) -> list[object]:
+def _per_attribute(value: float | Sequence[float], m: int, name: str) -> list[float]:
     if isinstance(value, (str, bytes)):
         raise ConfigurationError(f"{name} must be a number or a sequence of {m} numbers, got {value!r}")
     if isinstance(value, Sequence) or isinstance(value, np.ndarray):
@@ -97,7 +99,7 @@ def attribute_matrices(
     if epsilon is not None:
         eps = [check_epsilon(v) for v in _per_attribute(epsilon, m, "epsilon")]
         return tuple(grr(k, e) for k, e in zip(sizes, eps))
-    mats = tuple(matrices)  # type: ignore[arg-type]
+    mats = tuple(matrices or ())
     if len(mats) != m:
         raise ConfigurationError(f"matrices must give one matrix per attribute ({m}), got {len(mats)}")
     for j, (k, mat) in enumerate(zip(sizes, mats)):
@@ -128,9 +130,9 @@ def attribute_specs(
     mats = attribute_matrices(sizes, p=p, epsilon=epsilon, matrices=matrices)
     m = len(mats)
     if p is not None:
-        specs = tuple(MatrixSpec.keep_or_uniform(float(v)) for v in _per_attribute(p, m, "p"))  # type: ignore[arg-type]
+        specs = tuple(MatrixSpec.keep_or_uniform(float(v)) for v in _per_attribute(p, m, "p"))
     elif epsilon is not None:
-        specs = tuple(MatrixSpec.grr(float(v)) for v in _per_attribute(epsilon, m, "epsilon"))  # type: ignore[arg-type]
+        specs = tuple(MatrixSpec.grr(float(v)) for v in _per_attribute(epsilon, m, "epsilon"))
     else:
         specs = tuple(MatrixSpec.dense(mat) for mat in mats)
     return specs, mats
@@ -153,7 +155,7 @@ def pair_spec(epsilons: tuple[float, float], epsilon_pair: float | None = None) 
     )
 
 
-def attribute_epsilons(matrices: Sequence[RandomizationMatrix]) -> tuple[float, ...]:
+def attribute_epsilons(matrices: Sequence[Matrix]) -> tuple[float, ...]:
     """ε of each matrix (main paper eq. 4), computed from the matrix itself."""
     return tuple(float(mat.epsilon) for mat in matrices)
 

@@ -26,10 +26,7 @@ The release phase still uses matrices carrying Σ_{A∈C} ε_A for every cluster
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
-
-import numpy as np
+from collections.abc import Sequence
 
 from mprr.clustering import Clustering, cluster_attributes
 from mprr.data import Schema
@@ -39,11 +36,10 @@ from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, prod
 from mprr.protocols.independent import matrix_parameters
 from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, check_joint_cells
 from mprr.protocols.local import local_protocol
-from mprr.protocols.release import ReleasedData
-from mprr.protocols.result import ProtocolResult, release_result
+from mprr.protocols.result import release_result
 from mprr.protocols.steps import Program, Release
 
-__all__ = ["rr_clusters", "rr_clusters_steps", "release_clusters", "assemble_rr_clusters"]
+__all__ = ["rr_clusters", "rr_clusters_steps", "release_clusters"]
 
 
 def release_clusters(
@@ -62,58 +58,6 @@ def release_clusters(
                           remedy=f"lower Tv (Algorithm 1 then forms clusters of at most Tv value "
                                  f"combinations) or raise max_cells (at most {max_cells:,} now)")
     return clusters
-
-
-def assemble_rr_clusters(
-    schema: Schema,
-    releases: tuple[ReleasedData, ReleasedData],
-    *,
-    n: int,
-    p: float | Sequence[float] | None,
-    epsilon: float | Sequence[float] | None,
-    Tv: float,
-    Td: float,
-    dependence: str,
-    tables: str,
-    pair_epsilon: float | None,
-    attribute_epsilons: Sequence[float],
-    clustering: Clustering,
-    dependence_matrix: np.ndarray,
-    details: Mapping[str, Any],
-    method: str,
-) -> ProtocolResult:
-    """The RR-Clusters result from its two phases (main paper Section 4, 6.3.2 matrices).
-
-    ``releases`` are the ``"dependence"`` and ``"clusters"`` phases; the joint distribution is
-    the product of the cluster estimates (eq. (2) + ``method`` per cluster).  The ledger holds
-    both phases.
-    """
-    sizes = schema.sizes
-    clusters = releases[1].units
-    params = {
-        **matrix_parameters(p, epsilon, None),
-        "Tv": Tv,
-        "Td": Td,
-        "dependence": dependence,
-        "tables": tables,
-        "pair_epsilon": pair_epsilon,
-        "attribute_epsilons": list(attribute_epsilons),
-        "cluster_epsilons": [float(P.epsilon) for P in releases[1].randomized_matrices],
-        "cluster_cells": [math.prod(sizes[a] for a in c) for c in clusters],
-    }
-    return release_result(
-        "RR-Clusters",
-        n=n,
-        parameters=params,
-        schema=schema,
-        estimate=product_estimate(releases[1], sizes, method),
-        releases=releases,
-        postprocessing=method,
-        clusters=clusters,
-        clustering_trace=clustering.trace,
-        dependence=dependence_matrix,
-        details=details,
-    )
 
 
 def rr_clusters_steps(
@@ -186,7 +130,7 @@ def rr_clusters_steps(
     specs, attr_mats = attribute_specs(sizes, p=p, epsilon=epsilon)
     eps = attribute_epsilons(attr_mats)
     phase1 = yield from dependence_steps(
-        schema, dependence, specs, eps, postprocess=method, tables=tables, pair_epsilon=pair_epsilon
+        schema, dependence, specs, postprocess=method, tables=tables, pair_epsilon=pair_epsilon
     )
     clustering = cluster_attributes(phase1.dependence, sizes, Tv, Td)
     clusters = release_clusters(clustering, sizes, max_cells)
@@ -203,22 +147,22 @@ def rr_clusters_steps(
         "clusters", clusters, cspecs, replays=replays,
         notes={"dependence": phase1.dependence, "clusters": clusters},
     )
-    return assemble_rr_clusters(
-        schema,
-        (phase1.released, got.data),
-        n=got.n,
-        p=p,
-        epsilon=epsilon,
-        Tv=Tv,
-        Td=Td,
-        dependence=dependence,
-        tables=tables,
-        pair_epsilon=pair_epsilon,
-        attribute_epsilons=eps,
-        clustering=clustering,
-        dependence_matrix=phase1.dependence,
-        details={"dependence_tables": phase1.tables, **phase1.details},
-        method=method,
+    params = {
+        **matrix_parameters(p, epsilon, None),
+        "Tv": Tv,
+        "Td": Td,
+        "dependence": dependence,
+        "tables": tables,
+        "pair_epsilon": pair_epsilon,
+        "attribute_epsilons": list(eps),
+        "cluster_epsilons": [float(P.epsilon) for P in got.data.randomized_matrices],
+        "cluster_cells": [math.prod(sizes[a] for a in c) for c in clusters],
+    }
+    return release_result(
+        "RR-Clusters", n=got.n, parameters=params, schema=schema,
+        estimate=product_estimate(got.data, sizes, method), releases=(phase1.released, got.data),
+        postprocessing=method, clusters=clusters, clustering_trace=clustering.trace,
+        dependence=phase1.dependence, details={"dependence_tables": phase1.tables, **phase1.details},
     )
 
 

@@ -33,16 +33,15 @@ from typing import Any
 
 import numpy as np
 
-from mprr.data import Dataset, Schema
+from mprr.data import Schema
 from mprr.dependence import bivariate_tables, dependence_matrix
 from mprr.errors import ConfigurationError
 from mprr.matrices import RandomizationMatrix, kron
 from mprr.protocols.budget import pair_spec
 from mprr.protocols.estimate import estimate_unit
-from mprr.protocols.local import run_local
+from mprr.protocols.local import local_protocol
 from mprr.protocols.release import ReleasedData, all_pairs
 from mprr.protocols.steps import MatrixSpec, Release, Released, SecureSum, Step, singletons
-from mprr.streams import Randomness
 
 __all__ = [
     "DEPENDENCE_METHODS",
@@ -114,14 +113,13 @@ def check_dependence_options(method: object, tables: object, pair_epsilon: objec
 def dependence_steps(
     schema: Schema,
     method: str,
-    specs: Sequence[MatrixSpec],
-    epsilons: Sequence[float],
+    matrices: Sequence[MatrixSpec | RandomizationMatrix],
     *,
     postprocess: str,
     tables: str = "estimated",
     pair_epsilon: float | None = None,
 ) -> Generator[Step, Released, DependencePhase]:
-    """Phase 1 of RR-Clusters as steps, by main paper 4.1 / 4.2 / 4.3 (see the module docstring).
+    """Phase 1 of RR-Clusters (main paper 4.1 / 4.2 / 4.3, see the module docstring) as a step program.
 
     Parameters
     ----------
@@ -129,9 +127,9 @@ def dependence_steps(
         The public schema.
     method
         ``"4.1"``, ``"4.2"`` or ``"4.3"``.
-    specs, epsilons
-        Spec and ε of each attribute's matrix (4.1 releases; the ε give the 4.3 pair budgets
-        ε_i + ε_j).
+    matrices
+        Each attribute's matrix, or its spec (4.1 releases through them; their eq. (4) ε give
+        the 4.3 pair budgets ε_i + ε_j).
     postprocess
         Post-processing of estimated tables (4.1 with ``tables="estimated"``, 4.3).
     tables
@@ -147,11 +145,12 @@ def dependence_steps(
     """
     check_dependence_options(method, tables, pair_epsilon)
     sizes = schema.sizes
+    specs = tuple(s if isinstance(s, MatrixSpec) else MatrixSpec.dense(s) for s in matrices)
     m = schema.m
     pairs = all_pairs(m)
     details: Mapping[str, Any] = {}
     if method == "4.1":
-        got = yield Release(PHASE, singletons(m), tuple(specs))
+        got = yield Release(PHASE, singletons(m), specs)
         released = got.data
         raw = bivariate_tables(released.codes, sizes)
         if tables == "randomized":
@@ -170,7 +169,7 @@ def dependence_steps(
         released, details = got.data, got.details
         pair_tables = dict(zip(pairs, released.counts))
     else:
-        eps = [float(e) for e in epsilons]
+        eps = [float(s.build([sizes[j]]).epsilon) for j, s in enumerate(specs)]
         pair_specs = tuple(pair_spec((eps[i], eps[j]), pair_epsilon) for i, j in pairs)
         # no per-attribute shares: the ledger books each pair matrix's own eq. (4) ε, split
         # equally between its two attributes (what a party computes from the matrix)
@@ -184,26 +183,4 @@ def dependence_steps(
     return DependencePhase(method=method, released=released, tables=pair_tables, dependence=dep, details=details)
 
 
-def dependence_phase(
-    dataset: Dataset,
-    method: str,
-    attribute_matrices: Sequence[RandomizationMatrix],
-    *,
-    rng: Randomness,
-    postprocess: str,
-    tables: str = "estimated",
-    pair_epsilon: float | None = None,
-) -> DependencePhase:
-    """Run phase 1 of RR-Clusters alone with the local driver (:func:`dependence_steps`).
-
-    ``attribute_matrices``: the matrix of each attribute (released as given under 4.1).
-    """
-    specs = tuple(MatrixSpec.dense(P) for P in attribute_matrices)
-    eps = tuple(float(P.epsilon) for P in attribute_matrices)
-
-    def program(schema: Schema) -> Generator[Step, Released, DependencePhase]:
-        return dependence_steps(
-            schema, method, specs, eps, postprocess=postprocess, tables=tables, pair_epsilon=pair_epsilon
-        )
-
-    return run_local(program, dataset, rng=rng)  # type: ignore[arg-type, return-value]
+dependence_phase = local_protocol(dependence_steps, "dependence_phase")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -31,7 +30,7 @@ from mprr.protocols.budget import attribute_epsilons
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit
 from mprr.protocols.independent import matrix_parameters, rr_independent_steps
 from mprr.protocols.local import local_protocol
-from mprr.protocols.release import ReleasedData
+from mprr.protocols.release import Matrix
 from mprr.protocols.result import ProtocolResult, release_result
 from mprr.protocols.steps import Program
 
@@ -39,9 +38,7 @@ __all__ = [
     "rr_ind_joint",
     "rr_ind_joint_steps",
     "ind_joint_estimate",
-    "IndJointPlan",
-    "ind_joint_plan",
-    "assemble_rr_ind_joint",
+    "canonical_groups",
     "DEFAULT_IND_JOINT_MAX_CELLS",
 ]
 
@@ -50,36 +47,9 @@ DEFAULT_IND_JOINT_MAX_CELLS = MAX_TABLE_CELLS
 tensor).  The full Adult domain (1,814,400 cells) fits."""
 
 
-@dataclass(frozen=True)
-class IndJointPlan:
-    """RR-Ind-Joint's validated options (see :func:`ind_joint_plan`).
-
-    Attributes
-    ----------
-    p, epsilon, matrices
-        How the attribute matrices are chosen (as :func:`~mprr.protocols.rr_independent`).
-    groups
-        Canonical groups (sorted, ordered by smallest attribute; the rest as singletons).
-    max_cells
-        Largest group domain estimated.
-    """
-
-    p: float | Sequence[float] | None
-    epsilon: float | Sequence[float] | None
-    matrices: Sequence[RandomizationMatrix] | None
-    groups: tuple[tuple[int, ...], ...]
-    max_cells: int
-
-
-def ind_joint_plan(
-    sizes: Sequence[int],
-    *,
-    p: float | Sequence[float] | None,
-    epsilon: float | Sequence[float] | None,
-    matrices: Sequence[RandomizationMatrix] | None,
-    groups: Sequence[Sequence[int]] | None,
-    max_cells: int,
-) -> IndJointPlan:
+def canonical_groups(
+    sizes: Sequence[int], groups: Sequence[Sequence[int]] | None, max_cells: int
+) -> tuple[tuple[int, ...], ...]:
     """RR-Ind-Joint's groups in canonical form, each domain checked against ``max_cells``.
 
     Groups must be disjoint and non-empty; attributes in no group become singletons; each
@@ -106,13 +76,13 @@ def ind_joint_plan(
     groups_t = tuple(sorted((tuple(sorted(g)) for g in out), key=lambda g: g[0]))
     for g in groups_t:
         check_cells(math.prod(sizes[a] for a in g), max_cells, f"the joint of group {g}")
-    return IndJointPlan(p, epsilon, matrices, groups_t, max_cells)
+    return groups_t
 
 
 def _kron_estimate(
     codes: np.ndarray,
     sizes: Sequence[int],
-    mats: Sequence[RandomizationMatrix],
+    mats: Sequence[Matrix],
     axes: tuple[int, ...],
     method: str,
     max_cells: int,
@@ -158,47 +128,7 @@ def ind_joint_estimate(
         raise ConfigurationError(
             f"{result.protocol} did not release every attribute separately in its first phase"
         )
-    mats = rel.matrices  # per-attribute RandomizationMatrix
-    return _kron_estimate(rel.codes, result.schema.sizes, mats, axes_t, method, max_cells)  # type: ignore[arg-type]
-
-
-def assemble_rr_ind_joint(
-    schema: Schema, released: ReleasedData, plan: IndJointPlan, *, n: int, method: str
-) -> ProtocolResult:
-    """The RR-Ind-Joint result from its per-attribute release (RR-Ind-Joint paper Theorem 1).
-
-    Each group of ``plan.groups`` is estimated through
-    the Kronecker inverse of its attribute matrices; one group gives a ``DenseDistribution``,
-    several their ``ProductDistribution`` (``method="none"``: negative entries allowed).
-    
-    """
-    sizes = schema.sizes
-    mats = released.matrices
-    codes = np.asarray(released.codes)  # a randomized release always has codes
-    groups = plan.groups
-    factors = [_kron_estimate(codes, sizes, mats, g, method, plan.max_cells) for g in groups]  # type: ignore[arg-type]
-    if len(groups) == 1:
-        estimate: DenseDistribution | ProductDistribution = DenseDistribution(
-            factors[0], allow_negative=(method == "none")
-        )
-    else:
-        estimate = ProductDistribution(groups, factors, sizes, allow_negative=(method == "none"))
-    params = {
-        **matrix_parameters(plan.p, plan.epsilon, plan.matrices),
-        "groups": [list(g) for g in groups],
-        "attribute_epsilons": list(attribute_epsilons(mats)),  # type: ignore[arg-type]
-        "max_cells": plan.max_cells,
-    }
-    return release_result(
-        "RR-Ind-Joint",
-        n=n,
-        parameters=params,
-        schema=schema,
-        estimate=estimate,
-        releases=(released,),
-        postprocessing=method,
-        clusters=groups,
-    )
+    return _kron_estimate(rel.codes, result.schema.sizes, rel.randomized_matrices, axes_t, method, max_cells)
 
 
 def rr_ind_joint_steps(
@@ -245,9 +175,25 @@ def rr_ind_joint_steps(
     RR-Independent, so the same seed releases the same Y.
     """
     method = check_postprocess(postprocess)
-    plan = ind_joint_plan(schema.sizes, p=p, epsilon=epsilon, matrices=matrices, groups=groups, max_cells=max_cells)
+    groups_t = canonical_groups(schema.sizes, groups, max_cells)
     base = yield from rr_independent_steps(schema, p=p, epsilon=epsilon, matrices=matrices, postprocess=method)
-    return assemble_rr_ind_joint(schema, base.releases[0], plan, n=base.n, method=method)
+    released = base.releases[0]
+    mats = released.randomized_matrices
+    factors = [_kron_estimate(np.asarray(released.codes), schema.sizes, mats, g, method, max_cells) for g in groups_t]
+    estimate: DenseDistribution | ProductDistribution = (
+        DenseDistribution(factors[0], allow_negative=(method == "none")) if len(groups_t) == 1
+        else ProductDistribution(groups_t, factors, schema.sizes, allow_negative=(method == "none"))
+    )
+    params = {
+        **matrix_parameters(p, epsilon, matrices),
+        "groups": [list(g) for g in groups_t],
+        "attribute_epsilons": list(attribute_epsilons(mats)),
+        "max_cells": max_cells,
+    }
+    return release_result(
+        "RR-Ind-Joint", n=base.n, parameters=params, schema=schema, estimate=estimate,
+        releases=(released,), postprocessing=method, clusters=groups_t,
+    )
 
 
 rr_ind_joint = local_protocol(rr_ind_joint_steps, "rr_ind_joint")

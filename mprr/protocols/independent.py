@@ -16,11 +16,10 @@ from mprr.matrices import RandomizationMatrix
 from mprr.protocols.budget import attribute_epsilons, attribute_specs
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, product_estimate
 from mprr.protocols.local import local_protocol
-from mprr.protocols.release import ReleasedData
-from mprr.protocols.result import ProtocolResult, release_result
+from mprr.protocols.result import release_result
 from mprr.protocols.steps import Program, Release, singletons
 
-__all__ = ["rr_independent", "rr_independent_steps", "matrix_parameters", "assemble_rr_independent"]
+__all__ = ["rr_independent", "rr_independent_steps", "matrix_parameters"]
 
 
 def matrix_parameters(
@@ -36,50 +35,6 @@ def matrix_parameters(
         return [float(x) for x in v]
 
     return {"p": plain(p), "epsilon": plain(epsilon), "matrices": None if matrices is None else "given"}
-
-
-def assemble_rr_independent(
-    schema: Schema,
-    released: ReleasedData,
-    *,
-    n: int,
-    p: float | Sequence[float] | None,
-    epsilon: float | Sequence[float] | None,
-    matrices: Sequence[RandomizationMatrix] | None,
-    method: str,
-) -> ProtocolResult:
-    """The RR-Independent result from its ``"attributes"`` release (main paper Protocol 1).
-
-    Estimates every marginal with eq. (2) + ``method`` and the joint as their product
-    (Protocol 1 step 10).
-
-    Parameters
-    ----------
-    schema
-        The data set's schema.
-    released
-        The phase ``"attributes"`` (one singleton unit per attribute, schema order).
-    n
-        Number of parties whose values were released.
-    p, epsilon, matrices
-        How the matrices were chosen (recorded in ``parameters``).
-    method
-        Validated post-processing name.
-    """
-    params = {
-        **matrix_parameters(p, epsilon, matrices),
-        "attribute_epsilons": list(attribute_epsilons(released.matrices)),  # type: ignore[arg-type]
-    }
-    return release_result(
-        "RR-Independent",
-        n=n,
-        parameters=params,
-        schema=schema,
-        estimate=product_estimate(released, schema.sizes, method),
-        releases=(released,),
-        postprocessing=method,
-        clusters=released.units,
-    )
 
 
 def rr_independent_steps(
@@ -121,8 +76,14 @@ def rr_independent_steps(
     method = check_postprocess(postprocess)
     specs, _ = attribute_specs(schema.sizes, p=p, epsilon=epsilon, matrices=matrices)
     got = yield Release("attributes", singletons(schema.m), specs)
-    return assemble_rr_independent(
-        schema, got.data, n=got.n, p=p, epsilon=epsilon, matrices=matrices, method=method
+    params = {
+        **matrix_parameters(p, epsilon, matrices),
+        "attribute_epsilons": list(attribute_epsilons(got.data.randomized_matrices)),
+    }
+    return release_result(
+        "RR-Independent", n=got.n, parameters=params, schema=schema,
+        estimate=product_estimate(got.data, schema.sizes, method),
+        releases=(got.data,), postprocessing=method, clusters=got.data.units,
     )
 
 

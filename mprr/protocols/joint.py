@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from mprr.data import Schema
 from mprr.errors import ConfigurationError
-from mprr.domain import MAX_MATRIX_CELLS, check_cells
-from mprr.matrices import RandomizationMatrix, check_epsilon
+from mprr.domain import MAX_MATRIX_CELLS, check_cells, check_epsilon
+from mprr.matrices import RandomizationMatrix
 from mprr.protocols.budget import attribute_epsilons, attribute_matrices
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
 from mprr.protocols.local import local_protocol
-from mprr.protocols.release import ReleasedData
-from mprr.protocols.result import ProtocolResult, release_result
+from mprr.protocols.result import release_result
 from mprr.protocols.steps import MatrixSpec, Program, Release
 
 __all__ = [
@@ -31,9 +29,6 @@ __all__ = [
     "check_joint_cells",
     "check_dense_matrix",
     "check_joint_matrix",
-    "JointPlan",
-    "joint_plan",
-    "assemble_rr_joint",
 ]
 
 DEFAULT_JOINT_MAX_CELLS = math.isqrt(MAX_MATRIX_CELLS)
@@ -66,92 +61,6 @@ def check_joint_matrix(matrix: object, cells: int) -> RandomizationMatrix:
             f"matrix must be a RandomizationMatrix over the {cells} joint cells, got {matrix!r}"
         )
     return matrix
-
-
-@dataclass(frozen=True)
-class JointPlan:
-    """RR-Joint's validated matrix choice (see :func:`joint_plan`).
-
-    Attributes
-    ----------
-    p, matrix
-        The caller's ``p`` and explicit matrix (recorded in the result's parameters).
-    epsilon
-        ε of the ε-optimal joint matrix to build (``cluster_optimal``); ``None`` with an
-        explicit ``matrix``.
-    attribute_epsilons
-        With ``p``: ε of each attribute's 6.3.1 matrix, else ``None``.
-    max_cells
-        Largest joint domain accepted.
-    """
-
-    p: float | Sequence[float] | None
-    matrix: RandomizationMatrix | None
-    epsilon: float | None
-    attribute_epsilons: list[float] | None
-    max_cells: int
-
-
-def joint_plan(
-    sizes: Sequence[int],
-    *,
-    p: float | Sequence[float] | None,
-    epsilon: float | None,
-    matrix: RandomizationMatrix | None,
-    max_cells: int,
-) -> JointPlan:
-    """Validate RR-Joint's parameters (main paper Protocol 2) before anything is released.
-
-    The joint domain must fit ``max_cells`` (:func:`check_joint_cells`); exactly one of ``p``
-    (main paper 6.3.2: the ε-optimal joint matrix carrying Σ_A ε_A of the 6.3.1 matrices),
-    ``epsilon`` (total ε of the ε-optimal joint matrix) or ``matrix`` (over the joint cells).
-    A matrix to build over too many cells is refused (:func:`check_dense_matrix`).
-    """
-    cells = check_joint_cells(sizes, max_cells, "RR-Joint")
-    given = [k for k, v in (("p", p), ("epsilon", epsilon), ("matrix", matrix)) if v is not None]
-    if len(given) != 1:
-        raise ConfigurationError(f"give exactly one of p, epsilon or matrix, got {given or 'none'}")
-    total: float | None = None
-    attr_eps: list[float] | None = None
-    if matrix is not None:
-        check_joint_matrix(matrix, cells)
-    else:
-        check_dense_matrix(cells, "RR-Joint")
-        if epsilon is not None:
-            total = check_epsilon(epsilon)
-        else:
-            attr_eps = list(attribute_epsilons(attribute_matrices(sizes, p=p)))
-            total = sum(attr_eps)
-    return JointPlan(p, matrix, total, attr_eps, max_cells)
-
-
-def assemble_rr_joint(
-    schema: Schema, released: ReleasedData, plan: JointPlan, *, n: int, method: str
-) -> ProtocolResult:
-    """The RR-Joint result from its ``"joint"`` release (main paper Protocol 2, eq. 2).
-
-    The joint distribution is estimated over the whole domain with the unit's matrix and
-    ``method`` (``"none"``: raw eq. (2), negative entries allowed).
-    """
-    P = released.randomized_matrices[0]
-    p = plan.p
-    params = {
-        "p": p if p is None or isinstance(p, (int, float)) else [float(x) for x in p],
-        "epsilon": float(P.epsilon),
-        "matrix": None if plan.matrix is None else "given",
-        "attribute_epsilons": plan.attribute_epsilons,
-        "max_cells": plan.max_cells,
-    }
-    return release_result(
-        "RR-Joint",
-        n=n,
-        parameters=params,
-        schema=schema,
-        estimate=dense_estimate(released, schema.sizes, method),
-        releases=(released,),
-        postprocessing=method,
-        clusters=released.units,
-    )
 
 
 def rr_joint_steps(
@@ -203,10 +112,32 @@ def rr_joint_steps(
     released by inverse-CDF of its matrix row.
     """
     method = check_postprocess(postprocess)
-    plan = joint_plan(schema.sizes, p=p, epsilon=epsilon, matrix=matrix, max_cells=max_cells)
-    spec = MatrixSpec.dense(plan.matrix) if plan.epsilon is None else MatrixSpec.cluster_optimal(plan.epsilon)  # type: ignore[arg-type]
+    cells = check_joint_cells(schema.sizes, max_cells, "RR-Joint")
+    given = [k for k, v in (("p", p), ("epsilon", epsilon), ("matrix", matrix)) if v is not None]
+    if len(given) != 1:
+        raise ConfigurationError(f"give exactly one of p, epsilon or matrix, got {given or 'none'}")
+    attr_eps: list[float] | None = None
+    if matrix is not None:
+        spec = MatrixSpec.dense(check_joint_matrix(matrix, cells))
+    else:
+        check_dense_matrix(cells, "RR-Joint")
+        if epsilon is None:
+            attr_eps = list(attribute_epsilons(attribute_matrices(schema.sizes, p=p)))
+        spec = MatrixSpec.cluster_optimal(check_epsilon(epsilon) if epsilon is not None else sum(attr_eps or ()))
     got = yield Release("joint", (tuple(range(schema.m)),), (spec,))
-    return assemble_rr_joint(schema, got.data, plan, n=got.n, method=method)
+    released = got.data
+    params = {
+        "p": p if p is None or isinstance(p, (int, float)) else [float(x) for x in p],
+        "epsilon": float(released.randomized_matrices[0].epsilon),
+        "matrix": None if matrix is None else "given",
+        "attribute_epsilons": attr_eps,
+        "max_cells": max_cells,
+    }
+    return release_result(
+        "RR-Joint", n=got.n, parameters=params, schema=schema,
+        estimate=dense_estimate(released, schema.sizes, method),
+        releases=(released,), postprocessing=method, clusters=released.units,
+    )
 
 
 rr_joint = local_protocol(rr_joint_steps, "rr_joint")

@@ -24,14 +24,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mprr.data import Schema
-from mprr.domain import check_cells
+from mprr.domain import check_cells, check_int, check_unit
 from mprr.errors import ConfigurationError
-from mprr.matrices import check_int, check_unit, lambda_randomization
+from mprr.matrices import lambda_randomization
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
 from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS
 from mprr.protocols.local import local_protocol
-from mprr.protocols.release import ReleasedData
-from mprr.protocols.result import ProtocolResult, release_result
+from mprr.protocols.result import release_result
 from mprr.protocols.steps import MatrixSpec, Program, Release
 
 __all__ = [
@@ -40,9 +39,6 @@ __all__ = [
     "lambda_steps",
     "lambda_entropy_bits",
     "lambdas_for_entropy",
-    "LambdaPlan",
-    "lambda_plan",
-    "assemble_lambda",
 ]
 
 
@@ -151,124 +147,10 @@ def _check(
     total = math.fsum(bits)
     top = math.fsum(math.log2(r) for r in sizes)
     beta = total / top if top > 0 else 0.0
-    ok = True
-    if bounds["min_bits"] is not None and total < bounds["min_bits"]:
-        ok = False
-    if bounds["max_bits"] is not None and total > bounds["max_bits"]:
-        ok = False
-    if bounds["min_beta"] is not None and beta < bounds["min_beta"]:
-        ok = False
-    if bounds["max_beta"] is not None and beta > bounds["max_beta"]:
-        ok = False
+    level = {"bits": total, "beta": beta}  # bounds are named min_bits, max_bits, min_beta, max_beta
+    ok = all(bound is None or (level[name[4:]] >= bound if name.startswith("min") else level[name[4:]] <= bound)
+             for name, bound in bounds.items())
     return EntropyCheck(round_, lams, bits, total, top, beta, ok)
-
-
-@dataclass(frozen=True)
-class LambdaPlan:
-    """Outcome of steps 1-3 of the λ protocol (see :func:`lambda_plan`).
-
-    Attributes
-    ----------
-    checks
-        Every :class:`EntropyCheck`, the last one accepted.
-    bounds
-        ``{"min_bits": ..., "max_bits": ..., "min_beta": ..., "max_beta": ...}`` as given.
-    max_cells
-        Largest joint domain estimated.
-    """
-
-    checks: tuple[EntropyCheck, ...]
-    bounds: dict[str, float | None]
-    max_cells: int
-
-    @property
-    def lambdas(self) -> tuple[float, ...]:
-        """The accepted λ's (the last check's)."""
-        return self.checks[-1].lambdas
-
-
-def lambda_plan(
-    sizes: Sequence[int],
-    lambdas: Sequence[float],
-    *,
-    min_bits: float | None,
-    max_bits: float | None,
-    min_beta: float | None,
-    max_beta: float | None,
-    regenerate: Callable[[tuple[float, ...], EntropyCheck], Sequence[float]] | None,
-    max_rounds: int,
-    max_cells: int,
-) -> LambdaPlan:
-    """Steps 1-3 of the λ protocol (lambda paper Section 5): validation and entropy checks.
-
-    Checks the joint domain against ``max_cells``, ``max_rounds`` and the bounds, then
-    evaluates the protection level of ``lambdas`` (Theorem 2) and, while it is
-    unsatisfactory, of ``regenerate``'s proposals, before anything is released.
-
-    Returns
-    -------
-    LambdaPlan
-        Every check (the last one accepted), the bounds and ``max_cells``.
-
-    Raises
-    ------
-    ConfigurationError
-        For invalid parameters, or when the level stays unsatisfactory (no ``regenerate``, or
-        ``max_rounds`` reached).
-    DomainTooLargeError
-        If the joint domain exceeds ``max_cells``.
-    """
-    m = len(sizes)
-    check_cells(math.prod(sizes), max_cells, "λ-randomization's estimate of the full joint")
-    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
-        raise ConfigurationError(f"max_rounds must be an integer >= 1, got {max_rounds!r}")
-    bounds = {"min_bits": min_bits, "max_bits": max_bits, "min_beta": min_beta, "max_beta": max_beta}
-    for name, value in bounds.items():  # a NaN bound would silently accept every level
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-        ):
-            raise ConfigurationError(f"{name} must be a finite number or None, got {value!r}")
-    lams = _check_lambdas(lambdas, m)
-    checks = [_check(1, lams, sizes, bounds)]
-    while not checks[-1].accepted:
-        last = checks[-1]
-        wanted = ", ".join(f"{k}={v}" for k, v in bounds.items() if v is not None)
-        if regenerate is None or len(checks) >= max_rounds:
-            raise ConfigurationError(
-                f"entropy check failed after {len(checks)} round(s): lambdas {last.lambdas} give "
-                f"{last.total_bits:.6g} bits (beta {last.beta:.4g}), required {wanted}"
-            )
-        lams = _check_lambdas(regenerate(last.lambdas, last), m)
-        checks.append(_check(len(checks) + 1, lams, sizes, bounds))
-    return LambdaPlan(tuple(checks), bounds, max_cells)
-
-
-def assemble_lambda(
-    schema: Schema, released: ReleasedData, plan: LambdaPlan, *, n: int, method: str
-) -> ProtocolResult:
-    """The λ-randomization result from its ``"record"`` release (lambda paper Section 5 step 5).
-
-    Eq. (2) with the exact inverse of the Kronecker matrix (Property 1 per factor, Property 2
-    for the product) and ``method`` (``"none"``: raw estimate, negative entries allowed).
-    """
-    K = released.matrices[0]
-    params = {
-        "lambdas": list(plan.lambdas),
-        "initial_lambdas": list(plan.checks[0].lambdas),
-        **plan.bounds,
-        "max_cells": plan.max_cells,
-    }
-    return release_result(
-        "lambda-randomization",
-        n=n,
-        parameters=params,
-        schema=schema,
-        estimate=dense_estimate(released, schema.sizes, method),
-        releases=(released,),
-        postprocessing=method,
-        clusters=released.units,
-        details={"entropy_checks": plan.checks, "kronecker": K},
-    )
 
 
 def lambda_steps(
@@ -328,20 +210,35 @@ def lambda_steps(
     inverse-CDF, factor by factor (:func:`mprr.randomize.randomize_joint`).
     """
     method = check_postprocess(postprocess)
-    plan = lambda_plan(
-        schema.sizes,
-        lambdas,
-        min_bits=min_bits,
-        max_bits=max_bits,
-        min_beta=min_beta,
-        max_beta=max_beta,
-        regenerate=regenerate,
-        max_rounds=max_rounds,
-        max_cells=max_cells,
+    sizes = schema.sizes
+    check_cells(math.prod(sizes), max_cells, "λ-randomization's estimate of the full joint")
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+        raise ConfigurationError(f"max_rounds must be an integer >= 1, got {max_rounds!r}")
+    bounds = {"min_bits": min_bits, "max_bits": max_bits, "min_beta": min_beta, "max_beta": max_beta}
+    for name, value in bounds.items():  # a NaN bound would silently accept every level
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+        ):
+            raise ConfigurationError(f"{name} must be a finite number or None, got {value!r}")
+    checks = [_check(1, _check_lambdas(lambdas, schema.m), sizes, bounds)]
+    while not checks[-1].accepted:  # step 3: re-generate while the level is unsatisfactory
+        last = checks[-1]
+        wanted = ", ".join(f"{k}={v}" for k, v in bounds.items() if v is not None)
+        if regenerate is None or len(checks) >= max_rounds:
+            raise ConfigurationError(
+                f"entropy check failed after {len(checks)} round(s): lambdas {last.lambdas} give "
+                f"{last.total_bits:.6g} bits (beta {last.beta:.4g}), required {wanted}"
+            )
+        checks.append(_check(len(checks) + 1, _check_lambdas(regenerate(last.lambdas, last), schema.m), sizes, bounds))
+    lams = checks[-1].lambdas
+    got = yield Release("record", (tuple(range(schema.m)),), (MatrixSpec.lambda_kron(lams),),
+                        notes={"entropy checks": tuple(checks)})
+    params = {"lambdas": list(lams), "initial_lambdas": list(checks[0].lambdas), **bounds, "max_cells": max_cells}
+    return release_result(
+        "lambda-randomization", n=got.n, parameters=params, schema=schema,
+        estimate=dense_estimate(got.data, sizes, method), releases=(got.data,), postprocessing=method,
+        clusters=got.data.units, details={"entropy_checks": tuple(checks), "kronecker": got.data.matrices[0]},
     )
-    spec = MatrixSpec.lambda_kron(plan.lambdas)
-    got = yield Release("record", (tuple(range(schema.m)),), (spec,), notes={"entropy checks": plan.checks})
-    return assemble_lambda(schema, got.data, plan, n=got.n, method=method)
 
 
 lambda_protocol = local_protocol(lambda_steps, "lambda_protocol")

@@ -18,22 +18,24 @@ the same result for the same seed.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Generator
+from typing import Any, Protocol, TypeVar
 
 from mprr.data import Dataset
 from mprr.domain import MAX_TABLE_CELLS
 from mprr.protocols.release import ReleasedData, check_inputs, exact_tables, release_units
-from mprr.protocols.result import ProtocolResult
-from mprr.protocols.steps import Program, Release, Released, SecureSum, Step
+from mprr.protocols.steps import Release, Released, SecureSum, Step
 from mprr.streams import Randomness, draw_uniforms
 
 __all__ = ["LocalProtocol", "local_protocol", "run_local"]
 
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
 
 def run_local(
-    program: Callable[..., Program], dataset: Dataset, *, rng: Randomness, **params: Any
-) -> ProtocolResult:
+    program: Callable[..., Generator[Step, Released, R]], dataset: Dataset, *, rng: Randomness, **params: Any
+) -> R:
     """Run ``program(dataset.schema, **params)`` on every record of ``dataset``.
 
     Parameters
@@ -63,7 +65,8 @@ def run_local(
             done[step.phase] = data
             step = steps.send(Released(data, dataset.n))
     except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+        result: R = stop.value
+        return result
 
 
 def _answer(step: Step, dataset: Dataset, rng: Randomness, done: dict[str, ReleasedData]) -> ReleasedData:
@@ -88,15 +91,15 @@ def _answer(step: Step, dataset: Dataset, rng: Randomness, done: dict[str, Relea
     return release_units(step.phase, codes, sizes, step.units, mats, uniforms, linkable=False)
 
 
-class LocalProtocol(Protocol):
+class LocalProtocol(Protocol[R_co]):
     """A protocol run on every record of a data set: ``f(dataset, *, rng, **params)``."""
 
     __name__: str
 
-    def __call__(self, dataset: Dataset, /, *args: Any, rng: Randomness, **params: Any) -> ProtocolResult: ...
+    def __call__(self, dataset: Dataset, /, *args: Any, rng: Randomness, **params: Any) -> R_co: ...
 
 
-def local_protocol(program: Callable[..., Program], name: str) -> LocalProtocol:
+def local_protocol(program: Callable[..., Generator[Step, Released, R]], name: str) -> LocalProtocol[R]:
     """The fast-path function ``name(dataset, *, rng, **params)`` of a step program.
 
     It runs ``run_local(program, dataset, rng=rng, **params)``; its signature is the program's,
@@ -108,20 +111,22 @@ def local_protocol(program: Callable[..., Program], name: str) -> LocalProtocol:
     positional = [p.name for p in list(signature.parameters.values())[1:]
                   if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
 
-    def run(dataset: Dataset, /, *args: Any, rng: Randomness, **params: Any) -> ProtocolResult:
+    def run(dataset: Dataset, /, *args: Any, rng: Randomness, **params: Any) -> R:
         if len(args) > len(positional):
             raise TypeError(f"{name}() takes {1 + len(positional)} positional arguments but {1 + len(args)} were given")
         return run_local(program, dataset, rng=rng, **dict(zip(positional, args)), **params)
 
     head = (program.__doc__ or "").strip().splitlines()[0].split(" as a step program")[0]
     parameters = list(signature.parameters.values())
+    returns = str(signature.return_annotation)  # "Program" or "Generator[Step, Released, X]"
+    returns = "ProtocolResult" if returns == "Program" else returns.rsplit(",", 1)[-1].strip(" ]")
     setattr(run, "__signature__", signature.replace(  # read by inspect, help() and Sphinx
         parameters=[
             inspect.Parameter("dataset", inspect.Parameter.POSITIONAL_ONLY, annotation="Dataset"),
             *parameters[1:],
             inspect.Parameter("rng", inspect.Parameter.KEYWORD_ONLY, annotation="Randomness"),
         ],
-        return_annotation="ProtocolResult",
+        return_annotation=returns,
     ))
     run.__name__ = run.__qualname__ = name
     run.__module__ = program.__module__

@@ -23,16 +23,13 @@ from mprr.data import Schema
 from mprr.distributions import JointDistribution
 from mprr.errors import ConfigurationError
 from mprr.privacy.ledger import CompositionPolicy, Ledger, Release, as_policy
-from mprr.privacy.release import json_number
+from mprr.privacy.summary import summarize
 from mprr.protocols.release import ReleasedData
 
 if TYPE_CHECKING:
     from mprr.adjustment import Adjustment
 
-__all__ = ["ProtocolResult", "POLICIES", "release_result"]
-
-POLICIES: tuple[str, ...] = tuple(p.value for p in CompositionPolicy)
-"""Composition policies a result can report ε under (:mod:`mprr.privacy.ledger`)."""
+__all__ = ["ProtocolResult", "release_result"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,20 +144,6 @@ class ProtocolResult:
         """``True`` when some release had ε = ∞ (main paper 4.2 exact tables)."""
         return self.ledger.no_dp_guarantee
 
-    def privacy_summary(self) -> dict[str, Any]:
-        """JSON-friendly ε per phase and in total, under every policy, plus β and bits."""
-        out: dict[str, Any] = {"no_dp_guarantee": self.no_dp_guarantee}
-        for policy in POLICIES:
-            out[policy] = {
-                "total": json_number(self.epsilon(policy)),
-                "by_phase": {k: json_number(v) for k, v in self.epsilon_by_phase(policy).items()},
-            }
-        out["entropy_bits_by_phase"] = {
-            phase: float(sum(r.entropy_bits or 0.0 for r in self.ledger if r.phase == phase))
-            for phase in self.ledger.phases
-        }
-        return out
-
     # ------------------------------------------------------------------ tables
     def to_frame(self, attributes: Sequence[str | int] | None = None, *, max_cells: int = 1_000_000) -> Any:
         """The estimated distribution of ``attributes`` as a labelled pandas DataFrame.
@@ -211,7 +194,8 @@ class ProtocolResult:
         return pd.DataFrame(columns)
 
     def summary(self) -> dict[str, Any]:
-        """JSON-friendly description (no arrays): protocol, parameters, clusters, ε."""
+        """JSON-friendly description (no arrays): protocol, parameters, clusters, and per
+        composition policy the :func:`mprr.privacy.summarize` of the ledger (one party's)."""
         return {
             "protocol": self.protocol,
             "parameters": dict(self.parameters),
@@ -219,7 +203,7 @@ class ProtocolResult:
             "phases": list(self.phases),
             "clusters": None if self.clusters is None else [list(c) for c in self.clusters],
             "uniforms_per_party": self.uniforms_per_party,
-            "privacy": self.privacy_summary(),
+            "privacy": {p.value: summarize([self.ledger], p).to_dict() for p in CompositionPolicy},
         }
 
 

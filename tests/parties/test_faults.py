@@ -30,10 +30,11 @@ async def _flood(net: InMemoryNetwork, n: int, per: int) -> list[tuple[int, int]
 @pytest.mark.parametrize(
     ("kwargs", "pattern"),
     [
-        ({"drop": 1.5}, r"FaultPlan\.drop must be a probability in \[0, 1\], got 1\.5"),
-        ({"duplicate": -0.1}, r"FaultPlan\.duplicate must be a probability"),
-        ({"delay": True}, r"FaultPlan\.delay must be a probability in \[0, 1\], got True"),
-        ({"reorder": "0.5"}, r"FaultPlan\.reorder must be a probability"),
+        ({"drop": 1.5}, r"FaultPlan\.drop must be a real number in \[0, 1\] \(a probability\), got 1\.5"),
+        ({"duplicate": -0.1}, r"FaultPlan\.duplicate must be a real number in \[0, 1\]"),
+        ({"delay": True}, r"FaultPlan\.delay must be a real number in \[0, 1\] \(a probability\), got True"),
+        ({"reorder": "0.5"}, r"FaultPlan\.reorder must be a real number in \[0, 1\]"),
+        ({"drop": float("nan")}, r"FaultPlan\.drop must be a real number in \[0, 1\] \(a probability\), got nan"),
         ({"max_delay": 0}, r"FaultPlan\.max_delay must be finite and > 0 seconds, got 0"),
         ({"max_delay": float("inf")}, r"FaultPlan\.max_delay must be finite"),
         ({"max_delay": True}, r"FaultPlan\.max_delay must be finite and > 0 seconds, got True"),

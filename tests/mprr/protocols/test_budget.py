@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError
-from mprr.matrices import check_epsilon, grr, keep_or_uniform
+from mprr.domain import check_epsilon
+from mprr.matrices import grr, keep_or_uniform
 from mprr.protocols.budget import (
     attribute_epsilons,
     attribute_matrices,

@@ -23,18 +23,18 @@ def test_phases_matrices_and_privacy_summary() -> None:
     assert len(r.matrices["dependence"]) == 28
     with pytest.raises(ConfigurationError, match=r"phase must be one of \['dependence', 'clusters'\]"):
         r.release("attributes")
-    summary = r.privacy_summary()
+    summary = json.loads(json.dumps(r.summary()))["privacy"]  # JSON-friendly
     eps = sum(r.parameters["attribute_epsilons"])
-    assert summary["sequential"]["by_phase"]["clusters"] == pytest.approx(eps)
+    assert summary["sequential"]["phases"]["clusters"]["epsilon"]["max"] == pytest.approx(eps)
     # each pair matrix's own ε (ε_a + ε_b) split equally; per attribute the largest share
     e = r.parameters["attribute_epsilons"]
     split = sum(max((e[a] + e[b]) / 2 for b in range(8) if b != a) for a in range(8))
-    assert summary["unlinkable-pairs"]["by_phase"]["dependence"] == pytest.approx(split)
+    assert summary["unlinkable-pairs"]["phases"]["dependence"]["epsilon"]["max"] == pytest.approx(split)
     assert split >= eps - 1e-9  # at least the paper's "each attribute once"
-    assert summary["sequential"]["by_phase"]["dependence"] == pytest.approx(7 * eps)
-    assert not summary["no_dp_guarantee"]
-    text = json.dumps(r.summary())  # JSON-friendly
-    assert '"protocol": "RR-Clusters"' in text
+    assert summary["sequential"]["phases"]["dependence"]["epsilon"]["max"] == pytest.approx(7 * eps)
+    assert summary["sequential"]["epsilon"]["max"] == pytest.approx(8 * eps)
+    assert summary["sequential"]["parties"] == 1 and not summary["sequential"]["no_dp_guarantee"]
+    assert r.summary()["protocol"] == "RR-Clusters"
     # the released data set Y is the cluster release decoded into attribute codes
     assert r.released_records.shape == (1_000, 8)
 
@@ -43,8 +43,9 @@ def test_exact_phase_reports_infinity_as_string() -> None:
     ds = planted(200, 2).dataset
     r = rr_clusters(ds, p=0.5, Tv=50, Td=0.2, dependence="4.2", rng=np.random.default_rng(0))
     assert math.isinf(r.epsilon("parallel"))
-    assert r.privacy_summary()["sequential"]["total"] == "inf"
-    assert r.privacy_summary()["entropy_bits_by_phase"]["dependence"] == 0.0
+    summary = r.summary()["privacy"]
+    assert summary["sequential"]["epsilon"]["max"] == "inf" and summary["sequential"]["no_dp_guarantee"]
+    assert summary["sequential"]["phases"]["dependence"]["entropy_bits"]["max"] == 0.0  # exact: no entropy
 
 
 def test_timings_are_left_to_the_caller() -> None:
