@@ -57,7 +57,8 @@ from mprr.data import Schema
 from mprr.domain import tally
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from mprr.protocols.release import ReleasedData
-from parties.wire.messages import Abort, Ack, Message, RandomizedValues, Refusal
+from parties.wire.codec import Message
+from parties.wire.messages import Abort, Ack, RandomizedValues, Refusal
 from parties.secure.messages import TO_CONTROLLER as SECURE_TO_CONTROLLER
 from parties.wire.requests import TO_CONTROLLER as RELEASE_TO_CONTROLLER
 from parties.wire.requests import Matrix, MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart, roster_runs

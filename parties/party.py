@@ -50,7 +50,8 @@ from mprr.errors import ConfigurationError, MessageError, PartyDropped, Protocol
 from mprr.privacy.ledger import Ledger
 from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacyAccountant, Refusal, RefusalReason
 from mprr.streams import PartyStream
-from parties.wire.messages import Abort, Ack, Message, RandomizedValues, Refusal as WireRefusal
+from parties.wire.codec import Message
+from parties.wire.messages import Abort, Ack, RandomizedValues, Refusal as WireRefusal
 from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
 from parties.public_state import ReleaseBook
 from parties.transport import CONTROLLER, Endpoint, actor_name

@@ -62,8 +62,8 @@ from mprr.errors import ConfigurationError, MessageError
 from mprr.privacy.ledger import Ledger
 from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacyAccountant, Refusal
 from mprr.streams import StreamTable
-from parties.wire.codec import decode, encode
-from parties.wire.messages import Abort, Message
+from parties.wire.codec import Message, decode, encode
+from parties.wire.messages import Abort
 from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
 from parties.party import Party
 from parties.public_state import ReleaseBook

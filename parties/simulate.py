@@ -62,7 +62,7 @@ from parties.driver import run_actors
 from parties.faults import FaultPlan
 from parties.wire.messages import Abort
 from parties.network import CONTROLLER, InMemoryNetwork
-from parties.wire.messages import Message
+from parties.wire.codec import Message
 from parties.party import LOOP_KINDS, Party
 from parties.public_state import ReleaseBook
 from parties.runtime import HostingPlan, Runtime, current_runtime, make_runtime

@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
 
 from mprr.errors import ConfigurationError
-from parties.wire.messages import message_class
+from parties.wire.codec import message_class
 
 __all__ = [
     "ActorStatistics",

@@ -43,8 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
-from parties.wire.codec import decode, encode
-from parties.wire.messages import Message, message_class, resolve_kinds
+from parties.wire.codec import Message, decode, encode, message_class, resolve_kinds
 from parties.topology import CONTROLLER, Topology, actor_name
 from parties.traffic import ActorStatistics, LatencyModel, TrafficCounter, TrafficStatistics
 

@@ -25,7 +25,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from parties.wire.messages import Message, RandomizedValues, message_class
+from parties.wire.codec import Message, message_class
+from parties.wire.messages import RandomizedValues
 from parties.transport import Envelope
 
 __all__ = ["ViewEntry", "ViewLog", "ViewSummary"]

@@ -34,8 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
-from parties.wire.codec import encode
-from parties.wire.messages import Message
+from parties.wire.codec import Message, encode
 from parties.network import CONTROLLER, Endpoint, Transport, actor_name
 from parties.secure.messages import TO_CONTROLLER
 from parties.secure.pki import Signer, setup_pki

@@ -1,4 +1,4 @@
-"""Message kinds of the secure-sum engines (wire kinds 64..79 of :mod:`parties.wire.messages`).
+"""Message kinds of the secure-sum engines (frozen, typed dataclasses of :mod:`parties.wire.codec`).
 
 Every message carries the ``session`` it belongs to, so two secure sums running over the same
 network never mix; receivers check it.  Arrays are 1-D unsigned vectors of ring elements
@@ -32,7 +32,7 @@ from typing import Annotated
 
 import numpy as np
 
-from parties.wire.messages import ArraySpec, Message, message, require
+from parties.wire.codec import ArraySpec, Message, message, require
 
 __all__ = [
     "ShareVector",

@@ -2,10 +2,9 @@
 
 Modules, in dependency order:
 
-- ``fields``    — field types a message may have (ints, floats, strings, bytes, tuples, arrays)
-- ``messages``  — the ``Message`` base, ``@message`` registration, the generic kinds (replies,
-                  refusals, aborts, acks)
-- ``codec``     — the one codec: message <-> bytes; decoding rejects the unexpected
-- ``requests``  — the controller's release requests (kinds 100-102), matrices as
+- ``codec``     — the ``Message`` base and ``@message`` registration, field types, and the one
+                  codec (message <-> bytes) generated from each kind's annotations
+- ``messages``  — the generic kinds (released codes, refusals, aborts, acks)
+- ``requests``  — the controller's release requests, matrices as
                   :class:`~mprr.protocols.steps.MatrixSpec`
 """

@@ -1,4 +1,4 @@
-"""Message kinds of the release requests (kinds 100-102).
+"""Message kinds of the release requests.
 
 The generic kinds of :mod:`parties.wire.messages` carry the replies: a party answers a request with
 :class:`~parties.wire.messages.RandomizedValues` (one released code per unit, in request order) or
@@ -29,8 +29,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from mprr.errors import MessageError
 from mprr.protocols.steps import FAMILIES, Matrix, MatrixSpec
-from parties.wire.messages import Ack, Message, RandomizedValues, Refusal, message, require
+from parties.wire.codec import Message, message, require
+from parties.wire.messages import Ack, RandomizedValues, Refusal
 
 __all__ = ["FAMILIES", "Matrix", "MatrixSpec", "ReleaseRequest", "SecureRelease", "SecureSumStart", "TO_CONTROLLER", "expand_runs",
            "roster_runs"]
@@ -45,18 +47,19 @@ def _check_request(msg: ReleaseRequest | SecureRelease, matrices: int) -> None:
     for where, groups in (("plan", msg.plan), ("units", msg.units)):
         require(len(groups) > 0, f"{name}.{where} must not be empty")
         for g in groups:
-            require(len(g) > 0, f"{name}.{where} must not contain an empty group, got {groups}")
-            require(all(a >= 0 for a in g), f"{name}.{where} must hold attribute indices >= 0, got {g}")
-            require(len(set(g)) == len(g), f"{name}.{where} groups must not repeat an attribute, got {g}")
-    require(
-        len(msg.families) == matrices and len(msg.params) == matrices,
-        f"{name} needs {matrices} families and params ({len(msg.units)} units), "
-        f"got {len(msg.families)} and {len(msg.params)}",
-    )
+            if not g or min(g) < 0 or len(set(g)) != len(g):
+                require(len(g) > 0, f"{name}.{where} must not contain an empty group, got {groups}")
+                require(min(g) >= 0, f"{name}.{where} must hold attribute indices >= 0, got {g}")
+                raise MessageError(f"{name}.{where} groups must not repeat an attribute, got {g}")
+    if len(msg.families) != matrices or len(msg.params) != matrices:
+        raise MessageError(f"{name} needs {matrices} families and params ({len(msg.units)} units), "
+                           f"got {len(msg.families)} and {len(msg.params)}")
     for f in msg.families:
-        require(f in FAMILIES, f"{name}.families must be in {list(FAMILIES)}, got {f!r}")
+        if f not in FAMILIES:
+            raise MessageError(f"{name}.families must be in {list(FAMILIES)}, got {f!r}")
     for p in msg.params:
-        require(all(math.isfinite(x) for x in p), f"{name}.params must be finite, got {p}")
+        if not all(math.isfinite(x) for x in p):
+            raise MessageError(f"{name}.params must be finite, got {p}")
 
 
 def _specs(msg: ReleaseRequest | SecureRelease) -> tuple[MatrixSpec, ...]:
@@ -223,9 +226,9 @@ class SecureSumStart(Message):
         require(len(self.roster) > 0, "SecureSumStart.roster must not be empty")
         last = -1
         for run in self.roster:
-            require(len(run) == 2 and last < run[0] < run[1],
-                     f"SecureSumStart.roster must be sorted, disjoint, non-adjacent runs (start, stop) of "
-                     f"party ids >= 0 with start < stop, got {self.roster[:10]}")
+            if not (len(run) == 2 and last < run[0] < run[1]):
+                raise MessageError("SecureSumStart.roster must be sorted, disjoint, non-adjacent runs (start, stop) "
+                                   f"of party ids >= 0 with start < stop, got {self.roster[:10]}")
             last = run[1]
 
     @property

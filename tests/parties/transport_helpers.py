@@ -10,10 +10,12 @@ with probability ``drop`` and delays some by a few milliseconds.  ``log`` record
 from __future__ import annotations
 
 import asyncio
+from typing import Annotated
 
 import numpy as np
 
-from parties.wire.messages import FloatArray, Message, RandomizedValues, message
+from parties.wire.codec import ArraySpec, Message, message
+from parties.wire.messages import RandomizedValues
 from parties.network import CONTROLLER, Endpoint
 from parties.transport import Frame, Transport
 
@@ -26,7 +28,7 @@ class Probe(Message):
 
     request_id: int
     attributes: tuple[int, ...]
-    matrix: FloatArray
+    matrix: Annotated[np.ndarray, ArraySpec(("float64",))]
 
 
 class ChaosTransport(Transport):

@@ -1,4 +1,5 @@
-"""parties.wire.messages: registration, coercion, validation and equality of message kinds."""
+"""Message kinds: registration, coercion and equality (parties.wire.codec), and the validation of
+the generic kinds (parties.wire.messages)."""
 
 from __future__ import annotations
 
@@ -10,21 +11,11 @@ import numpy as np
 import pytest
 
 from mprr.errors import MessageError, ProtocolError
-from parties.wire.messages import (
-    Abort,
-    Ack,
-    ArraySpec,
-    FloatArray,
-    IntArray,
-    Message,
-    RandomizedValues,
-    Refusal,
-    message,
-    message_class,
-    resolve_kinds,
-)
+from parties.wire.codec import ArraySpec, Message, message, message_class, resolve_kinds
+from parties.wire.messages import Abort, Ack, RandomizedValues, Refusal
 
-# Test kinds live in 60000..65535 (see the module docstring of parties.wire.messages).
+FloatArray = Annotated[np.ndarray, ArraySpec(("float64",))]
+IntArray = Annotated[np.ndarray, ArraySpec(("int64",))]
 
 
 @message(kind=60100)
@@ -38,7 +29,7 @@ class Sample(Message):
     blob: bytes
     items: tuple[int, ...] = ()
     table: IntArray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    note: str | None = None
+    doc: Annotated[str, "a note for readers only"] = ""
 
 
 @message(kind=60101)
@@ -104,7 +95,8 @@ def test_only_message_subclasses_can_register() -> None:
 
 @pytest.mark.parametrize(
     "annotation",
-    [list[int], dict[str, int], set[int], tuple[int, ...] | str, object, complex],
+    [list[int], dict[str, int], set[int], tuple[int, ...] | str, object, complex, int | None, tuple[int, str],
+     tuple[()], np.ndarray, Annotated[np.ndarray, "no spec"], Annotated[int, ArraySpec(("int8",))]],
 )
 def test_unsupported_field_types_are_rejected(annotation: object) -> None:
     namespace = {"__annotations__": {"x": annotation}}
@@ -199,7 +191,8 @@ def test_safe_integer_arrays_widen_to_the_declared_dtype() -> None:
         (lambda: Sample(1, 1.0, True, "x", "s"), r"Sample\.blob must be bytes"),
         (lambda: Sample(1, 1.0, True, "x", b"", "12"), r"Sample\.items must be tuple\[int, \.\.\.\]"),
         (lambda: Sample(1, 1.0, True, "x", b"", (1, "2")), r"Sample\.items\[i\] must be int"),
-        (lambda: Sample(1, 1.0, True, "x", b"", note=3), r"Sample\.note must be str"),
+        (lambda: Sample(1, 1.0, True, "x", b"", doc=3), r"Sample\.doc must be str"),
+        (lambda: Sample("x" * 200, 1.0, True, "x", b""), r"Sample\.count must be int, got 'x{70,}\.\.\.$"),
         (lambda: Sample(1, 1.0, True, "x", b"", table=[1.5]), r"Sample\.table must have dtype in \('int64',\), got dtype float64"),
         (lambda: Sample(1, 1.0, True, "x", b"", table={1}), r"Sample\.table must be ndarray\[int64\]"),
         (lambda: Shaped(np.ones(3)), r"Shaped\.grid must be 2-D, got shape \(3,\)"),
@@ -280,4 +273,16 @@ def test_validate_errors_of_other_types_become_message_errors() -> None:
 def test_float_array_and_default_factory() -> None:
     ann = Tagged("x")
     assert ann.values.dtype == np.float64 and ann.values.size == 0
-    assert FloatArray is not IntArray
+
+
+def test_array_specs_name_only_wire_dtypes() -> None:
+    with pytest.raises(MessageError, match=r"ArraySpec dtypes must be a non-empty subset of .*got \('float32',\)"):
+        ArraySpec(("float32",))
+    with pytest.raises(MessageError, match=r"ArraySpec dtypes must be a non-empty subset"):
+        ArraySpec(())
+
+
+def test_one_dimensional_arrays_become_tuples_of_a_tuple_field() -> None:
+    assert Sample(1, 1.0, True, "x", b"", np.array([3, 4])).items == (3, 4)
+    with pytest.raises(MessageError, match=r"Sample\.items must be tuple\[int, \.\.\.\], got array"):
+        Sample(1, 1.0, True, "x", b"", np.ones((1, 1), dtype=np.int64))
