@@ -193,7 +193,8 @@ class Str(ValueType):
 
 @dataclass(frozen=True)
 class Choice(ValueType):
-    """One string out of a fixed set."""
+    """One string out of a fixed set (a number written for one of them, such as ``4.2`` for
+    ``"4.2"``, is taken as that string)."""
 
     choices: tuple[str, ...]
 
@@ -201,25 +202,11 @@ class Choice(ValueType):
         return "one of " + ", ".join(repr(c) for c in self.choices)
 
     def check(self, value: Any, key: str) -> str:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and repr(value) in self.choices:
+            value = repr(value)  # a choice such as "4.2" written unquoted: TOML reads it as a number
         if not isinstance(value, str) or value not in self.choices:
-            error = self._fail(value, key)
-            text = _number_text(value)
-            if text is not None and text in self.choices:
-                # TOML reads 4.2 as a number: say how to write the string
-                name = key.rsplit(".", 1)[-1]
-                error = ConfigurationError(
-                    f"{error}; {text} is read as a number, quote it: {name} = \"{text}\" in a "
-                    f"TOML file, --set '{name}=\"{text}\"' on the command line"
-                )
-            raise error
+            raise self._fail(value, key)
         return value
-
-
-def _number_text(value: Any) -> str | None:
-    """How a user most likely typed a number (``4.2``, ``3``), or None for non-numbers."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return repr(value) if isinstance(value, float) else str(value)
 
 
 @dataclass(frozen=True)

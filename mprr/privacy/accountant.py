@@ -43,7 +43,7 @@ Everything here is re-exported by :mod:`mprr.privacy`, the module the rest of th
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from enum import Enum
@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from mprr.domain import check_int
 from mprr.privacy.composition import CompositionPolicy, as_policy
 from mprr.errors import BudgetExceededError, ConfigurationError, PlanViolationError
 from mprr.privacy.ledger import Attr, Ledger, Release
@@ -227,52 +228,45 @@ def _decision(outcome: Outcome, request: Release, entry_index: int) -> Decision:
     return decision
 
 
-_PLANS: dict[tuple[str, tuple[Any, ...]], frozenset[frozenset[Attr]]] = {}
-"""Memo of normalised plans: the parties of a run announce the same plan object thousands of times."""
-_PLANS_MAX = 4096
+_MEMO: dict[Any, Any] = {}
+"""Memo of normalised plans and ``allowed_attributes`` sets: the parties of a run announce the
+same plan object, and pass the same schema names, thousands of times."""
+_MEMO_MAX = 4096
+
+
+def _memoised(key: Any, make: Callable[[], Any]) -> Any:
+    """``make()``, one shared object per hashable ``key`` (no memo for an unhashable one)."""
+    try:
+        found = _MEMO.get(key)
+    except TypeError:
+        return make()
+    if found is None:
+        if len(_MEMO) >= _MEMO_MAX:
+            _MEMO.clear()
+        found = _MEMO[key] = make()
+    return found
 
 
 def _normalised_plan(phase: str, groups: Iterable[Sequence[Attr] | Attr]) -> frozenset[frozenset[Attr]]:
     """The plan ``groups`` as a set of attribute sets (ConfigurationError for an empty group)."""
-    key = None
-    if type(groups) is tuple:
-        key = (phase, groups)
-        try:
-            plan = _PLANS.get(key)
-        except TypeError:  # unhashable groups: no memo
-            key, plan = None, None
-        if plan is not None:
-            return plan
-    plan_groups = []
-    for group in groups:
-        members = frozenset((group,) if isinstance(group, (str, int, np.integer)) else group)
-        if not members:
-            raise ConfigurationError(f"plan groups must be non-empty, got {group!r} in phase {phase!r}")
-        plan_groups.append(members)
-    plan = frozenset(plan_groups)
-    if key is not None:
-        if len(_PLANS) >= _PLANS_MAX:
-            _PLANS.clear()
-        _PLANS[key] = plan
+    def make() -> frozenset[frozenset[Attr]]:
+        plan_groups = []
+        for group in groups:
+            members = frozenset((group,) if isinstance(group, (str, int, np.integer)) else group)
+            if not members:
+                raise ConfigurationError(f"plan groups must be non-empty, got {group!r} in phase {phase!r}")
+            plan_groups.append(members)
+        return frozenset(plan_groups)
+
+    plan: frozenset[frozenset[Attr]] = _memoised(("plan", phase, groups), make) if type(groups) is tuple else make()
     return plan
-
-
-_ALLOWED: dict[tuple[Any, ...], frozenset[Attr]] = {}
-"""Memo of ``allowed_attributes`` sets: the parties of a run pass the same schema names."""
 
 
 def _attribute_set(attributes: Iterable[Attr]) -> frozenset[Attr]:
     """``frozenset(attributes)``, one shared object per distinct tuple of attributes."""
     if type(attributes) is not tuple:
         return frozenset(attributes)
-    try:
-        found = _ALLOWED.get(attributes)
-    except TypeError:  # unhashable members
-        return frozenset(attributes)
-    if found is None:
-        if len(_ALLOWED) >= _PLANS_MAX:
-            _ALLOWED.clear()
-        found = _ALLOWED[attributes] = frozenset(attributes)
+    found: frozenset[Attr] = _memoised(("allowed", attributes), lambda: frozenset(attributes))
     return found
 
 
@@ -324,18 +318,15 @@ class PrivacyAccountant:
         min_roster: int = DEFAULT_MIN_ROSTER,
         rtol: float = 1e-9,
     ) -> None:
-        if isinstance(budget, bool) or not isinstance(budget, (int, float, np.integer, np.floating)):
-            raise ConfigurationError(f"budget must be a number >= 0 or math.inf, got {budget!r}")
-        if math.isnan(float(budget)) or float(budget) < 0:
+        if (isinstance(budget, bool) or not isinstance(budget, (int, float, np.integer, np.floating))
+                or math.isnan(float(budget)) or float(budget) < 0):
             raise ConfigurationError(f"budget must be a number >= 0 or math.inf, got {budget!r}")
         if not (isinstance(rtol, (int, float)) and 0 <= rtol < 1e-3):
             raise ConfigurationError(f"rtol must be in [0, 1e-3), got {rtol!r}")
-        if isinstance(min_roster, bool) or not isinstance(min_roster, (int, np.integer)) or min_roster < 2:
-            raise ConfigurationError(f"min_roster must be an integer >= 2, got {min_roster!r}")
         self.budget = float(budget)
         self.policy = as_policy(policy)
         self.party = party
-        self.min_roster = int(min_roster)
+        self.min_roster = check_int("min_roster", min_roster, 2)
         self.rtol = float(rtol)
         self.allowed_attributes: frozenset[Attr] | None = (
             None if allowed_attributes is None else _attribute_set(allowed_attributes)

@@ -55,6 +55,7 @@ def test_values_are_normalised() -> None:
     assert out["sizes"] == (4,)
     assert out["grid"] == ((1.0, 2.0),)
     assert out["sub"]["tv"] == 50
+    assert SCHEMA.validate({"method": 4.2})["method"] == "4.2"  # TOML and --set read 4.2 unquoted as a number
 
 
 @pytest.mark.parametrize(
@@ -69,6 +70,8 @@ def test_values_are_normalised() -> None:
         ({"epsilon": math.nan}, r"parameters\.epsilon must be a finite number > 0, got nan"),
         ({"p": 1.5}, r"parameters\.p must be a finite number >= 0 and <= 1, got 1\.5"),
         ({"method": "4.4"}, r"parameters\.method must be one of '4\.1', '4\.2', '4\.3', got '4\.4'"),
+        ({"method": 4.4}, r"parameters\.method must be one of '4\.1', '4\.2', '4\.3', got 4\.4 \(float\)"),
+        ({"method": True}, r"parameters\.method must be one of '4\.1', '4\.2', '4\.3', got True \(bool\)"),
         ({"adjust": "yes"}, r"parameters\.adjust must be true or false, got 'yes'"),
         ({"label": ""}, r"parameters\.label must be a non-empty string, got ''"),
         ({"sizes": [2, 1]}, r"parameters\.sizes\[1\] must be an integer >= 2, got 1"),

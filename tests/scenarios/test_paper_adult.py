@@ -66,6 +66,14 @@ def test_missing_adult_file_exits_2(tmp_path: Path) -> None:
     assert code == 2 and "adult_path" in stderr.getvalue() and "not found" in stderr.getvalue()
 
 
+def test_figure3_refuses_the_tables_only_reading_before_reading_data(tmp_path: Path) -> None:
+    stderr = io.StringIO()
+    code = main(["run", "adult_figure3", "--runs", "1", "--out", str(tmp_path / "o"), "--quiet",
+                 "--set", f"adult_path={json.dumps(str(tmp_path / 'nope.data'))}",
+                 "--set", "epsilon_reading=printed-separate"], stdout=io.StringIO(), stderr=stderr)
+    assert code == 2 and "epsilon_reading = 'printed-separate' is a reading of Tables I and II" in stderr.getvalue()
+
+
 # ------------------------------------------------------------------ scenarios through the CLI
 
 
