@@ -42,7 +42,6 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullFormatter, NullLocator
 
-from mprr.errors import ConfigurationError
 from mprr.synthetic import DEFAULT_SIZES, planted_clusters
 from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema
 from scenarios.config import Table as ConfigTable
@@ -344,7 +343,7 @@ def _rr_outputs(rr: Sequence[RRMeasurement]) -> tuple[list[Table], list[FigureSp
                 "SecureSumStart and the secure sum); RR-Clusters given the clusters Algorithm 1 announced. "
                 "Main paper 4.1: O(nm) for the controller, O(m) per party.",
     )
-    panels = []
+    panels, by_sweep = [], {}
     axes: tuple[tuple[str, str, Callable[[RRMeasurement], int]], ...] = (
         ("n", "parties n", lambda r: r.n), ("m", "attributes m (4 categories)", lambda r: r.m),
         ("d", "categories d (4 attributes)", lambda r: r.d or 0))
@@ -356,26 +355,11 @@ def _rr_outputs(rr: Sequence[RRMeasurement]) -> tuple[list[Table], list[FigureSp
                 xs = [x_of(r) for r in sel]
                 series[f"{proto} {who}"] = (xs, [getattr(r.closed, attr) for r in sel], xs,
                                             [r.measured()[attr] for r in sel])
-        panels.append((sweep, xlabel, series))
-
-    def draw(fig: MplFigure) -> None:
-        for k, (sweep, xlabel, series) in enumerate(panels):
-            ax = fig.add_subplot(1, len(panels), k + 1)
-            for i, (label, (xc, yc, xm, ym)) in enumerate(series.items()):
-                colour = f"C{i}"
-                ax.plot(xc, yc, "--", color=colour, linewidth=1)
-                ax.plot(xm, ym, _MARKERS[i % len(_MARKERS)], color=colour, markerfacecolor="none",
-                        markersize=7, linestyle="none", label=label)
-            _log_axes(ax, [x for xc, _, _, _ in series.values() for x in xc])
-            ax.set_xlabel(xlabel)
-            ax.set_ylabel("bytes sent (per actor: controller, or the largest party)")
-            ax.grid(True, which="major", alpha=0.3)
-            _closed_form_legend(ax, fontsize="x-small")
-
-    figure = CustomPlot(filename="rr_cost.png", title="RR phases in the actor simulator (main paper 4.1)",
-                        draw=draw, size=(12.6, 4.2),
-                        caption="Markers: measured; dashed: closed form. The controller sends O(nm) bytes, "
-                                "each party O(m), independent of n.")
+        panels.append((sweep, xlabel, "bytes sent (per actor: controller, or the largest party)"))
+        by_sweep[sweep] = series
+    figure = _loglog("rr_cost.png", "RR phases in the actor simulator (main paper 4.1)", panels, by_sweep,
+                     "Markers: measured; dashed: closed form. The controller sends O(nm) bytes, each party "
+                     "O(m), independent of n.")
     return [table], ([figure] if rr else [])
 
 
@@ -416,6 +400,10 @@ def _largest_masked(measured: Sequence[tuple[Point, str, Measurement, ClosedForm
     return [(k, p, m) for k, (p, m) in sorted(best.items())]
 
 
+_TABLE_FIELDS = ("messages", "bytes", "rounds", "party_bytes", "controller_bytes", "consistency_messages",
+                 "consistency_bytes")
+
+
 def _result(params: Mapping[str, Any], engines: Sequence[str],
             rows: Sequence[tuple[Point, str, Measurement | None, ClosedForm, str]],
             rr: Sequence[RRMeasurement], elapsed: float) -> ScenarioResult:
@@ -432,13 +420,7 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
         flags = "" if m is None else ", ".join(name for name, ok in m.matches().items() if not ok)
         table_rows.append((
             p.sweep, k, p.n, len(p.sizes), p.d, p.L,
-            None if m is None else m.messages, c.messages,
-            None if m is None else m.bytes, c.bytes,
-            None if m is None else m.rounds, c.rounds,
-            None if m is None else m.party_bytes, c.party_bytes,
-            None if m is None else m.controller_bytes, c.controller_bytes,
-            None if m is None else m.consistency_messages, c.consistency_messages,
-            None if m is None else m.consistency_bytes, c.consistency_bytes,
+            *(x for f in _TABLE_FIELDS for x in (None if m is None else getattr(m.measured, f), getattr(c, f))),
             None if m is None else m.exact_sum,
             reason or ("= closed form" if not flags else f"differs: {flags}"),
             None if m is None else m.seconds,
@@ -470,7 +452,7 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
             sel.sort(key=lambda t: x_of(t[0]))
             out[key] = ([x_of(p) for p, _, _ in sel], [y_of(c) for _, _, c in sel],
                         [x_of(p) for p, m, _ in sel if m is not None],
-                        [y_of(m) for _, m, _ in sel if m is not None])
+                        [y_of(m.measured) for _, m, _ in sel if m is not None])
         return out
 
     n_series = {
@@ -518,19 +500,19 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
         "all_sums_exact": not wrong_sums,
         "log_log_slopes": slopes,
         "engine_cost_equal_closed_form": all(
-            (m.engine_cost_messages, m.engine_cost_bytes) == (c.messages, c.bytes) for _, _, m, c in measured),
+            m.engine_cost[:2] == (c.messages, c.bytes) for _, _, m, c in measured),
         "wall_seconds": elapsed,
     }
     traffic = {
         f"{p.sweep}/{k}/n={p.n}/L={p.L}": {
-            "messages": m.messages, "bytes": m.bytes, "rounds": m.rounds,
-            "party_max": {"messages": m.party_messages, "bytes": m.party_bytes},
-            "controller": {"messages": m.controller_messages, "bytes": m.controller_bytes},
-            "consistency": {"messages": m.consistency_messages, "bytes": m.consistency_bytes},
+            "messages": t.messages, "bytes": t.bytes, "rounds": t.rounds,
+            "party_max": {"messages": t.party_messages, "bytes": t.party_bytes},
+            "controller": {"messages": t.controller_messages, "bytes": t.controller_bytes},
+            "consistency": {"messages": t.consistency_messages, "bytes": t.consistency_bytes},
             "closed_form": {"messages": c.messages, "bytes": c.bytes, "rounds": c.rounds,
                             "formula": c.formula},
         }
-        for p, k, m, c in measured
+        for p, k, t, c in ((p, k, m.measured, c) for p, k, m, c in measured)
     }
     summary = [
         f"{len(measured)} secure sums measured ({len(rows) - len(measured)} points closed form only), "
@@ -540,8 +522,8 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
            f"{len(measured) - len(mismatches)}/{len(measured)}; differs at "
            + "; ".join(sorted({f'{k} ({", ".join(bad)})' for _, k, bad in mismatches}))),
         "consistency check (masked engines, largest measured n): " + (", ".join(
-            f"{k} n = {p.n}: {m.consistency_messages} messages, {m.consistency_bytes:,} B "
-            f"({100 * m.consistency_bytes / m.bytes:.1f} % of the bytes)"
+            f"{k} n = {p.n}: {m.measured.consistency_messages} messages, {m.measured.consistency_bytes:,} B "
+            f"({100 * m.measured.consistency_bytes / m.measured.bytes:.1f} % of the bytes)"
             for k, p, m in _largest_masked(measured)) or "not measured"),
         "log-log slope of the busiest party's bytes vs n: " + ", ".join(
             f"{k} {s['party_bytes_vs_n']:.2f}" for k, s in slopes.items() if s["party_bytes_vs_n"] is not None),

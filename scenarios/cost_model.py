@@ -30,6 +30,7 @@ import numpy as np
 from mprr.errors import ConfigurationError
 from mprr.synthetic import planted_clusters
 from parties.network import CONTROLLER, InMemoryNetwork
+from parties.traffic import TrafficStatistics
 from parties.secure.engine import SecureSumEngine, run_secure_sum
 from parties.secure.registry import ENGINES, engine_needs_mesh, sized_engine
 from parties.secure.topology import build_neighbourhoods
@@ -38,12 +39,14 @@ __all__ = [
     "ACK_BYTES",
     "ENGINE_KEYS",
     "ClosedForm",
+    "MATCHED",
     "Measurement",
     "RRMeasurement",
     "measure_rr",
     "measure_secure_sum",
     "closed_form",
     "element_bytes",
+    "engine_and_topology",
     "pair_cells",
     "pair_indicators",
     "release_phase",
@@ -97,9 +100,21 @@ def element_bytes(modulus: int) -> int:
 # --------------------------------------------------------------------------- closed forms
 
 
+MATCHED: Mapping[str, tuple[str, ...]] = {
+    "consistency": ("consistency_messages", "consistency_bytes"), "messages": ("messages",),
+    "bytes": ("bytes",), "rounds": ("rounds",), "party": ("party_messages", "party_bytes"),
+    "controller": ("controller_messages", "controller_bytes"),
+}
+"""The quantities a measurement is checked on against its closed form, by group."""
+
+CONSISTENCY_KINDS = ("SurvivorSet", "SurvivorTags", "UnmaskRequest")
+"""Message kinds of the masked engine's consistency check."""
+
+
 @dataclass(frozen=True)
 class ClosedForm:
-    """Exact fault-free traffic of one secure sum (all numbers are totals over the run)."""
+    """Traffic of one run, totals over the run: exact for a fault-free run (:func:`closed_form`,
+    :func:`rr_closed_form`), or as a network counted it (:meth:`counted`)."""
 
     messages: int
     bytes: int
@@ -115,9 +130,21 @@ class ClosedForm:
     ``SurvivorSet`` and ``SurvivorTags`` messages and the tagged views of ``UnmaskRequest``
     (0 for the other engines); included in the totals above."""
 
+    @classmethod
+    def counted(cls, stats: TrafficStatistics) -> ClosedForm:
+        """What a network counted: totals, the busiest party, the controller and the masked
+        engine's consistency messages (formula ``"measured"``)."""
+        party = [c for a, c in stats.by_sender.items() if a != CONTROLLER]
+        ctrl = stats.sent_by(CONTROLLER)
+        check = [stats.by_kind[k] for k in CONSISTENCY_KINDS if k in stats.by_kind]
+        return cls(stats.messages, stats.bytes, stats.rounds, max(c.messages for c in party),
+                   max(c.bytes for c in party), ctrl.messages, ctrl.bytes, "measured",
+                   sum(c.messages for c in check), sum(c.bytes for c in check))
 
-CONSISTENCY_KINDS = ("SurvivorSet", "SurvivorTags", "UnmaskRequest")
-"""Message kinds of the masked engine's consistency check."""
+    def matches(self, other: ClosedForm, groups: Sequence[str] = tuple(MATCHED)) -> dict[str, bool]:
+        """Per group of :data:`MATCHED` (``consistency``, ``messages``, ``bytes``, ``rounds``,
+        ``party``, ``controller``), whether ``other`` has the same numbers."""
+        return {g: all(getattr(self, f) == getattr(other, f) for f in MATCHED[g]) for g in groups}
 
 
 def _vector_message(S: int, cells: int, b: int) -> int:
@@ -395,18 +422,20 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
 # --------------------------------------------------------------------------- measuring
 
 
-def _engine(key: str, n: int, degree: int, round_timeout: float) -> tuple[SecureSumEngine, nx.Graph[int] | None]:
+def engine_and_topology(key: str, n: int, *, degree: int, round_timeout: float, threshold: int | None = None
+                        ) -> tuple[SecureSumEngine, nx.Graph[int] | None]:
     """The engine ``key`` (:func:`parties.secure.registry.sized_engine`) and the network
-    topology it needs (a full mesh for direct party links, else ``None``: the star)."""
+    topology it needs for n parties (a full mesh for direct party links, else ``None``: the star)."""
     if key not in ENGINE_KEYS:
         raise ConfigurationError(f"engine must be one of {ENGINE_KEYS}, got {key!r}")
-    engine = sized_engine(key, degree=degree, round_timeout=round_timeout)
+    engine = sized_engine(key, degree=degree, round_timeout=round_timeout, threshold=threshold)
     return engine, (nx.complete_graph(n) if engine_needs_mesh(key) else None)
 
 
 @dataclass(frozen=True)
 class Measurement:
-    """One measured secure sum beside its closed form."""
+    """One measured secure sum (``measured``) beside its closed form, and the engine's own
+    ``cost()`` (messages, bytes, rounds)."""
 
     engine: str
     sweep: str
@@ -414,64 +443,29 @@ class Measurement:
     m: int
     d: int | None
     L: int
-    messages: int
-    bytes: int
-    rounds: int
-    party_messages: int
-    party_bytes: int
-    controller_messages: int
-    controller_bytes: int
-    engine_cost_messages: int
-    engine_cost_bytes: int
-    engine_cost_rounds: int
+    measured: ClosedForm
+    engine_cost: tuple[int, int, int]
     seconds: float
     exact_sum: bool
     closed: ClosedForm
-    consistency_messages: int = 0
-    consistency_bytes: int = 0
 
     def matches(self) -> dict[str, bool]:
         """Which measured quantities equal the closed form."""
-        c = self.closed
-        return {
-            "consistency": (self.consistency_messages, self.consistency_bytes)
-            == (c.consistency_messages, c.consistency_bytes),
-            "messages": self.messages == c.messages,
-            "bytes": self.bytes == c.bytes,
-            "rounds": self.rounds == c.rounds,
-            "party": (self.party_messages, self.party_bytes) == (c.party_messages, c.party_bytes),
-            "controller": (self.controller_messages, self.controller_bytes)
-            == (c.controller_messages, c.controller_bytes),
-        }
+        return self.measured.matches(self.closed)
 
 
 def measure_secure_sum(key: str, vectors: np.ndarray, expected: np.ndarray, *, sweep: str, m: int,
                        d: int | None, degree: int, round_timeout: float, index: int) -> Measurement:
     """Run one secure sum in the in-memory network and compare with the closed form."""
     n, L = vectors.shape
-    engine, topology = _engine(key, n, degree, round_timeout)
+    engine, topology = engine_and_topology(key, n, degree=degree, round_timeout=round_timeout)
     net = InMemoryNetwork(n, topology=topology)
-    session = f"{index:0{SESSION_CHARS}x}"
     start = time.perf_counter()
-    result = asyncio.run(run_secure_sum(engine, net, vectors, session=session,
+    result = asyncio.run(run_secure_sum(engine, net, vectors, session=f"{index:0{SESSION_CHARS}x}",
                                         timeout=max(60.0, 10 * round_timeout)))
-    seconds = time.perf_counter() - start
-    stats = result.statistics
-    party = [stats.sent_by(p) for p in range(n)]
-    ctrl = stats.sent_by(CONTROLLER)
-    return Measurement(
-        engine=key, sweep=sweep, n=n, m=m, d=d, L=L,
-        messages=stats.messages, bytes=stats.bytes, rounds=stats.rounds,
-        party_messages=max(c.messages for c in party), party_bytes=max(c.bytes for c in party),
-        controller_messages=ctrl.messages, controller_bytes=ctrl.bytes,
-        engine_cost_messages=result.cost.messages, engine_cost_bytes=result.cost.bytes,
-        engine_cost_rounds=result.cost.rounds,
-        seconds=seconds,
-        exact_sum=bool(np.array_equal(result.total, expected)),
-        closed=closed_form(key, n, L, degree=degree),
-        consistency_messages=sum(stats.by_kind[k].messages for k in CONSISTENCY_KINDS if k in stats.by_kind),
-        consistency_bytes=sum(stats.by_kind[k].bytes for k in CONSISTENCY_KINDS if k in stats.by_kind),
-    )
+    return Measurement(key, sweep, n, m, d, L, ClosedForm.counted(result.statistics),
+                       (result.cost.messages, result.cost.bytes, result.cost.rounds), time.perf_counter() - start,
+                       bool(np.array_equal(result.total, expected)), closed_form(key, n, L, degree=degree))
 
 
 @dataclass(frozen=True)
@@ -484,23 +478,24 @@ class RRMeasurement:
     m: int
     d: int | None
     clusters: tuple[tuple[int, ...], ...]
-    stats: Any
+    stats: TrafficStatistics
     closed: ClosedForm
     seconds: float
     dependence: str = "4.1"
     engine: str = ""
 
     def measured(self) -> dict[str, int]:
-        s = self.stats
-        party = [c for a, c in s.by_sender.items() if a != CONTROLLER]
-        ctrl = s.sent_by(CONTROLLER)
-        return {"messages": s.messages, "bytes": s.bytes, "rounds": s.rounds,
-                "party_messages": max(c.messages for c in party), "party_bytes": max(c.bytes for c in party),
-                "controller_messages": ctrl.messages, "controller_bytes": ctrl.bytes}
+        """Messages, bytes and rounds in total, of the busiest party and of the controller."""
+        counted = ClosedForm.counted(self.stats)
+        return {f: getattr(counted, f) for g in RR_MATCHED for f in MATCHED[g]}
 
     def matches(self) -> bool:
-        c = self.closed
-        return self.measured() == {k: getattr(c, k) for k in self.measured()}
+        """Whether :meth:`measured` equals the closed form (the consistency messages of a masked
+        secure sum are in the totals; :func:`rr_closed_form` does not single them out)."""
+        return all(ClosedForm.counted(self.stats).matches(self.closed, RR_MATCHED).values())
+
+
+RR_MATCHED = ("messages", "bytes", "rounds", "party", "controller")
 
 
 def simulate_options(dependence: str, engine: str, n: int, degree: int, round_timeout: float) -> dict[str, Any]:
@@ -509,7 +504,7 @@ def simulate_options(dependence: str, engine: str, n: int, degree: int, round_ti
     party links (paper, graph-direct), the full-mesh topology."""
     if dependence == "4.1":
         return {}
-    instance, topology = _engine(engine, n, degree, round_timeout)
+    instance, topology = engine_and_topology(engine, n, degree=degree, round_timeout=round_timeout)
     return {"dependence": dependence, "secure_sum": instance,
             **({"topology": topology} if topology is not None else {})}
 

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
 import numpy as np
 from scipy.stats import binom
 
@@ -42,9 +41,8 @@ from mprr.errors import MprrError, PartyDropped, RoundTimeout, SecureSumAborted
 from mprr.synthetic import planted_clusters
 from parties.faults import FaultPlan
 from parties.network import InMemoryNetwork
-from parties.secure.engine import SecureSumEngine, run_secure_sum
-from parties.secure.registry import engine_needs_mesh, sized_engine
-from scenarios.cost_model import pair_indicators
+from parties.secure.engine import run_secure_sum
+from scenarios.cost_model import engine_and_topology, pair_indicators
 from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema
 from scenarios.config import Table as ConfigTable
 from scenarios.plots import LinePlot, Series
@@ -108,12 +106,6 @@ class Trial:
     message: str = ""
 
 
-def _engine(key: str, params: Mapping[str, Any]) -> tuple[SecureSumEngine, Any]:
-    engine = sized_engine(key, degree=params["degree"], round_timeout=params["round_timeout"],
-                          threshold=params["threshold"])
-    return engine, (nx.complete_graph(params["n"]) if engine_needs_mesh(key) else None)
-
-
 def _crash_send(key: str, params: Mapping[str, Any]) -> int:
     family = "masked" if key.startswith("masked") else key
     crash_send: int = params["crash_send"][family]
@@ -124,7 +116,8 @@ async def run_trial(key: str, params: Mapping[str, Any], vectors: np.ndarray, dr
                     *, rate: float, index: int, seed: int) -> Trial:
     """One secure sum in which the parties ``dropped`` crash at their ``crash_send``-th send."""
     n = vectors.shape[0]
-    engine, topology = _engine(key, params)
+    engine, topology = engine_and_topology(key, n, degree=params["degree"], round_timeout=params["round_timeout"],
+                                           threshold=params["threshold"])
     plan = FaultPlan(crash={int(p): _crash_send(key, params) for p in dropped}) if len(dropped) else None
     net = InMemoryNetwork(n, topology=topology, faults=plan, seed=seed)
     threshold = engine.context(range(n), vectors.shape[1]).threshold if key.startswith("masked") else n

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from mprr.data import Schema
 from mprr.domain import check_cells, check_int, check_unit
 from mprr.errors import ConfigurationError
-from mprr.matrices import lambda_randomization
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
 from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS
 from mprr.protocols.local import local_protocol

@@ -30,7 +30,6 @@ matrix depends on the data.  The ledger records both.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 

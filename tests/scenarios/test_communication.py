@@ -128,11 +128,11 @@ def test_every_engine_measures_its_closed_form(engine: str) -> None:
                            degree=2, round_timeout=10, index=7)
     assert m.exact_sum
     assert all(m.matches().values()), m.matches()
-    assert (m.engine_cost_messages, m.engine_cost_bytes) == (m.closed.messages, m.closed.bytes)
+    assert m.engine_cost[:2] == (m.closed.messages, m.closed.bytes)
     if engine.startswith("masked"):  # the consistency check: survivor set, signature, signed views
-        assert m.consistency_messages == 3 * 6 and m.consistency_bytes > 3 * 6 * 64
+        assert m.measured.consistency_messages == 3 * 6 and m.measured.consistency_bytes > 3 * 6 * 64
     else:
-        assert m.consistency_messages == m.consistency_bytes == 0
+        assert m.measured.consistency_messages == m.measured.consistency_bytes == 0
 
 
 def test_masked_sparse_consistency_check_on_a_sparse_graph_equals_its_closed_form() -> None:
@@ -143,8 +143,8 @@ def test_masked_sparse_consistency_check_on_a_sparse_graph_equals_its_closed_for
                            degree=4, round_timeout=10, index=3)
     assert all(m.matches().values()), m.matches()
     complete = closed_form("masked", n, pair_cells(sizes))
-    assert m.consistency_messages == complete.consistency_messages == 3 * n
-    assert m.consistency_bytes < complete.consistency_bytes  # O(k^2) views per party instead of n
+    assert m.measured.consistency_messages == complete.consistency_messages == 3 * n
+    assert m.measured.consistency_bytes < complete.consistency_bytes  # O(k^2) views per party instead of n
 
 
 @pytest.mark.slow  # ~3-5 s: secure sums, actor runs and four log-log figures
