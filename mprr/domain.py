@@ -26,6 +26,7 @@ __all__ = [
     "check_int",
     "check_sizes",
     "check_unit",
+    "real_array",
     "encode_joint",
     "decode_joint",
     "tally",
@@ -82,6 +83,20 @@ def check_unit(name: str, value: Any, *, low_open: bool = False, high_open: bool
     if v is None or not (math.isfinite(v) and 0.0 <= v <= 1.0) or (low_open and v == 0.0) or (high_open and v == 1.0):
         raise ConfigurationError(f"{name} must be a real number in {allowed}{why}, got {value!r}")
     return v
+
+
+def real_array(name: str, values: ArrayLike, *, finite: bool = False) -> np.ndarray:
+    """``values`` as a new float64 array, or ConfigurationError naming ``name``: complex values
+    are refused, not cast (the cast would drop the imaginary part); with ``finite``, NaN and ∞ too."""
+    try:
+        if np.iscomplexobj(values):
+            raise TypeError("complex values")
+        arr = np.array(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"{name} must be an array of real numbers, got {values!r}") from exc
+    if finite and not np.all(np.isfinite(arr)):
+        raise ConfigurationError(f"{name} must be finite (no NaN or inf), got {arr[~np.isfinite(arr)][0]}")
+    return arr
 
 
 def check_cells(cells: int, limit: int, what: str, *, name: str = "max_cells", remedy: str = "") -> int:

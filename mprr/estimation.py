@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from mprr.errors import ConfigurationError, EstimationError
-from mprr.domain import MAX_MATRIX_CELLS, check_cells
+from mprr.domain import MAX_MATRIX_CELLS, check_cells, real_array
 from mprr.kronecker import KroneckerMatrix, mode_products
 from mprr.matrices import RandomizationMatrix, dense_solve
 
@@ -55,18 +55,6 @@ def _check_matrix(P: Any) -> Matrix:
     return P
 
 
-def _real_array(name: str, values: ArrayLike) -> np.ndarray:
-    try:
-        if np.iscomplexobj(values):  # a cast would silently drop the imaginary part
-            raise TypeError("complex values")
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ConfigurationError(f"{name} must be an array of real numbers, got {values!r}") from exc
-    if not np.all(np.isfinite(arr)):
-        raise ConfigurationError(f"{name} must be finite (no NaN or inf), got {arr[~np.isfinite(arr)][0]}")
-    return arr
-
-
 def _allowed_shapes(P: Matrix) -> tuple[tuple[int, ...], ...]:
     if isinstance(P, KroneckerMatrix):
         return (P.sizes, (P.size,))
@@ -75,7 +63,7 @@ def _allowed_shapes(P: Matrix) -> tuple[tuple[int, ...], ...]:
 
 def _frequencies(P: Matrix, observed: ArrayLike, name: str = "observed") -> np.ndarray:
     """Validated observed counts/frequencies, normalised to sum 1, in their given shape."""
-    obs = _real_array(name, observed)
+    obs = real_array(name, observed, finite=True)
     shapes = _allowed_shapes(P)
     if obs.shape not in shapes:
         allowed = " or ".join(str(s) for s in shapes)
@@ -170,7 +158,7 @@ def clip_rescale(pi_hat: ArrayLike) -> np.ndarray:
     EstimationError
         If no entry is positive (nothing to rescale).
     """
-    x = _real_array("pi_hat", pi_hat)
+    x = real_array("pi_hat", pi_hat, finite=True)
     clipped = np.maximum(x, 0.0)
     total = float(clipped.sum())
     if total <= 0.0:
@@ -186,7 +174,7 @@ def project_simplex(pi_hat: ArrayLike) -> np.ndarray:
     ``w = max(v - θ, 0)`` with θ from the sorted values (Held et al. 1974; Duchi et al. 2008,
     Fig. 1).  Tensors are projected as one flattened vector and returned in their shape.
     """
-    v = _real_array("pi_hat", pi_hat)
+    v = real_array("pi_hat", pi_hat, finite=True)
     if v.size == 0:
         raise ConfigurationError("pi_hat must have at least one entry, got an empty array")
     flat = v.ravel()
@@ -321,7 +309,7 @@ def postprocess(
         raise ConfigurationError(
             f"method must be one of {sorted(POSTPROCESSORS)}, got {method!r}"
         )
-    x = _real_array("pi_hat", pi_hat)
+    x = real_array("pi_hat", pi_hat, finite=True)
     simple: dict[str, Callable[[np.ndarray], np.ndarray]] = {
         "none": np.array,
         "clip-rescale": clip_rescale,
@@ -366,7 +354,7 @@ def covariance(P: RandomizationMatrix | KroneckerMatrix, pi: ArrayLike, n: int) 
     P = _check_matrix(P)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ConfigurationError(f"n must be an integer >= 1, got {n!r}")
-    p = _real_array("pi", pi)
+    p = real_array("pi", pi, finite=True)
     if p.shape not in _allowed_shapes(P):
         raise ConfigurationError(f"pi must have shape {_allowed_shapes(P)[0]}, got {p.shape}")
     if abs(float(p.sum()) - 1.0) > 1e-6:
@@ -412,7 +400,7 @@ def error_bounds(lam_hat: ArrayLike, n: int, alpha: float) -> tuple[float, float
     alpha
         Confidence level complement, in (0, 1).
     """
-    lam = _real_array("lam_hat", lam_hat).ravel()
+    lam = real_array("lam_hat", lam_hat, finite=True).ravel()
     if lam.size == 0 or np.any(lam < 0) or float(lam.sum()) <= 0:
         raise ConfigurationError("lam_hat must be non-empty, >= 0 and have a positive total")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import numpy as np
 from numpy.typing import ArrayLike
 
-from mprr.domain import MAX_MATRIX_CELLS, check_cells, check_epsilon, check_int, check_sizes, check_unit
+from mprr.domain import MAX_MATRIX_CELLS, check_cells, check_epsilon, check_int, check_sizes, check_unit, real_array
 from mprr.errors import ConfigurationError, EstimationError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,14 +59,9 @@ def _check_cells(name: str, r: int, max_cells: int) -> None:
                 remedy="use per-attribute factors and kron() instead")
 
 
-def _as_float_array(name: str, values: ArrayLike, *, square: bool = False) -> np.ndarray:
-    try:
-        if np.iscomplexobj(values):  # a cast would silently drop the imaginary part
-            raise TypeError("complex values")
-        arr = np.array(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ConfigurationError(f"{name} must be an array of real numbers, got {values!r}") from exc
-    if square and arr.ndim != 2:
+def _square_array(name: str, values: ArrayLike) -> np.ndarray:
+    arr = real_array(name, values)
+    if arr.ndim != 2:
         raise ConfigurationError(
             f"{name} must be a non-empty 2-D square array of probabilities, got {values!r} (shape {arr.shape})"
         )
@@ -113,12 +108,11 @@ class RandomizationMatrix:
     __slots__ = ("_values", "_atol", "_cache")
 
     def __init__(self, values: ArrayLike, *, atol: float = 1e-9) -> None:
-        if isinstance(atol, bool) or not isinstance(atol, (int, float, np.floating)):
-            raise ConfigurationError(f"atol must be a finite real >= 0, got {atol!r}")
-        if not (math.isfinite(float(atol)) and atol >= 0):
+        if (isinstance(atol, bool) or not isinstance(atol, (int, float, np.floating))
+                or not (math.isfinite(float(atol)) and atol >= 0)):
             raise ConfigurationError(f"atol must be a finite real >= 0, got {atol!r}")
         self._atol = float(atol)
-        self._values = _validated(_as_float_array("values", values, square=True), self._atol, "rows")
+        self._values = _validated(_square_array("values", values), self._atol, "rows")
         self._values.setflags(write=False)
         self._cache: _MatrixCache = {}
 
@@ -130,7 +124,7 @@ class RandomizationMatrix:
 
         Raises ConfigurationError when the columns of ``q`` do not sum to 1.
         """
-        arr = _validated(_as_float_array("q", q, square=True), float(atol), "columns")
+        arr = _validated(_square_array("q", q), float(atol), "columns")
         return cls(arr.T, atol=atol)
 
     def columns(self) -> np.ndarray:
@@ -466,7 +460,7 @@ def circulant(first_row: ArrayLike, *, atol: float = 1e-9) -> RandomizationMatri
 
     ``first_row`` must be a probability vector of length >= 2; the result is bistochastic.
     """
-    c = _as_float_array("first_row", first_row)
+    c = real_array("first_row", first_row)
     if c.ndim != 1 or c.shape[0] < 2:
         raise ConfigurationError(f"first_row must be a 1-D array of length >= 2, got shape {c.shape}")
     if not np.all(np.isfinite(c)) or np.any(c < 0) or abs(float(c.sum()) - 1.0) > atol:
@@ -486,7 +480,7 @@ def tridiagonal(alphas: ArrayLike) -> RandomizationMatrix:
     ``1 - alpha_{i-1} - alpha_i`` so every row and column sums to 1.  Requires
     ``alpha_i >= 0`` and ``alpha_{i-1} + alpha_i <= 1``.
     """
-    a = _as_float_array("alphas", alphas)
+    a = real_array("alphas", alphas)
     if a.ndim != 1 or a.shape[0] < 1:
         raise ConfigurationError(f"alphas must be a 1-D array of length >= 1, got shape {a.shape}")
     if not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(a > 1):

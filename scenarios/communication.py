@@ -56,7 +56,7 @@ from scenarios.cost_model import (
     pair_cells,
     pair_indicators,
 )
-from scenarios.plots import CustomPlot, FigureSpec, log_ticks
+from scenarios.plots import CustomPlot, FigureSpec, log_ticks, overlaps
 from scenarios.progress import Progress
 from scenarios.registry import register
 from scenarios.report import ScenarioResult, Table
@@ -205,18 +205,6 @@ def _closed_form_legend(ax: Any, **kwargs: Any) -> None:
     ax.legend(handles, labels, **kwargs)
 
 
-def _same_as(points: Mapping[str, tuple[list[float], list[float]]]) -> dict[str, str]:
-    """Series whose measured points equal an earlier series' (label -> earlier label)."""
-    out: dict[str, str] = {}
-    items = list(points.items())
-    for i, (label, (x, y)) in enumerate(items):
-        for other, (x2, y2) in items[:i]:
-            if x and list(x) == list(x2) and list(y) == list(y2):
-                out[label] = out.get(other, other)
-                break
-    return out
-
-
 def _log_axes(ax: Any, xs: Sequence[float]) -> None:
     """Log-log axes: the measured x values as labelled ticks, 1-2-5 (or decade) ticks on y."""
     ax.set_xscale("log")
@@ -242,7 +230,8 @@ def _loglog(filename: str, title: str, panels: Sequence[tuple[str, str, str]],
             xs_all: list[float] = []
             measured = {e: ([x for x, y in zip(xm, ym) if y > 0], [y for y in ym if y > 0])
                         for e, (_, _, xm, ym) in series[key].items()}
-            same = _same_as(measured)
+            names = list(measured)
+            same = {names[i]: names[j] for i, j in overlaps(list(measured.values())).items()}
             for i, (engine, (xc, yc, xm, ym)) in enumerate(series[key].items()):
                 colour = _STYLE.get(engine, f"C{i}")
                 xc, yc = [x for x, y in zip(xc, yc) if y > 0], [y for y in yc if y > 0]

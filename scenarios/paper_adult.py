@@ -55,7 +55,7 @@ from scenarios.adult_queries import (
 )
 from scenarios.config import Bool, Choice, Field, Float, Int, List, ScenarioConfig, Schema, Str, Workers
 from scenarios.montecarlo import median_interval, median_over_runs, monte_carlo
-from scenarios.plots import CustomPlot
+from scenarios.plots import CustomPlot, overlaps
 from scenarios.progress import Progress
 from scenarios.registry import register
 from scenarios.report import ScenarioResult, Table
@@ -303,22 +303,19 @@ def _draw_tables(fig: Any, rows: list[tuple[Any, ...]], ps: Sequence[float], tds
     colors = ["C0", "C1", "C2", "C3", "C4", "C5"]
     for i, p in enumerate(ps):
         ax = fig.add_subplot(nrows, ncols, i + 1)
-        seen: dict[tuple[float, ...], float] = {}
-        for j, td in enumerate(tds):
-            cell = [r for r in rows if r[0] == p and r[1] == td]
+        cells = [[r for r in rows if r[0] == p and r[1] == td] for td in tds]
+        same = overlaps([([r[2] for r in cell], [r[3] for r in cell]) for cell in cells])
+        for j, (td, cell) in enumerate(zip(tds, cells)):
             color = colors[j % len(colors)]
             shift = 1.0 + 0.035 * (j - (len(tds) - 1) / 2)  # dodge along the log Tv axis
             x = [r[2] * shift for r in cell]
             y = [r[3] for r in cell]
             lo_hi = np.array([intervals[(p, td, r[2])] for r in cell], dtype=float).reshape(-1, 2)
             yerr = np.clip(np.stack([np.subtract(y, lo_hi[:, 0]), lo_hi[:, 1] - np.asarray(y)]), 0, None)
-            key = tuple(np.round(y, 12))
             label, style = f"ours Td={td:g}", dict[str, Any](markersize=4)
-            if key in seen:
-                label += f" (= Td={seen[key]:g})"
+            if j in same:  # drawn over an identical series: hollow, larger, and said so
+                label += f" (= Td={tds[same[j]]:g})"
                 style = {"markersize": 8, "markerfacecolor": "none", "markeredgewidth": 1.5}
-            else:
-                seen[key] = td
             ax.errorbar(x, y, yerr=np.nan_to_num(yerr), fmt="-o", color=color, capsize=3, label=label, **style)
             pub = [(r[2] * shift, r[5]) for r in cell if r[5] is not None]
             if pub:

@@ -1,7 +1,7 @@
 """Figure specifications and their PNG rendering (matplotlib, Agg canvas, no pyplot state).
 
-Runners return *specifications* (plain data: :class:`LinePlot`, :class:`BarPlot`,
-:class:`Heatmap`, or :class:`CustomPlot` with a drawing callback); :func:`render` turns one into
+Runners return *specifications* (plain data: :class:`LinePlot`, :class:`BarPlot`, or
+:class:`CustomPlot` with a drawing callback); :func:`render` turns one into
 ``out_dir/<filename>``.  Keeping runners free of drawing code makes them easy to test and lets
 the report writer decide where files go.
 """
@@ -24,7 +24,6 @@ __all__ = [
     "BarPlot",
     "CustomPlot",
     "FigureSpec",
-    "Heatmap",
     "LinePlot",
     "Series",
     "log_ticks",
@@ -130,29 +129,6 @@ class BarPlot:
 
 
 @dataclass(frozen=True)
-class Heatmap:
-    """A matrix as colours (dependence matrices, error tables)."""
-
-    filename: str
-    title: str
-    values: np.ndarray
-    row_labels: tuple[str, ...]
-    col_labels: tuple[str, ...]
-    colorbar_label: str = ""
-    annotate: bool = True
-    caption: str = ""
-
-    def __post_init__(self) -> None:
-        _check_filename(self.filename)
-        shape = np.asarray(self.values).shape
-        if shape != (len(self.row_labels), len(self.col_labels)):
-            raise ConfigurationError(
-                f"heatmap {self.filename!r}: values of shape {shape} do not match "
-                f"{len(self.row_labels)} row and {len(self.col_labels)} column labels"
-            )
-
-
-@dataclass(frozen=True)
 class CustomPlot:
     """Anything else: ``draw(figure)`` receives an empty matplotlib Figure and fills it."""
 
@@ -166,7 +142,7 @@ class CustomPlot:
         _check_filename(self.filename)
 
 
-FigureSpec = Union[LinePlot, BarPlot, Heatmap, CustomPlot]
+FigureSpec = Union[LinePlot, BarPlot, CustomPlot]
 
 
 def log_ticks(ax: Any, axis: str) -> None:
@@ -196,14 +172,15 @@ def tick_text(value: float) -> str:
     return f"${mantissa}\\times10^{{{int(exponent)}}}$"
 
 
-def overlaps(series: Sequence[Series]) -> dict[int, int]:
-    """Series (index) whose points equal an earlier series' (index of that series)."""
+def overlaps(points: Sequence[tuple[Sequence[float], Sequence[float]]]) -> dict[int, int]:
+    """Series (index) whose ``(x, y)`` points equal an earlier series' (index of the first such
+    series), so that a figure can draw them visibly and say so in its legend.  A series without
+    points equals none."""
     out: dict[int, int] = {}
-    for i, s in enumerate(series):
-        for j in range(i):
-            a, b = series[j], s
-            if np.array_equal(np.asarray(a.x, float), np.asarray(b.x, float)) and np.allclose(
-                    np.asarray(a.y, float), np.asarray(b.y, float), rtol=1e-9, atol=0, equal_nan=True):
+    for i, (x, y) in enumerate(points):
+        for j, (x0, y0) in enumerate(points[:i]):
+            if len(x) and np.array_equal(np.asarray(x0, float), np.asarray(x, float)) and np.allclose(
+                    np.asarray(y0, float), np.asarray(y, float), rtol=1e-9, atol=0, equal_nan=True):
                 out[i] = out.get(j, j)
                 break
     return out
@@ -211,7 +188,7 @@ def overlaps(series: Sequence[Series]) -> dict[int, int]:
 
 def _draw_lines(fig: MplFigure, spec: LinePlot) -> None:
     ax = fig.add_subplot()
-    same = overlaps(spec.series)
+    same = overlaps([(s.x, s.y) for s in spec.series])
     for i, s in enumerate(spec.series):
         x, y = np.asarray(s.x, float), np.asarray(s.y, float)
         label, fmt = s.label, s.style
@@ -256,25 +233,6 @@ def _draw_bars(fig: MplFigure, spec: BarPlot) -> None:
     ax.legend(fontsize="small")
 
 
-def _draw_heatmap(fig: MplFigure, spec: Heatmap) -> None:
-    ax = fig.add_subplot()
-    values = np.asarray(spec.values, dtype=float)
-    image = ax.imshow(values, cmap="viridis", aspect="auto")
-    cbar = fig.colorbar(image, ax=ax)
-    if spec.colorbar_label:
-        cbar.set_label(spec.colorbar_label)
-    ax.set_xticks(np.arange(len(spec.col_labels)))
-    ax.set_xticklabels(spec.col_labels, rotation=45, ha="right", fontsize="small")
-    ax.set_yticks(np.arange(len(spec.row_labels)))
-    ax.set_yticklabels(spec.row_labels, fontsize="small")
-    if spec.annotate and values.size <= 400:
-        finite = values[np.isfinite(values)]
-        mid = float(finite.mean()) if finite.size else 0.0
-        for (i, j), v in np.ndenumerate(values):
-            ax.text(j, i, f"{v:.2g}", ha="center", va="center", fontsize="x-small",
-                    color="black" if v > mid else "white")
-
-
 def _caption(fig: MplFigure, caption: str) -> float:
     """Write ``caption`` under the axes (so the PNG explains itself); grow the figure to make
     room and return the fraction of its height the caption takes."""
@@ -299,14 +257,12 @@ def render(spec: FigureSpec, out_dir: Path) -> Path:
         _draw_lines(fig, spec)
     elif isinstance(spec, BarPlot):
         _draw_bars(fig, spec)
-    elif isinstance(spec, Heatmap):
-        _draw_heatmap(fig, spec)
     elif isinstance(spec, CustomPlot):
         spec.draw(fig)
     else:
         raise ConfigurationError(
             f"unknown figure specification {type(spec).__name__}; "
-            "allowed: LinePlot, BarPlot, Heatmap, CustomPlot"
+            "allowed: LinePlot, BarPlot, CustomPlot"
         )
     fig.suptitle(spec.title, fontsize="medium")
     bottom = _caption(fig, spec.caption)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError
-from scenarios.plots import PNG_MAGIC, BarPlot, CustomPlot, Heatmap, LinePlot, Series, render
+from scenarios.plots import PNG_MAGIC, BarPlot, CustomPlot, LinePlot, Series, overlaps, render
 
 
 def _is_png(path: Path) -> bool:
@@ -27,16 +27,14 @@ def test_line_plot_log_axes_with_error_bars(tmp_path: Path) -> None:
     assert path == tmp_path / "cost.png" and _is_png(path)
 
 
-def test_bar_heatmap_and_custom(tmp_path: Path) -> None:
+def test_bar_and_custom(tmp_path: Path) -> None:
     bars = BarPlot("bars.png", "β", ("a", "b", "c"), {"ours": [1, 2, 3], "paper": [1, np.nan, 3]}, "β %")
-    heat = Heatmap("heat.png", "dependence", np.array([[1.0, 0.2], [0.2, 1.0]]), ("x", "y"), ("x", "y"),
-                   colorbar_label="Cramér's V")
 
     def draw(fig) -> None:  # type: ignore[no-untyped-def]
         fig.add_subplot().hist(np.arange(10))
 
     custom = CustomPlot("custom.png", "histogram", draw)
-    for spec in (bars, heat, custom):
+    for spec in (bars, custom):
         assert _is_png(render(spec, tmp_path))
 
 
@@ -61,7 +59,11 @@ def test_malformed_specifications() -> None:
         LinePlot("l.png", "t", "x", "y", series=())
     with pytest.raises(ConfigurationError, match=r"bar group 'g' must have one value per category \(2\), got 3"):
         BarPlot("b.png", "t", ("a", "b"), {"g": [1, 2, 3]}, "y")
-    with pytest.raises(ConfigurationError, match=r"values of shape \(2, 2\) do not match 3 row and 2 column labels"):
-        Heatmap("h.png", "t", np.eye(2), ("a", "b", "c"), ("a", "b"))
     with pytest.raises(ConfigurationError, match=r"unknown figure specification str"):
         render("not a spec", Path("."))  # type: ignore[arg-type]
+
+
+def test_overlaps_names_the_first_identical_series() -> None:
+    points = [([1, 2], [3.0, 4.0]), ([1, 2], [3.0, 5.0]), ([1, 2], [3.0, 4.0 + 1e-12]), ([1, 2], [3.0, 5.0]),
+              ([1, 3], [3.0, 4.0]), ([1, 2], [3.0, np.nan]), ([1, 2], [3.0, np.nan]), ([], []), ([], [])]
+    assert overlaps(points) == {2: 0, 3: 1, 6: 5}
