@@ -37,7 +37,10 @@ import pandas as pd
 from mprr.data import Dataset
 from mprr.errors import ConfigurationError
 from mprr.metrics import CountQuery, evaluate_queries, random_queries
-from mprr.protocols import ProtocolResult, rr_adjustment, rr_clusters, rr_independent
+from mprr.protocols import ProtocolResult, rr_adjustment
+from mprr.protocols.local import run_local
+from mprr.protocols.registry import lookup
+from mprr.streams import PartyStreams
 from mprr.synthetic import DEFAULT_CLUSTERS, DEFAULT_SIZES, SyntheticData, planted_clusters
 from scenarios.anonymization_report import build_result
 from scenarios.config import Choice, Field, Float, Int, List, PathValue, ScenarioConfig, Schema, Str
@@ -109,9 +112,6 @@ SCHEMA = Schema(
               help="label that keeps empty / NA cells of the data file as a category (e.g. \"?\")"),
     ]
 )
-SYNTHETIC_KEYS = ("n", "sizes", "clusters", "strength", "exponent")
-"""Parameters of the built-in data, unused when ``data`` is given."""
-
 BASE_PROTOCOLS = ("RR-Clusters", "RR-Independent")
 LABELS = ("RR-Clusters", "RR-Clusters+Adjustment", "RR-Independent", "RR-Independent+Adjustment")
 
@@ -256,23 +256,8 @@ class ProtocolRun:
     wire: Any = None
 
 
-_FAST: dict[str, Callable[..., ProtocolResult]] = {
-    "RR-Clusters": rr_clusters,
-    "RR-Independent": rr_independent,
-}
-
-
-def _fast(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: int,
-          params: Mapping[str, Any], status: Callable[[str], None] | None = None,
-          ) -> tuple[ProtocolResult, PrivacyRecord, Any, Any, Any]:
-    from mprr.streams import PartyStreams
-
-    result = _FAST[protocol](dataset, rng=PartyStreams(seed, dataset.n), **kwargs)
-    return result, PrivacyRecord.of(result), None, None, None
-
-
 def _actors(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: int,
-            params: Mapping[str, Any], status: Callable[[str], None] | None = None,
+            params: Mapping[str, Any], status: Callable[[str], None] | None,
             ) -> tuple[ProtocolResult, PrivacyRecord, Any, Any, Any]:
     """One run in the actor simulator: n party actors with their own streams and ledgers;
     ``status`` receives a line of traffic so far every second (the progress bar)."""
@@ -299,9 +284,12 @@ def run_protocol(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], *, 
                  status: Callable[[str], None] | None = None) -> ProtocolRun:
     """Run one base protocol on ``engine`` and RR-Adjustment on its release (``status``:
     progress text of long actor runs)."""
-    backend = _fast if engine == "fast" else _actors
     start = time.perf_counter()
-    result, privacy, traffic, view, wire = backend(dataset, protocol, kwargs, seed, params, status)
+    if engine == "fast":  # the local driver: every party at once, each with its own stream
+        result = run_local(lookup(protocol).program, dataset, rng=PartyStreams(seed, dataset.n), **kwargs)
+        privacy, traffic, view, wire = PrivacyRecord.of(result), None, None, None
+    else:
+        result, privacy, traffic, view, wire = _actors(dataset, protocol, kwargs, seed, params, status)
     seconds = time.perf_counter() - start
     start = time.perf_counter()
     adjusted = rr_adjustment(result, tol=params["adjustment_tol"], max_iter=params["adjustment_max_iter"])

@@ -24,14 +24,14 @@ import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
 from mprr.errors import ConfigurationError
 from scenarios.progress import Progress, null_progress
 
-__all__ = ["Task", "default_workers", "median_interval", "median_over_runs", "monte_carlo", "run_seeds"]
+__all__ = ["RunMedian", "Task", "default_workers", "median_over_runs", "monte_carlo", "run_seeds"]
 
 R = TypeVar("R")
 Task = Callable[[int, np.random.SeedSequence, Any], R]
@@ -179,10 +179,22 @@ def _call_with_context(task: Task[Any], index: int, seed_seq: np.random.SeedSequ
     return task(index, seed_seq, context)
 
 
-def median_over_runs(
-    values: np.ndarray, *, bootstrap: int = 200, seed: int = 0
-) -> tuple[float, float, int]:
-    """Median of per-run values pooled over runs, its bootstrap standard error, and the count.
+class RunMedian(NamedTuple):
+    """The median of per-run values pooled over runs (:func:`median_over_runs`)."""
+
+    median: float
+    se: float
+    """Bootstrap standard error of the median."""
+    defined: int
+    """Number of defined (not NaN) values."""
+    low: float
+    high: float
+    """Percentile bootstrap interval of the median: unlike median ± SE it stays inside the range
+    of the data (never below 0 for an error)."""
+
+
+def median_over_runs(values: np.ndarray, *, bootstrap: int = 200, seed: int = 0, level: float = 0.95) -> RunMedian:
+    """Median of per-run values pooled over runs, with its bootstrap standard error and interval.
 
     Parameters
     ----------
@@ -194,46 +206,15 @@ def median_over_runs(
         randomization, so runs, not values, are the independent units); 0 skips it.
     seed
         Seed of the bootstrap resampling.
+    level
+        Coverage of the interval: the ``(1 − level)/2`` and ``(1 + level)/2`` quantiles of the
+        resamples' medians.
 
     Returns
     -------
-    (median, standard error, number of defined values)
-        ``nan`` median when no value is defined; ``nan`` standard error with fewer than 2 runs
-        or ``bootstrap = 0``.
-    """
-    v = np.asarray(values, dtype=float)
-    if v.ndim == 1:
-        v = v[:, None]
-    if v.ndim != 2:
-        raise ConfigurationError(f"values must be a (runs, k) array, got shape {v.shape}")
-    defined = int((~np.isnan(v)).sum())
-    if defined == 0:
-        return float("nan"), float("nan"), 0
-    med = float(np.nanmedian(v))
-    runs = v.shape[0]
-    if bootstrap <= 0 or runs < 2:
-        return med, float("nan"), defined
-    meds = _bootstrap_medians(v, bootstrap, seed)
-    return med, float(np.nanstd(meds, ddof=1)), defined
-
-
-def _bootstrap_medians(v: np.ndarray, bootstrap: int, seed: int) -> np.ndarray:
-    """Medians of ``bootstrap`` resamples of the rows (runs) of ``v``."""
-    runs = v.shape[0]
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, runs, size=(int(bootstrap), runs))
-    return np.array([np.nanmedian(v[row]) if (~np.isnan(v[row])).any() else np.nan for row in idx])
-
-
-def median_interval(
-    values: np.ndarray, *, bootstrap: int = 200, seed: int = 0, level: float = 0.95
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the pooled median (resampling whole runs).
-
-    The ``(1 − level)/2`` and ``(1 + level)/2`` quantiles of the medians of ``bootstrap``
-    resamples of the runs, as :func:`median_over_runs` draws them (same seed, same resamples).
-    Unlike median ± SE it stays inside the range of the data (never below 0 for an error).
-    ``(nan, nan)`` with fewer than 2 runs, no defined value or ``bootstrap = 0``.
+    RunMedian
+        ``nan`` median when no value is defined; ``nan`` standard error and interval with fewer
+        than 2 runs, no defined value or ``bootstrap = 0``.
     """
     v = np.asarray(values, dtype=float)
     if v.ndim == 1:
@@ -242,8 +223,13 @@ def median_interval(
         raise ConfigurationError(f"values must be a (runs, k) array, got shape {v.shape}")
     if not 0.0 < level < 1.0:
         raise ConfigurationError(f"level must be in (0, 1), got {level!r}")
-    if bootstrap <= 0 or v.shape[0] < 2 or not (~np.isnan(v)).any():
-        return float("nan"), float("nan")
-    meds = _bootstrap_medians(v, bootstrap, seed)
+    nan = float("nan")
+    defined = int((~np.isnan(v)).sum())
+    med = float(np.nanmedian(v)) if defined else nan
+    runs = v.shape[0]
+    if not defined or bootstrap <= 0 or runs < 2:
+        return RunMedian(med, nan, defined, nan, nan)
+    idx = np.random.default_rng(seed).integers(0, runs, size=(int(bootstrap), runs))  # resampled runs
+    meds = np.array([np.nanmedian(v[row]) if (~np.isnan(v[row])).any() else np.nan for row in idx])
     lo, hi = np.nanquantile(meds, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
-    return float(lo), float(hi)
+    return RunMedian(med, float(np.nanstd(meds, ddof=1)), defined, float(lo), float(hi))

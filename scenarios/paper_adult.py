@@ -54,7 +54,7 @@ from scenarios.adult_queries import (
     matrix_choice,
 )
 from scenarios.config import Bool, Choice, Field, Float, Int, List, ScenarioConfig, Schema, Str, Workers
-from scenarios.montecarlo import median_interval, median_over_runs, monte_carlo
+from scenarios.montecarlo import RunMedian, median_over_runs, monte_carlo
 from scenarios.plots import CustomPlot, overlaps
 from scenarios.progress import Progress
 from scenarios.registry import register
@@ -226,8 +226,8 @@ def _run_tables(config: ScenarioConfig, *, runs: int, seed: int, progress: Progr
         for j, td in enumerate(tds):
             cells: list[Any] = [p, td]
             for k, tv in enumerate(tvs):
-                med, se, defined = median_over_runs(clustered[:, i, j, k], bootstrap=boot, seed=seed)
-                intervals[(p, td, tv)] = median_interval(clustered[:, i, j, k], bootstrap=boot, seed=seed)
+                med, se, _, low, high = median_over_runs(clustered[:, i, j, k], bootstrap=boot, seed=seed)
+                intervals[(p, td, tv)] = (low, high)
                 pub_row = published.get((p, td))
                 pub = pub_row[PAPER_TV.index(tv)] if pub_row and tv in PAPER_TV else None
                 modal, count = Counter(r["clusterings"][(i, j, k)] for r in results).most_common(1)[0]
@@ -296,7 +296,7 @@ def _run_tables(config: ScenarioConfig, *, runs: int, seed: int, progress: Progr
 
 
 def _draw_tables(fig: Any, rows: list[tuple[Any, ...]], ps: Sequence[float], tds: Sequence[float],
-                 tvs: Sequence[int], base: dict[float, tuple[Any, ...]],
+                 tvs: Sequence[int], base: Mapping[float, RunMedian],
                  intervals: dict[tuple[float, float, int], tuple[float, float]]) -> None:
     ncols = min(2, len(ps))
     nrows = -(-len(ps) // ncols)
@@ -503,8 +503,7 @@ def run_adult_figure3(config: ScenarioConfig, *, out_dir: Path, runs: int, seed:
     med = np.empty(rel.shape[1:4])
     interval = np.empty((*med.shape, 2))
     for idx in np.ndindex(*med.shape):
-        med[idx] = median_over_runs(rel[(slice(None), *idx)], bootstrap=boot, seed=seed)[0]
-        interval[idx] = median_interval(rel[(slice(None), *idx)], bootstrap=boot, seed=seed)
+        med[idx], _, _, *interval[idx] = median_over_runs(rel[(slice(None), *idx)], bootstrap=boot, seed=seed)
     rows = [(p, s, *med[i, :, k]) for i, p in enumerate(ps) for k, s in enumerate(sigmas)]
     table = Table(key="figure3", title="Figure 3 — median relative error vs σ",
                   columns=("p", "σ", *METHODS), rows=rows, formats={m: ".4f" for m in METHODS},

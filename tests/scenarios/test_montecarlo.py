@@ -68,12 +68,20 @@ def test_run_seeds_are_the_spawned_children() -> None:
 
 def test_median_over_runs_ignores_nan_and_bootstraps_runs() -> None:
     values = np.array([[1.0, np.nan, 3.0], [2.0, 4.0, np.nan]])
-    med, se, defined = median_over_runs(values, bootstrap=50, seed=0)
+    med, se, defined, low, high = median_over_runs(values, bootstrap=50, seed=0)
     assert med == 2.5 and defined == 4
     assert se > 0  # two different runs: resampling them moves the median
-    assert median_over_runs(np.full((3, 2), np.nan))[0:3:2] == (pytest.approx(np.nan, nan_ok=True), 0)
+    # the resamples are the 4 pairs of runs: medians 2 (run 1 twice), 3 (run 2 twice), 2.5
+    assert (low, high) == (2.0, 3.0)
+    narrow = median_over_runs(values, bootstrap=50, seed=0, level=0.5)  # the same resamples
+    assert narrow[:3] == (med, se, defined) and low <= narrow.low <= narrow.high <= high
+    empty = median_over_runs(np.full((3, 2), np.nan))
+    assert np.isnan(empty.median) and empty.defined == 0 and np.isnan(empty.low)
     same = median_over_runs(np.ones((4, 3)), bootstrap=20)
-    assert same == (1.0, 0.0, 12)
-    assert np.isnan(median_over_runs(np.ones((1, 3)), bootstrap=20)[1])
+    assert same == (1.0, 0.0, 12, 1.0, 1.0)
+    one_run = median_over_runs(np.ones((1, 3)), bootstrap=20)
+    assert np.isnan(one_run.se) and np.isnan(one_run.low) and np.isnan(one_run.high)
     with pytest.raises(ConfigurationError, match="values must be a"):
         median_over_runs(np.ones((2, 2, 2)))
+    with pytest.raises(ConfigurationError, match=r"level must be in \(0, 1\), got 1\.0"):
+        median_over_runs(values, level=1.0)
