@@ -88,6 +88,16 @@ def _blobs(count: int, size: int) -> int:
     return 4 + count * (4 + size)
 
 
+def _ids(count: int) -> int:
+    """A uint32 vector of party ids (or of ends)."""
+    return ARRAY_1D + 4 * count
+
+
+def _bundle(count: int, size: int) -> int:
+    """``count`` blobs of ``size`` bytes as one buffer: ids, ends, u32 length + data."""
+    return 2 * _ids(count) + 4 + count * size
+
+
 def element_bytes(modulus: int) -> int:
     """Bytes of one element of Z_M stored in the smallest unsigned dtype holding M − 1."""
     top = modulus - 1
@@ -188,9 +198,9 @@ def closed_form(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSIO
     if engine == "graph":
         blob = 4 * L + AEAD
         keys = HEADER + _str(S) + _blobs(1, KEY) + 4 + SIGNATURE  # signed with the party's PKI key
-        sealed = HEADER + _str(S) + _ints(k) + _blobs(k, blob)
+        sealed = HEADER + _str(S) + _bundle(k, blob)
         partial = _vector_message(S, L, 4)
-        directory = HEADER + _str(S) + _ints(k) + _blobs(k, KEY) + _blobs(k, SIGNATURE)
+        directory = HEADER + _str(S) + _ids(k) + 4 + k * KEY + 4 + k * SIGNATURE
         relayed = sealed
         pb = keys + sealed + partial
         cb = directory + relayed
@@ -201,12 +211,12 @@ def closed_form(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSIO
         k = n - 1 if engine == "masked" else k
         h = k + 1
         keys = HEADER + _str(S) + _blobs(1, KEY) + 4  # s_pk, unsigned (the channels use the PKI's static keys)
-        sealed = HEADER + _str(S) + _ints(k) + _blobs(k, MASKED_PLAINTEXT + AEAD)  # + handed view keys
+        sealed = HEADER + _str(S) + _bundle(k, MASKED_PLAINTEXT + AEAD)  # + handed view keys
         masked = HEADER + _str(S) + ARRAY_1D + 4 * L
-        unmask = HEADER + _str(S) + 3 * _ints(h) + _blobs(h, SHAMIR_SHARE)
-        directory = HEADER + _str(S) + _ints(k) + _blobs(k, KEY) + 4  # the neighbours' s_pk, no signatures
+        unmask = HEADER + _str(S) + 2 * _ids(h) + 4 + h + 4 + h * SHAMIR_SHARE  # owners, which, x, shares
+        directory = HEADER + _str(S) + _ids(k) + 4 + k * KEY + 4  # the neighbours' s_pk, no signatures
         relayed = sealed
-        survivors = HEADER + _str(S) + _ints(h)
+        survivors = HEADER + _str(S) + _ids(h)
         handed, tags, requests, most = _consistency_bytes(engine, n, k, S, seed)
         pb = keys + sealed + masked + unmask
         cb = directory + relayed + survivors

@@ -29,6 +29,7 @@ __all__ = [
     "NONCE_BYTES",
     "KeyPair",
     "derive_key",
+    "derive_keys",
     "hkdf_sha256",
     "agree",
     "exchange",
@@ -96,6 +97,14 @@ def hkdf_sha256(ikm: bytes, info: bytes, length: int = KEY_BYTES) -> bytes:
 def derive_key(shared: bytes, *, purpose: str, session: str, a: int, b: int) -> bytes:
     """HKDF-SHA256(shared, info = domain|purpose|session|min(a,b)|max(a,b)) -> 32 bytes."""
     return hkdf_sha256(shared, _info(purpose, session, a, b))
+
+
+def derive_keys(shared: bytes, *, purposes: tuple[str, ...], session: str, a: int, b: int) -> tuple[bytes, ...]:
+    """:func:`derive_key` for several purposes of one shared secret: the same bytes, with one
+    HKDF extract (PRK) for all of them instead of one per purpose (RFC 5869: the extract does
+    not depend on ``info``; a 32-byte expand is the single block T(1))."""
+    prk = hmac.digest(bytes(32), shared, "sha256")
+    return tuple(hmac.digest(prk, _info(purpose, session, a, b) + b"\x01", "sha256") for purpose in purposes)
 
 
 def exchange(private: X25519PrivateKey, peer_public: bytes, *, peer: int) -> bytes:

@@ -45,7 +45,17 @@ from parties.secure.engine import (
     receive_sum,
     to_counts,
 )
-from parties.secure.messages import KeyDirectory, PartialSum, PublicKeys, RelayedShares, SealedShares, ShareVector
+from parties.secure.messages import (
+    KeyDirectory,
+    PartialSum,
+    PublicKeys,
+    RelayedShares,
+    SealedShares,
+    ShareVector,
+    blobs,
+    bundle,
+    id_vector,
+)
 from parties.secure.pki import SIGNATURE_BYTES, KeyRegistry, Signer
 from parties.secure.prg import Keystream
 from parties.secure.sharing import split
@@ -185,34 +195,38 @@ class GraphEngine(SecureSumEngine):
                       phase="graph/keys")
         env = await ep.recv(kinds=KeyDirectory, sources=CONTROLLER, phase="graph/keys", timeout=timeout)
         directory = env.message
-        if directory.session != ctx.session or directory.parties != nbrs:
+        if directory.session != ctx.session or tuple(directory.parties.tolist()) != nbrs:
             raise MessageError(
                 f"party {me}: key directory does not list exactly its neighbours {list(nbrs)[:10]}"
             )
-        if len(directory.signatures) != len(nbrs) or any(len(k) != 32 for k in directory.keys):
+        if len(directory.signatures) != SIGNATURE_BYTES * len(nbrs):
             raise MessageError(f"party {me}: key directory entries must hold c_pk and its signature")
-        for j, k, sig in zip(directory.parties, directory.keys, directory.signatures):
-            if not registry.verify(j, _KEYS, ctx.session, k, sig):
+        sigs = directory.signatures
+        peer_keys = {j: directory.key(k) for k, j in enumerate(nbrs)}
+        for k, j in enumerate(nbrs):
+            if not registry.verify(j, _KEYS, ctx.session, peer_keys[j],
+                                   sigs[SIGNATURE_BYTES * k: SIGNATURE_BYTES * (k + 1)]):
                 raise MessageError(
                     f"party {me}: the key relayed for party {j} is not signed by party {j}'s registered "
                     "key: key substitution detected")
         channel = {
-            j: agree(keys.private, ks[:32], purpose="channel", session=ctx.session, me=me, peer=j)
-            for j, ks in zip(directory.parties, directory.keys)
+            j: agree(keys.private, ks, purpose="channel", session=ctx.session, me=me, peer=j)
+            for j, ks in peer_keys.items()
         }
         shares = split(x, len(nbrs) + 1, ring, Keystream())
-        sealed = tuple(
-            seal(channel[j], row.tobytes(), session=ctx.session, sender=me, receiver=j)
+        sealed = bundle(
+            (j, seal(channel[j], row.tobytes(), session=ctx.session, sender=me, receiver=j))
             for j, row in zip(nbrs, shares[1:])
         )
         own = shares[0].copy()
         del shares, x
-        await ep.send(CONTROLLER, SealedShares(ctx.session, nbrs, sealed), phase="graph/relay")
+        await ep.send(CONTROLLER, SealedShares(ctx.session, *sealed), phase="graph/relay")
         relayed = (await ep.recv(kinds=RelayedShares, sources=CONTROLLER, phase="graph/relay", timeout=timeout)).message
-        if relayed.session != ctx.session or sorted(relayed.senders) != list(nbrs):
+        senders = relayed.senders.tolist()
+        if relayed.session != ctx.session or senders != list(nbrs):
             raise MessageError(f"party {me}: relayed shares do not come from exactly its neighbours")
         acc = np.zeros(ctx.length, dtype=np.uint64)
-        for j, blob in zip(relayed.senders, relayed.ciphertexts):
+        for j, blob in zip(senders, blobs(relayed.ends, relayed.ciphertexts)):
             plain = open_sealed(channel[j], blob, session=ctx.session, sender=j, receiver=me)
             if len(plain) != ctx.length * ring.element_bytes:
                 raise MessageError(f"party {me}: share from party {j} has {len(plain)} bytes")
@@ -244,8 +258,8 @@ class GraphEngine(SecureSumEngine):
             raise _dropped("public keys", exc) from exc
         for p in ctx.parties:
             nbrs = ctx.neighbours[p]
-            await ep.send(p, KeyDirectory(ctx.session, nbrs, tuple(keys[j].keys[0] for j in nbrs),
-                                          tuple(keys[j].signature for j in nbrs)), phase="graph/keys")
+            await ep.send(p, KeyDirectory(ctx.session, id_vector(nbrs), b"".join([keys[j].keys[0] for j in nbrs]),
+                                          b"".join([keys[j].signature for j in nbrs])), phase="graph/keys")
         await controller_phase(net, "graph/relay")
         try:
             sealed = await collect(ep, ctx.parties, kind=SealedShares, session=ctx.session,
@@ -255,15 +269,13 @@ class GraphEngine(SecureSumEngine):
         inbox: dict[int, list[tuple[int, bytes]]] = {p: [] for p in ctx.parties}
         for src in ctx.parties:
             msg = sealed[src]
-            if msg.recipients != ctx.neighbours[src]:
+            if tuple(msg.recipients.tolist()) != ctx.neighbours[src]:
                 raise MessageError(f"party {src} sealed shares for {list(msg.recipients)[:10]}, "
                                    "not for exactly its neighbours")
-            for dst, blob in zip(msg.recipients, msg.ciphertexts):
+            for dst, blob in zip(msg.recipients.tolist(), blobs(msg.ends, msg.ciphertexts)):
                 inbox[dst].append((src, blob))
-        for p in ctx.parties:
-            senders = tuple(s for s, _ in inbox[p])
-            await ep.send(p, RelayedShares(ctx.session, senders, tuple(b for _, b in inbox[p])),
-                          phase="graph/relay")
+        for p in ctx.parties:  # relayed as bytes: sliced, never opened
+            await ep.send(p, RelayedShares(ctx.session, *bundle(inbox[p])), phase="graph/relay")
 
     # ------------------------------------------------------------------ cost
     def cost(self, ctx: SecureSumContext) -> TrafficCost:
@@ -283,12 +295,12 @@ class GraphEngine(SecureSumEngine):
                 sent[p] = Counts(k + 1, k * share + partial)
                 continue
             if k not in relay_sizes:
-                nbrs, blobs = tuple(range(k)), (bytes(cell_bytes),) * k
+                entries = bundle((i, bytes(cell_bytes)) for i in range(k))
                 relay_sizes[k] = (
                     encoded_size(PublicKeys(ctx.session, (key,), sig))
-                    + encoded_size(SealedShares(ctx.session, nbrs, blobs)) + partial,
-                    encoded_size(KeyDirectory(ctx.session, nbrs, (key,) * k, (sig,) * k))
-                    + encoded_size(RelayedShares(ctx.session, nbrs, blobs)),
+                    + encoded_size(SealedShares(ctx.session, *entries)) + partial,
+                    encoded_size(KeyDirectory(ctx.session, entries[0], key * k, sig * k))
+                    + encoded_size(RelayedShares(ctx.session, *entries)),
                 )
             party_bytes, controller_bytes = relay_sizes[k]
             sent[p] = Counts(3, party_bytes)

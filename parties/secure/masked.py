@@ -80,7 +80,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, SecureSumAborted
 from parties.network import CONTROLLER, Endpoint, Transport
-from parties.secure.crypto import AEAD_OVERHEAD, KeyPair, agree, derive_key, open_sealed, seal
+from parties.secure.crypto import AEAD_OVERHEAD, KeyPair, agree, derive_keys, open_sealed, seal
 from parties.secure.engine import (
     SecureSumContext,
     SecureSumEngine,
@@ -106,9 +106,12 @@ from parties.secure.messages import (
     SurvivorTags,
     UnmaskRequest,
     UnmaskShares,
+    blobs,
+    bundle,
+    id_vector,
 )
 from parties.secure.pki import KeyRegistry, Signer
-from parties.secure.prg import Keystream, fresh_seed
+from parties.secure.prg import fresh_seed, keystream
 from parties.secure.ring import ZMod
 from parties.secure.shamir import SHARE_BYTES, Share, reconstruct_bytes, share_bytes
 from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
@@ -133,21 +136,20 @@ def _masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519Priva
     """Round 2: y = x + PRG(b) + sum_{j > me} PRG(s_{me,j}) - sum_{j < me} PRG(s_{me,j}) (mod M)
     over the ``peers`` (id -> s_pk) whose shares this party holds."""
     length = x.shape[0]
-    acc = ring.add(x, _mask(ring, self_mask, length))
-    plus = np.zeros(length, dtype=np.uint64)
-    minus = np.zeros(length, dtype=np.uint64)
+    if ring.modulus != 1 << (8 * ring.element_bytes):  # pragma: no cover - ring_modulus gives 2^32 or 2^64
+        raise ConfigurationError(f"the masked engine computes in Z_(2^32) or Z_(2^64), got {ring}")
+    # M = 2^(bits of the dtype): the dtype's wrap-around is the reduction, so add in place
+    acc = np.array(x, dtype=ring.dtype)
+    np.add(acc, _mask(ring, self_mask, length), out=acc)
     for j, s_pk in peers.items():
         seed = agree(s_sk, s_pk, purpose="mask", session=session, me=me, peer=j)
-        if me < j:
-            plus = ring.add(plus, _mask(ring, seed, length))
-        else:
-            minus = ring.add(minus, _mask(ring, seed, length))
-    return ring.sub(ring.add(acc, plus), minus)
+        (np.add if me < j else np.subtract)(acc, _mask(ring, seed, length), out=acc)
+    return acc
 
 
 def _mask(ring: ZMod, seed: bytes, length: int) -> np.ndarray:
     """PRG(seed) as a vector of Z_M (ChaCha20 keystream)."""
-    return ring.random(Keystream(seed), length)
+    return np.frombuffer(keystream(seed, length * ring.element_bytes), dtype=ring.dtype.newbyteorder("<"))
 
 
 class MaskedEngine(SecureSumEngine):
@@ -231,12 +233,12 @@ class MaskedEngine(SecureSumEngine):
         # their registered static keys (authenticated by the PKI, nothing relayed to check)
         directory = (await ep.recv(kinds=KeyDirectory, sources=CONTROLLER, phase=PHASES[0],
                                    timeout=timeout)).message
-        live = directory.parties
+        live = tuple(directory.parties.tolist())
         if directory.session != s or not set(live) <= set(nbrs):
             raise MessageError(f"party {me}: key directory lists parties that are not its neighbours")
-        if any(len(k) != 32 for k in directory.keys):
+        if directory.signatures:
             raise MessageError(f"party {me}: key directory entries must hold one 32-byte masking key s_pk")
-        relayed_keys = dict(zip(live, directory.keys))
+        relayed_keys = {j: directory.key(k) for k, j in enumerate(live)}
         self_mask = fresh_seed()
         xs = [abscissa(ctx.neighbours, me, h) for h in live]
         own_x = abscissa(ctx.neighbours, me, me)
@@ -251,29 +253,32 @@ class MaskedEngine(SecureSumEngine):
         # one X25519 agreement per neighbour gives the AEAD channel key and the consistency
         # round's MAC key of the pair; my holders that are not neighbours of each other get a
         # key from me (sealed with their shares) for the same purpose
-        shared = {j: signer.exchange(registry, j) for j in live}
-        channel = {j: derive_key(shared[j], purpose="channel", session=s, a=me, b=j) for j in live}
-        view_keys = {j: derive_key(shared[j], purpose="view", session=s, a=me, b=j)[:VIEW_KEY_BYTES]
-                     for j in live}
+        channel: dict[int, bytes] = {}
+        view_keys: dict[int, bytes] = {}
+        for j in live:
+            channel[j], view = derive_keys(signer.exchange(registry, j), purposes=("channel", "view"),
+                                           session=s, a=me, b=j)
+            view_keys[j] = view[:VIEW_KEY_BYTES]
         handed = _pair_keys(live, ctx.neighbours)
-        sealed = tuple(
-            seal(channel[j], _PLAIN.pack(me, j, xj, sk.value_bytes(), b.value_bytes(), s_keys.public)
-                 + b"".join(_KEY_ENTRY.pack(h, key) for h, key in handed[j].items()),
-                 session=s, sender=me, receiver=j)
+        sealed = bundle(
+            (j, seal(channel[j], _PLAIN.pack(me, j, xj, sk.value_bytes(), b.value_bytes(), s_keys.public)
+                     + b"".join(_KEY_ENTRY.pack(h, key) for h, key in handed[j].items()),
+                     session=s, sender=me, receiver=j))
             for j, xj, sk, b in zip(live, xs, sk_shares, b_shares)
         )
-        await ep.send(CONTROLLER, SealedShares(s, live, sealed), phase=PHASES[1])
+        await ep.send(CONTROLLER, SealedShares(s, *sealed), phase=PHASES[1])
 
         # round 2: open the shares relayed to us; mask with exactly their senders
         relayed = (await ep.recv(kinds=RelayedShares, sources=CONTROLLER, phase=PHASES[1],
                                  timeout=timeout)).message
-        if relayed.session != s or not set(relayed.senders) <= set(live):
+        senders = relayed.senders.tolist()
+        if relayed.session != s or not set(senders) <= set(live):
             raise MessageError(f"party {me}: relayed shares come from parties outside its live neighbours")
         held: dict[int, tuple[int, bytes, bytes]] = {}
         peer_masks: dict[int, bytes] = {}  # s_pk of the senders, authenticated by their AEAD channel
         near = set(nbrs)
         given: dict[int, list[tuple[int, bytes]]] = {}  # 2-hop peer -> [(owner, key it handed us)]
-        for j, blob in zip(relayed.senders, relayed.ciphertexts):
+        for j, blob in zip(senders, blobs(relayed.ends, relayed.ciphertexts)):
             plain = open_sealed(channel[j], blob, session=s, sender=j, receiver=me)
             extra = len(plain) - _PLAIN.size
             if extra < 0 or extra % _KEY_ENTRY.size:
@@ -304,15 +309,16 @@ class MaskedEngine(SecureSumEngine):
         # round 3: state the survivor set we are told (one view per session), MAC'd for every
         # party that may need it: the other holders of every owner we hold shares of
         told = (await ep.recv(kinds=SurvivorSet, sources=CONTROLLER, phase=PHASES[3], timeout=timeout)).message
-        view = frozenset(told.survivors)
+        told_ids = tuple(told.survivors.tolist())
+        view = frozenset(told_ids)
         holders = set(nbrs) | {me}
         if told.session != s or me not in view or not view <= holders:
             raise MessageError(f"party {me}: survivor set must contain the party and only its Shamir holders")
         prefix = _statement_prefix(s)
         targets = sorted(view_keys)
-        stated = _pack(told.survivors)
+        stated = _pack(told_ids)
         tags = b"".join(_tag(view_keys[h], prefix, me, h, stated) for h in targets)
-        await ep.send(CONTROLLER, SurvivorTags(s, _ids_array(targets), tags), phase=PHASES[3])
+        await ep.send(CONTROLLER, SurvivorTags(s, id_vector(targets), tags), phase=PHASES[3])
 
         # round 4: check the stated views, then reveal b-shares of survivors, s_sk-shares of the dropped
         request = (await ep.recv(kinds=UnmaskRequest, sources=CONTROLLER, phase=PHASES[4],
@@ -332,7 +338,7 @@ class MaskedEngine(SecureSumEngine):
             which.append(kind)
             absc.append(x_o)
             values.append(y_o)
-        await ep.send(CONTROLLER, UnmaskShares(s, tuple(owners), tuple(which), tuple(absc), tuple(values)),
+        await ep.send(CONTROLLER, UnmaskShares(s, id_vector(owners), bytes(which), id_vector(absc), b"".join(values)),
                       phase=PHASES[4])
 
     # ------------------------------------------------------------------ controller
@@ -364,11 +370,12 @@ class MaskedEngine(SecureSumEngine):
                     f"masked secure sum aborted: party {p} has {len(live) + 1} live Shamir "
                     f"holders, threshold t = {t}", survivors=len(live) + 1, threshold=t)
             directory[p] = live
-            await ep.send(p, KeyDirectory(s, live, tuple(keys[j].keys[0] for j in live)), phase=PHASES[0])
+            await ep.send(p, KeyDirectory(s, id_vector(live), b"".join([keys[j].keys[0] for j in live])),
+                          phase=PHASES[0])
 
         await controller_phase(net, PHASES[1])
         def bad_recipients(src: int, msg: SealedShares) -> str | None:
-            if msg.recipients != directory[src]:
+            if tuple(msg.recipients.tolist()) != directory[src]:
                 return f"party {src} sealed shares for other parties than its live neighbours"
             return None
 
@@ -378,14 +385,14 @@ class MaskedEngine(SecureSumEngine):
         if len(u2) < minimum:
             raise abort("key sharing", len(u2))
         inbox: dict[int, list[tuple[int, bytes]]] = {p: [] for p in u2}
-        for src in sorted(u2):
+        for src in sorted(u2):  # the bundles are relayed as bytes: sliced, never opened
             msg = sealed[src]
-            for dst, blob in zip(msg.recipients, msg.ciphertexts):
+            for dst, blob in zip(msg.recipients.tolist(), blobs(msg.ends, msg.ciphertexts)):
                 if dst in u2:
                     inbox[dst].append((src, blob))
         relayed = {p: tuple(src for src, _ in inbox[p]) for p in u2}
         for p in sorted(u2):
-            await ep.send(p, RelayedShares(s, relayed[p], tuple(b for _, b in inbox[p])), phase=PHASES[1])
+            await ep.send(p, RelayedShares(s, *bundle(inbox[p])), phase=PHASES[1])
 
         await controller_phase(net, PHASES[2])
         def bad_vector(src: int, msg: MaskedInput) -> str | None:
@@ -405,7 +412,7 @@ class MaskedEngine(SecureSumEngine):
         await controller_phase(net, PHASES[3])
         views = {v: survivor_view(ctx, v, u3) for v in sorted(u3)}
         for v in sorted(u3):
-            await ep.send(v, SurvivorSet(s, views[v]), phase=PHASES[3])
+            await ep.send(v, SurvivorSet(s, id_vector(views[v])), phase=PHASES[3])
         complete = isinstance(ctx.neighbours, CompleteNeighbourhoods)
         holders = {o: (*directory[o], o) for o in u2}
 
@@ -430,14 +437,15 @@ class MaskedEngine(SecureSumEngine):
             raise abort("consistency check", len(u4))
 
         await controller_phase(net, PHASES[4])
-        statements: dict[int, dict[int, bytes]] = {}  # author -> target -> tag
-        for w in sorted(u4):
-            tags = tagged[w].tags
-            statements[w] = {h: tags[TAG_BYTES * i: TAG_BYTES * (i + 1)]
-                             for i, h in enumerate(tagged[w].targets.tolist())}
+        # author -> (its view as packed ids, target -> position of the tag it wrote for it, tags)
+        statements = {w: (id_vector(views[w]).tobytes(), {h: i for i, h in enumerate(tagged[w].targets.tolist())},
+                          tagged[w].tags) for w in sorted(u4)}
         for v in sorted(u4):
-            await ep.send(v, unmask_request(ctx.session, v, relayed[v], None if complete else holders, views,
-                                            statements), phase=PHASES[4])
+            if complete:  # everybody holds shares of everybody
+                wanted: Iterable[int] = statements
+            else:
+                wanted = {w for o in (*relayed[v], v) for w in holders[o]}
+            await ep.send(v, unmask_request(ctx.session, v, wanted, statements), phase=PHASES[4])
         answers = await collect(ep, sorted(u4), kind=UnmaskShares, session=s, phase=PHASES[4],
                                 timeout=timeout, partial=True)
         total = self._unmask(ctx, masked, answers, relayed, keys, dropped)
@@ -450,7 +458,9 @@ class MaskedEngine(SecureSumEngine):
         sk_shares: dict[int, list[Share]] = {u: [] for u in dropped}
         for holder, msg in answers.items():
             owners = set(relayed[holder]) | {holder}
-            for owner, kind, x, value in zip(msg.owners, msg.which, msg.abscissae, msg.values):
+            values = msg.values
+            for k, (owner, kind, x) in enumerate(zip(msg.owners.tolist(), msg.which, msg.abscissae.tolist())):
+                value = values[SHARE_BYTES * k: SHARE_BYTES * (k + 1)]
                 expected = SECRET_SELF_MASK if owner in masked else SECRET_MASK_KEY
                 if owner not in owners or kind != expected or x != abscissa(ctx.neighbours, owner, holder):
                     raise MessageError(f"party {holder} returned a share that was not requested")
@@ -488,20 +498,20 @@ class MaskedEngine(SecureSumEngine):
         blob = _PLAIN.size + AEAD_OVERHEAD  # + one key entry per other holder that is no neighbour
 
         def ids(k: int) -> np.ndarray:
-            return np.zeros(k, dtype=np.uint32)
+            return np.arange(1, k + 1, dtype=np.uint32)
 
         def affine(size: Callable[[int], int]) -> tuple[int, int]:  # encoded sizes are affine in the count
             base = size(0)
             return base, size(1) - base
 
-        sealed = affine(lambda k: encoded_size(SealedShares(s, tuple(range(k)), (b"",) * k)))
-        relayed_msg = affine(lambda k: encoded_size(RelayedShares(s, tuple(range(k)), (b"",) * k)))
-        directory = affine(lambda k: encoded_size(KeyDirectory(s, tuple(range(k)), (key,) * k)))
-        survivor_set = affine(lambda k: encoded_size(SurvivorSet(s, tuple(range(k)))))
-        unmask = affine(lambda k: encoded_size(UnmaskShares(s, tuple(range(k)), (0,) * k, (1,) * k, (share,) * k)))
+        sealed = affine(lambda k: encoded_size(SealedShares(s, *bundle((i, b"") for i in range(k)))))
+        relayed_msg = affine(lambda k: encoded_size(RelayedShares(s, *bundle((i, b"") for i in range(k)))))
+        directory = affine(lambda k: encoded_size(KeyDirectory(s, ids(k), key * k)))
+        survivor_set = affine(lambda k: encoded_size(SurvivorSet(s, ids(k))))
+        unmask = affine(lambda k: encoded_size(UnmaskShares(s, ids(k), bytes(k), ids(k), share * k)))
         tags = affine(lambda k: encoded_size(SurvivorTags(s, ids(k), bytes(TAG_BYTES * k))))
         one = np.ones(1, dtype=np.uint32)  # one view of one cell: request sizes grow by a uint32 per cell
-        request = affine(lambda k: encoded_size(UnmaskRequest(s, ids(1), one, ids(k), ids(k),
+        request = affine(lambda k: encoded_size(UnmaskRequest(s, ids(1), one, ids(k), np.zeros(k, dtype=np.uint32),
                                                               bytes(TAG_BYTES * k))))
         cell = encoded_size(UnmaskRequest(s, ids(2), one * 2, ids(0), ids(0), b"")) - request[0]
 
@@ -548,31 +558,38 @@ def survivor_view(ctx: SecureSumContext, party: int, survivors: set[int]) -> tup
     return tuple(sorted(w for w in (*ctx.neighbours[party], party) if w in survivors))
 
 
-def unmask_request(session: str, party: int, held: tuple[int, ...], holders: dict[int, tuple[int, ...]] | None,
-                   views: dict[int, tuple[int, ...]], statements: dict[int, dict[int, bytes]]) -> UnmaskRequest:
+def unmask_request(session: str, party: int, wanted: Iterable[int],
+                   statements: dict[int, tuple[bytes, dict[int, int], bytes]]) -> UnmaskRequest:
     """The round-4 message to ``party``: the views, MAC'd for it, of every other holder w of
-    every owner o it holds shares of (``held`` and itself), i.e. of its 2-hop neighbourhood
-    (``holders`` None: the complete graph, everybody); equal views are sent once."""
-    wanted: set[int] = set(statements)
-    if holders is not None:
-        wanted = set()
-        for o in (*held, party):
-            wanted.update(holders[o])
-    signers = [w for w in sorted(wanted) if w != party and party in statements.get(w, ())]
-    index: dict[tuple[int, ...], int] = {}
-    for w in signers:
-        index.setdefault(views[w], len(index))
-    cells = [v for view in index for v in view]
-    ends = np.cumsum([len(view) for view in index], dtype=np.uint32) if index else np.zeros(0, np.uint32)
-    return UnmaskRequest(session, _ids_array(cells), _ids_array(ends.tolist()), _ids_array(signers),
-                         _ids_array(index[views[w]] for w in signers),
-                         b"".join(statements[w][party] for w in signers))
-
-
-def _ids_array(ids: Iterable[int]) -> np.ndarray:
-    arr = np.fromiter(ids, dtype=np.uint32)
-    arr.flags.writeable = False
-    return arr
+    every owner it holds shares of (``wanted``: its 2-hop neighbourhood; on the complete graph,
+    everybody), from ``statements[w] = (w's view as packed uint32 ids, target -> index of the
+    tag w wrote for it, w's tags)``; equal views are sent once."""
+    signers: list[int] = []
+    view_of: list[int] = []
+    chosen: list[bytes] = []
+    parts: list[bytes] = []
+    ends: list[int] = []
+    index: dict[bytes, int] = {}
+    cells = 0
+    for w in sorted(wanted):
+        stated = statements.get(w)
+        if w == party or stated is None:
+            continue
+        packed, positions, tags = stated
+        i = positions.get(party)
+        if i is None:
+            continue
+        k = index.get(packed)
+        if k is None:
+            k = index[packed] = len(parts)
+            parts.append(packed)
+            cells += len(packed) // 4
+            ends.append(cells)
+        signers.append(w)
+        view_of.append(k)
+        chosen.append(tags[TAG_BYTES * i: TAG_BYTES * (i + 1)])
+    return UnmaskRequest(session, np.frombuffer(b"".join(parts), dtype=np.uint32), id_vector(ends),
+                         id_vector(signers), id_vector(view_of), b"".join(chosen))
 
 
 def _pack(ids: tuple[int, ...]) -> bytes:
@@ -583,6 +600,7 @@ VIEW_KEY_BYTES = 16
 """Length of the pairwise MAC keys of the consistency round (HMAC-SHA256 keys, 128 bits)."""
 _KEY_ENTRY = struct.Struct(f"<I{VIEW_KEY_BYTES}s")  # other holder, pairwise view key (sealed by the owner)
 _PAIR = struct.Struct("<II")  # signer, target
+_OWNER = struct.Struct("<I")
 
 
 def _pair_keys(live: tuple[int, ...], neighbours: Neighbourhoods) -> dict[int, dict[int, bytes]]:
@@ -603,7 +621,9 @@ def _pair_keys(live: tuple[int, ...], neighbours: Neighbourhoods) -> dict[int, d
 def _combined_key(handed: list[tuple[int, bytes]]) -> bytes:
     """The MAC key of two holders that are not neighbours: SHA-256 of the keys every common owner
     handed them (in owner order), so that only a coalition of all their common owners knows it."""
-    return hashlib.sha256(b"mprr/view-key" + b"".join(struct.pack("<I", o) + key for o, key in sorted(handed))
+    if len(handed) > 1:
+        handed = sorted(handed)
+    return hashlib.sha256(b"mprr/view-key" + b"".join([_OWNER.pack(o) + key for o, key in handed])
                           ).digest()[:VIEW_KEY_BYTES]
 
 

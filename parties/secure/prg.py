@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
 from mprr.errors import ConfigurationError
 
-__all__ = ["SEED_BYTES", "Keystream", "fresh_seed"]
+__all__ = ["SEED_BYTES", "Keystream", "fresh_seed", "keystream"]
 
 SEED_BYTES = 32
 _NONCE = bytes(16)  # 32-bit block counter 0 + 96-bit nonce 0: each seed is used for one stream
@@ -27,6 +27,14 @@ _NONCE = bytes(16)  # 32-bit block counter 0 + 96-bit nonce 0: each seed is used
 def fresh_seed() -> bytes:
     """Return 32 bytes from the operating system CSPRNG (:func:`secrets.token_bytes`)."""
     return secrets.token_bytes(SEED_BYTES)
+
+
+def keystream(seed: bytes, nbytes: int) -> bytes:
+    """The first ``nbytes`` bytes of ChaCha20(seed): ``Keystream(seed).read(nbytes)`` in one
+    call (a pairwise or self mask is expanded once)."""
+    if not isinstance(seed, bytes) or len(seed) != SEED_BYTES:
+        raise ConfigurationError(f"seed must be {SEED_BYTES} bytes, got {len(seed) if isinstance(seed, bytes) else seed!r}")
+    return Cipher(algorithms.ChaCha20(seed, _NONCE), mode=None).encryptor().update(bytes(nbytes))
 
 
 class Keystream:

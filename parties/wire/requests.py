@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import cached_property
 
 from mprr.errors import MessageError
 from mprr.protocols.steps import FAMILIES, Matrix, MatrixSpec
@@ -231,9 +232,10 @@ class SecureSumStart(Message):
                                    f"of party ids >= 0 with start < stop, got {self.roster[:10]}")
             last = run[1]
 
-    @property
+    @cached_property
     def parties(self) -> tuple[int, ...]:
-        """The roster as sorted party ids."""
+        """The roster as sorted party ids (expanded once per message: a broadcast start is one
+        decoded object for all its receivers, so n parties do not expand n ids each)."""
         return expand_runs(self.roster)
 
 

@@ -12,7 +12,7 @@ from mprr.data import Attribute, Schema
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
 from mprr.matrices import keep_or_uniform
 from parties.controller import CONTROLLER_KINDS, Controller, ReleaseRefused
-from parties.secure.messages import KeyDirectory, MaskedInput, PartialSum, SurvivorSet, UnmaskShares
+from parties.secure.messages import KeyDirectory, MaskedInput, PartialSum, SurvivorSet, UnmaskShares, id_vector
 from parties.wire.messages import Abort, RandomizedValues, Refusal
 from parties.network import CONTROLLER, Frame, InMemoryNetwork
 from parties.wire.requests import MatrixSpec, ReleaseRequest
@@ -167,8 +167,8 @@ async def test_a_garbage_frame_excludes_its_sender_and_nobody_else() -> None:
 
 CONTROLLER_ONLY = {
     "ReleaseRequest": ReleaseRequest(9, "attributes", UNITS, UNITS, ("keep-or-uniform",) * 2, ((0.5,), (0.5,))),
-    "SurvivorSet": SurvivorSet("s", (0, 1, 2)),
-    "KeyDirectory": KeyDirectory("s", (0,), (bytes(32),)),
+    "SurvivorSet": SurvivorSet("s", id_vector((0, 1, 2))),
+    "KeyDirectory": KeyDirectory("s", id_vector((0,)), bytes(32)),
 }
 """Well-formed messages of kinds only the controller sends."""
 

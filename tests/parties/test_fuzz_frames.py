@@ -26,7 +26,7 @@ from mprr.data import Dataset
 from mprr.errors import MessageError
 from mprr.synthetic import planted_clusters
 from parties import simulate as simulate_module
-from parties.secure.messages import SurvivorSet
+from parties.secure.messages import SurvivorSet, id_vector
 from parties.wire.codec import decode, encode
 from parties.network import CONTROLLER, Frame, InMemoryNetwork
 from parties.simulate import SimulationResult, simulate_async
@@ -195,7 +195,7 @@ class ForgedKindNetwork(InMemoryNetwork):
         if frame.src in LIARS and frame.dst == CONTROLLER and frame.src not in self._crashed:
             self.forged += 1
             self._deliver(Frame(frame.src, CONTROLLER, frame.phase, SurvivorSet.KIND,
-                                encode(SurvivorSet("forged", (0, 1)))))
+                                encode(SurvivorSet("forged", id_vector((0, 1))))))
         await super()._transmit(frame)
 
 

@@ -259,9 +259,9 @@ def test_inconsistent_survivor_sets_never_reveal_both_secrets_of_a_party(dropped
 
     def rewrite(dst: int, msg):  # noqa: ANN001, ANN202
         if isinstance(msg, SurvivorSet):
-            view = tuple(p for p in msg.survivors if not (dst in split and p == v))
+            view = tuple(p for p in msg.survivors.tolist() if not (dst in split and p == v))
             told[dst] = view
-            return SurvivorSet(msg.session, view)
+            return SurvivorSet(msg.session, np.array(view, dtype=np.uint32))
         if isinstance(msg, UnmaskRequest):  # forward what each holder really stated
             signers = msg.signers.tolist()
             views = sorted({told[w] for w in signers})
@@ -304,9 +304,9 @@ def test_survivor_views_forged_by_the_controller_fail_their_macs() -> None:
 
     def rewrite(dst: int, msg):  # noqa: ANN001, ANN202
         if isinstance(msg, SurvivorSet):
-            view = tuple(p for p in msg.survivors if not (dst in split and p == v))
+            view = tuple(p for p in msg.survivors.tolist() if not (dst in split and p == v))
             told[dst] = view
-            return SurvivorSet(msg.session, view)
+            return SurvivorSet(msg.session, np.array(view, dtype=np.uint32))
         if isinstance(msg, UnmaskRequest) and dst in split:  # everybody "agrees" v dropped
             forged = tuple(p for p in range(n) if p != v)
             cells = np.array(forged, dtype=np.uint32)
@@ -333,7 +333,7 @@ def test_key_substitution_is_detected_against_the_pki() -> None:
 
     def rewrite(dst: int, msg):  # noqa: ANN001, ANN202
         if isinstance(msg, KeyDirectory) and dst == 0:
-            keys = tuple(mine if p == 1 else k for p, k in zip(msg.parties, msg.keys))
+            keys = b"".join(mine if p == 1 else msg.key(k) for k, p in enumerate(msg.parties.tolist()))
             return KeyDirectory(msg.session, msg.parties, keys, msg.signatures)
         return msg
 
@@ -365,7 +365,8 @@ def test_key_substitution_on_relayed_graph_shares_is_detected() -> None:
             def rewrite(dst: int, msg):  # noqa: ANN001, ANN202
                 if isinstance(msg, KeyDirectory) and dst == 0:
                     return KeyDirectory(msg.session, msg.parties,
-                                        tuple(mine if p == 1 else k for p, k in zip(msg.parties, msg.keys)),
+                                        b"".join(mine if p == 1 else msg.key(k)
+                                                 for k, p in enumerate(msg.parties.tolist())),
                                         msg.signatures)
                 return msg
             return await super().controller(_Tamper(ep, rewrite), ctx)

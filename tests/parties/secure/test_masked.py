@@ -144,7 +144,8 @@ class _Tampering(RecordingNetwork):
 @pytest.mark.parametrize(("kind", "tamper", "reason"), [
     (MaskedInput.KIND, lambda m: MaskedInput(m.session, m.values[:-1]), r"sent \(4,\) cells, expected \(5,\)"),
     (PublicKeys.KIND, lambda m: PublicKeys(m.session, m.keys * 2, m.signature), "must advertise"),
-    (SealedShares.KIND, lambda m: SealedShares(m.session, m.recipients[:-1], m.ciphertexts[:-1]),
+    (SealedShares.KIND, lambda m: SealedShares(m.session, m.recipients[:-1], m.ends[:-1],
+                                                            m.ciphertexts[:int(m.ends[-2])]),
      "other parties than its live neighbours"),
 ])
 def test_an_unusable_message_makes_its_sender_a_dropout_not_the_end_of_the_sum(

@@ -19,6 +19,8 @@ from parties.secure.messages import (
     SurvivorTags,
     UnmaskRequest,
     UnmaskShares,
+    blobs,
+    bundle,
 )
 
 KEY = bytes(range(32))
@@ -34,15 +36,16 @@ EXAMPLES = [
     PartialSum("s", 3, np.array([7], dtype=np.uint32)),
     PublicKeys("s", (KEY, KEY)),
     PublicKeys("s", (KEY, KEY), SIG),
-    KeyDirectory("s", (1, 4), (KEY + KEY, KEY + KEY)),
-    KeyDirectory("s", (1, 4), (KEY + KEY, KEY + KEY), (SIG, SIG)),
-    SealedShares("s", (2, 5), (b"a" * 40, b"b" * 40)),
-    RelayedShares("s", (2,), (b"c" * 40,)),
+    KeyDirectory("s", ids(1, 4), KEY + KEY),
+    KeyDirectory("s", ids(1, 4), KEY + KEY, SIG + SIG),
+    SealedShares("s", *bundle([(2, b"a" * 40), (5, b"b" * 41)])),
+    RelayedShares("s", *bundle([(2, b"c" * 40)])),
+    RelayedShares("s", *bundle([])),
     MaskedInput("s", np.arange(3, dtype=np.uint64)),
     UnmaskRequest("s", ids(0, 1, 2, 1, 2), ids(3, 5), ids(0, 1, 2), ids(0, 0, 1), TAG * 3),
-    SurvivorSet("s", (0, 2, 5)),
+    SurvivorSet("s", ids(0, 2, 5)),
     SurvivorTags("s", ids(1, 4, 9), TAG * 3),
-    UnmaskShares("s", (0, 1), (0, 1), (1, 2), (bytes(33), bytes(33))),
+    UnmaskShares("s", ids(0, 1), bytes((0, 1)), ids(1, 2), bytes(66)),
 ]
 
 
@@ -59,24 +62,36 @@ def test_roundtrip(msg) -> None:  # noqa: ANN001
     (lambda: PartialSum("s", -1, np.zeros((1, 1), np.uint8)), "1-D"),
     (lambda: PublicKeys("s", ()), "1 or 2 keys"),
     (lambda: PublicKeys("s", (b"short",)), "32-byte"),
-    (lambda: KeyDirectory("s", (1, 1), (KEY, KEY)), "distinct"),
-    (lambda: KeyDirectory("s", (1,), (KEY, KEY)), "one entry per party"),
-    (lambda: SealedShares("s", (1, 2), (b"x",)), "one entry per recipient"),
-    (lambda: RelayedShares("s", (-1,), (b"x",)), ">= 0"),
+    (lambda: KeyDirectory("s", ids(1, 1), KEY + KEY), "distinct party ids in increasing order"),
+    (lambda: KeyDirectory("s", ids(1), KEY + KEY), "one 32-byte X25519 key per party"),
+    (lambda: KeyDirectory("s", ids(1), KEY[:31]), "one 32-byte X25519 key per party"),
+    (lambda: SealedShares("s", ids(1, 2), ids(1), b"x"), "one entry per recipient"),
+    (lambda: SealedShares("s", ids(1, 2), ids(2, 1), b"xy"), "must not decrease"),
+    (lambda: SealedShares("s", ids(1), ids(1), b"xy"), "end at the 2 bytes"),
+    (lambda: RelayedShares("s", ids(2, 1), ids(1, 2), b"xy"), "increasing order"),
+    (lambda: RelayedShares("s", np.array([-1], dtype=np.int64), ids(1), b"x"), "dtype"),
     (lambda: UnmaskRequest("s", ids(1), ids(1), ids(1, 2), ids(0), TAG * 2), "one view index and one 16-byte tag"),
     (lambda: UnmaskRequest("s", ids(1), ids(1), ids(1), ids(1), TAG), "view_of must index views"),
     (lambda: UnmaskRequest("s", ids(1, 2), ids(1), ids(1), ids(0), TAG), "end at the number of view cells"),
     (lambda: UnmaskRequest("s", ids(1), ids(1), ids(2, 1), ids(0, 0), TAG * 2), "distinct and sorted"),
     (lambda: PublicKeys("s", (KEY,), b"x"), "64-byte signature"),
-    (lambda: KeyDirectory("s", (1,), (KEY,), (SIG, SIG)), "one 64-byte signature per party"),
-    (lambda: SurvivorSet("s", (2, 1)), "must be sorted"),
+    (lambda: KeyDirectory("s", ids(1), KEY, SIG + SIG), "one 64-byte signature per party"),
+    (lambda: SurvivorSet("s", ids(2, 1)), "increasing order"),
     (lambda: SurvivorTags("s", ids(1), b"x"), "16 bytes per target"),
     (lambda: SurvivorTags("s", ids(3, 3), TAG * 2), "distinct and sorted"),
-    (lambda: UnmaskShares("s", (0,), (2,), (1,), (bytes(33),)), "0 \\(self mask\\) or 1"),
-    (lambda: UnmaskShares("s", (0,), (0,), (0,), (bytes(33),)), "abscissae must be >= 1"),
-    (lambda: UnmaskShares("s", (0,), (0,), (1,), (bytes(32),)), "33-byte"),
-    (lambda: UnmaskShares("s", (0, 1), (0,), (1,), (bytes(33),)), "one entry per owner"),
+    (lambda: UnmaskShares("s", ids(0), bytes((2,)), ids(1), bytes(33)), "0 \\(self mask\\) or 1"),
+    (lambda: UnmaskShares("s", ids(0), bytes(1), ids(0), bytes(33)), "abscissae must be >= 1"),
+    (lambda: UnmaskShares("s", ids(0), bytes(1), ids(1), bytes(32)), "33-byte"),
+    (lambda: UnmaskShares("s", ids(0, 1), bytes(1), ids(1, 2), bytes(66)), "one entry per owner"),
+    (lambda: UnmaskShares("s", ids(1, 0), bytes(2), ids(1, 2), bytes(66)), "increasing order"),
 ])
 def test_validation(build, match: str) -> None:  # noqa: ANN001
     with pytest.raises(MessageError, match=match):
         build()
+
+
+def test_a_bundle_gives_back_its_blobs() -> None:
+    ids_, ends, data = bundle([(3, b"ab"), (7, b""), (9, b"xyz")])
+    assert ids_.tolist() == [3, 7, 9] and ends.tolist() == [2, 2, 5] and data == b"abxyz"
+    assert blobs(ends, data) == [b"ab", b"", b"xyz"]
+    assert not ids_.flags.writeable
