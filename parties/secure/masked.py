@@ -256,9 +256,9 @@ class MaskedEngine(SecureSumEngine):
         channel: dict[int, bytes] = {}
         view_keys: dict[int, bytes] = {}
         for j in live:
-            channel[j], view = derive_keys(signer.exchange(registry, j), purposes=("channel", "view"),
-                                           session=s, a=me, b=j)
-            view_keys[j] = view[:VIEW_KEY_BYTES]
+            channel[j], view_key = derive_keys(signer.exchange(registry, j), purposes=("channel", "view"),
+                                               session=s, a=me, b=j)
+            view_keys[j] = view_key[:VIEW_KEY_BYTES]
         handed = _pair_keys(live, ctx.neighbours)
         sealed = bundle(
             (j, seal(channel[j], _PLAIN.pack(me, j, xj, sk.value_bytes(), b.value_bytes(), s_keys.public)
