@@ -14,6 +14,7 @@ Modules, in dependency order:
                   ``run_secure_sum`` driver
 - ``paper``     — engine ``paper``: main paper 4.2, modulus n + 1, full mesh, broadcast
 - ``graph``     — engine ``graph``: additive shares to neighbours of a sparse graph
+- ``views``     — the masked engine's consistency round: survivor views stated once, MAC'd
 - ``masked``    — engine ``masked``: Bonawitz et al. 2017 pairwise masks + Shamir recovery
 - ``registry``  — the engines by name (paper, paper-per-combination, graph, graph-direct, masked,
                  masked-sparse): ``make_engine``, ``sized_engine``; used by the actor driver, the

@@ -67,9 +67,6 @@ reveals, and the aggregate.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import secrets
 import struct
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
@@ -115,13 +112,24 @@ from parties.secure.prg import fresh_seed, keystream
 from parties.secure.ring import ZMod
 from parties.secure.shamir import SHARE_BYTES, Share, reconstruct_bytes, share_bytes
 from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
+from parties.secure.views import (
+    KEY_ENTRY,
+    VIEW_KEY_BYTES,
+    check_consistency,
+    combined_key,
+    pack_ids,
+    pair_keys,
+    statement_prefix,
+    survivor_view,
+    unmask_request,
+    view_tag,
+)
 from parties.traffic import Counts
 
 __all__ = ["MaskedEngine", "abscissa"]
 
 _PLAIN = struct.Struct(f"<III{SHARE_BYTES}s{SHARE_BYTES}s32s")  # owner, holder, x, s_sk share, b share, s_pk
 PHASES = ("masked/advertise", "masked/share-keys", "masked/input", "masked/consistency", "masked/unmask")
-_VIEW = "masked/survivors"  # what the consistency round's MACs are for
 
 
 def abscissa(neighbours: Neighbourhoods, owner: int, holder: int) -> int:
@@ -259,10 +267,10 @@ class MaskedEngine(SecureSumEngine):
             channel[j], view_key = derive_keys(signer.exchange(registry, j), purposes=("channel", "view"),
                                                session=s, a=me, b=j)
             view_keys[j] = view_key[:VIEW_KEY_BYTES]
-        handed = _pair_keys(live, ctx.neighbours)
+        handed = pair_keys(live, ctx.neighbours)
         sealed = bundle(
             (j, seal(channel[j], _PLAIN.pack(me, j, xj, sk.value_bytes(), b.value_bytes(), s_keys.public)
-                     + b"".join(_KEY_ENTRY.pack(h, key) for h, key in handed[j].items()),
+                     + b"".join(KEY_ENTRY.pack(h, key) for h, key in handed[j].items()),
                      session=s, sender=me, receiver=j))
             for j, xj, sk, b in zip(live, xs, sk_shares, b_shares)
         )
@@ -281,7 +289,7 @@ class MaskedEngine(SecureSumEngine):
         for j, blob in zip(senders, blobs(relayed.ends, relayed.ciphertexts)):
             plain = open_sealed(channel[j], blob, session=s, sender=j, receiver=me)
             extra = len(plain) - _PLAIN.size
-            if extra < 0 or extra % _KEY_ENTRY.size:
+            if extra < 0 or extra % KEY_ENTRY.size:
                 raise MessageError(f"party {me}: sealed share from party {j} has {len(plain)} bytes")
             owner, holder, xj, sk_y, b_y, s_pk = _PLAIN.unpack_from(plain)
             if owner != j or holder != me or xj != abscissa(ctx.neighbours, j, me):
@@ -291,15 +299,15 @@ class MaskedEngine(SecureSumEngine):
                     f"party {me}: the masking key relayed for party {j} is not the one party {j} sealed: "
                     "key substitution detected")
             peer_masks[j] = s_pk
-            handed_j = dict(_KEY_ENTRY.iter_unpack(plain[_PLAIN.size:]))
-            if len(handed_j) != extra // _KEY_ENTRY.size or not all(
+            handed_j = dict(KEY_ENTRY.iter_unpack(plain[_PLAIN.size:]))
+            if len(handed_j) != extra // KEY_ENTRY.size or not all(
                     h != me and h not in near and h in ctx.neighbours[j] for h in handed_j):
                 raise MessageError(f"party {me}: the view keys sealed by party {j} are not for its other holders")
             held[j] = (xj, sk_y, b_y)
             for h, key in handed_j.items():
                 given.setdefault(h, []).append((j, key))
         for h, keys in given.items():
-            view_keys[h] = _combined_key(keys)
+            view_keys[h] = combined_key(keys)
         # (the vectors are dropped once sent: a party keeps O(k) bytes, not O(L), while it waits)
         y = _masked_input(ring, x, self_mask, s_keys.private, {j: peer_masks[j] for j in held}, s, me)
         del x
@@ -314,10 +322,10 @@ class MaskedEngine(SecureSumEngine):
         holders = set(nbrs) | {me}
         if told.session != s or me not in view or not view <= holders:
             raise MessageError(f"party {me}: survivor set must contain the party and only its Shamir holders")
-        prefix = _statement_prefix(s)
+        prefix = statement_prefix(s)
         targets = sorted(view_keys)
-        stated = _pack(told_ids)
-        tags = b"".join(_tag(view_keys[h], prefix, me, h, stated) for h in targets)
+        stated = pack_ids(told_ids)
+        tags = b"".join(view_tag(view_keys[h], prefix, me, h, stated) for h in targets)
         await ep.send(CONTROLLER, SurvivorTags(s, id_vector(targets), tags), phase=PHASES[3])
 
         # round 4: check the stated views, then reveal b-shares of survivors, s_sk-shares of the dropped
@@ -325,7 +333,7 @@ class MaskedEngine(SecureSumEngine):
                                  timeout=timeout)).message
         if request.session != s:
             raise MessageError(f"party {me}: unmask request of another session")
-        _check_consistency(request, view_keys, ctx, me, view, [me, *held], prefix)
+        check_consistency(request, view_keys, ctx, me, view, [me, *held], prefix)
         owners, which, absc, values = [], [], [], []
         for o in sorted({me, *held}):
             if o in view:  # survived: its self mask is removed
@@ -532,7 +540,7 @@ class MaskedEngine(SecureSumEngine):
                 handed_in = sum(len(near[j] - mine) - 1 for j in nb)
                 targets = k + len(second)
                 views = [len(closed) for closed in {near[w] | {w} for w in (*nb, *second)}]
-            entry = _KEY_ENTRY.size
+            entry = KEY_ENTRY.size
             party_bytes = (advertise + sealed[0] + k * (sealed[1] + blob) + entry * handed_out + masked
                            + tags[0] + targets * tags[1] + unmask[0] + (k + 1) * unmask[1])
             sent[p] = Counts(5, party_bytes)
@@ -551,138 +559,6 @@ class MaskedEngine(SecureSumEngine):
                      "the tagged views of the party's 2-hop neighbourhood; O(L + k^2) per party, "
                      "O(n (L + k^2)) total (complete graph: O(n) tags per party)"),
         )
-
-
-def survivor_view(ctx: SecureSumContext, party: int, survivors: set[int]) -> tuple[int, ...]:
-    """What ``party`` is told in round 3: the survivors among its Shamir holders, sorted."""
-    return tuple(sorted(w for w in (*ctx.neighbours[party], party) if w in survivors))
-
-
-def unmask_request(session: str, party: int, wanted: Iterable[int],
-                   statements: dict[int, tuple[bytes, dict[int, int], bytes]]) -> UnmaskRequest:
-    """The round-4 message to ``party``: the views, MAC'd for it, of every other holder w of
-    every owner it holds shares of (``wanted``: its 2-hop neighbourhood; on the complete graph,
-    everybody), from ``statements[w] = (w's view as packed uint32 ids, target -> index of the
-    tag w wrote for it, w's tags)``; equal views are sent once."""
-    signers: list[int] = []
-    view_of: list[int] = []
-    chosen: list[bytes] = []
-    parts: list[bytes] = []
-    ends: list[int] = []
-    index: dict[bytes, int] = {}
-    cells = 0
-    for w in sorted(wanted):
-        stated = statements.get(w)
-        if w == party or stated is None:
-            continue
-        packed, positions, tags = stated
-        i = positions.get(party)
-        if i is None:
-            continue
-        k = index.get(packed)
-        if k is None:
-            k = index[packed] = len(parts)
-            parts.append(packed)
-            cells += len(packed) // 4
-            ends.append(cells)
-        signers.append(w)
-        view_of.append(k)
-        chosen.append(tags[TAG_BYTES * i: TAG_BYTES * (i + 1)])
-    return UnmaskRequest(session, np.frombuffer(b"".join(parts), dtype=np.uint32), id_vector(ends),
-                         id_vector(signers), id_vector(view_of), b"".join(chosen))
-
-
-def _pack(ids: tuple[int, ...]) -> bytes:
-    return struct.pack(f"<{len(ids)}I", *ids)
-
-
-VIEW_KEY_BYTES = 16
-"""Length of the pairwise MAC keys of the consistency round (HMAC-SHA256 keys, 128 bits)."""
-_KEY_ENTRY = struct.Struct(f"<I{VIEW_KEY_BYTES}s")  # other holder, pairwise view key (sealed by the owner)
-_PAIR = struct.Struct("<II")  # signer, target
-_OWNER = struct.Struct("<I")
-
-
-def _pair_keys(live: tuple[int, ...], neighbours: Neighbourhoods) -> dict[int, dict[int, bytes]]:
-    """Fresh MAC keys for the pairs of ``live`` holders that are not neighbours of each other
-    (``keys[w][h] == keys[h][w]``), from :func:`secrets.token_bytes`: the owner seals
-    ``keys[w]`` for holder w.  Neighbours already share a key from their own X25519 agreement."""
-    keys: dict[int, dict[int, bytes]] = {w: {} for w in live}
-    if isinstance(neighbours, CompleteNeighbourhoods):  # all adjacent
-        return keys
-    adjacent = {w: frozenset(neighbours[w]) for w in live}
-    pairs = [(w, h) for i, w in enumerate(live) for h in live[i + 1:] if h not in adjacent[w]]
-    raw = secrets.token_bytes(VIEW_KEY_BYTES * len(pairs))
-    for k, (w, h) in enumerate(pairs):
-        keys[w][h] = keys[h][w] = raw[VIEW_KEY_BYTES * k: VIEW_KEY_BYTES * (k + 1)]
-    return keys
-
-
-def _combined_key(handed: list[tuple[int, bytes]]) -> bytes:
-    """The MAC key of two holders that are not neighbours: SHA-256 of the keys every common owner
-    handed them (in owner order), so that only a coalition of all their common owners knows it."""
-    if len(handed) > 1:
-        handed = sorted(handed)
-    return hashlib.sha256(b"mprr/view-key" + b"".join([_OWNER.pack(o) + key for o, key in handed])
-                          ).digest()[:VIEW_KEY_BYTES]
-
-
-def _statement_prefix(session: str) -> bytes:
-    tag = _VIEW.encode()
-    sess = session.encode()
-    return b"mprr/" + struct.pack("<I", len(tag)) + tag + struct.pack("<I", len(sess)) + sess
-
-
-def _tag(key: bytes, prefix: bytes, signer: int, target: int, view: bytes) -> bytes:
-    """HMAC-SHA256 (truncated to 128 bits) of ``signer``'s statement to ``target`` that ``view``
-    (packed ids) is the survivor set it was told."""
-    return hmac.digest(key, prefix + _PAIR.pack(signer, target) + view, "sha256")[:TAG_BYTES]
-
-
-def _check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: SecureSumContext, me: int,
-                       view: frozenset[int], owners: list[int], prefix: bytes) -> None:
-    """Raise unless, for every owner o, a strict majority of H(o) (this party included) stated
-    views that agree with ``view`` on whether o survived, each statement authenticated by its MAC
-    under the key this party shares with its author (checked lazily, once per author)."""
-    ends = request.view_ends.tolist()
-    cells = request.view_cells.tolist()
-    starts = [0, *ends[:-1]]
-    statements = {w: i for i, w in enumerate(request.signers.tolist())}
-    view_of = request.view_of.tolist()
-    tags = request.tags
-    checked: dict[int, frozenset[int] | None] = {}  # author -> its authenticated view (None: bad MAC)
-
-    def stated(w: int) -> frozenset[int] | None:
-        if w not in checked:
-            i, key = statements.get(w), view_keys.get(w)
-            got: frozenset[int] | None = None
-            if i is not None and key is not None:
-                v = view_of[i]
-                ids = tuple(cells[starts[v]: ends[v]])
-                if hmac.compare_digest(_tag(key, prefix, w, me, _pack(ids)), tags[TAG_BYTES * i: TAG_BYTES * (i + 1)]):
-                    got = frozenset(ids)
-            checked[w] = got
-        return checked[w]
-
-    for o in owners:
-        holders = (*ctx.neighbours[o], o)
-        need = len(holders) // 2 + 1
-        alive = o in view
-        agree_ = 1  # this party
-        for w in sorted(holders, key=lambda w: w not in checked):  # authenticated ones first
-            if w == me:
-                continue
-            got = stated(w) if w in statements else None
-            if got is not None and (o in got) == alive:
-                agree_ += 1
-                if agree_ >= need:
-                    break
-        if agree_ < need:
-            raise SecureSumAborted(
-                f"party {me}: only {agree_} of the {len(holders)} Shamir holders of party {o} stated a "
-                f"survivor set that agrees with the party's on party {o} ({need} needed): the controller "
-                "told different parties different survivor sets, or too many dropped; nothing revealed",
-                survivors=agree_, threshold=need)
 
 
 def _reconstruct(shares: list[Share], threshold: int, what: str) -> bytes:

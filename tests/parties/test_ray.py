@@ -1,5 +1,6 @@
 """The ``ray`` runtime: memory ≡ ray (a masked secure sum too: signing keys born in the shard actors,
-the key directory installed by the driver), a dead shard actor drops its parties (one local Ray)."""
+the key directory installed by the driver), a dead shard actor drops its parties, also in the
+middle of a secure sum (one local Ray)."""
 
 from __future__ import annotations
 
@@ -81,6 +82,46 @@ def test_a_dead_shard_actor_drops_its_parties(data) -> None:  # type: ignore[no-
     assert sim.degraded and set(sim.excluded) == set(range(N // 2, N))
     with pytest.raises(ConfigurationError, match="shards must be an integer >= 1, got 0"):
         RayRuntime(shards=0)
+
+
+class _KillShardDuringSum(RayRuntime):
+    """Kills the last shard actor when the controller starts the secure sum."""
+
+    @asynccontextmanager
+    async def host(self, plan: HostingPlan) -> AsyncIterator[Hosting]:
+        from parties.wire.requests import SecureSumStart
+
+        async with super().host(plan) as hosting:
+            victim = hosting.links[-1].actor  # type: ignore[attr-defined]
+            net = hosting.network
+            route = net._deliver
+            killed: list[bool] = []
+
+            def deliver(frame, position=None):  # type: ignore[no-untyped-def]
+                if frame.kind == SecureSumStart.KIND and not killed:
+                    killed.append(True)
+                    ray.kill(victim)
+                route(frame, position)
+
+            net._deliver = deliver  # type: ignore[method-assign]
+            yield hosting
+
+
+def test_a_shard_killed_during_a_secure_sum_ends_in_an_error_or_a_degraded_sum() -> None:
+    n = 30
+    small = planted_clusters(n, rng=np.random.default_rng(11), strength=0.8).dataset
+    params = dict(p=0.7, Tv=60, Td=0.1, dependence="4.3", secure_sum="masked")
+    # the masked engine recovers from dropouts: two shards of three survive, a majority of holders
+    sim = simulate(small, "RR-Clusters", seed=2, timeout=2.5, runtime=_KillShardDuringSum(shards=3, num_cpus=0.5),
+                   on_dropout="exclude", **params)
+    lost = set(range(20, n))
+    assert sim.degraded and set(sim.excluded) == lost
+    assert sim.result.details["secure_sum"]["contributors"] == n - len(lost) == sim.result.n
+    # the paper engine cannot lose a party: a clear error naming the lost parties, never a hang
+    with pytest.raises(PartyDropped, match=r"paper secure sum: no broadcast r_j from \d+ parties") as info:
+        simulate(small, "RR-Clusters", seed=2, timeout=2.5, runtime=_KillShardDuringSum(shards=2, num_cpus=0.5),
+                 **{**params, "dependence": "4.2", "secure_sum": "paper"})
+    assert set(range(15, n)) <= set(info.value.parties)
 
 
 def _draws(index: int, seed_seq: np.random.SeedSequence, context: int) -> float:
