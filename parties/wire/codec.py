@@ -104,9 +104,19 @@ def _bad(where: str, text: str, value: Any) -> MessageError:
     return MessageError(f"{where} must be {text}, got {shown if len(shown) <= 80 else shown[:77] + '...'}")
 
 
-def _need(buf: bytes, off: int, n: int, where: str) -> None:
-    if off + n > len(buf):
-        raise MessageError(f"{where}: truncated: need {n} more bytes at offset {off}, have {len(buf) - off}")
+def _truncated(where: str, n: int, buf: bytes, off: int) -> MessageError:
+    return MessageError(f"{where}: truncated: need {n} more bytes at offset {off}, have {len(buf) - off}")
+
+
+def _count(buf: bytes, off: int, size: int, where: str) -> int:
+    """The u32 count at ``off``, checked against the bytes left (every item takes ``size`` or more)."""
+    if off + 4 > len(buf):
+        raise _truncated(where, 4, buf, off)
+    (n,) = _U32.unpack_from(buf, off)
+    if off + 4 + n * size > len(buf):
+        raise _truncated(where, n * size, buf, off + 4)
+    n_items: int = n
+    return n_items
 
 
 def _scalar(text: str, code: str, where: str, coerce: Callable[[Any], Any]) -> Wire:
@@ -114,7 +124,8 @@ def _scalar(text: str, code: str, where: str, coerce: Callable[[Any], Any]) -> W
     pack, unpack, size = st.pack, st.unpack_from, st.size
 
     def dec(buf: bytes, off: int) -> tuple[Any, int]:
-        _need(buf, off, size, where)
+        if off + size > len(buf):
+            raise _truncated(where, size, buf, off)
         (v,) = unpack(buf, off)
         if code == "B":
             if v > 1:
@@ -171,9 +182,7 @@ def _blob(as_str: bool, where: str) -> Wire:
         out += (_U32.pack(len(raw)), raw)
 
     def dec(buf: bytes, off: int) -> tuple[Any, int]:
-        _need(buf, off, 4, where)
-        (n,) = _U32.unpack_from(buf, off)
-        _need(buf, off + 4, n, where)
+        n = _count(buf, off, 1, where)
         raw = buf[off + 4 : off + 4 + n]
         if not as_str:
             return raw, off + 4 + n
@@ -205,11 +214,7 @@ def _seq(item: Wire, where: str) -> Wire:
             out.append(struct.pack(f"<I{len(v)}{code}", len(v), *v))
 
         def dec_numbers(buf: bytes, off: int) -> tuple[tuple[Any, ...], int]:
-            _need(buf, off, 4, where)
-            (n,) = _U32.unpack_from(buf, off)
-            if n == 0:
-                return (), off + 4
-            _need(buf, off + 4, 8 * n, where)
+            n = _count(buf, off, 8, where)
             return struct.unpack_from(f"<{n}{code}", buf, off + 4), off + 4 + 8 * n
 
         return Wire(text, coerce, enc_numbers, dec_numbers)
@@ -221,10 +226,8 @@ def _seq(item: Wire, where: str) -> Wire:
             item_enc(x, out)
 
     def dec(buf: bytes, off: int) -> tuple[tuple[Any, ...], int]:
-        _need(buf, off, 4, where)
-        (n,) = _U32.unpack_from(buf, off)
+        n = _count(buf, off, 1, where)  # every item takes a byte or more
         off += 4
-        _need(buf, off, n, where)  # every item takes at least one byte
         items = []
         for _ in range(n):
             x, off = item_dec(buf, off)
@@ -267,13 +270,15 @@ def _array(spec: ArraySpec, where: str) -> Wire:
                 v if _LITTLE else v.astype(v.dtype.newbyteorder("<")))
 
     def dec(buf: bytes, off: int) -> tuple[np.ndarray, int]:
-        _need(buf, off, 2, where)
+        if off + 2 > len(buf):
+            raise _truncated(where, 2, buf, off)
         code, dims = buf[off], buf[off + 1]
         if not 1 <= code <= len(ARRAY_DTYPES):
             raise MessageError(f"{where}: bad dtype code {code}; allowed 1..{len(ARRAY_DTYPES)} for {ARRAY_DTYPES}")
         if dims > _MAX_NDIM:
             raise MessageError(f"{where}: ndim must be <= {_MAX_NDIM}, got {dims}")
-        _need(buf, off + 2, 8 * dims, where)
+        if off + 2 + 8 * dims > len(buf):
+            raise _truncated(where, 8 * dims, buf, off + 2)
         shape = struct.unpack_from(f"<{dims}Q", buf, off + 2)
         off += 2 + 8 * dims
         dtype = _WIRE_DTYPES[code - 1]
@@ -284,7 +289,8 @@ def _array(spec: ArraySpec, where: str) -> Wire:
         if math.prod(max(s, 1) for s in shape) * dtype.itemsize > _MAX_BYTES:
             raise MessageError(f"{where}: declared shape {shape} is too large for an array")
         count = math.prod(shape)
-        _need(buf, off, count * dtype.itemsize, where)
+        if off + count * dtype.itemsize > len(buf):
+            raise _truncated(where, count * dtype.itemsize, buf, off)
         arr = np.frombuffer(buf, dtype=dtype, count=count, offset=off).reshape(shape)  # read-only
         if not _LITTLE:  # pragma: no cover - big-endian hosts
             arr = arr.astype(dtype.newbyteorder("="))
@@ -400,7 +406,7 @@ def message(*, kind: int, name: str | None = None) -> Callable[[M], M]:
             raise MessageError(f"@message can only decorate Message subclasses, got {cls!r}")
         label = name or cls.__name__
         for what, key, old in (("kind", kind, _BY_KIND.get(kind)), ("name", label, _BY_NAME.get(label))):
-            if old is not None and not _same_definition(old, cls):
+            if old is not None:
                 raise MessageError(
                     f"message {what} {key!r} of {cls.__module__}.{cls.__qualname__} is already "
                     f"registered to {old.__module__}.{old.__qualname__}; pick another {what}"
@@ -410,21 +416,10 @@ def message(*, kind: int, name: str | None = None) -> Callable[[M], M]:
         dc.FIELDS = tuple((f.name, _parse(hints[f.name], f"{label}.{f.name}"))
                           for f in dataclasses.fields(typing.cast(Any, dc)))
         dc.KIND, dc.NAME = kind, label
-        tables: tuple[dict[Any, type[Message]], ...] = (_BY_KIND, _BY_NAME)
-        for table in tables:  # a re-definition (e.g. a reload) replaces the old class
-            for key in [k for k, v in table.items() if _same_definition(v, dc)]:
-                del table[key]
         _BY_KIND[kind], _BY_NAME[label] = dc, dc
-        _RESOLVED.clear()
-        _DECODERS.clear()
         return typing.cast(M, dc)
 
     return decorate
-
-
-def _same_definition(a: type, b: type) -> bool:
-    """True when ``b`` re-defines ``a`` (same module and qualified name, e.g. a reload)."""
-    return a.__module__ == b.__module__ and a.__qualname__ == b.__qualname__
 
 
 def message_class(kind_or_name: int | str) -> type[Message]:
@@ -443,7 +438,7 @@ def resolve_kinds(kinds: Kinds | None) -> frozenset[int] | None:
     """Normalise classes / names / kind numbers into a frozenset of kind numbers (or None).
 
     Endpoints and :func:`decode` resolve the same few filter objects once per message, so the
-    answer is memoized by the filter's identity (cleared whenever a class is registered).
+    answer is memoized by the filter's identity.
     """
     if kinds is None:
         return None
@@ -461,8 +456,9 @@ def resolve_kinds(kinds: Kinds | None) -> frozenset[int] | None:
             raise MessageError(f"kinds must be registered Message classes, kind numbers or names, got {k!r}")
     if len(_RESOLVED) >= 1024:
         _RESOLVED.clear()
-    _RESOLVED[id(kinds)] = (kinds, frozenset(out))  # holding ``kinds`` keeps its id from being reused
-    return frozenset(out)
+    resolved = frozenset(out)
+    _RESOLVED[id(kinds)] = (kinds, resolved)  # holding ``kinds`` keeps its id from being reused
+    return resolved
 
 
 _RESOLVED: dict[int, tuple[Any, frozenset[int]]] = {}
@@ -492,7 +488,7 @@ def _compile(cls: type[Message]) -> tuple[Callable[[Message], bytes], Callable[[
     """
     label = cls.NAME
     env: dict[str, Any] = {
-        "cls": cls, "new": object.__new__, "MessageError": MessageError, "H": _HEADER.pack(MAGIC, VERSION, cls.KIND),
+        "cls": cls, "new": object.__new__, "H": _HEADER.pack(MAGIC, VERSION, cls.KIND),
         "truncated": lambda field, n, off, end: MessageError(
             f"{label}: truncated at field {field!r}: need {n} bytes at offset {off}, have {end - off}"),
         "extra": lambda n: MessageError(f"{label}: {n} extra bytes after the last field"),
