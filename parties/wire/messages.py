@@ -26,8 +26,8 @@ def _check_ids(where: str, values: tuple[int, ...]) -> None:
 
 
 def _min(values: np.ndarray) -> float | int:
-    """Smallest entry (Python path for tiny arrays, which is several times faster)."""
-    smallest: float | int = min(values.flat) if values.size <= 32 else values.min()
+    """Smallest entry (through a list for small arrays, which is several times faster)."""
+    smallest: float | int = min(values.tolist()) if values.size <= 64 else values.min()
     return smallest
 
 

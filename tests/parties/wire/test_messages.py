@@ -221,7 +221,7 @@ def test_equality_compares_arrays_by_dtype_shape_and_values() -> None:
     [
         (lambda: RandomizedValues(-1, [0]), r"RandomizedValues\.request_id must be >= 0"),
         (lambda: RandomizedValues(1, [0, -1]), r"RandomizedValues\.codes must be >= 0"),
-        (lambda: RandomizedValues(1, -np.ones(40, dtype=np.int64)), r"RandomizedValues\.codes must be >= 0"),
+        (lambda: RandomizedValues(1, -np.ones(100, dtype=np.int64)), r"RandomizedValues\.codes must be >= 0"),
         (lambda: RandomizedValues(1, [[0]]), r"RandomizedValues\.codes must be 1-D"),
         (lambda: Refusal(1, "", 1.0, 0.5), r"Refusal\.reason must not be empty"),
         (lambda: Refusal(1, "budget", -1.0, 0.5), r"Refusal\.requested must be >= 0"),
