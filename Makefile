@@ -43,6 +43,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/privacy.py
 	$(BIN)/python benchmarks/runtimes.py
 	$(BIN)/python benchmarks/streams.py
+	$(BIN)/python benchmarks/wire_codec.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache docs/sphinx/_autosummary
