@@ -26,7 +26,7 @@ from parties.wire.codec import (
     peek_kind,
 )
 from parties.wire.messages import Abort, Ack, RandomizedValues, Refusal
-from parties.wire.requests import ReleaseRequest
+from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
 
 AnyArray = Annotated[np.ndarray, ArraySpec(ARRAY_DTYPES)]
 IntArray = Annotated[np.ndarray, ArraySpec(("int64",))]
@@ -110,6 +110,32 @@ def test_fixed_field_runs_are_packed_together() -> None:
     data = encode(Flags(True, -5, False))
     assert data[5:] == b"\x01" + struct.pack("<q", -5) + b"\x00"
     assert decode(data) == Flags(True, -5, False)
+
+
+# The bytes of every generic and request kind, as the codec before the generated one wrote them
+# (main at 13a0172): a change of layout must be deliberate.
+GOLDEN = [
+    (RandomizedValues(7, [3, 0], (1,)),
+     "4d5201020007000000000000000401020000000000000003000000000000000000000000000000010000000100000000000000"),
+    (Refusal(7, "budget", 1.5, math.inf),
+     "4d52010300070000000000000006000000627564676574000000000000f83f000000000000f07f"),
+    (Abort("stop", "collect"),
+     "4d520105000400000073746f7007000000636f6c6c656374"),
+    (Ack(7, (2,)),
+     "4d520106000700000000000000010000000200000000000000"),
+    (ReleaseRequest(1, "p", ((0, 1),), ((0, 1),), ("grr",), ((0.5,),)),
+     "4d520164000100000000000000010000007001000000020000000000000000000000010000000000000001000000020000000000000000000000010000000000000001000000030000006772720100000001000000000000000000e03f"),
+    (SecureRelease(2, "d", "s", ((0,),), ((0,),), True),
+     "4d520165000200000000000000010000006401000000730100000001000000000000000000000001000000010000000000000000000000010000000000000000"),
+    (SecureSumStart(2, "s", "masked", ((0, 3),)),
+     "4d5201660002000000000000000100000073060000006d61736b6564010000000200000000000000000000000300000000000000"),
+]
+
+
+@pytest.mark.parametrize(("msg", "wire"), GOLDEN, ids=lambda v: type(v).__name__ if isinstance(v, Message) else "")
+def test_every_kind_keeps_its_bytes(msg: Message, wire: str) -> None:
+    assert encode(msg).hex() == wire
+    assert decode(bytes.fromhex(wire)) == msg
 
 
 # ------------------------------------------------------------------ round trips
