@@ -42,7 +42,7 @@ def kinds() -> dict[str, Callable[[], Any]]:
     """A constructor per benchmarked kind, with the sizes of a 32,561-party Adult run."""
     ring = np.arange(CELLS, dtype=np.uint32) * np.uint32(2654435761)
     ids = np.arange(8, dtype=np.uint32) * 3
-    keys = tuple(bytes([i]) * 64 for i in range(8))
+    sealed = sm.bundle((3 * k, b"c" * 110) for k in range(8))
     return {
         "ReleaseRequest": lambda: ReleaseRequest(
             41, "clusters", UNITS, UNITS, ("keep-or-uniform",) * len(UNITS), ((0.7,),) * len(UNITS)),
@@ -56,11 +56,10 @@ def kinds() -> dict[str, Callable[[], Any]]:
         "PartialSum": lambda: sm.PartialSum("s-1", -1, ring),
         "MaskedInput": lambda: sm.MaskedInput("s-1", ring),
         "PublicKeys": lambda: sm.PublicKeys("s-1", (b"k" * 32, b"s" * 32), b"g" * 64),
-        "KeyDirectory": lambda: sm.KeyDirectory("s-1", tuple(range(8)), keys, keys),
-        "SealedShares": lambda: sm.SealedShares("s-1", tuple(range(8)), tuple(b"c" * 110 for _ in range(8))),
-        "UnmaskShares": lambda: sm.UnmaskShares("s-1", tuple(range(8)), (0,) * 8, tuple(range(1, 9)),
-                                                tuple(b"v" * 33 for _ in range(8))),
-        "SurvivorSet": lambda: sm.SurvivorSet("s-1", tuple(range(9))),
+        "KeyDirectory": lambda: sm.KeyDirectory("s-1", ids, b"k" * 32 * len(ids)),
+        "SealedShares": lambda: sm.SealedShares("s-1", *sealed),
+        "UnmaskShares": lambda: sm.UnmaskShares("s-1", ids, bytes(len(ids)), ids + 1, b"v" * 33 * len(ids)),
+        "SurvivorSet": lambda: sm.SurvivorSet("s-1", ids),
         "SurvivorTags": lambda: sm.SurvivorTags("s-1", ids, b"t" * 16 * len(ids)),
     }
 

@@ -260,7 +260,7 @@ def _array(spec: ArraySpec, where: str) -> Wire:
         if ndim is not None and v.ndim != ndim:
             raise MessageError(f"{where} must be {ndim}-D, got shape {v.shape}")
         if v.flags.writeable or not v.flags.c_contiguous or not v.dtype.isnative:
-            v = np.array(v, dtype=v.dtype.newbyteorder("="), order="C", copy=True)
+            v = v.copy() if v.dtype.isnative else v.astype(v.dtype.newbyteorder("="), order="C")
             v.flags.writeable = False
         array: np.ndarray = v
         return array
