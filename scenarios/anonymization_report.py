@@ -53,11 +53,6 @@ def _adjustment(result: ProtocolResult) -> Adjustment:
     return result.adjustment
 
 
-def _number(value: float | str) -> float:
-    """A number of a privacy section (``"inf"`` back to ∞)."""
-    return float(value)
-
-
 def _stats(values: np.ndarray) -> dict[str, float]:
     return {"min": float(np.min(values)), "median": float(np.median(values)), "max": float(np.max(values))}
 
@@ -150,7 +145,7 @@ def _dependence_plot(true_dep: np.ndarray, est_dep: np.ndarray | None, names: Se
 
 def _budget_note(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[str]) -> str:
     """One sentence saying whether the protocols compared spent the same ε per party."""
-    eps = {b: _number(sequential[b]["epsilon"]["median"]) for b in bases}
+    eps = {b: float(sequential[b]["epsilon"]["median"]) for b in bases}
     text = ", ".join(f"{b} ε = {'∞' if math.isinf(e) else f'{e:.3g}'}" for b, e in eps.items())
     if len(set(eps.values())) <= 1:
         return f"Both protocols spend the same budget per party ({text})."
@@ -164,7 +159,7 @@ def _epsilon_plot(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[s
     """ε per party, one stacked bar per protocol (one segment per phase it ran); ε = ∞ drawn
     as a hatched segment labelled ∞."""
     phases = list(dict.fromkeys(ph for b in bases for ph in sequential[b]["by_phase"]))
-    spent = {b: [(ph, _number(v["median"])) for ph, v in sequential[b]["by_phase"].items()] for b in bases}
+    spent = {b: [(ph, float(v["median"])) for ph, v in sequential[b]["by_phase"].items()] for b in bases}
     totals = {b: sum(v for _, v in spent[b]) for b in bases}
     finite_totals = [t for t in totals.values() if math.isfinite(t)]
     top = max(finite_totals, default=1.0) or 1.0
@@ -315,7 +310,7 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
         q = query_metrics[label]
         table_rows.append((
             label, q["median"], q["mean"], q["p90"],
-            *(_number(sequential[base]["epsilon"][k]) for k in ("min", "median", "max")),
+            *(float(sequential[base]["epsilon"][k]) for k in ("min", "median", "max")),
             None if t is None else t["messages"], None if t is None else t["bytes"],
             float(np.median([pr[base].seconds + (pr[base].adjustment_seconds if "+" in label else 0.0)
                              for pr in all_runs])),
@@ -419,7 +414,7 @@ def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, pla
     where = (f"planted clusters {_fmt_clusters(planted, names)}, found {_fmt_clusters(found, names)} "
              f"({recovered}/{runs} run(s) recover them)" if planted is not None
              else f"clusters found {_fmt_clusters(found, names)}")
-    eps = {b: _number(sections[b]["policies"]["sequential"]["epsilon"]["median"]) for b in bases}
+    eps = {b: float(sections[b]["policies"]["sequential"]["epsilon"]["median"]) for b in bases}
     eps_text = {b: "∞" if math.isinf(e) else f"{e:.3g}" for b, e in eps.items()}
     lines = [
         f"{dataset.n} parties, {dataset.m} attributes ({math.prod(dataset.sizes):,} cells), engine {engine}; "

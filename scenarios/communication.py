@@ -265,8 +265,6 @@ def _loglog(filename: str, title: str, panels: Sequence[tuple[str, str, str]],
     description="Messages, bytes and rounds vs n, m and domain size for each secure-sum engine and "
                 "dependence method, measured against the closed forms",
     engines=("actors",),
-    default_runs=1,
-    default_seed=1,
 )
 def run_communication_cost(
     config: ScenarioConfig, *, out_dir: Path, runs: int, seed: int, engine: str, progress: Progress

@@ -201,8 +201,6 @@ async def _batch(key: str, params: Mapping[str, Any], vectors: np.ndarray,
     description="Dropout rate vs outcome per secure-sum engine: paper/graph fail clearly, masked "
                 "recovers the survivors' exact sum down to its threshold",
     engines=("actors",),
-    default_runs=1,
-    default_seed=1,
 )
 def run_secure_sum_faults(
     config: ScenarioConfig, *, out_dir: Path, runs: int, seed: int, engine: str, progress: Progress

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from mprr.data import Dataset
-from mprr.domain import joint_tally, tally
+from mprr.domain import joint_tally
 from mprr.kronecker import KroneckerMatrix
 from mprr.matrices import RandomizationMatrix, keep_or_uniform, kron
 from mprr.metrics import mae, mse
@@ -117,10 +117,7 @@ def estimate_pair(codes: np.ndarray, sizes: Sequence[int], mats: Sequence[Random
     RR-Ind: outer product of the eq. (2) marginals (paper Algorithm 2).  RR-Ind-Joint:
     ``((P^A ⊗ P^B)ᵀ)⁻¹ λ̂`` by mode products (paper Algorithm 3).
     """
-    pa = estimate_unit(mats[0], tally(codes[:, 0], sizes[0]), method)
-    pb = estimate_unit(mats[1], tally(codes[:, 1], sizes[1]), method)
-    joint = estimate_unit(kron(mats[0], mats[1]), joint_tally(codes, sizes), method)
-    return {"RR-Ind": np.outer(pa, pb), "RR-Ind-Joint": joint}
+    return estimate_pair_from_lambda(joint_tally(codes, sizes), mats, method)
 
 
 def noise_free_pair(truth: np.ndarray, mats: Sequence[RandomizationMatrix]) -> dict[str, np.ndarray]:
@@ -130,11 +127,13 @@ def noise_free_pair(truth: np.ndarray, mats: Sequence[RandomizationMatrix]) -> d
     return estimate_pair_from_lambda(lam, mats)
 
 
-def estimate_pair_from_lambda(lam: np.ndarray, mats: Sequence[RandomizationMatrix]) -> dict[str, np.ndarray]:
-    """RR-Ind and RR-Ind-Joint from an observed joint frequency table λ (no post-processing)."""
-    pa = estimate_unit(mats[0], lam.sum(axis=1), "none")
-    pb = estimate_unit(mats[1], lam.sum(axis=0), "none")
-    return {"RR-Ind": np.outer(pa, pb), "RR-Ind-Joint": estimate_unit(kron(mats[0], mats[1]), lam, "none")}
+def estimate_pair_from_lambda(lam: np.ndarray, mats: Sequence[RandomizationMatrix | KroneckerMatrix],
+                              method: str = "none") -> dict[str, np.ndarray]:
+    """RR-Ind and RR-Ind-Joint from an observed joint frequency (or count) table λ, post-processed
+    with ``method`` (default none)."""
+    pa = estimate_unit(mats[0], lam.sum(axis=1), method)
+    pb = estimate_unit(mats[1], lam.sum(axis=0), method)
+    return {"RR-Ind": np.outer(pa, pb), "RR-Ind-Joint": estimate_unit(kron(mats[0], mats[1]), lam, method)}
 
 
 def worked_example() -> list[tuple[str, Any, Any]]:
@@ -177,25 +176,19 @@ def _run(index: int, ss: np.random.SeedSequence, ctx: dict[str, Any]) -> dict[st
     """One run: every sweep point (fresh data and release each), then the Adult pairs."""
     prm, points, adult = ctx["params"], ctx["points"], ctx["adult"]
     seeds = ss.spawn(len(points) + 1)
+    def errors(pair: Dataset, gen: np.random.Generator, **matrices: float) -> list[tuple[float, float]]:
+        """(MAE, MSE) of each estimator after one RR-Independent release of ``pair``."""
+        rel = rr_independent(pair, **matrices, rng=gen).releases[0]
+        est = estimate_pair(np.asarray(rel.codes), pair.sizes, rel.randomized_matrices, prm["postprocess"])
+        truth = pair.joint_counts((0, 1)) / pair.n
+        return [(mae(est[name], truth), mse(est[name], truth)) for name in ESTIMATORS]
+
     out = np.empty((len(points), len(ESTIMATORS), 2))  # (point, estimator, [MAE, MSE])
     for k, (_, _, pt) in enumerate(points):
         gen = np.random.default_rng(seeds[k])
-        syn = zipf_pair(pt["n"], pt["d"], pt["v"], rng=gen)
-        res = rr_independent(syn.dataset, epsilon=pt["epsilon"], rng=gen)
-        rel = res.releases[0]
-        est = estimate_pair(np.asarray(rel.codes), syn.dataset.sizes, rel.randomized_matrices, prm["postprocess"])
-        truth = syn.dataset.joint_counts((0, 1)) / syn.dataset.n
-        for e, name in enumerate(ESTIMATORS):
-            out[k, e] = mae(est[name], truth), mse(est[name], truth)
-    adult_out = np.empty((len(adult), len(ESTIMATORS), 2))
+        out[k] = errors(zipf_pair(pt["n"], pt["d"], pt["v"], rng=gen).dataset, gen, epsilon=pt["epsilon"])
     gen = np.random.default_rng(seeds[-1])
-    for k, pair in enumerate(adult):
-        res = rr_independent(pair, p=prm["adult_p"], rng=gen)
-        rel = res.releases[0]
-        est = estimate_pair(np.asarray(rel.codes), pair.sizes, rel.randomized_matrices, prm["postprocess"])
-        truth = pair.joint_counts((0, 1)) / pair.n
-        for e, name in enumerate(ESTIMATORS):
-            adult_out[k, e] = mae(est[name], truth), mse(est[name], truth)
+    adult_out = np.array([errors(pair, gen, p=prm["adult_p"]) for pair in adult]).reshape(len(adult), len(ESTIMATORS), 2)
     return {"sweeps": out, "adult": adult_out}
 
 

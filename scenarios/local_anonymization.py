@@ -338,8 +338,6 @@ def write_synthetic_csv(result: ProtocolResult, path: Path, *, seed: int) -> int
     description="Local anonymization of synthetic parties against an untrusted controller: "
                 "RR-Clusters (+Adjustment) vs RR-Independent",
     engines=ENGINES,
-    default_runs=1,
-    default_seed=1,
 )
 def run_local_anonymization(
     config: ScenarioConfig, *, out_dir: Path, runs: int, seed: int, engine: str, progress: Progress

@@ -206,11 +206,7 @@ def privacy_section(results: Any, *, policies: Iterable[CompositionPolicy | str]
 
 def _num(value: Any) -> float | None:
     """A number of a section (``"inf"`` back to ∞; ``None`` stays ``None``)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return float(value)  # "inf", "-inf", "nan"
-    return float(value)
+    return None if value is None else float(value)
 
 
 def _triple(stats: Mapping[str, Any] | None) -> tuple[float | None, float | None, float | None]:

@@ -94,6 +94,34 @@ def _diff_pp(published: float | None, ours: float) -> float | None:
     return None if published is None else (ours - published) * 100
 
 
+def _compared(rows: Sequence[dict[str, Any]], key: Callable[[Mapping[str, Any]], str], *, what: str, paper: str,
+              categories: Sequence[str], xlabel: str, caption: str, missing: str, tables: list[Table],
+              notes: list[str], metrics: Mapping[str, Any] | None = None) -> ScenarioResult:
+    """The result of a Table 1 reproduction: β ours vs published per row (bar figure), metrics,
+    ε per row and the summary line; ``key(row)`` names a row, ``missing`` what a row without a
+    published value is."""
+    differing = [key(row) for row in rows if row["flag"] == "DIFFERS"]
+    compared = sum(row["beta_published"] is not None for row in rows)
+    figure = BarPlot(
+        filename="beta_published_vs_ours.png", title=f"{paper} Table 1: β published vs computed",
+        categories=tuple(categories), ylabel="β = H(P) / log2 r (%)", xlabel=xlabel,
+        groups={"ours": [row["beta"] * 100 for row in rows],
+                "published": [np.nan if row["beta_published"] is None else row["beta_published"] * 100
+                              for row in rows]},
+        caption=caption + (f" A missing 'published' bar: {missing} the paper does not report."
+                           if compared < len(rows) else ""),
+    )
+    return ScenarioResult(
+        metrics={"rows": len(rows), "rows_compared": compared, "rows_differing": len(differing),
+                 "beta": {key(row): row["beta"] for row in rows},
+                 "entropy_bits": {key(row): row["entropy_bits"] for row in rows}, **(metrics or {})},
+        privacy={"epsilon": {key(row): row["epsilon"] for row in rows}},
+        tables=tables, figures=[figure], notes=notes,
+        summary=[f"{len(rows)} {what}, {compared} compared with the paper, {len(differing)} differ beyond "
+                 "rounding: " + (", ".join(differing) or "none")],
+    )
+
+
 # ============================================================================ bistochastic
 
 BISTOCHASTIC_SCHEMA = Schema(
@@ -244,24 +272,6 @@ def run_bistochastic_table(
     differing = [row for row in rows if row["flag"] == "DIFFERS"]
     short = {"differential privacy": "DP", "k-anonymity": "k-anon", "tridiagonal": "tridiag",
              "circulant": "circ"}
-    labels = [f"{short[row['family']]} {row['parameter'].replace(' ', '')}" for row in rows]
-    figures = [BarPlot(
-        filename="beta_published_vs_ours.png",
-        title="Bistochastic paper Table 1: β published vs computed",
-        categories=tuple(labels),
-        groups={
-            "ours": [row["beta"] * 100 for row in rows],
-            "published": [np.nan if row["beta_published"] is None else row["beta_published"] * 100
-                          for row in rows],
-        },
-        ylabel="β = H(P) / log2 r (%)",
-        xlabel="matrix family and parameter (r = " + str(r) + " categories)",
-        caption="β of each matrix of the paper's Table 1: ours computed from the matrix (entropy rate "
-                "H(P) in bits over log2 r), beside the published value. Differences beyond "
-                f"{params['tolerance_pp']:g} percentage points are flagged DIFFERS in the table."
-                + (" A missing 'published' bar: a parameter the paper does not report."
-                   if any(row["beta_published"] is None for row in rows) else ""),
-    )]
     notes = [
         "Deterministic: no randomness is involved, so runs, seed and engine do not change the result.",
         "H(P) is the mean row entropy in bits (eq. 4 with the uniform stationary distribution); "
@@ -282,24 +292,14 @@ def run_bistochastic_table(
             notes.append(f"{a['row']}: the published {a['published']:.0%} is reproduced by "
                          f"{a['reading']} ({a['beta']:.1%}).")
 
-    return ScenarioResult(
-        metrics={
-            "rows": len(rows),
-            "rows_compared": sum(row["beta_published"] is not None for row in rows),
-            "rows_differing": len(differing),
-            "beta": {f"{row['family']} {row['parameter']}": row["beta"] for row in rows},
-            "entropy_bits": {f"{row['family']} {row['parameter']}": row["entropy_bits"] for row in rows},
-            "max_entropy_bits": math.log2(r),
-        },
-        privacy={"epsilon": {f"{row['family']} {row['parameter']}": row["epsilon"] for row in rows}},
-        tables=tables,
-        figures=figures,
-        notes=notes,
-        summary=[
-            f"{len(rows)} matrices, {sum(row['beta_published'] is not None for row in rows)} "
-            f"compared with the paper, {len(differing)} differ beyond rounding: "
-            + (", ".join(f"{row['family']} {row['parameter']}" for row in differing) or "none"),
-        ],
+    return _compared(
+        rows, lambda row: f"{row['family']} {row['parameter']}", what="matrices", paper="Bistochastic paper",
+        categories=[f"{short[row['family']]} {row['parameter'].replace(' ', '')}" for row in rows],
+        xlabel="matrix family and parameter (r = " + str(r) + " categories)",
+        caption="β of each matrix of the paper's Table 1: ours computed from the matrix (entropy rate "
+                "H(P) in bits over log2 r), beside the published value. Differences beyond "
+                f"{params['tolerance_pp']:g} percentage points are flagged DIFFERS in the table.",
+        missing="a parameter", tables=tables, notes=notes, metrics={"max_entropy_bits": math.log2(r)},
     )
 
 
@@ -427,8 +427,6 @@ def run_lambda_table(
     with progress.task("scenarios", total=len(params["lambdas"])) as bar:
         rows = lambda_rows(params)
         bar.advance(len(params["lambdas"]))
-    differing = [row for row in rows if row["flag"] == "DIFFERS"]
-
     long_table = Table(
         key="table1",
         title="Table 1 — randomization strength β (published vs ours)",
@@ -458,43 +456,12 @@ def run_lambda_table(
         columns=("λ's", *(f"attribute {i + 1}" for i in range(n_attr)), "joint distribution"),
         rows=compact_rows,
     )
-    figures = [BarPlot(
-        filename="beta_published_vs_ours.png",
-        title="Lambda paper Table 1: β published vs computed",
-        categories=tuple(
-            f"{row['scenario']} " + ("joint" if row["lambda"] is None else f"A{row['target'].split()[-1]}")
-            for row in rows
-        ),
-        groups={
-            "ours": [row["beta"] * 100 for row in rows],
-            "published": [np.nan if row["beta_published"] is None else row["beta_published"] * 100
-                          for row in rows],
-        },
-        ylabel="β = H(P) / log2 r (%)",
+    return _compared(
+        rows, lambda row: f"{row['scenario']} {row['target']}", what="β's", paper="Lambda paper",
+        categories=[f"{row['scenario']} " + ("joint" if row["lambda"] is None else f"A{row['target'].split()[-1]}")
+                    for row in rows],
         xlabel="λ scenario and attribute (A1–A3) or joint distribution",
         caption="β of λ-randomization per attribute and for the joint distribution (Theorem 2: the "
-                "entropy of a Kronecker product is the sum), ours beside the published value."
-                + (" A missing 'published' bar: a value the paper does not report."
-                   if any(row["beta_published"] is None for row in rows) else ""),
-    )]
-    def key(row: Mapping[str, Any]) -> str:
-        return f"{row['scenario']} {row['target']}"
-
-    return ScenarioResult(
-        metrics={
-            "rows": len(rows),
-            "rows_compared": sum(row["beta_published"] is not None for row in rows),
-            "rows_differing": len(differing),
-            "beta": {key(row): row["beta"] for row in rows},
-            "entropy_bits": {key(row): row["entropy_bits"] for row in rows},
-        },
-        privacy={"epsilon": {key(row): row["epsilon"] for row in rows}},
-        tables=[compact, long_table],
-        figures=figures,
-        notes=_lambda_notes(rows, params),
-        summary=[
-            f"{len(rows)} β's, {sum(row['beta_published'] is not None for row in rows)} compared "
-            f"with the paper, {len(differing)} differ beyond rounding: "
-            + (", ".join(key(row) for row in differing) or "none"),
-        ],
+                "entropy of a Kronecker product is the sum), ours beside the published value.",
+        missing="a value", tables=[compact, long_table], notes=_lambda_notes(rows, params),
     )
