@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +36,6 @@ __all__ = [
 ]
 
 KINDS = ("nominal", "ordinal")
-Kind = Literal["nominal", "ordinal"]
 
 
 def _short(values: Sequence[Any], limit: int = 12) -> str:
@@ -60,12 +59,13 @@ class Attribute:
         Non-empty tuple of distinct, non-empty category labels; the code of a value is its
         index here.  For ordinal attributes the tuple order is the order of the scale.
     kind
-        ``"nominal"`` or ``"ordinal"`` (chooses |Pearson| vs Cramér's V, main paper 4.1).
+        One of :data:`KINDS`, ``"nominal"`` or ``"ordinal"`` (chooses |Pearson| vs Cramér's V,
+        main paper 4.1); checked when the attribute is made.
     """
 
     name: str
     categories: tuple[str, ...]
-    kind: Kind = "nominal"
+    kind: str = "nominal"
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -271,7 +271,7 @@ def infer_schema(
                 values = sorted(values, key=float)
             except ValueError:
                 pass
-        attrs.append(Attribute(name, tuple(values), kind_of[name]))  # type: ignore[arg-type]
+        attrs.append(Attribute(name, tuple(values), kind_of[name]))
     return Schema(tuple(attrs))
 
 
@@ -421,12 +421,13 @@ class Dataset:
         cols = [np.asarray(df[n], dtype=object) for n in names]
         if cols[0].shape[0] == 0:
             raise DataError("a data set needs at least one record, the frame is empty")
-        if any(not isinstance(a, Attribute) for a in attrs):
+        resolved = [a for a in attrs if isinstance(a, Attribute)]
+        if len(resolved) < len(attrs):
             infer_names = [n for a, n in zip(attrs, names) if not isinstance(a, Attribute)]
             rows = np.stack([cols[names.index(n)] for n in infer_names], axis=1)
             inferred = infer_schema(rows, infer_names, {k: v for k, v in (kinds or {}).items() if k in infer_names})
-            attrs = [a if isinstance(a, Attribute) else inferred[a] for a in attrs]
-        schema = Schema(tuple(attrs))  # type: ignore[arg-type]
+            resolved = [a if isinstance(a, Attribute) else inferred[a] for a in attrs]
+        schema = Schema(tuple(resolved))
         codes = np.stack([a.encode(c, strip=strip) for a, c in zip(schema, cols)], axis=1)
         return cls(schema, codes)
 

@@ -227,7 +227,8 @@ def _child_pools(root: np.random.SeedSequence, first: int, count: int) -> np.nda
 
     def mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         r: np.ndarray = _U32(_MIX_L) * x - _U32(_MIX_R) * y
-        return r ^ (r >> _U32(16))  # type: ignore[no-any-return]
+        r = r ^ (r >> _U32(16))
+        return r
 
     zeros = np.zeros(count, dtype=_U32)
     mixer = [hashmix(cols[i] if i < len(cols) else zeros) for i in range(pool_size)]
@@ -285,7 +286,8 @@ def _xsl_rr(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     """PCG64's output of a state: rotr64(hi ^ lo, hi >> 58)."""
     x = hi ^ lo
     rot = hi >> _U64(58)
-    return (x >> rot) | (x << ((_U64(64) - rot) & _U64(63)))  # type: ignore[no-any-return]
+    out: np.ndarray = (x >> rot) | (x << ((_U64(64) - rot) & _U64(63)))
+    return out
 
 
 def _pcg64_seed(words: np.ndarray) -> list[np.ndarray]:

@@ -141,7 +141,7 @@ def _names(m: int, names: Sequence[str] | None) -> tuple[str, ...]:
 def _schema(sizes: Sequence[int], names: Sequence[str], kinds: Sequence[str]) -> Schema:
     return Schema(
         tuple(
-            Attribute(name, tuple(f"v{i}" for i in range(size)), kind)  # type: ignore[arg-type]
+            Attribute(name, tuple(f"v{i}" for i in range(size)), kind)
             for name, size, kind in zip(names, sizes, kinds)
         )
     )

@@ -329,18 +329,21 @@ COMMANDS: Mapping[str, Callable[[argparse.Namespace, TextIO, TextIO], None]] = {
 }
 
 
+class _CliHandler(logging.StreamHandler[TextIO]):
+    """The log handler the command line installs (and replaces when it runs again)."""
+
+
 def configure_logging(args: argparse.Namespace, stderr: TextIO) -> None:
     """Route :mod:`logging` to ``stderr`` at the level of ``--log-level`` / ``-v``."""
     if args.log_level:
         level = getattr(logging, args.log_level)
     else:
         level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
-    handler = logging.StreamHandler(stderr)
+    handler = _CliHandler(stderr)
     handler.setFormatter(logging.Formatter("mprr: %(levelname)s: %(name)s: %(message)s"))
     root = logging.getLogger()
-    for old in [h for h in root.handlers if getattr(h, "_mprr_cli", False)]:
+    for old in [h for h in root.handlers if isinstance(h, _CliHandler)]:
         root.removeHandler(old)
-    handler._mprr_cli = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     for name in ("mprr", "parties", "scenarios"):
         logging.getLogger(name).setLevel(level)

@@ -134,14 +134,9 @@ def load_csv(
         unknown = set(kinds) - set(infer)
         if unknown:
             raise DataError(f"kinds given for columns that are not inferred: {sorted(unknown)}")
-    inferred = (
-        infer_schema([[r[names.index(n)] for n in infer] for r in rows], infer, kinds)
-        if infer
-        else None
-    )
-    schema = Schema(
-        tuple(c if isinstance(c, Attribute) else inferred[c] for c in cols)  # type: ignore[index]
-    )
+    inferred = {a.name: a for a in infer_schema([[r[names.index(n)] for n in infer] for r in rows], infer, kinds)
+                } if infer else {}
+    schema = Schema(tuple(c if isinstance(c, Attribute) else inferred[c] for c in cols))
     try:
         return Dataset.from_rows(rows, schema)
     except DataError as exc:

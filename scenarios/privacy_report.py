@@ -182,14 +182,14 @@ def privacy_section(results: Any, *, policies: Iterable[CompositionPolicy | str]
                 "releases": phase.releases,
                 "beta": _stats(phase.beta),
                 "entropy_bits": _stats(phase.entropy_bits),
-                "no_dp_guarantee": math.isinf(phase.epsilon.max),
+                "no_dp_guarantee": phase.epsilon is not None and math.isinf(phase.epsilon.max),
             }
             for name, phase in first.phases.items()
         },
         "policies": {
             name: {
                 "epsilon": _stats(summary.epsilon),
-                "by_phase": {ph: summary_phase.epsilon.to_dict() for ph, summary_phase in summary.phases.items()},
+                "by_phase": {ph: _stats(summary_phase.epsilon) for ph, summary_phase in summary.phases.items()},
                 "no_dp_guarantee": summary.no_dp_guarantee,
                 "parties_without_guarantee": summary.parties_without_guarantee,
             }

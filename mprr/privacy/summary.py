@@ -93,16 +93,17 @@ def _stats_dict(stats: Stats | None) -> dict[str, Any] | None:
 
 @dataclass(frozen=True)
 class PhaseSummary:
-    """One phase across parties: ε per party (0 for a party without releases in it), β, bits."""
+    """One phase across parties: ε per party (0 for a party without releases in it; ``None``
+    without parties), β, bits."""
 
-    epsilon: Stats
+    epsilon: Stats | None
     beta: Stats | None
     entropy_bits: Stats | None
     releases: int
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "epsilon": self.epsilon.to_dict(),
+            "epsilon": _stats_dict(self.epsilon),
             "beta": _stats_dict(self.beta),
             "entropy_bits": _stats_dict(self.entropy_bits),
             "releases": self.releases,
@@ -244,10 +245,8 @@ def summarize(
     for name in phase_names:
         in_phase = phase_of == name
         phases[name] = PhaseSummary(
-            epsilon=Stats.of(  # type: ignore[arg-type]
-                np.fromiter((t.phase_value(name) for t in per_ledger), dtype=np.float64,
-                            count=len(unique))[holder]
-            ),
+            epsilon=Stats.weighted(np.fromiter((t.phase_value(name) for t in per_ledger), dtype=np.float64,
+                                               count=len(unique)), held),
             beta=Stats.weighted(beta[in_phase & known_beta], weights[in_phase & known_beta]),
             entropy_bits=Stats.weighted(bits[in_phase & known_bits], weights[in_phase & known_bits]),
             releases=int(weights[in_phase].sum()),

@@ -27,7 +27,7 @@ def reference_summary(ledgers: list[Ledger], policy: CompositionPolicy, refusals
     for name in names:
         in_phase = [r for r in entries if r.phase == name]
         phases[name] = PhaseSummary(
-            epsilon=Stats.of([p.get(name, 0.0) for p in per_party]),  # type: ignore[arg-type]
+            epsilon=Stats.of([p.get(name, 0.0) for p in per_party]),
             beta=Stats.of([r.beta for r in in_phase if r.beta is not None]),
             entropy_bits=Stats.of([r.entropy_bits for r in in_phase if r.entropy_bits is not None]),
             releases=len(in_phase),
