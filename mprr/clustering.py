@@ -23,15 +23,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mprr.domain import check_sizes
 from mprr.errors import ConfigurationError
-
-if TYPE_CHECKING:
-    import networkx as nx
 
 __all__ = [
     "REASON_BELOW_TD",
@@ -40,7 +36,6 @@ __all__ = [
     "Clustering",
     "MergeStep",
     "cluster_attributes",
-    "dependence_graph",
 ]
 
 #: ``MergeStep.reason`` of a pair that was merged (steps 9-14).
@@ -237,50 +232,3 @@ def cluster_attributes(
             trace.append(MergeStep(step, left, right, dep, cells, False, REASON_EXCEEDS_TV))
             pos += 1
     return Clustering(clusters=tuple(clusters), trace=tuple(trace))
-
-
-def dependence_graph(
-    dependence: object, names: Sequence[str], *, min_weight: float = 0.0
-) -> nx.Graph[str]:
-    """The attribute dependence graph as a :class:`networkx.Graph`.
-
-    Parameters
-    ----------
-    dependence
-        Symmetric ``(m, m)`` dependence matrix in ``[0, 1]``.
-    names
-        ``m`` distinct attribute names (the nodes; each node also carries ``index``).
-    min_weight
-        Only pairs with positive dependence ``>= min_weight`` become edges (use ``Td`` to see
-        the candidate merges of Algorithm 1).
-
-    Returns
-    -------
-    networkx.Graph
-        Nodes = names; edge ``(names[i], names[j])`` with attribute ``weight = D[i, j]``.
-
-    Raises
-    ------
-    ConfigurationError
-        On an invalid matrix, a wrong number of names or duplicate names.
-    """
-    d = _check_dependence(dependence)
-    m = d.shape[0]
-    names = [str(n) for n in names]
-    if len(names) != m:
-        raise ConfigurationError(
-            f"names must have {m} entries (one per attribute), got {len(names)}"
-        )
-    if len(set(names)) != m:
-        raise ConfigurationError(f"names must be distinct, got {names!r}")
-    w = _check_real(min_weight, "min_weight")
-    import networkx as nx  # here, not at import time: only this helper draws a graph
-
-    graph: nx.Graph[str] = nx.Graph()
-    for i, name in enumerate(names):
-        graph.add_node(name, index=i)
-    a, b = np.triu_indices(m, k=1)
-    for i, j in zip(a.tolist(), b.tolist(), strict=True):
-        if d[i, j] > 0.0 and d[i, j] >= w:
-            graph.add_edge(names[i], names[j], weight=float(d[i, j]))
-    return graph

@@ -102,11 +102,6 @@ class KroneckerMatrix:
         return (self.size, self.size)
 
     @property
-    def ndim_domain(self) -> int:
-        """Number of factors (attributes)."""
-        return len(self._factors)
-
-    @property
     def epsilon(self) -> float:
         """Eq. (4) ε of the product = Σ factor ε (column max/min ratios multiply)."""
         return float(sum(f.epsilon for f in self._factors))

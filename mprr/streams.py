@@ -129,14 +129,6 @@ class PartyStreams:
             gen = self._handed[party] = np.random.Generator(bits)
         return gen
 
-    def controller_generator(self) -> np.random.Generator:
-        """A Generator independent of every party's stream, for run-level choices."""
-        root = self._root
-        child = np.random.SeedSequence(
-            root.entropy, spawn_key=(*root.spawn_key, self._first + self.n), pool_size=root.pool_size
-        )
-        return np.random.Generator(np.random.PCG64(child))
-
     def uniforms(self, k: int = 1, parties: np.ndarray | None = None) -> np.ndarray:
         """Draw ``k`` uniforms in [0, 1) from each party's stream.
 

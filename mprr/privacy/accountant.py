@@ -363,10 +363,6 @@ class PrivacyAccountant:
         """ε spent so far under the accountant's policy (∞: no DP guarantee)."""
         return self._ledger.totals(self.policy).total
 
-    def spent_by_phase(self) -> dict[str, float]:
-        """ε spent in each phase under the accountant's policy."""
-        return self._ledger.by_phase(self.policy)
-
     def remaining(self) -> float:
         """ε still available (``budget - spent``, never negative; ∞ for an unlimited budget)."""
         if math.isinf(self.budget):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import networkx as nx
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -17,7 +16,6 @@ from mprr.clustering import (
     Clustering,
     MergeStep,
     cluster_attributes,
-    dependence_graph,
 )
 from mprr.errors import ConfigurationError
 
@@ -273,30 +271,3 @@ def test_properties_of_algorithm_1(problem: tuple[np.ndarray, list[int], float, 
     ref_clusters, ref_trace = reference_algorithm_1(d, sizes, tv, td)
     assert tuple(ref_clusters) == res.clusters
     assert [(s.left, s.right, s.dependence, s.cells, s.merged) for s in res.trace] == ref_trace
-
-
-# --------------------------------------------------------------------------- graph
-
-
-def test_dependence_graph() -> None:
-    d = sym(3, {(0, 1): 0.6, (0, 2): 0.0, (1, 2): 0.2})
-    g = dependence_graph(d, ["age", "sex", "race"])
-    assert isinstance(g, nx.Graph)
-    assert list(g.nodes) == ["age", "sex", "race"]
-    assert g.nodes["race"]["index"] == 2
-    assert sorted(g.edges(data="weight")) == [("age", "sex", 0.6), ("sex", "race", 0.2)]
-    strong = dependence_graph(d, ["age", "sex", "race"], min_weight=0.3)
-    assert list(strong.edges) == [("age", "sex")]
-
-
-@pytest.mark.parametrize(
-    ("names", "kwargs", "match"),
-    [
-        (["a", "b"], {}, "3 entries"),
-        (["a", "b", "a"], {}, "distinct"),
-        (["a", "b", "c"], {"min_weight": "x"}, "min_weight must be a real number"),
-    ],
-)
-def test_dependence_graph_rejects_bad_input(names: list[str], kwargs: dict, match: str) -> None:
-    with pytest.raises(ConfigurationError, match=match):
-        dependence_graph(np.eye(3), names, **kwargs)

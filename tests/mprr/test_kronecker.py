@@ -40,7 +40,7 @@ def stochastic_matrices(draw: st.DrawFn, max_size: int = 4) -> RandomizationMatr
 def test_basic_attributes() -> None:
     k = kron(grr(3, 1.0), warner(0.8), grr(4, 0.5))
     assert isinstance(k, KroneckerMatrix)
-    assert k.sizes == (3, 2, 4) and k.size == 24 and k.shape == (24, 24) and k.ndim_domain == 3
+    assert k.sizes == (3, 2, 4) and k.size == 24 and k.shape == (24, 24)
     assert k.epsilon == pytest.approx(1.0 + math.log(4) + 0.5)
     assert k.is_bistochastic
     nested = kron(k, grr(2, 1.0))

@@ -60,7 +60,6 @@ def test_decisions_follow_the_from_scratch_model(requests, policy, budget) -> No
             assert decision.refusal.reason is RefusalReason.BUDGET_EXCEEDED
         assert acc.spent() == compose(granted, policy)
         assert list(acc.ledger) == granted
-        assert acc.spent_by_phase() == acc.ledger.by_phase(policy)
 
 
 def test_answer_spends_the_atomic_total_of_a_request() -> None:
