@@ -11,8 +11,8 @@ min / median / max, per phase, β and entropy bits, "no DP guarantee" when ε = 
 
 Modules, in dependency order (each imports only those above it):
 
-- ``fingerprint``  — content digests of matrices (a release's identity for replays)
-- ``release``      — :class:`Release`: one release's attributes, ε (eq. 4), β, linkability
+- ``release``      — :class:`Release`: one release's attributes, ε (eq. 4), β, linkability, and
+  the matrix digest that identifies a replay
 - ``composition``  — composition policies: sequential, parallel, unlinkable-pairs
 - ``ledger``       — :class:`Ledger`: a party's releases, totals per policy and phase
 - ``accountant``   — :class:`PrivacyAccountant`: plans, budget, secure-sum sessions; grant /
@@ -37,22 +37,14 @@ from mprr.privacy.accountant import (
     Refusal,
     RefusalReason,
 )
-from mprr.privacy.release import json_number
 from mprr.errors import PlanViolationError
-from mprr.privacy.ledger import (
-    EXACT_KEY,
-    Attr,
-    CompositionPolicy,
-    Ledger,
-    PolicyTotals,
-    Release,
-    as_policy,
-    matrix_fingerprint,
-)
+from mprr.privacy.composition import CompositionPolicy, PolicyTotals, as_policy
+from mprr.privacy.ledger import Ledger
+from mprr.privacy.release import EXACT_KEY, Attr, Release, json_number, matrix_fingerprint
 from mprr.privacy.summary import PhaseSummary, PrivacySummary, Stats, summarize
 
 __all__ = [
-    # re-exported from mprr.privacy.ledger
+    # from mprr.privacy.release, .composition, .ledger
     "Attr",
     "Release",
     "Ledger",

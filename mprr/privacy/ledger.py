@@ -60,7 +60,6 @@ from typing import Any
 
 from mprr.privacy.composition import CompositionPolicy, PolicyTotals, as_policy
 from mprr.errors import ConfigurationError
-from mprr.privacy.fingerprint import matrix_fingerprint
 from mprr.privacy.release import EXACT_KEY, Attr, Release
 
 __all__ = [
@@ -70,7 +69,6 @@ __all__ = [
     "CompositionPolicy",
     "PolicyTotals",
     "as_policy",
-    "matrix_fingerprint",
     "EXACT_KEY",
 ]
 

@@ -8,13 +8,15 @@ it is an exact release of true values (main paper 4.2: ε = ∞, no DP guarantee
 phase.  Releases are collected in a :class:`mprr.privacy.ledger.Ledger` (which re-exports everything
 here) and composed by the policies of :mod:`mprr.privacy.composition`.
 
-Releases are created by the hundred thousand in the actor simulator, so well-formed values take
-a fast validation path, and :meth:`Release.from_matrix` reuses the memoized matrix digest of
-:func:`mprr.privacy.fingerprint.matrix_fingerprint`.
+:func:`matrix_fingerprint` is how a party's ledger tells "the same matrix again" (a replay:
+nothing new is spent) from "another matrix" (new spending).  A run digests each matrix once: the
+actor path builds one :class:`Release` per request unit for all its parties
+(``parties.public_state.ReleaseBook``), the local path one per unit.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,9 +26,8 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from mprr.errors import ConfigurationError
-from mprr.privacy.fingerprint import matrix_fingerprint
 
-__all__ = ["Attr", "Release", "EXACT_KEY", "json_number"]
+__all__ = ["Attr", "Release", "EXACT_KEY", "json_number", "matrix_fingerprint"]
 
 Attr = str | int
 """An attribute is named (``"age"``) or indexed (``0``) — one convention per ledger."""
@@ -35,6 +36,40 @@ EXACT_KEY = "exact"
 """Matrix key of an exact release (the identity: true values are sent)."""
 
 _BETA_TOL = 1e-9
+
+
+def matrix_fingerprint(matrix: Any) -> str | None:
+    """A stable digest of a matrix's probabilities, used to recognise a repeated request.
+
+    Duck-typed: an object with ``factors`` (a Kronecker product) is digested factor by
+    factor; an object with ``values`` (or an array-like) by its float64 entries and shape.
+
+    Parameters
+    ----------
+    matrix
+        ``mprr.matrices.RandomizationMatrix``, ``KroneckerMatrix``, an ndarray, or anything
+        exposing ``values`` / ``factors``.
+
+    Returns
+    -------
+    str or None
+        Hex SHA-256 digest, or ``None`` when the object exposes no probabilities.
+    """
+    factors = getattr(matrix, "factors", None)
+    digest = hashlib.sha256()
+    for part in (matrix,) if factors is None else tuple(factors):
+        values = getattr(part, "values", part)
+        if callable(values):  # e.g. a Mapping's .values method: no probabilities here
+            return None
+        try:
+            array = np.ascontiguousarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            return None
+        if array.ndim != 2:
+            return None
+        digest.update(repr(array.shape).encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
 
 
 # ---------------------------------------------------------------------- validation

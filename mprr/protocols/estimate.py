@@ -89,12 +89,9 @@ def product_estimate(
     counts; the units must partition the attributes.  Main paper Protocol 1 step 10: the
     frequency of a set is the sum of products of the unit estimates.
     """
-    matrices = tuple(mat for mat in released.matrices if mat is not None)
-    if len(matrices) != len(released.matrices):
-        raise ConfigurationError("product_estimate needs a matrix for every unit; exact releases have none")
     factors = tuple(
         estimate_unit(mat, counts, method).reshape(us)
-        for mat, counts, us in zip(matrices, released.counts, released.unit_sizes)
+        for mat, counts, us in zip(released.randomized_matrices, released.counts, released.unit_sizes)
     )
     return ProductDistribution(released.units, factors, sizes, allow_negative=(method == "none"))
 

@@ -14,14 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mprr.errors import ConfigurationError
-from mprr.privacy.ledger import (
-    EXACT_KEY,
-    CompositionPolicy,
-    Ledger,
-    Release,
-    as_policy,
-    matrix_fingerprint,
-)
+from mprr.privacy.composition import CompositionPolicy, as_policy
+from mprr.privacy.ledger import Ledger
+from mprr.privacy.release import EXACT_KEY, Release, matrix_fingerprint
 from tests.mprr.privacy.composition_model import attribute_components, compose, compose_by_phase
 
 POLICIES = tuple(CompositionPolicy)
