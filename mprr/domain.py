@@ -86,12 +86,13 @@ def check_unit(name: str, value: Any, *, low_open: bool = False, high_open: bool
 
 
 def real_array(name: str, values: ArrayLike, *, finite: bool = False) -> np.ndarray:
-    """``values`` as a new float64 array, or ConfigurationError naming ``name``: complex values
-    are refused, not cast (the cast would drop the imaginary part); with ``finite``, NaN and ∞ too."""
+    """``values`` as a float64 array (``values`` itself if it is one), or ConfigurationError naming
+    ``name``: complex values are refused, not cast (the cast would drop the imaginary part); with
+    ``finite``, NaN and ∞ too."""
     try:
         if np.iscomplexobj(values):
             raise TypeError("complex values")
-        arr = np.array(values, dtype=np.float64)
+        arr = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise ConfigurationError(f"{name} must be an array of real numbers, got {values!r}") from exc
     if finite and not np.all(np.isfinite(arr)):

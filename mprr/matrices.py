@@ -60,7 +60,7 @@ def _check_cells(name: str, r: int, max_cells: int) -> None:
 
 
 def _square_array(name: str, values: ArrayLike) -> np.ndarray:
-    arr = real_array(name, values)
+    arr = real_array(name, values).copy()  # a copy: the matrix keeps it read-only
     if arr.ndim != 2:
         raise ConfigurationError(
             f"{name} must be a non-empty 2-D square array of probabilities, got {values!r} (shape {arr.shape})"
