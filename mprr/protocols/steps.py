@@ -7,7 +7,8 @@ the parties released, then ``return`` s the :class:`~mprr.protocols.result.Proto
     def rr_independent_steps(schema, *, p=None, epsilon=None, matrices=None, postprocess=...):
         specs, mats = attribute_specs(schema.sizes, p=p, epsilon=epsilon, matrices=matrices)
         got = yield Release("attributes", singletons(schema.m), specs)
-        return assemble_rr_independent(schema, got.data, n=got.n, ...)
+        return release_result("RR-Independent", n=got.n, releases=(got.data,),
+                              estimate=product_estimate(got.data, schema.sizes, method), ...)
 
 The program never touches data, randomness, messages or clocks (the h11 pattern).  Drivers
 answer its steps:
