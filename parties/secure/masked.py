@@ -525,6 +525,7 @@ class MaskedEngine(SecureSumEngine):
 
         complete = isinstance(ctx.neighbours, CompleteNeighbourhoods)
         near = {} if complete else {p: frozenset(ctx.neighbours[p]) for p in ctx.parties}
+        closed = {p: nb | {p} for p, nb in near.items()}  # H(p), built once (equal views are sent once)
         sent: dict[int, Counts] = {}
         ctrl = [0, 0]
         for p in ctx.parties:
@@ -539,7 +540,7 @@ class MaskedEngine(SecureSumEngine):
                 second = {h for j in nb for h in near[j] if h != p and h not in mine}
                 handed_in = sum(len(near[j] - mine) - 1 for j in nb)
                 targets = k + len(second)
-                views = [len(closed) for closed in {near[w] | {w} for w in (*nb, *second)}]
+                views = [len(h) for h in {closed[w] for w in (*nb, *second)}]
             entry = KEY_ENTRY.size
             party_bytes = (advertise + sealed[0] + k * (sealed[1] + blob) + entry * handed_out + masked
                            + tags[0] + targets * tags[1] + unmask[0] + (k + 1) * unmask[1])
