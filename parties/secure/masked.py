@@ -325,7 +325,7 @@ class MaskedEngine(SecureSumEngine):
         prefix = statement_prefix(s)
         targets = sorted(view_keys)
         stated = pack_ids(told_ids)
-        tags = b"".join(view_tag(view_keys[h], prefix, me, h, stated) for h in targets)
+        tags = b"".join([view_tag(view_keys[h], prefix, me, h, stated) for h in targets])
         await ep.send(CONTROLLER, SurvivorTags(s, id_vector(targets), tags), phase=PHASES[3])
 
         # round 4: check the stated views, then reveal b-shares of survivors, s_sk-shares of the dropped

@@ -106,10 +106,14 @@ def blobs(ends: np.ndarray, data: bytes) -> list[bytes]:
     return out
 
 
+def _ascending(values: list[int]) -> bool:
+    """Strictly increasing (a Python check: cheaper than numpy on the short vectors here)."""
+    return values == sorted(set(values))
+
+
 def _increasing(where: str, ids: np.ndarray) -> None:
     values = ids.tolist()
-    require(all(a < b for a, b in zip(values, values[1:])),
-            f"{where} must be distinct party ids in increasing order, got {values[:10]}")
+    require(_ascending(values), f"{where} must be distinct party ids in increasing order, got {values[:10]}")
 
 
 def _bundle(name: str, ids: str, values: np.ndarray, ends: np.ndarray, data: bytes) -> None:
@@ -256,14 +260,13 @@ class UnmaskRequest(Message):
         ends, k = self.view_ends, self.signers.shape[0]
         require(self.view_of.shape[0] == k and len(self.tags) == TAG_BYTES * k,
                  f"UnmaskRequest needs one view index and one {TAG_BYTES}-byte tag per signer")
-        require(ends.size == 0 or (bool(np.all(np.diff(ends.astype(np.int64)) > 0)) and int(ends[0]) > 0
-                                   and int(ends[-1]) == self.view_cells.shape[0]),
-                 "UnmaskRequest.view_ends must increase and end at the number of view cells")
+        stops = ends.tolist()
+        require(not stops or (_ascending(stops) and stops[0] > 0 and stops[-1] == self.view_cells.shape[0]),
+                "UnmaskRequest.view_ends must increase and end at the number of view cells")
         require(ends.size > 0 or self.view_cells.shape[0] == 0, "UnmaskRequest.view_cells without view_ends")
         require(k == 0 or int(self.view_of.max()) < ends.size,
                  f"UnmaskRequest.view_of must index views (0..{ends.size - 1})")
-        require(k < 2 or bool(np.all(np.diff(self.signers.astype(np.int64)) > 0)),
-                 "UnmaskRequest.signers must be distinct and sorted")
+        require(_ascending(self.signers.tolist()), "UnmaskRequest.signers must be distinct and sorted")
 
 
 @message(kind=72)
@@ -318,8 +321,7 @@ class SurvivorTags(Message):
         k = self.targets.shape[0]
         require(len(self.tags) == TAG_BYTES * k,
                  f"SurvivorTags.tags must hold {TAG_BYTES} bytes per target ({TAG_BYTES * k}), got {len(self.tags)}")
-        require(k < 2 or bool(np.all(np.diff(self.targets.astype(np.int64)) > 0)),
-                 "SurvivorTags.targets must be distinct and sorted")
+        require(_ascending(self.targets.tolist()), "SurvivorTags.targets must be distinct and sorted")
 
 
 TO_CONTROLLER: tuple[type[Message], ...] = (

@@ -137,38 +137,44 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
     views that agree with ``view`` on whether o survived, each statement authenticated by its MAC
     under the key this party shares with its author (checked lazily, once per author)."""
     ends = request.view_ends.tolist()
-    cells = request.view_cells.tolist()
     starts = [0, *ends[:-1]]
+    packed = request.view_cells.astype("<u4", copy=False).tobytes()  # each view as its author packed it
+    cells = request.view_cells.tolist()
     statements = {w: i for i, w in enumerate(request.signers.tolist())}
     view_of = request.view_of.tolist()
     tags = request.tags
+    head = prefix  # + signer, target, view: the statement view_tag MACs
+    pair, digest, same = _PAIR.pack, hmac.digest, hmac.compare_digest
     checked: dict[int, frozenset[int] | None] = {}  # author -> its authenticated view (None: bad MAC)
 
     def stated(w: int) -> frozenset[int] | None:
-        if w not in checked:
-            i, key = statements.get(w), view_keys.get(w)
-            got: frozenset[int] | None = None
-            if i is not None and key is not None:
-                v = view_of[i]
-                ids = tuple(cells[starts[v]: ends[v]])
-                if hmac.compare_digest(view_tag(key, prefix, w, me, pack_ids(ids)), tags[TAG_BYTES * i: TAG_BYTES * (i + 1)]):
-                    got = frozenset(ids)
-            checked[w] = got
-        return checked[w]
+        i, key = statements.get(w), view_keys.get(w)
+        got: frozenset[int] | None = None
+        if i is not None and key is not None:
+            v = view_of[i]
+            mac = digest(key, head + pair(w, me) + packed[4 * starts[v]: 4 * ends[v]], "sha256")[:TAG_BYTES]
+            if same(mac, tags[TAG_BYTES * i: TAG_BYTES * (i + 1)]):
+                got = frozenset(cells[starts[v]: ends[v]])
+        checked[w] = got
+        return got
 
     for o in owners:
         holders = (*ctx.neighbours[o], o)
         need = len(holders) // 2 + 1
         alive = o in view
         agree_ = 1  # this party
-        for w in sorted(holders, key=lambda w: w not in checked):  # authenticated ones first
-            if w == me:
+        for w in holders:  # the authors already authenticated first
+            got = checked.get(w)
+            if got is not None and w != me and (o in got) == alive:
+                agree_ += 1
+        for w in holders:  # then check new ones until a majority agrees
+            if agree_ >= need:
+                break
+            if w == me or w in checked or w not in statements:
                 continue
-            got = stated(w) if w in statements else None
+            got = stated(w)
             if got is not None and (o in got) == alive:
                 agree_ += 1
-                if agree_ >= need:
-                    break
         if agree_ < need:
             raise SecureSumAborted(
                 f"party {me}: only {agree_} of the {len(holders)} Shamir holders of party {o} stated a "
