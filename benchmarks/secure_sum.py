@@ -54,12 +54,13 @@ ADULT_N = 32_561
 TARGETS_S = {("paper", 1_000): 30.0, ("masked", ADULT_N): 30.0}
 BEFORE = {
     ("paper", 1_000): "CPU 125.5 s, wall 271.9 s (main 0fd749d, measured 2026-11-23 on the shared machine, load ~6)",
-    ("masked", ADULT_N): "CPU ~511 s, one core (main 0fd749d: 157 s CPU measured at n = 10,000, x 3.26; "
-                         "A/B at n = 1,000 under the same load: 10.2 s CPU before, 3.85 s after)",
+    ("masked", ADULT_N): "CPU 160.0 s on one core, 4.9 ms per party (main 6fb6d5f); on tcp with 2 workers "
+                         "(benchmarks/runtimes.py, idle machine): 131.6 s wall, 227.6 s CPU, 7.0 ms per party",
 }
-"""Figures of the target configurations before this round of engine work (printed beside the
-measurement; the masked target is for both cores, this benchmark runs on one: CPU / 2 is the
-best wall a 2-worker runtime could reach)."""
+"""Figures of the target configurations before the latest engine work (printed beside the
+measurement; the masked target is for both cores, this benchmark runs on one process: CPU / 2
+is the best wall two cores could reach, and ``benchmarks/runtimes.py --runtimes tcp --workers 2
+--dependence 4.2 --secure-sum masked-sparse`` measures the sum on both)."""
 
 
 def pair_layout(sizes: tuple[int, ...]) -> list[tuple[int, int, int]]:
@@ -206,8 +207,8 @@ def main() -> None:
         target = TARGETS_S.get((engine, n))
         if target is not None and not cells:
             print(f"{'':22s} target <= {target:g} s wall: {'met' if r['wall_s'] <= target else 'NOT met'} "
-                  f"(now: wall {r['wall_s']:.2f} s, CPU {r['cpu_s']:.2f} s, one core; before: "
-                  f"{BEFORE[(engine, n)]})")
+                  f"(now: wall {r['wall_s']:.2f} s, CPU {r['cpu_s']:.2f} s = {r['cpu_s'] / n * 1e6:,.0f} µs "
+                  f"per party, one core, so >= {r['cpu_s'] / 2:.1f} s on two; before: {BEFORE[(engine, n)]})")
         if cells:
             scale = L / r["L"]
             print(f"{'':22s} {'':>6s} {L:>5d} {r['wall_s'] * scale:>8.0f} {r['cpu_s'] * scale:>8.0f} "
