@@ -94,7 +94,6 @@ _MAX_N = Schema([
     Field("masked", Int(min=2), 64, help="largest n, masked engine on the complete graph"),
     Field("masked-sparse", Int(min=2), 1024, help="largest n, masked engine on a k-regular graph"),
 ])
-ALL_ENGINES = ENGINE_KEYS
 
 SCHEMA = Schema(
     [
@@ -102,7 +101,7 @@ SCHEMA = Schema(
               help="numbers of parties of the n sweep (base attribute sizes)"),
         Field("sizes", List(Int(min=2, max=64), min_len=2, max_len=16), DEFAULT_SIZES,
               help="base attribute sizes of the n sweep (L = Σ_{i<j}|A_i||A_j|)"),
-        Field("engines", List(Choice(ALL_ENGINES), min_len=1), ALL_ENGINES, help="secure-sum engines measured"),
+        Field("engines", List(Choice(ENGINE_KEYS), min_len=1), ENGINE_KEYS, help="secure-sum engines measured"),
         Field("degree", Int(min=2), 8, help="k of the sparse graphs (graph, masked-sparse); n·k must be even"),
         Field("max_n", ConfigTable(_MAX_N), dict(_MAX_N.validate({})),
               help="per engine, the largest n actually run (larger n: closed form only)"),

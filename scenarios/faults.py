@@ -50,9 +50,11 @@ from scenarios.progress import Progress
 from scenarios.registry import register
 from scenarios.report import ScenarioResult, Table
 
-__all__ = ["ENGINES", "OUTCOMES", "SCHEMA", "Trial", "predicted_success", "run_secure_sum_faults", "run_trial"]
+__all__ = ["FAULT_ENGINES", "OUTCOMES", "SCHEMA", "Trial", "predicted_success", "run_secure_sum_faults", "run_trial"]
 
-ENGINES = ("paper", "graph", "masked", "masked-sparse")
+FAULT_ENGINES = ("paper", "graph", "masked", "masked-sparse")
+"""The secure-sum engines this scenario sweeps: those whose crash point ``crash_send`` configures
+(paper, graph, masked; masked-sparse shares masked's)."""
 _MARKERS = {"paper": "-o", "graph": "--x", "masked": "-s", "masked-sparse": "--^"}
 OUTCOMES = ("exact", "error", "aborted", "WRONG", "other")
 
@@ -68,7 +70,7 @@ SCHEMA = Schema(
         Field("n", Int(min=2, max=10_000), 16, help="number of parties"),
         Field("sizes", List(Int(min=2, max=64), min_len=2, max_len=16), (3, 4, 2),
               help="attribute sizes of the parties' records (vector length Σ_{i<j}|A_i||A_j|)"),
-        Field("engines", List(Choice(ENGINES), min_len=1), ("paper", "graph", "masked"),
+        Field("engines", List(Choice(FAULT_ENGINES), min_len=1), ("paper", "graph", "masked"),
               help="secure-sum engines to test"),
         Field("rates", List(Float(min=0.0, max=1.0), min_len=1), (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
               help="dropout rates ρ"),

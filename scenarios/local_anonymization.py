@@ -63,7 +63,6 @@ __all__ = [
     "run_protocol",
 ]
 
-ENGINES = ("actors", "fast")
 POSTPROCESS = ("clip-rescale", "project-simplex", "ibu")
 DEFAULT_P = 0.7
 
@@ -337,7 +336,7 @@ def write_synthetic_csv(result: ProtocolResult, path: Path, *, seed: int) -> int
     schema=SCHEMA,
     description="Local anonymization of synthetic parties against an untrusted controller: "
                 "RR-Clusters (+Adjustment) vs RR-Independent",
-    engines=ENGINES,
+    engines=("actors", "fast"),
 )
 def run_local_anonymization(
     config: ScenarioConfig, *, out_dir: Path, runs: int, seed: int, engine: str, progress: Progress
