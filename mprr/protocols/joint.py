@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from mprr.data import Schema
 from mprr.errors import ConfigurationError
-from mprr.domain import MAX_MATRIX_CELLS, check_cells, check_epsilon
+from mprr.domain import MAX_MATRIX_CELLS, check_cells, check_epsilon, check_int
 from mprr.matrices import RandomizationMatrix
 from mprr.protocols.budget import attribute_epsilons, attribute_matrices
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
@@ -40,8 +40,7 @@ def check_joint_cells(sizes: Sequence[int], max_cells: int, what: str,
                       remedy: str = "use RR-Clusters or RR-Ind-Joint, or raise max_cells") -> int:
     """Number of joint cells of ``sizes``; DomainTooLargeError above ``max_cells`` (the message
     ends with ``remedy``, what the caller can do about it)."""
-    if isinstance(max_cells, bool) or not isinstance(max_cells, int) or max_cells < 2:
-        raise ConfigurationError(f"max_cells must be an integer >= 2, got {max_cells!r}")
+    check_int("max_cells", max_cells, 2)
     return check_cells(math.prod(int(s) for s in sizes), max_cells,
                        f"{what} over the joint of sizes {tuple(sizes)}", remedy=remedy)
 

@@ -211,8 +211,7 @@ def lambda_steps(
     method = check_postprocess(postprocess)
     sizes = schema.sizes
     check_cells(math.prod(sizes), max_cells, "λ-randomization's estimate of the full joint")
-    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
-        raise ConfigurationError(f"max_rounds must be an integer >= 1, got {max_rounds!r}")
+    check_int("max_rounds", max_rounds, 1)
     bounds = {"min_bits": min_bits, "max_bits": max_bits, "min_beta": min_beta, "max_beta": max_beta}
     for name, value in bounds.items():  # a NaN bound would silently accept every level
         if value is not None and (
