@@ -39,7 +39,7 @@ other parties' replies, so it cannot abort the run on its own.
 The controller's endpoint is wrapped in a :class:`RecordingEndpoint`, so every message it
 receives — replies, and the secure-sum messages an engine consumes on its behalf — lands in
 the view.  Matrices for estimation are rebuilt on the controller from the same
-:class:`~parties.wire.requests.MatrixSpec` the parties use, so they are identical.
+:class:`~mprr.protocols.steps.MatrixSpec` the parties use, so they are identical.
 """
 
 from __future__ import annotations
@@ -57,11 +57,12 @@ from mprr.data import Schema
 from mprr.domain import tally
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from mprr.protocols.release import ReleasedData
+from mprr.protocols.steps import Matrix, MatrixSpec
 from parties.wire.codec import Message
 from parties.wire.messages import Abort, Ack, RandomizedValues, Refusal
 from parties.secure.messages import TO_CONTROLLER as SECURE_TO_CONTROLLER
 from parties.wire.requests import TO_CONTROLLER as RELEASE_TO_CONTROLLER
-from parties.wire.requests import Matrix, MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart, roster_runs
+from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart, roster_runs
 from parties.transport import Endpoint, Envelope, actor_name
 from parties.view import ViewLog
 

@@ -2,7 +2,7 @@
 
 :class:`ReleaseBook`
     Memo of what every party derives from a (public) request: the matrix rebuilt from its
-    :class:`~parties.wire.requests.MatrixSpec`, the ledger :class:`~mprr.privacy.ledger.Release`
+    :class:`~mprr.protocols.steps.MatrixSpec`, the ledger :class:`~mprr.privacy.ledger.Release`
     record, the CDF rows used for sampling, the secure-sum context a party derives from a
     :class:`~parties.wire.requests.SecureSumStart` and its own engine.  32,561 parties in
     one process would otherwise rebuild the same objects 32,561 times.  Each party still makes
@@ -24,7 +24,8 @@ from mprr.errors import ConfigurationError
 from mprr.kronecker import KroneckerMatrix
 from mprr.privacy import Ask, RefusalReason
 from mprr.privacy.ledger import Release
-from parties.wire.requests import Matrix, MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
+from mprr.protocols.steps import Matrix, MatrixSpec
+from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
 
 __all__ = ["ReleaseBook", "Resolution", "ResolvedUnit"]
 

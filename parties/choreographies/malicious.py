@@ -39,10 +39,10 @@ from typing import Any, Mapping
 import numpy as np
 
 from mprr.errors import ConfigurationError
-from mprr.protocols.steps import singletons
+from mprr.protocols.steps import MatrixSpec, singletons
 from parties.controller import Controller, PhaseRelease, ReleaseRefused
 from parties.wire.messages import RandomizedValues, Refusal
-from parties.wire.requests import MatrixSpec, ReleaseRequest
+from parties.wire.requests import ReleaseRequest
 
 __all__ = ["ATTACKS", "SECURE_ATTACKS", "AttackReport", "run_attacks"]
 

@@ -31,12 +31,11 @@ from collections.abc import Sequence
 from functools import cached_property
 
 from mprr.errors import MessageError
-from mprr.protocols.steps import FAMILIES, Matrix, MatrixSpec
+from mprr.protocols.steps import FAMILIES, MatrixSpec
 from parties.wire.codec import Message, message, require
 from parties.wire.messages import Ack, RandomizedValues, Refusal
 
-__all__ = ["FAMILIES", "Matrix", "MatrixSpec", "ReleaseRequest", "SecureRelease", "SecureSumStart", "TO_CONTROLLER", "expand_runs",
-           "roster_runs"]
+__all__ = ["ReleaseRequest", "SecureRelease", "SecureSumStart", "TO_CONTROLLER", "expand_runs", "roster_runs"]
 
 
 def _check_request(msg: ReleaseRequest | SecureRelease, matrices: int) -> None:

@@ -11,11 +11,12 @@ import pytest
 from mprr.data import Attribute, Schema
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
 from mprr.matrices import keep_or_uniform
+from mprr.protocols.steps import MatrixSpec
 from parties.controller import CONTROLLER_KINDS, Controller, ReleaseRefused
 from parties.secure.messages import KeyDirectory, MaskedInput, PartialSum, SurvivorSet, UnmaskShares, id_vector
 from parties.wire.messages import Abort, RandomizedValues, Refusal
 from parties.network import CONTROLLER, Frame, InMemoryNetwork
-from parties.wire.requests import MatrixSpec, ReleaseRequest
+from parties.wire.requests import ReleaseRequest
 
 SIZES = (3, 2)
 SCHEMA = Schema(tuple(Attribute(f"a{j}", tuple(f"c{k}" for k in range(s)), "nominal") for j, s in enumerate(SIZES)))

@@ -17,11 +17,12 @@ from mprr.errors import PartyDropped, ProtocolError, RoundTimeout
 from mprr.protocols import rr_clusters, rr_independent
 from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
+from mprr.protocols.steps import MatrixSpec
 from parties.wire.codec import encode
 from parties.faults import FaultPlan
 from parties.wire.messages import RandomizedValues
 from parties.network import CONTROLLER
-from parties.wire.requests import MatrixSpec, ReleaseRequest
+from parties.wire.requests import ReleaseRequest
 from parties.simulate import SimulationResult, simulate_async
 from parties.traffic import LatencyModel
 from tests.virtual_clock import run_virtual

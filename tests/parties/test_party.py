@@ -20,9 +20,10 @@ from parties.wire.messages import Abort, Ack, RandomizedValues, Refusal
 from parties.network import CONTROLLER, InMemoryNetwork
 from parties.party import Party
 from mprr.privacy import RefusalReason
+from mprr.protocols.steps import MatrixSpec
 from parties.public_state import ReleaseBook
 from parties.secure.graph import GraphEngine
-from parties.wire.requests import MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
+from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
 
 SIZES = (3, 4, 2)
 SCHEMA = Schema(tuple(Attribute(f"a{j}", tuple(f"c{k}" for k in range(s)), "nominal") for j, s in enumerate(SIZES)))

@@ -6,8 +6,9 @@ import numpy as np
 
 from mprr.data import Attribute, Schema
 from mprr.matrices import keep_or_uniform
-from parties.wire.requests import MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
+from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
 from mprr.privacy import RefusalReason
+from mprr.protocols.steps import MatrixSpec
 from parties.public_state import ReleaseBook
 from parties.secure.graph import GraphEngine
 

@@ -100,7 +100,7 @@ def test_a_secure_release_claims_no_epsilon_and_the_party_charges_the_matrix() -
     schema = Schema(tuple(Attribute(f"a{j}", ("x", "y", "z"), "nominal") for j in range(3)))
     party = Party(0, (0, 1, 2), schema, seed=PartyStreams(1, 1).seed_sequence(0), budget=1.0,
                   policy="unlinkable-pairs", engine=GraphEngine())
-    from parties.wire.requests import MatrixSpec
+    from mprr.protocols.steps import MatrixSpec
 
     for k, eps in enumerate((16.0, 17.0, 18.0, 19.0, 20.0)):
         spec = MatrixSpec.cluster_optimal(eps)

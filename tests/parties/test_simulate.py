@@ -26,11 +26,12 @@ from mprr.protocols import (
 from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from mprr.protocols.registry import PROTOCOLS, lookup
+from mprr.protocols.steps import MatrixSpec
 from parties.wire.codec import encode
 from parties.controller import ReleaseRefused
 from parties.wire.messages import RandomizedValues
 from parties.network import CONTROLLER
-from parties.wire.requests import MatrixSpec, ReleaseRequest
+from parties.wire.requests import ReleaseRequest
 from parties.simulate import FULL_COLLECTION_EVERY, SimulationResult, rare_full_collections, simulate
 
 N = 240

@@ -11,9 +11,10 @@ import pytest
 from mprr.dependence import bivariate_tables
 from mprr.errors import ConfigurationError
 from mprr.synthetic import planted_clusters
+from mprr.protocols.steps import MatrixSpec
 from parties.wire.codec import encode
 from parties.wire.messages import Ack, RandomizedValues
-from parties.wire.requests import MatrixSpec, ReleaseRequest, SecureRelease, SecureSumStart
+from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
 from parties.secure.messages import PartialSum, ShareVector
 from scenarios.cost_model import (
     ACK_BYTES,

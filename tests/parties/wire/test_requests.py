@@ -10,8 +10,9 @@ import pytest
 from mprr.errors import ConfigurationError, MessageError
 from mprr.kronecker import KroneckerMatrix
 from mprr.matrices import cluster_optimal, grr, keep_or_uniform, kron, lambda_randomization
+from mprr.protocols.steps import FAMILIES, MatrixSpec
 from parties.wire.codec import decode, encode
-from parties.wire.requests import FAMILIES, MatrixSpec, ReleaseRequest
+from parties.wire.requests import ReleaseRequest
 
 
 @pytest.mark.parametrize(
