@@ -12,7 +12,7 @@ Modules, in dependency order:
 - ``registry``   — runner kinds and the shipped configs (``configs/*.toml``)
 - ``runner``     — run a scenario and write its report
 - ``cli``        — the ``mprr`` command (``run``, ``list``, ``show``)
-- ``datasets``   — file I/O: ``load_adult``, ``load_csv``
+- ``datasets``   — file I/O: ``load_adult``, ``load_table`` (CSV or Parquet)
 - ``montecarlo`` — parallel Monte Carlo over runs with per-run seeds
 - ``tables``     — ``bistochastic_table``, ``lambda_table`` (the two papers' Table 1)
 - ``adult_queries`` — Adult loading / subsampling, query evaluation, the printed-ε option

@@ -2,23 +2,22 @@
 
 - :func:`load_adult` — UCI Adult (``adult.data`` / ``adult.test``), the 8 categorical
   attributes of main paper 6.1 with ``?`` kept as a category (1,814,400 cells).
-- :func:`load_csv` — any CSV with a header line, restricted to the listed columns (no pandas).
 - :func:`load_table` — a CSV or Parquet file through pandas (what ``mprr run --data`` uses);
-  every listed column is read as categorical text; missing cells become a label or an error.
+  every listed column is read as categorical text, its categories found in the data or
+  declared; missing cells become a label or an error.
 - :func:`file_sha256` — the digest recorded as ``provenance.data_sha256``.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from mprr.data import Attribute, Dataset, Schema, infer_schema, parse_adult
+from mprr.data import Attribute, Dataset, parse_adult
 from mprr.errors import DataError
 
-__all__ = ["PARQUET_SUFFIXES", "file_sha256", "load_adult", "load_csv", "load_table"]
+__all__ = ["PARQUET_SUFFIXES", "file_sha256", "load_adult", "load_table"]
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 """File name endings read as Parquet by :func:`load_table`; anything else is CSV."""
@@ -57,92 +56,6 @@ def load_adult(path: str | Path, *, encoding: str = "utf-8") -> Dataset:
             raise DataError(f"{p}: {exc}") from exc
 
 
-def load_csv(
-    path: str | Path,
-    columns: Sequence[str | Attribute],
-    kinds: Mapping[str, str] | None = None,
-    *,
-    delimiter: str = ",",
-    missing: str | None = None,
-    encoding: str = "utf-8",
-) -> Dataset:
-    """Load the listed columns of a CSV file with a header line.
-
-    Parameters
-    ----------
-    path
-        The CSV file.
-    columns
-        Column names (categories inferred from the data, see :func:`mprr.data.infer_schema`)
-        or :class:`~mprr.data.Attribute` objects (declared categories; any other value is an
-        error).  The data set's attributes follow this order.
-    kinds
-        ``{"name": "ordinal"|"nominal"}`` for inferred columns (default nominal).
-    delimiter
-        Field separator.
-    missing
-        If given, empty cells are read as this category label (e.g. ``"?"``); otherwise an
-        empty cell is an error.
-    encoding
-        Text encoding.
-
-    Raises
-    ------
-    DataError
-        Missing file, no header, missing columns, no records, ragged rows, values outside the
-        declared categories, empty cells without ``missing``.
-    """
-    p = _existing_file(path, "CSV")
-    cols = list(columns)
-    if not cols:
-        raise DataError("columns must list at least one column")
-    names = [c.name if isinstance(c, Attribute) else c for c in cols]
-    if len(set(names)) != len(names):
-        raise DataError(f"columns must be distinct, got {names}")
-    with p.open(encoding=encoding, newline="") as fh:
-        reader = csv.reader(fh, delimiter=delimiter)
-        header = next(reader, None)
-        if header is None:
-            raise DataError(f"{p}: the file is empty (no header line)")
-        header = [h.strip() for h in header]
-        absent = [n for n in names if n not in header]
-        if absent:
-            raise DataError(f"{p}: missing columns {absent}; the header has {header}")
-        idx = [header.index(n) for n in names]
-        rows = []
-        for lineno, row in enumerate(reader, start=2):
-            if not row or all(not f.strip() for f in row):
-                continue
-            if len(row) != len(header):
-                raise DataError(
-                    f"{p}: line {lineno} has {len(row)} fields, the header has {len(header)}"
-                )
-            values = [row[i].strip() for i in idx]
-            if missing is not None:
-                values = [v if v else missing for v in values]
-            elif any(v == "" for v in values):
-                empty = names[values.index("")]
-                raise DataError(
-                    f"{p}: line {lineno} has an empty value in column {empty!r}; pass "
-                    "missing='?' (or another label) to keep missing values as a category"
-                )
-            rows.append(values)
-    if not rows:
-        raise DataError(f"{p}: no records after the header line")
-    infer = [n for c, n in zip(cols, names) if not isinstance(c, Attribute)]
-    if kinds:
-        unknown = set(kinds) - set(infer)
-        if unknown:
-            raise DataError(f"kinds given for columns that are not inferred: {sorted(unknown)}")
-    inferred = {a.name: a for a in infer_schema([[r[names.index(n)] for n in infer] for r in rows], infer, kinds)
-                } if infer else {}
-    schema = Schema(tuple(c if isinstance(c, Attribute) else inferred[c] for c in cols))
-    try:
-        return Dataset.from_rows(rows, schema)
-    except DataError as exc:
-        raise DataError(f"{p}: {exc}") from exc
-
-
 def file_sha256(path: str | Path) -> str:
     """Hex SHA-256 of a file's bytes (read in 1 MiB blocks)."""
     digest = hashlib.sha256()
@@ -154,7 +67,7 @@ def file_sha256(path: str | Path) -> str:
 
 def load_table(
     path: str | Path,
-    columns: Sequence[str] | None = None,
+    columns: Sequence[str | Attribute] | None = None,
     *,
     missing: str | None = None,
     kinds: Mapping[str, str] | None = None,
@@ -169,14 +82,15 @@ def load_table(
         A ``.parquet`` / ``.pq`` file (needs ``pyarrow``: ``pip install 'mprr[parquet]'``) or a
         CSV file with a header line (``.tsv`` files are tab-separated).
     columns
-        Columns to use, in this order (default: every column of the file).  Every value is read
-        as text, so ``1`` and ``1.0`` are different categories; the categories of each column are
-        the distinct values found (:func:`mprr.data.infer_schema`).
+        Columns to use, in this order (default: every column of the file): names, whose
+        categories are the distinct values found (:func:`mprr.data.infer_schema`), or
+        :class:`~mprr.data.Attribute` objects (declared categories; any other value is an
+        error).  Every value is read as text, so ``1`` and ``1.0`` are different categories.
     missing
         Label of empty / NA cells, kept as a category (e.g. ``"?"`` as in UCI Adult); without it
         a missing cell is an error naming the column and the row.
     kinds
-        ``{"name": "ordinal"|"nominal"}`` (default nominal).
+        ``{"name": "ordinal"|"nominal"}`` for inferred columns (default nominal).
     delimiter
         CSV field separator (default ``,``; tab for ``.tsv``).
     encoding
@@ -186,12 +100,13 @@ def load_table(
     ------
     DataError
         Missing file, unreadable file, unknown columns, no records, missing values without
-        ``missing``, Parquet without pyarrow.
+        ``missing``, values outside declared categories, Parquet without pyarrow.
     """
     import pandas as pd
 
     p = _existing_file(path, "data")
-    cols = None if columns is None else [str(c).strip() for c in columns]
+    specs = None if columns is None else [c if isinstance(c, Attribute) else str(c).strip() for c in columns]
+    cols = None if specs is None else [c.name if isinstance(c, Attribute) else c for c in specs]
     if cols is not None:
         if not cols:
             raise DataError("columns must list at least one column, got an empty list")
@@ -239,6 +154,6 @@ def load_table(
             frame[name] = frame[name].where(~na[name], missing)
     text = frame.astype(str).apply(lambda col: col.str.strip())
     try:
-        return Dataset.from_frame(text, names, kinds=kinds)
+        return Dataset.from_frame(text, names if specs is None else specs, kinds=kinds)
     except DataError as exc:
         raise DataError(f"{p}: {exc}") from exc
