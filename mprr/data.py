@@ -431,29 +431,6 @@ class Dataset:
         codes = np.stack([a.encode(c, strip=strip) for a, c in zip(schema, cols)], axis=1)
         return cls(schema, codes)
 
-    @classmethod
-    def from_rows(cls, rows: Iterable[Sequence[Any]], schema: Schema, *, strip: bool = True) -> Dataset:
-        """Encode rows of labels given in schema order.
-
-        Raises
-        ------
-        DataError
-            No rows, a row with the wrong number of values, values outside the categories.
-        """
-        table = [tuple(r) for r in rows]
-        if not table:
-            raise DataError("a data set needs at least one record, got no rows")
-        widths = {len(r) for r in table}
-        if widths != {schema.m}:
-            bad = next(i for i, r in enumerate(table) if len(r) != schema.m)
-            raise DataError(
-                f"every row must have {schema.m} values (one per attribute), row {bad} has "
-                f"{len(table[bad])}"
-            )
-        arr = np.asarray(table, dtype=object)
-        codes = np.stack([a.encode(arr[:, j], strip=strip) for j, a in enumerate(schema)], axis=1)
-        return cls(schema, codes)
-
     def __repr__(self) -> str:
         return f"Dataset(n={self.n}, attributes={self.schema.names})"
 

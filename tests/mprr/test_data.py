@@ -162,18 +162,6 @@ def test_distribution_is_empirical() -> None:
     np.testing.assert_allclose(ws.marginal((0, 2)), d.joint_counts([0, 2]) / d.n)
 
 
-def test_from_rows_and_errors() -> None:
-    rows = [("red", "S", "yes"), ("green", "XL", "no"), (" blue", "M ", "yes")]
-    d = Dataset.from_rows(rows, _schema())
-    np.testing.assert_array_equal(d.codes, [[0, 0, 1], [1, 3, 0], [2, 1, 1]])
-    with pytest.raises(DataError, match="at least one record, got no rows"):
-        Dataset.from_rows([], _schema())
-    with pytest.raises(DataError, match="must have 3 values .* row 1 has 2"):
-        Dataset.from_rows([("red", "S", "no"), ("red", "S")], _schema())
-    with pytest.raises(DataError, match="'color' has values outside .* 'purple'"):
-        Dataset.from_rows([("purple", "S", "no")], _schema())
-
-
 def test_from_frame_declared_and_inferred() -> None:
     df = pd.DataFrame(
         {"color": ["red", "blue", "red"], "size": ["M", "S", "XL"], "flag": ["no", "no", "yes"], "x": [1, 2, 3]}
