@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mprr.errors import ConfigurationError
-from mprr.protocols.adjustment import rr_adjustment_steps
+from mprr.protocols.adjustment import ADJUSTABLE, rr_adjustment, rr_adjustment_steps
 from mprr.protocols.clusters import rr_clusters_steps
 from mprr.protocols.ind_joint import rr_ind_joint_steps
 from mprr.protocols.independent import rr_independent_steps
@@ -65,10 +65,13 @@ class ProtocolEntry:
         if clash:
             raise ConfigurationError(f"{self.name} fixes {clash}; do not pass them")
         kwargs = {**self.fixed, **params}
-        signature = inspect.signature(self.program)
-        named = [p for p in list(signature.parameters.values())[1:]  # after the schema
-                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-        open_ended = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+        named = _named(self.program)
+        declared = inspect.signature(self.program).parameters
+        open_ended = any(p.kind is p.VAR_KEYWORD for p in declared.values())
+        base = kwargs.get("base", declared["base"].default if "base" in declared else None)
+        if open_ended and base in ADJUSTABLE:  # RR-Adjustment: the base protocol's and Algorithm 2's
+            named += _named(PROTOCOLS[base].program) + list(inspect.signature(rr_adjustment).parameters.values())[1:]
+            open_ended = False
         extra = set(driver) if self.secure else set()
         allowed = sorted({p.name for p in named if p.name not in self.fixed} | extra)
         if not open_ended:
@@ -81,6 +84,12 @@ class ProtocolEntry:
         if missing:
             raise ConfigurationError(f"protocol {self.name!r} needs parameter(s) {missing}")
         return kwargs
+
+
+def _named(program: Callable[..., Any]) -> list[inspect.Parameter]:
+    """The parameters a program is called with by name (after the schema)."""
+    return [p for p in list(inspect.signature(program).parameters.values())[1:]
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
 
 PROTOCOLS: Mapping[str, ProtocolEntry] = {

@@ -1,0 +1,38 @@
+"""Protocol names and parameter checking (mprr.protocols.registry)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mprr.errors import ConfigurationError
+from mprr.protocols.registry import lookup
+
+
+def test_bind_fills_the_fixed_parameters_and_keeps_the_rest() -> None:
+    assert lookup("clusters+adjustment").bind({"Tv": 10, "Td": 0.1, "p": 0.5, "tol": 1e-6}) == {
+        "base": "RR-Clusters", "Tv": 10, "Td": 0.1, "p": 0.5, "tol": 1e-6}
+    assert lookup("RR-Adjustment").bind({"p": 0.5, "max_iter": 3}) == {"p": 0.5, "max_iter": 3}
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "match"),
+    [
+        ("RR-Independent", {"p": 0.5, "Tv": 3}, r"unknown parameter\(s\) \['Tv'\] for protocol 'RR-Independent'"),
+        ("RR-Clusters", {"p": 0.5}, r"protocol 'RR-Clusters' needs parameter\(s\) \['Td', 'Tv'\]"),
+        # RR-Adjustment takes its base protocol's parameters and those of Algorithm 2, no others
+        ("RR-Clusters+Adjustment", {"Tv": 9, "Td": 0.1, "p": 0.5, "bogus": 1},
+         r"unknown parameter\(s\) \['bogus'\] .*allowed: \['Td', 'Tv', .*'exact_limit', .*'max_iter', .*'tol'\]"),
+        ("RR-Clusters+Adjustment", {"p": 0.5}, r"needs parameter\(s\) \['Td', 'Tv'\]"),
+        ("RR-Adjustment", {"p": 0.5, "Tv": 3}, r"unknown parameter\(s\) \['Tv'\] for protocol 'RR-Adjustment'"),
+        ("RR-Clusters+Adjustment", {"base": "RR-Independent", "p": 0.5}, r"fixes \['base'\]"),
+    ],
+)
+def test_bind_names_the_bad_parameter(name: str, params: dict, match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        lookup(name).bind(params)
+
+
+def test_bind_accepts_the_driver_parameters_of_secure_protocols_only() -> None:
+    assert lookup("RR-Clusters").bind({"p": 0.5, "Tv": 9, "Td": 0.1, "engine": "masked"}, driver=("engine",))
+    with pytest.raises(ConfigurationError, match=r"unknown parameter\(s\) \['engine'\]"):
+        lookup("RR-Independent").bind({"p": 0.5, "engine": "masked"}, driver=("engine",))
