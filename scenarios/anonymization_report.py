@@ -30,7 +30,7 @@ from mprr.dependence import bivariate_tables, dependence_matrix
 from mprr.errors import ConfigurationError
 from mprr.metrics import CountQuery
 from mprr.protocols.result import ProtocolResult
-from scenarios.cost_model import rr_closed_form
+from scenarios.cost_model import ClosedForm, rr_closed_form
 from scenarios.plots import BarPlot, CustomPlot, FigureSpec
 from scenarios.privacy_report import privacy_section, privacy_summary_lines, privacy_table
 from scenarios.report import ScenarioResult, Table
@@ -73,7 +73,7 @@ def _human_bytes(n: float) -> str:
     return f"{n:.0f} B" if n < 1000 else f"{n / 1e3:.1f} kB" if n < 1e6 else f"{n / 1e6:.1f} MB"
 
 
-def _traffic_dict(stats: Any, closed: Any) -> dict[str, Any]:
+def _traffic_dict(stats: Any, closed: ClosedForm) -> dict[str, Any]:
     """Measured traffic of one actor run beside its closed form (:func:`rr_closed_form`)."""
     party = [c for a, c in stats.by_sender.items() if a >= 0]
     ctrl_sent, ctrl_recv = stats.sent_by(-1), stats.received_by(-1)
@@ -85,8 +85,7 @@ def _traffic_dict(stats: Any, closed: Any) -> dict[str, Any]:
                            "bytes": max((c.bytes for c in party), default=0)},
         "by_phase": {p: c._asdict() for p, c in stats.by_phase.items()},
         "by_kind": {k: c._asdict() for k, c in stats.by_kind.items()},
-        "closed_form": {"messages": closed.messages, "bytes": closed.bytes, "rounds": closed.rounds,
-                        "formula": closed.formula},
+        "closed_form": closed.headline(),
     }
     out["equals_closed_form"] = (stats.messages, stats.bytes, stats.rounds) == (
         closed.messages, closed.bytes, closed.rounds)

@@ -495,8 +495,7 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
             "party_max": {"messages": t.party_messages, "bytes": t.party_bytes},
             "controller": {"messages": t.controller_messages, "bytes": t.controller_bytes},
             "consistency": {"messages": t.consistency_messages, "bytes": t.consistency_bytes},
-            "closed_form": {"messages": c.messages, "bytes": c.bytes, "rounds": c.rounds,
-                            "formula": c.formula},
+            "closed_form": c.headline(),
         }
         for p, k, t, c in ((p, k, m.measured, c) for p, k, m, c in measured)
     }
@@ -549,8 +548,7 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
     for r in rr:
         traffic[f"rr/{r.sweep}/{r.protocol}/n={r.n}/m={r.m}" + (f"/d={r.d}" if r.d else "")] = {
             **r.measured(), "clusters": [list(c) for c in r.clusters],
-            "closed_form": {"messages": r.closed.messages, "bytes": r.closed.bytes, "rounds": r.closed.rounds,
-                            "formula": r.closed.formula}}
+            "closed_form": r.closed.headline()}
     if rr:
         summary.append(f"{len(rr)} runs in the actor simulator (RR sweeps; RR-Clusters with 4.1 / 4.2 / 4.3 and "
                        f"every engine): measured = closed form at {len(rr) - len(rr_bad)}/{len(rr)}")

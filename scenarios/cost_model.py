@@ -151,6 +151,10 @@ class ClosedForm:
                    max(c.bytes for c in party), ctrl.messages, ctrl.bytes, "measured",
                    sum(c.messages for c in check), sum(c.bytes for c in check))
 
+    def headline(self) -> dict[str, Any]:
+        """Messages, bytes, rounds and the formula, as ``results.json`` records a closed form."""
+        return {"messages": self.messages, "bytes": self.bytes, "rounds": self.rounds, "formula": self.formula}
+
     def matches(self, other: ClosedForm, groups: Sequence[str] = tuple(MATCHED)) -> dict[str, bool]:
         """Per group of :data:`MATCHED` (``consistency``, ``messages``, ``bytes``, ``rounds``,
         ``party``, ``controller``), whether ``other`` has the same numbers."""
