@@ -44,7 +44,7 @@ from mprr.synthetic import comonotone_coupling, cramers_v_of, zipf_marginal, zip
 from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema, Str, Workers
 from scenarios.montecarlo import monte_carlo
 from scenarios.adult_queries import ADULT_DEFAULT, load_adult_dataset, resolve_adult_path
-from scenarios.plots import LinePlot, Series
+from scenarios.plots import LinePlot, Series, whiskers
 from scenarios.progress import Progress
 from scenarios.registry import register
 from scenarios.report import ScenarioResult, Table
@@ -305,9 +305,8 @@ def run_kikuchi_sweeps(config: ScenarioConfig, *, out_dir: Path, runs: int, seed
         ))
         x = xs[name]
         series = [Series(est, x, mean[idx, e, 0],
-                         None if q10 is None or q90 is None else
-                         np.clip(np.stack([mean[idx, e, 0] - q10[idx, e, 0], q90[idx, e, 0] - mean[idx, e, 0]]),
-                                 0, None),
+                         None if q10 is None or q90 is None
+                         else whiskers(mean[idx, e, 0], q10[idx, e, 0], q90[idx, e, 0]),
                          style=["-o", "-s"][e % 2])
                   for e, est in enumerate(ESTIMATORS)]
         series.append(Series("RR-Ind noise-free", x, [r[9] for r in rows], style="--"))

@@ -55,7 +55,7 @@ from scenarios.adult_queries import (
 )
 from scenarios.config import Bool, Choice, Field, Float, Int, List, ScenarioConfig, Schema, Str, Workers
 from scenarios.montecarlo import RunMedian, median_over_runs, monte_carlo
-from scenarios.plots import CustomPlot, overlaps
+from scenarios.plots import CustomPlot, overlaps, whiskers
 from scenarios.progress import Progress
 from scenarios.registry import register
 from scenarios.report import ScenarioResult, Table
@@ -311,7 +311,7 @@ def _draw_tables(fig: Any, rows: list[tuple[Any, ...]], ps: Sequence[float], tds
             x = [r[2] * shift for r in cell]
             y = [r[3] for r in cell]
             lo_hi = np.array([intervals[(p, td, r[2])] for r in cell], dtype=float).reshape(-1, 2)
-            yerr = np.clip(np.stack([np.subtract(y, lo_hi[:, 0]), lo_hi[:, 1] - np.asarray(y)]), 0, None)
+            yerr = whiskers(y, lo_hi[:, 0], lo_hi[:, 1])
             label, style = f"ours Td={td:g}", dict[str, Any](markersize=4)
             if j in same:  # drawn over an identical series: hollow, larger, and said so
                 label += f" (= Td={tds[same[j]]:g})"
@@ -518,7 +518,7 @@ def run_adult_figure3(config: ScenarioConfig, *, out_dir: Path, runs: int, seed:
             step = 0.012 * (max(sigmas) - min(sigmas) or 1.0)
             for m_idx, name in enumerate(METHODS):
                 y = med[i, m_idx]
-                yerr = np.clip(np.stack([y - interval[i, m_idx, :, 0], interval[i, m_idx, :, 1] - y]), 0, None)
+                yerr = whiskers(y, interval[i, m_idx, :, 0], interval[i, m_idx, :, 1])
                 x = np.asarray(sigmas) + step * (m_idx - (len(METHODS) - 1) / 2)  # dodge equal values
                 ax.errorbar(x, y, yerr=np.nan_to_num(yerr), fmt=["-o", "-s", "--o", "--s"][m_idx % 4],
                             markersize=3, capsize=2, label=name)

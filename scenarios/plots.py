@@ -29,6 +29,7 @@ __all__ = [
     "log_ticks",
     "overlaps",
     "render",
+    "whiskers",
 ]
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -66,7 +67,7 @@ class Series:
     label: str
     x: Sequence[float]
     y: Sequence[float]
-    yerr: Sequence[float] | None = None
+    yerr: Sequence[float] | np.ndarray | None = None
     style: str = "-o"
 
     def __post_init__(self) -> None:
@@ -170,6 +171,15 @@ def tick_text(value: float) -> str:
     if mantissa == "1":
         return f"$10^{{{int(exponent)}}}$"
     return f"${mantissa}\\times10^{{{int(exponent)}}}$"
+
+
+def whiskers(y: Sequence[float] | np.ndarray, low: Sequence[float] | np.ndarray,
+             high: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Error-bar lengths ``(below, above)``, shape ``(2, len(y))``, of points ``y`` whose interval
+    is ``[low, high]`` (quantiles or a bootstrap interval: bars never cross the interval's ends)."""
+    y = np.asarray(y, dtype=float)
+    out: np.ndarray = np.clip(np.stack([y - np.asarray(low, float), np.asarray(high, float) - y]), 0, None)
+    return out
 
 
 def overlaps(points: Sequence[tuple[Sequence[float], Sequence[float]]]) -> dict[int, int]:
