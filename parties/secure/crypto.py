@@ -17,6 +17,7 @@ from __future__ import annotations
 import hmac
 import secrets
 from dataclasses import dataclass
+from functools import lru_cache
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
@@ -70,11 +71,15 @@ class KeyPair:
         return self.private.private_bytes_raw()
 
 
+@lru_cache(maxsize=64)
+def _info_head(purpose: str, session: str) -> bytes:
+    return b"|".join((_DOMAIN, purpose.encode(), session.encode(), b""))
+
+
 def _info(purpose: str, session: str, a: int, b: int) -> bytes:
+    """domain|purpose|session|min(a,b)|max(a,b) (the head built once per purpose and session)."""
     lo, hi = (a, b) if a <= b else (b, a)
-    return b"|".join(
-        (_DOMAIN, purpose.encode(), session.encode(), str(lo).encode(), str(hi).encode())
-    )
+    return b"%s%d|%d" % (_info_head(purpose, session), lo, hi)
 
 
 def hkdf_sha256(ikm: bytes, info: bytes, length: int = KEY_BYTES) -> bytes:
@@ -138,8 +143,8 @@ def agree(
 
 
 def _associated_data(session: str, sender: int, receiver: int) -> bytes:
-    return b"|".join((_DOMAIN, b"aead", session.encode(), str(sender).encode(),
-                      str(receiver).encode()))
+    """domain|aead|session|sender|receiver."""
+    return b"%s%d|%d" % (_info_head("aead", session), sender, receiver)
 
 
 def seal(key: bytes, plaintext: bytes, *, session: str, sender: int, receiver: int) -> bytes:

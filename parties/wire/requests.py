@@ -27,6 +27,7 @@ Matrices travel as :class:`~mprr.protocols.steps.MatrixSpec` (family and paramet
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
 from functools import cached_property
 
@@ -35,7 +36,7 @@ from mprr.protocols.steps import FAMILIES, MatrixSpec
 from parties.wire.codec import Message, message, require
 from parties.wire.messages import Ack, RandomizedValues, Refusal
 
-__all__ = ["ReleaseRequest", "SecureRelease", "SecureSumStart", "TO_CONTROLLER", "expand_runs", "roster_runs"]
+__all__ = ["ReleaseRequest", "SecureRelease", "SecureSumStart", "SortedIds", "TO_CONTROLLER", "expand_runs", "roster_runs"]
 
 
 def _check_request(msg: ReleaseRequest | SecureRelease, matrices: int) -> None:
@@ -189,9 +190,22 @@ def roster_runs(parties: Sequence[int]) -> tuple[tuple[int, int], ...]:
     return tuple((a, b) for a, b in runs)
 
 
-def expand_runs(runs: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+class SortedIds(tuple[int, ...]):
+    """Sorted distinct party ids: a tuple whose ``in`` is a binary search (a party checks that
+    it is in a roster of tens of thousands)."""
+
+    __slots__ = ()
+
+    def __contains__(self, item: object) -> bool:
+        if not isinstance(item, int):
+            return super().__contains__(item)
+        i = bisect_left(self, item)
+        return i < len(self) and self[i] == item
+
+
+def expand_runs(runs: Sequence[tuple[int, ...]]) -> SortedIds:
     """The sorted party ids of :func:`roster_runs` output."""
-    return tuple(p for a, b in runs for p in range(a, b))
+    return SortedIds(p for a, b in runs for p in range(a, b))
 
 
 @message(kind=102)
@@ -232,7 +246,7 @@ class SecureSumStart(Message):
             last = run[1]
 
     @cached_property
-    def parties(self) -> tuple[int, ...]:
+    def parties(self) -> SortedIds:
         """The roster as sorted party ids (expanded once per message: a broadcast start is one
         decoded object for all its receivers, so n parties do not expand n ids each)."""
         return expand_runs(self.roster)
