@@ -57,6 +57,8 @@ ARRAY_DTYPES: tuple[str, ...] = (
 _WIRE_DTYPES = tuple(np.dtype(d).newbyteorder("<") for d in ARRAY_DTYPES)
 _DTYPE_CODE = {np.dtype(d): i + 1 for i, d in enumerate(ARRAY_DTYPES)}
 _MAX_NDIM = 32
+_ARRAY_HEAD = tuple(struct.Struct(f"<BB{n}Q") for n in range(_MAX_NDIM + 1))  # dtype code, ndim, shape
+_SHAPE = tuple(struct.Struct(f"<{n}Q") for n in range(_MAX_NDIM + 1))
 _MAX_BYTES = 2**48  # no shape may describe more than 256 TiB, even with a zero-length axis
 _LITTLE = np.little_endian
 
@@ -215,7 +217,7 @@ def _seq(item: Wire, where: str) -> Wire:
 
         def dec_numbers(buf: bytes, off: int) -> tuple[tuple[Any, ...], int]:
             n = _count(buf, off, 8, where)
-            return struct.unpack_from(f"<{n}{code}", buf, off + 4), off + 4 + 8 * n
+            return (struct.unpack_from(f"<{n}{code}", buf, off + 4) if n else ()), off + 4 + 8 * n
 
         return Wire(text, coerce, enc_numbers, dec_numbers)
     item_enc, item_dec = item.enc, item.dec
@@ -266,7 +268,7 @@ def _array(spec: ArraySpec, where: str) -> Wire:
         return array
 
     def enc(v: np.ndarray, out: list[Any]) -> None:
-        out += (struct.pack(f"<BB{v.ndim}Q", _DTYPE_CODE[v.dtype], v.ndim, *v.shape),
+        out += (_ARRAY_HEAD[v.ndim].pack(_DTYPE_CODE[v.dtype], v.ndim, *v.shape),
                 v if _LITTLE else v.astype(v.dtype.newbyteorder("<")))
 
     def dec(buf: bytes, off: int) -> tuple[np.ndarray, int]:
@@ -279,19 +281,21 @@ def _array(spec: ArraySpec, where: str) -> Wire:
             raise MessageError(f"{where}: ndim must be <= {_MAX_NDIM}, got {dims}")
         if off + 2 + 8 * dims > len(buf):
             raise _truncated(where, 8 * dims, buf, off + 2)
-        shape = struct.unpack_from(f"<{dims}Q", buf, off + 2)
+        shape = _SHAPE[dims].unpack_from(buf, off + 2)
         off += 2 + 8 * dims
         dtype = _WIRE_DTYPES[code - 1]
         if code not in codes:
             raise MessageError(f"{where} must have dtype in {allowed}, got dtype {dtype.name}")
         if ndim is not None and dims != ndim:
             raise MessageError(f"{where} must be {ndim}-D, got shape {shape}")
-        if math.prod(max(s, 1) for s in shape) * dtype.itemsize > _MAX_BYTES:
+        count = shape[0] if dims == 1 else math.prod(shape)
+        if (count if dims == 1 else math.prod(max(s, 1) for s in shape)) * dtype.itemsize > _MAX_BYTES:
             raise MessageError(f"{where}: declared shape {shape} is too large for an array")
-        count = math.prod(shape)
         if off + count * dtype.itemsize > len(buf):
             raise _truncated(where, count * dtype.itemsize, buf, off)
-        arr = np.frombuffer(buf, dtype=dtype, count=count, offset=off).reshape(shape)  # read-only
+        arr = np.frombuffer(buf, dtype=dtype, count=count, offset=off)  # read-only
+        if dims != 1:
+            arr = arr.reshape(shape)
         if not _LITTLE:  # pragma: no cover - big-endian hosts
             arr = arr.astype(dtype.newbyteorder("="))
             arr.flags.writeable = False
