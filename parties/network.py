@@ -118,6 +118,10 @@ class InMemoryNetwork(Transport):
         return super()._admit(src)
 
     async def _transmit(self, frame: Frame) -> None:
+        self._route(frame)
+
+    def _route(self, frame: Frame) -> None:
+        """Apply the fault plan to ``frame`` and deliver what survives (now or after a delay)."""
         if not self._probabilistic:
             self._deliver(frame)
             return
@@ -142,11 +146,14 @@ class InMemoryNetwork(Transport):
         for _ in range(copies):
             position = None
             if d.reorder:
-                ep = self._endpoints.get(frame.dst)
-                length = 0 if ep is None else ep.buffered
-                position = d.position(length)
+                position = d.position(self._buffered(frame.dst))
                 self._traffic.record_fault("reordered")
             self._deliver(frame, position)
+
+    def _buffered(self, actor: int) -> int:
+        """Messages delivered to ``actor`` and not yet taken."""
+        ep = self._endpoints.get(actor)
+        return 0 if ep is None else ep.buffered
 
     def _fire(self, token: int, frame: Frame) -> None:
         self._timers.pop(token, None)

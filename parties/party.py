@@ -46,7 +46,7 @@ import numpy as np
 from numpy.random.bit_generator import ISeedSequence
 
 from mprr.data import Schema
-from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
+from mprr.errors import ConfigurationError, MessageError, ProtocolError
 from mprr.privacy.ledger import Ledger
 from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacyAccountant, Refusal, RefusalReason
 from mprr.streams import PartyStream
@@ -54,13 +54,13 @@ from parties.wire.codec import Message
 from parties.wire.messages import Abort, Ack, RandomizedValues, Refusal as WireRefusal
 from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
 from parties.public_state import ReleaseBook
-from parties.transport import CONTROLLER, Endpoint, actor_name
+from parties.transport import Endpoint, actor_name
 
 __all__ = ["LOOP_KINDS", "Party"]
 
 LOOP_KINDS = (ReleaseRequest, SecureRelease, SecureSumStart, Abort)
-"""Kinds the party's main loop takes from the controller; anything else (e.g. secure-sum
-shares from peers) stays buffered for the secure-sum engine."""
+"""Kinds a party's host hands to :meth:`Party.receive` when the controller sends them;
+anything else (the secure-sum engines' traffic) goes to the party's endpoint, for its engine."""
 
 
 class Party:
@@ -211,7 +211,8 @@ class Party:
         ------
         MessageError
             For a message kind a party does not accept here (a
-            :class:`~parties.wire.requests.SecureSumStart` is handled by :meth:`run`).
+            :class:`~parties.wire.requests.SecureSumStart` is its host's to run, see
+            :meth:`receive`).
         """
         if isinstance(msg, ReleaseRequest):
             return self._decide(msg)
@@ -296,40 +297,7 @@ class Party:
         finally:
             self._inputs.pop(start.session, None)
 
-    # ------------------------------------------------------------------ actor loop
-    async def run(self, endpoint: Endpoint, *, idle_timeout: float | None) -> None:
-        """Serve the controller until an :class:`~parties.wire.messages.Abort`, a crash or idleness.
-
-        Takes only messages from the controller, and while a secure-sum input is pending only
-        :data:`LOOP_KINDS` (the engine's traffic stays buffered for the engine).  Never raises
-        for protocol trouble: a frame the endpoint rejects (undecodable, or of a kind it does not
-        accept) never reaches this loop (it is counted against its sender, see
-        :meth:`~parties.transport.Endpoint.rejections`); a controller message the party cannot
-        serve is logged in :attr:`errors` and skipped; a crash (fault injection) or
-        ``idle_timeout`` seconds without a message end the loop (:attr:`status` says which).
-        The owner cancels the task when the run is over.
-        """
-        self.status = "running"
-        while True:
-            try:
-                if self._inputs:  # committed to a secure sum: leave the engine's messages buffered
-                    env = await endpoint.recv(kinds=LOOP_KINDS, sources=CONTROLLER, timeout=idle_timeout)
-                else:
-                    env = await endpoint.recv(sources=CONTROLLER, timeout=idle_timeout)
-            except PartyDropped:
-                self.status = "crashed"
-                return
-            except RoundTimeout:
-                self.status = "idle-timeout"
-                return
-            action = self.receive(env.message)
-            if self.status == "aborted":
-                return
-            if isinstance(action, SecureSumStart):
-                await self.secure_sum(endpoint, action)
-            elif action is not None:
-                await endpoint.send(CONTROLLER, action, phase=env.phase)
-
+    # ------------------------------------------------------------------ the host's entry
     def receive(self, msg: Message) -> Message | SecureSumStart | None:
         """What one message from the controller asks of this party (every host calls this).
 

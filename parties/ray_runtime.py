@@ -141,6 +141,9 @@ class _RayLink(RecordBatcher):
     def crash(self, parties: Sequence[int]) -> None:
         self.send_control("crash", tuple(parties))
 
+    def buffered(self, party: int) -> int:
+        return 0  # the actor's buffers are not visible here
+
     def _write(self, records: list[bytes]) -> None:
         self.pushes += 1
         self.actor.push.remote(records)
@@ -165,7 +168,7 @@ class RayHosting(Hosting):
             frame, _ = read_record(record)
             link.received["payload"] += len(frame.payload)
             link.received["framing"] += len(record) - len(frame.payload)
-            await self.network.ingress(link, frame)
+            self.network.ingress(link, frame)
 
     async def pull_loop(self, link: _RayLink) -> None:
         """Feed the frames of one shard to the router until cancelled or the actor dies."""

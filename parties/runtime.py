@@ -1,8 +1,8 @@
 """Runtimes: where the party actors of a run live, and how their frames travel.
 
-``memory``
-    Every actor in this process on an :class:`~parties.network.InMemoryNetwork` (default;
-    :func:`parties.simulate.simulate` handles it directly).
+``memory`` (:class:`MemoryRuntime`, the default)
+    One party shard host in this process and on this event loop; its link to the router is a
+    direct call each way (a frame is still the one codec's bytes, counted as everywhere).
 ``tcp`` (:class:`parties.tcp.TcpRuntime`)
     Party shard hosts in worker processes — spawned and supervised, or started by hand with
     ``mprr party --connect`` on any machine — joined to the controller process by
@@ -11,7 +11,7 @@
     Party shard hosts as Ray async actors on a local or remote Ray cluster; the controller in
     the driver.
 
-A remote runtime implements :meth:`Runtime.host`: given a :class:`HostingPlan` it starts the
+Every runtime implements :meth:`Runtime.host`: given a :class:`HostingPlan` it starts the
 shard hosts (:mod:`parties.shard`), attaches one :class:`~parties.router.ShardLink` per shard
 to a :class:`~parties.router.RouterNetwork`, and — when the plan's secure-sum engine signs —
 collects every shard's verification keys and installs the run's key directory in every shard
@@ -40,16 +40,21 @@ from mprr.errors import ConfigurationError
 from parties.faults import FaultPlan
 from mprr.privacy import DEFAULT_MIN_ROSTER
 from parties.router import RouterNetwork
-from parties.shard import ShardReport, ShardSetup
+from parties.shard import PartyShard, PartySummaries, PartySummary, ShardReport, ShardSetup
+from parties.transport import Frame
 from parties.traffic import LatencyModel
 
-if TYPE_CHECKING:  # annotations only: a worker imports the engines only when a run needs them
+if TYPE_CHECKING:  # annotations only: a worker imports the engines and networkx only when a run needs them
+    import networkx as nx
+
+    from parties.party import Party
     from parties.secure.engine import SecureSumEngine
 
 __all__ = [
     "RUNTIMES",
     "Hosting",
     "HostingPlan",
+    "MemoryRuntime",
     "Runtime",
     "current_runtime",
     "make_runtime",
@@ -80,6 +85,9 @@ class HostingPlan:
     engine: SecureSumEngine | None = None
     min_roster: int = DEFAULT_MIN_ROSTER
     mesh: bool = False
+    topology: nx.Graph[int] | None = None
+    """A user-given graph of party links (memory only; ``None``: the star, or the full mesh
+    when ``mesh``)."""
 
     @property
     def signs(self) -> bool:
@@ -90,12 +98,13 @@ class HostingPlan:
         """The setup of a shard hosting ``parties``."""
         return ShardSetup(parties, self.n, self.schema, np.ascontiguousarray(self.records[parties.start:parties.stop]),
                           self.seed, self.budgets[parties.start:parties.stop], self.policy, self.accept,
-                          self.engine, self.min_roster, self.mesh)
+                          self.engine, self.min_roster, self.mesh, self.topology)
 
     def network(self) -> RouterNetwork:
-        """The controller process's router for this run (full mesh when ``mesh``, else the star)."""
-        topology = None
-        if self.mesh:
+        """The controller process's router for this run (the plan's topology; else the full
+        mesh when ``mesh``, else the star)."""
+        topology = self.topology
+        if topology is None and self.mesh:
             import networkx as nx  # only for the engines that need direct party links
 
             topology = nx.complete_graph(self.n)
@@ -106,11 +115,17 @@ class HostingPlan:
 class Hosting(ABC):
     """Shard hosts of a run, seen from the controller process."""
 
+    plan: HostingPlan
     network: RouterNetwork
 
     @abstractmethod
     async def finish(self) -> list[ShardReport]:
         """Stop the parties and collect one report per shard (a lost shard: placeholders)."""
+
+    async def parties(self) -> Sequence[Party] | Sequence[PartySummary]:
+        """Stop the parties; what the harness keeps of each (by default rebuilt from the shard
+        reports of :meth:`finish`, their delivery counters added to the router's)."""
+        return PartySummaries(await self.finish(), self.plan.n)
 
     @abstractmethod
     def wire(self) -> dict[str, Any]:
@@ -118,7 +133,7 @@ class Hosting(ABC):
 
 
 class Runtime(ABC):
-    """A way of hosting parties outside the controller's event loop (module docstring)."""
+    """A way of hosting the parties of a run (module docstring)."""
 
     name: str
 
@@ -129,6 +144,72 @@ class Runtime(ABC):
     @abstractmethod
     def options(self) -> dict[str, Any]:
         """The runtime's options (for reports)."""
+
+
+class _LocalLink:
+    """The router's link to a shard in its own process and event loop: a direct call."""
+
+    def __init__(self, shard: PartyShard) -> None:
+        self.shard = shard
+        self.parties = shard.setup.parties
+        self.push = shard.deliver
+        self.crash = shard.crash
+        self.buffered = shard.buffered
+
+
+class MemoryHosting(Hosting):
+    """The memory runtime's hosting: one :class:`~parties.shard.PartyShard` on the caller's
+    event loop, joined to the router by direct calls (its uplink is the router's ingress)."""
+
+    def __init__(self, plan: HostingPlan) -> None:
+        self.plan = plan
+        self.network = plan.network()
+        self.shard = PartyShard(plan.setup(range(plan.n)), self._uplink, router=self.network)
+        self._link = _LocalLink(self.shard)
+        self.network.attach(self._link)
+        if plan.signs:  # the runner is the run's PKI: the one shard's public keys are the directory
+            self.shard.register(self.shard.public_keys())
+        self.serving: asyncio.Task[None] | None = None
+
+    def _uplink(self, frame: Frame) -> None:
+        self.network.ingress(self._link, frame, checked=True)
+
+    async def finish(self) -> list[ShardReport]:
+        await self._stop()
+        return [ShardReport.of(self.shard)]
+
+    async def parties(self) -> Sequence[Party]:
+        """The party actors themselves (harness access: they hold the private records)."""
+        await self._stop()
+        return self.shard.parties
+
+    async def _stop(self) -> None:
+        self.shard.stop()
+        if self.serving is not None:
+            await self.serving
+
+    def wire(self) -> dict[str, Any]:
+        return {}
+
+
+class MemoryRuntime(Runtime):
+    """Every party in this process, on the controller's event loop (module docstring)."""
+
+    name = "memory"
+
+    def options(self) -> dict[str, Any]:
+        return {"runtime": "memory"}
+
+    @asynccontextmanager
+    async def host(self, plan: HostingPlan) -> AsyncIterator[Hosting]:
+        hosting = MemoryHosting(plan)
+        async with task_group() as tg:
+            hosting.serving = tg.create_task(hosting.shard.serve())
+            await asyncio.sleep(0)  # serving (secure-sum sessions need its task group) before any frame
+            try:
+                yield hosting
+            finally:
+                hosting.shard.stop()
 
 
 _CURRENT: contextvars.ContextVar[Runtime | None] = contextvars.ContextVar("mprr_runtime", default=None)

@@ -1,10 +1,11 @@
-"""Party shard host: many :class:`~parties.party.Party` actors on one event loop, far from the controller.
+"""Party shard host: many :class:`~parties.party.Party` actors on one event loop.
 
-The multi-process runtimes share one idea.  The controller runs in the controller process on a
+Every runtime hosts its parties this way.  The controller runs on a
 :class:`~parties.router.RouterNetwork`; parties ``lo..hi-1`` run in a **party shard host**
-(:class:`PartyShard`) — a worker process (:mod:`parties.tcp`) or a Ray async actor
-(:mod:`parties.ray_runtime`) — and the two are joined by a *frame channel* carrying the one
-codec's bytes (:mod:`parties.channel`).  The shard is written once; a runtime only supplies the
+(:class:`PartyShard`) — on the controller's own event loop (the ``memory`` runtime,
+:class:`parties.runtime.MemoryRuntime`), in a worker process (:mod:`parties.tcp`) or in a Ray
+async actor (:mod:`parties.ray_runtime`) — and the two are joined by a *frame channel*
+carrying the one codec's bytes (:mod:`parties.channel`; in memory, a direct call each way).  The shard is written once; a runtime only supplies the
 channel: an ``uplink`` callable that carries a :class:`~parties.transport.Frame` towards the
 controller process, and calls of :meth:`PartyShard.deliver` / :meth:`PartyShard.crash` for
 what comes back.
@@ -12,10 +13,11 @@ what comes back.
 Inside the shard, :class:`ShardNetwork` is a :class:`~parties.transport.Transport` whose
 :meth:`_transmit` is the uplink (crash set, counters, topology, admission as everywhere).  Each
 release request from the controller is answered on arrival by the party's own decision
-function ``Party.handle`` — what ``Party.run`` does with a controller message — so no task,
-endpoint or pending receive is kept per party.  Every frame leaves the shard: the controller
-process routes, counts and applies the fault plan in one place, so message counts, payload
-bytes and fault semantics are those of :class:`~parties.network.InMemoryNetwork`.
+function (:meth:`Party.receive <parties.party.Party.receive>`), so no task, endpoint or
+pending receive is kept per party; the replies leave on the loop's next turn, as an actor's
+would.  Every frame leaves the shard: the router routes, counts and applies the fault plan
+in one place, so message counts, payload bytes and fault semantics are the same on every
+runtime.
 
 Secure sums (RR-Clusters 4.2 / 4.3): a party that receives a
 :class:`~parties.wire.requests.SecureSumStart` runs its side of the engine
@@ -63,9 +65,8 @@ from mprr.privacy.ledger import Ledger
 from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacyAccountant, Refusal
 from mprr.streams import StreamTable
 from parties.wire.codec import Message, decode, encode
-from parties.wire.messages import Abort
-from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
-from parties.party import Party
+from parties.wire.requests import SecureSumStart
+from parties.party import LOOP_KINDS, Party
 from parties.public_state import ReleaseBook
 from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry, Signer, generate_signers
 from parties.transport import CONTROLLER, Endpoint, Frame, Transport, actor_name
@@ -88,9 +89,10 @@ __all__ = [
     "split",
 ]
 
-_CONTROLLER_REQUESTS = frozenset(k.KIND for k in (ReleaseRequest, SecureRelease, SecureSumStart, Abort))
-"""Kinds a party takes from the controller in its main loop (``Party.run``); every other frame
-(secure-sum traffic from the controller or from peers) goes to the party's endpoint."""
+_CONTROLLER_REQUESTS = frozenset(k.KIND for k in LOOP_KINDS)
+"""Kinds a party takes from the controller (:meth:`Party.receive <parties.party.Party.receive>`);
+every other frame (secure-sum traffic from the controller or from peers) goes to the party's
+endpoint."""
 
 
 def split(n: int, shards: int) -> list[range]:
@@ -133,6 +135,9 @@ class ShardSetup:
     mesh
         The run's topology links every party to every other (engines that send shares over
         direct party links); otherwise the star.
+    topology
+        A user-given graph of party links (the memory runtime's shard only); it overrides
+        ``mesh``.
     """
 
     parties: range
@@ -146,6 +151,7 @@ class ShardSetup:
     engine: SecureSumEngine | None = None
     min_roster: int = DEFAULT_MIN_ROSTER
     mesh: bool = False
+    topology: nx.Graph[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -421,6 +427,8 @@ class PartySummaries(Sequence[PartySummary]):
 class ShardNetwork(Transport):
     """The shard's side of the frame channel: every frame goes to ``uplink``.
 
+    Sends are not counted here: the router counts each one once, when it admits it.
+
     Parameters
     ----------
     n
@@ -429,11 +437,21 @@ class ShardNetwork(Transport):
         Parties hosted here.
     uplink
         Carries a frame towards the controller process (must not block).
+    topology
+        The run's graph of party links (``None``: the star).
+    router
+        The router, when it lives in this process (the memory runtime): the shard then shares
+        its topology and its traffic counter, so deliveries are counted where sends are.
     """
 
+    counts_sends = False
+
     def __init__(self, n: int, parties: range, uplink: Callable[[Frame], None], *,
-                 topology: nx.Graph[int] | None = None) -> None:
-        super().__init__(n, topology=topology)
+                 topology: nx.Graph[int] | None = None, router: Transport | None = None) -> None:
+        super().__init__(n, topology=None if router is not None else topology)
+        if router is not None:
+            self.topology = router.topology
+            self._traffic = router._traffic
         self.parties = parties
         self._uplink = uplink
 
@@ -455,7 +473,8 @@ class PartyShard:
     directory (:func:`directory` of every shard's :meth:`public_keys`) before the protocol.
     """
 
-    def __init__(self, setup: ShardSetup, uplink: Callable[[Frame], None]) -> None:
+    def __init__(self, setup: ShardSetup, uplink: Callable[[Frame], None], *,
+                 router: Transport | None = None) -> None:
         rows = np.asarray(setup.records)
         if rows.shape != (len(setup.parties), setup.schema.m):
             raise ConfigurationError(
@@ -464,16 +483,17 @@ class PartyShard:
         if len(setup.budgets) != len(setup.parties):
             raise ConfigurationError(f"shard setup: {len(setup.budgets)} budgets for {len(setup.parties)} parties")
         self.setup = setup
-        topology = None
-        if setup.mesh:
+        topology = setup.topology
+        if topology is None and setup.mesh and router is None:
             import networkx as nx  # only for the engines that need direct party links
 
             topology = nx.complete_graph(setup.n)
-        self.network = ShardNetwork(setup.n, setup.parties, uplink, topology=topology)
+        self.network = ShardNetwork(setup.n, setup.parties, uplink, topology=topology, router=router)
         self._uplink = uplink
         self._accept = frozenset(setup.accept)
         self._last_payload: bytes | None = None
         self._last_message: Message | None = None
+        self._replies: list[Frame] = []
         engine = setup.engine
         # the parties' signing keys are born here and never leave (parties.secure.pki)
         self._signers: dict[int, Signer] = generate_signers(setup.parties) if engine is not None and engine.signs else {}
@@ -487,7 +507,7 @@ class PartyShard:
                   signer=self._signers.get(i))
             for k, i in enumerate(setup.parties)
         )
-        self._stop: asyncio.Event | None = None
+        self._stop = asyncio.Event()
         self._sessions: asyncio.TaskGroup | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -530,7 +550,6 @@ class PartyShard:
         and the sessions still running at :meth:`stop` are cancelled (as the memory runtime
         cancels its party tasks when the controller is done).
         """
-        self._stop = asyncio.Event()
         for p in self.parties:
             p.status = "running"
         async with asyncio.TaskGroup() as tg:
@@ -543,17 +562,16 @@ class PartyShard:
                     task.cancel()
 
     def stop(self) -> None:
-        """End :meth:`serve`."""
-        if self._stop is not None:
-            self._stop.set()
+        """End :meth:`serve` (at once, if called before it)."""
+        self._stop.set()
 
     def deliver(self, frame: Frame, position: int | None = None) -> None:
         """A frame from the controller process for one of the hosted parties: answer it now.
 
-        The party's own decision function (:meth:`Party.handle <parties.party.Party.handle>`)
-        runs as the frame arrives — what ``Party.run`` does with a message from the controller —
-        so no task, endpoint or pending receive is kept per party (about 4 KB each).  Decoding
-        rejects the unexpected (counted ``rejected``, logged in the party's ``errors``); a
+        The party's own decision function (:meth:`Party.receive <parties.party.Party.receive>`)
+        runs as the frame arrives, so no task, endpoint or pending receive is kept per party
+        (about 4 KB each); its reply leaves on the loop's next turn (:meth:`_flush`).  Decoding
+        rejects the unexpected (counted ``rejected``, against the sender); a
         broadcast, arriving as equal bytes for every party, is decoded once.  ``position`` (a
         reorder fault) has no buffer to act on: frames are handled in arrival order.
         """
@@ -578,10 +596,8 @@ class PartyShard:
             else:
                 msg = decode(payload, expected=self._accept)
                 self._last_payload, self._last_message = payload, msg
-        except MessageError as exc:
-            net._traffic.record_fault("rejected")
-            party.errors.append(f"{actor_name(dst)} rejected a message from {actor_name(frame.src)} "
-                                f"in phase {frame.phase!r}: {exc}")
+        except MessageError:  # a bad frame is its sender's fault: counted against it, never the party's
+            net._traffic.record_rejection(frame.src)
             return
         net._traffic.record_delivery(dst, len(payload))
         reply = party.receive(msg)
@@ -589,9 +605,27 @@ class PartyShard:
             self._start_session(party, reply)
             return
         if reply is not None and net._admit(dst):
-            data = encode(reply)
-            net._traffic.record_send(dst, frame.phase, reply.KIND, len(data))
-            self._uplink(Frame(dst, CONTROLLER, frame.phase, reply.KIND, data))
+            replies = self._replies
+            if not replies:
+                asyncio.get_running_loop().call_soon(self._flush)
+            replies.append(Frame(dst, CONTROLLER, frame.phase, reply.KIND, encode(reply)))
+
+    def _flush(self) -> None:
+        """Send the replies of the frames delivered since the last flush, in that order.
+
+        A reply leaves after the delivery that caused it has returned, as a party actor's would
+        (on its next turn of the event loop): a controller's broadcast round closes before its
+        answers arrive, whatever the host.
+        """
+        replies, self._replies = self._replies, []
+        for frame in replies:
+            self._uplink(frame)
+
+    def buffered(self, party: int) -> int:
+        """Messages delivered to ``party``'s endpoint and not yet taken (where a reorder fault
+        inserts the next one)."""
+        ep = self.network._endpoints.get(party)
+        return 0 if ep is None else ep.buffered
 
     def _endpoint(self, party: int) -> Endpoint:
         """The party's endpoint on the shard network (created on first use)."""

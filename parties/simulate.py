@@ -1,18 +1,20 @@
-"""Run a protocol as n party actors and one controller over an in-memory network.
+"""Run a protocol as n party actors and one controller.
 
-:func:`simulate` (sync) / :func:`simulate_async` build, for a data set of n records:
+:func:`simulate` (sync) / :func:`simulate_async` build, for a data set of n records, a
+:class:`~parties.runtime.HostingPlan` and let a runtime (:mod:`parties.runtime`: ``memory`` by
+default, ``tcp``, ``ray``) host the parties in party shard hosts (:mod:`parties.shard`):
 
-- an :class:`~parties.network.InMemoryNetwork` (topology, latency model, seeded faults);
+- the router (:class:`~parties.router.RouterNetwork`: topology, latency model, seeded faults);
 - party ``i`` = a :class:`~parties.party.Party` holding record ``i``, the stream
   ``PartyStreams(seed, n).seed_sequence(i)`` (the fast path's stream of party i), its own
   budget and composition policy;
-- the :class:`~parties.controller.Controller` running the protocol's step program
-  (:mod:`mprr.protocols.steps`, through :func:`parties.driver.run_actors`), then optionally a
-  curious controller's attacks.
+- the :class:`~parties.controller.Controller` on the router, running the protocol's step
+  program (:mod:`mprr.protocols.steps`, through :func:`parties.driver.run_actors`), then
+  optionally a curious controller's attacks.
 
-All actors run in one ``asyncio.TaskGroup``; every controller round is bounded by ``timeout``
-seconds (``asyncio.timeout``), party tasks are cancelled when the controller is done, so a run
-ends — with a result or with a clear error — and never hangs.  Errors:
+Every controller round is bounded by ``timeout`` seconds (``asyncio.timeout``) and the parties
+are stopped when the controller is done, so a run ends — with a result or with a clear error —
+and never hangs.  Errors:
 
 - :class:`~mprr.errors.PartyDropped`: a party crashed (fault injection) and its answer was
   missing (``parties`` lists the crashed ones);
@@ -55,21 +57,18 @@ from mprr.privacy.ledger import CompositionPolicy, Ledger, as_policy
 from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacyAccountant, PrivacySummary, Refusal, json_number, summarize
 from mprr.protocols.registry import lookup
 from mprr.protocols.result import ProtocolResult
-from mprr.streams import PartyStreams
 from parties.choreographies.malicious import AttackReport, run_attacks
 from parties.controller import CONTROLLER_KINDS, Controller
 from parties.driver import run_actors
 from parties.faults import FaultPlan
-from parties.wire.messages import Abort
-from parties.network import CONTROLLER, InMemoryNetwork
+from parties.network import CONTROLLER
 from parties.wire.codec import Message
 from parties.party import LOOP_KINDS, Party
-from parties.public_state import ReleaseBook
-from parties.runtime import HostingPlan, Runtime, current_runtime, make_runtime
+from parties.runtime import HostingPlan, MemoryRuntime, Runtime, current_runtime, make_runtime
 from parties.shard import PartySummaries, PartySummary
 from parties.secure import messages as secure_messages
-from parties.secure.pki import setup_pki
 from parties.secure.registry import engine_needs_mesh, make_engine
+from parties.topology import Topology
 from parties.traffic import LatencyModel, TrafficStatistics
 from parties.view import ViewLog, ViewSummary
 
@@ -121,9 +120,10 @@ class SimulationResult:
     options
         Simulation options (seed, budget, policy, timeout, retries, on_dropout, ...).
     parties
-        The party actors (harness access only: they hold the private records), or for a remote
-        runtime their :class:`~parties.shard.PartySummary` (accountant, refusals, values),
-        rebuilt on access from the shards' reports (:class:`~parties.shard.PartySummaries`).
+        In memory the party actors (harness access only: they hold the private records); for
+        a remote runtime their :class:`~parties.shard.PartySummary` (accountant, refusals,
+        values), rebuilt on access from the shards' reports
+        (:class:`~parties.shard.PartySummaries`).
     wire
         A remote runtime's measured channel figures (framing, control and TLS bytes, socket
         counters, start-up and protocol seconds); ``None`` in memory.
@@ -314,7 +314,7 @@ async def simulate_async(
     min_roster
         Fewest parties each party accepts in a secure-sum roster.
     runtime
-        Where the parties live: ``"memory"`` (this event loop), a remote
+        Where the parties live: ``"memory"`` (one shard host on this event loop), a remote
         :class:`~parties.runtime.Runtime` (:func:`parties.runtime.make_runtime`: ``tcp``
         workers, ``ray`` shards) or ``None``: :func:`parties.runtime.current_runtime`
         (memory unless inside :func:`parties.runtime.use_runtime`).  Same seed, same result; the traffic adds the runtime's
@@ -360,40 +360,25 @@ async def simulate_async(
     if secure:  # set-up: every party gets the engine (its secure-sum policy) before the run
         engine = kwargs["engine"] = make_engine(engine, round_timeout=timeout)
     interval = _check_number("progress_interval", progress_interval, allow_inf=True)
+    if topology is not None and not isinstance(topology, nx.Graph):
+        Topology(n, topology)  # its ConfigurationError (the graph's nodes are checked when the network is built)
     net_seed = fault_seed if fault_seed is not None else (seed if isinstance(seed, int) else 0)
     schema = dataset.schema
     if runtime is None:
         runtime = current_runtime()
     elif isinstance(runtime, str):
         runtime = make_runtime(runtime)
+    if isinstance(runtime, MemoryRuntime):
+        runtime = None
     PrivacyAccountant(math.inf, policy, min_roster=min_roster)  # the parties' own checks, before anything starts
-    if runtime is not None:
-        if topology is not None:
-            raise ConfigurationError(
-                f"runtime {runtime.name!r} supports the star topology, and the full mesh an engine needs, "
-                f"only (topology=None), got a graph of {topology.number_of_edges()} party links"
-            )
-        plan = HostingPlan(n, schema, np.asarray(dataset.codes), int(seed), tuple(budgets), policy.value,
-                           tuple(k.KIND for k in accept), faults, latency, net_seed, timeout,
-                           engine if secure else None, min_roster, mesh)
-    else:
-        if topology is None and mesh:
-            topology = nx.complete_graph(n)
-        streams = PartyStreams(seed, n)
-        net = InMemoryNetwork(n, topology=topology, faults=faults, latency=latency, seed=net_seed)
-        book = ReleaseBook(schema)
-        signers, registry = setup_pki(range(n)) if secure and engine.signs else ({}, None)
-        records = dataset.codes.tolist()
-        parties = tuple(
-            Party(i, records[i], schema, seed=streams.seed(i), budget=budgets[i], policy=policy, book=book,
-                  engine=engine if secure else None, min_roster=min_roster, signer=signers.get(i),
-                  registry=registry)
-            for i in range(n)
+    if runtime is not None and topology is not None:
+        raise ConfigurationError(
+            f"runtime {runtime.name!r} supports the star topology, and the full mesh an engine needs, "
+            f"only (topology=None), got a graph of {topology.number_of_edges()} party links"
         )
-        del records
-        controller = Controller(
-            net.endpoint(CONTROLLER, accept=CONTROLLER_KINDS), schema, range(n), timeout=timeout, on_dropout=on_dropout, retries=retries,
-        )
+    plan = HostingPlan(n, schema, np.asarray(dataset.codes), int(seed), tuple(budgets), policy.value,
+                       tuple(k.KIND for k in accept), faults, latency, net_seed, timeout,
+                       engine if secure else None, min_roster, mesh, topology)
     options = {
         "protocol": entry.name,
         "seed": seed,
@@ -411,46 +396,50 @@ async def simulate_async(
         "attacks": list(attacks),
         "runtime": "memory" if runtime is None else runtime.options(),
     }
-    if runtime is not None:
-        return await _simulate_hosted(runtime, plan, entry, kwargs, attacks, on_dropout, retries, options)
-    if secure:
-        _warn_if_expensive(engine, n, dataset.sizes, net)
     started = time.perf_counter()
     error: BaseException | None = None
     result: ProtocolResult | None = None
     reports: tuple[AttackReport, ...] = ()
-    async with asyncio.TaskGroup() as tg:
-        tasks = [
-            # parties wait without a deadline: this body owns them and cancels them when the
-            # controller is done (every controller round is bounded by ``timeout``)
-            tg.create_task(party.run(net.endpoint(party.index, accept=accept), idle_timeout=None))
-            for party in parties
-        ]
-        if math.isfinite(interval):
-            tasks.append(tg.create_task(_heartbeat(net, started, interval, progress)))
+    async with (runtime or MemoryRuntime()).host(plan) as hosting, asyncio.TaskGroup() as tg:
+        net = hosting.network
+        ready = time.perf_counter()
+        if plan.engine is not None:
+            _warn_if_expensive(plan.engine, n, schema.sizes, net)
+        heartbeat = tg.create_task(_heartbeat(net, started, interval, progress)) if math.isfinite(interval) else None
+        controller = Controller(net.endpoint(CONTROLLER, accept=CONTROLLER_KINDS), schema, range(n), timeout=timeout,
+                                on_dropout=on_dropout, retries=retries)
         try:
             result = await run_actors(entry.program, controller, **kwargs)
             reports = await run_attacks(controller, attacks)
-        except Exception as exc:  # re-raised below, after the party tasks are cancelled
+        except Exception as exc:  # re-raised below, after the parties are stopped
             error = exc
         finally:
-            for task in tasks:
-                task.cancel()
-    net.close()
-    controller.drain()
+            if heartbeat is not None:
+                heartbeat.cancel()
+        protocol_done = time.perf_counter()
+        parties = await hosting.parties()
+        net.close()
+        controller.drain()
+        wire = hosting.wire()
     wall = time.perf_counter() - started
     if error is not None:
         raise _explain(error, net.crashed) from error
     if result is None:  # pragma: no cover - the program returned nothing
         raise ConfigurationError(f"protocol {entry.name!r} returned no result")
-    refusals = tuple(r for party in parties for r in party.refusals)
     result.timings["wall"] = wall
+    if wire:
+        wire["startup_seconds"] = ready - started
+        wire["protocol_seconds"] = protocol_done - ready
+    if isinstance(parties, PartySummaries):
+        ledgers, refusals = parties.ledgers(), parties.refusals()
+    else:
+        ledgers, refusals = tuple(p.ledger for p in parties), tuple(r for p in parties for r in p.refusals)
     return SimulationResult(
         result=result,
         traffic=net.statistics(),
         view=controller.view.summary(),
         view_log=controller.view,
-        ledgers=tuple(p.ledger for p in parties),
+        ledgers=ledgers,
         refusals=refusals,
         excluded=dict(controller.excluded),
         attacks=reports,
@@ -458,64 +447,7 @@ async def simulate_async(
         wall_time=wall,
         options=options,
         parties=parties,
-    )
-
-
-async def _simulate_hosted(
-    runtime: Runtime,
-    plan: HostingPlan,
-    entry: Any,
-    kwargs: dict[str, Any],
-    attacks: Sequence[str],
-    on_dropout: str,
-    retries: int,
-    options: dict[str, Any],
-) -> SimulationResult:
-    """:func:`simulate_async` with the parties in a remote runtime's shard hosts."""
-    started = time.perf_counter()
-    error: BaseException | None = None
-    result: ProtocolResult | None = None
-    reports: tuple[AttackReport, ...] = ()
-    async with runtime.host(plan) as hosting:
-        net = hosting.network
-        ready = time.perf_counter()
-        if plan.engine is not None:
-            _warn_if_expensive(plan.engine, plan.n, plan.schema.sizes, net)
-        controller = Controller(net.endpoint(CONTROLLER, accept=CONTROLLER_KINDS), plan.schema, range(plan.n), timeout=plan.timeout,
-                                on_dropout=on_dropout, retries=retries)
-        try:
-            result = await run_actors(entry.program, controller, **kwargs)
-            reports = await run_attacks(controller, attacks)
-        except Exception as exc:  # re-raised below, after the shards are stopped
-            error = exc
-        protocol_done = time.perf_counter()
-        shard_reports = await hosting.finish()
-        net.close()
-        controller.drain()
-        wire = hosting.wire()
-    wall = time.perf_counter() - started
-    if error is not None:
-        raise _explain(error, net.crashed) from error
-    if result is None:  # pragma: no cover - the choreography returned nothing
-        raise ConfigurationError(f"protocol {entry.name!r} returned no result")
-    parties = PartySummaries(shard_reports, plan.n)
-    result.timings["wall"] = wall
-    wire["startup_seconds"] = ready - started
-    wire["protocol_seconds"] = protocol_done - ready
-    return SimulationResult(
-        result=result,
-        traffic=net.statistics(),
-        view=controller.view.summary(),
-        view_log=controller.view,
-        ledgers=parties.ledgers(),
-        refusals=parties.refusals(),
-        excluded=dict(controller.excluded),
-        attacks=reports,
-        crashed=tuple(sorted(net.crashed)),
-        wall_time=wall,
-        options=options,
-        parties=parties,
-        wire=wire,
+        wire=wire or None,
     )
 
 

@@ -159,6 +159,9 @@ class _WorkerLink:
     def crash(self, parties: Sequence[int]) -> None:
         self.channel.send_control("crash", tuple(parties))
 
+    def buffered(self, party: int) -> int:
+        return 0  # the worker's buffers are not visible here
+
 
 def _peer_worker(writer: asyncio.StreamWriter) -> str | None:
     cert = writer.get_extra_info("peercert")
@@ -201,7 +204,7 @@ class TcpHosting(Hosting):
                 if record[0] == DATA:
                     frame, _ = read_record(record)
                     channel.count_in(record, len(frame.payload))
-                    await self.network.ingress(link, frame)
+                    self.network.ingress(link, frame)
                     continue
                 channel.count_in(record, None)
                 tag, body = loads(record)

@@ -516,6 +516,9 @@ class Transport(ABC):
         Simulated latency/bandwidth model (default: zero time).
     """
 
+    counts_sends = True
+    """Whether :meth:`_send` counts the send (a shard's network does not: its router does)."""
+
     def __init__(self, n: int, *, topology: nx.Graph[int] | None = None, latency: LatencyModel | None = None) -> None:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ConfigurationError(f"n (number of parties) must be an integer >= 1, got {n!r}")
@@ -632,7 +635,8 @@ class Transport(ABC):
             raise ConfigurationError(f"phase must be a non-empty string, got {phase!r}")
         if not self._admit(src):
             return
-        self._traffic.record_send(src, phase, msg.KIND, len(payload))
+        if self.counts_sends:
+            self._traffic.record_send(src, phase, msg.KIND, len(payload))
         await self._transmit(Frame(src, dst, phase, msg.KIND, payload))
 
     @abstractmethod

@@ -25,10 +25,11 @@ import pytest
 from mprr.data import Dataset
 from mprr.errors import MessageError
 from mprr.synthetic import planted_clusters
-from parties import simulate as simulate_module
+from parties import runtime as runtime_module
 from parties.secure.messages import SurvivorSet, id_vector
 from parties.wire.codec import decode, encode
-from parties.network import CONTROLLER, Frame, InMemoryNetwork
+from parties.network import CONTROLLER, Frame
+from parties.router import RouterNetwork
 from parties.simulate import SimulationResult, simulate_async
 from tests.parties.test_simulate import same_estimate
 from tests.virtual_clock import run_virtual
@@ -54,8 +55,8 @@ PROTOCOLS: list[tuple[str, dict[str, Any]]] = [
 IDS = [f"{name}-{params.get('dependence', '')}{params.get('secure_sum', '')}" for name, params in PROTOCOLS]
 
 
-class GarbageNetwork(InMemoryNetwork):
-    """An in-memory network that delivers malformed frames beside honest ones.
+class GarbageNetwork(RouterNetwork):
+    """A router that delivers malformed frames beside honest ones.
 
     ``from_senders``: only frames sent by these actors get malformed companions (None = all);
     ``to_parties``: only frames addressed to a party do (the controller receives none).
@@ -94,22 +95,22 @@ class GarbageNetwork(InMemoryNetwork):
                 return payload
         return None
 
-    async def _transmit(self, frame: Frame) -> None:
+    def _route(self, frame: Frame) -> None:
         eligible = (self.from_senders is None or frame.src in self.from_senders) and (
             not self.to_parties or frame.dst != CONTROLLER)
         if eligible and frame.src not in self._crashed:
             before = int(self.garbage_rng.integers(PER_FRAME + 1))
             for k in range(PER_FRAME):
                 if k == before:
-                    await super()._transmit(frame)
+                    super()._route(frame)
                 payload = self._malformed(frame)
                 if payload is not None:
                     self.injected += 1
                     self._deliver(Frame(frame.src, frame.dst, frame.phase, frame.kind, payload))
             if before == PER_FRAME:
-                await super()._transmit(frame)
+                super()._route(frame)
             return
-        await super()._transmit(frame)
+        super()._route(frame)
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +126,7 @@ def run(data: Dataset, name: str, params: dict[str, Any], monkeypatch: pytest.Mo
         def factory(*args: Any, **kwargs: Any) -> GarbageNetwork:
             made.append(GarbageNetwork(*args, **network, **kwargs))
             return made[-1]
-        monkeypatch.setattr(simulate_module, "InMemoryNetwork", factory)
+        monkeypatch.setattr(runtime_module, "RouterNetwork", factory)
     options = {k: v for k, v in params.items()}
     on_dropout = options.pop("on_dropout", "fail")
     sim = run_virtual(simulate_async(data, name, seed=SEED, timeout=5.0, on_dropout=on_dropout, **options))
@@ -182,8 +183,8 @@ def test_garbage_from_a_faulty_party_is_an_error_naming_it_under_fail(
     assert info.value.parties == tuple(sorted(LIARS))
 
 
-class ForgedKindNetwork(InMemoryNetwork):
-    """An in-memory network on which the parties ``LIARS`` send the controller, beside each of
+class ForgedKindNetwork(RouterNetwork):
+    """A router on which the parties ``LIARS`` send the controller, beside each of
     their frames, a well-formed :class:`~parties.secure.messages.SurvivorSet` (a kind only the
     controller sends)."""
 
@@ -191,12 +192,12 @@ class ForgedKindNetwork(InMemoryNetwork):
         super().__init__(*args, **kwargs)
         self.forged = 0
 
-    async def _transmit(self, frame: Frame) -> None:
+    def _route(self, frame: Frame) -> None:
         if frame.src in LIARS and frame.dst == CONTROLLER and frame.src not in self._crashed:
             self.forged += 1
             self._deliver(Frame(frame.src, CONTROLLER, frame.phase, SurvivorSet.KIND,
                                 encode(SurvivorSet("forged", id_vector((0, 1))))))
-        await super()._transmit(frame)
+        super()._route(frame)
 
 
 def run_forged(data: Dataset, name: str, params: dict[str, Any], on_dropout: str,
@@ -206,7 +207,7 @@ def run_forged(data: Dataset, name: str, params: dict[str, Any], on_dropout: str
     def factory(*args: Any, **kwargs: Any) -> ForgedKindNetwork:
         made.append(ForgedKindNetwork(*args, **kwargs))
         return made[-1]
-    monkeypatch.setattr(simulate_module, "InMemoryNetwork", factory)
+    monkeypatch.setattr(runtime_module, "RouterNetwork", factory)
     sim = run_virtual(simulate_async(data, name, seed=SEED, timeout=5.0, on_dropout=on_dropout, **params))
     return sim, made[0]
 

@@ -238,51 +238,21 @@ def test_secure_release_without_an_engine_is_refused() -> None:
 async def test_start_of_an_unknown_session_is_logged() -> None:
     net = InMemoryNetwork(2)
     party = make_party(index=0, n=2, engine=GraphEngine(relay=False))
-    await net.endpoint(CONTROLLER).send(0, SecureSumStart(1, "nope", "graph", ((0, 2),)), phase="dependence")
-    await asyncio.wait_for(party.run(net.endpoint(0), idle_timeout=0.05), 1.0)
+    start = SecureSumStart(1, "nope", "graph", ((0, 2),))
+    assert party.receive(start) is start  # returned for the host to run
+    await party.secure_sum(net.endpoint(0), start)
     assert any("unknown session" in e for e in party.errors)
 
 
-# ---------------------------------------------------------------------- actor loop
-async def test_run_answers_requests_and_stops_on_abort() -> None:
-    net = InMemoryNetwork(2)
+# ---------------------------------------------------------------------- what a controller message asks
+def test_receive_answers_requests_and_stops_on_abort() -> None:
     party = make_party(index=0, n=2)
-    ctrl = net.endpoint(CONTROLLER)
-    task = asyncio.create_task(party.run(net.endpoint(0), idle_timeout=1.0))
-    await ctrl.send(0, request(3), phase="attributes")
-    env = await ctrl.recv(kinds=RandomizedValues, timeout=1.0)
-    assert env.src == 0 and env.phase == "attributes" and env.message.request_id == 3
-    await ctrl.send(0, Abort("done", "end"), phase="end")
-    await asyncio.wait_for(task, 1.0)
-    assert party.status == "aborted"
+    reply = party.receive(request(3))
+    assert isinstance(reply, RandomizedValues) and reply.request_id == 3
+    assert party.receive(Abort("done", "end")) is None and party.status == "aborted"
 
 
-async def test_run_logs_unexpected_messages_and_ends_when_idle() -> None:
-    net = InMemoryNetwork(2)
+def test_receive_logs_what_a_party_does_not_take_from_the_controller() -> None:
     party = make_party(index=0, n=2)
-    await net.endpoint(CONTROLLER).send(0, Ack(1), phase="x")
-    await asyncio.wait_for(party.run(net.endpoint(0), idle_timeout=0.05), 1.0)
-    assert party.status == "idle-timeout"
+    assert party.receive(Ack(1)) is None
     assert any("does not accept Ack" in e for e in party.errors)
-
-
-async def test_with_a_committed_secure_sum_other_kinds_stay_buffered_for_the_engine() -> None:
-    net = InMemoryNetwork(2)
-    party = make_party(index=0, n=2, engine=GraphEngine())
-    commit = SecureRelease(1, "dependence", "s1", ((0, 1),), ((0, 1),), True)
-    assert isinstance(party.handle(commit), Ack)
-    assert isinstance(party.handle(commit), Ack)  # a re-sent request is acknowledged again
-    assert len(party.ledger) == 1 and party.ledger[0].exact and not party.ledger[0].linkable
-    await net.endpoint(CONTROLLER).send(0, Ack(7), phase="x")  # e.g. an early share from a peer
-    await asyncio.wait_for(party.run(net.endpoint(0), idle_timeout=0.05), 1.0)
-    assert [e.message for e in net.endpoint(0).pending()] == [Ack(7)] and party.errors == []
-
-
-async def test_run_ends_when_the_party_crashes() -> None:
-    net = InMemoryNetwork(2)
-    party = make_party(index=0, n=2)
-    task = asyncio.create_task(party.run(net.endpoint(0), idle_timeout=5.0))
-    await asyncio.sleep(0)
-    net.crash(0)
-    await asyncio.wait_for(task, 1.0)
-    assert party.status == "crashed"

@@ -22,6 +22,8 @@ from mprr.synthetic import planted_clusters
 from parties.controller import Controller
 from parties.wire.messages import Ack, Refusal
 from parties.network import CONTROLLER, InMemoryNetwork
+from parties.runtime import HostingPlan, MemoryHosting
+from parties.simulate import PARTY_KINDS
 from mprr.privacy import DEFAULT_MIN_ROSTER, RefusalReason
 from parties.party import Party
 from parties.wire.requests import SecureRelease, SecureSumStart, roster_runs
@@ -113,25 +115,26 @@ def test_a_secure_release_claims_no_epsilon_and_the_party_charges_the_matrix() -
 
 # ---------------------------------------------------------------------- roster and retries (item 1)
 def _actors(n: int, engine, *, min_roster: int = DEFAULT_MIN_ROSTER):
+    """The parties of a memory-runtime shard (records (i % 2, i // 2 % 2), seed 7) and a controller."""
     schema = Schema(tuple(Attribute(f"a{j}", ("x", "y"), "nominal") for j in range(2)))
-    book = ReleaseBook(schema)
-    net = InMemoryNetwork(n, topology=None if engine.name != "paper" else __import__("networkx").complete_graph(n))
-    streams = PartyStreams(7, n)
-    signers, registry = setup_pki(range(n))
-    parties = [Party(i, (i % 2, (i // 2) % 2), schema, seed=streams.seed_sequence(i), book=book, engine=engine,
-                     min_roster=min_roster, signer=signers[i], registry=registry) for i in range(n)]
-    ctl = Controller(net.endpoint(CONTROLLER), schema, range(n), timeout=0.5)
-    return net, parties, ctl
+    records = np.array([(i % 2, (i // 2) % 2) for i in range(n)])
+    plan = HostingPlan(n, schema, records, 7, (math.inf,) * n, "sequential", tuple(k.KIND for k in PARTY_KINDS),
+                       None, None, 0, 0.5, engine, min_roster, engine.name == "paper")
+    hosting = MemoryHosting(plan)
+    ctl = Controller(hosting.network.endpoint(CONTROLLER), schema, range(n), timeout=0.5)
+    return hosting.network, hosting.shard.parties, ctl
 
 
 async def _serve(net, parties, body):
+    """Serve the parties of ``net``'s shard while ``body`` runs."""
+    shard = net.owner(0).shard
     async with asyncio.TaskGroup() as tg:
-        tasks = [tg.create_task(p.run(net.endpoint(p.index), idle_timeout=None)) for p in parties]
+        tg.create_task(shard.serve())
+        await asyncio.sleep(0)
         try:
             return await body()
         finally:
-            for t in tasks:
-                t.cancel()
+            shard.stop()
 
 
 @pytest.mark.parametrize("make", [lambda: PaperEngine(round_timeout=0.3), lambda: GraphEngine(round_timeout=0.3),

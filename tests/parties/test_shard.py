@@ -70,17 +70,20 @@ class _Link:
     def crash(self, parties: tuple[int, ...]) -> None:
         self.crashed.extend(parties)
 
+    def buffered(self, party: int) -> int:
+        return 0
+
 
 async def test_router_rejects_frames_a_shard_forges_for_parties_it_does_not_host() -> None:
     net = RouterNetwork(4)
     link = _Link(range(0, 2))
     net.attach(link)
     payload = encode(RandomizedValues(1, np.array([0])))
-    await net.ingress(link, Frame(3, CONTROLLER, "collect", RandomizedValues.KIND, payload))  # not its party
-    await net.ingress(link, Frame(0, CONTROLLER, "collect", RandomizedValues.KIND + 1, payload))  # lying kind
-    await net.ingress(link, Frame(0, 1, "collect", RandomizedValues.KIND, payload))  # no party link in a star
+    net.ingress(link, Frame(3, CONTROLLER, "collect", RandomizedValues.KIND, payload))  # not its party
+    net.ingress(link, Frame(0, CONTROLLER, "collect", RandomizedValues.KIND + 1, payload))  # lying kind
+    net.ingress(link, Frame(0, 1, "collect", RandomizedValues.KIND, payload))  # no party link in a star
     assert net.statistics().rejected == 3 and net.statistics().messages == 0
-    await net.ingress(link, Frame(0, CONTROLLER, "collect", RandomizedValues.KIND, payload))
+    net.ingress(link, Frame(0, CONTROLLER, "collect", RandomizedValues.KIND, payload))
     env = await net.endpoint(CONTROLLER).recv(timeout=1.0)
     assert env.src == 0 and net.statistics().messages == 1
     with pytest.raises(ConfigurationError, match="overlap"):
@@ -97,8 +100,7 @@ async def test_a_shard_answers_through_the_router_like_parties_in_memory() -> No
     links = []
     for r in split(6, 2):
         link = _Link(r)
-        shard = PartyShard(plan.setup(r), lambda f, link=link: asyncio.get_running_loop().create_task(
-            net.ingress(link, f)))
+        shard = PartyShard(plan.setup(r), lambda f, link=link: net.ingress(link, f))
         link.shard = shard
         links.append(link)
         net.attach(link)
@@ -129,7 +131,9 @@ async def test_a_shard_answers_through_the_router_like_parties_in_memory() -> No
 
 # ---------------------------------------------------------------------- secure sums across shards
 class _InProcessHosting(Hosting):
-    def __init__(self, network: RouterNetwork, links: list[_Link], serving: list[asyncio.Task[None]]) -> None:
+    def __init__(self, plan: HostingPlan, network: RouterNetwork, links: list[_Link],
+                 serving: list[asyncio.Task[None]]) -> None:
+        self.plan = plan
         self.network = network
         self.links = links
         self._serving = serving
@@ -178,13 +182,13 @@ class _InProcess(Runtime):
         async def pump() -> None:
             while True:
                 link, frame = await queue.get()
-                await net.ingress(link, frame)
+                net.ingress(link, frame)
 
         async with asyncio.TaskGroup() as tg:
             serving = [tg.create_task(link.shard.serve()) for link in links if link.shard is not None]
             pumping = tg.create_task(pump())
             try:
-                yield _InProcessHosting(net, links, serving)
+                yield _InProcessHosting(plan, net, links, serving)
             finally:
                 for link in links:
                     if link.shard is not None:
@@ -276,7 +280,7 @@ def _shard_after_two_requests(budgets: tuple[float, ...]) -> PartyShard:
     return shard
 
 
-def test_a_shard_report_shares_one_accountant_between_parties_of_the_same_history() -> None:
+async def test_a_shard_report_shares_one_accountant_between_parties_of_the_same_history() -> None:
     from parties.shard import PartySummary
 
     shard = _shard_after_two_requests((float("inf"), float("inf"), 0.1, float("inf")))  # party 2 refuses
@@ -346,3 +350,31 @@ async def test_a_multicast_link_sends_a_broadcast_as_one_record() -> None:
     assert wire == link.sent["payload"] + link.sent["framing"] + link.sent["control"] - link.sent["multicast_saved"]
     with pytest.raises(MessageError, match="multi record shorter"):
         read_multi(link.records[0][:-45])
+
+
+async def test_a_shard_keeps_secure_sum_traffic_for_the_engine_and_crashes_parties() -> None:
+    from parties.secure.graph import GraphEngine
+    from parties.secure.messages import SurvivorSet
+    from parties.wire.messages import Ack
+    from parties.wire.requests import SecureRelease
+
+    data = planted_clusters(4, rng=np.random.default_rng(2)).dataset
+    plan = HostingPlan(4, data.schema, np.asarray(data.codes), 5, (float("inf"),) * 4, "sequential",
+                       tuple(k.KIND for k in PARTY_KINDS), None, None, 5, 5.0, GraphEngine())
+    sent: list[Frame] = []
+    shard = PartyShard(plan.setup(range(4)), sent.append)
+    commit = encode(SecureRelease(1, "dependence", "s1", ((0, 1),), ((0, 1),), True))
+    for _ in range(2):  # a re-sent commitment is acknowledged again, and booked once
+        shard.deliver(Frame(CONTROLLER, 0, "dependence", SecureRelease.KIND, commit))
+    await asyncio.sleep(0)  # replies leave on the next turn of the loop
+    assert [f.kind for f in sent] == [Ack.KIND, Ack.KIND]
+    party = shard.parties[0]
+    assert len(party.ledger) == 1 and party.ledger[0].exact and not party.ledger[0].linkable
+    # the engine's traffic (here a controller's survivor set) waits in the party's endpoint
+    shard.deliver(Frame(CONTROLLER, 0, "dependence", SurvivorSet.KIND, encode(SurvivorSet("s1", (0, 1)))))
+    assert [e.message for e in shard.network.endpoint(0).pending()] == [SurvivorSet("s1", (0, 1))]
+    assert party.errors == []
+    shard.crash([1])
+    assert shard.parties[1].status == "crashed"
+    shard.deliver(Frame(CONTROLLER, 1, "dependence", SecureRelease.KIND, commit))
+    assert len(shard.parties[1].ledger) == 0 and shard.network._traffic.faults["lost_to_crash"] == 1
