@@ -117,7 +117,7 @@ class InMemoryNetwork(Transport):
             self.crash(src)
         return super()._admit(src)
 
-    async def _transmit(self, frame: Frame) -> None:
+    def _transmit(self, frame: Frame) -> None:
         self._route(frame)
 
     def _route(self, frame: Frame) -> None:

@@ -455,7 +455,7 @@ class ShardNetwork(Transport):
         self.parties = parties
         self._uplink = uplink
 
-    async def _transmit(self, frame: Frame) -> None:
+    def _transmit(self, frame: Frame) -> None:
         self._uplink(frame)
 
 
@@ -591,7 +591,10 @@ class PartyShard:
             return
         payload = frame.payload
         try:
-            if payload == self._last_payload and self._last_message is not None:
+            msg = frame.message
+            if msg is not None and frame.kind in self._accept:
+                pass  # encoded in this process: the message itself (Frame)
+            elif payload == self._last_payload and self._last_message is not None:
                 msg = self._last_message
             else:
                 msg = decode(payload, expected=self._accept)
@@ -608,7 +611,7 @@ class PartyShard:
             replies = self._replies
             if not replies:
                 asyncio.get_running_loop().call_soon(self._flush)
-            replies.append(Frame(dst, CONTROLLER, frame.phase, reply.KIND, encode(reply)))
+            replies.append(Frame(dst, CONTROLLER, frame.phase, reply.KIND, encode(reply), reply))
 
     def _flush(self) -> None:
         """Send the replies of the frames delivered since the last flush, in that order.

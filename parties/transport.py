@@ -15,12 +15,14 @@ reaches, wakes or fails a ``recv`` / ``gather``: a bad frame is its sender's fau
 receiver's protocol code decides what a misbehaving sender means (the controller treats it as
 a faulty party, :mod:`parties.controller`).
 
-A new transport (e.g. parties as OS processes on sockets) implements one coroutine,
-:meth:`Transport._transmit`, which must eventually call :meth:`Transport._deliver` on the
-receiving side, once per copy delivered (or never, for a lost frame).  ``_deliver`` is
+A new transport (e.g. parties as OS processes on sockets) implements one method that must not
+block, :meth:`Transport._transmit`, which must eventually call :meth:`Transport._deliver` on
+the receiving side, once per copy delivered (or never, for a lost frame).  ``_deliver`` is
 synchronous, must run in the receiving side's event loop, and never raises for a bad frame:
 decoding, the accepted-kinds check, rejection accounting and the hand-over to a waiting receive
-all happen there, so every transport rejects the same frames in the same way.  ``Frame.src``
+all happen there, so every transport rejects the same frames in the same way (a frame that
+never left its process carries its validated message, :class:`Frame`, and skips the decode of
+its own encoding; its kind is still checked).  ``Frame.src``
 must be the authenticated sender (the in-memory network knows it; a socket transport takes it
 from the authenticated connection, never from the frame's bytes), because rejections are
 attributed to it.  Protocol code does not change.
@@ -39,7 +41,7 @@ from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
@@ -57,13 +59,20 @@ MAX_REJECTIONS_KEPT = 1024
 
 @dataclass(frozen=True, slots=True)
 class Frame:
-    """What travels on the wire: addressing, phase, kind and the encoded message bytes."""
+    """What travels on the wire: addressing, phase, kind and the encoded message bytes.
+
+    ``message`` is the (immutable, validated) message the payload encodes, while the frame has
+    not left the process that encoded it: a receiver in that process takes it instead of
+    decoding the sender's own encoding again.  It is never part of the wire format; a frame
+    read from a channel has none and is decoded.
+    """
 
     src: int
     dst: int
     phase: str
     kind: int
     payload: bytes
+    message: Message | None = field(default=None, compare=False, repr=False)
 
 M = TypeVar("M", bound=Message)
 M_co = TypeVar("M_co", bound=Message, covariant=True)
@@ -139,6 +148,11 @@ def _matches(env: Envelope[Message], kinds: frozenset[int] | None, sources: Any,
         and (phase is None or env.phase == phase)
         and (sources is None or env.src in sources)
     )
+
+
+def _check_phase(phase: str) -> None:
+    if type(phase) is not str or not phase:
+        raise ConfigurationError(f"phase must be a non-empty string, got {phase!r}")
 
 
 def _check_timeout(timeout: float | None) -> None:
@@ -234,17 +248,19 @@ class Endpoint:
 
         A crashed actor's sends vanish silently (it has crashed; it cannot know).
         """
-        await self._net._send(self.actor, dst, msg, phase, encode(msg))
+        self._net._send(self.actor, dst, msg, phase, encode(msg))
 
     async def broadcast(self, dsts: Iterable[int], msg: Message, *, phase: str) -> None:
         """Send the same ``msg`` to every actor in ``dsts`` (encoded once; one message each)."""
         targets = list(dsts)
-        net = self._net
+        net, src = self._net, self.actor
         for dst in targets:  # refuse the whole broadcast before anything is sent
-            net._check_link(self.actor, dst)
+            net._check_link(src, dst)
+        _check_phase(phase)
         payload = encode(msg)
+        emit = net._emit
         for dst in targets:
-            await net._send(self.actor, dst, msg, phase, payload)
+            emit(src, dst, msg, phase, payload)
 
     # ------------------------------------------------------------------ receiving
     def _raise_pending(self) -> None:
@@ -629,23 +645,27 @@ class Transport(ABC):
                 f"{actor_name(src)} cannot send to {actor_name(dst)}: no link in the topology; {route}"
             )
 
-    async def _send(self, src: int, dst: int, msg: Message, phase: str, payload: bytes) -> None:
+    def _send(self, src: int, dst: int, msg: Message, phase: str, payload: bytes) -> None:
         self._check_link(src, dst)
-        if type(phase) is not str or not phase:
-            raise ConfigurationError(f"phase must be a non-empty string, got {phase!r}")
+        _check_phase(phase)
+        self._emit(src, dst, msg, phase, payload)
+
+    def _emit(self, src: int, dst: int, msg: Message, phase: str, payload: bytes) -> None:
+        """Admit, count and transmit one checked send."""
         if not self._admit(src):
             return
+        kind = msg.KIND
         if self.counts_sends:
-            self._traffic.record_send(src, phase, msg.KIND, len(payload))
-        await self._transmit(Frame(src, dst, phase, msg.KIND, payload))
+            self._traffic.record_send(src, phase, kind, len(payload))
+        self._transmit(Frame(src, dst, phase, kind, payload, msg))
 
     @abstractmethod
-    async def _transmit(self, frame: Frame) -> None:
+    def _transmit(self, frame: Frame) -> None:
         """Carry ``frame`` to its destination and call :meth:`_deliver` there (or drop it).
 
         Called by ``send`` / ``broadcast`` after the topology check and the sender-side count,
-        once per destination.  It may return before the frame arrives (a socket write, a
-        scheduled delivery); it must not decode, filter or reorder by content: the receiving
+        once per destination; it must not block.  It may return before the frame arrives (a
+        socket write, a scheduled delivery); it must not decode, filter or reorder by content: the receiving
         side's :meth:`_deliver` does all of that, so every transport accepts and rejects the
         same frames.  ``frame.src`` must reach ``_deliver`` as the authenticated sender.
         """
@@ -667,15 +687,18 @@ class Transport(ABC):
         if ep is None:
             ep = self._endpoints[dst] = Endpoint(self, dst)
         payload = frame.payload
-        try:
-            if payload is self._last_payload and self._last_message is not None and (ep._accept is None or frame.kind in ep._accept):
-                msg = self._last_message  # same bytes object (a broadcast): same immutable message
-            else:
-                msg = decode(payload, expected=ep._accept)
-                self._last_payload, self._last_message = payload, msg
-        except MessageError as exc:
-            self._reject(frame, ep, str(exc))
-            return
+        msg = frame.message
+        accept = ep._accept
+        if msg is None or (accept is not None and frame.kind not in accept):
+            try:
+                if payload is self._last_payload and self._last_message is not None and (accept is None or frame.kind in accept):
+                    msg = self._last_message  # same bytes object (a broadcast): same immutable message
+                else:
+                    msg = decode(payload, expected=accept)
+                    self._last_payload, self._last_message = payload, msg
+            except MessageError as exc:
+                self._reject(frame, ep, str(exc))
+                return
         size = len(payload)
         self._traffic.record_delivery(dst, size)
         ep._put(Envelope(frame.src, dst, frame.phase, msg, size), position)

@@ -142,7 +142,7 @@ def garbage_beside(answer):
     async def script(net: InMemoryNetwork, pid: int) -> None:
         ep = net.endpoint(pid)
         env = await ep.recv(kinds=ReleaseRequest, timeout=2.0)
-        await net._transmit(Frame(pid, CONTROLLER, env.phase, RandomizedValues.KIND, b"\x00\xff not a message"))
+        net._transmit(Frame(pid, CONTROLLER, env.phase, RandomizedValues.KIND, b"\x00\xff not a message"))
         for reply in answer(env.message):
             await ep.send(CONTROLLER, reply, phase=env.phase)
     return script

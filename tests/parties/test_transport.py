@@ -146,7 +146,7 @@ async def test_rejected_frames_are_counted_against_their_sender_and_fail_no_rece
     party = net.endpoint(0, accept=[Probe, Abort])
     ctrl = net.endpoint(CONTROLLER)
     await ctrl.send(0, Ack(1), phase="p")  # a kind party 0 does not accept
-    await net._transmit(Frame(1, 0, "p", 99, b"\xff garbage"))  # undecodable, from party 1
+    net._transmit(Frame(1, 0, "p", 99, b"\xff garbage"))  # undecodable, from party 1
     assert party.buffered == 0
     with pytest.raises(RoundTimeout):
         await party.recv(timeout=T)

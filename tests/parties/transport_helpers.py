@@ -58,7 +58,7 @@ class ChaosTransport(Transport):
         self._batch: list[Frame] = []
         self._scheduled = False
 
-    async def _transmit(self, frame: Frame) -> None:
+    def _transmit(self, frame: Frame) -> None:
         self._batch.append(frame)
         if not self._scheduled:
             self._scheduled = True
