@@ -16,8 +16,7 @@ Endpoint API (see :class:`parties.transport.Endpoint`)::
     ep.rejections(); ep.take_rejections(sources=None); ep.reject(env, reason)   # bad frames
 
 Network API: ``endpoint(actor, *, accept=None)``, ``begin_round(phase)`` / ``end_round()`` /
-``with round(phase):``, ``statistics()``, ``crash(actor)``, ``crashed``, ``path(src, dst)``,
-``hops(src, dst)``, ``close()``.
+``with round(phase):``, ``statistics()``, ``crash(actor)``, ``crashed``, ``path(src, dst)``, ``close()``.
 
 Usage::
 

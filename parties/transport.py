@@ -93,11 +93,6 @@ class Envelope(Generic[M_co]):
     size: int
 
     @property
-    def msg(self) -> M_co:
-        """Alias of :attr:`message`."""
-        return self.message
-
-    @property
     def kind(self) -> str:
         """Name of the message kind."""
         return self.message.NAME
@@ -548,11 +543,6 @@ class Transport(ABC):
 
     # ------------------------------------------------------------------ actors
     @property
-    def actors(self) -> tuple[int, ...]:
-        """``(CONTROLLER, 0, 1, ..., n-1)``."""
-        return (CONTROLLER, *range(self.n))
-
-    @property
     def crashed(self) -> frozenset[int]:
         """Actors that have crashed."""
         return frozenset(self._crashed)
@@ -593,10 +583,6 @@ class Transport(ABC):
         self._check_actor(src, "src")
         self._check_actor(dst, "dst")
         return self.topology.path(src, dst)
-
-    def hops(self, src: int, dst: int) -> int:
-        """Number of direct sends needed to relay a message from ``src`` to ``dst``."""
-        return len(self.path(src, dst)) - 1
 
     # ------------------------------------------------------------------ rounds / stats
     def begin_round(self, phase: str) -> None:
