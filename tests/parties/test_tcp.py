@@ -220,30 +220,41 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_a_worker_started_by_hand_serves_run_after_run(data, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_worker_started_by_hand_serves_run_after_run(data) -> None:  # type: ignore[no-untyped-def]
+    import shutil
     import subprocess
     import sys
+    import tempfile
+    from pathlib import Path
 
     # a scenario runs several protocols, each a run of its own: one hand-started worker (here a
     # subprocess, as `mprr party` would be) keeps its certificates and serves them all, then
-    # exits 0 once no controller has listened for --linger (20) seconds
+    # exits 0 once no controller has listened for --linger (20) seconds.  Its directory is not
+    # under pytest's numbered temporary directories, which a concurrent pytest may prune.
+    scratch = Path(tempfile.mkdtemp(prefix="mprr-test-worker-"))
     port = _free_port()
-    runtime = TcpRuntime(workers=1, spawn=False, listen=f"127.0.0.1:{port}", tls_dir=str(tmp_path / "tls"),
+    runtime = TcpRuntime(workers=1, spawn=False, listen=f"127.0.0.1:{port}", tls_dir=str(scratch / "tls"),
                          connect_timeout=120.0)  # a loaded machine imports slowly
     from parties.tls import reuse_or_make_material
 
-    reuse_or_make_material(tmp_path / "tls", 1)  # what the controller's first run writes, given to the worker
-    worker = subprocess.Popen([sys.executable, "-m", "parties.worker", "--connect", f"127.0.0.1:{port}",
-                               "--parties", f"0-{N - 1}", "--tls-dir", str(tmp_path / "tls"), "--wait", "120", "--linger", "20"],
-                              stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    reuse_or_make_material(scratch / "tls", 1)  # what the controller's first run writes, given to the worker
+    with open(scratch / "worker.log", "w") as log:
+        worker = subprocess.Popen([sys.executable, "-m", "parties.worker", "--connect", f"127.0.0.1:{port}",
+                                   "--parties", f"0-{N - 1}", "--tls-dir", str(scratch / "tls"), "--wait", "120",
+                                   "--linger", "20"], stdin=subprocess.DEVNULL, stderr=log)
     try:
-        first = simulate(data, "RR-Independent", seed=4, timeout=10.0, p=0.6, runtime=runtime)
-        second = simulate(data, "RR-Clusters", seed=4, timeout=10.0, p=0.7, Tv=60, Td=0.1, runtime=runtime)
-        assert worker.wait(timeout=90) == 0, worker.stderr.read() if worker.stderr else ""
+        try:
+            first = simulate(data, "RR-Independent", seed=4, timeout=10.0, p=0.6, runtime=runtime)
+            second = simulate(data, "RR-Clusters", seed=4, timeout=10.0, p=0.7, Tv=60, Td=0.1, runtime=runtime)
+            assert worker.wait(timeout=90) == 0
+        except BaseException as exc:
+            exc.add_note("worker stderr: " + (scratch / "worker.log").read_text()[-2000:])
+            raise
     finally:
         if worker.poll() is None:
             worker.kill()
             worker.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
     _same(first, simulate(data, "RR-Independent", seed=4, timeout=10.0, p=0.6))
     _same(second, simulate(data, "RR-Clusters", seed=4, timeout=10.0, p=0.7, Tv=60, Td=0.1))
 
