@@ -270,6 +270,15 @@ def test_array_specs_name_only_wire_dtypes() -> None:
         ArraySpec(())
 
 
+def test_errors_describe_nested_and_array_types() -> None:
+    with pytest.raises(MessageError, match=r"Tagged\.groups must be tuple\[tuple\[int, \.\.\.\], \.\.\.\], got 'x'"):
+        Tagged("t", "x")
+    with pytest.raises(MessageError, match=r"Tagged\.groups\[i\] must be tuple\[int, \.\.\.\], got 3"):
+        Tagged("t", (3,))
+    with pytest.raises(MessageError, match=r"Shaped\.grid must be ndarray\[float64, ndim=2\], got \{\}"):
+        Shaped({})
+
+
 def test_one_dimensional_arrays_become_tuples_of_a_tuple_field() -> None:
     assert Sample(1, 1.0, True, "x", b"", np.array([3, 4])).items == (3, 4)
     with pytest.raises(MessageError, match=r"Sample\.items must be tuple\[int, \.\.\.\], got array"):
