@@ -69,7 +69,7 @@ from __future__ import annotations
 
 import struct
 from bisect import bisect_left
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from types import MappingProxyType
 
 import numpy as np
@@ -121,7 +121,7 @@ from parties.secure.views import (
     pair_keys,
     statement_prefix,
     survivor_view,
-    unmask_request,
+    unmask_requests,
     view_tag,
 )
 from parties.traffic import Counts
@@ -422,7 +422,6 @@ class MaskedEngine(SecureSumEngine):
         for v in sorted(u3):
             await ep.send(v, SurvivorSet(s, id_vector(views[v])), phase=PHASES[3])
         complete = isinstance(ctx.neighbours, CompleteNeighbourhoods)
-        holders = {o: (*directory[o], o) for o in u2}
 
         def expected(w: int) -> list[int]:
             """Whom w MACs its view for: its live neighbours, and the holders of the owners it
@@ -445,15 +444,8 @@ class MaskedEngine(SecureSumEngine):
             raise abort("consistency check", len(u4))
 
         await controller_phase(net, PHASES[4])
-        # author -> (its view as packed ids, target -> position of the tag it wrote for it, tags)
-        statements = {w: (id_vector(views[w]).tobytes(), {h: i for i, h in enumerate(tagged[w].targets.tolist())},
-                          tagged[w].tags) for w in sorted(u4)}
-        for v in sorted(u4):
-            if complete:  # everybody holds shares of everybody
-                wanted: Iterable[int] = statements
-            else:
-                wanted = {w for o in (*relayed[v], v) for w in holders[o]}
-            await ep.send(v, unmask_request(ctx.session, v, wanted, statements), phase=PHASES[4])
+        for v, request in unmask_requests(ctx.session, views, tagged):
+            await ep.send(v, request, phase=PHASES[4])
         answers = await collect(ep, sorted(u4), kind=UnmaskShares, session=s, phase=PHASES[4],
                                 timeout=timeout, partial=True)
         total = self._unmask(ctx, masked, answers, relayed, keys, dropped)

@@ -10,7 +10,7 @@ them (:func:`pair_keys`, :func:`combined_key`).
 
 - party: :func:`view_tag` over :func:`statement_prefix` and the packed view
   (:func:`pack_ids`); :func:`check_consistency` before revealing any share;
-- controller: :func:`survivor_view` (what a survivor is told) and :func:`unmask_request`
+- controller: :func:`survivor_view` (what a survivor is told) and :func:`unmask_requests`
   (the round-4 message carrying the views a party needs, MAC'd for it).
 """
 
@@ -20,13 +20,13 @@ import hashlib
 import hmac
 import secrets
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterator
 
 import numpy as np
 
 from mprr.errors import SecureSumAborted
 from parties.secure.engine import SecureSumContext
-from parties.secure.messages import TAG_BYTES, UnmaskRequest, id_vector
+from parties.secure.messages import TAG_BYTES, SurvivorTags, UnmaskRequest, id_vector
 from parties.secure.topology import CompleteNeighbourhoods, Neighbourhoods
 
 __all__ = [
@@ -38,7 +38,7 @@ __all__ = [
     "pair_keys",
     "statement_prefix",
     "survivor_view",
-    "unmask_request",
+    "unmask_requests",
     "view_tag",
 ]
 
@@ -50,38 +50,51 @@ def survivor_view(ctx: SecureSumContext, party: int, survivors: set[int]) -> tup
     return tuple(sorted(w for w in (*ctx.neighbours[party], party) if w in survivors))
 
 
-def unmask_request(session: str, party: int, wanted: Iterable[int],
-                   statements: dict[int, tuple[bytes, dict[int, int], bytes]]) -> UnmaskRequest:
-    """The round-4 message to ``party``: the views, MAC'd for it, of every other holder w of
-    every owner it holds shares of (``wanted``: its 2-hop neighbourhood; on the complete graph,
-    everybody), from ``statements[w] = (w's view as packed uint32 ids, target -> index of the
-    tag w wrote for it, w's tags)``; equal views are sent once."""
-    signers: list[int] = []
-    view_of: list[int] = []
-    chosen: list[bytes] = []
-    parts: list[bytes] = []
-    ends: list[int] = []
-    index: dict[bytes, int] = {}
-    cells = 0
-    for w in sorted(wanted):
-        stated = statements.get(w)
-        if w == party or stated is None:
-            continue
-        packed, positions, tags = stated
-        i = positions.get(party)
-        if i is None:
-            continue
-        k = index.get(packed)
-        if k is None:
-            k = index[packed] = len(parts)
-            parts.append(packed)
-            cells += len(packed) // 4
-            ends.append(cells)
-        signers.append(w)
-        view_of.append(k)
-        chosen.append(tags[TAG_BYTES * i: TAG_BYTES * (i + 1)])
-    return UnmaskRequest(session, np.frombuffer(b"".join(parts), dtype=np.uint32), id_vector(ends),
-                         id_vector(signers), id_vector(view_of), b"".join(chosen))
+def unmask_requests(session: str, views: dict[int, tuple[int, ...]],
+                    tagged: dict[int, SurvivorTags]) -> Iterator[tuple[int, UnmaskRequest]]:
+    """The round-4 message to each author v of ``tagged``: the views of the other authors that
+    MAC'd theirs for v (``views[w]``, what w was told; ``tagged[w]``, its tags), in author order,
+    equal views sent once.
+
+    w MACs its view for exactly the parties that hold shares of an owner w holds shares of
+    (the controller checked each author's targets against that), so this is the 2-hop
+    neighbourhood of v, every party on the complete graph.  Built for all readers at once:
+    one row per (author, target), grouped by reader with a stable sort.
+    """
+    authors = sorted(tagged)
+    if not authors:
+        return
+    targets = [tagged[w].targets for w in authors]
+    counts = np.fromiter((t.shape[0] for t in targets), dtype=np.int64, count=len(authors))
+    to = np.concatenate(targets).astype(np.int64)
+    by = np.repeat(np.asarray(authors, dtype=np.uint32), counts)
+    tags = np.frombuffer(b"".join([tagged[w].tags for w in authors]), dtype=np.uint8).reshape(-1, TAG_BYTES)
+    known: dict[bytes, int] = {}
+    packed: list[bytes] = []
+    author_view = np.empty(len(authors), dtype=np.int64)
+    for k, w in enumerate(authors):  # distinct views, numbered
+        view = id_vector(views[w]).tobytes()
+        number = known.get(view)
+        if number is None:
+            number = known[view] = len(packed)
+            packed.append(view)
+        author_view[k] = number
+    of = np.repeat(author_view, counts)
+    reader = np.zeros(max(int(to.max(initial=0)), authors[-1]) + 1, dtype=bool)
+    reader[authors] = True
+    rows = np.flatnonzero(reader[to])
+    rows = rows[np.argsort(to[rows], kind="stable")]  # by reader, authors in order within
+    grouped = to[rows]
+    ids = np.asarray(authors, dtype=np.int64)
+    starts, stops = np.searchsorted(grouped, ids, "left"), np.searchsorted(grouped, ids, "right")
+    for v, lo, hi in zip(authors, starts.tolist(), stops.tolist()):
+        mine = rows[lo:hi]
+        first: dict[int, int] = {}  # view number -> its index in this request (first signer's order)
+        view_of = [first.setdefault(x, len(first)) for x in of[mine].tolist()]
+        chosen = [packed[x] for x in first]
+        ends = np.cumsum([len(view) // 4 for view in chosen], dtype=np.uint32) if chosen else np.zeros(0, np.uint32)
+        yield v, UnmaskRequest(session, np.frombuffer(b"".join(chosen), dtype=np.uint32), ends, by[mine],
+                               id_vector(view_of), tags[mine].tobytes())
 
 
 def pack_ids(ids: tuple[int, ...]) -> bytes:
