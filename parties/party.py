@@ -260,7 +260,9 @@ class Party:
                 offset += c
             self._inputs[ask.session] = vector
             return Ack(request.request_id)
-        return RandomizedValues(request.request_id, np.asarray(codes, dtype=np.int64))
+        released = np.array(codes, dtype=np.int64)
+        released.flags.writeable = False  # as the message keeps it: no second copy
+        return RandomizedValues(request.request_id, released)
 
     def _check_start(self, start: SecureSumStart) -> str | None:
         """Why the party will not run ``start`` (``None``: it will; its accountant then binds the

@@ -334,11 +334,8 @@ class Endpoint:
         self._waiters.append(waiter)
         returned = False
         try:
-            if timeout is None:  # no deadline: no timeout scope to enter and leave on every message
+            async with asyncio.timeout(timeout):
                 delivered: Envelope[Message] = await waiter.future
-            else:
-                async with asyncio.timeout(timeout):
-                    delivered = await waiter.future
             returned = True
             return delivered
         except TimeoutError:
@@ -486,17 +483,8 @@ def _source_set(sources: Iterable[int] | int | None) -> frozenset[int] | None:
     if sources is None:
         return None
     if isinstance(sources, int):
-        one = _SINGLE_SOURCES.get(sources)
-        if one is None:
-            if len(_SINGLE_SOURCES) >= 4096:
-                _SINGLE_SOURCES.clear()
-            one = _SINGLE_SOURCES[sources] = frozenset((sources,))
-        return one
+        return frozenset((sources,))
     return frozenset(int(s) for s in sources)
-
-
-_SINGLE_SOURCES: dict[int, frozenset[int]] = {}
-"""``frozenset((actor,))`` per actor id: every party's receive filters on the controller alone."""
 
 
 def _describe(kinds: frozenset[int] | None) -> str:
