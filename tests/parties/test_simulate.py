@@ -391,3 +391,27 @@ def test_repr_is_one_short_line(data) -> None:
     text = repr(sim)
     assert text.startswith("SimulationResult('RR-Independent', n=240, messages=480, bytes=")
     assert "\n" not in text and len(text) < 200
+
+
+def test_memory_takes_a_user_topology_for_a_secure_sum_and_enforces_it() -> None:
+    # graph-direct sends shares along its own neighbour graph: a user graph holding those links
+    # gives the default run's result; a graph without them (here no party link) is refused
+    import networkx as nx
+
+    from parties.secure.registry import make_engine
+
+    data = planted_clusters(12, rng=np.random.default_rng(3)).dataset
+    params = dict(seed=2, timeout=5.0, p=0.7, Tv=60, Td=0.1, dependence="4.2", secure_sum="graph-direct")
+    default = simulate(data, "RR-Clusters", **params)
+    engine = make_engine("graph-direct")
+    ctx = engine.context(range(12), 1)
+    graph = nx.Graph((i, j) for i in ctx.neighbours for j in ctx.neighbours[i])
+    given = simulate(data, "RR-Clusters", topology=graph, **params)
+    assert given.result.clusters == default.result.clusters
+    for a, b in zip(given.result.releases, default.result.releases):
+        assert all(np.array_equal(x, y) for x, y in zip(a.counts or (), b.counts or ()))
+    assert given.options["topology"] == f"{graph.number_of_edges()} party links"
+    star = nx.Graph()
+    star.add_nodes_from(range(12))
+    with pytest.raises(ConfigurationError, match="topology lacks some links of the communication graph"):
+        simulate(data, "RR-Clusters", topology=star, **params)
