@@ -139,20 +139,9 @@ def derive_seeds(seed: int, runs: int) -> tuple[int, int, list[dict[str, int]]]:
 
 def make_dataset(params: Mapping[str, Any], seed: int) -> SyntheticData:
     """The built-in synthetic data set (main paper has none; ours has a known truth)."""
-    sizes = tuple(params["sizes"])
-    clusters = tuple(tuple(c) for c in params["clusters"])
-    kinds = None
-    if sizes != tuple(DEFAULT_SIZES):
-        kinds = ["nominal"] * len(sizes)
-    return planted_clusters(
-        params["n"],
-        rng=np.random.default_rng(seed),
-        sizes=sizes,
-        clusters=clusters,
-        strength=params["strength"],
-        exponent=params["exponent"],
-        kinds=kinds,
-    )
+    return planted_clusters(params["n"], rng=np.random.default_rng(seed), sizes=tuple(params["sizes"]),
+                            clusters=tuple(tuple(c) for c in params["clusters"]), strength=params["strength"],
+                            exponent=params["exponent"])  # default kinds: the default data's, else nominal
 
 
 @dataclass(frozen=True)
