@@ -56,7 +56,7 @@ from scenarios.cost_model import (
     pair_cells,
     pair_indicators,
 )
-from scenarios.plots import CustomPlot, FigureSpec, log_ticks, overlaps
+from scenarios.plots import CustomPlot, FigureSpec, log_log_slope, log_ticks, overlaps
 from scenarios.progress import Progress
 from scenarios.registry import register
 from scenarios.report import ScenarioResult, Table
@@ -179,14 +179,6 @@ def _vectors(point: Point, seed: int) -> tuple[np.ndarray, np.ndarray]:
     data = planted_clusters(point.n, rng=np.random.default_rng(seed), sizes=point.sizes, clusters=()).dataset
     vectors = pair_indicators(data.codes, point.sizes)
     return vectors, vectors.sum(axis=0, dtype=np.int64)
-
-
-def _relative_slope(xs: Sequence[float], ys: Sequence[float]) -> float | None:
-    """Least-squares slope of log y vs log x (None with fewer than 2 distinct points)."""
-    x, y = np.log(np.asarray(xs, float)), np.log(np.asarray(ys, float))
-    if len(set(x.tolist())) < 2:
-        return None
-    return float(np.polyfit(x, y, 1)[0])
 
 
 # --------------------------------------------------------------------------- figures
@@ -469,13 +461,8 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
                 f"{params['m_sweep_size']} categories."),
     ]
 
-    slopes = {}
-    for key in engines:
-        xs, ys = n_series["party"][key][2], n_series["party"][key][3]
-        slope = _relative_slope(xs, ys) if len(xs) >= 2 else None
-        slopes[key] = {"party_bytes_vs_n": slope,
-                       "total_bytes_vs_n": _relative_slope(n_series["bytes"][key][2], n_series["bytes"][key][3])
-                       if len(n_series["bytes"][key][2]) >= 2 else None}
+    slopes = {key: {"party_bytes_vs_n": log_log_slope(*n_series["party"][key][2:4]),
+                    "total_bytes_vs_n": log_log_slope(*n_series["bytes"][key][2:4])} for key in engines}
     metrics = {
         "points": len(rows),
         "measured": len(measured),

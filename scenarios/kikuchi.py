@@ -44,7 +44,7 @@ from mprr.synthetic import comonotone_coupling, cramers_v_of, zipf_marginal, zip
 from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema, Str, Workers
 from scenarios.montecarlo import monte_carlo
 from scenarios.adult_queries import ADULT_DEFAULT, load_adult_dataset, resolve_adult_path
-from scenarios.plots import LinePlot, Series, whiskers
+from scenarios.plots import LinePlot, Series, log_log_slope, whiskers
 from scenarios.progress import Progress
 from scenarios.registry import register
 from scenarios.report import ScenarioResult, Table
@@ -214,11 +214,6 @@ def _adult_pairs(prm: dict[str, Any], seed: int) -> tuple[list[Dataset], list[st
     return [data.select(list(pair)) for pair in prm["adult_pairs"]], []
 
 
-def _slope(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
-    lx, ly = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
-    return float(np.polyfit(lx, ly, 1)[0]) if len(lx) >= 2 else float("nan")
-
-
 def _claims(mean: dict[str, np.ndarray], xs: dict[str, list[float]], bound_ok: bool) -> list[tuple[Any, ...]]:
     """The paper's statements about Figs. 5–8 and Theorem 3, checked on our means."""
     out = []
@@ -237,17 +232,18 @@ def _claims(mean: dict[str, np.ndarray], xs: dict[str, list[float]], bound_ok: b
         spread = float(ind.max() / ind.min())
         out.append(("Fig. 6", "MAE of RR-Ind is (roughly) constant in ε", f"max/min = {spread:.2f}", spread < 1.5))
     if len(xs["n"]) >= 2:
-        joint = mean["n"][:, 1, 0]
         big = [k for k, n in enumerate(xs["n"]) if n >= 1000]
-        slope = _slope([xs["n"][k] for k in big], joint[big]) if len(big) >= 2 else _slope(xs["n"], joint)
-        out.append(("Fig. 7", "MAE of RR-Ind-Joint decreases in the order of 1/n for n > 1000",
-                    f"log-log slope {slope:.2f} (1/n: −1, 1/√n: −0.5)", abs(slope + 1) < 0.2))
+        use = big if len(big) >= 2 else list(range(len(xs["n"])))
+        if (slope := log_log_slope([xs["n"][k] for k in use], mean["n"][use, 1, 0])) is not None:
+            out.append(("Fig. 7", "MAE of RR-Ind-Joint decreases in the order of 1/n for n > 1000",
+                        f"log-log slope {slope:.2f} (1/n: −1, 1/√n: −0.5)", abs(slope + 1) < 0.2))
     if len(xs["d"]) >= 2:
-        ind, joint = mean["d"][:, 0, 0], mean["d"][:, 1, 0]
-        out.append(("Fig. 8", "MAE of RR-Ind-Joint tends to increase with d",
-                    f"log-log slope {_slope(xs['d'], joint):.2f}", _slope(xs["d"], joint) > 0))
-        out.append(("Fig. 8", "MAE of RR-Ind decreases with d, like 1/√d (Theorem 3)",
-                    f"log-log slope {_slope(xs['d'], ind):.2f}", abs(_slope(xs["d"], ind) + 0.5) < 0.2))
+        s_joint, s_ind = (log_log_slope(xs["d"], mean["d"][:, j, 0]) for j in (1, 0))
+        if s_joint is not None and s_ind is not None:
+            out.append(("Fig. 8", "MAE of RR-Ind-Joint tends to increase with d",
+                        f"log-log slope {s_joint:.2f}", s_joint > 0))
+            out.append(("Fig. 8", "MAE of RR-Ind decreases with d, like 1/√d (Theorem 3)",
+                        f"log-log slope {s_ind:.2f}", abs(s_ind + 0.5) < 0.2))
     out.append(("Theorem 3", "MSE of RR-Ind ≤ V²/d (noise-free, every V and d swept)",
                 "holds at every point" if bound_ok else "violated somewhere", bound_ok))
     return out

@@ -182,6 +182,13 @@ def whiskers(y: Sequence[float] | np.ndarray, low: Sequence[float] | np.ndarray,
     return out
 
 
+def log_log_slope(xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray) -> float | None:
+    """Least-squares slope of ``log y`` against ``log x`` (the exponent of a power law ``y ∝ x^k``);
+    ``None`` with fewer than two distinct ``x``."""
+    x, y = np.log(np.asarray(xs, float)), np.log(np.asarray(ys, float))
+    return float(np.polyfit(x, y, 1)[0]) if len(set(x.tolist())) >= 2 else None
+
+
 def overlaps(points: Sequence[tuple[Sequence[float], Sequence[float]]]) -> dict[int, int]:
     """Series (index) whose ``(x, y)`` points equal an earlier series' (index of the first such
     series), so that a figure can draw them visibly and say so in its legend.  A series without
