@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mprr.errors import ConfigurationError
-from mprr.privacy import CompositionPolicy, Ledger, PrivacySummary, Stats, as_policy, summarize
+from mprr.privacy import CompositionPolicy, Ledger, PrivacySummary, as_policy, summarize
 from mprr.protocols.result import ProtocolResult
 from scenarios.report import Table
 
@@ -114,10 +114,6 @@ def _records(results: Any) -> list[PrivacyRecord]:
     return records
 
 
-def _stats(stats: Stats | None) -> dict[str, Any] | None:
-    return None if stats is None else stats.to_dict()
-
-
 def _guarantee(summary: PrivacySummary) -> str:
     if summary.exact_releases:
         return f"{NO_DP}: {summary.exact_releases} exact release(s) of true values (main paper 4.2, ε = ∞)"
@@ -166,6 +162,8 @@ def privacy_section(results: Any, *, policies: Iterable[CompositionPolicy | str]
         for reason, count in record.refusals.items():
             refusals[reason] = refusals.get(reason, 0) + count
     replays = None if any(r.replays is None for r in records) else sum(r.replays or 0 for r in records)
+    dicts = {name: summary.to_dict() for name, summary in summaries.items()}
+    first_dict = dicts[chosen[0].value]
     return {
         "protocol": records[0].protocol,
         "engine": "+".join(dict.fromkeys(r.engine for r in records)),
@@ -175,25 +173,21 @@ def privacy_section(results: Any, *, policies: Iterable[CompositionPolicy | str]
         "exact_releases": first.exact_releases,
         "no_dp_guarantee": first.no_dp_guarantee,
         "guarantee": _guarantee(first),
-        "beta": _stats(first.beta),
-        "entropy_bits": _stats(first.entropy_bits),
+        "beta": first_dict["beta"],
+        "entropy_bits": first_dict["entropy_bits"],
         "phases": {
-            name: {
-                "releases": phase.releases,
-                "beta": _stats(phase.beta),
-                "entropy_bits": _stats(phase.entropy_bits),
-                "no_dp_guarantee": phase.epsilon is not None and math.isinf(phase.epsilon.max),
-            }
-            for name, phase in first.phases.items()
+            name: {"releases": phase["releases"], "beta": phase["beta"], "entropy_bits": phase["entropy_bits"],
+                   "no_dp_guarantee": phase["epsilon"] is not None and phase["epsilon"]["max"] == "inf"}
+            for name, phase in first_dict["phases"].items()
         },
         "policies": {
             name: {
-                "epsilon": _stats(summary.epsilon),
-                "by_phase": {ph: _stats(summary_phase.epsilon) for ph, summary_phase in summary.phases.items()},
-                "no_dp_guarantee": summary.no_dp_guarantee,
-                "parties_without_guarantee": summary.parties_without_guarantee,
+                "epsilon": summary["epsilon"],
+                "by_phase": {ph: summary_phase["epsilon"] for ph, summary_phase in summary["phases"].items()},
+                "no_dp_guarantee": summary["no_dp_guarantee"],
+                "parties_without_guarantee": summary["parties_without_guarantee"],
             }
-            for name, summary in summaries.items()
+            for name, summary in dicts.items()
         },
         "refusals": refusals,
         "refusal_count": sum(refusals.values()),
