@@ -46,9 +46,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from mprr.privacy.ledger import PolicyTotals, Release  # noqa: E402
 from mprr.matrices import cluster_optimal, keep_or_uniform  # noqa: E402
-from mprr.privacy import Ask, PrivacyAccountant, Refusal, summarize  # noqa: E402
+from mprr.privacy import Ask, PolicyTotals, PrivacyAccountant, Refusal, Release, summarize  # noqa: E402
 
 ADULT_SIZES = (9, 16, 7, 15, 6, 5, 2, 2)
 ADULT_NAMES = ("workclass", "education", "marital-status", "occupation", "relationship", "race", "sex", "income")

@@ -2,7 +2,7 @@
 
 :class:`ReleaseBook`
     Memo of what every party derives from a (public) request: the matrix rebuilt from its
-    :class:`~mprr.protocols.steps.MatrixSpec`, the ledger :class:`~mprr.privacy.ledger.Release`
+    :class:`~mprr.protocols.steps.MatrixSpec`, the ledger :class:`~mprr.privacy.release.Release`
     record, the CDF rows used for sampling, the secure-sum context a party derives from a
     :class:`~parties.wire.requests.SecureSumStart` and its own engine.  32,561 parties in
     one process would otherwise rebuild the same objects 32,561 times.  Each party still makes
@@ -22,8 +22,7 @@ import numpy as np
 from mprr.data import Schema
 from mprr.errors import ConfigurationError
 from mprr.kronecker import KroneckerMatrix
-from mprr.privacy import Ask, RefusalReason
-from mprr.privacy.ledger import Release
+from mprr.privacy import Ask, RefusalReason, Release
 from mprr.protocols.steps import Matrix, MatrixSpec
 from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
 

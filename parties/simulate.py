@@ -53,8 +53,8 @@ import numpy as np
 
 from mprr.data import Dataset
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
-from mprr.privacy.ledger import CompositionPolicy, Ledger, as_policy
-from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacyAccountant, PrivacySummary, Refusal, json_number, summarize
+from mprr.privacy import (DEFAULT_MIN_ROSTER, CompositionPolicy, Ledger, PrivacyAccountant, PrivacySummary, Refusal,
+                          as_policy, json_number, summarize)
 from mprr.protocols.registry import lookup
 from mprr.protocols.result import ProtocolResult
 from parties.choreographies.malicious import AttackReport, run_attacks

@@ -54,8 +54,8 @@ import numpy as np
 from mprr.domain import check_int
 from mprr.privacy.composition import CompositionPolicy, as_policy
 from mprr.errors import BudgetExceededError, ConfigurationError, PlanViolationError
-from mprr.privacy.ledger import Attr, Ledger, Release
-from mprr.privacy.release import json_number
+from mprr.privacy.ledger import Ledger
+from mprr.privacy.release import Attr, Release, json_number
 
 __all__ = [
     "DEFAULT_MIN_ROSTER",

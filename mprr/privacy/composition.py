@@ -1,7 +1,6 @@
 """Composition policies: how the ε of a party's releases add up (rules and incremental totals).
 
-The policies are defined in :mod:`mprr.privacy.ledger` (module docstring), which re-exports everything
-here.  Each policy is kept incrementally (:class:`PolicyTotals`): one small immutable state per
+The policies are defined in :mod:`mprr.privacy.ledger` (module docstring).  Each policy is kept incrementally (:class:`PolicyTotals`): one small immutable state per
 phase that :meth:`PolicyTotals.plus` extends by one release in O(size of the release) instead of
 recomposing the whole ledger.  A :class:`~mprr.privacy.ledger.Ledger` keeps one per policy it was
 asked about, so a party's ``spent()`` and budget checks cost microseconds.  Sums use
@@ -134,7 +133,7 @@ class PolicyTotals:
 
     Examples
     --------
-    >>> from mprr.privacy.ledger import Release
+    >>> from mprr.privacy.release import Release
     >>> t = PolicyTotals("sequential").plus(Release(("A",), 0.5)).plus(Release(("B",), 0.25))
     >>> t.total, t.by_phase
     (0.75, {'release': 0.75})

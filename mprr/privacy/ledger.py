@@ -44,7 +44,7 @@ Whatever the policy, phases compose sequentially: the total is the sum over phas
 policy applied within each phase (main paper Section 4: dependence phase ε1 + release phase
 ε2).  An exact release (or any matrix with eq. (4) ε = ∞) makes the total ∞: "no DP guarantee".
 
-The policies are implemented in :mod:`mprr.privacy.composition` (re-exported here) as incremental
+The policies are implemented in :mod:`mprr.privacy.composition` as incremental
 per-phase totals (:class:`~mprr.privacy.composition.PolicyTotals`).  A :class:`Ledger` carries its totals and a replay
 index from snapshot to snapshot, so appending, ``total``, ``lookup`` and a budget check cost
 microseconds whatever the ledger's length (32,561 parties share one process in the actor
@@ -62,15 +62,7 @@ from mprr.privacy.composition import CompositionPolicy, PolicyTotals, as_policy
 from mprr.errors import ConfigurationError
 from mprr.privacy.release import EXACT_KEY, Attr, Release
 
-__all__ = [
-    "Attr",
-    "Release",
-    "Ledger",
-    "CompositionPolicy",
-    "PolicyTotals",
-    "as_policy",
-    "EXACT_KEY",
-]
+__all__ = ["Ledger"]
 
 
 # ---------------------------------------------------------------------- ledger

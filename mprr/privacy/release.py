@@ -5,8 +5,7 @@ attributes (one attribute, a pair or a cluster), the ε of the matrix (main pape
 its entropy rate and β (bistochastic-privacy paper, Definition 1), whether the controller can
 link it to the party (a direct message) or not (a contribution hidden in a secure sum), whether
 it is an exact release of true values (main paper 4.2: ε = ∞, no DP guarantee) and the protocol
-phase.  Releases are collected in a :class:`mprr.privacy.ledger.Ledger` (which re-exports everything
-here) and composed by the policies of :mod:`mprr.privacy.composition`.
+phase.  Releases are collected in a :class:`mprr.privacy.ledger.Ledger` and composed by the policies of :mod:`mprr.privacy.composition`.
 
 :func:`matrix_fingerprint` is how a party's ledger tells "the same matrix again" (a replay:
 nothing new is spent) from "another matrix" (new spending).  A run digests each matrix once: the

@@ -25,8 +25,8 @@ import numpy as np
 from mprr.privacy.accountant import PrivacyAccountant
 from mprr.privacy.composition import CompositionPolicy, as_policy
 from mprr.errors import ConfigurationError
-from mprr.privacy.ledger import Ledger, Release
-from mprr.privacy.release import json_number
+from mprr.privacy.ledger import Ledger
+from mprr.privacy.release import Release, json_number
 
 __all__ = ["Stats", "PhaseSummary", "PrivacySummary", "summarize"]
 

@@ -37,8 +37,7 @@ from mprr.data import Dataset
 from mprr.distributions import DenseDistribution
 from mprr.domain import encode_joint, tally
 from mprr.errors import ConfigurationError
-from mprr.privacy.ledger import Release
-from mprr.privacy.release import json_number
+from mprr.privacy.release import Release, json_number
 from mprr.matrices import RandomizationMatrix
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
 from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, check_dense_matrix, check_joint_cells, check_joint_matrix

@@ -26,7 +26,7 @@ import numpy as np
 
 from mprr.domain import check_cells, decode_joint, encode_joint, joint_tally, tally
 from mprr.errors import ConfigurationError
-from mprr.privacy.ledger import Release
+from mprr.privacy.release import Release
 from mprr.kronecker import KroneckerMatrix
 from mprr.matrices import RandomizationMatrix
 from mprr.randomize import randomize, randomize_joint
@@ -154,7 +154,7 @@ class ReleasedData:
         return matrices
 
     def ledger_entries(self, names: Sequence[str]) -> tuple[Release, ...]:
-        """One :class:`mprr.privacy.ledger.Release` per unit, as every party records this phase.
+        """One :class:`mprr.privacy.release.Release` per unit, as every party records this phase.
 
         Attributes are named by ``names`` (the schema names).  Replayed units add no entry (nothing new is released).
         """

@@ -22,8 +22,7 @@ import numpy as np
 from mprr.data import Schema
 from mprr.distributions import JointDistribution
 from mprr.errors import ConfigurationError
-from mprr.privacy.ledger import CompositionPolicy, Ledger, Release, as_policy
-from mprr.privacy.summary import summarize
+from mprr.privacy import CompositionPolicy, Ledger, Release, as_policy, summarize
 from mprr.protocols.release import ReleasedData
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import pytest
 from mprr.data import Attribute, Schema
 from mprr.domain import encode_joint
 from mprr.errors import ConfigurationError, MessageError
-from mprr.privacy.ledger import Release
+from mprr.privacy import Release
 from mprr.matrices import keep_or_uniform
 from mprr.privacy import PrivacyAccountant
 from mprr.randomize import randomize, randomize_joint

@@ -16,7 +16,7 @@ import pytest
 
 from mprr.data import Attribute, Dataset, Schema
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, SecureSumAborted
-from mprr.privacy.ledger import Release
+from mprr.privacy import Release
 from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from parties.controller import Controller

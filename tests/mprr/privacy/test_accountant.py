@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from mprr.privacy.accountant import Ask, Decision, Outcome, PrivacyAccountant, Refusal, RefusalReason
 from mprr.errors import ConfigurationError, PlanViolationError, ProtocolError
-from mprr.privacy.ledger import CompositionPolicy, Release
+from mprr.privacy import CompositionPolicy, Release
 from tests.mprr.privacy.composition_model import compose
 from mprr.matrices import grr, keep_or_uniform
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from mprr.privacy.accountant import PrivacyAccountant
 from mprr.errors import ConfigurationError
-from mprr.privacy.ledger import CompositionPolicy, Ledger, Release
+from mprr.privacy import CompositionPolicy, Ledger, Release
 from mprr.privacy.summary import PhaseSummary, PrivacySummary, Stats, summarize
 
 POLICIES = tuple(CompositionPolicy)
