@@ -9,10 +9,10 @@ import pytest
 
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from parties.network import CONTROLLER, FaultPlan, InMemoryNetwork
-from parties.secure.engine import TrafficCost, as_ring_vector, run_secure_sum
+from parties.secure.engine import TrafficCost, as_ring_vector, receive_sum, run_secure_sum
 from parties.secure.graph import GraphEngine
 from parties.secure.masked import MaskedEngine
-from parties.secure.messages import PartialSum
+from parties.secure.messages import PartialSum, ShareVector
 from parties.secure.paper import PaperEngine
 from parties.traffic import Counts
 from tests.virtual_clock import run_virtual
@@ -72,6 +72,47 @@ def test_duplicated_deliveries_are_harmless() -> None:
     net = InMemoryNetwork(n, topology=nx.complete_graph(n), faults=FaultPlan(duplicate=1.0))
     result = run_virtual(run_secure_sum(PaperEngine(round_timeout=2), net, x))
     assert result.total.tolist() == x.sum(axis=0).tolist()
+
+
+async def _receive_shares(sends: list[tuple[int, np.ndarray]]) -> tuple[list[int], dict[int, str]]:
+    """Party 0 of 4 receives ShareVectors from peers 1 and 2 (mod 1001, L = 3) after ``sends``."""
+    net = InMemoryNetwork(4, topology=nx.complete_graph(4))
+    ctx = PaperEngine(max_value=250).context(range(4), 3, network=net, session="s")  # M = 1001
+    for src, vec in sends:
+        await net.endpoint(src).send(0, ShareVector("s", -1, vec), phase="p")
+    ep = net.endpoint(0)
+    total = await receive_sum(ep, (1, 2), ShareVector, "shares", -1, ctx, ctx.ring, "p", 1.0)
+    return total.tolist(), {src: r.reason for src, r in ep.take_rejections().items()}
+
+
+def test_receive_sum_skips_duplicates_and_rejects_a_second_different_share_or_a_non_peer() -> None:
+    a, b = np.array([1000, 2, 3], np.uint16), np.array([1, 4, 5], np.uint16)
+    sends = [(1, a), (1, a.copy()), (3, b), (1, b), (2, b), (2, b.copy())]
+    total, rejected = run_virtual(_receive_shares(sends))
+    assert total == [0, 6, 8]  # a + b mod 1001, the duplicate and the rejected ones not added
+    assert rejected == {1: "a second, different ShareVector from party 1",
+                        3: "ShareVector from party 3, which is not a peer"}
+
+
+@pytest.mark.parametrize(
+    ("vec", "match"),
+    [
+        (np.array([1, 1001, 0], np.uint16), r"vector from party 1 must lie in \[0, 1001\), got max 1001"),
+        (np.array([1, 2], np.uint16), r"party 1 sent \(2,\) cells, expected \(3,\)"),
+        (np.array([1, 2, 3], np.uint8), r"vector from party 1 must have dtype uint16 for Z_1001, got uint8"),
+    ],
+)
+def test_receive_sum_names_the_peer_of_a_vector_outside_the_ring(vec: np.ndarray, match: str) -> None:
+    with pytest.raises(MessageError, match=match):
+        run_virtual(_receive_shares([(2, np.zeros(3, np.uint16)), (1, vec)]))
+
+
+def test_receive_sum_names_the_peer_of_a_vector_outside_the_ring_even_when_another_is_silent() -> None:
+    # the range of a first vector is checked in batches; a timeout checks the pending ones first
+    with pytest.raises(MessageError, match=r"vector from party 1 must lie in \[0, 1001\), got max 2000"):
+        run_virtual(_receive_shares([(1, np.array([2000, 0, 0], np.uint16))]))
+    with pytest.raises(RoundTimeout, match=r"got no ShareVector from 1 party \[2\] within 1.0 s"):
+        run_virtual(_receive_shares([(1, np.array([1000, 0, 0], np.uint16))]))
 
 
 def test_overall_timeout_is_a_round_timeout() -> None:
