@@ -422,7 +422,7 @@ def cluster_optimal(
     For a cluster whose attributes have ``sizes`` categories (R = Π sizes joint values) and total
     budget ``epsilon`` (= Σ_A ε_A), the matrix has ``p_C`` on the diagonal and ``p_C e^-ε`` off it
     with ``p_C = 1 / (1 + (R - 1) e^-ε)``.  The paper prints ``(1 - R)``, for which rows do not
-    sum to 1.  The joint values are in C order (:func:`mprr.domain.encode_joint`).
+    sum to 1.  This is :func:`grr` on the R joint values, in C order (:func:`mprr.domain.encode_joint`).
     """
     dims = list(check_sizes(sizes))
     big_r = math.prod(dims)
@@ -430,9 +430,7 @@ def cluster_optimal(
         raise ConfigurationError(f"the cluster must have at least 2 joint values, got sizes={sizes!r}")
     eps = check_epsilon(epsilon)
     _check_cells("cluster_optimal", big_r, max_cells)
-    t = math.exp(-eps)
-    p_c = 1.0 / (1.0 + (big_r - 1) * t)
-    return _uniform_form(big_r, p_c, p_c * t, "cluster_optimal", max_cells)
+    return grr(big_r, eps, max_cells=max_cells)
 
 
 def lambda_randomization(k: int, lam: float, *, max_cells: int = MAX_MATRIX_CELLS) -> RandomizationMatrix:
