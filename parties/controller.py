@@ -54,9 +54,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from mprr.data import Schema
-from mprr.domain import tally
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
-from mprr.protocols.release import ReleasedData
+from mprr.protocols.release import ReleasedData, readonly
 from mprr.protocols.steps import Matrix, MatrixSpec
 from parties.wire.codec import Message
 from parties.wire.messages import Abort, Ack, RandomizedValues, Refusal
@@ -108,11 +107,6 @@ class ReleaseRefused(ProtocolError):
         self.refusals = dict(refusals)
 
 
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a.setflags(write=False)
-    return a
-
-
 @dataclass(frozen=True, eq=False)
 class PhaseRelease:
     """What one release phase brought back to the controller.
@@ -153,21 +147,8 @@ class PhaseRelease:
         """
         sizes = schema.sizes
         usizes = tuple(tuple(sizes[a] for a in u) for u in self.units)
-        counts = tuple(
-            _readonly(np.asarray(tally(self.codes[:, j], math.prod(us)), dtype=np.float64).reshape(us))
-            for j, us in enumerate(usizes)
-        )
-        return ReleasedData(
-            phase=self.phase,
-            units=self.units,
-            unit_sizes=usizes,
-            matrices=self.matrices,
-            codes=self.codes,
-            counts=counts,
-            linkable=True,
-            exact=False,
-            replayed=None if replayed is None else tuple(bool(r) for r in replayed),
-        )
+        return ReleasedData.randomized(self.phase, self.units, usizes, self.matrices, self.codes,
+                                       replayed=None if replayed is None else tuple(bool(r) for r in replayed))
 
 
 @dataclass(frozen=True, eq=False)
@@ -449,7 +430,7 @@ class Controller:
         contributors = tuple(p for p, k in zip(shaped, keep.tolist()) if k)
         if not contributors:
             raise ProtocolError(f"phase {phase!r}: no party released anything for request {request.request_id}")
-        codes = _readonly(np.ascontiguousarray(stacked[keep], dtype=np.int64))
+        codes = readonly(np.ascontiguousarray(stacked[keep], dtype=np.int64))
         release = PhaseRelease(
             phase=phase,
             request_id=request.request_id,
@@ -544,7 +525,7 @@ class Controller:
         offset = 0
         for u, c in zip(units_t, cells):
             shape = tuple(sizes[a] for a in u)
-            counts.append(_readonly(np.asarray(total[offset: offset + c], dtype=np.float64).reshape(shape)))
+            counts.append(readonly(np.asarray(total[offset: offset + c], dtype=np.float64).reshape(shape)))
             offset += c
         tally = SecureTally(
             phase=phase,

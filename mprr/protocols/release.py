@@ -38,6 +38,7 @@ __all__ = [
     "exact_tables",
     "all_pairs",
     "check_inputs",
+    "readonly",
 ]
 
 Matrix = RandomizationMatrix | KroneckerMatrix
@@ -48,7 +49,8 @@ def all_pairs(m: int) -> tuple[tuple[int, int], ...]:
     return tuple((i, j) for i in range(m) for j in range(i + 1, m))
 
 
-def _readonly(a: np.ndarray) -> np.ndarray:
+def readonly(a: np.ndarray) -> np.ndarray:
+    """``a`` itself, made read-only (released codes and tallies are never written again)."""
     a.setflags(write=False)
     return a
 
@@ -96,6 +98,20 @@ class ReleasedData:
     linkable: bool = True
     exact: bool = False
     replayed: tuple[bool, ...] | None = None
+
+    @classmethod
+    def randomized(cls, phase: str, units: tuple[tuple[int, ...], ...], unit_sizes: tuple[tuple[int, ...], ...],
+                   matrices: tuple[Matrix | None, ...], codes: np.ndarray, *, linkable: bool = True,
+                   replayed: tuple[bool, ...] | None = None) -> ReleasedData:
+        """A phase of randomized releases from its ``(n, len(units))`` released codes: each
+        unit's tally is the count of its released values (the one place both drivers build it:
+        the local driver after randomizing, the controller from the parties' replies)."""
+        counts = tuple(
+            readonly(np.asarray(tally(codes[:, j], math.prod(us)), dtype=np.float64).reshape(us))
+            for j, us in enumerate(unit_sizes)
+        )
+        return cls(phase=phase, units=units, unit_sizes=unit_sizes, matrices=matrices, codes=readonly(codes),
+                   counts=counts, linkable=linkable, exact=False, replayed=replayed)
 
     @property
     def epsilons(self) -> tuple[float, ...]:
@@ -228,7 +244,6 @@ def release_units(
             f"got {uniforms.shape}"
         )
     released = np.empty((codes.shape[0], len(units_t)), dtype=np.int64)
-    counts = []
     column = 0
     for j, (unit, us, mat) in enumerate(zip(units_t, usizes, matrices)):
         cells = math.prod(us)
@@ -247,18 +262,8 @@ def release_units(
         else:
             released[:, j] = randomize(unit_codes(codes, sizes, unit), mat, uniforms=uniforms[:, column])
             column += 1
-        counts.append(_readonly(np.asarray(tally(released[:, j], cells), dtype=np.float64).reshape(us)))
-    return ReleasedData(
-        phase=phase,
-        units=units_t,
-        unit_sizes=usizes,
-        matrices=tuple(matrices),
-        codes=_readonly(released),
-        counts=tuple(counts),
-        linkable=linkable,
-        exact=False,
-        replayed=None if previous is None else tuple(p is not None for p in prev),
-    )
+    return ReleasedData.randomized(phase, units_t, usizes, tuple(matrices), released, linkable=linkable,
+                                   replayed=None if previous is None else tuple(p is not None for p in prev))
 
 
 def exact_tables(
@@ -279,7 +284,7 @@ def exact_tables(
     counts = []
     for unit, us in zip(units_t, usizes):
         check_cells(math.prod(us), max_cells, f"the exact table of attributes {unit}")
-        counts.append(_readonly(np.asarray(joint_tally(codes[:, list(unit)], us), dtype=np.float64)))
+        counts.append(readonly(np.asarray(joint_tally(codes[:, list(unit)], us), dtype=np.float64)))
     return ReleasedData(
         phase=phase,
         units=units_t,
