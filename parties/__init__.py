@@ -21,6 +21,7 @@ Modules, in dependency order:
 - ``driver``        — ``run_actors``: answers a protocol's steps (:mod:`mprr.protocols.steps`)
                       with the controller's rounds and secure sums
 - ``choreographies`` — a curious controller's extra requests, for the attack tests (package)
+- ``shard_report``  — what a shard hands back after a run: its parties' summaries, in columns
 - ``shard``         — party shard host: many parties on one event loop behind a frame channel
 - ``channel``       — the frame channel's records (length-prefixed frames, restricted control records)
 - ``router``        — ``RouterNetwork``: the controller process routes, counts and injects faults

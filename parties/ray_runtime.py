@@ -37,7 +37,8 @@ from typing import Any
 from mprr.errors import ConfigurationError, RuntimeFailure
 from parties.router import RouterNetwork
 from parties.runtime import Hosting, HostingPlan, Runtime, lost_reports, task_group
-from parties.shard import PartyShard, ShardReport, ShardSetup, directory, split
+from parties.shard import PartyShard, ShardSetup, directory, split
+from parties.shard_report import ShardReport
 from parties.transport import Frame
 from parties.channel import DATA, MULTI, RecordBatcher, frame_record, loads, read_multi, read_record
 

@@ -35,7 +35,7 @@ from mprr.errors import ConfigurationError, MessageError
 from parties.wire.codec import peek_kind
 from parties.faults import FaultPlan
 from parties.network import CONTROLLER, InMemoryNetwork
-from parties.shard import ShardReport
+from parties.shard_report import ShardReport
 from parties.traffic import LatencyModel
 from parties.transport import Frame
 

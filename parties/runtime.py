@@ -40,7 +40,8 @@ from mprr.errors import ConfigurationError
 from parties.faults import FaultPlan
 from mprr.privacy import DEFAULT_MIN_ROSTER
 from parties.router import RouterNetwork
-from parties.shard import PartyShard, PartySummaries, PartySummary, ShardReport, ShardSetup
+from parties.shard import PartyShard, ShardSetup
+from parties.shard_report import PartySummaries, PartySummary, ShardReport
 from parties.transport import Frame
 from parties.traffic import LatencyModel
 
@@ -258,7 +259,7 @@ def make_runtime(name: str, **options: Any) -> Runtime | None:
 
 
 def lost_reports(plan: HostingPlan, ranges: Sequence[range], reports: dict[int, ShardReport]) -> list[ShardReport]:
-    """Reports for every range, placeholders (:meth:`ShardReport.lost <parties.shard.ShardReport.lost>`)
+    """Reports for every range, placeholders (:meth:`ShardReport.lost <parties.shard_report.ShardReport.lost>`)
     where missing."""
     return [reports[k] if k in reports else ShardReport.lost(r, plan.budgets[r.start:r.stop], plan.policy)
             for k, r in enumerate(ranges)]

@@ -39,36 +39,30 @@ of ``SeedSequence(seed)``, exactly ``PartyStreams(seed, n).seed_sequence(i)``: o
 :class:`~mprr.streams.StreamTable` row per hosted party (32 bytes), computed for the shard's
 whole range at once.
 
-At the end the shard answers :meth:`PartyShard.report`: a :class:`ShardReport` of what the
-harness keeps of its parties (accountants, refusals, released values — harness data, never seen
-by the controller actor), in columns: the parties of a run mostly share one history, so they
-share one accountant in the report, which grows by a few integers per party; and its delivery
-counters (deliveries, rejected frames, losses to crashes), which the router adds to its own.
-:class:`PartySummaries` rebuilds a :class:`PartySummary` per party on demand.
+At the end the shard answers :meth:`PartyShard.report`: a
+:class:`~parties.shard_report.ShardReport` of what the harness keeps of its parties, in columns
+(:mod:`parties.shard_report`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import operator
-from bisect import bisect_right
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from enum import Enum
-from typing import TYPE_CHECKING, Any, overload
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mprr.data import Schema
 from mprr.errors import ConfigurationError, MessageError
-from mprr.privacy.ledger import Ledger
-from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacyAccountant, Refusal
+from mprr.privacy import DEFAULT_MIN_ROSTER
 from mprr.streams import StreamTable
 from parties.wire.codec import Message, decode, encode
 from parties.wire.requests import SecureSumStart
 from parties.party import LOOP_KINDS, Party
 from parties.public_state import ReleaseBook
 from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry, Signer, generate_signers
+from parties.shard_report import ShardReport
 from parties.transport import CONTROLLER, Endpoint, Frame, Transport, actor_name
 
 if TYPE_CHECKING:  # annotations only: a worker imports networkx and the engines only when a run needs them
@@ -78,13 +72,8 @@ if TYPE_CHECKING:  # annotations only: a worker imports networkx and the engines
 
 __all__ = [
     "PartyShard",
-    "PartySummaries",
-    "PartySummary",
     "ShardNetwork",
-    "ShardReport",
     "ShardSetup",
-    "accountant_for",
-    "accountant_state",
     "directory",
     "split",
 ]
@@ -152,276 +141,6 @@ class ShardSetup:
     min_roster: int = DEFAULT_MIN_ROSTER
     mesh: bool = False
     topology: nx.Graph[int] | None = None
-
-
-@dataclass(frozen=True)
-class PartySummary:
-    """What the harness keeps of a remote party after the run (no record, no stream)."""
-
-    index: int
-    accountant: PrivacyAccountant
-    released_values: tuple[int, ...] = ()
-    draws: int = 0
-    status: str = "idle"
-    errors: tuple[str, ...] = ()
-
-    @property
-    def ledger(self) -> Ledger:
-        """The party's ledger."""
-        return self.accountant.ledger
-
-    @property
-    def refusals(self) -> tuple[Refusal, ...]:
-        """The requests the party refused (its accountant's records)."""
-        return self.accountant.refusals
-
-
-def _state_key(value: Any) -> Any:
-    """What identifies an accountant's field for sharing: content for containers and ledgers (of
-    releases compared by identity: the parties of a shard share their release objects through
-    the :class:`~parties.public_state.ReleaseBook`), the value for scalars, the identity of any
-    other object (never merges two states that could differ)."""
-    if value is None or isinstance(value, (bool, int, float, str, Enum)):
-        return value
-    if isinstance(value, Ledger):
-        return (Ledger, tuple(map(id, value.releases)))
-    if isinstance(value, (list, tuple)):
-        return (type(value), tuple(_state_key(v) for v in value))
-    if isinstance(value, dict):
-        return (dict, tuple((_state_key(k), _state_key(v)) for k, v in value.items()))
-    if isinstance(value, (frozenset, set)) and all(isinstance(v, (bool, int, float, str)) for v in value):
-        return (type(value), frozenset(value))
-    return (object, id(value))
-
-
-def _fields(obj: object) -> dict[str, Any]:
-    """An object's attributes (``__dict__`` and ``__slots__``)."""
-    fields = dict(getattr(obj, "__dict__", {}))
-    for cls in type(obj).__mro__:
-        for name in getattr(cls, "__slots__", ()):
-            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
-                fields[name] = getattr(obj, name)
-    return fields
-
-
-def accountant_state(accountant: PrivacyAccountant) -> tuple[Any, ...]:
-    """Key equal for two accountants whose state is equal apart from the party they belong to."""
-    return tuple((name, _state_key(value)) for name, value in sorted(_fields(accountant).items()) if name != "party")
-
-
-def accountant_for(template: PrivacyAccountant, party: int) -> PrivacyAccountant:
-    """A copy of ``template`` belonging to ``party`` (its own lists, dicts and sets; ledgers,
-    being immutable, shared)."""
-    copy = object.__new__(type(template))
-    for name, value in _fields(template).items():
-        object.__setattr__(copy, name, type(value)(value) if isinstance(value, (list, dict, set)) else value)
-    object.__setattr__(copy, "party", party)
-    return copy
-
-
-def _int_array(values: Any, length: int, what: str) -> np.ndarray:
-    array = np.asarray(values)
-    if array.shape != (length,) or array.dtype.kind not in "iu":
-        raise MessageError(f"shard report: {what} must be {length} integers, got shape {array.shape} "
-                           f"of {array.dtype}")
-    return array
-
-
-@dataclass(frozen=True, eq=False)
-class ShardReport:
-    """A shard's answer at the end of the run: what the harness keeps of its parties, in columns.
-
-    Parties with the same history (the same ledger, plans, replays; no refusal of their own)
-    share one accountant in :attr:`accountants`; :attr:`accountant_of` gives each party's.  A
-    report therefore grows by a few integers per party (released values, draws, status,
-    counters) however many releases the parties made, and so does the harness that keeps it.
-    :class:`PartySummaries` rebuilds each party's :class:`PartySummary` on demand.
-
-    Attributes
-    ----------
-    parties
-        The hosted party ids.
-    accountants, accountant_of
-        Distinct accountant states (a representative each) and, per party, the index of its own.
-    values, values_end
-        Every party's released values, concatenated in party order; party ``k``'s end at
-        ``values_end[k]`` (and start at ``values_end[k - 1]``, 0 for the first).
-    draws
-        Uniforms each party drew.
-    statuses, status_of
-        Distinct statuses and, per party, the index of its own.
-    errors
-        Party -> the errors it logged (parties without errors omitted).
-    received_messages, received_bytes
-        Deliveries to each party (counted by the shard).
-    delivered, faults
-        Deliveries and fault counters of the shard.
-    """
-
-    parties: range
-    accountants: tuple[PrivacyAccountant, ...]
-    accountant_of: np.ndarray
-    values: np.ndarray
-    values_end: np.ndarray
-    draws: np.ndarray
-    statuses: tuple[str, ...]
-    status_of: np.ndarray
-    errors: dict[int, tuple[str, ...]]
-    received_messages: np.ndarray
-    received_bytes: np.ndarray
-    delivered: int
-    faults: dict[str, int] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        n = len(self.parties)
-        of = _int_array(self.accountant_of, n, "accountant_of")
-        status = _int_array(self.status_of, n, "status_of")
-        end = _int_array(self.values_end, n, "values_end")
-        for what in ("draws", "received_messages", "received_bytes"):
-            _int_array(getattr(self, what), n, what)
-        if n and (of.min() < 0 or of.max() >= len(self.accountants) or status.min() < 0
-                  or status.max() >= len(self.statuses) or np.any(np.diff(end) < 0) or end[0] < 0
-                  or end[-1] != len(self.values)):
-            raise MessageError(f"shard report of parties {self.parties.start}-{self.parties.stop - 1}: "
-                               "indices out of range")
-
-    @classmethod
-    def of(cls, shard: PartyShard) -> ShardReport:
-        """The report of ``shard`` (after its parties have stopped)."""
-        parties = shard.parties
-        n = len(parties)
-        groups: dict[tuple[Any, ...], int] = {}
-        accountants: list[PrivacyAccountant] = []
-        accountant_of = np.empty(n, dtype=np.int64)
-        statuses: dict[str, int] = {}
-        status_of = np.empty(n, dtype=np.int64)
-        draws = np.empty(n, dtype=np.int64)
-        values_end = np.empty(n, dtype=np.int64)
-        values: list[int] = []
-        errors: dict[int, tuple[str, ...]] = {}
-        for k, p in enumerate(parties):
-            acc = p.accountant
-            key = accountant_state(acc)
-            g = groups.get(key)
-            if g is None:
-                g = groups[key] = len(accountants)
-                accountants.append(acc)
-            accountant_of[k] = g
-            status_of[k] = statuses.setdefault(p.status, len(statuses))
-            draws[k] = p.draws
-            values.extend(p.released_values)
-            values_end[k] = len(values)
-            if p.errors:
-                errors[p.index] = tuple(p.errors)
-        t = shard.network._traffic
-        lo, hi = shard.setup.parties.start + 1, shard.setup.parties.stop + 1
-        return cls(
-            parties=shard.setup.parties,
-            accountants=tuple(accountants),
-            accountant_of=accountant_of,
-            values=np.asarray(values, dtype=np.int64),
-            values_end=values_end,
-            draws=draws,
-            statuses=tuple(statuses),
-            status_of=status_of,
-            errors=errors,
-            received_messages=np.asarray(t.recv_messages[lo:hi], dtype=np.int64),
-            received_bytes=np.asarray(t.recv_bytes[lo:hi], dtype=np.int64),
-            delivered=t.delivered,
-            faults={"rejected": t.faults["rejected"], "lost_to_crash": t.faults["lost_to_crash"]},
-        )
-
-    @classmethod
-    def lost(cls, parties: range, budgets: Sequence[float], policy: str) -> ShardReport:
-        """The report standing in for a shard that was lost: its parties have empty ledgers and
-        status ``"lost"``."""
-        n = len(parties)
-        distinct = tuple(dict.fromkeys(float(b) for b in budgets))
-        where = {b: k for k, b in enumerate(distinct)}
-        zeros = np.zeros(n, dtype=np.int64)
-        return cls(parties, tuple(PrivacyAccountant(b, policy) for b in distinct),
-                   np.array([where[float(b)] for b in budgets], dtype=np.int64), np.zeros(0, dtype=np.int64),
-                   zeros, zeros, ("lost",), zeros, {}, zeros, zeros, 0, {})
-
-    def summary(self, party: int) -> PartySummary:
-        """The :class:`PartySummary` of hosted party ``party``."""
-        k = party - self.parties.start
-        start = int(self.values_end[k - 1]) if k else 0
-        return PartySummary(
-            party,
-            accountant_for(self.accountants[int(self.accountant_of[k])], party),
-            tuple(int(v) for v in self.values[start:int(self.values_end[k])]),
-            int(self.draws[k]),
-            self.statuses[int(self.status_of[k])],
-            self.errors.get(party, ()),
-        )
-
-
-class PartySummaries(Sequence[PartySummary]):
-    """The :class:`PartySummary` of every party of a run, rebuilt on demand from the shard reports.
-
-    ``summaries[i]`` is party ``i``'s (a new object at each access).  Whole-run views are read
-    straight from the reports, without a summary per party: :meth:`ledgers`,
-    :meth:`accountants` (the shared representatives, for :func:`mprr.privacy.summarize`) and
-    :meth:`refusals`.
-
-    Raises
-    ------
-    ConfigurationError
-        If the reports do not cover parties ``0..n-1`` exactly once.
-    """
-
-    def __init__(self, reports: Sequence[ShardReport], n: int) -> None:
-        ordered = sorted(reports, key=lambda r: r.parties.start)
-        covered = 0
-        for r in ordered:
-            if r.parties.start != covered or r.parties.step != 1:
-                missing = range(covered, r.parties.start) if r.parties.start > covered else r.parties
-                raise ConfigurationError(f"no shard reported parties {list(missing)[:10]} (or two reported them)")
-            covered = r.parties.stop
-        if covered != n:
-            raise ConfigurationError(f"no shard reported parties {list(range(covered, n))[:10]}")
-        self._reports = tuple(ordered)
-        self._starts = [r.parties.start for r in ordered]
-        self._n = n
-
-    def __len__(self) -> int:
-        return self._n
-
-    @overload
-    def __getitem__(self, index: int) -> PartySummary: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> tuple[PartySummary, ...]: ...
-
-    def __getitem__(self, index: int | slice) -> PartySummary | tuple[PartySummary, ...]:
-        if isinstance(index, slice):
-            return tuple(self[i] for i in range(*index.indices(self._n)))
-        i = operator.index(index)
-        if i < 0:
-            i += self._n
-        if not 0 <= i < self._n:
-            raise IndexError(f"party index {index} out of range for {self._n} parties")
-        return self._reports[bisect_right(self._starts, i) - 1].summary(i)
-
-    def __iter__(self) -> Iterator[PartySummary]:
-        for r in self._reports:
-            for i in r.parties:
-                yield r.summary(i)
-
-    def ledgers(self) -> tuple[Ledger, ...]:
-        """Every party's ledger, by party id (parties with the same history share one object)."""
-        return tuple(r.accountants[k].ledger for r in self._reports for k in r.accountant_of.tolist())
-
-    def accountants(self) -> list[PrivacyAccountant]:
-        """Per party, the accountant whose state it shares (its ``party`` attribute is the
-        representative's): what :func:`mprr.privacy.summarize` needs, without a copy per party."""
-        return [r.accountants[k] for r in self._reports for k in r.accountant_of.tolist()]
-
-    def refusals(self) -> tuple[Refusal, ...]:
-        """Every refusal of every party, in party order (a party that refused has its own
-        accountant in its report)."""
-        return tuple(x for r in self._reports for k in r.accountant_of.tolist() for x in r.accountants[k].refusals)
 
 
 class ShardNetwork(Transport):

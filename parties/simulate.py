@@ -65,7 +65,7 @@ from parties.network import CONTROLLER
 from parties.wire.codec import Message
 from parties.party import LOOP_KINDS, Party
 from parties.runtime import HostingPlan, MemoryRuntime, Runtime, current_runtime, make_runtime
-from parties.shard import PartySummaries, PartySummary
+from parties.shard_report import PartySummaries, PartySummary
 from parties.secure import messages as secure_messages
 from parties.secure.registry import engine_needs_mesh, make_engine
 from parties.topology import Topology
@@ -121,9 +121,9 @@ class SimulationResult:
         Simulation options (seed, budget, policy, timeout, retries, on_dropout, ...).
     parties
         In memory the party actors (harness access only: they hold the private records); for
-        a remote runtime their :class:`~parties.shard.PartySummary` (accountant, refusals,
+        a remote runtime their :class:`~parties.shard_report.PartySummary` (accountant, refusals,
         values), rebuilt on access from the shards' reports
-        (:class:`~parties.shard.PartySummaries`).
+        (:class:`~parties.shard_report.PartySummaries`).
     wire
         A remote runtime's measured channel figures (framing, control and TLS bytes, socket
         counters, start-up and protocol seconds); ``None`` in memory.

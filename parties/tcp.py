@@ -52,7 +52,8 @@ from typing import Any
 from mprr.errors import ConfigurationError, MessageError, RuntimeFailure
 from parties.runtime import Hosting, HostingPlan, Runtime, lost_reports, task_group
 from parties.router import RouterNetwork
-from parties.shard import ShardReport, directory, split
+from parties.shard import directory, split
+from parties.shard_report import ShardReport
 from parties.tls import TlsMaterial, make_material, reuse_or_make_material, server_context
 from parties.transport import Frame
 from parties.channel import DATA, LENGTH_SIZE, RecordBatcher, StreamDecoder, loads, pack_stream, read_record

@@ -9,9 +9,10 @@ Modules, in dependency order:
 - ``crypto``    — X25519 key agreement, HKDF-SHA256, ChaCha20-Poly1305 AEAD channels
 - ``pki``       — simulated PKI: Ed25519 signing keys and their registry, fixed at set-up
 - ``topology``  — communication graphs: complete, random k-regular, Harary (networkx)
-- ``messages``  — wire kinds 64..79 of the secure sums (shares, partial sums, keys, ...)
+- ``messages``  — the wire kinds of the secure sums (shares, partial sums, keys, ...)
 - ``engine``    — ``SecureSumEngine`` interface, context, closed-form ``TrafficCost``,
                   ``run_secure_sum`` driver
+- ``receive``   — a party's round of share vectors: send and receive together, check, sum
 - ``paper``     — engine ``paper``: main paper 4.2, modulus n + 1, full mesh, broadcast
 - ``graph``     — engine ``graph``: additive shares to neighbours of a sparse graph
 - ``views``     — the masked engine's consistency round: survivor views stated once, MAC'd

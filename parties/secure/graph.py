@@ -39,12 +39,11 @@ from parties.secure.engine import (
     TrafficCost,
     as_ring_vector,
     check_total,
-    checked_vector,
     collect,
     encoded_size,
-    receive_sum,
     to_counts,
 )
+from parties.secure.receive import checked_vector, receive_sum
 from parties.secure.messages import (
     KeyDirectory,
     PartialSum,

@@ -84,11 +84,11 @@ from parties.secure.engine import (
     SumOutcome,
     TrafficCost,
     as_ring_vector,
-    checked_vector,
     collect,
     encoded_size,
     to_counts,
 )
+from parties.secure.receive import checked_vector
 from parties.secure.graph import controller_phase, ring_modulus
 from parties.secure.messages import (
     SECRET_MASK_KEY,

@@ -38,12 +38,10 @@ from parties.secure.engine import (
     TrafficCost,
     as_ring_vector,
     collect,
-    checked_vector,
     encoded_size,
-    receive_sum,
-    run_both,
     to_counts,
 )
+from parties.secure.receive import checked_vector, receive_sum, run_both
 from parties.secure.messages import PartialSum, ShareVector
 from parties.secure.pki import Signer
 from parties.secure.prg import Keystream

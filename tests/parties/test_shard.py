@@ -20,7 +20,8 @@ from parties.wire.messages import RandomizedValues
 from parties.router import RouterNetwork
 from parties.runtime import Hosting, HostingPlan, Runtime
 from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry
-from parties.shard import PartyShard, PartySummaries, ShardReport, directory, split
+from parties.shard import PartyShard, directory, split
+from parties.shard_report import PartySummaries, ShardReport
 from parties.simulate import PARTY_KINDS
 from parties.transport import CONTROLLER, Frame
 from parties.channel import CONTROL, DATA, StreamDecoder, dumps, frame_record, loads, pack_stream, read_record
@@ -281,7 +282,7 @@ def _shard_after_two_requests(budgets: tuple[float, ...]) -> PartyShard:
 
 
 async def test_a_shard_report_shares_one_accountant_between_parties_of_the_same_history() -> None:
-    from parties.shard import PartySummary
+    from parties.shard_report import PartySummary
 
     shard = _shard_after_two_requests((float("inf"), float("inf"), 0.1, float("inf")))  # party 2 refuses
     report = pickle.loads(pickle.dumps(shard.report()))
@@ -305,7 +306,7 @@ async def test_a_shard_report_shares_one_accountant_between_parties_of_the_same_
 
 
 def test_shard_reports_must_cover_the_run_and_be_well_formed() -> None:
-    from parties.shard import ShardReport
+    from parties.shard_report import ShardReport
 
     lost = ShardReport.lost(range(3, 6), (1.0, 2.0, 1.0), "sequential")
     assert len(lost.accountants) == 2

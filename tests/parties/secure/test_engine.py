@@ -9,7 +9,8 @@ import pytest
 
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from parties.network import CONTROLLER, FaultPlan, InMemoryNetwork
-from parties.secure.engine import TrafficCost, as_ring_vector, receive_sum, run_secure_sum
+from parties.secure.engine import TrafficCost, as_ring_vector, run_secure_sum
+from parties.secure.receive import receive_sum
 from parties.secure.graph import GraphEngine
 from parties.secure.masked import MaskedEngine
 from parties.secure.messages import PartialSum, ShareVector
