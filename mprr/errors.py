@@ -11,9 +11,7 @@ Hierarchy::
     │   ├── DataError                                  bad data set (codes, schema, file)
     │   └── DomainTooLargeError                        a dense object would not fit
     ├── EstimationError                                singular matrix, no convergence, ...
-    ├── BudgetExceededError                            a release would exceed a party's budget
     └── ProtocolError                                  the distributed run went wrong
-        ├── PlanViolationError                         a release outside the announced plan
         ├── MessageError                               malformed / unexpected message
         ├── PartyDropped                               a party crashed or stopped answering
         ├── RoundTimeout                               a round did not complete in time
@@ -29,9 +27,7 @@ __all__ = [
     "DataError",
     "DomainTooLargeError",
     "EstimationError",
-    "BudgetExceededError",
     "ProtocolError",
-    "PlanViolationError",
     "MessageError",
     "PartyDropped",
     "RoundTimeout",
@@ -73,49 +69,8 @@ class EstimationError(MprrError):
     """An estimate cannot be computed (singular matrix, no convergence, inconsistent input)."""
 
 
-class BudgetExceededError(MprrError):
-    """A release would push a party's privacy loss over its budget.
-
-    Parameters
-    ----------
-    requested
-        ε the release would add under the active composition policy.
-    remaining
-        ε still available to the party before the release.
-    party
-        Identifier of the party, when known.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        requested: float,
-        remaining: float,
-        party: int | str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.requested = float(requested)
-        self.remaining = float(remaining)
-        self.party = party
-
-
 class ProtocolError(MprrError):
     """The distributed protocol could not complete correctly."""
-
-
-class PlanViolationError(ProtocolError):
-    """The controller asked a party for a release outside the plan announced to it.
-
-    Parameters
-    ----------
-    party
-        Identifier of the refusing party, when known.
-    """
-
-    def __init__(self, message: str, *, party: int | str | None = None) -> None:
-        super().__init__(message)
-        self.party = party
 
 
 class MessageError(ProtocolError):

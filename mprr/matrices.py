@@ -6,8 +6,7 @@ distribution of the released value is ``lambda = P.T @ pi`` and the unbiased est
 (Nayak's concise theory: columns sum to 1) are converted at the boundary with
 :meth:`RandomizationMatrix.from_columns` / :meth:`RandomizationMatrix.columns`.
 
-Lazy Kronecker products over joint domains live in :mod:`mprr.kronecker`; :func:`kron` and
-``KroneckerMatrix`` are re-exported here.
+Lazy Kronecker products over joint domains live in :mod:`mprr.kronecker`; :func:`kron` builds one.
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "SINGULAR_TOLERANCE",
     "RandomizationMatrix",
-    "KroneckerMatrix",
     "grr",
     "keep_or_uniform",
     "cluster_optimal",
@@ -525,10 +523,3 @@ def kron(*factors: Any) -> KroneckerMatrix:
 
     return KroneckerMatrix(factors)
 
-
-def __getattr__(name: str) -> Any:
-    if name == "KroneckerMatrix":
-        from mprr.kronecker import KroneckerMatrix
-
-        return KroneckerMatrix
-    raise AttributeError(f"module 'mprr.matrices' has no attribute {name!r}")

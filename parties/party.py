@@ -249,7 +249,7 @@ class Party:
                     code = unit.sample(record, u)
                 values.append(code)
             else:  # replayed: resend the value released then
-                code = values[decision.entry_index]  # type: ignore[index]  # set for a replay
+                code = values[decision.entry_index]
             codes.append(code)
         if ask.session is not None:
             cells = [u.cells for u in units]

@@ -28,7 +28,9 @@ from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
+from mprr.domain import check_int
 from mprr.errors import ConfigurationError
+from mprr.streams import run_seed_sequence
 from scenarios.progress import Progress, null_progress
 
 __all__ = ["RunMedian", "Task", "default_workers", "median_over_runs", "monte_carlo", "run_seeds"]
@@ -55,11 +57,7 @@ def run_seeds(seed: int, runs: int) -> list[np.random.SeedSequence]:
     ConfigurationError
         If ``seed`` is not a non-negative integer or ``runs`` is not an integer >= 1.
     """
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ConfigurationError(f"seed must be a non-negative integer, got {seed!r}")
-    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
-        raise ConfigurationError(f"runs must be an integer >= 1, got {runs!r}")
-    return np.random.SeedSequence(int(seed)).spawn(int(runs))
+    return run_seed_sequence(seed).spawn(check_int("runs", runs, 1))
 
 
 def _init_worker(context: Any) -> None:
@@ -111,9 +109,7 @@ def monte_carlo(
         return _on_ray(task, seeds, context, progress if progress is not None else null_progress(), label)
     if workers is None:
         workers = default_workers()
-    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
-        raise ConfigurationError(f"workers must be an integer >= 1, got {workers!r}")
-    workers = min(int(workers), len(seeds))
+    workers = min(check_int("workers", workers, 1), len(seeds))
     progress = progress if progress is not None else null_progress()
     results: list[Any] = [None] * len(seeds)
     with progress.task(label, total=len(seeds)) as bar:

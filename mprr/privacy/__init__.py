@@ -19,8 +19,6 @@ Modules, in dependency order (each imports only those above it):
   replay / refuse an :class:`Ask`, one :class:`Refusal` record
 - ``summary``      — :func:`summarize`, :class:`PrivacySummary` over all parties
 
-:class:`PlanViolationError` is defined in :mod:`mprr.errors` (a :class:`ProtocolError`).
-
 Performance: a party's decision costs a few microseconds whatever its history (replay index and
 incremental per-phase totals in the ledger; one Release per request unit, shared by the parties), and
 :func:`summarize` over 32,561 accountants is vectorized (see ``benchmarks/privacy.py``).
@@ -37,7 +35,6 @@ from mprr.privacy.accountant import (
     Refusal,
     RefusalReason,
 )
-from mprr.errors import PlanViolationError
 from mprr.privacy.composition import CompositionPolicy, PolicyTotals, as_policy
 from mprr.privacy.ledger import Ledger
 from mprr.privacy.release import EXACT_KEY, Attr, Release, json_number, matrix_fingerprint
@@ -53,8 +50,7 @@ __all__ = [
     "PolicyTotals",
     "as_policy",
     "matrix_fingerprint",
-    # re-exported from mprr.errors / mprr.privacy.accountant / mprr.privacy.summary
-    "PlanViolationError",
+    # re-exported from mprr.privacy.accountant / mprr.privacy.summary
     "RefusalReason",
     "Outcome",
     "Ask",

@@ -16,7 +16,8 @@ A request is refused when
 
 - its phase's plan differs from the plan first announced for that phase, or one of its units is
   not a group of that plan, or it asks for an attribute outside ``allowed_attributes``
-  (:attr:`RefusalReason.PLAN_VIOLATION`; :meth:`announce_plan`);
+  (:attr:`RefusalReason.PLAN_VIOLATION`; a request announces its phase's plan with
+  :attr:`Ask.plan`);
 - it commits an input to a secure-sum session that the party cannot commit
   (:attr:`RefusalReason.SESSION_REFUSED`): a session committed before with other units, or
   exact values (main paper 4.2) of an attribute that already entered a session;
@@ -53,7 +54,7 @@ import numpy as np
 
 from mprr.domain import check_int
 from mprr.privacy.composition import CompositionPolicy, as_policy
-from mprr.errors import BudgetExceededError, ConfigurationError, PlanViolationError
+from mprr.errors import ConfigurationError
 from mprr.privacy.ledger import Ledger
 from mprr.privacy.release import Attr, Release, json_number
 
@@ -90,7 +91,6 @@ class Outcome(str, Enum):
 
     GRANTED = "granted"
     REPLAYED = "replayed"
-    REFUSED = "refused"
 
     def __str__(self) -> str:
         return self.value
@@ -134,11 +134,6 @@ class Ask:
     plan: tuple[tuple[Attr, ...], ...] | None = None
     session: str | None = None
     exact: bool = False
-
-    @classmethod
-    def of(cls, release: Release) -> Ask:
-        """The request for ``release`` alone."""
-        return cls((release,), release.phase, release.request_id)
 
     @cached_property
     def plan_groups(self) -> frozenset[frozenset[Attr]] | None:
@@ -192,17 +187,15 @@ class Refusal:
 
 @dataclass(frozen=True)
 class Decision:
-    """What the party does with one release of an accepted request (:meth:`PrivacyAccountant.request`
-    also answers a refused one, with its :class:`Refusal`).
+    """What the party does with one release of an accepted request.
 
     ``entry_index`` is the index in the ledger of the release to send: the new entry (granted)
-    or the earlier one to resend unchanged (replayed); ``None`` when refused.
+    or the earlier one to resend unchanged (replayed).
     """
 
     outcome: Outcome
     request: Release
-    entry_index: int | None
-    refusal: Refusal | None = None
+    entry_index: int
 
     @property
     def granted(self) -> bool:
@@ -212,19 +205,15 @@ class Decision:
     def replayed(self) -> bool:
         return self.outcome is _REPLAYED
 
-    @property
-    def refused(self) -> bool:
-        return self.outcome is _REFUSED
 
-
-_GRANTED, _REPLAYED, _REFUSED = Outcome.GRANTED, Outcome.REPLAYED, Outcome.REFUSED
+_GRANTED, _REPLAYED = Outcome.GRANTED, Outcome.REPLAYED
 _new = object.__new__
 
 
 def _decision(outcome: Outcome, request: Release, entry_index: int) -> Decision:
-    """A :class:`Decision` without a refusal, built without the dataclass ``__init__`` (hot path)."""
+    """A :class:`Decision` built without the dataclass ``__init__`` (hot path)."""
     decision = _new(Decision)
-    decision.__dict__.update(outcome=outcome, request=request, entry_index=entry_index, refusal=None)
+    decision.__dict__.update(outcome=outcome, request=request, entry_index=entry_index)
     return decision
 
 
@@ -370,28 +359,6 @@ class PrivacyAccountant:
         return max(self.budget - self.spent(), 0.0)
 
     # ------------------------------------------------------------------ plan
-    def announce_plan(self, phase: str, groups: Iterable[Sequence[Attr] | Attr]) -> None:
-        """Fix the attribute groups the controller may ask for in ``phase``.
-
-        Afterwards a request in ``phase`` whose attribute set is not one of ``groups`` is
-        refused (:attr:`RefusalReason.PLAN_VIOLATION`).  Phases without a plan are
-        unrestricted (``allowed_attributes`` still applies).  Announcing the same plan again
-        is a no-op; announcing a different plan for the same phase raises, because a party
-        must not let the controller widen a plan after the fact.
-
-        Raises
-        ------
-        PlanViolationError
-            If ``phase`` already has a different plan.
-        ConfigurationError
-            If ``phase`` is empty or a group is empty.
-        """
-        if not isinstance(phase, str) or not phase:
-            raise ConfigurationError(f"phase must be a non-empty string, got {phase!r}")
-        problem = self._announce(phase, _normalised_plan(phase, groups))
-        if problem is not None:
-            raise PlanViolationError(problem, party=self.party)
-
     def _announce(self, phase: str, plan: frozenset[frozenset[Attr]]) -> str | None:
         """Announce ``plan`` for ``phase``; why not, if the phase has another plan."""
         previous = self._plans.get(phase)
@@ -551,35 +518,6 @@ class PrivacyAccountant:
         if total <= self.budget or math.isinf(self.budget):
             return True
         return math.isfinite(total) and total <= self.budget * (1 + self.rtol) + 1e-12
-
-    def request(self, release: Release) -> Decision:
-        """:meth:`answer` for ``release`` alone, as one :class:`Decision` (its :class:`Refusal`
-        attached when refused)."""
-        answer = self.answer(Ask.of(release))
-        if isinstance(answer, Refusal):
-            return Decision(_REFUSED, release, None, answer)
-        return answer[0]
-
-    def charge(self, release: Release) -> Decision:
-        """Like :meth:`request`, but a refusal raises (after being recorded).
-
-        Raises
-        ------
-        BudgetExceededError
-            With ``requested`` (ε the release would add), ``remaining`` and ``party``; the
-            ledger is unchanged.
-        PlanViolationError
-            When the release is outside the announced plan / allowed attributes.
-        """
-        decision = self.request(release)
-        refusal = decision.refusal
-        if refusal is None:
-            return decision
-        if refusal.reason is RefusalReason.BUDGET_EXCEEDED:
-            raise BudgetExceededError(
-                refusal.message, requested=refusal.requested, remaining=refusal.remaining, party=self.party
-            )
-        raise PlanViolationError(refusal.message, party=self.party)
 
     def __repr__(self) -> str:
         return (

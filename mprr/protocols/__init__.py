@@ -46,7 +46,7 @@ Modules, in dependency order (each imports only those above it):
 """
 
 from mprr.protocols.adjustment import ADJUSTABLE, rr_adjustment
-from mprr.protocols.budget import attribute_epsilons, attribute_matrices, cluster_matrix, pair_matrix
+from mprr.protocols.budget import attribute_epsilons, attribute_matrices
 from mprr.protocols.clusters import rr_clusters
 from mprr.protocols.dependences import DEPENDENCE_METHODS, TABLE_SOURCES, DependencePhase, dependence_phase
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, estimate_unit
@@ -96,7 +96,5 @@ __all__ = [
     "dependence_phase",
     "attribute_matrices",
     "attribute_epsilons",
-    "cluster_matrix",
-    "pair_matrix",
     "estimate_unit",
 ]

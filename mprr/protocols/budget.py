@@ -25,7 +25,7 @@ import numpy as np
 
 from mprr.errors import ConfigurationError
 from mprr.domain import check_epsilon, check_unit
-from mprr.matrices import RandomizationMatrix, cluster_optimal, grr, keep_or_uniform
+from mprr.matrices import RandomizationMatrix, grr, keep_or_uniform
 from mprr.protocols.release import Matrix
 from mprr.protocols.steps import MatrixSpec
 
@@ -33,9 +33,7 @@ __all__ = [
     "attribute_matrices",
     "attribute_specs",
     "attribute_epsilons",
-    "cluster_matrix",
     "cluster_spec",
-    "pair_matrix",
     "pair_spec",
 ]
 
@@ -139,15 +137,14 @@ def attribute_specs(
 
 
 def cluster_spec(epsilons: Sequence[float]) -> MatrixSpec:
-    """Main paper 6.3.2 matrix of a cluster as a spec: ε-optimal, ε = Σ_{A∈C} ε_A.
-
-    The spec of :func:`cluster_matrix` (same sum, same checks).
-    """
+    """Main paper 6.3.2 matrix of a cluster as a spec: ε-optimal over Π|A| cells,
+    ε = Σ_{A∈C} ε_A (each ε_A finite and > 0: an attribute left unrandomized cannot be budgeted)."""
     return MatrixSpec.cluster_optimal(sum(check_epsilon(e, "cluster attribute epsilon") for e in epsilons))
 
 
 def pair_spec(epsilons: tuple[float, float], epsilon_pair: float | None = None) -> MatrixSpec:
-    """Main paper 4.3 matrix ``P^{ij}`` as a spec (the spec of :func:`pair_matrix`)."""
+    """Main paper 4.3 matrix ``P^{ij}`` of a pair as a spec: ε-optimal over ``r_i r_j`` cells, ε is
+    ``epsilon_pair`` when given, else ``ε_i + ε_j`` (the budget of releasing both attributes once)."""
     return MatrixSpec.cluster_optimal(
         check_epsilon(epsilon_pair, "pair_epsilon")
         if epsilon_pair is not None
@@ -158,40 +155,3 @@ def pair_spec(epsilons: tuple[float, float], epsilon_pair: float | None = None) 
 def attribute_epsilons(matrices: Sequence[Matrix]) -> tuple[float, ...]:
     """ε of each matrix (main paper eq. 4), computed from the matrix itself."""
     return tuple(float(mat.epsilon) for mat in matrices)
-
-
-def cluster_matrix(
-    sizes: Sequence[int], epsilons: Sequence[float]
-) -> RandomizationMatrix:
-    """Main paper 6.3.2 matrix of one cluster: ε-optimal over Π|A| cells, ε = Σ_{A∈C} ε_A.
-
-    Parameters
-    ----------
-    sizes
-        Category counts of the cluster's attributes (in the cluster's attribute order).
-    epsilons
-        ε_A of each of those attributes (finite, > 0).
-
-    Raises
-    ------
-    ConfigurationError
-        If some ε_A is not finite and > 0 (an attribute left unrandomized cannot be budgeted).
-    """
-    total = sum(check_epsilon(e, "cluster attribute epsilon") for e in epsilons)
-    return cluster_optimal(tuple(int(s) for s in sizes), total)
-
-
-def pair_matrix(
-    sizes: tuple[int, int], epsilons: tuple[float, float], epsilon_pair: float | None = None
-) -> RandomizationMatrix:
-    """Main paper 4.3 matrix ``P^{ij}`` of a pair: ε-optimal over ``r_i r_j`` cells.
-
-    ε is ``epsilon_pair`` when given, else ``ε_i + ε_j`` (the pair then carries the same
-    budget as releasing both attributes once).
-    """
-    eps = (
-        check_epsilon(epsilon_pair, "pair_epsilon")
-        if epsilon_pair is not None
-        else sum(check_epsilon(e, "pair attribute epsilon") for e in epsilons)
-    )
-    return cluster_optimal((int(sizes[0]), int(sizes[1])), eps)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
+from mprr.privacy import Ask
 from mprr.synthetic import planted_clusters
 from parties.wire.codec import encode
 from parties.wire.messages import RandomizedValues
@@ -301,7 +302,7 @@ async def test_a_shard_report_shares_one_accountant_between_parties_of_the_same_
     assert summaries[2].refusals and summaries[2].accountant.spent() == 0 and len(summaries[0].ledger) == 2
     # each rebuilt accountant is its own: spending through one leaves the others alone
     mine = summaries[0].accountant
-    mine.request(mine.ledger[0])
+    mine.answer(Ask((mine.ledger[0],), mine.ledger[0].phase))
     assert len(mine.replays) == 3 and len(summaries[0].accountant.replays) == len(summaries[1].accountant.replays) == 2
 
 

@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mprr.privacy.accountant import Ask, Decision, Outcome, PrivacyAccountant, Refusal, RefusalReason
-from mprr.errors import ConfigurationError, PlanViolationError, ProtocolError
+from mprr.errors import ConfigurationError
 from mprr.privacy import CompositionPolicy, Release
+from tests.mprr.privacy.asking import ask, charge, refused
 from tests.mprr.privacy.composition_model import compose
 from mprr.matrices import grr, keep_or_uniform
 
@@ -49,15 +50,16 @@ def test_decisions_follow_the_from_scratch_model(requests, policy, budget) -> No
         repeat = next((i for i, r in enumerate(granted) if r.same_as(request)), None)
         after = compose([*granted, request], policy)
         fits = math.isinf(budget) or after <= budget * (1 + 1e-9) + 1e-12 and math.isfinite(after)
-        decision = acc.request(request)
+        decision = ask(acc, request)
         if repeat is not None:
-            assert decision.outcome is Outcome.REPLAYED and decision.entry_index == repeat
+            assert isinstance(decision, Decision) and decision.outcome is Outcome.REPLAYED
+            assert decision.entry_index == repeat
         elif fits:
-            assert decision.outcome is Outcome.GRANTED and decision.entry_index == len(granted)
+            assert isinstance(decision, Decision) and decision.outcome is Outcome.GRANTED
+            assert decision.entry_index == len(granted)
             granted.append(request)
         else:
-            assert decision.outcome is Outcome.REFUSED and decision.refusal is not None
-            assert decision.refusal.reason is RefusalReason.BUDGET_EXCEEDED
+            assert isinstance(decision, Refusal) and decision.reason is RefusalReason.BUDGET_EXCEEDED
         assert acc.spent() == compose(granted, policy)
         assert list(acc.ledger) == granted
 
@@ -66,7 +68,7 @@ def test_answer_spends_the_atomic_total_of_a_request() -> None:
     acc = PrivacyAccountant(10.0, "sequential")
     P = keep_or_uniform(4, 0.6)
     first = Release.from_matrix(("A",), P, phase="dependence")
-    acc.charge(first)
+    charge(acc, first)
     new = (
         Release.from_matrix(("A",), P, phase="clusters"),  # replay of `first`: adds nothing
         Release.from_matrix(("B", "C"), grr(4, 1.0), phase="clusters"),
@@ -89,19 +91,18 @@ def test_answer_spends_the_atomic_total_of_a_request() -> None:
 @pytest.mark.parametrize("policy", POLICIES)
 def test_answer_follows_the_policy(policy) -> None:
     acc = PrivacyAccountant(math.inf, policy)
-    acc.charge(rel(("A", "B"), 1.0, linkable=False))
+    charge(acc, rel(("A", "B"), 1.0, linkable=False))
     batch = (rel(("A", "C"), 0.6, linkable=False), rel(("D",), 0.2, linkable=False))
     expected = compose([*acc.ledger, *batch], policy)
     acc.answer(Ask(batch, "release"))
     assert acc.spent() == expected
 
 
-def test_a_release_outside_the_plan_is_a_protocol_error_naming_the_party() -> None:
+def test_a_release_outside_the_plan_is_refused_naming_the_party() -> None:
     acc = PrivacyAccountant(1.0, party=9)
-    acc.announce_plan("release", [("A",)])
-    with pytest.raises(ProtocolError, match=r"party 9: release 'release\(B\)' asks for attributes") as info:
-        acc.charge(rel(("B",), 0.1))
-    assert isinstance(info.value, PlanViolationError) and info.value.party == 9
+    refusal = refused(acc, rel(("B",), 0.1), RefusalReason.PLAN_VIOLATION,
+                      r"party 9: release 'release\(B\)' asks for attributes", [("A",)])
+    assert refusal.party == 9 and acc.plans == {"release": frozenset({frozenset("A")})}
     assert acc.spent() == 0.0 and len(acc.ledger) == 0
 
 
@@ -110,33 +111,31 @@ def test_announced_plans_are_shared_safely_between_accountants() -> None:
     # differently (lists, permuted groups, a bare name) are the same plan; phases stay apart.
     plan = (("A", "B"), ("C",))
     accountants = [PrivacyAccountant(5.0, party=i) for i in range(3)]
+    c = rel(("C",), 0.5, phase="clusters")
     for acc in accountants:
-        acc.announce_plan("clusters", plan)
-    accountants[0].announce_plan("clusters", [["B", "A"], "C"])  # same plan: no-op
-    accountants[1].announce_plan("dependence", (("A",), ("B",), ("C",)))
+        charge(acc, c, plan)
+    charge(accountants[0], c, [["B", "A"], "C"])  # same plan: no-op
+    charge(accountants[1], rel(("A",), 0.5, phase="dependence"), (("A",), ("B",), ("C",)))
     assert accountants[0].plans == accountants[2].plans == {"clusters": frozenset({frozenset("AB"), frozenset("C")})}
     assert accountants[1].plans["dependence"] == frozenset({frozenset("A"), frozenset("B"), frozenset("C")})
-    with pytest.raises(PlanViolationError, match=r"phase 'clusters' already has an announced plan of 2 groups"):
-        accountants[2].announce_plan("clusters", (("A",), ("B", "C")))
+    refused(accountants[2], c, RefusalReason.PLAN_VIOLATION,
+            r"phase 'clusters' already has an announced plan of 2 groups", (("A",), ("B", "C")))
     with pytest.raises(ConfigurationError, match=r"plan groups must be non-empty, got \(\) in phase 'x'"):
-        accountants[2].announce_plan("x", ((),))
-    assert accountants[0].request(rel(("B", "A"), 1.0, phase="clusters")).granted
-    assert accountants[0].request(rel(("A",), 1.0, phase="clusters")).refused
+        ask(accountants[2], rel(("A",), 0.5, phase="x"), ((),))
+    assert charge(accountants[0], rel(("B", "A"), 1.0, phase="clusters")).granted
+    refused(accountants[0], rel(("A",), 1.0, phase="clusters"), RefusalReason.PLAN_VIOLATION)
 
 
 def test_a_decision_says_what_happened_and_cannot_be_altered() -> None:
     acc = PrivacyAccountant(2.0)
     r = rel(("A",), 1.0, request_id="q")
-    granted = acc.request(r)
-    replayed = acc.request(rel(("A",), 1.0, request_id="q"))
-    refused = acc.request(rel(("B",), 1.5))
+    granted = charge(acc, r)
+    replayed = charge(acc, rel(("A",), 1.0, request_id="q"))
+    refused(acc, rel(("B",), 1.5), RefusalReason.BUDGET_EXCEEDED)
     assert granted == Decision(Outcome.GRANTED, r, 0)
-    assert (granted.granted, granted.replayed, granted.refused) == (True, False, False)
-    assert (replayed.granted, replayed.replayed, replayed.refused) == (False, True, False)
-    # a replay points at the entry it repeats and spends nothing
-    assert (replayed.entry_index, replayed.refusal) == (0, None)
-    assert (refused.granted, refused.replayed, refused.refused) == (False, False, True)
-    assert refused.refusal is not None and refused.refusal.reason is RefusalReason.BUDGET_EXCEEDED
+    assert (granted.granted, granted.replayed) == (True, False)
+    assert (replayed.granted, replayed.replayed) == (False, True)
+    assert replayed.entry_index == 0  # a replay points at the entry it repeats and spends nothing
     assert acc.spent() == 1.0 and len(acc.ledger) == 1
     with pytest.raises(dataclasses.FrozenInstanceError):
         granted.entry_index = 3  # type: ignore[misc]
@@ -148,12 +147,13 @@ def test_allowed_attributes_refuse_every_other_attribute() -> None:
     assert first.allowed_attributes == second.allowed_attributes == frozenset(names)
     listed = PrivacyAccountant(1.0, allowed_attributes=["A", "B"])
     assert listed.allowed_attributes == frozenset({"A", "B"})
-    assert listed.request(rel(("C",), 0.1)).refused and first.request(rel(("C",), 0.1)).granted
+    refused(listed, rel(("C",), 0.1), RefusalReason.PLAN_VIOLATION)
+    assert charge(first, rel(("C",), 0.1)).granted
 
 
 def test_answer_grants_replays_or_refuses_a_whole_request_together() -> None:
     acc = PrivacyAccountant(2.0, "sequential", party=4)
-    acc.charge(Release.from_matrix(("A",), grr(2, 1.0), phase="dependence"))
+    charge(acc, Release.from_matrix(("A",), grr(2, 1.0), phase="dependence"))
     b = Release.from_matrix(("B",), grr(2, 0.5), phase="dependence")
     assert acc.spent() == pytest.approx(1.0) and acc.answer(Ask((b,), "dependence", 6))
     # Over the budget together: one refusal, nothing granted although `c` alone would fit.
@@ -167,7 +167,7 @@ def test_answer_grants_replays_or_refuses_a_whole_request_together() -> None:
         pytest.approx(0.8), pytest.approx(0.5), 4, 7, "dependence", ((2,), (3,)),
     )
     assert acc.refusals == (refused,) and len(acc.ledger) == 2
-    assert acc.request(c).granted
+    assert charge(acc, c).granted
 
 
 def test_answer_refuses_a_request_outside_the_plan_or_the_allowed_attributes() -> None:

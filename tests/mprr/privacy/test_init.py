@@ -12,18 +12,19 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from mprr.errors import BudgetExceededError, ConfigurationError, ProtocolError
+from mprr.errors import ConfigurationError
 from mprr.privacy import (
     CompositionPolicy,
     Ledger,
     Outcome,
-    PlanViolationError,
     PrivacyAccountant,
+    Refusal,
     RefusalReason,
     Release,
     Stats,
     summarize,
 )
+from tests.mprr.privacy.asking import ask, charge, refused
 
 
 # ---------------------------------------------------------------------- helpers (numpy only)
@@ -84,7 +85,7 @@ def test_spent_and_remaining() -> None:
     acc = PrivacyAccountant(3.0, "sequential", party=7)
     assert (acc.spent(), acc.remaining()) == (0.0, 3.0)
     first = rel(("A",), 1.25)
-    decision = acc.charge(first)
+    decision = charge(acc, first)
     assert decision.outcome is Outcome.GRANTED and decision.entry_index == 0
     assert (acc.spent(), acc.remaining()) == (1.25, 1.75)
     assert acc.ledger.releases == (first,)
@@ -100,42 +101,39 @@ def test_spent_and_remaining() -> None:
 )
 def test_spending_follows_the_policy(second: Release, total: float) -> None:
     acc = PrivacyAccountant(10.0, "unlinkable-pairs")
-    acc.charge(rel(("A", "B"), 1.0, linkable=False, phase="dependence"))
-    acc.charge(second)
+    charge(acc, rel(("A", "B"), 1.0, linkable=False, phase="dependence"))
+    charge(acc, second)
     assert acc.spent() == total
 
 
-def test_budget_refusal_raises_and_leaves_ledger_unchanged() -> None:
+def test_budget_refusal_is_recorded_and_leaves_ledger_unchanged() -> None:
     acc = PrivacyAccountant(2.0, "sequential", party=3)
-    acc.charge(rel(("A",), 1.5))
+    charge(acc, rel(("A",), 1.5))
     snapshot = acc.ledger
-    with pytest.raises(
-        BudgetExceededError,
-        match=r"party 3: release 'q2' would spend ε=0.6 but only 0.5 of the budget 2 remains under policy 'sequential'",
-    ) as info:
-        acc.charge(rel(("B",), 0.6, request_id="q2"))
-    assert info.value.requested == pytest.approx(0.6)
-    assert info.value.remaining == pytest.approx(0.5)
-    assert info.value.party == 3
+    refusal = refused(
+        acc, rel(("B",), 0.6, request_id="q2"), RefusalReason.BUDGET_EXCEEDED,
+        r"party 3: release 'q2' would spend ε=0.6 but only 0.5 of the budget 2 remains under policy 'sequential'",
+    )
+    assert refusal.requested == pytest.approx(0.6)
+    assert refusal.remaining == pytest.approx(0.5)
     assert acc.ledger is snapshot and len(acc.ledger) == 1 and acc.spent() == 1.5
-    (refusal,) = acc.refusals
-    assert refusal.reason is RefusalReason.BUDGET_EXCEEDED and refusal.request_id == "q2"
+    assert acc.refusals == (refusal,) and refusal.request_id == "q2"
     assert (refusal.party, refusal.units) == (3, (("B",),))
     json.dumps(refusal.to_dict(), allow_nan=False)
-    # request() reports the same refusal without raising, and records it too.
-    decision = acc.request(rel(("B",), 0.6, request_id="q2"))
-    assert decision.refused and decision.entry_index is None and len(acc.refusals) == 2
+    # Asked again, it is refused again, and recorded again.
+    refused(acc, rel(("B",), 0.6, request_id="q2"), RefusalReason.BUDGET_EXCEEDED)
+    assert len(acc.refusals) == 2
     # A smaller release still fits.
-    assert acc.request(rel(("B",), 0.5)).granted and acc.remaining() == 0.0
+    assert charge(acc, rel(("B",), 0.5)).granted and acc.remaining() == 0.0
 
 
 def test_budget_refusal_under_parallel_policy_counts_the_increment() -> None:
     acc = PrivacyAccountant(1.0, "parallel", party="p0")
-    acc.charge(rel(("A",), 0.8))
-    acc.charge(rel(("B",), 1.0))  # disjoint: max(0.8, 1.0) = 1.0 fits
-    with pytest.raises(BudgetExceededError, match=r"would spend ε=0.3 but only 0 of the budget 1 remains under policy 'parallel'") as info:
-        acc.charge(rel(("A", "C"), 0.5))  # joins A's component: 0.8 + 0.5 = 1.3
-    assert info.value.requested == pytest.approx(0.3)
+    charge(acc, rel(("A",), 0.8))
+    charge(acc, rel(("B",), 1.0))  # disjoint: max(0.8, 1.0) = 1.0 fits
+    refusal = refused(acc, rel(("A", "C"), 0.5), RefusalReason.BUDGET_EXCEEDED,  # joins A's component: 1.3
+                      r"would spend ε=0.3 but only 0 of the budget 1 remains under policy 'parallel'")
+    assert refusal.requested == pytest.approx(0.3)
     assert acc.spent() == 1.0
 
 
@@ -143,28 +141,28 @@ def test_budget_accepts_rounding_at_the_boundary() -> None:
     eps = math.log(3) / 7
     acc = PrivacyAccountant(7 * eps)  # 7ε computed once vs ε added seven times
     for a in range(7):
-        assert acc.request(rel((a,), eps)).granted
+        assert charge(acc, rel((a,), eps)).granted
     assert acc.spent() == pytest.approx(7 * eps, rel=1e-15)
-    assert acc.request(rel((7,), 1e-6)).refused
+    refused(acc, rel((7,), 1e-6), RefusalReason.BUDGET_EXCEEDED)
 
 
 def test_exact_release_needs_an_unlimited_budget() -> None:
     finite = PrivacyAccountant(100.0, party=1)
-    with pytest.raises(BudgetExceededError, match=r"would spend ε=inf \(exact release: no DP guarantee\)") as info:
-        finite.charge(Release.exact_values(("A", "B")))
-    assert math.isinf(info.value.requested) and finite.spent() == 0.0
+    refusal = refused(finite, Release.exact_values(("A", "B")), RefusalReason.BUDGET_EXCEEDED,
+                      r"would spend ε=inf \(exact release: no DP guarantee\)")
+    assert math.isinf(refusal.requested) and finite.spent() == 0.0
     unlimited = PrivacyAccountant(math.inf)
-    assert unlimited.charge(Release.exact_values(("A", "B"))).granted
+    assert charge(unlimited, Release.exact_values(("A", "B"))).granted
     assert math.isinf(unlimited.spent()) and math.isinf(unlimited.remaining())
-    assert unlimited.request(rel(("C",), 1.0)).granted  # nothing left to protect, still accounted
+    assert charge(unlimited, rel(("C",), 1.0)).granted  # nothing left to protect, still accounted
 
 
 # ---------------------------------------------------------------------- repeated and finer requests
 def test_duplicate_request_is_replayed_without_new_spending() -> None:
     acc = PrivacyAccountant(1.0, party=0)
     P = grr(4, 0.9)
-    first = acc.charge(Release.from_matrix(("A", "B"), P, request_id="pair-AB"))
-    again = acc.charge(Release.from_matrix(("A", "B"), P, request_id="pair-AB-again", phase="release"))
+    first = charge(acc, Release.from_matrix(("A", "B"), P, request_id="pair-AB"))
+    again = charge(acc, Release.from_matrix(("A", "B"), P, request_id="pair-AB-again", phase="release"))
     assert first.granted and again.outcome is Outcome.REPLAYED
     assert again.entry_index == 0 and acc.ledger[again.entry_index] is first.request
     assert acc.ledger.lookup(Release.from_matrix(("A", "B"), P)) == 0
@@ -175,11 +173,11 @@ def test_duplicate_request_is_replayed_without_new_spending() -> None:
 def test_malicious_controller_repeating_requests_gains_nothing() -> None:
     acc = PrivacyAccountant(2.0, party=5)
     P = grr(3, 0.5)
-    outcomes = [acc.request(Release.from_matrix((0,), P, request_id=f"r{i}")).outcome for i in range(50)]
+    outcomes = [charge(acc, Release.from_matrix((0,), P, request_id=f"r{i}")).outcome for i in range(50)]
     assert outcomes[0] is Outcome.GRANTED and set(outcomes[1:]) == {Outcome.REPLAYED}
     assert acc.spent() == pytest.approx(0.5)
     # Finer matrices for the same attribute are new spending, until the budget refuses.
-    granted = [acc.request(Release.from_matrix((0,), grr(3, e))).granted for e in (0.6, 0.7, 0.8, 0.9)]
+    granted = [not isinstance(ask(acc, Release.from_matrix((0,), grr(3, e))), Refusal) for e in (0.6, 0.7, 0.8, 0.9)]
     assert granted == [True, True, False, False]  # 0.5 + 0.6 + 0.7 = 1.8; + 0.8 > 2
     assert acc.spent() == pytest.approx(1.8) and acc.spent() <= acc.budget
     assert [r.reason for r in acc.refusals] == [RefusalReason.BUDGET_EXCEEDED] * 2
@@ -187,59 +185,56 @@ def test_malicious_controller_repeating_requests_gains_nothing() -> None:
 
 def test_finer_matrix_counts_as_new_spending() -> None:
     acc = PrivacyAccountant(5.0)
-    acc.charge(Release.from_matrix(("A",), grr(5, 1.0)))
-    finer = acc.charge(Release.from_matrix(("A",), grr(5, 2.0)))
+    charge(acc, Release.from_matrix(("A",), grr(5, 1.0)))
+    finer = charge(acc, Release.from_matrix(("A",), grr(5, 2.0)))
     assert finer.granted and acc.spent() == pytest.approx(3.0)
 
 
 def test_same_matrix_other_channel_is_not_a_replay() -> None:
     acc = PrivacyAccountant(5.0)
     P = grr(2, 1.0)
-    acc.charge(Release.from_matrix(("A",), P, linkable=False))
-    assert acc.charge(Release.from_matrix(("A",), P, linkable=True)).granted
+    charge(acc, Release.from_matrix(("A",), P, linkable=False))
+    assert charge(acc, Release.from_matrix(("A",), P, linkable=True)).granted
     assert acc.spent() == pytest.approx(2.0)
 
 
 def test_request_id_alone_does_not_replay_different_content() -> None:
     acc = PrivacyAccountant(5.0)
-    acc.charge(rel(("A",), 1.0, request_id="q"))
-    assert acc.request(rel(("A",), 1.0, request_id="q")).replayed
-    assert acc.request(rel(("A",), 2.0, request_id="q")).granted
+    charge(acc, rel(("A",), 1.0, request_id="q"))
+    assert charge(acc, rel(("A",), 1.0, request_id="q")).replayed
+    assert charge(acc, rel(("A",), 2.0, request_id="q")).granted
     assert acc.spent() == 3.0
 
 
 # ---------------------------------------------------------------------- plans
 def test_plan_violation_is_refused_and_recorded() -> None:
     acc = PrivacyAccountant(10.0, party=2)
-    acc.announce_plan("release", [("A", "B"), "C"])
-    assert acc.request(rel(("B", "A"), 1.0)).granted  # a group is a set of attributes
-    assert acc.request(rel(("C",), 1.0)).granted
-    with pytest.raises(PlanViolationError, match=r"party 2: release 'release\(A\)' asks for attributes \['A'\], not groups of the plan announced for phase 'release'") as info:
-        acc.charge(rel(("A",), 0.1))
-    assert isinstance(info.value, ProtocolError) and info.value.party == 2
-    decision = acc.request(rel(("A", "B", "C"), 0.1))
-    assert decision.refused and decision.refusal.reason is RefusalReason.PLAN_VIOLATION
+    plan = [("A", "B"), "C"]
+    assert charge(acc, rel(("B", "A"), 1.0), plan).granted  # a group is a set of attributes
+    assert charge(acc, rel(("C",), 1.0)).granted
+    refused(acc, rel(("A",), 0.1), RefusalReason.PLAN_VIOLATION, r"party 2: release 'release\(A\)' asks for "
+            r"attributes \['A'\], not groups of the plan announced for phase 'release'")
+    refused(acc, rel(("A", "B", "C"), 0.1), RefusalReason.PLAN_VIOLATION)
     assert len(acc.ledger) == 2 and acc.spent() == 2.0 and len(acc.refusals) == 2
     # Other phases have no plan: unrestricted.
-    assert acc.request(rel(("A",), 0.1, phase="dependence")).granted
+    assert charge(acc, rel(("A",), 0.1, phase="dependence")).granted
 
 
 def test_plan_cannot_be_replaced_by_a_different_one() -> None:
     acc = PrivacyAccountant(1.0, party=4)
-    acc.announce_plan("release", [("A", "B")])
-    acc.announce_plan("release", [("B", "A")])  # same plan: no-op
-    with pytest.raises(PlanViolationError, match=r"phase 'release' already has an announced plan"):
-        acc.announce_plan("release", [("A", "B"), ("C",)])
+    charge(acc, rel(("A", "B"), 0.1), [("A", "B")])
+    charge(acc, rel(("A", "B"), 0.1), [("B", "A")])  # same plan: no-op
+    refused(acc, rel(("A", "B"), 0.1), RefusalReason.PLAN_VIOLATION,
+            r"party 4: phase 'release' already has an announced plan", [("A", "B"), ("C",)])
     with pytest.raises(ConfigurationError, match=r"plan groups must be non-empty"):
-        acc.announce_plan("dependence", [()])
+        ask(acc, rel(("A",), 0.1, phase="dependence"), [()])
 
 
 def test_allowed_attributes_restrict_every_phase() -> None:
     acc = PrivacyAccountant(10.0, party=1, allowed_attributes=["A", "B"])
-    assert acc.request(rel(("A", "B"), 1.0, phase="dependence")).granted
-    with pytest.raises(PlanViolationError, match=r"asks for attributes \['Z'\] that the party does not release"):
-        acc.charge(rel(("A", "Z"), 1.0))
-    assert acc.refusals[0].reason is RefusalReason.PLAN_VIOLATION
+    assert charge(acc, rel(("A", "B"), 1.0, phase="dependence")).granted
+    refused(acc, rel(("A", "Z"), 1.0), RefusalReason.PLAN_VIOLATION,
+            r"party 1: release 'release\(A, Z\)' asks for attributes \['Z'\] that the party does not release")
 
 
 # ---------------------------------------------------------------------- main paper 6.3
@@ -272,20 +267,19 @@ def test_rr_clusters_spends_the_same_as_rr_independent(policy, linkable) -> None
 
     rr_ind = PrivacyAccountant(total, policy, party="ind")
     for name in sizes:
-        rr_ind.charge(Release.from_matrix((name,), independent[name], linkable=linkable))
+        charge(rr_ind, Release.from_matrix((name,), independent[name], linkable=linkable))
     rr_clu = PrivacyAccountant(total, policy, party="clu")
-    rr_clu.announce_plan("release", clusters)
     for cluster in clusters:
         eps_sum = math.fsum(eps_a[a] for a in cluster)
         P = matrix(cluster_matrix(tuple(sizes[a] for a in cluster), eps_sum))
         assert P.epsilon == pytest.approx(eps_sum, rel=1e-12)  # eq. (4) of the cluster matrix
-        rr_clu.charge(Release.from_matrix(cluster, P, linkable=linkable))
+        charge(rr_clu, Release.from_matrix(cluster, P, linkable=linkable), clusters)
 
     assert rr_ind.spent() == pytest.approx(total, rel=1e-12)
     assert rr_clu.spent() == pytest.approx(rr_ind.spent(), rel=1e-12)
     # Both are at their budget: anything more is refused for either party.
     for acc in (rr_ind, rr_clu):
-        assert acc.request(Release.from_matrix(("a",), grr(4, 0.01))).refused
+        refused(acc, Release.from_matrix(("a",), grr(4, 0.01), phase="more"), RefusalReason.BUDGET_EXCEEDED)
 
 
 def test_rr_clusters_equivalence_is_a_sequential_statement() -> None:
@@ -312,10 +306,10 @@ def _run_accountants() -> dict[int, PrivacyAccountant]:
     pair = grr(4, 1.0)
     for i, acc in accountants.items():
         for p in combinations("ABC", 2):
-            acc.charge(Release.from_matrix(p, pair, linkable=False, phase="dependence"))
-        acc.charge(Release.from_matrix(("A", "B"), grr(4, 0.5 * (i + 1))))
-    accountants[0].request(Release.from_matrix(("A", "B"), grr(4, 0.5)))  # replay
-    accountants[1].request(rel(("C",), 50.0))  # refused: budget
+            charge(acc, Release.from_matrix(p, pair, linkable=False, phase="dependence"))
+        charge(acc, Release.from_matrix(("A", "B"), grr(4, 0.5 * (i + 1))))
+    assert charge(accountants[0], Release.from_matrix(("A", "B"), grr(4, 0.5))).replayed
+    refused(accountants[1], rel(("C",), 50.0), RefusalReason.BUDGET_EXCEEDED)
     return accountants
 
 
@@ -375,6 +369,6 @@ def test_from_matrix_with_mprr_matrices_kronecker() -> None:
     dense = Release.from_matrix(("A",), factors[0])
     assert dense.epsilon == pytest.approx(0.5) and dense.matrix_key is not None
     acc = PrivacyAccountant(2.0)
-    acc.charge(r)
+    charge(acc, r)
     rebuilt = reduce(lambda a, b: matrices.kron(a, b), [matrices.grr(k, e) for k, e in ((3, 0.5), (4, 1.0))])
-    assert acc.request(Release.from_matrix(("A", "B"), rebuilt, linkable=False)).replayed
+    assert charge(acc, Release.from_matrix(("A", "B"), rebuilt, linkable=False)).replayed

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from mprr.privacy.accountant import PrivacyAccountant
 from mprr.errors import ConfigurationError
-from mprr.privacy import CompositionPolicy, Ledger, Release
+from mprr.privacy import CompositionPolicy, Ledger, RefusalReason, Release
 from mprr.privacy.summary import PhaseSummary, PrivacySummary, Stats, summarize
+from tests.mprr.privacy.asking import charge, refused
 
 POLICIES = tuple(CompositionPolicy)
 
@@ -77,10 +78,10 @@ def test_summarize_equals_the_entry_by_entry_definition(spec, policy) -> None:
 def test_summarize_counts_refusals_and_replays_of_accountants() -> None:
     accountants = [PrivacyAccountant(2.0, "sequential", party=i) for i in range(4)]
     for i, acc in enumerate(accountants):
-        acc.request(POOL[0])
-        acc.request(POOL[0])  # replay
+        charge(acc, POOL[0])
+        assert charge(acc, POOL[0]).replayed
         if i % 2:
-            acc.request(Release(("D",), 5.0))  # refused: budget
+            refused(acc, Release(("D",), 5.0), RefusalReason.BUDGET_EXCEEDED)
     summary = summarize(accountants)
     expected = reference_summary(
         [a.ledger for a in accountants], CompositionPolicy.SEQUENTIAL, {"budget-exceeded": 2}, 4

@@ -13,8 +13,8 @@ from mprr.matrices import grr, keep_or_uniform
 from mprr.protocols.budget import (
     attribute_epsilons,
     attribute_matrices,
-    cluster_matrix,
-    pair_matrix,
+    cluster_spec,
+    pair_spec,
 )
 
 
@@ -39,7 +39,7 @@ def test_cluster_matrix_carries_the_sum_of_attribute_epsilons() -> None:
     sizes = [9, 16, 7]
     mats = attribute_matrices(sizes, p=0.5)
     eps = attribute_epsilons(mats)
-    C = cluster_matrix(sizes, eps)
+    C = cluster_spec(eps).build(sizes)
     assert C.size == 9 * 16 * 7
     assert C.epsilon == pytest.approx(sum(eps), rel=1e-12)
     assert np.allclose(C.values.sum(axis=1), 1.0)
@@ -48,14 +48,14 @@ def test_cluster_matrix_carries_the_sum_of_attribute_epsilons() -> None:
 def test_singleton_cluster_matrix_is_the_attribute_matrix() -> None:
     # The 6.3.2 matrix of a one-attribute cluster is the 6.3.1 matrix itself (same eps, optimal).
     (P,) = attribute_matrices([6], p=0.3)
-    C = cluster_matrix([6], [P.epsilon])
+    C = cluster_spec([P.epsilon]).build([6])
     assert np.allclose(C.values, P.values, atol=1e-12)
 
 
 def test_pair_matrix_epsilon() -> None:
-    assert pair_matrix((3, 4), (0.5, 1.0)).epsilon == pytest.approx(1.5)
-    assert pair_matrix((3, 4), (0.5, 1.0), epsilon_pair=0.7).epsilon == pytest.approx(0.7)
-    assert pair_matrix((3, 4), (0.5, 1.0)).size == 12
+    assert pair_spec((0.5, 1.0)).build((3, 4)).epsilon == pytest.approx(1.5)
+    assert pair_spec((0.5, 1.0), epsilon_pair=0.7).build((3, 4)).epsilon == pytest.approx(0.7)
+    assert pair_spec((0.5, 1.0)).build((3, 4)).size == 12
 
 
 def test_epsilon_and_matrices_choices() -> None:
@@ -92,4 +92,4 @@ def test_check_epsilon() -> None:
     with pytest.raises(ConfigurationError, match="epsilon must be finite and > 0, got '0.5'"):
         check_epsilon("0.5")  # one strict check for every ε: numbers only, no parsing of strings
     with pytest.raises(ConfigurationError, match="cluster attribute epsilon must be finite"):
-        cluster_matrix([2, 2], [1.0, math.inf])
+        cluster_spec([1.0, math.inf])
