@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mprr.domain import check_int
 from mprr.errors import ConfigurationError, DataError, EstimationError
 
 __all__ = ["Adjustment", "adjust", "weighted_marginal"]
@@ -247,8 +248,7 @@ def adjust(
         math.isfinite(float(tol)) and float(tol) >= 0.0
     ):
         raise ConfigurationError(f"tol must be a finite number >= 0, got {tol!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 0:
-        raise ConfigurationError(f"max_iter must be an integer >= 0, got {max_iter!r}")
+    check_int("max_iter", max_iter, 0)
 
     size_of = {a: r for axes, target in fits for a, r in zip(axes, target.shape, strict=True)}
     involved = sorted(size_of)

@@ -21,7 +21,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from mprr.domain import MAX_TENSOR_CELLS, check_cells, check_sizes
+from mprr.domain import MAX_TENSOR_CELLS, check_cells, check_int, check_sizes
 from mprr.errors import ConfigurationError, DataError
 
 __all__ = [
@@ -466,8 +466,7 @@ def sample(
     numpy.ndarray
         ``(n, m)`` int64 codes.
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ConfigurationError(f"n must be an integer >= 0, got {n!r}")
+    check_int("n", n, 0)
     if not isinstance(rng, np.random.Generator):
         raise ConfigurationError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     n = int(n)

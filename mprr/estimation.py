@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from mprr.errors import ConfigurationError, EstimationError
-from mprr.domain import MAX_MATRIX_CELLS, check_cells, real_array
+from mprr.domain import MAX_MATRIX_CELLS, check_cells, check_int, check_unit, real_array
 from mprr.kronecker import KroneckerMatrix, mode_products
 from mprr.matrices import RandomizationMatrix, dense_solve
 
@@ -239,8 +239,7 @@ def ibu(
     P = _check_matrix(P)
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not (math.isfinite(tol) and tol > 0):
         raise ConfigurationError(f"tol must be finite and > 0, got {tol!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
-        raise ConfigurationError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+    check_int("max_iter", max_iter, 1)
     lam = _frequencies(P, observed)
     shape = lam.shape
     lam = _as_domain_tensor(P, lam)
@@ -352,8 +351,7 @@ def covariance(P: RandomizationMatrix | KroneckerMatrix, pi: ArrayLike, n: int) 
         Number of releases, >= 1.
     """
     P = _check_matrix(P)
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ConfigurationError(f"n must be an integer >= 1, got {n!r}")
+    check_int("n", n, 1)
     p = real_array("pi", pi, finite=True)
     if p.shape not in _allowed_shapes(P):
         raise ConfigurationError(f"pi must have shape {_allowed_shapes(P)[0]}, got {p.shape}")
@@ -403,10 +401,8 @@ def error_bounds(lam_hat: ArrayLike, n: int, alpha: float) -> tuple[float, float
     lam = real_array("lam_hat", lam_hat, finite=True).ravel()
     if lam.size == 0 or np.any(lam < 0) or float(lam.sum()) <= 0:
         raise ConfigurationError("lam_hat must be non-empty, >= 0 and have a positive total")
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ConfigurationError(f"n must be an integer >= 1, got {n!r}")
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 < alpha < 1.0:
-        raise ConfigurationError(f"alpha must be in (0, 1), got {alpha!r}")
+    check_int("n", n, 1)
+    alpha = check_unit("alpha", alpha, low_open=True, high_open=True)
     lam = lam / lam.sum()
     import scipy.stats  # here, not at import time: scipy.stats takes seconds to import (party workers never need it)
 

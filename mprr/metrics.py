@@ -27,7 +27,7 @@ import numpy as np
 
 from mprr.data import Dataset
 from mprr.distributions import JointDistribution
-from mprr.domain import MAX_TENSOR_CELLS, check_sizes
+from mprr.domain import MAX_TENSOR_CELLS, check_int, check_sizes
 from mprr.errors import ConfigurationError, EstimationError
 
 __all__ = [
@@ -133,8 +133,7 @@ def random_queries(
     s = _real_or_nan(sigma)
     if not (math.isfinite(s) and 0.0 < s <= 1.0):
         raise ConfigurationError(f"sigma must be in (0, 1], got {sigma!r}")
-    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-        raise ConfigurationError(f"count must be an integer >= 1, got {count!r}")
+    check_int("count", count, 1)
     out = []
     for _ in range(int(count)):
         i, j = sorted(int(a) for a in rng.choice(len(sizes_t), size=2, replace=False))

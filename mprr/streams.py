@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.random.bit_generator import ISeedSequence
 
+from mprr.domain import check_int
 from mprr.errors import ConfigurationError
 
 __all__ = ["PartyStream", "PartyStreams", "PresetSeed", "Randomness", "StreamTable", "draw_uniforms",
@@ -77,9 +78,7 @@ class PartyStreams:
     """
 
     def __init__(self, seed: int | np.random.SeedSequence, n: int) -> None:
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise ConfigurationError(f"n (number of parties) must be an integer >= 1, got {n!r}")
-        self.n = int(n)
+        self.n = check_int("n (number of parties)", n, 1)
         root = run_seed_sequence(seed)
         self._root = root
         self._first = int(root.n_children_spawned)

@@ -22,6 +22,7 @@ import numpy as np
 
 from mprr.data import Attribute, Dataset, Schema
 from mprr.distributions import DenseDistribution, JointDistribution, ProductDistribution, sample
+from mprr.domain import check_int
 from mprr.errors import ConfigurationError
 
 __all__ = [
@@ -63,18 +64,6 @@ class SyntheticData:
     clusters: tuple[tuple[int, ...], ...] = ()
 
 
-def _check_n(n: int) -> int:
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ConfigurationError(f"n must be an integer >= 1, got {n!r}")
-    return int(n)
-
-
-def _check_size(d: int, name: str) -> int:
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 2:
-        raise ConfigurationError(f"{name} must be an integer >= 2, got {d!r}")
-    return int(d)
-
-
 def zipf_marginal(d: int, exponent: float = 1.0) -> np.ndarray:
     """Zipf-like marginal of d categories: Pr(i) = c/(i + 2)^exponent, i = 0..d−1.
 
@@ -82,7 +71,7 @@ def zipf_marginal(d: int, exponent: float = 1.0) -> np.ndarray:
     c = 1/Σ 1/a (the paper writes a = 2..d, which gives d − 1 values for "d unique values";
     we keep d values).
     """
-    d = _check_size(d, "d")
+    d = check_int("d", d, 2)
     if not np.isfinite(exponent) or exponent < 0:
         raise ConfigurationError(f"exponent must be finite and >= 0, got {exponent!r}")
     w = np.arange(2, d + 2, dtype=float) ** -float(exponent)
@@ -176,13 +165,13 @@ def zipf_pair(
     SyntheticData
         ``truth`` is a :class:`DenseDistribution` whose Cramér's V equals ``cramers_v``.
     """
-    n = _check_n(n)
+    n = check_int("n", n, 1)
     if isinstance(sizes, (int, np.integer)):
         sizes = (sizes, sizes)
     sizes = tuple(sizes)
     if len(sizes) != 2:
         raise ConfigurationError(f"sizes must be d or a pair (d_A, d_B), got {sizes!r}")
-    da, db = (_check_size(s, "sizes") for s in sizes)
+    da, db = (check_int("sizes", s, 2) for s in sizes)
     v = float(cramers_v)
     if not 0.0 <= v <= 1.0:
         raise ConfigurationError(f"cramers_v must be in [0, 1], got {cramers_v!r}")
@@ -249,8 +238,8 @@ def planted_clusters(
         ``truth`` is a :class:`ProductDistribution` with the planted clusters first, then one
         singleton per independent attribute; ``clusters`` are the planted clusters.
     """
-    n = _check_n(n)
-    sizes_t = tuple(_check_size(s, "every size") for s in sizes)
+    n = check_int("n", n, 1)
+    sizes_t = tuple(check_int("every size", s, 2) for s in sizes)
     m = len(sizes_t)
     if m < 1:
         raise ConfigurationError("sizes must list at least one attribute")

@@ -35,7 +35,7 @@ import numpy as np
 
 from mprr.data import Dataset
 from mprr.distributions import DenseDistribution
-from mprr.domain import encode_joint, tally
+from mprr.domain import check_unit, encode_joint, tally
 from mprr.errors import ConfigurationError
 from mprr.privacy.release import Release, json_number
 from mprr.matrices import RandomizationMatrix
@@ -99,8 +99,7 @@ def invariant_mixture(frequencies: np.ndarray, theta: float) -> RandomizationMat
     Satisfies concise paper eq. (4.1) in the row convention: ``Pᵀ t = θ t + (1 − θ) t = t``.
     """
     t = _frequencies(frequencies)
-    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not 0.0 <= theta < 1.0:
-        raise ConfigurationError(f"theta must be in [0, 1) (theta = 1 releases the data unchanged), got {theta!r}")
+    theta = check_unit("theta", theta, high_open=True, why=" (theta = 1 releases the data unchanged)")
     P = theta * np.eye(t.size) + (1.0 - theta) * np.ones((t.size, 1)) * t[None, :]
     return RandomizationMatrix(P)
 

@@ -349,8 +349,8 @@ def test_error_bounds_formulas() -> None:
     ("args", "match"),
     [
         ((np.array([0.5, 0.5]), 0, 0.05), "n must be an integer >= 1"),
-        ((np.array([0.5, 0.5]), 10, 0.0), r"alpha must be in \(0, 1\)"),
-        ((np.array([0.5, 0.5]), 10, 1.0), r"alpha must be in \(0, 1\)"),
+        ((np.array([0.5, 0.5]), 10, 0.0), r"alpha must be a real number in \(0, 1\)"),
+        ((np.array([0.5, 0.5]), 10, 1.0), r"alpha must be a real number in \(0, 1\)"),
         ((np.array([-0.5, 1.5]), 10, 0.05), ">= 0"),
         ((np.array([]), 10, 0.05), "non-empty"),
     ],

@@ -107,7 +107,7 @@ def test_bad_arguments() -> None:
         pram(ds, invariant="mixture", rng=rng)
     with pytest.raises(ConfigurationError, match="invariant='two-stage' needs base"):
         pram(ds, invariant="two-stage", theta=0.2, rng=rng)
-    with pytest.raises(ConfigurationError, match=r"theta must be in \[0, 1\)"):
+    with pytest.raises(ConfigurationError, match=r"theta must be a real number in \[0, 1\) \(theta = 1 releases the data unchanged\)"):
         invariant_mixture(T, 1.0)
     with pytest.raises(ConfigurationError, match="base must be a RandomizationMatrix of size 5"):
         invariant_two_stage(T, grr(4, 1.0))
