@@ -44,7 +44,7 @@ import numpy as np
 from mprr.domain import check_int
 from mprr.errors import ConfigurationError, DataError, EstimationError
 
-__all__ = ["Adjustment", "adjust", "weighted_marginal"]
+__all__ = ["Adjustment", "adjust"]
 
 _SUM_ATOL = 1e-6
 
@@ -322,48 +322,3 @@ def adjust(
         weights=weights, iterations=iterations, gap=gap, converged=bool(gap <= tol)
     )
 
-
-def weighted_marginal(
-    codes: object, weights: object, axes: Sequence[int], shape: Sequence[int]
-) -> np.ndarray:
-    """Weighted marginal of ``codes`` over ``axes`` (e.g. of an :class:`Adjustment`).
-
-    The sums ``s_k = Σ_{i: y_i = k} w_i`` of main paper Algorithm 2 (steps 11-13).
-
-    Parameters
-    ----------
-    codes
-        ``(n, m)`` integer codes.
-    weights
-        ``(n,)`` record weights.
-    axes
-        Attribute indices of the marginal, in the order of the result's axes.
-    shape
-        Category counts of those attributes.
-
-    Returns
-    -------
-    numpy.ndarray
-        Tensor of shape ``shape``: ``Σ_i w_i [codes[i, axes] == cell]``.
-
-    Raises
-    ------
-    DataError
-        On shape mismatches or codes outside ``shape``.
-    """
-    arr = np.asarray(codes)
-    wts = np.asarray(weights, dtype=float)
-    axes = tuple(int(a) for a in axes)
-    shape = tuple(int(s) for s in shape)
-    if arr.ndim != 2 or wts.shape != (arr.shape[0],) or len(axes) != len(shape):
-        raise DataError(
-            f"weighted_marginal needs (n, m) codes, (n,) weights and one size per axis, got "
-            f"codes {arr.shape}, weights {wts.shape}, axes {axes}, shape {shape}"
-        )
-    if any(not 0 <= a < arr.shape[1] for a in axes):
-        raise DataError(f"axes must lie in [0, {arr.shape[1]}), got {axes}")
-    sub = arr[:, list(axes)]
-    if sub.size and (np.any(sub < 0) or np.any(sub >= np.asarray(shape)[None, :])):
-        raise DataError(f"codes over axes {axes} fall outside the categories {shape}")
-    flat = np.ravel_multi_index(tuple(sub.T), shape) if sub.size else np.zeros(0, np.intp)
-    return np.bincount(flat, weights=wts, minlength=math.prod(shape)).reshape(shape)

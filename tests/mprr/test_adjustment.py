@@ -8,7 +8,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from mprr.adjustment import Adjustment, adjust, weighted_marginal
+from mprr.adjustment import Adjustment, adjust
+from mprr.distributions import WeightedSample
 from mprr.errors import ConfigurationError, DataError, EstimationError
 
 # Main paper Example 1, expression (13): (a1_1, a2_1) x4, (a1_2, a2_1) x2, (a1_2, a2_2) x4.
@@ -17,8 +18,13 @@ HALF = np.array([0.5, 0.5])
 EXAMPLE_1_TARGETS = [((0,), HALF), ((1,), HALF)]
 
 
+def marginal(codes: np.ndarray, res: Adjustment, axes: tuple[int, ...], sizes: tuple[int, ...]) -> np.ndarray:
+    """The weighted marginal Σ_i w_i [codes[i, axes] = cell] (main paper Algorithm 2, steps 11-13)."""
+    return WeightedSample(codes, res.weights, sizes).marginal(axes)
+
+
 def joint(codes: np.ndarray, res: Adjustment, sizes: tuple[int, ...]) -> np.ndarray:
-    return weighted_marginal(codes, res.weights, tuple(range(len(sizes))), sizes)
+    return marginal(codes, res, tuple(range(len(sizes))), sizes)
 
 
 def reference_algorithm_2(
@@ -58,7 +64,7 @@ def test_example_1_first_adjust_weights_step_matches_the_paper() -> None:
     res = adjust(EXAMPLE_1, [((0,), HALF)], max_iter=1)
     np.testing.assert_allclose(res.weights, [1 / 8] * 4 + [1 / 12] * 6, rtol=1e-15)
     np.testing.assert_allclose(
-        weighted_marginal(EXAMPLE_1, res.weights, (1,), (2,)), [2 / 3, 1 / 3], rtol=1e-15
+        marginal(EXAMPLE_1, res, (1,), (2, 2)), [2 / 3, 1 / 3], rtol=1e-15
     )
 
 
@@ -99,7 +105,7 @@ def test_reproduces_attribute_marginals(rng: np.random.Generator) -> None:
     assert np.all(res.weights >= 0) and res.weights.sum() == pytest.approx(1.0, abs=1e-12)
     for axes, target in targets:
         np.testing.assert_allclose(
-            weighted_marginal(codes, res.weights, axes, target.shape), target, atol=1e-11
+            marginal(codes, res, axes, sizes), target, atol=1e-11
         )
 
 
@@ -114,7 +120,7 @@ def test_reproduces_cluster_marginals(rng: np.random.Generator) -> None:
     assert res.converged
     for axes, target in targets:
         np.testing.assert_allclose(
-            weighted_marginal(codes, res.weights, axes, target.shape), target, atol=1e-11
+            marginal(codes, res, axes, sizes), target, atol=1e-11
         )
 
 
@@ -176,7 +182,7 @@ def test_target_cell_without_records_is_reported_in_gap() -> None:
     assert not res.converged
     assert res.weights.sum() == pytest.approx(1.0)
     np.testing.assert_allclose(
-        weighted_marginal(codes, res.weights, (0,), (3,)), [2 / 3, 1 / 3, 0.0]
+        marginal(codes, res, (0,), (3, 2)), [2 / 3, 1 / 3, 0.0]
     )
     # Weights stop changing after the first sweep: the run ends at the fixed point.
     assert res.iterations == 2
@@ -263,13 +269,6 @@ def test_single_axis_may_be_given_as_int_and_zero_sweeps_keep_uniform_weights() 
     res = adjust(EXAMPLE_1, [(0, HALF), (1, HALF)], max_iter=0)
     np.testing.assert_array_equal(res.weights, np.full(10, 0.1))
     assert res.iterations == 0 and res.gap == pytest.approx(0.1)
-
-
-def test_weighted_marginal_rejects_mismatch() -> None:
-    with pytest.raises(DataError, match="weights"):
-        weighted_marginal(EXAMPLE_1, np.ones(3), (0,), (2,))
-    with pytest.raises(DataError, match="outside"):
-        weighted_marginal(EXAMPLE_1, np.ones(10), (0,), (1,))
 
 
 # --------------------------------------------------------------------------- statistical
