@@ -176,11 +176,10 @@ def decode_joint(flat: ArrayLike, sizes: Sequence[int]) -> np.ndarray:
 
 def tally(codes: ArrayLike, r: int) -> np.ndarray:
     """Counts of every value ``0..r-1`` among ``codes`` (``(r,)`` int64, one bincount)."""
-    if isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, np.integer)) or r < 1:
-        raise ConfigurationError(f"r must be an integer >= 1, got {r!r}")
+    r = check_int("r", r, 1)
     arr = _int_codes("codes", codes, 1)
-    _check_range(arr[:, None], (int(r),))
-    return np.bincount(arr, minlength=int(r)).astype(np.int64, copy=False)
+    _check_range(arr[:, None], (r,))
+    return np.bincount(arr, minlength=r).astype(np.int64, copy=False)
 
 
 def joint_tally(codes: ArrayLike, sizes: Sequence[int], *, max_cells: int = MAX_TENSOR_CELLS) -> np.ndarray:
