@@ -11,7 +11,10 @@ Modules, in dependency order:
 - ``traffic``       — per sender / receiver / kind / phase counters, rounds, simulated time
 - ``faults``        — seeded fault plans: drop, delay, duplicate, reorder, crash
 - ``transport``     — the ``Transport`` interface, ``Endpoint`` (send / recv / gather)
-- ``network``       — ``InMemoryNetwork`` and ``CONTROLLER`` (re-exports the above)
+- ``shard_report``  — what a shard hands back after a run: its parties' summaries, in columns
+- ``network``       — ``InMemoryNetwork`` (the network of a run: mailboxes in this process, shard
+                      links for parties hosted elsewhere; it routes, counts and injects faults)
+                      and ``CONTROLLER`` (re-exports the above)
 - ``secure``        — secure-sum engines ``paper`` | ``graph`` | ``masked`` (main paper 4.2;
                       Bonawitz et al. 2017); package with its own map
 - ``public_state``  — public objects shared by a run's actors: release book, secure-sum sessions
@@ -21,10 +24,8 @@ Modules, in dependency order:
 - ``driver``        — ``run_actors``: answers a protocol's steps (:mod:`mprr.protocols.steps`)
                       with the controller's rounds and secure sums
 - ``choreographies`` — a curious controller's extra requests, for the attack tests (package)
-- ``shard_report``  — what a shard hands back after a run: its parties' summaries, in columns
 - ``shard``         — party shard host: many parties on one event loop behind a frame channel
 - ``channel``       — the frame channel's records (length-prefixed frames, restricted control records)
-- ``router``        — ``RouterNetwork``: the controller process routes, counts and injects faults
 - ``runtime``       — ``Runtime`` / ``HostingPlan`` / ``make_runtime``: memory | tcp | ray
 - ``tls``           — per-run CA and mutual-TLS certificates (``cryptography``, stdlib ``ssl``)
 - ``tcp``           — the ``tcp`` runtime: worker processes over TLS, supervision

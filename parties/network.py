@@ -1,10 +1,32 @@
-"""The in-memory network of the actor simulator (and the public face of the messaging layer).
+"""The network of a run, in the controller's process (and the public face of the messaging layer).
 
 ``InMemoryNetwork(n)`` gives the controller (:data:`CONTROLLER` = -1) and parties ``0..n-1``
 one :class:`Endpoint` each.  Messages travel as bytes: encoded on send, decoded on delivery, so
 every message and byte counted is real (a broadcast is encoded once and, the message being
 immutable, decoded once).  Delivery is immediate (no sleeping) unless the fault plan delays a
 message; a :class:`LatencyModel` computes *simulated* time per round instead.
+
+Parties hosted by party shard hosts (:mod:`parties.shard`, every runtime of
+:mod:`parties.runtime`) sit behind :class:`ShardLink` objects (:meth:`InMemoryNetwork.attach`);
+the network then routes: every frame of the run passes here — the controller's sends, and every
+party's send, which arrives from its shard through :meth:`InMemoryNetwork.ingress` — so
+
+- message counts, payload bytes and rounds are counted by the same code on every runtime (a
+  send is counted when the network admits it; deliveries to parties are counted by the shards,
+  and a remote shard's are added at the end with :meth:`InMemoryNetwork.merge`);
+- the seeded fault plan (drop, delay, duplicate, reorder, crash) is applied in one place, in
+  the order frames arrive.  A reorder towards a party carries its buffer position on the wire;
+  a crash decided here is forwarded to the party's shard;
+- a frame a shard sends for a party it does not host, over a link the topology forbids, or
+  whose header disagrees with its payload is rejected here (counted as ``rejected``): a bad
+  frame is the sender's fault, never the run's end;
+- a party-to-party frame (a secure-sum share over a direct link) goes up from its sender's
+  shard and down to its receiver's, even within one shard: the topology is checked here, and
+  its payload crosses the channel twice (:attr:`InMemoryNetwork.party_to_party` counts it, so
+  a runtime's wire payload is the traffic's bytes plus these);
+- a lost shard (worker died, actor died) crashes all its parties at once
+  (:meth:`InMemoryNetwork.lose`): the controller's next gather ends with ``PartyDropped`` or a
+  degraded result within the round timeout, never a hang.
 
 Endpoint API (see :class:`parties.transport.Endpoint`)::
 
@@ -16,7 +38,9 @@ Endpoint API (see :class:`parties.transport.Endpoint`)::
     ep.rejections(); ep.take_rejections(sources=None); ep.reject(env, reason)   # bad frames
 
 Network API: ``endpoint(actor, *, accept=None)``, ``begin_round(phase)`` / ``end_round()`` /
-``with round(phase):``, ``statistics()``, ``crash(actor)``, ``crashed``, ``path(src, dst)``, ``close()``.
+``with round(phase):``, ``statistics()``, ``crash(actor)``, ``crashed``, ``path(src, dst)``, ``close()``;
+shard links: ``attach(link)``, ``covered()``, ``owner(party)``, ``ingress(link, frame)``,
+``lose(link, reason)``, ``merge(reports)``.
 
 Usage::
 
@@ -41,8 +65,13 @@ Usage::
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from bisect import bisect_right
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
+
+from mprr.errors import ConfigurationError, MessageError
 from parties.faults import FaultDecision, FaultInjector, FaultPlan
 from parties.traffic import (
     ActorStatistics,
@@ -53,9 +82,12 @@ from parties.traffic import (
     TrafficStatistics,
 )
 from parties.transport import CONTROLLER, Endpoint, Envelope, Frame, Topology, Transport, actor_name
+from parties.wire.codec import peek_kind
 
 if TYPE_CHECKING:  # annotations only: party workers never import networkx
     import networkx as nx
+
+    from parties.shard_report import ShardReport
 
 __all__ = [
     "CONTROLLER",
@@ -70,14 +102,32 @@ __all__ = [
     "LatencyModel",
     "PhaseCounts",
     "RoundRecord",
+    "ShardLink",
     "Topology",
     "TrafficStatistics",
     "Transport",
     "actor_name",
 ]
 
+class ShardLink(Protocol):
+    """The controller process's handle on one shard host (a runtime's frame channel)."""
+
+    parties: range
+
+    def push(self, frame: Frame, position: int | None) -> None:
+        """Queue ``frame`` for delivery in the shard (must not block)."""
+
+    def crash(self, parties: Sequence[int]) -> None:
+        """Tell the shard that these of its parties crashed."""
+
+    def buffered(self, party: int) -> int:
+        """Messages buffered at ``party``'s endpoint (where a reorder fault inserts the next
+        one); a remote shard's buffers are not visible here: 0."""
+
+
 class InMemoryNetwork(Transport):
-    """All actors in one process; one buffered mailbox per actor.
+    """One buffered mailbox per actor in this process, shard links for the others (module
+    docstring).
 
     Parameters
     ----------
@@ -109,6 +159,10 @@ class InMemoryNetwork(Transport):
         self._probabilistic = faults is not None and faults.probabilistic
         self._timers: dict[int, asyncio.TimerHandle] = {}
         self._next_token = 0
+        self._links: list[ShardLink] = []
+        self._starts: list[int] = []
+        self.lost: dict[int, str] = {}  # link index -> why
+        self.party_to_party = [0, 0]  # messages, payload bytes routed from a party to a party
 
     def _admit(self, src: int) -> bool:
         inj = self._injector
@@ -151,6 +205,9 @@ class InMemoryNetwork(Transport):
 
     def _buffered(self, actor: int) -> int:
         """Messages delivered to ``actor`` and not yet taken."""
+        link = self.owner(actor)
+        if link is not None:
+            return link.buffered(actor)
         ep = self._endpoints.get(actor)
         return 0 if ep is None else ep.buffered
 
@@ -163,3 +220,91 @@ class InMemoryNetwork(Transport):
         for h in self._timers.values():
             h.cancel()
         self._timers.clear()
+
+    # ------------------------------------------------------------------ shard links
+    def attach(self, link: ShardLink) -> int:
+        """Attach a shard link (its parties must not overlap another's); returns its index."""
+        r = link.parties
+        if r.step != 1 or len(r) == 0 or r.start < 0 or r.stop > self.n:
+            raise ConfigurationError(f"a shard must host a non-empty contiguous range of 0..{self.n - 1}, got {r}")
+        for other in self._links:
+            if r.start < other.parties.stop and other.parties.start < r.stop:
+                raise ConfigurationError(f"shard parties {r.start}-{r.stop - 1} overlap "
+                                         f"{other.parties.start}-{other.parties.stop - 1}")
+        k = bisect_right(self._starts, r.start)
+        self._starts.insert(k, r.start)
+        self._links.insert(k, link)
+        return k
+
+    def covered(self) -> bool:
+        """True when the attached shards host every party ``0..n-1``."""
+        return sum(len(link.parties) for link in self._links) == self.n
+
+    def owner(self, party: int) -> ShardLink | None:
+        """The link hosting ``party`` (``None``: its endpoint is in this process)."""
+        k = bisect_right(self._starts, party) - 1
+        if k < 0:
+            return None
+        link = self._links[k]
+        return link if party in link.parties else None
+
+    def ingress(self, link: ShardLink, frame: Frame, *, checked: bool = False) -> None:
+        """A frame sent by a party of ``link``: validate, count, apply faults, route.
+
+        ``checked``: the frame comes from a shard in this process, whose network built it from
+        the message and checked the topology; only a remote shard's frames are validated here.
+        """
+        src, dst = frame.src, frame.dst
+        if not checked:
+            try:
+                ok = (src in link.parties and (dst == CONTROLLER or 0 <= dst < self.n)
+                      and self.topology.allowed(src, dst) and peek_kind(frame.payload) == frame.kind)
+            except MessageError:
+                ok = False
+            if not ok:
+                self._traffic.record_fault("rejected")
+                return
+        if not self._admit(src):
+            return
+        self._traffic.record_send(src, frame.phase, frame.kind, len(frame.payload))
+        if dst != CONTROLLER:
+            self.party_to_party[0] += 1
+            self.party_to_party[1] += len(frame.payload)
+        self._route(frame)
+
+    def _deliver(self, frame: Frame, position: int | None = None) -> None:
+        link = self.owner(frame.dst) if self._links else None
+        if link is None:
+            super()._deliver(frame, position)
+        elif frame.dst in self._crashed:
+            self._traffic.record_fault("lost_to_crash")
+        else:
+            link.push(frame, position)
+
+    def crash(self, actor: int) -> None:
+        fresh = actor not in self._crashed
+        super().crash(actor)
+        link = self.owner(actor) if fresh and self._links else None
+        if link is not None:
+            link.crash((actor,))
+
+    def lose(self, link: ShardLink, reason: str) -> None:
+        """The shard behind ``link`` is gone: all its parties crash (no notice is sent)."""
+        k = self._links.index(link)
+        if k in self.lost:
+            return
+        self.lost[k] = reason
+        self._crashed.update(link.parties)
+
+    def merge(self, reports: Sequence[ShardReport]) -> None:
+        """Add the remote shards' delivery counters to this network's."""
+        t = self._traffic
+        for r in reports:
+            base = r.parties.start + 1
+            messages, nbytes = r.received_messages.tolist(), r.received_bytes.tolist()
+            for j in np.flatnonzero(r.received_messages).tolist():
+                t.recv_messages[base + j] += messages[j]
+                t.recv_bytes[base + j] += nbytes[j]
+            t.delivered += r.delivered
+            for name, count in r.faults.items():
+                t.record_fault(name, count)

@@ -8,14 +8,14 @@ actor calls carrying the same records as the ``tcp`` runtime (:mod:`parties.chan
   per event-loop turn of the driver;
 - shard → driver: a long poll, ``pull()``, returns every frame the shard's parties sent since
   the last call (waits until there is one); one pull loop per shard, owned by the runtime's
-  task group, feeds them to :meth:`~parties.router.RouterNetwork.ingress`.
+  task group, feeds them to :meth:`~parties.network.InMemoryNetwork.ingress`.
 
 Secure sums: ``start()`` returns the verification keys of the shard's parties (their signing
 keys are generated inside the actor and stay there); the driver assembles the run's key
 directory and installs it with ``register(keys)`` in every shard before the protocol.
 Party-to-party frames travel shard → driver (router: topology, counts, faults) → shard.
 
-The controller runs in the driver on the :class:`~parties.router.RouterNetwork`, so counting,
+The controller runs in the driver on the :class:`~parties.network.InMemoryNetwork`, so counting,
 rounds and seeded faults are those of the in-memory network.  A shard actor that dies makes its
 pull fail: the router loses the shard (all its parties crash) and the controller's gather ends
 at the round timeout with ``PartyDropped`` or a degraded result — never a hang.
@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mprr.errors import ConfigurationError, RuntimeFailure
-from parties.router import RouterNetwork
 from parties.runtime import Hosting, HostingPlan, Runtime, lost_reports, task_group
 from parties.shard import PartyShard, ShardSetup, directory, split
 from parties.shard_report import ShardReport
@@ -155,7 +154,7 @@ class RayHosting(Hosting):
 
     def __init__(self, plan: HostingPlan, links: list[_RayLink]) -> None:
         self.plan = plan
-        self.network: RouterNetwork = plan.network()
+        self.network = plan.network()
         self.links = links
         for link in links:
             self.network.attach(link)

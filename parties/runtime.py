@@ -12,8 +12,8 @@
     the driver.
 
 Every runtime implements :meth:`Runtime.host`: given a :class:`HostingPlan` it starts the
-shard hosts (:mod:`parties.shard`), attaches one :class:`~parties.router.ShardLink` per shard
-to a :class:`~parties.router.RouterNetwork`, and — when the plan's secure-sum engine signs —
+shard hosts (:mod:`parties.shard`), attaches one :class:`~parties.network.ShardLink` per shard
+to a :class:`~parties.network.InMemoryNetwork`, and — when the plan's secure-sum engine signs —
 collects every shard's verification keys and installs the run's key directory in every shard
 (the runner is the run's PKI, never the controller actor; the private keys stay in the
 shards).  Then it yields a :class:`Hosting`; the simulation runs
@@ -30,26 +30,21 @@ import contextvars
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mprr.data import Schema
 from mprr.errors import ConfigurationError
 from parties.faults import FaultPlan
-from mprr.privacy import DEFAULT_MIN_ROSTER
-from parties.router import RouterNetwork
+from parties.network import InMemoryNetwork
 from parties.shard import PartyShard, ShardSetup
 from parties.shard_report import PartySummaries, PartySummary, ShardReport
 from parties.transport import Frame
 from parties.traffic import LatencyModel
 
 if TYPE_CHECKING:  # annotations only: a worker imports the engines and networkx only when a run needs them
-    import networkx as nx
-
     from parties.party import Party
-    from parties.secure.engine import SecureSumEngine
 
 __all__ = [
     "RUNTIMES",
@@ -69,55 +64,41 @@ RUNTIMES: tuple[str, ...] = ("memory", "tcp", "ray")
 
 
 @dataclass(frozen=True, eq=False)
-class HostingPlan:
-    """Everything a runtime needs to host the parties of one run."""
+class HostingPlan(ShardSetup):
+    """Everything a runtime needs to host the parties of one run: the setup of every party
+    (``parties`` = ``range(n)``; attributes as :class:`~parties.shard.ShardSetup`) and the
+    options of the controller process's network.
 
-    n: int
-    schema: Schema
-    records: np.ndarray
-    seed: int
-    budgets: tuple[float, ...]
-    policy: str
-    accept: tuple[int, ...]
-    faults: FaultPlan | None
-    latency: LatencyModel | None
-    fault_seed: int
-    timeout: float
-    engine: SecureSumEngine | None = None
-    min_roster: int = DEFAULT_MIN_ROSTER
-    mesh: bool = False
-    topology: nx.Graph[int] | None = None
-    """A user-given graph of party links (memory only; ``None``: the star, or the full mesh
-    when ``mesh``)."""
+    Attributes
+    ----------
+    faults, latency, fault_seed
+        The network's :class:`~parties.faults.FaultPlan`, latency model and fault seed.
+    timeout
+        Seconds a round waits for the parties (and a runtime for the shards' reports).
+    """
 
-    @property
-    def signs(self) -> bool:
-        """Whether the parties need PKI signing keys (the plan's engine signs)."""
-        return self.engine is not None and self.engine.signs
+    faults: FaultPlan | None = None
+    latency: LatencyModel | None = None
+    fault_seed: int = 0
+    timeout: float = 30.0
 
     def setup(self, parties: range) -> ShardSetup:
         """The setup of a shard hosting ``parties``."""
-        return ShardSetup(parties, self.n, self.schema, np.ascontiguousarray(self.records[parties.start:parties.stop]),
-                          self.seed, self.budgets[parties.start:parties.stop], self.policy, self.accept,
-                          self.engine, self.min_roster, self.mesh, self.topology)
+        shared = {f.name: getattr(self, f.name) for f in fields(ShardSetup)}
+        return ShardSetup(**{**shared, "parties": parties, "budgets": self.budgets[parties.start:parties.stop],
+                             "records": np.ascontiguousarray(self.records[parties.start:parties.stop])})
 
-    def network(self) -> RouterNetwork:
-        """The controller process's router for this run (the plan's topology; else the full
-        mesh when ``mesh``, else the star)."""
-        topology = self.topology
-        if topology is None and self.mesh:
-            import networkx as nx  # only for the engines that need direct party links
-
-            topology = nx.complete_graph(self.n)
-        return RouterNetwork(self.n, faults=self.faults, latency=self.latency, seed=self.fault_seed,
-                             topology=topology)
+    def network(self) -> InMemoryNetwork:
+        """The controller process's router for this run (on :meth:`graph`)."""
+        return InMemoryNetwork(self.n, faults=self.faults, latency=self.latency, seed=self.fault_seed,
+                               topology=self.graph())
 
 
 class Hosting(ABC):
     """Shard hosts of a run, seen from the controller process."""
 
     plan: HostingPlan
-    network: RouterNetwork
+    network: InMemoryNetwork
 
     @abstractmethod
     async def finish(self) -> list[ShardReport]:

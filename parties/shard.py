@@ -1,7 +1,7 @@
 """Party shard host: many :class:`~parties.party.Party` actors on one event loop.
 
 Every runtime hosts its parties this way.  The controller runs on a
-:class:`~parties.router.RouterNetwork`; parties ``lo..hi-1`` run in a **party shard host**
+:class:`~parties.network.InMemoryNetwork`; parties ``lo..hi-1`` run in a **party shard host**
 (:class:`PartyShard`) — on the controller's own event loop (the ``memory`` runtime,
 :class:`parties.runtime.MemoryRuntime`), in a worker process (:mod:`parties.tcp`) or in a Ray
 async actor (:mod:`parties.ray_runtime`) — and the two are joined by a *frame channel*
@@ -142,6 +142,21 @@ class ShardSetup:
     mesh: bool = False
     topology: nx.Graph[int] | None = None
 
+    def graph(self) -> nx.Graph[int] | None:
+        """The run's graph of party links: ``topology``, else the full mesh when ``mesh``, else
+        ``None`` (the star)."""
+        if self.topology is None and self.mesh:
+            import networkx as nx  # only for the engines that need direct party links
+
+            mesh: nx.Graph[int] = nx.complete_graph(self.n)
+            return mesh
+        return self.topology
+
+    @property
+    def signs(self) -> bool:
+        """Whether the parties need PKI signing keys (the engine signs)."""
+        return self.engine is not None and self.engine.signs
+
 
 class ShardNetwork(Transport):
     """The shard's side of the frame channel: every frame goes to ``uplink``.
@@ -202,27 +217,22 @@ class PartyShard:
         if len(setup.budgets) != len(setup.parties):
             raise ConfigurationError(f"shard setup: {len(setup.budgets)} budgets for {len(setup.parties)} parties")
         self.setup = setup
-        topology = setup.topology
-        if topology is None and setup.mesh and router is None:
-            import networkx as nx  # only for the engines that need direct party links
-
-            topology = nx.complete_graph(setup.n)
-        self.network = ShardNetwork(setup.n, setup.parties, uplink, topology=topology, router=router)
+        self.network = ShardNetwork(setup.n, setup.parties, uplink, router=router,
+                                    topology=setup.graph() if router is None else None)
         self._uplink = uplink
         self._accept = frozenset(setup.accept)
         self._last_payload: bytes | None = None
         self._last_message: Message | None = None
         self._replies: list[Frame] = []
-        engine = setup.engine
         # the parties' signing keys are born here and never leave (parties.secure.pki)
-        self._signers: dict[int, Signer] = generate_signers(setup.parties) if engine is not None and engine.signs else {}
+        self._signers: dict[int, Signer] = generate_signers(setup.parties) if setup.signs else {}
         self._registered = False
         book = ReleaseBook(setup.schema)
         records = rows.tolist()
         streams = StreamTable(setup.seed, setup.parties)
         self.parties: tuple[Party, ...] = tuple(
             Party(i, records[k], setup.schema, seed=streams.stream(i), budget=setup.budgets[k],
-                  policy=setup.policy, book=book, engine=engine, min_roster=setup.min_roster,
+                  policy=setup.policy, book=book, engine=setup.engine, min_roster=setup.min_roster,
                   signer=self._signers.get(i))
             for k, i in enumerate(setup.parties)
         )

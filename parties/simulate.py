@@ -4,7 +4,7 @@
 :class:`~parties.runtime.HostingPlan` and let a runtime (:mod:`parties.runtime`: ``memory`` by
 default, ``tcp``, ``ray``) host the parties in party shard hosts (:mod:`parties.shard`):
 
-- the router (:class:`~parties.router.RouterNetwork`: topology, latency model, seeded faults);
+- the router (:class:`~parties.network.InMemoryNetwork`: topology, latency model, seeded faults);
 - party ``i`` = a :class:`~parties.party.Party` holding record ``i``, the stream
   ``PartyStreams(seed, n).seed_sequence(i)`` (the fast path's stream of party i), its own
   budget and composition policy;
@@ -376,9 +376,9 @@ async def simulate_async(
             f"runtime {runtime.name!r} supports the star topology, and the full mesh an engine needs, "
             f"only (topology=None), got a graph of {topology.number_of_edges()} party links"
         )
-    plan = HostingPlan(n, schema, np.asarray(dataset.codes), int(seed), tuple(budgets), policy.value,
-                       tuple(k.KIND for k in accept), faults, latency, net_seed, timeout,
-                       engine if secure else None, min_roster, mesh, topology)
+    plan = HostingPlan(range(n), n, schema, np.asarray(dataset.codes), int(seed), tuple(budgets), policy.value,
+                       tuple(k.KIND for k in accept), engine if secure else None, min_roster, mesh, topology,
+                       faults=faults, latency=latency, fault_seed=net_seed, timeout=timeout)
     options = {
         "protocol": entry.name,
         "seed": seed,

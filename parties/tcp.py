@@ -22,7 +22,7 @@ success, an error or Ctrl-C — closes their stdin (a worker exits when its stdi
 killed runner leaves no orphan), then terminates and finally kills what is left, and waits for
 each.  A worker that exits before it is ready fails the start with
 :class:`~mprr.errors.RuntimeFailure` and its last stderr lines; a worker lost during the run
-crashes its parties (:meth:`~parties.router.RouterNetwork.lose`).
+crashes its parties (:meth:`~parties.network.InMemoryNetwork.lose`).
 
 By hand (``spawn=False``): ``mprr party --connect HOST:PORT --parties 0-999 --worker 0
 --tls-dir DIR`` on any machine; the controller waits for workers covering every party.  The
@@ -39,6 +39,7 @@ sent and received — the difference is the TLS overhead (handshake, record head
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import struct
 import sys
@@ -51,7 +52,6 @@ from typing import Any
 
 from mprr.errors import ConfigurationError, MessageError, RuntimeFailure
 from parties.runtime import Hosting, HostingPlan, Runtime, lost_reports, task_group
-from parties.router import RouterNetwork
 from parties.shard import directory, split
 from parties.shard_report import ShardReport
 from parties.tls import TlsMaterial, make_material, reuse_or_make_material, server_context
@@ -65,6 +65,8 @@ __all__ = [
     "parse_address",
     "parse_parties",
 ]
+
+logger = logging.getLogger(__name__)
 
 _TCP_INFO_BYTES = struct.Struct("QQ")  # tcpi_bytes_acked, tcpi_bytes_received (Linux >= 4.2)
 _TCP_INFO_OFFSET = 120
@@ -144,7 +146,7 @@ class StreamChannel(RecordBatcher):
 
 @dataclass(eq=False)
 class _WorkerLink:
-    """The controller's link to one worker (a :class:`~parties.router.ShardLink`)."""
+    """The controller's link to one worker (a :class:`~parties.network.ShardLink`)."""
 
     parties: range
     worker: int
@@ -180,7 +182,7 @@ class TcpHosting(Hosting):
 
     def __init__(self, plan: HostingPlan, *, tls: bool, expected: Sequence[range] | None) -> None:
         self.plan = plan
-        self.network: RouterNetwork = plan.network()
+        self.network = plan.network()
         self._tls = tls
         self._expected = None if expected is None else {(r.start, r.stop) for r in expected}
         self.links: list[_WorkerLink] = []
@@ -405,6 +407,7 @@ class TcpRuntime(Runtime):
             server = await asyncio.start_server(arrived, host, port,
                                                 ssl=None if material is None else server_context(material))
             bound = server.sockets[0].getsockname()[1]
+            logger.info("tcp runtime: listening on %s:%d for workers of parties 0-%d", host, bound, plan.n - 1)
             processes = hosting.processes
             logs: list[Path] = []
             try:

@@ -18,7 +18,7 @@ from mprr.privacy import Ask
 from mprr.synthetic import planted_clusters
 from parties.wire.codec import encode
 from parties.wire.messages import RandomizedValues
-from parties.router import RouterNetwork
+from parties.network import InMemoryNetwork
 from parties.runtime import Hosting, HostingPlan, Runtime
 from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry
 from parties.shard import PartyShard, directory, split
@@ -77,7 +77,7 @@ class _Link:
 
 
 async def test_router_rejects_frames_a_shard_forges_for_parties_it_does_not_host() -> None:
-    net = RouterNetwork(4)
+    net = InMemoryNetwork(4)
     link = _Link(range(0, 2))
     net.attach(link)
     payload = encode(RandomizedValues(1, np.array([0])))
@@ -96,8 +96,8 @@ async def test_a_shard_answers_through_the_router_like_parties_in_memory() -> No
     from parties.runtime import HostingPlan
 
     data = planted_clusters(6, rng=np.random.default_rng(1)).dataset
-    plan = HostingPlan(6, data.schema, np.asarray(data.codes), 3, (float("inf"),) * 6, "sequential",
-                       tuple(k.KIND for k in PARTY_KINDS), None, None, 3, 5.0)
+    plan = HostingPlan(range(6), 6, data.schema, np.asarray(data.codes), 3, (float("inf"),) * 6, "sequential",
+                       tuple(k.KIND for k in PARTY_KINDS), fault_seed=3, timeout=5.0)
     net = plan.network()
     links = []
     for r in split(6, 2):
@@ -133,7 +133,7 @@ async def test_a_shard_answers_through_the_router_like_parties_in_memory() -> No
 
 # ---------------------------------------------------------------------- secure sums across shards
 class _InProcessHosting(Hosting):
-    def __init__(self, plan: HostingPlan, network: RouterNetwork, links: list[_Link],
+    def __init__(self, plan: HostingPlan, network: InMemoryNetwork, links: list[_Link],
                  serving: list[asyncio.Task[None]]) -> None:
         self.plan = plan
         self.network = network
@@ -243,8 +243,8 @@ def test_signing_keys_are_born_in_the_shard_and_only_public_keys_leave() -> None
     from parties.secure.masked import MaskedEngine
 
     data = planted_clusters(6, rng=np.random.default_rng(1)).dataset
-    plan = HostingPlan(6, data.schema, np.asarray(data.codes), 3, (float("inf"),) * 6, "sequential",
-                       tuple(k.KIND for k in PARTY_KINDS), None, None, 3, 5.0, MaskedEngine())
+    plan = HostingPlan(range(6), 6, data.schema, np.asarray(data.codes), 3, (float("inf"),) * 6, "sequential",
+                       tuple(k.KIND for k in PARTY_KINDS), MaskedEngine(), fault_seed=3, timeout=5.0)
     assert plan.signs and b"PRIVATE" not in pickle.dumps(plan.setup(range(0, 3)))  # no key in the setup
     a, b = (PartyShard(plan.setup(r), lambda f: None) for r in split(6, 2))
     keys = directory([(range(3, 6), b.public_keys()), (range(0, 3), a.public_keys())], 6)
@@ -271,8 +271,8 @@ def _shard_after_two_requests(budgets: tuple[float, ...]) -> PartyShard:
     from parties.wire.requests import ReleaseRequest
 
     data = planted_clusters(4, rng=np.random.default_rng(2)).dataset
-    plan = HostingPlan(4, data.schema, np.asarray(data.codes), 5, budgets, "sequential",
-                       tuple(k.KIND for k in PARTY_KINDS), None, None, 5, 5.0)
+    plan = HostingPlan(range(4), 4, data.schema, np.asarray(data.codes), 5, budgets, "sequential",
+                       tuple(k.KIND for k in PARTY_KINDS), fault_seed=5, timeout=5.0)
     shard = PartyShard(plan.setup(range(4)), lambda frame: None)
     request = encode(ReleaseRequest(1, "collect", ((0,), (1,)), ((0,), (1,)), ("keep-or-uniform",) * 2,
                                     ((0.7,),) * 2))
@@ -361,8 +361,8 @@ async def test_a_shard_keeps_secure_sum_traffic_for_the_engine_and_crashes_parti
     from parties.wire.requests import SecureRelease
 
     data = planted_clusters(4, rng=np.random.default_rng(2)).dataset
-    plan = HostingPlan(4, data.schema, np.asarray(data.codes), 5, (float("inf"),) * 4, "sequential",
-                       tuple(k.KIND for k in PARTY_KINDS), None, None, 5, 5.0, GraphEngine())
+    plan = HostingPlan(range(4), 4, data.schema, np.asarray(data.codes), 5, (float("inf"),) * 4, "sequential",
+                       tuple(k.KIND for k in PARTY_KINDS), GraphEngine(), fault_seed=5, timeout=5.0)
     sent: list[Frame] = []
     shard = PartyShard(plan.setup(range(4)), sent.append)
     commit = encode(SecureRelease(1, "dependence", "s1", ((0, 1),), ((0, 1),), True))

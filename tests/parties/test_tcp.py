@@ -212,15 +212,9 @@ def test_options_are_checked_before_anything_starts(data) -> None:  # type: igno
     assert math.isfinite(TcpRuntime().connect_timeout)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_a_worker_started_by_hand_serves_run_after_run(data) -> None:  # type: ignore[no-untyped-def]
+    import logging
+    import re
     import shutil
     import subprocess
     import sys
@@ -232,28 +226,52 @@ def test_a_worker_started_by_hand_serves_run_after_run(data) -> None:  # type: i
     # exits 0 once no controller has listened for --linger (20) seconds.  Its directory is not
     # under pytest's numbered temporary directories, which a concurrent pytest may prune.
     scratch = Path(tempfile.mkdtemp(prefix="mprr-test-worker-"))
-    port = _free_port()
-    runtime = TcpRuntime(workers=1, spawn=False, listen=f"127.0.0.1:{port}", tls_dir=str(scratch / "tls"),
-                         connect_timeout=120.0)  # a loaded machine imports slowly
     from parties.tls import reuse_or_make_material
 
     reuse_or_make_material(scratch / "tls", 1)  # what the controller's first run writes, given to the worker
-    with open(scratch / "worker.log", "w") as log:
-        worker = subprocess.Popen([sys.executable, "-m", "parties.worker", "--connect", f"127.0.0.1:{port}",
-                                   "--parties", f"0-{N - 1}", "--tls-dir", str(scratch / "tls"), "--wait", "120",
-                                   "--linger", "20"], stdin=subprocess.DEVNULL, stderr=log)
+    workers: list[subprocess.Popen[bytes]] = []
+    log = open(scratch / "worker.log", "w")
+
+    class StartTheWorker(logging.Handler):
+        """Starts the worker at the address the first run's controller logs once it listens: the
+        controller binds port 0 (any free port), so no other process can take it first."""
+
+        def emit(self, record: logging.LogRecord) -> None:
+            found = re.search(r"listening on (\S+) for", record.getMessage())
+            if found and not workers:
+                workers.append(subprocess.Popen(
+                    [sys.executable, "-m", "parties.worker", "--connect", found[1], "--parties", f"0-{N - 1}",
+                     "--tls-dir", str(scratch / "tls"), "--wait", "120", "--linger", "20"],
+                    stdin=subprocess.DEVNULL, stderr=log))
+                addresses.append(found[1])
+
+    addresses: list[str] = []
+    logger, handler = logging.getLogger("parties.tcp"), StartTheWorker()
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+    def runtime(listen: str) -> TcpRuntime:
+        return TcpRuntime(workers=1, spawn=False, listen=listen, tls_dir=str(scratch / "tls"),
+                          connect_timeout=120.0)  # a loaded machine imports slowly
+
     try:
         try:
-            first = simulate(data, "RR-Independent", seed=4, timeout=10.0, p=0.6, runtime=runtime)
-            second = simulate(data, "RR-Clusters", seed=4, timeout=10.0, p=0.7, Tv=60, Td=0.1, runtime=runtime)
-            assert worker.wait(timeout=90) == 0
+            first = simulate(data, "RR-Independent", seed=4, timeout=10.0, p=0.6, runtime=runtime("127.0.0.1:0"))
+            second = simulate(data, "RR-Clusters", seed=4, timeout=10.0, p=0.7, Tv=60, Td=0.1,
+                              runtime=runtime(addresses[0]))  # where the worker comes back
+            assert workers[0].wait(timeout=90) == 0
         except BaseException as exc:
             exc.add_note("worker stderr: " + (scratch / "worker.log").read_text()[-2000:])
             raise
     finally:
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait()
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+        log.close()
         shutil.rmtree(scratch, ignore_errors=True)
     _same(first, simulate(data, "RR-Independent", seed=4, timeout=10.0, p=0.6))
     _same(second, simulate(data, "RR-Clusters", seed=4, timeout=10.0, p=0.7, Tv=60, Td=0.1))
