@@ -118,11 +118,16 @@ def loads(record: bytes | memoryview) -> tuple[str, Any]:
     return value
 
 
-def frame_record(frame: Frame, position: int | None = None) -> bytes:
-    """A ``DATA`` record carrying ``frame`` (and a reorder position, ``None`` = append)."""
+def _phase_bytes(frame: Frame) -> bytes:
     phase = frame.phase.encode()
     if len(phase) > 255:
         raise MessageError(f"phase name must be at most 255 UTF-8 bytes, got {len(phase)}")
+    return phase
+
+
+def frame_record(frame: Frame, position: int | None = None) -> bytes:
+    """A ``DATA`` record carrying ``frame`` (and a reorder position, ``None`` = append)."""
+    phase = _phase_bytes(frame)
     return _DATA_HEADER.pack(DATA, frame.src, frame.dst, frame.kind, -1 if position is None else position,
                              len(phase)) + phase + frame.payload
 
@@ -158,9 +163,7 @@ def _phase(raw: bytes) -> str:
 
 def multi_record(frame: Frame, dsts: array[int]) -> bytes:
     """A ``MULTI`` record carrying ``frame``'s payload to every one of ``dsts`` (int32s)."""
-    phase = frame.phase.encode()
-    if len(phase) > 255:
-        raise MessageError(f"phase name must be at most 255 UTF-8 bytes, got {len(phase)}")
+    phase = _phase_bytes(frame)
     big = array("i", dsts)
     if sys.byteorder == "little":
         big.byteswap()

@@ -56,14 +56,31 @@ from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
 from parties.public_state import ReleaseBook
 from parties.transport import Endpoint, actor_name
 
-__all__ = ["LOOP_KINDS", "Party"]
+__all__ = ["LOOP_KINDS", "Accounted", "Party"]
 
 LOOP_KINDS = (ReleaseRequest, SecureRelease, SecureSumStart, Abort)
 """Kinds a party's host hands to :meth:`Party.receive` when the controller sends them;
 anything else (the secure-sum engines' traffic) goes to the party's endpoint, for its engine."""
 
 
-class Party:
+class Accounted:
+    """What the harness reads of a party through its accountant: a :class:`Party`, or its
+    :class:`~parties.shard_report.PartySummary` after a run on a remote runtime."""
+
+    accountant: PrivacyAccountant
+
+    @property
+    def ledger(self) -> Ledger:
+        """The party's ledger (immutable snapshot)."""
+        return self.accountant.ledger
+
+    @property
+    def refusals(self) -> tuple[Refusal, ...]:
+        """Every request the party refused (its accountant's records)."""
+        return self.accountant.refusals
+
+
+class Party(Accounted):
     """One party of the protocol (see the module docstring).
 
     Parameters
@@ -166,16 +183,6 @@ class Party:
         )
 
     # ------------------------------------------------------------------ state
-    @property
-    def ledger(self) -> Ledger:
-        """The party's ledger (immutable snapshot)."""
-        return self.accountant.ledger
-
-    @property
-    def refusals(self) -> tuple[Refusal, ...]:
-        """Every request the party refused (its accountant's records)."""
-        return self.accountant.refusals
-
     def register(self, registry: Any) -> None:
         """Install the PKI directory (:class:`~parties.secure.pki.KeyRegistry`) at set-up.
 
@@ -214,9 +221,7 @@ class Party:
             :class:`~parties.wire.requests.SecureSumStart` is its host's to run, see
             :meth:`receive`).
         """
-        if isinstance(msg, ReleaseRequest):
-            return self._decide(msg)
-        if isinstance(msg, SecureRelease):
+        if isinstance(msg, (ReleaseRequest, SecureRelease)):
             return self._decide(msg)
         raise MessageError(f"{actor_name(self.index)} does not accept {msg.NAME} messages from the controller")
 

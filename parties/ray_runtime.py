@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mprr.errors import ConfigurationError, RuntimeFailure
-from parties.runtime import Hosting, HostingPlan, Runtime, lost_reports, task_group
+from parties.runtime import Hosting, HostingPlan, Runtime, task_group
 from parties.shard import PartyShard, ShardSetup, directory, split
 from parties.shard_report import ShardReport
 from parties.transport import Frame
@@ -153,8 +153,7 @@ class RayHosting(Hosting):
     """The driver's view of the shard actors of one run."""
 
     def __init__(self, plan: HostingPlan, links: list[_RayLink]) -> None:
-        self.plan = plan
-        self.network = plan.network()
+        super().__init__(plan)
         self.links = links
         for link in links:
             self.network.attach(link)
@@ -203,8 +202,7 @@ class RayHosting(Hosting):
                     rss.append(int(await link.actor.peak_rss.remote()))
         self.shard_peak_rss = rss
         reports = {k: r for k, r in enumerate(got) if r is not None}
-        self.network.merge(list(reports.values()))
-        return lost_reports(self.plan, [link.parties for link in self.links], reports)
+        return self.collected([link.parties for link in self.links], reports)
 
     def wire(self) -> dict[str, Any]:
         sent = {k: sum(link.sent[k] for link in self.links) for k in ("payload", "framing", "control", "multicast_saved")}

@@ -95,10 +95,11 @@ class HostingPlan(ShardSetup):
 
 
 class Hosting(ABC):
-    """Shard hosts of a run, seen from the controller process."""
+    """Shard hosts of a run, seen from the controller process (on the plan's network)."""
 
-    plan: HostingPlan
-    network: InMemoryNetwork
+    def __init__(self, plan: HostingPlan) -> None:
+        self.plan = plan
+        self.network = plan.network()
 
     @abstractmethod
     async def finish(self) -> list[ShardReport]:
@@ -112,6 +113,15 @@ class Hosting(ABC):
     @abstractmethod
     def wire(self) -> dict[str, Any]:
         """Measured channel figures (framing, TLS, socket bytes...) as a JSON-friendly dict."""
+
+    def collected(self, ranges: Sequence[range], reports: dict[int, ShardReport]) -> list[ShardReport]:
+        """The reports of the shards hosting ``ranges`` (``reports``: by index), their delivery
+        counters added to the network's; a placeholder (:meth:`ShardReport.lost
+        <parties.shard_report.ShardReport.lost>`) for each shard that did not report."""
+        self.network.merge(list(reports.values()))
+        plan = self.plan
+        return [reports[k] if k in reports else ShardReport.lost(r, plan.budgets[r.start:r.stop], plan.policy)
+                for k, r in enumerate(ranges)]
 
 
 class Runtime(ABC):
@@ -144,8 +154,7 @@ class MemoryHosting(Hosting):
     event loop, joined to the router by direct calls (its uplink is the router's ingress)."""
 
     def __init__(self, plan: HostingPlan) -> None:
-        self.plan = plan
-        self.network = plan.network()
+        super().__init__(plan)
         self.shard = PartyShard(plan.setup(range(plan.n)), self._uplink, router=self.network)
         self._link = _LocalLink(self.shard)
         self.network.attach(self._link)
@@ -237,13 +246,6 @@ def make_runtime(name: str, **options: Any) -> Runtime | None:
 
         return RayRuntime(**{k: v for k, v in options.items() if v is not None})
     raise ConfigurationError(f"runtime must be one of {', '.join(RUNTIMES)}, got {name!r}")
-
-
-def lost_reports(plan: HostingPlan, ranges: Sequence[range], reports: dict[int, ShardReport]) -> list[ShardReport]:
-    """Reports for every range, placeholders (:meth:`ShardReport.lost <parties.shard_report.ShardReport.lost>`)
-    where missing."""
-    return [reports[k] if k in reports else ShardReport.lost(r, plan.budgets[r.start:r.stop], plan.policy)
-            for k, r in enumerate(ranges)]
 
 
 def unwrap(group: BaseExceptionGroup) -> BaseException:

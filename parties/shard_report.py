@@ -23,6 +23,7 @@ import numpy as np
 from mprr.errors import ConfigurationError, MessageError
 from mprr.privacy import PrivacyAccountant, Refusal
 from mprr.privacy.ledger import Ledger
+from parties.party import Accounted
 
 if TYPE_CHECKING:  # annotations only: the report is built from a shard, never imports it at run time
     from parties.shard import PartyShard
@@ -31,7 +32,7 @@ __all__ = ["PartySummaries", "PartySummary", "ShardReport", "accountant_for", "a
 
 
 @dataclass(frozen=True)
-class PartySummary:
+class PartySummary(Accounted):
     """What the harness keeps of a remote party after the run (no record, no stream)."""
 
     index: int
@@ -40,16 +41,6 @@ class PartySummary:
     draws: int = 0
     status: str = "idle"
     errors: tuple[str, ...] = ()
-
-    @property
-    def ledger(self) -> Ledger:
-        """The party's ledger."""
-        return self.accountant.ledger
-
-    @property
-    def refusals(self) -> tuple[Refusal, ...]:
-        """The requests the party refused (its accountant's records)."""
-        return self.accountant.refusals
 
 
 def _state_key(value: Any) -> Any:

@@ -38,15 +38,14 @@ Usage::
 from __future__ import annotations
 
 import asyncio
-import functools
 import gc
 import logging
 import math
 import time
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -244,21 +243,6 @@ def rare_full_collections() -> Iterator[None]:
             _saved_threshold = None
 
 
-_P = ParamSpec("_P")
-
-
-def _collecting_rarely(
-    run: Callable[_P, Coroutine[Any, Any, SimulationResult]],
-) -> Callable[_P, Coroutine[Any, Any, SimulationResult]]:
-    """Run the coroutine function ``run`` inside :func:`rare_full_collections`."""
-    @functools.wraps(run)
-    async def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> SimulationResult:
-        with rare_full_collections():
-            return await run(*args, **kwargs)
-    return wrapper
-
-
-@_collecting_rarely
 async def simulate_async(
     dataset: Dataset,
     protocol: str,
@@ -400,27 +384,29 @@ async def simulate_async(
     error: BaseException | None = None
     result: ProtocolResult | None = None
     reports: tuple[AttackReport, ...] = ()
-    async with (runtime or MemoryRuntime()).host(plan) as hosting, asyncio.TaskGroup() as tg:
-        net = hosting.network
-        ready = time.perf_counter()
-        if plan.engine is not None:
-            _warn_if_expensive(plan.engine, n, schema.sizes, net)
-        heartbeat = tg.create_task(_heartbeat(net, started, interval, progress)) if math.isfinite(interval) else None
-        controller = Controller(net.endpoint(CONTROLLER, accept=CONTROLLER_KINDS), schema, range(n), timeout=timeout,
-                                on_dropout=on_dropout, retries=retries)
-        try:
-            result = await run_actors(entry.program, controller, **kwargs)
-            reports = await run_attacks(controller, attacks)
-        except Exception as exc:  # re-raised below, after the parties are stopped
-            error = exc
-        finally:
-            if heartbeat is not None:
-                heartbeat.cancel()
-        protocol_done = time.perf_counter()
-        parties = await hosting.parties()
-        net.close()
-        controller.drain()
-        wire = hosting.wire()
+    with rare_full_collections():  # the run keeps a few objects per party until its end
+        async with (runtime or MemoryRuntime()).host(plan) as hosting, asyncio.TaskGroup() as tg:
+            net = hosting.network
+            ready = time.perf_counter()
+            if plan.engine is not None:
+                _warn_if_expensive(plan.engine, n, schema.sizes, net)
+            heartbeat = (tg.create_task(_heartbeat(net, started, interval, progress)) if math.isfinite(interval)
+                         else None)
+            controller = Controller(net.endpoint(CONTROLLER, accept=CONTROLLER_KINDS), schema, range(n),
+                                    timeout=timeout, on_dropout=on_dropout, retries=retries)
+            try:
+                result = await run_actors(entry.program, controller, **kwargs)
+                reports = await run_attacks(controller, attacks)
+            except Exception as exc:  # re-raised below, after the parties are stopped
+                error = exc
+            finally:
+                if heartbeat is not None:
+                    heartbeat.cancel()
+            protocol_done = time.perf_counter()
+            parties = await hosting.parties()
+            net.close()
+            controller.drain()
+            wire = hosting.wire()
     wall = time.perf_counter() - started
     if error is not None:
         raise _explain(error, net.crashed) from error

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from mprr.errors import ConfigurationError, MessageError, RuntimeFailure
-from parties.runtime import Hosting, HostingPlan, Runtime, lost_reports, task_group
+from parties.runtime import Hosting, HostingPlan, Runtime, task_group
 from parties.shard import directory, split
 from parties.shard_report import ShardReport
 from parties.tls import TlsMaterial, make_material, reuse_or_make_material, server_context
@@ -181,8 +181,7 @@ class TcpHosting(Hosting):
     """The controller process's view of the workers of one run."""
 
     def __init__(self, plan: HostingPlan, *, tls: bool, expected: Sequence[range] | None) -> None:
-        self.plan = plan
-        self.network = plan.network()
+        super().__init__(plan)
         self._tls = tls
         self._expected = None if expected is None else {(r.start, r.stop) for r in expected}
         self.links: list[_WorkerLink] = []
@@ -299,8 +298,7 @@ class TcpHosting(Hosting):
                 for link in self.links:
                     await link.done.wait()
         reports = {k: link.report for k, link in enumerate(self.links) if link.report is not None}
-        self.network.merge(list(reports.values()))
-        return lost_reports(self.plan, [link.parties for link in self.links], reports)
+        return self.collected([link.parties for link in self.links], reports)
 
     def wire(self) -> dict[str, Any]:
         sent = {k: sum(link.channel.sent[k] for link in self.links) for k in ("payload", "framing", "control")}
