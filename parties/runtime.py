@@ -1,8 +1,9 @@
 """Runtimes: where the party actors of a run live, and how their frames travel.
 
 ``memory`` (:class:`MemoryRuntime`, the default)
-    One party shard host in this process and on this event loop; its link to the router is a
-    direct call each way (a frame is still the one codec's bytes, counted as everywhere).
+    Party shard hosts (one by default) in this process and on this event loop; their links to
+    the network are direct calls each way (a frame is still the one codec's bytes, counted as
+    everywhere).
 ``tcp`` (:class:`parties.tcp.TcpRuntime`)
     Party shard hosts in worker processes — spawned and supervised, or started by hand with
     ``mprr party --connect`` on any machine — joined to the controller process by
@@ -16,9 +17,8 @@ shard hosts (:mod:`parties.shard`), attaches one :class:`~parties.network.ShardL
 to a :class:`~parties.network.InMemoryNetwork`, and — when the plan's secure-sum engine signs —
 collects every shard's verification keys and installs the run's key directory in every shard
 (the runner is the run's PKI, never the controller actor; the private keys stay in the
-shards).  Then it yields a :class:`Hosting`; the simulation runs
-the controller on ``hosting.network`` exactly as on the in-memory network, then calls
-:meth:`Hosting.finish` for the parties' summaries.  Leaving the context stops every shard
+shards).  Then it yields a :class:`Hosting`; the simulation runs the controller on
+``hosting.network``, then calls :meth:`Hosting.parties` for the parties' summaries.  Leaving the context stops every shard
 host the runtime started (no orphan process or actor, after success, error or Ctrl-C).
 """
 
@@ -30,7 +30,7 @@ import contextvars
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,7 +38,7 @@ import numpy as np
 from mprr.errors import ConfigurationError
 from parties.faults import FaultPlan
 from parties.network import InMemoryNetwork
-from parties.shard import PartyShard, ShardSetup
+from parties.shard import PartyShard, ShardSetup, directory, split
 from parties.shard_report import PartySummaries, PartySummary, ShardReport
 from parties.transport import Frame
 from parties.traffic import LatencyModel
@@ -139,68 +139,89 @@ class Runtime(ABC):
 
 
 class _LocalLink:
-    """The router's link to a shard in its own process and event loop: a direct call."""
+    """The network's link to a shard in its own process and event loop: a direct call each way."""
 
-    def __init__(self, shard: PartyShard) -> None:
-        self.shard = shard
-        self.parties = shard.setup.parties
-        self.push = shard.deliver
-        self.crash = shard.crash
-        self.buffered = shard.buffered
+    def __init__(self, network: InMemoryNetwork, setup: ShardSetup, shared: bool) -> None:
+        self.network, self.parties, self.checked = network, setup.parties, shared
+        self.shard = PartyShard(setup, self.uplink, router=network if shared else None)
+        self.push, self.crash, self.buffered = self.shard.deliver, self.shard.crash, self.shard.buffered
+
+    def uplink(self, frame: Frame) -> None:
+        self.network.ingress(self, frame, checked=self.checked)
 
 
 class MemoryHosting(Hosting):
-    """The memory runtime's hosting: one :class:`~parties.shard.PartyShard` on the caller's
-    event loop, joined to the router by direct calls (its uplink is the router's ingress)."""
+    """The memory runtime's hosting: party shards (:class:`~parties.shard.PartyShard`) on the
+    caller's event loop, joined to the network by direct calls.
 
-    def __init__(self, plan: HostingPlan) -> None:
+    One shard (the default) shares the network's topology and counters, so its frames need no
+    check at ingress.  Several are joined as the remote runtimes' shards are: every frame checked
+    at ingress, the run's key directory assembled from every shard's keys, the shards' delivery
+    counters merged at the end.
+    """
+
+    def __init__(self, plan: HostingPlan, shards: int = 1) -> None:
         super().__init__(plan)
-        self.shard = PartyShard(plan.setup(range(plan.n)), self._uplink, router=self.network)
-        self._link = _LocalLink(self.shard)
-        self.network.attach(self._link)
-        if plan.signs:  # the runner is the run's PKI: the one shard's public keys are the directory
-            self.shard.register(self.shard.public_keys())
-        self.serving: asyncio.Task[None] | None = None
-
-    def _uplink(self, frame: Frame) -> None:
-        self.network.ingress(self._link, frame, checked=True)
+        self.links = [_LocalLink(self.network, plan.setup(r), shards == 1) for r in split(plan.n, shards)]
+        for link in self.links:
+            self.network.attach(link)
+        if plan.signs:  # the runner is the run's PKI: the shards' public keys make the directory
+            keys = directory([(link.parties, link.shard.public_keys()) for link in self.links], plan.n)
+            for link in self.links:
+                link.shard.register(keys)
+        self.serving: list[asyncio.Task[None]] = []
 
     async def finish(self) -> list[ShardReport]:
         await self._stop()
-        return [ShardReport.of(self.shard)]
+        reports = [link.shard.report() for link in self.links]
+        return reports if len(reports) == 1 else self.collected([r.parties for r in reports], dict(enumerate(reports)))
 
     async def parties(self) -> Sequence[Party]:
         """The party actors themselves (harness access: they hold the private records)."""
+        if len(self.links) > 1:
+            await self.finish()  # the shards' delivery counters, added to the network's
         await self._stop()
-        return self.shard.parties
+        return tuple(p for link in self.links for p in link.shard.parties)
 
     async def _stop(self) -> None:
-        self.shard.stop()
-        if self.serving is not None:
-            await self.serving
+        for link in self.links:
+            link.shard.stop()
+        for task in self.serving:
+            await task
 
     def wire(self) -> dict[str, Any]:
-        return {}
+        return {} if len(self.links) == 1 else {"runtime": "memory", "shards": len(self.links),
+                                                "party_to_party_bytes": self.network.party_to_party[1]}
 
 
+@dataclass(frozen=True)
 class MemoryRuntime(Runtime):
-    """Every party in this process, on the controller's event loop (module docstring)."""
+    """Every party in this process, on the controller's event loop (module docstring).
 
-    name = "memory"
+    Parameters
+    ----------
+    shards
+        Party shard hosts (:class:`MemoryHosting`): 1 (the default), or several, joined as the
+        remote runtimes' shards are, on one event loop (a virtual clock runs them).
+    """
+
+    shards: int = 1
+    name: str = field(default="memory", init=False)
 
     def options(self) -> dict[str, Any]:
-        return {"runtime": "memory"}
+        return {"runtime": "memory", "shards": self.shards}
 
     @asynccontextmanager
     async def host(self, plan: HostingPlan) -> AsyncIterator[Hosting]:
-        hosting = MemoryHosting(plan)
+        hosting = MemoryHosting(plan, self.shards)
         async with task_group() as tg:
-            hosting.serving = tg.create_task(hosting.shard.serve())
+            hosting.serving = [tg.create_task(link.shard.serve()) for link in hosting.links]
             await asyncio.sleep(0)  # serving (secure-sum sessions need its task group) before any frame
             try:
                 yield hosting
             finally:
-                hosting.shard.stop()
+                for link in hosting.links:
+                    link.shard.stop()
 
 
 _CURRENT: contextvars.ContextVar[Runtime | None] = contextvars.ContextVar("mprr_runtime", default=None)

@@ -352,10 +352,9 @@ async def simulate_async(
         runtime = current_runtime()
     elif isinstance(runtime, str):
         runtime = make_runtime(runtime)
-    if isinstance(runtime, MemoryRuntime):
-        runtime = None
+    runtime = runtime or MemoryRuntime()
     PrivacyAccountant(math.inf, policy, min_roster=min_roster)  # the parties' own checks, before anything starts
-    if runtime is not None and topology is not None:
+    if not isinstance(runtime, MemoryRuntime) and topology is not None:
         raise ConfigurationError(
             f"runtime {runtime.name!r} supports the star topology, and the full mesh an engine needs, "
             f"only (topology=None), got a graph of {topology.number_of_edges()} party links"
@@ -378,14 +377,14 @@ async def simulate_async(
         "topology": ("star" if topology is None and not mesh
                      else f"{n * (n - 1) // 2 if topology is None else topology.number_of_edges()} party links"),
         "attacks": list(attacks),
-        "runtime": "memory" if runtime is None else runtime.options(),
+        "runtime": "memory" if runtime == MemoryRuntime() else runtime.options(),
     }
     started = time.perf_counter()
     error: BaseException | None = None
     result: ProtocolResult | None = None
     reports: tuple[AttackReport, ...] = ()
     with rare_full_collections():  # the run keeps a few objects per party until its end
-        async with (runtime or MemoryRuntime()).host(plan) as hosting, asyncio.TaskGroup() as tg:
+        async with runtime.host(plan) as hosting, asyncio.TaskGroup() as tg:
             net = hosting.network
             ready = time.perf_counter()
             if plan.engine is not None:

@@ -4,7 +4,7 @@ The default is a star (parties reach only the controller).  A networkx graph add
 party-to-party links (e.g. a random k-regular graph for the graph secure sum); the controller
 stays linked to every party unless the graph names it.  Sending over a non-edge is a
 :class:`mprr.errors.ProtocolError`; relaying through other actors is the protocol's job, and
-:meth:`Topology.path` / :meth:`Topology.hops` give the shortest relay route.
+:meth:`Topology.path` gives the shortest relay route.
 """
 
 from __future__ import annotations
@@ -109,7 +109,3 @@ class Topology:
                         return out[::-1]
                     frontier.append(v)
         raise ProtocolError(f"no route from {actor_name(src)} to {actor_name(dst)} in the topology")
-
-    def hops(self, src: int, dst: int) -> int:
-        """Number of links a relayed message crosses from ``src`` to ``dst``."""
-        return len(self.path(src, dst)) - 1

@@ -153,11 +153,6 @@ class ViewLog:
             yield self.entry(i)
 
     @property
-    def entries(self) -> tuple[ViewEntry, ...]:
-        """Every received message, in arrival order."""
-        return tuple(self)
-
-    @property
     def derived(self) -> Mapping[str, Any]:
         """Values the controller derived, by name."""
         return MappingProxyType(self._derived)
@@ -176,10 +171,6 @@ class ViewLog:
         """Entries whose message is one of ``kinds`` (classes or names)."""
         numbers = {message_class(k).KIND if isinstance(k, str) else k.KIND for k in kinds}
         return [self.entry(i) for i, k in enumerate(self._kind) if k in numbers]
-
-    def from_party(self, party: int) -> list[ViewEntry]:
-        """Entries sent by ``party``."""
-        return [self.entry(i) for i, s in enumerate(self._src) if s == party]
 
     def summary(self) -> ViewSummary:
         """Counts of the view (see :class:`ViewSummary`)."""

@@ -122,7 +122,7 @@ def _actors(n: int, engine, *, min_roster: int = DEFAULT_MIN_ROSTER):
                        tuple(k.KIND for k in PARTY_KINDS), engine, min_roster, engine.name == "paper", timeout=0.5)
     hosting = MemoryHosting(plan)
     ctl = Controller(hosting.network.endpoint(CONTROLLER), schema, range(n), timeout=0.5)
-    return hosting.network, hosting.shard.parties, ctl
+    return hosting.network, hosting.links[0].shard.parties, ctl
 
 
 async def _serve(net, parties, body):

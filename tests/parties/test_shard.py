@@ -6,9 +6,6 @@ import asyncio
 import os
 from dataclasses import replace
 import pickle
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
 
 import numpy as np
 import pytest
@@ -19,10 +16,10 @@ from mprr.synthetic import planted_clusters
 from parties.wire.codec import encode
 from parties.wire.messages import RandomizedValues
 from parties.network import InMemoryNetwork
-from parties.runtime import Hosting, HostingPlan, Runtime
+from parties.runtime import HostingPlan, MemoryRuntime
 from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry
 from parties.shard import PartyShard, directory, split
-from parties.shard_report import PartySummaries, ShardReport
+from parties.shard_report import PartySummaries
 from parties.simulate import PARTY_KINDS
 from parties.transport import CONTROLLER, Frame
 from parties.channel import CONTROL, DATA, StreamDecoder, dumps, frame_record, loads, pack_stream, read_record
@@ -132,72 +129,6 @@ async def test_a_shard_answers_through_the_router_like_parties_in_memory() -> No
 
 
 # ---------------------------------------------------------------------- secure sums across shards
-class _InProcessHosting(Hosting):
-    def __init__(self, plan: HostingPlan, network: InMemoryNetwork, links: list[_Link],
-                 serving: list[asyncio.Task[None]]) -> None:
-        self.plan = plan
-        self.network = network
-        self.links = links
-        self._serving = serving
-
-    async def finish(self) -> list[ShardReport]:
-        for link in self.links:
-            assert link.shard is not None
-            link.shard.stop()
-        await asyncio.gather(*self._serving)
-        reports = [link.shard.report() for link in self.links if link.shard is not None]
-        self.network.merge(reports)
-        return reports
-
-    def wire(self) -> dict[str, Any]:
-        return {"runtime": "in-process", "party_to_party_bytes": self.network.party_to_party[1]}
-
-
-class _InProcess(Runtime):
-    """Shard hosts on the caller's event loop, joined to the router by a queue: the multi-process
-    runtimes' shard setup, key registration and routing, without processes (virtual clock)."""
-
-    name = "in-process"
-
-    def __init__(self, shards: int) -> None:
-        self.shards = shards
-
-    def options(self) -> dict[str, Any]:
-        return {"runtime": self.name, "shards": self.shards}
-
-    @asynccontextmanager
-    async def host(self, plan: HostingPlan) -> AsyncIterator[Hosting]:
-        net = plan.network()
-        queue: asyncio.Queue[tuple[_Link, Frame]] = asyncio.Queue()
-        links = []
-        for r in split(plan.n, self.shards):
-            link = _Link(r)
-            link.shard = PartyShard(plan.setup(r), lambda f, link=link: queue.put_nowait((link, f)))
-            net.attach(link)
-            links.append(link)
-        if plan.signs:  # the runner is the run's PKI: public keys in, one directory out
-            keys = directory([(link.parties, link.shard.public_keys()) for link in links if link.shard], plan.n)
-            for link in links:
-                assert link.shard is not None
-                link.shard.register(keys)
-
-        async def pump() -> None:
-            while True:
-                link, frame = await queue.get()
-                net.ingress(link, frame)
-
-        async with asyncio.TaskGroup() as tg:
-            serving = [tg.create_task(link.shard.serve()) for link in links if link.shard is not None]
-            pumping = tg.create_task(pump())
-            try:
-                yield _InProcessHosting(plan, net, links, serving)
-            finally:
-                for link in links:
-                    if link.shard is not None:
-                        link.shard.stop()
-                pumping.cancel()
-
-
 def _simulate(data, **options):  # type: ignore[no-untyped-def]
     from parties.simulate import simulate_async
     from tests.virtual_clock import run_virtual
@@ -215,7 +146,7 @@ def test_secure_sums_across_shards_give_the_memory_result(dependence, engine) ->
 
     data = planted_clusters(14, rng=np.random.default_rng(2), strength=0.8).dataset
     memory = _simulate(data, dependence=dependence, secure_sum=engine)
-    sharded = _simulate(data, dependence=dependence, secure_sum=engine, runtime=_InProcess(3))
+    sharded = _simulate(data, dependence=dependence, secure_sum=engine, runtime=MemoryRuntime(shards=3))
     _same(memory, sharded)
     assert sharded.result.details["secure_sum"] == memory.result.details["secure_sum"]
     assert not any(p.errors for p in sharded.parties)
@@ -227,15 +158,15 @@ def test_secure_sums_across_shards_give_the_memory_result(dependence, engine) ->
 
 def test_the_session_rules_hold_for_parties_in_shards() -> None:
     data = planted_clusters(10, rng=np.random.default_rng(2), strength=0.8).dataset
-    sim = _simulate(data, dependence="4.2", secure_sum="masked", runtime=_InProcess(2),
+    sim = _simulate(data, dependence="4.2", secure_sum="masked", runtime=MemoryRuntime(shards=2),
                     attacks=["difference-secure-sum"])
     (report,) = sim.attacks  # one session per exact input: every other party refuses the second sum
     assert report.difference is None and report.refused == report.asked == 9
     with pytest.raises(ConfigurationError, match="min_roster must be an integer >= 2, got 1"):
-        _simulate(data, dependence="4.3", secure_sum="masked", runtime=_InProcess(2), min_roster=1)
+        _simulate(data, dependence="4.3", secure_sum="masked", runtime=MemoryRuntime(shards=2), min_roster=1)
     # a roster below each party's minimum: no party runs the sum, and the controller learns nothing
     with pytest.raises(SecureSumAborted, match="at key advertisement: 0 of 10 parties left"):
-        _simulate(data, dependence="4.3", secure_sum="masked", runtime=_InProcess(2), min_roster=11)
+        _simulate(data, dependence="4.3", secure_sum="masked", runtime=MemoryRuntime(shards=2), min_roster=11)
 
 
 def test_signing_keys_are_born_in_the_shard_and_only_public_keys_leave() -> None:

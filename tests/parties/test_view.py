@@ -21,11 +21,11 @@ def test_log_keeps_every_received_message_in_order() -> None:
     log.record(env(4, msgs[1], "a", 40))
     log.record(env(3, msgs[2], "b", 25))
     assert len(log) == 3
-    entries = log.entries
+    entries = list(log)
     assert [e.index for e in entries] == [0, 1, 2]
     assert [e.src for e in entries] == [3, 4, 3]
     assert entries[1].message is msgs[1] and entries[1].kind == "Refusal"
-    assert [e.message for e in log.from_party(3)] == [msgs[0], msgs[2]]
+    assert [e.message for e in log if e.src == 3] == [msgs[0], msgs[2]]
     assert [e.src for e in log.of_kind(Refusal)] == [4]
     assert [e.src for e in log.of_kind("RandomizedValues")] == [3, 3]
     assert log.kinds() == frozenset({"RandomizedValues", "Refusal"})
