@@ -30,6 +30,7 @@ from mprr.dependence import bivariate_tables, dependence_matrix
 from mprr.errors import ConfigurationError
 from mprr.metrics import CountQuery
 from mprr.protocols.result import ProtocolResult
+from parties.network import CONTROLLER
 from scenarios.cost_model import ClosedForm, rr_closed_form
 from scenarios.plots import BarPlot, CustomPlot, FigureSpec
 from scenarios.privacy_report import privacy_section, privacy_summary_lines, privacy_table
@@ -75,21 +76,17 @@ def _human_bytes(n: float) -> str:
 
 def _traffic_dict(stats: Any, closed: ClosedForm) -> dict[str, Any]:
     """Measured traffic of one actor run beside its closed form (:func:`rr_closed_form`)."""
-    party = [c for a, c in stats.by_sender.items() if a >= 0]
-    ctrl_sent, ctrl_recv = stats.sent_by(-1), stats.received_by(-1)
-    out = {
+    counted, ctrl_recv = ClosedForm.counted(stats), stats.received_by(CONTROLLER)
+    return {
         "messages": stats.messages, "bytes": stats.bytes, "rounds": stats.rounds,
-        "controller_sent": {"messages": ctrl_sent.messages, "bytes": ctrl_sent.bytes},
+        "controller_sent": {"messages": counted.controller_messages, "bytes": counted.controller_bytes},
         "controller_received": {"messages": ctrl_recv.messages, "bytes": ctrl_recv.bytes},
-        "party_sent_max": {"messages": max((c.messages for c in party), default=0),
-                           "bytes": max((c.bytes for c in party), default=0)},
+        "party_sent_max": {"messages": counted.party_messages, "bytes": counted.party_bytes},
         "by_phase": {p: c._asdict() for p, c in stats.by_phase.items()},
         "by_kind": {k: c._asdict() for k, c in stats.by_kind.items()},
         "closed_form": closed.headline(),
+        "equals_closed_form": all(closed.matches(counted, ("messages", "bytes", "rounds")).values()),
     }
-    out["equals_closed_form"] = (stats.messages, stats.bytes, stats.rounds) == (
-        closed.messages, closed.bytes, closed.rounds)
-    return out
 
 
 # --------------------------------------------------------------------------- figures

@@ -283,7 +283,7 @@ def run_kikuchi_sweeps(config: ScenarioConfig, *, out_dir: Path, runs: int, seed
         for k in idx:
             pt = points[k][2]
             truth = population_joint(pt["d"], pt["v"])
-            free = noise_free_pair(truth, rr_independent_matrices(pt["d"], pt["epsilon"]))
+            free = noise_free_pair(truth, attribute_matrices((pt["d"],) * 2, epsilon=pt["epsilon"]))
             mse_free = mse(free["RR-Ind"], truth)
             bound = pt["v"] ** 2 / pt["d"]
             bound_ok &= mse_free <= bound + 1e-15
@@ -378,8 +378,3 @@ def run_kikuchi_sweeps(config: ScenarioConfig, *, out_dir: Path, runs: int, seed
                  *(f"{c[0]} {c[1]}: {c[2]} -> {'holds' if c[3] else 'does not hold'}" for c in claims)],
     )
 
-
-def rr_independent_matrices(d: int, epsilon: float) -> tuple[RandomizationMatrix, RandomizationMatrix]:
-    """The k-RR matrices of a d × d pair at ε (paper 3.4), as :func:`rr_independent` builds them."""
-    first, second = attribute_matrices((d, d), epsilon=epsilon)
-    return first, second
