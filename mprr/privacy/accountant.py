@@ -43,12 +43,13 @@ Everything here is re-exported by :mod:`mprr.privacy`, the module the rest of th
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -185,8 +186,7 @@ class Refusal:
         }
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     """What the party does with one release of an accepted request.
 
     ``entry_index`` is the index in the ledger of the release to send: the new entry (granted)
@@ -207,56 +207,34 @@ class Decision:
 
 
 _GRANTED, _REPLAYED = Outcome.GRANTED, Outcome.REPLAYED
-_new = object.__new__
-
-
-def _decision(outcome: Outcome, request: Release, entry_index: int) -> Decision:
-    """A :class:`Decision` built without the dataclass ``__init__`` (hot path)."""
-    decision = _new(Decision)
-    decision.__dict__.update(outcome=outcome, request=request, entry_index=entry_index)
-    return decision
-
-
-_MEMO: dict[Any, Any] = {}
-"""Memo of normalised plans and ``allowed_attributes`` sets: the parties of a run announce the
-same plan object, and pass the same schema names, thousands of times."""
-_MEMO_MAX = 4096
-
-
-def _memoised(key: Any, make: Callable[[], Any]) -> Any:
-    """``make()``, one shared object per hashable ``key`` (no memo for an unhashable one)."""
-    try:
-        found = _MEMO.get(key)
-    except TypeError:
-        return make()
-    if found is None:
-        if len(_MEMO) >= _MEMO_MAX:
-            _MEMO.clear()
-        found = _MEMO[key] = make()
-    return found
 
 
 def _normalised_plan(phase: str, groups: Iterable[Sequence[Attr] | Attr]) -> frozenset[frozenset[Attr]]:
-    """The plan ``groups`` as a set of attribute sets (ConfigurationError for an empty group)."""
-    def make() -> frozenset[frozenset[Attr]]:
-        plan_groups = []
-        for group in groups:
-            members = frozenset((group,) if isinstance(group, (str, int, np.integer)) else group)
-            if not members:
-                raise ConfigurationError(f"plan groups must be non-empty, got {group!r} in phase {phase!r}")
-            plan_groups.append(members)
-        return frozenset(plan_groups)
+    """The plan ``groups`` as a set of attribute sets (ConfigurationError for an empty group), one
+    shared object per tuple of groups: the parties of a run announce the same plan thousands of times."""
+    if type(groups) is tuple:
+        try:
+            return _shared_plan(phase, groups)
+        except TypeError:  # unhashable groups: no sharing
+            pass
+    plan_groups = []
+    for group in groups:
+        members = frozenset((group,) if isinstance(group, (str, int, np.integer)) else group)
+        if not members:
+            raise ConfigurationError(f"plan groups must be non-empty, got {group!r} in phase {phase!r}")
+        plan_groups.append(members)
+    return frozenset(plan_groups)
 
-    plan: frozenset[frozenset[Attr]] = _memoised(("plan", phase, groups), make) if type(groups) is tuple else make()
-    return plan
+
+@functools.lru_cache(maxsize=4096)
+def _shared_plan(phase: str, groups: tuple[Any, ...]) -> frozenset[frozenset[Attr]]:
+    return _normalised_plan(phase, list(groups))
 
 
-def _attribute_set(attributes: Iterable[Attr]) -> frozenset[Attr]:
-    """``frozenset(attributes)``, one shared object per distinct tuple of attributes."""
-    if type(attributes) is not tuple:
-        return frozenset(attributes)
-    found: frozenset[Attr] = _memoised(("allowed", attributes), lambda: frozenset(attributes))
-    return found
+@functools.lru_cache(maxsize=4096)
+def _shared_set(attributes: tuple[Attr, ...]) -> frozenset[Attr]:
+    """``frozenset(attributes)``, one shared object per tuple (the parties' schema names)."""
+    return frozenset(attributes)
 
 
 @dataclass
@@ -318,7 +296,8 @@ class PrivacyAccountant:
         self.min_roster = check_int("min_roster", min_roster, 2)
         self.rtol = float(rtol)
         self.allowed_attributes: frozenset[Attr] | None = (
-            None if allowed_attributes is None else _attribute_set(allowed_attributes)
+            None if allowed_attributes is None else _shared_set(allowed_attributes)
+            if type(allowed_attributes) is tuple else frozenset(allowed_attributes)
         )
         self._ledger = Ledger.empty()
         self._refusals: list[Refusal] = []
@@ -500,11 +479,11 @@ class PrivacyAccountant:
         for release in releases:
             index = None if fresh else ledger.lookup(release)
             if index is None:
-                decisions.append(_decision(_GRANTED, release, len(ledger)))
+                decisions.append(Decision(_GRANTED, release, len(ledger)))
                 ledger = ledger.appended(release)
             else:
                 self._replays.append((release, index))
-                decisions.append(_decision(_REPLAYED, release, index))
+                decisions.append(Decision(_REPLAYED, release, index))
         self._ledger = ledger
         if session is not None:
             self._sessions[session] = _Session(ask.units, ask.exact)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import pytest
@@ -137,7 +136,7 @@ def test_a_decision_says_what_happened_and_cannot_be_altered() -> None:
     assert (replayed.granted, replayed.replayed) == (False, True)
     assert replayed.entry_index == 0  # a replay points at the entry it repeats and spends nothing
     assert acc.spent() == 1.0 and len(acc.ledger) == 1
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError, match="can.t set attribute|has no setter"):
         granted.entry_index = 3  # type: ignore[misc]
 
 
