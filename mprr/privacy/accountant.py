@@ -43,11 +43,10 @@ Everything here is re-exported by :mod:`mprr.privacy`, the module the rest of th
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from enum import Enum
 from typing import Any, NamedTuple
 
@@ -226,12 +225,12 @@ def _normalised_plan(phase: str, groups: Iterable[Sequence[Attr] | Attr]) -> fro
     return frozenset(plan_groups)
 
 
-@functools.lru_cache(maxsize=4096)
+@lru_cache(maxsize=4096)
 def _shared_plan(phase: str, groups: tuple[Any, ...]) -> frozenset[frozenset[Attr]]:
     return _normalised_plan(phase, list(groups))
 
 
-@functools.lru_cache(maxsize=4096)
+@lru_cache(maxsize=4096)
 def _shared_set(attributes: tuple[Attr, ...]) -> frozenset[Attr]:
     """``frozenset(attributes)``, one shared object per tuple (the parties' schema names)."""
     return frozenset(attributes)
