@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 import warnings
+from functools import cached_property
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -71,17 +72,6 @@ def _square_array(name: str, values: ArrayLike) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-class _MatrixCache(TypedDict, total=False):
-    """What a :class:`RandomizationMatrix` computes once (it is immutable)."""
-
-    epsilon: float
-    entropy: float
-    cdf: np.ndarray
-    lam: float | None
-    inverse: np.ndarray
-    circulant: bool
-
-
 class RandomizationMatrix:
     """A validated r x r randomization matrix, ``P[u, v] = Pr(Y = v | X = u)``.
 
@@ -100,10 +90,9 @@ class RandomizationMatrix:
 
     Notes
     -----
-    Main paper eq. (1)/(2): ``lambda = P.T @ pi``, ``pi_hat = inv(P.T) @ lambda_hat``.
+    Main paper eq. (1)/(2): ``lambda = P.T @ pi``, ``pi_hat = inv(P.T) @ lambda_hat``.  The
+    matrix is immutable, so what is derived from it (ε, entropy, CDF, λ, inverse) is computed once.
     """
-
-    __slots__ = ("_values", "_atol", "_cache")
 
     def __init__(self, values: ArrayLike, *, atol: float = 1e-9) -> None:
         if (isinstance(atol, bool) or not isinstance(atol, (int, float, np.floating))
@@ -112,7 +101,6 @@ class RandomizationMatrix:
         self._atol = float(atol)
         self._values = _validated(_square_array("values", values), self._atol, "rows")
         self._values.setflags(write=False)
-        self._cache: _MatrixCache = {}
 
     # ---- conversions -----------------------------------------------------------------------
 
@@ -154,28 +142,29 @@ class RandomizationMatrix:
     def __repr__(self) -> str:
         return f"RandomizationMatrix(size={self.size}, epsilon={self.epsilon:.6g}, beta={self.beta:.4f})"
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in ("_values", "_atol") or name in self.__dict__:
+            raise AttributeError(f"a RandomizationMatrix is immutable: cannot set {name!r}")
+        object.__setattr__(self, name, value)
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return np.array(self._values, dtype=dtype)
 
     # ---- privacy / randomness measures ------------------------------------------------------
 
-    @property
+    @cached_property
     def epsilon(self) -> float:
         """ε of main paper eq. (4): ``ln max_v (max_u P[u, v] / min_u P[u, v])``.
 
         ``inf`` when a column mixes zero and non-zero entries; all-zero columns (values that are
         never released) are ignored.
         """
-        if "epsilon" not in self._cache:
-            self._cache["epsilon"] = column_epsilon(self._values)
-        return float(self._cache["epsilon"])
+        return column_epsilon(self._values)
 
-    @property
+    @cached_property
     def entropy_rate(self) -> float:
         """Entropy rate H(P) in bits: mean row entropy (bistochastic paper eq. (4))."""
-        if "entropy" not in self._cache:
-            self._cache["entropy"] = float(np.mean(row_entropies(self._values)))
-        return float(self._cache["entropy"])
+        return float(np.mean(row_entropies(self._values)))
 
     @property
     def beta(self) -> float:
@@ -187,7 +176,7 @@ class RandomizationMatrix:
         """True when the columns also sum to 1 (within ``atol``)."""
         return bool(np.all(np.abs(self._values.sum(axis=0) - 1.0) <= self._atol))
 
-    @property
+    @cached_property
     def cdf(self) -> np.ndarray:
         """Row-wise cumulative sums, rescaled so that each row ends exactly at 1.0.
 
@@ -196,32 +185,28 @@ class RandomizationMatrix:
         the rescale the last non-zero entry of a row has cdf exactly 1.0, so a value of zero
         probability can never be released.
         """
-        if "cdf" not in self._cache:
-            cs = np.cumsum(self._values, axis=1)
-            cs /= cs[:, -1:]
-            cs.setflags(write=False)
-            self._cache["cdf"] = cs
-        return self._cache["cdf"]
+        cs = np.cumsum(self._values, axis=1)
+        cs /= cs[:, -1:]
+        cs.setflags(write=False)
+        return cs
 
     # ---- structure and inversion -------------------------------------------------------------
 
-    @property
+    @cached_property
     def lam(self) -> float | None:
         """λ when ``P = λ I + (1 - λ) J / r`` (one value on the diagonal, one off it), else None.
 
         GRR, keep-or-uniform, cluster-optimal, λ-randomization and Warner matrices all have this
         form, which gives the closed-form inverse of lambda paper Property 1.
         """
-        if "lam" not in self._cache:
-            self._cache["lam"] = _uniform_form_lambda(self._values)
-        return self._cache["lam"]
+        return _uniform_form_lambda(self._values)
 
     @property
     def closed_form(self) -> str | None:
         """Which closed-form inverse :meth:`inverse` uses: ``"property-1"``, ``"circulant"`` or None."""
         if self.lam is not None:
             return "property-1"
-        if self._is_circulant():
+        if self._circulant:
             return "circulant"
         return None
 
@@ -247,13 +232,10 @@ class RandomizationMatrix:
         EstimationError
             If P is singular (or numerically singular).
         """
-        if "inverse" not in self._cache:
-            inv = self._compute_inverse()
-            inv.setflags(write=False)
-            self._cache["inverse"] = inv
-        return np.array(self._cache["inverse"])
+        return np.array(self._inverse)
 
-    def _compute_inverse(self) -> np.ndarray:
+    @cached_property
+    def _inverse(self) -> np.ndarray:
         r = self.size
         lam = self.lam
         if lam is not None:
@@ -265,17 +247,16 @@ class RandomizationMatrix:
             jr = np.full((r, r), 1.0 / r)
             inverse: np.ndarray = (np.eye(r) - jr) / lam + jr
             return inverse
-        if self._is_circulant():
+        if self._circulant:
             return _circulant_inverse(self._values[0])
         return dense_solve(self._values, np.eye(r), what="randomization matrix")
 
-    def _is_circulant(self) -> bool:
-        if "circulant" not in self._cache:
-            v = self._values
-            r = self.size
-            idx = (np.arange(r)[None, :] - np.arange(r)[:, None]) % r
-            self._cache["circulant"] = r > 2 and bool(np.array_equal(v, v[0][idx]))
-        return bool(self._cache["circulant"])
+    @cached_property
+    def _circulant(self) -> bool:
+        v = self._values
+        r = self.size
+        idx = (np.arange(r)[None, :] - np.arange(r)[:, None]) % r
+        return r > 2 and bool(np.array_equal(v, v[0][idx]))
 
 
 def _validated(arr: np.ndarray, atol: float, orientation: str) -> np.ndarray:

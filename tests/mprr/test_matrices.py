@@ -48,6 +48,11 @@ def test_row_sum_tolerance_and_readonly() -> None:
     assert m.shape == (2, 2) and m.size == 2
     with pytest.raises(ValueError, match="read-only"):
         m.values[0, 0] = 1.0
+    assert m.epsilon == pytest.approx(math.log(2))  # computed once, then never replaced
+    for name in ("epsilon", "_values", "anything"):
+        with pytest.raises(AttributeError, match=f"a RandomizationMatrix is immutable: cannot set '{name}'"):
+            setattr(m, name, 1.0)
+    assert m.epsilon == pytest.approx(math.log(2))
     with pytest.raises(ConfigurationError, match="atol=1e-12"):
         RandomizationMatrix([[0.5, 0.5 + 1e-11], [0.25, 0.75]], atol=1e-12)
     with pytest.raises(ConfigurationError, match="atol must be"):
