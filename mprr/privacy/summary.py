@@ -43,16 +43,8 @@ class Stats:
     @classmethod
     def of(cls, values: Iterable[float] | np.ndarray) -> Stats | None:
         """Stats of ``values`` (an iterable or a float array), or ``None`` when there are none."""
-        if isinstance(values, np.ndarray):
-            array = np.asarray(values, dtype=np.float64).reshape(-1)
-        else:
-            array = np.asarray(list(values), dtype=np.float64)
-        if array.size == 0:
-            return None
-        ordered = np.sort(array)
-        mid = ordered.size // 2
-        median = ordered[mid] if ordered.size % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-        return cls(float(ordered[0]), float(median), float(ordered[-1]), int(array.size))
+        array = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=np.float64).reshape(-1)
+        return cls.weighted(array, np.ones(array.size, dtype=np.int64))
 
     @classmethod
     def weighted(cls, values: np.ndarray, counts: np.ndarray) -> Stats | None:
