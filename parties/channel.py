@@ -240,9 +240,14 @@ class RecordBatcher(ABC):
 
     prefix: int = 0
     multicast: bool = False
+    flush_bytes: int | None = None
+    """Write as soon as this many bytes are queued (``None``: once per loop turn only), so that
+    a long loop of sends (a controller's round to 32,561 parties) keeps the peer busy while it
+    runs instead of handing it everything at its end."""
 
     def __init__(self) -> None:
         self._out: list[bytes] = []
+        self._queued = 0
         self._scheduled = False
         self._group: Frame | None = None  # first frame of the broadcast being gathered
         self._dsts: array[int] = array("i")
@@ -288,7 +293,11 @@ class RecordBatcher(ABC):
 
     def _queue(self, record: bytes) -> None:
         self._out.append(record)
-        self._schedule()
+        self._queued += len(record)
+        if self.flush_bytes is not None and self._queued >= self.flush_bytes and self._group is None:
+            self.flush()
+        else:
+            self._schedule()
 
     def _schedule(self) -> None:
         if not self._scheduled:
@@ -300,6 +309,7 @@ class RecordBatcher(ABC):
         self._scheduled = False
         self._close_group()
         out, self._out = self._out, []
+        self._queued = 0
         if out:
             self._write(out)
 

@@ -510,7 +510,8 @@ class Controller:
         contributors = tuple(sorted(int(p) for p in contributors))
         # garbage sent during the sum: the sum is exact, but its senders are faulty from now on
         await self._settle(phase, rid, committed, (), {}, self._faulty(committed))
-        lost = tuple(p for p in committed if p not in contributors)
+        summed = set(contributors)
+        lost = tuple(p for p in committed if p not in summed)
         if lost:
             if self.on_dropout == "fail":
                 raise PartyDropped(

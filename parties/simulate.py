@@ -467,12 +467,11 @@ async def _heartbeat(net: Any, started: float, interval: float,
     """Report the traffic so far every ``interval`` seconds until cancelled."""
     while True:
         await asyncio.sleep(interval)
-        stats = net.statistics()
+        messages, nbytes = net.totals()
         elapsed = time.perf_counter() - started
-        log.info("simulation running %.1f s: %s messages, %.1f MB so far", elapsed, f"{stats.messages:,}",
-                 stats.bytes / 1e6)
+        log.info("simulation running %.1f s: %s messages, %.1f MB so far", elapsed, f"{messages:,}", nbytes / 1e6)
         if progress is not None:
-            progress(elapsed, stats.messages, stats.bytes)
+            progress(elapsed, messages, nbytes)
 
 
 def _budgets(budget: Any, n: int) -> list[float]:

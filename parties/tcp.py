@@ -97,6 +97,7 @@ class StreamChannel(RecordBatcher):
     """One stream: records out (batched per loop turn), records in, byte counters."""
 
     prefix = LENGTH_SIZE
+    flush_bytes = 1 << 17
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         super().__init__()

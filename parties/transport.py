@@ -599,6 +599,11 @@ class Transport(ABC):
         """Immutable snapshot of all traffic so far."""
         return self._traffic.snapshot(tuple(self._crashed))
 
+    def totals(self) -> tuple[int, int]:
+        """Messages and payload bytes sent so far: a progress report's figures, without the
+        per-actor snapshot of :meth:`statistics` (O(n))."""
+        return self._traffic.messages, self._traffic.bytes
+
     # ------------------------------------------------------------------ internals
     def _admit(self, src: int) -> bool:
         """Hook before a send is counted; False makes it vanish (e.g. crash fault)."""

@@ -511,7 +511,7 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
         "direct party links. masked: Bonawitz et al. 2017 on the complete graph (5 rounds, "
         "O(n) Shamir shares per party); masked-sparse: the k-regular variant of Bell et al. 2020. "
         "Both run the active-adversary consistency check: each survivor states the survivor set "
-        "it was told, MAC'd (16-byte HMAC-SHA256 tags) for every party of its 2-hop neighbourhood, "
+        "it was told, MAC'd (16-byte keyed BLAKE2b tags) for every party of its 2-hop neighbourhood, "
         "and before revealing a share checks the stated views of a majority of the owner's holders "
         "(n views on the complete graph, O(k^2) on the sparse one).",
         "Traffic is deterministic given n, the sizes and the engine: runs and seed change only the "

@@ -71,7 +71,7 @@ KEY = 32
 AEAD = 12 + 16  # ChaCha20-Poly1305: random nonce + tag
 SHAMIR_SHARE = 33
 SIGNATURE = 64  # Ed25519
-TAG = 16  # HMAC-SHA256 truncated to 128 bits (the consistency round's view tags)
+TAG = 16  # keyed BLAKE2b, 128-bit digest (the consistency round's view tags)
 MASKED_PLAINTEXT = 3 * 4 + 2 * SHAMIR_SHARE + KEY  # owner, holder, x (u32), two Shamir shares, s_pk
 VIEW_KEY_ENTRY = 4 + 16  # holder id (u32) + a 128-bit view key an owner seals for a holder
 

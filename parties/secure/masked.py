@@ -48,13 +48,14 @@ static X25519 key per party beside its signing key, so neighbours agree on their
 directly from the registry and the masking key travels inside that authenticated channel: no
 round-0 signature to check.  What the consistency check needs is only that the controller
 cannot forge or alter an honest party's
-statement to another party, so here each statement is MAC'd (HMAC-SHA256, 128-bit tags) for
-its reader under a key the two share: neighbours derive it from their static X25519 agreement
+statement to another party, so here each statement is MAC'd (keyed BLAKE2b, RFC 7693, 128-bit
+keys and tags: a standard keyed MAC, about three times cheaper than HMAC-SHA256 on these short
+statements) for its reader under a key the two share: neighbours derive it from their static X25519 agreement
 (HKDF purpose "view"); two holders of an owner o that are not neighbours get
 a fresh key from o, sealed with their shares, and combine the keys of all their common owners
 (SHA-256), so a statement can be forged only by a coalition of *all* the common owners of its
 author and its reader, i.e. never about an honest owner.  The guarantee (one view per honest
-party per session, unforgeable by the controller) is the same; the cost is one HMAC per 2-hop
+party per session, unforgeable by the controller) is the same; the cost is one MAC per 2-hop
 neighbour to write and at most one to check, instead of one signature to check.
 
 The pairwise masks of two survivors cancel in the sum, so the result is exactly
@@ -122,7 +123,7 @@ from parties.secure.views import (
     statement_prefix,
     survivor_view,
     unmask_requests,
-    view_tag,
+    view_tags,
 )
 from parties.traffic import Counts
 
@@ -325,7 +326,7 @@ class MaskedEngine(SecureSumEngine):
         prefix = statement_prefix(s)
         targets = sorted(view_keys)
         stated = pack_ids(told_ids)
-        tags = b"".join([view_tag(view_keys[h], prefix, me, h, stated) for h in targets])
+        tags = view_tags(view_keys, prefix, me, targets, stated)
         await ep.send(CONTROLLER, SurvivorTags(s, id_vector(targets), tags), phase=PHASES[3])
 
         # round 4: check the stated views, then reveal b-shares of survivors, s_sk-shares of the dropped

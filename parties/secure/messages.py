@@ -25,7 +25,7 @@ kind   class               meaning                                              
 =====  ==================  =========================================================  ===================
 
 Signatures are Ed25519 (64 bytes) under the keys of the PKI (:mod:`parties.secure.pki`); the
-consistency round's statements are HMAC-SHA256 tags (16 bytes) under pairwise keys each owner
+consistency round's statements are keyed BLAKE2b tags (16 bytes) under pairwise keys each owner
 seals for its Shamir holders (:mod:`parties.secure.masked`).
 """
 
@@ -63,7 +63,7 @@ RingVector = Annotated[np.ndarray, ArraySpec(("uint8", "uint16", "uint32", "uint
 IdVector = Annotated[np.ndarray, ArraySpec(("uint32",), ndim=1)]
 
 TAG_BYTES = 16
-"""Length of the HMAC-SHA256 tags (truncated to 128 bits) of the consistency round."""
+"""Length of the keyed BLAKE2b tags (RFC 7693, 128-bit digest) of the consistency round."""
 
 SECRET_SELF_MASK = 0
 """UnmaskShares.which: share of the self-mask seed b_u of a surviving party u."""

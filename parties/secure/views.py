@@ -2,13 +2,13 @@
 
 Bonawitz et al. 2017 (Section 6, ConsistencyCheck) have every survivor sign the survivor set it
 was told and every party verify the signatures of the other holders of the owners it holds
-shares of before it reveals anything.  Here each statement is MAC'd (HMAC-SHA256, 128-bit
-tags) for each reader under a key the two share (:mod:`parties.secure.masked` explains why
-this gives the same guarantee): neighbours derive it from their static X25519 agreement, two
+shares of before it reveals anything.  Here each statement is MAC'd (keyed BLAKE2b, RFC 7693,
+128-bit keys and tags) for each reader under a key the two share (:mod:`parties.secure.masked`
+explains why this gives the same guarantee): neighbours derive it from their static X25519 agreement, two
 holders of an owner that are not neighbours combine the keys their common owners sealed for
 them (:func:`pair_keys`, :func:`combined_key`).
 
-- party: :func:`view_tag` over :func:`statement_prefix` and the packed view
+- party: :func:`view_tags` over :func:`statement_prefix` and the packed view
   (:func:`pack_ids`); :func:`check_consistency` before revealing any share;
 - controller: :func:`survivor_view` (what a survivor is told) and :func:`unmask_requests`
   (the round-4 message carrying the views a party needs, MAC'd for it).
@@ -39,7 +39,7 @@ __all__ = [
     "statement_prefix",
     "survivor_view",
     "unmask_requests",
-    "view_tag",
+    "view_tags",
 ]
 
 _VIEW = "masked/survivors"  # what the consistency round's MACs are for
@@ -102,9 +102,10 @@ def pack_ids(ids: tuple[int, ...]) -> bytes:
 
 
 VIEW_KEY_BYTES = 16
-"""Length of the pairwise MAC keys of the consistency round (HMAC-SHA256 keys, 128 bits)."""
+"""Length of the pairwise MAC keys of the consistency round (keyed BLAKE2b keys, 128 bits)."""
 KEY_ENTRY = struct.Struct(f"<I{VIEW_KEY_BYTES}s")  # other holder, pairwise view key (sealed by the owner)
 _PAIR = struct.Struct("<II")  # signer, target
+_blake2b = hashlib.blake2b
 _OWNER = struct.Struct("<I")
 
 
@@ -138,10 +139,18 @@ def statement_prefix(session: str) -> bytes:
     return b"mprr/" + struct.pack("<I", len(tag)) + tag + struct.pack("<I", len(sess)) + sess
 
 
-def view_tag(key: bytes, prefix: bytes, signer: int, target: int, view: bytes) -> bytes:
-    """HMAC-SHA256 (truncated to 128 bits) of ``signer``'s statement to ``target`` that ``view``
-    (packed ids) is the survivor set it was told."""
-    return hmac.digest(key, prefix + _PAIR.pack(signer, target) + view, "sha256")[:TAG_BYTES]
+def view_tags(keys: dict[int, bytes], prefix: bytes, signer: int, targets: list[int], view: bytes) -> bytes:
+    """``signer``'s statements that ``view`` (packed ids) is the survivor set it was told, one
+    per party of ``targets`` (in order), each MAC'd under the key ``keys[target]``: keyed
+    BLAKE2b (RFC 7693 MAC mode, 128-bit tags), concatenated.
+
+    BLAKE2b's keyed mode is a MAC by design (the key fills the first block; no HMAC
+    construction needed) and about three times cheaper than HMAC-SHA256 on these short
+    statements; a party writes one tag per party of its 2-hop neighbourhood.
+    """
+    pair = _PAIR.pack
+    return b"".join([_blake2b(prefix + pair(signer, h) + view, key=keys[h], digest_size=TAG_BYTES).digest()
+                     for h in targets])
 
 
 def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: SecureSumContext, me: int,
@@ -156,8 +165,8 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
     statements = {w: i for i, w in enumerate(request.signers.tolist())}
     view_of = request.view_of.tolist()
     tags = request.tags
-    head = prefix  # + signer, target, view: the statement view_tag MACs
-    pair, digest, same = _PAIR.pack, hmac.digest, hmac.compare_digest
+    head = prefix  # + signer, target, view: the statement view_tags MACs
+    pair, blake, same = _PAIR.pack, _blake2b, hmac.compare_digest
     checked: dict[int, frozenset[int] | None] = {}  # author -> its authenticated view (None: bad MAC)
 
     def stated(w: int) -> frozenset[int] | None:
@@ -165,7 +174,7 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
         got: frozenset[int] | None = None
         if i is not None and key is not None:
             v = view_of[i]
-            mac = digest(key, head + pair(w, me) + packed[4 * starts[v]: 4 * ends[v]], "sha256")[:TAG_BYTES]
+            mac = blake(head + pair(w, me) + packed[4 * starts[v]: 4 * ends[v]], key=key, digest_size=TAG_BYTES).digest()
             if same(mac, tags[TAG_BYTES * i: TAG_BYTES * (i + 1)]):
                 got = frozenset(cells[starts[v]: ends[v]])
         checked[w] = got

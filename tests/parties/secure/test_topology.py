@@ -54,3 +54,28 @@ def test_complete_neighbourhoods_are_lazy_and_correct() -> None:
 def test_errors(args: tuple, match: str) -> None:
     with pytest.raises(ConfigurationError, match=match):
         build_neighbourhoods(*args)
+
+
+@pytest.mark.parametrize(("n", "degree", "seed"), [
+    (10, 3, 0), (20, 4, 1), (30, 4, 9), (101, 8, 0), (1000, 8, 3), (6, 5, 2), (8, 3, 7), (50, 1, 4), (40, 2, 0),
+])
+def test_regular_graph_is_networkx_random_regular_graph(n: int, degree: int, seed: int) -> None:
+    """The pairing algorithm draws as networkx does: the same edges for the same seed."""
+    import random
+
+    import networkx as nx
+
+    from parties.secure.topology import _random_regular_edges
+
+    ours = _random_regular_edges(degree, n, random.Random(seed))
+    theirs = {(min(u, v), max(u, v)) for u, v in nx.random_regular_graph(degree, n, seed=seed).edges}
+    assert ours == theirs
+
+
+def test_regular_neighbourhoods_are_those_of_the_first_connected_networkx_graph() -> None:
+    import networkx as nx
+
+    ids = list(range(0, 120, 2))
+    graph = next(g for g in (nx.random_regular_graph(3, 60, seed=4 + k) for k in range(20)) if nx.is_connected(g))
+    expected = {ids[u]: tuple(sorted(ids[v] for v in graph.adj[u])) for u in range(60)}
+    assert dict(build_neighbourhoods(ids, "regular", 3, seed=4)) == expected
