@@ -170,8 +170,22 @@ class InMemoryNetwork(Transport):
             self.crash(src)
         return super()._admit(src)
 
+    def _admit_many(self, src: int, count: int) -> int:
+        inj = self._injector
+        if inj is None or src not in inj.plan.crash:
+            return super()._admit_many(src, count)
+        return sum(self._admit(src) for _ in range(count))  # (each admitted send counts towards the crash)
+
     def _transmit(self, frame: Frame) -> None:
         self._route(frame)
+
+    def _transmit_all(self, frames: list[Frame]) -> None:
+        if self._probabilistic:
+            super()._transmit_all(frames)
+            return
+        deliver = self._deliver
+        for frame in frames:
+            deliver(frame)
 
     def _route(self, frame: Frame) -> None:
         """Apply the fault plan to ``frame`` and deliver what survives (now or after a delay)."""

@@ -38,12 +38,10 @@ Usage::
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +55,7 @@ from mprr.privacy import (DEFAULT_MIN_ROSTER, CompositionPolicy, Ledger, Privacy
 from mprr.protocols.registry import lookup
 from mprr.protocols.result import ProtocolResult
 from parties.choreographies.malicious import AttackReport, run_attacks
+from parties.collector import rare_full_collections
 from parties.controller import CONTROLLER_KINDS, Controller
 from parties.driver import run_actors
 from parties.faults import FaultPlan
@@ -206,41 +205,6 @@ def _check_number(name: str, value: Any, *, allow_inf: bool) -> float:
         what = "> 0 (inf allowed)" if allow_inf else "finite and > 0"
         raise ConfigurationError(f"{name} must be {what}, got {value!r}")
     return float(value)
-
-
-FULL_COLLECTION_EVERY = 1000
-"""Generation-1 collections between two full (generation-2) garbage collections while a
-simulation runs (CPython's default is 10); see :func:`rare_full_collections`."""
-
-_rare_depth = 0
-_saved_threshold: tuple[int, int, int] | None = None
-
-
-@contextmanager
-def rare_full_collections() -> Iterator[None]:
-    """Within the block, CPython's cyclic garbage collector makes full passes rarely.
-
-    A run builds a few objects per party that live until its end (accountants, ledgers,
-    replies), so the collector's default schedule walks the whole, growing heap of tens of
-    thousands of parties again and again: about a third of the CPU time of the 32,561-party
-    actor run.  Young generations are still collected as usual (short-lived reference cycles
-    are reclaimed); only the full pass waits :data:`FULL_COLLECTION_EVERY` generation-1
-    collections instead of 10.  Nested or overlapping blocks share one setting, restored when
-    the last one ends.
-    """
-    global _rare_depth, _saved_threshold
-    if _rare_depth == 0:
-        _saved_threshold = gc.get_threshold()
-        first, second, third = _saved_threshold
-        gc.set_threshold(first, second, max(third, FULL_COLLECTION_EVERY))
-    _rare_depth += 1
-    try:
-        yield
-    finally:
-        _rare_depth -= 1
-        if _rare_depth == 0 and _saved_threshold is not None:
-            gc.set_threshold(*_saved_threshold)
-            _saved_threshold = None
 
 
 async def simulate_async(

@@ -217,22 +217,27 @@ class TrafficCounter:
     # -- events
     def record_send(self, src: int, phase: str, kind: int, size: int) -> None:
         """Count one message sent by ``src``."""
-        self.messages += 1
+        self.record_sends(src, phase, kind, 1, size, size)
+
+    def record_sends(self, src: int, phase: str, kind: int, count: int, size: int, largest: int) -> None:
+        """Count ``count`` messages of one kind sent by ``src`` in ``phase``: ``size`` bytes in
+        all, the largest one ``largest`` bytes (its transfer time bounds the round's)."""
+        self.messages += count
         self.bytes += size
         i = src + 1
-        self.sent_messages[i] += 1
+        self.sent_messages[i] += count
         self.sent_bytes[i] += size
         k = self.kinds.get(kind)
         if k is None:
-            self.kinds[kind] = [1, size]
+            self.kinds[kind] = [count, size]
         else:
-            k[0] += 1
+            k[0] += count
             k[1] += size
         p = self.phases.get(phase)
         if p is None:
-            self.phases[phase] = [1, size]
+            self.phases[phase] = [count, size]
         else:
-            p[0] += 1
+            p[0] += count
             p[1] += size
         r = self.current
         if r is None or not r.explicit:
@@ -241,10 +246,10 @@ class TrafficCounter:
                 r = self._implicit[phase] = _Round(phase, False)
                 self.rounds.append(r)
             self.current = r
-        r.messages += 1
+        r.messages += count
         r.bytes += size
         if not self._free:
-            t = self.latency.transfer_time(size)
+            t = self.latency.transfer_time(largest)
             if t > r.time:
                 r.time = t
 

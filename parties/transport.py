@@ -39,7 +39,7 @@ import asyncio
 import math
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, overload
@@ -247,15 +247,43 @@ class Endpoint:
 
     async def broadcast(self, dsts: Iterable[int], msg: Message, *, phase: str) -> None:
         """Send the same ``msg`` to every actor in ``dsts`` (encoded once; one message each)."""
+        targets = self._checked(dsts, phase)
+        count = len(targets)
+        self._net._emit_all(self.actor, targets, (msg,) * count, phase, (encode(msg),) * count, msg.KIND)
+
+    async def send_each(self, dsts: Iterable[int], msgs: Sequence[Message], *, phase: str) -> None:
+        """Send ``msgs[k]`` to the k-th actor of ``dsts``, for every k: one message each, exactly
+        as that many :meth:`send` calls, but checked, encoded and counted in one pass (e.g. a
+        party's share vectors to all its peers).  The messages must be of one kind.
+
+        Raises
+        ------
+        ProtocolError
+            As :meth:`send`, for any destination; nothing is sent then.
+        MessageError
+            If a message cannot be encoded, or the messages are not all of one kind (nothing
+            is sent).
+        """
+        targets = self._checked(dsts, phase)
+        if len(targets) != len(msgs):
+            raise ConfigurationError(f"send_each needs one message per destination, got "
+                                     f"{len(msgs)} messages for {len(targets)} destinations")
+        if not targets:
+            return
+        kind = type(msgs[0])
+        if any(type(m) is not kind for m in msgs):
+            raise MessageError(f"send_each sends messages of one kind, got {sorted({m.NAME for m in msgs})}")
+        self._net._emit_all(self.actor, targets, msgs, phase, [encode(m) for m in msgs], kind.KIND)
+
+    def _checked(self, dsts: Iterable[int], phase: str) -> list[int]:
+        """``dsts`` as a list, once every link and the phase are checked (refuse all or none)."""
         targets = list(dsts)
-        net, src = self._net, self.actor
-        for dst in targets:  # refuse the whole broadcast before anything is sent
-            net._check_link(src, dst)
-        _check_phase(phase)
-        payload = encode(msg)
-        emit = net._emit
+        check = self._net._check_link
+        src = self.actor
         for dst in targets:
-            emit(src, dst, msg, phase, payload)
+            check(src, dst)
+        _check_phase(phase)
+        return targets
 
     # ------------------------------------------------------------------ receiving
     def _raise_pending(self) -> None:
@@ -357,6 +385,66 @@ class Endpoint:
             self._forget(waiter, returned)
 
     @overload
+    async def recv_many(
+        self,
+        *,
+        kinds: type[M],
+        sources: Iterable[int] | int | None = None,
+        phase: str | None = None,
+        timeout: float | None,
+    ) -> list[Envelope[M]]: ...
+    @overload
+    async def recv_many(
+        self,
+        *,
+        kinds: Iterable[int | str | type[Message]] | str | None = None,
+        sources: Iterable[int] | int | None = None,
+        phase: str | None = None,
+        timeout: float | None,
+    ) -> list[Envelope[Message]]: ...
+    async def recv_many(
+        self,
+        *,
+        kinds: Iterable[int | str | type[Message]] | type[Message] | str | None = None,
+        sources: Iterable[int] | int | None = None,
+        phase: str | None = None,
+        timeout: float | None,
+    ) -> list[Envelope[Any]]:  # the overloads above give the precise type
+        """Every buffered message matching the filters, oldest first, taken at once; when none
+        is buffered, wait for the first (as :meth:`recv`, same filters, ``timeout`` and errors)
+        and return it with any others buffered by then.  Never empty.
+
+        The same messages, in the same order, as repeated :meth:`recv` calls would return.
+        """
+        _check_timeout(timeout)
+        kind_set = resolve_kinds(kinds)
+        source_set = _source_set(sources)
+        self._raise_pending()
+        got = self._take_all(kind_set, source_set, phase)
+        if got:
+            return got
+        first = await self.recv(kinds=kinds, sources=sources, phase=phase, timeout=timeout)
+        return [first, *self._take_all(kind_set, source_set, phase)]
+
+    def _take_all(self, kinds: frozenset[int] | None, sources: Any, phase: str | None) -> list[Envelope[Message]]:
+        buf = self._buffer
+        if not buf:
+            return []
+        if kinds is None and sources is None and phase is None:
+            everything = list(buf)
+            buf.clear()
+            return everything
+        out: list[Envelope[Message]] = []
+        keep: deque[Envelope[Message]] = deque()
+        for env in buf:
+            (out if _matches(env, kinds, sources, phase) else keep).append(env)
+        if keep:
+            self._buffer = keep
+        else:
+            buf.clear()
+        return out
+
+    @overload
     async def gather(
         self,
         sources: Iterable[int],
@@ -452,6 +540,9 @@ class Endpoint:
 
     # ------------------------------------------------------------------ delivery side
     def _put(self, env: Envelope[Message], position: int | None = None) -> None:
+        if not self._waiters and position is None:
+            self._buffer.append(env)
+            return
         for w in self._waiters:
             if w.matches(env) and not w.future.done():
                 if w.want is None:
@@ -640,6 +731,32 @@ class Transport(ABC):
         if self.counts_sends:
             self._traffic.record_send(src, phase, kind, len(payload))
         self._transmit(Frame(src, dst, phase, kind, payload, msg))
+
+    def _emit_all(self, src: int, dsts: Sequence[int], msgs: Sequence[Message], phase: str,
+                  payloads: Sequence[bytes], kind: int) -> None:
+        """Admit, count and transmit checked sends of one ``kind``: ``msgs[k]`` (encoded as
+        ``payloads[k]``) to ``dsts[k]``; as many :meth:`_emit` calls, counted at once."""
+        count = self._admit_many(src, len(dsts))
+        if not count:
+            return
+        if self.counts_sends:
+            sizes = [len(p) for p in payloads[:count]]
+            self._traffic.record_sends(src, phase, kind, count, sum(sizes), max(sizes))
+        self._transmit_all([Frame(src, dsts[k], phase, kind, payloads[k], msgs[k]) for k in range(count)])
+
+    def _admit_many(self, src: int, count: int) -> int:
+        """:meth:`_admit` for ``count`` sends of ``src`` in a row: how many of them are admitted
+        (the first ones; the others vanish)."""
+        if src in self._crashed:
+            self._traffic.record_fault("lost_to_crash", count)
+            return 0
+        return count
+
+    def _transmit_all(self, frames: list[Frame]) -> None:
+        """:meth:`_transmit` each of ``frames``, in order (a transport may do it at once)."""
+        transmit = self._transmit
+        for frame in frames:
+            transmit(frame)
 
     @abstractmethod
     def _transmit(self, frame: Frame) -> None:

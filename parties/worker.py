@@ -171,7 +171,7 @@ def serve_by_options(args: argparse.Namespace) -> int:
         exit_with_parent()
     spawned = bool(args.exit_with_parent)
     # this process hosts thousands of parties until it exits: full garbage collections wait 1,000
-    # generation-1 collections instead of 10 (parties.simulate.rare_full_collections does the same
+    # generation-1 collections instead of 10 (parties.collector.rare_full_collections does the same
     # for a run in the controller's process); about 5% of a worker's CPU in a masked secure sum
     first, second, _ = gc.get_threshold()
     gc.set_threshold(first, second, 1000)

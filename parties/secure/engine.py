@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
+from parties.collector import rare_full_collections
 from parties.wire.codec import Message, encode
 from parties.network import CONTROLLER, Endpoint, Transport, actor_name
 from parties.secure.messages import TO_CONTROLLER
@@ -470,8 +471,8 @@ async def run_secure_sum(
     start = time.perf_counter()
     ctrl: asyncio.Task[SumOutcome | None] | None = None
     try:
-        async with asyncio.timeout(timeout):
-            async with asyncio.TaskGroup() as tg:
+        with rare_full_collections():  # the shares in flight stay buffered: don't walk them again and again
+            async with asyncio.timeout(timeout), asyncio.TaskGroup() as tg:
                 ctrl = tg.create_task(guarded_controller())  # first: it marks the rounds
                 for pid in ctx.parties:
                     tasks[pid] = tg.create_task(guarded_party(pid))

@@ -123,14 +123,16 @@ class PaperEngine(SecureSumEngine):
 
         async def send_shares() -> None:  # steps 1 and 2
             chunk = min(self.yield_every, 32)  # rows drawn at once (memory O(chunk * L))
+            session = ctx.session
             for start in range(0, len(peers), chunk):
                 block = ring.random(stream, (min(chunk, len(peers) - start), length))
                 ring.accumulate(sent, block.sum(axis=0, dtype=np.uint64))
-                for j, r in zip(peers[start : start + chunk], block):
-                    await ep.send(j, ShareVector(ctx.session, tag, r), phase=phase_shares)
-                    k = peers_sent[0] = peers_sent[0] + 1
-                    if k % self.yield_every == 0:
-                        await asyncio.sleep(0)
+                await ep.send_each(peers[start : start + chunk], [ShareVector(session, tag, r) for r in block],
+                                   phase=phase_shares)  # one message per peer
+                before = peers_sent[0]
+                peers_sent[0] += len(block)
+                if peers_sent[0] // self.yield_every > before // self.yield_every:
+                    await asyncio.sleep(0)
 
         received = await run_both(
             send_shares(),

@@ -130,33 +130,33 @@ async def receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type[ShareVect
     try:
         async with asyncio.timeout(timeout):
             while expected:
-                env = await ep.recv(kinds=kind, phase=phase, timeout=None)
-                msg = env.message
-                if msg.session != ctx.session or msg.combination != tag:
-                    continue  # a late delivery of another sum or combination
-                src = env.src
-                raw = getattr(msg, field)
-                if src not in expected:
-                    if src not in seen:
-                        ep.reject(env, f"{kind.NAME} from {actor_name(src)}, which is not a peer")
-                        continue
-                    _, digest = (_BROADCASTS.get(raw, ring, ctx, tag, src) if broadcast
-                                 else _checked_digest(raw, ring, ctx, tag, src))
-                    if seen[src] != digest:
-                        ep.reject(env, f"a second, different {kind.NAME} from {actor_name(src)}")
-                    continue  # (else a duplicated delivery of the same message)
-                if broadcast:
-                    values, digest = _BROADCASTS.get(raw, ring, ctx, tag, src)
-                elif raw.shape == shape and raw.dtype == dtype:  # (the codec made it C-contiguous)
-                    values, digest = raw, sha256(raw).digest()[:16]  # = _checked_digest's digest
-                else:
-                    values, digest = _checked_digest(raw, ring, ctx, tag, src)  # raises
-                expected.discard(src)
-                seen[src] = digest
-                pending.append(values)
-                senders.append(src)
-                if len(pending) >= _BATCH:
-                    flush()
+                for env in await ep.recv_many(kinds=kind, phase=phase, timeout=None):
+                    msg = env.message
+                    if msg.session != ctx.session or msg.combination != tag:
+                        continue  # a late delivery of another sum or combination
+                    src = env.src
+                    raw = getattr(msg, field)
+                    if src not in expected:
+                        if src not in seen:
+                            ep.reject(env, f"{kind.NAME} from {actor_name(src)}, which is not a peer")
+                            continue
+                        _, digest = (_BROADCASTS.get(raw, ring, ctx, tag, src) if broadcast
+                                     else _checked_digest(raw, ring, ctx, tag, src))
+                        if seen[src] != digest:
+                            ep.reject(env, f"a second, different {kind.NAME} from {actor_name(src)}")
+                        continue  # (else a duplicated delivery of the same message)
+                    if broadcast:
+                        values, digest = _BROADCASTS.get(raw, ring, ctx, tag, src)
+                    elif raw.shape == shape and raw.dtype == dtype:  # (the codec made it C-contiguous)
+                        values, digest = raw, sha256(raw).digest()[:16]  # = _checked_digest's digest
+                    else:
+                        values, digest = _checked_digest(raw, ring, ctx, tag, src)  # raises
+                    expected.discard(src)
+                    seen[src] = digest
+                    pending.append(values)
+                    senders.append(src)
+                    if len(pending) >= _BATCH:
+                        flush()
     except TimeoutError:
         if pending:
             flush()  # a peer's vector outside the ring is named even when others are missing

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import math
 
@@ -32,7 +31,7 @@ from parties.controller import ReleaseRefused
 from parties.wire.messages import RandomizedValues
 from parties.network import CONTROLLER
 from parties.wire.requests import ReleaseRequest
-from parties.simulate import FULL_COLLECTION_EVERY, SimulationResult, rare_full_collections, simulate
+from parties.simulate import SimulationResult, simulate
 
 N = 240
 SEED = 3
@@ -373,17 +372,6 @@ def test_expensive_secure_sum_is_announced_with_its_closed_form_cost_and_progres
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # below the threshold: silent
     with pytest.raises(ConfigurationError, match="progress_interval must be > 0"):
         simulate(data, "RR-Independent", seed=5, p=0.7, progress_interval=0)
-
-
-def test_full_collections_are_rare_during_a_run_and_the_setting_is_restored() -> None:
-    before = gc.get_threshold()
-    with rare_full_collections():
-        inside = gc.get_threshold()
-        with rare_full_collections():
-            assert gc.get_threshold() == inside
-        assert gc.get_threshold() == inside  # the outer block still runs
-    assert inside == (before[0], before[1], max(before[2], FULL_COLLECTION_EVERY))
-    assert gc.get_threshold() == before
 
 
 def test_repr_is_one_short_line(data) -> None:

@@ -8,10 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mprr.errors import ConfigurationError, PartyDropped, ProtocolError, RoundTimeout
+import networkx as nx
+
+from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from parties.wire.codec import encode
 from parties.wire.messages import Abort, Ack, RandomizedValues
-from parties.network import CONTROLLER, Frame, InMemoryNetwork
+from parties.network import CONTROLLER, FaultPlan, Frame, InMemoryNetwork
 from tests.parties.transport_helpers import ChaosTransport, Probe, answer_requests, identity_matrix
 from tests.virtual_clock import run_virtual
 
@@ -244,6 +246,71 @@ async def test_crash_wakes_the_receiver_and_silences_the_actor() -> None:
     net.crash(1)  # idempotent
 
 
+# ------------------------------------------------------------------ send_each / recv_many
+
+
+async def _send_to_all(net: InMemoryNetwork, bulk: bool) -> None:
+    """Party 0 sends Ack(k) to party k + 1, k = 0..3, one call each or in one send_each."""
+    dsts, msgs = [1, 2, 3, 4], [Ack(k) for k in range(4)]
+    if bulk:
+        await net.endpoint(0).send_each(dsts, msgs, phase="p")
+    else:
+        for dst, msg in zip(dsts, msgs):
+            await net.endpoint(0).send(dst, msg, phase="p")
+
+
+@pytest.mark.parametrize("faults", [None, FaultPlan(crash={0: 3}), FaultPlan(crash={0: 1}), FaultPlan(duplicate=0.5)])
+async def test_send_each_delivers_and_counts_exactly_as_one_send_per_message(faults: FaultPlan | None) -> None:
+    runs = []
+    for bulk in (False, True):
+        net = InMemoryNetwork(5, topology=nx.complete_graph(5), faults=faults, seed=3)
+        await _send_to_all(net, bulk)
+        got = [[e.message for e in net.endpoint(k).pending()] for k in range(1, 5)]
+        runs.append((got, net.statistics().to_dict(), net.crashed))
+    assert runs[0] == runs[1]
+    if faults is not None and faults.crash:  # the crash at the k-th send: the first k - 1 arrive
+        k = faults.crash[0]
+        assert runs[1][0] == [[Ack(j)] if j < k - 1 else [] for j in range(4)]
+        assert runs[1][1]["faults"]["lost_to_crash"] == 4 - (k - 1)
+
+
+async def test_send_each_refuses_everything_or_sends_everything() -> None:
+    net = InMemoryNetwork(3)  # star: party 0 reaches only the controller
+    ep = net.endpoint(0)
+    with pytest.raises(ProtocolError, match="party 0 cannot send to party 1: no link in the topology"):
+        await ep.send_each([CONTROLLER, 1], [Ack(1), Ack(2)], phase="p")
+    with pytest.raises(ConfigurationError, match="one message per destination, got 1 messages for 2 destinations"):
+        await ep.send_each([CONTROLLER, CONTROLLER], [Ack(1)], phase="p")
+    with pytest.raises(MessageError, match=r"messages of one kind, got \['Abort', 'Ack'\]"):
+        await ep.send_each([CONTROLLER, CONTROLLER], [Ack(1), Abort("x")], phase="p")
+    with pytest.raises(ConfigurationError, match="phase must be a non-empty string"):
+        await ep.send_each([CONTROLLER], [Ack(1)], phase="")
+    assert net.statistics().messages == 0 and net.endpoint(CONTROLLER).buffered == 0
+    await ep.send_each([], [], phase="p")
+    await ep.send_each([CONTROLLER, CONTROLLER], [Ack(1), Ack(2)], phase="p")
+    assert [e.message for e in net.endpoint(CONTROLLER).pending()] == [Ack(1), Ack(2)]
+    assert net.statistics().by_kind["Ack"].messages == 2
+
+
+async def test_recv_many_waits_for_the_first_and_takes_what_else_arrived() -> None:
+    net = InMemoryNetwork(2)
+    ctrl = net.endpoint(CONTROLLER)
+
+    async def later() -> None:
+        await asyncio.sleep(0.005)
+        await net.endpoint(0).send_each([CONTROLLER] * 3, [Ack(1), Ack(2), Ack(3)], phase="p")
+
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(later())
+        got = tg.create_task(ctrl.recv_many(kinds=Ack, phase="p", timeout=1.0))
+    assert [e.message for e in got.result()] == [Ack(1), Ack(2), Ack(3)]
+    with pytest.raises(RoundTimeout, match="phase 'p': controller timed out after 0.05 s waiting for Ack from party 1"):
+        await ctrl.recv_many(kinds=Ack, sources=1, phase="p", timeout=T)
+    net.crash(CONTROLLER)
+    with pytest.raises(PartyDropped, match="controller has crashed"):
+        await ctrl.recv_many(timeout=T)
+
+
 # ------------------------------------------------------------------ a second transport
 
 
@@ -339,6 +406,44 @@ def test_recv_returns_the_oldest_matching_message(sends: list, takes: list) -> N
             env = await ctrl.recv(kinds=kind, sources=sources, phase=phase, timeout=0.001)
             assert (env.src, type(env.message), env.phase, env.message) == match
             model.remove(match)
+        assert [e.message for e in ctrl.pending()] == [m[3] for m in model]
+
+    run_virtual(run())
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sends=st.lists(st.tuples(st.integers(0, 3), st.sampled_from(_KINDS), st.sampled_from(["a", "b"])), max_size=25),
+    takes=st.lists(
+        st.tuples(
+            st.none() | st.sampled_from(_KINDS),
+            st.none() | st.frozensets(st.integers(0, 3), min_size=1),
+            st.none() | st.sampled_from(["a", "b"]),
+        ),
+        max_size=6,
+    ),
+)
+def test_recv_many_returns_every_matching_message_oldest_first(sends: list, takes: list) -> None:
+    """Against a plain list model: recv_many takes every match in arrival order, the rest stays."""
+
+    async def run() -> None:
+        net = InMemoryNetwork(4)
+        ctrl = net.endpoint(CONTROLLER)
+        model = []
+        for seq, (src, kind, phase) in enumerate(sends):
+            msg = Ack(seq) if kind is Ack else Abort(f"m{seq}")
+            await net.endpoint(src).send(CONTROLLER, msg, phase=phase)
+            model.append((src, kind, phase, msg))
+        for kind, sources, phase in takes:
+            matches = [m for m in model if (kind is None or m[1] is kind) and (sources is None or m[0] in sources)
+                       and (phase is None or m[2] == phase)]
+            if not matches:
+                with pytest.raises(RoundTimeout):
+                    await ctrl.recv_many(kinds=kind, sources=sources, phase=phase, timeout=0.001)
+                continue
+            got = await ctrl.recv_many(kinds=kind, sources=sources, phase=phase, timeout=0.001)
+            assert [(e.src, type(e.message), e.phase, e.message) for e in got] == matches
+            model = [m for m in model if m not in matches]
         assert [e.message for e in ctrl.pending()] == [m[3] for m in model]
 
     run_virtual(run())

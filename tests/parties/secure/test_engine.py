@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 
 import networkx as nx
 import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
-from parties.network import CONTROLLER, FaultPlan, InMemoryNetwork
+from parties.collector import FULL_COLLECTION_EVERY
+from parties.network import CONTROLLER, FaultPlan, Frame, InMemoryNetwork
 from parties.secure.engine import TrafficCost, as_ring_vector, run_secure_sum
 from parties.secure.receive import receive_sum
 from parties.secure.graph import GraphEngine
@@ -190,3 +192,19 @@ def test_totals_that_could_leave_int64_are_refused_never_negative(name: str) -> 
     result = run_virtual(run_secure_sum(make(top), InMemoryNetwork(2), x))
     assert result.total.dtype == np.int64
     assert result.total.tolist() == [2 * top] and int(result.total.min()) >= 0
+
+
+def test_a_secure_sum_runs_with_rare_full_collections_and_restores_the_collector() -> None:
+    seen: list[tuple[int, int, int]] = []
+
+    class Watching(InMemoryNetwork):
+        def _deliver(self, frame: Frame, position: int | None = None) -> None:
+            seen.append(gc.get_threshold())
+            super()._deliver(frame, position)
+
+    before = gc.get_threshold()
+    n = 3
+    net = Watching(n, topology=nx.complete_graph(n))
+    run_virtual(run_secure_sum(PaperEngine(round_timeout=1), net, np.eye(n, 2, dtype=np.int64)))
+    assert seen and set(seen) == {(before[0], before[1], max(before[2], FULL_COLLECTION_EVERY))}
+    assert gc.get_threshold() == before
