@@ -11,7 +11,8 @@ Modules, in dependency order:
 - ``topology``      — who may talk to whom (networkx graphs; default star)
 - ``traffic``       — per sender / receiver / kind / phase counters, rounds, simulated time
 - ``faults``        — seeded fault plans: drop, delay, duplicate, reorder, crash
-- ``transport``     — the ``Transport`` interface, ``Endpoint`` (send / recv / gather)
+- ``mailbox``       — an actor's buffered messages and filtered receive (recv / recv_many / gather)
+- ``transport``     — the ``Transport`` interface, ``Endpoint`` (send / send_each / broadcast + its mailbox)
 - ``shard_report``  — what a shard hands back after a run: its parties' summaries, in columns
 - ``network``       — ``InMemoryNetwork`` (the network of a run: mailboxes in this process, shard
                       links for parties hosted elsewhere; it routes, counts and injects faults)

@@ -179,14 +179,6 @@ class InMemoryNetwork(Transport):
     def _transmit(self, frame: Frame) -> None:
         self._route(frame)
 
-    def _transmit_all(self, frames: list[Frame]) -> None:
-        if self._probabilistic:
-            super()._transmit_all(frames)
-            return
-        deliver = self._deliver
-        for frame in frames:
-            deliver(frame)
-
     def _route(self, frame: Frame) -> None:
         """Apply the fault plan to ``frame`` and deliver what survives (now or after a delay)."""
         if not self._probabilistic:

@@ -1,11 +1,11 @@
-"""Transport interface, per-actor endpoints with buffered mailboxes, and topology.
+"""Transport interface and per-actor endpoints.
 
 A :class:`Transport` moves encoded frames between actors.  Everything protocol code touches
-is the :class:`Endpoint` of its actor: ``send`` / ``broadcast`` encode the message once with
-:mod:`parties.wire.codec`, check the topology and count the traffic; the transport delivers the
-bytes; on delivery the receiving endpoint decodes them and either hands the :class:`Envelope`
-to a waiting ``recv`` whose filter matches or buffers it.  Unmatched messages stay buffered, in
-arrival order, for later ``recv`` calls.
+is the :class:`Endpoint` of its actor: ``send`` / ``send_each`` / ``broadcast`` encode each
+message once with :mod:`parties.wire.codec`, check the topology and count the traffic; the
+transport delivers the bytes; on delivery the receiving endpoint decodes them and hands the
+:class:`~parties.mailbox.Envelope` to its :class:`~parties.mailbox.Mailbox` (``recv`` /
+``recv_many`` / ``gather``: filtered receive from the messages buffered in arrival order).
 
 A frame that does not decode, or whose kind the receiving endpoint does not accept, is
 *rejected*: dropped, counted against its sender (``TrafficStatistics.rejected_by_sender``,
@@ -27,25 +27,19 @@ must be the authenticated sender (the in-memory network knows it; a socket trans
 from the authenticated connection, never from the frame's bytes), because rejections are
 attributed to it.  Protocol code does not change.
 
-Time: ``recv`` / ``gather`` bound their wait with ``asyncio.timeout`` scopes on the running
-loop's clock, so tests run them on a virtual clock (``tests/virtual_clock.py``).
-
 Actor ids: :data:`CONTROLLER` (= -1) and parties ``0 .. n-1``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import math
 from abc import ABC, abstractmethod
-from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, overload
+from typing import TYPE_CHECKING, NamedTuple
 
-from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
-from parties.wire.codec import Message, decode, encode, message_class, resolve_kinds
+from mprr.errors import ConfigurationError, MessageError, ProtocolError
+from parties.mailbox import Envelope, Mailbox, Rejection
+from parties.wire.codec import Message, decode, encode, resolve_kinds
 from parties.topology import CONTROLLER, Topology, actor_name
 from parties.traffic import ActorStatistics, LatencyModel, TrafficCounter, TrafficStatistics
 
@@ -54,8 +48,6 @@ if TYPE_CHECKING:  # annotations only: party workers never import networkx
 
 __all__ = ["CONTROLLER", "Endpoint", "Envelope", "Frame", "Rejection", "Topology", "Transport", "actor_name"]
 
-MAX_REJECTIONS_KEPT = 1024
-"""Rejections an endpoint keeps for :meth:`Endpoint.rejections` (older ones are only counted)."""
 
 class Frame(NamedTuple):
     """What travels on the wire: addressing, phase, kind and the encoded message bytes.
@@ -74,101 +66,23 @@ class Frame(NamedTuple):
     payload: bytes
     message: Message | None = None
 
-M = TypeVar("M", bound=Message)
-M_co = TypeVar("M_co", bound=Message, covariant=True)
-
-
-class Envelope(NamedTuple, Generic[M_co]):
-    """A delivered message: sender, receiver, phase, the decoded message and its size in bytes.
-
-    Generic in the message class: ``recv(kinds=KeyDirectory)`` returns an
-    ``Envelope[KeyDirectory]``, so the message's fields are typed without a cast.  (A named
-    tuple, as :class:`Frame`.)
-    """
-
-    src: int
-    dst: int
-    phase: str
-    message: M_co
-    size: int
-
-    @property
-    def kind(self) -> str:
-        """Name of the message kind."""
-        return self.message.NAME
-
-
-@dataclass(frozen=True, slots=True)
-class Rejection:
-    """A frame the receiving endpoint rejected: who sent it, in which phase, and why.
-
-    ``kind`` is the kind number the frame claimed (it may be meaningless for garbage).
-    """
-
-    src: int
-    dst: int
-    phase: str
-    kind: int
-    reason: str
-
-    def describe(self) -> str:
-        """One line naming the sender, the receiver, the phase and the reason."""
-        return (f"{actor_name(self.dst)} rejected a frame from {actor_name(self.src)} "
-                f"in phase {self.phase!r}: {self.reason}")
-
-
-class _Waiter:
-    """A pending recv (``want`` = None) or gather (``want`` = set of sources still missing)."""
-
-    __slots__ = ("kinds", "sources", "phase", "future", "want", "got")
-
-    def __init__(self, kinds: frozenset[int] | None, sources: frozenset[int] | None,
-                 phase: str | None, future: asyncio.Future[Any], want: set[int] | None = None) -> None:
-        self.kinds, self.sources, self.phase, self.future = kinds, sources, phase, future
-        self.want = want
-        self.got: dict[int, Envelope[Message]] = {}
-
-    def matches(self, env: Envelope[Message]) -> bool:
-        return (
-            (self.kinds is None or env.message.KIND in self.kinds)
-            and (self.phase is None or env.phase == self.phase)
-            and (self.sources is None or env.src in self.sources)
-            and (self.want is None or env.src in self.want)
-        )
-
-
-def _matches(env: Envelope[Message], kinds: frozenset[int] | None, sources: Any, phase: str | None) -> bool:
-    return (
-        (kinds is None or env.message.KIND in kinds)
-        and (phase is None or env.phase == phase)
-        and (sources is None or env.src in sources)
-    )
-
 
 def _check_phase(phase: str) -> None:
     if type(phase) is not str or not phase:
         raise ConfigurationError(f"phase must be a non-empty string, got {phase!r}")
 
 
-def _check_timeout(timeout: float | None) -> None:
-    if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0 and not math.isnan(timeout)):
-        raise ConfigurationError(f"timeout must be > 0 seconds or None, got {timeout!r}")
-
-
-class Endpoint:
-    """One actor's handle on the network: send, broadcast, filtered receive.
+class Endpoint(Mailbox):
+    """One actor's handle on the network: send, broadcast, and its mailbox's filtered receive.
 
     Obtain it with ``network.endpoint(actor_id)``; do not construct it directly.
     """
 
-    __slots__ = ("actor", "_net", "_buffer", "_waiters", "_rejections", "_accept")
+    __slots__ = ("_net", "_accept")
 
     def __init__(self, network: Transport, actor: int) -> None:
-        self.actor = actor
+        super().__init__(actor)
         self._net = network
-        self._buffer: deque[Envelope[Message]] = deque()
-        self._waiters: list[_Waiter] = []
-        self._rejections: deque[Rejection] = deque(maxlen=MAX_REJECTIONS_KEPT)
         self._accept: frozenset[int] | None = None
 
     def __repr__(self) -> str:
@@ -184,43 +98,12 @@ class Endpoint:
         """True once this actor has crashed (fault injection or ``network.crash``)."""
         return self.actor in self._net._crashed
 
-    @property
-    def buffered(self) -> int:
-        """Number of delivered messages no recv has taken yet."""
-        return len(self._buffer)
-
-    def pending(self) -> tuple[Envelope[Message], ...]:
-        """The buffered envelopes, oldest first (not removed)."""
-        return tuple(self._buffer)
+    def _check_source(self, src: int) -> None:
+        self._net._check_actor(src, "gather source")
 
     def statistics(self) -> ActorStatistics:
         """What this actor sent and received so far (and how many of its frames were rejected)."""
         return self._net._traffic.actor(self.actor)
-
-    # ------------------------------------------------------------------ rejected frames
-    def rejections(self) -> tuple[Rejection, ...]:
-        """Frames rejected at this endpoint and not yet taken, oldest first.
-
-        At most :data:`MAX_REJECTIONS_KEPT` are kept; the traffic counters count every one.
-        """
-        return tuple(self._rejections)
-
-    def take_rejections(self, sources: Iterable[int] | None = None) -> dict[int, Rejection]:
-        """Remove the rejections of frames from ``sources`` (None = any sender).
-
-        Returns ``{sender: its first rejection taken}``: the senders whose frames this endpoint
-        rejected since they were last taken.
-        """
-        wanted = None if sources is None else set(sources)
-        first: dict[int, Rejection] = {}
-        keep: deque[Rejection] = deque(maxlen=MAX_REJECTIONS_KEPT)
-        for r in self._rejections:
-            if wanted is None or r.src in wanted:
-                first.setdefault(r.src, r)
-            else:
-                keep.append(r)
-        self._rejections = keep
-        return first
 
     def reject(self, env: Envelope[Message], reason: str) -> None:
         """Reject a delivered, well-formed message that the protocol cannot use.
@@ -284,314 +167,6 @@ class Endpoint:
             check(src, dst)
         _check_phase(phase)
         return targets
-
-    # ------------------------------------------------------------------ receiving
-    def _raise_pending(self) -> None:
-        if self.actor in self._net._crashed:
-            raise PartyDropped(f"{actor_name(self.actor)} has crashed", parties=(self.actor,))
-
-    def _take(self, kinds: frozenset[int] | None, sources: Any, phase: str | None) -> Envelope[Message] | None:
-        buf = self._buffer
-        if not buf:
-            return None
-        if kinds is None and sources is None and phase is None:
-            return buf.popleft()
-        for i, env in enumerate(buf):
-            if _matches(env, kinds, sources, phase):
-                del buf[i]
-                return env
-        return None
-
-    @overload
-    async def recv(
-        self,
-        *,
-        kinds: type[M],
-        sources: Iterable[int] | int | None = None,
-        phase: str | None = None,
-        timeout: float | None,
-    ) -> Envelope[M]: ...
-    @overload
-    async def recv(
-        self,
-        *,
-        kinds: Iterable[int | str | type[Message]] | str | None = None,
-        sources: Iterable[int] | int | None = None,
-        phase: str | None = None,
-        timeout: float | None,
-    ) -> Envelope[Message]: ...
-    async def recv(
-        self,
-        *,
-        kinds: Iterable[int | str | type[Message]] | type[Message] | str | None = None,
-        sources: Iterable[int] | int | None = None,
-        phase: str | None = None,
-        timeout: float | None,
-    ) -> Envelope[Message]:
-        """Return the oldest delivered message matching every given filter.
-
-        Parameters
-        ----------
-        kinds
-            Message classes, names or kind numbers accepted (None = any).
-        sources
-            Sender id(s) accepted (None = any).
-        phase
-            Phase accepted (None = any).
-        timeout
-            Seconds to wait (wall clock; required; ``None`` = wait forever, use sparingly).
-
-        Raises
-        ------
-        RoundTimeout
-            Nothing matching arrived in time (names the phase and the missing sources).
-        PartyDropped
-            This actor has crashed.
-
-        Frames rejected on delivery (undecodable, or of a kind this endpoint does not accept)
-        never reach a ``recv``: see :meth:`rejections`.
-        """
-        _check_timeout(timeout)
-        kind_set = resolve_kinds(kinds)
-        source_set = _source_set(sources)
-        self._raise_pending()
-        env = self._take(kind_set, source_set, phase)
-        if env is not None:
-            return env
-        waiter = _Waiter(kind_set, source_set, phase, asyncio.get_running_loop().create_future())
-        self._waiters.append(waiter)
-        returned = False
-        try:
-            if timeout is None:  # no deadline (e.g. a secure-sum engine's receive loop): no scope to enter
-                delivered: Envelope[Message] = await waiter.future
-            else:
-                async with asyncio.timeout(timeout):
-                    delivered = await waiter.future
-            returned = True
-            return delivered
-        except TimeoutError:
-            if _succeeded(waiter.future):  # delivered just as the deadline passed
-                returned = True
-                late: Envelope[Message] = waiter.future.result()
-                return late
-            missing = tuple(sorted(source_set)) if source_set is not None else ()
-            raise RoundTimeout(
-                f"phase {phase or '(any)'!r}: {actor_name(self.actor)} timed out after {timeout} s "
-                f"waiting for {_describe(kind_set)}"
-                + (f" from {_describe_actors(missing)}" if missing else ""),
-                phase=phase or "", timeout=timeout, missing=missing,
-            ) from None
-        finally:
-            self._forget(waiter, returned)
-
-    @overload
-    async def recv_many(
-        self,
-        *,
-        kinds: type[M],
-        sources: Iterable[int] | int | None = None,
-        phase: str | None = None,
-        timeout: float | None,
-    ) -> list[Envelope[M]]: ...
-    @overload
-    async def recv_many(
-        self,
-        *,
-        kinds: Iterable[int | str | type[Message]] | str | None = None,
-        sources: Iterable[int] | int | None = None,
-        phase: str | None = None,
-        timeout: float | None,
-    ) -> list[Envelope[Message]]: ...
-    async def recv_many(
-        self,
-        *,
-        kinds: Iterable[int | str | type[Message]] | type[Message] | str | None = None,
-        sources: Iterable[int] | int | None = None,
-        phase: str | None = None,
-        timeout: float | None,
-    ) -> list[Envelope[Any]]:  # the overloads above give the precise type
-        """Every buffered message matching the filters, oldest first, taken at once; when none
-        is buffered, wait for the first (as :meth:`recv`, same filters, ``timeout`` and errors)
-        and return it with any others buffered by then.  Never empty.
-
-        The same messages, in the same order, as repeated :meth:`recv` calls would return.
-        """
-        _check_timeout(timeout)
-        kind_set = resolve_kinds(kinds)
-        source_set = _source_set(sources)
-        self._raise_pending()
-        got = self._take_all(kind_set, source_set, phase)
-        if got:
-            return got
-        first = await self.recv(kinds=kinds, sources=sources, phase=phase, timeout=timeout)
-        return [first, *self._take_all(kind_set, source_set, phase)]
-
-    def _take_all(self, kinds: frozenset[int] | None, sources: Any, phase: str | None) -> list[Envelope[Message]]:
-        buf = self._buffer
-        if not buf:
-            return []
-        if kinds is None and sources is None and phase is None:
-            everything = list(buf)
-            buf.clear()
-            return everything
-        out: list[Envelope[Message]] = []
-        keep: deque[Envelope[Message]] = deque()
-        for env in buf:
-            (out if _matches(env, kinds, sources, phase) else keep).append(env)
-        if keep:
-            self._buffer = keep
-        else:
-            buf.clear()
-        return out
-
-    @overload
-    async def gather(
-        self,
-        sources: Iterable[int],
-        *,
-        kinds: type[M],
-        phase: str | None = None,
-        timeout: float | None,
-        partial: bool = False,
-    ) -> dict[int, Envelope[M]]: ...
-    @overload
-    async def gather(
-        self,
-        sources: Iterable[int],
-        *,
-        kinds: Iterable[int | str | type[Message]] | str | None = None,
-        phase: str | None = None,
-        timeout: float | None,
-        partial: bool = False,
-    ) -> dict[int, Envelope[Message]]: ...
-    async def gather(
-        self,
-        sources: Iterable[int],
-        *,
-        kinds: Iterable[int | str | type[Message]] | type[Message] | str | None = None,
-        phase: str | None = None,
-        timeout: float | None,
-        partial: bool = False,
-    ) -> dict[int, Envelope[Any]]:  # the overloads above give the precise type
-        """Receive one matching message from each of ``sources``; ``{src: envelope}``.
-
-        Extra messages (duplicates, other kinds) stay buffered.  On timeout raises
-        :class:`RoundTimeout` listing the sources still missing, or with ``partial=True``
-        returns what arrived (the caller decides what a missing party means).
-        """
-        _check_timeout(timeout)
-        kind_set = resolve_kinds(kinds)
-        want = set(_source_set(sources) or ())
-        for src in want:
-            self._net._check_actor(src, "gather source")
-        self._raise_pending()
-        got: dict[int, Envelope[Message]] = {}
-        if want and self._buffer:
-            keep: deque[Envelope[Message]] = deque()
-            for env in self._buffer:
-                if env.src in want and _matches(env, kind_set, None, phase):
-                    want.discard(env.src)
-                    got[env.src] = env
-                else:
-                    keep.append(env)
-            self._buffer = keep
-        if not want:
-            return got
-        waiter = _Waiter(kind_set, None, phase, asyncio.get_running_loop().create_future(), want)
-        waiter.got = got
-        self._waiters.append(waiter)
-        returned = False
-        try:
-            async with asyncio.timeout(timeout):
-                result: dict[int, Envelope[Any]] = await waiter.future
-            returned = True
-            return result
-        except TimeoutError:
-            if partial or _succeeded(waiter.future):
-                returned = True
-                return dict(waiter.got)
-            missing = tuple(sorted(waiter.want or ()))
-            raise RoundTimeout(
-                f"phase {phase or '(any)'!r}: {actor_name(self.actor)} timed out after {timeout} s "
-                f"waiting for {_describe(kind_set)} from {_describe_actors(missing)} "
-                f"({len(waiter.got)} of {len(waiter.got) + len(missing)} arrived)",
-                phase=phase or "", timeout=timeout, missing=missing,
-            ) from None
-        finally:
-            self._forget(waiter, returned)
-
-    def _forget(self, waiter: _Waiter, returned: bool) -> None:
-        """Drop a finished waiter; unless its catch was returned, put the catch back."""
-        try:
-            self._waiters.remove(waiter)
-        except ValueError:
-            pass
-        if returned:
-            return
-        fut = waiter.future
-        failed = fut.done() and not fut.cancelled() and fut.exception() is not None  # (retrieved)
-        if waiter.want is None:
-            # delivered just as the recv was cancelled: nothing is lost
-            if fut.done() and not fut.cancelled() and not failed:
-                self._buffer.appendleft(fut.result())
-        else:
-            for env in reversed(list(waiter.got.values())):
-                self._buffer.appendleft(env)
-
-    # ------------------------------------------------------------------ delivery side
-    def _put(self, env: Envelope[Message], position: int | None = None) -> None:
-        if not self._waiters and position is None:
-            self._buffer.append(env)
-            return
-        for w in self._waiters:
-            if w.matches(env) and not w.future.done():
-                if w.want is None:
-                    self._waiters.remove(w)
-                    w.future.set_result(env)
-                    return
-                w.want.discard(env.src)
-                w.got[env.src] = env
-                if not w.want:
-                    self._waiters.remove(w)
-                    w.future.set_result(w.got)
-                return
-        if position is None or position >= len(self._buffer):
-            self._buffer.append(env)
-        else:
-            self._buffer.insert(position, env)
-
-    def _crash(self) -> None:
-        self._buffer.clear()
-        err = PartyDropped(f"{actor_name(self.actor)} has crashed", parties=(self.actor,))
-        for w in list(self._waiters):
-            if not w.future.done():
-                w.future.set_exception(err)
-        self._waiters.clear()
-
-
-def _succeeded(future: asyncio.Future[Any]) -> bool:
-    return future.done() and not future.cancelled() and future.exception() is None
-
-
-def _source_set(sources: Iterable[int] | int | None) -> frozenset[int] | None:
-    if sources is None:
-        return None
-    if isinstance(sources, int):
-        return frozenset((sources,))
-    return frozenset(int(s) for s in sources)
-
-
-def _describe(kinds: frozenset[int] | None) -> str:
-    if kinds is None:
-        return "any message"
-    return "/".join(sorted(message_class(k).NAME for k in kinds))
-
-
-def _describe_actors(actors: tuple[int, ...], limit: int = 10) -> str:
-    names = [actor_name(a) for a in actors[:limit]]
-    more = f" and {len(actors) - limit} more" if len(actors) > limit else ""
-    return ", ".join(names) + more
-
 
 class Transport(ABC):
     """Moves encoded messages between the controller and ``n`` parties.

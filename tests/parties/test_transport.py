@@ -1,21 +1,17 @@
-"""parties.transport: topology, endpoints, buffering, filtered receive, gather, timeouts."""
+"""parties.transport: endpoints, send / send_each / broadcast, rejected frames, crashes, a second transport."""
 
 from __future__ import annotations
 
 import asyncio
 
-import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 import networkx as nx
+import pytest
 
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from parties.wire.codec import encode
 from parties.wire.messages import Abort, Ack, RandomizedValues
 from parties.network import CONTROLLER, FaultPlan, Frame, InMemoryNetwork
 from tests.parties.transport_helpers import ChaosTransport, Probe, answer_requests, identity_matrix
-from tests.virtual_clock import run_virtual
 
 T = 0.05  # tiny timeouts keep the failure tests fast
 
@@ -33,7 +29,7 @@ def test_endpoints_are_cached_and_checked() -> None:
         net.endpoint(2)
 
 
-# ------------------------------------------------------------------ send / recv
+# ------------------------------------------------------------------ send, rejected frames
 
 
 async def test_request_reply_inside_a_task_group() -> None:
@@ -55,90 +51,12 @@ async def test_request_reply_inside_a_task_group() -> None:
     assert reply.result() == RandomizedValues(7, [1])
 
 
-async def test_unmatched_messages_stay_buffered_in_arrival_order() -> None:
-    net = InMemoryNetwork(3)
-    ctrl = net.endpoint(CONTROLLER)
-    await net.endpoint(0).send(CONTROLLER, Ack(1), phase="a")
-    await net.endpoint(1).send(CONTROLLER, Abort("x"), phase="b")
-    await net.endpoint(2).send(CONTROLLER, Ack(2), phase="b")
-    await net.endpoint(0).send(CONTROLLER, Ack(3), phase="b")
-    assert ctrl.buffered == 4
-    env = await ctrl.recv(kinds=Abort, timeout=T)
-    assert env.src == 1
-    env = await ctrl.recv(kinds=[Ack], phase="b", timeout=T)
-    assert env.message == Ack(2)
-    env = await ctrl.recv(sources=0, phase="b", timeout=T)
-    assert env.message == Ack(3)
-    assert [e.message for e in ctrl.pending()] == [Ack(1)]
-    assert (await ctrl.recv(timeout=T)).message == Ack(1)
-    assert ctrl.buffered == 0
-
-
-async def test_a_waiting_recv_only_takes_what_matches() -> None:
-    net = InMemoryNetwork(2)
-    ctrl = net.endpoint(CONTROLLER)
-
-    async def later() -> None:
-        await asyncio.sleep(0.005)
-        await net.endpoint(0).send(CONTROLLER, Ack(1), phase="p")
-        await net.endpoint(1).send(CONTROLLER, Abort("done"), phase="p")
-
-    async with asyncio.TaskGroup() as tg:
-        tg.create_task(later())
-        got = tg.create_task(ctrl.recv(kinds="Abort", timeout=1.0))
-    assert got.result().message == Abort("done")
-    assert [e.message for e in ctrl.pending()] == [Ack(1)]
-
-
-async def test_concurrent_receivers_on_one_endpoint_each_get_their_kind() -> None:
-    net = InMemoryNetwork(1)
-    ep = net.endpoint(0)
-    ctrl = net.endpoint(CONTROLLER)
-    async with asyncio.TaskGroup() as tg:
-        acks = tg.create_task(ep.recv(kinds=Ack, timeout=1.0))
-        aborts = tg.create_task(ep.recv(kinds=Abort, timeout=1.0))
-        await asyncio.sleep(0)
-        await ctrl.send(0, Abort("a"), phase="p")
-        await ctrl.send(0, Ack(4), phase="p")
-    assert acks.result().message == Ack(4) and aborts.result().message == Abort("a")
-
-
-async def test_recv_timeout_names_phase_and_missing_sources() -> None:
-    net = InMemoryNetwork(5)
-    ctrl = net.endpoint(CONTROLLER)
-    with pytest.raises(RoundTimeout, match=r"phase 'collect': controller timed out after 0.05 s waiting for RandomizedValues from party 3, party 4") as info:
-        await ctrl.recv(kinds=RandomizedValues, sources=[4, 3], phase="collect", timeout=T)
-    assert info.value.phase == "collect" and info.value.missing == (3, 4) and info.value.timeout == T
-    with pytest.raises(RoundTimeout, match=r"phase '\(any\)': party 0 timed out .* waiting for any message") as info:
-        await net.endpoint(0).recv(timeout=T)
-    assert info.value.missing == ()
-
-
-@pytest.mark.parametrize("timeout", [0, -1.0, float("nan"), "1"])
-async def test_timeout_must_be_positive(timeout: object) -> None:
-    net = InMemoryNetwork(1)
-    with pytest.raises(ConfigurationError, match="timeout must be > 0 seconds or None"):
-        await net.endpoint(0).recv(timeout=timeout)  # type: ignore[arg-type]
-
-
 async def test_phase_must_be_a_non_empty_string() -> None:
     net = InMemoryNetwork(1)
     with pytest.raises(ConfigurationError, match="phase must be a non-empty string, got ''"):
         await net.endpoint(0).send(CONTROLLER, Ack(1), phase="")
     with pytest.raises(ConfigurationError, match="phase must be a non-empty string"):
         net.begin_round("")
-
-
-async def test_a_cancelled_recv_loses_nothing() -> None:
-    net = InMemoryNetwork(1)
-    ctrl = net.endpoint(CONTROLLER)
-    task = asyncio.create_task(ctrl.recv(kinds=Ack, timeout=None))
-    await asyncio.sleep(0)
-    task.cancel()
-    await net.endpoint(0).send(CONTROLLER, Ack(1), phase="p")  # delivered as the recv is cancelled
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert [e.message for e in ctrl.pending()] == [Ack(1)]
 
 
 async def test_rejected_frames_are_counted_against_their_sender_and_fail_no_receive() -> None:
@@ -181,48 +99,6 @@ async def test_reject_attributes_a_well_formed_but_unusable_message() -> None:
     assert ctrl.take_rejections()[1].reason == "request 5 was never sent"
 
 
-# ------------------------------------------------------------------ gather
-
-
-async def test_gather_collects_one_message_per_source() -> None:
-    net = InMemoryNetwork(4)
-    ctrl = net.endpoint(CONTROLLER)
-    await net.endpoint(2).send(CONTROLLER, Ack(2), phase="p")
-    await net.endpoint(2).send(CONTROLLER, Ack(22), phase="p")  # a second one stays buffered
-    await net.endpoint(1).send(CONTROLLER, Abort("other kind"), phase="p")
-
-    async def later() -> None:
-        await asyncio.sleep(0.002)
-        for i in (0, 1, 3):
-            await net.endpoint(i).send(CONTROLLER, Ack(i), phase="p")
-
-    async with asyncio.TaskGroup() as tg:
-        tg.create_task(later())
-        got = tg.create_task(ctrl.gather(range(4), kinds=Ack, phase="p", timeout=1.0))
-    result = got.result()
-    assert sorted(result) == [0, 1, 2, 3]
-    assert {i: e.message.request_id for i, e in result.items()} == {0: 0, 1: 1, 2: 2, 3: 3}
-    assert [e.message for e in ctrl.pending()] == [Ack(22), Abort("other kind")]
-
-
-async def test_gather_timeout_lists_missing_and_keeps_what_arrived() -> None:
-    net = InMemoryNetwork(4)
-    ctrl = net.endpoint(CONTROLLER)
-    await net.endpoint(0).send(CONTROLLER, Ack(0), phase="p")
-    await net.endpoint(3).send(CONTROLLER, Ack(3), phase="p")
-    with pytest.raises(RoundTimeout, match=r"waiting for Ack from party 1, party 2 \(2 of 4 arrived\)") as info:
-        await ctrl.gather([0, 1, 2, 3], kinds=Ack, phase="p", timeout=T)
-    assert info.value.missing == (1, 2)
-    assert sorted(e.src for e in ctrl.pending()) == [0, 3]  # back in the buffer for a retry
-    partial = await ctrl.gather([0, 1, 2, 3], kinds=Ack, timeout=T, partial=True)
-    assert sorted(partial) == [0, 3] and ctrl.buffered == 0
-
-
-async def test_gather_of_nothing_returns_at_once() -> None:
-    net = InMemoryNetwork(1)
-    assert await net.endpoint(CONTROLLER).gather([], timeout=T) == {}
-
-
 # ------------------------------------------------------------------ crash
 
 
@@ -246,7 +122,7 @@ async def test_crash_wakes_the_receiver_and_silences_the_actor() -> None:
     net.crash(1)  # idempotent
 
 
-# ------------------------------------------------------------------ send_each / recv_many
+# ------------------------------------------------------------------ send_each
 
 
 async def _send_to_all(net: InMemoryNetwork, bulk: bool) -> None:
@@ -290,25 +166,6 @@ async def test_send_each_refuses_everything_or_sends_everything() -> None:
     await ep.send_each([CONTROLLER, CONTROLLER], [Ack(1), Ack(2)], phase="p")
     assert [e.message for e in net.endpoint(CONTROLLER).pending()] == [Ack(1), Ack(2)]
     assert net.statistics().by_kind["Ack"].messages == 2
-
-
-async def test_recv_many_waits_for_the_first_and_takes_what_else_arrived() -> None:
-    net = InMemoryNetwork(2)
-    ctrl = net.endpoint(CONTROLLER)
-
-    async def later() -> None:
-        await asyncio.sleep(0.005)
-        await net.endpoint(0).send_each([CONTROLLER] * 3, [Ack(1), Ack(2), Ack(3)], phase="p")
-
-    async with asyncio.TaskGroup() as tg:
-        tg.create_task(later())
-        got = tg.create_task(ctrl.recv_many(kinds=Ack, phase="p", timeout=1.0))
-    assert [e.message for e in got.result()] == [Ack(1), Ack(2), Ack(3)]
-    with pytest.raises(RoundTimeout, match="phase 'p': controller timed out after 0.05 s waiting for Ack from party 1"):
-        await ctrl.recv_many(kinds=Ack, sources=1, phase="p", timeout=T)
-    net.crash(CONTROLLER)
-    with pytest.raises(PartyDropped, match="controller has crashed"):
-        await ctrl.recv_many(timeout=T)
 
 
 # ------------------------------------------------------------------ a second transport
@@ -356,94 +213,3 @@ async def test_chaos_transport_drop_ends_in_a_clear_timeout() -> None:
     # a party is missing exactly when its request or its reply was lost
     lost_parties = {dst if src == CONTROLLER else src for src, dst, _ in net.lost}
     assert lost_parties and set(error.missing) == lost_parties
-
-
-async def test_gather_sources_must_be_actors() -> None:
-    net = InMemoryNetwork(2)
-    with pytest.raises(ProtocolError, match="gather source must be CONTROLLER .* got 7"):
-        await net.endpoint(CONTROLLER).gather([0, 7], timeout=T)
-
-
-# ------------------------------------------------------------------ model-based buffering check
-
-_KINDS = (Ack, Abort)
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    sends=st.lists(st.tuples(st.integers(0, 3), st.sampled_from(_KINDS), st.sampled_from(["a", "b"])), max_size=25),
-    takes=st.lists(
-        st.tuples(
-            st.none() | st.sampled_from(_KINDS),
-            st.none() | st.frozensets(st.integers(0, 3), min_size=1),
-            st.none() | st.sampled_from(["a", "b"]),
-        ),
-        max_size=25,
-    ),
-)
-def test_recv_returns_the_oldest_matching_message(sends: list, takes: list) -> None:
-    """Against a plain list model: every recv takes the oldest match, nothing is lost or doubled."""
-
-    async def run() -> None:
-        net = InMemoryNetwork(4)
-        ctrl = net.endpoint(CONTROLLER)
-        model = []
-        for seq, (src, kind, phase) in enumerate(sends):
-            msg = Ack(seq) if kind is Ack else Abort(f"m{seq}")
-            await net.endpoint(src).send(CONTROLLER, msg, phase=phase)
-            model.append((src, kind, phase, msg))
-        for kind, sources, phase in takes:
-            match = next(
-                (m for m in model
-                 if (kind is None or m[1] is kind) and (sources is None or m[0] in sources)
-                 and (phase is None or m[2] == phase)),
-                None,
-            )
-            if match is None:
-                with pytest.raises(RoundTimeout):
-                    await ctrl.recv(kinds=kind, sources=sources, phase=phase, timeout=0.001)
-                continue
-            env = await ctrl.recv(kinds=kind, sources=sources, phase=phase, timeout=0.001)
-            assert (env.src, type(env.message), env.phase, env.message) == match
-            model.remove(match)
-        assert [e.message for e in ctrl.pending()] == [m[3] for m in model]
-
-    run_virtual(run())
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    sends=st.lists(st.tuples(st.integers(0, 3), st.sampled_from(_KINDS), st.sampled_from(["a", "b"])), max_size=25),
-    takes=st.lists(
-        st.tuples(
-            st.none() | st.sampled_from(_KINDS),
-            st.none() | st.frozensets(st.integers(0, 3), min_size=1),
-            st.none() | st.sampled_from(["a", "b"]),
-        ),
-        max_size=6,
-    ),
-)
-def test_recv_many_returns_every_matching_message_oldest_first(sends: list, takes: list) -> None:
-    """Against a plain list model: recv_many takes every match in arrival order, the rest stays."""
-
-    async def run() -> None:
-        net = InMemoryNetwork(4)
-        ctrl = net.endpoint(CONTROLLER)
-        model = []
-        for seq, (src, kind, phase) in enumerate(sends):
-            msg = Ack(seq) if kind is Ack else Abort(f"m{seq}")
-            await net.endpoint(src).send(CONTROLLER, msg, phase=phase)
-            model.append((src, kind, phase, msg))
-        for kind, sources, phase in takes:
-            matches = [m for m in model if (kind is None or m[1] is kind) and (sources is None or m[0] in sources)
-                       and (phase is None or m[2] == phase)]
-            if not matches:
-                with pytest.raises(RoundTimeout):
-                    await ctrl.recv_many(kinds=kind, sources=sources, phase=phase, timeout=0.001)
-                continue
-            got = await ctrl.recv_many(kinds=kind, sources=sources, phase=phase, timeout=0.001)
-            assert [(e.src, type(e.message), e.phase, e.message) for e in got] == matches
-            model = [m for m in model if m not in matches]
-        assert [e.message for e in ctrl.pending()] == [m[3] for m in model]
-
-    run_virtual(run())
