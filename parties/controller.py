@@ -73,7 +73,6 @@ __all__ = [
     "RecordingEndpoint",
     "ReleaseRefused",
     "REPLY_KINDS",
-    "SecureTally",
 ]
 
 DROPOUT_POLICIES: tuple[str, ...] = ("fail", "exclude")
@@ -109,7 +108,9 @@ class ReleaseRefused(ProtocolError):
 
 @dataclass(frozen=True, eq=False)
 class PhaseRelease:
-    """What one release phase brought back to the controller.
+    """What one phase brought back to the controller: the parties' released codes (a release
+    round, :meth:`Controller.release`), or the tallies of their values (a secure sum,
+    :meth:`Controller.secure_release`).
 
     Attributes
     ----------
@@ -118,11 +119,19 @@ class PhaseRelease:
     units
         Attribute indices of each released unit, in draw order.
     specs, matrices
-        The matrix specification of each unit and the matrix the controller rebuilt from it.
+        The matrix specification of each unit and the matrix the controller rebuilt from it
+        (no specs and ``None`` matrices: an exact secure sum, main paper 4.2).
     contributors
-        Parties whose values are in :attr:`codes`, ascending (row ``k`` = ``contributors[k]``).
+        Parties whose values are in :attr:`codes` / :attr:`counts`, ascending (row ``k`` of
+        :attr:`codes` = ``contributors[k]``).
     codes
-        ``(len(contributors), len(units))`` int64 released codes (read-only).
+        A release round's ``(len(contributors), len(units))`` int64 codes (read-only);
+        ``None`` after a secure sum.
+    counts
+        A secure sum's per-unit tallies of the contributors' values; empty after a release
+        round.
+    session, engine
+        A secure sum's session and engine name (``""`` for a release round).
     refusals
         ``{party: Refusal}`` of the parties that refused.
     silent
@@ -133,61 +142,31 @@ class PhaseRelease:
     request_id: int
     units: tuple[tuple[int, ...], ...]
     specs: tuple[MatrixSpec, ...]
-    matrices: tuple[Matrix, ...]
+    matrices: tuple[Matrix | None, ...]
     contributors: tuple[int, ...]
-    codes: np.ndarray
+    codes: np.ndarray | None = None
+    counts: tuple[np.ndarray, ...] = ()
+    session: str = ""
+    engine: str = ""
     refusals: Mapping[int, Refusal] = field(default_factory=dict)
     silent: tuple[int, ...] = ()
 
     def released_data(self, schema: Schema, *, replayed: Sequence[bool] | None = None) -> ReleasedData:
-        """The phase as a :class:`mprr.protocols.release.ReleasedData` (tallies as the fast path).
+        """The phase as a :class:`mprr.protocols.release.ReleasedData`: tallies as the fast path's
+        from a release round's codes; a secure sum's tallies only, unlinkable.
 
         ``replayed`` flags the units the parties answered by replaying an earlier release
-        (same attributes and matrix): they add no ledger entry.
-        """
-        sizes = schema.sizes
-        usizes = tuple(tuple(sizes[a] for a in u) for u in self.units)
-        return ReleasedData.randomized(self.phase, self.units, usizes, self.matrices, self.codes,
-                                       replayed=None if replayed is None else tuple(bool(r) for r in replayed))
-
-
-@dataclass(frozen=True, eq=False)
-class SecureTally:
-    """What a secure-sum phase brought back: per-unit tallies of the contributors' values.
-
-    ``specs``/``matrices`` are ``None`` entries for an exact release (main paper 4.2).
-    """
-
-    phase: str
-    request_id: int
-    session: str
-    engine: str
-    units: tuple[tuple[int, ...], ...]
-    specs: tuple[MatrixSpec, ...] | None
-    matrices: tuple[Matrix | None, ...]
-    contributors: tuple[int, ...]
-    counts: tuple[np.ndarray, ...]
-    refusals: Mapping[int, Refusal] = field(default_factory=dict)
-    silent: tuple[int, ...] = ()
-
-    def released_data(self, schema: Schema) -> ReleasedData:
-        """The phase as a :class:`mprr.protocols.release.ReleasedData` (tallies only, unlinkable).
-
-        No per-attribute ε shares: like the parties, the controller books each pair matrix's
+        (same attributes and matrix): they add no ledger entry.  After a secure sum there are
+        no per-attribute ε shares: like the parties, the controller books each pair matrix's
         own ε (split equally among its attributes unless the matrix is a Kronecker product).
         """
         sizes = schema.sizes
-        exact = self.specs is None
-        return ReleasedData(
-            phase=self.phase,
-            units=self.units,
-            unit_sizes=tuple(tuple(sizes[a] for a in u) for u in self.units),
-            matrices=self.matrices,
-            codes=None,
-            counts=self.counts,
-            linkable=False,
-            exact=exact,
-        )
+        usizes = tuple(tuple(sizes[a] for a in u) for u in self.units)
+        if self.codes is not None:
+            return ReleasedData.randomized(self.phase, self.units, usizes, self.matrices, self.codes,
+                                           replayed=None if replayed is None else tuple(bool(r) for r in replayed))
+        return ReleasedData(phase=self.phase, units=self.units, unit_sizes=usizes, matrices=self.matrices, codes=None,
+                            counts=self.counts, linkable=False, exact=not self.specs)
 
 
 class RecordingEndpoint:
@@ -271,7 +250,7 @@ class Controller:
         self._next_id = 1
         self.requests: list[ReleaseRequest | SecureRelease] = []
         self.phases: list[PhaseRelease] = []
-        self.tallies: list[SecureTally] = []
+        self.tallies: list[PhaseRelease] = []
         self.engines: dict[str, Any] = {}  # secure-sum session -> the engine the controller ran
 
     # ------------------------------------------------------------------ state
@@ -453,7 +432,7 @@ class Controller:
         engine: Any,
         specs: Sequence[MatrixSpec] | None = None,
         plan: Sequence[Sequence[int]] | None = None,
-    ) -> SecureTally:
+    ) -> PhaseRelease:
         """Tallies of ``units`` over the active parties through a secure sum (main paper 4.2 / 4.3).
 
         Round 1: :class:`~parties.wire.requests.SecureRelease` to every active party, which
@@ -528,16 +507,16 @@ class Controller:
             shape = tuple(sizes[a] for a in u)
             counts.append(readonly(np.asarray(total[offset: offset + c], dtype=np.float64).reshape(shape)))
             offset += c
-        tally = SecureTally(
+        tally = PhaseRelease(
             phase=phase,
             request_id=rid,
-            session=session,
-            engine=engine.name,
             units=units_t,
-            specs=specs_t,
+            specs=specs_t or (),
             matrices=matrices,
             contributors=contributors,
             counts=tuple(counts),
+            session=session,
+            engine=engine.name,
             refusals=MappingProxyType(refusals),
             silent=silent,
         )

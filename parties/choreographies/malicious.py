@@ -31,7 +31,8 @@ back (:class:`AttackReport`); refusals are expected and never stop the run:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -125,23 +126,21 @@ def _unannounced(plan: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
     return (group[0],) if len(group) > 1 else (group[0], group[0] + 1)
 
 
+def _reasons(refusals: Iterable[Refusal]) -> Mapping[str, int]:
+    """Refusals per reason code (the text before the first ``:``)."""
+    return MappingProxyType(dict(Counter(m.reason.split(":", 1)[0] for m in refusals)))
+
+
 async def _attack(ctl: Controller, name: str, request: ReleaseRequest,
                   original: PhaseRelease | None = None) -> AttackReport:
     targets = list(ctl.active)
     replies, silent = await ctl.exchange(request, targets)
-    reasons: dict[str, int] = {}
-    answered = 0
-    for msg in replies.values():
-        if isinstance(msg, Refusal):
-            code = msg.reason.split(":", 1)[0]
-            reasons[code] = reasons.get(code, 0) + 1
-        elif isinstance(msg, RandomizedValues):
-            answered += 1
+    reasons = _reasons(m for m in replies.values() if isinstance(m, Refusal))
     identical = None
-    if original is not None:
-        rows = {p: k for k, p in enumerate(original.contributors)}
+    if original is not None and original.codes is not None:
+        rows, codes = {p: k for k, p in enumerate(original.contributors)}, original.codes
         identical = all(
-            isinstance(msg, RandomizedValues) and p in rows and np.array_equal(msg.codes, original.codes[rows[p]])
+            isinstance(msg, RandomizedValues) and p in rows and np.array_equal(msg.codes, codes[rows[p]])
             for p, msg in replies.items()
         ) and not silent
     return AttackReport(
@@ -150,10 +149,10 @@ async def _attack(ctl: Controller, name: str, request: ReleaseRequest,
         phase=request.phase,
         units=request.units,
         asked=len(targets),
-        answered=answered,
+        answered=sum(isinstance(m, RandomizedValues) for m in replies.values()),
         refused=sum(reasons.values()),
         silent=len(silent),
-        reasons=MappingProxyType(reasons),
+        reasons=reasons,
         replay_identical=identical,
     )
 
@@ -170,14 +169,10 @@ async def _difference(ctl: Controller) -> AttackReport:
     before = len(ctl.requests)
     try:
         part = await ctl.secure_release(full.phase, full.units, engine=ctl.engines[full.session],
-                                        specs=full.specs)
+                                        specs=full.specs or None)
     except ReleaseRefused as exc:
-        reasons: dict[str, int] = {}
-        for msg in exc.refusals.values():
-            code = msg.reason.split(":", 1)[0]
-            reasons[code] = reasons.get(code, 0) + 1
         return AttackReport("difference-secure-sum", ctl.requests[before].request_id, full.phase, full.units,
-                            asked, 0, len(exc.refusals), 0, MappingProxyType(reasons), victim=victim)
+                            asked, 0, len(exc.refusals), 0, _reasons(exc.refusals.values()), victim=victim)
     finally:
         ctl.active = [p for p in saved if p in ctl.active or p == victim]
     diff = tuple(a - b for a, b in zip(full.counts, part.counts))
