@@ -18,6 +18,7 @@ ray = pytest.importorskip("ray")
 
 from parties.ray_runtime import RayRuntime  # noqa: E402
 from parties.simulate import simulate  # noqa: E402
+from tests.parties.transport_helpers import once_before  # noqa: E402
 
 pytestmark = pytest.mark.ray
 
@@ -93,17 +94,7 @@ class _KillShardDuringSum(RayRuntime):
 
         async with super().host(plan) as hosting:
             victim = hosting.links[-1].actor  # type: ignore[attr-defined]
-            net = hosting.network
-            route = net._deliver
-            killed: list[bool] = []
-
-            def deliver(frame, position=None):  # type: ignore[no-untyped-def]
-                if frame.kind == SecureSumStart.KIND and not killed:
-                    killed.append(True)
-                    ray.kill(victim)
-                route(frame, position)
-
-            net._deliver = deliver  # type: ignore[method-assign]
+            once_before(hosting.network, SecureSumStart.KIND, lambda: ray.kill(victim))
             yield hosting
 
 

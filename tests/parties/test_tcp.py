@@ -17,6 +17,7 @@ from mprr.synthetic import planted_clusters
 from parties.runtime import Hosting, HostingPlan
 from parties.simulate import simulate
 from parties.tcp import TcpRuntime, parse_address, parse_parties
+from tests.parties.transport_helpers import once_before
 
 pytestmark = pytest.mark.process
 
@@ -104,15 +105,7 @@ class _KillDuringSum(TcpRuntime):
         async with super().host(plan) as hosting:
             procs = hosting.processes  # type: ignore[attr-defined]
             _KillDuringSum.spawned = list(procs)
-            net = hosting.network
-            route = net._deliver
-
-            def deliver(frame, position=None):  # type: ignore[no-untyped-def]
-                if frame.kind == SecureSumStart.KIND and procs[-1].returncode is None:
-                    procs[-1].kill()
-                route(frame, position)
-
-            net._deliver = deliver  # type: ignore[method-assign]
+            once_before(hosting.network, SecureSumStart.KIND, procs[-1].kill)
             yield hosting
 
 

@@ -10,6 +10,7 @@ with probability ``drop`` and delays some by a few milliseconds.  ``log`` record
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Annotated
 
 import numpy as np
@@ -19,7 +20,7 @@ from parties.wire.messages import RandomizedValues
 from parties.network import CONTROLLER, Endpoint
 from parties.transport import Frame, Transport
 
-__all__ = ["ChaosTransport", "Probe", "answer_requests", "identity_matrix"]
+__all__ = ["ChaosTransport", "Probe", "answer_requests", "identity_matrix", "once_before"]
 
 
 @message(kind=60300)
@@ -93,3 +94,17 @@ async def answer_requests(ep: Endpoint, count: int, *, timeout: float = 1.0) -> 
         env = await ep.recv(kinds=Probe, timeout=timeout)
         reply = RandomizedValues(env.message.request_id, [ep.actor % 4])
         await ep.send(CONTROLLER, reply, phase=env.phase)
+
+
+def once_before(network: Transport, kind: int, act: Callable[[], object]) -> None:
+    """Call ``act()`` once, just before ``network`` delivers its first frame of ``kind`` (e.g.
+    kill a worker as the controller starts a secure sum)."""
+    deliver, done = network._deliver, []
+
+    def hooked(frame: Frame, position: int | None = None) -> None:
+        if frame.kind == kind and not done:
+            done.append(True)
+            act()
+        deliver(frame, position)
+
+    network._deliver = hooked  # type: ignore[method-assign]
