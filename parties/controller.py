@@ -63,6 +63,7 @@ from parties.secure.messages import TO_CONTROLLER as SECURE_TO_CONTROLLER
 from parties.wire.requests import TO_CONTROLLER as RELEASE_TO_CONTROLLER
 from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart, roster_runs
 from parties.transport import Endpoint, Envelope, actor_name
+from parties.public_state import ReleaseBook
 from parties.view import ViewLog
 
 __all__ = [
@@ -246,7 +247,7 @@ class Controller:
         self.retries = retries
         self.active: list[int] = list(self.parties)
         self._excluded: dict[int, str] = {}
-        self._matrices: dict[tuple[MatrixSpec, tuple[int, ...]], Matrix] = {}
+        self._book = ReleaseBook(schema)
         self._next_id = 1
         self.requests: list[ReleaseRequest | SecureRelease] = []
         self.phases: list[PhaseRelease] = []
@@ -260,13 +261,9 @@ class Controller:
         return MappingProxyType(self._excluded)
 
     def matrix(self, spec: MatrixSpec, unit: Sequence[int]) -> Matrix:
-        """The matrix of ``spec`` over ``unit`` (same constructor as the parties; cached)."""
-        sizes = tuple(self.schema.sizes[a] for a in unit)
-        key = (spec, sizes)
-        mat = self._matrices.get(key)
-        if mat is None:
-            mat = self._matrices[key] = spec.build(sizes)
-        return mat
+        """The matrix of ``spec`` over ``unit`` (built, and kept, as the parties' :class:`ReleaseBook`
+        does: a function of public data only)."""
+        return self._book.matrix(spec, tuple(self.schema.sizes[a] for a in unit))
 
     def new_request_id(self) -> int:
         """A fresh request id."""

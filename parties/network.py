@@ -72,15 +72,8 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError
-from parties.faults import FaultDecision, FaultInjector, FaultPlan
-from parties.traffic import (
-    ActorStatistics,
-    Counts,
-    LatencyModel,
-    PhaseCounts,
-    RoundRecord,
-    TrafficStatistics,
-)
+from parties.faults import FaultInjector, FaultPlan
+from parties.traffic import LatencyModel, TrafficStatistics
 from parties.transport import CONTROLLER, Endpoint, Envelope, Frame, Topology, Transport, actor_name
 from parties.wire.codec import peek_kind
 
@@ -91,17 +84,12 @@ if TYPE_CHECKING:  # annotations only: party workers never import networkx
 
 __all__ = [
     "CONTROLLER",
-    "ActorStatistics",
-    "Counts",
     "Endpoint",
     "Envelope",
-    "FaultDecision",
     "FaultPlan",
     "Frame",
     "InMemoryNetwork",
     "LatencyModel",
-    "PhaseCounts",
-    "RoundRecord",
     "ShardLink",
     "Topology",
     "TrafficStatistics",
