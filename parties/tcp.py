@@ -426,6 +426,7 @@ class TcpRuntime(Runtime):
                             processes.append(await _spawn(k, r, f"127.0.0.1:{bound}" if host in ("0.0.0.0", "::")
                                                           else f"{host}:{bound}", material, log))
                         await hosting.wait_ready(processes, self.connect_timeout, logs)
+                        server.close()  # every worker is in: one reconnecting for the next run waits for that run
                         hosting.register()
                         yield hosting
                     finally:

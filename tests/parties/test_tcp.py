@@ -255,7 +255,8 @@ def test_a_worker_started_by_hand_serves_run_after_run(data) -> None:  # type: i
                               runtime=runtime(addresses[0]))  # where the worker comes back
             assert workers[0].wait(timeout=90) == 0
         except BaseException as exc:
-            exc.add_note("worker stderr: " + (scratch / "worker.log").read_text()[-2000:])
+            exc.add_note(f"worker exit code {[w.poll() for w in workers]}, stderr: "
+                         + (scratch / "worker.log").read_text()[-2000:])
             raise
     finally:
         logger.removeHandler(handler)
