@@ -124,9 +124,16 @@ def exchange(private: X25519PrivateKey, peer_public: bytes, *, peer: int) -> byt
     if not isinstance(peer_public, bytes) or len(peer_public) != KEY_BYTES:
         raise MessageError(f"public key of party {peer} must be {KEY_BYTES} bytes")
     try:
-        return private.exchange(X25519PublicKey.from_public_bytes(peer_public))
+        return private.exchange(_public_key(peer_public))
     except ValueError as exc:
         raise MessageError(f"invalid X25519 public key from party {peer}: {exc}") from exc
+
+
+@lru_cache(maxsize=1 << 16)
+def _public_key(raw: bytes) -> X25519PublicKey:
+    """The key object of 32 raw bytes, parsed once per process: a masking key is used by each of
+    its owner's k neighbours, mostly hosted in the same process."""
+    return X25519PublicKey.from_public_bytes(raw)
 
 
 def agree(

@@ -157,8 +157,11 @@ def _masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519Priva
 
 
 def _mask(ring: ZMod, seed: bytes, length: int) -> np.ndarray:
-    """PRG(seed) as a vector of Z_M (ChaCha20 keystream)."""
-    return np.frombuffer(keystream(seed, length * ring.element_bytes), dtype=ring.dtype.newbyteorder("<"))
+    """PRG(seed) as a vector of Z_M (ChaCha20 keystream, little-endian words)."""
+    return np.frombuffer(keystream(seed, length * ring.element_bytes), dtype=_LITTLE[ring.element_bytes])
+
+
+_LITTLE = {size: np.dtype(f"<u{size}") for size in (1, 2, 4, 8)}
 
 
 class MaskedEngine(SecureSumEngine):
@@ -466,12 +469,15 @@ class MaskedEngine(SecureSumEngine):
                 if owner not in owners or kind != expected or x != abscissa(ctx.neighbours, owner, holder):
                     raise MessageError(f"party {holder} returned a share that was not requested")
                 (b_shares if kind == SECRET_SELF_MASK else sk_shares)[owner].append(Share.from_bytes(x, value))
-        total = np.zeros(L, dtype=np.uint64)
+        if ring.modulus != 1 << (8 * ring.element_bytes):  # pragma: no cover - ring_modulus gives 2^32 or 2^64
+            raise ConfigurationError(f"the masked engine computes in Z_(2^32) or Z_(2^64), got {ring}")
+        # M = 2^(bits of the dtype): the dtype's wrap-around is the reduction, so add in place
+        total = np.zeros(L, dtype=ring.dtype)
         for v, masked_input in masked.items():
-            total = ring.add(total, checked_vector(masked_input.values, ring, ctx, -1, v))
+            np.add(total, checked_vector(masked_input.values, ring, ctx, -1, v), out=total)
         for v in masked:
             b_v = _reconstruct(b_shares[v], t, f"the self mask of surviving party {v}")
-            total = ring.sub(total, _mask(ring, b_v, L))
+            np.subtract(total, _mask(ring, b_v, L), out=total)
         for u in sorted(dropped):
             raw = _reconstruct(sk_shares[u], t, f"the mask key of dropped party {u}")
             s_u = KeyPair.from_private_bytes(raw)
@@ -481,9 +487,8 @@ class MaskedEngine(SecureSumEngine):
                 if v not in masked:
                     continue
                 seed = agree(s_u.private, keys[v].keys[0], purpose="mask", session=ctx.session, me=u, peer=v)
-                m = _mask(ring, seed, L)
                 # survivor v added +PRG(s_uv) if v < u and -PRG(s_uv) if v > u: take it out
-                total = ring.sub(total, m) if v < u else ring.add(total, m)
+                (np.subtract if v < u else np.add)(total, _mask(ring, seed, L), out=total)
         return total
 
     # ------------------------------------------------------------------ cost

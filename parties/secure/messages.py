@@ -36,7 +36,8 @@ from typing import Annotated
 
 import numpy as np
 
-from parties.wire.codec import ArraySpec, Message, message, require
+from mprr.errors import MessageError
+from parties.wire.codec import ArraySpec, Message, message
 
 __all__ = [
     "ShareVector",
@@ -72,7 +73,8 @@ SECRET_MASK_KEY = 1
 
 
 def _session(name: str, session: str) -> None:
-    require(bool(session), f"{name}.session must not be empty")
+    if not session:
+        raise MessageError(f"{name}.session must not be empty")
 
 
 def id_vector(ids: Iterable[int]) -> np.ndarray:
@@ -113,15 +115,18 @@ def _ascending(values: list[int]) -> bool:
 
 def _increasing(where: str, ids: np.ndarray) -> None:
     values = ids.tolist()
-    require(_ascending(values), f"{where} must be distinct party ids in increasing order, got {values[:10]}")
+    if not _ascending(values):
+        raise MessageError(f"{where} must be distinct party ids in increasing order, got {values[:10]}")
 
 
 def _bundle(name: str, ids: str, values: np.ndarray, ends: np.ndarray, data: bytes) -> None:
-    _increasing(f"{name}.{ids}", values)
+    if not _ascending(values.tolist()):
+        _increasing(f"{name}.{ids}", values)
     stops = ends.tolist()
-    require(len(stops) == len(values), f"{name}.ends must have one entry per {ids[:-1]}, got {len(stops)}")
-    require(all(a <= b for a, b in zip([0, *stops], stops)) and (stops[-1] if stops else 0) == len(data),
-            f"{name}.ends must not decrease and must end at the {len(data)} bytes of the bundle")
+    if len(stops) != len(values):
+        raise MessageError(f"{name}.ends must have one entry per {ids[:-1]}, got {len(stops)}")
+    if not (all(a <= b for a, b in zip([0, *stops], stops)) and (stops[-1] if stops else 0) == len(data)):
+        raise MessageError(f"{name}.ends must not decrease and must end at the {len(data)} bytes of the bundle")
 
 
 @message(kind=64)
@@ -138,7 +143,8 @@ class ShareVector(Message):
 
     def validate(self) -> None:
         _session("ShareVector", self.session)
-        require(self.combination >= -1, f"ShareVector.combination must be >= -1, got {self.combination}")
+        if self.combination < -1:
+            raise MessageError(f"ShareVector.combination must be >= -1, got {self.combination}")
 
 
 @message(kind=65)
@@ -151,7 +157,8 @@ class PartialSum(Message):
 
     def validate(self) -> None:
         _session("PartialSum", self.session)
-        require(self.combination >= -1, f"PartialSum.combination must be >= -1, got {self.combination}")
+        if self.combination < -1:
+            raise MessageError(f"PartialSum.combination must be >= -1, got {self.combination}")
 
 
 @message(kind=66)
@@ -165,10 +172,13 @@ class PublicKeys(Message):
 
     def validate(self) -> None:
         _session("PublicKeys", self.session)
-        require(1 <= len(self.keys) <= 2, f"PublicKeys.keys must hold 1 or 2 keys, got {len(self.keys)}")
-        require(all(len(k) == 32 for k in self.keys), "PublicKeys.keys must be 32-byte X25519 keys")
-        require(len(self.signature) in (0, 64),
-                 f"PublicKeys.signature must be empty or a 64-byte signature, got {len(self.signature)} bytes")
+        if not 1 <= len(self.keys) <= 2:
+            raise MessageError(f"PublicKeys.keys must hold 1 or 2 keys, got {len(self.keys)}")
+        if not all(len(k) == 32 for k in self.keys):
+            raise MessageError("PublicKeys.keys must be 32-byte X25519 keys")
+        if len(self.signature) not in (0, 64):
+            raise MessageError(f"PublicKeys.signature must be empty or a 64-byte signature, "
+                               f"got {len(self.signature)} bytes")
 
 
 @message(kind=67)
@@ -186,11 +196,13 @@ class KeyDirectory(Message):
         _session("KeyDirectory", self.session)
         _increasing("KeyDirectory.parties", self.parties)
         k = self.parties.shape[0]
-        require(len(self.keys) == 32 * k,
-                f"KeyDirectory.keys must hold one 32-byte X25519 key per party ({32 * k} bytes), got {len(self.keys)}")
-        require(len(self.signatures) in (0, 64 * k),
-                f"KeyDirectory.signatures must be empty or one 64-byte signature per party ({64 * k} bytes), "
-                f"got {len(self.signatures)}")
+        if len(self.keys) != 32 * k:
+            raise MessageError(f"KeyDirectory.keys must hold one 32-byte X25519 key per party ({32 * k} bytes), "
+                               f"got {len(self.keys)}")
+        if len(self.signatures) not in (0, 64 * k):
+            raise MessageError(f"KeyDirectory.signatures must be empty or one 64-byte signature per party "
+                               f"({64 * k} bytes), "
+                               f"got {len(self.signatures)}")
 
     def key(self, k: int) -> bytes:
         """The key of ``parties[k]``."""
@@ -258,15 +270,17 @@ class UnmaskRequest(Message):
     def validate(self) -> None:
         _session("UnmaskRequest", self.session)
         ends, k = self.view_ends, self.signers.shape[0]
-        require(self.view_of.shape[0] == k and len(self.tags) == TAG_BYTES * k,
-                 f"UnmaskRequest needs one view index and one {TAG_BYTES}-byte tag per signer")
+        if not (self.view_of.shape[0] == k and len(self.tags) == TAG_BYTES * k):
+            raise MessageError(f"UnmaskRequest needs one view index and one {TAG_BYTES}-byte tag per signer")
         stops = ends.tolist()
-        require(not stops or (_ascending(stops) and stops[0] > 0 and stops[-1] == self.view_cells.shape[0]),
-                "UnmaskRequest.view_ends must increase and end at the number of view cells")
-        require(ends.size > 0 or self.view_cells.shape[0] == 0, "UnmaskRequest.view_cells without view_ends")
-        require(k == 0 or int(self.view_of.max()) < ends.size,
-                 f"UnmaskRequest.view_of must index views (0..{ends.size - 1})")
-        require(_ascending(self.signers.tolist()), "UnmaskRequest.signers must be distinct and sorted")
+        if stops and not (_ascending(stops) and stops[0] > 0 and stops[-1] == self.view_cells.shape[0]):
+            raise MessageError("UnmaskRequest.view_ends must increase and end at the number of view cells")
+        if ends.size == 0 and self.view_cells.shape[0]:
+            raise MessageError("UnmaskRequest.view_cells without view_ends")
+        if k and max(self.view_of.tolist()) >= ends.size:
+            raise MessageError(f"UnmaskRequest.view_of must index views (0..{ends.size - 1})")
+        if not _ascending(self.signers.tolist()):
+            raise MessageError("UnmaskRequest.signers must be distinct and sorted")
 
 
 @message(kind=72)
@@ -286,11 +300,13 @@ class UnmaskShares(Message):
         _session("UnmaskShares", self.session)
         _increasing("UnmaskShares.owners", self.owners)
         k = self.owners.shape[0]
-        require(len(self.which) == k and self.abscissae.shape[0] == k and len(self.values) == 33 * k,
-                "UnmaskShares fields must all have one entry per owner (values: 33-byte shares)")
-        require(not self.which.translate(None, bytes((SECRET_SELF_MASK, SECRET_MASK_KEY))),
-                f"UnmaskShares.which entries must be 0 (self mask) or 1 (mask key), got {list(self.which)[:10]}")
-        require(k == 0 or int(self.abscissae.min()) >= 1, "UnmaskShares.abscissae must be >= 1")
+        if not (len(self.which) == k and self.abscissae.shape[0] == k and len(self.values) == 33 * k):
+            raise MessageError("UnmaskShares fields must all have one entry per owner (values: 33-byte shares)")
+        if self.which.translate(None, bytes((SECRET_SELF_MASK, SECRET_MASK_KEY))):
+            raise MessageError(f"UnmaskShares.which entries must be 0 (self mask) or 1 (mask key), "
+                               f"got {list(self.which)[:10]}")
+        if k and min(self.abscissae.tolist()) < 1:
+            raise MessageError("UnmaskShares.abscissae must be >= 1")
 
 
 @message(kind=73)
@@ -319,9 +335,11 @@ class SurvivorTags(Message):
     def validate(self) -> None:
         _session("SurvivorTags", self.session)
         k = self.targets.shape[0]
-        require(len(self.tags) == TAG_BYTES * k,
-                 f"SurvivorTags.tags must hold {TAG_BYTES} bytes per target ({TAG_BYTES * k}), got {len(self.tags)}")
-        require(_ascending(self.targets.tolist()), "SurvivorTags.targets must be distinct and sorted")
+        if len(self.tags) != TAG_BYTES * k:
+            raise MessageError(f"SurvivorTags.tags must hold {TAG_BYTES} bytes per target ({TAG_BYTES * k}), "
+                               f"got {len(self.tags)}")
+        if not _ascending(self.targets.tolist()):
+            raise MessageError("SurvivorTags.targets must be distinct and sorted")
 
 
 TO_CONTROLLER: tuple[type[Message], ...] = (

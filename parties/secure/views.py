@@ -105,7 +105,7 @@ VIEW_KEY_BYTES = 16
 """Length of the pairwise MAC keys of the consistency round (keyed BLAKE2b keys, 128 bits)."""
 KEY_ENTRY = struct.Struct(f"<I{VIEW_KEY_BYTES}s")  # other holder, pairwise view key (sealed by the owner)
 _PAIR = struct.Struct("<II")  # signer, target
-_blake2b = hashlib.blake2b
+_blake2b, _sha256 = hashlib.blake2b, hashlib.sha256
 _OWNER = struct.Struct("<I")
 
 
@@ -127,10 +127,11 @@ def pair_keys(live: tuple[int, ...], neighbours: Neighbourhoods) -> dict[int, di
 def combined_key(handed: list[tuple[int, bytes]]) -> bytes:
     """The MAC key of two holders that are not neighbours: SHA-256 of the keys every common owner
     handed them (in owner order), so that only a coalition of all their common owners knows it."""
-    if len(handed) > 1:
-        handed = sorted(handed)
-    return hashlib.sha256(b"mprr/view-key" + b"".join([_OWNER.pack(o) + key for o, key in handed])
-                          ).digest()[:VIEW_KEY_BYTES]
+    if len(handed) == 1:  # most pairs of a sparse graph have one common owner
+        (owner, key), = handed
+        return _sha256(b"mprr/view-key" + _OWNER.pack(owner) + key).digest()[:VIEW_KEY_BYTES]
+    return _sha256(b"mprr/view-key" + b"".join([_OWNER.pack(o) + key for o, key in sorted(handed)])
+                   ).digest()[:VIEW_KEY_BYTES]
 
 
 def statement_prefix(session: str) -> bytes:
@@ -167,16 +168,17 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
     tags = request.tags
     head = prefix  # + signer, target, view: the statement view_tags MACs
     pair, blake, same = _PAIR.pack, _blake2b, hmac.compare_digest
-    checked: dict[int, frozenset[int] | None] = {}  # author -> its authenticated view (None: bad MAC)
+    checked: dict[int, list[int] | None] = {}  # author -> its authenticated view (None: bad MAC)
 
-    def stated(w: int) -> frozenset[int] | None:
+    def stated(w: int) -> list[int] | None:
         i, key = statements.get(w), view_keys.get(w)
-        got: frozenset[int] | None = None
+        got: list[int] | None = None
         if i is not None and key is not None:
             v = view_of[i]
-            mac = blake(head + pair(w, me) + packed[4 * starts[v]: 4 * ends[v]], key=key, digest_size=TAG_BYTES).digest()
+            a, b = starts[v], ends[v]
+            mac = blake(head + pair(w, me) + packed[4 * a: 4 * b], key=key, digest_size=TAG_BYTES).digest()
             if same(mac, tags[TAG_BYTES * i: TAG_BYTES * (i + 1)]):
-                got = frozenset(cells[starts[v]: ends[v]])
+                got = cells[a:b]  # a holder set: a handful of ids, searched as a list
         checked[w] = got
         return got
 
