@@ -76,6 +76,24 @@ class Topology:
             return self._controller is None or other in self._controller
         return self._adj is not None and dst in self._adj[src]
 
+    def reaches(self, src: int, dsts: list[int]) -> bool:
+        """True when ``src`` may send directly to every actor of ``dsts``, each a valid actor id
+        (all checked at once; False says only that one of them is not)."""
+        if any(type(d) is not int for d in dsts):
+            return False
+        others = set(dsts)
+        if CONTROLLER in others:
+            if src == CONTROLLER or not self.allowed(src, CONTROLLER):
+                return False
+            others.discard(CONTROLLER)
+        if not others:
+            return True
+        if src == CONTROLLER:
+            if self._controller is None:
+                return 0 <= min(others) and max(others) < self.n
+            return others <= self._controller
+        return self._adj is not None and others <= self._adj[src]
+
     def neighbours(self, actor: int) -> tuple[int, ...]:
         """Actors ``actor`` may send to directly, sorted."""
         if actor == CONTROLLER:

@@ -123,10 +123,11 @@ class PaperEngine(SecureSumEngine):
 
         async def send_shares() -> None:  # steps 1 and 2
             chunk = min(self.yield_every, 32)  # rows drawn at once (memory O(chunk * L))
+            wide = np.uint32 if (ring.modulus - 1) * chunk < 1 << 32 else np.uint64  # a block's exact sum
             session = ctx.session
             for start in range(0, len(peers), chunk):
                 block = ring.random(stream, (min(chunk, len(peers) - start), length))
-                ring.accumulate(sent, block.sum(axis=0, dtype=np.uint64))
+                ring.accumulate(sent, block.sum(axis=0, dtype=wide))
                 await ep.send_each(peers[start : start + chunk], [ShareVector(session, tag, r) for r in block],
                                    phase=phase_shares)  # one message per peer
                 before = peers_sent[0]

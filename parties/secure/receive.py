@@ -71,7 +71,7 @@ class _CheckedVectors:
         hit = self._entries.get(id(values))
         expected = ctx.length if tag < 0 else 1
         if hit is not None and hit[0] is values and hit[1] == ring.modulus and hit[2] == expected:
-            return values, hit[3]
+            return values, hit[3]  # (the same object, already checked: the same answer)
         checked, digest = _checked_digest(values, ring, ctx, tag, src)
         if len(self._entries) >= self.size:
             del self._entries[next(iter(self._entries))]
@@ -113,17 +113,17 @@ async def receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type[ShareVect
     # _BATCH others by :func:`flush`, which adds them to ``acc`` with one numpy call each.
     shape, dtype = acc.shape, ring.dtype
     top = None if ring.modulus - 1 >= int(np.iinfo(dtype).max) else dtype.type(ring.modulus)
-    sha256 = hashlib.sha256
+    sha256, checked_broadcast, session = hashlib.sha256, _BROADCASTS.get, ctx.session
     pending: list[np.ndarray] = []
     senders: list[int] = []
+    wide = np.uint32 if (ring.modulus - 1) * _BATCH < 1 << 32 else np.uint64  # holds a batch's exact sum
 
     def flush() -> None:
-        rows = np.stack(pending)
-        if top is not None and not broadcast:  # (broadcasts were checked by _BROADCASTS)
-            bad = np.flatnonzero(rows.max(axis=1) >= top)
-            if bad.size:  # checked_vector raises the MessageError naming the first such peer
-                checked_vector(pending[bad[0]], ring, ctx, tag, senders[bad[0]])
-        ring.accumulate(acc, rows.sum(axis=0, dtype=np.uint64))
+        rows = np.concatenate(pending).reshape(len(pending), shape[0])
+        if top is not None and not broadcast and rows.max() >= top:  # (broadcasts: checked by _BROADCASTS)
+            bad = np.flatnonzero(rows.max(axis=1) >= top)  # checked_vector names the first such peer
+            checked_vector(pending[bad[0]], ring, ctx, tag, senders[bad[0]])
+        ring.accumulate(acc, rows.sum(axis=0, dtype=wide))
         pending.clear()
         senders.clear()
 
@@ -132,31 +132,29 @@ async def receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type[ShareVect
             while expected:
                 for env in await ep.recv_many(kinds=kind, phase=phase, timeout=None):
                     msg = env.message
-                    if msg.session != ctx.session or msg.combination != tag:
+                    if msg.session != session or msg.combination != tag:
                         continue  # a late delivery of another sum or combination
                     src = env.src
                     raw = getattr(msg, field)
-                    if src not in expected:
-                        if src not in seen:
-                            ep.reject(env, f"{kind.NAME} from {actor_name(src)}, which is not a peer")
-                            continue
-                        _, digest = (_BROADCASTS.get(raw, ring, ctx, tag, src) if broadcast
-                                     else _checked_digest(raw, ring, ctx, tag, src))
-                        if seen[src] != digest:
-                            ep.reject(env, f"a second, different {kind.NAME} from {actor_name(src)}")
-                        continue  # (else a duplicated delivery of the same message)
-                    if broadcast:
-                        values, digest = _BROADCASTS.get(raw, ring, ctx, tag, src)
-                    elif raw.shape == shape and raw.dtype == dtype:  # (the codec made it C-contiguous)
-                        values, digest = raw, sha256(raw).digest()[:16]  # = _checked_digest's digest
-                    else:
-                        values, digest = _checked_digest(raw, ring, ctx, tag, src)  # raises
-                    expected.discard(src)
-                    seen[src] = digest
-                    pending.append(values)
-                    senders.append(src)
-                    if len(pending) >= _BATCH:
-                        flush()
+                    if src in expected:  # a peer's first vector
+                        if broadcast:
+                            values, digest = checked_broadcast(raw, ring, ctx, tag, src)
+                        elif raw.shape == shape and raw.dtype == dtype:  # (the codec made it C-contiguous)
+                            values, digest = raw, sha256(raw).digest()[:16]  # = _checked_digest's digest
+                        else:
+                            values, digest = _checked_digest(raw, ring, ctx, tag, src)  # raises
+                        expected.discard(src)
+                        seen[src] = digest
+                        pending.append(values)
+                        senders.append(src)
+                        if len(pending) >= _BATCH:
+                            flush()
+                    elif src not in seen:
+                        ep.reject(env, f"{kind.NAME} from {actor_name(src)}, which is not a peer")
+                    elif seen[src] != (checked_broadcast(raw, ring, ctx, tag, src) if broadcast
+                                       else _checked_digest(raw, ring, ctx, tag, src))[1]:
+                        ep.reject(env, f"a second, different {kind.NAME} from {actor_name(src)}")
+                    # (else a duplicated delivery of the same message: skipped)
     except TimeoutError:
         if pending:
             flush()  # a peer's vector outside the ring is named even when others are missing

@@ -89,5 +89,19 @@ async def test_a_broadcast_with_one_bad_destination_sends_nothing() -> None:
     assert net.statistics().messages == 0
 
 
+@pytest.mark.parametrize("graph", [None, nx.complete_graph(6), nx.cycle_graph(6),
+                                   nx.Graph([(CONTROLLER, 0), (CONTROLLER, 2), (0, 1), (1, 2)])])
+def test_reaches_is_every_destination_allowed(graph: nx.Graph | None) -> None:
+    top = Topology(6, graph)
+    candidates = [CONTROLLER, *range(6), 6, -2, 1.0, True]
+    for src in (CONTROLLER, *range(6)):
+        for a in candidates:
+            for b in candidates:
+                dsts = [a, b]
+                valid = all(type(d) is int and -1 <= d < 6 and top.allowed(src, d) for d in dsts)
+                assert top.reaches(src, dsts) == valid, (src, dsts)
+    assert top.reaches(0, [])
+
+
 def test_actor_names() -> None:
     assert actor_name(CONTROLLER) == "controller" and actor_name(4) == "party 4"
