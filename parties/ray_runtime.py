@@ -120,7 +120,7 @@ class ShardActor:
         assert self._shard is not None and self._serving is not None
         self._shard.stop()
         await self._serving
-        return self._shard.report()
+        return ShardReport.of(self._shard)
 
 
 class _RayLink(RecordBatcher):

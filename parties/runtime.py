@@ -173,7 +173,7 @@ class MemoryHosting(Hosting):
 
     async def finish(self) -> list[ShardReport]:
         await self._stop()
-        reports = [link.shard.report() for link in self.links]
+        reports = [ShardReport.of(link.shard) for link in self.links]
         return reports if len(reports) == 1 else self.collected([r.parties for r in reports], dict(enumerate(reports)))
 
     async def parties(self) -> Sequence[Party]:

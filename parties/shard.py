@@ -39,8 +39,8 @@ of ``SeedSequence(seed)``, exactly ``PartyStreams(seed, n).seed_sequence(i)``: o
 :class:`~mprr.streams.StreamTable` row per hosted party (32 bytes), computed for the shard's
 whole range at once.
 
-At the end the shard answers :meth:`PartyShard.report`: a
-:class:`~parties.shard_report.ShardReport` of what the harness keeps of its parties, in columns
+At the end the shard's :class:`~parties.shard_report.ShardReport` (:meth:`ShardReport.of
+<parties.shard_report.ShardReport.of>`) holds what the harness keeps of its parties, in columns
 (:mod:`parties.shard_report`).
 """
 
@@ -62,7 +62,6 @@ from parties.wire.requests import SecureSumStart
 from parties.party import LOOP_KINDS, Party
 from parties.public_state import ReleaseBook
 from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry, Signer, generate_signers
-from parties.shard_report import ShardReport
 from parties.transport import CONTROLLER, Endpoint, Frame, Transport, actor_name
 
 if TYPE_CHECKING:  # annotations only: a worker imports networkx and the engines only when a run needs them
@@ -201,7 +200,7 @@ class PartyShard:
         shard = PartyShard(setup, uplink)
         task = asyncio.create_task(shard.serve())   # owner: the runtime's worker
         shard.deliver(frame, position)              # frames from the controller process
-        shard.stop(); await task; shard.report()
+        shard.stop(); await task; ShardReport.of(shard)
 
     With a secure-sum engine in the setup, call :meth:`register` with the run's key
     directory (:func:`directory` of every shard's :meth:`public_keys`) before the protocol.
@@ -382,10 +381,6 @@ class PartyShard:
             if p in self.setup.parties:
                 self.network.crash(p)
                 self.parties[p - self.setup.parties.start].status = "crashed"
-
-    def report(self) -> ShardReport:
-        """Party summaries and delivery counters (call after :meth:`serve` has returned)."""
-        return ShardReport.of(self)
 
 
 def directory(keys: Sequence[tuple[range, bytes]], n: int) -> bytes:

@@ -1,9 +1,8 @@
 """What a party shard host hands back at the end of a run: its parties' summaries, in columns.
 
-:class:`ShardReport` is what :meth:`PartyShard.report <parties.shard.PartyShard.report>` answers
-and what crosses a runtime's channel once, after the protocol: the harness data of the hosted
-parties (accountants, refusals, released values — never seen by the controller actor), in
-columns.  The parties of a run mostly share one history, so they share one accountant in the
+:class:`ShardReport` (:meth:`ShardReport.of` a :class:`~parties.shard.PartyShard`) is what
+crosses a runtime's channel once, after the protocol: the harness data of the hosted parties
+(accountants, refusals, released values — never seen by the controller actor), in columns.  The parties of a run mostly share one history, so they share one accountant in the
 report, which grows by a few integers per party; and the shard's delivery counters (deliveries,
 rejected frames, losses to crashes), which the router adds to its own.  :class:`PartySummaries`
 rebuilds a :class:`PartySummary` per party on demand.

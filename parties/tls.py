@@ -101,14 +101,7 @@ def make_material(directory: Path, workers: int, *, hosts: tuple[str, ...] = ())
 
     def issue(who: str, cn: str, server: bool) -> None:
         key = ec.generate_private_key(ec.SECP256R1())
-        names: list[x509.GeneralName] = [x509.DNSName(cn)]
-        if server:
-            names.append(x509.DNSName("localhost"))
-            for h in ("127.0.0.1", *hosts):
-                try:
-                    names.append(x509.IPAddress(ipaddress.ip_address(h)))
-                except ValueError:
-                    names.append(x509.DNSName(h))
+        names = [x509.DNSName(cn), *((x509.DNSName("localhost"), *map(_host, ("127.0.0.1", *hosts))) if server else ())]
         cert = (
             x509.CertificateBuilder().subject_name(_name(cn)).issuer_name(ca_name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(start).not_valid_after(end)
@@ -149,19 +142,19 @@ def reuse_or_make_material(directory: Path, workers: int, *, hosts: tuple[str, .
             have |= {str(n) for n in names.get_values_for_type(x509.IPAddress)}
         except (ValueError, x509.ExtensionNotFound):
             certs, have = [], set()
-        wanted = {str(ipaddress.ip_address(h)) if _is_ip(h) else h for h in hosts}
+        wanted = {str(_host(h).value) for h in hosts}
         deadline = datetime.datetime.now(datetime.timezone.utc) + valid_for
         if certs and wanted <= have and all(c.not_valid_after_utc > deadline for c in certs):
             return material
     return make_material(directory, workers, hosts=hosts)
 
 
-def _is_ip(host: str) -> bool:
+def _host(host: str) -> x509.GeneralName:
+    """``host`` as a certificate name: its IP address, else a DNS name."""
     try:
-        ipaddress.ip_address(host)
+        return x509.IPAddress(ipaddress.ip_address(host))
     except ValueError:
-        return False
-    return True
+        return x509.DNSName(host)
 
 
 def server_context(material: TlsMaterial) -> ssl.SSLContext:

@@ -23,6 +23,7 @@ from mprr.errors import ConfigurationError, MessageError, MprrError, RuntimeFail
 from parties.channel import DATA, loads, read_record
 from parties.runtime import task_group
 from parties.shard import PartyShard, ShardSetup
+from parties.shard_report import ShardReport
 from parties.tcp import StreamChannel, parse_address, parse_parties
 from parties.tls import CONTROLLER_NAME, TlsMaterial, client_context
 
@@ -120,7 +121,7 @@ async def _serve_run(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                 elif tag == "finish" and shard is not None and serving is not None:
                     shard.stop()
                     await serving
-                    channel.send_control("report", shard.report())
+                    channel.send_control("report", ShardReport.of(shard))
                     channel.flush()
                     await writer.drain()
                     finished = True

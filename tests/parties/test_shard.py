@@ -19,7 +19,7 @@ from parties.network import InMemoryNetwork
 from parties.runtime import HostingPlan, MemoryRuntime
 from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry
 from parties.shard import PartyShard, directory, split
-from parties.shard_report import PartySummaries
+from parties.shard_report import PartySummaries, ShardReport
 from parties.simulate import PARTY_KINDS
 from parties.transport import CONTROLLER, Frame
 from parties.channel import CONTROL, DATA, StreamDecoder, dumps, frame_record, loads, pack_stream, read_record
@@ -115,7 +115,7 @@ async def test_a_shard_answers_through_the_router_like_parties_in_memory() -> No
         for link in links:
             link.shard.stop()
     assert sorted(got) == list(range(6)) and all(t.done() for t in tasks)
-    reports = [link.shard.report() for link in links]
+    reports = [ShardReport.of(link.shard) for link in links]
     net.merge(reports)
     stats = net.statistics()
     assert stats.messages == 12 and stats.delivered == 12
@@ -217,7 +217,7 @@ async def test_a_shard_report_shares_one_accountant_between_parties_of_the_same_
     from parties.shard_report import PartySummary
 
     shard = _shard_after_two_requests((float("inf"), float("inf"), 0.1, float("inf")))  # party 2 refuses
-    report = pickle.loads(pickle.dumps(shard.report()))
+    report = pickle.loads(pickle.dumps(ShardReport.of(shard)))
     assert len(report.accountants) == 2  # parties 0, 1, 3 share one; party 2 refused
     summaries = PartySummaries([report], 4)
     for party, got in zip(shard.parties, summaries):
