@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import os
 import sys
 import threading
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from mprr.errors import ConfigurationError, MessageError, MprrError, RuntimeFailure
 from parties.channel import DATA, loads, read_record
+from parties.collector import rare_full_collections
 from parties.runtime import task_group
 from parties.shard import PartyShard, ShardSetup
 from parties.shard_report import ShardReport
@@ -171,18 +171,14 @@ def serve_by_options(args: argparse.Namespace) -> int:
     if args.exit_with_parent:
         exit_with_parent()
     spawned = bool(args.exit_with_parent)
-    # this process hosts thousands of parties until it exits: full garbage collections wait 1,000
-    # generation-1 collections instead of 10 (parties.collector.rare_full_collections does the same
-    # for a run in the controller's process); about 5% of a worker's CPU in a masked secure sum
-    first, second, _ = gc.get_threshold()
-    gc.set_threshold(first, second, 1000)
     for name in ("wait", "linger"):
         value = getattr(args, name)
         if not 0 <= value < float("inf"):
             raise ConfigurationError(f"--{name} must be a finite number of seconds >= 0, got {value!r}")
-    return asyncio.run(run_worker(args.connect, parse_parties(args.parties), worker=args.worker,
-                                  tls_dir=args.tls_dir, tls=not args.no_tls, wait=0.0 if spawned else args.wait,
-                                  linger=args.linger, runs=1 if spawned else None))
+    with rare_full_collections():  # thousands of parties live here: about 5% of the CPU of a masked secure sum
+        return asyncio.run(run_worker(args.connect, parse_parties(args.parties), worker=args.worker,
+                                      tls_dir=args.tls_dir, tls=not args.no_tls, wait=0.0 if spawned else args.wait,
+                                      linger=args.linger, runs=1 if spawned else None))
 
 
 def worker_main(argv: Sequence[str] | None = None, args: argparse.Namespace | None = None) -> int:
