@@ -13,7 +13,6 @@ Modules, in dependency order:
 - ``faults``        — seeded fault plans: drop, delay, duplicate, reorder, crash
 - ``mailbox``       — an actor's buffered messages and filtered receive (recv / recv_many / gather)
 - ``transport``     — the ``Transport`` interface, ``Endpoint`` (send / send_each / broadcast + its mailbox)
-- ``shard_report``  — what a shard hands back after a run: its parties' summaries, in columns
 - ``network``       — ``InMemoryNetwork`` (the network of a run: mailboxes in this process, shard
                       links for parties hosted elsewhere; it routes, counts and injects faults)
                       and ``CONTROLLER`` (re-exports the above)
@@ -22,13 +21,14 @@ Modules, in dependency order:
 - ``public_state``  — public objects shared by a run's actors: release book, secure-sum sessions
 - ``view``          — the controller's view log (everything it received)
 - ``party``         — the ``Party`` actor: private record, own stream, own privacy accountant
+- ``shard_report``  — what a shard hands back after a run: its parties' summaries, in columns
 - ``controller``    — the untrusted ``Controller`` actor
 - ``driver``        — ``run_actors``: answers a protocol's steps (:mod:`mprr.protocols.steps`)
                       with the controller's rounds and secure sums
 - ``choreographies`` — a curious controller's extra requests, for the attack tests (package)
 - ``shard``         — party shard host: many parties on one event loop behind a frame channel
 - ``channel``       — the frame channel's records (length-prefixed frames, restricted control records)
-- ``runtime``       — ``Runtime`` / ``HostingPlan`` / ``make_runtime``: memory | tcp | ray
+- ``runtime``       — ``Runtime`` / ``HostingPlan`` / ``make_runtime``: memory (one or more shards) | tcp | ray
 - ``tls``           — per-run CA and mutual-TLS certificates (``cryptography``, stdlib ``ssl``)
 - ``tcp``           — the ``tcp`` runtime: worker processes over TLS, supervision
 - ``worker``        — a ``tcp`` worker process (``mprr party``): connect, host parties, serve runs
