@@ -312,11 +312,7 @@ async def simulate_async(
         Topology(n, topology)  # its ConfigurationError (the graph's nodes are checked when the network is built)
     net_seed = fault_seed if fault_seed is not None else (seed if isinstance(seed, int) else 0)
     schema = dataset.schema
-    if runtime is None:
-        runtime = current_runtime()
-    elif isinstance(runtime, str):
-        runtime = make_runtime(runtime)
-    runtime = runtime or MemoryRuntime()
+    runtime = (make_runtime(runtime) if isinstance(runtime, str) else runtime or current_runtime()) or MemoryRuntime()
     PrivacyAccountant(math.inf, policy, min_roster=min_roster)  # the parties' own checks, before anything starts
     if not isinstance(runtime, MemoryRuntime) and topology is not None:
         raise ConfigurationError(
