@@ -25,6 +25,7 @@ from mprr.errors import ConfigurationError
 from parties.wire.codec import message_class
 
 __all__ = [
+    "FAULTS",
     "ActorStatistics",
     "Counts",
     "LatencyModel",
@@ -33,6 +34,10 @@ __all__ = [
     "TrafficCounter",
     "TrafficStatistics",
 ]
+
+
+FAULTS = ("dropped", "duplicated", "delayed", "reordered", "lost_to_crash", "rejected")
+"""The fault counters of a network (:class:`TrafficStatistics`)."""
 
 
 @dataclass(frozen=True)
@@ -151,12 +156,7 @@ class TrafficStatistics:
             "by_phase": {p: c._asdict() for p, c in self.by_phase.items()},
             "round_log": [r._asdict() for r in self.round_log],
             "faults": {
-                "dropped": self.dropped,
-                "duplicated": self.duplicated,
-                "delayed": self.delayed,
-                "reordered": self.reordered,
-                "lost_to_crash": self.lost_to_crash,
-                "rejected": self.rejected,
+                **{name: getattr(self, name) for name in FAULTS},
                 "rejected_by_sender": {str(a): c for a, c in self.rejected_by_sender.items()},
             },
             "crashed": list(self.crashed),
@@ -197,9 +197,7 @@ class TrafficCounter:
         self.messages = 0
         self.bytes = 0
         self.delivered = 0
-        self.faults = dict.fromkeys(
-            ("dropped", "duplicated", "delayed", "reordered", "lost_to_crash", "rejected"), 0
-        )
+        self.faults = dict.fromkeys(FAULTS, 0)
         self._free = self.latency.latency == 0.0 and self.latency.bandwidth == math.inf
 
     # -- rounds
