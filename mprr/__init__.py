@@ -7,10 +7,11 @@ everything here is a deterministic function of its inputs and of an explicit
 Modules, in dependency order (each may import only those above it):
 
 - ``errors``        — the one exception hierarchy (``MprrError`` and subclasses)
+- ``domain``        — the one check of each kind (int, real, ε, unit interval, cells); joint codes
+                      (ravel / unravel) and tallies
 - ``streams``       — per-party random streams spawned from one run seed; draw-order contract
 - ``matrices``      — validated randomization matrices and the papers' constructors
 - ``kronecker``     — lazy Kronecker products over joint domains (never materialized)
-- ``domain``        — joint codes (ravel / unravel) and tallies
 - ``randomize``     — inverse-CDF local randomization of codes through a matrix row
 - ``estimation``    — eq. (2) inversion (mode products for Kronecker), clip/rescale, simplex
                       projection, IBU, covariance (Nayak 3.2), error bounds (eq. 5, 6)

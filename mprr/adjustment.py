@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mprr.domain import check_int
+from mprr.domain import check_int, check_real
 from mprr.errors import ConfigurationError, DataError, EstimationError
 
 __all__ = ["Adjustment", "adjust"]
@@ -244,10 +244,7 @@ def adjust(
     codes = _check_codes(released)
     n, m = codes.shape
     fits = _check_marginals(marginals, m)
-    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)) or not (
-        math.isfinite(float(tol)) and float(tol) >= 0.0
-    ):
-        raise ConfigurationError(f"tol must be a finite number >= 0, got {tol!r}")
+    check_real("tol", tol)
     check_int("max_iter", max_iter, 0)
 
     size_of = {a: r for axes, target in fits for a, r in zip(axes, target.shape, strict=True)}

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mprr.domain import check_sizes
+from mprr.domain import check_real, check_sizes, check_unit
 from mprr.errors import ConfigurationError
 
 __all__ = [
@@ -139,15 +139,6 @@ def _check_sizes(sizes: object, m: int) -> tuple[int, ...]:
     return out
 
 
-def _check_real(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ConfigurationError(f"{name} must be a real number, got {value!r}")
-    out = float(value)
-    if math.isnan(out):
-        raise ConfigurationError(f"{name} must be a real number, got nan")
-    return out
-
-
 def cluster_attributes(
     dependence: object, sizes: Sequence[int], Tv: float, Td: float
 ) -> Clustering:
@@ -188,12 +179,10 @@ def cluster_attributes(
     d = _check_dependence(dependence)
     m = d.shape[0]
     sz = _check_sizes(sizes, m)
-    tv = _check_real(Tv, "Tv")
+    tv = check_real("Tv", Tv, minimum=None, allow_inf=True)
     if tv < 1.0:
         raise ConfigurationError(f"Tv must be >= 1 (maximum cells per cluster), got {Tv!r}")
-    td = _check_real(Td, "Td")
-    if not 0.0 <= td <= 1.0:
-        raise ConfigurationError(f"Td must lie in [0, 1] (minimum dependence), got {Td!r}")
+    td = check_unit("Td", Td, why=" (minimum dependence)")
 
     upper = np.triu(d, 1)
     attr_dep = upper + upper.T  # symmetric, zero diagonal (the diagonal is never a pair)

@@ -1,4 +1,8 @@
-"""Joint codes and tallies over product domains.
+"""Checks of parameter values (one of each kind), and joint codes and tallies over product domains.
+
+``check_int``, ``check_real``, ``check_epsilon``, ``check_unit``, ``check_sizes`` and
+``check_cells`` raise :class:`~mprr.errors.ConfigurationError` naming the parameter, the bad
+value and what is allowed; the modules of ``mprr`` share them.
 
 A record of k categorical attributes with ``sizes = (r_1, ..., r_k)`` categories is coded
 either as a row of k codes or as one joint code in ``[0, Π r_i)`` in C order (the first
@@ -24,6 +28,7 @@ __all__ = [
     "check_cells",
     "check_epsilon",
     "check_int",
+    "check_real",
     "check_sizes",
     "check_unit",
     "real_array",
@@ -82,6 +87,20 @@ def check_unit(name: str, value: Any, *, low_open: bool = False, high_open: bool
     v = float(value) if isinstance(value, (int, float, np.number)) and not isinstance(value, (bool, np.bool_)) else None
     if v is None or not (math.isfinite(v) and 0.0 <= v <= 1.0) or (low_open and v == 0.0) or (high_open and v == 1.0):
         raise ConfigurationError(f"{name} must be a real number in {allowed}{why}, got {value!r}")
+    return v
+
+
+def check_real(name: str, value: Any, *, minimum: float | None = 0.0, allow_inf: bool = False) -> float:
+    """Return ``value`` as a float if it is a real number (no bool, no NaN), finite unless
+    ``allow_inf``, and ``>= minimum`` unless ``minimum`` is None; else raise ConfigurationError."""
+    value = _shown(value)
+    real = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+    v = float(value) if real else math.nan
+    if math.isnan(v) or (math.isinf(v) and not allow_inf) or (minimum is not None and v < minimum):
+        bound = "" if minimum is None else f" >= {minimum:g}"
+        allowed = f"a number{bound} or math.inf" if allow_inf and bound else "a real number" if allow_inf else (
+            f"a finite number{bound}")
+        raise ConfigurationError(f"{name} must be {allowed}, got {value!r}")
     return v
 
 

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from mprr.domain import MAX_MATRIX_CELLS, check_cells, check_epsilon, check_int, check_sizes, check_unit, real_array
+from mprr.domain import (MAX_MATRIX_CELLS, check_cells, check_epsilon, check_int, check_real, check_sizes, check_unit,
+                         real_array)
 from mprr.errors import ConfigurationError, EstimationError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -95,10 +96,7 @@ class RandomizationMatrix:
     """
 
     def __init__(self, values: ArrayLike, *, atol: float = 1e-9) -> None:
-        if (isinstance(atol, bool) or not isinstance(atol, (int, float, np.floating))
-                or not (math.isfinite(float(atol)) and atol >= 0)):
-            raise ConfigurationError(f"atol must be a finite real >= 0, got {atol!r}")
-        self._atol = float(atol)
+        self._atol = check_real("atol", atol)
         self._values = _validated(_square_array("values", values), self._atol, "rows")
         self._values.setflags(write=False)
 

@@ -52,7 +52,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from mprr.domain import check_int
+from mprr.domain import check_int, check_real
 from mprr.privacy.composition import CompositionPolicy, as_policy
 from mprr.errors import ConfigurationError
 from mprr.privacy.ledger import Ledger
@@ -284,12 +284,9 @@ class PrivacyAccountant:
         min_roster: int = DEFAULT_MIN_ROSTER,
         rtol: float = 1e-9,
     ) -> None:
-        if (isinstance(budget, bool) or not isinstance(budget, (int, float, np.integer, np.floating))
-                or math.isnan(float(budget)) or float(budget) < 0):
-            raise ConfigurationError(f"budget must be a number >= 0 or math.inf, got {budget!r}")
+        self.budget = check_real("budget", budget, allow_inf=True)
         if not (isinstance(rtol, (int, float)) and 0 <= rtol < 1e-3):
             raise ConfigurationError(f"rtol must be in [0, 1e-3), got {rtol!r}")
-        self.budget = float(budget)
         self.policy = as_policy(policy)
         self.party = party
         self.min_roster = check_int("min_roster", min_roster, 2)

@@ -20,10 +20,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal, overload
+from typing import Any
 
 import numpy as np
 
+from mprr.domain import check_real
 from mprr.errors import ConfigurationError
 
 __all__ = ["Attr", "Release", "EXACT_KEY", "json_number", "matrix_fingerprint"]
@@ -72,22 +73,6 @@ def matrix_fingerprint(matrix: Any) -> str | None:
 
 
 # ---------------------------------------------------------------------- validation
-@overload
-def _check_float(name: str, value: Any, *, allow_inf: bool, allow_none: Literal[False] = False) -> float: ...
-@overload
-def _check_float(name: str, value: Any, *, allow_inf: bool, allow_none: bool) -> float | None: ...
-def _check_float(name: str, value: Any, *, allow_inf: bool, allow_none: bool = False) -> float | None:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ConfigurationError(f"{name} must be a number >= 0, got {value!r}")
-    number = float(value)
-    if math.isnan(number) or number < 0 or (math.isinf(number) and not allow_inf):
-        allowed = "a number >= 0 or math.inf" if allow_inf else "a finite number >= 0"
-        raise ConfigurationError(f"{name} must be {allowed}, got {value!r}")
-    return number
-
-
 def _shares_sum_to(shares: tuple[float, ...], epsilon: float) -> bool:
     """Whether per-attribute shares add up to ε (relative tolerance 1e-9; ∞ iff some share is ∞)."""
     total = math.fsum(shares) if all(math.isfinite(x) for x in shares) else math.inf
@@ -166,11 +151,10 @@ class Release:
                 f"attributes must be non-empty and without repeats, got {tuple(normalised)!r}"
             )
         object.__setattr__(self, "attributes", tuple(normalised))
-        object.__setattr__(self, "epsilon", _check_float("epsilon", self.epsilon, allow_inf=True))
-        object.__setattr__(
-            self, "entropy_bits", _check_float("entropy_bits", self.entropy_bits, allow_inf=False, allow_none=True)
-        )
-        beta = _check_float("beta", self.beta, allow_inf=False, allow_none=True)
+        object.__setattr__(self, "epsilon", check_real("epsilon", self.epsilon, allow_inf=True))
+        bits = self.entropy_bits
+        object.__setattr__(self, "entropy_bits", None if bits is None else check_real("entropy_bits", bits))
+        beta = None if self.beta is None else check_real("beta", self.beta)
         if beta is not None and beta > 1 + _BETA_TOL:
             raise ConfigurationError(f"beta must be in [0, 1], got {self.beta!r}")
         object.__setattr__(self, "beta", beta)
@@ -190,7 +174,7 @@ class Release:
                 raise ConfigurationError(f"{name} must be a string or None, got {value!r}")
         if self.attribute_epsilons is not None:
             shares = tuple(
-                _check_float("attribute_epsilons entry", e, allow_inf=True) for e in self.attribute_epsilons
+                check_real("attribute_epsilons entry", e, allow_inf=True) for e in self.attribute_epsilons
             )
             if len(shares) != len(normalised):
                 raise ConfigurationError(

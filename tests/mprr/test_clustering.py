@@ -202,8 +202,8 @@ def test_is_deterministic() -> None:
         (sym(2, {}), [2, 2], 0.5, 0.1, "Tv must be >= 1"),
         (sym(2, {}), [2, 2], math.nan, 0.1, "Tv must be a real number"),
         (sym(2, {}), [2, 2], "10", 0.1, "Tv must be a real number"),
-        (sym(2, {}), [2, 2], 10, 1.5, r"Td must lie in \[0, 1\]"),
-        (sym(2, {}), [2, 2], 10, -0.1, r"Td must lie in \[0, 1\]"),
+        (sym(2, {}), [2, 2], 10, 1.5, r"Td must be a real number in \[0, 1\] \(minimum dependence\)"),
+        (sym(2, {}), [2, 2], 10, -0.1, r"Td must be a real number in \[0, 1\] \(minimum dependence\)"),
     ],
 )
 def test_rejects_bad_input(dep: object, sizes: list, tv: object, td: object, match: str) -> None:

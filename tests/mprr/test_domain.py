@@ -1,11 +1,14 @@
-"""Tests of mprr.domain: joint codes (C order) and tallies."""
+"""Tests of mprr.domain: the parameter checks, joint codes (C order) and tallies."""
 
 from __future__ import annotations
+
+import math
+import re
 
 import numpy as np
 import pytest
 
-from mprr.domain import check_cells, check_sizes, decode_joint, encode_joint, joint_tally, tally
+from mprr.domain import check_cells, check_real, check_sizes, decode_joint, encode_joint, joint_tally, tally
 from mprr.errors import ConfigurationError, DataError, DomainTooLargeError
 
 
@@ -78,3 +81,19 @@ def test_check_sizes_is_strict_and_names_the_parameter() -> None:
         check_sizes((2, 2.0), name="block_sizes")
     with pytest.raises(DomainTooLargeError, match=r"joint domain of sizes .* more than 2\*\*62"):
         check_sizes((2**31, 2**31, 4))
+
+
+def test_check_real_takes_real_numbers_only_and_names_the_rule() -> None:
+    assert check_real("tol", 0) == 0.0 and check_real("tol", np.float32(0.5)) == 0.5
+    assert check_real("budget", math.inf, allow_inf=True) == math.inf
+    assert check_real("Tv", -3, minimum=None, allow_inf=True) == -3.0
+    for value, kwargs, allowed in [
+        (-1.0, {}, "a finite number >= 0"),
+        (math.inf, {}, "a finite number >= 0"),
+        (math.nan, {"allow_inf": True}, r"a number >= 0 or math.inf"),
+        ("0.5", {}, "a finite number >= 0"),  # strings are not parsed
+        (True, {"minimum": None, "allow_inf": True}, "a real number"),
+        (0.5, {"minimum": 1.0}, "a finite number >= 1"),
+    ]:
+        with pytest.raises(ConfigurationError, match=rf"x must be {allowed}, got {re.escape(repr(value))}"):
+            check_real("x", value, **kwargs)
