@@ -17,9 +17,9 @@ Modules, in dependency order (each may import only those above it):
                       projection, IBU, covariance (Nayak 3.2), error bounds (eq. 5, 6)
 - ``distributions`` — JointDistribution protocol; Dense / Product / WeightedSample; sample()
 - ``data``          — attributes, schemas, encoded data sets, the Adult schema and parser
+- ``dependence``    — |Pearson| (eq. 8), Cramér's V (eq. 9), dependence matrices
 - ``synthetic``     — zipf_pair (RR-Ind-Joint 4.1), planted_clusters (known truth, demo data)
 - ``metrics``       — count queries, the 6.5 query generator, eq. (16) errors, MAE, MSE, TVD
-- ``dependence``    — |Pearson| (eq. 8), Cramér's V (eq. 9), dependence matrices
 - ``clustering``    — Algorithm 1 (attribute clustering)
 - ``adjustment``    — Algorithm 2 (RR-Adjustment record weights)
 - ``privacy``       — privacy accounting (package, own map): releases and their ε, composition

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mprr.data import Attribute, Dataset, Schema
+from mprr import dependence
 from mprr.distributions import DenseDistribution, JointDistribution, ProductDistribution, sample
 from mprr.domain import check_int
 from mprr.errors import ConfigurationError
@@ -29,7 +30,6 @@ __all__ = [
     "SyntheticData",
     "zipf_marginal",
     "comonotone_coupling",
-    "cramers_v_of",
     "zipf_pair",
     "planted_clusters",
     "DEFAULT_SIZES",
@@ -105,19 +105,6 @@ def comonotone_coupling(marginals: Sequence[np.ndarray]) -> np.ndarray:
     return np.bincount(flat, weights=lengths, minlength=int(np.prod(shape))).reshape(shape)
 
 
-def cramers_v_of(table: np.ndarray) -> float:
-    """Cramér's V of a two-way probability table: sqrt(φ² / (min(r, c) − 1)),
-    φ² = Σ (p_ab − p_a p_b)² / (p_a p_b) over cells with p_a p_b > 0 (main paper eq. (9) with
-    the expected frequency in the denominator; RR-Ind-Joint paper 4.1 uses it as its V)."""
-    t = np.asarray(table, dtype=float)
-    t = t / t.sum()
-    e = np.outer(t.sum(axis=1), t.sum(axis=0))
-    pos = e > 0
-    phi2 = float(((t - e)[pos] ** 2 / e[pos]).sum())
-    k = min(t.shape) - 1
-    return float(np.sqrt(phi2 / k)) if k > 0 else 0.0
-
-
 def _names(m: int, names: Sequence[str] | None) -> tuple[str, ...]:
     if names is None:
         return tuple(f"A{j + 1}" for j in range(m))
@@ -177,7 +164,7 @@ def zipf_pair(
         raise ConfigurationError(f"cramers_v must be in [0, 1], got {cramers_v!r}")
     pa, pb = zipf_marginal(da), zipf_marginal(db)
     coupling = comonotone_coupling([pa, pb])
-    v_max = 1.0 if da == db else cramers_v_of(coupling)
+    v_max = 1.0 if da == db else dependence.cramers_v(coupling)
     if v > v_max + 1e-12:
         raise ConfigurationError(
             f"cramers_v must be <= {v_max:.6f} for sizes ({da}, {db}) with Zipf marginals, got {v}"

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from mprr.data import Dataset
+from mprr.dependence import cramers_v
 from mprr.domain import joint_tally
 from mprr.kronecker import KroneckerMatrix
 from mprr.matrices import RandomizationMatrix, keep_or_uniform, kron
@@ -40,7 +41,7 @@ from mprr.metrics import mae, mse
 from mprr.protocols import attribute_matrices, rr_independent
 from mprr.protocols.estimate import estimate_unit
 from mprr.errors import ConfigurationError
-from mprr.synthetic import comonotone_coupling, cramers_v_of, zipf_marginal, zipf_pair
+from mprr.synthetic import comonotone_coupling, zipf_marginal, zipf_pair
 from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema, Str, Workers
 from scenarios.montecarlo import monte_carlo
 from scenarios.adult_queries import ADULT_DEFAULT, load_adult_dataset, resolve_adult_path
@@ -151,14 +152,14 @@ def worked_example() -> list[tuple[str, Any, Any]]:
         return [float(t[0, 0]), float(t[1, 0]), float(t[0, 1]), float(t[1, 1])]
 
     return [
-        ("V_AB(X)", 0.67, cramers_v_of(truth)),
-        ("V_AB(Y)", 0.2, cramers_v_of(lam)),
+        ("V_AB(X)", 0.67, cramers_v(truth)),
+        ("V_AB(Y)", 0.2, cramers_v(lam)),
         ("RR-Ind with the true marginals π_A, π_B", [0.24, 0.36, 0.16, 0.24], order(true_ind)),
         ("MAE of RR-Ind (true marginals)", 0.16, mae(true_ind, truth)),
         ("RR-Ind from Y (eq. 2 marginals)", None, order(est["RR-Ind"])),
         ("RR-Ind-Joint estimate", [0.375, 0.075, 0.275, 0.375], order(est["RR-Ind-Joint"])),
         ("sum of the RR-Ind-Joint estimate", 1.1, float(est["RR-Ind-Joint"].sum())),
-        ("V of the RR-Ind-Joint estimate", 0.8, cramers_v_of(est["RR-Ind-Joint"])),
+        ("V of the RR-Ind-Joint estimate", 0.8, cramers_v(est["RR-Ind-Joint"])),
         ("MAE of RR-Ind-Joint", 0.05, mae(est["RR-Ind-Joint"], truth)),
     ]
 
@@ -337,7 +338,7 @@ def run_kikuchi_sweeps(config: ScenarioConfig, *, out_dir: Path, runs: int, seed
             mats = tuple(keep_or_uniform(s, prm["adult_p"]) for s in ds.sizes)
             free = noise_free_pair(truth, mats)
             pub = ADULT_TABLE1_PUBLISHED.get(tuple(pair))
-            rows.append((f"{pair[0]} × {pair[1]}", f"{ds.sizes[0]} × {ds.sizes[1]}", cramers_v_of(truth),
+            rows.append((f"{pair[0]} × {pair[1]}", f"{ds.sizes[0]} × {ds.sizes[1]}", cramers_v(truth),
                          None if pub is None else pub[0], mse(free["RR-Ind"], truth),
                          None if pub is None else pub[1], mse(free["RR-Ind-Joint"], truth),
                          None if pub is None else pub[2], am[k, 0, 1], am[k, 1, 1]))

@@ -32,6 +32,13 @@ def test_two_by_two_both_measures_equal_phi() -> None:
     assert pearson_abs(table) == pytest.approx(abs(phi), abs=1e-14)
 
 
+def test_cramers_v_of_known_tables() -> None:
+    assert cramers_v(np.diag([0.2, 0.3, 0.5])) == pytest.approx(1.0)
+    assert cramers_v(np.outer([0.2, 0.8], [0.5, 0.1, 0.4])) == pytest.approx(0.0, abs=1e-12)
+    # RR-Ind-Joint 3.3 true table f^X = [[4, 0], [2, 4]]: phi^2 = chi^2 / n = 0.4444 -> V = 2/3
+    assert cramers_v(np.array([[4, 0], [2, 4]])) == pytest.approx(2 / 3)
+
+
 def test_cramers_v_matches_scipy_and_uses_expected_frequency() -> None:
     assert cramers_v(TABLE) == pytest.approx(association(TABLE, method="cramer"), abs=1e-13)
     n = TABLE.sum()

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mprr.dependence import cramers_v
 from mprr.distributions import DenseDistribution, ProductDistribution
 from mprr.errors import ConfigurationError
 from mprr.synthetic import (
     DEFAULT_CLUSTERS,
     DEFAULT_SIZES,
     comonotone_coupling,
-    cramers_v_of,
     planted_clusters,
     zipf_marginal,
     zipf_pair,
@@ -39,19 +39,12 @@ def test_comonotone_coupling_exact() -> None:
         comonotone_coupling([np.array([0.5, 0.6])])
 
 
-def test_cramers_v_of_known_tables() -> None:
-    assert cramers_v_of(np.diag([0.2, 0.3, 0.5])) == pytest.approx(1.0)
-    assert cramers_v_of(np.outer([0.2, 0.8], [0.5, 0.1, 0.4])) == pytest.approx(0.0, abs=1e-12)
-    # RR-Ind-Joint 3.3 true table f^X = [[4, 0], [2, 4]]: phi^2 = chi^2 / n = 0.4444 -> V = 2/3
-    assert cramers_v_of(np.array([[4, 0], [2, 4]])) == pytest.approx(2 / 3)
-
-
 @pytest.mark.parametrize("v", [0.0, 0.25, 0.5, 1.0])
 def test_zipf_pair_truth_has_target_v_and_zipf_marginals(v: float, rng: np.random.Generator) -> None:
     data = zipf_pair(500, 10, v, rng=rng)
     assert isinstance(data.truth, DenseDistribution)
     joint = data.truth.tensor
-    assert cramers_v_of(joint) == pytest.approx(v, abs=1e-12)
+    assert cramers_v(joint) == pytest.approx(v, abs=1e-12)
     np.testing.assert_allclose(joint.sum(axis=1), zipf_marginal(10))
     np.testing.assert_allclose(joint.sum(axis=0), zipf_marginal(10))
     # mixture (1 - v) pi pi^T + v diag(pi)
@@ -63,8 +56,8 @@ def test_zipf_pair_truth_has_target_v_and_zipf_marginals(v: float, rng: np.rando
 def test_zipf_pair_unequal_sizes_and_bounds(rng: np.random.Generator) -> None:
     data = zipf_pair(100, (4, 7), 0.3, rng=rng)
     assert data.truth.sizes == (4, 7)
-    assert cramers_v_of(data.truth.tensor) == pytest.approx(0.3, abs=1e-12)
-    v_max = cramers_v_of(comonotone_coupling([zipf_marginal(4), zipf_marginal(7)]))
+    assert cramers_v(data.truth.tensor) == pytest.approx(0.3, abs=1e-12)
+    v_max = cramers_v(comonotone_coupling([zipf_marginal(4), zipf_marginal(7)]))
     with pytest.raises(ConfigurationError, match=r"cramers_v must be <= 0\.9\d+ for sizes \(4, 7\)"):
         zipf_pair(100, (4, 7), min(1.0, v_max + 0.01), rng=rng)
     with pytest.raises(ConfigurationError, match=r"cramers_v must be in \[0, 1\], got 1.5"):
@@ -103,20 +96,20 @@ def test_planted_clusters_default_structure(rng: np.random.Generator) -> None:
     # marginals are Zipf-like, independent pairs have V = 0, planted pairs V = s * V(M)
     for j, d in enumerate(DEFAULT_SIZES):
         np.testing.assert_allclose(truth.marginal((j,)), zipf_marginal(d), atol=1e-14)
-    assert cramers_v_of(truth.marginal((0, 3))) == pytest.approx(0.0, abs=1e-9)
-    assert cramers_v_of(truth.marginal((5, 6))) == pytest.approx(0.0, abs=1e-9)
+    assert cramers_v(truth.marginal((0, 3))) == pytest.approx(0.0, abs=1e-9)
+    assert cramers_v(truth.marginal((5, 6))) == pytest.approx(0.0, abs=1e-9)
     for i, j in ((0, 1), (0, 2), (1, 2), (3, 4)):
-        vm = cramers_v_of(comonotone_coupling([zipf_marginal(DEFAULT_SIZES[i]), zipf_marginal(DEFAULT_SIZES[j])]))
-        assert cramers_v_of(truth.marginal((i, j))) == pytest.approx(0.7 * vm, abs=1e-12)
-        assert cramers_v_of(truth.marginal((i, j))) > 0.4
+        vm = cramers_v(comonotone_coupling([zipf_marginal(DEFAULT_SIZES[i]), zipf_marginal(DEFAULT_SIZES[j])]))
+        assert cramers_v(truth.marginal((i, j))) == pytest.approx(0.7 * vm, abs=1e-12)
+        assert cramers_v(truth.marginal((i, j))) > 0.4
 
 
 def test_planted_clusters_custom_equal_sizes_give_v_equal_strength(rng: np.random.Generator) -> None:
     data = planted_clusters(50, rng=rng, sizes=(3, 3, 3, 4), clusters=((0, 2, 1),), strength=0.4, names=list("wxyz"))
     assert data.dataset.schema.names == ("w", "x", "y", "z")
     assert data.dataset.schema.kinds == ("nominal",) * 4
-    assert cramers_v_of(data.truth.marginal((0, 1))) == pytest.approx(0.4)
-    assert cramers_v_of(data.truth.marginal((2, 3))) == pytest.approx(0.0, abs=1e-12)
+    assert cramers_v(data.truth.marginal((0, 1))) == pytest.approx(0.4)
+    assert cramers_v(data.truth.marginal((2, 3))) == pytest.approx(0.0, abs=1e-12)
 
 
 def test_planted_clusters_reproducible_and_converges() -> None:
