@@ -82,17 +82,13 @@ def _as_domain_tensor(P: Matrix, x: np.ndarray) -> np.ndarray:
 
 def _apply_t(P: Matrix, x: np.ndarray) -> np.ndarray:
     """``P.T @ x`` on a tensor of the domain shape (mode products for Kronecker)."""
-    if isinstance(P, KroneckerMatrix):
-        return mode_products(x, [f.values.T for f in P.factors])
-    product: np.ndarray = P.values.T @ x
+    product: np.ndarray = P.apply_transpose(x) if isinstance(P, KroneckerMatrix) else P.values.T @ x
     return product
 
 
 def _apply(P: Matrix, x: np.ndarray) -> np.ndarray:
     """``P @ x`` on a tensor of the domain shape."""
-    if isinstance(P, KroneckerMatrix):
-        return mode_products(x, [f.values for f in P.factors])
-    product: np.ndarray = P.values @ x
+    product: np.ndarray = P.apply(x) if isinstance(P, KroneckerMatrix) else P.values @ x
     return product
 
 
