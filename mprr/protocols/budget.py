@@ -145,11 +145,9 @@ def cluster_spec(epsilons: Sequence[float]) -> MatrixSpec:
 def pair_spec(epsilons: tuple[float, float], epsilon_pair: float | None = None) -> MatrixSpec:
     """Main paper 4.3 matrix ``P^{ij}`` of a pair as a spec: ε-optimal over ``r_i r_j`` cells, ε is
     ``epsilon_pair`` when given, else ``ε_i + ε_j`` (the budget of releasing both attributes once)."""
-    return MatrixSpec.cluster_optimal(
-        check_epsilon(epsilon_pair, "pair_epsilon")
-        if epsilon_pair is not None
-        else sum(check_epsilon(e, "pair attribute epsilon") for e in epsilons)
-    )
+    if epsilon_pair is None:
+        return cluster_spec(epsilons)  # a pair is a cluster of two attributes
+    return MatrixSpec.cluster_optimal(check_epsilon(epsilon_pair, "pair_epsilon"))
 
 
 def attribute_epsilons(matrices: Sequence[Matrix]) -> tuple[float, ...]:
