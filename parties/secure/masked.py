@@ -68,6 +68,7 @@ reveals, and the aggregate.
 
 from __future__ import annotations
 
+import math
 import struct
 from bisect import bisect_left
 from collections.abc import Callable
@@ -382,6 +383,8 @@ class MaskedEngine(SecureSumEngine):
                     f"masked secure sum aborted: party {p} has {len(live) + 1} live Shamir "
                     f"holders, threshold t = {t}", survivors=len(live) + 1, threshold=t)
             directory[p] = live
+        for p in spread(sorted(u1)):
+            live = directory[p]
             await ep.send(p, KeyDirectory(s, id_vector(live), b"".join([keys[j].keys[0] for j in live])),
                           phase=PHASES[0])
 
@@ -403,7 +406,7 @@ class MaskedEngine(SecureSumEngine):
                 if dst in u2:
                     inbox[dst].append((src, blob))
         relayed = {p: tuple(src for src, _ in inbox[p]) for p in u2}
-        for p in sorted(u2):
+        for p in spread(sorted(u2)):
             await ep.send(p, RelayedShares(s, *bundle(inbox[p])), phase=PHASES[1])
 
         await controller_phase(net, PHASES[2])
@@ -423,7 +426,7 @@ class MaskedEngine(SecureSumEngine):
 
         await controller_phase(net, PHASES[3])
         views = {v: survivor_view(ctx, v, u3) for v in sorted(u3)}
-        for v in sorted(u3):
+        for v in spread(sorted(u3)):
             await ep.send(v, SurvivorSet(s, id_vector(views[v])), phase=PHASES[3])
         complete = isinstance(ctx.neighbours, CompleteNeighbourhoods)
 
@@ -448,7 +451,7 @@ class MaskedEngine(SecureSumEngine):
             raise abort("consistency check", len(u4))
 
         await controller_phase(net, PHASES[4])
-        for v, request in unmask_requests(ctx.session, views, tagged):
+        for v, request in unmask_requests(ctx.session, views, tagged, order=spread):
             await ep.send(v, request, phase=PHASES[4])
         answers = await collect(ep, sorted(u4), kind=UnmaskShares, session=s, phase=PHASES[4],
                                 timeout=timeout, partial=True)
@@ -558,6 +561,15 @@ class MaskedEngine(SecureSumEngine):
                      "the tagged views of the party's 2-hop neighbourhood; O(L + k^2) per party, "
                      "O(n (L + k^2)) total (complete graph: O(n) tags per party)"),
         )
+
+
+def spread(ids: list[int]) -> list[int]:
+    """``ids`` in stride order (every ⌊√n⌋-th id, then the next stride, ...): the order in which
+    the controller sends a round's messages, so that each contiguous range of the roster (the
+    parties of one worker process) gets its share from the start of the loop instead of
+    waiting for the ranges before it.  Any order gives the same messages and the same sum."""
+    step = max(1, math.isqrt(len(ids)))
+    return [ids[i] for first in range(step) for i in range(first, len(ids), step)]
 
 
 def _reconstruct(shares: list[Share], threshold: int, what: str) -> bytes:

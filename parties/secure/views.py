@@ -20,7 +20,7 @@ import hashlib
 import hmac
 import secrets
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -50,11 +50,12 @@ def survivor_view(ctx: SecureSumContext, party: int, survivors: set[int]) -> tup
     return tuple(sorted(w for w in (*ctx.neighbours[party], party) if w in survivors))
 
 
-def unmask_requests(session: str, views: dict[int, tuple[int, ...]],
-                    tagged: dict[int, SurvivorTags]) -> Iterator[tuple[int, UnmaskRequest]]:
+def unmask_requests(session: str, views: dict[int, tuple[int, ...]], tagged: dict[int, SurvivorTags], *,
+                    order: Callable[[list[int]], list[int]] | None = None) -> Iterator[tuple[int, UnmaskRequest]]:
     """The round-4 message to each author v of ``tagged``: the views of the other authors that
     MAC'd theirs for v (``views[w]``, what w was told; ``tagged[w]``, its tags), in author order,
-    equal views sent once.
+    equal views sent once.  The requests come in the order ``order(sorted authors)`` (default:
+    sorted).
 
     w MACs its view for exactly the parties that hold shares of an owner w holds shares of
     (the controller checked each author's targets against that), so this is the 2-hop
@@ -87,7 +88,9 @@ def unmask_requests(session: str, views: dict[int, tuple[int, ...]],
     grouped = to[rows]
     ids = np.asarray(authors, dtype=np.int64)
     starts, stops = np.searchsorted(grouped, ids, "left"), np.searchsorted(grouped, ids, "right")
-    for v, lo, hi in zip(authors, starts.tolist(), stops.tolist()):
+    bounds = dict(zip(authors, zip(starts.tolist(), stops.tolist())))
+    for v in authors if order is None else order(authors):
+        lo, hi = bounds[v]
         mine = rows[lo:hi]
         first: dict[int, int] = {}  # view number -> its index in this request (first signer's order)
         view_of = [first.setdefault(x, len(first)) for x in of[mine].tolist()]
