@@ -2,8 +2,9 @@
 
 :class:`ShardReport` (:meth:`ShardReport.of` a :class:`~parties.shard.PartyShard`) is what
 crosses a runtime's channel once, after the protocol: the harness data of the hosted parties
-(accountants, refusals, released values — never seen by the controller actor), in columns.  The parties of a run mostly share one history, so they share one accountant in the
-report, which grows by a few integers per party; and the shard's delivery counters (deliveries,
+(accountants, refusals, released values — never seen by the controller actor), in columns.
+The parties of a run mostly share one history, so they share one accountant in the report,
+which grows by a few integers per party; and the shard's delivery counters (deliveries,
 rejected frames, losses to crashes), which the router adds to its own.  :class:`PartySummaries`
 rebuilds a :class:`PartySummary` per party on demand.
 """
@@ -20,14 +21,14 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError
-from mprr.privacy import PrivacyAccountant, Refusal
+from mprr.privacy import PrivacyAccountant
 from mprr.privacy.ledger import Ledger
 from parties.party import Accounted
 
 if TYPE_CHECKING:  # annotations only: the report is built from a shard, never imports it at run time
     from parties.shard import PartyShard
 
-__all__ = ["PartySummaries", "PartySummary", "ShardReport", "accountant_for", "accountant_state"]
+__all__ = ["PartySummaries", "PartySummary", "ShardReport", "accountant_for", "accountant_state", "accountants_of"]
 
 
 @dataclass(frozen=True)
@@ -226,10 +227,9 @@ class ShardReport:
 class PartySummaries(Sequence[PartySummary]):
     """The :class:`PartySummary` of every party of a run, rebuilt on demand from the shard reports.
 
-    ``summaries[i]`` is party ``i``'s (a new object at each access).  Whole-run views are read
-    straight from the reports, without a summary per party: :meth:`ledgers`,
-    :meth:`accountants` (the shared representatives, for :func:`mprr.privacy.summarize`) and
-    :meth:`refusals`.
+    ``summaries[i]`` is party ``i``'s (a new object at each access).  The whole-run view is read
+    straight from the reports, without a summary per party: :meth:`accountants` (the shared
+    representatives).
 
     Raises
     ------
@@ -275,16 +275,14 @@ class PartySummaries(Sequence[PartySummary]):
             for i in r.parties:
                 yield r.summary(i)
 
-    def ledgers(self) -> tuple[Ledger, ...]:
-        """Every party's ledger, by party id (parties with the same history share one object)."""
-        return tuple(r.accountants[k].ledger for r in self._reports for k in r.accountant_of.tolist())
-
     def accountants(self) -> list[PrivacyAccountant]:
         """Per party, the accountant whose state it shares (its ``party`` attribute is the
-        representative's): what :func:`mprr.privacy.summarize` needs, without a copy per party."""
+        representative's; a party that refused has its own): its ledger, refusals and what
+        :func:`mprr.privacy.summarize` needs, without a copy per party."""
         return [r.accountants[k] for r in self._reports for k in r.accountant_of.tolist()]
 
-    def refusals(self) -> tuple[Refusal, ...]:
-        """Every refusal of every party, in party order (a party that refused has its own
-        accountant in its report)."""
-        return tuple(x for r in self._reports for k in r.accountant_of.tolist() for x in r.accountants[k].refusals)
+
+def accountants_of(parties: Sequence[Accounted]) -> list[PrivacyAccountant]:
+    """Every party's accountant, in party order (of :class:`PartySummaries`, the shared
+    representatives: :meth:`PartySummaries.accountants`)."""
+    return parties.accountants() if isinstance(parties, PartySummaries) else [p.accountant for p in parties]

@@ -63,7 +63,7 @@ from parties.network import CONTROLLER
 from parties.wire.codec import Message
 from parties.party import LOOP_KINDS, Party
 from parties.runtime import HostingPlan, MemoryRuntime, Runtime, current_runtime, make_runtime
-from parties.shard_report import PartySummaries, PartySummary
+from parties.shard_report import PartySummary, accountants_of
 from parties.secure import messages as secure_messages
 from parties.secure.registry import engine_needs_mesh, make_engine
 from parties.topology import Topology
@@ -163,10 +163,7 @@ class SimulationResult:
         """:func:`mprr.privacy.summarize` of the parties' accountants under their policy
         (computed on first access)."""
         if "privacy" not in self._cache:
-            parties = self.parties
-            accountants = parties.accountants() if isinstance(parties, PartySummaries) else \
-                [p.accountant for p in parties]
-            self._cache["privacy"] = summarize(accountants)
+            self._cache["privacy"] = summarize(accountants_of(self.parties))
         summary: PrivacySummary = self._cache["privacy"]
         return summary
 
@@ -375,17 +372,14 @@ async def simulate_async(
     if wire:
         wire["startup_seconds"] = ready - started
         wire["protocol_seconds"] = protocol_done - ready
-    if isinstance(parties, PartySummaries):
-        ledgers, refusals = parties.ledgers(), parties.refusals()
-    else:
-        ledgers, refusals = tuple(p.ledger for p in parties), tuple(r for p in parties for r in p.refusals)
+    accountants = accountants_of(parties)
     return SimulationResult(
         result=result,
         traffic=net.statistics(),
         view=controller.view.summary(),
         view_log=controller.view,
-        ledgers=ledgers,
-        refusals=refusals,
+        ledgers=tuple(a.ledger for a in accountants),
+        refusals=tuple(r for a in accountants for r in a.refusals),
         excluded=dict(controller.excluded),
         attacks=reports,
         crashed=tuple(sorted(net.crashed)),

@@ -124,7 +124,7 @@ async def test_a_shard_answers_through_the_router_like_parties_in_memory() -> No
     assert all(len(s.ledger) == 1 and s.accountant.party == s.index for s in summaries)
     # the parties of a shard answered the same request: one shared accountant per shard report
     assert [len(r.accountants) for r in reports] == [1, 1]
-    assert summaries.ledgers() == tuple(s.ledger for s in summaries)
+    assert [a.ledger for a in summaries.accountants()] == [s.ledger for s in summaries]
     assert [s.released_values for s in summaries] == [tuple(got[i].message.codes.tolist()) for i in range(6)]
 
 
