@@ -69,7 +69,7 @@ class PaperEngine(SecureSumEngine):
     name = "paper"
 
     def __init__(self, *, batched: bool = True, round_timeout: float = 30.0, max_value: int = 1,
-                 yield_every: int = 256) -> None:
+                 yield_every: int = 64) -> None:
         super().__init__(round_timeout=round_timeout, max_value=max_value)
         if isinstance(yield_every, bool) or not isinstance(yield_every, int) or yield_every < 1:
             raise ConfigurationError(f"yield_every must be an integer >= 1, got {yield_every!r}")
