@@ -53,7 +53,7 @@ ADULT_SIZES = (9, 16, 7, 15, 6, 5, 2, 2)
 ADULT_N = 32_561
 TARGETS_S = {("paper", 1_000): 30.0, ("masked", ADULT_N): 30.0}
 BEFORE = {
-    ("paper", 1_000): "CPU 125.5 s, wall 271.9 s (main 0fd749d, measured 2026-11-23 on the shared machine, load ~6)",
+    ("paper", 1_000): "CPU 40.4 s, wall 50.4 s (main 839daa1, measured 2026-11-23 on the shared machine, load ~3.5)",
     ("masked", ADULT_N): "CPU 160.0 s on one core, 4.9 ms per party (main 6fb6d5f); on tcp with 2 workers "
                          "(benchmarks/runtimes.py, idle machine): 131.6 s wall, 227.6 s CPU, 7.0 ms per party",
 }
