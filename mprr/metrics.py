@@ -21,13 +21,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, SupportsFloat, Union
+from typing import Literal, Union
 
 import numpy as np
 
 from mprr.data import Dataset
 from mprr.distributions import JointDistribution
-from mprr.domain import MAX_TENSOR_CELLS, check_int, check_sizes
+from mprr.domain import MAX_TENSOR_CELLS, check_int, check_real, check_sizes, check_unit
 from mprr.errors import ConfigurationError, EstimationError
 
 __all__ = [
@@ -130,9 +130,7 @@ def random_queries(
     sizes_t = check_sizes(sizes)
     if len(sizes_t) < 2:
         raise ConfigurationError(f"count queries need at least 2 attributes, got sizes {sizes_t}")
-    s = _real_or_nan(sigma)
-    if not (math.isfinite(s) and 0.0 < s <= 1.0):
-        raise ConfigurationError(f"sigma must be in (0, 1], got {sigma!r}")
+    s = check_unit("sigma", sigma, low_open=True)
     check_int("count", count, 1)
     out = []
     for _ in range(int(count)):
@@ -143,16 +141,6 @@ def random_queries(
         mask[rng.choice(cells, size=k, replace=False)] = True
         out.append(CountQuery((i, j), mask.reshape(sizes_t[i], sizes_t[j])))
     return out
-
-
-def _real_or_nan(value: object) -> float:
-    """``float(value)`` for a real number, NaN for anything else (so range checks reject it)."""
-    if isinstance(value, (bool, np.bool_)):
-        return math.nan
-    try:
-        return float(value) if isinstance(value, (SupportsFloat, str)) else math.nan
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def _pair_table(source: Source, axes: tuple[int, int], n: float | None) -> np.ndarray:
@@ -183,8 +171,8 @@ def answers(queries: Sequence[CountQuery], source: Source, *, n: float | None = 
     numpy.ndarray
         ``(len(queries),)`` float answers.
     """
-    if n is not None and not (math.isfinite(_real_or_nan(n)) and float(n) > 0):
-        raise ConfigurationError(f"n must be finite and > 0, got {n!r}")
+    if n is not None and check_real("n", n) == 0:
+        raise ConfigurationError(f"n must be > 0, got {n!r}")
     if not isinstance(source, (Dataset, JointDistribution)):
         raise ConfigurationError(
             f"source must be a Dataset or a JointDistribution, got {type(source).__name__}"

@@ -68,10 +68,12 @@ def test_count_query_validation() -> None:
         answer(CountQuery((0, 1), np.ones((2, 3), dtype=bool)), d)
     with pytest.raises(ConfigurationError, match="do not exist in a domain of 3 attributes"):
         answer(CountQuery((0, 3), np.ones((3, 2), dtype=bool)), d)
-    with pytest.raises(ConfigurationError, match="n must be finite and > 0, got 'x'"):
+    with pytest.raises(ConfigurationError, match="n must be a finite number >= 0, got 'x'"):
         answer(CountQuery((0, 1), np.ones((3, 2), dtype=bool)), d.distribution(), n="x")  # type: ignore[arg-type]
-    with pytest.raises(ConfigurationError, match="n must be finite and > 0, got -1"):
+    with pytest.raises(ConfigurationError, match="n must be a finite number >= 0, got -1"):
         answer(CountQuery((0, 1), np.ones((3, 2), dtype=bool)), d.distribution(), n=-1)
+    with pytest.raises(ConfigurationError, match="n must be > 0, got 0"):
+        answer(CountQuery((0, 1), np.ones((3, 2), dtype=bool)), d.distribution(), n=0)
     with pytest.raises(ConfigurationError, match="n must be None when answering on a Dataset"):
         answer(CountQuery((0, 1), np.ones((3, 2), dtype=bool)), d, n=5)
     with pytest.raises(ConfigurationError, match="source must be a Dataset or a JointDistribution"):
@@ -112,11 +114,11 @@ def test_random_queries_reproducible_and_uniform() -> None:
     ("args", "match"),
     [
         (((3,), 0.1, 1), "at least 2 attributes"),
-        (((3, 3), 0.0, 1), r"sigma must be in \(0, 1\], got 0.0"),
-        (((3, 3), 1.5, 1), r"sigma must be in \(0, 1\], got 1.5"),
-        (((3, 3), float("nan"), 1), "sigma must be in"),
-        (((3, 3), "x", 1), "sigma must be in .*, got 'x'"),
-        (((3, 3), True, 1), "sigma must be in .*, got True"),
+        (((3, 3), 0.0, 1), r"sigma must be a real number in \(0, 1\], got 0.0"),
+        (((3, 3), 1.5, 1), r"sigma must be a real number in \(0, 1\], got 1.5"),
+        (((3, 3), float("nan"), 1), "sigma must be a real number in"),
+        (((3, 3), "x", 1), "sigma must be a real number in .*, got 'x'"),
+        (((3, 3), True, 1), "sigma must be a real number in .*, got True"),
         (((3, 3), 0.5, 0), "count must be an integer >= 1, got 0"),
         (((3, 0), 0.5, 1), r"sizes\[1\] must be an integer >= 1, got 0"),
     ],
