@@ -48,9 +48,7 @@ def run_seed_sequence(seed: int | np.random.SeedSequence) -> np.random.SeedSeque
     """
     if isinstance(seed, np.random.SeedSequence):
         return seed
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ConfigurationError(f"seed must be a non-negative integer, got {seed!r}")
-    return np.random.SeedSequence(int(seed))
+    return np.random.SeedSequence(check_int("seed", seed, 0))
 
 
 class PartyStreams:

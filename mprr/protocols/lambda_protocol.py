@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mprr.data import Schema
-from mprr.domain import check_cells, check_int, check_unit
+from mprr.domain import check_cells, check_int, check_real, check_unit
 from mprr.errors import ConfigurationError
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
 from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS
@@ -214,10 +214,8 @@ def lambda_steps(
     check_int("max_rounds", max_rounds, 1)
     bounds = {"min_bits": min_bits, "max_bits": max_bits, "min_beta": min_beta, "max_beta": max_beta}
     for name, value in bounds.items():  # a NaN bound would silently accept every level
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-        ):
-            raise ConfigurationError(f"{name} must be a finite number or None, got {value!r}")
+        if value is not None:
+            check_real(name, value, minimum=None)
     checks = [_check(1, _check_lambdas(lambdas, schema.m), sizes, bounds)]
     while not checks[-1].accepted:  # step 3: re-generate while the level is unsatisfactory
         last = checks[-1]

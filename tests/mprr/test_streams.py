@@ -37,7 +37,7 @@ def test_subset_of_parties() -> None:
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "3", True])
 def test_bad_seed(bad: object) -> None:
-    with pytest.raises(ConfigurationError, match="seed must be a non-negative integer"):
+    with pytest.raises(ConfigurationError, match="seed must be an integer >= 0"):
         run_seed_sequence(bad)  # type: ignore[arg-type]
 
 

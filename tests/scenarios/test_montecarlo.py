@@ -52,7 +52,7 @@ def test_task_errors_propagate() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "pattern"),
     [({"runs": 0, "seed": 1}, "runs must be an integer >= 1"),
-     ({"runs": 2, "seed": -1}, "seed must be a non-negative integer"),
+     ({"runs": 2, "seed": -1}, "seed must be an integer >= 0"),
      ({"runs": 2, "seed": 1, "workers": 0}, "workers must be an integer >= 1")],
 )
 def test_bad_arguments(kwargs: dict, pattern: str) -> None:

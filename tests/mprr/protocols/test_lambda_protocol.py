@@ -114,9 +114,9 @@ def test_bad_arguments() -> None:
         lambda_protocol(ds, [0.5] * 3, rng=rng, max_cells=59)
     with pytest.raises(ConfigurationError, match="max_rounds must be an integer >= 1"):
         lambda_protocol(ds, [0.5] * 3, rng=rng, max_rounds=0)
-    with pytest.raises(ConfigurationError, match="min_bits must be a finite number or None, got nan"):
+    with pytest.raises(ConfigurationError, match="min_bits must be a finite number, got nan"):
         lambda_protocol(ds, [0.5] * 3, rng=rng, min_bits=float("nan"))
-    with pytest.raises(ConfigurationError, match="max_beta must be a finite number or None, got '1'"):
+    with pytest.raises(ConfigurationError, match="max_beta must be a finite number, got '1'"):
         lambda_protocol(ds, [0.5] * 3, rng=rng, max_beta="1")  # type: ignore[arg-type]
 
 

@@ -59,5 +59,5 @@ def test_dense_estimates_without_postprocessing_match_the_fast_path(small, proto
 
 
 def test_lambda_bounds_are_validated_as_in_the_fast_path(small) -> None:
-    with pytest.raises(ConfigurationError, match="min_bits must be a finite number or None, got nan"):
+    with pytest.raises(ConfigurationError, match="min_bits must be a finite number, got nan"):
         simulate(small, "lambda-randomization", seed=SEED, timeout=5.0, lambdas=[0.5] * 3, min_bits=float("nan"))
