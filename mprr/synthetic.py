@@ -31,6 +31,7 @@ __all__ = [
     "zipf_marginal",
     "comonotone_coupling",
     "zipf_pair",
+    "zipf_pair_joint",
     "planted_clusters",
     "DEFAULT_SIZES",
     "DEFAULT_CLUSTERS",
@@ -153,6 +154,16 @@ def zipf_pair(
         ``truth`` is a :class:`DenseDistribution` whose Cramér's V equals ``cramers_v``.
     """
     n = check_int("n", n, 1)
+    joint = zipf_pair_joint(sizes, cramers_v)
+    truth = DenseDistribution(joint)
+    schema = _schema(joint.shape, _names(2, names), ("nominal", "nominal"))
+    codes = sample(truth, n, rng=rng)
+    return SyntheticData(Dataset(schema, codes), truth, ((0, 1),) if cramers_v > 0 else ())
+
+
+def zipf_pair_joint(sizes: int | Sequence[int], cramers_v: float) -> np.ndarray:
+    """The population joint of :func:`zipf_pair` (parameters and errors as there): a probability
+    table of shape ``(d_A, d_B)``."""
     if isinstance(sizes, (int, np.integer)):
         sizes = (sizes, sizes)
     sizes = tuple(sizes)
@@ -171,10 +182,8 @@ def zipf_pair(
         )
     t = 0.0 if v == 0 else min(1.0, v / v_max)
     joint = (1.0 - t) * np.outer(pa, pb) + t * coupling
-    truth = DenseDistribution(joint / joint.sum())
-    schema = _schema((da, db), _names(2, names), ("nominal", "nominal"))
-    codes = sample(truth, n, rng=rng)
-    return SyntheticData(Dataset(schema, codes), truth, ((0, 1),) if t > 0 else ())
+    normalised: np.ndarray = joint / joint.sum()
+    return normalised
 
 
 def planted_clusters(

@@ -41,7 +41,7 @@ from mprr.metrics import mae, mse
 from mprr.protocols import attribute_matrices, rr_independent
 from mprr.protocols.estimate import estimate_unit
 from mprr.errors import ConfigurationError
-from mprr.synthetic import comonotone_coupling, zipf_marginal, zipf_pair
+from mprr.synthetic import zipf_pair, zipf_pair_joint
 from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema, Str, Workers
 from scenarios.montecarlo import monte_carlo
 from scenarios.adult_queries import ADULT_DEFAULT, load_adult_dataset, resolve_adult_path
@@ -56,7 +56,6 @@ __all__ = [
     "estimate_pair",
     "estimate_pair_from_lambda",
     "noise_free_pair",
-    "population_joint",
     "worked_example",
 ]
 
@@ -101,14 +100,6 @@ SCHEMA = Schema([
 
 
 # ============================================================================ estimation
-
-
-def population_joint(d: int, v: float) -> np.ndarray:
-    """The population joint of :func:`mprr.synthetic.zipf_pair` for d × d and Cramér's V = v."""
-    pa = zipf_marginal(d)
-    joint = (1.0 - v) * np.outer(pa, pa) + v * comonotone_coupling([pa, pa])
-    normalised: np.ndarray = joint / joint.sum()
-    return normalised
 
 
 def estimate_pair(codes: np.ndarray, sizes: Sequence[int], mats: Sequence[RandomizationMatrix | KroneckerMatrix],
@@ -283,7 +274,7 @@ def run_kikuchi_sweeps(config: ScenarioConfig, *, out_dir: Path, runs: int, seed
         rows: list[tuple[Any, ...]] = []
         for k in idx:
             pt = points[k][2]
-            truth = population_joint(pt["d"], pt["v"])
+            truth = zipf_pair_joint(pt["d"], pt["v"])
             free = noise_free_pair(truth, attribute_matrices((pt["d"],) * 2, epsilon=pt["epsilon"]))
             mse_free = mse(free["RR-Ind"], truth)
             bound = pt["v"] ** 2 / pt["d"]

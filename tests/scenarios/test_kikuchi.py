@@ -14,14 +14,13 @@ from mprr.matrices import grr, keep_or_uniform
 from mprr.metrics import mse
 from mprr.protocols import rr_ind_joint, rr_independent
 from mprr.dependence import cramers_v
-from mprr.synthetic import zipf_pair
+from mprr.synthetic import zipf_pair, zipf_pair_joint
 from scenarios.cli import main
 from scenarios.datasets import load_adult
 from scenarios.kikuchi import (
     ADULT_TABLE1_PUBLISHED,
     estimate_pair,
     noise_free_pair,
-    population_joint,
     worked_example,
 )
 from scenarios.plots import PNG_MAGIC
@@ -66,7 +65,7 @@ def test_estimates_agree_with_the_protocols(method: str, rng: np.random.Generato
 
 
 def test_noise_free_release_is_inverted_exactly() -> None:
-    truth = population_joint(7, 0.4)
+    truth = zipf_pair_joint(7, 0.4)
     assert cramers_v(truth) == pytest.approx(0.4)
     free = noise_free_pair(truth, (grr(7, 0.8), grr(7, 0.8)))
     np.testing.assert_allclose(free["RR-Ind-Joint"], truth, atol=1e-12)
@@ -77,7 +76,7 @@ def test_noise_free_release_is_inverted_exactly() -> None:
 @pytest.mark.parametrize("v", [0.1, 0.5, 1.0])
 def test_theorem_3_bound(d: int, v: float) -> None:
     """MSE of RR-Ind (noise-free) ≤ V²(d−1)/d² < V²/d."""
-    truth = population_joint(d, v)
+    truth = zipf_pair_joint(d, v)
     ind = np.outer(truth.sum(1), truth.sum(0))
     assert mse(ind, truth) <= v * v * (d - 1) / d ** 2 + 1e-15
 
