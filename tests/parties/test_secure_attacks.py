@@ -405,3 +405,48 @@ async def test_a_session_that_aborted_is_never_run_again() -> None:
     await _serve(net, parties, body)
     for p in parties[:3]:
         assert any("refused: its input already entered session 's' (aborted" in e for e in p.errors), p.errors
+
+
+def test_survivor_views_forged_on_a_sparse_graph_fail_their_two_hop_macs() -> None:
+    """The sparse-graph case of the test above: two holders of v that are not neighbours MAC
+    their statements under a key v sealed for them (views.combined_key), not under an X25519
+    agreement.  The controller tells two of v's four neighbours "v dropped" and shows them
+    every other holder's statement rewritten to say the same (tags unchanged): were the
+    two-hop statements unchecked, they would count five of five and reveal their shares of
+    s_sk_v.  Only the two genuine "dropped" statements verify (2 < 3), so nobody reveals a
+    share of s_sk_v."""
+    from parties.secure.engine import run_secure_sum
+    from parties.secure.messages import SurvivorSet, UnmaskRequest
+    from tests.parties.secure.helpers import RecordingNetwork
+
+    n, v = 12, 0
+    make = lambda rewrite: _Malicious(rewrite, topology="regular", degree=4, round_timeout=0.3)  # noqa: E731
+    nbrs = make(None).context(range(n), 4).neighbours
+    holders = sorted(nbrs[v])
+    assert len(holders) == 4 and any(b not in nbrs[a] for a in holders for b in holders if a != b)  # 2-hop pairs
+    split = set(holders[:2])  # told "v dropped"
+    told: dict[int, tuple[int, ...]] = {}
+
+    def rewrite(dst: int, msg):  # noqa: ANN001, ANN202
+        if isinstance(msg, SurvivorSet):
+            view = tuple(p for p in msg.survivors.tolist() if not (dst in split and p == v))
+            told[dst] = view
+            return SurvivorSet(msg.session, np.array(view, dtype=np.uint32))
+        if isinstance(msg, UnmaskRequest) and dst in split:  # every statement "says" v dropped
+            signers = msg.signers.tolist()
+            forged = [tuple(p for p in told[w] if p != v) for w in signers]
+            cells = np.array([p for view in forged for p in view], dtype=np.uint32)
+            ends = np.cumsum([len(view) for view in forged]).astype(np.uint32)
+            return UnmaskRequest(msg.session, cells, ends, msg.signers,
+                                 np.arange(len(signers), dtype=np.uint32), msg.tags)
+        return msg
+
+    x = np.random.default_rng(2).integers(0, 2, size=(n, 4))
+    net = RecordingNetwork(n, topology=None)
+    result = run_virtual(run_secure_sum(make(rewrite), net, x, timeout=20))
+    assert _shares_of(net, v)[1] == 0  # never a share of v's mask key
+    assert set(result.failures) == split  # the two told "v dropped" refused; v's other holders unmask it
+    for h in split:
+        with pytest.raises(SecureSumAborted, match=rf"party {h}: only 2 of the 5 Shamir holders of party 0 stated"):
+            raise result.failures[h]
+    assert result.total.tolist() == x.sum(axis=0).tolist()

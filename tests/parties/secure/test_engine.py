@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 
 import networkx as nx
@@ -13,6 +14,7 @@ from parties.collector import FULL_COLLECTION_EVERY
 from parties.network import CONTROLLER, FaultPlan, Frame, InMemoryNetwork
 from parties.secure.engine import TrafficCost, as_ring_vector, run_secure_sum
 from parties.secure.receive import receive_sum
+from parties.secure.ring import ZMod
 from parties.secure.graph import GraphEngine
 from parties.secure.masked import MaskedEngine
 from parties.secure.messages import PartialSum, ShareVector
@@ -95,6 +97,55 @@ def test_receive_sum_skips_duplicates_and_rejects_a_second_different_share_or_a_
     assert total == [0, 6, 8]  # a + b mod 1001, the duplicate and the rejected ones not added
     assert rejected == {1: "a second, different ShareVector from party 1",
                         3: "ShareVector from party 3, which is not a peer"}
+
+
+@pytest.mark.parametrize("yield_after", [(), (0,)])
+def test_receive_sum_judges_every_message_of_the_batch_that_completes_it(yield_after: tuple[int, ...]) -> None:
+    """The receiver waits first; the messages arrive in one or several batches (recv_many takes
+    what is buffered).  Messages after the last expected peer's, in the same batch, are still
+    judged: a second, different vector rejected, a duplicate skipped, none added.  (What arrives
+    after the receive returned stays buffered for the next receive, which skips it when it is
+    of another sum.)"""
+    a, b, c = np.array([1000, 2, 3], np.uint16), np.array([1, 4, 5], np.uint16), np.array([7, 7, 7], np.uint16)
+    sends = [(1, a), (2, b), (1, c), (2, b.copy()), (2, c)]
+
+    async def scenario() -> tuple[list[int], dict[int, str], int]:
+        net = InMemoryNetwork(4, topology=nx.complete_graph(4))
+        ctx = PaperEngine(max_value=250).context(range(4), 3, network=net, session="s")  # M = 1001
+        ep = net.endpoint(0)
+        task = asyncio.create_task(receive_sum(ep, (1, 2), ShareVector, "shares", -1, ctx, ctx.ring, "p", 1.0))
+        await asyncio.sleep(0)  # the receiver waits for its first share
+        for k, (src, vec) in enumerate(sends):
+            await net.endpoint(src).send(0, ShareVector("s", -1, vec), phase="p")
+            if k in yield_after:
+                await asyncio.sleep(0)
+        total = await task
+        return total.tolist(), {src: r.reason for src, r in ep.take_rejections().items()}, ep.buffered
+
+    total, rejected, left = run_virtual(scenario())
+    assert total == [0, 6, 8]  # a + b mod 1001
+    assert rejected == {1: "a second, different ShareVector from party 1",
+                        2: "a second, different ShareVector from party 2"}
+    assert left == 0
+
+
+@pytest.mark.parametrize("modulus", [2**26, 2**26 + 1, 2**32 - 5, 2**32])
+def test_receive_sum_is_exact_when_a_full_batch_of_vectors_hits_the_top_of_the_ring(modulus: int) -> None:
+    """64 peers (one batch) each send M - 1 in every cell: the batch's sum 64 (M - 1) fits a
+    uint32 for M <= 2^26 and needs the uint64 sum above; either way the total is -64 mod M."""
+    ring = ZMod(modulus)
+    peers = tuple(range(1, 65))
+
+    async def scenario() -> list[int]:
+        net = InMemoryNetwork(65, topology=nx.complete_graph(65))
+        ctx = PaperEngine().context(range(65), 3, network=net, session="s")
+        top = np.full(3, modulus - 1, dtype=ring.dtype)
+        for src in peers:
+            await net.endpoint(src).send(0, ShareVector("s", -1, top), phase="p")
+        total = await receive_sum(net.endpoint(0), peers, ShareVector, "shares", -1, ctx, ring, "p", 1.0)
+        return total.tolist()
+
+    assert run_virtual(scenario()) == [(-64) % modulus] * 3
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -13,7 +14,7 @@ from parties.network import CONTROLLER, FaultPlan, Frame
 from parties.secure.engine import run_secure_sum
 from parties.secure.messages import MaskedInput, PublicKeys, SealedShares
 from parties.wire.codec import decode, encode
-from parties.secure.masked import MaskedEngine, abscissa
+from parties.secure.masked import MaskedEngine, abscissa, spread
 from parties.secure.topology import build_neighbourhoods
 from tests.parties.secure.helpers import RecordingNetwork, assert_controller_saw_no_input, run
 from tests.virtual_clock import run_virtual
@@ -114,6 +115,20 @@ def test_abscissae_are_distinct_and_public() -> None:
         holders = (*nbrs[owner], owner)
         xs = sorted(abscissa(nbrs, owner, h) for h in holders)
         assert xs == list(range(1, len(holders) + 1))
+
+
+def test_the_controller_sends_each_round_to_every_party_once_in_stride_order() -> None:
+    """spread is a permutation: a party left out would be a dropout the controller made, one
+    sent twice a duplicate; each half of the roster (one worker's parties) is reached within
+    the first two strides."""
+    for n in [*range(0, 40), 99, 100, 101, 1000]:
+        ids = list(range(3, 3 + n))
+        order = spread(ids)
+        assert sorted(order) == ids, n
+        step = max(1, math.isqrt(n))
+        first = order[: 2 * step]
+        assert n < 4 or (any(i < 3 + n // 2 for i in first) and any(i >= 3 + n // 2 for i in first)), n
+    assert spread([0, 1, 2, 3, 4, 5, 6, 7, 8]) == [0, 3, 6, 1, 4, 7, 2, 5, 8]
 
 
 def test_threshold_validation() -> None:
