@@ -90,14 +90,16 @@ def check_unit(name: str, value: Any, *, low_open: bool = False, high_open: bool
     return v
 
 
-def check_real(name: str, value: Any, *, minimum: float | None = 0.0, allow_inf: bool = False) -> float:
+def check_real(name: str, value: Any, *, minimum: float | None = 0.0, allow_inf: bool = False,
+               strict: bool = False) -> float:
     """Return ``value`` as a float if it is a real number (no bool, no NaN), finite unless
-    ``allow_inf``, and ``>= minimum`` unless ``minimum`` is None; else raise ConfigurationError."""
+    ``allow_inf``, and ``>= minimum`` (``> minimum`` if ``strict``) unless ``minimum`` is None;
+    else raise ConfigurationError."""
     value = _shown(value)
     real = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
     v = float(value) if real else math.nan
-    if math.isnan(v) or (math.isinf(v) and not allow_inf) or (minimum is not None and v < minimum):
-        bound = "" if minimum is None else f" >= {minimum:g}"
+    if math.isnan(v) or (math.isinf(v) and not allow_inf) or (minimum is not None and (v <= minimum if strict else v < minimum)):
+        bound = "" if minimum is None else f" {'>' if strict else '>='} {minimum:g}"
         allowed = f"a number{bound} or math.inf" if allow_inf and bound else "a real number" if allow_inf else (
             f"a finite number{bound}")
         raise ConfigurationError(f"{name} must be {allowed}, got {value!r}")

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from mprr.errors import ConfigurationError, EstimationError
-from mprr.domain import MAX_MATRIX_CELLS, check_cells, check_int, check_unit, real_array
+from mprr.domain import MAX_MATRIX_CELLS, check_cells, check_int, check_real, check_unit, real_array
 from mprr.kronecker import KroneckerMatrix, mode_products
 from mprr.matrices import RandomizationMatrix, dense_solve
 
@@ -233,8 +233,7 @@ def ibu(
         If ``observed`` has mass on a value P never releases (an all-zero column of P).
     """
     P = _check_matrix(P)
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not (math.isfinite(tol) and tol > 0):
-        raise ConfigurationError(f"tol must be finite and > 0, got {tol!r}")
+    tol = check_real("tol", tol, strict=True)
     check_int("max_iter", max_iter, 1)
     lam = _frequencies(P, observed)
     shape = lam.shape

@@ -54,6 +54,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from mprr.data import Schema
+from mprr.domain import check_int, check_real
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from mprr.protocols.release import ReleasedData, readonly
 from mprr.protocols.steps import Matrix, MatrixSpec
@@ -229,13 +230,10 @@ class Controller:
         retries: int = 0,
         view: ViewLog | None = None,
     ) -> None:
-        if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0
-                and math.isfinite(timeout)):
-            raise ConfigurationError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
+        check_real("timeout", timeout, strict=True)
         if on_dropout not in DROPOUT_POLICIES:
             raise ConfigurationError(f"on_dropout must be one of {list(DROPOUT_POLICIES)}, got {on_dropout!r}")
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            raise ConfigurationError(f"retries must be an integer >= 0, got {retries!r}")
+        check_int("retries", retries, 0)
         self.view = view if view is not None else ViewLog()
         self.endpoint = RecordingEndpoint(endpoint, self.view)
         self.schema = schema

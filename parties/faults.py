@@ -29,7 +29,6 @@ Fault semantics:
 from __future__ import annotations
 
 import hashlib
-import math
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from mprr.domain import check_unit
+from mprr.domain import check_int, check_real, check_unit
 from mprr.errors import ConfigurationError
 
 __all__ = ["FaultDecision", "FaultInjector", "FaultPlan"]
@@ -73,8 +72,7 @@ class FaultPlan:
     def __post_init__(self) -> None:
         for name in ("drop", "duplicate", "delay", "reorder"):
             object.__setattr__(self, name, check_unit(f"FaultPlan.{name}", getattr(self, name), why=" (a probability)"))
-        if isinstance(self.max_delay, bool) or not (isinstance(self.max_delay, (int, float)) and math.isfinite(self.max_delay) and self.max_delay > 0):
-            raise ConfigurationError(f"FaultPlan.max_delay must be finite and > 0 seconds, got {self.max_delay!r}")
+        check_real("FaultPlan.max_delay", self.max_delay, strict=True)
         crash = {}
         for actor, k in dict(self.crash).items():
             if isinstance(actor, bool) or not isinstance(actor, int) or actor < -1:
@@ -133,10 +131,9 @@ class FaultInjector:
     """
 
     def __init__(self, plan: FaultPlan, seed: int) -> None:
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ConfigurationError(f"seed must be a non-negative integer, got {seed!r}")
+        seed = check_int("seed", seed, 0)
         self.plan = plan
-        self._key = hashlib.blake2b(b"mprr.faults" + int(seed).to_bytes(16, "little"), digest_size=32).digest()
+        self._key = hashlib.blake2b(b"mprr.faults" + seed.to_bytes(16, "little"), digest_size=32).digest()
         self._sends: dict[int, int] = {}
         self._links: dict[tuple[int, int], int] = {}
 

@@ -34,6 +34,7 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
+from mprr.domain import check_int, check_real
 from mprr.errors import ConfigurationError, RuntimeFailure
 from parties.runtime import Hosting, HostingPlan, Runtime, task_group
 from parties.shard import PartyShard, ShardSetup, directory, split
@@ -248,11 +249,9 @@ class RayRuntime(Runtime):
     name: str = field(default="ray", init=False)
 
     def __post_init__(self) -> None:
-        if self.shards is not None and (isinstance(self.shards, bool) or not isinstance(self.shards, int)
-                                        or self.shards < 1):
-            raise ConfigurationError(f"shards must be an integer >= 1, got {self.shards!r}")
-        if not (isinstance(self.num_cpus, (int, float)) and 0 < self.num_cpus):
-            raise ConfigurationError(f"num_cpus must be > 0, got {self.num_cpus!r}")
+        if self.shards is not None:
+            check_int("shards", self.shards, 1)
+        check_real("num_cpus", self.num_cpus, strict=True)
 
     def options(self) -> dict[str, Any]:
         return {"runtime": "ray", "address": self.address or "local", "shards": self.shards}

@@ -49,6 +49,7 @@ import networkx as nx
 import numpy as np
 
 from mprr.data import Dataset
+from mprr.domain import check_real
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
 from mprr.privacy import (DEFAULT_MIN_ROSTER, CompositionPolicy, Ledger, PrivacyAccountant, PrivacySummary, Refusal,
                           as_policy, json_number, summarize)
@@ -195,15 +196,6 @@ class SimulationResult:
         }
 
 
-def _check_number(name: str, value: Any, *, allow_inf: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise ConfigurationError(f"{name} must be a number, got {value!r}")
-    if value <= 0 or (math.isinf(value) and not allow_inf):
-        what = "> 0 (inf allowed)" if allow_inf else "finite and > 0"
-        raise ConfigurationError(f"{name} must be {what}, got {value!r}")
-    return float(value)
-
-
 async def simulate_async(
     dataset: Dataset,
     protocol: str,
@@ -294,7 +286,7 @@ async def simulate_async(
         params["engine"] = params.pop("secure_sum")
     entry = lookup(protocol)
     kwargs = entry.bind(params, driver=("engine",))
-    timeout = _check_number("timeout", timeout, allow_inf=False)
+    timeout = check_real("timeout", timeout, strict=True)
     policy = as_policy(policy)
     n = dataset.n
     budgets = _budgets(budget, n)
@@ -304,7 +296,7 @@ async def simulate_async(
     mesh = secure and engine_needs_mesh(engine)  # the paper's secure sum and graph-direct need direct party links
     if secure:  # set-up: every party gets the engine (its secure-sum policy) before the run
         engine = kwargs["engine"] = make_engine(engine, round_timeout=timeout)
-    interval = _check_number("progress_interval", progress_interval, allow_inf=True)
+    interval = check_real("progress_interval", progress_interval, strict=True, allow_inf=True)
     if topology is not None and not isinstance(topology, nx.Graph):
         Topology(n, topology)  # its ConfigurationError (the graph's nodes are checked when the network is built)
     net_seed = fault_seed if fault_seed is not None else (seed if isinstance(seed, int) else 0)
@@ -433,12 +425,7 @@ def _budgets(budget: Any, n: int) -> list[float]:
     values = list(budget) if isinstance(budget, (Sequence, np.ndarray)) and not isinstance(budget, str) else None
     if values is not None and len(values) != n:
         raise ConfigurationError(f"budget must be one number or one per party ({n}), got {len(values)} values")
-    out = []
-    for b in values if values is not None else [budget]:
-        if isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, float, np.integer, np.floating)) \
-                or math.isnan(b) or b < 0:
-            raise ConfigurationError(f"budget must be a number >= 0 or math.inf, got {b!r}")
-        out.append(float(b))
+    out = [check_real("budget", b, allow_inf=True) for b in (values if values is not None else [budget])]
     return out if values is not None else out * n
 
 

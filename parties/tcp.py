@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mprr.domain import check_int, check_real
 from mprr.errors import ConfigurationError, MessageError, RuntimeFailure
 from parties.runtime import Hosting, HostingPlan, Runtime, task_group
 from parties.shard import directory, split
@@ -366,12 +367,9 @@ class TcpRuntime(Runtime):
     name: str = field(default="tcp", init=False)
 
     def __post_init__(self) -> None:
-        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
-            raise ConfigurationError(f"workers must be an integer >= 1, got {self.workers!r}")
+        check_int("workers", self.workers, 1)
         parse_address(self.listen)
-        t = self.connect_timeout
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < float("inf"):
-            raise ConfigurationError(f"connect_timeout must be a finite number of seconds > 0, got {t!r}")
+        check_real("connect_timeout", self.connect_timeout, strict=True)
         if not self.spawn and self.tls and self.tls_dir is None:
             raise ConfigurationError("workers started by hand need tls_dir (where their certificates are written) "
                                      "or tls=False")

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
-from mprr.errors import ConfigurationError
+from mprr.domain import check_int
 
 __all__ = ["Bar", "Progress", "null_progress"]
 
@@ -116,9 +116,7 @@ class Progress:
     @contextmanager
     def task(self, name: str, total: int | None = None) -> Iterator[Bar]:
         """Context manager yielding a :class:`Bar` for ``total`` units of work (None: unknown)."""
-        if total is not None and (isinstance(total, bool) or not isinstance(total, int) or total < 0):
-            raise ConfigurationError(f"progress total must be a non-negative integer or None, got {total!r}")
-        bar = Bar(self, name, total)
+        bar = Bar(self, name, None if total is None else check_int("progress total", total, 0))
         self._stack.append(bar)
         self.refresh(force=True)
         try:

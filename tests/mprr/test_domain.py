@@ -87,6 +87,7 @@ def test_check_real_takes_real_numbers_only_and_names_the_rule() -> None:
     assert check_real("tol", 0) == 0.0 and check_real("tol", np.float32(0.5)) == 0.5
     assert check_real("budget", math.inf, allow_inf=True) == math.inf
     assert check_real("Tv", -3, minimum=None, allow_inf=True) == -3.0
+    assert check_real("timeout", 1e-9, strict=True) == 1e-9 and check_real("every", math.inf, strict=True, allow_inf=True) == math.inf
     for value, kwargs, allowed in [
         (-1.0, {}, "a finite number >= 0"),
         (math.inf, {}, "a finite number >= 0"),
@@ -94,6 +95,8 @@ def test_check_real_takes_real_numbers_only_and_names_the_rule() -> None:
         ("0.5", {}, "a finite number >= 0"),  # strings are not parsed
         (True, {"minimum": None, "allow_inf": True}, "a real number"),
         (0.5, {"minimum": 1.0}, "a finite number >= 1"),
+        (0, {"strict": True}, "a finite number > 0"),
+        (0.0, {"strict": True, "allow_inf": True}, r"a number > 0 or math.inf"),
     ]:
         with pytest.raises(ConfigurationError, match=rf"x must be {allowed}, got {re.escape(repr(value))}"):
             check_real("x", value, **kwargs)

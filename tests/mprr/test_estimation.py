@@ -295,7 +295,7 @@ def test_ibu_refuses_counts_at_values_p_never_releases() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"tol": 0.0}, "tol must be finite and > 0"),
+        ({"tol": 0.0}, "tol must be a finite number > 0, got 0.0"),
         ({"max_iter": 0}, "max_iter must be an integer >= 1, got 0"),
         ({"initial": np.array([0.0, 0.5, 0.5])}, "strictly positive"),
         ({"observed": np.array([1, 2])}, r"observed must have shape \(3,\) to match P, got \(2,\)"),

@@ -234,7 +234,7 @@ async def test_no_contributor_is_an_error_even_when_excluding() -> None:
 def test_configuration_is_validated() -> None:
     net = InMemoryNetwork(1)
     ep = net.endpoint(CONTROLLER)
-    with pytest.raises(ConfigurationError, match="timeout must be"):
+    with pytest.raises(ConfigurationError, match="timeout must be a finite number > 0, got 0"):
         Controller(ep, SCHEMA, [0], timeout=0)
     with pytest.raises(ConfigurationError, match="on_dropout must be one of"):
         Controller(ep, SCHEMA, [0], timeout=1, on_dropout="skip")

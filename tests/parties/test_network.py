@@ -28,7 +28,7 @@ def test_public_names() -> None:
 
 
 def test_seed_is_checked() -> None:
-    with pytest.raises(ConfigurationError, match="seed must be a non-negative integer"):
+    with pytest.raises(ConfigurationError, match="seed must be an integer >= 0"):
         InMemoryNetwork(2, faults=FaultPlan(drop=0.1), seed=-5)
 
 

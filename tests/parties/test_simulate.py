@@ -210,7 +210,7 @@ def test_rr_adjustment_alias_takes_a_base(data) -> None:
         ("RR-Independent", {"p": 0.5, "Tv": 3}, r"unknown parameter\(s\) \['Tv'\]"),
         ("RR-Clusters", {"p": 0.5}, r"needs parameter\(s\) \['Td', 'Tv'\]"),
         ("RR-Clusters+Adjustment", {"p": 0.5, "Tv": 9, "Td": 0.1, "base": "RR-Clusters"}, "fixes"),
-        ("RR-Independent", {"p": 0.5, "timeout": -1.0}, "timeout must be finite and > 0"),
+        ("RR-Independent", {"p": 0.5, "timeout": -1.0}, "timeout must be a finite number > 0, got -1.0"),
         ("RR-Independent", {"p": 0.5, "budget": -1.0}, "budget must be"),
         ("RR-Independent", {"p": 0.5, "policy": "magic"}, "policy must be one of"),
         ("RR-Independent", {"p": 0.5, "on_dropout": "ignore"}, "on_dropout must be one of"),
@@ -370,7 +370,7 @@ def test_expensive_secure_sum_is_announced_with_its_closed_form_cost_and_progres
     monkeypatch.undo()
     simulate(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2", secure_sum="paper")
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # below the threshold: silent
-    with pytest.raises(ConfigurationError, match="progress_interval must be > 0"):
+    with pytest.raises(ConfigurationError, match="progress_interval must be a number > 0 or math.inf, got 0"):
         simulate(data, "RR-Independent", seed=5, p=0.7, progress_interval=0)
 
 

@@ -302,5 +302,5 @@ def test_hand_started_workers_keep_valid_certificates(tmp_path) -> None:  # type
 
 
 def test_connect_timeout_is_checked() -> None:
-    with pytest.raises(ConfigurationError, match="connect_timeout must be a finite number of seconds > 0, got 0"):
+    with pytest.raises(ConfigurationError, match="connect_timeout must be a finite number > 0, got 0"):
         TcpRuntime(connect_timeout=0)

@@ -96,6 +96,6 @@ def test_unknown_total_and_message() -> None:
 
 
 def test_bad_total_is_rejected() -> None:
-    with pytest.raises(ConfigurationError, match=r"progress total must be a non-negative integer or None, got -1"):
+    with pytest.raises(ConfigurationError, match=r"progress total must be an integer >= 0, got -1"):
         with null_progress().task("x", total=-1):
             pass
