@@ -35,6 +35,7 @@ import struct
 import sys
 from abc import ABC, abstractmethod
 from array import array
+from collections.abc import Sequence
 from typing import Any
 
 from mprr.errors import MessageError
@@ -316,3 +317,13 @@ class RecordBatcher(ABC):
     @abstractmethod
     def _write(self, records: list[bytes]) -> None:
         """Carry ``records`` to the peer, in order."""
+
+    # the methods of a ShardLink (parties.network) to a shard host that reads these records
+    def push(self, frame: Frame, position: int | None) -> None:
+        self.send_frame(frame, position)
+
+    def crash(self, parties: Sequence[int]) -> None:
+        self.send_control("crash", tuple(parties))
+
+    def buffered(self, party: int) -> int:
+        return 0  # the host's buffers are not visible here

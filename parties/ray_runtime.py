@@ -29,7 +29,7 @@ actor the runtime creates is killed when the run ends.  Ray is an optional depen
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +40,7 @@ from parties.runtime import Hosting, HostingPlan, Runtime, task_group
 from parties.shard import PartyShard, ShardSetup, directory, split
 from parties.shard_report import ShardReport
 from parties.transport import Frame
-from parties.channel import DATA, MULTI, RecordBatcher, frame_record, loads, read_multi, read_record
+from parties.channel import RecordBatcher, frame_record, read_record
 
 __all__ = ["RayRuntime", "ShardActor", "import_ray"]
 
@@ -85,21 +85,9 @@ class ShardActor:
 
     async def push(self, records: list[bytes]) -> None:
         """Frames (and crash notices) from the driver."""
-        shard = self._shard
-        if shard is None:
-            return
-        for record in records:
-            if record[0] == DATA:
-                frame, position = read_record(record)
-                shard.deliver(frame, position)
-            elif record[0] == MULTI:  # one broadcast to many of the shard's parties
-                frame, dsts = read_multi(record)
-                for dst in dsts:
-                    shard.deliver(Frame(frame.src, dst, frame.phase, frame.kind, frame.payload))
-            else:
-                tag, body = loads(record)
-                if tag == "crash":
-                    shard.crash(tuple(int(p) for p in body))
+        if self._shard is not None:
+            for record in records:
+                self._shard.take(record)  # it returns other control records: the driver sends none
 
     async def pull(self) -> list[bytes]:
         """Every frame sent since the last pull (waits for at least one)."""
@@ -135,15 +123,6 @@ class _RayLink(RecordBatcher):
         self.parties, self.actor = parties, actor
         self.received = {"payload": 0, "framing": 0}
         self.pushes = self.pulls = 0
-
-    def push(self, frame: Frame, position: int | None) -> None:
-        self.send_frame(frame, position)
-
-    def crash(self, parties: Sequence[int]) -> None:
-        self.send_control("crash", tuple(parties))
-
-    def buffered(self, party: int) -> int:
-        return 0  # the actor's buffers are not visible here
 
     def _write(self, records: list[bytes]) -> None:
         self.pushes += 1
@@ -206,18 +185,10 @@ class RayHosting(Hosting):
         return self.collected([link.parties for link in self.links], reports)
 
     def wire(self) -> dict[str, Any]:
-        sent = {k: sum(link.sent[k] for link in self.links) for k in ("payload", "framing", "control", "multicast_saved")}
-        recv = {k: sum(link.received[k] for link in self.links) for k in ("payload", "framing")}
         return {
             "runtime": "ray",
             "shards": len(self.links),
-            "payload_bytes": sent["payload"] + recv["payload"],
-            "party_to_party_bytes": self.network.party_to_party[1],
-            "framing_bytes": sent["framing"] + recv["framing"],
-            "control_bytes": sent["control"],
-            "multicast_saved_bytes": sent["multicast_saved"],
-            "sent": sent,
-            "received": recv,
+            **self.byte_counts(self.links, ("payload", "framing", "control", "multicast_saved"), ("payload", "framing")),
             "calls": {"push": sum(link.pushes for link in self.links), "pull": sum(link.pulls for link in self.links)},
             "lost_shards": len(self.network.lost),
             "shard_peak_rss_bytes": list(self.shard_peak_rss),

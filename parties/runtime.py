@@ -114,6 +114,17 @@ class Hosting(ABC):
     def wire(self) -> dict[str, Any]:
         """Measured channel figures (framing, TLS, socket bytes...) as a JSON-friendly dict."""
 
+    def byte_counts(self, links: Sequence[Any], sent: tuple[str, ...], received: tuple[str, ...]) -> dict[str, Any]:
+        """:meth:`wire`'s byte counts summed over the links' ``sent`` / ``received`` counters
+        (:class:`~parties.channel.RecordBatcher`): payload both ways (a party-to-party frame crosses
+        twice, ``party_to_party_bytes`` of it), framing, control and broadcast copies saved."""
+        s = {k: sum(link.sent[k] for link in links) for k in sent}
+        r = {k: sum(link.received[k] for link in links) for k in received}
+        return {"payload_bytes": s["payload"] + r["payload"], "party_to_party_bytes": self.network.party_to_party[1],
+                "framing_bytes": s["framing"] + r["framing"], "control_bytes": s["control"] + r.get("control", 0),
+                **({"multicast_saved_bytes": s["multicast_saved"]} if "multicast_saved" in s else {}),
+                "sent": s, "received": r}
+
     def collected(self, ranges: Sequence[range], reports: dict[int, ShardReport]) -> list[ShardReport]:
         """The reports of the shards hosting ``ranges`` (``reports``: by index), their delivery
         counters added to the network's; a placeholder (:meth:`ShardReport.lost

@@ -7,8 +7,8 @@ Every runtime hosts its parties this way.  The controller runs on a
 async actor (:mod:`parties.ray_runtime`) — and the two are joined by a *frame channel*
 carrying the one codec's bytes (:mod:`parties.channel`; in memory, a direct call each way).  The shard is written once; a runtime only supplies the
 channel: an ``uplink`` callable that carries a :class:`~parties.transport.Frame` towards the
-controller process, and calls of :meth:`PartyShard.deliver` / :meth:`PartyShard.crash` for
-what comes back.
+controller process, and calls of :meth:`PartyShard.take` (the channel's records) or
+:meth:`PartyShard.deliver` / :meth:`PartyShard.crash` for what comes back.
 
 Inside the shard, :class:`ShardNetwork` is a :class:`~parties.transport.Transport` whose
 :meth:`_transmit` is the uplink (crash set, counters, topology, admission as everywhere).  Each
@@ -49,7 +49,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -57,6 +57,7 @@ from mprr.data import Schema
 from mprr.errors import ConfigurationError, MessageError
 from mprr.privacy import DEFAULT_MIN_ROSTER
 from mprr.streams import StreamTable
+from parties.channel import DATA, MULTI, loads, read_multi, read_record
 from parties.wire.codec import Message, decode, encode
 from parties.wire.requests import SecureSumStart
 from parties.party import LOOP_KINDS, Party
@@ -374,6 +375,22 @@ class PartyShard:
         task = group.create_task(party.secure_sum(self._endpoint(party.index), start))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def take(self, record: bytes) -> tuple[str, Any] | None:
+        """One record of the frame channel (:mod:`parties.channel`) from the controller process:
+        a frame (``DATA``, or a broadcast to many hosted parties, ``MULTI``) is delivered, a
+        ``crash`` notice crashes its parties; any other control record is returned as ``(tag, body)``."""
+        if record[0] == DATA:
+            self.deliver(*read_record(record))
+        elif record[0] == MULTI:
+            frame, dsts = read_multi(record)
+            for dst in dsts:
+                self.deliver(Frame(frame.src, dst, frame.phase, frame.kind, frame.payload))
+        elif (control := loads(record))[0] == "crash":
+            self.crash(tuple(int(p) for p in control[1]))
+        else:
+            return control
+        return None
 
     def crash(self, parties: Sequence[int]) -> None:
         """Crash hosted parties (a crash fault decided in the controller process)."""

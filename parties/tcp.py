@@ -56,7 +56,6 @@ from parties.runtime import Hosting, HostingPlan, Runtime, task_group
 from parties.shard import directory, split
 from parties.shard_report import ShardReport
 from parties.tls import TlsMaterial, make_material, reuse_or_make_material, server_context
-from parties.transport import Frame
 from parties.channel import DATA, LENGTH_SIZE, RecordBatcher, StreamDecoder, loads, pack_stream, read_record
 
 __all__ = [
@@ -146,26 +145,15 @@ class StreamChannel(RecordBatcher):
                 await self.writer.wait_closed()
 
 
-@dataclass(eq=False)
-class _WorkerLink:
-    """The controller's link to one worker (a :class:`~parties.network.ShardLink`)."""
+class _WorkerLink(StreamChannel):
+    """The controller's stream to one worker, its :class:`~parties.network.ShardLink` once the
+    worker said which parties it hosts (``hello``)."""
 
-    parties: range
-    worker: int
-    channel: StreamChannel
-    ready: asyncio.Event = field(default_factory=asyncio.Event)
-    done: asyncio.Event = field(default_factory=asyncio.Event)
-    report: ShardReport | None = None
-    keys: bytes = b""
-
-    def push(self, frame: Frame, position: int | None) -> None:
-        self.channel.send_frame(frame, position)
-
-    def crash(self, parties: Sequence[int]) -> None:
-        self.channel.send_control("crash", tuple(parties))
-
-    def buffered(self, party: int) -> int:
-        return 0  # the worker's buffers are not visible here
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        super().__init__(reader, writer)
+        self.parties, self.worker, self.keys = range(0), -1, b""
+        self.ready, self.done = asyncio.Event(), asyncio.Event()
+        self.report: ShardReport | None = None
 
 
 def _peer_worker(writer: asyncio.StreamWriter) -> str | None:
@@ -195,8 +183,8 @@ class TcpHosting(Hosting):
     # -- connections
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """One worker connection, from hello to report (never raises: a bad worker is dropped)."""
-        channel = StreamChannel(reader, writer)
-        link: _WorkerLink | None = None
+        channel = _WorkerLink(reader, writer)
+        link: _WorkerLink | None = None  # the channel, once its hello is accepted
         try:
             records = channel.records()
             first = await anext(records, None)
@@ -234,7 +222,7 @@ class TcpHosting(Hosting):
                 self._changed.set()
             await channel.close()
 
-    def _hello(self, channel: StreamChannel, record: bytes, writer: asyncio.StreamWriter) -> _WorkerLink:
+    def _hello(self, link: _WorkerLink, record: bytes, writer: asyncio.StreamWriter) -> _WorkerLink:
         tag, body = loads(record)
         if tag != "hello" or not isinstance(body, dict):
             raise MessageError(f"a worker must start with hello, got {tag!r}")
@@ -248,11 +236,11 @@ class TcpHosting(Hosting):
             raise MessageError(f"worker {worker} is already connected")
         if self._expected is not None and span not in self._expected:
             raise MessageError(f"worker {worker} declares parties {span[0]}-{span[1] - 1}, not a range assigned")
-        link = _WorkerLink(range(*span), worker, channel)
+        link.parties, link.worker = range(*span), worker
         self.network.attach(link)  # ConfigurationError on overlap / out of range
         self._workers.add(worker)
         self.links.append(link)
-        channel.send_control("setup", self.plan.setup(link.parties))
+        link.send_control("setup", self.plan.setup(link.parties))
         self._changed.set()
         return link
 
@@ -289,12 +277,12 @@ class TcpHosting(Hosting):
             return
         keys = directory([(link.parties, link.keys) for link in self.links], self.plan.n)
         for link in self.links:
-            link.channel.send_control("registry", keys)
+            link.send_control("registry", keys)
 
     async def finish(self) -> list[ShardReport]:
         for link in self.links:
             if not link.done.is_set():
-                link.channel.send_control("finish", None)
+                link.send_control("finish", None)
         with suppress(TimeoutError):
             async with asyncio.timeout(self.plan.timeout):
                 for link in self.links:
@@ -303,23 +291,17 @@ class TcpHosting(Hosting):
         return self.collected([link.parties for link in self.links], reports)
 
     def wire(self) -> dict[str, Any]:
-        sent = {k: sum(link.channel.sent[k] for link in self.links) for k in ("payload", "framing", "control")}
-        recv = {k: sum(link.channel.received[k] for link in self.links) for k in ("payload", "framing", "control")}
-        app = sum(sent.values()) + sum(recv.values())
-        measured = [link.channel.socket_bytes for link in self.links]
+        counted = ("payload", "framing", "control")
         out: dict[str, Any] = {
             "runtime": "tcp",
             "tls": self._tls,
             "workers": len(self.links),
-            "payload_bytes": sent["payload"] + recv["payload"],
-            "party_to_party_bytes": self.network.party_to_party[1],
-            "framing_bytes": sent["framing"] + recv["framing"],
-            "control_bytes": sent["control"] + recv["control"],
-            "sent": sent,
-            "received": recv,
+            **self.byte_counts(self.links, counted, counted),
             "lost_workers": len(self.network.lost),
             "problems": list(self.problems),
         }
+        app = sum(out["sent"].values()) + sum(out["received"].values())
+        measured = [link.socket_bytes for link in self.links]
         if measured and all(m is not None for m in measured):
             socket_sent = sum(m[0] for m in measured if m is not None)
             socket_recv = sum(m[1] for m in measured if m is not None)

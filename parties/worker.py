@@ -19,7 +19,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from mprr.errors import ConfigurationError, MessageError, MprrError, RuntimeFailure
-from parties.channel import DATA, loads, read_record
+from parties.channel import DATA, loads
 from parties.collector import rare_full_collections
 from parties.runtime import task_group
 from parties.shard import PartyShard, ShardSetup
@@ -104,20 +104,17 @@ async def _serve_run(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
         async with task_group() as tg:
             serving: asyncio.Task[None] | None = None
             async for record in channel.records():
-                if record[0] == DATA:
-                    if shard is not None:
-                        frame, position = read_record(record)
-                        shard.deliver(frame, position)
+                # frames before the set-up are dropped; the shard takes frames and crash notices
+                control = shard.take(record) if shard is not None else None if record[0] == DATA else loads(record)
+                if control is None:
                     continue
-                tag, body = loads(record)
+                tag, body = control
                 if tag == "setup" and shard is None and isinstance(body, ShardSetup) and body.parties == parties:
                     shard = PartyShard(body, lambda f: channel.send_frame(f, None))
                     serving = tg.create_task(shard.serve())
                     channel.send_control("ready", shard.public_keys())
                 elif tag == "registry" and shard is not None and isinstance(body, bytes):
                     shard.register(body)
-                elif tag == "crash" and shard is not None:
-                    shard.crash(tuple(int(p) for p in body))
                 elif tag == "finish" and shard is not None and serving is not None:
                     shard.stop()
                     await serving
