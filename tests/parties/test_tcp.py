@@ -304,3 +304,10 @@ def test_hand_started_workers_keep_valid_certificates(tmp_path) -> None:  # type
 def test_connect_timeout_is_checked() -> None:
     with pytest.raises(ConfigurationError, match="connect_timeout must be a finite number > 0, got 0"):
         TcpRuntime(connect_timeout=0)
+
+
+def test_a_worker_checks_its_waiting_times(capsys: pytest.CaptureFixture[str]) -> None:
+    from parties.worker import worker_main
+
+    assert worker_main(["--connect", "127.0.0.1:1", "--parties", "0-1", "--no-tls", "--linger", "-1"]) == 2
+    assert "--linger must be a finite number >= 0, got -1.0" in capsys.readouterr().err
