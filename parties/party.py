@@ -46,6 +46,7 @@ import numpy as np
 from numpy.random.bit_generator import ISeedSequence
 
 from mprr.data import Schema
+from mprr.domain import check_int
 from mprr.errors import ConfigurationError, MessageError, ProtocolError
 from mprr.privacy.ledger import Ledger
 from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacyAccountant, Refusal, RefusalReason
@@ -131,9 +132,7 @@ class Party(Accounted):
         signer: Any = None,
         registry: Any = None,
     ) -> None:
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
-            raise ConfigurationError(f"index must be an integer >= 0, got {index!r}")
-        self.index = int(index)
+        self.index = check_int("index", index, 0)
         if book is not None and book.schema is not schema:
             raise ConfigurationError("book must belong to the same schema object as the party")
         self._book = book if book is not None else ReleaseBook(schema)

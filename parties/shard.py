@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mprr.data import Schema
+from mprr.domain import check_int
 from mprr.errors import ConfigurationError, MessageError
 from mprr.privacy import DEFAULT_MIN_ROSTER
 from mprr.streams import StreamTable
@@ -86,8 +87,7 @@ endpoint."""
 
 def split(n: int, shards: int) -> list[range]:
     """``shards`` contiguous, near-equal ranges covering parties ``0..n-1`` (none empty)."""
-    if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
-        raise ConfigurationError(f"the number of workers/shards must be an integer >= 1, got {shards!r}")
+    check_int("the number of workers/shards", shards, 1)
     if shards > n:
         raise ConfigurationError(f"{shards} workers/shards for {n} parties: at most one per party (n = {n})")
     bounds = [round(k * n / shards) for k in range(shards + 1)]

@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from mprr.domain import check_int
 from mprr.errors import ConfigurationError
 
 __all__ = ["CONTROLLER_NAME", "TlsMaterial", "client_context", "make_material", "reuse_or_make_material",
@@ -79,8 +80,7 @@ def make_material(directory: Path, workers: int, *, hosts: tuple[str, ...] = ())
         Extra DNS names / IP addresses for the controller certificate (it always carries
         :data:`CONTROLLER_NAME`, ``localhost`` and ``127.0.0.1``).
     """
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ConfigurationError(f"workers must be an integer >= 1, got {workers!r}")
+    check_int("workers", workers, 1)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.timezone.utc)

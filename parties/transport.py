@@ -37,6 +37,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, NamedTuple
 
+from mprr.domain import check_int
 from mprr.errors import ConfigurationError, MessageError, ProtocolError
 from parties.mailbox import Envelope, Mailbox, Rejection
 from parties.wire.codec import Message, decode, encode, resolve_kinds
@@ -189,9 +190,7 @@ class Transport(ABC):
     """Whether :meth:`_send` counts the send (a shard's network does not: its router does)."""
 
     def __init__(self, n: int, *, topology: nx.Graph[int] | None = None, latency: LatencyModel | None = None) -> None:
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ConfigurationError(f"n (number of parties) must be an integer >= 1, got {n!r}")
-        self.n = n
+        self.n = check_int("n (number of parties)", n, 1)
         self.topology = Topology(n, topology)
         self._traffic = TrafficCounter(n, latency or LatencyModel())
         self._endpoints: dict[int, Endpoint] = {}

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 
+from mprr.domain import check_int, check_real
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
 from parties.collector import rare_full_collections
 from parties.wire.codec import Message, encode
@@ -313,11 +314,8 @@ class SecureSumEngine(ABC):
     ``signer=`` in :meth:`party`."""
 
     def __init__(self, *, round_timeout: float = 30.0, max_value: int = 1) -> None:
-        if not (isinstance(round_timeout, (int, float)) and round_timeout > 0):
-            raise ConfigurationError(f"round_timeout must be > 0 seconds, got {round_timeout!r}")
-        if isinstance(max_value, bool) or not isinstance(max_value, int) or max_value < 1:
-            raise ConfigurationError(f"max_value must be an integer >= 1, got {max_value!r}")
-        self.round_timeout = float(round_timeout)
+        self.round_timeout = check_real("round_timeout", round_timeout, strict=True, allow_inf=True)  # seconds
+        check_int("max_value", max_value, 1)
         self.max_value = max_value
 
     def __repr__(self) -> str:
@@ -353,8 +351,7 @@ class SecureSumEngine(ABC):
             )
         if len(set(ids)) != len(ids) or ids[0] < 0:
             raise ConfigurationError(f"party ids must be distinct integers >= 0, got {ids[:10]}")
-        if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 1:
-            raise ConfigurationError(f"length must be an integer >= 1, got {length!r}")
+        check_int("length", length, 1)
         if session is None:
             session = secrets.token_hex(8)
         if not isinstance(session, str) or not session:

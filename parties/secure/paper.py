@@ -29,6 +29,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from mprr.domain import check_int
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
 from parties.network import CONTROLLER, Endpoint, Transport
 from parties.secure.engine import (
@@ -71,8 +72,7 @@ class PaperEngine(SecureSumEngine):
     def __init__(self, *, batched: bool = True, round_timeout: float = 30.0, max_value: int = 1,
                  yield_every: int = 64) -> None:
         super().__init__(round_timeout=round_timeout, max_value=max_value)
-        if isinstance(yield_every, bool) or not isinstance(yield_every, int) or yield_every < 1:
-            raise ConfigurationError(f"yield_every must be an integer >= 1, got {yield_every!r}")
+        check_int("yield_every", yield_every, 1)
         self.batched = bool(batched)
         self.yield_every = yield_every
 

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from mprr.domain import check_int
 from mprr.errors import ConfigurationError, SecureSumAborted
 
 __all__ = [
@@ -145,8 +146,7 @@ def reconstruct_secret(shares: Iterable[Share], threshold: int) -> int:
     for share in shares:
         if by_x.setdefault(share.x, share.y) != share.y:
             raise ConfigurationError(f"conflicting shares for abscissa x={share.x}")
-    if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
-        raise ConfigurationError(f"threshold must be an integer >= 1, got {threshold!r}")
+    check_int("threshold", threshold, 1)
     if len(by_x) < threshold:
         raise SecureSumAborted(
             f"need at least threshold={threshold} shares to reconstruct, got {len(by_x)}",

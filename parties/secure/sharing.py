@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mprr.domain import check_int
 from mprr.errors import ConfigurationError
 from parties.secure.prg import Keystream
 from parties.secure.ring import ZMod
@@ -25,9 +26,7 @@ __all__ = ["split", "zero_shares", "reconstruct"]
 
 
 def _check_count(count: int, name: str) -> int:
-    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-        raise ConfigurationError(f"{name} must be an integer >= 1, got {count!r}")
-    return int(count)
+    return check_int(name, count, 1)
 
 
 def zero_shares(count: int, length: int, ring: ZMod, stream: Keystream) -> np.ndarray:
@@ -41,8 +40,7 @@ def zero_shares(count: int, length: int, ring: ZMod, stream: Keystream) -> np.nd
     ndarray of shape (count, length) and dtype ``ring.dtype``.
     """
     count = _check_count(count, "count")
-    if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 0:
-        raise ConfigurationError(f"length must be an integer >= 0, got {length!r}")
+    check_int("length", length, 0)
     shares = np.empty((count, length), dtype=ring.dtype)
     if count > 1:
         shares[:-1] = ring.random(stream, (count - 1, length))

@@ -216,7 +216,7 @@ def test_as_ring_vector_checks_shape() -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
-    ({"round_timeout": 0}, "round_timeout must be > 0"),
+    ({"round_timeout": 0}, "round_timeout must be a number > 0 or math.inf, got 0"),
     ({"max_value": 0}, "max_value must be an integer >= 1"),
 ])
 def test_engine_parameters(kwargs: dict, match: str) -> None:
