@@ -238,6 +238,26 @@ def _shares_of(net, owner: int) -> dict[int, int]:
     return got
 
 
+def _tell_dropped(dst: int, msg, split: set[int], v: int, told: dict[int, tuple[int, ...]]):  # noqa: ANN001, ANN202
+    """The controller's survivor set for ``dst``: without ``v`` when ``dst`` is in ``split``;
+    what each holder was told is kept in ``told``."""
+    from parties.secure.messages import SurvivorSet
+
+    view = tuple(p for p in msg.survivors.tolist() if not (dst in split and p == v))
+    told[dst] = view
+    return SurvivorSet(msg.session, np.array(view, dtype=np.uint32))
+
+
+def _with_views(msg, views: list[tuple[int, ...]], index: list[int]):  # noqa: ANN001, ANN202
+    """``msg`` (an UnmaskRequest) showing ``views``, signer i's statement being ``views[index[i]]``
+    (tags unchanged)."""
+    from parties.secure.messages import UnmaskRequest
+
+    cells = np.array([p for view in views for p in view], dtype=np.uint32)
+    ends = np.cumsum([len(view) for view in views]).astype(np.uint32)
+    return UnmaskRequest(msg.session, cells, ends, msg.signers, np.array(index, dtype=np.uint32), msg.tags)
+
+
 def test_the_threshold_is_the_party_policy_never_below_a_majority() -> None:
     """Before: any t >= 1 was accepted, e.g. t = 2 of 10."""
     with pytest.raises(ConfigurationError, match=r"strict majority .* \(t > 10 / 2, i.e. t >= 6\), got 2"):
@@ -262,16 +282,11 @@ def test_inconsistent_survivor_sets_never_reveal_both_secrets_of_a_party(dropped
 
     def rewrite(dst: int, msg):  # noqa: ANN001, ANN202
         if isinstance(msg, SurvivorSet):
-            view = tuple(p for p in msg.survivors.tolist() if not (dst in split and p == v))
-            told[dst] = view
-            return SurvivorSet(msg.session, np.array(view, dtype=np.uint32))
+            return _tell_dropped(dst, msg, split, v, told)
         if isinstance(msg, UnmaskRequest):  # forward what each holder really stated
             signers = msg.signers.tolist()
             views = sorted({told[w] for w in signers})
-            cells = np.array([p for view in views for p in view], dtype=np.uint32)
-            ends = np.cumsum([len(view) for view in views]).astype(np.uint32)
-            return UnmaskRequest(msg.session, cells, ends, msg.signers,
-                                 np.array([views.index(told[w]) for w in signers], dtype=np.uint32), msg.tags)
+            return _with_views(msg, views, [views.index(told[w]) for w in signers])
         return msg
 
     x = np.random.default_rng(0).integers(0, 2, size=(n, 6))
@@ -307,14 +322,10 @@ def test_survivor_views_forged_by_the_controller_fail_their_macs() -> None:
 
     def rewrite(dst: int, msg):  # noqa: ANN001, ANN202
         if isinstance(msg, SurvivorSet):
-            view = tuple(p for p in msg.survivors.tolist() if not (dst in split and p == v))
-            told[dst] = view
-            return SurvivorSet(msg.session, np.array(view, dtype=np.uint32))
+            return _tell_dropped(dst, msg, split, v, told)
         if isinstance(msg, UnmaskRequest) and dst in split:  # everybody "agrees" v dropped
             forged = tuple(p for p in range(n) if p != v)
-            cells = np.array(forged, dtype=np.uint32)
-            return UnmaskRequest(msg.session, cells, np.array([len(forged)], dtype=np.uint32), msg.signers,
-                                 np.zeros(len(msg.signers), dtype=np.uint32), msg.tags)
+            return _with_views(msg, [forged], [0] * len(msg.signers))
         return msg
 
     x = np.random.default_rng(1).integers(0, 2, size=(n, 4))
@@ -429,16 +440,11 @@ def test_survivor_views_forged_on_a_sparse_graph_fail_their_two_hop_macs() -> No
 
     def rewrite(dst: int, msg):  # noqa: ANN001, ANN202
         if isinstance(msg, SurvivorSet):
-            view = tuple(p for p in msg.survivors.tolist() if not (dst in split and p == v))
-            told[dst] = view
-            return SurvivorSet(msg.session, np.array(view, dtype=np.uint32))
+            return _tell_dropped(dst, msg, split, v, told)
         if isinstance(msg, UnmaskRequest) and dst in split:  # every statement "says" v dropped
             signers = msg.signers.tolist()
             forged = [tuple(p for p in told[w] if p != v) for w in signers]
-            cells = np.array([p for view in forged for p in view], dtype=np.uint32)
-            ends = np.cumsum([len(view) for view in forged]).astype(np.uint32)
-            return UnmaskRequest(msg.session, cells, ends, msg.signers,
-                                 np.arange(len(signers), dtype=np.uint32), msg.tags)
+            return _with_views(msg, forged, list(range(len(signers))))
         return msg
 
     x = np.random.default_rng(2).integers(0, 2, size=(n, 4))
