@@ -79,7 +79,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, SecureSumAborted
 from parties.network import CONTROLLER, Endpoint, Transport
-from parties.secure.crypto import AEAD_OVERHEAD, KeyPair, agree, derive_keys, open_sealed, seal
+from parties.secure.crypto import AEAD_OVERHEAD, KeyPair, agree, derive_keys, open_sealed, seal_each
 from parties.secure.engine import (
     SecureSumContext,
     SecureSumEngine,
@@ -112,13 +112,13 @@ from parties.secure.messages import (
 from parties.secure.pki import KeyRegistry, Signer
 from parties.secure.prg import fresh_seed, keystream
 from parties.secure.ring import ZMod
-from parties.secure.shamir import SHARE_BYTES, Share, reconstruct_bytes, share_bytes
+from parties.secure.shamir import SHARE_BYTES, Share, reconstruct_bytes, share_values
 from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
 from parties.secure.views import (
     KEY_ENTRY,
     VIEW_KEY_BYTES,
     check_consistency,
-    combined_key,
+    combined_keys,
     pack_ids,
     pair_keys,
     statement_prefix,
@@ -131,6 +131,7 @@ from parties.traffic import Counts
 __all__ = ["MaskedEngine", "abscissa"]
 
 _PLAIN = struct.Struct(f"<III{SHARE_BYTES}s{SHARE_BYTES}s32s")  # owner, holder, x, s_sk share, b share, s_pk
+_PAIR_PURPOSES = ("channel", "view")  # the keys a neighbour pair derives from its static agreement
 PHASES = ("masked/advertise", "masked/share-keys", "masked/input", "masked/consistency", "masked/unmask")
 
 
@@ -253,32 +254,29 @@ class MaskedEngine(SecureSumEngine):
             raise MessageError(f"party {me}: key directory entries must hold one 32-byte masking key s_pk")
         relayed_keys = {j: directory.key(k) for k, j in enumerate(live)}
         self_mask = fresh_seed()
-        xs = [abscissa(ctx.neighbours, me, h) for h in live]
-        own_x = abscissa(ctx.neighbours, me, me)
-        sk_shares = share_bytes(s_keys.private_bytes(), [*xs, own_x], ctx.threshold) \
-            if len(xs) + 1 >= ctx.threshold else None
-        if sk_shares is None:
+        neighbours = ctx.neighbours
+        xs = [abscissa(neighbours, me, h) for h in live]
+        if len(xs) + 1 < ctx.threshold:
             raise SecureSumAborted(
                 f"party {me}: only {len(xs) + 1} live Shamir holders, threshold is {ctx.threshold}",
                 survivors=len(xs) + 1, threshold=ctx.threshold)
-        b_shares = share_bytes(self_mask, [*xs, own_x], ctx.threshold)
-        own_b_share = b_shares[-1]
+        own_x = abscissa(neighbours, me, me)
+        sk_values, b_values = share_values((s_keys.private_bytes(), self_mask), [*xs, own_x], ctx.threshold)
+        own_b = b_values[-1]
         # one X25519 agreement per neighbour gives the AEAD channel key and the consistency
         # round's MAC key of the pair; my holders that are not neighbours of each other get a
         # key from me (sealed with their shares) for the same purpose
         channel: dict[int, bytes] = {}
         view_keys: dict[int, bytes] = {}
         for j in live:
-            channel[j], view_key = derive_keys(signer.exchange(registry, j), purposes=("channel", "view"),
+            channel[j], view_key = derive_keys(signer.exchange(registry, j), purposes=_PAIR_PURPOSES,
                                                session=s, a=me, b=j)
             view_keys[j] = view_key[:VIEW_KEY_BYTES]
-        handed = pair_keys(live, ctx.neighbours)
-        sealed = bundle(
-            (j, seal(channel[j], _PLAIN.pack(me, j, xj, sk.value_bytes(), b.value_bytes(), s_keys.public)
-                     + b"".join(KEY_ENTRY.pack(h, key) for h, key in handed[j].items()),
-                     session=s, sender=me, receiver=j))
-            for j, xj, sk, b in zip(live, xs, sk_shares, b_shares)
-        )
+        handed = pair_keys(live, neighbours)
+        entry, pack = KEY_ENTRY.pack, _PLAIN.pack
+        plain = [pack(me, j, xj, sk, b, s_keys.public) + b"".join([entry(h, key) for h, key in handed[j].items()])
+                 for j, xj, sk, b in zip(live, xs, sk_values, b_values)]
+        sealed = bundle(zip(live, seal_each([channel[j] for j in live], plain, session=s, sender=me, receivers=live)))
         await ep.send(CONTROLLER, SealedShares(s, *sealed), phase=PHASES[1])
 
         # round 2: open the shares relayed to us; mask with exactly their senders
@@ -291,28 +289,32 @@ class MaskedEngine(SecureSumEngine):
         peer_masks: dict[int, bytes] = {}  # s_pk of the senders, authenticated by their AEAD channel
         near = set(nbrs)
         given: dict[int, list[tuple[int, bytes]]] = {}  # 2-hop peer -> [(owner, key it handed us)]
+        size, entry_size, unpack, entries = _PLAIN.size, KEY_ENTRY.size, _PLAIN.unpack_from, KEY_ENTRY.iter_unpack
         for j, blob in zip(senders, blobs(relayed.ends, relayed.ciphertexts)):
-            plain = open_sealed(channel[j], blob, session=s, sender=j, receiver=me)
-            extra = len(plain) - _PLAIN.size
-            if extra < 0 or extra % KEY_ENTRY.size:
-                raise MessageError(f"party {me}: sealed share from party {j} has {len(plain)} bytes")
-            owner, holder, xj, sk_y, b_y, s_pk = _PLAIN.unpack_from(plain)
-            if owner != j or holder != me or xj != abscissa(ctx.neighbours, j, me):
+            plain_j = open_sealed(channel[j], blob, session=s, sender=j, receiver=me)
+            extra = len(plain_j) - size
+            if extra < 0 or extra % entry_size:
+                raise MessageError(f"party {me}: sealed share from party {j} has {len(plain_j)} bytes")
+            owner, holder, xj, sk_y, b_y, s_pk = unpack(plain_j)
+            if owner != j or holder != me or xj != abscissa(neighbours, j, me):
                 raise MessageError(f"party {me}: sealed share from party {j} is addressed inconsistently")
             if s_pk != relayed_keys[j]:
                 raise MessageError(
                     f"party {me}: the masking key relayed for party {j} is not the one party {j} sealed: "
                     "key substitution detected")
             peer_masks[j] = s_pk
-            handed_j = dict(KEY_ENTRY.iter_unpack(plain[_PLAIN.size:]))
-            if len(handed_j) != extra // KEY_ENTRY.size or not all(
-                    h != me and h not in near and h in ctx.neighbours[j] for h in handed_j):
+            handed_j = dict(entries(plain_j[size:]))
+            if len(handed_j) != extra // entry_size or not near.isdisjoint(handed_j) or me in handed_j \
+                    or not set(handed_j) <= set(neighbours[j]):
                 raise MessageError(f"party {me}: the view keys sealed by party {j} are not for its other holders")
             held[j] = (xj, sk_y, b_y)
             for h, key in handed_j.items():
-                given.setdefault(h, []).append((j, key))
-        for h, keys in given.items():
-            view_keys[h] = combined_key(keys)
+                keys_h = given.get(h)
+                if keys_h is None:
+                    given[h] = [(j, key)]
+                else:
+                    keys_h.append((j, key))
+        view_keys.update(combined_keys(given))
         # (the vectors are dropped once sent: a party keeps O(k) bytes, not O(L), while it waits)
         y = _masked_input(ring, x, self_mask, s_keys.private, {j: peer_masks[j] for j in held}, s, me)
         del x
@@ -329,8 +331,7 @@ class MaskedEngine(SecureSumEngine):
             raise MessageError(f"party {me}: survivor set must contain the party and only its Shamir holders")
         prefix = statement_prefix(s)
         targets = sorted(view_keys)
-        stated = pack_ids(told_ids)
-        tags = view_tags(view_keys, prefix, me, targets, stated)
+        tags = view_tags(view_keys, prefix, me, targets, pack_ids(told_ids))
         await ep.send(CONTROLLER, SurvivorTags(s, id_vector(targets), tags), phase=PHASES[3])
 
         # round 4: check the stated views, then reveal b-shares of survivors, s_sk-shares of the dropped
@@ -339,16 +340,15 @@ class MaskedEngine(SecureSumEngine):
         if request.session != s:
             raise MessageError(f"party {me}: unmask request of another session")
         check_consistency(request, view_keys, ctx, me, view, [me, *held], prefix)
-        owners, which, absc, values = [], [], [], []
-        for o in sorted({me, *held}):
+        owners = sorted([me, *held])
+        which, absc, values = bytearray(), [], []
+        for o in owners:
             if o in view:  # survived: its self mask is removed
-                kind = SECRET_SELF_MASK
-                x_o, y_o = (own_b_share.x, own_b_share.value_bytes()) if o == me else (held[o][0], held[o][2])
+                which.append(SECRET_SELF_MASK)
+                x_o, y_o = (own_x, own_b) if o == me else (held[o][0], held[o][2])
             else:  # dropped after sharing: its pairwise masks are removed
-                kind = SECRET_MASK_KEY
+                which.append(SECRET_MASK_KEY)
                 x_o, y_o = held[o][0], held[o][1]
-            owners.append(o)
-            which.append(kind)
             absc.append(x_o)
             values.append(y_o)
         await ep.send(CONTROLLER, UnmaskShares(s, id_vector(owners), bytes(which), id_vector(absc), b"".join(values)),

@@ -3,7 +3,8 @@
 A secret s (a 32-byte seed or X25519 private key read as a big-endian integer < 2^256 < p) is
 hidden as the constant term of a random polynomial f of degree t - 1; share k is (x_k, f(x_k)),
 x_k != 0.  Any t shares give s = f(0) by Lagrange interpolation; t - 1 shares are uniform and
-independent of s (Shamir 1979).  Coefficients come from :func:`secrets.randbelow`.
+independent of s (Shamir 1979).  Coefficients are uniform in GF(p), from the OS CSPRNG
+(:func:`random_elements`: the rejection sampling of :func:`secrets.randbelow`, batched).
 
 p = 2^256 + 297 is the smallest prime above 2^256 (checked by a Miller-Rabin test in
 ``tests/parties/secure/test_shamir.py``), so every 32-byte string is a field element and a
@@ -28,8 +29,9 @@ __all__ = [
     "PRIME",
     "SHARE_BYTES",
     "Share",
+    "random_elements",
     "share_secret",
-    "share_bytes",
+    "share_values",
     "reconstruct_secret",
     "reconstruct_bytes",
     "lagrange_at_zero",
@@ -83,6 +85,40 @@ def _check_abscissae(xs: Sequence[int]) -> tuple[int, ...]:
     return xs
 
 
+_WORD = 33  # bytes per candidate coefficient: 257 bits kept, as secrets.randbelow(PRIME) draws
+_WORD_MASK = (1 << 257) - 1
+
+
+def random_elements(count: int) -> list[int]:
+    """``count`` independent uniform elements of GF(p) from the OS CSPRNG: the rejection
+    sampling of :func:`secrets.randbelow` (uniform 257-bit words, those >= p rejected: about
+    one in two), with the candidates of a batch drawn by one :func:`secrets.token_bytes`."""
+    out: list[int] = []
+    while len(out) < count:
+        need = count - len(out)
+        raw = secrets.token_bytes(_WORD * (2 * need + 4))
+        for k in range(0, len(raw), _WORD):
+            value = int.from_bytes(raw[k:k + _WORD], "big") & _WORD_MASK
+            if value < PRIME:
+                out.append(value)
+                if len(out) == count:
+                    break
+    return out
+
+
+def _evaluate(secret_values: Sequence[int], xs: tuple[int, ...], threshold: int) -> list[list[int]]:
+    """f_s(x) for a fresh random polynomial f_s of degree t - 1 with f_s(0) = s, for each secret
+    s and abscissa x (the coefficients of all the polynomials drawn at once)."""
+    extra = threshold - 1
+    coefficients = random_elements(extra * len(secret_values))
+    powers = [[pow(x, k, PRIME) for k in range(1, threshold)] for x in xs]
+    values = []
+    for i, secret in enumerate(secret_values):
+        cs = coefficients[extra * i: extra * (i + 1)]
+        values.append([(secret + sum([c * w for c, w in zip(cs, pw)])) % PRIME for pw in powers])
+    return values
+
+
 def share_secret(secret: int, xs: Sequence[int], threshold: int) -> list[Share]:
     """Shares of ``secret`` at abscissae ``xs``; any ``threshold`` of them reconstruct it.
 
@@ -99,21 +135,20 @@ def share_secret(secret: int, xs: Sequence[int], threshold: int) -> list[Share]:
         raise ConfigurationError("secret must be an integer in [0, p)")
     xs = _check_abscissae(xs)
     _check_threshold(threshold, len(xs))
-    coefficients = [secret] + [secrets.randbelow(PRIME) for _ in range(threshold - 1)]
-    shares = []
-    for x in xs:
-        y = 0
-        for c in reversed(coefficients):  # Horner
-            y = (y * x + c) % PRIME
-        shares.append(Share(x, y))
-    return shares
+    return [Share(x, y) for x, y in zip(xs, _evaluate([secret], xs, threshold)[0])]
 
 
-def share_bytes(secret: bytes, xs: Sequence[int], threshold: int) -> list[Share]:
-    """:func:`share_secret` for a secret of at most 32 bytes (big-endian integer)."""
-    if len(secret) > 32:
-        raise ConfigurationError(f"secret must be at most 32 bytes, got {len(secret)}")
-    return share_secret(int.from_bytes(secret, "big"), xs, threshold)
+def share_values(secret_list: Sequence[bytes], xs: Sequence[int], threshold: int) -> list[list[bytes]]:
+    """Shares of several secrets of at most 32 bytes (big-endian integers) at the same abscissae
+    ``xs``, each with its own random polynomial: ``values[i][k]`` is f_i(xs[k]) as the
+    :data:`SHARE_BYTES` big-endian bytes a message carries (:meth:`Share.value_bytes`)."""
+    for secret in secret_list:
+        if len(secret) > 32:
+            raise ConfigurationError(f"secret must be at most 32 bytes, got {len(secret)}")
+    xs = _check_abscissae(xs)
+    _check_threshold(threshold, len(xs))
+    return [[y.to_bytes(SHARE_BYTES, "big") for y in ys]
+            for ys in _evaluate([int.from_bytes(secret, "big") for secret in secret_list], xs, threshold)]
 
 
 @lru_cache(maxsize=4096)

@@ -34,6 +34,7 @@ __all__ = [
     "VIEW_KEY_BYTES",
     "check_consistency",
     "combined_key",
+    "combined_keys",
     "pack_ids",
     "pair_keys",
     "statement_prefix",
@@ -135,6 +136,12 @@ def combined_key(handed: list[tuple[int, bytes]]) -> bytes:
         return _sha256(b"mprr/view-key" + _OWNER.pack(owner) + key).digest()[:VIEW_KEY_BYTES]
     return _sha256(b"mprr/view-key" + b"".join([_OWNER.pack(o) + key for o, key in sorted(handed)])
                    ).digest()[:VIEW_KEY_BYTES]
+
+
+def combined_keys(handed: dict[int, list[tuple[int, bytes]]]) -> dict[int, bytes]:
+    """:func:`combined_key` of this party and each holder h of ``handed`` (the (owner, key)
+    pairs the common owners handed it for h)."""
+    return {h: combined_key(keys) for h, keys in handed.items()}
 
 
 def statement_prefix(session: str) -> bytes:

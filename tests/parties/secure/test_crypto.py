@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import hmac
+
 import pytest
 
 from mprr.errors import ConfigurationError, MessageError
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from parties.secure.crypto import KeyPair, agree, hkdf_sha256, open_sealed, seal
+from parties.secure.crypto import KeyPair, _hmac32, agree, derive_key, derive_keys, hkdf_sha256, open_sealed, seal
 
 
 @pytest.mark.parametrize("length", [1, 32, 33, 100])
@@ -16,6 +18,18 @@ def test_hkdf_fast_path_equals_cryptography(length: int) -> None:
     ikm, info = bytes(range(40)), b"mprr|info"
     expected = HKDF(algorithm=hashes.SHA256(), length=length, salt=None, info=info).derive(ikm)
     assert hkdf_sha256(ikm, info, length) == expected
+
+
+def test_derived_keys_equal_cryptography_hkdf_and_stdlib_hmac() -> None:
+    shared = bytes(range(7, 39))
+    info = b"mprr/secure-sum/v1|%s|sess|3|8"
+    for purpose in (b"mask", b"channel", b"view"):
+        expected = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info % purpose).derive(shared)
+        assert derive_key(shared, purpose=purpose.decode(), session="sess", a=8, b=3) == expected
+    assert derive_keys(shared, purposes=("channel", "view"), session="sess", a=3, b=8) == tuple(
+        derive_key(shared, purpose=p, session="sess", a=3, b=8) for p in ("channel", "view"))
+    for key, data in ((bytes(32), b""), (bytes(range(32)), b"x" * 200), (b"\xff" * 32, bytes(range(64)))):
+        assert _hmac32(key, data) == hmac.digest(key, data, "sha256")
 
 
 def test_hkdf_rfc5869_test_case_3() -> None:

@@ -14,9 +14,11 @@ from parties.secure.shamir import (
     lagrange_at_zero,
     reconstruct_bytes,
     reconstruct_secret,
-    share_bytes,
+    random_elements,
     share_secret,
+    share_values,
 )
+import parties.secure.shamir as shamir
 
 
 def _miller_rabin(n: int, bases: list[int]) -> bool:
@@ -69,11 +71,39 @@ def test_coefficients_are_fresh_and_t1_is_the_secret() -> None:
 
 
 def test_bytes_roundtrip_and_share_encoding() -> None:
-    secret = bytes(range(32))
-    shares = share_bytes(secret, [3, 9, 11], 2)
-    encoded = [Share.from_bytes(s.x, s.value_bytes()) for s in shares]
+    secret, other = bytes(range(32)), b"\xff" * 32
+    values, others = share_values([secret, other], [3, 9, 11], 2)
+    assert all(len(v) == 33 for v in values + others)
+    encoded = [Share.from_bytes(x, v) for x, v in zip([3, 9, 11], values)]
     assert reconstruct_bytes(encoded[1:], 2) == secret
-    assert all(len(s.value_bytes()) == 33 for s in shares)
+    assert reconstruct_bytes([Share.from_bytes(x, v) for x, v in zip([3, 11], others[::2])], 2) == other
+
+
+def test_several_secrets_get_independent_polynomials() -> None:
+    # the same secret twice: different fresh coefficients, so different shares (else t - 1
+    # shares of one and t - 1 of the other would be t - 1 points of one polynomial)
+    first, second = share_values([bytes(32), bytes(32)], [1, 2, 3], 2)
+    assert first != second
+    assert reconstruct_bytes([Share.from_bytes(2, first[1]), Share.from_bytes(3, first[2])], 2) == bytes(32)
+
+
+def test_random_elements_reject_words_outside_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 257-bit words >= p are rejected, as secrets.randbelow(PRIME) rejects them: the candidates
+    # here are p, 2^257 - 1 (both rejected) and 5, then everything 0
+    words = [PRIME, (1 << 257) - 1, 5]
+    raw = b"".join(w.to_bytes(33, "big") for w in words)
+    monkeypatch.setattr(shamir.secrets, "token_bytes", lambda n: (raw + bytes(n))[:n])
+    assert random_elements(2) == [5, 0]
+    # the top bits above the 257 kept ones are ignored, as getrandbits(257) never sets them
+    monkeypatch.setattr(shamir.secrets, "token_bytes", lambda n: (b"\xfe" + bytes(32) + bytes(n))[:n])
+    assert random_elements(1) == [0]
+
+
+def test_random_elements_are_fresh_and_in_the_field() -> None:
+    values = random_elements(200)
+    assert len(set(values)) == 200 and all(0 <= v < PRIME for v in values)
+    # about half the draws fall in the upper half [2^255, p): a binomial(200, 1/2) count
+    assert 60 < sum(v >= 1 << 255 for v in values) < 140
 
 
 def test_lagrange_weights_sum_to_one() -> None:
@@ -89,7 +119,7 @@ def test_validation_errors() -> None:
     with pytest.raises(ConfigurationError, match="abscissa x must be in"):
         Share(0, 1)
     with pytest.raises(ConfigurationError, match="at most 32 bytes"):
-        share_bytes(bytes(33), [1], 1)
+        share_values([bytes(33)], [1], 1)
     a, _ = share_secret(5, [1, 2], 2)
     with pytest.raises(ConfigurationError, match="conflicting shares"):
         reconstruct_secret([a, Share(1, (a.y + 1) % PRIME)], 1)
