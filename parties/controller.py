@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -174,8 +174,8 @@ class PhaseRelease:
 class RecordingEndpoint:
     """The controller's endpoint, appending every envelope it receives to the view.
 
-    Forwards everything to the wrapped :class:`~parties.network.Endpoint`; ``recv`` and
-    ``gather`` log what they return, so messages consumed by a secure-sum engine on the
+    Forwards everything to the wrapped :class:`~parties.network.Endpoint`; ``recv``,
+    ``gather`` and ``gather_each`` log what they return, so messages consumed by a secure-sum engine on the
     controller's behalf are in the view too.
     """
 
@@ -196,6 +196,12 @@ class RecordingEndpoint:
         for env in got.values():
             self._view.record(env)
         return got
+
+    async def gather_each(self, sources: Iterable[int], **kwargs: Any) -> AsyncIterator[dict[int, Envelope[Message]]]:
+        async for got in self._endpoint.gather_each(sources, **kwargs):
+            for env in got.values():
+                self._view.record(env)
+            yield got
 
 
 class Controller:

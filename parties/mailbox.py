@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar, overload
 
@@ -73,15 +73,19 @@ class Rejection:
 
 
 class _Waiter:
-    """A pending recv (``want`` = None) or gather (``want`` = set of sources still missing)."""
+    """A pending recv (``want`` = None) or gather (``want`` = set of sources still missing;
+    ``early``: its future is set at the first message, and it keeps gathering until its
+    receive resumes)."""
 
-    __slots__ = ("kinds", "sources", "phase", "future", "want", "got")
+    __slots__ = ("kinds", "sources", "phase", "future", "want", "got", "early")
 
     def __init__(self, kinds: frozenset[int] | None, sources: frozenset[int] | None,
-                 phase: str | None, future: asyncio.Future[Any], want: set[int] | None = None) -> None:
+                 phase: str | None, future: asyncio.Future[Any], want: set[int] | None = None,
+                 early: bool = False) -> None:
         self.kinds, self.sources, self.phase, self.future = kinds, sources, phase, future
         self.want = want
         self.got: dict[int, Envelope[Message]] = {}
+        self.early = early
 
     def matches(self, env: Envelope[Message]) -> bool:
         return (
@@ -359,16 +363,7 @@ class Mailbox:
         for src in want:
             self._check_source(src)
         self._raise_pending()
-        got: dict[int, Envelope[Message]] = {}
-        if want and self._buffer:
-            keep: deque[Envelope[Message]] = deque()
-            for env in self._buffer:
-                if env.src in want and _matches(env, kind_set, None, phase):
-                    want.discard(env.src)
-                    got[env.src] = env
-                else:
-                    keep.append(env)
-            self._buffer = keep
+        got = self._take_each(want, kind_set, phase)
         if not want:
             return got
         waiter = _Waiter(kind_set, None, phase, asyncio.get_running_loop().create_future(), want)
@@ -394,6 +389,67 @@ class Mailbox:
         finally:
             self._forget(waiter, returned)
 
+    async def gather_each(
+        self,
+        sources: Iterable[int],
+        *,
+        kinds: Iterable[int | str | type[Message]] | type[Message] | str | None = None,
+        phase: str | None = None,
+        timeout: float | None,
+    ) -> AsyncIterator[dict[int, Envelope[Any]]]:
+        """:meth:`gather` with ``partial=True``, in batches as they arrive: yields ``{src:
+        envelope}`` for the sources that answered since the last batch (every matching message
+        delivered before this receive resumed: one wake-up per batch of arrivals, not per
+        message), until every source answered or ``timeout`` seconds passed (then it ends;
+        the caller sees who is missing).  The same messages, in the same order, as one
+        ``gather``; per batch, the work is that of its messages, whatever the number of
+        sources still awaited.
+        """
+        _check_timeout(timeout)
+        kind_set = resolve_kinds(kinds)
+        want = set(_source_set(sources) or ())
+        for src in want:
+            self._check_source(src)
+        self._raise_pending()
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        got = self._take_each(want, kind_set, phase)
+        while True:
+            if got:
+                yield got
+            if not want:
+                return
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                return
+            waiter = _Waiter(kind_set, None, phase, loop.create_future(), want, early=True)
+            self._waiters.append(waiter)
+            returned = False
+            try:
+                async with asyncio.timeout(remaining):
+                    got = await waiter.future
+                returned = True
+            except TimeoutError:
+                returned = True
+                got = waiter.got
+                want.clear()  # (the deadline has passed: this batch is the last)
+            finally:
+                self._forget(waiter, returned)
+
+    def _take_each(self, want: set[int], kinds: frozenset[int] | None, phase: str | None) -> dict[int, Envelope[Message]]:
+        """Take the first buffered match of each source in ``want`` (removed from ``want``)."""
+        got: dict[int, Envelope[Message]] = {}
+        if want and self._buffer:
+            keep: deque[Envelope[Message]] = deque()
+            for env in self._buffer:
+                if env.src in want and _matches(env, kinds, None, phase):
+                    want.discard(env.src)
+                    got[env.src] = env
+                else:
+                    keep.append(env)
+            self._buffer = keep
+        return got
+
     def _forget(self, waiter: _Waiter, returned: bool) -> None:
         """Drop a finished waiter; unless its catch was returned, put the catch back."""
         try:
@@ -418,7 +474,7 @@ class Mailbox:
             self._buffer.append(env)
             return
         for w in self._waiters:
-            if w.matches(env) and not w.future.done():
+            if w.matches(env) and (w.early or not w.future.done()):
                 if w.want is None:
                     self._waiters.remove(w)
                     w.future.set_result(env)
@@ -427,6 +483,7 @@ class Mailbox:
                 w.got[env.src] = env
                 if not w.want:
                     self._waiters.remove(w)
+                if (w.early or not w.want) and not w.future.done():
                     w.future.set_result(w.got)
                 return
         if position is None or position >= len(self._buffer):

@@ -248,6 +248,7 @@ async def collect(
     timeout: float,
     partial: bool = False,
     invalid: Callable[[int, M], str | None] | None = None,
+    accept: Callable[[int, M], None] | None = None,
 ) -> dict[int, M]:
     """One ``kind`` message of this ``session`` from each of ``sources`` within ``timeout`` s.
 
@@ -255,8 +256,13 @@ async def collect(
     and its sender stays awaited.  ``invalid(src, message)`` (optional) names what is wrong
     with a well-formed message the protocol cannot use: such a message is rejected
     (:meth:`~parties.transport.Endpoint.reject`, counted against its sender) and its sender is
-    treated as silent in this round, never as the end of the run.  Raises RoundTimeout naming
+    treated as silent in this round, never as the end of the run.  ``accept(src, message)``
+    (optional) is called for each message kept, as it arrives.  Raises RoundTimeout naming
     the missing actors (unless ``partial``: then returns what arrived).
+
+    Messages are taken in batches as they arrive (:meth:`~parties.mailbox.Mailbox.gather_each`),
+    so the checks and ``accept`` run while the other sources are still working, not all after
+    the last one.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -265,20 +271,20 @@ async def collect(
     out: dict[int, M] = {}
     while pending:
         remaining = deadline - loop.time()
-        got = {} if remaining <= 0 else await ep.gather(
-            pending, kinds=kind, phase=phase, timeout=remaining, partial=True
-        )
-        if not got:
+        if remaining <= 0:
             break
-        for src, env in got.items():
-            if getattr(env.message, "session", None) == session:
-                reason = None if invalid is None else invalid(src, env.message)
-                if reason is None:
-                    out[src] = env.message
-                else:
-                    ep.reject(env, reason)
-                    rejected.add(src)
-                pending.discard(src)
+        async for got in ep.gather_each(pending, kinds=kind, phase=phase, timeout=remaining):
+            for src, env in got.items():
+                if getattr(env.message, "session", None) == session:
+                    reason = None if invalid is None else invalid(src, env.message)
+                    if reason is None:
+                        out[src] = env.message
+                        if accept is not None:
+                            accept(src, env.message)
+                    else:
+                        ep.reject(env, reason)
+                        rejected.add(src)
+                    pending.discard(src)
     if (pending or rejected) and not partial:
         missing = tuple(sorted(pending | rejected))
         raise RoundTimeout(

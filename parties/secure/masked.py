@@ -394,22 +394,29 @@ class MaskedEngine(SecureSumEngine):
                 return f"party {src} sealed shares for other parties than its live neighbours"
             return None
 
+        inbox: dict[int, list[tuple[int, bytes]]] = {p: [] for p in u1}
+
+        def relay(src: int, msg: SealedShares) -> None:  # relayed as bytes: sliced, never opened
+            for dst, blob in zip(msg.recipients.tolist(), blobs(msg.ends, msg.ciphertexts)):
+                inbox[dst].append((src, blob))
+
         sealed = await collect(ep, sorted(u1), kind=SealedShares, session=s, phase=PHASES[1],
-                               timeout=timeout, partial=True, invalid=bad_recipients)
+                               timeout=timeout, partial=True, invalid=bad_recipients, accept=relay)
         u2 = set(sealed)
         if len(u2) < minimum:
             raise abort("key sharing", len(u2))
-        inbox: dict[int, list[tuple[int, bytes]]] = {p: [] for p in u2}
-        for src in sorted(u2):  # the bundles are relayed as bytes: sliced, never opened
-            msg = sealed[src]
-            for dst, blob in zip(msg.recipients.tolist(), blobs(msg.ends, msg.ciphertexts)):
-                if dst in u2:
-                    inbox[dst].append((src, blob))
+        for p in u2:
+            inbox[p].sort()  # by sender (a sender seals once for each recipient)
         relayed = {p: tuple(src for src, _ in inbox[p]) for p in u2}
         for p in spread(sorted(u2)):
             await ep.send(p, RelayedShares(s, *bundle(inbox[p])), phase=PHASES[1])
 
         await controller_phase(net, PHASES[2])
+        if ring.modulus != 1 << (8 * ring.element_bytes):  # pragma: no cover - ring_modulus gives 2^32 or 2^64
+            raise ConfigurationError(f"the masked engine computes in Z_(2^32) or Z_(2^64), got {ring}")
+        # M = 2^(bits of the dtype): the dtype's wrap-around is the reduction, so add in place
+        total = np.zeros(ctx.length, dtype=ring.dtype)
+
         def bad_vector(src: int, msg: MaskedInput) -> str | None:
             try:
                 checked_vector(msg.values, ring, ctx, -1, src)
@@ -417,8 +424,11 @@ class MaskedEngine(SecureSumEngine):
                 return str(exc)
             return None
 
+        def add(src: int, msg: MaskedInput) -> None:  # (checked by bad_vector)
+            np.add(total, msg.values, out=total)
+
         masked = await collect(ep, sorted(u2), kind=MaskedInput, session=s, phase=PHASES[2],
-                               timeout=timeout, partial=True, invalid=bad_vector)
+                               timeout=timeout, partial=True, invalid=bad_vector, accept=add)
         u3 = set(masked)
         if len(u3) < minimum:
             raise abort("masked input collection", len(u3))
@@ -451,48 +461,12 @@ class MaskedEngine(SecureSumEngine):
             raise abort("consistency check", len(u4))
 
         await controller_phase(net, PHASES[4])
+        unmasking = _Unmasking(ctx, total, set(u3), relayed, keys, dropped, u4)
         for v, request in unmask_requests(ctx.session, views, tagged, order=spread):
             await ep.send(v, request, phase=PHASES[4])
-        answers = await collect(ep, sorted(u4), kind=UnmaskShares, session=s, phase=PHASES[4],
-                                timeout=timeout, partial=True)
-        total = self._unmask(ctx, masked, answers, relayed, keys, dropped)
-        return SumOutcome(to_counts(total), tuple(sorted(u3)))
-
-    def _unmask(self, ctx: SecureSumContext, masked: dict[int, MaskedInput], answers: dict[int, UnmaskShares],
-                relayed: dict[int, tuple[int, ...]], keys: dict[int, PublicKeys], dropped: set[int]) -> np.ndarray:
-        ring, t, L = ctx.ring, ctx.threshold, ctx.length
-        b_shares: dict[int, list[Share]] = {v: [] for v in masked}
-        sk_shares: dict[int, list[Share]] = {u: [] for u in dropped}
-        for holder, msg in answers.items():
-            owners = set(relayed[holder]) | {holder}
-            values = msg.values
-            for k, (owner, kind, x) in enumerate(zip(msg.owners.tolist(), msg.which, msg.abscissae.tolist())):
-                value = values[SHARE_BYTES * k: SHARE_BYTES * (k + 1)]
-                expected = SECRET_SELF_MASK if owner in masked else SECRET_MASK_KEY
-                if owner not in owners or kind != expected or x != abscissa(ctx.neighbours, owner, holder):
-                    raise MessageError(f"party {holder} returned a share that was not requested")
-                (b_shares if kind == SECRET_SELF_MASK else sk_shares)[owner].append(Share.from_bytes(x, value))
-        if ring.modulus != 1 << (8 * ring.element_bytes):  # pragma: no cover - ring_modulus gives 2^32 or 2^64
-            raise ConfigurationError(f"the masked engine computes in Z_(2^32) or Z_(2^64), got {ring}")
-        # M = 2^(bits of the dtype): the dtype's wrap-around is the reduction, so add in place
-        total = np.zeros(L, dtype=ring.dtype)
-        for v, masked_input in masked.items():
-            np.add(total, checked_vector(masked_input.values, ring, ctx, -1, v), out=total)
-        for v in masked:
-            b_v = _reconstruct(b_shares[v], t, f"the self mask of surviving party {v}")
-            np.subtract(total, _mask(ring, b_v, L), out=total)
-        for u in sorted(dropped):
-            raw = _reconstruct(sk_shares[u], t, f"the mask key of dropped party {u}")
-            s_u = KeyPair.from_private_bytes(raw)
-            if s_u.public != keys[u].keys[0]:
-                raise ProtocolError(f"reconstructed mask key of party {u} does not match its public key")
-            for v in relayed[u]:
-                if v not in masked:
-                    continue
-                seed = agree(s_u.private, keys[v].keys[0], purpose="mask", session=ctx.session, me=u, peer=v)
-                # survivor v added +PRG(s_uv) if v < u and -PRG(s_uv) if v > u: take it out
-                (np.subtract if v < u else np.add)(total, _mask(ring, seed, L), out=total)
-        return total
+        await collect(ep, sorted(u4), kind=UnmaskShares, session=s, phase=PHASES[4],
+                      timeout=timeout, partial=True, accept=unmasking.take)
+        return SumOutcome(to_counts(unmasking.finish(list(masked))), tuple(sorted(u3)))
 
     # ------------------------------------------------------------------ cost
     def cost(self, ctx: SecureSumContext) -> TrafficCost:
@@ -561,6 +535,84 @@ class MaskedEngine(SecureSumEngine):
                      "the tagged views of the party's 2-hop neighbourhood; O(L + k^2) per party, "
                      "O(n (L + k^2)) total (complete graph: O(n) tags per party)"),
         )
+
+
+class _Unmasking:
+    """Round 4 at the controller, as the answers arrive: the shares each holder returns are
+    checked (only what was requested: for each owner it holds, the secret that owner's fate
+    calls for, at its abscissa), and a survivor's self mask is reconstructed and removed from
+    ``total`` (the sum of the masked inputs) as soon as every holder of it in ``answering``
+    has answered, i.e. from exactly the shares the end of the round would give it.  So the
+    work overlaps the other holders' and what :meth:`finish` does, and the errors it raises
+    (the first bad answer, then the first survivor or dropped party that cannot be
+    reconstructed), are those of doing it all at the end.
+    """
+
+    def __init__(self, ctx: SecureSumContext, total: np.ndarray, survivors: set[int],
+                 relayed: dict[int, tuple[int, ...]], keys: dict[int, PublicKeys], dropped: set[int],
+                 answering: set[int]) -> None:
+        self.ctx, self.total, self.survivors, self.relayed, self.keys = ctx, total, survivors, relayed, keys
+        self.dropped = dropped
+        self.b_shares: dict[int, list[Share]] = {v: [] for v in survivors}
+        self.sk_shares: dict[int, list[Share]] = {u: [] for u in dropped}
+        self.waiting: dict[int, int] = {}  # owner -> holders in ``answering`` that have not answered
+        for h in answering:
+            for o in (*relayed[h], h):
+                self.waiting[o] = self.waiting.get(o, 0) + 1
+        self.removed: set[int] = set()  # survivors whose self mask is out of the total
+        self.error: MessageError | None = None
+
+    def take(self, holder: int, msg: UnmaskShares) -> None:
+        """One holder's answer (collect's ``accept``)."""
+        if self.error is not None:
+            return
+        ctx, neighbours, survivors = self.ctx, self.ctx.neighbours, self.survivors
+        owners = set(self.relayed[holder]) | {holder}
+        values = msg.values
+        shares: list[tuple[int, Share]] = []
+        for k, (owner, kind, x) in enumerate(zip(msg.owners.tolist(), msg.which, msg.abscissae.tolist())):
+            expected = SECRET_SELF_MASK if owner in survivors else SECRET_MASK_KEY
+            if owner not in owners or kind != expected or x != abscissa(neighbours, owner, holder):
+                self.error = MessageError(f"party {holder} returned a share that was not requested")
+                return
+            shares.append((owner, Share.from_bytes(x, values[SHARE_BYTES * k: SHARE_BYTES * (k + 1)])))
+        for owner, share in shares:
+            (self.b_shares if owner in survivors else self.sk_shares)[owner].append(share)
+        for o in owners:
+            left = self.waiting[o] = self.waiting[o] - 1
+            if left == 0 and o in survivors and len(self.b_shares[o]) >= ctx.threshold:
+                try:
+                    self._remove_self_mask(o)
+                except (SecureSumAborted, ConfigurationError):
+                    pass  # (inconsistent shares) raised again, in its turn, by finish
+
+    def _remove_self_mask(self, v: int) -> None:
+        ring, L = self.ctx.ring, self.ctx.length
+        b_v = _reconstruct(self.b_shares[v], self.ctx.threshold, f"the self mask of surviving party {v}")
+        np.subtract(self.total, _mask(ring, b_v, L), out=self.total)
+        self.removed.add(v)
+
+    def finish(self, order: list[int]) -> np.ndarray:
+        """The sum, once the round is over: the self masks not removed yet (survivors in
+        ``order``), then the masks the survivors share with the dropped parties."""
+        if self.error is not None:
+            raise self.error
+        ctx, ring, L, total, keys = self.ctx, self.ctx.ring, self.ctx.length, self.total, self.keys
+        for v in order:
+            if v not in self.removed:
+                self._remove_self_mask(v)
+        for u in sorted(self.dropped):
+            raw = _reconstruct(self.sk_shares[u], ctx.threshold, f"the mask key of dropped party {u}")
+            s_u = KeyPair.from_private_bytes(raw)
+            if s_u.public != keys[u].keys[0]:
+                raise ProtocolError(f"reconstructed mask key of party {u} does not match its public key")
+            for v in self.relayed[u]:
+                if v not in self.survivors:
+                    continue
+                seed = agree(s_u.private, keys[v].keys[0], purpose="mask", session=ctx.session, me=u, peer=v)
+                # survivor v added +PRG(s_uv) if v < u and -PRG(s_uv) if v > u: take it out
+                (np.subtract if v < u else np.add)(total, _mask(ring, seed, L), out=total)
+        return total
 
 
 def spread(ids: list[int]) -> list[int]:

@@ -51,54 +51,90 @@ def survivor_view(ctx: SecureSumContext, party: int, survivors: set[int]) -> tup
     return tuple(sorted(w for w in (*ctx.neighbours[party], party) if w in survivors))
 
 
+_BLOCK = 1024
+"""Readers whose round-4 requests :func:`unmask_requests` builds together."""
+
+
 def unmask_requests(session: str, views: dict[int, tuple[int, ...]], tagged: dict[int, SurvivorTags], *,
                     order: Callable[[list[int]], list[int]] | None = None) -> Iterator[tuple[int, UnmaskRequest]]:
     """The round-4 message to each author v of ``tagged``: the views of the other authors that
     MAC'd theirs for v (``views[w]``, what w was told; ``tagged[w]``, its tags), in author order,
-    equal views sent once.  The requests come in the order ``order(sorted authors)`` (default:
-    sorted).
+    equal views sent once (numbered in the order of their first signer).  The requests come in
+    the order ``order(sorted authors)`` (default: sorted).
 
     w MACs its view for exactly the parties that hold shares of an owner w holds shares of
     (the controller checked each author's targets against that), so this is the 2-hop
-    neighbourhood of v, every party on the complete graph.  Built for all readers at once:
-    one row per (author, target), grouped by reader with a stable sort.
+    neighbourhood of v, every party on the complete graph.  Built by array operations: one row
+    per (author, target), grouped by reader with a stable sort (authors in order within); then,
+    for each block of :data:`_BLOCK` readers in the requested order, each reader's distinct
+    views numbered by first signer and every field of every request a slice of one array.
     """
     authors = sorted(tagged)
     if not authors:
         return
     targets = [tagged[w].targets for w in authors]
     counts = np.fromiter((t.shape[0] for t in targets), dtype=np.int64, count=len(authors))
-    to = np.concatenate(targets).astype(np.int64)
+    to = np.concatenate(targets)
     by = np.repeat(np.asarray(authors, dtype=np.uint32), counts)
     tags = np.frombuffer(b"".join([tagged[w].tags for w in authors]), dtype=np.uint8).reshape(-1, TAG_BYTES)
-    known: dict[bytes, int] = {}
-    packed: list[bytes] = []
+    known: dict[tuple[int, ...], int] = {}
+    distinct: list[tuple[int, ...]] = []
     author_view = np.empty(len(authors), dtype=np.int64)
     for k, w in enumerate(authors):  # distinct views, numbered
-        view = id_vector(views[w]).tobytes()
+        view = views[w]
         number = known.get(view)
         if number is None:
-            number = known[view] = len(packed)
-            packed.append(view)
+            number = known[view] = len(distinct)
+            distinct.append(view)
         author_view[k] = number
-    of = np.repeat(author_view, counts)
+    sizes = np.fromiter(map(len, distinct), dtype=np.int64, count=len(distinct))
+    width = int(sizes.max(initial=0))
+    padded = np.zeros((len(distinct), width), dtype=np.uint32)  # view g is padded[g, :sizes[g]]
+    padded[np.arange(width) < sizes[:, None]] = np.fromiter((c for view in distinct for c in view),
+                                                            dtype=np.uint32, count=int(sizes.sum()))
     reader = np.zeros(max(int(to.max(initial=0)), authors[-1]) + 1, dtype=bool)
     reader[authors] = True
     rows = np.flatnonzero(reader[to])
     rows = rows[np.argsort(to[rows], kind="stable")]  # by reader, authors in order within
     grouped = to[rows]
+    row_view = np.repeat(author_view, counts)[rows]
     ids = np.asarray(authors, dtype=np.int64)
-    starts, stops = np.searchsorted(grouped, ids, "left"), np.searchsorted(grouped, ids, "right")
-    bounds = dict(zip(authors, zip(starts.tolist(), stops.tolist())))
-    for v in authors if order is None else order(authors):
-        lo, hi = bounds[v]
-        mine = rows[lo:hi]
-        first: dict[int, int] = {}  # view number -> its index in this request (first signer's order)
-        view_of = [first.setdefault(x, len(first)) for x in of[mine].tolist()]
-        chosen = [packed[x] for x in first]
-        ends = np.cumsum([len(view) // 4 for view in chosen], dtype=np.uint32) if chosen else np.zeros(0, np.uint32)
-        yield v, UnmaskRequest(session, np.frombuffer(b"".join(chosen), dtype=np.uint32), ends, by[mine],
-                               id_vector(view_of), tags[mine].tobytes())
+    lows = np.searchsorted(grouped, ids, "left")
+    highs = np.searchsorted(grouped, ids, "right")
+    del to, grouped, reader
+    slot = {w: k for k, w in enumerate(authors)}
+    sequence = authors if order is None else order(authors)
+    for first in range(0, len(sequence), _BLOCK):
+        block = sequence[first:first + _BLOCK]
+        at = np.fromiter(map(slot.__getitem__, block), dtype=np.int64, count=len(block))
+        lo, n_rows = lows[at], highs[at] - lows[at]
+        ends = np.cumsum(n_rows)
+        picked = np.repeat(lo - (ends - n_rows), n_rows) + np.arange(int(ends[-1]))  # the block's rows
+        g = row_view[picked]
+        key = np.repeat(np.arange(len(block)), n_rows) * len(distinct) + g  # (reader, view)
+        _, first_row, inverse = np.unique(key, return_index=True, return_inverse=True)
+        by_first = np.argsort(first_row, kind="stable")  # each reader's views, in first-signer order
+        chosen = g[first_row[by_first]]
+        n_views = np.bincount(key[first_row] // len(distinct), minlength=len(block))
+        view_stops = np.cumsum(n_views)
+        local = np.empty(len(by_first), dtype=np.int64)  # number of a view within its reader's
+        local[by_first] = np.arange(len(by_first)) - np.repeat(view_stops - n_views, n_views)
+        view_of = local[inverse].astype(np.uint32)
+        lengths = sizes[chosen]
+        cell_stops = np.cumsum(lengths)
+        cells = padded[chosen][np.arange(width) < lengths[:, None]]
+        cell_base = np.concatenate(([0], cell_stops))[view_stops - n_views]
+        view_ends = (cell_stops - np.repeat(cell_base, n_views)).astype(np.uint32)
+        signers, sent = by[rows[picked]], tags[rows[picked]].tobytes()
+        for arr in (cells, view_ends, signers, view_of):
+            arr.flags.writeable = False
+        row_stops, row_starts = ends.tolist(), (ends - n_rows).tolist()
+        cell_starts, cell_ends = cell_base.tolist(), np.concatenate(([0], cell_stops))[view_stops].tolist()
+        v_stops, v_starts = view_stops.tolist(), (view_stops - n_views).tolist()
+        for j, v in enumerate(block):
+            a, b = row_starts[j], row_stops[j]
+            yield v, UnmaskRequest(session, cells[cell_starts[j]:cell_ends[j]], view_ends[v_starts[j]:v_stops[j]],
+                                   signers[a:b], view_of[a:b], sent[TAG_BYTES * a:TAG_BYTES * b])
 
 
 def pack_ids(ids: tuple[int, ...]) -> bytes:

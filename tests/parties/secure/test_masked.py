@@ -9,13 +9,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mprr.errors import ConfigurationError, SecureSumAborted
+from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
 from parties.network import CONTROLLER, FaultPlan, Frame
 from parties.secure.engine import run_secure_sum
-from parties.secure.messages import MaskedInput, PublicKeys, SealedShares
+from parties.secure import views as views_module
+from parties.secure.messages import (
+    MaskedInput, PublicKeys, SealedShares, SurvivorTags, UnmaskRequest, UnmaskShares, id_vector,
+)
 from parties.wire.codec import decode, encode
 from parties.secure.masked import MaskedEngine, abscissa, spread
 from parties.secure.topology import build_neighbourhoods
+from parties.secure.views import unmask_requests
 from tests.parties.secure.helpers import RecordingNetwork, assert_controller_saw_no_input, run
 from tests.virtual_clock import run_virtual
 
@@ -177,3 +181,53 @@ def test_an_unusable_message_makes_its_sender_a_dropout_not_the_end_of_the_sum(
     rejected = net.endpoint(CONTROLLER).take_rejections()
     assert set(rejected) == {victim} and re.search(reason, rejected[victim].reason)
     assert net.statistics().rejected_by_sender == {victim: 1}
+
+
+@pytest.mark.parametrize("victim", [0, 5])
+def test_a_share_that_was_not_requested_ends_the_sum_even_after_other_masks_were_removed(victim: int) -> None:
+    # The controller removes a survivor's self mask as soon as all its holders answered; a bad
+    # answer is still the error of the round, as when every answer was checked at its end.
+    def tamper(m: UnmaskShares) -> UnmaskShares:  # a mask key asked of a survivor's holder
+        return UnmaskShares(m.session, m.owners, bytes([1]) + m.which[1:], m.abscissae, m.values)
+
+    n = 6
+    vectors = np.random.default_rng(3).integers(0, 2, size=(n, 4))
+    net = _Tampering(n, victim=victim, kind=UnmaskShares.KIND, tamper=tamper)
+    with pytest.raises(MessageError, match=f"party {victim} returned a share that was not requested"):
+        run_virtual(run_secure_sum(MaskedEngine(round_timeout=5), net, vectors, timeout=20.0))
+
+
+def _requests_one_by_one(session: str, views: dict[int, tuple[int, ...]], tagged: dict) -> dict[int, bytes]:
+    """Round 4 as the protocol states it, reader by reader: the authors that MAC'd their view
+    for v, in order, their views sent once each (numbered by first signer), their tags for v."""
+    out = {}
+    for v in sorted(tagged):
+        signers = [w for w in sorted(tagged) if v in tagged[w].targets.tolist()]
+        numbers: dict[tuple[int, ...], int] = {}
+        for w in signers:
+            numbers.setdefault(views[w], len(numbers))
+        tags = b"".join(tagged[w].tags[16 * k:16 * k + 16] for w in signers
+                        for k in [tagged[w].targets.tolist().index(v)])
+        out[v] = encode(UnmaskRequest(session, id_vector(c for view in numbers for c in view),
+                                      id_vector(np.cumsum([len(view) for view in numbers])), id_vector(signers),
+                                      id_vector(numbers[views[w]] for w in signers), tags))
+    return out
+
+
+@pytest.mark.parametrize(("n", "degree", "block"), [(9, 8, 1024), (40, 4, 7), (200, 8, 64), (200, 8, 1)])
+def test_the_unmask_requests_built_in_blocks_are_those_built_one_by_one(
+        n: int, degree: int, block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(views_module, "_BLOCK", block)
+    rng = np.random.default_rng(n + block)
+    neighbours = build_neighbourhoods(range(n), "regular" if degree < n - 1 else "complete", degree, seed=n)
+    survivors = {p for p in range(n) if rng.random() > 0.15}
+    views = {v: tuple(sorted(w for w in (*neighbours[v], v) if w in survivors)) for v in survivors}
+    tagged = {}
+    for w in sorted(survivors):
+        if rng.random() < 0.1:
+            continue  # dropped before its tags: no request, and in no other party's request
+        targets = sorted({*neighbours[w], *(h for o in neighbours[w] for h in neighbours[o] if h != w)})
+        tagged[w] = SurvivorTags("s", id_vector(targets), rng.bytes(16 * len(targets)))
+    built = {v: encode(request) for v, request in unmask_requests("s", views, tagged, order=spread)}
+    assert list(built) == spread(sorted(tagged))
+    assert built == _requests_one_by_one("s", views, tagged)
