@@ -472,14 +472,19 @@ class PrivacyAccountant:
                         f"but only {_fmt(self.remaining())} of the budget {_fmt(self.budget)} remains "
                         f"under policy '{self.policy.value}'"), requested)
         decisions = []
-        for release in releases:
-            index = None if fresh else ledger.lookup(release)
-            if index is None:
-                decisions.append(Decision(_GRANTED, release, len(ledger)))
-                ledger = ledger.appended(release)
-            else:
-                self._replays.append((release, index))
-                decisions.append(Decision(_REPLAYED, release, index))
+        if fresh:  # a commitment: every release is new, appended at once
+            start = len(ledger)
+            decisions = [Decision(_GRANTED, release, position) for position, release in enumerate(releases, start)]
+            ledger = ledger.extended(releases)
+        else:
+            for release in releases:
+                index = ledger.lookup(release)
+                if index is None:
+                    decisions.append(Decision(_GRANTED, release, len(ledger)))
+                    ledger = ledger.appended(release)
+                else:
+                    self._replays.append((release, index))
+                    decisions.append(Decision(_REPLAYED, release, index))
         self._ledger = ledger
         if session is not None:
             self._sessions[session] = _Session(ask.units, ask.exact)

@@ -163,6 +163,45 @@ class Ledger:
         children[id(release)] = new
         return new
 
+    def extended(self, releases: tuple[Release, ...]) -> Ledger:
+        """The ledger with ``releases`` appended in order: the ledger :meth:`appended` gives one
+        release at a time (equal releases, totals and index), without the snapshots in between.
+        The same release objects appended to the same ledger give the same snapshot, as for
+        :meth:`appended` (a party commits all the releases of a secure-sum request at once).
+        """
+        if len(releases) == 1:
+            return self.appended(releases[0])
+        for release in releases:
+            if not isinstance(release, Release):
+                raise ConfigurationError(f"a ledger holds Release objects, got {release!r}")
+        if type(self) is not Ledger or not releases:
+            return self if not releases else type(self)(self.releases + tuple(releases))
+        key = tuple(map(id, releases))
+        children = self._cache.get(_CHILDREN)
+        if children is not None:
+            found: Ledger | None = children.get(key)  # the live child holds these releases
+            if found is not None:
+                return found
+        cache: dict[Any, Any] = {}
+        start = len(self.releases)
+        for name, value in self._cache.items():
+            if name is _CHILDREN or name is _PARENT:
+                continue
+            if name is _INDEX:
+                value = dict(value)
+                for position, release in enumerate(releases, start):
+                    _index(value, release, position)
+            else:
+                value = value.plus_all(releases)
+            cache[name] = value
+        cache[_PARENT] = self
+        new = _new_ledger(Ledger)
+        new.__dict__.update(releases=self.releases + tuple(releases), _cache=cache)
+        if children is None:
+            children = self._cache[_CHILDREN] = WeakValueDictionary()
+        children[key] = new
+        return new
+
     @property
     def phases(self) -> tuple[str, ...]:
         """Phases in order of first release."""

@@ -188,7 +188,8 @@ def encoded_size(msg: Message) -> int:
 
 
 def as_ring_vector(vector: Any, ctx: SecureSumContext, ring: ZMod) -> np.ndarray:
-    """Validate a party's input (1-D, length L, integers in [0, max_value]) and map it into Z_M."""
+    """Validate a party's input (1-D, length L, integers in [0, max_value]) and map it into Z_M
+    (a new array of the ring's dtype)."""
     arr = np.asarray(vector)
     if arr.ndim != 1 or arr.shape[0] != ctx.length:
         raise ConfigurationError(
@@ -196,12 +197,15 @@ def as_ring_vector(vector: Any, ctx: SecureSumContext, ring: ZMod) -> np.ndarray
         )
     if arr.dtype.kind not in "iub":
         raise ConfigurationError(f"vector must hold integers, got dtype {arr.dtype}")
-    if arr.size and (int(arr.min()) < 0 or int(arr.max()) > ctx.max_value):
+    low, high = (int(arr.min()), int(arr.max())) if arr.size else (0, 0)
+    if low < 0 or high > ctx.max_value:
         raise ConfigurationError(
-            f"vector entries must be integers in [0, {ctx.max_value}] (max_value), "
-            f"got range [{int(arr.min())}, {int(arr.max())}]"
+            f"vector entries must be integers in [0, {ctx.max_value}] (max_value), got range [{low}, {high}]"
         )
-    return ring.reduce(arr)
+    # a new array (the masked engine masks it in place)
+    out: np.ndarray = (arr.astype(ring.dtype) if ctx.max_value < ring.modulus  # every entry its own residue
+                       else np.array(ring.reduce(arr), dtype=ring.dtype))
+    return out
 
 
 MAX_TOTAL = (1 << 63) - 1

@@ -145,12 +145,13 @@ def abscissa(neighbours: Neighbourhoods, owner: int, holder: int) -> int:
 def _masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519PrivateKey,
                   peers: dict[int, bytes], session: str, me: int) -> np.ndarray:
     """Round 2: y = x + PRG(b) + sum_{j > me} PRG(s_{me,j}) - sum_{j < me} PRG(s_{me,j}) (mod M)
-    over the ``peers`` (id -> s_pk) whose shares this party holds."""
+    over the ``peers`` (id -> s_pk) whose shares this party holds.  ``x`` is the party's own copy
+    (:func:`~parties.secure.engine.as_ring_vector`): in the ring's dtype, it is masked in place."""
     length = x.shape[0]
     if ring.modulus != 1 << (8 * ring.element_bytes):  # pragma: no cover - ring_modulus gives 2^32 or 2^64
         raise ConfigurationError(f"the masked engine computes in Z_(2^32) or Z_(2^64), got {ring}")
     # M = 2^(bits of the dtype): the dtype's wrap-around is the reduction, so add in place
-    acc = np.array(x, dtype=ring.dtype)
+    acc = x if x.dtype == ring.dtype else x.astype(ring.dtype)
     np.add(acc, _mask(ring, self_mask, length), out=acc)
     for j, s_pk in peers.items():
         seed = agree(s_sk, s_pk, purpose="mask", session=session, me=me, peer=j)

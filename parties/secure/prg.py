@@ -12,6 +12,7 @@ the same stream, which is how two parties that agreed on a pairwise seed derive 
 from __future__ import annotations
 
 import secrets
+from functools import lru_cache
 
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
@@ -34,7 +35,14 @@ def keystream(seed: bytes, nbytes: int) -> bytes:
     call (a pairwise or self mask is expanded once)."""
     if not isinstance(seed, bytes) or len(seed) != SEED_BYTES:
         raise ConfigurationError(f"seed must be {SEED_BYTES} bytes, got {len(seed) if isinstance(seed, bytes) else seed!r}")
-    return Cipher(algorithms.ChaCha20(seed, _NONCE), mode=None).encryptor().update(bytes(nbytes))
+    return Cipher(algorithms.ChaCha20(seed, _NONCE), mode=None).encryptor().update(_zeros(nbytes))
+
+
+@lru_cache(maxsize=8)
+def _zeros(nbytes: int) -> bytes:
+    """``nbytes`` zero bytes, one immutable object per length (the masks of a session all have
+    the same length)."""
+    return bytes(nbytes)
 
 
 class Keystream:

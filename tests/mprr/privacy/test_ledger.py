@@ -421,3 +421,29 @@ def test_totals_are_carried_to_appended_snapshots() -> None:
     assert two.total("unlinkable-pairs") == 1.5 and one.total("unlinkable-pairs") == 1.0
     with pytest.raises(ConfigurationError, match=r"policy must be one of"):
         two.totals("advanced")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(keyed_release, max_size=6), st.lists(keyed_release, max_size=8), st.lists(keyed_release, max_size=4))
+def test_extended_equals_appending_one_release_at_a_time(entries, more, requests) -> None:
+    base = Ledger.empty()
+    for entry in entries:
+        base = base.appended(entry)
+    if more:  # caches to carry: an index and the totals of two policies
+        base.lookup(more[0])
+    base.total("sequential")
+    base.total("unlinkable-pairs")
+    grown = base
+    for release in more:
+        grown = grown.appended(release)
+    at_once = base.extended(tuple(more))
+    assert at_once.releases == grown.releases
+    for policy in ("sequential", "parallel", "unlinkable-pairs"):
+        assert at_once.total(policy) == grown.total(policy)
+        assert at_once.by_phase(policy) == grown.by_phase(policy)
+    for request in [*requests, *entries, *more]:
+        assert at_once.lookup(request) == grown.lookup(request) == linear_lookup([*entries, *more], request)
+    assert base.extended(tuple(more)) is at_once  # shared while someone holds it
+    assert len(base) == len(entries)  # the old snapshot is unchanged
+    with pytest.raises(ConfigurationError, match="a ledger holds Release objects"):
+        base.extended((*more, "A"))  # type: ignore[arg-type]
