@@ -10,7 +10,8 @@ from mprr.errors import ConfigurationError, MessageError
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from parties.secure.crypto import KeyPair, _hmac32, agree, derive_key, derive_keys, hkdf_sha256, open_sealed, seal
+from parties.secure.crypto import (KeyPair, _hmac32, agree, derive_key, derive_keys, hkdf_sha256, open_sealed, seal,
+                                  seal_each)
 
 
 @pytest.mark.parametrize("length", [1, 32, 33, 100])
@@ -77,3 +78,15 @@ def test_aead_roundtrip_and_binding() -> None:
         open_sealed(key, tampered, session="s", sender=1, receiver=2)
     with pytest.raises(MessageError, match="too short"):
         open_sealed(key, b"abc", session="s", sender=1, receiver=2)
+
+
+def test_seal_each_seals_every_plaintext_for_its_own_receiver_under_a_fresh_nonce() -> None:
+    keys = [bytes([k]) * 32 for k in range(8)]
+    plaintexts = [b"share %d" % k for k in range(8)]
+    receivers = tuple(range(10, 18))
+    blobs = seal_each(keys, plaintexts, session="s", sender=1, receivers=receivers)
+    assert len(blobs) == 8 and len({blob[:12] for blob in blobs}) == 8  # 8 distinct 96-bit nonces
+    for key, plaintext, receiver, blob in zip(keys, plaintexts, receivers, blobs):
+        assert open_sealed(key, blob, session="s", sender=1, receiver=receiver) == plaintext
+        with pytest.raises(MessageError, match="failed authentication"):  # bound to its receiver
+            open_sealed(key, blob, session="s", sender=1, receiver=receiver + 1)

@@ -231,3 +231,35 @@ def test_the_unmask_requests_built_in_blocks_are_those_built_one_by_one(
     built = {v: encode(request) for v, request in unmask_requests("s", views, tagged, order=spread)}
     assert list(built) == spread(sorted(tagged))
     assert built == _requests_one_by_one("s", views, tagged)
+
+
+@pytest.mark.parametrize(("other", "case"), [
+    (1, "for the holder itself"),
+    (2, "for a neighbour of the holder, who shares a key with it already"),
+    (6, "for a party that holds nothing of the owner"),
+])
+def test_view_keys_an_owner_seals_for_the_wrong_parties_are_rejected(
+        monkeypatch: pytest.MonkeyPatch, other: int, case: str, vectors_of) -> None:  # noqa: ANN001
+    # Owner 0 of a harary(4) graph on 12 parties (neighbours 1, 2, 10, 11) seals its holder 1 a
+    # view key "for" another party: 1 (itself), 2 (its neighbour) or 6 (not a holder of 0).
+    # Holder 1 refuses the share before masking: it drops out, the others sum exactly.
+    import parties.secure.masked as masked
+
+    n = 12
+    nbrs = build_neighbourhoods(range(n), "harary", 4)
+    assert set(nbrs[0]) == {1, 2, 10, 11} and set(nbrs[1]) == {0, 2, 3, 11}
+    honest = masked.pair_keys
+
+    def lying(live, neighbours):  # noqa: ANN001, ANN202
+        keys = honest(live, neighbours)
+        if set(live) == set(nbrs[0]):  # only owner 0 lies, only to holder 1
+            keys[1] = {**keys[1], other: bytes(16)}
+        return keys
+
+    monkeypatch.setattr(masked, "pair_keys", lying)
+    x = vectors_of(n, 6)
+    result, _ = run(MaskedEngine(topology="harary", degree=4, threshold=3, round_timeout=0.25), x)
+    assert set(result.failures) == {1}, case
+    assert re.search("view keys sealed by party 0 are not for its other holders", str(result.failures[1]))
+    assert result.dropped == (1,)
+    assert result.total.tolist() == np.delete(x, 1, axis=0).sum(axis=0).tolist()
