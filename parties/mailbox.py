@@ -14,9 +14,7 @@ so tests run them on a virtual clock (``tests/virtual_clock.py``).
 from __future__ import annotations
 
 import asyncio
-import heapq
 import math
-import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
@@ -238,16 +236,15 @@ class Mailbox:
         env = self._take(kind_set, source_set, phase)
         if env is not None:
             return env
-        loop = asyncio.get_running_loop()
-        waiter = _Waiter(kind_set, source_set, phase, loop.create_future())
+        waiter = _Waiter(kind_set, source_set, phase, asyncio.get_running_loop().create_future())
         self._waiters.append(waiter)
         returned = False
-        deadlines = deadline = None
-        if timeout is not None:
-            deadlines = _deadlines(loop)
-            deadline = deadlines.add(loop.time() + timeout, waiter.future)
         try:
-            delivered: Envelope[Message] = await waiter.future
+            if timeout is None:  # no deadline (e.g. a secure-sum engine's receive loop): no scope to enter
+                delivered: Envelope[Message] = await waiter.future
+            else:
+                async with asyncio.timeout(timeout):
+                    delivered = await waiter.future
             returned = True
             return delivered
         except TimeoutError:
@@ -263,8 +260,6 @@ class Mailbox:
                 phase=phase or "", timeout=timeout, missing=missing,
             ) from None
         finally:
-            if deadlines is not None and deadline is not None:
-                deadlines.clear(deadline)
             self._forget(waiter, returned)
 
     @overload
@@ -503,76 +498,6 @@ class Mailbox:
             if not w.future.done():
                 w.future.set_exception(err)
         self._waiters.clear()
-
-
-class _Deadlines:
-    """The deadlines of one event loop's pending receives: a heap of ``[when, number, future]``
-    entries and one loop timer, at the earliest.  When it fires, every future whose deadline
-    has passed and that is still pending gets :class:`TimeoutError`.
-
-    ``asyncio.timeout`` costs a loop timer per receive, and the loop keeps its timers in a heap
-    ordered by Python comparisons of timer handles; a party waits for its messages with a
-    deadline (about four receives per party and secure sum), so that was a few percent of a
-    worker's time.  Entries compare as lists of a float and a unique number, in C; a finished
-    receive clears its entry's future (dropped when its deadline passes, or in a compaction).
-    """
-
-    __slots__ = ("loop", "heap", "timer", "due", "number", "live")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.heap: list[list[Any]] = []
-        self.timer: asyncio.TimerHandle | None = None
-        self.due = math.inf  # when the timer fires
-        self.number = 0
-        self.live = 0
-
-    def add(self, when: float, future: asyncio.Future[Any]) -> list[Any]:
-        """Fail ``future`` with TimeoutError at ``when`` (loop time) unless it is done by then;
-        clear the returned entry's future (``entry[2] = None``) once it is."""
-        entry = [when, self.number, future]
-        self.number += 1
-        self.live += 1
-        heap = self.heap
-        if len(heap) > 2 * self.live + 1024:  # mostly finished receives: keep the others
-            heap[:] = [e for e in heap if e[2] is not None]
-            heapq.heapify(heap)
-        heapq.heappush(heap, entry)
-        if when < self.due:
-            if self.timer is not None:
-                self.timer.cancel()
-            self.due, self.timer = when, self.loop.call_at(when, self._fire)
-        return entry
-
-    def clear(self, entry: list[Any]) -> None:
-        """The receive of ``entry`` is over (its future no longer needs a deadline)."""
-        if entry[2] is not None:
-            entry[2] = None
-            self.live -= 1
-
-    def _fire(self) -> None:
-        now = max(self.loop.time(), self.due)  # (the loop runs a timer up to its clock resolution early)
-        self.timer, self.due = None, math.inf
-        heap = self.heap
-        while heap and (heap[0][0] <= now or heap[0][2] is None):
-            future = heapq.heappop(heap)[2]
-            if future is not None:
-                self.live -= 1
-                if not future.done():
-                    future.set_exception(TimeoutError())
-        if heap:
-            self.due = heap[0][0]
-            self.timer = self.loop.call_at(self.due, self._fire)
-
-
-_DEADLINES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Deadlines] = weakref.WeakKeyDictionary()
-
-
-def _deadlines(loop: asyncio.AbstractEventLoop) -> _Deadlines:
-    found = _DEADLINES.get(loop)
-    if found is None:
-        found = _DEADLINES[loop] = _Deadlines(loop)
-    return found
 
 
 def _succeeded(future: asyncio.Future[Any]) -> bool:
