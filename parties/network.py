@@ -267,7 +267,7 @@ class InMemoryNetwork(Transport):
         self._route(frame)
 
     def _deliver(self, frame: Frame, position: int | None = None) -> None:
-        link = self.owner(frame.dst) if self._links else None
+        link = self.owner(frame.dst) if self._links and frame.dst != CONTROLLER else None
         if link is None:
             super()._deliver(frame, position)
         elif frame.dst in self._crashed:

@@ -31,6 +31,7 @@ seals for its Shamir holders (:mod:`parties.secure.masked`).
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable
 from typing import Annotated
 
@@ -78,10 +79,12 @@ def _session(name: str, session: str) -> None:
 
 
 def id_vector(ids: Iterable[int]) -> np.ndarray:
-    """Party ids as the read-only uint32 vector the id fields carry."""
-    arr = np.fromiter(ids, dtype=np.uint32)
-    arr.flags.writeable = False
-    return arr
+    """Party ids as the read-only uint32 vector the id fields carry (OverflowError for an id
+    outside 0..2^32 - 1)."""
+    return np.frombuffer(array(_U32, ids).tobytes(), dtype=np.uint32)  # (read-only: over bytes)
+
+
+_U32 = "I" if array("I").itemsize == 4 else "L"
 
 
 def bundle(entries: Iterable[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray, bytes]:
@@ -109,8 +112,9 @@ def blobs(ends: np.ndarray, data: bytes) -> list[bytes]:
 
 
 def _ascending(values: list[int]) -> bool:
-    """Strictly increasing (a Python check: cheaper than numpy on the short vectors here)."""
-    return values == sorted(set(values))
+    """Strictly increasing, i.e. sorted and distinct (a Python check: cheaper than numpy on the
+    short vectors here; sorting a sorted list is one pass)."""
+    return values == sorted(values) and len(set(values)) == len(values)
 
 
 def _increasing(where: str, ids: np.ndarray) -> None:
