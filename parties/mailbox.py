@@ -436,7 +436,8 @@ class Mailbox:
             finally:
                 self._forget(waiter, returned)
 
-    def _take_each(self, want: set[int], kinds: frozenset[int] | None, phase: str | None) -> dict[int, Envelope[Message]]:
+    def _take_each(self, want: set[int], kinds: frozenset[int] | None,
+                   phase: str | None) -> dict[int, Envelope[Message]]:
         """Take the first buffered match of each source in ``want`` (removed from ``want``)."""
         got: dict[int, Envelope[Message]] = {}
         if want and self._buffer:

@@ -406,11 +406,12 @@ class MaskedEngine(SecureSumEngine):
         u2 = set(sealed)
         if len(u2) < minimum:
             raise abort("key sharing", len(u2))
-        for p in u2:
-            inbox[p].sort()  # by sender (a sender seals once for each recipient)
-        relayed = {p: tuple(src for src, _ in inbox[p]) for p in u2}
-        for p in spread(sorted(u2)):
-            await ep.send(p, RelayedShares(s, *bundle(inbox[p])), phase=PHASES[1])
+        relayed: dict[int, tuple[int, ...]] = {}
+        for p in spread(sorted(u2)):  # (each party's bundle put together as it is sent)
+            entries = inbox[p]
+            entries.sort()  # by sender (a sender seals once for each recipient)
+            relayed[p] = tuple(src for src, _ in entries)
+            await ep.send(p, RelayedShares(s, *bundle(entries)), phase=PHASES[1])
 
         await controller_phase(net, PHASES[2])
         if ring.modulus != 1 << (8 * ring.element_bytes):  # pragma: no cover - ring_modulus gives 2^32 or 2^64
@@ -436,9 +437,10 @@ class MaskedEngine(SecureSumEngine):
         dropped = u2 - u3
 
         await controller_phase(net, PHASES[3])
-        views = {v: survivor_view(ctx, v, u3) for v in sorted(u3)}
+        views: dict[int, tuple[int, ...]] = {}
         for v in spread(sorted(u3)):
-            await ep.send(v, SurvivorSet(s, id_vector(views[v])), phase=PHASES[3])
+            views[v] = view = survivor_view(ctx, v, u3)
+            await ep.send(v, SurvivorSet(s, id_vector(view)), phase=PHASES[3])
         complete = isinstance(ctx.neighbours, CompleteNeighbourhoods)
 
         def expected(w: int) -> list[int]:
@@ -462,9 +464,9 @@ class MaskedEngine(SecureSumEngine):
             raise abort("consistency check", len(u4))
 
         await controller_phase(net, PHASES[4])
-        unmasking = _Unmasking(ctx, total, set(u3), relayed, keys, dropped, u4)
         for v, request in unmask_requests(ctx.session, views, tagged, order=spread):
             await ep.send(v, request, phase=PHASES[4])
+        unmasking = _Unmasking(ctx, total, set(u3), relayed, keys, dropped, u4)  # (the answers wait in the mailbox)
         await collect(ep, sorted(u4), kind=UnmaskShares, session=s, phase=PHASES[4],
                       timeout=timeout, partial=True, accept=unmasking.take)
         return SumOutcome(to_counts(unmasking.finish(list(masked))), tuple(sorted(u3)))
