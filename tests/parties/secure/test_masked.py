@@ -263,3 +263,20 @@ def test_view_keys_an_owner_seals_for_the_wrong_parties_are_rejected(
     assert re.search("view keys sealed by party 0 are not for its other holders", str(result.failures[1]))
     assert result.dropped == (1,)
     assert result.total.tolist() == np.delete(x, 1, axis=0).sum(axis=0).tolist()
+
+
+@pytest.mark.parametrize(("topology", "degree"), [("complete", None), ("regular", 4)])
+def test_view_tags_for_other_parties_are_rejected_and_the_sum_still_counts_their_author(
+        topology: str, degree: int | None) -> None:
+    # The author's masked input is in the sum; it just takes no part in the consistency check,
+    # and its self mask is rebuilt from the other holders' shares.
+    n, victim = 12, 5
+    vectors = np.random.default_rng(11).integers(0, 2, size=(n, 5))
+    net = _Tampering(n, victim=victim, kind=SurvivorTags.KIND,
+                     tamper=lambda m: SurvivorTags(m.session, m.targets[:-1], m.tags[:-16]))
+    engine = MaskedEngine(topology=topology, degree=degree, round_timeout=5)
+    result = run_virtual(run_secure_sum(engine, net, vectors, timeout=20.0))
+    assert result.total.tolist() == vectors.sum(axis=0).tolist() and victim in result.contributors
+    rejected = net.endpoint(CONTROLLER).take_rejections()
+    assert set(rejected) == {victim}
+    assert "sent view tags for other parties than those it shares keys with" in rejected[victim].reason
