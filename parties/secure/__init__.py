@@ -16,6 +16,8 @@ Modules, in dependency order:
 - ``paper``     — engine ``paper``: main paper 4.2, modulus n + 1, full mesh, broadcast
 - ``graph``     — engine ``graph``: additive shares to neighbours of a sparse graph
 - ``views``     — the masked engine's consistency round: survivor views stated once, MAC'd
+- ``unmasking`` — the masked engine's round 4 at the controller: shares checked as they arrive,
+                 self masks and the dropped parties' pairwise masks removed
 - ``masked``    — engine ``masked``: Bonawitz et al. 2017 pairwise masks + Shamir recovery
 - ``registry``  — the engines by name (paper, paper-per-combination, graph, graph-direct, masked,
                  masked-sparse): ``make_engine``, ``sized_engine``; used by the actor driver, the

@@ -70,14 +70,13 @@ from __future__ import annotations
 
 import math
 import struct
-from bisect import bisect_left
 from collections.abc import Callable
 from types import MappingProxyType
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from mprr.errors import ConfigurationError, MessageError, ProtocolError, SecureSumAborted
+from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
 from parties.network import CONTROLLER, Endpoint, Transport
 from parties.secure.crypto import AEAD_OVERHEAD, KeyPair, agree, derive_keys, open_sealed, seal_each
 from parties.secure.engine import (
@@ -110,10 +109,11 @@ from parties.secure.messages import (
     id_vector,
 )
 from parties.secure.pki import KeyRegistry, Signer
-from parties.secure.prg import fresh_seed, keystream
+from parties.secure.prg import fresh_seed
 from parties.secure.ring import ZMod
-from parties.secure.shamir import SHARE_BYTES, Share, reconstruct_bytes, share_values
-from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
+from parties.secure.shamir import SHARE_BYTES, share_values
+from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, build_neighbourhoods
+from parties.secure.unmasking import Unmasking, abscissa, mask_vector
 from parties.secure.views import (
     KEY_ENTRY,
     VIEW_KEY_BYTES,
@@ -128,18 +128,11 @@ from parties.secure.views import (
 )
 from parties.traffic import Counts
 
-__all__ = ["MaskedEngine", "abscissa"]
+__all__ = ["MaskedEngine"]
 
 _PLAIN = struct.Struct(f"<III{SHARE_BYTES}s{SHARE_BYTES}s32s")  # owner, holder, x, s_sk share, b share, s_pk
 _PAIR_PURPOSES = ("channel", "view")  # the keys a neighbour pair derives from its static agreement
 PHASES = ("masked/advertise", "masked/share-keys", "masked/input", "masked/consistency", "masked/unmask")
-
-
-def abscissa(neighbours: Neighbourhoods, owner: int, holder: int) -> int:
-    """Shamir abscissa of ``holder``'s share of ``owner``'s secrets: 1 + rank of ``holder``
-    in the sorted holder set N(owner) + {owner} (public, so every actor can check it)."""
-    rank = bisect_left(neighbours[owner], holder)  # position among the sorted neighbours
-    return rank + 1 + (1 if owner < holder else 0)
 
 
 def _masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519PrivateKey,
@@ -152,19 +145,11 @@ def _masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519Priva
         raise ConfigurationError(f"the masked engine computes in Z_(2^32) or Z_(2^64), got {ring}")
     # M = 2^(bits of the dtype): the dtype's wrap-around is the reduction, so add in place
     acc = x if x.dtype == ring.dtype else x.astype(ring.dtype)
-    np.add(acc, _mask(ring, self_mask, length), out=acc)
+    np.add(acc, mask_vector(ring, self_mask, length), out=acc)
     for j, s_pk in peers.items():
         seed = agree(s_sk, s_pk, purpose="mask", session=session, me=me, peer=j)
-        (np.add if me < j else np.subtract)(acc, _mask(ring, seed, length), out=acc)
+        (np.add if me < j else np.subtract)(acc, mask_vector(ring, seed, length), out=acc)
     return acc
-
-
-def _mask(ring: ZMod, seed: bytes, length: int) -> np.ndarray:
-    """PRG(seed) as a vector of Z_M (ChaCha20 keystream, little-endian words)."""
-    return np.frombuffer(keystream(seed, length * ring.element_bytes), dtype=_LITTLE[ring.element_bytes])
-
-
-_LITTLE = {size: np.dtype(f"<u{size}") for size in (1, 2, 4, 8)}
 
 
 class MaskedEngine(SecureSumEngine):
@@ -468,7 +453,7 @@ class MaskedEngine(SecureSumEngine):
         await controller_phase(net, PHASES[4])
         for v, request in unmask_requests(ctx.session, views, tagged, order=spread):
             await ep.send(v, request, phase=PHASES[4])
-        unmasking = _Unmasking(ctx, total, set(u3), relayed, keys, dropped, u4)  # (the answers wait in the mailbox)
+        unmasking = Unmasking(ctx, total, set(u3), relayed, keys, dropped, u4)  # (the answers wait in the mailbox)
         await collect(ep, sorted(u4), kind=UnmaskShares, session=s, phase=PHASES[4],
                       timeout=timeout, partial=True, accept=unmasking.take)
         return SumOutcome(to_counts(unmasking.finish(list(masked))), tuple(sorted(u3)))
@@ -542,84 +527,6 @@ class MaskedEngine(SecureSumEngine):
         )
 
 
-class _Unmasking:
-    """Round 4 at the controller, as the answers arrive: the shares each holder returns are
-    checked (only what was requested: for each owner it holds, the secret that owner's fate
-    calls for, at its abscissa), and a survivor's self mask is reconstructed and removed from
-    ``total`` (the sum of the masked inputs) as soon as every holder of it in ``answering``
-    has answered, i.e. from exactly the shares the end of the round would give it.  So the
-    work overlaps the other holders' and what :meth:`finish` does, and the errors it raises
-    (the first bad answer, then the first survivor or dropped party that cannot be
-    reconstructed), are those of doing it all at the end.
-    """
-
-    def __init__(self, ctx: SecureSumContext, total: np.ndarray, survivors: set[int],
-                 relayed: dict[int, tuple[int, ...]], keys: dict[int, PublicKeys], dropped: set[int],
-                 answering: set[int]) -> None:
-        self.ctx, self.total, self.survivors, self.relayed, self.keys = ctx, total, survivors, relayed, keys
-        self.dropped = dropped
-        self.b_shares: dict[int, list[Share]] = {v: [] for v in survivors}
-        self.sk_shares: dict[int, list[Share]] = {u: [] for u in dropped}
-        self.waiting: dict[int, int] = {}  # owner -> holders in ``answering`` that have not answered
-        for h in answering:
-            for o in (*relayed[h], h):
-                self.waiting[o] = self.waiting.get(o, 0) + 1
-        self.removed: set[int] = set()  # survivors whose self mask is out of the total
-        self.error: MessageError | None = None
-
-    def take(self, holder: int, msg: UnmaskShares) -> None:
-        """One holder's answer (collect's ``accept``)."""
-        if self.error is not None:
-            return
-        ctx, neighbours, survivors = self.ctx, self.ctx.neighbours, self.survivors
-        owners = set(self.relayed[holder]) | {holder}
-        values = msg.values
-        shares: list[tuple[int, Share]] = []
-        for k, (owner, kind, x) in enumerate(zip(msg.owners.tolist(), msg.which, msg.abscissae.tolist())):
-            expected = SECRET_SELF_MASK if owner in survivors else SECRET_MASK_KEY
-            if owner not in owners or kind != expected or x != abscissa(neighbours, owner, holder):
-                self.error = MessageError(f"party {holder} returned a share that was not requested")
-                return
-            shares.append((owner, Share.from_bytes(x, values[SHARE_BYTES * k: SHARE_BYTES * (k + 1)])))
-        for owner, share in shares:
-            (self.b_shares if owner in survivors else self.sk_shares)[owner].append(share)
-        for o in owners:
-            left = self.waiting[o] = self.waiting[o] - 1
-            if left == 0 and o in survivors and len(self.b_shares[o]) >= ctx.threshold:
-                try:
-                    self._remove_self_mask(o)
-                except (SecureSumAborted, ConfigurationError):
-                    pass  # (inconsistent shares) raised again, in its turn, by finish
-
-    def _remove_self_mask(self, v: int) -> None:
-        ring, L = self.ctx.ring, self.ctx.length
-        b_v = _reconstruct(self.b_shares[v], self.ctx.threshold, f"the self mask of surviving party {v}")
-        np.subtract(self.total, _mask(ring, b_v, L), out=self.total)
-        self.removed.add(v)
-
-    def finish(self, order: list[int]) -> np.ndarray:
-        """The sum, once the round is over: the self masks not removed yet (survivors in
-        ``order``), then the masks the survivors share with the dropped parties."""
-        if self.error is not None:
-            raise self.error
-        ctx, ring, L, total, keys = self.ctx, self.ctx.ring, self.ctx.length, self.total, self.keys
-        for v in order:
-            if v not in self.removed:
-                self._remove_self_mask(v)
-        for u in sorted(self.dropped):
-            raw = _reconstruct(self.sk_shares[u], ctx.threshold, f"the mask key of dropped party {u}")
-            s_u = KeyPair.from_private_bytes(raw)
-            if s_u.public != keys[u].keys[0]:
-                raise ProtocolError(f"reconstructed mask key of party {u} does not match its public key")
-            for v in self.relayed[u]:
-                if v not in self.survivors:
-                    continue
-                seed = agree(s_u.private, keys[v].keys[0], purpose="mask", session=ctx.session, me=u, peer=v)
-                # survivor v added +PRG(s_uv) if v < u and -PRG(s_uv) if v > u: take it out
-                (np.subtract if v < u else np.add)(total, _mask(ring, seed, L), out=total)
-        return total
-
-
 def spread(ids: list[int]) -> list[int]:
     """``ids`` in stride order (every ⌊√n⌋-th id, then the next stride, ...): the order in which
     the controller sends a round's messages, so that each contiguous range of the roster (the
@@ -627,17 +534,6 @@ def spread(ids: list[int]) -> list[int]:
     waiting for the ranges before it.  Any order gives the same messages and the same sum."""
     step = max(1, math.isqrt(len(ids)))
     return [ids[i] for first in range(step) for i in range(first, len(ids), step)]
-
-
-def _reconstruct(shares: list[Share], threshold: int, what: str) -> bytes:
-    try:
-        return reconstruct_bytes(shares, threshold)
-    except SecureSumAborted as exc:
-        raise SecureSumAborted(
-            f"masked secure sum aborted: cannot reconstruct {what}: {len(shares)} share(s) "
-            f"arrived, threshold t = {threshold}",
-            survivors=len(shares), threshold=threshold,
-        ) from exc
 
 
 def _bad_keys(src: int, msg: PublicKeys) -> str | None:

@@ -1,0 +1,137 @@
+"""The masked engine's unmasking (Bonawitz et al. 2017, Figure 4, round 4 at the server).
+
+Each holder's answer is checked as it arrives: only the shares that were requested, i.e. for
+each owner it holds shares of, the secret that owner's fate calls for (the self-mask seed b_o of
+a survivor, the masking key s_sk_o of a dropped party) at the holder's public Shamir abscissa.
+A survivor's self mask PRG(b_v) is reconstructed from any t shares and subtracted from the sum of
+the masked inputs as soon as its holders have answered; at the end, each dropped party's masking
+key is reconstructed, checked against the public key it advertised, and the pairwise masks
+PRG(s_uv) it shares with the survivors are taken out:
+
+    sum_{v in U3} x_v = sum_{v in U3} y_v - sum_{v in U3} PRG(b_v)
+                        + sum_{u dropped} sum_{v in U3 ∩ N(u)} ±PRG(s_uv)    (mod M).
+
+Also here, because the party side uses them too: :func:`abscissa` (the public abscissa of a
+holder's share of an owner's secrets) and :func:`mask_vector` (PRG(seed) as a vector of Z_M).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+import numpy as np
+
+from mprr.errors import ConfigurationError, MessageError, ProtocolError, SecureSumAborted
+from parties.secure.crypto import KeyPair, agree
+from parties.secure.engine import SecureSumContext
+from parties.secure.messages import SECRET_MASK_KEY, SECRET_SELF_MASK, PublicKeys, UnmaskShares
+from parties.secure.prg import keystream
+from parties.secure.ring import ZMod
+from parties.secure.shamir import SHARE_BYTES, Share, reconstruct_bytes
+from parties.secure.topology import Neighbourhoods
+
+__all__ = ["Unmasking", "abscissa", "mask_vector", "reconstruct_secret"]
+
+
+def abscissa(neighbours: Neighbourhoods, owner: int, holder: int) -> int:
+    """Shamir abscissa of ``holder``'s share of ``owner``'s secrets: 1 + rank of ``holder``
+    in the sorted holder set N(owner) + {owner} (public, so every actor can check it)."""
+    rank = bisect_left(neighbours[owner], holder)  # position among the sorted neighbours
+    return rank + 1 + (1 if owner < holder else 0)
+
+
+def mask_vector(ring: ZMod, seed: bytes, length: int) -> np.ndarray:
+    """PRG(seed) as a vector of Z_M (ChaCha20 keystream, little-endian words)."""
+    return np.frombuffer(keystream(seed, length * ring.element_bytes), dtype=_LITTLE[ring.element_bytes])
+
+
+_LITTLE = {size: np.dtype(f"<u{size}") for size in (1, 2, 4, 8)}
+
+
+class Unmasking:
+    """Round 4 at the controller, as the answers arrive: the shares each holder returns are
+    checked (only what was requested: for each owner it holds, the secret that owner's fate
+    calls for, at its abscissa), and a survivor's self mask is reconstructed and removed from
+    ``total`` (the sum of the masked inputs) as soon as every holder of it in ``answering``
+    has answered, i.e. from exactly the shares the end of the round would give it.  So the
+    work overlaps the other holders' and what :meth:`finish` does, and the errors it raises
+    (the first bad answer, then the first survivor or dropped party that cannot be
+    reconstructed), are those of doing it all at the end.
+    """
+
+    def __init__(self, ctx: SecureSumContext, total: np.ndarray, survivors: set[int],
+                 relayed: dict[int, tuple[int, ...]], keys: dict[int, PublicKeys], dropped: set[int],
+                 answering: set[int]) -> None:
+        self.ctx, self.total, self.survivors, self.relayed, self.keys = ctx, total, survivors, relayed, keys
+        self.dropped = dropped
+        self.b_shares: dict[int, list[Share]] = {v: [] for v in survivors}
+        self.sk_shares: dict[int, list[Share]] = {u: [] for u in dropped}
+        self.waiting: dict[int, int] = {}  # owner -> holders in ``answering`` that have not answered
+        for h in answering:
+            for o in (*relayed[h], h):
+                self.waiting[o] = self.waiting.get(o, 0) + 1
+        self.removed: set[int] = set()  # survivors whose self mask is out of the total
+        self.error: MessageError | None = None
+
+    def take(self, holder: int, msg: UnmaskShares) -> None:
+        """One holder's answer (collect's ``accept``)."""
+        if self.error is not None:
+            return
+        ctx, neighbours, survivors = self.ctx, self.ctx.neighbours, self.survivors
+        owners = set(self.relayed[holder]) | {holder}
+        values = msg.values
+        shares: list[tuple[int, Share]] = []
+        for k, (owner, kind, x) in enumerate(zip(msg.owners.tolist(), msg.which, msg.abscissae.tolist())):
+            expected = SECRET_SELF_MASK if owner in survivors else SECRET_MASK_KEY
+            if owner not in owners or kind != expected or x != abscissa(neighbours, owner, holder):
+                self.error = MessageError(f"party {holder} returned a share that was not requested")
+                return
+            shares.append((owner, Share.from_bytes(x, values[SHARE_BYTES * k: SHARE_BYTES * (k + 1)])))
+        for owner, share in shares:
+            (self.b_shares if owner in survivors else self.sk_shares)[owner].append(share)
+        for o in owners:
+            left = self.waiting[o] = self.waiting[o] - 1
+            if left == 0 and o in survivors and len(self.b_shares[o]) >= ctx.threshold:
+                try:
+                    self._remove_self_mask(o)
+                except (SecureSumAborted, ConfigurationError):
+                    pass  # (inconsistent shares) raised again, in its turn, by finish
+
+    def _remove_self_mask(self, v: int) -> None:
+        ring, L = self.ctx.ring, self.ctx.length
+        b_v = reconstruct_secret(self.b_shares[v], self.ctx.threshold, f"the self mask of surviving party {v}")
+        np.subtract(self.total, mask_vector(ring, b_v, L), out=self.total)
+        self.removed.add(v)
+
+    def finish(self, order: list[int]) -> np.ndarray:
+        """The sum, once the round is over: the self masks not removed yet (survivors in
+        ``order``), then the masks the survivors share with the dropped parties."""
+        if self.error is not None:
+            raise self.error
+        ctx, ring, L, total, keys = self.ctx, self.ctx.ring, self.ctx.length, self.total, self.keys
+        for v in order:
+            if v not in self.removed:
+                self._remove_self_mask(v)
+        for u in sorted(self.dropped):
+            raw = reconstruct_secret(self.sk_shares[u], ctx.threshold, f"the mask key of dropped party {u}")
+            s_u = KeyPair.from_private_bytes(raw)
+            if s_u.public != keys[u].keys[0]:
+                raise ProtocolError(f"reconstructed mask key of party {u} does not match its public key")
+            for v in self.relayed[u]:
+                if v not in self.survivors:
+                    continue
+                seed = agree(s_u.private, keys[v].keys[0], purpose="mask", session=ctx.session, me=u, peer=v)
+                # survivor v added +PRG(s_uv) if v < u and -PRG(s_uv) if v > u: take it out
+                (np.subtract if v < u else np.add)(total, mask_vector(ring, seed, L), out=total)
+        return total
+
+
+def reconstruct_secret(shares: list[Share], threshold: int, what: str) -> bytes:
+    try:
+        return reconstruct_bytes(shares, threshold)
+    except SecureSumAborted as exc:
+        raise SecureSumAborted(
+            f"masked secure sum aborted: cannot reconstruct {what}: {len(shares)} share(s) "
+            f"arrived, threshold t = {threshold}",
+            survivors=len(shares), threshold=threshold,
+        ) from exc
