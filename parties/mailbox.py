@@ -357,12 +357,7 @@ class Mailbox:
         :class:`RoundTimeout` listing the sources still missing, or with ``partial=True``
         returns what arrived (the caller decides what a missing party means).
         """
-        _check_timeout(timeout)
-        kind_set = resolve_kinds(kinds)
-        want = set(_source_set(sources) or ())
-        for src in want:
-            self._check_source(src)
-        self._raise_pending()
+        kind_set, want = self._gather_arguments(sources, kinds, timeout)
         got = self._take_each(want, kind_set, phase)
         if not want:
             return got
@@ -405,12 +400,7 @@ class Mailbox:
         ``gather``; per batch, the work is that of its messages, whatever the number of
         sources still awaited.
         """
-        _check_timeout(timeout)
-        kind_set = resolve_kinds(kinds)
-        want = set(_source_set(sources) or ())
-        for src in want:
-            self._check_source(src)
-        self._raise_pending()
+        kind_set, want = self._gather_arguments(sources, kinds, timeout)
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         got = self._take_each(want, kind_set, phase)
@@ -419,6 +409,9 @@ class Mailbox:
                 yield got
             if not want:
                 return
+            got = self._take_each(want, kind_set, phase)  # arrived while the caller held the batch
+            if got:
+                continue
             remaining = None if deadline is None else deadline - loop.time()
             if remaining is not None and remaining <= 0:
                 return
@@ -435,6 +428,19 @@ class Mailbox:
                 want.clear()  # (the deadline has passed: this batch is the last)
             finally:
                 self._forget(waiter, returned)
+
+    def _gather_arguments(self, sources: Iterable[int],
+                          kinds: Iterable[int | str | type[Message]] | type[Message] | str | None,
+                          timeout: float | None) -> tuple[frozenset[int] | None, set[int]]:
+        """Checked arguments of :meth:`gather` and :meth:`gather_each`: the kind set and the set
+        of sources still wanted."""
+        _check_timeout(timeout)
+        kind_set = resolve_kinds(kinds)
+        want = set(_source_set(sources) or ())
+        for src in want:
+            self._check_source(src)
+        self._raise_pending()
+        return kind_set, want
 
     def _take_each(self, want: set[int], kinds: frozenset[int] | None,
                    phase: str | None) -> dict[int, Envelope[Message]]:

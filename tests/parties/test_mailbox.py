@@ -162,6 +162,25 @@ def test_gather_each_yields_each_batch_of_arrivals() -> None:
     run_virtual(run())
 
 
+def test_gather_each_takes_what_arrived_while_the_caller_awaited() -> None:
+    # a message delivered while the loop body awaits is buffered, with no waiter to catch it:
+    # the next batch must take it at once, not when the timeout ends the receive
+    async def run() -> None:
+        net = InMemoryNetwork(2)
+        ctrl = net.endpoint(CONTROLLER)
+        loop = asyncio.get_running_loop()
+        await net.endpoint(0).send(CONTROLLER, Ack(0), phase="p")
+        batches = []
+        async for got in ctrl.gather_each(range(2), kinds=Ack, phase="p", timeout=60.0):
+            batches.append((round(loop.time()), sorted(got)))
+            if len(batches) == 1:
+                await net.endpoint(1).send(CONTROLLER, Ack(1), phase="p")
+                await asyncio.sleep(1.0)
+        assert batches == [(0, [0]), (1, [1])]
+
+    run_virtual(run())
+
+
 async def test_recv_many_waits_for_the_first_and_takes_what_else_arrived() -> None:
     net = InMemoryNetwork(2)
     ctrl = net.endpoint(CONTROLLER)
