@@ -104,6 +104,8 @@ def _hmac32(key: bytes, data: bytes) -> bytes:
     """HMAC-SHA256(key, data) for a 32-byte key (RFC 2104: H(K ^ opad || H(K ^ ipad || data)),
     K zero-padded to 64 bytes) with hashlib's SHA-256: the same bytes as ``hmac.digest``,
     without OpenSSL's per-call lookup of the MAC and digest (about half the time here)."""
+    if len(key) != 32:
+        raise ConfigurationError(f"_hmac32 key must be 32 bytes, got {len(key)}")
     return _sha256(key.translate(_OPAD) + _PAD_OUT
                    + _sha256(key.translate(_IPAD) + _PAD_IN + data).digest()).digest()
 
@@ -197,7 +199,7 @@ def seal_each(keys: list[bytes], plaintexts: list[bytes], *, session: str, sende
     drawn by one :func:`secrets.token_bytes`."""
     nonces = secrets.token_bytes(NONCE_BYTES * len(keys))
     out = []
-    for k, (key, plaintext, receiver) in enumerate(zip(keys, plaintexts, receivers)):
+    for k, (key, plaintext, receiver) in enumerate(zip(keys, plaintexts, receivers, strict=True)):
         nonce = nonces[NONCE_BYTES * k: NONCE_BYTES * (k + 1)]
         out.append(nonce + ChaCha20Poly1305(key).encrypt(nonce, plaintext, _associated_data(session, sender, receiver)))
     return out

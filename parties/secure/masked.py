@@ -290,8 +290,8 @@ class MaskedEngine(SecureSumEngine):
                     "key substitution detected")
             peer_masks[j] = s_pk
             handed_j = dict(entries(plain_j[size:]))
-            if len(handed_j) != extra // entry_size or not near.isdisjoint(handed_j) or me in handed_j \
-                    or not set(handed_j) <= set(neighbours[j]):
+            if handed_j and (len(handed_j) != extra // entry_size or not near.isdisjoint(handed_j)
+                             or me in handed_j or not set(handed_j) <= set(neighbours[j])):
                 raise MessageError(f"party {me}: the view keys sealed by party {j} are not for its other holders")
             held[j] = (xj, sk_y, b_y)
             for h, key in handed_j.items():

@@ -106,12 +106,22 @@ def random_elements(count: int) -> list[int]:
     return out
 
 
+@lru_cache(maxsize=4096)
+def _powers(x: int, count: int) -> tuple[int, ...]:
+    """x, x^2, ..., x^count mod p (public: every party's abscissae are small ranks 1, 2, ...,
+    so the rows are shared by all the parties of a process)."""
+    row = [x % PRIME]
+    for _ in range(count - 1):
+        row.append(row[-1] * x % PRIME)
+    return tuple(row[:count])
+
+
 def _evaluate(secret_values: Sequence[int], xs: tuple[int, ...], threshold: int) -> list[list[int]]:
     """f_s(x) for a fresh random polynomial f_s of degree t - 1 with f_s(0) = s, for each secret
     s and abscissa x (the coefficients of all the polynomials drawn at once)."""
     extra = threshold - 1
     coefficients = random_elements(extra * len(secret_values))
-    powers = [[pow(x, k, PRIME) for k in range(1, threshold)] for x in xs]
+    powers = [_powers(x, extra) for x in xs]
     values = []
     for i, secret in enumerate(secret_values):
         cs = coefficients[extra * i: extra * (i + 1)]

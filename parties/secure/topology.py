@@ -17,6 +17,7 @@ component, so a disconnected graph would reveal partial sums.
 from __future__ import annotations
 
 import random
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
@@ -24,7 +25,7 @@ from types import MappingProxyType
 
 from mprr.errors import ConfigurationError
 
-__all__ = ["TOPOLOGIES", "CompleteNeighbourhoods", "Neighbourhoods", "build_neighbourhoods"]
+__all__ = ["TOPOLOGIES", "CompleteNeighbourhoods", "Neighbourhoods", "build_neighbourhoods", "neighbour_rank"]
 
 TOPOLOGIES = ("complete", "regular", "harary")
 
@@ -49,6 +50,22 @@ class CompleteNeighbourhoods(Mapping[int, tuple[int, ...]]):
 
     def __len__(self) -> int:
         return len(self._parties)
+
+    def rank(self, party: int, neighbour: int) -> int:
+        """Position of ``neighbour`` in ``self[party]`` (``bisect_left``), in O(log n) without
+        building the O(n) tuple."""
+        if party not in self._set:
+            raise KeyError(party)
+        position = bisect_left(self._parties, neighbour)
+        return position - (1 if party < neighbour else 0)
+
+
+def neighbour_rank(neighbours: Neighbourhoods, party: int, neighbour: int) -> int:
+    """``bisect_left(neighbours[party], neighbour)``: the position of ``neighbour`` among the
+    sorted neighbours of ``party`` (O(log n) on the complete graph too)."""
+    if isinstance(neighbours, CompleteNeighbourhoods):
+        return neighbours.rank(party, neighbour)
+    return bisect_left(neighbours[party], neighbour)
 
 
 def build_neighbourhoods(

@@ -17,7 +17,6 @@ holder's share of an owner's secrets) and :func:`mask_vector` (PRG(seed) as a ve
 
 from __future__ import annotations
 
-from bisect import bisect_left
 
 import numpy as np
 
@@ -27,8 +26,8 @@ from parties.secure.engine import SecureSumContext
 from parties.secure.messages import SECRET_MASK_KEY, SECRET_SELF_MASK, PublicKeys, UnmaskShares
 from parties.secure.prg import keystream
 from parties.secure.ring import ZMod
-from parties.secure.shamir import SHARE_BYTES, Share, reconstruct_bytes
-from parties.secure.topology import Neighbourhoods
+from parties.secure.shamir import PRIME, SHARE_BYTES, Share, reconstruct_bytes
+from parties.secure.topology import Neighbourhoods, neighbour_rank
 
 __all__ = ["Unmasking", "abscissa", "mask_vector", "reconstruct_secret"]
 
@@ -36,8 +35,7 @@ __all__ = ["Unmasking", "abscissa", "mask_vector", "reconstruct_secret"]
 def abscissa(neighbours: Neighbourhoods, owner: int, holder: int) -> int:
     """Shamir abscissa of ``holder``'s share of ``owner``'s secrets: 1 + rank of ``holder``
     in the sorted holder set N(owner) + {owner} (public, so every actor can check it)."""
-    rank = bisect_left(neighbours[owner], holder)  # position among the sorted neighbours
-    return rank + 1 + (1 if owner < holder else 0)
+    return neighbour_rank(neighbours, owner, holder) + 1 + (1 if owner < holder else 0)
 
 
 def mask_vector(ring: ZMod, seed: bytes, length: int) -> np.ndarray:
@@ -86,7 +84,11 @@ class Unmasking:
             if owner not in owners or kind != expected or x != abscissa(neighbours, owner, holder):
                 self.error = MessageError(f"party {holder} returned a share that was not requested")
                 return
-            shares.append((owner, Share.from_bytes(x, values[SHARE_BYTES * k: SHARE_BYTES * (k + 1)])))
+            y = int.from_bytes(values[SHARE_BYTES * k: SHARE_BYTES * (k + 1)], "big")
+            if y >= PRIME:
+                self.error = MessageError(f"party {holder} returned a share value outside GF(p) for party {owner}")
+                return
+            shares.append((owner, Share(x, y)))
         for owner, share in shares:
             (self.b_shares if owner in survivors else self.sk_shares)[owner].append(share)
         for o in owners:

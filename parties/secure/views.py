@@ -214,26 +214,29 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
     tags = request.tags
     head = prefix  # + signer, target, view: the statement view_tags MACs
     pair, blake, same = _PAIR.pack, _blake2b, hmac.compare_digest
-    checked: dict[int, list[int] | None] = {}  # author -> its authenticated view (None: bad MAC)
+    checked: dict[int, frozenset[int] | None] = {}  # author -> its authenticated view (None: bad MAC)
 
-    def stated(w: int) -> list[int] | None:
+    def stated(w: int) -> frozenset[int] | None:
         i, key = statements.get(w), view_keys.get(w)
-        got: list[int] | None = None
+        got: frozenset[int] | None = None
         if i is not None and key is not None:
             v = view_of[i]
             a, b = starts[v], ends[v]
             mac = blake(head + pair(w, me) + packed[4 * a: 4 * b], key=key, digest_size=TAG_BYTES).digest()
             if same(mac, tags[TAG_BYTES * i: TAG_BYTES * (i + 1)]):
-                got = cells[a:b]  # a holder set: a handful of ids, searched as a list
+                got = frozenset(cells[a:b])  # a holder set (every party on the complete graph)
         checked[w] = got
         return got
 
+    everyone = ctx.parties if isinstance(ctx.neighbours, CompleteNeighbourhoods) else None
     for o in owners:
-        holders = (*ctx.neighbours[o], o)
+        holders = everyone or (*ctx.neighbours[o], o)  # H(o): o and its neighbours
         need = len(holders) // 2 + 1
         alive = o in view
         agree_ = 1  # this party
         for w in holders:  # the authors already authenticated first
+            if agree_ >= need:
+                break
             got = checked.get(w)
             if got is not None and w != me and (o in got) == alive:
                 agree_ += 1

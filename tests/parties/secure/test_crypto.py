@@ -31,6 +31,8 @@ def test_derived_keys_equal_cryptography_hkdf_and_stdlib_hmac() -> None:
         derive_key(shared, purpose=p, session="sess", a=3, b=8) for p in ("channel", "view"))
     for key, data in ((bytes(32), b""), (bytes(range(32)), b"x" * 200), (b"\xff" * 32, bytes(range(64)))):
         assert _hmac32(key, data) == hmac.digest(key, data, "sha256")
+    with pytest.raises(ConfigurationError, match="_hmac32 key must be 32 bytes, got 16"):
+        _hmac32(bytes(16), b"x")
 
 
 def test_hkdf_rfc5869_test_case_3() -> None:

@@ -123,3 +123,9 @@ def test_validation_errors() -> None:
     a, _ = share_secret(5, [1, 2], 2)
     with pytest.raises(ConfigurationError, match="conflicting shares"):
         reconstruct_secret([a, Share(1, (a.y + 1) % PRIME)], 1)
+
+
+def test_powers_are_the_powers_of_the_abscissa_mod_p() -> None:
+    for x, count in ((1, 3), (2, 1), (7, 40), (PRIME - 1, 5)):
+        assert shamir._powers(x, count) == tuple(pow(x, k, PRIME) for k in range(1, count + 1))
+    assert shamir._powers(5, 0) == ()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import pytest
 
 from mprr.errors import ConfigurationError
-from parties.secure.topology import CompleteNeighbourhoods, build_neighbourhoods
+from parties.secure.topology import CompleteNeighbourhoods, build_neighbourhoods, neighbour_rank
 
 
 @pytest.mark.parametrize(("topology", "degree", "n"), [
@@ -79,3 +81,15 @@ def test_regular_neighbourhoods_are_those_of_the_first_connected_networkx_graph(
     graph = next(g for g in (nx.random_regular_graph(3, 60, seed=4 + k) for k in range(20)) if nx.is_connected(g))
     expected = {ids[u]: tuple(sorted(ids[v] for v in graph.adj[u])) for u in range(60)}
     assert dict(build_neighbourhoods(ids, "regular", 3, seed=4)) == expected
+
+
+@pytest.mark.parametrize("topology", ["complete", "harary"])
+def test_neighbour_rank_is_the_position_among_the_sorted_neighbours(topology: str) -> None:
+    parties = (0, 2, 3, 7, 9, 12)
+    nb = build_neighbourhoods(parties, topology, None if topology == "complete" else 3)
+    assert isinstance(nb, CompleteNeighbourhoods) == (topology == "complete")
+    for p in parties:
+        for q in nb[p]:
+            assert neighbour_rank(nb, p, q) == bisect_left(nb[p], q) == nb[p].index(q)
+    with pytest.raises(KeyError):
+        neighbour_rank(nb, 5, 0)
