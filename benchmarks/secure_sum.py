@@ -14,7 +14,10 @@ Configurations:
 - ``graph``  (additive shares to 4 neighbours of a random 4-regular graph, direct links):
   n = 1,000, 10,000, 32,561;
 - ``masked`` (Bonawitz et al. 2017 on a random k-regular neighbour graph, k = 8, t = 5):
-  n = 1,000, 10,000, 32,561.
+  n = 1,000, 10,000, 32,561;
+- ``masked-complete`` (Bonawitz et al. 2017 as published: every pair of parties shares masks,
+  t > n / 2; O(n) keys, shares and view tags per party, O(n^2) work per party):
+  n = 100, 300.
 
 Each configuration runs in its own subprocess so that the peak RSS (``ru_maxrss``) is its own.
 Printed per run: wall and CPU seconds, messages, bytes (measured by the network, and the
@@ -106,7 +109,7 @@ def build(engine: str, n: int, args: argparse.Namespace):  # noqa: ANN201
 
     Benchmark names: ``graph`` = the registry's ``graph-direct`` with direct links along the
     graph's edges, ``graph-relay`` = ``graph`` (star, shares relayed under AEAD), ``masked`` =
-    ``masked-sparse`` (k-regular).
+    ``masked-sparse`` (k-regular), ``masked-complete`` = ``masked`` (complete graph).
     """
     timeout = args.round_timeout
     if engine in ("paper", "paper-per-combination"):
@@ -118,6 +121,8 @@ def build(engine: str, n: int, args: argparse.Namespace):  # noqa: ANN201
         return eng, graph  # direct links along the graph edges
     if engine == "graph-relay":
         return sized_engine("graph", degree=args.graph_degree, seed=args.seed, round_timeout=timeout), None
+    if engine == "masked-complete":
+        return sized_engine("masked", degree=0, seed=args.seed, round_timeout=timeout), None
     if engine == "masked":
         return sized_engine("masked-sparse", degree=args.masked_degree, seed=args.seed,
                             round_timeout=timeout), None
@@ -175,11 +180,12 @@ def main() -> None:
         raise SystemExit(f"expected 1,582 combinations, got {L}")
     if args.quick:
         plan = [("paper", 30, 0), ("paper-per-combination", 10, args.per_combination_cells),
-                ("graph", 500, 0), ("graph-relay", 500, 0), ("masked", 500, 0)]
+                ("graph", 500, 0), ("graph-relay", 500, 0), ("masked", 500, 0), ("masked-complete", 50, 0)]
     else:
         plan = [("paper", 100, 0), ("paper", 300, 0), ("paper", 1000, 0),
                 ("paper-per-combination", 100, args.per_combination_cells)]
         plan += [(e, n, 0) for e in ("graph", "graph-relay", "masked") for n in (1_000, 10_000, ADULT_N)]
+        plan += [("masked-complete", 100, 0), ("masked-complete", 300, 0)]
     if args.targets:
         plan = [("paper", 1_000, 0), ("masked", ADULT_N, 0)]
     if args.only:

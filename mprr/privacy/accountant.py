@@ -428,8 +428,10 @@ class PrivacyAccountant:
         groups of it, its attributes allowed), the secure-sum commitment, then the budget
         against the new spending of all releases together (releases the ledger holds, or that
         repeat an earlier one of the request, are replays and add nothing; a commitment's
-        releases are all new).  A refusal is recorded once and changes nothing else; an
-        accepted request appends its new releases to the ledger.  A commitment the party made
+        releases are all new).  A refusal is recorded once and changes nothing else, except
+        that the plan it announced, if it was its phase's first, stays the phase's plan (the
+        controller committed to it by announcing it); an accepted request appends its new
+        releases to the ledger.  A commitment the party made
         before (a re-sent request) gets ``()``: nothing new is decided.
 
         Raises
