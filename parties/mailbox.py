@@ -396,8 +396,9 @@ class Mailbox:
         envelope}`` for the sources that answered since the last batch (every matching message
         delivered before this receive resumed: one wake-up per batch of arrivals, not per
         message), until every source answered or ``timeout`` seconds passed (then it ends;
-        the caller sees who is missing).  The same messages, in the same order, as one
-        ``gather``; per batch, the work is that of its messages, whatever the number of
+        the caller sees who is missing).  Messages buffered while the caller held a batch are
+        taken when it resumes, even if that is after the deadline.  The same messages, in the
+        same order, as one ``gather``; per batch, the work is that of its messages, whatever the number of
         sources still awaited.
         """
         kind_set, want = self._gather_arguments(sources, kinds, timeout)

@@ -197,6 +197,9 @@ def seal_each(keys: list[bytes], plaintexts: list[bytes], *, session: str, sende
               receivers: tuple[int, ...]) -> list[bytes]:
     """:func:`seal` of ``plaintexts[k]`` under ``keys[k]`` for ``receivers[k]``, the random nonces
     drawn by one :func:`secrets.token_bytes`."""
+    if not len(keys) == len(plaintexts) == len(receivers):
+        raise ConfigurationError(f"seal_each needs one key, plaintext and receiver each: got {len(keys)} keys, "
+                                 f"{len(plaintexts)} plaintexts, {len(receivers)} receivers")
     nonces = secrets.token_bytes(NONCE_BYTES * len(keys))
     out = []
     for k, (key, plaintext, receiver) in enumerate(zip(keys, plaintexts, receivers, strict=True)):

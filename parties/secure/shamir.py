@@ -106,10 +106,23 @@ def random_elements(count: int) -> list[int]:
     return out
 
 
-@lru_cache(maxsize=4096)
+_CACHED_ROW = 256
+"""Rows of at most this many powers are cached (at most 1,024 of them: about 9 MB of 257-bit
+integers); the complete graph of n > 513 parties computes its longer rows afresh."""
+
+
 def _powers(x: int, count: int) -> tuple[int, ...]:
     """x, x^2, ..., x^count mod p (public: every party's abscissae are small ranks 1, 2, ...,
-    so the rows are shared by all the parties of a process)."""
+    so the short rows are cached, shared by all the parties of a process)."""
+    return _cached_powers(x, count) if count <= _CACHED_ROW else _power_row(x, count)
+
+
+@lru_cache(maxsize=1024)
+def _cached_powers(x: int, count: int) -> tuple[int, ...]:
+    return _power_row(x, count)
+
+
+def _power_row(x: int, count: int) -> tuple[int, ...]:
     row = [x % PRIME]
     for _ in range(count - 1):
         row.append(row[-1] * x % PRIME)

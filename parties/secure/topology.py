@@ -51,6 +51,11 @@ class CompleteNeighbourhoods(Mapping[int, tuple[int, ...]]):
     def __len__(self) -> int:
         return len(self._parties)
 
+    @property
+    def parties(self) -> tuple[int, ...]:
+        """The roster, sorted: H(o) = N(o) + {o} of every party o."""
+        return self._parties
+
     def rank(self, party: int, neighbour: int) -> int:
         """Position of ``neighbour`` in ``self[party]`` (``bisect_left``), in O(log n) without
         building the O(n) tuple."""

@@ -17,7 +17,6 @@ holder's share of an owner's secrets) and :func:`mask_vector` (PRG(seed) as a ve
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, SecureSumAborted
@@ -86,7 +85,8 @@ class Unmasking:
                 return
             y = int.from_bytes(values[SHARE_BYTES * k: SHARE_BYTES * (k + 1)], "big")
             if y >= PRIME:
-                self.error = MessageError(f"party {holder} returned a share value outside GF(p) for party {owner}")
+                self.error = MessageError(f"party {holder} returned a share value outside GF(p) for party {owner} "
+                                          "(share values must be < p = 2^256 + 297)")
                 return
             shares.append((owner, Share(x, y)))
         for owner, share in shares:

@@ -215,6 +215,7 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
     head = prefix  # + signer, target, view: the statement view_tags MACs
     pair, blake, same = _PAIR.pack, _blake2b, hmac.compare_digest
     checked: dict[int, frozenset[int] | None] = {}  # author -> its authenticated view (None: bad MAC)
+    as_sets: dict[int, frozenset[int]] = {}  # view index -> its ids (honest authors share one view)
 
     def stated(w: int) -> frozenset[int] | None:
         i, key = statements.get(w), view_keys.get(w)
@@ -224,11 +225,13 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
             a, b = starts[v], ends[v]
             mac = blake(head + pair(w, me) + packed[4 * a: 4 * b], key=key, digest_size=TAG_BYTES).digest()
             if same(mac, tags[TAG_BYTES * i: TAG_BYTES * (i + 1)]):
-                got = frozenset(cells[a:b])  # a holder set (every party on the complete graph)
+                got = as_sets.get(v)
+                if got is None:  # a holder set (every party on the complete graph)
+                    got = as_sets[v] = frozenset(cells[a:b])
         checked[w] = got
         return got
 
-    everyone = ctx.parties if isinstance(ctx.neighbours, CompleteNeighbourhoods) else None
+    everyone = ctx.neighbours.parties if isinstance(ctx.neighbours, CompleteNeighbourhoods) else None
     for o in owners:
         holders = everyone or (*ctx.neighbours[o], o)  # H(o): o and its neighbours
         need = len(holders) // 2 + 1

@@ -92,3 +92,5 @@ def test_seal_each_seals_every_plaintext_for_its_own_receiver_under_a_fresh_nonc
         assert open_sealed(key, blob, session="s", sender=1, receiver=receiver) == plaintext
         with pytest.raises(MessageError, match="failed authentication"):  # bound to its receiver
             open_sealed(key, blob, session="s", sender=1, receiver=receiver + 1)
+    with pytest.raises(ConfigurationError, match="got 8 keys, 7 plaintexts, 8 receivers"):
+        seal_each(keys, plaintexts[:7], session="s", sender=1, receivers=receivers)

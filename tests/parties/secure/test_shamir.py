@@ -129,3 +129,5 @@ def test_powers_are_the_powers_of_the_abscissa_mod_p() -> None:
     for x, count in ((1, 3), (2, 1), (7, 40), (PRIME - 1, 5)):
         assert shamir._powers(x, count) == tuple(pow(x, k, PRIME) for k in range(1, count + 1))
     assert shamir._powers(5, 0) == ()
+    long = shamir._CACHED_ROW + 3  # computed afresh, not cached: the same powers
+    assert shamir._powers(3, long) == tuple(pow(3, k, PRIME) for k in range(1, long + 1))

@@ -89,7 +89,9 @@ def test_neighbour_rank_is_the_position_among_the_sorted_neighbours(topology: st
     nb = build_neighbourhoods(parties, topology, None if topology == "complete" else 3)
     assert isinstance(nb, CompleteNeighbourhoods) == (topology == "complete")
     for p in parties:
+        for q in range(-1, 15):  # neighbours, non-neighbours, q == p, ids outside the roster
+            assert neighbour_rank(nb, p, q) == bisect_left(nb[p], q)
         for q in nb[p]:
-            assert neighbour_rank(nb, p, q) == bisect_left(nb[p], q) == nb[p].index(q)
+            assert neighbour_rank(nb, p, q) == nb[p].index(q)
     with pytest.raises(KeyError):
         neighbour_rank(nb, 5, 0)

@@ -1,0 +1,45 @@
+"""The masked engine's consistency round (:mod:`parties.secure.views`): the majority rule of
+:func:`check_consistency`, exactly at its threshold."""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+
+from mprr.errors import SecureSumAborted
+from parties.secure.masked import MaskedEngine
+from parties.secure.messages import UnmaskRequest, id_vector
+from parties.secure.views import check_consistency, pack_ids, statement_prefix, view_tags
+
+
+@pytest.mark.parametrize(("n", "topology", "degree"), [(6, "complete", None), (7, "complete", None),
+                                                       (9, "harary", 4)])
+def test_exactly_a_strict_majority_of_the_holders_must_agree(n: int, topology: str, degree: int | None) -> None:
+    # party 1 checks the views its co-holders of party 0's secrets stated: it unmasks only if a
+    # strict majority of H(0) (itself included) agree that party 0 survived, as it was told
+    ctx = MaskedEngine(topology=topology, degree=degree, round_timeout=5).context(range(n), 2)
+    me, owner = 1, 0
+    prefix = statement_prefix(ctx.session)
+    holders = sorted((*ctx.neighbours[owner], owner))
+    assert me in holders
+    need = len(holders) // 2 + 1
+    keys = {w: secrets.token_bytes(16) for w in holders if w != me}
+    alive, dead = tuple(holders), tuple(w for w in holders if w != owner)
+    signers = [w for w in holders if w != me]
+    for agreeing in (need - 1, need):  # party 1 itself is one of them
+        says = {w: alive if k < agreeing - 1 else dead for k, w in enumerate(signers)}
+        request = UnmaskRequest(
+            ctx.session, id_vector([*alive, *dead]), id_vector([len(alive), len(alive) + len(dead)]),
+            id_vector(signers), id_vector([0 if says[w] == alive else 1 for w in signers]),
+            b"".join(view_tags({me: keys[w]}, prefix, w, [me], pack_ids(says[w])) for w in signers))
+
+        def check() -> None:
+            check_consistency(request, keys, ctx, me, frozenset(alive), [owner], prefix)
+
+        if agreeing < need:
+            with pytest.raises(SecureSumAborted, match=rf"only {agreeing} of the {len(holders)} Shamir "
+                                                       rf"holders of party {owner} stated"):
+                check()
+        else:
+            check()
