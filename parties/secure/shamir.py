@@ -106,39 +106,37 @@ def random_elements(count: int) -> list[int]:
     return out
 
 
-_CACHED_ROW = 256
-"""Rows of at most this many powers are cached (at most 1,024 of them: about 9 MB of 257-bit
-integers); the complete graph of n > 513 parties computes its longer rows afresh."""
-
-
-def _powers(x: int, count: int) -> tuple[int, ...]:
-    """x, x^2, ..., x^count mod p (public: every party's abscissae are small ranks 1, 2, ...,
-    so the short rows are cached, shared by all the parties of a process)."""
-    return _cached_powers(x, count) if count <= _CACHED_ROW else _power_row(x, count)
-
-
-@lru_cache(maxsize=1024)
-def _cached_powers(x: int, count: int) -> tuple[int, ...]:
-    return _power_row(x, count)
-
-
-def _power_row(x: int, count: int) -> tuple[int, ...]:
-    row = [x % PRIME]
-    for _ in range(count - 1):
-        row.append(row[-1] * x % PRIME)
-    return tuple(row[:count])
+_LANE = 576
+"""Bits per secret in the packed integer :func:`_evaluate` runs Horner's rule on: between two
+reductions a lane stays below 2^514 (< p * 2^257), so lanes never carry into each other."""
 
 
 def _evaluate(secret_values: Sequence[int], xs: tuple[int, ...], threshold: int) -> list[list[int]]:
     """f_s(x) for a fresh random polynomial f_s of degree t - 1 with f_s(0) = s, for each secret
-    s and abscissa x (the coefficients of all the polynomials drawn at once)."""
-    extra = threshold - 1
-    coefficients = random_elements(extra * len(secret_values))
-    powers = [_powers(x, extra) for x in xs]
-    values = []
-    for i, secret in enumerate(secret_values):
-        cs = coefficients[extra * i: extra * (i + 1)]
-        values.append([(secret + sum([c * w for c, w in zip(cs, pw)])) % PRIME for pw in powers])
+    s and abscissa x (the coefficients of all the polynomials drawn at once).
+
+    Horner's rule, f(x) = s + x (c_1 + x (c_2 + ... + x c_(t-1))), on plain integers, every
+    secret's polynomial at once: coefficient k of all the polynomials is one integer, the
+    polynomial of secret i in bits [576 i, 576 (i + 1)).  An abscissa is a small rank (1, 2,
+    ..., the holder count), so a step multiplies by a one- or two-word integer; each lane is
+    reduced mod p only after each run of steps that adds about 256 bits to it."""
+    extra, lanes = threshold - 1, len(secret_values)
+    coefficients = random_elements(extra * lanes)
+    packed = [sum([coefficients[extra * i + k] << (_LANE * i) for i in range(lanes)])
+              for k in reversed(range(extra))]  # c_(t-1), ..., c_1, each of all the secrets
+    mask = (1 << _LANE) - 1
+    shifts = [_LANE * i for i in range(lanes)]
+    values: list[list[int]] = [[] for _ in range(lanes)]
+    for x in xs:
+        run = max(1, 256 // x.bit_length())  # steps between reductions
+        y = 0
+        for start in range(0, extra, run):
+            for c in packed[start: start + run]:
+                y = y * x + c
+            if start + run < extra:
+                y = sum([((y >> shift) & mask) % PRIME << shift for shift in shifts])
+        for row, shift, secret in zip(values, shifts, secret_values):
+            row.append((((y >> shift) & mask) * x + secret) % PRIME)
     return values
 
 

@@ -204,7 +204,9 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
                        view: frozenset[int], owners: list[int], prefix: bytes) -> None:
     """Raise unless, for every owner o, a strict majority of H(o) (this party included) stated
     views that agree with ``view`` on whether o survived, each statement authenticated by its MAC
-    under the key this party shares with its author (checked lazily, once per author)."""
+    under the key this party shares with its author (checked lazily, once per author, until a
+    majority agrees; on the complete graph, where H(o) is the roster for every o, each author's
+    statement is checked once and the authors are counted per distinct view)."""
     ends = request.view_ends.tolist()
     starts = [0, *ends[:-1]]
     packed = request.view_cells.astype("<u4", copy=False).tobytes()  # each view as its author packed it
@@ -231,9 +233,33 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
         checked[w] = got
         return got
 
-    everyone = ctx.neighbours.parties if isinstance(ctx.neighbours, CompleteNeighbourhoods) else None
+    def abort(o: int, agree_: int, holders: int, need: int) -> SecureSumAborted:
+        return SecureSumAborted(
+            f"party {me}: only {agree_} of the {holders} Shamir holders of party {o} stated a "
+            f"survivor set that agrees with the party's on party {o} ({need} needed): the controller "
+            "told different parties different survivor sets, or too many dropped; nothing revealed",
+            survivors=agree_, threshold=need)
+
+    if isinstance(ctx.neighbours, CompleteNeighbourhoods):
+        # H(o) is the whole roster for every owner o: authenticate each author once and count the
+        # authors of each distinct view (honest runs have one), then each owner costs O(views)
+        roster = ctx.neighbours.parties
+        need = len(roster) // 2 + 1
+        authors: dict[int, int] = {}  # view index -> authenticated authors who stated it
+        for w in roster:
+            if w != me and w in statements and stated(w) is not None:
+                v = view_of[statements[w]]
+                authors[v] = authors.get(v, 0) + 1
+        views = [(as_sets[v], count) for v, count in authors.items()]
+        for o in owners:
+            alive = o in view
+            agree_ = 1 + sum([count for ids, count in views if (o in ids) == alive])  # + this party
+            if agree_ < need:
+                raise abort(o, agree_, len(roster), need)
+        return
+
     for o in owners:
-        holders = everyone or (*ctx.neighbours[o], o)  # H(o): o and its neighbours
+        holders = (*ctx.neighbours[o], o)  # H(o): o and its neighbours
         need = len(holders) // 2 + 1
         alive = o in view
         agree_ = 1  # this party
@@ -252,8 +278,4 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
             if got is not None and (o in got) == alive:
                 agree_ += 1
         if agree_ < need:
-            raise SecureSumAborted(
-                f"party {me}: only {agree_} of the {len(holders)} Shamir holders of party {o} stated a "
-                f"survivor set that agrees with the party's on party {o} ({need} needed): the controller "
-                "told different parties different survivor sets, or too many dropped; nothing revealed",
-                survivors=agree_, threshold=need)
+            raise abort(o, agree_, len(holders), need)

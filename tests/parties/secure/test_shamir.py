@@ -125,9 +125,16 @@ def test_validation_errors() -> None:
         reconstruct_secret([a, Share(1, (a.y + 1) % PRIME)], 1)
 
 
-def test_powers_are_the_powers_of_the_abscissa_mod_p() -> None:
-    for x, count in ((1, 3), (2, 1), (7, 40), (PRIME - 1, 5)):
-        assert shamir._powers(x, count) == tuple(pow(x, k, PRIME) for k in range(1, count + 1))
-    assert shamir._powers(5, 0) == ()
-    long = shamir._CACHED_ROW + 3  # computed afresh, not cached: the same powers
-    assert shamir._powers(3, long) == tuple(pow(3, k, PRIME) for k in range(1, long + 1))
+@pytest.mark.parametrize("threshold", [1, 2, 5, 40, 300])
+def test_horner_evaluation_is_the_polynomial_mod_p(threshold: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # f(x) = s + sum_k c_k x^k mod p, whatever the size of x (small ranks are reduced in runs,
+    # x of 257 bits at every step), each secret in its own lane of the packed integers
+    rng = random.Random(threshold)
+    coefficients = [rng.randrange(PRIME) for _ in range(3 * (threshold - 1))]
+    monkeypatch.setattr(shamir, "random_elements", lambda count: coefficients[:count])
+    secrets_ = [PRIME - 1, rng.randrange(PRIME), 0]  # three polynomials evaluated at once
+    xs = tuple(sorted({1, 2, 3, 255, 256, 300, 2**40 + 7, PRIME - 1, *rng.sample(range(4, 5000), 20)}))
+    values = shamir._evaluate(secrets_, xs, threshold)
+    for i, s in enumerate(secrets_):
+        cs = coefficients[(threshold - 1) * i: (threshold - 1) * (i + 1)]
+        assert values[i] == [(s + sum(c * pow(x, k, PRIME) for k, c in enumerate(cs, 1))) % PRIME for x in xs]

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import random
 import secrets
 
 import pytest
@@ -43,3 +46,43 @@ def test_exactly_a_strict_majority_of_the_holders_must_agree(n: int, topology: s
                 check()
         else:
             check()
+
+
+def test_the_complete_graph_counts_per_view_as_the_general_rule_counts_per_holder() -> None:
+    # the complete graph's shortcut (every author checked once, counted per distinct view) must
+    # decide, and word its refusal, as the holder-by-holder rule does on the same graph given as
+    # a plain adjacency mapping: random views, forged tags, missing keys and statements
+    rng = random.Random(7)
+    decided = aborted = 0
+    for _ in range(400):
+        n = rng.randint(3, 10)
+        ctx = MaskedEngine(round_timeout=5).context(range(n), 2)
+        plain = dataclasses.replace(ctx, neighbours={p: tuple(ctx.neighbours[p]) for p in ctx.parties})
+        me = rng.randrange(n)
+        prefix = statement_prefix(ctx.session)
+        others = [w for w in range(n) if w != me]
+        keys = {w: secrets.token_bytes(16) for w in others if rng.random() < 0.95}
+        told = sorted({me, *rng.sample(range(n), rng.randint(1, n))})
+        views = list(dict.fromkeys([tuple(told), *(tuple(sorted(rng.sample(range(n), rng.randint(1, n))))
+                                                   for _ in range(rng.randint(0, 3)))]))
+        signers = sorted(rng.sample(others, rng.randint(0, len(others))))
+        says = {w: rng.randrange(len(views)) if rng.random() < 0.5 else 0 for w in signers}
+        tags = b"".join(
+            secrets.token_bytes(16) if rng.random() < 0.1 else  # a forged tag
+            view_tags({me: keys.get(w, secrets.token_bytes(16))}, prefix, w, [me], pack_ids(views[says[w]]))
+            for w in signers)
+        request = UnmaskRequest(ctx.session, id_vector([c for v in views for c in v]),
+                                id_vector(list(itertools.accumulate(len(v) for v in views))),
+                                id_vector(signers), id_vector([says[w] for w in signers]), tags)
+        owners = sorted({me, *rng.sample(range(n), rng.randint(0, n))})
+        outcomes = []
+        for context in (ctx, plain):
+            try:
+                check_consistency(request, keys, context, me, frozenset(told), owners, prefix)
+                outcomes.append(None)
+            except SecureSumAborted as exc:
+                outcomes.append(str(exc))
+        assert outcomes[0] == outcomes[1]
+        decided += 1
+        aborted += outcomes[0] is not None
+    assert decided == 400 and 50 < aborted < 350  # both outcomes were exercised
