@@ -108,7 +108,7 @@ def random_elements(count: int) -> list[int]:
 
 _LANE = 576
 """Bits per secret in the packed integer :func:`_evaluate` runs Horner's rule on: between two
-reductions a lane stays below 2^514 (< p * 2^257), so lanes never carry into each other."""
+reductions a lane stays below p * 2^257 < 2^514 < 2^576, so lanes never carry into each other."""
 
 
 def _evaluate(secret_values: Sequence[int], xs: tuple[int, ...], threshold: int) -> list[list[int]]:
@@ -119,7 +119,9 @@ def _evaluate(secret_values: Sequence[int], xs: tuple[int, ...], threshold: int)
     secret's polynomial at once: coefficient k of all the polynomials is one integer, the
     polynomial of secret i in bits [576 i, 576 (i + 1)).  An abscissa is a small rank (1, 2,
     ..., the holder count), so a step multiplies by a one- or two-word integer; each lane is
-    reduced mod p only after each run of steps that adds about 256 bits to it."""
+    reduced mod p only after each run of steps that adds about 256 bits to it (after every step
+    for an abscissa of more than 128 bits).  Meant for a handful of secrets (the engines share
+    two): reading the lanes out costs O(secrets) per lane, so O(secrets^2) per abscissa."""
     extra, lanes = threshold - 1, len(secret_values)
     coefficients = random_elements(extra * lanes)
     packed = [sum([coefficients[extra * i + k] << (_LANE * i) for i in range(lanes)])

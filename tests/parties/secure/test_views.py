@@ -55,17 +55,17 @@ def test_the_complete_graph_counts_per_view_as_the_general_rule_counts_per_holde
     rng = random.Random(7)
     decided = aborted = 0
     for _ in range(400):
-        n = rng.randint(3, 10)
+        n = rng.randint(2, 10)
         ctx = MaskedEngine(round_timeout=5).context(range(n), 2)
         plain = dataclasses.replace(ctx, neighbours={p: tuple(ctx.neighbours[p]) for p in ctx.parties})
         me = rng.randrange(n)
         prefix = statement_prefix(ctx.session)
-        others = [w for w in range(n) if w != me]
-        keys = {w: secrets.token_bytes(16) for w in others if rng.random() < 0.95}
+        universe = [*range(n + 3), 2**32 - 1]  # ids off the roster too
+        keys = {w: secrets.token_bytes(16) for w in universe if rng.random() < 0.9}  # the party's own too
         told = sorted({me, *rng.sample(range(n), rng.randint(1, n))})
-        views = list(dict.fromkeys([tuple(told), *(tuple(sorted(rng.sample(range(n), rng.randint(1, n))))
-                                                   for _ in range(rng.randint(0, 3)))]))
-        signers = sorted(rng.sample(others, rng.randint(0, len(others))))
+        views = list(dict.fromkeys([tuple(told), *(tuple(rng.choice(universe) for _ in range(rng.randint(1, n + 2)))
+                                                   for _ in range(rng.randint(0, 3)))]))  # unsorted, repeated, off-roster ids
+        signers = sorted(rng.sample(universe, rng.randint(0, len(universe))))  # the party itself and outsiders too
         says = {w: rng.randrange(len(views)) if rng.random() < 0.5 else 0 for w in signers}
         tags = b"".join(
             secrets.token_bytes(16) if rng.random() < 0.1 else  # a forged tag
