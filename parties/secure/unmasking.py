@@ -25,7 +25,7 @@ from parties.secure.engine import SecureSumContext
 from parties.secure.messages import SECRET_MASK_KEY, SECRET_SELF_MASK, PublicKeys, UnmaskShares
 from parties.secure.prg import keystream
 from parties.secure.ring import ZMod
-from parties.secure.shamir import PRIME, SHARE_BYTES, Share, reconstruct_bytes
+from parties.secure.shamir import SHARE_BYTES, Share, reconstruct_bytes
 from parties.secure.topology import Neighbourhoods, neighbour_rank
 
 __all__ = ["Unmasking", "abscissa", "mask_vector", "reconstruct_secret"]
@@ -83,12 +83,13 @@ class Unmasking:
             if owner not in owners or kind != expected or x != abscissa(neighbours, owner, holder):
                 self.error = MessageError(f"party {holder} returned a share that was not requested")
                 return
-            y = int.from_bytes(values[SHARE_BYTES * k: SHARE_BYTES * (k + 1)], "big")
-            if y >= PRIME:
+            try:
+                share = Share.from_bytes(x, values[SHARE_BYTES * k: SHARE_BYTES * (k + 1)])
+            except ConfigurationError:  # (a value >= p: the 33-byte length is the message's own check)
                 self.error = MessageError(f"party {holder} returned a share value outside GF(p) for party {owner} "
                                           "(share values must be < p = 2^256 + 297)")
                 return
-            shares.append((owner, Share(x, y)))
+            shares.append((owner, share))
         for owner, share in shares:
             (self.b_shares if owner in survivors else self.sk_shares)[owner].append(share)
         for o in owners:
