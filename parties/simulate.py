@@ -338,7 +338,7 @@ async def simulate_async(
             ready = time.perf_counter()
             if plan.engine is not None:
                 _warn_if_expensive(plan.engine, n, schema.sizes, net)
-            heartbeat = (tg.create_task(_heartbeat(net, started, interval, progress)) if math.isfinite(interval)
+            heartbeat = (tg.create_task(_heartbeat(net, interval, progress)) if math.isfinite(interval)
                          else None)
             controller = Controller(net.endpoint(CONTROLLER, accept=CONTROLLER_KINDS), schema, range(n),
                                     timeout=timeout, on_dropout=on_dropout, retries=retries)
@@ -408,13 +408,18 @@ def _warn_if_expensive(engine: Any, n: int, sizes: Sequence[int], net: Any) -> N
         )
 
 
-async def _heartbeat(net: Any, started: float, interval: float,
+async def _heartbeat(net: Any, interval: float,
                      progress: Callable[[float, int, int], None] | None) -> None:
-    """Report the traffic so far every ``interval`` seconds until cancelled."""
+    """Report the traffic so far every ``interval`` seconds until cancelled.
+
+    Time is the event loop's clock, counted from the heartbeat's start (the network is up):
+    a test on a virtual clock sees its reports at exact virtual times."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
     while True:
         await asyncio.sleep(interval)
         messages, nbytes = net.totals()
-        elapsed = time.perf_counter() - started
+        elapsed = loop.time() - started
         log.info("simulation running %.1f s: %s messages, %.1f MB so far", elapsed, f"{messages:,}", nbytes / 1e6)
         if progress is not None:
             progress(elapsed, messages, nbytes)

@@ -26,6 +26,7 @@ from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from mprr.protocols.registry import PROTOCOLS, lookup
 from mprr.protocols.steps import MatrixSpec
+from parties.simulate import simulate_async
 from parties.wire.codec import encode
 from parties.controller import ReleaseRefused
 from parties.wire.messages import RandomizedValues
@@ -345,33 +346,39 @@ def test_every_secure_sum_name_the_scenarios_offer_is_accepted(name: str) -> Non
         simulate(data, "RR-Clusters", seed=5, p=0.7, dependence="4.2", secure_sum=name, engine="paper")
 
 
-def test_expensive_secure_sum_is_announced_with_its_closed_form_cost_and_progress_reported(
+async def test_expensive_secure_sum_is_announced_with_its_closed_form_cost_and_progress_reported(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """On the virtual clock, with every message delayed up to 0.1 s, the run lasts virtual time:
+    the heartbeat's reports come at exact multiples of its interval, whatever the machine's speed."""
     import logging
 
     import numpy as np
 
     import parties.simulate as simulate_module
     from mprr.synthetic import planted_clusters
+    from parties.faults import FaultPlan
 
     data = planted_clusters(24, rng=np.random.default_rng(2), sizes=(2, 3, 2), clusters=((0, 1),)).dataset
     seen: list[tuple[float, int, int]] = []
     monkeypatch.setattr(simulate_module, "EXPENSIVE_BYTES", 1_000)
     with caplog.at_level(logging.INFO, logger="parties.simulate"):
-        simulate(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2", secure_sum="paper",
-                 progress=lambda *a: seen.append(a), progress_interval=0.01)
+        await simulate_async(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2",
+                             secure_sum="paper", faults=FaultPlan(delay=1.0, max_delay=0.1),
+                             progress=lambda *a: seen.append(a), progress_interval=0.025)
     warning = next(r for r in caplog.records if r.levelno == logging.WARNING)
     # paper engine, 16 pair cells (2·3 + 2·2 + 3·2): (2n − 1) messages per party
     assert "the paper secure sum of 24 parties over 16 pair cells sends 1,128 messages" in warning.getMessage()
-    assert seen and all(m >= 0 and b >= 0 for _, m, b in seen)
+    assert len(seen) >= 2
+    assert [round(t, 6) for t, _, _ in seen] == [round(0.025 * (k + 1), 6) for k in range(len(seen))]
+    assert all(0 < m1 <= m2 and 0 < b1 <= b2 for (_, m1, b1), (_, m2, b2) in zip(seen, seen[1:]))
     assert any("simulation running" in r.getMessage() for r in caplog.records)
     caplog.clear()
     monkeypatch.undo()
-    simulate(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2", secure_sum="paper")
+    await simulate_async(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2", secure_sum="paper")
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # below the threshold: silent
     with pytest.raises(ConfigurationError, match="progress_interval must be a number > 0 or math.inf, got 0"):
-        simulate(data, "RR-Independent", seed=5, p=0.7, progress_interval=0)
+        await simulate_async(data, "RR-Independent", seed=5, p=0.7, progress_interval=0)
 
 
 def test_repr_is_one_short_line(data) -> None:
