@@ -490,7 +490,10 @@ class MaskedEngine(SecureSumEngine):
 
         complete = isinstance(ctx.neighbours, CompleteNeighbourhoods)
         near = {} if complete else {p: frozenset(ctx.neighbours[p]) for p in ctx.parties}
-        closed = {p: nb | {p} for p, nb in near.items()}  # H(p), built once (equal views are sent once)
+        # H(p), numbered once per distinct set (equal views are sent once): view[p] -> its number
+        numbers: dict[frozenset[int], int] = {}
+        view = {p: numbers.setdefault(nb | {p}, len(numbers)) for p, nb in near.items()}
+        view_size = [len(h) for h in numbers]
         sent: dict[int, Counts] = {}
         ctrl = [0, 0]
         for p in ctx.parties:
@@ -501,11 +504,15 @@ class MaskedEngine(SecureSumEngine):
                 targets, views = k, [k + 1]
             else:
                 mine = near[p]
-                handed_out = sum(len(mine - near[j]) - 1 for j in nb)  # my other holders, not j's neighbours
-                second = {h for j in nb for h in near[j] if h != p and h not in mine}
-                handed_in = sum(len(near[j] - mine) - 1 for j in nb)
+                around = [near[j] for j in nb]
+                common = sum([len(mine & n_j) for n_j in around])
+                handed_out = k * (k - 1) - common  # per j: my other holders that are not j's neighbours
+                handed_in = sum([len(n_j) for n_j in around]) - k - common  # per j: j's other holders not mine
+                second = set().union(*around)
+                second -= mine
+                second.discard(p)
                 targets = k + len(second)
-                views = [len(h) for h in {closed[w] for w in (*nb, *second)}]
+                views = [view_size[v] for v in {view[w] for w in (*nb, *second)}]
             entry = KEY_ENTRY.size
             party_bytes = (advertise + sealed[0] + k * (sealed[1] + blob) + entry * handed_out + masked
                            + tags[0] + targets * tags[1] + unmask[0] + (k + 1) * unmask[1])
