@@ -258,7 +258,8 @@ async def simulate_async(
         measured wire figures (``traffic["wire"]`` in :meth:`SimulationResult.to_dict`).
     progress, progress_interval
         Every ``progress_interval`` seconds of a run, ``progress(elapsed_seconds, messages,
-        bytes)`` is called with the traffic so far, and the same is logged at INFO level on
+        bytes)`` is called with the traffic so far (``elapsed_seconds``: since the network came
+        up, on the event loop's clock), and the same is logged at INFO level on
         the ``parties.simulate`` logger (``mprr -v``).  Before a run with a secure sum whose
         closed-form cost exceeds :data:`EXPENSIVE_BYTES` or :data:`EXPENSIVE_MESSAGES`, a
         warning with that cost is logged.
