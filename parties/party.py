@@ -257,7 +257,9 @@ class Party(Accounted):
             codes.append(code)
         if ask.session is not None:
             cells = [u.cells for u in units]
-            vector = np.zeros(sum(cells), dtype=np.int64)
+            # 0/1 indicators: one byte a cell (the engine maps them into its ring when the sum
+            # starts); a party holds its committed input until its session ends
+            vector = np.zeros(sum(cells), dtype=np.uint8)
             offset = 0
             for c, code in zip(cells, codes):
                 vector[offset + code] = 1
