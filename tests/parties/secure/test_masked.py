@@ -280,3 +280,21 @@ def test_view_tags_for_other_parties_are_rejected_and_the_sum_still_counts_their
     rejected = net.endpoint(CONTROLLER).take_rejections()
     assert set(rejected) == {victim}
     assert "sent view tags for other parties than those it shares keys with" in rejected[victim].reason
+
+
+@pytest.mark.parametrize(("vector", "message"), [
+    (np.array([0, 2, 0, 1], dtype=np.uint8), r"vector entries must be integers in \[0, 1\] \(max_value\), got range \[0, 2\]"),
+    (np.zeros(3, dtype=np.uint8), r"vector must be 1-D of length 4, got shape \(3,\)"),
+])
+def test_a_party_checks_its_input_before_it_sends_anything(vector: np.ndarray, message: str) -> None:
+    # the input is mapped into the ring only in round 2, where it is masked; it is checked first
+    from parties.network import InMemoryNetwork
+    from parties.secure.pki import setup_pki
+
+    engine = MaskedEngine(topology="regular", degree=2)
+    signers, registry = setup_pki(range(4))
+    net = InMemoryNetwork(4)
+    ctx = engine.context(range(4), 4, network=net, session="s", registry=registry)
+    with pytest.raises(ConfigurationError, match=message):
+        run_virtual(engine.party(net.endpoint(1), vector, ctx, signer=signers[1]))
+    assert net.totals() == (0, 0)
