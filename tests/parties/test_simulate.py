@@ -26,13 +26,12 @@ from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from mprr.protocols.registry import PROTOCOLS, lookup
 from mprr.protocols.steps import MatrixSpec
-from parties.simulate import simulate_async
 from parties.wire.codec import encode
 from parties.controller import ReleaseRefused
 from parties.wire.messages import RandomizedValues
 from parties.network import CONTROLLER
 from parties.wire.requests import ReleaseRequest
-from parties.simulate import SimulationResult, simulate
+from parties.simulate import SimulationResult, simulate, simulate_async
 
 N = 240
 SEED = 3

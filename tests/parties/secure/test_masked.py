@@ -287,7 +287,7 @@ def test_view_tags_for_other_parties_are_rejected_and_the_sum_still_counts_their
     (np.zeros(3, dtype=np.uint8), r"vector must be 1-D of length 4, got shape \(3,\)"),
 ])
 def test_a_party_checks_its_input_before_it_sends_anything(vector: np.ndarray, message: str) -> None:
-    # the input is mapped into the ring only in round 2, where it is masked; it is checked first
+    # an invalid input is refused before the party advertises a key: nothing reaches the network
     from parties.network import InMemoryNetwork
     from parties.secure.pki import setup_pki
 
