@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, overload
 
 import numpy as np
 
@@ -242,6 +242,14 @@ def to_counts(values: np.ndarray) -> np.ndarray:
     return arr.astype(np.int64)
 
 
+@overload
+async def collect(ep: Endpoint, sources: Sequence[int], *, kind: type[M], session: str, phase: str,
+                  timeout: float, partial: bool = False, invalid: Callable[[int, M], str | None] | None = None,
+                  accept: None = None) -> dict[int, M]: ...
+@overload
+async def collect(ep: Endpoint, sources: Sequence[int], *, kind: type[M], session: str, phase: str,
+                  timeout: float, partial: bool = False, invalid: Callable[[int, M], str | None] | None = None,
+                  accept: Callable[[int, M], None]) -> list[int]: ...
 async def collect(
     ep: Endpoint,
     sources: Sequence[int],
@@ -253,16 +261,20 @@ async def collect(
     partial: bool = False,
     invalid: Callable[[int, M], str | None] | None = None,
     accept: Callable[[int, M], None] | None = None,
-) -> dict[int, M]:
+) -> dict[int, M] | list[int]:
     """One ``kind`` message of this ``session`` from each of ``sources`` within ``timeout`` s.
 
     A message of another session (a late or duplicated delivery of an earlier sum) is skipped
     and its sender stays awaited.  ``invalid(src, message)`` (optional) names what is wrong
     with a well-formed message the protocol cannot use: such a message is rejected
     (:meth:`~parties.transport.Endpoint.reject`, counted against its sender) and its sender is
-    treated as silent in this round, never as the end of the run.  ``accept(src, message)``
-    (optional) is called for each message kept, as it arrives.  Raises RoundTimeout naming
+    treated as silent in this round, never as the end of the run.  Raises RoundTimeout naming
     the missing actors (unless ``partial``: then returns what arrived).
+
+    Returns ``{source: message}`` of the messages kept; with ``accept(src, message)``, which
+    is called for each message kept as it arrives and takes what it needs from it, only the
+    sources in the order their messages were accepted: the messages are not kept, so a round
+    of masked vectors is never all in memory at once.
 
     Messages are taken in batches as they arrive (:meth:`~parties.mailbox.Mailbox.gather_each`),
     so the checks and ``accept`` run while the other sources are still working, not all after
@@ -273,6 +285,7 @@ async def collect(
     pending = set(sources)
     rejected: set[int] = set()
     out: dict[int, M] = {}
+    accepted: list[int] = []
     while pending:
         remaining = deadline - loop.time()
         if remaining <= 0:
@@ -282,22 +295,25 @@ async def collect(
                 if getattr(env.message, "session", None) == session:
                     reason = None if invalid is None else invalid(src, env.message)
                     if reason is None:
-                        out[src] = env.message
-                        if accept is not None:
+                        if accept is None:
+                            out[src] = env.message
+                        else:
                             accept(src, env.message)
+                            accepted.append(src)
                     else:
                         ep.reject(env, reason)
                         rejected.add(src)
                     pending.discard(src)
     if (pending or rejected) and not partial:
         missing = tuple(sorted(pending | rejected))
+        kept = len(out) + len(accepted)
         raise RoundTimeout(
             f"phase {phase!r}: {actor_name(ep.actor)} timed out after {timeout} s waiting for "
             f"{kind.NAME} of session {session!r} from {_names(missing)} "
-            f"({len(out)} of {len(out) + len(missing)} arrived)",
+            f"({kept} of {kept + len(missing)} arrived)",
             phase=phase, timeout=timeout, missing=missing,
         )
-    return out
+    return out if accept is None else accepted
 
 
 def _names(actors: Sequence[int], limit: int = 10) -> str:

@@ -112,7 +112,7 @@ from parties.secure.pki import KeyRegistry, Signer
 from parties.secure.prg import fresh_seed
 from parties.secure.ring import ZMod
 from parties.secure.shamir import SHARE_BYTES, share_values
-from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, build_neighbourhoods
+from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
 from parties.secure.unmasking import Unmasking, abscissa, mask_vector
 from parties.secure.views import (
     KEY_ENTRY,
@@ -150,6 +150,59 @@ def _masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519Priva
         seed = agree(s_sk, s_pk, purpose="mask", session=session, me=me, peer=j)
         (np.add if me < j else np.subtract)(acc, mask_vector(ring, seed, length), out=acc)
     return acc
+
+
+def _sealed_shares(me: int, session: str, live: tuple[int, ...], xs: list[int], sk_values: list[bytes],
+                   b_values: list[bytes], s_pk: bytes, channel: dict[int, bytes],
+                   handed: dict[int, dict[int, bytes]]) -> SealedShares:
+    """Round 1's message: for each live holder j, (me, j, x_j, j's share of s_sk, j's share of b,
+    s_pk) followed by the view keys ``handed[j]`` this party gives j for its other holders that
+    are not j's neighbours, sealed under the pair's channel key."""
+    entry, pack = KEY_ENTRY.pack, _PLAIN.pack
+    plain = [pack(me, j, xj, sk, b, s_pk) + b"".join([entry(h, key) for h, key in handed[j].items()])
+             for j, xj, sk, b in zip(live, xs, sk_values, b_values)]
+    return SealedShares(session, *bundle(zip(live, seal_each([channel[j] for j in live], plain, session=session,
+                                                            sender=me, receivers=live))))
+
+
+def _open_shares(relayed: RelayedShares, channel: dict[int, bytes], relayed_keys: dict[int, bytes],
+                 neighbours: Neighbourhoods, me: int, near: set[int], session: str
+                 ) -> tuple[dict[int, tuple[int, bytes, bytes]], dict[int, bytes], dict[int, bytes]]:
+    """Round 2: open the shares relayed to party ``me`` and check each against what its sender
+    must have sealed (addressing, abscissa, the masking key relayed in round 0, the view keys
+    for its other holders only).  Returns the shares held per sender (x, s_sk share, b share),
+    the senders' masking keys s_pk, and the MAC keys this party shares with its 2-hop peers
+    that are not neighbours (:func:`~parties.secure.views.combined_keys`); ``near``: the party's
+    neighbours."""
+    held: dict[int, tuple[int, bytes, bytes]] = {}
+    peer_masks: dict[int, bytes] = {}  # s_pk of the senders, authenticated by their AEAD channel
+    given: dict[int, list[tuple[int, bytes]]] = {}  # 2-hop peer -> [(owner, key it handed us)]
+    size, entry_size, unpack, entries = _PLAIN.size, KEY_ENTRY.size, _PLAIN.unpack_from, KEY_ENTRY.iter_unpack
+    for j, blob in zip(relayed.senders.tolist(), blobs(relayed.ends, relayed.ciphertexts)):
+        plain_j = open_sealed(channel[j], blob, session=session, sender=j, receiver=me)
+        extra = len(plain_j) - size
+        if extra < 0 or extra % entry_size:
+            raise MessageError(f"party {me}: sealed share from party {j} has {len(plain_j)} bytes")
+        owner, holder, xj, sk_y, b_y, s_pk = unpack(plain_j)
+        if owner != j or holder != me or xj != abscissa(neighbours, j, me):
+            raise MessageError(f"party {me}: sealed share from party {j} is addressed inconsistently")
+        if s_pk != relayed_keys[j]:
+            raise MessageError(
+                f"party {me}: the masking key relayed for party {j} is not the one party {j} sealed: "
+                "key substitution detected")
+        peer_masks[j] = s_pk
+        handed_j = dict(entries(plain_j[size:]))
+        if handed_j and (len(handed_j) != extra // entry_size or not near.isdisjoint(handed_j)
+                         or me in handed_j or not set(handed_j) <= set(neighbours[j])):
+            raise MessageError(f"party {me}: the view keys sealed by party {j} are not for its other holders")
+        held[j] = (xj, sk_y, b_y)
+        for h, key in handed_j.items():
+            keys_h = given.get(h)
+            if keys_h is None:
+                given[h] = [(j, key)]
+            else:
+                keys_h.append((j, key))
+    return held, peer_masks, combined_keys(given)
 
 
 class MaskedEngine(SecureSumEngine):
@@ -258,12 +311,11 @@ class MaskedEngine(SecureSumEngine):
             channel[j], view_key = derive_keys(signer.exchange(registry, j), purposes=_PAIR_PURPOSES,
                                                session=s, a=me, b=j)
             view_keys[j] = view_key[:VIEW_KEY_BYTES]
-        handed = pair_keys(live, neighbours)
-        entry, pack = KEY_ENTRY.pack, _PLAIN.pack
-        plain = [pack(me, j, xj, sk, b, s_keys.public) + b"".join([entry(h, key) for h, key in handed[j].items()])
-                 for j, xj, sk, b in zip(live, xs, sk_values, b_values)]
-        sealed = bundle(zip(live, seal_each([channel[j] for j in live], plain, session=s, sender=me, receivers=live)))
-        await ep.send(CONTROLLER, SealedShares(s, *sealed), phase=PHASES[1])
+        await ep.send(CONTROLLER, _sealed_shares(me, s, live, xs, sk_values, b_values, s_keys.public, channel,
+                                                 pair_keys(live, neighbours)), phase=PHASES[1])
+        # (what only round 1 needed is dropped here, and round 2's opened shares inside
+        # _open_shares: a party keeps what the later rounds use while it waits, not its messages)
+        del directory, sk_values, b_values
 
         # round 2: open the shares relayed to us; mask with exactly their senders
         relayed = (await ep.recv(kinds=RelayedShares, sources=CONTROLLER, phase=PHASES[1],
@@ -271,36 +323,9 @@ class MaskedEngine(SecureSumEngine):
         senders = relayed.senders.tolist()
         if relayed.session != s or not set(senders) <= set(live):
             raise MessageError(f"party {me}: relayed shares come from parties outside its live neighbours")
-        held: dict[int, tuple[int, bytes, bytes]] = {}
-        peer_masks: dict[int, bytes] = {}  # s_pk of the senders, authenticated by their AEAD channel
-        near = set(nbrs)
-        given: dict[int, list[tuple[int, bytes]]] = {}  # 2-hop peer -> [(owner, key it handed us)]
-        size, entry_size, unpack, entries = _PLAIN.size, KEY_ENTRY.size, _PLAIN.unpack_from, KEY_ENTRY.iter_unpack
-        for j, blob in zip(senders, blobs(relayed.ends, relayed.ciphertexts)):
-            plain_j = open_sealed(channel[j], blob, session=s, sender=j, receiver=me)
-            extra = len(plain_j) - size
-            if extra < 0 or extra % entry_size:
-                raise MessageError(f"party {me}: sealed share from party {j} has {len(plain_j)} bytes")
-            owner, holder, xj, sk_y, b_y, s_pk = unpack(plain_j)
-            if owner != j or holder != me or xj != abscissa(neighbours, j, me):
-                raise MessageError(f"party {me}: sealed share from party {j} is addressed inconsistently")
-            if s_pk != relayed_keys[j]:
-                raise MessageError(
-                    f"party {me}: the masking key relayed for party {j} is not the one party {j} sealed: "
-                    "key substitution detected")
-            peer_masks[j] = s_pk
-            handed_j = dict(entries(plain_j[size:]))
-            if handed_j and (len(handed_j) != extra // entry_size or not near.isdisjoint(handed_j)
-                             or me in handed_j or not set(handed_j) <= set(neighbours[j])):
-                raise MessageError(f"party {me}: the view keys sealed by party {j} are not for its other holders")
-            held[j] = (xj, sk_y, b_y)
-            for h, key in handed_j.items():
-                keys_h = given.get(h)
-                if keys_h is None:
-                    given[h] = [(j, key)]
-                else:
-                    keys_h.append((j, key))
-        view_keys.update(combined_keys(given))
+        held, peer_masks, combined = _open_shares(relayed, channel, relayed_keys, neighbours, me, set(nbrs), s)
+        del relayed, relayed_keys
+        view_keys.update(combined)
         # (the vectors are dropped once sent: a party keeps O(k) bytes, not O(L), while it waits)
         y = _masked_input(ring, x, self_mask, s_keys.private, {j: peer_masks[j] for j in held}, s, me)
         del x
@@ -393,7 +418,7 @@ class MaskedEngine(SecureSumEngine):
             raise abort("key sharing", len(u2))
         relayed: dict[int, tuple[int, ...]] = {}
         for p in spread(sorted(u2)):  # (each party's bundle put together as it is sent)
-            entries = inbox[p]
+            entries = inbox.pop(p)  # (dropped once sent)
             entries.sort()  # by sender (a sender seals once for each recipient)
             relayed[p] = tuple(src for src, _ in entries)
             await ep.send(p, RelayedShares(s, *bundle(entries)), phase=PHASES[1])
@@ -456,7 +481,7 @@ class MaskedEngine(SecureSumEngine):
         unmasking = Unmasking(ctx, total, set(u3), relayed, keys, dropped, u4)  # (the answers wait in the mailbox)
         await collect(ep, sorted(u4), kind=UnmaskShares, session=s, phase=PHASES[4],
                       timeout=timeout, partial=True, accept=unmasking.take)
-        return SumOutcome(to_counts(unmasking.finish(list(masked))), tuple(sorted(u3)))
+        return SumOutcome(to_counts(unmasking.finish(masked)), tuple(sorted(u3)))
 
     # ------------------------------------------------------------------ cost
     def cost(self, ctx: SecureSumContext) -> TrafficCost:

@@ -12,7 +12,7 @@ import pytest
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from parties.collector import FULL_COLLECTION_EVERY
 from parties.network import CONTROLLER, FaultPlan, Frame, InMemoryNetwork
-from parties.secure.engine import TrafficCost, as_ring_vector, run_secure_sum
+from parties.secure.engine import TrafficCost, as_ring_vector, collect, run_secure_sum
 from parties.secure.receive import receive_sum
 from parties.secure.ring import ZMod
 from parties.secure.graph import GraphEngine
@@ -88,6 +88,45 @@ async def _receive_shares(sends: list[tuple[int, np.ndarray]]) -> tuple[list[int
     ep = net.endpoint(0)
     total = await receive_sum(ep, (1, 2), ShareVector, "shares", -1, ctx, ctx.ring, "p", 1.0)
     return total.tolist(), {src: r.reason for src, r in ep.take_rejections().items()}
+
+
+async def _collect_partial_sums(accept: bool) -> tuple[object, list[tuple[int, list[int]]], dict[int, str]]:
+    """The controller of 5 parties collects a PartialSum from parties 0-3 after party 3 sent one
+    of another session, party 2 a bad one and parties 1 and 0 (in that order) good ones;
+    party 3 stays silent in this session."""
+    net = InMemoryNetwork(5)
+    sends = [(3, "other", [9]), (2, "s", [99]), (1, "s", [1]), (0, "s", [2])]
+    for src, session, values in sends:
+        await net.endpoint(src).send(CONTROLLER, PartialSum(session, -1, np.array(values, dtype=np.uint32)),
+                                     phase="p")
+    ep = net.endpoint(CONTROLLER)
+    seen: list[tuple[int, list[int]]] = []
+
+    def invalid(src: int, msg: PartialSum) -> str | None:
+        return "too large" if int(msg.values[0]) > 50 else None
+
+    if accept:
+        got: object = await collect(ep, range(4), kind=PartialSum, session="s", phase="p", timeout=1.0,
+                                    partial=True, invalid=invalid,
+                                    accept=lambda src, msg: seen.append((src, msg.values.tolist())))
+    else:
+        got = await collect(ep, range(4), kind=PartialSum, session="s", phase="p", timeout=1.0,
+                            partial=True, invalid=invalid)
+    return got, seen, {src: r.reason for src, r in ep.take_rejections().items()}
+
+
+def test_collect_keeps_the_messages_or_with_accept_hands_them_over_and_keeps_only_their_sources() -> None:
+    """Without ``accept`` the kept messages are returned by source; with it each kept message is
+    handed over once as it arrives and only the sources are returned, in arrival order (the
+    masked controller's round of vectors is never all in memory).  Either way a message of
+    another session is skipped and an invalid one rejected."""
+    kept, seen, rejected = run_virtual(_collect_partial_sums(accept=False))
+    assert isinstance(kept, dict) and sorted(kept) == [0, 1]
+    assert [kept[0].values.tolist(), kept[1].values.tolist()] == [[2], [1]] and seen == []
+    assert rejected == {2: "too large"}
+    order, seen, rejected = run_virtual(_collect_partial_sums(accept=True))
+    assert order == [1, 0] and seen == [(1, [1]), (0, [2])]
+    assert rejected == {2: "too large"}
 
 
 def test_receive_sum_skips_duplicates_and_rejects_a_second_different_share_or_a_non_peer() -> None:
