@@ -165,12 +165,12 @@ def _sealed_shares(me: int, session: str, live: tuple[int, ...], xs: list[int], 
                                                             sender=me, receivers=live))))
 
 
-def _open_shares(relayed: RelayedShares, channel: dict[int, bytes], relayed_keys: dict[int, bytes],
-                 neighbours: Neighbourhoods, me: int, near: set[int], session: str
+def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, bytes],
+                 relayed_keys: dict[int, bytes], neighbours: Neighbourhoods, me: int, near: set[int], session: str
                  ) -> tuple[dict[int, tuple[int, bytes, bytes]], dict[int, bytes], dict[int, bytes]]:
-    """Round 2: open the shares relayed to party ``me`` and check each against what its sender
-    must have sealed (addressing, abscissa, the masking key relayed in round 0, the view keys
-    for its other holders only).  Returns the shares held per sender (x, s_sk share, b share),
+    """Round 2: open the shares relayed to party ``me`` (``senders``: ``relayed.senders`` as a
+    list) and check each against what its sender must have sealed (addressing, abscissa, the
+    masking key relayed in round 0, the view keys for its other holders only).  Returns the shares held per sender (x, s_sk share, b share),
     the senders' masking keys s_pk, and the MAC keys this party shares with its 2-hop peers
     that are not neighbours (:func:`~parties.secure.views.combined_keys`); ``near``: the party's
     neighbours."""
@@ -178,7 +178,7 @@ def _open_shares(relayed: RelayedShares, channel: dict[int, bytes], relayed_keys
     peer_masks: dict[int, bytes] = {}  # s_pk of the senders, authenticated by their AEAD channel
     given: dict[int, list[tuple[int, bytes]]] = {}  # 2-hop peer -> [(owner, key it handed us)]
     size, entry_size, unpack, entries = _PLAIN.size, KEY_ENTRY.size, _PLAIN.unpack_from, KEY_ENTRY.iter_unpack
-    for j, blob in zip(relayed.senders.tolist(), blobs(relayed.ends, relayed.ciphertexts)):
+    for j, blob in zip(senders, blobs(relayed.ends, relayed.ciphertexts)):
         plain_j = open_sealed(channel[j], blob, session=session, sender=j, receiver=me)
         extra = len(plain_j) - size
         if extra < 0 or extra % entry_size:
@@ -323,7 +323,7 @@ class MaskedEngine(SecureSumEngine):
         senders = relayed.senders.tolist()
         if relayed.session != s or not set(senders) <= set(live):
             raise MessageError(f"party {me}: relayed shares come from parties outside its live neighbours")
-        held, peer_masks, combined = _open_shares(relayed, channel, relayed_keys, neighbours, me, set(nbrs), s)
+        held, peer_masks, combined = _open_shares(relayed, senders, channel, relayed_keys, neighbours, me, set(nbrs), s)
         del relayed, relayed_keys
         view_keys.update(combined)
         # (the vectors are dropped once sent: a party keeps O(k) bytes, not O(L), while it waits)
