@@ -169,11 +169,11 @@ def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, 
                  relayed_keys: dict[int, bytes], neighbours: Neighbourhoods, me: int, near: set[int], session: str
                  ) -> tuple[dict[int, tuple[int, bytes, bytes]], dict[int, bytes], dict[int, bytes]]:
     """Round 2: open the shares relayed to party ``me`` (``senders``: ``relayed.senders`` as a
-    list) and check each against what its sender must have sealed (addressing, abscissa, the
-    masking key relayed in round 0, the view keys for its other holders only).  Returns the shares held per sender (x, s_sk share, b share),
-    the senders' masking keys s_pk, and the MAC keys this party shares with its 2-hop peers
-    that are not neighbours (:func:`~parties.secure.views.combined_keys`); ``near``: the party's
-    neighbours."""
+    list; ``near``: the party's neighbours) and check each against what its sender must have
+    sealed (addressing, abscissa, the masking key relayed in round 0, the view keys for its other
+    holders only).  Returns the shares held per sender (x, s_sk share, b share), the senders'
+    masking keys s_pk, and the MAC keys this party shares with its 2-hop peers that are not
+    neighbours (:func:`~parties.secure.views.combined_keys`)."""
     held: dict[int, tuple[int, bytes, bytes]] = {}
     peer_masks: dict[int, bytes] = {}  # s_pk of the senders, authenticated by their AEAD channel
     given: dict[int, list[tuple[int, bytes]]] = {}  # 2-hop peer -> [(owner, key it handed us)]
