@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import hmac
+import math
 import secrets
 import sys
 import time
@@ -219,8 +220,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the workers' CPU seconds of a full run (benchmarks/runtimes.py --runtimes tcp "
                              "--dependence 4.2 --secure-sum masked-sparse), to set the floor beside it")
     args = parser.parse_args(argv)
-    if args.workers_cpu is not None and not args.workers_cpu > 0:
-        parser.error(f"--workers-cpu must be a positive number of seconds, got {args.workers_cpu}")
+    if args.workers_cpu is not None and not (math.isfinite(args.workers_cpu) and args.workers_cpu > 0):
+        parser.error(f"--workers-cpu must be a finite positive number of seconds, got {args.workers_cpu}")
     rows = items(args.repeat)
     print(f"Masked secure sum: one party's cryptography (k = {DEGREE}, t = {THRESHOLD}, L = {CELLS}, Z_2^32), "
           "CPU µs, best of the repeats (machine: 2 cores, shared)")

@@ -313,9 +313,10 @@ class MaskedEngine(SecureSumEngine):
             view_keys[j] = view_key[:VIEW_KEY_BYTES]
         await ep.send(CONTROLLER, _sealed_shares(me, s, live, xs, sk_values, b_values, s_keys.public, channel,
                                                  pair_keys(live, neighbours)), phase=PHASES[1])
-        # (what only round 1 needed is dropped here, and round 2's opened shares inside
-        # _open_shares: a party keeps what the later rounds use while it waits, not its messages)
-        del directory, sk_values, b_values
+        # (what only round 1 needed is dropped here, and round 2's plaintexts and handed keys
+        # die inside _open_shares: a party keeps what the later rounds use while it waits, not
+        # its messages)
+        del directory, sk_values, b_values, xs
 
         # round 2: open the shares relayed to us; mask with exactly their senders
         relayed = (await ep.recv(kinds=RelayedShares, sources=CONTROLLER, phase=PHASES[1],
@@ -324,7 +325,7 @@ class MaskedEngine(SecureSumEngine):
         if relayed.session != s or not set(senders) <= set(live):
             raise MessageError(f"party {me}: relayed shares come from parties outside its live neighbours")
         held, peer_masks, combined = _open_shares(relayed, senders, channel, relayed_keys, neighbours, me, set(nbrs), s)
-        del relayed, relayed_keys
+        del relayed, relayed_keys, channel
         view_keys.update(combined)
         # (the vectors are dropped once sent: a party keeps O(k) bytes, not O(L), while it waits)
         y = _masked_input(ring, x, self_mask, s_keys.private, {j: peer_masks[j] for j in held}, s, me)
@@ -422,6 +423,7 @@ class MaskedEngine(SecureSumEngine):
             entries.sort()  # by sender (a sender seals once for each recipient)
             relayed[p] = tuple(src for src, _ in entries)
             await ep.send(p, RelayedShares(s, *bundle(entries)), phase=PHASES[1])
+        del inbox  # (what is left: shares sealed for parties that fell silent in round 1)
 
         await controller_phase(net, PHASES[2])
         if ring.modulus != 1 << (8 * ring.element_bytes):  # pragma: no cover - ring_modulus gives 2^32 or 2^64

@@ -90,7 +90,8 @@ async def _receive_shares(sends: list[tuple[int, np.ndarray]]) -> tuple[list[int
     return total.tolist(), {src: r.reason for src, r in ep.take_rejections().items()}
 
 
-async def _collect_partial_sums(accept: bool) -> tuple[object, list[tuple[int, list[int]]], dict[int, str]]:
+async def _collect_partial_sums(accept: bool, partial: bool = True
+                                ) -> tuple[object, list[tuple[int, list[int]]], dict[int, str]]:
     """The controller of 5 parties collects a PartialSum from parties 0-3 after party 3 sent one
     of another session, party 2 a bad one and parties 1 and 0 (in that order) good ones;
     party 3 stays silent in this session."""
@@ -107,11 +108,11 @@ async def _collect_partial_sums(accept: bool) -> tuple[object, list[tuple[int, l
 
     if accept:
         got: object = await collect(ep, range(4), kind=PartialSum, session="s", phase="p", timeout=1.0,
-                                    partial=True, invalid=invalid,
+                                    partial=partial, invalid=invalid,
                                     accept=lambda src, msg: seen.append((src, msg.values.tolist())))
     else:
         got = await collect(ep, range(4), kind=PartialSum, session="s", phase="p", timeout=1.0,
-                            partial=True, invalid=invalid)
+                            partial=partial, invalid=invalid)
     return got, seen, {src: r.reason for src, r in ep.take_rejections().items()}
 
 
@@ -127,6 +128,14 @@ def test_collect_keeps_the_messages_or_with_accept_hands_them_over_and_keeps_onl
     order, seen, rejected = run_virtual(_collect_partial_sums(accept=True))
     assert order == [1, 0] and seen == [(1, [1]), (0, [2])]
     assert rejected == {2: "too large"}
+
+
+@pytest.mark.parametrize("accept", [False, True])
+def test_collect_names_the_missing_and_counts_what_arrived_with_or_without_accept(accept: bool) -> None:
+    """Not partial: the rejected party 2 and the silent party 3 are named, and the 2 messages
+    kept count as arrived whether they were kept or handed over."""
+    with pytest.raises(RoundTimeout, match=r"from party 2, party 3 \(2 of 4 arrived\)"):
+        run_virtual(_collect_partial_sums(accept=accept, partial=False))
 
 
 def test_receive_sum_skips_duplicates_and_rejects_a_second_different_share_or_a_non_peer() -> None:
