@@ -10,9 +10,11 @@ The log keeps every message, in columns rather than objects: per message its sen
 kind, encoded size and, for :class:`~parties.wire.messages.RandomizedValues` (almost every
 message of a run), the request id with the codes appended to one flat int64 array; other
 messages are kept as they are.  An entry is rebuilt, equal to the message received, when it
-is read.  A run's view then costs about 40 bytes plus 8 per released code per message,
-instead of about 600 bytes of envelope, message and array objects — what lets the controller
-of a 1,000,000-party run keep its whole view.
+is read.  A run's view of randomized values then costs about 40 bytes plus 8 per released code
+per message, instead of about 600 bytes of envelope, message and array objects — what lets the
+controller of a 1,000,000-party run keep its whole view of the releases.  A secure sum's messages
+are kept as received, and they are larger: the masked sum's are about 8.5 KB per party over
+Adult's 1,582 pair cells (mostly the masked vector, 4 bytes per cell), 277 MB at 32,561 parties.
 """
 
 from __future__ import annotations
