@@ -9,7 +9,7 @@ the machine may be shared).
 
 Usage::
 
-    .venv/bin/python benchmarks/actors.py /work/shared/data/adult/adult.data [--p 0.7] [--Tv 50]
+    .venv/bin/python benchmarks/actors.py ../shared/data/adult/adult.data [--p 0.7] [--Tv 50]
         [--Td 0.1] [--seed 1] [--limit N] [--profile]
 """
 
@@ -35,11 +35,8 @@ from mprr.protocols.clusters import rr_clusters  # noqa: E402
 from mprr.streams import PartyStreams  # noqa: E402
 from parties.simulate import simulate  # noqa: E402
 from scenarios.datasets import load_adult  # noqa: E402
+from _adult import DEFAULT_ADULT  # noqa: E402  (benchmarks/_adult.py)
 
-
-DEFAULT_ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult.data"
-if not DEFAULT_ADULT.exists():  # a worktree one level deeper than the main checkout
-    DEFAULT_ADULT = Path("/work/shared/data/adult/adult.data")
 TARGET_WALL_S = 5.0
 TARGET_RSS_MIB = 1024.0
 

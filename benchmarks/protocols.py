@@ -30,8 +30,8 @@ from mprr.protocols import rr_clusters
 from mprr.protocols.budget import attribute_matrices
 from mprr.protocols.dependences import dependence_phase
 from scenarios.datasets import load_adult
+from _adult import DEFAULT_ADULT  # benchmarks/_adult.py
 
-DEFAULT_ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult.data"
 CELL = {"Tv": 100, "Td": 0.2, "p": 0.5}
 SIGMA = 0.1
 PAPER_TABLE_I = 0.127  # main paper Table I, p = 0.5, Td = 0.2, Tv = 100

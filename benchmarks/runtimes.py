@@ -39,10 +39,8 @@ from mprr.data import Dataset  # noqa: E402
 from parties.runtime import make_runtime  # noqa: E402
 from parties.simulate import simulate  # noqa: E402
 from scenarios.datasets import load_adult  # noqa: E402
+from _adult import DEFAULT_ADULT  # noqa: E402  (benchmarks/_adult.py)
 
-DEFAULT_ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult.data"
-if not DEFAULT_ADULT.exists():  # a worktree one level deeper than the main checkout
-    DEFAULT_ADULT = Path("/work/shared/data/adult/adult.data")
 TARGET = {"tcp": 15.0}
 """Protocol seconds, RR-Clusters 4.1."""
 SECURE_TARGET = {"tcp": 30.0}

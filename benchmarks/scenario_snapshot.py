@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import re
 import sys
 import tempfile
@@ -35,10 +34,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from scenarios.runner import run  # noqa: E402
-
-DEFAULT_ADULT = ROOT.parent / "shared" / "data" / "adult" / "adult.data"
-if not DEFAULT_ADULT.exists():
-    DEFAULT_ADULT = Path("/work/shared/data/adult/adult.data")
+from _adult import DEFAULT_ADULT  # noqa: E402  (benchmarks/_adult.py)
 
 #: Keys whose values depend on the machine or the moment, not on the computation.
 VOLATILE = re.compile(
@@ -162,10 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--adult", type=Path, default=None, help="path of adult.data")
     parser.add_argument("--only", default=None, help="regular expression on the case labels")
     args = parser.parse_args(argv)
-    adult = args.adult
-    if adult is None:
-        env = os.environ.get("MPRR_ADULT_DIR")
-        adult = Path(env) / "adult.data" if env else DEFAULT_ADULT
+    adult = args.adult or DEFAULT_ADULT
     snap = snapshot(adult if adult.exists() else None, args.only)
     args.out.write_text(json.dumps(snap, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {args.out}: {sum(len(v) for v in snap.values())} numbers in {len(snap)} cases")
