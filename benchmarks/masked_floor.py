@@ -24,11 +24,20 @@ HMAC is two SHA-256 over the key's padded blocks prepared in advance (``hmac.dig
 OpenSSL call costs more: it looks up HMAC and SHA-256 on every call).
 
 Prints microseconds per item and per party, and what the floor implies for 32,561 parties on
-2 cores, beside the 30 s target of the whole sum (all in: messages, controller) and the workers'
-CPU per party of a measured run (``--workers-cpu``).  The machine is shared: each figure is the best of
-several repeats (least disturbed), CPU time.
+2 cores, beside the 30 s target of the whole sum (all in: messages, controller).  The machine is
+shared: each figure is the best of several repeats (least disturbed), CPU time.
 
-Run: ``.venv/bin/python benchmarks/masked_floor.py [--repeat R] [--workers-cpu S]``
+With ``--runs R`` it also runs the sum itself, R times on each runtime, alternated: RR-Clusters
+4.2 with the masked-sparse sum of every pair cell over the Adult parties (``--limit N``: the first
+N), on ``memory`` (one process) and on ``tcp`` (2 worker processes, TLS), as
+``benchmarks/runtimes.py`` does.  It prints each run's secure-sum wall time and the run's CPU
+(controller and workers apart), and where that CPU goes: the cryptography at its floor, the
+Python of the engine's cryptographic functions around it, and the rest (protocol steps, messages,
+accounting, the controller), against the budget the 30 s target leaves on 2 cores.  ``--figure
+PNG`` draws that as stacked bars.
+
+Run: ``.venv/bin/python benchmarks/masked_floor.py [--repeat R] [--runs R [--limit N] [adult.data]
+[--figure PNG]]``
 """
 
 from __future__ import annotations
@@ -36,12 +45,15 @@ from __future__ import annotations
 import argparse
 import hashlib
 import hmac
-import math
+import resource
 import secrets
+import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
@@ -58,6 +70,7 @@ from parties.secure.unmasking import mask_vector  # noqa: E402
 from parties.secure.pki import setup_pki  # noqa: E402
 from parties.secure.ring import ZMod  # noqa: E402
 from parties.secure.topology import build_neighbourhoods  # noqa: E402
+from _adult import DEFAULT_ADULT  # noqa: E402  (benchmarks/_adult.py)
 
 N_ADULT = 32_561
 DEGREE, THRESHOLD, CELLS = 8, 5, 1_582
@@ -213,15 +226,167 @@ def items(repeat: int) -> list[tuple[str, int, float, float | None]]:
             for row in rows]
 
 
+@dataclass(frozen=True)
+class Run:
+    """One measured run of the masked sum (RR-Clusters 4.2) on one runtime."""
+
+    runtime: str
+    n: int
+    wall: float
+    """The whole run, seconds."""
+    sum_wall: float
+    """The secure sum, controller's ``SecureRelease`` to the tallies, seconds."""
+    cpu_controller: float
+    """CPU seconds of this process (on ``memory``: every party too)."""
+    cpu_workers: float
+    """CPU seconds of the worker processes (``tcp``)."""
+
+    @property
+    def cpu(self) -> float:
+        return self.cpu_controller + self.cpu_workers
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure_runs(adult: Path, runs: int, limit: int | None) -> list[Run]:
+    """``runs`` runs of the masked sum on ``memory`` and on ``tcp`` (2 workers, TLS), alternated."""
+    from mprr.data import Dataset
+    from parties.runtime import make_runtime
+    from parties.simulate import simulate
+    from scenarios.datasets import load_adult
+
+    data: Dataset = load_adult(adult)
+    if limit:
+        data = Dataset(data.schema, data.codes[:limit])
+    params: dict[str, Any] = dict(p=0.7, Tv=50, Td=0.1, dependence="4.2", secure_sum="masked-sparse")
+    out = []
+    for k in range(runs):
+        for name in ("memory", "tcp"):
+            runtime = make_runtime(name, **({"workers": 2, "tls": True} if name == "tcp" else {}))
+            started, cpu, kids = time.perf_counter(), time.process_time(), _children_cpu()
+            sim = simulate(data, "RR-Clusters", seed=1, timeout=300.0, runtime=runtime, **params)
+            run = Run(name, data.n, time.perf_counter() - started, sim.result.timings["secure_sum"],
+                      time.process_time() - cpu, _children_cpu() - kids)
+            print(f"run {k + 1}/{runs} {name:>6}: secure sum {run.sum_wall:5.1f} s wall (run {run.wall:5.1f} s); "
+                  f"CPU {run.cpu:6.1f} s (this process {run.cpu_controller:5.1f} s, workers {run.cpu_workers:5.1f} s)",
+                  flush=True)
+            out.append(run)
+    return out
+
+
+REST = "the rest: protocol steps, messages, accounting"
+CONTROLLER = "the controller's process (tcp; on memory it is in the rest)"
+
+
+def _budget(n: int) -> float:
+    """CPU seconds the target allows ``n`` parties: 30 s wall on 2 cores for 32,561, per party."""
+    return TARGET_S * 2 * n / N_ADULT
+
+
+def report_runs(runs: list[Run], floor: float, engine: float) -> dict[str, dict[str, list[float]]]:
+    """Print where each runtime's CPU goes against the target's budget; returns, per runtime,
+    the CPU seconds of each part in every run (what :func:`draw` stacks)."""
+    n = runs[0].n
+    budget = _budget(n)
+    print(f"\nWhere the CPU goes, {n:,} parties (mean of {len(runs) // 2} run(s) per runtime; the 30 s target "
+          f"for {N_ADULT:,} parties leaves {budget / n * 1e3:.2f} ms of CPU per party on 2 cores: {budget:.1f} s here):")
+    parts: dict[str, dict[str, list[float]]] = {}
+    for name in ("memory", "tcp"):
+        mine = [r for r in runs if r.runtime == name]
+        crypto_s, python_s = floor * n, (engine - floor) * n
+        split = {"cryptography at its floor": [crypto_s] * len(mine),
+                 "Python of the cryptographic functions": [python_s] * len(mine)}
+        if name == "tcp":
+            split[REST] = [r.cpu_workers - crypto_s - python_s for r in mine]
+            split[CONTROLLER] = [r.cpu_controller for r in mine]
+        else:
+            split[REST] = [r.cpu - crypto_s - python_s for r in mine]
+        parts[name] = split
+        cpu = [r.cpu for r in mine]
+        sums = [r.sum_wall for r in mine]
+        print(f"  {name:>6}: secure sum {statistics.mean(sums):5.1f} s wall (min {min(sums):.1f}, max {max(sums):.1f}; "
+              f"{statistics.mean(r.sum_wall / r.wall for r in mine):.0%} of the run); run's CPU "
+              f"{statistics.mean(cpu):6.1f} s = {statistics.mean(cpu) / n * 1e3:.2f} ms per party, "
+              f"{statistics.mean(cpu) / budget:.2f} x the budget")
+        if name == "tcp" and n == N_ADULT:
+            print(f"          target: the secure sum <= {TARGET_S:.0f} s wall on tcp with 2 workers: "
+                  + ("met" if statistics.mean(sums) <= TARGET_S else "NOT met"))
+        for label, values in split.items():
+            print(f"          {label:80s} {statistics.mean(values):6.1f} s  {statistics.mean(values) / n * 1e3:5.2f} ms/party")
+    return parts
+
+
+def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path) -> Path:
+    """Stacked bars of :func:`report_runs`'s parts per runtime, whiskers min-max of the runs' total
+    CPU, and the budget the 30 s target leaves on 2 cores."""
+    from matplotlib.figure import Figure
+
+    from scenarios.plots import CustomPlot, render
+
+    n = runs[0].n
+    share = {name: statistics.mean(r.sum_wall / r.wall for r in runs if r.runtime == name) for name in parts}
+    colours = {"cryptography at its floor": "#4c72b0", "Python of the cryptographic functions": "#8fa9d6",
+               REST: "#dd8452", CONTROLLER: "#c44e52"}
+    labels = {"memory": "memory runtime\n(parties and controller\nin one process)",
+              "tcp": "tcp runtime\n(controller + 2 worker\nprocesses, TLS)"}
+
+    def paint(fig: Figure) -> None:
+        ax = fig.add_subplot()
+        seen: set[str] = set()
+        for x, (name, split) in enumerate(parts.items()):
+            bottom = 0.0
+            for label, values in split.items():
+                height = statistics.mean(values)
+                ax.bar(x, height, 0.55, bottom=bottom, color=colours[label], label=None if label in seen else label)
+                seen.add(label)
+                bottom += height
+            totals = [sum(col) for col in zip(*split.values())]
+            ax.errorbar(x, statistics.mean(totals), yerr=[[statistics.mean(totals) - min(totals)],
+                                                          [max(totals) - statistics.mean(totals)]],
+                        fmt="none", ecolor="black", capsize=6, label="min-max of the runs" if x == 0 else None)
+        ax.axhline(_budget(n), color="black", linestyle="--", linewidth=1,
+                   label=f"the target's budget: {TARGET_S:.0f} s wall x 2 cores" + (
+                       "" if n == N_ADULT else f" for {N_ADULT:,} parties, scaled to {n:,}"))
+        ax.set_xticks(range(len(parts)), [labels[name] for name in parts], fontsize="small")
+        ax.set_xlim(-0.6, len(parts) - 0.4)
+        top = max(max(sum(col) for col in zip(*split.values())) for split in parts.values())
+        ax.set_ylim(0, 1.6 * max(top, _budget(n)))  # room for the legend above the bars
+        ax.set_ylabel("CPU time of the run (s)")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize="x-small", loc="upper left")
+
+    spec = CustomPlot(
+        png.name, f"Masked secure sum of 1,582 cells, {n:,} Adult parties: where the CPU goes", paint,
+        size=(6.4, 5.0),
+        caption=(f"Bars: mean CPU seconds of {len(runs) // len(parts)} run(s) of RR-Clusters 4.2 per runtime (the "
+                 f"secure sum takes {share['memory']:.0%} of the run's wall time on memory, {share['tcp']:.0%} on "
+                 "tcp), split into the cryptography at its floor and the Python around the "
+                 "engine's cryptographic functions (both measured here, per party, times n) and the rest "
+                 "(measured total minus those; on tcp it includes the workers' start-up). Whiskers: min-max of "
+                 "the runs' totals. Dashed: the CPU that 30 s of wall time on this machine's 2 cores allows "
+                 f"{N_ADULT:,} parties."))
+    return render(spec, png.parent)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15, help="rounds of timings (the best of each item is kept)")
-    parser.add_argument("--workers-cpu", type=float, default=None, metavar="S",
-                        help="the workers' CPU seconds of a full run (benchmarks/runtimes.py --runtimes tcp "
-                             "--dependence 4.2 --secure-sum masked-sparse), to set the floor beside it")
+    parser.add_argument("--runs", type=int, default=0, metavar="R",
+                        help="also run the masked sum R times on memory and on tcp (2 workers), alternated")
+    parser.add_argument("adult", nargs="?", type=Path, default=DEFAULT_ADULT, help="path of adult.data (--runs)")
+    parser.add_argument("--limit", type=int, default=None, metavar="N", help="first N Adult parties only (--runs)")
+    parser.add_argument("--figure", type=Path, default=None, metavar="PNG",
+                        help="draw where the runs' CPU goes into this PNG (needs --runs)")
     args = parser.parse_args(argv)
-    if args.workers_cpu is not None and not (math.isfinite(args.workers_cpu) and args.workers_cpu > 0):
-        parser.error(f"--workers-cpu must be a finite positive number of seconds, got {args.workers_cpu}")
+    if args.runs < 0:
+        parser.error(f"--runs must be 0 or more, got {args.runs}")
+    if args.figure is not None and (args.runs == 0 or args.figure.suffix != ".png"):
+        parser.error(f"--figure needs --runs R >= 1 and a path ending in .png, got {args.figure} with --runs {args.runs}")
+    if args.runs and not args.adult.exists():
+        parser.error(f"UCI Adult not found at {args.adult}; pass the path of adult.data")
     rows = items(args.repeat)
     print(f"Masked secure sum: one party's cryptography (k = {DEGREE}, t = {THRESHOLD}, L = {CELLS}, Z_2^32), "
           "CPU µs, best of the repeats (machine: 2 cores, shared)")
@@ -242,12 +407,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label}: {total * 1e3:.2f} ms per party -> {seconds:.1f} s of CPU for {N_ADULT:,} parties, "
               f"{seconds / 2:.1f} s on 2 cores (target for the whole sum: <= {TARGET_S:.0f} s wall; "
               f"{TARGET_S * 2 / N_ADULT * 1e3:.2f} ms per party all in)")
-    if args.workers_cpu is None:
-        print("(pass --workers-cpu S, the workers' CPU of a full tcp run, to compare the floor with it)")
-    else:
-        measured = args.workers_cpu / N_ADULT * 1e3
-        print(f"workers' CPU per party of the run given: {measured:.2f} ms "
-              f"(the floor is {floor_total * 1e3 / measured:.0%} of it)")
+    if args.runs:
+        runs = measure_runs(args.adult, args.runs, args.limit)
+        parts = report_runs(runs, floor_total, engine_total)
+        if args.figure is not None:
+            print(f"wrote {draw(parts, runs, args.figure)}")
     return 0
 
 
