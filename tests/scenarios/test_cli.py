@@ -109,6 +109,9 @@ def test_runner_defaults_apply_and_same_seed_reproduces(tmp_path: Path) -> None:
         (("run", "missing.toml"), "scenario file 'missing.toml' does not exist"),
         (("run", "lambda_table", "--engine", "actors"),
          "engine 'actors' is not supported by scenario 'lambda_table' (kind lambda_table); allowed: fast"),
+        (("run", "lambda_table", "--runtime", "tcp"),
+         "runtime 'tcp' (--runtime tcp) hosts actor parties and needs the 'actors' engine, which scenario "
+         "'lambda_table' does not support (engines: fast); run it without --runtime"),
         (("run", "lambda_table", "--runs", "0"), "runs must be an integer >= 1, got 0"),
         (("run", "lambda_table", "--seed", "-3"), "seed must be an integer >= 0, got -3"),
         (("run", "lambda_table", "--set", "sises=[4]"), "unknown key 'parameters.sises' (did you mean 'sizes'?)"),
