@@ -240,6 +240,8 @@ def test_list_into_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
         ("secure_sum=[paper,graph]", "strings inside a list must be quoted, and the whole argument single-quoted "
                                      "for the shell: --set 'secure_sum=[\"paper\", \"graph\"]'"),
         ("secure_sum=a=b", "otherwise write it quoted: --set 'secure_sum=\"...\"'"),
+        ("sizes=[4,3", "value '[4,3' is not a valid TOML list; a list ends with ']', and the whole argument "
+                       "single-quoted for the shell: --set 'sizes=[4,3]'"),
     ],
 )
 def test_set_errors_suggest_the_quoting_that_works(override: str, pattern: str, tmp_path: Path) -> None:
