@@ -52,6 +52,7 @@ from scenarios.report import ScenarioResult
 
 __all__ = [
     "SCHEMA",
+    "FILE_KEYS",
     "InputData",
     "effective_parameters",
     "load_input",
@@ -109,8 +110,12 @@ SCHEMA = Schema(
               help="categorical columns of the data file to use (default: every column)"),
         Field("missing", Str(), None,
               help="label that keeps empty / NA cells of the data file as a category (e.g. \"?\")"),
+        Field("delimiter", Str(), None, help="field separator of a CSV data file (default , or tab for .tsv)"),
+        Field("encoding", Str(), None, help="text encoding of a CSV data file (default utf-8), e.g. latin-1"),
     ]
 )
+FILE_KEYS = ("columns", "missing", "delimiter", "encoding")
+"""Parameters of reading a data file (:func:`scenarios.datasets.load_table`)."""
 BASE_PROTOCOLS = ("RR-Clusters", "RR-Independent")
 LABELS = ("RR-Clusters", "RR-Clusters+Adjustment", "RR-Independent", "RR-Independent+Adjustment")
 
@@ -160,9 +165,18 @@ class InputData:
 
 def load_input(params: Mapping[str, Any], seed: int) -> InputData:
     """The data set of a run: ``params["data"]`` read with :func:`scenarios.datasets.load_table`,
-    else the planted-cluster data drawn with ``seed``."""
+    else the planted-cluster data drawn with ``seed``.
+
+    Raises
+    ------
+    ConfigurationError
+        A file setting without ``data``, fewer than 2 columns.
+    DataError
+        An unreadable file or a column with too many categories
+        (:func:`scenarios.datasets.check_category_counts`).
+    """
     if params.get("data") is None:
-        for key in ("columns", "missing"):
+        for key in FILE_KEYS:
             if params.get(key) is not None:
                 raise ConfigurationError(
                     f"parameters.{key} applies to a data file, but parameters.data is not set "
@@ -170,15 +184,18 @@ def load_input(params: Mapping[str, Any], seed: int) -> InputData:
                 )
         synthetic = make_dataset(params, seed)
         return InputData(synthetic.dataset, synthetic, "mprr.synthetic.planted_clusters")
-    from scenarios.datasets import load_table
+    from scenarios.datasets import check_category_counts, delimiter_hint, load_table
 
     path = Path(params["data"])
-    dataset = load_table(path, params["columns"], missing=params["missing"])
+    dataset = load_table(path, params["columns"], missing=params["missing"], delimiter=params["delimiter"],
+                         encoding=params["encoding"] or "utf-8")
+    names = list(dataset.schema.names)
     if dataset.m < 2:
         raise ConfigurationError(
             f"parameters.columns must name at least 2 columns (RR-Clusters needs attribute pairs), "
-            f"got {list(dataset.schema.names)}"
+            f"got {names}{delimiter_hint(names)}"
         )
+    check_category_counts(dataset, path, columns_given=params["columns"] is not None)
     return InputData(dataset, None, str(path))
 
 
