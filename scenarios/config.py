@@ -373,6 +373,11 @@ class ScenarioConfig:
         Monte Carlo repetitions, run seed and engine (``fast`` or ``actors``).
     source
         The TOML file it was read from, if any.
+    override_keys
+        Top-level parameter keys set by :meth:`with_overrides` (the command line's ``--set``,
+        ``--data``, ...) rather than by the file, so that a runner can tell a setting the user
+        gave for this run from the file's own (e.g. the synthetic data's ``n`` when ``--data``
+        replaces that data).
     """
 
     name: str
@@ -385,6 +390,7 @@ class ScenarioConfig:
     engine: str
     source: Path | None = None
     raw_parameters: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    override_keys: frozenset[str] = frozenset()
 
     def with_overrides(
         self,
@@ -411,7 +417,8 @@ class ScenarioConfig:
                 raise ConfigurationError("parameter overrides need the scenario's schema")
             raw = merge_tables(dict(self.raw_parameters), parameters)
             new = replace(new, parameters=schema.validate(raw, prefix="parameters"),
-                          raw_parameters=MappingProxyType(raw))
+                          raw_parameters=MappingProxyType(raw),
+                          override_keys=self.override_keys | frozenset(parameters))
         return new
 
 

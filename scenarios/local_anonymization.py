@@ -48,12 +48,13 @@ from scenarios.cost_model import simulate_options
 from scenarios.privacy_report import PrivacyRecord
 from scenarios.progress import Progress
 from scenarios.registry import register
-from scenarios.report import ScenarioResult
+from scenarios.report import ScenarioResult, format_value
 
 __all__ = [
     "SCHEMA",
     "FILE_KEYS",
     "InputData",
+    "SYNTHETIC_KEYS",
     "effective_parameters",
     "load_input",
     "ProtocolRun",
@@ -62,6 +63,7 @@ __all__ = [
     "protocol_kwargs",
     "run_local_anonymization",
     "run_protocol",
+    "synthetic_settings",
 ]
 
 POSTPROCESS = ("clip-rescale", "project-simplex", "ibu")
@@ -105,7 +107,7 @@ SCHEMA = Schema(
               help="actors engine: seconds an actor waits for one round's messages"),
         Field("data", PathValue(must_exist=True), None,
               help="your own data: a CSV or Parquet file, one record per row (replaces the synthetic "
-                   "data; n, sizes, clusters, strength and exponent are then ignored)"),
+                   "data, whose settings n, sizes, clusters, strength and exponent then may not be set)"),
         Field("columns", List(Str(), min_len=2), None,
               help="categorical columns of the data file to use (default: every column)"),
         Field("missing", Str(), None,
@@ -114,6 +116,8 @@ SCHEMA = Schema(
         Field("encoding", Str(), None, help="text encoding of a CSV data file (default utf-8), e.g. latin-1"),
     ]
 )
+SYNTHETIC_KEYS = ("n", "sizes", "clusters", "strength", "exponent")
+"""Parameters of the built-in synthetic data (:func:`make_dataset`); a data file has its own."""
 FILE_KEYS = ("columns", "missing", "delimiter", "encoding")
 """Parameters of reading a data file (:func:`scenarios.datasets.load_table`)."""
 BASE_PROTOCOLS = ("RR-Clusters", "RR-Independent")
@@ -163,14 +167,38 @@ class InputData:
     source: str
 
 
-def load_input(params: Mapping[str, Any], seed: int) -> InputData:
+def synthetic_settings(config: ScenarioConfig) -> tuple[str, ...]:
+    """Settings of the synthetic data (:data:`SYNTHETIC_KEYS`) given for a run on a data file.
+
+    Those set on the command line (``--set n=100``), or in the scenario file that names the data
+    file.  A scenario file's settings for its synthetic data (the shipped ``n = 3000``) are
+    not given for a run whose command line replaces that data (``--data``).
+    """
+    if config.parameters.get("data") is None:
+        return ()
+    data_from_file = "data" not in config.override_keys
+    return tuple(k for k in SYNTHETIC_KEYS
+                 if k in config.override_keys or (data_from_file and k in config.raw_parameters))
+
+
+def load_input(params: Mapping[str, Any], seed: int, *, synthetic_given: Sequence[str] = ()) -> InputData:
     """The data set of a run: ``params["data"]`` read with :func:`scenarios.datasets.load_table`,
     else the planted-cluster data drawn with ``seed``.
+
+    Parameters
+    ----------
+    params
+        Validated parameters.
+    seed
+        Seed of the synthetic data.
+    synthetic_given
+        Settings of the synthetic data given with a data file (:func:`synthetic_settings`):
+        refused once the file's records and columns are known.
 
     Raises
     ------
     ConfigurationError
-        A file setting without ``data``, fewer than 2 columns.
+        A file setting without ``data``, a synthetic-data setting with it, fewer than 2 columns.
     DataError
         An unreadable file or a column with too many categories
         (:func:`scenarios.datasets.check_category_counts`).
@@ -190,6 +218,15 @@ def load_input(params: Mapping[str, Any], seed: int) -> InputData:
     dataset = load_table(path, params["columns"], missing=params["missing"], delimiter=params["delimiter"],
                          encoding=params["encoding"] or "utf-8")
     names = list(dataset.schema.names)
+    if synthetic_given:
+        settings = ", ".join(f"{k} = {format_value(params[k])}" for k in synthetic_given)
+        clusters = (" (RR-Clusters finds the clusters of your data itself: Algorithm 1 with Tv and Td)"
+                    if "clusters" in synthetic_given else "")
+        raise ConfigurationError(
+            f"parameters {settings} describe the built-in synthetic data and cannot apply to the data "
+            f"file {str(path)!r}, which has {dataset.n:,} records and its own columns {names}{clusters}; "
+            f"drop {', '.join(synthetic_given)}"
+        )
     if dataset.m < 2:
         raise ConfigurationError(
             f"parameters.columns must name at least 2 columns (RR-Clusters needs attribute pairs), "
@@ -352,7 +389,7 @@ def run_local_anonymization(
     kwargs = protocol_kwargs(params)
     data_seed, query_seed, run_seeds = derive_seeds(seed, runs)
     started = time.perf_counter()
-    data = load_input(params, data_seed)
+    data = load_input(params, data_seed, synthetic_given=synthetic_settings(config))
     dataset = data.dataset
     queries = random_queries(dataset.sizes, params["sigma"], params["queries"],
                              rng=np.random.default_rng(query_seed))

@@ -164,6 +164,8 @@ def test_overrides_are_validated() -> None:
         cfg.with_overrides(parameters={"p": 2}, schema=SCHEMA)
     with pytest.raises(ConfigurationError, match=r"unknown key 'parameters\.q'"):
         cfg.with_overrides(parameters={"q": 2}, schema=SCHEMA)
+    assert cfg.override_keys == frozenset() and new.override_keys == {"p", "sub"}
+    assert new.with_overrides(parameters={"n": 3}, schema=SCHEMA).override_keys == {"p", "sub", "n"}
 
 
 def test_parse_override() -> None:

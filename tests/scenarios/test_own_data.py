@@ -110,6 +110,34 @@ def test_missing_data_file_and_columns_without_data(tmp_path: Path) -> None:
     assert code == 2 and "parameters.columns applies to a data file, but parameters.data is not set" in err
 
 
+def test_synthetic_data_settings_are_refused_with_a_data_file(tmp_path: Path) -> None:
+    csv = tmp_path / "d.csv"
+    _frame(120).to_csv(csv, index=False)
+    code, _, err = _main("run", "local_anonymization", "--data", str(csv), "--columns", "age,smoker",
+                         "--set", "n=100", "--set", "clusters=[[0, 1]]", "--out", str(tmp_path / "o"))
+    assert code == 2 and "parameters n = 100, clusters = [[0, 1]] describe the built-in synthetic data and " \
+                         f"cannot apply to the data file {str(csv)!r}, which has 120 records and its own " \
+                         "columns ['age', 'smoker'] (RR-Clusters finds the clusters of your data itself" in err, err
+    assert "drop n, clusters" in err
+
+
+def test_which_synthetic_settings_count_as_given(tmp_path: Path) -> None:
+    from scenarios.local_anonymization import synthetic_settings
+    from scenarios.registry import load
+
+    csv = tmp_path / "d.csv"
+    _frame(30).to_csv(csv, index=False)
+    shipped, spec = load("local_anonymization")  # its n, sizes, ... describe its own synthetic data
+    assert synthetic_settings(shipped) == ()
+    assert synthetic_settings(shipped.with_overrides(parameters={"data": str(csv)}, schema=spec.schema)) == ()
+    over = shipped.with_overrides(parameters={"data": str(csv), "strength": 0.5}, schema=spec.schema)
+    assert synthetic_settings(over) == ("strength",)
+    own = tmp_path / "own.toml"  # a file that names the data file: its synthetic settings are given
+    own.write_text(f'[scenario]\nkind = "local_anonymization"\nmodule = "scenarios.local_anonymization"\n'
+                   f'[parameters]\ndata = "{csv}"\nn = 50\nexponent = 0.5\n', encoding="utf-8")
+    assert synthetic_settings(load(str(own))[0]) == ("n", "exponent")
+
+
 def test_columns_with_too_many_categories_are_named(tmp_path: Path) -> None:
     headerless = tmp_path / "noheader.csv"
     _frame(400).to_csv(headerless, index=False, header=False)
