@@ -55,6 +55,7 @@ __all__ = [
     "FILE_KEYS",
     "InputData",
     "SYNTHETIC_KEYS",
+    "check_secure_sum",
     "effective_parameters",
     "load_input",
     "ProtocolRun",
@@ -179,6 +180,25 @@ def synthetic_settings(config: ScenarioConfig) -> tuple[str, ...]:
     data_from_file = "data" not in config.override_keys
     return tuple(k for k in SYNTHETIC_KEYS
                  if k in config.override_keys or (data_from_file and k in config.raw_parameters))
+
+
+def check_secure_sum(config: ScenarioConfig) -> None:
+    """Refuse a ``secure_sum`` given for a run in which none runs (dependence 4.1).
+
+    Raises
+    ------
+    ConfigurationError
+        If ``secure_sum`` was set on the command line and ``dependence`` is ``"4.1"`` (a scenario
+        file's ``secure_sum``, such as the shipped ``"graph"``, is its engine for 4.2 / 4.3 runs,
+        not a setting of this run).
+    """
+    params = config.parameters
+    if "secure_sum" in config.override_keys and params["dependence"] == "4.1":
+        raise ConfigurationError(
+            f"parameters.secure_sum = {params['secure_sum']!r} has no effect with parameters.dependence = "
+            "'4.1' (dependences from randomized response per attribute: no secure sum runs); set "
+            "dependence to '4.2' or '4.3', or drop secure_sum"
+        )
 
 
 def load_input(params: Mapping[str, Any], seed: int, *, synthetic_given: Sequence[str] = ()) -> InputData:
@@ -387,6 +407,7 @@ def run_local_anonymization(
     """RR-Clusters (+Adjustment) vs RR-Independent on planted-cluster data (see module docstring)."""
     params = dict(config.parameters)
     kwargs = protocol_kwargs(params)
+    check_secure_sum(config)
     data_seed, query_seed, run_seeds = derive_seeds(seed, runs)
     started = time.perf_counter()
     data = load_input(params, data_seed, synthetic_given=synthetic_settings(config))
