@@ -77,7 +77,8 @@ def _data_options(parser: argparse.ArgumentParser) -> None:
         "your own data", "run on a CSV or Parquet file instead of the built-in data "
                          "(scenarios with a `data` parameter, e.g. local_anonymization)")
     group.add_argument("--data", default=None, metavar="FILE",
-                       help="CSV (.csv, .tsv, .txt) or Parquet (.parquet, needs pyarrow) file, one record per row")
+                       help="CSV (.csv, .tsv, .txt) with a header line, or Parquet (.parquet, needs pyarrow) "
+                            "file, one record per row")
     group.add_argument("--columns", default=None, metavar="a,b,c",
                        help="comma-separated categorical columns to use (default: every column)")
     group.add_argument("--missing", default=None, metavar="LABEL",

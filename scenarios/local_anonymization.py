@@ -113,7 +113,7 @@ SCHEMA = Schema(
               help="categorical columns of the data file to use (default: every column)"),
         Field("missing", Str(), None,
               help="label that keeps empty / NA cells of the data file as a category (e.g. \"?\")"),
-        Field("delimiter", Str(), None, help="field separator of a CSV data file (default , or tab for .tsv)"),
+        Field("delimiter", Str(), None, help="field separator of a CSV data file (default a comma; a tab for .tsv)"),
         Field("encoding", Str(), None, help="text encoding of a CSV data file (default utf-8), e.g. latin-1"),
     ]
 )
