@@ -52,7 +52,8 @@ def resolve_adult_path(value: str | Path) -> Path:
         If no candidate exists (the message lists every path tried).
     """
     raw = Path(value).expanduser()
-    candidates = [raw] if raw.is_absolute() else [Path.cwd() / raw, REPO_ROOT / raw]
+    tries = [raw] if raw.is_absolute() else [Path.cwd() / raw, REPO_ROOT / raw]
+    candidates = list(dict.fromkeys(c.resolve() for c in tries))  # run from the root: one path
     for c in candidates:
         if c.is_dir():
             c = c / "adult.data"

@@ -6,7 +6,8 @@
     mprr [-v|-vv|--log-level LEVEL] list [--json]        # shipped scenarios, one line each
     mprr show <scenario.toml|name> [--json]              # parameters: type, allowed values, default
     mprr run  <scenario.toml|name> [--out DIR] [--runs N] [--seed S] [--engine fast|actors]
-              [--set KEY=VALUE ...] [--data FILE --columns a,b,c [--missing LABEL]] [--quiet]
+              [--set KEY=VALUE ...] [--data FILE --columns a,b,c [--missing LABEL]
+              [--delimiter C] [--encoding E]] [--quiet]
               [--runtime memory|tcp|ray] [--workers P] [--listen HOST:PORT] [--tls-dir DIR]
               [--no-tls] [--external-workers] [--address auto|HOST:PORT] [--shards S]
     mprr party --connect HOST:PORT --parties FIRST-LAST [--worker K] [--tls-dir DIR | --no-tls]
@@ -76,11 +77,17 @@ def _data_options(parser: argparse.ArgumentParser) -> None:
         "your own data", "run on a CSV or Parquet file instead of the built-in data "
                          "(scenarios with a `data` parameter, e.g. local_anonymization)")
     group.add_argument("--data", default=None, metavar="FILE",
-                       help="CSV (.csv, .tsv, .txt) or Parquet (.parquet, needs pyarrow) file, one record per row")
+                       help="CSV (.csv, .tsv, .txt) with a header line, or Parquet (.parquet, needs pyarrow) "
+                            "file, one record per row")
     group.add_argument("--columns", default=None, metavar="a,b,c",
                        help="comma-separated categorical columns to use (default: every column)")
     group.add_argument("--missing", default=None, metavar="LABEL",
                        help="keep empty / NA cells as this category (e.g. '?'); default: they are an error")
+    group.add_argument("--delimiter", default=None, metavar="C",
+                       help="CSV field separator, one character, e.g. ';' or '\\t' for a tab "
+                            "(default: a comma; a tab for .tsv)")
+    group.add_argument("--encoding", default=None, metavar="E",
+                       help="text encoding of a CSV file, e.g. latin-1 (default: utf-8)")
 
 
 def _output_options(parser: argparse.ArgumentParser) -> None:
@@ -131,6 +138,8 @@ PARAMETER_OPTIONS: dict[str, Callable[[Any], Any]] = {
     "data": str,
     "columns": lambda text: [c.strip() for c in text.split(",") if c.strip()],
     "missing": str,
+    "delimiter": lambda text: "\t" if text == "\\t" else text,
+    "encoding": str,
 }
 """``mprr run`` options that are shortcuts for scenario parameters (option -> converter)."""
 

@@ -373,6 +373,11 @@ class ScenarioConfig:
         Monte Carlo repetitions, run seed and engine (``fast`` or ``actors``).
     source
         The TOML file it was read from, if any.
+    override_keys
+        Top-level parameter keys set by :meth:`with_overrides` (the command line's ``--set``,
+        ``--data``, ...) rather than by the file, so that a runner can tell a setting the user
+        gave for this run from the file's own (e.g. the synthetic data's ``n`` when ``--data``
+        replaces that data).
     """
 
     name: str
@@ -385,6 +390,7 @@ class ScenarioConfig:
     engine: str
     source: Path | None = None
     raw_parameters: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    override_keys: frozenset[str] = frozenset()
 
     def with_overrides(
         self,
@@ -411,7 +417,8 @@ class ScenarioConfig:
                 raise ConfigurationError("parameter overrides need the scenario's schema")
             raw = merge_tables(dict(self.raw_parameters), parameters)
             new = replace(new, parameters=schema.validate(raw, prefix="parameters"),
-                          raw_parameters=MappingProxyType(raw))
+                          raw_parameters=MappingProxyType(raw),
+                          override_keys=self.override_keys | frozenset(parameters))
         return new
 
 
@@ -536,6 +543,33 @@ def parse_config(
     )
 
 
+def _is_toml_value(text: str) -> bool:
+    """Whether ``text`` alone is a TOML value (``4``, ``"a"``; not a bare word)."""
+    try:
+        tomllib.loads(f"v = {text}")
+    except tomllib.TOMLDecodeError:
+        return False
+    return True
+
+
+def _bad_list(key: str, value: str) -> str:
+    """What is wrong with ``--set key=value``, a list TOML cannot read, and the fix if one is clear."""
+    head = f"--set {key}: value {value!r} is not a valid TOML list; "
+    shell = "the whole argument single-quoted for the shell"
+    missing = value.count("[") - value.count("]")
+    if missing > 0 and _is_toml_value(value + "]" * missing):
+        return head + f"a list ends with ']', and {shell}: --set '{key}={value + ']' * missing}'"
+    if value.count("[") == 1 and value.count("]") <= 1 and "{" not in value:  # a flat list
+        closed = value.endswith("]")
+        items = [i.strip().strip("\"'") for i in value[1:-1 if closed else None].split(",") if i.strip()]
+        fixed = [i if _is_toml_value(i) else f'"{i}"' for i in items]
+        what = [*([] if closed else ["a list ends with ']'"]),
+                *(["strings inside a list must be quoted"] if fixed != items else []),
+                *([] if fixed != items or not closed else ["items are separated by single commas"])]
+        return head + f"{', '.join(what)}, and {shell}: --set '{key}=[{', '.join(fixed)}]'"
+    return head + f"write it as in a TOML file (e.g. [[0, 1], [2, 3]] or [\"a\", \"b\"]), with {shell}"
+
+
 def parse_override(text: str) -> dict[str, Any]:
     """Parse one ``--set KEY=VALUE`` (VALUE in TOML syntax; bare words are strings).
 
@@ -549,14 +583,8 @@ def parse_override(text: str) -> dict[str, Any]:
     try:
         parsed = tomllib.loads(f"v = {value}")["v"]
     except tomllib.TOMLDecodeError:
-        if value.startswith("[") and value.endswith("]"):
-            items = [i.strip().strip("\"'") for i in value[1:-1].split(",") if i.strip()]
-            quoted = ", ".join(f'"{i}"' for i in items)
-            raise ConfigurationError(
-                f"--set {key}: value {value!r} is not a valid TOML list; strings inside a list "
-                f"must be quoted, and the whole argument single-quoted for the shell: "
-                f"--set '{key}=[{quoted}]'"
-            ) from None
+        if value.startswith("["):
+            raise ConfigurationError(_bad_list(key, value)) from None
         if not value or any(c in value for c in "[]{}\"'="):
             raise ConfigurationError(
                 f"--set {key}: value {value!r} is not valid TOML (a single string may be a bare "

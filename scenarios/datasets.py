@@ -5,26 +5,52 @@
 - :func:`load_table` — a CSV or Parquet file through pandas (what ``mprr run --data`` uses);
   every listed column is read as categorical text, its categories found in the data or
   declared; missing cells become a label or an error.
+- :func:`check_category_counts` — refuses columns with too many categories for randomized
+  response (a continuous measurement, an identifier, or a first record read as the header);
 - :func:`file_sha256` — the digest recorded as ``provenance.data_sha256``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from mprr.data import Attribute, Dataset, parse_adult
+from mprr.domain import MAX_MATRIX_CELLS
 from mprr.errors import DataError
 
-__all__ = ["PARQUET_SUFFIXES", "file_sha256", "load_adult", "load_table"]
+__all__ = ["MAX_CATEGORIES", "MIN_RECORDS_PER_CATEGORY", "PARQUET_SUFFIXES", "SMALL_FILE_CATEGORIES",
+           "check_category_counts", "delimiter_hint", "file_sha256", "load_adult", "load_table",
+           "max_categories"]
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 """File name endings read as Parquet by :func:`load_table`; anything else is CSV."""
 
 
+MIN_RECORDS_PER_CATEGORY = 5
+"""Fewest records per category, on average, of a column used by randomized response: each
+category's frequency is estimated from the randomized reports of the records that hold it, and
+5 is the usual smallest expected count of a contingency-table cell (the chi-squared rule of
+thumb; Algorithm 1's dependences come from such tables)."""
+
+SMALL_FILE_CATEGORIES = 64
+"""Categories a column may have whatever the number of records (the most an attribute of the
+built-in synthetic data has), so that a small file is not refused for a few records."""
+
+MAX_CATEGORIES = math.isqrt(MAX_MATRIX_CELLS)
+"""Most categories of a column: its dense randomization matrix (categories²) must fit in
+:data:`mprr.domain.MAX_MATRIX_CELLS` (4,096)."""
+
+CSV_DELIMITERS = (";", "\t", "|")
+"""Separators :func:`delimiter_hint` looks for in a header read as a single field."""
+
+
 def _existing_file(path: str | Path, what: str) -> Path:
     p = Path(path)
+    if p.is_dir():
+        raise DataError(f"{what} file {str(p)!r} is a directory, not a file; give the path of a file")
     if not p.is_file():
         raise DataError(f"{what} file not found: {str(p)!r}")
     return p
@@ -92,19 +118,22 @@ def load_table(
     kinds
         ``{"name": "ordinal"|"nominal"}`` for inferred columns (default nominal).
     delimiter
-        CSV field separator (default ``,``; tab for ``.tsv``).
+        CSV field separator, one character (default ``,``; tab for ``.tsv``).
     encoding
-        Text encoding of a CSV file.
+        Text encoding of a CSV file (e.g. ``latin-1``).
 
     Raises
     ------
     DataError
-        Missing file, unreadable file, unknown columns, no records, missing values without
-        ``missing``, values outside declared categories, Parquet without pyarrow.
+        Missing file (or a directory), unreadable file, text not in ``encoding``, unknown
+        columns, no records, missing values without ``missing``, values outside declared
+        categories, Parquet without pyarrow, a delimiter that is not one character.
     """
     import pandas as pd
 
     p = _existing_file(path, "data")
+    if delimiter is not None and len(delimiter) != 1:
+        raise DataError(f"delimiter must be a single character, got {delimiter!r}")
     specs = None if columns is None else [c if isinstance(c, Attribute) else str(c).strip() for c in columns]
     cols = None if specs is None else [c.name if isinstance(c, Attribute) else c for c in specs]
     if cols is not None:
@@ -131,13 +160,20 @@ def load_table(
             frame.columns = [str(c).strip() for c in frame.columns]
     except DataError:
         raise
-    except (ValueError, OSError, UnicodeDecodeError) as exc:  # pandas' parser errors are ValueErrors
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{p}: the file is not {encoding} text ({exc}); pass its encoding, e.g. "
+                        "encoding='latin-1' (--encoding latin-1 on the command line)") from None
+    except LookupError:
+        raise DataError(f"encoding must be a Python text encoding such as 'utf-8' or 'latin-1', "
+                        f"got {encoding!r}") from None
+    except (ValueError, OSError) as exc:  # pandas' parser errors are ValueErrors
         raise DataError(f"{p}: cannot read the file as {'Parquet' if suffix in PARQUET_SUFFIXES else 'CSV'}: "
                         f"{exc}") from None
     names = list(frame.columns) if cols is None else cols
     absent = [c for c in names if c not in frame.columns]
     if absent:
-        raise DataError(f"{p}: columns {absent} are not in the file; it has {list(frame.columns)}")
+        raise DataError(f"{p}: columns {absent} are not in the file; it has {list(frame.columns)}"
+                        f"{delimiter_hint(list(frame.columns))}")
     frame = frame[names]
     if len(frame) == 0:
         raise DataError(f"{p}: no records after the header line")
@@ -157,3 +193,60 @@ def load_table(
         return Dataset.from_frame(text, names if specs is None else specs, kinds=kinds)
     except DataError as exc:
         raise DataError(f"{p}: {exc}") from exc
+
+
+def delimiter_hint(header: Sequence[str]) -> str:
+    """``"; ..."`` suggesting ``delimiter`` when ``header`` is one field holding a common
+    separator other than the comma (a ``;``- or tab-separated file read as CSV), else ``""``."""
+    if len(header) != 1:
+        return ""
+    found = [d for d in CSV_DELIMITERS if d in header[0]]
+    if not found:
+        return ""
+    option = found[0].replace("\t", "\\t")  # what to type in a shell
+    return (f"; the header was read as the single field {header[0]!r}: if the file is separated by "
+            f"{found[0]!r}, pass delimiter={found[0]!r} (--delimiter '{option}' on the command line)")
+
+
+def max_categories(n: int) -> int:
+    """Most categories a column of ``n`` records may have for randomized response:
+    ``n // MIN_RECORDS_PER_CATEGORY``, at least :data:`SMALL_FILE_CATEGORIES` and at most
+    :data:`MAX_CATEGORIES`."""
+    return min(MAX_CATEGORIES, max(SMALL_FILE_CATEGORIES, n // MIN_RECORDS_PER_CATEGORY))
+
+
+def check_category_counts(dataset: Dataset, source: str | Path, *, columns_given: bool) -> None:
+    """Refuse columns with more categories than :func:`max_categories` of the record count.
+
+    Such a column is almost always a continuous measurement or an identifier, or every column
+    looks like one because the file has no header row and its first record was read as one.
+
+    Parameters
+    ----------
+    dataset
+        The loaded table.
+    source
+        The file it came from (for the message).
+    columns_given
+        Whether the columns were chosen by name (then the header is known to be one).
+
+    Raises
+    ------
+    DataError
+        Naming every such column and its number of distinct values.
+    """
+    limit = max_categories(dataset.n)
+    wide = [(a.name, a.size) for a in dataset.schema if a.size > limit]
+    if not wide:
+        return
+    listed = ", ".join(f"{name!r} ({size:,} distinct values)" for name, size in wide)
+    header = "" if columns_given else (
+        f", or, if the file has no header row, add one (the header read was "
+        f"{list(dataset.schema.names)})")
+    raise DataError(
+        f"{source}: column{'s' if len(wide) > 1 else ''} {listed} "
+        f"{'have' if len(wide) > 1 else 'has'} too many categories for randomized response: at most "
+        f"{limit:,} for {dataset.n:,} records (one per {MIN_RECORDS_PER_CATEGORY} records, at least "
+        f"{SMALL_FILE_CATEGORIES}, at most {MAX_CATEGORIES:,}); a continuous or identifier column "
+        f"must be binned into a few categories or left out with --columns{header}"
+    )

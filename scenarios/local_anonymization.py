@@ -48,11 +48,14 @@ from scenarios.cost_model import simulate_options
 from scenarios.privacy_report import PrivacyRecord
 from scenarios.progress import Progress
 from scenarios.registry import register
-from scenarios.report import ScenarioResult
+from scenarios.report import ScenarioResult, format_value
 
 __all__ = [
     "SCHEMA",
+    "FILE_KEYS",
     "InputData",
+    "SYNTHETIC_KEYS",
+    "check_secure_sum",
     "effective_parameters",
     "load_input",
     "ProtocolRun",
@@ -61,6 +64,7 @@ __all__ = [
     "protocol_kwargs",
     "run_local_anonymization",
     "run_protocol",
+    "synthetic_settings",
 ]
 
 POSTPROCESS = ("clip-rescale", "project-simplex", "ibu")
@@ -104,13 +108,19 @@ SCHEMA = Schema(
               help="actors engine: seconds an actor waits for one round's messages"),
         Field("data", PathValue(must_exist=True), None,
               help="your own data: a CSV or Parquet file, one record per row (replaces the synthetic "
-                   "data; n, sizes, clusters, strength and exponent are then ignored)"),
+                   "data, whose settings n, sizes, clusters, strength and exponent then may not be set)"),
         Field("columns", List(Str(), min_len=2), None,
               help="categorical columns of the data file to use (default: every column)"),
         Field("missing", Str(), None,
               help="label that keeps empty / NA cells of the data file as a category (e.g. \"?\")"),
+        Field("delimiter", Str(), None, help="field separator of a CSV data file (default a comma; a tab for .tsv)"),
+        Field("encoding", Str(), None, help="text encoding of a CSV data file (default utf-8), e.g. latin-1"),
     ]
 )
+SYNTHETIC_KEYS = ("n", "sizes", "clusters", "strength", "exponent")
+"""Parameters of the built-in synthetic data (:func:`make_dataset`); a data file has its own."""
+FILE_KEYS = ("columns", "missing", "delimiter", "encoding")
+"""Parameters of reading a data file (:func:`scenarios.datasets.load_table`)."""
 BASE_PROTOCOLS = ("RR-Clusters", "RR-Independent")
 LABELS = ("RR-Clusters", "RR-Clusters+Adjustment", "RR-Independent", "RR-Independent+Adjustment")
 
@@ -158,11 +168,63 @@ class InputData:
     source: str
 
 
-def load_input(params: Mapping[str, Any], seed: int) -> InputData:
+def synthetic_settings(config: ScenarioConfig) -> tuple[str, ...]:
+    """Settings of the synthetic data (:data:`SYNTHETIC_KEYS`) given for a run on a data file.
+
+    Those set on the command line (``--set n=100``), or in the scenario file that names the data
+    file.  A scenario file's settings for its synthetic data (the shipped ``n = 3000``) are
+    not given for a run whose command line replaces that data (``--data``).
+    """
+    if config.parameters.get("data") is None:
+        return ()
+    data_from_file = "data" not in config.override_keys
+    return tuple(k for k in SYNTHETIC_KEYS
+                 if k in config.override_keys or (data_from_file and k in config.raw_parameters))
+
+
+def check_secure_sum(config: ScenarioConfig) -> None:
+    """Refuse a ``secure_sum`` given for a run in which none runs (dependence 4.1).
+
+    Raises
+    ------
+    ConfigurationError
+        If ``secure_sum`` was set on the command line and ``dependence`` is ``"4.1"`` (a scenario
+        file's ``secure_sum``, such as the shipped ``"graph"``, is its engine for 4.2 / 4.3 runs,
+        not a setting of this run).
+    """
+    params = config.parameters
+    if "secure_sum" in config.override_keys and params["dependence"] == "4.1":
+        raise ConfigurationError(
+            f"parameters.secure_sum = {params['secure_sum']!r} has no effect with parameters.dependence = "
+            "'4.1' (dependences from randomized response per attribute: no secure sum runs); set "
+            "dependence to '4.2' or '4.3', or drop secure_sum"
+        )
+
+
+def load_input(params: Mapping[str, Any], seed: int, *, synthetic_given: Sequence[str] = ()) -> InputData:
     """The data set of a run: ``params["data"]`` read with :func:`scenarios.datasets.load_table`,
-    else the planted-cluster data drawn with ``seed``."""
+    else the planted-cluster data drawn with ``seed``.
+
+    Parameters
+    ----------
+    params
+        Validated parameters.
+    seed
+        Seed of the synthetic data.
+    synthetic_given
+        Settings of the synthetic data given with a data file (:func:`synthetic_settings`):
+        refused once the file's records and columns are known.
+
+    Raises
+    ------
+    ConfigurationError
+        A file setting without ``data``, a synthetic-data setting with it, fewer than 2 columns.
+    DataError
+        An unreadable file or a column with too many categories
+        (:func:`scenarios.datasets.check_category_counts`).
+    """
     if params.get("data") is None:
-        for key in ("columns", "missing"):
+        for key in FILE_KEYS:
             if params.get(key) is not None:
                 raise ConfigurationError(
                     f"parameters.{key} applies to a data file, but parameters.data is not set "
@@ -170,15 +232,27 @@ def load_input(params: Mapping[str, Any], seed: int) -> InputData:
                 )
         synthetic = make_dataset(params, seed)
         return InputData(synthetic.dataset, synthetic, "mprr.synthetic.planted_clusters")
-    from scenarios.datasets import load_table
+    from scenarios.datasets import check_category_counts, delimiter_hint, load_table
 
     path = Path(params["data"])
-    dataset = load_table(path, params["columns"], missing=params["missing"])
+    dataset = load_table(path, params["columns"], missing=params["missing"], delimiter=params["delimiter"],
+                         encoding=params["encoding"] or "utf-8")
+    names = list(dataset.schema.names)
+    if synthetic_given:
+        settings = ", ".join(f"{k} = {format_value(params[k])}" for k in synthetic_given)
+        clusters = (" (RR-Clusters finds the clusters of your data itself: Algorithm 1 with Tv and Td)"
+                    if "clusters" in synthetic_given else "")
+        raise ConfigurationError(
+            f"parameters {settings} describe the built-in synthetic data and cannot apply to the data "
+            f"file {str(path)!r}, which has {dataset.n:,} records and its own columns {names}{clusters}; "
+            f"drop {', '.join(synthetic_given)}"
+        )
     if dataset.m < 2:
         raise ConfigurationError(
             f"parameters.columns must name at least 2 columns (RR-Clusters needs attribute pairs), "
-            f"got {list(dataset.schema.names)}"
+            f"got {names}{delimiter_hint(names)}"
         )
+    check_category_counts(dataset, path, columns_given=params["columns"] is not None)
     return InputData(dataset, None, str(path))
 
 
@@ -333,9 +407,10 @@ def run_local_anonymization(
     """RR-Clusters (+Adjustment) vs RR-Independent on planted-cluster data (see module docstring)."""
     params = dict(config.parameters)
     kwargs = protocol_kwargs(params)
+    check_secure_sum(config)
     data_seed, query_seed, run_seeds = derive_seeds(seed, runs)
     started = time.perf_counter()
-    data = load_input(params, data_seed)
+    data = load_input(params, data_seed, synthetic_given=synthetic_settings(config))
     dataset = data.dataset
     queries = random_queries(dataset.sizes, params["sigma"], params["queries"],
                              rng=np.random.default_rng(query_seed))

@@ -173,6 +173,12 @@ def run(
         if engine == "fast":
             raise ConfigurationError(f"runtime {runtime.name!r} hosts actor parties; engine 'fast' has none "
                                      "(use --engine actors)")
+        if "actors" not in spec.engines:
+            raise ConfigurationError(
+                f"runtime {runtime.name!r} (--runtime {runtime.name}) hosts actor parties and needs the "
+                f"'actors' engine, which scenario {config.name!r} does not support (engines: "
+                f"{', '.join(spec.engines)}); run it without --runtime"
+            )
         engine = "actors"
     config = config.with_overrides(
         runs=runs, seed=seed, engine=engine, parameters=parameters, schema=spec.schema

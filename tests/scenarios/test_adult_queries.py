@@ -31,6 +31,14 @@ def test_missing_adult_file_is_a_configuration_error(tmp_path: Path) -> None:
         resolve_adult_path("relative/nope.data")
 
 
+def test_missing_adult_path_lists_each_candidate_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from scenarios.adult_queries import REPO_ROOT
+
+    monkeypatch.chdir(REPO_ROOT)  # the working directory and the repository root give the same path
+    with pytest.raises(ConfigurationError, match=r"not found \(tried '[^']*/nope\.data'\); download"):
+        resolve_adult_path("x/../nope.data")
+
+
 def test_adult_subsample_and_replication(adult_path: Path) -> None:
     full = load_adult(adult_path)
     assert resolve_adult_path(adult_path.parent) == adult_path.resolve()

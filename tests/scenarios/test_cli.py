@@ -109,6 +109,9 @@ def test_runner_defaults_apply_and_same_seed_reproduces(tmp_path: Path) -> None:
         (("run", "missing.toml"), "scenario file 'missing.toml' does not exist"),
         (("run", "lambda_table", "--engine", "actors"),
          "engine 'actors' is not supported by scenario 'lambda_table' (kind lambda_table); allowed: fast"),
+        (("run", "lambda_table", "--runtime", "tcp"),
+         "runtime 'tcp' (--runtime tcp) hosts actor parties and needs the 'actors' engine, which scenario "
+         "'lambda_table' does not support (engines: fast); run it without --runtime"),
         (("run", "lambda_table", "--runs", "0"), "runs must be an integer >= 1, got 0"),
         (("run", "lambda_table", "--seed", "-3"), "seed must be an integer >= 0, got -3"),
         (("run", "lambda_table", "--set", "sises=[4]"), "unknown key 'parameters.sises' (did you mean 'sizes'?)"),
@@ -237,6 +240,8 @@ def test_list_into_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
         ("secure_sum=[paper,graph]", "strings inside a list must be quoted, and the whole argument single-quoted "
                                      "for the shell: --set 'secure_sum=[\"paper\", \"graph\"]'"),
         ("secure_sum=a=b", "otherwise write it quoted: --set 'secure_sum=\"...\"'"),
+        ("sizes=[4,3", "value '[4,3' is not a valid TOML list; a list ends with ']', and the whole argument "
+                       "single-quoted for the shell: --set 'sizes=[4,3]'"),
     ],
 )
 def test_set_errors_suggest_the_quoting_that_works(override: str, pattern: str, tmp_path: Path) -> None:

@@ -164,6 +164,8 @@ def test_overrides_are_validated() -> None:
         cfg.with_overrides(parameters={"p": 2}, schema=SCHEMA)
     with pytest.raises(ConfigurationError, match=r"unknown key 'parameters\.q'"):
         cfg.with_overrides(parameters={"q": 2}, schema=SCHEMA)
+    assert cfg.override_keys == frozenset() and new.override_keys == {"p", "sub"}
+    assert new.with_overrides(parameters={"n": 3}, schema=SCHEMA).override_keys == {"p", "sub", "n"}
 
 
 def test_parse_override() -> None:
@@ -177,6 +179,16 @@ def test_parse_override() -> None:
     for bad in ("n", "=3", "a..b=1", "x=[1,"):
         with pytest.raises(ConfigurationError, match=r"--set"):
             parse_override(bad)
+    with pytest.raises(ConfigurationError, match=r"--set x: value '\[a, 2' is not a valid TOML list; a list ends "
+                                                 r"with '\]', .*--set 'x=\[\"a\", 2\]'"):
+        parse_override("x=[a, 2")
+    with pytest.raises(ConfigurationError, match=r"items are separated by single commas, .*--set 'x=\[1, 2\]'"):
+        parse_override("x=[1,,2]")
+    with pytest.raises(ConfigurationError, match=r"a list ends with '\]', .*--set 'x=\[\[0,1\],\[2\]\]'"):
+        parse_override("x=[[0,1],[2]")
+    with pytest.raises(ConfigurationError, match=r"write it as in a TOML file \(e\.g\. \[\[0, 1\], \[2, 3\]\] or "
+                                                 r"\[\"a\", \"b\"\]\), with the whole argument single-quoted"):
+        parse_override("x=[[0,1],[a]")
 
 
 def test_merge_tables_is_recursive() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from mprr.data import Attribute, adult_schema
 from mprr.errors import DataError
-from scenarios.datasets import load_adult, load_table
+from scenarios.datasets import check_category_counts, delimiter_hint, load_adult, load_table, max_categories
 
 ADULT_LINE = (
     "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, "
@@ -67,3 +67,43 @@ def test_load_table_inferred_and_declared_columns(tmp_path: Path) -> None:
     np.testing.assert_array_equal(d2.column("flag"), [1, 0, 0])
     with pytest.raises(DataError, match=r"data\.csv: .*'flag' has values outside its declared categories: 'y'"):
         load_table(f, [Attribute("flag", ("n",)), "color"])
+
+
+def test_max_categories_is_one_per_five_records_within_64_and_4096() -> None:
+    assert [max_categories(n) for n in (2, 100, 320, 1000, 20_480, 32_561, 10**6)] == \
+        [64, 64, 64, 200, 4096, 4096, 4096]
+
+
+def test_check_category_counts_refuses_above_the_limit(tmp_path: Path) -> None:
+    rows = "".join(f"{i % 200},{i % 2}\n" for i in range(1000))  # 200 categories = 1000 // 5: allowed
+    f = _write(tmp_path, "code,flag\n" + rows)
+    check_category_counts(load_table(f), f, columns_given=False)
+    g = tmp_path / "more.csv"  # 201 categories, 1001 records
+    g.write_text("code,flag\n" + rows + "extra,0\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"more\.csv: column 'code' \(201 distinct values\) has too many categories "
+                                        r"for randomized response: at most 200 for 1,001 records .*add one \(the "
+                                        r"header read was \['code', 'flag'\]\)"):
+        check_category_counts(load_table(g), g, columns_given=False)
+
+
+def test_load_table_reading_errors_name_the_option(tmp_path: Path) -> None:
+    f = _write(tmp_path, "a;b\nx;y\n")
+    with pytest.raises(DataError, match=r"columns \['a'\] are not in the file; it has \['a;b'\]; the header was read "
+                                        r"as the single field 'a;b': if the file is separated by ';', pass "
+                                        r"delimiter=';'"):
+        load_table(f, ["a"])
+    assert load_table(f, delimiter=";").schema.names == ("a", "b")
+    assert delimiter_hint(["a\tb"]).endswith("(--delimiter '\\t' on the command line)")
+    assert delimiter_hint(["a,b"]) == "" and delimiter_hint(["a;b", "c"]) == ""
+    with pytest.raises(DataError, match=r"delimiter must be a single character, got ';;'"):
+        load_table(f, delimiter=";;")
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("a,b\nJosé,x\n".encode("latin-1"))
+    with pytest.raises(DataError, match=r"latin\.csv: the file is not utf-8 text \(.*\); pass its encoding, e\.g\. "
+                                        r"encoding='latin-1' \(--encoding latin-1 on the command line\)"):
+        load_table(latin)
+    assert load_table(latin, encoding="latin-1").schema["a"].categories == ("José",)
+    with pytest.raises(DataError, match=r"encoding must be a Python text encoding .*, got 'klingon'"):
+        load_table(latin, encoding="klingon")
+    with pytest.raises(DataError, match=r"data file '.*' is a directory, not a file"):
+        load_table(tmp_path)

@@ -14,8 +14,8 @@ from mprr.matrices import keep_or_uniform
 from mprr.synthetic import DEFAULT_SIZES
 from scenarios.cli import main
 from scenarios.cost_model import rr_closed_form
-from scenarios.local_anonymization import LABELS, derive_seeds, protocol_kwargs
-from scenarios.registry import get
+from scenarios.local_anonymization import LABELS, check_secure_sum, derive_seeds, protocol_kwargs
+from scenarios.registry import get, load
 from scenarios.runner import run
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -157,6 +157,17 @@ def test_bad_parameters_are_rejected(tmp_path: Path) -> None:
         run("local_anonymization", out_dir=tmp_path, parameters={"n": 50, "secure_sum": "carrier-pigeon"})
     with pytest.raises(ConfigurationError, match="parameters.n must be an integer >= 2"):
         run("local_anonymization", out_dir=tmp_path, parameters={"n": 1})
+
+
+def test_secure_sum_without_a_secure_sum_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match=r"parameters\.secure_sum = 'masked' has no effect with "
+                                                 r"parameters\.dependence = '4\.1' \(.*no secure sum runs\); set "
+                                                 r"dependence to '4\.2' or '4\.3', or drop secure_sum"):
+        run("local_anonymization", out_dir=tmp_path, parameters={"n": 50, "secure_sum": "masked"})
+    config, spec = load("local_anonymization")
+    check_secure_sum(config)  # the shipped file's secure_sum = "graph" with its 4.1: no setting of the run
+    check_secure_sum(config.with_overrides(parameters={"secure_sum": "masked", "dependence": "4.3"},
+                                           schema=spec.schema))
 
 
 def test_epsilon_instead_of_p_and_dependence_43_on_the_fast_path(tmp_path: Path) -> None:

@@ -108,3 +108,74 @@ def test_missing_data_file_and_columns_without_data(tmp_path: Path) -> None:
     assert code == 2 and "parameters.data must be the path of an existing file" in err
     code, _, err = _main("run", "local_anonymization", "--columns", "a,b", "--out", str(tmp_path))
     assert code == 2 and "parameters.columns applies to a data file, but parameters.data is not set" in err
+
+
+def test_synthetic_data_settings_are_refused_with_a_data_file(tmp_path: Path) -> None:
+    csv = tmp_path / "d.csv"
+    _frame(120).to_csv(csv, index=False)
+    code, _, err = _main("run", "local_anonymization", "--data", str(csv), "--columns", "age,smoker",
+                         "--set", "n=100", "--set", "clusters=[[0, 1]]", "--out", str(tmp_path / "o"))
+    assert code == 2 and "parameters n = 100, clusters = [[0, 1]] describe the built-in synthetic data and " \
+                         f"cannot apply to the data file {str(csv)!r}, which has 120 records and its own " \
+                         "columns ['age', 'smoker'] (RR-Clusters finds the clusters of your data itself" in err, err
+    assert "drop n, clusters" in err
+
+
+def test_which_synthetic_settings_count_as_given(tmp_path: Path) -> None:
+    from scenarios.local_anonymization import synthetic_settings
+    from scenarios.registry import load
+
+    csv = tmp_path / "d.csv"
+    _frame(30).to_csv(csv, index=False)
+    shipped, spec = load("local_anonymization")  # its n, sizes, ... describe its own synthetic data
+    assert synthetic_settings(shipped) == ()
+    assert synthetic_settings(shipped.with_overrides(parameters={"data": str(csv)}, schema=spec.schema)) == ()
+    over = shipped.with_overrides(parameters={"data": str(csv), "strength": 0.5}, schema=spec.schema)
+    assert synthetic_settings(over) == ("strength",)
+    own = tmp_path / "own.toml"  # a file that names the data file: its synthetic settings are given
+    own.write_text(f'[scenario]\nkind = "local_anonymization"\nmodule = "scenarios.local_anonymization"\n'
+                   f'[parameters]\ndata = "{csv}"\nn = 50\nexponent = 0.5\n', encoding="utf-8")
+    assert synthetic_settings(load(str(own))[0]) == ("n", "exponent")
+
+
+def test_columns_with_too_many_categories_are_named(tmp_path: Path) -> None:
+    headerless = tmp_path / "noheader.csv"
+    _frame(400).to_csv(headerless, index=False, header=False)
+    code, _, err = _main("run", "local_anonymization", "--data", str(headerless), "--out", str(tmp_path / "o"))
+    assert code == 2 and "column '0' (399 distinct values) has too many categories for randomized response: " \
+                         "at most 79 for 399 records" in err, err
+    assert "or, if the file has no header row, add one (the header read was ['0', " in err
+    csv = tmp_path / "d.csv"
+    _frame(400).to_csv(csv, index=False)
+    code, _, err = _main("run", "local_anonymization", "--data", str(csv), "--columns", "id,age",
+                         "--out", str(tmp_path / "o"))
+    assert code == 2 and "column 'id' (400 distinct values)" in err and "bin" in err
+    assert "header" not in err  # the columns were found by name: the header is one
+
+
+def test_delimiter_and_encoding_options(tmp_path: Path) -> None:
+    text = "ville;sexe\n" + "".join(f"{v};{s}\n" for v, s in [("Besançon", "F"), ("Nîmes", "M")] * 10)
+    latin = tmp_path / "villes.txt"
+    latin.write_bytes(text.encode("latin-1"))
+    out = str(tmp_path / "o")
+    code, _, err = _main("run", "local_anonymization", "--data", str(latin), "--out", out)
+    assert code == 2 and f"{latin}: the file is not utf-8 text" in err and "--encoding latin-1" in err, err
+    code, _, err = _main("run", "local_anonymization", "--data", str(latin), "--encoding", "latin-1", "--out", out)
+    assert code == 2 and "got ['ville;sexe']; the header was read as the single field 'ville;sexe': if the file " \
+                         "is separated by ';', pass delimiter=';' (--delimiter ';' on the command line)" in err, err
+    code, _, err = _main("run", "local_anonymization", "--data", str(latin), "--encoding", "latin-1",
+                         "--delimiter", ";", "--engine", "fast", "--set", "queries=5", "--quiet", "--out", out)
+    assert code == 0, err
+    doc = json.loads((tmp_path / "o" / "results.json").read_text(encoding="utf-8"))
+    assert doc["parameters"]["columns"] == ["ville", "sexe"] and doc["parameters"]["delimiter"] == ";"
+    tsv = tmp_path / "t.txt"
+    tsv.write_text(text.replace(";", "\t"), encoding="utf-8")
+    assert load_table(tsv, delimiter="\t").schema["ville"].categories == ("Besançon", "Nîmes")
+    code, _, err = _main("run", "local_anonymization", "--data", str(tsv), "--delimiter", "\\t", "--engine", "fast",
+                         "--set", "queries=5", "--quiet", "--out", out)
+    assert code == 0, err
+
+
+def test_data_directory_is_not_a_file(tmp_path: Path) -> None:
+    code, _, err = _main("run", "local_anonymization", "--data", str(tmp_path), "--out", str(tmp_path / "o"))
+    assert code == 2 and f"data file {str(tmp_path)!r} is a directory, not a file" in err, err
