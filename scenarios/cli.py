@@ -9,7 +9,7 @@
               [--set KEY=VALUE ...] [--data FILE --columns a,b,c [--missing LABEL]] [--quiet]
               [--runtime memory|tcp|ray] [--workers P] [--listen HOST:PORT] [--tls-dir DIR]
               [--no-tls] [--external-workers] [--address auto|HOST:PORT] [--shards S]
-    mprr party --connect HOST:PORT --parties FIRST-LAST [--worker K] [--tls-dir DIR | --no-tls]
+    mprr party --connect HOST:PORT --parties FIRST-LAST [--worker K] [--tls-dir DIR | --no-tls] [--quiet]
 
 ``--runtime`` says where the actor engine's parties live: ``memory`` (default, one process),
 ``tcp`` (worker processes, frames over mutual TLS; ``--external-workers`` waits for workers
@@ -318,7 +318,7 @@ def _cmd_run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
 
 
 def _cmd_party(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
-    serve_by_options(args)
+    serve_by_options(args, stderr)
 
 
 COMMANDS: Mapping[str, Callable[[argparse.Namespace, TextIO, TextIO], None]] = {
@@ -347,6 +347,10 @@ def configure_logging(args: argparse.Namespace, stderr: TextIO) -> None:
     root.addHandler(handler)
     for name in ("mprr", "parties", "scenarios"):
         logging.getLogger(name).setLevel(level)
+    # where a controller waiting for hand-started workers listens is what the person starting
+    # them needs: said by default (parties.tcp logs nothing else at INFO)
+    by_hand = getattr(args, "external_workers", False) and not args.log_level
+    logging.getLogger("parties.tcp").setLevel(min(level, logging.INFO) if by_hand else logging.NOTSET)
     logging.captureWarnings(True)
 
 
