@@ -34,6 +34,7 @@ __all__ = [
     "ReportFiles",
     "ScenarioResult",
     "Table",
+    "describe_runtime",
     "format_value",
     "git_commit",
     "markdown_report",
@@ -277,6 +278,24 @@ def format_value(value: Any, spec: str = "") -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
+def describe_runtime(options: Mapping[str, Any]) -> str:
+    """One phrase for a runtime's options (:meth:`parties.runtime.Runtime.options`), e.g.
+    ``"tcp (2 worker processes, spawned, TLS on)"`` or ``"memory (one process)"``."""
+    name = str(options.get("runtime", "?"))
+    parts: list[str] = []
+    if name == "memory":
+        shards = options.get("shards", 1)
+        parts.append("one process" if shards == 1 else f"one process, {shards} party shards")
+    elif name == "tcp":
+        workers = options.get("workers")
+        parts.append(f"{workers} worker process{'es' if workers != 1 else ''}")
+        parts.append("spawned" if options.get("spawn", True) else f"started by hand, listening on {options.get('listen')}")
+        parts.append("TLS on" if options.get("tls", True) else "TLS off")
+    elif name == "ray":
+        parts.append(f"{options.get('shards')} party shards on {options.get('address')} Ray")
+    return f"{name} ({', '.join(parts)})" if parts else name
+
+
 def _md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(c.replace("|", "\\|") for c in columns) + " |",
              "|" + "|".join(" --- " for _ in columns) + "|"]
@@ -342,6 +361,7 @@ def markdown_report(result: ScenarioResult, figure_files: Sequence[str] = ()) ->
         ("seed", format_value(result.seed)),
         ("runs", format_value(result.runs)),
         ("engine", result.engine or "—"),
+        *([("runtime", describe_runtime(result.provenance["runtime"]))] if result.provenance.get("runtime") else []),
         ("versions", ", ".join(f"{k} {v}" for k, v in result.versions.items())),
     ]
     if result.provenance.get("git_commit"):

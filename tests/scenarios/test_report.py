@@ -15,6 +15,7 @@ from scenarios.plots import PNG_MAGIC, BarPlot, LinePlot, Series
 from scenarios.report import (
     ScenarioResult,
     Table,
+    describe_runtime,
     format_value,
     markdown_report,
     to_jsonable,
@@ -145,3 +146,16 @@ def test_duplicate_figure_names_and_table_keys_are_rejected(tmp_path: Path) -> N
     table = Table("t", "T", ("a",), [(1,)])
     with pytest.raises(ConfigurationError, match=r"table keys must be unique"):
         write_report(ScenarioResult(tables=[table, table]), tmp_path)
+
+
+def test_the_run_table_names_the_runtime() -> None:
+    assert describe_runtime({"runtime": "memory", "shards": 1}) == "memory (one process)"
+    assert describe_runtime({"runtime": "tcp", "workers": 2, "listen": "127.0.0.1:0", "spawn": True, "tls": True}) == (
+        "tcp (2 worker processes, spawned, TLS on)")
+    assert describe_runtime({"runtime": "tcp", "workers": 1, "listen": "0.0.0.0:7000", "spawn": False,
+                             "tls": False}) == "tcp (1 worker process, started by hand, listening on 0.0.0.0:7000, TLS off)"
+    assert describe_runtime({"runtime": "ray", "address": "local", "shards": 4}) == "ray (4 party shards on local Ray)"
+    result = ScenarioResult(name="x", engine="actors", provenance={"runtime": {"runtime": "tcp", "workers": 2,
+                                                                               "spawn": True, "tls": True}})
+    assert "| runtime | tcp (2 worker processes, spawned, TLS on) |" in markdown_report(result)
+    assert "| runtime |" not in markdown_report(ScenarioResult(name="x", engine="fast"))
