@@ -276,6 +276,9 @@ def _summary(outcome: RunOutcome, stdout: TextIO) -> None:
         lines = [f"{k} = {format_value(v)}" for k, v in scalars[:8]]
     for line in lines:
         stdout.write(f"  {line}\n")
+    if files.removed:
+        stdout.write(f"  removed {', '.join(p.name for p in files.removed)}: written by the previous run into "
+                     f"{files.report_md.parent}, not by this one\n")
 
 
 def _check_shortcuts(args: argparse.Namespace) -> None:

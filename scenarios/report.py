@@ -38,6 +38,7 @@ __all__ = [
     "format_value",
     "git_commit",
     "markdown_report",
+    "previous_figures",
     "to_jsonable",
     "versions",
     "write_report",
@@ -388,17 +389,38 @@ def markdown_report(result: ScenarioResult, figure_files: Sequence[str] = ()) ->
 
 @dataclass(frozen=True)
 class ReportFiles:
-    """Paths written by :func:`write_report`."""
+    """Paths written by :func:`write_report`, and the stale figures it removed (``removed``)."""
 
     results_json: Path
     report_md: Path
     figures: tuple[Path, ...]
+    removed: tuple[Path, ...] = ()
+
+
+def previous_figures(out_dir: Path) -> list[str]:
+    """The figure files the previous run into ``out_dir`` listed in its ``results.json``
+    (plain ``.png`` names only: nothing outside ``out_dir``, nothing it did not write)."""
+    try:
+        doc = json.loads((Path(out_dir) / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    figures = doc.get("figures") if isinstance(doc, dict) else None
+    if not isinstance(figures, list):
+        return []
+    return [f for f in figures if isinstance(f, str) and f.endswith(".png") and f == Path(f).name
+            and f not in (".", "..")]
 
 
 def write_report(result: ScenarioResult, out_dir: Path) -> ReportFiles:
-    """Render the figures and write ``results.json`` and ``report.md`` into ``out_dir``."""
+    """Render the figures and write ``results.json`` and ``report.md`` into ``out_dir``.
+
+    A figure the previous run into ``out_dir`` listed in its ``results.json`` and this run does
+    not draw is removed (it would sit beside a report that no longer mentions it); no other
+    file is touched.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    before = previous_figures(out_dir)
     names = [spec.filename for spec in result.figures]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -412,4 +434,11 @@ def write_report(result: ScenarioResult, out_dir: Path) -> ReportFiles:
     json_path.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     md_path = out_dir / "report.md"
     md_path.write_text(markdown_report(result, [p.name for p in figures]), encoding="utf-8")
-    return ReportFiles(json_path, md_path, figures)
+    drawn = {p.name for p in figures}
+    removed = []
+    for name in before:
+        stale = out_dir / name
+        if name not in drawn and stale.is_file():
+            stale.unlink()
+            removed.append(stale)
+    return ReportFiles(json_path, md_path, figures, tuple(removed))
