@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import textwrap
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -387,6 +388,8 @@ EXPENSIVE_BYTES = 50_000_000
 """Closed-form secure-sum traffic (bytes) above which :func:`simulate_async` warns first."""
 EXPENSIVE_MESSAGES = 1_000_000
 """Closed-form secure-sum message count above which :func:`simulate_async` warns first."""
+WARNING_WIDTH = 88
+"""Columns of the wrapped detail lines of that warning (a terminal's width, less its prefix)."""
 
 
 def _warn_if_expensive(engine: Any, n: int, sizes: Sequence[int], net: Any) -> None:
@@ -401,11 +404,13 @@ def _warn_if_expensive(engine: Any, n: int, sizes: Sequence[int], net: Any) -> N
     messages = sum(c.messages for c in cost.sent.values())
     nbytes = sum(c.bytes for c in cost.sent.values())
     if nbytes > EXPENSIVE_BYTES or messages > EXPENSIVE_MESSAGES:
+        # a short headline, then the details wrapped for a terminal (the formula is long)
+        details = textwrap.fill(f"({n} parties, {length} pair cells; closed form: {cost.formula})",
+                                width=WARNING_WIDTH, initial_indent="  ", subsequent_indent="  ")
         log.warning(
-            "expensive configuration: the %s secure sum of %d parties over %d pair cells sends "
-            "%s messages and %.1f MB by its closed form (%s); a sparse engine (graph, masked-sparse) "
-            "or fewer parties costs less",
-            getattr(engine, "name", engine), n, length, f"{messages:,}", nbytes / 1e6, cost.formula,
+            "expensive configuration: the %s secure sum sends %s messages, %.1f MB\n%s\n"
+            "  a sparse engine (graph, masked-sparse) or fewer parties costs less",
+            getattr(engine, "name", engine), f"{messages:,}", nbytes / 1e6, details,
         )
 
 

@@ -62,8 +62,10 @@ __all__ = [
     "StreamChannel",
     "TcpHosting",
     "TcpRuntime",
+    "format_ranges",
     "parse_address",
     "parse_parties",
+    "uncovered",
 ]
 
 logger = logging.getLogger(__name__)
@@ -91,6 +93,28 @@ def parse_parties(text: str) -> range:
     if a < 0 or b < a:
         raise ConfigurationError(f"parties must be FIRST-LAST with 0 <= FIRST <= LAST, got {text!r}")
     return range(a, b + 1)
+
+
+def uncovered(n: int, hosted: Sequence[range]) -> list[range]:
+    """The ranges of ``0..n-1`` that no range of ``hosted`` covers, in order."""
+    gaps: list[range] = []
+    start = 0
+    for r in sorted(hosted, key=lambda r: r.start):
+        if r.start > start:
+            gaps.append(range(start, min(r.start, n)))
+        start = max(start, r.stop)
+    if start < n:
+        gaps.append(range(start, n))
+    return [g for g in gaps if len(g)]
+
+
+def format_ranges(ranges: Sequence[range], limit: int = 5) -> str:
+    """``[range(3, 4), range(7, 10)]`` → ``"3, 7-9"`` (as ``--parties`` takes them); after
+    ``limit`` ranges, ``"… (K more ranges, P parties in all)"``."""
+    text = ", ".join(f"{r.start}" if len(r) == 1 else f"{r.start}-{r.stop - 1}" for r in ranges[:limit])
+    if len(ranges) > limit:
+        text += f", … ({len(ranges) - limit} more ranges, {sum(len(r) for r in ranges)} parties in all)"
+    return text
 
 
 class StreamChannel(RecordBatcher):
@@ -265,9 +289,13 @@ class TcpHosting(Hosting):
                             await self._changed.wait()
         except TimeoutError:
             hosted = sum(len(link.parties) for link in self.links)
+            missing = uncovered(self.plan.n, [link.parties for link in self.links])
+            unready = sorted(link.worker for link in self.links if not link.ready.is_set())
             raise RuntimeFailure(
                 f"tcp runtime: workers host {hosted} of {self.plan.n} parties after {timeout} s "
                 f"({len(self.links)} connected{'; ' + '; '.join(self.problems) if self.problems else ''})"
+                + (f"; no worker hosts parties {format_ranges(missing)}" if missing else "")
+                + (f"; worker(s) {unready} connected but not ready (setting up their parties)" if unready else "")
             ) from None
 
     def register(self) -> None:
@@ -360,6 +388,16 @@ class TcpRuntime(Runtime):
         return {"runtime": "tcp", "workers": self.workers, "listen": self.listen, "spawn": self.spawn,
                 "tls": self.tls}
 
+    def _by_hand(self, port: int, n: int) -> str:
+        """What the person starting the workers needs: how long the controller waits, the
+        command, and the ranges of ``workers`` workers."""
+        shown = split(n, min(self.workers, n))
+        ranges = ", ".join(f"--worker {k} --parties {r.start}-{r.stop - 1}" for k, r in enumerate(shown[:4]))
+        ranges += ", …" if len(shown) > 4 else ""
+        tls = "--tls-dir DIR" if self.tls else "--no-tls"
+        return (f"; waiting up to {self.connect_timeout:g} s for workers started with `mprr party --connect "
+                f"HOST:{port} --parties FIRST-LAST --worker K {tls}` covering every party, e.g. {ranges}")
+
     @asynccontextmanager
     async def host(self, plan: HostingPlan) -> AsyncIterator[Hosting]:
         ranges = split(plan.n, self.workers) if self.spawn else None
@@ -386,7 +424,8 @@ class TcpRuntime(Runtime):
             server = await asyncio.start_server(arrived, host, port,
                                                 ssl=None if material is None else server_context(material))
             bound = server.sockets[0].getsockname()[1]
-            logger.info("tcp runtime: listening on %s:%d for workers of parties 0-%d", host, bound, plan.n - 1)
+            logger.info("tcp runtime: listening on %s:%d for workers of parties 0-%d%s", host, bound, plan.n - 1,
+                        "" if self.spawn else self._by_hand(bound, plan.n))
             processes = hosting.processes
             logs: list[Path] = []
             try:

@@ -14,9 +14,10 @@ import asyncio
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
+from typing import TextIO
 
 from mprr.domain import check_real
 from mprr.errors import ConfigurationError, MessageError, MprrError, RuntimeFailure
@@ -32,7 +33,8 @@ __all__ = ["build_worker_parser", "exit_with_parent", "run_worker", "serve_by_op
 
 
 async def run_worker(address: str, parties: range, *, worker: int = 0, tls_dir: str | None = None,
-                     tls: bool = True, wait: float = 0.0, linger: float = 0.0, runs: int | None = 1) -> int:
+                     tls: bool = True, wait: float = 0.0, linger: float = 0.0, runs: int | None = 1,
+                     status: Callable[[str], None] | None = None) -> int:
     """Connect to the controller at ``address`` and host ``parties`` for its runs.
 
     A scenario runs several protocols, each a run of its own with a fresh shard. A worker
@@ -47,6 +49,9 @@ async def run_worker(address: str, parties: range, *, worker: int = 0, tls_dir: 
         Seconds to keep trying between runs.
     runs
         Stop after this many runs (``None``: until no controller listens for ``wait`` seconds).
+    status
+        Receives one line when the worker first gets a run's set-up (connected), one per run
+        served and one when it stops after serving (``mprr party`` prints them on stderr).
 
     Returns
     -------
@@ -66,6 +71,17 @@ async def run_worker(address: str, parties: range, *, worker: int = 0, tls_dir: 
             raise ConfigurationError("a TLS worker needs tls_dir (ca.pem, worker-<k>.pem, worker-<k>.key)")
     served = 0
     loop = asyncio.get_running_loop()
+    say = status or (lambda line: None)
+    me = f"worker {worker} (parties {parties.start}-{parties.stop - 1})"
+
+    began = loop.time()  # when the run being served got its set-up
+
+    def connected() -> None:
+        nonlocal began
+        began = loop.time()
+        if not served:
+            say(f"{me}: connected to the controller at {address}")
+
     while runs is None or served < runs:
         if tls and tls_dir is not None:  # re-read: the controller may have renewed the material
             material = TlsMaterial(Path(tls_dir))
@@ -77,17 +93,21 @@ async def run_worker(address: str, parties: range, *, worker: int = 0, tls_dir: 
             try:
                 reader, writer = await asyncio.open_connection(host, port, ssl=ctx,
                                                                server_hostname=CONTROLLER_NAME if ctx else None)
-                await _serve_run(reader, writer, parties, worker)
+                await _serve_run(reader, writer, parties, worker, connected)
                 break
             except (OSError, _NoSetup) as exc:
                 if loop.time() >= deadline:
                     if served:
+                        say(f"{me}: exiting after {served} run(s): no next run at {address} within "
+                            f"{linger:g} s (--linger)")
                         return served
                     if isinstance(exc, _NoSetup):
                         raise RuntimeFailure(f"worker {worker}: {exc}") from None
                     raise RuntimeFailure(f"worker {worker}: cannot reach the controller at {address}: {exc}") from None
                 await asyncio.sleep(min(0.5, max(0.0, deadline - loop.time())))
         served += 1
+        say(f"{me}: run {served} served ({loop.time() - began:.1f} s)")
+    say(f"{me}: exiting after {served} run(s)")
     return served
 
 
@@ -95,8 +115,10 @@ class _NoSetup(Exception):
     """The controller hung up before sending a run's set-up (refused, or between runs)."""
 
 
-async def _serve_run(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, parties: range, worker: int) -> None:
-    """Host ``parties`` for one run on an open connection, until the controller's finish."""
+async def _serve_run(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, parties: range, worker: int,
+                     on_setup: Callable[[], None]) -> None:
+    """Host ``parties`` for one run on an open connection, until the controller's finish
+    (``on_setup``: called once the run's set-up arrived)."""
     channel = StreamChannel(reader, writer)
     channel.send_control("hello", {"worker": worker, "parties": (parties.start, parties.stop)})
     shard: PartyShard | None = None
@@ -114,6 +136,7 @@ async def _serve_run(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                     shard = PartyShard(body, lambda f: channel.send_frame(f, None))
                     serving = tg.create_task(shard.serve())
                     channel.send_control("ready", shard.public_keys())
+                    on_setup()
                 elif tag == "registry" and shard is not None and isinstance(body, bytes):
                     shard.register(body)
                 elif tag == "finish" and shard is not None and serving is not None:
@@ -160,21 +183,33 @@ def build_worker_parser(parser: argparse.ArgumentParser | None = None) -> argpar
     p.add_argument("--linger", type=float, default=30.0, metavar="S",
                    help="after a run, keep trying for S seconds to serve the controller's next run (a scenario "
                         "runs one per protocol); exit when none comes (default 30)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no status lines on stderr (connected, each run served, exiting); errors still print")
     p.add_argument("--exit-with-parent", action="store_true", help=argparse.SUPPRESS)
     return p
 
 
-def serve_by_options(args: argparse.Namespace) -> int:
-    """Run the worker ``args`` describe (spawned by a runner: one run, no retry; by hand: many)."""
+def serve_by_options(args: argparse.Namespace, stderr: TextIO | None = None) -> int:
+    """Run the worker ``args`` describe (spawned by a runner: one run, no retry, no status
+    lines; by hand: many, a status line on ``stderr`` when connected, per run and on exit
+    unless ``--quiet``)."""
     if args.exit_with_parent:
         exit_with_parent()
     spawned = bool(args.exit_with_parent)
     for name in ("wait", "linger"):
         check_real(f"--{name}", getattr(args, name))  # seconds
+    out = sys.stderr if stderr is None else stderr
+
+    def status(line: str) -> None:
+        out.write(f"mprr party: {line}\n")
+        out.flush()
+
+    quiet = spawned or bool(getattr(args, "quiet", False))
     with rare_full_collections():  # thousands of parties live here: about 5% of the CPU of a masked secure sum
         return asyncio.run(run_worker(args.connect, parse_parties(args.parties), worker=args.worker,
                                       tls_dir=args.tls_dir, tls=not args.no_tls, wait=0.0 if spawned else args.wait,
-                                      linger=args.linger, runs=1 if spawned else None))
+                                      linger=args.linger, runs=1 if spawned else None,
+                                      status=None if quiet else status))
 
 
 def worker_main(argv: Sequence[str] | None = None, args: argparse.Namespace | None = None) -> int:

@@ -89,6 +89,59 @@ def _traffic_dict(stats: Any, closed: ClosedForm) -> dict[str, Any]:
     }
 
 
+def _remote(traffic: Mapping[str, Any], bases: Sequence[str]) -> dict[str, Any] | None:
+    """The wire figures of the first protocol run on a remote runtime (tcp, ray), else None."""
+    for base in bases:
+        wire = traffic.get(base, {}).get("wire")
+        if wire and wire.get("runtime") in ("tcp", "ray"):
+            return dict(wire)
+    return None
+
+
+def _counted_by(traffic: Mapping[str, Any], bases: Sequence[str]) -> str:
+    """Who counted the traffic: the in-memory network, or the router of the controller process
+    of a remote runtime (the same counts: every frame passes it, encoded by the one codec)."""
+    wire = _remote(traffic, bases)
+    if wire is None:
+        return "counted by the in-memory network"
+    if wire["runtime"] == "tcp":
+        hosts = f"{wire['workers']} worker process{'es' if wire['workers'] != 1 else ''}"
+    else:
+        hosts = f"{wire.get('shards')} Ray shard{'s' if wire.get('shards') != 1 else ''}"
+    return (f"counted by the router in the controller process ({wire['runtime']} runtime, parties in {hosts}): "
+            "the same counts as the in-memory network's; the bytes on the sockets, with framing and TLS, "
+            "are in the table 'Measured on the wire'")
+
+
+def _wire_table(traffic: Mapping[str, Any], bases: Sequence[str]) -> Table | None:
+    """The bytes a remote runtime measured on its channels (run 1), one row per protocol."""
+    wire_of = {b: traffic[b]["wire"] for b in bases
+               if b in traffic and traffic[b].get("wire", {}).get("runtime") in ("tcp", "ray")}
+    if not wire_of:
+        return None
+    first = next(iter(wire_of.values()))
+    rows = []
+    for base, w in wire_of.items():
+        socket_bytes = (None if "socket_bytes_sent" not in w
+                        else w["socket_bytes_sent"] + w["socket_bytes_received"])
+        rows.append((base, w.get("payload_bytes"), w.get("party_to_party_bytes"), w.get("framing_bytes"),
+                     w.get("control_bytes"), socket_bytes, w.get("tls_overhead_bytes")))
+    tls = ("TLS on" if first.get("tls") else "TLS off") if first["runtime"] == "tcp" else "Ray's own transport"
+    return Table(
+        key="wire",
+        title=f"Measured on the wire ({first['runtime']} runtime, run 1)",
+        columns=("protocol", "payload bytes", "party-to-party bytes", "framing bytes", "control bytes",
+                 "socket bytes", "TLS overhead bytes"),
+        rows=rows,
+        caption=(f"{tls}. Bytes of the controller process's channels to its party hosts, both directions. "
+                 "Payload: the codec's bytes, the traffic table's bytes plus the party-to-party bytes (such a "
+                 "frame crosses twice, up to the router and down to its receiver's host); framing: record "
+                 "headers and length prefixes; control: set-up, key directory, reports; socket bytes: the "
+                 "kernel's TCP_INFO counters (— where not measured); TLS overhead: socket bytes less the "
+                 "other columns (handshakes, record headers, AEAD tags)."),
+    )
+
+
 # --------------------------------------------------------------------------- figures
 
 
@@ -349,7 +402,11 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
             title="Measured traffic by phase (run 1)",
             columns=("protocol", "phase", "messages", "bytes", "rounds"),
             rows=tr_rows,
+            caption=f"Every encoded message of the phase, {_counted_by(traffic, bases)}.",
         ))
+        wire = _wire_table(traffic, bases)
+        if wire is not None:
+            tables.append(wire)
 
     est_dep = clusters_run.dependence
     figures: list[FigureSpec] = [
@@ -367,8 +424,8 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
                     for ph in phases},
             ylabel="kB on the network (all actors)",
             xlabel="protocol",
-            caption="Bytes of every encoded message of the phase, counted by the in-memory network (parties "
-                    "and controller, both directions). A phase a protocol does not run has no bar.",
+            caption=f"Bytes of every encoded message of the phase (parties and controller, both directions), "
+                    f"{_counted_by(traffic, bases)}. A phase a protocol does not run has no bar.",
         ))
 
     summary = _summary_lines(params, engine, dataset, planted, found, exact_recovery, runs,

@@ -10,7 +10,7 @@
               [--delimiter C] [--encoding E]] [--quiet]
               [--runtime memory|tcp|ray] [--workers P] [--listen HOST:PORT] [--tls-dir DIR]
               [--no-tls] [--external-workers] [--address auto|HOST:PORT] [--shards S]
-    mprr party --connect HOST:PORT --parties FIRST-LAST [--worker K] [--tls-dir DIR | --no-tls]
+    mprr party --connect HOST:PORT --parties FIRST-LAST [--worker K] [--tls-dir DIR | --no-tls] [--quiet]
 
 ``--runtime`` says where the actor engine's parties live: ``memory`` (default, one process),
 ``tcp`` (worker processes, frames over mutual TLS; ``--external-workers`` waits for workers
@@ -43,7 +43,7 @@ from mprr.errors import ConfigurationError, MprrError
 from scenarios.config import ENGINES, REQUIRED, merge_tables, parse_override
 from scenarios.progress import Progress
 from scenarios.registry import available, load
-from scenarios.report import format_value, to_jsonable
+from scenarios.report import describe_runtime, format_value, to_jsonable
 from parties.runtime import RUNTIMES, Runtime, make_runtime
 from parties.worker import build_worker_parser, serve_by_options
 from scenarios.runner import RunOutcome, run
@@ -268,12 +268,13 @@ def check_out_dir(path: Path) -> Path:
 
 def _summary(outcome: RunOutcome, stdout: TextIO) -> None:
     result, files = outcome.result, outcome.files
+    runtime = result.provenance.get("runtime")
     n_fig = len(files.figures)
     stdout.write(
         f"{result.name}: wrote {files.report_md}, {files.results_json.name}"
         f"{f' and {n_fig} figure' + ('s' if n_fig != 1 else '') if n_fig else ''}"
         f" ({result.elapsed_seconds or 0.0:.1f} s, seed {result.seed}, runs {result.runs}, "
-        f"engine {result.engine})\n"
+        f"engine {result.engine}{', runtime ' + describe_runtime(runtime) if runtime else ''})\n"
     )
     lines = list(result.summary)
     if not lines:
@@ -284,6 +285,9 @@ def _summary(outcome: RunOutcome, stdout: TextIO) -> None:
         lines = [f"{k} = {format_value(v)}" for k, v in scalars[:8]]
     for line in lines:
         stdout.write(f"  {line}\n")
+    if files.removed:
+        stdout.write(f"  removed {', '.join(p.name for p in files.removed)}: written by the previous run into "
+                     f"{files.report_md.parent}, not by this one\n")
 
 
 def _check_shortcuts(args: argparse.Namespace) -> None:
@@ -327,7 +331,7 @@ def _cmd_run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
 
 
 def _cmd_party(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
-    serve_by_options(args)
+    serve_by_options(args, stderr)
 
 
 COMMANDS: Mapping[str, Callable[[argparse.Namespace, TextIO, TextIO], None]] = {
@@ -356,6 +360,10 @@ def configure_logging(args: argparse.Namespace, stderr: TextIO) -> None:
     root.addHandler(handler)
     for name in ("mprr", "parties", "scenarios"):
         logging.getLogger(name).setLevel(level)
+    # where a controller waiting for hand-started workers listens is what the person starting
+    # them needs: said by default (parties.tcp logs nothing else at INFO)
+    by_hand = getattr(args, "external_workers", False) and not args.log_level
+    logging.getLogger("parties.tcp").setLevel(min(level, logging.INFO) if by_hand else logging.NOTSET)
     logging.captureWarnings(True)
 
 

@@ -434,5 +434,17 @@ def run_local_anonymization(
         f"{SYNTHETIC_CSV}: {synthetic_csv} synthetic records drawn from the RR-Clusters+Adjustment estimate "
         "of run 1 (main paper 3.2: anyone holding the estimate can draw synthetic microdata), with the "
         "category labels of the data.")])
-    return replace(result, parameters=effective_parameters(params, data),
+    return replace(result, parameters=effective_parameters(params, data), description=own_data_description(data),
                    provenance={} if data.synthetic is None else {"data_source": data.source})
+
+
+def own_data_description(data: InputData, shown: int = 8) -> str:
+    """The report's opening line for a run on the user's file (``""`` for the built-in data:
+    the scenario file's description stays): file name, records and columns."""
+    if data.synthetic is not None:
+        return ""
+    names = list(data.dataset.schema.names)
+    columns = ", ".join(names[:shown]) + (f", … ({len(names)} in all)" if len(names) > shown else "")
+    return (f"Your data: {Path(data.source).name}, {data.dataset.n:,} records of {data.dataset.m} columns "
+            f"({columns}); each record is a party that anonymizes it locally against an untrusted controller: "
+            "RR-Clusters (+Adjustment) vs RR-Independent — query errors, ε per party, messages and bytes")

@@ -34,9 +34,11 @@ __all__ = [
     "ReportFiles",
     "ScenarioResult",
     "Table",
+    "describe_runtime",
     "format_value",
     "git_commit",
     "markdown_report",
+    "previous_figures",
     "to_jsonable",
     "versions",
     "write_report",
@@ -277,6 +279,24 @@ def format_value(value: Any, spec: str = "") -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
+def describe_runtime(options: Mapping[str, Any]) -> str:
+    """One phrase for a runtime's options (:meth:`parties.runtime.Runtime.options`), e.g.
+    ``"tcp (2 worker processes, spawned, TLS on)"`` or ``"memory (one process)"``."""
+    name = str(options.get("runtime", "?"))
+    parts: list[str] = []
+    if name == "memory":
+        shards = options.get("shards", 1)
+        parts.append("one process" if shards == 1 else f"one process, {shards} party shards")
+    elif name == "tcp":
+        workers = options.get("workers")
+        parts.append(f"{workers} worker process{'es' if workers != 1 else ''}")
+        parts.append("spawned" if options.get("spawn", True) else f"started by hand, listening on {options.get('listen')}")
+        parts.append("TLS on" if options.get("tls", True) else "TLS off")
+    elif name == "ray":
+        parts.append(f"{options.get('shards')} party shards on {options.get('address')} Ray")
+    return f"{name} ({', '.join(parts)})" if parts else name
+
+
 def _md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(c.replace("|", "\\|") for c in columns) + " |",
              "|" + "|".join(" --- " for _ in columns) + "|"]
@@ -342,6 +362,7 @@ def markdown_report(result: ScenarioResult, figure_files: Sequence[str] = ()) ->
         ("seed", format_value(result.seed)),
         ("runs", format_value(result.runs)),
         ("engine", result.engine or "—"),
+        *([("runtime", describe_runtime(result.provenance["runtime"]))] if result.provenance.get("runtime") else []),
         ("versions", ", ".join(f"{k} {v}" for k, v in result.versions.items())),
     ]
     if result.provenance.get("git_commit"):
@@ -368,17 +389,38 @@ def markdown_report(result: ScenarioResult, figure_files: Sequence[str] = ()) ->
 
 @dataclass(frozen=True)
 class ReportFiles:
-    """Paths written by :func:`write_report`."""
+    """Paths written by :func:`write_report`, and the stale figures it removed (``removed``)."""
 
     results_json: Path
     report_md: Path
     figures: tuple[Path, ...]
+    removed: tuple[Path, ...] = ()
+
+
+def previous_figures(out_dir: Path) -> list[str]:
+    """The figure files the previous run into ``out_dir`` listed in its ``results.json``
+    (plain ``.png`` names only: nothing outside ``out_dir``, nothing it did not write)."""
+    try:
+        doc = json.loads((Path(out_dir) / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    figures = doc.get("figures") if isinstance(doc, dict) else None
+    if not isinstance(figures, list):
+        return []
+    return [f for f in figures if isinstance(f, str) and f.endswith(".png") and f == Path(f).name
+            and f not in (".", "..")]
 
 
 def write_report(result: ScenarioResult, out_dir: Path) -> ReportFiles:
-    """Render the figures and write ``results.json`` and ``report.md`` into ``out_dir``."""
+    """Render the figures and write ``results.json`` and ``report.md`` into ``out_dir``.
+
+    A figure the previous run into ``out_dir`` listed in its ``results.json`` and this run does
+    not draw is removed (it would sit beside a report that no longer mentions it); no other
+    file is touched.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    before = previous_figures(out_dir)
     names = [spec.filename for spec in result.figures]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -392,4 +434,11 @@ def write_report(result: ScenarioResult, out_dir: Path) -> ReportFiles:
     json_path.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     md_path = out_dir / "report.md"
     md_path.write_text(markdown_report(result, [p.name for p in figures]), encoding="utf-8")
-    return ReportFiles(json_path, md_path, figures)
+    drawn = {p.name for p in figures}
+    removed = []
+    for name in before:
+        stale = out_dir / name
+        if name not in drawn and stale.is_file():
+            stale.unlink()
+            removed.append(stale)
+    return ReportFiles(json_path, md_path, figures, tuple(removed))

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mprr.errors import ConfigurationError
-from parties.runtime import Runtime, use_runtime
+from parties.runtime import MemoryRuntime, Runtime, current_runtime, use_runtime
 from scenarios.config import ScenarioConfig
 from scenarios.progress import Progress, null_progress
 from scenarios.registry import ScenarioSpec, load
@@ -118,9 +118,12 @@ def run_scenario(
             f"runner of kind {spec.kind!r} returned {type(result).__name__}, expected ScenarioResult"
         )
     all_versions = {**versions(), **result.versions}
+    where: dict[str, Any] = {}
+    if config.engine == "actors":  # where the parties lived (the fast path has no actor)
+        where["runtime"] = (current_runtime() or MemoryRuntime()).options()
     result = replace(
         result,
-        provenance=provenance(config, result, all_versions),
+        provenance={**provenance(config, result, all_versions), **where},
         name=config.name,
         kind=config.kind,
         title=result.title or config.title,

@@ -72,6 +72,7 @@ import math
 import struct
 from collections.abc import Callable
 from types import MappingProxyType
+from typing import TypeVar
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -132,6 +133,7 @@ __all__ = ["MaskedEngine"]
 
 _PLAIN = struct.Struct(f"<III{SHARE_BYTES}s{SHARE_BYTES}s32s")  # owner, holder, x, s_sk share, b share, s_pk
 _PAIR_PURPOSES = ("channel", "view")  # the keys a neighbour pair derives from its static agreement
+_M = TypeVar("_M")
 PHASES = ("masked/advertise", "masked/share-keys", "masked/input", "masked/consistency", "masked/unmask")
 
 
@@ -372,21 +374,39 @@ class MaskedEngine(SecureSumEngine):
         net, s, timeout, ring, t = ep.network, ctx.session, self.round_timeout, ctx.ring, ctx.threshold
         minimum = max(t, 2)
 
-        def abort(stage: str, alive: int) -> SecureSumAborted:
-            return SecureSumAborted(
-                f"masked secure sum aborted at {stage}: {alive} of {ctx.n} parties left, the "
-                f"threshold needs at least {minimum} (t = {t}, and never a sum of one party)",
-                survivors=alive, threshold=minimum)
+        rejected: set[int] = set()  # parties whose message of a round was rejected (not silent)
+
+        def noting(check: Callable[[int, _M], str | None]) -> Callable[[int, _M], str | None]:
+            def checked(src: int, msg: _M) -> str | None:
+                reason = check(src, msg)
+                if reason is not None:
+                    rejected.add(src)
+                return reason
+            return checked
+
+        def abort(stage: str, alive: set[int]) -> SecureSumAborted:
+            message = (f"masked secure sum aborted at {stage}: {len(alive)} of {ctx.n} parties left, the "
+                       f"threshold needs at least {minimum} (t = {t}, and never a sum of one party)")
+            # crashed (known to the network) or rejected parties are genuine dropouts; the others
+            # missed a round's deadline: silent, or late (a busy machine, a slow secure sum)
+            late = set(ctx.parties) - alive - set(net.crashed) - rejected
+            if late:
+                missing = ctx.n - len(alive)
+                message += (f"; {len(late)} of the {missing} missing parties did not answer within the "
+                            f"round timeout (round_timeout = {timeout:g} s per round: they dropped or were "
+                            "late); if they were late, a larger round_timeout, the sparse engine "
+                            "(masked-sparse) or fewer parties help")
+            return SecureSumAborted(message, survivors=len(alive), threshold=minimum)
 
         await controller_phase(net, PHASES[0])
         # a well-formed message a party cannot have sent honestly is rejected (counted against
         # its sender) and the party is treated as a dropout of that round: the sum goes on
         # over the others, exactly as when it fell silent
         keys = await collect(ep, ctx.parties, kind=PublicKeys, session=s, phase=PHASES[0],
-                             timeout=timeout, partial=True, invalid=_bad_keys)
+                             timeout=timeout, partial=True, invalid=noting(_bad_keys))
         u1 = set(keys)
         if len(u1) < minimum:
-            raise abort("key advertisement", len(u1))
+            raise abort("key advertisement", u1)
         directory = {}
         for p in sorted(u1):
             live = tuple(j for j in ctx.neighbours[p] if j in u1)
@@ -413,10 +433,10 @@ class MaskedEngine(SecureSumEngine):
                 inbox[dst].append((src, blob))
 
         sealed = await collect(ep, sorted(u1), kind=SealedShares, session=s, phase=PHASES[1],
-                               timeout=timeout, partial=True, invalid=bad_recipients, accept=relay)
+                               timeout=timeout, partial=True, invalid=noting(bad_recipients), accept=relay)
         u2 = set(sealed)
         if len(u2) < minimum:
-            raise abort("key sharing", len(u2))
+            raise abort("key sharing", u2)
         relayed: dict[int, tuple[int, ...]] = {}
         for p in spread(sorted(u2)):  # (each party's bundle put together as it is sent)
             entries = inbox.pop(p)  # (dropped once sent)
@@ -442,10 +462,10 @@ class MaskedEngine(SecureSumEngine):
             np.add(total, msg.values, out=total)
 
         masked = await collect(ep, sorted(u2), kind=MaskedInput, session=s, phase=PHASES[2],
-                               timeout=timeout, partial=True, invalid=bad_vector, accept=add)
+                               timeout=timeout, partial=True, invalid=noting(bad_vector), accept=add)
         u3 = set(masked)
         if len(u3) < minimum:
-            raise abort("masked input collection", len(u3))
+            raise abort("masked input collection", u3)
         dropped = u2 - u3
 
         await controller_phase(net, PHASES[3])
@@ -472,10 +492,10 @@ class MaskedEngine(SecureSumEngine):
             return None
 
         tagged = await collect(ep, sorted(u3), kind=SurvivorTags, session=s, phase=PHASES[3],
-                               timeout=timeout, partial=True, invalid=bad_tags)
+                               timeout=timeout, partial=True, invalid=noting(bad_tags))
         u4 = set(tagged)
         if len(u4) < minimum:
-            raise abort("consistency check", len(u4))
+            raise abort("consistency check", u4)
 
         await controller_phase(net, PHASES[4])
         for v, request in unmask_requests(ctx.session, views, tagged, order=spread):

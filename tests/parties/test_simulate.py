@@ -366,8 +366,14 @@ async def test_expensive_secure_sum_is_announced_with_its_closed_form_cost_and_p
                              secure_sum="paper", faults=FaultPlan(delay=1.0, max_delay=0.1),
                              progress=lambda *a: seen.append(a), progress_interval=0.025)
     warning = next(r for r in caplog.records if r.levelno == logging.WARNING)
-    # paper engine, 16 pair cells (2·3 + 2·2 + 3·2): (2n − 1) messages per party
-    assert "the paper secure sum of 24 parties over 16 pair cells sends 1,128 messages" in warning.getMessage()
+    # paper engine, 16 pair cells (2·3 + 2·2 + 3·2): (2n − 1) messages per party; a short
+    # headline, then the parties, cells and closed form wrapped for a terminal, then the advice
+    text = warning.getMessage()
+    headline, *details = text.splitlines()
+    assert headline.startswith("expensive configuration: the paper secure sum sends 1,128 messages, ")
+    assert "(24 parties, 16 pair cells; closed form: " in " ".join(line.strip() for line in details)
+    assert details[-1] == "  a sparse engine (graph, masked-sparse) or fewer parties costs less"
+    assert len(details) >= 2 and all(len(line) <= simulate_module.WARNING_WIDTH for line in details)
     assert len(seen) >= 2
     assert [round(t, 6) for t, _, _ in seen] == [round(0.025 * (k + 1), 6) for k in range(len(seen))]
     assert all(0 < m1 <= m2 and 0 < b1 <= b2 for (_, m1, b1), (_, m2, b2) in zip(seen, seen[1:]))

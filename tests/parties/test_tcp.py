@@ -254,6 +254,12 @@ def test_a_worker_started_by_hand_serves_run_after_run(data) -> None:  # type: i
             second = simulate(data, "RR-Clusters", seed=4, timeout=10.0, p=0.7, Tv=60, Td=0.1,
                               runtime=runtime(addresses[0]))  # where the worker comes back
             assert workers[0].wait(timeout=90) == 0
+            log.flush()
+            said = (scratch / "worker.log").read_text().splitlines()
+            me = f"mprr party: worker 0 (parties 0-{N - 1})"
+            assert said[0] == f"{me}: connected to the controller at {addresses[0]}"
+            assert [line.rsplit(" (", 1)[0] for line in said[1:3]] == [f"{me}: run 1 served", f"{me}: run 2 served"]
+            assert said[3] == f"{me}: exiting after 2 run(s): no next run at {addresses[0]} within 20 s (--linger)"
         except BaseException as exc:
             exc.add_note(f"worker exit code {[w.poll() for w in workers]}, stderr: "
                          + (scratch / "worker.log").read_text()[-2000:])
@@ -311,3 +317,56 @@ def test_a_worker_checks_its_waiting_times(capsys: pytest.CaptureFixture[str]) -
 
     assert worker_main(["--connect", "127.0.0.1:1", "--parties", "0-1", "--no-tls", "--linger", "-1"]) == 2
     assert "--linger must be a finite number >= 0, got -1.0" in capsys.readouterr().err
+
+
+def test_uncovered_parties_are_named_as_ranges() -> None:
+    from parties.tcp import format_ranges, uncovered
+
+    assert uncovered(3000, [range(0, 1500), range(1500, 2999)]) == [range(2999, 3000)]
+    assert uncovered(10, [range(3, 5), range(7, 8)]) == [range(0, 3), range(5, 7), range(8, 10)]
+    assert uncovered(4, [range(0, 4)]) == [] and uncovered(2, []) == [range(0, 2)]
+    assert format_ranges(uncovered(10, [range(3, 5), range(7, 8)])) == "0-2, 5-6, 8-9"
+    gaps = [range(k, k + 1) for k in range(0, 20, 2)]
+    assert format_ranges(gaps, limit=3) == "0, 2, 4, … (7 more ranges, 10 parties in all)"
+
+
+async def test_workers_leaving_a_gap_are_told_which_parties_nobody_hosts(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Two hand-started workers (here tasks of this event loop) declare 0-1 and 3-4 of 6 parties:
+    the controller's wait ends naming parties 2 and 5; the workers said they connected."""
+    import asyncio
+    import logging
+    import socket
+
+    from mprr.errors import RuntimeFailure
+    from parties.simulate import PARTY_KINDS
+    from parties.worker import run_worker
+
+    data = planted_clusters(6, rng=np.random.default_rng(1)).dataset
+    plan = HostingPlan(range(6), 6, data.schema, np.asarray(data.codes), 3, (math.inf,) * 6, "sequential",
+                       tuple(k.KIND for k in PARTY_KINDS), timeout=5.0)
+    with socket.socket() as probe:  # a free port the workers can be told before the controller binds it
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    runtime = TcpRuntime(workers=2, spawn=False, tls=False, listen=f"127.0.0.1:{port}", connect_timeout=3.0)
+    said: list[str] = []
+    workers = [asyncio.create_task(run_worker(f"127.0.0.1:{port}", r, worker=k, tls=False, wait=10.0,
+                                              status=said.append))
+               for k, r in enumerate((range(0, 2), range(3, 5)))]
+    try:
+        with caplog.at_level(logging.INFO, logger="parties.tcp"):
+            with pytest.raises(RuntimeFailure, match=r"workers host 4 of 6 parties after 3.0 s \(2 connected\); "
+                                                     r"no worker hosts parties 2, 5"):
+                async with runtime.host(plan):
+                    pass  # pragma: no cover - the wait fails
+    finally:
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+    listening = next(r.getMessage() for r in caplog.records if "listening on" in r.getMessage())
+    assert listening == (
+        f"tcp runtime: listening on 127.0.0.1:{port} for workers of parties 0-5; waiting up to 3 s for workers "
+        f"started with `mprr party --connect HOST:{port} --parties FIRST-LAST --worker K --no-tls` covering every "
+        "party, e.g. --worker 0 --parties 0-2, --worker 1 --parties 3-5")
+    assert sorted(said) == [f"worker 0 (parties 0-1): connected to the controller at 127.0.0.1:{port}",
+                            f"worker 1 (parties 3-4): connected to the controller at 127.0.0.1:{port}"]

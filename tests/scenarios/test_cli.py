@@ -296,3 +296,35 @@ def test_run_parser_takes_new_option_groups() -> None:
     finally:
         RUN_OPTION_GROUPS.remove(extra)
     assert args.widgets == 3
+
+
+def test_a_reused_out_dir_loses_the_figures_only_the_previous_run_drew(tmp_path: Path) -> None:
+    out_dir = tmp_path / "o"
+    out_dir.mkdir()
+    (out_dir / "results.json").write_text(json.dumps({"figures": ["means.png", "old.png"]}), encoding="utf-8")
+    (out_dir / "old.png").write_bytes(b"\x89PNG")
+    (out_dir / "mine.png").write_bytes(b"\x89PNG")  # not listed: never a run's
+    code, out, err = _main("run", str(_probe_toml(tmp_path)), "--out", str(out_dir), "--engine", "actors")
+    assert code == 0, err
+    assert f"  removed old.png: written by the previous run into {out_dir}, not by this one\n" in out
+    assert not (out_dir / "old.png").exists() and (out_dir / "mine.png").exists() and (out_dir / "means.png").exists()
+    assert "engine actors, runtime memory (one process))" in out.splitlines()[0]
+
+
+def test_a_controller_waiting_for_hand_started_workers_says_where_it_listens(tmp_path: Path) -> None:
+    # no worker comes: the wait ends naming the parties nobody hosts; the address was said first,
+    # without -v (the one thing the person starting the workers needs)
+    code, out, err = _main("run", "local_anonymization", "--runtime", "tcp", "--workers", "2", "--external-workers",
+                           "--no-tls", "--connect-timeout", "0.5", "--set", "n=40", "--out", str(tmp_path), "-q")
+    assert code == 2 and out == ""
+    listening, error = err.splitlines()
+    assert listening.startswith("mprr: INFO: parties.tcp: tcp runtime: listening on 127.0.0.1:")
+    assert listening.endswith("for workers of parties 0-39; waiting up to 0.5 s for workers started with `mprr party "
+                              "--connect HOST:" + listening.split("127.0.0.1:")[1].split()[0] + " --parties FIRST-LAST "
+                              "--worker K --no-tls` covering every party, e.g. --worker 0 --parties 0-19, "
+                              "--worker 1 --parties 20-39")
+    assert error == ("mprr: error: tcp runtime: workers host 0 of 40 parties after 0.5 s (0 connected); "
+                     "no worker hosts parties 0-39")
+    code, _, err = _main("run", "local_anonymization", "--runtime", "tcp", "--external-workers", "--no-tls",
+                         "--connect-timeout", "0.5", "--set", "n=40", "--out", str(tmp_path), "--log-level", "ERROR")
+    assert code == 2 and "listening" not in err  # an explicit level is respected

@@ -51,6 +51,10 @@ def test_output_files_and_keys(both: dict[str, tuple[Path, dict]]) -> None:
     # the fast path sends no messages: no traffic section, no traffic figure
     fast_out, fast = both["fast"]
     assert fast["traffic"] == {} and "traffic_by_phase.png" not in fast["figures"]
+    # where the parties lived, and who counted their traffic
+    assert doc["provenance"]["runtime"] == {"runtime": "memory", "shards": 1} and "runtime" not in fast["provenance"]
+    assert "| runtime | memory (one process) |" in report and "counted by the in-memory network" in report
+    assert "wire" not in doc["tables"]
 
 
 def test_same_seed_same_numbers_on_both_engines(both: dict[str, tuple[Path, dict]]) -> None:
@@ -232,3 +236,44 @@ def test_cluster_domain_above_max_cells_says_lower_tv(tmp_path: Path) -> None:
     assert code == 2
     assert "more than max_cells=50; lower Tv (Algorithm 1 then forms clusters of at most Tv value " \
            "combinations) or raise max_cells (at most 50 now)" in err.getvalue()
+
+
+@pytest.mark.process
+def test_a_tcp_run_says_so_and_shows_its_wire_bytes(tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["run", "local_anonymization", "--runtime", "tcp", "--workers", "2", "--out", str(tmp_path),
+                 "--set", "n=200", "--set", "queries=20", "-q"], stdout=out, stderr=err)
+    assert code == 0, err.getvalue()
+    assert "engine actors, runtime tcp (2 worker processes, spawned, TLS on))" in out.getvalue()
+    doc = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "| runtime | tcp (2 worker processes, spawned, TLS on) |" in report
+    assert "counted by the in-memory network" not in report
+    assert report.count("counted by the router in the controller process (tcp runtime, parties in 2 worker "
+                        "processes): the same counts as the in-memory network's") == 2  # table and figure
+    assert "## Measured on the wire (tcp runtime, run 1)" in report and report.count("TLS on. Bytes of") == 1
+    wire = doc["tables"]["wire"]["rows"]
+    assert [row["protocol"] for row in wire] == ["RR-Clusters", "RR-Independent"]
+    for row in wire:
+        measured = doc["traffic"][row["protocol"]]
+        assert row["payload bytes"] == measured["bytes"] + row["party-to-party bytes"]
+        assert row["TLS overhead bytes"] > 0 and row["socket bytes"] > row["payload bytes"]
+
+
+def test_an_own_data_report_opens_with_the_file_not_the_demo(tmp_path: Path) -> None:
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(4)
+    csv = tmp_path / "survey.csv"
+    pd.DataFrame({"age": rng.choice(["young", "old"], 120), "smoker": rng.choice(["yes", "no"], 120),
+                  "region": rng.choice(["N", "S", "E"], 120)}).to_csv(csv, index=False)
+    run("local_anonymization", out_dir=tmp_path / "out", engine="fast",
+        parameters={"data": str(csv), "queries": 10, "Tv": 6})
+    report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    opening = report.split("\n")[2]
+    assert opening.startswith("Your data: survey.csv, 120 records of 3 columns (age, smoker, region); each record "
+                              "is a party that anonymizes it locally")
+    assert "Default demo" not in report
+    doc = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    assert doc["description"] == opening

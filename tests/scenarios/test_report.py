@@ -15,6 +15,7 @@ from scenarios.plots import PNG_MAGIC, BarPlot, LinePlot, Series
 from scenarios.report import (
     ScenarioResult,
     Table,
+    describe_runtime,
     format_value,
     markdown_report,
     to_jsonable,
@@ -145,3 +146,39 @@ def test_duplicate_figure_names_and_table_keys_are_rejected(tmp_path: Path) -> N
     table = Table("t", "T", ("a",), [(1,)])
     with pytest.raises(ConfigurationError, match=r"table keys must be unique"):
         write_report(ScenarioResult(tables=[table, table]), tmp_path)
+
+
+def test_a_reused_output_directory_loses_only_the_previous_runs_stale_figures(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    out = tmp_path / "out"
+    first = write_report(_result(), out)
+    assert first.removed == ()
+    (out / "mine.png").write_bytes(b"the user's own")  # never written by a run: kept
+    (out / "notes.txt").write_text("kept")
+    second = replace(_result(), figures=[_result().figures[0]])  # draws err.png, no longer bars.png
+    files = write_report(second, out)
+    assert files.removed == (out / "bars.png",)
+    assert sorted(p.name for p in out.iterdir()) == ["err.png", "mine.png", "notes.txt", "report.md", "results.json"]
+    # only plain .png names a results.json lists are candidates: nothing elsewhere, nothing else
+    (tmp_path / "outside.png").write_bytes(b"x")
+    doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    doc["figures"] = ["../outside.png", "notes.txt", "mine.png", str(tmp_path / "outside.png")]
+    (out / "results.json").write_text(json.dumps(doc), encoding="utf-8")
+    assert write_report(second, out).removed == (out / "mine.png",)  # listed: written by "the previous run"
+    assert (tmp_path / "outside.png").exists() and (out / "notes.txt").exists()
+    (out / "results.json").write_text("{not json", encoding="utf-8")
+    assert write_report(second, out).removed == ()
+
+
+def test_the_run_table_names_the_runtime() -> None:
+    assert describe_runtime({"runtime": "memory", "shards": 1}) == "memory (one process)"
+    assert describe_runtime({"runtime": "tcp", "workers": 2, "listen": "127.0.0.1:0", "spawn": True, "tls": True}) == (
+        "tcp (2 worker processes, spawned, TLS on)")
+    assert describe_runtime({"runtime": "tcp", "workers": 1, "listen": "0.0.0.0:7000", "spawn": False,
+                             "tls": False}) == "tcp (1 worker process, started by hand, listening on 0.0.0.0:7000, TLS off)"
+    assert describe_runtime({"runtime": "ray", "address": "local", "shards": 4}) == "ray (4 party shards on local Ray)"
+    result = ScenarioResult(name="x", engine="actors", provenance={"runtime": {"runtime": "tcp", "workers": 2,
+                                                                               "spawn": True, "tls": True}})
+    assert "| runtime | tcp (2 worker processes, spawned, TLS on) |" in markdown_report(result)
+    assert "| runtime |" not in markdown_report(ScenarioResult(name="x", engine="fast"))

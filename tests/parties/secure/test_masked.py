@@ -80,6 +80,22 @@ def test_fewer_survivors_than_threshold_aborts(vectors_of) -> None:  # noqa: ANN
     with pytest.raises(SecureSumAborted, match="aborted at masked input collection: 2 of 4") as info:
         run(MaskedEngine(round_timeout=0.2), vectors_of(n, 3), faults=FaultPlan(crash={0: 3, 3: 3}))
     assert info.value.survivors == 2 and info.value.threshold == 3
+    assert "round timeout" not in str(info.value)  # crashed parties: genuine dropouts, nothing to tune
+
+
+def test_an_abort_over_late_parties_names_the_round_timeout_and_what_helps(vectors_of) -> None:  # noqa: ANN001
+    # parties 0-2 never get their sealed shares through (lost or late): not crashed, only silent
+    late = FaultPlan(drop=1.0, phases=frozenset({"masked/share-keys"}), senders=frozenset({0, 1, 2}))
+    with pytest.raises(SecureSumAborted, match=re.escape(
+            "aborted at key sharing: 1 of 4 parties left, the threshold needs at least 3 (t = 3, and never a "
+            "sum of one party); 3 of the 3 missing parties did not answer within the round timeout "
+            "(round_timeout = 0.2 s per round: they dropped or were late); if they were late, a larger "
+            "round_timeout, the sparse engine (masked-sparse) or fewer parties help")):
+        run(MaskedEngine(round_timeout=0.2), vectors_of(4, 3), faults=late)
+    # a crash and a silent party: only the silent one is counted as late
+    mixed = FaultPlan(crash={0: 3}, drop=1.0, phases=frozenset({"masked/input"}), senders=frozenset({1}))
+    with pytest.raises(SecureSumAborted, match="2 of 4 parties left.*; 1 of the 2 missing parties did not answer"):
+        run(MaskedEngine(round_timeout=0.2), vectors_of(4, 3), faults=mixed)
 
 
 def test_too_few_shares_to_unmask_aborts(vectors_of) -> None:  # noqa: ANN001
