@@ -407,10 +407,12 @@ def _warn_if_expensive(engine: Any, n: int, sizes: Sequence[int], net: Any) -> N
         # a short headline, then the details wrapped for a terminal (the formula is long)
         details = textwrap.fill(f"({n} parties, {length} pair cells; closed form: {cost.formula})",
                                 width=WARNING_WIDTH, initial_indent="  ", subsequent_indent="  ")
+        sparse = getattr(engine, "topology", "complete") != "complete"  # graph, masked-sparse
         log.warning(
-            "expensive configuration: the %s secure sum sends %s messages, %.1f MB\n%s\n"
-            "  a sparse engine (graph, masked-sparse) or fewer parties costs less",
+            "expensive configuration: the %s secure sum sends %s messages, %.1f MB\n%s\n  %s",
             getattr(engine, "name", engine), f"{messages:,}", nbytes / 1e6, details,
+            "fewer parties or fewer pair cells cost less" if sparse
+            else "a sparse engine (graph, masked-sparse) or fewer parties costs less",
         )
 
 

@@ -379,6 +379,13 @@ async def test_expensive_secure_sum_is_announced_with_its_closed_form_cost_and_p
     assert all(0 < m1 <= m2 and 0 < b1 <= b2 for (_, m1, b1), (_, m2, b2) in zip(seen, seen[1:]))
     assert any("simulation running" in r.getMessage() for r in caplog.records)
     caplog.clear()
+    await simulate_async(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2",
+                         secure_sum="masked-sparse")
+    # already sparse: the advice does not suggest the engine in use
+    sparse = next(r for r in caplog.records if r.levelno == logging.WARNING).getMessage()
+    assert sparse.startswith("expensive configuration: the masked secure sum sends ")
+    assert sparse.splitlines()[-1] == "  fewer parties or fewer pair cells cost less"
+    caplog.clear()
     monkeypatch.undo()
     await simulate_async(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2", secure_sum="paper")
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # below the threshold: silent
