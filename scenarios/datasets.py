@@ -7,6 +7,8 @@
   declared; missing cells become a label or an error.
 - :func:`check_category_counts` — refuses columns with too many categories for randomized
   response (a continuous measurement, an identifier, or a first record read as the header);
+- :func:`header_among_values` — the columns whose header name is also one of their values
+  (a sign that the file has no header row and its first record was read as one);
 - :func:`file_sha256` — the digest recorded as ``provenance.data_sha256``.
 """
 
@@ -22,8 +24,8 @@ from mprr.domain import MAX_MATRIX_CELLS
 from mprr.errors import DataError
 
 __all__ = ["MAX_CATEGORIES", "MIN_RECORDS_PER_CATEGORY", "PARQUET_SUFFIXES", "SMALL_FILE_CATEGORIES",
-           "check_category_counts", "delimiter_hint", "file_sha256", "load_adult", "load_table",
-           "max_categories"]
+           "check_category_counts", "delimiter_hint", "file_sha256", "header_among_values", "load_adult",
+           "load_table", "max_categories"]
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 """File name endings read as Parquet by :func:`load_table`; anything else is CSV."""
@@ -213,6 +215,17 @@ def max_categories(n: int) -> int:
     ``n // MIN_RECORDS_PER_CATEGORY``, at least :data:`SMALL_FILE_CATEGORIES` and at most
     :data:`MAX_CATEGORIES`."""
     return min(MAX_CATEGORIES, max(SMALL_FILE_CATEGORIES, n // MIN_RECORDS_PER_CATEGORY))
+
+
+def header_among_values(dataset: Dataset) -> list[str]:
+    """Names of the columns whose header name is also one of their categories.
+
+    In a file without a header row, the first record is read as the header, so each of its
+    values reappears as a column's name; every column of ``dataset`` whose name is one of its
+    own categories is returned (in column order).  A real header can do this too (a column
+    ``smoker`` with the value ``smoker``), so the caller warns rather than refuses.
+    """
+    return [a.name for a in dataset.schema if a.name in a.categories]
 
 
 def check_category_counts(dataset: Dataset, source: str | Path, *, columns_given: bool) -> None:

@@ -25,6 +25,7 @@ figures, printed summary) is built by :mod:`scenarios.anonymization_report`.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -121,6 +122,7 @@ SYNTHETIC_KEYS = ("n", "sizes", "clusters", "strength", "exponent")
 """Parameters of the built-in synthetic data (:func:`make_dataset`); a data file has its own."""
 FILE_KEYS = ("columns", "missing", "delimiter", "encoding")
 """Parameters of reading a data file (:func:`scenarios.datasets.load_table`)."""
+log = logging.getLogger(__name__)
 BASE_PROTOCOLS = ("RR-Clusters", "RR-Independent")
 LABELS = ("RR-Clusters", "RR-Clusters+Adjustment", "RR-Independent", "RR-Independent+Adjustment")
 
@@ -232,7 +234,7 @@ def load_input(params: Mapping[str, Any], seed: int, *, synthetic_given: Sequenc
                 )
         synthetic = make_dataset(params, seed)
         return InputData(synthetic.dataset, synthetic, "mprr.synthetic.planted_clusters")
-    from scenarios.datasets import check_category_counts, delimiter_hint, load_table
+    from scenarios.datasets import check_category_counts, delimiter_hint, header_among_values, load_table
 
     path = Path(params["data"])
     dataset = load_table(path, params["columns"], missing=params["missing"], delimiter=params["delimiter"],
@@ -253,6 +255,12 @@ def load_input(params: Mapping[str, Any], seed: int, *, synthetic_given: Sequenc
             f"got {names}{delimiter_hint(names)}"
         )
     check_category_counts(dataset, path, columns_given=params["columns"] is not None)
+    echoed = header_among_values(dataset)
+    if echoed:
+        log.warning("%s: column%s %s also appear%s among %s own values: if the file has no header "
+                    "row, its first record was read as the header and is missing from the data; add a "
+                    "header line", path, "s" if len(echoed) > 1 else "", ", ".join(map(repr, echoed)),
+                    "" if len(echoed) > 1 else "s", "their" if len(echoed) > 1 else "its")
     return InputData(dataset, None, str(path))
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from mprr.data import Attribute, adult_schema
 from mprr.errors import DataError
-from scenarios.datasets import check_category_counts, delimiter_hint, load_adult, load_table, max_categories
+from scenarios.datasets import (check_category_counts, delimiter_hint, header_among_values, load_adult, load_table,
+                                max_categories)
 
 ADULT_LINE = (
     "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, "
@@ -107,3 +108,14 @@ def test_load_table_reading_errors_name_the_option(tmp_path: Path) -> None:
         load_table(latin, encoding="klingon")
     with pytest.raises(DataError, match=r"data file '.*' is a directory, not a file"):
         load_table(tmp_path)
+
+
+def test_header_among_values_names_the_columns_whose_name_is_one_of_their_values(tmp_path: Path) -> None:
+    csv = tmp_path / "t.csv"
+    csv.write_text("yes,N\nno,S\nyes,N\n", encoding="utf-8")  # no header: the first record is read as one
+    assert header_among_values(load_table(csv)) == ["yes", "N"]
+    csv.write_text("smoker,region\nsmoker,N\nno,S\n", encoding="utf-8")
+    assert header_among_values(load_table(csv)) == ["smoker"]
+    csv.write_text("smoker,region\nyes,N\nno,S\n", encoding="utf-8")
+    assert header_among_values(load_table(csv)) == []
+

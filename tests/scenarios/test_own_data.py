@@ -179,3 +179,24 @@ def test_delimiter_and_encoding_options(tmp_path: Path) -> None:
 def test_data_directory_is_not_a_file(tmp_path: Path) -> None:
     code, _, err = _main("run", "local_anonymization", "--data", str(tmp_path), "--out", str(tmp_path / "o"))
     assert code == 2 and f"data file {str(tmp_path)!r} is a directory, not a file" in err, err
+
+
+def test_a_file_without_header_row_is_warned_about(tmp_path: Path) -> None:
+    """Written without its header, the file's first record becomes the header: each column's
+    name is then one of its own values, which the run reports (and still runs: a real header
+    can look like that)."""
+    frame = _frame().drop(columns="id")
+    csv = tmp_path / "no_header.csv"
+    frame.to_csv(csv, index=False, header=False)
+    first = [str(v) for v in frame.iloc[0]]
+    code, _, err = _main("run", "local_anonymization", "--data", str(csv), "--runs", "1", "--quiet",
+                         "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    names = ", ".join(repr(v) for v in first)
+    assert (f"{csv}: columns {names} also appear among their own values: if the file has no header row, "
+            "its first record was read as the header") in err, err
+    frame.to_csv(csv, index=False)  # with its header: no warning
+    code, _, err = _main("run", "local_anonymization", "--data", str(csv), "--runs", "1", "--quiet",
+                         "--out", str(tmp_path / "o2"))
+    assert code == 0 and "no header row" not in err, err
+
