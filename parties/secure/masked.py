@@ -387,15 +387,18 @@ class MaskedEngine(SecureSumEngine):
         def abort(stage: str, alive: set[int]) -> SecureSumAborted:
             message = (f"masked secure sum aborted at {stage}: {len(alive)} of {ctx.n} parties left, the "
                        f"threshold needs at least {minimum} (t = {t}, and never a sum of one party)")
-            # crashed (known to the network) or rejected parties are genuine dropouts; the others
-            # missed a round's deadline: silent, or late (a busy machine, a slow secure sum)
-            late = set(ctx.parties) - alive - set(net.crashed) - rejected
+            # crashed (known to the network) or rejected parties (by a round's check, or at delivery:
+            # a frame that does not decode) are genuine dropouts; the others missed a round's
+            # deadline: silent, or late (a busy machine, a slow secure sum)
+            undelivered = {r.src for r in ep.rejections() if r.phase in PHASES}
+            late = set(ctx.parties) - alive - set(net.crashed) - rejected - undelivered
             if late:
                 missing = ctx.n - len(alive)
+                helps = ("a larger round_timeout or fewer parties" if self.topology != "complete"  # sparse already
+                         else "a larger round_timeout, the sparse engine (masked-sparse) or fewer parties")
                 message += (f"; {len(late)} of the {missing} missing parties did not answer within the "
                             f"round timeout (round_timeout = {timeout:g} s per round: they dropped or were "
-                            "late); if they were late, a larger round_timeout, the sparse engine "
-                            "(masked-sparse) or fewer parties help")
+                            f"late); if they were late, {helps} help")
             return SecureSumAborted(message, survivors=len(alive), threshold=minimum)
 
         await controller_phase(net, PHASES[0])

@@ -98,6 +98,36 @@ def test_an_abort_over_late_parties_names_the_round_timeout_and_what_helps(vecto
         run(MaskedEngine(round_timeout=0.2), vectors_of(4, 3), faults=mixed)
 
 
+class _Garbling(RecordingNetwork):
+    """Replaces one party's sealed shares by bytes that do not decode (rejected at delivery)."""
+
+    def __init__(self, *args: Any, victim: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.victim = victim
+
+    def _deliver(self, frame: Frame, position: int | None = None) -> None:
+        if frame.src == self.victim and frame.dst == CONTROLLER and frame.kind == SealedShares.KIND:
+            frame = Frame(frame.src, frame.dst, frame.phase, frame.kind, b"\x00not a message")
+        super()._deliver(frame, position)
+
+
+def test_an_abort_counts_parties_rejected_at_delivery_as_dropouts_not_late(vectors_of) -> None:  # noqa: ANN001
+    # party 0's sealed shares do not decode (rejected at delivery, against it); party 1's are lost
+    lost = FaultPlan(drop=1.0, phases=frozenset({"masked/share-keys"}), senders=frozenset({1}))
+    net = _Garbling(4, victim=0, faults=lost)
+    with pytest.raises(SecureSumAborted, match=re.escape(
+            "2 of 4 parties left, the threshold needs at least 3 (t = 3, and never a sum of one party); "
+            "1 of the 2 missing parties did not answer")):
+        run_virtual(run_secure_sum(MaskedEngine(round_timeout=0.2), net, vectors_of(4, 3), timeout=20.0))
+    # on a sparse engine the advice does not suggest the engine in use
+    sparse = MaskedEngine(topology="harary", degree=2, threshold=2, round_timeout=0.2)
+    late = FaultPlan(drop=1.0, phases=frozenset({"masked/share-keys"}), senders=frozenset({0, 1, 2, 3}))
+    with pytest.raises(SecureSumAborted, match=re.escape(
+            "(round_timeout = 0.2 s per round: they dropped or were late); if they were late, a larger "
+            "round_timeout or fewer parties help")):
+        run(sparse, vectors_of(5, 3), faults=late)
+
+
 def test_too_few_shares_to_unmask_aborts(vectors_of) -> None:  # noqa: ANN001
     # t = 4 of 5 holders: party 4 drops before its masked input, two survivors sign their
     # survivor set but never answer the unmask request -> only 2 shares of party 4's key remain
