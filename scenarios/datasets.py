@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
@@ -42,8 +43,8 @@ SMALL_FILE_CATEGORIES = 64
 built-in synthetic data has), so that a small file is not refused for a few records."""
 
 MAX_CATEGORIES = math.isqrt(MAX_MATRIX_CELLS)
-"""Most categories of a column: its dense randomization matrix (categories²) must fit in
-:data:`mprr.domain.MAX_MATRIX_CELLS` (4,096)."""
+"""Most categories of a column (4,096): its dense randomization matrix (categories²) must fit in
+:data:`mprr.domain.MAX_MATRIX_CELLS` (2^24 cells)."""
 
 CSV_DELIMITERS = (";", "\t", "|")
 """Separators :func:`delimiter_hint` looks for in a header read as a single field."""
@@ -100,7 +101,7 @@ def load_table(
     missing: str | None = None,
     kinds: Mapping[str, str] | None = None,
     delimiter: str | None = None,
-    encoding: str = "utf-8",
+    encoding: str | None = None,
 ) -> Dataset:
     """Load categorical columns of a CSV or Parquet file with pandas.
 
@@ -134,8 +135,21 @@ def load_table(
     import pandas as pd
 
     p = _existing_file(path, "data")
+    suffix = p.suffix.lower()
+    if suffix in PARQUET_SUFFIXES and (delimiter is not None or encoding is not None):
+        given = ", ".join(f"{k} = {v!r}" for k, v in (("delimiter", delimiter), ("encoding", encoding))
+                          if v is not None)
+        raise DataError(f"{p}: {given} applies to CSV files only; a {suffix} file is read as Parquet "
+                        "(drop --delimiter / --encoding)")
     if delimiter is not None and len(delimiter) != 1:
         raise DataError(f"delimiter must be a single character, got {delimiter!r}")
+    if encoding is None:
+        encoding = "utf-8"
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise DataError(f"encoding must be a Python text encoding such as 'utf-8' or 'latin-1', "
+                        f"got {encoding!r}") from None
     specs = None if columns is None else [c if isinstance(c, Attribute) else str(c).strip() for c in columns]
     cols = None if specs is None else [c.name if isinstance(c, Attribute) else c for c in specs]
     if cols is not None:
@@ -143,7 +157,6 @@ def load_table(
             raise DataError("columns must list at least one column, got an empty list")
         if len(set(cols)) != len(cols):
             raise DataError(f"columns must be distinct, got {cols}")
-    suffix = p.suffix.lower()
     try:
         if suffix in PARQUET_SUFFIXES:
             try:
@@ -165,9 +178,8 @@ def load_table(
     except UnicodeDecodeError as exc:
         raise DataError(f"{p}: the file is not {encoding} text ({exc}); pass its encoding, e.g. "
                         "encoding='latin-1' (--encoding latin-1 on the command line)") from None
-    except LookupError:
-        raise DataError(f"encoding must be a Python text encoding such as 'utf-8' or 'latin-1', "
-                        f"got {encoding!r}") from None
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{p}: the file is empty (no header line, no records)") from None
     except (ValueError, OSError) as exc:  # pandas' parser errors are ValueErrors
         raise DataError(f"{p}: cannot read the file as {'Parquet' if suffix in PARQUET_SUFFIXES else 'CSV'}: "
                         f"{exc}") from None

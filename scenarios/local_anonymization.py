@@ -238,7 +238,7 @@ def load_input(params: Mapping[str, Any], seed: int, *, synthetic_given: Sequenc
 
     path = Path(params["data"])
     dataset = load_table(path, params["columns"], missing=params["missing"], delimiter=params["delimiter"],
-                         encoding=params["encoding"] or "utf-8")
+                         encoding=params["encoding"])
     names = list(dataset.schema.names)
     if synthetic_given:
         settings = ", ".join(f"{k} = {format_value(params[k])}" for k in synthetic_given)
@@ -252,7 +252,9 @@ def load_input(params: Mapping[str, Any], seed: int, *, synthetic_given: Sequenc
     if dataset.m < 2:
         raise ConfigurationError(
             f"parameters.columns must name at least 2 columns (RR-Clusters needs attribute pairs), "
-            f"got {names}{delimiter_hint(names)}"
+            f"got {names}{delimiter_hint(names)}" if params["columns"] is not None else
+            f"the data file {str(path)!r} has only 1 column {names}; RR-Clusters needs at least 2 "
+            f"(attribute pairs){delimiter_hint(names)}"
         )
     check_category_counts(dataset, path, columns_given=params["columns"] is not None)
     echoed = header_among_values(dataset)

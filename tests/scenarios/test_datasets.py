@@ -108,6 +108,16 @@ def test_load_table_reading_errors_name_the_option(tmp_path: Path) -> None:
         load_table(latin, encoding="klingon")
     with pytest.raises(DataError, match=r"data file '.*' is a directory, not a file"):
         load_table(tmp_path)
+    empty = tmp_path / "empty.csv"
+    empty.write_text("", encoding="utf-8")
+    with pytest.raises(DataError, match=r"empty\.csv: the file is empty \(no header line, no records\)"):
+        load_table(empty)
+    # CSV options on a Parquet file are refused before it is read (not recorded as if they applied)
+    parquet = tmp_path / "t.parquet"
+    parquet.write_bytes(b"PAR1")
+    with pytest.raises(DataError, match=r"t\.parquet: delimiter = ';', encoding = 'latin-1' applies to CSV files "
+                                        r"only; a \.parquet file is read as Parquet"):
+        load_table(parquet, delimiter=";", encoding="latin-1")
 
 
 def test_header_among_values_names_the_columns_whose_name_is_one_of_their_values(tmp_path: Path) -> None:

@@ -161,8 +161,9 @@ def test_delimiter_and_encoding_options(tmp_path: Path) -> None:
     code, _, err = _main("run", "local_anonymization", "--data", str(latin), "--out", out)
     assert code == 2 and f"{latin}: the file is not utf-8 text" in err and "--encoding latin-1" in err, err
     code, _, err = _main("run", "local_anonymization", "--data", str(latin), "--encoding", "latin-1", "--out", out)
-    assert code == 2 and "got ['ville;sexe']; the header was read as the single field 'ville;sexe': if the file " \
-                         "is separated by ';', pass delimiter=';' (--delimiter ';' on the command line)" in err, err
+    assert code == 2 and "has only 1 column ['ville;sexe']; RR-Clusters needs at least 2 (attribute pairs); the " \
+                         "header was read as the single field 'ville;sexe': if the file is separated by ';', pass " \
+                         "delimiter=';' (--delimiter ';' on the command line)" in err, err
     code, _, err = _main("run", "local_anonymization", "--data", str(latin), "--encoding", "latin-1",
                          "--delimiter", ";", "--engine", "fast", "--set", "queries=5", "--quiet", "--out", out)
     assert code == 0, err
@@ -199,4 +200,11 @@ def test_a_file_without_header_row_is_warned_about(tmp_path: Path) -> None:
     code, _, err = _main("run", "local_anonymization", "--data", str(csv), "--runs", "1", "--quiet",
                          "--out", str(tmp_path / "o2"))
     assert code == 0 and "no header row" not in err, err
+
+
+def test_a_one_column_file_is_named_as_such(tmp_path: Path) -> None:
+    csv = tmp_path / "one.csv"
+    csv.write_text("a\nx\ny\n", encoding="utf-8")
+    code, _, err = _main("run", "local_anonymization", "--data", str(csv), "--out", str(tmp_path / "o"))
+    assert code == 2 and f"the data file {str(csv)!r} has only 1 column ['a']; RR-Clusters needs at least 2" in err, err
 
