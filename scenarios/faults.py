@@ -203,6 +203,7 @@ async def _batch(key: str, params: Mapping[str, Any], vectors: np.ndarray,
     description="Dropout rate vs outcome per secure-sum engine: paper/graph fail clearly, masked "
                 "recovers the survivors' exact sum down to its threshold",
     engines=("actors",),
+    hosts_on_runtime=False,  # every trial is a secure sum on an in-memory network of its own
 )
 def run_secure_sum_faults(
     config: ScenarioConfig, *, out_dir: Path, runs: int, seed: int, engine: str, progress: Progress

@@ -77,6 +77,9 @@ class ScenarioSpec:
     engines: tuple[str, ...]
     default_runs: int
     default_seed: int
+    hosts_on_runtime: bool = True
+    """Whether its ``actors`` engine hosts the parties on the chosen runtime (``--runtime``);
+    ``False`` for a runner that drives its secure sums on an in-memory network of its own."""
 
 
 _REGISTRY: dict[str, ScenarioSpec] = {}
@@ -90,6 +93,7 @@ def register(
     engines: tuple[str, ...] = ("fast",),
     default_runs: int = 1,
     default_seed: int = 1,
+    hosts_on_runtime: bool = True,
 ) -> Callable[[Runner], Runner]:
     """Decorator registering a runner under ``kind``.
 
@@ -105,6 +109,9 @@ def register(
         Engines it supports, a subset of ``("fast", "actors")``; the first is the default.
     default_runs, default_seed
         Used when neither the TOML file nor the command line sets them.
+    hosts_on_runtime
+        Whether the ``actors`` engine hosts its parties on the runtime a run chooses (``False``:
+        the runner uses its own in-memory network, and a run that names a runtime is refused).
     """
     if not kind or not kind.replace("_", "").isalnum():
         raise ConfigurationError(f"scenario kind must be letters, digits and '_', got {kind!r}")
@@ -120,7 +127,7 @@ def register(
             owner = getattr(existing.runner, "__module__", "?")
             raise ConfigurationError(f"scenario kind {kind!r} is already registered by {owner}")
         _REGISTRY[kind] = ScenarioSpec(kind, runner, schema, description, tuple(engines),
-                                       default_runs, default_seed)
+                                       default_runs, default_seed, hosts_on_runtime)
         return runner
 
     return decorate

@@ -176,6 +176,12 @@ def run(
         if engine == "fast":
             raise ConfigurationError(f"runtime {runtime.name!r} hosts actor parties; engine 'fast' has none "
                                      "(use --engine actors)")
+        if not spec.hosts_on_runtime:
+            raise ConfigurationError(
+                f"runtime {runtime.name!r} (--runtime {runtime.name}) does not apply to scenario "
+                f"{config.name!r}: it runs each secure sum on an in-memory network of its own; run it "
+                "without --runtime"
+            )
         if "actors" not in spec.engines:
             raise ConfigurationError(
                 f"runtime {runtime.name!r} (--runtime {runtime.name}) hosts actor parties and needs the "
