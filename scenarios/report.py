@@ -397,14 +397,22 @@ class ReportFiles:
     removed: tuple[Path, ...] = ()
 
 
+_RESULTS_KEYS = frozenset({"scenario", "kind", "engine", "provenance", "figures"})
+"""Keys every ``results.json`` an mprr run writes has (:func:`results_document`): a file named
+``results.json`` without them (another program's) is never trusted to list figures to remove."""
+
+
 def previous_figures(out_dir: Path) -> list[str]:
     """The figure files the previous run into ``out_dir`` listed in its ``results.json``
-    (plain ``.png`` names only: nothing outside ``out_dir``, nothing it did not write)."""
+    (plain ``.png`` names only: nothing outside ``out_dir``, nothing it did not write; and only
+    from a ``results.json`` an mprr run wrote, :data:`_RESULTS_KEYS`)."""
     try:
         doc = json.loads((Path(out_dir) / "results.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
-    figures = doc.get("figures") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or not _RESULTS_KEYS <= doc.keys():
+        return []
+    figures = doc["figures"]
     if not isinstance(figures, list):
         return []
     return [f for f in figures if isinstance(f, str) and f.endswith(".png") and f == Path(f).name
@@ -434,11 +442,11 @@ def write_report(result: ScenarioResult, out_dir: Path) -> ReportFiles:
     json_path.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     md_path = out_dir / "report.md"
     md_path.write_text(markdown_report(result, [p.name for p in figures]), encoding="utf-8")
-    drawn = {p.name for p in figures}
+    drawn = {p.name.casefold() for p in figures}  # case-blind: on macOS / Windows Means.png is means.png
     removed = []
     for name in before:
         stale = out_dir / name
-        if name not in drawn and stale.is_file():
+        if name.casefold() not in drawn and stale.is_file():
             stale.unlink()
             removed.append(stale)
     return ReportFiles(json_path, md_path, figures, tuple(removed))

@@ -304,7 +304,9 @@ def test_run_parser_takes_new_option_groups() -> None:
 def test_a_reused_out_dir_loses_the_figures_only_the_previous_run_drew(tmp_path: Path) -> None:
     out_dir = tmp_path / "o"
     out_dir.mkdir()
-    (out_dir / "results.json").write_text(json.dumps({"figures": ["means.png", "old.png"]}), encoding="utf-8")
+    previous = {"scenario": "probe", "kind": "probe", "engine": "actors", "provenance": {},
+                "figures": ["means.png", "old.png"]}  # what an earlier mprr run writes (its keys)
+    (out_dir / "results.json").write_text(json.dumps(previous), encoding="utf-8")
     (out_dir / "old.png").write_bytes(b"\x89PNG")
     (out_dir / "mine.png").write_bytes(b"\x89PNG")  # not listed: never a run's
     code, out, err = _main("run", str(_probe_toml(tmp_path)), "--out", str(out_dir), "--engine", "actors")

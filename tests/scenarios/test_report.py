@@ -169,6 +169,15 @@ def test_a_reused_output_directory_loses_only_the_previous_runs_stale_figures(tm
     assert (tmp_path / "outside.png").exists() and (out / "notes.txt").exists()
     (out / "results.json").write_text("{not json", encoding="utf-8")
     assert write_report(second, out).removed == ()
+    # another program's results.json (not an mprr run's) is never trusted to list files to remove
+    (out / "mine.png").write_bytes(b"the user's own")
+    (out / "results.json").write_text(json.dumps({"model": "x", "figures": ["mine.png"]}), encoding="utf-8")
+    assert write_report(second, out).removed == () and (out / "mine.png").exists()
+    # a listed name that differs from a figure drawn now only by case is that figure on some systems
+    doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    doc["figures"] = ["ERR.png"]
+    (out / "results.json").write_text(json.dumps(doc), encoding="utf-8")
+    assert write_report(second, out).removed == () and (out / "err.png").exists()
 
 
 def test_the_run_table_names_the_runtime() -> None:
