@@ -56,7 +56,7 @@ from scenarios.cost_model import (
     pair_cells,
     pair_indicators,
 )
-from scenarios.plots import CustomPlot, FigureSpec, log_log_slope, log_ticks, overlaps
+from scenarios.plots import CustomPlot, FigureSpec, log_log_slope, log_ticks, overlaps, tick_labels
 from scenarios.progress import Progress
 from scenarios.registry import register
 from scenarios.report import ScenarioResult, Table
@@ -202,7 +202,7 @@ def _log_axes(ax: Any, xs: Sequence[float]) -> None:
     ax.set_yscale("log")
     ticks = sorted(set(xs))
     if ticks:
-        ax.set_xticks(ticks, labels=[f"{t:g}" for t in ticks])
+        ax.set_xticks(ticks, labels=tick_labels(ticks))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.xaxis.set_minor_locator(NullLocator())
     log_ticks(ax, "y")
