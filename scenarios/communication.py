@@ -213,7 +213,8 @@ def _loglog(filename: str, title: str, panels: Sequence[tuple[str, str, str]],
     """Panels of measured markers and closed-form dashed lines on log-log axes.
 
     ``series[panel_key][engine] = (x_closed, y_closed, x_measured, y_measured)``.  Every engine
-    has its own hollow marker (so coinciding series stay visible) and every panel its legend.
+    has its own hollow marker (so coinciding series stay visible) and every panel its legend,
+    below the axes (inside, it covered lines: the paper-per-combination line of the domain sweep).
     """
     def draw(fig: MplFigure) -> None:
         for k, (key, xlabel, ylabel) in enumerate(panels):
@@ -241,9 +242,12 @@ def _loglog(filename: str, title: str, panels: Sequence[tuple[str, str, str]],
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
             ax.grid(True, which="major", alpha=0.3)
-            _closed_form_legend(ax, fontsize="x-small")
+            # below the axes, where it covers no point or line whatever the data
+            _closed_form_legend(ax, fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.17),
+                                ncol=2)
 
-    return CustomPlot(filename=filename, title=title, draw=draw, size=(4.2 * len(panels), 4.2),
+    rows = max(-(-(len(series[key]) + 1) // 2) for key, _, _ in panels)
+    return CustomPlot(filename=filename, title=title, draw=draw, size=(4.4 * len(panels), 4.2 + 0.18 * rows),
                       caption=caption)
 
 
