@@ -34,7 +34,7 @@ from parties.network import CONTROLLER
 from scenarios.cost_model import ClosedForm, rr_closed_form
 from scenarios.plots import BarPlot, CustomPlot, FigureSpec
 from scenarios.privacy_report import privacy_section, privacy_summary_lines, privacy_table
-from scenarios.report import ScenarioResult, Table
+from scenarios.report import ScenarioResult, Table, counted_by
 
 if TYPE_CHECKING:
     from scenarios.local_anonymization import ProtocolRun
@@ -99,18 +99,13 @@ def _remote(traffic: Mapping[str, Any], bases: Sequence[str]) -> dict[str, Any] 
 
 
 def _counted_by(traffic: Mapping[str, Any], bases: Sequence[str]) -> str:
-    """Who counted the traffic: the in-memory network, or the router of the controller process
-    of a remote runtime (the same counts: every frame passes it, encoded by the one codec)."""
+    """Who counted the traffic (:func:`scenarios.report.counted_by`), and on a remote runtime
+    where the bytes on its sockets are."""
     wire = _remote(traffic, bases)
     if wire is None:
-        return "counted by the in-memory network"
-    if wire["runtime"] == "tcp":
-        hosts = f"{wire['workers']} worker process{'es' if wire['workers'] != 1 else ''}"
-    else:
-        hosts = f"{wire.get('shards')} Ray shard{'s' if wire.get('shards') != 1 else ''}"
-    return (f"counted by the router in the controller process ({wire['runtime']} runtime, parties in {hosts}): "
-            "the same counts as the in-memory network's; the bytes on the sockets, with framing and TLS, "
-            "are in the table 'Measured on the wire'")
+        return counted_by(None)
+    return (f"{counted_by(wire)}; the bytes on the sockets, with framing and TLS, are in the table "
+            "'Measured on the wire'")
 
 
 def _wire_table(traffic: Mapping[str, Any], bases: Sequence[str]) -> Table | None:

@@ -43,6 +43,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import NullFormatter, NullLocator
 
 from mprr.synthetic import DEFAULT_SIZES, planted_clusters
+from parties.runtime import current_runtime
 from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema
 from scenarios.config import Table as ConfigTable
 from scenarios.cost_model import (
@@ -59,7 +60,7 @@ from scenarios.cost_model import (
 from scenarios.plots import CustomPlot, FigureSpec, log_log_slope, log_ticks, overlaps, tick_labels
 from scenarios.progress import Progress
 from scenarios.registry import register
-from scenarios.report import ScenarioResult, Table
+from scenarios.report import ScenarioResult, Table, counted_by
 
 __all__ = ["SCHEMA", "run_communication_cost", "rr_jobs", "sweep_points"]
 
@@ -299,10 +300,23 @@ def run_communication_cost(
                                  seed=int(ss.generate_state(1)[0]), dependence=dependence, engine=key))
             bar.advance()
     elapsed = time.perf_counter() - started
-    return _result(params, engines, rows, rr, elapsed)
+    runtime = current_runtime()
+    return _result(params, engines, rows, rr, elapsed, None if runtime is None else runtime.options())
 
 
-def _rr_outputs(rr: Sequence[RRMeasurement]) -> tuple[list[Table], list[FigureSpec]]:
+def _secure_sums_counted_by(where: Mapping[str, Any] | None) -> str:
+    """Who counted the secure sums of the first table: always the in-memory network (they run
+    alone in this process); on a remote runtime, say that it placed only the actor simulator's
+    parties."""
+    text = "Measured: counted by the in-memory network (every message encoded by the codec)"
+    if where is None or counted_by(where) == counted_by(None):
+        return text + ". "
+    return (f"{text}: these secure sums run alone in this process whatever the runtime; the "
+            f"{where['runtime']} runtime hosted the parties of the actor-simulator runs only. ")
+
+
+def _rr_outputs(rr: Sequence[RRMeasurement], where: Mapping[str, Any] | None
+                ) -> tuple[list[Table], list[FigureSpec]]:
     """The RR table and its log-log figure (controller and busiest party vs n, m, d)."""
     rows = []
     for r in rr:
@@ -320,7 +334,8 @@ def _rr_outputs(rr: Sequence[RRMeasurement]) -> tuple[list[Table], list[FigureSp
                  "bytes (closed)", "rounds", "rounds (closed)", "max party bytes", "party bytes (closed)",
                  "controller bytes", "controller bytes (closed)", "check", "seconds"),
         rows=rows, formats={"seconds": ".2f"},
-        caption="Closed form: scenarios.cost_model.rr_closed_form (one ReleaseRequest per party and phase, "
+        caption=f"Measured: {counted_by(where)} (every message encoded by the codec). "
+                "Closed form: scenarios.cost_model.rr_closed_form (one ReleaseRequest per party and phase, "
                 "one RandomizedValues reply of one code per unit; 4.2 / 4.3 add SecureRelease, Ack, "
                 "SecureSumStart and the secure sum); RR-Clusters given the clusters Algorithm 1 announced. "
                 "Main paper 4.1: O(nm) for the controller, O(m) per party.",
@@ -345,7 +360,8 @@ def _rr_outputs(rr: Sequence[RRMeasurement]) -> tuple[list[Table], list[FigureSp
     return [table], ([figure] if rr else [])
 
 
-def _methods_table(params: Mapping[str, Any], rr: Sequence[RRMeasurement]) -> Table:
+def _methods_table(params: Mapping[str, Any], rr: Sequence[RRMeasurement], where: Mapping[str, Any] | None
+                   ) -> Table:
     """RR-Clusters end to end with dependence 4.1, 4.2 and 4.3 and every engine (base sizes)."""
     privacy = {"4.1": "ε-DP, linkable: Σ ε_A", "4.2": "exact tables, ε = ∞", "4.3": "randomized pairs, unlinkable"}
     out = []
@@ -365,7 +381,8 @@ def _methods_table(params: Mapping[str, Any], rr: Sequence[RRMeasurement]) -> Ta
                  "max party bytes", "controller bytes", "check", "privacy of the dependence phase", "seconds"),
         rows=out,
         formats={"seconds": ".2f"},
-        caption="Whole runs (dependence phase, Algorithm 1, cluster phase) in the actor simulator; the check "
+        caption=f"Whole runs (dependence phase, Algorithm 1, cluster phase) in the actor simulator, "
+                f"{counted_by(where)}; the check "
                 "compares messages, bytes, rounds, the busiest party and the controller with "
                 "scenarios.cost_model.rr_closed_form. 4.2 / 4.3: SecureRelease + Ack + SecureSumStart per "
                 "party, then the engine's secure sum of the L-cell pair vectors.",
@@ -388,7 +405,8 @@ _TABLE_FIELDS = ("messages", "bytes", "rounds", "party_bytes", "controller_bytes
 
 def _result(params: Mapping[str, Any], engines: Sequence[str],
             rows: Sequence[tuple[Point, str, Measurement | None, ClosedForm, str]],
-            rr: Sequence[RRMeasurement], elapsed: float) -> ScenarioResult:
+            rr: Sequence[RRMeasurement], elapsed: float, where: Mapping[str, Any] | None = None
+            ) -> ScenarioResult:
     measured = [(p, k, m, c) for p, k, m, c, _ in rows if m is not None]
     mismatches = []
     for p, k, got, c in measured:
@@ -417,8 +435,8 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
                  "consistency bytes (closed)", "exact sum", "check", "seconds"),
         rows=table_rows,
         formats={"seconds": ".2f"},
-        caption="Measured: counted by the in-memory network (every message encoded by the codec). "
-                "Closed form: docs/cost_model.md, from the codec's field sizes (session ids of 16 "
+        caption=_secure_sums_counted_by(where)
+                + "Closed form: docs/cost_model.md, from the codec's field sizes (session ids of 16 "
                 "characters). L = Σ_{i<j}|A_i||A_j| cells per party vector. 'exact sum': the "
                 "result equals the plaintext tally of the parties' vectors. 'consistency': the masked "
                 "engines' consistency check (SurvivorSet, SurvivorTags, and the MAC'd views in "
@@ -530,7 +548,7 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
             + (" (rounds are counted by the network from explicit round marks; an engine that does "
                "not mark its rounds gets one implicit round per change of phase between sends)"
                if any("rounds" in bad for _, _, bad in mismatches) else ""))
-    rr_tables, rr_figures = _rr_outputs(rr)
+    rr_tables, rr_figures = _rr_outputs(rr, where)
     rr_bad = [r for r in rr if not r.matches()]
     metrics["rr_measured"] = len(rr)
     metrics["rr_all_equal_closed_form"] = not rr_bad
@@ -548,6 +566,6 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
             parts = [f"{r.dependence}{'/' + r.engine if r.engine else ''} {r.measured()['bytes'] / 1e3:,.0f} kB"
                      for r in rr if r.sweep == "method" and r.n == biggest]
             summary.append(f"RR-Clusters at n = {biggest}, total bytes: " + ", ".join(parts))
-    tables = [table, *rr_tables, _methods_table(params, rr)]
+    tables = [table, *rr_tables, _methods_table(params, rr, where)]
     return ScenarioResult(metrics=metrics, traffic=traffic, tables=tables, figures=[*figures, *rr_figures],
                           notes=notes, summary=summary)

@@ -34,6 +34,7 @@ __all__ = [
     "ReportFiles",
     "ScenarioResult",
     "Table",
+    "counted_by",
     "describe_runtime",
     "format_value",
     "git_commit",
@@ -295,6 +296,30 @@ def describe_runtime(options: Mapping[str, Any]) -> str:
     elif name == "ray":
         parts.append(f"{options.get('shards')} party shards on {options.get('address')} Ray")
     return f"{name} ({', '.join(parts)})" if parts else name
+
+
+def counted_by(where: Mapping[str, Any] | None) -> str:
+    """Who counted a run's messages and bytes, for captions: ``"counted by the in-memory
+    network"``, or on a remote runtime the router in the controller process, which every frame
+    passes, encoded by the one codec (the same counts as the in-memory network's).
+
+    Parameters
+    ----------
+    where
+        A runtime's options (:meth:`parties.runtime.Runtime.options`) or a run's wire figures
+        (``traffic["wire"]``): ``runtime`` and, for tcp, ``workers``, for ray, ``shards``;
+        ``None`` or another runtime: the in-memory network.
+    """
+    where = where or {}
+    name = where.get("runtime")
+    if name == "tcp":
+        hosts = f"{where.get('workers')} worker process{'es' if where.get('workers') != 1 else ''}"
+    elif name == "ray":
+        hosts = f"{where.get('shards')} Ray shard{'s' if where.get('shards') != 1 else ''}"
+    else:
+        return "counted by the in-memory network"
+    return (f"counted by the router in the controller process ({name} runtime, parties in {hosts}): "
+            "the same counts as the in-memory network's")
 
 
 def _md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

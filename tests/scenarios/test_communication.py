@@ -208,3 +208,25 @@ def test_log_log_legends_sit_below_their_axes_and_inside_the_figure(tmp_path: Pa
         labels = [t.get_text() for t in ax.get_legend().get_texts()]
         assert labels == ["paper", "paper-per-combination (closed form only)", "masked", "dashed = closed form"]
 
+
+def test_captions_say_who_counted_the_traffic() -> None:
+    from scenarios.communication import _methods_table, _rr_outputs, _secure_sums_counted_by
+
+    tcp = {"runtime": "tcp", "workers": 2, "listen": "127.0.0.1:0", "spawn": True, "tls": True}
+    router = ("counted by the router in the controller process (tcp runtime, parties in 2 worker processes): "
+              "the same counts as the in-memory network's")
+    (rr_table,), _ = _rr_outputs([], tcp)
+    assert rr_table.caption.startswith(f"Measured: {router} (every message encoded by the codec). ")
+    assert f"in the actor simulator, {router}; the check" in _methods_table({"sizes": [2, 3]}, [], tcp).caption
+    # the secure sums of the first table run alone in this process, whatever the runtime
+    assert _secure_sums_counted_by(tcp) == (
+        "Measured: counted by the in-memory network (every message encoded by the codec): these secure sums "
+        "run alone in this process whatever the runtime; the tcp runtime hosted the parties of the "
+        "actor-simulator runs only. ")
+    for memory in (None, {"runtime": "memory", "shards": 1}):
+        assert _secure_sums_counted_by(memory) == ("Measured: counted by the in-memory network (every message "
+                                                   "encoded by the codec). ")
+        (rr_table,), _ = _rr_outputs([], memory)
+        assert rr_table.caption.startswith("Measured: counted by the in-memory network (every message encoded")
+        assert "in the actor simulator, counted by the in-memory network;" in _methods_table(
+            {"sizes": [2, 3]}, [], memory).caption

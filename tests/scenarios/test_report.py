@@ -15,6 +15,7 @@ from scenarios.plots import PNG_MAGIC, BarPlot, LinePlot, Series
 from scenarios.report import (
     ScenarioResult,
     Table,
+    counted_by,
     describe_runtime,
     format_value,
     markdown_report,
@@ -182,3 +183,14 @@ def test_the_run_table_names_the_runtime() -> None:
                                                                                "spawn": True, "tls": True}})
     assert "| runtime | tcp (2 worker processes, spawned, TLS on) |" in markdown_report(result)
     assert "| runtime |" not in markdown_report(ScenarioResult(name="x", engine="fast"))
+
+
+def test_who_counted_the_traffic() -> None:
+    memory = "counted by the in-memory network"
+    assert counted_by(None) == counted_by({"runtime": "memory", "shards": 4}) == memory
+    assert counted_by({"runtime": "tcp", "workers": 1, "tls": True}) == (
+        "counted by the router in the controller process (tcp runtime, parties in 1 worker process): "
+        "the same counts as the in-memory network's")
+    assert counted_by({"runtime": "ray", "address": "local", "shards": 3}) == (
+        "counted by the router in the controller process (ray runtime, parties in 3 Ray shards): "
+        "the same counts as the in-memory network's")
