@@ -433,7 +433,7 @@ def run_local_anonymization(
     result = replace(result, notes=[*result.notes, (
         f"{SYNTHETIC_CSV}: {synthetic_csv} synthetic records drawn from the RR-Clusters+Adjustment estimate "
         "of run 1 (main paper 3.2: anyone holding the estimate can draw synthetic microdata), with the "
-        "category labels of the data.")])
+        "category labels of the data.")], files=[*result.files, SYNTHETIC_CSV])
     return replace(result, parameters=effective_parameters(params, data), description=own_data_description(data),
                    provenance={} if data.synthetic is None else {"data_source": data.source})
 
