@@ -60,7 +60,7 @@ from scenarios.cost_model import (
 from scenarios.plots import CustomPlot, FigureSpec, log_log_slope, log_ticks, overlaps, tick_labels
 from scenarios.progress import Progress
 from scenarios.registry import register
-from scenarios.report import ScenarioResult, Table, counted_by
+from scenarios.report import ScenarioResult, Table, counted_by, plural
 
 __all__ = ["SCHEMA", "run_communication_cost", "rr_jobs", "sweep_points"]
 
@@ -509,7 +509,8 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
         for p, k, t, c in ((p, k, m.measured, c) for p, k, m, c in measured)
     }
     summary = [
-        f"{len(measured)} secure sums measured ({len(rows) - len(measured)} points closed form only), "
+        f"{plural(len(measured), 'secure sum')} measured ({plural(len(rows) - len(measured), 'point')} closed form "
+        "only), "
         f"{elapsed:.1f} s; every sum exact: {'yes' if not wrong_sums else 'NO'}",
         "measured = closed form (messages, bytes, rounds, busiest party, controller): "
         + ("all points" if not mismatches else
@@ -559,7 +560,8 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
             **r.measured(), "clusters": [list(c) for c in r.clusters],
             "closed_form": r.closed.headline()}
     if rr:
-        summary.append(f"{len(rr)} runs in the actor simulator (RR sweeps; RR-Clusters with 4.1 / 4.2 / 4.3 and "
+        summary.append(f"{plural(len(rr), 'run')} in the actor simulator (RR sweeps; RR-Clusters with 4.1 / 4.2 / "
+                       "4.3 and "
                        f"every engine): measured = closed form at {len(rr) - len(rr_bad)}/{len(rr)}")
         biggest = max((r.n for r in rr if r.sweep == "method"), default=None)
         if biggest is not None:

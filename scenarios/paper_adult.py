@@ -58,7 +58,7 @@ from scenarios.montecarlo import RunMedian, median_over_runs, monte_carlo
 from scenarios.plots import CustomPlot, overlaps, whiskers
 from scenarios.progress import Progress
 from scenarios.registry import register
-from scenarios.report import ScenarioResult, Table
+from scenarios.report import ScenarioResult, Table, plural
 
 __all__ = ["FIGURE3_BEST", "TABLE1_PUBLISHED", "TABLE2_PUBLISHED", "run_adult_figure3"]
 
@@ -244,7 +244,7 @@ def _run_tables(config: ScenarioConfig, *, runs: int, seed: int, progress: Progr
                          "relative error of RR-Clusters, ours vs paper",
         columns=("p", "Td", *[c for tv in tvs for c in (f"Tv={tv} ours", f"Tv={tv} paper")]),
         rows=layout, formats={c: ".3f" for tv in tvs for c in (f"Tv={tv} ours", f"Tv={tv} paper")},
-        caption=f"σ = {prm['sigma']:g}; {runs} runs × {prm['queries_per_run']} queries; n = {data.n}; "
+        caption=f"σ = {prm['sigma']:g}; {plural(runs, 'run')} × {plural(prm['queries_per_run'], 'query', 'queries')}; n = {data.n}; "
                 f"dependences by main paper {prm['dependence']}; post-processing {prm['postprocess']}.",
     )
     detail = Table(
@@ -272,7 +272,8 @@ def _run_tables(config: ScenarioConfig, *, runs: int, seed: int, progress: Progr
     figure = CustomPlot(
         filename=f"{label}.png", title=layout_table.title, size=(10.0, 7.0),
         draw=lambda fig: _draw_tables(fig, rows, ps, tds, tvs, base, intervals),
-        caption=f"Solid, filled: ours, median relative error over {runs} runs × {prm['queries_per_run']} "
+        caption=f"Solid, filled: ours, median relative error over {plural(runs, 'run')} × "
+                f"{plural(prm['queries_per_run'], 'query', 'queries')} "
                 f"queries (σ = {prm['sigma']:g}); whiskers: 95% percentile bootstrap interval of that median "
                 f"({boot} resamples of whole runs). Dashed, ×: the paper's published values. Dotted grey: "
                 "our RR-Independent. Series of different Td are shifted slightly along Tv so that equal "
@@ -288,7 +289,7 @@ def _run_tables(config: ScenarioConfig, *, runs: int, seed: int, progress: Progr
         privacy=_privacy(data, prm, ps, tvs[0], tds[0], seed),
         tables=[layout_table, detail, baseline_table], figures=[figure],
         notes=_table_notes(prm, zero, n_queries),
-        summary=[f"n = {data.n}, {runs} runs × {prm['queries_per_run']} queries, dependence {prm['dependence']}",
+        summary=[f"n = {data.n}, {plural(runs, 'run')} × {plural(prm['queries_per_run'], 'query', 'queries')}, dependence {prm['dependence']}",
                  *(f"p={r[0]:g}: RR-Independent {r[1]:.3f}, best RR-Clusters {r[3]:.3f} ({r[4]})"
                    + ("" if r[5] is None else f", paper best {r[5]:.3f} ({r[6]})") for r in best),
                  *([f"mean |ours − paper| = {np.mean(diffs):.3f}"] if diffs else [])],
@@ -509,7 +510,7 @@ def run_adult_figure3(config: ScenarioConfig, *, out_dir: Path, runs: int, seed:
                   columns=("p", "σ", *METHODS), rows=rows, formats={m: ".4f" for m in METHODS},
                   caption=f"RR-Clusters at (Tv, Td) = "
                           + ", ".join(f"p={p:g}: ({tv}, {td:g})" for p, tv, td in zip(ps, prm["tvs"], prm["tds"]))
-                          + f"; {runs} runs × {prm['queries_per_run']} queries per σ; n = {data.n}.")
+                          + f"; {plural(runs, 'run')} × {plural(prm['queries_per_run'], 'query', 'queries')} per σ; n = {data.n}.")
     claims = _claims(med, ps, sigmas)
 
     def draw3(fig: Any) -> None:
@@ -531,7 +532,7 @@ def run_adult_figure3(config: ScenarioConfig, *, out_dir: Path, runs: int, seed:
 
     figures: list[Any] = [CustomPlot(
         filename="figure3.png", title="Figure 3 — relative error vs σ", size=(10.0, 7.5), draw=draw3,
-        caption=f"Median relative error over {runs} runs × {prm['queries_per_run']} queries per σ; whiskers: 95% "
+        caption=f"Median relative error over {plural(runs, 'run')} × {plural(prm['queries_per_run'], 'query', 'queries')} per σ; whiskers: 95% "
                 f"percentile bootstrap interval of the median ({boot} resamples of whole runs). σ: share of the "
                 "value combinations of the query's two attributes that it covers. Methods are shifted "
                 "slightly along σ so that equal values stay visible.")]
@@ -571,7 +572,7 @@ def run_adult_figure3(config: ScenarioConfig, *, out_dir: Path, runs: int, seed:
 
         figures.append(CustomPlot(
             filename="figure2.png", title=tables[-1].title, size=(10.0, 4.0), draw=draw2,
-            caption=f"p = {prm['figure2_p']:g}; median over {runs} runs × {prm['queries_per_run']} queries per σ. "
+            caption=f"p = {prm['figure2_p']:g}; median over {plural(runs, 'run')} × {plural(prm['queries_per_run'], 'query', 'queries')} per σ. "
                     "Randomized: counts read directly off the released records; RR-Independent: eq. (2) estimate."))
         claims += _figure2_claims(f2med, sigmas, prm["figure2_p"])
         metrics["figure2_median"] = {name: {"absolute": list(f2med[a, 1]), "relative": list(f2med[a, 0])}
@@ -588,7 +589,8 @@ def run_adult_figure3(config: ScenarioConfig, *, out_dir: Path, runs: int, seed:
     return ScenarioResult(
         metrics=metrics, privacy=_privacy(data, prm, ps, prm["tvs"][0], prm["tds"][0], seed),
         tables=tables, figures=figures, notes=notes,
-        summary=[f"n = {data.n}, {runs} runs, {len(sigmas)} σ × {prm['queries_per_run']} queries",
+        summary=[f"n = {data.n}, {plural(runs, 'run')}, {len(sigmas)} σ × "
+                 f"{plural(prm['queries_per_run'], 'query', 'queries')}",
                  f"paper observations holding: {metrics['claims_holding']}/{len(claims)}",
                  *(f"p={c[0]:g} {c[1]}: {c[2]} -> {'holds' if c[3] else 'does not hold'}" for c in claims)],
     )
