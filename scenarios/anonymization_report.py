@@ -34,7 +34,7 @@ from parties.network import CONTROLLER
 from scenarios.cost_model import ClosedForm, rr_closed_form
 from scenarios.plots import BarPlot, CustomPlot, FigureSpec
 from scenarios.privacy_report import privacy_section, privacy_summary_lines, privacy_table
-from scenarios.report import ScenarioResult, Table
+from scenarios.report import ScenarioResult, Table, counted_by, plural
 
 if TYPE_CHECKING:
     from scenarios.local_anonymization import ProtocolRun
@@ -99,18 +99,13 @@ def _remote(traffic: Mapping[str, Any], bases: Sequence[str]) -> dict[str, Any] 
 
 
 def _counted_by(traffic: Mapping[str, Any], bases: Sequence[str]) -> str:
-    """Who counted the traffic: the in-memory network, or the router of the controller process
-    of a remote runtime (the same counts: every frame passes it, encoded by the one codec)."""
+    """Who counted the traffic (:func:`scenarios.report.counted_by`), and on a remote runtime
+    where the bytes on its sockets are."""
     wire = _remote(traffic, bases)
     if wire is None:
-        return "counted by the in-memory network"
-    if wire["runtime"] == "tcp":
-        hosts = f"{wire['workers']} worker process{'es' if wire['workers'] != 1 else ''}"
-    else:
-        hosts = f"{wire.get('shards')} Ray shard{'s' if wire.get('shards') != 1 else ''}"
-    return (f"counted by the router in the controller process ({wire['runtime']} runtime, parties in {hosts}): "
-            "the same counts as the in-memory network's; the bytes on the sockets, with framing and TLS, "
-            "are in the table 'Measured on the wire'")
+        return counted_by(None)
+    return (f"{counted_by(wire)}; the bytes on the sockets, with framing and TLS, are in the table "
+            "'Measured on the wire'")
 
 
 def _wire_table(traffic: Mapping[str, Any], bases: Sequence[str]) -> Table | None:
@@ -372,9 +367,9 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
         rows=table_rows,
         formats={"median rel. error": ".2%", "mean rel. error": ".2%", "90th pct rel. error": ".2%",
                  "ε min": ".3f", "ε median": ".3f", "ε max": ".3f", "seconds": ".2f"},
-        caption=f"{len(queries)} count queries of main paper 6.5 (σ = {params['sigma']:g}) × {runs} "
-                f"run(s); eq. (16) relative error against the true counts of the data "
-                f"({undefined} queries with a true count of 0 excluded). ε per party under sequential "
+        caption=f"{plural(len(queries), 'count query', 'count queries')} of main paper 6.5 "
+                f"(σ = {params['sigma']:g}) × {plural(runs, 'run')}; eq. (16) relative error against the true counts of the data "
+                f"({plural(undefined, 'query', 'queries')} with a true count of 0 excluded). ε per party under sequential "
                 "composition of its own ledger. " + _budget_note(sequential, bases)
                 + " Messages/bytes: measured on the network (actors engine; run 1)."
                 + (" The fast path sends no messages." if engine == "fast" else ""),
@@ -465,14 +460,15 @@ def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, pla
                    bases: Sequence[str]) -> list[str]:
     names = dataset.schema.names
     where = (f"planted clusters {_fmt_clusters(planted, names)}, found {_fmt_clusters(found, names)} "
-             f"({recovered}/{runs} run(s) recover them)" if planted is not None
+             f"(recovered in {recovered}/{plural(runs, 'run')})" if planted is not None
              else f"clusters found {_fmt_clusters(found, names)}")
     eps = {b: float(sections[b]["policies"]["sequential"]["epsilon"]["median"]) for b in bases}
     eps_text = {b: "∞" if math.isinf(e) else f"{e:.3g}" for b, e in eps.items()}
     lines = [
         f"{dataset.n} parties, {dataset.m} attributes ({math.prod(dataset.sizes):,} cells), engine {engine}; "
         + where,
-        f"count-query relative error, median of {n_queries} queries x {runs} run(s) (σ = {params['sigma']:g}): "
+        f"count-query relative error, median of {plural(n_queries, 'query', 'queries')} x {plural(runs, 'run')} "
+        f"(σ = {params['sigma']:g}): "
         f"RR-Clusters {q['RR-Clusters']['median']:.2%}, +Adjustment {q['RR-Clusters+Adjustment']['median']:.2%} "
         f"(ε {eps_text['RR-Clusters']} per party) | "
         f"RR-Independent {q['RR-Independent']['median']:.2%}, +Adjustment {q['RR-Independent+Adjustment']['median']:.2%} "

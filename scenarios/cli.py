@@ -43,7 +43,7 @@ from mprr.errors import ConfigurationError, MprrError
 from scenarios.config import ENGINES, REQUIRED, merge_tables, parse_override
 from scenarios.progress import Progress
 from scenarios.registry import available, load
-from scenarios.report import describe_runtime, format_value, to_jsonable
+from scenarios.report import describe_runtime, format_value, plural, to_jsonable
 from parties.runtime import RUNTIMES, Runtime, make_runtime
 from parties.worker import build_worker_parser, serve_by_options
 from scenarios.runner import RunOutcome, run
@@ -269,11 +269,13 @@ def check_out_dir(path: Path) -> Path:
 def _summary(outcome: RunOutcome, stdout: TextIO) -> None:
     result, files = outcome.result, outcome.files
     runtime = result.provenance.get("runtime")
-    n_fig = len(files.figures)
+    written = [str(files.report_md), files.results_json.name, *(p.name for p in files.other_files)]
+    if files.figures:
+        written.append(plural(len(files.figures), "figure"))
+    runs = "" if result.runs is None else f", {plural(result.runs, 'run')}"
     stdout.write(
-        f"{result.name}: wrote {files.report_md}, {files.results_json.name}"
-        f"{f' and {n_fig} figure' + ('s' if n_fig != 1 else '') if n_fig else ''}"
-        f" ({result.elapsed_seconds or 0.0:.1f} s, seed {result.seed}, runs {result.runs}, "
+        f"{result.name}: wrote {', '.join(written[:-1])} and {written[-1]}"
+        f" ({result.elapsed_seconds or 0.0:.1f} s, seed {result.seed}{runs}, "
         f"engine {result.engine}{', runtime ' + describe_runtime(runtime) if runtime else ''})\n"
     )
     lines = list(result.summary)

@@ -43,6 +43,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import NullFormatter, NullLocator
 
 from mprr.synthetic import DEFAULT_SIZES, planted_clusters
+from parties.runtime import current_runtime
 from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema
 from scenarios.config import Table as ConfigTable
 from scenarios.cost_model import (
@@ -56,10 +57,10 @@ from scenarios.cost_model import (
     pair_cells,
     pair_indicators,
 )
-from scenarios.plots import CustomPlot, FigureSpec, log_log_slope, log_ticks, overlaps
+from scenarios.plots import CustomPlot, FigureSpec, log_log_slope, log_ticks, overlaps, tick_labels
 from scenarios.progress import Progress
 from scenarios.registry import register
-from scenarios.report import ScenarioResult, Table
+from scenarios.report import ScenarioResult, Table, counted_by, plural
 
 __all__ = ["SCHEMA", "run_communication_cost", "rr_jobs", "sweep_points"]
 
@@ -202,7 +203,7 @@ def _log_axes(ax: Any, xs: Sequence[float]) -> None:
     ax.set_yscale("log")
     ticks = sorted(set(xs))
     if ticks:
-        ax.set_xticks(ticks, labels=[f"{t:g}" for t in ticks])
+        ax.set_xticks(ticks, labels=tick_labels(ticks))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.xaxis.set_minor_locator(NullLocator())
     log_ticks(ax, "y")
@@ -213,7 +214,8 @@ def _loglog(filename: str, title: str, panels: Sequence[tuple[str, str, str]],
     """Panels of measured markers and closed-form dashed lines on log-log axes.
 
     ``series[panel_key][engine] = (x_closed, y_closed, x_measured, y_measured)``.  Every engine
-    has its own hollow marker (so coinciding series stay visible) and every panel its legend.
+    has its own hollow marker (so coinciding series stay visible) and every panel its legend,
+    below the axes (inside, it covered lines: the paper-per-combination line of the domain sweep).
     """
     def draw(fig: MplFigure) -> None:
         for k, (key, xlabel, ylabel) in enumerate(panels):
@@ -241,9 +243,12 @@ def _loglog(filename: str, title: str, panels: Sequence[tuple[str, str, str]],
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
             ax.grid(True, which="major", alpha=0.3)
-            _closed_form_legend(ax, fontsize="x-small")
+            # below the axes, where it covers no point or line whatever the data
+            _closed_form_legend(ax, fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.17),
+                                ncol=2)
 
-    return CustomPlot(filename=filename, title=title, draw=draw, size=(4.2 * len(panels), 4.2),
+    rows = max(-(-(len(series[key]) + 1) // 2) for key, _, _ in panels)
+    return CustomPlot(filename=filename, title=title, draw=draw, size=(4.4 * len(panels), 4.2 + 0.18 * rows),
                       caption=caption)
 
 
@@ -295,10 +300,23 @@ def run_communication_cost(
                                  seed=int(ss.generate_state(1)[0]), dependence=dependence, engine=key))
             bar.advance()
     elapsed = time.perf_counter() - started
-    return _result(params, engines, rows, rr, elapsed)
+    runtime = current_runtime()
+    return _result(params, engines, rows, rr, elapsed, None if runtime is None else runtime.options())
 
 
-def _rr_outputs(rr: Sequence[RRMeasurement]) -> tuple[list[Table], list[FigureSpec]]:
+def _secure_sums_counted_by(where: Mapping[str, Any] | None) -> str:
+    """Who counted the secure sums of the first table: always the in-memory network (they run
+    alone in this process); on a remote runtime, say that it placed only the actor simulator's
+    parties."""
+    text = "Measured: counted by the in-memory network (every message encoded by the codec)"
+    if where is None or counted_by(where) == counted_by(None):
+        return text + ". "
+    return (f"{text}: these secure sums run alone in this process whatever the runtime; the "
+            f"{where['runtime']} runtime hosted the parties of the actor-simulator runs only. ")
+
+
+def _rr_outputs(rr: Sequence[RRMeasurement], where: Mapping[str, Any] | None
+                ) -> tuple[list[Table], list[FigureSpec]]:
     """The RR table and its log-log figure (controller and busiest party vs n, m, d)."""
     rows = []
     for r in rr:
@@ -316,7 +334,8 @@ def _rr_outputs(rr: Sequence[RRMeasurement]) -> tuple[list[Table], list[FigureSp
                  "bytes (closed)", "rounds", "rounds (closed)", "max party bytes", "party bytes (closed)",
                  "controller bytes", "controller bytes (closed)", "check", "seconds"),
         rows=rows, formats={"seconds": ".2f"},
-        caption="Closed form: scenarios.cost_model.rr_closed_form (one ReleaseRequest per party and phase, "
+        caption=f"Measured: {counted_by(where)} (every message encoded by the codec). "
+                "Closed form: scenarios.cost_model.rr_closed_form (one ReleaseRequest per party and phase, "
                 "one RandomizedValues reply of one code per unit; 4.2 / 4.3 add SecureRelease, Ack, "
                 "SecureSumStart and the secure sum); RR-Clusters given the clusters Algorithm 1 announced. "
                 "Main paper 4.1: O(nm) for the controller, O(m) per party.",
@@ -341,7 +360,8 @@ def _rr_outputs(rr: Sequence[RRMeasurement]) -> tuple[list[Table], list[FigureSp
     return [table], ([figure] if rr else [])
 
 
-def _methods_table(params: Mapping[str, Any], rr: Sequence[RRMeasurement]) -> Table:
+def _methods_table(params: Mapping[str, Any], rr: Sequence[RRMeasurement], where: Mapping[str, Any] | None
+                   ) -> Table:
     """RR-Clusters end to end with dependence 4.1, 4.2 and 4.3 and every engine (base sizes)."""
     privacy = {"4.1": "ε-DP, linkable: Σ ε_A", "4.2": "exact tables, ε = ∞", "4.3": "randomized pairs, unlinkable"}
     out = []
@@ -361,7 +381,8 @@ def _methods_table(params: Mapping[str, Any], rr: Sequence[RRMeasurement]) -> Ta
                  "max party bytes", "controller bytes", "check", "privacy of the dependence phase", "seconds"),
         rows=out,
         formats={"seconds": ".2f"},
-        caption="Whole runs (dependence phase, Algorithm 1, cluster phase) in the actor simulator; the check "
+        caption=f"Whole runs (dependence phase, Algorithm 1, cluster phase) in the actor simulator, "
+                f"{counted_by(where)}; the check "
                 "compares messages, bytes, rounds, the busiest party and the controller with "
                 "scenarios.cost_model.rr_closed_form. 4.2 / 4.3: SecureRelease + Ack + SecureSumStart per "
                 "party, then the engine's secure sum of the L-cell pair vectors.",
@@ -384,7 +405,8 @@ _TABLE_FIELDS = ("messages", "bytes", "rounds", "party_bytes", "controller_bytes
 
 def _result(params: Mapping[str, Any], engines: Sequence[str],
             rows: Sequence[tuple[Point, str, Measurement | None, ClosedForm, str]],
-            rr: Sequence[RRMeasurement], elapsed: float) -> ScenarioResult:
+            rr: Sequence[RRMeasurement], elapsed: float, where: Mapping[str, Any] | None = None
+            ) -> ScenarioResult:
     measured = [(p, k, m, c) for p, k, m, c, _ in rows if m is not None]
     mismatches = []
     for p, k, got, c in measured:
@@ -413,8 +435,8 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
                  "consistency bytes (closed)", "exact sum", "check", "seconds"),
         rows=table_rows,
         formats={"seconds": ".2f"},
-        caption="Measured: counted by the in-memory network (every message encoded by the codec). "
-                "Closed form: docs/cost_model.md, from the codec's field sizes (session ids of 16 "
+        caption=_secure_sums_counted_by(where)
+                + "Closed form: docs/cost_model.md, from the codec's field sizes (session ids of 16 "
                 "characters). L = Σ_{i<j}|A_i||A_j| cells per party vector. 'exact sum': the "
                 "result equals the plaintext tally of the parties' vectors. 'consistency': the masked "
                 "engines' consistency check (SurvivorSet, SurvivorTags, and the MAC'd views in "
@@ -487,7 +509,8 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
         for p, k, t, c in ((p, k, m.measured, c) for p, k, m, c in measured)
     }
     summary = [
-        f"{len(measured)} secure sums measured ({len(rows) - len(measured)} points closed form only), "
+        f"{plural(len(measured), 'secure sum')} measured ({plural(len(rows) - len(measured), 'point')} closed form "
+        "only), "
         f"{elapsed:.1f} s; every sum exact: {'yes' if not wrong_sums else 'NO'}",
         "measured = closed form (messages, bytes, rounds, busiest party, controller): "
         + ("all points" if not mismatches else
@@ -526,7 +549,7 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
             + (" (rounds are counted by the network from explicit round marks; an engine that does "
                "not mark its rounds gets one implicit round per change of phase between sends)"
                if any("rounds" in bad for _, _, bad in mismatches) else ""))
-    rr_tables, rr_figures = _rr_outputs(rr)
+    rr_tables, rr_figures = _rr_outputs(rr, where)
     rr_bad = [r for r in rr if not r.matches()]
     metrics["rr_measured"] = len(rr)
     metrics["rr_all_equal_closed_form"] = not rr_bad
@@ -537,13 +560,14 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
             **r.measured(), "clusters": [list(c) for c in r.clusters],
             "closed_form": r.closed.headline()}
     if rr:
-        summary.append(f"{len(rr)} runs in the actor simulator (RR sweeps; RR-Clusters with 4.1 / 4.2 / 4.3 and "
+        summary.append(f"{plural(len(rr), 'run')} in the actor simulator (RR sweeps; RR-Clusters with 4.1 / 4.2 / "
+                       "4.3 and "
                        f"every engine): measured = closed form at {len(rr) - len(rr_bad)}/{len(rr)}")
         biggest = max((r.n for r in rr if r.sweep == "method"), default=None)
         if biggest is not None:
             parts = [f"{r.dependence}{'/' + r.engine if r.engine else ''} {r.measured()['bytes'] / 1e3:,.0f} kB"
                      for r in rr if r.sweep == "method" and r.n == biggest]
             summary.append(f"RR-Clusters at n = {biggest}, total bytes: " + ", ".join(parts))
-    tables = [table, *rr_tables, _methods_table(params, rr)]
+    tables = [table, *rr_tables, _methods_table(params, rr, where)]
     return ScenarioResult(metrics=metrics, traffic=traffic, tables=tables, figures=[*figures, *rr_figures],
                           notes=notes, summary=summary)

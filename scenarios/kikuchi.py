@@ -48,7 +48,7 @@ from scenarios.adult_queries import ADULT_DEFAULT, load_adult_dataset, resolve_a
 from scenarios.plots import LinePlot, Series, log_log_slope, whiskers
 from scenarios.progress import Progress
 from scenarios.registry import register
-from scenarios.report import ScenarioResult, Table
+from scenarios.report import ScenarioResult, Table, plural
 
 __all__ = [
     "ADULT_TABLE1_PUBLISHED",
@@ -288,7 +288,7 @@ def run_kikuchi_sweeps(config: ScenarioConfig, *, out_dir: Path, runs: int, seed
                      "MAE RR-Ind noise-free", "MSE RR-Ind noise-free", "V²/d"),
             rows=rows, formats={"MAE RR-Ind": ".3g", "SE": ".2g", "MAE RR-Ind-Joint": ".3g", "SE ": ".2g",
                                 "MAE RR-Ind noise-free": ".3g", "MSE RR-Ind noise-free": ".3g", "V²/d": ".3g"},
-            caption=f"Mean over {runs} runs (SE = standard error of the mean). Noise-free: the estimate from "
+            caption=f"Mean over {plural(runs, 'run')} (SE = standard error of the mean). Noise-free: the estimate from "
                     "the exact expected release of the population joint (RR-Ind-Joint is then exact).",
         ))
         x = xs[name]
@@ -306,7 +306,7 @@ def run_kikuchi_sweeps(config: ScenarioConfig, *, out_dir: Path, runs: int, seed
             ylabel="MAE (mean |error| per cell of the joint)", series=tuple(series), logx=name == "n", logy=logy,
             caption=f"MAE = (1/d²) Σ over the d² cells of |Σ̂ − Σ|, the estimated minus the true joint "
                     f"distribution of the attribute pair (paper 3.5; probabilities, not counts). Markers: mean over "
-                    f"{runs} runs; whiskers: 10th–90th percentile of the runs' MAE. Other parameters at "
+                    f"{plural(runs, 'run')}; whiskers: 10th–90th percentile of the runs' MAE. Other parameters at "
                     + ", ".join(f"{k} = {v:g}" for k, v in base.items()) + ". Noise-free: the estimate from "
                     "the exact expected release."
                     + (" Estimates are not post-processed (raw eq. (2), as in the paper), so an MAE above 1 "
@@ -340,7 +340,7 @@ def run_kikuchi_sweeps(config: ScenarioConfig, *, out_dir: Path, runs: int, seed
             rows=rows, formats={"V ours": ".7f", "V paper": ".7f", "MSE RR-Ind noise-free": ".3g", "paper": ".3g",
                                 "MSE RR-Ind-Joint noise-free": ".3g", "paper ": ".3g", "MSE RR-Ind MC": ".3g",
                                 "MSE RR-Ind-Joint MC": ".3g"},
-            caption=f"n = {pairs[0].n}. Noise-free: exact expected release; MC: mean over {runs} runs of "
+            caption=f"n = {pairs[0].n}. Noise-free: exact expected release; MC: mean over {plural(runs, 'run')} of "
                     f"keep_or_uniform(d, p = {prm['adult_p']:g}) releases of the real records.",
         ))
         metrics["adult_mse"] = {r[0]: {"RR-Ind noise-free": r[4], "RR-Ind-Joint noise-free": r[6],
@@ -365,7 +365,7 @@ def run_kikuchi_sweeps(config: ScenarioConfig, *, out_dir: Path, runs: int, seed
     return ScenarioResult(
         metrics=metrics, tables=tables, figures=figures, notes=notes,
         privacy={"epsilon_per_attribute_base": prm["epsilon"], "epsilon_per_party_base": 2 * prm["epsilon"]},
-        summary=[f"{len(points)} sweep points × {runs} runs; paper statements holding: "
+        summary=[f"{plural(len(points), 'sweep point')} × {plural(runs, 'run')}; paper statements holding: "
                  f"{metrics['claims_holding']}/{len(claims)}",
                  *(f"{c[0]} {c[1]}: {c[2]} -> {'holds' if c[3] else 'does not hold'}" for c in claims)],
     )

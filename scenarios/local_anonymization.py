@@ -49,7 +49,7 @@ from scenarios.cost_model import simulate_options
 from scenarios.privacy_report import PrivacyRecord
 from scenarios.progress import Progress
 from scenarios.registry import register
-from scenarios.report import ScenarioResult, format_value
+from scenarios.report import ScenarioResult, format_value, plural
 
 __all__ = [
     "SCHEMA",
@@ -443,7 +443,7 @@ def run_local_anonymization(
     result = replace(result, notes=[*result.notes, (
         f"{SYNTHETIC_CSV}: {synthetic_csv} synthetic records drawn from the RR-Clusters+Adjustment estimate "
         "of run 1 (main paper 3.2: anyone holding the estimate can draw synthetic microdata), with the "
-        "category labels of the data.")])
+        "category labels of the data.")], files=[*result.files, SYNTHETIC_CSV])
     return replace(result, parameters=effective_parameters(params, data), description=own_data_description(data),
                    provenance={} if data.synthetic is None else {"data_source": data.source})
 
@@ -455,6 +455,6 @@ def own_data_description(data: InputData, shown: int = 8) -> str:
         return ""
     names = list(data.dataset.schema.names)
     columns = ", ".join(names[:shown]) + (f", … ({len(names)} in all)" if len(names) > shown else "")
-    return (f"Your data: {Path(data.source).name}, {data.dataset.n:,} records of {data.dataset.m} columns "
+    return (f"Your data: {Path(data.source).name}, {plural(data.dataset.n, 'record')} of {plural(data.dataset.m, 'column')} "
             f"({columns}); each record is a party that anonymizes it locally against an untrusted controller: "
             "RR-Clusters (+Adjustment) vs RR-Independent — query errors, ε per party, messages and bytes")

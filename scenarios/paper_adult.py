@@ -58,7 +58,7 @@ from scenarios.montecarlo import RunMedian, median_over_runs, monte_carlo
 from scenarios.plots import CustomPlot, overlaps, whiskers
 from scenarios.progress import Progress
 from scenarios.registry import register
-from scenarios.report import ScenarioResult, Table
+from scenarios.report import ScenarioResult, Table, plural
 
 __all__ = ["FIGURE3_BEST", "TABLE1_PUBLISHED", "TABLE2_PUBLISHED", "run_adult_figure3"]
 
@@ -244,7 +244,7 @@ def _run_tables(config: ScenarioConfig, *, runs: int, seed: int, progress: Progr
                          "relative error of RR-Clusters, ours vs paper",
         columns=("p", "Td", *[c for tv in tvs for c in (f"Tv={tv} ours", f"Tv={tv} paper")]),
         rows=layout, formats={c: ".3f" for tv in tvs for c in (f"Tv={tv} ours", f"Tv={tv} paper")},
-        caption=f"σ = {prm['sigma']:g}; {runs} runs × {prm['queries_per_run']} queries; n = {data.n}; "
+        caption=f"σ = {prm['sigma']:g}; {plural(runs, 'run')} × {plural(prm['queries_per_run'], 'query', 'queries')}; n = {data.n}; "
                 f"dependences by main paper {prm['dependence']}; post-processing {prm['postprocess']}.",
     )
     detail = Table(
@@ -272,7 +272,8 @@ def _run_tables(config: ScenarioConfig, *, runs: int, seed: int, progress: Progr
     figure = CustomPlot(
         filename=f"{label}.png", title=layout_table.title, size=(10.0, 7.0),
         draw=lambda fig: _draw_tables(fig, rows, ps, tds, tvs, base, intervals),
-        caption=f"Solid, filled: ours, median relative error over {runs} runs × {prm['queries_per_run']} "
+        caption=f"Solid, filled: ours, median relative error over {plural(runs, 'run')} × "
+                f"{plural(prm['queries_per_run'], 'query', 'queries')} "
                 f"queries (σ = {prm['sigma']:g}); whiskers: 95% percentile bootstrap interval of that median "
                 f"({boot} resamples of whole runs). Dashed, ×: the paper's published values. Dotted grey: "
                 "our RR-Independent. Series of different Td are shifted slightly along Tv so that equal "
@@ -288,7 +289,7 @@ def _run_tables(config: ScenarioConfig, *, runs: int, seed: int, progress: Progr
         privacy=_privacy(data, prm, ps, tvs[0], tds[0], seed),
         tables=[layout_table, detail, baseline_table], figures=[figure],
         notes=_table_notes(prm, zero, n_queries),
-        summary=[f"n = {data.n}, {runs} runs × {prm['queries_per_run']} queries, dependence {prm['dependence']}",
+        summary=[f"n = {data.n}, {plural(runs, 'run')} × {plural(prm['queries_per_run'], 'query', 'queries')}, dependence {prm['dependence']}",
                  *(f"p={r[0]:g}: RR-Independent {r[1]:.3f}, best RR-Clusters {r[3]:.3f} ({r[4]})"
                    + ("" if r[5] is None else f", paper best {r[5]:.3f} ({r[6]})") for r in best),
                  *([f"mean |ours − paper| = {np.mean(diffs):.3f}"] if diffs else [])],
@@ -434,6 +435,14 @@ def _figure_run(index: int, ss: np.random.SeedSequence, ctx: dict[str, Any]) -> 
     return {"rel": rel, "fig2": fig2, "iterations": iters, "zero_truth": int((truth == 0).sum())}
 
 
+SIMILAR_SPREAD, SMALL_ERROR = 0.05, 0.1
+"""Figure 3, σ ≥ 0.3: "all methods similar" holds when the medians differ by at most
+``SIMILAR_SPREAD``, "small error" when none exceeds ``SMALL_ERROR``."""
+
+PEAK_TOLERANCE = 0.1
+"""Figure 2: the peak of Randomized's absolute error is "at σ = 0.5" within ± this."""
+
+
 def _claims(med: np.ndarray, ps: Sequence[float], sigmas: Sequence[float]) -> list[tuple[Any, ...]]:
     """Check the paper's three observations on Figure 3 (med: (P, M, S) medians)."""
     out = []
@@ -449,8 +458,10 @@ def _claims(med: np.ndarray, ps: Sequence[float], sigmas: Sequence[float]) -> li
             if big.any():
                 spread = float(np.max(med[i][:, big].max(axis=0) - med[i][:, big].min(axis=0)))
                 top = float(med[i][:, big].max())
-                out.append((p, "σ ≥ 0.3: all methods similar, small error",
-                            f"max spread {spread:.3f}, max error {top:.3f}", spread <= 0.05 and top <= 0.1))
+                out.append((p, f"σ ≥ 0.3: all methods similar, small error (spread ≤ {SIMILAR_SPREAD:g}, "
+                               f"error ≤ {SMALL_ERROR:g})",
+                            f"max spread {spread:.3f}, max error {top:.3f}",
+                            spread <= SIMILAR_SPREAD and top <= SMALL_ERROR))
             small = s < 0.3
             if small.any():
                 c_vs_i = bool(np.all(med[i][1, small] < med[i][0, small]))
@@ -471,8 +482,8 @@ def _figure2_claims(f2med: np.ndarray, sigmas: Sequence[float], p: float) -> lis
     peak = float(s[int(np.argmax(f2med[0, 1]))])
     out = [(p, "Fig. 2: RR-Independent has lower absolute and relative error than Randomized",
             f"at {int(np.sum(np.all(f2med[1] < f2med[0], axis=0)))}/{len(s)} σ", better),
-           (p, "Fig. 2: the absolute error of Randomized peaks at σ = 0.5", f"peak at σ = {peak:g}",
-            abs(peak - 0.5) <= 0.1 + 1e-9)]
+           (p, f"Fig. 2: the absolute error of Randomized peaks at σ = 0.5 (± {PEAK_TOLERANCE:g})",
+            f"peak at σ = {peak:g}", abs(peak - 0.5) <= PEAK_TOLERANCE + 1e-9)]
     order = np.argsort(s)
     dec = all(bool(np.all(np.diff(f2med[a, 0][order]) < 0)) for a in range(2))
     out.append((p, "Fig. 2: the relative error decreases as σ grows", "both methods" if dec else "not monotone", dec))
@@ -509,7 +520,7 @@ def run_adult_figure3(config: ScenarioConfig, *, out_dir: Path, runs: int, seed:
                   columns=("p", "σ", *METHODS), rows=rows, formats={m: ".4f" for m in METHODS},
                   caption=f"RR-Clusters at (Tv, Td) = "
                           + ", ".join(f"p={p:g}: ({tv}, {td:g})" for p, tv, td in zip(ps, prm["tvs"], prm["tds"]))
-                          + f"; {runs} runs × {prm['queries_per_run']} queries per σ; n = {data.n}.")
+                          + f"; {plural(runs, 'run')} × {plural(prm['queries_per_run'], 'query', 'queries')} per σ; n = {data.n}.")
     claims = _claims(med, ps, sigmas)
 
     def draw3(fig: Any) -> None:
@@ -531,7 +542,7 @@ def run_adult_figure3(config: ScenarioConfig, *, out_dir: Path, runs: int, seed:
 
     figures: list[Any] = [CustomPlot(
         filename="figure3.png", title="Figure 3 — relative error vs σ", size=(10.0, 7.5), draw=draw3,
-        caption=f"Median relative error over {runs} runs × {prm['queries_per_run']} queries per σ; whiskers: 95% "
+        caption=f"Median relative error over {plural(runs, 'run')} × {plural(prm['queries_per_run'], 'query', 'queries')} per σ; whiskers: 95% "
                 f"percentile bootstrap interval of the median ({boot} resamples of whole runs). σ: share of the "
                 "value combinations of the query's two attributes that it covers. Methods are shifted "
                 "slightly along σ so that equal values stay visible.")]
@@ -571,7 +582,7 @@ def run_adult_figure3(config: ScenarioConfig, *, out_dir: Path, runs: int, seed:
 
         figures.append(CustomPlot(
             filename="figure2.png", title=tables[-1].title, size=(10.0, 4.0), draw=draw2,
-            caption=f"p = {prm['figure2_p']:g}; median over {runs} runs × {prm['queries_per_run']} queries per σ. "
+            caption=f"p = {prm['figure2_p']:g}; median over {plural(runs, 'run')} × {plural(prm['queries_per_run'], 'query', 'queries')} per σ. "
                     "Randomized: counts read directly off the released records; RR-Independent: eq. (2) estimate."))
         claims += _figure2_claims(f2med, sigmas, prm["figure2_p"])
         metrics["figure2_median"] = {name: {"absolute": list(f2med[a, 1]), "relative": list(f2med[a, 0])}
@@ -588,7 +599,8 @@ def run_adult_figure3(config: ScenarioConfig, *, out_dir: Path, runs: int, seed:
     return ScenarioResult(
         metrics=metrics, privacy=_privacy(data, prm, ps, prm["tvs"][0], prm["tds"][0], seed),
         tables=tables, figures=figures, notes=notes,
-        summary=[f"n = {data.n}, {runs} runs, {len(sigmas)} σ × {prm['queries_per_run']} queries",
+        summary=[f"n = {data.n}, {plural(runs, 'run')}, {len(sigmas)} σ × "
+                 f"{plural(prm['queries_per_run'], 'query', 'queries')}",
                  f"paper observations holding: {metrics['claims_holding']}/{len(claims)}",
                  *(f"p={c[0]:g} {c[1]}: {c[2]} -> {'holds' if c[3] else 'does not hold'}" for c in claims)],
     )

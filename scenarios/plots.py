@@ -17,6 +17,7 @@ from typing import Any, Union
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
+from matplotlib.ticker import Formatter
 
 from mprr.errors import ConfigurationError
 
@@ -27,6 +28,8 @@ __all__ = [
     "LinePlot",
     "Series",
     "log_ticks",
+    "tick_labels",
+    "tick_text",
     "overlaps",
     "render",
     "whiskers",
@@ -147,30 +150,71 @@ FigureSpec = Union[LinePlot, BarPlot, CustomPlot]
 
 
 def log_ticks(ax: Any, axis: str) -> None:
-    """Readable ticks on a log axis: 1-2-5 steps labelled as plain numbers when the axis spans
-    less than about three decades, powers of ten otherwise (never a single labelled tick)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    """Readable ticks on a log axis: 1-2-5 steps when the axis spans less than about three
+    decades, powers of ten otherwise (never a single labelled tick), every label in one style
+    (:func:`tick_labels`)."""
+    from matplotlib.ticker import LogLocator, NullFormatter
 
     target = ax.xaxis if axis == "x" else ax.yaxis
     lo, hi = ax.get_xlim() if axis == "x" else ax.get_ylim()
     decades = np.log10(max(hi, 1e-300) / max(lo, 1e-300)) if lo > 0 and hi > 0 else 10.0
     subs = (1.0, 2.0, 5.0) if decades < 3.5 else (1.0,)
     target.set_major_locator(LogLocator(base=10, subs=subs))
-    target.set_major_formatter(FuncFormatter(lambda v, _: tick_text(v)))
+    target.set_major_formatter(_OneStyleFormatter())
     target.set_minor_locator(LogLocator(base=10, subs=tuple(range(2, 10))))
     target.set_minor_formatter(NullFormatter())
 
 
-def tick_text(value: float) -> str:
-    """A log-axis tick label: plain numbers from 0.001 to 99999, else ``m×10^e``."""
+PLAIN_TICKS = (1e-3, 1e5)
+"""Log-axis ticks are plain numbers when every labelled tick lies in ``[1e-3, 1e5)``."""
+
+
+def _plain_style(values: Sequence[float]) -> bool:
+    return all(PLAIN_TICKS[0] <= v < PLAIN_TICKS[1] for v in values if v > 0)
+
+
+def tick_labels(values: Sequence[float]) -> list[str]:
+    """Labels of the ticks ``values`` of one log axis, all in one style: plain numbers (integers
+    with grouped thousands: ``100``, ``2,000``, ``50,000``; ``0.005``) when every positive tick
+    lies in ``[0.001, 100,000)``, else powers of ten for every tick (``10^5``, ``2×10^4``,
+    ``10^2``): never ``10^5`` beside ``10000``."""
+    plain = _plain_style(values)
+    return [tick_text(v, plain=plain) for v in values]
+
+
+def tick_text(value: float, *, plain: bool | None = None) -> str:
+    """One log-axis tick label: a plain number (``plain=True``), ``m×10^e`` (``plain=False``),
+    or, when ``None``, plain from 0.001 to 99,999 only (:func:`tick_labels` picks one style for
+    a whole axis)."""
     if value <= 0:
         return f"{value:g}"
-    if 1e-3 <= value < 1e5:
-        return f"{value:g}"
+    if plain is None:
+        plain = _plain_style([value])
+    if plain:
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,g}"
     mantissa, exponent = f"{value:.0e}".split("e")
     if mantissa == "1":
         return f"$10^{{{int(exponent)}}}$"
     return f"${mantissa}\\times10^{{{int(exponent)}}}$"
+
+
+class _OneStyleFormatter(Formatter):
+    """Matplotlib formatter of a log axis: the labels of the ticks in view share one style
+    (:func:`tick_labels`; the locator also places ticks beyond the view, which do not count)."""
+
+    def _in_view(self, values: Sequence[float]) -> list[float]:
+        if self.axis is None:
+            return [float(v) for v in values]
+        lo, hi = sorted(float(v) for v in self.axis.get_view_interval())
+        return [float(v) for v in values if lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9)]
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return tick_text(x, plain=_plain_style([*self._in_view(self.locs), x]))
+
+    def format_ticks(self, values: Sequence[float]) -> list[str]:
+        self.set_locs(list(values))
+        plain = _plain_style(self._in_view(values))
+        return [tick_text(float(v), plain=plain) for v in values]
 
 
 def whiskers(y: Sequence[float] | np.ndarray, low: Sequence[float] | np.ndarray,

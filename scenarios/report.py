@@ -4,7 +4,8 @@ A runner returns a :class:`ScenarioResult` (metrics, privacy, traffic, :class:`T
 figure specifications, notes); :func:`write_report` renders the figures
 (:mod:`scenarios.plots`) and writes::
 
-    DIR/results.json   parameters, seed, versions, metrics, privacy, traffic, tables, notes
+    DIR/results.json   parameters, seed, versions, metrics, privacy, traffic, tables, notes,
+                       the figures and the runner's other files (``figures``, ``files``)
     DIR/report.md      title, parameters table, metric tables, tables, embedded PNGs, notes
     DIR/*.png
 
@@ -34,11 +35,13 @@ __all__ = [
     "ReportFiles",
     "ScenarioResult",
     "Table",
+    "counted_by",
     "describe_runtime",
     "format_value",
     "git_commit",
     "markdown_report",
-    "previous_figures",
+    "plural",
+    "previous_outputs",
     "to_jsonable",
     "versions",
     "write_report",
@@ -105,8 +108,10 @@ class Table:
 class ScenarioResult:
     """Everything one scenario run produced.
 
-    Runners fill ``metrics``, ``privacy``, ``traffic``, ``tables``, ``figures``, ``notes`` and
-    ``summary`` (a few lines printed by the command line at the end of the run); the runner
+    Runners fill ``metrics``, ``privacy``, ``traffic``, ``tables``, ``figures``, ``notes``,
+    ``summary`` (a few lines printed by the command line at the end of the run) and ``files``
+    (plain names of the other files the runner wrote into the output directory, e.g.
+    ``synthetic_records.csv``: listed in ``results.json`` and the printed summary); the runner
     framework (:func:`scenarios.runner.run_scenario`) fills the rest — name, kind, title,
     parameters, seed, runs, engine, versions, elapsed time.
     """
@@ -118,6 +123,7 @@ class ScenarioResult:
     figures: Sequence[FigureSpec] = ()
     notes: Sequence[str] = ()
     summary: Sequence[str] = ()
+    files: Sequence[str] = ()
     name: str = ""
     kind: str = ""
     title: str = ""
@@ -239,6 +245,7 @@ def results_document(result: ScenarioResult, figure_files: Sequence[str] = ()) -
         "traffic": result.traffic,
         "tables": {t.key: t for t in result.tables},
         "figures": list(figure_files),
+        "files": list(result.files),
         "notes": list(result.notes),
     }
     jsonable: dict[str, Any] = to_jsonable(doc)
@@ -279,6 +286,13 @@ def format_value(value: Any, spec: str = "") -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``count`` (thousands grouped) and ``noun``, in the plural unless ``count`` is 1:
+    ``plural(1, "run") == "1 run"``, ``plural(20, "run") == "20 runs"``,
+    ``plural(2, "process", "processes")``, ``plural(12000, "message") == "12,000 messages"``."""
+    return f"{count:,} {noun if count == 1 else many or noun + 's'}"
+
+
 def describe_runtime(options: Mapping[str, Any]) -> str:
     """One phrase for a runtime's options (:meth:`parties.runtime.Runtime.options`), e.g.
     ``"tcp (2 worker processes, spawned, TLS on)"`` or ``"memory (one process)"``."""
@@ -295,6 +309,30 @@ def describe_runtime(options: Mapping[str, Any]) -> str:
     elif name == "ray":
         parts.append(f"{options.get('shards')} party shards on {options.get('address')} Ray")
     return f"{name} ({', '.join(parts)})" if parts else name
+
+
+def counted_by(where: Mapping[str, Any] | None) -> str:
+    """Who counted a run's messages and bytes, for captions: ``"counted by the in-memory
+    network"``, or on a remote runtime the router in the controller process, which every frame
+    passes, encoded by the one codec (the same counts as the in-memory network's).
+
+    Parameters
+    ----------
+    where
+        A runtime's options (:meth:`parties.runtime.Runtime.options`) or a run's wire figures
+        (``traffic["wire"]``): ``runtime`` and, for tcp, ``workers``, for ray, ``shards``;
+        ``None`` or another runtime: the in-memory network.
+    """
+    where = where or {}
+    name = where.get("runtime")
+    if name == "tcp":
+        hosts = f"{where.get('workers')} worker process{'es' if where.get('workers') != 1 else ''}"
+    elif name == "ray":
+        hosts = f"{where.get('shards')} Ray shard{'s' if where.get('shards') != 1 else ''}"
+    else:
+        return "counted by the in-memory network"
+    return (f"counted by the router in the controller process ({name} runtime, parties in {hosts}): "
+            "the same counts as the in-memory network's")
 
 
 def _md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -389,46 +427,65 @@ def markdown_report(result: ScenarioResult, figure_files: Sequence[str] = ()) ->
 
 @dataclass(frozen=True)
 class ReportFiles:
-    """Paths written by :func:`write_report`, and the stale figures it removed (``removed``)."""
+    """Paths written by :func:`write_report`, the runner's other files (``other_files``) and the
+    previous run's outputs it removed (``removed``)."""
 
     results_json: Path
     report_md: Path
     figures: tuple[Path, ...]
     removed: tuple[Path, ...] = ()
+    other_files: tuple[Path, ...] = ()
 
 
 _RESULTS_KEYS = frozenset({"scenario", "kind", "engine", "provenance", "figures"})
 """Keys every ``results.json`` an mprr run writes has (:func:`results_document`): a file named
-``results.json`` without them (another program's) is never trusted to list figures to remove."""
+``results.json`` without them (another program's) is never trusted to list files to remove."""
+
+OTHER_SUFFIXES = (".csv",)
+"""Endings of the runners' other files (``ScenarioResult.files``) a later run may remove."""
 
 
-def previous_figures(out_dir: Path) -> list[str]:
-    """The figure files the previous run into ``out_dir`` listed in its ``results.json``
-    (plain ``.png`` names only: nothing outside ``out_dir``, nothing it did not write; and only
-    from a ``results.json`` an mprr run wrote, :data:`_RESULTS_KEYS`)."""
+def _plain_name(name: object, suffixes: Sequence[str]) -> bool:
+    return (isinstance(name, str) and name == Path(name).name and not name.startswith(".")
+            and name.endswith(tuple(suffixes)) and name not in ("results.json", "report.md"))
+
+
+def previous_outputs(out_dir: Path) -> list[str]:
+    """The files the previous run into ``out_dir`` listed in its ``results.json``: its figures
+    (plain ``.png`` names) and other files (plain names ending in one of :data:`OTHER_SUFFIXES`);
+    nothing outside ``out_dir``, nothing it did not write, and only from a ``results.json`` an
+    mprr run wrote (:data:`_RESULTS_KEYS`)."""
     try:
         doc = json.loads((Path(out_dir) / "results.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
     if not isinstance(doc, dict) or not _RESULTS_KEYS <= doc.keys():
         return []
-    figures = doc["figures"]
-    if not isinstance(figures, list):
-        return []
-    return [f for f in figures if isinstance(f, str) and f.endswith(".png") and f == Path(f).name
-            and f not in (".", "..")]
+    out: list[str] = []
+    for key, suffixes in (("figures", (".png",)), ("files", OTHER_SUFFIXES)):
+        listed = doc.get(key)
+        if isinstance(listed, list):
+            out += [f for f in listed if _plain_name(f, suffixes)]
+    return out
 
 
-def write_report(result: ScenarioResult, out_dir: Path) -> ReportFiles:
+def write_report(result: ScenarioResult, out_dir: Path, *, keep: Sequence[Path] = ()) -> ReportFiles:
     """Render the figures and write ``results.json`` and ``report.md`` into ``out_dir``.
 
-    A figure the previous run into ``out_dir`` listed in its ``results.json`` and this run does
-    not draw is removed (it would sit beside a report that no longer mentions it); no other
-    file is touched.
+    A file the previous run into ``out_dir`` listed in its ``results.json`` (a figure or another
+    file, :func:`previous_outputs`) and this run does not write is removed (it would sit beside
+    a report that no longer mentions it), unless it is in ``keep`` (the run's input files); no
+    other file is touched.
+
+    Raises
+    ------
+    ConfigurationError
+        If figure names or table keys repeat, or ``result.files`` names anything but a plain
+        file name, ending in one of :data:`OTHER_SUFFIXES`, of a file in ``out_dir``.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    before = previous_figures(out_dir)
+    before = previous_outputs(out_dir)
     names = [spec.filename for spec in result.figures]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -436,17 +493,24 @@ def write_report(result: ScenarioResult, out_dir: Path) -> ReportFiles:
     keys = [t.key for t in result.tables]
     if len(set(keys)) != len(keys):
         raise ConfigurationError(f"table keys must be unique, got {keys}")
+    for name in result.files:
+        if not _plain_name(name, OTHER_SUFFIXES) or name in names or not (out_dir / name).is_file():
+            raise ConfigurationError(
+                f"result files must be plain names of files the runner wrote into {str(out_dir)!r}, ending "
+                f"in {' or '.join(OTHER_SUFFIXES)} (not a figure's name), got {name!r}")
     figures = tuple(render(spec, out_dir) for spec in result.figures)
     doc = results_document(result, [p.name for p in figures])
     json_path = out_dir / "results.json"
     json_path.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     md_path = out_dir / "report.md"
     md_path.write_text(markdown_report(result, [p.name for p in figures]), encoding="utf-8")
-    drawn = {p.name.casefold() for p in figures}  # case-blind: on macOS / Windows Means.png is means.png
+    # compared case-blind: on macOS / Windows Means.png is means.png
+    written = {p.name.casefold() for p in figures} | {n.casefold() for n in result.files}
+    kept = {Path(k).resolve() for k in keep}
     removed = []
     for name in before:
         stale = out_dir / name
-        if name.casefold() not in drawn and stale.is_file():
+        if name.casefold() not in written and stale.is_file() and stale.resolve() not in kept:
             stale.unlink()
             removed.append(stale)
-    return ReportFiles(json_path, md_path, figures, tuple(removed))
+    return ReportFiles(json_path, md_path, figures, tuple(removed), tuple(out_dir / n for n in result.files))

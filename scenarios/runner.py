@@ -136,9 +136,9 @@ def run_scenario(
         elapsed_seconds=time.perf_counter() - started,
         source=str(config.source) if config.source else "",
     )
-    files = write_report(result, out)
-    log.info("wrote %s, %s and %d figure(s) in %.1f s", files.results_json, files.report_md,
-             len(files.figures), result.elapsed_seconds or 0.0)
+    files = write_report(result, out, keep=tuple(data_files(config).values()))
+    log.info("wrote %s, %s, %d figure(s) and %d other file(s) in %.1f s", files.results_json, files.report_md,
+             len(files.figures), len(files.other_files), result.elapsed_seconds or 0.0)
     return RunOutcome(config, result, files)
 
 

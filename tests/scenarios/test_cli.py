@@ -333,3 +333,25 @@ def test_a_controller_waiting_for_hand_started_workers_says_where_it_listens(tmp
     code, _, err = _main("run", "local_anonymization", "--runtime", "tcp", "--external-workers", "--no-tls",
                          "--connect-timeout", "0.5", "--set", "n=40", "--out", str(tmp_path), "--log-level", "ERROR")
     assert code == 2 and "listening" not in err  # an explicit level is respected
+
+
+def test_the_summary_names_every_file_the_run_wrote_and_a_later_run_removes_them(tmp_path: Path) -> None:
+    out_dir = tmp_path / "o"
+    code, out, err = _main("run", "local_anonymization", "--set", "n=60", "--set", "queries=10", "--runs", "1",
+                           "--out", str(out_dir), "-q")
+    assert code == 0, err
+    first = out.splitlines()[0]
+    assert first.startswith(f"local_anonymization: wrote {out_dir / 'report.md'}, results.json, "
+                            "synthetic_records.csv and 4 figures (")
+    assert ", seed 1, 1 run, engine actors" in first
+    assert "run(s)" not in out and "1 runs" not in out and "x 1 run (σ" in out
+    doc = json.loads((out_dir / "results.json").read_text(encoding="utf-8"))
+    assert doc["files"] == ["synthetic_records.csv"] and (out_dir / "synthetic_records.csv").is_file()
+    # the next run into the directory writes no CSV: the previous run's is removed, and said so
+    code, out, err = _main("run", str(_probe_toml(tmp_path)), "--out", str(out_dir), "-q")
+    assert code == 0, err
+    assert out.splitlines()[0].startswith(f"probe: wrote {out_dir / 'report.md'}, results.json and 1 figure (")
+    assert ", seed 5, 2 runs, engine fast)" in out.splitlines()[0]
+    removed = out.splitlines()[-1]
+    assert removed.startswith("  removed ") and "synthetic_records.csv" in removed and "query_errors.png" in removed
+    assert sorted(p.name for p in out_dir.iterdir()) == ["means.png", "report.md", "results.json"]

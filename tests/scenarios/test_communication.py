@@ -176,3 +176,57 @@ def test_reduced_scenario_run(tmp_path: Path) -> None:
     for name in doc["figures"]:
         assert (tmp_path / name).read_bytes()[:8] == PNG
     assert "Secure sums: measured vs closed form" in (tmp_path / "report.md").read_text(encoding="utf-8")
+
+
+def test_log_log_legends_sit_below_their_axes_and_inside_the_figure(tmp_path: Path) -> None:
+    # secure_sum_vs_domain.png: inside the axes, the legend covered the paper-per-combination line
+    from dataclasses import replace
+
+    from scenarios.communication import _loglog
+    from scenarios.plots import render
+
+    xs = [16.0, 48.0, 96.0, 240.0, 448.0]
+    series = {panel: {"paper": (xs, [1e5 * x / 16 for x in xs], xs, [1e5 * x / 16 for x in xs]),
+                      "paper-per-combination": (xs, [1.5e6 * x / 16 for x in xs], [], []),
+                      "masked": (xs, [4.4e5] * 5, xs, [4.4e5] * 5)} for panel in ("d", "m")}
+    spec = _loglog("domain.png", "domain", [("d", "L (d sweep)", "bytes"), ("m", "L (m sweep)", "bytes")],
+                   series, "caption")
+    figures = []
+
+    def draw(fig) -> None:  # type: ignore[no-untyped-def]
+        spec.draw(fig)
+        figures.append(fig)
+
+    render(replace(spec, draw=draw), tmp_path)
+    fig = figures[0]
+    renderer = fig.canvas.get_renderer()
+    page = fig.bbox
+    for ax in fig.axes:
+        legend, frame = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
+        assert legend.y1 < frame.y0, "the legend overlaps its axes"
+        assert page.x0 <= legend.x0 and legend.x1 <= page.x1 and page.y0 <= legend.y0, "the legend is cut off"
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert labels == ["paper", "paper-per-combination (closed form only)", "masked", "dashed = closed form"]
+
+
+def test_captions_say_who_counted_the_traffic() -> None:
+    from scenarios.communication import _methods_table, _rr_outputs, _secure_sums_counted_by
+
+    tcp = {"runtime": "tcp", "workers": 2, "listen": "127.0.0.1:0", "spawn": True, "tls": True}
+    router = ("counted by the router in the controller process (tcp runtime, parties in 2 worker processes): "
+              "the same counts as the in-memory network's")
+    (rr_table,), _ = _rr_outputs([], tcp)
+    assert rr_table.caption.startswith(f"Measured: {router} (every message encoded by the codec). ")
+    assert f"in the actor simulator, {router}; the check" in _methods_table({"sizes": [2, 3]}, [], tcp).caption
+    # the secure sums of the first table run alone in this process, whatever the runtime
+    assert _secure_sums_counted_by(tcp) == (
+        "Measured: counted by the in-memory network (every message encoded by the codec): these secure sums "
+        "run alone in this process whatever the runtime; the tcp runtime hosted the parties of the "
+        "actor-simulator runs only. ")
+    for memory in (None, {"runtime": "memory", "shards": 1}):
+        assert _secure_sums_counted_by(memory) == ("Measured: counted by the in-memory network (every message "
+                                                   "encoded by the codec). ")
+        (rr_table,), _ = _rr_outputs([], memory)
+        assert rr_table.caption.startswith("Measured: counted by the in-memory network (every message encoded")
+        assert "in the actor simulator, counted by the in-memory network;" in _methods_table(
+            {"sizes": [2, 3]}, [], memory).caption

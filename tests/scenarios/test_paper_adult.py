@@ -124,6 +124,10 @@ def test_adult_figure3_reduced(tmp_path: Path, adult_path: Path) -> None:
     claims = doc["tables"]["claims"]["rows"]
     assert doc["metrics"]["claims_checked"] == len(claims) == 6  # 3 on Figure 3 (p = 0.7), 3 on Figure 2
     assert sum("Fig. 2" in c["observation"] for c in claims) == 3
+    # an observation checked within a tolerance says it
+    observations = [c["observation"] for c in claims]
+    assert "Fig. 2: the absolute error of Randomized peaks at σ = 0.5 (± 0.1)" in observations
+    assert "σ ≥ 0.3: all methods similar, small error (spread ≤ 0.05, error ≤ 0.1)" in observations
     fig2 = doc["tables"]["figure2"]["rows"]
     # eq. (2) removes the bias of the raw randomized counts: Randomized is far worse
     assert all(r["abs Randomized"] > r["abs RR-Independent"] for r in fig2)

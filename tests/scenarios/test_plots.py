@@ -8,7 +8,17 @@ import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError
-from scenarios.plots import PNG_MAGIC, BarPlot, CustomPlot, LinePlot, Series, overlaps, render
+from scenarios.plots import (
+    PNG_MAGIC,
+    BarPlot,
+    CustomPlot,
+    LinePlot,
+    Series,
+    log_ticks,
+    overlaps,
+    render,
+    tick_labels,
+)
 
 
 def _is_png(path: Path) -> bool:
@@ -67,3 +77,33 @@ def test_overlaps_names_the_first_identical_series() -> None:
     points = [([1, 2], [3.0, 4.0]), ([1, 2], [3.0, 5.0]), ([1, 2], [3.0, 4.0 + 1e-12]), ([1, 2], [3.0, 5.0]),
               ([1, 3], [3.0, 4.0]), ([1, 2], [3.0, np.nan]), ([1, 2], [3.0, np.nan]), ([], []), ([], [])]
     assert overlaps(points) == {2: 0, 3: 1, 6: 5}
+
+
+def test_log_axis_tick_labels_share_one_style() -> None:
+    assert tick_labels([100, 1000, 10000]) == ["100", "1,000", "10,000"]
+    assert tick_labels([0.005, 0.01, 0.02]) == ["0.005", "0.01", "0.02"]
+    # one tick from 100,000 on: every tick a power of ten, never 10^5 beside 10000
+    assert tick_labels([100, 1000, 10000, 100000]) == ["$10^{2}$", "$10^{3}$", "$10^{4}$", "$10^{5}$"]
+    assert tick_labels([50000, 100000, 200000]) == ["$5\\times10^{4}$", "$10^{5}$", "$2\\times10^{5}$"]
+    assert tick_labels([0.0005, 0.001]) == ["$5\\times10^{-4}$", "$10^{-3}$"]
+
+
+@pytest.mark.parametrize(("low", "high", "expected"), [
+    (60.0, 3e6, ["$10^{2}$", "$10^{3}$", "$10^{4}$", "$10^{5}$", "$10^{6}$"]),  # rr_cost.png's y axis
+    (60.0, 2e4, ["50", "100", "200", "500", "1,000", "2,000", "5,000", "10,000", "20,000"]),  # 1-2-5 steps
+])
+def test_a_rendered_log_axis_labels_its_ticks_in_one_style(tmp_path: Path, low: float, high: float,
+                                                            expected: list[str]) -> None:
+    axes = []
+
+    def draw(fig) -> None:  # type: ignore[no-untyped-def]
+        ax = fig.add_subplot()
+        ax.plot([1, 2], [low, high])
+        ax.set_yscale("log")
+        log_ticks(ax, "y")
+        axes.append(ax)
+
+    render(CustomPlot("log.png", "log axis", draw), tmp_path)
+    lo, hi = axes[0].get_ylim()
+    shown = [t.get_text() for t in axes[0].get_yticklabels() if lo <= t.get_position()[1] <= hi]
+    assert shown == expected

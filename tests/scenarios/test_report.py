@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,9 +16,11 @@ from scenarios.plots import PNG_MAGIC, BarPlot, LinePlot, Series
 from scenarios.report import (
     ScenarioResult,
     Table,
+    counted_by,
     describe_runtime,
     format_value,
     markdown_report,
+    plural,
     to_jsonable,
     versions,
     write_report,
@@ -191,3 +194,57 @@ def test_the_run_table_names_the_runtime() -> None:
                                                                                "spawn": True, "tls": True}})
     assert "| runtime | tcp (2 worker processes, spawned, TLS on) |" in markdown_report(result)
     assert "| runtime |" not in markdown_report(ScenarioResult(name="x", engine="fast"))
+
+
+def test_a_runners_other_files_are_listed_and_a_later_run_removes_them(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "synthetic_records.csv").write_text("a,b\nx,y\n", encoding="utf-8")
+    first = write_report(replace(_result(), files=["synthetic_records.csv"]), out)
+    assert first.other_files == (out / "synthetic_records.csv",)
+    assert json.loads(first.results_json.read_text(encoding="utf-8"))["files"] == ["synthetic_records.csv"]
+    assert write_report(replace(_result(), files=["synthetic_records.csv"]), out).removed == ()  # rewritten
+    (out / "mine.csv").write_text("the user's own")  # never listed: kept
+    second = write_report(_result(), out)  # a run that writes no CSV
+    assert second.removed == (out / "synthetic_records.csv",) and second.other_files == ()
+    assert (out / "mine.csv").exists()
+    assert json.loads(second.results_json.read_text(encoding="utf-8"))["files"] == []
+    # listed, but an input of this run (keep): not removed
+    (out / "synthetic_records.csv").write_text("a\nx\n", encoding="utf-8")
+    doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    doc["files"] = ["synthetic_records.csv", "../outside.csv", "report.md", "results.json", "notes.txt"]
+    (out / "results.json").write_text(json.dumps(doc), encoding="utf-8")
+    (tmp_path / "outside.csv").write_text("x")
+    (out / "notes.txt").write_text("x")
+    assert write_report(_result(), out, keep=[out / "synthetic_records.csv"]).removed == ()
+    assert (out / "synthetic_records.csv").exists() and (tmp_path / "outside.csv").exists()
+    assert (out / "notes.txt").exists() and (out / "report.md").exists()
+
+
+@pytest.mark.parametrize("name", ["missing.csv", "../up.csv", "sub/x.csv", "notes.txt", ".hidden.csv", "report.md"])
+def test_other_files_must_be_plain_csv_names_written_into_the_directory(tmp_path: Path, name: str) -> None:
+    for existing in ("notes.txt", ".hidden.csv"):
+        (tmp_path / existing).write_text("x")
+    with pytest.raises(ConfigurationError, match=rf"result files must be plain names of files the runner wrote "
+                                                 rf"into .*, ending in \.csv \(not a figure's name\), got "
+                                                 rf"'{re.escape(name)}'"):
+        write_report(ScenarioResult(files=[name]), tmp_path)
+
+
+def test_plural() -> None:
+    assert plural(1, "run") == "1 run" and plural(0, "run") == "0 runs" and plural(20, "run") == "20 runs"
+    assert plural(1, "query", "queries") == "1 query" and plural(2, "query", "queries") == "2 queries"
+    assert plural(1_000_000, "record") == "1,000,000 records"
+
+
+def test_who_counted_the_traffic() -> None:
+    memory = "counted by the in-memory network"
+    assert counted_by(None) == counted_by({"runtime": "memory", "shards": 4}) == memory
+    assert counted_by({"runtime": "tcp", "workers": 1, "tls": True}) == (
+        "counted by the router in the controller process (tcp runtime, parties in 1 worker process): "
+        "the same counts as the in-memory network's")
+    assert counted_by({"runtime": "ray", "address": "local", "shards": 3}) == (
+        "counted by the router in the controller process (ray runtime, parties in 3 Ray shards): "
+        "the same counts as the in-memory network's")
