@@ -84,12 +84,17 @@ class ValueType:
         return ConfigurationError(f"{key} must be {self.describe()}, got {_show(value)}")
 
 
+def _bound(x: float) -> str:
+    """A range bound as a person writes it: 1,000,000 rather than 1e+06; 0.5 as 0.5."""
+    return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
+
+
 def _range_text(lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> str:
     parts = []
     if lo is not None:
-        parts.append(f"{'>' if lo_open else '>='} {lo:g}")
+        parts.append(f"{'>' if lo_open else '>='} {_bound(lo)}")
     if hi is not None:
-        parts.append(f"{'<' if hi_open else '<='} {hi:g}")
+        parts.append(f"{'<' if hi_open else '<='} {_bound(hi)}")
     return " and ".join(parts)
 
 

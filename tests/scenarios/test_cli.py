@@ -118,7 +118,9 @@ def test_runner_defaults_apply_and_same_seed_reproduces(tmp_path: Path) -> None:
         (("run", "lambda_table", "--runs", "0"), "runs must be an integer >= 1, got 0"),
         (("run", "lambda_table", "--seed", "-3"), "seed must be an integer >= 0, got -3"),
         (("run", "lambda_table", "--set", "sises=[4]"), "unknown key 'parameters.sises' (did you mean 'sizes'?)"),
-        (("run", "lambda_table", "--set", "sizes=[1]"), "parameters.sizes[0] must be an integer >= 2 and <= 4096, got 1"),
+        (("run", "lambda_table", "--set", "sizes=[1]"), "parameters.sizes[0] must be an integer >= 2 and <= 4,096, got 1"),
+        (("run", "local_anonymization", "--set", "n=1"),
+         "parameters.n must be an integer >= 2 and <= 1,000,000, got 1"),  # bounds as people write them, not 1e+06
         (("run", "lambda_table", "--set", "sizes=[5, 5]"),
          "parameters.lambdas[0] has 3 values, expected one per attribute (2, from parameters.sizes = [5, 5])"),
         (("run", "bistochastic_table", "--set", "k_values=[13]"), "parameters.k_values contains 13, larger than size = 12"),
@@ -163,7 +165,7 @@ def test_show_lists_parameters() -> None:
     code, out, _ = _main("show", "lambda_table")
     assert code == 0
     assert "lambda_table (kind lambda_table)" in out and "engines: fast" in out
-    assert "sizes = [5, 5, 5]" in out and "a list of 1 to 16 items, each an integer >= 2 and <= 4096" in out
+    assert "sizes = [5, 5, 5]" in out and "a list of 1 to 16 items, each an integer >= 2 and <= 4,096" in out
 
 
 def test_resolve_and_get(tmp_path: Path) -> None:
