@@ -6,6 +6,7 @@ clocks; ``mprr`` may not.
 Modules, in dependency order:
 
 - ``config``     — TOML reading and schema validation (key, bad value, what is allowed)
+- ``overrides``  — ``--set KEY=VALUE``: one parameter override read as TOML
 - ``progress``   — dependency-free progress bars on stderr
 - ``plots``      — PNG figures (matplotlib Agg canvas, no pyplot)
 - ``report``     — ``ScenarioResult``; results.json and report.md writers

@@ -40,7 +40,8 @@ from typing import Any, TextIO
 
 from mprr import __version__
 from mprr.errors import ConfigurationError, MprrError
-from scenarios.config import ENGINES, REQUIRED, merge_tables, parse_override
+from scenarios.config import ENGINES, REQUIRED, merge_tables
+from scenarios.overrides import parse_override
 from scenarios.progress import Progress
 from scenarios.registry import available, load
 from scenarios.report import describe_runtime, format_value, plural, to_jsonable

@@ -255,7 +255,7 @@ def test_set_errors_suggest_the_quoting_that_works(override: str, pattern: str, 
 
 
 def test_quoted_choice_is_accepted(tmp_path: Path) -> None:
-    from scenarios.config import parse_override
+    from scenarios.overrides import parse_override
 
     assert parse_override('dependence="4.2"') == {"dependence": "4.2"}
     assert parse_override('engines=["paper", "graph"]') == {"engines": ["paper", "graph"]}

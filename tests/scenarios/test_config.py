@@ -22,7 +22,6 @@ from scenarios.config import (
     Table,
     merge_tables,
     parse_config,
-    parse_override,
     read_toml,
 )
 
@@ -166,29 +165,6 @@ def test_overrides_are_validated() -> None:
         cfg.with_overrides(parameters={"q": 2}, schema=SCHEMA)
     assert cfg.override_keys == frozenset() and new.override_keys == {"p", "sub"}
     assert new.with_overrides(parameters={"n": 3}, schema=SCHEMA).override_keys == {"p", "sub", "n"}
-
-
-def test_parse_override() -> None:
-    assert parse_override("n=500") == {"n": 500}
-    assert parse_override("sub.tv = 3") == {"sub": {"tv": 3}}
-    assert parse_override("sizes=[2, 3]") == {"sizes": [2, 3]}
-    assert parse_override("method=4.2") == {"method": 4.2}
-    assert parse_override('method="4.2"') == {"method": "4.2"}
-    assert parse_override("label=hello") == {"label": "hello"}
-    assert parse_override("adjust=true") == {"adjust": True}
-    for bad in ("n", "=3", "a..b=1", "x=[1,"):
-        with pytest.raises(ConfigurationError, match=r"--set"):
-            parse_override(bad)
-    with pytest.raises(ConfigurationError, match=r"--set x: value '\[a, 2' is not a valid TOML list; a list ends "
-                                                 r"with '\]', .*--set 'x=\[\"a\", 2\]'"):
-        parse_override("x=[a, 2")
-    with pytest.raises(ConfigurationError, match=r"items are separated by single commas, .*--set 'x=\[1, 2\]'"):
-        parse_override("x=[1,,2]")
-    with pytest.raises(ConfigurationError, match=r"a list ends with '\]', .*--set 'x=\[\[0,1\],\[2\]\]'"):
-        parse_override("x=[[0,1],[2]")
-    with pytest.raises(ConfigurationError, match=r"write it as in a TOML file \(e\.g\. \[\[0, 1\], \[2, 3\]\] or "
-                                                 r"\[\"a\", \"b\"\]\), with the whole argument single-quoted"):
-        parse_override("x=[[0,1],[a]")
 
 
 def test_merge_tables_is_recursive() -> None:
