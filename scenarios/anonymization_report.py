@@ -89,19 +89,16 @@ def _traffic_dict(stats: Any, closed: ClosedForm) -> dict[str, Any]:
     }
 
 
-def _remote(traffic: Mapping[str, Any], bases: Sequence[str]) -> dict[str, Any] | None:
-    """The wire figures of the first protocol run on a remote runtime (tcp, ray), else None."""
-    for base in bases:
-        wire = traffic.get(base, {}).get("wire")
-        if wire and wire.get("runtime") in ("tcp", "ray"):
-            return dict(wire)
-    return None
+def _remote(traffic: Mapping[str, Any], bases: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The wire figures of each protocol run on a remote runtime (tcp, ray), in ``bases`` order."""
+    return {b: dict(traffic[b]["wire"]) for b in bases
+            if b in traffic and (traffic[b].get("wire") or {}).get("runtime") in ("tcp", "ray")}
 
 
 def _counted_by(traffic: Mapping[str, Any], bases: Sequence[str]) -> str:
     """Who counted the traffic (:func:`scenarios.report.counted_by`), and on a remote runtime
     where the bytes on its sockets are."""
-    wire = _remote(traffic, bases)
+    wire = next(iter(_remote(traffic, bases).values()), None)
     if wire is None:
         return counted_by(None)
     return (f"{counted_by(wire)}; the bytes on the sockets, with framing and TLS, are in the table "
@@ -110,8 +107,7 @@ def _counted_by(traffic: Mapping[str, Any], bases: Sequence[str]) -> str:
 
 def _wire_table(traffic: Mapping[str, Any], bases: Sequence[str]) -> Table | None:
     """The bytes a remote runtime measured on its channels (run 1), one row per protocol."""
-    wire_of = {b: traffic[b]["wire"] for b in bases
-               if b in traffic and traffic[b].get("wire", {}).get("runtime") in ("tcp", "ray")}
+    wire_of = _remote(traffic, bases)
     if not wire_of:
         return None
     first = next(iter(wire_of.values()))

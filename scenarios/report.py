@@ -302,8 +302,7 @@ def describe_runtime(options: Mapping[str, Any]) -> str:
         shards = options.get("shards", 1)
         parts.append("one process" if shards == 1 else f"one process, {shards} party shards")
     elif name == "tcp":
-        workers = options.get("workers")
-        parts.append(f"{workers} worker process{'es' if workers != 1 else ''}")
+        parts.append(plural(int(options.get("workers", 0)), "worker process", "worker processes"))
         parts.append("spawned" if options.get("spawn", True) else f"started by hand, listening on {options.get('listen')}")
         parts.append("TLS on" if options.get("tls", True) else "TLS off")
     elif name == "ray":
@@ -326,9 +325,9 @@ def counted_by(where: Mapping[str, Any] | None) -> str:
     where = where or {}
     name = where.get("runtime")
     if name == "tcp":
-        hosts = f"{where.get('workers')} worker process{'es' if where.get('workers') != 1 else ''}"
+        hosts = plural(int(where.get("workers", 0)), "worker process", "worker processes")
     elif name == "ray":
-        hosts = f"{where.get('shards')} Ray shard{'s' if where.get('shards') != 1 else ''}"
+        hosts = plural(int(where.get("shards", 0)), "Ray shard")
     else:
         return "counted by the in-memory network"
     return (f"counted by the router in the controller process ({name} runtime, parties in {hosts}): "
