@@ -43,14 +43,17 @@ VOLATILE = re.compile(
     re.IGNORECASE,
 )
 
-_LA = {"n": 240, "queries": 60, "sizes": [4, 3, 5, 2, 3], "clusters": [[0, 1, 2], [3, 4]]}
+_LA = {"n": 240, "queries": 60, "sizes": [4, 3, 5, 2, 3], "clusters": [[0, 1, 2], [3, 4]], "p": 0.7}
+"""The papers' per-attribute setting (p = 0.7), which runs every dependence method (4.2 too)."""
+_LA_BUDGET = {k: v for k, v in _LA.items() if k != "p"}
 
 #: (label, scenario, engine, parameter overrides, runs, needs Adult)
 CASES: list[tuple[str, str, str | None, dict[str, Any], int | None, bool]] = [
     ("local_anonymization/fast/4.1", "local_anonymization", "fast", {**_LA}, None, False),
     ("local_anonymization/actors/4.1", "local_anonymization", "actors", {**_LA}, None, False),
     ("local_anonymization/fast/eps", "local_anonymization", "fast",
-     {**_LA, "epsilon": 1.0}, None, False),
+     {**_LA_BUDGET, "epsilon_per_attribute": 1.0}, None, False),
+    ("local_anonymization/fast/budget", "local_anonymization", "fast", {**_LA_BUDGET, "epsilon": 2.0}, None, False),
     *[
         (f"local_anonymization/{engine}/{dep}/{secure}", "local_anonymization", engine,
          {**_LA, "n": 40, "dependence": dep, "secure_sum": secure}, None, False)

@@ -147,11 +147,11 @@ def printed_epsilons(p: float, sizes: Sequence[int]) -> list[float]:
 
 def matrix_choice(p: float, sizes: Sequence[int], reading: str) -> dict[str, Any]:
     """Keyword arguments selecting the attribute matrices of p for the protocols:
-    ``{"p": p}`` (``"matrix"``) or ``{"epsilon": printed ε_A}`` (``"printed"`` and
+    ``{"p": p}`` (``"matrix"``) or ``{"epsilon_per_attribute": printed ε_A}`` (``"printed"`` and
     ``"printed-separate"``, which differ in how a cluster is released: see
     :mod:`scenarios.paper_adult`)."""
     if reading == "matrix":
         return {"p": p}
     if reading in ("printed", "printed-separate"):
-        return {"epsilon": printed_epsilons(p, sizes)}
+        return {"epsilon_per_attribute": printed_epsilons(p, sizes)}
     raise ConfigurationError(f"epsilon_reading must be one of {list(EPSILON_READINGS)}, got {reading!r}")

@@ -183,16 +183,49 @@ def _dependence_plot(true_dep: np.ndarray, est_dep: np.ndarray | None, names: Se
 
 
 
-def _budget_note(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[str]) -> str:
-    """One sentence saying whether the protocols compared spent the same ε per party."""
-    eps = {b: float(sequential[b]["epsilon"]["median"]) for b in bases}
+WEAK_PRIVACY_EPSILON = 10.0
+"""Above this ε per respondent a report says in plain words that the privacy is weak."""
+
+
+def budget_statement(budget: float | None, share: float | None, m: int, sizes: Sequence[int]) -> str:
+    """What the run's budget is and what it means for a respondent, in words.
+
+    ``budget`` is ε per respondent (``None``: the papers' per-attribute setting, no budget);
+    ``share`` RR-Clusters' discovery share.  Under ε-LDP any answer of a respondent is at most
+    e^ε times more likely for one possible record than for any other; with RR-Independent's
+    equal split an attribute of k categories keeps its true value with probability
+    e^{ε/m} / (e^{ε/m} + k − 1) (generalized RR).
+    """
+    if budget is None:
+        return ("No budget per respondent was set: the papers' per-attribute setting (p or "
+                "epsilon_per_attribute) makes ε per respondent grow with the number of attributes and differ "
+                "between protocols (see ε below).")
+    share_each = budget / m
+    keep = [math.exp(share_each) / (math.exp(share_each) + k - 1) for k in sizes]
+    text = (f"Budget: ε = {budget:g} per respondent, the same for every protocol (sequential composition over "
+            f"everything a respondent releases{'' if share is None else f'; RR-Clusters spends {share:.0%} of it on its dependence phase'}). "
+            f"In words: any answer a respondent gives is at most e^{budget:g} ≈ {math.exp(budget):,.3g} times more "
+            f"likely for one possible record than for any other; under RR-Independent an attribute keeps its true "
+            f"category with probability {min(keep):.2f}–{max(keep):.2f} (ε/m = {share_each:.3g} each).")
+    if budget > WEAK_PRIVACY_EPSILON:
+        text += (f" Weak privacy: at ε = {budget:g} an observer can be nearly certain of a respondent's record; "
+                 "deployed local-DP surveys use a few units at most.")
+    return text
+
+
+def _budget_note(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[str], budget: float | None) -> str:
+    """One sentence saying whether the protocols compared spent the same ε per respondent."""
+    eps = {b: float(sequential[b]["epsilon"]["max"]) for b in bases}
     text = ", ".join(f"{b} ε = {'∞' if math.isinf(e) else f'{e:.3g}'}" for b, e in eps.items())
-    if len(set(eps.values())) <= 1:
-        return f"Both protocols spend the same budget per party ({text})."
-    return (f"The budgets differ ({text} per party, median): the errors are compared at unequal ε, "
-            "because RR-Clusters spends a dependence phase and a cluster phase with the same "
-            "attribute matrices as RR-Independent; lower p (or epsilon) for RR-Clusters to compare "
-            "at equal ε.")
+    if budget is not None:
+        return (f"Every protocol was planned for ε = {budget:g} per respondent and spent at most that ({text}, "
+                "largest over the parties; RR-Clusters spends less when singleton clusters replay their "
+                "phase-1 release).")
+    if len({round(e, 9) for e in eps.values()}) <= 1:
+        return f"Both protocols spend the same ε per respondent ({text})."
+    return (f"The ε spent differs ({text} per respondent): the errors are compared at unequal ε, because in "
+            "the papers' per-attribute setting RR-Clusters spends a dependence phase and a cluster phase with "
+            "the same attribute matrices as RR-Independent; set epsilon (per respondent) to compare at equal ε.")
 
 
 def _epsilon_plot(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[str]) -> FigureSpec:
@@ -304,9 +337,13 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
     privacy["RR-Clusters"]["cluster_epsilons"] = clusters_run.parameters.get("cluster_epsilons")
     privacy["adjustment"] = "RR-Adjustment releases nothing: it is post-processing, ε unchanged"
     sequential = {base: sections[base]["policies"]["sequential"] for base in bases}
+    budget = first["RR-Independent"].result.parameters.get("epsilon")
+    share = clusters_run.parameters.get("discovery_share")
+    budget_text = budget_statement(budget, share, dataset.m, dataset.sizes)
 
     traffic: dict[str, Any] = {}
-    matrices = "epsilon" if params["epsilon"] is not None else "p"
+    given = first["RR-Independent"].result.parameters
+    matrices = next(k for k in ("epsilon", "epsilon_per_attribute", "p") if given.get(k) is not None)
     for base in bases:
         res = first[base].result
         if first[base].traffic is not None:
@@ -314,7 +351,8 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
             traffic[base] = _traffic_dict(first[base].traffic, rr_closed_form(
                 base, dataset.n, dataset.m, matrices=matrices, clusters=res.clusters,
                 dependence=params["dependence"] if base == "RR-Clusters" else "4.1", sizes=dataset.sizes,
-                engine=params["secure_sum"], degree=params["degree"], session=session))
+                engine=params["secure_sum"], degree=params["degree"], session=session,
+                replays=base == "RR-Clusters" and bool(any(res.release("clusters").replayed or ()))))
             if first[base].wire:
                 traffic[base]["wire"] = dict(first[base].wire)
     if first["RR-Clusters"].view is not None:
@@ -366,7 +404,7 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
         caption=f"{plural(len(queries), 'count query', 'count queries')} of main paper 6.5 "
                 f"(σ = {params['sigma']:g}) × {plural(runs, 'run')}; eq. (16) relative error against the true counts of the data "
                 f"({plural(undefined, 'query', 'queries')} with a true count of 0 excluded). ε per party under sequential "
-                "composition of its own ledger. " + _budget_note(sequential, bases)
+                "composition of its own ledger. " + _budget_note(sequential, bases, budget)
                 + " Messages/bytes: measured on the network (actors engine; run 1)."
                 + (" The fast path sends no messages." if engine == "fast" else ""),
     )
@@ -420,7 +458,7 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
         ))
 
     summary = _summary_lines(params, engine, dataset, planted, found, exact_recovery, runs,
-                             query_metrics, sections, traffic, timing, elapsed, len(queries), bases)
+                             query_metrics, sections, traffic, timing, elapsed, len(queries), bases, budget_text)
     data_note = (
         "Data: mprr.synthetic.planted_clusters — Zipf-like marginals, planted clusters with joint "
         "(1 − s)·⊗π_j + s·comonotone coupling, the other attributes independent; the truth is known."
@@ -431,12 +469,19 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
     )
     notes = [
         data_note,
-        "RR-Clusters spends the dependence phase (4.1: every attribute randomized once) plus the cluster "
-        "phase (6.3.2 matrices carrying Σ ε_A per cluster), composed sequentially because both releases "
-        "are linkable to the party; RR-Independent spends Σ ε_A once. Dependence 4.2 releases exact "
-        "bivariate tables (ε = ∞, no DP guarantee).",
-        "Singleton clusters are released with their phase-1 matrix, so every party replays its phase-1 "
-        "value (no new uniform, no new ε), exactly as on the fast path.",
+        budget_text,
+        ("RR-Clusters splits the budget in advance: a share for the dependence phase (4.1: ε·share/m per "
+         "attribute; 4.3: ε·share per m(m−1)/2 pairs), the rest for the clusters (cluster C gets ε·(1 − share)·|C|/m, "
+         "whatever clusters Algorithm 1 forms), so every party's sequential ledger stays within ε for any data; "
+         "RR-Independent gives every attribute ε/m." if budget is not None else
+         "RR-Clusters spends the dependence phase (4.1: every attribute randomized once) plus the cluster "
+         "phase (6.3.2 matrices carrying Σ ε_A per cluster), composed sequentially because both releases "
+         "are linkable to the party; RR-Independent spends Σ ε_A once. Dependence 4.2 releases exact "
+         "bivariate tables (ε = ∞, no DP guarantee)."),
+        "A singleton cluster whose release matrix is its phase-1 matrix is replayed: every party resends its "
+        "phase-1 value (no new uniform, no new ε), exactly as on the fast path.",
+        "RR-Independent's joint estimate is the product of its estimated marginals (it assumes the attributes "
+        "independent).",
         "RR-Adjustment (Algorithm 2) reweights the released records so that their marginals match the "
         "estimated attribute / cluster distributions; it is post-processing and costs no ε.",
         f"Engine '{engine}': " + (
@@ -453,7 +498,7 @@ def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, pla
                    recovered: int | None, runs: int, q: Mapping[str, Mapping[str, float]],
                    sections: Mapping[str, Mapping[str, Any]], traffic: Mapping[str, Any],
                    timing: Mapping[str, Any], elapsed: float, n_queries: int,
-                   bases: Sequence[str]) -> list[str]:
+                   bases: Sequence[str], budget_text: str) -> list[str]:
     names = dataset.schema.names
     where = (f"planted clusters {_fmt_clusters(planted, names)}, found {_fmt_clusters(found, names)} "
              f"(recovered in {recovered}/{plural(runs, 'run')})" if planted is not None
@@ -466,10 +511,12 @@ def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, pla
         f"count-query relative error, median of {plural(n_queries, 'query', 'queries')} x {plural(runs, 'run')} "
         f"(σ = {params['sigma']:g}): "
         f"RR-Clusters {q['RR-Clusters']['median']:.2%}, +Adjustment {q['RR-Clusters+Adjustment']['median']:.2%} "
-        f"(ε {eps_text['RR-Clusters']} per party) | "
+        f"(ε {eps_text['RR-Clusters']} per respondent) | "
         f"RR-Independent {q['RR-Independent']['median']:.2%}, +Adjustment {q['RR-Independent+Adjustment']['median']:.2%} "
-        f"(ε {eps_text['RR-Independent']} per party)"
-        + ("" if len(set(eps.values())) <= 1 else " — budgets differ: not a comparison at equal ε"),
+        f"(ε {eps_text['RR-Independent']} per respondent)"
+        + ("" if len({round(e, 9) for e in eps.values()}) <= 1 or params.get("epsilon") is not None
+           or "Budget:" in budget_text else " — budgets differ: not a comparison at equal ε"),
+        budget_text.split(" In words:")[0] + (" WEAK PRIVACY." if "Weak privacy" in budget_text else ""),
     ]
     lines += privacy_summary_lines(sections)
     views = traffic.get("controller_view") if traffic else None

@@ -335,7 +335,7 @@ def release_phase(phase: str, units: Sequence[Sequence[int]], families: Sequence
                      randomized_values_bytes(len(units)))
 
 
-FAMILY_OF = {"p": "keep-or-uniform", "epsilon": "grr"}
+FAMILY_OF = {"p": "keep-or-uniform", "epsilon_per_attribute": "grr", "epsilon": "grr"}
 CLUSTER_FAMILY = "cluster-optimal"
 
 
@@ -364,7 +364,7 @@ def secure_start_bytes(session: str, engine: str = "paper", runs: int = 1) -> in
 def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
                    clusters: Sequence[Sequence[int]] | None = None, dependence: str = "4.1",
                    sizes: Sequence[int] | None = None, engine: str = "paper", degree: int = 8,
-                   session: str = "dependence/1") -> ClosedForm:
+                   session: str = "dependence/1", replays: bool | None = None) -> ClosedForm:
     """Exact fault-free traffic of RR-Independent or RR-Clusters in the actor simulator.
 
     Parameters
@@ -377,7 +377,7 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
     n, m
         Parties and attributes.
     matrices
-        ``"p"`` (keep-or-uniform, main paper 6.3.1) or ``"epsilon"`` (grr).
+        ``"p"`` (keep-or-uniform, main paper 6.3.1), ``"epsilon_per_attribute"`` or ``"epsilon"`` (grr).
     clusters
         RR-Clusters: the clusters Algorithm 1 announced (they fix the second request).
     dependence
@@ -387,6 +387,9 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
         (:func:`closed_form` of ``engine``, session id ``session``).
     sizes, engine, degree, session
         4.2 / 4.3 only: attribute sizes (for L), the engine key and its graph degree.
+    replays
+        RR-Clusters: whether singleton clusters replay phase 1 (default: with 4.1; a budget per
+        respondent whose discovery share is not one half releases them afresh).
     """
     family = FAMILY_OF[matrices]
     singles = [(j,) for j in range(m)]
@@ -396,7 +399,7 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
     elif protocol == "RR-Clusters":
         if clusters is None:
             raise ConfigurationError("rr_closed_form('RR-Clusters') needs the announced clusters")
-        replay = dependence == "4.1"
+        replay = dependence == "4.1" if replays is None else replays
         fams = [family if (len(c) == 1 and replay) else CLUSTER_FAMILY for c in clusters]
         phases = [release_phase("clusters", clusters, fams)]
         if dependence == "4.1":

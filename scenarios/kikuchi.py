@@ -78,7 +78,8 @@ SCHEMA = Schema([
     Field("n", Int(min=2), 1000, help="base number of individuals (paper Figs. 1–4: 1000)"),
     Field("d", Int(min=2, max=200), 10, help="base number of values of A and of B"),
     Field("v", Float(min=0.0, max=1.0), 0.5, help="base Cramér's V of the synthetic pair"),
-    Field("epsilon", Float(min=0.0, min_exclusive=True), 1.0, help="base ε of each attribute's k-RR"),
+    Field("epsilon_per_attribute", Float(min=0.0, min_exclusive=True), 1.0,
+          help="base ε of each attribute's k-RR (the paper's setting; a respondent of the pair spends twice this)"),
     Field("sweep_v", List(Float(min=0.0, max=1.0)), tuple(round(0.1 * k, 1) for k in range(11)),
           help="Fig. 5: values of V (empty: skip)"),
     Field("sweep_epsilon", List(Float(min=0.0, min_exclusive=True)),
@@ -156,7 +157,7 @@ def worked_example() -> list[tuple[str, Any, Any]]:
 
 
 def _sweep_points(prm: dict[str, Any]) -> list[tuple[str, float, dict[str, Any]]]:
-    base = {"n": prm["n"], "d": prm["d"], "v": prm["v"], "epsilon": prm["epsilon"]}
+    base = {"n": prm["n"], "d": prm["d"], "v": prm["v"], "epsilon": prm["epsilon_per_attribute"]}
     points = []
     for name, (key, _, _) in SWEEPS.items():
         for x in prm[key]:
@@ -178,7 +179,8 @@ def _run(index: int, ss: np.random.SeedSequence, ctx: dict[str, Any]) -> dict[st
     out = np.empty((len(points), len(ESTIMATORS), 2))  # (point, estimator, [MAE, MSE])
     for k, (_, _, pt) in enumerate(points):
         gen = np.random.default_rng(seeds[k])
-        out[k] = errors(zipf_pair(pt["n"], pt["d"], pt["v"], rng=gen).dataset, gen, epsilon=pt["epsilon"])
+        out[k] = errors(zipf_pair(pt["n"], pt["d"], pt["v"], rng=gen).dataset, gen,
+                        epsilon_per_attribute=pt["epsilon"])
     gen = np.random.default_rng(seeds[-1])
     adult_out = np.array([errors(pair, gen, p=prm["adult_p"]) for pair in adult]).reshape(len(adult), len(ESTIMATORS), 2)
     return {"sweeps": out, "adult": adult_out}
@@ -275,7 +277,7 @@ def run_kikuchi_sweeps(config: ScenarioConfig, *, out_dir: Path, runs: int, seed
         for k in idx:
             pt = points[k][2]
             truth = zipf_pair_joint(pt["d"], pt["v"])
-            free = noise_free_pair(truth, attribute_matrices((pt["d"],) * 2, epsilon=pt["epsilon"]))
+            free = noise_free_pair(truth, attribute_matrices((pt["d"],) * 2, epsilon_per_attribute=pt["epsilon"]))
             mse_free = mse(free["RR-Ind"], truth)
             bound = pt["v"] ** 2 / pt["d"]
             bound_ok &= mse_free <= bound + 1e-15
@@ -299,7 +301,7 @@ def run_kikuchi_sweeps(config: ScenarioConfig, *, out_dir: Path, runs: int, seed
                   for e, est in enumerate(ESTIMATORS)]
         series.append(Series("RR-Ind noise-free", x, [r[9] for r in rows], style="--"))
         logy = name in ("n", "epsilon", "d")
-        base = {k: v for k, v in zip(("n", "d", "v", "epsilon"), (prm["n"], prm["d"], prm["v"], prm["epsilon"]))
+        base = {k: v for k, v in zip(("n", "d", "v", "epsilon"), (prm["n"], prm["d"], prm["v"], prm["epsilon_per_attribute"]))
                 if k != name}
         figures.append(LinePlot(
             filename=f"mae_vs_{name}.png", title=f"{fig}: MAE of the estimated joint vs {label}", xlabel=label,
@@ -364,7 +366,7 @@ def run_kikuchi_sweeps(config: ScenarioConfig, *, out_dir: Path, runs: int, seed
     ]
     return ScenarioResult(
         metrics=metrics, tables=tables, figures=figures, notes=notes,
-        privacy={"epsilon_per_attribute_base": prm["epsilon"], "epsilon_per_party_base": 2 * prm["epsilon"]},
+        privacy={"epsilon_per_attribute_base": prm["epsilon_per_attribute"], "epsilon_per_party_base": 2 * prm["epsilon_per_attribute"]},
         summary=[f"{plural(len(points), 'sweep point')} × {plural(runs, 'run')}; paper statements holding: "
                  f"{metrics['claims_holding']}/{len(claims)}",
                  *(f"{c[0]} {c[1]}: {c[2]} -> {'holds' if c[3] else 'does not hold'}" for c in claims)],

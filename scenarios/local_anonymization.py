@@ -69,7 +69,12 @@ __all__ = [
 ]
 
 POSTPROCESS = ("clip-rescale", "project-simplex", "ibu")
-DEFAULT_P = 0.7
+DEFAULT_EPSILON = 4.0
+"""Budget per respondent when no matrix parameter is given: moderate local DP, as deployed
+surveys use (ε of a few units per respondent; above about 10 the guarantee is weak)."""
+WEAK_PRIVACY_EPSILON = 10.0
+"""Above this ε per respondent a report says in plain words that the privacy is weak."""
+MATRIX_KEYS = ("epsilon", "epsilon_per_attribute", "p")
 
 SCHEMA = Schema(
     [
@@ -81,11 +86,17 @@ SCHEMA = Schema(
         Field("strength", Float(min=0.0, max=1.0), 0.7,
               help="dependence strength s of the planted clusters (Cramér's V of a pair of equal sizes)"),
         Field("exponent", Float(min=0.0), 1.0, help="Zipf exponent of the marginals (0 = uniform)"),
-        Field("p", Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True), None,
-              help=f"keep probability of main paper 6.3.1 per attribute (default {DEFAULT_P} "
-                   "when epsilon is not given)"),
         Field("epsilon", Float(min=0.0, min_exclusive=True), None,
-              help="ε per attribute (generalized RR) instead of p; give p or epsilon, not both"),
+              help=f"privacy budget ε per respondent, the same for every protocol (default {DEFAULT_EPSILON:g} "
+                   "when neither p nor epsilon_per_attribute is given): sequential over everything a "
+                   "respondent releases, RR-Clusters' dependence phase included"),
+        Field("discovery_share", Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True), 0.5,
+              help="with epsilon: share of the budget RR-Clusters spends on its dependence phase"),
+        Field("p", Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True), None,
+              help="the papers' setting instead of epsilon: keep probability of main paper 6.3.1 on every "
+                   "attribute (ε per respondent then grows with the number of attributes)"),
+        Field("epsilon_per_attribute", Float(min=0.0, min_exclusive=True), None,
+              help="the papers' setting instead of epsilon: ε of every attribute's generalized RR"),
         Field("Tv", Int(min=1), 100, help="Algorithm 1: largest number of value combinations of a cluster"),
         Field("Td", Float(min=0.0, max=1.0), 0.2, help="Algorithm 1: smallest dependence to merge"),
         Field("max_cells", Int(min=2, max=65_536), 4096,
@@ -269,8 +280,8 @@ def load_input(params: Mapping[str, Any], seed: int, *, synthetic_given: Sequenc
 def effective_parameters(params: Mapping[str, Any], data: InputData) -> dict[str, Any]:
     """The parameters the run actually used: defaults resolved, the data's own n and sizes."""
     out = dict(params)
-    if out["epsilon"] is None and out["p"] is None:
-        out["p"] = DEFAULT_P
+    if all(out[k] is None for k in MATRIX_KEYS):
+        out["epsilon"] = DEFAULT_EPSILON
     if data.synthetic is None:
         out.update(n=data.dataset.n, sizes=list(data.dataset.sizes), clusters=None, strength=None,
                    exponent=None, columns=list(data.dataset.schema.names))
@@ -280,27 +291,35 @@ def effective_parameters(params: Mapping[str, Any], data: InputData) -> dict[str
 def protocol_kwargs(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Keyword arguments of the two base protocols (same attribute matrices for both).
 
+    With ``epsilon`` (the default) both protocols get the same budget per respondent; ``p`` or
+    ``epsilon_per_attribute`` is the papers' per-attribute setting.
+
     Raises
     ------
     ConfigurationError
-        If both ``p`` and ``epsilon`` are given.
+        If more than one of ``epsilon``, ``epsilon_per_attribute`` and ``p`` is given, or a
+        budget per respondent is asked of dependence 4.2 (exact values, ε = ∞).
     """
-    if params["p"] is not None and params["epsilon"] is not None:
+    given = [k for k in MATRIX_KEYS if params[k] is not None]
+    if len(given) > 1:
         raise ConfigurationError(
-            f"give parameters.p or parameters.epsilon, not both; got p = {params['p']} and "
-            f"epsilon = {params['epsilon']}"
+            "give one of parameters.epsilon (per respondent), parameters.epsilon_per_attribute or parameters.p, "
+            "got " + " and ".join(f"{k} = {params[k]}" for k in given)
         )
-    matrices: dict[str, Any]
-    if params["epsilon"] is not None:
-        matrices = {"epsilon": params["epsilon"]}
-    else:
-        matrices = {"p": DEFAULT_P if params["p"] is None else params["p"]}
-    common = {**matrices, "postprocess": params["postprocess"]}
-    return {
-        "RR-Clusters": {**common, "Tv": params["Tv"], "Td": params["Td"], "max_cells": params["max_cells"],
-                        "dependence": params["dependence"]},
-        "RR-Independent": dict(common),
-    }
+    key = given[0] if given else "epsilon"
+    value = params[key] if given else DEFAULT_EPSILON
+    if key == "epsilon" and params["dependence"] == "4.2":
+        raise ConfigurationError(
+            f"parameters.dependence = '4.2' releases exact pair values (ε = ∞, no DP guarantee) and cannot meet "
+            f"a budget of epsilon = {value:g} per respondent; use dependence '4.1' or '4.3', or the papers' "
+            "per-attribute setting (parameters.p or parameters.epsilon_per_attribute) to run 4.2 outside any budget"
+        )
+    common = {key: value, "postprocess": params["postprocess"]}
+    clusters = {**common, "Tv": params["Tv"], "Td": params["Td"], "max_cells": params["max_cells"],
+                "dependence": params["dependence"]}
+    if key == "epsilon":
+        clusters["discovery_share"] = params["discovery_share"]
+    return {"RR-Clusters": clusters, "RR-Independent": dict(common)}
 
 
 # --------------------------------------------------------------------------- running

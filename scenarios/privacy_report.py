@@ -305,6 +305,14 @@ def privacy_table(
     )
 
 
+POLICY_ASSUMPTIONS: Mapping[str, str] = {
+    "parallel": "assumes the releases concern disjoint data, which the attributes of one record are not",
+    "unlinkable-pairs": "assumes the secure sums of main paper 4.3 make each pair release unlinkable, "
+                        "counting each attribute once",
+}
+"""What each composition policy other than the sequential one assumes (said beside its ε)."""
+
+
 def privacy_summary_lines(sections: Mapping[str, Mapping[str, Any]] | Sequence[Mapping[str, Any]]) -> list[str]:
     """Two short lines for a run's printed summary: ε per party under each policy, and β.
 
@@ -313,13 +321,23 @@ def privacy_summary_lines(sections: Mapping[str, Mapping[str, Any]] | Sequence[M
     """
     pairs = _sections(sections)
     policies = list(dict.fromkeys(p for _, s in pairs for p in s["policies"]))
-    eps = " | ".join(
-        f"{label} " + " / ".join(_spread(s["policies"][p]["epsilon"], 2) if p in s["policies"] else "—"
-                                 for p in policies)
-        + (f" ({NO_DP}: exact 4.2 releases)" if s.get("exact_releases") else
-           f" ({NO_DP})" if s.get("no_dp_guarantee") else "")
-        for label, s in pairs
-    )
+
+    def spent(policy: str) -> str:
+        return " | ".join(
+            f"{label} " + (_spread(s["policies"][policy]["epsilon"], 2) if policy in s["policies"] else "—")
+            + (f" ({NO_DP}: exact 4.2 releases)" if s.get("exact_releases") else
+               f" ({NO_DP})" if s.get("no_dp_guarantee") else "")
+            for label, s in pairs
+        )
+
+    head = "sequential" if "sequential" in policies else policies[0]
+    others = [p for p in policies if p != head]
+    lines = [f"ε per respondent ({head} composition over everything a respondent releases: the record-level "
+             f"guarantee): {spent(head)}"]
+    if others:
+        lines.append("  labelled alternatives, not record-level guarantees: " + "; ".join(
+            f"{p} ({POLICY_ASSUMPTIONS.get(p, 'another accounting')}) " + spent(p).replace(f" ({NO_DP})", "")
+            for p in others))
     betas = []
     for label, s in pairs:
         lo, mid, hi = _triple(s.get("beta"))
@@ -327,7 +345,7 @@ def privacy_summary_lines(sections: Mapping[str, Mapping[str, Any]] | Sequence[M
     extra = [f"{label} refusals {_refusal_text(s)}" + ("" if s.get("replays") is None else f", replays {s['replays']}")
              for label, s in pairs if s.get("refusal_count")]
     return [
-        f"ε per party, {' / '.join(policies)}: {eps}",
+        *lines,
         "β (entropy rate / log2 r of the released matrices) median [min–max]: " + " | ".join(betas)
         + ("; " + "; ".join(extra) if extra else ""),
     ]

@@ -1,4 +1,12 @@
-"""Budget-equivalent randomization matrices of the main paper's experiments (Section 6.3).
+"""Budgets: ε per respondent as the input, and the main paper's budget-equivalent matrices (6.3).
+
+**ε per respondent.**  Every protocol takes ``epsilon``, the budget of one respondent: pure
+ε-LDP for the whole record, sequential composition over everything the respondent releases
+(a dependence phase included).  The plan that meets it is fixed before any data is seen
+(:func:`split_budget`, :func:`attribute_matrices` with ``epsilon``): the ledger of every party
+then totals at most ``epsilon`` whatever the data.  The papers' per-attribute parameters stay
+for the reproductions under names that say so: ``p`` (keep probability, 6.3.1) and
+``epsilon_per_attribute`` (generalized RR with that ε on each attribute).
 
 Main paper 6.3.1 (RR-Independent): attribute ``A`` is randomized by "keep the true value with
 probability p, otherwise report a uniform draw over the support" (the randomization of
@@ -30,7 +38,9 @@ from mprr.protocols.release import Matrix
 from mprr.protocols.steps import MatrixSpec
 
 __all__ = [
+    "BUDGET_CHOICES",
     "attribute_matrices",
+    "split_budget",
     "attribute_specs",
     "attribute_epsilons",
     "cluster_spec",
@@ -51,14 +61,32 @@ def _per_attribute(value: float | Sequence[float], m: int, name: str) -> list[fl
     return [value] * m
 
 
+BUDGET_CHOICES: tuple[str, ...] = ("p", "epsilon_per_attribute", "epsilon", "matrices")
+"""The ways to choose per-attribute matrices (exactly one per call)."""
+
+
+def split_budget(epsilon: float, parts: int, *, name: str = "epsilon") -> float:
+    """ε of each of ``parts`` releases that together spend ``epsilon`` (sequential composition).
+
+    The equal split of a per-respondent budget: ``epsilon / parts``, fixed before the data is
+    seen.  Raises ConfigurationError for a budget that is not finite and > 0.
+    """
+    total = check_epsilon(epsilon, name)
+    if parts < 1:
+        raise ConfigurationError(f"a budget is split into at least 1 release, got {parts}")
+    return total / parts
+
+
 def attribute_matrices(
     sizes: Sequence[int],
     *,
     p: float | Sequence[float] | None = None,
-    epsilon: float | Sequence[float] | None = None,
+    epsilon_per_attribute: float | Sequence[float] | None = None,
+    epsilon: float | None = None,
     matrices: Sequence[RandomizationMatrix] | None = None,
 ) -> tuple[RandomizationMatrix, ...]:
-    """Per-attribute randomization matrices: exactly one of ``p``, ``epsilon``, ``matrices``.
+    """Per-attribute randomization matrices: exactly one of ``p``, ``epsilon_per_attribute``,
+    ``epsilon``, ``matrices``.
 
     Parameters
     ----------
@@ -67,8 +95,11 @@ def attribute_matrices(
     p
         Keep probability (main paper 6.3.1 / Corollary 1): ``keep_or_uniform(|A|, p)``; a
         scalar for every attribute or one value per attribute, each in (0, 1).
+    epsilon_per_attribute
+        ε of each attribute (the papers' setting): ``grr(|A|, ε)`` (scalar or sequence).
     epsilon
-        ε per attribute: the ε-optimal generalized RR ``grr(|A|, ε)`` (scalar or sequence).
+        ε per respondent for all m attributes together: split equally, ``grr(|A|, ε/m)``
+        (sequential composition: the m releases spend ``epsilon``).
     matrices
         Explicit matrices, one per attribute, of sizes ``sizes``.
 
@@ -85,18 +116,29 @@ def attribute_matrices(
     """
     sizes = tuple(int(s) for s in sizes)
     m = len(sizes)
-    given = [name for name, v in (("p", p), ("epsilon", epsilon), ("matrices", matrices)) if v is not None]
+    given = [name for name, v in (("p", p), ("epsilon_per_attribute", epsilon_per_attribute),
+                                  ("epsilon", epsilon), ("matrices", matrices)) if v is not None]
     if len(given) != 1:
         raise ConfigurationError(
-            f"give exactly one of p, epsilon or matrices for the attribute matrices, got {given or 'none'}"
+            "give exactly one of p, epsilon_per_attribute, epsilon (per respondent) or matrices for the "
+            f"attribute matrices, got {given or 'none'}"
         )
     if p is not None:
         ps = [check_unit("p", v, low_open=True, high_open=True, why=" (p = 0 is singular, p = 1 has ε = ∞)")
               for v in _per_attribute(p, m, "p")]
         return tuple(keep_or_uniform(k, pk) for k, pk in zip(sizes, ps))
-    if epsilon is not None:
-        eps = [check_epsilon(v) for v in _per_attribute(epsilon, m, "epsilon")]
+    if epsilon_per_attribute is not None:
+        eps = [check_epsilon(v, "epsilon_per_attribute")
+               for v in _per_attribute(epsilon_per_attribute, m, "epsilon_per_attribute")]
         return tuple(grr(k, e) for k, e in zip(sizes, eps))
+    if epsilon is not None:
+        if isinstance(epsilon, Sequence) or isinstance(epsilon, np.ndarray):
+            raise ConfigurationError(
+                f"epsilon is the budget of one respondent (one number); got {epsilon!r}: for one ε per "
+                "attribute use epsilon_per_attribute"
+            )
+        share = split_budget(epsilon, m)
+        return tuple(grr(k, share) for k in sizes)
     mats = tuple(matrices or ())
     if len(mats) != m:
         raise ConfigurationError(f"matrices must give one matrix per attribute ({m}), got {len(mats)}")
@@ -116,7 +158,8 @@ def attribute_specs(
     sizes: Sequence[int],
     *,
     p: float | Sequence[float] | None = None,
-    epsilon: float | Sequence[float] | None = None,
+    epsilon_per_attribute: float | Sequence[float] | None = None,
+    epsilon: float | None = None,
     matrices: Sequence[RandomizationMatrix] | None = None,
 ) -> tuple[tuple[MatrixSpec, ...], tuple[RandomizationMatrix, ...]]:
     """Per-attribute matrix specifications and the matrices they give.
@@ -125,12 +168,16 @@ def attribute_specs(
     ``keep-or-uniform(p_j)`` (main paper 6.3.1), ``grr(ε_j)`` or the explicit matrix
     (``dense``), so every driver rebuilds the very same matrices.
     """
-    mats = attribute_matrices(sizes, p=p, epsilon=epsilon, matrices=matrices)
+    mats = attribute_matrices(sizes, p=p, epsilon_per_attribute=epsilon_per_attribute, epsilon=epsilon,
+                              matrices=matrices)
     m = len(mats)
     if p is not None:
         specs = tuple(MatrixSpec.keep_or_uniform(float(v)) for v in _per_attribute(p, m, "p"))
+    elif epsilon_per_attribute is not None:
+        specs = tuple(MatrixSpec.grr(float(v))
+                      for v in _per_attribute(epsilon_per_attribute, m, "epsilon_per_attribute"))
     elif epsilon is not None:
-        specs = tuple(MatrixSpec.grr(float(v)) for v in _per_attribute(epsilon, m, "epsilon"))
+        specs = (MatrixSpec.grr(split_budget(epsilon, m)),) * m
     else:
         specs = tuple(MatrixSpec.dense(mat) for mat in mats)
     return specs, mats

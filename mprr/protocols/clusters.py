@@ -11,6 +11,14 @@
    estimates each cluster with eq. (2) and the joint distribution as the product of the
    cluster distributions.
 
+**Budget per respondent** (``epsilon``): the plan is fixed before the data is seen.  A share
+``discovery_share`` of ε goes to phase 1 (4.1: ε·s/m per attribute; 4.3: ε·s/(m(m−1)/2) per
+pair, sequential composition over the pairs), the rest to the release: cluster ``C`` gets
+``ε·(1 − s)·|C|/m``, so the release spends ``ε·(1 − s)`` whatever clusters Algorithm 1 forms.
+Every party's sequential ledger is then at most ε for any data (4.2, exact values with ε = ∞,
+cannot meet a budget and is refused).  The papers' per-attribute setting (``p`` or
+``epsilon_per_attribute``) gives the 6.3.2 budgets below.
+
 Clusters are canonical: each a sorted tuple of attribute indices, ordered by smallest index
 (the order :func:`mprr.clustering.cluster_attributes` returns).  A cluster's joint code is the
 C-order code of its attributes in that sorted order.
@@ -30,7 +38,10 @@ from collections.abc import Sequence
 
 from mprr.clustering import Clustering, cluster_attributes
 from mprr.data import Schema
+from mprr.errors import ConfigurationError
+from mprr.domain import check_epsilon, check_unit
 from mprr.protocols.budget import attribute_epsilons, attribute_specs, cluster_spec
+from mprr.protocols.steps import MatrixSpec
 from mprr.protocols.dependences import PHASE, check_dependence_options, dependence_steps
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, product_estimate
 from mprr.protocols.independent import matrix_parameters
@@ -66,7 +77,9 @@ def rr_clusters_steps(
     Tv: float,
     Td: float,
     p: float | Sequence[float] | None = None,
-    epsilon: float | Sequence[float] | None = None,
+    epsilon_per_attribute: float | Sequence[float] | None = None,
+    epsilon: float | None = None,
+    discovery_share: float = 0.5,
     dependence: str = "4.1",
     tables: str = "estimated",
     pair_epsilon: float | None = None,
@@ -88,10 +101,16 @@ def rr_clusters_steps(
         Algorithm 1: largest number of value combinations of a cluster.
     Td
         Algorithm 1: smallest dependence for two clusters to be merged.
-    p, epsilon
-        Exactly one: keep probability of main paper 6.3.1 (``keep_or_uniform(|A|, p)``) or ε
-        per attribute (``grr``); scalar or one per attribute.  These give ε_A, the matrices of
-        phase 1 (4.1) and the budget of each cluster ``Σ_{A∈C} ε_A``.
+    p, epsilon_per_attribute, epsilon
+        Exactly one.  The papers' setting: keep probability of main paper 6.3.1
+        (``keep_or_uniform(|A|, p)``) or ε of each attribute (``grr``), scalar or one per
+        attribute; these give ε_A, the matrices of phase 1 (4.1) and the budget of each cluster
+        ``Σ_{A∈C} ε_A`` (the total depends on the dependence method and, through replays, on the
+        clusters).  Or ``epsilon``: ε per respondent, planned as in the module docstring so
+        that every party's sequential ledger totals at most ``epsilon`` (not with 4.2).
+    discovery_share
+        With ``epsilon`` only: the share of the budget spent on phase 1, in (0, 1) (default
+        0.5).
     dependence
         ``"4.1"`` (RR per attribute, default), ``"4.2"`` (exact bivariate tables; ε = ∞, no DP
         guarantee) or ``"4.3"`` (RR per pair + secure sum).
@@ -127,19 +146,47 @@ def rr_clusters_steps(
     method = check_postprocess(postprocess)
     check_dependence_options(dependence, tables, pair_epsilon)
     sizes = schema.sizes
-    specs, attr_mats = attribute_specs(sizes, p=p, epsilon=epsilon)
-    eps = attribute_epsilons(attr_mats)
+    m = schema.m
+    budgeted = epsilon is not None
+    if budgeted:
+        share = check_unit("discovery_share", discovery_share, low_open=True, high_open=True)
+        if dependence == "4.2":
+            raise ConfigurationError(
+                f"dependence='4.2' releases exact pair values (ε = ∞, no DP guarantee) and cannot meet a budget "
+                f"of epsilon = {epsilon!r} per respondent; use dependence '4.1' or '4.3', or the papers' "
+                "per-attribute setting (p or epsilon_per_attribute)"
+            )
+        if pair_epsilon is not None:
+            raise ConfigurationError(
+                "pair_epsilon cannot be combined with a budget per respondent (epsilon): the plan gives every "
+                "pair ε·discovery_share/(m(m−1)/2); give epsilon_per_attribute or p to set pair_epsilon"
+            )
+        total = check_epsilon(epsilon)
+        discovery = total * share
+        specs, attr_mats = attribute_specs(sizes, epsilon_per_attribute=discovery / m)
+        if dependence == "4.3" and m > 1:
+            pair_epsilon = discovery / (m * (m - 1) // 2)
+        release_budget = total - discovery
+        eps = tuple(release_budget / m for _ in range(m))
+    else:
+        if discovery_share != 0.5:
+            raise ConfigurationError(
+                f"discovery_share applies with a budget per respondent (epsilon) only, got {discovery_share!r}"
+            )
+        specs, attr_mats = attribute_specs(sizes, p=p, epsilon_per_attribute=epsilon_per_attribute)
+        eps = attribute_epsilons(attr_mats)
     phase1 = yield from dependence_steps(
         schema, dependence, specs, postprocess=method, tables=tables, pair_epsilon=pair_epsilon
     )
     clustering = cluster_attributes(phase1.dependence, sizes, Tv, Td)
     clusters = release_clusters(clustering, sizes, max_cells)
-    # Under 4.1 a singleton cluster {A} would be released again with the matrix of A's
-    # phase-1 release (the 6.3.2 matrix carrying ε_A is that matrix): a replay.
+    # Under 4.1 a singleton cluster {A} whose release matrix is the matrix of A's phase-1
+    # release (the 6.3.2 matrix carrying ε_A is that matrix) is a replay.
+    same_budget = not budgeted or abs(eps[0] - float(attribute_epsilons(attr_mats)[0])) <= 1e-12 * eps[0]
     replays = tuple(
-        (PHASE, c[0]) if dependence == "4.1" and len(c) == 1 else None for c in clusters
+        (PHASE, c[0]) if dependence == "4.1" and len(c) == 1 and same_budget else None for c in clusters
     )
-    cspecs = tuple(
+    cspecs: tuple[MatrixSpec, ...] = tuple(
         specs[c[0]] if again is not None else cluster_spec([eps[a] for a in c])
         for c, again in zip(clusters, replays)
     )
@@ -148,13 +195,14 @@ def rr_clusters_steps(
         notes={"dependence": phase1.dependence, "clusters": clusters},
     )
     params = {
-        **matrix_parameters(p, epsilon, None),
+        **matrix_parameters(p, epsilon_per_attribute, epsilon, None),
+        "discovery_share": discovery_share if budgeted else None,
         "Tv": Tv,
         "Td": Td,
         "dependence": dependence,
         "tables": tables,
         "pair_epsilon": pair_epsilon,
-        "attribute_epsilons": list(eps),
+        "attribute_epsilons": list(attribute_epsilons(attr_mats)),
         "cluster_epsilons": [float(P.epsilon) for P in got.data.randomized_matrices],
         "cluster_cells": [math.prod(sizes[a] for a in c) for c in clusters],
     }

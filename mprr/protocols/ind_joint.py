@@ -135,7 +135,8 @@ def rr_ind_joint_steps(
     schema: Schema,
     *,
     p: float | Sequence[float] | None = None,
-    epsilon: float | Sequence[float] | None = None,
+    epsilon_per_attribute: float | Sequence[float] | None = None,
+    epsilon: float | None = None,
     matrices: Sequence[RandomizationMatrix] | None = None,
     groups: Sequence[Sequence[int]] | None = None,
     postprocess: str = DEFAULT_POSTPROCESS,
@@ -150,9 +151,10 @@ def rr_ind_joint_steps(
     ----------
     schema
         The attributes every party holds (all the program knows of the data before it runs).
-    p, epsilon, matrices
-        Exactly one (as :func:`~mprr.protocols.rr_independent`); ``epsilon`` gives the
-        DP-optimal k-RR matrix of the paper (3.4).
+    p, epsilon_per_attribute, epsilon, matrices
+        Exactly one (as :func:`~mprr.protocols.rr_independent`); ``epsilon_per_attribute``
+        gives the DP-optimal k-RR matrix of the paper (3.4) with that ε on each attribute,
+        ``epsilon`` (per respondent) the same matrices with ε/m each.
     groups
         Disjoint attribute subsets whose joint is estimated through the Kronecker inverse;
         attributes in no group are estimated alone.  Default: one group with every attribute
@@ -176,7 +178,8 @@ def rr_ind_joint_steps(
     """
     method = check_postprocess(postprocess)
     groups_t = canonical_groups(schema.sizes, groups, max_cells)
-    base = yield from rr_independent_steps(schema, p=p, epsilon=epsilon, matrices=matrices, postprocess=method)
+    base = yield from rr_independent_steps(schema, p=p, epsilon_per_attribute=epsilon_per_attribute,
+                                           epsilon=epsilon, matrices=matrices, postprocess=method)
     released = base.releases[0]
     mats = released.randomized_matrices
     factors = [_kron_estimate(np.asarray(released.codes), schema.sizes, mats, g, method, max_cells) for g in groups_t]
@@ -185,7 +188,7 @@ def rr_ind_joint_steps(
         else ProductDistribution(groups_t, factors, schema.sizes, allow_negative=(method == "none"))
     )
     params = {
-        **matrix_parameters(p, epsilon, matrices),
+        **matrix_parameters(p, epsilon_per_attribute, epsilon, matrices),
         "groups": [list(g) for g in groups_t],
         "attribute_epsilons": list(attribute_epsilons(mats)),
         "max_cells": max_cells,

@@ -24,7 +24,8 @@ __all__ = ["rr_independent", "rr_independent_steps", "matrix_parameters"]
 
 def matrix_parameters(
     p: float | Sequence[float] | None,
-    epsilon: float | Sequence[float] | None,
+    epsilon_per_attribute: float | Sequence[float] | None,
+    epsilon: float | None,
     matrices: Sequence[RandomizationMatrix] | None,
 ) -> dict[str, object]:
     """JSON-friendly record of how the attribute matrices were chosen."""
@@ -34,14 +35,16 @@ def matrix_parameters(
             return v
         return [float(x) for x in v]
 
-    return {"p": plain(p), "epsilon": plain(epsilon), "matrices": None if matrices is None else "given"}
+    return {"p": plain(p), "epsilon_per_attribute": plain(epsilon_per_attribute), "epsilon": plain(epsilon),
+            "matrices": None if matrices is None else "given"}
 
 
 def rr_independent_steps(
     schema: Schema,
     *,
     p: float | Sequence[float] | None = None,
-    epsilon: float | Sequence[float] | None = None,
+    epsilon_per_attribute: float | Sequence[float] | None = None,
+    epsilon: float | None = None,
     matrices: Sequence[RandomizationMatrix] | None = None,
     postprocess: str = DEFAULT_POSTPROCESS,
 ) -> Program:
@@ -54,10 +57,11 @@ def rr_independent_steps(
     ----------
     schema
         The attributes every party holds (all the program knows of the data before it runs).
-    p, epsilon, matrices
+    p, epsilon_per_attribute, epsilon, matrices
         Exactly one: keep probability of main paper 6.3.1 (``keep_or_uniform(|A|, p)``, the
-        paper's experiments; ε_A computed from the matrix), ε per attribute (``grr``), or one
-        explicit matrix per attribute (see :func:`mprr.protocols.budget.attribute_matrices`).
+        paper's experiments; ε_A computed from the matrix), ε of each attribute (``grr``), ε
+        per respondent (``grr(|A|, ε/m)`` on every attribute: the m releases spend ``epsilon``),
+        or one explicit matrix per attribute (:func:`mprr.protocols.budget.attribute_matrices`).
     postprocess
         ``"clip-rescale"`` (paper, default), ``"project-simplex"``, ``"ibu"`` or ``"none"`` (raw eq. 2).
 
@@ -74,10 +78,11 @@ def rr_independent_steps(
     (attribute j's released value = inverse-CDF of row x_j of ``P^j`` at the j-th uniform).
     """
     method = check_postprocess(postprocess)
-    specs, _ = attribute_specs(schema.sizes, p=p, epsilon=epsilon, matrices=matrices)
+    specs, _ = attribute_specs(schema.sizes, p=p, epsilon_per_attribute=epsilon_per_attribute, epsilon=epsilon,
+                               matrices=matrices)
     got = yield Release("attributes", singletons(schema.m), specs)
     params = {
-        **matrix_parameters(p, epsilon, matrices),
+        **matrix_parameters(p, epsilon_per_attribute, epsilon, matrices),
         "attribute_epsilons": list(attribute_epsilons(got.data.randomized_matrices)),
     }
     return release_result(

@@ -78,8 +78,8 @@ def assert_same(actor: ProtocolResult, fast: ProtocolResult) -> None:
 
 CASES = [
     ("RR-Independent", dict(p=0.6), lambda d, r: rr_independent(d, p=0.6, rng=r)),
-    ("RR-Independent", dict(epsilon=[1.0, 2.0, 0.5, 1.5, 1.0, 2.0, 1.0, 0.7]),
-     lambda d, r: rr_independent(d, epsilon=[1.0, 2.0, 0.5, 1.5, 1.0, 2.0, 1.0, 0.7], rng=r)),
+    ("RR-Independent", dict(epsilon_per_attribute=[1.0, 2.0, 0.5, 1.5, 1.0, 2.0, 1.0, 0.7]),
+     lambda d, r: rr_independent(d, epsilon_per_attribute=[1.0, 2.0, 0.5, 1.5, 1.0, 2.0, 1.0, 0.7], rng=r)),
     ("RR-Independent", dict(matrices=[keep_or_uniform(s, 0.5) for s in (4, 3, 5, 2, 6, 3, 8, 2)],
                             postprocess="project-simplex"),
      lambda d, r: rr_independent(d, matrices=[keep_or_uniform(s, 0.5) for s in d.sizes], rng=r,
@@ -87,8 +87,8 @@ CASES = [
     ("RR-Joint", dict(p=0.8), lambda d, r: rr_joint(d, p=0.8, rng=r)),
     ("RR-Clusters", dict(p=0.7, Tv=60, Td=0.1),
      lambda d, r: rr_clusters(d, p=0.7, Tv=60, Td=0.1, rng=r)),
-    ("RR-Clusters", dict(epsilon=1.2, Tv=30, Td=0.05, tables="randomized", postprocess="ibu"),
-     lambda d, r: rr_clusters(d, epsilon=1.2, Tv=30, Td=0.05, tables="randomized", postprocess="ibu", rng=r)),
+    ("RR-Clusters", dict(epsilon_per_attribute=1.2, Tv=30, Td=0.05, tables="randomized", postprocess="ibu"),
+     lambda d, r: rr_clusters(d, epsilon_per_attribute=1.2, Tv=30, Td=0.05, tables="randomized", postprocess="ibu", rng=r)),
     ("RR-Independent+Adjustment", dict(p=0.6),
      lambda d, r: rr_adjustment(rr_independent(d, p=0.6, rng=r))),
     ("RR-Clusters+Adjustment", dict(p=0.7, Tv=60, Td=0.1, tol=1e-8),

@@ -55,8 +55,8 @@ def test_worked_example_3_3() -> None:
 @pytest.mark.parametrize("method", ["clip-rescale", "project-simplex"])
 def test_estimates_agree_with_the_protocols(method: str, rng: np.random.Generator) -> None:
     syn = zipf_pair(800, 6, 0.6, rng=rng)
-    joint = rr_ind_joint(syn.dataset, epsilon=1.5, rng=np.random.default_rng(9), postprocess=method)
-    ind = rr_independent(syn.dataset, epsilon=1.5, rng=np.random.default_rng(9), postprocess=method)
+    joint = rr_ind_joint(syn.dataset, epsilon_per_attribute=1.5, rng=np.random.default_rng(9), postprocess=method)
+    ind = rr_independent(syn.dataset, epsilon_per_attribute=1.5, rng=np.random.default_rng(9), postprocess=method)
     rel = ind.releases[0]
     np.testing.assert_array_equal(rel.codes, joint.releases[0].codes)  # same draws, same Y
     est = estimate_pair(rel.codes, syn.dataset.sizes, rel.matrices, method)

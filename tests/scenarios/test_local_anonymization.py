@@ -20,6 +20,7 @@ from scenarios.runner import run
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SMALL = {"n": 300, "queries": 40}
+PAPER = {"p": 0.7}  # the papers' per-attribute setting (the budget tests below use epsilon)
 
 
 def _run(tmp_path: Path, engine: str, **extra: object) -> dict:
@@ -31,7 +32,7 @@ def _run(tmp_path: Path, engine: str, **extra: object) -> dict:
 @pytest.fixture(scope="module")
 def both(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict]]:
     base = tmp_path_factory.mktemp("la")
-    return {engine: (base / engine, _run(base, engine)) for engine in ("actors", "fast")}
+    return {engine: (base / engine, _run(base, engine, **PAPER)) for engine in ("actors", "fast")}
 
 
 def test_output_files_and_keys(both: dict[str, tuple[Path, dict]]) -> None:
@@ -130,7 +131,7 @@ def test_cli_prints_the_summary(tmp_path: Path) -> None:
     assert code == 0, err.getvalue()
     text = out.getvalue()
     for needle in ("count-query relative error", "RR-Clusters", "RR-Independent",
-                   "ε per party, sequential / parallel / unlinkable-pairs:", "β (entropy rate / log2 r",
+                   "ε per respondent (sequential composition", "labelled alternatives, not record-level", "β (entropy rate / log2 r",
                    "traffic: none on the fast path", "wall time"):
         assert needle in text
     assert (tmp_path / "query_errors.png").read_bytes()[:8] == PNG
@@ -154,9 +155,11 @@ def test_several_runs_pool_their_errors(tmp_path: Path) -> None:
 
 
 def test_bad_parameters_are_rejected(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError, match="give parameters.p or parameters.epsilon, not both"):
-        protocol_kwargs({"p": 0.5, "epsilon": 1.0, "postprocess": "clip-rescale", "Tv": 10, "Td": 0.1,
-                         "dependence": "4.1"})
+    with pytest.raises(ConfigurationError, match=r"give one of parameters.epsilon \(per respondent\), "
+                                                 r"parameters.epsilon_per_attribute or parameters.p, got epsilon = 1.0 "
+                                                 r"and p = 0.5"):
+        protocol_kwargs({"p": 0.5, "epsilon": 1.0, "epsilon_per_attribute": None, "postprocess": "clip-rescale",
+                         "Tv": 10, "Td": 0.1, "dependence": "4.1"})
     with pytest.raises(ConfigurationError, match="parameters.secure_sum must be one of 'paper', 'graph'"):
         run("local_anonymization", out_dir=tmp_path, parameters={"n": 50, "secure_sum": "carrier-pigeon"})
     with pytest.raises(ConfigurationError, match="parameters.n must be an integer >= 2"):
@@ -174,10 +177,10 @@ def test_secure_sum_without_a_secure_sum_is_refused(tmp_path: Path) -> None:
                                            schema=spec.schema))
 
 
-def test_epsilon_instead_of_p_and_dependence_43_on_the_fast_path(tmp_path: Path) -> None:
+def test_epsilon_per_attribute_and_dependence_43_on_the_fast_path(tmp_path: Path) -> None:
     out = tmp_path / "eps"
     run("local_anonymization", out_dir=out, engine="fast",
-        parameters={"n": 200, "queries": 10, "epsilon": 1.0, "dependence": "4.3"})
+        parameters={"n": 200, "queries": 10, "epsilon_per_attribute": 1.0, "dependence": "4.3"})
     doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
     m = len(DEFAULT_SIZES)
     ind = doc["privacy"]["RR-Independent"]["policies"]["sequential"]["epsilon"]["median"]
@@ -195,7 +198,7 @@ def test_secure_sum_dependence_on_actors_matches_the_fast_path(tmp_path: Path, d
                                                                secure_sum: str) -> None:
     """4.2 / 4.3 through a secure sum in the actor simulator: the controller gets the same tallies
     as the fast path computes centrally, so the same clusters, errors and ε; traffic = closed form."""
-    params = {"n": 80, "queries": 10, "dependence": dependence, "secure_sum": secure_sum, "degree": 4}
+    params = {"n": 80, "queries": 10, "dependence": dependence, "secure_sum": secure_sum, "degree": 4, **PAPER}
     docs = {}
     for engine in ("actors", "fast"):
         out = tmp_path / engine
@@ -216,12 +219,12 @@ def test_secure_sum_dependence_on_actors_matches_the_fast_path(tmp_path: Path, d
 def test_infinite_epsilon_is_drawn_and_said_and_budgets_are_compared_honestly(tmp_path: Path) -> None:
     out = tmp_path / "inf"
     outcome = run("local_anonymization", out_dir=out, engine="fast",
-                  parameters={"n": 150, "queries": 20, "dependence": "4.2"})
+                  parameters={"n": 150, "queries": 20, "dependence": "4.2", **PAPER})
     spec = next(f for f in outcome.result.figures if f.filename == "epsilon_by_phase.png")
     assert "hatched segment labelled ∞ is ε = ∞" in spec.caption
     assert (out / "epsilon_by_phase.png").read_bytes()[:8] == PNG
     summary = "\n".join(outcome.result.summary)
-    assert "(ε ∞ per party)" in summary and "budgets differ: not a comparison at equal ε" in summary
+    assert "(ε ∞ per respondent)" in summary and "budgets differ: not a comparison at equal ε" in summary
     report = (out / "report.md").read_text(encoding="utf-8")
     assert report.index("## Summary") < report.index("## Accuracy, privacy and cost") < report.index("## Details")
     doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
@@ -277,3 +280,29 @@ def test_an_own_data_report_opens_with_the_file_not_the_demo(tmp_path: Path) -> 
     assert "Default demo" not in report
     doc = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
     assert doc["description"] == opening
+
+
+@pytest.mark.parametrize(("dependence", "share", "engine"),
+                         [("4.1", 0.5, "fast"), ("4.1", 0.3, "actors"), ("4.3", 0.5, "fast")])
+def test_budget_per_respondent_holds_for_every_protocol(tmp_path: Path, dependence: str, share: float,
+                                                        engine: str) -> None:
+    """``epsilon`` is the budget of one respondent: every protocol's sequential ledger is at most it,
+    dependence phase included, whatever clusters Algorithm 1 forms; the report says so."""
+    out = tmp_path / "budget"
+    run("local_anonymization", out_dir=out, engine=engine,
+        parameters={"n": 150, "queries": 10, "epsilon": 2.0, "dependence": dependence, "discovery_share": share})
+    doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    for base in ("RR-Clusters", "RR-Independent"):
+        spent = doc["privacy"][base]["policies"]["sequential"]["epsilon"]["max"]
+        assert spent <= 2.0 * (1 + 1e-12), (base, spent)
+    assert doc["privacy"]["RR-Independent"]["policies"]["sequential"]["epsilon"]["max"] == pytest.approx(2.0)
+    by_phase = doc["privacy"]["RR-Clusters"]["policies"]["sequential"]["by_phase"]
+    assert by_phase["dependence"]["max"] == pytest.approx(2.0 * share)
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "ε = 2 per respondent" in report
+
+
+def test_budget_with_exact_dependences_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match=r"dependence = '4.2' releases exact pair values \(ε = ∞, no DP "
+                                                 r"guarantee\) and cannot meet a budget of epsilon = 4 per respondent"):
+        run("local_anonymization", out_dir=tmp_path, engine="fast", parameters={"n": 50, "dependence": "4.2"})

@@ -47,7 +47,7 @@ def test_csv_run_writes_the_report_on_the_files_own_truth(tmp_path: Path) -> Non
     doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
     params = doc["parameters"]
     assert (params["n"], params["sizes"], params["columns"]) == (400, [3, 2, 4, 2], ["age", "smoker", "region", "edu"])
-    assert params["p"] == 0.7 and params["clusters"] is None  # effective values, not null / synthetic ones
+    assert params["epsilon"] == 4.0 and params["p"] is None and params["clusters"] is None  # effective values
     assert doc["metrics"]["attributes"] == ["age", "smoker", "region", "edu"]
     assert doc["metrics"]["planted_clusters"] is None and doc["metrics"]["runs_recovering_planted_clusters"] is None
     assert sorted(map(sorted, doc["metrics"]["clusters_found"])) == [[0, 1], [2, 3]]

@@ -184,8 +184,9 @@ def test_exact_releases_are_flagged_no_dp_guarantee(small, exact) -> None:
     rows = privacy_table([section]).records()
     assert [r["guarantee"] for r in rows] == ["no DP guarantee"] * 3
     assert all(r["ε max"] == math.inf for r in rows)
-    eps_line = privacy_summary_lines([section])[0]
-    assert "RR-Clusters ∞ / ∞ / ∞ (no DP guarantee: exact 4.2 releases)" in eps_line
+    eps_line, alternatives = privacy_summary_lines([section])[:2]
+    assert "RR-Clusters ∞ (no DP guarantee: exact 4.2 releases)" in eps_line
+    assert "parallel (assumes the releases concern disjoint data" in alternatives and "RR-Clusters ∞" in alternatives
 
 
 def test_malicious_controller_refusals_and_replays_are_visible(small, attacked) -> None:
@@ -203,7 +204,7 @@ def test_malicious_controller_refusals_and_replays_are_visible(small, attacked) 
     rows = privacy_table([section]).records()
     assert {r["refusals"] for r in rows} == {f"budget-exceeded {2 * n}, plan-violation {n}"}
     assert {r["replays"] for r in rows} == {n * M}
-    beta_line = privacy_summary_lines([section])[1]
+    beta_line = privacy_summary_lines([section])[-1]
     assert f"RR-Independent refusals budget-exceeded {2 * n}, plan-violation {n}, replays {n * M}" in beta_line
 
 
@@ -241,8 +242,13 @@ def test_per_phase_cells_show_the_spread_when_parties_differ() -> None:
     section = privacy_section(PrivacyRecord("hand", "actors", (Ledger((low,)), Ledger((high,))), {}, 0))
     row = privacy_table([section]).records()[0]
     assert row["ε a"] == "2.000 (1.000–3.000)"
-    assert privacy_summary_lines([section])[0] == (
-        "ε per party, sequential / parallel / unlinkable-pairs: hand 2.00 (1.00–3.00) / 2.00 (1.00–3.00) / "
+    lines = privacy_summary_lines([section])
+    assert lines[0] == ("ε per respondent (sequential composition over everything a respondent releases: the "
+                        "record-level guarantee): hand 2.00 (1.00–3.00)")
+    assert lines[1] == (
+        "  labelled alternatives, not record-level guarantees: parallel (assumes the releases concern disjoint "
+        "data, which the attributes of one record are not) hand 2.00 (1.00–3.00); unlinkable-pairs (assumes the "
+        "secure sums of main paper 4.3 make each pair release unlinkable, counting each attribute once) hand "
         "2.00 (1.00–3.00)")
-    assert privacy_summary_lines([section])[1] == (
+    assert privacy_summary_lines([section])[2] == (
         "β (entropy rate / log2 r of the released matrices) median [min–max]: hand 0.50 [0.50–0.50]")

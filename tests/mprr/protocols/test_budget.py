@@ -13,9 +13,12 @@ from mprr.matrices import grr, keep_or_uniform
 from mprr.protocols.budget import (
     attribute_epsilons,
     attribute_matrices,
+    attribute_specs,
     cluster_spec,
     pair_spec,
+    split_budget,
 )
+from mprr.protocols.steps import MatrixSpec
 
 
 @pytest.mark.parametrize("k, p", [(2, 0.5), (9, 0.1), (16, 0.7), (5, 0.3)])
@@ -58,8 +61,20 @@ def test_pair_matrix_epsilon() -> None:
     assert pair_spec((0.5, 1.0)).build((3, 4)).size == 12
 
 
+def test_budget_per_respondent_splits_equally() -> None:
+    """``epsilon`` is the respondent's whole budget: grr(|A|, ε/m) on each of the m attributes."""
+    mats = attribute_matrices([3, 4, 2, 5], epsilon=2.0)
+    assert [m.epsilon for m in mats] == pytest.approx([0.5] * 4)
+    assert sum(m.epsilon for m in mats) == pytest.approx(2.0)
+    specs, _ = attribute_specs([3, 4], epsilon=1.0)
+    assert specs == (MatrixSpec.grr(0.5), MatrixSpec.grr(0.5))
+    assert split_budget(3.0, 4) == 0.75
+    with pytest.raises(ConfigurationError, match="epsilon must be finite and > 0, got 0"):
+        split_budget(0, 4)
+
+
 def test_epsilon_and_matrices_choices() -> None:
-    mats = attribute_matrices([3, 4], epsilon=[1.0, 2.0])
+    mats = attribute_matrices([3, 4], epsilon_per_attribute=[1.0, 2.0])
     assert [m.epsilon for m in mats] == pytest.approx([1.0, 2.0])
     given = (grr(3, 1.0), keep_or_uniform(4, 0.2))
     assert attribute_matrices([3, 4], matrices=given) == given
@@ -68,8 +83,10 @@ def test_epsilon_and_matrices_choices() -> None:
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({}, "exactly one of p, epsilon or matrices"),
-        ({"p": 0.5, "epsilon": 1.0}, "exactly one of p, epsilon or matrices"),
+        ({}, r"exactly one of p, epsilon_per_attribute, epsilon \(per respondent\) or matrices.*got none"),
+        ({"p": 0.5, "epsilon": 1.0}, r"exactly one of p, .* got \['p', 'epsilon'\]"),
+        ({"epsilon": [1.0, 2.0]}, "epsilon is the budget of one respondent .* use epsilon_per_attribute"),
+        ({"epsilon_per_attribute": [1.0]}, "epsilon_per_attribute must give one value per attribute"),
         ({"p": 1.0}, r"p must be a real number in \(0, 1\) \(p = 0 is singular, p = 1 has ε = ∞\), got 1.0"),
         ({"p": 0.0}, r"p must be a real number in \(0, 1\) .*, got 0.0"),
         ({"p": [0.5]}, "one value per attribute"),

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mprr.distributions import ProductDistribution
-from mprr.errors import DomainTooLargeError
+from mprr.errors import ConfigurationError, DomainTooLargeError
 from mprr.estimation import covariance
 from mprr.protocols import rr_clusters, rr_independent
 from mprr.streams import PartyStreams
@@ -127,3 +127,42 @@ def test_cluster_above_the_cell_limit_is_refused() -> None:
     ds = planted(5_000, 5, strength=0.8).dataset
     with pytest.raises(DomainTooLargeError, match="the release of cluster"):
         rr_clusters(ds, p=0.7, Tv=100, Td=0.2, rng=np.random.default_rng(1), max_cells=30)
+
+
+# ---------------------------------------------------------------- budget per respondent
+@pytest.mark.parametrize("dependence", ["4.1", "4.3"])
+@pytest.mark.parametrize("share", [0.2, 0.5, 0.8])
+def test_budget_per_respondent_bounds_every_ledger(dependence: str, share: float) -> None:
+    """With ``epsilon`` the plan is fixed before the data: the sequential ledger is at most ε
+    whatever clusters Algorithm 1 forms (several data sets and seeds, strong and no dependence)."""
+    for seed, strength in ((1, 0.9), (2, 0.0), (3, 0.5)):
+        ds = planted(400, seed, strength=strength).dataset
+        r = rr_clusters(ds, Tv=40, Td=0.1, epsilon=3.0, discovery_share=share, dependence=dependence,
+                        rng=np.random.default_rng(seed))
+        assert r.epsilon() <= 3.0 * (1 + 1e-12)
+        assert r.epsilon_by_phase()["dependence"] == pytest.approx(3.0 * share)
+        if share != 0.5 or dependence == "4.3":  # no replays: the release spends exactly the rest
+            assert r.epsilon() == pytest.approx(3.0)
+        assert r.parameters["epsilon"] == 3.0 and r.parameters["discovery_share"] == share
+
+
+def test_budget_per_respondent_is_monotone_where_p_was_not() -> None:
+    """The issue's example: with p the ledger total jumps with the clusters the noise forms; with
+    ``epsilon`` it is the budget, for every budget."""
+    ds = planted(600, 7, strength=0.6).dataset
+    spent = [rr_clusters(ds, Tv=50, Td=0.2, epsilon=e, discovery_share=0.3, rng=np.random.default_rng(7)).epsilon()
+             for e in (1.0, 1.04, 1.08, 1.12)]
+    assert spent == pytest.approx([1.0, 1.04, 1.08, 1.12])
+
+
+def test_budget_per_respondent_refusals() -> None:
+    ds = planted(50, 1).dataset
+    with pytest.raises(ConfigurationError, match=r"dependence='4.2' releases exact pair values \(ε = ∞, no DP "
+                                                 r"guarantee\) and cannot meet a budget of epsilon = 2.0"):
+        rr_clusters(ds, Tv=10, Td=0.1, epsilon=2.0, dependence="4.2", rng=np.random.default_rng(0))
+    with pytest.raises(ConfigurationError, match="pair_epsilon cannot be combined with a budget per respondent"):
+        rr_clusters(ds, Tv=10, Td=0.1, epsilon=2.0, dependence="4.3", pair_epsilon=1.0, rng=np.random.default_rng(0))
+    with pytest.raises(ConfigurationError, match=r"discovery_share must be a real number in \(0, 1\)"):
+        rr_clusters(ds, Tv=10, Td=0.1, epsilon=2.0, discovery_share=1.0, rng=np.random.default_rng(0))
+    with pytest.raises(ConfigurationError, match="discovery_share applies with a budget per respondent"):
+        rr_clusters(ds, Tv=10, Td=0.1, p=0.5, discovery_share=0.3, rng=np.random.default_rng(0))

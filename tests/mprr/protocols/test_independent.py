@@ -93,13 +93,13 @@ def test_postprocessed_estimates_are_distributions(method: str) -> None:
 
 def test_epsilon_choice() -> None:
     ds = planted(100, 5).dataset
-    r = rr_independent(ds, epsilon=1.5, rng=np.random.default_rng(0))
+    r = rr_independent(ds, epsilon_per_attribute=1.5, rng=np.random.default_rng(0))
     assert r.epsilon() == pytest.approx(1.5 * ds.m)
 
 
 def test_bad_arguments() -> None:
     ds = planted(50, 6).dataset
-    with pytest.raises(ConfigurationError, match="exactly one of p, epsilon or matrices"):
+    with pytest.raises(ConfigurationError, match="exactly one of p, epsilon_per_attribute, epsilon \\(per respondent\\) or matrices"):
         rr_independent(ds, rng=np.random.default_rng(0))
     with pytest.raises(ConfigurationError, match="postprocess must be one of"):
         rr_independent(ds, p=0.5, rng=np.random.default_rng(0), postprocess="clip")
