@@ -13,6 +13,10 @@ Modules, in dependency order (each may import only those above it):
 - ``matrices``      — validated randomization matrices and the papers' constructors
 - ``kronecker``     — lazy Kronecker products over joint domains (never materialized)
 - ``randomize``     — inverse-CDF local randomization of codes through a matrix row
+- ``hashing``       — the universal hash family of local hashing (multiply-add-shift, splitmix64
+                      seeds), vectorized over (reports x cells)
+- ``oracles``       — frequency oracles GRR, OUE, OLH (Wang et al. 2017): perturb from uniforms,
+                      support counts, unbiased estimates, variance formulas, best_oracle
 - ``estimation``    — eq. (2) inversion (mode products for Kronecker), clip/rescale, simplex
                       projection, IBU, covariance (Nayak 3.2), error bounds (eq. 5, 6)
 - ``distributions`` — JointDistribution protocol; Dense / Product / WeightedSample; sample()
