@@ -26,7 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mprr.protocols.result import ProtocolResult
-from mprr.protocols.steps import Program, Release, Released, Step
+from mprr.errors import ConfigurationError
+from mprr.protocols.steps import Program, Release, Released, Report, Step
 from parties.controller import Controller
 from parties.secure.engine import SecureSumEngine
 from parties.secure.registry import make_engine
@@ -89,6 +90,11 @@ async def _answer(step: Step, ctl: Controller, engine: SecureSumEngine) -> Relea
             ctl.note(name, value)
         phase = await ctl.release(step.phase, step.units, step.specs)
         return Released(phase.released_data(schema, replayed=step.replayed), len(phase.contributors))
+    if isinstance(step, Report):  # refused before the run by parties.simulate; a guard for other callers
+        raise ConfigurationError(
+            f"the actor driver does not answer Report steps yet (phase {step.phase!r}); run the protocol on the "
+            "fast path (mprr.protocols.local.run_local)"
+        )
     tally = await ctl.secure_release(step.phase, step.units, engine=engine, specs=step.specs)
     details = {"secure_sum": {"engine": tally.engine, "session": tally.session,
                               "contributors": len(tally.contributors)}}

@@ -109,9 +109,11 @@ class ScenarioResult:
     """Everything one scenario run produced.
 
     Runners fill ``metrics``, ``privacy``, ``traffic``, ``tables``, ``figures``, ``notes``,
-    ``summary`` (a few lines printed by the command line at the end of the run) and ``files``
+    ``summary`` (a few lines printed by the command line at the end of the run), ``files``
     (plain names of the other files the runner wrote into the output directory, e.g.
-    ``synthetic_records.csv``: listed in ``results.json`` and the printed summary); the runner
+    ``synthetic_records.csv``: listed in ``results.json`` and the printed summary) and
+    ``records`` (tables as lists of flat records, each a top-level key of ``results.json``,
+    e.g. ``utility``: ``pandas.DataFrame(doc["utility"])``); the runner
     framework (:func:`scenarios.runner.run_scenario`) fills the rest — name, kind, title,
     parameters, seed, runs, engine, versions, elapsed time.
     """
@@ -124,6 +126,7 @@ class ScenarioResult:
     notes: Sequence[str] = ()
     summary: Sequence[str] = ()
     files: Sequence[str] = ()
+    records: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
     name: str = ""
     kind: str = ""
     title: str = ""
@@ -227,7 +230,7 @@ def to_jsonable(obj: Any, *, where: str = "result") -> Any:
 
 def results_document(result: ScenarioResult, figure_files: Sequence[str] = ()) -> dict[str, Any]:
     """The ``results.json`` content as a JSON-safe dictionary."""
-    doc = {
+    doc: dict[str, Any] = {
         "scenario": result.name,
         "kind": result.kind,
         "title": result.title,
@@ -248,6 +251,11 @@ def results_document(result: ScenarioResult, figure_files: Sequence[str] = ()) -
         "files": list(result.files),
         "notes": list(result.notes),
     }
+    clash = sorted(set(result.records) & set(doc))
+    if clash:
+        raise ConfigurationError(f"records keys {clash} would replace keys of results.json; rename them")
+    for key, rows in result.records.items():
+        doc[key] = [dict(r) for r in rows]
     jsonable: dict[str, Any] = to_jsonable(doc)
     return jsonable
 

@@ -7,6 +7,10 @@ The fast-path functions (``rr_independent``, ``rr_clusters``, ...) are made from
 programs by :func:`~mprr.protocols.local.local_protocol` (each protocol's parameters and their
 documentation are written once, on its step program) and run the local driver.
 
+Every protocol takes ``epsilon``, the budget of one respondent (sequential over all it releases;
+:mod:`~mprr.protocols.budget`); the papers' protocols also keep their per-attribute settings
+(``p``, ``epsilon_per_attribute``) for the reproductions.
+
 Each fast-path function takes a :class:`mprr.data.Dataset` (party i holds row i), its parameters, a
 keyword-only ``rng`` (``numpy.random.Generator`` for Monte Carlo sweeps, or
 :class:`mprr.streams.PartyStreams` so that the actor simulator can replay exactly the same
@@ -26,10 +30,15 @@ Modules, in dependency order (each imports only those above it):
 - ``release``         — ``ReleasedData`` (one release phase) and the randomization of units
 - ``estimate``        — eq. (2) per unit + post-processing; Kronecker IBU; product estimates
 - ``result``          — ``ProtocolResult`` (estimate, releases, matrices, ledger, ε per policy)
-- ``steps``           — the step vocabulary: ``Release``, ``SecureSum``, ``Released``, ``MatrixSpec``
+- ``steps``           — the step vocabulary: ``Release``, ``SecureSum``, ``Report``, ``Released``,
+                        ``MatrixSpec``, ``OracleSpec``
+- ``oracle_reports``  — the answer to a ``Report`` step: units through frequency oracles
+                        (:mod:`mprr.oracles`), every unit or one sampled unit per party, with
+                        or without fake values; estimates and closed-form variances
 - ``local``           — the local driver ``run_local`` (vectorized answers to every step) and
                         ``local_protocol``, the fast-path function of a step program
-- ``budget``          — main paper 6.3 matrices and their ``MatrixSpec``: keep_or_uniform per
+- ``budget``          — ε per respondent as the input (``split_budget``), and the main paper's
+                        6.3 matrices and their ``MatrixSpec``: keep_or_uniform per
                         attribute (6.3.1), the ε-optimal cluster matrix carrying Σ ε_A (6.3.2),
                         4.3 pair matrices
 - ``independent``     — RR-Independent (main paper Protocol 1)
@@ -40,6 +49,10 @@ Modules, in dependency order (each imports only those above it):
 - ``adjustment``      — RR-Adjustment (Algorithm 2) after RR-Independent or RR-Clusters
 - ``ind_joint``       — RR-Ind-Joint (Kikuchi): joint of any subset via the Kronecker inverse
 - ``lambda_protocol`` — λ-randomization protocol (lambda paper Section 5) with its entropy check
+- ``multidim``        — the field's multi-dimensional strategies at ε per respondent: SPL, SMP,
+                        RS+FD (frequency oracles GRR / OUE / OLH)
+- ``marginal_release``— CALM-style release: one sampled k-way marginal per respondent,
+                        Norm-Sub, consistency, maximum entropy
 - ``pram``            — trusted-curator PRAM, invariant PRAM, S/n and its variance (eq. 4.4)
 - ``synthesis``       — synthetic microdata drawn from any estimate
 - ``registry``        — protocol names and aliases -> step programs, parameter checking
@@ -54,6 +67,8 @@ from mprr.protocols.independent import rr_independent
 from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS, ind_joint_estimate, rr_ind_joint
 from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, rr_joint
 from mprr.protocols.lambda_protocol import EntropyCheck, lambda_entropy_bits, lambda_protocol, lambdas_for_entropy
+from mprr.protocols.marginal_release import MarginalSetDistribution, calm
+from mprr.protocols.multidim import rsfd, smp, spl
 from mprr.protocols.pram import (
     INVARIANT_METHODS,
     invariant_mixture,
@@ -83,6 +98,11 @@ __all__ = [
     "rr_clusters",
     "rr_adjustment",
     "rr_ind_joint",
+    "spl",
+    "smp",
+    "rsfd",
+    "calm",
+    "MarginalSetDistribution",
     "ind_joint_estimate",
     "lambda_protocol",
     "lambdas_for_entropy",

@@ -8,7 +8,9 @@ records of a :class:`~mprr.data.Dataset`:
   value through the unit's matrix; a replayed unit resends the earlier phase's codes;
 - :class:`~mprr.protocols.steps.SecureSum`: the tallies a secure sum would reveal, computed
   centrally — exact tables (4.2) or tallies of values randomized through the unit matrices
-  (4.3, unlinkable).
+  (4.3, unlinkable);
+- :class:`~mprr.protocols.steps.Report`: every party perturbs its unit(s) through the units'
+  frequency oracles (:func:`mprr.protocols.oracle_reports.report_units`).
 
 Matrices are built from the steps' :class:`~mprr.protocols.steps.MatrixSpec` with the same
 constructors the parties use, so the actor driver (:func:`parties.driver.run_actors`) gives
@@ -24,7 +26,8 @@ from typing import Any, Protocol, TypeVar
 from mprr.data import Dataset
 from mprr.domain import MAX_TABLE_CELLS
 from mprr.protocols.release import ReleasedData, check_inputs, exact_tables, release_units
-from mprr.protocols.steps import Release, Released, SecureSum, Step
+from mprr.protocols.oracle_reports import report_uniforms, report_units
+from mprr.protocols.steps import Release, Released, Report, SecureSum, Step
 from mprr.streams import Randomness, draw_uniforms
 
 __all__ = ["LocalProtocol", "local_protocol", "run_local"]
@@ -72,6 +75,8 @@ def run_local(
 def _answer(step: Step, dataset: Dataset, rng: Randomness, done: dict[str, ReleasedData]) -> ReleasedData:
     sizes = dataset.sizes
     codes = dataset.codes
+    if isinstance(step, Report):
+        return report_units(step, codes, sizes, draw_uniforms(rng, dataset.n, report_uniforms(step, sizes)))
     if isinstance(step, Release):
         replays = step.replays if step.replays is not None else (None,) * len(step.units)
         mats = tuple(

@@ -20,6 +20,8 @@ from mprr.protocols.ind_joint import rr_ind_joint_steps
 from mprr.protocols.independent import rr_independent_steps
 from mprr.protocols.joint import rr_joint_steps
 from mprr.protocols.lambda_protocol import lambda_steps
+from mprr.protocols.marginal_release import calm_steps
+from mprr.protocols.multidim import rsfd_steps, smp_steps, spl_steps
 from mprr.protocols.steps import Program
 
 __all__ = ["PROTOCOLS", "ProtocolEntry", "lookup"]
@@ -42,6 +44,9 @@ class ProtocolEntry:
     secure
         ``True`` when the program may ask for a secure sum (RR-Clusters with 4.2 / 4.3): a
         driver then also takes the secure-sum ``engine``.
+    oracle_reports
+        ``True`` when the program yields :class:`~mprr.protocols.steps.Report` steps (frequency
+        oracles, sampled units): the local driver answers them; the actor driver does not yet.
     """
 
     name: str
@@ -49,6 +54,7 @@ class ProtocolEntry:
     fixed: Mapping[str, Any]
     aliases: tuple[str, ...] = ()
     secure: bool = False
+    oracle_reports: bool = False
 
     def bind(self, params: Mapping[str, Any], driver: tuple[str, ...] = ()) -> dict[str, Any]:
         """Check ``params`` against the protocol's parameters; returns the full keyword set.
@@ -105,6 +111,10 @@ PROTOCOLS: Mapping[str, ProtocolEntry] = {
         ProtocolEntry("RR-Adjustment", rr_adjustment_steps, {}, ("adjustment",), secure=True),
         ProtocolEntry("RR-Ind-Joint", rr_ind_joint_steps, {}, ("ind-joint",)),
         ProtocolEntry("lambda-randomization", lambda_steps, {}, ("lambda", "λ-randomization")),
+        ProtocolEntry("SPL", spl_steps, {}, ("split",), oracle_reports=True),
+        ProtocolEntry("SMP", smp_steps, {}, ("sample",), oracle_reports=True),
+        ProtocolEntry("RS+FD", rsfd_steps, {}, ("rsfd", "rs-fd"), oracle_reports=True),
+        ProtocolEntry("CALM-style", calm_steps, {}, ("calm",), oracle_reports=True),
     )
 }
 """Every protocol, by canonical name."""

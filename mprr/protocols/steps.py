@@ -26,6 +26,13 @@ so the same seed gives bit-identical results.  Steps:
 :class:`SecureSum`
     "Secure-sum these units" (main paper 4.2 exact values, or 4.3 values randomized through
     the units' matrices): the controller learns only the tallies.
+:class:`Report`
+    "Report these units through these frequency oracles" (:mod:`mprr.oracles`): every unit
+    (``assign="every"``, SPL with OUE / OLH), or **one** unit per party drawn by the party
+    itself with public weights (``"sampled"``: SMP, CALM-style marginals, sampled clusters),
+    or one real unit hidden among uniform fake values for the others (``"sampled-fake"``:
+    RS+FD, Arcolezi et al. CIKM 2021).  The public rule (units, weights, oracles) is the same
+    for every party; only the draw is the party's.
 
 Reply: :class:`Released` (the :class:`~mprr.protocols.release.ReleasedData`, the number of
 parties in it, and driver details such as the secure-sum session).
@@ -64,16 +71,21 @@ from mprr.matrices import (
     kron,
     lambda_randomization,
 )
+from mprr.oracles import GRR, OLH, OUE, FrequencyOracle, best_oracle
 from mprr.protocols.release import ReleasedData
 from mprr.protocols.result import ProtocolResult
 
 __all__ = [
     "FAMILIES",
+    "ASSIGNMENTS",
     "Matrix",
     "MatrixSpec",
+    "ORACLES",
+    "OracleSpec",
     "Program",
     "Release",
     "Released",
+    "Report",
     "SecureSum",
     "Step",
     "singletons",
@@ -265,7 +277,130 @@ class SecureSum:
             object.__setattr__(self, "specs", tuple(self.specs))
 
 
-Step = Release | SecureSum
+ORACLES: tuple[str, ...] = ("grr", "oue", "olh")
+"""Frequency oracles a :class:`Report` step may name (:mod:`mprr.oracles`)."""
+
+
+@dataclass(frozen=True)
+class OracleSpec:
+    """A frequency oracle named by family and ε, rebuilt over a unit's domain by whoever randomizes.
+
+    ``family`` is one of :data:`ORACLES` (GRR, OUE, OLH of Wang et al., USENIX Security 2017);
+    ``epsilon`` the ε of one report, finite and > 0.
+    """
+
+    family: str
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        if self.family not in ORACLES:
+            raise ConfigurationError(f"oracle family must be one of {list(ORACLES)}, got {self.family!r}")
+        eps = float(self.epsilon)
+        if not math.isfinite(eps) or eps <= 0.0:
+            raise ConfigurationError(f"oracle epsilon must be finite and > 0, got {self.epsilon!r}")
+        object.__setattr__(self, "epsilon", eps)
+
+    @classmethod
+    def best(cls, cells: int, epsilon: float) -> OracleSpec:
+        """The oracle of least variance for ``cells`` values at ε (:func:`mprr.oracles.best_oracle`)."""
+        return cls(best_oracle(cells, epsilon).name.lower(), epsilon)
+
+    def build(self, sizes: Sequence[int]) -> FrequencyOracle:
+        """The oracle over the joint domain of attributes with ``sizes`` categories (C order)."""
+        cells = math.prod(int(s) for s in sizes)
+        if self.family == "grr":
+            return GRR(cells, self.epsilon)
+        if self.family == "oue":
+            return OUE(cells, self.epsilon)
+        return OLH(cells, self.epsilon)
+
+
+ASSIGNMENTS: tuple[str, ...] = ("every", "sampled", "sampled-fake")
+"""How a :class:`Report` step assigns units to a party."""
+
+
+@dataclass(frozen=True)
+class Report:
+    """Step: every party reports units through their frequency oracles.
+
+    Attributes
+    ----------
+    phase
+        Phase name.
+    units
+        Attribute indices of each unit.
+    oracles
+        One :class:`OracleSpec` per unit.
+    assign
+        ``"every"``: each party reports every unit (ε of the units add up, sequential).
+        ``"sampled"``: each party draws one unit with ``weights`` and sends its index and its
+        report (ε of one report).  ``"sampled-fake"``: as ``"sampled"``, but the party sends a
+        value for every unit, uniform fake values for the others (GRR oracles only), and not
+        the index.
+    weights
+        ``"sampled"`` / ``"sampled-fake"``: the probability of each unit (public, the same for
+        every party, normalised here; ``None``: uniform).
+
+    Notes
+    -----
+    Draw order (per party, :mod:`mprr.streams`): ``"every"`` — one block of the oracle's
+    ``uniforms_per_report`` uniforms per unit, in unit order; ``"sampled"`` — one uniform picks
+    the unit (inverse CDF of the weights), then ``max_j`` of the oracles' uniforms per report,
+    the assigned oracle using the first it needs; ``"sampled-fake"`` — one uniform picks the
+    unit, then one block per unit in unit order: the assigned unit's block perturbs its value,
+    every other block's first uniform draws its fake value (``floor(u · cells)``).
+    """
+
+    phase: str
+    units: tuple[tuple[int, ...], ...]
+    oracles: tuple[OracleSpec, ...]
+    assign: str = "every"
+    weights: tuple[float, ...] | None = None
+    notes: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "units", _units(self.units))
+        object.__setattr__(self, "oracles", tuple(self.oracles))
+        if self.assign not in ASSIGNMENTS:
+            raise ConfigurationError(f"assign must be one of {list(ASSIGNMENTS)}, got {self.assign!r}")
+        if not self.units:
+            raise ConfigurationError("a report step needs at least one unit")
+        if len(self.oracles) != len(self.units):
+            raise ConfigurationError(
+                f"a report step needs one oracle per unit: {len(self.units)} units, {len(self.oracles)} oracles"
+            )
+        if self.weights is not None:
+            if self.assign == "every":
+                raise ConfigurationError("weights apply to assign='sampled' or 'sampled-fake' only")
+            w = tuple(float(x) for x in self.weights)
+            if len(w) != len(self.units) or not all(math.isfinite(x) and x >= 0.0 for x in w) or sum(w) <= 0.0:
+                raise ConfigurationError(
+                    f"weights must be {len(self.units)} finite non-negative numbers with a positive sum, "
+                    f"got {self.weights!r}"
+                )
+            total = math.fsum(w)
+            object.__setattr__(self, "weights", tuple(x / total for x in w))
+        if self.assign == "sampled-fake" and any(o.family != "grr" for o in self.oracles):
+            raise ConfigurationError(
+                f"fake values (assign='sampled-fake', RS+FD) are drawn for GRR oracles only, got "
+                f"{[o.family for o in self.oracles]}"
+            )
+
+    @property
+    def sampled(self) -> bool:
+        """Whether each party reports one drawn unit (``"sampled"`` or ``"sampled-fake"``)."""
+        return self.assign != "every"
+
+    @property
+    def probabilities(self) -> tuple[float, ...]:
+        """The probability that a party reports each unit (1 for ``"every"``)."""
+        k = len(self.units)
+        if not self.sampled:
+            return (1.0,) * k
+        return self.weights if self.weights is not None else (1.0 / k,) * k
+
+
+Step = Release | SecureSum | Report
 
 
 @dataclass(frozen=True, eq=False)
