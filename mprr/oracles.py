@@ -48,7 +48,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from mprr.domain import check_epsilon, check_int, real_array
 from mprr.errors import ConfigurationError, DataError
-from mprr.hashing import OLH_MAX_G, hash_buckets
+from mprr.hashing import OLH_MAX_G, bucket_members, hash_buckets
 from mprr.matrices import RandomizationMatrix, grr
 from mprr.randomize import inverse_cdf
 from mprr.streams import Randomness, draw_uniforms
@@ -80,7 +80,7 @@ OLH_MAX_D: int = 1 << 32
 """Largest d of :class:`OLH`: the hash family takes 32-bit keys."""
 
 
-_CHUNK_CELLS = 1 << 20  # reports x cells evaluated at once by support(): 8 MiB of uint64
+_CHUNK_CELLS = 1 << 16  # reports x cells evaluated at once by support(): 512 KiB of uint64, cache-sized
 _TWO32 = float(1 << 32)
 
 FloatArray = NDArray[np.float64]
@@ -625,7 +625,7 @@ class OLH(FrequencyOracle):
         step = max(1, _CHUNK_CELLS // self.d)
         for start in range(0, reports.shape[0], step):
             stop = start + step
-            match = hash_buckets(seeds[start:stop, None], cells[None, :], g) == y[start:stop, None]
+            match = bucket_members(seeds[start:stop], y[start:stop], cells, g)
             out += _sum_rows(match, None if groups is None else groups[start:stop], n_groups)
         return out
 
