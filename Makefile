@@ -45,6 +45,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/masked_floor.py --runs 1
 	$(BIN)/python benchmarks/streams.py
 	$(BIN)/python benchmarks/wire_codec.py
+	$(BIN)/python benchmarks/oracles.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache docs/sphinx/_autosummary

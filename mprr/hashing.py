@@ -14,7 +14,7 @@ from numpy.typing import ArrayLike, NDArray
 from mprr.domain import check_int
 from mprr.errors import ConfigurationError, DataError
 
-__all__ = ["OLH_MAX_G", "universal_hash", "hash_buckets", "splitmix64"]
+__all__ = ["OLH_MAX_G", "universal_hash", "hash_buckets", "bucket_members", "splitmix64"]
 
 OLH_MAX_G: int = 1 << 31
 """Largest number of buckets g: ``(h * g) >> 32`` must not overflow, and OLH's report
@@ -82,4 +82,25 @@ def hash_buckets(seeds: NDArray[np.uint64], values: NDArray[np.uint64], g: int) 
     b = splitmix64(seeds + _GAMMA2)
     h = (a * values + b) >> np.uint64(32)
     out: IntArray = ((h * np.uint64(g)) >> np.uint64(32)).astype(np.int64)
+    return out
+
+
+def bucket_members(seeds: NDArray[np.uint64], buckets: IntArray, values: NDArray[np.uint64], g: int) -> NDArray[np.bool_]:
+    """``(m, k)`` table of ``H_seeds[i](values[j]) == buckets[i]`` (unchecked, like :func:`hash_buckets`).
+
+    The aggregator's side of local hashing, in three passes over the table instead of
+    :func:`hash_buckets`' six: ``H = (h·g) >> 32 = y`` exactly when ``h`` lies in
+    ``[ceil(y·2**32/g), ceil((y+1)·2**32/g))``, i.e. when ``z = (a·v + b) mod 2**64`` lies in
+    ``[L, L + W)`` with ``L`` and ``W`` those bounds times 2**32 — tested as
+    ``(z - L) mod 2**64 < W`` (``L + W <= 2**64``), the same answer bit for bit.
+    """
+    a = splitmix64(seeds + _GAMMA)
+    y = buckets.astype(np.uint64)
+    gg = np.uint64(g)
+    low = (y << np.uint64(32)) // gg + ((y << np.uint64(32)) % gg != 0)  # ceil(y 2**32 / g)
+    y1 = y + np.uint64(1)
+    high = (y1 << np.uint64(32)) // gg + ((y1 << np.uint64(32)) % gg != 0)
+    shift = splitmix64(seeds + _GAMMA2) - (low << np.uint64(32))  # b - L, wrapping
+    width = (high - low) << np.uint64(32)
+    out: NDArray[np.bool_] = a[:, None] * values[None, :] + shift[:, None] < width[:, None]
     return out

@@ -3,13 +3,13 @@
 Wang, Blocki, Li and Jha, *Locally Differentially Private Protocols for Frequency Estimation*
 (USENIX Security 2017) — "Wang et al." below.  Each respondent holds one value ``v`` in
 ``[0, d)`` and sends one report; the aggregator counts how many reports *support* each cell
-and inverts the expected count (Wang et al. eq. (1))::
+and inverts the expected count (Wang et al.'s estimator for "pure" protocols)::
 
     f̂_v = (C_v / n - q*) / (p* - q*)
 
 where ``p*`` is the probability that a report supports the respondent's own value and ``q*``
 the probability that it supports any other given value.  The estimate is unbiased and its
-variance is (Wang et al. eq. (2), divided by n² for frequencies)::
+variance is (Wang et al.'s variance of the count estimate, divided by n² for frequencies)::
 
     Var[f̂_v] = q*(1 - q*) / (n (p* - q*)²)  +  f_v (1 - p* - q*) / (n (p* - q*))
 
@@ -32,7 +32,7 @@ deterministic function of (value, uniforms) and the fast path and the actors agr
 report is one non-negative ``int64`` code: GRR the reported cell; OUE the bit vector as a
 bitmask (bit ``v`` = cell ``v``); OLH ``seed * g + y``.
 
-:func:`best_oracle` makes the adaptive choice of Wang et al. section 5.
+:func:`best_oracle` makes Wang et al.'s choice between them by approximate variance.
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from mprr.domain import check_epsilon, check_int, real_array
+from mprr.domain import MAX_TENSOR_CELLS, check_epsilon, check_int, real_array
 from mprr.errors import ConfigurationError, DataError
-from mprr.hashing import OLH_MAX_G, hash_buckets
+from mprr.hashing import OLH_MAX_G, bucket_members, hash_buckets
 from mprr.matrices import RandomizationMatrix, grr
 from mprr.randomize import inverse_cdf
 from mprr.streams import Randomness, draw_uniforms
@@ -57,7 +57,7 @@ __all__ = [
     "MAX_EPSILON",
     "GRR_MATRIX_MAX_D",
     "OUE_MAX_D",
-    "OLH_MAX_D",
+    "MAX_D",
     "FrequencyOracle",
     "GRR",
     "OUE",
@@ -70,17 +70,18 @@ MAX_EPSILON: float = 700.0
 
 GRR_MATRIX_MAX_D: int = 1024
 """Largest d for which :meth:`GRR.perturb` samples through the :func:`mprr.matrices.grr` matrix
-(a d x d cumulative table, 8 MiB at d = 1024), bit-identical to :func:`mprr.randomize.randomize`;
-above it the closed-form inverse CDF of the same row is used."""
+(the d x d matrix and its cumulative table, 16 MiB at d = 1024), bit-identical to
+:func:`mprr.randomize.randomize`; above it the closed-form inverse CDF of the same row is used."""
 
 OUE_MAX_D: int = 62
 """Largest d of :class:`OUE`: a report is a d-bit mask held in one non-negative int64."""
 
-OLH_MAX_D: int = 1 << 32
-"""Largest d of :class:`OLH`: the hash family takes 32-bit keys."""
+MAX_D: int = MAX_TENSOR_CELLS
+"""Largest d of :class:`GRR` and :class:`OLH`: support counts are a dense ``(d,)`` vector
+(:data:`mprr.domain.MAX_TENSOR_CELLS`, 50 million cells)."""
 
 
-_CHUNK_CELLS = 1 << 20  # reports x cells evaluated at once by support(): 8 MiB of uint64
+_CHUNK_CELLS = 1 << 16  # reports x cells evaluated at once by support(): 512 KiB of uint64, cache-sized
 _TWO32 = float(1 << 32)
 
 FloatArray = NDArray[np.float64]
@@ -283,7 +284,7 @@ class FrequencyOracle(ABC):
         return self._tally(r, g, n_groups)
 
     def estimate(self, support: ArrayLike, n: ArrayLike) -> FloatArray:
-        """Unbiased frequency estimate ``(C_v / n - q*) / (p* - q*)`` (Wang et al. eq. (1)).
+        """Unbiased frequency estimate ``(C_v / n - q*) / (p* - q*)`` (Wang et al.).
 
         Parameters
         ----------
@@ -313,7 +314,7 @@ class FrequencyOracle(ABC):
         return out
 
     def variance(self, n: int, f: ArrayLike | None = None) -> FloatArray:
-        """Per-cell variance of :meth:`estimate` over n reports (Wang et al. eq. (2) / n²).
+        """Per-cell variance of :meth:`estimate` over n reports (Wang et al.'s count variance / n²).
 
         Parameters
         ----------
@@ -348,7 +349,7 @@ class FrequencyOracle(ABC):
 
 @dataclass(frozen=True)
 class GRR(FrequencyOracle):
-    """Generalized randomized response over d values (Wang et al. section 4.1, "DE").
+    """Generalized randomized response over d values (Wang et al.'s "direct encoding", k-RR).
 
     Reports the true value with ``p = e^ε/(e^ε + d - 1)`` and each other value with
     ``q = 1/(e^ε + d - 1)``; ``p* = p``, ``q* = q``.  It is the :func:`mprr.matrices.grr`
@@ -360,7 +361,7 @@ class GRR(FrequencyOracle):
     Parameters
     ----------
     d
-        Domain size, >= 2.
+        Domain size, in [2, :data:`MAX_D`].
     epsilon
         ε of one report, in (0, :data:`MAX_EPSILON`].
     """
@@ -370,7 +371,7 @@ class GRR(FrequencyOracle):
     name: ClassVar[str] = "GRR"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "d", _check_d(self.name, self.d, 1 << 62))
+        object.__setattr__(self, "d", _check_d(self.name, self.d, MAX_D))
         object.__setattr__(self, "epsilon", _check_oracle_epsilon(self.name, self.epsilon))
 
     @property
@@ -433,7 +434,7 @@ class GRR(FrequencyOracle):
 
 @dataclass(frozen=True)
 class OUE(FrequencyOracle):
-    """Optimized unary encoding (Wang et al. section 4.2).
+    """Optimized unary encoding (Wang et al.).
 
     The value is one-hot encoded in d bits; the respondent's bit is reported as 1 with
     ``p = 1/2``, every other bit as 1 with ``q = 1/(e^ε + 1)`` (bit ``v`` consumes uniform
@@ -517,7 +518,7 @@ class OUE(FrequencyOracle):
 
 @dataclass(frozen=True)
 class OLH(FrequencyOracle):
-    """Optimized local hashing (Wang et al. section 4.4).
+    """Optimized local hashing (Wang et al.).
 
     The respondent picks a hash function ``H_seed`` of :func:`mprr.hashing.universal_hash` with
     ``seed = floor(u0 · 2**32)``, hashes its value into ``[0, g)`` and reports the hash through
@@ -526,12 +527,12 @@ class OLH(FrequencyOracle):
     ``q = 1/(e^ε + g - 1)``.  The report is ``seed · g + y``.  A report supports cell v when
     ``H_seed(v) = y``: ``p* = p``, ``q* = 1/g``.  ε = ``ln(p/q)`` (the seed does not depend on
     the value).  With ``g = e^ε + 1`` the approximate variance is ``4e^ε/(n (e^ε - 1)²)``, as
-    OUE's; g defaults to ``round(e^ε) + 1`` (Wang et al. eq. (15), rounded).
+    OUE's; g defaults to ``round(e^ε) + 1`` (Wang et al.'s optimal ``g = e^ε + 1``, rounded).
 
     Parameters
     ----------
     d
-        Domain size, in [2, 2**32].
+        Domain size, in [2, :data:`MAX_D`].
     epsilon
         ε of one report, in (0, :data:`MAX_EPSILON`].
     g
@@ -545,7 +546,7 @@ class OLH(FrequencyOracle):
     name: ClassVar[str] = "OLH"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "d", _check_d(self.name, self.d, OLH_MAX_D))
+        object.__setattr__(self, "d", _check_d(self.name, self.d, MAX_D))
         eps = _check_oracle_epsilon(self.name, self.epsilon)
         object.__setattr__(self, "epsilon", eps)
         if self.g is None:
@@ -625,7 +626,7 @@ class OLH(FrequencyOracle):
         step = max(1, _CHUNK_CELLS // self.d)
         for start in range(0, reports.shape[0], step):
             stop = start + step
-            match = hash_buckets(seeds[start:stop, None], cells[None, :], g) == y[start:stop, None]
+            match = bucket_members(seeds[start:stop], y[start:stop], cells, g)
             out += _sum_rows(match, None if groups is None else groups[start:stop], n_groups)
         return out
 
@@ -636,7 +637,7 @@ class OLH(FrequencyOracle):
 
 
 def best_oracle(d: int, epsilon: float) -> FrequencyOracle:
-    """The oracle of least approximate variance for d values at ε (Wang et al. section 5).
+    """The oracle of least approximate variance for d values at ε (Wang et al.'s comparison).
 
     GRR's approximate variance ``(e^ε + d - 2)/(e^ε - 1)²`` is below OUE's and OLH's
     ``4e^ε/(e^ε - 1)²`` exactly when ``d < 3e^ε + 2``: then :class:`GRR`.  Otherwise

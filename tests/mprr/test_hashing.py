@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError, DataError
-from mprr.hashing import OLH_MAX_G, splitmix64, universal_hash
+from mprr.hashing import OLH_MAX_G, bucket_members, hash_buckets, splitmix64, universal_hash
 
 M64 = (1 << 64) - 1
 GAMMA = 0x9E3779B97F4A7C15
@@ -51,6 +51,16 @@ def test_broadcasts_over_reports_and_cells(rng: np.random.Generator) -> None:
     for i in range(30):
         np.testing.assert_array_equal(grid[i], universal_hash(np.full(17, seeds[i]), cells, 5))
     assert grid.min() >= 0 and grid.max() < 5
+
+
+@pytest.mark.parametrize("g", [2, 3, 4, 7, 1000, OLH_MAX_G - 1, OLH_MAX_G])
+def test_bucket_members_is_hash_equality(g: int, rng: np.random.Generator) -> None:
+    seeds = rng.integers(0, 1 << 32, 2000, dtype=np.int64).astype(np.uint64)
+    cells = np.concatenate(([0, (1 << 32) - 1], rng.integers(0, 1 << 32, 62))).astype(np.uint64)
+    table = hash_buckets(seeds[:, None], cells[None, :], g)
+    for buckets in (table[:, 5], np.full(2000, g - 1), np.zeros(2000, dtype=np.int64),
+                    rng.integers(0, g, 2000, dtype=np.int64)):
+        np.testing.assert_array_equal(bucket_members(seeds, buckets, cells, g), table == buckets[:, None])
 
 
 @pytest.mark.parametrize("g", [2, 3, 8])

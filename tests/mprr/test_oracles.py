@@ -190,7 +190,8 @@ def test_frozen() -> None:
         (lambda: GRR(4, 800), r"GRR: epsilon must be finite and in \(0, 700\], got 800"),
         (lambda: OUE(63, 1.0), r"OUE: d must be an integer in \[2, 62\], got 63 \(a report is a d-bit mask in one int64\);"
                                r" use OLH for larger domains"),
-        (lambda: OLH(2**32 + 1, 1.0), r"OLH: d must be an integer in \[2, 4,294,967,296\], got 4,294,967,297"),
+        (lambda: OLH(50_000_001, 1.0), r"OLH: d must be an integer in \[2, 50,000,000\], got 50,000,001"),
+        (lambda: GRR(2**40, 1.0), r"GRR: d must be an integer in \[2, 50,000,000\], got 1,099,511,627,776"),
         (lambda: OLH(4, 1.0, g=1), r"OLH: g must be an integer >= 2, got 1"),
         (lambda: OLH(4, 1.0, g=2**31 + 1), r"OLH: g must be an integer in \[2, 2,147,483,648\] .*, got 2,147,483,649"),
         (lambda: OLH(4, 30.0), r"OLH: the default g = round\(e\^epsilon\) \+ 1 must be at most 2,147,483,648, so epsilon"
