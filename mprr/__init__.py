@@ -24,6 +24,8 @@ Modules, in dependency order (each may import only those above it):
 - ``dependence``    — |Pearson| (eq. 8), Cramér's V (eq. 9), dependence matrices
 - ``synthetic``     — zipf_pair (RR-Ind-Joint 4.1), planted_clusters (known truth, demo data)
 - ``metrics``       — count queries, the 6.5 query generator, eq. (16) errors, MAE, MSE, TVD
+- ``marginals``     — marginal tables over attribute subsets: projection, Norm-Sub, PriView/CALM
+                      consistency of overlapping marginals, maximum-entropy (IPF) reconstruction
 - ``clustering``    — Algorithm 1 (attribute clustering)
 - ``adjustment``    — Algorithm 2 (RR-Adjustment record weights)
 - ``privacy``       — privacy accounting (package, own map): releases and their ε, composition

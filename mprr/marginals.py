@@ -1,0 +1,587 @@
+"""Marginal tables over attribute subsets: projection, Norm-Sub, consistency, maximum entropy.
+
+A *marginal* is a tensor with one axis per attribute of its *key*, a tuple of attribute indices
+in strictly ascending (schema) order, as :meth:`mprr.distributions.DenseDistribution.marginal`
+returns for sorted axes.  A family of marginals is a mapping ``{key: tensor}`` together with the
+category counts ``sizes`` of every attribute of the schema; the tensor of ``key`` has shape
+``tuple(sizes[a] for a in key)``.
+
+This module is the post-processing of marginal release under local differential privacy
+(CALM: Zhang, Wang, Li, He, Chen, "CALM: Consistent Adaptive Local Marginal for Marginal Release
+under Local Differential Privacy", CCS 2018):
+
+- :func:`project` sums a marginal onto a subset of its attributes;
+- :func:`norm_sub` makes one estimated table non-negative with its total kept (Norm-Sub of Wang,
+  Lopuhaä-Zwakenberg, Li, Skoric, Li, "Consistent and Accurate Frequency Oracles under Local
+  Differential Privacy", 2019);
+- :func:`make_consistent` makes overlapping marginals agree on every attribute subset they share
+  (the weighted-average consistency of PriView: Qardaji, Yang, Li, "PriView: Practical
+  Differentially Private Release of Marginal Contingency Tables", SIGMOD 2014, as used by CALM),
+  alternated with Norm-Sub;
+- :func:`maxent_marginal` and :func:`maxent_joint` reconstruct a higher-order marginal or the
+  whole joint as the maximum-entropy distribution with the released margins (iterative
+  proportional fitting from the uniform distribution, as CALM does for marginals it did not
+  release).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from mprr.domain import MAX_TENSOR_CELLS, check_cells, check_int, check_real, check_sizes, real_array
+from mprr.errors import ConfigurationError, EstimationError
+from mprr.estimation import project_simplex
+
+__all__ = [
+    "Key",
+    "MaxEntResult",
+    "project",
+    "norm_sub",
+    "make_consistent",
+    "maxent_marginal",
+    "maxent_joint",
+]
+
+Key = tuple[int, ...]
+"""Attribute indices of a marginal, strictly ascending (schema order)."""
+
+
+# --------------------------------------------------------------------------------------------
+# validation
+# --------------------------------------------------------------------------------------------
+
+
+def _check_key(key: Any, name: str, m: int | None = None) -> Key:
+    """``key`` as a tuple of strictly ascending attribute indices (in ``[0, m)`` when m is given)."""
+    try:
+        out = tuple(int(a) for a in key)
+        ok = all(isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)) for a in key)
+    except (TypeError, ValueError):
+        ok = False
+    allowed = f"in [0, {m})" if m is not None else ">= 0"
+    if not ok or any(a < 0 or (m is not None and a >= m) for a in out) or any(
+        b <= a for a, b in zip(out, out[1:])
+    ):
+        raise ConfigurationError(
+            f"{name} must be a tuple of strictly ascending attribute indices {allowed}, got {key!r}"
+        )
+    return out
+
+
+def _cells(sizes: Sequence[int], key: Key) -> int:
+    return math.prod(sizes[a] for a in key)
+
+
+def _check_marginals(marginals: Mapping[Key, ArrayLike], sizes: Sequence[int]) -> dict[Key, np.ndarray]:
+    """Validated float64 copies of ``marginals``, keyed as given (shapes checked against sizes)."""
+    if not isinstance(marginals, Mapping):
+        raise ConfigurationError(
+            f"marginals must be a mapping {{attribute tuple: tensor}}, got {type(marginals).__name__}"
+        )
+    out: dict[Key, np.ndarray] = {}
+    for key, table in marginals.items():
+        k = _check_key(key, "a key of marginals", len(sizes))
+        if not k:
+            raise ConfigurationError("a key of marginals must name at least one attribute, got ()")
+        arr = np.array(real_array(f"marginals[{k}]", table, finite=True), dtype=np.float64)
+        expected = tuple(sizes[a] for a in k)
+        if arr.shape != expected:
+            raise ConfigurationError(
+                f"marginals[{k}] must have shape {expected} (sizes of attributes {k}), got {arr.shape}"
+            )
+        out[k] = arr
+    if not out:
+        raise ConfigurationError("marginals must hold at least one marginal, got none")
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# projection and Norm-Sub
+# --------------------------------------------------------------------------------------------
+
+
+def project(table: ArrayLike, attrs: Sequence[int], onto: Sequence[int]) -> np.ndarray:
+    """Marginalize ``table`` over the attributes ``attrs`` onto the subset ``onto``.
+
+    Parameters
+    ----------
+    table
+        Tensor with one axis per attribute of ``attrs`` (probabilities, counts or an estimate
+        with negative cells).
+    attrs
+        Attributes of the axes of ``table``, strictly ascending.
+    onto
+        A subset of ``attrs``, strictly ascending; ``()`` gives the total as a 0-d array.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``table`` summed over the axes of ``attrs`` not in ``onto``; axes in the order of ``onto``.
+
+    Raises
+    ------
+    ConfigurationError
+        ``attrs`` / ``onto`` not strictly ascending, ``onto`` not a subset of ``attrs``, or
+        ``table`` not a finite real tensor with one axis per attribute.
+    """
+    arr = real_array("table", table, finite=True)
+    a = _check_key(attrs, "attrs")
+    o = _check_key(onto, "onto")
+    if arr.ndim != len(a):
+        raise ConfigurationError(f"table must have one axis per attribute of attrs {a}, got shape {arr.shape}")
+    if not set(o) <= set(a):
+        raise ConfigurationError(f"onto must be a subset of attrs {a}, got {o}")
+    return _project(arr, a, o)
+
+
+def _project(arr: np.ndarray, attrs: Key, onto: Key) -> np.ndarray:
+    drop = tuple(i for i, x in enumerate(attrs) if x not in onto)
+    out: np.ndarray = arr.sum(axis=drop) if drop else arr.copy()
+    return out
+
+
+def _broadcast_shape(attrs: Key, onto: Key, shape: Sequence[int]) -> tuple[int, ...]:
+    """Shape that broadcasts a tensor over ``onto`` against one over ``attrs`` (1 elsewhere)."""
+    return tuple(shape[i] if x in onto else 1 for i, x in enumerate(attrs))
+
+
+def norm_sub(v: ArrayLike, total: float = 1.0) -> np.ndarray:
+    """Norm-Sub: non-negative estimate with the total kept (Wang et al. 2019, "Consistent and
+    Accurate Frequency Oracles under Local Differential Privacy").
+
+    Norm-Sub repeats "set the negative entries to 0, then add the same amount δ to every
+    positive entry so that the entries sum to ``total``" until no entry is negative.  CALM
+    applies it to every estimated marginal.
+
+    Parameters
+    ----------
+    v
+        An estimated table (any shape), e.g. an eq. (2) estimate with negative cells.
+    total
+        The sum to keep, > 0 (1 for probabilities, n for counts).
+
+    Returns
+    -------
+    numpy.ndarray
+        Non-negative, same shape, summing to ``total``.
+
+    Raises
+    ------
+    ConfigurationError
+        Non-finite ``v``, ``total`` not > 0.
+    EstimationError
+        ``v`` has no positive entry (there is nothing to shift).
+
+    Notes
+    -----
+    Computed in closed form, not by the loop.  Let ``s`` be the sum of the positive entries.
+    If ``s <= total`` the first shift is upward, no entry turns negative and the iteration
+    stops after one step: ``v + δ`` on the positive entries, 0 elsewhere.  Otherwise every
+    shift is downward, an entry once zeroed stays zero, and the fixed point is
+    ``max(v - θ, 0)`` with θ > 0 such that the entries sum to ``total``, i.e. the Euclidean
+    projection onto ``{x >= 0, Σ x = total}`` (sort-based, :func:`mprr.estimation.project_simplex`).
+    """
+    x = real_array("v", v, finite=True)
+    t = check_real("total", total, strict=True)
+    positive = x > 0.0
+    count = int(np.count_nonzero(positive))
+    if count == 0:
+        raise EstimationError("norm_sub needs at least one positive entry in v, got none")
+    s = float(x[positive].sum())
+    if s <= t:
+        shifted: np.ndarray = np.where(positive, x + (t - s) / count, 0.0)
+        return shifted
+    projected: np.ndarray = project_simplex(x / t) * t
+    return projected
+
+
+# --------------------------------------------------------------------------------------------
+# consistency (PriView / CALM)
+# --------------------------------------------------------------------------------------------
+
+
+def _shared_subsets(keys: Sequence[Key]) -> list[Key]:
+    """Every intersection of two or more keys (∅ included), closed under intersection,
+    smallest first (then lexicographic)."""
+    found: set[Key] = set()
+    sets = [frozenset(k) for k in keys]
+    for i in range(len(sets)):
+        for j in range(i + 1, len(sets)):
+            found.add(tuple(sorted(sets[i] & sets[j])))
+    frontier = set(found)
+    while frontier:
+        new = {tuple(sorted(set(a) & set(b))) for a in frontier for b in found} - found
+        found |= new
+        frontier = new
+    return sorted(found, key=lambda k: (len(k), k))
+
+
+def _consistency_step(
+    tables: dict[Key, np.ndarray], subsets: Sequence[Key], variances: Mapping[Key, float],
+    sizes: Sequence[int],
+) -> None:
+    """One pass of the PriView consistency over ``subsets`` (in place)."""
+    for a in subsets:
+        holders = [k for k in tables if set(a) <= set(k)]
+        if len(holders) < 2:
+            continue
+        cells_a = _cells(sizes, a)
+        projections = [_project(tables[k], k, a) for k in holders]
+        shares = [_cells(sizes, k) // cells_a for k in holders]  # cells of k above one cell of a
+        weights = np.array([1.0 / (variances[k] * s) for k, s in zip(holders, shares)])
+        average = sum(w * p for w, p in zip(weights, projections)) / weights.sum()
+        for k, p, s in zip(holders, projections, shares):
+            shape = _broadcast_shape(k, a, tables[k].shape)
+            tables[k] += ((average - p) / s).reshape(shape)
+
+
+def make_consistent(
+    marginals: Mapping[Key, ArrayLike],
+    sizes: Sequence[int],
+    variances: Mapping[Key, float] | None = None,
+    *,
+    rounds: int = 10,
+    nonnegative: bool = True,
+) -> dict[Key, np.ndarray]:
+    """Make overlapping marginals agree on every shared attribute subset (PriView / CALM).
+
+    The consistency step of PriView (Qardaji et al., SIGMOD 2014, Section 4.4) as used by CALM
+    (Zhang et al., CCS 2018, Section 4.4): for every attribute subset ``A`` that is the
+    intersection of two or more marginals' keys (the empty set, i.e. the totals, included),
+    smallest subsets first,
+
+    1. the common value of the projection onto ``A`` is the inverse-variance weighted average
+       ``T_A = Σ_V w_V T_V|A / Σ_V w_V`` over the marginals ``V ⊇ A``, with
+       ``w_V = 1 / (σ²_V · |V|/|A|)`` (a projected cell sums ``|V|/|A|`` cells of variance σ²_V);
+    2. every marginal ``V ⊇ A`` is adjusted to agree: ``(T_A(a) − T_V|A(a)) / (|V|/|A|)`` is
+       added to each of the ``|V|/|A|`` cells of ``V`` that project onto ``a``.
+
+    Processing a subset never breaks the agreement on a subset processed before it (the
+    adjustment of ``V`` for ``A`` projects to 0 on every ``C ⊂ A`` and, through ``A ∩ B``, on
+    every other processed ``B``), so one pass makes the marginals agree exactly on every
+    common subset.  With ``nonnegative``, Norm-Sub (:func:`norm_sub`, total kept) and the
+    consistency pass alternate until no entry is negative or ``rounds`` Norm-Sub steps have
+    run; the last step is always a consistency pass.
+
+    Parameters
+    ----------
+    marginals
+        ``{key: tensor}``, keys strictly ascending attribute tuples, tensors of shape
+        ``tuple(sizes[a] for a in key)`` (estimates: negative entries allowed).
+    sizes
+        Category count of every attribute of the schema.
+    variances
+        Variance σ²_V of one cell of each marginal (e.g. the frequency oracle's variance for
+        the group of respondents that reported ``V``), > 0, one per key; None gives every
+        marginal the same variance.
+    rounds
+        Largest number of Norm-Sub steps, >= 0 (used only with ``nonnegative``).
+    nonnegative
+        Make the result non-negative as well as consistent.
+
+    Returns
+    -------
+    dict
+        New tensors, same keys.  They agree on every common subset up to rounding and, with
+        ``nonnegative``, have no negative entry.
+
+    Raises
+    ------
+    ConfigurationError
+        Bad keys, shapes, sizes, variances or rounds.
+    EstimationError
+        ``nonnegative`` and a common total that is not > 0 (nothing to keep).
+
+    Notes
+    -----
+    Alternating Norm-Sub and consistency converges towards tables that are both non-negative
+    and consistent, usually in a few rounds.  If a negative entry is left after ``rounds``
+    steps, every marginal is mixed with the uniform table of the same total,
+    ``(1 − t) T_V + t · total/|V|``, with the smallest ``t`` that makes every entry
+    non-negative: a convex combination of two consistent families is consistent, so both
+    properties then hold exactly (``t`` is tiny when the negatives left are tiny).
+    """
+    sz = check_sizes(sizes)
+    tables = _check_marginals(marginals, sz)
+    rounds = check_int("rounds", rounds, 0)
+    if variances is None:
+        var: dict[Key, float] = {k: 1.0 for k in tables}
+    else:
+        if not isinstance(variances, Mapping):
+            raise ConfigurationError(f"variances must be a mapping {{key: variance}} or None, got {variances!r}")
+        var = {}
+        given = {_check_key(k, "a key of variances", len(sz)): v for k, v in variances.items()}
+        if set(given) != set(tables):
+            raise ConfigurationError(
+                f"variances must have one entry per marginal, keys {sorted(tables)}, got {sorted(given)}"
+            )
+        for k, v in given.items():
+            var[k] = check_real(f"variances[{k}]", v, strict=True)
+    subsets = _shared_subsets(list(tables))
+    _consistency_step(tables, subsets, var, sz)
+    if not nonnegative:
+        return tables
+    total = float(next(iter(tables.values())).sum())
+    if total <= 0.0:
+        raise EstimationError(f"the marginals' common total must be > 0 to make them non-negative, got {total!r}")
+    for _ in range(rounds):
+        if all(float(t.min()) >= 0.0 for t in tables.values()):
+            return tables
+        for k in tables:
+            tables[k] = norm_sub(tables[k], total)
+        _consistency_step(tables, subsets, var, sz)
+    return _mix_uniform(tables, total)
+
+
+def _mix_uniform(tables: dict[Key, np.ndarray], total: float) -> dict[Key, np.ndarray]:
+    """Smallest mix with the uniform tables of ``total`` that leaves no negative entry."""
+    t = 0.0
+    for arr in tables.values():
+        neg = arr < 0.0
+        if np.any(neg):
+            u = total / arr.size
+            t = max(t, float(np.max(-arr[neg] / (u - arr[neg]))))
+    if t == 0.0:
+        return tables
+    # the cell that set t lands on 0 up to rounding: clip that rounding error
+    return {k: np.maximum((1.0 - t) * arr + t * (total / arr.size), 0.0) for k, arr in tables.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# maximum entropy (iterative proportional fitting)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MaxEntResult:
+    """Result of :func:`maxent_marginal` / :func:`maxent_joint`.
+
+    Attributes
+    ----------
+    table
+        Probability tensor over ``attrs`` (one axis per attribute, ascending).
+    attrs
+        The target attributes.
+    constraints
+        The margins fitted: the attribute subsets of ``attrs`` onto which released marginals
+        were projected (maximal ones only; a subset of another is implied by it).
+    converged
+        Whether every fitted margin is within ``tol`` of its released value (max abs cell
+        difference) after the last sweep.
+    iterations
+        Number of IPF sweeps run (one sweep fits every constraint once).
+    max_error
+        Largest absolute difference between a fitted margin and its released value.
+    """
+
+    table: np.ndarray
+    attrs: Key
+    constraints: tuple[Key, ...]
+    converged: bool
+    iterations: int
+    max_error: float
+
+
+def _constraints(
+    tables: Mapping[Key, np.ndarray], target: Key
+) -> list[tuple[Key, np.ndarray]]:
+    """The released margins on subsets of ``target``: projections, normalised to sum 1,
+    averaged when several marginals give the same subset, non-maximal subsets dropped."""
+    grouped: dict[Key, list[np.ndarray]] = {}
+    for key, arr in tables.items():
+        s = tuple(a for a in key if a in target)
+        if not s:
+            continue
+        p = _project(arr, key, s)
+        if float(p.min()) < 0.0:
+            raise ConfigurationError(
+                f"marginals[{key}] projected onto {s} has a negative entry {float(p.min())!r}; "
+                "make the marginals non-negative first (norm_sub or make_consistent)"
+            )
+        tot = float(p.sum())
+        if tot <= 0.0:
+            raise ConfigurationError(f"marginals[{key}] must have a positive total, got {tot!r}")
+        grouped.setdefault(s, []).append(p / tot)
+    out = []
+    for s, ps in sorted(grouped.items(), key=lambda e: (-len(e[0]), e[0])):
+        if any(set(s) < set(t) for t in grouped):
+            continue
+        mean: np.ndarray = ps[0] if len(ps) == 1 else np.mean(ps, axis=0)
+        out.append((s, mean))
+    return out
+
+
+def maxent_marginal(
+    marginals: Mapping[Key, ArrayLike],
+    sizes: Sequence[int],
+    target: Sequence[int],
+    *,
+    tol: float = 1e-6,
+    max_iter: int = 1000,
+    max_cells: int = MAX_TENSOR_CELLS,
+) -> MaxEntResult:
+    """Maximum-entropy distribution over ``target`` with the released margins (IPF).
+
+    The released marginals are projected onto their attributes in ``target``; among the
+    distributions over ``target`` with these margins the one of largest entropy is the
+    log-linear model with one interaction term per margin, which iterative proportional
+    fitting (Deming & Stephan 1940; Csiszár 1975) reaches from the uniform distribution:
+    every sweep rescales the current table on each margin in turn,
+    ``q ← q · m_S / q_S`` (``q_S`` the projection of q onto S, 0/0 = 0).  CALM (Zhang et al.,
+    CCS 2018, Section 4.5) reconstructs the marginals it did not release this way.
+
+    Parameters
+    ----------
+    marginals
+        ``{key: tensor}`` as in :func:`make_consistent`; non-negative (Norm-Sub or
+        :func:`make_consistent` them first).  Each projection is normalised to sum 1.
+    sizes
+        Category count of every attribute of the schema.
+    target
+        Attributes of the result, strictly ascending.
+    tol
+        Convergence threshold on the largest absolute difference between a fitted margin cell
+        and its released value, > 0.
+    max_iter
+        Largest number of sweeps, >= 1; reaching it returns ``converged=False``.
+    max_cells
+        Largest number of cells of the result.
+
+    Returns
+    -------
+    MaxEntResult
+        The table, the margins fitted, whether they were met within ``tol``, the sweeps run.
+
+    Notes
+    -----
+    Several marginals projecting onto the same subset are averaged; a subset contained in
+    another constraint's subset is dropped (implied by it).  With inconsistent marginals no
+    table meets every margin and IPF cycles: ``converged`` is then False; make the marginals
+    consistent first.  With no released attribute in ``target`` the result is uniform.
+    Cost per sweep: one sum and one product over the target's cells per margin.
+    """
+    sz = check_sizes(sizes)
+    tables = _check_marginals(marginals, sz)
+    tgt = _check_key(target, "target", len(sz))
+    if not tgt:
+        raise ConfigurationError("target must name at least one attribute, got ()")
+    tol = check_real("tol", tol, strict=True)
+    max_iter = check_int("max_iter", max_iter, 1)
+    shape = tuple(sz[a] for a in tgt)
+    check_cells(math.prod(shape), max_cells, f"the maximum-entropy table over attributes {tgt}",
+                remedy="choose fewer target attributes or raise max_cells")
+    cons = _constraints(tables, tgt)
+    fits = [_Fit.build(shape, tuple(i for i, a in enumerate(tgt) if a in s), m) for s, m in cons]
+    q = np.full(shape, 1.0 / math.prod(shape))
+    if not fits:
+        return MaxEntResult(table=q, attrs=tgt, constraints=(), converged=True, iterations=0, max_error=0.0)
+    iterations = 0
+    error = math.inf
+    converged = False
+    for iterations in range(1, max_iter + 1):
+        worst = 0.0
+        for fit in fits:
+            current = fit.project(q)
+            worst = max(worst, float(np.max(np.abs(current - fit.margin))))
+            ratio = np.divide(fit.margin, current, out=np.zeros_like(current), where=current > 0.0)
+            view = q.reshape(fit.groups)
+            view *= ratio.reshape(fit.ratio_shape)
+        if worst <= tol:
+            error = _fit_error(q, fits)
+            if error <= tol:
+                converged = True
+                break
+    if not converged:
+        error = _fit_error(q, fits)
+    return MaxEntResult(
+        table=q, attrs=tgt, constraints=tuple(s for s, _ in cons), converged=converged,
+        iterations=iterations, max_error=error,
+    )
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """One IPF margin on a target tensor: the kept axes merged into runs of adjacent axes.
+
+    ``groups`` are the sizes of the runs of adjacent kept / dropped axes (the tensor reshaped
+    to them is a view); ``kept[i]`` says whether run i is kept; ``margin`` is the released
+    margin flattened in C order of the kept axes.
+    """
+
+    groups: tuple[int, ...]
+    kept: tuple[bool, ...]
+    margin: np.ndarray
+    ratio_shape: tuple[int, ...]
+
+    @classmethod
+    def build(cls, shape: tuple[int, ...], keep: tuple[int, ...], margin: np.ndarray) -> _Fit:
+        groups: list[int] = []
+        kept: list[bool] = []
+        for i, size in enumerate(shape):
+            k = i in keep
+            if kept and kept[-1] == k:
+                groups[-1] *= size
+            else:
+                groups.append(size)
+                kept.append(k)
+        ratio_shape = tuple(g if k else 1 for g, k in zip(groups, kept))
+        return cls(tuple(groups), tuple(kept), margin.ravel(), ratio_shape)
+
+    def project(self, q: np.ndarray) -> np.ndarray:
+        """The projection of ``q`` onto the kept axes, flattened (the same numbers as
+        ``q.sum(axis=dropped)``, summed in an order that keeps memory access contiguous:
+        numpy's reductions over several axes are slow when a small kept axis is innermost)."""
+        shape = list(self.groups)
+        kept = list(self.kept)
+        x = q.reshape(-1)
+        if not kept[0]:  # leading dropped run: a row-sum by BLAS over long contiguous rows
+            size = shape.pop(0)
+            kept.pop(0)
+            x = np.ones(size) @ x.reshape(size, -1)
+        if shape and not kept[-1]:  # trailing dropped run
+            size = shape.pop()
+            kept.pop()
+            rows = x.reshape(-1, size)
+            if size >= 32:
+                x = rows @ np.ones(size)
+            else:  # strided column adds: BLAS is slow on very narrow rows
+                x = rows[:, 0].copy()
+                for t in range(1, size):
+                    x += rows[:, t]
+        while not all(kept):  # middle dropped runs, batched over the kept runs before them
+            i = kept.index(False)
+            before, size, after = math.prod(shape[:i]), shape[i], math.prod(shape[i + 1:])
+            x = np.matmul(np.ones(size), x.reshape(before, size, after)).reshape(-1)
+            del shape[i], kept[i]
+        return x
+
+
+def _fit_error(q: np.ndarray, fits: Sequence[_Fit]) -> float:
+    return max(float(np.max(np.abs(fit.project(q) - fit.margin))) for fit in fits)
+
+
+def maxent_joint(
+    marginals: Mapping[Key, ArrayLike],
+    sizes: Sequence[int],
+    *,
+    tol: float = 1e-6,
+    max_iter: int = 1000,
+    max_cells: int = MAX_TENSOR_CELLS,
+) -> MaxEntResult:
+    """Maximum-entropy joint distribution over every attribute with the released margins.
+
+    :func:`maxent_marginal` with ``target = range(len(sizes))``; DomainTooLargeError when the
+    joint domain has more than ``max_cells`` cells (UCI Adult's 8 attributes, 1,814,400
+    cells, fit).
+    """
+    sz = check_sizes(sizes)
+    check_cells(math.prod(sz), max_cells, f"the maximum-entropy joint of sizes {sz}",
+                remedy="reconstruct marginals with maxent_marginal or raise max_cells")
+    return maxent_marginal(marginals, sz, tuple(range(len(sz))), tol=tol, max_iter=max_iter,
+                           max_cells=max_cells)
