@@ -53,6 +53,9 @@ Modules, in dependency order (each imports only those above it):
                         RS+FD (frequency oracles GRR / OUE / OLH)
 - ``marginal_release``— CALM-style release: one sampled k-way marginal per respondent,
                         Norm-Sub, consistency, maximum entropy
+- ``sampled_clusters``— RR-Clusters with sampled respondents: discovery on a share of the
+                        respondents, a noise-aware test before Algorithm 1, one cluster per
+                        respondent with all of ε (the clustering idea at ε per respondent)
 - ``pram``            — trusted-curator PRAM, invariant PRAM, S/n and its variance (eq. 4.4)
 - ``synthesis``       — synthetic microdata drawn from any estimate
 - ``registry``        — protocol names and aliases -> step programs, parameter checking
@@ -69,6 +72,7 @@ from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, rr_joint
 from mprr.protocols.lambda_protocol import EntropyCheck, lambda_entropy_bits, lambda_protocol, lambdas_for_entropy
 from mprr.protocols.marginal_release import MarginalSetDistribution, calm
 from mprr.protocols.multidim import rsfd, smp, spl
+from mprr.protocols.sampled_clusters import rr_clusters_sampled
 from mprr.protocols.pram import (
     INVARIANT_METHODS,
     invariant_mixture,
@@ -102,6 +106,7 @@ __all__ = [
     "smp",
     "rsfd",
     "calm",
+    "rr_clusters_sampled",
     "MarginalSetDistribution",
     "ind_joint_estimate",
     "lambda_protocol",

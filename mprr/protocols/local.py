@@ -23,10 +23,12 @@ import inspect
 from collections.abc import Callable, Generator
 from typing import Any, Protocol, TypeVar
 
+import numpy as np
+
 from mprr.data import Dataset
 from mprr.domain import MAX_TABLE_CELLS
 from mprr.protocols.release import ReleasedData, check_inputs, exact_tables, release_units
-from mprr.protocols.oracle_reports import report_uniforms, report_units
+from mprr.protocols.oracle_reports import report_uniforms, report_units, reporters
 from mprr.protocols.steps import Release, Released, Report, SecureSum, Step
 from mprr.streams import Randomness, draw_uniforms
 
@@ -76,7 +78,13 @@ def _answer(step: Step, dataset: Dataset, rng: Randomness, done: dict[str, Relea
     sizes = dataset.sizes
     codes = dataset.codes
     if isinstance(step, Report):
-        return report_units(step, codes, sizes, draw_uniforms(rng, dataset.n, report_uniforms(step, sizes)))
+        excluded = None
+        if step.exclude:
+            excluded = np.zeros(dataset.n, dtype=bool)
+            for phase in step.exclude:
+                excluded |= reporters(done[phase])
+        return report_units(step, codes, sizes, draw_uniforms(rng, dataset.n, report_uniforms(step, sizes)),
+                            excluded)
     if isinstance(step, Release):
         replays = step.replays if step.replays is not None else (None,) * len(step.units)
         mats = tuple(

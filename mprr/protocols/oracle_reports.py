@@ -40,6 +40,7 @@ from mprr.errors import ConfigurationError
 from mprr.estimation import clip_rescale, project_simplex
 from mprr.marginals import norm_sub
 from mprr.oracles import FrequencyOracle
+from mprr.privacy.ledger import Ledger
 from mprr.privacy.release import Release
 from mprr.protocols.release import ReleasedData, readonly, unit_codes
 from mprr.protocols.steps import Report
@@ -52,6 +53,7 @@ __all__ = [
     "report_uniforms",
     "report_units",
     "reported_data",
+    "respondent_ledger",
     "rsfd_oracle_epsilon",
 ]
 
@@ -108,7 +110,8 @@ class ReportedData(ReleasedData):
     assign
         ``"every"``, ``"sampled"`` or ``"sampled-fake"`` (:class:`~mprr.protocols.steps.Report`).
     assigned
-        ``"sampled"``: ``(n,)`` index of the unit each party reported; else ``None`` (with fake
+        ``"sampled"``: ``(n,)`` index of the unit each party reported, ``-1`` for a party that
+        reported nothing in this phase (it abstained or was excluded); else ``None`` (with fake
         values the controller does not learn it).
     reports
         Number of reports per unit that carry the party's value (``n_j``); ``n`` for every unit
@@ -233,7 +236,8 @@ class ReportedData(ReleasedData):
         return np.asarray(out, dtype=np.float64).reshape(self.unit_sizes[j])
 
 
-def report_units(step: Report, codes: np.ndarray, sizes: Sequence[int], uniforms: np.ndarray) -> ReportedData:
+def report_units(step: Report, codes: np.ndarray, sizes: Sequence[int], uniforms: np.ndarray,
+                 excluded: np.ndarray | None = None) -> ReportedData:
     """Answer ``step`` for every party at once (vectorized), from its uniforms.
 
     Parameters
@@ -246,6 +250,8 @@ def report_units(step: Report, codes: np.ndarray, sizes: Sequence[int], uniforms
         Category counts of the m attributes.
     uniforms
         ``(n, report_uniforms(step, sizes))`` uniforms, row i from party i's stream.
+    excluded
+        ``(n,)`` booleans: the parties that reported in a phase of ``step.exclude``.
     """
     n = codes.shape[0]
     oracles = tuple(o.build([sizes[a] for a in u]) for o, u in zip(step.oracles, step.units))
@@ -263,7 +269,15 @@ def report_units(step: Report, codes: np.ndarray, sizes: Sequence[int], uniforms
         return reported_data(step, usizes, oracles, reports, None)
     cdf = np.cumsum(step.probabilities)
     cdf[-1] = 1.0
-    assigned = np.minimum(np.searchsorted(cdf, uniforms[:, 0], side="right"), k - 1).astype(np.int64)
+    u0 = uniforms[:, 0]
+    if step.abstain:
+        cdf = step.abstain + (1.0 - step.abstain) * cdf
+        cdf[-1] = 1.0
+    assigned = np.minimum(np.searchsorted(cdf, u0, side="right"), k - 1).astype(np.int64)
+    if step.abstain:
+        assigned[u0 < step.abstain] = -1
+    if excluded is not None:
+        assigned[excluded] = -1
     fake = step.assign == "sampled-fake"
     starts = (1 + np.concatenate([[0], np.cumsum(per)[:-1]])).astype(int) if fake else np.ones(k, dtype=int)
     for j, (unit, oracle) in enumerate(zip(step.units, oracles)):
@@ -300,3 +314,35 @@ def reported_data(step: Report, usizes: tuple[tuple[int, ...], ...], oracles: tu
         reports=tuple(n_reports), probabilities=step.probabilities,
     )
 
+
+
+def reporters(data: ReleasedData) -> np.ndarray:
+    """``(n,)`` booleans: the parties that released something in the phase ``data``."""
+    if isinstance(data, ReportedData) and data.assign == "sampled":
+        assert data.assigned is not None
+        return np.asarray(data.assigned >= 0)
+    n = 0 if data.codes is None else data.codes.shape[0]
+    return np.ones(n, dtype=bool)
+
+
+def respondent_ledger(releases: Sequence[ReleasedData], names: Sequence[str]) -> Ledger:
+    """The ledger of the respondent who spent the most, when respondents take part in different phases.
+
+    Each respondent's ledger holds the entries of the phases it reported in (a sampled phase
+    books one report; a party that abstained or was excluded books nothing); the parties are
+    grouped by the phases they took part in and the ledger of the group with the largest
+    sequential total is returned (parallel composition across disjoint respondents: every
+    respondent's own guarantee is at most that total).
+    """
+    if not releases:
+        return Ledger(())
+    took = np.stack([reporters(r) for r in releases], axis=1)
+    patterns = np.unique(took, axis=0)
+    best: Ledger | None = None
+    for pattern in patterns:
+        entries = tuple(e for r, t in zip(releases, pattern) if t for e in r.ledger_entries(names))
+        ledger = Ledger(entries)
+        if best is None or ledger.total("sequential") > best.total("sequential"):
+            best = ledger
+    assert best is not None
+    return best

@@ -22,6 +22,7 @@ from mprr.protocols.joint import rr_joint_steps
 from mprr.protocols.lambda_protocol import lambda_steps
 from mprr.protocols.marginal_release import calm_steps
 from mprr.protocols.multidim import rsfd_steps, smp_steps, spl_steps
+from mprr.protocols.sampled_clusters import rr_clusters_sampled_steps
 from mprr.protocols.steps import Program
 
 __all__ = ["PROTOCOLS", "ProtocolEntry", "lookup"]
@@ -115,6 +116,8 @@ PROTOCOLS: Mapping[str, ProtocolEntry] = {
         ProtocolEntry("SMP", smp_steps, {}, ("sample",), oracle_reports=True),
         ProtocolEntry("RS+FD", rsfd_steps, {}, ("rsfd", "rs-fd"), oracle_reports=True),
         ProtocolEntry("CALM-style", calm_steps, {}, ("calm",), oracle_reports=True),
+        ProtocolEntry("RR-Clusters-Sampled", rr_clusters_sampled_steps, {}, ("clusters-sampled",),
+                      oracle_reports=True),
     )
 }
 """Every protocol, by canonical name."""

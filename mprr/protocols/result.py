@@ -217,6 +217,7 @@ def release_result(
     postprocessing: str,
     clusters: tuple[tuple[int, ...], ...] | None,
     ledger_prefix: tuple[Release, ...] = (),
+    ledger: Ledger | None = None,
     **extra: Any,
 ) -> ProtocolResult:
     """A :class:`ProtocolResult` whose ledger holds every phase's releases, in order.
@@ -226,17 +227,19 @@ def release_result(
     were released), ``m`` and ``sizes`` (from ``schema``), then the protocol's own
     ``parameters``.  One party's ledger is the concatenation of
     :meth:`ReleasedData.ledger_entries` over the phases, after ``ledger_prefix`` (e.g. PRAM's
-    exact collection by the curator).  ``extra`` goes to the result
+    exact collection by the curator); ``ledger`` replaces it when respondents take part in different
+    phases (:func:`mprr.protocols.oracle_reports.respondent_ledger`).  ``extra`` goes to the result
     (``clustering_trace``, ``dependence``, ``details``).
     """
     entries = ledger_prefix + tuple(e for r in releases for e in r.ledger_entries(schema.names))
+    book = Ledger(entries) if ledger is None else ledger
     return ProtocolResult(
         protocol=protocol,
         parameters={"n": n, "m": schema.m, "sizes": list(schema.sizes), **parameters},
         schema=schema,
         estimate=estimate,
         releases=releases,
-        ledger=Ledger(entries),
+        ledger=book,
         postprocessing=postprocessing,
         clusters=clusters,
         **extra,

@@ -340,13 +340,20 @@ class Report:
     weights
         ``"sampled"`` / ``"sampled-fake"``: the probability of each unit (public, the same for
         every party, normalised here; ``None``: uniform).
+    abstain
+        ``"sampled"``: the probability that a party reports nothing in this phase (its draw; the
+        respondents are split between phases instead of the budget).
+    exclude
+        ``"sampled"``: phases whose reporters report nothing in this phase (each respondent
+        spends its budget in one phase only).
 
     Notes
     -----
     Draw order (per party, :mod:`mprr.streams`): ``"every"`` — one block of the oracle's
     ``uniforms_per_report`` uniforms per unit, in unit order; ``"sampled"`` — one uniform picks
-    the unit (inverse CDF of the weights), then ``max_j`` of the oracles' uniforms per report,
-    the assigned oracle using the first it needs; ``"sampled-fake"`` — one uniform picks the
+    the unit (inverse CDF of ``abstain`` then the weights scaled by ``1 − abstain``), then
+    ``max_j`` of the oracles' uniforms per report, the assigned oracle using the first it needs
+    (a party that abstains or is excluded draws them too, and sends nothing); ``"sampled-fake"`` — one uniform picks the
     unit, then one block per unit in unit order: the assigned unit's block perturbs its value,
     every other block's first uniform draws its fake value (``floor(u · cells)``).
     """
@@ -356,11 +363,20 @@ class Report:
     oracles: tuple[OracleSpec, ...]
     assign: str = "every"
     weights: tuple[float, ...] | None = None
+    abstain: float = 0.0
+    exclude: tuple[str, ...] = ()
     notes: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "units", _units(self.units))
         object.__setattr__(self, "oracles", tuple(self.oracles))
+        object.__setattr__(self, "exclude", tuple(self.exclude))
+        abstain = float(self.abstain)
+        if not 0.0 <= abstain < 1.0:
+            raise ConfigurationError(f"abstain must be in [0, 1), got {self.abstain!r}")
+        object.__setattr__(self, "abstain", abstain)
+        if (abstain or self.exclude) and self.assign != "sampled":
+            raise ConfigurationError("abstain and exclude apply to assign='sampled' only")
         if self.assign not in ASSIGNMENTS:
             raise ConfigurationError(f"assign must be one of {list(ASSIGNMENTS)}, got {self.assign!r}")
         if not self.units:

@@ -1,0 +1,269 @@
+"""RR-Clusters with sampled respondents: the main paper's clustering idea at ε per respondent.
+
+The main paper (Section 4) clusters dependent attributes and randomizes each cluster jointly.
+At the budgets people deploy, its protocol loses to the field's methods for three reasons
+(every respondent pays for discovery, the clustering follows the noise, every respondent
+releases every cluster with a share of ε).  This variant keeps the idea and changes all three:
+
+1. **Discovery on a share of the respondents, not of the budget.**  A fraction φ of the
+   respondents (drawn by each party itself) reports one uniformly drawn attribute pair through a
+   frequency oracle with all of its ε (CALM-style); the others report nothing in this phase.
+2. **Noise-aware Algorithm 1.**  Each pair's debiased table and its covariance give a Wald χ²
+   test of independence that accounts for the LDP noise (:func:`mprr.independence.wald_independence`;
+   the GRR covariance is exact, the OUE / OLH one uses the oracles' per-cell variances); only
+   pairs rejected at level α / (number of pairs) (Bonferroni) enter Algorithm 1, with their
+   bias-corrected Cramér's V (:func:`mprr.independence.dependence_effect`) as the dependence
+   and ``Td`` = 0: the clusters are merged by descending dependence up to ``Tv`` value
+   combinations (main paper Algorithm 1).
+3. **Releases that use the whole budget.**  Every other respondent reports one cluster, drawn
+   with probability proportional to ``cells^(2/3)`` (the allocation that minimises
+   ``Σ_C cells_C / sqrt(n_C)``, the order of the clusters' summed estimation error), through
+   the least-variance frequency oracle for its domain with all of ε.  The estimate is the
+   product of the cluster estimates (maximum entropy on disjoint marginals), Norm-Sub applied.
+
+Every respondent reports once with ε: its ledger books ε (discovery *or* release).  The plan
+(φ, Tv) is chosen from n, m, the domain sizes and ε before any data is seen
+(:func:`plan_sampled_clusters`) and recorded in the result; the test, the clustering and the
+release use only what the discovery respondents released.  With φ = 0 (small ε or n: the
+discovery could not tell dependence from noise) the protocol releases one attribute per
+respondent, i.e. SMP with size-aware weights.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from mprr.clustering import cluster_attributes
+from mprr.data import Schema
+from mprr.domain import check_epsilon, check_unit
+from mprr.errors import ConfigurationError
+from mprr.independence import PairEstimate, dependence_effect, matrix_estimate, support_estimate, wald_independence
+from mprr.oracles import GRR
+from mprr.protocols.local import local_protocol
+from mprr.protocols.marginal_release import MarginalSetDistribution, consistent_marginals
+from mprr.protocols.multidim import oracle_specs
+from mprr.protocols.oracle_reports import (
+    DEFAULT_ORACLE_POSTPROCESS,
+    ReportedData,
+    check_oracle_postprocess,
+    respondent_ledger,
+)
+from mprr.protocols.release import all_pairs
+from mprr.protocols.result import release_result
+from mprr.protocols.steps import Program, Report
+
+__all__ = ["SampledClustersPlan", "plan_sampled_clusters", "pair_estimate", "rr_clusters_sampled",
+           "rr_clusters_sampled_steps"]
+
+TV_DEVIATION = 0.75
+"""Largest summed per-cell deviation ½·c·sd of a cluster's raw estimate the plan's Tv allows."""
+
+DISCOVERY = "discovery"
+RELEASE = "clusters"
+
+
+@dataclass(frozen=True)
+class SampledClustersPlan:
+    """The data-independent plan of :func:`rr_clusters_sampled_steps`.
+
+    Attributes
+    ----------
+    discovery_share
+        φ: the probability that a respondent reports for discovery (0: no discovery).
+    Tv
+        Largest number of value combinations of a cluster.
+    alpha
+        Family-wise level of the tests of independence (per pair α / number of pairs).
+    reason
+        Why this plan (said in the result).
+    """
+
+    discovery_share: float
+    Tv: int
+    alpha: float
+    reason: str
+
+
+def plan_sampled_clusters(n: int | None, sizes: Sequence[int], epsilon: float, *,
+                          discovery_share: float | None = None, Tv: int | None = None,
+                          alpha: float = 0.05) -> SampledClustersPlan:
+    """Choose φ and Tv from n, m, the domain sizes and ε (before any data is seen).
+
+    Discovery pays when a pair's test has power: each of the m(m−1)/2 pairs gets about
+    ``φ n / (m(m−1)/2)`` reports, and the debiased table of a pair of ``c`` cells through GRR
+    at ε has a per-cell standard deviation of about ``sqrt((e^ε + c − 2) / (N (e^ε − 1)²))``;
+    with φ = 0.2 the plan runs discovery when that noise on the typical pair is below
+    ``0.5 / c`` (a dependence of Cramér's V ≈ 0.1 is then visible), else none.  Tv grows with
+    what the release can estimate: the raw estimate of a cluster of ``c`` cells reported by
+    ``N_C`` respondents has a summed per-cell deviation of about ``½ c · sd(c, N_C)``; Tv is the
+    largest power of two ``c`` for which it stays below 0.75 with ``N_C = (1 − φ) n / m`` (at
+    least the largest attribute, at most 4,096).  Norm-Sub removes most of that deviation on
+    sparse tables; the bound 0.75 was calibrated on UCI Adult and the planted-cluster data
+    (``benchmarks/clusters_sampled.py``).
+
+    Parameters
+    ----------
+    n
+        Expected number of respondents (``None``: assume 10,000).
+    sizes
+        Category counts of the attributes.
+    epsilon
+        ε per respondent.
+    discovery_share, Tv
+        Fix φ (in [0, 1)) or Tv instead of choosing them.
+    alpha
+        Family-wise level of the tests.
+    """
+    eps = check_epsilon(epsilon)
+    sz = tuple(int(s) for s in sizes)
+    m = len(sz)
+    nn = 10_000 if n is None else int(n)
+    pairs = max(m * (m - 1) // 2, 1)
+    e = math.exp(min(eps, 700.0))
+
+    def sd(cells: float, reports: float) -> float:
+        """Per-cell standard deviation of a GRR estimate over ``reports`` reports."""
+        return math.sqrt((e + cells - 2.0) / (max(reports, 1.0) * (e - 1.0) ** 2))
+
+    reasons = []
+    if discovery_share is None:
+        typical = float(np.median([a * b for i, a in enumerate(sz) for b in sz[i + 1:]])) if m > 1 else 1.0
+        noise = sd(typical, 0.2 * nn / pairs)
+        phi = 0.2 if noise < 0.5 / typical else 0.0
+        reasons.append(f"discovery share {phi:g}: a typical pair ({typical:g} cells, {0.2 * nn / pairs:,.0f} reports "
+                       f"at φ = 0.2) has per-cell noise {noise:.3g} " + ("<" if phi else "≥") + f" 0.5/cells = "
+                       f"{0.5 / typical:.3g}")
+    else:
+        phi = check_unit("discovery_share", discovery_share, high_open=True)
+        reasons.append(f"discovery share {phi:g} (given)")
+    if Tv is None:
+        per_cluster = (1.0 - phi) * nn / max(m, 1)
+        tv = max(sz)
+        c = tv
+        while c < 4096 and 0.5 * (c * 2) * sd(c * 2, per_cluster) < TV_DEVIATION:
+            c *= 2
+            tv = c
+        reasons.append(f"Tv {tv}: the largest cluster domain whose raw estimate keeps ½·c·sd < {TV_DEVIATION:g} with "
+                       f"{per_cluster:,.0f} reports per cluster")
+    else:
+        if isinstance(Tv, bool) or not isinstance(Tv, int) or Tv < 1:
+            raise ConfigurationError(f"Tv must be an integer >= 1, got {Tv!r}")
+        tv = Tv
+        reasons.append(f"Tv {tv} (given)")
+    a = check_unit("alpha", alpha, low_open=True, high_open=True)
+    return SampledClustersPlan(phi, tv, a, "; ".join(reasons))
+
+
+def pair_estimate(data: ReportedData, j: int) -> PairEstimate:
+    """Debiased table of discovery pair ``j`` and its covariance, from its ``n_j`` reports."""
+    oracle = data.oracles[j]
+    shape = data.unit_sizes[j]
+    n_j = int(data.reports[j])
+    support = np.asarray(data.counts[j], dtype=np.float64).reshape(-1)
+    if isinstance(oracle, GRR):
+        return matrix_estimate(oracle.matrix, support, (shape[0], shape[1]))
+    return support_estimate(support.reshape(shape[0], shape[1]), n_j, oracle.p_star, oracle.q_star)
+
+
+def rr_clusters_sampled_steps(
+    schema: Schema,
+    *,
+    epsilon: float,
+    n: int | None = None,
+    discovery_share: float | None = None,
+    Tv: int | None = None,
+    alpha: float = 0.05,
+    oracle: str = "adaptive",
+    postprocess: str = DEFAULT_ORACLE_POSTPROCESS,
+) -> Program:
+    """RR-Clusters with sampled respondents as a step program (module docstring).
+
+    Parameters
+    ----------
+    schema
+        The attributes every party holds.
+    epsilon
+        ε per respondent: each reports once, for discovery or for the release.
+    n
+        Expected number of respondents, for the plan (:func:`plan_sampled_clusters`).
+    discovery_share, Tv
+        Fix the plan's φ or Tv instead of choosing them.
+    alpha
+        Family-wise level of the tests of independence (Bonferroni over the pairs).
+    oracle
+        ``"adaptive"`` (default) or ``"grr"`` / ``"oue"`` / ``"olh"`` for every report.
+    postprocess
+        Post-processing of the cluster estimates (``"norm-sub"`` default).
+
+    Returns
+    -------
+    ProtocolResult
+        ``"RR-Clusters-Sampled"``: a :class:`MarginalSetDistribution` of the cluster estimates;
+        phases ``"discovery"`` (when φ > 0) and ``"clusters"``; ``clusters``, ``dependence`` (the
+        bias-corrected V of the significant pairs, 0 elsewhere), ``details["tests"]`` (every
+        pair's statistic, p-value, V and whether it was significant) and ``details["plan"]``.
+
+    Notes
+    -----
+    Draw order: :class:`~mprr.protocols.steps.Report` ``assign="sampled"``: the discovery step
+    over the pairs (``abstain = 1 − φ``), then the release step over the clusters, excluding
+    the discovery reporters.
+    """
+    method = check_oracle_postprocess(postprocess)
+    eps = check_epsilon(epsilon)
+    sizes = schema.sizes
+    m = schema.m
+    plan = plan_sampled_clusters(n, sizes, eps, discovery_share=discovery_share, Tv=Tv, alpha=alpha)
+    pairs = all_pairs(m)
+    dependence = np.eye(m)
+    tests: list[dict[str, object]] = []
+    releases = []
+    if plan.discovery_share > 0.0 and pairs:
+        got = yield Report(DISCOVERY, pairs, oracle_specs(pairs, sizes, eps, oracle), assign="sampled",
+                           abstain=1.0 - plan.discovery_share)
+        found = got.data
+        assert isinstance(found, ReportedData)
+        releases.append(found)
+        level = plan.alpha / len(pairs)
+        for j, (a, b) in enumerate(pairs):
+            if found.reports[j] < 2:
+                tests.append({"pair": [a, b], "reports": int(found.reports[j]), "statistic": None, "p_value": None,
+                              "cramers_v": None, "significant": False})
+                continue
+            est = pair_estimate(found, j)
+            test = wald_independence(est.estimate, est.covariance)
+            effect = dependence_effect(est.estimate, est.covariance)
+            significant = bool(test.p_value < level)
+            if significant:
+                dependence[a, b] = dependence[b, a] = max(float(effect.cramers_v), 1e-9)
+            tests.append({"pair": [a, b], "reports": int(found.reports[j]), "statistic": float(test.statistic),
+                          "df": int(test.df), "p_value": float(test.p_value), "cramers_v": float(effect.cramers_v),
+                          "cramers_v_se": float(effect.cramers_v_se), "significant": significant})
+    clustering = cluster_attributes(np.clip(dependence, 0.0, 1.0), sizes, plan.Tv, 1e-9)
+    clusters = tuple(sorted((tuple(sorted(int(a) for a in c)) for c in clustering.clusters), key=lambda c: c[0]))
+    cells = [math.prod(sizes[a] for a in c) for c in clusters]
+    weights = tuple(float(c) ** (2.0 / 3.0) for c in cells)
+    got = yield Report(RELEASE, clusters, oracle_specs(clusters, sizes, eps, oracle), assign="sampled",
+                       weights=weights, exclude=(DISCOVERY,) if releases else (),
+                       notes={"dependence": dependence, "clusters": clusters})
+    released = got.data
+    assert isinstance(released, ReportedData)
+    releases.append(released)
+    tables = consistent_marginals(released, sizes, method)
+    params = {"epsilon": eps, "discovery_share": plan.discovery_share, "Tv": plan.Tv, "alpha": plan.alpha,
+              "oracle": oracle, "plan": plan.reason, "cluster_cells": cells,
+              "significant_pairs": [t["pair"] for t in tests if t["significant"]],
+              "reports_per_cluster": list(released.reports)}
+    return release_result(
+        "RR-Clusters-Sampled", n=got.n, parameters=params, schema=schema,
+        estimate=MarginalSetDistribution(tables, sizes), releases=tuple(releases), postprocessing=method,
+        clusters=clusters, clustering_trace=clustering.trace, dependence=dependence,
+        details={"tests": tests, "plan": plan}, ledger=respondent_ledger(releases, schema.names),
+    )
+
+
+rr_clusters_sampled = local_protocol(rr_clusters_sampled_steps, "rr_clusters_sampled")
