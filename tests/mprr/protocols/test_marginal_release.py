@@ -48,9 +48,9 @@ def test_exact_pair_marginals_give_a_triple_with_exactly_those_margins() -> None
     pairs = {k: ds.joint_counts(k) / ds.n for k in itertools.combinations(range(ds.m), 2)}
     est = MarginalSetDistribution(pairs, ds.sizes)
     tri = est.marginal((2, 0, 1))
-    np.testing.assert_allclose(tri.sum(axis=0), pairs[(0, 1)], atol=1e-7)
-    np.testing.assert_allclose(tri.sum(axis=2).T, pairs[(0, 2)], atol=1e-7)
-    np.testing.assert_allclose(tri.sum(axis=1).T, pairs[(1, 2)], atol=1e-7)
+    np.testing.assert_allclose(tri.sum(axis=0), pairs[(0, 1)], atol=2e-6)
+    np.testing.assert_allclose(tri.sum(axis=2).T, pairs[(0, 2)], atol=2e-6)
+    np.testing.assert_allclose(tri.sum(axis=1).T, pairs[(1, 2)], atol=2e-6)
 
 
 def test_at_large_budget_calm_beats_one_attribute_per_respondent_on_pairs() -> None:
