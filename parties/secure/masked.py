@@ -352,11 +352,16 @@ class MaskedEngine(SecureSumEngine):
         holders = set(nbrs) | {me}
         if told.session != s or me not in view or not view <= holders:
             raise MessageError(f"party {me}: survivor set must contain the party and only its Shamir holders")
-        if len(view) < min_contributors:  # every party of the view contributed: a lower bound
+        # the contributors the party can vouch for: itself and the survivors that sealed it their
+        # shares (a survivor the controller invents sealed nothing; one that dropped after sharing
+        # leaves masks only its s_sk removes, which no honest holder told "survived" reveals)
+        known = len(view & (held.keys() | {me}))
+        if known < min_contributors:
             raise SecureSumAborted(
-                f"party {me}: the survivor set it is told holds {len(view)} parties, below its "
-                f"min_roster = {min_contributors}: it states no view and reveals no share",
-                survivors=len(view), threshold=min_contributors)
+                f"party {me}: the survivor set it is told holds {known} parties that shared with it "
+                f"({len(view)} claimed), below its min_roster = {min_contributors}: it states no view "
+                "and reveals no share",
+                survivors=known, threshold=min_contributors)
         prefix = statement_prefix(s)
         targets = sorted(view_keys)
         tags = view_tags(view_keys, prefix, me, targets, pack_ids(told_ids))
