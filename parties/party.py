@@ -30,8 +30,13 @@ budget is infinite), then replies :class:`~parties.wire.messages.Ack` and keeps 
 runs its side of the secure-sum engine (:mod:`parties.secure`) with it, if its accountant starts
 the session (:meth:`~mprr.privacy.PrivacyAccountant.start_session`: one session per committed
 input, one roster of at least ``min_roster`` parties, run once) and the start names the engine
-the party agreed to at set-up.  The ε it books is its own computation from the matrix it
-applies (main paper eq. (4)); the request carries no ε.
+the party agreed to at set-up.  The engine runs under the agreed session id, derived from the
+request the party committed to and the start it received
+(:func:`~parties.secure.agreement.agreed_session`): parties asked different things never sum
+together.  A roster the engine cannot build is refused like any bad request, and the engine
+gets the party's ``min_roster`` as the fewest contributors it may release into.  The ε it books
+is its own computation from the matrix it applies (main paper eq. (4)); the request carries
+no ε.
 
 The public objects every party derives from a request (and the secure-sum context derived
 from a start message) are memoized in a shared :class:`~parties.public_state.ReleaseBook`.

@@ -153,3 +153,49 @@ async def test_a_poisoned_input_is_refused_by_the_unit_total_check(make, poison:
 
     await _serve(net, parties, body)
     assert ctl.tallies == []  # never reported
+
+
+# ---------------------------------------------------------------------- a roster of unknown ids
+async def test_a_roster_naming_unknown_ids_is_refused_by_the_party_not_its_host() -> None:
+    """Issue 25, attack 4.  Before: ``roster=((0, 4), (10, 12))`` raised ConfigurationError
+    ("party ids must be < network size") outside the party's ``try``: the shard's TaskGroup died
+    with every party in it, no refusal was logged and the session stayed "running"."""
+    engine = GraphEngine(round_timeout=0.3)
+    net, parties, ctl = _actors(4, engine)
+    ep = net.endpoint(CONTROLLER)
+
+    async def body():
+        await _commit(ep, range(4))
+        await ep.broadcast(range(4), SecureSumStart(1, "s", "graph", ((0, 4), (10, 12))), phase="dependence")
+        await asyncio.sleep(0.1)
+        # the host still serves its parties: a new request is answered
+        await _commit(ep, range(4))
+
+    await _serve(net, parties, body)
+    for p in parties:
+        assert any("secure sum 's' refused: party ids must be < network size 4, got 11" in e for e in p.errors), p.errors
+        assert p.accountant.session_state("s") == "aborted"
+
+
+def test_repeated_isolated_draws_cost_new_spending_under_unlinkable_pairs() -> None:
+    """Issue 25, attack 2.  Before: 41 sessions of the same pair at ε = 2 (41 linked draws, a
+    majority vote recovers the pair) left a party's ledger at 2 under ``unlinkable-pairs``."""
+    from mprr.data import Attribute, Schema
+    from mprr.protocols.steps import MatrixSpec
+    from mprr.streams import PartyStreams
+    from parties.wire.messages import Refusal
+
+    schema = Schema(tuple(Attribute(f"a{j}", ("x", "y"), "nominal") for j in range(2)))
+    spec = MatrixSpec.grr(2.0)
+    party = Party(0, (0, 1), schema, seed=PartyStreams(1, 1).seed_sequence(0), policy="unlinkable-pairs",
+                  engine=GraphEngine())
+    for k in range(41):
+        reply = party.handle(SecureRelease(k, "dependence", f"s{k}", ((0, 1),), ((0, 1),), False,
+                                           (spec.family,), (spec.params,)))
+        assert isinstance(reply, Ack)
+    assert party.accountant.spent() == pytest.approx(41 * 2.0)
+    capped = Party(0, (0, 1), schema, seed=PartyStreams(1, 1).seed_sequence(0), policy="unlinkable-pairs",
+                   engine=GraphEngine(), budget=5.0)
+    replies = [capped.handle(SecureRelease(k, "dependence", f"s{k}", ((0, 1),), ((0, 1),), False,
+                                           (spec.family,), (spec.params,))) for k in range(4)]
+    assert [type(r) for r in replies] == [Ack, Ack, Refusal, Refusal]  # 2 + 2 <= 5 < 2 + 2 + 2
