@@ -470,3 +470,44 @@ async def test_an_authenticated_worker_sending_junk_is_dropped_not_the_run(tmp_p
         assert hosting.links == []
         why = "not a control record" if attack == "garbage" else "record length 4294967295 exceeds the limit"
         assert len(hosting.problems) == 1 and re.search(why, hosting.problems[0]), hosting.problems
+
+
+@pytest.mark.timeout(90)
+def test_equivocation_isolating_one_party_fails_on_tcp() -> None:
+    """Issue 25, attack 1 on tcp (one worker): the victim asked ``exact=True``, the others a
+    constant matrix under one controller session id; the victim's agreed session never
+    completes (the memory tests run both sessions on every engine)."""
+    import asyncio
+
+    from mprr.data import Attribute, Schema
+    from mprr.errors import ProtocolError
+    from parties.network import CONTROLLER
+    from parties.secure.agreement import agreed_session, request_digest
+    from parties.secure.graph import GraphEngine
+    from parties.simulate import PARTY_KINDS
+    from parties.wire.messages import Ack
+    from tests.parties.secure.test_agreement import CONSTANT, _release
+
+    n, victim = 5, 0
+    schema = Schema(tuple(Attribute(f"a{j}", ("x", "y"), "nominal") for j in range(2)))
+    engine = GraphEngine(round_timeout=1.0)
+    plan = HostingPlan(range(n), n, schema, np.array([(i % 2, (i // 2) % 2) for i in range(n)]), 7,
+                       (math.inf,) * n, "sequential", tuple(k.KIND for k in PARTY_KINDS), engine, 3, timeout=2.0)
+    asked, decoy = _release(True), _release(False, CONSTANT)
+    from parties.wire.requests import SecureSumStart
+
+    start = SecureSumStart(1, "s", engine.name, ((0, n),))
+    session = agreed_session(request_digest(asked), start)
+
+    async def main() -> None:
+        async with TcpRuntime(workers=1, tls=False).host(plan) as hosting:
+            ep = hosting.network.endpoint(CONTROLLER)
+            for p in range(n):
+                await ep.send(p, asked if p == victim else decoy, phase="dependence")
+            assert len(await ep.gather(range(n), kinds=(Ack,), phase="dependence", timeout=10.0)) == n
+            await ep.broadcast(range(n), start, phase="dependence")
+            with pytest.raises(ProtocolError):
+                await engine.controller(ep, engine.context(range(n), 4, network=hosting.network, session=session))
+            await hosting.finish()
+
+    asyncio.run(main())
