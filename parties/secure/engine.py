@@ -331,17 +331,20 @@ async def recv_session(ep: Endpoint, kind: type[M], *, session: str, phase: str,
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while True:
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            raise RoundTimeout(
-                f"phase {phase!r}: {actor_name(ep.actor)} timed out after {timeout} s waiting for "
-                f"{kind.NAME} of session {session!r} from the controller",
-                phase=phase, timeout=timeout, missing=(CONTROLLER,),
-            )
-        msg = (await ep.recv(kinds=kind, sources=CONTROLLER, phase=phase, timeout=remaining)).message
+    remaining = timeout
+    while remaining > 0:
+        try:
+            msg = (await ep.recv(kinds=kind, sources=CONTROLLER, phase=phase, timeout=remaining)).message
+        except RoundTimeout:
+            break
         if getattr(msg, "session", None) == session:
             return msg
+        remaining = deadline - loop.time()
+    raise RoundTimeout(
+        f"phase {phase!r}: {actor_name(ep.actor)} timed out after {timeout:g} s waiting for "
+        f"{kind.NAME} of session {session!r} from the controller",
+        phase=phase, timeout=timeout, missing=(CONTROLLER,),
+    )
 
 
 def _names(actors: Sequence[int], limit: int = 10) -> str:
