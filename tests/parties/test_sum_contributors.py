@@ -199,3 +199,38 @@ def test_repeated_isolated_draws_cost_new_spending_under_unlinkable_pairs() -> N
     replies = [capped.handle(SecureRelease(k, "dependence", f"s{k}", ((0, 1),), ((0, 1),), False,
                                            (spec.family,), (spec.params,))) for k in range(4)]
     assert [type(r) for r in replies] == [Ack, Ack, Refusal, Refusal]  # 2 + 2 <= 5 < 2 + 2 + 2
+
+
+async def test_a_survivor_the_controller_invents_is_not_counted() -> None:
+    """The controller tells 0 and 1 that party 2 survived, but 2 crashed after advertising its
+    key and sealed them nothing: they vouch for 2 contributors only (< min_roster = 3)."""
+    import math
+
+    from mprr.data import Attribute, Schema
+    from parties.controller import Controller
+    from parties.runtime import HostingPlan, MemoryHosting
+    from parties.simulate import PARTY_KINDS
+
+    def claim_2(dst: int, msg):  # noqa: ANN001, ANN202
+        if isinstance(msg, SurvivorSet) and 2 not in msg.survivors.tolist():
+            return SurvivorSet(msg.session, np.array(sorted([*msg.survivors.tolist(), 2]), dtype=np.uint32))
+        return msg
+
+    engine = _Malicious(claim_2, round_timeout=0.3)
+    schema = Schema(tuple(Attribute(f"a{j}", ("x", "y"), "nominal") for j in range(2)))
+    # party 2's sends: its Ack, its masking key, then its sealed shares (lost: it crashes)
+    plan = HostingPlan(range(3), 3, schema, np.array([(0, 1), (1, 0), (1, 1)]), 7, (math.inf,) * 3, "sequential",
+                       tuple(k.KIND for k in PARTY_KINDS), engine, 3, faults=FaultPlan(crash={2: 3}), timeout=0.5)
+    hosting = MemoryHosting(plan)
+    net, parties = hosting.network, hosting.links[0].shard.parties
+    ctl = Controller(net.endpoint(CONTROLLER), schema, range(3), timeout=0.5, on_dropout="exclude")
+
+    async def body():
+        with pytest.raises(ProtocolError):
+            await ctl.secure_release("dependence", [(0, 1)], engine=engine)
+        await asyncio.sleep(1.0)
+
+    await _serve(net, parties, body)
+    for p in parties[:2]:
+        assert any("holds 2 parties that shared with it (3 claimed), below its min_roster = 3" in e
+                   for e in p.errors), p.errors
