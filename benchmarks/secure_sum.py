@@ -27,6 +27,12 @@ work, :data:`BEFORE`): paper, n = 1,000, all 1,582 cells <= 30 s; masked (the sp
 variant measured here) on 32,561 parties <= 30 s.  ``--targets`` runs only these two.  The
 machine is shared: read the CPU seconds.
 
+The engines run under the session id the actor path uses (``--session agreed``: the id every
+party derives from the request, :mod:`parties.secure.agreement`, 45 characters in every engine
+message), or ``run_secure_sum``'s random 16 hex digits (``--session random``).  The agreement
+adds no message and no round; its bytes are the longer id, its CPU one digest per shard (the
+per-party cost without the shard's memo is printed).
+
 Run: ``.venv/bin/python benchmarks/secure_sum.py [--adult PATH] [--quick] [--only ENGINE]``
 (``--adult`` uses the real records of adult.data — its first n — instead of random codes).
 """
@@ -50,7 +56,9 @@ sys.path.insert(0, str(ROOT))
 
 from parties.network import InMemoryNetwork  # noqa: E402
 from parties.secure.engine import run_secure_sum  # noqa: E402
+from parties.secure.agreement import agreed_session, request_digest  # noqa: E402
 from parties.secure.registry import sized_engine  # noqa: E402
+from parties.wire.requests import SecureRelease, SecureSumStart  # noqa: E402
 
 ADULT_SIZES = (9, 16, 7, 15, 6, 5, 2, 2)
 ADULT_N = 32_561
@@ -129,6 +137,30 @@ def build(engine: str, n: int, args: argparse.Namespace):  # noqa: ANN201
     raise SystemExit(f"unknown engine {engine!r}")
 
 
+def adult_request(engine: str, n: int) -> tuple[SecureRelease, SecureSumStart]:
+    """The 4.2 commitment of all Adult pairs and the start of its sum over ``n`` parties, as the
+    actor path's controller sends them (:meth:`parties.controller.Controller.secure_release`)."""
+    pairs = tuple((i, j) for i, j, _ in pair_layout(ADULT_SIZES))
+    release = SecureRelease(1, "dependence", "dependence/1", pairs, pairs, True)
+    return release, SecureSumStart(1, "dependence/1", engine, ((0, n),))
+
+
+def agreed_adult_session(engine: str, n: int) -> str:
+    """The agreed session id of :func:`adult_request` (:mod:`parties.secure.agreement`)."""
+    release, start = adult_request(engine, n)
+    return agreed_session(request_digest(release), start)
+
+
+def agreement_cpu(n: int, repeats: int = 2_000) -> float:
+    """Seconds of CPU per party to derive the agreed session id without the shard's memo (the
+    digest of the commitment, then of the start): the worst case; a shard computes it once."""
+    release, start = adult_request("masked", n)
+    cpu = time.process_time()
+    for _ in range(repeats):
+        agreed_session(request_digest(release), start)
+    return (time.process_time() - cpu) / repeats
+
+
 def run_one(engine: str, n: int, cells: int | None, args: argparse.Namespace) -> dict:
     codes = party_codes(n, args.adult, args.seed)
     vectors = indicator_vectors(codes, ADULT_SIZES)
@@ -136,8 +168,9 @@ def run_one(engine: str, n: int, cells: int | None, args: argparse.Namespace) ->
         vectors = np.ascontiguousarray(vectors[:, :cells])
     eng, topology = build(engine, n, args)
     net = InMemoryNetwork(n, topology=topology)
+    session = agreed_adult_session(eng.name, n) if args.session == "agreed" else None
     wall, cpu = time.perf_counter(), time.process_time()
-    result = asyncio.run(run_secure_sum(eng, net, vectors))
+    result = asyncio.run(run_secure_sum(eng, net, vectors, session=session))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     stats = result.statistics
     return {
@@ -165,6 +198,10 @@ def main() -> None:
     parser.add_argument("--masked-degree", type=int, default=8)
     parser.add_argument("--per-combination-cells", type=int, default=8)
     parser.add_argument("--round-timeout", type=float, default=900.0)
+    parser.add_argument("--session", choices=("agreed", "random"), default="agreed",
+                        help="the engines' session id: the agreed one of the actor path (default: "
+                             "'dependence/1#' and 32 hex digits, 45 characters) or run_secure_sum's "
+                             "random 16 hex digits (the figures before the agreement)")
     parser.add_argument("--one", nargs=3, metavar=("ENGINE", "N", "CELLS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -192,8 +229,11 @@ def main() -> None:
         plan = [p for p in plan if p[0] == args.only]
     header = (f"{'engine':22s} {'n':>6s} {'L':>5s} {'wall s':>8s} {'cpu s':>8s} {'messages':>11s} "
               f"{'bytes':>14s} {'rounds':>6s} {'max/party msgs':>14s} {'peak RSS MB':>11s} exact  =cost")
+    print(f"session ids: {args.session} ({len(agreed_adult_session('masked', ADULT_N)) if args.session == 'agreed' else 16} "
+          f"characters in every engine message); deriving the agreed id: "
+          f"{agreement_cpu(ADULT_N) * 1e6:.1f} µs of CPU per party without the shard's memo, once per shard with it")
     print(header)
-    passthrough = [f"--seed={args.seed}", f"--graph-degree={args.graph_degree}",
+    passthrough = [f"--seed={args.seed}", f"--graph-degree={args.graph_degree}", f"--session={args.session}",
                    f"--masked-degree={args.masked_degree}", f"--round-timeout={args.round_timeout}"]
     if args.adult:
         passthrough.append(f"--adult={args.adult}")

@@ -80,6 +80,7 @@ _ALLOWED: frozenset[tuple[str, str]] = frozenset({
     ("numpy.random._pickle", "__randomstate_ctor"), ("numpy.random", "SeedSequence"),
     ("numpy.dtypes", "Int64DType"), ("numpy.dtypes", "Float64DType"), ("numpy.dtypes", "BoolDType"),
     ("numpy.dtypes", "Int32DType"), ("numpy.dtypes", "Int8DType"), ("numpy.dtypes", "UInt8DType"),
+    ("array", "array"), ("array", "_array_reconstructor"),  # a shard's stream keys (mprr.streams.StreamTable)
 })
 
 

@@ -62,6 +62,7 @@ from parties.wire.codec import Message
 from parties.wire.messages import Abort, Ack, RandomizedValues, Refusal
 from parties.secure.messages import TO_CONTROLLER as SECURE_TO_CONTROLLER
 from parties.wire.requests import TO_CONTROLLER as RELEASE_TO_CONTROLLER
+from parties.secure.agreement import agreed_session, check_unit_totals, request_digest
 from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart, roster_runs
 from parties.transport import Endpoint, Envelope, actor_name
 from parties.public_state import ReleaseBook
@@ -443,7 +444,11 @@ class Controller:
         learns only the tallies.  ``specs=None`` is an exact release (4.2), otherwise each unit
         is randomized through its matrix first (4.3).  The start message names the engine and
         the roster (the committed parties); each party runs its own copy of the engine agreed
-        at set-up and checks the roster itself.
+        at set-up and checks the roster itself.  The engine runs under the agreed session id
+        (:func:`~parties.secure.agreement.agreed_session`): the one every party derives from
+        the request and the start it received, so only parties asked the same thing sum
+        together.  The sum is checked against the request before it is reported
+        (:func:`~parties.secure.agreement.check_unit_totals`).
 
         Raises
         ------
@@ -451,7 +456,8 @@ class Controller:
             As :meth:`release` under ``on_dropout="fail"``.
         PartyDropped, SecureSumAborted, ProtocolError
             The secure sum could not produce the exact sum (raised by the engine), or under
-            ``"fail"`` a committed party dropped out of it.
+            ``"fail"`` a committed party dropped out of it, or the sum fails the unit-total
+            check (a contributor's input was not one one-hot vector per unit).
         """
         units_t = tuple(tuple(int(a) for a in u) for u in units)
         specs_t = None if specs is None else tuple(specs)
@@ -481,13 +487,16 @@ class Controller:
         sizes = self.schema.sizes
         cells = [math.prod(sizes[a] for a in u) for u in units_t]
         net = self.endpoint.network
-        context = engine.context(committed, sum(cells), network=net, session=session)
         start = SecureSumStart(rid, session, engine.name, roster_runs(committed))
+        # the engine's session id is the one every party derives from what it was asked
+        agreed = agreed_session(request_digest(request), start)
+        context = engine.context(committed, sum(cells), network=net, session=agreed)
         self.engines[session] = engine
         with net.round(phase):
             await self.endpoint.broadcast(committed, start, phase=phase)
         total, contributors = await engine.controller(self.endpoint, context)
         contributors = tuple(sorted(int(p) for p in contributors))
+        check_unit_totals(total, cells, len(contributors), session=session)  # never report a poisoned sum
         # garbage sent during the sum: the sum is exact, but its senders are faulty from now on
         await self._settle(phase, rid, committed, (), {}, self._faulty(committed))
         summed = set(contributors)

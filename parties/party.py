@@ -30,8 +30,13 @@ budget is infinite), then replies :class:`~parties.wire.messages.Ack` and keeps 
 runs its side of the secure-sum engine (:mod:`parties.secure`) with it, if its accountant starts
 the session (:meth:`~mprr.privacy.PrivacyAccountant.start_session`: one session per committed
 input, one roster of at least ``min_roster`` parties, run once) and the start names the engine
-the party agreed to at set-up.  The ε it books is its own computation from the matrix it
-applies (main paper eq. (4)); the request carries no ε.
+the party agreed to at set-up.  The engine runs under the agreed session id, derived from the
+request the party committed to and the start it received
+(:func:`~parties.secure.agreement.agreed_session`): parties asked different things never sum
+together.  A roster the engine cannot build is refused like any bad request, and the engine
+gets the party's ``min_roster`` as the fewest contributors it may release into.  The ε it books
+is its own computation from the matrix it applies (main paper eq. (4)); the request carries
+no ε.
 
 The public objects every party derives from a request (and the secure-sum context derived
 from a start message) are memoized in a shared :class:`~parties.public_state.ReleaseBook`.
@@ -170,7 +175,8 @@ class Party(Accounted):
         self._signer = signer
         self._registry = registry
         self._values: list[int] = []
-        self._inputs: dict[str, np.ndarray] = {}  # committed inputs not yet summed
+        # committed inputs not yet summed, with the digest of the request they answer
+        self._inputs: dict[str, tuple[np.ndarray, bytes]] = {}
         self.draws = 0
         self.status = "idle"
         self.errors: list[str] = []
@@ -264,7 +270,8 @@ class Party(Accounted):
             for c, code in zip(cells, codes):
                 vector[offset + code] = 1
                 offset += c
-            self._inputs[ask.session] = vector
+            assert isinstance(request, SecureRelease)  # (only a SecureRelease has a session)
+            self._inputs[ask.session] = (vector, self._book.digest(request))
             return Ack(request.request_id)
         released = np.array(codes, dtype=np.int64)
         released.flags.writeable = False  # as the message keeps it: no second copy
@@ -292,11 +299,18 @@ class Party(Accounted):
         if problem is not None:
             self.errors.append(f"secure sum {start.session!r} refused: {problem}")
             return
-        vector = self._inputs[start.session]
-        context = self._book.secure_context(self._engine, start, int(vector.shape[0]), self._registry,
-                                            getattr(endpoint, "network", None))
+        vector, digest = self._inputs[start.session]
         try:
-            await self._engine.party(endpoint, vector, context, signer=self._signer)
+            context = self._book.secure_context(self._engine, start, int(vector.shape[0]), self._registry,
+                                                getattr(endpoint, "network", None), digest=digest)
+        except ConfigurationError as exc:  # a roster the engine cannot run: refused like any bad request
+            self.accountant.end_session(start.session, aborted=True)
+            self._inputs.pop(start.session, None)
+            self.errors.append(f"secure sum {start.session!r} refused: {exc}")
+            return
+        try:
+            await self._engine.party(endpoint, vector, context, signer=self._signer,
+                                     min_contributors=self.accountant.min_roster)
         except ProtocolError as exc:  # a peer or the controller failed; the controller decides
             self.accountant.end_session(start.session, aborted=True)
             self.errors.append(f"secure sum {start.session!r}: {exc}")

@@ -24,6 +24,7 @@ from mprr.errors import ConfigurationError
 from mprr.kronecker import KroneckerMatrix
 from mprr.privacy import Ask, RefusalReason, Release
 from mprr.protocols.steps import Matrix, MatrixSpec
+from parties.secure.agreement import agreed_session, request_digest
 from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
 
 __all__ = ["ReleaseBook", "Resolution", "ResolvedUnit"]
@@ -148,6 +149,7 @@ class ReleaseBook:
         self._units: dict[tuple[Any, ...], ResolvedUnit] = {}
         self._contexts: dict[tuple[Any, ...], Any] = {}
         self._last: tuple[object, Resolution] | None = None
+        self._last_digest: tuple[object, bytes] | None = None
 
     def matrix(self, spec: MatrixSpec, sizes: tuple[int, ...]) -> Matrix:
         """The matrix of ``spec`` over a unit with ``sizes`` (built once)."""
@@ -215,19 +217,37 @@ class ReleaseBook:
         return Resolution(ask, tuple(units))
 
 
+    def digest(self, request: SecureRelease) -> bytes:
+        """:func:`~parties.secure.agreement.request_digest` of ``request`` (memoized on the request
+        object: a broadcast decodes once)."""
+        last = self._last_digest
+        if last is not None and last[0] is request:
+            return last[1]
+        digest = request_digest(request)
+        self._last_digest = (request, digest)
+        return digest
+
     def secure_context(self, engine: Any, start: SecureSumStart, length: int, registry: Any = None,
-                       network: Any = None) -> Any:
+                       network: Any = None, *, digest: bytes) -> Any:
         """The :class:`~parties.secure.engine.SecureSumContext` a party derives from ``start``.
 
-        A deterministic function of the party's own engine (set-up), the roster and session
-        of the :class:`~parties.wire.requests.SecureSumStart` it received, the length of
-        its committed input, the PKI directory (set-up) and the party's network (which links
-        it has: direct or relayed shares), memoized so that n parties build it once.  Nothing
-        here comes from an object the controller holds.
+        A deterministic function of the party's own engine (set-up), the roster of the
+        :class:`~parties.wire.requests.SecureSumStart` it received, the agreed session id of
+        the start and the request the party committed to (``digest``,
+        :func:`~parties.secure.agreement.agreed_session`), the length of its committed input,
+        the PKI directory (set-up) and the party's network (which links it has: direct or
+        relayed shares), memoized so that n parties build it once.  Nothing here comes from an
+        object the controller holds.
+
+        Raises
+        ------
+        ConfigurationError
+            A roster the engine cannot run (e.g. ids beyond the network): the party refuses it.
         """
-        key = (id(engine), start.session, start.roster, length, id(registry), id(network))
+        key = (id(engine), start.session, start.request_id, start.engine, start.roster, digest, length,
+               id(registry), id(network))
         ctx = self._contexts.get(key)
         if ctx is None:
-            ctx = self._contexts[key] = engine.context(start.parties, length, session=start.session,
+            ctx = self._contexts[key] = engine.context(start.parties, length, session=agreed_session(digest, start),
                                                        registry=registry, network=network)
         return ctx

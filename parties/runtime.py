@@ -35,7 +35,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mprr.data import Schema
 from mprr.errors import ConfigurationError
+from mprr.privacy import DEFAULT_MIN_ROSTER
+from mprr.streams import StreamTable
 from parties.faults import FaultPlan
 from parties.network import InMemoryNetwork
 from parties.shard import PartyShard, ShardSetup, directory, split
@@ -44,7 +47,10 @@ from parties.transport import Frame
 from parties.traffic import LatencyModel
 
 if TYPE_CHECKING:  # annotations only: a worker imports the engines and networkx only when a run needs them
+    import networkx as nx
+
     from parties.party import Party
+    from parties.secure.engine import SecureSumEngine
 
 __all__ = [
     "RUNTIMES",
@@ -64,29 +70,55 @@ RUNTIMES: tuple[str, ...] = ("memory", "tcp", "ray")
 
 
 @dataclass(frozen=True, eq=False)
-class HostingPlan(ShardSetup):
-    """Everything a runtime needs to host the parties of one run: the setup of every party
-    (``parties`` = ``range(n)``; attributes as :class:`~parties.shard.ShardSetup`) and the
-    options of the controller process's network.
+class HostingPlan:
+    """Everything a runtime needs to host the parties of one run (the trusted runner's plan):
+    the setup of every party (``parties`` = ``range(n)``; attributes as
+    :class:`~parties.shard.ShardSetup`, except ``seed``) and the options of the controller
+    process's network.
 
     Attributes
     ----------
+    seed
+        Run seed.  It stays with the runner: :meth:`setup` hands each shard the stream keys of
+        its own parties only (:attr:`ShardSetup.streams <parties.shard.ShardSetup.streams>`).
     faults, latency, fault_seed
         The network's :class:`~parties.faults.FaultPlan`, latency model and fault seed.
     timeout
         Seconds a round waits for the parties (and a runtime for the shards' reports).
     """
 
+    parties: range
+    n: int
+    schema: Schema
+    records: np.ndarray
+    seed: int
+    budgets: tuple[float, ...]
+    policy: str
+    accept: tuple[int, ...]
+    engine: SecureSumEngine | None = None
+    min_roster: int = DEFAULT_MIN_ROSTER
+    mesh: bool = False
+    topology: nx.Graph[int] | None = None
     faults: FaultPlan | None = None
     latency: LatencyModel | None = None
     fault_seed: int = 0
     timeout: float = 30.0
 
     def setup(self, parties: range) -> ShardSetup:
-        """The setup of a shard hosting ``parties``."""
-        shared = {f.name: getattr(self, f.name) for f in fields(ShardSetup)}
+        """The setup of a shard hosting ``parties``: their records, budgets and stream keys."""
+        shared = {f.name: getattr(self, f.name) for f in fields(ShardSetup) if f.name != "streams"}
         return ShardSetup(**{**shared, "parties": parties, "budgets": self.budgets[parties.start:parties.stop],
-                             "records": np.ascontiguousarray(self.records[parties.start:parties.stop])})
+                             "records": np.ascontiguousarray(self.records[parties.start:parties.stop]),
+                             "streams": StreamTable(self.seed, parties)})
+
+    def graph(self) -> nx.Graph[int] | None:
+        """The run's graph of party links (:meth:`ShardSetup.graph <parties.shard.ShardSetup.graph>`)."""
+        return ShardSetup.graph(self)  # type: ignore[arg-type]  # (the same fields)
+
+    @property
+    def signs(self) -> bool:
+        """Whether the parties need PKI signing keys (the engine signs)."""
+        return self.engine is not None and self.engine.signs
 
     def network(self) -> InMemoryNetwork:
         """The controller process's router for this run (on :meth:`graph`)."""

@@ -34,10 +34,12 @@ before the protocol (:meth:`PartyShard.register`), from the runner — the PKI o
 the controller actor.
 
 Public state: each shard builds its own :class:`~parties.public_state.ReleaseBook` (a pure
-memo of public derivations).  Party ``i``'s stream is rebuilt from the run seed as child ``i``
-of ``SeedSequence(seed)``, exactly ``PartyStreams(seed, n).seed_sequence(i)``: one
-:class:`~mprr.streams.StreamTable` row per hosted party (32 bytes), computed for the shard's
-whole range at once.
+memo of public derivations).  Party ``i``'s stream is child ``i`` of ``SeedSequence(seed)``,
+exactly ``PartyStreams(seed, n).seed_sequence(i)``: one :class:`~mprr.streams.StreamTable` row
+per hosted party (32 bytes).  The runner computes the rows of the shard's range from the run
+seed and sends only those (:attr:`ShardSetup.streams`): a worker never holds the seed, from
+which the noise of every other worker's parties derives, and the same seed still gives the
+same result on every runtime.
 
 At the end the shard's :class:`~parties.shard_report.ShardReport` (:meth:`ShardReport.of
 <parties.shard_report.ShardReport.of>`) holds what the harness keeps of its parties, in columns
@@ -109,8 +111,10 @@ class ShardSetup:
     records
         ``(len(parties), m)`` true codes, row ``k`` = party ``parties[k]`` (harness data: in a
         deployment each worker reads its own parties' records).
-    seed
-        Run seed (party streams: :class:`~mprr.streams.StreamTable`).
+    streams
+        The stream keys of the hosted parties only (:class:`~mprr.streams.StreamTable` rows of
+        ``parties``), computed by the runner from the run seed: a shard never holds the seed,
+        from which every other shard's parties' noise derives.
     budgets
         ε budget of each hosted party.
     policy
@@ -133,7 +137,7 @@ class ShardSetup:
     n: int
     schema: Schema
     records: np.ndarray
-    seed: int
+    streams: StreamTable
     budgets: tuple[float, ...]
     policy: str
     accept: tuple[int, ...]
@@ -214,6 +218,10 @@ class PartyShard:
             raise ConfigurationError(
                 f"shard setup: records must have shape ({len(setup.parties)}, {setup.schema.m}), got {rows.shape}"
             )
+        if not isinstance(setup.streams, StreamTable) or setup.streams.parties != setup.parties:
+            raise ConfigurationError(
+                f"shard setup: streams must be the StreamTable of the hosted parties {setup.parties}, "
+                f"got {getattr(setup.streams, 'parties', setup.streams)!r}")
         if len(setup.budgets) != len(setup.parties):
             raise ConfigurationError(f"shard setup: {len(setup.budgets)} budgets for {len(setup.parties)} parties")
         self.setup = setup
@@ -229,7 +237,7 @@ class PartyShard:
         self._registered = False
         book = ReleaseBook(setup.schema)
         records = rows.tolist()
-        streams = StreamTable(setup.seed, setup.parties)
+        streams = setup.streams
         self.parties: tuple[Party, ...] = tuple(
             Party(i, records[k], setup.schema, seed=streams.stream(i), budget=setup.budgets[k],
                   policy=setup.policy, book=book, engine=setup.engine, min_roster=setup.min_roster,

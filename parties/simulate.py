@@ -50,7 +50,7 @@ import networkx as nx
 import numpy as np
 
 from mprr.data import Dataset
-from mprr.domain import check_real
+from mprr.domain import check_int, check_real
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
 from mprr.privacy import (DEFAULT_MIN_ROSTER, CompositionPolicy, Ledger, PrivacyAccountant, PrivacySummary, Refusal,
                           as_policy, json_number, summarize)
@@ -293,6 +293,7 @@ async def simulate_async(
             "simulator does not answer yet; run it on the fast path (mprr.protocols.run_local or --engine fast)"
         )
     kwargs = entry.bind(params, driver=("engine",))
+    seed = check_int("seed", seed, 0)
     timeout = check_real("timeout", timeout, strict=True)
     policy = as_policy(policy)
     n = dataset.n
@@ -306,7 +307,7 @@ async def simulate_async(
     interval = check_real("progress_interval", progress_interval, strict=True, allow_inf=True)
     if topology is not None and not isinstance(topology, nx.Graph):
         Topology(n, topology)  # its ConfigurationError (the graph's nodes are checked when the network is built)
-    net_seed = fault_seed if fault_seed is not None else (seed if isinstance(seed, int) else 0)
+    net_seed = fault_seed if fault_seed is not None else seed
     schema = dataset.schema
     runtime = (make_runtime(runtime) if isinstance(runtime, str) else runtime or current_runtime()) or MemoryRuntime()
     PrivacyAccountant(math.inf, policy, min_roster=min_roster)  # the parties' own checks, before anything starts

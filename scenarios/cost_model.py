@@ -31,6 +31,7 @@ from mprr.errors import ConfigurationError
 from mprr.synthetic import planted_clusters
 from parties.network import CONTROLLER, InMemoryNetwork
 from parties.traffic import TrafficStatistics
+from parties.secure.agreement import DIGEST_BYTES
 from parties.secure.engine import SecureSumEngine, run_secure_sum
 from parties.secure.registry import ENGINES, engine_needs_mesh, sized_engine
 from parties.secure.topology import build_neighbourhoods
@@ -384,7 +385,8 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
         RR-Clusters: ``"4.1"`` (one request/reply round trip with the m singletons) or
         ``"4.2"`` / ``"4.3"``: a ``SecureRelease`` to every party, an ``Ack`` from each, a
         ``SecureSumStart`` to each, then the secure sum of the L-cell pair vectors
-        (:func:`closed_form` of ``engine``, session id ``session``).
+        (:func:`closed_form` of ``engine``, under the agreed session id: ``session``, ``"#"``
+        and 32 hex digits of the request's digest, :mod:`parties.secure.agreement`).
     sizes, engine, degree, session
         4.2 / 4.3 only: attribute sizes (for L), the engine key and its graph degree.
     replays
@@ -410,7 +412,8 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
             pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
             request = secure_release_bytes("dependence", session, pairs, exact=dependence == "4.2")
             start = secure_start_bytes(session, engine.split("-")[0])
-            ss = closed_form(engine, n, pair_cells(sizes), degree=degree, S=len(session))
+            # the engine runs under the agreed session id: session + "#" + the request digest
+            ss = closed_form(engine, n, pair_cells(sizes), degree=degree, S=len(session) + 1 + 2 * DIGEST_BYTES)
             extra = ClosedForm(
                 messages=3 * n + ss.messages, bytes=n * (request + ACK_BYTES + start) + ss.bytes,
                 rounds=3 + ss.rounds, party_messages=1 + ss.party_messages,

@@ -409,6 +409,12 @@ class PrivacyAccountant:
         known.roster_size, known.state = len(roster), "running"
         return None
 
+    def session_state(self, session: str) -> str | None:
+        """State of ``session``: ``"committed"`` (input committed, not started), ``"running"``,
+        ``"done"`` or ``"aborted"``; ``None`` for a session the party never committed to."""
+        known = self._sessions.get(session)
+        return None if known is None else known.state
+
     def end_session(self, session: str, *, aborted: bool) -> None:
         """Record that ``session`` (started by :meth:`start_session`) finished or aborted."""
         self._sessions[session].state = "aborted" if aborted else "done"

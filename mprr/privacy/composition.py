@@ -70,21 +70,30 @@ def _sequential_step(state: tuple[float, ...] | None, release: Release) -> tuple
 
 
 def _unlinkable_step(
-    state: tuple[tuple[float, ...], float, dict[Attr, float]] | None, release: Release
-) -> tuple[tuple[tuple[float, ...], float, dict[Attr, float]], float]:
-    """State: (linkable ε, their exact sum, largest unlinkable share per attribute)."""
-    linkable, linkable_sum, best = ((), 0.0, {}) if state is None else state
+    state: tuple[tuple[float, ...], float, tuple[dict[Attr, float], ...], dict[frozenset[Attr], int]] | None,
+    release: Release,
+) -> tuple[tuple[tuple[float, ...], float, tuple[dict[Attr, float], ...], dict[frozenset[Attr], int]], float]:
+    """State: (linkable ε, their exact sum, largest unlinkable share per attribute in each draw
+    layer, unlinkable releases so far per attribute set).  The k-th unlinkable release of an
+    attribute set (k = 0, 1, ...) is in layer k: a fresh draw of a set already released adds
+    a layer (:mod:`mprr.privacy.ledger`)."""
+    linkable, linkable_sum, layers, drawn = ((), 0.0, (), {}) if state is None else state
     if release.linkable:
         linkable = linkable + (release.epsilon,)
         linkable_sum = math.fsum(linkable)
     else:
+        key = frozenset(release.attributes)
+        layer = drawn.get(key, 0)
+        drawn = {**drawn, key: layer + 1}
+        best = layers[layer] if layer < len(layers) else {}
         copied = False
         for attribute, share in zip(release.attributes, release.shares):
             if share > best.get(attribute, -1.0):
                 if not copied:
                     best, copied = dict(best), True
                 best[attribute] = share
-    return (linkable, linkable_sum, best), math.fsum([linkable_sum, *best.values()])
+        layers = layers[:layer] + (best,) + layers[layer + 1:]
+    return (linkable, linkable_sum, layers, drawn), math.fsum([linkable_sum, *(v for b in layers for v in b.values())])
 
 
 def _parallel_step(

@@ -32,11 +32,16 @@ Composition is always explicit and named (:class:`CompositionPolicy`):
     released only once".  Each unlinkable release r spends a share s_{r,A} on each of its
     attributes A (its per-factor ε when the matrix is a Kronecker product with one factor per
     attribute, otherwise ε_r / |r|); per attribute only the largest unlinkable share counts,
-    and the per-attribute maxima add up:  ε = Σ_{linkable r} ε_r + Σ_A max_{unlinkable r ∋ A}
-    s_{r,A}.  Linkable releases still add.  Properties: equals ``sequential`` when the
-    unlinkable releases are pairwise disjoint; never exceeds ``sequential``; for the m(m-1)/2
-    pair releases of 4.3 at ε each it gives mε/2 (as many as ⌈m/2⌉ disjoint pairs, i.e. each
-    attribute released once) instead of m(m-1)ε/2.  (Counting the full ε_r once per attribute
+    and the per-attribute maxima add up.  The argument covers one draw of each attribute set:
+    a *fresh* draw of a set already released (the same pair in another secure sum) is another
+    sample of the same values, which a controller can link by repetition (a majority vote over
+    41 draws recovers the pair), so it is new spending.  The k-th unlinkable release of an
+    attribute set (k = 0, 1, ...) is in draw layer k, and the layers add:
+    ε = Σ_{linkable r} ε_r + Σ_k Σ_A max_{unlinkable r ∋ A in layer k} s_{r,A}.  Linkable
+    releases still add.  Properties: equals ``sequential`` when the unlinkable releases are
+    pairwise disjoint; never exceeds ``sequential``; for the m(m-1)/2 pair releases of 4.3 at
+    ε each it gives mε/2 (as many as ⌈m/2⌉ disjoint pairs, i.e. each attribute released once)
+    instead of m(m-1)ε/2, and j fresh draws of all pairs cost j·mε/2.  (Counting the full ε_r once per attribute
     would charge a single unlinkable pair 2ε_r, more than sequential composition, which is
     why shares are used.)
 

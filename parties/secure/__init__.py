@@ -11,7 +11,9 @@ Modules, in dependency order:
 - ``topology``  — communication graphs: complete, random k-regular, Harary (networkx)
 - ``messages``  — the wire kinds of the secure sums (shares, partial sums, keys, ...)
 - ``engine``    — ``SecureSumEngine`` interface, context, closed-form ``TrafficCost``,
-                  ``run_secure_sum`` driver
+                  ``run_secure_sum`` driver, ``recv_session``
+- ``agreement`` — a sum is one agreed request: the session id every participant derives from
+                  the request and the start, and the unit-total check of a sum
 - ``receive``   — a party's round of share vectors: send and receive together, check, sum
 - ``paper``     — engine ``paper``: main paper 4.2, modulus n + 1, full mesh, broadcast
 - ``graph``     — engine ``graph``: additive shares to neighbours of a sparse graph

@@ -58,6 +58,7 @@ __all__ = [
     "encoded_size",
     "as_ring_vector",
     "collect",
+    "recv_session",
     "to_counts",
     "MAX_TOTAL",
     "check_total",
@@ -316,6 +317,36 @@ async def collect(
     return out if accept is None else accepted
 
 
+async def recv_session(ep: Endpoint, kind: type[M], *, session: str, phase: str, timeout: float) -> M:
+    """The controller's next ``kind`` message of this ``session`` within ``timeout`` s.
+
+    A message of another session (a late or duplicated delivery of an earlier sum, or one of
+    a session the controller started with a different request) is taken out of the mailbox
+    and dropped: it is never the answer of this receive, and its sender stays awaited.
+
+    Raises
+    ------
+    RoundTimeout
+        No ``kind`` message of this session arrived in time.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    remaining = timeout
+    while remaining > 0:
+        try:
+            msg = (await ep.recv(kinds=kind, sources=CONTROLLER, phase=phase, timeout=remaining)).message
+        except RoundTimeout:
+            break
+        if getattr(msg, "session", None) == session:
+            return msg
+        remaining = deadline - loop.time()
+    raise RoundTimeout(
+        f"phase {phase!r}: {actor_name(ep.actor)} timed out after {timeout:g} s waiting for "
+        f"{kind.NAME} of session {session!r} from the controller",
+        phase=phase, timeout=timeout, missing=(CONTROLLER,),
+    )
+
+
 def _names(actors: Sequence[int], limit: int = 10) -> str:
     names = ", ".join(actor_name(a) for a in actors[:limit])
     return names + (f" and {len(actors) - limit} more" if len(actors) > limit else "")
@@ -398,10 +429,15 @@ class SecureSumEngine(ABC):
     # ---------------------------------------------------------------- choreography
     @abstractmethod
     async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext, *,
-                    signer: Signer | None = None) -> np.ndarray | None:
+                    signer: Signer | None = None, min_contributors: int = 2) -> np.ndarray | None:
         """Run party ``ep.actor``'s side with its private ``vector``.
 
         ``signer`` is the party's PKI key, used by the engines that sign (:attr:`signs`).
+        ``min_contributors`` is the party's policy (its ``min_roster``): it releases nothing
+        that can enter a sum over fewer contributors, as far as it can tell.  On the paper and
+        graph engines every roster member's input is needed for the sum (a missing one stops
+        it), so the roster check of the party's accountant is that check; the masked engine,
+        which sums over the survivors, checks the survivors the party knows of.
 
         Returns the total when the engine lets parties learn it (paper), else None.
         """

@@ -40,6 +40,7 @@ from parties.secure.engine import (
     as_ring_vector,
     check_total,
     collect,
+    recv_session,
     encoded_size,
     to_counts,
 )
@@ -152,7 +153,7 @@ class GraphEngine(SecureSumEngine):
 
     # ------------------------------------------------------------------ party
     async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext, *,
-                    signer: Signer | None = None) -> None:
+                    signer: Signer | None = None, min_contributors: int = 2) -> None:
         """Share x_i among the neighbours, then send the partial sum to the controller
         (``signer``: the party's PKI key, which signs its relayed public key)."""
         ring = ctx.ring
@@ -192,8 +193,7 @@ class GraphEngine(SecureSumEngine):
         keys = KeyPair.generate()
         await ep.send(CONTROLLER, PublicKeys(ctx.session, (keys.public,), signer.sign(_KEYS, ctx.session, keys.public)),
                       phase="graph/keys")
-        env = await ep.recv(kinds=KeyDirectory, sources=CONTROLLER, phase="graph/keys", timeout=timeout)
-        directory = env.message
+        directory = await recv_session(ep, KeyDirectory, session=ctx.session, phase="graph/keys", timeout=timeout)
         if directory.session != ctx.session or tuple(directory.parties.tolist()) != nbrs:
             raise MessageError(
                 f"party {me}: key directory does not list exactly its neighbours {list(nbrs)[:10]}"
@@ -220,7 +220,7 @@ class GraphEngine(SecureSumEngine):
         own = shares[0].copy()
         del shares, x
         await ep.send(CONTROLLER, SealedShares(ctx.session, *sealed), phase="graph/relay")
-        relayed = (await ep.recv(kinds=RelayedShares, sources=CONTROLLER, phase="graph/relay", timeout=timeout)).message
+        relayed = await recv_session(ep, RelayedShares, session=ctx.session, phase="graph/relay", timeout=timeout)
         senders = relayed.senders.tolist()
         if relayed.session != ctx.session or senders != list(nbrs):
             raise MessageError(f"party {me}: relayed shares do not come from exactly its neighbours")

@@ -87,6 +87,7 @@ from parties.secure.engine import (
     TrafficCost,
     as_ring_vector,
     collect,
+    recv_session,
     encoded_size,
     to_counts,
 )
@@ -269,7 +270,7 @@ class MaskedEngine(SecureSumEngine):
 
     # ------------------------------------------------------------------ party
     async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext, *,
-                    signer: Signer | None = None) -> None:
+                    signer: Signer | None = None, min_contributors: int = 2) -> None:
         """Rounds 0-4 of Bonawitz et al. for party ``ep.actor`` (``signer``: its PKI key)."""
         # a party waits up to two rounds: the controller itself may wait a full round_timeout
         # for stragglers before it answers
@@ -281,18 +282,27 @@ class MaskedEngine(SecureSumEngine):
                 "(parties.secure.pki.setup_pki at set-up)")
         x = as_ring_vector(vector, ctx, ring)
         nbrs = ctx.neighbours[me]
+        if len(nbrs) + 1 < min_contributors:
+            raise SecureSumAborted(
+                f"party {me}: its neighbourhood holds {len(nbrs) + 1} parties, below its min_roster = "
+                f"{min_contributors}: it could never check that enough parties contribute",
+                survivors=len(nbrs) + 1, threshold=min_contributors)
         s_keys = KeyPair.generate()
         await ep.send(CONTROLLER, PublicKeys(s, (s_keys.public,)), phase=PHASES[0])
 
         # round 1: share b_i and s_sk_i among the live holders, sealed under keys agreed with
         # their registered static keys (authenticated by the PKI, nothing relayed to check)
-        directory = (await ep.recv(kinds=KeyDirectory, sources=CONTROLLER, phase=PHASES[0],
-                                   timeout=timeout)).message
+        directory = await recv_session(ep, KeyDirectory, session=s, phase=PHASES[0], timeout=timeout)
         live = tuple(directory.parties.tolist())
         if directory.session != s or not set(live) <= set(nbrs):
             raise MessageError(f"party {me}: key directory lists parties that are not its neighbours")
         if directory.signatures:
             raise MessageError(f"party {me}: key directory entries must hold one 32-byte masking key s_pk")
+        if len(live) + 1 < min_contributors:  # the party's own policy, from what it knows
+            raise SecureSumAborted(
+                f"party {me}: only {len(live) + 1} parties of its neighbourhood advertised keys, below "
+                f"its min_roster = {min_contributors}: it shares nothing",
+                survivors=len(live) + 1, threshold=min_contributors)
         relayed_keys = {j: directory.key(k) for k, j in enumerate(live)}
         self_mask = fresh_seed()
         neighbours = ctx.neighbours
@@ -321,8 +331,7 @@ class MaskedEngine(SecureSumEngine):
         del directory, sk_values, b_values, xs
 
         # round 2: open the shares relayed to us; mask with exactly their senders
-        relayed = (await ep.recv(kinds=RelayedShares, sources=CONTROLLER, phase=PHASES[1],
-                                 timeout=timeout)).message
+        relayed = await recv_session(ep, RelayedShares, session=s, phase=PHASES[1], timeout=timeout)
         senders = relayed.senders.tolist()
         if relayed.session != s or not set(senders) <= set(live):
             raise MessageError(f"party {me}: relayed shares come from parties outside its live neighbours")
@@ -337,20 +346,29 @@ class MaskedEngine(SecureSumEngine):
 
         # round 3: state the survivor set we are told (one view per session), MAC'd for every
         # party that may need it: the other holders of every owner we hold shares of
-        told = (await ep.recv(kinds=SurvivorSet, sources=CONTROLLER, phase=PHASES[3], timeout=timeout)).message
+        told = await recv_session(ep, SurvivorSet, session=s, phase=PHASES[3], timeout=timeout)
         told_ids = tuple(told.survivors.tolist())
         view = frozenset(told_ids)
         holders = set(nbrs) | {me}
         if told.session != s or me not in view or not view <= holders:
             raise MessageError(f"party {me}: survivor set must contain the party and only its Shamir holders")
+        # the contributors the party can vouch for: itself and the survivors that sealed it their
+        # shares (a survivor the controller invents sealed nothing; one that dropped after sharing
+        # leaves masks only its s_sk removes, which no honest holder told "survived" reveals)
+        known = len(view & (held.keys() | {me}))
+        if known < min_contributors:
+            raise SecureSumAborted(
+                f"party {me}: the survivor set it is told holds {known} parties that shared with it "
+                f"({len(view)} claimed), below its min_roster = {min_contributors}: it states no view "
+                "and reveals no share",
+                survivors=known, threshold=min_contributors)
         prefix = statement_prefix(s)
         targets = sorted(view_keys)
         tags = view_tags(view_keys, prefix, me, targets, pack_ids(told_ids))
         await ep.send(CONTROLLER, SurvivorTags(s, id_vector(targets), tags), phase=PHASES[3])
 
         # round 4: check the stated views, then reveal b-shares of survivors, s_sk-shares of the dropped
-        request = (await ep.recv(kinds=UnmaskRequest, sources=CONTROLLER, phase=PHASES[4],
-                                 timeout=timeout)).message
+        request = await recv_session(ep, UnmaskRequest, session=s, phase=PHASES[4], timeout=timeout)
         if request.session != s:
             raise MessageError(f"party {me}: unmask request of another session")
         check_consistency(request, view_keys, ctx, me, view, [me, *held], prefix)

@@ -99,7 +99,7 @@ class PaperEngine(SecureSumEngine):
 
     # ------------------------------------------------------------------ party
     async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext, *,
-                    signer: Signer | None = None) -> np.ndarray:
+                    signer: Signer | None = None, min_contributors: int = 2) -> np.ndarray:
         """Steps 1-4 of main paper 4.2 for party ``ep.actor``; returns the total it computes
         (``signer`` unused: no key is relayed)."""
         ring = ctx.ring

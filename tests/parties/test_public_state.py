@@ -9,6 +9,7 @@ from mprr.matrices import keep_or_uniform
 from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
 from mprr.privacy import RefusalReason
 from mprr.protocols.steps import MatrixSpec
+from parties.secure.agreement import DIGEST_BYTES, agreed_session, request_digest
 from parties.public_state import ReleaseBook
 from parties.secure.graph import GraphEngine
 
@@ -49,7 +50,15 @@ def test_secure_context_is_derived_from_the_start_message_and_memoized() -> None
     book = ReleaseBook(SCHEMA)
     engine = GraphEngine(degree=2)
     start = SecureSumStart(1, "s", "graph", ((0, 3), (5, 7)))
-    ctx = book.secure_context(engine, start, 12)
-    assert ctx.parties == (0, 1, 2, 5, 6) and ctx.length == 12 and ctx.session == "s"
-    assert book.secure_context(engine, start, 12) is ctx
-    assert ctx == engine.context((0, 1, 2, 5, 6), 12, session="s")  # what the controller builds
+    release = SecureRelease(1, "dependence", "s", ((0, 1),), ((0, 1),), True)
+    digest = book.digest(release)
+    assert digest == request_digest(release) and book.digest(release) is digest
+    ctx = book.secure_context(engine, start, 12, digest=digest)
+    agreed = agreed_session(digest, start)
+    assert ctx.parties == (0, 1, 2, 5, 6) and ctx.length == 12 and ctx.session == agreed
+    assert agreed.startswith("s#") and len(agreed) == 2 + 2 * DIGEST_BYTES
+    assert book.secure_context(engine, start, 12, digest=digest) is ctx
+    assert ctx == engine.context((0, 1, 2, 5, 6), 12, session=agreed)  # what the controller builds
+    # another request under the same controller session is another session
+    other = SecureRelease(1, "dependence", "s", ((0, 1),), ((0, 1),), False, ("dense",), ((0.5,),))
+    assert book.secure_context(engine, start, 12, digest=request_digest(other)).session != agreed

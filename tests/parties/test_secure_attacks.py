@@ -264,7 +264,7 @@ def test_the_threshold_is_the_party_policy_never_below_a_majority() -> None:
         MaskedEngine(threshold=2).context(range(10), 4)
     # a party builds its context from its own engine: the controller's choice does not enter it
     book = ReleaseBook(Schema((Attribute("a", ("x", "y"), "nominal"),)))
-    ctx = book.secure_context(MaskedEngine(), SecureSumStart(1, "s", "masked", ((0, 10),)), 4)
+    ctx = book.secure_context(MaskedEngine(), SecureSumStart(1, "s", "masked", ((0, 10),)), 4, digest=bytes(32))
     assert ctx.threshold == 6
 
 

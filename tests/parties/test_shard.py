@@ -56,6 +56,30 @@ def test_control_records_reject_anything_but_mprr_types() -> None:
         loads(bytes((CONTROL,)) + b"not a pickle")
 
 
+def test_a_shard_setup_carries_its_parties_stream_keys_never_the_run_seed() -> None:
+    """Issue 25, attack 7.  Before: every ShardSetup carried the run seed, so one worker (with
+    the codes the controller received) knew other workers' parties' noise, hence their values."""
+    from dataclasses import fields
+
+    from mprr.streams import PartyStreams, StreamTable
+    from parties.shard import ShardSetup
+
+    data = planted_clusters(6, rng=np.random.default_rng(1)).dataset
+    plan = HostingPlan(range(6), 6, data.schema, np.asarray(data.codes), 3, (float("inf"),) * 6, "sequential",
+                       tuple(k.KIND for k in PARTY_KINDS))
+    setup = plan.setup(range(3, 6))
+    assert "seed" not in {f.name for f in fields(ShardSetup)}
+    assert isinstance(setup.streams, StreamTable) and setup.streams.parties == range(3, 6)
+    sent = loads(dumps("setup", setup))[1]  # what a tcp worker receives
+    reference = PartyStreams(3, 6)
+    for i in range(3, 6):  # the party's own stream, as the fast path draws it
+        expected = np.random.Generator(np.random.PCG64(reference.seed_sequence(i))).random(3)
+        stream = sent.streams.stream(i)
+        assert [stream.random() for _ in range(3)] == expected.tolist()
+    with pytest.raises(ConfigurationError, match=r"streams must be the StreamTable of the hosted parties range\(0, 3\)"):
+        PartyShard(replace(plan.setup(range(0, 3)), streams=setup.streams), lambda f: None)
+
+
 class _Link:
     def __init__(self, parties: range, shard: PartyShard | None = None) -> None:
         self.parties = parties

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -303,6 +304,13 @@ def test_randomized_pairs_count_once_per_attribute_under_unlinkable_pairs(small)
     assert sim.ledgers[0].by_phase("sequential")["dependence"] == pytest.approx((small.m - 1) * sum(eps))
 
 
+@pytest.mark.parametrize("seed", ["x", 1.5, True, -1, None])
+def test_seed_must_be_an_integer(small, seed) -> None:
+    """Before: "x" raised a raw ValueError, 1.5 ran as seed 1, True was accepted."""
+    with pytest.raises(ConfigurationError, match=rf"seed must be an integer >= 0, got {re.escape(repr(seed))}"):
+        simulate(small, "RR-Independent", seed=seed, timeout=1.0, p=0.5)
+
+
 def test_unknown_engine_is_refused(small) -> None:
     with pytest.raises(ConfigurationError, match="engine must be one of"):
         simulate(small, "RR-Clusters", seed=SEED, timeout=1.0, p=0.7, Tv=60, Td=0.1, dependence="4.2",
@@ -314,6 +322,7 @@ def test_secure_dependence_traffic_is_commit_start_plus_the_engine_closed_form(s
     # own closed form (main paper 4.2: per party (n-1) shares + n broadcasts of L cells)
     from parties.wire.messages import Ack
     from parties.wire.requests import SecureRelease, SecureSumStart
+    from parties.secure.agreement import agreed_session, request_digest
     from parties.secure.paper import PaperEngine
 
     n, m = small.n, small.m
@@ -321,9 +330,12 @@ def test_secure_dependence_traffic_is_commit_start_plus_the_engine_closed_form(s
     pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
     cells = sum(small.sizes[i] * small.sizes[j] for i, j in pairs)
     commit = SecureRelease(1, "dependence", "dependence/1", tuple(pairs), tuple(pairs), True)
-    expected = n * (len(encode(commit)) + len(encode(Ack(1))) + len(encode(SecureSumStart(1, "dependence/1", "paper", ((0, n),)))))
+    start = SecureSumStart(1, "dependence/1", "paper", ((0, n),))
+    expected = n * (len(encode(commit)) + len(encode(Ack(1))) + len(encode(start)))
     assert sim.traffic.by_phase["dependence"][:2] == (3 * n, expected)
-    cost = PaperEngine(round_timeout=5.0).cost(PaperEngine().context(range(n), cells, session="dependence/1"))
+    # the engine runs under the agreed session id: a digest of the commitment and the start
+    session = agreed_session(request_digest(commit), start)
+    cost = PaperEngine(round_timeout=5.0).cost(PaperEngine().context(range(n), cells, session=session))
     engine = [c for p, c in sim.traffic.by_phase.items() if p.startswith("paper/")]
     assert (sum(c.messages for c in engine), sum(c.bytes for c in engine)) == (cost.messages, cost.bytes)
 

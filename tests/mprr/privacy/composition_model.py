@@ -58,16 +58,22 @@ def _parallel(releases: Sequence[Release]) -> float:
 
 
 def _unlinkable_pairs(releases: Sequence[Release]) -> float:
-    """Main paper 4.3: Σ linkable ε_r + Σ_A max over unlinkable releases of the share on A."""
+    """Main paper 4.3, one draw per attribute set: Σ linkable ε_r + Σ over draw layers k of
+    Σ_A max over the unlinkable releases of layer k of the share on A (the k-th release of an
+    attribute set is in layer k)."""
     linkable = math.fsum(r.epsilon for r in releases if r.linkable)
-    best: dict[Attr, float] = {}
+    seen: dict[frozenset[Attr], int] = {}
+    layers: dict[int, dict[Attr, float]] = {}
     for release in releases:
         if release.linkable:
             continue
+        key = frozenset(release.attributes)
+        best = layers.setdefault(seen.get(key, 0), {})
+        seen[key] = seen.get(key, 0) + 1
         for attribute, share in zip(release.attributes, release.shares):
             if share > best.get(attribute, -1.0):
                 best[attribute] = share
-    return math.fsum([linkable, *best.values()])
+    return math.fsum([linkable, *(v for best in layers.values() for v in best.values())])
 
 
 COMPOSITION_RULES: Mapping[CompositionPolicy, Callable[[Sequence[Release]], float]] = {

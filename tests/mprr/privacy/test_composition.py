@@ -80,6 +80,20 @@ def test_worked_examples_match_the_policy_definitions() -> None:
         )
 
 
+def test_fresh_draws_of_a_released_set_are_new_spending_under_every_policy() -> None:
+    """Issue 25: 41 secure sums of the same pair at ε = 2 each (41 linked draws: a majority vote
+    recovers the pair) cost 2 under unlinkable-pairs before; each fresh draw is a layer now."""
+    draws = [rel(("A", "B"), 2.0, linkable=False) for _ in range(41)]
+    for policy in POLICIES:
+        assert PolicyTotals.of(draws, policy).total == 82.0
+    # all pairs of A..D twice (two 4.3 sums): two layers of the paper's 2.0
+    pairs = [rel(p, 1.0, linkable=False) for p in combinations("ABCD", 2)]
+    assert PolicyTotals.of(pairs + pairs, "unlinkable-pairs").total == 4.0
+    # the order of attributes in a unit does not make it another set
+    assert PolicyTotals.of([rel(("A", "B"), 2.0, linkable=False), rel(("B", "A"), 2.0, linkable=False)],
+                           "unlinkable-pairs").total == 4.0
+
+
 def test_unlinkable_kronecker_shares_give_rr_independent_cost() -> None:
     eps = {"A": 0.5, "B": 1.0, "C": 0.75}
     pairs = [

@@ -248,6 +248,26 @@ def test_a_message_of_another_session_is_skipped_not_fatal(late_real_message: bo
             run_virtual(scenario())
 
 
+def test_a_party_receive_skips_the_controllers_messages_of_another_session() -> None:
+    """Issue 25, attack 6: a duplicated KeyDirectory of session 1 was taken by session 2's
+    receive, and the party aborted ("key directory does not list exactly its neighbours")."""
+    from parties.secure.engine import recv_session
+    from parties.secure.messages import KeyDirectory, id_vector
+
+    async def scenario(second: bool) -> KeyDirectory:
+        net = InMemoryNetwork(2)
+        ctl = net.endpoint(CONTROLLER)
+        for session in ("one", "one", "two")[: 3 if second else 2]:
+            await ctl.send(0, KeyDirectory(session, id_vector([1]), bytes(32)), phase="graph/keys")
+        return await recv_session(net.endpoint(0), KeyDirectory, session="two", phase="graph/keys", timeout=0.5)
+
+    got = run_virtual(scenario(True))
+    assert got.session == "two"
+    with pytest.raises(RoundTimeout, match=r"phase 'graph/keys': party 0 timed out after 0.5 s waiting for "
+                                           r"KeyDirectory of session 'two' from the controller"):
+        run_virtual(scenario(False))
+
+
 def test_traffic_cost_accessors() -> None:
     cost = TrafficCost(sent={CONTROLLER: Counts(5, 50), 0: Counts(2, 30), 1: Counts(3, 10)},
                        rounds=2, formula="x")
