@@ -26,6 +26,8 @@ Modules, in dependency order (each may import only those above it):
 - ``metrics``       — count queries, the 6.5 query generator, eq. (16) errors, MAE, MSE, TVD
 - ``marginals``     — marginal tables over attribute subsets: projection, Norm-Sub, PriView/CALM
                       consistency of overlapping marginals, maximum-entropy (IPF) reconstruction
+- ``independence``  — tests of independence of two attributes from randomized reports (Pearson's χ²
+                      on product channels, Wald on debiased estimates), bias-corrected Cramér's V
 - ``clustering``    — Algorithm 1 (attribute clustering)
 - ``adjustment``    — Algorithm 2 (RR-Adjustment record weights)
 - ``privacy``       — privacy accounting (package, own map): releases and their ε, composition
