@@ -32,6 +32,7 @@ from mprr.distributions import JointDistribution, ProductDistribution
 from mprr.errors import ConfigurationError
 from mprr.metrics import evaluate_queries, random_queries
 from mprr.protocols import calm, rr_clusters, rr_clusters_sampled, rr_independent, rsfd, smp, spl
+from mprr.protocols.multidim import ORACLE_CHOICES
 from mprr.protocols.oracle_reports import ReportedData
 from mprr.protocols.result import ProtocolResult
 from mprr.streams import PartyStreams
@@ -53,11 +54,11 @@ METHODS: Mapping[str, Runner] = {
     "RR-Independent": lambda d, e, r, p: rr_independent(d, epsilon=e, rng=r),
     "RR-Clusters": lambda d, e, r, p: rr_clusters(d, epsilon=e, Tv=p["Tv"], Td=p["Td"],
                                                   discovery_share=p["discovery_share"], rng=r),
-    "SPL": lambda d, e, r, p: spl(d, epsilon=e, rng=r),
-    "SMP": lambda d, e, r, p: smp(d, epsilon=e, rng=r),
+    "SPL": lambda d, e, r, p: spl(d, epsilon=e, oracle=p["oracle"], rng=r),
+    "SMP": lambda d, e, r, p: smp(d, epsilon=e, oracle=p["oracle"], rng=r),
     "RS+FD": lambda d, e, r, p: rsfd(d, epsilon=e, rng=r),
-    "CALM-style": lambda d, e, r, p: calm(d, epsilon=e, k=2, rng=r),
-    "RR-Clusters-Sampled": lambda d, e, r, p: rr_clusters_sampled(d, epsilon=e, n=d.n, rng=r),
+    "CALM-style": lambda d, e, r, p: calm(d, epsilon=e, k=2, oracle=p["oracle"], rng=r),
+    "RR-Clusters-Sampled": lambda d, e, r, p: rr_clusters_sampled(d, epsilon=e, n=d.n, oracle=p["oracle"], rng=r),
 }
 """Every method of the comparison, by name: ``run(dataset, ε per respondent, rng, params)``."""
 
@@ -82,6 +83,9 @@ SCHEMA = Schema(
         Field("Td", Float(min=0.0, max=1.0), 0.2, help="RR-Clusters, Algorithm 1: smallest dependence to merge"),
         Field("discovery_share", Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True), 0.5,
               help="RR-Clusters: share of ε spent on the dependence phase"),
+        Field("oracle", Choice(ORACLE_CHOICES), "adaptive",
+              help="frequency oracle of SPL, SMP, CALM-style and RR-Clusters-Sampled (adaptive: the least-variance "
+                   "one per domain, Wang et al. 2017); RS+FD always uses GRR"),
         Field("queries", Int(min=1, max=100_000), 200, help="count queries per run (main paper 6.5)"),
         Field("sigma", Float(min=0.0, max=1.0, min_exclusive=True), 0.2, help="query coverage σ"),
         Field("max_triples", Int(min=0), 56, help="3-way marginals evaluated (a random subset above this; 0: none)"),

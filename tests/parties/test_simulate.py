@@ -190,9 +190,11 @@ def test_rr_clusters_traffic_matches_the_closed_form(data) -> None:
 def test_registry_names_and_aliases() -> None:
     assert set(PROTOCOLS) == {
         "RR-Independent", "RR-Joint", "RR-Clusters", "RR-Independent+Adjustment", "RR-Clusters+Adjustment",
-        "RR-Adjustment", "RR-Ind-Joint", "lambda-randomization",
+        "RR-Adjustment", "RR-Ind-Joint", "lambda-randomization", "SPL", "SMP", "RS+FD", "CALM-style",
+        "RR-Clusters-Sampled",
     }
     assert lookup("rr_independent").name == "RR-Independent"
+    assert lookup("calm").name == "CALM-style" and lookup("rs-fd").name == "RS+FD"
     assert lookup("Clusters + Adjustment".replace(" ", "")).name == "RR-Clusters+Adjustment"
     assert lookup("lambda").name == "lambda-randomization"
 
