@@ -29,6 +29,7 @@ from mprr.data import Dataset
 from mprr.dependence import bivariate_tables, dependence_matrix
 from mprr.errors import ConfigurationError
 from mprr.metrics import CountQuery
+from mprr.protocols.budget import keep_for_budget
 from mprr.protocols.result import ProtocolResult
 from parties.network import CONTROLLER
 from scenarios.cost_model import ClosedForm, rr_closed_form
@@ -192,21 +193,22 @@ def budget_statement(budget: float | None, share: float | None, m: int, sizes: S
 
     ``budget`` is ε per respondent (``None``: the papers' per-attribute setting, no budget);
     ``share`` RR-Clusters' discovery share.  Under ε-LDP any answer of a respondent is at most
-    e^ε times more likely for one possible record than for any other; with RR-Independent's
-    equal split an attribute of k categories keeps its true value with probability
-    e^{ε/m} / (e^{ε/m} + k − 1) (generalized RR).
+    e^ε times more likely for one possible record than for any other; RR-Independent keeps each
+    attribute with the one probability p of main paper 6.3.1 that spends ε in all
+    (:func:`mprr.protocols.budget.keep_for_budget`), so an attribute of k categories reports its
+    true category with probability p + (1 − p)/k.
     """
     if budget is None:
         return ("No budget per respondent was set: the papers' per-attribute setting (p or "
                 "epsilon_per_attribute) makes ε per respondent grow with the number of attributes and differ "
                 "between protocols (see ε below).")
-    share_each = budget / m
-    keep = [math.exp(share_each) / (math.exp(share_each) + k - 1) for k in sizes]
+    p = keep_for_budget(sizes, budget)
+    keep = [p + (1.0 - p) / k for k in sizes]
     text = (f"Budget: ε = {budget:g} per respondent, the same for every protocol (sequential composition over "
             f"everything a respondent releases{'' if share is None else f'; RR-Clusters spends {share:.0%} of it on its dependence phase'}). "
             f"In words: any answer a respondent gives is at most e^{budget:g} ≈ {math.exp(budget):,.3g} times more "
-            f"likely for one possible record than for any other; under RR-Independent an attribute keeps its true "
-            f"category with probability {min(keep):.2f}–{max(keep):.2f} (ε/m = {share_each:.3g} each).")
+            f"likely for one possible record than for any other; under RR-Independent an attribute reports its true "
+            f"category with probability {min(keep):.2f}–{max(keep):.2f} (keep probability p = {p:.3f} on all {m}).")
     if budget > WEAK_PRIVACY_EPSILON:
         text += (f" Weak privacy: at ε = {budget:g} an observer can be nearly certain of a respondent's record; "
                  "deployed local-DP surveys use a few units at most.")
@@ -470,10 +472,11 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
     notes = [
         data_note,
         budget_text,
-        ("RR-Clusters splits the budget in advance: a share for the dependence phase (4.1: ε·share/m per "
-         "attribute; 4.3: ε·share per m(m−1)/2 pairs), the rest for the clusters (cluster C gets ε·(1 − share)·|C|/m, "
-         "whatever clusters Algorithm 1 forms), so every party's sequential ledger stays within ε for any data; "
-         "RR-Independent gives every attribute ε/m." if budget is not None else
+        ("RR-Clusters splits the budget in advance: a share for the dependence phase (4.1: the paper's 6.3.1 "
+         "matrices with the one keep probability that spends ε·share; 4.3: ε·share over m(m−1)/2 pairs), the rest "
+         "for the clusters (cluster C carries Σ_{A∈C} ε_A of the matrices that spend ε·(1 − share), whatever "
+         "clusters Algorithm 1 forms), so every party's sequential ledger stays within ε for any data; "
+         "RR-Independent uses the 6.3.1 matrices with the keep probability that spends ε." if budget is not None else
          "RR-Clusters spends the dependence phase (4.1: every attribute randomized once) plus the cluster "
          "phase (6.3.2 matrices carrying Σ ε_A per cluster), composed sequentially because both releases "
          "are linkable to the party; RR-Independent spends Σ ε_A once. Dependence 4.2 releases exact "

@@ -37,7 +37,7 @@ Modules, in dependency order (each imports only those above it):
                         or without fake values; estimates and closed-form variances
 - ``local``           — the local driver ``run_local`` (vectorized answers to every step) and
                         ``local_protocol``, the fast-path function of a step program
-- ``budget``          — ε per respondent as the input (``split_budget``), and the main paper's
+- ``budget``          — ε per respondent as the input (``keep_for_budget``), and the main paper's
                         6.3 matrices and their ``MatrixSpec``: keep_or_uniform per
                         attribute (6.3.1), the ε-optimal cluster matrix carrying Σ ε_A (6.3.2),
                         4.3 pair matrices

@@ -3,7 +3,7 @@
 **ε per respondent.**  Every protocol takes ``epsilon``, the budget of one respondent: pure
 ε-LDP for the whole record, sequential composition over everything the respondent releases
 (a dependence phase included).  The plan that meets it is fixed before any data is seen
-(:func:`split_budget`, :func:`attribute_matrices` with ``epsilon``): the ledger of every party
+(:func:`keep_for_budget`, :func:`attribute_matrices` with ``epsilon``): the ledger of every party
 then totals at most ``epsilon`` whatever the data.  The papers' per-attribute parameters stay
 for the reproductions under names that say so: ``p`` (keep probability, 6.3.1) and
 ``epsilon_per_attribute`` (generalized RR with that ε on each attribute).
@@ -27,6 +27,7 @@ pair's product domain with ``ε_i + ε_j`` (or a given ``ε_pair``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -40,7 +41,8 @@ from mprr.protocols.steps import MatrixSpec
 __all__ = [
     "BUDGET_CHOICES",
     "attribute_matrices",
-    "split_budget",
+    "keep_epsilon",
+    "keep_for_budget",
     "attribute_specs",
     "attribute_epsilons",
     "cluster_spec",
@@ -65,16 +67,32 @@ BUDGET_CHOICES: tuple[str, ...] = ("p", "epsilon_per_attribute", "epsilon", "mat
 """The ways to choose per-attribute matrices (exactly one per call)."""
 
 
-def split_budget(epsilon: float, parts: int, *, name: str = "epsilon") -> float:
-    """ε of each of ``parts`` releases that together spend ``epsilon`` (sequential composition).
+def keep_epsilon(size: int, p: float) -> float:
+    """ε of ``keep_or_uniform(size, p)`` (main paper 6.3.1, eq. 4): ``ln(1 + p·size/(1 − p))``."""
+    return math.log1p(p * size / (1.0 - p))
 
-    The equal split of a per-respondent budget: ``epsilon / parts``, fixed before the data is
-    seen.  Raises ConfigurationError for a budget that is not finite and > 0.
+
+def keep_for_budget(sizes: Sequence[int], epsilon: float) -> float:
+    """The keep probability p of main paper 6.3.1 whose attribute matrices spend ``epsilon`` in all.
+
+    Solves ``Σ_A ln(1 + p|A|/(1 − p)) = ε`` for p in (0, 1) (the left side increases with p
+    from 0 to ∞; bisection to machine precision).  One p for every attribute is the paper's
+    design: an attribute with more categories gets a larger share ε_A of the budget, which
+    estimates the joint better than an equal split ε/m (``docs/utility.md``).  Depends on the
+    sizes and ε only, never on the data.
     """
-    total = check_epsilon(epsilon, name)
-    if parts < 1:
-        raise ConfigurationError(f"a budget is split into at least 1 release, got {parts}")
-    return total / parts
+    total = check_epsilon(epsilon)
+    sz = [int(k) for k in sizes]
+    lo, hi = 0.0, 1.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        if math.fsum(keep_epsilon(k, mid) for k in sz) < total:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def attribute_matrices(
@@ -98,8 +116,9 @@ def attribute_matrices(
     epsilon_per_attribute
         ε of each attribute (the papers' setting): ``grr(|A|, ε)`` (scalar or sequence).
     epsilon
-        ε per respondent for all m attributes together: split equally, ``grr(|A|, ε/m)``
-        (sequential composition: the m releases spend ``epsilon``).
+        ε per respondent for all m attributes together: the paper's ``keep_or_uniform(|A|, p)``
+        with the one p that spends ``epsilon`` in all (:func:`keep_for_budget`; sequential
+        composition over the m releases).
     matrices
         Explicit matrices, one per attribute, of sizes ``sizes``.
 
@@ -137,8 +156,8 @@ def attribute_matrices(
                 f"epsilon is the budget of one respondent (one number); got {epsilon!r}: for one ε per "
                 "attribute use epsilon_per_attribute"
             )
-        share = split_budget(epsilon, m)
-        return tuple(grr(k, share) for k in sizes)
+        p_all = keep_for_budget(sizes, epsilon)
+        return tuple(keep_or_uniform(k, p_all) for k in sizes)
     mats = tuple(matrices or ())
     if len(mats) != m:
         raise ConfigurationError(f"matrices must give one matrix per attribute ({m}), got {len(mats)}")
@@ -177,7 +196,7 @@ def attribute_specs(
         specs = tuple(MatrixSpec.grr(float(v))
                       for v in _per_attribute(epsilon_per_attribute, m, "epsilon_per_attribute"))
     elif epsilon is not None:
-        specs = (MatrixSpec.grr(split_budget(epsilon, m)),) * m
+        specs = (MatrixSpec.keep_or_uniform(keep_for_budget(sizes, epsilon)),) * m
     else:
         specs = tuple(MatrixSpec.dense(mat) for mat in mats)
     return specs, mats

@@ -12,9 +12,11 @@
    cluster distributions.
 
 **Budget per respondent** (``epsilon``): the plan is fixed before the data is seen.  A share
-``discovery_share`` of ε goes to phase 1 (4.1: ε·s/m per attribute; 4.3: ε·s/(m(m−1)/2) per
-pair, sequential composition over the pairs), the rest to the release: cluster ``C`` gets
-``ε·(1 − s)·|C|/m``, so the release spends ``ε·(1 − s)`` whatever clusters Algorithm 1 forms.
+``discovery_share`` s of ε goes to phase 1 (4.1: the paper's ``keep_or_uniform(|A|, p₁)`` with
+the p₁ whose attribute ε add up to ε·s, :func:`~mprr.protocols.budget.keep_for_budget`; 4.3:
+ε·s/(m(m−1)/2) per pair, sequential composition over the pairs), the rest to the release:
+with the p₂ whose attribute ε_A add up to ε·(1 − s), cluster ``C`` gets ``Σ_{A∈C} ε_A`` (main
+paper 6.3.2), so the release spends ``ε·(1 − s)`` whatever clusters Algorithm 1 forms.
 Every party's sequential ledger is then at most ε for any data (4.2, exact values with ε = ∞,
 cannot meet a budget and is refused).  The papers' per-attribute setting (``p`` or
 ``epsilon_per_attribute``) gives the 6.3.2 budgets below.
@@ -40,7 +42,7 @@ from mprr.clustering import Clustering, cluster_attributes
 from mprr.data import Schema
 from mprr.errors import ConfigurationError
 from mprr.domain import check_epsilon, check_unit
-from mprr.protocols.budget import attribute_epsilons, attribute_specs, cluster_spec
+from mprr.protocols.budget import attribute_epsilons, attribute_specs, cluster_spec, keep_epsilon, keep_for_budget
 from mprr.protocols.steps import MatrixSpec
 from mprr.protocols.dependences import PHASE, check_dependence_options, dependence_steps
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, product_estimate
@@ -163,11 +165,11 @@ def rr_clusters_steps(
             )
         total = check_epsilon(epsilon)
         discovery = total * share
-        specs, attr_mats = attribute_specs(sizes, epsilon_per_attribute=discovery / m)
+        specs, attr_mats = attribute_specs(sizes, epsilon=discovery)
         if dependence == "4.3" and m > 1:
             pair_epsilon = discovery / (m * (m - 1) // 2)
-        release_budget = total - discovery
-        eps = tuple(release_budget / m for _ in range(m))
+        release_p = keep_for_budget(sizes, total - discovery)
+        eps = tuple(keep_epsilon(k, release_p) for k in sizes)
     else:
         if discovery_share != 0.5:
             raise ConfigurationError(

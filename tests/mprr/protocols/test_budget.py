@@ -15,8 +15,9 @@ from mprr.protocols.budget import (
     attribute_matrices,
     attribute_specs,
     cluster_spec,
+    keep_epsilon,
+    keep_for_budget,
     pair_spec,
-    split_budget,
 )
 from mprr.protocols.steps import MatrixSpec
 
@@ -61,16 +62,20 @@ def test_pair_matrix_epsilon() -> None:
     assert pair_spec((0.5, 1.0)).build((3, 4)).size == 12
 
 
-def test_budget_per_respondent_splits_equally() -> None:
-    """``epsilon`` is the respondent's whole budget: grr(|A|, ε/m) on each of the m attributes."""
+def test_budget_per_respondent_is_the_papers_matrices_with_one_keep_probability() -> None:
+    """``epsilon`` is the respondent's whole budget: keep_or_uniform(|A|, p) with the one p whose
+    attribute ε add up to it (larger domains get larger shares)."""
     mats = attribute_matrices([3, 4, 2, 5], epsilon=2.0)
-    assert [m.epsilon for m in mats] == pytest.approx([0.5] * 4)
-    assert sum(m.epsilon for m in mats) == pytest.approx(2.0)
+    assert sum(m.epsilon for m in mats) == pytest.approx(2.0, rel=1e-12)
+    p = keep_for_budget([3, 4, 2, 5], 2.0)
+    assert [m.epsilon for m in mats] == pytest.approx([keep_epsilon(k, p) for k in (3, 4, 2, 5)])
+    assert mats[3].epsilon > mats[0].epsilon > mats[2].epsilon
     specs, _ = attribute_specs([3, 4], epsilon=1.0)
-    assert specs == (MatrixSpec.grr(0.5), MatrixSpec.grr(0.5))
-    assert split_budget(3.0, 4) == 0.75
+    assert specs == (MatrixSpec.keep_or_uniform(keep_for_budget([3, 4], 1.0)),) * 2
+    # one attribute: p solves ln(1 + p·k/(1 − p)) = ε exactly
+    assert keep_epsilon(6, keep_for_budget([6], 0.7)) == pytest.approx(0.7, rel=1e-12)
     with pytest.raises(ConfigurationError, match="epsilon must be finite and > 0, got 0"):
-        split_budget(0, 4)
+        keep_for_budget([3, 4], 0)
 
 
 def test_epsilon_and_matrices_choices() -> None:
