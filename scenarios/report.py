@@ -5,7 +5,8 @@ figure specifications, notes); :func:`write_report` renders the figures
 (:mod:`scenarios.plots`) and writes::
 
     DIR/results.json   parameters, seed, versions, metrics, privacy, traffic, tables, notes,
-                       the figures and the runner's other files (``figures``, ``files``)
+                       the figures and the runner's other files (``figures``, ``files``),
+                       estimated cells with their uncertainty (``estimates``, when any)
     DIR/report.md      title, parameters table, metric tables, tables, embedded PNGs, notes
     DIR/*.png
 
@@ -111,7 +112,9 @@ class ScenarioResult:
     Runners fill ``metrics``, ``privacy``, ``traffic``, ``tables``, ``figures``, ``notes``,
     ``summary`` (a few lines printed by the command line at the end of the run) and ``files``
     (plain names of the other files the runner wrote into the output directory, e.g.
-    ``synthetic_records.csv``: listed in ``results.json`` and the printed summary); the runner
+    ``synthetic_records.csv``: listed in ``results.json`` and the printed summary) and
+    ``estimates`` (records of estimated table cells with their uncertainty, written to
+    ``results.json["estimates"]`` when there are any); the runner
     framework (:func:`scenarios.runner.run_scenario`) fills the rest — name, kind, title,
     parameters, seed, runs, engine, versions, elapsed time.
     """
@@ -124,6 +127,7 @@ class ScenarioResult:
     notes: Sequence[str] = ()
     summary: Sequence[str] = ()
     files: Sequence[str] = ()
+    estimates: Sequence[Mapping[str, Any]] = ()
     name: str = ""
     kind: str = ""
     title: str = ""
@@ -227,7 +231,7 @@ def to_jsonable(obj: Any, *, where: str = "result") -> Any:
 
 def results_document(result: ScenarioResult, figure_files: Sequence[str] = ()) -> dict[str, Any]:
     """The ``results.json`` content as a JSON-safe dictionary."""
-    doc = {
+    doc: dict[str, Any] = {
         "scenario": result.name,
         "kind": result.kind,
         "title": result.title,
@@ -248,6 +252,8 @@ def results_document(result: ScenarioResult, figure_files: Sequence[str] = ()) -
         "files": list(result.files),
         "notes": list(result.notes),
     }
+    if result.estimates:
+        doc["estimates"] = list(result.estimates)
     jsonable: dict[str, Any] = to_jsonable(doc)
     return jsonable
 

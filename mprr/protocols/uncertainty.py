@@ -421,7 +421,11 @@ def _adjusted_replicates(model: FittedModel, tables: Sequence[tuple[int, ...]], 
     fitted = model.estimate
     if not isinstance(fitted, WeightedSample) or model.adjustment is None:
         raise ConfigurationError(f"an adjusted model needs a WeightedSample estimate, got {type(fitted).__name__}")
-    records, weights = fitted.codes, fitted.weights
+    # one weight per distinct record: rounding n·w cell by cell keeps every marginal within a few
+    # records of the fitted one (rounding record by record would not: most n·w_i are near 1)
+    records, where = np.unique(fitted.codes, axis=0, return_inverse=True)
+    weights = np.bincount(where.ravel(), weights=fitted.weights, minlength=records.shape[0])
+    weights = weights / weights.sum()
     fixed = np.repeat(records, _round_counts(model.n, weights), axis=0) if target == "data" else None
     options = {k: model.adjustment[k] for k in ("tol", "max_iter", "exact_limit") if k in model.adjustment}
     out: list[list[np.ndarray]] = [[] for _ in tables]
@@ -448,7 +452,7 @@ def _bootstrap(model: FittedModel, tables: Sequence[tuple[int, ...]], confidence
     reps = draw(model, tables, replicates, target, rng)
     alpha = 1.0 - confidence
     records = ("each unit's records fixed at n·π̂" if target == "data" and model.adjustment is None
-               else "the records fixed at the adjusted sample's, by weight" if target == "data"
+               else "the records fixed at n × the adjusted sample's weights" if target == "data"
                else "n new records from π̂ per replicate")
     steps = model.postprocess + (" and RR-Adjustment (Algorithm 2)" if model.adjustment is not None else "")
     description = (f"parametric bootstrap: {replicates} replicates of the released tallies from the fitted model "

@@ -167,6 +167,23 @@ def test_bootstrap_covers_the_records_distribution_after_clip_rescale() -> None:
     assert 10 <= clipped <= 90, clipped  # clip-rescale acted in some runs and not in others
 
 
+@pytest.mark.slow
+def test_bootstrap_covers_the_records_distribution_after_adjustment() -> None:
+    """RR-Independent+Adjustment: the adjusted 1-way marginals equal the unit estimates, so the
+    bootstrap of Algorithm 2 must cover the records' own marginal like any interval: 100 runs,
+    100 replicates each, within 3 binomial SE of 95 %."""
+    rng = np.random.default_rng(8)
+    data = _dataset(500, np.array([[0.30, 0.10], [0.20, 0.10], [0.15, 0.15]]), rng)
+    truth = np.bincount(data.codes[:, 0], minlength=3) / data.n
+    hits = []
+    for _ in range(100):
+        result = rr_adjustment(rr_independent(data, p=0.5, rng=rng))
+        (a,) = result.uncertainty([["a"]], replicates=100, rng=rng)
+        hits.append(_covered(a, truth))
+    rate = float(np.mean(hits))
+    assert abs(rate - 0.95) <= 3 * BINOMIAL_SE_100, rate
+
+
 # --------------------------------------------------------------------------- method choice
 
 
