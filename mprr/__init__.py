@@ -14,7 +14,8 @@ Modules, in dependency order (each may import only those above it):
 - ``kronecker``     — lazy Kronecker products over joint domains (never materialized)
 - ``randomize``     — inverse-CDF local randomization of codes through a matrix row
 - ``estimation``    — eq. (2) inversion (mode products for Kronecker), clip/rescale, simplex
-                      projection, IBU, covariance (Nayak 3.2), error bounds (eq. 5, 6)
+                      projection, IBU, covariance (Nayak 3.2) and its marginals, error bounds
+                      (eq. 5, 6)
 - ``distributions`` — JointDistribution protocol; Dense / Product / WeightedSample; sample()
 - ``data``          — attributes, schemas, encoded data sets, the Adult schema and parser
 - ``dependence``    — |Pearson| (eq. 8), Cramér's V (eq. 9), dependence matrices
