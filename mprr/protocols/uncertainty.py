@@ -23,7 +23,9 @@ says which of two methods produced it:
     through the unit's matrix, so each unit's tally is multinomial with λ = Pᵀπ̂ and the same
     n), re-estimates with the same post-processing (and RR-Adjustment on the replicate's
     released records), and takes the table.  SE: the replicates' standard deviation;
-    interval: their percentiles.  Seeded by a keyword-only ``rng``.
+    interval: their percentiles, shifted by the estimate minus the table the replicates
+    estimate (the fitted records' table, which rounding n·π̂ to whole records can move off the
+    estimate; a lower percentile at 0 stays at 0).  Seeded by a keyword-only ``rng``.
 
 ``"auto"`` picks the closed form when it applies to the table and the bootstrap otherwise.
 The clusters of RR-Clusters come from its own dependence phase; both methods take them as
@@ -371,6 +373,13 @@ def _randomize(matrix: Matrix, codes: np.ndarray, sizes: tuple[int, ...], rng: n
     return inverse_cdf(matrix.cdf, codes, uniforms)
 
 
+def _unit_truth(unit: EstimatedUnit, n: int, target: str) -> np.ndarray:
+    """What the replicates of a unit estimate: the fixed records' distribution (rounded n·π̂ / n)
+    for target "data", the fitted π̂ for "population"; shaped like the unit."""
+    p = unit.plug_in
+    return (_round_counts(n, p) / n).reshape(unit.sizes) if target == "data" else p
+
+
 def _unit_tallies(unit: EstimatedUnit, n: int, replicates: int, target: str,
                   rng: np.random.Generator) -> np.ndarray:
     """``(replicates, cells)`` released tallies of one unit drawn from its fitted model."""
@@ -389,8 +398,9 @@ def _unit_tallies(unit: EstimatedUnit, n: int, replicates: int, target: str,
 
 
 def _product_replicates(model: FittedModel, tables: Sequence[tuple[int, ...]], replicates: int, target: str,
-                        rng: np.random.Generator) -> list[np.ndarray]:
-    """Replicates of every table, ``(replicates, *table shape)``, from re-estimated units."""
+                        rng: np.random.Generator) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Replicates of every table, ``(replicates, *table shape)``, from re-estimated units, each
+    with the table the replicates estimate (:func:`_unit_truth` of the units, multiplied)."""
     needed = {id(u): u for axes in tables for u, _ in _involved(model, axes)}
     factors: dict[int, np.ndarray] = {}
     for key, unit in needed.items():
@@ -410,19 +420,26 @@ def _product_replicates(model: FittedModel, tables: Sequence[tuple[int, ...]], r
             result = result.reshape(result.shape + (1,) * (piece.ndim - 1)) * piece.reshape(
                 (piece.shape[0],) + (1,) * (result.ndim - 1) + piece.shape[1:])
         order = _order(involved, axes)
-        out.append(np.transpose(result, [0, *(1 + o for o in order)]))
+        truths = []
+        for unit, keep in involved:
+            drop = tuple(pos for pos in range(len(unit.attributes)) if pos not in keep)
+            t = _unit_truth(unit, model.n, target)
+            truths.append(t.sum(axis=drop) if drop else t)
+        out.append((np.transpose(result, [0, *(1 + o for o in order)]), np.transpose(_outer(truths), order)))
     return out
 
 
 def _adjusted_replicates(model: FittedModel, tables: Sequence[tuple[int, ...]], replicates: int, target: str,
-                         rng: np.random.Generator) -> list[np.ndarray]:
+                         rng: np.random.Generator) -> list[tuple[np.ndarray, np.ndarray]]:
     """Replicates of every table after RR-Adjustment: records from the fitted weighted sample,
-    every unit randomized, units re-estimated, Algorithm 2 re-run on the replicate's release."""
+    every unit randomized, units re-estimated, Algorithm 2 re-run on the replicate's release;
+    each table with the table the replicates estimate (the fixed records', or the fitted one)."""
     fitted = model.estimate
     if not isinstance(fitted, WeightedSample) or model.adjustment is None:
         raise ConfigurationError(f"an adjusted model needs a WeightedSample estimate, got {type(fitted).__name__}")
-    # one weight per distinct record: rounding n·w cell by cell keeps every marginal within a few
-    # records of the fitted one (rounding record by record would not: most n·w_i are near 1)
+    # one weight per distinct record, rounded to n records (target "data"); the rounding moves the
+    # records' marginals off the fitted ones when many n·w are near 1, which the recentring of
+    # _bootstrap removes
     records, where = np.unique(fitted.codes, axis=0, return_inverse=True)
     weights = np.bincount(where.ravel(), weights=fitted.weights, minlength=records.shape[0])
     weights = weights / weights.sum()
@@ -443,7 +460,9 @@ def _adjusted_replicates(model: FittedModel, tables: Sequence[tuple[int, ...]], 
         weighted = WeightedSample(released, adjust(released, marginals, **options).weights, model.sizes)
         for k, axes in enumerate(tables):
             out[k].append(weighted.marginal(axes))
-    return [np.stack(reps) for reps in out]
+    truths = [joint_tally(fixed[:, list(axes)], tuple(model.sizes[a] for a in axes)) / model.n if fixed is not None
+              else np.asarray(fitted.marginal(axes), dtype=np.float64) for axes in tables]
+    return [(np.stack(reps), t) for reps, t in zip(out, truths)]
 
 
 def _bootstrap(model: FittedModel, tables: Sequence[tuple[int, ...]], confidence: float, target: str,
@@ -457,13 +476,20 @@ def _bootstrap(model: FittedModel, tables: Sequence[tuple[int, ...]], confidence
     steps = model.postprocess + (" and RR-Adjustment (Algorithm 2)" if model.adjustment is not None else "")
     description = (f"parametric bootstrap: {replicates} replicates of the released tallies from the fitted model "
                    f"({records}), re-estimated with {steps}; SE = replicate standard deviation, "
-                   f"{confidence:.0%} percentile interval" + _given(model))
+                   f"{confidence:.0%} percentile interval recentred on the estimate" + _given(model))
     out = []
-    for axes, r in zip(tables, reps):
-        low, high = np.quantile(r, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
-        out.append(TableUncertainty(axes, np.asarray(model.estimate.marginal(axes), dtype=np.float64),
-                                    r.std(axis=0, ddof=1), low, high, "parametric-bootstrap", confidence,
-                                    target, replicates, description))
+    for axes, (r, truth) in zip(tables, reps):
+        # the replicates estimate the fitted model's table (``truth``); shifting their percentiles
+        # by estimate − truth puts the interval around the estimate even where rounding the
+        # fitted records moved that table (identity when they coincide); a lower percentile at 0,
+        # the boundary every post-processed estimate respects, stays there
+        estimate = np.asarray(model.estimate.marginal(axes), dtype=np.float64)
+        q_low, q_high = np.quantile(r, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
+        shift = estimate - truth
+        low = np.where(q_low <= 0.0, 0.0, q_low + shift)
+        out.append(TableUncertainty(axes, estimate, r.std(axis=0, ddof=1), np.clip(low, 0.0, 1.0),
+                                    np.clip(q_high + shift, 0.0, 1.0), "parametric-bootstrap", confidence, target,
+                                    replicates, description))
     return out
 
 
