@@ -46,7 +46,7 @@ Two targets, two variances:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
@@ -55,7 +55,7 @@ import numpy as np
 
 from mprr.adjustment import adjust
 from mprr.distributions import DenseDistribution, JointDistribution, ProductDistribution, WeightedSample
-from mprr.domain import check_int, check_unit, decode_joint, encode_joint, joint_tally
+from mprr.domain import MAX_TENSOR_CELLS, check_cells, check_int, check_unit, decode_joint, encode_joint, joint_tally
 from mprr.errors import ConfigurationError
 from mprr.estimation import clip_rescale, invert, marginal_variance
 from mprr.kronecker import KroneckerMatrix
@@ -381,40 +381,55 @@ def _unit_truth(unit: EstimatedUnit, n: int, target: str) -> np.ndarray:
 
 
 def _unit_tallies(unit: EstimatedUnit, n: int, replicates: int, target: str,
-                  rng: np.random.Generator) -> np.ndarray:
-    """``(replicates, cells)`` released tallies of one unit drawn from its fitted model."""
+                  rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """Released tallies of one unit drawn from its fitted model, ``(k, cells)`` a chunk at a
+    time (at most :data:`_CHUNK` records and tally cells per chunk), ``replicates`` rows in all."""
     cells = math.prod(unit.sizes)
     p = unit.plug_in.ravel()
     fixed = np.repeat(np.arange(cells), _round_counts(n, p)) if target == "data" else None
-    out = np.empty((replicates, cells), dtype=np.float64)
-    step = max(1, _CHUNK // max(n, 1))
+    step = max(1, _CHUNK // max(n, cells, 1))
     for start in range(0, replicates, step):
         k = min(step, replicates - start)
         codes = np.tile(fixed, k) if fixed is not None else rng.choice(cells, size=k * n, p=p)
         released = _randomize(unit.matrix, codes, unit.sizes, rng)
         offsets = np.repeat(np.arange(k) * cells, n)
-        out[start:start + k] = np.bincount(offsets + released, minlength=k * cells).reshape(k, cells)
-    return out
+        yield np.bincount(offsets + released, minlength=k * cells).reshape(k, cells).astype(np.float64)
+
+
+def _check_replicates(model: FittedModel, tables: Sequence[tuple[int, ...]], replicates: int) -> None:
+    """DomainTooLargeError when the replicates of a table would not fit in memory."""
+    for axes in tables:
+        cells = math.prod(model.sizes[a] for a in axes)
+        check_cells(replicates * cells, MAX_TENSOR_CELLS, f"{replicates} bootstrap replicates of the table of "
+                    f"attributes {list(axes)} ({cells:,} cells)", name="MAX_TENSOR_CELLS",
+                    remedy="pick fewer attributes or fewer replicates")
 
 
 def _product_replicates(model: FittedModel, tables: Sequence[tuple[int, ...]], replicates: int, target: str,
                         rng: np.random.Generator) -> list[tuple[np.ndarray, np.ndarray]]:
     """Replicates of every table, ``(replicates, *table shape)``, from re-estimated units, each
-    with the table the replicates estimate (:func:`_unit_truth` of the units, multiplied)."""
-    needed = {id(u): u for axes in tables for u, _ in _involved(model, axes)}
-    factors: dict[int, np.ndarray] = {}
-    for key, unit in needed.items():
-        tallies = _unit_tallies(unit, model.n, replicates, target, rng)
-        factors[key] = np.stack([estimate_unit(unit.matrix, t, model.postprocess).reshape(unit.sizes)
-                                 for t in tallies])
+    with the table the replicates estimate (:func:`_unit_truth` of the units, multiplied).
+
+    Each replicate's unit estimate is reduced at once to the marginals the tables need, so a
+    large unit (an RR-Ind-Joint group over the full domain) is held once, not once per replicate.
+    """
+    _check_replicates(model, tables, replicates)
+    keeps: dict[int, tuple[EstimatedUnit, set[tuple[int, ...]]]] = {}
+    for axes in tables:
+        for unit, keep in _involved(model, axes):
+            keeps.setdefault(id(unit), (unit, set()))[1].add(keep)
+    margins: dict[tuple[int, tuple[int, ...]], list[np.ndarray]] = {}
+    for key, (unit, wanted) in keeps.items():
+        drops = {keep: tuple(pos for pos in range(len(unit.attributes)) if pos not in keep) for keep in wanted}
+        for chunk in _unit_tallies(unit, model.n, replicates, target, rng):
+            for tallies in chunk:
+                f = estimate_unit(unit.matrix, tallies, model.postprocess).reshape(unit.sizes)
+                for keep, drop in drops.items():
+                    margins.setdefault((key, keep), []).append(f.sum(axis=drop) if drop else f)
     out = []
     for axes in tables:
         involved = _involved(model, axes)
-        pieces = []
-        for unit, keep in involved:
-            drop = tuple(1 + pos for pos in range(len(unit.attributes)) if pos not in keep)
-            f = factors[id(unit)]
-            pieces.append(f.sum(axis=drop) if drop else f)
+        pieces = [np.stack(margins[(id(unit), keep)]) for unit, keep in involved]
         result = pieces[0]
         for piece in pieces[1:]:
             result = result.reshape(result.shape + (1,) * (piece.ndim - 1)) * piece.reshape(
@@ -435,6 +450,7 @@ def _adjusted_replicates(model: FittedModel, tables: Sequence[tuple[int, ...]], 
     every unit randomized, units re-estimated, Algorithm 2 re-run on the replicate's release;
     each table with the table the replicates estimate (the fixed records', or the fitted one)."""
     fitted = model.estimate
+    _check_replicates(model, tables, replicates)
     if not isinstance(fitted, WeightedSample) or model.adjustment is None:
         raise ConfigurationError(f"an adjusted model needs a WeightedSample estimate, got {type(fitted).__name__}")
     # one weight per distinct record, rounded to n records (target "data"); the rounding moves the

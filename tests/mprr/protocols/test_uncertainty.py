@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from mprr.data import Attribute, Dataset, Schema
-from mprr.errors import ConfigurationError
+from mprr.errors import ConfigurationError, DomainTooLargeError
 from mprr.estimation import invert
 from mprr.matrices import cluster_optimal, grr, keep_or_uniform, warner
 from mprr.protocols import pram, rr_adjustment, rr_clusters, rr_independent, rr_joint
@@ -249,6 +249,13 @@ def test_errors_name_the_parameter() -> None:
         result.to_frame(["colour"], confidence=1.0)
     with pytest.raises(ConfigurationError, match="replicates"):
         result.to_frame(["colour"], method="bootstrap", replicates=1, rng=np.random.default_rng(0))
+    wide = Dataset(Schema(tuple(Attribute(f"x{k}", tuple(str(v) for v in range(40))) for k in range(4))),
+                   np.random.default_rng(1).integers(0, 40, size=(50, 4)))
+    wide_result = rr_independent(wide, p=0.7, rng=np.random.default_rng(2))
+    with pytest.raises(DomainTooLargeError, match=r"20 bootstrap replicates of the table of attributes \[0, 1, 2, 3\] "
+                                                  r"\(2,560,000 cells\) needs 51,200,000 cells, more than "
+                                                  r"MAX_TENSOR_CELLS=50,000,000; pick fewer attributes or fewer replicates"):
+        wide_result.to_frame(method="bootstrap", replicates=20, rng=np.random.default_rng(3), max_cells=3_000_000)
     invariant = pram(data, invariant="mixture", theta=0.5, rng=np.random.default_rng(0))
     with pytest.raises(ConfigurationError, match=r"details\['variance'\]"):
         invariant.to_frame(["colour"])
