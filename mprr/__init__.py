@@ -18,7 +18,8 @@ Modules, in dependency order (each may import only those above it):
 - ``oracles``       — frequency oracles GRR, OUE, OLH (Wang et al. 2017): perturb from uniforms,
                       support counts, unbiased estimates, variance formulas, best_oracle
 - ``estimation``    — eq. (2) inversion (mode products for Kronecker), clip/rescale, simplex
-                      projection, IBU, covariance (Nayak 3.2), error bounds (eq. 5, 6)
+                      projection, IBU, covariance (Nayak 3.2) and its marginals, error bounds
+                      (eq. 5, 6)
 - ``distributions`` — JointDistribution protocol; Dense / Product / WeightedSample; sample()
 - ``data``          — attributes, schemas, encoded data sets, the Adult schema and parser
 - ``dependence``    — |Pearson| (eq. 8), Cramér's V (eq. 9), dependence matrices

@@ -5,7 +5,10 @@
 - post-processing to a proper distribution: :func:`clip_rescale` (main paper 6.4),
   :func:`project_simplex` (the exact Euclidean projection 6.4 describes) and :func:`ibu`
   (iterative Bayesian update / EM of Agrawal & Aggarwal, the method of the main paper's [2]);
-- :func:`covariance` — Nayak's eq. (3.2) for the variance of ``pi_hat``;
+- :func:`covariance` — Nayak's eq. (3.2) for the variance of ``pi_hat`` (or its randomization
+  term alone: the variance given the records);
+- :func:`marginal_variance` — the variance of every cell of a marginal of ``pi_hat`` (a linear
+  map of it), without the full covariance matrix;
 - :func:`error_bounds` — the confidence bounds of main paper eq. (5) and (6).
 """
 
@@ -33,6 +36,7 @@ __all__ = [
     "ibu",
     "postprocess",
     "covariance",
+    "marginal_variance",
     "error_bounds",
 ]
 
@@ -324,15 +328,33 @@ def postprocess(
 # --------------------------------------------------------------------------------------------
 
 
-def covariance(P: RandomizationMatrix | KroneckerMatrix, pi: ArrayLike, n: int) -> np.ndarray:
+def _distribution(P: Matrix, pi: ArrayLike) -> np.ndarray:
+    """``pi`` checked to be a distribution over P's values (shape ``(r,)`` or ``P.sizes``)."""
+    p = real_array("pi", pi, finite=True)
+    if p.shape not in _allowed_shapes(P) and not (isinstance(P, RandomizationMatrix) and p.size == P.size):
+        raise ConfigurationError(f"pi must have shape {_allowed_shapes(P)[0]}, got {p.shape}")
+    if abs(float(p.sum()) - 1.0) > 1e-6:
+        raise ConfigurationError(f"pi must sum to 1, got {float(p.sum())!r}")
+    if bool(np.any(p < 0.0)):
+        at = tuple(int(i) for i in np.unravel_index(int(np.argmin(p)), p.shape))
+        raise ConfigurationError(
+            f"pi must be a probability distribution (entries >= 0 summing to 1), got {float(p[at])!r} "
+            f"at {at}; project an eq. (2) estimate onto the simplex first"
+        )
+    return p
+
+
+def covariance(
+    P: RandomizationMatrix | KroneckerMatrix, pi: ArrayLike, n: int, *, sampling: bool = True
+) -> np.ndarray:
     """Covariance matrix of ``pi_hat`` from n releases (Nayak's concise theory, eq. (3.2)).
 
     Nayak writes the column-stochastic ``Q = P.T`` (``lambda = Q pi``)::
 
         Var(pi_hat) = (D_pi - pi pi') / n + (Q^-1 D_lambda Q^-1' - D_pi) / n
 
-    The first term is the multinomial sampling variance, the second the extra variance due to
-    randomization.  Here ``Q^-1 = inv(P).T``.
+    The first term is the multinomial sampling variance (the n records a sample from ``pi``),
+    the second the extra variance due to randomization.  Here ``Q^-1 = inv(P).T``.
 
     Parameters
     ----------
@@ -344,21 +366,15 @@ def covariance(P: RandomizationMatrix | KroneckerMatrix, pi: ArrayLike, n: int) 
         ``P.sizes``; finite and summing to 1.
     n
         Number of releases, >= 1.
+    sampling
+        ``True`` (default): both terms, the variance over samples of n records from ``pi``.
+        ``False``: the randomization term alone, the variance given the n records whose
+        distribution is ``pi`` (each record's value fixed, only the randomization random:
+        ``Var(lambda_hat | X) = (D_lambda - P' D_pi P) / n``, and ``Q^-1 P' = I``).
     """
     P = _check_matrix(P)
     check_int("n", n, 1)
-    p = real_array("pi", pi, finite=True)
-    if p.shape not in _allowed_shapes(P):
-        raise ConfigurationError(f"pi must have shape {_allowed_shapes(P)[0]}, got {p.shape}")
-    if abs(float(p.sum()) - 1.0) > 1e-6:
-        raise ConfigurationError(f"pi must sum to 1, got {float(p.sum())!r}")
-    if bool(np.any(p < 0.0)):
-        at = tuple(int(i) for i in np.unravel_index(int(np.argmin(p)), p.shape))
-        raise ConfigurationError(
-            f"pi must be a probability distribution (entries >= 0 summing to 1), got {float(p[at])!r} "
-            f"at {at}; project an eq. (2) estimate onto the simplex first"
-        )
-    p = p.ravel()
+    p = _distribution(P, pi).ravel()
     if isinstance(P, KroneckerMatrix):
         check_cells(P.size * P.size, MAX_MATRIX_CELLS, f"the covariance over {P.size} joint values",
                     name="MAX_MATRIX_CELLS")
@@ -370,10 +386,84 @@ def covariance(P: RandomizationMatrix | KroneckerMatrix, pi: ArrayLike, n: int) 
         inv = P.inverse()
         lam = P.values.T @ p
     q_inv = inv.T  # Nayak's Q^-1 with Q = P.T
-    sampling = np.diag(p) - np.outer(p, p)
     randomization = (q_inv * lam) @ q_inv.T - np.diag(p)
-    covariance: np.ndarray = (sampling + randomization) / n
+    if not sampling:
+        given_records: np.ndarray = randomization / n
+        return given_records
+    covariance: np.ndarray = (np.diag(p) - np.outer(p, p) + randomization) / n
     return covariance
+
+
+def marginal_variance(
+    P: RandomizationMatrix | KroneckerMatrix,
+    pi: ArrayLike,
+    n: int,
+    keep: tuple[int, ...] | None = None,
+    *,
+    sampling: bool = True,
+) -> np.ndarray:
+    """Variance of every cell of a marginal of ``pi_hat`` (Nayak eq. (3.2), mapped linearly).
+
+    The marginal over the axes ``keep`` of the unit's domain is ``A pi_hat`` with A the 0/1
+    matrix that sums the other axes, so its covariance is ``A V Aᵀ`` exactly, V the
+    covariance of :func:`covariance`.  Its diagonal is computed without V::
+
+        Var(A pi_hat) = ((M ∘ M) lambda - (A pi)²) / n      (sampling=True, Nayak eq. 3.2)
+        Var(A pi_hat | X) = ((M ∘ M) lambda - A pi) / n     (sampling=False, given the records)
+
+    with ``M = A Q^-1`` (``Q^-1 = inv(P).T``), ``lambda = Pᵀ pi`` and ∘ the elementwise product
+    (``A D_pi Aᵀ = D_{A pi}`` since every cell of the unit falls in one cell of the marginal).
+    For a Kronecker P the marginal depends only on the kept factors (``inv(P_k) 1 = 1``), so
+    ``M ∘ M`` is the Kronecker product of the kept ``(inv(P_k)ᵀ)²`` (mode products).
+
+    Parameters
+    ----------
+    P
+        The unit's matrix over its flattened domain (dense), or a Kronecker matrix with one
+        factor per axis.
+    pi
+        Distribution over the unit's domain, shaped like the domain (one axis per attribute;
+        a dense P over one attribute also accepts the flat vector); >= 0, summing to 1.
+    n
+        Number of releases, >= 1.
+    keep
+        Axes of ``pi`` kept, in the order of the result's axes (default: every axis, i.e. the
+        diagonal of :func:`covariance`).
+    sampling
+        As in :func:`covariance`.
+
+    Returns
+    -------
+    numpy.ndarray
+        The variances, one axis per kept axis (clipped at 0 against round-off).
+    """
+    P = _check_matrix(P)
+    check_int("n", n, 1)
+    p = _distribution(P, pi)
+    shape = P.sizes if isinstance(P, KroneckerMatrix) else p.shape
+    if math.prod(shape) != P.size:
+        raise ConfigurationError(f"pi has {p.size} cells but P has {P.size} values")
+    p = p.reshape(shape)
+    axes = tuple(range(len(shape))) if keep is None else tuple(int(a) for a in keep)
+    if len(set(axes)) != len(axes) or any(not 0 <= a < len(shape) for a in axes) or not axes:
+        raise ConfigurationError(
+            f"keep must name distinct axes in [0, {len(shape)}), at least one, got {keep!r}"
+        )
+    dropped = tuple(a for a in range(len(shape)) if a not in axes)
+    kept_sorted = sorted(axes)
+    order = [kept_sorted.index(a) for a in axes]
+    marginal = p.sum(axis=dropped).transpose(order)
+    if isinstance(P, KroneckerMatrix):
+        lam = _apply_t(P, p).sum(axis=dropped).transpose(order)
+        inverses = P.inverse_factors()
+        first = mode_products(lam, [np.square(inverses[a].T) for a in axes])
+    else:
+        lam = P.values.T @ p.ravel()
+        rows = P.inverse().T.reshape(*shape, P.size)  # Q^-1, one row per unit cell
+        M = rows.sum(axis=dropped).transpose(*order, len(order)) if dropped else rows.transpose(*order, len(order))
+        first = np.square(M) @ lam
+    variance: np.ndarray = np.maximum(first - (np.square(marginal) if sampling else marginal), 0.0) / n
+    return variance
 
 
 def error_bounds(lam_hat: ArrayLike, n: int, alpha: float) -> tuple[float, float]:

@@ -23,6 +23,8 @@ Modules, in dependency order:
 - ``privacy_report`` — privacy section of run reports: ε per party / phase under every policy,
                      β, no-DP flag, refusals, replays
 - ``anonymization_report`` — results, tables, figures and summary of local_anonymization
+- ``estimates_report`` — own data: estimated marginals and strongest 2-way tables with their
+                     intervals beside the truth (report tables, results.json, estimates.csv)
 - ``local_anonymization`` — the default demo: RR-Clusters + Adjustment through the actors
 - ``communication`` — ``communication_cost``: measured vs closed-form costs
 - ``faults``     — ``secure_sum_faults``: dropout rate vs outcome per engine

@@ -127,6 +127,12 @@ SCHEMA = Schema(
               help="label that keeps empty / NA cells of the data file as a category (e.g. \"?\")"),
         Field("delimiter", Str(), None, help="field separator of a CSV data file (default a comma; a tab for .tsv)"),
         Field("encoding", Str(), None, help="text encoding of a CSV data file (default utf-8), e.g. latin-1"),
+        Field("confidence", Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True), 0.95,
+              help="your data: coverage of the intervals of the estimated tables (report, results.json, "
+                   "estimates.csv)"),
+        Field("replicates", Int(min=2, max=10_000), 200,
+              help="your data: parametric-bootstrap replicates of the intervals where the estimator depends on "
+                   "the data (post-processing that acted, RR-Adjustment)"),
     ]
 )
 SYNTHETIC_KEYS = ("n", "sizes", "clusters", "strength", "exponent")
@@ -463,8 +469,44 @@ def run_local_anonymization(
         f"{SYNTHETIC_CSV}: {synthetic_csv} synthetic records drawn from the RR-Clusters+Adjustment estimate "
         "of run 1 (main paper 3.2: anyone holding the estimate can draw synthetic microdata), with the "
         "category labels of the data.")], files=[*result.files, SYNTHETIC_CSV])
+    if data.synthetic is None:
+        result = with_estimates(result, all_runs[0], dataset, params, out_dir, seed=query_seed)
     return replace(result, parameters=effective_parameters(params, data), description=own_data_description(data),
                    provenance={} if data.synthetic is None else {"data_source": data.source})
+
+
+def with_estimates(result: ScenarioResult, first: Mapping[str, ProtocolRun], dataset: Dataset,
+                   params: Mapping[str, Any], out_dir: Path, *, seed: int) -> ScenarioResult:
+    """``result`` with the estimates of run 1 (:mod:`scenarios.estimates_report`): every protocol's
+    1-way marginals and the 2-way tables of the pairs most dependent in the data, with standard
+    errors and intervals beside the truth, as report tables, ``results.json["estimates"]``, a
+    summary line and :data:`~scenarios.estimates_report.ESTIMATES_CSV`."""
+    from scenarios.estimates_report import (
+        ESTIMATES_CSV,
+        estimate_records,
+        estimates_summary,
+        estimates_tables,
+        strongest_pairs,
+        true_dependence,
+        write_estimates_csv,
+    )
+
+    results = {label: (pr.adjusted if "+" in label else pr.result)
+               for base, pr in first.items() for label in (base, f"{base}+Adjustment")}
+    tables = [(a,) for a in range(dataset.m)] + strongest_pairs(true_dependence(dataset))
+    records, methods = estimate_records(results, dataset, tables, confidence=params["confidence"],
+                                        replicates=params["replicates"],
+                                        rng=np.random.default_rng([seed, 0xE57]))
+    rows = write_estimates_csv(records, out_dir / ESTIMATES_CSV)
+    labels = list(results)
+    notes = [f"{ESTIMATES_CSV}: {rows} rows, every protocol's estimate of every cell of the tables shown, with its "
+             "standard error, interval and the truth. How each protocol's intervals were made: "
+             + " | ".join(f"{label}: {text}" for label, text in methods.items())]
+    return replace(result, tables=[*result.tables, *estimates_tables(
+                       records, labels, confidence=params["confidence"],
+                       pairs_by="in your data (|Pearson| / Cramér's V of the true records)")],
+                   records={**result.records, "estimates": records}, summary=[*result.summary, estimates_summary(records, labels, params["confidence"])],
+                   notes=[*result.notes, *notes], files=[*result.files, ESTIMATES_CSV])
 
 
 def own_data_description(data: InputData, shown: int = 8) -> str:

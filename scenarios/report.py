@@ -5,7 +5,8 @@ figure specifications, notes); :func:`write_report` renders the figures
 (:mod:`scenarios.plots`) and writes::
 
     DIR/results.json   parameters, seed, versions, metrics, privacy, traffic, tables, notes,
-                       the figures and the runner's other files (``figures``, ``files``)
+                       the figures and the runner's other files (``figures``, ``files``),
+                       estimated cells with their uncertainty (``estimates``, when any)
     DIR/report.md      title, parameters table, metric tables, tables, embedded PNGs, notes
     DIR/*.png
 
@@ -113,7 +114,7 @@ class ScenarioResult:
     (plain names of the other files the runner wrote into the output directory, e.g.
     ``synthetic_records.csv``: listed in ``results.json`` and the printed summary) and
     ``records`` (tables as lists of flat records, each a top-level key of ``results.json``,
-    e.g. ``utility``: ``pandas.DataFrame(doc["utility"])``); the runner
+    e.g. ``utility`` or ``estimates``: ``pandas.DataFrame(doc["utility"])``); the runner
     framework (:func:`scenarios.runner.run_scenario`) fills the rest — name, kind, title,
     parameters, seed, runs, engine, versions, elapsed time.
     """

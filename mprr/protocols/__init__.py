@@ -29,7 +29,11 @@ Modules, in dependency order (each imports only those above it):
 
 - ``release``         — ``ReleasedData`` (one release phase) and the randomization of units
 - ``estimate``        — eq. (2) per unit + post-processing; Kronecker IBU; product estimates
-- ``result``          — ``ProtocolResult`` (estimate, releases, matrices, ledger, ε per policy)
+- ``uncertainty``     — standard errors and intervals of estimated tables: closed form (Nayak
+                        eq. 3.2 mapped to a marginal, delta method across units) or a parametric
+                        bootstrap where the estimator depends on the data; which one, stated
+- ``result``          — ``ProtocolResult`` (estimate, releases, matrices, ledger, ε per policy,
+                        ``to_frame`` with ``se`` / ``ci_low`` / ``ci_high``)
 - ``steps``           — the step vocabulary: ``Release``, ``SecureSum``, ``Report``, ``Released``,
                         ``MatrixSpec``, ``OracleSpec``
 - ``oracle_reports``  — the answer to a ``Report`` step: units through frequency oracles

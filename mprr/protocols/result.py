@@ -24,6 +24,13 @@ from mprr.distributions import JointDistribution
 from mprr.errors import ConfigurationError
 from mprr.privacy import CompositionPolicy, Ledger, Release, as_policy, summarize
 from mprr.protocols.release import ReleasedData
+from mprr.protocols.uncertainty import (
+    DEFAULT_REPLICATES,
+    FittedModel,
+    TableUncertainty,
+    fitted_model,
+    table_uncertainty,
+)
 
 if TYPE_CHECKING:
     from mprr.adjustment import Adjustment
@@ -144,35 +151,13 @@ class ProtocolResult:
         return self.ledger.no_dp_guarantee
 
     # ------------------------------------------------------------------ tables
-    def to_frame(self, attributes: Sequence[str | int] | None = None, *, max_cells: int = 1_000_000) -> Any:
-        """The estimated distribution of ``attributes`` as a labelled pandas DataFrame.
-
-        One row per value combination, in joint-code order (last attribute fastest): one column
-        per attribute holding the category *labels* (not codes), then ``probability`` (the
-        controller's estimate, marginalized over the other attributes) and ``count``
-        (``probability × n``, the estimated number of parties).
-
-        Parameters
-        ----------
-        attributes
-            Names or indices of the attributes to keep (default: all, the estimated joint);
-            one attribute gives its estimated marginal.
-        max_cells
-            Largest number of rows allowed (the full Adult domain has 1,814,400 cells).
-
-        Raises
-        ------
-        DataError
-            Unknown attribute.
-        ConfigurationError
-            Repeated attribute, or more than ``max_cells`` rows.
-        """
-        import pandas as pd  # the one optional-looking import of mprr: tables only, no I/O
-
+    def _axes(self, attributes: Sequence[str | int] | None, max_cells: int) -> tuple[int, ...]:
+        """Validated attribute indices of a table (names or indices, distinct, at most
+        ``max_cells`` value combinations)."""
         names = self.schema.names if attributes is None else tuple(attributes)
         if not names:
             raise ConfigurationError("attributes must name at least one attribute, got an empty list")
-        axes = [self.schema.resolve(a) for a in names]
+        axes = tuple(self.schema.resolve(a) for a in names)
         if len(set(axes)) != len(axes):
             raise ConfigurationError(f"attributes must be distinct, got {list(names)}")
         attrs = [self.schema[a] for a in axes]
@@ -182,7 +167,118 @@ class ProtocolResult:
                 f"attributes {[a.name for a in attrs]} span {cells:,} value combinations, more than "
                 f"max_cells = {max_cells:,}; pick fewer attributes or raise max_cells"
             )
-        probability = np.asarray(self.estimate.marginal(tuple(axes)), dtype=float).ravel()
+        return axes
+
+    def fitted_model(self) -> FittedModel:
+        """The units behind the estimate, for its uncertainty (:func:`mprr.protocols.uncertainty.fitted_model`).
+
+        Raises
+        ------
+        ConfigurationError
+            For an estimate not built from released units (invariant PRAM: its matrix depends
+            on the data; ``details["variance"]`` holds its eq. (4.4) conditional variance).
+        """
+        if self.details.get("estimator") == "S/n":
+            raise ConfigurationError(
+                f"{self.protocol} with an invariant matrix estimates by S/n with a matrix built from the data; "
+                "its conditional variance (concise paper eq. 4.4) is details['variance']"
+            )
+        adjusted = self.adjustment is not None
+        return fitted_model(
+            estimate=self.estimate, releases=self.releases, n=self.n, sizes=self.schema.sizes,
+            postprocess=self.postprocessing, base=self.details.get("base_estimate") if adjusted else None,
+            adjustment=dict(self.parameters.get("adjustment") or {}) if adjusted else None,
+            given=("given the clusters Algorithm 1 formed from the dependence phase (not re-run)"
+                   if self.protocol.startswith("RR-Clusters") else ""),
+        )
+
+    def uncertainty(
+        self,
+        tables: Sequence[Sequence[str | int]],
+        *,
+        confidence: float = 0.95,
+        method: str = "auto",
+        target: str = "data",
+        replicates: int = DEFAULT_REPLICATES,
+        rng: np.random.Generator | None = None,
+        max_cells: int = 1_000_000,
+    ) -> tuple[TableUncertainty, ...]:
+        """Standard errors and confidence intervals of the estimated marginal of each table.
+
+        The closed form (Nayak eq. 3.2 mapped to the marginal; delta method across units) for
+        direct estimates, a parametric bootstrap where the estimator depends on the data
+        (a post-processing that changed the estimate, RR-Adjustment); each
+        :class:`~mprr.protocols.uncertainty.TableUncertainty` says which
+        (:mod:`mprr.protocols.uncertainty`).
+
+        Parameters
+        ----------
+        tables
+            Attribute names or indices of each table (one bootstrap serves them all).
+        confidence
+            Nominal coverage of the intervals, in (0, 1).
+        method
+            ``"auto"``, ``"closed-form"`` or ``"bootstrap"``.
+        target
+            ``"data"`` (default: the parties' own records, the truth mprr's reports measure
+            against) or ``"population"`` (the records a sample of n; Nayak's eq. 3.2 in full).
+        replicates
+            Bootstrap replicates.
+        rng
+            ``numpy.random.Generator`` of the bootstrap (needed only when one runs).
+        max_cells
+            Largest table.
+        """
+        axes = [self._axes(t, max_cells) for t in tables]
+        return table_uncertainty(self.fitted_model(), axes, confidence=confidence, method=method, target=target,
+                                 replicates=replicates, rng=rng)
+
+    def to_frame(
+        self,
+        attributes: Sequence[str | int] | None = None,
+        *,
+        confidence: float | None = 0.95,
+        method: str = "auto",
+        target: str = "data",
+        replicates: int = DEFAULT_REPLICATES,
+        rng: np.random.Generator | None = None,
+        max_cells: int = 1_000_000,
+    ) -> Any:
+        """The estimated distribution of ``attributes`` as a labelled pandas DataFrame.
+
+        One row per value combination, in joint-code order (last attribute fastest): one column
+        per attribute holding the category *labels* (not codes), then ``probability`` (the
+        controller's estimate, marginalized over the other attributes), ``count``
+        (``probability × n``, the estimated number of parties) and, unless ``confidence`` is
+        ``None``, ``se``, ``ci_low`` and ``ci_high`` (standard error and confidence interval of
+        ``probability``, :meth:`uncertainty`).  ``frame.attrs["uncertainty"]`` says which method
+        produced them (``method``, ``confidence``, ``target``, ``replicates``, ``description``).
+
+        Parameters
+        ----------
+        attributes
+            Names or indices of the attributes to keep (default: all, the estimated joint);
+            one attribute gives its estimated marginal.
+        confidence
+            Nominal coverage of the intervals, or ``None`` for the estimate alone.
+        method, target, replicates, rng
+            As in :meth:`uncertainty` (``rng`` is needed only when the bootstrap runs: after
+            RR-Adjustment, or when the post-processing changed the estimate).
+        max_cells
+            Largest number of rows allowed (the full Adult domain has 1,814,400 cells).
+
+        Raises
+        ------
+        DataError
+            Unknown attribute.
+        ConfigurationError
+            Repeated attribute, more than ``max_cells`` rows, a bootstrap needed without ``rng``.
+        """
+        import pandas as pd  # the one optional-looking import of mprr: tables only, no I/O
+
+        axes = self._axes(attributes, max_cells)
+        attrs = [self.schema[a] for a in axes]
+        probability = np.asarray(self.estimate.marginal(axes), dtype=float).ravel()
         index = np.indices([a.size for a in attrs]).reshape(len(attrs), -1)
         columns: dict[str, Any] = {
             a.name: pd.Categorical.from_codes(index[k], categories=pd.Index(a.categories))
@@ -190,7 +286,16 @@ class ProtocolResult:
         }
         columns["probability"] = probability
         columns["count"] = probability * self.n
-        return pd.DataFrame(columns)
+        info = None
+        if confidence is not None:
+            (u,) = table_uncertainty(self.fitted_model(), [axes], confidence=confidence, method=method,
+                                     target=target, replicates=replicates, rng=rng)
+            columns["se"], columns["ci_low"], columns["ci_high"] = u.se.ravel(), u.low.ravel(), u.high.ravel()
+            info = u.to_dict()
+        frame = pd.DataFrame(columns)
+        if info is not None:
+            frame.attrs["uncertainty"] = info
+        return frame
 
     def summary(self) -> dict[str, Any]:
         """JSON-friendly description (no arrays): protocol, parameters, clusters, and per

@@ -20,6 +20,7 @@ from mprr.estimation import (
     error_bounds,
     ibu,
     invert,
+    marginal_variance,
     postprocess,
     project_simplex,
 )
@@ -367,3 +368,53 @@ def test_covariance_rejects_a_distribution_with_negative_mass() -> None:
         covariance(grr(3, 1.0), bad, 100)
     good = covariance(grr(3, 1.0), np.array([0.6, 0.3, 0.1]), 100)
     assert np.all(np.diag(good) > 0)
+
+
+# ------------------------------------------------------------------ marginal_variance
+
+
+def _summing_matrix(sizes: tuple[int, ...], keep: tuple[int, ...]) -> np.ndarray:
+    """The 0/1 matrix A with A π = the marginal of π over ``keep`` (in that order), C order."""
+    cells = np.indices(sizes).reshape(len(sizes), -1)
+    kept = [sizes[a] for a in keep]
+    rows = np.ravel_multi_index(tuple(cells[a] for a in keep), kept)
+    A = np.zeros((math.prod(kept), math.prod(sizes)))
+    A[rows, np.arange(A.shape[1])] = 1.0
+    return A
+
+
+@pytest.mark.parametrize("keep", [(0,), (1,), (1, 0), (0, 1)])
+@pytest.mark.parametrize("sampling", [True, False])
+def test_marginal_variance_is_the_linear_map_of_nayaks_covariance(keep: tuple[int, ...], sampling: bool) -> None:
+    sizes = (3, 4)
+    pi = np.random.default_rng(5).dirichlet(np.ones(12)).reshape(sizes)
+    A = _summing_matrix(sizes, keep)
+    shape = tuple(sizes[a] for a in keep)
+    for P in (kron(grr(3, 1.0), keep_or_uniform(4, 0.6)), RandomizationMatrix(kron(grr(3, 1.0), grr(4, 0.5)).to_matrix().values)):
+        dense = P if isinstance(P, RandomizationMatrix) else P.to_matrix()
+        expected = np.diag(A @ covariance(dense, pi.ravel(), 250, sampling=sampling) @ A.T).reshape(shape)
+        np.testing.assert_allclose(marginal_variance(P, pi, 250, keep, sampling=sampling), expected, rtol=1e-10, atol=1e-15)
+
+
+def test_covariance_given_the_records_drops_the_sampling_term() -> None:
+    P, pi, n = keep_or_uniform(4, 0.4), np.array([0.1, 0.2, 0.3, 0.4]), 300
+    full, given_records = covariance(P, pi, n), covariance(P, pi, n, sampling=False)
+    np.testing.assert_allclose(full - given_records, (np.diag(pi) - np.outer(pi, pi)) / n, atol=1e-15)
+    # given the records: Q^-1 Var(λ̂ | X) Q^-1' with Var(λ̂ | X) = (D_λ − Pᵀ D_π P) / n
+    lam = P.values.T @ pi
+    q_inv = P.inverse().T
+    direct = q_inv @ ((np.diag(lam) - P.values.T @ np.diag(pi) @ P.values) / n) @ q_inv.T
+    np.testing.assert_allclose(given_records, direct, atol=1e-14)
+
+
+def test_marginal_variance_warner_closed_form_and_errors() -> None:
+    theta, pi1, n = 0.8, 0.3, 400
+    lam1 = theta * pi1 + (1 - theta) * (1 - pi1)
+    var = marginal_variance(warner(theta), np.array([pi1, 1 - pi1]), n)
+    assert var[0] == pytest.approx(lam1 * (1 - lam1) / (n * (2 * theta - 1) ** 2))  # Warner (1965)
+    given_records = marginal_variance(warner(theta), np.array([pi1, 1 - pi1]), n, sampling=False)
+    assert given_records[0] == pytest.approx(var[0] - pi1 * (1 - pi1) / n)
+    with pytest.raises(ConfigurationError, match=r"keep must name distinct axes in \[0, 1\), at least one, got \(1,\)"):
+        marginal_variance(warner(theta), np.array([pi1, 1 - pi1]), n, (1,))
+    with pytest.raises(ConfigurationError, match="pi must be a probability distribution"):
+        marginal_variance(warner(theta), np.array([1.2, -0.2]), n)

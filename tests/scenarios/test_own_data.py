@@ -41,13 +41,13 @@ def test_csv_run_writes_the_report_on_the_files_own_truth(tmp_path: Path) -> Non
     frame.to_csv(csv, index=False)
     out = tmp_path / "out"
     code, stdout, err = _main("run", "local_anonymization", "--data", str(csv), "--columns",
-                              "age,smoker,region,edu", "--engine", "fast", "--set", "queries=60", "--set", "Tv=12",
+                              "age,smoker,region,edu", "--engine", "fast", "--set", "queries=60", "--set", "Tv=12", "--set", "epsilon=8",
                               "--out", str(out))
     assert code == 0, err
     doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
     params = doc["parameters"]
     assert (params["n"], params["sizes"], params["columns"]) == (400, [3, 2, 4, 2], ["age", "smoker", "region", "edu"])
-    assert params["epsilon"] == 4.0 and params["p"] is None and params["clusters"] is None  # effective values
+    assert params["epsilon"] == 8.0 and params["p"] is None and params["clusters"] is None  # effective values
     assert doc["metrics"]["attributes"] == ["age", "smoker", "region", "edu"]
     assert doc["metrics"]["planted_clusters"] is None and doc["metrics"]["runs_recovering_planted_clusters"] is None
     assert sorted(map(sorted, doc["metrics"]["clusters_found"])) == [[0, 1], [2, 3]]
@@ -208,3 +208,48 @@ def test_a_one_column_file_is_named_as_such(tmp_path: Path) -> None:
     code, _, err = _main("run", "local_anonymization", "--data", str(csv), "--out", str(tmp_path / "o"))
     assert code == 2 and f"the data file {str(csv)!r} has only 1 column ['a']; RR-Clusters needs at least 2" in err, err
 
+
+
+def test_own_data_run_writes_the_estimates_with_their_intervals(tmp_path: Path) -> None:
+    """The estimated 1-way marginals and the strongest 2-way tables, with SE and intervals beside
+    the truth: in results.json (estimates), in report.md and in estimates.csv."""
+    frame = _frame()
+    csv = tmp_path / "survey.csv"
+    frame.to_csv(csv, index=False)
+    out = tmp_path / "out"
+    # the papers' setting p = 0.7 (little clipping at n = 400): the coverage check below is about the
+    # closed-form and bootstrap intervals, not about a small budget
+    code, stdout, err = _main("run", "local_anonymization", "--data", str(csv), "--columns", "age,smoker,region,edu",
+                              "--engine", "fast", "--set", "queries=20", "--set", "Tv=12", "--set", "replicates=50",
+                              "--set", "p=0.7", "--out", str(out))
+    assert code == 0, err
+    doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert "estimates.csv" in doc["files"] and "estimates.csv" in stdout
+    records = doc["estimates"]
+    protocols = ["RR-Clusters", "RR-Clusters+Adjustment", "RR-Independent", "RR-Independent+Adjustment"]
+    assert list(dict.fromkeys(r["protocol"] for r in records)) == protocols
+    tables = list(dict.fromkeys(tuple(r["attributes"]) for r in records))
+    assert tables[:4] == [("age",), ("smoker",), ("region",), ("edu",)] and len(tables) == 7
+    assert {("age", "smoker"), ("region", "edu")} <= set(tables[4:])  # the pairs planted dependent come first
+    truth = frame.groupby(["age", "smoker"]).size() / len(frame)
+    for r in records:
+        assert set(r) == {"protocol", "attributes", "labels", "estimate", "se", "ci_low", "ci_high", "truth",
+                          "covered", "method"}
+        assert r["ci_low"] <= r["estimate"] + 1e-12 or r["method"] == "parametric-bootstrap"
+        assert r["se"] >= 0 and r["method"] in ("closed-form", "parametric-bootstrap")
+        if r["attributes"] == ["age", "smoker"]:
+            assert r["truth"] == pytest.approx(truth[tuple(r["labels"])])
+    adjusted = {r["method"] for r in records if r["protocol"].endswith("+Adjustment")}
+    assert adjusted == {"parametric-bootstrap"}
+    ones = [r for r in records if r["protocol"] == "RR-Clusters" and len(r["attributes"]) == 1]
+    assert sum(r["covered"] for r in ones) >= len(ones) - 2  # 11 cells at 95 %: at most 2 misses is 98 % likely
+    table = pd.read_csv(out / "estimates.csv", keep_default_na=False)
+    assert list(table.columns) == ["protocol", "method", "attribute_1", "value_1", "attribute_2", "value_2", "truth",
+                                   "estimate", "se", "ci_low", "ci_high", "covered"]
+    assert len(table) == len(records)
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "## Estimated 1-way marginals (run 1)" in report and "## Estimated 2-way tables" in report
+    assert "Nayak eq. (3.2)" in report and "parametric bootstrap: 50 replicates" in report
+    code, _, err = _main("run", "local_anonymization", "--data", str(csv), "--columns", "age,smoker",
+                         "--engine", "fast", "--set", "queries=20", "--set", "replicates=1", "--out", str(out))
+    assert code == 2 and "replicates" in err, err

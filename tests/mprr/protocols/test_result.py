@@ -77,7 +77,9 @@ def _labelled_result():  # type: ignore[no-untyped-def]
 def test_to_frame_joint_and_marginal_with_labels() -> None:
     data, result = _labelled_result()
     joint = result.to_frame()
-    assert list(joint.columns) == ["colour", "size", "pet", "probability", "count"] and len(joint) == 12
+    assert list(joint.columns) == ["colour", "size", "pet", "probability", "count", "se", "ci_low", "ci_high"]
+    assert len(joint) == 12 and joint.attrs["uncertainty"]["method"] == "closed-form"
+    assert list(result.to_frame(confidence=None).columns) == ["colour", "size", "pet", "probability", "count"]
     assert list(joint["colour"].cat.categories) == ["red", "green", "blue"]
     # rows in joint-code order (last attribute fastest), probabilities = the estimate's tensor
     assert list(joint.iloc[1][["colour", "size", "pet"]]) == ["red", "S", "dog"]
