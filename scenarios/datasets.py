@@ -1,7 +1,9 @@
 """Reading data files into :class:`mprr.data.Dataset` (the file I/O that ``mprr`` does not do).
 
-- :func:`load_adult` — UCI Adult (``adult.data`` / ``adult.test``), the 8 categorical
-  attributes of main paper 6.1 with ``?`` kept as a category (1,814,400 cells).
+- :func:`load_adult` — UCI Adult (``adult.data`` / ``adult.test``, plain or gzip-compressed), the
+  8 categorical attributes of main paper 6.1 with ``?`` kept as a category (1,814,400 cells);
+  :data:`BUNDLED_ADULT_DIR` / :func:`bundled_adult` — the copy shipped in ``scenarios/data/adult``
+  (gzip-compressed, unchanged; CC BY 4.0, attribution and citation in its ``README.md``).
 - :func:`load_table` — a CSV or Parquet file through pandas (what ``mprr run --data`` uses);
   every listed column is read as categorical text, its categories found in the data or
   declared; missing cells become a label or an error.
@@ -15,6 +17,7 @@
 from __future__ import annotations
 
 import codecs
+import gzip
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
@@ -24,8 +27,8 @@ from mprr.data import Attribute, Dataset, parse_adult
 from mprr.domain import MAX_MATRIX_CELLS
 from mprr.errors import DataError
 
-__all__ = ["MAX_CATEGORIES", "MIN_RECORDS_PER_CATEGORY", "PARQUET_SUFFIXES", "SMALL_FILE_CATEGORIES",
-           "check_category_counts", "delimiter_hint", "file_sha256", "header_among_values", "load_adult",
+__all__ = ["BUNDLED_ADULT_DIR", "MAX_CATEGORIES", "MIN_RECORDS_PER_CATEGORY", "PARQUET_SUFFIXES", "SMALL_FILE_CATEGORIES",
+           "bundled_adult", "check_category_counts", "delimiter_hint", "file_sha256", "header_among_values", "load_adult",
            "load_table", "max_categories"]
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -46,6 +49,33 @@ MAX_CATEGORIES = math.isqrt(MAX_MATRIX_CELLS)
 """Most categories of a column (4,096): its dense randomization matrix (categories²) must fit in
 :data:`mprr.domain.MAX_MATRIX_CELLS` (2^24 cells)."""
 
+BUNDLED_ADULT_DIR = Path(__file__).resolve().parent / "data" / "adult"
+"""The copy of UCI Adult shipped with the package (package data of :mod:`scenarios`):
+``adult.data.gz``, ``adult.test.gz`` (the UCI files, gzip-compressed, otherwise unchanged) and
+``adult.names``.  Becker, B. & Kohavi, R. (1996), *Adult*, UCI Machine Learning Repository,
+https://doi.org/10.24432/C5XW20, licensed CC BY 4.0."""
+
+ADULT_FILES = ("adult.data", "adult.test")
+"""The two Adult files :func:`load_adult` reads (plain, or with ``.gz`` appended)."""
+
+
+def bundled_adult(name: str = "adult.data") -> Path:
+    """Path of the shipped, gzip-compressed Adult file ``name`` (``"adult.data"`` or ``"adult.test"``).
+
+    Raises
+    ------
+    DataError
+        If ``name`` is not one of the two files, or the package was installed without its data.
+    """
+    if name not in ADULT_FILES:
+        raise DataError(f"bundled Adult file must be one of {', '.join(ADULT_FILES)}, got {name!r}")
+    path = BUNDLED_ADULT_DIR / f"{name}.gz"
+    if not path.is_file():
+        raise DataError(f"the bundled UCI Adult file {str(path)!r} is missing: the package was installed without "
+                        "its data; reinstall mprr, or give another copy (adult_path / MPRR_ADULT_DIR)")
+    return path
+
+
 CSV_DELIMITERS = (";", "\t", "|")
 """Separators :func:`delimiter_hint` looks for in a header read as a single field."""
 
@@ -65,7 +95,8 @@ def load_adult(path: str | Path, *, encoding: str = "utf-8") -> Dataset:
     Parameters
     ----------
     path
-        ``adult.data`` or ``adult.test``, or a directory holding ``adult.data``.
+        ``adult.data`` or ``adult.test``, either gzip-compressed (name ending ``.gz``), or a
+        directory holding ``adult.data`` or ``adult.data.gz`` (the plain file first).
     encoding
         Text encoding of the file.
 
@@ -76,13 +107,17 @@ def load_adult(path: str | Path, *, encoding: str = "utf-8") -> Dataset:
     """
     p = Path(path)
     if p.is_dir():
-        p = p / "adult.data"
+        p = next((c for c in (p / "adult.data", p / "adult.data.gz") if c.is_file()), p / "adult.data")
     p = _existing_file(p, "Adult")
-    with p.open(encoding=encoding, newline="") as fh:
+    opened = (gzip.open(p, "rt", encoding=encoding, newline="") if p.suffix == ".gz"
+              else p.open(encoding=encoding, newline=""))
+    with opened as fh:
         try:
             return parse_adult(fh)
         except DataError as exc:
             raise DataError(f"{p}: {exc}") from exc
+        except (OSError, EOFError) as exc:  # a damaged or truncated .gz file
+            raise DataError(f"Adult file {str(p)!r} is not a readable gzip file: {exc}") from exc
 
 
 def file_sha256(path: str | Path) -> str:

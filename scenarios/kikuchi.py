@@ -90,7 +90,8 @@ SCHEMA = Schema([
           help="post-processing of the eq. (2) estimates (paper: none)"),
     Field("adult", Choice(("auto", "yes", "no")), "auto",
           help="Adult Table 1 pairs: auto = when the Adult file is found"),
-    Field("adult_path", Str(), ADULT_DEFAULT, help="UCI Adult adult.data (or its directory)"),
+    Field("adult_path", Str(), ADULT_DEFAULT, help="UCI Adult: 'bundled' (the copy shipped with mprr) or the path of another adult.data[.gz] "
+              "(or its directory; relative paths: working directory, then repository root)"),
     Field("adult_pairs", List(List(Str(), min_len=2, max_len=2), min_len=1),
           tuple(ADULT_TABLE1_PUBLISHED), help="attribute pairs of Adult Table 1"),
     Field("adult_p", Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True), 0.5,

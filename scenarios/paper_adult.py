@@ -91,7 +91,8 @@ ZERO_POLICIES = ("exclude", "inf", "resample")
 def _common_fields(replicate: int) -> list[Field]:
     return [
         Field("adult_path", Str(), ADULT_DEFAULT,
-              help="UCI Adult adult.data (or its directory); relative paths: working directory, then repository root"),
+              help="UCI Adult: 'bundled' (the copy shipped with mprr) or the path of another adult.data[.gz] "
+              "(or its directory; relative paths: working directory, then repository root)"),
         Field("replicate", Int(min=1, max=100), replicate,
               help="concatenate the data set this many times (Table II: Adult6 = 6)"),
         Field("max_records", Int(min=0), 0, help="random subsample of this many records first (0 = all; tests)"),
