@@ -6,7 +6,7 @@
     mprr [-v|-vv|--log-level LEVEL] list [--json]        # shipped scenarios, one line each
     mprr show <scenario.toml|name> [--json]              # parameters: type, allowed values, default
     mprr run  <scenario.toml|name> [--out DIR] [--runs N] [--seed S] [--engine fast|actors]
-              [--set KEY=VALUE ...] [--data FILE --columns a,b,c [--missing LABEL]
+              [--set KEY=VALUE ...] [--data FILE --columns a,b,c [--missing LABEL] [--ordinal NAME[=c1,...]]
               [--delimiter C] [--encoding E]] [--quiet]
               [--runtime memory|tcp|ray] [--workers P] [--listen HOST:PORT] [--tls-dir DIR]
               [--no-tls] [--external-workers] [--address auto|HOST:PORT] [--shards S]
@@ -84,6 +84,9 @@ def _data_options(parser: argparse.ArgumentParser) -> None:
                        help="comma-separated categorical columns to use (default: every column)")
     group.add_argument("--missing", default=None, metavar="LABEL",
                        help="keep empty / NA cells as this category (e.g. '?'); default: they are an error")
+    group.add_argument("--ordinal", action="append", default=None, metavar="NAME[=c1,c2,...]",
+                       help="declare a column ordinal (repeatable): its categories in numeric, then text order, "
+                            "or in the order given, e.g. --ordinal educ --ordinal 'size=S,M,L'")
     group.add_argument("--delimiter", default=None, metavar="C",
                        help="CSV field separator, one character, e.g. ';' or '\\t' for a tab "
                             "(default: a comma; a tab for .tsv)")
@@ -139,6 +142,7 @@ PARAMETER_OPTIONS: dict[str, Callable[[Any], Any]] = {
     "data": str,
     "columns": lambda text: [c.strip() for c in text.split(",") if c.strip()],
     "missing": str,
+    "ordinal": list,
     "delimiter": lambda text: "\t" if text == "\\t" else text,
     "encoding": str,
 }
