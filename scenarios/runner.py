@@ -22,6 +22,7 @@ from typing import Any
 from mprr.errors import ConfigurationError
 from parties.runtime import MemoryRuntime, Runtime, current_runtime, use_runtime
 from scenarios.config import ScenarioConfig
+from scenarios.out_dir import removed_on_failure
 from scenarios.progress import Progress, null_progress
 from scenarios.registry import ScenarioSpec, load
 from scenarios.report import ReportFiles, ScenarioResult, Table, git_commit, versions, write_report
@@ -99,7 +100,13 @@ def run_scenario(
             f"(kind {spec.kind}); allowed: {', '.join(spec.engines)}"
         )
     out = Path(out_dir) if out_dir is not None else default_out_dir(config)
+    created = [p for p in (out, *out.parents) if not p.exists()][::-1]
     out.mkdir(parents=True, exist_ok=True)
+    with removed_on_failure(created):  # a failed run leaves no output folder it created behind
+        return _run_into(config, spec, out, progress)
+
+
+def _run_into(config: ScenarioConfig, spec: ScenarioSpec, out: Path, progress: Progress | None) -> RunOutcome:
     progress = progress if progress is not None else null_progress()
     log.info("scenario %s (kind %s): engine %s, runs %d, seed %d, output %s",
              config.name, config.kind, config.engine, config.runs, config.seed, out)

@@ -310,8 +310,8 @@ def test_a_reused_out_dir_loses_the_figures_only_the_previous_run_drew(tmp_path:
                 "figures": ["means.png", "old.png"]}  # what an earlier mprr run writes (its keys)
     (out_dir / "results.json").write_text(json.dumps(previous), encoding="utf-8")
     (out_dir / "old.png").write_bytes(b"\x89PNG")
-    (out_dir / "mine.png").write_bytes(b"\x89PNG")  # not listed: never a run's
-    code, out, err = _main("run", str(_probe_toml(tmp_path)), "--out", str(out_dir), "--engine", "actors")
+    (out_dir / "mine.png").write_bytes(b"\x89PNG")  # not listed: never a run's (refused without --force)
+    code, out, err = _main("run", str(_probe_toml(tmp_path)), "--out", str(out_dir), "--engine", "actors", "--force")
     assert code == 0, err
     assert f"  removed old.png: written by the previous run into {out_dir}, not by this one\n" in out
     assert not (out_dir / "old.png").exists() and (out_dir / "mine.png").exists() and (out_dir / "means.png").exists()
