@@ -474,9 +474,9 @@ def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, pla
     lines += privacy_summary_lines(sections)
     views = traffic.get("controller_view") if traffic else None
     if views:
-        kinds = sorted({k for v in views.values() for k in v.get("kinds", ())})
-        lines.append(f"controller's view (untrusted): {sum(v.get('messages', 0) for v in views.values()):,} "
-                     f"messages received, kinds {', '.join(kinds)} (what each reveals: docs/threat_model.md)")
+        lines.append("controller's view (untrusted, run 1): " + "; ".join(  # one count per protocol, never added up
+            f"{b} {views[b].get('messages', 0):,} messages received, kinds {', '.join(sorted(views[b].get('kinds', ())))}"
+            for b in bases if b in views) + " (what each reveals: docs/threat_model.md)")
     if traffic:
         lines.append("traffic (run 1): " + "; ".join(
             f"{b} {traffic[b]['messages']:,} messages, {_human_bytes(traffic[b]['bytes'])}, "

@@ -110,7 +110,8 @@ def _run_into(config: ScenarioConfig, spec: ScenarioSpec, out: Path, progress: P
     progress = progress if progress is not None else null_progress()
     log.info("scenario %s (kind %s): engine %s, runs %d, seed %d, output %s",
              config.name, config.kind, config.engine, config.runs, config.seed, out)
-    log.debug("parameters: %s", dict(config.parameters))
+    log.debug("parameters given (command line: %s): %s", ", ".join(sorted(config.override_keys)) or "none",
+              {k: config.parameters[k] for k in sorted(config.override_keys) if k in config.parameters})
     started = time.perf_counter()
     result = spec.runner(
         config,
@@ -143,6 +144,8 @@ def _run_into(config: ScenarioConfig, spec: ScenarioSpec, out: Path, progress: P
         elapsed_seconds=time.perf_counter() - started,
         source=str(config.source) if config.source else "",
     )
+    # what the run used, as the runner reports it (a --data run: the file's n and sizes, no synthetic settings)
+    log.debug("parameters used: %s", result.parameters)
     files = write_report(result, out, keep=tuple(data_files(config).values()))
     log.info("wrote %s, %s, %d figure(s) and %d other file(s) in %.1f s", files.results_json, files.report_md,
              len(files.figures), len(files.other_files), result.elapsed_seconds or 0.0)

@@ -264,3 +264,16 @@ def test_a_short_row_is_named_as_malformed_not_missing(tmp_path: Path) -> None:
         load_table(csv, missing="?")
     csv.write_text("a,b,c\nx,1,k\ny,2,\nx,,m\n", encoding="utf-8")  # empty fields: missing values
     assert load_table(csv, missing="?").schema["c"].categories == ("?", "k", "m")
+
+
+def test_the_debug_log_of_a_data_run_shows_the_parameters_used_not_the_synthetic_defaults(tmp_path: Path) -> None:
+    csv = tmp_path / "d.csv"
+    _frame(60).to_csv(csv, index=False)
+    code, _, err = _main("-vv", "run", "local_anonymization", "--data", str(csv), "--columns", "age,smoker,region",
+                         "--engine", "fast", "--set", "queries=10", "--quiet", "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    logged = [line for line in err.splitlines() if "scenarios.runner: parameters" in line]
+    assert len(logged) == 2 and logged[0].startswith("mprr: DEBUG: scenarios.runner: parameters given (command line: "
+                                                     "columns, data, queries): {'columns': ('age', 'smoker', 'region')")
+    assert "parameters used: {'n': 60, 'sizes': [3, 2, 4], 'clusters': None, 'strength': None" in logged[1]
+    assert "3000" not in err and "(4, 3, 5, 2, 6, 3, 8, 2)" not in err  # the synthetic data's n and sizes
