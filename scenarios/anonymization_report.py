@@ -32,7 +32,7 @@ from mprr.metrics import CountQuery
 from mprr.protocols.result import ProtocolResult
 from parties.network import CONTROLLER
 from scenarios.cost_model import ClosedForm, rr_closed_form
-from scenarios.plots import BarPlot, CustomPlot, FigureSpec
+from scenarios.plots import BarPlot, CustomPlot, FigureSpec, phase_colour
 from scenarios.privacy_report import privacy_section, privacy_summary_lines, privacy_table
 from scenarios.report import ScenarioResult, Table, counted_by, plural
 
@@ -136,13 +136,19 @@ def _wire_table(traffic: Mapping[str, Any], bases: Sequence[str]) -> Table | Non
 # --------------------------------------------------------------------------- figures
 
 
-def _boxplot(errors: Mapping[str, np.ndarray], sigma: float) -> FigureSpec:
+def _boxplot(errors: Mapping[str, np.ndarray], sigma: float, epsilon: Mapping[str, float]) -> FigureSpec:
+    """Boxes of the query errors, each labelled with the ε per party its protocol spent
+    (``epsilon``: per base protocol, sequential composition, median over parties)."""
+    def eps_of(label: str) -> str:
+        e = epsilon[label.split("+")[0]]
+        return "ε = ∞" if math.isinf(e) else f"ε = {e:.3g}"
+
     def draw(fig: MplFigure) -> None:
         ax = fig.add_subplot()
         data = [v[np.isfinite(v)].ravel() * 100 for v in errors.values()]
         ax.boxplot(data, showfliers=False)
         ax.set_xticks(range(1, len(errors) + 1))
-        ax.set_xticklabels([k.replace("+", "\n+") for k in errors], fontsize="small")
+        ax.set_xticklabels([f"{k.replace('+', chr(10) + '+')}\n{eps_of(k)}" for k in errors], fontsize="small")
         ax.set_ylabel("relative error of count queries (%)")
         ax.grid(True, axis="y", alpha=0.3)
 
@@ -151,14 +157,18 @@ def _boxplot(errors: Mapping[str, np.ndarray], sigma: float) -> FigureSpec:
         title=f"Count-query relative error (eq. 16), σ = {sigma:g}",
         draw=draw,
         caption=("Boxes: quartiles over all queries and runs, orange line the median; whiskers reach "
-                 "the furthest error within 1.5 IQR of the box; outliers hidden."),
+                 "the furthest error within 1.5 IQR of the box; outliers hidden. Under each box the ε per "
+                 "party its protocol spent (sequential composition; +Adjustment is post-processing, it "
+                 "spends nothing more)" + ("; the budgets differ, so the boxes are not a comparison at equal ε."
+                                           if len({v for v in epsilon.values()}) > 1 else ".")),
     )
 
 
 def _dependence_plot(true_dep: np.ndarray, est_dep: np.ndarray | None, names: Sequence[str],
-                     found: Sequence[Sequence[int]]) -> FigureSpec:
+                     found: Sequence[Sequence[int]], method: str) -> FigureSpec:
+    estimate = f"controller's estimate\n(RR-Clusters, dependence {method}, run 1)"
     def draw(fig: MplFigure) -> None:
-        panels = [("true data", true_dep)] + ([("controller's estimate", est_dep)] if est_dep is not None else [])
+        panels = [("true data", true_dep)] + ([(estimate, est_dep)] if est_dep is not None else [])
         for k, (title, values) in enumerate(panels):
             ax = fig.add_subplot(1, len(panels), k + 1)
             image = ax.imshow(values, vmin=0, vmax=1, cmap="viridis")
@@ -169,8 +179,8 @@ def _dependence_plot(true_dep: np.ndarray, est_dep: np.ndarray | None, names: Se
             ax.set_yticklabels(names, fontsize="x-small")
             ax.set_xlabel("attribute", fontsize="small")
             ax.set_ylabel("attribute", fontsize="small")
-            fig.colorbar(image, ax=ax, shrink=0.8,
-                         label="|Pearson| / Cramér's V" if k == len(panels) - 1 else None)
+            bar = fig.colorbar(image, ax=ax, shrink=0.8)
+            bar.set_label("dependence (|Pearson| / Cramér's V)", fontsize="small")
 
     return CustomPlot(
         filename="dependence.png",
@@ -178,7 +188,9 @@ def _dependence_plot(true_dep: np.ndarray, est_dep: np.ndarray | None, names: Se
         draw=draw,
         size=(8.0, 4.0),
         caption=f"Dependence of every attribute pair (|Pearson| for two ordinal attributes, else Cramér's V; "
-                f"1 on the diagonal). Clusters found by Algorithm 1 (run 1): {_fmt_clusters(found, names)}.",
+                f"1 on the diagonal): left the true data, right what the controller estimated in RR-Clusters' "
+                f"dependence phase (method {method}, run 1; RR-Independent estimates no dependence). Clusters "
+                f"found by Algorithm 1 (run 1): {_fmt_clusters(found, names)}.",
     )
 
 
@@ -196,44 +208,50 @@ def _budget_note(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[st
 
 
 def _epsilon_plot(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[str]) -> FigureSpec:
-    """ε per party, one stacked bar per protocol (one segment per phase it ran); ε = ∞ drawn
-    as a hatched segment labelled ∞."""
-    phases = list(dict.fromkeys(ph for b in bases for ph in sequential[b]["by_phase"]))
-    spent = {b: [(ph, float(v["median"])) for ph, v in sequential[b]["by_phase"].items()] for b in bases}
-    totals = {b: sum(v for _, v in spent[b]) for b in bases}
-    finite_totals = [t for t in totals.values() if math.isfinite(t)]
-    top = max(finite_totals, default=1.0) or 1.0
+    """ε per party, one stacked bar per protocol (one segment per phase it ran, the finite ones
+    first); a phase with ε = ∞ runs off the top of the axes, its top cut off, with an arrow and
+    ∞ above it, so that no height can be read as its value."""
+    spent = {b: sorted(((ph, float(v["median"])) for ph, v in sequential[b]["by_phase"].items()),
+                       key=lambda item: math.isinf(item[1])) for b in bases}  # finite phases at the bottom
+    finite_tops = [sum(v for _, v in spent[b] if math.isfinite(v)) for b in bases]
     any_inf = any(math.isinf(v) for b in bases for _, v in spent[b])
-    inf_height = top * 0.35  # height of an ∞ segment: a marker, not a value
+    ceiling = (max(finite_tops, default=0.0) or 1.0) * (1.45 if any_inf else 1.15)
 
     def draw(fig: MplFigure) -> None:
         ax = fig.add_subplot()
-        colour = {ph: f"C{k}" for k, ph in enumerate(phases)}
         labelled: set[str] = set()
-        peak = 0.0
         for x, b in enumerate(bases):
             bottom = 0.0
             for ph, v in spent[b]:
                 infinite = math.isinf(v)
-                height = inf_height if infinite else v
-                ax.bar(x, height, 0.55, bottom=bottom, color=colour[ph], hatch="//" if infinite else None,
-                       edgecolor="black", linewidth=0.6,
-                       label=None if ph in labelled else ph)
+                height = 2 * ceiling if infinite else v  # ∞: past the top of the axes, cut off there
+                ax.bar(x, height, 0.55, bottom=bottom, color=phase_colour(ph), hatch="//" if infinite else None,
+                       edgecolor="black", linewidth=0.6, label=None if ph in labelled else ph)
                 labelled.add(ph)
-                ax.text(x, bottom + height / 2, "∞" if infinite else f"{v:.3g}", ha="center", va="center",
-                        fontsize="large" if infinite else "small", fontweight="bold" if infinite else None,
-                        color="black" if infinite else "white")
-                bottom += height
-            total = totals[b]
-            ax.text(x, bottom, f"total {'∞ (no DP guarantee)' if math.isinf(total) else f'{total:.3g}'}",
-                    ha="center", va="bottom", fontsize="small")
-            peak = max(peak, bottom)
+                if infinite:
+                    ax.annotate("∞", xy=(x, ceiling * 1.01), xytext=(x, ceiling * 1.11), annotation_clip=False,
+                                ha="center", va="bottom", fontsize="x-large", fontweight="bold",
+                                arrowprops={"arrowstyle": "<|-", "linewidth": 2.0, "color": "black"})
+                    ax.text(x, (bottom + ceiling) / 2, f"{ph}\nε = ∞\n(no DP guarantee)", ha="center", va="center",
+                            fontsize="small", fontweight="bold",
+                            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 2})
+                else:
+                    ax.text(x, bottom + height / 2, f"{v:.3g}", ha="center", va="center", fontsize="small",
+                            color="white")
+                    bottom += height
+            total = sum(v for _, v in spent[b])
+            if math.isinf(total):
+                ax.text(x + 0.3, ceiling, " total ∞", ha="left", va="bottom", fontsize="small")
+            else:
+                ax.text(x, bottom, f"total {total:.3g}", ha="center", va="bottom", fontsize="small")
         ax.set_xticks(range(len(bases)))
         ax.set_xticklabels(bases)
         ax.set_xlim(-0.7, len(bases) - 0.3)
-        ax.set_ylim(0, peak * 1.15)
+        ax.set_ylim(0, ceiling)
+        if any_inf:
+            ax.spines["top"].set_visible(False)  # the axis is open upwards: ∞ has no height
         ax.set_ylabel("ε per party (eq. 4, natural log)")
-        ax.legend(title="phase", fontsize="small", loc="upper right")
+        ax.legend(title="phase", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.grid(True, axis="y", alpha=0.3)
 
     caption = ("One bar per protocol, one segment per phase it runs (median over parties of the ε each "
@@ -241,12 +259,14 @@ def _epsilon_plot(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[s
                "composition. RR-Clusters spends a dependence phase and a cluster phase, RR-Independent "
                "one attribute phase.")
     if any_inf:
-        caption += (" The hatched segment labelled ∞ is ε = ∞ (dependence 4.2 releases exact bivariate "
-                    "tables: no DP guarantee); its height is only a marker.")
+        caption += (" A hatched segment that runs off the top (arrow, ∞) is ε = ∞ (dependence 4.2 releases "
+                    "exact bivariate tables: no DP guarantee): it has no height to read; the finite phases "
+                    "are stacked below it.")
     return CustomPlot(
         filename="epsilon_by_phase.png",
         title="ε spent per party, by protocol and phase",
         draw=draw,
+        size=(7.4, 4.6),
         caption=caption,
     )
 
@@ -401,8 +421,8 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
 
     est_dep = clusters_run.dependence
     figures: list[FigureSpec] = [
-        _boxplot(errors, params["sigma"]),
-        _dependence_plot(_true_dependence(dataset), est_dep, dataset.schema.names, found),
+        _boxplot(errors, params["sigma"], {b: float(sequential[b]["epsilon"]["median"]) for b in bases}),
+        _dependence_plot(_true_dependence(dataset), est_dep, dataset.schema.names, found, params["dependence"]),
         _epsilon_plot(sequential, bases),
     ]
     if traffic:
@@ -415,6 +435,7 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
                     for ph in phases},
             ylabel="kB on the network (all actors)",
             xlabel="protocol",
+            colours={ph: phase_colour(ph) for ph in phases},  # the same colour per phase in every run
             caption=f"Bytes of every encoded message of the phase (parties and controller, both directions), "
                     f"{_counted_by(traffic, bases)}. A phase a protocol does not run has no bar.",
         ))

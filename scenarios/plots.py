@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 import textwrap
+import zlib
 from typing import Any, Union
 
 import numpy as np
@@ -26,11 +27,13 @@ __all__ = [
     "CustomPlot",
     "FigureSpec",
     "LinePlot",
+    "PHASE_COLOURS",
     "Series",
     "log_ticks",
     "tick_labels",
     "tick_text",
     "overlaps",
+    "phase_colour",
     "render",
     "whiskers",
 ]
@@ -110,7 +113,8 @@ class LinePlot:
 
 @dataclass(frozen=True)
 class BarPlot:
-    """Grouped bars: one group per category, one bar per entry of ``groups``."""
+    """Grouped bars: one group per category, one bar per entry of ``groups`` (coloured by
+    ``colours[group]`` when given, else in matplotlib's cycle)."""
 
     filename: str
     title: str
@@ -119,6 +123,7 @@ class BarPlot:
     ylabel: str
     xlabel: str = ""
     caption: str = ""
+    colours: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         _check_filename(self.filename)
@@ -147,6 +152,28 @@ class CustomPlot:
 
 
 FigureSpec = Union[LinePlot, BarPlot, CustomPlot]
+
+
+PHASE_COLOURS: Mapping[str, str] = {
+    # the protocols' phases
+    "dependence": "#1f77b4", "clusters": "#ff7f0e", "attributes": "#2ca02c", "joint": "#d62728",
+    "lambda": "#9467bd", "collection": "#8c564b",
+    # the secure-sum engines' steps (dependence 4.2 / 4.3)
+    "paper/shares": "#17becf", "paper/broadcast": "#bcbd22",
+    "graph/keys": "#e377c2", "graph/shares": "#7f7f7f", "graph/relay": "#bcbd22", "graph/partial": "#17becf",
+    "masked/advertise": "#e377c2", "masked/share-keys": "#7f7f7f", "masked/input": "#bcbd22",
+    "masked/consistency": "#aec7e8", "masked/survivors": "#ffbb78", "masked/unmask": "#17becf",
+}
+"""The colour of each phase name in every figure that shows phases, so that the same phase has
+the same colour in every run and every figure (:func:`phase_colour`)."""
+
+_SPARE_COLOURS = ("#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5", "#c7c7c7")
+
+
+def phase_colour(phase: str) -> str:
+    """:data:`PHASE_COLOURS` of ``phase``; a phase not listed there gets a spare colour chosen
+    by a checksum of its name (the same in every run)."""
+    return PHASE_COLOURS.get(phase) or _SPARE_COLOURS[zlib.crc32(phase.encode()) % len(_SPARE_COLOURS)]
 
 
 def log_ticks(ax: Any, axis: str) -> None:
@@ -282,7 +309,8 @@ def _draw_bars(fig: MplFigure, spec: BarPlot) -> None:
     positions = np.arange(len(spec.categories), dtype=float)
     for i, (label, values) in enumerate(spec.groups.items()):
         offset = (i - (n_groups - 1) / 2) * width
-        ax.bar(positions + offset, np.asarray(values, float), width, label=label)
+        colour = None if spec.colours is None else spec.colours.get(label)
+        ax.bar(positions + offset, np.asarray(values, float), width, label=label, color=colour)
     ax.set_xticks(positions)
     crowded = len(spec.categories) > 6 or sum(len(c) for c in spec.categories) > 60
     ax.set_xticklabels(spec.categories, rotation=40 if crowded else 0,

@@ -8,18 +8,30 @@ import math
 from pathlib import Path
 
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure as MplFigure
 
 from mprr.errors import ConfigurationError
 from mprr.matrices import keep_or_uniform
 from mprr.synthetic import DEFAULT_SIZES
 from scenarios.cli import main
 from scenarios.cost_model import rr_closed_form
+from scenarios.plots import CustomPlot, FigureSpec
 from scenarios.local_anonymization import LABELS, check_secure_sum, derive_seeds, protocol_kwargs
 from scenarios.registry import get, load
 from scenarios.runner import run
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SMALL = {"n": 300, "queries": 40}
+
+
+def _drawn(spec: FigureSpec) -> MplFigure:
+    """The matplotlib figure a custom figure specification draws (to inspect, not to save)."""
+    assert isinstance(spec, CustomPlot)
+    fig = MplFigure(figsize=spec.size)
+    FigureCanvasAgg(fig)
+    spec.draw(fig)
+    return fig
 
 
 def _run(tmp_path: Path, engine: str, **extra: object) -> dict:
@@ -217,9 +229,25 @@ def test_infinite_epsilon_is_drawn_and_said_and_budgets_are_compared_honestly(tm
     out = tmp_path / "inf"
     outcome = run("local_anonymization", out_dir=out, engine="fast",
                   parameters={"n": 150, "queries": 20, "dependence": "4.2"})
-    spec = next(f for f in outcome.result.figures if f.filename == "epsilon_by_phase.png")
-    assert "hatched segment labelled ∞ is ε = ∞" in spec.caption
+    figures = {f.filename: f for f in outcome.result.figures}
+    spec = figures["epsilon_by_phase.png"]
+    assert "A hatched segment that runs off the top (arrow, ∞) is ε = ∞" in spec.caption
     assert (out / "epsilon_by_phase.png").read_bytes()[:8] == PNG
+    # ∞ is drawn so that it cannot be read as a number: its segment runs past the top of the
+    # axes (no top edge, no top spine), an arrow and ∞ above it; the finite phases below it
+    ax = _drawn(spec).axes[0]
+    top = ax.get_ylim()[1]
+    hatched = [b for b in ax.patches if b.get_hatch()]
+    assert len(hatched) == 1 and hatched[0].get_y() + hatched[0].get_height() > 1.5 * top
+    assert hatched[0].get_y() > 0 and not ax.spines["top"].get_visible()
+    texts = [t.get_text() for t in ax.texts]
+    assert "∞" in texts and " total ∞" in texts and any(t.startswith("total ") and t[6].isdigit() for t in texts)
+    # the query-error boxes name each protocol's ε; the dependence panels their colour scale and protocol
+    ticks = [t.get_text() for t in _drawn(figures["query_errors.png"]).axes[0].get_xticklabels()]
+    assert ticks[0] == "RR-Clusters\nε = ∞" and ticks[2].startswith("RR-Independent\nε = ") and ticks[2][-1].isdigit()
+    dep = _drawn(figures["dependence.png"])
+    assert [a.get_ylabel() for a in dep.axes[1::2]] == ["dependence (|Pearson| / Cramér's V)"] * 2  # both colour bars
+    assert dep.axes[2].get_title() == "controller's estimate\n(RR-Clusters, dependence 4.2, run 1)"
     summary = "\n".join(outcome.result.summary)
     assert "(ε ∞ per party)" in summary and "budgets differ: not a comparison at equal ε" in summary
     report = (out / "report.md").read_text(encoding="utf-8")
