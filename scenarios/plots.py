@@ -18,7 +18,7 @@ from typing import Any, Union
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
-from matplotlib.ticker import Formatter
+from matplotlib.ticker import Formatter, MaxNLocator
 
 from mprr.errors import ConfigurationError
 
@@ -26,6 +26,7 @@ __all__ = [
     "BarPlot",
     "CustomPlot",
     "FigureSpec",
+    "LEGEND_PLACES",
     "LinePlot",
     "PHASE_COLOURS",
     "Series",
@@ -92,6 +93,12 @@ class Series:
                 )
 
 
+LEGEND_PLACES = ("best", "below")
+"""Where a :class:`LinePlot` puts its legend: ``"best"`` (inside the axes, where matplotlib finds
+the fewest points) or ``"below"`` (under the axes, two columns: it covers no line whatever the
+data)."""
+
+
 @dataclass(frozen=True)
 class LinePlot:
     """Lines (optionally on log axes): errors vs a parameter, costs vs n, ..."""
@@ -104,11 +111,16 @@ class LinePlot:
     logx: bool = False
     logy: bool = False
     caption: str = ""
+    legend: str = "best"
+    integer_x: bool = False  # x ticks at integers only (a count: categories, attributes)
 
     def __post_init__(self) -> None:
         _check_filename(self.filename)
         if not self.series:
             raise ConfigurationError(f"line plot {self.filename!r} needs at least one series")
+        if self.legend not in LEGEND_PLACES:
+            raise ConfigurationError(f"line plot legend must be one of {', '.join(LEGEND_PLACES)}, "
+                                     f"got {self.legend!r}")
 
 
 @dataclass(frozen=True)
@@ -295,11 +307,16 @@ def _draw_lines(fig: MplFigure, spec: LinePlot) -> None:
     if spec.logy:
         ax.set_yscale("log")
         log_ticks(ax, "y")
+    if spec.integer_x:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(spec.xlabel)
     ax.set_ylabel(spec.ylabel)
     ax.grid(True, which="major", alpha=0.3)
     if any(s.label for s in spec.series):
-        ax.legend(fontsize="small")
+        if spec.legend == "below":
+            ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+        else:
+            ax.legend(fontsize="small")
 
 
 def _draw_bars(fig: MplFigure, spec: BarPlot) -> None:
@@ -339,6 +356,8 @@ def render(spec: FigureSpec, out_dir: Path) -> Path:
     """Draw ``spec`` into ``out_dir / spec.filename`` (PNG) and return the path."""
     if isinstance(spec, CustomPlot):
         fig = MplFigure(figsize=spec.size)
+    elif isinstance(spec, LinePlot) and spec.legend == "below":  # room for the legend's rows
+        fig = MplFigure(figsize=(6.4, 4.2 + 0.2 * -(-len(spec.series) // 2) + 0.3))
     else:
         fig = MplFigure(figsize=(6.4, 4.2))
     FigureCanvasAgg(fig)
