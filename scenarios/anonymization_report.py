@@ -17,6 +17,7 @@ RR-Independent on either engine, each followed by RR-Adjustment) into a
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,7 @@ from matplotlib.figure import Figure as MplFigure
 
 from mprr.adjustment import Adjustment
 from mprr.data import Dataset
-from mprr.dependence import bivariate_tables, dependence_matrix
+from mprr.dependence import bivariate_tables, dependence_matrix, noise_cramers_v
 from mprr.errors import ConfigurationError
 from mprr.metrics import CountQuery
 from mprr.protocols.result import ProtocolResult
@@ -34,12 +35,14 @@ from parties.network import CONTROLLER
 from scenarios.cost_model import ClosedForm, rr_closed_form
 from scenarios.plots import BarPlot, CustomPlot, FigureSpec, phase_colour
 from scenarios.privacy_report import privacy_section, privacy_summary_lines, privacy_table
-from scenarios.report import ScenarioResult, Table, counted_by, plural
+from scenarios.report import RR_INDEPENDENT_JOINT, ScenarioResult, Table, counted_by, plural
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from scenarios.local_anonymization import ProtocolRun
 
-__all__ = ["build_result"]
+__all__ = ["NOISE_FACTOR", "build_result", "noise_warning"]
 
 
 def _clusters(result: ProtocolResult) -> list[list[int]]:
@@ -160,8 +163,30 @@ def _boxplot(errors: Mapping[str, np.ndarray], sigma: float, epsilon: Mapping[st
                  "the furthest error within 1.5 IQR of the box; outliers hidden. Under each box the ε per "
                  "party its protocol spent (sequential composition; +Adjustment is post-processing, it "
                  "spends nothing more)" + ("; the budgets differ, so the boxes are not a comparison at equal ε."
-                                           if len({v for v in epsilon.values()}) > 1 else ".")),
+                                           if len({v for v in epsilon.values()}) > 1 else ".")
+                 + (" " + RR_INDEPENDENT_JOINT if any(k.startswith("RR-Independent") for k in errors) else "")),
     )
+
+
+def _run_ranges(runs: Sequence[int]) -> str:
+    """``[1, 2, 3, 5, 7, 8]`` -> ``"1–3, 5, 7–8"`` (run numbers, ascending)."""
+    spans: list[list[int]] = []
+    for r in runs:
+        if spans and r == spans[-1][1] + 1:
+            spans[-1][1] = r
+        else:
+            spans.append([r, r])
+    return ", ".join(f"{a}" if a == b else f"{a}–{b}" for a, b in spans)
+
+
+def _cluster_rows(found: Sequence[str], recovered: Sequence[bool | None]) -> list[tuple[str, int, str, bool | None]]:
+    """One row per distinct clustering found (in order of first appearance): the runs that found
+    it (``"1–20"`` for 20 identical runs, not 20 rows), how many, the clusters, and whether they
+    are the planted ones."""
+    runs: dict[tuple[str, bool | None], list[int]] = {}
+    for i, key in enumerate(zip(found, recovered), start=1):
+        runs.setdefault(key, []).append(i)
+    return [(_run_ranges(r), len(r), text, ok) for (text, ok), r in runs.items()]
 
 
 def _dependence_plot(true_dep: np.ndarray, est_dep: np.ndarray | None, names: Sequence[str],
@@ -388,15 +413,14 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
                 f"({plural(undefined, 'query', 'queries')} with a true count of 0 excluded). ε per party under sequential "
                 "composition of its own ledger. " + _budget_note(sequential, bases)
                 + " Messages/bytes: measured on the network (actors engine; run 1)."
-                + (" The fast path sends no messages." if engine == "fast" else ""),
+                + (" The fast path sends no messages." if engine == "fast" else "") + " " + RR_INDEPENDENT_JOINT,
     )
     names = dataset.schema.names
-    cluster_rows = [(i + 1, _fmt_clusters(f, names), ok) for i, (f, ok) in enumerate(zip(found_all, recovered))]
     cluster_table = Table(
         key="clusters",
         title="Clusters found by Algorithm 1",
-        columns=("run", "clusters", "= planted"),
-        rows=cluster_rows,
+        columns=("runs", "count", "clusters", "= planted"),
+        rows=_cluster_rows([_fmt_clusters(f, names) for f in found_all], recovered),
         caption=(f"Planted: {_fmt_clusters(planted, names)} (other attributes independent); " if planted
                  else "Own data: no planted clusters to compare with (— in the last column); ")
                 + f"Tv = {params['Tv']}, Td = {params['Td']:g}, dependence method {params['dependence']}.",
@@ -442,6 +466,10 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
 
     summary = _summary_lines(params, engine, dataset, planted, found, exact_recovery, runs,
                              query_metrics, sections, traffic, timing, elapsed, len(queries), bases)
+    noise = noise_warning(clusters_run, dataset, params["Td"])
+    if noise:
+        log.warning("%s", noise)
+        summary.append(f"warning: {noise}")
     data_note = (
         "Data: mprr.synthetic.planted_clusters — Zipf-like marginals, planted clusters with joint "
         "(1 − s)·⊗π_j + s·comonotone coupling, the other attributes independent; the truth is known."
@@ -466,8 +494,67 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
             "vectorized fast path with the same per-party random streams as the actor engine (same seed ⇒ "
             "same releases); no messages are sent."),
     ]
+    if noise:
+        notes.insert(0, f"Warning: {noise}")
     return ScenarioResult(metrics=metrics, privacy=privacy, traffic=traffic, tables=tables,
                           figures=figures, notes=notes, summary=summary)
+
+
+NOISE_FACTOR = 2.0
+"""An estimated dependence below this many times the noise level of its pair
+(:func:`mprr.dependence.noise_cramers_v`, an RMS) is within the noise of the randomization."""
+
+
+def noise_warning(run: ProtocolResult, dataset: Dataset, td: float) -> str | None:
+    """A warning when RR-Clusters' estimated dependences (main paper 4.1: pair tables estimated
+    from per-attribute randomized values) are within the noise of the randomization.
+
+    For every pair measured by Cramér's V (not two ordinal attributes), the noise level is the
+    V that an independent pair with the estimated marginals would show at this n through the
+    released matrices (:func:`mprr.dependence.noise_cramers_v`); a dependence below
+    :data:`NOISE_FACTOR` times it is within the noise.  Warns when every such pair is, or when
+    Algorithm 1 merged a pair (dependence ≥ Td) that is.  ``None`` otherwise, and for
+    dependences not estimated from per-attribute releases (4.2: exact tables; 4.3: pair units).
+    """
+    dep = getattr(run, "dependence", None)
+    phase = next((r for r in run.releases if r.phase == "dependence"), None)
+    if dep is None or phase is None or phase.exact or any(len(u) != 1 for u in phase.units):
+        return None
+    matrices = {u[0]: m for u, m in zip(phase.units, phase.matrices)}
+    names, kinds = dataset.schema.names, [a.kind for a in dataset.schema]
+    within: list[tuple[str, str]] = []
+    merged_on_noise: list[str] = []
+    levels: list[float] = []
+    checked = 0
+    for i in range(dataset.m):
+        for j in range(i + 1, dataset.m):
+            if (kinds[i], kinds[j]) == ("ordinal", "ordinal") or i not in matrices or j not in matrices:
+                continue
+            mi, mj = matrices[i], matrices[j]
+            if mi is None or mj is None or not hasattr(mi, "values") or not hasattr(mj, "values"):
+                continue
+            level = noise_cramers_v(mi.values, mj.values, run.estimate.marginal([i]), run.estimate.marginal([j]),
+                                    dataset.n)
+            checked += 1
+            levels.append(level)
+            if dep[i, j] < NOISE_FACTOR * level:
+                within.append((names[i], names[j]))
+                if dep[i, j] >= td:
+                    merged_on_noise.append(f"{{{names[i]},{names[j]}}} ({dep[i, j]:.2f})")
+    if not checked:
+        return None
+    typical = float(np.median(levels))
+    if len(within) == checked:
+        return (f"every estimated dependence of RR-Clusters (Cramér's V) is within the noise of the randomization: "
+                f"an independent pair shows V ≈ {typical:.2f} at n = {dataset.n:,} through these matrices; "
+                "the clusters found are no evidence of dependence (more records, or a larger ε, lower the noise)")
+    if merged_on_noise:
+        shown = ", ".join(merged_on_noise[:6]) + (f" and {len(merged_on_noise) - 6} more" if len(merged_on_noise) > 6 else "")
+        return (f"Algorithm 1 takes as dependent (≥ Td = {td:g}) pairs whose estimated dependence is within the noise "
+                f"of the randomization, below {NOISE_FACTOR:g}× the V an independent pair shows at n = {dataset.n:,} "
+                f"(≈ {typical:.2f}): {shown}; clusters built on them may come from noise alone (more records, or a "
+                "larger ε, lower the noise)")
+    return None
 
 
 def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, planted: Any, found: Any,

@@ -41,6 +41,7 @@ __all__ = [
     "git_commit",
     "markdown_report",
     "plural",
+    "RR_INDEPENDENT_JOINT",
     "is_mprr_results",
     "previous_outputs",
     "to_jsonable",
@@ -436,6 +437,12 @@ class ReportFiles:
     removed: tuple[Path, ...] = ()
     other_files: tuple[Path, ...] = ()
 
+
+RR_INDEPENDENT_JOINT = ("RR-Independent estimates only the marginals: its joint estimate, from which its queries "
+                        "are answered, is the product of its marginal estimates (the attributes taken as "
+                        "independent).")
+"""Said in every caption that reports RR-Independent's joint estimate or a number computed from it
+(main paper Protocol 1: one matrix per attribute, eq. (2) per marginal)."""
 
 _RESULTS_KEYS = frozenset({"scenario", "kind", "engine", "provenance", "figures"})
 """Keys every ``results.json`` an mprr run writes has (:func:`results_document`): a file named

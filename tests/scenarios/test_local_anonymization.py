@@ -305,3 +305,20 @@ def test_an_own_data_report_opens_with_the_file_not_the_demo(tmp_path: Path) -> 
     assert "Default demo" not in report
     doc = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
     assert doc["description"] == opening
+
+
+def test_identical_cluster_rows_are_collapsed_into_run_ranges() -> None:
+    from scenarios.anonymization_report import _cluster_rows
+
+    found = ["{A1,A2}"] * 18 + ["{A1,A2,A3}", "{A1,A2}"]
+    ok: list[bool | None] = [True] * 18 + [False, True]
+    assert _cluster_rows(found, ok) == [("1–18, 20", 19, "{A1,A2}", True), ("19", 1, "{A1,A2,A3}", False)]
+    assert _cluster_rows(["{a,b}"] * 3, [None] * 3) == [("1–3", 3, "{a,b}", None)]
+
+
+def test_rr_independent_joint_is_said_to_be_the_product_of_its_marginals(both: dict[str, tuple[Path, dict]]) -> None:
+    _, doc = both["fast"]
+    assert "its joint estimate, from which its queries are answered, is the product of its marginal estimates" \
+        in doc["tables"]["comparison"]["caption"]
+    clusters = doc["tables"]["clusters"]
+    assert clusters["columns"] == ["runs", "count", "clusters", "= planted"] and clusters["rows"][0]["runs"] == "1"

@@ -30,6 +30,12 @@ def _frame(n: int = 400, seed: int = 3) -> pd.DataFrame:
     return pd.DataFrame({"id": np.arange(n), "age": age, "smoker": smoker, "region": region, "edu": edu})
 
 
+def _write(tmp_path: Path, frame: pd.DataFrame, name: str = "data.csv") -> Path:
+    path = tmp_path / name
+    frame.to_csv(path, index=False)
+    return path
+
+
 def _main(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     return main(list(argv), stdout=out, stderr=err), out.getvalue(), err.getvalue()
@@ -277,3 +283,21 @@ def test_the_debug_log_of_a_data_run_shows_the_parameters_used_not_the_synthetic
                                                      "columns, data, queries): {'columns': ('age', 'smoker', 'region')")
     assert "parameters used: {'n': 60, 'sizes': [3, 2, 4], 'clusters': None, 'strength': None" in logged[1]
     assert "3000" not in err and "(4, 3, 5, 2, 6, 3, 8, 2)" not in err  # the synthetic data's n and sizes
+
+
+def test_a_warning_says_when_the_estimated_dependences_are_within_the_noise(tmp_path: Path) -> None:
+    gen = np.random.default_rng(1)
+    csv = tmp_path / "indep.csv"
+    pd.DataFrame({"a": gen.choice(list("xyz"), 200), "b": gen.choice(list("uvw"), 200),
+                  "c": gen.choice(list("pq"), 200)}).to_csv(csv, index=False)
+    code, out, err = _main("run", "local_anonymization", "--data", str(csv), "--engine", "fast", "--quiet",
+                           "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    assert "warning: every estimated dependence of RR-Clusters (Cramér's V) is within the noise of the " \
+           "randomization: an independent pair shows V ≈ 0." in out and "at n = 200 through these matrices" in out
+    assert "WARNING" in err and "Warning: every estimated" in (tmp_path / "o" / "report.md").read_text(encoding="utf-8")
+    # strongly dependent columns at a size where the noise is small: no warning
+    code, out, err = _main("run", "local_anonymization", "--data", str(_write(tmp_path, _frame(3000))), "--columns",
+                           "age,smoker,region,edu", "--engine", "fast", "--quiet", "--set", "Tv=12",
+                           "--set", "queries=20", "--out", str(tmp_path / "o2"))
+    assert code == 0 and "  warning: " not in out, out
