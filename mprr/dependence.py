@@ -1,4 +1,5 @@
-"""Dependence between pairs of attributes: |Pearson| (main paper eq. 8) and Cramér's V (eq. 9).
+"""Dependence between pairs of attributes: |Pearson| (main paper eq. 8) and Cramér's V (eq. 9),
+and the Cramér's V that randomization noise alone gives an independent pair (:func:`noise_cramers_v`).
 
 Both measures are computed from a two-way contingency table (rows = categories of the first
 attribute, columns = categories of the second).  The table may hold counts or probabilities:
