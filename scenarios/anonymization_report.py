@@ -33,6 +33,7 @@ from mprr.metrics import CountQuery
 from mprr.protocols.result import ProtocolResult
 from parties.network import CONTROLLER
 from scenarios.cost_model import ClosedForm, rr_closed_form
+from scenarios.montecarlo import median_over_runs
 from scenarios.plots import BarPlot, CustomPlot, FigureSpec, phase_colour
 from scenarios.privacy_report import privacy_section, privacy_summary_lines, privacy_table
 from scenarios.report import RR_INDEPENDENT_JOINT, ScenarioResult, Table, counted_by, plural
@@ -166,6 +167,12 @@ def _boxplot(errors: Mapping[str, np.ndarray], sigma: float, epsilon: Mapping[st
                                            if len({v for v in epsilon.values()}) > 1 else ".")
                  + (" " + RR_INDEPENDENT_JOINT if any(k.startswith("RR-Independent") for k in errors) else "")),
     )
+
+
+def _interval_text(interval: Sequence[float]) -> str:
+    """``"4.81–5.63%"`` for a bootstrap interval of a relative error, ``"— (1 run)"`` without one."""
+    low, high = interval
+    return "— (1 run)" if not (math.isfinite(low) and math.isfinite(high)) else f"{low:.2%}–{high:.2%}"
 
 
 def _run_ranges(runs: Sequence[int]) -> str:
@@ -337,7 +344,9 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
 
     query_metrics = {
         label: {"median": float(np.nanmedian(v)), "mean": float(np.nanmean(v)),
-                "p90": float(np.nanpercentile(v, 90)), "per_run_median": np.nanmedian(v, axis=1)}
+                "p90": float(np.nanpercentile(v, 90)), "per_run_median": np.nanmedian(v, axis=1),
+                # 95% percentile bootstrap interval of the median over whole runs (NaN with one run)
+                "median_interval": [(m := median_over_runs(v, seed=runs)).low, m.high]}
         for label, v in errors.items()
     }
 
@@ -394,7 +403,7 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
         t = traffic.get(base)
         q = query_metrics[label]
         table_rows.append((
-            label, q["median"], q["mean"], q["p90"],
+            label, q["median"], _interval_text(q["median_interval"]), q["mean"], q["p90"],
             *(float(sequential[base]["epsilon"][k]) for k in ("min", "median", "max")),
             None if t is None else t["messages"], None if t is None else t["bytes"],
             float(np.median([pr[base].seconds + (pr[base].adjustment_seconds if "+" in label else 0.0)
@@ -403,14 +412,15 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
     comparison = Table(
         key="comparison",
         title="Accuracy, privacy and cost per protocol",
-        columns=("protocol", "median rel. error", "mean rel. error", "90th pct rel. error",
+        columns=("protocol", "median rel. error", "median 95% interval", "mean rel. error", "90th pct rel. error",
                  "ε min", "ε median", "ε max", "messages", "bytes", "seconds"),
         rows=table_rows,
         formats={"median rel. error": ".2%", "mean rel. error": ".2%", "90th pct rel. error": ".2%",
                  "ε min": ".3f", "ε median": ".3f", "ε max": ".3f", "seconds": ".2f"},
         caption=f"{plural(len(queries), 'count query', 'count queries')} of main paper 6.5 "
                 f"(σ = {params['sigma']:g}) × {plural(runs, 'run')}; eq. (16) relative error against the true counts of the data "
-                f"({plural(undefined, 'query', 'queries')} with a true count of 0 excluded). ε per party under sequential "
+                f"({plural(undefined, 'query', 'queries')} with a true count of 0 excluded); median 95% interval: "
+                "percentile bootstrap of the median over whole runs (with one run, none). ε per party under sequential "
                 "composition of its own ledger. " + _budget_note(sequential, bases)
                 + " Messages/bytes: measured on the network (actors engine; run 1)."
                 + (" The fast path sends no messages." if engine == "fast" else "") + " " + RR_INDEPENDENT_JOINT,
@@ -558,7 +568,7 @@ def noise_warning(run: ProtocolResult, dataset: Dataset, td: float) -> str | Non
 
 
 def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, planted: Any, found: Any,
-                   recovered: int | None, runs: int, q: Mapping[str, Mapping[str, float]],
+                   recovered: int | None, runs: int, q: Mapping[str, Mapping[str, Any]],
                    sections: Mapping[str, Mapping[str, Any]], traffic: Mapping[str, Any],
                    timing: Mapping[str, Any], elapsed: float, n_queries: int,
                    bases: Sequence[str]) -> list[str]:
@@ -568,14 +578,19 @@ def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, pla
              else f"clusters found {_fmt_clusters(found, names)}")
     eps = {b: float(sections[b]["policies"]["sequential"]["epsilon"]["median"]) for b in bases}
     eps_text = {b: "∞" if math.isinf(e) else f"{e:.3g}" for b, e in eps.items()}
+
+    def med(label: str) -> str:  # the median, with its 95% bootstrap interval over runs when there is one
+        low, high = q[label]["median_interval"]
+        return f"{q[label]['median']:.2%}" + (f" [{low:.1%}–{high:.1%}]" if math.isfinite(low) else "")
+
     lines = [
         f"{dataset.n} parties, {dataset.m} attributes ({math.prod(dataset.sizes):,} cells), engine {engine}; "
         + where,
         f"count-query relative error, median of {plural(n_queries, 'query', 'queries')} x {plural(runs, 'run')} "
         f"(σ = {params['sigma']:g}): "
-        f"RR-Clusters {q['RR-Clusters']['median']:.2%}, +Adjustment {q['RR-Clusters+Adjustment']['median']:.2%} "
+        f"RR-Clusters {med('RR-Clusters')}, +Adjustment {med('RR-Clusters+Adjustment')} "
         f"(ε {eps_text['RR-Clusters']} per party) | "
-        f"RR-Independent {q['RR-Independent']['median']:.2%}, +Adjustment {q['RR-Independent+Adjustment']['median']:.2%} "
+        f"RR-Independent {med('RR-Independent')}, +Adjustment {med('RR-Independent+Adjustment')} "
         f"(ε {eps_text['RR-Independent']} per party)"
         + ("" if len(set(eps.values())) <= 1 else " — budgets differ: not a comparison at equal ε"),
     ]

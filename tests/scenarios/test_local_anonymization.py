@@ -163,6 +163,14 @@ def test_several_runs_pool_their_errors(tmp_path: Path) -> None:
     assert doc["runs"] == 3
     assert len(doc["metrics"]["clusters_found_per_run"]) == 3
     assert len(doc["metrics"]["relative_error"]["RR-Clusters"]["per_run_median"]) == 3
+    # the pooled median comes with its bootstrap interval over whole runs, in the metrics, table and summary
+    for label, q in doc["metrics"]["relative_error"].items():
+        low, high = q["median_interval"]
+        assert low <= q["median"] <= high and min(q["per_run_median"]) <= low and high <= max(q["per_run_median"]), label
+    row = doc["tables"]["comparison"]["rows"][0]
+    low, high = doc["metrics"]["relative_error"]["RR-Clusters"]["median_interval"]
+    assert row["median 95% interval"] == f"{low:.2%}–{high:.2%}"
+    assert f"RR-Clusters {row['median rel. error']:.2%} [{low:.1%}–{high:.1%}]" in (out / "report.md").read_text(encoding="utf-8")
 
 
 def test_bad_parameters_are_rejected(tmp_path: Path) -> None:
