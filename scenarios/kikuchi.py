@@ -426,6 +426,9 @@ def run_kikuchi_sweeps(config: ScenarioConfig, *, out_dir: Path, runs: int, seed
     metrics["claims_undecided"] = sum(c[-1].startswith("undecided") for c in claims)
     metrics["claims_checked"] = len(claims)
     notes += [
+        "RR-Ind's joint estimate is the product of its two eq. (2) marginal estimates (paper Algorithm 2: the "
+        "attributes taken as independent); RR-Ind-Joint inverts P^A ⊗ P^B on the pair's tally (Algorithm 3), "
+        "from the same release.",
         f"Randomization: k-RR grr(d, ε) per attribute (paper 3.4), ε per party = 2ε (Theorem 2). "
         f"Post-processing: {prm['postprocess']}.",
         "MAE/MSE are measured against the joint distribution of the synthesized sample X (paper 3.5); the "

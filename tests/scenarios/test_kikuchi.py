@@ -110,6 +110,8 @@ def test_reduced_run_writes_every_output(tmp_path: Path) -> None:
     v_rows = doc["tables"]["sweep_v"]["rows"]
     assert v_rows[0]["MAE RR-Ind noise-free"] == pytest.approx(0.0, abs=1e-15)  # V = 0: independent
     assert any("skipped" in note for note in doc["notes"])
+    assert any(note.startswith("RR-Ind's joint estimate is the product of its two eq. (2) marginal estimates")
+               for note in doc["notes"])
     for name in ("v", "epsilon", "n", "d"):
         assert (tmp_path / "k" / f"mae_vs_{name}.png").read_bytes()[:8] == PNG_MAGIC
     assert (tmp_path / "k" / "report.md").is_file()
