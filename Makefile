@@ -31,7 +31,7 @@ test: $(VENV)/.installed-test
 # API reference (docstrings, numpy style) and user guide (README, docs/*.md) -> out/docs/index.html;
 # Sphinx warnings are errors
 docs: $(VENV)/.installed-test
-	rm -rf docs/sphinx/_autosummary
+	rm -rf docs/sphinx/_autosummary docs/sphinx/_generated
 	$(BIN)/python -m sphinx -b html -q -E -W --keep-going docs/sphinx out/docs
 	@echo "docs: out/docs/index.html"
 
@@ -48,4 +48,4 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/oracles.py
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .mypy_cache docs/sphinx/_autosummary
+	rm -rf $(VENV) out .pytest_cache .mypy_cache docs/sphinx/_autosummary docs/sphinx/_generated

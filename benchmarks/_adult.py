@@ -1,8 +1,7 @@
 """Where the benchmarks look for UCI Adult when no path is given.
 
-``MPRR_ADULT_DIR`` if set, else ``shared/data/adult/adult.data`` in the nearest folder above
-this checkout that has it (the workplace keeps the data beside the checkout; a worktree may sit
-a level deeper), else the path beside the checkout, which the scripts name when it is missing.
+``$MPRR_ADULT_DIR/adult.data`` (or ``adult.data.gz``) if the variable is set, else the copy
+shipped with the package (``scenarios/data/adult/adult.data.gz``).
 """
 
 from __future__ import annotations
@@ -10,18 +9,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from scenarios.datasets import bundled_adult
+
 __all__ = ["DEFAULT_ADULT"]
 
 
 def _default_adult() -> Path:
     env = os.environ.get("MPRR_ADULT_DIR")
     if env:
-        return Path(env) / "adult.data"
-    checkout = Path(__file__).resolve().parents[1]
-    for ancestor in checkout.parents:
-        if (candidate := ancestor / "shared" / "data" / "adult" / "adult.data").exists():
-            return candidate
-    return checkout.parent / "shared" / "data" / "adult" / "adult.data"
+        plain = Path(env) / "adult.data"
+        return plain if plain.is_file() or not (Path(env) / "adult.data.gz").is_file() else Path(env) / "adult.data.gz"
+    return bundled_adult("adult.data")
 
 
 DEFAULT_ADULT = _default_adult()

@@ -9,7 +9,7 @@ the machine may be shared).
 
 Usage::
 
-    .venv/bin/python benchmarks/actors.py ../shared/data/adult/adult.data [--p 0.7] [--Tv 50]
+    .venv/bin/python benchmarks/actors.py [adult.data] [--p 0.7] [--Tv 50]
         [--Td 0.1] [--seed 1] [--limit N] [--profile]
 """
 

@@ -12,8 +12,8 @@ out what a run cannot reproduce: wall and CPU times, versions, provenance, elaps
     .venv/bin/python benchmarks/scenario_snapshot.py --out after.json --compare before.json
 
 ``--compare`` exits with status 1 and lists the differing paths when a number differs by more
-than float rounding (relative 1e-9, absolute 1e-12). Scenarios that need UCI Adult are skipped
-when the file is not found (``--adult`` or ``MPRR_ADULT_DIR``).
+than float rounding (relative 1e-9, absolute 1e-12). Scenarios that need UCI Adult read the copy
+shipped with the package, or ``--adult`` / ``MPRR_ADULT_DIR``.
 """
 
 from __future__ import annotations

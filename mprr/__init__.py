@@ -22,7 +22,7 @@ Modules, in dependency order (each may import only those above it):
                       (eq. 5, 6)
 - ``distributions`` — JointDistribution protocol; Dense / Product / WeightedSample; sample()
 - ``data``          — attributes, schemas, encoded data sets, the Adult schema and parser
-- ``dependence``    — |Pearson| (eq. 8), Cramér's V (eq. 9), dependence matrices
+- ``dependence``    — |Pearson| (eq. 8), Cramér's V (eq. 9), dependence matrices, the V of noise alone
 - ``synthetic``     — zipf_pair (RR-Ind-Joint 4.1), planted_clusters (known truth, demo data)
 - ``metrics``       — count queries, the 6.5 query generator, eq. (16) errors, MAE, MSE, TVD
 - ``marginals``     — marginal tables over attribute subsets: projection, Norm-Sub, PriView/CALM

@@ -29,6 +29,7 @@ __all__ = [
     "Dataset",
     "KINDS",
     "infer_schema",
+    "label_order",
     "adult_schema",
     "parse_adult",
     "ADULT_COLUMNS",
@@ -225,6 +226,17 @@ class Schema:
         return Schema(tuple(self.attributes[i] for i in idx))
 
 
+def label_order(label: str) -> tuple[int, float, str]:
+    """Sort key of inferred category labels: labels that read as finite numbers first, in
+    numeric order (``"9"`` before ``"12"``; equal numbers such as ``"1"`` and ``"1.0"`` in
+    code-point order), then every other label in code-point order (as ``sorted`` on ``str``)."""
+    try:
+        number = float(label)
+    except ValueError:
+        return (1, 0.0, label)
+    return (0, number, label) if math.isfinite(number) else (1, 0.0, label)
+
+
 def infer_schema(
     rows: Sequence[Sequence[Any]] | np.ndarray,
     names: Sequence[str],
@@ -232,8 +244,9 @@ def infer_schema(
 ) -> Schema:
     """Build a schema whose categories are the distinct values found in ``rows``.
 
-    Nominal categories are sorted lexicographically; ordinal categories numerically when every
-    value parses as a number, lexicographically otherwise.  Values are stripped ``str``.
+    Categories are sorted by :func:`label_order` (numbers numerically, then the other labels in
+    code-point order), whatever the kind; an ordinal attribute whose order is not that one is
+    declared as an :class:`Attribute`.  Values are stripped ``str``.
     ``kinds`` maps a name to its kind (or lists kinds in column order); default nominal.
     ``rows`` may be a 2-D array (one column per name); values are converted and stripped
     as whole columns (no Python loop over records).
@@ -265,12 +278,7 @@ def infer_schema(
     table = np.char.strip(raw.astype(str))
     attrs = []
     for j, name in enumerate(names):
-        values = np.unique(table[:, j]).tolist()  # code-point order, as sorted() on str
-        if kind_of[name] == "ordinal":
-            try:
-                values = sorted(values, key=float)
-            except ValueError:
-                pass
+        values = sorted(np.unique(table[:, j]).tolist(), key=label_order)
         attrs.append(Attribute(name, tuple(values), kind_of[name]))
     return Schema(tuple(attrs))
 

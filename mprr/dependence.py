@@ -1,4 +1,5 @@
-"""Dependence between pairs of attributes: |Pearson| (main paper eq. 8) and Cramér's V (eq. 9).
+"""Dependence between pairs of attributes: |Pearson| (main paper eq. 8) and Cramér's V (eq. 9),
+and the Cramér's V that randomization noise alone gives an independent pair (:func:`noise_cramers_v`).
 
 Both measures are computed from a two-way contingency table (rows = categories of the first
 attribute, columns = categories of the second).  The table may hold counts or probabilities:
@@ -32,6 +33,7 @@ __all__ = [
     "cramers_v",
     "dependence",
     "dependence_matrix",
+    "noise_cramers_v",
     "pearson_abs",
 ]
 
@@ -155,6 +157,56 @@ def cramers_v(table: object, *, clip_negative: bool = False) -> float:
     )
     phi2 = float(terms.sum())
     return float(min(1.0, np.sqrt(max(phi2, 0.0) / k)))
+
+
+def noise_cramers_v(pa: np.ndarray, pb: np.ndarray, marginal_a: np.ndarray, marginal_b: np.ndarray,
+                    n: int) -> float:
+    """Cramér's V that randomization and sampling noise alone give an *independent* pair.
+
+    The pair's table is estimated by main paper eq. (2) from the ``n`` values released through
+    ``P_a ⊗ P_b`` (RR per attribute, Section 4.1): ``π̂ = (P_aᵀ)⁻¹ Λ̂ P_b⁻¹`` with ``Λ̂`` the
+    tally of the released pairs over ``n``.  For independent attributes with marginals
+    ``a``, ``b`` (``π = a bᵀ``, ``Λ = P_aᵀ π P_b``), the multinomial covariance of ``Λ̂``
+    gives, cell by cell,
+
+    ``D = π̂ − π̂_a π̂_bᵀ ≈ G Λ̂ Hᵀ`` to first order, with ``G = (I − a 1ᵀ)(P_aᵀ)⁻¹`` and
+    ``H = (I − b 1ᵀ)(P_bᵀ)⁻¹`` (``G Λ Hᵀ = 0``), so the multinomial covariance of ``Λ̂`` gives
+    ``Var(D) = (G∘G) Λ (H∘H)ᵀ / n`` cell by cell (the Kronecker structure: no ``(r_a r_b)²``
+    matrix is formed) and ``E[φ²] = Σ Var(D_ij) / (a_i b_j)``; for ``P = I`` this is
+    ``(r_a − 1)(r_b − 1)/n``, the χ² test's expectation.  Returns ``sqrt(E[φ²] / (min(r_a, r_b) − 1))``:
+    an estimated dependence of the same size or smaller is within the noise.
+
+    Parameters
+    ----------
+    pa, pb
+        Dense randomization matrices of the two attributes (``P[u, v] = Pr(Y = v | X = u)``).
+    marginal_a, marginal_b
+        Marginal distributions of the two attributes (categories of probability 0 are left out).
+    n
+        Number of released records.
+
+    Raises
+    ------
+    ConfigurationError
+        If the sizes do not match or ``n`` is not positive.
+    """
+    pa, pb = np.asarray(pa, dtype=float), np.asarray(pb, dtype=float)
+    a, b = np.asarray(marginal_a, dtype=float), np.asarray(marginal_b, dtype=float)
+    if pa.shape != (a.size, a.size) or pb.shape != (b.size, b.size):
+        raise ConfigurationError(f"noise_cramers_v needs square matrices matching the marginals, got shapes "
+                                 f"{pa.shape}, {pb.shape} for marginals of {a.size} and {b.size} categories")
+    if n < 1:
+        raise ConfigurationError(f"n must be a positive number of records, got {n}")
+    g = (np.eye(a.size) - np.outer(a, np.ones(a.size))) @ np.linalg.inv(pa.T)
+    h = (np.eye(b.size) - np.outer(b, np.ones(b.size))) @ np.linalg.inv(pb.T)
+    lam = pa.T @ np.outer(a, b) @ pb
+    var = (g * g) @ lam @ (h * h).T / n
+    keep_a, keep_b = a > 0, b > 0
+    ra, rb = int(keep_a.sum()), int(keep_b.sum())
+    if min(ra, rb) < 2:
+        return 0.0
+    phi2 = float((var[keep_a][:, keep_b] / np.outer(a[keep_a], b[keep_b])).sum())
+    return float(min(1.0, np.sqrt(max(phi2, 0.0) / (min(ra, rb) - 1))))
 
 
 def _check_kind(kind: object, name: str) -> str:

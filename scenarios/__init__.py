@@ -11,9 +11,12 @@ Modules, in dependency order:
 - ``plots``      — PNG figures (matplotlib Agg canvas, no pyplot)
 - ``report``     — ``ScenarioResult``; results.json and report.md writers
 - ``registry``   — runner kinds and the shipped configs (``configs/*.toml``)
+- ``out_dir``    — the output folder: refused when it holds files mprr did not write, removed
+                   again when a run that created it fails
 - ``runner``     — run a scenario and write its report
 - ``cli``        — the ``mprr`` command (``run``, ``list``, ``show``)
-- ``datasets``   — file I/O: ``load_adult``, ``load_table`` (CSV or Parquet)
+- ``datasets``   — file I/O: ``load_adult`` (the shipped copy in ``data/adult``, CC BY 4.0),
+                   ``load_table`` (CSV or Parquet), ordinal columns, malformed rows
 - ``montecarlo`` — parallel Monte Carlo over runs with per-run seeds
 - ``tables``     — ``bistochastic_table``, ``lambda_table`` (the two papers' Table 1)
 - ``adult_queries`` — Adult loading / subsampling, query evaluation, the printed-ε option

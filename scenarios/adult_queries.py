@@ -1,7 +1,7 @@
 """The Adult data and the count-query evaluation of the main paper's experiments (Section 6).
 
-- :func:`resolve_adult_path` / :func:`load_adult_dataset` — UCI Adult from the configured path,
-  optionally subsampled (reduced runs) and concatenated k times (Table II: Adult6);
+- :func:`resolve_adult_path` / :func:`load_adult_dataset` — UCI Adult from the configured path
+  (default ``"bundled"``: the copy shipped in ``scenarios/data/adult``), optionally subsampled (reduced runs) and concatenated k times (Table II: Adult6);
 - :func:`draw_queries` / :func:`errors_of` — the 6.5 query generator with an explicit policy for
   queries whose true count is 0, and the eq. (16) errors of any estimate;
 - :func:`matrix_choice` — the two readings of the 6.3.1 matrix: ``"matrix"`` (the stochastic
@@ -22,7 +22,7 @@ import numpy as np
 from mprr.data import Dataset
 from mprr.errors import ConfigurationError, DataError, EstimationError
 from mprr.metrics import CountQuery, answers, random_queries, relative_error
-from scenarios.datasets import load_adult
+from scenarios.datasets import bundled_adult, load_adult
 
 __all__ = [
     "ADULT_DEFAULT",
@@ -38,32 +38,42 @@ __all__ = [
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-ADULT_DEFAULT = "../shared/data/adult/adult.data"
+ADULT_DEFAULT = "bundled"
+"""``adult_path`` of the Adult scenarios: the gzip-compressed copy of UCI Adult shipped with the
+package (:func:`scenarios.datasets.bundled_adult`); any other value is the path of another copy."""
 EPSILON_READINGS = ("matrix", "printed", "printed-separate")
 
 
 def resolve_adult_path(value: str | Path) -> Path:
-    """The Adult file of the configuration: absolute, or relative to the working directory,
-    or relative to the repository root (in that order).  A directory means its ``adult.data``.
+    """The Adult file of the configuration: ``"bundled"`` (:data:`ADULT_DEFAULT`) is the copy
+    shipped with the package; any other value is a path, absolute, or relative to the working
+    directory, or relative to the repository root (in that order).  A directory means its
+    ``adult.data`` (or ``adult.data.gz``).
 
     Raises
     ------
     ConfigurationError
         If no candidate exists (the message lists every path tried).
     """
+    if str(value) == ADULT_DEFAULT:
+        try:
+            return bundled_adult()
+        except DataError as exc:
+            raise ConfigurationError(f"parameters.adult_path = {ADULT_DEFAULT!r}: {exc}") from exc
     raw = Path(value).expanduser()
     tries = [raw] if raw.is_absolute() else [Path.cwd() / raw, REPO_ROOT / raw]
     candidates = list(dict.fromkeys(c.resolve() for c in tries))  # run from the root: one path
     for c in candidates:
         if c.is_dir():
-            c = c / "adult.data"
+            c = next((f for f in (c / "adult.data", c / "adult.data.gz") if f.is_file()), c / "adult.data")
         if c.is_file():
             return c.resolve()
     tried = ", ".join(repr(str(c)) for c in candidates)
     raise ConfigurationError(
         f"parameters.adult_path must be the UCI Adult file adult.data (or its directory), got "
-        f"{str(value)!r}: not found (tried {tried}); download it from the UCI repository or "
-        "set --set adult_path=/path/to/adult.data"
+        f"{str(value)!r}: not found (tried {tried}); leave adult_path at {ADULT_DEFAULT!r} for the copy shipped "
+        "with mprr, or give the path of another copy (UCI Machine Learning Repository, "
+        "https://doi.org/10.24432/C5XW20): --set adult_path='\"/path/to/adult.data\"'"
     )
 
 

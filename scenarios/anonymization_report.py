@@ -17,6 +17,7 @@ RR-Independent on either engine, each followed by RR-Adjustment) into a
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -26,21 +27,24 @@ from matplotlib.figure import Figure as MplFigure
 
 from mprr.adjustment import Adjustment
 from mprr.data import Dataset
-from mprr.dependence import bivariate_tables, dependence_matrix
+from mprr.dependence import bivariate_tables, dependence_matrix, noise_cramers_v
 from mprr.errors import ConfigurationError
 from mprr.metrics import CountQuery
 from mprr.protocols.budget import keep_for_budget
 from mprr.protocols.result import ProtocolResult
 from parties.network import CONTROLLER
 from scenarios.cost_model import ClosedForm, rr_closed_form
-from scenarios.plots import BarPlot, CustomPlot, FigureSpec
+from scenarios.montecarlo import median_over_runs
+from scenarios.plots import BarPlot, CustomPlot, FigureSpec, phase_colour
 from scenarios.privacy_report import privacy_section, privacy_summary_lines, privacy_table
-from scenarios.report import ScenarioResult, Table, counted_by, plural
+from scenarios.report import RR_INDEPENDENT_JOINT, ScenarioResult, Table, counted_by, plural
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from scenarios.local_anonymization import ProtocolRun
 
-__all__ = ["build_result"]
+__all__ = ["NOISE_FACTOR", "build_result", "noise_warning"]
 
 
 def _clusters(result: ProtocolResult) -> list[list[int]]:
@@ -137,13 +141,19 @@ def _wire_table(traffic: Mapping[str, Any], bases: Sequence[str]) -> Table | Non
 # --------------------------------------------------------------------------- figures
 
 
-def _boxplot(errors: Mapping[str, np.ndarray], sigma: float) -> FigureSpec:
+def _boxplot(errors: Mapping[str, np.ndarray], sigma: float, epsilon: Mapping[str, float]) -> FigureSpec:
+    """Boxes of the query errors, each labelled with the ε per party its protocol spent
+    (``epsilon``: per base protocol, sequential composition, median over parties)."""
+    def eps_of(label: str) -> str:
+        e = epsilon[label.split("+")[0]]
+        return "ε = ∞" if math.isinf(e) else f"ε = {e:.3g}"
+
     def draw(fig: MplFigure) -> None:
         ax = fig.add_subplot()
         data = [v[np.isfinite(v)].ravel() * 100 for v in errors.values()]
         ax.boxplot(data, showfliers=False)
         ax.set_xticks(range(1, len(errors) + 1))
-        ax.set_xticklabels([k.replace("+", "\n+") for k in errors], fontsize="small")
+        ax.set_xticklabels([f"{k.replace('+', chr(10) + '+')}\n{eps_of(k)}" for k in errors], fontsize="small")
         ax.set_ylabel("relative error of count queries (%)")
         ax.grid(True, axis="y", alpha=0.3)
 
@@ -152,14 +162,46 @@ def _boxplot(errors: Mapping[str, np.ndarray], sigma: float) -> FigureSpec:
         title=f"Count-query relative error (eq. 16), σ = {sigma:g}",
         draw=draw,
         caption=("Boxes: quartiles over all queries and runs, orange line the median; whiskers reach "
-                 "the furthest error within 1.5 IQR of the box; outliers hidden."),
+                 "the furthest error within 1.5 IQR of the box; outliers hidden. Under each box the ε per "
+                 "party its protocol spent (sequential composition; +Adjustment is post-processing, it "
+                 "spends nothing more)" + ("; the budgets differ, so the boxes are not a comparison at equal ε."
+                                           if len({v for v in epsilon.values()}) > 1 else ".")
+                 + (" " + RR_INDEPENDENT_JOINT if any(k.startswith("RR-Independent") for k in errors) else "")),
     )
 
 
+def _interval_text(interval: Sequence[float]) -> str:
+    """``"4.81–5.63%"`` for a bootstrap interval of a relative error, ``"— (1 run)"`` without one."""
+    low, high = interval
+    return "— (1 run)" if not (math.isfinite(low) and math.isfinite(high)) else f"{low:.2%}–{high:.2%}"
+
+
+def _run_ranges(runs: Sequence[int]) -> str:
+    """``[1, 2, 3, 5, 7, 8]`` -> ``"1–3, 5, 7–8"`` (run numbers, ascending)."""
+    spans: list[list[int]] = []
+    for r in runs:
+        if spans and r == spans[-1][1] + 1:
+            spans[-1][1] = r
+        else:
+            spans.append([r, r])
+    return ", ".join(f"{a}" if a == b else f"{a}–{b}" for a, b in spans)
+
+
+def _cluster_rows(found: Sequence[str], recovered: Sequence[bool | None]) -> list[tuple[str, int, str, bool | None]]:
+    """One row per distinct clustering found (in order of first appearance): the runs that found
+    it (``"1–20"`` for 20 identical runs, not 20 rows), how many, the clusters, and whether they
+    are the planted ones."""
+    runs: dict[tuple[str, bool | None], list[int]] = {}
+    for i, key in enumerate(zip(found, recovered), start=1):
+        runs.setdefault(key, []).append(i)
+    return [(_run_ranges(r), len(r), text, ok) for (text, ok), r in runs.items()]
+
+
 def _dependence_plot(true_dep: np.ndarray, est_dep: np.ndarray | None, names: Sequence[str],
-                     found: Sequence[Sequence[int]]) -> FigureSpec:
+                     found: Sequence[Sequence[int]], method: str) -> FigureSpec:
+    estimate = f"controller's estimate\n(RR-Clusters, dependence {method}, run 1)"
     def draw(fig: MplFigure) -> None:
-        panels = [("true data", true_dep)] + ([("controller's estimate", est_dep)] if est_dep is not None else [])
+        panels = [("true data", true_dep)] + ([(estimate, est_dep)] if est_dep is not None else [])
         for k, (title, values) in enumerate(panels):
             ax = fig.add_subplot(1, len(panels), k + 1)
             image = ax.imshow(values, vmin=0, vmax=1, cmap="viridis")
@@ -170,8 +212,8 @@ def _dependence_plot(true_dep: np.ndarray, est_dep: np.ndarray | None, names: Se
             ax.set_yticklabels(names, fontsize="x-small")
             ax.set_xlabel("attribute", fontsize="small")
             ax.set_ylabel("attribute", fontsize="small")
-            fig.colorbar(image, ax=ax, shrink=0.8,
-                         label="|Pearson| / Cramér's V" if k == len(panels) - 1 else None)
+            bar = fig.colorbar(image, ax=ax, shrink=0.8)
+            bar.set_label("dependence (|Pearson| / Cramér's V)", fontsize="small")
 
     return CustomPlot(
         filename="dependence.png",
@@ -179,7 +221,9 @@ def _dependence_plot(true_dep: np.ndarray, est_dep: np.ndarray | None, names: Se
         draw=draw,
         size=(8.0, 4.0),
         caption=f"Dependence of every attribute pair (|Pearson| for two ordinal attributes, else Cramér's V; "
-                f"1 on the diagonal). Clusters found by Algorithm 1 (run 1): {_fmt_clusters(found, names)}.",
+                f"1 on the diagonal): left the true data, right what the controller estimated in RR-Clusters' "
+                f"dependence phase (method {method}, run 1; RR-Independent estimates no dependence). Clusters "
+                f"found by Algorithm 1 (run 1): {_fmt_clusters(found, names)}.",
     )
 
 
@@ -231,44 +275,50 @@ def _budget_note(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[st
 
 
 def _epsilon_plot(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[str]) -> FigureSpec:
-    """ε per party, one stacked bar per protocol (one segment per phase it ran); ε = ∞ drawn
-    as a hatched segment labelled ∞."""
-    phases = list(dict.fromkeys(ph for b in bases for ph in sequential[b]["by_phase"]))
-    spent = {b: [(ph, float(v["median"])) for ph, v in sequential[b]["by_phase"].items()] for b in bases}
-    totals = {b: sum(v for _, v in spent[b]) for b in bases}
-    finite_totals = [t for t in totals.values() if math.isfinite(t)]
-    top = max(finite_totals, default=1.0) or 1.0
+    """ε per party, one stacked bar per protocol (one segment per phase it ran, the finite ones
+    first); a phase with ε = ∞ runs off the top of the axes, its top cut off, with an arrow and
+    ∞ above it, so that no height can be read as its value."""
+    spent = {b: sorted(((ph, float(v["median"])) for ph, v in sequential[b]["by_phase"].items()),
+                       key=lambda item: math.isinf(item[1])) for b in bases}  # finite phases at the bottom
+    finite_tops = [sum(v for _, v in spent[b] if math.isfinite(v)) for b in bases]
     any_inf = any(math.isinf(v) for b in bases for _, v in spent[b])
-    inf_height = top * 0.35  # height of an ∞ segment: a marker, not a value
+    ceiling = (max(finite_tops, default=0.0) or 1.0) * (1.45 if any_inf else 1.15)
 
     def draw(fig: MplFigure) -> None:
         ax = fig.add_subplot()
-        colour = {ph: f"C{k}" for k, ph in enumerate(phases)}
         labelled: set[str] = set()
-        peak = 0.0
         for x, b in enumerate(bases):
             bottom = 0.0
             for ph, v in spent[b]:
                 infinite = math.isinf(v)
-                height = inf_height if infinite else v
-                ax.bar(x, height, 0.55, bottom=bottom, color=colour[ph], hatch="//" if infinite else None,
-                       edgecolor="black", linewidth=0.6,
-                       label=None if ph in labelled else ph)
+                height = 2 * ceiling if infinite else v  # ∞: past the top of the axes, cut off there
+                ax.bar(x, height, 0.55, bottom=bottom, color=phase_colour(ph), hatch="//" if infinite else None,
+                       edgecolor="black", linewidth=0.6, label=None if ph in labelled else ph)
                 labelled.add(ph)
-                ax.text(x, bottom + height / 2, "∞" if infinite else f"{v:.3g}", ha="center", va="center",
-                        fontsize="large" if infinite else "small", fontweight="bold" if infinite else None,
-                        color="black" if infinite else "white")
-                bottom += height
-            total = totals[b]
-            ax.text(x, bottom, f"total {'∞ (no DP guarantee)' if math.isinf(total) else f'{total:.3g}'}",
-                    ha="center", va="bottom", fontsize="small")
-            peak = max(peak, bottom)
+                if infinite:
+                    ax.annotate("∞", xy=(x, ceiling * 1.01), xytext=(x, ceiling * 1.11), annotation_clip=False,
+                                ha="center", va="bottom", fontsize="x-large", fontweight="bold",
+                                arrowprops={"arrowstyle": "<|-", "linewidth": 2.0, "color": "black"})
+                    ax.text(x, (bottom + ceiling) / 2, f"{ph}\nε = ∞\n(no DP guarantee)", ha="center", va="center",
+                            fontsize="small", fontweight="bold",
+                            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 2})
+                else:
+                    ax.text(x, bottom + height / 2, f"{v:.3g}", ha="center", va="center", fontsize="small",
+                            color="white")
+                    bottom += height
+            total = sum(v for _, v in spent[b])
+            if math.isinf(total):
+                ax.text(x + 0.3, ceiling, " total ∞", ha="left", va="bottom", fontsize="small")
+            else:
+                ax.text(x, bottom, f"total {total:.3g}", ha="center", va="bottom", fontsize="small")
         ax.set_xticks(range(len(bases)))
         ax.set_xticklabels(bases)
         ax.set_xlim(-0.7, len(bases) - 0.3)
-        ax.set_ylim(0, peak * 1.15)
+        ax.set_ylim(0, ceiling)
+        if any_inf:
+            ax.spines["top"].set_visible(False)  # the axis is open upwards: ∞ has no height
         ax.set_ylabel("ε per party (eq. 4, natural log)")
-        ax.legend(title="phase", fontsize="small", loc="upper right")
+        ax.legend(title="phase", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.grid(True, axis="y", alpha=0.3)
 
     caption = ("One bar per protocol, one segment per phase it runs (median over parties of the ε each "
@@ -276,12 +326,14 @@ def _epsilon_plot(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[s
                "composition. RR-Clusters spends a dependence phase and a cluster phase, RR-Independent "
                "one attribute phase.")
     if any_inf:
-        caption += (" The hatched segment labelled ∞ is ε = ∞ (dependence 4.2 releases exact bivariate "
-                    "tables: no DP guarantee); its height is only a marker.")
+        caption += (" A hatched segment that runs off the top (arrow, ∞) is ε = ∞ (dependence 4.2 releases "
+                    "exact bivariate tables: no DP guarantee): it has no height to read; the finite phases "
+                    "are stacked below it.")
     return CustomPlot(
         filename="epsilon_by_phase.png",
         title="ε spent per party, by protocol and phase",
         draw=draw,
+        size=(7.4, 4.6),
         caption=caption,
     )
 
@@ -327,7 +379,9 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
 
     query_metrics = {
         label: {"median": float(np.nanmedian(v)), "mean": float(np.nanmean(v)),
-                "p90": float(np.nanpercentile(v, 90)), "per_run_median": np.nanmedian(v, axis=1)}
+                "p90": float(np.nanpercentile(v, 90)), "per_run_median": np.nanmedian(v, axis=1),
+                # 95% percentile bootstrap interval of the median over whole runs (NaN with one run)
+                "median_interval": [(m := median_over_runs(v, seed=runs)).low, m.high]}
         for label, v in errors.items()
     }
 
@@ -389,7 +443,7 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
         t = traffic.get(base)
         q = query_metrics[label]
         table_rows.append((
-            label, q["median"], q["mean"], q["p90"],
+            label, q["median"], _interval_text(q["median_interval"]), q["mean"], q["p90"],
             *(float(sequential[base]["epsilon"][k]) for k in ("min", "median", "max")),
             None if t is None else t["messages"], None if t is None else t["bytes"],
             float(np.median([pr[base].seconds + (pr[base].adjustment_seconds if "+" in label else 0.0)
@@ -398,25 +452,25 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
     comparison = Table(
         key="comparison",
         title="Accuracy, privacy and cost per protocol",
-        columns=("protocol", "median rel. error", "mean rel. error", "90th pct rel. error",
+        columns=("protocol", "median rel. error", "median 95% interval", "mean rel. error", "90th pct rel. error",
                  "ε min", "ε median", "ε max", "messages", "bytes", "seconds"),
         rows=table_rows,
         formats={"median rel. error": ".2%", "mean rel. error": ".2%", "90th pct rel. error": ".2%",
                  "ε min": ".3f", "ε median": ".3f", "ε max": ".3f", "seconds": ".2f"},
         caption=f"{plural(len(queries), 'count query', 'count queries')} of main paper 6.5 "
                 f"(σ = {params['sigma']:g}) × {plural(runs, 'run')}; eq. (16) relative error against the true counts of the data "
-                f"({plural(undefined, 'query', 'queries')} with a true count of 0 excluded). ε per party under sequential "
+                f"({plural(undefined, 'query', 'queries')} with a true count of 0 excluded); median 95% interval: "
+                "percentile bootstrap of the median over whole runs (with one run, none). ε per respondent under sequential "
                 "composition of its own ledger. " + _budget_note(sequential, bases, budget)
                 + " Messages/bytes: measured on the network (actors engine; run 1)."
-                + (" The fast path sends no messages." if engine == "fast" else ""),
+                + (" The fast path sends no messages." if engine == "fast" else "") + " " + RR_INDEPENDENT_JOINT,
     )
     names = dataset.schema.names
-    cluster_rows = [(i + 1, _fmt_clusters(f, names), ok) for i, (f, ok) in enumerate(zip(found_all, recovered))]
     cluster_table = Table(
         key="clusters",
         title="Clusters found by Algorithm 1",
-        columns=("run", "clusters", "= planted"),
-        rows=cluster_rows,
+        columns=("runs", "count", "clusters", "= planted"),
+        rows=_cluster_rows([_fmt_clusters(f, names) for f in found_all], recovered),
         caption=(f"Planted: {_fmt_clusters(planted, names)} (other attributes independent); " if planted
                  else "Own data: no planted clusters to compare with (— in the last column); ")
                 + f"Tv = {params['Tv']}, Td = {params['Td']:g}, dependence method {params['dependence']}.",
@@ -441,8 +495,8 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
 
     est_dep = clusters_run.dependence
     figures: list[FigureSpec] = [
-        _boxplot(errors, params["sigma"]),
-        _dependence_plot(_true_dependence(dataset), est_dep, dataset.schema.names, found),
+        _boxplot(errors, params["sigma"], {b: float(sequential[b]["epsilon"]["median"]) for b in bases}),
+        _dependence_plot(_true_dependence(dataset), est_dep, dataset.schema.names, found, params["dependence"]),
         _epsilon_plot(sequential, bases),
     ]
     if traffic:
@@ -455,12 +509,17 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
                     for ph in phases},
             ylabel="kB on the network (all actors)",
             xlabel="protocol",
+            colours={ph: phase_colour(ph) for ph in phases},  # the same colour per phase in every run
             caption=f"Bytes of every encoded message of the phase (parties and controller, both directions), "
                     f"{_counted_by(traffic, bases)}. A phase a protocol does not run has no bar.",
         ))
 
     summary = _summary_lines(params, engine, dataset, planted, found, exact_recovery, runs,
                              query_metrics, sections, traffic, timing, elapsed, len(queries), bases, budget_text)
+    noise = noise_warning(clusters_run, dataset, params["Td"])
+    if noise:
+        log.warning("%s", noise)
+        summary.append(f"warning: {noise}")
     data_note = (
         "Data: mprr.synthetic.planted_clusters — Zipf-like marginals, planted clusters with joint "
         "(1 − s)·⊗π_j + s·comonotone coupling, the other attributes independent; the truth is known."
@@ -493,12 +552,71 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
             "vectorized fast path with the same per-party random streams as the actor engine (same seed ⇒ "
             "same releases); no messages are sent."),
     ]
+    if noise:
+        notes.insert(0, f"Warning: {noise}")
     return ScenarioResult(metrics=metrics, privacy=privacy, traffic=traffic, tables=tables,
                           figures=figures, notes=notes, summary=summary)
 
 
+NOISE_FACTOR = 2.0
+"""An estimated dependence below this many times the noise level of its pair
+(:func:`mprr.dependence.noise_cramers_v`, an RMS) is within the noise of the randomization."""
+
+
+def noise_warning(run: ProtocolResult, dataset: Dataset, td: float) -> str | None:
+    """A warning when RR-Clusters' estimated dependences (main paper 4.1: pair tables estimated
+    from per-attribute randomized values) are within the noise of the randomization.
+
+    For every pair measured by Cramér's V (not two ordinal attributes), the noise level is the
+    V that an independent pair with the estimated marginals would show at this n through the
+    released matrices (:func:`mprr.dependence.noise_cramers_v`); a dependence below
+    :data:`NOISE_FACTOR` times it is within the noise.  Warns when every such pair is, or when
+    Algorithm 1 merged a pair (dependence ≥ Td) that is.  ``None`` otherwise, and for
+    dependences not estimated from per-attribute releases (4.2: exact tables; 4.3: pair units).
+    """
+    dep = getattr(run, "dependence", None)
+    phase = next((r for r in run.releases if r.phase == "dependence"), None)
+    if dep is None or phase is None or phase.exact or any(len(u) != 1 for u in phase.units):
+        return None
+    matrices = {u[0]: m for u, m in zip(phase.units, phase.matrices)}
+    names, kinds = dataset.schema.names, [a.kind for a in dataset.schema]
+    within: list[tuple[str, str]] = []
+    merged_on_noise: list[str] = []
+    levels: list[float] = []
+    checked = 0
+    for i in range(dataset.m):
+        for j in range(i + 1, dataset.m):
+            if (kinds[i], kinds[j]) == ("ordinal", "ordinal") or i not in matrices or j not in matrices:
+                continue
+            mi, mj = matrices[i], matrices[j]
+            if mi is None or mj is None or not hasattr(mi, "values") or not hasattr(mj, "values"):
+                continue
+            level = noise_cramers_v(mi.values, mj.values, run.estimate.marginal([i]), run.estimate.marginal([j]),
+                                    dataset.n)
+            checked += 1
+            levels.append(level)
+            if dep[i, j] < NOISE_FACTOR * level:
+                within.append((names[i], names[j]))
+                if dep[i, j] >= td:
+                    merged_on_noise.append(f"{{{names[i]},{names[j]}}} ({dep[i, j]:.2f})")
+    if not checked:
+        return None
+    typical = float(np.median(levels))
+    if len(within) == checked:
+        return (f"every estimated dependence of RR-Clusters (Cramér's V) is within the noise of the randomization: "
+                f"an independent pair shows V ≈ {typical:.2f} at n = {dataset.n:,} through these matrices; "
+                "the clusters found are no evidence of dependence (more records, or a larger ε, lower the noise)")
+    if merged_on_noise:
+        shown = ", ".join(merged_on_noise[:6]) + (f" and {len(merged_on_noise) - 6} more" if len(merged_on_noise) > 6 else "")
+        return (f"Algorithm 1 takes as dependent (≥ Td = {td:g}) pairs whose estimated dependence is within the noise "
+                f"of the randomization, below {NOISE_FACTOR:g}× the V an independent pair shows at n = {dataset.n:,} "
+                f"(≈ {typical:.2f}): {shown}; clusters built on them may come from noise alone (more records, or a "
+                "larger ε, lower the noise)")
+    return None
+
+
 def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, planted: Any, found: Any,
-                   recovered: int | None, runs: int, q: Mapping[str, Mapping[str, float]],
+                   recovered: int | None, runs: int, q: Mapping[str, Mapping[str, Any]],
                    sections: Mapping[str, Mapping[str, Any]], traffic: Mapping[str, Any],
                    timing: Mapping[str, Any], elapsed: float, n_queries: int,
                    bases: Sequence[str], budget_text: str) -> list[str]:
@@ -508,14 +626,19 @@ def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, pla
              else f"clusters found {_fmt_clusters(found, names)}")
     eps = {b: float(sections[b]["policies"]["sequential"]["epsilon"]["median"]) for b in bases}
     eps_text = {b: "∞" if math.isinf(e) else f"{e:.3g}" for b, e in eps.items()}
+
+    def med(label: str) -> str:  # the median, with its 95% bootstrap interval over runs when there is one
+        low, high = q[label]["median_interval"]
+        return f"{q[label]['median']:.2%}" + (f" [{low:.1%}–{high:.1%}]" if math.isfinite(low) else "")
+
     lines = [
         f"{dataset.n} parties, {dataset.m} attributes ({math.prod(dataset.sizes):,} cells), engine {engine}; "
         + where,
         f"count-query relative error, median of {plural(n_queries, 'query', 'queries')} x {plural(runs, 'run')} "
         f"(σ = {params['sigma']:g}): "
-        f"RR-Clusters {q['RR-Clusters']['median']:.2%}, +Adjustment {q['RR-Clusters+Adjustment']['median']:.2%} "
+        f"RR-Clusters {med('RR-Clusters')}, +Adjustment {med('RR-Clusters+Adjustment')} "
         f"(ε {eps_text['RR-Clusters']} per respondent) | "
-        f"RR-Independent {q['RR-Independent']['median']:.2%}, +Adjustment {q['RR-Independent+Adjustment']['median']:.2%} "
+        f"RR-Independent {med('RR-Independent')}, +Adjustment {med('RR-Independent+Adjustment')} "
         f"(ε {eps_text['RR-Independent']} per respondent)"
         + ("" if len({round(e, 9) for e in eps.values()}) <= 1 or params.get("epsilon") is not None
            or "Budget:" in budget_text else " — budgets differ: not a comparison at equal ε"),
@@ -524,9 +647,9 @@ def _summary_lines(params: Mapping[str, Any], engine: str, dataset: Dataset, pla
     lines += privacy_summary_lines(sections)
     views = traffic.get("controller_view") if traffic else None
     if views:
-        kinds = sorted({k for v in views.values() for k in v.get("kinds", ())})
-        lines.append(f"controller's view (untrusted): {sum(v.get('messages', 0) for v in views.values()):,} "
-                     f"messages received, kinds {', '.join(kinds)} (what each reveals: docs/threat_model.md)")
+        lines.append("controller's view (untrusted, run 1): " + "; ".join(  # one count per protocol, never added up
+            f"{b} {views[b].get('messages', 0):,} messages received, kinds {', '.join(sorted(views[b].get('kinds', ())))}"
+            for b in bases if b in views) + " (what each reveals: docs/threat_model.md)")
     if traffic:
         lines.append("traffic (run 1): " + "; ".join(
             f"{b} {traffic[b]['messages']:,} messages, {_human_bytes(traffic[b]['bytes'])}, "

@@ -5,8 +5,8 @@
     mprr --version
     mprr [-v|-vv|--log-level LEVEL] list [--json]        # shipped scenarios, one line each
     mprr show <scenario.toml|name> [--json]              # parameters: type, allowed values, default
-    mprr run  <scenario.toml|name> [--out DIR] [--runs N] [--seed S] [--engine fast|actors]
-              [--set KEY=VALUE ...] [--data FILE --columns a,b,c [--missing LABEL]
+    mprr run  <scenario.toml|name> [--out DIR [--force]] [--runs N] [--seed S] [--engine fast|actors]
+              [--set KEY=VALUE ...] [--data FILE --columns a,b,c [--missing LABEL] [--ordinal NAME[=c1,...]]
               [--delimiter C] [--encoding E]] [--quiet]
               [--runtime memory|tcp|ray] [--workers P] [--listen HOST:PORT] [--tls-dir DIR]
               [--no-tls] [--external-workers] [--address auto|HOST:PORT] [--shards S]
@@ -41,6 +41,7 @@ from typing import Any, TextIO
 from mprr import __version__
 from mprr.errors import ConfigurationError, MprrError
 from scenarios.config import ENGINES, REQUIRED, merge_tables
+from scenarios.out_dir import prepare_out_dir, removed_on_failure
 from scenarios.overrides import parse_override
 from scenarios.progress import Progress
 from scenarios.registry import available, load
@@ -84,6 +85,9 @@ def _data_options(parser: argparse.ArgumentParser) -> None:
                        help="comma-separated categorical columns to use (default: every column)")
     group.add_argument("--missing", default=None, metavar="LABEL",
                        help="keep empty / NA cells as this category (e.g. '?'); default: they are an error")
+    group.add_argument("--ordinal", action="append", default=None, metavar="NAME[=c1,c2,...]",
+                       help="declare a column ordinal (repeatable): its categories in numeric, then text order, "
+                            "or in the order given, e.g. --ordinal educ --ordinal 'size=S,M,L'")
     group.add_argument("--delimiter", default=None, metavar="C",
                        help="CSV field separator, one character, e.g. ';' or '\\t' for a tab "
                             "(default: a comma; a tab for .tsv)")
@@ -94,7 +98,11 @@ def _data_options(parser: argparse.ArgumentParser) -> None:
 def _output_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("output")
     group.add_argument("--out", type=Path, default=None, metavar="DIR",
-                       help="output directory (default: out/<name>); created if needed")
+                       help="output directory (default: out/<name>); created if needed, removed again if the run "
+                            "fails; a folder holding files mprr did not write is refused unless --force")
+    group.add_argument("--force", action="store_true",
+                       help="write into an --out folder that holds files mprr did not write (its results.json, "
+                            "report.md and figures of the same names are replaced)")
     group.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
 
 
@@ -139,6 +147,7 @@ PARAMETER_OPTIONS: dict[str, Callable[[Any], Any]] = {
     "data": str,
     "columns": lambda text: [c.strip() for c in text.split(",") if c.strip()],
     "missing": str,
+    "ordinal": list,
     "delimiter": lambda text: "\t" if text == "\\t" else text,
     "encoding": str,
 }
@@ -246,27 +255,6 @@ def _cmd_show(target: str, stdout: TextIO, *, as_json: bool) -> None:
                      f"default {default}{'; ' + f.help if f.help else ''}\n")
 
 
-def check_out_dir(path: Path) -> Path:
-    """Create the ``--out`` directory (and parents) or raise an error naming ``--out``.
-
-    Raises
-    ------
-    ConfigurationError
-        If ``path`` is an existing file, or cannot be created or written to.
-    """
-    if path.exists() and not path.is_dir():
-        raise ConfigurationError(f"--out must be a directory, got {str(path)!r}, which is a file")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigurationError(
-            f"--out {str(path)!r}: cannot create the directory ({exc.strerror or exc})"
-        ) from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise ConfigurationError(f"--out {str(path)!r}: the directory is not writable")
-    return path
-
-
 def _summary(outcome: RunOutcome, stdout: TextIO) -> None:
     result, files = outcome.result, outcome.files
     runtime = result.provenance.get("runtime")
@@ -317,19 +305,20 @@ def _check_shortcuts(args: argparse.Namespace) -> None:
 def _cmd_run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
     _check_shortcuts(args)
     overrides = parameter_overrides(args)
-    out_dir = None if args.out is None else check_out_dir(args.out)
+    created = [] if args.out is None else prepare_out_dir(args.out, force=args.force)
     progress = Progress(stderr, enabled=False if args.quiet else None)
     log.info("running %s (overrides %s)", args.scenario, overrides or "none")
-    outcome = run(
-        args.scenario,
-        out_dir=out_dir,
-        runs=args.runs,
-        seed=args.seed,
-        engine=args.engine,
-        parameters=overrides or None,
-        progress=progress,
-        runtime=runtime_of(args),
-    )
+    with removed_on_failure(created):  # a rejected or interrupted run leaves no --out folder behind
+        outcome = run(
+            args.scenario,
+            out_dir=args.out,
+            runs=args.runs,
+            seed=args.seed,
+            engine=args.engine,
+            parameters=overrides or None,
+            progress=progress,
+            runtime=runtime_of(args),
+        )
     _summary(outcome, stdout)
 
 

@@ -31,6 +31,7 @@ closed-form lines.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -187,6 +188,9 @@ def _vectors(point: Point, seed: int) -> tuple[np.ndarray, np.ndarray]:
 _STYLE = {"paper": "C0", "paper-per-combination": "C5", "graph": "C1", "graph-direct": "C4",
           "masked": "C2", "masked-sparse": "C3"}
 _MARKERS = ("o", "s", "^", "D", "v", "h", "<", ">", "p")
+_DODGE = 0.022
+"""Distance between the measured markers of neighbouring series in :func:`_loglog`, as a fraction
+of the panel's x span in decades (about one marker width)."""
 
 
 def _closed_form_legend(ax: Any, **kwargs: Any) -> None:
@@ -214,12 +218,18 @@ def _loglog(filename: str, title: str, panels: Sequence[tuple[str, str, str]],
     """Panels of measured markers and closed-form dashed lines on log-log axes.
 
     ``series[panel_key][engine] = (x_closed, y_closed, x_measured, y_measured)``.  Every engine
-    has its own hollow marker (so coinciding series stay visible) and every panel its legend,
-    below the axes (inside, it covered lines: the paper-per-combination line of the domain sweep).
+    has its own hollow marker, all of one size, each engine's set a little to the side of the
+    true x (:data:`_DODGE` of the x span per engine; the dashed lines at the true x), so that series
+    with equal or close values stay visible beside each other; every panel has its legend below
+    the axes (inside, it covered lines: the paper-per-combination line of the domain sweep).
     """
     def draw(fig: MplFigure) -> None:
         for k, (key, xlabel, ylabel) in enumerate(panels):
             ax = fig.add_subplot(1, len(panels), k + 1)
+            count = len(series[key])
+            xs_pos = [x for xc, _, xm, _ in series[key].values() for x in (*xc, *xm) if x > 0]
+            # about one marker width per series: a fraction of the panel's span in decades
+            step = _DODGE * max(math.log10(max(xs_pos) / min(xs_pos)) if xs_pos else 1.0, 0.3)
             xs_all: list[float] = []
             measured = {e: ([x for x, y in zip(xm, ym) if y > 0], [y for y in ym if y > 0])
                         for e, (_, _, xm, ym) in series[key].items()}
@@ -234,8 +244,9 @@ def _loglog(filename: str, title: str, panels: Sequence[tuple[str, str, str]],
                 if xc:
                     ax.plot(xc, yc, "--", color=colour, linewidth=1)
                 if xm:
-                    ax.plot(xm, ym, _MARKERS[i % len(_MARKERS)], color=colour, markerfacecolor="none",
-                            markersize=max(4, 11 - 1.2 * i), markeredgewidth=1.4, linestyle="none",
+                    shift = 10 ** (step * (i - (count - 1) / 2))  # side by side, not on top of each other
+                    ax.plot([x * shift for x in xm], ym, _MARKERS[i % len(_MARKERS)], color=colour,
+                            markerfacecolor="none", markersize=7, markeredgewidth=1.4, linestyle="none",
                             label=label)
                 elif xc:
                     ax.plot([], [], "--", color=colour, label=f"{engine} (closed form only)")
@@ -249,7 +260,8 @@ def _loglog(filename: str, title: str, panels: Sequence[tuple[str, str, str]],
 
     rows = max(-(-(len(series[key]) + 1) // 2) for key, _, _ in panels)
     return CustomPlot(filename=filename, title=title, draw=draw, size=(4.4 * len(panels), 4.2 + 0.18 * rows),
-                      caption=caption)
+                      caption=caption + " The series' markers sit slightly apart sideways around their x (the dashed "
+                      "lines at the true x), so that equal values stay visible side by side.")
 
 
 # --------------------------------------------------------------------------- runner
@@ -352,11 +364,11 @@ def _rr_outputs(rr: Sequence[RRMeasurement], where: Mapping[str, Any] | None
                 xs = [x_of(r) for r in sel]
                 series[f"{proto} {who}"] = (xs, [getattr(r.closed, attr) for r in sel], xs,
                                             [r.measured()[attr] for r in sel])
-        panels.append((sweep, xlabel, "bytes sent (per actor: controller, or the largest party)"))
+        panels.append((sweep, xlabel, "bytes sent per actor"))
         by_sweep[sweep] = series
     figure = _loglog("rr_cost.png", "RR phases in the actor simulator (main paper 4.1)", panels, by_sweep,
-                     "Markers: measured; dashed: closed form. The controller sends O(nm) bytes, each party "
-                     "O(m), independent of n.")
+                     "Markers: measured; dashed: closed form. Bytes sent by the controller, and by the party "
+                     "that sent the most. The controller sends O(nm) bytes, each party O(m), independent of n.")
     return [table], ([figure] if rr else [])
 
 
@@ -415,33 +427,45 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
             mismatches.append((p, k, bad))
     wrong_sums = [(p, k) for p, k, m, _ in measured if not m.exact_sum]
 
-    table_rows = []
+    totals_rows, load_rows = [], []
     for p, k, m, c, reason in rows:
         flags = "" if m is None else ", ".join(name for name, ok in m.matches().items() if not ok)
-        table_rows.append((
-            p.sweep, k, p.n, len(p.sizes), p.d, p.L,
-            *(x for f in _TABLE_FIELDS for x in (None if m is None else getattr(m.measured, f), getattr(c, f))),
+
+        def pairs(fields: Sequence[str]) -> list[Any]:
+            return [x for f in fields for x in (None if m is None else getattr(m.measured, f), getattr(c, f))]
+
+        totals_rows.append((
+            p.sweep, k, p.n, len(p.sizes), p.d, p.L, *pairs(_TABLE_FIELDS[:3]),
             None if m is None else m.exact_sum,
             reason or ("= closed form" if not flags else f"differs: {flags}"),
             None if m is None else m.seconds,
         ))
+        load_rows.append((p.sweep, k, p.n, p.L, *pairs(_TABLE_FIELDS[3:])))
     table = Table(
         key="measured_vs_closed_form",
         title="Secure sums: measured vs closed form",
         columns=("sweep", "engine", "n", "m", "d", "L", "messages", "messages (closed)", "bytes",
-                 "bytes (closed)", "rounds", "rounds (closed)", "max party bytes",
-                 "party bytes (closed)", "controller bytes", "controller bytes (closed)",
-                 "consistency msgs", "consistency msgs (closed)", "consistency bytes",
-                 "consistency bytes (closed)", "exact sum", "check", "seconds"),
-        rows=table_rows,
+                 "bytes (closed)", "rounds", "rounds (closed)", "exact sum", "check", "seconds"),
+        rows=totals_rows,
         formats={"seconds": ".2f"},
         caption=_secure_sums_counted_by(where)
                 + "Closed form: docs/cost_model.md, from the codec's field sizes (session ids of 16 "
                 "characters). L = Σ_{i<j}|A_i||A_j| cells per party vector. 'exact sum': the "
-                "result equals the plaintext tally of the parties' vectors. 'consistency': the masked "
-                "engines' consistency check (SurvivorSet, SurvivorTags, and the MAC'd views in "
-                "UnmaskRequest; Bonawitz et al. 2017, active adversary), included in the totals. Rows "
-                "without measured values are beyond the configured max_n (closed form only).",
+                "result equals the plaintext tally of the parties' vectors; 'check': every measured "
+                "number of this row and of the next table equals its closed form. Rows without measured "
+                "values are beyond the configured max_n (closed form only). Load per actor and the "
+                "masked engines' consistency check: next table.",
+    )
+    per_actor = Table(
+        key="load_vs_closed_form",
+        title="Secure sums: load per actor and consistency check, measured vs closed form",
+        columns=("sweep", "engine", "n", "L", "max party bytes", "party bytes (closed)", "controller bytes",
+                 "controller bytes (closed)", "consistency msgs", "consistency msgs (closed)", "consistency bytes",
+                 "consistency bytes (closed)"),
+        rows=load_rows,
+        caption="The same runs as the table above: bytes sent by the busiest party and by the controller, "
+                "and the masked engines' consistency check (SurvivorSet, SurvivorTags, and the MAC'd views in "
+                "UnmaskRequest; Bonawitz et al. 2017, active adversary), which the totals above include.",
     )
 
     def series(sweep: str, x_of: Callable[[Point], float], y_of: Callable[[Any], float]
@@ -568,6 +592,6 @@ def _result(params: Mapping[str, Any], engines: Sequence[str],
             parts = [f"{r.dependence}{'/' + r.engine if r.engine else ''} {r.measured()['bytes'] / 1e3:,.0f} kB"
                      for r in rr if r.sweep == "method" and r.n == biggest]
             summary.append(f"RR-Clusters at n = {biggest}, total bytes: " + ", ".join(parts))
-    tables = [table, *rr_tables, _methods_table(params, rr, where)]
+    tables = [table, per_actor, *rr_tables, _methods_table(params, rr, where)]
     return ScenarioResult(metrics=metrics, traffic=traffic, tables=tables, figures=[*figures, *rr_figures],
                           notes=notes, summary=summary)

@@ -293,6 +293,7 @@ def _result(params: Mapping[str, Any], engines: Sequence[str], rates: Sequence[f
         caption=f"Markers: measured share of {trials} trials per point (no whiskers; paper and graph "
                 "coincide: both need every party); dotted: predicted from the engines' definitions "
                 "((1 − ρ)^n, or P(survivors ≥ max(t, 2)) for masked).",
+        legend="below",  # inside, it covered the masked predicted curve
     )]
     examples = {}
     for key in engines:

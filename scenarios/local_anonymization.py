@@ -125,6 +125,9 @@ SCHEMA = Schema(
               help="categorical columns of the data file to use (default: every column)"),
         Field("missing", Str(), None,
               help="label that keeps empty / NA cells of the data file as a category (e.g. \"?\")"),
+        Field("ordinal", List(Str(), min_len=1), None,
+              help="ordinal columns of the data file: a name (categories in numeric, then text order) or "
+                   "'name=c1,c2,...' (that order), e.g. [\"educ\", \"size=S,M,L\"]"),
         Field("delimiter", Str(), None, help="field separator of a CSV data file (default a comma; a tab for .tsv)"),
         Field("encoding", Str(), None, help="text encoding of a CSV data file (default utf-8), e.g. latin-1"),
         Field("confidence", Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True), 0.95,
@@ -137,7 +140,7 @@ SCHEMA = Schema(
 )
 SYNTHETIC_KEYS = ("n", "sizes", "clusters", "strength", "exponent")
 """Parameters of the built-in synthetic data (:func:`make_dataset`); a data file has its own."""
-FILE_KEYS = ("columns", "missing", "delimiter", "encoding")
+FILE_KEYS = ("columns", "missing", "ordinal", "delimiter", "encoding")
 """Parameters of reading a data file (:func:`scenarios.datasets.load_table`)."""
 log = logging.getLogger(__name__)
 BASE_PROTOCOLS = ("RR-Clusters", "RR-Independent")
@@ -251,11 +254,14 @@ def load_input(params: Mapping[str, Any], seed: int, *, synthetic_given: Sequenc
                 )
         synthetic = make_dataset(params, seed)
         return InputData(synthetic.dataset, synthetic, "mprr.synthetic.planted_clusters")
-    from scenarios.datasets import check_category_counts, delimiter_hint, header_among_values, load_table
+    from scenarios.datasets import (check_category_counts, declare_ordinal, delimiter_hint, header_among_values,
+                                    load_table, parse_ordinal)
 
     path = Path(params["data"])
     dataset = load_table(path, params["columns"], missing=params["missing"], delimiter=params["delimiter"],
                          encoding=params["encoding"])
+    if params.get("ordinal"):
+        dataset = declare_ordinal(dataset, parse_ordinal(params["ordinal"]), path)
     names = list(dataset.schema.names)
     if synthetic_given:
         settings = ", ".join(f"{k} = {format_value(params[k])}" for k in synthetic_given)

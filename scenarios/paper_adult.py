@@ -58,7 +58,7 @@ from scenarios.montecarlo import RunMedian, median_over_runs, monte_carlo
 from scenarios.plots import CustomPlot, overlaps, whiskers
 from scenarios.progress import Progress
 from scenarios.registry import register
-from scenarios.report import ScenarioResult, Table, plural
+from scenarios.report import RR_INDEPENDENT_JOINT, ScenarioResult, Table, plural
 
 __all__ = ["FIGURE3_BEST", "TABLE1_PUBLISHED", "TABLE2_PUBLISHED", "run_adult_figure3"]
 
@@ -91,7 +91,8 @@ ZERO_POLICIES = ("exclude", "inf", "resample")
 def _common_fields(replicate: int) -> list[Field]:
     return [
         Field("adult_path", Str(), ADULT_DEFAULT,
-              help="UCI Adult adult.data (or its directory); relative paths: working directory, then repository root"),
+              help="UCI Adult: 'bundled' (the copy shipped with mprr) or the path of another adult.data[.gz] "
+              "(or its directory; relative paths: working directory, then repository root)"),
         Field("replicate", Int(min=1, max=100), replicate,
               help="concatenate the data set this many times (Table II: Adult6 = 6)"),
         Field("max_records", Int(min=0), 0, help="random subsample of this many records first (0 = all; tests)"),
@@ -253,7 +254,8 @@ def _run_tables(config: ScenarioConfig, *, runs: int, seed: int, progress: Progr
                  "modal clusters", "share of runs"),
         rows=rows, formats={"median": ".4f", "SE": ".4f", "paper": ".3f", "ours − paper": "+.3f",
                             "RR-Independent": ".4f", "share of runs": ".0%"},
-        caption="SE: bootstrap over runs. Modal clusters: the clustering Algorithm 1 produced most often.",
+        caption="SE: bootstrap over runs. Modal clusters: the clustering Algorithm 1 produced most often. "
+                + RR_INDEPENDENT_JOINT,
     )
     best = []
     for i, p in enumerate(ps):
@@ -268,6 +270,7 @@ def _run_tables(config: ScenarioConfig, *, runs: int, seed: int, progress: Progr
         columns=("p", "RR-Independent", "SE", "best RR-Clusters (ours)", "at", "best (paper)", "at (paper)"),
         rows=best, formats={"RR-Independent": ".4f", "SE": ".4f", "best RR-Clusters (ours)": ".4f",
                             "best (paper)": ".3f"},
+        caption=RR_INDEPENDENT_JOINT,
     )
     figure = CustomPlot(
         filename=f"{label}.png", title=layout_table.title, size=(10.0, 7.0),
@@ -545,7 +548,7 @@ def run_adult_figure3(config: ScenarioConfig, *, out_dir: Path, runs: int, seed:
         caption=f"Median relative error over {plural(runs, 'run')} × {plural(prm['queries_per_run'], 'query', 'queries')} per σ; whiskers: 95% "
                 f"percentile bootstrap interval of the median ({boot} resamples of whole runs). σ: share of the "
                 "value combinations of the query's two attributes that it covers. Methods are shifted "
-                "slightly along σ so that equal values stay visible.")]
+                "slightly along σ so that equal values stay visible. " + RR_INDEPENDENT_JOINT)]
     tables = [table]
     metrics: dict[str, Any] = {
         "median_relative_error": {f"p={p:g}": {name: {f"sigma={s:g}": med[i, m, k] for k, s in enumerate(sigmas)}

@@ -12,12 +12,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 import textwrap
+import zlib
 from typing import Any, Union
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
-from matplotlib.ticker import Formatter
+from matplotlib.ticker import Formatter, MaxNLocator
 
 from mprr.errors import ConfigurationError
 
@@ -25,12 +26,15 @@ __all__ = [
     "BarPlot",
     "CustomPlot",
     "FigureSpec",
+    "LEGEND_PLACES",
     "LinePlot",
+    "PHASE_COLOURS",
     "Series",
     "log_ticks",
     "tick_labels",
     "tick_text",
     "overlaps",
+    "phase_colour",
     "render",
     "whiskers",
 ]
@@ -89,6 +93,12 @@ class Series:
                 )
 
 
+LEGEND_PLACES = ("best", "below")
+"""Where a :class:`LinePlot` puts its legend: ``"best"`` (inside the axes, where matplotlib finds
+the fewest points) or ``"below"`` (under the axes, two columns: it covers no line whatever the
+data)."""
+
+
 @dataclass(frozen=True)
 class LinePlot:
     """Lines (optionally on log axes): errors vs a parameter, costs vs n, ..."""
@@ -101,16 +111,22 @@ class LinePlot:
     logx: bool = False
     logy: bool = False
     caption: str = ""
+    legend: str = "best"
+    integer_x: bool = False  # x ticks at integers only (a count: categories, attributes)
 
     def __post_init__(self) -> None:
         _check_filename(self.filename)
         if not self.series:
             raise ConfigurationError(f"line plot {self.filename!r} needs at least one series")
+        if self.legend not in LEGEND_PLACES:
+            raise ConfigurationError(f"line plot legend must be one of {', '.join(LEGEND_PLACES)}, "
+                                     f"got {self.legend!r}")
 
 
 @dataclass(frozen=True)
 class BarPlot:
-    """Grouped bars: one group per category, one bar per entry of ``groups``."""
+    """Grouped bars: one group per category, one bar per entry of ``groups`` (coloured by
+    ``colours[group]`` when given, else in matplotlib's cycle)."""
 
     filename: str
     title: str
@@ -119,6 +135,7 @@ class BarPlot:
     ylabel: str
     xlabel: str = ""
     caption: str = ""
+    colours: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         _check_filename(self.filename)
@@ -147,6 +164,28 @@ class CustomPlot:
 
 
 FigureSpec = Union[LinePlot, BarPlot, CustomPlot]
+
+
+PHASE_COLOURS: Mapping[str, str] = {
+    # the protocols' phases
+    "dependence": "#1f77b4", "clusters": "#ff7f0e", "attributes": "#2ca02c", "joint": "#d62728",
+    "lambda": "#9467bd", "collection": "#8c564b",
+    # the secure-sum engines' steps (dependence 4.2 / 4.3)
+    "paper/shares": "#17becf", "paper/broadcast": "#bcbd22",
+    "graph/keys": "#e377c2", "graph/shares": "#7f7f7f", "graph/relay": "#bcbd22", "graph/partial": "#17becf",
+    "masked/advertise": "#e377c2", "masked/share-keys": "#7f7f7f", "masked/input": "#bcbd22",
+    "masked/consistency": "#aec7e8", "masked/survivors": "#ffbb78", "masked/unmask": "#17becf",
+}
+"""The colour of each phase name in every figure that shows phases, so that the same phase has
+the same colour in every run and every figure (:func:`phase_colour`)."""
+
+_SPARE_COLOURS = ("#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5", "#c7c7c7")
+
+
+def phase_colour(phase: str) -> str:
+    """:data:`PHASE_COLOURS` of ``phase``; a phase not listed there gets a spare colour chosen
+    by a checksum of its name (the same in every run)."""
+    return PHASE_COLOURS.get(phase) or _SPARE_COLOURS[zlib.crc32(phase.encode()) % len(_SPARE_COLOURS)]
 
 
 def log_ticks(ax: Any, axis: str) -> None:
@@ -268,11 +307,16 @@ def _draw_lines(fig: MplFigure, spec: LinePlot) -> None:
     if spec.logy:
         ax.set_yscale("log")
         log_ticks(ax, "y")
+    if spec.integer_x:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(spec.xlabel)
     ax.set_ylabel(spec.ylabel)
     ax.grid(True, which="major", alpha=0.3)
     if any(s.label for s in spec.series):
-        ax.legend(fontsize="small")
+        if spec.legend == "below":
+            ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+        else:
+            ax.legend(fontsize="small")
 
 
 def _draw_bars(fig: MplFigure, spec: BarPlot) -> None:
@@ -282,7 +326,8 @@ def _draw_bars(fig: MplFigure, spec: BarPlot) -> None:
     positions = np.arange(len(spec.categories), dtype=float)
     for i, (label, values) in enumerate(spec.groups.items()):
         offset = (i - (n_groups - 1) / 2) * width
-        ax.bar(positions + offset, np.asarray(values, float), width, label=label)
+        colour = None if spec.colours is None else spec.colours.get(label)
+        ax.bar(positions + offset, np.asarray(values, float), width, label=label, color=colour)
     ax.set_xticks(positions)
     crowded = len(spec.categories) > 6 or sum(len(c) for c in spec.categories) > 60
     ax.set_xticklabels(spec.categories, rotation=40 if crowded else 0,
@@ -311,6 +356,8 @@ def render(spec: FigureSpec, out_dir: Path) -> Path:
     """Draw ``spec`` into ``out_dir / spec.filename`` (PNG) and return the path."""
     if isinstance(spec, CustomPlot):
         fig = MplFigure(figsize=spec.size)
+    elif isinstance(spec, LinePlot) and spec.legend == "below":  # room for the legend's rows
+        fig = MplFigure(figsize=(6.4, 4.2 + 0.2 * -(-len(spec.series) // 2) + 0.3))
     else:
         fig = MplFigure(figsize=(6.4, 4.2))
     FigureCanvasAgg(fig)

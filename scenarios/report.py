@@ -42,6 +42,8 @@ __all__ = [
     "git_commit",
     "markdown_report",
     "plural",
+    "RR_INDEPENDENT_JOINT",
+    "is_mprr_results",
     "previous_outputs",
     "to_jsonable",
     "versions",
@@ -445,6 +447,12 @@ class ReportFiles:
     other_files: tuple[Path, ...] = ()
 
 
+RR_INDEPENDENT_JOINT = ("RR-Independent estimates only the marginals: its joint estimate, from which its queries "
+                        "are answered, is the product of its marginal estimates (the attributes taken as "
+                        "independent).")
+"""Said in every caption that reports RR-Independent's joint estimate or a number computed from it
+(main paper Protocol 1: one matrix per attribute, eq. (2) per marginal)."""
+
 _RESULTS_KEYS = frozenset({"scenario", "kind", "engine", "provenance", "figures"})
 """Keys every ``results.json`` an mprr run writes has (:func:`results_document`): a file named
 ``results.json`` without them (another program's) is never trusted to list files to remove."""
@@ -458,16 +466,26 @@ def _plain_name(name: object, suffixes: Sequence[str]) -> bool:
             and name.endswith(tuple(suffixes)) and name not in ("results.json", "report.md"))
 
 
+def _mprr_results(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and _RESULTS_KEYS <= doc.keys() else None
+
+
+def is_mprr_results(path: Path) -> bool:
+    """Whether ``path`` is a ``results.json`` an mprr run wrote (it has :data:`_RESULTS_KEYS`)."""
+    return _mprr_results(path) is not None
+
+
 def previous_outputs(out_dir: Path) -> list[str]:
     """The files the previous run into ``out_dir`` listed in its ``results.json``: its figures
     (plain ``.png`` names) and other files (plain names ending in one of :data:`OTHER_SUFFIXES`);
     nothing outside ``out_dir``, nothing it did not write, and only from a ``results.json`` an
     mprr run wrote (:data:`_RESULTS_KEYS`)."""
-    try:
-        doc = json.loads((Path(out_dir) / "results.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    if not isinstance(doc, dict) or not _RESULTS_KEYS <= doc.keys():
+    doc = _mprr_results(Path(out_dir) / "results.json")
+    if doc is None:
         return []
     out: list[str] = []
     for key, suffixes in (("figures", (".png",)), ("files", OTHER_SUFFIXES)):

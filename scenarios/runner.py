@@ -22,6 +22,7 @@ from typing import Any
 from mprr.errors import ConfigurationError
 from parties.runtime import MemoryRuntime, Runtime, current_runtime, use_runtime
 from scenarios.config import ScenarioConfig
+from scenarios.out_dir import removed_on_failure
 from scenarios.progress import Progress, null_progress
 from scenarios.registry import ScenarioSpec, load
 from scenarios.report import ReportFiles, ScenarioResult, Table, git_commit, versions, write_report
@@ -99,11 +100,18 @@ def run_scenario(
             f"(kind {spec.kind}); allowed: {', '.join(spec.engines)}"
         )
     out = Path(out_dir) if out_dir is not None else default_out_dir(config)
+    created = [p for p in (out, *out.parents) if not p.exists()][::-1]
     out.mkdir(parents=True, exist_ok=True)
+    with removed_on_failure(created):  # a failed run leaves no output folder it created behind
+        return _run_into(config, spec, out, progress)
+
+
+def _run_into(config: ScenarioConfig, spec: ScenarioSpec, out: Path, progress: Progress | None) -> RunOutcome:
     progress = progress if progress is not None else null_progress()
     log.info("scenario %s (kind %s): engine %s, runs %d, seed %d, output %s",
              config.name, config.kind, config.engine, config.runs, config.seed, out)
-    log.debug("parameters: %s", dict(config.parameters))
+    log.debug("parameters given (command line: %s): %s", ", ".join(sorted(config.override_keys)) or "none",
+              {k: config.parameters[k] for k in sorted(config.override_keys) if k in config.parameters})
     started = time.perf_counter()
     result = spec.runner(
         config,
@@ -136,6 +144,8 @@ def run_scenario(
         elapsed_seconds=time.perf_counter() - started,
         source=str(config.source) if config.source else "",
     )
+    # what the run used, as the runner reports it (a --data run: the file's n and sizes, no synthetic settings)
+    log.debug("parameters used: %s", result.parameters)
     files = write_report(result, out, keep=tuple(data_files(config).values()))
     log.info("wrote %s, %s, %d figure(s) and %d other file(s) in %.1f s", files.results_json, files.report_md,
              len(files.figures), len(files.other_files), result.elapsed_seconds or 0.0)

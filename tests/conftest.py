@@ -8,24 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-
-def _beside_checkout(*parts: str) -> Path:
-    """``shared/<parts>`` in the nearest folder above this checkout that has it.
-
-    The workplace keeps the papers and UCI Adult in a ``shared`` folder beside the checkout; a
-    worktree or a CI clone may sit a level deeper, so every ancestor is tried.  When none has it,
-    the path beside the checkout is returned (a skip then names where it was looked for).
-    """
-    tests = Path(__file__).resolve().parent
-    for ancestor in tests.parents:
-        if (candidate := ancestor.joinpath("shared", *parts)).exists():
-            return candidate
-    return tests.parents[1].joinpath("shared", *parts)
+from scenarios.datasets import bundled_adult
 
 
-# MPRR_ADULT_DIR and MPRR_PAPERS_DIR override where UCI Adult and the papers are looked for.
-ADULT_DIR = Path(os.environ.get("MPRR_ADULT_DIR") or _beside_checkout("data", "adult"))
-PAPERS_DIR = Path(os.environ.get("MPRR_PAPERS_DIR") or _beside_checkout("papers"))
+# MPRR_ADULT_DIR names another copy of UCI Adult (a folder holding adult.data or adult.data.gz);
+# without it the tests read the copy shipped in scenarios/data/adult.
+ADULT_DIR = os.environ.get("MPRR_ADULT_DIR")
 
 
 @pytest.fixture
@@ -36,18 +24,11 @@ def rng() -> np.random.Generator:
 
 @pytest.fixture
 def adult_path() -> Path:
-    """Path of UCI Adult ``adult.data``; skips the test when the file is not available."""
-    path = ADULT_DIR / "adult.data"
-    if not path.exists():
-        pytest.skip(f"UCI Adult not available at {path}")
+    """Path of UCI Adult ``adult.data``: the shipped copy (``adult.data.gz``), or the one in
+    ``$MPRR_ADULT_DIR``."""
+    if not ADULT_DIR:
+        return bundled_adult("adult.data")
+    folder = Path(ADULT_DIR)
+    path = next((p for p in (folder / "adult.data", folder / "adult.data.gz") if p.is_file()), None)
+    assert path is not None, f"MPRR_ADULT_DIR={ADULT_DIR!r} holds neither adult.data nor adult.data.gz"
     return path
-
-
-@pytest.fixture
-def main_paper() -> str:
-    """Text of the main paper (``multi-dimensional-randomized-response.txt``); skips the test when
-    it is not available."""
-    path = PAPERS_DIR / "multi-dimensional-randomized-response.txt"
-    if not path.exists():
-        pytest.skip(f"main paper text not available at {path}")
-    return path.read_text(encoding="utf-8")

@@ -15,7 +15,8 @@ sys.path.insert(0, str(ROOT))
 import mprr  # noqa: E402
 
 project = "mprr"
-author = "mprr developers"
+author = "the mprr authors"
+copyright = "2026, the mprr authors (MIT licence; the shipped UCI Adult data: CC BY 4.0)"  # noqa: A001  (Sphinx's name)
 release = version = mprr.__version__
 
 extensions = [
@@ -49,6 +50,33 @@ suppress_warnings = ["myst.xref_missing", "myst.header", "ref.python"]
 
 html_theme = "alabaster"
 html_title = f"mprr {release}"
+html_static_path = ["_static"]
+html_css_files = ["mprr.css"]  # code blocks wrap; wide tables scroll
+
+
+# --------------------------------------------------------------------------- CLI reference
+# The full help of each `mprr` command, written from the parser at every build into _generated/
+# (read by guide/cli.md), so the reference cannot fall behind the options.
+
+def _write_cli_help() -> None:
+    import contextlib
+    import io
+    import os
+
+    from scenarios.cli import build_parser
+
+    out = Path(__file__).resolve().parent / "_generated"
+    out.mkdir(exist_ok=True)
+    os.environ["COLUMNS"] = "100"  # argparse wraps at the terminal width: fix it
+    for name, argv in (("mprr", []), ("mprr-run", ["run"]), ("mprr-list", ["list"]), ("mprr-show", ["show"]),
+                       ("mprr-party", ["party"])):
+        text = io.StringIO()
+        with contextlib.redirect_stdout(text), contextlib.suppress(SystemExit):
+            build_parser().parse_args([*argv, "--help"])
+        (out / f"{name}.txt").write_text(text.getvalue(), encoding="utf-8")
+
+
+_write_cli_help()
 
 
 # --------------------------------------------------------------------------- docstring text

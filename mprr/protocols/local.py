@@ -129,7 +129,8 @@ def local_protocol(program: Callable[..., Generator[Step, Released, R]], name: s
             raise TypeError(f"{name}() takes {1 + len(positional)} positional arguments but {1 + len(args)} were given")
         return run_local(program, dataset, rng=rng, **dict(zip(positional, args)), **params)
 
-    head = (program.__doc__ or "").strip().splitlines()[0].split(" as a step program")[0]
+    summary = (program.__doc__ or "").strip().splitlines()  # a program without a docstring: its name
+    head = summary[0].split(" as a step program")[0] if summary else f"The step program ``{program.__name__}``"
     parameters = list(signature.parameters.values())
     returns = str(signature.return_annotation)  # "Program" or "Generator[Step, Released, X]"
     returns = "ProtocolResult" if returns == "Program" else returns.rsplit(",", 1)[-1].strip(" ]")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 import pandas as pd
@@ -16,6 +18,7 @@ from mprr.data import (
     Schema,
     adult_schema,
     infer_schema,
+    label_order,
     parse_adult,
 )
 from mprr.distributions import WeightedSample
@@ -206,6 +209,15 @@ def test_infer_schema_orders_ordinals_numerically() -> None:
     assert mixed["n"].categories == ("1", "2.5") and mixed["c"].categories == ("a", "b")
 
 
+def test_numeric_labels_sort_numerically_whatever_the_kind() -> None:
+    """Years of schooling read from a file: '9' before '12', not after '20' as text would sort;
+    labels that are not numbers ('?', 'nan', 'inf') follow in code-point order."""
+    educ = [("12",), ("14",), ("16",), ("17",), ("20",), ("9",), ("?",), ("9.5",), ("nan",), ("-1",)]
+    assert infer_schema(educ, ["educ"])["educ"].categories == ("-1", "9", "9.5", "12", "14", "16", "17", "20", "?", "nan")
+    assert infer_schema(educ, ["educ"], {"educ": "ordinal"})["educ"].categories[:3] == ("-1", "9", "9.5")
+    assert sorted(["1.0", "1", "b", "A"], key=label_order) == ["1", "1.0", "A", "b"]
+
+
 # --------------------------------------------------------------------------- Adult
 
 
@@ -255,8 +267,13 @@ def test_parse_adult_errors() -> None:
         parse_adult(["", "|header"])
 
 
+def _open_text(path: Path) -> TextIO:
+    """A text file, or a gzip-compressed one (the shipped copy of Adult)."""
+    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8")
+
+
 def test_adult_real_file_category_counts(adult_path: Path) -> None:
-    with adult_path.open(encoding="utf-8") as fh:
+    with _open_text(adult_path) as fh:
         d = parse_adult(fh)
     assert d.n == 32_561
     # every declared category occurs in the file (so the sizes are those of the data)
@@ -267,7 +284,7 @@ def test_adult_real_file_category_counts(adult_path: Path) -> None:
     assert d.marginal("workclass")[-1] == 1_836
     assert d.marginal("occupation")[-1] == 1_843
     # education codes follow education-num: code + 1 == education-num on every line
-    with adult_path.open(encoding="utf-8") as fh:
+    with _open_text(adult_path) as fh:
         nums = [int(line.split(",")[ADULT_COLUMNS.index("education-num")]) for line in fh if line.strip()]
     np.testing.assert_array_equal(d.column("education") + 1, nums)
 

@@ -14,6 +14,7 @@ from mprr.errors import ConfigurationError
 from mprr.matrices import grr
 from mprr.protocols import attribute_matrices
 from scenarios.adult_queries import (
+    ADULT_DEFAULT,
     draw_queries,
     errors_of,
     load_adult_dataset,
@@ -21,7 +22,7 @@ from scenarios.adult_queries import (
     printed_epsilons,
     resolve_adult_path,
 )
-from scenarios.datasets import load_adult
+from scenarios.datasets import BUNDLED_ADULT_DIR, bundled_adult, load_adult
 
 
 def test_missing_adult_file_is_a_configuration_error(tmp_path: Path) -> None:
@@ -35,8 +36,14 @@ def test_missing_adult_path_lists_each_candidate_once(monkeypatch: pytest.Monkey
     from scenarios.adult_queries import REPO_ROOT
 
     monkeypatch.chdir(REPO_ROOT)  # the working directory and the repository root give the same path
-    with pytest.raises(ConfigurationError, match=r"not found \(tried '[^']*/nope\.data'\); download"):
+    with pytest.raises(ConfigurationError, match=r"not found \(tried '[^']*/nope\.data'\); leave adult_path at "
+                                                 r"'bundled' .*https://doi.org/10.24432/C5XW20"):
         resolve_adult_path("x/../nope.data")
+
+
+def test_bundled_is_the_shipped_copy() -> None:
+    assert resolve_adult_path(ADULT_DEFAULT) == bundled_adult("adult.data") == BUNDLED_ADULT_DIR / "adult.data.gz"
+    assert resolve_adult_path(BUNDLED_ADULT_DIR) == BUNDLED_ADULT_DIR / "adult.data.gz"  # the folder form
 
 
 def test_adult_subsample_and_replication(adult_path: Path) -> None:

@@ -221,7 +221,7 @@ def test_verbose_logs_through_logging(tmp_path: Path) -> None:
     code, _, err = _main("-v", "run", str(toml), "--out", str(tmp_path / "v"))
     assert code == 0 and "mprr: INFO: scenarios.runner: scenario probe (kind cli_probe)" in err
     code, _, err = _main("run", str(toml), "--out", str(tmp_path / "d"), "--log-level", "debug")
-    assert code == 0 and "mprr: DEBUG: scenarios.runner: parameters: {'n': 20" in err
+    assert code == 0 and "mprr: DEBUG: scenarios.runner: parameters used: {'n': 20" in err
     code, _, err = _main("run", str(toml), "--out", str(tmp_path / "q"))
     assert code == 0 and err == ""
 
@@ -310,8 +310,8 @@ def test_a_reused_out_dir_loses_the_figures_only_the_previous_run_drew(tmp_path:
                 "figures": ["means.png", "old.png"]}  # what an earlier mprr run writes (its keys)
     (out_dir / "results.json").write_text(json.dumps(previous), encoding="utf-8")
     (out_dir / "old.png").write_bytes(b"\x89PNG")
-    (out_dir / "mine.png").write_bytes(b"\x89PNG")  # not listed: never a run's
-    code, out, err = _main("run", str(_probe_toml(tmp_path)), "--out", str(out_dir), "--engine", "actors")
+    (out_dir / "mine.png").write_bytes(b"\x89PNG")  # not listed: never a run's (refused without --force)
+    code, out, err = _main("run", str(_probe_toml(tmp_path)), "--out", str(out_dir), "--engine", "actors", "--force")
     assert code == 0, err
     assert f"  removed old.png: written by the previous run into {out_dir}, not by this one\n" in out
     assert not (out_dir / "old.png").exists() and (out_dir / "mine.png").exists() and (out_dir / "means.png").exists()
@@ -347,6 +347,9 @@ def test_the_summary_names_every_file_the_run_wrote_and_a_later_run_removes_them
                             "synthetic_records.csv and 4 figures (")
     assert ", seed 1, 1 run, engine actors" in first
     assert "run(s)" not in out and "1 runs" not in out and "x 1 run (σ" in out
+    # the controller's view, per protocol (RR-Clusters: two messages per party, RR-Independent: one)
+    assert ("  controller's view (untrusted, run 1): RR-Clusters 120 messages received, kinds RandomizedValues; "
+            "RR-Independent 60 messages received, kinds RandomizedValues (what each reveals") in out
     doc = json.loads((out_dir / "results.json").read_text(encoding="utf-8"))
     assert doc["files"] == ["synthetic_records.csv"] and (out_dir / "synthetic_records.csv").is_file()
     # the next run into the directory writes no CSV: the previous run's is removed, and said so

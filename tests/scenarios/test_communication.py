@@ -166,7 +166,14 @@ def test_reduced_scenario_run(tmp_path: Path) -> None:
     rows = doc["tables"]["measured_vs_closed_form"]["rows"]
     skipped = [r for r in rows if r["engine"] == "masked" and r["n"] == 6]
     assert skipped and skipped[0]["messages"] is None and skipped[0]["check"].startswith("n > max_n.masked")
-    assert {"measured_vs_closed_form", "rr_measured_vs_closed_form", "dependence_methods"} <= set(doc["tables"])
+    assert {"measured_vs_closed_form", "load_vs_closed_form", "rr_measured_vs_closed_form",
+            "dependence_methods"} <= set(doc["tables"])
+    # the wide table is split in two of at most 15 columns, one row per run in each
+    widths = {key: len(doc["tables"][key]["columns"]) for key in ("measured_vs_closed_form", "load_vs_closed_form")}
+    assert widths == {"measured_vs_closed_form": 15, "load_vs_closed_form": 12}
+    load = doc["tables"]["load_vs_closed_form"]["rows"]
+    assert len(load) == len(rows) and all(r["max party bytes"] == r["party bytes (closed)"] for r in load
+                                          if r["max party bytes"] is not None)
     methods = doc["tables"]["dependence_methods"]["rows"]
     assert {r["method"] for r in methods} == {"4.1", "4.2", "4.3"}
     assert {r["secure-sum engine"] for r in methods if r["method"] == "4.2"} == {
@@ -230,3 +237,31 @@ def test_captions_say_who_counted_the_traffic() -> None:
         assert rr_table.caption.startswith("Measured: counted by the in-memory network (every message encoded")
         assert "in the actor simulator, counted by the in-memory network;" in _methods_table(
             {"sizes": [2, 3]}, [], memory).caption
+
+
+def test_markers_of_equal_series_sit_side_by_side_and_one_size() -> None:
+    """secure_sum_vs_n.png: masked and masked-sparse had equal message counts and the smaller
+    marker hid inside the larger; now each series' markers sit apart sideways (the dashed closed
+    forms at the true x), all of one size."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from scenarios.communication import _loglog
+    from scenarios.plots import CustomPlot
+
+    xs = [8.0, 16.0, 32.0, 64.0]
+    same = (xs, [9.0 * x for x in xs], xs, [9.0 * x for x in xs])
+    spec = _loglog("n.png", "n", [("messages", "parties n", "messages")], {"messages": {"masked": same,
+                                                                                       "masked-sparse": same}}, "c")
+    assert isinstance(spec, CustomPlot) and "sit slightly apart sideways" in spec.caption
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    spec.draw(fig)
+    lines = fig.axes[0].lines
+    dashed = [ln for ln in lines if ln.get_linestyle() == "--"]
+    markers = [ln for ln in lines if ln.get_linestyle() == "None"]
+    assert all(list(ln.get_xdata()) == xs for ln in dashed)
+    left, right = (np.asarray(ln.get_xdata(), float) for ln in markers)
+    assert np.all(left < np.asarray(xs)) and np.all(right > np.asarray(xs))  # apart, around the true x
+    assert np.allclose(np.log10(right / left), np.log10(right[0] / left[0]))  # the same offset everywhere
+    assert {ln.get_markersize() for ln in markers} == {7.0}

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import gzip
+import hashlib
+import re
+import tomllib
+from fnmatch import fnmatch
 from pathlib import Path
 
 import numpy as np
@@ -9,8 +14,8 @@ import pytest
 
 from mprr.data import Attribute, adult_schema
 from mprr.errors import DataError
-from scenarios.datasets import (check_category_counts, delimiter_hint, header_among_values, load_adult, load_table,
-                                max_categories)
+from scenarios.datasets import (BUNDLED_ADULT_DIR, bundled_adult, check_category_counts, delimiter_hint,
+                                header_among_values, load_adult, load_table, max_categories)
 
 ADULT_LINE = (
     "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, "
@@ -27,13 +32,50 @@ def test_load_adult_real_file(adult_path: Path) -> None:
     np.testing.assert_array_equal(load_adult(adult_path.parent).codes, d.codes)
 
 
-def test_load_adult_test_file(adult_path: Path) -> None:
-    test_path = adult_path.parent / "adult.test"
-    if not test_path.exists():
-        pytest.skip("adult.test not available")
-    d = load_adult(test_path)
+def test_load_adult_test_file() -> None:
+    d = load_adult(bundled_adult("adult.test"))
     assert d.n == 16_281
     np.testing.assert_array_equal(d.marginal("income"), [12_435, 3_846])
+
+
+def test_the_shipped_copy_is_the_uci_files_unchanged_with_its_attribution() -> None:
+    """Each .gz decompresses to the file whose SHA-256 the data README lists; the README carries
+    the citation (with its DOI) and the licence."""
+    readme = (BUNDLED_ADULT_DIR / "README.md").read_text(encoding="utf-8")
+    for name in ("adult.data", "adult.test", "adult.names"):
+        listed = re.search(rf"`{re.escape(name)}`[^|]*\| `([0-9a-f]{{64}})`", readme)
+        assert listed, name
+        path = BUNDLED_ADULT_DIR / name
+        raw = path.read_bytes() if path.is_file() else gzip.decompress((BUNDLED_ADULT_DIR / f"{name}.gz").read_bytes())
+        assert hashlib.sha256(raw).hexdigest() == listed.group(1), name
+    assert not (BUNDLED_ADULT_DIR / "adult.data").exists() and not (BUNDLED_ADULT_DIR / "adult.test").exists()
+    assert "https://doi.org/10.24432/C5XW20" in readme and "CC BY 4.0" in readme and "Becker" in readme
+
+
+def test_the_shipped_copy_is_package_data() -> None:
+    """Every file of scenarios/data/adult matches a package-data pattern of pyproject.toml, so an
+    installed (not editable) package has it."""
+    root = BUNDLED_ADULT_DIR.parents[2]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"][
+        "package-data"]["scenarios"]
+    files = sorted(p.relative_to(root / "scenarios").as_posix() for p in BUNDLED_ADULT_DIR.iterdir())
+    assert files == ["data/adult/README.md", "data/adult/adult.data.gz", "data/adult/adult.names",
+                     "data/adult/adult.test.gz"]
+    assert all(any(fnmatch(f, pat) for pat in patterns) for f in files)
+
+
+def test_bundled_adult_names_the_allowed_files() -> None:
+    with pytest.raises(DataError, match="bundled Adult file must be one of adult.data, adult.test, got 'adult.names'"):
+        bundled_adult("adult.names")
+
+
+def test_load_adult_gzip_file_folder_and_damaged_gzip(tmp_path: Path) -> None:
+    (tmp_path / "adult.data.gz").write_bytes(gzip.compress((ADULT_LINE + "\n").encode()))
+    assert load_adult(tmp_path / "adult.data.gz").n == 1
+    assert load_adult(tmp_path).n == 1  # a folder holding only adult.data.gz
+    (tmp_path / "bad.gz").write_bytes(b"not gzip at all")
+    with pytest.raises(DataError, match="Adult file .*bad.gz' is not a readable gzip file"):
+        load_adult(tmp_path / "bad.gz")
 
 
 def test_load_adult_small_file_and_errors(tmp_path: Path) -> None:

@@ -76,10 +76,24 @@ def test_reduced_scenario_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     # the scenario's batches run on the virtual clock: its 0.5 s round timeouts pass in virtual
     # time, so a loaded machine cannot turn an honest party into a dropout
     monkeypatch.setattr(scenarios.faults.asyncio, "run", run_virtual)
-    run("secure_sum_faults", out_dir=tmp_path, parameters={
+    outcome = run("secure_sum_faults", out_dir=tmp_path, parameters={
         "n": 6, "rates": [0.0, 0.5], "trials": 2, "round_timeout": 0.5, "dropout_model": "fixed",
         "engines": ["paper", "masked"],
     })
+    # the legend sits under the axes: inside, it covered the masked predicted curve
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from scenarios.plots import LinePlot, _draw_lines
+
+    spec = outcome.result.figures[0]
+    assert isinstance(spec, LinePlot)
+    fig = Figure(figsize=(6.4, 5.0))
+    FigureCanvasAgg(fig)
+    _draw_lines(fig, spec)
+    fig.canvas.draw()
+    legend = fig.axes[0].get_legend()
+    assert legend is not None and legend.get_window_extent().y1 < fig.axes[0].get_window_extent().y0
     doc = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     metrics = doc["metrics"]
     assert metrics["wrong_sums"] == 0 and metrics["every_returned_sum_exact"] is True

@@ -19,6 +19,8 @@ from scenarios.cli import main
 from scenarios.datasets import load_adult
 from scenarios.kikuchi import (
     ADULT_TABLE1_PUBLISHED,
+    DECIDED,
+    _claims,
     estimate_pair,
     noise_free_pair,
     worked_example,
@@ -100,9 +102,16 @@ def test_reduced_run_writes_every_output(tmp_path: Path) -> None:
     assert set(doc["tables"]) == {"sweep_v", "sweep_epsilon", "sweep_n", "sweep_d", "example_3_3", "claims"}
     assert [r["x"] for r in doc["tables"]["sweep_n"]["rows"]] == [100, 1000]
     assert doc["metrics"]["claims_checked"] == len(doc["tables"]["claims"]["rows"])
+    claims = doc["tables"]["claims"]
+    assert claims["columns"] == ["figure", "statement", "ours", "95% interval", "criterion", "share holding", "verdict"]
+    first = claims["rows"][0]
+    assert first["criterion"] == "> 0.95" and first["95% interval"].startswith("[")
+    assert {r["verdict"] for r in claims["rows"]} <= {"holds", "does not hold", "undecided: more runs needed"}
     v_rows = doc["tables"]["sweep_v"]["rows"]
     assert v_rows[0]["MAE RR-Ind noise-free"] == pytest.approx(0.0, abs=1e-15)  # V = 0: independent
     assert any("skipped" in note for note in doc["notes"])
+    assert any(note.startswith("RR-Ind's joint estimate is the product of its two eq. (2) marginal estimates")
+               for note in doc["notes"])
     for name in ("v", "epsilon", "n", "d"):
         assert (tmp_path / "k" / f"mae_vs_{name}.png").read_bytes()[:8] == PNG_MAGIC
     assert (tmp_path / "k" / "report.md").is_file()
@@ -128,3 +137,50 @@ def test_bad_adult_settings_exit_2(tmp_path: Path) -> None:
     code, _, err = _run(tmp_path, "--set", "adult=\"no\"", "--set", "sweep_v=[]", "--set", "sweep_epsilon=[]",
                         "--set", "sweep_n=[]", "--set", "sweep_d=[]")
     assert code == 2 and "nothing to run" in err
+
+
+def _claim_rows(noise: float, means: list[float], runs: int = 6) -> dict[str, tuple]:
+    """Claims on a V sweep (0, 0.5, 1) whose RR-Ind MAE has the given means plus Gaussian noise
+    per run (RR-Ind-Joint constant)."""
+    gen = np.random.default_rng(11)
+    sweeps = np.ones((runs, 3, 2, 2))
+    sweeps[:, :, 0, 0] = np.asarray(means) + noise * gen.standard_normal((runs, 3))
+    index = {"v": [0, 1, 2], "epsilon": [], "n": [], "d": []}
+    xs = {"v": [0.0, 0.5, 1.0], "epsilon": [], "n": [], "d": []}
+    rows = _claims(sweeps, index, xs, True, rng=np.random.default_rng(5))
+    return {r[1]: r for r in rows}
+
+
+def test_claim_verdicts_show_the_criterion_the_interval_and_say_when_the_runs_cannot_decide() -> None:
+    linear = "MAE of RR-Ind grows ~linearly with V"
+    figure, _, ours, interval, criterion, share, verdict = _claim_rows(0.001, [1.0, 1.5, 2.0])[linear]
+    assert (figure, criterion, verdict, share) == ("Fig. 5", "> 0.95", "holds", 1.0) and ours.startswith("corr(V, MAE) = 1.0")
+    low, high = (float(v) for v in interval.strip("[]").split(","))
+    assert 0.95 < low <= high <= 1.0
+    assert _claim_rows(0.001, [1.0, 1.0, 2.0])[linear][-1] == "does not hold"  # corr 0.866, tightly
+    noisy = _claim_rows(0.4, [1.0, 1.5, 2.0])[linear]  # the noise of the runs spans the criterion
+    assert noisy[-1] == "undecided: more runs needed" and 1 - DECIDED < noisy[5] < DECIDED
+    assert _claim_rows(0.001, [1.0, 1.5, 2.0], runs=1)[linear][3:] == ("— (1 run)", "> 0.95", 1.0, "holds")
+    theorem = _claim_rows(0.001, [1.0, 1.5, 2.0])["MSE of RR-Ind ≤ V²/d (noise-free, every V and d swept)"]
+    assert theorem[3:] == ("exact (noise-free)", "MSE ≤ V²/d at every point", 1.0, "holds")
+
+
+def test_the_epsilon_axis_is_per_attribute_and_d_has_integer_ticks(tmp_path: Path) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from scenarios.plots import LinePlot, _draw_lines
+    from scenarios.runner import run
+
+    outcome = run("kikuchi_sweeps", out_dir=tmp_path / "k", runs=2, parameters={
+        "sweep_v": [], "sweep_n": [], "sweep_epsilon": [0.5, 1.0], "sweep_d": [2, 3, 5], "n": 200, "workers": 1,
+        "adult": "no"})
+    figures = {f.filename: f for f in outcome.result.figures}
+    eps, d = figures["mae_vs_epsilon.png"], figures["mae_vs_d.png"]
+    assert isinstance(eps, LinePlot) and isinstance(d, LinePlot)
+    assert eps.xlabel == "ε per attribute (each respondent spends 2ε)"
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    _draw_lines(fig, d)
+    ticks = [t for t in fig.axes[0].get_xticks() if 2 <= t <= 5]
+    assert ticks and all(float(t).is_integer() for t in ticks)

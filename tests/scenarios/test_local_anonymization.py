@@ -8,12 +8,15 @@ import math
 from pathlib import Path
 
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure as MplFigure
 
 from mprr.errors import ConfigurationError
 from mprr.matrices import keep_or_uniform
 from mprr.synthetic import DEFAULT_SIZES
 from scenarios.cli import main
 from scenarios.cost_model import rr_closed_form
+from scenarios.plots import CustomPlot, FigureSpec
 from scenarios.local_anonymization import LABELS, check_secure_sum, derive_seeds, protocol_kwargs
 from scenarios.registry import get, load
 from scenarios.runner import run
@@ -21,6 +24,15 @@ from scenarios.runner import run
 PNG = b"\x89PNG\r\n\x1a\n"
 SMALL = {"n": 300, "queries": 40}
 PAPER = {"p": 0.7}  # the papers' per-attribute setting (the budget tests below use epsilon)
+
+
+def _drawn(spec: FigureSpec) -> MplFigure:
+    """The matplotlib figure a custom figure specification draws (to inspect, not to save)."""
+    assert isinstance(spec, CustomPlot)
+    fig = MplFigure(figsize=spec.size)
+    FigureCanvasAgg(fig)
+    spec.draw(fig)
+    return fig
 
 
 def _run(tmp_path: Path, engine: str, **extra: object) -> dict:
@@ -152,6 +164,14 @@ def test_several_runs_pool_their_errors(tmp_path: Path) -> None:
     assert doc["runs"] == 3
     assert len(doc["metrics"]["clusters_found_per_run"]) == 3
     assert len(doc["metrics"]["relative_error"]["RR-Clusters"]["per_run_median"]) == 3
+    # the pooled median comes with its bootstrap interval over whole runs, in the metrics, table and summary
+    for label, q in doc["metrics"]["relative_error"].items():
+        low, high = q["median_interval"]
+        assert low <= q["median"] <= high and min(q["per_run_median"]) <= low and high <= max(q["per_run_median"]), label
+    row = doc["tables"]["comparison"]["rows"][0]
+    low, high = doc["metrics"]["relative_error"]["RR-Clusters"]["median_interval"]
+    assert row["median 95% interval"] == f"{low:.2%}–{high:.2%}"
+    assert f"RR-Clusters {row['median rel. error']:.2%} [{low:.1%}–{high:.1%}]" in (out / "report.md").read_text(encoding="utf-8")
 
 
 def test_bad_parameters_are_rejected(tmp_path: Path) -> None:
@@ -220,9 +240,25 @@ def test_infinite_epsilon_is_drawn_and_said_and_budgets_are_compared_honestly(tm
     out = tmp_path / "inf"
     outcome = run("local_anonymization", out_dir=out, engine="fast",
                   parameters={"n": 150, "queries": 20, "dependence": "4.2", **PAPER})
-    spec = next(f for f in outcome.result.figures if f.filename == "epsilon_by_phase.png")
-    assert "hatched segment labelled ∞ is ε = ∞" in spec.caption
+    figures = {f.filename: f for f in outcome.result.figures}
+    spec = figures["epsilon_by_phase.png"]
+    assert "A hatched segment that runs off the top (arrow, ∞) is ε = ∞" in spec.caption
     assert (out / "epsilon_by_phase.png").read_bytes()[:8] == PNG
+    # ∞ is drawn so that it cannot be read as a number: its segment runs past the top of the
+    # axes (no top edge, no top spine), an arrow and ∞ above it; the finite phases below it
+    ax = _drawn(spec).axes[0]
+    top = ax.get_ylim()[1]
+    hatched = [b for b in ax.patches if b.get_hatch()]
+    assert len(hatched) == 1 and hatched[0].get_y() + hatched[0].get_height() > 1.5 * top
+    assert hatched[0].get_y() > 0 and not ax.spines["top"].get_visible()
+    texts = [t.get_text() for t in ax.texts]
+    assert "∞" in texts and " total ∞" in texts and any(t.startswith("total ") and t[6].isdigit() for t in texts)
+    # the query-error boxes name each protocol's ε; the dependence panels their colour scale and protocol
+    ticks = [t.get_text() for t in _drawn(figures["query_errors.png"]).axes[0].get_xticklabels()]
+    assert ticks[0] == "RR-Clusters\nε = ∞" and ticks[2].startswith("RR-Independent\nε = ") and ticks[2][-1].isdigit()
+    dep = _drawn(figures["dependence.png"])
+    assert [a.get_ylabel() for a in dep.axes[1::2]] == ["dependence (|Pearson| / Cramér's V)"] * 2  # both colour bars
+    assert dep.axes[2].get_title() == "controller's estimate\n(RR-Clusters, dependence 4.2, run 1)"
     summary = "\n".join(outcome.result.summary)
     assert "(ε ∞ per respondent)" in summary and "budgets differ: not a comparison at equal ε" in summary
     report = (out / "report.md").read_text(encoding="utf-8")
@@ -306,3 +342,20 @@ def test_budget_with_exact_dependences_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match=r"dependence = '4.2' releases exact pair values \(ε = ∞, no DP "
                                                  r"guarantee\) and cannot meet a budget of epsilon = 4 per respondent"):
         run("local_anonymization", out_dir=tmp_path, engine="fast", parameters={"n": 50, "dependence": "4.2"})
+
+
+def test_identical_cluster_rows_are_collapsed_into_run_ranges() -> None:
+    from scenarios.anonymization_report import _cluster_rows
+
+    found = ["{A1,A2}"] * 18 + ["{A1,A2,A3}", "{A1,A2}"]
+    ok: list[bool | None] = [True] * 18 + [False, True]
+    assert _cluster_rows(found, ok) == [("1–18, 20", 19, "{A1,A2}", True), ("19", 1, "{A1,A2,A3}", False)]
+    assert _cluster_rows(["{a,b}"] * 3, [None] * 3) == [("1–3", 3, "{a,b}", None)]
+
+
+def test_rr_independent_joint_is_said_to_be_the_product_of_its_marginals(both: dict[str, tuple[Path, dict]]) -> None:
+    _, doc = both["fast"]
+    assert "its joint estimate, from which its queries are answered, is the product of its marginal estimates" \
+        in doc["tables"]["comparison"]["caption"]
+    clusters = doc["tables"]["clusters"]
+    assert clusters["columns"] == ["runs", "count", "clusters", "= planted"] and clusters["rows"][0]["runs"] == "1"

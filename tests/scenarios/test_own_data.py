@@ -13,7 +13,7 @@ import pytest
 
 from mprr.errors import DataError
 from scenarios.cli import main
-from scenarios.datasets import load_table
+from scenarios.datasets import check_category_counts, declare_ordinal, load_table, parse_ordinal
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -28,6 +28,12 @@ def _frame(n: int = 400, seed: int = 3) -> pd.DataFrame:
     edu = np.where(np.isin(region, ["N", "E"]), rng.choice(["hs", "ba"], n, p=[0.9, 0.1]),
                    rng.choice(["hs", "ba"], n, p=[0.1, 0.9]))
     return pd.DataFrame({"id": np.arange(n), "age": age, "smoker": smoker, "region": region, "edu": edu})
+
+
+def _write(tmp_path: Path, frame: pd.DataFrame, name: str = "data.csv") -> Path:
+    path = tmp_path / name
+    frame.to_csv(path, index=False)
+    return path
 
 
 def _main(*argv: str) -> tuple[int, str, str]:
@@ -253,3 +259,90 @@ def test_own_data_run_writes_the_estimates_with_their_intervals(tmp_path: Path) 
     code, _, err = _main("run", "local_anonymization", "--data", str(csv), "--columns", "age,smoker",
                          "--engine", "fast", "--set", "queries=20", "--set", "replicates=1", "--out", str(out))
     assert code == 2 and "replicates" in err, err
+
+
+def test_a_constant_column_is_named_with_the_columns_that_leave_it_out(tmp_path: Path) -> None:
+    csv = tmp_path / "const.csv"
+    csv.write_text("a,b,c\nx,1,k\ny,2,k\nx,1,k\ny,2,k\nx,2,k\ny,1,k\n", encoding="utf-8")
+    code, _, err = _main("run", "local_anonymization", "--data", str(csv), "--out", str(tmp_path / "o"))
+    assert code == 2 and "column 'c' (only 'k') has a single value in all 6 records: randomized response needs at " \
+                         "least 2 categories per column; leave it out with --columns a,b" in err, err
+    tiny = tmp_path / "three.csv"  # 3 records: two of the three columns take one value
+    tiny.write_text("a,b,c\nx,1,k\ny,1,k\nz,1,k\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"columns 'b' \(only '1'\), 'c' \(only 'k'\) have a single value in all 3 "
+                                        r"records: .*; use a file with at least 2 columns"):
+        check_category_counts(load_table(tiny), tiny, columns_given=False)
+
+
+def test_numeric_labels_sort_numerically_and_ordinal_columns_are_declared(tmp_path: Path) -> None:
+    csv = tmp_path / "ord.csv"
+    csv.write_text("educ,size,g\n12,S,a\n9,M,b\n20,L,a\n12,M,b\n9,S,a\n16,L,b\n", encoding="utf-8")
+    assert load_table(csv).schema["educ"].categories == ("9", "12", "16", "20")  # not '12','16','20','9'
+    assert parse_ordinal(["educ", " size = S, M ,L"]) == {"educ": None, "size": ("S", "M", "L")}
+    out = tmp_path / "o"
+    code, _, err = _main("run", "local_anonymization", "--data", str(csv), "--ordinal", "educ", "--ordinal",
+                         "size=S,M,L", "--engine", "fast", "--runs", "1", "--quiet", "--out", str(out))
+    assert code == 0, err
+    doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert doc["parameters"]["ordinal"] == ["educ", "size=S,M,L"]
+    data = declare_ordinal(load_table(csv), parse_ordinal(["educ", "size=S,M,L"]), csv)
+    assert [(a.name, a.categories, a.kind) for a in data.schema] == [
+        ("educ", ("9", "12", "16", "20"), "ordinal"), ("size", ("S", "M", "L"), "ordinal"), ("g", ("a", "b"), "nominal")]
+    assert list(data.values("size")) == ["S", "M", "L", "M", "S", "L"]  # the records unchanged
+    for argv, message in [
+        (["size=S,M"], r"ordinal order of column 'size' \['S', 'M'\] leaves out category \['L'\] found in the "
+                       r"column; list every category: size=S,M,L"),
+        (["nope"], r"ordinal names column 'nope', which is not among the columns used \['educ', 'size', 'g'\]"),
+        (["size=S,S,L"], r"ordinal entry 'size=S,S,L' must list at least 2 distinct, non-empty categories"),
+        (["=S,M"], r"ordinal entry '=S,M' must start with a column name"),
+        (["educ", "educ"], r"ordinal names column 'educ' twice"),
+    ]:
+        with pytest.raises(DataError, match=message):
+            declare_ordinal(load_table(csv), parse_ordinal(argv), csv)
+    code, _, err = _main("run", "local_anonymization", "--data", str(csv), "--ordinal", "size=S,M",
+                         "--out", str(tmp_path / "o2"))
+    assert code == 2 and "leaves out category ['L']" in err
+
+
+def test_a_short_row_is_named_as_malformed_not_missing(tmp_path: Path) -> None:
+    csv = tmp_path / "ragged.csv"
+    csv.write_text("a,b,c\nx,1,k\n\ny,2\nx,,m\n", encoding="utf-8")
+    message = (r"data row 2 \(line 4\) is malformed: it has 2 fields, the header has 3; fix the row \(a field or a "
+               r"separator is missing\)")
+    with pytest.raises(DataError, match=message):
+        load_table(csv)
+    with pytest.raises(DataError, match=message):  # --missing keeps empty fields, never a short row
+        load_table(csv, missing="?")
+    csv.write_text("a,b,c\nx,1,k\ny,2,\nx,,m\n", encoding="utf-8")  # empty fields: missing values
+    assert load_table(csv, missing="?").schema["c"].categories == ("?", "k", "m")
+
+
+def test_the_debug_log_of_a_data_run_shows_the_parameters_used_not_the_synthetic_defaults(tmp_path: Path) -> None:
+    csv = tmp_path / "d.csv"
+    _frame(60).to_csv(csv, index=False)
+    code, _, err = _main("-vv", "run", "local_anonymization", "--data", str(csv), "--columns", "age,smoker,region",
+                         "--engine", "fast", "--set", "queries=10", "--quiet", "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    logged = [line for line in err.splitlines() if "scenarios.runner: parameters" in line]
+    assert len(logged) == 2 and logged[0].startswith("mprr: DEBUG: scenarios.runner: parameters given (command line: "
+                                                     "columns, data, queries): {'columns': ('age', 'smoker', 'region')")
+    assert "parameters used: {'n': 60, 'sizes': [3, 2, 4], 'clusters': None, 'strength': None" in logged[1]
+    assert "3000" not in err and "(4, 3, 5, 2, 6, 3, 8, 2)" not in err  # the synthetic data's n and sizes
+
+
+def test_a_warning_says_when_the_estimated_dependences_are_within_the_noise(tmp_path: Path) -> None:
+    gen = np.random.default_rng(1)
+    csv = tmp_path / "indep.csv"
+    pd.DataFrame({"a": gen.choice(list("xyz"), 200), "b": gen.choice(list("uvw"), 200),
+                  "c": gen.choice(list("pq"), 200)}).to_csv(csv, index=False)
+    code, out, err = _main("run", "local_anonymization", "--data", str(csv), "--engine", "fast", "--quiet",
+                           "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    assert "warning: every estimated dependence of RR-Clusters (Cramér's V) is within the noise of the " \
+           "randomization: an independent pair shows V ≈ " in out and "at n = 200 through these matrices" in out
+    assert "WARNING" in err and "Warning: every estimated" in (tmp_path / "o" / "report.md").read_text(encoding="utf-8")
+    # strongly dependent columns at a size and budget where the noise is small (the papers' p = 0.7): no warning
+    code, out, err = _main("run", "local_anonymization", "--data", str(_write(tmp_path, _frame(3000))), "--columns",
+                           "age,smoker,region,edu", "--engine", "fast", "--quiet", "--set", "Tv=12", "--set", "p=0.7",
+                           "--set", "queries=20", "--out", str(tmp_path / "o2"))
+    assert code == 0 and "  warning: " not in out, out

@@ -16,6 +16,7 @@ from scenarios.plots import (
     Series,
     log_ticks,
     overlaps,
+    phase_colour,
     render,
     tick_labels,
 )
@@ -107,3 +108,28 @@ def test_a_rendered_log_axis_labels_its_ticks_in_one_style(tmp_path: Path, low: 
     lo, hi = axes[0].get_ylim()
     shown = [t.get_text() for t in axes[0].get_yticklabels() if lo <= t.get_position()[1] <= hi]
     assert shown == expected
+
+
+def test_a_phase_has_the_same_colour_in_every_run_and_figure() -> None:
+    """traffic_by_phase.png of a 4.1 run (dependence, clusters) and of a 4.2 run (dependence,
+    graph/keys, graph/relay, graph/partial, clusters): clusters is the same colour in both."""
+    assert phase_colour("clusters") == "#ff7f0e" and phase_colour("dependence") == "#1f77b4"
+    assert len({phase_colour(p) for p in ("dependence", "clusters", "attributes", "graph/relay")}) == 4
+    assert phase_colour("some/new-step") == phase_colour("some/new-step")  # a checksum, not a cycle
+
+    def drawn_colours(phases: list[str]) -> dict[str, tuple[float, ...]]:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        from scenarios.plots import _draw_bars
+
+        spec = BarPlot("t.png", "t", ("RR-Clusters",), {ph: [1.0] for ph in phases}, "kB",
+                       colours={ph: phase_colour(ph) for ph in phases})
+        fig = Figure()
+        FigureCanvasAgg(fig)
+        _draw_bars(fig, spec)
+        return {ph: bar.get_facecolor() for ph, bar in zip(phases, fig.axes[0].patches)}
+
+    run41 = drawn_colours(["dependence", "clusters"])
+    run42 = drawn_colours(["dependence", "graph/keys", "graph/relay", "graph/partial", "clusters"])
+    assert run41["clusters"] == run42["clusters"] and run41["dependence"] == run42["dependence"]
