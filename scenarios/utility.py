@@ -78,7 +78,7 @@ SCHEMA = Schema(
         Field("strength", Float(min=0.0, max=1.0), 0.7, help="synthetic data: dependence strength"),
         Field("exponent", Float(min=0.0), 1.0, help="synthetic data: Zipf exponent of the marginals"),
         Field("adult_path", Str(), None,
-              help="UCI Adult adult.data (or its directory) instead of the synthetic data (the paper's 8 attributes)"),
+              help="UCI Adult instead of the synthetic data (the paper's 8 attributes): \"bundled\" for the shipped copy, or a path"),
         Field("Tv", Int(min=1), 50, help="RR-Clusters, Algorithm 1: largest number of value combinations"),
         Field("Td", Float(min=0.0, max=1.0), 0.2, help="RR-Clusters, Algorithm 1: smallest dependence to merge"),
         Field("discovery_share", Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True), 0.5,

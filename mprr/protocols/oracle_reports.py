@@ -132,6 +132,14 @@ class ReportedData(ReleasedData):
         return self.assign == "sampled-fake"
 
     @property
+    def oracle_reports(self) -> bool:
+        return True
+
+    def unit_variance(self, j: int, f: np.ndarray | None = None) -> np.ndarray:
+        """:meth:`variance` (the closed form of unit ``j``'s unbiased estimate)."""
+        return self.variance(j, f)
+
+    @property
     def epsilons(self) -> tuple[float, ...]:
         """ε of each unit's oracle (what one report costs)."""
         return tuple(float(o.epsilon_spent) for o in self.oracles)

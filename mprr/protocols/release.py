@@ -114,6 +114,17 @@ class ReleasedData:
                    counts=counts, linkable=linkable, exact=False, replayed=replayed)
 
     @property
+    def oracle_reports(self) -> bool:
+        """Whether the units were reported through frequency oracles (``ReportedData``)."""
+        return False
+
+    def unit_variance(self, j: int, f: np.ndarray | None = None) -> np.ndarray:
+        """Closed-form per-cell variance of unit ``j``'s unbiased estimate, for oracle reports
+        (:class:`mprr.protocols.oracle_reports.ReportedData`); matrix releases use Nayak's
+        eq. 3.2 (:mod:`mprr.protocols.uncertainty`)."""
+        raise ConfigurationError(f"phase {self.phase!r} released values through matrices: use Nayak's eq. 3.2")
+
+    @property
     def epsilons(self) -> tuple[float, ...]:
         """ε of each unit's matrix (main paper eq. 4); ∞ for exact releases."""
         return tuple(math.inf if mat is None else float(mat.epsilon) for mat in self.matrices)

@@ -26,6 +26,7 @@ from mprr.privacy import CompositionPolicy, Ledger, Release, as_policy, summariz
 from mprr.protocols.release import ReleasedData
 from mprr.protocols.uncertainty import (
     DEFAULT_REPLICATES,
+    oracle_table_uncertainty,
     FittedModel,
     TableUncertainty,
     fitted_model,
@@ -230,6 +231,13 @@ class ProtocolResult:
             Largest table.
         """
         axes = [self._axes(t, max_cells) for t in tables]
+        if self.releases and self.releases[-1].oracle_reports:
+            if method == "bootstrap" or target != "data":
+                raise ConfigurationError(
+                    f"{self.protocol} released frequency-oracle reports: its tables have the closed form for "
+                    "target='data' only (method 'auto' or 'closed-form')"
+                )
+            return oracle_table_uncertainty(self.estimate, self.releases[-1], axes, confidence=confidence)
         return table_uncertainty(self.fitted_model(), axes, confidence=confidence, method=method, target=target,
                                  replicates=replicates, rng=rng)
 
@@ -288,8 +296,8 @@ class ProtocolResult:
         columns["count"] = probability * self.n
         info = None
         if confidence is not None:
-            (u,) = table_uncertainty(self.fitted_model(), [axes], confidence=confidence, method=method,
-                                     target=target, replicates=replicates, rng=rng)
+            (u,) = self.uncertainty([axes], confidence=confidence, method=method, target=target,
+                                    replicates=replicates, rng=rng, max_cells=max_cells)
             columns["se"], columns["ci_low"], columns["ci_high"] = u.se.ravel(), u.low.ravel(), u.high.ravel()
             info = u.to_dict()
         frame = pd.DataFrame(columns)

@@ -576,3 +576,69 @@ def table_uncertainty(
         results = dict(zip(boot, _bootstrap(model, [tables[k] for k in boot], confidence, target, replicates, rng)))
     return tuple(results[k] if k in results else _closed_form(model, axes, confidence, target)
                  for k, axes in enumerate(tables))
+
+
+def oracle_table_uncertainty(estimate: JointDistribution, released: ReleasedData, tables: Sequence[tuple[int, ...]],
+                             *, confidence: float = 0.95) -> tuple[TableUncertainty, ...]:
+    """Closed-form standard errors of tables estimated from frequency-oracle reports.
+
+    A table inside one reported unit is a projection of that unit's estimate: each cell's
+    variance is the sum of the variances of the unit cells it adds up (the oracle's closed form,
+    Wang et al., USENIX Security 2017, eq. 2, with the estimate for the true frequencies; for SMP
+    and the sampled phases plus the sampling term, :meth:`ReportedData.variance`), covariances
+    between cells neglected.  A table across units that partition the attributes (SPL, SMP,
+    RS+FD, disjoint clusters) is a product of independent estimates: delta method.  A table
+    that only maximum entropy gives (across overlapping marginals) has no closed form: its SE
+    and interval are NaN, and the description says so.  Where consistent overlapping marginals
+    (CALM-style) pool several units, the SE of the one unit used is an upper bound.  Normal
+    intervals clipped to [0, 1]; post-processing (Norm-Sub) is not modelled.
+    """
+    confidence = check_unit("confidence", confidence, low_open=True, high_open=True)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    units = released.units
+    out = []
+    for axes in tables:
+        est = np.asarray(estimate.marginal(axes), dtype=np.float64)
+        pieces: list[tuple[tuple[int, ...], np.ndarray, np.ndarray]] = []  # (axes of the piece, mean, variance)
+        covered = True
+        for a in axes:
+            if any(a in p[0] for p in pieces):
+                continue
+            j = next((k for k, u in enumerate(units) if a in u), None)
+            if j is None:
+                covered = False
+                break
+            unit = units[j]
+            inside = tuple(b for b in axes if b in unit)
+            full = np.asarray(estimate.marginal(unit), dtype=np.float64)
+            var = np.asarray(released.unit_variance(j, np.clip(full, 0.0, 1.0).reshape(-1)),
+                             dtype=np.float64).reshape(full.shape)
+            drop = tuple(k for k, b in enumerate(unit) if b not in inside)
+            keep = [b for b in unit if b in inside]
+            mean = full.sum(axis=drop) if drop else full
+            v = var.sum(axis=drop) if drop else var
+            order = [keep.index(b) for b in inside]
+            pieces.append((inside, np.transpose(mean, order), np.transpose(v, order)))
+        if covered and len(pieces) > 1 and any(set(p[0]) & set(q[0]) for i, p in enumerate(pieces)
+                                                for q in pieces[i + 1:]):
+            covered = False
+        if not covered:
+            nan = np.full(est.shape, np.nan)
+            out.append(TableUncertainty(axes, est, nan, nan.copy(), nan.copy(), "unavailable", confidence, "data",
+                                        None, "no closed form: this table comes from the maximum-entropy fit of "
+                                              "overlapping released marginals"))
+            continue
+        flat_axes = tuple(b for p in pieces for b in p[0])
+        mean = pieces[0][1]
+        var = pieces[0][2]
+        for _, m2, v2 in pieces[1:]:  # Var(XY) = Var X · Var Y + Var X · (EY)² + (EX)² · Var Y, independent
+            mean, var = (np.multiply.outer(mean, m2),
+                         np.multiply.outer(var, v2) + np.multiply.outer(var, m2 ** 2) + np.multiply.outer(mean ** 2, v2))
+        order = [flat_axes.index(b) for b in axes]
+        se = np.sqrt(np.transpose(var, order))
+        out.append(TableUncertainty(axes, est, se, np.clip(est - z * se, 0.0, 1.0), np.clip(est + z * se, 0.0, 1.0),
+                                    "closed-form", confidence, "data", None,
+                                    "closed form of the oracles' unbiased estimates (Wang et al. 2017 eq. 2, with the "
+                                    "sampling term of sampled reports; delta method across independently estimated "
+                                    "units); Norm-Sub post-processing not modelled"))
+    return tuple(out)
