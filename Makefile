@@ -46,6 +46,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/streams.py
 	$(BIN)/python benchmarks/wire_codec.py
 	$(BIN)/python benchmarks/oracles.py
+	$(BIN)/python benchmarks/multidim.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache docs/sphinx/_autosummary docs/sphinx/_generated
