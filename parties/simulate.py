@@ -54,7 +54,8 @@ from mprr.domain import check_int, check_real
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
 from mprr.privacy import (DEFAULT_MIN_ROSTER, CompositionPolicy, Ledger, PrivacyAccountant, PrivacySummary, Refusal,
                           as_policy, json_number, summarize)
-from mprr.protocols.registry import lookup
+from mprr.protocols.registry import custom_entry, lookup
+from mprr.protocols.steps import Program
 from mprr.protocols.result import ProtocolResult
 from parties.choreographies.malicious import AttackReport, run_attacks
 from parties.collector import rare_full_collections
@@ -199,7 +200,7 @@ class SimulationResult:
 
 async def simulate_async(
     dataset: Dataset,
-    protocol: str,
+    protocol: str | Callable[..., Program],
     *,
     seed: int,
     budget: float | Sequence[float] = math.inf,
@@ -226,7 +227,10 @@ async def simulate_async(
         Party ``i`` holds record ``i``.
     protocol
         Protocol name (:data:`mprr.protocols.registry.PROTOCOLS`, case-insensitive,
-        aliases allowed), e.g. ``"RR-Clusters"``.
+        aliases allowed), e.g. ``"RR-Clusters"``, or a step-program function of your own
+        (``program(schema, **params)``, :mod:`mprr.protocols.steps`; ``docs/own_protocol.md``):
+        it runs on every runtime like the shipped ones; its secure sums (if it yields any) need
+        ``engine``.
     seed
         Run seed (non-negative int): party streams ``PartyStreams(seed, n)``; also the fault
         seed unless ``fault_seed`` is given.
@@ -286,7 +290,7 @@ async def simulate_async(
                 f"{params['secure_sum']!r} and engine = {params['engine']!r}"
             )
         params["engine"] = params.pop("secure_sum")
-    entry = lookup(protocol)
+    entry = lookup(protocol) if isinstance(protocol, str) else custom_entry(protocol)
     if entry.oracle_reports:
         raise ConfigurationError(
             f"protocol {entry.name!r} reports through frequency oracles (sampled units), which the actor "
@@ -299,7 +303,7 @@ async def simulate_async(
     n = dataset.n
     budgets = _budgets(budget, n)
     engine = kwargs.get("engine", "paper")
-    secure = kwargs.get("dependence") in ("4.2", "4.3")
+    secure = kwargs.get("dependence") in ("4.2", "4.3") or (not isinstance(protocol, str) and "engine" in kwargs)
     accept = PARTY_KINDS if secure else LOOP_KINDS
     mesh = secure and engine_needs_mesh(engine)  # the paper's secure sum and graph-direct need direct party links
     if secure:  # set-up: every party gets the engine (its secure-sum policy) before the run
@@ -467,6 +471,7 @@ def _explain(error: BaseException, crashed: frozenset[int]) -> BaseException:
     return error
 
 
-def simulate(dataset: Dataset, protocol: str, *, seed: int, **options: Any) -> SimulationResult:
+def simulate(dataset: Dataset, protocol: str | Callable[..., Program], *, seed: int,
+             **options: Any) -> SimulationResult:
     """Synchronous wrapper of :func:`simulate_async` (``asyncio.run``); same parameters."""
     return asyncio.run(simulate_async(dataset, protocol, seed=seed, **options))

@@ -25,7 +25,7 @@ from mprr.protocols.multidim import rsfd_steps, smp_steps, spl_steps
 from mprr.protocols.sampled_clusters import rr_clusters_sampled_steps
 from mprr.protocols.steps import Program
 
-__all__ = ["PROTOCOLS", "ProtocolEntry", "lookup"]
+__all__ = ["PROTOCOLS", "ProtocolEntry", "custom_entry", "lookup"]
 
 
 @dataclass(frozen=True)
@@ -145,3 +145,20 @@ def lookup(name: str) -> ProtocolEntry:
     if not isinstance(name, str) or _key(name) not in _INDEX:
         raise ConfigurationError(f"protocol must be one of {list(PROTOCOLS)}, got {name!r}")
     return _INDEX[_key(name)]
+
+
+def custom_entry(program: Callable[..., Program]) -> ProtocolEntry:
+    """The entry of a step-program function of one's own (``program(schema, **params)``).
+
+    Its parameters are checked against its signature like a shipped protocol's; it may take
+    the secure-sum ``engine`` (for the :class:`~mprr.protocols.steps.SecureSum` steps it yields).
+
+    Raises
+    ------
+    ConfigurationError
+        If ``program`` is not callable.
+    """
+    if not callable(program):
+        raise ConfigurationError(f"protocol must be a name or a step-program function, got {type(program).__name__}")
+    name = getattr(program, "__name__", "custom").removesuffix("_steps")
+    return ProtocolEntry(name, program, {}, secure=True)
