@@ -62,3 +62,24 @@ def test_without_discovery_it_is_one_attribute_per_respondent() -> None:
     r = rr_clusters_sampled(ds, epsilon=1.0, n=ds.n, discovery_share=0.0, rng=np.random.default_rng(0))
     assert r.phases == ("clusters",) and r.clusters == tuple((j,) for j in range(len(SIZES)))
     assert r.details["tests"] == [] and r.epsilon() == pytest.approx(1.0)
+
+
+def test_cluster_estimates_are_unbiased_within_their_closed_form_variance() -> None:
+    """Runs whose clustering found the planted cluster (0, 1): the raw estimate of that cluster from
+    its sampled reporters is within 5 SE of the truth, SE from the closed form (sampling term included)."""
+    ds = _planted(10000, 11, 0.8)
+    truth = ds.joint_counts((0, 1)).reshape(-1) / ds.n
+    est, var = [], []
+    for k in range(60):
+        r = rr_clusters_sampled(ds, epsilon=4.0, n=ds.n, discovery_share=0.3, postprocess="none",
+                                rng=np.random.default_rng(100 + k))
+        release = r.releases[-1]
+        assert isinstance(release, ReportedData)
+        if (0, 1) not in release.units:
+            continue
+        j = release.units.index((0, 1))
+        est.append(release.raw_frequencies(j))
+        var.append(release.variance(j, truth))
+    assert len(est) >= 40
+    z = (np.mean(est, axis=0) - truth) / np.sqrt(np.mean(var, axis=0) / len(est))
+    assert np.all(np.abs(z) < 5.0), z
