@@ -32,6 +32,15 @@ lists them); under ``"exclude"`` it is excluded like a silent party, even if it 
 valid reply (its values are not used).  A rejected frame never disturbs the receive of the
 other parties' replies, so it cannot abort the run on its own.
 
+:meth:`Controller.report` answers a :class:`~mprr.protocols.steps.Report` step (units through
+frequency oracles) the same way: one :class:`~parties.wire.requests.ReportRequest` broadcast,
+one :class:`~parties.wire.messages.OracleReport` or ``Refusal`` per party, the dropout policy
+as above; a reply that does not fit the step (wrong number of reports, a code outside its
+oracle's range, a unit index out of range, a report from a party that reported in an
+``exclude`` phase, no report where the step lets no party abstain) is malformed.  The phase's
+data is built by :func:`mprr.protocols.oracle_reports.reported_data`, the one place both
+drivers build it, from oracles the controller rebuilds from the step.
+
 :meth:`Controller.secure_release` runs the dependence phases 4.2 / 4.3: the parties commit
 (:class:`~parties.wire.requests.SecureRelease` → ``Ack``), then a secure-sum engine of
 :mod:`parties.secure` adds their one-hot vectors; the controller learns only the tallies.
@@ -56,14 +65,16 @@ import numpy as np
 from mprr.data import Schema
 from mprr.domain import check_int, check_real
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
+from mprr.oracles import FrequencyOracle
+from mprr.protocols.oracle_reports import ReportedData, reported_data
 from mprr.protocols.release import ReleasedData, readonly
-from mprr.protocols.steps import Matrix, MatrixSpec
+from mprr.protocols.steps import Matrix, MatrixSpec, Report
 from parties.wire.codec import Message
-from parties.wire.messages import Abort, Ack, RandomizedValues, Refusal
+from parties.wire.messages import Abort, Ack, OracleReport, RandomizedValues, Refusal
 from parties.secure.messages import TO_CONTROLLER as SECURE_TO_CONTROLLER
 from parties.wire.requests import TO_CONTROLLER as RELEASE_TO_CONTROLLER
 from parties.secure.agreement import agreed_session, check_unit_totals, request_digest
-from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart, roster_runs
+from parties.wire.requests import ReleaseRequest, ReportRequest, SecureRelease, SecureSumStart, roster_runs
 from parties.transport import Endpoint, Envelope, actor_name
 from parties.public_state import ReleaseBook
 from parties.view import ViewLog
@@ -73,6 +84,7 @@ __all__ = [
     "DROPOUT_POLICIES",
     "Controller",
     "PhaseRelease",
+    "PhaseReport",
     "RecordingEndpoint",
     "ReleaseRefused",
     "REPLY_KINDS",
@@ -172,6 +184,54 @@ class PhaseRelease:
                             counts=self.counts, linkable=False, exact=not self.specs)
 
 
+@dataclass(frozen=True, eq=False)
+class PhaseReport:
+    """What a phase of frequency-oracle reports brought back (:meth:`Controller.report`).
+
+    Attributes
+    ----------
+    step, request_id
+        The :class:`~mprr.protocols.steps.Report` step and its request id.
+    oracles
+        The frequency oracle of each unit, rebuilt by the controller from the step.
+    contributors
+        Parties whose replies are in :attr:`reports` (a party that abstained or was excluded
+        contributes an empty report), ascending.
+    reports
+        ``(len(contributors), len(units))`` int64 reports, ``-1`` where a party sent none
+        (read-only).
+    assigned
+        ``"sampled"``: each contributor's unit index (``-1``: no report); else ``None``.
+    refusals, silent
+        As :class:`PhaseRelease`.
+    """
+
+    step: Report
+    request_id: int
+    oracles: tuple[FrequencyOracle, ...]
+    contributors: tuple[int, ...]
+    reports: np.ndarray
+    assigned: np.ndarray | None
+    refusals: Mapping[int, Refusal] = field(default_factory=dict)
+    silent: tuple[int, ...] = ()
+
+    @property
+    def phase(self) -> str:
+        return self.step.phase
+
+    def reporters(self) -> tuple[int, ...]:
+        """The contributors that reported something in this phase."""
+        if self.assigned is None:
+            return self.contributors
+        return tuple(p for p, j in zip(self.contributors, self.assigned.tolist()) if j >= 0)
+
+    def reported_data(self, schema: Schema) -> ReportedData:
+        """The phase as the fast path's :class:`~mprr.protocols.oracle_reports.ReportedData`
+        (:func:`~mprr.protocols.oracle_reports.reported_data`)."""
+        usizes = tuple(tuple(schema.sizes[a] for a in u) for u in self.step.units)
+        return reported_data(self.step, usizes, self.oracles, self.reports, self.assigned)
+
+
 class RecordingEndpoint:
     """The controller's endpoint, appending every envelope it receives to the view.
 
@@ -254,8 +314,9 @@ class Controller:
         self._excluded: dict[int, str] = {}
         self._book = ReleaseBook(schema)
         self._next_id = 1
-        self.requests: list[ReleaseRequest | SecureRelease] = []
+        self.requests: list[ReleaseRequest | SecureRelease | ReportRequest] = []
         self.phases: list[PhaseRelease] = []
+        self.reports: list[PhaseReport] = []
         self.tallies: list[PhaseRelease] = []
         self.engines: dict[str, Any] = {}  # secure-sum session -> the engine the controller ran
 
@@ -279,7 +340,7 @@ class Controller:
     # ------------------------------------------------------------------ rounds
     async def exchange(
         self,
-        request: ReleaseRequest | SecureRelease,
+        request: ReleaseRequest | SecureRelease | ReportRequest,
         targets: Sequence[int],
         *,
         kinds: tuple[type[Message], ...] = REPLY_KINDS,
@@ -425,6 +486,83 @@ class Controller:
         )
         self.phases.append(release)
         return release
+
+    def reported_in(self, phases: Sequence[str]) -> set[int]:
+        """Parties that released or reported something in any of ``phases`` (what a party's
+        own ledger shows when it decides whether a report step's ``exclude`` applies)."""
+        out: set[int] = set()
+        for release in (*self.phases, *self.tallies):
+            if release.phase in phases:
+                out.update(release.contributors)
+        for report in self.reports:
+            if report.phase in phases:
+                out.update(report.reporters())
+        return out
+
+    async def report(self, step: Report) -> PhaseReport:
+        """Ask every active party to report ``step``'s units through its frequency oracles.
+
+        Raises
+        ------
+        RoundTimeout, ReleaseRefused, MessageError
+            As :meth:`release` under ``on_dropout="fail"`` (a malformed reply: module docstring).
+        ProtocolError
+            No party answered.
+        """
+        sizes = self.schema.sizes
+        oracles = tuple(o.build([sizes[a] for a in u]) for o, u in zip(step.oracles, step.units))
+        limits = [o.report_limit for o in oracles]
+        k = len(step.units)
+        sampled = step.assign == "sampled"
+        request = ReportRequest.build(self.new_request_id(), step)
+        targets = list(self.active)
+        replies, silent = await self.exchange(request, targets, kinds=(OracleReport, Refusal))
+        refusals = {p: m for p, m in replies.items() if isinstance(m, Refusal)}
+        excluded = self.reported_in(step.exclude) if step.exclude else set()
+        rows: dict[int, tuple[int, list[int]]] = {}
+        malformed: dict[int, str] = {}
+        for p in targets:
+            m = replies.get(p)
+            if not isinstance(m, OracleReport):
+                continue
+            codes = m.reports.tolist()
+            if sampled:
+                if m.unit < 0:
+                    why = (None if codes == [] and (step.abstain > 0.0 or p in excluded)
+                           else "no report, though the step lets no party abstain" if codes == []
+                           else "reports without a drawn unit")
+                elif m.unit >= k or codes[0] >= limits[m.unit]:
+                    why = f"unit {m.unit} / report {codes[0]} outside the {k} units and their oracles' ranges"
+                elif p in excluded:
+                    why = f"a report, though the party reported in an excluded phase {list(step.exclude)}"
+                else:
+                    why = None
+            elif m.unit != -1 or len(codes) != k or any(c >= lim for c, lim in zip(codes, limits)):
+                why = f"{len(codes)} reports (unit {m.unit}); {k} within the oracles' ranges (unit -1) expected"
+            else:
+                why = None
+            if why is not None:
+                malformed[p] = f"malformed reply {codes[:10]}: {why}"
+            else:
+                rows[p] = (m.unit, codes)
+        malformed.update(self._faulty(targets))
+        await self._settle(step.phase, request.request_id, targets, silent, refusals, malformed)
+        contributors = tuple(p for p in targets if p in rows and p not in malformed)
+        if not contributors:
+            raise ProtocolError(f"phase {step.phase!r}: no party reported anything for request {request.request_id}")
+        reports = np.full((len(contributors), k), -1, dtype=np.int64)
+        assigned = np.full(len(contributors), -1, dtype=np.int64) if sampled else None
+        for row, p in enumerate(contributors):
+            unit, codes = rows[p]
+            if assigned is None:
+                reports[row] = codes
+            elif unit >= 0:
+                assigned[row] = unit
+                reports[row, unit] = codes[0]
+        phase = PhaseReport(step, request.request_id, oracles, contributors, readonly(reports),
+                            None if assigned is None else readonly(assigned), MappingProxyType(refusals), silent)
+        self.reports.append(phase)
+        return phase
 
     async def secure_release(
         self,

@@ -287,11 +287,6 @@ async def simulate_async(
             )
         params["engine"] = params.pop("secure_sum")
     entry = lookup(protocol)
-    if entry.oracle_reports:
-        raise ConfigurationError(
-            f"protocol {entry.name!r} reports through frequency oracles (sampled units), which the actor "
-            "simulator does not answer yet; run it on the fast path (mprr.protocols.run_local or --engine fast)"
-        )
     kwargs = entry.bind(params, driver=("engine",))
     seed = check_int("seed", seed, 0)
     timeout = check_real("timeout", timeout, strict=True)

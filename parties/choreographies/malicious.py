@@ -204,7 +204,8 @@ async def run_attacks(ctl: Controller, attacks: Sequence[str]) -> tuple[AttackRe
         if not ctl.phases:
             raise ConfigurationError("the protocol released nothing: there is nothing to attack")
         last = ctl.phases[-1]
-        plan = next(r for r in reversed(ctl.requests) if r.request_id == last.request_id).plan
+        plan = next(r for r in reversed(ctl.requests)
+                    if isinstance(r, ReleaseRequest) and r.request_id == last.request_id).plan
         rid = ctl.new_request_id()
         if name == "re-request":
             request = ReleaseRequest.build(rid, last.phase, last.units, last.specs, plan=plan)
