@@ -304,15 +304,14 @@ def report_rows(step: Report, oracles: Sequence[FrequencyOracle], codes: np.ndar
         assigned[excluded] = -1
     fake = step.assign == "sampled-fake"
     starts = (1 + np.concatenate([[0], np.cumsum(per)[:-1]])).astype(int) if fake else np.ones(k, dtype=int)
-    for j, (unit, oracle) in enumerate(zip(step.units, oracles)):
+    if fake:  # every block's first uniform draws that unit's fake value
+        cells = np.array([math.prod(s) for s in usizes], dtype=np.int64)
+        reports[:] = np.minimum((uniforms[:, starts] * cells).astype(np.int64), cells - 1)
+    for j in np.unique(assigned[assigned >= 0]).tolist():  # the units some party drew
         mine = assigned == j
         start = int(starts[j])
-        if fake:
-            cells = math.prod(usizes[j])
-            reports[:, j] = np.minimum((uniforms[:, start] * cells).astype(np.int64), cells - 1)
-        if mine.any():
-            values = unit_codes(codes[mine], sizes, unit)
-            reports[mine, j] = oracle.perturb(values, uniforms[mine, start:start + per[j]])
+        values = unit_codes(codes[mine], sizes, step.units[j])
+        reports[mine, j] = oracles[j].perturb(values, uniforms[mine, start:start + per[j]])
     return reports, assigned
 
 
