@@ -496,6 +496,19 @@ def test_oracle_reports_on_the_actors_are_the_fast_path_reports(report_data, cas
         assert fast.phases == ("discovery", "clusters")
         found, released = fast.releases
         assert not np.any((found.assigned >= 0) & (released.assigned >= 0))
+    # traffic: the closed forms of docs/cost_model.md (ReportRequest, OracleReport), per phase
+    n = REPORT_N
+    requests = replies = 0
+    for r in fast.releases:
+        w = len(r.units) if r.phase == "clusters" else 0  # RR-Clusters-Sampled weighs its clusters
+        exclude = ("discovery",) if w and len(fast.releases) == 2 else ()
+        requests += (49 + len(r.phase) + 19 * len(r.units) + 8 * sum(map(len, r.units)) + len(r.assign) + 8 * w
+                     + sum(4 + len(e) for e in exclude))
+        reports = n * len(r.units) if r.assigned is None else int(np.sum(r.assigned >= 0))
+        replies += 31 * n + 8 * reports
+    phases = len(fast.releases)
+    assert dict(sim.traffic.by_kind) == {"ReportRequest": (phases * n, n * requests),
+                                         "OracleReport": (phases * n, replies)}
     # the controller saw oracle reports and nothing else: each party's message is its row
     assert sim.view_log.kinds() == frozenset({"OracleReport"})
     for release in fast.releases:
