@@ -24,7 +24,8 @@ Modules, in dependency order:
 - ``shard_report``  — what a shard hands back after a run: its parties' summaries, in columns
 - ``controller``    — the untrusted ``Controller`` actor
 - ``driver``        — ``run_actors``: answers a protocol's steps (:mod:`mprr.protocols.steps`)
-                      with the controller's rounds and secure sums
+                      with the controller's rounds (releases, frequency-oracle reports) and
+                      secure sums
 - ``choreographies`` — a curious controller's extra requests, for the attack tests (package)
 - ``shard``         — party shard host: many parties on one event loop behind a frame channel
 - ``channel``       — the frame channel's records (length-prefixed frames, restricted control records)
