@@ -248,7 +248,8 @@ async def simulate_async(
         ``"paper"`` secure-sum engine (main paper 4.2 needs every party to reach every other).
     attacks
         Curious-controller attacks run after the protocol
-        (:data:`parties.choreographies.malicious.ATTACKS`, and ``SECURE_ATTACKS`` after 4.2 / 4.3).
+        (:data:`parties.choreographies.malicious.ATTACKS`, ``SECURE_ATTACKS`` after 4.2 / 4.3,
+        ``REPORT_ATTACKS`` after frequency-oracle reports).
     min_roster
         Fewest parties each party accepts in a secure-sum roster.
     runtime
