@@ -22,6 +22,8 @@ Modules, in dependency order:
 - ``view``          — the controller's view log (everything it received)
 - ``party``         — the ``Party`` actor: private record, own stream, own privacy accountant
 - ``shard_report``  — what a shard hands back after a run: its parties' summaries, in columns
+- ``report_phase``  — what a phase of frequency-oracle reports brings back: the check of each
+                      party's ``OracleReport`` and the phase's ``ReportedData``
 - ``controller``    — the untrusted ``Controller`` actor
 - ``driver``        — ``run_actors``: answers a protocol's steps (:mod:`mprr.protocols.steps`)
                       with the controller's rounds (releases, frequency-oracle reports) and

@@ -35,11 +35,9 @@ other parties' replies, so it cannot abort the run on its own.
 :meth:`Controller.report` answers a :class:`~mprr.protocols.steps.Report` step (units through
 frequency oracles) the same way: one :class:`~parties.wire.requests.ReportRequest` broadcast,
 one :class:`~parties.wire.messages.OracleReport` or ``Refusal`` per party, the dropout policy
-as above; a reply that does not fit the step (wrong number of reports, a code outside its
-oracle's range, a unit index out of range, a report from a party that reported in an
-``exclude`` phase, no report where the step lets no party abstain) is malformed.  The phase's
-data is built by :func:`mprr.protocols.oracle_reports.reported_data`, the one place both
-drivers build it, from oracles the controller rebuilds from the step.
+as above; a reply that does not fit the step is malformed (:mod:`parties.report_phase`, which
+builds the phase's data with :func:`mprr.protocols.oracle_reports.reported_data`, the one place
+both drivers build it).
 
 :meth:`Controller.secure_release` runs the dependence phases 4.2 / 4.3: the parties commit
 (:class:`~parties.wire.requests.SecureRelease` → ``Ack``), then a secure-sum engine of
@@ -65,8 +63,6 @@ import numpy as np
 from mprr.data import Schema
 from mprr.domain import check_int, check_real
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
-from mprr.oracles import FrequencyOracle
-from mprr.protocols.oracle_reports import ReportedData, reported_data
 from mprr.protocols.release import ReleasedData, readonly
 from mprr.protocols.steps import Matrix, MatrixSpec, Report
 from parties.wire.codec import Message
@@ -77,6 +73,7 @@ from parties.secure.agreement import agreed_session, check_unit_totals, request_
 from parties.wire.requests import ReleaseRequest, ReportRequest, SecureRelease, SecureSumStart, roster_runs
 from parties.transport import Endpoint, Envelope, actor_name
 from parties.public_state import ReleaseBook
+from parties.report_phase import PhaseReport, ReportGathering
 from parties.view import ViewLog
 
 __all__ = [
@@ -182,54 +179,6 @@ class PhaseRelease:
                                            replayed=None if replayed is None else tuple(bool(r) for r in replayed))
         return ReleasedData(phase=self.phase, units=self.units, unit_sizes=usizes, matrices=self.matrices, codes=None,
                             counts=self.counts, linkable=False, exact=not self.specs)
-
-
-@dataclass(frozen=True, eq=False)
-class PhaseReport:
-    """What a phase of frequency-oracle reports brought back (:meth:`Controller.report`).
-
-    Attributes
-    ----------
-    step, request_id
-        The :class:`~mprr.protocols.steps.Report` step and its request id.
-    oracles
-        The frequency oracle of each unit, rebuilt by the controller from the step.
-    contributors
-        Parties whose replies are in :attr:`reports` (a party that abstained or was excluded
-        contributes an empty report), ascending.
-    reports
-        ``(len(contributors), len(units))`` int64 reports, ``-1`` where a party sent none
-        (read-only).
-    assigned
-        ``"sampled"``: each contributor's unit index (``-1``: no report); else ``None``.
-    refusals, silent
-        As :class:`PhaseRelease`.
-    """
-
-    step: Report
-    request_id: int
-    oracles: tuple[FrequencyOracle, ...]
-    contributors: tuple[int, ...]
-    reports: np.ndarray
-    assigned: np.ndarray | None
-    refusals: Mapping[int, Refusal] = field(default_factory=dict)
-    silent: tuple[int, ...] = ()
-
-    @property
-    def phase(self) -> str:
-        return self.step.phase
-
-    def reporters(self) -> tuple[int, ...]:
-        """The contributors that reported something in this phase."""
-        if self.assigned is None:
-            return self.contributors
-        return tuple(p for p, j in zip(self.contributors, self.assigned.tolist()) if j >= 0)
-
-    def reported_data(self, schema: Schema) -> ReportedData:
-        """The phase as the fast path's :class:`~mprr.protocols.oracle_reports.ReportedData`
-        (:func:`~mprr.protocols.oracle_reports.reported_data`)."""
-        usizes = tuple(tuple(schema.sizes[a] for a in u) for u in self.step.units)
-        return reported_data(self.step, usizes, self.oracles, self.reports, self.assigned)
 
 
 class RecordingEndpoint:
@@ -509,58 +458,16 @@ class Controller:
         ProtocolError
             No party answered.
         """
-        sizes = self.schema.sizes
-        oracles = tuple(o.build([sizes[a] for a in u]) for o, u in zip(step.oracles, step.units))
-        limits = [o.report_limit for o in oracles]
-        k = len(step.units)
-        sampled = step.assign == "sampled"
         request = ReportRequest.build(self.new_request_id(), step)
         targets = list(self.active)
         replies, silent = await self.exchange(request, targets, kinds=(OracleReport, Refusal))
         refusals = {p: m for p, m in replies.items() if isinstance(m, Refusal)}
-        excluded = self.reported_in(step.exclude) if step.exclude else set()
-        rows: dict[int, tuple[int, list[int]]] = {}
-        malformed: dict[int, str] = {}
-        for p in targets:
-            m = replies.get(p)
-            if not isinstance(m, OracleReport):
-                continue
-            codes = m.reports.tolist()
-            if sampled:
-                if m.unit < 0:
-                    why = (None if codes == [] and (step.abstain > 0.0 or p in excluded)
-                           else "no report, though the step lets no party abstain" if codes == []
-                           else "reports without a drawn unit")
-                elif m.unit >= k or codes[0] >= limits[m.unit]:
-                    why = f"unit {m.unit} / report {codes[0]} outside the {k} units and their oracles' ranges"
-                elif p in excluded:
-                    why = f"a report, though the party reported in an excluded phase {list(step.exclude)}"
-                else:
-                    why = None
-            elif m.unit != -1 or len(codes) != k or any(c >= lim for c, lim in zip(codes, limits)):
-                why = f"{len(codes)} reports (unit {m.unit}); {k} within the oracles' ranges (unit -1) expected"
-            else:
-                why = None
-            if why is not None:
-                malformed[p] = f"malformed reply {codes[:10]}: {why}"
-            else:
-                rows[p] = (m.unit, codes)
+        gathered = ReportGathering(step, self.schema, self.reported_in(step.exclude) if step.exclude else set())
+        malformed = {p: why for p in targets if isinstance(m := replies.get(p), OracleReport)
+                     and (why := gathered.add(p, m)) is not None}
         malformed.update(self._faulty(targets))
         await self._settle(step.phase, request.request_id, targets, silent, refusals, malformed)
-        contributors = tuple(p for p in targets if p in rows and p not in malformed)
-        if not contributors:
-            raise ProtocolError(f"phase {step.phase!r}: no party reported anything for request {request.request_id}")
-        reports = np.full((len(contributors), k), -1, dtype=np.int64)
-        assigned = np.full(len(contributors), -1, dtype=np.int64) if sampled else None
-        for row, p in enumerate(contributors):
-            unit, codes = rows[p]
-            if assigned is None:
-                reports[row] = codes
-            elif unit >= 0:
-                assigned[row] = unit
-                reports[row, unit] = codes[0]
-        phase = PhaseReport(step, request.request_id, oracles, contributors, readonly(reports),
-                            None if assigned is None else readonly(assigned), MappingProxyType(refusals), silent)
+        phase = gathered.phase(request.request_id, [p for p in targets if p not in malformed], refusals, silent)
         self.reports.append(phase)
         return phase
 

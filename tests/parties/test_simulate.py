@@ -193,11 +193,13 @@ def test_rr_clusters_traffic_matches_the_closed_form(data) -> None:
 def test_registry_names_and_aliases() -> None:
     assert set(PROTOCOLS) == {
         "RR-Independent", "RR-Joint", "RR-Clusters", "RR-Independent+Adjustment", "RR-Clusters+Adjustment",
-        "RR-Adjustment", "RR-Ind-Joint", "lambda-randomization",
+        "RR-Adjustment", "RR-Ind-Joint", "lambda-randomization", "SPL", "SMP", "RS+FD", "CALM-style",
+        "RR-Clusters-Sampled",
     }
     assert lookup("rr_independent").name == "RR-Independent"
     assert lookup("Clusters + Adjustment".replace(" ", "")).name == "RR-Clusters+Adjustment"
     assert lookup("lambda").name == "lambda-randomization"
+    assert lookup("rs_fd").name == "RS+FD" and lookup("clusters-sampled").name == "RR-Clusters-Sampled"
 
 
 def test_rr_adjustment_alias_takes_a_base(data) -> None:
