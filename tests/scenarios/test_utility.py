@@ -14,7 +14,6 @@ from parties.simulate import simulate
 from scenarios.cli import main
 from scenarios.runner import run
 from scenarios.utility import METHODS, utility_records
-from tests.mprr.protocols._helpers import planted
 
 PNG = b"\x89PNG\r\n\x1a\n"
 KEYS = {"method", "epsilon", "epsilon_spent", "tvd_2way", "tvd_2way_se", "tvd_3way", "tvd_3way_se",
