@@ -453,16 +453,19 @@ class Controller:
 
         Raises
         ------
+        ConfigurationError
+            An oracle that cannot be built over its unit (before anything is sent).
         RoundTimeout, ReleaseRefused, MessageError
             As :meth:`release` under ``on_dropout="fail"`` (a malformed reply: module docstring).
         ProtocolError
             No party answered.
         """
+        # the oracles are built (and checked) before anything is sent
+        gathered = ReportGathering(step, self.schema, self.reported_in(step.exclude) if step.exclude else set())
         request = ReportRequest.build(self.new_request_id(), step)
         targets = list(self.active)
         replies, silent = await self.exchange(request, targets, kinds=(OracleReport, Refusal))
         refusals = {p: m for p, m in replies.items() if isinstance(m, Refusal)}
-        gathered = ReportGathering(step, self.schema, self.reported_in(step.exclude) if step.exclude else set())
         malformed = {p: why for p in targets if isinstance(m := replies.get(p), OracleReport)
                      and (why := gathered.add(p, m)) is not None}
         malformed.update(self._faulty(targets))

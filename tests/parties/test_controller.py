@@ -305,3 +305,11 @@ async def test_a_report_from_a_party_that_reported_in_an_excluded_phase_is_malfo
     later = Report("later", UNITS, (OracleSpec("grr", 1.0),) * 2, "sampled", exclude=("attributes",))
     out = await run_report(ctl, net, {0: (1, [1]), 1: (0, [2])}, later)
     assert out.contributors == (1,) and "reported in an excluded phase" in ctl.excluded[0]
+
+
+async def test_an_oracle_that_cannot_be_built_is_refused_before_anything_is_sent() -> None:
+    net = InMemoryNetwork(2)
+    ctl = controller(net)
+    with pytest.raises(ConfigurationError, match=r"GRR: epsilon must be finite and in \(0, 700\]"):
+        await ctl.report(Report("attributes", UNITS, (OracleSpec("grr", 1000.0),) * 2))
+    assert net.statistics().messages == 0 and ctl.requests == []
