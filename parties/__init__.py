@@ -22,9 +22,12 @@ Modules, in dependency order:
 - ``view``          — the controller's view log (everything it received)
 - ``party``         — the ``Party`` actor: private record, own stream, own privacy accountant
 - ``shard_report``  — what a shard hands back after a run: its parties' summaries, in columns
+- ``report_phase``  — what a phase of frequency-oracle reports brings back: the check of each
+                      party's ``OracleReport`` and the phase's ``ReportedData``
 - ``controller``    — the untrusted ``Controller`` actor
 - ``driver``        — ``run_actors``: answers a protocol's steps (:mod:`mprr.protocols.steps`)
-                      with the controller's rounds and secure sums
+                      with the controller's rounds (releases, frequency-oracle reports) and
+                      secure sums
 - ``choreographies`` — a curious controller's extra requests, for the attack tests (package)
 - ``shard``         — party shard host: many parties on one event loop behind a frame channel
 - ``channel``       — the frame channel's records (length-prefixed frames, restricted control records)

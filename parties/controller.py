@@ -32,6 +32,13 @@ lists them); under ``"exclude"`` it is excluded like a silent party, even if it 
 valid reply (its values are not used).  A rejected frame never disturbs the receive of the
 other parties' replies, so it cannot abort the run on its own.
 
+:meth:`Controller.report` answers a :class:`~mprr.protocols.steps.Report` step (units through
+frequency oracles) the same way: one :class:`~parties.wire.requests.ReportRequest` broadcast,
+one :class:`~parties.wire.messages.OracleReport` or ``Refusal`` per party, the dropout policy
+as above; a reply that does not fit the step is malformed (:mod:`parties.report_phase`, which
+builds the phase's data with :func:`mprr.protocols.oracle_reports.reported_data`, the one place
+both drivers build it).
+
 :meth:`Controller.secure_release` runs the dependence phases 4.2 / 4.3: the parties commit
 (:class:`~parties.wire.requests.SecureRelease` → ``Ack``), then a secure-sum engine of
 :mod:`parties.secure` adds their one-hot vectors; the controller learns only the tallies.
@@ -57,15 +64,16 @@ from mprr.data import Schema
 from mprr.domain import check_int, check_real
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from mprr.protocols.release import ReleasedData, readonly
-from mprr.protocols.steps import Matrix, MatrixSpec
+from mprr.protocols.steps import Matrix, MatrixSpec, Report
 from parties.wire.codec import Message
-from parties.wire.messages import Abort, Ack, RandomizedValues, Refusal
+from parties.wire.messages import Abort, Ack, OracleReport, RandomizedValues, Refusal
 from parties.secure.messages import TO_CONTROLLER as SECURE_TO_CONTROLLER
 from parties.wire.requests import TO_CONTROLLER as RELEASE_TO_CONTROLLER
 from parties.secure.agreement import agreed_session, check_unit_totals, request_digest
-from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart, roster_runs
+from parties.wire.requests import ReleaseRequest, ReportRequest, SecureRelease, SecureSumStart, roster_runs
 from parties.transport import Endpoint, Envelope, actor_name
 from parties.public_state import ReleaseBook
+from parties.report_phase import PhaseReport, ReportGathering
 from parties.view import ViewLog
 
 __all__ = [
@@ -73,6 +81,7 @@ __all__ = [
     "DROPOUT_POLICIES",
     "Controller",
     "PhaseRelease",
+    "PhaseReport",
     "RecordingEndpoint",
     "ReleaseRefused",
     "REPLY_KINDS",
@@ -254,8 +263,9 @@ class Controller:
         self._excluded: dict[int, str] = {}
         self._book = ReleaseBook(schema)
         self._next_id = 1
-        self.requests: list[ReleaseRequest | SecureRelease] = []
+        self.requests: list[ReleaseRequest | SecureRelease | ReportRequest] = []
         self.phases: list[PhaseRelease] = []
+        self.reports: list[PhaseReport] = []
         self.tallies: list[PhaseRelease] = []
         self.engines: dict[str, Any] = {}  # secure-sum session -> the engine the controller ran
 
@@ -279,7 +289,7 @@ class Controller:
     # ------------------------------------------------------------------ rounds
     async def exchange(
         self,
-        request: ReleaseRequest | SecureRelease,
+        request: ReleaseRequest | SecureRelease | ReportRequest,
         targets: Sequence[int],
         *,
         kinds: tuple[type[Message], ...] = REPLY_KINDS,
@@ -425,6 +435,44 @@ class Controller:
         )
         self.phases.append(release)
         return release
+
+    def reported_in(self, phases: Sequence[str]) -> set[int]:
+        """Parties that released or reported something in any of ``phases`` (what a party's
+        own ledger shows when it decides whether a report step's ``exclude`` applies)."""
+        out: set[int] = set()
+        for release in (*self.phases, *self.tallies):
+            if release.phase in phases:
+                out.update(release.contributors)
+        for report in self.reports:
+            if report.phase in phases:
+                out.update(report.reporters())
+        return out
+
+    async def report(self, step: Report) -> PhaseReport:
+        """Ask every active party to report ``step``'s units through its frequency oracles.
+
+        Raises
+        ------
+        ConfigurationError
+            An oracle that cannot be built over its unit (before anything is sent).
+        RoundTimeout, ReleaseRefused, MessageError
+            As :meth:`release` under ``on_dropout="fail"`` (a malformed reply: module docstring).
+        ProtocolError
+            No party answered.
+        """
+        # the oracles are built (and checked) before anything is sent
+        gathered = ReportGathering(step, self.schema, self.reported_in(step.exclude) if step.exclude else set())
+        request = ReportRequest.build(self.new_request_id(), step)
+        targets = list(self.active)
+        replies, silent = await self.exchange(request, targets, kinds=(OracleReport, Refusal))
+        refusals = {p: m for p, m in replies.items() if isinstance(m, Refusal)}
+        malformed = {p: why for p in targets if isinstance(m := replies.get(p), OracleReport)
+                     and (why := gathered.add(p, m)) is not None}
+        malformed.update(self._faulty(targets))
+        await self._settle(step.phase, request.request_id, targets, silent, refusals, malformed)
+        phase = gathered.phase(request.request_id, [p for p in targets if p not in malformed], refusals, silent)
+        self.reports.append(phase)
+        return phase
 
     async def secure_release(
         self,

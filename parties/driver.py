@@ -8,6 +8,11 @@ network:
   :class:`~mprr.protocols.steps.MatrixSpec`) and gathers one reply per party; a party that
   already released the same unit with the same matrix replays it (the step's ``replays``
   say which units the program expects to be replays);
+- :class:`~mprr.protocols.steps.Report`: :meth:`Controller.report` broadcasts one
+  :class:`~parties.wire.requests.ReportRequest` (units, oracle family and ε, assignment,
+  weights, abstention, exclusions); each party draws, perturbs and books as the fast path
+  does and replies an :class:`~parties.wire.messages.OracleReport`; the phase's data is built
+  by :func:`mprr.protocols.oracle_reports.reported_data`;
 - :class:`~mprr.protocols.steps.SecureSum`: :meth:`Controller.secure_release` — the parties
   commit, then a secure-sum engine of :mod:`parties.secure` adds their one-hot vectors and
   the controller learns only the tallies (its wall-clock seconds, commitments included, in
@@ -26,7 +31,6 @@ from collections.abc import Callable
 from typing import Any
 
 from mprr.protocols.result import ProtocolResult
-from mprr.errors import ConfigurationError
 from mprr.protocols.steps import Program, Release, Released, Report, Step
 from parties.controller import Controller
 from parties.secure.engine import SecureSumEngine
@@ -90,11 +94,11 @@ async def _answer(step: Step, ctl: Controller, engine: SecureSumEngine) -> Relea
             ctl.note(name, value)
         phase = await ctl.release(step.phase, step.units, step.specs)
         return Released(phase.released_data(schema, replayed=step.replayed), len(phase.contributors))
-    if isinstance(step, Report):  # refused before the run by parties.simulate; a guard for other callers
-        raise ConfigurationError(
-            f"the actor driver does not answer Report steps yet (phase {step.phase!r}); run the protocol on the "
-            "fast path (mprr.protocols.local.run_local)"
-        )
+    if isinstance(step, Report):
+        for name, value in step.notes.items():
+            ctl.note(name, value)
+        reported = await ctl.report(step)
+        return Released(reported.reported_data(schema), len(reported.contributors))
     tally = await ctl.secure_release(step.phase, step.units, engine=engine, specs=step.specs)
     details = {"secure_sum": {"engine": tally.engine, "session": tally.session,
                               "contributors": len(tally.contributors)}}

@@ -22,6 +22,28 @@ no ``repr``), its own ``numpy.random.Generator`` built from
   (RR-Clusters with 4.1 relies on this: a singleton cluster is requested with its phase-1
   matrix and replayed, as in the fast path.)
 
+A :class:`~parties.wire.requests.ReportRequest` (a :class:`~mprr.protocols.steps.Report`
+step: units through frequency oracles, :mod:`mprr.oracles`) is answered with an
+:class:`~parties.wire.messages.OracleReport` computed by
+:func:`mprr.protocols.oracle_reports.report_rows` on the party's one record, from its own
+uniforms in the draw order of :class:`~mprr.protocols.steps.Report` — the fast path's function
+and draws, so the same seed gives the same reports.  The party books the ledger entries the
+fast path books (:func:`mprr.protocols.oracle_reports.report_releases`, at the ε its own
+oracles compute):
+
+- ``"every"``: the request is decided first (budget; a unit reported before through the same
+  oracle is resent, no draw), then one block of uniforms per new unit;
+- ``"sampled-fake"``: decided first, then the whole block is drawn; the reply holds a report
+  per unit and never the drawn unit;
+- ``"sampled"``: the party draws its block first (its draw decides whether it reports at all),
+  then, if it drew a unit, its accountant decides; a party that abstains, or that reported in
+  a phase of the request's ``exclude`` (its own ledger says so), books nothing and answers an
+  empty report.  A report the party made before (same oracles, same units) is resent without
+  a draw.
+
+A request re-sent with the same content (a controller's retry) gets the same reply again:
+nothing new is drawn or booked.
+
 For the dependence phases 4.2 / 4.3 of RR-Clusters the party answers a
 :class:`~parties.wire.requests.SecureRelease` the same way (its accountant books the commitment:
 fresh draws, unlinkable ledger entries; 4.2 releases true values: ε = ∞, refused unless the
@@ -55,16 +77,18 @@ from mprr.domain import check_int
 from mprr.errors import ConfigurationError, MessageError, ProtocolError
 from mprr.privacy.ledger import Ledger
 from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacyAccountant, Refusal, RefusalReason
+from mprr.protocols.oracle_reports import report_rows
+from mprr.protocols.release import unit_codes
 from mprr.streams import PartyStream
 from parties.wire.codec import Message
-from parties.wire.messages import Abort, Ack, RandomizedValues, Refusal as WireRefusal
-from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
+from parties.wire.messages import Abort, Ack, OracleReport, RandomizedValues, Refusal as WireRefusal
+from parties.wire.requests import ReleaseRequest, ReportRequest, SecureRelease, SecureSumStart
 from parties.public_state import ReleaseBook
 from parties.transport import Endpoint, actor_name
 
 __all__ = ["LOOP_KINDS", "Accounted", "Party"]
 
-LOOP_KINDS = (ReleaseRequest, SecureRelease, SecureSumStart, Abort)
+LOOP_KINDS = (ReleaseRequest, ReportRequest, SecureRelease, SecureSumStart, Abort)
 """Kinds a party's host hands to :meth:`Party.receive` when the controller sends them;
 anything else (the secure-sum engines' traffic) goes to the party's endpoint, for its engine."""
 
@@ -175,6 +199,9 @@ class Party(Accounted):
         self._signer = signer
         self._registry = registry
         self._values: list[int] = []
+        # oracle reports of sampled phases by ledger entry (to resend), and the last report request answered
+        self._reports: dict[int, tuple[int, np.ndarray]] = {}
+        self._last_report: tuple[ReportRequest, Message] | None = None
         # committed inputs not yet summed, with the digest of the request they answer
         self._inputs: dict[str, tuple[np.ndarray, bytes]] = {}
         self.draws = 0
@@ -228,6 +255,13 @@ class Party(Accounted):
         """
         if isinstance(msg, (ReleaseRequest, SecureRelease)):
             return self._decide(msg)
+        if isinstance(msg, ReportRequest):
+            last = self._last_report
+            if last is not None and last[0] == msg:  # a retry: the same reply, nothing drawn or booked
+                return last[1]
+            reply = self._report(msg)
+            self._last_report = (msg, reply)
+            return reply
         raise MessageError(f"{actor_name(self.index)} does not accept {msg.NAME} messages from the controller")
 
     def _decide(self, request: ReleaseRequest | SecureRelease) -> Message:
@@ -276,6 +310,68 @@ class Party(Accounted):
         released = np.array(codes, dtype=np.int64)
         released.flags.writeable = False  # as the message keeps it: no second copy
         return RandomizedValues(request.request_id, released)
+
+    def _draw(self, k: int) -> np.ndarray:
+        """``k`` uniforms from the party's stream, in order."""
+        rng = self._rng
+        self.draws += k
+        return np.array([rng.random() for _ in range(k)], dtype=np.float64)
+
+    def _report(self, request: ReportRequest) -> Message:
+        """Answer a report request (module docstring)."""
+        resolution = self._book.resolve_report(request)
+        acc = self.accountant
+        ask = resolution.ask
+        step = resolution.step
+        if step is None:
+            return WireRefusal.of(acc.refuse(ask, resolution.reason or RefusalReason.INVALID_REQUEST,
+                                             resolution.message))
+        rid = request.request_id
+        oracles = resolution.oracles
+        sizes = self._book.sizes
+        row = np.array([self.__record], dtype=np.int64)
+        values = self._values
+        if step.assign == "every":
+            decisions = acc.answer(ask)
+            if isinstance(decisions, Refusal):
+                return WireRefusal.of(decisions)
+            codes = []
+            for unit, oracle, decision in zip(step.units, oracles, decisions):
+                if decision.granted:
+                    u = self._draw(oracle.uniforms_per_report)
+                    code = int(oracle.perturb(unit_codes(row, sizes, unit), u[None, :])[0])
+                    values.append(code)
+                else:  # reported before through the same oracle: resend that report
+                    code = values[decision.entry_index]
+                codes.append(code)
+            return OracleReport(rid, -1, np.array(codes, dtype=np.int64))
+        (release,) = ask.releases
+        if acc.ledger.lookup(release) is not None:  # reported before: resend it, no draw
+            decisions = acc.answer(ask)
+            if isinstance(decisions, Refusal):
+                return WireRefusal.of(decisions)
+            drawn, sent = self._reports[decisions[0].entry_index]
+            return OracleReport(rid, drawn, sent)
+        fake = step.assign == "sampled-fake"
+        decided = acc.answer(ask) if fake else None  # fake values: every party reports, decided before any draw
+        if isinstance(decided, Refusal):
+            return WireRefusal.of(decided)
+        excluded = None
+        if step.exclude:
+            excluded = np.array([any(r.phase in step.exclude for r in acc.ledger)])
+        reports, assigned = report_rows(step, oracles, row, sizes, self._draw(resolution.uniforms)[None, :], excluded)
+        assert assigned is not None  # (a sampled assignment)
+        j = int(assigned[0])
+        if j < 0:  # abstained or excluded: nothing reported, nothing booked
+            return OracleReport(rid, -1, np.zeros(0, dtype=np.int64))
+        if decided is None:
+            decided = acc.answer(ask)
+            if isinstance(decided, Refusal):
+                return WireRefusal.of(decided)
+        reply = OracleReport(rid, -1, reports[0]) if fake else OracleReport(rid, j, reports[0, j:j + 1])
+        values.append(int(reports[0, j]))
+        self._reports[decided[0].entry_index] = (reply.unit, reply.reports)
+        return reply
 
     def _check_start(self, start: SecureSumStart) -> str | None:
         """Why the party will not run ``start`` (``None``: it will; its accountant then binds the

@@ -7,6 +7,9 @@
     :class:`~parties.wire.requests.SecureSumStart` and its own engine.  32,561 parties in
     one process would otherwise rebuild the same objects 32,561 times.  Each party still makes
     its own decisions (plan, budget, replay, session binding) and draws from its own stream.
+    For a :class:`~parties.wire.requests.ReportRequest` it holds the rebuilt
+    :class:`~mprr.protocols.steps.Report` step, its frequency oracles and the ledger entries
+    of a reporting party (:class:`ReportResolution`).
     The book holds only deterministic functions of what a party received and of its set-up;
     the controller has no handle on it (in a multi-process runtime each process has its own).
 """
@@ -23,11 +26,13 @@ from mprr.data import Schema
 from mprr.errors import ConfigurationError
 from mprr.kronecker import KroneckerMatrix
 from mprr.privacy import Ask, RefusalReason, Release
-from mprr.protocols.steps import Matrix, MatrixSpec
+from mprr.oracles import FrequencyOracle
+from mprr.protocols.oracle_reports import report_releases, report_uniforms
+from mprr.protocols.steps import Matrix, MatrixSpec, Report
 from parties.secure.agreement import agreed_session, request_digest
-from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
+from parties.wire.requests import ReleaseRequest, ReportRequest, SecureRelease, SecureSumStart
 
-__all__ = ["ReleaseBook", "Resolution", "ResolvedUnit"]
+__all__ = ["ReleaseBook", "ReportResolution", "Resolution", "ResolvedUnit"]
 
 _BELOW_ONE = float(np.nextafter(1.0, 0.0))
 
@@ -129,6 +134,25 @@ class Resolution:
     message: str = ""
 
 
+@dataclass(frozen=True)
+class ReportResolution:
+    """A :class:`~parties.wire.requests.ReportRequest` resolved against a schema.
+
+    ``ask`` holds the ledger entries a reporting party books
+    (:func:`mprr.protocols.oracle_reports.report_releases`: one per unit for ``"every"``, one
+    for a sampled assignment); ``step`` the rebuilt :class:`~mprr.protocols.steps.Report`,
+    ``oracles`` its frequency oracles over the units' domains and ``uniforms`` the uniforms a
+    party draws for it — or (``step`` is ``None``) why the request cannot be evaluated.
+    """
+
+    ask: Ask
+    step: Report | None
+    oracles: tuple[FrequencyOracle, ...] = ()
+    uniforms: int = 0
+    reason: RefusalReason | None = None
+    message: str = ""
+
+
 class ReleaseBook:
     """Memo of the public objects derived from requests, shared by the parties of one run.
 
@@ -149,6 +173,8 @@ class ReleaseBook:
         self._units: dict[tuple[Any, ...], ResolvedUnit] = {}
         self._contexts: dict[tuple[Any, ...], Any] = {}
         self._last: tuple[object, Resolution] | None = None
+        self._reports: dict[tuple[Any, ...], tuple[Report, tuple[FrequencyOracle, ...], int, tuple[Release, ...]]] = {}
+        self._last_report: tuple[object, ReportResolution] | None = None
         self._last_digest: tuple[object, bytes] | None = None
 
     def matrix(self, spec: MatrixSpec, sizes: tuple[int, ...]) -> Matrix:
@@ -216,6 +242,41 @@ class ReleaseBook:
         )
         return Resolution(ask, tuple(units))
 
+
+    def resolve_report(self, request: ReportRequest) -> ReportResolution:
+        """Resolve a report request (memoized on the request object, and its public derivations
+        on its content: the parties of a run share one step, its oracles and ledger entries)."""
+        last = self._last_report
+        if last is not None and last[0] is request:
+            return last[1]
+        resolution = self._resolve_report(request)
+        self._last_report = (request, resolution)
+        return resolution
+
+    def _resolve_report(self, request: ReportRequest) -> ReportResolution:
+        m = len(self.names)
+        rid, phase = request.request_id, request.phase
+        invalid = Ask((), phase, rid, request.units)
+        unknown = sorted({a for unit in request.units for a in unit if a >= m})
+        if unknown:
+            return ReportResolution(invalid, None, reason=RefusalReason.PLAN_VIOLATION, message=(
+                f"request {rid} ({phase}) names attributes {unknown} in its units; the party holds "
+                f"attributes 0..{m - 1} only"))
+        key = (phase, request.units, request.families, request.epsilons, request.assign, request.weights,
+               request.abstain, request.exclude)
+        known = self._reports.get(key)
+        if known is None:
+            try:
+                step = request.step
+                oracles = tuple(o.build([self.sizes[a] for a in u]) for o, u in zip(step.oracles, step.units))
+            except ConfigurationError as exc:
+                return ReportResolution(invalid, None, reason=RefusalReason.INVALID_REQUEST,
+                                        message=f"request {rid} ({phase}): invalid report step: {exc}")
+            releases = report_releases(phase, step.assign, step.units, oracles, self.names)
+            known = self._reports[key] = (step, oracles, report_uniforms(step, self.sizes), releases)
+        step, oracles, uniforms, releases = known
+        groups = step.units if step.assign == "every" else (tuple(sorted({a for u in step.units for a in u})),)
+        return ReportResolution(Ask(releases, phase, rid, groups), step, oracles, uniforms)
 
     def digest(self, request: SecureRelease) -> bytes:
         """:func:`~parties.secure.agreement.request_digest` of ``request`` (memoized on the request

@@ -252,7 +252,8 @@ async def simulate_async(
         ``"paper"`` secure-sum engine (main paper 4.2 needs every party to reach every other).
     attacks
         Curious-controller attacks run after the protocol
-        (:data:`parties.choreographies.malicious.ATTACKS`, and ``SECURE_ATTACKS`` after 4.2 / 4.3).
+        (:data:`parties.choreographies.malicious.ATTACKS`, ``SECURE_ATTACKS`` after 4.2 / 4.3,
+        ``REPORT_ATTACKS`` after frequency-oracle reports).
     min_roster
         Fewest parties each party accepts in a secure-sum roster.
     runtime
@@ -291,11 +292,6 @@ async def simulate_async(
             )
         params["engine"] = params.pop("secure_sum")
     entry = lookup(protocol) if isinstance(protocol, str) else custom_entry(protocol)
-    if entry.oracle_reports:
-        raise ConfigurationError(
-            f"protocol {entry.name!r} reports through frequency oracles (sampled units), which the actor "
-            "simulator does not answer yet; run it on the fast path (mprr.protocols.run_local or --engine fast)"
-        )
     kwargs = entry.bind(params, driver=("engine",))
     seed = check_int("seed", seed, 0)
     timeout = check_real("timeout", timeout, strict=True)

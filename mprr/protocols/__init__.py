@@ -38,7 +38,9 @@ Modules, in dependency order (each imports only those above it):
                         ``MatrixSpec``, ``OracleSpec``
 - ``oracle_reports``  — the answer to a ``Report`` step: units through frequency oracles
                         (:mod:`mprr.oracles`), every unit or one sampled unit per party, with
-                        or without fake values; estimates and closed-form variances
+                        or without fake values (``report_rows``, the computation both drivers
+                        share; ``report_releases``, what a reporting party books); estimates
+                        and closed-form variances
 - ``local``           — the local driver ``run_local`` (vectorized answers to every step) and
                         ``local_protocol``, the fast-path function of a step program
 - ``budget``          — ε per respondent as the input (``keep_for_budget``), and the main paper's

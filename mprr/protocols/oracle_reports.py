@@ -50,6 +50,8 @@ __all__ = [
     "DEFAULT_ORACLE_POSTPROCESS",
     "ReportedData",
     "check_oracle_postprocess",
+    "report_releases",
+    "report_rows",
     "report_uniforms",
     "report_units",
     "reported_data",
@@ -162,19 +164,8 @@ class ReportedData(ReleasedData):
         )
 
     def ledger_entries(self, names: Sequence[str]) -> tuple[Release, ...]:
-        """``"every"``: one release per unit with its oracle's ε.  Sampled: one release per party,
-        one report of ε = max over the units' oracles (the unit is the party's draw; fake values
-        carry no information), over every attribute it may concern."""
-        def key(oracles: Sequence[FrequencyOracle]) -> str:
-            return f"{self.assign}:" + ";".join(f"{type(o).__name__}({o.d},{o.epsilon!r})" for o in oracles)
-
-        if self.assign == "every":
-            return tuple(Release(tuple(names[a] for a in u), float(o.epsilon_spent), None, None, True, False,
-                                 self.phase, None, key([o]), None)
-                         for u, o in zip(self.units, self.oracles))
-        attrs = sorted({a for u in self.units for a in u})
-        return (Release(tuple(names[a] for a in attrs), max(self.epsilons), None, None, True, False, self.phase,
-                        None, key(self.oracles), None),)
+        """What one reporting party books (:func:`report_releases`)."""
+        return report_releases(self.phase, self.assign, self.units, self.oracles, names)
 
     def raw_frequencies(self, j: int) -> np.ndarray:
         """Unbiased estimate of unit ``j``'s distribution (flat, may be negative).
@@ -244,6 +235,94 @@ class ReportedData(ReleasedData):
         return np.asarray(out, dtype=np.float64).reshape(self.unit_sizes[j])
 
 
+def report_releases(phase: str, assign: str, units: Sequence[Sequence[int]], oracles: Sequence[FrequencyOracle],
+                    names: Sequence[str]) -> tuple[Release, ...]:
+    """The ledger entries of a party that reported in a phase of oracle reports.
+
+    ``"every"``: one release per unit with its oracle's ε.  Sampled: one release, one report of
+    ε = max over the units' oracles (the unit is the party's draw; fake values carry no
+    information), over every attribute it may concern.  ε is each oracle's own
+    :attr:`~mprr.oracles.FrequencyOracle.epsilon_spent`.  The fast path books these for every
+    reporting party (:meth:`ReportedData.ledger_entries`); a party actor books the same ones.
+    """
+    def key(group: Sequence[FrequencyOracle]) -> str:
+        return f"{assign}:" + ";".join(f"{type(o).__name__}({o.d},{o.epsilon!r})" for o in group)
+
+    if assign == "every":
+        return tuple(Release(tuple(names[a] for a in u), float(o.epsilon_spent), None, None, True, False,
+                             phase, None, key([o]), None)
+                     for u, o in zip(units, oracles))
+    attrs = sorted({a for u in units for a in u})
+    return (Release(tuple(names[a] for a in attrs), max(float(o.epsilon_spent) for o in oracles), None, None, True,
+                    False, phase, None, key(oracles), None),)
+
+
+def report_rows(step: Report, oracles: Sequence[FrequencyOracle], codes: np.ndarray, sizes: Sequence[int],
+                uniforms: np.ndarray, excluded: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The reports of ``codes``' rows for ``step`` (the draw order of :class:`~mprr.protocols.steps.Report`).
+
+    The computation both drivers share: the local driver over every party at once
+    (:func:`report_units`), a party actor over its one row.
+
+    Parameters
+    ----------
+    step
+        The report step.
+    oracles
+        The oracle of each unit (``step.oracles`` built over the units' domains).
+    codes
+        ``(n, m)`` true codes.
+    sizes
+        Category counts of the m attributes.
+    uniforms
+        ``(n, report_uniforms(step, sizes))`` uniforms, row i from party i's stream.
+    excluded
+        ``(n,)`` booleans: the parties that reported in a phase of ``step.exclude``.
+
+    Returns
+    -------
+    tuple
+        ``(reports, assigned)``: the ``(n, k)`` int64 reports, ``-1`` where a party sends
+        nothing for a unit; when sampled the ``(n,)`` unit index each party drew (``-1``: it
+        abstained or was excluded; with fake values the party's own, never sent), else ``None``.
+    """
+    n = codes.shape[0]
+    usizes = tuple(tuple(int(sizes[a]) for a in u) for u in step.units)
+    per = [o.uniforms_per_report for o in oracles]
+    need = _uniforms(step.assign, per)
+    if uniforms.shape != (n, need):
+        raise ConfigurationError(f"uniforms must have shape ({n}, {need}) for this report step, got {uniforms.shape}")
+    k = len(step.units)
+    reports = np.full((n, k), -1, dtype=np.int64)
+    if step.assign == "every":
+        starts = np.concatenate([[0], np.cumsum(per)[:-1]]).astype(int)
+        for j, (unit, oracle) in enumerate(zip(step.units, oracles)):
+            reports[:, j] = oracle.perturb(unit_codes(codes, sizes, unit), uniforms[:, starts[j]:starts[j] + per[j]])
+        return reports, None
+    cdf = np.cumsum(step.probabilities)
+    cdf[-1] = 1.0
+    u0 = uniforms[:, 0]
+    if step.abstain:
+        cdf = step.abstain + (1.0 - step.abstain) * cdf
+        cdf[-1] = 1.0
+    assigned = np.minimum(np.searchsorted(cdf, u0, side="right"), k - 1).astype(np.int64)
+    if step.abstain:
+        assigned[u0 < step.abstain] = -1
+    if excluded is not None:
+        assigned[excluded] = -1
+    fake = step.assign == "sampled-fake"
+    starts = (1 + np.concatenate([[0], np.cumsum(per)[:-1]])).astype(int) if fake else np.ones(k, dtype=int)
+    if fake:  # every block's first uniform draws that unit's fake value
+        cells = np.array([math.prod(s) for s in usizes], dtype=np.int64)
+        reports[:] = np.minimum((uniforms[:, starts] * cells).astype(np.int64), cells - 1)
+    for j in np.unique(assigned[assigned >= 0]).tolist():  # the units some party drew
+        mine = assigned == j
+        start = int(starts[j])
+        values = unit_codes(codes[mine], sizes, step.units[j])
+        reports[mine, j] = oracles[j].perturb(values, uniforms[mine, start:start + per[j]])
+    return reports, assigned
+
+
 def report_units(step: Report, codes: np.ndarray, sizes: Sequence[int], uniforms: np.ndarray,
                  excluded: np.ndarray | None = None) -> ReportedData:
     """Answer ``step`` for every party at once (vectorized), from its uniforms.
@@ -261,43 +340,10 @@ def report_units(step: Report, codes: np.ndarray, sizes: Sequence[int], uniforms
     excluded
         ``(n,)`` booleans: the parties that reported in a phase of ``step.exclude``.
     """
-    n = codes.shape[0]
     oracles = tuple(o.build([sizes[a] for a in u]) for o, u in zip(step.oracles, step.units))
     usizes = tuple(tuple(int(sizes[a]) for a in u) for u in step.units)
-    per = [o.uniforms_per_report for o in oracles]
-    need = _uniforms(step.assign, per)
-    if uniforms.shape != (n, need):
-        raise ConfigurationError(f"uniforms must have shape ({n}, {need}) for this report step, got {uniforms.shape}")
-    k = len(step.units)
-    reports = np.full((n, k), -1, dtype=np.int64)
-    if step.assign == "every":
-        starts = np.concatenate([[0], np.cumsum(per)[:-1]]).astype(int)
-        for j, (unit, oracle) in enumerate(zip(step.units, oracles)):
-            reports[:, j] = oracle.perturb(unit_codes(codes, sizes, unit), uniforms[:, starts[j]:starts[j] + per[j]])
-        return reported_data(step, usizes, oracles, reports, None)
-    cdf = np.cumsum(step.probabilities)
-    cdf[-1] = 1.0
-    u0 = uniforms[:, 0]
-    if step.abstain:
-        cdf = step.abstain + (1.0 - step.abstain) * cdf
-        cdf[-1] = 1.0
-    assigned = np.minimum(np.searchsorted(cdf, u0, side="right"), k - 1).astype(np.int64)
-    if step.abstain:
-        assigned[u0 < step.abstain] = -1
-    if excluded is not None:
-        assigned[excluded] = -1
-    fake = step.assign == "sampled-fake"
-    starts = (1 + np.concatenate([[0], np.cumsum(per)[:-1]])).astype(int) if fake else np.ones(k, dtype=int)
-    for j, (unit, oracle) in enumerate(zip(step.units, oracles)):
-        mine = assigned == j
-        start = int(starts[j])
-        if fake:
-            cells = math.prod(usizes[j])
-            reports[:, j] = np.minimum((uniforms[:, start] * cells).astype(np.int64), cells - 1)
-        if mine.any():
-            values = unit_codes(codes[mine], sizes, unit)
-            reports[mine, j] = oracle.perturb(values, uniforms[mine, start:start + per[j]])
-    return reported_data(step, usizes, oracles, reports, None if fake else assigned)
+    reports, assigned = report_rows(step, oracles, codes, sizes, uniforms, excluded)
+    return reported_data(step, usizes, oracles, reports, None if step.assign == "sampled-fake" else assigned)
 
 
 def reported_data(step: Report, usizes: tuple[tuple[int, ...], ...], oracles: tuple[FrequencyOracle, ...],

@@ -45,9 +45,6 @@ class ProtocolEntry:
     secure
         ``True`` when the program may ask for a secure sum (RR-Clusters with 4.2 / 4.3): a
         driver then also takes the secure-sum ``engine``.
-    oracle_reports
-        ``True`` when the program yields :class:`~mprr.protocols.steps.Report` steps (frequency
-        oracles, sampled units): the local driver answers them; the actor driver does not yet.
     """
 
     name: str
@@ -55,7 +52,6 @@ class ProtocolEntry:
     fixed: Mapping[str, Any]
     aliases: tuple[str, ...] = ()
     secure: bool = False
-    oracle_reports: bool = False
 
     def bind(self, params: Mapping[str, Any], driver: tuple[str, ...] = ()) -> dict[str, Any]:
         """Check ``params`` against the protocol's parameters; returns the full keyword set.
@@ -112,12 +108,11 @@ PROTOCOLS: Mapping[str, ProtocolEntry] = {
         ProtocolEntry("RR-Adjustment", rr_adjustment_steps, {}, ("adjustment",), secure=True),
         ProtocolEntry("RR-Ind-Joint", rr_ind_joint_steps, {}, ("ind-joint",)),
         ProtocolEntry("lambda-randomization", lambda_steps, {}, ("lambda", "λ-randomization")),
-        ProtocolEntry("SPL", spl_steps, {}, ("split",), oracle_reports=True),
-        ProtocolEntry("SMP", smp_steps, {}, ("sample",), oracle_reports=True),
-        ProtocolEntry("RS+FD", rsfd_steps, {}, ("rsfd", "rs-fd"), oracle_reports=True),
-        ProtocolEntry("CALM-style", calm_steps, {}, ("calm",), oracle_reports=True),
-        ProtocolEntry("RR-Clusters-Sampled", rr_clusters_sampled_steps, {}, ("clusters-sampled",),
-                      oracle_reports=True),
+        ProtocolEntry("SPL", spl_steps, {}, ("split",)),
+        ProtocolEntry("SMP", smp_steps, {}, ("sample",)),
+        ProtocolEntry("RS+FD", rsfd_steps, {}, ("rsfd", "rs-fd")),
+        ProtocolEntry("CALM-style", calm_steps, {}, ("calm",)),
+        ProtocolEntry("RR-Clusters-Sampled", rr_clusters_sampled_steps, {}, ("clusters-sampled",)),
     )
 }
 """Every protocol, by canonical name."""

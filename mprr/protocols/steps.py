@@ -57,6 +57,7 @@ from __future__ import annotations
 import math
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -338,8 +339,9 @@ class Report:
         value for every unit, uniform fake values for the others (GRR oracles only), and not
         the index.
     weights
-        ``"sampled"`` / ``"sampled-fake"``: the probability of each unit (public, the same for
-        every party, normalised here; ``None``: uniform).
+        ``"sampled"`` / ``"sampled-fake"``: the weight of each unit (public, the same for every
+        party; ``None``: uniform), kept as given so that a step rebuilt from a request on the
+        wire has the very same :attr:`probabilities` (the weights divided by their ``math.fsum``).
     abstain
         ``"sampled"``: the probability that a party reports nothing in this phase (its draw; the
         respondents are split between phases instead of the budget).
@@ -394,8 +396,7 @@ class Report:
                     f"weights must be {len(self.units)} finite non-negative numbers with a positive sum, "
                     f"got {self.weights!r}"
                 )
-            total = math.fsum(w)
-            object.__setattr__(self, "weights", tuple(x / total for x in w))
+            object.__setattr__(self, "weights", w)
         if self.assign == "sampled-fake" and any(o.family != "grr" for o in self.oracles):
             raise ConfigurationError(
                 f"fake values (assign='sampled-fake', RS+FD) are drawn for GRR oracles only, got "
@@ -407,13 +408,17 @@ class Report:
         """Whether each party reports one drawn unit (``"sampled"`` or ``"sampled-fake"``)."""
         return self.assign != "every"
 
-    @property
+    @cached_property
     def probabilities(self) -> tuple[float, ...]:
-        """The probability that a party reports each unit (1 for ``"every"``)."""
+        """The probability that a party reports each unit (1 for ``"every"``): the weights
+        divided by their ``math.fsum``."""
         k = len(self.units)
         if not self.sampled:
             return (1.0,) * k
-        return self.weights if self.weights is not None else (1.0 / k,) * k
+        if self.weights is None:
+            return (1.0 / k,) * k
+        total = math.fsum(self.weights)
+        return tuple(x / total for x in self.weights)
 
 
 Step = Release | SecureSum | Report

@@ -27,6 +27,17 @@ back (:class:`AttackReport`); refusals are expected and never stop the run:
     the difference mixes v's input with everybody's new noise.  The report carries the
     difference the controller got (:attr:`AttackReport.difference`), for the tests to compare
     with v's input.
+
+After a phase of frequency-oracle reports (:class:`~parties.wire.requests.ReportRequest`: SPL,
+SMP, RS+FD, CALM-style, RR-Clusters-Sampled):
+
+``"re-report"``
+    the last report request again (new request id): every party that reported must resend
+    the very report (``replay_identical``; with a sampled phase, its drawn unit too) and spend
+    nothing;
+``"sharper-oracle"``
+    the last report step with every oracle's ε doubled: new spending, refused once the budget
+    is used up.
 """
 
 from __future__ import annotations
@@ -40,18 +51,22 @@ from typing import Any, Mapping
 import numpy as np
 
 from mprr.errors import ConfigurationError
-from mprr.protocols.steps import MatrixSpec, singletons
-from parties.controller import Controller, PhaseRelease, ReleaseRefused
-from parties.wire.messages import RandomizedValues, Refusal
-from parties.wire.requests import ReleaseRequest
+from mprr.protocols.steps import MatrixSpec, OracleSpec, Report, singletons
+from parties.controller import Controller, PhaseRelease, PhaseReport, ReleaseRefused
+from parties.wire.codec import Message
+from parties.wire.messages import OracleReport, RandomizedValues, Refusal
+from parties.wire.requests import ReleaseRequest, ReportRequest
 
-__all__ = ["ATTACKS", "SECURE_ATTACKS", "AttackReport", "run_attacks"]
+__all__ = ["ATTACKS", "REPORT_ATTACKS", "SECURE_ATTACKS", "AttackReport", "run_attacks"]
 
 ATTACKS: tuple[str, ...] = ("re-request", "finer-matrix", "unannounced-cluster", "plan-change", "extra-phase")
 """Attacks a malicious controller can run on the last release phase (module docstring)."""
 
 SECURE_ATTACKS: tuple[str, ...] = ("difference-secure-sum",)
 """Attacks on the last secure-sum phase (RR-Clusters with 4.2 or 4.3; module docstring)."""
+
+REPORT_ATTACKS: tuple[str, ...] = ("re-report", "sharper-oracle")
+"""Attacks on the last phase of frequency-oracle reports (module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -157,6 +172,37 @@ async def _attack(ctl: Controller, name: str, request: ReleaseRequest,
     )
 
 
+def _same_report(msg: Message, original: PhaseReport, row: int | None) -> bool:
+    """Whether ``msg`` resends what the party reported in ``original`` (row ``row``); a party
+    that reported nothing then (it abstained or was excluded) is not judged."""
+    if row is None or not isinstance(msg, OracleReport):
+        return False
+    if original.assigned is None:
+        return msg.unit == -1 and msg.reports.tolist() == original.reports[row].tolist()
+    unit = int(original.assigned[row])
+    return unit < 0 or (msg.unit == unit and msg.reports.tolist() == [int(original.reports[row, unit])])
+
+
+async def _report_attack(ctl: Controller, name: str) -> AttackReport:
+    """An attack on the last report phase (module docstring)."""
+    last = ctl.reports[-1]
+    step = last.step
+    if name == "sharper-oracle":
+        step = Report(step.phase, step.units, tuple(OracleSpec(o.family, 2.0 * o.epsilon) for o in step.oracles),
+                      step.assign, step.weights, step.abstain, step.exclude)
+    request = ReportRequest.build(ctl.new_request_id(), step)
+    targets = list(ctl.active)
+    replies, silent = await ctl.exchange(request, targets, kinds=(OracleReport, Refusal))
+    reasons = _reasons(m for m in replies.values() if isinstance(m, Refusal))
+    identical = None
+    if name == "re-report":
+        rows = {p: k for k, p in enumerate(last.contributors)}
+        identical = all(_same_report(m, last, rows.get(p)) for p, m in replies.items()) and not silent
+    return AttackReport(name, request.request_id, request.phase, request.units, len(targets),
+                        sum(isinstance(m, OracleReport) for m in replies.values()), sum(reasons.values()),
+                        len(silent), reasons, identical)
+
+
 async def _difference(ctl: Controller) -> AttackReport:
     """The differencing attack on the last secure sum (module docstring)."""
     if not ctl.tallies:
@@ -182,29 +228,39 @@ async def _difference(ctl: Controller) -> AttackReport:
 
 
 async def run_attacks(ctl: Controller, attacks: Sequence[str]) -> tuple[AttackReport, ...]:
-    """Run ``attacks`` (names from :data:`ATTACKS` and :data:`SECURE_ATTACKS`) after the honest protocol, in order.
+    """Run ``attacks`` (names from :data:`ATTACKS`, :data:`SECURE_ATTACKS` and
+    :data:`REPORT_ATTACKS`) after the honest protocol, in order.
 
     Raises
     ------
     ConfigurationError
-        On an unknown attack name, or when the protocol released nothing to attack.
+        On an unknown attack name, or when the protocol released nothing to attack (no
+        release phase for :data:`ATTACKS`, no report phase for :data:`REPORT_ATTACKS`).
     """
-    unknown = [a for a in attacks if a not in ATTACKS + SECURE_ATTACKS]
+    known = ATTACKS + SECURE_ATTACKS + REPORT_ATTACKS
+    unknown = [a for a in attacks if a not in known]
     if unknown:
-        raise ConfigurationError(f"attacks must be among {list(ATTACKS + SECURE_ATTACKS)}, got {unknown}")
+        raise ConfigurationError(f"attacks must be among {list(known)}, got {unknown}")
     if not attacks:
         return ()
-    if not ctl.phases and not ctl.tallies:
+    if not ctl.phases and not ctl.tallies and not ctl.reports:
         raise ConfigurationError("the protocol released nothing: there is nothing to attack")
     reports = []
     for name in attacks:
         if name == "difference-secure-sum":
             reports.append(await _difference(ctl))
             continue
+        if name in REPORT_ATTACKS:
+            if not ctl.reports:
+                raise ConfigurationError(f"{name} needs a phase of frequency-oracle reports (SPL, SMP, RS+FD, "
+                                         "CALM-style, RR-Clusters-Sampled)")
+            reports.append(await _report_attack(ctl, name))
+            continue
         if not ctl.phases:
             raise ConfigurationError("the protocol released nothing: there is nothing to attack")
         last = ctl.phases[-1]
-        plan = next(r for r in reversed(ctl.requests) if r.request_id == last.request_id).plan
+        plan = next(r for r in reversed(ctl.requests)
+                    if isinstance(r, ReleaseRequest) and r.request_id == last.request_id).plan
         rid = ctl.new_request_id()
         if name == "re-request":
             request = ReleaseRequest.build(rid, last.phase, last.units, last.specs, plan=plan)

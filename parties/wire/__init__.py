@@ -4,7 +4,7 @@ Modules, in dependency order:
 
 - ``codec``     — the ``Message`` base and ``@message`` registration, field types, and the one
                   codec (message <-> bytes) generated from each kind's annotations
-- ``messages``  — the generic kinds (released codes, refusals, aborts, acks)
-- ``requests``  — the controller's release requests, matrices as
-                  :class:`~mprr.protocols.steps.MatrixSpec`
+- ``messages``  — the generic kinds (released codes, oracle reports, refusals, aborts, acks)
+- ``requests``  — the controller's release and report requests, matrices as
+                  :class:`~mprr.protocols.steps.MatrixSpec`, oracles as family and ε
 """

@@ -1,4 +1,4 @@
-"""The generic message kinds: released codes, refusals, aborts and acknowledgements.
+"""The generic message kinds: released codes, oracle reports, refusals, aborts and acknowledgements.
 
 Each is a frozen, typed, validated dataclass of :mod:`parties.wire.codec` (which gives its wire
 layout); the release requests they answer are in :mod:`parties.wire.requests`, the secure-sum
@@ -17,7 +17,7 @@ from parties.wire.codec import ArraySpec, Message, message, require
 if TYPE_CHECKING:
     from mprr.privacy import Refusal as PrivacyRefusal
 
-__all__ = ["Abort", "Ack", "RandomizedValues", "Refusal"]
+__all__ = ["Abort", "Ack", "OracleReport", "RandomizedValues", "Refusal"]
 
 
 def _check_ids(where: str, values: tuple[int, ...]) -> None:
@@ -51,6 +51,32 @@ class RandomizedValues(Message):
         require(self.request_id >= 0, f"RandomizedValues.request_id must be >= 0, got {self.request_id}")
         require(self.codes.size == 0 or _min(self.codes) >= 0, "RandomizedValues.codes must be >= 0")
         _check_ids("RandomizedValues.ids", self.ids)
+
+
+@message(kind=7)
+class OracleReport(Message):
+    """Party → controller: the frequency-oracle reports for ``request_id`` (a
+    :class:`~parties.wire.requests.ReportRequest`).
+
+    ``unit`` is the index of the unit the party drew and reports (``assign="sampled"``), or
+    ``-1``: every unit is reported (``"every"``, ``"sampled-fake"``: one report per unit, in
+    request order, the assignment hidden) or, with no report, the party reports nothing in this
+    phase (it abstained or was excluded).  ``reports`` is int64 1-D, every code >= 0
+    (:mod:`mprr.oracles`: GRR the cell, OUE the bitmask, OLH ``seed * g + y``); a drawn unit
+    has exactly one.
+    """
+
+    request_id: int
+    unit: int
+    reports: Annotated[np.ndarray, ArraySpec(("int64",), ndim=1)]
+
+    def validate(self) -> None:
+        require(self.request_id >= 0, f"OracleReport.request_id must be >= 0, got {self.request_id}")
+        require(self.unit >= -1, f"OracleReport.unit must be >= -1 (-1: no drawn unit), got {self.unit}")
+        require(self.unit < 0 or self.reports.size == 1,
+                f"OracleReport.reports must hold exactly one report for the drawn unit {self.unit}, "
+                f"got {self.reports.size}")
+        require(self.reports.size == 0 or _min(self.reports) >= 0, "OracleReport.reports must be >= 0")
 
 
 @message(kind=3)

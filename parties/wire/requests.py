@@ -15,6 +15,14 @@ the request the controller sends:
     phase fixes the party's plan for that phase (e.g. the clusters of RR-Clusters); a later
     request with another plan, or a unit outside the plan, is refused by the party.
 
+:class:`ReportRequest` (kind 103)
+    "In phase ``phase``, report ``units`` through these frequency oracles" (a
+    :class:`~mprr.protocols.steps.Report` step: oracle family and ε per unit, how units are
+    assigned, their weights, the abstention probability, the phases whose reporters stay out).
+    The party answers :class:`~parties.wire.messages.OracleReport` or
+    :class:`~parties.wire.messages.Refusal`; it rebuilds the oracles, books what it reports at
+    the ε its own oracles compute, and decides itself whether an ``exclude`` phase applies.
+
 :class:`SecureRelease` (kind 101) and :class:`SecureSumStart` (kind 102)
     The dependence phases 4.2 / 4.3 of RR-Clusters: the party commits (ledger, input vector)
     and answers :class:`~parties.wire.messages.Ack` or :class:`~parties.wire.messages.Refusal`; the
@@ -32,11 +40,22 @@ from collections.abc import Sequence
 from functools import cached_property
 
 from mprr.errors import MessageError
-from mprr.protocols.steps import FAMILIES, MatrixSpec
+from mprr.protocols.steps import ASSIGNMENTS, FAMILIES, ORACLES, MatrixSpec, OracleSpec, Report
 from parties.wire.codec import Message, message, require
-from parties.wire.messages import Ack, RandomizedValues, Refusal
+from parties.wire.messages import Ack, OracleReport, RandomizedValues, Refusal
 
-__all__ = ["ReleaseRequest", "SecureRelease", "SecureSumStart", "SortedIds", "TO_CONTROLLER", "expand_runs", "roster_runs"]
+__all__ = ["ReleaseRequest", "ReportRequest", "SecureRelease", "SecureSumStart", "SortedIds", "TO_CONTROLLER",
+           "expand_runs", "roster_runs"]
+
+
+def _check_groups(name: str, where: str, groups: tuple[tuple[int, ...], ...]) -> None:
+    """``groups`` is non-empty, of non-empty groups of distinct attribute indices >= 0."""
+    require(len(groups) > 0, f"{name}.{where} must not be empty")
+    for g in groups:
+        if not g or min(g) < 0 or len(set(g)) != len(g):
+            require(len(g) > 0, f"{name}.{where} must not contain an empty group, got {groups}")
+            require(min(g) >= 0, f"{name}.{where} must hold attribute indices >= 0, got {g}")
+            raise MessageError(f"{name}.{where} groups must not repeat an attribute, got {g}")
 
 
 def _check_request(msg: ReleaseRequest | SecureRelease, matrices: int) -> None:
@@ -46,12 +65,7 @@ def _check_request(msg: ReleaseRequest | SecureRelease, matrices: int) -> None:
     require(msg.request_id >= 0, f"{name}.request_id must be >= 0, got {msg.request_id}")
     require(bool(msg.phase), f"{name}.phase must not be empty")
     for where, groups in (("plan", msg.plan), ("units", msg.units)):
-        require(len(groups) > 0, f"{name}.{where} must not be empty")
-        for g in groups:
-            if not g or min(g) < 0 or len(set(g)) != len(g):
-                require(len(g) > 0, f"{name}.{where} must not contain an empty group, got {groups}")
-                require(min(g) >= 0, f"{name}.{where} must hold attribute indices >= 0, got {g}")
-                raise MessageError(f"{name}.{where} groups must not repeat an attribute, got {g}")
+        _check_groups(name, where, groups)
     if len(msg.families) != matrices or len(msg.params) != matrices:
         raise MessageError(f"{name} needs {matrices} families and params ({len(msg.units)} units), "
                            f"got {len(msg.families)} and {len(msg.params)}")
@@ -177,6 +191,100 @@ class SecureRelease(Message):
         return _specs(self)
 
 
+@message(kind=103)
+class ReportRequest(Message):
+    """Controller → party: report ``units`` through frequency oracles in ``phase`` (a
+    :class:`~mprr.protocols.steps.Report` step; see the module docstring).
+
+    Parameters
+    ----------
+    request_id
+        Identifier (>= 0) echoed by the reply; a repeated request reuses it.
+    phase
+        Protocol phase (non-empty); the phase of the party's ledger entries.
+    units
+        Attribute groups, one per oracle (non-empty tuples of distinct indices >= 0).
+    families, epsilons
+        One oracle per unit: a family of :data:`mprr.protocols.steps.ORACLES` and its ε
+        (finite).
+    assign
+        ``"every"``, ``"sampled"`` or ``"sampled-fake"`` (:data:`mprr.protocols.steps.ASSIGNMENTS`).
+    weights
+        The units' weights of a sampled assignment, as the step holds them (empty: uniform);
+        finite and >= 0.
+    abstain
+        Probability in [0, 1) that a party reports nothing (``"sampled"``).
+    exclude
+        Phases whose reporters report nothing here (``"sampled"``; non-empty names).
+
+    Notes
+    -----
+    Validation is structural; whether the oracles can be built over the units' domains (ε > 0
+    and at most :data:`mprr.oracles.MAX_EPSILON`, OUE's domain limit, GRR for fake values),
+    whether the attributes exist and whether the budget allows the report is the party's
+    decision (it refuses with a :class:`~parties.wire.messages.Refusal`).
+    """
+
+    request_id: int
+    phase: str
+    units: tuple[tuple[int, ...], ...]
+    families: tuple[str, ...]
+    epsilons: tuple[float, ...]
+    assign: str
+    weights: tuple[float, ...] = ()
+    abstain: float = 0.0
+    exclude: tuple[str, ...] = ()
+
+    def validate(self) -> None:
+        require(self.request_id >= 0, f"ReportRequest.request_id must be >= 0, got {self.request_id}")
+        require(bool(self.phase), "ReportRequest.phase must not be empty")
+        _check_groups("ReportRequest", "units", self.units)
+        k = len(self.units)
+        if len(self.families) != k or len(self.epsilons) != k:
+            raise MessageError(f"ReportRequest needs {k} families and epsilons ({k} units), "
+                               f"got {len(self.families)} and {len(self.epsilons)}")
+        for f in self.families:
+            require(f in ORACLES, f"ReportRequest.families must be in {list(ORACLES)}, got {f!r}")
+        require(all(math.isfinite(e) for e in self.epsilons),
+                f"ReportRequest.epsilons must be finite, got {self.epsilons}")
+        require(self.assign in ASSIGNMENTS, f"ReportRequest.assign must be in {list(ASSIGNMENTS)}, got {self.assign!r}")
+        require(not self.weights or len(self.weights) == k,
+                f"ReportRequest.weights must be empty (uniform) or hold one weight per unit ({k}), "
+                f"got {len(self.weights)}")
+        require(all(math.isfinite(w) and w >= 0.0 for w in self.weights),
+                f"ReportRequest.weights must be finite and >= 0, got {self.weights}")
+        require(0.0 <= self.abstain < 1.0, f"ReportRequest.abstain must be in [0, 1), got {self.abstain}")
+        require(all(self.exclude), f"ReportRequest.exclude must hold non-empty phase names, got {self.exclude}")
+
+    @property
+    def step(self) -> Report:
+        """The :class:`~mprr.protocols.steps.Report` step the request asks for.
+
+        Raises
+        ------
+        ConfigurationError
+            If the step is invalid (e.g. ε <= 0, weights that sum to 0, fake values with an
+            oracle other than GRR).
+        """
+        return Report(self.phase, self.units, tuple(OracleSpec(f, e) for f, e in zip(self.families, self.epsilons)),
+                      self.assign, self.weights or None, self.abstain, self.exclude)
+
+    @classmethod
+    def build(cls, request_id: int, step: Report) -> ReportRequest:
+        """The request of ``step`` (its notes stay with the controller)."""
+        return cls(
+            request_id=request_id,
+            phase=step.phase,
+            units=step.units,
+            families=tuple(o.family for o in step.oracles),
+            epsilons=tuple(o.epsilon for o in step.oracles),
+            assign=step.assign,
+            weights=step.weights or (),
+            abstain=step.abstain,
+            exclude=step.exclude,
+        )
+
+
 def roster_runs(parties: Sequence[int]) -> tuple[tuple[int, int], ...]:
     """Distinct party ids as sorted half-open runs ``(start, stop)``: ``[0, 1, 2, 5]`` →
     ``((0, 3), (5, 6))``.  A roster with few gaps (the usual case: everyone but a few
@@ -252,7 +360,8 @@ class SecureSumStart(Message):
         return expand_runs(self.roster)
 
 
-TO_CONTROLLER: tuple[type[Message], ...] = (RandomizedValues, Refusal, Ack)
+TO_CONTROLLER: tuple[type[Message], ...] = (RandomizedValues, Refusal, Ack, OracleReport)
 """Kinds a party sends the controller in answer to these requests (party → controller): the
 released codes or a refusal for a :class:`ReleaseRequest`, ``Ack`` or a refusal for a
-:class:`SecureRelease`.  The requests themselves travel controller → party only."""
+:class:`SecureRelease`, the reports or a refusal for a :class:`ReportRequest`.  The requests
+themselves travel controller → party only."""

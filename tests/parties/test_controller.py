@@ -11,12 +11,12 @@ import pytest
 from mprr.data import Attribute, Schema
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
 from mprr.matrices import keep_or_uniform
-from mprr.protocols.steps import MatrixSpec
+from mprr.protocols.steps import MatrixSpec, OracleSpec, Report
 from parties.controller import CONTROLLER_KINDS, Controller, ReleaseRefused
 from parties.secure.messages import KeyDirectory, MaskedInput, PartialSum, SurvivorSet, UnmaskShares, id_vector
-from parties.wire.messages import Abort, RandomizedValues, Refusal
+from parties.wire.messages import Abort, OracleReport, RandomizedValues, Refusal
 from parties.network import CONTROLLER, Frame, InMemoryNetwork
-from parties.wire.requests import ReleaseRequest
+from parties.wire.requests import ReleaseRequest, ReportRequest
 
 SIZES = (3, 2)
 SCHEMA = Schema(tuple(Attribute(f"a{j}", tuple(f"c{k}" for k in range(s)), "nominal") for j, s in enumerate(SIZES)))
@@ -188,9 +188,9 @@ def controller_kind_beside(forged, answer):
 
 def test_the_controller_accepts_what_parties_send_it_and_nothing_the_controller_sends() -> None:
     names = {k.NAME for k in CONTROLLER_KINDS}
-    assert {"RandomizedValues", "Refusal", "Ack", "PartialSum", "PublicKeys", "SealedShares", "MaskedInput",
-            "UnmaskShares", "SurvivorTags"} == names
-    assert names.isdisjoint({"ReleaseRequest", "SecureRelease", "SecureSumStart", "Abort", "ShareVector",
+    assert {"RandomizedValues", "Refusal", "Ack", "OracleReport", "PartialSum", "PublicKeys", "SealedShares",
+            "MaskedInput", "UnmaskShares", "SurvivorTags"} == names
+    assert names.isdisjoint({"ReleaseRequest", "ReportRequest", "SecureRelease", "SecureSumStart", "Abort", "ShareVector",
                              "KeyDirectory", "RelayedShares", "UnmaskRequest", "SurvivorSet"})
     assert {PartialSum, MaskedInput, UnmaskShares} <= set(CONTROLLER_KINDS)
 
@@ -248,3 +248,68 @@ def test_request_ids_are_fresh_and_matrices_cached() -> None:
     ctl = controller(InMemoryNetwork(1))
     assert [ctl.new_request_id() for _ in range(3)] == [1, 2, 3]
     assert ctl.matrix(SPECS[0], (0,)) is ctl.matrix(SPECS[0], (0,))
+
+
+# ---------------------------------------------------------------------- oracle reports
+def report_step(assign: str = "sampled", **kw) -> Report:
+    return Report("attributes", UNITS, (OracleSpec("grr", 1.0), OracleSpec("oue", 1.0)), assign, **kw)
+
+
+async def run_report(ctl: Controller, net: InMemoryNetwork, answers, step: Report) -> object:
+    """Fake parties answering one report round with ``answers[pid] = (unit, reports)``."""
+    async def party(pid: int) -> None:
+        ep = net.endpoint(pid)
+        env = await ep.recv(kinds=ReportRequest, timeout=2.0)
+        unit, values = answers[pid]
+        await ep.send(CONTROLLER, OracleReport(env.message.request_id, unit, np.array(values, dtype=np.int64)),
+                      phase=env.phase)
+
+    error = None
+    async with asyncio.TaskGroup() as tg:
+        tasks = [tg.create_task(party(p)) for p in answers]
+        try:
+            out = await ctl.report(step)
+        except Exception as exc:
+            error = exc
+        finally:
+            for t in tasks:
+                t.cancel()
+    if error is not None:
+        raise error
+    return out
+
+
+async def test_report_gathers_the_drawn_units_and_builds_the_phase_data() -> None:
+    net = InMemoryNetwork(3)
+    ctl = controller(net)
+    out = await run_report(ctl, net, {0: (1, [0b01]), 1: (-1, []), 2: (0, [2])}, report_step(abstain=0.5))
+    assert out.contributors == (0, 1, 2) and out.reporters() == (0, 2)
+    assert out.assigned.tolist() == [1, -1, 0] and out.reports.tolist() == [[-1, 1], [-1, -1], [2, -1]]
+    data = out.reported_data(SCHEMA)
+    assert data.reports == (1, 1) and data.counts[0].tolist() == [0.0, 0.0, 1.0] and data.counts[1].tolist() == [1.0, 0.0]
+    assert ctl.reported_in(("attributes",)) == {0, 2}
+
+
+async def test_a_report_that_does_not_fit_the_step_fails_the_round_naming_its_sender() -> None:
+    net = InMemoryNetwork(2)
+    ctl = controller(net)
+    with pytest.raises(MessageError, match=r"1 of 2 parties are faulty .*: party 1; party 1: malformed reply \[3\]: "
+                                           r"unit 0 / report 3 outside"):
+        await run_report(ctl, net, {0: (0, [1]), 1: (0, [3])}, report_step())
+
+
+async def test_a_report_from_a_party_that_reported_in_an_excluded_phase_is_malformed() -> None:
+    net = InMemoryNetwork(2)
+    ctl = controller(net, on_dropout="exclude")
+    await run_report(ctl, net, {0: (0, [1]), 1: (-1, [])}, report_step(abstain=0.5))
+    later = Report("later", UNITS, (OracleSpec("grr", 1.0),) * 2, "sampled", exclude=("attributes",))
+    out = await run_report(ctl, net, {0: (1, [1]), 1: (0, [2])}, later)
+    assert out.contributors == (1,) and "reported in an excluded phase" in ctl.excluded[0]
+
+
+async def test_an_oracle_that_cannot_be_built_is_refused_before_anything_is_sent() -> None:
+    net = InMemoryNetwork(2)
+    ctl = controller(net)
+    with pytest.raises(ConfigurationError, match=r"GRR: epsilon must be finite and in \(0, 700\]"):
+        await ctl.report(Report("attributes", UNITS, (OracleSpec("grr", 1000.0),) * 2))
+    assert net.statistics().messages == 0 and ctl.requests == []

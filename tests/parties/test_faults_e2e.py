@@ -15,6 +15,8 @@ import pytest
 from mprr.data import Dataset
 from mprr.errors import PartyDropped, ProtocolError, RoundTimeout
 from mprr.protocols import rr_clusters, rr_independent
+from mprr.protocols.local import run_local
+from mprr.protocols.registry import lookup
 from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from mprr.protocols.steps import MatrixSpec
@@ -176,3 +178,16 @@ def test_masked_secure_sum_dropout_fails_under_the_fail_policy() -> None:
     with pytest.raises(PartyDropped, match="dropped out of the secure sum"):
         simulate(small, "RR-Clusters", seed=SEED, timeout=0.3, p=0.7, Tv=60, Td=0.1, dependence="4.3",
                  engine="masked", faults=FaultPlan(crash={5: 3}))
+
+
+@pytest.mark.parametrize("faults", [FaultPlan(drop=0.1), FaultPlan(duplicate=0.3, delay=0.3, reorder=0.3, max_delay=0.005)],
+                         ids=["drop", "duplicate-delay-reorder"])
+def test_lost_or_repeated_report_requests_change_nothing_but_the_traffic(data, faults) -> None:
+    # a re-sent or duplicated ReportRequest gets the party's same reply: no new draw, no new entry
+    params = dict(epsilon=2.0, oracle="oue")
+    sim = simulate(data, "SMP", seed=SEED, timeout=0.1, retries=8, faults=faults, fault_seed=3, **params)
+    fast = run_local(lookup("SMP").program, data, rng=PartyStreams(SEED, N), **params)
+    assert not sim.degraded and sim.traffic.messages > 2 * N  # the faults struck, the retries / copies are counted
+    assert np.array_equal(sim.result.releases[0].codes, fast.releases[0].codes)
+    assert all(ledger == fast.ledger for ledger in sim.ledgers)
+    assert {p.draws for p in sim.parties} == {1 + max(data.sizes)}  # one block each: OUE needs max |A| uniforms

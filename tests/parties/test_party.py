@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 
 import numpy as np
 import pytest
@@ -16,14 +17,17 @@ from mprr.matrices import keep_or_uniform
 from mprr.privacy import PrivacyAccountant
 from mprr.randomize import randomize, randomize_joint
 from mprr.streams import PartyStreams
-from parties.wire.messages import Abort, Ack, RandomizedValues, Refusal
+from mprr.oracles import MAX_EPSILON
+from mprr.protocols.oracle_reports import report_releases, report_uniforms, report_units
+from mprr.protocols.steps import OracleSpec, Report
+from parties.wire.messages import Abort, Ack, OracleReport, RandomizedValues, Refusal
 from parties.network import CONTROLLER, InMemoryNetwork
 from parties.party import Party
 from mprr.privacy import RefusalReason
 from mprr.protocols.steps import MatrixSpec
 from parties.public_state import ReleaseBook
 from parties.secure.graph import GraphEngine
-from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
+from parties.wire.requests import ReleaseRequest, ReportRequest, SecureRelease, SecureSumStart
 
 SIZES = (3, 4, 2)
 SCHEMA = Schema(tuple(Attribute(f"a{j}", tuple(f"c{k}" for k in range(s)), "nominal") for j, s in enumerate(SIZES)))
@@ -256,3 +260,140 @@ def test_receive_logs_what_a_party_does_not_take_from_the_controller() -> None:
     party = make_party(index=0, n=2)
     assert party.receive(Ack(1)) is None
     assert any("does not accept Ack" in e for e in party.errors)
+
+
+# ---------------------------------------------------------------------- frequency-oracle reports
+def report_step(assign: str = "every", oracles=(("oue", 1.0), ("grr", 2.0), ("olh", 1.5)), *, phase: str = "attributes",
+                units=SINGLES, **kw) -> Report:
+    return Report(phase, units, tuple(OracleSpec(f, e) for f, e in oracles), assign, **kw)
+
+
+def fast_row(step: Report, index: int = 1, seed: int = 5, n: int = 4, *, excluded: bool = False):
+    """The fast path's answer for the party's record, from an independent copy of its stream."""
+    u = stream(index, seed, n).random((1, report_uniforms(step, SIZES)))
+    return report_units(step, np.array([RECORD]), SIZES, u, np.array([excluded]) if excluded else None)
+
+
+def test_every_unit_is_reported_as_the_fast_path_reports_it() -> None:
+    step = report_step()
+    party = make_party()
+    reply = party.handle(ReportRequest.build(4, step))
+    fast = fast_row(step)
+    assert isinstance(reply, OracleReport) and (reply.request_id, reply.unit) == (4, -1)
+    assert reply.reports.tolist() == fast.codes[0].tolist()
+    assert party.draws == 3 + 1 + 2  # OUE: one uniform per cell of a0; GRR one; OLH two
+    assert party.ledger.releases == report_releases("attributes", "every", SINGLES, fast.oracles, SCHEMA.names)
+    assert party.accountant.spent() == pytest.approx(1.0 + 2.0 + 1.5)
+    assert party.released_values == tuple(reply.reports.tolist())
+
+
+def test_a_sampled_report_sends_the_drawn_unit_and_books_one_release_at_the_largest_epsilon() -> None:
+    step = report_step("sampled", weights=(1.0, 2.0, 3.0))
+    party = make_party()
+    reply = party.handle(ReportRequest.build(1, step))
+    fast = fast_row(step)
+    (unit,) = fast.assigned.tolist()
+    assert isinstance(reply, OracleReport) and reply.unit == unit >= 0
+    assert reply.reports.tolist() == [fast.codes[0, unit]]
+    assert party.draws == 1 + 3  # the draw of the unit, then the most any oracle needs (OUE over 3 cells)
+    (entry,) = party.ledger.releases
+    assert entry.attributes == ("a0", "a1", "a2") and entry.epsilon == pytest.approx(2.0)
+    assert party.ledger.releases == fast.ledger_entries(SCHEMA.names)
+
+
+def test_fake_values_hide_the_drawn_unit() -> None:
+    step = report_step("sampled-fake", (("grr", 1.0),) * 3)
+    party = make_party()
+    reply = party.handle(ReportRequest.build(1, step))
+    fast = fast_row(step)
+    assert isinstance(reply, OracleReport) and reply.unit == -1
+    assert reply.reports.tolist() == fast.codes[0].tolist() and party.draws == 1 + 3
+    assert party.ledger.releases == fast.ledger_entries(SCHEMA.names)
+
+
+def test_an_abstaining_party_draws_its_block_and_books_nothing() -> None:
+    step = report_step("sampled", abstain=1.0 - 1e-12)
+    party = make_party()
+    reply = party.handle(ReportRequest.build(1, step))
+    assert isinstance(reply, OracleReport) and reply.unit == -1 and reply.reports.size == 0
+    assert fast_row(step).assigned.tolist() == [-1]
+    assert party.draws == 1 + 3 and len(party.ledger) == 0
+
+
+def test_a_party_that_reported_in_an_excluded_phase_reports_nothing_here() -> None:
+    party = make_party()
+    first = party.handle(ReportRequest.build(1, report_step("sampled", phase="discovery")))
+    assert isinstance(first, OracleReport) and first.unit >= 0
+    later = report_step("sampled", (("grr", 1.0),) * 3, phase="clusters", exclude=("discovery",))
+    reply = party.handle(ReportRequest.build(2, later))
+    assert isinstance(reply, OracleReport) and reply.unit == -1 and reply.reports.size == 0
+    assert party.draws == 4 + 2 and len(party.ledger) == 1  # the block is drawn, as on the fast path
+
+
+def test_a_report_over_budget_is_refused_before_any_draw() -> None:
+    party = make_party(budget=4.0)
+    reply = party.handle(ReportRequest.build(7, report_step()))  # 1 + 2 + 1.5 = 4.5 > 4
+    assert isinstance(reply, Refusal) and reply.reason.startswith("budget-exceeded:")
+    assert reply.requested == pytest.approx(4.5)
+    assert party.draws == 0 and len(party.ledger) == 0
+    sampled = party.handle(ReportRequest.build(8, report_step("sampled", (("grr", 5.0),) * 3)))
+    assert isinstance(sampled, Refusal) and sampled.requested == pytest.approx(5.0)
+    assert len(party.ledger) == 0
+
+
+def test_the_party_books_the_epsilon_its_own_oracle_computes() -> None:
+    party = make_party()
+    party.handle(ReportRequest.build(1, report_step(oracles=(("grr", 0.5),) * 3)))
+    assert [r.epsilon for r in party.ledger] == pytest.approx([0.5] * 3)
+    assert all(r.phase == "attributes" and r.linkable for r in party.ledger)
+
+
+@pytest.mark.parametrize(
+    ("request_", "reason", "match"),
+    [
+        (ReportRequest(1, "p", ((0,),), ("grr",), (MAX_EPSILON * 2,), "every"), "invalid-request", "epsilon"),
+        (ReportRequest(1, "p", ((0,),), ("grr",), (0.0,), "every"), "invalid-request", "epsilon"),
+        (ReportRequest(1, "p", ((0,), (1,)), ("oue", "grr"), (1.0, 1.0), "sampled-fake"), "invalid-request",
+         "GRR oracles only"),
+        (ReportRequest(1, "p", ((0,), (1,)), ("grr", "grr"), (1.0, 1.0), "sampled", (0.0, 0.0)), "invalid-request",
+         "positive sum"),
+        (ReportRequest(1, "p", ((0,), (5,)), ("grr", "grr"), (1.0, 1.0), "every"), "plan-violation",
+         r"attributes \[5\]"),
+    ],
+)
+def test_a_report_the_party_cannot_evaluate_is_refused(request_, reason, match) -> None:
+    party = make_party()
+    reply = party.handle(request_)
+    assert isinstance(reply, Refusal) and reply.reason.startswith(f"{reason}:")
+    assert re.search(match, reply.reason)
+    assert party.draws == 0 and len(party.ledger) == 0
+
+
+def test_a_withheld_attribute_is_not_reported() -> None:
+    party = make_party(allowed=("a0", "a1"))
+    reply = party.handle(ReportRequest.build(1, report_step()))
+    assert isinstance(reply, Refusal) and reply.reason.startswith("plan-violation:") and "a2" in reply.reason
+    assert party.draws == 0
+
+
+@pytest.mark.parametrize("assign", ["every", "sampled", "sampled-fake"])
+def test_a_re_sent_report_request_gets_the_same_reply_without_draws(assign) -> None:
+    oracles = (("grr", 1.0),) * 3 if assign == "sampled-fake" else (("oue", 1.0), ("grr", 2.0), ("olh", 1.5))
+    request_ = ReportRequest.build(3, report_step(assign, oracles))
+    party = make_party()
+    first = party.handle(request_)
+    draws, ledger = party.draws, party.ledger
+    assert party.handle(ReportRequest.build(3, report_step(assign, oracles))) is first
+    assert party.draws == draws and party.ledger is ledger
+
+
+@pytest.mark.parametrize("assign", ["every", "sampled", "sampled-fake"])
+def test_the_same_report_asked_again_is_resent_without_new_spending(assign) -> None:
+    oracles = (("grr", 1.0),) * 3 if assign == "sampled-fake" else (("oue", 1.0), ("grr", 2.0), ("olh", 1.5))
+    party = make_party(budget=6.0)
+    first = party.handle(ReportRequest.build(1, report_step(assign, oracles)))
+    draws, spent = party.draws, party.accountant.spent()
+    again = party.handle(ReportRequest.build(2, report_step(assign, oracles, phase="again")))
+    assert isinstance(again, OracleReport) and again.request_id == 2
+    assert (again.unit, again.reports.tolist()) == (first.unit, first.reports.tolist())
+    assert party.draws == draws and party.accountant.spent() == spent and party.accountant.replays

@@ -11,14 +11,14 @@ import pytest
 
 from mprr.privacy import summarize
 from mprr.data import Attribute, Dataset, Schema
-from mprr.errors import ProtocolError
+from mprr.errors import ConfigurationError, ProtocolError
 from mprr.matrices import keep_or_uniform
 from mprr.protocols import rr_clusters
 from mprr.protocols.local import run_local
 from mprr.protocols.registry import lookup
 from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
-from parties.choreographies.malicious import ATTACKS
+from parties.choreographies.malicious import ATTACKS, REPORT_ATTACKS
 from parties.controller import ReleaseRefused
 from parties.wire.messages import RandomizedValues
 from parties.simulate import simulate
@@ -164,3 +164,25 @@ def test_party_policies_are_reported(data) -> None:
     assert sim.privacy.policy.value == "parallel"
     assert sim.privacy.epsilon.max <= summarize([party.accountant for party in sim.parties], "sequential").epsilon.max
     assert sim.privacy.epsilon.max == pytest.approx(sim.result.epsilon("parallel"))
+
+
+# ---------------------------------------------------------------------- frequency-oracle reports
+@pytest.mark.parametrize(("protocol", "params"), [("SMP", dict(epsilon=2.0)), ("SPL", dict(epsilon=8.0, oracle="oue")),
+                                                  ("RS+FD", dict(epsilon=2.0))])
+def test_a_curious_controller_gets_no_new_report_and_no_sharper_one(data, protocol, params) -> None:
+    budget = params["epsilon"]
+    sim = simulate(data, protocol, seed=SEED, timeout=5.0, budget=budget, attacks=REPORT_ATTACKS, **params)
+    again, sharper = sim.attacks
+    assert (again.attack, again.answered, again.refused, again.replay_identical) == ("re-report", N, 0, True)
+    assert (sharper.attack, sharper.answered, dict(sharper.reasons)) == ("sharper-oracle", 0, {"budget-exceeded": N})
+    assert all(r.requested == pytest.approx(2 * budget) for r in sim.refusals)  # the ε its own oracles compute
+    fast = run_local(lookup(protocol).program, data, rng=PartyStreams(SEED, N), **params)
+    for ledger in sim.ledgers:  # nothing beyond the honest report was booked
+        assert ledger == fast.ledger and ledger.total("sequential") <= budget * (1 + 1e-9)
+    assert np.array_equal(sim.result.releases[0].codes, fast.releases[0].codes)
+    assert sim.privacy.replays == N * len(fast.ledger)
+
+
+def test_report_attacks_need_a_report_phase(data) -> None:
+    with pytest.raises(ConfigurationError, match="re-report needs a phase of frequency-oracle reports"):
+        simulate(data, "RR-Independent", seed=SEED, timeout=5.0, p=0.5, attacks=("re-report",))

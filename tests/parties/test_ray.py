@@ -40,7 +40,8 @@ def data():  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("protocol,params", [("RR-Independent", dict(p=0.6)),
-                                             ("RR-Clusters", dict(p=0.7, Tv=60, Td=0.1))])
+                                             ("RR-Clusters", dict(p=0.7, Tv=60, Td=0.1)),
+                                             ("SMP", dict(epsilon=2.0))])
 def test_same_seed_same_result_on_memory_and_ray(data, protocol, params) -> None:  # type: ignore[no-untyped-def]
     from tests.parties.test_tcp import _same
 

@@ -29,9 +29,12 @@ from mprr.protocols.registry import PROTOCOLS, lookup
 from mprr.protocols.steps import MatrixSpec
 from parties.wire.codec import encode
 from parties.controller import ReleaseRefused
-from parties.wire.messages import RandomizedValues
+from mprr.protocols.local import run_local
+from mprr.protocols.oracle_reports import ReportedData, reporters
+from mprr.protocols.steps import OracleSpec, Report
+from parties.wire.messages import OracleReport, RandomizedValues
 from parties.network import CONTROLLER
-from parties.wire.requests import ReleaseRequest
+from parties.wire.requests import ReleaseRequest, ReportRequest
 from parties.simulate import SimulationResult, simulate, simulate_async
 
 N = 240
@@ -197,6 +200,7 @@ def test_registry_names_and_aliases() -> None:
     assert lookup("calm").name == "CALM-style" and lookup("rs-fd").name == "RS+FD"
     assert lookup("Clusters + Adjustment".replace(" ", "")).name == "RR-Clusters+Adjustment"
     assert lookup("lambda").name == "lambda-randomization"
+    assert lookup("rs_fd").name == "RS+FD" and lookup("clusters-sampled").name == "RR-Clusters-Sampled"
 
 
 def test_rr_adjustment_alias_takes_a_base(data) -> None:
@@ -436,3 +440,116 @@ def test_memory_takes_a_user_topology_for_a_secure_sum_and_enforces_it() -> None
     star.add_nodes_from(range(12))
     with pytest.raises(ConfigurationError, match="topology lacks some links of the communication graph"):
         simulate(data, "RR-Clusters", topology=star, **params)
+
+
+# ---------------------------------------------------------------------- frequency-oracle reports
+REPORT_N = 300
+REPORT_CASES = [
+    ("SPL", dict(epsilon=2.0, oracle="oue")),
+    ("SMP", dict(epsilon=2.0)),
+    ("SMP", dict(epsilon=2.0, oracle="olh")),
+    ("RS+FD", dict(epsilon=2.0)),
+    ("CALM-style", dict(epsilon=2.0)),
+    ("RR-Clusters-Sampled", dict(epsilon=4.0, discovery_share=0.3, Tv=60)),
+]
+
+
+@pytest.fixture(scope="module")
+def report_data() -> Dataset:
+    return planted_clusters(REPORT_N, rng=np.random.default_rng(11), strength=0.8).dataset
+
+
+def party_ledgers(fast: ProtocolResult, names) -> list[tuple]:
+    """Each party's ledger on the fast path: the entries of the phases it reported in."""
+    took = np.stack([reporters(r) for r in fast.releases], axis=1)
+    return [tuple(e for r, t in zip(fast.releases, row) if t for e in r.ledger_entries(names)) for row in took]
+
+
+def assert_same_reports(actor: ProtocolResult, fast: ProtocolResult) -> None:
+    assert (actor.protocol, actor.phases, actor.n, actor.clusters) == (fast.protocol, fast.phases, fast.n, fast.clusters)
+    for a, b in zip(actor.releases, fast.releases):
+        assert isinstance(a, ReportedData) and isinstance(b, ReportedData)
+        assert np.array_equal(a.codes, b.codes)
+        assert (a.assigned is None) == (b.assigned is None)
+        assert a.assigned is None or np.array_equal(a.assigned, b.assigned)
+        assert all(np.array_equal(x, y) for x, y in zip(a.counts, b.counts))
+        assert (a.reports, a.probabilities, a.oracles, a.assign) == (b.reports, b.probabilities, b.oracles, b.assign)
+    assert actor.ledger == fast.ledger
+    ea, eb = actor.estimate, fast.estimate
+    assert type(ea) is type(eb)
+    if isinstance(eb, ProductDistribution):
+        same_estimate(ea, eb)
+    else:
+        assert ea.marginals.keys() == eb.marginals.keys()  # type: ignore[attr-defined]
+        assert all(np.array_equal(ea.marginals[k], eb.marginals[k]) for k in eb.marginals)  # type: ignore[attr-defined]
+    if fast.dependence is not None:
+        assert np.array_equal(actor.dependence, fast.dependence)
+
+
+@pytest.mark.parametrize("case", REPORT_CASES, ids=[f"{p}-{k.get('oracle', '')}" for p, k in REPORT_CASES])
+def test_oracle_reports_on_the_actors_are_the_fast_path_reports(report_data, case) -> None:
+    protocol, params = case
+    sim = simulate(report_data, protocol, seed=SEED, timeout=5.0, **params)
+    fast = run_local(lookup(protocol).program, report_data, rng=PartyStreams(SEED, REPORT_N), **params)
+    assert not sim.degraded
+    assert_same_reports(sim.result, fast)
+    # every party booked what the fast path books for it, at its own oracles' ε
+    assert [ledger.releases for ledger in sim.ledgers] == party_ledgers(fast, report_data.schema.names)
+    if protocol == "RR-Clusters-Sampled":  # both phases ran, and the discovery reporters sat the release out
+        assert fast.phases == ("discovery", "clusters")
+        found, released = fast.releases
+        assert not np.any((found.assigned >= 0) & (released.assigned >= 0))
+    # traffic: the closed forms of docs/cost_model.md (ReportRequest, OracleReport), per phase
+    n = REPORT_N
+    requests = replies = 0
+    for r in fast.releases:
+        w = len(r.units) if r.phase == "clusters" else 0  # RR-Clusters-Sampled weighs its clusters
+        exclude = ("discovery",) if w and len(fast.releases) == 2 else ()
+        requests += (49 + len(r.phase) + 19 * len(r.units) + 8 * sum(map(len, r.units)) + len(r.assign) + 8 * w
+                     + sum(4 + len(e) for e in exclude))
+        reports = n * len(r.units) if r.assigned is None else int(np.sum(r.assigned >= 0))
+        replies += 31 * n + 8 * reports
+    phases = len(fast.releases)
+    assert dict(sim.traffic.by_kind) == {"ReportRequest": (phases * n, n * requests),
+                                         "OracleReport": (phases * n, replies)}
+    # the controller saw oracle reports and nothing else: each party's message is its row
+    assert sim.view_log.kinds() == frozenset({"OracleReport"})
+    for release in fast.releases:
+        got = {e.src: e.message for e in sim.view_log if e.phase == release.phase}
+        assert sorted(got) == list(range(REPORT_N))
+        for i, msg in got.items():
+            if release.assigned is None:
+                assert msg.unit == -1 and msg.reports.tolist() == release.codes[i].tolist()
+            else:
+                j = int(release.assigned[i])
+                assert msg.unit == j and msg.reports.tolist() == ([] if j < 0 else [release.codes[i, j]])
+
+
+def test_oracle_report_traffic_is_the_codec_size_of_each_message(report_data) -> None:
+    # SMP: one request in (its codec size), one report out (31 bytes + 8 per report) per party
+    n = REPORT_N
+    sim = simulate(report_data, "SMP", seed=SEED, timeout=5.0, epsilon=2.0)
+    (data,) = sim.result.releases
+    step = Report("attributes", data.units, tuple(OracleSpec("grr", e) for e in data.epsilons), "sampled")
+    req = len(encode(ReportRequest.build(1, step)))
+    rep = len(encode(OracleReport(1, 0, np.zeros(1, dtype=np.int64))))
+    t = sim.traffic
+    assert rep == 39
+    assert dict(t.by_kind) == {"ReportRequest": (n, n * req), "OracleReport": (n, n * rep)}
+    assert all(t.sent_by(i) == (1, rep) and t.received_by(i) == (1, req) for i in range(n))
+    assert (t.messages, t.bytes, t.rounds) == (2 * n, n * (req + rep), 2)
+    # a party that sends nothing in a phase still answers: 31 bytes
+    sampled = simulate(report_data, "RR-Clusters-Sampled", seed=SEED, timeout=5.0, epsilon=4.0, discovery_share=0.3,
+                       Tv=60)
+    reports = sum(int(np.sum(r.assigned >= 0)) for r in sampled.result.releases)
+    assert sampled.traffic.by_kind["OracleReport"] == (2 * n, 2 * n * 31 + 8 * reports)
+
+
+def test_a_budget_below_the_oracle_epsilon_is_refused_by_every_party(report_data) -> None:
+    with pytest.raises(ReleaseRefused, match="parties refused request") as info:
+        simulate(report_data, "SPL", seed=SEED, timeout=5.0, budget=1.5, epsilon=2.0)
+    assert len(info.value.refusals) == REPORT_N
+    assert all("budget-exceeded" in r.reason and r.requested == pytest.approx(2.0)
+               for r in info.value.refusals.values())
+    sim = simulate(report_data, "SMP", seed=SEED, timeout=5.0, budget=2.0, epsilon=2.0)
+    assert all(ledger.total("sequential") <= 2.0 * (1 + 1e-9) for ledger in sim.ledgers)

@@ -75,6 +75,27 @@ def test_rr_clusters_over_mutual_tls_with_two_workers(data) -> None:  # type: ig
     assert tcp.to_dict()["traffic"]["wire"]["socket_bytes_sent"] > wire["sent"]["payload"]
 
 
+def test_oracle_reports_between_two_workers_are_the_fast_path_reports() -> None:
+    # RR-Clusters-Sampled: a sampled discovery phase, then a release that excludes its reporters,
+    # with the parties split between two worker processes
+    from mprr.protocols.local import run_local
+    from mprr.protocols.registry import lookup
+    from mprr.streams import PartyStreams
+    from tests.parties.test_simulate import REPORT_N, assert_same_reports, party_ledgers
+
+    data = planted_clusters(REPORT_N, rng=np.random.default_rng(11), strength=0.8).dataset
+    params = dict(epsilon=4.0, discovery_share=0.3, Tv=60)
+    memory = simulate(data, "RR-Clusters-Sampled", seed=3, timeout=10.0, **params)
+    tcp = simulate(data, "RR-Clusters-Sampled", seed=3, timeout=10.0, runtime=TcpRuntime(workers=2, tls=False),
+                   **params)
+    fast = run_local(lookup("RR-Clusters-Sampled").program, data, rng=PartyStreams(3, REPORT_N), **params)
+    assert fast.phases == ("discovery", "clusters")
+    assert_same_reports(tcp.result, fast)
+    assert [ledger.releases for ledger in tcp.ledgers] == party_ledgers(fast, data.schema.names)
+    assert tcp.traffic.to_dict()["by_kind"] == memory.traffic.to_dict()["by_kind"]
+    assert tcp.wire is not None and tcp.wire["payload_bytes"] == memory.traffic.bytes
+
+
 SECURE = [("4.2", "paper", True), ("4.3", "graph", False), ("4.3", "masked", False)]
 
 

@@ -14,7 +14,6 @@ from parties.simulate import simulate
 from scenarios.cli import main
 from scenarios.runner import run
 from scenarios.utility import METHODS, utility_records
-from tests.mprr.protocols._helpers import planted
 
 PNG = b"\x89PNG\r\n\x1a\n"
 KEYS = {"method", "epsilon", "epsilon_spent", "tvd_2way", "tvd_2way_se", "tvd_3way", "tvd_3way_se",
@@ -55,9 +54,3 @@ def test_adult_and_data_file_are_exclusive(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="give parameters.adult_path or parameters.data"):
         run("utility_vs_epsilon", out_dir=tmp_path / "o", parameters={"adult_path": "x", "data": str(csv)})
 
-
-def test_oracle_report_protocols_are_refused_by_the_actor_simulator() -> None:
-    ds = planted(20, 1).dataset
-    with pytest.raises(ConfigurationError, match=r"protocol 'SMP' reports through frequency oracles .* run it on "
-                                                 r"the fast path"):
-        simulate(ds, "SMP", epsilon=1.0, seed=1)

@@ -25,8 +25,8 @@ from parties.wire.codec import (
     message,
     peek_kind,
 )
-from parties.wire.messages import Abort, Ack, RandomizedValues, Refusal
-from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
+from parties.wire.messages import Abort, Ack, OracleReport, RandomizedValues, Refusal
+from parties.wire.requests import ReleaseRequest, ReportRequest, SecureRelease, SecureSumStart
 
 AnyArray = Annotated[np.ndarray, ArraySpec(ARRAY_DTYPES)]
 IntArray = Annotated[np.ndarray, ArraySpec(("int64",))]
@@ -129,6 +129,11 @@ GOLDEN = [
      "4d520165000200000000000000010000006401000000730100000001000000000000000000000001000000010000000000000000000000010000000000000000"),
     (SecureSumStart(2, "s", "masked", ((0, 3),)),
      "4d5201660002000000000000000100000073060000006d61736b6564010000000200000000000000000000000300000000000000"),
+    (OracleReport(7, 1, [5]),
+     "4d5201070007000000000000000100000000000000040101000000000000000500000000000000"),
+    (ReportRequest(1, "p", ((0, 1),), ("grr",), (0.5,), "sampled", (2.0,), 0.25, ("d",)),
+     "4d5201670001000000000000000100000070010000000200000000000000000000000100000000000000010000000300000067727201"
+     "000000000000000000e03f0700000073616d706c6564010000000000000000000040000000000000d03f010000000100000064"),
 ]
 
 
@@ -150,6 +155,9 @@ def test_every_kind_keeps_its_bytes(msg: Message, wire: str) -> None:
         Refusal(1, "budget exhausted", 0.7, math.inf),
         Abort("stop", "collect"),
         Ack(12),
+        OracleReport(4, -1, np.array([3, 0, 9])),
+        OracleReport(4, -1, []),
+        ReportRequest(5, "clusters", ((0, 2), (1,)), ("oue", "olh"), (1.0, 2.5), "every"),
     ],
     ids=lambda m: type(m).__name__,
 )

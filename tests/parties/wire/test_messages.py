@@ -52,7 +52,7 @@ class Tagged(Message):
 
 
 def test_generic_kinds_are_registered_with_unique_numbers_and_names() -> None:
-    expected = {2: "RandomizedValues", 3: "Refusal", 5: "Abort", 6: "Ack"}
+    expected = {2: "RandomizedValues", 3: "Refusal", 5: "Abort", 6: "Ack", 7: "OracleReport"}
     assert {k: message_class(k).NAME for k in expected} == expected
     assert message_class(60100).NAME == "Sample"
     assert Refusal.KIND == 3 and Refusal.NAME == "Refusal"

@@ -10,9 +10,10 @@ import pytest
 from mprr.errors import ConfigurationError, MessageError
 from mprr.kronecker import KroneckerMatrix
 from mprr.matrices import cluster_optimal, grr, keep_or_uniform, kron, lambda_randomization
-from mprr.protocols.steps import FAMILIES, MatrixSpec
+from mprr.protocols.steps import FAMILIES, MatrixSpec, OracleSpec, Report
 from parties.wire.codec import decode, encode
-from parties.wire.requests import ReleaseRequest
+from parties.wire.messages import OracleReport
+from parties.wire.requests import ReleaseRequest, ReportRequest
 
 
 @pytest.mark.parametrize(
@@ -108,3 +109,70 @@ def test_release_request_does_not_judge_the_plan() -> None:
     # A unit outside the plan is a privacy decision of the party, not a malformed message.
     req = ReleaseRequest(1, "p", ((0,),), ((1, 2),), ("grr",), ((1.0,),))
     assert decode(encode(req)) == req
+
+
+# ---------------------------------------------------------------------- report requests and replies
+def test_a_report_request_rebuilds_its_step_with_the_same_probabilities() -> None:
+    # weights whose normalised values do not sum to exactly 1.0: normalising twice would move them
+    weights = (0.43788759365057206, 0.49581224138185065, 0.23308445025757263, 0.2308665415409843)
+    once = tuple(w / math.fsum(weights) for w in weights)
+    assert tuple(w / math.fsum(once) for w in once) != once
+    step = Report("clusters", ((0,), (1, 2), (3,), (4, 5)), (OracleSpec("grr", 1.0), OracleSpec("oue", 2.0),
+                                                            OracleSpec("olh", 0.5), OracleSpec("grr", 3.0)),
+                  "sampled", weights, 0.25, ("discovery",))
+    back = decode(encode(ReportRequest.build(9, step)))
+    assert isinstance(back, ReportRequest) and back.request_id == 9
+    rebuilt = back.step
+    assert (rebuilt.units, rebuilt.oracles, rebuilt.assign, rebuilt.abstain, rebuilt.exclude) == (
+        step.units, step.oracles, step.assign, step.abstain, step.exclude)
+    assert rebuilt.probabilities == step.probabilities  # bit for bit: the same draws pick the same units
+    assert ReportRequest.build(1, Report("p", ((0,),), (OracleSpec("grr", 1.0),))).weights == ()
+
+
+def test_report_request_size_is_its_fields() -> None:
+    # header 5 + id 8 + phase 4+1 + units 4+(4+8) + families 4+(4+3) + epsilons 4+8 + assign 4+5
+    # + weights 4 + abstain 8 + exclude 4
+    request = ReportRequest(1, "p", ((0,),), ("grr",), (1.0,), "every")
+    assert len(encode(request)) == 5 + 8 + 5 + 16 + 11 + 12 + 9 + 4 + 8 + 4
+
+
+def test_oracle_report_size_is_31_bytes_plus_8_per_report() -> None:
+    for k in (0, 1, 8):
+        assert len(encode(OracleReport(1, 0 if k == 1 else -1, np.zeros(k, dtype=np.int64)))) == 31 + 8 * k
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(units=()), "units must not be empty"),
+        (dict(units=((0, 0),)), "must not repeat"),
+        (dict(families=("grr", "grr")), "needs 1 families and epsilons"),
+        (dict(families=("dense",)), "families must be in"),
+        (dict(epsilons=(math.nan,)), "epsilons must be finite"),
+        (dict(assign="all"), "assign must be in"),
+        (dict(weights=(1.0, 2.0)), "one weight per unit"),
+        (dict(weights=(-1.0,)), "weights must be finite and >= 0"),
+        (dict(abstain=1.0), r"abstain must be in \[0, 1\)"),
+        (dict(exclude=("",)), "non-empty phase names"),
+        (dict(phase=""), "phase must not be empty"),
+    ],
+)
+def test_report_request_rejects_what_it_does_not_expect(kwargs, match) -> None:
+    fields = dict(request_id=1, phase="p", units=((0,),), families=("grr",), epsilons=(1.0,), assign="sampled")
+    with pytest.raises(MessageError, match=match):
+        ReportRequest(**{**fields, **kwargs})
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((1, -2, [1]), "unit must be >= -1"),
+        ((1, 0, [1, 2]), "exactly one report for the drawn unit 0"),
+        ((1, 0, []), "exactly one report"),
+        ((1, -1, [-3]), "reports must be >= 0"),
+        ((-1, -1, []), "request_id must be >= 0"),
+    ],
+)
+def test_oracle_report_rejects_what_it_does_not_expect(args, match) -> None:
+    with pytest.raises(MessageError, match=match):
+        OracleReport(*args)
