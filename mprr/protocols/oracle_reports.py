@@ -224,7 +224,9 @@ class ReportedData(ReleasedData):
         """Unit ``j``'s estimated distribution, post-processed, shaped like its domain."""
         raw = self.raw_frequencies(j)
         method = check_oracle_postprocess(method)
-        if method == "norm-sub":
+        if method != "none" and not np.any(raw > 0.0):  # nothing to post-process: no information left
+            out = np.full(raw.size, 1.0 / raw.size)
+        elif method == "norm-sub":
             out = norm_sub(raw)
         elif method == "clip-rescale":
             out = clip_rescale(raw)

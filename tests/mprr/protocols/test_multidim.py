@@ -141,3 +141,13 @@ def test_closed_form_intervals_cover_the_marginals(name: str) -> None:
         hits.append((frame["ci_low"] <= truth) & (truth <= frame["ci_high"]))
     rate = float(np.mean(hits))
     assert abs(rate - 0.95) < 0.03, rate
+
+
+def test_a_unit_without_any_positive_estimate_falls_back_to_uniform() -> None:
+    """Tiny n at a small ε: an OUE marginal whose every raw cell is ≤ 0 carries no information left."""
+    ds = planted(12, 1).dataset
+    for seed in range(20):
+        r = spl(ds, epsilon=0.2, oracle="oue", rng=np.random.default_rng(seed))
+        for j in range(ds.m):
+            marginal = r.estimate.marginal((j,))
+            assert marginal.sum() == pytest.approx(1.0) and np.all(marginal >= 0.0)
