@@ -534,30 +534,32 @@ class _Fit:
         return cls(tuple(groups), tuple(kept), margin.ravel(), ratio_shape)
 
     def project(self, q: np.ndarray) -> np.ndarray:
-        """The projection of ``q`` onto the kept axes, flattened (the same numbers as
-        ``q.sum(axis=dropped)``, summed in an order that keeps memory access contiguous:
-        numpy's reductions over several axes are slow when a small kept axis is innermost)."""
+        """The projection of ``q`` onto the kept axes, flattened: the numbers of
+        ``q.sum(axis=dropped)``, summed run by run so that memory is read contiguously (numpy's
+        reduction over several axes is several times slower when a small kept axis is
+        innermost).  No BLAS: matrix-vector products spawn threads that stall on a loaded
+        machine."""
         shape = list(self.groups)
         kept = list(self.kept)
         x = q.reshape(-1)
-        if not kept[0]:  # leading dropped run: a row-sum by BLAS over long contiguous rows
+        if not kept[0]:  # leading dropped run: add long contiguous rows
             size = shape.pop(0)
             kept.pop(0)
-            x = np.ones(size) @ x.reshape(size, -1)
+            x = x.reshape(size, -1).sum(axis=0)
         if shape and not kept[-1]:  # trailing dropped run
             size = shape.pop()
             kept.pop()
             rows = x.reshape(-1, size)
             if size >= 32:
-                x = rows @ np.ones(size)
-            else:  # strided column adds: BLAS is slow on very narrow rows
+                x = rows.sum(axis=1)
+            else:  # strided column adds: a reduction over a short last axis is slow
                 x = rows[:, 0].copy()
                 for t in range(1, size):
                     x += rows[:, t]
-        while not all(kept):  # middle dropped runs, batched over the kept runs before them
+        while not all(kept):  # middle dropped runs
             i = kept.index(False)
             before, size, after = math.prod(shape[:i]), shape[i], math.prod(shape[i + 1:])
-            x = np.matmul(np.ones(size), x.reshape(before, size, after)).reshape(-1)
+            x = x.reshape(before, size, after).sum(axis=1).reshape(-1)
             del shape[i], kept[i]
         return x
 
