@@ -246,8 +246,9 @@ def make_consistent(
     sizes: Sequence[int],
     variances: Mapping[Key, float] | None = None,
     *,
-    rounds: int = 10,
+    rounds: int = 300,
     nonnegative: bool = True,
+    tol: float = 1e-4,
 ) -> dict[Key, np.ndarray]:
     """Make overlapping marginals agree on every shared attribute subset (PriView / CALM).
 
@@ -266,8 +267,8 @@ def make_consistent(
     adjustment of ``V`` for ``A`` projects to 0 on every ``C ⊂ A`` and, through ``A ∩ B``, on
     every other processed ``B``), so one pass makes the marginals agree exactly on every
     common subset.  With ``nonnegative``, Norm-Sub (:func:`norm_sub`, total kept) and the
-    consistency pass alternate until no entry is negative or ``rounds`` Norm-Sub steps have
-    run; the last step is always a consistency pass.
+    consistency pass alternate until the negative entries left are negligible (see ``tol``) or
+    ``rounds`` Norm-Sub steps have run; the last step is always a consistency pass.
 
     Parameters
     ----------
@@ -284,6 +285,8 @@ def make_consistent(
         Largest number of Norm-Sub steps, >= 0 (used only with ``nonnegative``).
     nonnegative
         Make the result non-negative as well as consistent.
+    tol
+        Stop alternating once the uniform mix below (weight ``t``) needs ``t <= tol``, > 0.
 
     Returns
     -------
@@ -301,15 +304,20 @@ def make_consistent(
     Notes
     -----
     Alternating Norm-Sub and consistency converges towards tables that are both non-negative
-    and consistent, usually in a few rounds.  If a negative entry is left after ``rounds``
-    steps, every marginal is mixed with the uniform table of the same total,
-    ``(1 − t) T_V + t · total/|V|``, with the smallest ``t`` that makes every entry
-    non-negative: a convex combination of two consistent families is consistent, so both
-    properties then hold exactly (``t`` is tiny when the negatives left are tiny).
+    and consistent, slowly when the marginals are noisy.  The negative entries left after the
+    last consistency pass are removed by mixing every marginal with the uniform table of the
+    same total, ``(1 − t) T_V + t · total/|V|``, with the smallest ``t`` that makes every
+    entry non-negative: a convex combination of two consistent families is consistent, so
+    both properties then hold exactly.  ``t`` is driven by the cells with small uniform value
+    and is large after few rounds: on the 28 pair marginals of UCI Adult estimated with GRR at
+    ε = 2 (1,162 reports per pair), t = 0.49 after 10 rounds (mean 2-way TVD 0.345, worse
+    than Norm-Sub alone, 0.314), 0.18 after 30 (0.225) and 0.0014 after 100 (0.195); hence
+    the many rounds (each is one pass over the marginals, milliseconds for pairs).
     """
     sz = check_sizes(sizes)
     tables = _check_marginals(marginals, sz)
     rounds = check_int("rounds", rounds, 0)
+    tol = check_real("tol", tol, strict=True)
     if variances is None:
         var: dict[Key, float] = {k: 1.0 for k in tables}
     else:
@@ -331,22 +339,28 @@ def make_consistent(
     if total <= 0.0:
         raise EstimationError(f"the marginals' common total must be > 0 to make them non-negative, got {total!r}")
     for _ in range(rounds):
-        if all(float(t.min()) >= 0.0 for t in tables.values()):
-            return tables
+        if _mix_weight(tables, total) <= tol:
+            break
         for k in tables:
             tables[k] = norm_sub(tables[k], total)
         _consistency_step(tables, subsets, var, sz)
     return _mix_uniform(tables, total)
 
 
-def _mix_uniform(tables: dict[Key, np.ndarray], total: float) -> dict[Key, np.ndarray]:
-    """Smallest mix with the uniform tables of ``total`` that leaves no negative entry."""
+def _mix_weight(tables: Mapping[Key, np.ndarray], total: float) -> float:
+    """Smallest t such that ``(1 − t) T + t · total/|T|`` has no negative entry, over all T."""
     t = 0.0
     for arr in tables.values():
         neg = arr < 0.0
         if np.any(neg):
             u = total / arr.size
             t = max(t, float(np.max(-arr[neg] / (u - arr[neg]))))
+    return t
+
+
+def _mix_uniform(tables: dict[Key, np.ndarray], total: float) -> dict[Key, np.ndarray]:
+    """Smallest mix with the uniform tables of ``total`` that leaves no negative entry."""
+    t = _mix_weight(tables, total)
     if t == 0.0:
         return tables
     # the cell that set t lands on 0 up to rounding: clip that rounding error
