@@ -479,6 +479,15 @@ def maxent_marginal(
     table meets every margin and IPF cycles: ``converged`` is then False; make the marginals
     consistent first.  With no released attribute in ``target`` the result is uniform.
     Cost per sweep: one sum and one product over the target's cells per margin.
+
+    Agreement on shared subsets is necessary, not sufficient, for a joint with the released
+    margins to exist, and estimated margins (zeros after Norm-Sub) are often infeasible: on
+    the 28 consistent pair marginals of UCI Adult estimated with GRR at ε = 2 (1,162 reports
+    per pair) the largest margin error stays about 0.1 and at ε = 8 about 0.01, whatever the
+    number of sweeps, and the mean 3-way TVD of the joint is 0.337 / 0.338 / 0.335 after
+    3 / 10 / 30 sweeps (ε = 8: 0.095 / 0.100 / 0.102): a few sweeps are enough there.  On exact
+    Adult pair margins (feasible) the fit reaches 1e-3 in 27 sweeps, 1e-4 in 97, 1e-6 in 663,
+    at about 0.2-0.5 s per sweep of the 1,814,400-cell joint on one loaded core.
     """
     sz = check_sizes(sizes)
     tables = _check_marginals(marginals, sz)
