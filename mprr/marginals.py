@@ -222,23 +222,46 @@ def _shared_subsets(keys: Sequence[Key]) -> list[Key]:
     return sorted(found, key=lambda k: (len(k), k))
 
 
-def _consistency_step(
-    tables: dict[Key, np.ndarray], subsets: Sequence[Key], variances: Mapping[Key, float],
-    sizes: Sequence[int],
-) -> None:
-    """One pass of the PriView consistency over ``subsets`` (in place)."""
+@dataclass(frozen=True)
+class _Share:
+    """How one marginal takes part in the consistency of one subset: its key, the axes summed
+    to project onto the subset, the shape that broadcasts the subset back, the number of its
+    cells above one cell of the subset, and its normalised weight."""
+
+    key: Key
+    drop: tuple[int, ...]
+    shape: tuple[int, ...]
+    cells: int
+    weight: float
+
+
+def _consistency_plan(
+    keys: Sequence[Key], subsets: Sequence[Key], variances: Mapping[Key, float], sizes: Sequence[int]
+) -> list[list[_Share]]:
+    """For every shared subset (in order), the marginals holding it and their weights
+    ``w_V = 1 / (σ²_V |V|/|A|)``, normalised to sum 1."""
+    plan = []
     for a in subsets:
-        holders = [k for k in tables if set(a) <= set(k)]
+        holders = [k for k in keys if set(a) <= set(k)]
         if len(holders) < 2:
             continue
-        cells_a = _cells(sizes, a)
-        projections = [_project(tables[k], k, a) for k in holders]
-        shares = [_cells(sizes, k) // cells_a for k in holders]  # cells of k above one cell of a
-        weights = np.array([1.0 / (variances[k] * s) for k, s in zip(holders, shares)])
-        average = sum(w * p for w, p in zip(weights, projections)) / weights.sum()
-        for k, p, s in zip(holders, projections, shares):
-            shape = _broadcast_shape(k, a, tables[k].shape)
-            tables[k] += ((average - p) / s).reshape(shape)
+        cells = [_cells(sizes, k) // _cells(sizes, a) for k in holders]  # cells of k above one of a
+        raw = [1.0 / (variances[k] * c) for k, c in zip(holders, cells)]
+        plan.append([
+            _Share(k, tuple(i for i, x in enumerate(k) if x not in a),
+                   _broadcast_shape(k, a, [sizes[x] for x in k]), c, w / sum(raw))
+            for k, c, w in zip(holders, cells, raw)
+        ])
+    return plan
+
+
+def _consistency_step(tables: dict[Key, np.ndarray], plan: Sequence[Sequence[_Share]]) -> None:
+    """One pass of the PriView consistency over the planned subsets (in place)."""
+    for shares in plan:
+        projections = [tables[h.key].sum(axis=h.drop) if h.drop else tables[h.key].copy() for h in shares]
+        average = sum(h.weight * p for h, p in zip(shares, projections))
+        for h, p in zip(shares, projections):
+            tables[h.key] += ((average - p) / h.cells).reshape(h.shape)
 
 
 def make_consistent(
@@ -331,8 +354,8 @@ def make_consistent(
             )
         for k, v in given.items():
             var[k] = check_real(f"variances[{k}]", v, strict=True)
-    subsets = _shared_subsets(list(tables))
-    _consistency_step(tables, subsets, var, sz)
+    plan = _consistency_plan(list(tables), _shared_subsets(list(tables)), var, sz)
+    _consistency_step(tables, plan)
     if not nonnegative:
         return tables
     total = float(next(iter(tables.values())).sum())
@@ -343,7 +366,7 @@ def make_consistent(
             break
         for k in tables:
             tables[k] = norm_sub(tables[k], total)
-        _consistency_step(tables, subsets, var, sz)
+        _consistency_step(tables, plan)
     return _mix_uniform(tables, total)
 
 
