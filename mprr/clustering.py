@@ -12,6 +12,11 @@ cluster pairs is sorted by descending dependence and walked from its first eleme
 - the loop ends at the first element below ``Td`` or when the list is exhausted (a list with
   no next element — e.g. a single cluster — ends the loop).
 
+:func:`cluster_significant` runs the same walk on the attribute pairs that a test of
+independence on the randomized data finds dependent (:func:`significant_pairs` of the p-values
+of :mod:`mprr.independence`): the dependences estimated from randomized data are dominated by
+noise at small ε, and a fixed ``Td`` then merges independent attributes.
+
 Tie-breaking (deterministic): pairs of equal dependence are taken in increasing order of the
 smallest attribute index of the first cluster, then of the second cluster (clusters are
 disjoint, so this is the lexicographic order of the sorted index tuples).  Equal dependences
@@ -21,7 +26,7 @@ are compared exactly, as floats.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +38,10 @@ __all__ = [
     "REASON_BELOW_TD",
     "REASON_EXCEEDS_TV",
     "REASON_MERGED",
+    "REASON_NOT_SIGNIFICANT",
+    "CORRECTIONS",
+    "significant_pairs",
+    "cluster_significant",
     "Clustering",
     "MergeStep",
     "cluster_attributes",
@@ -44,6 +53,9 @@ REASON_MERGED = "merged"
 REASON_EXCEEDS_TV = "exceeds Tv"
 #: ``MergeStep.reason`` of the pair whose dependence ended the while loop (step 7).
 REASON_BELOW_TD = "below Td"
+#: ``MergeStep.reason`` of the first pair of clusters with no significant attribute pair
+#: between them, which ends :func:`cluster_significant`.
+REASON_NOT_SIGNIFICANT = "not significant"
 
 
 @dataclass(frozen=True)
@@ -179,35 +191,60 @@ def cluster_attributes(
     d = _check_dependence(dependence)
     m = d.shape[0]
     sz = _check_sizes(sizes, m)
+    tv = _check_tv(Tv)
+    td = check_unit("Td", Td, why=" (minimum dependence)")
+    return _algorithm_1(d, sz, tv, td, None)
+
+
+def _check_tv(Tv: float) -> float:
     tv = check_real("Tv", Tv, minimum=None, allow_inf=True)
     if tv < 1.0:
         raise ConfigurationError(f"Tv must be >= 1 (maximum cells per cluster), got {Tv!r}")
-    td = check_unit("Td", Td, why=" (minimum dependence)")
+    return tv
 
+
+def _algorithm_1(d: np.ndarray, sz: tuple[int, ...], tv: float, td: float,
+                 significant: np.ndarray | None) -> Clustering:
+    """Algorithm 1 on a validated matrix; with ``significant`` (boolean (m, m)), only the
+    significant attribute pairs count: a cluster pair's dependence is the largest over its
+    significant attribute pairs, pairs with one come first, and the walk ends at the first
+    pair without one (:data:`REASON_NOT_SIGNIFICANT`)."""
+    m = d.shape[0]
     upper = np.triu(d, 1)
     attr_dep = upper + upper.T  # symmetric, zero diagonal (the diagonal is never a pair)
+    eligible = None if significant is None else significant.astype(np.float64)
+    if eligible is not None:
+        np.fill_diagonal(eligible, 0.0)
+        attr_dep = np.where(eligible > 0, attr_dep, 0.0)
     clusters: list[tuple[int, ...]] = [(i,) for i in range(m)]
     trace: list[MergeStep] = []
 
-    def dependence_list() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Steps 4-5 / 12-13: cluster-pair dependences (max over members), sorted."""
+    def cluster_max(values: np.ndarray) -> np.ndarray:
         perm = np.fromiter((a for c in clusters for a in c), dtype=np.intp, count=m)
         starts = np.cumsum([0] + [len(c) for c in clusters[:-1]])
-        sub = attr_dep[np.ix_(perm, perm)]
-        cdep = np.maximum.reduceat(np.maximum.reduceat(sub, starts, axis=0), starts, axis=1)
-        a, b = np.triu_indices(len(clusters), k=1)
-        deps = cdep[a, b]
-        # Clusters are kept in canonical order, so index order == smallest-attribute order.
-        order = np.lexsort((b, a, -deps))
-        return a[order], b[order], deps[order]
+        sub = values[np.ix_(perm, perm)]
+        out: np.ndarray = np.maximum.reduceat(np.maximum.reduceat(sub, starts, axis=0), starts, axis=1)
+        return out
 
-    la, lb, ldep = dependence_list()
+    def dependence_list() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Steps 4-5 / 12-13: cluster-pair dependences (max over members), sorted."""
+        a, b = np.triu_indices(len(clusters), k=1)
+        deps = cluster_max(attr_dep)[a, b]
+        ok = np.ones(a.size) if eligible is None else cluster_max(eligible)[a, b]
+        # Clusters are kept in canonical order, so index order == smallest-attribute order.
+        order = np.lexsort((b, a, -deps, -ok))
+        return a[order], b[order], deps[order], ok[order]
+
+    la, lb, ldep, lok = dependence_list()
     pos = 0
     while pos < la.size:
         a, b, dep = int(la[pos]), int(lb[pos]), float(ldep[pos])
         left, right = clusters[a], clusters[b]
         cells = math.prod(sz[i] for i in left + right)
         step = len(trace) + 1
+        if not lok[pos] > 0:  # no significant attribute pair between the two clusters
+            trace.append(MergeStep(step, left, right, dep, cells, False, REASON_NOT_SIGNIFICANT))
+            break
         if dep < td:  # step 7: the while condition fails
             trace.append(MergeStep(step, left, right, dep, cells, False, REASON_BELOW_TD))
             break
@@ -215,9 +252,121 @@ def cluster_attributes(
             trace.append(MergeStep(step, left, right, dep, cells, True, REASON_MERGED))
             rest = [c for k, c in enumerate(clusters) if k not in (a, b)]
             clusters = sorted(rest + [tuple(sorted(left + right))])
-            la, lb, ldep = dependence_list()
+            la, lb, ldep, lok = dependence_list()
             pos = 0
         else:  # step 16: next element of the same list
             trace.append(MergeStep(step, left, right, dep, cells, False, REASON_EXCEEDS_TV))
             pos += 1
     return Clustering(clusters=tuple(clusters), trace=tuple(trace))
+
+
+# --------------------------------------------------------------------------------------------
+# Algorithm 1 on the pairs that a test of independence finds dependent
+# --------------------------------------------------------------------------------------------
+
+#: Multiple-testing corrections of :func:`significant_pairs`.
+CORRECTIONS = frozenset({"bonferroni", "holm", "none"})
+
+
+def _check_pair_key(key: object, m: int | None, name: str) -> tuple[int, int]:
+    ok = (isinstance(key, tuple) and len(key) == 2
+          and all(isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) for x in key))
+    if ok:
+        i, j = int(key[0]), int(key[1])  # type: ignore[index]
+        ok = 0 <= i < j and (m is None or j < m)
+    if not ok:
+        allowed = "" if m is None else f" in [0, {m})"
+        raise ConfigurationError(f"{name} must be pairs (i, j) of attribute indices i < j{allowed}, got {key!r}")
+    return i, j
+
+
+def significant_pairs(
+    p_values: Mapping[tuple[int, int], float], alpha: float, *, correction: str = "bonferroni"
+) -> tuple[tuple[int, int], ...]:
+    """The attribute pairs whose test of independence rejects, the family-wise level ``alpha``.
+
+    Parameters
+    ----------
+    p_values
+        ``{(i, j): p}`` for every pair tested (``i < j``), e.g. the ``p_value`` of
+        :func:`mprr.independence.pearson_chi2` or :func:`mprr.independence.wald_independence`.
+    alpha
+        Family-wise error rate over the pairs tested, in (0, 1).
+    correction
+        ``"bonferroni"``: reject when ``p < alpha / M`` (M pairs tested); ``"holm"``: Holm's
+        step-down procedure (Holm 1979; rejects everything Bonferroni rejects, and possibly
+        more); ``"none"``: ``p < alpha`` for each pair on its own.
+
+    Returns
+    -------
+    tuple
+        The rejected pairs, sorted.
+    """
+    if correction not in CORRECTIONS:
+        raise ConfigurationError(f"correction must be one of {sorted(CORRECTIONS)}, got {correction!r}")
+    level = check_unit("alpha", alpha, low_open=True, high_open=True)
+    if not isinstance(p_values, Mapping):
+        raise ConfigurationError(f"p_values must be a mapping {{(i, j): p}}, got {type(p_values).__name__}")
+    tested = {_check_pair_key(k, None, "keys of p_values"): check_unit(f"p_values[{k!r}]", v)
+              for k, v in p_values.items()}
+    count = len(tested)
+    if correction == "none":
+        return tuple(sorted(k for k, p in tested.items() if p < level))
+    if correction == "bonferroni":
+        return tuple(sorted(k for k, p in tested.items() if p < level / count))
+    rejected = []
+    for rank, (key, p) in enumerate(sorted(tested.items(), key=lambda e: (e[1], e[0]))):
+        if not p < level / (count - rank):
+            break
+        rejected.append(key)
+    return tuple(sorted(rejected))
+
+
+def cluster_significant(
+    dependence: object, significant: Iterable[tuple[int, int]], sizes: Sequence[int], Tv: float, *,
+    Td: float = 0.0,
+) -> Clustering:
+    """Algorithm 1 (main paper Section 4) that merges only significantly dependent attributes.
+
+    The dependences estimated from randomized data are mostly noise at the budgets used in
+    practice, and a fixed threshold ``Td`` merges unrelated attributes.  Here the merge
+    condition is a test of independence instead: only the ``significant`` attribute pairs
+    (e.g. :func:`significant_pairs` of Pearson's χ² or Wald tests) count.  The dependence of
+    two clusters is the largest dependence over the significant attribute pairs between them;
+    cluster pairs with such a pair are walked in decreasing dependence exactly as
+    :func:`cluster_attributes` walks its list (merge within ``Tv`` and restart, skip beyond
+    it), and the walk ends at the first cluster pair with no significant attribute pair
+    (:data:`REASON_NOT_SIGNIFICANT`) or with a dependence below ``Td``.
+
+    Parameters
+    ----------
+    dependence
+        Symmetric ``(m, m)`` matrix in ``[0, 1]`` ordering the merges, e.g. bias-corrected
+        Cramér's V (:func:`mprr.independence.dependence_effect`).
+    significant
+        Attribute pairs ``(i, j)``, ``i < j``, found dependent.
+    sizes, Tv
+        As :func:`cluster_attributes`.
+    Td
+        An additional minimum dependence, in ``[0, 1]`` (0: significance alone decides).
+
+    Returns
+    -------
+    Clustering
+        The clusters and the trace; its dependences are those of significant pairs.
+
+    Notes
+    -----
+    With every pair significant and ``Td`` at most the smallest dependence, this is exactly
+    :func:`cluster_attributes` with that ``Td``.
+    """
+    d = _check_dependence(dependence)
+    m = d.shape[0]
+    sz = _check_sizes(sizes, m)
+    tv = _check_tv(Tv)
+    td = check_unit("Td", Td, why=" (minimum dependence)")
+    mask = np.zeros((m, m), dtype=bool)
+    for key in significant:
+        i, j = _check_pair_key(key, m, "significant")
+        mask[i, j] = mask[j, i] = True
+    return _algorithm_1(d, sz, tv, td, mask)

@@ -222,23 +222,46 @@ def _shared_subsets(keys: Sequence[Key]) -> list[Key]:
     return sorted(found, key=lambda k: (len(k), k))
 
 
-def _consistency_step(
-    tables: dict[Key, np.ndarray], subsets: Sequence[Key], variances: Mapping[Key, float],
-    sizes: Sequence[int],
-) -> None:
-    """One pass of the PriView consistency over ``subsets`` (in place)."""
+@dataclass(frozen=True)
+class _Share:
+    """How one marginal takes part in the consistency of one subset: its key, the axes summed
+    to project onto the subset, the shape that broadcasts the subset back, the number of its
+    cells above one cell of the subset, and its normalised weight."""
+
+    key: Key
+    drop: tuple[int, ...]
+    shape: tuple[int, ...]
+    cells: int
+    weight: float
+
+
+def _consistency_plan(
+    keys: Sequence[Key], subsets: Sequence[Key], variances: Mapping[Key, float], sizes: Sequence[int]
+) -> list[list[_Share]]:
+    """For every shared subset (in order), the marginals holding it and their weights
+    ``w_V = 1 / (σ²_V |V|/|A|)``, normalised to sum 1."""
+    plan = []
     for a in subsets:
-        holders = [k for k in tables if set(a) <= set(k)]
+        holders = [k for k in keys if set(a) <= set(k)]
         if len(holders) < 2:
             continue
-        cells_a = _cells(sizes, a)
-        projections = [_project(tables[k], k, a) for k in holders]
-        shares = [_cells(sizes, k) // cells_a for k in holders]  # cells of k above one cell of a
-        weights = np.array([1.0 / (variances[k] * s) for k, s in zip(holders, shares)])
-        average = sum(w * p for w, p in zip(weights, projections)) / weights.sum()
-        for k, p, s in zip(holders, projections, shares):
-            shape = _broadcast_shape(k, a, tables[k].shape)
-            tables[k] += ((average - p) / s).reshape(shape)
+        cells = [_cells(sizes, k) // _cells(sizes, a) for k in holders]  # cells of k above one of a
+        raw = [1.0 / (variances[k] * c) for k, c in zip(holders, cells)]
+        plan.append([
+            _Share(k, tuple(i for i, x in enumerate(k) if x not in a),
+                   _broadcast_shape(k, a, [sizes[x] for x in k]), c, w / sum(raw))
+            for k, c, w in zip(holders, cells, raw)
+        ])
+    return plan
+
+
+def _consistency_step(tables: dict[Key, np.ndarray], plan: Sequence[Sequence[_Share]]) -> None:
+    """One pass of the PriView consistency over the planned subsets (in place)."""
+    for shares in plan:
+        projections = [tables[h.key].sum(axis=h.drop) if h.drop else tables[h.key].copy() for h in shares]
+        average = sum(h.weight * p for h, p in zip(shares, projections))
+        for h, p in zip(shares, projections):
+            tables[h.key] += ((average - p) / h.cells).reshape(h.shape)
 
 
 def make_consistent(
@@ -246,8 +269,9 @@ def make_consistent(
     sizes: Sequence[int],
     variances: Mapping[Key, float] | None = None,
     *,
-    rounds: int = 10,
+    rounds: int = 300,
     nonnegative: bool = True,
+    tol: float = 1e-4,
 ) -> dict[Key, np.ndarray]:
     """Make overlapping marginals agree on every shared attribute subset (PriView / CALM).
 
@@ -266,8 +290,8 @@ def make_consistent(
     adjustment of ``V`` for ``A`` projects to 0 on every ``C ⊂ A`` and, through ``A ∩ B``, on
     every other processed ``B``), so one pass makes the marginals agree exactly on every
     common subset.  With ``nonnegative``, Norm-Sub (:func:`norm_sub`, total kept) and the
-    consistency pass alternate until no entry is negative or ``rounds`` Norm-Sub steps have
-    run; the last step is always a consistency pass.
+    consistency pass alternate until the negative entries left are negligible (see ``tol``) or
+    ``rounds`` Norm-Sub steps have run; the last step is always a consistency pass.
 
     Parameters
     ----------
@@ -284,6 +308,8 @@ def make_consistent(
         Largest number of Norm-Sub steps, >= 0 (used only with ``nonnegative``).
     nonnegative
         Make the result non-negative as well as consistent.
+    tol
+        Stop alternating once the uniform mix below (weight ``t``) needs ``t <= tol``, > 0.
 
     Returns
     -------
@@ -301,15 +327,20 @@ def make_consistent(
     Notes
     -----
     Alternating Norm-Sub and consistency converges towards tables that are both non-negative
-    and consistent, usually in a few rounds.  If a negative entry is left after ``rounds``
-    steps, every marginal is mixed with the uniform table of the same total,
-    ``(1 − t) T_V + t · total/|V|``, with the smallest ``t`` that makes every entry
-    non-negative: a convex combination of two consistent families is consistent, so both
-    properties then hold exactly (``t`` is tiny when the negatives left are tiny).
+    and consistent, slowly when the marginals are noisy.  The negative entries left after the
+    last consistency pass are removed by mixing every marginal with the uniform table of the
+    same total, ``(1 − t) T_V + t · total/|V|``, with the smallest ``t`` that makes every
+    entry non-negative: a convex combination of two consistent families is consistent, so
+    both properties then hold exactly.  ``t`` is driven by the cells with small uniform value
+    and is large after few rounds: on the 28 pair marginals of UCI Adult estimated with GRR at
+    ε = 2 (1,162 reports per pair), t = 0.49 after 10 rounds (mean 2-way TVD 0.345, worse
+    than Norm-Sub alone, 0.314), 0.18 after 30 (0.225) and 0.0014 after 100 (0.195); hence
+    the many rounds (each is one pass over the marginals, milliseconds for pairs).
     """
     sz = check_sizes(sizes)
     tables = _check_marginals(marginals, sz)
     rounds = check_int("rounds", rounds, 0)
+    tol = check_real("tol", tol, strict=True)
     if variances is None:
         var: dict[Key, float] = {k: 1.0 for k in tables}
     else:
@@ -323,30 +354,36 @@ def make_consistent(
             )
         for k, v in given.items():
             var[k] = check_real(f"variances[{k}]", v, strict=True)
-    subsets = _shared_subsets(list(tables))
-    _consistency_step(tables, subsets, var, sz)
+    plan = _consistency_plan(list(tables), _shared_subsets(list(tables)), var, sz)
+    _consistency_step(tables, plan)
     if not nonnegative:
         return tables
     total = float(next(iter(tables.values())).sum())
     if total <= 0.0:
         raise EstimationError(f"the marginals' common total must be > 0 to make them non-negative, got {total!r}")
     for _ in range(rounds):
-        if all(float(t.min()) >= 0.0 for t in tables.values()):
-            return tables
+        if _mix_weight(tables, total) <= tol:
+            break
         for k in tables:
             tables[k] = norm_sub(tables[k], total)
-        _consistency_step(tables, subsets, var, sz)
+        _consistency_step(tables, plan)
     return _mix_uniform(tables, total)
 
 
-def _mix_uniform(tables: dict[Key, np.ndarray], total: float) -> dict[Key, np.ndarray]:
-    """Smallest mix with the uniform tables of ``total`` that leaves no negative entry."""
+def _mix_weight(tables: Mapping[Key, np.ndarray], total: float) -> float:
+    """Smallest t such that ``(1 − t) T + t · total/|T|`` has no negative entry, over all T."""
     t = 0.0
     for arr in tables.values():
         neg = arr < 0.0
         if np.any(neg):
             u = total / arr.size
             t = max(t, float(np.max(-arr[neg] / (u - arr[neg]))))
+    return t
+
+
+def _mix_uniform(tables: dict[Key, np.ndarray], total: float) -> dict[Key, np.ndarray]:
+    """Smallest mix with the uniform tables of ``total`` that leaves no negative entry."""
+    t = _mix_weight(tables, total)
     if t == 0.0:
         return tables
     # the cell that set t lands on 0 up to rounding: clip that rounding error
@@ -465,6 +502,15 @@ def maxent_marginal(
     table meets every margin and IPF cycles: ``converged`` is then False; make the marginals
     consistent first.  With no released attribute in ``target`` the result is uniform.
     Cost per sweep: one sum and one product over the target's cells per margin.
+
+    Agreement on shared subsets is necessary, not sufficient, for a joint with the released
+    margins to exist, and estimated margins (zeros after Norm-Sub) are often infeasible: on
+    the 28 consistent pair marginals of UCI Adult estimated with GRR at ε = 2 (1,162 reports
+    per pair) the largest margin error stays about 0.1 and at ε = 8 about 0.01, whatever the
+    number of sweeps, and the mean 3-way TVD of the joint is 0.337 / 0.338 / 0.335 after
+    3 / 10 / 30 sweeps (ε = 8: 0.095 / 0.100 / 0.102): a few sweeps are enough there.  On exact
+    Adult pair margins (feasible) the fit reaches 1e-3 in 27 sweeps, 1e-4 in 97, 1e-6 in 663,
+    at about 0.2-0.5 s per sweep of the 1,814,400-cell joint on one loaded core.
     """
     sz = check_sizes(sizes)
     tables = _check_marginals(marginals, sz)
@@ -534,30 +580,32 @@ class _Fit:
         return cls(tuple(groups), tuple(kept), margin.ravel(), ratio_shape)
 
     def project(self, q: np.ndarray) -> np.ndarray:
-        """The projection of ``q`` onto the kept axes, flattened (the same numbers as
-        ``q.sum(axis=dropped)``, summed in an order that keeps memory access contiguous:
-        numpy's reductions over several axes are slow when a small kept axis is innermost)."""
+        """The projection of ``q`` onto the kept axes, flattened: the numbers of
+        ``q.sum(axis=dropped)``, summed run by run so that memory is read contiguously (numpy's
+        reduction over several axes is several times slower when a small kept axis is
+        innermost).  No BLAS: matrix-vector products spawn threads that stall on a loaded
+        machine."""
         shape = list(self.groups)
         kept = list(self.kept)
         x = q.reshape(-1)
-        if not kept[0]:  # leading dropped run: a row-sum by BLAS over long contiguous rows
+        if not kept[0]:  # leading dropped run: add long contiguous rows
             size = shape.pop(0)
             kept.pop(0)
-            x = np.ones(size) @ x.reshape(size, -1)
+            x = x.reshape(size, -1).sum(axis=0)
         if shape and not kept[-1]:  # trailing dropped run
             size = shape.pop()
             kept.pop()
             rows = x.reshape(-1, size)
             if size >= 32:
-                x = rows @ np.ones(size)
-            else:  # strided column adds: BLAS is slow on very narrow rows
+                x = rows.sum(axis=1)
+            else:  # strided column adds: a reduction over a short last axis is slow
                 x = rows[:, 0].copy()
                 for t in range(1, size):
                     x += rows[:, t]
-        while not all(kept):  # middle dropped runs, batched over the kept runs before them
+        while not all(kept):  # middle dropped runs
             i = kept.index(False)
             before, size, after = math.prod(shape[:i]), shape[i], math.prod(shape[i + 1:])
-            x = np.matmul(np.ones(size), x.reshape(before, size, after)).reshape(-1)
+            x = x.reshape(before, size, after).sum(axis=1).reshape(-1)
             del shape[i], kept[i]
         return x
 
