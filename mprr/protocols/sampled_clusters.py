@@ -42,7 +42,9 @@ from mprr.data import Schema
 from mprr.domain import check_epsilon, check_unit
 from mprr.errors import ConfigurationError
 from mprr.independence import PairEstimate, dependence_effect, matrix_estimate, support_estimate, wald_independence
+from mprr.marginals import make_consistent
 from mprr.oracles import GRR
+from mprr.pair_cover import cover_pairs, unit_weights
 from mprr.protocols.local import local_protocol
 from mprr.protocols.marginal_release import MarginalSetDistribution, consistent_marginals
 from mprr.protocols.multidim import oracle_specs
@@ -56,7 +58,9 @@ from mprr.protocols.release import all_pairs
 from mprr.protocols.result import release_result
 from mprr.protocols.steps import Program, Report
 
-__all__ = ["SampledClustersPlan", "plan_sampled_clusters", "pair_estimate", "rr_clusters_sampled",
+Key = tuple[int, ...]
+
+__all__ = ["SampledClustersPlan", "pooled_marginals", "plan_sampled_clusters", "pair_estimate", "rr_clusters_sampled",
            "rr_clusters_sampled_steps"]
 
 TV_DEVIATION = 0.75
@@ -64,6 +68,9 @@ TV_DEVIATION = 0.75
 
 DISCOVERY = "discovery"
 RELEASE = "clusters"
+CLUSTERS = "clusters"
+COVER = "cover"
+DESIGNS = (CLUSTERS, COVER)
 
 
 @dataclass(frozen=True)
@@ -75,22 +82,26 @@ class SampledClustersPlan:
     discovery_share
         φ: the probability that a respondent reports for discovery (0: no discovery).
     Tv
-        Largest number of value combinations of a cluster.
+        Largest number of value combinations of a cluster (of a triple, in the cover design).
     alpha
         Family-wise level of the tests of independence (per pair α / number of pairs).
     reason
         Why this plan (said in the result).
+    design
+        ``"clusters"`` (disjoint clusters, product estimate) or ``"cover"`` (overlapping units
+        of at most three attributes covering every pair, :func:`mprr.pair_cover.cover_pairs`).
     """
 
     discovery_share: float
     Tv: int
     alpha: float
     reason: str
+    design: str = "clusters"
 
 
 def plan_sampled_clusters(n: int | None, sizes: Sequence[int], epsilon: float, *,
                           discovery_share: float | None = None, Tv: int | None = None,
-                          alpha: float = 0.05) -> SampledClustersPlan:
+                          alpha: float = 0.05, design: str | None = None) -> SampledClustersPlan:
     """Choose φ and Tv from n, m, the domain sizes and ε (before any data is seen).
 
     Discovery pays when a pair's test has power: each of the m(m−1)/2 pairs gets about
@@ -129,7 +140,17 @@ def plan_sampled_clusters(n: int | None, sizes: Sequence[int], epsilon: float, *
         """Per-cell standard deviation of a GRR estimate over ``reports`` reports."""
         return math.sqrt((e + cells - 2.0) / (max(reports, 1.0) * (e - 1.0) ** 2))
 
+    if design is not None and design not in DESIGNS:
+        raise ConfigurationError(f"design must be one of {list(DESIGNS)} or None, got {design!r}")
     reasons = []
+    if design is None:
+        cover = cover_pairs(sz, eps) if m > 2 else ()
+        chosen = COVER if m > 2 and len(cover) < pairs else CLUSTERS
+        reasons.append(f"design {chosen}: the least-error pair cover at ε has {len(cover)} units for {pairs} pairs"
+                       if m > 2 else f"design {chosen}: {m} attributes")
+    else:
+        chosen = design
+        reasons.append(f"design {chosen} (given)")
     if discovery_share is None:
         typical = float(np.median([a * b for i, a in enumerate(sz) for b in sz[i + 1:]])) if m > 1 else 1.0
         noise = sd(typical, 0.2 * nn / pairs)
@@ -155,7 +176,7 @@ def plan_sampled_clusters(n: int | None, sizes: Sequence[int], epsilon: float, *
         tv = Tv
         reasons.append(f"Tv {tv} (given)")
     a = check_unit("alpha", alpha, low_open=True, high_open=True)
-    return SampledClustersPlan(phi, tv, a, "; ".join(reasons))
+    return SampledClustersPlan(phi, tv, a, "; ".join(reasons), chosen)
 
 
 def pair_estimate(data: ReportedData, j: int) -> PairEstimate:
@@ -169,6 +190,33 @@ def pair_estimate(data: ReportedData, j: int) -> PairEstimate:
     return support_estimate(support.reshape(shape[0], shape[1]), n_j, oracle.p_star, oracle.q_star)
 
 
+def pooled_marginals(releases: Sequence[ReportedData], sizes: Sequence[int], method: str) -> dict[Key, np.ndarray]:
+    """Every unit's estimate from every phase, pooled, then made consistent (CALM 4.4, PriView).
+
+    A unit reported in several phases (an attribute pair of the discovery that is also a
+    release unit) gets the inverse-variance average of its post-processed estimates.  The
+    variance of a cell of unit ``V`` over its ``n_V`` reports is taken as the oracle's
+    approximate variance plus the sampling variance at uniform frequencies,
+    ``σ²_V = q*(1 − q*)/(n_V (p* − q*)²) + (1/c_V)(1 − 1/c_V)/n_V`` (at a large ε the sampling
+    term dominates); the consistency step weights the marginals by it.
+    """
+    sums: dict[Key, np.ndarray] = {}
+    precision: dict[Key, float] = {}
+    for data in releases:
+        for j, unit in enumerate(data.units):
+            if data.reports[j] < 1:
+                continue
+            cells = math.prod(data.unit_sizes[j])
+            var = float(np.mean(data.variance(j))) + (1.0 - 1.0 / cells) / (cells * data.reports[j])
+            key = tuple(int(a) for a in unit)
+            sums[key] = sums.get(key, 0.0) + data.frequencies(j, method) / var
+            precision[key] = precision.get(key, 0.0) + 1.0 / var
+    tables = {k: v / precision[k] for k, v in sums.items()}
+    if method == "none":
+        return tables
+    return make_consistent(tables, sizes, {k: 1.0 / p for k, p in precision.items()})
+
+
 def rr_clusters_sampled_steps(
     schema: Schema,
     *,
@@ -177,6 +225,7 @@ def rr_clusters_sampled_steps(
     discovery_share: float | None = None,
     Tv: int | None = None,
     alpha: float = 0.05,
+    design: str | None = None,
     oracle: str = "adaptive",
     postprocess: str = DEFAULT_ORACLE_POSTPROCESS,
 ) -> Program:
@@ -217,7 +266,7 @@ def rr_clusters_sampled_steps(
     eps = check_epsilon(epsilon)
     sizes = schema.sizes
     m = schema.m
-    plan = plan_sampled_clusters(n, sizes, eps, discovery_share=discovery_share, Tv=Tv, alpha=alpha)
+    plan = plan_sampled_clusters(n, sizes, eps, discovery_share=discovery_share, Tv=Tv, alpha=alpha, design=design)
     pairs = all_pairs(m)
     dependence = np.eye(m)
     tests: list[dict[str, object]] = []
@@ -245,15 +294,23 @@ def rr_clusters_sampled_steps(
                           "cramers_v_se": float(effect.cramers_v_se), "significant": significant})
     clustering = cluster_attributes(np.clip(dependence, 0.0, 1.0), sizes, plan.Tv, 1e-9)
     clusters = tuple(sorted((tuple(sorted(int(a) for a in c)) for c in clustering.clusters), key=lambda c: c[0]))
+    if plan.design == COVER:
+        start = [c for c in clusters if 2 <= len(c) <= 3]
+        clusters = cover_pairs(sizes, eps, start=start, max_cells=plan.Tv)
+        weights = unit_weights(clusters, sizes, eps)
+    else:
+        weights = tuple(float(math.prod(sizes[a] for a in c)) ** (2.0 / 3.0) for c in clusters)
     cells = [math.prod(sizes[a] for a in c) for c in clusters]
-    weights = tuple(float(c) ** (2.0 / 3.0) for c in cells)
     got = yield Report(RELEASE, clusters, oracle_specs(clusters, sizes, eps, oracle), assign="sampled",
                        weights=weights, exclude=(DISCOVERY,) if releases else (),
                        notes={"dependence": dependence, "clusters": clusters})
     released = got.data
     assert isinstance(released, ReportedData)
     releases.append(released)
-    tables = consistent_marginals(released, sizes, method)
+    if plan.design == COVER:
+        tables = pooled_marginals(releases, sizes, method)
+    else:
+        tables = consistent_marginals(released, sizes, method)
     params = {"epsilon": eps, "discovery_share": plan.discovery_share, "Tv": plan.Tv, "alpha": plan.alpha,
               "oracle": oracle, "plan": plan.reason, "cluster_cells": cells,
               "significant_pairs": [t["pair"] for t in tests if t["significant"]],
