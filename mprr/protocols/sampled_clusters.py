@@ -43,7 +43,7 @@ from mprr.domain import check_epsilon, check_unit
 from mprr.errors import ConfigurationError
 from mprr.independence import PairEstimate, dependence_effect, matrix_estimate, support_estimate, wald_independence
 from mprr.marginals import make_consistent
-from mprr.oracles import GRR
+from mprr.oracles import GRR, best_oracle
 from mprr.pair_cover import cover_pairs, unit_weights
 from mprr.protocols.local import local_protocol
 from mprr.protocols.marginal_release import MarginalSetDistribution, consistent_marginals
@@ -62,6 +62,10 @@ Key = tuple[int, ...]
 
 __all__ = ["SampledClustersPlan", "pooled_marginals", "plan_sampled_clusters", "pair_estimate", "rr_clusters_sampled",
            "rr_clusters_sampled_steps"]
+
+COVER_NOISE = 2.0
+"""The cover design is chosen when one report of the typical pair has an oracle variance of at
+most ``COVER_NOISE / cells`` (twice the sampling variance of a cell at uniform frequencies)."""
 
 TV_DEVIATION = 0.75
 """Largest summed per-cell deviation ½·c·sd of a cluster's raw estimate the plan's Tv allows."""
@@ -143,16 +147,23 @@ def plan_sampled_clusters(n: int | None, sizes: Sequence[int], epsilon: float, *
     if design is not None and design not in DESIGNS:
         raise ConfigurationError(f"design must be one of {list(DESIGNS)} or None, got {design!r}")
     reasons = []
+    typical = float(np.median([a * b for i, a in enumerate(sz) for b in sz[i + 1:]])) if m > 1 else 1.0
     if design is None:
-        cover = cover_pairs(sz, eps) if m > 2 else ()
-        chosen = COVER if m > 2 and len(cover) < pairs else CLUSTERS
-        reasons.append(f"design {chosen}: the least-error pair cover at ε has {len(cover)} units for {pairs} pairs"
-                       if m > 2 else f"design {chosen}: {m} attributes")
+        # oracle variance of one report of the typical pair against its sampling variance (uniform)
+        oracle_var = float(best_oracle(max(int(round(typical)), 2), eps).variance(1)[0])
+        chosen = COVER if m > 2 and oracle_var <= COVER_NOISE / typical else CLUSTERS
+        reasons.append(f"design {chosen}: a report of a typical pair ({typical:g} cells) has oracle variance "
+                       f"{oracle_var:.3g} " + ("≤" if chosen == COVER else ">") + f" {COVER_NOISE:g}/cells = "
+                       f"{COVER_NOISE / typical:.3g}" + ("" if m > 2 else f" ({m} attributes: no cover)"))
     else:
         chosen = design
         reasons.append(f"design {chosen} (given)")
-    if discovery_share is None:
-        typical = float(np.median([a * b for i, a in enumerate(sz) for b in sz[i + 1:]])) if m > 1 else 1.0
+    cover = cover_pairs(sz, eps) if chosen == COVER else ()
+    if discovery_share is None and chosen == COVER and len(cover) >= pairs:
+        phi = 0.0
+        reasons.append(f"discovery share 0: the least-error cover at ε is the {pairs} pairs themselves "
+                       "(no triple for the discovery to choose)")
+    elif discovery_share is None:
         noise = sd(typical, 0.2 * nn / pairs)
         phi = 0.2 if noise < 0.5 / typical else 0.0
         reasons.append(f"discovery share {phi:g}: a typical pair ({typical:g} cells, {0.2 * nn / pairs:,.0f} reports "
@@ -294,6 +305,7 @@ def rr_clusters_sampled_steps(
                           "cramers_v_se": float(effect.cramers_v_se), "significant": significant})
     clustering = cluster_attributes(np.clip(dependence, 0.0, 1.0), sizes, plan.Tv, 1e-9)
     clusters = tuple(sorted((tuple(sorted(int(a) for a in c)) for c in clustering.clusters), key=lambda c: c[0]))
+    found_clusters = clusters
     if plan.design == COVER:
         start = [c for c in clusters if 2 <= len(c) <= 3]
         clusters = cover_pairs(sizes, eps, start=start, max_cells=plan.Tv)
@@ -312,7 +324,8 @@ def rr_clusters_sampled_steps(
     else:
         tables = consistent_marginals(released, sizes, method)
     params = {"epsilon": eps, "discovery_share": plan.discovery_share, "Tv": plan.Tv, "alpha": plan.alpha,
-              "oracle": oracle, "plan": plan.reason, "cluster_cells": cells,
+              "oracle": oracle, "plan": plan.reason, "design": plan.design,
+              "algorithm1_clusters": [list(c) for c in found_clusters], "cluster_cells": cells,
               "significant_pairs": [t["pair"] for t in tests if t["significant"]],
               "reports_per_cluster": list(released.reports)}
     return release_result(
