@@ -27,6 +27,8 @@ Modules, in dependency order (each may import only those above it):
 - ``marginals``     — marginal tables over attribute subsets: projection, Norm-Sub, PriView/CALM
                       consistency of overlapping marginals, maximum-entropy (IPF) reconstruction
 - ``clustering``    — Algorithm 1 (attribute clustering)
+- ``pair_cover``    — overlapping release units of at most three attributes covering every attribute
+                      pair (greedy weighted set cover), their predicted error and respondent shares
 - ``adjustment``    — Algorithm 2 (RR-Adjustment record weights)
 - ``privacy``       — privacy accounting (package, own map): releases and their ε, composition
                       policies, ledgers, the per-party accountant, the summary over parties

@@ -60,7 +60,7 @@ def unit_error(unit: Sequence[int], sizes: Sequence[int], epsilon: float) -> flo
     u = tuple(int(a) for a in unit)
     cells = math.prod(int(sizes[a]) for a in u)
     sigma2 = float(best_oracle(cells, eps).variance(1)[0])
-    pairs = list(itertools.combinations(u, 2)) or [u]
+    pairs: list[tuple[int, ...]] = list(itertools.combinations(u, 2)) or [u]
     total = 0.0
     for p in pairs:
         cp = math.prod(int(sizes[a]) for a in p)

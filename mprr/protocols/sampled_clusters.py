@@ -21,12 +21,29 @@ releases every cluster with a share of ε).  This variant keeps the idea and cha
    the least-variance frequency oracle for its domain with all of ε.  The estimate is the
    product of the cluster estimates (maximum entropy on disjoint marginals), Norm-Sub applied.
 
+At a large ε the product of disjoint clusters loses: a pair split across two clusters is
+answered by independence, whose bias (0.04–0.06 of 2-way TVD on UCI Adult) exceeds the whole
+error of a marginal release.  There the plan chooses the **cover design**: the release units
+are overlapping clusters of at most three attributes that together contain every attribute
+pair (:func:`mprr.pair_cover.cover_pairs`: the significant clusters of at most three
+attributes, then a greedy weighted set cover by small-domain pairs and triples), each drawn
+with probability ``∝ error^(2/3)`` of its predicted pair error
+(:func:`mprr.pair_cover.unit_weights`).  Fewer, larger units than the m(m−1)/2 pairs of a
+CALM-style release mean more respondents per unit, which pays once the oracle noise of one
+report is small beside the sampling noise.  The discovery respondents' pair reports are pooled
+with the release (inverse-variance average of a unit reported in both phases), the marginals
+made consistent and non-negative (PriView: Qardaji, Yang and Li, "PriView: Practical
+Differentially Private Release of Marginal Contingency Tables", SIGMOD 2014, Section 4.4, as
+in CALM: Zhang, Wang, Li, He and Chen, "CALM: Consistent Adaptive Local Marginal for Marginal
+Release under Local Differential Privacy", CCS 2018, Section 4.4), and every other marginal
+is their maximum-entropy fit (CALM Section 4.5; :class:`MarginalSetDistribution`).
+
 Every respondent reports once with ε: its ledger books ε (discovery *or* release).  The plan
-(φ, Tv) is chosen from n, m, the domain sizes and ε before any data is seen
+(design, φ, Tv) is chosen from n, m, the domain sizes and ε before any data is seen
 (:func:`plan_sampled_clusters`) and recorded in the result; the test, the clustering and the
 release use only what the discovery respondents released.  With φ = 0 (small ε or n: the
-discovery could not tell dependence from noise) the protocol releases one attribute per
-respondent, i.e. SMP with size-aware weights.
+discovery could not tell dependence from noise) the clusters design releases one attribute per
+respondent, i.e. SMP with size-aware weights, and the cover design starts from no cluster.
 """
 
 from __future__ import annotations
@@ -120,6 +137,15 @@ def plan_sampled_clusters(n: int | None, sizes: Sequence[int], epsilon: float, *
     sparse tables; the bound 0.75 was calibrated on UCI Adult and the planted-cluster data
     (``benchmarks/clusters_sampled.py``).
 
+    The design is ``"cover"`` when one report of the typical pair (median cells ``c`` over the
+    pairs) through the least-variance oracle at ε has a variance of at most
+    ``COVER_NOISE / c`` = twice the sampling variance of a cell at uniform frequencies (the
+    oracle noise no longer dominates, so sharing respondents between the pairs of a unit pays;
+    on UCI Adult from ε ≈ 4), else ``"clusters"``.  In the cover design the discovery runs only
+    when the least-error cover of :func:`mprr.pair_cover.cover_pairs` uses triples (otherwise it
+    is all pairs and there is nothing for the discovery to choose), and Tv bounds the domain of
+    a triple.
+
     Parameters
     ----------
     n
@@ -132,6 +158,8 @@ def plan_sampled_clusters(n: int | None, sizes: Sequence[int], epsilon: float, *
         Fix φ (in [0, 1)) or Tv instead of choosing them.
     alpha
         Family-wise level of the tests.
+    design
+        Fix the design, ``"clusters"`` or ``"cover"``, instead of choosing it.
     """
     eps = check_epsilon(epsilon)
     sz = tuple(int(s) for s in sizes)
@@ -254,6 +282,9 @@ def rr_clusters_sampled_steps(
         Fix the plan's φ or Tv instead of choosing them.
     alpha
         Family-wise level of the tests of independence (Bonferroni over the pairs).
+    design
+        Fix the plan's design, ``"clusters"`` (disjoint) or ``"cover"`` (overlapping units of at
+        most three attributes covering every pair), instead of choosing it.
     oracle
         ``"adaptive"`` (default) or ``"grr"`` / ``"oue"`` / ``"olh"`` for every report.
     postprocess
@@ -263,9 +294,12 @@ def rr_clusters_sampled_steps(
     -------
     ProtocolResult
         ``"RR-Clusters-Sampled"``: a :class:`MarginalSetDistribution` of the cluster estimates;
-        phases ``"discovery"`` (when φ > 0) and ``"clusters"``; ``clusters``, ``dependence`` (the
+        phases ``"discovery"`` (when φ > 0) and ``"clusters"``; ``clusters`` (the release units:
+        disjoint clusters, or the cover's overlapping units), ``dependence`` (the
         bias-corrected V of the significant pairs, 0 elsewhere), ``details["tests"]`` (every
-        pair's statistic, p-value, V and whether it was significant) and ``details["plan"]``.
+        pair's statistic, p-value, V and whether it was significant) and ``details["plan"]``;
+        ``parameters["design"]`` and ``parameters["algorithm1_clusters"]`` (Algorithm 1's
+        clusters of the significant pairs).
 
     Notes
     -----

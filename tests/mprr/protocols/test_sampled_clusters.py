@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError
 from mprr.protocols import rr_clusters_sampled
 from mprr.protocols.oracle_reports import ReportedData
-from mprr.protocols.sampled_clusters import plan_sampled_clusters
+from mprr.pair_cover import covered_pairs
+from mprr.protocols.sampled_clusters import plan_sampled_clusters, pooled_marginals
 from mprr.synthetic import planted_clusters
 
 SIZES = (3, 4, 2, 5, 3)
@@ -62,3 +65,53 @@ def test_without_discovery_it_is_one_attribute_per_respondent() -> None:
     r = rr_clusters_sampled(ds, epsilon=1.0, n=ds.n, discovery_share=0.0, rng=np.random.default_rng(0))
     assert r.phases == ("clusters",) and r.clusters == tuple((j,) for j in range(len(SIZES)))
     assert r.details["tests"] == [] and r.epsilon() == pytest.approx(1.0)
+
+
+def test_at_a_large_epsilon_the_units_overlap_and_cover_every_pair() -> None:
+    ds = _planted(6000, 4, 0.8)
+    plan = plan_sampled_clusters(ds.n, SIZES, 8.0)
+    assert plan.design == "cover" and "design cover" in plan.reason
+    assert plan_sampled_clusters(ds.n, SIZES, 1.0).design == "clusters"
+    r = rr_clusters_sampled(ds, epsilon=8.0, n=ds.n, rng=np.random.default_rng(5))
+    assert r.parameters["design"] == "cover" and r.epsilon() == pytest.approx(8.0) and len(r.ledger) == 1
+    assert covered_pairs(r.clusters) == set(itertools.combinations(range(len(SIZES)), 2))
+    assert all(len(c) <= 3 for c in r.clusters)
+    # the significant clusters of at most three attributes start the cover
+    found = [tuple(c) for c in r.parameters["algorithm1_clusters"] if 2 <= len(c) <= 3]
+    assert list(r.clusters[:len(found)]) == found
+    # every pair marginal is a projection of a released unit: its TVD from the data's own is within
+    # 3 times the expected ½ Σ sqrt(2/π) sd of the raw projection (sampling + oracle variance of a cell)
+    release = r.releases[-1]
+    assert isinstance(release, ReportedData)
+    for a, b in itertools.combinations(range(len(SIZES)), 2):
+        truth = np.zeros((SIZES[a], SIZES[b]))
+        np.add.at(truth, (ds.codes[:, a], ds.codes[:, b]), 1.0 / ds.n)
+        j = next(k for k, u in enumerate(release.units) if {a, b} <= set(u))
+        share = int(np.prod(release.unit_sizes[j])) // truth.size
+        sd = np.sqrt(truth * (1.0 - truth) / release.reports[j] + share * float(np.mean(release.variance(j))))
+        assert 0.5 * np.abs(r.estimate.marginal((a, b)) - truth).sum() < 3.0 * 0.5 * np.sqrt(2.0 / np.pi) * sd.sum()
+
+
+def test_pooled_marginals_average_a_unit_reported_in_two_phases() -> None:
+    ds = _planted(5000, 6, 0.8)
+    r = rr_clusters_sampled(ds, epsilon=8.0, n=ds.n, discovery_share=0.3, design="cover",
+                            rng=np.random.default_rng(7))
+    discovery, release = r.releases
+    assert isinstance(discovery, ReportedData) and isinstance(release, ReportedData)
+    raw = pooled_marginals(r.releases, SIZES, "none")  # type: ignore[arg-type]
+    both = next(u for u in release.units if u in discovery.units)
+    i, j = discovery.units.index(both), release.units.index(both)
+
+    def var(d: ReportedData, k: int) -> float:
+        cells = int(np.prod(d.unit_sizes[k]))
+        return float(np.mean(d.variance(k))) + (1.0 - 1.0 / cells) / (cells * d.reports[k])
+
+    w = np.array([1.0 / var(discovery, i), 1.0 / var(release, j)])
+    expected = (w[0] * discovery.frequencies(i, "none") + w[1] * release.frequencies(j, "none")) / w.sum()
+    np.testing.assert_allclose(raw[both], expected)
+    assert set(raw) == set(discovery.units) | set(release.units)
+
+
+def test_design_is_checked() -> None:
+    with pytest.raises(ConfigurationError, match=r"design must be one of \['clusters', 'cover'\] or None, got 'pairs'"):
+        plan_sampled_clusters(100, SIZES, 1.0, design="pairs")
