@@ -324,11 +324,12 @@ def rr_clusters_sampled_steps(
         releases.append(found)
         level = plan.alpha / len(pairs)
         for j, (a, b) in enumerate(pairs):
-            if found.reports[j] < 2:
+            est = pair_estimate(found, j) if found.reports[j] >= 2 else None
+            if est is None or float(np.sum(est.estimate)) <= 0.0:
+                # too few reports, or an OUE / OLH estimate whose total the noise drove to <= 0: untestable
                 tests.append({"pair": [a, b], "reports": int(found.reports[j]), "statistic": None, "p_value": None,
                               "cramers_v": None, "significant": False})
                 continue
-            est = pair_estimate(found, j)
             test = wald_independence(est.estimate, est.covariance)
             effect = dependence_effect(est.estimate, est.covariance)
             significant = bool(test.p_value < level)

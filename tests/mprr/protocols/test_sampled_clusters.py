@@ -115,3 +115,15 @@ def test_pooled_marginals_average_a_unit_reported_in_two_phases() -> None:
 def test_design_is_checked() -> None:
     with pytest.raises(ConfigurationError, match=r"design must be one of \['clusters', 'cover'\] or None, got 'pairs'"):
         plan_sampled_clusters(100, SIZES, 1.0, design="pairs")
+
+
+def test_a_discovery_estimate_with_a_non_positive_total_is_untestable() -> None:
+    """OLH over a large pair domain from few reports can estimate a total <= 0: that pair is not tested."""
+    ds = planted_clusters(300, sizes=(16, 15, 9), clusters=((0, 1),), rng=np.random.default_rng(0)).dataset
+    r = rr_clusters_sampled(ds, epsilon=1.0, n=ds.n, discovery_share=0.9, oracle="olh", rng=np.random.default_rng(0))
+    discovery = r.releases[0]
+    assert isinstance(discovery, ReportedData)
+    for j, t in enumerate(r.details["tests"]):
+        total = float(discovery.raw_frequencies(j).sum())
+        assert (t["statistic"] is None) == (total <= 0.0) and (total > 0.0 or not t["significant"])
+    assert any(t["statistic"] is None for t in r.details["tests"]) and r.epsilon() == pytest.approx(1.0)
