@@ -84,6 +84,13 @@ COVER_NOISE = 2.0
 """The cover design is chosen when one report of the typical pair has an oracle variance of at
 most ``COVER_NOISE / cells`` (twice the sampling variance of a cell at uniform frequencies)."""
 
+DISCOVERY_MAX = 0.5
+"""Largest discovery share the plan chooses."""
+
+DISCOVERY_LEAST = 1.0 / 3.0
+"""The plan runs a discovery when the share of respondents that gives the typical pair a per-cell
+noise below 0.5/cells is at most this."""
+
 TV_DEVIATION = 0.75
 """Largest summed per-cell deviation ½·c·sd of a cluster's raw estimate the plan's Tv allows."""
 
@@ -123,19 +130,23 @@ class SampledClustersPlan:
 def plan_sampled_clusters(n: int | None, sizes: Sequence[int], epsilon: float, *,
                           discovery_share: float | None = None, Tv: int | None = None,
                           alpha: float = 0.05, design: str | None = None) -> SampledClustersPlan:
-    """Choose φ and Tv from n, m, the domain sizes and ε (before any data is seen).
+    """Choose the design, φ and Tv from n, m, the domain sizes and ε (before any data is seen).
 
     Discovery pays when a pair's test has power: each of the m(m−1)/2 pairs gets about
-    ``φ n / (m(m−1)/2)`` reports, and the debiased table of a pair of ``c`` cells through GRR
-    at ε has a per-cell standard deviation of about ``sqrt((e^ε + c − 2) / (N (e^ε − 1)²))``;
-    with φ = 0.2 the plan runs discovery when that noise on the typical pair is below
-    ``0.5 / c`` (a dependence of Cramér's V ≈ 0.1 is then visible), else none.  Tv grows with
-    what the release can estimate: the raw estimate of a cluster of ``c`` cells reported by
-    ``N_C`` respondents has a summed per-cell deviation of about ``½ c · sd(c, N_C)``; Tv is the
-    largest power of two ``c`` for which it stays below 0.75 with ``N_C = (1 − φ) n / m`` (at
-    least the largest attribute, at most 4,096).  Norm-Sub removes most of that deviation on
-    sparse tables; the bound 0.75 was calibrated on UCI Adult and the planted-cluster data
-    (``benchmarks/clusters_sampled.py``).
+    ``N = φ n / (m(m−1)/2)`` reports, and the debiased table of a pair of ``c`` cells through
+    GRR at ε has a per-cell standard deviation of about ``sqrt((e^ε + c − 2) / (N (e^ε − 1)²))``.
+    The least share φ₀ that brings that noise on the typical pair (median cells ``c``) below
+    ``0.5 / c`` (a dependence of Cramér's V ≈ 0.1 is then visible) is
+    ``φ₀ = 4 c² (e^ε + c − 2) / (e^ε − 1)² · (m(m−1)/2) / n``; the plan runs a discovery when
+    ``φ₀ ≤ 1/3``, with ``φ = 2 φ₀`` clipped to [0.2, 0.5] (twice the least share gives the tests
+    power against the weaker dependences), else none.  Tv grows with what the release can
+    estimate: the raw estimate of a cluster of ``c`` cells reported by ``N_C`` respondents has a
+    summed per-cell deviation of about ``½ c · sd(c, N_C)``; Tv is the largest power of two
+    ``c`` for which it stays below 0.75 (at least the largest attribute, at most 4,096), with
+    ``N_C`` the cluster's share of the ``(1 − φ) n`` release respondents under the weights
+    ``∝ cells^(2/3)`` when it replaces two attributes of the median size.  Norm-Sub removes
+    most of that deviation on sparse tables; the bounds 0.75, 1/3 and 2 were calibrated on UCI
+    Adult and the planted-cluster data (``benchmarks/clusters_sampled.py``).
 
     The design is ``"cover"`` when one report of the typical pair (median cells ``c`` over the
     pairs) through the least-variance oracle at ε has a variance of at most
@@ -192,23 +203,31 @@ def plan_sampled_clusters(n: int | None, sizes: Sequence[int], epsilon: float, *
         reasons.append(f"discovery share 0: the least-error cover at ε is the {pairs} pairs themselves "
                        "(no triple for the discovery to choose)")
     elif discovery_share is None:
-        noise = sd(typical, 0.2 * nn / pairs)
-        phi = 0.2 if noise < 0.5 / typical else 0.0
-        reasons.append(f"discovery share {phi:g}: a typical pair ({typical:g} cells, {0.2 * nn / pairs:,.0f} reports "
-                       f"at φ = 0.2) has per-cell noise {noise:.3g} " + ("<" if phi else "≥") + f" 0.5/cells = "
-                       f"{0.5 / typical:.3g}")
+        # reports a pair needs for a per-cell noise below 0.5/cells: 4 c² (e^ε + c − 2) / (e^ε − 1)²
+        need = 4.0 * typical ** 2 * (e + typical - 2.0) / (e - 1.0) ** 2
+        least = need * pairs / nn
+        phi = min(DISCOVERY_MAX, max(0.2, 2.0 * least)) if least <= DISCOVERY_LEAST else 0.0
+        reasons.append(f"discovery share {phi:g}: a typical pair ({typical:g} cells) needs {need:,.0f} reports for "
+                       f"a per-cell noise below 0.5/cells, i.e. φ = {least:.3g} " +
+                       (f"≤ {DISCOVERY_LEAST:.3g} (twice that, in [0.2, {DISCOVERY_MAX:g}])" if phi
+                        else f"> {DISCOVERY_LEAST:.3g}"))
     else:
         phi = check_unit("discovery_share", discovery_share, high_open=True)
         reasons.append(f"discovery share {phi:g} (given)")
     if Tv is None:
-        per_cluster = (1.0 - phi) * nn / max(m, 1)
+        # a cluster of c cells replacing two typical attributes, weights ∝ cells^(2/3)
+        others = max(m - 2, 0) * float(np.median(sz)) ** (2.0 / 3.0)
+
+        def reports(c: float) -> float:
+            return float((1.0 - phi) * nn * c ** (2.0 / 3.0) / (c ** (2.0 / 3.0) + others))
+
         tv = max(sz)
         c = tv
-        while c < 4096 and 0.5 * (c * 2) * sd(c * 2, per_cluster) < TV_DEVIATION:
+        while c < 4096 and 0.5 * (c * 2) * sd(c * 2, reports(c * 2)) < TV_DEVIATION:
             c *= 2
             tv = c
         reasons.append(f"Tv {tv}: the largest cluster domain whose raw estimate keeps ½·c·sd < {TV_DEVIATION:g} with "
-                       f"{per_cluster:,.0f} reports per cluster")
+                       f"its {reports(tv):,.0f} reports")
     else:
         if isinstance(Tv, bool) or not isinstance(Tv, int) or Tv < 1:
             raise ConfigurationError(f"Tv must be an integer >= 1, got {Tv!r}")
