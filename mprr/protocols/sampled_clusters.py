@@ -84,7 +84,7 @@ COVER_NOISE = 2.0
 """The cover design is chosen when one report of the typical pair has an oracle variance of at
 most ``COVER_NOISE / cells`` (twice the sampling variance of a cell at uniform frequencies)."""
 
-DISCOVERY_MAX = 0.5
+DISCOVERY_MAX = 0.6
 """Largest discovery share the plan chooses."""
 
 DISCOVERY_LEAST = 1.0 / 3.0
@@ -138,7 +138,7 @@ def plan_sampled_clusters(n: int | None, sizes: Sequence[int], epsilon: float, *
     The least share φ₀ that brings that noise on the typical pair (median cells ``c``) below
     ``0.5 / c`` (a dependence of Cramér's V ≈ 0.1 is then visible) is
     ``φ₀ = 4 c² (e^ε + c − 2) / (e^ε − 1)² · (m(m−1)/2) / n``; the plan runs a discovery when
-    ``φ₀ ≤ 1/3``, with ``φ = 2 φ₀`` clipped to [0.2, 0.5] (twice the least share gives the tests
+    ``φ₀ ≤ 1/3``, with ``φ = 2 φ₀`` clipped to [0.2, 0.6] (twice the least share gives the tests
     power against the weaker dependences), else none.  Tv grows with what the release can
     estimate: the raw estimate of a cluster of ``c`` cells reported by ``N_C`` respondents has a
     summed per-cell deviation of about ``½ c · sd(c, N_C)``; Tv is the largest power of two
