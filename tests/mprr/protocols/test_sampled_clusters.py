@@ -127,3 +127,19 @@ def test_a_discovery_estimate_with_a_non_positive_total_is_untestable() -> None:
         total = float(discovery.raw_frequencies(j).sum())
         assert (t["statistic"] is None) == (total <= 0.0) and (total > 0.0 or not t["significant"])
     assert any(t["statistic"] is None for t in r.details["tests"]) and r.epsilon() == pytest.approx(1.0)
+
+
+def test_the_plan_follows_the_noise_of_the_typical_pair() -> None:
+    adult = (9, 16, 7, 15, 6, 5, 2, 2)
+    # ε = 2: a typical Adult pair (33.5 cells) needs more than all respondents for discovery
+    two = plan_sampled_clusters(32561, adult, 2.0)
+    assert (two.design, two.discovery_share) == ("clusters", 0.0)
+    # ε = 4: the oracle noise is within twice the sampling noise, and the cover is all pairs: no discovery
+    four = plan_sampled_clusters(32561, adult, 4.0)
+    assert (four.design, four.discovery_share) == ("cover", 0.0) and "pairs themselves" in four.reason
+    # the planted data's smaller pairs (13.5 cells) make discovery pay at ε = 2:
+    # φ₀ = 4·13.5²·(e² + 11.5)/(e² − 1)² · 28 / 32561 ≈ 0.290, φ = 2 φ₀
+    planted = plan_sampled_clusters(32561, (4, 3, 5, 2, 6, 3, 8, 2), 2.0)
+    e = np.exp(2.0)
+    phi0 = 4 * 13.5 ** 2 * (e + 11.5) / (e - 1) ** 2 * 28 / 32561
+    assert planted.design == "clusters" and planted.discovery_share == pytest.approx(2 * phi0)
