@@ -6,8 +6,9 @@ At the budgets people deploy, its protocol loses to the field's methods for thre
 releases every cluster with a share of ε).  This variant keeps the idea and changes all three:
 
 1. **Discovery on a share of the respondents, not of the budget.**  A fraction φ of the
-   respondents (drawn by each party itself) reports one uniformly drawn attribute pair through a
-   frequency oracle with all of its ε (CALM-style); the others report nothing in this phase.
+   respondents (drawn by each party itself) reports one attribute pair (uniformly drawn; at a
+   large ε with the weights of the cover below) through a frequency oracle with all of its ε
+   (CALM-style); the others report nothing in this phase.
 2. **Noise-aware Algorithm 1.**  Each pair's debiased table and its covariance give a Wald χ²
    test of independence that accounts for the LDP noise (:func:`mprr.independence.wald_independence`;
    the GRR covariance is exact, the OUE / OLH one uses the oracles' per-cell variances); only
@@ -21,22 +22,25 @@ releases every cluster with a share of ε).  This variant keeps the idea and cha
    the least-variance frequency oracle for its domain with all of ε.  The estimate is the
    product of the cluster estimates (maximum entropy on disjoint marginals), Norm-Sub applied.
 
-At a large ε the product of disjoint clusters loses: a pair split across two clusters is
-answered by independence, whose bias (0.04–0.06 of 2-way TVD on UCI Adult) exceeds the whole
-error of a marginal release.  There the plan chooses the **cover design**: the release units
-are overlapping clusters of at most three attributes that together contain every attribute
-pair (:func:`mprr.pair_cover.cover_pairs`: the significant clusters of at most three
-attributes, then a greedy weighted set cover by small-domain pairs and triples), each drawn
-with probability ``∝ error^(2/3)`` of its predicted pair error
-(:func:`mprr.pair_cover.unit_weights`).  Fewer, larger units than the m(m−1)/2 pairs of a
-CALM-style release mean more respondents per unit, which pays once the oracle noise of one
-report is small beside the sampling noise.  The discovery respondents' pair reports are pooled
-with the release (inverse-variance average of a unit reported in both phases), the marginals
-made consistent and non-negative (PriView: Qardaji, Yang and Li, "PriView: Practical
-Differentially Private Release of Marginal Contingency Tables", SIGMOD 2014, Section 4.4, as
-in CALM: Zhang, Wang, Li, He and Chen, "CALM: Consistent Adaptive Local Marginal for Marginal
-Release under Local Differential Privacy", CCS 2018, Section 4.4), and every other marginal
-is their maximum-entropy fit (CALM Section 4.5; :class:`MarginalSetDistribution`).
+At a large ε the product of disjoint clusters loses when a dependence crosses them: a pair
+split across two clusters is answered by independence, whose bias (0.04–0.06 of 2-way TVD on
+UCI Adult) exceeds the whole error of a marginal release.  There the plan runs a discovery and
+decides after it (design ``"clusters-or-cover"``): when every significant pair lies inside one
+of Algorithm 1's clusters, the disjoint clusters are released as above; otherwise the **cover**:
+the release units are overlapping units of at most three attributes that together contain
+every attribute pair (:func:`mprr.pair_cover.cover_pairs`: a greedy weighted set cover by
+small-domain pairs and triples, from n-free predicted errors), each drawn with probability
+``∝ error^(2/3)`` of its predicted pair error (:func:`mprr.pair_cover.unit_weights`).  Fewer,
+larger units than the m(m−1)/2 pairs of a CALM-style release mean more respondents per unit,
+which pays once the oracle noise of one report is small beside the sampling noise.  In this
+regime the discovery respondents draw their pair with the same weights, and their reports are
+pooled with the release (inverse-variance average of the unbiased estimates of a unit reported
+in both phases, then Norm-Sub); the marginals are made consistent and non-negative (PriView:
+Qardaji, Yang and Li, "PriView: Practical Differentially Private Release of Marginal
+Contingency Tables", SIGMOD 2014, Section 4.4, as in CALM: Zhang, Wang, Li, He and Chen, "CALM:
+Consistent Adaptive Local Marginal for Marginal Release under Local Differential Privacy", CCS
+2018, Section 4.4), and every other marginal is their maximum-entropy fit (CALM Section 4.5;
+:class:`MarginalSetDistribution`).
 
 Every respondent reports once with ε: its ledger books ε (discovery *or* release).  The plan
 (design, φ, Tv) is chosen from n, m, the domain sizes and ε before any data is seen
@@ -48,6 +52,7 @@ respondent, i.e. SMP with size-aware weights, and the cover design starts from n
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,6 +74,7 @@ from mprr.protocols.oracle_reports import (
     DEFAULT_ORACLE_POSTPROCESS,
     ReportedData,
     check_oracle_postprocess,
+    postprocess_frequencies,
     respondent_ledger,
 )
 from mprr.protocols.release import all_pairs
@@ -98,7 +104,8 @@ DISCOVERY = "discovery"
 RELEASE = "clusters"
 CLUSTERS = "clusters"
 COVER = "cover"
-DESIGNS = (CLUSTERS, COVER)
+EITHER = "clusters-or-cover"
+DESIGNS = (CLUSTERS, COVER, EITHER)
 
 
 @dataclass(frozen=True)
@@ -116,8 +123,10 @@ class SampledClustersPlan:
     reason
         Why this plan (said in the result).
     design
-        ``"clusters"`` (disjoint clusters, product estimate) or ``"cover"`` (overlapping units
-        of at most three attributes covering every pair, :func:`mprr.pair_cover.cover_pairs`).
+        ``"clusters"`` (disjoint clusters, product estimate), ``"cover"`` (overlapping units of
+        at most three attributes covering every pair, :func:`mprr.pair_cover.cover_pairs`) or
+        ``"clusters-or-cover"`` (decided after the discovery: the disjoint clusters when every
+        significant pair lies inside one of Algorithm 1's clusters, else the cover).
     """
 
     discovery_share: float
@@ -148,14 +157,14 @@ def plan_sampled_clusters(n: int | None, sizes: Sequence[int], epsilon: float, *
     most of that deviation on sparse tables; the bounds 0.75, 1/3 and 2 were calibrated on UCI
     Adult and the planted-cluster data (``benchmarks/clusters_sampled.py``).
 
-    The design is ``"cover"`` when one report of the typical pair (median cells ``c`` over the
-    pairs) through the least-variance oracle at ε has a variance of at most
-    ``COVER_NOISE / c`` = twice the sampling variance of a cell at uniform frequencies (the
-    oracle noise no longer dominates, so sharing respondents between the pairs of a unit pays;
-    on UCI Adult from ε ≈ 4), else ``"clusters"``.  In the cover design the discovery runs only
-    when the least-error cover of :func:`mprr.pair_cover.cover_pairs` uses triples (otherwise it
-    is all pairs and there is nothing for the discovery to choose), and Tv bounds the domain of
-    a triple.
+    The design is ``"clusters-or-cover"`` (decided after the discovery) when one report of the
+    typical pair (median cells ``c`` over the pairs) through the least-variance oracle at ε has
+    a variance of at most ``COVER_NOISE / c`` = twice the sampling variance of a cell at
+    uniform frequencies (the oracle noise no longer dominates, so sharing respondents between
+    the pairs of a unit pays; on UCI Adult from ε ≈ 4), else ``"clusters"``.  Given the design
+    ``"cover"``, the discovery runs only when the least-error cover of
+    :func:`mprr.pair_cover.cover_pairs` uses triples (otherwise it is all pairs and there is
+    nothing for the discovery to choose).  In a cover Tv bounds the domain of a triple.
 
     Parameters
     ----------
@@ -170,7 +179,7 @@ def plan_sampled_clusters(n: int | None, sizes: Sequence[int], epsilon: float, *
     alpha
         Family-wise level of the tests.
     design
-        Fix the design, ``"clusters"`` or ``"cover"``, instead of choosing it.
+        Fix the design (one of :data:`DESIGNS`) instead of choosing it.
     """
     eps = check_epsilon(epsilon)
     sz = tuple(int(s) for s in sizes)
@@ -190,15 +199,14 @@ def plan_sampled_clusters(n: int | None, sizes: Sequence[int], epsilon: float, *
     if design is None:
         # oracle variance of one report of the typical pair against its sampling variance (uniform)
         oracle_var = float(best_oracle(max(int(round(typical)), 2), eps).variance(1)[0])
-        chosen = COVER if m > 2 and oracle_var <= COVER_NOISE / typical else CLUSTERS
+        chosen = EITHER if m > 2 and oracle_var <= COVER_NOISE / typical else CLUSTERS
         reasons.append(f"design {chosen}: a report of a typical pair ({typical:g} cells) has oracle variance "
-                       f"{oracle_var:.3g} " + ("≤" if chosen == COVER else ">") + f" {COVER_NOISE:g}/cells = "
+                       f"{oracle_var:.3g} " + ("≤" if chosen == EITHER else ">") + f" {COVER_NOISE:g}/cells = "
                        f"{COVER_NOISE / typical:.3g}" + ("" if m > 2 else f" ({m} attributes: no cover)"))
     else:
         chosen = design
         reasons.append(f"design {chosen} (given)")
-    cover = cover_pairs(sz, eps) if chosen == COVER else ()
-    if discovery_share is None and chosen == COVER and len(cover) >= pairs:
+    if discovery_share is None and chosen == COVER and len(cover_pairs(sz, eps)) >= pairs:
         phi = 0.0
         reasons.append(f"discovery share 0: the least-error cover at ε is the {pairs} pairs themselves "
                        "(no triple for the discovery to choose)")
@@ -252,7 +260,8 @@ def pooled_marginals(releases: Sequence[ReportedData], sizes: Sequence[int], met
     """Every unit's estimate from every phase, pooled, then made consistent (CALM 4.4, PriView).
 
     A unit reported in several phases (an attribute pair of the discovery that is also a
-    release unit) gets the inverse-variance average of its post-processed estimates.  The
+    release unit) gets the inverse-variance average of its unbiased estimates, post-processed
+    once (Norm-Sub of the pooled estimate, not an average of Norm-Subs of noisier ones).  The
     variance of a cell of unit ``V`` over its ``n_V`` reports is taken as the oracle's
     approximate variance plus the sampling variance at uniform frequencies,
     ``σ²_V = q*(1 − q*)/(n_V (p* − q*)²) + (1/c_V)(1 − 1/c_V)/n_V`` (at a large ε the sampling
@@ -267,9 +276,9 @@ def pooled_marginals(releases: Sequence[ReportedData], sizes: Sequence[int], met
             cells = math.prod(data.unit_sizes[j])
             var = float(np.mean(data.variance(j))) + (1.0 - 1.0 / cells) / (cells * data.reports[j])
             key = tuple(int(a) for a in unit)
-            sums[key] = sums.get(key, 0.0) + data.frequencies(j, method) / var
+            sums[key] = sums.get(key, 0.0) + data.raw_frequencies(j).reshape(data.unit_sizes[j]) / var
             precision[key] = precision.get(key, 0.0) + 1.0 / var
-    tables = {k: v / precision[k] for k, v in sums.items()}
+    tables = {k: postprocess_frequencies(v / precision[k], method).reshape(v.shape) for k, v in sums.items()}
     if method == "none":
         return tables
     return make_consistent(tables, sizes, {k: 1.0 / p for k, p in precision.items()})
@@ -302,8 +311,9 @@ def rr_clusters_sampled_steps(
     alpha
         Family-wise level of the tests of independence (Bonferroni over the pairs).
     design
-        Fix the plan's design, ``"clusters"`` (disjoint) or ``"cover"`` (overlapping units of at
-        most three attributes covering every pair), instead of choosing it.
+        Fix the plan's design, ``"clusters"`` (disjoint), ``"cover"`` (overlapping units of at
+        most three attributes covering every pair) or ``"clusters-or-cover"`` (decided after the
+        discovery), instead of choosing it.
     oracle
         ``"adaptive"`` (default) or ``"grr"`` / ``"oue"`` / ``"olh"`` for every report.
     postprocess
@@ -317,14 +327,16 @@ def rr_clusters_sampled_steps(
         disjoint clusters, or the cover's overlapping units), ``dependence`` (the
         bias-corrected V of the significant pairs, 0 elsewhere), ``details["tests"]`` (every
         pair's statistic, p-value, V and whether it was significant) and ``details["plan"]``;
-        ``parameters["design"]`` and ``parameters["algorithm1_clusters"]`` (Algorithm 1's
-        clusters of the significant pairs).
+        ``parameters["design"]`` (the design released: ``"clusters"`` or ``"cover"``),
+        ``parameters["algorithm1_clusters"]`` (Algorithm 1's clusters of the significant pairs)
+        and ``parameters["crossing_pairs"]`` (the significant pairs that no such cluster holds).
 
     Notes
     -----
     Draw order: :class:`~mprr.protocols.steps.Report` ``assign="sampled"``: the discovery step
-    over the pairs (``abstain = 1 − φ``), then the release step over the clusters, excluding
-    the discovery reporters.
+    over the pairs (``abstain = 1 − φ``; uniform, or weighted like the cover when a cover may be
+    released), then the release step over the clusters or the cover's units, excluding the
+    discovery reporters.
     """
     method = check_oracle_postprocess(postprocess)
     eps = check_epsilon(epsilon)
@@ -334,10 +346,13 @@ def rr_clusters_sampled_steps(
     pairs = all_pairs(m)
     dependence = np.eye(m)
     tests: list[dict[str, object]] = []
+    significant_pairs: list[tuple[int, int]] = []
     releases = []
     if plan.discovery_share > 0.0 and pairs:
+        # with a cover in view the discovery's pairs, pooled into the estimate, are drawn like the cover's
+        pair_weights = unit_weights(pairs, sizes, eps) if plan.design in (COVER, EITHER) else None
         got = yield Report(DISCOVERY, pairs, oracle_specs(pairs, sizes, eps, oracle), assign="sampled",
-                           abstain=1.0 - plan.discovery_share)
+                           weights=pair_weights, abstain=1.0 - plan.discovery_share)
         found = got.data
         assert isinstance(found, ReportedData)
         releases.append(found)
@@ -354,15 +369,21 @@ def rr_clusters_sampled_steps(
             significant = bool(test.p_value < level)
             if significant:
                 dependence[a, b] = dependence[b, a] = max(float(effect.cramers_v), 1e-9)
+                significant_pairs.append((a, b))
             tests.append({"pair": [a, b], "reports": int(found.reports[j]), "statistic": float(test.statistic),
                           "df": int(test.df), "p_value": float(test.p_value), "cramers_v": float(effect.cramers_v),
                           "cramers_v_se": float(effect.cramers_v_se), "significant": significant})
     clustering = cluster_attributes(np.clip(dependence, 0.0, 1.0), sizes, plan.Tv, 1e-9)
     clusters = tuple(sorted((tuple(sorted(int(a) for a in c)) for c in clustering.clusters), key=lambda c: c[0]))
     found_clusters = clusters
-    if plan.design == COVER:
-        start = [c for c in clusters if 2 <= len(c) <= 3]
-        clusters = cover_pairs(sizes, eps, start=start, max_cells=plan.Tv)
+    inside = {p for c in clusters for p in itertools.combinations(c, 2)}
+    crossing = [p for p in significant_pairs if p not in inside]
+    design = plan.design
+    if design == EITHER:
+        # the product of disjoint clusters is right when no detected dependence crosses them
+        design = COVER if crossing or not releases else CLUSTERS
+    if design == COVER:
+        clusters = cover_pairs(sizes, eps, max_cells=plan.Tv)
         weights = unit_weights(clusters, sizes, eps)
     else:
         weights = tuple(float(math.prod(sizes[a] for a in c)) ** (2.0 / 3.0) for c in clusters)
@@ -373,14 +394,15 @@ def rr_clusters_sampled_steps(
     released = got.data
     assert isinstance(released, ReportedData)
     releases.append(released)
-    if plan.design == COVER:
+    if design == COVER:
         tables = pooled_marginals(releases, sizes, method)
     else:
         tables = consistent_marginals(released, sizes, method)
     params = {"epsilon": eps, "discovery_share": plan.discovery_share, "Tv": plan.Tv, "alpha": plan.alpha,
-              "oracle": oracle, "plan": plan.reason, "design": plan.design,
+              "oracle": oracle, "plan": plan.reason, "design": design,
+              "crossing_pairs": [list(p) for p in crossing],
               "algorithm1_clusters": [list(c) for c in found_clusters], "cluster_cells": cells,
-              "significant_pairs": [t["pair"] for t in tests if t["significant"]],
+              "significant_pairs": [list(p) for p in significant_pairs],
               "reports_per_cluster": list(released.reports)}
     return release_result(
         "RR-Clusters-Sampled", n=got.n, parameters=params, schema=schema,

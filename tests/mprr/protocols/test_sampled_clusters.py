@@ -70,15 +70,12 @@ def test_without_discovery_it_is_one_attribute_per_respondent() -> None:
 def test_at_a_large_epsilon_the_units_overlap_and_cover_every_pair() -> None:
     ds = _planted(6000, 4, 0.8)
     plan = plan_sampled_clusters(ds.n, SIZES, 8.0)
-    assert plan.design == "cover" and "design cover" in plan.reason
+    assert plan.design == "clusters-or-cover" and "design clusters-or-cover" in plan.reason
     assert plan_sampled_clusters(ds.n, SIZES, 1.0).design == "clusters"
-    r = rr_clusters_sampled(ds, epsilon=8.0, n=ds.n, rng=np.random.default_rng(5))
+    r = rr_clusters_sampled(ds, epsilon=8.0, n=ds.n, design="cover", rng=np.random.default_rng(5))
     assert r.parameters["design"] == "cover" and r.epsilon() == pytest.approx(8.0) and len(r.ledger) == 1
     assert covered_pairs(r.clusters) == set(itertools.combinations(range(len(SIZES)), 2))
     assert all(len(c) <= 3 for c in r.clusters)
-    # the significant clusters of at most three attributes start the cover
-    found = [tuple(c) for c in r.parameters["algorithm1_clusters"] if 2 <= len(c) <= 3]
-    assert list(r.clusters[:len(found)]) == found
     # every pair marginal is a projection of a released unit: its TVD from the data's own is within
     # 3 times the expected ½ Σ sqrt(2/π) sd of the raw projection (sampling + oracle variance of a cell)
     release = r.releases[-1]
@@ -113,7 +110,8 @@ def test_pooled_marginals_average_a_unit_reported_in_two_phases() -> None:
 
 
 def test_design_is_checked() -> None:
-    with pytest.raises(ConfigurationError, match=r"design must be one of \['clusters', 'cover'\] or None, got 'pairs'"):
+    with pytest.raises(ConfigurationError,
+                       match=r"design must be one of \['clusters', 'cover', 'clusters-or-cover'\] or None, got 'pairs'"):
         plan_sampled_clusters(100, SIZES, 1.0, design="pairs")
 
 
@@ -134,12 +132,32 @@ def test_the_plan_follows_the_noise_of_the_typical_pair() -> None:
     # ε = 2: a typical Adult pair (33.5 cells) needs more than all respondents for discovery
     two = plan_sampled_clusters(32561, adult, 2.0)
     assert (two.design, two.discovery_share) == ("clusters", 0.0)
-    # ε = 4: the oracle noise is within twice the sampling noise, and the cover is all pairs: no discovery
+    # ε = 4: the oracle noise is within twice the sampling noise: a discovery decides between the designs
     four = plan_sampled_clusters(32561, adult, 4.0)
-    assert (four.design, four.discovery_share) == ("cover", 0.0) and "pairs themselves" in four.reason
+    assert four.design == "clusters-or-cover" and four.discovery_share >= 0.2
+    # given the cover, whose least-error form at ε = 4 is all pairs, there is nothing for a discovery to choose
+    cover = plan_sampled_clusters(32561, adult, 4.0, design="cover")
+    assert cover.discovery_share == 0.0 and "pairs themselves" in cover.reason
     # the planted data's smaller pairs (13.5 cells) make discovery pay at ε = 2:
     # φ₀ = 4·13.5²·(e² + 11.5)/(e² − 1)² · 28 / 32561 ≈ 0.290, φ = 2 φ₀
     planted = plan_sampled_clusters(32561, (4, 3, 5, 2, 6, 3, 8, 2), 2.0)
     e = np.exp(2.0)
     phi0 = 4 * 13.5 ** 2 * (e + 11.5) / (e - 1) ** 2 * 28 / 32561
     assert planted.design == "clusters" and planted.discovery_share == pytest.approx(2 * phi0)
+
+
+def test_after_the_discovery_disjoint_clusters_unless_a_dependence_crosses_them() -> None:
+    """Planted disjoint clusters: every significant pair lies inside one, so the product of clusters
+    is released; all attributes dependent but Tv too small to merge them: the cover is released."""
+    ds = _planted(20000, 8, 0.8)
+    r = rr_clusters_sampled(ds, epsilon=8.0, n=ds.n, rng=np.random.default_rng(9))
+    assert r.details["plan"].design == "clusters-or-cover" and r.details["plan"].discovery_share > 0
+    assert r.parameters["design"] == "clusters" and r.parameters["crossing_pairs"] == []
+    assert r.clusters == ((0, 1), (2, 3), (4,))
+    chain = planted_clusters(20000, sizes=SIZES, clusters=((0, 1, 2, 3, 4),), strength=0.8,
+                             rng=np.random.default_rng(8)).dataset
+    r = rr_clusters_sampled(chain, epsilon=8.0, n=chain.n, Tv=12, rng=np.random.default_rng(9))
+    assert r.parameters["design"] == "cover" and r.parameters["crossing_pairs"]
+    assert covered_pairs(r.clusters) == set(itertools.combinations(range(len(SIZES)), 2))
+    assert all(tuple(p) not in {q for c in r.parameters["algorithm1_clusters"] for q in itertools.combinations(c, 2)}
+               for p in r.parameters["crossing_pairs"])
