@@ -44,6 +44,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/runtimes.py
 	$(BIN)/python benchmarks/masked_floor.py --runs 1
 	$(BIN)/python benchmarks/streams.py
+	$(BIN)/python benchmarks/clusters_sampled.py
 	$(BIN)/python benchmarks/wire_codec.py
 	$(BIN)/python benchmarks/oracles.py
 	$(BIN)/python benchmarks/multidim.py

@@ -30,6 +30,8 @@ Modules, in dependency order (each may import only those above it):
 - ``independence``  — tests of independence of two attributes from randomized reports (Pearson's χ²
                       on product channels, Wald on debiased estimates), bias-corrected Cramér's V
 - ``clustering``    — Algorithm 1 (attribute clustering)
+- ``pair_cover``    — overlapping release units of at most three attributes covering every attribute
+                      pair (greedy weighted set cover), their predicted error and respondent shares
 - ``adjustment``    — Algorithm 2 (RR-Adjustment record weights)
 - ``privacy``       — privacy accounting (package, own map): releases and their ε, composition
                       policies, ledgers, the per-party accountant, the summary over parties

@@ -61,7 +61,8 @@ Modules, in dependency order (each imports only those above it):
                         Norm-Sub, consistency, maximum entropy
 - ``sampled_clusters``— RR-Clusters with sampled respondents: discovery on a share of the
                         respondents, a noise-aware test before Algorithm 1, one cluster per
-                        respondent with all of ε (the clustering idea at ε per respondent)
+                        respondent with all of ε (the clustering idea at ε per respondent);
+                        at a large ε overlapping units of ≤ 3 attributes covering every pair
 - ``pram``            — trusted-curator PRAM, invariant PRAM, S/n and its variance (eq. 4.4)
 - ``synthesis``       — synthetic microdata drawn from any estimate
 - ``registry``        — protocol names and aliases -> step programs, parameter checking

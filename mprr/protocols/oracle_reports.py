@@ -52,6 +52,7 @@ __all__ = [
     "check_oracle_postprocess",
     "report_releases",
     "report_rows",
+    "postprocess_frequencies",
     "report_uniforms",
     "report_units",
     "reported_data",
@@ -222,19 +223,29 @@ class ReportedData(ReleasedData):
 
     def frequencies(self, j: int, method: str) -> np.ndarray:
         """Unit ``j``'s estimated distribution, post-processed, shaped like its domain."""
-        raw = self.raw_frequencies(j)
-        method = check_oracle_postprocess(method)
-        if method != "none" and not np.any(raw > 0.0):  # nothing to post-process: no information left
-            out = np.full(raw.size, 1.0 / raw.size)
-        elif method == "norm-sub":
-            out = norm_sub(raw)
-        elif method == "clip-rescale":
-            out = clip_rescale(raw)
-        elif method == "project-simplex":
-            out = project_simplex(raw)
-        else:
-            out = raw + (1.0 - raw.sum()) / raw.size
-        return np.asarray(out, dtype=np.float64).reshape(self.unit_sizes[j])
+        return postprocess_frequencies(self.raw_frequencies(j), method).reshape(self.unit_sizes[j])
+
+
+def postprocess_frequencies(raw: np.ndarray, method: str) -> np.ndarray:
+    """An unbiased frequency estimate post-processed by ``method`` (flat).
+
+    ``"norm-sub"``, ``"clip-rescale"``, ``"project-simplex"``, or ``"none"`` (the total shifted
+    to 1 evenly over the cells); an estimate without a positive cell (tiny n, small ε) is the
+    uniform distribution.
+    """
+    raw = np.asarray(raw, dtype=np.float64).reshape(-1)
+    method = check_oracle_postprocess(method)
+    if method != "none" and not np.any(raw > 0.0):  # nothing to post-process: no information left
+        out = np.full(raw.size, 1.0 / raw.size)
+    elif method == "norm-sub":
+        out = norm_sub(raw)
+    elif method == "clip-rescale":
+        out = clip_rescale(raw)
+    elif method == "project-simplex":
+        out = project_simplex(raw)
+    else:
+        out = raw + (1.0 - raw.sum()) / raw.size
+    return np.asarray(out, dtype=np.float64)
 
 
 def report_releases(phase: str, assign: str, units: Sequence[Sequence[int]], oracles: Sequence[FrequencyOracle],
