@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from mprr.data import parse_adult
 from mprr.domain import joint_tally
 from mprr.errors import ConfigurationError, DomainTooLargeError, EstimationError
 from mprr.marginals import make_consistent, maxent_joint, maxent_marginal, norm_sub, project
+from scenarios.datasets import load_adult
 
 
 def margins_of(joint: np.ndarray, keys: list[tuple[int, ...]]) -> dict[tuple[int, ...], np.ndarray]:
@@ -298,8 +298,7 @@ def test_maxent_refuses_bad_input() -> None:
 @pytest.mark.slow
 def test_maxent_joint_on_adult_pairs(adult_path) -> None:
     """The 28 two-way margins of UCI Adult (8 attributes, 1,814,400 cells)."""
-    with open(adult_path, encoding="utf-8") as f:
-        data = parse_adult(f)
+    data = load_adult(adult_path)  # the shipped .gz in a bare clone, or the plain file beside it
     joint = joint_tally(data.codes, data.sizes).astype(float)
     joint /= joint.sum()
     keys = list(itertools.combinations(range(8), 2))
