@@ -48,7 +48,9 @@ Every respondent reports once with ε: its ledger books ε (discovery *or* relea
 (:func:`plan_sampled_clusters`) and recorded in the result; the test, the clustering and the
 release use only what the discovery respondents released.  With φ = 0 (small ε or n: the
 discovery could not tell dependence from noise) the clusters design releases one attribute per
-respondent, i.e. SMP with size-aware weights, and the cover design starts from no cluster.
+respondent, i.e. SMP with size-aware weights; so does ``"clusters-or-cover"`` (there are too few
+respondents to test a pair, so a cover's many units would get too few reports each), while a
+cover asked for explicitly (``design="cover"``) starts from no cluster.
 """
 
 from __future__ import annotations
@@ -386,8 +388,10 @@ def rr_clusters_sampled_steps(
     crossing = [p for p in significant_pairs if p not in inside]
     design = plan.design
     if design == EITHER:
-        # the product of disjoint clusters is right when no detected dependence crosses them
-        design = COVER if crossing or not releases else CLUSTERS
+        # the product of disjoint clusters is right when no detected dependence crosses them; without
+        # a discovery (too few respondents to test a pair) the many units of a cover would each get
+        # too few reports too: the clusters design, one attribute per respondent
+        design = COVER if crossing else CLUSTERS
     if design == COVER:
         clusters = cover_pairs(sizes, eps, max_cells=plan.Tv)
         weights = unit_weights(clusters, sizes, eps)
