@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from mprr.data import Schema
 from mprr.domain import check_cells, check_int, check_real, check_unit
 from mprr.errors import ConfigurationError
+from mprr.protocols.budget import keep_for_budget
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
 from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS
 from mprr.protocols.local import local_protocol
@@ -154,8 +155,9 @@ def _check(
 
 def lambda_steps(
     schema: Schema,
-    lambdas: Sequence[float],
+    lambdas: Sequence[float] | None = None,
     *,
+    epsilon: float | None = None,
     min_bits: float | None = None,
     max_bits: float | None = None,
     min_beta: float | None = None,
@@ -176,7 +178,12 @@ def lambda_steps(
     schema
         The attributes every party holds (all the program knows of the data before it runs).
     lambdas
-        The controller's first choice, one λ_j in (0, 1] per attribute.
+        The controller's first choice, one λ_j in (0, 1] per attribute (the lambda paper's input).
+    epsilon
+        Instead of ``lambdas``: ε per respondent.  ``P(λ) = λI + (1 − λ)J/r`` is the main paper's
+        ``keep_or_uniform(r, λ)``, so one λ for every attribute with ``Σ_j ln(1 + λ r_j/(1 − λ)) = ε``
+        (:func:`mprr.protocols.budget.keep_for_budget`) spends exactly ε (the Kronecker product's ε is
+        the sum of its factors').  Not with ``regenerate`` (new λ would change the budget).
     min_bits, max_bits, min_beta, max_beta
         Step 3 protection level: bounds on the joint entropy rate (bits) and on β; a level
         outside any given bound is unsatisfactory.  None given: every level is accepted.
@@ -216,6 +223,16 @@ def lambda_steps(
     for name, value in bounds.items():  # a NaN bound would silently accept every level
         if value is not None:
             check_real(name, value, minimum=None)
+    if (lambdas is None) == (epsilon is None):
+        raise ConfigurationError(
+            f"give lambdas (the lambda paper's first choice) or epsilon (per respondent), exactly one; got "
+            f"lambdas = {lambdas!r}, epsilon = {epsilon!r}"
+        )
+    if epsilon is not None:
+        if regenerate is not None:
+            raise ConfigurationError("regenerate cannot be combined with epsilon: new λ would change the budget")
+        lambdas = (keep_for_budget(sizes, epsilon),) * schema.m
+    assert lambdas is not None
     checks = [_check(1, _check_lambdas(lambdas, schema.m), sizes, bounds)]
     while not checks[-1].accepted:  # step 3: re-generate while the level is unsatisfactory
         last = checks[-1]
@@ -229,7 +246,8 @@ def lambda_steps(
     lams = checks[-1].lambdas
     got = yield Release("record", (tuple(range(schema.m)),), (MatrixSpec.lambda_kron(lams),),
                         notes={"entropy checks": tuple(checks)})
-    params = {"lambdas": list(lams), "initial_lambdas": list(checks[0].lambdas), **bounds, "max_cells": max_cells}
+    params = {"lambdas": list(lams), "initial_lambdas": list(checks[0].lambdas), "epsilon": epsilon, **bounds,
+              "max_cells": max_cells}
     return release_result(
         "lambda-randomization", n=got.n, parameters=params, schema=schema,
         estimate=dense_estimate(got.data, sizes, method), releases=(got.data,), postprocessing=method,

@@ -140,3 +140,19 @@ def test_lambda_entropy_bits_ends_of_the_range() -> None:
     assert lambda_entropy_bits(3, 0.0) == pytest.approx(math.log2(3), abs=1e-15)
     assert math.copysign(1.0, lambda_entropy_bits(3, 1.0)) == 1.0 and lambda_entropy_bits(3, 1.0) == 0.0
     assert lambda_entropy_bits(1, 0.3) == 0.0
+
+
+def test_budget_per_respondent_gives_one_lambda_that_spends_it() -> None:
+    """P(λ) = keep_or_uniform(r, λ): one λ whose Kronecker product spends exactly ε per respondent."""
+    from mprr.protocols.budget import keep_for_budget
+    from tests.mprr.protocols._helpers import planted
+
+    ds = planted(300, 2).dataset
+    r = lambda_protocol(ds, epsilon=3.0, max_cells=50_000, rng=np.random.default_rng(0))
+    assert r.epsilon() == pytest.approx(3.0, rel=1e-9)
+    assert r.parameters["lambdas"] == [pytest.approx(keep_for_budget(ds.sizes, 3.0))] * ds.m
+    with pytest.raises(ConfigurationError, match="give lambdas .* or epsilon .*, exactly one"):
+        lambda_protocol(ds, max_cells=50_000, rng=np.random.default_rng(0))
+    with pytest.raises(ConfigurationError, match="regenerate cannot be combined with epsilon"):
+        lambda_protocol(ds, epsilon=3.0, regenerate=lambda lam, check: lam, max_cells=50_000,
+                        rng=np.random.default_rng(0))
