@@ -503,8 +503,10 @@ def test_oracle_reports_on_the_actors_are_the_fast_path_reports(report_data, cas
     n = REPORT_N
     requests = replies = 0
     for r in fast.releases:
-        w = len(r.units) if r.phase == "clusters" else 0  # RR-Clusters-Sampled weighs its clusters
-        exclude = ("discovery",) if w and len(fast.releases) == 2 else ()
+        # RR-Clusters-Sampled weighs its clusters, and its discovery pairs when a cover is in view
+        weighed = r.phase == "clusters" or (r.phase == "discovery" and fast.details["plan"].design != "clusters")
+        w = len(r.units) if weighed else 0
+        exclude = ("discovery",) if r.phase == "clusters" and len(fast.releases) == 2 else ()
         requests += (49 + len(r.phase) + 19 * len(r.units) + 8 * sum(map(len, r.units)) + len(r.assign) + 8 * w
                      + sum(4 + len(e) for e in exclude))
         reports = n * len(r.units) if r.assigned is None else int(np.sum(r.assigned >= 0))
