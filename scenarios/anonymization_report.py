@@ -544,6 +544,9 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
         "phase-1 value (no new uniform, no new ε), exactly as on the fast path.",
         "RR-Independent's joint estimate is the product of its estimated marginals (it assumes the attributes "
         "independent).",
+        "At the budgets people deploy the papers' RR-Clusters loses to one report per respondent: "
+        "`mprr run utility_vs_epsilon` compares it at equal ε with SPL, SMP, RS+FD, a CALM-style release and "
+        "RR-Clusters-Sampled, the clustering idea with sampled respondents (docs/utility.md).",
         "RR-Adjustment (Algorithm 2) reweights the released records so that their marginals match the "
         "estimated attribute / cluster distributions; it is post-processing and costs no ε.",
         f"Engine '{engine}': " + (
