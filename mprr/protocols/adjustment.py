@@ -61,6 +61,13 @@ def rr_adjustment(
     ConfigurationError
         If ``result`` is not an RR-Independent / RR-Clusters result.
     """
+    if isinstance(result, ProtocolResult) and result.releases and result.releases[-1].oracle_reports:
+        raise ConfigurationError(
+            f"rr_adjustment reweights released records, and {result.protocol} released none across its units "
+            "(each respondent reported one sampled unit): its estimate is already the maximum-entropy (IPF) fit of "
+            "the released marginals, which is what Algorithm 2 converges to from a uniform start; use "
+            "result.estimate, or mprr.protocols.synthesize for synthetic records"
+        )
     if not isinstance(result, ProtocolResult) or result.protocol not in ADJUSTABLE:
         got = result.protocol if isinstance(result, ProtocolResult) else type(result).__name__
         raise ConfigurationError(f"rr_adjustment applies to results of {list(ADJUSTABLE)}, got {got!r}")

@@ -24,7 +24,7 @@ import numpy as np
 
 from mprr.data import Schema
 from mprr.distributions import DenseDistribution, check_axes
-from mprr.domain import MAX_TENSOR_CELLS, check_epsilon
+from mprr.domain import MAX_TENSOR_CELLS, check_cells, check_epsilon
 from mprr.errors import ConfigurationError
 from mprr.marginals import make_consistent, maxent_joint, maxent_marginal, project
 from mprr.protocols.local import local_protocol
@@ -84,6 +84,12 @@ class MarginalSetDistribution:
     @cached_property
     def _joint(self) -> DenseDistribution:
         return DenseDistribution(maxent_joint(self._marginals, self._sizes, max_cells=self._max_cells).table)
+
+    def todense(self, max_cells: int = MAX_TENSOR_CELLS) -> np.ndarray:
+        """The maximum-entropy joint as a tensor (DomainTooLargeError above ``max_cells`` cells)."""
+        if math.prod(self._sizes) > max_cells:
+            check_cells(math.prod(self._sizes), max_cells, "the maximum-entropy joint")
+        return self._joint.tensor
 
     def probability(self, mask_or_cells: np.ndarray) -> float | np.ndarray:
         """Probability of a set of cells under the maximum-entropy joint."""

@@ -88,3 +88,16 @@ def test_adjusted_estimate_converges_for_independent_attributes() -> None:
     se = np.sqrt(small.var(ddof=1) / R + large.var(ddof=1) / R)
     assert large.mean() <= small.mean() + 5 * se
     # a bias of 0.01 in TV would add sqrt(32,000) x 0.01 = 1.8 to the large-n mean
+
+
+def test_sampled_releases_are_explained_not_adjusted() -> None:
+    """One sampled unit per respondent leaves no record to reweight: the refusal says what to use."""
+    from mprr.protocols import rr_clusters_sampled, synthesize
+
+    ds = planted(2000, 1).dataset
+    r = rr_clusters_sampled(ds, epsilon=2.0, n=ds.n, rng=np.random.default_rng(0))
+    with pytest.raises(ConfigurationError, match=r"RR-Clusters-Sampled released none across its units .* "
+                                                 r"maximum-entropy \(IPF\) fit"):
+        rr_adjustment(r)
+    records = synthesize(r, 100, rng=np.random.default_rng(1))
+    assert records.n == 100
