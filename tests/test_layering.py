@@ -83,16 +83,16 @@ def test_the_entry_point_imports_scenarios_lazily_and_nothing_imports_it() -> No
 LAYERS = ("mprr", "parties", "scenarios")
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
+def _module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _import_graph() -> dict[str, set[str]]:
-    """Module -> the modules of mprr, parties and scenarios it imports, wherever the import
-    stands (module level, inside a function, under ``TYPE_CHECKING``).  ``from p import m``
-    names the module ``p.m`` when there is one, else ``p`` itself."""
-    paths = {_module_name(p): p for pkg in LAYERS for p in sorted((ROOT / pkg).rglob("*.py"))}
+def _import_graph(root: Path = ROOT, packages: tuple[str, ...] = LAYERS) -> dict[str, set[str]]:
+    """Module -> the modules of ``packages`` it imports, wherever the import stands (module
+    level, inside a function, under ``TYPE_CHECKING``).  ``from p import m`` names the module
+    ``p.m`` when there is one, else ``p`` itself."""
+    paths = {_module_name(p, root): p for pkg in packages for p in sorted((root / pkg).rglob("*.py"))}
     graph: dict[str, set[str]] = {}
     for name, path in paths.items():
         package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
@@ -151,10 +151,23 @@ def test_circle_finder_finds_a_circle_through_three_modules() -> None:
     assert _circles(graph) == [["a", "b", "c"]]
 
 
-def test_import_graph_sees_imports_inside_functions_and_type_checking_blocks() -> None:
-    graph = _import_graph()
-    assert "scenarios.cli" in graph["mprr.__main__"]  # inside main()
-    assert "parties.shard" in graph["parties.shard_report"]  # under TYPE_CHECKING
+def test_import_graph_sees_imports_inside_functions_and_type_checking_blocks(tmp_path: Path) -> None:
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b import B\n",
+        "pkg/b.py": "def f():\n    from . import c\n    import pkg.sub.d\n",
+        "pkg/c.py": "from pkg import a\nimport numpy\n",
+        "pkg/sub/__init__.py": "from ..c import x\n",
+        "pkg/sub/d.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    graph = _import_graph(tmp_path, ("pkg",))
+    assert graph == {"pkg": set(), "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.c", "pkg.sub.d"}, "pkg.c": {"pkg.a"},
+                     "pkg.sub": {"pkg.c"}, "pkg.sub.d": set()}
+    assert _circles(graph) == [["pkg.a", "pkg.b", "pkg.c"]]
+    assert "scenarios.cli" in _import_graph()["mprr.__main__"]  # inside main()
 
 
 def test_no_import_circles() -> None:
