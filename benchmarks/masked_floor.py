@@ -254,7 +254,7 @@ def _children_cpu() -> float:
 def measure_runs(adult: Path, runs: int, limit: int | None) -> list[Run]:
     """``runs`` runs of the masked sum on ``memory`` and on ``tcp`` (2 workers, TLS), alternated."""
     from mprr.data import Dataset
-    from parties.runtime import make_runtime
+    from parties.runtime_registry import make_runtime
     from parties.simulate import simulate
     from scenarios.datasets import load_adult
 

@@ -36,7 +36,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from mprr.data import Dataset  # noqa: E402
-from parties.runtime import make_runtime  # noqa: E402
+from parties.runtime_registry import make_runtime  # noqa: E402
 from parties.simulate import simulate  # noqa: E402
 from scenarios.datasets import load_adult  # noqa: E402
 from _adult import DEFAULT_ADULT  # noqa: E402  (benchmarks/_adult.py)

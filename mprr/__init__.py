@@ -10,8 +10,9 @@ Modules, in dependency order (each may import only those above it):
 - ``domain``        — the one check of each kind (int, real, ε, unit interval, cells); joint codes
                       (ravel / unravel) and tallies
 - ``streams``       — per-party random streams spawned from one run seed; draw-order contract
-- ``matrices``      — validated randomization matrices and the papers' constructors
+- ``randomization_matrix`` — ``RandomizationMatrix``: a validated randomization matrix (eq. (1)), its ε, β, inverse
 - ``kronecker``     — lazy Kronecker products over joint domains (never materialized)
+- ``matrices``      — the papers' constructors (GRR, keep-or-uniform, cluster-optimal, ...), ``kron``
 - ``randomize``     — inverse-CDF local randomization of codes through a matrix row
 - ``hashing``       — the universal hash family of local hashing (multiply-add-shift, splitmix64
                       seeds), vectorized over (reports x cells)

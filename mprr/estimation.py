@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike
 from mprr.errors import ConfigurationError, EstimationError
 from mprr.domain import MAX_MATRIX_CELLS, check_cells, check_int, check_real, check_unit, real_array
 from mprr.kronecker import KroneckerMatrix, mode_products
-from mprr.matrices import RandomizationMatrix, dense_solve
+from mprr.randomization_matrix import RandomizationMatrix, dense_solve
 
 __all__ = [
     "POSTPROCESSORS",

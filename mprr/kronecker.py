@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 
 from mprr.domain import MAX_MATRIX_CELLS, check_cells
 from mprr.errors import ConfigurationError
-from mprr.matrices import RandomizationMatrix
+from mprr.randomization_matrix import RandomizationMatrix
 
 __all__ = ["KroneckerMatrix", "mode_products"]
 

@@ -31,10 +31,11 @@ Modules, in dependency order:
 - ``choreographies`` — a curious controller's extra requests, for the attack tests (package)
 - ``shard``         — party shard host: many parties on one event loop behind a frame channel
 - ``channel``       — the frame channel's records (length-prefixed frames, restricted control records)
-- ``runtime``       — ``Runtime`` / ``HostingPlan`` / ``make_runtime``: memory (one or more shards) | tcp | ray
+- ``runtime``       — ``Runtime`` / ``HostingPlan``: the memory runtime (one or more shards)
 - ``tls``           — per-run CA and mutual-TLS certificates (``cryptography``, stdlib ``ssl``)
 - ``tcp``           — the ``tcp`` runtime: worker processes over TLS, supervision
 - ``worker``        — a ``tcp`` worker process (``mprr party``): connect, host parties, serve runs
 - ``ray_runtime``   — the ``ray`` runtime: party shards as Ray async actors (optional extra)
+- ``runtime_registry`` — ``RUNTIMES`` / ``make_runtime``: a runtime by name (memory | tcp | ray)
 - ``simulate``      — ``simulate(dataset, protocol, ..., seed, runtime)``: one run of the actor path
 """

@@ -53,21 +53,15 @@ if TYPE_CHECKING:  # annotations only: a worker imports the engines and networkx
     from parties.secure.engine import SecureSumEngine
 
 __all__ = [
-    "RUNTIMES",
     "Hosting",
     "HostingPlan",
     "MemoryRuntime",
     "Runtime",
     "current_runtime",
-    "make_runtime",
     "task_group",
     "unwrap",
     "use_runtime",
 ]
-
-RUNTIMES: tuple[str, ...] = ("memory", "tcp", "ray")
-"""Names of the runtimes."""
-
 
 @dataclass(frozen=True, eq=False)
 class HostingPlan:
@@ -287,29 +281,6 @@ def use_runtime(runtime: Runtime | None) -> Iterator[None]:
         yield
     finally:
         _CURRENT.reset(token)
-
-
-def make_runtime(name: str, **options: Any) -> Runtime | None:
-    """The runtime called ``name`` with its options (``None`` for ``memory``).
-
-    ``tcp``: ``workers`` (default 2), ``listen`` (``HOST:PORT``), ``spawn`` (default True),
-    ``tls`` (default True), ``tls_dir``.  ``ray``: ``address`` (``auto``, ``HOST:PORT`` or
-    ``None`` for a local cluster), ``shards``.
-    """
-    if name == "memory":
-        extra = {k: v for k, v in options.items() if v is not None}
-        if extra:
-            raise ConfigurationError(f"runtime 'memory' takes no options, got {sorted(extra)}")
-        return None
-    if name == "tcp":
-        from parties.tcp import TcpRuntime  # lazy: ssl/cryptography only when used
-
-        return TcpRuntime(**{k: v for k, v in options.items() if v is not None})
-    if name == "ray":
-        from parties.ray_runtime import RayRuntime  # lazy: ray is an optional extra
-
-        return RayRuntime(**{k: v for k, v in options.items() if v is not None})
-    raise ConfigurationError(f"runtime must be one of {', '.join(RUNTIMES)}, got {name!r}")
 
 
 def unwrap(group: BaseExceptionGroup) -> BaseException:

@@ -65,7 +65,8 @@ from parties.faults import FaultPlan
 from parties.network import CONTROLLER
 from parties.wire.codec import Message
 from parties.party import LOOP_KINDS, Party
-from parties.runtime import HostingPlan, MemoryRuntime, Runtime, current_runtime, make_runtime
+from parties.runtime import HostingPlan, MemoryRuntime, Runtime, current_runtime
+from parties.runtime_registry import make_runtime
 from parties.shard_report import PartySummary, accountants_of
 from parties.secure import messages as secure_messages
 from parties.secure.registry import engine_needs_mesh, make_engine
@@ -258,7 +259,7 @@ async def simulate_async(
         Fewest parties each party accepts in a secure-sum roster.
     runtime
         Where the parties live: ``"memory"`` (one shard host on this event loop), a remote
-        :class:`~parties.runtime.Runtime` (:func:`parties.runtime.make_runtime`: ``tcp``
+        :class:`~parties.runtime.Runtime` (:func:`parties.runtime_registry.make_runtime`: ``tcp``
         workers, ``ray`` shards) or ``None``: :func:`parties.runtime.current_runtime`
         (memory unless inside :func:`parties.runtime.use_runtime`).  Same seed, same result; the traffic adds the runtime's
         measured wire figures (``traffic["wire"]`` in :meth:`SimulationResult.to_dict`).

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure as MplFigure
@@ -37,12 +37,10 @@ from scenarios.cost_model import ClosedForm, rr_closed_form
 from scenarios.montecarlo import median_over_runs
 from scenarios.plots import BarPlot, CustomPlot, FigureSpec, phase_colour
 from scenarios.privacy_report import privacy_section, privacy_summary_lines, privacy_table
+from scenarios.protocol_run import ProtocolRun
 from scenarios.report import RR_INDEPENDENT_JOINT, ScenarioResult, Table, counted_by, plural
 
 log = logging.getLogger(__name__)
-
-if TYPE_CHECKING:
-    from scenarios.local_anonymization import ProtocolRun
 
 __all__ = ["NOISE_FACTOR", "build_result", "noise_warning"]
 

@@ -46,7 +46,8 @@ from scenarios.overrides import parse_override
 from scenarios.progress import Progress
 from scenarios.registry import available, load
 from scenarios.report import describe_runtime, format_value, plural, to_jsonable
-from parties.runtime import RUNTIMES, Runtime, make_runtime
+from parties.runtime import Runtime
+from parties.runtime_registry import RUNTIMES, make_runtime
 from parties.worker import build_worker_parser, serve_by_options
 from scenarios.runner import RunOutcome, run
 

@@ -47,6 +47,7 @@ from scenarios.anonymization_report import build_result
 from scenarios.config import Choice, Field, Float, Int, List, PathValue, ScenarioConfig, Schema, Str
 from scenarios.cost_model import simulate_options
 from scenarios.privacy_report import PrivacyRecord
+from scenarios.protocol_run import ProtocolRun
 from scenarios.progress import Progress
 from scenarios.registry import register
 from scenarios.report import ScenarioResult, format_value, plural
@@ -335,28 +336,6 @@ def protocol_kwargs(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------- running
-
-
-@dataclass
-class ProtocolRun:
-    """One base protocol run plus its adjustment, on either engine.
-
-    ``result`` / ``adjusted``: the protocol's :class:`ProtocolResult` and RR-Adjustment on its
-    release; ``privacy``: the parties' ledgers, refusals and replays
-    (:class:`~scenarios.privacy_report.PrivacyRecord`); ``traffic`` / ``view``: measured traffic
-    and the controller's view summary (actors engine, else None); ``wire``: a remote runtime's
-    measured framing / TLS / socket bytes (else None); ``seconds`` / ``adjustment_seconds``:
-    wall-clock times.
-    """
-
-    result: ProtocolResult
-    adjusted: ProtocolResult
-    privacy: PrivacyRecord
-    traffic: Any = None
-    view: Any = None
-    seconds: float = 0.0
-    adjustment_seconds: float = 0.0
-    wire: Any = None
 
 
 def _actors(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: int,

@@ -178,7 +178,7 @@ def run(
     progress
         Progress reporter (default: silent).
     runtime
-        Where the actor engine's parties live (:func:`parties.runtime.make_runtime`; default
+        Where the actor engine's parties live (:func:`parties.runtime_registry.make_runtime`; default
         memory).  A remote runtime runs the ``actors`` engine (the default engine then).
     """
     config, spec = load(target)

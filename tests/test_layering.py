@@ -78,3 +78,99 @@ def test_the_entry_point_imports_scenarios_lazily_and_nothing_imports_it() -> No
         for p in (ROOT / pkg).rglob("*.py") if "mprr.__main__" in p.read_text(encoding="utf-8")
     ]
     assert importers == []
+
+
+LAYERS = ("mprr", "parties", "scenarios")
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph(root: Path = ROOT, packages: tuple[str, ...] = LAYERS) -> dict[str, set[str]]:
+    """Module -> the modules of ``packages`` it imports, wherever the import stands (module
+    level, inside a function, under ``TYPE_CHECKING``).  ``from p import m`` names the module
+    ``p.m`` when there is one, else ``p`` itself."""
+    paths = {_module_name(p, root): p for pkg in packages for p in sorted((root / pkg).rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                edges.update(alias.name for alias in node.names if alias.name in paths)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
+                for alias in node.names:
+                    target = f"{base}.{alias.name}"
+                    edges.add(target if target in paths else base)
+        graph[name] = {m for m in edges if m in paths and m != name}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def test_circle_finder_finds_a_circle_through_three_modules() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert _circles(graph) == [["a", "b", "c"]]
+
+
+def test_import_graph_sees_imports_inside_functions_and_type_checking_blocks(tmp_path: Path) -> None:
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b import B\n",
+        "pkg/b.py": "def f():\n    from . import c\n    import pkg.sub.d\n",
+        "pkg/c.py": "from pkg import a\nimport numpy\n",
+        "pkg/sub/__init__.py": "from ..c import x\n",
+        "pkg/sub/d.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    graph = _import_graph(tmp_path, ("pkg",))
+    assert graph == {"pkg": set(), "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.c", "pkg.sub.d"}, "pkg.c": {"pkg.a"},
+                     "pkg.sub": {"pkg.c"}, "pkg.sub.d": set()}
+    assert _circles(graph) == [["pkg.a", "pkg.b", "pkg.c"]]
+    assert "scenarios.cli" in _import_graph()["mprr.__main__"]  # inside main()
+
+
+def test_no_import_circles() -> None:
+    """No module of mprr, parties or scenarios reaches itself through imports, lazy ones included:
+    a shared concept lives in the module that owns it, below both users."""
+    assert _circles(_import_graph()) == []

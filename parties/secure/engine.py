@@ -36,7 +36,8 @@ from mprr.domain import check_int, check_real
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
 from parties.collector import rare_full_collections
 from parties.wire.codec import Message, encode
-from parties.network import CONTROLLER, Endpoint, Transport, actor_name
+from parties.topology import CONTROLLER, actor_name
+from parties.transport import Endpoint, Transport
 from parties.secure.messages import TO_CONTROLLER
 from parties.secure.pki import Signer, setup_pki
 from parties.secure.ring import ZMod

@@ -30,7 +30,8 @@ from types import MappingProxyType
 import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, RoundTimeout
-from parties.network import CONTROLLER, Endpoint, Transport
+from parties.topology import CONTROLLER
+from parties.transport import Endpoint, Transport
 from parties.secure.crypto import AEAD_OVERHEAD, KeyPair, agree, open_sealed, seal
 from parties.secure.engine import (
     SecureSumContext,

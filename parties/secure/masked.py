@@ -78,7 +78,8 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
-from parties.network import CONTROLLER, Endpoint, Transport
+from parties.topology import CONTROLLER
+from parties.transport import Endpoint, Transport
 from parties.secure.crypto import AEAD_OVERHEAD, KeyPair, agree, derive_keys, open_sealed, seal_each
 from parties.secure.engine import (
     SecureSumContext,

@@ -31,7 +31,8 @@ import numpy as np
 
 from mprr.domain import check_int
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
-from parties.network import CONTROLLER, Endpoint, Transport
+from parties.topology import CONTROLLER
+from parties.transport import Endpoint, Transport
 from parties.secure.engine import (
     SecureSumContext,
     SecureSumEngine,

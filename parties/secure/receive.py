@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
-from parties.network import Endpoint, actor_name
+from parties.topology import actor_name
+from parties.transport import Endpoint
 from parties.secure.engine import SecureSumContext
 from parties.secure.ring import ZMod
 
