@@ -336,7 +336,7 @@ def release_phase(phase: str, units: Sequence[Sequence[int]], families: Sequence
                      randomized_values_bytes(len(units)))
 
 
-FAMILY_OF = {"p": "keep-or-uniform", "epsilon_per_attribute": "grr", "epsilon": "grr"}
+FAMILY_OF = {"p": "keep-or-uniform", "epsilon_per_attribute": "grr", "epsilon": "keep-or-uniform"}
 CLUSTER_FAMILY = "cluster-optimal"
 
 
@@ -378,7 +378,7 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
     n, m
         Parties and attributes.
     matrices
-        ``"p"`` (keep-or-uniform, main paper 6.3.1), ``"epsilon_per_attribute"`` or ``"epsilon"`` (grr).
+        ``"p"`` or ``"epsilon"`` (keep-or-uniform, main paper 6.3.1; a budget per respondent gives one p) or ``"epsilon_per_attribute"`` (grr).
     clusters
         RR-Clusters: the clusters Algorithm 1 announced (they fix the second request).
     dependence
