@@ -272,7 +272,8 @@ def _budget_note(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[st
             "the same attribute matrices as RR-Independent; set epsilon (per respondent) to compare at equal ε.")
 
 
-def _epsilon_plot(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[str]) -> FigureSpec:
+def _epsilon_plot(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[str],
+                  budget: float | None = None) -> FigureSpec:
     """ε per party, one stacked bar per protocol (one segment per phase it ran, the finite ones
     first); a phase with ε = ∞ runs off the top of the axes, its top cut off, with an arrow and
     ∞ above it, so that no height can be read as its value."""
@@ -280,7 +281,7 @@ def _epsilon_plot(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[s
                        key=lambda item: math.isinf(item[1])) for b in bases}  # finite phases at the bottom
     finite_tops = [sum(v for _, v in spent[b] if math.isfinite(v)) for b in bases]
     any_inf = any(math.isinf(v) for b in bases for _, v in spent[b])
-    ceiling = (max(finite_tops, default=0.0) or 1.0) * (1.45 if any_inf else 1.15)
+    ceiling = (max(max(finite_tops, default=0.0), budget or 0.0) or 1.0) * (1.45 if any_inf else 1.15)
 
     def draw(fig: MplFigure) -> None:
         ax = fig.add_subplot()
@@ -315,21 +316,25 @@ def _epsilon_plot(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[s
         ax.set_ylim(0, ceiling)
         if any_inf:
             ax.spines["top"].set_visible(False)  # the axis is open upwards: ∞ has no height
-        ax.set_ylabel("ε per party (eq. 4, natural log)")
+        ax.set_ylabel("ε per respondent (eq. 4, natural log)")
+        if budget is not None:
+            ax.axhline(budget, color="black", linestyle="--", linewidth=1.0, label=f"budget ε = {budget:g}")
         ax.legend(title="phase", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.grid(True, axis="y", alpha=0.3)
 
     caption = ("One bar per protocol, one segment per phase it runs (median over parties of the ε each "
                "party spent in that phase); the bar's total is the ε per party under sequential "
                "composition. RR-Clusters spends a dependence phase and a cluster phase, RR-Independent "
-               "one attribute phase.")
+               "one attribute phase."
+               + ("" if budget is None else f" Dashed line: the budget, ε = {budget:g} per respondent, planned "
+                                            "before the data; no bar may pass it."))
     if any_inf:
         caption += (" A hatched segment that runs off the top (arrow, ∞) is ε = ∞ (dependence 4.2 releases "
                     "exact bivariate tables: no DP guarantee): it has no height to read; the finite phases "
                     "are stacked below it.")
     return CustomPlot(
         filename="epsilon_by_phase.png",
-        title="ε spent per party, by protocol and phase",
+        title="ε spent per respondent, by protocol and phase",
         draw=draw,
         size=(7.4, 4.6),
         caption=caption,
@@ -495,7 +500,7 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
     figures: list[FigureSpec] = [
         _boxplot(errors, params["sigma"], {b: float(sequential[b]["epsilon"]["median"]) for b in bases}),
         _dependence_plot(_true_dependence(dataset), est_dep, dataset.schema.names, found, params["dependence"]),
-        _epsilon_plot(sequential, bases),
+        _epsilon_plot(sequential, bases, budget),
     ]
     if traffic:
         phases = list(dict.fromkeys(ph for b in bases for ph in traffic[b]["by_phase"]))
