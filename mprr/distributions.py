@@ -29,6 +29,7 @@ __all__ = [
     "DenseDistribution",
     "ProductDistribution",
     "WeightedSample",
+    "SizedDomain",
     "check_axes",
     "sample",
 ]
@@ -206,8 +207,9 @@ class DenseDistribution:
 # --------------------------------------------------------------------------- product
 
 
-class _SizedDomain:
-    """Accessors shared by distributions that store their per-attribute ``_sizes``."""
+class SizedDomain:
+    """Accessors shared by distributions that store their per-attribute ``_sizes`` (also
+    :class:`mprr.protocols.marginal_release.MarginalSetDistribution`)."""
 
     _sizes: tuple[int, ...]
 
@@ -227,7 +229,7 @@ class _SizedDomain:
         return _cells(self._sizes)
 
 
-class ProductDistribution(_SizedDomain):
+class ProductDistribution(SizedDomain):
     """Product of independent cluster distributions (RR-Independent / RR-Clusters estimate).
 
     Parameters
@@ -348,7 +350,7 @@ class ProductDistribution(_SizedDomain):
 # --------------------------------------------------------------------------- weighted sample
 
 
-class WeightedSample(_SizedDomain):
+class WeightedSample(SizedDomain):
     """Distribution putting mass ∝ ``weights[i]`` on the record ``codes[i]``.
 
     Used for RR-Adjustment (main paper Algorithm 2: record weights on the randomized data Y)

@@ -24,7 +24,7 @@ Modules, in dependency order:
 - ``kikuchi``    — ``kikuchi_sweeps`` (RR-Ind-Joint paper Fig. 5–8, Table 1)
 - ``cost_model``  — exact closed-form costs from the codec's message sizes; measuring helpers
 - ``privacy_report`` — privacy section of run reports: ε per party / phase under every policy,
-                     β, no-DP flag, refusals, replays
+                     β, no-DP flag, refusals, replays; the budget per respondent in words (budget_statement)
 - ``protocol_run`` — ``ProtocolRun``: one base protocol run plus its RR-Adjustment
 - ``anonymization_report`` — results, tables, figures and summary of local_anonymization
 - ``estimates_report`` — own data: estimated marginals and strongest 2-way tables with their

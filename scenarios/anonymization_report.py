@@ -30,13 +30,18 @@ from mprr.data import Dataset
 from mprr.dependence import bivariate_tables, dependence_matrix, noise_cramers_v
 from mprr.errors import ConfigurationError
 from mprr.metrics import CountQuery
-from mprr.protocols.budget import keep_for_budget
 from mprr.protocols.result import ProtocolResult
 from parties.network import CONTROLLER
 from scenarios.cost_model import ClosedForm, rr_closed_form
 from scenarios.montecarlo import median_over_runs
 from scenarios.plots import BarPlot, CustomPlot, FigureSpec, phase_colour
-from scenarios.privacy_report import privacy_section, privacy_summary_lines, privacy_table
+from scenarios.privacy_report import (
+    budget_note,
+    budget_statement,
+    privacy_section,
+    privacy_summary_lines,
+    privacy_table,
+)
 from scenarios.protocol_run import ProtocolRun
 from scenarios.report import RR_INDEPENDENT_JOINT, ScenarioResult, Table, counted_by, plural
 
@@ -224,52 +229,6 @@ def _dependence_plot(true_dep: np.ndarray, est_dep: np.ndarray | None, names: Se
                 f"found by Algorithm 1 (run 1): {_fmt_clusters(found, names)}.",
     )
 
-
-
-WEAK_PRIVACY_EPSILON = 10.0
-"""Above this ε per respondent a report says in plain words that the privacy is weak."""
-
-
-def budget_statement(budget: float | None, share: float | None, m: int, sizes: Sequence[int]) -> str:
-    """What the run's budget is and what it means for a respondent, in words.
-
-    ``budget`` is ε per respondent (``None``: the papers' per-attribute setting, no budget);
-    ``share`` RR-Clusters' discovery share.  Under ε-LDP any answer of a respondent is at most
-    e^ε times more likely for one possible record than for any other; RR-Independent keeps each
-    attribute with the one probability p of main paper 6.3.1 that spends ε in all
-    (:func:`mprr.protocols.budget.keep_for_budget`), so an attribute of k categories reports its
-    true category with probability p + (1 − p)/k.
-    """
-    if budget is None:
-        return ("No budget per respondent was set: the papers' per-attribute setting (p or "
-                "epsilon_per_attribute) makes ε per respondent grow with the number of attributes and differ "
-                "between protocols (see ε below).")
-    p = keep_for_budget(sizes, budget)
-    keep = [p + (1.0 - p) / k for k in sizes]
-    text = (f"Budget: ε = {budget:g} per respondent, the same for every protocol (sequential composition over "
-            f"everything a respondent releases{'' if share is None else f'; RR-Clusters spends {share:.0%} of it on its dependence phase'}). "
-            f"In words: any answer a respondent gives is at most e^{budget:g} ≈ {math.exp(budget):,.3g} times more "
-            f"likely for one possible record than for any other; under RR-Independent an attribute reports its true "
-            f"category with probability {min(keep):.2f}–{max(keep):.2f} (keep probability p = {p:.3f} on all {m}).")
-    if budget > WEAK_PRIVACY_EPSILON:
-        text += (f" Weak privacy: at ε = {budget:g} an observer can be nearly certain of a respondent's record; "
-                 "deployed local-DP surveys use a few units at most.")
-    return text
-
-
-def _budget_note(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[str], budget: float | None) -> str:
-    """One sentence saying whether the protocols compared spent the same ε per respondent."""
-    eps = {b: float(sequential[b]["epsilon"]["max"]) for b in bases}
-    text = ", ".join(f"{b} ε = {'∞' if math.isinf(e) else f'{e:.3g}'}" for b, e in eps.items())
-    if budget is not None:
-        return (f"Every protocol was planned for ε = {budget:g} per respondent and spent at most that ({text}, "
-                "largest over the parties; RR-Clusters spends less when singleton clusters replay their "
-                "phase-1 release).")
-    if len({round(e, 9) for e in eps.values()}) <= 1:
-        return f"Both protocols spend the same ε per respondent ({text})."
-    return (f"The ε spent differs ({text} per respondent): the errors are compared at unequal ε, because in "
-            "the papers' per-attribute setting RR-Clusters spends a dependence phase and a cluster phase with "
-            "the same attribute matrices as RR-Independent; set epsilon (per respondent) to compare at equal ε.")
 
 
 def _epsilon_plot(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[str],
@@ -464,7 +423,7 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
                 f"(σ = {params['sigma']:g}) × {plural(runs, 'run')}; eq. (16) relative error against the true counts of the data "
                 f"({plural(undefined, 'query', 'queries')} with a true count of 0 excluded); median 95% interval: "
                 "percentile bootstrap of the median over whole runs (with one run, none). ε per respondent under sequential "
-                "composition of its own ledger. " + _budget_note(sequential, bases, budget)
+                "composition of its own ledger. " + budget_note(sequential, bases, budget)
                 + " Messages/bytes: measured on the network (actors engine; run 1)."
                 + (" The fast path sends no messages." if engine == "fast" else "") + " " + RR_INDEPENDENT_JOINT,
     )

@@ -73,8 +73,6 @@ POSTPROCESS = ("clip-rescale", "project-simplex", "ibu")
 DEFAULT_EPSILON = 4.0
 """Budget per respondent when no matrix parameter is given: moderate local DP, as deployed
 surveys use (ε of a few units per respondent; above about 10 the guarantee is weak)."""
-WEAK_PRIVACY_EPSILON = 10.0
-"""Above this ε per respondent a report says in plain words that the privacy is weak."""
 MATRIX_KEYS = ("epsilon", "epsilon_per_attribute", "p")
 
 SCHEMA = Schema(

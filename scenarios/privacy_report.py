@@ -33,11 +33,15 @@ from typing import Any
 
 from mprr.errors import ConfigurationError
 from mprr.privacy import CompositionPolicy, Ledger, PrivacySummary, as_policy, summarize
+from mprr.protocols.budget import keep_for_budget
 from mprr.protocols.result import ProtocolResult
 from scenarios.report import Table
 
 __all__ = [
     "POLICIES",
+    "WEAK_PRIVACY_EPSILON",
+    "budget_note",
+    "budget_statement",
     "PrivacyRecord",
     "privacy_section",
     "privacy_summary_lines",
@@ -349,3 +353,49 @@ def privacy_summary_lines(sections: Mapping[str, Mapping[str, Any]] | Sequence[M
         "β (entropy rate / log2 r of the released matrices) median [min–max]: " + " | ".join(betas)
         + ("; " + "; ".join(extra) if extra else ""),
     ]
+
+
+WEAK_PRIVACY_EPSILON = 10.0
+"""Above this ε per respondent a report says in plain words that the privacy is weak."""
+
+
+def budget_statement(budget: float | None, share: float | None, m: int, sizes: Sequence[int]) -> str:
+    """What the run's budget is and what it means for a respondent, in words.
+
+    ``budget`` is ε per respondent (``None``: the papers' per-attribute setting, no budget);
+    ``share`` RR-Clusters' discovery share.  Under ε-LDP any answer of a respondent is at most
+    e^ε times more likely for one possible record than for any other; RR-Independent keeps each
+    attribute with the one probability p of main paper 6.3.1 that spends ε in all
+    (:func:`mprr.protocols.budget.keep_for_budget`), so an attribute of k categories reports its
+    true category with probability p + (1 − p)/k.
+    """
+    if budget is None:
+        return ("No budget per respondent was set: the papers' per-attribute setting (p or "
+                "epsilon_per_attribute) makes ε per respondent grow with the number of attributes and differ "
+                "between protocols (see ε below).")
+    p = keep_for_budget(sizes, budget)
+    keep = [p + (1.0 - p) / k for k in sizes]
+    text = (f"Budget: ε = {budget:g} per respondent, the same for every protocol (sequential composition over "
+            f"everything a respondent releases{'' if share is None else f'; RR-Clusters spends {share:.0%} of it on its dependence phase'}). "
+            f"In words: any answer a respondent gives is at most e^{budget:g} ≈ {math.exp(budget):,.3g} times more "
+            f"likely for one possible record than for any other; under RR-Independent an attribute reports its true "
+            f"category with probability {min(keep):.2f}–{max(keep):.2f} (keep probability p = {p:.3f} on all {m}).")
+    if budget > WEAK_PRIVACY_EPSILON:
+        text += (f" Weak privacy: at ε = {budget:g} an observer can be nearly certain of a respondent's record; "
+                 "deployed local-DP surveys use a few units at most.")
+    return text
+
+
+def budget_note(sequential: Mapping[str, Mapping[str, Any]], bases: Sequence[str], budget: float | None) -> str:
+    """One sentence saying whether the protocols compared spent the same ε per respondent."""
+    eps = {b: float(sequential[b]["epsilon"]["max"]) for b in bases}
+    text = ", ".join(f"{b} ε = {'∞' if math.isinf(e) else f'{e:.3g}'}" for b, e in eps.items())
+    if budget is not None:
+        return (f"Every protocol was planned for ε = {budget:g} per respondent and spent at most that ({text}, "
+                "largest over the parties; RR-Clusters spends less when singleton clusters replay their "
+                "phase-1 release).")
+    if len({round(e, 9) for e in eps.values()}) <= 1:
+        return f"Both protocols spend the same ε per respondent ({text})."
+    return (f"The ε spent differs ({text} per respondent): the errors are compared at unequal ε, because in "
+            "the papers' per-attribute setting RR-Clusters spends a dependence phase and a cluster phase with "
+            "the same attribute matrices as RR-Independent; set epsilon (per respondent) to compare at equal ε.")

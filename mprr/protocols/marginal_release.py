@@ -23,7 +23,7 @@ from functools import cached_property
 import numpy as np
 
 from mprr.data import Schema
-from mprr.distributions import DenseDistribution, check_axes
+from mprr.distributions import DenseDistribution, SizedDomain, check_axes
 from mprr.domain import MAX_TENSOR_CELLS, check_cells, check_epsilon
 from mprr.errors import ConfigurationError
 from mprr.marginals import make_consistent, maxent_joint, maxent_marginal, project
@@ -38,7 +38,7 @@ __all__ = ["MarginalSetDistribution", "consistent_marginals", "calm", "calm_step
 Key = tuple[int, ...]
 
 
-class MarginalSetDistribution:
+class MarginalSetDistribution(SizedDomain):
     """A joint distribution known through a consistent set of marginals (maximum entropy elsewhere).
 
     ``marginal(axes)`` projects a released marginal that contains ``axes``, else fits the
@@ -53,14 +53,6 @@ class MarginalSetDistribution:
         self._marginals = {tuple(k): np.asarray(v, dtype=np.float64) for k, v in marginals.items()}
         self._max_cells = max_cells
         self._cache: dict[Key, np.ndarray] = {}
-
-    @property
-    def sizes(self) -> tuple[int, ...]:
-        return self._sizes
-
-    @property
-    def m(self) -> int:
-        return len(self._sizes)
 
     @property
     def marginals(self) -> Mapping[Key, np.ndarray]:
