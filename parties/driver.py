@@ -18,8 +18,10 @@ network:
   the controller learns only the tallies (its wall-clock seconds, commitments included, in
   ``result.timings["secure_sum"]``).
 
-What comes back goes to the program as :class:`~mprr.protocols.steps.Released` over the
-parties that answered; the values the program derived (``notes`` of a step) and its final
+Every step is first checked against the program's plan (:meth:`mprr.protocols.plan.Plan.check`,
+the plan the run was set up for): a step the plan does not declare stops the run with a
+:class:`~mprr.errors.ProtocolError` before anything is sent.  What comes back goes to the
+program as :class:`~mprr.protocols.steps.Released` over the parties that answered; the values the program derived (``notes`` of a step) and its final
 estimate are noted in the controller's view.  The same program run by
 :func:`mprr.protocols.local.run_local` gives the same result for the same seed.
 """
@@ -30,11 +32,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from mprr.errors import ConfigurationError
+from mprr.protocols.plan import Plan
 from mprr.protocols.result import ProtocolResult
 from mprr.protocols.steps import Program, Release, Released, Report, Step
 from parties.controller import Controller
 from parties.secure.engine import SecureSumEngine
-from parties.secure.registry import make_engine
 
 __all__ = ["run_actors"]
 
@@ -43,7 +46,8 @@ async def run_actors(
     program: Callable[..., Program],
     ctl: Controller,
     *,
-    engine: str | SecureSumEngine = "paper",
+    plan: Plan,
+    engine: SecureSumEngine | None = None,
     **params: Any,
 ) -> ProtocolResult:
     """Run ``program(ctl.schema, **params)`` with the controller ``ctl`` and its parties.
@@ -54,40 +58,51 @@ async def run_actors(
         A step-program function (e.g. :func:`mprr.protocols.clusters.rr_clusters_steps`).
     ctl
         The controller, connected to the parties.
+    plan
+        The program's plan with ``params`` (:func:`mprr.protocols.plan.plan_of`), which the
+        run was set up for; every step is checked against it.
     engine
-        Secure-sum engine of the :class:`~mprr.protocols.steps.SecureSum` steps: a name of
-        :data:`parties.secure.registry.ENGINES` (built with the controller's round timeout)
-        or a configured engine.  Checked before anything is sent.
+        The configured secure-sum engine of the :class:`~mprr.protocols.steps.SecureSum`
+        steps; required when the plan needs one.
     params
         The program's parameters.
 
     Raises
     ------
     ConfigurationError
-        Unknown engine, or the program's parameter errors.
-    RoundTimeout, ReleaseRefused, PartyDropped, ProtocolError
+        The plan needs an engine and none was given, or the program's parameter errors.
+    ProtocolError
+        The program yielded a step its plan does not declare.
+    RoundTimeout, ReleaseRefused, PartyDropped
         As the controller's rounds (:mod:`parties.controller`).
     """
-    secure = engine if isinstance(engine, SecureSumEngine) else make_engine(engine, round_timeout=ctl.timeout)
+    if plan.needs.engine and engine is None:
+        raise ConfigurationError(f"the plan has secure sums {[p.phase for p in plan.secure_sums]}: give engine, "
+                                 "a configured secure-sum engine (parties.secure.registry.make_engine), got None")
     steps = program(ctl.schema, **params)
+    sizes = ctl.schema.sizes
     seconds = 0.0  # wall clock spent in secure-sum steps (commitments and the sum)
     try:
+        index = 0
         step = next(steps)
         while True:
+            plan.check(index, step, sizes)
+            index += 1
             started = time.perf_counter()
-            reply = await _answer(step, ctl, secure)
+            reply = await _answer(step, ctl, engine)
             if not isinstance(step, Release):
                 seconds += time.perf_counter() - started
             step = steps.send(reply)
     except StopIteration as stop:
         result: ProtocolResult = stop.value
+    plan.check_done(index)
     ctl.note("estimate", result.estimate)
     if seconds:
         result.timings["secure_sum"] = seconds
     return result
 
 
-async def _answer(step: Step, ctl: Controller, engine: SecureSumEngine) -> Released:
+async def _answer(step: Step, ctl: Controller, engine: SecureSumEngine | None) -> Released:
     schema = ctl.schema
     if isinstance(step, Release):
         for name, value in step.notes.items():
@@ -99,6 +114,7 @@ async def _answer(step: Step, ctl: Controller, engine: SecureSumEngine) -> Relea
             ctl.note(name, value)
         reported = await ctl.report(step)
         return Released(reported.reported_data(schema), len(reported.contributors))
+    assert engine is not None  # the plan declared this secure sum (checked), so the run has its engine
     tally = await ctl.secure_release(step.phase, step.units, engine=engine, specs=step.specs)
     details = {"secure_sum": {"engine": tally.engine, "session": tally.session,
                               "contributors": len(tally.contributors)}}

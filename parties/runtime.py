@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mprr.data import Schema
+from mprr.domain import check_int, check_real
 from mprr.errors import ConfigurationError
-from mprr.privacy import DEFAULT_MIN_ROSTER
+from mprr.privacy import DEFAULT_MIN_ROSTER, CompositionPolicy
 from mprr.streams import StreamTable
 from parties.faults import FaultPlan
 from parties.network import InMemoryNetwork
@@ -63,15 +64,29 @@ __all__ = [
     "use_runtime",
 ]
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class HostingPlan:
     """Everything a runtime needs to host the parties of one run (the trusted runner's plan):
-    the setup of every party (``parties`` = ``range(n)``; attributes as
+    the setup of every party (parties ``range(n)``; attributes as
     :class:`~parties.shard.ShardSetup`, except ``seed``) and the options of the controller
-    process's network.
+    process's network.  Keyword-only, validated when built.
 
     Attributes
     ----------
+    n
+        Number of parties (>= 1).
+    schema, records
+        The attributes and the ``(n, m)`` true codes, row ``i`` = party ``i``.
+    budgets
+        One ε budget per party.
+    policy
+        Composition policy of every party's accountant (:class:`mprr.privacy.CompositionPolicy` value).
+    accept
+        Message kinds a party endpoint accepts.
+    engine, min_roster, mesh, topology
+        As :class:`~parties.shard.ShardSetup`: the secure-sum engine (``None``: the run's plan
+        has no secure sum), the fewest parties of a roster, whether the parties need a full
+        mesh (the plan's :class:`~mprr.protocols.plan.Needs`), a user-given graph.
     seed
         Run seed.  It stays with the runner: :meth:`setup` hands each shard the stream keys of
         its own parties only (:attr:`ShardSetup.streams <parties.shard.ShardSetup.streams>`).
@@ -81,7 +96,6 @@ class HostingPlan:
         Seconds a round waits for the parties (and a runtime for the shards' reports).
     """
 
-    parties: range
     n: int
     schema: Schema
     records: np.ndarray
@@ -97,6 +111,31 @@ class HostingPlan:
     latency: LatencyModel | None = None
     fault_seed: int = 0
     timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        n = check_int("n", self.n, 1)
+        if not isinstance(self.schema, Schema):
+            raise ConfigurationError(f"schema must be a mprr.data.Schema, got {type(self.schema).__name__}")
+        records = np.asarray(self.records)
+        if records.shape != (n, self.schema.m):
+            raise ConfigurationError(f"records must have shape (n, m) = {(n, self.schema.m)}, got {records.shape}")
+        check_int("seed", self.seed, 0)
+        check_int("fault_seed", self.fault_seed, 0)
+        check_int("min_roster", self.min_roster, 1)
+        budgets = tuple(float(b) for b in self.budgets)
+        if len(budgets) != n:
+            raise ConfigurationError(f"budgets must hold one budget per party ({n}), got {len(budgets)}")
+        policies = [p.value for p in CompositionPolicy]
+        if self.policy not in policies:
+            raise ConfigurationError(f"policy must be one of {policies}, got {self.policy!r}")
+        check_real("timeout", self.timeout, strict=True)
+        object.__setattr__(self, "budgets", budgets)
+        object.__setattr__(self, "accept", tuple(int(k) for k in self.accept))
+
+    @property
+    def parties(self) -> range:
+        """Every party of the run, ``range(n)``."""
+        return range(self.n)
 
     def setup(self, parties: range) -> ShardSetup:
         """The setup of a shard hosting ``parties``: their records, budgets and stream keys."""

@@ -54,6 +54,7 @@ from mprr.domain import check_int, check_real
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
 from mprr.privacy import (DEFAULT_MIN_ROSTER, CompositionPolicy, Ledger, PrivacyAccountant, PrivacySummary, Refusal,
                           as_policy, json_number, summarize)
+from mprr.protocols.plan import Needs, Plan
 from mprr.protocols.registry import custom_entry, lookup
 from mprr.protocols.steps import Program
 from mprr.protocols.result import ProtocolResult
@@ -62,13 +63,14 @@ from parties.collector import rare_full_collections
 from parties.controller import CONTROLLER_KINDS, Controller
 from parties.driver import run_actors
 from parties.faults import FaultPlan
-from parties.network import CONTROLLER
+from parties.transport import CONTROLLER
 from parties.wire.codec import Message
 from parties.party import LOOP_KINDS, Party
-from parties.runtime import HostingPlan, MemoryRuntime, Runtime, current_runtime
-from parties.runtime_registry import make_runtime
+from parties.runtime import HostingPlan, MemoryRuntime, Runtime
+from parties.runtime_registry import RUNTIMES, make_runtime
 from parties.shard_report import PartySummary, accountants_of
 from parties.secure import messages as secure_messages
+from parties.secure.engine import SecureSumEngine
 from parties.secure.registry import engine_needs_mesh, make_engine
 from parties.topology import Topology
 from parties.traffic import LatencyModel, TrafficStatistics
@@ -249,8 +251,8 @@ async def simulate_async(
     faults, fault_seed, latency, topology
         Network options (:class:`~parties.faults.FaultPlan`, its seed,
         :class:`~parties.traffic.LatencyModel`, networkx graph of party links).  Default
-        topology: the star, or the full mesh when RR-Clusters runs 4.2 / 4.3 with the
-        ``"paper"`` secure-sum engine (main paper 4.2 needs every party to reach every other).
+        topology: the star, or the full mesh when the program's plan has a secure sum whose
+        engine sends shares over direct party links (``"paper"``, ``"graph-direct"``).
     attacks
         Curious-controller attacks run after the protocol
         (:data:`parties.choreographies.malicious.ATTACKS`, ``SECURE_ATTACKS`` after 4.2 / 4.3,
@@ -259,10 +261,10 @@ async def simulate_async(
         Fewest parties each party accepts in a secure-sum roster.
     runtime
         Where the parties live: ``"memory"`` (one shard host on this event loop), a remote
-        :class:`~parties.runtime.Runtime` (:func:`parties.runtime_registry.make_runtime`: ``tcp``
-        workers, ``ray`` shards) or ``None``: :func:`parties.runtime.current_runtime`
-        (memory unless inside :func:`parties.runtime.use_runtime`).  Same seed, same result; the traffic adds the runtime's
-        measured wire figures (``traffic["wire"]`` in :meth:`SimulationResult.to_dict`).
+        :class:`~parties.runtime.Runtime` (:func:`parties.runtime_registry.make_runtime`:
+        ``memory``, ``tcp`` workers, ``ray`` shards) or ``None``: memory.  Same seed, same
+        result; the traffic adds the runtime's measured wire figures (``traffic["wire"]`` in
+        :meth:`SimulationResult.to_dict`).
     progress, progress_interval
         Every ``progress_interval`` seconds of a run, ``progress(elapsed_seconds, messages,
         bytes)`` is called with the traffic so far (``elapsed_seconds``: since the network came
@@ -271,15 +273,19 @@ async def simulate_async(
         closed-form cost exceeds :data:`EXPENSIVE_BYTES` or :data:`EXPENSIVE_MESSAGES`, a
         warning with that cost is logged.
     **params
-        The protocol's parameters, as for the fast-path function (e.g. ``p``, ``Tv``, ``Td``);
-        RR-Clusters with dependence 4.2 / 4.3 also takes the secure-sum engine as ``secure_sum``
-        (or its older name ``engine``): ``"paper"``, ``"graph"``, ``"graph-direct"``,
-        ``"masked"``, ``"masked-sparse"`` or a configured engine.
+        The protocol's parameters, as for the fast-path function (e.g. ``p``, ``Tv``, ``Td``).
+        The run is set up from the program's plan with them
+        (:meth:`mprr.protocols.registry.ProtocolEntry.plan`, ``options["plan"]``); a plan with
+        a secure sum (RR-Clusters with dependence 4.2 / 4.3) also takes the secure-sum engine
+        as ``secure_sum`` (or ``engine``): ``"paper"`` (default), ``"graph"``,
+        ``"graph-direct"``, ``"masked"``, ``"masked-sparse"`` or a configured engine; a plan
+        without one refuses it.
 
     Raises
     ------
     ConfigurationError
-        Bad dataset, protocol name, parameter or option (before anything runs).
+        Bad dataset, protocol name, parameter or option, or a program of one's own whose plan
+        a dry run cannot derive (:func:`mprr.protocols.plan.plan_of`), before anything runs.
     PartyDropped, RoundTimeout, ReleaseRefused, ProtocolError
         The run could not complete (module docstring).
     """
@@ -299,27 +305,37 @@ async def simulate_async(
     policy = as_policy(policy)
     n = dataset.n
     budgets = _budgets(budget, n)
-    engine = kwargs.get("engine", "paper")
-    secure = kwargs.get("dependence") in ("4.2", "4.3") or (not isinstance(protocol, str) and "engine" in kwargs)
-    accept = PARTY_KINDS if secure else LOOP_KINDS
-    mesh = secure and engine_needs_mesh(engine)  # the paper's secure sum and graph-direct need direct party links
-    if secure:  # set-up: every party gets the engine (its secure-sum policy) before the run
-        engine = kwargs["engine"] = make_engine(engine, round_timeout=timeout)
+    chosen = kwargs.pop("engine", None)
+    schema = dataset.schema
+    plan = entry.plan(schema, kwargs)  # what the program will ask, from its parameters: the run's set-up
+    engine: SecureSumEngine | None = None
+    if plan.needs.engine:  # set-up: every party gets the engine (its secure-sum policy) before the run
+        engine = make_engine("paper" if chosen is None else chosen, round_timeout=timeout)
+        plan = plan.with_needs(Needs(mesh=engine_needs_mesh(engine), pki=engine.signs))
+    elif chosen is not None:
+        raise ConfigurationError(
+            f"engine = {chosen!r} has no effect: the plan of {entry.name!r} with these parameters has no secure "
+            f"sum ({'; '.join(p.describe() for p in plan.phases)}); drop it, or give parameters with a secure "
+            "sum (RR-Clusters: dependence '4.2' or '4.3')")
+    accept = PARTY_KINDS if plan.needs.engine else LOOP_KINDS
     interval = check_real("progress_interval", progress_interval, strict=True, allow_inf=True)
     if topology is not None and not isinstance(topology, nx.Graph):
         Topology(n, topology)  # its ConfigurationError (the graph's nodes are checked when the network is built)
     net_seed = fault_seed if fault_seed is not None else seed
-    schema = dataset.schema
-    runtime = (make_runtime(runtime) if isinstance(runtime, str) else runtime or current_runtime()) or MemoryRuntime()
+    runtime = make_runtime(runtime) if isinstance(runtime, str) else runtime or MemoryRuntime()
+    if not isinstance(runtime, Runtime):
+        raise ConfigurationError(f"runtime must be a runtime name ({', '.join(RUNTIMES)}) or a "
+                                 f"parties.runtime.Runtime, got {type(runtime).__name__}")
     PrivacyAccountant(math.inf, policy, min_roster=min_roster)  # the parties' own checks, before anything starts
     if not isinstance(runtime, MemoryRuntime) and topology is not None:
         raise ConfigurationError(
             f"runtime {runtime.name!r} supports the star topology, and the full mesh an engine needs, "
             f"only (topology=None), got a graph of {topology.number_of_edges()} party links"
         )
-    plan = HostingPlan(range(n), n, schema, np.asarray(dataset.codes), int(seed), tuple(budgets), policy.value,
-                       tuple(k.KIND for k in accept), engine if secure else None, min_roster, mesh, topology,
-                       faults=faults, latency=latency, fault_seed=net_seed, timeout=timeout)
+    hosting_plan = HostingPlan(n=n, schema=schema, records=np.asarray(dataset.codes), seed=int(seed),
+                               budgets=tuple(budgets), policy=policy.value, accept=tuple(k.KIND for k in accept),
+                               engine=engine, min_roster=min_roster, mesh=plan.needs.mesh, topology=topology,
+                               faults=faults, latency=latency, fault_seed=net_seed, timeout=timeout)
     options = {
         "protocol": entry.name,
         "seed": seed,
@@ -332,27 +348,28 @@ async def simulate_async(
         "faults": None if faults is None else repr(faults),
         "fault_seed": net_seed,
         "latency": None if latency is None else repr(latency),
-        "topology": ("star" if topology is None and not mesh
+        "topology": ("star" if topology is None and not plan.needs.mesh
                      else f"{n * (n - 1) // 2 if topology is None else topology.number_of_edges()} party links"),
         "attacks": list(attacks),
         "runtime": "memory" if runtime == MemoryRuntime() else runtime.options(),
+        "plan": plan.to_dict(),
     }
     started = time.perf_counter()
     error: BaseException | None = None
     result: ProtocolResult | None = None
     reports: tuple[AttackReport, ...] = ()
     with rare_full_collections():  # the run keeps a few objects per party until its end
-        async with runtime.host(plan) as hosting, asyncio.TaskGroup() as tg:
+        async with runtime.host(hosting_plan) as hosting, asyncio.TaskGroup() as tg:
             net = hosting.network
             ready = time.perf_counter()
-            if plan.engine is not None:
-                _warn_if_expensive(plan.engine, n, schema.sizes, net)
+            if engine is not None:
+                _warn_if_expensive(engine, n, plan, net)
             heartbeat = (tg.create_task(_heartbeat(net, interval, progress)) if math.isfinite(interval)
                          else None)
             controller = Controller(net.endpoint(CONTROLLER, accept=CONTROLLER_KINDS), schema, range(n),
                                     timeout=timeout, on_dropout=on_dropout, retries=retries)
             try:
-                result = await run_actors(entry.program, controller, **kwargs)
+                result = await run_actors(entry.program, controller, plan=plan, engine=engine, **kwargs)
                 reports = await run_attacks(controller, attacks)
             except Exception as exc:  # re-raised below, after the parties are stopped
                 error = exc
@@ -399,26 +416,30 @@ WARNING_WIDTH = 88
 """Columns of the wrapped detail lines of that warning (a terminal's width, less its prefix)."""
 
 
-def _warn_if_expensive(engine: Any, n: int, sizes: Sequence[int], net: Any) -> None:
-    """Log a warning with the closed-form cost of the pair secure sum (main paper 4.2 / 4.3:
-    one vector of Σ_{i<j} |A_i||A_j| cells per party) when it is large."""
-    length = sum(sizes[i] * sizes[j] for i in range(len(sizes)) for j in range(i + 1, len(sizes)))
+def _warn_if_expensive(engine: SecureSumEngine, n: int, plan: Plan, net: Any) -> None:
+    """Log a warning with the closed-form cost of the plan's secure sums (each one vector of
+    :attr:`PhasePlan.cells <mprr.protocols.plan.PhasePlan.cells>` per party; main paper 4.2 /
+    4.3: Σ_{i<j} |A_i||A_j|) when it is large."""
+    messages = nbytes = 0
+    formulas = []
     try:
-        cost = engine.cost(engine.context(range(n), length, network=net, session="cost-estimate"))
+        for phase, cells in zip(plan.secure_sums, plan.sum_cells):
+            cost = engine.cost(engine.context(range(n), cells, network=net, session="cost-estimate"))
+            messages += sum(c.messages for c in cost.sent.values())
+            nbytes += sum(c.bytes for c in cost.sent.values())
+            formulas.append(f"secure sum {phase.phase!r} of {cells} cells; closed form: {cost.formula}")
     except Exception as exc:  # the estimate is advice only: never stop a run over it
         log.debug("no closed-form cost for %r: %s", engine, exc)
         return
-    messages = sum(c.messages for c in cost.sent.values())
-    nbytes = sum(c.bytes for c in cost.sent.values())
     if nbytes > EXPENSIVE_BYTES or messages > EXPENSIVE_MESSAGES:
         # a short headline, then the details wrapped for a terminal (the formula is long)
-        details = textwrap.fill(f"({n} parties, {length} pair cells; closed form: {cost.formula})",
+        details = textwrap.fill(f"({n} parties, {'; '.join(formulas)})",
                                 width=WARNING_WIDTH, initial_indent="  ", subsequent_indent="  ")
         sparse = getattr(engine, "topology", "complete") != "complete"  # graph, masked-sparse
         log.warning(
             "expensive configuration: the %s secure sum sends %s messages, %.1f MB\n%s\n  %s",
             getattr(engine, "name", engine), f"{messages:,}", nbytes / 1e6, details,
-            "fewer parties or fewer pair cells cost less" if sparse
+            "fewer parties or fewer cells cost less" if sparse
             else "a sparse engine (graph, masked-sparse) or fewer parties costs less",
         )
 

@@ -22,6 +22,7 @@ from mprr.distributions import ProductDistribution, WeightedSample
 from mprr.errors import ConfigurationError
 from mprr.data import Schema
 from mprr.protocols.result import ProtocolResult
+from mprr.protocols.plan import Plan, declares, plan_of
 from mprr.protocols.steps import Program
 
 __all__ = ["rr_adjustment", "rr_adjustment_steps", "ADJUSTABLE"]
@@ -98,13 +99,7 @@ def rr_adjustment(
     )
 
 
-def rr_adjustment_steps(schema: Schema, *, base: str = "RR-Independent", **params: Any) -> Program:
-    """RR-Adjustment after ``base`` as a step program: the base protocol's steps, then
-    Algorithm 2 on the controller (no step, no ε).
-
-    ``base`` is ``"RR-Independent"`` or ``"RR-Clusters"``; the keywords of :func:`rr_adjustment`
-    (``tol``, ``max_iter``, ``exact_limit``) go to it, the other ``params`` to the base program.
-    """
+def _base(base: str) -> Callable[..., Program]:
     from mprr.protocols.clusters import rr_clusters_steps
     from mprr.protocols.independent import rr_independent_steps
 
@@ -113,6 +108,31 @@ def rr_adjustment_steps(schema: Schema, *, base: str = "RR-Independent", **param
     }
     if base not in programs:
         raise ConfigurationError(f"base must be one of {list(ADJUSTABLE)}, got {base!r}")
-    options = {k: params.pop(k) for k in list(inspect.signature(rr_adjustment).parameters)[1:] if k in params}
-    result = yield from programs[base](schema, **params)
+    return programs[base]
+
+
+def _split(params: dict[str, Any]) -> dict[str, Any]:
+    """Take Algorithm 2's keywords (those of :func:`rr_adjustment`) out of ``params``."""
+    return {k: params.pop(k) for k in list(inspect.signature(rr_adjustment).parameters)[1:] if k in params}
+
+
+def rr_adjustment_plan(schema: Schema, *, base: str = "RR-Independent", **params: Any) -> Plan:
+    """The plan of :func:`rr_adjustment_steps`: the base protocol's (Algorithm 2 asks nothing
+    of the parties)."""
+    rest = dict(params)
+    _split(rest)
+    return plan_of(_base(base), schema, **rest)
+
+
+@declares(rr_adjustment_plan)
+def rr_adjustment_steps(schema: Schema, *, base: str = "RR-Independent", **params: Any) -> Program:
+    """RR-Adjustment after ``base`` as a step program: the base protocol's steps, then
+    Algorithm 2 on the controller (no step, no ε).
+
+    ``base`` is ``"RR-Independent"`` or ``"RR-Clusters"``; the keywords of :func:`rr_adjustment`
+    (``tol``, ``max_iter``, ``exact_limit``) go to it, the other ``params`` to the base program.
+    """
+    program = _base(base)
+    options = _split(params)
+    result = yield from program(schema, **params)
     return rr_adjustment(result, **options)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from mprr.clustering import Clustering, cluster_attributes
 from mprr.data import Schema
@@ -44,11 +45,12 @@ from mprr.errors import ConfigurationError
 from mprr.domain import check_epsilon, check_unit
 from mprr.protocols.budget import attribute_epsilons, attribute_specs, cluster_spec, keep_epsilon, keep_for_budget
 from mprr.protocols.steps import MatrixSpec
-from mprr.protocols.dependences import PHASE, check_dependence_options, dependence_steps
+from mprr.protocols.dependences import PHASE, check_dependence_options, dependence_plan, dependence_steps
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, product_estimate
 from mprr.protocols.independent import matrix_parameters
 from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, check_joint_cells
 from mprr.protocols.local import local_protocol
+from mprr.protocols.plan import Plan, PhasePlan, declares
 from mprr.protocols.result import release_result
 from mprr.protocols.steps import Program, Release
 
@@ -73,6 +75,15 @@ def release_clusters(
     return clusters
 
 
+def rr_clusters_plan(schema: Schema, *, dependence: str = "4.1", **params: Any) -> Plan:
+    """The plan of :func:`rr_clusters_steps`: the dependence phase of ``dependence``
+    (:func:`~mprr.protocols.dependences.dependence_plan`: a release under 4.1, a secure sum of
+    the pair vectors under 4.2 / 4.3), then the release ``"clusters"``, whose units Algorithm 1
+    chooses from the dependences."""
+    return Plan((*dependence_plan(schema, dependence), PhasePlan.release("clusters")))
+
+
+@declares(rr_clusters_plan)
 def rr_clusters_steps(
     schema: Schema,
     *,

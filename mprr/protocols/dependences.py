@@ -40,6 +40,7 @@ from mprr.matrices import RandomizationMatrix, kron
 from mprr.protocols.budget import pair_spec
 from mprr.protocols.estimate import estimate_unit
 from mprr.protocols.local import local_protocol
+from mprr.protocols.plan import PhasePlan
 from mprr.protocols.release import ReleasedData, all_pairs
 from mprr.protocols.steps import MatrixSpec, Release, Released, SecureSum, Step, singletons
 
@@ -108,6 +109,17 @@ def check_dependence_options(method: object, tables: object, pair_epsilon: objec
         raise ConfigurationError(
             f"tables='randomized' applies to dependence='4.1' only, got dependence={method!r}"
         )
+
+
+def dependence_plan(schema: Schema, method: str) -> tuple[PhasePlan, ...]:
+    """The phases of :func:`dependence_steps` with ``method``: 4.1 — a release of the m
+    singletons; 4.2 / 4.3 — a secure sum of the m(m−1)/2 pairs (exact under 4.2), a vector of
+    Σ_{i<j} |A_i||A_j| cells per party; none when there is no pair to sum."""
+    check_dependence_options(method, "estimated", None)
+    if method == "4.1":
+        return (PhasePlan.release(PHASE, singletons(schema.m)),)
+    pairs = all_pairs(schema.m)
+    return (PhasePlan.secure_sum(PHASE, pairs, schema.sizes, exact=method == "4.2"),) if pairs else ()
 
 
 def dependence_steps(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -28,8 +29,9 @@ from mprr.errors import ConfigurationError
 from mprr.matrices import RandomizationMatrix, kron
 from mprr.protocols.budget import attribute_epsilons
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit
-from mprr.protocols.independent import matrix_parameters, rr_independent_steps
+from mprr.protocols.independent import matrix_parameters, rr_independent_plan, rr_independent_steps
 from mprr.protocols.local import local_protocol
+from mprr.protocols.plan import Plan, declares
 from mprr.protocols.release import Matrix
 from mprr.protocols.result import ProtocolResult, release_result
 from mprr.protocols.steps import Program
@@ -131,6 +133,13 @@ def ind_joint_estimate(
     return _kron_estimate(rel.codes, result.schema.sizes, rel.randomized_matrices, axes_t, method, max_cells)
 
 
+def rr_ind_joint_plan(schema: Schema, **params: Any) -> Plan:
+    """The plan of :func:`rr_ind_joint_steps`: RR-Independent's (the groups are estimated from
+    its one release)."""
+    return rr_independent_plan(schema)
+
+
+@declares(rr_ind_joint_plan)
 def rr_ind_joint_steps(
     schema: Schema,
     *,

@@ -10,12 +10,14 @@ run by the local driver (:func:`rr_independent`) or the actor driver (:mod:`part
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from mprr.data import Schema
 from mprr.matrices import RandomizationMatrix
 from mprr.protocols.budget import attribute_epsilons, attribute_specs
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, product_estimate
 from mprr.protocols.local import local_protocol
+from mprr.protocols.plan import Plan, PhasePlan, declares
 from mprr.protocols.result import release_result
 from mprr.protocols.steps import Program, Release, singletons
 
@@ -39,6 +41,12 @@ def matrix_parameters(
             "matrices": None if matrices is None else "given"}
 
 
+def rr_independent_plan(schema: Schema, **params: Any) -> Plan:
+    """The plan of :func:`rr_independent_steps`: one release ``"attributes"`` of the m singletons."""
+    return Plan((PhasePlan.release("attributes", singletons(schema.m)),))
+
+
+@declares(rr_independent_plan)
 def rr_independent_steps(
     schema: Schema,
     *,

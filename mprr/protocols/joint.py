@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from mprr.data import Schema
 from mprr.errors import ConfigurationError
@@ -19,6 +20,7 @@ from mprr.matrices import RandomizationMatrix
 from mprr.protocols.budget import attribute_epsilons, attribute_matrices
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
 from mprr.protocols.local import local_protocol
+from mprr.protocols.plan import Plan, PhasePlan, declares
 from mprr.protocols.result import release_result
 from mprr.protocols.steps import MatrixSpec, Program, Release
 
@@ -62,6 +64,12 @@ def check_joint_matrix(matrix: object, cells: int) -> RandomizationMatrix:
     return matrix
 
 
+def rr_joint_plan(schema: Schema, **params: Any) -> Plan:
+    """The plan of :func:`rr_joint_steps`: one release ``"joint"`` of one unit, every attribute."""
+    return Plan((PhasePlan.release("joint", (tuple(range(schema.m)),)),))
+
+
+@declares(rr_joint_plan)
 def rr_joint_steps(
     schema: Schema,
     *,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 from dataclasses import dataclass
 
 from mprr.data import Schema
@@ -30,6 +31,7 @@ from mprr.protocols.budget import keep_for_budget
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
 from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS
 from mprr.protocols.local import local_protocol
+from mprr.protocols.plan import Plan, PhasePlan, declares
 from mprr.protocols.result import release_result
 from mprr.protocols.steps import MatrixSpec, Program, Release
 
@@ -153,6 +155,13 @@ def _check(
     return EntropyCheck(round_, lams, bits, total, top, beta, ok)
 
 
+def lambda_plan(schema: Schema, *args: Any, **params: Any) -> Plan:
+    """The plan of :func:`lambda_steps`: one release ``"record"`` of one unit, every attribute
+    (the entropy check and its re-generation run before it, on the controller)."""
+    return Plan((PhasePlan.release("record", (tuple(range(schema.m)),)),))
+
+
+@declares(lambda_plan)
 def lambda_steps(
     schema: Schema,
     lambdas: Sequence[float] | None = None,

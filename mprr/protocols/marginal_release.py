@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 from functools import cached_property
 
 import numpy as np
@@ -28,6 +29,7 @@ from mprr.domain import MAX_TENSOR_CELLS, check_cells, check_epsilon
 from mprr.errors import ConfigurationError
 from mprr.marginals import make_consistent, maxent_joint, maxent_marginal, project
 from mprr.protocols.local import local_protocol
+from mprr.protocols.plan import Plan, PhasePlan, declares
 from mprr.protocols.multidim import oracle_specs
 from mprr.protocols.oracle_reports import DEFAULT_ORACLE_POSTPROCESS, ReportedData, check_oracle_postprocess
 from mprr.protocols.result import release_result
@@ -105,6 +107,12 @@ def consistent_marginals(data: ReportedData, sizes: Sequence[int], method: str) 
     return make_consistent(tables, sizes, variances)
 
 
+def calm_plan(schema: Schema, *, k: int = 2, **params: Any) -> Plan:
+    """The plan of :func:`calm_steps`: reports ``"marginals"``, one sampled k-subset per party."""
+    return Plan((PhasePlan.report("marginals", itertools.combinations(range(schema.m), k), assign="sampled"),))
+
+
+@declares(calm_plan)
 def calm_steps(schema: Schema, *, epsilon: float, k: int = 2, oracle: str = "adaptive",
                postprocess: str = DEFAULT_ORACLE_POSTPROCESS) -> Program:
     """CALM-style marginal release as a step program (module docstring).

@@ -24,12 +24,14 @@ product, like RR-Independent.  The oracle of each attribute is ``"adaptive"`` (G
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from mprr.data import Schema
 from mprr.distributions import ProductDistribution
 from mprr.domain import check_epsilon
 from mprr.errors import ConfigurationError
 from mprr.protocols.local import local_protocol
+from mprr.protocols.plan import Plan, PhasePlan, declares
 from mprr.protocols.oracle_reports import (
     DEFAULT_ORACLE_POSTPROCESS,
     ReportedData,
@@ -84,6 +86,23 @@ def _result(name: str, data: ReportedData, n: int, schema: Schema, method: str,
                           postprocessing=method, clusters=data.units)
 
 
+def spl_plan(schema: Schema, **params: Any) -> Plan:
+    """The plan of :func:`spl_steps`: reports ``"attributes"``, every singleton by every party."""
+    return Plan((PhasePlan.report("attributes", singletons(schema.m), assign="every"),))
+
+
+def smp_plan(schema: Schema, **params: Any) -> Plan:
+    """The plan of :func:`smp_steps`: reports ``"attributes"``, one sampled singleton per party."""
+    return Plan((PhasePlan.report("attributes", singletons(schema.m), assign="sampled"),))
+
+
+def rsfd_plan(schema: Schema, **params: Any) -> Plan:
+    """The plan of :func:`rsfd_steps`: reports ``"attributes"``, one sampled singleton per party
+    among fake values for the others."""
+    return Plan((PhasePlan.report("attributes", singletons(schema.m), assign="sampled-fake"),))
+
+
+@declares(spl_plan)
 def spl_steps(schema: Schema, *, epsilon: float, oracle: str = "adaptive",
               postprocess: str = DEFAULT_ORACLE_POSTPROCESS) -> Program:
     """SPL as a step program: every attribute through an oracle with ε/m (module docstring).
@@ -116,6 +135,7 @@ def spl_steps(schema: Schema, *, epsilon: float, oracle: str = "adaptive",
     return _result("SPL", got.data, got.n, schema, method, {"epsilon": eps, "oracle": oracle})
 
 
+@declares(smp_plan)
 def smp_steps(schema: Schema, *, epsilon: float, oracle: str = "adaptive",
               postprocess: str = DEFAULT_ORACLE_POSTPROCESS) -> Program:
     """SMP as a step program: one attribute per respondent, drawn uniformly, with all of ε.
@@ -132,6 +152,7 @@ def smp_steps(schema: Schema, *, epsilon: float, oracle: str = "adaptive",
     return _result("SMP", got.data, got.n, schema, method, {"epsilon": eps, "oracle": oracle})
 
 
+@declares(rsfd_plan)
 def rsfd_steps(schema: Schema, *, epsilon: float, postprocess: str = DEFAULT_ORACLE_POSTPROCESS) -> Program:
     """RS+FD[GRR] as a step program: one real attribute hidden among uniform fake values.
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mprr.data import Schema
 from mprr.errors import ConfigurationError
 from mprr.protocols.adjustment import ADJUSTABLE, rr_adjustment, rr_adjustment_steps
 from mprr.protocols.clusters import rr_clusters_steps
@@ -23,6 +24,7 @@ from mprr.protocols.lambda_protocol import lambda_steps
 from mprr.protocols.marginal_release import calm_steps
 from mprr.protocols.multidim import rsfd_steps, smp_steps, spl_steps
 from mprr.protocols.sampled_clusters import rr_clusters_sampled_steps
+from mprr.protocols.plan import Plan, plan_of
 from mprr.protocols.steps import Program
 
 __all__ = ["PROTOCOLS", "ProtocolEntry", "custom_entry", "lookup"]
@@ -42,22 +44,21 @@ class ProtocolEntry:
         Parameters the name implies (e.g. ``base="RR-Clusters"`` for RR-Clusters+Adjustment).
     aliases
         Other accepted names.
-    secure
-        ``True`` when the program may ask for a secure sum (RR-Clusters with 4.2 / 4.3): a
-        driver then also takes the secure-sum ``engine``.
+
+    What a run of the program needs (a secure sum and its engine...) is its plan
+    (:meth:`plan`, :mod:`mprr.protocols.plan`), not a property of the name.
     """
 
     name: str
     program: Callable[..., Program]
     fixed: Mapping[str, Any]
     aliases: tuple[str, ...] = ()
-    secure: bool = False
 
     def bind(self, params: Mapping[str, Any], driver: tuple[str, ...] = ()) -> dict[str, Any]:
         """Check ``params`` against the protocol's parameters; returns the full keyword set.
 
         ``driver`` names parameters the driver takes itself (e.g. ``("engine",)``); they are
-        accepted when the protocol is :attr:`secure`.
+        returned as given (the driver checks them against the program's :meth:`plan`).
 
         Raises
         ------
@@ -75,7 +76,7 @@ class ProtocolEntry:
         if open_ended and base in ADJUSTABLE:  # RR-Adjustment: the base protocol's and Algorithm 2's
             named += _named(PROTOCOLS[base].program) + list(inspect.signature(rr_adjustment).parameters.values())[1:]
             open_ended = False
-        extra = set(driver) if self.secure else set()
+        extra = set(driver)
         allowed = sorted({p.name for p in named if p.name not in self.fixed} | extra)
         if not open_ended:
             unknown = sorted(set(kwargs) - {p.name for p in named} - extra)
@@ -89,6 +90,11 @@ class ProtocolEntry:
         return kwargs
 
 
+    def plan(self, schema: Schema, params: Mapping[str, Any]) -> Plan:
+        """The program's plan with the bound ``params`` (:func:`mprr.protocols.plan.plan_of`)."""
+        return plan_of(self.program, schema, **params)
+
+
 def _named(program: Callable[..., Any]) -> list[inspect.Parameter]:
     """The parameters a program is called with by name (after the schema)."""
     return [p for p in list(inspect.signature(program).parameters.values())[1:]
@@ -100,12 +106,12 @@ PROTOCOLS: Mapping[str, ProtocolEntry] = {
     for c in (
         ProtocolEntry("RR-Independent", rr_independent_steps, {}, ("independent", "protocol-1")),
         ProtocolEntry("RR-Joint", rr_joint_steps, {}, ("joint", "protocol-2")),
-        ProtocolEntry("RR-Clusters", rr_clusters_steps, {}, ("clusters",), secure=True),
+        ProtocolEntry("RR-Clusters", rr_clusters_steps, {}, ("clusters",)),
         ProtocolEntry("RR-Independent+Adjustment", rr_adjustment_steps, {"base": "RR-Independent"},
-                      ("independent+adjustment",), secure=True),
+                      ("independent+adjustment",)),
         ProtocolEntry("RR-Clusters+Adjustment", rr_adjustment_steps, {"base": "RR-Clusters"},
-                      ("clusters+adjustment",), secure=True),
-        ProtocolEntry("RR-Adjustment", rr_adjustment_steps, {}, ("adjustment",), secure=True),
+                      ("clusters+adjustment",)),
+        ProtocolEntry("RR-Adjustment", rr_adjustment_steps, {}, ("adjustment",)),
         ProtocolEntry("RR-Ind-Joint", rr_ind_joint_steps, {}, ("ind-joint",)),
         ProtocolEntry("lambda-randomization", lambda_steps, {}, ("lambda", "λ-randomization")),
         ProtocolEntry("SPL", spl_steps, {}, ("split",)),
@@ -145,8 +151,8 @@ def lookup(name: str) -> ProtocolEntry:
 def custom_entry(program: Callable[..., Program]) -> ProtocolEntry:
     """The entry of a step-program function of one's own (``program(schema, **params)``).
 
-    Its parameters are checked against its signature like a shipped protocol's; it may take
-    the secure-sum ``engine`` (for the :class:`~mprr.protocols.steps.SecureSum` steps it yields).
+    Its parameters are checked against its signature like a shipped protocol's; its plan is
+    the one it declares (:func:`mprr.protocols.plan.declares`), else a dry run's.
 
     Raises
     ------
@@ -156,4 +162,4 @@ def custom_entry(program: Callable[..., Program]) -> ProtocolEntry:
     if not callable(program):
         raise ConfigurationError(f"protocol must be a name or a step-program function, got {type(program).__name__}")
     name = getattr(program, "__name__", "custom").removesuffix("_steps")
-    return ProtocolEntry(name, program, {}, secure=True)
+    return ProtocolEntry(name, program, {})

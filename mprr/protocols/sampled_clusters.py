@@ -59,6 +59,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -71,6 +72,7 @@ from mprr.marginals import make_consistent
 from mprr.oracles import GRR, best_oracle
 from mprr.pair_cover import cover_pairs, unit_weights
 from mprr.protocols.local import local_protocol
+from mprr.protocols.plan import Plan, PhasePlan, declares
 from mprr.protocols.marginal_release import MarginalSetDistribution, consistent_marginals
 from mprr.protocols.multidim import oracle_specs
 from mprr.protocols.oracle_reports import (
@@ -287,6 +289,21 @@ def pooled_marginals(releases: Sequence[ReportedData], sizes: Sequence[int], met
     return make_consistent(tables, sizes, {k: 1.0 / p for k, p in precision.items()})
 
 
+def rr_clusters_sampled_plan(schema: Schema, *, epsilon: float, n: int | None = None,
+                             discovery_share: float | None = None, Tv: int | None = None, alpha: float = 0.05,
+                             design: str | None = None, **params: Any) -> Plan:
+    """The plan of :func:`rr_clusters_sampled_steps`: reports ``"discovery"`` of the pairs, one
+    sampled pair per reporting party (when :func:`plan_sampled_clusters` gives φ > 0 and there
+    are pairs), then reports ``"clusters"``, one sampled unit per party, the units (clusters or
+    a cover) chosen after the discovery."""
+    plan = plan_sampled_clusters(n, schema.sizes, check_epsilon(epsilon), discovery_share=discovery_share, Tv=Tv,
+                                 alpha=alpha, design=design)
+    pairs = all_pairs(schema.m)
+    discovery = (PhasePlan.report(DISCOVERY, pairs, assign="sampled"),) if plan.discovery_share > 0.0 and pairs else ()
+    return Plan((*discovery, PhasePlan.report(RELEASE, assign="sampled")))
+
+
+@declares(rr_clusters_sampled_plan)
 def rr_clusters_sampled_steps(
     schema: Schema,
     *,

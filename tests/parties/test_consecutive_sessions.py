@@ -42,9 +42,10 @@ PAIRS = ((0, 1), (2, 3))  # disjoint: an exact value enters one session only
 
 async def _two_sums(engine, faults: FaultPlan | None, seed: int = 0):  # noqa: ANN001, ANN202
     """Two consecutive exact secure sums (phase d1: pair (0, 1), d2: pair (2, 3)); their counts."""
-    plan = HostingPlan(range(N), N, SCHEMA, RECORDS, 7, (math.inf,) * N, "sequential",
-                       tuple(k.KIND for k in PARTY_KINDS), engine, 3, engine.name == "paper",
-                       faults=faults, fault_seed=seed, timeout=0.5)
+    plan = HostingPlan(n=N, schema=SCHEMA, records=RECORDS, seed=7, budgets=(math.inf,) * N,
+                       policy="sequential", accept=tuple(k.KIND for k in PARTY_KINDS),
+                       engine=engine, min_roster=3, mesh=engine.name == "paper", faults=faults,
+                       fault_seed=seed, timeout=0.5)
     hosting = MemoryHosting(plan)
     net, parties = hosting.network, hosting.links[0].shard.parties
     ctl = Controller(net.endpoint(CONTROLLER), SCHEMA, range(N), timeout=0.5)

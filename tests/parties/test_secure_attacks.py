@@ -118,8 +118,10 @@ def _actors(n: int, engine, *, min_roster: int = DEFAULT_MIN_ROSTER):
     """The parties of a memory-runtime shard (records (i % 2, i // 2 % 2), seed 7) and a controller."""
     schema = Schema(tuple(Attribute(f"a{j}", ("x", "y"), "nominal") for j in range(2)))
     records = np.array([(i % 2, (i // 2) % 2) for i in range(n)])
-    plan = HostingPlan(range(n), n, schema, records, 7, (math.inf,) * n, "sequential",
-                       tuple(k.KIND for k in PARTY_KINDS), engine, min_roster, engine.name == "paper", timeout=0.5)
+    plan = HostingPlan(n=n, schema=schema, records=records, seed=7, budgets=(math.inf,) * n,
+                       policy="sequential", accept=tuple(k.KIND for k in PARTY_KINDS),
+                       engine=engine, min_roster=min_roster, mesh=engine.name == "paper",
+                       timeout=0.5)
     hosting = MemoryHosting(plan)
     ctl = Controller(hosting.network.endpoint(CONTROLLER), schema, range(n), timeout=0.5)
     return hosting.network, hosting.links[0].shard.parties, ctl

@@ -65,8 +65,9 @@ def test_a_shard_setup_carries_its_parties_stream_keys_never_the_run_seed() -> N
     from parties.shard import ShardSetup
 
     data = planted_clusters(6, rng=np.random.default_rng(1)).dataset
-    plan = HostingPlan(range(6), 6, data.schema, np.asarray(data.codes), 3, (float("inf"),) * 6, "sequential",
-                       tuple(k.KIND for k in PARTY_KINDS))
+    plan = HostingPlan(n=6, schema=data.schema, records=np.asarray(data.codes), seed=3,
+                       budgets=(float("inf"),) * 6, policy="sequential",
+                       accept=tuple(k.KIND for k in PARTY_KINDS))
     setup = plan.setup(range(3, 6))
     assert "seed" not in {f.name for f in fields(ShardSetup)}
     assert isinstance(setup.streams, StreamTable) and setup.streams.parties == range(3, 6)
@@ -117,8 +118,9 @@ async def test_a_shard_answers_through_the_router_like_parties_in_memory() -> No
     from parties.runtime import HostingPlan
 
     data = planted_clusters(6, rng=np.random.default_rng(1)).dataset
-    plan = HostingPlan(range(6), 6, data.schema, np.asarray(data.codes), 3, (float("inf"),) * 6, "sequential",
-                       tuple(k.KIND for k in PARTY_KINDS), fault_seed=3, timeout=5.0)
+    plan = HostingPlan(n=6, schema=data.schema, records=np.asarray(data.codes), seed=3,
+                       budgets=(float("inf"),) * 6, policy="sequential",
+                       accept=tuple(k.KIND for k in PARTY_KINDS), fault_seed=3, timeout=5.0)
     net = plan.network()
     links = []
     for r in split(6, 2):
@@ -198,8 +200,10 @@ def test_signing_keys_are_born_in_the_shard_and_only_public_keys_leave() -> None
     from parties.secure.masked import MaskedEngine
 
     data = planted_clusters(6, rng=np.random.default_rng(1)).dataset
-    plan = HostingPlan(range(6), 6, data.schema, np.asarray(data.codes), 3, (float("inf"),) * 6, "sequential",
-                       tuple(k.KIND for k in PARTY_KINDS), MaskedEngine(), fault_seed=3, timeout=5.0)
+    plan = HostingPlan(n=6, schema=data.schema, records=np.asarray(data.codes), seed=3,
+                       budgets=(float("inf"),) * 6, policy="sequential",
+                       accept=tuple(k.KIND for k in PARTY_KINDS), engine=MaskedEngine(),
+                       fault_seed=3, timeout=5.0)
     assert plan.signs and b"PRIVATE" not in pickle.dumps(plan.setup(range(0, 3)))  # no key in the setup
     a, b = (PartyShard(plan.setup(r), lambda f: None) for r in split(6, 2))
     keys = directory([(range(3, 6), b.public_keys()), (range(0, 3), a.public_keys())], 6)
@@ -226,8 +230,9 @@ def _shard_after_two_requests(budgets: tuple[float, ...]) -> PartyShard:
     from parties.wire.requests import ReleaseRequest
 
     data = planted_clusters(4, rng=np.random.default_rng(2)).dataset
-    plan = HostingPlan(range(4), 4, data.schema, np.asarray(data.codes), 5, budgets, "sequential",
-                       tuple(k.KIND for k in PARTY_KINDS), fault_seed=5, timeout=5.0)
+    plan = HostingPlan(n=4, schema=data.schema, records=np.asarray(data.codes), seed=5, budgets=budgets,
+                       policy="sequential", accept=tuple(k.KIND for k in PARTY_KINDS), fault_seed=5,
+                       timeout=5.0)
     shard = PartyShard(plan.setup(range(4)), lambda frame: None)
     request = encode(ReleaseRequest(1, "collect", ((0,), (1,)), ((0,), (1,)), ("keep-or-uniform",) * 2,
                                     ((0.7,),) * 2))
@@ -316,8 +321,10 @@ async def test_a_shard_keeps_secure_sum_traffic_for_the_engine_and_crashes_parti
     from parties.wire.requests import SecureRelease
 
     data = planted_clusters(4, rng=np.random.default_rng(2)).dataset
-    plan = HostingPlan(range(4), 4, data.schema, np.asarray(data.codes), 5, (float("inf"),) * 4, "sequential",
-                       tuple(k.KIND for k in PARTY_KINDS), GraphEngine(), fault_seed=5, timeout=5.0)
+    plan = HostingPlan(n=4, schema=data.schema, records=np.asarray(data.codes), seed=5,
+                       budgets=(float("inf"),) * 4, policy="sequential",
+                       accept=tuple(k.KIND for k in PARTY_KINDS), engine=GraphEngine(),
+                       fault_seed=5, timeout=5.0)
     sent: list[Frame] = []
     shard = PartyShard(plan.setup(range(4)), sent.append)
     commit = encode(SecureRelease(1, "dependence", "s1", ((0, 1),), ((0, 1),), True))

@@ -12,7 +12,7 @@ import pytest
 from mprr.privacy import summarize
 from mprr.data import Dataset
 from mprr.distributions import DenseDistribution, ProductDistribution, WeightedSample
-from mprr.errors import ConfigurationError
+from mprr.errors import ConfigurationError, ProtocolError
 from mprr.matrices import keep_or_uniform
 from mprr.protocols import (
     ProtocolResult,
@@ -26,14 +26,14 @@ from mprr.protocols import (
 from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from mprr.protocols.registry import PROTOCOLS, lookup
-from mprr.protocols.steps import MatrixSpec
+from mprr.protocols.steps import MatrixSpec, Release
 from parties.wire.codec import encode
 from parties.controller import ReleaseRefused
 from mprr.protocols.local import run_local
 from mprr.protocols.oracle_reports import ReportedData, reporters
 from mprr.protocols.steps import OracleSpec, Report
 from parties.wire.messages import OracleReport, RandomizedValues
-from parties.network import CONTROLLER
+from parties.transport import CONTROLLER
 from parties.wire.requests import ReleaseRequest, ReportRequest
 from parties.simulate import SimulationResult, simulate, simulate_async
 
@@ -323,6 +323,71 @@ def test_unknown_engine_is_refused(small) -> None:
                  engine="magic")
 
 
+def test_an_engine_without_a_secure_sum_in_the_plan_is_refused(small) -> None:
+    with pytest.raises(ConfigurationError, match=r"engine = 'masked' has no effect: the plan of 'RR-Clusters' with "
+                                                 r"these parameters has no secure sum \(release 'dependence'"):
+        simulate(small, "RR-Clusters", seed=SEED, timeout=1.0, p=0.7, Tv=60, Td=0.1, engine="masked")
+    with pytest.raises(ConfigurationError, match=r"engine = 'paper' has no effect: the plan of 'RR-Independent'"):
+        simulate(small, "RR-Independent", seed=SEED, timeout=1.0, p=0.7, secure_sum="paper")
+
+
+def test_the_run_is_set_up_from_the_plan_and_records_it(small) -> None:
+    """4.3 with the paper engine: the plan's secure sum of Σ_{i<j} |A_i||A_j| cells needs an
+    engine, and the paper engine's direct links a full mesh."""
+    sim = simulate(small, "RR-Clusters", seed=SEED, timeout=5.0, p=0.7, Tv=60, Td=0.1, dependence="4.3")
+    plan = sim.options["plan"]
+    sizes = small.sizes
+    cells = sum(sizes[i] * sizes[j] for i in range(len(sizes)) for j in range(i + 1, len(sizes)))
+    assert [(p["phase"], p["kind"], p.get("cells")) for p in plan["phases"]] == [
+        ("dependence", "secure-sum", cells), ("clusters", "release", None)]
+    assert plan["needs"] == ["engine", "mesh"]
+    n = small.n
+    assert sim.options["topology"] == f"{n * (n - 1) // 2} party links"
+    plain = simulate(small, "RR-Clusters", seed=SEED, timeout=5.0, p=0.7, Tv=60, Td=0.1)
+    assert plain.options["plan"]["needs"] == [] and plain.options["topology"] == "star"
+
+
+def _two_steps(schema, *, epsilon):  # type: ignore[no-untyped-def]
+    """Releases attribute 0, then attribute 1 if most released codes are 0, else attribute 2."""
+    got = yield Release("first", ((0,),), (MatrixSpec.grr(epsilon),))
+    chosen = 1 if float(np.mean(got.data.codes[:, 0] == 0)) > 0.75 else 2
+    got = yield Release("then", ((chosen,),), (MatrixSpec.grr(epsilon),))
+    return rr_independent_result(got, schema)
+
+
+def rr_independent_result(got, schema):  # type: ignore[no-untyped-def]
+    from mprr.protocols.result import release_result
+
+    uniform = [np.full(s, 1.0 / s) for s in schema.sizes]
+    return release_result("own", n=got.n, parameters={}, schema=schema, clusters=None,
+                          estimate=ProductDistribution(tuple((j,) for j in range(schema.m)), uniform, schema.sizes),
+                          releases=(got.data,), postprocessing="none")
+
+
+def test_a_program_of_ones_own_runs_on_its_declared_plan_and_is_held_to_it(small) -> None:
+    from mprr.protocols.plan import PhasePlan, Plan, declares
+
+    with pytest.raises(ConfigurationError, match=r"declares no plan and its steps depend on the data"):
+        simulate(small, _two_steps, seed=SEED, timeout=2.0, epsilon=5.0)
+
+    @declares(lambda schema, **p: Plan((PhasePlan.release("first", ((0,),)), PhasePlan.release("then"))))
+    def declared_steps(schema, *, epsilon):  # type: ignore[no-untyped-def]
+        return (yield from _two_steps(schema, epsilon=epsilon))
+
+    sim = simulate(small, declared_steps, seed=SEED, timeout=2.0, epsilon=5.0)
+    fast = run_local(declared_steps, small, rng=PartyStreams(SEED, small.n), epsilon=5.0)
+    assert np.array_equal(sim.result.releases[0].codes, fast.releases[0].codes)
+
+    @declares(lambda schema, **p: Plan((PhasePlan.release("first", ((0,),)), PhasePlan.release("then", ((1,),)))))
+    def misdeclared_steps(schema, *, epsilon):  # type: ignore[no-untyped-def]
+        return (yield from _two_steps(schema, epsilon=epsilon))
+
+    assert fast.releases[0].units == ((2,),)  # what the data chose, not what the next plan declares
+    with pytest.raises(ProtocolError, match=r"step 2 of the program is release 'then' \(1 units \[\(2,\)\]\) but "
+                                            r"its plan declares release 'then' \(1 units \[\(1,\)\]\)"):
+        simulate(small, misdeclared_steps, seed=SEED, timeout=2.0, epsilon=5.0)
+
+
 def test_secure_dependence_traffic_is_commit_start_plus_the_engine_closed_form(small) -> None:
     # dependence phase: n SecureRelease + n Ack + n SecureSumStart, then the paper engine's
     # own closed form (main paper 4.2: per party (n-1) shares + n broadcasts of L cells)
@@ -389,7 +454,7 @@ async def test_expensive_secure_sum_is_announced_with_its_closed_form_cost_and_p
     text = warning.getMessage()
     headline, *details = text.splitlines()
     assert headline.startswith("expensive configuration: the paper secure sum sends 1,128 messages, ")
-    assert "(24 parties, 16 pair cells; closed form: " in " ".join(line.strip() for line in details)
+    assert "(24 parties, secure sum 'dependence' of 16 cells; closed form: " in " ".join(line.strip() for line in details)
     assert details[-1] == "  a sparse engine (graph, masked-sparse) or fewer parties costs less"
     assert len(details) >= 2 and all(len(line) <= simulate_module.WARNING_WIDTH for line in details)
     assert len(seen) >= 2
@@ -402,7 +467,7 @@ async def test_expensive_secure_sum_is_announced_with_its_closed_form_cost_and_p
     # already sparse: the advice does not suggest the engine in use
     sparse = next(r for r in caplog.records if r.levelno == logging.WARNING).getMessage()
     assert sparse.startswith("expensive configuration: the masked secure sum sends ")
-    assert sparse.splitlines()[-1] == "  fewer parties or fewer pair cells cost less"
+    assert sparse.splitlines()[-1] == "  fewer parties or fewer cells cost less"
     caplog.clear()
     monkeypatch.undo()
     await simulate_async(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2", secure_sum="paper")

@@ -219,8 +219,10 @@ async def test_a_survivor_the_controller_invents_is_not_counted() -> None:
     engine = _Malicious(claim_2, round_timeout=0.3)
     schema = Schema(tuple(Attribute(f"a{j}", ("x", "y"), "nominal") for j in range(2)))
     # party 2's sends: its Ack, its masking key, then its sealed shares (lost: it crashes)
-    plan = HostingPlan(range(3), 3, schema, np.array([(0, 1), (1, 0), (1, 1)]), 7, (math.inf,) * 3, "sequential",
-                       tuple(k.KIND for k in PARTY_KINDS), engine, 3, faults=FaultPlan(crash={2: 3}), timeout=0.5)
+    plan = HostingPlan(n=3, schema=schema, records=np.array([(0, 1), (1, 0), (1, 1)]), seed=7,
+                       budgets=(math.inf,) * 3, policy="sequential",
+                       accept=tuple(k.KIND for k in PARTY_KINDS), engine=engine, min_roster=3,
+                       faults=FaultPlan(crash={2: 3}), timeout=0.5)
     hosting = MemoryHosting(plan)
     net, parties = hosting.network, hosting.links[0].shard.parties
     ctl = Controller(net.endpoint(CONTROLLER), schema, range(3), timeout=0.5, on_dropout="exclude")

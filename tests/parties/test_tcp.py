@@ -365,8 +365,9 @@ async def test_workers_leaving_a_gap_are_told_which_parties_nobody_hosts(
     from parties.worker import run_worker
 
     data = planted_clusters(6, rng=np.random.default_rng(1)).dataset
-    plan = HostingPlan(range(6), 6, data.schema, np.asarray(data.codes), 3, (math.inf,) * 6, "sequential",
-                       tuple(k.KIND for k in PARTY_KINDS), timeout=5.0)
+    plan = HostingPlan(n=6, schema=data.schema, records=np.asarray(data.codes), seed=3,
+                       budgets=(math.inf,) * 6, policy="sequential",
+                       accept=tuple(k.KIND for k in PARTY_KINDS), timeout=5.0)
     with socket.socket() as probe:  # a free port the workers can be told before the controller binds it
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -408,8 +409,9 @@ async def _abuse(tmp_path, client):  # type: ignore[no-untyped-def]
     from parties.tls import make_material, server_context
 
     schema = Schema((Attribute("a", ("x", "y"), "nominal"),))
-    plan = HostingPlan(range(4), 4, schema, np.zeros((4, 1), dtype=int), 1, (float("inf"),) * 4, "sequential",
-                       tuple(k.KIND for k in PARTY_KINDS))
+    plan = HostingPlan(n=4, schema=schema, records=np.zeros((4, 1), dtype=int), seed=1,
+                       budgets=(float("inf"),) * 4, policy="sequential",
+                       accept=tuple(k.KIND for k in PARTY_KINDS))
     material = make_material(tmp_path / "run", 1)
     hosting = TcpHosting(plan, tls=True, expected=[range(4)])
     served: list[asyncio.Task[None]] = []
@@ -512,8 +514,10 @@ def test_equivocation_isolating_one_party_fails_on_tcp() -> None:
     n, victim = 5, 0
     schema = Schema(tuple(Attribute(f"a{j}", ("x", "y"), "nominal") for j in range(2)))
     engine = GraphEngine(round_timeout=1.0)
-    plan = HostingPlan(range(n), n, schema, np.array([(i % 2, (i // 2) % 2) for i in range(n)]), 7,
-                       (math.inf,) * n, "sequential", tuple(k.KIND for k in PARTY_KINDS), engine, 3, timeout=2.0)
+    plan = HostingPlan(n=n, schema=schema, records=np.array([(i % 2, (i // 2) % 2) for i in range(n)]), seed=7,
+                       budgets=(math.inf,) * n, policy="sequential",
+                       accept=tuple(k.KIND for k in PARTY_KINDS), engine=engine, min_roster=3,
+                       timeout=2.0)
     asked, decoy = _release(True), _release(False, CONSTANT)
     from parties.wire.requests import SecureSumStart
 

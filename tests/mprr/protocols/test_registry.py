@@ -33,10 +33,12 @@ def test_bind_names_the_bad_parameter(name: str, params: dict, match: str) -> No
         lookup(name).bind(params)
 
 
-def test_bind_accepts_the_driver_parameters_of_secure_protocols_only() -> None:
-    assert lookup("RR-Clusters").bind({"p": 0.5, "Tv": 9, "Td": 0.1, "engine": "masked"}, driver=("engine",))
+def test_bind_returns_the_driver_parameters_as_given() -> None:
+    # whether a run needs them is the plan's to say (parties.simulate refuses an engine without a secure sum)
+    assert lookup("RR-Independent").bind({"p": 0.5, "engine": "masked"}, driver=("engine",)) == {
+        "p": 0.5, "engine": "masked"}
     with pytest.raises(ConfigurationError, match=r"unknown parameter\(s\) \['engine'\]"):
-        lookup("RR-Independent").bind({"p": 0.5, "engine": "masked"}, driver=("engine",))
+        lookup("RR-Independent").bind({"p": 0.5, "engine": "masked"})
 
 
 # Protocol-specific settings needed besides the budget (Algorithm 1's thresholds, a joint small enough).
