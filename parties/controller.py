@@ -1,6 +1,6 @@
 """The controller actor (untrusted): orchestrates phases and gathers what the parties release.
 
-A :class:`Controller` owns the controller's :class:`~parties.network.Endpoint` and a
+A :class:`Controller` owns the controller's :class:`~parties.transport.Endpoint` and a
 :class:`~parties.view.ViewLog`.  Choreographies (:mod:`parties.choreographies`) drive it
 phase by phase with :meth:`Controller.release`:
 
@@ -184,7 +184,7 @@ class PhaseRelease:
 class RecordingEndpoint:
     """The controller's endpoint, appending every envelope it receives to the view.
 
-    Forwards everything to the wrapped :class:`~parties.network.Endpoint`; ``recv``,
+    Forwards everything to the wrapped :class:`~parties.transport.Endpoint`; ``recv``,
     ``gather`` and ``gather_each`` log what they return, so messages consumed by a secure-sum engine on the
     controller's behalf are in the view too.
     """

@@ -1,7 +1,8 @@
-"""The network of a run, in the controller's process (and the public face of the messaging layer).
+"""The network of a run, in the controller's process: the router of every runtime.
 
-``InMemoryNetwork(n)`` gives the controller (:data:`CONTROLLER` = -1) and parties ``0..n-1``
-one :class:`Endpoint` each.  Messages travel as bytes: encoded on send, decoded on delivery, so
+``InMemoryNetwork(n)`` gives the controller (:data:`parties.transport.CONTROLLER` = -1) and
+parties ``0..n-1`` one :class:`~parties.transport.Endpoint` each (the messaging layer's
+``Transport``, ``Endpoint``, ``Frame`` and ``CONTROLLER`` live in :mod:`parties.transport`).  Messages travel as bytes: encoded on send, decoded on delivery, so
 every message and byte counted is real (a broadcast is encoded once and, the message being
 immutable, decoded once).  Delivery is immediate (no sleeping) unless the fault plan delays a
 message; a :class:`LatencyModel` computes *simulated* time per round instead.
@@ -83,18 +84,8 @@ if TYPE_CHECKING:  # annotations only: party workers never import networkx
     from parties.shard_report import ShardReport
 
 __all__ = [
-    "CONTROLLER",
-    "Endpoint",
-    "Envelope",
-    "FaultPlan",
-    "Frame",
     "InMemoryNetwork",
-    "LatencyModel",
     "ShardLink",
-    "Topology",
-    "TrafficStatistics",
-    "Transport",
-    "actor_name",
 ]
 
 class ShardLink(Protocol):

@@ -26,10 +26,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 import asyncio
-import contextvars
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
-from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -58,10 +56,8 @@ __all__ = [
     "HostingPlan",
     "MemoryRuntime",
     "Runtime",
-    "current_runtime",
     "task_group",
     "unwrap",
-    "use_runtime",
 ]
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -284,6 +280,9 @@ class MemoryRuntime(Runtime):
     shards: int = 1
     name: str = field(default="memory", init=False)
 
+    def __post_init__(self) -> None:
+        check_int("shards", self.shards, 1)
+
     def options(self) -> dict[str, Any]:
         return {"runtime": "memory", "shards": self.shards}
 
@@ -298,28 +297,6 @@ class MemoryRuntime(Runtime):
             finally:
                 for link in hosting.links:
                     link.shard.stop()
-
-
-_CURRENT: contextvars.ContextVar[Runtime | None] = contextvars.ContextVar("mprr_runtime", default=None)
-
-
-def current_runtime() -> Runtime | None:
-    """The runtime :func:`parties.simulate.simulate` uses when none is passed (``None``: memory)."""
-    return _CURRENT.get()
-
-
-@contextmanager
-def use_runtime(runtime: Runtime | None) -> Iterator[None]:
-    """Within the block, simulations without an explicit runtime use ``runtime``.
-
-    How ``mprr run --runtime tcp`` reaches the simulations a scenario starts, whatever the
-    scenario (``None`` restores memory).
-    """
-    token = _CURRENT.set(runtime)
-    try:
-        yield
-    finally:
-        _CURRENT.reset(token)
 
 
 def unwrap(group: BaseExceptionGroup) -> BaseException:

@@ -12,7 +12,7 @@ from typing import Any
 
 from mprr.errors import ConfigurationError
 from parties.ray_runtime import RayRuntime
-from parties.runtime import Runtime
+from parties.runtime import MemoryRuntime, Runtime
 from parties.tcp import TcpRuntime
 
 __all__ = ["RUNTIMES", "make_runtime"]
@@ -21,18 +21,25 @@ RUNTIMES: tuple[str, ...] = ("memory", "tcp", "ray")
 """Names of the runtimes."""
 
 
-def make_runtime(name: str, **options: Any) -> Runtime | None:
-    """The runtime called ``name`` with its options (``None`` for ``memory``).
+def make_runtime(name: str, **options: Any) -> Runtime:
+    """The runtime called ``name`` with its options (an option given as ``None`` takes its default).
 
-    ``tcp``: ``workers`` (default 2), ``listen`` (``HOST:PORT``), ``spawn`` (default True),
-    ``tls`` (default True), ``tls_dir``.  ``ray``: ``address`` (``auto``, ``HOST:PORT`` or
-    ``None`` for a local cluster), ``shards``.
+    ``memory``: ``shards`` (default 1, :class:`~parties.runtime.MemoryRuntime`).  ``tcp``:
+    ``workers`` (default 2), ``listen`` (``HOST:PORT``), ``spawn`` (default True), ``tls``
+    (default True), ``tls_dir``.  ``ray``: ``address`` (``auto``, ``HOST:PORT`` or ``None`` for
+    a local cluster), ``shards``.
+
+    Raises
+    ------
+    ConfigurationError
+        Unknown name, or an option the runtime does not take.
     """
     if name == "memory":
-        extra = {k: v for k, v in options.items() if v is not None}
+        extra = sorted(k for k, v in options.items() if v is not None and k != "shards")
         if extra:
-            raise ConfigurationError(f"runtime 'memory' takes no options, got {sorted(extra)}")
-        return None
+            raise ConfigurationError(f"runtime 'memory' takes the option 'shards' only, got {extra}")
+        shards = options.get("shards")
+        return MemoryRuntime() if shards is None else MemoryRuntime(shards=shards)
     if name == "tcp":
         return TcpRuntime(**{k: v for k, v in options.items() if v is not None})
     if name == "ray":

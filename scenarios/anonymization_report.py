@@ -31,7 +31,7 @@ from mprr.dependence import bivariate_tables, dependence_matrix, noise_cramers_v
 from mprr.errors import ConfigurationError
 from mprr.metrics import CountQuery
 from mprr.protocols.result import ProtocolResult
-from parties.network import CONTROLLER
+from parties.transport import CONTROLLER
 from scenarios.cost_model import ClosedForm, rr_closed_form
 from scenarios.montecarlo import median_over_runs
 from scenarios.plots import BarPlot, CustomPlot, FigureSpec, phase_colour

@@ -127,7 +127,8 @@ def _runtime_options(parser: argparse.ArgumentParser) -> None:
 
 
 def runtime_of(args: argparse.Namespace) -> Runtime | None:
-    """The runtime ``run``'s options ask for (ConfigurationError for options of another runtime)."""
+    """The runtime ``run``'s options ask for (``None``: the default, memory; ConfigurationError
+    for options of another runtime)."""
     tcp = {"workers": args.workers, "listen": args.listen, "tls_dir": args.tls_dir,
            "tls": False if args.no_tls else None, "spawn": False if args.external_workers else None,
            "connect_timeout": args.connect_timeout}
@@ -136,7 +137,7 @@ def runtime_of(args: argparse.Namespace) -> Runtime | None:
     stray = [k for group in (tcp, ray) if group is not chosen for k, v in group.items() if v is not None]
     if stray:
         raise ConfigurationError(f"options {stray} do not apply to --runtime {args.runtime}")
-    return make_runtime(args.runtime, **chosen)
+    return None if args.runtime == "memory" else make_runtime(args.runtime, **chosen)
 
 
 RUN_OPTION_GROUPS: list[Callable[[argparse.ArgumentParser], None]] = [

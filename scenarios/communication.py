@@ -44,7 +44,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import NullFormatter, NullLocator
 
 from mprr.synthetic import DEFAULT_SIZES, planted_clusters
-from parties.runtime import current_runtime
+from parties.runtime import Runtime
 from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema
 from scenarios.config import Table as ConfigTable
 from scenarios.cost_model import (
@@ -275,9 +275,11 @@ def _loglog(filename: str, title: str, panels: Sequence[tuple[str, str, str]],
     engines=("actors",),
 )
 def run_communication_cost(
-    config: ScenarioConfig, *, out_dir: Path, runs: int, seed: int, engine: str, progress: Progress
+    config: ScenarioConfig, *, out_dir: Path, runs: int, seed: int, engine: str, progress: Progress,
+    runtime: Runtime | None = None,
 ) -> ScenarioResult:
-    """Measure every engine at every sweep point (see the module docstring)."""
+    """Measure every engine at every sweep point (see the module docstring); the actor-simulator
+    runs host their parties on ``runtime`` (``None``: memory)."""
     params = dict(config.parameters)
     params["max_n"] = {**dict(_MAX_N.validate({})), **dict(params["max_n"])}
     engines = list(dict.fromkeys(params["engines"]))
@@ -309,10 +311,10 @@ def run_communication_cost(
         for (proto, sweep, sizes, n, d, dependence, key), ss in zip(jobs, rr_seeds):
             bar.set_status(f"{sweep} {proto} {dependence} {key} n={n} m={len(sizes)}")
             rr.append(measure_rr(proto, sizes, n, sweep=sweep, d=d, params=params,
-                                 seed=int(ss.generate_state(1)[0]), dependence=dependence, engine=key))
+                                 seed=int(ss.generate_state(1)[0]), dependence=dependence, engine=key,
+                                 runtime=runtime))
             bar.advance()
     elapsed = time.perf_counter() - started
-    runtime = current_runtime()
     return _result(params, engines, rows, rr, elapsed, None if runtime is None else runtime.options())
 
 

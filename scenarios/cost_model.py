@@ -28,8 +28,12 @@ import networkx as nx
 import numpy as np
 
 from mprr.errors import ConfigurationError
+from mprr.protocols.plan import Plan
+from mprr.protocols.registry import lookup
 from mprr.synthetic import planted_clusters
-from parties.network import CONTROLLER, InMemoryNetwork
+from parties.network import InMemoryNetwork
+from parties.runtime import Runtime
+from parties.transport import CONTROLLER
 from parties.traffic import TrafficStatistics
 from parties.secure.agreement import DIGEST_BYTES
 from parties.secure.engine import SecureSumEngine, run_secure_sum
@@ -43,6 +47,7 @@ __all__ = [
     "MATCHED",
     "Measurement",
     "RRMeasurement",
+    "RR_PARAMETERS",
     "measure_rr",
     "measure_secure_sum",
     "closed_form",
@@ -518,34 +523,44 @@ class RRMeasurement:
 RR_MATCHED = ("messages", "bytes", "rounds", "party", "controller")
 
 
-def simulate_options(dependence: str, engine: str, n: int, degree: int, round_timeout: float) -> dict[str, Any]:
-    """Keyword arguments of :func:`parties.simulate.simulate` for RR-Clusters with ``dependence``:
-    nothing for 4.1; for 4.2 / 4.3 the configured secure-sum engine and, when it needs direct
-    party links (paper, graph-direct), the full-mesh topology."""
-    if dependence == "4.1":
+def simulate_options(plan: Plan, engine: str, n: int, degree: int, round_timeout: float) -> dict[str, Any]:
+    """Keyword arguments of :func:`parties.simulate.simulate` for a program with ``plan``
+    (:mod:`mprr.protocols.plan`): nothing when it has no secure sum; otherwise the configured
+    secure-sum ``engine`` (:func:`engine_and_topology`) and, when it needs direct party links
+    (paper, graph-direct), the full-mesh topology."""
+    if not plan.needs.engine:
         return {}
     instance, topology = engine_and_topology(engine, n, degree=degree, round_timeout=round_timeout)
-    return {"dependence": dependence, "secure_sum": instance,
-            **({"topology": topology} if topology is not None else {})}
+    return {"secure_sum": instance, **({"topology": topology} if topology is not None else {})}
+
+
+RR_PARAMETERS: Mapping[str, tuple[str, ...]] = {
+    "RR-Independent": ("p",),
+    "RR-Clusters": ("p", "Tv", "Td", "dependence"),
+}
+"""The parameters :func:`measure_rr` gives each protocol, from the scenario's (and ``dependence``)."""
 
 
 def measure_rr(protocol: str, sizes: Sequence[int], n: int, *, sweep: str, d: int | None,
                params: Mapping[str, Any], seed: int, dependence: str = "4.1",
-               engine: str = "") -> RRMeasurement:
+               engine: str = "", runtime: Runtime | None = None) -> RRMeasurement:
     """Run ``protocol`` in the actor simulator on planted-cluster data and measure its traffic.
 
-    RR-Clusters runs with ``dependence`` (4.2 / 4.3 through the secure-sum ``engine``).
+    RR-Clusters runs with ``dependence`` (its plan's secure sum under 4.2 / 4.3 through the
+    secure-sum ``engine``); the parties live on ``runtime`` (``None``: memory).
     """
     from parties.simulate import simulate
 
+    if protocol not in RR_PARAMETERS:
+        raise ConfigurationError(f"protocol must be one of {list(RR_PARAMETERS)}, got {protocol!r}")
     sizes = tuple(sizes)
     data = planted_clusters(n, rng=np.random.default_rng(seed), sizes=sizes,
                             clusters=((0, 1),) if len(sizes) >= 2 else ()).dataset
-    kwargs: dict[str, Any] = {"p": params["p"]}
-    if protocol == "RR-Clusters":
-        kwargs.update(Tv=params["Tv"], Td=params["Td"],
-                      **simulate_options(dependence, engine, n, params["degree"], float(params["round_timeout"])))
-    sim = simulate(data, protocol, seed=seed, timeout=float(params["round_timeout"]), **kwargs)
+    given = {**params, "dependence": dependence}
+    kwargs: dict[str, Any] = {k: given[k] for k in RR_PARAMETERS[protocol]}
+    plan = lookup(protocol).plan(data.schema, kwargs)
+    kwargs.update(simulate_options(plan, engine, n, params["degree"], float(params["round_timeout"])))
+    sim = simulate(data, protocol, seed=seed, timeout=float(params["round_timeout"]), runtime=runtime, **kwargs)
     if sim.result.clusters is None:
         raise ConfigurationError(f"protocol must report its clusters (RR-Independent or RR-Clusters), got {protocol!r}")
     clusters = tuple(tuple(c) for c in sim.result.clusters)

@@ -43,6 +43,7 @@ from mprr.protocols.local import run_local
 from mprr.protocols.registry import lookup
 from mprr.streams import PartyStreams
 from mprr.synthetic import DEFAULT_CLUSTERS, DEFAULT_SIZES, SyntheticData, planted_clusters
+from parties.runtime import Runtime
 from scenarios.anonymization_report import build_result
 from scenarios.config import Choice, Field, Float, Int, List, PathValue, ScenarioConfig, Schema, Str
 from scenarios.cost_model import simulate_options
@@ -337,22 +338,21 @@ def protocol_kwargs(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _actors(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: int,
-            params: Mapping[str, Any], status: Callable[[str], None] | None,
+            params: Mapping[str, Any], status: Callable[[str], None] | None, runtime: Runtime | None,
             ) -> tuple[ProtocolResult, PrivacyRecord, Any, Any, Any]:
-    """One run in the actor simulator: n party actors with their own streams and ledgers;
-    ``status`` receives a line of traffic so far every second (the progress bar)."""
+    """One run in the actor simulator: n party actors with their own streams and ledgers, on
+    ``runtime`` (``None``: memory); ``status`` receives a line of traffic so far every second
+    (the progress bar)."""
     from parties.simulate import simulate
 
     def report(elapsed: float, messages: int, nbytes: int) -> None:
         if status is not None:
             status(f"{protocol}: {messages:,} messages, {nbytes / 1e6:.1f} MB, {elapsed:.0f} s")
 
-    options = {}
-    if protocol == "RR-Clusters":
-        options = simulate_options(params["dependence"], params["secure_sum"], dataset.n, params["degree"],
-                                   params["round_timeout"])
+    plan = lookup(protocol).plan(dataset.schema, kwargs)  # a secure sum in it takes the scenario's engine
+    options = simulate_options(plan, params["secure_sum"], dataset.n, params["degree"], params["round_timeout"])
     sim = simulate(dataset, protocol, seed=seed, timeout=params["round_timeout"], progress=report,
-                   progress_interval=1.0, **{**kwargs, **options})
+                   progress_interval=1.0, runtime=runtime, **{**kwargs, **options})
     view = dict(sim.view.to_dict())
     view["degraded"] = sim.degraded
     view["refusals"] = len(sim.refusals)
@@ -361,15 +361,16 @@ def _actors(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: in
 
 def run_protocol(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], *, seed: int,
                  engine: str, params: Mapping[str, Any],
-                 status: Callable[[str], None] | None = None) -> ProtocolRun:
+                 status: Callable[[str], None] | None = None, runtime: Runtime | None = None) -> ProtocolRun:
     """Run one base protocol on ``engine`` and RR-Adjustment on its release (``status``:
-    progress text of long actor runs)."""
+    progress text of long actor runs; ``runtime``: where the actor engine's parties live,
+    ``None``: memory)."""
     start = time.perf_counter()
     if engine == "fast":  # the local driver: every party at once, each with its own stream
         result = run_local(lookup(protocol).program, dataset, rng=PartyStreams(seed, dataset.n), **kwargs)
         privacy, traffic, view, wire = PrivacyRecord.of(result), None, None, None
     else:
-        result, privacy, traffic, view, wire = _actors(dataset, protocol, kwargs, seed, params, status)
+        result, privacy, traffic, view, wire = _actors(dataset, protocol, kwargs, seed, params, status, runtime)
     seconds = time.perf_counter() - start
     start = time.perf_counter()
     adjusted = rr_adjustment(result, tol=params["adjustment_tol"], max_iter=params["adjustment_max_iter"])
@@ -420,9 +421,11 @@ def write_synthetic_csv(result: ProtocolResult, path: Path, *, seed: int) -> int
     engines=("actors", "fast"),
 )
 def run_local_anonymization(
-    config: ScenarioConfig, *, out_dir: Path, runs: int, seed: int, engine: str, progress: Progress
+    config: ScenarioConfig, *, out_dir: Path, runs: int, seed: int, engine: str, progress: Progress,
+    runtime: Runtime | None = None,
 ) -> ScenarioResult:
-    """RR-Clusters (+Adjustment) vs RR-Independent on planted-cluster data (see module docstring)."""
+    """RR-Clusters (+Adjustment) vs RR-Independent on planted-cluster data (see module
+    docstring); the actor engine's parties live on ``runtime`` (``None``: memory)."""
     params = dict(config.parameters)
     kwargs = protocol_kwargs(params)
     check_secure_sum(config)
@@ -440,7 +443,8 @@ def run_local_anonymization(
             for base in BASE_PROTOCOLS:
                 bar.set_status(base)
                 per_run[base] = run_protocol(dataset, base, kwargs[base], seed=run_seeds[r][base],
-                                             engine=engine, params=params, status=bar.set_status)
+                                             engine=engine, params=params, status=bar.set_status,
+                                             runtime=runtime)
             all_runs.append(per_run)
             bar.advance()
     errors = _query_errors(queries, all_runs, dataset)

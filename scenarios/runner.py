@@ -12,6 +12,7 @@ The names a scenario author needs are re-exported here::
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from collections.abc import Mapping
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mprr.errors import ConfigurationError
-from parties.runtime import MemoryRuntime, Runtime, current_runtime, use_runtime
+from parties.runtime import MemoryRuntime, Runtime
 from scenarios.config import ScenarioConfig
 from scenarios.out_dir import removed_on_failure
 from scenarios.progress import Progress, null_progress
@@ -82,13 +83,18 @@ def run_scenario(
     *,
     out_dir: Path | None = None,
     progress: Progress | None = None,
+    runtime: Runtime | None = None,
 ) -> RunOutcome:
     """Run ``config`` with the runner of ``spec`` and write the report into ``out_dir``.
+
+    ``runtime`` (``None``: memory) is passed to a runner that takes a ``runtime`` keyword (one
+    whose actor engine hosts parties: it hands the runtime to :func:`parties.simulate.simulate`).
 
     Raises
     ------
     ConfigurationError
-        If the configured engine is not supported by the runner.
+        If the configured engine is not supported by the runner, or a runtime is given to a
+        runner that takes none.
     """
     if config.kind != spec.kind:
         raise ConfigurationError(
@@ -102,11 +108,16 @@ def run_scenario(
     out = Path(out_dir) if out_dir is not None else default_out_dir(config)
     created = [p for p in (out, *out.parents) if not p.exists()][::-1]
     out.mkdir(parents=True, exist_ok=True)
+    hosts = "runtime" in inspect.signature(spec.runner).parameters
+    if runtime is not None and not hosts:
+        raise ConfigurationError(f"runtime {runtime.name!r} does not apply to scenario {config.name!r}: its runner "
+                                 f"(kind {spec.kind}) takes no runtime; run it without --runtime")
     with removed_on_failure(created):  # a failed run leaves no output folder it created behind
-        return _run_into(config, spec, out, progress)
+        return _run_into(config, spec, out, progress, {"runtime": runtime} if hosts else {}, runtime)
 
 
-def _run_into(config: ScenarioConfig, spec: ScenarioSpec, out: Path, progress: Progress | None) -> RunOutcome:
+def _run_into(config: ScenarioConfig, spec: ScenarioSpec, out: Path, progress: Progress | None,
+              hosting: dict[str, Runtime | None], runtime: Runtime | None) -> RunOutcome:
     progress = progress if progress is not None else null_progress()
     log.info("scenario %s (kind %s): engine %s, runs %d, seed %d, output %s",
              config.name, config.kind, config.engine, config.runs, config.seed, out)
@@ -120,6 +131,7 @@ def _run_into(config: ScenarioConfig, spec: ScenarioSpec, out: Path, progress: P
         seed=config.seed,
         engine=config.engine,
         progress=progress,
+        **hosting,
     )
     if not isinstance(result, ScenarioResult):
         raise TypeError(
@@ -128,7 +140,7 @@ def _run_into(config: ScenarioConfig, spec: ScenarioSpec, out: Path, progress: P
     all_versions = {**versions(), **result.versions}
     where: dict[str, Any] = {}
     if config.engine == "actors":  # where the parties lived (the fast path has no actor)
-        where["runtime"] = (current_runtime() or MemoryRuntime()).options()
+        where["runtime"] = (runtime or MemoryRuntime()).options()
     result = replace(
         result,
         provenance={**provenance(config, result, all_versions), **where},
@@ -202,5 +214,4 @@ def run(
     config = config.with_overrides(
         runs=runs, seed=seed, engine=engine, parameters=parameters, schema=spec.schema
     )
-    with use_runtime(runtime):
-        return run_scenario(config, spec, out_dir=out_dir, progress=progress)
+    return run_scenario(config, spec, out_dir=out_dir, progress=progress, runtime=runtime)

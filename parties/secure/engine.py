@@ -1,7 +1,7 @@
 """The secure-sum engine interface, shared helpers, and :func:`run_secure_sum`.
 
 An engine is a *choreography*: one coroutine per party and one for the controller, talking
-only through their :class:`~parties.network.Endpoint`.  The actor runtime calls them from its
+only through their :class:`~parties.transport.Endpoint`.  The actor runtime calls them from its
 own actors; :func:`run_secure_sum` is the stand-alone driver (one TaskGroup, everybody on one
 :class:`~parties.network.InMemoryNetwork`).
 

@@ -18,7 +18,8 @@ from mprr.data import Attribute, Schema
 from mprr.errors import ProtocolError
 from mprr.protocols.steps import MatrixSpec
 from parties.controller import Controller
-from parties.network import CONTROLLER, FaultPlan
+from parties.faults import FaultPlan
+from parties.transport import CONTROLLER
 from parties.runtime import HostingPlan, MemoryHosting
 from parties.secure.graph import GraphEngine
 from parties.secure.masked import MaskedEngine

@@ -15,7 +15,8 @@ from mprr.protocols.steps import MatrixSpec, OracleSpec, Report
 from parties.controller import CONTROLLER_KINDS, Controller, ReleaseRefused
 from parties.secure.messages import KeyDirectory, MaskedInput, PartialSum, SurvivorSet, UnmaskShares, id_vector
 from parties.wire.messages import Abort, OracleReport, RandomizedValues, Refusal
-from parties.network import CONTROLLER, Frame, InMemoryNetwork
+from parties.network import InMemoryNetwork
+from parties.transport import CONTROLLER, Frame
 from parties.wire.requests import ReleaseRequest, ReportRequest
 
 SIZES = (3, 2)

@@ -10,7 +10,8 @@ import pytest
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
 from parties.faults import FaultDecision, FaultInjector, FaultPlan
 from parties.wire.messages import Ack, RandomizedValues
-from parties.network import CONTROLLER, InMemoryNetwork
+from parties.network import InMemoryNetwork
+from parties.transport import CONTROLLER
 from tests.parties.transport_helpers import Probe, answer_requests, identity_matrix
 
 T = 0.05

@@ -23,7 +23,7 @@ from mprr.protocols.steps import MatrixSpec
 from parties.wire.codec import encode
 from parties.faults import FaultPlan
 from parties.wire.messages import RandomizedValues
-from parties.network import CONTROLLER
+from parties.transport import CONTROLLER
 from parties.wire.requests import ReleaseRequest
 from parties.simulate import SimulationResult, simulate_async
 from parties.traffic import LatencyModel

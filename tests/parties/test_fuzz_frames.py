@@ -28,7 +28,8 @@ from mprr.synthetic import planted_clusters
 from parties import runtime as runtime_module
 from parties.secure.messages import SurvivorSet, id_vector
 from parties.wire.codec import decode, encode
-from parties.network import CONTROLLER, Frame, InMemoryNetwork
+from parties.network import InMemoryNetwork
+from parties.transport import CONTROLLER, Frame
 from parties.simulate import SimulationResult, simulate_async
 from tests.parties.test_simulate import same_estimate
 from tests.virtual_clock import run_virtual

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from mprr.errors import ConfigurationError, PartyDropped, ProtocolError, RoundTimeout
 from parties.wire.messages import Abort, Ack, RandomizedValues
-from parties.network import CONTROLLER, InMemoryNetwork
+from parties.network import InMemoryNetwork
+from parties.transport import CONTROLLER
 from tests.virtual_clock import run_virtual
 
 T = 0.05  # tiny timeouts keep the failure tests fast

@@ -11,7 +11,10 @@ import parties.network as network
 from mprr.errors import ConfigurationError, RoundTimeout
 from parties.wire.codec import encode
 from parties.wire.messages import RandomizedValues
-from parties.network import CONTROLLER, FaultPlan, InMemoryNetwork, LatencyModel, Transport
+from parties.faults import FaultPlan
+from parties.network import InMemoryNetwork
+from parties.traffic import LatencyModel
+from parties.transport import CONTROLLER, Transport
 from tests.parties.transport_helpers import Probe, answer_requests
 
 ADULT_N = 32_561

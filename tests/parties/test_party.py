@@ -21,7 +21,8 @@ from mprr.oracles import MAX_EPSILON
 from mprr.protocols.oracle_reports import report_releases, report_uniforms, report_units
 from mprr.protocols.steps import OracleSpec, Report
 from parties.wire.messages import Abort, Ack, OracleReport, RandomizedValues, Refusal
-from parties.network import CONTROLLER, InMemoryNetwork
+from parties.network import InMemoryNetwork
+from parties.transport import CONTROLLER
 from parties.party import Party
 from mprr.privacy import RefusalReason
 from mprr.protocols.steps import MatrixSpec

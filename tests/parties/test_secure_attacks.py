@@ -21,7 +21,8 @@ from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from parties.controller import Controller
 from parties.wire.messages import Ack, Refusal
-from parties.network import CONTROLLER, InMemoryNetwork
+from parties.network import InMemoryNetwork
+from parties.transport import CONTROLLER
 from parties.runtime import HostingPlan, MemoryHosting
 from parties.simulate import PARTY_KINDS
 from mprr.privacy import DEFAULT_MIN_ROSTER, RefusalReason

@@ -13,7 +13,8 @@ import pytest
 
 from mprr.errors import ProtocolError, SecureSumAborted
 from mprr.synthetic import planted_clusters
-from parties.network import CONTROLLER, FaultPlan
+from parties.faults import FaultPlan
+from parties.transport import CONTROLLER
 from parties.party import Party
 from parties.secure.agreement import agreed_session, request_digest
 from parties.secure.graph import GraphEngine

@@ -504,7 +504,7 @@ def test_equivocation_isolating_one_party_fails_on_tcp() -> None:
 
     from mprr.data import Attribute, Schema
     from mprr.errors import ProtocolError
-    from parties.network import CONTROLLER
+    from parties.transport import CONTROLLER
     from parties.secure.agreement import agreed_session, request_digest
     from parties.secure.graph import GraphEngine
     from parties.simulate import PARTY_KINDS

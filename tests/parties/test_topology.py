@@ -7,7 +7,8 @@ import pytest
 
 from mprr.errors import ConfigurationError, ProtocolError
 from parties.wire.messages import Ack
-from parties.network import CONTROLLER, InMemoryNetwork
+from parties.network import InMemoryNetwork
+from parties.transport import CONTROLLER
 from parties.topology import Topology, actor_name
 
 

@@ -10,7 +10,9 @@ import pytest
 from mprr.errors import ConfigurationError
 from parties.wire.codec import encode
 from parties.wire.messages import Ack, RandomizedValues, Refusal
-from parties.network import CONTROLLER, InMemoryNetwork, LatencyModel
+from parties.network import InMemoryNetwork
+from parties.traffic import LatencyModel
+from parties.transport import CONTROLLER
 from parties.traffic import Counts, PhaseCounts, RoundRecord
 from tests.parties.transport_helpers import Probe, identity_matrix
 

@@ -10,7 +10,9 @@ import pytest
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from parties.wire.codec import encode
 from parties.wire.messages import Abort, Ack, RandomizedValues
-from parties.network import CONTROLLER, FaultPlan, Frame, InMemoryNetwork
+from parties.faults import FaultPlan
+from parties.network import InMemoryNetwork
+from parties.transport import CONTROLLER, Frame
 from tests.parties.transport_helpers import ChaosTransport, Probe, answer_requests, identity_matrix
 
 T = 0.05  # tiny timeouts keep the failure tests fast

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from parties.wire.messages import RandomizedValues, Refusal
-from parties.network import Envelope
+from parties.transport import Envelope
 from parties.view import ViewLog
 
 

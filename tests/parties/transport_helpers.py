@@ -17,7 +17,7 @@ import numpy as np
 
 from parties.wire.codec import ArraySpec, Message, message
 from parties.wire.messages import RandomizedValues
-from parties.network import CONTROLLER, Endpoint
+from parties.transport import CONTROLLER, Endpoint
 from parties.transport import Frame, Transport
 
 __all__ = ["ChaosTransport", "Probe", "answer_requests", "identity_matrix", "once_before"]

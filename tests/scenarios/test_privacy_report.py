@@ -17,6 +17,7 @@ from mprr.protocols import rr_clusters, rr_independent
 from mprr.streams import PartyStreams
 from mprr.synthetic import DEFAULT_SIZES, planted_clusters
 from parties.simulate import simulate
+from mprr.protocols.registry import lookup
 from scenarios.cost_model import simulate_options
 from scenarios.privacy_report import (
     POLICIES,
@@ -53,8 +54,9 @@ def attacked(small):
 @pytest.fixture(scope="module")
 def exact(small):
     """RR-Clusters with dependence 4.2: true pairs into a secure sum (ε = ∞)."""
-    options = simulate_options("4.2", "graph", small.n, 4, 30.0)
-    return simulate(small, "RR-Clusters", seed=3, p=P, Tv=100, Td=0.2, **options)
+    params = {"p": P, "Tv": 100, "Td": 0.2, "dependence": "4.2"}
+    options = simulate_options(lookup("RR-Clusters").plan(small.schema, params), "graph", small.n, 4, 30.0)
+    return simulate(small, "RR-Clusters", seed=3, **params, **options)
 
 
 # --------------------------------------------------------------------------- fast path

@@ -10,7 +10,9 @@ import networkx as nx
 import numpy as np
 
 from parties.wire.codec import decode
-from parties.network import CONTROLLER, FaultPlan, Frame, InMemoryNetwork
+from parties.faults import FaultPlan
+from parties.network import InMemoryNetwork
+from parties.transport import CONTROLLER, Frame
 from parties.secure.engine import SecureSumEngine, SecureSumResult, run_secure_sum
 from tests.virtual_clock import run_virtual
 

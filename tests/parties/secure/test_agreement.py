@@ -14,7 +14,7 @@ import pytest
 from mprr.errors import ProtocolError
 from mprr.matrices import RandomizationMatrix
 from mprr.protocols.steps import MatrixSpec
-from parties.network import CONTROLLER
+from parties.transport import CONTROLLER
 from parties.secure.agreement import DIGEST_BYTES, agreed_session, check_unit_totals, request_digest
 from parties.secure.graph import GraphEngine
 from parties.secure.masked import MaskedEngine

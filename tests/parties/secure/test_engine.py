@@ -11,7 +11,9 @@ import pytest
 
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from parties.collector import FULL_COLLECTION_EVERY
-from parties.network import CONTROLLER, FaultPlan, Frame, InMemoryNetwork
+from parties.faults import FaultPlan
+from parties.network import InMemoryNetwork
+from parties.transport import CONTROLLER, Frame
 from parties.secure.engine import TrafficCost, as_ring_vector, collect, run_secure_sum
 from parties.secure.receive import receive_sum
 from parties.secure.ring import ZMod

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
-from parties.network import CONTROLLER, FaultPlan, Frame
+from parties.faults import FaultPlan
+from parties.transport import CONTROLLER, Frame
 from parties.secure.engine import run_secure_sum
 from parties.secure import views as views_module
 from parties.secure.messages import (

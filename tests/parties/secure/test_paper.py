@@ -9,7 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mprr.errors import ConfigurationError, PartyDropped
-from parties.network import CONTROLLER, FaultPlan, InMemoryNetwork
+from parties.faults import FaultPlan
+from parties.network import InMemoryNetwork
+from parties.transport import CONTROLLER
 from parties.secure.engine import encoded_size, run_secure_sum
 from parties.secure.messages import ShareVector
 from parties.secure.paper import PaperEngine
