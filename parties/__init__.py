@@ -12,10 +12,10 @@ Modules, in dependency order:
 - ``traffic``       — per sender / receiver / kind / phase counters, rounds, simulated time
 - ``faults``        — seeded fault plans: drop, delay, duplicate, reorder, crash
 - ``mailbox``       — an actor's buffered messages and filtered receive (recv / recv_many / gather)
-- ``transport``     — the ``Transport`` interface, ``Endpoint`` (send / send_each / broadcast + its mailbox)
+- ``transport``     — the ``Transport`` interface, ``Endpoint`` (send / send_each / broadcast + its
+                      mailbox), ``Frame``, ``CONTROLLER``
 - ``network``       — ``InMemoryNetwork`` (the network of a run: mailboxes in this process, shard
                       links for parties hosted elsewhere; it routes, counts and injects faults)
-                      and ``CONTROLLER`` (re-exports the above)
 - ``secure``        — secure-sum engines ``paper`` | ``graph`` | ``masked`` (main paper 4.2;
                       Bonawitz et al. 2017); package with its own map
 - ``public_state``  — public objects shared by a run's actors: release book, secure-sum sessions
@@ -27,15 +27,17 @@ Modules, in dependency order:
 - ``controller``    — the untrusted ``Controller`` actor
 - ``driver``        — ``run_actors``: answers a protocol's steps (:mod:`mprr.protocols.steps`)
                       with the controller's rounds (releases, frequency-oracle reports) and
-                      secure sums
+                      secure sums, each step checked against the program's plan
 - ``choreographies`` — a curious controller's extra requests, for the attack tests (package)
 - ``shard``         — party shard host: many parties on one event loop behind a frame channel
 - ``channel``       — the frame channel's records (length-prefixed frames, restricted control records)
-- ``runtime``       — ``Runtime`` / ``HostingPlan``: the memory runtime (one or more shards)
+- ``runtime``       — ``Runtime`` / ``HostingPlan`` (keyword-only, validated): the memory runtime
+                      (one or more shards)
 - ``tls``           — per-run CA and mutual-TLS certificates (``cryptography``, stdlib ``ssl``)
 - ``tcp``           — the ``tcp`` runtime: worker processes over TLS, supervision
 - ``worker``        — a ``tcp`` worker process (``mprr party``): connect, host parties, serve runs
 - ``ray_runtime``   — the ``ray`` runtime: party shards as Ray async actors (optional extra)
-- ``runtime_registry`` — ``RUNTIMES`` / ``make_runtime``: a runtime by name (memory | tcp | ray)
-- ``simulate``      — ``simulate(dataset, protocol, ..., seed, runtime)``: one run of the actor path
+- ``runtime_registry`` — ``RUNTIMES`` / ``make_runtime``: a runtime object by name (memory | tcp | ray)
+- ``simulate``      — ``simulate(dataset, protocol, ..., seed, runtime)``: one run of the actor path,
+                      set up from the program's plan (:mod:`mprr.protocols.plan`)
 """

@@ -1,7 +1,8 @@
 """Every protocol of the papers, written once as a sans-I/O step program, and the fast path.
 
 Each protocol is a step program (:mod:`mprr.protocols.steps`, ``<protocol>_steps``) that yields
-release / secure-sum steps and returns the result; the local driver (:mod:`~mprr.protocols.local`)
+release / secure-sum steps and returns the result, and declares its plan
+(:mod:`mprr.protocols.plan`, ``<protocol>_plan``: its phases from its parameters alone); the local driver (:mod:`~mprr.protocols.local`)
 runs it vectorized for all n parties, the actor driver (:mod:`parties.driver`) with messages.
 The fast-path functions (``rr_independent``, ``rr_clusters``, ...) are made from the step
 programs by :func:`~mprr.protocols.local.local_protocol` (each protocol's parameters and their
@@ -36,6 +37,10 @@ Modules, in dependency order (each imports only those above it):
                         ``to_frame`` with ``se`` / ``ci_low`` / ``ci_high``)
 - ``steps``           — the step vocabulary: ``Release``, ``SecureSum``, ``Report``, ``Released``,
                         ``MatrixSpec``, ``OracleSpec``
+- ``plan``            — what a program will ask, declared from its parameters before it runs:
+                        ``Plan`` (phases, secure-sum vector lengths, ``Needs``: engine, mesh,
+                        PKI), ``@declares``, ``plan_of`` (a dry run for an undeclared,
+                        data-independent program)
 - ``oracle_reports``  — the answer to a ``Report`` step: units through frequency oracles
                         (:mod:`mprr.oracles`), every unit or one sampled unit per party, with
                         or without fake values (``report_rows``, the computation both drivers

@@ -10,8 +10,10 @@ the parties released, then ``return`` s the :class:`~mprr.protocols.result.Proto
         return release_result("RR-Independent", n=got.n, releases=(got.data,),
                               estimate=product_estimate(got.data, schema.sizes, method), ...)
 
-The program never touches data, randomness, messages or clocks (the h11 pattern).  Drivers
-answer its steps:
+The program never touches data, randomness, messages or clocks (the h11 pattern).  What it
+will ask is declared before it runs, from its parameters: its plan (:mod:`mprr.protocols.plan`,
+``@declares(rr_independent_plan)``), which a runtime reads to set the run up.  Drivers answer
+its steps:
 
 - :func:`mprr.protocols.local.run_local` — every party at once, vectorized (the fast path);
 - :func:`parties.driver.run_actors` — the controller actor sends one request per step to the
