@@ -34,6 +34,9 @@ __all__ = ["PROTOCOLS", "ProtocolEntry", "custom_entry", "lookup"]
 class ProtocolEntry:
     """A protocol by name.
 
+    What a run of the program needs (a secure sum and its engine...) is its plan
+    (:meth:`plan`, :mod:`mprr.protocols.plan`), not a property of the name.
+
     Attributes
     ----------
     name
@@ -44,9 +47,6 @@ class ProtocolEntry:
         Parameters the name implies (e.g. ``base="RR-Clusters"`` for RR-Clusters+Adjustment).
     aliases
         Other accepted names.
-
-    What a run of the program needs (a secure sum and its engine...) is its plan
-    (:meth:`plan`, :mod:`mprr.protocols.plan`), not a property of the name.
     """
 
     name: str
