@@ -54,6 +54,7 @@ from mprr.domain import check_int, check_real
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
 from mprr.privacy import (DEFAULT_MIN_ROSTER, CompositionPolicy, Ledger, PrivacyAccountant, PrivacySummary, Refusal,
                           as_policy, json_number, summarize)
+from mprr.parameters import Parameters
 from mprr.protocols.registry import custom_entry, lookup
 from mprr.protocols.steps import Program
 from mprr.protocols.result import ProtocolResult
@@ -218,6 +219,7 @@ async def simulate_async(
     runtime: Runtime | str | None = None,
     progress: Callable[[float, int, int], None] | None = None,
     progress_interval: float = 5.0,
+    parameters: Parameters | None = None,
     **params: Any,
 ) -> SimulationResult:
     """Run ``protocol`` on ``dataset`` with one actor per record (see the module docstring).
@@ -270,6 +272,9 @@ async def simulate_async(
         the ``parties.simulate`` logger (``mprr -v``).  Before a run with a secure sum whose
         closed-form cost exceeds :data:`EXPENSIVE_BYTES` or :data:`EXPENSIVE_MESSAGES`, a
         warning with that cost is logged.
+    parameters
+        The protocol's parameter object (e.g. :class:`mprr.protocols.parameters.RRClustersParameters`),
+        validated when it was built, instead of keyword parameters.
     **params
         The protocol's parameters, as for the fast-path function (e.g. ``p``, ``Tv``, ``Td``);
         RR-Clusters with dependence 4.2 / 4.3 also takes the secure-sum engine as ``secure_sum``
@@ -293,14 +298,21 @@ async def simulate_async(
             )
         params["engine"] = params.pop("secure_sum")
     entry = lookup(protocol) if isinstance(protocol, str) else custom_entry(protocol)
-    kwargs = entry.bind(params, driver=("engine",))
+    if parameters is not None:
+        unknown = sorted(set(params) - {"engine"})
+        if unknown:
+            raise ConfigurationError(f"give the protocol's parameters in the parameter object, not also as {unknown}")
+        kwargs = {**entry.bind(parameters), **params}
+    else:
+        kwargs = entry.bind(params, driver=("engine",))
     seed = check_int("seed", seed, 0)
     timeout = check_real("timeout", timeout, strict=True)
     policy = as_policy(policy)
     n = dataset.n
     budgets = _budgets(budget, n)
     engine = kwargs.get("engine", "paper")
-    secure = kwargs.get("dependence") in ("4.2", "4.3") or (not isinstance(protocol, str) and "engine" in kwargs)
+    secure = kwargs.get("dependence") in ("4.2", "4.3") or (
+        "dependence" not in kwargs and "engine" in kwargs and (entry.secure or not isinstance(protocol, str)))
     accept = PARTY_KINDS if secure else LOOP_KINDS
     mesh = secure and engine_needs_mesh(engine)  # the paper's secure sum and graph-direct need direct party links
     if secure:  # set-up: every party gets the engine (its secure-sum policy) before the run

@@ -1,19 +1,26 @@
-"""Protocol names and their step programs, with parameter checking.
+"""Protocols by name: :data:`PROTOCOLS`, a :class:`mprr.registry.Registry` of :class:`ProtocolEntry`.
 
 Canonical names are the :attr:`ProtocolResult.protocol` names; lookup ignores case, spaces and
 underscores, and accepts a few aliases (``"independent"``, ``"clusters"``, ``"lambda"``,
 ``"rr-adjustment"`` with ``base=``...).  Any driver runs the program of an entry:
 :func:`mprr.protocols.local.run_local` or :func:`parties.driver.run_actors`.
+
+A protocol of one's own is registered with :func:`register_protocol` (the same call registers
+the shipped ones); ``parties.simulate.simulate`` and the command line (a scenario's
+``protocol`` parameter, ``mprr run --plugin MODULE``) then run it by name.  An entry with a
+:class:`~mprr.parameters.Parameters` class validates its parameters once, by building that
+object (:mod:`mprr.protocols.parameters`).
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mprr.errors import ConfigurationError
+from mprr.parameters import Parameters
 from mprr.protocols.adjustment import ADJUSTABLE, rr_adjustment, rr_adjustment_steps
 from mprr.protocols.clusters import rr_clusters_steps
 from mprr.protocols.ind_joint import rr_ind_joint_steps
@@ -22,10 +29,12 @@ from mprr.protocols.joint import rr_joint_steps
 from mprr.protocols.lambda_protocol import lambda_steps
 from mprr.protocols.marginal_release import calm_steps
 from mprr.protocols.multidim import rsfd_steps, smp_steps, spl_steps
+from mprr.protocols.parameters import RRClustersParameters, RRIndependentParameters
 from mprr.protocols.sampled_clusters import rr_clusters_sampled_steps
 from mprr.protocols.steps import Program
+from mprr.registry import Registry
 
-__all__ = ["PROTOCOLS", "ProtocolEntry", "custom_entry", "lookup"]
+__all__ = ["PROTOCOLS", "ProtocolEntry", "custom_entry", "lookup", "register_protocol"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,9 @@ class ProtocolEntry:
     secure
         ``True`` when the program may ask for a secure sum (RR-Clusters with 4.2 / 4.3): a
         driver then also takes the secure-sum ``engine``.
+    parameters
+        The protocol's :class:`~mprr.parameters.Parameters` class, or ``None``: its parameters
+        are then checked against the program's signature only.
     """
 
     name: str
@@ -52,18 +64,32 @@ class ProtocolEntry:
     fixed: Mapping[str, Any]
     aliases: tuple[str, ...] = ()
     secure: bool = False
+    parameters: type[Parameters] | None = None
 
-    def bind(self, params: Mapping[str, Any], driver: tuple[str, ...] = ()) -> dict[str, Any]:
+    def bind(self, params: Mapping[str, Any] | Parameters, driver: tuple[str, ...] = ()) -> dict[str, Any]:
         """Check ``params`` against the protocol's parameters; returns the full keyword set.
 
-        ``driver`` names parameters the driver takes itself (e.g. ``("engine",)``); they are
-        accepted when the protocol is :attr:`secure`.
+        ``params`` is a mapping, or the entry's own :class:`~mprr.parameters.Parameters` object
+        (validated when it was built).  ``driver`` names parameters the driver takes itself
+        (e.g. ``("engine",)``); they are accepted when the protocol is :attr:`secure`.
 
         Raises
         ------
         ConfigurationError
-            On an unknown or missing parameter, naming the allowed ones.
+            On an unknown or missing parameter, naming the allowed ones, or a bad value (from
+            the entry's parameter object).
         """
+        if isinstance(params, Parameters):
+            if self.parameters is None or not isinstance(params, self.parameters):
+                expected = self.parameters.__name__ if self.parameters else "a mapping of parameters"
+                raise ConfigurationError(
+                    f"protocol {self.name!r} takes {expected}, got {type(params).__name__}"
+                )
+            return {**self.fixed, **params.as_kwargs()}
+        if self.parameters is not None:
+            extra = set(driver) if self.secure else set()
+            own = self.parameters.from_mapping({k: v for k, v in params.items() if k not in extra})
+            return {**self.fixed, **own.as_kwargs(), **{k: v for k, v in params.items() if k in extra}}
         clash = sorted(set(params) & set(self.fixed))
         if clash:
             raise ConfigurationError(f"{self.name} fixes {clash}; do not pass them")
@@ -95,38 +121,85 @@ def _named(program: Callable[..., Any]) -> list[inspect.Parameter]:
             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
 
-PROTOCOLS: Mapping[str, ProtocolEntry] = {
-    c.name: c
-    for c in (
-        ProtocolEntry("RR-Independent", rr_independent_steps, {}, ("independent", "protocol-1")),
-        ProtocolEntry("RR-Joint", rr_joint_steps, {}, ("joint", "protocol-2")),
-        ProtocolEntry("RR-Clusters", rr_clusters_steps, {}, ("clusters",), secure=True),
-        ProtocolEntry("RR-Independent+Adjustment", rr_adjustment_steps, {"base": "RR-Independent"},
-                      ("independent+adjustment",), secure=True),
-        ProtocolEntry("RR-Clusters+Adjustment", rr_adjustment_steps, {"base": "RR-Clusters"},
-                      ("clusters+adjustment",), secure=True),
-        ProtocolEntry("RR-Adjustment", rr_adjustment_steps, {}, ("adjustment",), secure=True),
-        ProtocolEntry("RR-Ind-Joint", rr_ind_joint_steps, {}, ("ind-joint",)),
-        ProtocolEntry("lambda-randomization", lambda_steps, {}, ("lambda", "λ-randomization")),
-        ProtocolEntry("SPL", spl_steps, {}, ("split",)),
-        ProtocolEntry("SMP", smp_steps, {}, ("sample",)),
-        ProtocolEntry("RS+FD", rsfd_steps, {}, ("rsfd", "rs-fd")),
-        ProtocolEntry("CALM-style", calm_steps, {}, ("calm",)),
-        ProtocolEntry("RR-Clusters-Sampled", rr_clusters_sampled_steps, {}, ("clusters-sampled",)),
-    )
-}
-"""Every protocol, by canonical name."""
+PROTOCOLS: Registry[ProtocolEntry] = Registry("protocol")
+"""Every protocol, by canonical name (:func:`register_protocol` adds one)."""
 
 
-def _key(name: str) -> str:
-    return name.strip().lower().replace("_", "-").replace(" ", "-")
+def register_protocol(
+    program: Callable[..., Program] | ProtocolEntry,
+    *,
+    name: str | None = None,
+    aliases: Sequence[str] = (),
+    parameters: type[Parameters] | None = None,
+    fixed: Mapping[str, Any] | None = None,
+    secure: bool = False,
+    replace: bool = False,
+) -> ProtocolEntry:
+    """Register a step program (or a ready :class:`ProtocolEntry`) under ``name``.
+
+    Parameters
+    ----------
+    program
+        ``program(schema, **params)``, a step program (:mod:`mprr.protocols.steps`), or an entry.
+    name
+        Canonical name (default: the function's name without ``_steps``).
+    aliases
+        Other accepted names.
+    parameters
+        Its :class:`~mprr.parameters.Parameters` class, if it has one.
+    fixed
+        Parameters the name implies.
+    secure
+        Whether it may yield :class:`~mprr.protocols.steps.SecureSum` steps (a driver then
+        takes the secure-sum ``engine``).
+    replace
+        Replace an entry registered under the same name.
+
+    Returns
+    -------
+    ProtocolEntry
+        The registered entry; :func:`lookup` finds it by name, and ``parties.simulate.simulate``
+        and ``mprr run`` run it by name.
+
+    Raises
+    ------
+    ConfigurationError
+        If ``program`` is not callable, or the name is taken (and not ``replace``).
+    """
+    if isinstance(program, ProtocolEntry):
+        return PROTOCOLS.register(program, replace=replace)
+    if not callable(program):
+        raise ConfigurationError(f"program must be a step-program function, got {type(program).__name__}")
+    if parameters is not None and not (isinstance(parameters, type) and issubclass(parameters, Parameters)):
+        raise ConfigurationError(f"parameters must be a mprr.parameters.Parameters class, got {parameters!r}")
+    entry = ProtocolEntry(name or getattr(program, "__name__", "").removesuffix("_steps"), program,
+                          dict(fixed or {}), tuple(aliases), secure, parameters)
+    return PROTOCOLS.register(entry, replace=replace)
 
 
-_INDEX = {
-    _key(alias): c
-    for c in PROTOCOLS.values()
-    for alias in (c.name, *c.aliases, c.name.removeprefix("RR-"))
-}
+def _shipped(name: str, program: Callable[..., Program], fixed: Mapping[str, Any], aliases: tuple[str, ...],
+             **options: Any) -> None:
+    short = name.removeprefix("RR-")
+    register_protocol(program, name=name, fixed=fixed, aliases=aliases + ((short,) if short != name else ()),
+                      **options)
+
+
+_shipped("RR-Independent", rr_independent_steps, {}, ("independent", "protocol-1"),
+         parameters=RRIndependentParameters)
+_shipped("RR-Joint", rr_joint_steps, {}, ("joint", "protocol-2"))
+_shipped("RR-Clusters", rr_clusters_steps, {}, ("clusters",), secure=True, parameters=RRClustersParameters)
+_shipped("RR-Independent+Adjustment", rr_adjustment_steps, {"base": "RR-Independent"},
+         ("independent+adjustment",), secure=True)
+_shipped("RR-Clusters+Adjustment", rr_adjustment_steps, {"base": "RR-Clusters"},
+         ("clusters+adjustment",), secure=True)
+_shipped("RR-Adjustment", rr_adjustment_steps, {}, ("adjustment",), secure=True)
+_shipped("RR-Ind-Joint", rr_ind_joint_steps, {}, ("ind-joint",))
+_shipped("lambda-randomization", lambda_steps, {}, ("lambda", "λ-randomization"))
+_shipped("SPL", spl_steps, {}, ("split",))
+_shipped("SMP", smp_steps, {}, ("sample",))
+_shipped("RS+FD", rsfd_steps, {}, ("rsfd", "rs-fd"))
+_shipped("CALM-style", calm_steps, {}, ("calm",))
+_shipped("RR-Clusters-Sampled", rr_clusters_sampled_steps, {}, ("clusters-sampled",))
 
 
 def lookup(name: str) -> ProtocolEntry:
@@ -137,9 +210,7 @@ def lookup(name: str) -> ProtocolEntry:
     ConfigurationError
         If the name is unknown (the message lists the canonical names).
     """
-    if not isinstance(name, str) or _key(name) not in _INDEX:
-        raise ConfigurationError(f"protocol must be one of {list(PROTOCOLS)}, got {name!r}")
-    return _INDEX[_key(name)]
+    return PROTOCOLS.lookup(name)
 
 
 def custom_entry(program: Callable[..., Program]) -> ProtocolEntry:

@@ -1,0 +1,119 @@
+"""The protocols' parameter objects: typed, frozen, validated once (:class:`mprr.parameters.Parameters`).
+
+Each object declares every parameter of a protocol's step program with its value type, default
+and help, validates them when it is built (the message names the parameter, the bad value and
+what is allowed), and checks the rules between them; a protocol's registry entry
+(:mod:`mprr.protocols.registry`) builds it from the caller's parameters, and the scenario
+schemas derive their fields from it (``scenarios.config.Field.derived``).
+
+- :class:`MatrixChoice` — the attribute matrices of the papers' protocols: ``p`` (main paper
+  6.3.1), ``epsilon_per_attribute`` (GRR) or ``epsilon`` per respondent, exactly one
+- :class:`RRIndependentParameters` — RR-Independent (main paper Protocol 1)
+- :class:`RRClustersParameters` — RR-Clusters (main paper Section 4, Algorithm 1, 6.3.2)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from mprr.errors import ConfigurationError
+from mprr.estimation import POSTPROCESSORS
+from mprr.matrices import RandomizationMatrix
+from mprr.parameters import Choice, Float, Int, Parameters, PerAttribute, parameter
+from mprr.protocols.dependences import DEPENDENCE_METHODS, TABLE_SOURCES
+from mprr.protocols.estimate import DEFAULT_POSTPROCESS
+from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS
+
+__all__ = ["EPSILON", "KEEP_PROBABILITY", "MatrixChoice", "POSTPROCESS", "RRClustersParameters",
+           "RRIndependentParameters"]
+
+KEEP_PROBABILITY = Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True)
+"""A keep probability p of main paper 6.3.1: in (0, 1) (p = 0 is singular, p = 1 has ε = ∞)."""
+EPSILON = Float(min=0.0, min_exclusive=True)
+"""A finite ε > 0."""
+POSTPROCESS = Choice(tuple(sorted(POSTPROCESSORS)))
+"""A post-processing of the eq. (2) estimates (:data:`mprr.estimation.POSTPROCESSORS`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MatrixChoice(Parameters):
+    """How the attribute matrices are chosen: exactly one of ``p``, ``epsilon_per_attribute``,
+    ``epsilon`` (and, where a protocol takes them, explicit ``matrices``)."""
+
+    p: Any = parameter(PerAttribute(KEEP_PROBABILITY), None,
+                       help="keep probability of main paper 6.3.1 (keep_or_uniform(|A|, p)), for every "
+                            "attribute or one per attribute")
+    epsilon_per_attribute: Any = parameter(PerAttribute(EPSILON), None,
+                                           help="ε of every attribute's generalized RR (the papers' setting)")
+    epsilon: float | None = parameter(EPSILON, None,
+                                      help="privacy budget ε per respondent (sequential over everything it releases)")
+    postprocess: str = parameter(POSTPROCESS, DEFAULT_POSTPROCESS,
+                                 help="post-processing of the eq. (2) estimates (paper: clip-rescale)")
+
+    def chosen(self) -> list[str]:
+        """The matrix parameters given."""
+        return [name for name in ("p", "epsilon_per_attribute", "epsilon", "matrices")
+                if getattr(self, name, None) is not None]
+
+    def validate(self) -> None:
+        given = self.chosen()
+        if len(given) != 1:
+            raise ConfigurationError(
+                "give exactly one of p, epsilon_per_attribute, epsilon (per respondent) or matrices for the "
+                f"attribute matrices, got {given or 'none'}"
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RRIndependentParameters(MatrixChoice):
+    """Parameters of RR-Independent (main paper Protocol 1;
+    :func:`mprr.protocols.independent.rr_independent_steps`)."""
+
+    protocol: ClassVar[str] = "RR-Independent"
+
+    matrices: Sequence[RandomizationMatrix] | None = field(default=None)
+    """Explicit matrices, one per attribute (checked against the schema by the program)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RRClustersParameters(MatrixChoice):
+    """Parameters of RR-Clusters (main paper Section 4; :func:`mprr.protocols.clusters.rr_clusters_steps`)."""
+
+    protocol: ClassVar[str] = "RR-Clusters"
+
+    Tv: float = parameter(Float(min=1.0, allow_inf=True, integers_kept=True),
+                          help="Algorithm 1: largest number of value combinations of a cluster")
+    Td: float = parameter(Float(min=0.0, max=1.0), help="Algorithm 1: smallest dependence to merge")
+    discovery_share: float = parameter(
+        Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True), 0.5,
+        help="with epsilon: share of the budget RR-Clusters spends on its dependence phase")
+    dependence: str = parameter(Choice(DEPENDENCE_METHODS), "4.1",
+                                help="how RR-Clusters gets dependences (main paper 4.1, 4.2 or 4.3)")
+    tables: str = parameter(Choice(TABLE_SOURCES), "estimated",
+                            help="4.1: dependences on estimated or randomized pair tables")
+    pair_epsilon: float | None = parameter(EPSILON, None, help="4.3: ε of every pair matrix (default ε_i + ε_j)")
+    max_cells: int = parameter(Int(min=2), DEFAULT_JOINT_MAX_CELLS,
+                               help="largest cluster domain RR-Clusters releases (its dense matrix is max_cells²)")
+
+    def validate(self) -> None:
+        super().validate()
+        if self.epsilon is None and self.discovery_share != 0.5:
+            raise ConfigurationError(
+                f"discovery_share applies with a budget per respondent (epsilon) only, got {self.discovery_share!r}"
+            )
+        if self.epsilon is not None and self.dependence == "4.2":
+            raise ConfigurationError(
+                f"dependence='4.2' releases exact pair values (ε = ∞, no DP guarantee) and cannot meet a budget "
+                f"of epsilon = {self.epsilon!r} per respondent; use dependence '4.1' or '4.3', or the papers' "
+                "per-attribute setting (p or epsilon_per_attribute)"
+            )
+        if self.pair_epsilon is not None and self.dependence != "4.3":
+            raise ConfigurationError(
+                f"pair_epsilon applies to dependence='4.3' only, got dependence={self.dependence!r}"
+            )
+        if self.tables != "estimated" and self.dependence != "4.1":
+            raise ConfigurationError(
+                f"tables='randomized' applies to dependence='4.1' only, got dependence={self.dependence!r}"
+            )
