@@ -3,7 +3,8 @@
 A :class:`ValueType` checks one value (``check(value, key)`` returns it normalised or raises
 :class:`~mprr.errors.ConfigurationError` naming the key, the bad value and what is allowed):
 :class:`Int`, :class:`Float`, :class:`Bool`, :class:`Str`, :class:`Choice`, :class:`List` and
-:class:`PerAttribute` (a scalar for every attribute, or one value per attribute).
+:class:`PerAttribute` (a scalar for every attribute, or one value per attribute) and
+:class:`Registered` (a name of a :class:`~mprr.registry.Registry`).
 
 A :class:`Parameters` subclass is a frozen dataclass whose fields are declared with
 :func:`parameter` (a value type, a default, one line of help): building one validates every
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from mprr.errors import ConfigurationError
+from mprr.registry import Registry
 
 __all__ = [
     "REQUIRED",
@@ -33,6 +35,7 @@ __all__ = [
     "ParameterSpec",
     "Parameters",
     "PerAttribute",
+    "Registered",
     "Str",
     "ValueType",
     "parameter",
@@ -238,6 +241,22 @@ class PerAttribute(ValueType):
 
 def _scalar(value: Any) -> bool:
     return isinstance(value, (int, float, bool)) or (hasattr(value, "__float__") and not hasattr(value, "__len__"))
+
+
+@dataclass(frozen=True)
+class Registered(ValueType):
+    """A name registered in ``registry`` (:class:`mprr.registry.Registry`), as registered when the
+    value is checked (so a user's later registration counts); returns the canonical name."""
+
+    registry: Registry[Any]
+
+    def describe(self) -> str:
+        return f"one of the {self.registry.kind}s " + ", ".join(repr(n) for n in self.registry)
+
+    def check(self, value: Any, key: str) -> str:
+        if not self.registry.accepts(value):
+            raise self._fail(value, key)
+        return str(self.registry.lookup(value).name)
 
 
 # --------------------------------------------------------------------------- parameter objects

@@ -29,7 +29,9 @@ from types import MappingProxyType
 from typing import Any
 
 from mprr.errors import ConfigurationError
-from mprr.parameters import REQUIRED, Bool, Choice, Float, Int, List, Str, ValueType, show_value as _show
+from mprr.parameters import (REQUIRED, Bool, Choice, Float, Int, List, Parameters, PerAttribute, Registered, Str,
+                             ValueType)
+from mprr.parameters import show_value as _show
 
 __all__ = [
     "REQUIRED",
@@ -41,6 +43,7 @@ __all__ = [
     "Int",
     "List",
     "PathValue",
+    "Registered",
     "Schema",
     "ScenarioConfig",
     "ScenarioModule",
@@ -51,6 +54,8 @@ __all__ = [
 ]
 
 ENGINES = ("fast", "actors")
+
+_SAME: Any = object()  # Field.derived: take the parameter object's own default
 
 
 
@@ -130,6 +135,21 @@ class Field:
     type: ValueType
     default: Any = REQUIRED
     help: str = ""
+
+    @classmethod
+    def derived(cls, parameters: type[Parameters], key: str, default: Any = _SAME, *, type: ValueType | None = None,
+                help: str | None = None, scalar: bool = False) -> Field:
+        """The field of a protocol parameter, derived from its parameter object
+        (:class:`mprr.parameters.Parameters`): its value type, default and help, each unless given.
+
+        ``scalar`` takes the one-value form of a per-attribute parameter
+        (:class:`~mprr.parameters.PerAttribute`); ``type`` narrows the value type where a
+        scenario accepts less than the protocol (a smaller ``max_cells``, no raw estimate).
+        """
+        spec = parameters.spec(key)
+        kind = spec.type.item if scalar and isinstance(spec.type, PerAttribute) else spec.type
+        return cls(key, kind if type is None else type, spec.default if default is _SAME else default,
+                   spec.help if help is None else help)
 
 
 class Schema:

@@ -17,7 +17,7 @@ from mprr.synthetic import DEFAULT_SIZES
 from scenarios.cli import main
 from scenarios.cost_model import rr_closed_form
 from scenarios.plots import CustomPlot, FigureSpec
-from scenarios.local_anonymization import LABELS, check_secure_sum, derive_seeds, protocol_kwargs
+from scenarios.local_anonymization import LABELS, check_secure_sum, derive_seeds, protocol_parameters
 from scenarios.registry import get, load
 from scenarios.runner import run
 
@@ -178,9 +178,9 @@ def test_bad_parameters_are_rejected(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match=r"give one of parameters.epsilon \(per respondent\), "
                                                  r"parameters.epsilon_per_attribute or parameters.p, got epsilon = 1.0 "
                                                  r"and p = 0.5"):
-        protocol_kwargs({"p": 0.5, "epsilon": 1.0, "epsilon_per_attribute": None, "postprocess": "clip-rescale",
+        protocol_parameters({"p": 0.5, "epsilon": 1.0, "epsilon_per_attribute": None, "postprocess": "clip-rescale",
                          "Tv": 10, "Td": 0.1, "dependence": "4.1"})
-    with pytest.raises(ConfigurationError, match="parameters.secure_sum must be one of 'paper', 'graph'"):
+    with pytest.raises(ConfigurationError, match="parameters.secure_sum must be one of the secure-sum engines 'paper', 'paper-per-combination', 'graph'"):
         run("local_anonymization", out_dir=tmp_path, parameters={"n": 50, "secure_sum": "carrier-pigeon"})
     with pytest.raises(ConfigurationError, match="parameters.n must be an integer >= 2"):
         run("local_anonymization", out_dir=tmp_path, parameters={"n": 1})
