@@ -100,7 +100,7 @@ MATRIX_FAMILIES: Registry[MatrixFamily] = Registry("matrix family")
 def register_matrix_family(family: MatrixFamily, *, replace: bool = False) -> MatrixFamily:
     """Register ``family`` in :data:`MATRIX_FAMILIES` (ConfigurationError if its name is taken)."""
     if not isinstance(family, MatrixFamily):
-        raise ConfigurationError(f"family must be a MatrixFamily, got {type(family).__name__}")
+        raise ConfigurationError(f"family must be a MatrixFamily, got {family!r}")
     return MATRIX_FAMILIES.register(family, replace=replace)
 
 

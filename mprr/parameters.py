@@ -251,7 +251,9 @@ class Registered(ValueType):
     registry: Registry[Any]
 
     def describe(self) -> str:
-        return f"one of the {self.registry.kind}s " + ", ".join(repr(n) for n in self.registry)
+        kind = self.registry.kind
+        kinds = kind[:-1] + "ies" if kind.endswith("y") else kind + "s"
+        return f"one of the {kinds} " + ", ".join(repr(n) for n in self.registry)
 
     def check(self, value: Any, key: str) -> str:
         if not self.registry.accepts(value):

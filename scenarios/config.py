@@ -19,6 +19,7 @@ type, allowed values / range, default).  Unknown keys, wrong types and bad value
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import math
 import tomllib
@@ -137,7 +138,7 @@ class Field:
     help: str = ""
 
     @classmethod
-    def derived(cls, parameters: type[Parameters], key: str, default: Any = _SAME, *, type: ValueType | None = None,
+    def derived(cls, parameters: builtins.type[Parameters], key: str, default: Any = _SAME, *, type: ValueType | None = None,
                 help: str | None = None, scalar: bool = False) -> Field:
         """The field of a protocol parameter, derived from its parameter object
         (:class:`mprr.parameters.Parameters`): its value type, default and help, each unless given.

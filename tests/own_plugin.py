@@ -72,8 +72,9 @@ class RingEngine(GraphEngine):
 
     name = "ring"
 
-    def __init__(self, *, seed: int = 0, round_timeout: float = 30.0) -> None:
-        super().__init__(topology="regular", degree=2, seed=seed, relay=True, round_timeout=round_timeout)
+    def __init__(self, *, seed: int = 0, round_timeout: float = 30.0, max_value: int = 1) -> None:
+        super().__init__(topology="regular", degree=2, seed=seed, relay=True, round_timeout=round_timeout,
+                         max_value=max_value)
 
 
 register_protocol(pairs_steps, name="pairs", parameters=PairsParameters, replace=True)

@@ -124,15 +124,15 @@ def register_engine(entry: EngineEntry, *, replace: bool = False) -> EngineEntry
     """Register ``entry`` in :data:`ENGINES`; the actor driver, ``simulate(..., engine=NAME)`` and a
     scenario's ``secure_sum`` then build it by name (ConfigurationError if the name is taken)."""
     if not isinstance(entry, EngineEntry):
-        raise ConfigurationError(f"entry must be an EngineEntry, got {type(entry).__name__}")
+        raise ConfigurationError(f"entry must be an EngineEntry, got {entry!r}")
     return ENGINES.register(entry, replace=replace)
 
 
 for _entry in (
-    EngineEntry("paper", PaperEngine, {}, (), {MESH}),
-    EngineEntry("paper-per-combination", PaperEngine, {"batched": False}, (), {MESH}),
+    EngineEntry("paper", PaperEngine, {}, (), frozenset({MESH})),
+    EngineEntry("paper-per-combination", PaperEngine, {"batched": False}, (), frozenset({MESH})),
     EngineEntry("graph", GraphEngine, {}, ("degree", "seed"), sized={"relay": True}),
-    EngineEntry("graph-direct", GraphEngine, {"relay": False}, ("degree", "seed"), {MESH}),
+    EngineEntry("graph-direct", GraphEngine, {"relay": False}, ("degree", "seed"), frozenset({MESH})),
     EngineEntry("masked", MaskedEngine, {}, ("threshold", "seed")),
     EngineEntry("masked-sparse", MaskedEngine, {"topology": "regular", "degree": 8}, ("degree", "threshold", "seed")),
 ):

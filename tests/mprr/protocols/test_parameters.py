@@ -1,0 +1,72 @@
+"""The protocols' parameter objects (mprr.protocols.parameters): bad values refused once, at
+binding, naming the parameter; the object runs a protocol exactly as its keywords do."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mprr.errors import ConfigurationError
+from mprr.protocols.local import run_local
+from mprr.protocols.parameters import RRClustersParameters, RRIndependentParameters
+from mprr.protocols.registry import lookup
+from mprr.streams import PartyStreams
+from mprr.synthetic import planted_clusters
+
+
+@pytest.mark.parametrize(
+    ("values", "match"),
+    [
+        ({"p": 1.0}, r"^p must be a finite number > 0 and < 1, got 1.0 \(float\)$"),
+        ({"p": [0.5, 0.0]}, r"^p\[1\] must be a finite number > 0 and < 1, got 0.0 \(float\)$"),
+        ({"epsilon": -1}, r"^epsilon must be a finite number > 0, got -1 \(int\)$"),
+        ({"epsilon_per_attribute": float("inf")}, r"^epsilon_per_attribute must be a finite number > 0, got inf"),
+        ({"p": 0.5, "epsilon": 1.0}, r"give exactly one of p, epsilon_per_attribute, epsilon \(per respondent\) or "
+                                     r"matrices for the attribute matrices, got \['p', 'epsilon'\]"),
+        ({}, r"give exactly one of .*, got none"),
+        ({"p": 0.5, "postprocess": "round"}, r"^postprocess must be one of 'clip-rescale', 'ibu', 'none', "
+                                             r"'project-simplex', got 'round' \(str\)$"),
+    ],
+)
+def test_rr_independent_parameters_refuse_bad_values(values: dict[str, object], match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        RRIndependentParameters(**values)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("values", "match"),
+    [
+        ({"Tv": 0.5}, r"^Tv must be a number >= 1, got 0.5 \(float\)$"),
+        ({"Td": 1.5}, r"^Td must be a finite number >= 0 and <= 1, got 1.5 \(float\)$"),
+        ({"dependence": "4.4"}, r"^dependence must be one of '4.1', '4.2', '4.3', got '4.4' \(str\)$"),
+        ({"tables": "raw"}, r"^tables must be one of 'estimated', 'randomized', got 'raw' \(str\)$"),
+        ({"max_cells": 1}, r"^max_cells must be an integer >= 2, got 1 \(int\)$"),
+        ({"p": None, "epsilon": 2.0, "discovery_share": 1.0},
+         r"^discovery_share must be a finite number > 0 and < 1, got 1.0 \(float\)$"),
+        ({"discovery_share": 0.3}, r"discovery_share applies with a budget per respondent \(epsilon\) only, got 0.3"),
+        ({"p": None, "epsilon": 2.0, "dependence": "4.2"}, r"dependence='4.2' releases exact pair values .* cannot "
+                                                           r"meet a budget of epsilon = 2.0 per respondent"),
+        ({"pair_epsilon": 1.0}, r"pair_epsilon applies to dependence='4.3' only, got dependence='4.1'"),
+        ({"tables": "randomized", "dependence": "4.3"}, r"tables='randomized' applies to dependence='4.1' only"),
+    ],
+)
+def test_rr_clusters_parameters_refuse_bad_values(values: dict[str, object], match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        RRClustersParameters(**{"Tv": 50, "Td": 0.1, "p": 0.7, **values})  # type: ignore[arg-type]
+
+
+def test_an_object_is_validated_once_and_runs_as_its_keywords() -> None:
+    params = RRClustersParameters(Tv=60, Td=0.1, epsilon=3, discovery_share=0.4)
+    assert (params.Tv, params.epsilon) == (60, 3.0)  # Tv keeps an integer, ε is a float
+    entry = lookup("clusters")
+    assert entry.bind(params) == params.as_kwargs()
+    assert entry.bind({"Tv": 60, "Td": 0.1, "epsilon": 3, "discovery_share": 0.4}) == params.as_kwargs()
+    data = planted_clusters(400, rng=np.random.default_rng(2)).dataset
+    by_object = run_local(entry.program, data, rng=PartyStreams(8, data.n), **entry.bind(params))
+    by_keywords = run_local(entry.program, data, rng=PartyStreams(8, data.n), Tv=60, Td=0.1, epsilon=3,
+                            discovery_share=0.4)
+    np.testing.assert_array_equal(by_object.releases[1].codes, by_keywords.releases[1].codes)
+    assert by_object.parameters == by_keywords.parameters
+    with pytest.raises(ConfigurationError, match=r"protocol 'RR-Independent' takes RRIndependentParameters, got "
+                                                 r"RRClustersParameters"):
+        lookup("independent").bind(params)
