@@ -481,6 +481,6 @@ def _explain(error: BaseException, crashed: frozenset[int]) -> BaseException:
 
 
 def simulate(dataset: Dataset, protocol: str | Callable[..., Program], *, seed: int,
-             **options: Any) -> SimulationResult:
+             parameters: Parameters | None = None, **options: Any) -> SimulationResult:
     """Synchronous wrapper of :func:`simulate_async` (``asyncio.run``); same parameters."""
-    return asyncio.run(simulate_async(dataset, protocol, seed=seed, **options))
+    return asyncio.run(simulate_async(dataset, protocol, seed=seed, parameters=parameters, **options))

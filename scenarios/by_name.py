@@ -20,6 +20,7 @@ import numpy as np
 
 from mprr.data import Dataset
 from mprr.errors import ConfigurationError
+from mprr.parameters import Parameters
 from mprr.protocols.local import run_local
 from mprr.protocols.registry import lookup
 from mprr.protocols.result import ProtocolResult
@@ -94,18 +95,25 @@ def simulate_by_name(
     centrally).
     """
     entry = lookup(protocol)
-    params = dict(parameters or {})
+    given = dict(parameters or {})
+    own: Parameters | None = None
+    if entry.parameters is not None:  # validated once, here, by the protocol's parameter object
+        own = entry.parameters.from_mapping(given)
+    bound = entry.bind(given if own is None else own)
     if engine == "fast":
-        result = run_local(entry.program, dataset, rng=PartyStreams(seed, dataset.n), **entry.bind(params))
-        return SimulationSummary(entry.name, dataset.n, seed, engine, result, dict(params))
+        result = run_local(entry.program, dataset, rng=PartyStreams(seed, dataset.n), **bound)
+        return SimulationSummary(entry.name, dataset.n, seed, engine, result, given)
     if engine != "actors":
         raise ConfigurationError(f"engine must be 'fast' or 'actors', got {engine!r}")
     from parties.simulate import simulate
 
     options = {} if secure_sum is None else {"engine": secure_sum}
-    sim = simulate(dataset, entry.name, seed=seed, runtime=runtime, **params, **options)
+    if own is not None:
+        sim = simulate(dataset, entry.name, seed=seed, runtime=runtime, parameters=own, **options)
+    else:
+        sim = simulate(dataset, entry.name, seed=seed, runtime=runtime, **given, **options)
     traffic = sim.traffic
-    return SimulationSummary(entry.name, dataset.n, seed, engine, sim.result, {**params, **options},
+    return SimulationSummary(entry.name, dataset.n, seed, engine, sim.result, {**given, **options},
                              traffic.messages, traffic.bytes, traffic.rounds)
 
 
