@@ -337,8 +337,9 @@ class Parameters:
         )
 
     @classmethod
-    def from_mapping(cls: type[P], values: Mapping[str, Any]) -> P:
-        """Build from a mapping of parameter names to values.
+    def from_mapping(cls: type[P], values: Mapping[str, Any], *, protocol: str | None = None) -> P:
+        """Build from a mapping of parameter names to values (``protocol``: the name messages use,
+        by default :attr:`protocol`).
 
         Raises
         ------
@@ -346,13 +347,14 @@ class Parameters:
             For an unknown or a missing parameter (naming the allowed ones), or a bad value.
         """
         names = [f.name for f in dataclasses.fields(cls)]
-        what = f" for protocol {cls.protocol!r}" if cls.protocol else f" of {cls.__name__}"
+        name = protocol or cls.protocol
+        what = f" for protocol {name!r}" if name else f" of {cls.__name__}"
         unknown = sorted(set(values) - set(names))
         if unknown:
             raise ConfigurationError(f"unknown parameter(s) {unknown}{what}; allowed: {names}")
         missing = sorted(s.name for s in cls.specs() if s.default is REQUIRED and s.name not in values)
         if missing:
-            raise ConfigurationError(f"protocol {cls.protocol or cls.__name__!r} needs parameter(s) {missing}")
+            raise ConfigurationError(f"protocol {name or cls.__name__!r} needs parameter(s) {missing}")
         return cls(**values)
 
     def as_kwargs(self) -> dict[str, Any]:

@@ -98,7 +98,7 @@ def simulate_by_name(
     given = dict(parameters or {})
     own: Parameters | None = None
     if entry.parameters is not None:  # validated once, here, by the protocol's parameter object
-        own = entry.parameters.from_mapping(given)
+        own = entry.parameters.from_mapping(given, protocol=entry.name)
     bound = entry.bind(given if own is None else own)
     if engine == "fast":
         result = run_local(entry.program, dataset, rng=PartyStreams(seed, dataset.n), **bound)

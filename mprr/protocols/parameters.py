@@ -10,6 +10,9 @@ schemas derive their fields from it (``scenarios.config.Field.derived``).
   6.3.1), ``epsilon_per_attribute`` (GRR) or ``epsilon`` per respondent, exactly one
 - :class:`RRIndependentParameters` — RR-Independent (main paper Protocol 1)
 - :class:`RRClustersParameters` — RR-Clusters (main paper Section 4, Algorithm 1, 6.3.2)
+- :class:`RRJointParameters` — RR-Joint (main paper Protocol 2)
+- :class:`OracleParameters` — SPL and SMP (Arcolezi et al.; frequency oracles of Wang et al. 2017)
+- :class:`RSFDParameters` — RS+FD[GRR] (Arcolezi et al., CIKM 2021)
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ from mprr.parameters import Choice, Float, Int, Parameters, PerAttribute, parame
 from mprr.protocols.dependences import DEPENDENCE_METHODS, TABLE_SOURCES
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS
 from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS
+from mprr.protocols.multidim import ORACLE_CHOICES
+from mprr.protocols.oracle_reports import DEFAULT_ORACLE_POSTPROCESS, ORACLE_POSTPROCESS
 
-__all__ = ["EPSILON", "KEEP_PROBABILITY", "MatrixChoice", "POSTPROCESS", "RRClustersParameters",
-           "RRIndependentParameters"]
+__all__ = ["EPSILON", "KEEP_PROBABILITY", "MatrixChoice", "ORACLE_POSTPROCESSING", "OracleParameters", "POSTPROCESS",
+           "RRClustersParameters", "RRIndependentParameters", "RRJointParameters", "RSFDParameters"]
 
 KEEP_PROBABILITY = Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True)
 """A keep probability p of main paper 6.3.1: in (0, 1) (p = 0 is singular, p = 1 has ε = ∞)."""
@@ -35,6 +40,8 @@ EPSILON = Float(min=0.0, min_exclusive=True)
 """A finite ε > 0."""
 POSTPROCESS = Choice(tuple(sorted(POSTPROCESSORS)))
 """A post-processing of the eq. (2) estimates (:data:`mprr.estimation.POSTPROCESSORS`)."""
+ORACLE_POSTPROCESSING = Choice(ORACLE_POSTPROCESS)
+"""A post-processing of frequency-oracle estimates (:data:`mprr.protocols.oracle_reports.ORACLE_POSTPROCESS`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,3 +124,50 @@ class RRClustersParameters(MatrixChoice):
             raise ConfigurationError(
                 f"tables='randomized' applies to dependence='4.1' only, got dependence={self.dependence!r}"
             )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RRJointParameters(Parameters):
+    """Parameters of RR-Joint (main paper Protocol 2; :func:`mprr.protocols.joint.rr_joint_steps`):
+    exactly one of ``p`` (the budget of RR-Independent with that keep probability), ``epsilon``
+    (of the joint matrix) and an explicit joint ``matrix``."""
+
+    protocol: ClassVar[str] = "RR-Joint"
+
+    p: Any = parameter(PerAttribute(KEEP_PROBABILITY), None,
+                       help="keep probability of main paper 6.3.1 whose Σ_A ε_A the joint matrix carries")
+    epsilon: float | None = parameter(EPSILON, None, help="ε of the ε-optimal joint matrix")
+    matrix: RandomizationMatrix | None = field(default=None)
+    """An explicit matrix over the joint domain (checked against the schema by the program)."""
+    postprocess: str = parameter(POSTPROCESS, DEFAULT_POSTPROCESS,
+                                 help="post-processing of the eq. (2) estimate (paper: clip-rescale)")
+    max_cells: int = parameter(Int(min=2), DEFAULT_JOINT_MAX_CELLS, help="largest joint domain accepted")
+
+    def validate(self) -> None:
+        given = [k for k in ("p", "epsilon", "matrix") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ConfigurationError(f"give exactly one of p, epsilon or matrix, got {given or 'none'}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class OracleParameters(Parameters):
+    """Parameters of SPL and SMP (:func:`mprr.protocols.multidim.spl_steps`, ``smp_steps``)."""
+
+    protocol: ClassVar[str] = "SPL"
+
+    epsilon: float = parameter(EPSILON, help="ε per respondent (sequential over everything it reports)")
+    oracle: str = parameter(Choice(ORACLE_CHOICES), "adaptive",
+                            help="frequency oracle: the least-variance one per unit (adaptive), or grr / oue / olh")
+    postprocess: str = parameter(ORACLE_POSTPROCESSING, DEFAULT_ORACLE_POSTPROCESS,
+                                 help="post-processing of the oracle estimates (norm-sub, the literature's)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RSFDParameters(Parameters):
+    """Parameters of RS+FD[GRR] (:func:`mprr.protocols.multidim.rsfd_steps`)."""
+
+    protocol: ClassVar[str] = "RS+FD"
+
+    epsilon: float = parameter(EPSILON, help="ε per respondent, record-level")
+    postprocess: str = parameter(ORACLE_POSTPROCESSING, DEFAULT_ORACLE_POSTPROCESS,
+                                 help="post-processing of the oracle estimates (norm-sub, the literature's)")

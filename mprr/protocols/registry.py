@@ -29,7 +29,8 @@ from mprr.protocols.joint import rr_joint_steps
 from mprr.protocols.lambda_protocol import lambda_steps
 from mprr.protocols.marginal_release import calm_steps
 from mprr.protocols.multidim import rsfd_steps, smp_steps, spl_steps
-from mprr.protocols.parameters import RRClustersParameters, RRIndependentParameters
+from mprr.protocols.parameters import (OracleParameters, RRClustersParameters, RRIndependentParameters,
+                                       RRJointParameters, RSFDParameters)
 from mprr.protocols.sampled_clusters import rr_clusters_sampled_steps
 from mprr.protocols.steps import Program
 from mprr.registry import Registry
@@ -88,7 +89,8 @@ class ProtocolEntry:
             return {**self.fixed, **params.as_kwargs()}
         if self.parameters is not None:
             extra = set(driver) if self.secure else set()
-            own = self.parameters.from_mapping({k: v for k, v in params.items() if k not in extra})
+            own = self.parameters.from_mapping({k: v for k, v in params.items() if k not in extra},
+                                               protocol=self.name)
             return {**self.fixed, **own.as_kwargs(), **{k: v for k, v in params.items() if k in extra}}
         clash = sorted(set(params) & set(self.fixed))
         if clash:
@@ -186,7 +188,7 @@ def _shipped(name: str, program: Callable[..., Program], fixed: Mapping[str, Any
 
 _shipped("RR-Independent", rr_independent_steps, {}, ("independent", "protocol-1"),
          parameters=RRIndependentParameters)
-_shipped("RR-Joint", rr_joint_steps, {}, ("joint", "protocol-2"))
+_shipped("RR-Joint", rr_joint_steps, {}, ("joint", "protocol-2"), parameters=RRJointParameters)
 _shipped("RR-Clusters", rr_clusters_steps, {}, ("clusters",), secure=True, parameters=RRClustersParameters)
 _shipped("RR-Independent+Adjustment", rr_adjustment_steps, {"base": "RR-Independent"},
          ("independent+adjustment",), secure=True)
@@ -195,9 +197,9 @@ _shipped("RR-Clusters+Adjustment", rr_adjustment_steps, {"base": "RR-Clusters"},
 _shipped("RR-Adjustment", rr_adjustment_steps, {}, ("adjustment",), secure=True)
 _shipped("RR-Ind-Joint", rr_ind_joint_steps, {}, ("ind-joint",))
 _shipped("lambda-randomization", lambda_steps, {}, ("lambda", "λ-randomization"))
-_shipped("SPL", spl_steps, {}, ("split",))
-_shipped("SMP", smp_steps, {}, ("sample",))
-_shipped("RS+FD", rsfd_steps, {}, ("rsfd", "rs-fd"))
+_shipped("SPL", spl_steps, {}, ("split",), parameters=OracleParameters)
+_shipped("SMP", smp_steps, {}, ("sample",), parameters=OracleParameters)
+_shipped("RS+FD", rsfd_steps, {}, ("rsfd", "rs-fd"), parameters=RSFDParameters)
 _shipped("CALM-style", calm_steps, {}, ("calm",))
 _shipped("RR-Clusters-Sampled", rr_clusters_sampled_steps, {}, ("clusters-sampled",))
 

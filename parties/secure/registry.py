@@ -158,7 +158,8 @@ def make_engine(name: str | SecureSumEngine, **options: Any) -> SecureSumEngine:
 
 def engine_needs_mesh(engine: str | SecureSumEngine) -> bool:
     """Whether ``engine`` sends shares over direct party links (its network needs a full mesh):
-    a registered name whose entry needs :data:`MESH`, or an engine object that says so."""
+    a registered name whose entry needs :data:`MESH`, or an engine object of the paper engine or
+    of a graph engine that never relays."""
     if isinstance(engine, str):
         return MESH in ENGINES.lookup(engine).needs
     return bool(getattr(engine, "name", None) == "paper" or getattr(engine, "relay", None) is False)

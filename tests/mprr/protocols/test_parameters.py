@@ -70,3 +70,24 @@ def test_an_object_is_validated_once_and_runs_as_its_keywords() -> None:
     with pytest.raises(ConfigurationError, match=r"protocol 'RR-Independent' takes RRIndependentParameters, got "
                                                  r"RRClustersParameters"):
         lookup("independent").bind(params)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "values", "match"),
+    [
+        ("RR-Joint", {"p": 0.5, "epsilon": 1.0}, r"give exactly one of p, epsilon or matrix, got \['p', 'epsilon'\]"),
+        ("RR-Joint", {"epsilon": 1.0, "max_cells": 1}, r"^max_cells must be an integer >= 2, got 1 \(int\)$"),
+        ("SPL", {"epsilon": 1.0, "oracle": "rappor"},
+         r"^oracle must be one of 'adaptive', 'grr', 'oue', 'olh', got 'rappor' \(str\)$"),
+        ("SMP", {"epsilon": 0}, r"^epsilon must be a finite number > 0, got 0 \(int\)$"),
+        ("SMP", {"epsilon": 1.0, "p": 0.5}, r"unknown parameter\(s\) \['p'\] for protocol 'SMP'; allowed: "
+                                            r"\['epsilon', 'oracle', 'postprocess'\]"),
+        ("RS+FD", {"epsilon": 1.0, "postprocess": "ibu"},
+         r"^postprocess must be one of 'norm-sub', 'clip-rescale', 'project-simplex', 'none', got 'ibu' \(str\)$"),
+        ("RS+FD", {}, r"protocol 'RS\+FD' needs parameter\(s\) \['epsilon'\]"),
+    ],
+)
+def test_every_object_names_the_protocol_the_parameter_and_what_is_allowed(protocol: str, values: dict[str, object],
+                                                                            match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        lookup(protocol).bind(values)
