@@ -107,7 +107,7 @@ def simulate_by_name(
         raise ConfigurationError(f"engine must be 'fast' or 'actors', got {engine!r}")
     from parties.simulate import simulate
 
-    options = {} if secure_sum is None else {"engine": secure_sum}
+    options: dict[str, Any] = {} if secure_sum is None else {"engine": secure_sum}
     if own is not None:
         sim = simulate(dataset, entry.name, seed=seed, runtime=runtime, parameters=own, **options)
     else:
