@@ -11,8 +11,11 @@ schemas derive their fields from it (``scenarios.config.Field.derived``).
 - :class:`RRIndependentParameters` — RR-Independent (main paper Protocol 1)
 - :class:`RRClustersParameters` — RR-Clusters (main paper Section 4, Algorithm 1, 6.3.2)
 - :class:`RRJointParameters` — RR-Joint (main paper Protocol 2)
+- :class:`RRIndJointParameters` — RR-Ind-Joint (Kikuchi, Algorithm 3)
 - :class:`OracleParameters` — SPL and SMP (Arcolezi et al.; frequency oracles of Wang et al. 2017)
 - :class:`RSFDParameters` — RS+FD[GRR] (Arcolezi et al., CIKM 2021)
+- :class:`CALMParameters` — CALM-style marginal release (Zhang et al., CCS 2018)
+- :class:`SampledClustersParameters` — RR-Clusters with sampled respondents
 """
 
 from __future__ import annotations
@@ -24,15 +27,17 @@ from typing import Any, ClassVar
 from mprr.errors import ConfigurationError
 from mprr.estimation import POSTPROCESSORS
 from mprr.matrices import RandomizationMatrix
-from mprr.parameters import Choice, Float, Int, Parameters, PerAttribute, parameter
+from mprr.parameters import Choice, Float, Int, List, Parameters, PerAttribute, parameter
 from mprr.protocols.dependences import DEPENDENCE_METHODS, TABLE_SOURCES
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS
+from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS
 from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS
 from mprr.protocols.multidim import ORACLE_CHOICES
 from mprr.protocols.oracle_reports import DEFAULT_ORACLE_POSTPROCESS, ORACLE_POSTPROCESS
+from mprr.protocols.sampled_clusters import DESIGNS
 
-__all__ = ["EPSILON", "KEEP_PROBABILITY", "MatrixChoice", "ORACLE_POSTPROCESSING", "OracleParameters", "POSTPROCESS",
-           "RRClustersParameters", "RRIndependentParameters", "RRJointParameters", "RSFDParameters"]
+__all__ = ["CALMParameters", "EPSILON", "KEEP_PROBABILITY", "SampledClustersParameters", "MatrixChoice", "ORACLE_POSTPROCESSING", "OracleParameters", "POSTPROCESS",
+           "RRClustersParameters", "RRIndJointParameters", "RRIndependentParameters", "RRJointParameters", "RSFDParameters"]
 
 KEEP_PROBABILITY = Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True)
 """A keep probability p of main paper 6.3.1: in (0, 1) (p = 0 is singular, p = 1 has ε = ∞)."""
@@ -127,6 +132,20 @@ class RRClustersParameters(MatrixChoice):
 
 
 @dataclass(frozen=True, kw_only=True)
+class RRIndJointParameters(RRIndependentParameters):
+    """Parameters of RR-Ind-Joint (Kikuchi's Algorithm 3; :func:`mprr.protocols.ind_joint.rr_ind_joint_steps`):
+    RR-Independent's, the groups whose joints are estimated through the Kronecker inverse
+    (disjointness and the schema checked by the program) and the largest group domain."""
+
+    protocol: ClassVar[str] = "RR-Ind-Joint"
+
+    groups: tuple[tuple[int, ...], ...] | None = parameter(
+        List(List(Int(min=0), min_len=1), min_len=1), None,
+        help="disjoint attribute subsets whose joint is estimated (default: every attribute)")
+    max_cells: int = parameter(Int(min=1), DEFAULT_IND_JOINT_MAX_CELLS, help="largest group domain estimated")
+
+
+@dataclass(frozen=True, kw_only=True)
 class RRJointParameters(Parameters):
     """Parameters of RR-Joint (main paper Protocol 2; :func:`mprr.protocols.joint.rr_joint_steps`):
     exactly one of ``p`` (the budget of RR-Independent with that keep probability), ``epsilon``
@@ -149,6 +168,10 @@ class RRJointParameters(Parameters):
             raise ConfigurationError(f"give exactly one of p, epsilon or matrix, got {given or 'none'}")
 
 
+ORACLE = Choice(ORACLE_CHOICES)
+"""A frequency oracle: the least-variance one per unit (``"adaptive"``), or GRR, OUE, OLH."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class OracleParameters(Parameters):
     """Parameters of SPL and SMP (:func:`mprr.protocols.multidim.spl_steps`, ``smp_steps``)."""
@@ -156,7 +179,7 @@ class OracleParameters(Parameters):
     protocol: ClassVar[str] = "SPL"
 
     epsilon: float = parameter(EPSILON, help="ε per respondent (sequential over everything it reports)")
-    oracle: str = parameter(Choice(ORACLE_CHOICES), "adaptive",
+    oracle: str = parameter(ORACLE, "adaptive",
                             help="frequency oracle: the least-variance one per unit (adaptive), or grr / oue / olh")
     postprocess: str = parameter(ORACLE_POSTPROCESSING, DEFAULT_ORACLE_POSTPROCESS,
                                  help="post-processing of the oracle estimates (norm-sub, the literature's)")
@@ -171,3 +194,31 @@ class RSFDParameters(Parameters):
     epsilon: float = parameter(EPSILON, help="ε per respondent, record-level")
     postprocess: str = parameter(ORACLE_POSTPROCESSING, DEFAULT_ORACLE_POSTPROCESS,
                                  help="post-processing of the oracle estimates (norm-sub, the literature's)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CALMParameters(OracleParameters):
+    """Parameters of the CALM-style release (:func:`mprr.protocols.marginal_release.calm_steps`):
+    one sampled k-way marginal per respondent (k at most m, checked by the program)."""
+
+    protocol: ClassVar[str] = "CALM-style"
+
+    k: int = parameter(Int(min=2, max=3), 2, help="size of the released marginals, 2 or 3")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampledClustersParameters(OracleParameters):
+    """Parameters of RR-Clusters with sampled respondents
+    (:func:`mprr.protocols.sampled_clusters.rr_clusters_sampled_steps`); ``None``: the plan chooses."""
+
+    protocol: ClassVar[str] = "RR-Clusters-Sampled"
+
+    n: int | None = parameter(Int(min=1), None, help="expected number of respondents, for the plan")
+    discovery_share: float | None = parameter(Float(min=0.0, max=1.0, max_exclusive=True), None,
+                                              help="share of the respondents that discover dependences (φ)")
+    Tv: int | None = parameter(Int(min=1), None, help="largest number of value combinations of a cluster")
+    alpha: float = parameter(Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True), 0.05,
+                             help="family-wise level of the tests of independence (Bonferroni over the pairs)")
+    design: str | None = parameter(Choice(DESIGNS), None,
+                                   help="clusters (disjoint), cover (overlapping units of <= 3 attributes) or "
+                                        "clusters-or-cover (decided after the discovery)")

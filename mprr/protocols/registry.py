@@ -29,8 +29,9 @@ from mprr.protocols.joint import rr_joint_steps
 from mprr.protocols.lambda_protocol import lambda_steps
 from mprr.protocols.marginal_release import calm_steps
 from mprr.protocols.multidim import rsfd_steps, smp_steps, spl_steps
-from mprr.protocols.parameters import (OracleParameters, RRClustersParameters, RRIndependentParameters,
-                                       RRJointParameters, RSFDParameters)
+from mprr.protocols.parameters import (CALMParameters, OracleParameters, RRClustersParameters,
+                                       RRIndependentParameters, RRIndJointParameters, RRJointParameters,
+                                       RSFDParameters, SampledClustersParameters)
 from mprr.protocols.sampled_clusters import rr_clusters_sampled_steps
 from mprr.protocols.steps import Program
 from mprr.registry import Registry
@@ -81,7 +82,7 @@ class ProtocolEntry:
             the entry's parameter object).
         """
         if isinstance(params, Parameters):
-            if self.parameters is None or not isinstance(params, self.parameters):
+            if self.parameters is None or type(params) is not self.parameters:
                 expected = self.parameters.__name__ if self.parameters else "a mapping of parameters"
                 raise ConfigurationError(
                     f"protocol {self.name!r} takes {expected}, got {type(params).__name__}"
@@ -195,13 +196,14 @@ _shipped("RR-Independent+Adjustment", rr_adjustment_steps, {"base": "RR-Independ
 _shipped("RR-Clusters+Adjustment", rr_adjustment_steps, {"base": "RR-Clusters"},
          ("clusters+adjustment",), secure=True)
 _shipped("RR-Adjustment", rr_adjustment_steps, {}, ("adjustment",), secure=True)
-_shipped("RR-Ind-Joint", rr_ind_joint_steps, {}, ("ind-joint",))
+_shipped("RR-Ind-Joint", rr_ind_joint_steps, {}, ("ind-joint",), parameters=RRIndJointParameters)
 _shipped("lambda-randomization", lambda_steps, {}, ("lambda", "λ-randomization"))
 _shipped("SPL", spl_steps, {}, ("split",), parameters=OracleParameters)
 _shipped("SMP", smp_steps, {}, ("sample",), parameters=OracleParameters)
 _shipped("RS+FD", rsfd_steps, {}, ("rsfd", "rs-fd"), parameters=RSFDParameters)
-_shipped("CALM-style", calm_steps, {}, ("calm",))
-_shipped("RR-Clusters-Sampled", rr_clusters_sampled_steps, {}, ("clusters-sampled",))
+_shipped("CALM-style", calm_steps, {}, ("calm",), parameters=CALMParameters)
+_shipped("RR-Clusters-Sampled", rr_clusters_sampled_steps, {}, ("clusters-sampled",),
+         parameters=SampledClustersParameters)
 
 
 def lookup(name: str) -> ProtocolEntry:

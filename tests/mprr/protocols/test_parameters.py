@@ -91,3 +91,21 @@ def test_every_object_names_the_protocol_the_parameter_and_what_is_allowed(proto
                                                                             match: str) -> None:
     with pytest.raises(ConfigurationError, match=match):
         lookup(protocol).bind(values)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "values", "match"),
+    [
+        ("CALM-style", {"epsilon": 1.0, "k": 4}, r"^k must be an integer >= 2 and <= 3, got 4 \(int\)$"),
+        ("RR-Clusters-Sampled", {"epsilon": 1.0, "discovery_share": 1.0},
+         r"^discovery_share must be a finite number >= 0 and < 1, got 1.0 \(float\)$"),
+        ("RR-Clusters-Sampled", {"epsilon": 1.0, "design": "pairs"},
+         r"^design must be one of 'clusters', 'cover', 'clusters-or-cover', got 'pairs' \(str\)$"),
+        ("RR-Clusters-Sampled", {"epsilon": 1.0, "Tv": 0}, r"^Tv must be an integer >= 1, got 0 \(int\)$"),
+        ("RR-Clusters-Sampled", {"epsilon": 1.0, "alpha": 0.0},
+         r"^alpha must be a finite number > 0 and < 1, got 0.0 \(float\)$"),
+    ],
+)
+def test_the_sampled_protocols_objects_refuse_bad_values(protocol: str, values: dict[str, object], match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        lookup(protocol).bind(values)
