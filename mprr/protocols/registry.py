@@ -6,8 +6,8 @@ underscores, and accepts a few aliases (``"independent"``, ``"clusters"``, ``"la
 :func:`mprr.protocols.local.run_local` or :func:`parties.driver.run_actors`.
 
 A protocol of one's own is registered with :func:`register_protocol` (the same call registers
-the shipped ones); ``parties.simulate.simulate`` and the command line (a scenario's
-``protocol`` parameter, ``mprr run --plugin MODULE``) then run it by name.  An entry with a
+the shipped ones); ``parties.simulate.simulate`` and the command line (``mprr simulate NAME``,
+with ``--plugin MODULE`` for a module of one's own) then run it by name.  An entry with a
 :class:`~mprr.parameters.Parameters` class validates its parameters once, by building that
 object (:mod:`mprr.protocols.parameters`).
 """

@@ -3,13 +3,16 @@ binding, naming the parameter; the object runs a protocol exactly as its keyword
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+
 import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError
 from mprr.protocols.local import run_local
 from mprr.protocols.parameters import RRClustersParameters, RRIndependentParameters
-from mprr.protocols.registry import lookup
+from mprr.protocols.registry import PROTOCOLS, lookup
 from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 
@@ -109,3 +112,15 @@ def test_every_object_names_the_protocol_the_parameter_and_what_is_allowed(proto
 def test_the_sampled_protocols_objects_refuse_bad_values(protocol: str, values: dict[str, object], match: str) -> None:
     with pytest.raises(ConfigurationError, match=match):
         lookup(protocol).bind(values)
+
+
+@pytest.mark.parametrize("name", [n for n, e in PROTOCOLS.items() if e.parameters is not None])
+def test_each_object_declares_its_programs_parameters_with_the_same_defaults(name: str) -> None:
+    entry = PROTOCOLS[name]
+    assert entry.parameters is not None
+    declared = {p.name: p.default for p in list(inspect.signature(entry.program).parameters.values())[1:]}
+    fields = {f.name: f.default for f in dataclasses.fields(entry.parameters)}
+    assert set(fields) == set(declared)
+    for key, default in fields.items():
+        expected = inspect.Parameter.empty if default is dataclasses.MISSING else default
+        assert declared[key] == expected, key
