@@ -13,15 +13,17 @@ A scenario file looks like::
     sizes = [5, 5, 5]
 
 Every runner declares its parameters as a :class:`Schema` of :class:`Field` objects (key,
-type, allowed values / range, default).  Unknown keys, wrong types and bad values raise
-:class:`~mprr.errors.ConfigurationError` naming the key, the bad value and what is allowed.
+type, allowed values / range, default).  The value types are those of :mod:`mprr.parameters`,
+and a protocol's parameter is derived from its parameter object (:meth:`Field.derived`, from
+:mod:`mprr.protocols.parameters`) rather than written again.  Unknown keys, wrong types and bad
+values raise :class:`~mprr.errors.ConfigurationError` naming the key, the bad value and what is
+allowed.
 """
 
 from __future__ import annotations
 
 import builtins
 import difflib
-import math
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace

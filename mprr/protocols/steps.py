@@ -51,8 +51,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-import numpy as np
-
 from mprr.errors import ConfigurationError
 from mprr.matrices import RandomizationMatrix
 from mprr.matrix_families import MATRIX_FAMILIES, Matrix
