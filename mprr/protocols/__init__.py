@@ -65,8 +65,9 @@ Modules, in dependency order (each imports only those above it):
                         at a large ε overlapping units of ≤ 3 attributes covering every pair
 - ``pram``            — trusted-curator PRAM, invariant PRAM, S/n and its variance (eq. 4.4)
 - ``synthesis``       — synthetic microdata drawn from any estimate
-- ``parameters``      — the protocols' frozen, validated parameter objects (``RRIndependentParameters``,
-                        ``RRClustersParameters``) from which the scenario schemas derive their fields
+- ``parameters``      — the protocols' frozen, validated parameter objects (``RRClustersParameters``,
+                        ``OracleParameters``, ... one per protocol; the RR-Adjustment entries take
+                        their base protocol's), from which the scenario schemas derive their fields
 - ``registry``        — ``PROTOCOLS`` (a :class:`mprr.registry.Registry`): names and aliases -> step
                         programs and parameter objects; ``register_protocol`` for one's own
 """

@@ -16,11 +16,12 @@ schemas derive their fields from it (``scenarios.config.Field.derived``).
 - :class:`RSFDParameters` — RS+FD[GRR] (Arcolezi et al., CIKM 2021)
 - :class:`CALMParameters` — CALM-style marginal release (Zhang et al., CCS 2018)
 - :class:`SampledClustersParameters` — RR-Clusters with sampled respondents
+- :class:`LambdaParameters` — the λ-randomization protocol (lambda paper Section 5)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -32,11 +33,12 @@ from mprr.protocols.dependences import DEPENDENCE_METHODS, TABLE_SOURCES
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS
 from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS
 from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS
+from mprr.protocols.lambda_protocol import EntropyCheck
 from mprr.protocols.multidim import ORACLE_CHOICES
 from mprr.protocols.oracle_reports import DEFAULT_ORACLE_POSTPROCESS, ORACLE_POSTPROCESS
 from mprr.protocols.sampled_clusters import DESIGNS
 
-__all__ = ["CALMParameters", "EPSILON", "KEEP_PROBABILITY", "SampledClustersParameters", "MatrixChoice", "ORACLE_POSTPROCESSING", "OracleParameters", "POSTPROCESS",
+__all__ = ["CALMParameters", "EPSILON", "KEEP_PROBABILITY", "LambdaParameters", "SampledClustersParameters", "MatrixChoice", "ORACLE_POSTPROCESSING", "OracleParameters", "POSTPROCESS",
            "RRClustersParameters", "RRIndJointParameters", "RRIndependentParameters", "RRJointParameters", "RSFDParameters"]
 
 KEEP_PROBABILITY = Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True)
@@ -222,3 +224,38 @@ class SampledClustersParameters(OracleParameters):
     design: str | None = parameter(Choice(DESIGNS), None,
                                    help="clusters (disjoint), cover (overlapping units of <= 3 attributes) or "
                                         "clusters-or-cover (decided after the discovery)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LambdaParameters(Parameters):
+    """Parameters of the λ-randomization protocol (lambda paper Section 5;
+    :func:`mprr.protocols.lambda_protocol.lambda_steps`): exactly one of ``lambdas`` (one per
+    attribute, their count checked against the schema by the program) and ``epsilon``."""
+
+    protocol: ClassVar[str] = "lambda-randomization"
+
+    lambdas: tuple[float, ...] | None = parameter(
+        List(Float(min=0.0, max=1.0, min_exclusive=True), min_len=1), None,
+        help="the controller's first choice, one λ_j in (0, 1] per attribute")
+    epsilon: float | None = parameter(EPSILON, None, help="instead of lambdas: ε per respondent")
+    min_bits: float | None = parameter(Float(), None, help="step 3: smallest joint entropy rate (bits)")
+    max_bits: float | None = parameter(Float(), None, help="step 3: largest joint entropy rate (bits)")
+    min_beta: float | None = parameter(Float(), None, help="step 3: smallest β")
+    max_beta: float | None = parameter(Float(), None, help="step 3: largest β")
+    regenerate: Callable[[tuple[float, ...], EntropyCheck], Sequence[float]] | None = field(default=None)
+    """``regenerate(lambdas, check) -> new lambdas`` after an unsatisfactory check (not with ``epsilon``)."""
+    max_rounds: int = parameter(Int(min=1), 20, help="largest number of entropy checks")
+    postprocess: str = parameter(POSTPROCESS, DEFAULT_POSTPROCESS,
+                                 help="post-processing of the eq. (2) estimate (paper: clip-rescale)")
+    max_cells: int = parameter(Int(min=1), DEFAULT_IND_JOINT_MAX_CELLS, help="largest joint domain estimated")
+
+    def validate(self) -> None:
+        if (self.lambdas is None) == (self.epsilon is None):
+            raise ConfigurationError(
+                f"give lambdas (the lambda paper's first choice) or epsilon (per respondent), exactly one; got "
+                f"lambdas = {self.lambdas!r}, epsilon = {self.epsilon!r}"
+            )
+        if self.epsilon is not None and self.regenerate is not None:
+            raise ConfigurationError("regenerate cannot be combined with epsilon: new λ would change the budget")
+        if self.regenerate is not None and not callable(self.regenerate):
+            raise ConfigurationError(f"regenerate must be a function (lambdas, check) -> lambdas, got {self.regenerate!r}")

@@ -29,7 +29,7 @@ from mprr.protocols.joint import rr_joint_steps
 from mprr.protocols.lambda_protocol import lambda_steps
 from mprr.protocols.marginal_release import calm_steps
 from mprr.protocols.multidim import rsfd_steps, smp_steps, spl_steps
-from mprr.protocols.parameters import (CALMParameters, OracleParameters, RRClustersParameters,
+from mprr.protocols.parameters import (CALMParameters, LambdaParameters, OracleParameters, RRClustersParameters,
                                        RRIndependentParameters, RRIndJointParameters, RRJointParameters,
                                        RSFDParameters, SampledClustersParameters)
 from mprr.protocols.sampled_clusters import rr_clusters_sampled_steps
@@ -197,7 +197,7 @@ _shipped("RR-Clusters+Adjustment", rr_adjustment_steps, {"base": "RR-Clusters"},
          ("clusters+adjustment",), secure=True)
 _shipped("RR-Adjustment", rr_adjustment_steps, {}, ("adjustment",), secure=True)
 _shipped("RR-Ind-Joint", rr_ind_joint_steps, {}, ("ind-joint",), parameters=RRIndJointParameters)
-_shipped("lambda-randomization", lambda_steps, {}, ("lambda", "λ-randomization"))
+_shipped("lambda-randomization", lambda_steps, {}, ("lambda", "λ-randomization"), parameters=LambdaParameters)
 _shipped("SPL", spl_steps, {}, ("split",), parameters=OracleParameters)
 _shipped("SMP", smp_steps, {}, ("sample",), parameters=OracleParameters)
 _shipped("RS+FD", rsfd_steps, {}, ("rsfd", "rs-fd"), parameters=RSFDParameters)

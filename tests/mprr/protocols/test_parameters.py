@@ -124,3 +124,21 @@ def test_each_object_declares_its_programs_parameters_with_the_same_defaults(nam
     for key, default in fields.items():
         expected = inspect.Parameter.empty if default is dataclasses.MISSING else default
         assert declared[key] == expected, key
+
+
+@pytest.mark.parametrize(
+    ("values", "match"),
+    [
+        ({"lambdas": [0.5, 0.0]}, r"^lambdas\[1\] must be a finite number > 0 and <= 1, got 0.0 \(float\)$"),
+        ({}, r"give lambdas \(the lambda paper's first choice\) or epsilon \(per respondent\), exactly one; got "
+             r"lambdas = None, epsilon = None"),
+        ({"epsilon": 2.0, "regenerate": lambda lams, check: lams},
+         r"regenerate cannot be combined with epsilon: new λ would change the budget"),
+        ({"lambdas": [0.5], "regenerate": 3}, r"regenerate must be a function \(lambdas, check\) -> lambdas, got 3"),
+        ({"lambdas": [0.5], "min_bits": float("nan")}, r"^min_bits must be a finite number, got nan \(float\)$"),
+        ({"lambdas": [0.5], "max_rounds": 0}, r"^max_rounds must be an integer >= 1, got 0 \(int\)$"),
+    ],
+)
+def test_lambda_parameters_refuse_bad_values(values: dict[str, object], match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        lookup("lambda").bind(values)
