@@ -7,12 +7,18 @@ everything here is a deterministic function of its inputs and of an explicit
 Modules, in dependency order (each may import only those above it):
 
 - ``errors``        — the one exception hierarchy (``MprrError`` and subclasses)
+- ``registry``      — ``Registry``: the one pattern for whatever is chosen by name (protocols,
+                      matrix families, secure-sum engines), with its public ``register``
+- ``parameters``    — value types (``Int``, ``Float``, ``Choice``, ``PerAttribute``, ``Registered``
+                      ...) and ``Parameters``, the base of the frozen, validated parameter objects
 - ``domain``        — the one check of each kind (int, real, ε, unit interval, cells); joint codes
                       (ravel / unravel) and tallies
 - ``streams``       — per-party random streams spawned from one run seed; draw-order contract
 - ``randomization_matrix`` — ``RandomizationMatrix``: a validated randomization matrix (eq. (1)), its ε, β, inverse
 - ``kronecker``     — lazy Kronecker products over joint domains (never materialized)
 - ``matrices``      — the papers' constructors (GRR, keep-or-uniform, cluster-optimal, ...), ``kron``
+- ``matrix_families`` — ``MatrixFamily`` objects (name, parameters, needs, build) in the registry
+                      ``MATRIX_FAMILIES``; ``register_matrix_family`` for a family of one's own
 - ``randomize``     — inverse-CDF local randomization of codes through a matrix row
 - ``hashing``       — the universal hash family of local hashing (multiply-add-shift, splitmix64
                       seeds), vectorized over (reports x cells)

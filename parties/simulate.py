@@ -54,6 +54,7 @@ from mprr.domain import check_int, check_real
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
 from mprr.privacy import (DEFAULT_MIN_ROSTER, CompositionPolicy, Ledger, PrivacyAccountant, PrivacySummary, Refusal,
                           as_policy, json_number, summarize)
+from mprr.parameters import Parameters
 from mprr.protocols.plan import Needs, Plan
 from mprr.protocols.registry import custom_entry, lookup
 from mprr.protocols.steps import Program
@@ -220,6 +221,7 @@ async def simulate_async(
     runtime: Runtime | str | None = None,
     progress: Callable[[float, int, int], None] | None = None,
     progress_interval: float = 5.0,
+    parameters: Parameters | None = None,
     **params: Any,
 ) -> SimulationResult:
     """Run ``protocol`` on ``dataset`` with one actor per record (see the module docstring).
@@ -272,6 +274,9 @@ async def simulate_async(
         the ``parties.simulate`` logger (``mprr -v``).  Before a run with a secure sum whose
         closed-form cost exceeds :data:`EXPENSIVE_BYTES` or :data:`EXPENSIVE_MESSAGES`, a
         warning with that cost is logged.
+    parameters
+        The protocol's parameter object (e.g. :class:`mprr.protocols.parameters.RRClustersParameters`),
+        validated when it was built, instead of keyword parameters.
     **params
         The protocol's parameters, as for the fast-path function (e.g. ``p``, ``Tv``, ``Td``).
         The run is set up from the program's plan with them
@@ -299,7 +304,13 @@ async def simulate_async(
             )
         params["engine"] = params.pop("secure_sum")
     entry = lookup(protocol) if isinstance(protocol, str) else custom_entry(protocol)
-    kwargs = entry.bind(params, driver=("engine",))
+    if parameters is not None:
+        unknown = sorted(set(params) - {"engine"})
+        if unknown:
+            raise ConfigurationError(f"give the protocol's parameters in the parameter object, not also as {unknown}")
+        kwargs = {**entry.bind(parameters), **params}
+    else:
+        kwargs = entry.bind(params, driver=("engine",))
     seed = check_int("seed", seed, 0)
     timeout = check_real("timeout", timeout, strict=True)
     policy = as_policy(policy)
@@ -490,6 +501,6 @@ def _explain(error: BaseException, crashed: frozenset[int]) -> BaseException:
 
 
 def simulate(dataset: Dataset, protocol: str | Callable[..., Program], *, seed: int,
-             **options: Any) -> SimulationResult:
+             parameters: Parameters | None = None, **options: Any) -> SimulationResult:
     """Synchronous wrapper of :func:`simulate_async` (``asyncio.run``); same parameters."""
-    return asyncio.run(simulate_async(dataset, protocol, seed=seed, **options))
+    return asyncio.run(simulate_async(dataset, protocol, seed=seed, parameters=parameters, **options))

@@ -14,9 +14,11 @@ Modules, in dependency order:
 - ``out_dir``    — the output folder: refused when it holds files mprr did not write, removed
                    again when a run that created it fails
 - ``runner``     — run a scenario and write its report
-- ``cli``        — the ``mprr`` command (``run``, ``list``, ``show``)
 - ``datasets``   — file I/O: ``load_adult`` (the shipped copy in ``data/adult``, CC BY 4.0),
                    ``load_table`` (CSV or Parquet), ordinal columns, malformed rows
+- ``by_name``    — ``mprr simulate PROTOCOL``: a registered protocol run by name; ``--plugin``
+                   modules that register a user's protocols, engines, matrix families
+- ``cli``        — the ``mprr`` command (``run``, ``simulate``, ``list``, ``show``, ``party``)
 - ``montecarlo`` — parallel Monte Carlo over runs with per-run seeds
 - ``tables``     — ``bistochastic_table``, ``lambda_table`` (the two papers' Table 1)
 - ``adult_queries`` — Adult loading / subsampling, query evaluation, the printed-ε option

@@ -10,7 +10,13 @@
               [--delimiter C] [--encoding E]] [--quiet]
               [--runtime memory|tcp|ray] [--workers P] [--listen HOST:PORT] [--tls-dir DIR]
               [--no-tls] [--external-workers] [--address auto|HOST:PORT] [--shards S]
+    mprr simulate <protocol> [--plugin MODULE ...] [--set KEY=VALUE ...] [--n N | --data FILE [--columns a,b,c]]
+              [--seed S] [--engine fast|actors] [--secure-sum ENGINE] [--runtime ...] [--json] [--out FILE]
     mprr party --connect HOST:PORT --parties FIRST-LAST [--worker K] [--tls-dir DIR | --no-tls] [--quiet]
+
+``simulate`` runs one registered protocol by name (``mprr.protocols.registry``), a user's own
+included: ``--plugin MODULE`` (repeatable, also for ``run``) imports a module that registers
+protocols, secure-sum engines or matrix families first (:mod:`scenarios.by_name`).
 
 ``--runtime`` says where the actor engine's parties live: ``memory`` (default, one process),
 ``tcp`` (worker processes, frames over mutual TLS; ``--external-workers`` waits for workers
@@ -40,7 +46,9 @@ from typing import Any, TextIO
 
 from mprr import __version__
 from mprr.errors import ConfigurationError, MprrError
+from scenarios.by_name import load_plugins, simulate_by_name, synthetic_dataset, write_summary
 from scenarios.config import ENGINES, REQUIRED, merge_tables
+from scenarios.datasets import load_table
 from scenarios.out_dir import prepare_out_dir, removed_on_failure
 from scenarios.overrides import parse_override
 from scenarios.progress import Progress
@@ -61,7 +69,20 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 # --------------------------------------------------------------------------- parser
 
 
+def _plugin_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                        help="import MODULE first (repeatable): a module of yours that registers protocols "
+                             "(register_protocol), secure-sum engines (register_engine) or matrix families")
+
+
+def _set_option(group: argparse._ArgumentGroup | argparse.ArgumentParser) -> None:
+    group.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                       help="set a parameter, VALUE in TOML syntax (repeatable), e.g. --set n=500, "
+                            "--set 'dependence=\"4.2\"', --set 'engines=[\"paper\", \"graph\"]'")
+
+
 def _scenario_options(parser: argparse.ArgumentParser) -> None:
+    _plugin_option(parser)
     group = parser.add_argument_group("scenario")
     group.add_argument("--runs", type=int, default=None, metavar="N",
                        help="number of Monte Carlo runs (default: from the scenario file)")
@@ -70,9 +91,7 @@ def _scenario_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--engine", choices=ENGINES, default=None,
                        help="fast (vectorized numpy) or actors (asyncio message-passing simulator); "
                             "the secure-sum engine is the parameter secure_sum")
-    group.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
-                       help="override a parameter, VALUE in TOML syntax (repeatable), e.g. --set n=500, "
-                            "--set 'dependence=\"4.2\"', --set 'engines=[\"paper\", \"graph\"]'")
+    _set_option(group)
 
 
 def _data_options(parser: argparse.ArgumentParser) -> None:
@@ -175,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"mprr {__version__}")
     _logging_options(parser, top=True)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,list,show,party}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,simulate,list,show,party}")
 
     p_run = sub.add_parser("run", help="run a scenario and write results.json, report.md, PNGs")
     p_run.add_argument("scenario", help="scenario name (see `mprr list`) or path of a .toml file")
@@ -191,6 +210,22 @@ def build_parser() -> argparse.ArgumentParser:
     p_show.add_argument("scenario", help="scenario name or path of a .toml file")
     p_show.add_argument("--json", action="store_true", help="machine-readable output")
     _logging_options(p_show, top=False)
+
+    p_sim = sub.add_parser("simulate", help="run one protocol by name (a registered one of yours too)")
+    p_sim.add_argument("protocol", help="protocol name or alias (mprr.protocols.registry.PROTOCOLS)")
+    _plugin_option(p_sim)
+    _set_option(p_sim)
+    p_sim.add_argument("--n", type=int, default=1000, metavar="N", help="parties of the synthetic data (default 1000)")
+    p_sim.add_argument("--data", default=None, metavar="FILE", help="a CSV or Parquet file instead, one record per row")
+    p_sim.add_argument("--columns", default=None, metavar="a,b,c", help="its categorical columns (default: all)")
+    p_sim.add_argument("--seed", type=int, default=1, metavar="S", help="run seed (default 1)")
+    p_sim.add_argument("--engine", choices=ENGINES, default="actors", help="fast or actors (default)")
+    p_sim.add_argument("--secure-sum", default=None, metavar="ENGINE",
+                       help="secure-sum engine of a protocol that yields secure sums (a registered name)")
+    p_sim.add_argument("--json", action="store_true", help="print the JSON document instead of a summary")
+    p_sim.add_argument("--out", type=Path, default=None, metavar="FILE", help="also write the JSON document here")
+    _runtime_options(p_sim)
+    _logging_options(p_sim, top=False)
 
     p_party = sub.add_parser("party", help="start a worker hosting parties for a `run --runtime tcp` controller")
     build_worker_parser(p_party)
@@ -305,6 +340,7 @@ def _check_shortcuts(args: argparse.Namespace) -> None:
 
 
 def _cmd_run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
+    load_plugins(args.plugin)
     _check_shortcuts(args)
     overrides = parameter_overrides(args)
     created = [] if args.out is None else prepare_out_dir(args.out, force=args.force)
@@ -324,6 +360,28 @@ def _cmd_run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
     _summary(outcome, stdout)
 
 
+def _cmd_simulate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
+    load_plugins(args.plugin)
+    parameters: dict[str, Any] = {}
+    for text in args.overrides:
+        parameters = merge_tables(parameters, parse_override(text))
+    if args.seed < 0:
+        raise ConfigurationError(f"--seed must be a non-negative integer, got {args.seed}")
+    if args.data is not None:
+        columns = None if args.columns is None else [c.strip() for c in args.columns.split(",") if c.strip()]
+        dataset = load_table(args.data, columns)
+    elif args.columns is not None:
+        raise ConfigurationError("--columns applies to --data FILE only")
+    else:
+        if args.n < 2:
+            raise ConfigurationError(f"--n must be an integer >= 2, got {args.n}")
+        dataset = synthetic_dataset(args.n, args.seed)
+    runtime = runtime_of(args) if args.engine == "actors" else None
+    summary = simulate_by_name(args.protocol, dataset, seed=args.seed, engine=args.engine, parameters=parameters,
+                               secure_sum=args.secure_sum, runtime=runtime)
+    write_summary(summary, stdout, as_json=args.json, out=args.out)
+
+
 def _cmd_party(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
     serve_by_options(args, stderr)
 
@@ -332,6 +390,7 @@ COMMANDS: Mapping[str, Callable[[argparse.Namespace, TextIO, TextIO], None]] = {
     "list": lambda a, out, err: _cmd_list(out, as_json=a.json),
     "show": lambda a, out, err: _cmd_show(a.scenario, out, as_json=a.json),
     "run": _cmd_run,
+    "simulate": _cmd_simulate,
     "party": _cmd_party,
 }
 

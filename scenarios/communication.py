@@ -45,6 +45,7 @@ from matplotlib.ticker import NullFormatter, NullLocator
 
 from mprr.synthetic import DEFAULT_SIZES, planted_clusters
 from parties.runtime import Runtime
+from parties.secure.registry import ENGINES
 from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema
 from scenarios.config import Table as ConfigTable
 from scenarios.cost_model import (
@@ -169,7 +170,7 @@ def _skip_reason(key: str, point: Point, params: Mapping[str, Any]) -> str:
         msgs = closed_form(key, point.n, point.L).messages
         if msgs > params["per_combination_max_messages"]:
             return f"{msgs:,} messages > per_combination_max_messages"
-    if key in ("graph", "graph-direct", "masked-sparse"):
+    if "degree" in ENGINES.lookup(key).parameters:  # on a degree-regular graph (sized_engine)
         k = min(params["degree"], point.n - 1)
         if k < point.n - 1 and (point.n * k) % 2:
             return f"no {k}-regular graph on n = {point.n} parties (n·k odd)"

@@ -13,14 +13,17 @@ A scenario file looks like::
     sizes = [5, 5, 5]
 
 Every runner declares its parameters as a :class:`Schema` of :class:`Field` objects (key,
-type, allowed values / range, default).  Unknown keys, wrong types and bad values raise
-:class:`~mprr.errors.ConfigurationError` naming the key, the bad value and what is allowed.
+type, allowed values / range, default).  The value types are those of :mod:`mprr.parameters`,
+and a protocol's parameter is derived from its parameter object (:meth:`Field.derived`, from
+:mod:`mprr.protocols.parameters`) rather than written again.  Unknown keys, wrong types and bad
+values raise :class:`~mprr.errors.ConfigurationError` naming the key, the bad value and what is
+allowed.
 """
 
 from __future__ import annotations
 
+import builtins
 import difflib
-import math
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -29,6 +32,9 @@ from types import MappingProxyType
 from typing import Any
 
 from mprr.errors import ConfigurationError
+from mprr.parameters import (REQUIRED, Bool, Choice, Float, Int, List, Parameters, PerAttribute, Registered, Str,
+                             ValueType)
+from mprr.parameters import show_value as _show
 
 __all__ = [
     "REQUIRED",
@@ -40,6 +46,7 @@ __all__ = [
     "Int",
     "List",
     "PathValue",
+    "Registered",
     "Schema",
     "ScenarioConfig",
     "ScenarioModule",
@@ -51,77 +58,9 @@ __all__ = [
 
 ENGINES = ("fast", "actors")
 
-
-class _Required:
-    """Marker for a field without a default."""
-
-    def __repr__(self) -> str:
-        return "REQUIRED"
+_SAME: Any = object()  # Field.derived: take the parameter object's own default
 
 
-REQUIRED: Any = _Required()
-
-
-def _show(value: Any) -> str:
-    """Render a user value for an error message (TOML-like, with its type)."""
-    return f"{value!r} ({type(value).__name__})"
-
-
-# --------------------------------------------------------------------------- value types
-
-
-class ValueType:
-    """A type descriptor: ``check(value, key)`` returns the normalised value or raises."""
-
-    def describe(self) -> str:
-        raise NotImplementedError
-
-    def check(self, value: Any, key: str) -> Any:
-        raise NotImplementedError
-
-    def _fail(self, value: Any, key: str) -> ConfigurationError:
-        return ConfigurationError(f"{key} must be {self.describe()}, got {_show(value)}")
-
-
-def _bound(x: float) -> str:
-    """A range bound as a person writes it: 1,000,000 rather than 1e+06; 0.5 as 0.5."""
-    return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
-
-
-def _range_text(lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> str:
-    parts = []
-    if lo is not None:
-        parts.append(f"{'>' if lo_open else '>='} {_bound(lo)}")
-    if hi is not None:
-        parts.append(f"{'<' if hi_open else '<='} {_bound(hi)}")
-    return " and ".join(parts)
-
-
-def _in_range(x: float, lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> bool:
-    if lo is not None and (x <= lo if lo_open else x < lo):
-        return False
-    if hi is not None and (x >= hi if hi_open else x > hi):
-        return False
-    return True
-
-
-@dataclass(frozen=True)
-class Int(ValueType):
-    """An integer (TOML booleans and floats are rejected), optionally within [min, max]."""
-
-    min: int | None = None
-    max: int | None = None
-
-    def describe(self) -> str:
-        rng = _range_text(self.min, self.max, False, False)
-        return f"an integer {rng}".rstrip() if rng else "an integer"
-
-    def check(self, value: Any, key: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self._fail(value, key)
-        if not _in_range(value, self.min, self.max, False, False):
-            raise self._fail(value, key)
-        return int(value)
 
 
 @dataclass(frozen=True)
@@ -142,78 +81,6 @@ class Workers(ValueType):
 
 
 @dataclass(frozen=True)
-class Float(ValueType):
-    """A real number (integers accepted), finite unless ``allow_inf``, optionally bounded."""
-
-    min: float | None = None
-    max: float | None = None
-    min_exclusive: bool = False
-    max_exclusive: bool = False
-    allow_inf: bool = False
-
-    def describe(self) -> str:
-        head = "a number" if self.allow_inf else "a finite number"
-        rng = _range_text(self.min, self.max, self.min_exclusive, self.max_exclusive)
-        return f"{head} {rng}" if rng else head
-
-    def check(self, value: Any, key: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self._fail(value, key)
-        x = float(value)
-        if math.isnan(x) or (math.isinf(x) and not self.allow_inf):
-            raise self._fail(value, key)
-        if not _in_range(x, self.min, self.max, self.min_exclusive, self.max_exclusive):
-            raise self._fail(value, key)
-        return x
-
-
-@dataclass(frozen=True)
-class Bool(ValueType):
-    """``true`` or ``false``."""
-
-    def describe(self) -> str:
-        return "true or false"
-
-    def check(self, value: Any, key: str) -> bool:
-        if not isinstance(value, bool):
-            raise self._fail(value, key)
-        return value
-
-
-@dataclass(frozen=True)
-class Str(ValueType):
-    """A non-empty string (empty allowed with ``allow_empty``)."""
-
-    allow_empty: bool = False
-
-    def describe(self) -> str:
-        return "a string" if self.allow_empty else "a non-empty string"
-
-    def check(self, value: Any, key: str) -> str:
-        if not isinstance(value, str) or (not value and not self.allow_empty):
-            raise self._fail(value, key)
-        return value
-
-
-@dataclass(frozen=True)
-class Choice(ValueType):
-    """One string out of a fixed set (a number written for one of them, such as ``4.2`` for
-    ``"4.2"``, is taken as that string)."""
-
-    choices: tuple[str, ...]
-
-    def describe(self) -> str:
-        return "one of " + ", ".join(repr(c) for c in self.choices)
-
-    def check(self, value: Any, key: str) -> str:
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and repr(value) in self.choices:
-            value = repr(value)  # a choice such as "4.2" written unquoted: TOML reads it as a number
-        if not isinstance(value, str) or value not in self.choices:
-            raise self._fail(value, key)
-        return value
-
-
-@dataclass(frozen=True)
 class PathValue(ValueType):
     """A file-system path given as a string; ``must_exist`` checks it at validation time."""
 
@@ -229,36 +96,6 @@ class PathValue(ValueType):
         if self.must_exist and not path.exists():
             raise ConfigurationError(f"{key} must be {self.describe()}, got {value!r} (not found)")
         return path
-
-
-@dataclass(frozen=True)
-class List(ValueType):
-    """A list whose items all have type ``item``; returned as a tuple."""
-
-    item: ValueType
-    min_len: int = 0
-    max_len: int | None = None
-
-    def describe(self) -> str:
-        size = ""
-        if self.max_len is not None and self.max_len == self.min_len:
-            size = f" of exactly {self.min_len} item{'s' if self.min_len != 1 else ''}"
-        elif self.min_len and self.max_len is not None:
-            size = f" of {self.min_len} to {self.max_len} items"
-        elif self.min_len:
-            size = f" of at least {self.min_len} item{'s' if self.min_len > 1 else ''}"
-        elif self.max_len is not None:
-            size = f" of at most {self.max_len} items"
-        return f"a list{size}, each {self.item.describe()}"
-
-    def check(self, value: Any, key: str) -> tuple[Any, ...]:
-        if not isinstance(value, (list, tuple)):
-            raise self._fail(value, key)
-        if len(value) < self.min_len or (self.max_len is not None and len(value) > self.max_len):
-            raise ConfigurationError(
-                f"{key} must be {self.describe()}, got {len(value)} items: {value!r}"
-            )
-        return tuple(self.item.check(v, f"{key}[{i}]") for i, v in enumerate(value))
 
 
 @dataclass(frozen=True)
@@ -301,6 +138,21 @@ class Field:
     type: ValueType
     default: Any = REQUIRED
     help: str = ""
+
+    @classmethod
+    def derived(cls, parameters: builtins.type[Parameters], key: str, default: Any = _SAME, *, type: ValueType | None = None,
+                help: str | None = None, scalar: bool = False) -> Field:
+        """The field of a protocol parameter, derived from its parameter object
+        (:class:`mprr.parameters.Parameters`): its value type, default and help, each unless given.
+
+        ``scalar`` takes the one-value form of a per-attribute parameter
+        (:class:`~mprr.parameters.PerAttribute`); ``type`` narrows the value type where a
+        scenario accepts less than the protocol (a smaller ``max_cells``, no raw estimate).
+        """
+        spec = parameters.spec(key)
+        kind = spec.type.item if scalar and isinstance(spec.type, PerAttribute) else spec.type
+        return cls(key, kind if type is None else type, spec.default if default is _SAME else default,
+                   spec.help if help is None else help)
 
 
 class Schema:

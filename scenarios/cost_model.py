@@ -238,7 +238,21 @@ def closed_form(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSIO
                           f"controller 4 per party, the last with the tagged views of the party's 2-hop "
                           f"neighbourhood; consistency check {3 * n} messages, {consistency} B "
                           f"(+ {2 * handed} B of view keys sealed with the shares)", 3 * n, consistency)
-    raise ConfigurationError(f"engine must be one of {ENGINE_KEYS}, got {engine!r}")
+    if ENGINES.accepts(engine):  # a registered engine of one's own: its own cost()
+        return _own_cost(engine, n, L, degree=degree, S=S)
+    raise ConfigurationError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
+
+
+def _own_cost(engine: str, n: int, L: int, *, degree: int, S: int) -> ClosedForm:
+    """The closed form of a registered engine without a formula here: its own
+    :meth:`~parties.secure.engine.SecureSumEngine.cost` on a session id of ``S`` characters."""
+    instance = sized_engine(engine, degree=degree, round_timeout=30.0)
+    cost = instance.cost(instance.context(range(n), L, session="s" * S))
+    party = cost.party_max()
+    ctrl = cost.sent.get(CONTROLLER)
+    return ClosedForm(cost.messages, cost.bytes, cost.rounds, party.messages, party.bytes,
+                      0 if ctrl is None else ctrl.messages, 0 if ctrl is None else ctrl.bytes,
+                      f"the {engine} engine's own cost(): {cost.formula}")
 
 
 def _consistency_bytes(engine: str, n: int, k: int, S: int, seed: int) -> tuple[int, int, int, int]:
@@ -416,7 +430,7 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
                 raise ConfigurationError("rr_closed_form with dependence 4.2 / 4.3 needs the attribute sizes")
             pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
             request = secure_release_bytes("dependence", session, pairs, exact=dependence == "4.2")
-            start = secure_start_bytes(session, engine.split("-")[0])
+            start = secure_start_bytes(session, sized_engine(engine, degree=degree, round_timeout=30.0).name)
             # the engine runs under the agreed session id: session + "#" + the request digest
             ss = closed_form(engine, n, pair_cells(sizes), degree=degree, S=len(session) + 1 + 2 * DIGEST_BYTES)
             extra = ClosedForm(
@@ -451,8 +465,6 @@ def engine_and_topology(key: str, n: int, *, degree: int, round_timeout: float, 
                         ) -> tuple[SecureSumEngine, nx.Graph[int] | None]:
     """The engine ``key`` (:func:`parties.secure.registry.sized_engine`) and the network
     topology it needs for n parties (a full mesh for direct party links, else ``None``: the star)."""
-    if key not in ENGINE_KEYS:
-        raise ConfigurationError(f"engine must be one of {ENGINE_KEYS}, got {key!r}")
     engine = sized_engine(key, degree=degree, round_timeout=round_timeout, threshold=threshold)
     return engine, (nx.complete_graph(n) if engine_needs_mesh(key) else None)
 

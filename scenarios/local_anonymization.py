@@ -39,13 +39,16 @@ from mprr.data import Dataset
 from mprr.errors import ConfigurationError
 from mprr.metrics import CountQuery, evaluate_queries, random_queries
 from mprr.protocols import ProtocolResult, rr_adjustment
+from mprr.parameters import Parameters
 from mprr.protocols.local import run_local
+from mprr.protocols.parameters import RRClustersParameters, RRIndependentParameters
 from mprr.protocols.registry import lookup
 from mprr.streams import PartyStreams
 from mprr.synthetic import DEFAULT_CLUSTERS, DEFAULT_SIZES, SyntheticData, planted_clusters
 from parties.runtime import Runtime
 from scenarios.anonymization_report import build_result
-from scenarios.config import Choice, Field, Float, Int, List, PathValue, ScenarioConfig, Schema, Str
+from parties.secure.registry import ENGINES
+from scenarios.config import Choice, Field, Float, Int, List, PathValue, Registered, ScenarioConfig, Schema, Str
 from scenarios.cost_model import simulate_options
 from scenarios.privacy_report import PrivacyRecord
 from scenarios.protocol_run import ProtocolRun
@@ -64,7 +67,7 @@ __all__ = [
     "ProtocolRun",
     "derive_seeds",
     "make_dataset",
-    "protocol_kwargs",
+    "protocol_parameters",
     "run_local_anonymization",
     "run_protocol",
     "synthetic_settings",
@@ -86,30 +89,27 @@ SCHEMA = Schema(
         Field("strength", Float(min=0.0, max=1.0), 0.7,
               help="dependence strength s of the planted clusters (Cramér's V of a pair of equal sizes)"),
         Field("exponent", Float(min=0.0), 1.0, help="Zipf exponent of the marginals (0 = uniform)"),
-        Field("epsilon", Float(min=0.0, min_exclusive=True), None,
-              help=f"privacy budget ε per respondent, the same for every protocol (default {DEFAULT_EPSILON:g} "
-                   "when neither p nor epsilon_per_attribute is given): sequential over everything a "
-                   "respondent releases, RR-Clusters' dependence phase included"),
-        Field("discovery_share", Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True), 0.5,
-              help="with epsilon: share of the budget RR-Clusters spends on its dependence phase"),
-        Field("p", Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True), None,
-              help="the papers' setting instead of epsilon: keep probability of main paper 6.3.1 on every "
-                   "attribute (ε per respondent then grows with the number of attributes)"),
-        Field("epsilon_per_attribute", Float(min=0.0, min_exclusive=True), None,
-              help="the papers' setting instead of epsilon: ε of every attribute's generalized RR"),
-        Field("Tv", Int(min=1), 100, help="Algorithm 1: largest number of value combinations of a cluster"),
-        Field("Td", Float(min=0.0, max=1.0), 0.2, help="Algorithm 1: smallest dependence to merge"),
-        Field("max_cells", Int(min=2, max=65_536), 4096,
-              help="largest cluster domain RR-Clusters releases (its dense matrix is max_cells²; "
-                   "only binds when Tv > max_cells)"),
-        Field("dependence", Choice(("4.1", "4.2", "4.3")), "4.1",
-              help="how RR-Clusters gets dependences (main paper 4.1, 4.2 or 4.3)"),
-        Field("secure_sum", Choice(("paper", "graph", "graph-direct", "masked", "masked-sparse")), "graph",
+        Field.derived(RRClustersParameters, "epsilon",
+                      help=f"privacy budget ε per respondent, the same for every protocol (default "
+                           f"{DEFAULT_EPSILON:g} when neither p nor epsilon_per_attribute is given): sequential "
+                           "over everything a respondent releases, RR-Clusters' dependence phase included"),
+        Field.derived(RRClustersParameters, "discovery_share"),
+        Field.derived(RRClustersParameters, "p", scalar=True,
+                      help="the papers' setting instead of epsilon: keep probability of main paper 6.3.1 on every "
+                           "attribute (ε per respondent then grows with the number of attributes)"),
+        Field.derived(RRClustersParameters, "epsilon_per_attribute", scalar=True,
+                      help="the papers' setting instead of epsilon: ε of every attribute's generalized RR"),
+        Field.derived(RRClustersParameters, "Tv", 100, type=Int(min=1)),
+        Field.derived(RRClustersParameters, "Td", 0.2),
+        Field.derived(RRClustersParameters, "max_cells", 4096, type=Int(min=2, max=65_536),
+                      help="largest cluster domain RR-Clusters releases (its dense matrix is max_cells²; "
+                           "only binds when Tv > max_cells)"),
+        Field.derived(RRClustersParameters, "dependence"),
+        Field("secure_sum", Registered(ENGINES), "graph",
               help="secure-sum engine of dependence 4.2 / 4.3 on the actors engine (the fast path "
                    "computes the same tallies centrally); paper sends O(n²) messages: n ≤ a few hundred"),
         Field("degree", Int(min=2), 8, help="k of the sparse secure-sum graphs (graph, masked-sparse)"),
-        Field("postprocess", Choice(POSTPROCESS), "clip-rescale",
-              help="post-processing of the eq. (2) estimates (paper: clip-rescale)"),
+        Field.derived(RRClustersParameters, "postprocess", type=Choice(POSTPROCESS)),
         Field("queries", Int(min=1, max=100_000), 500, help="number of count queries (main paper 6.5)"),
         Field("sigma", Float(min=0.0, max=1.0, min_exclusive=True), 0.2,
               help="query coverage σ: share of the value combinations of the query's two attributes"),
@@ -300,8 +300,10 @@ def effective_parameters(params: Mapping[str, Any], data: InputData) -> dict[str
     return out
 
 
-def protocol_kwargs(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Keyword arguments of the two base protocols (same attribute matrices for both).
+def protocol_parameters(params: Mapping[str, Any]) -> dict[str, Parameters]:
+    """The parameter objects of the two base protocols (same attribute matrices for both):
+    :class:`~mprr.protocols.parameters.RRClustersParameters` and
+    :class:`~mprr.protocols.parameters.RRIndependentParameters`.
 
     With ``epsilon`` (the default) both protocols get the same budget per respondent; ``p`` or
     ``epsilon_per_attribute`` is the papers' per-attribute setting.
@@ -331,13 +333,13 @@ def protocol_kwargs(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
                 "dependence": params["dependence"]}
     if key == "epsilon":
         clusters["discovery_share"] = params["discovery_share"]
-    return {"RR-Clusters": clusters, "RR-Independent": dict(common)}
+    return {"RR-Clusters": RRClustersParameters(**clusters), "RR-Independent": RRIndependentParameters(**common)}
 
 
 # --------------------------------------------------------------------------- running
 
 
-def _actors(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: int,
+def _actors(dataset: Dataset, protocol: str, parameters: Parameters, seed: int,
             params: Mapping[str, Any], status: Callable[[str], None] | None, runtime: Runtime | None,
             ) -> tuple[ProtocolResult, PrivacyRecord, Any, Any, Any]:
     """One run in the actor simulator: n party actors with their own streams and ledgers, on
@@ -349,17 +351,18 @@ def _actors(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], seed: in
         if status is not None:
             status(f"{protocol}: {messages:,} messages, {nbytes / 1e6:.1f} MB, {elapsed:.0f} s")
 
-    plan = lookup(protocol).plan(dataset.schema, kwargs)  # a secure sum in it takes the scenario's engine
+    entry = lookup(protocol)
+    plan = entry.plan(dataset.schema, entry.bind(parameters))  # a secure sum in it takes the scenario's engine
     options = simulate_options(plan, params["secure_sum"], dataset.n, params["degree"], params["round_timeout"])
     sim = simulate(dataset, protocol, seed=seed, timeout=params["round_timeout"], progress=report,
-                   progress_interval=1.0, runtime=runtime, **{**kwargs, **options})
+                   progress_interval=1.0, runtime=runtime, parameters=parameters, **options)
     view = dict(sim.view.to_dict())
     view["degraded"] = sim.degraded
     view["refusals"] = len(sim.refusals)
     return sim.result, PrivacyRecord.of(sim), sim.traffic, view, sim.wire
 
 
-def run_protocol(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], *, seed: int,
+def run_protocol(dataset: Dataset, protocol: str, parameters: Parameters, *, seed: int,
                  engine: str, params: Mapping[str, Any],
                  status: Callable[[str], None] | None = None, runtime: Runtime | None = None) -> ProtocolRun:
     """Run one base protocol on ``engine`` and RR-Adjustment on its release (``status``:
@@ -367,10 +370,11 @@ def run_protocol(dataset: Dataset, protocol: str, kwargs: Mapping[str, Any], *, 
     ``None``: memory)."""
     start = time.perf_counter()
     if engine == "fast":  # the local driver: every party at once, each with its own stream
-        result = run_local(lookup(protocol).program, dataset, rng=PartyStreams(seed, dataset.n), **kwargs)
+        entry = lookup(protocol)
+        result = run_local(entry.program, dataset, rng=PartyStreams(seed, dataset.n), **entry.bind(parameters))
         privacy, traffic, view, wire = PrivacyRecord.of(result), None, None, None
     else:
-        result, privacy, traffic, view, wire = _actors(dataset, protocol, kwargs, seed, params, status, runtime)
+        result, privacy, traffic, view, wire = _actors(dataset, protocol, parameters, seed, params, status, runtime)
     seconds = time.perf_counter() - start
     start = time.perf_counter()
     adjusted = rr_adjustment(result, tol=params["adjustment_tol"], max_iter=params["adjustment_max_iter"])
@@ -427,7 +431,7 @@ def run_local_anonymization(
     """RR-Clusters (+Adjustment) vs RR-Independent on planted-cluster data (see module
     docstring); the actor engine's parties live on ``runtime`` (``None``: memory)."""
     params = dict(config.parameters)
-    kwargs = protocol_kwargs(params)
+    parameters = protocol_parameters(params)
     check_secure_sum(config)
     data_seed, query_seed, run_seeds = derive_seeds(seed, runs)
     started = time.perf_counter()
@@ -442,7 +446,7 @@ def run_local_anonymization(
             per_run = {}
             for base in BASE_PROTOCOLS:
                 bar.set_status(base)
-                per_run[base] = run_protocol(dataset, base, kwargs[base], seed=run_seeds[r][base],
+                per_run[base] = run_protocol(dataset, base, parameters[base], seed=run_seeds[r][base],
                                              engine=engine, params=params, status=bar.set_status,
                                              runtime=runtime)
             all_runs.append(per_run)

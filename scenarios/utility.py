@@ -32,7 +32,7 @@ from mprr.distributions import JointDistribution, ProductDistribution
 from mprr.errors import ConfigurationError
 from mprr.metrics import evaluate_queries, random_queries
 from mprr.protocols import calm, rr_clusters, rr_clusters_sampled, rr_independent, rsfd, smp, spl
-from mprr.protocols.multidim import ORACLE_CHOICES
+from mprr.protocols.parameters import OracleParameters, RRClustersParameters
 from mprr.protocols.oracle_reports import ReportedData
 from mprr.protocols.result import ProtocolResult
 from mprr.streams import PartyStreams
@@ -79,12 +79,13 @@ SCHEMA = Schema(
         Field("exponent", Float(min=0.0), 1.0, help="synthetic data: Zipf exponent of the marginals"),
         Field("adult_path", Str(), None,
               help="UCI Adult instead of the synthetic data (the paper's 8 attributes): \"bundled\" for the shipped copy, or a path"),
-        Field("Tv", Int(min=1), 50, help="RR-Clusters, Algorithm 1: largest number of value combinations"),
-        Field("Td", Float(min=0.0, max=1.0), 0.2, help="RR-Clusters, Algorithm 1: smallest dependence to merge"),
-        Field("discovery_share", Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True), 0.5,
-              help="RR-Clusters: share of ε spent on the dependence phase"),
-        Field("oracle", Choice(ORACLE_CHOICES), "adaptive",
-              help="frequency oracle of SPL, SMP, CALM-style and RR-Clusters-Sampled (adaptive: the least-variance "
+        Field.derived(RRClustersParameters, "Tv", 50, type=Int(min=1),
+                      help="RR-Clusters, Algorithm 1: largest number of value combinations"),
+        Field.derived(RRClustersParameters, "Td", 0.2, help="RR-Clusters, Algorithm 1: smallest dependence to merge"),
+        Field.derived(RRClustersParameters, "discovery_share",
+                      help="RR-Clusters: share of ε spent on the dependence phase"),
+        Field.derived(OracleParameters, "oracle",
+                      help="frequency oracle of SPL, SMP, CALM-style and RR-Clusters-Sampled (adaptive: the least-variance "
                    "one per domain, Wang et al. 2017); RS+FD always uses GRR"),
         Field("queries", Int(min=1, max=100_000), 200, help="count queries per run (main paper 6.5)"),
         Field("sigma", Float(min=0.0, max=1.0, min_exclusive=True), 0.2, help="query coverage σ"),

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -32,3 +36,19 @@ def adult_path() -> Path:
     path = next((p for p in (folder / "adult.data", folder / "adult.data.gz") if p.is_file()), None)
     assert path is not None, f"MPRR_ADULT_DIR={ADULT_DIR!r} holds neither adult.data nor adult.data.gz"
     return path
+
+
+@pytest.fixture
+def own_plugin() -> Iterator[ModuleType]:
+    """``tests/own_plugin.py`` imported (as ``--plugin tests.own_plugin`` would): its protocols
+    ``pairs`` and ``pair-sums`` and its engine ``ring`` are registered for the test, and removed
+    after it, so that the registries of every other test hold the shipped objects only."""
+    from mprr.protocols.registry import PROTOCOLS
+    from parties.secure.registry import ENGINES
+
+    name = "tests.own_plugin"
+    module = importlib.reload(sys.modules[name]) if name in sys.modules else importlib.import_module(name)
+    yield module
+    for protocol in ("pairs", "pair-sums"):
+        PROTOCOLS.unregister(protocol)
+    ENGINES.unregister("ring")

@@ -17,9 +17,9 @@ def _subparsers() -> dict[str, argparse.ArgumentParser]:
     return dict(action.choices)
 
 
-def test_the_cli_reference_names_every_option_of_run_and_party() -> None:
+def test_the_cli_reference_names_every_option_of_run_simulate_and_party() -> None:
     text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
-    for command in ("run", "party"):
+    for command in ("run", "simulate", "party"):
         options = {o for a in _subparsers()[command]._actions for o in a.option_strings
                    if o.startswith("--") and a.help != argparse.SUPPRESS}  # hidden: internal to spawned workers
         missing = sorted(o for o in options - {"--help", "--verbose", "--log-level"} if f"`{o}" not in text and

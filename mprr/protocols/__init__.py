@@ -36,7 +36,7 @@ Modules, in dependency order (each imports only those above it):
 - ``result``          — ``ProtocolResult`` (estimate, releases, matrices, ledger, ε per policy,
                         ``to_frame`` with ``se`` / ``ci_low`` / ``ci_high``)
 - ``steps``           — the step vocabulary: ``Release``, ``SecureSum``, ``Report``, ``Released``,
-                        ``MatrixSpec``, ``OracleSpec``
+                        ``MatrixSpec`` (a family of :mod:`mprr.matrix_families` by name), ``OracleSpec``
 - ``plan``            — what a program will ask, declared from its parameters before it runs:
                         ``Plan`` (phases, secure-sum vector lengths, ``Needs``: engine, mesh,
                         PKI), ``@declares``, ``plan_of`` (a dry run for an undeclared,
@@ -70,7 +70,11 @@ Modules, in dependency order (each imports only those above it):
                         at a large ε overlapping units of ≤ 3 attributes covering every pair
 - ``pram``            — trusted-curator PRAM, invariant PRAM, S/n and its variance (eq. 4.4)
 - ``synthesis``       — synthetic microdata drawn from any estimate
-- ``registry``        — protocol names and aliases -> step programs, parameter checking
+- ``parameters``      — the protocols' frozen, validated parameter objects (``RRClustersParameters``,
+                        ``OracleParameters``, ... one per protocol; the RR-Adjustment entries take
+                        their base protocol's), from which the scenario schemas derive their fields
+- ``registry``        — ``PROTOCOLS`` (a :class:`mprr.registry.Registry`): names and aliases -> step
+                        programs and parameter objects; ``register_protocol`` for one's own
 """
 
 from mprr.protocols.adjustment import ADJUSTABLE, rr_adjustment

@@ -1,20 +1,27 @@
-"""Protocol names and their step programs, with parameter checking.
+"""Protocols by name: :data:`PROTOCOLS`, a :class:`mprr.registry.Registry` of :class:`ProtocolEntry`.
 
 Canonical names are the :attr:`ProtocolResult.protocol` names; lookup ignores case, spaces and
 underscores, and accepts a few aliases (``"independent"``, ``"clusters"``, ``"lambda"``,
 ``"rr-adjustment"`` with ``base=``...).  Any driver runs the program of an entry:
 :func:`mprr.protocols.local.run_local` or :func:`parties.driver.run_actors`.
+
+A protocol of one's own is registered with :func:`register_protocol` (the same call registers
+the shipped ones); ``parties.simulate.simulate`` and the command line (``mprr simulate NAME``,
+with ``--plugin MODULE`` for a module of one's own) then run it by name.  An entry with a
+:class:`~mprr.parameters.Parameters` class validates its parameters once, by building that
+object (:mod:`mprr.protocols.parameters`).
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mprr.data import Schema
 from mprr.errors import ConfigurationError
+from mprr.parameters import Parameters
 from mprr.protocols.adjustment import ADJUSTABLE, rr_adjustment, rr_adjustment_steps
 from mprr.protocols.clusters import rr_clusters_steps
 from mprr.protocols.ind_joint import rr_ind_joint_steps
@@ -23,19 +30,20 @@ from mprr.protocols.joint import rr_joint_steps
 from mprr.protocols.lambda_protocol import lambda_steps
 from mprr.protocols.marginal_release import calm_steps
 from mprr.protocols.multidim import rsfd_steps, smp_steps, spl_steps
-from mprr.protocols.sampled_clusters import rr_clusters_sampled_steps
+from mprr.protocols.parameters import (CALMParameters, LambdaParameters, OracleParameters, RRClustersParameters,
+                                       RRIndependentParameters, RRIndJointParameters, RRJointParameters,
+                                       RSFDParameters, SampledClustersParameters)
 from mprr.protocols.plan import Plan, plan_of
+from mprr.protocols.sampled_clusters import rr_clusters_sampled_steps
 from mprr.protocols.steps import Program
+from mprr.registry import Registry
 
-__all__ = ["PROTOCOLS", "ProtocolEntry", "custom_entry", "lookup"]
+__all__ = ["PROTOCOLS", "ProtocolEntry", "custom_entry", "lookup", "register_protocol"]
 
 
 @dataclass(frozen=True)
 class ProtocolEntry:
     """A protocol by name.
-
-    What a run of the program needs (a secure sum and its engine...) is its plan
-    (:meth:`plan`, :mod:`mprr.protocols.plan`), not a property of the name.
 
     Attributes
     ----------
@@ -47,24 +55,43 @@ class ProtocolEntry:
         Parameters the name implies (e.g. ``base="RR-Clusters"`` for RR-Clusters+Adjustment).
     aliases
         Other accepted names.
+    parameters
+        The protocol's :class:`~mprr.parameters.Parameters` class, or ``None``: its parameters
+        are then checked against the program's signature only.
     """
 
     name: str
     program: Callable[..., Program]
     fixed: Mapping[str, Any]
     aliases: tuple[str, ...] = ()
+    parameters: type[Parameters] | None = None
 
-    def bind(self, params: Mapping[str, Any], driver: tuple[str, ...] = ()) -> dict[str, Any]:
+    def bind(self, params: Mapping[str, Any] | Parameters, driver: tuple[str, ...] = ()) -> dict[str, Any]:
         """Check ``params`` against the protocol's parameters; returns the full keyword set.
 
-        ``driver`` names parameters the driver takes itself (e.g. ``("engine",)``); they are
-        returned as given (the driver checks them against the program's :meth:`plan`).
+        ``params`` is a mapping, or the entry's own :class:`~mprr.parameters.Parameters` object
+        (validated when it was built).  ``driver`` names parameters the driver takes itself
+        (e.g. ``("engine",)``); they are returned as given (the driver checks them against the
+        program's :meth:`plan`).
 
         Raises
         ------
         ConfigurationError
-            On an unknown or missing parameter, naming the allowed ones.
+            On an unknown or missing parameter, naming the allowed ones, or a bad value (from
+            the entry's parameter object).
         """
+        if isinstance(params, Parameters):
+            if self.parameters is None or type(params) is not self.parameters:
+                expected = self.parameters.__name__ if self.parameters else "a mapping of parameters"
+                raise ConfigurationError(
+                    f"protocol {self.name!r} takes {expected}, got {type(params).__name__}"
+                )
+            return {**self.fixed, **params.as_kwargs()}
+        if self.parameters is not None:
+            extra = set(driver)
+            own = self.parameters.from_mapping({k: v for k, v in params.items() if k not in extra},
+                                               protocol=self.name)
+            return {**self.fixed, **own.as_kwargs(), **{k: v for k, v in params.items() if k in extra}}
         clash = sorted(set(params) & set(self.fixed))
         if clash:
             raise ConfigurationError(f"{self.name} fixes {clash}; do not pass them")
@@ -89,7 +116,6 @@ class ProtocolEntry:
             raise ConfigurationError(f"protocol {self.name!r} needs parameter(s) {missing}")
         return kwargs
 
-
     def plan(self, schema: Schema, params: Mapping[str, Any]) -> Plan:
         """The program's plan with the bound ``params`` (:func:`mprr.protocols.plan.plan_of`)."""
         return plan_of(self.program, schema, **params)
@@ -101,38 +127,82 @@ def _named(program: Callable[..., Any]) -> list[inspect.Parameter]:
             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
 
-PROTOCOLS: Mapping[str, ProtocolEntry] = {
-    c.name: c
-    for c in (
-        ProtocolEntry("RR-Independent", rr_independent_steps, {}, ("independent", "protocol-1")),
-        ProtocolEntry("RR-Joint", rr_joint_steps, {}, ("joint", "protocol-2")),
-        ProtocolEntry("RR-Clusters", rr_clusters_steps, {}, ("clusters",)),
-        ProtocolEntry("RR-Independent+Adjustment", rr_adjustment_steps, {"base": "RR-Independent"},
-                      ("independent+adjustment",)),
-        ProtocolEntry("RR-Clusters+Adjustment", rr_adjustment_steps, {"base": "RR-Clusters"},
-                      ("clusters+adjustment",)),
-        ProtocolEntry("RR-Adjustment", rr_adjustment_steps, {}, ("adjustment",)),
-        ProtocolEntry("RR-Ind-Joint", rr_ind_joint_steps, {}, ("ind-joint",)),
-        ProtocolEntry("lambda-randomization", lambda_steps, {}, ("lambda", "λ-randomization")),
-        ProtocolEntry("SPL", spl_steps, {}, ("split",)),
-        ProtocolEntry("SMP", smp_steps, {}, ("sample",)),
-        ProtocolEntry("RS+FD", rsfd_steps, {}, ("rsfd", "rs-fd")),
-        ProtocolEntry("CALM-style", calm_steps, {}, ("calm",)),
-        ProtocolEntry("RR-Clusters-Sampled", rr_clusters_sampled_steps, {}, ("clusters-sampled",)),
-    )
-}
-"""Every protocol, by canonical name."""
+PROTOCOLS: Registry[ProtocolEntry] = Registry("protocol")
+"""Every protocol, by canonical name (:func:`register_protocol` adds one)."""
 
 
-def _key(name: str) -> str:
-    return name.strip().lower().replace("_", "-").replace(" ", "-")
+def register_protocol(
+    program: Callable[..., Program] | ProtocolEntry,
+    *,
+    name: str | None = None,
+    aliases: Sequence[str] = (),
+    parameters: type[Parameters] | None = None,
+    fixed: Mapping[str, Any] | None = None,
+    replace: bool = False,
+) -> ProtocolEntry:
+    """Register a step program (or a ready :class:`ProtocolEntry`) under ``name``.
+
+    Parameters
+    ----------
+    program
+        ``program(schema, **params)``, a step program (:mod:`mprr.protocols.steps`), or an entry.
+    name
+        Canonical name (default: the function's name without ``_steps``).
+    aliases
+        Other accepted names.
+    parameters
+        Its :class:`~mprr.parameters.Parameters` class, if it has one.
+    fixed
+        Parameters the name implies.
+    replace
+        Replace an entry registered under the same name.
+
+    Returns
+    -------
+    ProtocolEntry
+        The registered entry; :func:`lookup` finds it by name, and ``parties.simulate.simulate``
+        and ``mprr run`` run it by name.
+
+    Raises
+    ------
+    ConfigurationError
+        If ``program`` is not callable, or the name is taken (and not ``replace``).
+    """
+    if isinstance(program, ProtocolEntry):
+        return PROTOCOLS.register(program, replace=replace)
+    if not callable(program):
+        raise ConfigurationError(f"program must be a step-program function, got {type(program).__name__}")
+    if parameters is not None and not (isinstance(parameters, type) and issubclass(parameters, Parameters)):
+        raise ConfigurationError(f"parameters must be a mprr.parameters.Parameters class, got {parameters!r}")
+    entry = ProtocolEntry(name or getattr(program, "__name__", "").removesuffix("_steps"), program,
+                          dict(fixed or {}), tuple(aliases), parameters)
+    return PROTOCOLS.register(entry, replace=replace)
 
 
-_INDEX = {
-    _key(alias): c
-    for c in PROTOCOLS.values()
-    for alias in (c.name, *c.aliases, c.name.removeprefix("RR-"))
-}
+def _shipped(name: str, program: Callable[..., Program], fixed: Mapping[str, Any], aliases: tuple[str, ...],
+             **options: Any) -> None:
+    short = name.removeprefix("RR-")
+    register_protocol(program, name=name, fixed=fixed, aliases=aliases + ((short,) if short != name else ()),
+                      **options)
+
+
+_shipped("RR-Independent", rr_independent_steps, {}, ("independent", "protocol-1"),
+         parameters=RRIndependentParameters)
+_shipped("RR-Joint", rr_joint_steps, {}, ("joint", "protocol-2"), parameters=RRJointParameters)
+_shipped("RR-Clusters", rr_clusters_steps, {}, ("clusters",), parameters=RRClustersParameters)
+_shipped("RR-Independent+Adjustment", rr_adjustment_steps, {"base": "RR-Independent"},
+         ("independent+adjustment",))
+_shipped("RR-Clusters+Adjustment", rr_adjustment_steps, {"base": "RR-Clusters"},
+         ("clusters+adjustment",))
+_shipped("RR-Adjustment", rr_adjustment_steps, {}, ("adjustment",))
+_shipped("RR-Ind-Joint", rr_ind_joint_steps, {}, ("ind-joint",), parameters=RRIndJointParameters)
+_shipped("lambda-randomization", lambda_steps, {}, ("lambda", "λ-randomization"), parameters=LambdaParameters)
+_shipped("SPL", spl_steps, {}, ("split",), parameters=OracleParameters)
+_shipped("SMP", smp_steps, {}, ("sample",), parameters=OracleParameters)
+_shipped("RS+FD", rsfd_steps, {}, ("rsfd", "rs-fd"), parameters=RSFDParameters)
+_shipped("CALM-style", calm_steps, {}, ("calm",), parameters=CALMParameters)
+_shipped("RR-Clusters-Sampled", rr_clusters_sampled_steps, {}, ("clusters-sampled",),
+         parameters=SampledClustersParameters)
 
 
 def lookup(name: str) -> ProtocolEntry:
@@ -143,9 +213,7 @@ def lookup(name: str) -> ProtocolEntry:
     ConfigurationError
         If the name is unknown (the message lists the canonical names).
     """
-    if not isinstance(name, str) or _key(name) not in _INDEX:
-        raise ConfigurationError(f"protocol must be one of {list(PROTOCOLS)}, got {name!r}")
-    return _INDEX[_key(name)]
+    return PROTOCOLS.lookup(name)
 
 
 def custom_entry(program: Callable[..., Program]) -> ProtocolEntry:

@@ -40,18 +40,9 @@ Reply: :class:`Released` (the :class:`~mprr.protocols.release.ReleasedData`, the
 parties in it, and driver details such as the secure-sum session).
 
 Matrices never travel densely when they have a closed form: a :class:`MatrixSpec` names a
-*family* and its parameters, and whoever randomizes rebuilds the matrix over the joint domain
-of the unit's attributes:
-
-===================  ============================  =============================================
-family               params                        matrix over the unit (sizes ``s``, R = Π s)
-===================  ============================  =============================================
-``keep-or-uniform``  ``(p,)``                      ``keep_or_uniform(R, p)`` (main paper 6.3.1)
-``grr``              ``(ε,)``                      ``grr(R, ε)``
-``cluster-optimal``  ``(ε,)``                      ``cluster_optimal(s, ε)`` (main paper 6.3.2)
-``lambda-kron``      ``(λ_1, ..., λ_k)``           ``kron(lambda_randomization(s_j, λ_j) ...)``
-``dense``            ``R*R`` entries, C order      ``RandomizationMatrix(values)``
-===================  ============================  =============================================
+*family* of :data:`mprr.matrix_families.MATRIX_FAMILIES` (keep-or-uniform, grr,
+cluster-optimal, lambda-kron, dense, or one registered by a user) and its parameters, and
+whoever randomizes rebuilds the matrix over the joint domain of the unit's attributes.
 """
 
 from __future__ import annotations
@@ -62,24 +53,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-import numpy as np
-
 from mprr.errors import ConfigurationError
-from mprr.kronecker import KroneckerMatrix
-from mprr.matrices import (
-    RandomizationMatrix,
-    cluster_optimal,
-    grr,
-    keep_or_uniform,
-    kron,
-    lambda_randomization,
-)
+from mprr.matrices import RandomizationMatrix
+from mprr.matrix_families import MATRIX_FAMILIES, Matrix
 from mprr.oracles import GRR, OLH, OUE, FrequencyOracle, best_oracle
 from mprr.protocols.release import ReleasedData
 from mprr.protocols.result import ProtocolResult
 
 __all__ = [
-    "FAMILIES",
     "ASSIGNMENTS",
     "Matrix",
     "MatrixSpec",
@@ -100,11 +81,6 @@ def singletons(m: int) -> tuple[tuple[int, ...], ...]:
     return tuple((j,) for j in range(m))
 
 
-FAMILIES: tuple[str, ...] = ("keep-or-uniform", "grr", "cluster-optimal", "lambda-kron", "dense")
-"""Matrix families a step (and a release request on the wire) may name."""
-
-Matrix = RandomizationMatrix | KroneckerMatrix
-
 
 @dataclass(frozen=True)
 class MatrixSpec:
@@ -113,7 +89,7 @@ class MatrixSpec:
     Parameters
     ----------
     family
-        One of :data:`FAMILIES`.
+        A name of :data:`mprr.matrix_families.MATRIX_FAMILIES` (stored as its canonical name).
     params
         The family's parameters (finite floats).
     given
@@ -126,8 +102,7 @@ class MatrixSpec:
     given: RandomizationMatrix | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.family not in FAMILIES:
-            raise ConfigurationError(f"family must be one of {list(FAMILIES)}, got {self.family!r}")
+        object.__setattr__(self, "family", MATRIX_FAMILIES.lookup(self.family).name)
         if self.given is not None:  # entries of a validated RandomizationMatrix
             return
         params = tuple(float(x) for x in self.params)
@@ -174,31 +149,9 @@ class MatrixSpec:
             (0, 1), ε not > 0, λ outside (0, 1], a dense matrix of the wrong size or not
             stochastic).
         """
-        dims = tuple(int(s) for s in sizes)
-        cells = math.prod(dims)
-        family, params = self.family, self.params
-        if family == "lambda-kron":
-            if len(params) != len(dims):
-                raise ConfigurationError(
-                    f"a lambda-kron matrix needs one λ per attribute of the unit ({len(dims)}), got {len(params)}"
-                )
-            return kron(*(lambda_randomization(r, lam) for r, lam in zip(dims, params)))
-        if family == "dense":
-            if self.given is not None and self.given.size == cells:
-                return self.given
-            if len(params) != cells * cells:
-                raise ConfigurationError(
-                    f"a dense matrix over {cells} cells needs {cells * cells} entries, got {len(params)}"
-                )
-            return RandomizationMatrix(np.asarray(params, dtype=np.float64).reshape(cells, cells))
-        if len(params) != 1:
-            raise ConfigurationError(f"a {family} matrix takes exactly one parameter, got {len(params)}")
-        (value,) = params
-        if family == "keep-or-uniform":
-            return keep_or_uniform(cells, value)
-        if family == "grr":
-            return grr(cells, value)
-        return cluster_optimal(dims, value)
+        if self.given is not None and self.given.size == math.prod(int(s) for s in sizes):
+            return self.given
+        return MATRIX_FAMILIES[self.family].build(self.params, sizes)
 
 
 def _units(units: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:

@@ -21,7 +21,8 @@ Modules, in dependency order:
 - ``unmasking`` — the masked engine's round 4 at the controller: shares checked as they arrive,
                  self masks and the dropped parties' pairwise masks removed
 - ``masked``    — engine ``masked``: Bonawitz et al. 2017 pairwise masks + Shamir recovery
-- ``registry``  — the engines by name (paper, paper-per-combination, graph, graph-direct, masked,
-                 masked-sparse): ``make_engine``, ``sized_engine``; used by the actor driver, the
-                 scenarios and the benchmarks
+- ``registry``  — ``ENGINES``: ``EngineEntry`` objects by name (paper, paper-per-combination, graph,
+                 graph-direct, masked, masked-sparse) in a :class:`mprr.registry.Registry`;
+                 ``register_engine`` for one's own, ``make_engine``, ``sized_engine``; used by the
+                 actor driver, the scenarios and the benchmarks
 """

@@ -40,7 +40,8 @@ from collections.abc import Sequence
 from functools import cached_property
 
 from mprr.errors import MessageError
-from mprr.protocols.steps import ASSIGNMENTS, FAMILIES, ORACLES, MatrixSpec, OracleSpec, Report
+from mprr.matrix_families import MATRIX_FAMILIES
+from mprr.protocols.steps import ASSIGNMENTS, ORACLES, MatrixSpec, OracleSpec, Report
 from parties.wire.codec import Message, message, require
 from parties.wire.messages import Ack, OracleReport, RandomizedValues, Refusal
 
@@ -70,8 +71,8 @@ def _check_request(msg: ReleaseRequest | SecureRelease, matrices: int) -> None:
         raise MessageError(f"{name} needs {matrices} families and params ({len(msg.units)} units), "
                            f"got {len(msg.families)} and {len(msg.params)}")
     for f in msg.families:
-        if f not in FAMILIES:
-            raise MessageError(f"{name}.families must be in {list(FAMILIES)}, got {f!r}")
+        if f not in MATRIX_FAMILIES:
+            raise MessageError(f"{name}.families must be in {list(MATRIX_FAMILIES)}, got {f!r}")
     for p in msg.params:
         if not all(math.isfinite(x) for x in p):
             raise MessageError(f"{name}.params must be finite, got {p}")

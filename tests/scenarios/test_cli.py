@@ -360,3 +360,55 @@ def test_the_summary_names_every_file_the_run_wrote_and_a_later_run_removes_them
     removed = out.splitlines()[-1]
     assert removed.startswith("  removed ") and "synthetic_records.csv" in removed and "query_errors.png" in removed
     assert sorted(p.name for p in out_dir.iterdir()) == ["means.png", "report.md", "results.json"]
+
+
+def test_simulate_runs_a_users_protocol_by_name_from_a_plugin(own_plugin, tmp_path: Path) -> None:  # noqa: ANN001
+    code, out, err = _main("simulate", "pairs", "--plugin", "tests.own_plugin", "--set", "pairs=[[0, 1], [3, 4]]",
+                           "--set", "epsilon=2", "--n", "150", "--seed", "3", "--json", "--out", str(tmp_path / "p.json"))
+    assert (code, err) == (0, ""), err
+    doc = json.loads(out)
+    assert doc == json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))
+    assert (doc["protocol"], doc["n"], doc["seed"], doc["engine"], doc["epsilon"]) == ("pairs", 150, 3, "actors", 2.0)
+    assert doc["parameters"] == {"pairs": [[0, 1], [3, 4]], "epsilon": 2}
+    assert doc["traffic"]["messages"] == 2 * 150 and doc["traffic"]["rounds"] == 2  # one request and reply each
+    # the same run on the fast path releases the same values (same seed, same per-party streams)
+    code, out, err = _main("simulate", "pairs", "--set", "pairs=[[0, 1], [3, 4]]", "--set", "epsilon=2",
+                           "--n", "150", "--seed", "3", "--engine", "fast", "--json")
+    assert code == 0 and json.loads(out)["result"] == doc["result"] and json.loads(out)["traffic"] is None
+    code, out, err = _main("simulate", "pair-sums", "--set", "pairs=[[0, 1]]", "--set", "epsilon=1",
+                           "--n", "40", "--secure-sum", "ring")
+    assert code == 0, err
+    assert out.startswith("pair-sums: 40 parties, engine actors, seed 1; ε per respondent (sequential) 1\n")
+    assert "engine = ring" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("simulate", "pairs", "--plugin", "no_such_plugin"),
+         "mprr: error: --plugin no_such_plugin: no module named 'no_such_plugin' (is it on PYTHONPATH, or installed?)\n"),
+        (("simulate", "pairs", "--plugin", "tests/own_plugin.py"),
+         "mprr: error: --plugin must be a dotted module name (e.g. my_package.protocols), got 'tests/own_plugin.py'\n"),
+        (("simulate", "carrier-pigeon"), "mprr: error: protocol must be one of ['RR-Independent', "),
+        (("simulate", "clusters", "--set", "p=1.5", "--set", "Tv=10", "--set", "Td=0.1"),
+         "mprr: error: p must be a finite number > 0 and < 1, got 1.5 (float)\n"),
+        (("simulate", "independent", "--set", "p=0.5", "--n", "1"), "mprr: error: --n must be an integer >= 2, got 1\n"),
+        (("simulate", "independent", "--set", "p=0.5", "--columns", "a,b"),
+         "mprr: error: --columns applies to --data FILE only\n"),
+    ],
+)
+def test_simulate_errors_name_what_is_wrong(argv: tuple[str, ...], message: str) -> None:
+    code, out, err = _main(*argv)
+    assert code == 2 and out == "" and err.startswith(message)
+
+
+def test_run_takes_a_plugins_secure_sum_engine(own_plugin, tmp_path: Path) -> None:  # noqa: ANN001
+    code, out, err = _main("run", "local_anonymization", "--plugin", "tests.own_plugin", "--engine", "actors",
+                           "--runs", "1", "--set", 'secure_sum="ring"', "--set", 'dependence="4.3"', "--set", "n=60",
+                           "--set", "queries=10", "--out", str(tmp_path / "out"), "-q")
+    assert code == 0, err
+    doc = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    assert doc["parameters"]["secure_sum"] == "ring"
+    traffic = doc["traffic"]["RR-Clusters"]
+    assert traffic["equals_closed_form"] and "the ring engine's own cost()" in traffic["closed_form"]["formula"]
+    assert traffic["by_kind"]["SealedShares"]["messages"] == 60  # one bundle of ring shares per party

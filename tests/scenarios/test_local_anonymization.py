@@ -17,7 +17,7 @@ from mprr.synthetic import DEFAULT_SIZES
 from scenarios.cli import main
 from scenarios.cost_model import rr_closed_form
 from scenarios.plots import CustomPlot, FigureSpec
-from scenarios.local_anonymization import LABELS, check_secure_sum, derive_seeds, protocol_kwargs
+from scenarios.local_anonymization import LABELS, check_secure_sum, derive_seeds, protocol_parameters
 from scenarios.registry import get, load
 from scenarios.runner import run
 
@@ -178,9 +178,9 @@ def test_bad_parameters_are_rejected(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match=r"give one of parameters.epsilon \(per respondent\), "
                                                  r"parameters.epsilon_per_attribute or parameters.p, got epsilon = 1.0 "
                                                  r"and p = 0.5"):
-        protocol_kwargs({"p": 0.5, "epsilon": 1.0, "epsilon_per_attribute": None, "postprocess": "clip-rescale",
+        protocol_parameters({"p": 0.5, "epsilon": 1.0, "epsilon_per_attribute": None, "postprocess": "clip-rescale",
                          "Tv": 10, "Td": 0.1, "dependence": "4.1"})
-    with pytest.raises(ConfigurationError, match="parameters.secure_sum must be one of 'paper', 'graph'"):
+    with pytest.raises(ConfigurationError, match="parameters.secure_sum must be one of the secure-sum engines 'paper', 'paper-per-combination', 'graph'"):
         run("local_anonymization", out_dir=tmp_path, parameters={"n": 50, "secure_sum": "carrier-pigeon"})
     with pytest.raises(ConfigurationError, match="parameters.n must be an integer >= 2"):
         run("local_anonymization", out_dir=tmp_path, parameters={"n": 1})
@@ -361,3 +361,30 @@ def test_rr_independent_joint_is_said_to_be_the_product_of_its_marginals(both: d
         in doc["tables"]["comparison"]["caption"]
     clusters = doc["tables"]["clusters"]
     assert clusters["columns"] == ["runs", "count", "clusters", "= planted"] and clusters["rows"][0]["runs"] == "1"
+
+
+def test_the_protocol_fields_derived_from_the_parameter_object_accept_what_they_did() -> None:
+    from scenarios.config import Choice, Field, Float, Int
+    from scenarios.local_anonymization import POSTPROCESS, SCHEMA
+
+    unit = Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True)
+    positive = Float(min=0.0, min_exclusive=True)
+    # the fields as the scenario wrote them before they were derived (type, default, help)
+    written = {
+        "discovery_share": Field("discovery_share", unit, 0.5,
+                                 "with epsilon: share of the budget RR-Clusters spends on its dependence phase"),
+        "Tv": Field("Tv", Int(min=1), 100, "Algorithm 1: largest number of value combinations of a cluster"),
+        "Td": Field("Td", Float(min=0.0, max=1.0), 0.2, "Algorithm 1: smallest dependence to merge"),
+        "dependence": Field("dependence", Choice(("4.1", "4.2", "4.3")), "4.1",
+                            "how RR-Clusters gets dependences (main paper 4.1, 4.2 or 4.3)"),
+        "postprocess": Field("postprocess", Choice(POSTPROCESS), "clip-rescale",
+                             "post-processing of the eq. (2) estimates (paper: clip-rescale)"),
+    }
+    types = {"epsilon": (positive, None), "p": (unit, None), "epsilon_per_attribute": (positive, None),
+             "max_cells": (Int(min=2, max=65_536), 4096)}
+    derived = {f.key: f for f in SCHEMA.fields()}
+    for key, field in written.items():
+        assert derived[key] == field, key
+    for key, (kind, default) in types.items():
+        assert (derived[key].type, derived[key].default) == (kind, default), key
+    assert SCHEMA.validate({})["secure_sum"] == "graph"  # any registered engine, the shipped default

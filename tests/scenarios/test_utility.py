@@ -54,3 +54,16 @@ def test_adult_and_data_file_are_exclusive(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="give parameters.adult_path or parameters.data"):
         run("utility_vs_epsilon", out_dir=tmp_path / "o", parameters={"adult_path": "x", "data": str(csv)})
 
+
+
+def test_the_protocol_fields_are_derived_from_the_parameter_objects() -> None:
+    from mprr.protocols.multidim import ORACLE_CHOICES
+    from scenarios.config import Choice, Float, Int
+    from scenarios.utility import SCHEMA
+
+    fields = {f.key: f for f in SCHEMA.fields()}
+    assert (fields["Tv"].type, fields["Tv"].default) == (Int(min=1), 50)
+    assert (fields["Td"].type, fields["Td"].default) == (Float(min=0.0, max=1.0), 0.2)
+    assert (fields["discovery_share"].type, fields["discovery_share"].default) == (
+        Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True), 0.5)
+    assert (fields["oracle"].type, fields["oracle"].default) == (Choice(ORACLE_CHOICES), "adaptive")

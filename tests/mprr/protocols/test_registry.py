@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError
-from mprr.protocols.registry import PROTOCOLS, lookup
+from mprr.protocols.registry import PROTOCOLS, lookup, register_protocol
 
 
 def test_bind_fills_the_fixed_parameters_and_keeps_the_rest() -> None:
@@ -67,3 +67,22 @@ def test_every_protocol_takes_the_budget_per_respondent_and_keeps_to_it(name: st
     r = run_local(entry.program, ds, rng=np.random.default_rng(2), **params)
     assert r.epsilon("sequential") <= 2.0 * (1 + 1e-9), (name, r.epsilon("sequential"))
     assert r.epsilon("sequential") >= 1.0  # and spends most of it (replays of singletons may save some)
+
+
+def test_register_protocol_is_the_one_public_way_in(own_plugin) -> None:  # noqa: ANN001
+    entry = lookup("PAIR_SUMS")  # registered by the plugin: found by name or alias like a shipped one
+    assert (entry.name, entry.program, entry.parameters) == (
+        "pair-sums", own_plugin.pair_sums_steps, own_plugin.PairsParameters)
+    kwargs = entry.bind({"pairs": [[0, 1]], "epsilon": 1, "engine": "ring"}, driver=("engine",))
+    assert kwargs == {"pairs": ((0, 1),), "epsilon": 1.0, "engine": "ring"}  # checked by its parameter object
+    with pytest.raises(ConfigurationError, match=r"protocol name 'pairs' is already registered \(by 'pairs'\)"):
+        register_protocol(own_plugin.pairs_steps, name="my-pairs", aliases=("Pairs",))
+    with pytest.raises(ConfigurationError, match=r"protocol 'RR-Clusters' is already registered; pass replace=True"):
+        register_protocol(own_plugin.pairs_steps, name="RR-Clusters")
+    with pytest.raises(ConfigurationError, match=r"program must be a step-program function, got int"):
+        register_protocol(3)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match=r"parameters must be a mprr.parameters.Parameters class, got <class "
+                                                 r"'dict'>"):
+        register_protocol(own_plugin.pairs_steps, name="other", parameters=dict)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match=r"pairs must be disjoint, got \[\[0, 1\], \[1, 2\]\]"):
+        lookup("pairs").bind({"pairs": [[0, 1], [1, 2]], "epsilon": 1.0})

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError
 from parties.secure.graph import GraphEngine
 from parties.secure.masked import MaskedEngine
 from parties.secure.paper import PaperEngine
-from parties.secure.registry import ENGINES, engine_needs_mesh, make_engine, sized_engine
+from parties.secure.registry import ENGINES, EngineEntry, engine_needs_mesh, make_engine, register_engine, sized_engine
 
 
 def test_names_and_options() -> None:
@@ -38,3 +39,34 @@ def test_sized_engine_puts_the_sparse_engines_on_a_regular_graph() -> None:
     assert (masked.topology, masked.degree, masked.threshold) == ("regular", 5, 4)
     assert sized_engine("masked", degree=5, round_timeout=1.0).topology == "complete"
     assert [engine_needs_mesh(k) for k in ENGINES] == [True, True, False, True, False, False]
+
+
+def test_a_users_engine_registered_by_name_runs_in_a_sum(vectors_of, own_plugin) -> None:  # noqa: ANN001
+    from tests.parties.secure.helpers import run
+
+    RingEngine = own_plugin.RingEngine
+
+    entry = ENGINES.lookup("ring")  # registered by the plugin through register_engine
+    assert entry.factory is RingEngine and not engine_needs_mesh("ring")
+    engine = sized_engine("ring", degree=6, round_timeout=5.0, seed=3)  # the degree is the ring's own
+    assert isinstance(engine, RingEngine) and (engine.degree, engine.seed, engine.relay) == (2, 3, True)
+    vectors = vectors_of(9, 5, max_value=3)
+    result, net = run(make_engine("ring", max_value=3), vectors)
+    np.testing.assert_array_equal(result.total, vectors.sum(axis=0))  # the exact sum
+    # every party shares with its two ring neighbours: the engine's own closed form holds
+    cost = result.cost
+    assert (result.statistics.messages, result.statistics.bytes) == (cost.messages, cost.bytes)
+
+
+def test_engine_registration_refuses_what_it_cannot_build(own_plugin) -> None:  # noqa: ANN001
+    RingEngine = own_plugin.RingEngine
+
+    with pytest.raises(ConfigurationError, match=r"secure-sum engine name 'ring' is already registered \(by 'ring'\)"):
+        register_engine(EngineEntry("circle", RingEngine, aliases=("Ring",)))
+    with pytest.raises(ConfigurationError, match=r"entry must be an EngineEntry, got <class 'tests.own_plugin.RingEngine'>"):
+        register_engine(RingEngine)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match=r"factory of engine 'broken' must be callable, got 3"):
+        EngineEntry("broken", 3)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match=r"bad option for secure-sum engine 'ring': it takes no \['degree'\]; "
+                                                 r"configurable: \['seed', 'round_timeout', 'max_value'\]"):
+        make_engine("ring", degree=4)

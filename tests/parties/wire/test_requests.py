@@ -10,7 +10,8 @@ import pytest
 from mprr.errors import ConfigurationError, MessageError
 from mprr.kronecker import KroneckerMatrix
 from mprr.matrices import cluster_optimal, grr, keep_or_uniform, kron, lambda_randomization
-from mprr.protocols.steps import FAMILIES, MatrixSpec, OracleSpec, Report
+from mprr.matrix_families import MATRIX_FAMILIES
+from mprr.protocols.steps import MatrixSpec, OracleSpec, Report
 from parties.wire.codec import decode, encode
 from parties.wire.messages import OracleReport
 from parties.wire.requests import ReleaseRequest, ReportRequest
@@ -52,9 +53,9 @@ def test_dense_spec_round_trips_an_explicit_matrix() -> None:
     [
         (MatrixSpec("keep-or-uniform", (1.5,)), (3,), "p"),
         (MatrixSpec("grr", (-1.0,)), (3,), "epsilon"),
-        (MatrixSpec("grr", (1.0, 2.0)), (3,), "exactly one parameter"),
-        (MatrixSpec("lambda-kron", (0.5,)), (3, 2), "one λ per attribute"),
-        (MatrixSpec("dense", (1.0, 0.0, 0.0)), (2,), "needs 4 entries"),
+        (MatrixSpec("grr", (1.0, 2.0)), (3,), r"a grr matrix over a unit of sizes \(3,\) takes 1 parameter\(s\) \(epsilon\), got 2"),
+        (MatrixSpec("lambda-kron", (0.5,)), (3, 2), r"takes 2 parameter\(s\) \(lambda of each attribute\), got 1"),
+        (MatrixSpec("dense", (1.0, 0.0, 0.0)), (2,), r"a dense matrix over a unit of sizes \(2,\) takes 4 parameter\(s\)"),
         (MatrixSpec("dense", (0.5, 0.6, 0.5, 0.5)), (2,), "sum"),
     ],
 )
@@ -68,7 +69,7 @@ def test_spec_rejects_unknown_family_and_non_finite_params() -> None:
         MatrixSpec("laplace", (1.0,))
     with pytest.raises(ConfigurationError, match="finite"):
         MatrixSpec("grr", (math.inf,))
-    assert set(FAMILIES) == {"keep-or-uniform", "grr", "cluster-optimal", "lambda-kron", "dense"}
+    assert set(MATRIX_FAMILIES) == {"keep-or-uniform", "grr", "cluster-optimal", "lambda-kron", "dense"}
 
 
 def test_release_request_codec_round_trip() -> None:

@@ -1,0 +1,125 @@
+"""Matrix families: a randomization matrix named by family and parameters, rebuilt over any unit.
+
+A step of a protocol never sends a dense matrix when it has a closed form: it names a
+:class:`MatrixFamily` and its parameters (:class:`mprr.protocols.steps.MatrixSpec`), and
+whoever randomizes rebuilds the matrix over the joint domain of the unit's attributes.  The
+families are objects in one :class:`~mprr.registry.Registry`, :data:`MATRIX_FAMILIES`; the
+shipped ones (``R = Π s`` joint values of a unit with attribute sizes ``s``):
+
+===================  ============================  =============================================
+family               parameters                    matrix over the unit
+===================  ============================  =============================================
+``keep-or-uniform``  ``(p,)``                      ``keep_or_uniform(R, p)`` (main paper 6.3.1)
+``grr``              ``(ε,)``                      ``grr(R, ε)``
+``cluster-optimal``  ``(ε,)``                      ``cluster_optimal(s, ε)`` (main paper 6.3.2)
+``lambda-kron``      ``(λ_1, ..., λ_k)``           ``kron(lambda_randomization(s_j, λ_j) ...)``
+                                                   (lambda paper eq. (6), Property 2)
+``dense``            ``R*R`` entries, C order      ``RandomizationMatrix(values)``
+===================  ============================  =============================================
+
+A family of one's own is registered with :func:`register_matrix_family`; every driver and every
+party then rebuilds it by name (the parties compute the ε they spend from the built matrix,
+main paper eq. (4), never from the name).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from mprr.errors import ConfigurationError
+from mprr.kronecker import KroneckerMatrix
+from mprr.matrices import RandomizationMatrix, cluster_optimal, grr, keep_or_uniform, kron, lambda_randomization
+from mprr.registry import Registry
+
+__all__ = ["MATRIX_FAMILIES", "Matrix", "MatrixFamily", "register_matrix_family"]
+
+Matrix = RandomizationMatrix | KroneckerMatrix
+"""What a family builds: a dense matrix, or a lazy Kronecker product over the unit's attributes."""
+
+
+@dataclass(frozen=True)
+class MatrixFamily:
+    """A family of randomization matrices over a unit's joint domain.
+
+    Attributes
+    ----------
+    name
+        Canonical name (the one a request carries on the wire).
+    parameters
+        Names of the parameters, for messages and documentation (``("p",)``; ``("λ_j per
+        attribute",)``).
+    needs
+        ``needs(sizes)``: how many parameters a unit with attribute ``sizes`` needs.
+    construct
+        ``construct(params, sizes)``: the matrix (raises ConfigurationError on a bad value,
+        naming the parameter and what is allowed).
+    aliases
+        Other accepted names.
+    """
+
+    name: str
+    parameters: tuple[str, ...]
+    needs: Callable[[tuple[int, ...]], int]
+    construct: Callable[[tuple[float, ...], tuple[int, ...]], Matrix]
+    aliases: tuple[str, ...] = ()
+
+    def validate(self, params: Sequence[float], sizes: Sequence[int]) -> tuple[float, ...]:
+        """``params`` as finite floats, checked against the count the unit needs.
+
+        Raises
+        ------
+        ConfigurationError
+            If a parameter is not finite or the count does not fit the unit.
+        """
+        values = tuple(float(x) for x in params)
+        if not all(math.isfinite(x) for x in values):
+            raise ConfigurationError(f"params of a {self.name} matrix must be finite, got {values!r}")
+        dims = tuple(int(s) for s in sizes)
+        count = self.needs(dims)
+        if len(values) != count:
+            raise ConfigurationError(
+                f"a {self.name} matrix over a unit of sizes {dims} takes {count} parameter(s) "
+                f"({', '.join(self.parameters)}), got {len(values)}"
+            )
+        return values
+
+    def build(self, params: Sequence[float], sizes: Sequence[int]) -> Matrix:
+        """The matrix over the joint domain of attributes with ``sizes`` categories (C order)."""
+        dims = tuple(int(s) for s in sizes)
+        return self.construct(self.validate(params, dims), dims)
+
+
+MATRIX_FAMILIES: Registry[MatrixFamily] = Registry("matrix family")
+"""Every matrix family a step (and a release request on the wire) may name."""
+
+
+def register_matrix_family(family: MatrixFamily, *, replace: bool = False) -> MatrixFamily:
+    """Register ``family`` in :data:`MATRIX_FAMILIES` (ConfigurationError if its name is taken)."""
+    if not isinstance(family, MatrixFamily):
+        raise ConfigurationError(f"family must be a MatrixFamily, got {family!r}")
+    return MATRIX_FAMILIES.register(family, replace=replace)
+
+
+def _one(_: tuple[int, ...]) -> int:
+    return 1
+
+
+def _dense(params: tuple[float, ...], dims: tuple[int, ...]) -> RandomizationMatrix:
+    cells = math.prod(dims)
+    return RandomizationMatrix(np.asarray(params, dtype=np.float64).reshape(cells, cells))
+
+
+for _family in (
+    MatrixFamily("keep-or-uniform", ("p",), _one, lambda v, s: keep_or_uniform(math.prod(s), v[0]),
+                 aliases=("keep_or_uniform",)),
+    MatrixFamily("grr", ("epsilon",), _one, lambda v, s: grr(math.prod(s), v[0])),
+    MatrixFamily("cluster-optimal", ("epsilon",), _one, lambda v, s: cluster_optimal(s, v[0])),
+    MatrixFamily("lambda-kron", ("lambda of each attribute",), len,
+                 lambda v, s: kron(*(lambda_randomization(r, lam) for r, lam in zip(s, v)))),
+    MatrixFamily("dense", ("R*R entries, C order",), lambda s: math.prod(s) ** 2, _dense),
+):
+    MATRIX_FAMILIES.register(_family)
