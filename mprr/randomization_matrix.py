@@ -23,6 +23,7 @@ from numpy.typing import ArrayLike
 
 from mprr.domain import check_real, real_array
 from mprr.errors import ConfigurationError, EstimationError
+from mprr.guide_table import GuideTable
 
 __all__ = ["SINGULAR_TOLERANCE", "RandomizationMatrix", "column_epsilon", "dense_solve", "row_entropies"]
 
@@ -160,6 +161,12 @@ class RandomizationMatrix:
         cs /= cs[:, -1:]
         cs.setflags(write=False)
         return cs
+
+    @cached_property
+    def guide(self) -> GuideTable | None:
+        """Guide table of :attr:`cdf` (:mod:`mprr.guide_table`): the same inverse-CDF samples
+        as the binary search in a constant number of passes; ``None`` when too large."""
+        return GuideTable.build(self.cdf)
 
     # ---- structure and inversion -------------------------------------------------------------
 
