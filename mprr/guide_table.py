@@ -25,7 +25,7 @@ large domain or a tiny probability) has no table and is sampled by the binary se
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -51,6 +51,13 @@ class GuideTable:
     low: np.ndarray
     edge: np.ndarray
     high: np.ndarray
+    _pair: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # low and high interleaved: entry 2 (x B + b) + [w >= edge] is the sample
+        pair = np.empty(2 * self.low.size, dtype=np.int64)
+        pair[0::2], pair[1::2] = self.low, self.high
+        object.__setattr__(self, "_pair", pair)
 
     @classmethod
     def build(cls, cdf: np.ndarray, *, max_cells: int = MAX_GUIDE_CELLS) -> GuideTable | None:
@@ -91,5 +98,8 @@ class GuideTable:
         :func:`mprr.randomize.inverse_cdf` returns; ``uniforms`` in [0, 1), ``rows`` valid rows."""
         at = (uniforms * self.buckets).astype(np.intp)
         at += rows * self.buckets
-        out: np.ndarray = np.where(uniforms >= self.edge[at], self.high[at], self.low[at])
-        return out.astype(np.int64, copy=False)
+        above = uniforms >= self.edge.take(at)
+        at <<= 1
+        at += above
+        out: np.ndarray = self._pair.take(at)
+        return out

@@ -225,6 +225,7 @@ def release_units(
     *,
     linkable: bool = True,
     previous: Sequence[np.ndarray | None] | None = None,
+    overwrite_uniforms: bool = False,
 ) -> ReleasedData:
     """Randomize every party's value of each unit (one uniform per unit, in unit order).
 
@@ -249,6 +250,11 @@ def release_units(
         Optional, per unit: ``None`` (release afresh) or the ``(n,)`` codes the parties released
         before for the same attributes with the same matrix — a replay: those codes are
         resent, no uniform is consumed (:class:`ReleasedData` ``replayed``).
+    overwrite_uniforms
+        ``True`` when the caller drew ``uniforms`` for this call alone: the released codes are
+        then written over them (unit j's column once its uniforms are read; float64 and int64
+        have one size), so the phase needs no second ``(n, k)`` array.  Only without replays
+        and for a C-contiguous float64 array; otherwise ignored.
     """
     units_t = tuple(tuple(int(a) for a in u) for u in units)
     usizes = tuple(tuple(int(sizes[a]) for a in u) for u in units_t)
@@ -263,7 +269,9 @@ def release_units(
             f"uniforms must have shape ({codes.shape[0]}, {fresh}) (one per unit not replayed), "
             f"got {uniforms.shape}"
         )
-    released = np.empty((codes.shape[0], len(units_t)), dtype=np.int64)
+    reuse = (overwrite_uniforms and previous is None and uniforms.dtype == np.float64
+             and uniforms.flags.c_contiguous and uniforms.flags.writeable)
+    released = uniforms.view(np.int64) if reuse else np.empty((codes.shape[0], len(units_t)), dtype=np.int64)
     tallies: list[np.ndarray | None] = [None] * len(units_t)
     checked = codes.dtype.kind in "iu" and _uniforms_ok(uniforms)
     column = 0
@@ -283,7 +291,7 @@ def release_units(
             column += 1
         elif checked and len(unit) == 1 and _in_range(x := unit_codes(codes, sizes, unit), cells):
             # randomize's checks, made once: the uniforms for the phase, the codes per unit
-            values = sample_rows(mat, x, uniforms[:, column])
+            values = sample_rows(mat, x, np.ascontiguousarray(uniforms[:, column]))
             tallies[j] = np.bincount(values, minlength=cells)
             released[:, j] = values
             column += 1
