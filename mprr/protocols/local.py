@@ -84,7 +84,7 @@ def _answer(step: Step, dataset: Dataset, rng: Randomness, done: dict[str, Relea
             for phase in step.exclude:
                 excluded |= reporters(done[phase])
         return report_units(step, codes, sizes, draw_uniforms(rng, dataset.n, report_uniforms(step, sizes)),
-                            excluded)
+                            excluded, overwrite_uniforms=True)
     if isinstance(step, Release):
         replays = step.replays if step.replays is not None else (None,) * len(step.units)
         mats = tuple(
