@@ -69,6 +69,8 @@ class GuideTable:
         that no bucket holds two distinct values (every bucket is checked).
         """
         rows, r = cdf.shape
+        if rows * 2 * r > max_cells:  # B >= 2r buckets per row would not fit
+            return None
         steps = np.diff(cdf, axis=1, prepend=0.0)
         positive = steps[steps > 0.0]
         smallest = float(positive.min()) if positive.size else 1.0
@@ -77,18 +79,22 @@ class GuideTable:
         buckets = 1 << max(1, math.ceil(math.log2(max(2 * r, 1.0 / smallest))))
         if rows * buckets > max_cells:
             return None
-        grid = np.arange(buckets, dtype=np.float64) / buckets
-        low = np.empty((rows, buckets), dtype=np.intp)
-        high = np.empty((rows, buckets), dtype=np.intp)
-        for x in range(rows):
-            low[x] = np.searchsorted(cdf[x], grid, side="right")  # first v with cdf > b/B
-        low = np.minimum(low, r - 1)  # unreachable guard: cdf[x, r-1] = 1.0 > every b/B
-        edge = np.take_along_axis(cdf, low, axis=1)
-        for x in range(rows):
-            high[x] = np.searchsorted(cdf[x], edge[x], side="right")  # first v with cdf > edge
-        high = np.minimum(high, r - 1)  # where edge = 1.0: never taken, since w < 1
-        upper = grid + 1.0 / buckets
-        reach = np.take_along_axis(cdf, high, axis=1)
+        # low[x, b] = #{v : cdf[x, v] <= b/B} = #{v : ceil(cdf[x, v] B) <= b} (B a power of two:
+        # cdf B and its ceiling are exact), a running count of each row's histogram of ceilings
+        row = np.arange(rows, dtype=np.intp)[:, None]
+        ceilings = np.ceil(cdf * buckets).astype(np.intp)
+        ceilings += row * (buckets + 1)
+        counts = np.bincount(ceilings.ravel(), minlength=rows * (buckets + 1)).reshape(rows, buckets + 1)
+        low = np.minimum(np.cumsum(counts[:, :buckets], axis=1), r - 1)  # r - 1: unreachable guard
+        at = low + row * r  # flat index of (x, low[x, b]) in cdf
+        edge = cdf.ravel().take(at)
+        # following[x, v]: first w > v with cdf[x, w] > cdf[x, v] (r - 1 past the last step)
+        starts = np.where(cdf[:, 1:] > cdf[:, :-1], np.arange(1, r, dtype=np.intp), r - 1)
+        following = np.minimum.accumulate(starts[:, ::-1], axis=1)[:, ::-1]
+        following = np.concatenate([following, np.full((rows, 1), r - 1, dtype=np.intp)], axis=1)
+        high = following.ravel().take(at)  # where edge = 1.0: never taken (w < 1)
+        upper = (np.arange(buckets, dtype=np.float64) + 1.0) / buckets
+        reach = cdf.ravel().take(high + row * r)
         if not bool(np.all((edge >= upper) | (reach >= upper))):
             return None  # a bucket with two distinct values (rounding): keep the binary search
         return cls(buckets, low.ravel(), edge.ravel(), high.ravel())

@@ -31,6 +31,10 @@ __all__ = ["SINGULAR_TOLERANCE", "RandomizationMatrix", "column_epsilon", "dense
 #: this fraction of the largest one (condition number above 1e13).
 SINGULAR_TOLERANCE: float = 1e-13
 
+#: Draws per matrix row from which sampling builds the matrix's guide table (its cost is about
+#: that of the binary search over 64 draws per row, for the table sizes of mprr.guide_table).
+GUIDE_DRAWS_PER_ROW: int = 64
+
 
 
 def _square_array(name: str, values: ArrayLike) -> np.ndarray:
@@ -167,6 +171,14 @@ class RandomizationMatrix:
         """Guide table of :attr:`cdf` (:mod:`mprr.guide_table`): the same inverse-CDF samples
         as the binary search in a constant number of passes; ``None`` when too large."""
         return GuideTable.build(self.cdf)
+
+    def guide_for(self, draws: int) -> GuideTable | None:
+        """:attr:`guide` when it pays for ``draws`` samples: already built, or at least
+        :data:`GUIDE_DRAWS_PER_ROW` draws per row (building it searches every row's buckets,
+        so a single party's draw keeps the binary search)."""
+        if "guide" in self.__dict__ or draws >= GUIDE_DRAWS_PER_ROW * self.size:
+            return self.guide
+        return None
 
     # ---- structure and inversion -------------------------------------------------------------
 

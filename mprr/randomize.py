@@ -102,8 +102,9 @@ def randomize(codes: ArrayLike, P: RandomizationMatrix, *, uniforms: ArrayLike) 
 
 def sample_rows(P: RandomizationMatrix, rows: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
     """:func:`inverse_cdf` of ``P.cdf`` (validated ``rows`` and ``uniforms``), through ``P``'s guide
-    table when it has one (:mod:`mprr.guide_table`, the same values in fewer passes)."""
-    guide = P.guide
+    table when it has one and it pays for these draws (:mod:`mprr.guide_table`, the same values
+    in fewer passes; :meth:`~mprr.matrices.RandomizationMatrix.guide_for`)."""
+    guide = P.guide_for(rows.shape[0])
     if guide is None:
         return inverse_cdf(P.cdf, rows, uniforms)
     return guide.sample(rows, uniforms)

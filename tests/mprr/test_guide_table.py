@@ -80,3 +80,15 @@ def test_too_large_has_no_table() -> None:
     u = np.linspace(0.0, 0.999, 1000)
     rows = np.arange(1000) % 300
     np.testing.assert_array_equal(sample_rows(m, rows, u), inverse_cdf(m.cdf, rows, u))
+
+
+def test_a_few_draws_keep_the_binary_search() -> None:
+    from mprr.randomization_matrix import GUIDE_DRAWS_PER_ROW
+
+    m = RandomizationMatrix(grr(200, 1.0).values)  # a matrix of its own (grr shares small ones)
+    assert m.guide_for(1) is None and "guide" not in m.__dict__  # a single party's draw builds nothing
+    table = m.guide_for(GUIDE_DRAWS_PER_ROW * 200)
+    assert table is not None and m.guide_for(1) is table  # once built, every draw uses it
+    rows = np.array([0, 199, 57])
+    u = np.array([0.0, 0.5, 0.999])
+    np.testing.assert_array_equal(sample_rows(m, rows, u), inverse_cdf(m.cdf, rows, u))
