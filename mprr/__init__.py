@@ -14,6 +14,8 @@ Modules, in dependency order (each may import only those above it):
 - ``domain``        — the one check of each kind (int, real, ε, unit interval, cells); joint codes
                       (ravel / unravel) and tallies
 - ``streams``       — per-party random streams spawned from one run seed; draw-order contract
+- ``guide_table``   — guide tables: the inverse-CDF sample of a matrix row in a constant number of
+                      passes, bit-identical to the binary search
 - ``randomization_matrix`` — ``RandomizationMatrix``: a validated randomization matrix (eq. (1)), its ε, β, inverse
 - ``kronecker``     — lazy Kronecker products over joint domains (never materialized)
 - ``matrices``      — the papers' constructors (GRR, keep-or-uniform, cluster-optimal, ...), ``kron``

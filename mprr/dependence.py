@@ -328,7 +328,7 @@ def dependence_matrix(
 
 
 def bivariate_tables(codes: object, sizes: Sequence[int]) -> dict[tuple[int, int], np.ndarray]:
-    """Count tables of every attribute pair ``i < j`` (one vectorized ``bincount``).
+    """Count tables of every attribute pair ``i < j`` (one ``bincount`` of ``x_i |A_j| + x_j`` per pair).
 
     The bivariate distributions of main paper 4.1 (on released data) and 4.2 (exact tables).
 
@@ -361,25 +361,22 @@ def bivariate_tables(codes: object, sizes: Sequence[int]) -> dict[tuple[int, int
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
         raise DataError(f"codes must be integers, got dtype {arr.dtype}")
     arr = arr.astype(np.int64, copy=False)
-    sz = np.asarray(sizes_t, dtype=np.int64)
-    if arr.size and (np.any(arr < 0) or np.any(arr >= sz[None, :])):
+    m = len(sizes_t)
+    columns = [np.ascontiguousarray(arr[:, j]) for j in range(m)]  # each read once per pair
+    if arr.shape[0] and any(int(c.min()) < 0 or int(c.max()) >= k for c, k in zip(columns, sizes_t)):
+        sz = np.asarray(sizes_t, dtype=np.int64)
         bad = np.argwhere((arr < 0) | (arr >= sz[None, :]))[0]
         raise DataError(
             f"codes[{bad[0]}, {bad[1]}] = {arr[bad[0], bad[1]]} is outside "
             f"[0, {sizes_t[bad[1]]}) for attribute {bad[1]}"
         )
-    m = len(sizes_t)
-    ii, jj = np.triu_indices(m, k=1)
-    if ii.size == 0:
-        return {}
-    cells = sz[ii] * sz[jj]
-    offsets = np.concatenate(([0], np.cumsum(cells)[:-1]))
-    flat = offsets[None, :] + arr[:, ii] * sz[jj][None, :] + arr[:, jj]
-    counts = np.bincount(flat.ravel(), minlength=int(cells.sum()))
-    return {
-        (int(i), int(j)): counts[o : o + c].reshape(sizes_t[i], sizes_t[j])
-        for i, j, o, c in zip(ii, jj, offsets, cells, strict=True)
-    }
+    tables: dict[tuple[int, int], np.ndarray] = {}
+    for i in range(m):
+        scaled = {k: columns[i] * k for k in set(sizes_t[i + 1:])}  # x_i * |A_j|, one per distinct size
+        for j in range(i + 1, m):
+            flat = scaled[sizes_t[j]] + columns[j]
+            tables[(i, j)] = np.bincount(flat, minlength=sizes_t[i] * sizes_t[j]).reshape(sizes_t[i], sizes_t[j])
+    return tables
 
 
 

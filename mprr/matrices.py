@@ -12,6 +12,7 @@ products over joint domains live in :mod:`mprr.kronecker`, and :func:`kron` buil
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -60,11 +61,28 @@ def _check_cells(name: str, r: int, max_cells: int) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+#: Matrices of the uniform form (one value on the diagonal, one off it) with at most this many
+#: categories are built once per (k, diagonal, off-diagonal) and shared: they are immutable, and
+#: a protocol run builds the same few again and again (with their CDF and guide table).
+SHARED_UNIFORM_FORM_K: int = 128
+
+
 def _uniform_form(k: int, diag: float, off: float, name: str, max_cells: int) -> RandomizationMatrix:
     _check_cells(name, k, max_cells)
+    if k <= SHARED_UNIFORM_FORM_K:
+        return _shared_uniform_form(k, diag, off)
+    return _build_uniform_form(k, diag, off)
+
+
+def _build_uniform_form(k: int, diag: float, off: float) -> RandomizationMatrix:
     m = np.full((k, k), off)
     np.fill_diagonal(m, diag)
     return RandomizationMatrix(m)
+
+
+@functools.lru_cache(maxsize=64)
+def _shared_uniform_form(k: int, diag: float, off: float) -> RandomizationMatrix:
+    return _build_uniform_form(k, diag, off)
 
 
 def grr(k: int, epsilon: float, *, max_cells: int = MAX_MATRIX_CELLS) -> RandomizationMatrix:

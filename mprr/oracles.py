@@ -50,7 +50,7 @@ from mprr.domain import MAX_TENSOR_CELLS, check_epsilon, check_int, real_array
 from mprr.errors import ConfigurationError, DataError
 from mprr.hashing import OLH_MAX_G, bucket_members, hash_buckets
 from mprr.matrices import RandomizationMatrix, grr
-from mprr.randomize import inverse_cdf
+from mprr.randomize import sample_rows
 from mprr.streams import Randomness, draw_uniforms
 
 __all__ = [
@@ -412,7 +412,7 @@ class GRR(FrequencyOracle):
     def _perturb(self, x: IntArray, u: FloatArray) -> IntArray:
         w = u[:, 0]
         if self.d <= GRR_MATRIX_MAX_D:
-            return inverse_cdf(self.matrix.cdf, x, w)
+            return sample_rows(self.matrix, x, w)
         # row x of the cdf: (v+1) q for v < x, then x q + p + (v - x) q for v >= x
         p, q = self.p_star, self.q_star
         xq = x * q

@@ -23,12 +23,17 @@ from numpy.typing import ArrayLike
 
 from mprr.domain import check_real, real_array
 from mprr.errors import ConfigurationError, EstimationError
+from mprr.guide_table import GuideTable
 
 __all__ = ["SINGULAR_TOLERANCE", "RandomizationMatrix", "column_epsilon", "dense_solve", "row_entropies"]
 
 #: A closed-form inverse is refused as singular when its smallest eigenvalue modulus is below
 #: this fraction of the largest one (condition number above 1e13).
 SINGULAR_TOLERANCE: float = 1e-13
+
+#: Draws per matrix row from which sampling builds the matrix's guide table (its cost is about
+#: that of the binary search over 64 draws per row, for the table sizes of mprr.guide_table).
+GUIDE_DRAWS_PER_ROW: int = 64
 
 
 
@@ -160,6 +165,20 @@ class RandomizationMatrix:
         cs /= cs[:, -1:]
         cs.setflags(write=False)
         return cs
+
+    @cached_property
+    def guide(self) -> GuideTable | None:
+        """Guide table of :attr:`cdf` (:mod:`mprr.guide_table`): the same inverse-CDF samples
+        as the binary search in a constant number of passes; ``None`` when too large."""
+        return GuideTable.build(self.cdf)
+
+    def guide_for(self, draws: int) -> GuideTable | None:
+        """:attr:`guide` when it pays for ``draws`` samples: already built, or at least
+        :data:`GUIDE_DRAWS_PER_ROW` draws per row (building it searches every row's buckets,
+        so a single party's draw keeps the binary search)."""
+        if "guide" in self.__dict__ or draws >= GUIDE_DRAWS_PER_ROW * self.size:
+            return self.guide
+        return None
 
     # ---- structure and inversion -------------------------------------------------------------
 

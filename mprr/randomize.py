@@ -8,7 +8,9 @@ is the true value and ``cdf`` the row-wise cumulative sums of the matrix
 
 The search is a vectorised binary search on the gathered row entries — ``ceil(log2 r)`` passes
 over n elements, O(n log r) time and O(n) memory, exact (no offset arithmetic that would lose
-precision for large r) — so r of several thousand costs a few milliseconds for n = 32,561.
+precision for large r) — so r of several thousand costs a few milliseconds for n = 32,561.  A
+matrix with a guide table (:attr:`mprr.matrices.RandomizationMatrix.guide`,
+:mod:`mprr.guide_table`) is sampled in a constant number of passes instead, with the same result.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from mprr.errors import ConfigurationError, DataError
 from mprr.kronecker import KroneckerMatrix
 from mprr.matrices import RandomizationMatrix
 
-__all__ = ["randomize", "randomize_joint", "inverse_cdf"]
+__all__ = ["randomize", "randomize_joint", "inverse_cdf", "sample_rows"]
 
 
 def inverse_cdf(cdf: np.ndarray, rows: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
@@ -95,7 +97,17 @@ def randomize(codes: ArrayLike, P: RandomizationMatrix, *, uniforms: ArrayLike) 
     u = _check_uniforms(uniforms, x.shape[0])
     if x.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
-    return inverse_cdf(P.cdf, x, u)
+    return sample_rows(P, x, u)
+
+
+def sample_rows(P: RandomizationMatrix, rows: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    """:func:`inverse_cdf` of ``P.cdf`` (validated ``rows`` and ``uniforms``), through ``P``'s guide
+    table when it has one and it pays for these draws (:mod:`mprr.guide_table`, the same values
+    in fewer passes; :meth:`~mprr.matrices.RandomizationMatrix.guide_for`)."""
+    guide = P.guide_for(rows.shape[0])
+    if guide is None:
+        return inverse_cdf(P.cdf, rows, uniforms)
+    return guide.sample(rows, uniforms)
 
 
 def randomize_joint(
@@ -147,7 +159,7 @@ def randomize_joint(
         for j, f in enumerate(P.factors):
             cdf = f.cdf
             x = arr[:, j].astype(np.int64, copy=False)
-            v = inverse_cdf(cdf, x, w)
+            v = sample_rows(f, x, w)
             out[:, j] = v
             if j + 1 < len(P.factors):
                 hi = cdf[x, v]

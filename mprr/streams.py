@@ -161,13 +161,14 @@ class PartyStreams:
                 if gen is not None:
                     handed[j] = True
                     out[j] = gen.random(k)
+        if parties is None and not handed.any():  # every party, all vectorized: no gathers
+            hi, lo = _pcg64_draws(self._state, out)
+            self._state[0], self._state[1] = hi, lo
+            return out
         vec = idx[~handed]
         if vec.size:
-            hi, lo, inc_hi, inc_lo = (a[vec] for a in self._state)
             cols = np.empty((vec.size, k))
-            for c in range(k):
-                hi, lo = _pcg64_step(hi, lo, inc_hi, inc_lo)
-                cols[:, c] = (_xsl_rr(hi, lo) >> np.uint64(11)) * _TWO_M53
+            hi, lo = _pcg64_draws([a[vec] for a in self._state], cols)
             self._state[0][vec], self._state[1][vec] = hi, lo
             out[~handed] = cols
         return out
@@ -234,7 +235,9 @@ def _child_pools(root: np.random.SeedSequence, first: int, count: int) -> np.nda
 def _generate_state64(pools: np.ndarray, words: int) -> np.ndarray:
     """``SeedSequence.generate_state(words, uint64)`` of every pool, shape ``(count, words)``."""
     out = _generate_state32(pools, 2 * words)
-    return out[:, 0::2].astype(_U64) | (out[:, 1::2].astype(_U64) << _U64(32))
+    # word i is (out[:, 2i] | out[:, 2i+1] << 32): the pair read as one little-endian uint64
+    pairs: np.ndarray = out.astype("<u4", copy=False).view("<u8")
+    return pairs.astype(_U64, copy=False)
 
 
 def _generate_state32(pools: np.ndarray, words: int) -> np.ndarray:
@@ -249,39 +252,78 @@ def _generate_state32(pools: np.ndarray, words: int) -> np.ndarray:
     return out
 
 
-def _mul64(a: np.ndarray, b: int) -> tuple[np.ndarray, np.ndarray]:
-    """Full 128-bit products ``a * b`` as (high, low) uint64 words."""
+def _mulhi64(a: np.ndarray, b: int) -> np.ndarray:
+    """High uint64 words of the 128-bit products ``a * b`` (32-bit halves, schoolbook; in place
+    on fresh temporaries)."""
     m = _U64(_M32)
     a0, a1 = a & m, a >> _U64(32)
     b0, b1 = _U64(b & _M32), _U64(b >> 32)
-    p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
-    mid = (p00 >> _U64(32)) + (p01 & m) + (p10 & m)
-    low = (p00 & m) | (mid << _U64(32))
-    high = p11 + (p01 >> _U64(32)) + (p10 >> _U64(32)) + (mid >> _U64(32))
-    return high, low
+    p01, p10 = a0 * b1, a1 * b0
+    mid = a0 * b0
+    mid >>= _U64(32)
+    np.bitwise_and(p01, m, out=a0)
+    mid += a0
+    np.bitwise_and(p10, m, out=a0)
+    mid += a0
+    mid >>= _U64(32)  # carry into the high word
+    a1 *= b1
+    p01 >>= _U64(32)
+    a1 += p01
+    p10 >>= _U64(32)
+    a1 += p10
+    a1 += mid
+    return a1
+
+
+def _mul64(a: np.ndarray, b: int) -> tuple[np.ndarray, np.ndarray]:
+    """Full 128-bit products ``a * b`` as (high, low) uint64 words."""
+    return _mulhi64(a, b), a * _U64(b)
 
 
 def _pcg64_step(hi: np.ndarray, lo: np.ndarray, inc_hi: np.ndarray,
                 inc_lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """state * multiplier + increment (mod 2^128), the PCG64 LCG step."""
-    p_hi, p_lo = _mul64(lo, _PCG_MULT_LO)
-    p_hi = p_hi + hi * _U64(_PCG_MULT_LO) + lo * _U64(_PCG_MULT_HI)
-    new_lo = p_lo + inc_lo
-    new_hi = p_hi + inc_hi + (new_lo < p_lo).astype(_U64)
-    return new_hi, new_lo
+    p_hi = _mulhi64(lo, _PCG_MULT_LO)
+    p_hi += hi * _U64(_PCG_MULT_LO)
+    p_hi += lo * _U64(_PCG_MULT_HI)
+    new_lo = lo * _U64(_PCG_MULT_LO)
+    new_lo += inc_lo
+    p_hi += inc_hi
+    p_hi += new_lo < inc_lo  # carry of the low word (wrapped iff the sum is below an addend)
+    return p_hi, new_lo
 
 
 def _xsl_rr(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     """PCG64's output of a state: rotr64(hi ^ lo, hi >> 58)."""
     x = hi ^ lo
     rot = hi >> _U64(58)
-    out: np.ndarray = (x >> rot) | (x << ((_U64(64) - rot) & _U64(63)))
+    out: np.ndarray = x >> rot
+    np.subtract(_U64(64), rot, out=rot)
+    rot &= _U64(63)
+    x <<= rot
+    out |= x
     return out
+
+
+def _pcg64_draws(state: list[np.ndarray], out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Fill ``out`` (``(count, k)`` float64) with the next k ``random()`` draws of each state of
+    ``state`` (hi, lo, inc_hi, inc_lo); returns the advanced (hi, lo).
+
+    A draw is numpy's ``next_double``: ``(next_uint64 >> 11) * 2^-53``; the 53-bit integer is
+    read as int64 (same bits, exact) because numpy converts int64 to float64 faster than uint64.
+    """
+    hi, lo, inc_hi, inc_lo = state
+    for c in range(out.shape[1]):
+        hi, lo = _pcg64_step(hi, lo, inc_hi, inc_lo)
+        bits = _xsl_rr(hi, lo)
+        bits >>= _U64(11)
+        np.multiply(bits.view(np.int64), _TWO_M53, out=out[:, c])
+    return hi, lo
 
 
 def _pcg64_seed(words: np.ndarray) -> list[np.ndarray]:
     """PCG64 states (hi, lo, inc_hi, inc_lo) of ``pcg64_set_seed(words[:, :2], words[:, 2:])``."""
-    s_hi, s_lo, q_hi, q_lo = (np.ascontiguousarray(words[:, j]) for j in range(4))
+    s_hi, s_lo, q_hi, q_lo = (words[:, j] for j in range(4))  # each read once or twice
     inc_hi = (q_hi << _U64(1)) | (q_lo >> _U64(63))
     inc_lo = (q_lo << _U64(1)) | _U64(1)
     lo = inc_lo + s_lo  # state = inc (first step from 0), then += initstate

@@ -27,6 +27,7 @@ pair's product domain with ``ε_i + ε_j`` (or a given ``ε_pair``).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -81,8 +82,12 @@ def keep_for_budget(sizes: Sequence[int], epsilon: float) -> float:
     estimates the joint better than an equal split ε/m (``docs/utility.md``).  Depends on the
     sizes and ε only, never on the data.
     """
-    total = check_epsilon(epsilon)
-    sz = [int(k) for k in sizes]
+    return _keep_for_budget(tuple(int(k) for k in sizes), check_epsilon(epsilon))
+
+
+@functools.lru_cache(maxsize=64)
+def _keep_for_budget(sz: tuple[int, ...], total: float) -> float:
+    """:func:`keep_for_budget` of validated arguments (a pure function of them, so remembered)."""
     lo, hi = 0.0, 1.0
     for _ in range(200):
         mid = 0.5 * (lo + hi)

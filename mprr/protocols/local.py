@@ -84,7 +84,7 @@ def _answer(step: Step, dataset: Dataset, rng: Randomness, done: dict[str, Relea
             for phase in step.exclude:
                 excluded |= reporters(done[phase])
         return report_units(step, codes, sizes, draw_uniforms(rng, dataset.n, report_uniforms(step, sizes)),
-                            excluded)
+                            excluded, overwrite_uniforms=True)
     if isinstance(step, Release):
         replays = step.replays if step.replays is not None else (None,) * len(step.units)
         mats = tuple(
@@ -96,12 +96,13 @@ def _answer(step: Step, dataset: Dataset, rng: Randomness, done: dict[str, Relea
             previous = [None if r is None else done[r[0]].codes[:, r[1]] for r in step.replays]  # type: ignore[index]
         fresh = len(step.units) if previous is None else sum(p is None for p in previous)
         uniforms = draw_uniforms(rng, dataset.n, fresh)
-        return release_units(step.phase, codes, sizes, step.units, mats, uniforms, previous=previous)
+        return release_units(step.phase, codes, sizes, step.units, mats, uniforms, previous=previous,
+                             overwrite_uniforms=True)
     if step.specs is None:
         return exact_tables(step.phase, codes, sizes, step.units, max_cells=MAX_TABLE_CELLS)
     mats = tuple(s.build([sizes[a] for a in u]) for s, u in zip(step.specs, step.units))
     uniforms = draw_uniforms(rng, dataset.n, len(step.units))
-    return release_units(step.phase, codes, sizes, step.units, mats, uniforms, linkable=False)
+    return release_units(step.phase, codes, sizes, step.units, mats, uniforms, linkable=False, overwrite_uniforms=True)
 
 
 class LocalProtocol(Protocol[R_co]):

@@ -271,7 +271,8 @@ def report_releases(phase: str, assign: str, units: Sequence[Sequence[int]], ora
 
 
 def report_rows(step: Report, oracles: Sequence[FrequencyOracle], codes: np.ndarray, sizes: Sequence[int],
-                uniforms: np.ndarray, excluded: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+                uniforms: np.ndarray, excluded: np.ndarray | None = None, *,
+                overwrite_uniforms: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
     """The reports of ``codes``' rows for ``step`` (the draw order of :class:`~mprr.protocols.steps.Report`).
 
     The computation both drivers share: the local driver over every party at once
@@ -291,6 +292,11 @@ def report_rows(step: Report, oracles: Sequence[FrequencyOracle], codes: np.ndar
         ``(n, report_uniforms(step, sizes))`` uniforms, row i from party i's stream.
     excluded
         ``(n,)`` booleans: the parties that reported in a phase of ``step.exclude``.
+    overwrite_uniforms
+        ``True`` when the caller drew ``uniforms`` for this call alone: when every party reports
+        every unit with one uniform each, the reports are written over them (unit j's column
+        once its uniforms are read; float64 and int64 have one size), so no second ``(n, k)``
+        array is needed.  Otherwise ignored.
 
     Returns
     -------
@@ -306,7 +312,11 @@ def report_rows(step: Report, oracles: Sequence[FrequencyOracle], codes: np.ndar
     if uniforms.shape != (n, need):
         raise ConfigurationError(f"uniforms must have shape ({n}, {need}) for this report step, got {uniforms.shape}")
     k = len(step.units)
-    reports = np.full((n, k), -1, dtype=np.int64)
+    if (overwrite_uniforms and step.assign == "every" and all(p == 1 for p in per) and uniforms.dtype == np.float64
+            and uniforms.flags.c_contiguous and uniforms.flags.writeable):
+        reports = uniforms.view(np.int64)  # column j is written after unit j's uniform is read
+    else:
+        reports = np.full((n, k), -1, dtype=np.int64)
     if step.assign == "every":
         starts = np.concatenate([[0], np.cumsum(per)[:-1]]).astype(int)
         for j, (unit, oracle) in enumerate(zip(step.units, oracles)):
@@ -337,7 +347,7 @@ def report_rows(step: Report, oracles: Sequence[FrequencyOracle], codes: np.ndar
 
 
 def report_units(step: Report, codes: np.ndarray, sizes: Sequence[int], uniforms: np.ndarray,
-                 excluded: np.ndarray | None = None) -> ReportedData:
+                 excluded: np.ndarray | None = None, *, overwrite_uniforms: bool = False) -> ReportedData:
     """Answer ``step`` for every party at once (vectorized), from its uniforms.
 
     Parameters
@@ -352,10 +362,13 @@ def report_units(step: Report, codes: np.ndarray, sizes: Sequence[int], uniforms
         ``(n, report_uniforms(step, sizes))`` uniforms, row i from party i's stream.
     excluded
         ``(n,)`` booleans: the parties that reported in a phase of ``step.exclude``.
+    overwrite_uniforms
+        As in :func:`report_rows` (the local driver's uniforms, drawn for this step alone).
     """
     oracles = tuple(o.build([sizes[a] for a in u]) for o, u in zip(step.oracles, step.units))
     usizes = tuple(tuple(int(sizes[a]) for a in u) for u in step.units)
-    reports, assigned = report_rows(step, oracles, codes, sizes, uniforms, excluded)
+    reports, assigned = report_rows(step, oracles, codes, sizes, uniforms, excluded,
+                                    overwrite_uniforms=overwrite_uniforms)
     return reported_data(step, usizes, oracles, reports, None if step.assign == "sampled-fake" else assigned)
 
 

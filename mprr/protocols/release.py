@@ -29,7 +29,7 @@ from mprr.errors import ConfigurationError
 from mprr.privacy.release import Release
 from mprr.kronecker import KroneckerMatrix
 from mprr.matrices import RandomizationMatrix
-from mprr.randomize import randomize, randomize_joint
+from mprr.randomize import randomize, randomize_joint, sample_rows
 
 __all__ = [
     "ReleasedData",
@@ -102,13 +102,22 @@ class ReleasedData:
     @classmethod
     def randomized(cls, phase: str, units: tuple[tuple[int, ...], ...], unit_sizes: tuple[tuple[int, ...], ...],
                    matrices: tuple[Matrix | None, ...], codes: np.ndarray, *, linkable: bool = True,
-                   replayed: tuple[bool, ...] | None = None) -> ReleasedData:
+                   replayed: tuple[bool, ...] | None = None,
+                   tallies: Sequence[np.ndarray | None] | None = None) -> ReleasedData:
         """A phase of randomized releases from its ``(n, len(units))`` released codes: each
         unit's tally is the count of its released values (the one place both drivers build it:
-        the local driver after randomizing, the controller from the parties' replies)."""
+        the local driver after randomizing, the controller from the parties' replies).
+
+        ``tallies`` (optional, per unit) are counts the caller already took of the unit's
+        column (``numpy.bincount`` of codes known to lie in the unit's domain, as
+        :func:`release_units` takes them of the values it just sampled); ``None`` entries are
+        tallied here, with the range check of :func:`mprr.domain.tally`.
+        """
+        given = list(tallies) if tallies is not None else [None] * len(unit_sizes)
         counts = tuple(
-            readonly(np.asarray(tally(codes[:, j], math.prod(us)), dtype=np.float64).reshape(us))
-            for j, us in enumerate(unit_sizes)
+            readonly(np.asarray(tally(codes[:, j], math.prod(us)) if t is None else t,
+                                dtype=np.float64).reshape(us))
+            for j, (us, t) in enumerate(zip(unit_sizes, given))
         )
         return cls(phase=phase, units=units, unit_sizes=unit_sizes, matrices=matrices, codes=readonly(codes),
                    counts=counts, linkable=linkable, exact=False, replayed=replayed)
@@ -216,6 +225,7 @@ def release_units(
     *,
     linkable: bool = True,
     previous: Sequence[np.ndarray | None] | None = None,
+    overwrite_uniforms: bool = False,
 ) -> ReleasedData:
     """Randomize every party's value of each unit (one uniform per unit, in unit order).
 
@@ -240,6 +250,11 @@ def release_units(
         Optional, per unit: ``None`` (release afresh) or the ``(n,)`` codes the parties released
         before for the same attributes with the same matrix — a replay: those codes are
         resent, no uniform is consumed (:class:`ReleasedData` ``replayed``).
+    overwrite_uniforms
+        ``True`` when the caller drew ``uniforms`` for this call alone: the released codes are
+        then written over them (unit j's column once its uniforms are read; float64 and int64
+        have one size), so the phase needs no second ``(n, k)`` array.  Only without replays
+        and for a C-contiguous float64 array; otherwise ignored.
     """
     units_t = tuple(tuple(int(a) for a in u) for u in units)
     usizes = tuple(tuple(int(sizes[a]) for a in u) for u in units_t)
@@ -254,7 +269,11 @@ def release_units(
             f"uniforms must have shape ({codes.shape[0]}, {fresh}) (one per unit not replayed), "
             f"got {uniforms.shape}"
         )
-    released = np.empty((codes.shape[0], len(units_t)), dtype=np.int64)
+    reuse = (overwrite_uniforms and previous is None and uniforms.dtype == np.float64
+             and uniforms.flags.c_contiguous and uniforms.flags.writeable)
+    released = uniforms.view(np.int64) if reuse else np.empty((codes.shape[0], len(units_t)), dtype=np.int64)
+    tallies: list[np.ndarray | None] = [None] * len(units_t)
+    checked = codes.dtype.kind in "iu" and _uniforms_ok(uniforms)
     column = 0
     for j, (unit, us, mat) in enumerate(zip(units_t, usizes, matrices)):
         cells = math.prod(us)
@@ -270,11 +289,36 @@ def release_units(
             rec = randomize_joint(codes[:, list(unit)], mat, us, uniforms=uniforms[:, column])
             released[:, j] = encode_joint(rec, us) if len(unit) > 1 else rec[:, 0]
             column += 1
+        elif checked and len(unit) == 1 and _in_range(x := unit_codes(codes, sizes, unit), cells):
+            # randomize's checks, made once: the uniforms for the phase, the codes per unit
+            values = sample_rows(mat, x, np.ascontiguousarray(uniforms[:, column]))
+            tallies[j] = np.bincount(values, minlength=cells)
+            released[:, j] = values
+            column += 1
         else:
             released[:, j] = randomize(unit_codes(codes, sizes, unit), mat, uniforms=uniforms[:, column])
             column += 1
     return ReleasedData.randomized(phase, units_t, usizes, tuple(matrices), released, linkable=linkable,
-                                   replayed=None if previous is None else tuple(p is not None for p in prev))
+                                   replayed=None if previous is None else tuple(p is not None for p in prev),
+                                   tallies=tallies)
+
+
+def _in_range(x: np.ndarray, cells: int) -> bool:
+    """Whether the non-empty int64 codes ``x`` lie in ``[0, cells)``."""
+    return x.size > 0 and int(x.min()) >= 0 and int(x.max()) < cells
+
+
+def _uniforms_ok(uniforms: np.ndarray) -> bool:
+    """Whether every uniform lies in [0, 1) (the check of :func:`mprr.randomize.randomize`), in
+    one integer reduction: a float64 is in [+0, 1) exactly when its bit pattern, read as an
+    unsigned integer, is below that of 1.0 (negative numbers, NaN and ∞ lie above).  ``False``
+    (also for ``-0.0``, which the per-unit check accepts) sends each unit through ``randomize``."""
+    if uniforms.dtype != np.float64:
+        return False
+    return uniforms.size == 0 or int(uniforms.view(np.uint64).max()) < _ONE_BITS
+
+
+_ONE_BITS = int(np.float64(1.0).view(np.uint64))
 
 
 def exact_tables(

@@ -62,7 +62,7 @@ from mprr.kronecker import KroneckerMatrix
 from mprr.matrices import RandomizationMatrix, kron
 from mprr.protocols.estimate import estimate_unit
 from mprr.protocols.release import ReleasedData
-from mprr.randomize import inverse_cdf, randomize_joint
+from mprr.randomize import randomize_joint, sample_rows
 
 __all__ = [
     "METHODS",
@@ -370,7 +370,7 @@ def _randomize(matrix: Matrix, codes: np.ndarray, sizes: tuple[int, ...], rng: n
     if isinstance(matrix, KroneckerMatrix):
         released = randomize_joint(decode_joint(codes, sizes), matrix, sizes, uniforms=uniforms)
         return encode_joint(released, sizes)
-    return inverse_cdf(matrix.cdf, codes, uniforms)
+    return sample_rows(matrix, codes, uniforms)
 
 
 def _unit_truth(unit: EstimatedUnit, n: int, target: str) -> np.ndarray:

@@ -27,3 +27,26 @@ def test_postprocess_frequencies_worked_examples(method: str, expected: list[flo
 def test_postprocess_frequencies_names_a_bad_method() -> None:
     with pytest.raises(ConfigurationError, match="postprocess"):
         postprocess_frequencies(RAW, "round")
+
+
+@pytest.mark.parametrize("oracle", ["grr", "oue"])
+def test_overwriting_the_uniforms_gives_the_same_reports(oracle: str) -> None:
+    from mprr.protocols.multidim import oracle_specs
+    from mprr.protocols.oracle_reports import report_uniforms, report_units
+    from mprr.protocols.steps import Report, singletons
+
+    sizes = (3, 5, 2, 4)
+    rng = np.random.default_rng(4)
+    codes = np.stack([rng.integers(0, k, 300) for k in sizes], axis=1)
+    step = Report("attributes", singletons(len(sizes)), oracle_specs(singletons(len(sizes)), sizes, 0.5, oracle))
+    u = rng.random((300, report_uniforms(step, sizes)))
+    kept = report_units(step, codes, sizes, u.copy())
+    scratch = u.copy()
+    reused = report_units(step, codes, sizes, scratch, overwrite_uniforms=True)
+    np.testing.assert_array_equal(reused.codes, kept.codes)
+    for a, b in zip(reused.counts, kept.counts, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # GRR: one uniform per report, the reports take the uniforms' place; OUE needs d per report
+    assert np.shares_memory(reused.codes, scratch) == (oracle == "grr")
+    if oracle == "oue":
+        np.testing.assert_array_equal(scratch, u)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mprr.domain import encode_joint
-from mprr.errors import ConfigurationError, DomainTooLargeError
+from mprr.errors import ConfigurationError, DataError, DomainTooLargeError
 from mprr.matrices import cluster_optimal, grr, keep_or_uniform, kron
 from mprr.protocols.release import (
     all_pairs,
@@ -134,3 +134,38 @@ def test_replayed_units_resend_codes_without_uniforms() -> None:
         release_units("x", ds.codes, ds.sizes, units, mats, np.zeros((30, 3)), previous=[old, None, None])
     with pytest.raises(ConfigurationError, match="previous must have one entry per unit"):
         release_units("x", ds.codes, ds.sizes, units, mats, u, previous=[old])
+
+
+def test_overwriting_the_uniforms_releases_the_same_codes() -> None:
+    ds = planted(500, 8).dataset
+    units = ((0, 1), (2,), (3, 4), (1,))
+    mats = (cluster_optimal((4, 3), 2.0), keep_or_uniform(5, 0.4), kron(grr(2, 1.0), grr(6, 1.0)), grr(3, 0.7))
+    u = np.random.default_rng(3).random((ds.n, len(units)))
+    kept = release_units("x", ds.codes, ds.sizes, units, mats, u.copy())
+    scratch = u.copy()
+    reused = release_units("x", ds.codes, ds.sizes, units, mats, scratch, overwrite_uniforms=True)
+    np.testing.assert_array_equal(reused.codes, kept.codes)
+    for a, b in zip(reused.counts, kept.counts, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert np.shares_memory(reused.codes, scratch)  # the codes were written over the uniforms
+    assert reused.codes.dtype == np.int64 and not reused.codes.flags.writeable
+    # with a replay the columns no longer line up with the units: the uniforms are left alone
+    old = np.arange(ds.n) % 12
+    given = u[:, 1:].copy()
+    rel = release_units("x", ds.codes, ds.sizes, units, mats, given, previous=[old, None, None, None],
+                        overwrite_uniforms=True)
+    np.testing.assert_array_equal(given, u[:, 1:])
+    plain = release_units("x", ds.codes, ds.sizes, units[1:], mats[1:], u[:, 1:].copy())
+    np.testing.assert_array_equal(rel.codes[:, 1:], plain.codes)
+
+
+def test_bad_uniforms_or_codes_still_raise_with_the_value() -> None:
+    ds = planted(20, 9).dataset
+    u = np.full((ds.n, 1), 0.5)
+    u[3, 0] = 1.0
+    with pytest.raises(ConfigurationError, match=r"uniforms must be finite and in \[0, 1\), got 1.0"):
+        release_units("x", ds.codes, ds.sizes, ((0,),), (keep_or_uniform(4, 0.5),), u, overwrite_uniforms=True)
+    codes = ds.codes.copy()
+    codes[5, 0] = 4
+    with pytest.raises(DataError, match=r"codes must be in \[0, 4\) \(the matrix size\), got 4"):
+        release_units("x", codes, ds.sizes, ((0,),), (keep_or_uniform(4, 0.5),), np.full((ds.n, 1), 0.5))
