@@ -74,7 +74,7 @@ class Spread:
     Parameters
     ----------
     median
-        Median (> 0, finite).
+        Median (>= 0, finite; a bandwidth of 0 is refused where links are built).
     sigma
         Standard deviation of the logarithm (>= 0; 0 = constant).
     low, high
@@ -87,7 +87,7 @@ class Spread:
     high: float = math.inf
 
     def __post_init__(self) -> None:
-        check_real("Spread.median", self.median, strict=True)
+        check_real("Spread.median", self.median)
         check_real("Spread.sigma", self.sigma)
         check_real("Spread.low", self.low)
         check_real("Spread.high", self.high, allow_inf=True)
