@@ -82,6 +82,7 @@ class TimedNetwork(InMemoryNetwork):
         self._timer_at = float("inf")
         self._availability = model.availability
         self._traces = model.availability.traces
+        self._relay = model.relay
 
     def _round(self, phase: str) -> int:
         r = self._round_of.get(phase)
@@ -120,7 +121,7 @@ class TimedNetwork(InMemoryNetwork):
             return
         seconds = self._compute(frame) * self._speed[src + 1]
         ready = self._scheduler.compute(src, now, seconds) if seconds else now
-        t = self._scheduler.transfer(src, dst, wire, ready)
+        t = self._scheduler.transfer(src, dst, wire, ready, relay=self._relay)
         index = self.timeline.add(src, dst, r, frame.kind, size, wire, 0, now, ready, t.arrival, t.transmission,
                                   t.latency)
         heapq.heappush(self._pending, (t.arrival, index, frame))
