@@ -65,7 +65,7 @@ def test_make_runtime_memory_is_a_runtime_object() -> None:
         make_runtime("memory", workers=2)
     with pytest.raises(ConfigurationError, match=r"shards must be an integer >= 1, got 0"):
         make_runtime("memory", shards=0)
-    with pytest.raises(ConfigurationError, match=r"runtime must be one of memory, tcp, ray, got 'carrier-pigeon'"):
+    with pytest.raises(ConfigurationError, match=r"runtime must be one of memory, tcp, ray, virtual, got 'carrier-pigeon'"):
         make_runtime("carrier-pigeon")
 
 
@@ -81,7 +81,7 @@ def test_the_runtime_reaches_simulate_as_an_argument(runtime: Any) -> None:
 
 
 def test_simulate_refuses_what_is_not_a_runtime() -> None:
-    with pytest.raises(ConfigurationError, match=r"runtime must be a runtime name \(memory, tcp, ray\) or a "
+    with pytest.raises(ConfigurationError, match=r"runtime must be a runtime name \(memory, tcp, ray, virtual\) or a "
                                                  r"parties.runtime.Runtime, got int"):
         simulate(DATA, "RR-Independent", seed=9, timeout=5.0, p=0.7, runtime=3)  # type: ignore[arg-type]
 
