@@ -10,6 +10,9 @@ Modules, in dependency order:
 - ``pki``       — simulated PKI: Ed25519 signing keys and their registry, fixed at set-up
 - ``topology``  — communication graphs: complete, random k-regular, Harary (networkx)
 - ``messages``  — the wire kinds of the secure sums (shares, partial sums, keys, ...)
+- ``program``   — the sans-I/O model: a role's program yields sends / broadcasts / expectations
+                 and receives what came; ``drive`` runs one over an endpoint (one asyncio
+                 timeout per round), ``count`` runs all roles in-process and counts the traffic
 - ``engine``    — ``SecureSumEngine`` interface, context, closed-form ``TrafficCost``,
                   ``run_secure_sum`` driver, ``recv_session``
 - ``agreement`` — a sum is one agreed request: the session id every participant derives from
