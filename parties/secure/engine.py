@@ -24,7 +24,7 @@ import asyncio
 import secrets
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
@@ -40,6 +40,7 @@ from parties.topology import CONTROLLER, actor_name
 from parties.transport import Endpoint, Transport
 from parties.secure.messages import TO_CONTROLLER
 from parties.secure.pki import Signer, setup_pki
+from parties.secure.program import Delivery, Expect, Operation, Program, count, drive, receive
 from parties.secure.ring import ZMod
 from parties.secure.topology import Neighbourhoods
 from parties.traffic import Counts, TrafficStatistics
@@ -55,10 +56,12 @@ __all__ = [
     "SecureSumResult",
     "SumOutcome",
     "TrafficCost",
+    "counted_cost",
     "run_secure_sum",
     "encoded_size",
     "as_ring_vector",
     "collect",
+    "from_controller",
     "recv_session",
     "to_counts",
     "MAX_TOTAL",
@@ -348,6 +351,27 @@ async def recv_session(ep: Endpoint, kind: type[M], *, session: str, phase: str,
     )
 
 
+def from_controller(me: int, kind: type[M], session: str, phase: str, timeout: float
+                    ) -> Generator[Operation, Delivery[Any] | None, M]:
+    """A program's round of one ``kind`` message of ``session`` from the controller within
+    ``timeout`` s (``msg = yield from from_controller(...)``; a message of another session is
+    not this round's, and its sender stays awaited).
+
+    Raises
+    ------
+    RoundTimeout
+        No ``kind`` message of this session arrived in time.
+    """
+    got = yield from receive(Expect(kind, session, (CONTROLLER,), phase, timeout))
+    if got.timed_out:
+        raise RoundTimeout(
+            f"phase {phase!r}: {actor_name(me)} timed out after {timeout:g} s waiting for "
+            f"{kind.NAME} of session {session!r} from the controller",
+            phase=phase, timeout=timeout, missing=(CONTROLLER,),
+        )
+    return got.messages[CONTROLLER]
+
+
 def _names(actors: Sequence[int], limit: int = 10) -> str:
     names = ", ".join(actor_name(a) for a in actors[:limit])
     return names + (f" and {len(actors) - limit} more" if len(actors) > limit else "")
@@ -427,11 +451,11 @@ class SecureSumEngine(ABC):
     ) -> SecureSumContext:
         """Engine-specific part of :meth:`context` (modulus, topology, threshold)."""
 
-    # ---------------------------------------------------------------- choreography
-    @abstractmethod
-    async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext, *,
-                    signer: Signer | None = None, min_contributors: int = 2) -> np.ndarray | None:
-        """Run party ``ep.actor``'s side with its private ``vector``.
+    # ---------------------------------------------------------------- programs
+    def party_program(self, me: int, vector: np.ndarray, ctx: SecureSumContext, *,
+                      signer: Signer | None = None, min_contributors: int = 2) -> Program[np.ndarray | None]:
+        """Party ``me``'s sans-I/O program (:mod:`parties.secure.program`) with its private
+        ``vector``; returns the total when the engine lets parties learn it (paper), else None.
 
         ``signer`` is the party's PKI key, used by the engines that sign (:attr:`signs`).
         ``min_contributors`` is the party's policy (its ``min_roster``): it releases nothing
@@ -440,17 +464,65 @@ class SecureSumEngine(ABC):
         it), so the roster check of the party's accountant is that check; the masked engine,
         which sums over the survivors, checks the survivors the party knows of.
 
+        Raises
+        ------
+        ConfigurationError
+            The engine has no program (it overrides :meth:`party` instead).
+        """
+        raise ConfigurationError(f"the {self.name!r} engine runs as coroutines, not as a program")
+
+    def controller_program(self, ctx: SecureSumContext) -> Program[SumOutcome]:
+        """The controller's sans-I/O program; returns the exact int64 total and who contributed.
+
+        Raises
+        ------
+        ConfigurationError
+            The engine has no program (it overrides :meth:`controller` instead).
+        """
+        raise ConfigurationError(f"the {self.name!r} engine runs as coroutines, not as a program")
+
+    # ---------------------------------------------------------------- choreography
+    async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext, *,
+                    signer: Signer | None = None, min_contributors: int = 2) -> np.ndarray | None:
+        """Run party ``ep.actor``'s side with its private ``vector``: its
+        :meth:`party_program` over its endpoint (:func:`~parties.secure.program.drive`).
+
         Returns the total when the engine lets parties learn it (paper), else None.
         """
+        return await drive(ep, self.party_program(ep.actor, vector, ctx, signer=signer,
+                                                  min_contributors=min_contributors))
 
-    @abstractmethod
     async def controller(self, ep: Endpoint, ctx: SecureSumContext) -> SumOutcome:
-        """Run the controller's side; returns the exact int64 total and who contributed."""
+        """Run the controller's side (:meth:`controller_program` over its endpoint); returns
+        the exact int64 total and who contributed."""
+        return await drive(ep, self.controller_program(ctx))
 
     # ---------------------------------------------------------------- cost model
-    @abstractmethod
     def cost(self, ctx: SecureSumContext) -> TrafficCost:
-        """Closed-form messages / bytes / rounds of a fault-free run."""
+        """Messages / bytes / rounds of a fault-free run: every role's program run by the
+        counting driver (:func:`counted_cost`)."""
+        return counted_cost(self, ctx)
+
+
+def counted_cost(engine: SecureSumEngine, ctx: SecureSumContext, *,
+                 size: Callable[[Message], int] | None = None) -> TrafficCost:
+    """Traffic of a fault-free run of ``engine`` on ``ctx``: the controller's and every party's
+    program (:meth:`SecureSumEngine.party_program`, inputs all zero, a fresh PKI where the
+    engine signs) run by the counting driver :func:`~parties.secure.program.count`, every
+    message sized by the codec (or ``size``).  The inputs do not change any message's size."""
+    signers, registry = setup_pki(ctx.parties) if engine.signs else ({}, None)
+    if registry is not None:
+        ctx = replace(ctx, registry=registry)
+    zero = np.zeros(ctx.length, dtype=np.uint8)
+    programs: dict[int, Program[Any]] = {CONTROLLER: engine.controller_program(ctx)}
+    for p in ctx.parties:
+        programs[p] = engine.party_program(p, zero, ctx, signer=signers.get(p))
+    counted = count(programs, size=size)
+    sent = dict(counted.sent())
+    stats = counted.statistics
+    kinds = ", ".join(f"{c.messages} {k} ({c.bytes} B)" for k, c in stats.by_kind.items())
+    return TrafficCost(sent=MappingProxyType(sent), rounds=stats.rounds,
+                       formula=f"counted ({engine.name}, n = {ctx.n}, L = {ctx.length}): {kinds}")
 
 
 async def run_secure_sum(

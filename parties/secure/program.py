@@ -301,39 +301,57 @@ async def _perform(ep: Endpoint, op: Operation) -> None:
 
 
 async def _round(ep: Endpoint, program: Program[Any], op: Expect[Any] | Poll[Any]) -> Operation | _Finished:
-    """Run the round opened by ``op`` until the program yields an operation of another round
-    (returned) or returns (:class:`_Finished`)."""
+    """Run the round opened by ``op`` until it is over (every source answered, or its deadline
+    passed, and the program was told), or until the program moves on to another round or
+    returns; return the program's next operation (or :class:`_Finished`)."""
     expect = op if isinstance(op, Expect) else op.expect
     state = _Round(expect)
     kind, phase = expect.kind, expect.phase
     current: Operation | _Finished = op
+    performing = False  # an operation was under way when the deadline passed
+
+    def ours(o: Operation | _Finished) -> bool:
+        return o is expect or (isinstance(o, Poll) and o.expect is expect)
+
     try:
         async with asyncio.timeout(expect.timeout):
             while not isinstance(current, _Finished):
-                if isinstance(current, Poll) and current.expect is expect:
-                    await asyncio.sleep(0)
+                if not ours(current):
+                    if isinstance(current, (Expect, Poll)):
+                        return current  # the program moved on to another round
+                    performing = True
+                    await _perform(ep, current)
+                    performing = False
+                    current = _step(program, None)
+                    continue
+                if isinstance(current, Poll):
+                    await asyncio.sleep(0)  # the peers' tasks run
                     if state.pending:
                         state.sort([(e.src, e.message) for e in ep.take_all(kinds=kind, phase=phase)])
-                elif current is expect:
+                else:
                     while state.pending:
                         envs = await ep.recv_many(kinds=kind, phase=phase, timeout=None)
                         if state.sort([(e.src, e.message) for e in envs]) and expect.stream:
                             break
-                elif isinstance(current, (Expect, Poll)):
-                    return current  # the next round
-                else:
-                    await _perform(ep, current)
-                    current = _step(program, None)
-                    continue
                 got = state.delivery()
                 current = _step(program, got)
-                if got.done and (current is expect or (isinstance(current, Poll) and current.expect is expect)):
-                    raise ConfigurationError(f"the round of phase {phase!r} is over: expect it anew")
-            return current
+                if got.done:
+                    break
     except TimeoutError:
-        pass
-    # the deadline passed while the program waited in this round: its last delivery
-    return _step(program, state.delivery(timed_out=True))
+        if performing:  # (a Mark's yield to the loop: the mark itself was made)
+            current = _step(program, None)
+        # the round ends now: the program is told at its next operation in this round
+        while not isinstance(current, _Finished):
+            if ours(current):
+                return _step(program, state.delivery(timed_out=True))
+            if isinstance(current, (Expect, Poll)):
+                return current
+            await _perform(ep, current)
+            current = _step(program, None)
+        return current
+    if ours(current):
+        raise ConfigurationError(f"the round of phase {phase!r} is over: a program expects it anew")
+    return current
 
 
 # --------------------------------------------------------------------------- counting driver
