@@ -1,9 +1,14 @@
 """The secure-sum engine interface, shared helpers, and :func:`run_secure_sum`.
 
-An engine is a *choreography*: one coroutine per party and one for the controller, talking
-only through their :class:`~parties.network.Endpoint`.  The actor runtime calls them from its
-own actors; :func:`run_secure_sum` is the stand-alone driver (one TaskGroup, everybody on one
-:class:`~parties.network.InMemoryNetwork`).
+An engine is a *choreography*: one sans-I/O program per party and one for the controller
+(:meth:`SecureSumEngine.party_program`, :meth:`SecureSumEngine.controller_program`;
+:mod:`parties.secure.program`), talking only through the operations they yield.  The actor
+runtime runs them from its own actors over their :class:`~parties.transport.Endpoint`
+(:meth:`SecureSumEngine.party` / :meth:`SecureSumEngine.controller`, which drive the programs);
+:func:`run_secure_sum` is the stand-alone driver (one TaskGroup, everybody on one
+:class:`~parties.network.InMemoryNetwork`); :meth:`SecureSumEngine.cost` runs them all through
+the counting driver.  (An engine may still implement ``party`` / ``controller`` / ``cost`` as
+coroutines and its own count instead: ``masked``.)
 
 Usage::
 
@@ -11,7 +16,7 @@ Usage::
     result = asyncio.run(run_secure_sum(PaperEngine(), net, vectors, timeout=60))
     result.total          # exact column sums of ``vectors`` (int64)
     result.statistics     # measured messages / bytes / rounds
-    result.cost           # closed-form prediction of the same traffic (fault-free)
+    result.cost           # the counted traffic of a fault-free run (the closed form)
 
 Every engine returns the exact sum or raises a :class:`mprr.errors.ProtocolError` subclass
 (``PartyDropped``, ``RoundTimeout``, ``SecureSumAborted``, ``MessageError``) — never a wrong
@@ -40,7 +45,7 @@ from parties.topology import CONTROLLER, actor_name
 from parties.transport import Endpoint, Transport
 from parties.secure.messages import TO_CONTROLLER
 from parties.secure.pki import Signer, setup_pki
-from parties.secure.program import Delivery, Expect, Operation, Program, count, drive, receive
+from parties.secure.program import Delivery, Expect, Operation, Program, SizeByShape, count, drive, receive
 from parties.secure.ring import ZMod
 from parties.secure.topology import Neighbourhoods
 from parties.traffic import Counts, TrafficStatistics
@@ -56,6 +61,7 @@ __all__ = [
     "SecureSumResult",
     "SumOutcome",
     "TrafficCost",
+    "COUNT_LIMIT",
     "counted_cost",
     "run_secure_sum",
     "encoded_size",
@@ -130,15 +136,17 @@ class SumOutcome(NamedTuple):
 
 @dataclass(frozen=True)
 class TrafficCost:
-    """Closed-form traffic of a fault-free run.
+    """Traffic of a fault-free run (the closed-form cost).
 
     ``sent`` maps every actor (CONTROLLER included) to the messages and bytes it sends;
-    ``rounds`` counts communication rounds; ``formula`` states the closed form in words.
+    ``rounds`` counts communication rounds; ``formula`` states how it was obtained.
     """
 
     sent: Mapping[int, Counts]
     rounds: int
     formula: str
+    exact: bool = True
+    """False when the count stopped at its limit (:data:`COUNT_LIMIT`): a lower bound."""
 
     @property
     def messages(self) -> int:
@@ -170,8 +178,9 @@ class SecureSumResult:
         Parties whose vector is not in ``total``.
     statistics
         Snapshot of the network's measured traffic after the run (cumulative per network).
-    cost
-        Closed-form traffic of a fault-free run of this engine on this context.
+    engine, context
+        The engine and the session's context; :attr:`cost` is the traffic of a fault-free run
+        of this engine on this context.
     failures
         Errors raised inside party coroutines (e.g. a crashed party's PartyDropped).
     elapsed
@@ -182,9 +191,16 @@ class SecureSumResult:
     contributors: tuple[int, ...]
     dropped: tuple[int, ...]
     statistics: TrafficStatistics
-    cost: TrafficCost
+    engine: SecureSumEngine = field(repr=False)
+    context: SecureSumContext = field(repr=False)
     failures: Mapping[int, ProtocolError] = field(default_factory=dict)
     elapsed: float = 0.0
+
+    @cached_property
+    def cost(self) -> TrafficCost:
+        """Traffic of a fault-free run of this engine on this context (``engine.cost``,
+        counted when first asked for)."""
+        return self.engine.cost(self.context)
 
 
 def encoded_size(msg: Message) -> int:
@@ -500,16 +516,23 @@ class SecureSumEngine(ABC):
     # ---------------------------------------------------------------- cost model
     def cost(self, ctx: SecureSumContext) -> TrafficCost:
         """Messages / bytes / rounds of a fault-free run: every role's program run by the
-        counting driver (:func:`counted_cost`)."""
-        return counted_cost(self, ctx)
+        counting driver (:func:`counted_cost`, up to :data:`COUNT_LIMIT` messages)."""
+        return counted_cost(self, ctx, limit=COUNT_LIMIT)
 
 
-def counted_cost(engine: SecureSumEngine, ctx: SecureSumContext, *,
-                 size: Callable[[Message], int] | None = None) -> TrafficCost:
+COUNT_LIMIT = 1_000_000
+"""Messages :meth:`SecureSumEngine.cost` counts at most (about 10 s of CPU); beyond, its
+:class:`TrafficCost` is a lower bound (``exact`` False)."""
+
+
+def counted_cost(engine: SecureSumEngine, ctx: SecureSumContext, *, limit: int | None = None) -> TrafficCost:
     """Traffic of a fault-free run of ``engine`` on ``ctx``: the controller's and every party's
     program (:meth:`SecureSumEngine.party_program`, inputs all zero, a fresh PKI where the
     engine signs) run by the counting driver :func:`~parties.secure.program.count`, every
-    message sized by the codec (or ``size``).  The inputs do not change any message's size."""
+    message sized by the codec (one encoding per message shape,
+    :class:`~parties.secure.program.SizeByShape`).  No message's size depends on the inputs.
+    ``limit``: stop after that many messages (the cost is then a lower bound, ``exact`` False).
+    """
     signers, registry = setup_pki(ctx.parties) if engine.signs else ({}, None)
     if registry is not None:
         ctx = replace(ctx, registry=registry)
@@ -517,12 +540,12 @@ def counted_cost(engine: SecureSumEngine, ctx: SecureSumContext, *,
     programs: dict[int, Program[Any]] = {CONTROLLER: engine.controller_program(ctx)}
     for p in ctx.parties:
         programs[p] = engine.party_program(p, zero, ctx, signer=signers.get(p))
-    counted = count(programs, size=size)
-    sent = dict(counted.sent())
+    counted = count(programs, size=SizeByShape(), limit=limit)
     stats = counted.statistics
-    kinds = ", ".join(f"{c.messages} {k} ({c.bytes} B)" for k, c in stats.by_kind.items())
-    return TrafficCost(sent=MappingProxyType(sent), rounds=stats.rounds,
-                       formula=f"counted ({engine.name}, n = {ctx.n}, L = {ctx.length}): {kinds}")
+    kinds = ", ".join(f"{c.messages:,} {k} ({c.bytes:,} B)" for k, c in stats.by_kind.items())
+    bound = "" if counted.complete else f"at least (stopped after {limit:,} messages) "
+    return TrafficCost(sent=counted.sent(), rounds=stats.rounds, exact=counted.complete,
+                       formula=f"{bound}counted ({engine.name}, n = {ctx.n}, L = {ctx.length}): {kinds}")
 
 
 async def run_secure_sum(
@@ -640,7 +663,8 @@ async def run_secure_sum(
         contributors=tuple(contributors),
         dropped=dropped,
         statistics=network.statistics(),
-        cost=engine.cost(ctx),
+        engine=engine,
+        context=ctx,
         failures=MappingProxyType(dict(failures)),
         elapsed=time.perf_counter() - start,
     )

@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+import numpy as np
+
 from mprr.errors import ConfigurationError, ProtocolError
 from parties.mailbox import Envelope
 from parties.topology import CONTROLLER
@@ -66,6 +68,7 @@ __all__ = [
     "Reject",
     "Send",
     "SendEach",
+    "SizeByShape",
     "count",
     "drive",
     "receive",
@@ -364,6 +367,8 @@ class Count:
 
     results: Mapping[int, Any]
     statistics: TrafficStatistics
+    complete: bool = True
+    """False when the count stopped at its ``limit``: the statistics are then a lower bound."""
 
     def sent(self) -> Mapping[int, Counts]:
         """Messages and bytes sent per actor (every role, zero for a silent one)."""
@@ -382,7 +387,8 @@ class _Actor:
     op: Operation | _Finished | None = None
 
 
-def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int] | None = None) -> Count:
+def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int] | None = None,
+          limit: int | None = None) -> Count:
     """Run every role's program in this process with a direct router; count the traffic.
 
     Parameters
@@ -392,7 +398,10 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
         parties of one sum, every one started (not yet stepped).
     size
         Bytes of a message on the wire (default: ``len(encode(message))``, the codec's size,
-        which is what every network counts).
+        which is what every network counts; :class:`SizeByShape` sizes one message per shape).
+    limit
+        Stop once more than ``limit`` messages were counted (None: run to the end); the
+        :class:`Count` is then marked incomplete, its statistics a lower bound.
 
     The controller runs first, then the parties in the order given; each runs until it waits
     for messages that have not been sent yet, then the next one runs.  Messages are delivered
@@ -436,7 +445,11 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
             actor.inbox = deque(e for e in actor.inbox if not (e[1] == phase and type(e[2]) is kind))
         return state.sort(mine)
 
+    stopped = False
     while ready:
+        if limit is not None and counter.messages > limit:
+            stopped = True
+            break
         a = ready.popleft()
         queued.discard(a)
         actor = actors[a]
@@ -478,8 +491,45 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
                     ready.append(b)
                     queued.add(b)
     results = {a: actor.op.value for a, actor in actors.items() if isinstance(actor.op, _Finished)}
-    return Count(MappingProxyType(results), counter.snapshot())
+    if stopped:
+        for actor in actors.values():
+            actor.program.close()
+        results = dict.fromkeys(actors)  # (no role finished its part)
+    return Count(MappingProxyType(results), counter.snapshot(), not stopped)
 
 
 def _encoded_size(message: Message) -> int:
     return len(encode(message))
+
+
+class SizeByShape:
+    """Encoded sizes, one encoding per *shape*: messages of one kind whose fields have the same
+    shapes (an array's dtype and shape, a string's UTF-8 length, a byte string's length, a
+    tuple's items' shapes; numbers are fixed-size) have the same encoded size, because the
+    codec's layout (:mod:`parties.wire.codec`: fixed-size numbers, length-prefixed strings,
+    bytes and tuples, arrays as a fixed head and their data) depends on nothing else.  So a
+    count sizes one message per shape and multiplies (``tests/parties/secure/test_program.py``
+    checks it against the codec on every message of real sums).
+    """
+
+    def __init__(self) -> None:
+        self._sizes: dict[tuple[Any, ...], int] = {}
+
+    def __call__(self, message: Message) -> int:
+        key = (type(message), *(_shape(getattr(message, name)) for name, _ in message.FIELDS))
+        size = self._sizes.get(key)
+        if size is None:
+            size = self._sizes[key] = len(encode(message))
+        return size
+
+
+def _shape(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return (value.dtype.str, value.shape)
+    if isinstance(value, str):
+        return ("s", len(value.encode()))
+    if isinstance(value, bytes):
+        return ("b", len(value))
+    if isinstance(value, tuple):
+        return ("t", *(_shape(v) for v in value))
+    return type(value)

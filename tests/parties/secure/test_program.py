@@ -23,10 +23,12 @@ from parties.secure.program import (
     Reject,
     Send,
     SendEach,
+    SizeByShape,
     count,
     drive,
     receive,
 )
+from parties.secure.pki import setup_pki
 from parties.topology import CONTROLLER
 from parties.wire.codec import encode
 
@@ -190,3 +192,43 @@ def test_drivers_refuse_a_foreign_yield() -> None:
     net = InMemoryNetwork(1, topology=nx.complete_graph(1))
     with pytest.raises(ConfigurationError, match="must yield an Operation"):
         asyncio.run(drive(net.endpoint(0), bad()))
+
+
+@pytest.mark.parametrize(("engine", "n", "L"), [("paper", 5, 7), ("paper-per-combination", 3, 2),
+                                                ("graph", 9, 5), ("graph-direct", 9, 5)])
+def test_size_by_shape_is_the_codec_size_of_every_message(engine: str, n: int, L: int) -> None:
+    """One encoding per message shape gives every message's codec size: checked on every
+    message of real sums (the counting driver sizes each with both)."""
+    from parties.secure.engine import counted_cost
+    from parties.secure.registry import sized_engine
+
+    by_shape = SizeByShape()
+    checked: list[int] = []
+
+    def both(message: Any) -> int:
+        size = len(encode(message))
+        assert by_shape(message) == size, message.NAME
+        checked.append(size)
+        return size
+
+    eng = sized_engine(engine, degree=4, round_timeout=5.0)
+    signers, registry = setup_pki(range(n))
+    ctx = eng.context(range(n), L, session="s" * 16, registry=registry)
+    programs = {CONTROLLER: eng.controller_program(ctx),
+                **{p: eng.party_program(p, np.zeros(L, np.uint8), ctx, signer=signers[p]) for p in range(n)}}
+    counted = count(programs, size=both)
+    assert len(checked) == counted.statistics.messages > 0
+    assert counted.statistics.bytes == sum(checked) == counted_cost(eng, ctx).bytes
+
+
+def test_counting_stops_at_its_limit_with_a_lower_bound() -> None:
+    from parties.secure.engine import counted_cost
+    from parties.secure.paper import PaperEngine
+
+    eng = PaperEngine()
+    ctx = eng.context(range(12), 3, session="s")
+    full = counted_cost(eng, ctx)
+    assert full.exact and full.messages == 12 * 23
+    bounded = counted_cost(eng, ctx, limit=50)
+    assert not bounded.exact and 50 < bounded.messages < full.messages
+    assert bounded.formula.startswith("at least (stopped after 50 messages) counted (paper, n = 12, L = 3)")
