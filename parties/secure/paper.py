@@ -122,7 +122,7 @@ class PaperEngine(SecureSumEngine):
             yield SendEach(peers[start : start + chunk], tuple(ShareVector(session, tag, r) for r in block),
                            phase_shares)  # one message per peer
             before, done = done, done + len(block)
-            if done // self.yield_every > before // self.yield_every:
+            if done // self.yield_every > before // self.yield_every and not shares.done:
                 got = yield Poll(shares.expect)
                 assert got is not None
                 yield from shares.fold(got)

@@ -213,10 +213,11 @@ class _Round:
     """A driver's state of one open expectation: who is still awaited, and what arrived since
     the program's last delivery."""
 
-    __slots__ = ("expect", "pending", "first", "others")
+    __slots__ = ("expect", "pending", "first", "others", "over")
 
     def __init__(self, expect: Expect[Any]) -> None:
         self.expect = expect
+        self.over = False  # its last delivery was made
         self.pending = dict.fromkeys(expect.sources)
         self.first: dict[int, Message] = {}
         self.others: list[tuple[int, Message]] = []
@@ -243,6 +244,7 @@ class _Round:
         got: Delivery[Any] = Delivery(MappingProxyType(self.first), tuple(self.others), missing,
                                       timed_out or not missing, timed_out and bool(missing))
         self.first, self.others = {}, []
+        self.over = got.done
         return got
 
 
@@ -261,8 +263,13 @@ async def drive(ep: Endpoint, program: Program[R]) -> R:
     raises propagate as they are.
     """
     op = _step(program, None)
+    over: Expect[Any] | None = None  # the last round that ended
     while not isinstance(op, _Finished):
         if isinstance(op, (Expect, Poll)):
+            expect = op if isinstance(op, Expect) else op.expect
+            if expect is over:
+                raise ConfigurationError(f"the round of phase {expect.phase!r} is over: a program expects it anew")
+            over = expect
             op = await _round(ep, program, op)
         else:
             await _perform(ep, op)
@@ -461,6 +468,8 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
                 expect = op if isinstance(op, Expect) else op.expect
                 if actor.round is None or actor.round.expect is not expect:
                     actor.round = _Round(expect)
+                elif actor.round.over:
+                    raise ConfigurationError(f"the round of phase {expect.phase!r} is over: a program expects it anew")
                 state = actor.round
                 kept = take(actor, state) if state.pending else False
                 if isinstance(op, Expect) and state.pending and not (op.stream and kept):

@@ -232,3 +232,27 @@ def test_counting_stops_at_its_limit_with_a_lower_bound() -> None:
     bounded = counted_cost(eng, ctx, limit=50)
     assert not bounded.exact and 50 < bounded.messages < full.messages
     assert bounded.formula.startswith("at least (stopped after 50 messages) counted (paper, n = 12, L = 3)")
+
+
+def test_a_round_that_is_over_cannot_be_expected_again() -> None:
+    """Both drivers refuse a program that yields the expectation of a round already over (it
+    would wait for sources that already answered)."""
+    def twice() -> Program[None]:
+        ex = Expect(PartialSum, S, (0,), "up", 0.5, stream=True)
+        got = yield ex
+        assert got is not None and got.done
+        yield Poll(ex)
+
+    def sender() -> Program[None]:
+        yield Send(CONTROLLER, PartialSum(S, -1, vec(1)), phase="up")
+
+    with pytest.raises(ConfigurationError, match="the round of phase 'up' is over"):
+        count({CONTROLLER: twice(), 0: sender()})
+
+    async def run() -> None:
+        net = InMemoryNetwork(1)
+        await drive(net.endpoint(0), sender())
+        await drive(net.endpoint(CONTROLLER), twice())
+
+    with pytest.raises(ConfigurationError, match="the round of phase 'up' is over"):
+        asyncio.run(run())
