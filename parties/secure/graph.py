@@ -44,7 +44,7 @@ from parties.secure.engine import (
     from_controller,
     to_counts,
 )
-from parties.secure.program import Expect, Mark, Program, Send, SendEach, receive
+from parties.secure.program import Expect, Mark, Poll, Program, Send, SendEach, receive
 from parties.secure.receive import VectorSum, checked_vector, combination
 from parties.secure.messages import (
     KeyDirectory,
@@ -169,7 +169,11 @@ class GraphEngine(SecureSumEngine):
             del x, shares  # hold O(L), not O(k L), while waiting (n parties wait at once)
             expect = Expect(ShareVector, ctx.session, nbrs, "graph/shares", self.round_timeout, stream=True,
                             where=combination(-1))
-            received = yield from VectorSum(me, expect, "shares", -1, ctx, ring).finish()
+            shares_in = VectorSum(me, expect, "shares", -1, ctx, ring)
+            got = yield Poll(expect)  # every party sends its shares first: synchronous rounds
+            assert got is not None
+            yield from shares_in.fold(got)
+            received = yield from shares_in.finish()
         yield Send(CONTROLLER, PartialSum(ctx.session, -1, ring.add(own, received)), "graph/partial")
         return None
 
