@@ -97,7 +97,7 @@ class PaperEngine(SecureSumEngine):
         ring = ctx.ring
         x = as_ring_vector(vector, ctx, ring)
         peers = tuple(p for p in ctx.parties if p != me)
-        stream = Keystream()  # fresh secret seed from the OS CSPRNG
+        stream = ctx.suite.stream()  # fresh secret seed from the OS CSPRNG
         if self.batched:
             return to_counts((yield from self._one_sum(me, x, -1, peers, ctx, ring, stream)))
         out = np.empty(ctx.length, dtype=np.int64)

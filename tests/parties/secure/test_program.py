@@ -256,3 +256,18 @@ def test_a_round_that_is_over_cannot_be_expected_again() -> None:
 
     with pytest.raises(ConfigurationError, match="the round of phase 'up' is over"):
         asyncio.run(run())
+
+
+@pytest.mark.parametrize(("engine", "n", "L"), [("paper", 6, 5), ("paper-per-combination", 3, 2),
+                                                ("graph", 9, 5), ("graph-direct", 9, 5)])
+def test_counting_with_the_sizing_suite_equals_counting_with_the_real_cryptography(engine: str, n: int,
+                                                                                   L: int) -> None:
+    """parties.secure.suite.SIZING: right-sized stand-ins give every actor's traffic exactly."""
+    from parties.secure.engine import counted_cost
+    from parties.secure.registry import sized_engine
+    from parties.secure.suite import REAL, SIZING
+
+    eng = sized_engine(engine, degree=4, round_timeout=5.0)
+    ctx = eng.context(range(n), L, session="s" * 45)
+    sized, real = counted_cost(eng, ctx, suite=SIZING), counted_cost(eng, ctx, suite=REAL)
+    assert dict(sized.sent) == dict(real.sent) and sized.rounds == real.rounds and sized.exact
