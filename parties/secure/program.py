@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -222,13 +222,15 @@ class _Round:
         self.first: dict[int, Message] = {}
         self.others: list[tuple[int, Message]] = []
 
-    def sort(self, arrivals: list[tuple[int, Message]]) -> bool:
+    def sort(self, arrivals: Iterable[tuple[int, Message]]) -> bool:
         """Keep the arrivals of this round (first messages of sources, others); skip the rest.
         True if any was kept."""
-        accepts, pending = self.expect.accepts, self.pending
+        expect = self.expect
+        kind, session, where, pending = expect.kind, expect.session, expect.where, self.pending
         kept = False
         for src, msg in arrivals:
-            if not accepts(msg):
+            if type(msg) is not kind or getattr(msg, "session", None) != session or (
+                    where is not None and not where(msg)):
                 continue  # another session or combination: not this round's
             kept = True
             if src in pending:
@@ -286,6 +288,11 @@ class _Finished:
         self.value = value
 
 
+def _columns(envs: list[Envelope[Any]]) -> tuple[Iterable[int], Iterable[Message]]:
+    """The senders and the messages of ``envs``."""
+    return (e.src for e in envs), (e.message for e in envs)
+
+
 def _step(program: Program[Any], value: Delivery[Any] | None) -> Operation | _Finished:
     try:
         return program.send(value)
@@ -337,11 +344,11 @@ async def _round(ep: Endpoint, program: Program[Any], op: Expect[Any] | Poll[Any
                 if isinstance(current, Poll):
                     await asyncio.sleep(0)  # the peers' tasks run
                     if state.pending:
-                        state.sort([(e.src, e.message) for e in ep.take_all(kinds=kind, phase=phase)])
+                        state.sort(zip(*_columns(ep.take_all(kinds=kind, phase=phase))))
                 else:
                     while state.pending:
                         envs = await ep.recv_many(kinds=kind, phase=phase, timeout=None)
-                        if state.sort([(e.src, e.message) for e in envs]) and expect.stream:
+                        if state.sort(zip(*_columns(envs))) and expect.stream:
                             break
                 got = state.delivery()
                 current = _step(program, got)
