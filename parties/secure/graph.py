@@ -171,6 +171,7 @@ class GraphEngine(SecureSumEngine):
             got = yield Poll(expect)  # every party sends its shares first: synchronous rounds
             assert got is not None
             yield from shares_in.fold(got)
+            del got
             received = yield from shares_in.finish()
         yield Send(CONTROLLER, PartialSum(ctx.session, -1, ring.add(own, received)), "graph/partial")
         return None

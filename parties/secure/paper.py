@@ -126,6 +126,7 @@ class PaperEngine(SecureSumEngine):
                 got = yield Poll(shares.expect)
                 assert got is not None
                 yield from shares.fold(got)
+                del got  # (not kept while sending)
         received = yield from shares.finish()
         own = ring.neg(ring.reduce(sent))  # r_ii: all n shares sum to 0 (mod n + 1)
         r_j = ring.add(ring.add(own, received), x)  # step 3

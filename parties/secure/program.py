@@ -350,9 +350,11 @@ async def _round(ep: Endpoint, program: Program[Any], op: Expect[Any] | Poll[Any
                         envs = await ep.recv_many(kinds=kind, phase=phase, timeout=None)
                         if state.sort(zip(*_columns(envs))) and expect.stream:
                             break
-                got = state.delivery()
+                got: Delivery[Any] | None = state.delivery()
+                over = got is not None and got.done
                 current = _step(program, got)
-                if got.done:
+                got = None  # (a batch of vectors is not kept while the next one is awaited)
+                if over:
                     break
     except TimeoutError:
         if performing:  # (a Mark's yield to the loop: the mark itself was made)
