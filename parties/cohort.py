@@ -1,0 +1,151 @@
+"""A cohort: the parties of a shard whose state is the same apart from their records and streams.
+
+A shard host (:mod:`parties.shard`) holds most of its parties as **columns** rather than
+:class:`~parties.party.Party` objects: parties that have received the same messages and answered
+them the same way (same budget and policy, same ledger, plans and replays) are one
+:class:`Cohort` — their shard rows, **one** accountant holding the state they share (its
+ledger snapshot is already shared between identical histories, :class:`mprr.privacy.ledger.Ledger`),
+one column of released codes per ledger entry, the uniforms each drew and their status.  Their
+records and PCG64 stream rows stay in the shard's tables (``records``,
+:class:`~mprr.streams.StreamTable`).
+
+:meth:`Cohort.release` answers a :class:`~parties.wire.requests.ReleaseRequest` that every member
+received, in one vectorized step, exactly as each member's :meth:`Party.receive
+<parties.party.Party.receive>` would:
+
+- the request is resolved against the public :class:`~parties.public_state.ReleaseBook` (the
+  same object every party resolves) and put to the shared accountant
+  (:meth:`mprr.privacy.PrivacyAccountant.answer`: plan, allowed attributes, budget, replays) —
+  the decision of every member, whose accountant state it is;
+- a granted unit draws one uniform from each member's own stream, in unit order
+  (:meth:`StreamTable.uniforms <mprr.streams.StreamTable.uniforms>` advances every row at once)
+  and releases the inverse-CDF sample of the matrix row (:meth:`ResolvedUnit.sample
+  <parties.public_state.ResolvedUnit.sample>`, the fast path's sampling); a replayed unit
+  resends each member's column of that ledger entry.
+
+What the cohort cannot answer as a whole — a request the parties refuse or cannot evaluate, a
+secure-sum commitment, a frequency-oracle report — returns ``None``: the shard then builds its
+members as :class:`~parties.party.Party` objects from the cohort's state
+(:meth:`Cohort.party_state`), and each answers on its own (the per-party path).  A request
+that reaches only some members splits the cohort first (:meth:`Cohort.split`), since their
+states are about to differ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mprr.privacy import PrivacyAccountant, Refusal
+from mprr.streams import StreamTable
+from parties.public_state import ReleaseBook
+from parties.shard_report import accountant_for
+from parties.wire.requests import ReleaseRequest
+
+__all__ = ["Cohort", "PartyState"]
+
+
+def _column_dtype(cells: int) -> type[np.unsignedinteger]:
+    """The smallest unsigned dtype holding codes ``0..cells-1`` (a column per ledger entry)."""
+    if cells <= 1 << 8:
+        return np.uint8
+    if cells <= 1 << 16:
+        return np.uint16
+    if cells <= 1 << 32:
+        return np.uint32
+    return np.uint64
+
+
+@dataclass(frozen=True)
+class PartyState:
+    """One member's state, to continue on its own as a :class:`~parties.party.Party`."""
+
+    accountant: PrivacyAccountant
+    released: tuple[int, ...]
+    draws: int
+    status: str
+
+
+class Cohort:
+    """Parties of a shard in identical state, stepped at once (module docstring).
+
+    Parameters
+    ----------
+    rows
+        The members' rows in the shard (ascending, distinct).
+    accountant
+        The accountant state they share; its ``party`` is the first member's id (a
+        representative: only refusals, which a cohort never makes, name it).
+    values
+        One column of released codes per ledger entry, aligned with ``rows``.
+    draws
+        Uniforms each member drew so far.
+    status
+        The members' status (``"idle"``, ``"running"``, ``"aborted"``).
+    """
+
+    __slots__ = ("rows", "accountant", "values", "draws", "status")
+
+    def __init__(self, rows: np.ndarray, accountant: PrivacyAccountant, values: list[np.ndarray] | None = None,
+                 draws: int = 0, status: str = "idle") -> None:
+        self.rows = np.asarray(rows, dtype=np.int64)
+        self.accountant = accountant
+        self.values: list[np.ndarray] = [] if values is None else values
+        self.draws = draws
+        self.status = status
+
+    def __len__(self) -> int:
+        return int(self.rows.shape[0])
+
+    def split(self, leave: np.ndarray, first_party: int) -> Cohort:
+        """Move the members where ``leave`` (booleans aligned with :attr:`rows`) is true into a
+        new cohort (a copy of the shared state, its representative ``first_party``); this one
+        keeps the others."""
+        stay = ~leave
+        other = Cohort(self.rows[leave], accountant_for(self.accountant, first_party),
+                       [col[leave] for col in self.values], self.draws, self.status)
+        self.rows = self.rows[stay]
+        self.values = [col[stay] for col in self.values]
+        return other
+
+    def party_state(self, position: int, party: int) -> PartyState:
+        """The state of the member at ``position`` of :attr:`rows`, as party ``party``'s own."""
+        return PartyState(accountant_for(self.accountant, party),
+                          tuple(int(col[position]) for col in self.values), self.draws, self.status)
+
+    def release(self, request: ReleaseRequest, book: ReleaseBook, records: np.ndarray,
+                streams: StreamTable) -> np.ndarray | None:
+        """Every member's answer to ``request`` (each received it once): the ``(members, units)``
+        int64 codes of their :class:`~parties.wire.messages.RandomizedValues`, or ``None`` when
+        the members do not all release (module docstring) — then nothing has changed.
+
+        ``records`` are the shard's ``(rows, m)`` true codes, ``streams`` its stream table.
+        """
+        resolution = book.resolve(request)
+        units = resolution.units
+        if units is None or resolution.reason is not None or resolution.ask.session is not None:
+            return None
+        trial = accountant_for(self.accountant, self.accountant.party)
+        decisions = trial.answer(resolution.ask)
+        if isinstance(decisions, Refusal) or not decisions:
+            return None
+        rows = self.rows
+        table = records if rows.shape[0] == records.shape[0] else records[rows]
+        codes = np.empty((rows.shape[0], len(units)), dtype=np.int64)
+        drawn = 0
+        for j, (unit, decision) in enumerate(zip(units, decisions)):
+            if decision.granted:
+                if unit.exact:
+                    column = unit.values(table)
+                else:
+                    column = unit.sample(table, streams.uniforms(rows))
+                    drawn += 1
+                codes[:, j] = column
+                self.values.append(column.astype(_column_dtype(unit.cells)))
+            else:  # replayed: each member resends the code it released for that entry
+                codes[:, j] = self.values[decision.entry_index]
+        self.accountant = trial
+        self.draws += drawn
+        codes.flags.writeable = False  # the replies hold rows of it: no second copy
+        return codes
