@@ -238,6 +238,42 @@ class ShardNetwork(Transport):
         return 0 if ep is None else ep.buffered
 
 
+class _ReplyLayout:
+    """The :class:`~parties.wire.messages.RandomizedValues` replies of a cohort to one request
+    and their encodings: every member's reply is its own message, and its bytes are the codec's
+    encoding of it (:func:`~parties.wire.codec.encode`), made as the codec lays out replies that
+    differ only in the codes: the bytes before and after the codes around each member's codes
+    (where the codec writes them: :meth:`of`; otherwise each reply is encoded)."""
+
+    __slots__ = ("_rid", "_codes", "_prefix", "_suffix")
+
+    def __init__(self, rid: int, codes: np.ndarray, prefix: bytes | None, suffix: bytes) -> None:
+        self._rid, self._codes, self._prefix, self._suffix = rid, codes, prefix, suffix
+
+    @classmethod
+    def of(cls, rid: int, codes: np.ndarray) -> _ReplyLayout:
+        """The layout of the replies ``RandomizedValues(rid, codes[k])``: where the codec writes
+        the codes, found by encoding two probes whose codes differ in every byte."""
+        width = codes.shape[1] * 8
+        if codes.shape[0] == 0 or width == 0:
+            return cls(rid, codes, None, b"")
+        low = encode(RandomizedValues(rid, np.zeros(codes.shape[1], dtype=np.int64)))
+        full = np.full(codes.shape[1], 0x0101010101010101, dtype=np.int64)
+        high = encode(RandomizedValues(rid, full))
+        at = next((j for j, (a, b) in enumerate(zip(low, high)) if a != b), -1)
+        if (len(low) != len(high) or at < 0 or high[at:at + width] != full.tobytes()
+                or low[at + width:] != high[at + width:]):  # pragma: no cover - (then encode each)
+            return cls(rid, codes, None, b"")
+        return cls(rid, codes, low[:at], low[at + width:])
+
+    def reply(self, k: int) -> tuple[RandomizedValues, bytes]:
+        """Member ``k``'s reply and its encoding."""
+        codes = self._codes[k]
+        reply = RandomizedValues(self._rid, codes)
+        prefix = self._prefix
+        return reply, (encode(reply) if prefix is None else prefix + codes.tobytes() + self._suffix)
+
+
 class HostedParties(AccountedParties[Party]):
     """A shard's parties as :class:`~parties.party.Party` objects, built on demand.
 
@@ -602,15 +638,14 @@ class PartyShard:
         assert isinstance(msg, ReleaseRequest)
         rid = msg.request_id
         send, admit = self._replies.append, self.network.admit
+        layouts = {index: _ReplyLayout.of(rid, codes) for index, (_, codes) in answers.items() if codes is not None}
         for row, index, at in zip(rows.tolist(), of.tolist(), position.tolist()):
             if index < 0:
                 self._answer(self._parties[row], msg, phase)
                 continue
-            codes = answers[index][1]
-            assert codes is not None
-            reply = RandomizedValues(rid, codes[at])
+            reply, payload = layouts[index].reply(at)
             if admit(start + row):
-                send(Frame(start + row, CONTROLLER, phase, _VALUES, encode(reply), reply))
+                send(Frame(start + row, CONTROLLER, phase, _VALUES, payload, reply))
         if self._replies:
             self._schedule()
 
