@@ -352,6 +352,7 @@ class PartyShard:
                 f"record of party {setup.parties.start + k}: attribute {setup.schema.names[a]!r} code must be an "
                 f"integer in [0, {int(sizes[a])}), got {rows[k, a]!r}")
         self.setup = setup
+        self._size = len(setup.parties)
         self.network = ShardNetwork(setup.n, setup.parties, uplink, router=router,
                                     topology=setup.graph() if router is None else None)
         self._counter = self.network.counter
@@ -541,6 +542,14 @@ class PartyShard:
         net = self.network
         dst = frame.dst
         start = self.setup.parties.start
+        msg = frame.message
+        if msg is not None and msg is self._batch and frame.phase == self._batch_phase and frame.src == CONTROLLER:
+            row = dst - start  # the broadcast being collected reaches one more party
+            if 0 <= row < self._size and row not in self._batch_seen and not net.is_crashed(dst):
+                self._counter.record_delivery(dst, len(frame.payload))
+                self._batch_rows.append(row)
+                self._batch_seen.add(row)
+                return
         if dst not in self.setup.parties:
             self._counter.record_fault("rejected")
             return
@@ -554,7 +563,6 @@ class PartyShard:
             return
         payload = frame.payload
         try:
-            msg = frame.message
             if msg is not None and frame.kind in self._accept:
                 pass  # encoded in this process: the message itself (Frame)
             elif payload == self._last_payload and self._last_message is not None:
