@@ -528,12 +528,12 @@ class PartyShard:
     def deliver(self, frame: Frame, position: int | None = None) -> None:
         """A frame from the controller process for one of the hosted parties.
 
-        A release request (or an abort) joins the broadcast being collected, answered for all
-        its receivers on the loop's next turn (:meth:`_flush`; module docstring): by their
-        cohorts, or by each party built on its own (:meth:`Party.receive
-        <parties.party.Party.receive>`).  Any other frame first answers what was collected, then
-        goes to its party: a request to the party's decision function, secure-sum traffic into
-        the party's endpoint.  No task,
+        A request of the controller joins the broadcast being collected, answered for all its
+        receivers on the loop's next turn (:meth:`_flush`; module docstring): a release request
+        or an abort by the receivers' cohorts, any request by each party built on its own
+        (:meth:`Party.receive <parties.party.Party.receive>`; the receivers still in a cohort
+        are built at once).  Any other frame (secure-sum traffic, into the party's endpoint)
+        first answers what was collected.  No task,
         endpoint or pending receive is kept per party.  Decoding rejects the unexpected (counted
         ``rejected``, against the sender); a broadcast, arriving as equal bytes for every party,
         is decoded once.  ``position`` (a reorder fault) has no buffer to act on: frames are
@@ -575,16 +575,12 @@ class PartyShard:
             return
         self._counter.record_delivery(dst, len(payload))
         row = dst - start
-        if type(msg) in _COHORT_KINDS:
-            if msg is not self._batch or frame.phase != self._batch_phase or row in self._batch_seen:
-                self._settle()
-                self._batch, self._batch_phase = msg, frame.phase
-                self._schedule()
-            self._batch_rows.append(row)
-            self._batch_seen.add(row)
-            return
-        self._settle()
-        self._answer(self.party_at(row), msg, frame.phase)
+        if msg is not self._batch or frame.phase != self._batch_phase or row in self._batch_seen:
+            self._settle()  # (a request collected so far is answered first)
+            self._batch, self._batch_phase = msg, frame.phase
+            self._schedule()
+        self._batch_rows.append(row)
+        self._batch_seen.add(row)
 
     def _answer(self, party: Party, msg: Message, phase: str) -> None:
         """``party``'s own answer to ``msg`` (the per-party path)."""
@@ -615,6 +611,11 @@ class PartyShard:
         self._batch, self._batch_rows, self._batch_seen = None, [], set()
         start = self.setup.parties.start
         # each cohort the broadcast reached: its receivers (split off when only some), stepped at once
+        if not isinstance(msg, _COHORT_KINDS):  # a request each party answers on its own: built at once
+            self.materialize(rows)
+            for row in rows.tolist():
+                self._answer(self._parties[row], msg, phase)
+            return
         of = self._cohort_of[rows]
         answers: dict[int, tuple[Cohort, np.ndarray | None]] = {}
         for index in np.unique(of[of >= 0]).tolist():

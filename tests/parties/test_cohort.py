@@ -153,3 +153,20 @@ def test_resolved_unit_sample_is_the_fast_path_sampling() -> None:
         assert one == fast.codes[:, j].tolist()  # one row at a time: the same codes
     assert np.array_equal(resolved[0].values(codes), encode_joint(codes[:, [0, 1]], (3, 4)))
     assert specs[1].family == "lambda-kron"
+
+
+async def test_a_request_parties_answer_on_their_own_builds_its_receivers_at_once() -> None:
+    from mprr.protocols.steps import OracleSpec, Report
+    from parties.wire.requests import ReportRequest
+
+    step = Report("oracle", ((0,), (1,)), (OracleSpec("grr", 1.0), OracleSpec("oue", 1.0)), "every")
+    requests: list[Message] = [_requests()[0], ReportRequest.build(5, step), _requests()[2]]
+    fast, slow = [], []  # type: ignore[var-annotated]
+    columns, each = _shard((INF,) * N, fast), _shard((INF,) * N, slow)
+    each.materialize(np.arange(N))
+    await _run(columns, requests, targets=list(range(N - 1)))
+    await _run(each, requests, targets=list(range(N - 1)))
+    assert _frames(fast) == _frames(slow) and len(fast) == 3 * (N - 1)
+    assert sorted(columns.built()) == list(range(N - 1))  # built by the report, then each answers
+    assert [len(c) for c in columns.cohorts()] == [1]  # party N-1, never asked, still in its cohort
+    _same_reports(ShardReport.of(columns), ShardReport.of(each))
