@@ -610,12 +610,12 @@ class PartyShard:
         phase = self._batch_phase
         self._batch, self._batch_rows, self._batch_seen = None, [], set()
         start = self.setup.parties.start
-        # each cohort the broadcast reached: its receivers (split off when only some), stepped at once
         if not isinstance(msg, _COHORT_KINDS):  # a request each party answers on its own: built at once
             self.materialize(rows)
             for row in rows.tolist():
                 self._answer(self._parties[row], msg, phase)
             return
+        # each cohort the broadcast reached: its receivers (split off when only some), stepped at once
         of = self._cohort_of[rows]
         answers: dict[int, tuple[Cohort, np.ndarray | None]] = {}
         for index in np.unique(of[of >= 0]).tolist():
