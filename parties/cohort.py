@@ -34,16 +34,63 @@ states are about to differ.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
+from typing import Any
 
 import numpy as np
 
 from mprr.privacy import PrivacyAccountant, Refusal
+from mprr.privacy.ledger import Ledger
 from mprr.streams import StreamTable
 from parties.public_state import ReleaseBook
-from parties.shard_report import accountant_for
+from parties.wire.codec import encode
+from parties.wire.messages import RandomizedValues
 from parties.wire.requests import ReleaseRequest
 
-__all__ = ["Cohort", "PartyState"]
+__all__ = ["Cohort", "PartyState", "ReplyLayout", "accountant_for", "accountant_state"]
+
+
+def _state_key(value: Any) -> Any:
+    """What identifies an accountant's field for sharing: content for containers and ledgers (of
+    releases compared by identity: the parties of a shard share their release objects through
+    the :class:`~parties.public_state.ReleaseBook`), the value for scalars, the identity of any
+    other object (never merges two states that could differ)."""
+    if value is None or isinstance(value, (bool, int, float, str, Enum)):
+        return value
+    if isinstance(value, Ledger):
+        return (Ledger, tuple(map(id, value.releases)))
+    if isinstance(value, (list, tuple)):
+        return (type(value), tuple(_state_key(v) for v in value))
+    if isinstance(value, dict):
+        return (dict, tuple((_state_key(k), _state_key(v)) for k, v in value.items()))
+    if isinstance(value, (frozenset, set)) and all(isinstance(v, (bool, int, float, str)) for v in value):
+        return (type(value), frozenset(value))
+    return (object, id(value))
+
+
+def _fields(obj: object) -> dict[str, Any]:
+    """An object's attributes (``__dict__`` and ``__slots__``)."""
+    fields = dict(getattr(obj, "__dict__", {}))
+    for cls in type(obj).__mro__:
+        for name in getattr(cls, "__slots__", ()):
+            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
+                fields[name] = getattr(obj, name)
+    return fields
+
+
+def accountant_state(accountant: PrivacyAccountant) -> tuple[Any, ...]:
+    """Key equal for two accountants whose state is equal apart from the party they belong to."""
+    return tuple((name, _state_key(value)) for name, value in sorted(_fields(accountant).items()) if name != "party")
+
+
+def accountant_for(template: PrivacyAccountant, party: int | str | None) -> PrivacyAccountant:
+    """A copy of ``template`` belonging to ``party`` (its own lists, dicts and sets; ledgers,
+    being immutable, shared)."""
+    copy = object.__new__(type(template))
+    for name, value in _fields(template).items():
+        object.__setattr__(copy, name, type(value)(value) if isinstance(value, (list, dict, set)) else value)
+    object.__setattr__(copy, "party", party)
+    return copy
 
 
 def _column_dtype(cells: int) -> type[np.unsignedinteger]:
@@ -149,3 +196,39 @@ class Cohort:
         self.draws += drawn
         codes.flags.writeable = False  # the replies hold rows of it: no second copy
         return codes
+
+
+class ReplyLayout:
+    """The :class:`~parties.wire.messages.RandomizedValues` replies of a cohort to one request
+    and their encodings: every member's reply is its own message, and its bytes are the codec's
+    encoding of it (:func:`~parties.wire.codec.encode`), made as the codec lays out replies that
+    differ only in the codes: the bytes before and after the codes around each member's codes
+    (where the codec writes them: :meth:`of`; otherwise each reply is encoded)."""
+
+    __slots__ = ("_rid", "_codes", "_prefix", "_suffix")
+
+    def __init__(self, rid: int, codes: np.ndarray, prefix: bytes | None, suffix: bytes) -> None:
+        self._rid, self._codes, self._prefix, self._suffix = rid, codes, prefix, suffix
+
+    @classmethod
+    def of(cls, rid: int, codes: np.ndarray) -> ReplyLayout:
+        """The layout of the replies ``RandomizedValues(rid, codes[k])``: where the codec writes
+        the codes, found by encoding two probes whose codes differ in every byte."""
+        width = codes.shape[1] * 8
+        if codes.shape[0] == 0 or width == 0:
+            return cls(rid, codes, None, b"")
+        low = encode(RandomizedValues(rid, np.zeros(codes.shape[1], dtype=np.int64)))
+        full = np.full(codes.shape[1], 0x0101010101010101, dtype=np.int64)
+        high = encode(RandomizedValues(rid, full))
+        at = next((j for j, (a, b) in enumerate(zip(low, high)) if a != b), -1)
+        if (len(low) != len(high) or at < 0 or high[at:at + width] != full.tobytes()
+                or low[at + width:] != high[at + width:]):  # pragma: no cover - (then encode each)
+            return cls(rid, codes, None, b"")
+        return cls(rid, codes, low[:at], low[at + width:])
+
+    def reply(self, k: int) -> tuple[RandomizedValues, bytes]:
+        """Member ``k``'s reply and its encoding."""
+        codes = self._codes[k]
+        reply = RandomizedValues(self._rid, codes)
+        prefix = self._prefix
+        return reply, (encode(reply) if prefix is None else prefix + codes.tobytes() + self._suffix)

@@ -67,8 +67,9 @@ from a start message) are memoized in a shared :class:`~parties.public_state.Rel
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.random.bit_generator import ISeedSequence
@@ -87,7 +88,7 @@ from parties.wire.requests import ReleaseRequest, ReportRequest, SecureRelease, 
 from parties.public_state import ReleaseBook
 from parties.transport import Endpoint, actor_name
 
-__all__ = ["LOOP_KINDS", "Accounted", "Party"]
+__all__ = ["LOOP_KINDS", "Accounted", "AccountedParties", "Party"]
 
 LOOP_KINDS = (ReleaseRequest, ReportRequest, SecureRelease, SecureSumStart, Abort)
 """Kinds a party's host hands to :meth:`Party.receive` when the controller sends them;
@@ -109,6 +110,18 @@ class Accounted:
     def refusals(self) -> tuple[Refusal, ...]:
         """Every request the party refused (its accountant's records)."""
         return self.accountant.refusals
+
+
+A = TypeVar("A", bound=Accounted)
+
+
+class AccountedParties(Sequence[A]):
+    """The parties of a run, whose accountants can be read without a party object each
+    (:class:`PartySummaries`, or a shard's :class:`~parties.shard.HostedParties`)."""
+
+    @abstractmethod
+    def accountants(self) -> list[PrivacyAccountant]:
+        """Per party, in order, its accountant (parties in the same state may share one)."""
 
 
 class Party(Accounted):

@@ -12,18 +12,16 @@ controller process, and calls of :meth:`PartyShard.take` (the channel's records)
 
 Inside the shard, :class:`ShardNetwork` is a :class:`~parties.transport.Transport` whose
 :meth:`_transmit` is the uplink (crash set, counters, topology, admission as everywhere).
-The shard holds its parties as **columns** (:mod:`parties.cohort`): the parties whose state is
-identical apart from their records and streams form a :class:`~parties.cohort.Cohort`, and a
-release request the controller broadcasts is answered for all of a cohort's members in one
-vectorized step, each member's decision being its shared accountant state's and each code
-drawn from the member's own stream row.  The frames of a broadcast are collected as they
-arrive and answered on the loop's next turn, in arrival order (a frame of any other kind first
-answers what was collected), and every reply is its own message, encoded by the codec and
-counted as today.  A party whose state diverges — it refuses, crashes, commits to a secure sum,
-is asked for a frequency-oracle report, or is handed out (:attr:`PartyShard.parties`) — is
-built as a :class:`~parties.party.Party` from its cohort's state and from then on answers on
-its own (:meth:`Party.receive <parties.party.Party.receive>`).  No task, endpoint or pending
-receive is kept per party; the replies leave on the loop's next turn, as an actor's would.
+The shard holds its parties as **columns** (:mod:`parties.cohort`): parties in identical state
+(apart from records and streams) form a :class:`~parties.cohort.Cohort`, and a broadcast
+release request is answered for all its members in one vectorized step, each member deciding
+by the accountant state it shares and drawing from its own stream row.  A broadcast's frames
+are collected as they arrive and answered on the loop's next turn, in arrival order; every
+reply is its own message, encoded by the codec and counted.  A party whose state diverges
+(refusal, crash, secure sum, frequency-oracle report, handed out by :attr:`PartyShard.parties`)
+is built as a :class:`~parties.party.Party` from its cohort's state and answers on its own
+(:meth:`Party.receive <parties.party.Party.receive>`).  No task, endpoint or pending receive
+is kept per party; the replies leave on the loop's next turn, as an actor's would.
 Every frame leaves the shard: the router routes, counts and applies the fault plan in one
 place, so message counts, payload bytes and fault semantics are the same on every runtime.
 
@@ -70,14 +68,13 @@ from mprr.errors import ConfigurationError, MessageError
 from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacyAccountant
 from mprr.streams import StreamTable
 from parties.channel import DATA, MULTI, loads, read_multi, read_record
-from parties.cohort import Cohort
+from parties.cohort import Cohort, ReplyLayout
 from parties.wire.codec import Message, decode, encode
 from parties.wire.messages import Abort, RandomizedValues
 from parties.wire.requests import ReleaseRequest, SecureSumStart
-from parties.party import LOOP_KINDS, Party
+from parties.party import LOOP_KINDS, AccountedParties, Party
 from parties.public_state import ReleaseBook
 from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry, Signer, generate_signers
-from parties.shard_report import AccountedParties
 from parties.transport import CONTROLLER, Endpoint, Frame, Transport, actor_name
 
 if TYPE_CHECKING:  # annotations only: a worker imports networkx and the engines only when a run needs them
@@ -238,49 +235,9 @@ class ShardNetwork(Transport):
         return 0 if ep is None else ep.buffered
 
 
-class _ReplyLayout:
-    """The :class:`~parties.wire.messages.RandomizedValues` replies of a cohort to one request
-    and their encodings: every member's reply is its own message, and its bytes are the codec's
-    encoding of it (:func:`~parties.wire.codec.encode`), made as the codec lays out replies that
-    differ only in the codes: the bytes before and after the codes around each member's codes
-    (where the codec writes them: :meth:`of`; otherwise each reply is encoded)."""
-
-    __slots__ = ("_rid", "_codes", "_prefix", "_suffix")
-
-    def __init__(self, rid: int, codes: np.ndarray, prefix: bytes | None, suffix: bytes) -> None:
-        self._rid, self._codes, self._prefix, self._suffix = rid, codes, prefix, suffix
-
-    @classmethod
-    def of(cls, rid: int, codes: np.ndarray) -> _ReplyLayout:
-        """The layout of the replies ``RandomizedValues(rid, codes[k])``: where the codec writes
-        the codes, found by encoding two probes whose codes differ in every byte."""
-        width = codes.shape[1] * 8
-        if codes.shape[0] == 0 or width == 0:
-            return cls(rid, codes, None, b"")
-        low = encode(RandomizedValues(rid, np.zeros(codes.shape[1], dtype=np.int64)))
-        full = np.full(codes.shape[1], 0x0101010101010101, dtype=np.int64)
-        high = encode(RandomizedValues(rid, full))
-        at = next((j for j, (a, b) in enumerate(zip(low, high)) if a != b), -1)
-        if (len(low) != len(high) or at < 0 or high[at:at + width] != full.tobytes()
-                or low[at + width:] != high[at + width:]):  # pragma: no cover - (then encode each)
-            return cls(rid, codes, None, b"")
-        return cls(rid, codes, low[:at], low[at + width:])
-
-    def reply(self, k: int) -> tuple[RandomizedValues, bytes]:
-        """Member ``k``'s reply and its encoding."""
-        codes = self._codes[k]
-        reply = RandomizedValues(self._rid, codes)
-        prefix = self._prefix
-        return reply, (encode(reply) if prefix is None else prefix + codes.tobytes() + self._suffix)
-
-
 class HostedParties(AccountedParties[Party]):
-    """A shard's parties as :class:`~parties.party.Party` objects, built on demand.
-
-    ``parties[k]`` builds hosted party ``k`` from its cohort's state (it answers on its own
-    from then on, :mod:`parties.cohort`); :meth:`accountants` reads every party's accountant
-    without building any.
-    """
+    """A shard's parties as :class:`~parties.party.Party` objects, each built from its cohort's
+    state on first access (:mod:`parties.cohort`); :meth:`accountants` builds none."""
 
     def __init__(self, shard: PartyShard) -> None:
         self._shard = shard
@@ -647,7 +604,7 @@ class PartyShard:
         assert isinstance(msg, ReleaseRequest)
         rid = msg.request_id
         send, admit = self._replies.append, self.network.admit
-        layouts = {index: _ReplyLayout.of(rid, codes) for index, (_, codes) in answers.items() if codes is not None}
+        layouts = {index: ReplyLayout.of(rid, codes) for index, (_, codes) in answers.items() if codes is not None}
         for row, index, at in zip(rows.tolist(), of.tolist(), position.tolist()):
             if index < 0:
                 self._answer(self._parties[row], msg, phase)

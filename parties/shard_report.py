@@ -12,19 +12,17 @@ rebuilds a :class:`PartySummary` per party on demand.
 from __future__ import annotations
 
 import operator
-from abc import abstractmethod
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError
 from mprr.privacy import PrivacyAccountant
-from mprr.privacy.ledger import Ledger
-from parties.party import Accounted
+from parties.cohort import accountant_for, accountant_state
+from parties.party import Accounted, AccountedParties
 
 if TYPE_CHECKING:  # annotations only: the report is built from a shard, never imports it at run time
     from parties.shard import PartyShard
@@ -42,61 +40,6 @@ class PartySummary(Accounted):
     draws: int = 0
     status: str = "idle"
     errors: tuple[str, ...] = ()
-
-
-def _state_key(value: Any) -> Any:
-    """What identifies an accountant's field for sharing: content for containers and ledgers (of
-    releases compared by identity: the parties of a shard share their release objects through
-    the :class:`~parties.public_state.ReleaseBook`), the value for scalars, the identity of any
-    other object (never merges two states that could differ)."""
-    if value is None or isinstance(value, (bool, int, float, str, Enum)):
-        return value
-    if isinstance(value, Ledger):
-        return (Ledger, tuple(map(id, value.releases)))
-    if isinstance(value, (list, tuple)):
-        return (type(value), tuple(_state_key(v) for v in value))
-    if isinstance(value, dict):
-        return (dict, tuple((_state_key(k), _state_key(v)) for k, v in value.items()))
-    if isinstance(value, (frozenset, set)) and all(isinstance(v, (bool, int, float, str)) for v in value):
-        return (type(value), frozenset(value))
-    return (object, id(value))
-
-
-def _fields(obj: object) -> dict[str, Any]:
-    """An object's attributes (``__dict__`` and ``__slots__``)."""
-    fields = dict(getattr(obj, "__dict__", {}))
-    for cls in type(obj).__mro__:
-        for name in getattr(cls, "__slots__", ()):
-            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
-                fields[name] = getattr(obj, name)
-    return fields
-
-
-def accountant_state(accountant: PrivacyAccountant) -> tuple[Any, ...]:
-    """Key equal for two accountants whose state is equal apart from the party they belong to."""
-    return tuple((name, _state_key(value)) for name, value in sorted(_fields(accountant).items()) if name != "party")
-
-
-def accountant_for(template: PrivacyAccountant, party: int | str | None) -> PrivacyAccountant:
-    """A copy of ``template`` belonging to ``party`` (its own lists, dicts and sets; ledgers,
-    being immutable, shared)."""
-    copy = object.__new__(type(template))
-    for name, value in _fields(template).items():
-        object.__setattr__(copy, name, type(value)(value) if isinstance(value, (list, dict, set)) else value)
-    object.__setattr__(copy, "party", party)
-    return copy
-
-
-A = TypeVar("A", bound=Accounted)
-
-
-class AccountedParties(Sequence[A]):
-    """The parties of a run, whose accountants can be read without a party object each
-    (:class:`PartySummaries`, or a shard's :class:`~parties.shard.HostedParties`)."""
-
-    @abstractmethod
-    def accountants(self) -> list[PrivacyAccountant]:
-        """Per party, in order, its accountant (parties in the same state may share one)."""
 
 
 def _int_array(values: Any, length: int, what: str) -> np.ndarray:
