@@ -430,6 +430,24 @@ class StreamTable:
         x, rot = hi ^ lo, hi >> 58
         return ((((x >> rot) | (x << ((64 - rot) & 63))) & _M64) >> 11) * _TWO_M53
 
+    def uniforms(self, rows: np.ndarray) -> np.ndarray:
+        """The next uniform of each row of ``rows`` (distinct row indices), advanced as one vector.
+
+        Row ``rows[j]``'s value is exactly its next :meth:`random` (the same PCG64 step and
+        53-bit double as ``Generator.random``, :func:`_pcg64_step` / :func:`_xsl_rr` over every
+        row at once, as :meth:`PartyStreams.uniforms`), and the rows' states advance in place.
+        """
+        idx = np.asarray(rows, dtype=np.int64).reshape(-1)
+        if idx.size and (idx.min() < 0 or idx.max() >= len(self.parties)):
+            bad = idx[(idx < 0) | (idx >= len(self.parties))][0]
+            raise ConfigurationError(f"rows must be in [0, {len(self.parties)}), got {int(bad)!r}")
+        hi_all, lo_all, inc_hi, inc_lo = (np.frombuffer(a, dtype=np.uint64) for a in
+                                          (self._hi, self._lo, self._inc_hi, self._inc_lo))
+        hi, lo = _pcg64_step(hi_all[idx], lo_all[idx], inc_hi[idx], inc_lo[idx])
+        hi_all[idx], lo_all[idx] = hi, lo
+        out: np.ndarray = (_xsl_rr(hi, lo) >> np.uint64(11)) * _TWO_M53
+        return out
+
     def stream(self, party: int) -> PartyStream:
         """Party ``party``'s stream (a view of its row)."""
         if party not in self.parties:

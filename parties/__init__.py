@@ -22,6 +22,8 @@ Modules, in dependency order:
 - ``view``          — the controller's view log (everything it received)
 - ``party``         — the ``Party`` actor: private record, own stream, own privacy accountant
 - ``shard_report``  — what a shard hands back after a run: its parties' summaries, in columns
+- ``cohort``        — a shard's parties in identical state, as columns: a broadcast release
+                      request answered for all of them in one vectorized step
 - ``report_phase``  — what a phase of frequency-oracle reports brings back: the check of each
                       party's ``OracleReport`` and the phase's ``ReportedData``
 - ``controller``    — the untrusted ``Controller`` actor

@@ -67,7 +67,9 @@ from a start message) are memoized in a shared :class:`~parties.public_state.Rel
 from __future__ import annotations
 
 import math
-from typing import Any
+from abc import abstractmethod
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.random.bit_generator import ISeedSequence
@@ -86,7 +88,7 @@ from parties.wire.requests import ReleaseRequest, ReportRequest, SecureRelease, 
 from parties.public_state import ReleaseBook
 from parties.transport import Endpoint, actor_name
 
-__all__ = ["LOOP_KINDS", "Accounted", "Party"]
+__all__ = ["LOOP_KINDS", "Accounted", "AccountedParties", "Party"]
 
 LOOP_KINDS = (ReleaseRequest, ReportRequest, SecureRelease, SecureSumStart, Abort)
 """Kinds a party's host hands to :meth:`Party.receive` when the controller sends them;
@@ -108,6 +110,18 @@ class Accounted:
     def refusals(self) -> tuple[Refusal, ...]:
         """Every request the party refused (its accountant's records)."""
         return self.accountant.refusals
+
+
+A = TypeVar("A", bound=Accounted)
+
+
+class AccountedParties(Sequence[A]):
+    """The parties of a run, whose accountants can be read without a party object each
+    (:class:`PartySummaries`, or a shard's :class:`~parties.shard.HostedParties`)."""
+
+    @abstractmethod
+    def accountants(self) -> list[PrivacyAccountant]:
+        """Per party, in order, its accountant (parties in the same state may share one)."""
 
 
 class Party(Accounted):
@@ -143,6 +157,11 @@ class Party(Accounted):
     signer, registry
         The party's signing key and the PKI directory of every party's verification key
         (:mod:`parties.secure.pki`), set up before the run; needed by engines that sign.
+    accountant, released, draws
+        The state of a party that has run so far in a cohort of its shard
+        (:mod:`parties.cohort`), from which it continues on its own: its accountant (its
+        ``party`` must be ``index``), the code released for each ledger entry and the uniforms
+        drawn (``seed`` is then its stream at the current position).  Default: a fresh party.
     """
 
     def __init__(
@@ -160,6 +179,9 @@ class Party(Accounted):
         min_roster: int = DEFAULT_MIN_ROSTER,
         signer: Any = None,
         registry: Any = None,
+        accountant: PrivacyAccountant | None = None,
+        released: Sequence[int] = (),
+        draws: int = 0,
     ) -> None:
         self.index = check_int("index", index, 0)
         if book is not None and book.schema is not schema:
@@ -176,7 +198,7 @@ class Party(Accounted):
                 raise ConfigurationError(
                     f"record of party {index}: attribute {name!r} code must be an integer in [0, {size}), got {v!r}"
                 )
-        self.__record = tuple(int(v) for v in values)
+        self.__row = np.array([values], dtype=np.int64)  # the record, as a (1, m) table of one row
         self.schema = schema
         self._rng: np.random.Generator | PartyStream
         if isinstance(seed, PartyStream):
@@ -188,23 +210,30 @@ class Party(Accounted):
                 "seed must be a numpy.random.SeedSequence (or PartyStreams.seed, or a StreamTable's "
                 f"PartyStream), got {type(seed).__name__}"
             )
-        self.accountant = PrivacyAccountant(
-            budget,
-            policy,
-            party=self.index,
-            allowed_attributes=names if allowed is None else allowed,
-            min_roster=min_roster,
-        )
+        if accountant is None:
+            accountant = PrivacyAccountant(
+                budget,
+                policy,
+                party=self.index,
+                allowed_attributes=names if allowed is None else allowed,
+                min_roster=min_roster,
+            )
+        elif accountant.party != self.index or len(released) != len(accountant.ledger):
+            raise ConfigurationError(
+                f"party {index} continues from an accountant of party {accountant.party!r} with "
+                f"{len(accountant.ledger)} ledger entries and {len(released)} released values: it must be "
+                "its own, with one released value per entry")
+        self.accountant = accountant
         self._engine = engine
         self._signer = signer
         self._registry = registry
-        self._values: list[int] = []
+        self._values: list[int] = [int(v) for v in released]
         # oracle reports of sampled phases by ledger entry (to resend), and the last report request answered
         self._reports: dict[int, tuple[int, np.ndarray]] = {}
         self._last_report: tuple[ReportRequest, Message] | None = None
         # committed inputs not yet summed, with the digest of the request they answer
         self._inputs: dict[str, tuple[np.ndarray, bytes]] = {}
-        self.draws = 0
+        self.draws = check_int("draws", draws, 0)
         self.status = "idle"
         self.errors: list[str] = []
 
@@ -280,17 +309,17 @@ class Party(Accounted):
             return WireRefusal.of(decisions)
         if not decisions:  # a re-sent commitment, already made
             return Ack(request.request_id)
-        record = self.__record
+        row = self.__row
         values = self._values
         codes = []
         for unit, decision in zip(units, decisions):
             if decision.granted:
                 if unit.exact:
-                    code = unit.value(record)
+                    code = int(unit.values(row)[0])
                 else:
                     u = self._rng.random()
                     self.draws += 1
-                    code = unit.sample(record, u)
+                    code = int(unit.sample(row, np.array([u]))[0])
                 values.append(code)
             else:  # replayed: resend the value released then
                 code = values[decision.entry_index]
@@ -329,7 +358,7 @@ class Party(Accounted):
         rid = request.request_id
         oracles = resolution.oracles
         sizes = self._book.sizes
-        row = np.array([self.__record], dtype=np.int64)
+        row = self.__row
         values = self._values
         if step.assign == "every":
             decisions = acc.answer(ask)

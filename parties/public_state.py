@@ -16,35 +16,37 @@
 
 from __future__ import annotations
 
-from bisect import bisect_right
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from mprr.data import Schema
+from mprr.domain import encode_joint
 from mprr.errors import ConfigurationError
 from mprr.kronecker import KroneckerMatrix
 from mprr.privacy import Ask, RefusalReason, Release
 from mprr.oracles import FrequencyOracle
 from mprr.protocols.oracle_reports import report_releases, report_uniforms
+from mprr.protocols.release import unit_codes
+from mprr.randomize import inverse_cdf, randomize_joint
 from mprr.protocols.steps import Matrix, MatrixSpec, Report
 from parties.secure.agreement import agreed_session, request_digest
 from parties.wire.requests import ReleaseRequest, ReportRequest, SecureRelease, SecureSumStart
 
 __all__ = ["ReleaseBook", "ReportResolution", "Resolution", "ResolvedUnit"]
 
-_BELOW_ONE = float(np.nextafter(1.0, 0.0))
-
-
 class ResolvedUnit:
-    """A unit of a request with everything public precomputed: names, matrix, Release, sampler.
+    """A unit of a request with everything public precomputed: names, matrix, Release.
 
     ``matrix`` is ``None`` for an exact release (main paper 4.2: the true value, ε = ∞).
+    Sampling has one home, :mod:`mprr.randomize` (the fast path's functions): :meth:`sample`
+    releases the unit for many parties at once (a shard's cohort, :mod:`parties.cohort`) or
+    for one (a row of one record).
     """
 
-    __slots__ = ("unit", "names", "sizes", "strides", "cells", "matrix", "release", "_single", "_rows",
-                 "_factor_rows")
+    __slots__ = ("unit", "names", "sizes", "cells", "matrix", "release", "_schema_sizes")
 
     def __init__(
         self,
@@ -58,69 +60,40 @@ class ResolvedUnit:
         self.unit = unit
         self.names = tuple(schema.names[a] for a in unit)
         self.sizes = tuple(schema.sizes[a] for a in unit)
-        strides = []
-        acc = 1
-        for s in reversed(self.sizes):
-            strides.append(acc)
-            acc *= s
-        self.strides = tuple(reversed(strides))
-        self.cells = acc
-        self._single = unit[0] if len(unit) == 1 else None
+        self.cells = math.prod(self.sizes)
+        self._schema_sizes = schema.sizes
         self.matrix = matrix
         if matrix is None:
             self.release = Release.exact_values(self.names, linkable=linkable, phase=phase)
         else:
             self.release = Release.from_matrix(self.names, matrix, linkable=linkable, phase=phase)
-        self._rows: dict[int, list[float]] = {}
-        self._factor_rows: list[dict[int, list[float]]] | None = (
-            [{} for _ in matrix.factors] if isinstance(matrix, KroneckerMatrix) else None
-        )
 
     @property
     def exact(self) -> bool:
         """True for an exact release (no randomization, no uniform)."""
         return self.matrix is None
 
-    def value(self, record: tuple[int, ...]) -> int:
-        """The true joint code (C order) of ``record``'s unit value."""
-        if self._single is not None:
-            return record[self._single]
-        x = 0
-        for a, stride in zip(self.unit, self.strides):
-            x += record[a] * stride
-        return x
+    def values(self, records: np.ndarray) -> np.ndarray:
+        """The true joint codes (C order) of the unit for each row of ``records`` (``(k, m)``
+        true codes): :func:`mprr.protocols.release.unit_codes`."""
+        return unit_codes(records, self._schema_sizes, self.unit)
 
-    def sample(self, record: tuple[int, ...], u: float) -> int:
-        """Released joint code (C order) of ``record``'s unit value for the uniform ``u``.
+    def sample(self, records: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+        """Released joint codes (C order) of the unit for each row of ``records``, one uniform each.
 
-        Dense matrix: first ``v`` with ``cdf[x, v] > u`` (:func:`mprr.randomize.randomize`).
-        Kronecker matrix: the factor-by-factor inverse CDF of
-        :func:`mprr.randomize.randomize_joint` (residual uniform rescaled and clipped as
-        there), then the C-order code of the released attribute values.
+        The fast path's sampling (:func:`mprr.protocols.release.release_units`): a dense matrix
+        releases the joint code by inverse CDF (:func:`mprr.randomize.inverse_cdf`, eq. (1) of
+        the main paper); a Kronecker matrix factor by factor
+        (:func:`mprr.randomize.randomize_joint`), then the C-order code.
         """
-        if self._factor_rows is None:
-            x = record[self._single] if self._single is not None else self.value(record)
-            row = self._rows.get(x)
-            if row is None:
-                row = self._rows[x] = self.matrix.cdf[x].tolist()  # type: ignore[union-attr]
-            return bisect_right(row, u)
-        factors = self.matrix.factors  # type: ignore[union-attr]
-        w = u
-        code = 0
-        last = len(factors) - 1
-        for j, (a, stride) in enumerate(zip(self.unit, self.strides)):
-            x = record[a]
-            rows = self._factor_rows[j]
-            row = rows.get(x)
-            if row is None:
-                row = rows[x] = factors[j].cdf[x].tolist()
-            v = bisect_right(row, w)
-            code += v * stride
-            if j < last:
-                hi = row[v]
-                lo = row[v - 1] if v > 0 else 0.0
-                w = min(max((w - lo) / (hi - lo), 0.0), _BELOW_ONE)
-        return code
+        matrix = self.matrix
+        if matrix is None:
+            raise ConfigurationError(f"unit {self.unit} is an exact release: it has no matrix to sample")
+        if isinstance(matrix, KroneckerMatrix):
+            rec = randomize_joint(records[:, list(self.unit)], matrix, self.sizes, uniforms=uniforms)
+            out: np.ndarray = encode_joint(rec, self.sizes) if len(self.unit) > 1 else rec[:, 0]
+            return out
+        return inverse_cdf(matrix.cdf, self.values(records), uniforms)
 
 
 @dataclass(frozen=True)

@@ -253,7 +253,7 @@ class MemoryHosting(Hosting):
         if len(self.links) > 1:
             await self.finish()  # the shards' delivery counters, added to the network's
         await self._stop()
-        return tuple(p for link in self.links for p in link.shard.parties)
+        return self.links[0].shard.parties if len(self.links) == 1 else tuple(p for link in self.links for p in link.shard.parties)
 
     async def _stop(self) -> None:
         for link in self.links:

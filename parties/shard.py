@@ -11,13 +11,19 @@ controller process, and calls of :meth:`PartyShard.take` (the channel's records)
 :meth:`PartyShard.deliver` / :meth:`PartyShard.crash` for what comes back.
 
 Inside the shard, :class:`ShardNetwork` is a :class:`~parties.transport.Transport` whose
-:meth:`_transmit` is the uplink (crash set, counters, topology, admission as everywhere).  Each
-release request from the controller is answered on arrival by the party's own decision
-function (:meth:`Party.receive <parties.party.Party.receive>`), so no task, endpoint or
-pending receive is kept per party; the replies leave on the loop's next turn, as an actor's
-would.  Every frame leaves the shard: the router routes, counts and applies the fault plan
-in one place, so message counts, payload bytes and fault semantics are the same on every
-runtime.
+:meth:`_transmit` is the uplink (crash set, counters, topology, admission as everywhere).
+The shard holds its parties as **columns** (:mod:`parties.cohort`): parties in identical state
+(apart from records and streams) form a :class:`~parties.cohort.Cohort`, and a broadcast
+release request is answered for all its members in one vectorized step, each member deciding
+by the accountant state it shares and drawing from its own stream row.  A broadcast's frames
+are collected as they arrive and answered on the loop's next turn, in arrival order; every
+reply is its own message, encoded by the codec and counted.  A party whose state diverges
+(refusal, crash, secure sum, frequency-oracle report, handed out by :attr:`PartyShard.parties`)
+is built as a :class:`~parties.party.Party` from its cohort's state and answers on its own
+(:meth:`Party.receive <parties.party.Party.receive>`).  No task, endpoint or pending receive
+is kept per party; the replies leave on the loop's next turn, as an actor's would.
+Every frame leaves the shard: the router routes, counts and applies the fault plan in one
+place, so message counts, payload bytes and fault semantics are the same on every runtime.
 
 Secure sums (RR-Clusters 4.2 / 4.3): a party that receives a
 :class:`~parties.wire.requests.SecureSumStart` runs its side of the engine
@@ -49,21 +55,24 @@ At the end the shard's :class:`~parties.shard_report.ShardReport` (:meth:`ShardR
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+import operator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 from mprr.data import Schema
 from mprr.domain import check_int
 from mprr.errors import ConfigurationError, MessageError
-from mprr.privacy import DEFAULT_MIN_ROSTER
+from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacyAccountant
 from mprr.streams import StreamTable
 from parties.channel import DATA, MULTI, loads, read_multi, read_record
+from parties.cohort import Cohort, ReplyLayout
 from parties.wire.codec import Message, decode, encode
-from parties.wire.requests import SecureSumStart
-from parties.party import LOOP_KINDS, Party
+from parties.wire.messages import Abort, RandomizedValues
+from parties.wire.requests import ReleaseRequest, SecureSumStart
+from parties.party import LOOP_KINDS, AccountedParties, Party
 from parties.public_state import ReleaseBook
 from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry, Signer, generate_signers
 from parties.transport import CONTROLLER, Endpoint, Frame, Transport, actor_name
@@ -74,6 +83,7 @@ if TYPE_CHECKING:  # annotations only: a worker imports networkx and the engines
     from parties.secure.engine import SecureSumEngine
 
 __all__ = [
+    "HostedParties",
     "PartyShard",
     "ShardNetwork",
     "ShardSetup",
@@ -85,6 +95,9 @@ _CONTROLLER_REQUESTS = frozenset(k.KIND for k in LOOP_KINDS)
 """Kinds a party takes from the controller (:meth:`Party.receive <parties.party.Party.receive>`);
 every other frame (secure-sum traffic from the controller or from peers) goes to the party's
 endpoint."""
+_COHORT_KINDS = (ReleaseRequest, Abort)
+"""Kinds a cohort answers for all its receivers at once (:mod:`parties.cohort`)."""
+_VALUES = RandomizedValues.KIND
 
 
 def split(n: int, shards: int) -> list[range]:
@@ -189,12 +202,76 @@ class ShardNetwork(Transport):
         super().__init__(n, topology=None if router is not None else topology)
         if router is not None:
             self.topology = router.topology
-            self._traffic = router._traffic
+            self._traffic = router.counter
         self.parties = parties
         self._uplink = uplink
+        self._accepting: set[int] = set()
 
     def _transmit(self, frame: Frame) -> None:
         self._uplink(frame)
+
+    def is_crashed(self, party: int) -> bool:
+        """Whether ``party`` has crashed."""
+        return party in self._crashed
+
+    def admit(self, party: int) -> bool:
+        """Whether a send of ``party`` leaves (not crashed; else counted as lost)."""
+        return self._admit(party)
+
+    def deliver(self, frame: Frame, position: int | None = None) -> None:
+        """Deliver ``frame`` into its party's endpoint (decoded, filtered, counted)."""
+        self._deliver(frame, position)
+
+    def party_endpoint(self, party: int, accept: frozenset[int]) -> Endpoint:
+        """``party``'s endpoint, accepting the kinds ``accept`` (created on first use)."""
+        if party not in self._accepting:
+            self._accepting.add(party)
+            return self.endpoint(party, accept=accept)
+        return self.endpoint(party)
+
+    def buffered(self, party: int) -> int:
+        """Messages delivered to ``party``'s endpoint and not yet taken."""
+        ep = self._endpoints.get(party)
+        return 0 if ep is None else ep.buffered
+
+
+class HostedParties(AccountedParties[Party]):
+    """A shard's parties as :class:`~parties.party.Party` objects, each built from its cohort's
+    state on first access (:mod:`parties.cohort`); :meth:`accountants` builds none."""
+
+    def __init__(self, shard: PartyShard) -> None:
+        self._shard = shard
+
+    def __len__(self) -> int:
+        return len(self._shard.setup.parties)
+
+    @overload
+    def __getitem__(self, index: int) -> Party: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Party, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Party | tuple[Party, ...]:
+        n = len(self)
+        if isinstance(index, slice):
+            rows = range(*index.indices(n))
+            self._shard.materialize(np.arange(rows.start, rows.stop, rows.step, dtype=np.int64))
+            return tuple(self[k] for k in rows)
+        k = operator.index(index)
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError(f"party index {index} out of range for {n} hosted parties")
+        return self._shard.party_at(k)
+
+    def __iter__(self) -> Iterator[Party]:
+        self._shard.materialize(np.arange(len(self), dtype=np.int64))
+        for k in range(len(self)):
+            yield self._shard.party_at(k)
+
+    def accountants(self) -> list[PrivacyAccountant]:
+        """Per party, its accountant (a cohort's members share their cohort's)."""
+        return self._shard.accountants()
 
 
 class PartyShard:
@@ -224,30 +301,128 @@ class PartyShard:
                 f"got {getattr(setup.streams, 'parties', setup.streams)!r}")
         if len(setup.budgets) != len(setup.parties):
             raise ConfigurationError(f"shard setup: {len(setup.budgets)} budgets for {len(setup.parties)} parties")
+        sizes = np.asarray(setup.schema.sizes, dtype=np.int64)
+        if rows.size and (rows.dtype.kind not in "iu" or rows.min() < 0 or np.any(rows.max(axis=0) >= sizes)):
+            bad = np.argwhere((rows < 0) | (rows >= sizes))  # (or a non-integer table)
+            k, a = (int(v) for v in bad[0]) if bad.size else (0, 0)
+            raise ConfigurationError(
+                f"record of party {setup.parties.start + k}: attribute {setup.schema.names[a]!r} code must be an "
+                f"integer in [0, {int(sizes[a])}), got {rows[k, a]!r}")
         self.setup = setup
+        self._size = len(setup.parties)
         self.network = ShardNetwork(setup.n, setup.parties, uplink, router=router,
                                     topology=setup.graph() if router is None else None)
+        self._counter = self.network.counter
         self._uplink = uplink
         self._accept = frozenset(setup.accept)
         self._last_payload: bytes | None = None
         self._last_message: Message | None = None
         self._replies: list[Frame] = []
+        self._scheduled = False
+        # the broadcast being collected: its message, phase and the rows it reached, in order
+        self._batch: Message | None = None
+        self._batch_phase = ""
+        self._batch_rows: list[int] = []
+        self._batch_seen: set[int] = set()
         # the parties' signing keys are born here and never leave (parties.secure.pki)
         self._signers: dict[int, Signer] = generate_signers(setup.parties) if setup.signs else {}
-        self._registered = False
-        book = ReleaseBook(setup.schema)
-        records = rows.tolist()
-        streams = setup.streams
-        self.parties: tuple[Party, ...] = tuple(
-            Party(i, records[k], setup.schema, seed=streams.stream(i), budget=setup.budgets[k],
-                  policy=setup.policy, book=book, engine=setup.engine, min_roster=setup.min_roster,
-                  signer=self._signers.get(i))
-            for k, i in enumerate(setup.parties)
-        )
+        self._registry: KeyRegistry | None = None
+        self._book = ReleaseBook(setup.schema)
+        self._records = rows.astype(np.int64, copy=False)
+        # every party starts in the cohort of its budget (parties.cohort); cohort_of[row] = -1: built
+        budgets = np.asarray(setup.budgets, dtype=np.float64)
+        self._cohort_of = np.empty(len(setup.parties), dtype=np.int32)
+        self._cohorts: list[Cohort | None] = []
+        for budget in dict.fromkeys(budgets.tolist()):
+            members = np.flatnonzero(budgets == budget) if len(budgets) else np.zeros(0, dtype=np.int64)
+            self._cohort_of[members] = len(self._cohorts)
+            self._cohorts.append(Cohort(members, self._accountant(budget, int(members[0]))))
+        self._parties: dict[int, Party] = {}  # row -> the party built to answer on its own
         self._stop = asyncio.Event()
         self._sessions: asyncio.TaskGroup | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
+    def _accountant(self, budget: float, row: int) -> PrivacyAccountant:
+        """A fresh accountant of the hosted party at ``row`` (as :class:`Party` builds one)."""
+        return PrivacyAccountant(budget, self.setup.policy, party=self.setup.parties.start + row,
+                                 allowed_attributes=self._book.names, min_roster=self.setup.min_roster)
+
+    # ------------------------------------------------------------------ the parties
+    @property
+    def parties(self) -> HostedParties:
+        """The hosted parties as :class:`~parties.party.Party` objects (harness access: each is
+        built on first access from its cohort's state, and answers on its own from then on)."""
+        return HostedParties(self)
+
+    def party_at(self, row: int) -> Party:
+        """The hosted party at ``row`` (built from its cohort's state on first access)."""
+        party = self._parties.get(row)
+        if party is None:
+            self.materialize(np.array([row], dtype=np.int64))
+            party = self._parties[row]
+        return party
+
+    def materialize(self, rows: np.ndarray) -> None:
+        """Build the parties at ``rows`` (those still in a cohort) as :class:`Party` objects, each
+        with its cohort's state; they leave their cohorts and answer on their own from then on."""
+        self._settle()
+        rows = rows[self._cohort_of[rows] >= 0]
+        if not rows.size:
+            return
+        setup, start, streams, records = self.setup, self.setup.parties.start, self.setup.streams, self._records
+        for index in np.unique(self._cohort_of[rows]).tolist():
+            cohort = self._cohorts[index]
+            assert cohort is not None  # (a row's cohort exists)
+            leave = np.isin(cohort.rows, rows)
+            if leave.all():
+                self._cohorts[index] = None
+                moved = cohort
+            else:
+                moved = cohort.split(leave, start + int(cohort.rows[leave][0]))
+            self._cohort_of[moved.rows] = -1
+            for position, row in enumerate(moved.rows.tolist()):
+                i = start + row
+                state = moved.party_state(position, i)
+                party = Party(i, records[row], setup.schema, seed=streams.stream(i), budget=setup.budgets[row],
+                              policy=setup.policy, book=self._book, engine=setup.engine,
+                              min_roster=setup.min_roster, signer=self._signers.get(i), registry=self._registry,
+                              accountant=state.accountant, released=state.released, draws=state.draws)
+                party.status = state.status
+                self._parties[row] = party
+
+    def cohorts(self) -> tuple[Cohort, ...]:
+        """The cohorts of parties still stepped together (:mod:`parties.cohort`)."""
+        self._settle()
+        return tuple(c for c in self._cohorts if c is not None)
+
+    def built(self) -> dict[int, Party]:
+        """The parties built as :class:`Party` objects, by row (a copy of the mapping)."""
+        self._settle()
+        return dict(self._parties)
+
+    def accountants(self) -> list[PrivacyAccountant]:
+        """Per hosted party, in order, its accountant (a cohort's members share their cohort's)."""
+        self._settle()
+        out: list[PrivacyAccountant | None] = [None] * len(self.setup.parties)
+        for cohort in self._cohorts:
+            if cohort is not None:
+                acc = cohort.accountant
+                for row in cohort.rows.tolist():
+                    out[row] = acc
+        for row, party in self._parties.items():
+            out[row] = party.accountant
+        return out  # type: ignore[return-value]  # (every row is in a cohort or built)
+
+    def _split(self, index: int, leave: np.ndarray) -> int:
+        """Split cohort ``index``: its members where ``leave`` form a new cohort; its index."""
+        cohort = self._cohorts[index]
+        assert cohort is not None
+        moved = cohort.split(leave, self.setup.parties.start + int(cohort.rows[leave][0]))
+        self._cohort_of[moved.rows] = len(self._cohorts)
+        self._cohorts.append(moved)
+        return len(self._cohorts) - 1
+
+    # ------------------------------------------------------------------ set-up
     def public_keys(self) -> bytes:
         """The hosted parties' verification keys, concatenated in party order (``b""`` when
         the engine signs nothing): what the shard registers with the run's PKI."""
@@ -268,7 +443,7 @@ class PartyShard:
             if keys:
                 raise ConfigurationError("shard setup: a key directory for parties whose engine signs nothing")
             return
-        if self._registered:
+        if self._registry is not None:
             raise ConfigurationError("shard setup: the key directory is installed once")
         registry = KeyRegistry.from_keys(range(self.setup.n), keys)
         wrong = [i for i, signer in self._signers.items() if registry.key(i) != signer.public]
@@ -276,9 +451,9 @@ class PartyShard:
             raise ConfigurationError(
                 f"the key directory does not hold the own verification keys of parties {wrong[:10]}: refused"
             )
-        for party in self.parties:
+        for party in self._parties.values():
             party.register(registry)
-        self._registered = True
+        self._registry = registry  # the parties built later get it with their set-up
 
     async def serve(self) -> None:
         """Serve the parties until :meth:`stop` (frames are answered as they are delivered).
@@ -287,7 +462,10 @@ class PartyShard:
         and the sessions still running at :meth:`stop` are cancelled (as the memory runtime
         cancels its party tasks when the controller is done).
         """
-        for p in self.parties:
+        for cohort in self._cohorts:
+            if cohort is not None:
+                cohort.status = "running"
+        for p in self._parties.values():
             p.status = "running"
         async with asyncio.TaskGroup() as tg:
             self._sessions = tg
@@ -300,35 +478,48 @@ class PartyShard:
 
     def stop(self) -> None:
         """End :meth:`serve` (at once, if called before it)."""
+        self._settle()
         self._stop.set()
 
+    # ------------------------------------------------------------------ frames
     def deliver(self, frame: Frame, position: int | None = None) -> None:
-        """A frame from the controller process for one of the hosted parties: answer it now.
+        """A frame from the controller process for one of the hosted parties.
 
-        The party's own decision function (:meth:`Party.receive <parties.party.Party.receive>`)
-        runs as the frame arrives, so no task, endpoint or pending receive is kept per party
-        (about 4 KB each); its reply leaves on the loop's next turn (:meth:`_flush`).  Decoding
-        rejects the unexpected (counted ``rejected``, against the sender); a
-        broadcast, arriving as equal bytes for every party, is decoded once.  ``position`` (a
-        reorder fault) has no buffer to act on: frames are handled in arrival order.
+        A request of the controller joins the broadcast being collected, answered for all its
+        receivers on the loop's next turn (:meth:`_flush`; module docstring): a release request
+        or an abort by the receivers' cohorts, any request by each party built on its own
+        (:meth:`Party.receive <parties.party.Party.receive>`; the receivers still in a cohort
+        are built at once).  Any other frame (secure-sum traffic, into the party's endpoint)
+        first answers what was collected.  No task,
+        endpoint or pending receive is kept per party.  Decoding rejects the unexpected (counted
+        ``rejected``, against the sender); a broadcast, arriving as equal bytes for every party,
+        is decoded once.  ``position`` (a reorder fault) has no buffer to act on: frames are
+        handled in arrival order.
         """
         net = self.network
         dst = frame.dst
         start = self.setup.parties.start
+        msg = frame.message
+        if msg is not None and msg is self._batch and frame.phase == self._batch_phase and frame.src == CONTROLLER:
+            row = dst - start  # the broadcast being collected reaches one more party
+            if 0 <= row < self._size and row not in self._batch_seen and not net.is_crashed(dst):
+                self._counter.record_delivery(dst, len(frame.payload))
+                self._batch_rows.append(row)
+                self._batch_seen.add(row)
+                return
         if dst not in self.setup.parties:
-            net._traffic.record_fault("rejected")
+            self._counter.record_fault("rejected")
             return
-        if dst in net._crashed:
-            net._traffic.record_fault("lost_to_crash")
+        if net.is_crashed(dst):
+            self._counter.record_fault("lost_to_crash")
             return
-        party = self.parties[dst - start]
         if frame.src != CONTROLLER or frame.kind not in _CONTROLLER_REQUESTS:
-            self._endpoint(dst)  # secure-sum traffic: into the party's mailbox, as in memory
-            net._deliver(frame, position)
+            self._settle()
+            net.party_endpoint(dst, self._accept)  # secure-sum traffic: into the party's mailbox, as in memory
+            net.deliver(frame, position)
             return
         payload = frame.payload
         try:
-            msg = frame.message
             if msg is not None and frame.kind in self._accept:
                 pass  # encoded in this process: the message itself (Frame)
             elif payload == self._last_payload and self._last_message is not None:
@@ -337,26 +528,102 @@ class PartyShard:
                 msg = decode(payload, expected=self._accept)
                 self._last_payload, self._last_message = payload, msg
         except MessageError:  # a bad frame is its sender's fault: counted against it, never the party's
-            net._traffic.record_rejection(frame.src)
+            self._counter.record_rejection(frame.src)
             return
-        net._traffic.record_delivery(dst, len(payload))
+        self._counter.record_delivery(dst, len(payload))
+        row = dst - start
+        if msg is not self._batch or frame.phase != self._batch_phase or row in self._batch_seen:
+            self._settle()  # (a request collected so far is answered first)
+            self._batch, self._batch_phase = msg, frame.phase
+            self._schedule()
+        self._batch_rows.append(row)
+        self._batch_seen.add(row)
+
+    def _answer(self, party: Party, msg: Message, phase: str) -> None:
+        """``party``'s own answer to ``msg`` (the per-party path)."""
         reply = party.receive(msg)
         if isinstance(reply, SecureSumStart):
             self._start_session(party, reply)
+        elif reply is not None:
+            self._send(party.index, phase, reply, encode(reply))
+
+    def _send(self, src: int, phase: str, reply: Message, payload: bytes) -> None:
+        """Queue ``src``'s reply (it leaves with the next :meth:`_flush`)."""
+        if self.network.admit(src):
+            self._replies.append(Frame(src, CONTROLLER, phase, reply.KIND, payload, reply))
+            self._schedule()
+
+    def _schedule(self) -> None:
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _settle(self) -> None:
+        """Answer the broadcast collected so far, for every party it reached, in arrival order."""
+        msg = self._batch
+        if msg is None:
             return
-        if reply is not None and net._admit(dst):
-            replies = self._replies
-            if not replies:
-                asyncio.get_running_loop().call_soon(self._flush)
-            replies.append(Frame(dst, CONTROLLER, frame.phase, reply.KIND, encode(reply), reply))
+        rows = np.array(self._batch_rows, dtype=np.int64)
+        phase = self._batch_phase
+        self._batch, self._batch_rows, self._batch_seen = None, [], set()
+        start = self.setup.parties.start
+        if not isinstance(msg, _COHORT_KINDS):  # a request each party answers on its own: built at once
+            self.materialize(rows)
+            for row in rows.tolist():
+                self._answer(self._parties[row], msg, phase)
+            return
+        # each cohort the broadcast reached: its receivers (split off when only some), stepped at once
+        of = self._cohort_of[rows]
+        answers: dict[int, tuple[Cohort, np.ndarray | None]] = {}
+        for index in np.unique(of[of >= 0]).tolist():
+            cohort = self._cohorts[index]
+            assert cohort is not None
+            members = rows[of == index]
+            if members.shape[0] < len(cohort):
+                index = self._split(index, np.isin(cohort.rows, members))
+                cohort = self._cohorts[index]
+                assert cohort is not None
+            if isinstance(msg, Abort):
+                cohort.status = "aborted"
+                continue
+            assert isinstance(msg, ReleaseRequest)
+            answers[index] = (cohort, cohort.release(msg, self._book, self._records, self.setup.streams))
+        if isinstance(msg, Abort):
+            for row in rows[of < 0].tolist():
+                self._parties[row].receive(msg)
+            return
+        apart = [cohort.rows for cohort, codes in answers.values() if codes is None]
+        if apart:  # members that do not all release: each answers on its own
+            self.materialize(np.concatenate(apart))
+        of = self._cohort_of[rows]
+        position = np.zeros(rows.shape[0], dtype=np.int64)
+        for index, (cohort, codes) in answers.items():
+            if codes is not None:
+                mine = of == index
+                position[mine] = np.searchsorted(cohort.rows, rows[mine])
+        assert isinstance(msg, ReleaseRequest)
+        rid = msg.request_id
+        send, admit = self._replies.append, self.network.admit
+        layouts = {index: ReplyLayout.of(rid, codes) for index, (_, codes) in answers.items() if codes is not None}
+        for row, index, at in zip(rows.tolist(), of.tolist(), position.tolist()):
+            if index < 0:
+                self._answer(self._parties[row], msg, phase)
+                continue
+            reply, payload = layouts[index].reply(at)
+            if admit(start + row):
+                send(Frame(start + row, CONTROLLER, phase, _VALUES, payload, reply))
+        if self._replies:
+            self._schedule()
 
     def _flush(self) -> None:
-        """Send the replies of the frames delivered since the last flush, in that order.
+        """Answer what was collected, then send the replies since the last flush, in that order.
 
         A reply leaves after the delivery that caused it has returned, as a party actor's would
         (on its next turn of the event loop): a controller's broadcast round closes before its
         answers arrive, whatever the host.
         """
+        self._scheduled = False
+        self._settle()
         replies, self._replies = self._replies, []
         for frame in replies:
             self._uplink(frame)
@@ -364,15 +631,7 @@ class PartyShard:
     def buffered(self, party: int) -> int:
         """Messages delivered to ``party``'s endpoint and not yet taken (where a reorder fault
         inserts the next one)."""
-        ep = self.network._endpoints.get(party)
-        return 0 if ep is None else ep.buffered
-
-    def _endpoint(self, party: int) -> Endpoint:
-        """The party's endpoint on the shard network (created on first use)."""
-        ep = self.network._endpoints.get(party)
-        if ep is None or ep._accept is None:
-            ep = self.network.endpoint(party, accept=self._accept)
-        return ep
+        return self.network.buffered(party)
 
     def _start_session(self, party: Party, start: SecureSumStart) -> None:
         """Run the party's side of a secure sum as a task owned by :meth:`serve`."""
@@ -380,7 +639,7 @@ class PartyShard:
         if group is None:  # stopped (or not serving yet): the session cannot run
             party.errors.append(f"secure sum {start.session!r} refused: the shard is not serving")
             return
-        task = group.create_task(party.secure_sum(self._endpoint(party.index), start))
+        task = group.create_task(party.secure_sum(self.network.party_endpoint(party.index, self._accept), start))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -402,10 +661,14 @@ class PartyShard:
 
     def crash(self, parties: Sequence[int]) -> None:
         """Crash hosted parties (a crash fault decided in the controller process)."""
-        for p in parties:
-            if p in self.setup.parties:
-                self.network.crash(p)
-                self.parties[p - self.setup.parties.start].status = "crashed"
+        hosted = [p for p in parties if p in self.setup.parties]
+        if not hosted:
+            return
+        start = self.setup.parties.start
+        self.materialize(np.array([p - start for p in hosted], dtype=np.int64))
+        for p in hosted:
+            self.network.crash(p)
+            self._parties[p - start].status = "crashed"
 
 
 def directory(keys: Sequence[tuple[range, bytes]], n: int) -> bytes:

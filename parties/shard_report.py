@@ -15,20 +15,19 @@ import operator
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError
 from mprr.privacy import PrivacyAccountant
-from mprr.privacy.ledger import Ledger
-from parties.party import Accounted
+from parties.cohort import accountant_for, accountant_state
+from parties.party import Accounted, AccountedParties
 
 if TYPE_CHECKING:  # annotations only: the report is built from a shard, never imports it at run time
     from parties.shard import PartyShard
 
-__all__ = ["PartySummaries", "PartySummary", "ShardReport", "accountant_for", "accountant_state", "accountants_of"]
+__all__ = ["AccountedParties", "PartySummaries", "PartySummary", "ShardReport", "accountant_for", "accountant_state", "accountants_of"]
 
 
 @dataclass(frozen=True)
@@ -41,49 +40,6 @@ class PartySummary(Accounted):
     draws: int = 0
     status: str = "idle"
     errors: tuple[str, ...] = ()
-
-
-def _state_key(value: Any) -> Any:
-    """What identifies an accountant's field for sharing: content for containers and ledgers (of
-    releases compared by identity: the parties of a shard share their release objects through
-    the :class:`~parties.public_state.ReleaseBook`), the value for scalars, the identity of any
-    other object (never merges two states that could differ)."""
-    if value is None or isinstance(value, (bool, int, float, str, Enum)):
-        return value
-    if isinstance(value, Ledger):
-        return (Ledger, tuple(map(id, value.releases)))
-    if isinstance(value, (list, tuple)):
-        return (type(value), tuple(_state_key(v) for v in value))
-    if isinstance(value, dict):
-        return (dict, tuple((_state_key(k), _state_key(v)) for k, v in value.items()))
-    if isinstance(value, (frozenset, set)) and all(isinstance(v, (bool, int, float, str)) for v in value):
-        return (type(value), frozenset(value))
-    return (object, id(value))
-
-
-def _fields(obj: object) -> dict[str, Any]:
-    """An object's attributes (``__dict__`` and ``__slots__``)."""
-    fields = dict(getattr(obj, "__dict__", {}))
-    for cls in type(obj).__mro__:
-        for name in getattr(cls, "__slots__", ()):
-            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
-                fields[name] = getattr(obj, name)
-    return fields
-
-
-def accountant_state(accountant: PrivacyAccountant) -> tuple[Any, ...]:
-    """Key equal for two accountants whose state is equal apart from the party they belong to."""
-    return tuple((name, _state_key(value)) for name, value in sorted(_fields(accountant).items()) if name != "party")
-
-
-def accountant_for(template: PrivacyAccountant, party: int) -> PrivacyAccountant:
-    """A copy of ``template`` belonging to ``party`` (its own lists, dicts and sets; ledgers,
-    being immutable, shared)."""
-    copy = object.__new__(type(template))
-    for name, value in _fields(template).items():
-        object.__setattr__(copy, name, type(value)(value) if isinstance(value, (list, dict, set)) else value)
-    object.__setattr__(copy, "party", party)
-    return copy
 
 
 def _int_array(values: Any, length: int, what: str) -> np.ndarray:
@@ -154,39 +110,54 @@ class ShardReport:
 
     @classmethod
     def of(cls, shard: PartyShard) -> ShardReport:
-        """The report of ``shard`` (after its parties have stopped)."""
-        parties = shard.parties
-        n = len(parties)
+        """The report of ``shard`` (after its parties have stopped): its cohorts' columns
+        (:mod:`parties.cohort`, one accountant each) and the parties built on their own."""
+        hosted = shard.setup.parties
+        n = len(hosted)
+        cohorts = shard.cohorts()
+        built = shard.built()
         groups: dict[tuple[Any, ...], int] = {}
         accountants: list[PrivacyAccountant] = []
         accountant_of = np.empty(n, dtype=np.int64)
         statuses: dict[str, int] = {}
         status_of = np.empty(n, dtype=np.int64)
         draws = np.empty(n, dtype=np.int64)
-        values_end = np.empty(n, dtype=np.int64)
-        values: list[int] = []
+        lengths = np.empty(n, dtype=np.int64)
         errors: dict[int, tuple[str, ...]] = {}
-        for k, p in enumerate(parties):
+        for cohort in cohorts:
+            accountant_of[cohort.rows] = len(accountants)
+            accountants.append(cohort.accountant)
+            status_of[cohort.rows] = statuses.setdefault(cohort.status, len(statuses))
+            draws[cohort.rows] = cohort.draws
+            lengths[cohort.rows] = len(cohort.values)
+        for row, p in built.items():
             acc = p.accountant
             key = accountant_state(acc)
             g = groups.get(key)
             if g is None:
                 g = groups[key] = len(accountants)
                 accountants.append(acc)
-            accountant_of[k] = g
-            status_of[k] = statuses.setdefault(p.status, len(statuses))
-            draws[k] = p.draws
-            values.extend(p.released_values)
-            values_end[k] = len(values)
+            accountant_of[row] = g
+            status_of[row] = statuses.setdefault(p.status, len(statuses))
+            draws[row] = p.draws
+            lengths[row] = len(p.released_values)
             if p.errors:
                 errors[p.index] = tuple(p.errors)
-        t = shard.network._traffic
-        lo, hi = shard.setup.parties.start + 1, shard.setup.parties.stop + 1
+        values_end = np.cumsum(lengths)
+        values = np.empty(int(values_end[-1]) if n else 0, dtype=np.int64)
+        for cohort in cohorts:  # member k's codes at values_end[k] - len(values) ..
+            if cohort.values:
+                first = values_end[cohort.rows] - len(cohort.values)
+                values[first[:, None] + np.arange(len(cohort.values))] = np.stack(cohort.values, axis=1)
+        for row, p in built.items():
+            values[int(values_end[row]) - int(lengths[row]):int(values_end[row])] = p.released_values
+        t = shard.network.counter
+        lo, hi = hosted.start + 1, hosted.stop + 1
         return cls(
-            parties=shard.setup.parties,
+            parties=hosted,
             accountants=tuple(accountants),
             accountant_of=accountant_of,
-            values=np.asarray(values, dtype=np.int64),
+            values=values,
             values_end=values_end,
             draws=draws,
             statuses=tuple(statuses),
@@ -224,7 +195,7 @@ class ShardReport:
         )
 
 
-class PartySummaries(Sequence[PartySummary]):
+class PartySummaries(AccountedParties[PartySummary]):
     """The :class:`PartySummary` of every party of a run, rebuilt on demand from the shard reports.
 
     ``summaries[i]`` is party ``i``'s (a new object at each access).  The whole-run view is read
@@ -283,6 +254,6 @@ class PartySummaries(Sequence[PartySummary]):
 
 
 def accountants_of(parties: Sequence[Accounted]) -> list[PrivacyAccountant]:
-    """Every party's accountant, in party order (of :class:`PartySummaries`, the shared
-    representatives: :meth:`PartySummaries.accountants`)."""
-    return parties.accountants() if isinstance(parties, PartySummaries) else [p.accountant for p in parties]
+    """Every party's accountant, in party order (of :class:`AccountedParties`, the shared
+    representatives: :meth:`AccountedParties.accountants`)."""
+    return parties.accountants() if isinstance(parties, AccountedParties) else [p.accountant for p in parties]

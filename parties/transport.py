@@ -265,6 +265,11 @@ class Transport(ABC):
         """Immutable snapshot of all traffic so far."""
         return self._traffic.snapshot(tuple(self._crashed))
 
+    @property
+    def counter(self) -> TrafficCounter:
+        """The live traffic counters (a shard in the router's process counts into the router's)."""
+        return self._traffic
+
     def totals(self) -> tuple[int, int]:
         """Messages and payload bytes sent so far: a progress report's figures, without the
         per-actor snapshot of :meth:`statistics` (O(n))."""

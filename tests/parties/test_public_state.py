@@ -25,7 +25,7 @@ def test_resolution_is_memoized_per_request_object_and_units_are_shared() -> Non
     assert again is not first and again.units[0] is first.units[0]  # same public unit object
     unit = first.units[1]
     assert unit.names == ("a1", "a2") and unit.sizes == (4, 2) and unit.cells == 8
-    assert unit.value((2, 3, 1)) == 7  # C order: 3 * 2 + 1
+    assert unit.values(np.array([[2, 3, 1], [0, 0, 0]])).tolist() == [7, 0]  # C order: 3 * 2 + 1
     assert np.array_equal(first.units[0].matrix.values, keep_or_uniform(3, 0.5).values)
     assert first.ask.plan == (("a0",), ("a1", "a2")) and first.ask.releases == tuple(u.release for u in first.units)
 

@@ -1,0 +1,234 @@
+"""A cohort: the parties of a shard whose state is the same apart from their records and streams.
+
+A shard host (:mod:`parties.shard`) holds most of its parties as **columns** rather than
+:class:`~parties.party.Party` objects: parties that have received the same messages and answered
+them the same way (same budget and policy, same ledger, plans and replays) are one
+:class:`Cohort` — their shard rows, **one** accountant holding the state they share (its
+ledger snapshot is already shared between identical histories, :class:`mprr.privacy.ledger.Ledger`),
+one column of released codes per ledger entry, the uniforms each drew and their status.  Their
+records and PCG64 stream rows stay in the shard's tables (``records``,
+:class:`~mprr.streams.StreamTable`).
+
+:meth:`Cohort.release` answers a :class:`~parties.wire.requests.ReleaseRequest` that every member
+received, in one vectorized step, exactly as each member's :meth:`Party.receive
+<parties.party.Party.receive>` would:
+
+- the request is resolved against the public :class:`~parties.public_state.ReleaseBook` (the
+  same object every party resolves) and put to the shared accountant
+  (:meth:`mprr.privacy.PrivacyAccountant.answer`: plan, allowed attributes, budget, replays) —
+  the decision of every member, whose accountant state it is;
+- a granted unit draws one uniform from each member's own stream, in unit order
+  (:meth:`StreamTable.uniforms <mprr.streams.StreamTable.uniforms>` advances every row at once)
+  and releases the inverse-CDF sample of the matrix row (:meth:`ResolvedUnit.sample
+  <parties.public_state.ResolvedUnit.sample>`, the fast path's sampling); a replayed unit
+  resends each member's column of that ledger entry.
+
+What the cohort cannot answer as a whole — a request the parties refuse or cannot evaluate, a
+secure-sum commitment, a frequency-oracle report — returns ``None``: the shard then builds its
+members as :class:`~parties.party.Party` objects from the cohort's state
+(:meth:`Cohort.party_state`), and each answers on its own (the per-party path).  A request
+that reaches only some members splits the cohort first (:meth:`Cohort.split`), since their
+states are about to differ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from mprr.privacy import PrivacyAccountant, Refusal
+from mprr.privacy.ledger import Ledger
+from mprr.streams import StreamTable
+from parties.public_state import ReleaseBook
+from parties.wire.codec import encode
+from parties.wire.messages import RandomizedValues
+from parties.wire.requests import ReleaseRequest
+
+__all__ = ["Cohort", "PartyState", "ReplyLayout", "accountant_for", "accountant_state"]
+
+
+def _state_key(value: Any) -> Any:
+    """What identifies an accountant's field for sharing: content for containers and ledgers (of
+    releases compared by identity: the parties of a shard share their release objects through
+    the :class:`~parties.public_state.ReleaseBook`), the value for scalars, the identity of any
+    other object (never merges two states that could differ)."""
+    if value is None or isinstance(value, (bool, int, float, str, Enum)):
+        return value
+    if isinstance(value, Ledger):
+        return (Ledger, tuple(map(id, value.releases)))
+    if isinstance(value, (list, tuple)):
+        return (type(value), tuple(_state_key(v) for v in value))
+    if isinstance(value, dict):
+        return (dict, tuple((_state_key(k), _state_key(v)) for k, v in value.items()))
+    if isinstance(value, (frozenset, set)) and all(isinstance(v, (bool, int, float, str)) for v in value):
+        return (type(value), frozenset(value))
+    return (object, id(value))
+
+
+def _fields(obj: object) -> dict[str, Any]:
+    """An object's attributes (``__dict__`` and ``__slots__``)."""
+    fields = dict(getattr(obj, "__dict__", {}))
+    for cls in type(obj).__mro__:
+        for name in getattr(cls, "__slots__", ()):
+            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
+                fields[name] = getattr(obj, name)
+    return fields
+
+
+def accountant_state(accountant: PrivacyAccountant) -> tuple[Any, ...]:
+    """Key equal for two accountants whose state is equal apart from the party they belong to."""
+    return tuple((name, _state_key(value)) for name, value in sorted(_fields(accountant).items()) if name != "party")
+
+
+def accountant_for(template: PrivacyAccountant, party: int | str | None) -> PrivacyAccountant:
+    """A copy of ``template`` belonging to ``party`` (its own lists, dicts and sets; ledgers,
+    being immutable, shared)."""
+    copy = object.__new__(type(template))
+    for name, value in _fields(template).items():
+        object.__setattr__(copy, name, type(value)(value) if isinstance(value, (list, dict, set)) else value)
+    object.__setattr__(copy, "party", party)
+    return copy
+
+
+def _column_dtype(cells: int) -> type[np.unsignedinteger]:
+    """The smallest unsigned dtype holding codes ``0..cells-1`` (a column per ledger entry)."""
+    if cells <= 1 << 8:
+        return np.uint8
+    if cells <= 1 << 16:
+        return np.uint16
+    if cells <= 1 << 32:
+        return np.uint32
+    return np.uint64
+
+
+@dataclass(frozen=True)
+class PartyState:
+    """One member's state, to continue on its own as a :class:`~parties.party.Party`."""
+
+    accountant: PrivacyAccountant
+    released: tuple[int, ...]
+    draws: int
+    status: str
+
+
+class Cohort:
+    """Parties of a shard in identical state, stepped at once (module docstring).
+
+    Parameters
+    ----------
+    rows
+        The members' rows in the shard (ascending, distinct).
+    accountant
+        The accountant state they share; its ``party`` is the first member's id (a
+        representative: only refusals, which a cohort never makes, name it).
+    values
+        One column of released codes per ledger entry, aligned with ``rows``.
+    draws
+        Uniforms each member drew so far.
+    status
+        The members' status (``"idle"``, ``"running"``, ``"aborted"``).
+    """
+
+    __slots__ = ("rows", "accountant", "values", "draws", "status")
+
+    def __init__(self, rows: np.ndarray, accountant: PrivacyAccountant, values: list[np.ndarray] | None = None,
+                 draws: int = 0, status: str = "idle") -> None:
+        self.rows = np.asarray(rows, dtype=np.int64)
+        self.accountant = accountant
+        self.values: list[np.ndarray] = [] if values is None else values
+        self.draws = draws
+        self.status = status
+
+    def __len__(self) -> int:
+        return int(self.rows.shape[0])
+
+    def split(self, leave: np.ndarray, first_party: int) -> Cohort:
+        """Move the members where ``leave`` (booleans aligned with :attr:`rows`) is true into a
+        new cohort (a copy of the shared state, its representative ``first_party``); this one
+        keeps the others."""
+        stay = ~leave
+        other = Cohort(self.rows[leave], accountant_for(self.accountant, first_party),
+                       [col[leave] for col in self.values], self.draws, self.status)
+        self.rows = self.rows[stay]
+        self.values = [col[stay] for col in self.values]
+        return other
+
+    def party_state(self, position: int, party: int) -> PartyState:
+        """The state of the member at ``position`` of :attr:`rows`, as party ``party``'s own."""
+        return PartyState(accountant_for(self.accountant, party),
+                          tuple(int(col[position]) for col in self.values), self.draws, self.status)
+
+    def release(self, request: ReleaseRequest, book: ReleaseBook, records: np.ndarray,
+                streams: StreamTable) -> np.ndarray | None:
+        """Every member's answer to ``request`` (each received it once): the ``(members, units)``
+        int64 codes of their :class:`~parties.wire.messages.RandomizedValues`, or ``None`` when
+        the members do not all release (module docstring) — then nothing has changed.
+
+        ``records`` are the shard's ``(rows, m)`` true codes, ``streams`` its stream table.
+        """
+        resolution = book.resolve(request)
+        units = resolution.units
+        if units is None or resolution.reason is not None or resolution.ask.session is not None:
+            return None
+        trial = accountant_for(self.accountant, self.accountant.party)
+        decisions = trial.answer(resolution.ask)
+        if isinstance(decisions, Refusal) or not decisions:
+            return None
+        rows = self.rows
+        table = records if rows.shape[0] == records.shape[0] else records[rows]
+        codes = np.empty((rows.shape[0], len(units)), dtype=np.int64)
+        drawn = 0
+        for j, (unit, decision) in enumerate(zip(units, decisions)):
+            if decision.granted:
+                if unit.exact:
+                    column = unit.values(table)
+                else:
+                    column = unit.sample(table, streams.uniforms(rows))
+                    drawn += 1
+                codes[:, j] = column
+                self.values.append(column.astype(_column_dtype(unit.cells)))
+            else:  # replayed: each member resends the code it released for that entry
+                codes[:, j] = self.values[decision.entry_index]
+        self.accountant = trial
+        self.draws += drawn
+        codes.flags.writeable = False  # the replies hold rows of it: no second copy
+        return codes
+
+
+class ReplyLayout:
+    """The :class:`~parties.wire.messages.RandomizedValues` replies of a cohort to one request
+    and their encodings: every member's reply is its own message, and its bytes are the codec's
+    encoding of it (:func:`~parties.wire.codec.encode`), made as the codec lays out replies that
+    differ only in the codes: the bytes before and after the codes around each member's codes
+    (where the codec writes them: :meth:`of`; otherwise each reply is encoded)."""
+
+    __slots__ = ("_rid", "_codes", "_prefix", "_suffix")
+
+    def __init__(self, rid: int, codes: np.ndarray, prefix: bytes | None, suffix: bytes) -> None:
+        self._rid, self._codes, self._prefix, self._suffix = rid, codes, prefix, suffix
+
+    @classmethod
+    def of(cls, rid: int, codes: np.ndarray) -> ReplyLayout:
+        """The layout of the replies ``RandomizedValues(rid, codes[k])``: where the codec writes
+        the codes, found by encoding two probes whose codes differ in every byte."""
+        width = codes.shape[1] * 8
+        if codes.shape[0] == 0 or width == 0:
+            return cls(rid, codes, None, b"")
+        low = encode(RandomizedValues(rid, np.zeros(codes.shape[1], dtype=np.int64)))
+        full = np.full(codes.shape[1], 0x0101010101010101, dtype=np.int64)
+        high = encode(RandomizedValues(rid, full))
+        at = next((j for j, (a, b) in enumerate(zip(low, high)) if a != b), -1)
+        if (len(low) != len(high) or at < 0 or high[at:at + width] != full.tobytes()
+                or low[at + width:] != high[at + width:]):  # pragma: no cover - (then encode each)
+            return cls(rid, codes, None, b"")
+        return cls(rid, codes, low[:at], low[at + width:])
+
+    def reply(self, k: int) -> tuple[RandomizedValues, bytes]:
+        """Member ``k``'s reply and its encoding."""
+        codes = self._codes[k]
+        reply = RandomizedValues(self._rid, codes)
+        prefix = self._prefix
+        return reply, (encode(reply) if prefix is None else prefix + codes.tobytes() + self._suffix)
