@@ -45,8 +45,8 @@ def _requests() -> list[Message]:
 
 def _shard(budgets: tuple[float, ...], sent: list[Frame]) -> PartyShard:
     codes, schema = _data()
-    plan = HostingPlan(range(N), N, schema, codes, 9, budgets, "sequential",  # type: ignore[arg-type]
-                       tuple(k.KIND for k in LOOP_KINDS), fault_seed=9, timeout=5.0)
+    plan = HostingPlan(n=N, schema=schema, records=codes, seed=9, budgets=budgets, policy="sequential",
+                       accept=tuple(k.KIND for k in LOOP_KINDS), fault_seed=9, timeout=5.0)
     return PartyShard(plan.setup(range(N)), sent.append)
 
 
