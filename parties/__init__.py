@@ -36,6 +36,9 @@ Modules, in dependency order:
 - ``tcp``           — the ``tcp`` runtime: worker processes over TLS, supervision
 - ``worker``        — a ``tcp`` worker process (``mprr party``): connect, host parties, serve runs
 - ``ray_runtime``   — the ``ray`` runtime: party shards as Ray async actors (optional extra)
-- ``runtime_registry`` — ``RUNTIMES`` / ``make_runtime``: a runtime by name (memory | tcp | ray)
+- ``netsim``        — time on a network: a network model (links, framing, compute, availability)
+                      and the ``virtual`` runtime running the real protocol on a virtual clock
+                      (package, own map)
+- ``runtime_registry`` — ``RUNTIMES`` / ``make_runtime``: a runtime by name (memory | tcp | ray | virtual)
 - ``simulate``      — ``simulate(dataset, protocol, ..., seed, runtime)``: one run of the actor path
 """

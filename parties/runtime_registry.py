@@ -11,13 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from mprr.errors import ConfigurationError
+from parties.netsim.model import NetworkModel, model_from_toml
+from parties.netsim.profiles import PROFILES
+from parties.netsim.runtime import VirtualRuntime
 from parties.ray_runtime import RayRuntime
 from parties.runtime import Runtime
 from parties.tcp import TcpRuntime
 
 __all__ = ["RUNTIMES", "make_runtime"]
 
-RUNTIMES: tuple[str, ...] = ("memory", "tcp", "ray")
+RUNTIMES: tuple[str, ...] = ("memory", "tcp", "ray", "virtual")
 """Names of the runtimes."""
 
 
@@ -26,7 +29,9 @@ def make_runtime(name: str, **options: Any) -> Runtime | None:
 
     ``tcp``: ``workers`` (default 2), ``listen`` (``HOST:PORT``), ``spawn`` (default True),
     ``tls`` (default True), ``tls_dir``.  ``ray``: ``address`` (``auto``, ``HOST:PORT`` or
-    ``None`` for a local cluster), ``shards``.
+    ``None`` for a local cluster), ``shards``.  ``virtual``: ``model`` (a
+    :class:`~parties.netsim.model.NetworkModel`, a shipped profile's name or a TOML path;
+    default ``broadband``), ``shards``.
     """
     if name == "memory":
         extra = {k: v for k, v in options.items() if v is not None}
@@ -35,6 +40,12 @@ def make_runtime(name: str, **options: Any) -> Runtime | None:
         return None
     if name == "tcp":
         return TcpRuntime(**{k: v for k, v in options.items() if v is not None})
+    if name == "virtual":
+        opts = {k: v for k, v in options.items() if v is not None}
+        model = opts.get("model")
+        if isinstance(model, str):
+            opts["model"] = NetworkModel(PROFILES[model]) if model in PROFILES else model_from_toml(model)
+        return VirtualRuntime(**opts)
     if name == "ray":
         return RayRuntime(**{k: v for k, v in options.items() if v is not None})
     raise ConfigurationError(f"runtime must be one of {', '.join(RUNTIMES)}, got {name!r}")

@@ -470,5 +470,13 @@ def _explain(error: BaseException, crashed: frozenset[int]) -> BaseException:
 
 def simulate(dataset: Dataset, protocol: str | Callable[..., Program], *, seed: int,
              **options: Any) -> SimulationResult:
-    """Synchronous wrapper of :func:`simulate_async` (``asyncio.run``); same parameters."""
-    return asyncio.run(simulate_async(dataset, protocol, seed=seed, **options))
+    """Synchronous wrapper of :func:`simulate_async` (``asyncio.run``); same parameters.
+
+    The event loop is the runtime's ``loop_factory`` when it has one (the ``virtual`` runtime's
+    clock, :mod:`parties.netsim.runtime`), else asyncio's default."""
+    runtime = options.get("runtime")
+    chosen = make_runtime(runtime) if isinstance(runtime, str) else runtime or current_runtime()
+    if chosen is not None:
+        options["runtime"] = chosen
+    with asyncio.Runner(loop_factory=getattr(chosen, "loop_factory", None)) as runner:
+        return runner.run(simulate_async(dataset, protocol, seed=seed, **options))

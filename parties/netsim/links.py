@@ -1,0 +1,100 @@
+"""When a message arrives: FIFO links, the bottleneck of the two access links, latency.
+
+Every actor has an uplink and a downlink (bytes per second) and a one-way latency (seconds);
+index 0 is the controller, ``1 + i`` party ``i``.  The controller's links are shared by every
+message that crosses them: everything it sends queues on its uplink, everything it receives on
+its downlink.  A message of ``size`` bytes from ``a`` to ``b``, ready at time ``t`` (after its
+sender's compute), crosses ``a``'s uplink then ``b``'s downlink, each a FIFO server that holds
+one message at a time for ``size / rate``, the second starting no earlier than the first
+(cut-through)::
+
+    s1 = max(t, free_up[a]);     free_up[a]   = s1 + size / up[a]
+    s2 = max(s1, free_down[b]);  free_down[b] = s2 + size / down[b]
+    end = max(s1 + size / up[a], s2 + size / down[b])
+    arrival = end + latency[a] + latency[b]
+
+On idle links this is the closed form ``latency[a] + latency[b] + size / min(up[a], down[b])``
+(the bottleneck of the two links); ``m`` messages of one size sent at once to the controller
+arrive over ``max(m * size / down[0], size / up[a]) + latencies``: the controller's downlink
+serializes them.  A link is occupied only for its own transmission time, so a slow sender does
+not hold up the controller's link for others (a fluid approximation of TCP flows sharing it).
+
+The compute of each actor is a FIFO too (:meth:`LinkScheduler.compute`): a message's
+cryptography starts when the sender's earlier work is done.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from mprr.errors import ConfigurationError
+
+__all__ = ["LinkScheduler", "Transfer"]
+
+
+class Transfer(NamedTuple):
+    """Times of one message: transmission ``start`` on the sender's uplink, ``end`` of the last
+    byte on the receiver's downlink, ``arrival`` (end + latency), and the parts of its journey:
+    pure ``transmission`` time (size over the bottleneck), ``latency``, and ``queueing`` (the rest:
+    waiting for the links behind earlier messages)."""
+
+    start: float
+    end: float
+    arrival: float
+    transmission: float
+    latency: float
+    queueing: float
+
+
+class LinkScheduler:
+    """FIFO links of ``n`` parties and the controller (module docstring).
+
+    Parameters
+    ----------
+    uplink, downlink, latency
+        Per actor (``n + 1`` entries, the controller first): bytes/s (> 0) and seconds (>= 0).
+    """
+
+    def __init__(self, uplink: np.ndarray, downlink: np.ndarray, latency: np.ndarray) -> None:
+        up, down, lat = (np.asarray(v, dtype=float) for v in (uplink, downlink, latency))
+        if not (up.shape == down.shape == lat.shape and up.ndim == 1 and up.size >= 2):
+            raise ConfigurationError(f"uplink, downlink and latency need one entry per actor (n + 1 >= 2), "
+                                     f"got shapes {up.shape}, {down.shape}, {lat.shape}")
+        if not (np.all(up > 0) and np.all(down > 0)):
+            raise ConfigurationError("every uplink and downlink bandwidth must be > 0 bytes/s")
+        if not (np.all(np.isfinite(lat)) and np.all(lat >= 0)):
+            raise ConfigurationError("every latency must be finite and >= 0 seconds")
+        self.inv_up = (1.0 / up).tolist()
+        self.inv_down = (1.0 / down).tolist()
+        self.latency = lat.tolist()
+        size = up.size
+        self.free_up = [0.0] * size
+        self.free_down = [0.0] * size
+        self.free_cpu = [0.0] * size
+
+    def compute(self, actor: int, now: float, seconds: float) -> float:
+        """When ``seconds`` of ``actor``'s compute started at ``now`` finish (its CPU is FIFO)."""
+        i = actor + 1
+        start = now if now > self.free_cpu[i] else self.free_cpu[i]
+        done = start + seconds
+        self.free_cpu[i] = done
+        return done
+
+    def transfer(self, src: int, dst: int, size: int, ready: float) -> Transfer:
+        """Reserve the links for a ``size``-byte message from ``src`` to ``dst`` ready at ``ready``."""
+        a, b = src + 1, dst + 1
+        t_up = size * self.inv_up[a]
+        t_down = size * self.inv_down[b]
+        s1 = ready if ready > self.free_up[a] else self.free_up[a]
+        e1 = s1 + t_up
+        self.free_up[a] = e1
+        fd = self.free_down[b]
+        s2 = s1 if s1 > fd else fd
+        e2 = s2 + t_down
+        self.free_down[b] = e2
+        end = e1 if e1 > e2 else e2
+        latency = self.latency[a] + self.latency[b]
+        transmission = t_up if t_up > t_down else t_down
+        return Transfer(s1, end, end + latency, transmission, latency, end - ready - transmission)
