@@ -256,15 +256,58 @@ def measure(cfgs: list[Config], profiles: list[Profile], workers: int, reps: int
 
 
 # ---------------------------------------------------------------------------- model side
-def add_model(rows: list[dict[str, Any]], workers: int) -> None:
-    """The model's completion time of each row (``row["model"]``; ``None`` without parties.netsim's runtime)."""
+def model_of(profile: Profile, costs: Any) -> Any:
+    """The :class:`parties.netsim.model.NetworkModel` of ``profile``: every party the same fixed
+    links, the controller's link, the tcp runtime's framing (channel record, TLS 1.3, TCP/IP),
+    the compute ``costs``, everyone online."""
+    from parties.netsim.framing import Framing
+    from parties.netsim.model import ControllerLink, NetworkModel
+    from parties.netsim.profiles import LinkProfile, Spread
+
+    links = LinkProfile(profile.name, Spread(profile.party_up), Spread(profile.party_down),
+                        Spread(profile.party_latency), device_speed=1.0)
+    return NetworkModel(links, ControllerLink(profile.controller_up, profile.controller_down,
+                                              profile.controller_latency),
+                        framing=Framing.measured(tls=True, tcp=True), costs=costs)
+
+
+def model_run(cfg: Config, profile: Profile, costs: Any) -> dict[str, Any]:
+    """The virtual-time runtime's report of the run ``cfg`` under ``profile`` (same data, seed
+    and parameters as the measured run)."""
+    from parties.netsim.runtime import VirtualRuntime
+    from parties.simulate import simulate
+
+    runtime = VirtualRuntime(model=model_of(profile, costs))
+    sim = simulate(dataset(cfg.n), "RR-Clusters", seed=SEED, timeout=300.0, runtime=runtime, **cfg.params())
+    report = runtime.timeline.report()
+    links = report["links"]
+    return {"completion": report["completion"], "messages": sim.traffic.messages, "payload": sim.traffic.bytes,
+            "controller_wire": links["controller_uplink"] + links["controller_downlink"],
+            "breakdown": {k: v for k, v in report["breakdown"].items() if k != "per_round"},
+            "clusters": [list(c) for c in sim.result.clusters]}
+
+
+def add_model(rows: list[dict[str, Any]], log: Any) -> None:
+    """The model's completion time of each row (``row["model"]``, ``None`` without
+    :mod:`parties.netsim`), with compute costs calibrated on this machine first
+    (:func:`parties.netsim.compute.calibrate`, as the model's documentation says)."""
     try:
-        import parties.netsim.runtime  # noqa: F401
+        from parties.netsim.compute import calibrate
     except ImportError:
         for row in rows:
             row["model"] = None
         return
-    raise NotImplementedError
+    costs = calibrate()
+    log(f"compute calibrated on this machine: {costs}")
+    for row in rows:
+        cfg = Config(**row["config"])
+        model = model_run(cfg, PROFILES[row["profile"]], costs)
+        row["model"] = model["completion"]
+        row["model_report"] = model
+        same = (model["payload"] == row["runs"][0]["payload"] and model["clusters"] == row["runs"][0]["clusters"])
+        log(f"  model {row['profile']:9s} n={cfg.n:4d} {cfg.label():22s}: {model['completion']:6.2f} s "
+            f"(same payload and clusters as measured: {same}; breakdown "
+            + ", ".join(f"{k} {v:.2f}" for k, v in model["breakdown"].items() if isinstance(v, float)) + ")")
 
 
 # ---------------------------------------------------------------------------- report
@@ -272,8 +315,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     """Measured (median, min-max over reps), CPU, load; model and ratio when there."""
     print()
     print("| profile | n | RR-Clusters | measured s (median, min-max) | CPU s controller + workers + relay "
-          "| load | model s | model / measured |")
-    print("|---|---:|---|---|---|---|---:|---:|")
+          "| load | controller-link MB socket / model | model s | model / measured |")
+    print("|---|---:|---|---|---|---|---|---:|---:|")
     for row in rows:
         cfg = Config(**row["config"])
         runs = row["runs"]
@@ -282,9 +325,13 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         rcpu = statistics.median(r["relay_cpu"] for r in runs)
         load = statistics.median(r["load_before"] for r in runs)
         model = row.get("model")
+        socket = runs[0].get("socket")
+        wire = f"{socket / 1e6:.2f}" if socket else "?"
+        if row.get("model_report"):
+            wire += f" / {row['model_report']['controller_wire'] / 1e6:.2f}"
         ratio = "" if model is None else f"{model / row['median']:.2f} ({'within' if abs(model / row['median'] - 1) <= GOAL else 'outside'} 20 %)"
         print(f"| {row['profile']} | {cfg.n} | {cfg.label()} | {row['median']:.2f} ({row['min']:.2f}-{row['max']:.2f}) "
-              f"| {cpu:.1f} + {wcpu:.1f} + {rcpu:.1f} | {load:.1f} | {'' if model is None else f'{model:.2f}'} | {ratio} |")
+              f"| {cpu:.1f} + {wcpu:.1f} + {rcpu:.1f} | {load:.1f} | {wire} | {'' if model is None else f'{model:.2f}'} | {ratio} |")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--controller-side", default=None, help=argparse.SUPPRESS)
@@ -313,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="mprr-nettime-") as scratch:
         rows = measure(cfgs, profiles, args.workers, args.reps, Path(scratch), lambda line: print(line, flush=True))
     if not args.no_model:
-        add_model(rows, args.workers)
+        add_model(rows, lambda line: print(line, flush=True))
     print_table(rows)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
