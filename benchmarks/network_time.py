@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -100,6 +101,10 @@ PROFILES = {
     "broadband": Profile("broadband", mbit(45.74), mbit(85.73), 5e-3, mbit(20), mbit(20), 1e-3),
     "mobile": Profile("mobile", mbit(11.22), mbit(35.96), 14e-3, mbit(10), mbit(10), 1e-3),
 }
+
+UNSHAPED = Profile("unshaped", math.inf, math.inf, 0.0, math.inf, math.inf, 0.0)
+"""No tbf, no added latency (the relay still relays): the time the run takes when only this
+machine's CPU holds it up, measured beside the shaped runs (the table's ``unshaped`` column)."""
 
 
 @dataclass(frozen=True)
@@ -185,9 +190,12 @@ def worker_ranges(n: int, workers: int) -> list[range]:
 
 def links(profile: Profile, n: int, workers: int) -> tuple[Link, list[Link]]:
     """The controller's link and one per worker (the sum of its parties' links)."""
+    def rate(value: float) -> float | None:
+        return None if math.isinf(value) else value
+
     ranges = worker_ranges(n, workers)
-    return (Link(profile.controller_up, profile.controller_down),
-            [Link(len(r) * profile.party_up, len(r) * profile.party_down) for r in ranges])
+    return (Link(rate(profile.controller_up), rate(profile.controller_down)),
+            [Link(rate(len(r) * profile.party_up), rate(len(r) * profile.party_down)) for r in ranges])
 
 
 def measure_once(bed: Testbed, cfg: Config, profile: Profile, workers: int, tls_dir: Path) -> dict[str, Any]:
@@ -300,6 +308,8 @@ def add_model(rows: list[dict[str, Any]], log: Any) -> None:
     costs = calibrate()
     log(f"compute calibrated on this machine: {costs}")
     for row in rows:
+        if row["profile"] == UNSHAPED.name:
+            continue
         cfg = Config(**row["config"])
         model = model_run(cfg, PROFILES[row["profile"]], costs)
         row["model"] = model["completion"]
@@ -312,26 +322,37 @@ def add_model(rows: list[dict[str, Any]], log: Any) -> None:
 
 # ---------------------------------------------------------------------------- report
 def print_table(rows: list[dict[str, Any]]) -> None:
-    """Measured (median, min-max over reps), CPU, load; model and ratio when there."""
+    """Measured (median, min-max over reps), CPU, load, bytes; the unshaped time; model and ratios."""
+    floor = {json.dumps(r["config"]): r["median"] for r in rows if r["profile"] == UNSHAPED.name}
     print()
-    print("| profile | n | RR-Clusters | measured s (median, min-max) | CPU s controller + workers + relay "
-          "| load | controller-link MB socket / model | model s | model / measured |")
-    print("|---|---:|---|---|---|---|---|---:|---:|")
+    print("| profile | n | RR-Clusters | measured s: median (min-max) | CPU s: controller + workers + relay "
+          "| load | controller link MB: socket / model | unshaped s | model s | model / measured "
+          "| (model + unshaped) / measured |")
+    print("|---|---:|---|---|---|---:|---|---:|---:|---|---:|")
     for row in rows:
+        if row["profile"] == UNSHAPED.name:
+            continue
         cfg = Config(**row["config"])
         runs = row["runs"]
-        cpu = statistics.median(r["controller_process_cpu"] for r in runs)
-        wcpu = statistics.median(r["workers_cpu"] for r in runs)
-        rcpu = statistics.median(r["relay_cpu"] for r in runs)
+        cpu = [statistics.median(r[k] for r in runs) for k in ("controller_process_cpu", "workers_cpu", "relay_cpu")]
         load = statistics.median(r["load_before"] for r in runs)
-        model = row.get("model")
         socket = runs[0].get("socket")
         wire = f"{socket / 1e6:.2f}" if socket else "?"
+        model = row.get("model")
         if row.get("model_report"):
             wire += f" / {row['model_report']['controller_wire'] / 1e6:.2f}"
-        ratio = "" if model is None else f"{model / row['median']:.2f} ({'within' if abs(model / row['median'] - 1) <= GOAL else 'outside'} 20 %)"
-        print(f"| {row['profile']} | {cfg.n} | {cfg.label()} | {row['median']:.2f} ({row['min']:.2f}-{row['max']:.2f}) "
-              f"| {cpu:.1f} + {wcpu:.1f} + {rcpu:.1f} | {load:.1f} | {wire} | {'' if model is None else f'{model:.2f}'} | {ratio} |")
+        base = floor.get(json.dumps(row["config"]))
+        cells = [row["profile"], str(cfg.n), cfg.label(), f"{row['median']:.2f} ({row['min']:.2f}-{row['max']:.2f})",
+                 " + ".join(f"{c:.1f}" for c in cpu), f"{load:.1f}", wire, "" if base is None else f"{base:.2f}"]
+        if model is None:
+            cells += ["", "", ""]
+        else:
+            ratio = model / row["median"]
+            cells += [f"{model:.2f}", f"{ratio:.2f} ({'within' if abs(ratio - 1) <= GOAL else 'outside'} 20 %)",
+                      "" if base is None else f"{(model + base) / row['median']:.2f}"]
+        print("| " + " | ".join(cells) + " |")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--controller-side", default=None, help=argparse.SUPPRESS)
@@ -342,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3, help="runs per configuration (median, min-max)")
     parser.add_argument("--json", default=None, help="write every run's figures there")
     parser.add_argument("--no-model", action="store_true", help="measure only")
+    parser.add_argument("--no-unshaped", action="store_true",
+                        help="skip the unshaped runs (the time with no shaping and no added latency)")
     args = parser.parse_args(argv)
     if args.controller_side is not None:
         return controller_side(json.loads(args.controller_side))
@@ -355,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
           "by tc tbf, latency by a relay; machine: %d cores, shared" % (args.workers, os.cpu_count() or 0))
     for p in profiles:
         print("  " + p.describe())
+    if not args.no_unshaped:
+        profiles = [UNSHAPED, *profiles]
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="mprr-nettime-") as scratch:
