@@ -264,28 +264,28 @@ def measure(cfgs: list[Config], profiles: list[Profile], workers: int, reps: int
 
 
 # ---------------------------------------------------------------------------- model side
-def model_of(profile: Profile, costs: Any) -> Any:
+def model_of(profile: Profile, costs: Any, device_speed: float = 1.0) -> Any:
     """The :class:`parties.netsim.model.NetworkModel` of ``profile``: every party the same fixed
     links, the controller's link, the tcp runtime's framing (channel record, TLS 1.3, TCP/IP),
-    the compute ``costs``, everyone online."""
+    the compute ``costs`` at ``device_speed``, everyone online."""
     from parties.netsim.framing import Framing
     from parties.netsim.model import ControllerLink, NetworkModel
     from parties.netsim.profiles import LinkProfile, Spread
 
     links = LinkProfile(profile.name, Spread(profile.party_up), Spread(profile.party_down),
-                        Spread(profile.party_latency), device_speed=1.0)
+                        Spread(profile.party_latency), device_speed=device_speed)
     return NetworkModel(links, ControllerLink(profile.controller_up, profile.controller_down,
                                               profile.controller_latency),
                         framing=Framing.measured(tls=True, tcp=True), costs=costs)
 
 
-def model_run(cfg: Config, profile: Profile, costs: Any) -> dict[str, Any]:
+def model_run(cfg: Config, profile: Profile, costs: Any, device_speed: float = 1.0) -> dict[str, Any]:
     """The virtual-time runtime's report of the run ``cfg`` under ``profile`` (same data, seed
     and parameters as the measured run)."""
     from parties.netsim.runtime import VirtualRuntime
     from parties.simulate import simulate
 
-    runtime = VirtualRuntime(model=model_of(profile, costs))
+    runtime = VirtualRuntime(model=model_of(profile, costs, device_speed))
     sim = simulate(dataset(cfg.n), "RR-Clusters", seed=SEED, timeout=300.0, runtime=runtime, **cfg.params())
     report = runtime.timeline.report()
     links = report["links"]
@@ -295,10 +295,16 @@ def model_run(cfg: Config, profile: Profile, costs: Any) -> dict[str, Any]:
             "clusters": [list(c) for c in sim.result.clusters]}
 
 
-def add_model(rows: list[dict[str, Any]], log: Any) -> None:
+def add_model(rows: list[dict[str, Any]], workers: int, log: Any) -> None:
     """The model's completion time of each row (``row["model"]``, ``None`` without
     :mod:`parties.netsim`), with compute costs calibrated on this machine first
-    (:func:`parties.netsim.compute.calibrate`, as the model's documentation says)."""
+    (:func:`parties.netsim.compute.calibrate`, as the model's documentation says).
+
+    Also ``row["model_shared_cpu"]``: the same model with the harness's CPUs instead of a
+    deployment's, for the analysis: the model gives every party a CPU of its own, while here the
+    ``n / workers`` parties of a worker process share one, so each party's compute is charged
+    ``n / workers`` times (``device_speed``; the parties of a worker compute in the same rounds).
+    """
     try:
         from parties.netsim.compute import calibrate
     except ImportError:
@@ -314,10 +320,13 @@ def add_model(rows: list[dict[str, Any]], log: Any) -> None:
         model = model_run(cfg, PROFILES[row["profile"]], costs)
         row["model"] = model["completion"]
         row["model_report"] = model
+        row["model_shared_cpu"] = model_run(cfg, PROFILES[row["profile"]], costs,
+                                            device_speed=cfg.n / min(workers, cfg.n))["completion"]
         same = (model["payload"] == row["runs"][0]["payload"] and model["clusters"] == row["runs"][0]["clusters"])
         log(f"  model {row['profile']:9s} n={cfg.n:4d} {cfg.label():22s}: {model['completion']:6.2f} s "
             f"(same payload and clusters as measured: {same}; breakdown "
-            + ", ".join(f"{k} {v:.2f}" for k, v in model["breakdown"].items() if isinstance(v, float)) + ")")
+            + ", ".join(f"{k} {v:.2f}" for k, v in model["breakdown"].items() if isinstance(v, float))
+            + f"); with a CPU per worker: {row['model_shared_cpu']:.2f} s")
 
 
 # ---------------------------------------------------------------------------- report
@@ -327,7 +336,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     print()
     print("| profile | n | RR-Clusters | measured s: median (min-max) | CPU s: controller + workers + relay "
           "| load | controller link MB: socket / model | unshaped s | model s | model / measured "
-          "| (model + unshaped) / measured |")
+          "| model, a CPU per worker: s (/ measured) |")
     print("|---|---:|---|---|---|---:|---|---:|---:|---|---:|")
     for row in rows:
         if row["profile"] == UNSHAPED.name:
@@ -348,8 +357,9 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             cells += ["", "", ""]
         else:
             ratio = model / row["median"]
+            shared = row.get("model_shared_cpu")
             cells += [f"{model:.2f}", f"{ratio:.2f} ({'within' if abs(ratio - 1) <= GOAL else 'outside'} 20 %)",
-                      "" if base is None else f"{(model + base) / row['median']:.2f}"]
+                      "" if shared is None else f"{shared:.2f} ({shared / row['median']:.2f})"]
         print("| " + " | ".join(cells) + " |")
 
 
@@ -363,11 +373,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3, help="runs per configuration (median, min-max)")
     parser.add_argument("--json", default=None, help="write every run's figures there")
     parser.add_argument("--no-model", action="store_true", help="measure only")
+    parser.add_argument("--from-json", default=None,
+                        help="no measurement: the runs of an earlier --json file (model and table again)")
     parser.add_argument("--no-unshaped", action="store_true",
                         help="skip the unshaped runs (the time with no shaping and no added latency)")
     args = parser.parse_args(argv)
     if args.controller_side is not None:
         return controller_side(json.loads(args.controller_side))
+    if args.from_json:
+        rows = [{k: v for k, v in row.items() if not k.startswith("model")}
+                for row in json.loads(Path(args.from_json).read_text())]
+        if not args.no_model:
+            add_model(rows, args.workers, lambda line: print(line, flush=True))
+        print_table(rows)
+        return 0
     reason = netns_unavailable()
     if reason:
         print(f"network_time: cannot shape links here: {reason}", file=sys.stderr)
@@ -385,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="mprr-nettime-") as scratch:
         rows = measure(cfgs, profiles, args.workers, args.reps, Path(scratch), lambda line: print(line, flush=True))
     if not args.no_model:
-        add_model(rows, lambda line: print(line, flush=True))
+        add_model(rows, args.workers, lambda line: print(line, flush=True))
     print_table(rows)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))

@@ -8,6 +8,7 @@ processes, skipped with the reason when ``ip netns`` or ``tbf`` is not available
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -55,7 +56,7 @@ print(time.perf_counter() - t)
 
 @pytest.mark.skipif(UNAVAILABLE is not None, reason=f"shaped testbed unavailable: {UNAVAILABLE}")
 def test_shaped_transfer_takes_wire_size_over_rate_plus_the_relay_delays() -> None:
-    with netlab.Testbed(netlab.Link(None, None), [netlab.Link(RATE, None)], tag=f"mprrt{id(RATE) % 1000}") as bed:
+    with netlab.Testbed(netlab.Link(None, None), [netlab.Link(RATE, None)], tag=f"mprrt{os.getpid() % 1000}") as bed:
         receiver = bed.popen(bed.controller, [sys.executable, "-c", RECEIVER, str(SIZE)], stdout=subprocess.PIPE)
         assert receiver.stdout is not None and receiver.stdout.readline().strip() == b"ready"
         bed.popen(bed.controller, [sys.executable, str(ROOT / "benchmarks" / "_netlab.py"), "relay", "--listen",
@@ -74,5 +75,6 @@ def test_shaped_transfer_takes_wire_size_over_rate_plus_the_relay_delays() -> No
         assert bed.drops() == 0
     segments = -(-SIZE // MSS)
     expected = (SIZE + segments * HEADERS) / RATE + UP + DOWN
-    # the bucket lets BURST bytes through at line rate; the rest is scheduling jitter of a loaded machine
-    assert measured == pytest.approx(expected, rel=0.05), (measured, expected)
+    # tolerance: the bucket lets BURST bytes through at line rate (3 ms here) and four processes on a
+    # loaded machine wait for a core (tens of ms); unshaped, the transfer would take ~UP + DOWN = 0.1 s
+    assert measured == pytest.approx(expected, rel=0.08), (measured, expected)
