@@ -266,8 +266,9 @@ def measure(cfgs: list[Config], profiles: list[Profile], workers: int, reps: int
 # ---------------------------------------------------------------------------- model side
 def model_of(profile: Profile, costs: Any, device_speed: float = 1.0) -> Any:
     """The :class:`parties.netsim.model.NetworkModel` of ``profile``: every party the same fixed
-    links, the controller's link, the tcp runtime's framing (channel record, TLS 1.3, TCP/IP),
-    the compute ``costs`` at ``device_speed``, everyone online."""
+    links, the controller's link, party-to-party frames relayed through the controller (``relay``:
+    the tcp runtime's workers reach each other only through it), the tcp runtime's framing
+    (channel record, TLS 1.3, TCP/IP), the compute ``costs`` at ``device_speed``, everyone online."""
     from parties.netsim.framing import Framing
     from parties.netsim.model import ControllerLink, NetworkModel
     from parties.netsim.profiles import LinkProfile, Spread
@@ -276,7 +277,7 @@ def model_of(profile: Profile, costs: Any, device_speed: float = 1.0) -> Any:
                         Spread(profile.party_latency), device_speed=device_speed)
     return NetworkModel(links, ControllerLink(profile.controller_up, profile.controller_down,
                                               profile.controller_latency),
-                        framing=Framing.measured(tls=True, tcp=True), costs=costs)
+                        framing=Framing.measured(tls=True, tcp=True), costs=costs, relay=True)
 
 
 def model_run(cfg: Config, profile: Profile, costs: Any, device_speed: float = 1.0) -> dict[str, Any]:
@@ -289,11 +290,8 @@ def model_run(cfg: Config, profile: Profile, costs: Any, device_speed: float = 1
     sim = simulate(dataset(cfg.n), "RR-Clusters", seed=SEED, timeout=300.0, runtime=runtime, **cfg.params())
     report = runtime.timeline.report()
     links = report["links"]
-    frames = runtime.timeline.columns()
-    direct = (frames["src"] >= 0) & (frames["dst"] >= 0)
     return {"completion": report["completion"], "messages": sim.traffic.messages, "payload": sim.traffic.bytes,
             "controller_wire": links["controller_uplink"] + links["controller_downlink"],
-            "party_to_party_wire": int(frames["wire"][direct].sum()),
             "breakdown": {k: v for k, v in report["breakdown"].items() if k != "per_round"},
             "clusters": [list(c) for c in sim.result.clusters]}
 
@@ -330,12 +328,6 @@ def add_model(rows: list[dict[str, Any]], workers: int, log: Any) -> None:
             f"(same payload and clusters as measured: {same}; breakdown "
             + ", ".join(f"{k} {v:.2f}" for k, v in model["breakdown"].items() if isinstance(v, float))
             + f"); with a CPU per worker: {row['model_shared_cpu']:.2f} s")
-        direct = model["party_to_party_wire"]
-        if direct:
-            profile = PROFILES[row["profile"]]
-            rate = min(profile.controller_up, profile.controller_down)
-            log(f"        party-to-party frames: {direct / 1e6:.2f} MB on the wire, direct in the model; the tcp "
-                f"runtime relays them through the controller: at least {direct / rate:.2f} s more on its link")
 
 
 # ---------------------------------------------------------------------------- report

@@ -32,4 +32,6 @@ Modules, in dependency order:
 - ``local_anonymization`` — the default demo: RR-Clusters + Adjustment through the actors
 - ``communication`` — ``communication_cost``: measured vs closed-form costs
 - ``faults``     — ``secure_sum_faults``: dropout rate vs outcome per engine
+- ``network_time`` — ``network_time``: virtual completion time per engine and network profile,
+                   where the time went, the timeline of one run
 """

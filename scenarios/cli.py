@@ -8,13 +8,15 @@
     mprr run  <scenario.toml|name> [--out DIR [--force]] [--runs N] [--seed S] [--engine fast|actors]
               [--set KEY=VALUE ...] [--data FILE --columns a,b,c [--missing LABEL] [--ordinal NAME[=c1,...]]
               [--delimiter C] [--encoding E]] [--quiet]
-              [--runtime memory|tcp|ray] [--workers P] [--listen HOST:PORT] [--tls-dir DIR]
+              [--runtime memory|tcp|ray|virtual] [--workers P] [--listen HOST:PORT] [--tls-dir DIR]
               [--no-tls] [--external-workers] [--address auto|HOST:PORT] [--shards S]
+              [--network PROFILE|FILE]
     mprr party --connect HOST:PORT --parties FIRST-LAST [--worker K] [--tls-dir DIR | --no-tls] [--quiet]
 
 ``--runtime`` says where the actor engine's parties live: ``memory`` (default, one process),
 ``tcp`` (worker processes, frames over mutual TLS; ``--external-workers`` waits for workers
-started by hand with ``mprr party``), ``ray`` (party shards as Ray actors).
+started by hand with ``mprr party``), ``ray`` (party shards as Ray actors), ``virtual`` (one
+process on a virtual clock: every message delivered when the ``--network`` model says it arrives).
 
 ``run`` writes ``DIR/results.json``, ``DIR/report.md`` and PNG figures (default
 ``DIR = out/<name>``) and prints a short summary.  Any :class:`~mprr.errors.MprrError` (bad
@@ -110,7 +112,8 @@ def _output_options(parser: argparse.ArgumentParser) -> None:
 def _runtime_options(parser: argparse.ArgumentParser) -> None:
     rt = parser.add_argument_group("runtime", "where the actor engine's parties live (docs/runtimes.md)")
     rt.add_argument("--runtime", choices=RUNTIMES, default="memory",
-                    help="memory (default, one process) | tcp (worker processes over TLS) | ray (Ray actors)")
+                    help="memory (default, one process) | tcp (worker processes over TLS) | ray (Ray actors) "
+                         "| virtual (one process on a virtual clock, timed by a network model)")
     rt.add_argument("--workers", type=int, default=None, metavar="P", help="tcp: worker processes (default 2)")
     rt.add_argument("--listen", default=None, metavar="HOST:PORT",
                     help="tcp: the controller's address (default 127.0.0.1, any free port)")
@@ -124,6 +127,9 @@ def _runtime_options(parser: argparse.ArgumentParser) -> None:
     rt.add_argument("--address", default=None, metavar="auto|HOST:PORT",
                     help="ray: cluster to connect to (default: start a local Ray)")
     rt.add_argument("--shards", type=int, default=None, metavar="S", help="ray: party shard actors")
+    rt.add_argument("--network", default=None, metavar="PROFILE|FILE",
+                    help="virtual: datacenter | broadband (default) | mobile, or a network model TOML "
+                         "(docs/network_time.md)")
 
 
 def runtime_of(args: argparse.Namespace) -> Runtime | None:
@@ -132,8 +138,9 @@ def runtime_of(args: argparse.Namespace) -> Runtime | None:
            "tls": False if args.no_tls else None, "spawn": False if args.external_workers else None,
            "connect_timeout": args.connect_timeout}
     ray = {"address": args.address, "shards": args.shards}
-    chosen: dict[str, Any] = {"memory": {}, "tcp": tcp, "ray": ray}[args.runtime]
-    stray = [k for group in (tcp, ray) if group is not chosen for k, v in group.items() if v is not None]
+    virtual = {"model": args.network}
+    chosen: dict[str, Any] = {"memory": {}, "tcp": tcp, "ray": ray, "virtual": virtual}[args.runtime]
+    stray = [k for group in (tcp, ray, virtual) if group is not chosen for k, v in group.items() if v is not None]
     if stray:
         raise ConfigurationError(f"options {stray} do not apply to --runtime {args.runtime}")
     return make_runtime(args.runtime, **chosen)

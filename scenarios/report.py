@@ -318,6 +318,9 @@ def describe_runtime(options: Mapping[str, Any]) -> str:
         parts.append("TLS on" if options.get("tls", True) else "TLS off")
     elif name == "ray":
         parts.append(f"{options.get('shards')} party shards on {options.get('address')} Ray")
+    elif name == "virtual":
+        model = options.get("model") or {}
+        parts.append(f"virtual time, {model.get('profile', '?')} network")
     return f"{name} ({', '.join(parts)})" if parts else name
 
 

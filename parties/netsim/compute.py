@@ -15,8 +15,9 @@ implemented in :mod:`parties.secure.masked`), with k the number of the party's l
 ``PublicKeys``     one X25519 key generation per key (+ one Ed25519 signature if signed)
 ``SealedShares``   k x (X25519 agreement + 2 HKDF) + Shamir shares of 2 secrets at k + 1
                    abscissae + k AEAD seals of one blob each
-``MaskedInput``    k AEAD opens (the relayed shares) + k x (X25519 agreement + HKDF)
-                   + (k + 1) ChaCha20 keystreams of L bytes (pairwise and self masks)
+``MaskedInput``    k AEAD opens of the relayed shares (each the size of the blobs the
+                   party sealed itself) + k x (X25519 agreement + HKDF) + (k + 1) ChaCha20
+                   keystreams of L bytes (pairwise and self masks)
 ``SurvivorTags``   one keyed-BLAKE2b MAC per target
 ``UnmaskShares``   one MAC check per owner
 ``ShareVector``    CSPRNG bytes for the shares (ChaCha20 keystream of the vector's bytes)
@@ -90,9 +91,10 @@ class CryptoCosts:
         """Seconds of one AEAD seal or open of ``nbytes`` bytes."""
         return self.aead_fixed + nbytes * self.aead_per_byte
 
-    def message_cost(self, message: Any, degree: int) -> float:
+    def message_cost(self, message: Any, *, degree: int = 0, blob: int = 0) -> float:
         """Seconds (at device speed 1) of the cryptography behind ``message`` (table of the
-        module docstring); ``degree``: the sender's live neighbours, for ``MaskedInput``."""
+        module docstring); for ``MaskedInput``, ``degree`` is the sender's live neighbours and
+        ``blob`` the bytes of one sealed share (both from the sender's ``SealedShares``)."""
         name = type(message).__name__
         if name == "PublicKeys":
             return len(message.keys) * self.x25519_keygen + (self.ed25519_sign if message.signature else 0.0)
@@ -102,7 +104,7 @@ class CryptoCosts:
             return k * (self.x25519_agree + 2 * self.hkdf + self.aead(blob)) + 2 * (k + 1) * self.shamir_share
         if name == "MaskedInput":
             nbytes = int(message.values.nbytes)
-            return degree * (self.aead(96) + self.x25519_agree + self.hkdf) + (degree + 1) * self.chacha20(nbytes)
+            return degree * (self.aead(blob) + self.x25519_agree + self.hkdf) + (degree + 1) * self.chacha20(nbytes)
         if name == "SurvivorTags":
             return len(message.targets) * self.mac
         if name == "UnmaskShares":

@@ -19,6 +19,9 @@ arrive over ``max(m * size / down[0], size / up[a]) + latencies``: the controlle
 serializes them.  A link is occupied only for its own transmission time, so a slow sender does
 not hold up the controller's link for others (a fluid approximation of TCP flows sharing it).
 
+With ``relay`` a party-to-party message also crosses the controller's downlink and uplink (and
+twice its latency), as between the workers of the tcp and ray runtimes.
+
 The compute of each actor is a FIFO too (:meth:`LinkScheduler.compute`): a message's
 cryptography starts when the sender's earlier work is done.
 """
@@ -82,19 +85,32 @@ class LinkScheduler:
         self.free_cpu[i] = done
         return done
 
-    def transfer(self, src: int, dst: int, size: int, ready: float) -> Transfer:
-        """Reserve the links for a ``size``-byte message from ``src`` to ``dst`` ready at ``ready``."""
+    def transfer(self, src: int, dst: int, size: int, ready: float, *, relay: bool = False) -> Transfer:
+        """Reserve the links for a ``size``-byte message from ``src`` to ``dst`` ready at ``ready``.
+
+        ``relay``: a party-to-party message crosses the controller (its downlink, then its
+        uplink, and twice its latency) on the way, as frames do between the workers of the tcp
+        and ray runtimes; ignored when either end is the controller.
+        """
         a, b = src + 1, dst + 1
-        t_up = size * self.inv_up[a]
-        t_down = size * self.inv_down[b]
-        s1 = ready if ready > self.free_up[a] else self.free_up[a]
-        e1 = s1 + t_up
-        self.free_up[a] = e1
-        fd = self.free_down[b]
-        s2 = s1 if s1 > fd else fd
-        e2 = s2 + t_down
-        self.free_down[b] = e2
-        end = e1 if e1 > e2 else e2
+        hops = [(self.free_up, a, self.inv_up[a]), (self.free_down, b, self.inv_down[b])]
         latency = self.latency[a] + self.latency[b]
-        transmission = t_up if t_up > t_down else t_down
-        return Transfer(s1, end, end + latency, transmission, latency, end - ready - transmission)
+        if relay and a and b:
+            hops[1:1] = [(self.free_down, 0, self.inv_down[0]), (self.free_up, 0, self.inv_up[0])]
+            latency += 2 * self.latency[0]
+        start = end = ready
+        first = -1.0
+        transmission = 0.0
+        for free, i, inv in hops:  # cut-through: each link starts no earlier than the one before
+            t = size * inv
+            if free[i] > start:
+                start = free[i]
+            if first < 0:
+                first = start
+            done = start + t
+            free[i] = done
+            if done > end:
+                end = done
+            if t > transmission:
+                transmission = t
+        return Transfer(first, end, end + latency, transmission, latency, end - ready - transmission)

@@ -16,6 +16,7 @@ or ``profile = "mobile"``, and optionally::
     uplink_mbps = 10000
     downlink_mbps = 10000
     latency_ms = 0.25
+    relay = false                  # true: party-to-party messages cross the controller's link
 
     [availability]
     dropout = 0.05                 # per party and round
@@ -97,6 +98,10 @@ class NetworkModel:
         Dropouts per round and on/off traces (default: everyone always online).
     seed
         Seed of the model's draws (links, dropouts); non-negative integer.
+    relay
+        Party-to-party messages cross the controller's link (as between the workers of the tcp
+        and ray runtimes, :meth:`LinkScheduler.transfer <parties.netsim.links.LinkScheduler.transfer>`);
+        default: direct links between parties.
     """
 
     profile: LinkProfile
@@ -105,6 +110,7 @@ class NetworkModel:
     costs: CryptoCosts = DEFAULT_COSTS
     availability: Availability = field(default_factory=Availability)
     seed: int = 0
+    relay: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.profile, str):
@@ -133,7 +139,7 @@ class NetworkModel:
                            "latency_ms": c.latency * 1e3},
             "framing": {"record": self.framing.record, "tls": self.framing.tls, "tcp": self.framing.tcp},
             "dropout": a.dropout, "traces": None if a.traces is None else len(a.traces.parties),
-            "seed": self.seed,
+            "seed": self.seed, "relay": self.relay,
         }
 
 
@@ -160,9 +166,13 @@ def model_from_mapping(doc: Mapping[str, Any], *, base: Path = Path("."), seed: 
                                  "or a [profile] table")
     prof = profile(doc["profile"]) if isinstance(doc["profile"], str) else profile_from_toml({"profile": doc["profile"]})
     ctrl = dict(doc.get("controller", {}))
-    bad = sorted(set(ctrl) - {"uplink_mbps", "downlink_mbps", "latency_ms"})
+    bad = sorted(set(ctrl) - {"uplink_mbps", "downlink_mbps", "latency_ms", "relay"})
     if bad:
-        raise ConfigurationError(f"[controller] has unknown keys {bad}; allowed: uplink_mbps, downlink_mbps, latency_ms")
+        raise ConfigurationError(f"[controller] has unknown keys {bad}; allowed: uplink_mbps, downlink_mbps, "
+                                 f"latency_ms, relay")
+    relay = ctrl.get("relay", False)
+    if not isinstance(relay, bool):
+        raise ConfigurationError(f"controller.relay must be true or false, got {relay!r}")
     default = ControllerLink()
     controller = ControllerLink(
         mbps(check_real("controller.uplink_mbps", ctrl["uplink_mbps"], strict=True)) if "uplink_mbps" in ctrl
@@ -181,4 +191,4 @@ def model_from_mapping(doc: Mapping[str, Any], *, base: Path = Path("."), seed: 
         raise ConfigurationError(f"[framing] has unknown keys {bad}; allowed: tls, tcp")
     return NetworkModel(prof, controller, Framing.measured(tls=bool(framing.get("tls", True)),
                                                            tcp=bool(framing.get("tcp", True))),
-                        availability=Availability(avail.get("dropout", 0.0), traces), seed=seed)
+                        availability=Availability(avail.get("dropout", 0.0), traces), seed=seed, relay=relay)

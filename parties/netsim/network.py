@@ -76,12 +76,14 @@ class TimedNetwork(InMemoryNetwork):
         self._round_of: dict[str, int] = {}
         self._away: list[np.ndarray] = []
         self._phase_bytes: dict[str, int] = {}
-        self._degree = [0] * (n + 1)
+        self._degree = [0] * (n + 1)  # per sender: live neighbours and sealed-share bytes (SealedShares)
+        self._blob = [0] * (n + 1)
         self._pending: list[tuple[float, int, Frame]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = float("inf")
         self._availability = model.availability
         self._traces = model.availability.traces
+        self._relay = model.relay
 
     def _round(self, phase: str) -> int:
         r = self._round_of.get(phase)
@@ -104,9 +106,11 @@ class TimedNetwork(InMemoryNetwork):
         if frame.src == CONTROLLER or frame.kind < 64:  # (the secure-sum kinds are 64 and up)
             return 0.0
         msg: Any = frame.message if frame.message is not None else decode(frame.payload)
-        if type(msg).__name__ == "SealedShares":
-            self._degree[frame.src + 1] = len(msg.recipients)
-        return self.model.costs.message_cost(msg, self._degree[frame.src + 1])
+        i = frame.src + 1
+        if type(msg).__name__ == "SealedShares":  # what its later MaskedInput costs depends on
+            k = len(msg.recipients)
+            self._degree[i], self._blob[i] = k, len(msg.ciphertexts) // k if k else 0
+        return self.model.costs.message_cost(msg, degree=self._degree[i], blob=self._blob[i])
 
     def _route(self, frame: Frame) -> None:
         loop = asyncio.get_running_loop()
@@ -120,7 +124,7 @@ class TimedNetwork(InMemoryNetwork):
             return
         seconds = self._compute(frame) * self._speed[src + 1]
         ready = self._scheduler.compute(src, now, seconds) if seconds else now
-        t = self._scheduler.transfer(src, dst, wire, ready)
+        t = self._scheduler.transfer(src, dst, wire, ready, relay=self._relay)
         index = self.timeline.add(src, dst, r, frame.kind, size, wire, 0, now, ready, t.arrival, t.transmission,
                                   t.latency)
         heapq.heappush(self._pending, (t.arrival, index, frame))

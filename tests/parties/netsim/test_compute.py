@@ -14,15 +14,15 @@ UNIT = CryptoCosts(x25519_keygen=1.0, x25519_agree=2.0, hkdf=3.0, chacha20_fixed
 
 
 def test_message_costs_worked_examples() -> None:
-    assert UNIT.message_cost(PublicKeys("s", (bytes(32),)), 0) == 1.0
-    assert UNIT.message_cost(PublicKeys("s", (bytes(32),), bytes(64)), 0) == 9.0
+    assert UNIT.message_cost(PublicKeys("s", (bytes(32),))) == 1.0
+    assert UNIT.message_cost(PublicKeys("s", (bytes(32),), bytes(64))) == 9.0
     sealed = SealedShares("s", *bundle((j, bytes(40)) for j in (1, 2, 3)))
     # 3 x (agree 2 + 2 hkdf 6 + aead(40) = 5 + 10) + 2 x 4 abscissae x shamir 6
-    assert UNIT.message_cost(sealed, 0) == 3 * (2 + 6 + 15) + 8 * 6
+    assert UNIT.message_cost(sealed) == 3 * (2 + 6 + 15) + 8 * 6
     masked = MaskedInput("s", np.zeros(4, dtype=np.uint32))  # 16 bytes
-    # 3 x (aead(96) = 29 + agree 2 + hkdf 3) + 4 keystreams of 16 bytes (4 + 8)
-    assert UNIT.message_cost(masked, 3) == 3 * (29 + 2 + 3) + 4 * 12
-    assert UNIT.message_cost(SurvivorTags("s", np.array([1, 2], dtype=np.uint32), bytes(32)), 0) == 14.0
+    # 3 x (aead(40) = 15 + agree 2 + hkdf 3) + 4 keystreams of 16 bytes (4 + 8)
+    assert UNIT.message_cost(masked, degree=3, blob=40) == 3 * (15 + 2 + 3) + 4 * 12
+    assert UNIT.message_cost(SurvivorTags("s", np.array([1, 2], dtype=np.uint32), bytes(32))) == 14.0
 
 
 def test_calibration_measures_every_primitive() -> None:

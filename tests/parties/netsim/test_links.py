@@ -49,3 +49,11 @@ def test_links_are_checked() -> None:
         LinkScheduler(np.array([1.0, 0.0]), np.ones(2), np.zeros(2))
     with pytest.raises(ConfigurationError, match=r"one entry per actor \(n \+ 1 >= 2\)"):
         LinkScheduler(np.ones(1), np.ones(1), np.zeros(1))
+
+
+def test_a_relayed_message_crosses_the_controllers_link() -> None:
+    s = LinkScheduler(np.array([50.0, 1000.0, 1000.0]), np.array([100.0, 1000.0, 1000.0]), np.array([0.1, 0.01, 0.02]))
+    t = s.transfer(0, 1, 200, ready=0.0, relay=True)  # bottleneck: the controller's uplink, 50 B/s
+    assert t.arrival == pytest.approx(0.01 + 0.2 + 0.02 + 200 / 50) and t.latency == pytest.approx(0.23)
+    direct = s.transfer(0, 1, 200, ready=10.0)
+    assert direct.arrival == pytest.approx(10.0 + 0.03 + 0.2)

@@ -28,6 +28,7 @@ profile = "mobile"
 [controller]
 uplink_mbps = 1000
 latency_ms = 20
+relay = true
 [availability]
 dropout = 0.05
 traces = "away.csv"
@@ -38,6 +39,7 @@ tcp = false
     assert model.profile == PROFILES["mobile"] and model.controller == ControllerLink(mbps(1000), mbps(10_000), 0.02)
     assert model.availability.dropout == 0.05 and model.availability.traces is not None
     assert not model.availability.online(2, 1.0) and model.framing.tls and not model.framing.tcp and model.seed == 4
+    assert model.relay
 
 
 def test_toml_model_errors(tmp_path: Path) -> None:

@@ -82,3 +82,25 @@ def test_parties_away_lose_their_frames_and_miss_the_round() -> None:
     net = run_virtual(run())
     assert net.timeline.missed() == {"ask": [2], "answer": [1]}
     assert list(net.timeline.lost) == [0, 0, LOST_RECEIVER, 0, LOST_SENDER, 0]
+
+
+def test_the_senders_compute_is_charged_at_its_device_speed() -> None:
+    from parties.netsim.compute import CryptoCosts
+    from parties.secure.messages import SealedShares, bundle
+
+    costs = CryptoCosts(x25519_keygen=0.0, x25519_agree=0.01, hkdf=0.0, chacha20_fixed=0.0, chacha20_per_byte=0.0,
+                        aead_fixed=0.0, aead_per_byte=0.0, shamir_share=0.0, mac=0.0, ed25519_sign=0.0)
+    model = NetworkModel(LinkProfile("slow", Spread(1000.0), Spread(1e9), Spread(0.0), device_speed=2.0),
+                         ControllerLink(1e9, 1e9, 0.0), Framing.none(), costs)
+    msg = SealedShares("s", *bundle((j, bytes(8)) for j in (1, 2, 3, 4)))
+
+    async def run() -> TimedNetwork:
+        net = TimedNetwork(5, model=model, rng=np.random.default_rng(0))
+        await net.endpoint(0).send(CONTROLLER, msg, phase="masked/share-keys")
+        await net.endpoint(CONTROLLER).recv(kinds=SealedShares, timeout=10.0)
+        return net
+
+    net = run_virtual(run())
+    # 4 agreements of 10 ms at device speed 2, then the bytes over the 1000 B/s uplink
+    assert net.timeline.ready[0] == pytest.approx(0.08)
+    assert net.timeline.arrival[0] == pytest.approx(0.08 + len(encode(msg)) / 1000.0)
