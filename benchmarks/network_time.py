@@ -290,8 +290,13 @@ def model_run(cfg: Config, profile: Profile, costs: Any, device_speed: float = 1
     sim = simulate(dataset(cfg.n), "RR-Clusters", seed=SEED, timeout=300.0, runtime=runtime, **cfg.params())
     report = runtime.timeline.report()
     links = report["links"]
+    frames = runtime.timeline.columns()
+    relayed = (frames["src"] >= 0) & (frames["dst"] >= 0) & (frames["lost"] == 0)
     return {"completion": report["completion"], "messages": sim.traffic.messages, "payload": sim.traffic.bytes,
-            "controller_wire": links["controller_uplink"] + links["controller_downlink"],
+            # the timeline's link report counts the controller's own frames; a relayed
+            # party-to-party frame crosses its downlink and its uplink too
+            "controller_wire": (links["controller_uplink"] + links["controller_downlink"]
+                                + 2 * int(frames["wire"][relayed].sum())),
             "breakdown": {k: v for k, v in report["breakdown"].items() if k != "per_round"},
             "clusters": [list(c) for c in sim.result.clusters]}
 
