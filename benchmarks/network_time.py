@@ -7,10 +7,12 @@ veth pairs to a bridge, ``tc tbf`` on both directions of every link, a userspace
 the one-way latencies), ``--reps`` times, and reports the completion time (the controller's
 ``protocol_seconds``: from every worker ready to the protocol's result; start-up and TLS
 handshakes apart), its median and spread (min-max), the CPU seconds of the controller, the
-workers and the relay, and the machine's load.  With ``parties.netsim`` present it then times
-the same run (same data, seed, n, engine, links, latency, framing, calibrated compute) in the
-virtual-time runtime and prints measured, model and their ratio against the 20 % goal
-(issue 29, "Validation against a real network").
+workers and the relay, the machine's load, and the same run unshaped (no tbf, no added
+latency: what the CPU alone takes).  With ``parties.netsim`` present it then times the same run
+(same data, seed, n, engine, links, latency, framing, calibrated compute) in the virtual-time
+runtime and prints measured, model and their ratio against the 20 % goal (issue 29,
+"Validation against a real network"), and, for the analysis, the model with the harness's CPUs
+(the parties of a worker share one).  ``docs/network_time.md`` holds the table and its analysis.
 
 How the links map to the model
 ------------------------------
@@ -23,7 +25,9 @@ The profiles are fixed (no spread), so the model's inputs are known exactly:
   per party is not affordable, and with the parties of a worker sending and receiving in the
   same rounds the sum is the same fluid capacity);
 - the relay delays each direction by the party's plus the controller's one-way latency (the
-  model: ``latency[a] + latency[b]``).
+  model: ``latency[a] + latency[b]``);
+- party-to-party frames cross the controller's link (``NetworkModel(relay=True)``): the tcp
+  runtime's workers reach each other only through the controller.
 
 The controller listens on its namespace's loopback (``TcpRuntime(spawn=False, listen=...)``);
 the workers are started by hand in their namespaces (``python -m parties.worker --connect
@@ -33,6 +37,8 @@ Usage (root; iproute2 with ``tbf``)::
 
     .venv/bin/python benchmarks/network_time.py [--profiles broadband,mobile] [--reps 3]
         [--configs 100:4.1,100:4.3:paper,...] [--workers 2] [--json out.json] [--no-model]
+        [--no-unshaped]
+    .venv/bin/python benchmarks/network_time.py --from-json out.json    # model and table again
 """
 
 from __future__ import annotations
