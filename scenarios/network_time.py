@@ -193,9 +193,9 @@ def breakdown_figure(records: list[dict[str, Any]], title: str, *, caption: str 
         ax.set_xlim(0, 1.15)
         ax.set_xlabel("share of the completion time (critical path)")
         ax.invert_yaxis()
-        ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=5)
+        ax.legend(fontsize="x-small", loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=5, frameon=False)
 
-    return CustomPlot("where_the_time_went.png", title, draw, size=(7.2, 0.9 + 0.32 * max(len(rows), 4) + 1.2),
+    return CustomPlot("where_the_time_went.png", title, draw, size=(7.2, 0.9 + 0.32 * max(len(rows), 4) + 0.6),
                       caption=caption)
 
 

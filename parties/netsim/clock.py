@@ -14,7 +14,7 @@ time: the virtual-time runtime (:mod:`parties.netsim.runtime`) charges modelled 
 instead, and the tests run on this loop (``tests/virtual_clock.py`` re-exports it).
 
 Use: ``run_virtual(coro)`` instead of ``asyncio.run(coro)``, e.g.
-``run_virtual(simulate_async(data, "RR-Clusters", seed=1, runtime=VirtualRuntime(model), ...))``.
+``run_virtual(simulate_async(data, "RR-Clusters", seed=1, runtime=VirtualRuntime(model=model), ...))``.
 """
 
 from __future__ import annotations

@@ -10,9 +10,7 @@ A :class:`Spread` is log-normal around its median (``median * exp(sigma * Z)``, 
 normal; ``sigma = 0``: every party gets the median), clipped to ``[low, high]``: bandwidths and
 latencies are positive and right-skewed, and the published figures are medians.
 
-Shipped profiles (:data:`PROFILES`)
------------------------------------
-The medians are published figures; the spreads (sigma) are this project's modelling choice,
+**Shipped profiles** (:data:`PROFILES`).  The medians are published figures; the spreads (sigma) are this project's modelling choice,
 stated here so that a user can change them (:func:`profile_from_toml`).
 
 ``datacenter``

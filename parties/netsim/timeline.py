@@ -49,7 +49,7 @@ def _quantile(values: np.ndarray, q: float) -> float:
 
 @dataclass
 class Timeline:
-    """Every timed frame of one run (module docstring); ``n`` parties, actors ``-1 .. n-1``."""
+    """Every timed frame of one run of ``n`` parties (module docstring)."""
 
     n: int
 
