@@ -47,6 +47,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -399,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
             add_model(rows, args.workers, lambda line: print(line, flush=True))
         print_table(rows)
         return 0
+    # SIGTERM unwinds like Ctrl-C, so the testbeds' teardown runs (namespaces, qdiscs, processes)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     reason = netns_unavailable()
     if reason:
         print(f"network_time: cannot shape links here: {reason}", file=sys.stderr)
