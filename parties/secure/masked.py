@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import math
 import struct
+from bisect import bisect_left
 from collections.abc import Callable
 from types import MappingProxyType
 from typing import TypeVar
@@ -195,12 +196,16 @@ def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, 
                 f"party {me}: the masking key relayed for party {j} is not the one party {j} sealed: "
                 "key substitution detected")
         peer_masks[j] = s_pk
-        handed_j = dict(entries(plain_j[size:]))
-        if handed_j and (len(handed_j) != extra // entry_size or not near.isdisjoint(handed_j)
-                         or me in handed_j or not set(handed_j) <= set(neighbours[j])):
-            raise MessageError(f"party {me}: the view keys sealed by party {j} are not for its other holders")
         held[j] = (xj, sk_y, b_y)
-        for h, key in handed_j.items():
+        if not extra:
+            continue
+        handed_j = list(entries(plain_j[size:]))
+        others = neighbours[j]
+        hs = [h for h, _ in handed_j]
+        if (len(set(hs)) != len(hs) or me in hs or not near.isdisjoint(hs)
+                or any([others[bisect_left(others, h)] != h if h <= others[-1] else True for h in hs])):
+            raise MessageError(f"party {me}: the view keys sealed by party {j} are not for its other holders")
+        for h, key in handed_j:
             keys_h = given.get(h)
             if keys_h is None:
                 given[h] = [(j, key)]
@@ -437,10 +442,9 @@ class MaskedEngine(SecureSumEngine):
                     f"masked secure sum aborted: party {p} has {len(live) + 1} live Shamir "
                     f"holders, threshold t = {t}", survivors=len(live) + 1, threshold=t)
             directory[p] = live
-        for p in spread(sorted(u1)):
-            live = directory[p]
-            await ep.send(p, KeyDirectory(s, id_vector(live), b"".join([keys[j].keys[0] for j in live])),
-                          phase=PHASES[0])
+        order = spread(sorted(u1))
+        await ep.send_each(order, [KeyDirectory(s, id_vector(live), b"".join([keys[j].keys[0] for j in live]))
+                                   for live in map(directory.__getitem__, order)], phase=PHASES[0])
 
         await controller_phase(net, PHASES[1])
         def bad_recipients(src: int, msg: SealedShares) -> str | None:
@@ -460,12 +464,16 @@ class MaskedEngine(SecureSumEngine):
         if len(u2) < minimum:
             raise abort("key sharing", u2)
         relayed: dict[int, tuple[int, ...]] = {}
-        for p in spread(sorted(u2)):  # (each party's bundle put together as it is sent)
-            entries = inbox.pop(p)  # (dropped once sent)
+        bundles = []
+        order = spread(sorted(u2))
+        for p in order:
+            entries = inbox[p]
             entries.sort()  # by sender (a sender seals once for each recipient)
-            relayed[p] = tuple(src for src, _ in entries)
-            await ep.send(p, RelayedShares(s, *bundle(entries)), phase=PHASES[1])
-        del inbox  # (what is left: shares sealed for parties that fell silent in round 1)
+            relayed[p] = tuple([src for src, _ in entries])
+            bundles.append(RelayedShares(s, *bundle(entries)))
+        inbox.clear()  # (the ciphertexts travel in the bundles now)
+        await ep.send_each(order, bundles, phase=PHASES[1])
+        bundles.clear()
 
         await controller_phase(net, PHASES[2])
         if ring.modulus != 1 << (8 * ring.element_bytes):  # pragma: no cover - ring_modulus gives 2^32 or 2^64
@@ -491,10 +499,9 @@ class MaskedEngine(SecureSumEngine):
         dropped = u2 - u3
 
         await controller_phase(net, PHASES[3])
-        views: dict[int, tuple[int, ...]] = {}
-        for v in spread(sorted(u3)):
-            views[v] = view = survivor_view(ctx, v, u3)
-            await ep.send(v, SurvivorSet(s, id_vector(view)), phase=PHASES[3])
+        order = spread(sorted(u3))
+        views = {v: survivor_view(ctx, v, u3) for v in order}
+        await ep.send_each(order, [SurvivorSet(s, id_vector(views[v])) for v in order], phase=PHASES[3])
         complete = isinstance(ctx.neighbours, CompleteNeighbourhoods)
 
         def expected(w: int) -> set[int]:
@@ -520,8 +527,8 @@ class MaskedEngine(SecureSumEngine):
             raise abort("consistency check", u4)
 
         await controller_phase(net, PHASES[4])
-        for v, request in unmask_requests(ctx.session, views, tagged, order=spread):
-            await ep.send(v, request, phase=PHASES[4])
+        for block in unmask_requests(ctx.session, views, tagged, order=spread):
+            await ep.send_each([v for v, _ in block], [request for _, request in block], phase=PHASES[4])
         unmasking = Unmasking(ctx, total, set(u3), relayed, keys, dropped, u4)  # (the answers wait in the mailbox)
         await collect(ep, sorted(u4), kind=UnmaskShares, session=s, phase=PHASES[4],
                       timeout=timeout, partial=True, accept=unmasking.take)

@@ -211,6 +211,10 @@ class _Tamper:
     async def send(self, dst: int, msg, **kw) -> None:  # noqa: ANN001
         await self._ep.send(dst, self._rewrite(dst, msg), **kw)
 
+    async def send_each(self, dsts, msgs, **kw) -> None:  # noqa: ANN001
+        dsts = list(dsts)
+        await self._ep.send_each(dsts, [self._rewrite(d, m) for d, m in zip(dsts, msgs)], **kw)
+
 
 class _Malicious(MaskedEngine):
     """A masked-engine controller whose outgoing messages pass through ``rewrite``."""

@@ -274,7 +274,9 @@ def test_the_unmask_requests_built_in_blocks_are_those_built_one_by_one(
             continue  # dropped before its tags: no request, and in no other party's request
         targets = sorted({*neighbours[w], *(h for o in neighbours[w] for h in neighbours[o] if h != w)})
         tagged[w] = SurvivorTags("s", id_vector(targets), rng.bytes(16 * len(targets)))
-    built = {v: encode(request) for v, request in unmask_requests("s", views, tagged, order=spread)}
+    blocks = list(unmask_requests("s", views, tagged, order=spread))
+    assert [len(b) for b in blocks[:-1]] == [block] * (len(blocks) - 1) and 0 < len(blocks[-1]) <= block
+    built = {v: encode(request) for b in blocks for v, request in b}
     assert list(built) == spread(sorted(tagged))
     assert built == _requests_one_by_one("s", views, tagged)
 
