@@ -304,6 +304,18 @@ class Mailbox:
         first = await self.recv(kinds=kinds, sources=sources, phase=phase, timeout=timeout)
         return [first, *self._take_all(kind_set, source_set, phase)]
 
+    def take_all(
+        self,
+        *,
+        kinds: Iterable[int | str | type[Message]] | type[Message] | str | None = None,
+        sources: Iterable[int] | int | None = None,
+        phase: str | None = None,
+    ) -> list[Envelope[Any]]:
+        """Every buffered message matching the filters, oldest first, taken now; never waits
+        (empty when none is buffered).  Raises PartyDropped if this actor has crashed."""
+        self._raise_pending()
+        return self._take_all(resolve_kinds(kinds), _source_set(sources), phase)
+
     def _take_all(self, kinds: frozenset[int] | None, sources: Any, phase: str | None) -> list[Envelope[Message]]:
         buf = self._buffer
         if not buf:

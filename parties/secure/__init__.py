@@ -10,11 +10,14 @@ Modules, in dependency order:
 - ``pki``       — simulated PKI: Ed25519 signing keys and their registry, fixed at set-up
 - ``topology``  — communication graphs: complete, random k-regular, Harary (networkx)
 - ``messages``  — the wire kinds of the secure sums (shares, partial sums, keys, ...)
-- ``engine``    — ``SecureSumEngine`` interface, context, closed-form ``TrafficCost``,
-                  ``run_secure_sum`` driver, ``recv_session``
+- ``program``   — the sans-I/O model: a role's program yields sends / broadcasts / expectations
+                 and receives what came; ``drive`` runs one over an endpoint (one asyncio
+                 timeout per round), ``count`` runs all roles in-process and counts the traffic
+- ``engine``    — ``SecureSumEngine`` interface (per-role programs), context, ``TrafficCost``
+                  counted by the counting driver, ``run_secure_sum`` driver, ``from_controller``
 - ``agreement`` — a sum is one agreed request: the session id every participant derives from
                   the request and the start, and the unit-total check of a sum
-- ``receive``   — a party's round of share vectors: send and receive together, check, sum
+- ``receive``   — a party's round of share vectors folded as they arrive: check, sum, reject
 - ``paper``     — engine ``paper``: main paper 4.2, modulus n + 1, full mesh, broadcast
 - ``graph``     — engine ``graph``: additive shares to neighbours of a sparse graph
 - ``views``     — the masked engine's consistency round: survivor views stated once, MAC'd

@@ -1,9 +1,14 @@
 """The secure-sum engine interface, shared helpers, and :func:`run_secure_sum`.
 
-An engine is a *choreography*: one coroutine per party and one for the controller, talking
-only through their :class:`~parties.network.Endpoint`.  The actor runtime calls them from its
-own actors; :func:`run_secure_sum` is the stand-alone driver (one TaskGroup, everybody on one
-:class:`~parties.network.InMemoryNetwork`).
+An engine is a *choreography*: one sans-I/O program per party and one for the controller
+(:meth:`SecureSumEngine.party_program`, :meth:`SecureSumEngine.controller_program`;
+:mod:`parties.secure.program`), talking only through the operations they yield.  The actor
+runtime runs them from its own actors over their :class:`~parties.transport.Endpoint`
+(:meth:`SecureSumEngine.party` / :meth:`SecureSumEngine.controller`, which drive the programs);
+:func:`run_secure_sum` is the stand-alone driver (one TaskGroup, everybody on one
+:class:`~parties.network.InMemoryNetwork`); :meth:`SecureSumEngine.cost` runs them all through
+the counting driver.  (An engine may still implement ``party`` / ``controller`` / ``cost`` as
+coroutines and its own count instead: ``masked``.)
 
 Usage::
 
@@ -11,7 +16,7 @@ Usage::
     result = asyncio.run(run_secure_sum(PaperEngine(), net, vectors, timeout=60))
     result.total          # exact column sums of ``vectors`` (int64)
     result.statistics     # measured messages / bytes / rounds
-    result.cost           # closed-form prediction of the same traffic (fault-free)
+    result.cost           # the counted traffic of a fault-free run (the closed form)
 
 Every engine returns the exact sum or raises a :class:`mprr.errors.ProtocolError` subclass
 (``PartyDropped``, ``RoundTimeout``, ``SecureSumAborted``, ``MessageError``) — never a wrong
@@ -24,7 +29,7 @@ import asyncio
 import secrets
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
@@ -40,6 +45,7 @@ from parties.topology import CONTROLLER, actor_name
 from parties.transport import Endpoint, Transport
 from parties.secure.messages import TO_CONTROLLER
 from parties.secure.pki import Signer, setup_pki
+from parties.secure.program import Delivery, Expect, Operation, Program, SizeByShape, count, drive, receive
 from parties.secure.ring import ZMod
 from parties.secure.topology import Neighbourhoods
 from parties.traffic import Counts, TrafficStatistics
@@ -55,10 +61,13 @@ __all__ = [
     "SecureSumResult",
     "SumOutcome",
     "TrafficCost",
+    "COUNT_LIMIT",
+    "counted_cost",
     "run_secure_sum",
     "encoded_size",
     "as_ring_vector",
     "collect",
+    "from_controller",
     "recv_session",
     "to_counts",
     "MAX_TOTAL",
@@ -127,15 +136,17 @@ class SumOutcome(NamedTuple):
 
 @dataclass(frozen=True)
 class TrafficCost:
-    """Closed-form traffic of a fault-free run.
+    """Traffic of a fault-free run (the closed-form cost).
 
     ``sent`` maps every actor (CONTROLLER included) to the messages and bytes it sends;
-    ``rounds`` counts communication rounds; ``formula`` states the closed form in words.
+    ``rounds`` counts communication rounds; ``formula`` states how it was obtained.
     """
 
     sent: Mapping[int, Counts]
     rounds: int
     formula: str
+    exact: bool = True
+    """False when the count stopped at its limit (:data:`COUNT_LIMIT`): a lower bound."""
 
     @property
     def messages(self) -> int:
@@ -167,8 +178,9 @@ class SecureSumResult:
         Parties whose vector is not in ``total``.
     statistics
         Snapshot of the network's measured traffic after the run (cumulative per network).
-    cost
-        Closed-form traffic of a fault-free run of this engine on this context.
+    engine, context
+        The engine and the session's context; :attr:`cost` is the traffic of a fault-free run
+        of this engine on this context.
     failures
         Errors raised inside party coroutines (e.g. a crashed party's PartyDropped).
     elapsed
@@ -179,9 +191,16 @@ class SecureSumResult:
     contributors: tuple[int, ...]
     dropped: tuple[int, ...]
     statistics: TrafficStatistics
-    cost: TrafficCost
+    engine: SecureSumEngine = field(repr=False)
+    context: SecureSumContext = field(repr=False)
     failures: Mapping[int, ProtocolError] = field(default_factory=dict)
     elapsed: float = 0.0
+
+    @cached_property
+    def cost(self) -> TrafficCost:
+        """Traffic of a fault-free run of this engine on this context (``engine.cost``,
+        counted when first asked for)."""
+        return self.engine.cost(self.context)
 
 
 def encoded_size(msg: Message) -> int:
@@ -348,6 +367,27 @@ async def recv_session(ep: Endpoint, kind: type[M], *, session: str, phase: str,
     )
 
 
+def from_controller(me: int, kind: type[M], session: str, phase: str, timeout: float
+                    ) -> Generator[Operation, Delivery[Any] | None, M]:
+    """A program's round of one ``kind`` message of ``session`` from the controller within
+    ``timeout`` s (``msg = yield from from_controller(...)``; a message of another session is
+    not this round's, and its sender stays awaited).
+
+    Raises
+    ------
+    RoundTimeout
+        No ``kind`` message of this session arrived in time.
+    """
+    got = yield from receive(Expect(kind, session, (CONTROLLER,), phase, timeout))
+    if got.timed_out:
+        raise RoundTimeout(
+            f"phase {phase!r}: {actor_name(me)} timed out after {timeout:g} s waiting for "
+            f"{kind.NAME} of session {session!r} from the controller",
+            phase=phase, timeout=timeout, missing=(CONTROLLER,),
+        )
+    return got.messages[CONTROLLER]
+
+
 def _names(actors: Sequence[int], limit: int = 10) -> str:
     names = ", ".join(actor_name(a) for a in actors[:limit])
     return names + (f" and {len(actors) - limit} more" if len(actors) > limit else "")
@@ -427,11 +467,11 @@ class SecureSumEngine(ABC):
     ) -> SecureSumContext:
         """Engine-specific part of :meth:`context` (modulus, topology, threshold)."""
 
-    # ---------------------------------------------------------------- choreography
-    @abstractmethod
-    async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext, *,
-                    signer: Signer | None = None, min_contributors: int = 2) -> np.ndarray | None:
-        """Run party ``ep.actor``'s side with its private ``vector``.
+    # ---------------------------------------------------------------- programs
+    def party_program(self, me: int, vector: np.ndarray, ctx: SecureSumContext, *,
+                      signer: Signer | None = None, min_contributors: int = 2) -> Program[np.ndarray | None]:
+        """Party ``me``'s sans-I/O program (:mod:`parties.secure.program`) with its private
+        ``vector``; returns the total when the engine lets parties learn it (paper), else None.
 
         ``signer`` is the party's PKI key, used by the engines that sign (:attr:`signs`).
         ``min_contributors`` is the party's policy (its ``min_roster``): it releases nothing
@@ -440,17 +480,72 @@ class SecureSumEngine(ABC):
         it), so the roster check of the party's accountant is that check; the masked engine,
         which sums over the survivors, checks the survivors the party knows of.
 
+        Raises
+        ------
+        ConfigurationError
+            The engine has no program (it overrides :meth:`party` instead).
+        """
+        raise ConfigurationError(f"the {self.name!r} engine runs as coroutines, not as a program")
+
+    def controller_program(self, ctx: SecureSumContext) -> Program[SumOutcome]:
+        """The controller's sans-I/O program; returns the exact int64 total and who contributed.
+
+        Raises
+        ------
+        ConfigurationError
+            The engine has no program (it overrides :meth:`controller` instead).
+        """
+        raise ConfigurationError(f"the {self.name!r} engine runs as coroutines, not as a program")
+
+    # ---------------------------------------------------------------- choreography
+    async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext, *,
+                    signer: Signer | None = None, min_contributors: int = 2) -> np.ndarray | None:
+        """Run party ``ep.actor``'s side with its private ``vector``: its
+        :meth:`party_program` over its endpoint (:func:`~parties.secure.program.drive`).
+
         Returns the total when the engine lets parties learn it (paper), else None.
         """
+        return await drive(ep, self.party_program(ep.actor, vector, ctx, signer=signer,
+                                                  min_contributors=min_contributors))
 
-    @abstractmethod
     async def controller(self, ep: Endpoint, ctx: SecureSumContext) -> SumOutcome:
-        """Run the controller's side; returns the exact int64 total and who contributed."""
+        """Run the controller's side (:meth:`controller_program` over its endpoint); returns
+        the exact int64 total and who contributed."""
+        return await drive(ep, self.controller_program(ctx))
 
     # ---------------------------------------------------------------- cost model
-    @abstractmethod
     def cost(self, ctx: SecureSumContext) -> TrafficCost:
-        """Closed-form messages / bytes / rounds of a fault-free run."""
+        """Messages / bytes / rounds of a fault-free run: every role's program run by the
+        counting driver (:func:`counted_cost`, up to :data:`COUNT_LIMIT` messages)."""
+        return counted_cost(self, ctx, limit=COUNT_LIMIT)
+
+
+COUNT_LIMIT = 1_000_000
+"""Messages :meth:`SecureSumEngine.cost` counts at most (about 10 s of CPU); beyond, its
+:class:`TrafficCost` is a lower bound (``exact`` False)."""
+
+
+def counted_cost(engine: SecureSumEngine, ctx: SecureSumContext, *, limit: int | None = None) -> TrafficCost:
+    """Traffic of a fault-free run of ``engine`` on ``ctx``: the controller's and every party's
+    program (:meth:`SecureSumEngine.party_program`, inputs all zero, a fresh PKI where the
+    engine signs) run by the counting driver :func:`~parties.secure.program.count`, every
+    message sized by the codec (one encoding per message shape,
+    :class:`~parties.secure.program.SizeByShape`).  No message's size depends on the inputs.
+    ``limit``: stop after that many messages (the cost is then a lower bound, ``exact`` False).
+    """
+    signers, registry = setup_pki(ctx.parties) if engine.signs else ({}, None)
+    if registry is not None:
+        ctx = replace(ctx, registry=registry)
+    zero = np.zeros(ctx.length, dtype=np.uint8)
+    programs: dict[int, Program[Any]] = {CONTROLLER: engine.controller_program(ctx)}
+    for p in ctx.parties:
+        programs[p] = engine.party_program(p, zero, ctx, signer=signers.get(p))
+    counted = count(programs, size=SizeByShape(), limit=limit)
+    stats = counted.statistics
+    kinds = ", ".join(f"{c.messages:,} {k} ({c.bytes:,} B)" for k, c in stats.by_kind.items())
+    bound = "" if counted.complete else f"at least (stopped after {limit:,} messages) "
+    return TrafficCost(sent=counted.sent(), rounds=stats.rounds, exact=counted.complete,
+                       formula=f"{bound}counted ({engine.name}, n = {ctx.n}, L = {ctx.length}): {kinds}")
 
 
 async def run_secure_sum(
@@ -568,7 +663,8 @@ async def run_secure_sum(
         contributors=tuple(contributors),
         dropped=dropped,
         statistics=network.statistics(),
-        cost=engine.cost(ctx),
+        engine=engine,
+        context=ctx,
         failures=MappingProxyType(dict(failures)),
         elapsed=time.perf_counter() - start,
     )

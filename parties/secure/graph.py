@@ -17,6 +17,9 @@ the registry (a substituted key would let the controller open the shares: it is 
 parties seal their shares (ChaCha20-Poly1305, keys by HKDF from X25519) and the controller
 relays the ciphertexts.  The traffic counts both hops.
 
+Each role is a sans-I/O program (:mod:`parties.secure.program`); the traffic of a fault-free run
+is that of the programs under the counting driver (:meth:`~parties.secure.engine.SecureSumEngine.cost`).
+
 Not dropout tolerant: a party that crashes takes its shares with it, the controller raises
 :class:`~mprr.errors.PartyDropped` (never a wrong count).  Use the ``masked`` engine to
 survive dropouts.
@@ -25,27 +28,24 @@ survive dropouts.
 from __future__ import annotations
 
 import asyncio
-from types import MappingProxyType
 
 import numpy as np
 
-from mprr.errors import ConfigurationError, MessageError, PartyDropped, RoundTimeout
+from mprr.errors import ConfigurationError, MessageError, PartyDropped
 from parties.topology import CONTROLLER
-from parties.transport import Endpoint, Transport
-from parties.secure.crypto import AEAD_OVERHEAD, KeyPair, agree, open_sealed, seal
+from parties.transport import Transport
+from parties.secure.crypto import KeyPair, agree, open_sealed, seal
 from parties.secure.engine import (
     SecureSumContext,
     SecureSumEngine,
     SumOutcome,
-    TrafficCost,
     as_ring_vector,
     check_total,
-    collect,
-    recv_session,
-    encoded_size,
+    from_controller,
     to_counts,
 )
-from parties.secure.receive import checked_vector, receive_sum
+from parties.secure.program import Expect, Mark, Program, Send, SendEach, receive
+from parties.secure.receive import VectorSum, checked_vector, combination
 from parties.secure.messages import (
     KeyDirectory,
     PartialSum,
@@ -61,7 +61,6 @@ from parties.secure.pki import SIGNATURE_BYTES, KeyRegistry, Signer
 from parties.secure.prg import Keystream
 from parties.secure.sharing import split
 from parties.secure.topology import TOPOLOGIES, Neighbourhoods, build_neighbourhoods
-from parties.traffic import Counts
 
 __all__ = ["GraphEngine", "ring_modulus"]
 
@@ -94,7 +93,8 @@ def edges_allowed(network: Transport, neighbours: Neighbourhoods) -> bool:
 
 
 async def controller_phase(net: Transport, phase: str) -> None:
-    """Mark a communication round on the network (the controller drives the rounds)."""
+    """Mark a communication round on the network (the controller drives the rounds; a program
+    yields :class:`~parties.secure.program.Mark` instead)."""
     net.begin_round(phase)
     await asyncio.sleep(0)
 
@@ -153,49 +153,41 @@ class GraphEngine(SecureSumEngine):
                                 relay=relay)
 
     # ------------------------------------------------------------------ party
-    async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext, *,
-                    signer: Signer | None = None, min_contributors: int = 2) -> None:
+    def party_program(self, me: int, vector: np.ndarray, ctx: SecureSumContext, *,
+                      signer: Signer | None = None, min_contributors: int = 2) -> Program[None]:
         """Share x_i among the neighbours, then send the partial sum to the controller
         (``signer``: the party's PKI key, which signs its relayed public key)."""
         ring = ctx.ring
         x = as_ring_vector(vector, ctx, ring)
-        me = ep.actor
         nbrs = ctx.neighbours[me]
         if ctx.relay:
-            own, received = await self._relay_shares(ep, x, nbrs, ctx, signer)
+            own, received = yield from self._relay_shares(me, x, nbrs, ctx, signer)
         else:
-            own = await self._send_shares(ep, x, nbrs, ctx)
-            del x  # hold O(L), not O(k L), while waiting (n parties wait at once)
-            await asyncio.sleep(0)  # let every party send its shares first: synchronous rounds
-            received = await receive_sum(ep, nbrs, ShareVector, "shares", -1, ctx, ring,
-                                         "graph/shares", self.round_timeout)
-        partial = ring.add(own, received)
-        await ep.send(CONTROLLER, PartialSum(ctx.session, -1, partial), phase="graph/partial")
+            shares = split(x, len(nbrs) + 1, ring, Keystream())
+            own = shares[0].copy()
+            yield SendEach(nbrs, tuple(ShareVector(ctx.session, -1, row) for row in shares[1:]), "graph/shares")
+            del x, shares  # hold O(L), not O(k L), while waiting (n parties wait at once)
+            expect = Expect(ShareVector, ctx.session, nbrs, "graph/shares", self.round_timeout, stream=True,
+                            where=combination(-1))
+            received = yield from VectorSum(me, expect, "shares", -1, ctx, ring).finish()
+        yield Send(CONTROLLER, PartialSum(ctx.session, -1, ring.add(own, received)), "graph/partial")
+        return None
 
-    async def _send_shares(self, ep: Endpoint, x: np.ndarray, nbrs: tuple[int, ...],
-                           ctx: SecureSumContext) -> np.ndarray:
-        """Split x into deg + 1 additive shares, send one to each neighbour, return our own."""
-        shares = split(x, len(nbrs) + 1, ctx.ring, Keystream())
-        for j, row in zip(nbrs, shares[1:]):
-            await ep.send(j, ShareVector(ctx.session, -1, row), phase="graph/shares")
-        own: np.ndarray = shares[0].copy()
-        return own
-
-    async def _relay_shares(self, ep: Endpoint, x: np.ndarray, nbrs: tuple[int, ...],
-                            ctx: SecureSumContext, signer: Signer | None) -> tuple[np.ndarray, np.ndarray]:
+    def _relay_shares(self, me: int, x: np.ndarray, nbrs: tuple[int, ...], ctx: SecureSumContext,
+                      signer: Signer | None) -> Program[tuple[np.ndarray, np.ndarray]]:
         """Exchange shares through the controller, sealed with pairwise X25519/HKDF keys whose
         public halves are PKI-signed; returns (own share, sum of the shares received)."""
-        me, ring, timeout = ep.actor, ctx.ring, self.round_timeout
+        ring, timeout, session = ctx.ring, self.round_timeout, ctx.session
         registry = ctx.registry
         if signer is None or not isinstance(registry, KeyRegistry) or signer.party != me:
             raise ConfigurationError(
                 f"party {me}: relayed graph shares need the party's PKI signer and the key registry "
                 "(parties.secure.pki.setup_pki at set-up)")
         keys = KeyPair.generate()
-        await ep.send(CONTROLLER, PublicKeys(ctx.session, (keys.public,), signer.sign(_KEYS, ctx.session, keys.public)),
-                      phase="graph/keys")
-        directory = await recv_session(ep, KeyDirectory, session=ctx.session, phase="graph/keys", timeout=timeout)
-        if directory.session != ctx.session or tuple(directory.parties.tolist()) != nbrs:
+        yield Send(CONTROLLER, PublicKeys(session, (keys.public,), signer.sign(_KEYS, session, keys.public)),
+                   "graph/keys")
+        directory = yield from from_controller(me, KeyDirectory, session, "graph/keys", timeout)
+        if tuple(directory.parties.tolist()) != nbrs:
             raise MessageError(
                 f"party {me}: key directory does not list exactly its neighbours {list(nbrs)[:10]}"
             )
@@ -204,122 +196,80 @@ class GraphEngine(SecureSumEngine):
         sigs = directory.signatures
         peer_keys = {j: directory.key(k) for k, j in enumerate(nbrs)}
         for k, j in enumerate(nbrs):
-            if not registry.verify(j, _KEYS, ctx.session, peer_keys[j],
+            if not registry.verify(j, _KEYS, session, peer_keys[j],
                                    sigs[SIGNATURE_BYTES * k: SIGNATURE_BYTES * (k + 1)]):
                 raise MessageError(
                     f"party {me}: the key relayed for party {j} is not signed by party {j}'s registered "
                     "key: key substitution detected")
         channel = {
-            j: agree(keys.private, ks, purpose="channel", session=ctx.session, me=me, peer=j)
+            j: agree(keys.private, ks, purpose="channel", session=session, me=me, peer=j)
             for j, ks in peer_keys.items()
         }
         shares = split(x, len(nbrs) + 1, ring, Keystream())
         sealed = bundle(
-            (j, seal(channel[j], row.tobytes(), session=ctx.session, sender=me, receiver=j))
+            (j, seal(channel[j], row.tobytes(), session=session, sender=me, receiver=j))
             for j, row in zip(nbrs, shares[1:])
         )
         own = shares[0].copy()
         del shares, x
-        await ep.send(CONTROLLER, SealedShares(ctx.session, *sealed), phase="graph/relay")
-        relayed = await recv_session(ep, RelayedShares, session=ctx.session, phase="graph/relay", timeout=timeout)
+        yield Send(CONTROLLER, SealedShares(session, *sealed), "graph/relay")
+        relayed = yield from from_controller(me, RelayedShares, session, "graph/relay", timeout)
         senders = relayed.senders.tolist()
-        if relayed.session != ctx.session or senders != list(nbrs):
+        if senders != list(nbrs):
             raise MessageError(f"party {me}: relayed shares do not come from exactly its neighbours")
         acc = np.zeros(ctx.length, dtype=np.uint64)
         for j, blob in zip(senders, blobs(relayed.ends, relayed.ciphertexts)):
-            plain = open_sealed(channel[j], blob, session=ctx.session, sender=j, receiver=me)
+            plain = open_sealed(channel[j], blob, session=session, sender=j, receiver=me)
             if len(plain) != ctx.length * ring.element_bytes:
                 raise MessageError(f"party {me}: share from party {j} has {len(plain)} bytes")
             acc = ring.add(acc, checked_vector(np.frombuffer(plain, dtype=ring.dtype), ring, ctx, -1, j))
         return own, acc
 
     # ------------------------------------------------------------------ controller
-    async def controller(self, ep: Endpoint, ctx: SecureSumContext) -> SumOutcome:
+    def controller_program(self, ctx: SecureSumContext) -> Program[SumOutcome]:
         """(Relay the sealed shares, then) add the partial sums of all parties."""
-        ring, net = ctx.ring, ep.network
+        ring = ctx.ring
         if ctx.relay:
-            await self._relay(ep, ctx)
-            await controller_phase(net, "graph/partial")
-        try:
-            got = await collect(ep, ctx.parties, kind=PartialSum, session=ctx.session,
-                                phase="graph/partial", timeout=2 * self.round_timeout)
-        except RoundTimeout as exc:
-            raise _dropped("partial sums", exc) from exc
-        rows = np.stack([checked_vector(m.values, ring, ctx, -1, src) for src, m in got.items()])
+            yield from self._relay(ctx)
+            yield Mark("graph/partial")
+        got = yield from receive(Expect(PartialSum, ctx.session, ctx.parties, "graph/partial",
+                                        2 * self.round_timeout, where=combination(-1)))
+        if got.timed_out:
+            raise _dropped("partial sums", got.missing)
+        rows = np.stack([checked_vector(m.values, ring, ctx, -1, src) for src, m in got.messages.items()])
         return SumOutcome(to_counts(ring.sum(rows, axis=0)), ctx.parties)
 
-    async def _relay(self, ep: Endpoint, ctx: SecureSumContext) -> None:
-        net, timeout = ep.network, self.round_timeout
-        await controller_phase(net, "graph/keys")
-        try:
-            keys = await collect(ep, ctx.parties, kind=PublicKeys, session=ctx.session,
-                                 phase="graph/keys", timeout=timeout)
-        except RoundTimeout as exc:
-            raise _dropped("public keys", exc) from exc
-        for p in ctx.parties:
+    def _relay(self, ctx: SecureSumContext) -> Program[None]:
+        timeout, session, parties = self.round_timeout, ctx.session, ctx.parties
+        yield Mark("graph/keys")
+        got = yield from receive(Expect(PublicKeys, session, parties, "graph/keys", timeout))
+        if got.timed_out:
+            raise _dropped("public keys", got.missing)
+        keys = got.messages
+        directories = []
+        for p in parties:
             nbrs = ctx.neighbours[p]
-            await ep.send(p, KeyDirectory(ctx.session, id_vector(nbrs), b"".join([keys[j].keys[0] for j in nbrs]),
-                                          b"".join([keys[j].signature for j in nbrs])), phase="graph/keys")
-        await controller_phase(net, "graph/relay")
-        try:
-            sealed = await collect(ep, ctx.parties, kind=SealedShares, session=ctx.session,
-                                   phase="graph/relay", timeout=timeout)
-        except RoundTimeout as exc:
-            raise _dropped("sealed shares", exc) from exc
-        inbox: dict[int, list[tuple[int, bytes]]] = {p: [] for p in ctx.parties}
-        for src in ctx.parties:
-            msg = sealed[src]
+            directories.append(KeyDirectory(session, id_vector(nbrs), b"".join([keys[j].keys[0] for j in nbrs]),
+                                            b"".join([keys[j].signature for j in nbrs])))
+        yield SendEach(parties, tuple(directories), "graph/keys")
+        del directories
+        yield Mark("graph/relay")
+        got_sealed = yield from receive(Expect(SealedShares, session, parties, "graph/relay", timeout))
+        if got_sealed.timed_out:
+            raise _dropped("sealed shares", got_sealed.missing)
+        inbox: dict[int, list[tuple[int, bytes]]] = {p: [] for p in parties}
+        for src in parties:
+            msg = got_sealed.messages[src]
             if tuple(msg.recipients.tolist()) != ctx.neighbours[src]:
                 raise MessageError(f"party {src} sealed shares for {list(msg.recipients)[:10]}, "
                                    "not for exactly its neighbours")
             for dst, blob in zip(msg.recipients.tolist(), blobs(msg.ends, msg.ciphertexts)):
                 inbox[dst].append((src, blob))
-        for p in ctx.parties:  # relayed as bytes: sliced, never opened
-            await ep.send(p, RelayedShares(ctx.session, *bundle(inbox[p])), phase="graph/relay")
-
-    # ------------------------------------------------------------------ cost
-    def cost(self, ctx: SecureSumContext) -> TrafficCost:
-        """Direct: party i sends deg(i) ShareVector + 1 PartialSum.  Relay: 3 messages per party
-        (key, sealed shares, partial), 2 per party from the controller (directory, relay)."""
-        vec = np.zeros(ctx.length, dtype=ctx.ring.dtype)
-        partial = encoded_size(PartialSum(ctx.session, -1, vec))
-        share = encoded_size(ShareVector(ctx.session, -1, vec))
-        cell_bytes = ctx.length * ctx.ring.element_bytes + AEAD_OVERHEAD
-        sent: dict[int, Counts] = {}
-        ctrl_msgs = ctrl_bytes = 0
-        key, sig = bytes(32), bytes(SIGNATURE_BYTES)
-        relay_sizes: dict[int, tuple[int, int]] = {}  # sizes depend on the degree only
-        for p in ctx.parties:
-            k = len(ctx.neighbours[p])
-            if not ctx.relay:
-                sent[p] = Counts(k + 1, k * share + partial)
-                continue
-            if k not in relay_sizes:
-                entries = bundle((i, bytes(cell_bytes)) for i in range(k))
-                relay_sizes[k] = (
-                    encoded_size(PublicKeys(ctx.session, (key,), sig))
-                    + encoded_size(SealedShares(ctx.session, *entries)) + partial,
-                    encoded_size(KeyDirectory(ctx.session, entries[0], key * k, sig * k))
-                    + encoded_size(RelayedShares(ctx.session, *entries)),
-                )
-            party_bytes, controller_bytes = relay_sizes[k]
-            sent[p] = Counts(3, party_bytes)
-            ctrl_msgs += 2
-            ctrl_bytes += controller_bytes
-        sent[CONTROLLER] = Counts(ctrl_msgs, ctrl_bytes)
-        degrees = sorted({len(ctx.neighbours[p]) for p in ctx.parties})
-        formula = (
-            f"per party deg(i) = {degrees} share vectors of L = {ctx.length} cells + 1 partial "
-            "sum: O(k L) per party, O(n k L) total, 2 rounds"
-            if not ctx.relay else
-            "relay through the controller: per party 1 key + 1 sealed bundle of deg(i) shares "
-            "+ 1 partial; controller 1 key directory + 1 relayed bundle per party; 3 rounds"
-        )
-        return TrafficCost(sent=MappingProxyType(sent), rounds=3 if ctx.relay else 2, formula=formula)
+        # relayed as bytes: sliced, never opened
+        yield SendEach(parties, tuple(RelayedShares(session, *bundle(inbox[p])) for p in parties), "graph/relay")
 
 
-def _dropped(what: str, exc: RoundTimeout) -> PartyDropped:
-    missing = exc.missing
+def _dropped(what: str, missing: tuple[int, ...]) -> PartyDropped:
     return PartyDropped(
         f"graph secure sum: {what} missing from {len(missing)} part"
         f"{'y' if len(missing) == 1 else 'ies'} {list(missing)[:10]} (crashed or stalled); their "

@@ -9,7 +9,9 @@ For one value combination (a, a') and n parties, with modulus n + 1:
 
 Here the controller is one more recipient of the broadcasts of step 3 (it is the party that
 wants the bivariate tables); the parties also compute the total and :func:`run_secure_sum`
-checks that everyone agrees.
+checks that everyone agrees.  Each role is a sans-I/O program (:mod:`parties.secure.program`);
+the traffic of a fault-free run is that of the programs under the counting driver
+(:meth:`~parties.secure.engine.SecureSumEngine.cost`).
 
 ``batched=False`` runs the protocol once per value combination, as written in the paper
 (2 rounds and 2n - 1 messages per party per combination); ``batched=True`` (default) carries
@@ -24,32 +26,20 @@ that crashes stalls the sum: the others time out and the controller raises
 
 from __future__ import annotations
 
-import asyncio
-from types import MappingProxyType
-
 import numpy as np
 
 from mprr.domain import check_int
-from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
+from mprr.errors import ConfigurationError, PartyDropped
 from parties.topology import CONTROLLER
-from parties.transport import Endpoint, Transport
-from parties.secure.engine import (
-    SecureSumContext,
-    SecureSumEngine,
-    SumOutcome,
-    TrafficCost,
-    as_ring_vector,
-    collect,
-    encoded_size,
-    to_counts,
-)
-from parties.secure.receive import checked_vector, receive_sum, run_both
+from parties.transport import Transport
+from parties.secure.engine import SecureSumContext, SecureSumEngine, SumOutcome, as_ring_vector, to_counts
 from parties.secure.messages import PartialSum, ShareVector
 from parties.secure.pki import Signer
 from parties.secure.prg import Keystream
+from parties.secure.program import Broadcast, Expect, Poll, Program, SendEach, receive
+from parties.secure.receive import VectorSum, checked_vector, combination
 from parties.secure.ring import ZMod
 from parties.secure.topology import CompleteNeighbourhoods
-from parties.traffic import Counts
 
 __all__ = ["PaperEngine"]
 
@@ -64,8 +54,9 @@ class PaperEngine(SecureSumEngine):
     round_timeout, max_value
         See :class:`SecureSumEngine`.
     yield_every
-        A party yields to the event loop after this many sends, so that receivers consume
-        shares while they arrive (keeps memory O(n * L) instead of O(n^2 * L) at large n).
+        A party takes the shares that have arrived after this many sends (a
+        :class:`~parties.secure.program.Poll`: its peers run meanwhile), so that receivers
+        consume shares while they arrive (keeps memory O(n * L) instead of O(n^2 * L) at large n).
     """
 
     name = "paper"
@@ -99,99 +90,74 @@ class PaperEngine(SecureSumEngine):
         return SecureSumContext(session, parties, length, self.max_value, modulus, neighbours)
 
     # ------------------------------------------------------------------ party
-    async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext, *,
-                    signer: Signer | None = None, min_contributors: int = 2) -> np.ndarray:
-        """Steps 1-4 of main paper 4.2 for party ``ep.actor``; returns the total it computes
+    def party_program(self, me: int, vector: np.ndarray, ctx: SecureSumContext, *,
+                      signer: Signer | None = None, min_contributors: int = 2) -> Program[np.ndarray]:
+        """Steps 1-4 of main paper 4.2 for party ``me``; returns the total it computes
         (``signer`` unused: no key is relayed)."""
         ring = ctx.ring
         x = as_ring_vector(vector, ctx, ring)
-        me = ep.actor
         peers = tuple(p for p in ctx.parties if p != me)
         stream = Keystream()  # fresh secret seed from the OS CSPRNG
         if self.batched:
-            return to_counts(await self._one_sum(ep, x, -1, peers, ctx, ring, stream))
+            return to_counts((yield from self._one_sum(me, x, -1, peers, ctx, ring, stream)))
         out = np.empty(ctx.length, dtype=np.int64)
         for c in range(ctx.length):
-            out[c] = to_counts(await self._one_sum(ep, x[c : c + 1], c, peers, ctx, ring, stream))[0]
+            out[c] = to_counts((yield from self._one_sum(me, x[c : c + 1], c, peers, ctx, ring, stream)))[0]
         return out
 
-    async def _one_sum(self, ep: Endpoint, x: np.ndarray, tag: int, peers: tuple[int, ...],
-                       ctx: SecureSumContext, ring: ZMod, stream: Keystream) -> np.ndarray:
+    def _one_sum(self, me: int, x: np.ndarray, tag: int, peers: tuple[int, ...], ctx: SecureSumContext,
+                 ring: ZMod, stream: Keystream) -> Program[np.ndarray]:
         phase_shares, phase_broadcast = _phases(tag)
-        length = x.shape[0]
+        session, timeout, length = ctx.session, self.round_timeout, x.shape[0]
+        # steps 1 and 2, while the peers' shares are received (polled every ``yield_every`` sends)
+        shares = VectorSum(me, Expect(ShareVector, session, peers, phase_shares, timeout, stream=True,
+                                      where=combination(tag)), "shares", tag, ctx, ring)
         sent = np.zeros(length, dtype=np.uint64)  # unreduced sum of the shares sent
-        peers_sent = [0]
-
-        async def send_shares() -> None:  # steps 1 and 2
-            chunk = min(self.yield_every, 32)  # rows drawn at once (memory O(chunk * L))
-            wide = np.uint32 if (ring.modulus - 1) * chunk < 1 << 32 else np.uint64  # a block's exact sum
-            session = ctx.session
-            for start in range(0, len(peers), chunk):
-                block = ring.random(stream, (min(chunk, len(peers) - start), length))
-                ring.accumulate(sent, block.sum(axis=0, dtype=wide))
-                await ep.send_each(peers[start : start + chunk], [ShareVector(session, tag, r) for r in block],
-                                   phase=phase_shares)  # one message per peer
-                before = peers_sent[0]
-                peers_sent[0] += len(block)
-                if peers_sent[0] // self.yield_every > before // self.yield_every:
-                    await asyncio.sleep(0)
-
-        received = await run_both(
-            send_shares(),
-            receive_sum(ep, peers, ShareVector, "shares", tag, ctx, ring, phase_shares,
-                         self.round_timeout),
-        )
+        chunk = min(self.yield_every, 32)  # rows drawn at once (memory O(chunk * L))
+        wide = np.uint32 if (ring.modulus - 1) * chunk < 1 << 32 else np.uint64  # a block's exact sum
+        done = 0
+        for start in range(0, len(peers), chunk):
+            block = ring.random(stream, (min(chunk, len(peers) - start), length))
+            ring.accumulate(sent, block.sum(axis=0, dtype=wide))
+            yield SendEach(peers[start : start + chunk], tuple(ShareVector(session, tag, r) for r in block),
+                           phase_shares)  # one message per peer
+            before, done = done, done + len(block)
+            if done // self.yield_every > before // self.yield_every:
+                got = yield Poll(shares.expect)
+                assert got is not None
+                yield from shares.fold(got)
+        received = yield from shares.finish()
         own = ring.neg(ring.reduce(sent))  # r_ii: all n shares sum to 0 (mod n + 1)
-        r_j = ring.add(ring.add(own, received[1]), x)  # step 3
-        await ep.broadcast((*peers, CONTROLLER), PartialSum(ctx.session, tag, r_j),
-                           phase=phase_broadcast)
-        others = await receive_sum(ep, peers, PartialSum, "values", tag, ctx, ring,
-                                    phase_broadcast, self.round_timeout, broadcast=True)
+        r_j = ring.add(ring.add(own, received), x)  # step 3
+        yield Broadcast((*peers, CONTROLLER), PartialSum(session, tag, r_j), phase_broadcast)
+        values = VectorSum(me, Expect(PartialSum, session, peers, phase_broadcast, timeout, stream=True,
+                                      where=combination(tag)), "values", tag, ctx, ring, broadcast=True)
+        others = yield from values.finish()
         return ring.add(others, r_j)  # step 4
 
     # ------------------------------------------------------------------ controller
-    async def controller(self, ep: Endpoint, ctx: SecureSumContext) -> SumOutcome:
+    def controller_program(self, ctx: SecureSumContext) -> Program[SumOutcome]:
         """Collect every broadcast r_j and add them mod n + 1 (step 4)."""
         ring = ctx.ring
         tags = [-1] if self.batched else list(range(ctx.length))
+        timeout = 2 * self.round_timeout
         parts = []
         for tag in tags:
             _, phase_broadcast = _phases(tag)
-            try:
-                got = await collect(ep, ctx.parties, kind=PartialSum, session=ctx.session,
-                                    phase=phase_broadcast, timeout=2 * self.round_timeout)
-            except RoundTimeout as exc:
+            got = yield from receive(Expect(PartialSum, ctx.session, ctx.parties, phase_broadcast, timeout,
+                                            where=combination(tag)))
+            if got.timed_out:
+                missing = got.missing
                 raise PartyDropped(
-                    f"paper secure sum: no broadcast r_j from {len(exc.missing)} "
-                    f"part{'y' if len(exc.missing) == 1 else 'ies'} {list(exc.missing)[:10]} within "
-                    f"{2 * self.round_timeout} s (crashed or stalled); the sum needs every party, "
+                    f"paper secure sum: no broadcast r_j from {len(missing)} "
+                    f"part{'y' if len(missing) == 1 else 'ies'} {list(missing)[:10]} within "
+                    f"{timeout} s (crashed or stalled); the sum needs every party, "
                     "no count is returned",
-                    parties=exc.missing,
-                ) from exc
-            rows = np.stack([checked_vector(m.values, ring, ctx, tag, src) for src, m in got.items()])
+                    parties=missing,
+                )
+            rows = np.stack([checked_vector(m.values, ring, ctx, tag, src) for src, m in got.messages.items()])
             parts.append(ring.sum(rows, axis=0))
         return SumOutcome(to_counts(np.concatenate(parts)), ctx.parties)
-
-    # ------------------------------------------------------------------ cost
-    def cost(self, ctx: SecureSumContext) -> TrafficCost:
-        """Per party (n - 1) ShareVector + n PartialSum per run; L runs unless batched."""
-        n, L = ctx.n, ctx.length
-        runs, cells = (1, L) if self.batched else (L, 1)
-        vec = np.zeros(cells, dtype=ctx.ring.dtype)
-        share = encoded_size(ShareVector(ctx.session, -1 if self.batched else 0, vec))
-        partial = encoded_size(PartialSum(ctx.session, -1 if self.batched else 0, vec))
-        per_party = Counts(runs * (2 * n - 1), runs * ((n - 1) * share + n * partial))
-        sent = {p: per_party for p in ctx.parties}
-        sent[CONTROLLER] = Counts(0, 0)
-        return TrafficCost(
-            sent=MappingProxyType(sent),
-            rounds=2 * runs,
-            formula=(
-                f"per party {runs} x [(n-1) shares + n broadcasts] of {cells} cell(s): "
-                f"{per_party.messages} messages, O(L*n) = O(sum_(i<j)|A_i||A_j| * n) cells "
-                "(main paper 4.2); total O(L*n^2)"
-            ),
-        )
 
 
 def _phases(tag: int) -> tuple[str, str]:

@@ -1,47 +1,33 @@
 """What one party does with the vectors its peers send in a round of a secure sum.
 
 Shared by the engines whose parties exchange share vectors and partial sums (main paper 4.2,
-engine ``paper``; the graph relay, engine ``graph``): run a party's sending and receiving
-together (:func:`run_both`), check that a received vector is ring elements of the expected
-length (:func:`checked_vector`), and receive one vector from every peer while summing them
-mod M (:func:`receive_sum`: duplicates skipped, a second different vector or a non-peer's
-rejected against its sender, missing peers named after the timeout).
+engine ``paper``; engine ``graph``): check that a received vector is ring elements of the
+expected length (:func:`checked_vector`), and fold one vector from every peer into their sum
+mod M as the round's batches arrive (:class:`VectorSum`, a piece of a sans-I/O program,
+:mod:`parties.secure.program`: duplicates skipped, a second different vector or a non-peer's
+rejected against its sender, missing peers named after the timeout; :func:`receive_sum` runs
+it alone over an endpoint).
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
 from parties.topology import actor_name
-from parties.transport import Endpoint
 from parties.secure.engine import SecureSumContext
+from parties.secure.program import Delivery, Expect, Operation, Reject, drive
 from parties.secure.ring import ZMod
 
 if TYPE_CHECKING:
     from parties.secure.messages import PartialSum, ShareVector
+    from parties.transport import Endpoint
 
-__all__ = ["checked_vector", "receive_sum", "run_both"]
-
-
-async def run_both(first: Any, second: Any) -> tuple[Any, Any]:
-    """Run two coroutines of one actor concurrently (e.g. send shares while receiving them).
-
-    If either fails the other is cancelled and the first error is raised as is (not wrapped
-    in an ExceptionGroup).
-    """
-    try:
-        async with asyncio.TaskGroup() as tg:
-            t1 = tg.create_task(first)
-            t2 = tg.create_task(second)
-    except BaseExceptionGroup as group:
-        protocol: list[BaseException] = [e for e in group.exceptions if isinstance(e, ProtocolError)]
-        raise (protocol or list(group.exceptions))[0] from None
-    return t1.result(), t2.result()
+__all__ = ["VectorSum", "checked_vector", "combination", "receive_sum"]
 
 
 def checked_vector(values: np.ndarray, ring: ZMod, ctx: SecureSumContext, tag: int, src: int) -> np.ndarray:
@@ -91,81 +77,109 @@ def _checked_digest(values: np.ndarray, ring: ZMod, ctx: SecureSumContext, tag: 
     return checked, hashlib.sha256(np.ascontiguousarray(checked).data).digest()[:16]
 
 
-async def receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type[ShareVector | PartialSum], field: str, tag: int,
-                       ctx: SecureSumContext, ring: ZMod, phase: str, timeout: float, *,
-                       broadcast: bool = False) -> np.ndarray:
-    """Receive one ``kind`` message (ShareVector / PartialSum) from every peer and sum its
-    ``field`` mod M, up to ``_BATCH`` vectors at a time (no buffering of n vectors).
+class VectorSum:
+    """Sum mod M of one vector from every source of a streamed round, folded batch by batch.
 
-    Duplicated deliveries of the same message, and messages of another session or combination
-    (late deliveries of an earlier sum), are skipped; a message from an actor that is not a
-    peer, or a second different message from a peer, is rejected (counted against its sender,
-    :meth:`~parties.transport.Endpoint.reject`) and skipped, so a misbehaving sender cannot
-    abort this receive; missing peers after ``timeout`` seconds raise RoundTimeout naming them.
-    A peer's vector of the wrong shape or outside the ring is a MessageError naming it.
-    ``broadcast``: the messages are broadcasts, checked once per message object
-    (:class:`_CheckedVectors`).
+    Pure (no I/O): :meth:`fold` takes each :class:`~parties.secure.program.Delivery` of the
+    round ``expect`` and yields the :class:`~parties.secure.program.Reject` operations it
+    decides on; :meth:`finish` waits for the rest of the round and returns the sum.  A
+    source's vectors are added up to ``_BATCH`` at a time (no buffering of n vectors).
+
+    Duplicated deliveries of the same message are skipped; a message from an actor that is
+    not a source, or a second different message from a source, is rejected (counted against
+    its sender) and skipped, so a misbehaving sender cannot abort the round; a source's vector
+    of the wrong shape or outside the ring is a MessageError naming it; missing sources at the
+    timeout raise RoundTimeout naming them.  ``broadcast``: the messages are broadcasts,
+    checked once per message object (:class:`_CheckedVectors`).
     """
-    expected = set(peers)
-    acc = np.zeros(ctx.length if tag < 0 else 1, dtype=np.uint64)
-    seen: dict[int, bytes] = {}  # digests, to recognise duplicated deliveries
-    # A peer's first vector is checked in two steps: its shape and dtype on arrival, its range
-    # (every cell below M; ``top`` None when the dtype holds nothing else) together with up to
-    # _BATCH others by :func:`flush`, which adds them to ``acc`` with one numpy call each.
-    shape, dtype = acc.shape, ring.dtype
-    top = None if ring.modulus - 1 >= int(np.iinfo(dtype).max) else dtype.type(ring.modulus)
-    sha256, checked_broadcast, session = hashlib.sha256, _BROADCASTS.get, ctx.session
-    pending: list[np.ndarray] = []
-    senders: list[int] = []
-    wide = np.uint32 if (ring.modulus - 1) * _BATCH < 1 << 32 else np.uint64  # holds a batch's exact sum
 
-    def flush() -> None:
-        rows = np.concatenate(pending).reshape(len(pending), shape[0])
-        if top is not None and not broadcast and rows.max() >= top:  # (broadcasts: checked by _BROADCASTS)
-            bad = np.flatnonzero(rows.max(axis=1) >= top)  # checked_vector names the first such peer
-            checked_vector(pending[bad[0]], ring, ctx, tag, senders[bad[0]])
-        ring.accumulate(acc, rows.sum(axis=0, dtype=wide))
+    def __init__(self, me: int, expect: Expect[ShareVector] | Expect[PartialSum], field: str, tag: int,
+                 ctx: SecureSumContext, ring: ZMod, *, broadcast: bool = False) -> None:
+        self.me, self.expect, self.field, self.tag = me, expect, field, tag
+        self.ctx, self.ring, self.broadcast = ctx, ring, broadcast
+        self.acc = np.zeros(ctx.length if tag < 0 else 1, dtype=np.uint64)
+        self.seen: dict[int, bytes] = {}  # digests, to recognise duplicated deliveries
+        self.done = False
+        self.missing: tuple[int, ...] = expect.sources
+        self.timed_out = False
+        # A source's first vector is checked in two steps: its shape and dtype on arrival, its
+        # range (every cell below M; ``top`` None when the dtype holds nothing else) together
+        # with up to _BATCH others by :meth:`_flush`, which adds them with one numpy call each.
+        self._top = None if ring.modulus - 1 >= int(np.iinfo(ring.dtype).max) else ring.dtype.type(ring.modulus)
+        self._wide = np.uint32 if (ring.modulus - 1) * _BATCH < 1 << 32 else np.uint64  # a batch's exact sum
+        self._pending: list[np.ndarray] = []
+        self._senders: list[int] = []
+
+    def _flush(self) -> None:
+        pending = self._pending
+        rows = np.concatenate(pending).reshape(len(pending), self.acc.shape[0])
+        if self._top is not None and not self.broadcast and rows.max() >= self._top:  # (broadcasts: checked by _BROADCASTS)
+            bad = np.flatnonzero(rows.max(axis=1) >= self._top)  # checked_vector names the first such source
+            checked_vector(pending[bad[0]], self.ring, self.ctx, self.tag, self._senders[bad[0]])
+        self.ring.accumulate(self.acc, rows.sum(axis=0, dtype=self._wide))
         pending.clear()
-        senders.clear()
+        self._senders.clear()
 
-    try:
-        async with asyncio.timeout(timeout):
-            while expected:
-                for env in await ep.recv_many(kinds=kind, phase=phase, timeout=None):
-                    msg = env.message
-                    if msg.session != session or msg.combination != tag:
-                        continue  # a late delivery of another sum or combination
-                    src = env.src
-                    raw = getattr(msg, field)
-                    if src in expected:  # a peer's first vector
-                        if broadcast:
-                            values, digest = checked_broadcast(raw, ring, ctx, tag, src)
-                        elif raw.shape == shape and raw.dtype == dtype:  # (the codec made it C-contiguous)
-                            values, digest = raw, sha256(raw).digest()[:16]  # = _checked_digest's digest
-                        else:
-                            values, digest = _checked_digest(raw, ring, ctx, tag, src)  # raises
-                        expected.discard(src)
-                        seen[src] = digest
-                        pending.append(values)
-                        senders.append(src)
-                        if len(pending) >= _BATCH:
-                            flush()
-                    elif src not in seen:
-                        ep.reject(env, f"{kind.NAME} from {actor_name(src)}, which is not a peer")
-                    elif seen[src] != (checked_broadcast(raw, ring, ctx, tag, src) if broadcast
-                                       else _checked_digest(raw, ring, ctx, tag, src))[1]:
-                        ep.reject(env, f"a second, different {kind.NAME} from {actor_name(src)}")
-                    # (else a duplicated delivery of the same message: skipped)
-    except TimeoutError:
-        if pending:
-            flush()  # a peer's vector outside the ring is named even when others are missing
-        missing = tuple(sorted(expected))
-        raise RoundTimeout(
-            f"phase {phase!r}: {actor_name(ep.actor)} got no {kind.NAME} from "
-            f"{len(missing)} part{'y' if len(missing) == 1 else 'ies'} {list(missing)[:10]} "
-            f"within {timeout} s",
-            phase=phase, timeout=timeout, missing=missing,
-        ) from None
-    if pending:
-        flush()
-    return ring.reduce(acc)
+    def _digest(self, raw: np.ndarray, src: int) -> tuple[np.ndarray, bytes]:
+        if self.broadcast:
+            return _BROADCASTS.get(raw, self.ring, self.ctx, self.tag, src)
+        return _checked_digest(raw, self.ring, self.ctx, self.tag, src)
+
+    def fold(self, got: Delivery[Any]) -> Generator[Operation, Delivery[Any] | None, None]:
+        """Take one delivery of the round: add the sources' first vectors, reject the others."""
+        shape, dtype, field, name = self.acc.shape, self.ring.dtype, self.field, self.expect.kind.NAME
+        for src, msg in got.messages.items():
+            raw = getattr(msg, field)
+            if not self.broadcast and raw.shape == shape and raw.dtype == dtype:  # (the codec made it C-contiguous)
+                values, digest = raw, hashlib.sha256(raw).digest()[:16]  # = _checked_digest's digest
+            else:
+                values, digest = self._digest(raw, src)  # raises on a bad shape
+            self.seen[src] = digest
+            self._pending.append(values)
+            self._senders.append(src)
+            if len(self._pending) >= _BATCH:
+                self._flush()
+        for src, msg in got.others:
+            if src not in self.seen:
+                yield Reject(src, msg, self.expect.phase, f"{name} from {actor_name(src)}, which is not a peer")
+            elif self.seen[src] != self._digest(getattr(msg, field), src)[1]:
+                yield Reject(src, msg, self.expect.phase, f"a second, different {name} from {actor_name(src)}")
+            # (else a duplicated delivery of the same message: skipped)
+        self.done, self.missing, self.timed_out = got.done, got.missing, got.timed_out
+
+    def finish(self) -> Generator[Operation, Delivery[Any] | None, np.ndarray]:
+        """Wait for the rest of the round; the sum mod M of the sources' vectors."""
+        while not self.done:
+            got = yield self.expect
+            if got is None:  # pragma: no cover - a driver always answers an Expect
+                raise ProtocolError(f"the driver did not answer the round of phase {self.expect.phase!r}")
+            yield from self.fold(got)
+        if self._pending:
+            self._flush()  # a source's vector outside the ring is named even when others are missing
+        if self.timed_out:
+            missing, expect = self.missing, self.expect
+            raise RoundTimeout(
+                f"phase {expect.phase!r}: {actor_name(self.me)} got no {expect.kind.NAME} from "
+                f"{len(missing)} part{'y' if len(missing) == 1 else 'ies'} {list(missing)[:10]} "
+                f"within {expect.timeout} s",
+                phase=expect.phase, timeout=expect.timeout, missing=missing,
+            )
+        return self.ring.reduce(self.acc)
+
+
+def combination(tag: int) -> Callable[[ShareVector | PartialSum], bool]:
+    """The ``where`` of a round of combination ``tag`` (messages of another combination, late
+    deliveries of an earlier sum, are not this round's)."""
+    def match(msg: ShareVector | PartialSum) -> bool:
+        return msg.combination == tag
+    return match
+
+
+async def receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type[ShareVector] | type[PartialSum], field: str,
+                      tag: int, ctx: SecureSumContext, ring: ZMod, phase: str, timeout: float, *,
+                      broadcast: bool = False) -> np.ndarray:
+    """Receive one ``kind`` message (ShareVector / PartialSum) of the session and combination
+    ``tag`` from every peer within ``timeout`` s, and sum its ``field`` mod M
+    (:class:`VectorSum` run by :func:`~parties.secure.program.drive`)."""
+    expect: Expect[Any] = Expect(kind, ctx.session, peers, phase, timeout, stream=True, where=combination(tag))
+    return await drive(ep, VectorSum(ep.actor, expect, field, tag, ctx, ring, broadcast=broadcast).finish())

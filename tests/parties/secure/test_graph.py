@@ -32,8 +32,10 @@ def test_exact_sum(n: int, topology: str, degree: int, relay: bool, vectors_of) 
 
 
 @pytest.mark.parametrize("relay", [False, True])
-def test_traffic_matches_closed_form_and_relay_counts_the_extra_hop(relay: bool, vectors_of) -> None:  # noqa: ANN001
-    n, L = 10, 6
+@pytest.mark.parametrize(("n", "L"), [(3, 1), (10, 6), (25, 40)])
+def test_traffic_matches_closed_form_and_relay_counts_the_extra_hop(relay: bool, n: int, L: int,
+                                                                    vectors_of) -> None:  # noqa: ANN001
+    """The counting driver's count (cost) is the traffic the memory network measured, per actor."""
     engine = GraphEngine(degree=4, round_timeout=5)
     result, _ = run(engine, vectors_of(n, L), topology=None if relay else graph_of(engine, n))
     stats, cost = result.statistics, result.cost
@@ -44,7 +46,8 @@ def test_traffic_matches_closed_form_and_relay_counts_the_extra_hop(relay: bool,
         assert stats.sent_by(CONTROLLER).messages == 2 * n and stats.rounds == 3
     else:
         assert stats.sent_by(CONTROLLER).messages == 0
-        assert all(stats.sent_by(p).messages == 4 + 1 for p in range(n))  # k shares + 1 partial
+        k = min(4, n - 1)
+        assert all(stats.sent_by(p).messages == k + 1 for p in range(n))  # k shares + 1 partial
 
 
 @pytest.mark.parametrize("relay", [False, True])

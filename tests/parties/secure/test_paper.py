@@ -53,8 +53,10 @@ def test_max_value_widens_the_modulus(vectors_of) -> None:  # noqa: ANN001
 
 
 @pytest.mark.parametrize("batched", [True, False])
-def test_traffic_matches_closed_form(batched: bool, vectors_of) -> None:  # noqa: ANN001
-    n, L = 5, 4
+@pytest.mark.parametrize(("n", "L"), [(2, 1), (5, 4), (9, 3), (70, 2)])
+def test_traffic_matches_closed_form(batched: bool, n: int, L: int, vectors_of) -> None:  # noqa: ANN001
+    """The counting driver's count (cost) is the traffic the memory network measured, per actor
+    (n = 70 > yield_every: the parties poll their shares while they send)."""
     result, _ = run(PaperEngine(batched=batched, round_timeout=5), vectors_of(n, L), topology=complete(n))
     stats, cost = result.statistics, result.cost
     assert stats.messages == cost.messages and stats.bytes == cost.bytes
