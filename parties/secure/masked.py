@@ -71,30 +71,30 @@ from __future__ import annotations
 import math
 import struct
 from bisect import bisect_left
-from collections.abc import Callable
-from types import MappingProxyType
-from typing import TypeVar
+from collections.abc import Callable, Generator
+from secrets import token_bytes
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
+from mprr.errors import ConfigurationError, MessageError, ProtocolError, SecureSumAborted
 from parties.topology import CONTROLLER
 from parties.transport import Endpoint, Transport
-from parties.secure.crypto import AEAD_OVERHEAD, KeyPair, agree, derive_keys, open_sealed, seal_each
+from parties.wire.codec import Message
+from parties.secure.crypto import AEAD_OVERHEAD, NONCE_BYTES, KeyPair, agree, derive_keys, open_sealed, seal_each
 from parties.secure.engine import (
+    COUNT_LIMIT,
     SecureSumContext,
     SecureSumEngine,
     SumOutcome,
     TrafficCost,
     as_ring_vector,
-    collect,
-    recv_session,
-    encoded_size,
+    from_controller,
     to_counts,
 )
 from parties.secure.receive import checked_vector
-from parties.secure.graph import controller_phase, ring_modulus
+from parties.secure.graph import ring_modulus
 from parties.secure.messages import (
     SECRET_MASK_KEY,
     SECRET_SELF_MASK,
@@ -114,6 +114,19 @@ from parties.secure.messages import (
 )
 from parties.secure.pki import KeyRegistry, Signer
 from parties.secure.prg import fresh_seed
+from parties.secure.program import (
+    Delivery,
+    Expect,
+    Mark,
+    Operation,
+    Program,
+    Reject,
+    Send,
+    SendEach,
+    SizeByShape,
+    count,
+    drive,
+)
 from parties.secure.ring import ZMod
 from parties.secure.shamir import SHARE_BYTES, share_values
 from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
@@ -130,13 +143,11 @@ from parties.secure.views import (
     unmask_requests,
     view_tags,
 )
-from parties.traffic import Counts
 
 __all__ = ["MaskedEngine"]
 
 _PLAIN = struct.Struct(f"<III{SHARE_BYTES}s{SHARE_BYTES}s32s")  # owner, holder, x, s_sk share, b share, s_pk
 _PAIR_PURPOSES = ("channel", "view")  # the keys a neighbour pair derives from its static agreement
-_M = TypeVar("_M")
 PHASES = ("masked/advertise", "masked/share-keys", "masked/input", "masked/consistency", "masked/unmask")
 
 
@@ -157,34 +168,23 @@ def _masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519Priva
     return acc
 
 
-def _sealed_shares(me: int, session: str, live: tuple[int, ...], xs: list[int], sk_values: list[bytes],
-                   b_values: list[bytes], s_pk: bytes, channel: dict[int, bytes],
-                   handed: dict[int, dict[int, bytes]]) -> SealedShares:
-    """Round 1's message: for each live holder j, (me, j, x_j, j's share of s_sk, j's share of b,
-    s_pk) followed by the view keys ``handed[j]`` this party gives j for its other holders that
-    are not j's neighbours, sealed under the pair's channel key."""
-    entry, pack = KEY_ENTRY.pack, _PLAIN.pack
-    plain = [pack(me, j, xj, sk, b, s_pk) + b"".join([entry(h, key) for h, key in handed[j].items()])
-             for j, xj, sk, b in zip(live, xs, sk_values, b_values)]
-    return SealedShares(session, *bundle(zip(live, seal_each([channel[j] for j in live], plain, session=session,
-                                                            sender=me, receivers=live))))
-
-
 def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, bytes],
-                 relayed_keys: dict[int, bytes], neighbours: Neighbourhoods, me: int, near: set[int], session: str
-                 ) -> tuple[dict[int, tuple[int, bytes, bytes]], dict[int, bytes], dict[int, bytes]]:
+                 relayed_keys: dict[int, bytes], neighbours: Neighbourhoods, me: int, near: set[int], session: str,
+                 crypto: _Cryptography
+                 ) -> tuple[dict[int, tuple[int, bytes, bytes]], dict[int, bytes], dict[int, list[tuple[int, bytes]]]]:
     """Round 2: open the shares relayed to party ``me`` (``senders``: ``relayed.senders`` as a
     list; ``near``: the party's neighbours) and check each against what its sender must have
     sealed (addressing, abscissa, the masking key relayed in round 0, the view keys for its other
     holders only).  Returns the shares held per sender (x, s_sk share, b share), the senders'
-    masking keys s_pk, and the MAC keys this party shares with its 2-hop peers that are not
-    neighbours (:func:`~parties.secure.views.combined_keys`)."""
+    masking keys s_pk, and the keys handed to this party for each 2-hop peer that is not a
+    neighbour, as (owner, key) pairs (:func:`~parties.secure.views.combined_keys` makes its MAC
+    keys)."""
     held: dict[int, tuple[int, bytes, bytes]] = {}
     peer_masks: dict[int, bytes] = {}  # s_pk of the senders, authenticated by their AEAD channel
     given: dict[int, list[tuple[int, bytes]]] = {}  # 2-hop peer -> [(owner, key it handed us)]
     size, entry_size, unpack, entries = _PLAIN.size, KEY_ENTRY.size, _PLAIN.unpack_from, KEY_ENTRY.iter_unpack
     for j, blob in zip(senders, blobs(relayed.ends, relayed.ciphertexts)):
-        plain_j = open_sealed(channel[j], blob, session=session, sender=j, receiver=me)
+        plain_j = crypto.open(channel[j], blob, session, j, me)
         extra = len(plain_j) - size
         if extra < 0 or extra % entry_size:
             raise MessageError(f"party {me}: sealed share from party {j} has {len(plain_j)} bytes")
@@ -211,7 +211,7 @@ def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, 
                 given[h] = [(j, key)]
             else:
                 keys_h.append((j, key))
-    return held, peer_masks, combined_keys(given)
+    return held, peer_masks, given
 
 
 class MaskedEngine(SecureSumEngine):
@@ -275,209 +275,403 @@ class MaskedEngine(SecureSumEngine):
                                 ring_modulus(n, self.max_value), neighbours, relay=True, threshold=t)
 
     # ------------------------------------------------------------------ party
-    async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext, *,
-                    signer: Signer | None = None, min_contributors: int = 2) -> None:
-        """Rounds 0-4 of Bonawitz et al. for party ``ep.actor`` (``signer``: its PKI key)."""
-        # a party waits up to two rounds: the controller itself may wait a full round_timeout
-        # for stragglers before it answers
-        ring, me, s, timeout = ctx.ring, ep.actor, ctx.session, 2 * self.round_timeout
+    def party_program(self, me: int, vector: np.ndarray, ctx: SecureSumContext, *,
+                      signer: Signer | None = None, min_contributors: int = 2) -> Program[None]:
+        """Rounds 0-4 of Bonawitz et al. for party ``me`` (``signer``: its PKI key), as a
+        sans-I/O program (:mod:`parties.secure.program`)."""
         registry = ctx.registry
         if signer is None or not isinstance(registry, KeyRegistry) or signer.party != me:
             raise ConfigurationError(
                 f"party {me}: the masked engine needs the party's PKI signer and the key registry "
                 "(parties.secure.pki.setup_pki at set-up)")
-        x = as_ring_vector(vector, ctx, ring)
+        as_ring_vector(vector, ctx, ctx.ring)  # (checked before anything is sent; masked in round 2)
+        return self._party(me, vector, ctx, _Cryptography(signer, registry), min_contributors)
+
+    def _party(self, me: int, vector: np.ndarray, ctx: SecureSumContext, crypto: _Cryptography,
+               min_contributors: int) -> Program[None]:
+        """The party's rounds, each a sub-program that returns only what the later rounds use:
+        what a round alone needed (its messages, plaintexts, the masked vector) goes with it."""
         nbrs = ctx.neighbours[me]
         if len(nbrs) + 1 < min_contributors:
             raise SecureSumAborted(
                 f"party {me}: its neighbourhood holds {len(nbrs) + 1} parties, below its min_roster = "
                 f"{min_contributors}: it could never check that enough parties contribute",
                 survivors=len(nbrs) + 1, threshold=min_contributors)
-        s_keys = KeyPair.generate()
-        await ep.send(CONTROLLER, PublicKeys(s, (s_keys.public,)), phase=PHASES[0])
-
-        # round 1: share b_i and s_sk_i among the live holders, sealed under keys agreed with
-        # their registered static keys (authenticated by the PKI, nothing relayed to check)
-        directory = await recv_session(ep, KeyDirectory, session=s, phase=PHASES[0], timeout=timeout)
-        live = tuple(directory.parties.tolist())
-        if directory.session != s or not set(live) <= set(nbrs):
-            raise MessageError(f"party {me}: key directory lists parties that are not its neighbours")
-        if directory.signatures:
-            raise MessageError(f"party {me}: key directory entries must hold one 32-byte masking key s_pk")
-        if len(live) + 1 < min_contributors:  # the party's own policy, from what it knows
-            raise SecureSumAborted(
-                f"party {me}: only {len(live) + 1} parties of its neighbourhood advertised keys, below "
-                f"its min_roster = {min_contributors}: it shares nothing",
-                survivors=len(live) + 1, threshold=min_contributors)
-        relayed_keys = {j: directory.key(k) for k, j in enumerate(live)}
-        self_mask = fresh_seed()
-        neighbours = ctx.neighbours
-        xs = [abscissa(neighbours, me, h) for h in live]
-        if len(xs) + 1 < ctx.threshold:
-            raise SecureSumAborted(
-                f"party {me}: only {len(xs) + 1} live Shamir holders, threshold is {ctx.threshold}",
-                survivors=len(xs) + 1, threshold=ctx.threshold)
-        own_x = abscissa(neighbours, me, me)
-        sk_values, b_values = share_values((s_keys.private_bytes(), self_mask), [*xs, own_x], ctx.threshold)
-        own_b = b_values[-1]
-        # one X25519 agreement per neighbour gives the AEAD channel key and the consistency
-        # round's MAC key of the pair; my holders that are not neighbours of each other get a
-        # key from me (sealed with their shares) for the same purpose
-        channel: dict[int, bytes] = {}
-        view_keys: dict[int, bytes] = {}
-        for j in live:
-            channel[j], view_key = derive_keys(signer.exchange(registry, j), purposes=_PAIR_PURPOSES,
-                                               session=s, a=me, b=j)
-            view_keys[j] = view_key[:VIEW_KEY_BYTES]
-        await ep.send(CONTROLLER, _sealed_shares(me, s, live, xs, sk_values, b_values, s_keys.public, channel,
-                                                 pair_keys(live, neighbours)), phase=PHASES[1])
-        # (what only round 1 needed is dropped here, and round 2's plaintexts and handed keys
-        # die inside _open_shares: a party keeps what the later rounds use while it waits, not
-        # its messages)
-        del directory, sk_values, b_values, xs
-
-        # round 2: open the shares relayed to us; mask with exactly their senders
-        relayed = await recv_session(ep, RelayedShares, session=s, phase=PHASES[1], timeout=timeout)
-        senders = relayed.senders.tolist()
-        if relayed.session != s or not set(senders) <= set(live):
-            raise MessageError(f"party {me}: relayed shares come from parties outside its live neighbours")
-        held, peer_masks, combined = _open_shares(relayed, senders, channel, relayed_keys, neighbours, me, set(nbrs), s)
-        del relayed, relayed_keys, channel
-        view_keys.update(combined)
-        # (the vectors are dropped once sent: a party keeps O(k) bytes, not O(L), while it waits)
-        y = _masked_input(ring, x, self_mask, s_keys.private, {j: peer_masks[j] for j in held}, s, me)
-        del x
-        await ep.send(CONTROLLER, MaskedInput(s, y), phase=PHASES[2])
-        del y
-
-        # round 3: state the survivor set we are told (one view per session), MAC'd for every
-        # party that may need it: the other holders of every owner we hold shares of
-        told = await recv_session(ep, SurvivorSet, session=s, phase=PHASES[3], timeout=timeout)
-        told_ids = tuple(told.survivors.tolist())
-        view = frozenset(told_ids)
-        holders = set(nbrs) | {me}
-        if told.session != s or me not in view or not view <= holders:
-            raise MessageError(f"party {me}: survivor set must contain the party and only its Shamir holders")
-        # the contributors the party can vouch for: itself and the survivors that sealed it their
-        # shares (a survivor the controller invents sealed nothing; one that dropped after sharing
-        # leaves masks only its s_sk removes, which no honest holder told "survived" reveals)
-        known = len(view & (held.keys() | {me}))
-        if known < min_contributors:
-            raise SecureSumAborted(
-                f"party {me}: the survivor set it is told holds {known} parties that shared with it "
-                f"({len(view)} claimed), below its min_roster = {min_contributors}: it states no view "
-                "and reveals no share",
-                survivors=known, threshold=min_contributors)
-        prefix = statement_prefix(s)
-        targets = sorted(view_keys)
-        tags = view_tags(view_keys, prefix, me, targets, pack_ids(told_ids))
-        await ep.send(CONTROLLER, SurvivorTags(s, id_vector(targets), tags), phase=PHASES[3])
-
-        # round 4: check the stated views, then reveal b-shares of survivors, s_sk-shares of the dropped
-        request = await recv_session(ep, UnmaskRequest, session=s, phase=PHASES[4], timeout=timeout)
-        if request.session != s:
-            raise MessageError(f"party {me}: unmask request of another session")
-        check_consistency(request, view_keys, ctx, me, view, [me, *held], prefix)
-        owners = sorted([me, *held])
-        which, absc, values = bytearray(), [], []
-        for o in owners:
-            if o in view:  # survived: its self mask is removed
-                which.append(SECRET_SELF_MASK)
-                x_o, y_o = (own_x, own_b) if o == me else (held[o][0], held[o][2])
-            else:  # dropped after sharing: its pairwise masks are removed
-                which.append(SECRET_MASK_KEY)
-                x_o, y_o = held[o][0], held[o][1]
-            absc.append(x_o)
-            values.append(y_o)
-        await ep.send(CONTROLLER, UnmaskShares(s, id_vector(owners), bytes(which), id_vector(absc), b"".join(values)),
-                      phase=PHASES[4])
+        # a party waits up to two rounds: the controller itself may wait a full round_timeout
+        # for stragglers before it answers
+        timeout = 2 * self.round_timeout
+        shared = yield from _share_keys(me, ctx, crypto, min_contributors, timeout)
+        held, view_keys = yield from _mask_input(me, vector, ctx, crypto, shared, timeout)
+        view = yield from _state_view(me, ctx, crypto, held, view_keys, min_contributors, timeout)
+        yield from _unmask(me, ctx, crypto, shared, held, view_keys, view, timeout)
 
     # ------------------------------------------------------------------ controller
+    def controller_program(self, ctx: SecureSumContext) -> Program[SumOutcome]:
+        """Relay keys and shares, collect masked inputs, run the consistency round, unmask the
+        sum (a sans-I/O program).  Too few parties left at a round raises
+        :class:`~mprr.errors.SecureSumAborted`; :meth:`controller` adds what its network knows
+        of the missing parties (crashed, rejected at delivery, or late)."""
+        return _Controller(ctx, self.round_timeout, real=True).run()
+
     async def controller(self, ep: Endpoint, ctx: SecureSumContext) -> SumOutcome:
-        """Relay keys and shares, collect masked inputs, run the consistency round, unmask the sum."""
-        net, s, timeout, ring, t = ep.network, ctx.session, self.round_timeout, ctx.ring, ctx.threshold
-        minimum = max(t, 2)
-
-        rejected: set[int] = set()  # parties whose message of a round was rejected (not silent)
-
-        def noting(check: Callable[[int, _M], str | None]) -> Callable[[int, _M], str | None]:
-            def checked(src: int, msg: _M) -> str | None:
-                reason = check(src, msg)
-                if reason is not None:
-                    rejected.add(src)
-                return reason
-            return checked
-
-        def abort(stage: str, alive: set[int]) -> SecureSumAborted:
-            message = (f"masked secure sum aborted at {stage}: {len(alive)} of {ctx.n} parties left, the "
-                       f"threshold needs at least {minimum} (t = {t}, and never a sum of one party)")
-            # crashed (known to the network) or rejected parties (by a round's check, or at delivery:
-            # a frame that does not decode) are genuine dropouts; the others missed a round's
-            # deadline: silent, or late (a busy machine, a slow secure sum)
+        """:meth:`controller_program` over the controller's endpoint; an abort for too few
+        parties names how many of the missing ones were only silent (neither crashed nor
+        rejected), i.e. may have been late, and what helps then."""
+        try:
+            return await drive(ep, self.controller_program(ctx))
+        except _Shortfall as short:
             undelivered = {r.src for r in ep.rejections() if r.phase in PHASES}
-            late = set(ctx.parties) - alive - set(net.crashed) - rejected - undelivered
-            if late:
-                missing = ctx.n - len(alive)
-                helps = ("a larger round_timeout or fewer parties" if self.topology != "complete"  # sparse already
-                         else "a larger round_timeout, the sparse engine (masked-sparse) or fewer parties")
-                message += (f"; {len(late)} of the {missing} missing parties did not answer within the "
-                            f"round timeout (round_timeout = {timeout:g} s per round: they dropped or were "
-                            f"late); if they were late, {helps} help")
-            return SecureSumAborted(message, survivors=len(alive), threshold=minimum)
+            late = short.silent - set(ep.network.crashed) - undelivered
+            if not late:
+                raise SecureSumAborted(str(short), survivors=short.survivors, threshold=short.threshold) from None
+            helps = ("a larger round_timeout or fewer parties" if self.topology != "complete"  # sparse already
+                     else "a larger round_timeout, the sparse engine (masked-sparse) or fewer parties")
+            raise SecureSumAborted(
+                f"{short}; {len(late)} of the {short.missing} missing parties did not answer within the "
+                f"round timeout (round_timeout = {self.round_timeout:g} s per round: they dropped or were "
+                f"late); if they were late, {helps} help",
+                survivors=short.survivors, threshold=short.threshold) from None
 
-        await controller_phase(net, PHASES[0])
-        # a well-formed message a party cannot have sent honestly is rejected (counted against
-        # its sender) and the party is treated as a dropout of that round: the sum goes on
-        # over the others, exactly as when it fell silent
-        keys = await collect(ep, ctx.parties, kind=PublicKeys, session=s, phase=PHASES[0],
-                             timeout=timeout, partial=True, invalid=noting(_bad_keys))
-        u1 = set(keys)
-        if len(u1) < minimum:
-            raise abort("key advertisement", u1)
+    # ------------------------------------------------------------------ cost
+    def cost(self, ctx: SecureSumContext) -> TrafficCost:
+        """Traffic of a fault-free run: the controller's and every party's program run by the
+        counting driver (:func:`~parties.secure.program.count`, every message sized by the
+        codec, one encoding per shape), up to :data:`~parties.secure.engine.COUNT_LIMIT`
+        messages.  The programs run with placeholder cryptography of the real sizes (no key
+        agreement, encryption, MAC, PRG or Shamir sharing: no message's size depends on them),
+        so the count costs the protocol's steps only.  Fault-free: 5 messages per party, 4 per
+        party from the controller, 5 rounds."""
+        zero = np.zeros(ctx.length, dtype=np.uint8)
+        sizing = _Cryptography(None, None)
+        programs: dict[int, Program[Any]] = {CONTROLLER: _Controller(ctx, self.round_timeout, real=False).run()}
+        for p in ctx.parties:
+            programs[p] = self._party(p, zero, ctx, sizing, 2)
+        counted = count(programs, size=SizeByShape(), limit=COUNT_LIMIT)
+        stats = counted.statistics
+        kinds = ", ".join(f"{c.messages:,} {k} ({c.bytes:,} B)" for k, c in stats.by_kind.items())
+        bound = "" if counted.complete else f"at least (stopped after {COUNT_LIMIT:,} messages) "
+        return TrafficCost(sent=counted.sent(), rounds=stats.rounds, exact=counted.complete,
+                           formula=(f"{bound}counted ({self.name}, n = {ctx.n}, L = {ctx.length}, degrees "
+                                    f"{sorted({len(ctx.neighbours[p]) for p in ctx.parties})}): {kinds}"))
+
+
+class _Cryptography:
+    """A party's cryptography in the masked programs: the real primitives with its PKI key
+    (``signer``), or, without one, placeholders of the same sizes for the counting driver
+    (:meth:`MaskedEngine.cost`: no message's size depends on a key, a ciphertext or a tag)."""
+
+    __slots__ = ("signer", "registry", "real")
+
+    def __init__(self, signer: Signer | None, registry: KeyRegistry | None) -> None:
+        self.signer, self.registry, self.real = signer, registry, signer is not None
+
+    def masking_keys(self) -> tuple[KeyPair | None, bytes, bytes]:
+        """A fresh masking key pair: (pair, s_pk, s_sk's raw bytes)."""
+        if not self.real:
+            return None, bytes(32), bytes(32)
+        pair = KeyPair.generate()
+        return pair, pair.public, pair.private_bytes()
+
+    def pair_keys(self, me: int, j: int, session: str) -> tuple[bytes, bytes]:
+        """The AEAD channel key and the consistency round's MAC key of neighbours ``me``, ``j``:
+        one X25519 agreement of their registered static keys."""
+        if self.signer is None or self.registry is None:
+            return bytes(32), bytes(VIEW_KEY_BYTES)
+        channel, view = derive_keys(self.signer.exchange(self.registry, j), purposes=_PAIR_PURPOSES,
+                                    session=session, a=me, b=j)
+        return channel, view[:VIEW_KEY_BYTES]
+
+    def fresh_seed(self) -> bytes:
+        return fresh_seed() if self.real else bytes(32)
+
+    def share(self, values: tuple[bytes, bytes], xs: list[int], t: int) -> tuple[list[bytes], list[bytes]]:
+        if not self.real:
+            return [bytes(SHARE_BYTES)] * len(xs), [bytes(SHARE_BYTES)] * len(xs)
+        sk_values, b_values = share_values(values, xs, t)
+        return sk_values, b_values
+
+    def handed_keys(self, live: tuple[int, ...], neighbours: Neighbourhoods) -> dict[int, dict[int, bytes]]:
+        return pair_keys(live, neighbours, draw=token_bytes if self.real else bytes)
+
+    def seal_each(self, keys: list[bytes], plain: list[bytes], session: str, me: int,
+                  live: tuple[int, ...]) -> list[bytes]:
+        if not self.real:
+            return [bytes(NONCE_BYTES) + p + bytes(AEAD_OVERHEAD - NONCE_BYTES) for p in plain]
+        return seal_each(keys, plain, session=session, sender=me, receivers=live)
+
+    def open(self, key: bytes, blob: bytes, session: str, j: int, me: int) -> bytes:
+        if not self.real:
+            return blob[NONCE_BYTES:len(blob) - (AEAD_OVERHEAD - NONCE_BYTES)]
+        return open_sealed(key, blob, session=session, sender=j, receiver=me)
+
+    def combined_keys(self, given: dict[int, list[tuple[int, bytes]]]) -> dict[int, bytes]:
+        return combined_keys(given) if self.real else dict.fromkeys(given, bytes(VIEW_KEY_BYTES))
+
+    def masked_input(self, ring: ZMod, vector: np.ndarray, ctx: SecureSumContext, self_mask: bytes,
+                     s_sk: KeyPair | None, peers: dict[int, bytes], me: int) -> np.ndarray:
+        x = as_ring_vector(vector, ctx, ring)
+        if s_sk is None:
+            return x
+        return _masked_input(ring, x, self_mask, s_sk.private, peers, ctx.session, me)
+
+    def view_tags(self, keys: dict[int, bytes], prefix: bytes, me: int, targets: list[int], view: bytes) -> bytes:
+        return view_tags(keys, prefix, me, targets, view) if self.real else bytes(TAG_BYTES * len(targets))
+
+    def check(self, request: UnmaskRequest, keys: dict[int, bytes], ctx: SecureSumContext, me: int,
+              view: frozenset[int], owners: list[int], prefix: bytes) -> None:
+        if self.real:
+            check_consistency(request, keys, ctx, me, view, owners, prefix)
+
+
+class _Shared(NamedTuple):
+    """What round 1 leaves a party for the later rounds."""
+
+    live: tuple[int, ...]
+    relayed_keys: dict[int, bytes]
+    channel: dict[int, bytes]
+    view_keys: dict[int, bytes]
+    self_mask: bytes
+    s_sk: KeyPair | None
+    own_x: int
+    own_b: bytes
+
+
+def _share_keys(me: int, ctx: SecureSumContext, crypto: _Cryptography, min_contributors: int,
+                timeout: float) -> Generator[Operation, Delivery[Any] | None, _Shared]:
+    """Rounds 0-1: advertise a fresh masking key; share b_i and s_sk_i among the live holders,
+    sealed under keys agreed with their registered static keys (authenticated by the PKI,
+    nothing relayed to check)."""
+    s, neighbours = ctx.session, ctx.neighbours
+    s_keys, s_pk, s_sk_raw = crypto.masking_keys()
+    yield Send(CONTROLLER, PublicKeys(s, (s_pk,)), PHASES[0])
+    directory = yield from from_controller(me, KeyDirectory, s, PHASES[0], timeout)
+    live = tuple(directory.parties.tolist())
+    if not set(live) <= set(neighbours[me]):
+        raise MessageError(f"party {me}: key directory lists parties that are not its neighbours")
+    if directory.signatures:
+        raise MessageError(f"party {me}: key directory entries must hold one 32-byte masking key s_pk")
+    if len(live) + 1 < min_contributors:  # the party's own policy, from what it knows
+        raise SecureSumAborted(
+            f"party {me}: only {len(live) + 1} parties of its neighbourhood advertised keys, below "
+            f"its min_roster = {min_contributors}: it shares nothing",
+            survivors=len(live) + 1, threshold=min_contributors)
+    if len(live) + 1 < ctx.threshold:
+        raise SecureSumAborted(
+            f"party {me}: only {len(live) + 1} live Shamir holders, threshold is {ctx.threshold}",
+            survivors=len(live) + 1, threshold=ctx.threshold)
+    relayed_keys = {j: directory.key(k) for k, j in enumerate(live)}
+    self_mask = crypto.fresh_seed()
+    xs = [abscissa(neighbours, me, h) for h in live]
+    own_x = abscissa(neighbours, me, me)
+    sk_values, b_values = crypto.share((s_sk_raw, self_mask), [*xs, own_x], ctx.threshold)
+    # one X25519 agreement per neighbour gives the AEAD channel key and the consistency
+    # round's MAC key of the pair; my holders that are not neighbours of each other get a
+    # key from me (sealed with their shares) for the same purpose
+    channel: dict[int, bytes] = {}
+    view_keys: dict[int, bytes] = {}
+    for j in live:
+        channel[j], view_keys[j] = crypto.pair_keys(me, j, s)
+    handed = crypto.handed_keys(live, neighbours)
+    entry, pack = KEY_ENTRY.pack, _PLAIN.pack
+    plain = [pack(me, j, xj, sk, b, s_pk) + b"".join([entry(h, key) for h, key in handed[j].items()])
+             for j, xj, sk, b in zip(live, xs, sk_values, b_values)]
+    sealed = crypto.seal_each([channel[j] for j in live], plain, s, me, live)
+    yield Send(CONTROLLER, SealedShares(s, *bundle(zip(live, sealed))), PHASES[1])
+    return _Shared(live, relayed_keys, channel, view_keys, self_mask, s_keys, own_x, b_values[-1])
+
+
+def _mask_input(me: int, vector: np.ndarray, ctx: SecureSumContext, crypto: _Cryptography, shared: _Shared,
+                timeout: float
+                ) -> Generator[Operation, Delivery[Any] | None, tuple[dict[int, tuple[int, bytes, bytes]],
+                                                                     dict[int, bytes]]]:
+    """Round 2: open the shares relayed to us; mask with exactly their senders.  Returns the
+    shares held per sender (x, s_sk share, b share) and every MAC key of the consistency round."""
+    s = ctx.session
+    relayed = yield from from_controller(me, RelayedShares, s, PHASES[1], timeout)
+    senders = relayed.senders.tolist()
+    if not set(senders) <= set(shared.live):
+        raise MessageError(f"party {me}: relayed shares come from parties outside its live neighbours")
+    held, peer_masks, given = _open_shares(relayed, senders, shared.channel, shared.relayed_keys, ctx.neighbours,
+                                           me, set(ctx.neighbours[me]), s, crypto)
+    view_keys = {**shared.view_keys, **crypto.combined_keys(given)}
+    y = crypto.masked_input(ctx.ring, vector, ctx, shared.self_mask, shared.s_sk, peer_masks, me)
+    yield Send(CONTROLLER, MaskedInput(s, y), PHASES[2])
+    return held, view_keys
+
+
+def _state_view(me: int, ctx: SecureSumContext, crypto: _Cryptography, held: dict[int, tuple[int, bytes, bytes]],
+                view_keys: dict[int, bytes], min_contributors: int, timeout: float
+                ) -> Generator[Operation, Delivery[Any] | None, tuple[int, ...]]:
+    """Round 3: state the survivor set we are told (one view per session), MAC'd for every
+    party that may need it: the other holders of every owner we hold shares of."""
+    s = ctx.session
+    told = yield from from_controller(me, SurvivorSet, s, PHASES[3], timeout)
+    told_ids = tuple(told.survivors.tolist())
+    view = frozenset(told_ids)
+    if me not in view or not view <= {me, *ctx.neighbours[me]}:
+        raise MessageError(f"party {me}: survivor set must contain the party and only its Shamir holders")
+    # the contributors the party can vouch for: itself and the survivors that sealed it their
+    # shares (a survivor the controller invents sealed nothing; one that dropped after sharing
+    # leaves masks only its s_sk removes, which no honest holder told "survived" reveals)
+    known = 1 + sum([1 for w in told_ids if w in held])
+    if known < min_contributors:
+        raise SecureSumAborted(
+            f"party {me}: the survivor set it is told holds {known} parties that shared with it "
+            f"({len(view)} claimed), below its min_roster = {min_contributors}: it states no view "
+            "and reveals no share",
+            survivors=known, threshold=min_contributors)
+    targets = sorted(view_keys)
+    tags = crypto.view_tags(view_keys, statement_prefix(s), me, targets, pack_ids(told_ids))
+    yield Send(CONTROLLER, SurvivorTags(s, id_vector(targets), tags), PHASES[3])
+    return told_ids
+
+
+def _unmask(me: int, ctx: SecureSumContext, crypto: _Cryptography, shared: _Shared,
+            held: dict[int, tuple[int, bytes, bytes]], view_keys: dict[int, bytes], told_ids: tuple[int, ...],
+            timeout: float) -> Generator[Operation, Delivery[Any] | None, None]:
+    """Round 4: check the stated views, then reveal b-shares of survivors, s_sk-shares of the dropped."""
+    s = ctx.session
+    request = yield from from_controller(me, UnmaskRequest, s, PHASES[4], timeout)
+    view = frozenset(told_ids)
+    owners = sorted([me, *held])
+    crypto.check(request, view_keys, ctx, me, view, owners, statement_prefix(s))
+    which, absc, values = bytearray(), [], []
+    for o in owners:
+        if o in view:  # survived: its self mask is removed
+            which.append(SECRET_SELF_MASK)
+            x_o, y_o = (shared.own_x, shared.own_b) if o == me else (held[o][0], held[o][2])
+        else:  # dropped after sharing: its pairwise masks are removed
+            which.append(SECRET_MASK_KEY)
+            x_o, y_o = held[o][0], held[o][1]
+        absc.append(x_o)
+        values.append(y_o)
+    yield Send(CONTROLLER, UnmaskShares(s, id_vector(owners), bytes(which), id_vector(absc), b"".join(values)),
+               PHASES[4])
+
+
+class _Shortfall(SecureSumAborted):
+    """Too few parties left at a round of the controller's program; ``silent``: the missing
+    parties no check of the program rejected (the driver knows which of them crashed)."""
+
+    def __init__(self, message: str, *, survivors: int, threshold: int, silent: set[int], missing: int) -> None:
+        super().__init__(message, survivors=survivors, threshold=threshold)
+        self.silent, self.missing = silent, missing
+
+
+_M = TypeVar("_M", bound=Message)
+
+
+class _Controller:
+    """The controller's program (:meth:`run`), one sub-program per round; ``real`` False: the
+    counting driver's run (no unmasking: placeholder shares reconstruct nothing)."""
+
+    def __init__(self, ctx: SecureSumContext, round_timeout: float, *, real: bool) -> None:
+        self.ctx, self.timeout, self.real = ctx, round_timeout, real
+        self.minimum = max(ctx.threshold, 2)
+        self.rejected: set[int] = set()  # parties whose message of a round was rejected (not silent)
+
+    def run(self) -> Program[SumOutcome]:
+        ctx = self.ctx
+        ring = ctx.ring
+        if ring.modulus != 1 << (8 * ring.element_bytes):  # pragma: no cover - ring_modulus gives 2^32 or 2^64
+            raise ConfigurationError(f"the masked engine computes in Z_(2^32) or Z_(2^64), got {ring}")
+        keys, directory = yield from self._advertise()
+        relayed = yield from self._relay(directory)
+        total, u3 = yield from self._collect_inputs(set(relayed))
+        views, tagged = yield from self._consistency(u3, directory, relayed)
+        total = yield from self._unmask(total, u3, set(relayed) - set(u3), relayed, keys, views, tagged)
+        return SumOutcome(to_counts(total), tuple(sorted(u3)))
+
+    def _abort(self, stage: str, alive: set[int] | dict[int, Any]) -> _Shortfall:
+        ctx = self.ctx
+        silent = set(ctx.parties) - set(alive) - self.rejected
+        return _Shortfall(
+            f"masked secure sum aborted at {stage}: {len(alive)} of {ctx.n} parties left, the threshold needs "
+            f"at least {self.minimum} (t = {ctx.threshold}, and never a sum of one party)",
+            survivors=len(alive), threshold=self.minimum, silent=silent, missing=ctx.n - len(alive))
+
+    def _gather(self, kind: type[_M], sources: list[int], phase: str, accept: Callable[[int, _M], None],
+                invalid: Callable[[int, _M], str | None] | None = None
+                ) -> Generator[Operation, Delivery[Any] | None, list[int]]:
+        """One round: a ``kind`` message of the session from each of ``sources`` within the round
+        timeout, taken in batches as they arrive.  A well-formed message a party cannot have
+        sent honestly (``invalid`` names why) is rejected (counted against its sender) and the
+        party is treated as a dropout of that round, exactly as when it fell silent.  Returns
+        the sources whose message was accepted, in order of arrival."""
+        expect = Expect(kind, self.ctx.session, tuple(sources), phase, self.timeout, stream=True)
+        accepted: list[int] = []
+        while True:
+            got = yield expect
+            if got is None:  # pragma: no cover - a driver always answers an Expect
+                raise ProtocolError(f"the driver did not answer the expectation of phase {phase!r}")
+            for src, msg in got.messages.items():
+                reason = None if invalid is None else invalid(src, msg)
+                if reason is None:
+                    accept(src, msg)
+                    accepted.append(src)
+                else:
+                    self.rejected.add(src)
+                    yield Reject(src, msg, phase, reason)
+            if got.done:
+                return accepted
+
+    def _advertise(self) -> Generator[Operation, Delivery[Any] | None,
+                                      tuple[dict[int, PublicKeys], dict[int, tuple[int, ...]]]]:
+        """Round 0: the masking keys; each party is sent those of its live neighbours."""
+        ctx, s, t = self.ctx, self.ctx.session, self.ctx.threshold
+        yield Mark(PHASES[0])
+        keys: dict[int, PublicKeys] = {}
+        yield from self._gather(PublicKeys, list(ctx.parties), PHASES[0], keys.__setitem__, _bad_keys)
+        if len(keys) < self.minimum:
+            raise self._abort("key advertisement", keys)
         directory = {}
-        for p in sorted(u1):
-            live = tuple(j for j in ctx.neighbours[p] if j in u1)
+        for p in sorted(keys):
+            live = tuple([j for j in ctx.neighbours[p] if j in keys])
             if len(live) + 1 < t:
                 raise SecureSumAborted(
                     f"masked secure sum aborted: party {p} has {len(live) + 1} live Shamir "
                     f"holders, threshold t = {t}", survivors=len(live) + 1, threshold=t)
             directory[p] = live
-        order = spread(sorted(u1))
-        await ep.send_each(order, [KeyDirectory(s, id_vector(live), b"".join([keys[j].keys[0] for j in live]))
-                                   for live in map(directory.__getitem__, order)], phase=PHASES[0])
+        order = spread(sorted(keys))
+        yield SendEach(tuple(order), tuple([KeyDirectory(s, id_vector(live), b"".join([keys[j].keys[0] for j in live]))
+                                            for live in map(directory.__getitem__, order)]), PHASES[0])
+        return keys, directory
 
-        await controller_phase(net, PHASES[1])
+    def _relay(self, directory: dict[int, tuple[int, ...]]
+               ) -> Generator[Operation, Delivery[Any] | None, dict[int, tuple[int, ...]]]:
+        """Round 1: relay the sealed shares, as bytes (sliced, never opened).  Returns who
+        relayed to whom: each party's senders."""
+        s = self.ctx.session
+        yield Mark(PHASES[1])
+
         def bad_recipients(src: int, msg: SealedShares) -> str | None:
             if tuple(msg.recipients.tolist()) != directory[src]:
                 return f"party {src} sealed shares for other parties than its live neighbours"
             return None
 
-        inbox: dict[int, list[tuple[int, bytes]]] = {p: [] for p in u1}
+        inbox: dict[int, list[tuple[int, bytes]]] = {p: [] for p in directory}
 
-        def relay(src: int, msg: SealedShares) -> None:  # relayed as bytes: sliced, never opened
+        def relay(src: int, msg: SealedShares) -> None:
             for dst, blob in zip(msg.recipients.tolist(), blobs(msg.ends, msg.ciphertexts)):
                 inbox[dst].append((src, blob))
 
-        sealed = await collect(ep, sorted(u1), kind=SealedShares, session=s, phase=PHASES[1],
-                               timeout=timeout, partial=True, invalid=noting(bad_recipients), accept=relay)
-        u2 = set(sealed)
-        if len(u2) < minimum:
-            raise abort("key sharing", u2)
+        u2 = yield from self._gather(SealedShares, sorted(directory), PHASES[1], relay, bad_recipients)
+        if len(u2) < self.minimum:
+            raise self._abort("key sharing", set(u2))
+        order = spread(sorted(u2))
         relayed: dict[int, tuple[int, ...]] = {}
         bundles = []
-        order = spread(sorted(u2))
         for p in order:
-            entries = inbox[p]
-            entries.sort()  # by sender (a sender seals once for each recipient)
+            entries = sorted(inbox[p])  # by sender (a sender seals once for each recipient)
             relayed[p] = tuple([src for src, _ in entries])
             bundles.append(RelayedShares(s, *bundle(entries)))
-        inbox.clear()  # (the ciphertexts travel in the bundles now)
-        await ep.send_each(order, bundles, phase=PHASES[1])
-        bundles.clear()
+        yield SendEach(tuple(order), tuple(bundles), PHASES[1])
+        return relayed
 
-        await controller_phase(net, PHASES[2])
-        if ring.modulus != 1 << (8 * ring.element_bytes):  # pragma: no cover - ring_modulus gives 2^32 or 2^64
-            raise ConfigurationError(f"the masked engine computes in Z_(2^32) or Z_(2^64), got {ring}")
+    def _collect_inputs(self, u2: set[int]) -> Generator[Operation, Delivery[Any] | None, tuple[np.ndarray, set[int]]]:
+        """Round 2: the masked inputs, added up as they arrive (never all held)."""
+        ctx, ring = self.ctx, self.ctx.ring
+        yield Mark(PHASES[2])
         # M = 2^(bits of the dtype): the dtype's wrap-around is the reduction, so add in place
         total = np.zeros(ctx.length, dtype=ring.dtype)
 
@@ -491,17 +685,20 @@ class MaskedEngine(SecureSumEngine):
         def add(src: int, msg: MaskedInput) -> None:  # (checked by bad_vector)
             np.add(total, msg.values, out=total)
 
-        masked = await collect(ep, sorted(u2), kind=MaskedInput, session=s, phase=PHASES[2],
-                               timeout=timeout, partial=True, invalid=noting(bad_vector), accept=add)
-        u3 = set(masked)
-        if len(u3) < minimum:
-            raise abort("masked input collection", u3)
-        dropped = u2 - u3
+        u3 = set((yield from self._gather(MaskedInput, sorted(u2), PHASES[2], add, bad_vector)))
+        if len(u3) < self.minimum:
+            raise self._abort("masked input collection", u3)
+        return total, u3
 
-        await controller_phase(net, PHASES[3])
+    def _consistency(self, u3: set[int], directory: dict[int, tuple[int, ...]], relayed: dict[int, tuple[int, ...]]
+                     ) -> Generator[Operation, Delivery[Any] | None,
+                                    tuple[dict[int, tuple[int, ...]], dict[int, SurvivorTags]]]:
+        """Round 3: tell each survivor its view; collect the views it states, MAC'd."""
+        ctx, s = self.ctx, self.ctx.session
+        yield Mark(PHASES[3])
         order = spread(sorted(u3))
         views = {v: survivor_view(ctx, v, u3) for v in order}
-        await ep.send_each(order, [SurvivorSet(s, id_vector(views[v])) for v in order], phase=PHASES[3])
+        yield SendEach(tuple(order), tuple([SurvivorSet(s, id_vector(views[v])) for v in order]), PHASES[3])
         complete = isinstance(ctx.neighbours, CompleteNeighbourhoods)
 
         def expected(w: int) -> set[int]:
@@ -520,94 +717,29 @@ class MaskedEngine(SecureSumEngine):
                 return f"party {src} sent view tags for other parties than those it shares keys with"
             return None
 
-        tagged = await collect(ep, sorted(u3), kind=SurvivorTags, session=s, phase=PHASES[3],
-                               timeout=timeout, partial=True, invalid=noting(bad_tags))
-        u4 = set(tagged)
-        if len(u4) < minimum:
-            raise abort("consistency check", u4)
+        tagged: dict[int, SurvivorTags] = {}
+        yield from self._gather(SurvivorTags, sorted(u3), PHASES[3], tagged.__setitem__, bad_tags)
+        if len(tagged) < self.minimum:
+            raise self._abort("consistency check", tagged)
+        return views, tagged
 
-        await controller_phase(net, PHASES[4])
-        for block in unmask_requests(ctx.session, views, tagged, order=spread):
-            await ep.send_each([v for v, _ in block], [request for _, request in block], phase=PHASES[4])
-        unmasking = Unmasking(ctx, total, set(u3), relayed, keys, dropped, u4)  # (the answers wait in the mailbox)
-        await collect(ep, sorted(u4), kind=UnmaskShares, session=s, phase=PHASES[4],
-                      timeout=timeout, partial=True, accept=unmasking.take)
-        return SumOutcome(to_counts(unmasking.finish(masked)), tuple(sorted(u3)))
+    def _unmask(self, total: np.ndarray, u3: set[int], dropped: set[int], relayed: dict[int, tuple[int, ...]],
+                keys: dict[int, PublicKeys], views: dict[int, tuple[int, ...]], tagged: dict[int, SurvivorTags]
+                ) -> Generator[Operation, Delivery[Any] | None, np.ndarray]:
+        """Round 4: forward to each party the stated views it needs; reconstruct the self masks
+        of the survivors and the mask keys of the dropped from the shares, as they arrive
+        (:class:`~parties.secure.unmasking.Unmasking`)."""
+        yield Mark(PHASES[4])
+        for block in unmask_requests(self.ctx.session, views, tagged, order=spread):
+            yield SendEach(tuple([v for v, _ in block]), tuple([request for _, request in block]), PHASES[4])
+        unmasking = Unmasking(self.ctx, total, u3, relayed, keys, dropped, set(tagged))
+        take = unmasking.take if self.real else _ignore
+        yield from self._gather(UnmaskShares, sorted(tagged), PHASES[4], take)
+        return unmasking.finish(sorted(u3)) if self.real else total
 
-    # ------------------------------------------------------------------ cost
-    def cost(self, ctx: SecureSumContext) -> TrafficCost:
-        """Fault-free: 5 messages per party (masking key, sealed shares, masked input, survivor
-        tags, unmask shares), 4 per party from the controller (key directory, relayed shares,
-        survivor set, unmask request with the views of the party's 2-hop neighbourhood, MAC'd
-        for it); 5 rounds.  Rounds 3-4 are the consistency check."""
-        s, L = ctx.session, ctx.length
-        key, share = bytes(32), bytes(SHARE_BYTES)
-        masked = encoded_size(MaskedInput(s, np.zeros(L, dtype=ctx.ring.dtype)))
-        advertise = encoded_size(PublicKeys(s, (key,)))
-        blob = _PLAIN.size + AEAD_OVERHEAD  # + one key entry per other holder that is no neighbour
 
-        def ids(k: int) -> np.ndarray:
-            return np.arange(1, k + 1, dtype=np.uint32)
-
-        def affine(size: Callable[[int], int]) -> tuple[int, int]:  # encoded sizes are affine in the count
-            base = size(0)
-            return base, size(1) - base
-
-        sealed = affine(lambda k: encoded_size(SealedShares(s, *bundle((i, b"") for i in range(k)))))
-        relayed_msg = affine(lambda k: encoded_size(RelayedShares(s, *bundle((i, b"") for i in range(k)))))
-        directory = affine(lambda k: encoded_size(KeyDirectory(s, ids(k), key * k)))
-        survivor_set = affine(lambda k: encoded_size(SurvivorSet(s, ids(k))))
-        unmask = affine(lambda k: encoded_size(UnmaskShares(s, ids(k), bytes(k), ids(k), share * k)))
-        tags = affine(lambda k: encoded_size(SurvivorTags(s, ids(k), bytes(TAG_BYTES * k))))
-        one = np.ones(1, dtype=np.uint32)  # one view of one cell: request sizes grow by a uint32 per cell
-        request = affine(lambda k: encoded_size(UnmaskRequest(s, ids(1), one, ids(k), np.zeros(k, dtype=np.uint32),
-                                                              bytes(TAG_BYTES * k))))
-        cell = encoded_size(UnmaskRequest(s, ids(2), one * 2, ids(0), ids(0), b"")) - request[0]
-
-        complete = isinstance(ctx.neighbours, CompleteNeighbourhoods)
-        near = {} if complete else {p: frozenset(ctx.neighbours[p]) for p in ctx.parties}
-        # H(p), numbered once per distinct set (equal views are sent once): view[p] -> its number
-        numbers: dict[frozenset[int], int] = {}
-        view = {p: numbers.setdefault(nb | {p}, len(numbers)) for p, nb in near.items()}
-        view_size = [len(h) for h in numbers]
-        sent: dict[int, Counts] = {}
-        ctrl = [0, 0]
-        for p in ctx.parties:
-            nb = ctx.neighbours[p]
-            k = len(nb)
-            if complete:  # every holder pair is adjacent: no keys handed on; one shared view of all n
-                handed_out = handed_in = 0
-                targets, views = k, [k + 1]
-            else:
-                mine = near[p]
-                around = [near[j] for j in nb]
-                common = sum([len(mine & n_j) for n_j in around])
-                handed_out = k * (k - 1) - common  # per j: my other holders that are not j's neighbours
-                handed_in = sum([len(n_j) for n_j in around]) - k - common  # per j: j's other holders not mine
-                second = set().union(*around)
-                second -= mine
-                second.discard(p)
-                targets = k + len(second)
-                views = [view_size[v] for v in {view[w] for w in (*nb, *second)}]
-            entry = KEY_ENTRY.size
-            party_bytes = (advertise + sealed[0] + k * (sealed[1] + blob) + entry * handed_out + masked
-                           + tags[0] + targets * tags[1] + unmask[0] + (k + 1) * unmask[1])
-            sent[p] = Counts(5, party_bytes)
-            ctrl[0] += 4
-            ctrl[1] += (directory[0] + k * directory[1] + relayed_msg[0] + k * (relayed_msg[1] + blob)
-                        + entry * handed_in + survivor_set[0] + (k + 1) * survivor_set[1]
-                        + request[0] + targets * request[1] + (sum(views) - 1 + len(views) - 1) * cell)
-        sent[CONTROLLER] = Counts(*ctrl)
-        degrees = sorted({len(ctx.neighbours[p]) for p in ctx.parties})
-        return TrafficCost(
-            sent=MappingProxyType(sent), rounds=5,
-            formula=(f"per party 5 messages: 1 masking key, deg(i) = {degrees} sealed share pairs "
-                     "(with the pairwise view keys of the owner's other holders that are no neighbours), "
-                     f"L = {L} masked cells, one {TAG_BYTES}-byte view tag per party of its 2-hop "
-                     "neighbourhood, deg(i) + 1 Shamir shares; controller 4 per party, the last carrying "
-                     "the tagged views of the party's 2-hop neighbourhood; O(L + k^2) per party, "
-                     "O(n (L + k^2)) total (complete graph: O(n) tags per party)"),
-        )
+def _ignore(src: int, msg: Message) -> None:
+    """An answer the counting driver's controller does not use."""
 
 
 def spread(ids: list[int]) -> list[int]:

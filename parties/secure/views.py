@@ -150,16 +150,18 @@ _blake2b, _sha256 = hashlib.blake2b, hashlib.sha256
 _OWNER = struct.Struct("<I")
 
 
-def pair_keys(live: tuple[int, ...], neighbours: Neighbourhoods) -> dict[int, dict[int, bytes]]:
+def pair_keys(live: tuple[int, ...], neighbours: Neighbourhoods, *,
+              draw: Callable[[int], bytes] = secrets.token_bytes) -> dict[int, dict[int, bytes]]:
     """Fresh MAC keys for the pairs of ``live`` holders that are not neighbours of each other
-    (``keys[w][h] == keys[h][w]``), from :func:`secrets.token_bytes`: the owner seals
-    ``keys[w]`` for holder w.  Neighbours already share a key from their own X25519 agreement."""
+    (``keys[w][h] == keys[h][w]``), from :func:`secrets.token_bytes` (``draw``: where the
+    bytes come from; the counting driver's placeholders are zeros): the owner seals ``keys[w]``
+    for holder w.  Neighbours already share a key from their own X25519 agreement."""
     keys: dict[int, dict[int, bytes]] = {w: {} for w in live}
     if isinstance(neighbours, CompleteNeighbourhoods):  # all adjacent
         return keys
     adjacent = {w: frozenset(neighbours[w]) for w in live}
     pairs = [(w, h) for i, w in enumerate(live) for h in live[i + 1:] if h not in adjacent[w]]
-    raw = secrets.token_bytes(VIEW_KEY_BYTES * len(pairs))
+    raw = draw(VIEW_KEY_BYTES * len(pairs))
     for k, (w, h) in enumerate(pairs):
         keys[w][h] = keys[h][w] = raw[VIEW_KEY_BYTES * k: VIEW_KEY_BYTES * (k + 1)]
     return keys

@@ -298,8 +298,8 @@ def test_view_keys_an_owner_seals_for_the_wrong_parties_are_rejected(
     assert set(nbrs[0]) == {1, 2, 10, 11} and set(nbrs[1]) == {0, 2, 3, 11}
     honest = masked.pair_keys
 
-    def lying(live, neighbours):  # noqa: ANN001, ANN202
-        keys = honest(live, neighbours)
+    def lying(live, neighbours, **kw):  # noqa: ANN001, ANN003, ANN202
+        keys = honest(live, neighbours, **kw)
         if set(live) == set(nbrs[0]):  # only owner 0 lies, only to holder 1
             keys[1] = {**keys[1], other: bytes(16)}
         return keys
