@@ -1,13 +1,16 @@
 """Closed-form communication costs of our protocols, from the message sizes of our codec.
 
-Every number here is *exact* for a fault-free run: it is derived from the field encodings of
-:mod:`parties.wire.codec` (header magic|version|kind = 5 bytes, int = 8, str = 4 + UTF-8 bytes,
-1-D array = 10 + data, tuple = 4 + items, bytes = 4 + data) and from each protocol's message
-pattern, independently of the engines' own ``cost()`` methods.  ``docs/cost_model.md``
-derives them; ``scenarios.communication`` measures them.
+Every number here is *exact* for a fault-free run.  The secure sums of the engines written as
+programs (paper, paper-per-combination, graph, graph-direct) are counted: their programs run
+by the counting driver (:func:`parties.secure.program.count`), every message sized by the codec.
+The others are derived from the field encodings of :mod:`parties.wire.codec` (header
+magic|version|kind = 5 bytes, int = 8, str = 4 + UTF-8 bytes, 1-D array = 10 + data, tuple =
+4 + items, bytes = 4 + data) and from each protocol's message pattern.  ``docs/cost_model.md``
+derives all of them by hand (``tests/scenarios/test_cost_model.py`` checks its secure-sum
+formulas against the counts); ``scenarios.communication`` measures them.
 
 - :func:`closed_form` — one secure sum (engines paper, paper-per-combination, graph,
-  graph-direct, masked, masked-sparse) over vectors of L cells;
+  graph-direct, masked, masked-sparse) over vectors of L cells (:func:`counted_secure_sum`);
 - :func:`release_phase` / :func:`rr_closed_form` — the request/reply phases of the actor
   choreographies (RR-Independent: one phase; RR-Clusters with 4.1: a dependence phase and a
   cluster phase), main paper 4.1: O(nm) at the controller, O(m) per party;
@@ -19,6 +22,7 @@ derives them; ``scenarios.communication`` measures them.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +36,7 @@ from mprr.synthetic import planted_clusters
 from parties.network import CONTROLLER, InMemoryNetwork
 from parties.traffic import TrafficStatistics
 from parties.secure.agreement import DIGEST_BYTES
-from parties.secure.engine import SecureSumEngine, run_secure_sum
+from parties.secure.engine import SecureSumEngine, counted_cost, run_secure_sum
 from parties.secure.registry import ENGINES, engine_needs_mesh, sized_engine
 from parties.secure.topology import build_neighbourhoods
 
@@ -46,6 +50,7 @@ __all__ = [
     "measure_rr",
     "measure_secure_sum",
     "closed_form",
+    "counted_secure_sum",
     "element_bytes",
     "engine_and_topology",
     "pair_cells",
@@ -71,7 +76,6 @@ SESSION_CHARS = 16
 KEY = 32
 AEAD = 12 + 16  # ChaCha20-Poly1305: random nonce + tag
 SHAMIR_SHARE = 33
-SIGNATURE = 64  # Ed25519
 TAG = 16  # keyed BLAKE2b, 128-bit digest (the consistency round's view tags)
 MASKED_PLAINTEXT = 3 * 4 + 2 * SHAMIR_SHARE + KEY  # owner, holder, x (u32), two Shamir shares, s_pk
 VIEW_KEY_ENTRY = 4 + 16  # holder id (u32) + a 128-bit view key an owner seals for a holder
@@ -162,16 +166,38 @@ class ClosedForm:
         return {g: all(getattr(self, f) == getattr(other, f) for f in MATCHED[g]) for g in groups}
 
 
-def _vector_message(S: int, cells: int, b: int) -> int:
-    """ShareVector / PartialSum / MaskedInput-like: session str, (int), 1-D ring array."""
-    return HEADER + _str(S) + INT + ARRAY_1D + cells * b
+@functools.lru_cache(maxsize=256)
+def counted_secure_sum(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSION_CHARS,
+                       seed: int = 0) -> ClosedForm:
+    """Traffic of a fault-free secure sum of ``engine`` (``paper``, ``graph``, ``graph-direct``)
+    for n parties and vectors of L cells: every role's program run by the counting driver
+    (:func:`parties.secure.engine.counted_cost`), every message sized by the codec.
+
+    ``paper-per-combination`` is L runs of the one-combination sum, each the traffic of
+    ``paper`` with L = 1 (a message's combination index is a fixed-size int64): it is counted
+    once and multiplied by L (``tests/scenarios/test_cost_model.py`` checks this against a
+    full count).  Messages are O(n^2) for the paper engine: about 7 µs of CPU each.
+    """
+    if engine == "paper-per-combination":
+        one = counted_secure_sum("paper", n, 1, degree=degree, S=S, seed=seed)
+        return ClosedForm(L * one.messages, L * one.bytes, L * one.rounds, L * one.party_messages,
+                          L * one.party_bytes, 0, 0, f"L = {L} runs of one combination, each {one.formula}")
+    eng = sized_engine(engine, degree=degree, round_timeout=60.0, seed=seed)
+    cost = counted_cost(eng, eng.context(range(n), L, session="s" * S))
+    party = cost.party_max()
+    ctrl = cost.sent[CONTROLLER]
+    return ClosedForm(cost.messages, cost.bytes, cost.rounds, party.messages, party.bytes, ctrl.messages,
+                      ctrl.bytes, cost.formula)
 
 
 def closed_form(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSION_CHARS, seed: int = 0) -> ClosedForm:
     """Closed-form traffic of ``engine`` for n parties and vectors of L cells (fault-free).
 
-    Derived from the codec's field encodings (module constants) and each engine's message
-    pattern (``docs/cost_model.md``); independent of the engines' own ``cost()`` methods.
+    ``paper``, ``paper-per-combination``, ``graph``, ``graph-direct``: the engines' programs
+    counted by the counting driver (:func:`counted_secure_sum`); ``masked``, ``masked-sparse``:
+    derived from the codec's field encodings (module constants) and the engine's message
+    pattern.  ``docs/cost_model.md`` derives all of them by hand, and
+    ``tests/scenarios/test_cost_model.py`` checks its formulas against these.
 
     Parameters
     ----------
@@ -188,30 +214,11 @@ def closed_form(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSIO
         last message carries the tagged views of each party's 2-hop neighbourhood, whose size
         depends on the graph).
     """
-    if engine.startswith("paper"):
-        b = element_bytes(n + 1)
-        runs, cells = (1, L) if engine == "paper" else (L, 1)
-        msg = _vector_message(S, cells, b)
-        pm = runs * (2 * n - 1)  # (n − 1) shares + broadcast to (n − 1) peers and the controller
-        return ClosedForm(n * pm, n * pm * msg, 2 * runs, pm, pm * msg, 0, 0,
-                          f"per party {runs}×(2n−1) messages of {cells} cell(s) × {b} B")
+    if engine.startswith("paper") or engine in ("graph", "graph-direct"):
+        if engine not in ENGINE_KEYS:
+            raise ConfigurationError(f"engine must be one of {ENGINE_KEYS}, got {engine!r}")
+        return counted_secure_sum(engine, n, L, degree=degree, S=S, seed=seed)
     k = min(degree, n - 1)
-    if engine == "graph-direct":
-        msg = _vector_message(S, L, 4)
-        return ClosedForm(n * (k + 1), n * (k + 1) * msg, 2, k + 1, (k + 1) * msg, 0, 0,
-                          f"per party {k} share vectors + 1 partial sum of L cells × 4 B")
-    if engine == "graph":
-        blob = 4 * L + AEAD
-        keys = HEADER + _str(S) + _blobs(1, KEY) + 4 + SIGNATURE  # signed with the party's PKI key
-        sealed = HEADER + _str(S) + _bundle(k, blob)
-        partial = _vector_message(S, L, 4)
-        directory = HEADER + _str(S) + _ids(k) + 4 + k * KEY + 4 + k * SIGNATURE
-        relayed = sealed
-        pb = keys + sealed + partial
-        cb = directory + relayed
-        return ClosedForm(5 * n, n * (pb + cb), 3, 3, pb, 2 * n, n * cb,
-                          f"per party 3 messages (key, {k} sealed shares of 4L+28 B, partial of 4L B); "
-                          "controller 2 per party")
     if engine in ("masked", "masked-sparse"):
         k = n - 1 if engine == "masked" else k
         h = k + 1
