@@ -240,6 +240,9 @@ class Run:
     """CPU seconds of this process (on ``memory``: every party too)."""
     cpu_workers: float
     """CPU seconds of the worker processes (``tcp``)."""
+    peak_mib: float
+    """Peak resident memory, MiB: of this process (``memory``: every party too; the largest
+    peak so far in the process), or of the largest worker process (``tcp``)."""
 
     @property
     def cpu(self) -> float:
@@ -270,10 +273,12 @@ def measure_runs(adult: Path, runs: int, limit: int | None,
             runtime = make_runtime(name, **({"workers": 2, "tls": True} if name == "tcp" else {}))
             started, cpu, kids = time.perf_counter(), time.process_time(), _children_cpu()
             sim = simulate(data, "RR-Clusters", seed=1, timeout=300.0, runtime=runtime, **params)
+            who = resource.RUSAGE_CHILDREN if name == "tcp" else resource.RUSAGE_SELF
             run = Run(name, data.n, time.perf_counter() - started, sim.result.timings["secure_sum"],
-                      time.process_time() - cpu, _children_cpu() - kids)
+                      time.process_time() - cpu, _children_cpu() - kids, resource.getrusage(who).ru_maxrss / 1024)
             print(f"run {k + 1}/{runs} {name:>6}: secure sum {run.sum_wall:5.1f} s wall (run {run.wall:5.1f} s); "
-                  f"CPU {run.cpu:6.1f} s (this process {run.cpu_controller:5.1f} s, workers {run.cpu_workers:5.1f} s)",
+                  f"CPU {run.cpu:6.1f} s (this process {run.cpu_controller:5.1f} s, workers {run.cpu_workers:5.1f} s); "
+                  f"peak RSS {run.peak_mib:,.0f} MiB ({'largest worker' if name == 'tcp' else 'this process'})",
                   flush=True)
             out.append(run)
     return out

@@ -70,7 +70,6 @@ from __future__ import annotations
 
 import math
 import struct
-from bisect import bisect_left
 from collections.abc import Callable, Generator
 from secrets import token_bytes
 from typing import Any, NamedTuple, TypeVar
@@ -199,13 +198,11 @@ def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, 
         held[j] = (xj, sk_y, b_y)
         if not extra:
             continue
-        handed_j = list(entries(plain_j[size:]))
-        others = neighbours[j]
-        hs = [h for h, _ in handed_j]
-        if (len(set(hs)) != len(hs) or me in hs or not near.isdisjoint(hs)
-                or any([others[bisect_left(others, h)] != h if h <= others[-1] else True for h in hs])):
+        handed_j = dict(entries(plain_j[size:]))
+        if (len(handed_j) != extra // entry_size or me in handed_j or not near.isdisjoint(handed_j)
+                or not frozenset(neighbours[j]).issuperset(handed_j)):
             raise MessageError(f"party {me}: the view keys sealed by party {j} are not for its other holders")
-        for h, key in handed_j:
+        for h, key in handed_j.items():
             keys_h = given.get(h)
             if keys_h is None:
                 given[h] = [(j, key)]
