@@ -71,6 +71,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable, Generator
+from functools import lru_cache
 from secrets import token_bytes
 from typing import Any, NamedTuple, TypeVar
 
@@ -406,10 +407,9 @@ class _Cryptography:
 
     def masked_input(self, ring: ZMod, vector: np.ndarray, ctx: SecureSumContext, self_mask: bytes,
                      s_sk: KeyPair | None, peers: dict[int, bytes], me: int) -> np.ndarray:
-        x = as_ring_vector(vector, ctx, ring)
-        if s_sk is None:
-            return x
-        return _masked_input(ring, x, self_mask, s_sk.private, peers, ctx.session, me)
+        if s_sk is None:  # one read-only vector of the ring's zeros shared by every party's message
+            return _zeros(ring.dtype.str, ctx.length)
+        return _masked_input(ring, as_ring_vector(vector, ctx, ring), self_mask, s_sk.private, peers, ctx.session, me)
 
     def view_tags(self, keys: dict[int, bytes], prefix: bytes, me: int, targets: list[int], view: bytes) -> bytes:
         return view_tags(keys, prefix, me, targets, view) if self.real else bytes(TAG_BYTES * len(targets))
@@ -418,6 +418,13 @@ class _Cryptography:
               view: frozenset[int], owners: list[int], prefix: bytes) -> None:
         if self.real:
             check_consistency(request, keys, ctx, me, view, owners, prefix)
+
+
+@lru_cache(maxsize=4)
+def _zeros(dtype: str, length: int) -> np.ndarray:
+    zeros = np.zeros(length, dtype=dtype)
+    zeros.flags.writeable = False
+    return zeros
 
 
 class _Shared(NamedTuple):
