@@ -9,6 +9,8 @@ Modules, in dependency order:
 - ``crypto``    — X25519 key agreement, HKDF-SHA256, ChaCha20-Poly1305 AEAD channels
 - ``pki``       — simulated PKI: Ed25519 signing keys and their registry, fixed at set-up
 - ``topology``  — communication graphs: complete, random k-regular, Harary (networkx)
+- ``suite``     — the cryptography a program calls: ``REAL``, or ``SIZING`` (right-sized
+                 stand-ins, for the counting driver only)
 - ``messages``  — the wire kinds of the secure sums (shares, partial sums, keys, ...)
 - ``program``   — the sans-I/O model: a role's program yields sends / broadcasts / expectations
                  and receives what came; ``drive`` runs one over an endpoint (one asyncio

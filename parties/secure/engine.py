@@ -45,6 +45,7 @@ from parties.topology import CONTROLLER, actor_name
 from parties.transport import Endpoint, Transport
 from parties.secure.messages import TO_CONTROLLER
 from parties.secure.pki import Signer, setup_pki
+from parties.secure.suite import REAL, SIZING, CryptoSuite
 from parties.secure.program import Delivery, Expect, Operation, Program, SizeByShape, count, drive, receive
 from parties.secure.ring import ZMod
 from parties.secure.topology import Neighbourhoods
@@ -103,6 +104,9 @@ class SecureSumContext:
     registry
         The PKI directory of the parties' signing keys (:class:`~parties.secure.pki.KeyRegistry`),
         set up before the run; ``None`` where the engine signs nothing.
+    suite
+        The cryptography the programs call (:mod:`parties.secure.suite`): :data:`REAL` in every
+        run; :data:`SIZING` only where :func:`counted_cost` counts the traffic.
     """
 
     session: str
@@ -114,6 +118,7 @@ class SecureSumContext:
     relay: bool = False
     threshold: int = 0
     registry: Any = field(default=None, compare=False, repr=False)
+    suite: CryptoSuite = field(default=REAL, compare=False, repr=False)
 
     @property
     def n(self) -> int:
@@ -525,16 +530,21 @@ COUNT_LIMIT = 1_000_000
 :class:`TrafficCost` is a lower bound (``exact`` False)."""
 
 
-def counted_cost(engine: SecureSumEngine, ctx: SecureSumContext, *, limit: int | None = None) -> TrafficCost:
+def counted_cost(engine: SecureSumEngine, ctx: SecureSumContext, *, limit: int | None = None,
+                 suite: CryptoSuite = SIZING) -> TrafficCost:
     """Traffic of a fault-free run of ``engine`` on ``ctx``: the controller's and every party's
-    program (:meth:`SecureSumEngine.party_program`, inputs all zero, a fresh PKI where the
-    engine signs) run by the counting driver :func:`~parties.secure.program.count`, every
-    message sized by the codec (one encoding per message shape,
-    :class:`~parties.secure.program.SizeByShape`).  No message's size depends on the inputs.
-    ``limit``: stop after that many messages (the cost is then a lower bound, ``exact`` False).
+    program (:meth:`SecureSumEngine.party_program`, inputs all zero) run by the counting driver
+    :func:`~parties.secure.program.count`, every message sized by the codec (one encoding per
+    message shape, :class:`~parties.secure.program.SizeByShape`).  No message's size depends on
+    the inputs or on the cryptography's outputs, only on their lengths: the programs run with
+    the right-sized stand-ins of :data:`~parties.secure.suite.SIZING` (``suite=REAL``: the real
+    cryptography, with a fresh PKI where the engine signs).  ``limit``: stop after that many
+    messages (the cost is then a lower bound, ``exact`` False).
     """
-    signers, registry = setup_pki(ctx.parties) if engine.signs else ({}, None)
-    if registry is not None:
+    ctx = replace(ctx, suite=suite)
+    signers: dict[int, Signer] = {}
+    if engine.signs and not suite.sizing:
+        signers, registry = setup_pki(ctx.parties)
         ctx = replace(ctx, registry=registry)
     zero = np.zeros(ctx.length, dtype=np.uint8)
     programs: dict[int, Program[Any]] = {CONTROLLER: engine.controller_program(ctx)}

@@ -34,7 +34,6 @@ import numpy as np
 from mprr.errors import ConfigurationError, MessageError, PartyDropped
 from parties.topology import CONTROLLER
 from parties.transport import Transport
-from parties.secure.crypto import KeyPair, agree, open_sealed, seal
 from parties.secure.engine import (
     SecureSumContext,
     SecureSumEngine,
@@ -44,7 +43,7 @@ from parties.secure.engine import (
     from_controller,
     to_counts,
 )
-from parties.secure.program import Expect, Mark, Program, Send, SendEach, receive
+from parties.secure.program import Expect, Mark, Poll, Program, Send, SendEach, receive
 from parties.secure.receive import VectorSum, checked_vector, combination
 from parties.secure.messages import (
     KeyDirectory,
@@ -58,7 +57,6 @@ from parties.secure.messages import (
     id_vector,
 )
 from parties.secure.pki import SIGNATURE_BYTES, KeyRegistry, Signer
-from parties.secure.prg import Keystream
 from parties.secure.sharing import split
 from parties.secure.topology import TOPOLOGIES, Neighbourhoods, build_neighbourhoods
 
@@ -163,13 +161,18 @@ class GraphEngine(SecureSumEngine):
         if ctx.relay:
             own, received = yield from self._relay_shares(me, x, nbrs, ctx, signer)
         else:
-            shares = split(x, len(nbrs) + 1, ring, Keystream())
+            shares = split(x, len(nbrs) + 1, ring, ctx.suite.stream())
             own = shares[0].copy()
             yield SendEach(nbrs, tuple(ShareVector(ctx.session, -1, row) for row in shares[1:]), "graph/shares")
             del x, shares  # hold O(L), not O(k L), while waiting (n parties wait at once)
             expect = Expect(ShareVector, ctx.session, nbrs, "graph/shares", self.round_timeout, stream=True,
                             where=combination(-1))
-            received = yield from VectorSum(me, expect, "shares", -1, ctx, ring).finish()
+            shares_in = VectorSum(me, expect, "shares", -1, ctx, ring)
+            got = yield Poll(expect)  # every party sends its shares first: synchronous rounds
+            assert got is not None
+            yield from shares_in.fold(got)
+            del got
+            received = yield from shares_in.finish()
         yield Send(CONTROLLER, PartialSum(ctx.session, -1, ring.add(own, received)), "graph/partial")
         return None
 
@@ -177,14 +180,14 @@ class GraphEngine(SecureSumEngine):
                       signer: Signer | None) -> Program[tuple[np.ndarray, np.ndarray]]:
         """Exchange shares through the controller, sealed with pairwise X25519/HKDF keys whose
         public halves are PKI-signed; returns (own share, sum of the shares received)."""
-        ring, timeout, session = ctx.ring, self.round_timeout, ctx.session
+        ring, timeout, session, suite = ctx.ring, self.round_timeout, ctx.session, ctx.suite
         registry = ctx.registry
-        if signer is None or not isinstance(registry, KeyRegistry) or signer.party != me:
+        if not suite.sizing and (signer is None or not isinstance(registry, KeyRegistry) or signer.party != me):
             raise ConfigurationError(
                 f"party {me}: relayed graph shares need the party's PKI signer and the key registry "
                 "(parties.secure.pki.setup_pki at set-up)")
-        keys = KeyPair.generate()
-        yield Send(CONTROLLER, PublicKeys(session, (keys.public,), signer.sign(_KEYS, session, keys.public)),
+        keys = suite.keypair()
+        yield Send(CONTROLLER, PublicKeys(session, (keys.public,), suite.sign(signer, _KEYS, session, keys.public)),
                    "graph/keys")
         directory = yield from from_controller(me, KeyDirectory, session, "graph/keys", timeout)
         if tuple(directory.parties.tolist()) != nbrs:
@@ -196,18 +199,18 @@ class GraphEngine(SecureSumEngine):
         sigs = directory.signatures
         peer_keys = {j: directory.key(k) for k, j in enumerate(nbrs)}
         for k, j in enumerate(nbrs):
-            if not registry.verify(j, _KEYS, session, peer_keys[j],
-                                   sigs[SIGNATURE_BYTES * k: SIGNATURE_BYTES * (k + 1)]):
+            if not suite.verify(registry, j, _KEYS, session, peer_keys[j],
+                                sigs[SIGNATURE_BYTES * k: SIGNATURE_BYTES * (k + 1)]):
                 raise MessageError(
                     f"party {me}: the key relayed for party {j} is not signed by party {j}'s registered "
                     "key: key substitution detected")
         channel = {
-            j: agree(keys.private, ks, purpose="channel", session=session, me=me, peer=j)
+            j: suite.agree(keys, ks, purpose="channel", session=session, me=me, peer=j)
             for j, ks in peer_keys.items()
         }
-        shares = split(x, len(nbrs) + 1, ring, Keystream())
+        shares = split(x, len(nbrs) + 1, ring, suite.stream())
         sealed = bundle(
-            (j, seal(channel[j], row.tobytes(), session=session, sender=me, receiver=j))
+            (j, suite.seal(channel[j], row.tobytes(), session=session, sender=me, receiver=j))
             for j, row in zip(nbrs, shares[1:])
         )
         own = shares[0].copy()
@@ -219,7 +222,7 @@ class GraphEngine(SecureSumEngine):
             raise MessageError(f"party {me}: relayed shares do not come from exactly its neighbours")
         acc = np.zeros(ctx.length, dtype=np.uint64)
         for j, blob in zip(senders, blobs(relayed.ends, relayed.ciphertexts)):
-            plain = open_sealed(channel[j], blob, session=session, sender=j, receiver=me)
+            plain = suite.open(channel[j], blob, session=session, sender=j, receiver=me)
             if len(plain) != ctx.length * ring.element_bytes:
                 raise MessageError(f"party {me}: share from party {j} has {len(plain)} bytes")
             acc = ring.add(acc, checked_vector(np.frombuffer(plain, dtype=ring.dtype), ring, ctx, -1, j))

@@ -97,7 +97,7 @@ class PaperEngine(SecureSumEngine):
         ring = ctx.ring
         x = as_ring_vector(vector, ctx, ring)
         peers = tuple(p for p in ctx.parties if p != me)
-        stream = Keystream()  # fresh secret seed from the OS CSPRNG
+        stream = ctx.suite.stream()  # fresh secret seed from the OS CSPRNG
         if self.batched:
             return to_counts((yield from self._one_sum(me, x, -1, peers, ctx, ring, stream)))
         out = np.empty(ctx.length, dtype=np.int64)
@@ -122,10 +122,11 @@ class PaperEngine(SecureSumEngine):
             yield SendEach(peers[start : start + chunk], tuple(ShareVector(session, tag, r) for r in block),
                            phase_shares)  # one message per peer
             before, done = done, done + len(block)
-            if done // self.yield_every > before // self.yield_every:
+            if done // self.yield_every > before // self.yield_every and not shares.done:
                 got = yield Poll(shares.expect)
                 assert got is not None
                 yield from shares.fold(got)
+                del got  # (not kept while sending)
         received = yield from shares.finish()
         own = ring.neg(ring.reduce(sent))  # r_ii: all n shares sum to 0 (mod n + 1)
         r_j = ring.add(ring.add(own, received), x)  # step 3

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -213,21 +213,24 @@ class _Round:
     """A driver's state of one open expectation: who is still awaited, and what arrived since
     the program's last delivery."""
 
-    __slots__ = ("expect", "pending", "first", "others")
+    __slots__ = ("expect", "pending", "first", "others", "over")
 
     def __init__(self, expect: Expect[Any]) -> None:
         self.expect = expect
+        self.over = False  # its last delivery was made
         self.pending = dict.fromkeys(expect.sources)
         self.first: dict[int, Message] = {}
         self.others: list[tuple[int, Message]] = []
 
-    def sort(self, arrivals: list[tuple[int, Message]]) -> bool:
+    def sort(self, arrivals: Iterable[tuple[int, Message]]) -> bool:
         """Keep the arrivals of this round (first messages of sources, others); skip the rest.
         True if any was kept."""
-        accepts, pending = self.expect.accepts, self.pending
+        expect = self.expect
+        kind, session, where, pending = expect.kind, expect.session, expect.where, self.pending
         kept = False
         for src, msg in arrivals:
-            if not accepts(msg):
+            if type(msg) is not kind or getattr(msg, "session", None) != session or (
+                    where is not None and not where(msg)):
                 continue  # another session or combination: not this round's
             kept = True
             if src in pending:
@@ -243,6 +246,7 @@ class _Round:
         got: Delivery[Any] = Delivery(MappingProxyType(self.first), tuple(self.others), missing,
                                       timed_out or not missing, timed_out and bool(missing))
         self.first, self.others = {}, []
+        self.over = got.done
         return got
 
 
@@ -261,8 +265,13 @@ async def drive(ep: Endpoint, program: Program[R]) -> R:
     raises propagate as they are.
     """
     op = _step(program, None)
+    over: Expect[Any] | None = None  # the last round that ended
     while not isinstance(op, _Finished):
         if isinstance(op, (Expect, Poll)):
+            expect = op if isinstance(op, Expect) else op.expect
+            if expect is over:
+                raise ConfigurationError(f"the round of phase {expect.phase!r} is over: a program expects it anew")
+            over = expect
             op = await _round(ep, program, op)
         else:
             await _perform(ep, op)
@@ -277,6 +286,11 @@ class _Finished:
 
     def __init__(self, value: Any) -> None:
         self.value = value
+
+
+def _columns(envs: list[Envelope[Any]]) -> tuple[Iterable[int], Iterable[Message]]:
+    """The senders and the messages of ``envs``."""
+    return (e.src for e in envs), (e.message for e in envs)
 
 
 def _step(program: Program[Any], value: Delivery[Any] | None) -> Operation | _Finished:
@@ -330,15 +344,17 @@ async def _round(ep: Endpoint, program: Program[Any], op: Expect[Any] | Poll[Any
                 if isinstance(current, Poll):
                     await asyncio.sleep(0)  # the peers' tasks run
                     if state.pending:
-                        state.sort([(e.src, e.message) for e in ep.take_all(kinds=kind, phase=phase)])
+                        state.sort(zip(*_columns(ep.take_all(kinds=kind, phase=phase))))
                 else:
                     while state.pending:
                         envs = await ep.recv_many(kinds=kind, phase=phase, timeout=None)
-                        if state.sort([(e.src, e.message) for e in envs]) and expect.stream:
+                        if state.sort(zip(*_columns(envs))) and expect.stream:
                             break
-                got = state.delivery()
+                got: Delivery[Any] | None = state.delivery()
+                over = got is not None and got.done
                 current = _step(program, got)
-                if got.done:
+                got = None  # (a batch of vectors is not kept while the next one is awaited)
+                if over:
                     break
     except TimeoutError:
         if performing:  # (a Mark's yield to the loop: the mark itself was made)
@@ -461,6 +477,8 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
                 expect = op if isinstance(op, Expect) else op.expect
                 if actor.round is None or actor.round.expect is not expect:
                     actor.round = _Round(expect)
+                elif actor.round.over:
+                    raise ConfigurationError(f"the round of phase {expect.phase!r} is over: a program expects it anew")
                 state = actor.round
                 kept = take(actor, state) if state.pending else False
                 if isinstance(op, Expect) and state.pending and not (op.stream and kept):

@@ -154,6 +154,7 @@ class VectorSum:
             if got is None:  # pragma: no cover - a driver always answers an Expect
                 raise ProtocolError(f"the driver did not answer the round of phase {self.expect.phase!r}")
             yield from self.fold(got)
+            del got  # (not kept while the next batch is awaited)
         if self._pending:
             self._flush()  # a source's vector outside the ring is named even when others are missing
         if self.timed_out:

@@ -245,3 +245,20 @@ def test_recv_takes_the_oldest_match_and_recv_many_every_match(sends: list, take
         assert [e.message for e in ctrl.pending()] == [m[3] for m in model]
 
     run_virtual(run())
+
+
+async def test_take_all_takes_what_matches_now_and_never_waits() -> None:
+    net = InMemoryNetwork(3)
+    ctrl = net.endpoint(CONTROLLER)
+    assert ctrl.take_all(kinds=Ack) == []  # nothing buffered: empty, at once
+    await net.endpoint(0).send(CONTROLLER, Ack(1), phase="a")
+    await net.endpoint(1).send(CONTROLLER, Abort("x"), phase="a")
+    await net.endpoint(2).send(CONTROLLER, Ack(2), phase="b")
+    await net.endpoint(1).send(CONTROLLER, Ack(3), phase="a")
+    got = ctrl.take_all(kinds=Ack, phase="a")
+    assert [(e.src, e.message.request_id) for e in got] == [(0, 1), (1, 3)]
+    assert [e.src for e in ctrl.pending()] == [1, 2]  # the others stay, in arrival order
+    assert [e.src for e in ctrl.take_all(sources=2)] == [2]
+    net.crash(CONTROLLER)
+    with pytest.raises(PartyDropped, match="has crashed"):
+        ctrl.take_all()

@@ -53,10 +53,11 @@ def test_max_value_widens_the_modulus(vectors_of) -> None:  # noqa: ANN001
 
 
 @pytest.mark.parametrize("batched", [True, False])
-@pytest.mark.parametrize(("n", "L"), [(2, 1), (5, 4), (9, 3), (70, 2)])
+@pytest.mark.parametrize(("n", "L"), [(2, 1), (5, 4), (9, 3), (130, 1)])
 def test_traffic_matches_closed_form(batched: bool, n: int, L: int, vectors_of) -> None:  # noqa: ANN001
     """The counting driver's count (cost) is the traffic the memory network measured, per actor
-    (n = 70 > yield_every: the parties poll their shares while they send)."""
+    (n = 130 > 2 yield_every: the parties poll their shares while they send, and a party
+    has every share before it is done sending, and stops polling)."""
     result, _ = run(PaperEngine(batched=batched, round_timeout=5), vectors_of(n, L), topology=complete(n))
     stats, cost = result.statistics, result.cost
     assert stats.messages == cost.messages and stats.bytes == cost.bytes
@@ -118,3 +119,25 @@ def test_bad_inputs_are_configuration_errors() -> None:
         run_virtual(run_secure_sum(PaperEngine(), net, {0: np.zeros(2, int), 1: np.zeros(3, int)}))
     with pytest.raises(ConfigurationError, match="yield_every"):
         PaperEngine(yield_every=0)
+
+
+async def test_each_round_ends_at_its_own_timeout_on_the_virtual_clock() -> None:
+    """The asyncio driver gives each round one deadline: party 0's peers never send, its shares
+    round ends round_timeout after it began (virtual time), naming the missing peers; the
+    controller's broadcast round waits 2 * round_timeout from its own start."""
+    import asyncio
+
+    from mprr.errors import RoundTimeout
+
+    net = InMemoryNetwork(3, topology=complete(3))
+    engine = PaperEngine(round_timeout=0.7)
+    ctx = engine.context(range(3), 2, network=net, session="s")
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    with pytest.raises(RoundTimeout, match=r"party 0 got no ShareVector from 2 parties \[1, 2\] within 0.7 s"):
+        await engine.party(net.endpoint(0), np.zeros(2, dtype=np.int64), ctx)
+    assert loop.time() - start == pytest.approx(0.7)
+    start = loop.time()
+    with pytest.raises(PartyDropped, match=r"no broadcast r_j from 3 parties \[0, 1, 2\] within 1.4 s"):
+        await engine.controller(net.endpoint(CONTROLLER), ctx)
+    assert loop.time() - start == pytest.approx(1.4)

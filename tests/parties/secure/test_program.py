@@ -232,3 +232,42 @@ def test_counting_stops_at_its_limit_with_a_lower_bound() -> None:
     bounded = counted_cost(eng, ctx, limit=50)
     assert not bounded.exact and 50 < bounded.messages < full.messages
     assert bounded.formula.startswith("at least (stopped after 50 messages) counted (paper, n = 12, L = 3)")
+
+
+def test_a_round_that_is_over_cannot_be_expected_again() -> None:
+    """Both drivers refuse a program that yields the expectation of a round already over (it
+    would wait for sources that already answered)."""
+    def twice() -> Program[None]:
+        ex = Expect(PartialSum, S, (0,), "up", 0.5, stream=True)
+        got = yield ex
+        assert got is not None and got.done
+        yield Poll(ex)
+
+    def sender() -> Program[None]:
+        yield Send(CONTROLLER, PartialSum(S, -1, vec(1)), phase="up")
+
+    with pytest.raises(ConfigurationError, match="the round of phase 'up' is over"):
+        count({CONTROLLER: twice(), 0: sender()})
+
+    async def run() -> None:
+        net = InMemoryNetwork(1)
+        await drive(net.endpoint(0), sender())
+        await drive(net.endpoint(CONTROLLER), twice())
+
+    with pytest.raises(ConfigurationError, match="the round of phase 'up' is over"):
+        asyncio.run(run())
+
+
+@pytest.mark.parametrize(("engine", "n", "L"), [("paper", 6, 5), ("paper-per-combination", 3, 2),
+                                                ("graph", 9, 5), ("graph-direct", 9, 5)])
+def test_counting_with_the_sizing_suite_equals_counting_with_the_real_cryptography(engine: str, n: int,
+                                                                                   L: int) -> None:
+    """parties.secure.suite.SIZING: right-sized stand-ins give every actor's traffic exactly."""
+    from parties.secure.engine import counted_cost
+    from parties.secure.registry import sized_engine
+    from parties.secure.suite import REAL, SIZING
+
+    eng = sized_engine(engine, degree=4, round_timeout=5.0)
+    ctx = eng.context(range(n), L, session="s" * 45)
+    sized, real = counted_cost(eng, ctx, suite=SIZING), counted_cost(eng, ctx, suite=REAL)
+    assert dict(sized.sent) == dict(real.sent) and sized.rounds == real.rounds and sized.exact
