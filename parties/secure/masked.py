@@ -276,7 +276,11 @@ class MaskedEngine(SecureSumEngine):
     def party_program(self, me: int, vector: np.ndarray, ctx: SecureSumContext, *,
                       signer: Signer | None = None, min_contributors: int = 2) -> Program[None]:
         """Rounds 0-4 of Bonawitz et al. for party ``me`` (``signer``: its PKI key), as a
-        sans-I/O program (:mod:`parties.secure.program`)."""
+        sans-I/O program (:mod:`parties.secure.program`).  With the context's sizing suite (the
+        counting driver's, :func:`~parties.secure.engine.counted_cost`) the cryptography is
+        right-sized placeholders and no PKI is needed."""
+        if ctx.suite.sizing:
+            return self._party(me, vector, ctx, _Cryptography(None, None), min_contributors)
         registry = ctx.registry
         if signer is None or not isinstance(registry, KeyRegistry) or signer.party != me:
             raise ConfigurationError(
@@ -309,7 +313,7 @@ class MaskedEngine(SecureSumEngine):
         sum (a sans-I/O program).  Too few parties left at a round raises
         :class:`~mprr.errors.SecureSumAborted`; :meth:`controller` adds what its network knows
         of the missing parties (crashed, rejected at delivery, or late)."""
-        return _Controller(ctx, self.round_timeout, real=True).run()
+        return _Controller(ctx, self.round_timeout, real=not ctx.suite.sizing).run()
 
     async def controller(self, ep: Endpoint, ctx: SecureSumContext) -> SumOutcome:
         """:meth:`controller_program` over the controller's endpoint; an abort for too few
@@ -330,33 +334,12 @@ class MaskedEngine(SecureSumEngine):
                 f"late); if they were late, {helps} help",
                 survivors=short.survivors, threshold=short.threshold) from None
 
-    # ------------------------------------------------------------------ cost
-    def cost(self, ctx: SecureSumContext) -> TrafficCost:
-        """Traffic of a fault-free run: the controller's and every party's program run by the
-        counting driver (:func:`~parties.secure.program.count`, every message sized by the
-        codec, one encoding per shape), up to :data:`~parties.secure.engine.COUNT_LIMIT`
-        messages.  The programs run with placeholder cryptography of the real sizes (no key
-        agreement, encryption, MAC, PRG or Shamir sharing: no message's size depends on them),
-        so the count costs the protocol's steps only.  Fault-free: 5 messages per party, 4 per
-        party from the controller, 5 rounds."""
-        zero = np.zeros(ctx.length, dtype=np.uint8)
-        sizing = _Cryptography(None, None)
-        programs: dict[int, Program[Any]] = {CONTROLLER: _Controller(ctx, self.round_timeout, real=False).run()}
-        for p in ctx.parties:
-            programs[p] = self._party(p, zero, ctx, sizing, 2)
-        counted = count(programs, size=SizeByShape(), limit=COUNT_LIMIT)
-        stats = counted.statistics
-        kinds = ", ".join(f"{c.messages:,} {k} ({c.bytes:,} B)" for k, c in stats.by_kind.items())
-        bound = "" if counted.complete else f"at least (stopped after {COUNT_LIMIT:,} messages) "
-        return TrafficCost(sent=counted.sent(), rounds=stats.rounds, exact=counted.complete,
-                           formula=(f"{bound}counted ({self.name}, n = {ctx.n}, L = {ctx.length}, degrees "
-                                    f"{sorted({len(ctx.neighbours[p]) for p in ctx.parties})}): {kinds}"))
-
 
 class _Cryptography:
     """A party's cryptography in the masked programs: the real primitives with its PKI key
-    (``signer``), or, without one, placeholders of the same sizes for the counting driver
-    (:meth:`MaskedEngine.cost`: no message's size depends on a key, a ciphertext or a tag)."""
+    (``signer``), or, without one, placeholders of the same sizes where the context's suite is
+    the counting driver's (:data:`~parties.secure.suite.SIZING`: no message's size depends on a
+    key, a ciphertext, a tag or a share's value, only on their lengths)."""
 
     __slots__ = ("signer", "registry", "real")
 

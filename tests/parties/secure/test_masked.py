@@ -159,6 +159,23 @@ def test_traffic_matches_closed_form(vectors_of) -> None:  # noqa: ANN001
     assert cost.rounds == 5  # keys, shares, masked input, consistency check, unmasking
 
 
+def test_the_counted_cost_is_the_measured_traffic_of_a_sparse_sum_with_handed_view_keys(vectors_of) -> None:  # noqa: ANN001
+    # a random 6-regular graph on 30 parties: most holder pairs of an owner are no neighbours, so
+    # the sealed shares carry handed view keys and the views' tags reach 2-hop parties
+    from parties.secure.engine import counted_cost
+    from parties.secure.suite import REAL
+
+    n = 30
+    engine = MaskedEngine(topology="regular", degree=6, round_timeout=5)
+    result, _ = run(engine, vectors_of(n, 12))
+    stats, cost = result.statistics, result.cost  # (counted with the sizing suite: no cryptography)
+    assert cost.exact and cost.rounds == stats.rounds == 5
+    for actor in (CONTROLLER, *range(n)):
+        assert tuple(stats.sent_by(actor)) == tuple(cost.sent[actor]), actor
+    assert len({cost.sent[p].bytes for p in range(n)}) > 1  # the 2-hop neighbourhoods differ in size
+    assert dict(counted_cost(engine, result.context, suite=REAL).sent) == dict(cost.sent)
+
+
 def test_abscissae_are_distinct_and_public() -> None:
     nbrs = build_neighbourhoods(range(9), "harary", 4)
     for owner in range(9):
