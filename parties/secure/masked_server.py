@@ -34,7 +34,7 @@ from parties.secure.messages import (
     bundle,
     id_vector,
 )
-from parties.secure.program import Delivery, Expect, Mark, Operation, Program, Reject, SendEach
+from parties.secure.program import Delivery, Expect, Mark, Operation, Program, Reject, Send, SendEach
 from parties.secure.receive import checked_vector
 from parties.secure.topology import CompleteNeighbourhoods
 from parties.secure.unmasking import Unmasking
@@ -154,14 +154,11 @@ class ControllerProgram:
         u2 = yield from self._gather(SealedShares, sorted(directory), PHASES[1], relay, bad_recipients)
         if len(u2) < self.minimum:
             raise self._abort("key sharing", set(u2))
-        order = spread(sorted(u2))
         relayed: dict[int, tuple[int, ...]] = {}
-        bundles = []
-        for p in order:
-            entries = sorted(inbox[p])  # by sender (a sender seals once for each recipient)
+        for p in spread(sorted(u2)):  # one bundle at a time, its entries dropped once sent
+            entries = sorted(inbox.pop(p))  # by sender (a sender seals once for each recipient)
             relayed[p] = tuple([src for src, _ in entries])
-            bundles.append(RelayedShares(s, *bundle(entries)))
-        yield SendEach(tuple(order), tuple(bundles), PHASES[1])
+            yield Send(p, RelayedShares(s, *bundle(entries)), PHASES[1])
         return relayed
 
     def _collect_inputs(self, u2: set[int]) -> Generator[Operation, Delivery[Any] | None, tuple[np.ndarray, set[int]]]:
