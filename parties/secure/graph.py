@@ -268,8 +268,10 @@ class GraphEngine(SecureSumEngine):
                                    "not for exactly its neighbours")
             for dst, blob in zip(msg.recipients.tolist(), blobs(msg.ends, msg.ciphertexts)):
                 inbox[dst].append((src, blob))
-        # relayed as bytes: sliced, never opened
-        yield SendEach(parties, tuple(RelayedShares(session, *bundle(inbox[p])) for p in parties), "graph/relay")
+        # relayed as bytes: sliced, never opened; one message at a time (each bundle is encoded
+        # and delivered before the next is built)
+        for p in parties:
+            yield Send(p, RelayedShares(session, *bundle(inbox.pop(p))), "graph/relay")
 
 
 def _dropped(what: str, missing: tuple[int, ...]) -> PartyDropped:

@@ -97,7 +97,9 @@ class VectorSum:
                  ctx: SecureSumContext, ring: ZMod, *, broadcast: bool = False) -> None:
         self.me, self.expect, self.field, self.tag = me, expect, field, tag
         self.ctx, self.ring, self.broadcast = ctx, ring, broadcast
-        self.acc = np.zeros(ctx.length if tag < 0 else 1, dtype=np.uint64)
+        self.shape = (ctx.length if tag < 0 else 1,)
+        self.acc: np.ndarray | None = None  # the unreduced sum (allocated at the first flush: the
+        # n programs of one process all wait at once, before their vectors arrive)
         self.seen: dict[int, bytes] = {}  # digests, to recognise duplicated deliveries
         self.done = False
         self.missing: tuple[int, ...] = expect.sources
@@ -112,10 +114,12 @@ class VectorSum:
 
     def _flush(self) -> None:
         pending = self._pending
-        rows = np.concatenate(pending).reshape(len(pending), self.acc.shape[0])
+        rows = np.concatenate(pending).reshape(len(pending), self.shape[0])
         if self._top is not None and not self.broadcast and rows.max() >= self._top:  # (broadcasts: checked by _BROADCASTS)
             bad = np.flatnonzero(rows.max(axis=1) >= self._top)  # checked_vector names the first such source
             checked_vector(pending[bad[0]], self.ring, self.ctx, self.tag, self._senders[bad[0]])
+        if self.acc is None:
+            self.acc = np.zeros(self.shape, dtype=np.uint64)
         self.ring.accumulate(self.acc, rows.sum(axis=0, dtype=self._wide))
         pending.clear()
         self._senders.clear()
@@ -127,7 +131,7 @@ class VectorSum:
 
     def fold(self, got: Delivery[Any]) -> Generator[Operation, Delivery[Any] | None, None]:
         """Take one delivery of the round: add the sources' first vectors, reject the others."""
-        shape, dtype, field, name = self.acc.shape, self.ring.dtype, self.field, self.expect.kind.NAME
+        shape, dtype, field, name = self.shape, self.ring.dtype, self.field, self.expect.kind.NAME
         for src, msg in got.messages.items():
             raw = getattr(msg, field)
             if not self.broadcast and raw.shape == shape and raw.dtype == dtype:  # (the codec made it C-contiguous)
@@ -165,7 +169,7 @@ class VectorSum:
                 f"within {expect.timeout} s",
                 phase=expect.phase, timeout=expect.timeout, missing=missing,
             )
-        return self.ring.reduce(self.acc)
+        return self.ring.reduce(self.acc if self.acc is not None else np.zeros(self.shape, dtype=np.uint64))
 
 
 def combination(tag: int) -> Callable[[ShareVector | PartialSum], bool]:
