@@ -25,7 +25,10 @@ Modules, in dependency order:
 - ``views``     — the masked engine's consistency round: survivor views stated once, MAC'd
 - ``unmasking`` — the masked engine's round 4 at the controller: shares checked as they arrive,
                  self masks and the dropped parties' pairwise masks removed
-- ``masked``    — engine ``masked``: Bonawitz et al. 2017 pairwise masks + Shamir recovery
+- ``masked_server`` — the masked engine's controller program: relay, masked inputs, consistency
+                 round, unmasking
+- ``masked``    — engine ``masked``: Bonawitz et al. 2017 pairwise masks + Shamir recovery (the
+                 engine and the party's program)
 - ``registry``  — ``ENGINES``: ``EngineEntry`` objects by name (paper, paper-per-combination, graph,
                  graph-direct, masked, masked-sparse) in a :class:`mprr.registry.Registry`;
                  ``register_engine`` for one's own, ``make_engine``, ``sized_engine``; used by the

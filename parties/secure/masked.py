@@ -68,11 +68,11 @@ reveals, and the aggregate.
 
 from __future__ import annotations
 
-import math
 import struct
-from collections.abc import Callable
-from types import MappingProxyType
-from typing import TypeVar
+from collections.abc import Generator
+from functools import lru_cache
+from secrets import token_bytes
+from typing import Any, NamedTuple
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -80,20 +80,15 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
 from parties.topology import CONTROLLER
 from parties.transport import Endpoint, Transport
-from parties.secure.crypto import AEAD_OVERHEAD, KeyPair, agree, derive_keys, open_sealed, seal_each
+from parties.secure.crypto import AEAD_OVERHEAD, NONCE_BYTES, KeyPair, agree, derive_keys, open_sealed, seal_each
 from parties.secure.engine import (
     SecureSumContext,
     SecureSumEngine,
     SumOutcome,
-    TrafficCost,
     as_ring_vector,
-    collect,
-    recv_session,
-    encoded_size,
-    to_counts,
+    from_controller,
 )
-from parties.secure.receive import checked_vector
-from parties.secure.graph import controller_phase, ring_modulus
+from parties.secure.graph import ring_modulus
 from parties.secure.messages import (
     SECRET_MASK_KEY,
     SECRET_SELF_MASK,
@@ -113,10 +108,12 @@ from parties.secure.messages import (
 )
 from parties.secure.pki import KeyRegistry, Signer
 from parties.secure.prg import fresh_seed
+from parties.secure.program import Delivery, Operation, Program, Send, drive
 from parties.secure.ring import ZMod
 from parties.secure.shamir import SHARE_BYTES, share_values
-from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
-from parties.secure.unmasking import Unmasking, abscissa, mask_vector
+from parties.secure.topology import TOPOLOGIES, Neighbourhoods, build_neighbourhoods
+from parties.secure.unmasking import abscissa, mask_vector
+from parties.secure.masked_server import PHASES, ControllerProgram, Shortfall, spread
 from parties.secure.views import (
     KEY_ENTRY,
     VIEW_KEY_BYTES,
@@ -125,18 +122,13 @@ from parties.secure.views import (
     pack_ids,
     pair_keys,
     statement_prefix,
-    survivor_view,
-    unmask_requests,
     view_tags,
 )
-from parties.traffic import Counts
 
-__all__ = ["MaskedEngine"]
+__all__ = ["PHASES", "MaskedEngine", "spread"]
 
 _PLAIN = struct.Struct(f"<III{SHARE_BYTES}s{SHARE_BYTES}s32s")  # owner, holder, x, s_sk share, b share, s_pk
 _PAIR_PURPOSES = ("channel", "view")  # the keys a neighbour pair derives from its static agreement
-_M = TypeVar("_M")
-PHASES = ("masked/advertise", "masked/share-keys", "masked/input", "masked/consistency", "masked/unmask")
 
 
 def _masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519PrivateKey,
@@ -156,34 +148,23 @@ def _masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519Priva
     return acc
 
 
-def _sealed_shares(me: int, session: str, live: tuple[int, ...], xs: list[int], sk_values: list[bytes],
-                   b_values: list[bytes], s_pk: bytes, channel: dict[int, bytes],
-                   handed: dict[int, dict[int, bytes]]) -> SealedShares:
-    """Round 1's message: for each live holder j, (me, j, x_j, j's share of s_sk, j's share of b,
-    s_pk) followed by the view keys ``handed[j]`` this party gives j for its other holders that
-    are not j's neighbours, sealed under the pair's channel key."""
-    entry, pack = KEY_ENTRY.pack, _PLAIN.pack
-    plain = [pack(me, j, xj, sk, b, s_pk) + b"".join([entry(h, key) for h, key in handed[j].items()])
-             for j, xj, sk, b in zip(live, xs, sk_values, b_values)]
-    return SealedShares(session, *bundle(zip(live, seal_each([channel[j] for j in live], plain, session=session,
-                                                            sender=me, receivers=live))))
-
-
 def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, bytes],
-                 relayed_keys: dict[int, bytes], neighbours: Neighbourhoods, me: int, near: set[int], session: str
-                 ) -> tuple[dict[int, tuple[int, bytes, bytes]], dict[int, bytes], dict[int, bytes]]:
+                 relayed_keys: dict[int, bytes], neighbours: Neighbourhoods, me: int, near: set[int], session: str,
+                 crypto: _Cryptography
+                 ) -> tuple[dict[int, tuple[int, bytes, bytes]], dict[int, bytes], dict[int, list[tuple[int, bytes]]]]:
     """Round 2: open the shares relayed to party ``me`` (``senders``: ``relayed.senders`` as a
     list; ``near``: the party's neighbours) and check each against what its sender must have
     sealed (addressing, abscissa, the masking key relayed in round 0, the view keys for its other
     holders only).  Returns the shares held per sender (x, s_sk share, b share), the senders'
-    masking keys s_pk, and the MAC keys this party shares with its 2-hop peers that are not
-    neighbours (:func:`~parties.secure.views.combined_keys`)."""
+    masking keys s_pk, and the keys handed to this party for each 2-hop peer that is not a
+    neighbour, as (owner, key) pairs (:func:`~parties.secure.views.combined_keys` makes its MAC
+    keys)."""
     held: dict[int, tuple[int, bytes, bytes]] = {}
     peer_masks: dict[int, bytes] = {}  # s_pk of the senders, authenticated by their AEAD channel
     given: dict[int, list[tuple[int, bytes]]] = {}  # 2-hop peer -> [(owner, key it handed us)]
     size, entry_size, unpack, entries = _PLAIN.size, KEY_ENTRY.size, _PLAIN.unpack_from, KEY_ENTRY.iter_unpack
     for j, blob in zip(senders, blobs(relayed.ends, relayed.ciphertexts)):
-        plain_j = open_sealed(channel[j], blob, session=session, sender=j, receiver=me)
+        plain_j = crypto.open(channel[j], blob, session, j, me)
         extra = len(plain_j) - size
         if extra < 0 or extra % entry_size:
             raise MessageError(f"party {me}: sealed share from party {j} has {len(plain_j)} bytes")
@@ -195,18 +176,20 @@ def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, 
                 f"party {me}: the masking key relayed for party {j} is not the one party {j} sealed: "
                 "key substitution detected")
         peer_masks[j] = s_pk
-        handed_j = dict(entries(plain_j[size:]))
-        if handed_j and (len(handed_j) != extra // entry_size or not near.isdisjoint(handed_j)
-                         or me in handed_j or not set(handed_j) <= set(neighbours[j])):
-            raise MessageError(f"party {me}: the view keys sealed by party {j} are not for its other holders")
         held[j] = (xj, sk_y, b_y)
+        if not extra:
+            continue
+        handed_j = dict(entries(plain_j[size:]))
+        if (len(handed_j) != extra // entry_size or me in handed_j or not near.isdisjoint(handed_j)
+                or not frozenset(neighbours[j]).issuperset(handed_j)):
+            raise MessageError(f"party {me}: the view keys sealed by party {j} are not for its other holders")
         for h, key in handed_j.items():
             keys_h = given.get(h)
             if keys_h is None:
                 given[h] = [(j, key)]
             else:
                 keys_h.append((j, key))
-    return held, peer_masks, combined_keys(given)
+    return held, peer_masks, given
 
 
 class MaskedEngine(SecureSumEngine):
@@ -270,350 +253,264 @@ class MaskedEngine(SecureSumEngine):
                                 ring_modulus(n, self.max_value), neighbours, relay=True, threshold=t)
 
     # ------------------------------------------------------------------ party
-    async def party(self, ep: Endpoint, vector: np.ndarray, ctx: SecureSumContext, *,
-                    signer: Signer | None = None, min_contributors: int = 2) -> None:
-        """Rounds 0-4 of Bonawitz et al. for party ``ep.actor`` (``signer``: its PKI key)."""
-        # a party waits up to two rounds: the controller itself may wait a full round_timeout
-        # for stragglers before it answers
-        ring, me, s, timeout = ctx.ring, ep.actor, ctx.session, 2 * self.round_timeout
+    def party_program(self, me: int, vector: np.ndarray, ctx: SecureSumContext, *,
+                      signer: Signer | None = None, min_contributors: int = 2) -> Program[None]:
+        """Rounds 0-4 of Bonawitz et al. for party ``me`` (``signer``: its PKI key), as a
+        sans-I/O program (:mod:`parties.secure.program`).  With the context's sizing suite (the
+        counting driver's, :func:`~parties.secure.engine.counted_cost`) the cryptography is
+        right-sized placeholders and no PKI is needed."""
+        if ctx.suite.sizing:
+            return self._party(me, vector, ctx, _Cryptography(None, None), min_contributors)
         registry = ctx.registry
         if signer is None or not isinstance(registry, KeyRegistry) or signer.party != me:
             raise ConfigurationError(
                 f"party {me}: the masked engine needs the party's PKI signer and the key registry "
                 "(parties.secure.pki.setup_pki at set-up)")
-        x = as_ring_vector(vector, ctx, ring)
+        as_ring_vector(vector, ctx, ctx.ring)  # (checked before anything is sent; masked in round 2)
+        return self._party(me, vector, ctx, _Cryptography(signer, registry), min_contributors)
+
+    def _party(self, me: int, vector: np.ndarray, ctx: SecureSumContext, crypto: _Cryptography,
+               min_contributors: int) -> Program[None]:
+        """The party's rounds, each a sub-program that returns only what the later rounds use:
+        what a round alone needed (its messages, plaintexts, the masked vector) goes with it."""
         nbrs = ctx.neighbours[me]
         if len(nbrs) + 1 < min_contributors:
             raise SecureSumAborted(
                 f"party {me}: its neighbourhood holds {len(nbrs) + 1} parties, below its min_roster = "
                 f"{min_contributors}: it could never check that enough parties contribute",
                 survivors=len(nbrs) + 1, threshold=min_contributors)
-        s_keys = KeyPair.generate()
-        await ep.send(CONTROLLER, PublicKeys(s, (s_keys.public,)), phase=PHASES[0])
-
-        # round 1: share b_i and s_sk_i among the live holders, sealed under keys agreed with
-        # their registered static keys (authenticated by the PKI, nothing relayed to check)
-        directory = await recv_session(ep, KeyDirectory, session=s, phase=PHASES[0], timeout=timeout)
-        live = tuple(directory.parties.tolist())
-        if directory.session != s or not set(live) <= set(nbrs):
-            raise MessageError(f"party {me}: key directory lists parties that are not its neighbours")
-        if directory.signatures:
-            raise MessageError(f"party {me}: key directory entries must hold one 32-byte masking key s_pk")
-        if len(live) + 1 < min_contributors:  # the party's own policy, from what it knows
-            raise SecureSumAborted(
-                f"party {me}: only {len(live) + 1} parties of its neighbourhood advertised keys, below "
-                f"its min_roster = {min_contributors}: it shares nothing",
-                survivors=len(live) + 1, threshold=min_contributors)
-        relayed_keys = {j: directory.key(k) for k, j in enumerate(live)}
-        self_mask = fresh_seed()
-        neighbours = ctx.neighbours
-        xs = [abscissa(neighbours, me, h) for h in live]
-        if len(xs) + 1 < ctx.threshold:
-            raise SecureSumAborted(
-                f"party {me}: only {len(xs) + 1} live Shamir holders, threshold is {ctx.threshold}",
-                survivors=len(xs) + 1, threshold=ctx.threshold)
-        own_x = abscissa(neighbours, me, me)
-        sk_values, b_values = share_values((s_keys.private_bytes(), self_mask), [*xs, own_x], ctx.threshold)
-        own_b = b_values[-1]
-        # one X25519 agreement per neighbour gives the AEAD channel key and the consistency
-        # round's MAC key of the pair; my holders that are not neighbours of each other get a
-        # key from me (sealed with their shares) for the same purpose
-        channel: dict[int, bytes] = {}
-        view_keys: dict[int, bytes] = {}
-        for j in live:
-            channel[j], view_key = derive_keys(signer.exchange(registry, j), purposes=_PAIR_PURPOSES,
-                                               session=s, a=me, b=j)
-            view_keys[j] = view_key[:VIEW_KEY_BYTES]
-        await ep.send(CONTROLLER, _sealed_shares(me, s, live, xs, sk_values, b_values, s_keys.public, channel,
-                                                 pair_keys(live, neighbours)), phase=PHASES[1])
-        # (what only round 1 needed is dropped here, and round 2's plaintexts and handed keys
-        # die inside _open_shares: a party keeps what the later rounds use while it waits, not
-        # its messages)
-        del directory, sk_values, b_values, xs
-
-        # round 2: open the shares relayed to us; mask with exactly their senders
-        relayed = await recv_session(ep, RelayedShares, session=s, phase=PHASES[1], timeout=timeout)
-        senders = relayed.senders.tolist()
-        if relayed.session != s or not set(senders) <= set(live):
-            raise MessageError(f"party {me}: relayed shares come from parties outside its live neighbours")
-        held, peer_masks, combined = _open_shares(relayed, senders, channel, relayed_keys, neighbours, me, set(nbrs), s)
-        del relayed, relayed_keys, channel
-        view_keys.update(combined)
-        # (the vectors are dropped once sent: a party keeps O(k) bytes, not O(L), while it waits)
-        y = _masked_input(ring, x, self_mask, s_keys.private, {j: peer_masks[j] for j in held}, s, me)
-        del x
-        await ep.send(CONTROLLER, MaskedInput(s, y), phase=PHASES[2])
-        del y
-
-        # round 3: state the survivor set we are told (one view per session), MAC'd for every
-        # party that may need it: the other holders of every owner we hold shares of
-        told = await recv_session(ep, SurvivorSet, session=s, phase=PHASES[3], timeout=timeout)
-        told_ids = tuple(told.survivors.tolist())
-        view = frozenset(told_ids)
-        holders = set(nbrs) | {me}
-        if told.session != s or me not in view or not view <= holders:
-            raise MessageError(f"party {me}: survivor set must contain the party and only its Shamir holders")
-        # the contributors the party can vouch for: itself and the survivors that sealed it their
-        # shares (a survivor the controller invents sealed nothing; one that dropped after sharing
-        # leaves masks only its s_sk removes, which no honest holder told "survived" reveals)
-        known = len(view & (held.keys() | {me}))
-        if known < min_contributors:
-            raise SecureSumAborted(
-                f"party {me}: the survivor set it is told holds {known} parties that shared with it "
-                f"({len(view)} claimed), below its min_roster = {min_contributors}: it states no view "
-                "and reveals no share",
-                survivors=known, threshold=min_contributors)
-        prefix = statement_prefix(s)
-        targets = sorted(view_keys)
-        tags = view_tags(view_keys, prefix, me, targets, pack_ids(told_ids))
-        await ep.send(CONTROLLER, SurvivorTags(s, id_vector(targets), tags), phase=PHASES[3])
-
-        # round 4: check the stated views, then reveal b-shares of survivors, s_sk-shares of the dropped
-        request = await recv_session(ep, UnmaskRequest, session=s, phase=PHASES[4], timeout=timeout)
-        if request.session != s:
-            raise MessageError(f"party {me}: unmask request of another session")
-        check_consistency(request, view_keys, ctx, me, view, [me, *held], prefix)
-        owners = sorted([me, *held])
-        which, absc, values = bytearray(), [], []
-        for o in owners:
-            if o in view:  # survived: its self mask is removed
-                which.append(SECRET_SELF_MASK)
-                x_o, y_o = (own_x, own_b) if o == me else (held[o][0], held[o][2])
-            else:  # dropped after sharing: its pairwise masks are removed
-                which.append(SECRET_MASK_KEY)
-                x_o, y_o = held[o][0], held[o][1]
-            absc.append(x_o)
-            values.append(y_o)
-        await ep.send(CONTROLLER, UnmaskShares(s, id_vector(owners), bytes(which), id_vector(absc), b"".join(values)),
-                      phase=PHASES[4])
+        # a party waits up to two rounds: the controller itself may wait a full round_timeout
+        # for stragglers before it answers
+        timeout = 2 * self.round_timeout
+        shared = yield from _share_keys(me, ctx, crypto, min_contributors, timeout)
+        held, view_keys = yield from _mask_input(me, vector, ctx, crypto, shared, timeout)
+        view = yield from _state_view(me, ctx, crypto, held, view_keys, min_contributors, timeout)
+        yield from _unmask(me, ctx, crypto, shared, held, view_keys, view, timeout)
 
     # ------------------------------------------------------------------ controller
+    def controller_program(self, ctx: SecureSumContext) -> Program[SumOutcome]:
+        """Relay keys and shares, collect masked inputs, run the consistency round, unmask the
+        sum (a sans-I/O program).  Too few parties left at a round raises
+        :class:`~mprr.errors.SecureSumAborted`; :meth:`controller` adds what its network knows
+        of the missing parties (crashed, rejected at delivery, or late)."""
+        return ControllerProgram(ctx, self.round_timeout, real=not ctx.suite.sizing).run()
+
     async def controller(self, ep: Endpoint, ctx: SecureSumContext) -> SumOutcome:
-        """Relay keys and shares, collect masked inputs, run the consistency round, unmask the sum."""
-        net, s, timeout, ring, t = ep.network, ctx.session, self.round_timeout, ctx.ring, ctx.threshold
-        minimum = max(t, 2)
-
-        rejected: set[int] = set()  # parties whose message of a round was rejected (not silent)
-
-        def noting(check: Callable[[int, _M], str | None]) -> Callable[[int, _M], str | None]:
-            def checked(src: int, msg: _M) -> str | None:
-                reason = check(src, msg)
-                if reason is not None:
-                    rejected.add(src)
-                return reason
-            return checked
-
-        def abort(stage: str, alive: set[int]) -> SecureSumAborted:
-            message = (f"masked secure sum aborted at {stage}: {len(alive)} of {ctx.n} parties left, the "
-                       f"threshold needs at least {minimum} (t = {t}, and never a sum of one party)")
-            # crashed (known to the network) or rejected parties (by a round's check, or at delivery:
-            # a frame that does not decode) are genuine dropouts; the others missed a round's
-            # deadline: silent, or late (a busy machine, a slow secure sum)
+        """:meth:`controller_program` over the controller's endpoint; an abort for too few
+        parties names how many of the missing ones were only silent (neither crashed nor
+        rejected), i.e. may have been late, and what helps then."""
+        try:
+            return await drive(ep, self.controller_program(ctx))
+        except Shortfall as short:
             undelivered = {r.src for r in ep.rejections() if r.phase in PHASES}
-            late = set(ctx.parties) - alive - set(net.crashed) - rejected - undelivered
-            if late:
-                missing = ctx.n - len(alive)
-                helps = ("a larger round_timeout or fewer parties" if self.topology != "complete"  # sparse already
-                         else "a larger round_timeout, the sparse engine (masked-sparse) or fewer parties")
-                message += (f"; {len(late)} of the {missing} missing parties did not answer within the "
-                            f"round timeout (round_timeout = {timeout:g} s per round: they dropped or were "
-                            f"late); if they were late, {helps} help")
-            return SecureSumAborted(message, survivors=len(alive), threshold=minimum)
-
-        await controller_phase(net, PHASES[0])
-        # a well-formed message a party cannot have sent honestly is rejected (counted against
-        # its sender) and the party is treated as a dropout of that round: the sum goes on
-        # over the others, exactly as when it fell silent
-        keys = await collect(ep, ctx.parties, kind=PublicKeys, session=s, phase=PHASES[0],
-                             timeout=timeout, partial=True, invalid=noting(_bad_keys))
-        u1 = set(keys)
-        if len(u1) < minimum:
-            raise abort("key advertisement", u1)
-        directory = {}
-        for p in sorted(u1):
-            live = tuple(j for j in ctx.neighbours[p] if j in u1)
-            if len(live) + 1 < t:
-                raise SecureSumAborted(
-                    f"masked secure sum aborted: party {p} has {len(live) + 1} live Shamir "
-                    f"holders, threshold t = {t}", survivors=len(live) + 1, threshold=t)
-            directory[p] = live
-        for p in spread(sorted(u1)):
-            live = directory[p]
-            await ep.send(p, KeyDirectory(s, id_vector(live), b"".join([keys[j].keys[0] for j in live])),
-                          phase=PHASES[0])
-
-        await controller_phase(net, PHASES[1])
-        def bad_recipients(src: int, msg: SealedShares) -> str | None:
-            if tuple(msg.recipients.tolist()) != directory[src]:
-                return f"party {src} sealed shares for other parties than its live neighbours"
-            return None
-
-        inbox: dict[int, list[tuple[int, bytes]]] = {p: [] for p in u1}
-
-        def relay(src: int, msg: SealedShares) -> None:  # relayed as bytes: sliced, never opened
-            for dst, blob in zip(msg.recipients.tolist(), blobs(msg.ends, msg.ciphertexts)):
-                inbox[dst].append((src, blob))
-
-        sealed = await collect(ep, sorted(u1), kind=SealedShares, session=s, phase=PHASES[1],
-                               timeout=timeout, partial=True, invalid=noting(bad_recipients), accept=relay)
-        u2 = set(sealed)
-        if len(u2) < minimum:
-            raise abort("key sharing", u2)
-        relayed: dict[int, tuple[int, ...]] = {}
-        for p in spread(sorted(u2)):  # (each party's bundle put together as it is sent)
-            entries = inbox.pop(p)  # (dropped once sent)
-            entries.sort()  # by sender (a sender seals once for each recipient)
-            relayed[p] = tuple(src for src, _ in entries)
-            await ep.send(p, RelayedShares(s, *bundle(entries)), phase=PHASES[1])
-        del inbox  # (what is left: shares sealed for parties that fell silent in round 1)
-
-        await controller_phase(net, PHASES[2])
-        if ring.modulus != 1 << (8 * ring.element_bytes):  # pragma: no cover - ring_modulus gives 2^32 or 2^64
-            raise ConfigurationError(f"the masked engine computes in Z_(2^32) or Z_(2^64), got {ring}")
-        # M = 2^(bits of the dtype): the dtype's wrap-around is the reduction, so add in place
-        total = np.zeros(ctx.length, dtype=ring.dtype)
-
-        def bad_vector(src: int, msg: MaskedInput) -> str | None:
-            try:
-                checked_vector(msg.values, ring, ctx, -1, src)
-            except MessageError as exc:
-                return str(exc)
-            return None
-
-        def add(src: int, msg: MaskedInput) -> None:  # (checked by bad_vector)
-            np.add(total, msg.values, out=total)
-
-        masked = await collect(ep, sorted(u2), kind=MaskedInput, session=s, phase=PHASES[2],
-                               timeout=timeout, partial=True, invalid=noting(bad_vector), accept=add)
-        u3 = set(masked)
-        if len(u3) < minimum:
-            raise abort("masked input collection", u3)
-        dropped = u2 - u3
-
-        await controller_phase(net, PHASES[3])
-        views: dict[int, tuple[int, ...]] = {}
-        for v in spread(sorted(u3)):
-            views[v] = view = survivor_view(ctx, v, u3)
-            await ep.send(v, SurvivorSet(s, id_vector(view)), phase=PHASES[3])
-        complete = isinstance(ctx.neighbours, CompleteNeighbourhoods)
-
-        def expected(w: int) -> set[int]:
-            """Whom w MACs its view for: its live neighbours, and the holders of the owners it
-            holds that are not its neighbours (they got a key from the owner)."""
-            if complete:
-                return set(directory[w])
-            far = set().union(*map(directory.__getitem__, relayed[w]))
-            far.difference_update(ctx.neighbours[w])
-            far.discard(w)
-            far.update(directory[w])
-            return far
-
-        def bad_tags(src: int, msg: SurvivorTags) -> str | None:  # (targets: increasing, by validation)
-            if set(msg.targets.tolist()) != expected(src):
-                return f"party {src} sent view tags for other parties than those it shares keys with"
-            return None
-
-        tagged = await collect(ep, sorted(u3), kind=SurvivorTags, session=s, phase=PHASES[3],
-                               timeout=timeout, partial=True, invalid=noting(bad_tags))
-        u4 = set(tagged)
-        if len(u4) < minimum:
-            raise abort("consistency check", u4)
-
-        await controller_phase(net, PHASES[4])
-        for v, request in unmask_requests(ctx.session, views, tagged, order=spread):
-            await ep.send(v, request, phase=PHASES[4])
-        unmasking = Unmasking(ctx, total, set(u3), relayed, keys, dropped, u4)  # (the answers wait in the mailbox)
-        await collect(ep, sorted(u4), kind=UnmaskShares, session=s, phase=PHASES[4],
-                      timeout=timeout, partial=True, accept=unmasking.take)
-        return SumOutcome(to_counts(unmasking.finish(masked)), tuple(sorted(u3)))
-
-    # ------------------------------------------------------------------ cost
-    def cost(self, ctx: SecureSumContext) -> TrafficCost:
-        """Fault-free: 5 messages per party (masking key, sealed shares, masked input, survivor
-        tags, unmask shares), 4 per party from the controller (key directory, relayed shares,
-        survivor set, unmask request with the views of the party's 2-hop neighbourhood, MAC'd
-        for it); 5 rounds.  Rounds 3-4 are the consistency check."""
-        s, L = ctx.session, ctx.length
-        key, share = bytes(32), bytes(SHARE_BYTES)
-        masked = encoded_size(MaskedInput(s, np.zeros(L, dtype=ctx.ring.dtype)))
-        advertise = encoded_size(PublicKeys(s, (key,)))
-        blob = _PLAIN.size + AEAD_OVERHEAD  # + one key entry per other holder that is no neighbour
-
-        def ids(k: int) -> np.ndarray:
-            return np.arange(1, k + 1, dtype=np.uint32)
-
-        def affine(size: Callable[[int], int]) -> tuple[int, int]:  # encoded sizes are affine in the count
-            base = size(0)
-            return base, size(1) - base
-
-        sealed = affine(lambda k: encoded_size(SealedShares(s, *bundle((i, b"") for i in range(k)))))
-        relayed_msg = affine(lambda k: encoded_size(RelayedShares(s, *bundle((i, b"") for i in range(k)))))
-        directory = affine(lambda k: encoded_size(KeyDirectory(s, ids(k), key * k)))
-        survivor_set = affine(lambda k: encoded_size(SurvivorSet(s, ids(k))))
-        unmask = affine(lambda k: encoded_size(UnmaskShares(s, ids(k), bytes(k), ids(k), share * k)))
-        tags = affine(lambda k: encoded_size(SurvivorTags(s, ids(k), bytes(TAG_BYTES * k))))
-        one = np.ones(1, dtype=np.uint32)  # one view of one cell: request sizes grow by a uint32 per cell
-        request = affine(lambda k: encoded_size(UnmaskRequest(s, ids(1), one, ids(k), np.zeros(k, dtype=np.uint32),
-                                                              bytes(TAG_BYTES * k))))
-        cell = encoded_size(UnmaskRequest(s, ids(2), one * 2, ids(0), ids(0), b"")) - request[0]
-
-        complete = isinstance(ctx.neighbours, CompleteNeighbourhoods)
-        near = {} if complete else {p: frozenset(ctx.neighbours[p]) for p in ctx.parties}
-        # H(p), numbered once per distinct set (equal views are sent once): view[p] -> its number
-        numbers: dict[frozenset[int], int] = {}
-        view = {p: numbers.setdefault(nb | {p}, len(numbers)) for p, nb in near.items()}
-        view_size = [len(h) for h in numbers]
-        sent: dict[int, Counts] = {}
-        ctrl = [0, 0]
-        for p in ctx.parties:
-            nb = ctx.neighbours[p]
-            k = len(nb)
-            if complete:  # every holder pair is adjacent: no keys handed on; one shared view of all n
-                handed_out = handed_in = 0
-                targets, views = k, [k + 1]
-            else:
-                mine = near[p]
-                around = [near[j] for j in nb]
-                common = sum([len(mine & n_j) for n_j in around])
-                handed_out = k * (k - 1) - common  # per j: my other holders that are not j's neighbours
-                handed_in = sum([len(n_j) for n_j in around]) - k - common  # per j: j's other holders not mine
-                second = set().union(*around)
-                second -= mine
-                second.discard(p)
-                targets = k + len(second)
-                views = [view_size[v] for v in {view[w] for w in (*nb, *second)}]
-            entry = KEY_ENTRY.size
-            party_bytes = (advertise + sealed[0] + k * (sealed[1] + blob) + entry * handed_out + masked
-                           + tags[0] + targets * tags[1] + unmask[0] + (k + 1) * unmask[1])
-            sent[p] = Counts(5, party_bytes)
-            ctrl[0] += 4
-            ctrl[1] += (directory[0] + k * directory[1] + relayed_msg[0] + k * (relayed_msg[1] + blob)
-                        + entry * handed_in + survivor_set[0] + (k + 1) * survivor_set[1]
-                        + request[0] + targets * request[1] + (sum(views) - 1 + len(views) - 1) * cell)
-        sent[CONTROLLER] = Counts(*ctrl)
-        degrees = sorted({len(ctx.neighbours[p]) for p in ctx.parties})
-        return TrafficCost(
-            sent=MappingProxyType(sent), rounds=5,
-            formula=(f"per party 5 messages: 1 masking key, deg(i) = {degrees} sealed share pairs "
-                     "(with the pairwise view keys of the owner's other holders that are no neighbours), "
-                     f"L = {L} masked cells, one {TAG_BYTES}-byte view tag per party of its 2-hop "
-                     "neighbourhood, deg(i) + 1 Shamir shares; controller 4 per party, the last carrying "
-                     "the tagged views of the party's 2-hop neighbourhood; O(L + k^2) per party, "
-                     "O(n (L + k^2)) total (complete graph: O(n) tags per party)"),
-        )
+            late = short.silent - set(ep.network.crashed) - undelivered
+            if not late:
+                raise SecureSumAborted(str(short), survivors=short.survivors, threshold=short.threshold) from None
+            helps = ("a larger round_timeout or fewer parties" if self.topology != "complete"  # sparse already
+                     else "a larger round_timeout, the sparse engine (masked-sparse) or fewer parties")
+            raise SecureSumAborted(
+                f"{short}; {len(late)} of the {short.missing} missing parties did not answer within the "
+                f"round timeout (round_timeout = {self.round_timeout:g} s per round: they dropped or were "
+                f"late); if they were late, {helps} help",
+                survivors=short.survivors, threshold=short.threshold) from None
 
 
-def spread(ids: list[int]) -> list[int]:
-    """``ids`` in stride order (every ⌊√n⌋-th id, then the next stride, ...): the order in which
-    the controller sends a round's messages, so that each contiguous range of the roster (the
-    parties of one worker process) gets its share from the start of the loop instead of
-    waiting for the ranges before it.  Any order gives the same messages and the same sum."""
-    step = max(1, math.isqrt(len(ids)))
-    return [ids[i] for first in range(step) for i in range(first, len(ids), step)]
+class _Cryptography:
+    """A party's cryptography in the masked programs: the real primitives with its PKI key
+    (``signer``), or, without one, placeholders of the same sizes where the context's suite is
+    the counting driver's (:data:`~parties.secure.suite.SIZING`: no message's size depends on a
+    key, a ciphertext, a tag or a share's value, only on their lengths)."""
+
+    __slots__ = ("signer", "registry", "real")
+
+    def __init__(self, signer: Signer | None, registry: KeyRegistry | None) -> None:
+        self.signer, self.registry, self.real = signer, registry, signer is not None
+
+    def masking_keys(self) -> tuple[KeyPair | None, bytes, bytes]:
+        """A fresh masking key pair: (pair, s_pk, s_sk's raw bytes)."""
+        if not self.real:
+            return None, bytes(32), bytes(32)
+        pair = KeyPair.generate()
+        return pair, pair.public, pair.private_bytes()
+
+    def pair_keys(self, me: int, j: int, session: str) -> tuple[bytes, bytes]:
+        """The AEAD channel key and the consistency round's MAC key of neighbours ``me``, ``j``:
+        one X25519 agreement of their registered static keys."""
+        if self.signer is None or self.registry is None:
+            return bytes(32), bytes(VIEW_KEY_BYTES)
+        channel, view = derive_keys(self.signer.exchange(self.registry, j), purposes=_PAIR_PURPOSES,
+                                    session=session, a=me, b=j)
+        return channel, view[:VIEW_KEY_BYTES]
+
+    def fresh_seed(self) -> bytes:
+        return fresh_seed() if self.real else bytes(32)
+
+    def share(self, values: tuple[bytes, bytes], xs: list[int], t: int) -> tuple[list[bytes], list[bytes]]:
+        if not self.real:
+            return [bytes(SHARE_BYTES)] * len(xs), [bytes(SHARE_BYTES)] * len(xs)
+        sk_values, b_values = share_values(values, xs, t)
+        return sk_values, b_values
+
+    def handed_keys(self, live: tuple[int, ...], neighbours: Neighbourhoods) -> dict[int, dict[int, bytes]]:
+        return pair_keys(live, neighbours, draw=token_bytes if self.real else bytes)
+
+    def seal_each(self, keys: list[bytes], plain: list[bytes], session: str, me: int,
+                  live: tuple[int, ...]) -> list[bytes]:
+        if not self.real:
+            return [bytes(NONCE_BYTES) + p + bytes(AEAD_OVERHEAD - NONCE_BYTES) for p in plain]
+        return seal_each(keys, plain, session=session, sender=me, receivers=live)
+
+    def open(self, key: bytes, blob: bytes, session: str, j: int, me: int) -> bytes:
+        if not self.real:
+            return blob[NONCE_BYTES:len(blob) - (AEAD_OVERHEAD - NONCE_BYTES)]
+        return open_sealed(key, blob, session=session, sender=j, receiver=me)
+
+    def combined_keys(self, given: dict[int, list[tuple[int, bytes]]]) -> dict[int, bytes]:
+        return combined_keys(given) if self.real else dict.fromkeys(given, bytes(VIEW_KEY_BYTES))
+
+    def masked_input(self, ring: ZMod, vector: np.ndarray, ctx: SecureSumContext, self_mask: bytes,
+                     s_sk: KeyPair | None, peers: dict[int, bytes], me: int) -> np.ndarray:
+        if s_sk is None:  # one read-only vector of the ring's zeros shared by every party's message
+            return _zeros(ring.dtype.str, ctx.length)
+        return _masked_input(ring, as_ring_vector(vector, ctx, ring), self_mask, s_sk.private, peers, ctx.session, me)
+
+    def view_tags(self, keys: dict[int, bytes], prefix: bytes, me: int, targets: list[int], view: bytes) -> bytes:
+        return view_tags(keys, prefix, me, targets, view) if self.real else bytes(TAG_BYTES * len(targets))
+
+    def check(self, request: UnmaskRequest, keys: dict[int, bytes], ctx: SecureSumContext, me: int,
+              view: frozenset[int], owners: list[int], prefix: bytes) -> None:
+        if self.real:
+            check_consistency(request, keys, ctx, me, view, owners, prefix)
 
 
-def _bad_keys(src: int, msg: PublicKeys) -> str | None:
-    """Why an advertisement of keys is unusable (None: it is usable)."""
-    if len(msg.keys) != 1 or msg.signature:
-        return f"party {src} must advertise its masking key s_pk alone"
-    return None
+@lru_cache(maxsize=4)
+def _zeros(dtype: str, length: int) -> np.ndarray:
+    zeros = np.zeros(length, dtype=dtype)
+    zeros.flags.writeable = False
+    return zeros
+
+
+class _Shared(NamedTuple):
+    """What round 1 leaves a party for the later rounds."""
+
+    live: tuple[int, ...]
+    relayed_keys: dict[int, bytes]
+    channel: dict[int, bytes]
+    view_keys: dict[int, bytes]
+    self_mask: bytes
+    s_sk: KeyPair | None
+    own_x: int
+    own_b: bytes
+
+
+def _share_keys(me: int, ctx: SecureSumContext, crypto: _Cryptography, min_contributors: int,
+                timeout: float) -> Generator[Operation, Delivery[Any] | None, _Shared]:
+    """Rounds 0-1: advertise a fresh masking key; share b_i and s_sk_i among the live holders,
+    sealed under keys agreed with their registered static keys (authenticated by the PKI,
+    nothing relayed to check)."""
+    s, neighbours = ctx.session, ctx.neighbours
+    s_keys, s_pk, s_sk_raw = crypto.masking_keys()
+    yield Send(CONTROLLER, PublicKeys(s, (s_pk,)), PHASES[0])
+    directory = yield from from_controller(me, KeyDirectory, s, PHASES[0], timeout)
+    live = tuple(directory.parties.tolist())
+    if not set(live) <= set(neighbours[me]):
+        raise MessageError(f"party {me}: key directory lists parties that are not its neighbours")
+    if directory.signatures:
+        raise MessageError(f"party {me}: key directory entries must hold one 32-byte masking key s_pk")
+    if len(live) + 1 < min_contributors:  # the party's own policy, from what it knows
+        raise SecureSumAborted(
+            f"party {me}: only {len(live) + 1} parties of its neighbourhood advertised keys, below "
+            f"its min_roster = {min_contributors}: it shares nothing",
+            survivors=len(live) + 1, threshold=min_contributors)
+    if len(live) + 1 < ctx.threshold:
+        raise SecureSumAborted(
+            f"party {me}: only {len(live) + 1} live Shamir holders, threshold is {ctx.threshold}",
+            survivors=len(live) + 1, threshold=ctx.threshold)
+    relayed_keys = {j: directory.key(k) for k, j in enumerate(live)}
+    self_mask = crypto.fresh_seed()
+    xs = [abscissa(neighbours, me, h) for h in live]
+    own_x = abscissa(neighbours, me, me)
+    sk_values, b_values = crypto.share((s_sk_raw, self_mask), [*xs, own_x], ctx.threshold)
+    # one X25519 agreement per neighbour gives the AEAD channel key and the consistency
+    # round's MAC key of the pair; my holders that are not neighbours of each other get a
+    # key from me (sealed with their shares) for the same purpose
+    channel: dict[int, bytes] = {}
+    view_keys: dict[int, bytes] = {}
+    for j in live:
+        channel[j], view_keys[j] = crypto.pair_keys(me, j, s)
+    handed = crypto.handed_keys(live, neighbours)
+    entry, pack = KEY_ENTRY.pack, _PLAIN.pack
+    plain = [pack(me, j, xj, sk, b, s_pk) + b"".join([entry(h, key) for h, key in handed[j].items()])
+             for j, xj, sk, b in zip(live, xs, sk_values, b_values)]
+    sealed = crypto.seal_each([channel[j] for j in live], plain, s, me, live)
+    yield Send(CONTROLLER, SealedShares(s, *bundle(zip(live, sealed))), PHASES[1])
+    return _Shared(live, relayed_keys, channel, view_keys, self_mask, s_keys, own_x, b_values[-1])
+
+
+def _mask_input(me: int, vector: np.ndarray, ctx: SecureSumContext, crypto: _Cryptography, shared: _Shared,
+                timeout: float
+                ) -> Generator[Operation, Delivery[Any] | None, tuple[dict[int, tuple[int, bytes, bytes]],
+                                                                     dict[int, bytes]]]:
+    """Round 2: open the shares relayed to us; mask with exactly their senders.  Returns the
+    shares held per sender (x, s_sk share, b share) and every MAC key of the consistency round."""
+    s = ctx.session
+    relayed = yield from from_controller(me, RelayedShares, s, PHASES[1], timeout)
+    senders = relayed.senders.tolist()
+    if not set(senders) <= set(shared.live):
+        raise MessageError(f"party {me}: relayed shares come from parties outside its live neighbours")
+    held, peer_masks, given = _open_shares(relayed, senders, shared.channel, shared.relayed_keys, ctx.neighbours,
+                                           me, set(ctx.neighbours[me]), s, crypto)
+    view_keys = {**shared.view_keys, **crypto.combined_keys(given)}
+    y = crypto.masked_input(ctx.ring, vector, ctx, shared.self_mask, shared.s_sk, peer_masks, me)
+    yield Send(CONTROLLER, MaskedInput(s, y), PHASES[2])
+    return held, view_keys
+
+
+def _state_view(me: int, ctx: SecureSumContext, crypto: _Cryptography, held: dict[int, tuple[int, bytes, bytes]],
+                view_keys: dict[int, bytes], min_contributors: int, timeout: float
+                ) -> Generator[Operation, Delivery[Any] | None, tuple[int, ...]]:
+    """Round 3: state the survivor set we are told (one view per session), MAC'd for every
+    party that may need it: the other holders of every owner we hold shares of."""
+    s = ctx.session
+    told = yield from from_controller(me, SurvivorSet, s, PHASES[3], timeout)
+    told_ids = tuple(told.survivors.tolist())
+    view = frozenset(told_ids)
+    if me not in view or not view <= {me, *ctx.neighbours[me]}:
+        raise MessageError(f"party {me}: survivor set must contain the party and only its Shamir holders")
+    # the contributors the party can vouch for: itself and the survivors that sealed it their
+    # shares (a survivor the controller invents sealed nothing; one that dropped after sharing
+    # leaves masks only its s_sk removes, which no honest holder told "survived" reveals)
+    known = 1 + sum([1 for w in told_ids if w in held])
+    if known < min_contributors:
+        raise SecureSumAborted(
+            f"party {me}: the survivor set it is told holds {known} parties that shared with it "
+            f"({len(view)} claimed), below its min_roster = {min_contributors}: it states no view "
+            "and reveals no share",
+            survivors=known, threshold=min_contributors)
+    targets = sorted(view_keys)
+    tags = crypto.view_tags(view_keys, statement_prefix(s), me, targets, pack_ids(told_ids))
+    yield Send(CONTROLLER, SurvivorTags(s, id_vector(targets), tags), PHASES[3])
+    return told_ids
+
+
+def _unmask(me: int, ctx: SecureSumContext, crypto: _Cryptography, shared: _Shared,
+            held: dict[int, tuple[int, bytes, bytes]], view_keys: dict[int, bytes], told_ids: tuple[int, ...],
+            timeout: float) -> Generator[Operation, Delivery[Any] | None, None]:
+    """Round 4: check the stated views, then reveal b-shares of survivors, s_sk-shares of the dropped."""
+    s = ctx.session
+    request = yield from from_controller(me, UnmaskRequest, s, PHASES[4], timeout)
+    view = frozenset(told_ids)
+    owners = sorted([me, *held])
+    crypto.check(request, view_keys, ctx, me, view, owners, statement_prefix(s))
+    which, absc, values = bytearray(), [], []
+    for o in owners:
+        if o in view:  # survived: its self mask is removed
+            which.append(SECRET_SELF_MASK)
+            x_o, y_o = (shared.own_x, shared.own_b) if o == me else (held[o][0], held[o][2])
+        else:  # dropped after sharing: its pairwise masks are removed
+            which.append(SECRET_MASK_KEY)
+            x_o, y_o = held[o][0], held[o][1]
+        absc.append(x_o)
+        values.append(y_o)
+    yield Send(CONTROLLER, UnmaskShares(s, id_vector(owners), bytes(which), id_vector(absc), b"".join(values)),
+               PHASES[4])

@@ -17,6 +17,8 @@ holder's share of an owner's secrets) and :func:`mask_vector` (PRG(seed) as a ve
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, SecureSumAborted
@@ -25,8 +27,8 @@ from parties.secure.engine import SecureSumContext
 from parties.secure.messages import SECRET_MASK_KEY, SECRET_SELF_MASK, PublicKeys, UnmaskShares
 from parties.secure.prg import keystream
 from parties.secure.ring import ZMod
-from parties.secure.shamir import SHARE_BYTES, Share, reconstruct_bytes
-from parties.secure.topology import Neighbourhoods, neighbour_rank
+from parties.secure.shamir import PRIME, SHARE_BYTES, Share, reconstruct_bytes
+from parties.secure.topology import CompleteNeighbourhoods, Neighbourhoods
 
 __all__ = ["Unmasking", "abscissa", "mask_vector", "reconstruct_secret"]
 
@@ -34,7 +36,9 @@ __all__ = ["Unmasking", "abscissa", "mask_vector", "reconstruct_secret"]
 def abscissa(neighbours: Neighbourhoods, owner: int, holder: int) -> int:
     """Shamir abscissa of ``holder``'s share of ``owner``'s secrets: 1 + rank of ``holder``
     in the sorted holder set N(owner) + {owner} (public, so every actor can check it)."""
-    return neighbour_rank(neighbours, owner, holder) + 1 + (1 if owner < holder else 0)
+    if type(neighbours) is CompleteNeighbourhoods:
+        return neighbours.rank(owner, holder) + 1 + (owner < holder)
+    return bisect_left(neighbours[owner], holder) + 1 + (owner < holder)
 
 
 def mask_vector(ring: ZMod, seed: bytes, length: int) -> np.ndarray:
@@ -75,21 +79,21 @@ class Unmasking:
         if self.error is not None:
             return
         ctx, neighbours, survivors = self.ctx, self.ctx.neighbours, self.survivors
-        owners = set(self.relayed[holder]) | {holder}
-        values = msg.values
+        owners = set(self.relayed[holder])
+        owners.add(holder)
+        values, from_bytes = msg.values, int.from_bytes
         shares: list[tuple[int, Share]] = []
         for k, (owner, kind, x) in enumerate(zip(msg.owners.tolist(), msg.which, msg.abscissae.tolist())):
             expected = SECRET_SELF_MASK if owner in survivors else SECRET_MASK_KEY
             if owner not in owners or kind != expected or x != abscissa(neighbours, owner, holder):
                 self.error = MessageError(f"party {holder} returned a share that was not requested")
                 return
-            try:
-                share = Share.from_bytes(x, values[SHARE_BYTES * k: SHARE_BYTES * (k + 1)])
-            except ConfigurationError:  # (a value >= p: the 33-byte length is the message's own check)
+            y = from_bytes(values[SHARE_BYTES * k: SHARE_BYTES * (k + 1)], "big")  # (33 bytes: the message's check)
+            if y >= PRIME:
                 self.error = MessageError(f"party {holder} returned a share value outside GF(p) for party {owner} "
                                           "(share values must be < p = 2^256 + 297)")
                 return
-            shares.append((owner, share))
+            shares.append((owner, Share(x, y)))
         for owner, share in shares:
             (self.b_shares if owner in survivors else self.sk_shares)[owner].append(share)
         for o in owners:

@@ -56,11 +56,13 @@ _BLOCK = 1024
 
 
 def unmask_requests(session: str, views: dict[int, tuple[int, ...]], tagged: dict[int, SurvivorTags], *,
-                    order: Callable[[list[int]], list[int]] | None = None) -> Iterator[tuple[int, UnmaskRequest]]:
+                    order: Callable[[list[int]], list[int]] | None = None
+                    ) -> Iterator[list[tuple[int, UnmaskRequest]]]:
     """The round-4 message to each author v of ``tagged``: the views of the other authors that
     MAC'd theirs for v (``views[w]``, what w was told; ``tagged[w]``, its tags), in author order,
     equal views sent once (numbered in the order of their first signer).  The requests come in
-    the order ``order(sorted authors)`` (default: sorted).
+    the order ``order(sorted authors)`` (default: sorted), in lists of up to :data:`_BLOCK`
+    ``(reader, request)`` pairs (the controller sends a list at once).
 
     w MACs its view for exactly the parties that hold shares of an owner w holds shares of
     (the controller checked each author's targets against that), so this is the 2-hop
@@ -101,7 +103,6 @@ def unmask_requests(session: str, views: dict[int, tuple[int, ...]], tagged: dic
     ids = np.asarray(authors, dtype=np.int64)
     lows = np.searchsorted(grouped, ids, "left")
     highs = np.searchsorted(grouped, ids, "right")
-    del to, grouped, reader
     slot = {w: k for k, w in enumerate(authors)}
     sequence = authors if order is None else order(authors)
     for first in range(0, len(sequence), _BLOCK):
@@ -131,10 +132,10 @@ def unmask_requests(session: str, views: dict[int, tuple[int, ...]], tagged: dic
         row_stops, row_starts = ends.tolist(), (ends - n_rows).tolist()
         cell_starts, cell_ends = cell_base.tolist(), np.concatenate(([0], cell_stops))[view_stops].tolist()
         v_stops, v_starts = view_stops.tolist(), (view_stops - n_views).tolist()
-        for j, v in enumerate(block):
-            a, b = row_starts[j], row_stops[j]
-            yield v, UnmaskRequest(session, cells[cell_starts[j]:cell_ends[j]], view_ends[v_starts[j]:v_stops[j]],
-                                   signers[a:b], view_of[a:b], sent[TAG_BYTES * a:TAG_BYTES * b])
+        yield [(v, UnmaskRequest(session, cells[cell_starts[j]:cell_ends[j]], view_ends[v_starts[j]:v_stops[j]],
+                                 signers[row_starts[j]:row_stops[j]], view_of[row_starts[j]:row_stops[j]],
+                                 sent[TAG_BYTES * row_starts[j]:TAG_BYTES * row_stops[j]]))
+               for j, v in enumerate(block)]
 
 
 def pack_ids(ids: tuple[int, ...]) -> bytes:
@@ -149,16 +150,18 @@ _blake2b, _sha256 = hashlib.blake2b, hashlib.sha256
 _OWNER = struct.Struct("<I")
 
 
-def pair_keys(live: tuple[int, ...], neighbours: Neighbourhoods) -> dict[int, dict[int, bytes]]:
+def pair_keys(live: tuple[int, ...], neighbours: Neighbourhoods, *,
+              draw: Callable[[int], bytes] = secrets.token_bytes) -> dict[int, dict[int, bytes]]:
     """Fresh MAC keys for the pairs of ``live`` holders that are not neighbours of each other
-    (``keys[w][h] == keys[h][w]``), from :func:`secrets.token_bytes`: the owner seals
-    ``keys[w]`` for holder w.  Neighbours already share a key from their own X25519 agreement."""
+    (``keys[w][h] == keys[h][w]``), from :func:`secrets.token_bytes` (``draw``: where the
+    bytes come from; the counting driver's placeholders are zeros): the owner seals ``keys[w]``
+    for holder w.  Neighbours already share a key from their own X25519 agreement."""
     keys: dict[int, dict[int, bytes]] = {w: {} for w in live}
     if isinstance(neighbours, CompleteNeighbourhoods):  # all adjacent
         return keys
     adjacent = {w: frozenset(neighbours[w]) for w in live}
     pairs = [(w, h) for i, w in enumerate(live) for h in live[i + 1:] if h not in adjacent[w]]
-    raw = secrets.token_bytes(VIEW_KEY_BYTES * len(pairs))
+    raw = draw(VIEW_KEY_BYTES * len(pairs))
     for k, (w, h) in enumerate(pairs):
         keys[w][h] = keys[h][w] = raw[VIEW_KEY_BYTES * k: VIEW_KEY_BYTES * (k + 1)]
     return keys
@@ -258,24 +261,30 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
                 raise abort(o, agree_, len(roster), need)
         return
 
+    neighbours = ctx.neighbours
     for o in owners:
-        holders = (*ctx.neighbours[o], o)  # H(o): o and its neighbours
-        need = len(holders) // 2 + 1
+        holders = neighbours[o]  # H(o): o and its neighbours
+        need = (len(holders) + 1) // 2 + 1
         alive = o in view
         agree_ = 1  # this party
-        for w in holders:  # the authors already authenticated first
-            if agree_ >= need:
-                break
-            got = checked.get(w)
-            if got is not None and w != me and (o in got) == alive:
-                agree_ += 1
-        for w in holders:  # then check new ones until a majority agrees
-            if agree_ >= need:
-                break
-            if w == me or w in checked or w not in statements:
+        fresh = []  # authors not authenticated yet, checked only if those already are too few
+        for w in (*holders, o):
+            if w == me:
                 continue
-            got = stated(w)
-            if got is not None and (o in got) == alive:
-                agree_ += 1
+            if w in checked:
+                got = checked[w]
+                if got is not None and (o in got) == alive:
+                    agree_ += 1
+                    if agree_ >= need:
+                        break
+            elif w in statements:
+                fresh.append(w)
+        else:
+            for w in fresh:
+                got = stated(w)
+                if got is not None and (o in got) == alive:
+                    agree_ += 1
+                    if agree_ >= need:
+                        break
         if agree_ < need:
-            raise abort(o, agree_, len(holders), need)
+            raise abort(o, agree_, len(holders) + 1, need)

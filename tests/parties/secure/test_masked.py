@@ -160,6 +160,23 @@ def test_traffic_matches_closed_form(vectors_of) -> None:  # noqa: ANN001
     assert cost.rounds == 5  # keys, shares, masked input, consistency check, unmasking
 
 
+def test_the_counted_cost_is_the_measured_traffic_of_a_sparse_sum_with_handed_view_keys(vectors_of) -> None:  # noqa: ANN001
+    # a random 6-regular graph on 30 parties: most holder pairs of an owner are no neighbours, so
+    # the sealed shares carry handed view keys and the views' tags reach 2-hop parties
+    from parties.secure.engine import counted_cost
+    from parties.secure.suite import REAL
+
+    n = 30
+    engine = MaskedEngine(topology="regular", degree=6, round_timeout=5)
+    result, _ = run(engine, vectors_of(n, 12))
+    stats, cost = result.statistics, result.cost  # (counted with the sizing suite: no cryptography)
+    assert cost.exact and cost.rounds == stats.rounds == 5
+    for actor in (CONTROLLER, *range(n)):
+        assert tuple(stats.sent_by(actor)) == tuple(cost.sent[actor]), actor
+    assert len({cost.sent[p].bytes for p in range(n)}) > 1  # the 2-hop neighbourhoods differ in size
+    assert dict(counted_cost(engine, result.context, suite=REAL).sent) == dict(cost.sent)
+
+
 def test_abscissae_are_distinct_and_public() -> None:
     nbrs = build_neighbourhoods(range(9), "harary", 4)
     for owner in range(9):
@@ -275,7 +292,9 @@ def test_the_unmask_requests_built_in_blocks_are_those_built_one_by_one(
             continue  # dropped before its tags: no request, and in no other party's request
         targets = sorted({*neighbours[w], *(h for o in neighbours[w] for h in neighbours[o] if h != w)})
         tagged[w] = SurvivorTags("s", id_vector(targets), rng.bytes(16 * len(targets)))
-    built = {v: encode(request) for v, request in unmask_requests("s", views, tagged, order=spread)}
+    blocks = list(unmask_requests("s", views, tagged, order=spread))
+    assert [len(b) for b in blocks[:-1]] == [block] * (len(blocks) - 1) and 0 < len(blocks[-1]) <= block
+    built = {v: encode(request) for b in blocks for v, request in b}
     assert list(built) == spread(sorted(tagged))
     assert built == _requests_one_by_one("s", views, tagged)
 
@@ -297,8 +316,8 @@ def test_view_keys_an_owner_seals_for_the_wrong_parties_are_rejected(
     assert set(nbrs[0]) == {1, 2, 10, 11} and set(nbrs[1]) == {0, 2, 3, 11}
     honest = masked.pair_keys
 
-    def lying(live, neighbours):  # noqa: ANN001, ANN202
-        keys = honest(live, neighbours)
+    def lying(live, neighbours, **kw):  # noqa: ANN001, ANN003, ANN202
+        keys = honest(live, neighbours, **kw)
         if set(live) == set(nbrs[0]):  # only owner 0 lies, only to holder 1
             keys[1] = {**keys[1], other: bytes(16)}
         return keys

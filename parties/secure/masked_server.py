@@ -1,0 +1,251 @@
+"""The controller's program of the masked engine (Bonawitz et al. 2017, the server's side).
+
+:class:`ControllerProgram` relays the masking keys (round 0) and the sealed shares (round 1) as
+bytes, adds up the masked inputs as they arrive (round 2), tells each survivor its view and
+collects the views it states, MAC'd (round 3, :mod:`parties.secure.views`), then forwards the
+stated views each party needs and removes the masks from the shares it returns (round 4,
+:mod:`parties.secure.unmasking`).  Each round is a sub-program that returns only what the
+later rounds use.  A party whose message a round's check rejects is a dropout of that round;
+with fewer than max(t, 2) parties left the program raises :class:`Shortfall`.  The engine and
+the party's side are in :mod:`parties.secure.masked`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Generator
+from typing import Any, TypeVar
+
+import numpy as np
+
+from mprr.errors import ConfigurationError, MessageError, ProtocolError, SecureSumAborted
+from parties.wire.codec import Message
+from parties.secure.engine import SecureSumContext, SumOutcome, to_counts
+from parties.secure.messages import (
+    KeyDirectory,
+    MaskedInput,
+    PublicKeys,
+    RelayedShares,
+    SealedShares,
+    SurvivorSet,
+    SurvivorTags,
+    UnmaskShares,
+    blobs,
+    bundle,
+    id_vector,
+)
+from parties.secure.program import Delivery, Expect, Mark, Operation, Program, Reject, Send, SendEach
+from parties.secure.receive import checked_vector
+from parties.secure.topology import CompleteNeighbourhoods
+from parties.secure.unmasking import Unmasking
+from parties.secure.views import survivor_view, unmask_requests
+
+__all__ = ["PHASES", "ControllerProgram", "Shortfall", "spread"]
+
+PHASES = ("masked/advertise", "masked/share-keys", "masked/input", "masked/consistency", "masked/unmask")
+
+
+class Shortfall(SecureSumAborted):
+    """Too few parties left at a round of the controller's program; ``silent``: the missing
+    parties no check of the program rejected (the driver knows which of them crashed)."""
+
+    def __init__(self, message: str, *, survivors: int, threshold: int, silent: set[int], missing: int) -> None:
+        super().__init__(message, survivors=survivors, threshold=threshold)
+        self.silent, self.missing = silent, missing
+
+
+_M = TypeVar("_M", bound=Message)
+
+
+class ControllerProgram:
+    """The controller's program (:meth:`run`), one sub-program per round; ``real`` False: the
+    counting driver's run (no unmasking: placeholder shares reconstruct nothing)."""
+
+    def __init__(self, ctx: SecureSumContext, round_timeout: float, *, real: bool) -> None:
+        self.ctx, self.timeout, self.real = ctx, round_timeout, real
+        self.minimum = max(ctx.threshold, 2)
+        self.rejected: set[int] = set()  # parties whose message of a round was rejected (not silent)
+
+    def run(self) -> Program[SumOutcome]:
+        ctx = self.ctx
+        ring = ctx.ring
+        if ring.modulus != 1 << (8 * ring.element_bytes):  # pragma: no cover - ring_modulus gives 2^32 or 2^64
+            raise ConfigurationError(f"the masked engine computes in Z_(2^32) or Z_(2^64), got {ring}")
+        keys, directory = yield from self._advertise()
+        relayed = yield from self._relay(directory)
+        total, u3 = yield from self._collect_inputs(set(relayed))
+        views, tagged = yield from self._consistency(u3, directory, relayed)
+        total = yield from self._unmask(total, u3, set(relayed) - set(u3), relayed, keys, views, tagged)
+        return SumOutcome(to_counts(total), tuple(sorted(u3)))
+
+    def _abort(self, stage: str, alive: set[int] | dict[int, Any]) -> Shortfall:
+        ctx = self.ctx
+        silent = set(ctx.parties) - set(alive) - self.rejected
+        return Shortfall(
+            f"masked secure sum aborted at {stage}: {len(alive)} of {ctx.n} parties left, the threshold needs "
+            f"at least {self.minimum} (t = {ctx.threshold}, and never a sum of one party)",
+            survivors=len(alive), threshold=self.minimum, silent=silent, missing=ctx.n - len(alive))
+
+    def _gather(self, kind: type[_M], sources: list[int], phase: str, accept: Callable[[int, _M], None],
+                invalid: Callable[[int, _M], str | None] | None = None
+                ) -> Generator[Operation, Delivery[Any] | None, list[int]]:
+        """One round: a ``kind`` message of the session from each of ``sources`` within the round
+        timeout, taken in batches as they arrive.  A well-formed message a party cannot have
+        sent honestly (``invalid`` names why) is rejected (counted against its sender) and the
+        party is treated as a dropout of that round, exactly as when it fell silent.  Returns
+        the sources whose message was accepted, in order of arrival."""
+        expect = Expect(kind, self.ctx.session, tuple(sources), phase, self.timeout, stream=True)
+        accepted: list[int] = []
+        while True:
+            got = yield expect
+            if got is None:  # pragma: no cover - a driver always answers an Expect
+                raise ProtocolError(f"the driver did not answer the expectation of phase {phase!r}")
+            for src, msg in got.messages.items():
+                reason = None if invalid is None else invalid(src, msg)
+                if reason is None:
+                    accept(src, msg)
+                    accepted.append(src)
+                else:
+                    self.rejected.add(src)
+                    yield Reject(src, msg, phase, reason)
+            if got.done:
+                return accepted
+
+    def _advertise(self) -> Generator[Operation, Delivery[Any] | None,
+                                      tuple[dict[int, PublicKeys], dict[int, tuple[int, ...]]]]:
+        """Round 0: the masking keys; each party is sent those of its live neighbours."""
+        ctx, s, t = self.ctx, self.ctx.session, self.ctx.threshold
+        yield Mark(PHASES[0])
+        keys: dict[int, PublicKeys] = {}
+        yield from self._gather(PublicKeys, list(ctx.parties), PHASES[0], keys.__setitem__, _bad_keys)
+        if len(keys) < self.minimum:
+            raise self._abort("key advertisement", keys)
+        directory = {}
+        for p in sorted(keys):
+            live = tuple([j for j in ctx.neighbours[p] if j in keys])
+            if len(live) + 1 < t:
+                raise SecureSumAborted(
+                    f"masked secure sum aborted: party {p} has {len(live) + 1} live Shamir "
+                    f"holders, threshold t = {t}", survivors=len(live) + 1, threshold=t)
+            directory[p] = live
+        order = spread(sorted(keys))
+        yield SendEach(tuple(order), tuple([KeyDirectory(s, id_vector(live), b"".join([keys[j].keys[0] for j in live]))
+                                            for live in map(directory.__getitem__, order)]), PHASES[0])
+        return keys, directory
+
+    def _relay(self, directory: dict[int, tuple[int, ...]]
+               ) -> Generator[Operation, Delivery[Any] | None, dict[int, tuple[int, ...]]]:
+        """Round 1: relay the sealed shares, as bytes (sliced, never opened).  Returns who
+        relayed to whom: each party's senders."""
+        s = self.ctx.session
+        yield Mark(PHASES[1])
+
+        def bad_recipients(src: int, msg: SealedShares) -> str | None:
+            if tuple(msg.recipients.tolist()) != directory[src]:
+                return f"party {src} sealed shares for other parties than its live neighbours"
+            return None
+
+        inbox: dict[int, list[tuple[int, bytes]]] = {p: [] for p in directory}
+
+        def relay(src: int, msg: SealedShares) -> None:
+            for dst, blob in zip(msg.recipients.tolist(), blobs(msg.ends, msg.ciphertexts)):
+                inbox[dst].append((src, blob))
+
+        u2 = yield from self._gather(SealedShares, sorted(directory), PHASES[1], relay, bad_recipients)
+        if len(u2) < self.minimum:
+            raise self._abort("key sharing", set(u2))
+        relayed: dict[int, tuple[int, ...]] = {}
+        for p in spread(sorted(u2)):  # one bundle at a time, its entries dropped once sent
+            entries = sorted(inbox.pop(p))  # by sender (a sender seals once for each recipient)
+            relayed[p] = tuple([src for src, _ in entries])
+            yield Send(p, RelayedShares(s, *bundle(entries)), PHASES[1])
+        return relayed
+
+    def _collect_inputs(self, u2: set[int]) -> Generator[Operation, Delivery[Any] | None, tuple[np.ndarray, set[int]]]:
+        """Round 2: the masked inputs, added up as they arrive (never all held)."""
+        ctx, ring = self.ctx, self.ctx.ring
+        yield Mark(PHASES[2])
+        # M = 2^(bits of the dtype): the dtype's wrap-around is the reduction, so add in place
+        total = np.zeros(ctx.length, dtype=ring.dtype)
+
+        def bad_vector(src: int, msg: MaskedInput) -> str | None:
+            try:
+                checked_vector(msg.values, ring, ctx, -1, src)
+            except MessageError as exc:
+                return str(exc)
+            return None
+
+        def add(src: int, msg: MaskedInput) -> None:  # (checked by bad_vector)
+            np.add(total, msg.values, out=total)
+
+        u3 = set((yield from self._gather(MaskedInput, sorted(u2), PHASES[2], add, bad_vector)))
+        if len(u3) < self.minimum:
+            raise self._abort("masked input collection", u3)
+        return total, u3
+
+    def _consistency(self, u3: set[int], directory: dict[int, tuple[int, ...]], relayed: dict[int, tuple[int, ...]]
+                     ) -> Generator[Operation, Delivery[Any] | None,
+                                    tuple[dict[int, tuple[int, ...]], dict[int, SurvivorTags]]]:
+        """Round 3: tell each survivor its view; collect the views it states, MAC'd."""
+        ctx, s = self.ctx, self.ctx.session
+        yield Mark(PHASES[3])
+        order = spread(sorted(u3))
+        views = {v: survivor_view(ctx, v, u3) for v in order}
+        yield SendEach(tuple(order), tuple([SurvivorSet(s, id_vector(views[v])) for v in order]), PHASES[3])
+        complete = isinstance(ctx.neighbours, CompleteNeighbourhoods)
+
+        def expected(w: int) -> set[int]:
+            """Whom w MACs its view for: its live neighbours, and the holders of the owners it
+            holds that are not its neighbours (they got a key from the owner)."""
+            if complete:
+                return set(directory[w])
+            far = set().union(*map(directory.__getitem__, relayed[w]))
+            far.difference_update(ctx.neighbours[w])
+            far.discard(w)
+            far.update(directory[w])
+            return far
+
+        def bad_tags(src: int, msg: SurvivorTags) -> str | None:  # (targets: increasing, by validation)
+            if set(msg.targets.tolist()) != expected(src):
+                return f"party {src} sent view tags for other parties than those it shares keys with"
+            return None
+
+        tagged: dict[int, SurvivorTags] = {}
+        yield from self._gather(SurvivorTags, sorted(u3), PHASES[3], tagged.__setitem__, bad_tags)
+        if len(tagged) < self.minimum:
+            raise self._abort("consistency check", tagged)
+        return views, tagged
+
+    def _unmask(self, total: np.ndarray, u3: set[int], dropped: set[int], relayed: dict[int, tuple[int, ...]],
+                keys: dict[int, PublicKeys], views: dict[int, tuple[int, ...]], tagged: dict[int, SurvivorTags]
+                ) -> Generator[Operation, Delivery[Any] | None, np.ndarray]:
+        """Round 4: forward to each party the stated views it needs; reconstruct the self masks
+        of the survivors and the mask keys of the dropped from the shares, as they arrive
+        (:class:`~parties.secure.unmasking.Unmasking`)."""
+        yield Mark(PHASES[4])
+        for block in unmask_requests(self.ctx.session, views, tagged, order=spread):
+            yield SendEach(tuple([v for v, _ in block]), tuple([request for _, request in block]), PHASES[4])
+        unmasking = Unmasking(self.ctx, total, u3, relayed, keys, dropped, set(tagged))
+        take = unmasking.take if self.real else _ignore
+        yield from self._gather(UnmaskShares, sorted(tagged), PHASES[4], take)
+        return unmasking.finish(sorted(u3)) if self.real else total
+
+
+def _ignore(src: int, msg: Message) -> None:
+    """An answer the counting driver's controller does not use."""
+
+
+def spread(ids: list[int]) -> list[int]:
+    """``ids`` in stride order (every ⌊√n⌋-th id, then the next stride, ...): the order in which
+    the controller sends a round's messages, so that each contiguous range of the roster (the
+    parties of one worker process) gets its share from the start of the loop instead of
+    waiting for the ranges before it.  Any order gives the same messages and the same sum."""
+    step = max(1, math.isqrt(len(ids)))
+    return [ids[i] for first in range(step) for i in range(first, len(ids), step)]
+
+
+def _bad_keys(src: int, msg: PublicKeys) -> str | None:
+    """Why an advertisement of keys is unusable (None: it is usable)."""
+    if len(msg.keys) != 1 or msg.signature:
+        return f"party {src} must advertise its masking key s_pk alone"
+    return None
