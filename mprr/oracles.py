@@ -2,19 +2,9 @@
 
 Wang, Blocki, Li and Jha, *Locally Differentially Private Protocols for Frequency Estimation*
 (USENIX Security 2017) — "Wang et al." below.  Each respondent holds one value ``v`` in
-``[0, d)`` and sends one report; the aggregator counts how many reports *support* each cell
-and inverts the expected count (Wang et al.'s estimator for "pure" protocols)::
-
-    f̂_v = (C_v / n - q*) / (p* - q*)
-
-where ``p*`` is the probability that a report supports the respondent's own value and ``q*``
-the probability that it supports any other given value.  The estimate is unbiased and its
-variance is (Wang et al.'s variance of the count estimate, divided by n² for frequencies)::
-
-    Var[f̂_v] = q*(1 - q*) / (n (p* - q*)²)  +  f_v (1 - p* - q*) / (n (p* - q*))
-
-The first term is the "approximate" variance Wang et al. compare oracles by (``f_v = 0``); with
-the true frequencies the sum is exact.
+``[0, d)`` and sends one report; the aggregator counts how many reports *support* each cell and
+inverts the expected count with Wang et al.'s estimator for "pure" protocols, whose unbiased
+estimate and variance :mod:`mprr.frequency_oracle` gives once for all three.
 
 Oracles (frozen, validated dataclasses sharing :class:`~mprr.frequency_oracle.FrequencyOracle`,
 whose module gives the estimator, its variance and the checks they share):
