@@ -133,7 +133,6 @@ def items(repeat: int) -> list[tuple[str, int, float, float | None]]:
     assert sha256(outer_block + sha256(inner_block + info).digest()).digest() == hmac.digest(key32, info, "sha256")
     # a sealed share: owner, holder, x, two 33-byte shares, s_pk, and about 7 handed view keys
     plain = bytes(110 + 7 * views.KEY_ENTRY.size)
-    nonce = secrets.token_bytes(crypto.NONCE_BYTES)
     ad = b"mprr/secure-sum/v1|aead|bench-session|3|17"
     blob = crypto.seal(key32, plain, session=SESSION, sender=3, receiver=17)
     zero = bytes(CELLS * 4)

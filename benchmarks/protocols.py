@@ -20,7 +20,6 @@ import argparse
 import os
 import statistics
 import time
-from pathlib import Path
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np

@@ -24,6 +24,8 @@ Modules, in dependency order (each may import only those above it):
 - ``randomize``     — inverse-CDF local randomization of codes through a matrix row
 - ``hashing``       — the universal hash family of local hashing (multiply-add-shift, splitmix64
                       seeds), vectorized over (reports x cells)
+- ``frequency_oracle`` — ``FrequencyOracle``, the interface the oracles share: Wang et al.'s
+                      estimator and its variance, the checks of reports and uniforms
 - ``oracles``       — frequency oracles GRR, OUE, OLH (Wang et al. 2017): perturb from uniforms,
                       support counts, unbiased estimates, variance formulas, best_oracle
 - ``estimation``    — eq. (2) inversion (mode products for Kronecker), clip/rescale, simplex
@@ -35,7 +37,8 @@ Modules, in dependency order (each may import only those above it):
 - ``synthetic``     — zipf_pair (RR-Ind-Joint 4.1), planted_clusters (known truth, demo data)
 - ``metrics``       — count queries, the 6.5 query generator, eq. (16) errors, MAE, MSE, TVD
 - ``marginals``     — marginal tables over attribute subsets: projection, Norm-Sub, PriView/CALM
-                      consistency of overlapping marginals, maximum-entropy (IPF) reconstruction
+                      consistency of overlapping marginals
+- ``maxent``        — maximum-entropy (IPF) reconstruction of a marginal or the joint from marginals
 - ``independence``  — tests of independence of two attributes from randomized reports (Pearson's χ²
                       on product channels, Wald on debiased estimates), bias-corrected Cramér's V
 - ``clustering``    — Algorithm 1 (attribute clustering)

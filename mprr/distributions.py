@@ -296,7 +296,6 @@ class ProductDistribution(SizedDomain):
         self._clusters = clusters_t
         self._factors = tuple(out)
         self._sizes = sizes_t
-        self._where = {a: (ci, pos) for ci, c in enumerate(clusters_t) for pos, a in enumerate(c)}
 
     @property
     def clusters(self) -> tuple[tuple[int, ...], ...]:

@@ -275,11 +275,6 @@ def _mulhi64(a: np.ndarray, b: int) -> np.ndarray:
     return a1
 
 
-def _mul64(a: np.ndarray, b: int) -> tuple[np.ndarray, np.ndarray]:
-    """Full 128-bit products ``a * b`` as (high, low) uint64 words."""
-    return _mulhi64(a, b), a * _U64(b)
-
-
 def _pcg64_step(hi: np.ndarray, lo: np.ndarray, inc_hi: np.ndarray,
                 inc_lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """state * multiplier + increment (mod 2^128), the PCG64 LCG step."""

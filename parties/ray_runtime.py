@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mprr.domain import check_int, check_real
-from mprr.errors import ConfigurationError, RuntimeFailure
+from mprr.errors import RuntimeFailure
 from parties.runtime import Hosting, HostingPlan, Runtime, task_group
 from parties.shard import PartyShard, ShardSetup, directory, split
 from parties.shard_report import ShardReport

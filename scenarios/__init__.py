@@ -22,12 +22,15 @@ Modules, in dependency order:
 - ``montecarlo`` — parallel Monte Carlo over runs with per-run seeds
 - ``tables``     — ``bistochastic_table``, ``lambda_table`` (the two papers' Table 1)
 - ``adult_queries`` — Adult loading / subsampling, query evaluation, the printed-ε option
-- ``paper_adult`` — ``adult_table1``, ``adult_table2``, ``adult_figure3`` (main paper)
+- ``paper_adult`` — ``adult_table1``, ``adult_table2`` (main paper Tables I, II); what Figure 3 shares
+- ``paper_adult_figures`` — ``adult_figure3`` (main paper Figures 2 and 3)
 - ``kikuchi``    — ``kikuchi_sweeps`` (RR-Ind-Joint paper Fig. 5–8, Table 1)
 - ``cost_model``  — exact closed-form costs from the codec's message sizes; measuring helpers
 - ``privacy_report`` — privacy section of run reports: ε per party / phase under every policy,
                      β, no-DP flag, refusals, replays; the budget per respondent in words (budget_statement)
 - ``protocol_run`` — ``ProtocolRun``: one base protocol run plus its RR-Adjustment
+- ``anonymization_figures`` — local_anonymization's figures: query-error boxes, dependence heat
+                     maps, ε per phase
 - ``anonymization_report`` — results, tables, figures and summary of local_anonymization
 - ``estimates_report`` — own data: estimated marginals and strongest 2-way tables with their
                      intervals beside the truth (report tables, results.json, estimates.csv)

@@ -9,7 +9,6 @@ the built-in synthetic data or a data file, on the fast path or among the actors
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from mprr.protocols.result import ProtocolResult
 from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from parties.runtime import Runtime
+from scenarios.registry import import_module
 from scenarios.report import to_jsonable
 
 __all__ = ["SimulationSummary", "load_plugins", "simulate_by_name", "synthetic_dataset", "write_summary"]
@@ -45,14 +45,8 @@ def load_plugins(modules: Sequence[str]) -> None:
         if not isinstance(module, str) or not all(p.isidentifier() for p in module.split(".")):
             raise ConfigurationError(f"--plugin must be a dotted module name (e.g. my_package.protocols), "
                                      f"got {module!r}")
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
-                raise ConfigurationError(
-                    f"--plugin {module}: no module named {exc.name!r} (is it on PYTHONPATH, or installed?)"
-                ) from None
-            raise
+        import_module(module, lambda name: (
+            f"--plugin {module}: no module named {name!r} (is it on PYTHONPATH, or installed?)"))
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mprr.data import Attribute, Dataset, Schema, label_order, parse_adult
+from mprr.data import Attribute, Dataset, Schema, parse_adult
 from mprr.domain import MAX_MATRIX_CELLS
 from mprr.errors import DataError
 

@@ -41,6 +41,7 @@ __all__ = [
     "available",
     "configs_dir",
     "get",
+    "import_module",
     "kinds",
     "load",
     "register",
@@ -196,14 +197,21 @@ def resolve(target: str | Path) -> Path:
     )
 
 
-def _import_module(module: str, kind: str) -> None:
+def import_module(module: str, missing: Callable[[str], str]) -> None:
+    """Import ``module`` (a scenario's or a plugin's, which registers what it defines).
+
+    Raises
+    ------
+    ConfigurationError
+        ``missing(name)`` when ``module`` or a package above it does not exist (``name`` is the
+        one missing); an error raised inside the module, a missing import of its own included,
+        propagates.
+    """
     try:
         importlib.import_module(module)
     except ModuleNotFoundError as exc:
         if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
-            raise ConfigurationError(
-                f"scenario kind {kind!r} needs module {module!r}, which does not exist"
-            ) from None
+            raise ConfigurationError(missing(exc.name)) from None
         raise
 
 
@@ -217,7 +225,7 @@ def get(kind: str, *, module: str = "") -> ScenarioSpec:
         candidates = [module] if module else []
         candidates += [e.module for e in available() if e.kind == kind and e.module]
         for mod in dict.fromkeys(candidates):
-            _import_module(mod, kind)
+            import_module(mod, lambda _: f"scenario kind {kind!r} needs module {mod!r}, which does not exist")
             if kind in _REGISTRY:
                 break
     if kind not in _REGISTRY:

@@ -65,7 +65,7 @@ from typing import Any
 
 from mprr.privacy.composition import CompositionPolicy, PolicyTotals, as_policy
 from mprr.errors import ConfigurationError
-from mprr.privacy.release import EXACT_KEY, Attr, Release
+from mprr.privacy.release import Release
 
 __all__ = ["Ledger"]
 

@@ -30,6 +30,8 @@ Modules, in dependency order (each imports only those above it):
 
 - ``release``         — ``ReleasedData`` (one release phase) and the randomization of units
 - ``estimate``        — eq. (2) per unit + post-processing; Kronecker IBU; product estimates
+- ``fitted_model``    — the units behind an estimate (``EstimatedUnit``: matrix, tally, estimate)
+                        gathered into the ``FittedModel`` both uncertainty methods start from
 - ``uncertainty``     — standard errors and intervals of estimated tables: closed form (Nayak
                         eq. 3.2 mapped to a marginal, delta method across units) or a parametric
                         bootstrap where the estimator depends on the data; which one, stated

@@ -29,7 +29,7 @@ from mprr.data import Dataset
 from mprr.domain import MAX_TABLE_CELLS
 from mprr.protocols.release import ReleasedData, check_inputs, exact_tables, release_units
 from mprr.protocols.oracle_reports import report_uniforms, report_units, reporters
-from mprr.protocols.steps import Release, Released, Report, SecureSum, Step
+from mprr.protocols.steps import Release, Released, Report, Step
 from mprr.streams import Randomness, draw_uniforms
 
 __all__ = ["LocalProtocol", "local_protocol", "run_local"]

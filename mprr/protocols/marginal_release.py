@@ -6,7 +6,7 @@ randomly assigned k-way marginal (the joint value of k attributes) through a fre
 with all of its ε; the aggregator estimates each marginal from the reports on it, makes the
 marginals non-negative (Norm-Sub) and consistent on their shared attributes
 (:func:`mprr.marginals.make_consistent`), and answers any other marginal by maximum entropy
-(:func:`mprr.marginals.maxent_marginal`).
+(:func:`mprr.maxent.maxent_marginal`).
 
 "CALM-style": the marginals are all k-subsets of the attributes (k = 2 or 3), assigned
 uniformly; CALM's choice of k and of the number of marginals from n, d and ε is not made
@@ -27,7 +27,8 @@ from mprr.data import Schema
 from mprr.distributions import DenseDistribution, SizedDomain, check_axes
 from mprr.domain import MAX_TENSOR_CELLS, check_cells, check_epsilon
 from mprr.errors import ConfigurationError
-from mprr.marginals import make_consistent, maxent_joint, maxent_marginal, project
+from mprr.marginals import make_consistent, project
+from mprr.maxent import maxent_joint, maxent_marginal
 from mprr.protocols.local import local_protocol
 from mprr.protocols.plan import Plan, PhasePlan, declares
 from mprr.protocols.multidim import oracle_specs
@@ -45,7 +46,7 @@ class MarginalSetDistribution(SizedDomain):
 
     ``marginal(axes)`` projects a released marginal that contains ``axes``, else fits the
     maximum-entropy distribution over ``axes`` to the released marginals' projections
-    (:func:`mprr.marginals.maxent_marginal`); ``probability`` uses the maximum-entropy joint
+    (:func:`mprr.maxent.maxent_marginal`); ``probability`` uses the maximum-entropy joint
     (domains up to ``max_cells``).
     """
 

@@ -255,7 +255,7 @@ def report_releases(phase: str, assign: str, units: Sequence[Sequence[int]], ora
     ``"every"``: one release per unit with its oracle's ε.  Sampled: one release, one report of
     ε = max over the units' oracles (the unit is the party's draw; fake values carry no
     information), over every attribute it may concern.  ε is each oracle's own
-    :attr:`~mprr.oracles.FrequencyOracle.epsilon_spent`.  The fast path books these for every
+    :attr:`~mprr.frequency_oracle.FrequencyOracle.epsilon_spent`.  The fast path books these for every
     reporting party (:meth:`ReportedData.ledger_entries`); a party actor books the same ones.
     """
     def key(group: Sequence[FrequencyOracle]) -> str:

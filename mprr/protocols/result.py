@@ -24,14 +24,8 @@ from mprr.distributions import JointDistribution
 from mprr.errors import ConfigurationError
 from mprr.privacy import CompositionPolicy, Ledger, Release, as_policy, summarize
 from mprr.protocols.release import ReleasedData
-from mprr.protocols.uncertainty import (
-    DEFAULT_REPLICATES,
-    oracle_table_uncertainty,
-    FittedModel,
-    TableUncertainty,
-    fitted_model,
-    table_uncertainty,
-)
+from mprr.protocols.fitted_model import FittedModel, fitted_model
+from mprr.protocols.uncertainty import DEFAULT_REPLICATES, TableUncertainty, oracle_table_uncertainty, table_uncertainty
 
 if TYPE_CHECKING:
     from mprr.adjustment import Adjustment
@@ -171,7 +165,7 @@ class ProtocolResult:
         return axes
 
     def fitted_model(self) -> FittedModel:
-        """The units behind the estimate, for its uncertainty (:func:`mprr.protocols.uncertainty.fitted_model`).
+        """The units behind the estimate, for its uncertainty (:func:`mprr.protocols.fitted_model.fitted_model`).
 
         Raises
         ------

@@ -131,11 +131,6 @@ class Availability:
         object.__setattr__(self, "dropout", check_unit("Availability.dropout", self.dropout, high_open=True,
                                                        why=" (a probability; 1 would leave no party)"))
 
-    @property
-    def always(self) -> bool:
-        """True when every party is always online."""
-        return self.dropout == 0 and self.traces is None
-
     def away(self, n: int, *, rng: np.random.Generator) -> np.ndarray:
         """One round's dropouts: a boolean vector of ``n`` parties (draws ``n`` uniforms from
         ``rng`` when ``dropout`` > 0, none otherwise)."""

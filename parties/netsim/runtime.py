@@ -45,7 +45,6 @@ from parties.runtime import Hosting, HostingPlan, MemoryHosting, MemoryRuntime, 
 
 if TYPE_CHECKING:
     from parties.party import Party
-    from parties.shard_report import PartySummary
 
 __all__ = ["TimedPlan", "VirtualHosting", "VirtualRuntime"]
 

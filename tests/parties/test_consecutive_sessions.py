@@ -16,7 +16,6 @@ import pytest
 
 from mprr.data import Attribute, Schema
 from mprr.errors import ProtocolError
-from mprr.protocols.steps import MatrixSpec
 from parties.controller import Controller
 from parties.faults import FaultPlan
 from parties.transport import CONTROLLER

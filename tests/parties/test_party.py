@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 import re
 
@@ -12,9 +11,7 @@ import pytest
 from mprr.data import Attribute, Schema
 from mprr.domain import encode_joint
 from mprr.errors import ConfigurationError, MessageError
-from mprr.privacy import Release
 from mprr.matrices import keep_or_uniform
-from mprr.privacy import PrivacyAccountant
 from mprr.randomize import randomize, randomize_joint
 from mprr.streams import PartyStreams
 from mprr.oracles import MAX_EPSILON
@@ -22,7 +19,6 @@ from mprr.protocols.oracle_reports import report_releases, report_uniforms, repo
 from mprr.protocols.steps import OracleSpec, Report
 from parties.wire.messages import Abort, Ack, OracleReport, RandomizedValues, Refusal
 from parties.network import InMemoryNetwork
-from parties.transport import CONTROLLER
 from parties.party import Party
 from mprr.privacy import RefusalReason
 from mprr.protocols.steps import MatrixSpec

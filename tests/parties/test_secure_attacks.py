@@ -21,7 +21,6 @@ from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from parties.controller import Controller
 from parties.wire.messages import Ack, Refusal
-from parties.network import InMemoryNetwork
 from parties.transport import CONTROLLER
 from parties.runtime import HostingPlan, MemoryHosting
 from parties.simulate import PARTY_KINDS
@@ -32,7 +31,6 @@ from parties.public_state import ReleaseBook
 from parties.secure.graph import GraphEngine
 from parties.secure.masked import MaskedEngine
 from parties.secure.paper import PaperEngine
-from parties.secure.pki import setup_pki
 from parties.simulate import SimulationResult, simulate_async
 from tests.virtual_clock import run_virtual
 

@@ -62,7 +62,7 @@ def test_output_files_and_keys(both: dict[str, tuple[Path, dict]]) -> None:
     assert report.startswith("# Local anonymization") and "## Accuracy, privacy and cost per protocol" in report
     assert "## Privacy spent per party, by composition policy" in report
     # the fast path sends no messages: no traffic section, no traffic figure
-    fast_out, fast = both["fast"]
+    _, fast = both["fast"]
     assert fast["traffic"] == {} and "traffic_by_phase.png" not in fast["figures"]
     # where the parties lived, and who counted their traffic
     assert doc["provenance"]["runtime"] == {"runtime": "memory", "shards": 1} and "runtime" not in fast["provenance"]

@@ -134,12 +134,12 @@ def test_printed_separate_privacy_charges_the_attribute_releases_once() -> None:
     import numpy as np
 
     from mprr.synthetic import planted_clusters
-    from scenarios.paper_adult import _privacy
+    from scenarios.paper_adult import privacy_by_p
 
     data = planted_clusters(1500, rng=np.random.default_rng(0)).dataset
     params = {"dependence": "4.1", "tables": "estimated", "postprocess": "clip-rescale"}
-    sep = _privacy(data, {**params, "epsilon_reading": "printed-separate"}, [0.3], 100, 0.2, 5)["p=0.3"]
-    joint = _privacy(data, {**params, "epsilon_reading": "printed"}, [0.3], 100, 0.2, 5)["p=0.3"]
+    sep = privacy_by_p(data, {**params, "epsilon_reading": "printed-separate"}, [0.3], 100, 0.2, 5)["p=0.3"]
+    joint = privacy_by_p(data, {**params, "epsilon_reading": "printed"}, [0.3], 100, 0.2, 5)["p=0.3"]
     eps_a = sum(sep["epsilon_per_attribute"].values())
     assert sep["RR-Clusters cluster release replays the dependence phase"] is True
     assert sep["RR-Clusters cluster release (ledger)"] == 0.0

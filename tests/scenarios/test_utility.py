@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError
-from parties.simulate import simulate
 from scenarios.cli import main
 from scenarios.runner import run
 from scenarios.utility import METHODS, utility_records

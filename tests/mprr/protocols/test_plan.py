@@ -11,7 +11,7 @@ import pytest
 from mprr.data import Attribute, Dataset, Schema
 from mprr.errors import ConfigurationError, ProtocolError
 from mprr.protocols.local import run_local
-from mprr.protocols.plan import Needs, PhasePlan, Plan, declared, declares, dry_run_plan, plan_of, sum_cells
+from mprr.protocols.plan import Needs, PhasePlan, Plan, _recording, declared, declares, dry_run_plan, plan_of, sum_cells
 from mprr.protocols.registry import PROTOCOLS
 from mprr.protocols.result import ProtocolResult, release_result
 from mprr.protocols.steps import MatrixSpec, Program, Release, Released, SecureSum, Step
@@ -30,14 +30,7 @@ def _datasets() -> tuple[Dataset, Dataset]:
 
 def _recorded(program: Any, seen: list[Step]) -> Any:
     def run(schema: Schema, **params: Any) -> Generator[Step, Released, Any]:
-        steps = program(schema, **params)
-        try:
-            step = next(steps)
-            while True:
-                seen.append(step)
-                step = steps.send((yield step))
-        except StopIteration as stop:
-            return stop.value
+        return _recording(program(schema, **params), seen)
 
     return run
 

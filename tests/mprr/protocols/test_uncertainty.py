@@ -18,7 +18,8 @@ from mprr.errors import ConfigurationError, DomainTooLargeError
 from mprr.estimation import invert
 from mprr.matrices import cluster_optimal, grr, keep_or_uniform, warner
 from mprr.protocols import pram, rr_adjustment, rr_clusters, rr_independent, rr_joint
-from mprr.protocols.uncertainty import EstimatedUnit, FittedModel, table_uncertainty
+from mprr.protocols.fitted_model import EstimatedUnit, FittedModel
+from mprr.protocols.uncertainty import table_uncertainty
 from mprr.distributions import ProductDistribution
 from mprr.streams import PartyStreams
 
