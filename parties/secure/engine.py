@@ -519,6 +519,14 @@ class SecureSumEngine(ABC):
         return await drive(ep, self.controller_program(ctx))
 
     # ---------------------------------------------------------------- cost model
+    def symmetric(self, ctx: SecureSumContext) -> bool:
+        """Whether the parties of ``ctx`` are *role-symmetric*: every party's program, on
+        all-zero inputs, sends and receives messages of the same kinds, phases and sizes (its
+        traffic is any other party's relabelled), and a party sends to a peer exactly when the
+        peer sends to it.  Then one party's program counts for all
+        (:func:`~parties.secure.program.count` with ``mirror``).  Default: False."""
+        return False
+
     def cost(self, ctx: SecureSumContext) -> TrafficCost:
         """Messages / bytes / rounds of a fault-free run: every role's program run by the
         counting driver (:func:`counted_cost`, up to :data:`COUNT_LIMIT` messages)."""
@@ -526,20 +534,27 @@ class SecureSumEngine(ABC):
 
 
 COUNT_LIMIT = 1_000_000
-"""Messages :meth:`SecureSumEngine.cost` counts at most (about 10 s of CPU); beyond, its
-:class:`TrafficCost` is a lower bound (``exact`` False)."""
+"""Messages :meth:`SecureSumEngine.cost` counts at most; beyond, its :class:`TrafficCost` is a
+lower bound (``exact`` False).  A role-symmetric sum (:meth:`SecureSumEngine.symmetric`: paper,
+graph without relay) counts one party's messages, O(n) of them, and the others by symmetry; the
+others count every message (about 10 µs of CPU each)."""
 
 
 def counted_cost(engine: SecureSumEngine, ctx: SecureSumContext, *, limit: int | None = None,
-                 suite: CryptoSuite = SIZING) -> TrafficCost:
+                 byte_limit: int | None = None, suite: CryptoSuite = SIZING, mirror: bool = True) -> TrafficCost:
     """Traffic of a fault-free run of ``engine`` on ``ctx``: the controller's and every party's
     program (:meth:`SecureSumEngine.party_program`, inputs all zero) run by the counting driver
     :func:`~parties.secure.program.count`, every message sized by the codec (one encoding per
     message shape, :class:`~parties.secure.program.SizeByShape`).  No message's size depends on
     the inputs or on the cryptography's outputs, only on their lengths: the programs run with
     the right-sized stand-ins of :data:`~parties.secure.suite.SIZING` (``suite=REAL``: the real
-    cryptography, with a fresh PKI where the engine signs).  ``limit``: stop after that many
-    messages (the cost is then a lower bound, ``exact`` False).
+    cryptography, with a fresh PKI where the engine signs).
+
+    ``mirror`` (default): where the parties are role-symmetric (:meth:`SecureSumEngine.symmetric`),
+    only the controller's and the first party's programs run, and the first party's traffic
+    counts for every party (``count(..., mirror=roster)``; equal to the full count, which
+    ``mirror=False`` runs).  ``limit`` / ``byte_limit``: stop once more messages / bytes were
+    counted (the cost is then a lower bound, ``exact`` False, its formula says "at least").
     """
     ctx = replace(ctx, suite=suite)
     signers: dict[int, Signer] = {}
@@ -547,13 +562,16 @@ def counted_cost(engine: SecureSumEngine, ctx: SecureSumContext, *, limit: int |
         signers, registry = setup_pki(ctx.parties)
         ctx = replace(ctx, registry=registry)
     zero = np.zeros(ctx.length, dtype=np.uint8)
+    mirrored = mirror and engine.symmetric(ctx)
     programs: dict[int, Program[Any]] = {CONTROLLER: engine.controller_program(ctx)}
-    for p in ctx.parties:
+    for p in ctx.parties[:1] if mirrored else ctx.parties:
         programs[p] = engine.party_program(p, zero, ctx, signer=signers.get(p))
-    counted = count(programs, size=SizeByShape(), limit=limit)
+    counted = count(programs, size=SizeByShape(), limit=limit, byte_limit=byte_limit,
+                    mirror=ctx.parties if mirrored else None)
     stats = counted.statistics
     kinds = ", ".join(f"{c.messages:,} {k} ({c.bytes:,} B)" for k, c in stats.by_kind.items())
-    bound = "" if counted.complete else f"at least (stopped after {limit:,} messages) "
+    limits = " or ".join(f"{v:,} {what}" for v, what in ((limit, "messages"), (byte_limit, "bytes")) if v is not None)
+    bound = "" if counted.complete else f"at least (stopped after {limits}) "
     return TrafficCost(sent=counted.sent(), rounds=stats.rounds, exact=counted.complete,
                        formula=f"{bound}counted ({engine.name}, n = {ctx.n}, L = {ctx.length}): {kinds}")
 

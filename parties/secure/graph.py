@@ -58,7 +58,7 @@ from parties.secure.messages import (
 )
 from parties.secure.pki import SIGNATURE_BYTES, KeyRegistry, Signer
 from parties.secure.sharing import split
-from parties.secure.topology import TOPOLOGIES, Neighbourhoods, build_neighbourhoods
+from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
 
 __all__ = ["GraphEngine", "ring_modulus"]
 
@@ -149,6 +149,16 @@ class GraphEngine(SecureSumEngine):
                 )
         return SecureSumContext(session, parties, length, self.max_value, modulus, neighbours,
                                 relay=relay)
+
+    def symmetric(self, ctx: SecureSumContext) -> bool:
+        """Without relay, on a regular graph: every party sends k shares and one partial of the
+        same shapes to its k neighbours and the controller, and receives k shares
+        (:meth:`SecureSumEngine.symmetric`).  Relayed: not symmetric (the controller checks each
+        party's sealed shares against that party's own neighbours)."""
+        neighbours = ctx.neighbours
+        if ctx.relay:
+            return False
+        return isinstance(neighbours, CompleteNeighbourhoods) or len({len(neighbours[p]) for p in ctx.parties}) == 1
 
     # ------------------------------------------------------------------ party
     def party_program(self, me: int, vector: np.ndarray, ctx: SecureSumContext, *,

@@ -271,3 +271,57 @@ def test_counting_with_the_sizing_suite_equals_counting_with_the_real_cryptograp
     ctx = eng.context(range(n), L, session="s" * 45)
     sized, real = counted_cost(eng, ctx, suite=SIZING), counted_cost(eng, ctx, suite=REAL)
     assert dict(sized.sent) == dict(real.sent) and sized.rounds == real.rounds and sized.exact
+
+
+def _engine_programs(eng: Any, ctx: Any, parties: Any) -> dict[int, Program[Any]]:
+    from parties.secure.suite import SIZING
+
+    from dataclasses import replace
+    ctx = replace(ctx, suite=SIZING)
+    zero = np.zeros(ctx.length, np.uint8)
+    return {CONTROLLER: eng.controller_program(ctx), **{p: eng.party_program(p, zero, ctx) for p in parties}}
+
+
+@pytest.mark.parametrize(("engine", "n", "L", "degree"), [
+    ("paper", 2, 3, 4), ("paper", 7, 5, 4), ("paper", 300, 4, 4), ("paper-per-combination", 5, 3, 4),
+    ("graph-direct", 10, 5, 4), ("graph-direct", 31, 3, 6), ("graph-direct", 5, 2, 8)])
+def test_a_mirrored_count_equals_the_full_count(engine: str, n: int, L: int, degree: int) -> None:
+    """Role-symmetric sums (SecureSumEngine.symmetric): one party's program run against mirrored
+    peers gives every actor's traffic, every kind, phase and round of the full count (n = 300:
+    the paper ring's cells take 2 bytes)."""
+    from parties.secure.registry import sized_engine
+
+    eng = sized_engine(engine, degree=degree, round_timeout=5.0)
+    ctx = eng.context(range(n), L, session="s" * 16, network=InMemoryNetwork(n, topology=nx.complete_graph(n)))
+    assert eng.symmetric(ctx)
+    full = count(_engine_programs(eng, ctx, ctx.parties), size=SizeByShape())
+    mirrored = count(_engine_programs(eng, ctx, ctx.parties[:1]), size=SizeByShape(), mirror=ctx.parties)
+    assert full.complete and mirrored.complete
+    for name in ("messages", "bytes", "delivered", "rounds", "simulated_time", "by_sender", "by_receiver",
+                 "by_kind", "by_phase", "round_log"):
+        assert getattr(mirrored.statistics, name) == getattr(full.statistics, name), name
+    assert dict(mirrored.sent()) == dict(full.sent())
+    assert np.array_equal(mirrored.results[CONTROLLER].total, full.results[CONTROLLER].total)
+
+
+def test_sums_that_are_not_role_symmetric_are_counted_in_full() -> None:
+    """Relayed graph shares (the controller checks each party's own neighbours) and a Harary
+    graph with one vertex of higher degree (odd n and k) are not symmetric: counted_cost runs
+    every party's program, the mirrored count would differ."""
+    from parties.secure.engine import counted_cost
+    from parties.secure.graph import GraphEngine
+
+    relayed = GraphEngine(degree=4, relay=True)
+    assert not relayed.symmetric(relayed.context(range(10), 3, session="s"))
+    harary = GraphEngine(topology="harary", degree=3, relay=False)
+    ctx = harary.context(range(9), 3, session="s")
+    assert not harary.symmetric(ctx)
+    loads = {c for a, c in counted_cost(harary, ctx).sent.items() if a != CONTROLLER}
+    assert len(loads) == 2  # (the one vertex of degree 4 sends one share more)
+    mirrored = count(_engine_programs(harary, ctx, ctx.parties[:1]), size=SizeByShape(), mirror=ctx.parties)
+    assert mirrored.statistics.messages != counted_cost(harary, ctx).messages
+
+
+def test_a_mirrored_count_needs_the_controller_and_one_party() -> None:
+    with pytest.raises(ConfigurationError, match=r"one party of the roster, got programs for actors \[-1, 0, 1\]"):
+        count(_programs([vec(1), vec(2)]), mirror=(0, 1))
