@@ -534,14 +534,14 @@ class SecureSumEngine(ABC):
 
 
 COUNT_LIMIT = 1_000_000
-"""Messages :meth:`SecureSumEngine.cost` counts at most; beyond, its :class:`TrafficCost` is a
-lower bound (``exact`` False).  A role-symmetric sum (:meth:`SecureSumEngine.symmetric`: paper,
-graph without relay) counts one party's messages, O(n) of them, and the others by symmetry; the
-others count every message (about 10 µs of CPU each)."""
+"""Messages :meth:`SecureSumEngine.cost` routes at most (the counting driver's work, a few µs of
+CPU each); beyond, its :class:`TrafficCost` is a lower bound (``exact`` False).  A role-symmetric
+sum (:meth:`SecureSumEngine.symmetric`: paper, graph without relay) routes one party's messages
+and the controller's, O(n), and counts the others by symmetry; the others route every message."""
 
 
 def counted_cost(engine: SecureSumEngine, ctx: SecureSumContext, *, limit: int | None = None,
-                 byte_limit: int | None = None, suite: CryptoSuite = SIZING, mirror: bool = True) -> TrafficCost:
+                 threshold: Counts | None = None, suite: CryptoSuite = SIZING, mirror: bool = True) -> TrafficCost:
     """Traffic of a fault-free run of ``engine`` on ``ctx``: the controller's and every party's
     program (:meth:`SecureSumEngine.party_program`, inputs all zero) run by the counting driver
     :func:`~parties.secure.program.count`, every message sized by the codec (one encoding per
@@ -553,8 +553,10 @@ def counted_cost(engine: SecureSumEngine, ctx: SecureSumContext, *, limit: int |
     ``mirror`` (default): where the parties are role-symmetric (:meth:`SecureSumEngine.symmetric`),
     only the controller's and the first party's programs run, and the first party's traffic
     counts for every party (``count(..., mirror=roster)``; equal to the full count, which
-    ``mirror=False`` runs).  ``limit`` / ``byte_limit``: stop once more messages / bytes were
-    counted (the cost is then a lower bound, ``exact`` False, its formula says "at least").
+    ``mirror=False`` runs).  ``limit``: stop once more messages were routed (the driver's work;
+    a mirrored count routes O(n) of a paper sum's n (2n - 1)); ``threshold``: stop once the
+    traffic exceeds its messages or bytes.  Either way the cost is then a lower bound
+    (``exact`` False, its formula says "at least").
     """
     ctx = replace(ctx, suite=suite)
     signers: dict[int, Signer] = {}
@@ -566,12 +568,14 @@ def counted_cost(engine: SecureSumEngine, ctx: SecureSumContext, *, limit: int |
     programs: dict[int, Program[Any]] = {CONTROLLER: engine.controller_program(ctx)}
     for p in ctx.parties[:1] if mirrored else ctx.parties:
         programs[p] = engine.party_program(p, zero, ctx, signer=signers.get(p))
-    counted = count(programs, size=SizeByShape(), limit=limit, byte_limit=byte_limit,
+    counted = count(programs, size=SizeByShape(), limit=limit, threshold=threshold,
                     mirror=ctx.parties if mirrored else None)
     stats = counted.statistics
     kinds = ", ".join(f"{c.messages:,} {k} ({c.bytes:,} B)" for k, c in stats.by_kind.items())
-    limits = " or ".join(f"{v:,} {what}" for v, what in ((limit, "messages"), (byte_limit, "bytes")) if v is not None)
-    bound = "" if counted.complete else f"at least (stopped after {limits}) "
+    limits = [f"{limit:,} messages routed"] if limit is not None else []
+    if threshold is not None:
+        limits.append(f"{threshold.messages:,} messages or {threshold.bytes:,} bytes counted")
+    bound = "" if counted.complete else f"at least (stopped after {' or '.join(limits)}) "
     return TrafficCost(sent=counted.sent(), rounds=stats.rounds, exact=counted.complete,
                        formula=f"{bound}counted ({engine.name}, n = {ctx.n}, L = {ctx.length}): {kinds}")
 

@@ -404,7 +404,7 @@ class _Actor:
 
 
 def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int] | None = None,
-          limit: int | None = None, byte_limit: int | None = None,
+          limit: int | None = None, threshold: Counts | None = None,
           mirror: tuple[int, ...] | None = None) -> Count:
     """Run every role's program in this process with a direct router; count the traffic.
 
@@ -417,10 +417,14 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
     size
         Bytes of a message on the wire (default: ``len(encode(message))``, the codec's size,
         which is what every network counts; :class:`SizeByShape` sizes one message per shape).
-    limit, byte_limit
-        Stop once more than ``limit`` messages, or more than ``byte_limit`` bytes, were counted
-        (None: no such limit); the :class:`Count` is then marked incomplete, its statistics a
-        lower bound.
+    limit
+        Stop once more than ``limit`` messages were routed (the work: in a full count, the
+        messages counted; in a mirrored one, those of the representative and the controller).
+    threshold
+        Stop once the traffic counted exceeds ``threshold.messages`` messages or
+        ``threshold.bytes`` bytes (e.g. a warning's threshold: the lower bound already crosses it).
+
+    After either stop, the :class:`Count` is marked incomplete, its statistics a lower bound.
     mirror
         The roster of a *role-symmetric* sum, run from one representative party r (the one
         party of ``programs``): every party's traffic is r's traffic relabelled.  Then a
@@ -466,6 +470,7 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
     ready: deque[int] = deque(order)
     queued = set(order)
     rep_sent = [0, 0]
+    routed = [0]
 
     def put(dst: int, src: int, phase: str, msg: Message) -> None:
         target = actors.get(dst)
@@ -485,6 +490,7 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
             return
         sizes = [sizer(m) for m in msgs]
         total, largest, kind = sum(sizes), max(sizes), msgs[0].KIND
+        routed[0] += len(dsts)
         if src == rep:  # mirrored: every party sends alike
             rep_sent[0] += len(dsts)
             rep_sent[1] += total
@@ -510,8 +516,9 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
         return state.sort(mine) if mine else False
 
     def over() -> bool:
-        return ((limit is not None and counter.messages > limit)
-                or (byte_limit is not None and counter.bytes > byte_limit))
+        return ((limit is not None and routed[0] > limit)
+                or (threshold is not None and (counter.messages > threshold.messages
+                                               or counter.bytes > threshold.bytes)))
 
     stopped = False
     while ready:

@@ -229,9 +229,29 @@ def test_counting_stops_at_its_limit_with_a_lower_bound() -> None:
     ctx = eng.context(range(12), 3, session="s")
     full = counted_cost(eng, ctx)
     assert full.exact and full.messages == 12 * 23
-    bounded = counted_cost(eng, ctx, limit=50)
+    bounded = counted_cost(eng, ctx, limit=50, mirror=False)
     assert not bounded.exact and 50 < bounded.messages < full.messages
-    assert bounded.formula.startswith("at least (stopped after 50 messages) counted (paper, n = 12, L = 3)")
+    assert bounded.formula.startswith("at least (stopped after 50 messages routed) counted (paper, n = 12, L = 3)")
+    assert counted_cost(eng, ctx, limit=50).exact  # (mirrored: 11 shares and 12 + 12 partials routed)
+
+
+def test_counting_stops_as_soon_as_the_traffic_crosses_a_threshold() -> None:
+    """A warning's threshold: the count stops at the first send that crosses it, with a lower
+    bound above the threshold (mirrored or not)."""
+    from parties.secure.engine import counted_cost
+    from parties.secure.paper import PaperEngine
+    from parties.traffic import Counts
+
+    eng = PaperEngine(yield_every=1)
+    ctx = eng.context(range(40), 3, session="s")
+    full = counted_cost(eng, ctx)
+    for mirror in (True, False):
+        by_messages = counted_cost(eng, ctx, threshold=Counts(100, full.bytes), mirror=mirror)
+        assert not by_messages.exact and 100 < by_messages.messages < full.messages
+        assert by_messages.formula.startswith("at least (stopped after 100 messages or")
+        by_bytes = counted_cost(eng, ctx, threshold=Counts(full.messages, full.bytes // 3), mirror=mirror)
+        assert not by_bytes.exact and full.bytes // 3 < by_bytes.bytes < full.bytes
+    assert counted_cost(eng, ctx, threshold=Counts(full.messages, full.bytes)).exact
 
 
 def test_a_round_that_is_over_cannot_be_expected_again() -> None:
