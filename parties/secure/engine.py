@@ -527,6 +527,12 @@ class SecureSumEngine(ABC):
         (:func:`~parties.secure.program.count` with ``mirror``).  Default: False."""
         return False
 
+    def counterpart(self, message: Message, party: int, ctx: SecureSumContext) -> Message:
+        """Party ``party``'s message to the controller in place of the representative's
+        ``message`` in a mirrored count (same kind and size; default: the message itself,
+        which names no party)."""
+        return message
+
     def cost(self, ctx: SecureSumContext) -> TrafficCost:
         """Messages / bytes / rounds of a fault-free run: every role's program run by the
         counting driver (:func:`counted_cost`, up to :data:`COUNT_LIMIT` messages)."""
@@ -536,7 +542,7 @@ class SecureSumEngine(ABC):
 COUNT_LIMIT = 1_000_000
 """Messages :meth:`SecureSumEngine.cost` routes at most (the counting driver's work, a few µs of
 CPU each); beyond, its :class:`TrafficCost` is a lower bound (``exact`` False).  A role-symmetric
-sum (:meth:`SecureSumEngine.symmetric`: paper, graph without relay) routes one party's messages
+sum (:meth:`SecureSumEngine.symmetric`: paper, graph on a regular graph) routes one party's messages
 and the controller's, O(n), and counts the others by symmetry; the others route every message."""
 
 
@@ -550,8 +556,8 @@ def counted_cost(engine: SecureSumEngine, ctx: SecureSumContext, *, limit: int |
     the right-sized stand-ins of :data:`~parties.secure.suite.SIZING` (``suite=REAL``: the real
     cryptography, with a fresh PKI where the engine signs).
 
-    ``mirror`` (default): where the parties are role-symmetric (:meth:`SecureSumEngine.symmetric`),
-    only the controller's and the first party's programs run, and the first party's traffic
+    ``mirror`` (default): where the parties are role-symmetric (:meth:`SecureSumEngine.symmetric`)
+    and the suite is :data:`SIZING`, only the controller's and the first party's programs run, and the first party's traffic
     counts for every party (``count(..., mirror=roster)``; equal to the full count, which
     ``mirror=False`` runs).  ``limit``: stop once more messages were routed (the driver's work;
     a mirrored count routes O(n) of a paper sum's n (2n - 1)); ``threshold``: stop once the
@@ -564,12 +570,13 @@ def counted_cost(engine: SecureSumEngine, ctx: SecureSumContext, *, limit: int |
         signers, registry = setup_pki(ctx.parties)
         ctx = replace(ctx, registry=registry)
     zero = np.zeros(ctx.length, dtype=np.uint8)
-    mirrored = mirror and engine.symmetric(ctx)
+    mirrored = mirror and suite.sizing and engine.symmetric(ctx)  # (real keys: signed by their own party)
     programs: dict[int, Program[Any]] = {CONTROLLER: engine.controller_program(ctx)}
     for p in ctx.parties[:1] if mirrored else ctx.parties:
         programs[p] = engine.party_program(p, zero, ctx, signer=signers.get(p))
     counted = count(programs, size=SizeByShape(), limit=limit, threshold=threshold,
-                    mirror=ctx.parties if mirrored else None)
+                    mirror=ctx.parties if mirrored else None,
+                    counterpart=lambda message, party: engine.counterpart(message, party, ctx))
     stats = counted.statistics
     kinds = ", ".join(f"{c.messages:,} {k} ({c.bytes:,} B)" for k, c in stats.by_kind.items())
     limits = [f"{limit:,} messages routed"] if limit is not None else []

@@ -28,11 +28,13 @@ survive dropouts.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError, PartyDropped
 from parties.topology import CONTROLLER
+from parties.wire.codec import Message
 from parties.transport import Transport
 from parties.secure.engine import (
     SecureSumContext,
@@ -151,14 +153,17 @@ class GraphEngine(SecureSumEngine):
                                 relay=relay)
 
     def symmetric(self, ctx: SecureSumContext) -> bool:
-        """Without relay, on a regular graph: every party sends k shares and one partial of the
-        same shapes to its k neighbours and the controller, and receives k shares
-        (:meth:`SecureSumEngine.symmetric`).  Relayed: not symmetric (the controller checks each
-        party's sealed shares against that party's own neighbours)."""
+        """On a regular graph: every party sends k shares (direct, or sealed in one message to
+        the controller with its key) and one partial, and receives alike
+        (:meth:`SecureSumEngine.symmetric`; relayed, with :meth:`counterpart`)."""
         neighbours = ctx.neighbours
-        if ctx.relay:
-            return False
         return isinstance(neighbours, CompleteNeighbourhoods) or len({len(neighbours[p]) for p in ctx.parties}) == 1
+
+    def counterpart(self, message: Message, party: int, ctx: SecureSumContext) -> Message:
+        """Relayed: ``party``'s sealed shares are for its own neighbours (same size on a regular graph)."""
+        if isinstance(message, SealedShares):
+            return replace(message, recipients=id_vector(ctx.neighbours[party]))
+        return message
 
     # ------------------------------------------------------------------ party
     def party_program(self, me: int, vector: np.ndarray, ctx: SecureSumContext, *,

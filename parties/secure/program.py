@@ -405,7 +405,8 @@ class _Actor:
 
 def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int] | None = None,
           limit: int | None = None, threshold: Counts | None = None,
-          mirror: tuple[int, ...] | None = None) -> Count:
+          mirror: tuple[int, ...] | None = None,
+          counterpart: Callable[[Message, int], Message] | None = None) -> Count:
     """Run every role's program in this process with a direct router; count the traffic.
 
     Parameters
@@ -436,6 +437,10 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
         of the same kinds, phases and sizes, and a party sends to a peer exactly when that
         peer sends to it (each engine says when, :meth:`parties.secure.engine.SecureSumEngine.symmetric`;
         ``tests/parties/secure/test_program.py`` compares it with the full count).
+    counterpart
+        With ``mirror``: ``counterpart(message, p)`` is party p's message of the same size in
+        place of the representative's ``message`` to the controller (e.g. with p's neighbours
+        where the message lists the representative's; default: the message itself).
 
     The controller runs first, then the parties in the order given; each runs until it waits
     for messages that have not been sent yet, then the next one runs.  Messages are delivered
@@ -499,7 +504,7 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
                 if dst == CONTROLLER:
                     for p in mirror:  # type: ignore[union-attr]
                         counter.record_delivery(CONTROLLER, nbytes)
-                        put(CONTROLLER, p, phase, msg)
+                        put(CONTROLLER, p, phase, msg if counterpart is None or p == rep else counterpart(msg, p))
                 else:  # peer dst's message to the representative
                     counter.record_delivery(rep, nbytes)
                     put(rep, dst, phase, msg)

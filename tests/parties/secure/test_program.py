@@ -304,18 +304,24 @@ def _engine_programs(eng: Any, ctx: Any, parties: Any) -> dict[int, Program[Any]
 
 @pytest.mark.parametrize(("engine", "n", "L", "degree"), [
     ("paper", 2, 3, 4), ("paper", 7, 5, 4), ("paper", 300, 4, 4), ("paper-per-combination", 5, 3, 4),
-    ("graph-direct", 10, 5, 4), ("graph-direct", 31, 3, 6), ("graph-direct", 5, 2, 8)])
+    ("graph-direct", 10, 5, 4), ("graph-direct", 31, 3, 6), ("graph-direct", 5, 2, 8),
+    ("graph-relay", 10, 5, 4), ("graph-relay", 31, 3, 6), ("graph-relay", 5, 2, 8)])
 def test_a_mirrored_count_equals_the_full_count(engine: str, n: int, L: int, degree: int) -> None:
     """Role-symmetric sums (SecureSumEngine.symmetric): one party's program run against mirrored
     peers gives every actor's traffic, every kind, phase and round of the full count (n = 300:
-    the paper ring's cells take 2 bytes)."""
+    the paper ring's cells take 2 bytes; relayed graph shares: the controller gets each party's
+    counterpart of the representative's sealed shares, SecureSumEngine.counterpart)."""
+    from parties.secure.graph import GraphEngine
     from parties.secure.registry import sized_engine
 
-    eng = sized_engine(engine, degree=degree, round_timeout=5.0)
-    ctx = eng.context(range(n), L, session="s" * 16, network=InMemoryNetwork(n, topology=nx.complete_graph(n)))
-    assert eng.symmetric(ctx)
+    eng = (GraphEngine(degree=degree, relay=True, round_timeout=5.0) if engine == "graph-relay"
+           else sized_engine(engine, degree=degree, round_timeout=5.0))
+    network = None if engine == "graph-relay" else InMemoryNetwork(n, topology=nx.complete_graph(n))
+    ctx = eng.context(range(n), L, session="s" * 16, network=network)
+    assert eng.symmetric(ctx) and ctx.relay == (engine == "graph-relay")
     full = count(_engine_programs(eng, ctx, ctx.parties), size=SizeByShape())
-    mirrored = count(_engine_programs(eng, ctx, ctx.parties[:1]), size=SizeByShape(), mirror=ctx.parties)
+    mirrored = count(_engine_programs(eng, ctx, ctx.parties[:1]), size=SizeByShape(), mirror=ctx.parties,
+                     counterpart=lambda m, p: eng.counterpart(m, p, ctx))
     assert full.complete and mirrored.complete
     for name in ("messages", "bytes", "delivered", "rounds", "simulated_time", "by_sender", "by_receiver",
                  "by_kind", "by_phase", "round_log"):
@@ -325,14 +331,11 @@ def test_a_mirrored_count_equals_the_full_count(engine: str, n: int, L: int, deg
 
 
 def test_sums_that_are_not_role_symmetric_are_counted_in_full() -> None:
-    """Relayed graph shares (the controller checks each party's own neighbours) and a Harary
-    graph with one vertex of higher degree (odd n and k) are not symmetric: counted_cost runs
-    every party's program, the mirrored count would differ."""
+    """A Harary graph with one vertex of higher degree (odd n and k) is not symmetric:
+    counted_cost runs every party's program, the mirrored count would differ."""
     from parties.secure.engine import counted_cost
     from parties.secure.graph import GraphEngine
 
-    relayed = GraphEngine(degree=4, relay=True)
-    assert not relayed.symmetric(relayed.context(range(10), 3, session="s"))
     harary = GraphEngine(topology="harary", degree=3, relay=False)
     ctx = harary.context(range(9), 3, session="s")
     assert not harary.symmetric(ctx)
