@@ -520,17 +520,14 @@ class SecureSumEngine(ABC):
 
     # ---------------------------------------------------------------- cost model
     def symmetric(self, ctx: SecureSumContext) -> bool:
-        """Whether the parties of ``ctx`` are *role-symmetric*: every party's program, on
-        all-zero inputs, sends and receives messages of the same kinds, phases and sizes (its
-        traffic is any other party's relabelled), and a party sends to a peer exactly when the
-        peer sends to it.  Then one party's program counts for all
-        (:func:`~parties.secure.program.count` with ``mirror``).  Default: False."""
+        """Whether every party's program (all-zero inputs) has any other's traffic relabelled,
+        a party sending to a peer exactly when the peer sends to it: then one party counts for
+        all (:func:`~parties.secure.program.count`'s ``mirror``).  Default: False."""
         return False
 
     def counterpart(self, message: Message, party: int, ctx: SecureSumContext) -> Message:
-        """Party ``party``'s message to the controller in place of the representative's
-        ``message`` in a mirrored count (same kind and size; default: the message itself,
-        which names no party)."""
+        """Party ``party``'s message to the controller for the representative's ``message`` in a
+        mirrored count (same kind and size; default: the message itself, naming no party)."""
         return message
 
     def cost(self, ctx: SecureSumContext) -> TrafficCost:
@@ -540,10 +537,8 @@ class SecureSumEngine(ABC):
 
 
 COUNT_LIMIT = 1_000_000
-"""Messages :meth:`SecureSumEngine.cost` routes at most (the counting driver's work, a few µs of
-CPU each); beyond, its :class:`TrafficCost` is a lower bound (``exact`` False).  A role-symmetric
-sum (:meth:`SecureSumEngine.symmetric`: paper, graph on a regular graph) routes one party's messages
-and the controller's, O(n), and counts the others by symmetry; the others route every message."""
+"""Messages :meth:`SecureSumEngine.cost` routes at most (beyond: a lower bound, ``exact`` False);
+a role-symmetric sum (paper, graph on a regular graph) routes O(n), one party's and the controller's."""
 
 
 def counted_cost(engine: SecureSumEngine, ctx: SecureSumContext, *, limit: int | None = None,
@@ -554,16 +549,12 @@ def counted_cost(engine: SecureSumEngine, ctx: SecureSumContext, *, limit: int |
     message shape, :class:`~parties.secure.program.SizeByShape`).  No message's size depends on
     the inputs or on the cryptography's outputs, only on their lengths: the programs run with
     the right-sized stand-ins of :data:`~parties.secure.suite.SIZING` (``suite=REAL``: the real
-    cryptography, with a fresh PKI where the engine signs).
-
-    ``mirror`` (default): where the parties are role-symmetric (:meth:`SecureSumEngine.symmetric`)
-    and the suite is :data:`SIZING`, only the controller's and the first party's programs run, and the first party's traffic
-    counts for every party (``count(..., mirror=roster)``; equal to the full count, which
-    ``mirror=False`` runs).  ``limit``: stop once more messages were routed (the driver's work;
-    a mirrored count routes O(n) of a paper sum's n (2n - 1)); ``threshold``: stop once the
-    traffic exceeds its messages or bytes.  Either way the cost is then a lower bound
-    (``exact`` False, its formula says "at least").
-    """
+    cryptography, with a fresh PKI where the engine signs).  ``mirror`` (default), where the
+    parties are role-symmetric (:meth:`SecureSumEngine.symmetric`) and the suite :data:`SIZING`:
+    the controller's and the first party's programs run, the first party's traffic counts for
+    all (equal to the full count, ``mirror=False``).  ``limit``: stop after that many messages
+    routed (the work); ``threshold``: once the traffic exceeds its messages or bytes.  Then the
+    cost is a lower bound (``exact`` False, its formula says "at least")."""
     ctx = replace(ctx, suite=suite)
     signers: dict[int, Signer] = {}
     if engine.signs and not suite.sizing:
