@@ -71,10 +71,10 @@ from parties.runtime import HostingPlan, MemoryRuntime, Runtime
 from parties.runtime_registry import RUNTIMES, make_runtime
 from parties.shard_report import PartySummary, accountants_of
 from parties.secure import messages as secure_messages
-from parties.secure.engine import SecureSumEngine
+from parties.secure.engine import COUNT_LIMIT, SecureSumEngine, counted_cost
 from parties.secure.registry import engine_needs_mesh, make_engine
 from parties.topology import Topology
-from parties.traffic import LatencyModel, TrafficStatistics
+from parties.traffic import Counts, LatencyModel, TrafficStatistics
 from parties.view import ViewLog, ViewSummary
 
 __all__ = ["EXPENSIVE_BYTES", "EXPENSIVE_MESSAGES", "SimulationResult", "simulate", "simulate_async"]
@@ -430,15 +430,29 @@ WARNING_WIDTH = 88
 def _warn_if_expensive(engine: SecureSumEngine, n: int, plan: Plan, net: Any) -> None:
     """Log a warning with the closed-form cost of the plan's secure sums (each one vector of
     :attr:`PhasePlan.cells <mprr.protocols.plan.PhasePlan.cells>` per party; main paper 4.2 /
-    4.3: Σ_{i<j} |A_i||A_j|) when it is large."""
+    4.3: Σ_{i<j} |A_i||A_j|) when it is large.
+
+    Bounded in time: an engine counted by the counting driver
+    (:func:`~parties.secure.engine.counted_cost`) stops as soon as the traffic crosses
+    :data:`EXPENSIVE_MESSAGES` or :data:`EXPENSIVE_BYTES` (the warning then says "at least"),
+    and after :data:`~parties.secure.engine.COUNT_LIMIT` messages routed in any case."""
     messages = nbytes = 0
+    exact = True
     formulas = []
     try:
         for phase, cells in zip(plan.secure_sums, plan.sum_cells):
-            cost = engine.cost(engine.context(range(n), cells, network=net, session="cost-estimate"))
-            messages += sum(c.messages for c in cost.sent.values())
-            nbytes += sum(c.bytes for c in cost.sent.values())
+            ctx = engine.context(range(n), cells, network=net, session="cost-estimate")
+            if type(engine).cost is SecureSumEngine.cost:  # the counting driver: stop at the threshold
+                left = Counts(max(EXPENSIVE_MESSAGES - messages, 0), max(EXPENSIVE_BYTES - nbytes, 0))
+                cost = counted_cost(engine, ctx, limit=COUNT_LIMIT, threshold=left)
+            else:
+                cost = engine.cost(ctx)
+            messages += cost.messages
+            nbytes += cost.bytes
+            exact = exact and cost.exact
             formulas.append(f"secure sum {phase.phase!r} of {cells} cells; closed form: {cost.formula}")
+            if nbytes > EXPENSIVE_BYTES or messages > EXPENSIVE_MESSAGES:
+                break  # (enough to warn)
     except Exception as exc:  # the estimate is advice only: never stop a run over it
         log.debug("no closed-form cost for %r: %s", engine, exc)
         return
@@ -448,8 +462,8 @@ def _warn_if_expensive(engine: SecureSumEngine, n: int, plan: Plan, net: Any) ->
                                 width=WARNING_WIDTH, initial_indent="  ", subsequent_indent="  ")
         sparse = getattr(engine, "topology", "complete") != "complete"  # graph, masked-sparse
         log.warning(
-            "expensive configuration: the %s secure sum sends %s messages, %.1f MB\n%s\n  %s",
-            getattr(engine, "name", engine), f"{messages:,}", nbytes / 1e6, details,
+            "expensive configuration: the %s secure sum sends %s%s messages, %.1f MB\n%s\n  %s",
+            getattr(engine, "name", engine), "" if exact else "at least ", f"{messages:,}", nbytes / 1e6, details,
             "fewer parties or fewer cells cost less" if sparse
             else "a sparse engine (graph, masked-sparse) or fewer parties costs less",
         )

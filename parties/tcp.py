@@ -270,7 +270,15 @@ class TcpHosting(Hosting):
 
     async def wait_ready(self, processes: Sequence[asyncio.subprocess.Process], timeout: float,
                          logs: Sequence[Path]) -> None:
-        """Until workers covering every party are ready (RuntimeFailure on exit / timeout)."""
+        """Until workers covering every party are ready (RuntimeFailure on exit / timeout).
+
+        Woken by every change (a connection, a worker ready or gone, a process exiting: one
+        watcher task per process), under one ``asyncio.timeout``."""
+        async def watch(proc: asyncio.subprocess.Process) -> None:
+            await proc.wait()
+            self._changed.set()
+
+        watchers = [asyncio.ensure_future(watch(proc)) for proc in processes]
         try:
             async with asyncio.timeout(timeout):
                 while not (self.network.covered() and all(link.ready.is_set() for link in self.links)):
@@ -284,9 +292,7 @@ class TcpHosting(Hosting):
                         raise RuntimeFailure(f"worker(s) {gone} disconnected before the run started: "
                                              f"{'; '.join(self.problems + details)}")
                     self._changed.clear()
-                    with suppress(TimeoutError):
-                        async with asyncio.timeout(0.1):
-                            await self._changed.wait()
+                    await self._changed.wait()
         except TimeoutError:
             hosted = sum(len(link.parties) for link in self.links)
             missing = uncovered(self.plan.n, [link.parties for link in self.links])
@@ -297,6 +303,9 @@ class TcpHosting(Hosting):
                 + (f"; no worker hosts parties {format_ranges(missing)}" if missing else "")
                 + (f"; worker(s) {unready} connected but not ready (setting up their parties)" if unready else "")
             ) from None
+        finally:
+            for watcher in watchers:
+                watcher.cancel()
 
     def register(self) -> None:
         """Send every worker the run's key directory (when the engine signs; after

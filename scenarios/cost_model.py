@@ -181,7 +181,9 @@ def counted_secure_sum(engine: str, n: int, L: int, *, degree: int = 8, S: int =
     ``paper-per-combination`` is L runs of the one-combination sum, each the traffic of
     ``paper`` with L = 1 (a message's combination index is a fixed-size int64): it is counted
     once and multiplied by L (``tests/scenarios/test_cost_model.py`` checks this against a
-    full count).  Messages are O(n^2) for the paper engine: about 7 µs of CPU each.
+    full count).  Paper and graph-direct are role-symmetric (one party's program is counted
+    for all, :meth:`parties.secure.engine.SecureSumEngine.symmetric`): O(n) messages routed; the
+    relayed graph routes all its O(n k) messages.
     """
     if engine == "paper-per-combination":
         one = counted_secure_sum("paper", n, 1, degree=degree, S=S, seed=seed)

@@ -15,6 +15,7 @@ Modules, in dependency order:
 - ``program``   — the sans-I/O model: a role's program yields sends / broadcasts / expectations
                  and receives what came; ``drive`` runs one over an endpoint (one asyncio
                  timeout per round), ``count`` runs all roles in-process and counts the traffic
+                 (a role-symmetric sum: the controller and one party, mirrored)
 - ``engine``    — ``SecureSumEngine`` interface (per-role programs), context, ``TrafficCost``
                   counted by the counting driver, ``run_secure_sum`` driver, ``from_controller``
 - ``agreement`` — a sum is one agreed request: the session id every participant derives from

@@ -519,6 +519,17 @@ class SecureSumEngine(ABC):
         return await drive(ep, self.controller_program(ctx))
 
     # ---------------------------------------------------------------- cost model
+    def symmetric(self, ctx: SecureSumContext) -> bool:
+        """Whether every party's program (all-zero inputs) has any other's traffic relabelled,
+        a party sending to a peer exactly when the peer sends to it: then one party counts for
+        all (:func:`~parties.secure.program.count`'s ``mirror``).  Default: False."""
+        return False
+
+    def counterpart(self, message: Message, party: int, ctx: SecureSumContext) -> Message:
+        """Party ``party``'s message to the controller for the representative's ``message`` in a
+        mirrored count (same kind and size; default: the message itself, naming no party)."""
+        return message
+
     def cost(self, ctx: SecureSumContext) -> TrafficCost:
         """Messages / bytes / rounds of a fault-free run: every role's program run by the
         counting driver (:func:`counted_cost`, up to :data:`COUNT_LIMIT` messages)."""
@@ -526,34 +537,43 @@ class SecureSumEngine(ABC):
 
 
 COUNT_LIMIT = 1_000_000
-"""Messages :meth:`SecureSumEngine.cost` counts at most (about 10 s of CPU); beyond, its
-:class:`TrafficCost` is a lower bound (``exact`` False)."""
+"""Messages :meth:`SecureSumEngine.cost` routes at most (beyond: a lower bound, ``exact`` False);
+a role-symmetric sum (paper, graph on a regular graph) routes O(n), one party's and the controller's."""
 
 
 def counted_cost(engine: SecureSumEngine, ctx: SecureSumContext, *, limit: int | None = None,
-                 suite: CryptoSuite = SIZING) -> TrafficCost:
+                 threshold: Counts | None = None, suite: CryptoSuite = SIZING, mirror: bool = True) -> TrafficCost:
     """Traffic of a fault-free run of ``engine`` on ``ctx``: the controller's and every party's
     program (:meth:`SecureSumEngine.party_program`, inputs all zero) run by the counting driver
     :func:`~parties.secure.program.count`, every message sized by the codec (one encoding per
     message shape, :class:`~parties.secure.program.SizeByShape`).  No message's size depends on
     the inputs or on the cryptography's outputs, only on their lengths: the programs run with
     the right-sized stand-ins of :data:`~parties.secure.suite.SIZING` (``suite=REAL``: the real
-    cryptography, with a fresh PKI where the engine signs).  ``limit``: stop after that many
-    messages (the cost is then a lower bound, ``exact`` False).
-    """
+    cryptography, with a fresh PKI where the engine signs).  ``mirror`` (default), where the
+    parties are role-symmetric (:meth:`SecureSumEngine.symmetric`) and the suite :data:`SIZING`:
+    the controller's and the first party's programs run, the first party's traffic counts for
+    all (equal to the full count, ``mirror=False``).  ``limit``: stop after that many messages
+    routed (the work); ``threshold``: once the traffic exceeds its messages or bytes.  Then the
+    cost is a lower bound (``exact`` False, its formula says "at least")."""
     ctx = replace(ctx, suite=suite)
     signers: dict[int, Signer] = {}
     if engine.signs and not suite.sizing:
         signers, registry = setup_pki(ctx.parties)
         ctx = replace(ctx, registry=registry)
     zero = np.zeros(ctx.length, dtype=np.uint8)
+    mirrored = mirror and suite.sizing and engine.symmetric(ctx)  # (real keys: signed by their own party)
     programs: dict[int, Program[Any]] = {CONTROLLER: engine.controller_program(ctx)}
-    for p in ctx.parties:
+    for p in ctx.parties[:1] if mirrored else ctx.parties:
         programs[p] = engine.party_program(p, zero, ctx, signer=signers.get(p))
-    counted = count(programs, size=SizeByShape(), limit=limit)
+    counted = count(programs, size=SizeByShape(), limit=limit, threshold=threshold,
+                    mirror=ctx.parties if mirrored else None,
+                    counterpart=lambda message, party: engine.counterpart(message, party, ctx))
     stats = counted.statistics
     kinds = ", ".join(f"{c.messages:,} {k} ({c.bytes:,} B)" for k, c in stats.by_kind.items())
-    bound = "" if counted.complete else f"at least (stopped after {limit:,} messages) "
+    limits = [f"{limit:,} messages routed"] if limit is not None else []
+    if threshold is not None:
+        limits.append(f"{threshold.messages:,} messages or {threshold.bytes:,} bytes counted")
+    bound = "" if counted.complete else f"at least (stopped after {' or '.join(limits)}) "
     return TrafficCost(sent=counted.sent(), rounds=stats.rounds, exact=counted.complete,
                        formula=f"{bound}counted ({engine.name}, n = {ctx.n}, L = {ctx.length}): {kinds}")
 

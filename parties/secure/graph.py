@@ -28,11 +28,13 @@ survive dropouts.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError, PartyDropped
 from parties.topology import CONTROLLER
+from parties.wire.codec import Message
 from parties.transport import Transport
 from parties.secure.engine import (
     SecureSumContext,
@@ -58,7 +60,7 @@ from parties.secure.messages import (
 )
 from parties.secure.pki import SIGNATURE_BYTES, KeyRegistry, Signer
 from parties.secure.sharing import split
-from parties.secure.topology import TOPOLOGIES, Neighbourhoods, build_neighbourhoods
+from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
 
 __all__ = ["GraphEngine", "ring_modulus"]
 
@@ -149,6 +151,19 @@ class GraphEngine(SecureSumEngine):
                 )
         return SecureSumContext(session, parties, length, self.max_value, modulus, neighbours,
                                 relay=relay)
+
+    def symmetric(self, ctx: SecureSumContext) -> bool:
+        """On a regular graph: every party sends k shares (direct, or sealed in one message to
+        the controller with its key) and one partial, and receives alike
+        (:meth:`SecureSumEngine.symmetric`; relayed, with :meth:`counterpart`)."""
+        neighbours = ctx.neighbours
+        return isinstance(neighbours, CompleteNeighbourhoods) or len({len(neighbours[p]) for p in ctx.parties}) == 1
+
+    def counterpart(self, message: Message, party: int, ctx: SecureSumContext) -> Message:
+        """Relayed: ``party``'s sealed shares are for its own neighbours (same size on a regular graph)."""
+        if isinstance(message, SealedShares):
+            return replace(message, recipients=id_vector(ctx.neighbours[party]))
+        return message
 
     # ------------------------------------------------------------------ party
     def party_program(self, me: int, vector: np.ndarray, ctx: SecureSumContext, *,

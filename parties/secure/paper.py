@@ -89,6 +89,11 @@ class PaperEngine(SecureSumEngine):
         neighbours = CompleteNeighbourhoods(parties)
         return SecureSumContext(session, parties, length, self.max_value, modulus, neighbours)
 
+    def symmetric(self, ctx: SecureSumContext) -> bool:
+        """True: on the complete graph every party sends n - 1 shares and one broadcast of the
+        same shapes, and receives alike (:meth:`SecureSumEngine.symmetric`)."""
+        return True
+
     # ------------------------------------------------------------------ party
     def party_program(self, me: int, vector: np.ndarray, ctx: SecureSumContext, *,
                       signer: Signer | None = None, min_contributors: int = 2) -> Program[np.ndarray]:

@@ -536,3 +536,37 @@ def test_equivocation_isolating_one_party_fails_on_tcp() -> None:
             await hosting.finish()
 
     asyncio.run(main())
+
+
+async def test_wait_ready_wakes_when_a_worker_process_exits() -> None:
+    """No polling: the exit of a worker process ends the wait at once (virtual clock), with the
+    worker named; a run whose workers never connect ends at its one timeout."""
+    import asyncio
+
+    from mprr.data import Attribute, Schema
+    from mprr.errors import RuntimeFailure
+    from parties.runtime import HostingPlan
+    from parties.simulate import PARTY_KINDS
+    from parties.tcp import TcpHosting
+
+    class Exiting:
+        returncode: int | None = None
+
+        async def wait(self) -> int:
+            await asyncio.sleep(0.537)
+            self.returncode = 3
+            return 3
+
+    schema = Schema((Attribute("a", ("x", "y"), "nominal"),))
+    plan = HostingPlan(n=4, schema=schema, records=np.zeros((4, 1), dtype=int), seed=1,
+                       budgets=(float("inf"),) * 4, policy="sequential",
+                       accept=tuple(k.KIND for k in PARTY_KINDS))
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    with pytest.raises(RuntimeFailure, match="worker 0 exited with code 3 before it was ready"):
+        await TcpHosting(plan, tls=False, expected=None).wait_ready([Exiting()], 10.0, [])  # type: ignore[list-item]
+    assert loop.time() - start == pytest.approx(0.537, abs=1e-6)
+    start = loop.time()
+    with pytest.raises(RuntimeFailure, match="workers host 0 of 4 parties after 2.5 s"):
+        await TcpHosting(plan, tls=False, expected=None).wait_ready([], 2.5, [])
+    assert loop.time() - start == pytest.approx(2.5, abs=1e-6)

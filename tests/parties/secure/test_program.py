@@ -229,9 +229,29 @@ def test_counting_stops_at_its_limit_with_a_lower_bound() -> None:
     ctx = eng.context(range(12), 3, session="s")
     full = counted_cost(eng, ctx)
     assert full.exact and full.messages == 12 * 23
-    bounded = counted_cost(eng, ctx, limit=50)
+    bounded = counted_cost(eng, ctx, limit=50, mirror=False)
     assert not bounded.exact and 50 < bounded.messages < full.messages
-    assert bounded.formula.startswith("at least (stopped after 50 messages) counted (paper, n = 12, L = 3)")
+    assert bounded.formula.startswith("at least (stopped after 50 messages routed) counted (paper, n = 12, L = 3)")
+    assert counted_cost(eng, ctx, limit=50).exact  # (mirrored: 11 shares and 12 + 12 partials routed)
+
+
+def test_counting_stops_as_soon_as_the_traffic_crosses_a_threshold() -> None:
+    """A warning's threshold: the count stops at the first send that crosses it, with a lower
+    bound above the threshold (mirrored or not)."""
+    from parties.secure.engine import counted_cost
+    from parties.secure.paper import PaperEngine
+    from parties.traffic import Counts
+
+    eng = PaperEngine(yield_every=1)
+    ctx = eng.context(range(40), 3, session="s")
+    full = counted_cost(eng, ctx)
+    for mirror in (True, False):
+        by_messages = counted_cost(eng, ctx, threshold=Counts(100, full.bytes), mirror=mirror)
+        assert not by_messages.exact and 100 < by_messages.messages < full.messages
+        assert by_messages.formula.startswith("at least (stopped after 100 messages or")
+        by_bytes = counted_cost(eng, ctx, threshold=Counts(full.messages, full.bytes // 3), mirror=mirror)
+        assert not by_bytes.exact and full.bytes // 3 < by_bytes.bytes < full.bytes
+    assert counted_cost(eng, ctx, threshold=Counts(full.messages, full.bytes)).exact
 
 
 def test_a_round_that_is_over_cannot_be_expected_again() -> None:
@@ -271,3 +291,60 @@ def test_counting_with_the_sizing_suite_equals_counting_with_the_real_cryptograp
     ctx = eng.context(range(n), L, session="s" * 45)
     sized, real = counted_cost(eng, ctx, suite=SIZING), counted_cost(eng, ctx, suite=REAL)
     assert dict(sized.sent) == dict(real.sent) and sized.rounds == real.rounds and sized.exact
+
+
+def _engine_programs(eng: Any, ctx: Any, parties: Any) -> dict[int, Program[Any]]:
+    from parties.secure.suite import SIZING
+
+    from dataclasses import replace
+    ctx = replace(ctx, suite=SIZING)
+    zero = np.zeros(ctx.length, np.uint8)
+    return {CONTROLLER: eng.controller_program(ctx), **{p: eng.party_program(p, zero, ctx) for p in parties}}
+
+
+@pytest.mark.parametrize(("engine", "n", "L", "degree"), [
+    ("paper", 2, 3, 4), ("paper", 7, 5, 4), ("paper", 300, 4, 4), ("paper-per-combination", 5, 3, 4),
+    ("graph-direct", 10, 5, 4), ("graph-direct", 31, 3, 6), ("graph-direct", 5, 2, 8),
+    ("graph-relay", 10, 5, 4), ("graph-relay", 31, 3, 6), ("graph-relay", 5, 2, 8)])
+def test_a_mirrored_count_equals_the_full_count(engine: str, n: int, L: int, degree: int) -> None:
+    """Role-symmetric sums (SecureSumEngine.symmetric): one party's program run against mirrored
+    peers gives every actor's traffic, every kind, phase and round of the full count (n = 300:
+    the paper ring's cells take 2 bytes; relayed graph shares: the controller gets each party's
+    counterpart of the representative's sealed shares, SecureSumEngine.counterpart)."""
+    from parties.secure.graph import GraphEngine
+    from parties.secure.registry import sized_engine
+
+    eng = (GraphEngine(degree=degree, relay=True, round_timeout=5.0) if engine == "graph-relay"
+           else sized_engine(engine, degree=degree, round_timeout=5.0))
+    network = None if engine == "graph-relay" else InMemoryNetwork(n, topology=nx.complete_graph(n))
+    ctx = eng.context(range(n), L, session="s" * 16, network=network)
+    assert eng.symmetric(ctx) and ctx.relay == (engine == "graph-relay")
+    full = count(_engine_programs(eng, ctx, ctx.parties), size=SizeByShape())
+    mirrored = count(_engine_programs(eng, ctx, ctx.parties[:1]), size=SizeByShape(), mirror=ctx.parties,
+                     counterpart=lambda m, p: eng.counterpart(m, p, ctx))
+    assert full.complete and mirrored.complete
+    for name in ("messages", "bytes", "delivered", "rounds", "simulated_time", "by_sender", "by_receiver",
+                 "by_kind", "by_phase", "round_log"):
+        assert getattr(mirrored.statistics, name) == getattr(full.statistics, name), name
+    assert dict(mirrored.sent()) == dict(full.sent())
+    assert np.array_equal(mirrored.results[CONTROLLER].total, full.results[CONTROLLER].total)
+
+
+def test_sums_that_are_not_role_symmetric_are_counted_in_full() -> None:
+    """A Harary graph with one vertex of higher degree (odd n and k) is not symmetric:
+    counted_cost runs every party's program, the mirrored count would differ."""
+    from parties.secure.engine import counted_cost
+    from parties.secure.graph import GraphEngine
+
+    harary = GraphEngine(topology="harary", degree=3, relay=False)
+    ctx = harary.context(range(9), 3, session="s")
+    assert not harary.symmetric(ctx)
+    loads = {c for a, c in counted_cost(harary, ctx).sent.items() if a != CONTROLLER}
+    assert len(loads) == 2  # (the one vertex of degree 4 sends one share more)
+    mirrored = count(_engine_programs(harary, ctx, ctx.parties[:1]), size=SizeByShape(), mirror=ctx.parties)
+    assert mirrored.statistics.messages != counted_cost(harary, ctx).messages
+
+
+def test_a_mirrored_count_needs_the_controller_and_one_party() -> None:
+    with pytest.raises(ConfigurationError, match=r"one party of the roster, got programs for actors \[-1, 0, 1\]"):
+        count(_programs([vec(1), vec(2)]), mirror=(0, 1))
