@@ -424,8 +424,7 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
     threshold
         Stop once the traffic counted exceeds ``threshold.messages`` messages or
         ``threshold.bytes`` bytes (e.g. a warning's threshold: the lower bound already crosses it).
-
-    After either stop, the :class:`Count` is marked incomplete, its statistics a lower bound.
+        After either stop, the :class:`Count` is marked incomplete, its statistics a lower bound.
     mirror
         The roster of a *role-symmetric* sum, run from one representative party r (the one
         party of ``programs``): every party's traffic is r's traffic relabelled.  Then a
@@ -442,6 +441,14 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
         place of the representative's ``message`` to the controller (e.g. with p's neighbours
         where the message lists the representative's; default: the message itself).
 
+    Returns
+    -------
+    Count
+        Each program's result (with ``mirror``: every party's is the representative's) and the
+        :class:`~parties.traffic.TrafficStatistics`.
+
+    Notes
+    -----
     The controller runs first, then the parties in the order given; each runs until it waits
     for messages that have not been sent yet, then the next one runs.  Messages are delivered
     in the order they were sent, at once (no clock); when every program waits, the rounds
@@ -450,12 +457,6 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
     explicit round, other sends join one implicit round per phase
     (:class:`parties.traffic.TrafficCounter`).  Each send operation is counted in one step
     (its messages' sizes, then one :meth:`~parties.traffic.TrafficCounter.record_sends`).
-
-    Returns
-    -------
-    Count
-        Each program's result (with ``mirror``: every party's is the representative's) and the
-        :class:`~parties.traffic.TrafficStatistics`.
     """
     sizer = size if size is not None else _encoded_size
     order = sorted(programs, key=lambda a: a != CONTROLLER)
