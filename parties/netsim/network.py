@@ -12,10 +12,17 @@ frame, at the virtual time ``now`` its sender sends it:
    <parties.netsim.availability.Availability.away>`);
 2. a sender that is away loses the frame (it missed the round);
 3. the sender's compute for the message (:meth:`CryptoCosts.message_cost
-   <parties.netsim.compute.CryptoCosts.message_cost>` x its device-speed factor) runs on its
-   FIFO CPU; then the frame's wire size (payload + :class:`~parties.netsim.framing.Framing`)
+   <parties.netsim.compute.CryptoCosts.message_cost>`, plus the runtime's
+   :meth:`ProcessingCosts.endpoint <parties.netsim.processing.ProcessingCosts.endpoint>` when
+   the model charges processing, x its device-speed factor) runs on its FIFO CPU (its host's,
+   shared, with ``hosts``); then the frame's wire size (payload + :class:`~parties.netsim.framing.Framing`)
    crosses the sender's uplink and the receiver's downlink (:class:`~parties.netsim.links.LinkScheduler`:
    FIFO links, the controller's shared by everything crossing it) and the two latencies;
+   with processing charged, a relayed party-to-party frame is stored and forwarded: it crosses
+   to the controller, waits for the controller's CPU to route it
+   (:meth:`~parties.netsim.processing.ProcessingCosts.route`), crosses on to its receiver, and
+   there waits for the receiver's CPU to open and decode it (``endpoint`` again; the
+   controller's CPU also does this for the frames it sends and receives itself);
 4. at the arrival time the frame is delivered — unless the receiver is away then (it missed
    the round) — through the router's usual path (faults, then the receiver's mailbox).
 
@@ -70,9 +77,12 @@ class TimedNetwork(InMemoryNetwork):
         self.model = model
         self._rng = rng
         self.links = model.draw(n, rng=rng)
-        self._scheduler = LinkScheduler(self.links.uplink, self.links.downlink, self.links.latency)
-        self._speed = self.links.device_speed.tolist()
         self.timeline = Timeline(n)
+        self._scheduler = LinkScheduler(self.links.uplink, self.links.downlink, self.links.latency,
+                                        None if model.hosts is None else model.cpus(n))
+        self._processing = model.processing
+        self.timeline.cpu_busy = self._scheduler.busy
+        self._speed = self.links.device_speed.tolist()
         self._round_of: dict[str, int] = {}
         self._away: list[np.ndarray] = []
         self._phase_bytes: dict[str, int] = {}
@@ -122,17 +132,44 @@ class TimedNetwork(InMemoryNetwork):
         if self._is_away(src, r, now):
             self.timeline.add(src, dst, r, frame.kind, size, wire, LOST_SENDER, now, now, now, 0.0, 0.0)
             return
-        seconds = self._compute(frame) * self._speed[src + 1]
+        proc = self._processing
+        seconds = self._compute(frame)
+        if proc is not None:
+            seconds += proc.endpoint(size)
+        seconds *= self._speed[src + 1]
         ready = self._scheduler.compute(src, now, seconds) if seconds else now
-        t = self._scheduler.transfer(src, dst, wire, ready, relay=self._relay)
-        index = self.timeline.add(src, dst, r, frame.kind, size, wire, 0, now, ready, t.arrival, t.transmission,
-                                  t.latency)
-        heapq.heappush(self._pending, (t.arrival, index, frame))
-        if t.arrival < self._timer_at:
+        if proc is None:
+            t = self._scheduler.transfer(src, dst, wire, ready, relay=self._relay)
+            arrival, transmission, latency, cpu = t.arrival, t.transmission, t.latency, 0.0
+        else:
+            arrival, transmission, latency, cpu = self._processed(src, dst, size, wire, ready)
+        index = self.timeline.add(src, dst, r, frame.kind, size, wire, 0, now, ready, arrival, transmission,
+                                  latency, cpu)
+        heapq.heappush(self._pending, (arrival, index, frame))
+        if arrival < self._timer_at:
             if self._timer is not None:
                 self._timer.cancel()
-            self._timer_at = t.arrival
-            self._timer = loop.call_at(t.arrival, self._arrive)
+            self._timer_at = arrival
+            self._timer = loop.call_at(arrival, self._arrive)
+
+    def _processed(self, src: int, dst: int, size: int, wire: int, ready: float) -> tuple[float, float, float, float]:
+        """Arrival (delivered after the receiver's processing), transmission, latency and the
+        processing seconds charged after the sender, of a frame ready at ``ready`` (step 3 of
+        the module docstring)."""
+        proc, scheduler = self._processing, self._scheduler
+        assert proc is not None
+        spent = 0.0
+        if self._relay and src != CONTROLLER and dst != CONTROLLER:
+            first = scheduler.transfer(src, CONTROLLER, wire, ready)
+            spent = proc.route(size)
+            routed = scheduler.compute(CONTROLLER, first.arrival, spent)
+            t = scheduler.transfer(CONTROLLER, dst, wire, routed)
+            transmission, latency = max(first.transmission, t.transmission), first.latency + t.latency
+        else:
+            t = scheduler.transfer(src, dst, wire, ready)
+            transmission, latency = t.transmission, t.latency
+        receive = proc.endpoint(size) * self._speed[dst + 1]
+        return scheduler.compute(dst, t.arrival, receive), transmission, latency, spent + receive
 
     def _arrive(self) -> None:
         """Deliver every frame whose arrival time has come, then wait for the next one."""
