@@ -275,12 +275,14 @@ def measure(cfgs: list[Config], profiles: list[Profile], workers: int, reps: int
 
 # ---------------------------------------------------------------------------- model side
 def model_of(profile: Profile, costs: Any, device_speed: float = 1.0, processing: Any = None,
-             hosts: int | None = None) -> Any:
+             hosts: int | None = None, batched: bool = False) -> Any:
     """The :class:`parties.netsim.model.NetworkModel` of ``profile``: every party the same fixed
     links, the controller's link, party-to-party frames relayed through the controller (``relay``:
     the tcp runtime's workers reach each other only through it), the tcp runtime's framing
     (channel record, TLS 1.3, TCP/IP), the compute ``costs`` at ``device_speed``, everyone online;
-    ``processing`` (the runtime's per-frame CPU) and ``hosts`` (the parties' shared CPUs) as given."""
+    ``processing`` (the runtime's per-frame CPU), ``hosts`` (the parties' shared CPUs) and
+    ``batched`` framing (headers in proportion to the bytes, as the runtime's batched writes) as
+    given."""
     from parties.netsim.framing import Framing
     from parties.netsim.model import ControllerLink, NetworkModel
     from parties.netsim.profiles import LinkProfile, Spread
@@ -289,18 +291,18 @@ def model_of(profile: Profile, costs: Any, device_speed: float = 1.0, processing
                         Spread(profile.party_latency), device_speed=device_speed)
     return NetworkModel(links, ControllerLink(profile.controller_up, profile.controller_down,
                                               profile.controller_latency),
-                        framing=Framing.measured(tls=True, tcp=True), costs=costs, relay=True,
+                        framing=Framing.measured(tls=True, tcp=True, batched=batched), costs=costs, relay=True,
                         processing=processing, hosts=hosts)
 
 
 def model_run(cfg: Config, profile: Profile, costs: Any, device_speed: float = 1.0, processing: Any = None,
-              hosts: int | None = None) -> dict[str, Any]:
+              hosts: int | None = None, batched: bool = False) -> dict[str, Any]:
     """The virtual-time runtime's report of the run ``cfg`` under ``profile`` (same data, seed
     and parameters as the measured run)."""
     from parties.netsim.runtime import VirtualRuntime
     from parties.simulate import simulate
 
-    runtime = VirtualRuntime(model=model_of(profile, costs, device_speed, processing, hosts))
+    runtime = VirtualRuntime(model=model_of(profile, costs, device_speed, processing, hosts, batched))
     sim = simulate(dataset(cfg.n), "RR-Clusters", seed=SEED, timeout=300.0, runtime=runtime, **cfg.params())
     report = runtime.timeline.report()
     links = report["links"]
@@ -324,8 +326,9 @@ def add_model(rows: list[dict[str, Any]], workers: int, log: Any) -> None:
     - ``row["model"]``, *before*: the cryptography only, on a CPU per party (a deployment's
       devices; ``None`` without :mod:`parties.netsim`);
     - ``row["model_hosts"]``: the same, the parties sharing ``workers`` host CPUs;
-    - ``row["model_after"]``: configured as the testbed is: ``workers`` hosts and the runtime's
-      processing (codec, channel records, TLS, the controller's routing) charged.
+    - ``row["model_after"]``: configured as the testbed is: ``workers`` hosts, the runtime's
+      processing (codec, channel records, TLS, the controller's routing) charged, and batched
+      framing (the runtime writes a loop turn's frames at once).
     """
     try:
         from parties.netsim.compute import calibrate
@@ -344,7 +347,7 @@ def add_model(rows: list[dict[str, Any]], workers: int, log: Any) -> None:
         profile = PROFILES[row["profile"]]
         hosts = min(workers, cfg.n)
         model = model_run(cfg, profile, costs)
-        after = model_run(cfg, profile, costs, processing=processing, hosts=hosts)
+        after = model_run(cfg, profile, costs, processing=processing, hosts=hosts, batched=True)
         row["model"] = model["completion"]
         row["model_report"] = model
         row["model_hosts"] = model_run(cfg, profile, costs, hosts=hosts)["completion"]
@@ -370,7 +373,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     floor = {json.dumps(r["config"]): r["median"] for r in rows if r["profile"] == UNSHAPED.name}
     print()
     print("| profile | n | RR-Clusters | measured s: median (min-max) | CPU s: controller + workers + relay "
-          "| load | controller link MB: socket / model | unshaped s | model before s (/ measured) "
+          "| load | controller link MB: socket / model before / after | unshaped s | model before s (/ measured) "
           "| model, 2 hosts s (/ measured) | model after s (/ measured) |")
     print("|---|---:|---|---|---|---:|---|---:|---|---|---|")
     for row in rows:
@@ -382,8 +385,9 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         load = statistics.median(r["load_before"] for r in runs)
         socket = runs[0].get("socket")
         wire = f"{socket / 1e6:.2f}" if socket else "?"
-        if row.get("model_report"):
-            wire += f" / {row['model_report']['controller_wire'] / 1e6:.2f}"
+        for key in ("model_report", "model_after_report"):
+            if row.get(key):
+                wire += f" / {row[key]['controller_wire'] / 1e6:.2f}"
         base = floor.get(json.dumps(row["config"]))
         cells = [row["profile"], str(cfg.n), cfg.label(), f"{row['median']:.2f} ({row['min']:.2f}-{row['max']:.2f})",
                  " + ".join(f"{c:.1f}" for c in cpu), f"{load:.1f}", wire, "" if base is None else f"{base:.2f}"]

@@ -26,6 +26,7 @@ or ``profile = "mobile"``, and optionally::
     [framing]
     tls = true
     tcp = true
+    batched = false                # true: headers in proportion to the bytes (the tcp runtime's batching)
 
     [processing]
     charge = true                  # the runtime's codec, TLS and routing CPU (DEFAULT_PROCESSING)
@@ -176,7 +177,8 @@ class NetworkModel:
             "party_latency_ms": p.latency.median * 1e3, "device_speed": p.device_speed,
             "controller": {"uplink_mbps": c.uplink * 8 / 1e6, "downlink_mbps": c.downlink * 8 / 1e6,
                            "latency_ms": c.latency * 1e3},
-            "framing": {"record": self.framing.record, "tls": self.framing.tls, "tcp": self.framing.tcp},
+            "framing": {"record": self.framing.record, "tls": self.framing.tls, "tcp": self.framing.tcp,
+                        "batched": self.framing.batched},
             "dropout": a.dropout, "traces": None if a.traces is None else len(a.traces.parties),
             "seed": self.seed, "relay": self.relay,
             "processing": None if self.processing is None else self.processing.to_dict(), "hosts": self.hosts,
@@ -226,9 +228,9 @@ def model_from_mapping(doc: Mapping[str, Any], *, base: Path = Path("."), seed: 
         raise ConfigurationError(f"[availability] has unknown keys {bad}; allowed: dropout, traces")
     traces = Traces.from_csv(base / avail["traces"]) if "traces" in avail else None
     framing = dict(doc.get("framing", {}))
-    bad = sorted(set(framing) - {"tls", "tcp"})
+    bad = sorted(set(framing) - {"tls", "tcp", "batched"})
     if bad:
-        raise ConfigurationError(f"[framing] has unknown keys {bad}; allowed: tls, tcp")
+        raise ConfigurationError(f"[framing] has unknown keys {bad}; allowed: tls, tcp, batched")
     proc = dict(doc.get("processing", {}))
     bad = sorted(set(proc) - {"charge", "hosts"})
     if bad:
@@ -238,6 +240,7 @@ def model_from_mapping(doc: Mapping[str, Any], *, base: Path = Path("."), seed: 
         raise ConfigurationError(f"processing.charge must be true or false, got {charge!r}")
     hosts = check_int("processing.hosts", proc["hosts"], 1) if "hosts" in proc else None
     return NetworkModel(prof, controller, Framing.measured(tls=bool(framing.get("tls", True)),
-                                                           tcp=bool(framing.get("tcp", True))),
+                                                           tcp=bool(framing.get("tcp", True)),
+                                                           batched=bool(framing.get("batched", False))),
                         availability=Availability(avail.get("dropout", 0.0), traces), seed=seed, relay=relay,
                         processing=DEFAULT_PROCESSING if charge else None, hosts=hosts)

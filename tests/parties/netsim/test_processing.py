@@ -121,9 +121,9 @@ def test_hosts_split_the_parties_as_the_tcp_runtimes_workers() -> None:
 def test_processing_is_off_by_default_and_on_from_toml(tmp_path: Path) -> None:
     assert NetworkModel("mobile").processing is None and NetworkModel("mobile").hosts is None
     path = tmp_path / "net.toml"
-    path.write_text('profile = "mobile"\n[processing]\ncharge = true\nhosts = 2\n')
+    path.write_text('profile = "mobile"\n[processing]\ncharge = true\nhosts = 2\n[framing]\nbatched = true\n')
     model = model_from_toml(path)
-    assert model.processing == DEFAULT_PROCESSING and model.hosts == 2
+    assert model.processing == DEFAULT_PROCESSING and model.hosts == 2 and model.framing.batched
     assert model.describe()["processing"] == DEFAULT_PROCESSING.to_dict()
     path.write_text('profile = "mobile"\n[processing]\ncharge = 1\n')
     with pytest.raises(ConfigurationError, match="processing.charge must be true or false, got 1"):
@@ -161,3 +161,11 @@ def test_calibration_measures_every_layer() -> None:
         # of 20 of the stored defaults on any machine this suite runs on
         assert DEFAULT_PROCESSING.to_dict()[name] / 20 < value < 20 * DEFAULT_PROCESSING.to_dict()[name], name
     assert costs.tls_per_byte > 0 and costs.endpoint(16_384) > costs.endpoint(0)
+
+
+def test_batched_framing_charges_the_headers_in_proportion_to_the_bytes() -> None:
+    batched, single = Framing(10, batched=True), Framing(10)
+    # 1,000 payload + 10 record bytes: 1,010 * (1 + 22/16,384) * (1 + 52/1,448)
+    assert batched.wire_size(1000) == round(1010 * (1 + 22 / 16384) * (1 + 52 / 1448)) == 1048
+    assert single.wire_size(1000) == 1010 + 22 + 52
+    assert Framing(0, tls=False, tcp=False, batched=True).wire_size(1000) == 1000
