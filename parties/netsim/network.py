@@ -22,7 +22,8 @@ frame, at the virtual time ``now`` its sender sends it:
    to the controller, waits for the controller's CPU to route it
    (:meth:`~parties.netsim.processing.ProcessingCosts.route`), crosses on to its receiver, and
    there waits for the receiver's CPU to open and decode it (``endpoint`` again; the
-   controller's CPU also does this for the frames it sends and receives itself);
+   controller's CPU also does this for the frames it sends and receives itself).  These CPUs
+   are charged when the frame reaches them, so each serves its work in the order it arrives;
 4. at the arrival time the frame is delivered — unless the receiver is away then (it missed
    the round) — through the router's usual path (faults, then the receiver's mailbox).
 
@@ -53,6 +54,10 @@ if TYPE_CHECKING:
     from parties.traffic import LatencyModel
 
 __all__ = ["TimedNetwork"]
+
+_DELIVER, _RECEIVE, _ROUTE = 0, 1, 2
+"""What happens to a pending frame at its time: delivery, the receiver's processing, the
+controller's routing (the last two only when the model charges processing)."""
 
 
 class TimedNetwork(InMemoryNetwork):
@@ -88,7 +93,7 @@ class TimedNetwork(InMemoryNetwork):
         self._phase_bytes: dict[str, int] = {}
         self._degree = [0] * (n + 1)  # per sender: live neighbours and sealed-share bytes (SealedShares)
         self._blob = [0] * (n + 1)
-        self._pending: list[tuple[float, int, Frame]] = []
+        self._pending: list[tuple[float, int, int, Frame]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = float("inf")
         self._availability = model.availability
@@ -140,50 +145,64 @@ class TimedNetwork(InMemoryNetwork):
         ready = self._scheduler.compute(src, now, seconds) if seconds else now
         if proc is None:
             t = self._scheduler.transfer(src, dst, wire, ready, relay=self._relay)
-            arrival, transmission, latency, cpu = t.arrival, t.transmission, t.latency, 0.0
+            stage = _DELIVER
+        elif self._relay and src != CONTROLLER and dst != CONTROLLER:
+            t = self._scheduler.transfer(src, CONTROLLER, wire, ready)  # to the controller's router
+            stage = _ROUTE
         else:
-            arrival, transmission, latency, cpu = self._processed(src, dst, size, wire, ready)
-        index = self.timeline.add(src, dst, r, frame.kind, size, wire, 0, now, ready, arrival, transmission,
-                                  latency, cpu)
-        heapq.heappush(self._pending, (arrival, index, frame))
-        if arrival < self._timer_at:
+            t = self._scheduler.transfer(src, dst, wire, ready)
+            stage = _RECEIVE
+        index = self.timeline.add(src, dst, r, frame.kind, size, wire, 0, now, ready, t.arrival, t.transmission,
+                                  t.latency)
+        self._push(t.arrival, index, stage, frame)
+
+    def _push(self, at: float, index: int, stage: int, frame: Frame) -> None:
+        heapq.heappush(self._pending, (at, index, stage, frame))
+        if at < self._timer_at:
             if self._timer is not None:
                 self._timer.cancel()
-            self._timer_at = arrival
-            self._timer = loop.call_at(arrival, self._arrive)
+            self._timer_at = at
+            self._timer = asyncio.get_running_loop().call_at(at, self._arrive)
 
-    def _processed(self, src: int, dst: int, size: int, wire: int, ready: float) -> tuple[float, float, float, float]:
-        """Arrival (delivered after the receiver's processing), transmission, latency and the
-        processing seconds charged after the sender, of a frame ready at ``ready`` (step 3 of
-        the module docstring)."""
-        proc, scheduler = self._processing, self._scheduler
+    def _processed(self, at: float, index: int, stage: int, frame: Frame) -> None:
+        """A frame reached the controller's router (``_ROUTE``) or its receiver (``_RECEIVE``)
+        at ``at``: charge that CPU now, in the order frames reach it (step 3 of the module
+        docstring), and move the frame on."""
+        proc, scheduler, timeline = self._processing, self._scheduler, self.timeline
         assert proc is not None
-        spent = 0.0
-        if self._relay and src != CONTROLLER and dst != CONTROLLER:
-            first = scheduler.transfer(src, CONTROLLER, wire, ready)
-            spent = proc.route(size)
-            routed = scheduler.compute(CONTROLLER, first.arrival, spent)
-            t = scheduler.transfer(CONTROLLER, dst, wire, routed)
-            transmission, latency = max(first.transmission, t.transmission), first.latency + t.latency
-        else:
-            t = scheduler.transfer(src, dst, wire, ready)
-            transmission, latency = t.transmission, t.latency
-        receive = proc.endpoint(size) * self._speed[dst + 1]
-        return scheduler.compute(dst, t.arrival, receive), transmission, latency, spent + receive
+        size = len(frame.payload)
+        if stage == _ROUTE:
+            cost = proc.route(size)
+            t = scheduler.transfer(CONTROLLER, frame.dst, timeline.wire[index], scheduler.compute(CONTROLLER, at, cost))
+            timeline.transmission[index] = max(timeline.transmission[index], t.transmission)
+            timeline.latency[index] += t.latency
+            timeline.processing[index] += cost
+            timeline.arrival[index] = t.arrival
+            self._push(t.arrival, index, _RECEIVE, frame)
+            return
+        cost = proc.endpoint(size) * self._speed[frame.dst + 1]
+        done = scheduler.compute(frame.dst, at, cost)
+        timeline.processing[index] += cost
+        timeline.arrival[index] = done
+        self._push(done, index, _DELIVER, frame)
 
     def _arrive(self) -> None:
-        """Deliver every frame whose arrival time has come, then wait for the next one."""
+        """Move on every frame whose time has come (deliver it, or charge its processing), then
+        wait for the next one."""
         loop = asyncio.get_running_loop()
         now = loop.time() + 1e-9  # (the loop's clock reached the timer, up to rounding)
         pending, timeline = self._pending, self.timeline
-        self._timer, self._timer_at = None, float("inf")
+        self._timer, self._timer_at = None, -float("inf")  # (no timer from _push while this runs)
         while pending and pending[0][0] <= now:
-            arrival, index, frame = heapq.heappop(pending)
-            dst = frame.dst
-            if self._is_away(dst, timeline.round[index], arrival):
+            arrival, index, stage, frame = heapq.heappop(pending)
+            if stage != _DELIVER:
+                self._processed(arrival, index, stage, frame)
+                continue
+            if self._is_away(frame.dst, timeline.round[index], arrival):
                 timeline.lost[index] = LOST_RECEIVER
                 continue
             InMemoryNetwork._route(self, frame)
+        self._timer_at = float("inf")
         if pending:
             self._timer_at = pending[0][0]
             self._timer = loop.call_at(self._timer_at, self._arrive)
@@ -193,7 +212,7 @@ class TimedNetwork(InMemoryNetwork):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        for _, index, _ in self._pending:
+        for _, index, _, _ in self._pending:
             self.timeline.lost[index] = UNDELIVERED
         self._pending.clear()
         super().close()

@@ -169,3 +169,24 @@ def test_batched_framing_charges_the_headers_in_proportion_to_the_bytes() -> Non
     assert batched.wire_size(1000) == round(1010 * (1 + 22 / 16384) * (1 + 52 / 1448)) == 1048
     assert single.wire_size(1000) == 1010 + 22 + 52
     assert Framing(0, tls=False, tcp=False, batched=True).wire_size(1000) == 1000
+
+
+def test_a_cpu_serves_frames_in_the_order_they_reach_it() -> None:
+    # the controller's reply reaches party 0 at 1 s; the party's own send at 0.1 s is not held
+    # behind that later work on its CPU
+    model = flat(1e12, 1e12, 0.5, ControllerLink(1e12, 1e12, 0.0), processing=COSTS)
+    msg = RandomizedValues(1, np.arange(3))
+    endpoint = COSTS.endpoint(len(encode(msg)))
+
+    async def run() -> tuple[float, float]:
+        net = TimedNetwork(1, model=model, rng=np.random.default_rng(0))
+        await net.endpoint(CONTROLLER).send(0, msg, phase="ask")
+        await asyncio.sleep(0.1)
+        await net.endpoint(0).send(CONTROLLER, msg, phase="answer")
+        await net.endpoint(0).recv(kinds=RandomizedValues, timeout=60.0)
+        await net.endpoint(CONTROLLER).recv(kinds=RandomizedValues, timeout=60.0)
+        return net.timeline.ready[1], net.timeline.arrival[0]
+
+    ready, arrival = run_virtual(run())
+    assert ready == pytest.approx(0.1 + endpoint)
+    assert arrival == pytest.approx(endpoint + 0.5 + endpoint)
