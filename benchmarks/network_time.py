@@ -318,6 +318,21 @@ def model_run(cfg: Config, profile: Profile, costs: Any, device_speed: float = 1
             "clusters": [list(c) for c in sim.result.clusters]}
 
 
+def memory_cpu(cfg: Config) -> float:
+    """CPU seconds of the same run on the memory runtime (every party and the controller in this
+    process, no sockets, no TLS): what the protocol itself costs in Python, cryptography
+    included, best of two runs."""
+    from parties.simulate import simulate
+
+    data = dataset(cfg.n)
+    best = math.inf
+    for _ in range(2):
+        start = time.process_time()
+        simulate(data, "RR-Clusters", seed=SEED, timeout=300.0, **cfg.params())
+        best = min(best, time.process_time() - start)
+    return best
+
+
 def add_model(rows: list[dict[str, Any]], workers: int, log: Any) -> None:
     """The model's completion time of each row, with compute and processing costs calibrated on
     this machine first (:func:`parties.netsim.compute.calibrate`,
@@ -354,11 +369,12 @@ def add_model(rows: list[dict[str, Any]], workers: int, log: Any) -> None:
         row["model_after"] = after["completion"]
         row["model_after_report"] = after
         row["model_costs"] = {"crypto": costs.to_dict(), "processing": processing.to_dict()}
+        row["memory_cpu"] = memory_cpu(cfg)
         same = (model["payload"] == row["runs"][0]["payload"] and model["clusters"] == row["runs"][0]["clusters"])
         log(f"  model {row['profile']:9s} n={cfg.n:4d} {cfg.label():22s}: before {model['completion']:6.2f} s, "
             f"{hosts} hosts + processing {row['model_processing']:6.2f} s, after (+ batched framing) "
             f"{after['completion']:6.2f} s; CPU charged after: controller {after['cpu']['controller']:.3f} s, "
-            f"parties {after['cpu']['parties']:.3f} s "
+            f"parties {after['cpu']['parties']:.3f} s; memory runtime CPU {row['memory_cpu']:.2f} s "
             f"(same payload and clusters as measured: {same}; breakdown after: "
             + ", ".join(f"{k} {v:.2f}" for k, v in after["breakdown"].items() if isinstance(v, float)) + ")")
 
@@ -377,8 +393,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     print("| profile | n | RR-Clusters | measured s: median (min-max) | CPU s: controller + workers + relay "
           "| load | controller link MB: socket / model before / after | unshaped s | model before s (/ measured) "
           "| + processing, 2 hosts s (/ measured) | after: + batched framing s (/ measured) "
-          "| CPU s charged after: controller + parties |")
-    print("|---|---:|---|---|---|---:|---|---:|---|---|---|---|")
+          "| CPU s charged after: controller + parties | memory runtime CPU s |")
+    print("|---|---:|---|---|---|---:|---|---:|---|---|---|---|---:|")
     for row in rows:
         if row["profile"] == UNSHAPED.name:
             continue
@@ -399,6 +415,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             cells.append("" if value is None else _ratio(value, row["median"]))
         after = row.get("model_after_report")
         cells.append("" if after is None else f"{after['cpu']['controller']:.3f} + {after['cpu']['parties']:.2f}")
+        cells.append(f"{row['memory_cpu']:.2f}" if "memory_cpu" in row else "")
         print("| " + " | ".join(cells) + " |")
     done = [r for r in rows if r["profile"] != UNSHAPED.name and r.get("model_after") is not None]
     if done:
