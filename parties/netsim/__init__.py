@@ -18,10 +18,9 @@ Modules, in dependency order:
                      ``DEFAULT_PROCESSING``)
 - ``availability`` — ``Availability`` / ``Traces``: dropout per round, on/off traces from CSV
 - ``model``        — ``NetworkModel`` (all of the above + the controller's link, shared
-                     host CPUs, seed),
-                     ``model_from_toml``
-- ``links``        — ``LinkScheduler``: FIFO links and CPUs (shared by a host's parties), arrival = queueing + size over
-                     the bottleneck + latency
+                     host CPUs, seed), ``model_from_toml``
+- ``links``        — ``LinkScheduler``: FIFO links and CPUs (shared by a host's parties),
+                     arrival = queueing + size over the bottleneck + latency
 - ``timeline``     — ``Timeline``: every frame's times; per-round times, misses, bytes per
                      link, where the time went
 - ``clock``        — ``VirtualClockLoop`` / ``run_virtual``: an asyncio loop on a virtual clock
