@@ -10,9 +10,12 @@ handshakes apart), its median and spread (min-max), the CPU seconds of the contr
 workers and the relay, the machine's load, and the same run unshaped (no tbf, no added
 latency: what the CPU alone takes).  With ``parties.netsim`` present it then times the same run
 (same data, seed, n, engine, links, latency, framing, calibrated compute) in the virtual-time
-runtime and prints measured, model and their ratio against the 20 % goal (issue 29,
-"Validation against a real network"), and, for the analysis, the model with the harness's CPUs
-(the parties of a worker share one).  ``docs/network_time.md`` holds the table and its analysis.
+runtime twice and prints measured, model and their ratio against the 20 % goal (issue 29,
+"Validation against a real network"): the model *before* (the cryptography only, a CPU per
+party, as for a deployment of phones) and *after*, configured as the testbed is: the runtime's
+processing charged (codec, channel records, TLS, the controller's routing,
+:mod:`parties.netsim.processing`, calibrated in the same run) and the parties sharing the
+``--workers`` host CPUs.  ``docs/network_time.md`` holds the table and its analysis.
 
 How the links map to the model
 ------------------------------
@@ -271,11 +274,15 @@ def measure(cfgs: list[Config], profiles: list[Profile], workers: int, reps: int
 
 
 # ---------------------------------------------------------------------------- model side
-def model_of(profile: Profile, costs: Any, device_speed: float = 1.0) -> Any:
+def model_of(profile: Profile, costs: Any, device_speed: float = 1.0, processing: Any = None,
+             hosts: int | None = None, batched: bool = False) -> Any:
     """The :class:`parties.netsim.model.NetworkModel` of ``profile``: every party the same fixed
     links, the controller's link, party-to-party frames relayed through the controller (``relay``:
     the tcp runtime's workers reach each other only through it), the tcp runtime's framing
-    (channel record, TLS 1.3, TCP/IP), the compute ``costs`` at ``device_speed``, everyone online."""
+    (channel record, TLS 1.3, TCP/IP), the compute ``costs`` at ``device_speed``, everyone online;
+    ``processing`` (the runtime's per-frame CPU), ``hosts`` (the parties' shared CPUs) and
+    ``batched`` framing (headers in proportion to the bytes, as the runtime's batched writes) as
+    given."""
     from parties.netsim.framing import Framing
     from parties.netsim.model import ControllerLink, NetworkModel
     from parties.netsim.profiles import LinkProfile, Spread
@@ -284,16 +291,18 @@ def model_of(profile: Profile, costs: Any, device_speed: float = 1.0) -> Any:
                         Spread(profile.party_latency), device_speed=device_speed)
     return NetworkModel(links, ControllerLink(profile.controller_up, profile.controller_down,
                                               profile.controller_latency),
-                        framing=Framing.measured(tls=True, tcp=True), costs=costs, relay=True)
+                        framing=Framing.measured(tls=True, tcp=True, batched=batched), costs=costs, relay=True,
+                        processing=processing, hosts=hosts)
 
 
-def model_run(cfg: Config, profile: Profile, costs: Any, device_speed: float = 1.0) -> dict[str, Any]:
+def model_run(cfg: Config, profile: Profile, costs: Any, device_speed: float = 1.0, processing: Any = None,
+              hosts: int | None = None, batched: bool = False) -> dict[str, Any]:
     """The virtual-time runtime's report of the run ``cfg`` under ``profile`` (same data, seed
     and parameters as the measured run)."""
     from parties.netsim.runtime import VirtualRuntime
     from parties.simulate import simulate
 
-    runtime = VirtualRuntime(model=model_of(profile, costs, device_speed))
+    runtime = VirtualRuntime(model=model_of(profile, costs, device_speed, processing, hosts, batched))
     sim = simulate(dataset(cfg.n), "RR-Clusters", seed=SEED, timeout=300.0, runtime=runtime, **cfg.params())
     report = runtime.timeline.report()
     links = report["links"]
@@ -305,52 +314,87 @@ def model_run(cfg: Config, profile: Profile, costs: Any, device_speed: float = 1
             "controller_wire": (links["controller_uplink"] + links["controller_downlink"]
                                 + 2 * int(frames["wire"][relayed].sum())),
             "breakdown": {k: v for k, v in report["breakdown"].items() if k != "per_round"},
+            "cpu": report["cpu"],
             "clusters": [list(c) for c in sim.result.clusters]}
 
 
-def add_model(rows: list[dict[str, Any]], workers: int, log: Any) -> None:
-    """The model's completion time of each row (``row["model"]``, ``None`` without
-    :mod:`parties.netsim`), with compute costs calibrated on this machine first
-    (:func:`parties.netsim.compute.calibrate`, as the model's documentation says).
+def memory_cpu(cfg: Config) -> float:
+    """CPU seconds of the same run on the memory runtime (every party and the controller in this
+    process, no sockets, no TLS): what the protocol itself costs in Python, cryptography
+    included, best of two runs."""
+    from parties.simulate import simulate
 
-    Also ``row["model_shared_cpu"]``: the same model with the harness's CPUs instead of a
-    deployment's, for the analysis: the model gives every party a CPU of its own, while here the
-    ``n / workers`` parties of a worker process share one, so each party's compute is charged
-    ``n / workers`` times (``device_speed``; the parties of a worker compute in the same rounds).
+    data = dataset(cfg.n)
+    best = math.inf
+    for _ in range(2):
+        start = time.process_time()
+        simulate(data, "RR-Clusters", seed=SEED, timeout=300.0, **cfg.params())
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def add_model(rows: list[dict[str, Any]], workers: int, log: Any) -> None:
+    """The model's completion time of each row, with compute and processing costs calibrated on
+    this machine first (:func:`parties.netsim.compute.calibrate`,
+    :func:`parties.netsim.processing.calibrate_processing`), in three configurations:
+
+    - ``row["model"]``, *before*: the cryptography only, on a CPU per party (a deployment's
+      devices; ``None`` without :mod:`parties.netsim`);
+    - ``row["model_processing"]``: the parties sharing ``workers`` host CPUs and the runtime's
+      processing (codec, channel records, TLS, the controller's routing) charged;
+    - ``row["model_after"]``: configured as the testbed is: that, and batched framing (the
+      runtime writes a loop turn's frames at once: headers in proportion to the bytes).
     """
     try:
         from parties.netsim.compute import calibrate
+        from parties.netsim.processing import calibrate_processing
     except ImportError:
         for row in rows:
             row["model"] = None
         return
-    costs = calibrate()
+    costs, processing = calibrate(), calibrate_processing()
     log(f"compute calibrated on this machine: {costs}")
+    log(f"processing calibrated on this machine: {processing}")
     for row in rows:
         if row["profile"] == UNSHAPED.name:
             continue
         cfg = Config(**row["config"])
-        model = model_run(cfg, PROFILES[row["profile"]], costs)
+        profile = PROFILES[row["profile"]]
+        hosts = min(workers, cfg.n)
+        model = model_run(cfg, profile, costs)
+        after = model_run(cfg, profile, costs, processing=processing, hosts=hosts, batched=True)
         row["model"] = model["completion"]
         row["model_report"] = model
-        row["model_shared_cpu"] = model_run(cfg, PROFILES[row["profile"]], costs,
-                                            device_speed=cfg.n / min(workers, cfg.n))["completion"]
+        row["model_processing"] = model_run(cfg, profile, costs, processing=processing, hosts=hosts)["completion"]
+        row["model_after"] = after["completion"]
+        row["model_after_report"] = after
+        row["model_costs"] = {"crypto": costs.to_dict(), "processing": processing.to_dict()}
+        row["memory_cpu"] = memory_cpu(cfg)
         same = (model["payload"] == row["runs"][0]["payload"] and model["clusters"] == row["runs"][0]["clusters"])
-        log(f"  model {row['profile']:9s} n={cfg.n:4d} {cfg.label():22s}: {model['completion']:6.2f} s "
-            f"(same payload and clusters as measured: {same}; breakdown "
-            + ", ".join(f"{k} {v:.2f}" for k, v in model["breakdown"].items() if isinstance(v, float))
-            + f"); with a CPU per worker: {row['model_shared_cpu']:.2f} s")
+        log(f"  model {row['profile']:9s} n={cfg.n:4d} {cfg.label():22s}: before {model['completion']:6.2f} s, "
+            f"{hosts} hosts + processing {row['model_processing']:6.2f} s, after (+ batched framing) "
+            f"{after['completion']:6.2f} s; CPU charged after: controller {after['cpu']['controller']:.3f} s, "
+            f"parties {after['cpu']['parties']:.3f} s; memory runtime CPU {row['memory_cpu']:.2f} s "
+            f"(same payload and clusters as measured: {same}; breakdown after: "
+            + ", ".join(f"{k} {v:.2f}" for k, v in after["breakdown"].items() if isinstance(v, float)) + ")")
 
 
 # ---------------------------------------------------------------------------- report
+def _ratio(model: float, measured: float) -> str:
+    ratio = model / measured
+    return f"{model:.2f} ({ratio:.2f}, {'within' if abs(ratio - 1) <= GOAL else 'outside'})"
+
+
 def print_table(rows: list[dict[str, Any]]) -> None:
-    """Measured (median, min-max over reps), CPU, load, bytes; the unshaped time; model and ratios."""
+    """Measured (median, min-max over reps), CPU, load, bytes; the unshaped time; the model before
+    and after, with their ratio to the measured median and the 20 % goal."""
     floor = {json.dumps(r["config"]): r["median"] for r in rows if r["profile"] == UNSHAPED.name}
     print()
     print("| profile | n | RR-Clusters | measured s: median (min-max) | CPU s: controller + workers + relay "
-          "| load | controller link MB: socket / model | unshaped s | model s | model / measured "
-          "| model, a CPU per worker: s (/ measured) |")
-    print("|---|---:|---|---|---|---:|---|---:|---:|---|---:|")
+          "| load | controller link MB: socket / model before / after | unshaped s | model before s (/ measured) "
+          "| + processing, 2 hosts s (/ measured) | after: + batched framing s (/ measured) "
+          "| CPU s charged after: controller + parties | memory runtime CPU s |")
+    print("|---|---:|---|---|---|---:|---|---:|---|---|---|---|---:|")
     for row in rows:
         if row["profile"] == UNSHAPED.name:
             continue
@@ -360,20 +404,25 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         load = statistics.median(r["load_before"] for r in runs)
         socket = runs[0].get("socket")
         wire = f"{socket / 1e6:.2f}" if socket else "?"
-        model = row.get("model")
-        if row.get("model_report"):
-            wire += f" / {row['model_report']['controller_wire'] / 1e6:.2f}"
+        for key in ("model_report", "model_after_report"):
+            if row.get(key):
+                wire += f" / {row[key]['controller_wire'] / 1e6:.2f}"
         base = floor.get(json.dumps(row["config"]))
         cells = [row["profile"], str(cfg.n), cfg.label(), f"{row['median']:.2f} ({row['min']:.2f}-{row['max']:.2f})",
                  " + ".join(f"{c:.1f}" for c in cpu), f"{load:.1f}", wire, "" if base is None else f"{base:.2f}"]
-        if model is None:
-            cells += ["", "", ""]
-        else:
-            ratio = model / row["median"]
-            shared = row.get("model_shared_cpu")
-            cells += [f"{model:.2f}", f"{ratio:.2f} ({'within' if abs(ratio - 1) <= GOAL else 'outside'} 20 %)",
-                      "" if shared is None else f"{shared:.2f} ({shared / row['median']:.2f})"]
+        for key in ("model", "model_processing", "model_after"):
+            value = row.get(key)
+            cells.append("" if value is None else _ratio(value, row["median"]))
+        after = row.get("model_after_report")
+        cells.append("" if after is None else f"{after['cpu']['controller']:.3f} + {after['cpu']['parties']:.2f}")
+        cells.append(f"{row['memory_cpu']:.2f}" if "memory_cpu" in row else "")
         print("| " + " | ".join(cells) + " |")
+    done = [r for r in rows if r["profile"] != UNSHAPED.name and r.get("model_after") is not None]
+    if done:
+        for key, name in (("model", "before"), ("model_processing", "with processing and 2 hosts"),
+                          ("model_after", "after")):
+            within = sum(abs(r[key] / r["median"] - 1) <= GOAL for r in done)
+            print(f"model {name}: {within} of {len(done)} within 20 %")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,11 +13,14 @@ Modules, in dependency order:
                      record, TLS 1.3 records, TCP/IP headers)
 - ``compute``      — ``CryptoCosts``: compute time per message from calibrated X25519, HKDF,
                      ChaCha20, AEAD, Shamir costs (``calibrate``, ``DEFAULT_COSTS``)
+- ``processing``   — ``ProcessingCosts``: the runtime's own CPU per frame and byte (codec,
+                     channel records, TLS, the controller's routing; ``calibrate_processing``,
+                     ``DEFAULT_PROCESSING``)
 - ``availability`` — ``Availability`` / ``Traces``: dropout per round, on/off traces from CSV
-- ``model``        — ``NetworkModel`` (all of the above + the controller's link + seed),
-                     ``model_from_toml``
-- ``links``        — ``LinkScheduler``: FIFO links and CPUs, arrival = queueing + size over
-                     the bottleneck + latency
+- ``model``        — ``NetworkModel`` (all of the above + the controller's link, shared
+                     host CPUs, seed), ``model_from_toml``
+- ``links``        — ``LinkScheduler``: FIFO links and CPUs (shared by a host's parties),
+                     arrival = queueing + size over the bottleneck + latency
 - ``timeline``     — ``Timeline``: every frame's times; per-round times, misses, bytes per
                      link, where the time went
 - ``clock``        — ``VirtualClockLoop`` / ``run_virtual``: an asyncio loop on a virtual clock

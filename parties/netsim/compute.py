@@ -24,7 +24,8 @@ implemented in :mod:`parties.secure.masked`), with k the number of the party's l
 anything else      0 (randomized response, partial sums and relays are negligible here)
 =================  ====================================================================
 
-The controller's own computation (relaying, unmasking) is not charged.
+The controller's own cryptography (unmasking) is not charged; its relaying is the runtime's processing
+(:mod:`parties.netsim.processing`, charged when the model asks for it).
 
 :data:`DEFAULT_COSTS` were measured by :func:`calibrate` on the project's build machine
 (2 shared cores, Linux, Python 3.11, ``cryptography`` with OpenSSL); run :func:`calibrate` on

@@ -14,11 +14,16 @@ inside TLS 1.3 records, inside TCP segments.  :class:`Framing` adds, per message
 - TCP/IP headers: 52 bytes (IPv4 20 + TCP 20 + timestamp option 12) per segment of at most
   1,448 payload bytes (an MSS of a 1,500-byte Ethernet MTU with timestamps).
 
-Each message is counted as its own TLS record(s) and segment(s): the runtime's batching of small
-frames into one record is not modelled (a bound from above on the overhead).
+By default each message is counted as its own TLS record(s) and segment(s): a bound from above
+on the overhead.  The tcp runtime batches: the records it sends to one peer in one event-loop
+turn leave as one write (:class:`parties.channel.RecordBatcher`), which TLS cuts into records of
+16 KiB and TCP into full segments.  ``batched=True`` describes that in its limit of large
+batches: a message adds its share of the record and segment headers, ``22 / 16,384`` and
+``52 / 1,448`` of its bytes, and no whole record or segment of its own (a bound from below: a
+batch's last record and segment are not full).
 
 ``wire_size(payload, phase)`` is the closed form; it is exact for the record layer and a
-per-message bound for the two lower layers.
+per-message bound (from above, or from below when batched) for the two lower layers.
 """
 
 from __future__ import annotations
@@ -54,21 +59,25 @@ class Framing:
         Count TLS 1.3 record overhead.
     tcp
         Count TCP/IP headers.
+    batched
+        Charge the TLS and TCP/IP headers in proportion to the bytes (frames batched into full
+        records and segments) instead of at least one record and segment per message.
     """
 
     record: int
     tls: bool = True
     tcp: bool = True
+    batched: bool = False
 
     def __post_init__(self) -> None:
         check_int("Framing.record", self.record, 0)
 
     @classmethod
-    def measured(cls, *, tls: bool = True, tcp: bool = True) -> Framing:
+    def measured(cls, *, tls: bool = True, tcp: bool = True, batched: bool = False) -> Framing:
         """The framing of :mod:`parties.channel`, measured on an empty frame with an empty phase
         name (its record minus its payload, plus the stream's length prefix)."""
         record = frame_record(Frame(0, -1, "", 0, b""))
-        return cls(len(pack_stream([record])), tls, tcp)
+        return cls(len(pack_stream([record])), tls, tcp, batched)
 
     @classmethod
     def none(cls) -> Framing:
@@ -79,6 +88,13 @@ class Framing:
         """Bytes on the wire of one message with ``payload`` bytes in a phase whose name has
         ``phase`` UTF-8 bytes."""
         size = payload + (self.record + phase if self.record else 0)
+        if self.batched:
+            share = float(size)
+            if self.tls:
+                share *= 1 + TLS_RECORD_OVERHEAD / TLS_RECORD
+            if self.tcp:
+                share *= 1 + TCP_IP_HEADERS / TCP_MSS
+            return round(share)
         if self.tls:
             size += -(-size // TLS_RECORD) * TLS_RECORD_OVERHEAD if size else TLS_RECORD_OVERHEAD
         if self.tcp:

@@ -23,7 +23,9 @@ With ``relay`` a party-to-party message also crosses the controller's downlink a
 twice its latency), as between the workers of the tcp and ray runtimes.
 
 The compute of each actor is a FIFO too (:meth:`LinkScheduler.compute`): a message's
-cryptography starts when the sender's earlier work is done.
+cryptography starts when the sender's earlier work is done.  With ``cpus`` several actors share
+one CPU (the parties of one host; :class:`parties.netsim.model.NetworkModel` ``hosts``): their
+work queues on it in the order it is charged.
 """
 
 from __future__ import annotations
@@ -58,9 +60,12 @@ class LinkScheduler:
     ----------
     uplink, downlink, latency
         Per actor (``n + 1`` entries, the controller first): bytes/s (> 0) and seconds (>= 0).
+    cpus
+        Per actor, the CPU it computes on (``n + 1`` entries in ``0..n``; default: a CPU each).
     """
 
-    def __init__(self, uplink: np.ndarray, downlink: np.ndarray, latency: np.ndarray) -> None:
+    def __init__(self, uplink: np.ndarray, downlink: np.ndarray, latency: np.ndarray,
+                 cpus: np.ndarray | None = None) -> None:
         up, down, lat = (np.asarray(v, dtype=float) for v in (uplink, downlink, latency))
         if not (up.shape == down.shape == lat.shape and up.ndim == 1 and up.size >= 2):
             raise ConfigurationError(f"uplink, downlink and latency need one entry per actor (n + 1 >= 2), "
@@ -76,13 +81,26 @@ class LinkScheduler:
         self.free_up = [0.0] * size
         self.free_down = [0.0] * size
         self.free_cpu = [0.0] * size
+        self.busy = [0.0] * size
+        """CPU seconds charged on each CPU so far."""
+        if cpus is None:
+            self.cpu = list(range(size))
+        else:
+            slots = np.asarray(cpus)
+            if not (slots.shape == (size,) and np.issubdtype(slots.dtype, np.integer)
+                    and np.all((slots >= 0) & (slots < size))):
+                raise ConfigurationError(f"cpus needs one integer in 0..{size - 1} per actor ({size}), got "
+                                         f"shape {slots.shape}, dtype {slots.dtype}")
+            self.cpu = slots.tolist()
 
     def compute(self, actor: int, now: float, seconds: float) -> float:
-        """When ``seconds`` of ``actor``'s compute started at ``now`` finish (its CPU is FIFO)."""
-        i = actor + 1
+        """When ``seconds`` of ``actor``'s compute started at ``now`` finish (its CPU is FIFO,
+        shared with the actors of the same ``cpus`` slot)."""
+        i = self.cpu[actor + 1]
         start = now if now > self.free_cpu[i] else self.free_cpu[i]
         done = start + seconds
         self.free_cpu[i] = done
+        self.busy[i] += seconds
         return done
 
     def transfer(self, src: int, dst: int, size: int, ready: float, *, relay: bool = False) -> Transfer:

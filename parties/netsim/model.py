@@ -4,8 +4,9 @@
 needs to time a run: the parties' access-link :class:`~parties.netsim.profiles.LinkProfile`, the
 controller's :class:`ControllerLink` (shared by every message crossing it), the per-message
 :class:`~parties.netsim.framing.Framing`, the :class:`~parties.netsim.compute.CryptoCosts` of
-the cryptography, the :class:`~parties.netsim.availability.Availability` of the parties, and the
-seed of its random draws.  :meth:`NetworkModel.draw` turns it into the concrete links of one run
+the cryptography, the :class:`~parties.netsim.availability.Availability` of the parties, optionally the runtime's
+own :class:`~parties.netsim.processing.ProcessingCosts` and how many hosts the parties share, and
+the seed of its random draws.  :meth:`NetworkModel.draw` turns it into the concrete links of one run
 of ``n`` parties (:class:`RunLinks`), with a keyword-only ``rng``; the runtime seeds that ``rng``
 from the model's ``seed`` so the same model and seed give the same timeline.
 
@@ -25,6 +26,11 @@ or ``profile = "mobile"``, and optionally::
     [framing]
     tls = true
     tcp = true
+    batched = false                # true: headers in proportion to the bytes (the tcp runtime's batching)
+
+    [processing]
+    charge = true                  # the runtime's codec, TLS and routing CPU (DEFAULT_PROCESSING)
+    hosts = 2                      # the parties share 2 host CPUs (default: a device each)
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from mprr.errors import ConfigurationError
 from parties.netsim.availability import Availability, Traces
 from parties.netsim.compute import DEFAULT_COSTS, CryptoCosts
 from parties.netsim.framing import Framing
+from parties.netsim.processing import DEFAULT_PROCESSING, ProcessingCosts
 from parties.netsim.profiles import PROFILES, LinkProfile, mbps, profile, profile_from_toml
 
 __all__ = ["ControllerLink", "NetworkModel", "RunLinks", "model_from_toml"]
@@ -102,6 +109,15 @@ class NetworkModel:
         Party-to-party messages cross the controller's link (as between the workers of the tcp
         and ray runtimes, :meth:`LinkScheduler.transfer <parties.netsim.links.LinkScheduler.transfer>`);
         default: direct links between parties.
+    processing
+        CPU cost of the runtime's own work per frame (codec, channel records, TLS, the
+        controller's routing; :mod:`parties.netsim.processing`), charged on the sender's, the
+        controller's and the receiver's CPU; default ``None``: not charged (only the
+        cryptography is, as for a deployment whose runtime cost is negligible or unknown).
+    hosts
+        The parties share this many host CPUs (contiguous near-equal ranges, as the tcp
+        runtime's workers, :func:`parties.shard.split`): their cryptography and processing
+        queue on their host's CPU.  Default ``None``: every party has a device of its own.
     """
 
     profile: LinkProfile
@@ -111,6 +127,8 @@ class NetworkModel:
     availability: Availability = field(default_factory=Availability)
     seed: int = 0
     relay: bool = False
+    processing: ProcessingCosts | None = None
+    hosts: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.profile, str):
@@ -119,6 +137,28 @@ class NetworkModel:
             raise ConfigurationError(f"profile must be a LinkProfile or one of {', '.join(PROFILES)}, "
                                      f"got {self.profile!r}")
         check_int("NetworkModel.seed", self.seed, 0)
+        if self.hosts is not None:
+            check_int("NetworkModel.hosts", self.hosts, 1)
+        if self.processing is not None and not isinstance(self.processing, ProcessingCosts):
+            raise ConfigurationError(f"NetworkModel.processing must be a ProcessingCosts or None, "
+                                     f"got {self.processing!r}")
+
+    def cpus(self, n: int) -> np.ndarray:
+        """The CPU of each actor of a run of ``n`` parties (``n + 1`` entries, the controller
+        first, on CPU 0): party ``i`` on CPU ``1 + i`` without ``hosts``, else on ``1 + k`` for
+        the host ``k`` whose range holds it."""
+        check_int("n (number of parties)", n, 1)
+        if self.hosts is None:
+            return np.arange(n + 1)
+        if self.hosts > n:
+            raise ConfigurationError(f"NetworkModel.hosts = {self.hosts} for n = {n} parties: at most one "
+                                     f"host per party")
+        from parties.shard import split
+
+        out = np.zeros(n + 1, dtype=np.int64)
+        for k, r in enumerate(split(n, self.hosts)):
+            out[1 + r.start:1 + r.stop] = 1 + k
+        return out
 
     def draw(self, n: int, *, rng: np.random.Generator) -> RunLinks:
         """The links of a run of ``n`` parties (the profile's draws, the controller first)."""
@@ -137,9 +177,11 @@ class NetworkModel:
             "party_latency_ms": p.latency.median * 1e3, "device_speed": p.device_speed,
             "controller": {"uplink_mbps": c.uplink * 8 / 1e6, "downlink_mbps": c.downlink * 8 / 1e6,
                            "latency_ms": c.latency * 1e3},
-            "framing": {"record": self.framing.record, "tls": self.framing.tls, "tcp": self.framing.tcp},
+            "framing": {"record": self.framing.record, "tls": self.framing.tls, "tcp": self.framing.tcp,
+                        "batched": self.framing.batched},
             "dropout": a.dropout, "traces": None if a.traces is None else len(a.traces.parties),
             "seed": self.seed, "relay": self.relay,
+            "processing": None if self.processing is None else self.processing.to_dict(), "hosts": self.hosts,
         }
 
 
@@ -157,10 +199,10 @@ def model_from_toml(source: str | Path, *, seed: int = 0) -> NetworkModel:
 
 def model_from_mapping(doc: Mapping[str, Any], *, base: Path = Path("."), seed: int = 0) -> NetworkModel:
     """:func:`model_from_toml` from the parsed document (``base``: where relative trace paths start)."""
-    unknown = sorted(set(doc) - {"profile", "controller", "availability", "framing"})
+    unknown = sorted(set(doc) - {"profile", "controller", "availability", "framing", "processing"})
     if unknown:
         raise ConfigurationError(f"network model has unknown tables {unknown}; allowed: profile, controller, "
-                                 f"availability, framing")
+                                 f"availability, framing, processing")
     if "profile" not in doc:
         raise ConfigurationError("network model needs profile = \"datacenter\" | \"broadband\" | \"mobile\" "
                                  "or a [profile] table")
@@ -186,9 +228,19 @@ def model_from_mapping(doc: Mapping[str, Any], *, base: Path = Path("."), seed: 
         raise ConfigurationError(f"[availability] has unknown keys {bad}; allowed: dropout, traces")
     traces = Traces.from_csv(base / avail["traces"]) if "traces" in avail else None
     framing = dict(doc.get("framing", {}))
-    bad = sorted(set(framing) - {"tls", "tcp"})
+    bad = sorted(set(framing) - {"tls", "tcp", "batched"})
     if bad:
-        raise ConfigurationError(f"[framing] has unknown keys {bad}; allowed: tls, tcp")
+        raise ConfigurationError(f"[framing] has unknown keys {bad}; allowed: tls, tcp, batched")
+    proc = dict(doc.get("processing", {}))
+    bad = sorted(set(proc) - {"charge", "hosts"})
+    if bad:
+        raise ConfigurationError(f"[processing] has unknown keys {bad}; allowed: charge, hosts")
+    charge = proc.get("charge", False)
+    if not isinstance(charge, bool):
+        raise ConfigurationError(f"processing.charge must be true or false, got {charge!r}")
+    hosts = check_int("processing.hosts", proc["hosts"], 1) if "hosts" in proc else None
     return NetworkModel(prof, controller, Framing.measured(tls=bool(framing.get("tls", True)),
-                                                           tcp=bool(framing.get("tcp", True))),
-                        availability=Availability(avail.get("dropout", 0.0), traces), seed=seed, relay=relay)
+                                                           tcp=bool(framing.get("tcp", True)),
+                                                           batched=bool(framing.get("batched", False))),
+                        availability=Availability(avail.get("dropout", 0.0), traces), seed=seed, relay=relay,
+                        processing=DEFAULT_PROCESSING if charge else None, hosts=hosts)

@@ -12,10 +12,18 @@ frame, at the virtual time ``now`` its sender sends it:
    <parties.netsim.availability.Availability.away>`);
 2. a sender that is away loses the frame (it missed the round);
 3. the sender's compute for the message (:meth:`CryptoCosts.message_cost
-   <parties.netsim.compute.CryptoCosts.message_cost>` x its device-speed factor) runs on its
-   FIFO CPU; then the frame's wire size (payload + :class:`~parties.netsim.framing.Framing`)
+   <parties.netsim.compute.CryptoCosts.message_cost>`, plus the runtime's
+   :meth:`ProcessingCosts.endpoint <parties.netsim.processing.ProcessingCosts.endpoint>` when
+   the model charges processing, x its device-speed factor) runs on its FIFO CPU (its host's,
+   shared, with ``hosts``); then the frame's wire size (payload + :class:`~parties.netsim.framing.Framing`)
    crosses the sender's uplink and the receiver's downlink (:class:`~parties.netsim.links.LinkScheduler`:
    FIFO links, the controller's shared by everything crossing it) and the two latencies;
+   with processing charged, a relayed party-to-party frame is stored and forwarded: it crosses
+   to the controller, waits for the controller's CPU to route it
+   (:meth:`~parties.netsim.processing.ProcessingCosts.route`), crosses on to its receiver, and
+   there waits for the receiver's CPU to open and decode it (``endpoint`` again; the
+   controller's CPU also does this for the frames it sends and receives itself).  These CPUs
+   are charged when the frame reaches them, so each serves its work in the order it arrives;
 4. at the arrival time the frame is delivered — unless the receiver is away then (it missed
    the round) — through the router's usual path (faults, then the receiver's mailbox).
 
@@ -47,6 +55,10 @@ if TYPE_CHECKING:
 
 __all__ = ["TimedNetwork"]
 
+_DELIVER, _RECEIVE, _ROUTE = 0, 1, 2
+"""What happens to a pending frame at its time: delivery, the receiver's processing, the
+controller's routing (the last two only when the model charges processing)."""
+
 
 class TimedNetwork(InMemoryNetwork):
     """:class:`~parties.network.InMemoryNetwork` delivering frames at modelled times (module
@@ -70,15 +82,18 @@ class TimedNetwork(InMemoryNetwork):
         self.model = model
         self._rng = rng
         self.links = model.draw(n, rng=rng)
-        self._scheduler = LinkScheduler(self.links.uplink, self.links.downlink, self.links.latency)
-        self._speed = self.links.device_speed.tolist()
         self.timeline = Timeline(n)
+        self._scheduler = LinkScheduler(self.links.uplink, self.links.downlink, self.links.latency,
+                                        None if model.hosts is None else model.cpus(n))
+        self._processing = model.processing
+        self.timeline.cpu_busy = self._scheduler.busy
+        self._speed = self.links.device_speed.tolist()
         self._round_of: dict[str, int] = {}
         self._away: list[np.ndarray] = []
         self._phase_bytes: dict[str, int] = {}
         self._degree = [0] * (n + 1)  # per sender: live neighbours and sealed-share bytes (SealedShares)
         self._blob = [0] * (n + 1)
-        self._pending: list[tuple[float, int, Frame]] = []
+        self._pending: list[tuple[float, int, int, Frame]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = float("inf")
         self._availability = model.availability
@@ -122,31 +137,72 @@ class TimedNetwork(InMemoryNetwork):
         if self._is_away(src, r, now):
             self.timeline.add(src, dst, r, frame.kind, size, wire, LOST_SENDER, now, now, now, 0.0, 0.0)
             return
-        seconds = self._compute(frame) * self._speed[src + 1]
+        proc = self._processing
+        seconds = self._compute(frame)
+        if proc is not None:
+            seconds += proc.endpoint(size)
+        seconds *= self._speed[src + 1]
         ready = self._scheduler.compute(src, now, seconds) if seconds else now
-        t = self._scheduler.transfer(src, dst, wire, ready, relay=self._relay)
+        if proc is None:
+            t = self._scheduler.transfer(src, dst, wire, ready, relay=self._relay)
+            stage = _DELIVER
+        elif self._relay and src != CONTROLLER and dst != CONTROLLER:
+            t = self._scheduler.transfer(src, CONTROLLER, wire, ready)  # to the controller's router
+            stage = _ROUTE
+        else:
+            t = self._scheduler.transfer(src, dst, wire, ready)
+            stage = _RECEIVE
         index = self.timeline.add(src, dst, r, frame.kind, size, wire, 0, now, ready, t.arrival, t.transmission,
                                   t.latency)
-        heapq.heappush(self._pending, (t.arrival, index, frame))
-        if t.arrival < self._timer_at:
+        self._push(t.arrival, index, stage, frame)
+
+    def _push(self, at: float, index: int, stage: int, frame: Frame) -> None:
+        heapq.heappush(self._pending, (at, index, stage, frame))
+        if at < self._timer_at:
             if self._timer is not None:
                 self._timer.cancel()
-            self._timer_at = t.arrival
-            self._timer = loop.call_at(t.arrival, self._arrive)
+            self._timer_at = at
+            self._timer = asyncio.get_running_loop().call_at(at, self._arrive)
+
+    def _processed(self, at: float, index: int, stage: int, frame: Frame) -> None:
+        """A frame reached the controller's router (``_ROUTE``) or its receiver (``_RECEIVE``)
+        at ``at``: charge that CPU now, in the order frames reach it (step 3 of the module
+        docstring), and move the frame on."""
+        proc, scheduler, timeline = self._processing, self._scheduler, self.timeline
+        assert proc is not None
+        size = len(frame.payload)
+        if stage == _ROUTE:
+            cost = proc.route(size)
+            t = scheduler.transfer(CONTROLLER, frame.dst, timeline.wire[index], scheduler.compute(CONTROLLER, at, cost))
+            timeline.transmission[index] = max(timeline.transmission[index], t.transmission)
+            timeline.latency[index] += t.latency
+            timeline.processing[index] += cost
+            timeline.arrival[index] = t.arrival
+            self._push(t.arrival, index, _RECEIVE, frame)
+            return
+        cost = proc.endpoint(size) * self._speed[frame.dst + 1]
+        done = scheduler.compute(frame.dst, at, cost)
+        timeline.processing[index] += cost
+        timeline.arrival[index] = done
+        self._push(done, index, _DELIVER, frame)
 
     def _arrive(self) -> None:
-        """Deliver every frame whose arrival time has come, then wait for the next one."""
+        """Move on every frame whose time has come (deliver it, or charge its processing), then
+        wait for the next one."""
         loop = asyncio.get_running_loop()
         now = loop.time() + 1e-9  # (the loop's clock reached the timer, up to rounding)
         pending, timeline = self._pending, self.timeline
-        self._timer, self._timer_at = None, float("inf")
+        self._timer, self._timer_at = None, -float("inf")  # (no timer from _push while this runs)
         while pending and pending[0][0] <= now:
-            arrival, index, frame = heapq.heappop(pending)
-            dst = frame.dst
-            if self._is_away(dst, timeline.round[index], arrival):
+            arrival, index, stage, frame = heapq.heappop(pending)
+            if stage != _DELIVER:
+                self._processed(arrival, index, stage, frame)
+                continue
+            if self._is_away(frame.dst, timeline.round[index], arrival):
                 timeline.lost[index] = LOST_RECEIVER
                 continue
             InMemoryNetwork._route(self, frame)
+        self._timer_at = float("inf")
         if pending:
             self._timer_at = pending[0][0]
             self._timer = loop.call_at(self._timer_at, self._arrive)
@@ -156,7 +212,7 @@ class TimedNetwork(InMemoryNetwork):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        for _, index, _ in self._pending:
+        for _, index, _, _ in self._pending:
             self.timeline.lost[index] = UNDELIVERED
         self._pending.clear()
         super().close()

@@ -4,7 +4,9 @@ the time went.
 :class:`Timeline` records every frame the router timed (:mod:`parties.netsim.network`), as
 compact columns: sender, receiver, round, kind, payload and wire bytes, the time it was sent,
 the time its cryptography was done (``ready``), its arrival, its transmission time (size over
-the bottleneck of the two links) and its latency; lost frames (a party away) are flagged.  A
+the bottleneck of the two links), its latency and the runtime processing charged after it left
+its sender (the controller's routing and the receiver's decoding, :mod:`parties.netsim.processing`;
+0 when the model does not charge it); lost frames (a party away) are flagged.  A
 *round* is a protocol phase, numbered in the order phases first appear.
 
 :meth:`Timeline.report` computes (numpy, no I/O):
@@ -14,10 +16,13 @@ the bottleneck of the two links) and its latency; lost frames (a party away) are
   took part the median and 95th percentile of the time from the round's start to the party's
   last message of the round (sent or received);
 - **missed**: who missed which round (a frame of theirs lost because they were away);
+- **cpu**: the CPU seconds the model charged (cryptography and processing): the controller's,
+  the parties' in all, and the busiest party CPU's (a host's, with shared hosts);
 - **links**: wire bytes on every uplink and downlink (the controller's, and the parties'
   median, 95th percentile and maximum);
 - **breakdown**: where the time went, along the run's critical path.  From the last arrival
-  back to time 0: a frame's journey splits into compute (``ready - sent``), queueing, bandwidth
+  back to time 0: a frame's journey splits into compute (``ready - sent``, plus the processing
+  charged after it left its sender), queueing, bandwidth
   (transmission) and latency; the frame's sender had sent it at ``sent`` because of the last
   frame delivered to it before (its predecessor on the path), and the gap between that
   arrival and ``sent`` is *waiting* (a timeout for stragglers or parties away, or the start of
@@ -57,15 +62,18 @@ class Timeline:
         self.src, self.dst, self.round, self.kind = array("i"), array("i"), array("i"), array("i")
         self.payload, self.wire, self.lost = array("q"), array("q"), array("b")
         self.sent, self.ready, self.arrival = array("d"), array("d"), array("d")
-        self.transmission, self.latency = array("d"), array("d")
+        self.transmission, self.latency, self.processing = array("d"), array("d"), array("d")
         self.rounds: list[str] = []
         self.finished = 0.0
+        self.cpu_busy: list[float] = [0.0]
+        """CPU seconds charged per CPU (the controller's first; set by the timed router)."""
 
     def __len__(self) -> int:
         return len(self.src)
 
     def add(self, src: int, dst: int, round_: int, kind: int, payload: int, wire: int, lost: int,
-            sent: float, ready: float, arrival: float, transmission: float, latency: float) -> int:
+            sent: float, ready: float, arrival: float, transmission: float, latency: float,
+            processing: float = 0.0) -> int:
         """Record one frame; returns its index."""
         self.src.append(src)
         self.dst.append(dst)
@@ -79,6 +87,7 @@ class Timeline:
         self.arrival.append(arrival)
         self.transmission.append(transmission)
         self.latency.append(latency)
+        self.processing.append(processing)
         return len(self.src) - 1
 
     def columns(self) -> dict[str, np.ndarray]:
@@ -88,7 +97,8 @@ class Timeline:
                 for name, dtype in (("src", np.int32), ("dst", np.int32), ("round", np.int32), ("kind", np.int32),
                                     ("payload", np.int64), ("wire", np.int64), ("lost", np.int8),
                                     ("sent", np.float64), ("ready", np.float64), ("arrival", np.float64),
-                                    ("transmission", np.float64), ("latency", np.float64))}
+                                    ("transmission", np.float64), ("latency", np.float64),
+                                    ("processing", np.float64))}
 
     # ------------------------------------------------------------------ report
     def report(self) -> dict[str, Any]:
@@ -96,6 +106,8 @@ class Timeline:
         (module docstring), JSON-friendly."""
         c = self.columns()
         return {"completion": self.finished, "frames": len(self), "rounds": self._rounds(c),
+                "cpu": {"controller": self.cpu_busy[0], "parties": float(sum(self.cpu_busy[1:])),
+                        "busiest_party_cpu": max(self.cpu_busy[1:], default=0.0)},
                 "missed": self.missed(), "links": self._links(c), "breakdown": self.breakdown()}
 
     def missed(self) -> dict[str, list[int]]:
@@ -172,11 +184,11 @@ class Timeline:
             steps += 1
             r = int(c["round"][f])
             sent, ready, arrival = float(c["sent"][f]), float(c["ready"][f]), float(c["arrival"][f])
-            tx, lat = float(c["transmission"][f]), float(c["latency"][f])
-            add(r, "compute", ready - sent)
+            tx, lat, cpu = float(c["transmission"][f]), float(c["latency"][f]), float(c["processing"][f])
+            add(r, "compute", ready - sent + cpu)
             add(r, "bandwidth", tx)
             add(r, "latency", lat)
-            add(r, "queueing", max(0.0, arrival - ready - tx - lat))
+            add(r, "queueing", max(0.0, arrival - ready - tx - lat - cpu))
             src = int(c["src"][f])
             lo, hi = np.searchsorted(dsts, src, "left"), np.searchsorted(dsts, src, "right")
             k = lo + int(np.searchsorted(arrivals[lo:hi], sent, "right")) - 1
