@@ -1,7 +1,8 @@
 """``network_time``: how long RR-Clusters takes on a network, per secure-sum engine and profile.
 
-Every point of the sweep (n x engine x network profile) is one run of RR-Clusters with the
-chosen dependence method (4.2 / 4.3: a secure sum in the dependence phase) on the ``virtual``
+Every point of the sweep (n x engine x network profile) is one run of RR-Clusters 4.3 (a secure
+sum of fresh randomized pair values in the dependence phase) at a budget of ``epsilon`` per
+respondent (:func:`mprr.protocols.budget.keep_for_budget` plans its releases) on the ``virtual``
 runtime (:mod:`parties.netsim.runtime`): the real protocol, every message encoded and counted,
 each delivered when the network model says it arrives (latency + size over the bottleneck of the
 two access links, the controller's link shared, the cryptography's compute time calibrated on
@@ -67,9 +68,8 @@ SCHEMA = Schema([
           help="secure-sum engines of the dependence phase"),
     Field("profiles", List(Str(), min_len=1), ("datacenter", "broadband", "mobile"),
           help="network profiles: shipped names or paths of network model TOML files"),
-    Field("dependence", Choice(("4.2", "4.3")), "4.3", help="dependence method (both run a secure sum)"),
-    Field("p", Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True), 0.7,
-          help="RR keep probability of the attribute releases"),
+    Field("epsilon", Float(min=0.0, min_exclusive=True), 4.0,
+          help="privacy budget ε per respondent (RR-Clusters 4.3 plans its releases within it)"),
     Field("Tv", Int(min=2), 100, help="RR-Clusters: largest cluster domain"),
     Field("Td", Float(min=0.0), 0.2, help="RR-Clusters: dependence threshold"),
     Field("dropout", Float(min=0.0, max=1.0, max_exclusive=True), 0.0,
@@ -103,8 +103,8 @@ def _run(n: int, engine: str, profile: str, params: Mapping[str, Any], dropout: 
     runtime = VirtualRuntime(model=_model(profile, dropout, params["network_seed"], base))
     record: dict[str, Any] = {"profile": _label(profile), "engine": engine, "n": n, "dropout": dropout}
     try:
-        sim = simulate(data, "RR-Clusters", seed=seed, runtime=runtime, p=params["p"], Tv=params["Tv"],
-                       Td=params["Td"], dependence=params["dependence"], secure_sum=engine,
+        sim = simulate(data, "RR-Clusters", seed=seed, runtime=runtime, epsilon=params["epsilon"],
+                       Tv=params["Tv"], Td=params["Td"], dependence="4.3", secure_sum=engine,
                        timeout=params["timeout"], on_dropout="exclude")
     except MprrError as exc:
         nan = float("nan")
@@ -239,7 +239,7 @@ def run_network_time(
     for p in labels:
         figures.append(LinePlot(
             filename=f"completion_vs_n_{p}.png",
-            title=f"RR-Clusters {params['dependence']} on {p}: completion time vs n ({eps})",
+            title=f"RR-Clusters 4.3 on {p}: completion time vs n ({eps})",
             xlabel="parties n", ylabel="completion time (virtual s)",
             series=tuple(Series(e, ns, [r["completion_s"] for r in records if r["profile"] == p and r["engine"] == e],
                                 style=_MARKERS.get(e, "-o")) for e in engines),
