@@ -69,13 +69,15 @@ from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacyAccountant
 from mprr.streams import StreamTable
 from parties.channel import DATA, MULTI, loads, read_multi, read_record
 from parties.cohort import Cohort, ReplyLayout
+from parties.columns import ReplyColumns
 from parties.wire.codec import Message, decode, encode
 from parties.wire.messages import Abort, RandomizedValues
 from parties.wire.requests import ReleaseRequest, SecureSumStart
 from parties.party import LOOP_KINDS, AccountedParties, Party
 from parties.public_state import ReleaseBook
 from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry, Signer, generate_signers
-from parties.transport import CONTROLLER, Endpoint, Frame, Transport, actor_name
+from parties.shard_network import ShardNetwork
+from parties.transport import CONTROLLER, Frame, Transport, actor_name
 
 if TYPE_CHECKING:  # annotations only: a worker imports networkx and the engines only when a run needs them
     import networkx as nx
@@ -175,66 +177,6 @@ class ShardSetup:
         return self.engine is not None and self.engine.signs
 
 
-class ShardNetwork(Transport):
-    """The shard's side of the frame channel: every frame goes to ``uplink``.
-
-    Sends are not counted here: the router counts each one once, when it admits it.
-
-    Parameters
-    ----------
-    n
-        Number of parties of the run.
-    parties
-        Parties hosted here.
-    uplink
-        Carries a frame towards the controller process (must not block).
-    topology
-        The run's graph of party links (``None``: the star).
-    router
-        The router, when it lives in this process (the memory runtime): the shard then shares
-        its topology and its traffic counter, so deliveries are counted where sends are.
-    """
-
-    counts_sends = False
-
-    def __init__(self, n: int, parties: range, uplink: Callable[[Frame], None], *,
-                 topology: nx.Graph[int] | None = None, router: Transport | None = None) -> None:
-        super().__init__(n, topology=None if router is not None else topology)
-        if router is not None:
-            self.topology = router.topology
-            self._traffic = router.counter
-        self.parties = parties
-        self._uplink = uplink
-        self._accepting: set[int] = set()
-
-    def _transmit(self, frame: Frame) -> None:
-        self._uplink(frame)
-
-    def is_crashed(self, party: int) -> bool:
-        """Whether ``party`` has crashed."""
-        return party in self._crashed
-
-    def admit(self, party: int) -> bool:
-        """Whether a send of ``party`` leaves (not crashed; else counted as lost)."""
-        return self._admit(party)
-
-    def deliver(self, frame: Frame, position: int | None = None) -> None:
-        """Deliver ``frame`` into its party's endpoint (decoded, filtered, counted)."""
-        self._deliver(frame, position)
-
-    def party_endpoint(self, party: int, accept: frozenset[int]) -> Endpoint:
-        """``party``'s endpoint, accepting the kinds ``accept`` (created on first use)."""
-        if party not in self._accepting:
-            self._accepting.add(party)
-            return self.endpoint(party, accept=accept)
-        return self.endpoint(party)
-
-    def buffered(self, party: int) -> int:
-        """Messages delivered to ``party``'s endpoint and not yet taken."""
-        ep = self._endpoints.get(party)
-        return 0 if ep is None else ep.buffered
-
-
 class HostedParties(AccountedParties[Party]):
     """A shard's parties as :class:`~parties.party.Party` objects, each built from its cohort's
     state on first access (:mod:`parties.cohort`); :meth:`accountants` builds none."""
@@ -289,7 +231,7 @@ class PartyShard:
     """
 
     def __init__(self, setup: ShardSetup, uplink: Callable[[Frame], None], *,
-                 router: Transport | None = None) -> None:
+                 router: Transport | None = None, columns: Callable[[ReplyColumns], None] | None = None) -> None:
         rows = np.asarray(setup.records)
         if rows.shape != (len(setup.parties), setup.schema.m):
             raise ConfigurationError(
@@ -314,10 +256,11 @@ class PartyShard:
                                     topology=setup.graph() if router is None else None)
         self._counter = self.network.counter
         self._uplink = uplink
+        self._uplink_columns = columns  # a cohort's replies leave as columns (parties.columns), if given
         self._accept = frozenset(setup.accept)
         self._last_payload: bytes | None = None
         self._last_message: Message | None = None
-        self._replies: list[Frame] = []
+        self._replies: list[Frame | ReplyColumns] = []
         self._scheduled = False
         # the broadcast being collected: its message, phase and the rows it reached, in order
         self._batch: Message | None = None
@@ -539,6 +482,30 @@ class PartyShard:
         self._batch_rows.append(row)
         self._batch_seen.add(row)
 
+    def deliver_many(self, frame: Frame, dsts: np.ndarray) -> None:
+        """``frame`` (a broadcast of the controller) for every party of ``dsts`` (ascending):
+        as many :meth:`deliver` calls; a request joins the broadcast being collected at once."""
+        msg = frame.message
+        rows = dsts - self.setup.parties.start
+        net = self.network
+        if (msg is None or frame.src != CONTROLLER or frame.kind not in _CONTROLLER_REQUESTS
+                or frame.kind not in self._accept or rows.shape[0] == 0 or rows[0] < 0
+                or rows[-1] >= self._size or net.crashed or (msg is self._batch and frame.phase == self._batch_phase)):
+            for dst in dsts.tolist():
+                self.deliver(frame._replace(dst=dst))
+            return
+        counter, size = self._counter, len(frame.payload)
+        counter.delivered += rows.shape[0]
+        recv_messages, recv_bytes = counter.recv_messages, counter.recv_bytes
+        for i in (dsts + 1).tolist():
+            recv_messages[i] += 1
+            recv_bytes[i] += size
+        self._settle()  # (a request collected so far is answered first)
+        self._batch, self._batch_phase = msg, frame.phase
+        self._batch_rows = rows.tolist()
+        self._batch_seen = set(self._batch_rows)
+        self._schedule()
+
     def _answer(self, party: Party, msg: Message, phase: str) -> None:
         """``party``'s own answer to ``msg`` (the per-party path)."""
         reply = party.receive(msg)
@@ -605,6 +572,9 @@ class PartyShard:
         rid = msg.request_id
         send, admit = self._replies.append, self.network.admit
         layouts = {index: ReplyLayout.of(rid, codes) for index, (_, codes) in answers.items() if codes is not None}
+        if self._uplink_columns is not None:  # runs of cohort members' replies leave as columns
+            self._send_columns(rows, of, position, answers, msg, phase)
+            return
         for row, index, at in zip(rows.tolist(), of.tolist(), position.tolist()):
             if index < 0:
                 self._answer(self._parties[row], msg, phase)
@@ -612,6 +582,29 @@ class PartyShard:
             reply, payload = layouts[index].reply(at)
             if admit(start + row):
                 send(Frame(start + row, CONTROLLER, phase, _VALUES, payload, reply))
+        if self._replies:
+            self._schedule()
+
+    def _send_columns(self, rows: np.ndarray, of: np.ndarray, position: np.ndarray,
+                      answers: dict[int, tuple[Cohort, np.ndarray | None]], msg: ReleaseRequest, phase: str) -> None:
+        """Queue the replies to ``msg`` in arrival order: each run of cohort members as one
+        :class:`~parties.columns.ReplyColumns`, each party on its own as its own frame."""
+        table = np.empty((rows.shape[0], len(msg.units)), dtype=np.int64)
+        for index, (_, codes) in answers.items():
+            if codes is not None:
+                mine = of == index
+                table[mine] = codes[position[mine]]
+        table.flags.writeable = False
+        layout = ReplyLayout.of(msg.request_id, table)
+        start = self.setup.parties.start
+        apart = np.flatnonzero(of < 0).tolist() + [rows.shape[0]]
+        at = 0
+        for stop in apart:
+            if stop > at:
+                self._replies.append(layout.columns(rows[at:stop] + start, phase, slice(at, stop)))
+            if stop < rows.shape[0]:
+                self._answer(self._parties[int(rows[stop])], msg, phase)
+            at = stop + 1
         if self._replies:
             self._schedule()
 
@@ -625,8 +618,11 @@ class PartyShard:
         self._scheduled = False
         self._settle()
         replies, self._replies = self._replies, []
-        for frame in replies:
-            self._uplink(frame)
+        for item in replies:
+            if isinstance(item, Frame):
+                self._uplink(item)
+            elif self._uplink_columns is not None:
+                self._uplink_columns(item)
 
     def buffered(self, party: int) -> int:
         """Messages delivered to ``party``'s endpoint and not yet taken (where a reorder fault

@@ -19,10 +19,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 from mprr.errors import ConfigurationError
 from parties.wire.codec import message_class
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "FAULTS",
@@ -250,6 +253,27 @@ class TrafficCounter:
             t = self.latency.transfer_time(largest)
             if t > r.time:
                 r.time = t
+
+    def record_columns(self, srcs: np.ndarray, phase: str, kind: int, sizes: np.ndarray) -> None:
+        """Count one message of ``kind`` in ``phase`` from each of ``srcs`` (distinct actors),
+        ``sizes[k]`` bytes from ``srcs[k]``: as many :meth:`record_send` calls, at once."""
+        count = int(srcs.shape[0])
+        if not count:
+            return
+        self.record_sends(int(srcs[0]), phase, kind, count, int(sizes.sum()), int(sizes.max()))
+        first = int(srcs[0]) + 1
+        self.sent_messages[first] -= count  # (record_sends counted them all for the first sender)
+        self.sent_bytes[first] -= int(sizes.sum())
+        sent_messages, sent_bytes = self.sent_messages, self.sent_bytes
+        for i, size in zip((srcs + 1).tolist(), sizes.tolist()):
+            sent_messages[i] += 1
+            sent_bytes[i] += size
+
+    def record_deliveries(self, dst: int, count: int, size: int) -> None:
+        """Count ``count`` messages of ``size`` bytes in all delivered to ``dst``."""
+        self.delivered += count
+        self.recv_messages[dst + 1] += count
+        self.recv_bytes[dst + 1] += size
 
     def record_delivery(self, dst: int, size: int) -> None:
         """Count one message delivered to ``dst``."""
