@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from parties.mailbox import Envelope
 from parties.wire.codec import encode
 from parties.wire.messages import RandomizedValues
 
@@ -83,10 +82,6 @@ class ReplyColumns:
             return encode(self.message(k))
         codes: bytes = self.codes[k].tobytes()
         return prefix + codes + self._suffix
-
-    def envelope(self, k: int, dst: int) -> Envelope[RandomizedValues]:
-        """Member ``k``'s message as delivered to ``dst``."""
-        return Envelope(int(self.srcs[k]), dst, self.phase, self.message(k), int(self.sizes[k]))
 
     def subset(self, keep: np.ndarray) -> ReplyColumns:
         """The members where ``keep`` (booleans or positions) selects them, in order."""

@@ -526,7 +526,7 @@ class Mailbox:
         else:
             put_back = list(waiter.got.values())
             for block in waiter.blocks or ():
-                put_back.extend(block.envelope(k, self.actor) for k in range(len(block)))
+                put_back.extend(_envelope(block, k, self.actor) for k in range(len(block)))
             for env in reversed(put_back):
                 self._buffer.appendleft(env)
 
@@ -561,7 +561,7 @@ class Mailbox:
         if (w is None or w.blocks is None or w.want is None or (w.kinds is not None and block.kind not in w.kinds)
                 or (w.phase is not None and block.phase != w.phase) or w.future.done()):
             for k in range(len(block)):
-                self._put(block.envelope(k, self.actor))
+                self._put(_envelope(block, k, self.actor))
             return
         want = w.want
         take: list[int] = []
@@ -578,7 +578,7 @@ class Mailbox:
                 waiters.remove(w)
                 w.future.set_result(w.got)
         for k in rest:
-            self._put(block.envelope(k, self.actor))
+            self._put(_envelope(block, k, self.actor))
 
     def _crash(self) -> None:
         self._buffer.clear()
@@ -587,6 +587,11 @@ class Mailbox:
             if not w.future.done():
                 w.future.set_exception(err)
         self._waiters.clear()
+
+
+def _envelope(block: ReplyColumns, k: int, dst: int) -> Envelope[Message]:
+    """Member ``k`` of reply columns as its own envelope, delivered to ``dst``."""
+    return Envelope(int(block.srcs[k]), dst, block.phase, block.message(k), int(block.sizes[k]))
 
 
 def _succeeded(future: asyncio.Future[Any]) -> bool:
