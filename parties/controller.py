@@ -454,8 +454,9 @@ class Controller:
         }
         malformed.update(self._faulty(targets))
         await self._settle(phase, request.request_id, targets, silent, refusals, malformed)
-        keep = np.fromiter((p not in malformed for p in shaped), dtype=bool, count=len(shaped))
-        contributors = tuple(p for p, k in zip(shaped, keep.tolist()) if k)
+        keep = (np.fromiter((p not in malformed for p in shaped), dtype=bool, count=len(shaped)) if malformed
+                else np.ones(len(shaped), dtype=bool))
+        contributors = tuple(p for p, k in zip(shaped, keep.tolist()) if k) if malformed else tuple(shaped)
         if not contributors:
             raise ProtocolError(f"phase {phase!r}: no party released anything for request {request.request_id}")
         codes = readonly(np.ascontiguousarray(stacked[keep], dtype=np.int64))

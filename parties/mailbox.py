@@ -170,6 +170,11 @@ class Mailbox:
         """Raise unless ``src`` is an actor that may be waited for."""
         raise NotImplementedError
 
+    def _check_sources(self, sources: set[int]) -> None:
+        """:meth:`_check_source` of each of ``sources``."""
+        for src in sources:
+            self._check_source(src)
+
     def _raise_pending(self) -> None:
         if self.crashed:
             raise PartyDropped(f"{actor_name(self.actor)} has crashed", parties=(self.actor,))
@@ -489,8 +494,7 @@ class Mailbox:
         _check_timeout(timeout)
         kind_set = resolve_kinds(kinds)
         want = set(_source_set(sources) or ())
-        for src in want:
-            self._check_source(src)
+        self._check_sources(want)
         self._raise_pending()
         return kind_set, want
 
@@ -566,12 +570,17 @@ class Mailbox:
         want = w.want
         take: list[int] = []
         rest: list[int] = []
-        for k, src in enumerate(block.srcs.tolist()):
-            if src in want:
-                want.discard(src)
-                take.append(k)
-            else:
-                rest.append(k)
+        srcs = block.srcs.tolist()
+        if len(srcs) <= len(want) and want.issuperset(srcs):  # (the senders are distinct)
+            want.difference_update(srcs)
+            take = srcs
+        else:
+            for k, src in enumerate(srcs):
+                if src in want:
+                    want.discard(src)
+                    take.append(k)
+                else:
+                    rest.append(k)
         if take:
             w.blocks.append(block if not rest else block.subset(np.array(take, dtype=np.int64)))
             if not want:

@@ -19,16 +19,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
+from collections.abc import ItemsView, Iterator, Sequence
+from typing import Any, Mapping, NamedTuple
+
+import numpy as np
 
 from mprr.errors import ConfigurationError
 from parties.wire.codec import message_class
 
-if TYPE_CHECKING:
-    import numpy as np
-
 __all__ = [
     "FAULTS",
+    "ActorCounts",
     "ActorStatistics",
     "Counts",
     "LatencyModel",
@@ -103,6 +104,56 @@ class ActorStatistics(NamedTuple):
     sent: Counts
     received: Counts
     rejected: int = 0
+
+
+class ActorCounts(Mapping[int, Counts]):
+    """Read-only ``{actor: Counts}`` of the actors with traffic, held as columns (the ids, message
+    and byte counts as arrays): a run of a million parties keeps three arrays, not a million
+    entries; a :class:`Counts` is built when an entry is read.  Equal to a mapping with the
+    same items."""
+
+    __slots__ = ("_actors", "_messages", "_bytes")
+
+    def __init__(self, messages: Sequence[int], nbytes: Sequence[int]) -> None:
+        """From per-actor lists indexed ``actor + 1`` (only actors with messages are kept)."""
+        m = np.asarray(messages, dtype=np.int64)
+        nonzero = np.flatnonzero(m)
+        self._actors = nonzero - 1
+        self._messages = m[nonzero]
+        self._bytes = np.asarray(nbytes, dtype=np.int64)[nonzero]
+
+    def __getitem__(self, actor: int) -> Counts:
+        if not isinstance(actor, (int, np.integer)):
+            raise KeyError(actor)
+        k = int(np.searchsorted(self._actors, actor))
+        if k >= self._actors.shape[0] or self._actors[k] != actor:
+            raise KeyError(actor)
+        return Counts(int(self._messages[k]), int(self._bytes[k]))
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._actors.tolist())
+
+    def __len__(self) -> int:
+        return int(self._actors.shape[0])
+
+    def items(self) -> ItemsView[int, Counts]:  # (one pass over the columns, not a lookup per key)
+        return _Items(self)
+
+    def _rows(self) -> Iterator[tuple[int, Counts]]:
+        for a, m, b in zip(self._actors.tolist(), self._messages.tolist(), self._bytes.tolist()):
+            yield a, Counts(m, b)
+
+    def __repr__(self) -> str:
+        return f"ActorCounts({dict(self.items())!r})"
+
+
+class _Items(ItemsView[int, Counts]):
+    def __init__(self, counts: ActorCounts) -> None:
+        super().__init__(counts)
+        self._counts = counts
+
+    def __iter__(self) -> Iterator[tuple[int, Counts]]:
+        return self._counts._rows()
 
 
 @dataclass(frozen=True)
@@ -304,10 +355,7 @@ class TrafficCounter:
 
     def snapshot(self, crashed: tuple[int, ...] = ()) -> TrafficStatistics:
         """Freeze the counters into a :class:`TrafficStatistics`."""
-        def per_actor(msgs: list[int], nbytes: list[int]) -> Mapping[int, Counts]:
-            return MappingProxyType(
-                {i - 1: Counts(m, b) for i, (m, b) in enumerate(zip(msgs, nbytes)) if m}
-            )
+        per_actor = ActorCounts
 
         rounds_per_phase: dict[str, int] = {}
         for r in self.rounds:

@@ -102,6 +102,12 @@ class Endpoint(Mailbox):
     def _check_source(self, src: int) -> None:
         self._net._check_actor(src, "gather source")
 
+    def _check_sources(self, sources: set[int]) -> None:
+        if sources and min(sources) >= CONTROLLER and max(sources) < self._net.n:
+            return  # (ints, from the mailbox's source set: every one an actor of the run)
+        for src in sources:
+            self._check_source(src)
+
     def statistics(self) -> ActorStatistics:
         """What this actor sent and received so far (and how many of its frames were rejected)."""
         return self._net._traffic.actor(self.actor)
