@@ -25,6 +25,11 @@ party's send, which arrives from its shard through :meth:`InMemoryNetwork.ingres
   shard and down to its receiver's, even within one shard: the topology is checked here, and
   its payload crosses the channel twice (:attr:`InMemoryNetwork.party_to_party` counts it, so
   a runtime's wire payload is the traffic's bytes plus these);
+- frames travel as columns where no fault plan acts on single messages: a broadcast goes to
+  each shard link once (``push_many``), and a shard in this process sends its cohort's replies
+  as :class:`~parties.columns.ReplyColumns` (:meth:`InMemoryNetwork.ingress_columns`), counted
+  per sender at each message's codec size and handed to the controller's columnar gather; with
+  a fault plan, or a subclass that routes each frame itself (a timed network), one frame each;
 - a lost shard (worker died, actor died) crashes all its parties at once
   (:meth:`InMemoryNetwork.lose`): the controller's next gather ends with ``PartyDropped`` or a
   degraded result within the round timeout, never a hang.

@@ -16,8 +16,10 @@ The shard holds its parties as **columns** (:mod:`parties.cohort`): parties in i
 (apart from records and streams) form a :class:`~parties.cohort.Cohort`, and a broadcast
 release request is answered for all its members in one vectorized step, each member deciding
 by the accountant state it shares and drawing from its own stream row.  A broadcast's frames
-are collected as they arrive and answered on the loop's next turn, in arrival order; every
-reply is its own message, encoded by the codec and counted.  A party whose state diverges
+are collected as they arrive (a broadcast reaches the shard once, :meth:`PartyShard.deliver_many`)
+and answered on the loop's next turn, in arrival order; every reply is its own message, encoded
+by the codec and counted.  With a router in this process (the memory runtime), a run of cohort
+members' replies leaves as one :class:`~parties.columns.ReplyColumns`; otherwise as one frame each.  A party whose state diverges
 (refusal, crash, secure sum, frequency-oracle report, handed out by :attr:`PartyShard.parties`)
 is built as a :class:`~parties.party.Party` from its cohort's state and answers on its own
 (:meth:`Party.receive <parties.party.Party.receive>`).  No task, endpoint or pending receive
