@@ -443,7 +443,7 @@ class Controller:
                 continue
             rows = sort[np.searchsorted(order, block.srcs, sorter=sort)]
             table[rows], present[rows] = block.codes, True
-        shaped = order[present].tolist()
+        shaped = [targets[k] for k in np.flatnonzero(present).tolist()]  # (the targets' own ints)
         stacked = table[present]
         out_of_domain = (stacked >= cells).any(axis=1)
         bad_codes = dict(wrong)
