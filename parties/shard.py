@@ -59,15 +59,12 @@ from __future__ import annotations
 import asyncio
 import operator
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
 import numpy as np
 
-from mprr.data import Schema
-from mprr.domain import check_int
 from mprr.errors import ConfigurationError, MessageError
-from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacyAccountant
+from mprr.privacy import PrivacyAccountant
 from mprr.streams import StreamTable
 from parties.channel import DATA, MULTI, loads, read_multi, read_record
 from parties.cohort import Cohort, ReplyLayout
@@ -79,12 +76,8 @@ from parties.party import LOOP_KINDS, AccountedParties, Party
 from parties.public_state import ReleaseBook
 from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry, Signer, generate_signers
 from parties.shard_network import ShardNetwork
+from parties.shard_setup import ShardSetup, split
 from parties.transport import CONTROLLER, Frame, Transport, actor_name
-
-if TYPE_CHECKING:  # annotations only: a worker imports networkx and the engines only when a run needs them
-    import networkx as nx
-
-    from parties.secure.engine import SecureSumEngine
 
 __all__ = [
     "HostedParties",
@@ -102,81 +95,6 @@ endpoint."""
 _COHORT_KINDS = (ReleaseRequest, Abort)
 """Kinds a cohort answers for all its receivers at once (:mod:`parties.cohort`)."""
 _VALUES = RandomizedValues.KIND
-
-
-def split(n: int, shards: int) -> list[range]:
-    """``shards`` contiguous, near-equal ranges covering parties ``0..n-1`` (none empty)."""
-    check_int("the number of workers/shards", shards, 1)
-    if shards > n:
-        raise ConfigurationError(f"{shards} workers/shards for {n} parties: at most one per party (n = {n})")
-    bounds = [round(k * n / shards) for k in range(shards + 1)]
-    return [range(bounds[k], bounds[k + 1]) for k in range(shards)]
-
-
-@dataclass(frozen=True)
-class ShardSetup:
-    """What a shard host needs to build its parties (sent once, before the protocol).
-
-    Attributes
-    ----------
-    parties
-        The party ids it hosts (contiguous).
-    n
-        Number of parties of the run.
-    schema
-        Attributes every party holds.
-    records
-        ``(len(parties), m)`` true codes, row ``k`` = party ``parties[k]`` (harness data: in a
-        deployment each worker reads its own parties' records).
-    streams
-        The stream keys of the hosted parties only (:class:`~mprr.streams.StreamTable` rows of
-        ``parties``), computed by the runner from the run seed: a shard never holds the seed,
-        from which every other shard's parties' noise derives.
-    budgets
-        ε budget of each hosted party.
-    policy
-        Composition policy of every party's accountant.
-    accept
-        Message kinds a party endpoint accepts.
-    engine
-        The secure-sum engine every party agreed to (``None``: no secure sum in this run).
-    min_roster
-        Fewest parties each party accepts in a secure-sum roster.
-    mesh
-        The run's topology links every party to every other (engines that send shares over
-        direct party links); otherwise the star.
-    topology
-        A user-given graph of party links (the memory runtime's shard only); it overrides
-        ``mesh``.
-    """
-
-    parties: range
-    n: int
-    schema: Schema
-    records: np.ndarray
-    streams: StreamTable
-    budgets: tuple[float, ...]
-    policy: str
-    accept: tuple[int, ...]
-    engine: SecureSumEngine | None = None
-    min_roster: int = DEFAULT_MIN_ROSTER
-    mesh: bool = False
-    topology: nx.Graph[int] | None = None
-
-    def graph(self) -> nx.Graph[int] | None:
-        """The run's graph of party links: ``topology``, else the full mesh when ``mesh``, else
-        ``None`` (the star)."""
-        if self.topology is None and self.mesh:
-            import networkx as nx  # only for the engines that need direct party links
-
-            mesh: nx.Graph[int] = nx.complete_graph(self.n)
-            return mesh
-        return self.topology
-
-    @property
-    def signs(self) -> bool:
-        """Whether the parties need PKI signing keys (the engine signs)."""
-        return self.engine is not None and self.engine.signs
 
 
 class HostedParties(AccountedParties[Party]):
@@ -269,6 +187,7 @@ class PartyShard:
         self._batch_phase = ""
         self._batch_rows: list[int] = []
         self._batch_seen: set[int] = set()
+        self._batch_array: np.ndarray | None = None  # rows a broadcast reached at once (deliver_many)
         # the parties' signing keys are born here and never leave (parties.secure.pki)
         self._signers: dict[int, Signer] = generate_signers(setup.parties) if setup.signs else {}
         self._registry: KeyRegistry | None = None
@@ -445,6 +364,9 @@ class PartyShard:
         dst = frame.dst
         start = self.setup.parties.start
         msg = frame.message
+        if self._batch_array is not None:  # (one more frame of a broadcast delivered at once: as lists)
+            self._batch_rows = self._batch_array.tolist()
+            self._batch_seen, self._batch_array = set(self._batch_rows), None
         if msg is not None and msg is self._batch and frame.phase == self._batch_phase and frame.src == CONTROLLER:
             row = dst - start  # the broadcast being collected reaches one more party
             if 0 <= row < self._size and row not in self._batch_seen and not net.is_crashed(dst):
@@ -504,8 +426,7 @@ class PartyShard:
             recv_bytes[i] += size
         self._settle()  # (a request collected so far is answered first)
         self._batch, self._batch_phase = msg, frame.phase
-        self._batch_rows = rows.tolist()
-        self._batch_seen = set(self._batch_rows)
+        self._batch_array = rows
         self._schedule()
 
     def _answer(self, party: Party, msg: Message, phase: str) -> None:
@@ -532,7 +453,8 @@ class PartyShard:
         msg = self._batch
         if msg is None:
             return
-        rows = np.array(self._batch_rows, dtype=np.int64)
+        rows = self._batch_array if self._batch_array is not None else np.array(self._batch_rows, dtype=np.int64)
+        self._batch_array = None
         phase = self._batch_phase
         self._batch, self._batch_rows, self._batch_seen = None, [], set()
         start = self.setup.parties.start
