@@ -263,7 +263,7 @@ class Controller:
         self.view = view if view is not None else ViewLog()
         self.endpoint = RecordingEndpoint(endpoint, self.view)
         self.schema = schema
-        self.parties = tuple(sorted(int(p) for p in parties))
+        self.parties = tuple(sorted(map(int, parties)))
         if not self.parties:
             raise ConfigurationError("parties must name at least one party")
         self.timeout = float(timeout)

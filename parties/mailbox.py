@@ -612,7 +612,7 @@ def _source_set(sources: Iterable[int] | int | None) -> frozenset[int] | None:
         return None
     if isinstance(sources, int):
         return frozenset((sources,))
-    return frozenset(int(s) for s in sources)
+    return frozenset(map(int, sources))
 
 
 def _describe(kinds: frozenset[int] | None) -> str:

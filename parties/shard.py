@@ -418,12 +418,7 @@ class PartyShard:
             for dst in dsts.tolist():
                 self.deliver(frame._replace(dst=dst))
             return
-        counter, size = self._counter, len(frame.payload)
-        counter.delivered += rows.shape[0]
-        recv_messages, recv_bytes = counter.recv_messages, counter.recv_bytes
-        for i in (dsts + 1).tolist():
-            recv_messages[i] += 1
-            recv_bytes[i] += size
+        self._counter.record_deliveries_to(dsts, len(frame.payload))
         self._settle()  # (a request collected so far is answered first)
         self._batch, self._batch_phase = msg, frame.phase
         self._batch_array = rows

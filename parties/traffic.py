@@ -226,6 +226,25 @@ class _Round:
     time: float = 0.0
 
 
+def _add(counts: list[int], index: np.ndarray, values: np.ndarray | int) -> None:
+    """``counts[index[k]] += values[k]`` for distinct indices: through an array of the span they
+    cover when it is dense (a shard's parties), else one at a time."""
+    if not index.shape[0]:
+        return
+    lo, hi = int(index.min()), int(index.max()) + 1
+    if hi - lo <= 4 * index.shape[0]:
+        span = np.array(counts[lo:hi], dtype=np.int64)
+        span[index - lo] += values
+        counts[lo:hi] = span.tolist()
+        return
+    if isinstance(values, int):
+        for i in index.tolist():
+            counts[i] += values
+    else:
+        for i, v in zip(index.tolist(), values.tolist()):
+            counts[i] += v
+
+
 @dataclass
 class TrafficCounter:
     """Mutable counters behind :class:`TrafficStatistics` (one per network).
@@ -315,10 +334,14 @@ class TrafficCounter:
         first = int(srcs[0]) + 1
         self.sent_messages[first] -= count  # (record_sends counted them all for the first sender)
         self.sent_bytes[first] -= int(sizes.sum())
-        sent_messages, sent_bytes = self.sent_messages, self.sent_bytes
-        for i, size in zip((srcs + 1).tolist(), sizes.tolist()):
-            sent_messages[i] += 1
-            sent_bytes[i] += size
+        _add(self.sent_messages, srcs + 1, 1)
+        _add(self.sent_bytes, srcs + 1, sizes)
+
+    def record_deliveries_to(self, dsts: np.ndarray, size: int) -> None:
+        """Count one message of ``size`` bytes delivered to each of ``dsts`` (distinct actors)."""
+        self.delivered += int(dsts.shape[0])
+        _add(self.recv_messages, dsts + 1, 1)
+        _add(self.recv_bytes, dsts + 1, size)
 
     def record_deliveries(self, dst: int, count: int, size: int) -> None:
         """Count ``count`` messages of ``size`` bytes in all delivered to ``dst``."""

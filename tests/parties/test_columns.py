@@ -90,3 +90,17 @@ def test_one_shard_and_three_give_the_same_view_and_traffic(faults: FaultPlan | 
     for name in ("messages", "bytes", "by_sender", "by_kind", "by_phase", "duplicated"):
         assert getattr(one.traffic, name) == getattr(three.traffic, name), name
     assert sorted((e.src, e.phase, e.size) for e in one.view_log) == sorted((e.src, e.phase, e.size) for e in three.view_log)
+
+
+@pytest.mark.parametrize("srcs", [[5, 3, 4], [90, 3]], ids=["dense", "sparse"])
+def test_record_columns_counts_as_one_send_per_sender(srcs: list[int]) -> None:
+    from parties.traffic import TrafficCounter
+
+    sizes = np.array([30 + k for k in range(len(srcs))], dtype=np.int64)
+    columns, one_by_one = TrafficCounter(100), TrafficCounter(100)
+    columns.record_columns(np.array(srcs, dtype=np.int64), "collect", RandomizedValues.KIND, sizes)
+    columns.record_deliveries_to(np.array(srcs, dtype=np.int64), 7)
+    for src, size in zip(srcs, sizes.tolist()):
+        one_by_one.record_send(src, "collect", RandomizedValues.KIND, size)
+        one_by_one.record_delivery(src, 7)
+    assert columns.snapshot() == one_by_one.snapshot()
