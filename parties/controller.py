@@ -429,22 +429,24 @@ class Controller:
         # one (parties, units) array of every well-shaped reply, in target order, checked at once
         shape = (len(units_t),)
         order = np.asarray(targets, dtype=np.int64)
-        sort = np.argsort(order, kind="stable")
+        sort = None if order.shape[0] < 2 or np.all(order[1:] > order[:-1]) else np.argsort(order, kind="stable")
         table = np.zeros((len(targets), len(units_t)), dtype=np.int64)
         present = np.zeros(len(targets), dtype=bool)
         wrong: dict[int, np.ndarray] = {p: m.codes for p, m in values.items() if m.codes.shape != shape}
         for p, m in values.items():
             if m.codes.shape == shape:
-                at = int(sort[np.searchsorted(order, p, sorter=sort)])
+                at = int(np.searchsorted(order, p, sorter=sort))
+                at = at if sort is None else int(sort[at])
                 table[at], present[at] = m.codes, True
         for block in columns:
             if block.codes.shape[1:] != shape:
                 wrong.update((int(p), block.codes[k]) for k, p in enumerate(block.srcs.tolist()))
                 continue
-            rows = sort[np.searchsorted(order, block.srcs, sorter=sort)]
+            rows = np.searchsorted(order, block.srcs, sorter=sort)
+            rows = rows if sort is None else sort[rows]
             table[rows], present[rows] = block.codes, True
         shaped = [targets[k] for k in np.flatnonzero(present).tolist()]  # (the targets' own ints)
-        stacked = table[present]
+        stacked = table if present.all() else table[present]
         out_of_domain = (stacked >= cells).any(axis=1)
         bad_codes = dict(wrong)
         bad_codes.update((shaped[k], stacked[k]) for k in np.flatnonzero(out_of_domain).tolist())
@@ -459,7 +461,7 @@ class Controller:
         contributors = tuple(p for p, k in zip(shaped, keep.tolist()) if k) if malformed else tuple(shaped)
         if not contributors:
             raise ProtocolError(f"phase {phase!r}: no party released anything for request {request.request_id}")
-        codes = readonly(np.ascontiguousarray(stacked[keep], dtype=np.int64))
+        codes = readonly(np.ascontiguousarray(stacked[keep] if malformed else stacked, dtype=np.int64))
         release = PhaseRelease(
             phase=phase,
             request_id=request.request_id,

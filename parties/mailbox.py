@@ -149,6 +149,8 @@ class Mailbox:
         Returns ``{sender: its first rejection taken}``: the senders whose frames this endpoint
         rejected since they were last taken.
         """
+        if not self._rejections:
+            return {}
         wanted = None if sources is None else set(sources)
         first: dict[int, Rejection] = {}
         keep: deque[Rejection] = deque(maxlen=MAX_REJECTIONS_KEPT)

@@ -461,7 +461,7 @@ class PartyShard:
         # each cohort the broadcast reached: its receivers (split off when only some), stepped at once
         of = self._cohort_of[rows]
         answers: dict[int, tuple[Cohort, np.ndarray | None]] = {}
-        for index in np.unique(of[of >= 0]).tolist():
+        for index in np.flatnonzero(np.bincount(of[of >= 0])).tolist():  # (the cohorts reached, ascending)
             cohort = self._cohorts[index]
             assert cohort is not None
             members = rows[of == index]

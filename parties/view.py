@@ -205,7 +205,7 @@ class ViewLog:
             bytes=int(np.frombuffer(self._size, dtype=np.int64).sum()) if n else 0,
             by_kind=MappingProxyType(by_kind),
             by_phase=MappingProxyType({name: int(phases[k]) for k, name in enumerate(self._phases) if phases[k]}),
-            senders=len(np.unique(np.frombuffer(self._src, dtype=np.int32))) if n else 0,
+            senders=int(np.count_nonzero(np.bincount(np.frombuffer(self._src, dtype=np.int32) + 1))) if n else 0,
             kinds=tuple(sorted(by_kind)),
             derived=tuple(self._derived),
         )
