@@ -11,6 +11,8 @@ Modules, in dependency order:
 - ``topology``      — who may talk to whom (networkx graphs; default star)
 - ``traffic``       — per sender / receiver / kind / phase counters, rounds, simulated time
 - ``faults``        — seeded fault plans: drop, delay, duplicate, reorder, crash
+- ``columns``       — ``ReplyColumns``: a shard's replies to one release request carried together
+                      (party ids, codes matrix, each message's codec size), never one object each
 - ``mailbox``       — an actor's buffered messages and filtered receive (recv / recv_many / gather)
 - ``transport``     — the ``Transport`` interface, ``Endpoint`` (send / send_each / broadcast + its
                       mailbox), ``Frame``, ``CONTROLLER``
@@ -31,6 +33,9 @@ Modules, in dependency order:
                       with the controller's rounds (releases, frequency-oracle reports) and
                       secure sums, each step checked against the program's plan
 - ``choreographies`` — a curious controller's extra requests, for the attack tests (package)
+- ``shard_setup``   — ``ShardSetup`` (what a shard host builds its parties from) and ``split``
+                      (the parties' ranges of the shards)
+- ``shard_network`` — ``ShardNetwork``: the shard's side of the frame channel (sends go up)
 - ``shard``         — party shard host: many parties on one event loop behind a frame channel
 - ``channel``       — the frame channel's records (length-prefixed frames, restricted control records)
 - ``runtime``       — ``Runtime`` / ``HostingPlan`` (keyword-only, validated): the memory runtime

@@ -38,6 +38,8 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from mprr.errors import MessageError
 from parties.transport import Frame
 
@@ -322,6 +324,17 @@ class RecordBatcher(ABC):
     # the methods of a ShardLink (parties.network) to a shard host that reads these records
     def push(self, frame: Frame, position: int | None) -> None:
         self.send_frame(frame, position)
+
+    def push_many(self, frame: Frame, dsts: np.ndarray) -> None:
+        if not self.multicast:
+            for dst in dsts.tolist():
+                self.send_frame(frame._replace(dst=dst), None)
+            return
+        count = int(dsts.shape[0])
+        self.send_frame(frame._replace(dst=int(dsts[0])), None)  # opens or joins the group
+        if count > 1:
+            self.sent["payload"] += len(frame.payload) * (count - 1)
+            self._dsts.frombytes(dsts[1:].astype(np.int32).tobytes())
 
     def crash(self, parties: Sequence[int]) -> None:
         self.send_control("crash", tuple(parties))

@@ -42,6 +42,7 @@ import numpy as np
 from mprr.privacy import PrivacyAccountant, Refusal
 from mprr.privacy.ledger import Ledger
 from mprr.streams import StreamTable
+from parties.columns import ReplyColumns
 from parties.public_state import ReleaseBook
 from parties.wire.codec import encode
 from parties.wire.messages import RandomizedValues
@@ -225,6 +226,10 @@ class ReplyLayout:
                 or low[at + width:] != high[at + width:]):  # pragma: no cover - (then encode each)
             return cls(rid, codes, None, b"")
         return cls(rid, codes, low[:at], low[at + width:])
+
+    def columns(self, srcs: np.ndarray, phase: str, members: slice) -> ReplyColumns:
+        """The replies of ``members`` (a slice of the codes' rows), sent by ``srcs``, as columns."""
+        return ReplyColumns(srcs, phase, self._rid, self._codes[members], self._prefix, self._suffix)
 
     def reply(self, k: int) -> tuple[RandomizedValues, bytes]:
         """Member ``k``'s reply and its encoding."""

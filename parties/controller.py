@@ -75,6 +75,7 @@ from parties.transport import Endpoint, Envelope, actor_name
 from parties.public_state import ReleaseBook
 from parties.report_phase import PhaseReport, ReportGathering
 from parties.view import ViewLog
+from parties.columns import ReplyColumns
 
 __all__ = [
     "CONTROLLER_KINDS",
@@ -207,6 +208,15 @@ class RecordingEndpoint:
             self._view.record(env)
         return got
 
+    async def gather_columns(self, sources: Iterable[int],
+                             **kwargs: Any) -> tuple[dict[int, Envelope[Message]], list[ReplyColumns]]:
+        got, blocks = await self._endpoint.gather_columns(sources, **kwargs)
+        for env in got.values():
+            self._view.record(env)
+        for block in blocks:
+            self._view.record_columns(block)
+        return got, blocks
+
     async def gather_each(self, sources: Iterable[int], **kwargs: Any) -> AsyncIterator[dict[int, Envelope[Message]]]:
         async for got in self._endpoint.gather_each(sources, **kwargs):
             for env in got.values():
@@ -253,7 +263,7 @@ class Controller:
         self.view = view if view is not None else ViewLog()
         self.endpoint = RecordingEndpoint(endpoint, self.view)
         self.schema = schema
-        self.parties = tuple(sorted(int(p) for p in parties))
+        self.parties = tuple(sorted(map(int, parties)))
         if not self.parties:
             raise ConfigurationError("parties must name at least one party")
         self.timeout = float(timeout)
@@ -293,11 +303,14 @@ class Controller:
         targets: Sequence[int],
         *,
         kinds: tuple[type[Message], ...] = REPLY_KINDS,
+        columns: list[ReplyColumns] | None = None,
     ) -> tuple[dict[int, Message], tuple[int, ...]]:
         """Broadcast ``request`` to ``targets`` and gather one reply each (with retries).
 
         Returns ``({party: reply message}, silent parties)``.  Every received envelope is in
-        the view (the endpoint records it); replies to other request ids are ignored.
+        the view (the endpoint records it); replies to other request ids are ignored.  With
+        ``columns``, replies that arrive as reply columns (:mod:`parties.columns`) are appended
+        to it instead of becoming messages (each party once, in either place).
         """
         self.requests.append(request)
         ep = self.endpoint
@@ -316,9 +329,18 @@ class Controller:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     break
-                batch = await ep.gather(pending, kinds=kinds, phase=phase, timeout=remaining, partial=True)
-                if not batch:
+                if columns is None:
+                    batch = await ep.gather(pending, kinds=kinds, phase=phase, timeout=remaining, partial=True)
+                    blocks: list[ReplyColumns] = []
+                else:
+                    batch, blocks = await ep.gather_columns(pending, kinds=kinds, phase=phase, timeout=remaining)
+                if not batch and not blocks:
                     break
+                for block in blocks:
+                    if block.request_id == request.request_id:
+                        assert columns is not None
+                        columns.append(block)
+                        pending.difference_update(block.srcs.tolist())
                 for src, env in batch.items():
                     msg = env.message
                     if msg.request_id == request.request_id:  # type: ignore[attr-defined]
@@ -399,29 +421,47 @@ class Controller:
         matrices = tuple(self.matrix(s, u) for s, u in zip(specs_t, units_t))
         request = ReleaseRequest.build(self.new_request_id(), phase, units_t, specs_t, plan=plan)
         targets = list(self.active)
-        replies, silent = await self.exchange(request, targets)
+        columns: list[ReplyColumns] = []
+        replies, silent = await self.exchange(request, targets, columns=columns)
         refusals = {p: m for p, m in replies.items() if isinstance(m, Refusal)}
         values = {p: m for p, m in replies.items() if isinstance(m, RandomizedValues)}
         cells = np.array([m.size for m in matrices], dtype=np.int64)
         # one (parties, units) array of every well-shaped reply, in target order, checked at once
         shape = (len(units_t),)
-        shaped = [p for p in targets if p in values and values[p].codes.shape == shape]
-        stacked = (np.stack([values[p].codes for p in shaped]) if shaped
-                   else np.zeros((0, len(units_t)), dtype=np.int64))
+        order = np.asarray(targets, dtype=np.int64)
+        sort = None if order.shape[0] < 2 or np.all(order[1:] > order[:-1]) else np.argsort(order, kind="stable")
+        table = np.zeros((len(targets), len(units_t)), dtype=np.int64)
+        present = np.zeros(len(targets), dtype=bool)
+        wrong: dict[int, np.ndarray] = {p: m.codes for p, m in values.items() if m.codes.shape != shape}
+        for p, m in values.items():
+            if m.codes.shape == shape:
+                at = int(np.searchsorted(order, p, sorter=sort))
+                at = at if sort is None else int(sort[at])
+                table[at], present[at] = m.codes, True
+        for block in columns:
+            if block.codes.shape[1:] != shape:
+                wrong.update((int(p), block.codes[k]) for k, p in enumerate(block.srcs.tolist()))
+                continue
+            rows = np.searchsorted(order, block.srcs, sorter=sort)
+            rows = rows if sort is None else sort[rows]
+            table[rows], present[rows] = block.codes, True
+        shaped = [targets[k] for k in np.flatnonzero(present).tolist()]  # (the targets' own ints)
+        stacked = table if present.all() else table[present]
         out_of_domain = (stacked >= cells).any(axis=1)
-        bad = {p for p, m in values.items() if m.codes.shape != shape}
-        bad.update(shaped[k] for k in np.flatnonzero(out_of_domain).tolist())
+        bad_codes = dict(wrong)
+        bad_codes.update((shaped[k], stacked[k]) for k in np.flatnonzero(out_of_domain).tolist())
         malformed = {
-            p: f"malformed reply {m.codes.tolist()[:10]} ({len(units_t)} codes within the unit domains expected)"
-            for p, m in values.items() if p in bad
+            p: f"malformed reply {c.tolist()[:10]} ({len(units_t)} codes within the unit domains expected)"
+            for p, c in bad_codes.items()
         }
         malformed.update(self._faulty(targets))
         await self._settle(phase, request.request_id, targets, silent, refusals, malformed)
-        keep = np.fromiter((p not in malformed for p in shaped), dtype=bool, count=len(shaped))
-        contributors = tuple(p for p, k in zip(shaped, keep.tolist()) if k)
+        keep = (np.fromiter((p not in malformed for p in shaped), dtype=bool, count=len(shaped)) if malformed
+                else np.ones(len(shaped), dtype=bool))
+        contributors = tuple(p for p, k in zip(shaped, keep.tolist()) if k) if malformed else tuple(shaped)
         if not contributors:
             raise ProtocolError(f"phase {phase!r}: no party released anything for request {request.request_id}")
-        codes = readonly(np.ascontiguousarray(stacked[keep], dtype=np.int64))
+        codes = readonly(np.ascontiguousarray(stacked[keep] if malformed else stacked, dtype=np.int64))
         release = PhaseRelease(
             phase=phase,
             request_id=request.request_id,

@@ -18,11 +18,16 @@ import math
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, NamedTuple, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, overload
+
+import numpy as np
 
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
 from parties.wire.codec import Message, message_class, resolve_kinds
 from parties.topology import actor_name
+
+if TYPE_CHECKING:
+    from parties.columns import ReplyColumns
 
 __all__ = ["MAX_REJECTIONS_KEPT", "Envelope", "Mailbox", "Rejection"]
 
@@ -77,7 +82,7 @@ class _Waiter:
     ``early``: its future is set at the first message, and it keeps gathering until its
     receive resumes)."""
 
-    __slots__ = ("kinds", "sources", "phase", "future", "want", "got", "early")
+    __slots__ = ("kinds", "sources", "phase", "future", "want", "got", "early", "blocks")
 
     def __init__(self, kinds: frozenset[int] | None, sources: frozenset[int] | None,
                  phase: str | None, future: asyncio.Future[Any], want: set[int] | None = None,
@@ -86,6 +91,7 @@ class _Waiter:
         self.want = want
         self.got: dict[int, Envelope[Message]] = {}
         self.early = early
+        self.blocks: list[ReplyColumns] | None = None  # a columnar gather's reply columns
 
     def matches(self, env: Envelope[Message]) -> bool:
         return (
@@ -143,6 +149,8 @@ class Mailbox:
         Returns ``{sender: its first rejection taken}``: the senders whose frames this endpoint
         rejected since they were last taken.
         """
+        if not self._rejections:
+            return {}
         wanted = None if sources is None else set(sources)
         first: dict[int, Rejection] = {}
         keep: deque[Rejection] = deque(maxlen=MAX_REJECTIONS_KEPT)
@@ -163,6 +171,11 @@ class Mailbox:
     def _check_source(self, src: int) -> None:
         """Raise unless ``src`` is an actor that may be waited for."""
         raise NotImplementedError
+
+    def _check_sources(self, sources: set[int]) -> None:
+        """:meth:`_check_source` of each of ``sources``."""
+        for src in sources:
+            self._check_source(src)
 
     def _raise_pending(self) -> None:
         if self.crashed:
@@ -396,6 +409,39 @@ class Mailbox:
         finally:
             self._forget(waiter, returned)
 
+    async def gather_columns(
+        self,
+        sources: Iterable[int],
+        *,
+        kinds: Iterable[int | str | type[Message]] | type[Message] | str | None = None,
+        phase: str | None = None,
+        timeout: float | None,
+    ) -> tuple[dict[int, Envelope[Message]], list[ReplyColumns]]:
+        """:meth:`gather` with ``partial=True`` that also takes reply columns
+        (:class:`parties.columns.ReplyColumns`) as they are: one matching message from each of
+        ``sources``, as envelopes (``{src: envelope}``) and as columns (their members are
+        sources of ``sources``, each once, and none has an envelope too).
+        """
+        kind_set, want = self._gather_arguments(sources, kinds, timeout)
+        got = self._take_each(want, kind_set, phase)
+        if not want:
+            return got, []
+        waiter = _Waiter(kind_set, None, phase, asyncio.get_running_loop().create_future(), want)
+        waiter.got = got
+        waiter.blocks = []
+        self._waiters.append(waiter)
+        returned = False
+        try:
+            try:
+                async with asyncio.timeout(timeout):
+                    await waiter.future
+            except TimeoutError:
+                pass
+            returned = True
+        finally:
+            self._forget(waiter, returned)
+        return dict(waiter.got), waiter.blocks
+
     async def gather_each(
         self,
         sources: Iterable[int],
@@ -450,8 +496,7 @@ class Mailbox:
         _check_timeout(timeout)
         kind_set = resolve_kinds(kinds)
         want = set(_source_set(sources) or ())
-        for src in want:
-            self._check_source(src)
+        self._check_sources(want)
         self._raise_pending()
         return kind_set, want
 
@@ -485,7 +530,10 @@ class Mailbox:
             if fut.done() and not fut.cancelled() and not failed:
                 self._buffer.appendleft(fut.result())
         else:
-            for env in reversed(list(waiter.got.values())):
+            put_back = list(waiter.got.values())
+            for block in waiter.blocks or ():
+                put_back.extend(_envelope(block, k, self.actor) for k in range(len(block)))
+            for env in reversed(put_back):
                 self._buffer.appendleft(env)
 
     # ------------------------------------------------------------------ delivery side (called by the transport)
@@ -511,6 +559,38 @@ class Mailbox:
         else:
             self._buffer.insert(position, env)
 
+    def _put_columns(self, block: ReplyColumns) -> None:
+        """Deliver reply columns: a waiting columnar gather (the only waiter) takes the members it
+        wants as columns; every other member is delivered as its own envelope (:meth:`_put`)."""
+        waiters = self._waiters
+        w = waiters[0] if len(waiters) == 1 else None
+        if (w is None or w.blocks is None or w.want is None or (w.kinds is not None and block.kind not in w.kinds)
+                or (w.phase is not None and block.phase != w.phase) or w.future.done()):
+            for k in range(len(block)):
+                self._put(_envelope(block, k, self.actor))
+            return
+        want = w.want
+        take: list[int] = []
+        rest: list[int] = []
+        srcs = block.srcs.tolist()
+        if len(srcs) <= len(want) and want.issuperset(srcs):  # (the senders are distinct)
+            want.difference_update(srcs)
+            take = srcs
+        else:
+            for k, src in enumerate(srcs):
+                if src in want:
+                    want.discard(src)
+                    take.append(k)
+                else:
+                    rest.append(k)
+        if take:
+            w.blocks.append(block if not rest else block.subset(np.array(take, dtype=np.int64)))
+            if not want:
+                waiters.remove(w)
+                w.future.set_result(w.got)
+        for k in rest:
+            self._put(_envelope(block, k, self.actor))
+
     def _crash(self) -> None:
         self._buffer.clear()
         err = PartyDropped(f"{actor_name(self.actor)} has crashed", parties=(self.actor,))
@@ -518,6 +598,11 @@ class Mailbox:
             if not w.future.done():
                 w.future.set_exception(err)
         self._waiters.clear()
+
+
+def _envelope(block: ReplyColumns, k: int, dst: int) -> Envelope[Message]:
+    """Member ``k`` of reply columns as its own envelope, delivered to ``dst``."""
+    return Envelope(int(block.srcs[k]), dst, block.phase, block.message(k), int(block.sizes[k]))
 
 
 def _succeeded(future: asyncio.Future[Any]) -> bool:
@@ -529,7 +614,7 @@ def _source_set(sources: Iterable[int] | int | None) -> frozenset[int] | None:
         return None
     if isinstance(sources, int):
         return frozenset((sources,))
-    return frozenset(int(s) for s in sources)
+    return frozenset(map(int, sources))
 
 
 def _describe(kinds: frozenset[int] | None) -> str:

@@ -25,6 +25,11 @@ party's send, which arrives from its shard through :meth:`InMemoryNetwork.ingres
   shard and down to its receiver's, even within one shard: the topology is checked here, and
   its payload crosses the channel twice (:attr:`InMemoryNetwork.party_to_party` counts it, so
   a runtime's wire payload is the traffic's bytes plus these);
+- frames travel as columns where no fault plan acts on single messages: a broadcast goes to
+  each shard link once (``push_many``), and a shard in this process sends its cohort's replies
+  as :class:`~parties.columns.ReplyColumns` (:meth:`InMemoryNetwork.ingress_columns`), counted
+  per sender at each message's codec size and handed to the controller's columnar gather; with
+  a fault plan, or a subclass that routes each frame itself (a timed network), one frame each;
 - a lost shard (worker died, actor died) crashes all its parties at once
   (:meth:`InMemoryNetwork.lose`): the controller's next gather ends with ``PartyDropped`` or a
   degraded result within the round timeout, never a hang.
@@ -76,11 +81,12 @@ from mprr.errors import ConfigurationError, MessageError
 from parties.faults import FaultInjector, FaultPlan
 from parties.traffic import LatencyModel, TrafficStatistics
 from parties.transport import CONTROLLER, Endpoint, Envelope, Frame, Topology, Transport, actor_name
-from parties.wire.codec import peek_kind
+from parties.wire.codec import Message, peek_kind
 
 if TYPE_CHECKING:  # annotations only: party workers never import networkx
     import networkx as nx
 
+    from parties.columns import ReplyColumns
     from parties.shard_report import ShardReport
 
 __all__ = [
@@ -89,7 +95,12 @@ __all__ = [
 ]
 
 class ShardLink(Protocol):
-    """The controller process's handle on one shard host (a runtime's frame channel)."""
+    """The controller process's handle on one shard host (a runtime's frame channel).
+
+    A link may also have ``push_many(frame, dsts)``: ``frame`` (a broadcast's) for every party
+    of ``dsts`` (an ascending int64 array of parties it hosts), as many :meth:`push` calls
+    carried at once; the router uses it when present.
+    """
 
     parties: range
 
@@ -148,6 +159,81 @@ class InMemoryNetwork(Transport):
         if inj is not None and src not in self._crashed and inj.crashes_now(src):
             self.crash(src)
         return super()._admit(src)
+
+    def _columnar(self) -> bool:
+        """Whether frames may travel as columns here: no fault plan acts on single messages,
+        and frames are routed by this class (a subclass that routes each frame itself, such as
+        a timed network, gets every frame on its own)."""
+        return self._injector is None and type(self)._route is InMemoryNetwork._route
+
+    def _emit_broadcast(self, src: int, dsts: Sequence[int], msg: Message, phase: str, payload: bytes) -> None:
+        """A broadcast goes to each shard link once (:meth:`ShardLink.push_many`), counted as one
+        message per receiver; to parties in this process, and wherever a fault plan acts per
+        message, as one frame each."""
+        count = len(dsts)
+        targets = np.asarray(dsts, dtype=np.int64)
+        if (count < 2 or not self._links or not self._columnar() or src in self._crashed
+                or CONTROLLER in dsts or np.any(np.diff(targets) <= 0)):
+            super()._emit_broadcast(src, dsts, msg, phase, payload)
+            return
+        size = len(payload)
+        self._traffic.record_sends(src, phase, msg.KIND, count, size * count, size)
+        if self._crashed:
+            lost = np.isin(targets, np.fromiter(self._crashed, dtype=np.int64, count=len(self._crashed)))
+            if lost.any():
+                self._traffic.record_fault("lost_to_crash", int(lost.sum()))
+                targets = targets[~lost]
+        frame = Frame(src, int(targets[0]) if targets.size else 0, phase, msg.KIND, payload, msg)
+        starts = np.fromiter((link.parties.start for link in self._links), dtype=np.int64, count=len(self._links))
+        which = np.searchsorted(starts, targets, side="right") - 1
+        at = 0
+        while at < targets.shape[0]:  # runs of receivers behind one link, or in this process
+            k = int(which[at])
+            link = self._links[k] if k >= 0 else None
+            stop = at + 1
+            if link is not None:
+                stop = int(np.searchsorted(targets, link.parties.stop))
+            if link is None or int(targets[at]) not in link.parties:
+                super()._deliver(frame._replace(dst=int(targets[at])))
+                at += 1
+                continue
+            push_many = getattr(link, "push_many", None)
+            if push_many is not None:
+                push_many(frame, targets[at:stop])
+            else:
+                for dst in targets[at:stop].tolist():
+                    link.push(frame._replace(dst=dst), None)
+            at = stop
+
+    def ingress_columns(self, link: ShardLink, block: ReplyColumns) -> None:
+        """Reply columns from a shard in this process (:mod:`parties.columns`): counted per sender
+        as its own message (:meth:`TrafficCounter.record_columns
+        <parties.traffic.TrafficCounter.record_columns>`) and delivered to the controller's
+        endpoint as columns; where a fault plan acts per message, as one frame each
+        (:meth:`ingress`)."""
+        if not self._columnar():
+            for k in range(len(block)):
+                self.ingress(link, Frame(int(block.srcs[k]), CONTROLLER, block.phase, block.kind,
+                                         block.payload(k), block.message(k)), checked=True)
+            return
+        if self._crashed:
+            lost = np.isin(block.srcs, np.fromiter(self._crashed, dtype=np.int64, count=len(self._crashed)))
+            if lost.any():
+                self._traffic.record_fault("lost_to_crash", int(lost.sum()))
+                block = block.subset(~lost)
+        if not len(block):
+            return
+        self._traffic.record_columns(block.srcs, block.phase, block.kind, block.sizes)
+        if CONTROLLER in self._crashed:
+            self._traffic.record_fault("lost_to_crash", len(block))
+            return
+        ep = self.endpoint(CONTROLLER)
+        if ep._accept is not None and block.kind not in ep._accept:  # rejected, each on its own
+            for k in range(len(block)):
+                super()._deliver(Frame(int(block.srcs[k]), CONTROLLER, block.phase, block.kind, block.payload(k)))
+            return
+        self._traffic.record_deliveries(CONTROLLER, len(block), int(block.sizes.sum()))
+        ep._put_columns(block)
 
     def _admit_many(self, src: int, count: int) -> int:
         inj = self._injector

@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # annotations only: a worker imports the engines and networkx
     import networkx as nx
 
     from parties.party import Party
+    from parties.columns import ReplyColumns
     from parties.secure.engine import SecureSumEngine
 
 __all__ = [
@@ -215,11 +216,16 @@ class _LocalLink:
 
     def __init__(self, network: InMemoryNetwork, setup: ShardSetup, shared: bool) -> None:
         self.network, self.parties, self.checked = network, setup.parties, shared
-        self.shard = PartyShard(setup, self.uplink, router=network if shared else None)
+        self.shard = PartyShard(setup, self.uplink, router=network if shared else None,
+                                columns=self.uplink_columns if shared else None)
         self.push, self.crash, self.buffered = self.shard.deliver, self.shard.crash, self.shard.buffered
+        self.push_many = self.shard.deliver_many
 
     def uplink(self, frame: Frame) -> None:
         self.network.ingress(self, frame, checked=self.checked)
+
+    def uplink_columns(self, block: ReplyColumns) -> None:
+        self.network.ingress_columns(self, block)
 
 
 class MemoryHosting(Hosting):

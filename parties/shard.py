@@ -16,8 +16,10 @@ The shard holds its parties as **columns** (:mod:`parties.cohort`): parties in i
 (apart from records and streams) form a :class:`~parties.cohort.Cohort`, and a broadcast
 release request is answered for all its members in one vectorized step, each member deciding
 by the accountant state it shares and drawing from its own stream row.  A broadcast's frames
-are collected as they arrive and answered on the loop's next turn, in arrival order; every
-reply is its own message, encoded by the codec and counted.  A party whose state diverges
+are collected as they arrive (a broadcast reaches the shard once, :meth:`PartyShard.deliver_many`)
+and answered on the loop's next turn, in arrival order; every reply is its own message, encoded
+by the codec and counted.  With a router in this process (the memory runtime), a run of cohort
+members' replies leaves as one :class:`~parties.columns.ReplyColumns`; otherwise as one frame each.  A party whose state diverges
 (refusal, crash, secure sum, frequency-oracle report, handed out by :attr:`PartyShard.parties`)
 is built as a :class:`~parties.party.Party` from its cohort's state and answers on its own
 (:meth:`Party.receive <parties.party.Party.receive>`).  No task, endpoint or pending receive
@@ -57,30 +59,25 @@ from __future__ import annotations
 import asyncio
 import operator
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
 import numpy as np
 
-from mprr.data import Schema
-from mprr.domain import check_int
 from mprr.errors import ConfigurationError, MessageError
-from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacyAccountant
+from mprr.privacy import PrivacyAccountant
 from mprr.streams import StreamTable
 from parties.channel import DATA, MULTI, loads, read_multi, read_record
 from parties.cohort import Cohort, ReplyLayout
+from parties.columns import ReplyColumns
 from parties.wire.codec import Message, decode, encode
 from parties.wire.messages import Abort, RandomizedValues
 from parties.wire.requests import ReleaseRequest, SecureSumStart
 from parties.party import LOOP_KINDS, AccountedParties, Party
 from parties.public_state import ReleaseBook
 from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry, Signer, generate_signers
-from parties.transport import CONTROLLER, Endpoint, Frame, Transport, actor_name
-
-if TYPE_CHECKING:  # annotations only: a worker imports networkx and the engines only when a run needs them
-    import networkx as nx
-
-    from parties.secure.engine import SecureSumEngine
+from parties.shard_network import ShardNetwork
+from parties.shard_setup import ShardSetup, split
+from parties.transport import CONTROLLER, Frame, Transport, actor_name
 
 __all__ = [
     "HostedParties",
@@ -98,141 +95,6 @@ endpoint."""
 _COHORT_KINDS = (ReleaseRequest, Abort)
 """Kinds a cohort answers for all its receivers at once (:mod:`parties.cohort`)."""
 _VALUES = RandomizedValues.KIND
-
-
-def split(n: int, shards: int) -> list[range]:
-    """``shards`` contiguous, near-equal ranges covering parties ``0..n-1`` (none empty)."""
-    check_int("the number of workers/shards", shards, 1)
-    if shards > n:
-        raise ConfigurationError(f"{shards} workers/shards for {n} parties: at most one per party (n = {n})")
-    bounds = [round(k * n / shards) for k in range(shards + 1)]
-    return [range(bounds[k], bounds[k + 1]) for k in range(shards)]
-
-
-@dataclass(frozen=True)
-class ShardSetup:
-    """What a shard host needs to build its parties (sent once, before the protocol).
-
-    Attributes
-    ----------
-    parties
-        The party ids it hosts (contiguous).
-    n
-        Number of parties of the run.
-    schema
-        Attributes every party holds.
-    records
-        ``(len(parties), m)`` true codes, row ``k`` = party ``parties[k]`` (harness data: in a
-        deployment each worker reads its own parties' records).
-    streams
-        The stream keys of the hosted parties only (:class:`~mprr.streams.StreamTable` rows of
-        ``parties``), computed by the runner from the run seed: a shard never holds the seed,
-        from which every other shard's parties' noise derives.
-    budgets
-        ε budget of each hosted party.
-    policy
-        Composition policy of every party's accountant.
-    accept
-        Message kinds a party endpoint accepts.
-    engine
-        The secure-sum engine every party agreed to (``None``: no secure sum in this run).
-    min_roster
-        Fewest parties each party accepts in a secure-sum roster.
-    mesh
-        The run's topology links every party to every other (engines that send shares over
-        direct party links); otherwise the star.
-    topology
-        A user-given graph of party links (the memory runtime's shard only); it overrides
-        ``mesh``.
-    """
-
-    parties: range
-    n: int
-    schema: Schema
-    records: np.ndarray
-    streams: StreamTable
-    budgets: tuple[float, ...]
-    policy: str
-    accept: tuple[int, ...]
-    engine: SecureSumEngine | None = None
-    min_roster: int = DEFAULT_MIN_ROSTER
-    mesh: bool = False
-    topology: nx.Graph[int] | None = None
-
-    def graph(self) -> nx.Graph[int] | None:
-        """The run's graph of party links: ``topology``, else the full mesh when ``mesh``, else
-        ``None`` (the star)."""
-        if self.topology is None and self.mesh:
-            import networkx as nx  # only for the engines that need direct party links
-
-            mesh: nx.Graph[int] = nx.complete_graph(self.n)
-            return mesh
-        return self.topology
-
-    @property
-    def signs(self) -> bool:
-        """Whether the parties need PKI signing keys (the engine signs)."""
-        return self.engine is not None and self.engine.signs
-
-
-class ShardNetwork(Transport):
-    """The shard's side of the frame channel: every frame goes to ``uplink``.
-
-    Sends are not counted here: the router counts each one once, when it admits it.
-
-    Parameters
-    ----------
-    n
-        Number of parties of the run.
-    parties
-        Parties hosted here.
-    uplink
-        Carries a frame towards the controller process (must not block).
-    topology
-        The run's graph of party links (``None``: the star).
-    router
-        The router, when it lives in this process (the memory runtime): the shard then shares
-        its topology and its traffic counter, so deliveries are counted where sends are.
-    """
-
-    counts_sends = False
-
-    def __init__(self, n: int, parties: range, uplink: Callable[[Frame], None], *,
-                 topology: nx.Graph[int] | None = None, router: Transport | None = None) -> None:
-        super().__init__(n, topology=None if router is not None else topology)
-        if router is not None:
-            self.topology = router.topology
-            self._traffic = router.counter
-        self.parties = parties
-        self._uplink = uplink
-        self._accepting: set[int] = set()
-
-    def _transmit(self, frame: Frame) -> None:
-        self._uplink(frame)
-
-    def is_crashed(self, party: int) -> bool:
-        """Whether ``party`` has crashed."""
-        return party in self._crashed
-
-    def admit(self, party: int) -> bool:
-        """Whether a send of ``party`` leaves (not crashed; else counted as lost)."""
-        return self._admit(party)
-
-    def deliver(self, frame: Frame, position: int | None = None) -> None:
-        """Deliver ``frame`` into its party's endpoint (decoded, filtered, counted)."""
-        self._deliver(frame, position)
-
-    def party_endpoint(self, party: int, accept: frozenset[int]) -> Endpoint:
-        """``party``'s endpoint, accepting the kinds ``accept`` (created on first use)."""
-        if party not in self._accepting:
-            self._accepting.add(party)
-            return self.endpoint(party, accept=accept)
-        return self.endpoint(party)
-
-    def buffered(self, party: int) -> int:
-        """Messages delivered to ``party``'s endpoint and not yet taken."""
-        ep = self._endpoints.get(party)
-        return 0 if ep is None else ep.buffered
 
 
 class HostedParties(AccountedParties[Party]):
@@ -289,7 +151,7 @@ class PartyShard:
     """
 
     def __init__(self, setup: ShardSetup, uplink: Callable[[Frame], None], *,
-                 router: Transport | None = None) -> None:
+                 router: Transport | None = None, columns: Callable[[ReplyColumns], None] | None = None) -> None:
         rows = np.asarray(setup.records)
         if rows.shape != (len(setup.parties), setup.schema.m):
             raise ConfigurationError(
@@ -314,16 +176,18 @@ class PartyShard:
                                     topology=setup.graph() if router is None else None)
         self._counter = self.network.counter
         self._uplink = uplink
+        self._uplink_columns = columns  # a cohort's replies leave as columns (parties.columns), if given
         self._accept = frozenset(setup.accept)
         self._last_payload: bytes | None = None
         self._last_message: Message | None = None
-        self._replies: list[Frame] = []
+        self._replies: list[Frame | ReplyColumns] = []
         self._scheduled = False
         # the broadcast being collected: its message, phase and the rows it reached, in order
         self._batch: Message | None = None
         self._batch_phase = ""
         self._batch_rows: list[int] = []
         self._batch_seen: set[int] = set()
+        self._batch_array: np.ndarray | None = None  # rows a broadcast reached at once (deliver_many)
         # the parties' signing keys are born here and never leave (parties.secure.pki)
         self._signers: dict[int, Signer] = generate_signers(setup.parties) if setup.signs else {}
         self._registry: KeyRegistry | None = None
@@ -500,6 +364,9 @@ class PartyShard:
         dst = frame.dst
         start = self.setup.parties.start
         msg = frame.message
+        if self._batch_array is not None:  # (one more frame of a broadcast delivered at once: as lists)
+            self._batch_rows = self._batch_array.tolist()
+            self._batch_seen, self._batch_array = set(self._batch_rows), None
         if msg is not None and msg is self._batch and frame.phase == self._batch_phase and frame.src == CONTROLLER:
             row = dst - start  # the broadcast being collected reaches one more party
             if 0 <= row < self._size and row not in self._batch_seen and not net.is_crashed(dst):
@@ -539,6 +406,24 @@ class PartyShard:
         self._batch_rows.append(row)
         self._batch_seen.add(row)
 
+    def deliver_many(self, frame: Frame, dsts: np.ndarray) -> None:
+        """``frame`` (a broadcast of the controller) for every party of ``dsts`` (ascending):
+        as many :meth:`deliver` calls; a request joins the broadcast being collected at once."""
+        msg = frame.message
+        rows = dsts - self.setup.parties.start
+        net = self.network
+        if (msg is None or frame.src != CONTROLLER or frame.kind not in _CONTROLLER_REQUESTS
+                or frame.kind not in self._accept or rows.shape[0] == 0 or rows[0] < 0
+                or rows[-1] >= self._size or net.crashed or (msg is self._batch and frame.phase == self._batch_phase)):
+            for dst in dsts.tolist():
+                self.deliver(frame._replace(dst=dst))
+            return
+        self._counter.record_deliveries_to(dsts, len(frame.payload))
+        self._settle()  # (a request collected so far is answered first)
+        self._batch, self._batch_phase = msg, frame.phase
+        self._batch_array = rows
+        self._schedule()
+
     def _answer(self, party: Party, msg: Message, phase: str) -> None:
         """``party``'s own answer to ``msg`` (the per-party path)."""
         reply = party.receive(msg)
@@ -563,7 +448,8 @@ class PartyShard:
         msg = self._batch
         if msg is None:
             return
-        rows = np.array(self._batch_rows, dtype=np.int64)
+        rows = self._batch_array if self._batch_array is not None else np.array(self._batch_rows, dtype=np.int64)
+        self._batch_array = None
         phase = self._batch_phase
         self._batch, self._batch_rows, self._batch_seen = None, [], set()
         start = self.setup.parties.start
@@ -575,7 +461,7 @@ class PartyShard:
         # each cohort the broadcast reached: its receivers (split off when only some), stepped at once
         of = self._cohort_of[rows]
         answers: dict[int, tuple[Cohort, np.ndarray | None]] = {}
-        for index in np.unique(of[of >= 0]).tolist():
+        for index in np.flatnonzero(np.bincount(of[of >= 0])).tolist():  # (the cohorts reached, ascending)
             cohort = self._cohorts[index]
             assert cohort is not None
             members = rows[of == index]
@@ -605,6 +491,9 @@ class PartyShard:
         rid = msg.request_id
         send, admit = self._replies.append, self.network.admit
         layouts = {index: ReplyLayout.of(rid, codes) for index, (_, codes) in answers.items() if codes is not None}
+        if self._uplink_columns is not None:  # runs of cohort members' replies leave as columns
+            self._send_columns(rows, of, position, answers, msg, phase)
+            return
         for row, index, at in zip(rows.tolist(), of.tolist(), position.tolist()):
             if index < 0:
                 self._answer(self._parties[row], msg, phase)
@@ -612,6 +501,29 @@ class PartyShard:
             reply, payload = layouts[index].reply(at)
             if admit(start + row):
                 send(Frame(start + row, CONTROLLER, phase, _VALUES, payload, reply))
+        if self._replies:
+            self._schedule()
+
+    def _send_columns(self, rows: np.ndarray, of: np.ndarray, position: np.ndarray,
+                      answers: dict[int, tuple[Cohort, np.ndarray | None]], msg: ReleaseRequest, phase: str) -> None:
+        """Queue the replies to ``msg`` in arrival order: each run of cohort members as one
+        :class:`~parties.columns.ReplyColumns`, each party on its own as its own frame."""
+        table = np.empty((rows.shape[0], len(msg.units)), dtype=np.int64)
+        for index, (_, codes) in answers.items():
+            if codes is not None:
+                mine = of == index
+                table[mine] = codes[position[mine]]
+        table.flags.writeable = False
+        layout = ReplyLayout.of(msg.request_id, table)
+        start = self.setup.parties.start
+        apart = np.flatnonzero(of < 0).tolist() + [rows.shape[0]]
+        at = 0
+        for stop in apart:
+            if stop > at:
+                self._replies.append(layout.columns(rows[at:stop] + start, phase, slice(at, stop)))
+            if stop < rows.shape[0]:
+                self._answer(self._parties[int(rows[stop])], msg, phase)
+            at = stop + 1
         if self._replies:
             self._schedule()
 
@@ -625,8 +537,11 @@ class PartyShard:
         self._scheduled = False
         self._settle()
         replies, self._replies = self._replies, []
-        for frame in replies:
-            self._uplink(frame)
+        for item in replies:
+            if isinstance(item, Frame):
+                self._uplink(item)
+            elif self._uplink_columns is not None:
+                self._uplink_columns(item)
 
     def buffered(self, party: int) -> int:
         """Messages delivered to ``party``'s endpoint and not yet taken (where a reorder fault

@@ -19,13 +19,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from collections.abc import ItemsView, Iterator, Sequence
 from typing import Any, Mapping, NamedTuple
+
+import numpy as np
 
 from mprr.errors import ConfigurationError
 from parties.wire.codec import message_class
 
 __all__ = [
     "FAULTS",
+    "ActorCounts",
     "ActorStatistics",
     "Counts",
     "LatencyModel",
@@ -102,6 +106,56 @@ class ActorStatistics(NamedTuple):
     rejected: int = 0
 
 
+class ActorCounts(Mapping[int, Counts]):
+    """Read-only ``{actor: Counts}`` of the actors with traffic, held as columns (the ids, message
+    and byte counts as arrays): a run of a million parties keeps three arrays, not a million
+    entries; a :class:`Counts` is built when an entry is read.  Equal to a mapping with the
+    same items."""
+
+    __slots__ = ("_actors", "_messages", "_bytes")
+
+    def __init__(self, messages: Sequence[int], nbytes: Sequence[int]) -> None:
+        """From per-actor lists indexed ``actor + 1`` (only actors with messages are kept)."""
+        m = np.asarray(messages, dtype=np.int64)
+        nonzero = np.flatnonzero(m)
+        self._actors = nonzero - 1
+        self._messages = m[nonzero]
+        self._bytes = np.asarray(nbytes, dtype=np.int64)[nonzero]
+
+    def __getitem__(self, actor: int) -> Counts:
+        if not isinstance(actor, (int, np.integer)):
+            raise KeyError(actor)
+        k = int(np.searchsorted(self._actors, actor))
+        if k >= self._actors.shape[0] or self._actors[k] != actor:
+            raise KeyError(actor)
+        return Counts(int(self._messages[k]), int(self._bytes[k]))
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._actors.tolist())
+
+    def __len__(self) -> int:
+        return int(self._actors.shape[0])
+
+    def items(self) -> ItemsView[int, Counts]:  # (one pass over the columns, not a lookup per key)
+        return _Items(self)
+
+    def _rows(self) -> Iterator[tuple[int, Counts]]:
+        for a, m, b in zip(self._actors.tolist(), self._messages.tolist(), self._bytes.tolist()):
+            yield a, Counts(m, b)
+
+    def __repr__(self) -> str:
+        return f"ActorCounts({dict(self.items())!r})"
+
+
+class _Items(ItemsView[int, Counts]):
+    def __init__(self, counts: ActorCounts) -> None:
+        super().__init__(counts)
+        self._counts = counts
+
+    def __iter__(self) -> Iterator[tuple[int, Counts]]:
+        return self._counts._rows()
+
+
 @dataclass(frozen=True)
 class TrafficStatistics:
     """Immutable snapshot of a network's traffic (see :meth:`to_dict` for a JSON form).
@@ -170,6 +224,25 @@ class _Round:
     messages: int = 0
     bytes: int = 0
     time: float = 0.0
+
+
+def _add(counts: list[int], index: np.ndarray, values: np.ndarray | int) -> None:
+    """``counts[index[k]] += values[k]`` for distinct indices: through an array of the span they
+    cover when it is dense (a shard's parties), else one at a time."""
+    if not index.shape[0]:
+        return
+    lo, hi = int(index.min()), int(index.max()) + 1
+    if hi - lo <= 4 * index.shape[0]:
+        span = np.array(counts[lo:hi], dtype=np.int64)
+        span[index - lo] += values
+        counts[lo:hi] = span.tolist()
+        return
+    if isinstance(values, int):
+        for i in index.tolist():
+            counts[i] += values
+    else:
+        for i, v in zip(index.tolist(), values.tolist()):
+            counts[i] += v
 
 
 @dataclass
@@ -251,6 +324,31 @@ class TrafficCounter:
             if t > r.time:
                 r.time = t
 
+    def record_columns(self, srcs: np.ndarray, phase: str, kind: int, sizes: np.ndarray) -> None:
+        """Count one message of ``kind`` in ``phase`` from each of ``srcs`` (distinct actors),
+        ``sizes[k]`` bytes from ``srcs[k]``: as many :meth:`record_send` calls, at once."""
+        count = int(srcs.shape[0])
+        if not count:
+            return
+        self.record_sends(int(srcs[0]), phase, kind, count, int(sizes.sum()), int(sizes.max()))
+        first = int(srcs[0]) + 1
+        self.sent_messages[first] -= count  # (record_sends counted them all for the first sender)
+        self.sent_bytes[first] -= int(sizes.sum())
+        _add(self.sent_messages, srcs + 1, 1)
+        _add(self.sent_bytes, srcs + 1, sizes)
+
+    def record_deliveries_to(self, dsts: np.ndarray, size: int) -> None:
+        """Count one message of ``size`` bytes delivered to each of ``dsts`` (distinct actors)."""
+        self.delivered += int(dsts.shape[0])
+        _add(self.recv_messages, dsts + 1, 1)
+        _add(self.recv_bytes, dsts + 1, size)
+
+    def record_deliveries(self, dst: int, count: int, size: int) -> None:
+        """Count ``count`` messages of ``size`` bytes in all delivered to ``dst``."""
+        self.delivered += count
+        self.recv_messages[dst + 1] += count
+        self.recv_bytes[dst + 1] += size
+
     def record_delivery(self, dst: int, size: int) -> None:
         """Count one message delivered to ``dst``."""
         self.delivered += 1
@@ -280,10 +378,7 @@ class TrafficCounter:
 
     def snapshot(self, crashed: tuple[int, ...] = ()) -> TrafficStatistics:
         """Freeze the counters into a :class:`TrafficStatistics`."""
-        def per_actor(msgs: list[int], nbytes: list[int]) -> Mapping[int, Counts]:
-            return MappingProxyType(
-                {i - 1: Counts(m, b) for i, (m, b) in enumerate(zip(msgs, nbytes)) if m}
-            )
+        per_actor = ActorCounts
 
         rounds_per_phase: dict[str, int] = {}
         for r in self.rounds:

@@ -102,6 +102,12 @@ class Endpoint(Mailbox):
     def _check_source(self, src: int) -> None:
         self._net._check_actor(src, "gather source")
 
+    def _check_sources(self, sources: set[int]) -> None:
+        if sources and min(sources) >= CONTROLLER and max(sources) < self._net.n:
+            return  # (ints, from the mailbox's source set: every one an actor of the run)
+        for src in sources:
+            self._check_source(src)
+
     def statistics(self) -> ActorStatistics:
         """What this actor sent and received so far (and how many of its frames were rejected)."""
         return self._net._traffic.actor(self.actor)
@@ -131,9 +137,7 @@ class Endpoint(Mailbox):
 
     async def broadcast(self, dsts: Iterable[int], msg: Message, *, phase: str) -> None:
         """Send the same ``msg`` to every actor in ``dsts`` (encoded once; one message each)."""
-        targets = self._checked(dsts, phase)
-        count = len(targets)
-        self._net._emit_all(self.actor, targets, (msg,) * count, phase, (encode(msg),) * count, msg.KIND)
+        self._net._emit_broadcast(self.actor, self._checked(dsts, phase), msg, phase, encode(msg))
 
     async def send_each(self, dsts: Iterable[int], msgs: Sequence[Message], *, phase: str) -> None:
         """Send ``msgs[k]`` to the k-th actor of ``dsts``, for every k: one message each, exactly
@@ -325,6 +329,12 @@ class Transport(ABC):
         transmit = self._transmit
         for k in range(count):
             transmit(Frame(src, dsts[k], phase, kind, payloads[k], msgs[k]))
+
+    def _emit_broadcast(self, src: int, dsts: Sequence[int], msg: Message, phase: str, payload: bytes) -> None:
+        """Admit, count and transmit the checked sends of one message ``msg`` (encoded as
+        ``payload``) to every actor of ``dsts``: :meth:`_emit_all` of as many copies."""
+        count = len(dsts)
+        self._emit_all(src, dsts, (msg,) * count, phase, (payload,) * count, msg.KIND)
 
     def _admit_many(self, src: int, count: int) -> int:
         """:meth:`_admit` for ``count`` sends of ``src`` in a row: how many of them are admitted

@@ -29,6 +29,7 @@ import numpy as np
 
 from parties.wire.codec import Message, message_class
 from parties.wire.messages import RandomizedValues
+from parties.columns import ReplyColumns
 from parties.transport import Envelope
 
 __all__ = ["ViewEntry", "ViewLog", "ViewSummary"]
@@ -130,6 +131,25 @@ class ViewLog:
             self._ref.append(-1 - len(self._objects))
             self._objects.append(msg)
 
+    def record_columns(self, block: ReplyColumns) -> None:
+        """Append reply columns (:mod:`parties.columns`): one entry per member, stored in the
+        columns as its :class:`~parties.wire.messages.RandomizedValues` would be."""
+        count = len(block)
+        if not count:
+            return
+        phase = self._phase_index.get(block.phase)
+        if phase is None:
+            phase = self._phase_index[block.phase] = len(self._phases)
+            self._phases.append(block.phase)
+        width = block.codes.shape[1]
+        self._src.frombytes(block.srcs.astype(np.int32).tobytes())
+        self._phase.frombytes(np.full(count, phase, dtype=np.int32).tobytes())
+        self._kind.frombytes(np.full(count, block.kind, dtype=np.int32).tobytes())
+        self._size.frombytes(block.sizes.astype(np.int64).tobytes())
+        self._ref.frombytes(np.full(count, block.request_id, dtype=np.int64).tobytes())
+        self._start.frombytes((len(self._codes) + width * np.arange(count, dtype=np.int64)).tobytes())
+        self._codes.frombytes(np.ascontiguousarray(block.codes, dtype=np.int64).tobytes())
+
     def note(self, name: str, value: Any) -> None:
         """Record a value the controller derived from what it received (e.g. ``"clusters"``)."""
         self._derived[name] = value
@@ -185,7 +205,7 @@ class ViewLog:
             bytes=int(np.frombuffer(self._size, dtype=np.int64).sum()) if n else 0,
             by_kind=MappingProxyType(by_kind),
             by_phase=MappingProxyType({name: int(phases[k]) for k, name in enumerate(self._phases) if phases[k]}),
-            senders=len(np.unique(np.frombuffer(self._src, dtype=np.int32))) if n else 0,
+            senders=int(np.count_nonzero(np.bincount(np.frombuffer(self._src, dtype=np.int32) + 1))) if n else 0,
             kinds=tuple(sorted(by_kind)),
             derived=tuple(self._derived),
         )

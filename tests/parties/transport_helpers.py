@@ -10,7 +10,7 @@ with probability ``drop`` and delays some by a few milliseconds.  ``log`` record
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated
 
 import numpy as np
@@ -108,3 +108,12 @@ def once_before(network: Transport, kind: int, act: Callable[[], object]) -> Non
         deliver(frame, position)
 
     network._deliver = hooked  # type: ignore[method-assign]
+    broadcast = network._emit_broadcast
+
+    def hooked_broadcast(src: int, dsts: Sequence[int], msg: Message, phase: str, payload: bytes) -> None:
+        if msg.KIND == kind and not done:  # (a broadcast reaches a shard link without _deliver)
+            done.append(True)
+            act()
+        broadcast(src, dsts, msg, phase, payload)
+
+    network._emit_broadcast = hooked_broadcast  # type: ignore[method-assign]

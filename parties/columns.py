@@ -1,0 +1,92 @@
+"""Reply columns: one shard's replies to one release request, carried together as columns.
+
+A party shard (:mod:`parties.shard`) answers a broadcast
+:class:`~parties.wire.requests.ReleaseRequest` for a cohort of parties at once
+(:mod:`parties.cohort`).  Their replies are still one
+:class:`~parties.wire.messages.RandomizedValues` message per party — each with its own encoding
+by the codec, counted at its own size — but within the controller's process they travel as one
+:class:`ReplyColumns`: the senders' ids, the ``(parties, units)`` codes matrix and each
+message's encoded size (the codec's size of that party's own message).  The router counts the
+sizes per sender, phase and kind as arrays (:meth:`parties.traffic.TrafficCounter.record_columns`),
+the controller's mailbox hands the columns to a waiting gather
+(:meth:`parties.mailbox.Mailbox.gather_columns`) and the view log stores them as they are
+(:meth:`parties.view.ViewLog.record_columns`): no message, frame or envelope object is built per
+party.  Wherever a message must exist on its own — a fault plan that acts per message, a receive
+that is not a columnar gather, a reader of the view — :meth:`ReplyColumns.message` and
+:meth:`ReplyColumns.payload` give it back, equal to the one the party would have sent.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from parties.wire.codec import encode
+from parties.wire.messages import RandomizedValues
+
+__all__ = ["ReplyColumns"]
+
+_KIND = RandomizedValues.KIND
+
+
+class ReplyColumns:
+    """Replies ``RandomizedValues(request_id, codes[k])`` of parties ``srcs[k]`` to the controller.
+
+    Parameters
+    ----------
+    srcs
+        The senders' party ids (int64, distinct).
+    phase
+        The protocol phase of the replies.
+    request_id
+        The request they answer.
+    codes
+        ``(len(srcs), units)`` int64 codes, row ``k`` the codes of ``srcs[k]``'s message.
+    prefix, suffix
+        The encoding of every member's message is ``prefix + codes[k].tobytes() + suffix``
+        (:class:`parties.cohort.ReplyLayout`); ``prefix`` ``None``: each is encoded by the codec.
+    """
+
+    __slots__ = ("srcs", "phase", "request_id", "codes", "sizes", "_prefix", "_suffix")
+
+    kind = _KIND
+    """The wire kind of every member's message."""
+
+    def __init__(self, srcs: np.ndarray, phase: str, request_id: int, codes: np.ndarray,
+                 prefix: bytes | None, suffix: bytes) -> None:
+        self.srcs = np.asarray(srcs, dtype=np.int64)
+        self.phase = phase
+        self.request_id = request_id
+        self.codes = codes
+        self._prefix, self._suffix = prefix, suffix
+        if prefix is not None:
+            self.sizes = np.full(self.srcs.shape[0], len(prefix) + codes.shape[1] * 8 + len(suffix), dtype=np.int64)
+        else:
+            self.sizes = np.fromiter((len(self.payload(k)) for k in range(self.srcs.shape[0])),
+                                     dtype=np.int64, count=self.srcs.shape[0])
+
+    def __len__(self) -> int:
+        return int(self.srcs.shape[0])
+
+    def __repr__(self) -> str:
+        return (f"ReplyColumns({len(self)} replies to request {self.request_id} in {self.phase!r}, "
+                f"{self.codes.shape[1]} codes each)")
+
+    def message(self, k: int) -> RandomizedValues:
+        """Member ``k``'s message."""
+        return RandomizedValues(self.request_id, self.codes[k])
+
+    def payload(self, k: int) -> bytes:
+        """Member ``k``'s encoded message (the codec's bytes)."""
+        prefix = self._prefix
+        if prefix is None:
+            return encode(self.message(k))
+        codes: bytes = self.codes[k].tobytes()
+        return prefix + codes + self._suffix
+
+    def subset(self, keep: np.ndarray) -> ReplyColumns:
+        """The members where ``keep`` (booleans or positions) selects them, in order."""
+        out = object.__new__(ReplyColumns)
+        out.srcs, out.phase, out.request_id = self.srcs[keep], self.phase, self.request_id
+        out.codes, out.sizes = self.codes[keep], self.sizes[keep]
+        out._prefix, out._suffix = self._prefix, self._suffix
+        return out

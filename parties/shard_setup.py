@@ -1,0 +1,99 @@
+"""What a party shard host is given: its parties' range of the run (:func:`split`) and the
+:class:`ShardSetup` it builds them from (records, stream rows, budgets, policy, the secure-sum
+engine they agreed to), sent once before the protocol (:mod:`parties.shard`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mprr.data import Schema
+from mprr.domain import check_int
+from mprr.errors import ConfigurationError
+from mprr.privacy import DEFAULT_MIN_ROSTER
+from mprr.streams import StreamTable
+
+if TYPE_CHECKING:  # annotations only: a worker imports networkx and the engines only when a run needs them
+    import networkx as nx
+
+    from parties.secure.engine import SecureSumEngine
+
+__all__ = ["ShardSetup", "split"]
+
+
+def split(n: int, shards: int) -> list[range]:
+    """``shards`` contiguous, near-equal ranges covering parties ``0..n-1`` (none empty)."""
+    check_int("the number of workers/shards", shards, 1)
+    if shards > n:
+        raise ConfigurationError(f"{shards} workers/shards for {n} parties: at most one per party (n = {n})")
+    bounds = [round(k * n / shards) for k in range(shards + 1)]
+    return [range(bounds[k], bounds[k + 1]) for k in range(shards)]
+
+
+@dataclass(frozen=True)
+class ShardSetup:
+    """What a shard host needs to build its parties (sent once, before the protocol).
+
+    Attributes
+    ----------
+    parties
+        The party ids it hosts (contiguous).
+    n
+        Number of parties of the run.
+    schema
+        Attributes every party holds.
+    records
+        ``(len(parties), m)`` true codes, row ``k`` = party ``parties[k]`` (harness data: in a
+        deployment each worker reads its own parties' records).
+    streams
+        The stream keys of the hosted parties only (:class:`~mprr.streams.StreamTable` rows of
+        ``parties``), computed by the runner from the run seed: a shard never holds the seed,
+        from which every other shard's parties' noise derives.
+    budgets
+        ε budget of each hosted party.
+    policy
+        Composition policy of every party's accountant.
+    accept
+        Message kinds a party endpoint accepts.
+    engine
+        The secure-sum engine every party agreed to (``None``: no secure sum in this run).
+    min_roster
+        Fewest parties each party accepts in a secure-sum roster.
+    mesh
+        The run's topology links every party to every other (engines that send shares over
+        direct party links); otherwise the star.
+    topology
+        A user-given graph of party links (the memory runtime's shard only); it overrides
+        ``mesh``.
+    """
+
+    parties: range
+    n: int
+    schema: Schema
+    records: np.ndarray
+    streams: StreamTable
+    budgets: tuple[float, ...]
+    policy: str
+    accept: tuple[int, ...]
+    engine: SecureSumEngine | None = None
+    min_roster: int = DEFAULT_MIN_ROSTER
+    mesh: bool = False
+    topology: nx.Graph[int] | None = None
+
+    def graph(self) -> nx.Graph[int] | None:
+        """The run's graph of party links: ``topology``, else the full mesh when ``mesh``, else
+        ``None`` (the star)."""
+        if self.topology is None and self.mesh:
+            import networkx as nx  # only for the engines that need direct party links
+
+            mesh: nx.Graph[int] = nx.complete_graph(self.n)
+            return mesh
+        return self.topology
+
+    @property
+    def signs(self) -> bool:
+        """Whether the parties need PKI signing keys (the engine signs)."""
+        return self.engine is not None and self.engine.signs
