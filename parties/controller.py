@@ -185,9 +185,10 @@ class PhaseRelease:
 class RecordingEndpoint:
     """The controller's endpoint, appending every envelope it receives to the view.
 
-    Forwards everything to the wrapped :class:`~parties.transport.Endpoint`; ``recv``,
-    ``gather`` and ``gather_each`` log what they return, so messages consumed by a secure-sum engine on the
-    controller's behalf are in the view too.
+    Forwards everything to the wrapped :class:`~parties.transport.Endpoint`; every receiving
+    method (``recv``, ``recv_many``, ``take_all``, ``gather``, ``gather_columns``,
+    ``gather_each``) logs what it returns, so messages consumed by a secure-sum program on the
+    controller's behalf (:func:`parties.secure.program.drive`) are in the view too.
     """
 
     def __init__(self, endpoint: Endpoint, view: ViewLog) -> None:
@@ -201,6 +202,18 @@ class RecordingEndpoint:
         env: Envelope[Message] = await self._endpoint.recv(**kwargs)
         self._view.record(env)
         return env
+
+    async def recv_many(self, **kwargs: Any) -> list[Envelope[Message]]:
+        envs: list[Envelope[Message]] = await self._endpoint.recv_many(**kwargs)
+        for env in envs:
+            self._view.record(env)
+        return envs
+
+    def take_all(self, **kwargs: Any) -> list[Envelope[Message]]:
+        envs: list[Envelope[Message]] = self._endpoint.take_all(**kwargs)
+        for env in envs:
+            self._view.record(env)
+        return envs
 
     async def gather(self, sources: Iterable[int], **kwargs: Any) -> dict[int, Envelope[Message]]:
         got: dict[int, Envelope[Message]] = await self._endpoint.gather(sources, **kwargs)

@@ -314,3 +314,19 @@ async def test_an_oracle_that_cannot_be_built_is_refused_before_anything_is_sent
     with pytest.raises(ConfigurationError, match=r"GRR: epsilon must be finite and in \(0, 700\]"):
         await ctl.report(Report("attributes", UNITS, (OracleSpec("grr", 1000.0),) * 2))
     assert net.statistics().messages == 0 and ctl.requests == []
+
+
+@pytest.mark.parametrize("engine", ["paper", "graph", "masked-sparse"])
+def test_the_view_holds_every_message_the_controller_received_in_a_secure_sum(engine: str) -> None:
+    """The secure-sum programs take their rounds with ``recv_many`` / ``take_all``: those
+    receives are logged too, so the view is everything the controller received (the traffic
+    counters' count of messages delivered to it)."""
+    from mprr.synthetic import planted_clusters
+    from parties.simulate import simulate
+
+    data = planted_clusters(12, rng=np.random.default_rng(3)).dataset
+    sim = simulate(data, "RR-Clusters", seed=2, epsilon=4.0, Tv=50, Td=0.2, dependence="4.3", secure_sum=engine)
+    view = sim.view.to_dict()
+    assert view["messages"] == sim.traffic.received_by(CONTROLLER).messages
+    assert view["bytes"] == sim.traffic.received_by(CONTROLLER).bytes
+    assert any(phase.startswith(("paper/", "graph/", "masked/")) for phase in view["by_phase"])
