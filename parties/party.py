@@ -199,6 +199,7 @@ class Party(Accounted):
                     f"record of party {index}: attribute {name!r} code must be an integer in [0, {size}), got {v!r}"
                 )
         self.__row = np.array([values], dtype=np.int64)  # the record, as a (1, m) table of one row
+        self.__record = tuple(int(v) for v in values)  # the same, in plain integers
         self.schema = schema
         self._rng: np.random.Generator | PartyStream
         if isinstance(seed, PartyStream):
@@ -315,7 +316,7 @@ class Party(Accounted):
         for unit, decision in zip(units, decisions):
             if decision.granted:
                 if unit.exact:
-                    code = int(unit.values(row)[0])
+                    code = unit.value_of(self.__record)
                 else:
                     u = self._rng.random()
                     self.draws += 1

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +47,7 @@ class ResolvedUnit:
     for one (a row of one record).
     """
 
-    __slots__ = ("unit", "names", "sizes", "cells", "matrix", "release", "_schema_sizes")
+    __slots__ = ("unit", "names", "sizes", "cells", "matrix", "release", "_schema_sizes", "_strides")
 
     def __init__(
         self,
@@ -62,6 +63,7 @@ class ResolvedUnit:
         self.sizes = tuple(schema.sizes[a] for a in unit)
         self.cells = math.prod(self.sizes)
         self._schema_sizes = schema.sizes
+        self._strides = tuple(math.prod(self.sizes[k + 1:]) for k in range(len(unit)))  # C order
         self.matrix = matrix
         if matrix is None:
             self.release = Release.exact_values(self.names, linkable=linkable, phase=phase)
@@ -77,6 +79,12 @@ class ResolvedUnit:
         """The true joint codes (C order) of the unit for each row of ``records`` (``(k, m)``
         true codes): :func:`mprr.protocols.release.unit_codes`."""
         return unit_codes(records, self._schema_sizes, self.unit)
+
+    def value_of(self, record: Sequence[int]) -> int:
+        """The true joint code (C order) of the unit for one record (a party's codes, already
+        checked against the schema): :meth:`values` for a single row, in plain integers — what
+        a party computes per unit when it answers on its own."""
+        return sum(record[a] * stride for a, stride in zip(self.unit, self._strides))
 
     def sample(self, records: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
         """Released joint codes (C order) of the unit for each row of ``records``, one uniform each.

@@ -10,7 +10,7 @@ from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
 from mprr.privacy import RefusalReason
 from mprr.protocols.steps import MatrixSpec
 from parties.secure.agreement import DIGEST_BYTES, agreed_session, request_digest
-from parties.public_state import ReleaseBook
+from parties.public_state import ReleaseBook, ResolvedUnit
 from parties.secure.graph import GraphEngine
 
 SCHEMA = Schema(tuple(Attribute(f"a{j}", tuple(map(str, range(s))), "nominal") for j, s in enumerate((3, 4, 2))))
@@ -62,3 +62,16 @@ def test_secure_context_is_derived_from_the_start_message_and_memoized() -> None
     # another request under the same controller session is another session
     other = SecureRelease(1, "dependence", "s", ((0, 1),), ((0, 1),), False, ("dense",), ((0.5,),))
     assert book.secure_context(engine, start, 12, digest=request_digest(other)).session != agreed
+
+
+def test_value_of_is_values_for_one_record() -> None:
+    """The one-record joint code a party computes on its own equals the fast path's
+    (:func:`mprr.protocols.release.unit_codes`) for every unit shape."""
+    from mprr.data import Attribute, Schema
+
+    schema = Schema([Attribute(f"a{k}", tuple(str(v) for v in range(s))) for k, s in enumerate((3, 5, 2, 4))])
+    records = np.random.default_rng(5).integers(0, (3, 5, 2, 4), size=(40, 4))
+    for unit in [(0,), (2,), (0, 1), (3, 1), (0, 2, 3), (1, 2, 3, 0)]:
+        resolved = ResolvedUnit(unit, schema, None, "p")
+        expected = resolved.values(records)
+        assert [resolved.value_of(tuple(int(v) for v in r)) for r in records] == expected.tolist()
