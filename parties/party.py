@@ -310,7 +310,6 @@ class Party(Accounted):
             return WireRefusal.of(decisions)
         if not decisions:  # a re-sent commitment, already made
             return Ack(request.request_id)
-        row = self.__row
         values = self._values
         codes = []
         for unit, decision in zip(units, decisions):
@@ -320,7 +319,7 @@ class Party(Accounted):
                 else:
                     u = self._rng.random()
                     self.draws += 1
-                    code = int(unit.sample(row, np.array([u]))[0])
+                    code = unit.sample_one(self.__record, u)
                 values.append(code)
             else:  # replayed: resend the value released then
                 code = values[decision.entry_index]

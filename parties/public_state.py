@@ -86,6 +86,16 @@ class ResolvedUnit:
         a party computes per unit when it answers on its own."""
         return sum(record[a] * stride for a, stride in zip(self.unit, self._strides))
 
+    def sample_one(self, record: Sequence[int], uniform: float) -> int:
+        """Released joint code of the unit for one record and one uniform: :meth:`sample` for a
+        single row.  A dense matrix's inverse CDF is one ``searchsorted`` of the value's CDF row
+        (the first ``v`` with ``cdf[x, v] > u``, the rule of :func:`mprr.randomize.inverse_cdf`);
+        a Kronecker matrix goes through :meth:`sample`."""
+        matrix = self.matrix
+        if matrix is None or isinstance(matrix, KroneckerMatrix):
+            return int(self.sample(np.array([record], dtype=np.int64), np.array([uniform]))[0])
+        return int(np.searchsorted(matrix.cdf[self.value_of(record)], uniform, side="right"))
+
     def sample(self, records: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
         """Released joint codes (C order) of the unit for each row of ``records``, one uniform each.
 

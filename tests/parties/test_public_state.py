@@ -75,3 +75,25 @@ def test_value_of_is_values_for_one_record() -> None:
         resolved = ResolvedUnit(unit, schema, None, "p")
         expected = resolved.values(records)
         assert [resolved.value_of(tuple(int(v) for v in r)) for r in records] == expected.tolist()
+
+
+def test_sample_one_is_sample_for_one_record() -> None:
+    """A party answering on its own releases what its row would in a vectorized batch, for a
+    dense and a Kronecker matrix, uniforms on the CDF's own values included."""
+    from mprr.data import Attribute, Schema
+    from mprr.kronecker import KroneckerMatrix
+    from mprr.matrices import keep_or_uniform
+
+    schema = Schema([Attribute(f"a{k}", tuple(str(v) for v in range(s))) for k, s in enumerate((3, 4))])
+    rng = np.random.default_rng(8)
+    records = rng.integers(0, (3, 4), size=(200, 2))
+    dense = keep_or_uniform(12, 0.6)
+    kron = KroneckerMatrix((keep_or_uniform(3, 0.5), keep_or_uniform(4, 0.7)))
+    for matrix in (dense, kron):
+        resolved = ResolvedUnit((0, 1), schema, matrix, "p")
+        uniforms = rng.random(200)
+        uniforms[:12] = dense.cdf[0, :12] if matrix is dense else uniforms[:12]  # ties with the CDF
+        uniforms = np.minimum(uniforms, np.nextafter(1.0, 0.0))
+        expected = resolved.sample(records, uniforms)
+        got = [resolved.sample_one(tuple(int(v) for v in r), float(u)) for r, u in zip(records, uniforms)]
+        assert got == expected.tolist()
