@@ -80,7 +80,8 @@ class ScenarioSpec:
     default_seed: int
     hosts_on_runtime: bool = True
     """Whether its ``actors`` engine hosts the parties on the chosen runtime (``--runtime``);
-    ``False`` for a runner that drives its secure sums on an in-memory network of its own."""
+    ``False`` for a runner that sets up the network of each of its runs itself (in-memory
+    secure sums, the virtual-time runtime of a network profile)."""
 
 
 _REGISTRY: dict[str, ScenarioSpec] = {}

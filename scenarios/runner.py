@@ -201,7 +201,8 @@ def run(
         if not spec.hosts_on_runtime:
             raise ConfigurationError(
                 f"runtime {runtime.name!r} (--runtime {runtime.name}) does not apply to scenario "
-                f"{config.name!r}: it runs each secure sum on an in-memory network of its own; run it "
+                f"{config.name!r}: it sets up the network of each of its runs itself (an in-memory or a "
+                "virtual-time one); run it "
                 "without --runtime"
             )
         if "actors" not in spec.engines:

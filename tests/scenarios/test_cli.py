@@ -113,8 +113,8 @@ def test_runner_defaults_apply_and_same_seed_reproduces(tmp_path: Path) -> None:
          "runtime 'tcp' (--runtime tcp) hosts actor parties and needs the 'actors' engine, which scenario "
          "'lambda_table' does not support (engines: fast); run it without --runtime"),
         (("run", "secure_sum_faults", "--runtime", "tcp"),
-         "runtime 'tcp' (--runtime tcp) does not apply to scenario 'secure_sum_faults': it runs each secure sum "
-         "on an in-memory network of its own; run it without --runtime"),
+         "runtime 'tcp' (--runtime tcp) does not apply to scenario 'secure_sum_faults': it sets up the network "
+         "of each of its runs itself (an in-memory or a virtual-time one); run it without --runtime"),
         (("run", "lambda_table", "--runs", "0"), "runs must be an integer >= 1, got 0"),
         (("run", "lambda_table", "--seed", "-3"), "seed must be an integer >= 0, got -3"),
         (("run", "lambda_table", "--set", "sises=[4]"), "unknown key 'parameters.sises' (did you mean 'sizes'?)"),
