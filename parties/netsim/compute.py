@@ -44,7 +44,7 @@ from typing import Any
 
 from mprr.domain import check_real
 
-__all__ = ["DEFAULT_COSTS", "CryptoCosts", "calibrate"]
+__all__ = ["DEFAULT_COSTS", "CryptoCosts", "calibrate", "cpu_per_call"]
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ class CryptoCosts:
         return asdict(self)
 
 
-def _per_call(run: Callable[[], object], repeat: int) -> float:
+def cpu_per_call(run: Callable[[], object], repeat: int) -> float:
     """CPU seconds per call of ``run``: the best of 5 timings of ``repeat`` calls
     (:func:`time.process_time`, so other processes' load does not count)."""
     best = float("inf")
@@ -145,26 +145,26 @@ def calibrate(*, repeat: int = 200) -> CryptoCosts:
     shared = exchange(a.private, b.public, peer=1)
     key, seed = secrets.token_bytes(32), secrets.token_bytes(32)
     small, large = 64, 1 << 16
-    chacha_small = _per_call(lambda: keystream(seed, small), repeat)
-    chacha_large = _per_call(lambda: keystream(seed, large), max(1, repeat // 10))
-    aead_small = _per_call(lambda: seal(key, bytes(small), session="s", sender=0, receiver=1), repeat)
-    aead_large = _per_call(lambda: seal(key, bytes(large), session="s", sender=0, receiver=1), max(1, repeat // 10))
+    chacha_small = cpu_per_call(lambda: keystream(seed, small), repeat)
+    chacha_large = cpu_per_call(lambda: keystream(seed, large), max(1, repeat // 10))
+    aead_small = cpu_per_call(lambda: seal(key, bytes(small), session="s", sender=0, receiver=1), repeat)
+    aead_large = cpu_per_call(lambda: seal(key, bytes(large), session="s", sender=0, receiver=1), max(1, repeat // 10))
     xs = list(range(1, 17))
     secret = secrets.token_bytes(32)
     signer = Ed25519PrivateKey.generate()
     chacha_per_byte = max(0.0, (chacha_large - chacha_small) / (large - small))
     aead_per_byte = max(0.0, (aead_large - aead_small) / (large - small))
     return CryptoCosts(
-        x25519_keygen=_per_call(KeyPair.generate, repeat),
-        x25519_agree=_per_call(lambda: exchange(a.private, b.public, peer=1), repeat),
-        hkdf=_per_call(lambda: derive_key(shared, purpose="mask", session="s", a=0, b=1), repeat),
+        x25519_keygen=cpu_per_call(KeyPair.generate, repeat),
+        x25519_agree=cpu_per_call(lambda: exchange(a.private, b.public, peer=1), repeat),
+        hkdf=cpu_per_call(lambda: derive_key(shared, purpose="mask", session="s", a=0, b=1), repeat),
         chacha20_fixed=max(0.0, chacha_small - small * chacha_per_byte),
         chacha20_per_byte=chacha_per_byte,
         aead_fixed=max(0.0, aead_small - small * aead_per_byte),
         aead_per_byte=aead_per_byte,
-        shamir_share=_per_call(lambda: share_values([secret], xs, 9), max(1, repeat // 4)) / len(xs),
-        mac=_per_call(lambda: hashlib.blake2b(bytes(48), key=key[:16], digest_size=16).digest(), repeat),
-        ed25519_sign=_per_call(lambda: signer.sign(bytes(64)), repeat),
+        shamir_share=cpu_per_call(lambda: share_values([secret], xs, 9), max(1, repeat // 4)) / len(xs),
+        mac=cpu_per_call(lambda: hashlib.blake2b(bytes(48), key=key[:16], digest_size=16).digest(), repeat),
+        ed25519_sign=cpu_per_call(lambda: signer.sign(bytes(64)), repeat),
     )
 
 

@@ -37,14 +37,13 @@ from __future__ import annotations
 
 import ssl
 import tempfile
-import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
 
 from mprr.domain import check_real
+from parties.netsim.compute import cpu_per_call
 
 __all__ = ["DEFAULT_PROCESSING", "ProcessingCosts", "calibrate_processing"]
 
@@ -97,18 +96,6 @@ class ProcessingCosts:
     def to_dict(self) -> dict[str, float]:
         """The costs by name (JSON-friendly)."""
         return asdict(self)
-
-
-def _per_call(run: Callable[[], object], repeat: int) -> float:
-    """CPU seconds per call of ``run``: the best of 5 timings of ``repeat`` calls
-    (:func:`time.process_time`: other processes' load does not count)."""
-    best = float("inf")
-    for _ in range(5):
-        start = time.process_time()
-        for _ in range(repeat):
-            run()
-        best = min(best, (time.process_time() - start) / repeat)
-    return best
 
 
 def _line(small: float, large: float, nsmall: int, nlarge: int) -> tuple[float, float]:
@@ -169,11 +156,11 @@ def calibrate_processing(*, repeat: int = 200) -> ProcessingCosts:
 
     def codec(nbytes: int) -> float:
         msg = ShareVector("s0", -1, np.arange(nbytes // 8, dtype=np.uint64))
-        return _per_call(lambda: decode(encode(msg)), repeat)
+        return cpu_per_call(lambda: decode(encode(msg)), repeat)
 
     def channel(nbytes: int) -> float:
         frame, decoder = Frame(0, 1, "secure-sum/shares", 65, bytes(nbytes)), StreamDecoder()
-        return _per_call(lambda: [read_record(r) for r in decoder.feed(pack_stream([frame_record(frame)]))], repeat)
+        return cpu_per_call(lambda: [read_record(r) for r in decoder.feed(pack_stream([frame_record(frame)]))], repeat)
 
     def router(nbytes: int) -> float:
         import networkx as nx
@@ -197,12 +184,12 @@ def calibrate_processing(*, repeat: int = 200) -> ProcessingCosts:
         msg = ShareVector("s0", -1, np.arange(nbytes // 8, dtype=np.uint64))
         payload = encode(msg)
         frame = Frame(0, 1, "secure-sum/shares", peek_kind(payload), payload)
-        return _per_call(lambda: net.ingress(source, frame), repeat)
+        return cpu_per_call(lambda: net.ingress(source, frame), repeat)
 
     with tempfile.TemporaryDirectory(prefix="mprr-calibrate-") as scratch:
         pair = _TlsPair(Path(scratch))
-        tls_small = _per_call(lambda: pair.roundtrip(bytes(64)), repeat)
-        tls_large = _per_call(lambda: pair.roundtrip(bytes(large)), max(1, repeat // 4))
+        tls_small = cpu_per_call(lambda: pair.roundtrip(bytes(64)), repeat)
+        tls_large = cpu_per_call(lambda: pair.roundtrip(bytes(large)), max(1, repeat // 4))
     codec_fixed, codec_per_byte = _line(codec(small), codec(large), small, large)
     channel_fixed, channel_per_byte = _line(channel(small), channel(large), small, large)
     tls_fixed, tls_per_byte = _line(tls_small, tls_large, 64, large)
