@@ -35,7 +35,7 @@ from typing import Any
 from mprr.errors import ConfigurationError
 from mprr.protocols.plan import Plan
 from mprr.protocols.result import ProtocolResult
-from mprr.protocols.steps import Program, Release, Released, Report, Step
+from mprr.protocols.steps import Arguments, Program, Release, Released, Report, Step, call_program
 from parties.controller import Controller
 from parties.secure.engine import SecureSumEngine
 
@@ -45,12 +45,16 @@ __all__ = ["run_actors"]
 async def run_actors(
     program: Callable[..., Program],
     ctl: Controller,
+    params: Arguments | None = None,
+    /,
     *,
     plan: Plan,
     engine: SecureSumEngine | None = None,
-    **params: Any,
+    **keywords: Any,
 ) -> ProtocolResult:
-    """Run ``program(ctl.schema, **params)`` with the controller ``ctl`` and its parties.
+    """Run ``program`` with the controller ``ctl`` and its parties: ``program(ctl.schema, params)``
+    with its parameter object, or ``program(ctl.schema, **keywords)``
+    (:func:`mprr.protocols.steps.call_program`).
 
     Parameters
     ----------
@@ -58,14 +62,17 @@ async def run_actors(
         A step-program function (e.g. :func:`mprr.protocols.clusters.rr_clusters_steps`).
     ctl
         The controller, connected to the parties.
+    params
+        The program's parameter object (e.g. :class:`mprr.protocols.parameters.RRClustersParameters`,
+        validated when it was built), or a mapping of keywords.
     plan
-        The program's plan with ``params`` (:func:`mprr.protocols.plan.plan_of`), which the
+        The program's plan with these parameters (:func:`mprr.protocols.plan.plan_of`), which the
         run was set up for; every step is checked against it.
     engine
         The configured secure-sum engine of the :class:`~mprr.protocols.steps.SecureSum`
         steps; required when the plan needs one.
-    params
-        The program's parameters.
+    keywords
+        The parameters of a program that takes keywords.
 
     Raises
     ------
@@ -79,7 +86,7 @@ async def run_actors(
     if plan.needs.engine and engine is None:
         raise ConfigurationError(f"the plan has secure sums {[p.phase for p in plan.secure_sums]}: give engine, "
                                  "a configured secure-sum engine (parties.secure.registry.make_engine), got None")
-    steps = program(ctl.schema, **params)
+    steps = call_program(program, ctl.schema, params, **keywords)
     sizes = ctl.schema.sizes
     seconds = 0.0  # wall clock spent in secure-sum steps (commitments and the sum)
     try:

@@ -276,10 +276,11 @@ async def simulate_async(
         warning with that cost is logged.
     parameters
         The protocol's parameter object (e.g. :class:`mprr.protocols.parameters.RRClustersParameters`),
-        validated when it was built, instead of keyword parameters.
+        validated when it was built: what the actors and the step program receive.
     **params
-        The protocol's parameters, as for the fast-path function (e.g. ``p``, ``Tv``, ``Td``).
-        The run is set up from the program's plan with them
+        Instead of ``parameters``: the protocol's parameters as keywords, as for the fast-path
+        function (e.g. ``p``, ``Tv``, ``Td``); a protocol with a parameter object builds it from
+        them once (:meth:`mprr.protocols.registry.ProtocolEntry.bind`).  The run is set up from the program's plan with them
         (:meth:`mprr.protocols.registry.ProtocolEntry.plan`, ``options["plan"]``); a plan with
         a secure sum (RR-Clusters with dependence 4.2 / 4.3) also takes the secure-sum engine
         as ``secure_sum`` (or ``engine``): ``"paper"`` (default), ``"graph"``,
@@ -303,22 +304,19 @@ async def simulate_async(
                 f"{params['secure_sum']!r} and engine = {params['engine']!r}"
             )
         params["engine"] = params.pop("secure_sum")
+    chosen = params.pop("engine", None)
     entry = lookup(protocol) if isinstance(protocol, str) else custom_entry(protocol)
-    if parameters is not None:
-        unknown = sorted(set(params) - {"engine"})
-        if unknown:
-            raise ConfigurationError(f"give the protocol's parameters in the parameter object, not also as {unknown}")
-        kwargs = {**entry.bind(parameters), **params}
-    else:
-        kwargs = entry.bind(params, driver=("engine",))
+    if parameters is not None and params:
+        raise ConfigurationError(
+            f"give the protocol's parameters in the parameter object, not also as {sorted(params)}")
+    bound = entry.bind(parameters if parameters is not None else params)  # the parameter object, or keywords
     seed = check_int("seed", seed, 0)
     timeout = check_real("timeout", timeout, strict=True)
     policy = as_policy(policy)
     n = dataset.n
     budgets = _budgets(budget, n)
-    chosen = kwargs.pop("engine", None)
     schema = dataset.schema
-    plan = entry.plan(schema, kwargs)  # what the program will ask, from its parameters: the run's set-up
+    plan = entry.plan(schema, bound)  # what the program will ask, from its parameters: the run's set-up
     engine: SecureSumEngine | None = None
     if plan.needs.engine:  # set-up: every party gets the engine (its secure-sum policy) before the run
         engine = make_engine("paper" if chosen is None else chosen, round_timeout=timeout)
@@ -380,7 +378,7 @@ async def simulate_async(
             controller = Controller(net.endpoint(CONTROLLER, accept=CONTROLLER_KINDS), schema, range(n),
                                     timeout=timeout, on_dropout=on_dropout, retries=retries)
             try:
-                result = await run_actors(entry.program, controller, plan=plan, engine=engine, **kwargs)
+                result = await run_actors(entry.program, controller, bound, plan=plan, engine=engine)
                 reports = await run_attacks(controller, attacks)
             except Exception as exc:  # re-raised below, after the parties are stopped
                 error = exc

@@ -95,7 +95,7 @@ def simulate_by_name(
         own = entry.parameters.from_mapping(given, protocol=entry.name)
     bound = entry.bind(given if own is None else own)
     if engine == "fast":
-        result = run_local(entry.program, dataset, rng=PartyStreams(seed, dataset.n), **bound)
+        result = run_local(entry.program, dataset, bound, rng=PartyStreams(seed, dataset.n))
         return SimulationSummary(entry.name, dataset.n, seed, engine, result, given)
     if engine != "actors":
         raise ConfigurationError(f"engine must be 'fast' or 'actors', got {engine!r}")

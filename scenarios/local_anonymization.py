@@ -305,33 +305,23 @@ def protocol_parameters(params: Mapping[str, Any]) -> dict[str, Parameters]:
     :class:`~mprr.protocols.parameters.RRClustersParameters` and
     :class:`~mprr.protocols.parameters.RRIndependentParameters`.
 
-    With ``epsilon`` (the default) both protocols get the same budget per respondent; ``p`` or
-    ``epsilon_per_attribute`` is the papers' per-attribute setting.
+    With ``epsilon`` (the default, :data:`DEFAULT_EPSILON` when no matrix parameter is given)
+    both protocols get the same budget per respondent; ``p`` or ``epsilon_per_attribute`` is the
+    papers' per-attribute setting.  The objects validate the values, once (the scenario schema's
+    fields are derived from theirs).
 
     Raises
     ------
     ConfigurationError
-        If more than one of ``epsilon``, ``epsilon_per_attribute`` and ``p`` is given, or a
-        budget per respondent is asked of dependence 4.2 (exact values, ε = ∞).
+        From the parameter objects: e.g. more than one of ``epsilon``, ``epsilon_per_attribute``
+        and ``p``, or a budget per respondent asked of dependence 4.2 (exact values, ε = ∞).
     """
     given = [k for k in MATRIX_KEYS if params[k] is not None]
-    if len(given) > 1:
-        raise ConfigurationError(
-            "give one of parameters.epsilon (per respondent), parameters.epsilon_per_attribute or parameters.p, "
-            "got " + " and ".join(f"{k} = {params[k]}" for k in given)
-        )
-    key = given[0] if given else "epsilon"
-    value = params[key] if given else DEFAULT_EPSILON
-    if key == "epsilon" and params["dependence"] == "4.2":
-        raise ConfigurationError(
-            f"parameters.dependence = '4.2' releases exact pair values (ε = ∞, no DP guarantee) and cannot meet "
-            f"a budget of epsilon = {value:g} per respondent; use dependence '4.1' or '4.3', or the papers' "
-            "per-attribute setting (parameters.p or parameters.epsilon_per_attribute) to run 4.2 outside any budget"
-        )
-    common = {key: value, "postprocess": params["postprocess"]}
+    chosen = {k: params[k] for k in given} if given else {"epsilon": DEFAULT_EPSILON}
+    common = {**chosen, "postprocess": params["postprocess"]}
     clusters = {**common, "Tv": params["Tv"], "Td": params["Td"], "max_cells": params["max_cells"],
                 "dependence": params["dependence"]}
-    if key == "epsilon":
+    if "epsilon" in chosen:
         clusters["discovery_share"] = params["discovery_share"]
     return {"RR-Clusters": RRClustersParameters(**clusters), "RR-Independent": RRIndependentParameters(**common)}
 
@@ -351,8 +341,7 @@ def _actors(dataset: Dataset, protocol: str, parameters: Parameters, seed: int,
         if status is not None:
             status(f"{protocol}: {messages:,} messages, {nbytes / 1e6:.1f} MB, {elapsed:.0f} s")
 
-    entry = lookup(protocol)
-    plan = entry.plan(dataset.schema, entry.bind(parameters))  # a secure sum in it takes the scenario's engine
+    plan = lookup(protocol).plan(dataset.schema, parameters)  # a secure sum in it takes the scenario's engine
     options = simulate_options(plan, params["secure_sum"], dataset.n, params["degree"], params["round_timeout"])
     sim = simulate(dataset, protocol, seed=seed, timeout=params["round_timeout"], progress=report,
                    progress_interval=1.0, runtime=runtime, parameters=parameters, **options)
@@ -371,7 +360,7 @@ def run_protocol(dataset: Dataset, protocol: str, parameters: Parameters, *, see
     start = time.perf_counter()
     if engine == "fast":  # the local driver: every party at once, each with its own stream
         entry = lookup(protocol)
-        result = run_local(entry.program, dataset, rng=PartyStreams(seed, dataset.n), **entry.bind(parameters))
+        result = run_local(entry.program, dataset, entry.bind(parameters), rng=PartyStreams(seed, dataset.n))
         privacy, traffic, view, wire = PrivacyRecord.of(result), None, None, None
     else:
         result, privacy, traffic, view, wire = _actors(dataset, protocol, parameters, seed, params, status, runtime)

@@ -23,7 +23,7 @@ from mprr.errors import ConfigurationError
 from mprr.data import Schema
 from mprr.protocols.result import ProtocolResult
 from mprr.protocols.plan import Plan, declares, plan_of
-from mprr.protocols.steps import Program
+from mprr.protocols.steps import Arguments, Program, call_program
 
 __all__ = ["rr_adjustment", "rr_adjustment_steps", "ADJUSTABLE"]
 
@@ -99,16 +99,18 @@ def rr_adjustment(
     )
 
 
-def _base(base: str) -> Callable[..., Program]:
+def _base(base: str, params: dict[str, Any]) -> tuple[Callable[..., Program], Arguments]:
+    """The base program and what it is started with: RR-Clusters takes its parameter object
+    (built here: the one validation of its values), RR-Independent its keywords."""
     from mprr.protocols.clusters import rr_clusters_steps
     from mprr.protocols.independent import rr_independent_steps
+    from mprr.protocols.parameters import RRClustersParameters
 
-    programs: dict[str, Callable[..., Program]] = {
-        "RR-Independent": rr_independent_steps, "RR-Clusters": rr_clusters_steps,
-    }
-    if base not in programs:
-        raise ConfigurationError(f"base must be one of {list(ADJUSTABLE)}, got {base!r}")
-    return programs[base]
+    if base == "RR-Clusters":
+        return rr_clusters_steps, RRClustersParameters.from_mapping(params)
+    if base == "RR-Independent":
+        return rr_independent_steps, params
+    raise ConfigurationError(f"base must be one of {list(ADJUSTABLE)}, got {base!r}")
 
 
 def _split(params: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +123,8 @@ def rr_adjustment_plan(schema: Schema, *, base: str = "RR-Independent", **params
     of the parties)."""
     rest = dict(params)
     _split(rest)
-    return plan_of(_base(base), schema, **rest)
+    program, arguments = _base(base, rest)
+    return plan_of(program, schema, arguments)
 
 
 @declares(rr_adjustment_plan)
@@ -132,7 +135,7 @@ def rr_adjustment_steps(schema: Schema, *, base: str = "RR-Independent", **param
     ``base`` is ``"RR-Independent"`` or ``"RR-Clusters"``; the keywords of :func:`rr_adjustment`
     (``tol``, ``max_iter``, ``exact_limit``) go to it, the other ``params`` to the base program.
     """
-    program = _base(base)
     options = _split(params)
-    result = yield from program(schema, **params)
+    program, arguments = _base(base, params)
+    result = yield from call_program(program, schema, arguments)
     return rr_adjustment(result, **options)

@@ -48,10 +48,13 @@ __all__ = [
     "attribute_epsilons",
     "cluster_spec",
     "pair_spec",
+    "per_attribute",
 ]
 
 
-def _per_attribute(value: float | Sequence[float], m: int, name: str) -> list[float]:
+def per_attribute(value: float | Sequence[float], m: int, name: str) -> list[float]:
+    """``value`` for each of ``m`` attributes: a scalar repeated, or a sequence of exactly ``m``
+    values (ConfigurationError naming ``name`` otherwise)."""
     if isinstance(value, (str, bytes)):
         raise ConfigurationError(f"{name} must be a number or a sequence of {m} numbers, got {value!r}")
     if isinstance(value, Sequence) or isinstance(value, np.ndarray):
@@ -149,11 +152,11 @@ def attribute_matrices(
         )
     if p is not None:
         ps = [check_unit("p", v, low_open=True, high_open=True, why=" (p = 0 is singular, p = 1 has ε = ∞)")
-              for v in _per_attribute(p, m, "p")]
+              for v in per_attribute(p, m, "p")]
         return tuple(keep_or_uniform(k, pk) for k, pk in zip(sizes, ps))
     if epsilon_per_attribute is not None:
         eps = [check_epsilon(v, "epsilon_per_attribute")
-               for v in _per_attribute(epsilon_per_attribute, m, "epsilon_per_attribute")]
+               for v in per_attribute(epsilon_per_attribute, m, "epsilon_per_attribute")]
         return tuple(grr(k, e) for k, e in zip(sizes, eps))
     if epsilon is not None:
         if isinstance(epsilon, Sequence) or isinstance(epsilon, np.ndarray):
@@ -196,10 +199,10 @@ def attribute_specs(
                               matrices=matrices)
     m = len(mats)
     if p is not None:
-        specs = tuple(MatrixSpec.keep_or_uniform(float(v)) for v in _per_attribute(p, m, "p"))
+        specs = tuple(MatrixSpec.keep_or_uniform(float(v)) for v in per_attribute(p, m, "p"))
     elif epsilon_per_attribute is not None:
         specs = tuple(MatrixSpec.grr(float(v))
-                      for v in _per_attribute(epsilon_per_attribute, m, "epsilon_per_attribute"))
+                      for v in per_attribute(epsilon_per_attribute, m, "epsilon_per_attribute"))
     elif epsilon is not None:
         specs = (MatrixSpec.keep_or_uniform(keep_for_budget(sizes, epsilon)),) * m
     else:

@@ -37,19 +37,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 from mprr.clustering import Clustering, cluster_attributes
 from mprr.data import Schema
-from mprr.errors import ConfigurationError
-from mprr.domain import check_epsilon, check_unit
 from mprr.protocols.budget import attribute_epsilons, attribute_specs, cluster_spec, keep_epsilon, keep_for_budget
-from mprr.protocols.steps import MatrixSpec
-from mprr.protocols.dependences import PHASE, check_dependence_options, dependence_plan, dependence_steps
-from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, product_estimate
+from mprr.protocols.steps import Matrix, MatrixSpec
+from mprr.protocols.dependences import PHASE, dependence_plan, dependence_steps
+from mprr.protocols.estimate import product_estimate
 from mprr.protocols.independent import matrix_parameters
-from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS, check_joint_cells
+from mprr.protocols.joint import check_joint_cells
 from mprr.protocols.local import local_protocol
+from mprr.protocols.parameters import RRClustersParameters
 from mprr.protocols.plan import Plan, PhasePlan, declares
 from mprr.protocols.result import release_result
 from mprr.protocols.steps import Program, Release
@@ -75,30 +73,16 @@ def release_clusters(
     return clusters
 
 
-def rr_clusters_plan(schema: Schema, *, dependence: str = "4.1", **params: Any) -> Plan:
-    """The plan of :func:`rr_clusters_steps`: the dependence phase of ``dependence``
+def rr_clusters_plan(schema: Schema, params: RRClustersParameters) -> Plan:
+    """The plan of :func:`rr_clusters_steps`: the dependence phase of ``params.dependence``
     (:func:`~mprr.protocols.dependences.dependence_plan`: a release under 4.1, a secure sum of
     the pair vectors under 4.2 / 4.3), then the release ``"clusters"``, whose units Algorithm 1
     chooses from the dependences."""
-    return Plan((*dependence_plan(schema, dependence), PhasePlan.release("clusters")))
+    return Plan((*dependence_plan(schema, params.dependence), PhasePlan.release("clusters")))
 
 
 @declares(rr_clusters_plan)
-def rr_clusters_steps(
-    schema: Schema,
-    *,
-    Tv: float,
-    Td: float,
-    p: float | Sequence[float] | None = None,
-    epsilon_per_attribute: float | Sequence[float] | None = None,
-    epsilon: float | None = None,
-    discovery_share: float = 0.5,
-    dependence: str = "4.1",
-    tables: str = "estimated",
-    pair_epsilon: float | None = None,
-    postprocess: str = DEFAULT_POSTPROCESS,
-    max_cells: int = DEFAULT_JOINT_MAX_CELLS,
-) -> Program:
+def rr_clusters_steps(schema: Schema, params: RRClustersParameters) -> Program:
     """RR-Clusters (main paper Section 4 with Algorithm 1 and the 6.3.2 matrices) as a step program.
 
     Steps: phase ``"dependence"`` (:func:`~mprr.protocols.dependences.dependence_steps`: a
@@ -110,34 +94,38 @@ def rr_clusters_steps(
     ----------
     schema
         The attributes every party holds (all the program knows of the data before it runs).
-    Tv
-        Algorithm 1: largest number of value combinations of a cluster.
-    Td
-        Algorithm 1: smallest dependence for two clusters to be merged.
-    p, epsilon_per_attribute, epsilon
-        Exactly one.  The papers' setting: keep probability of main paper 6.3.1
-        (``keep_or_uniform(|A|, p)``) or ε of each attribute (``grr``), scalar or one per
-        attribute; these give ε_A, the matrices of phase 1 (4.1) and the budget of each cluster
-        ``Σ_{A∈C} ε_A`` (the total depends on the dependence method and, through replays, on the
-        clusters).  Or ``epsilon``: ε per respondent, planned as in the module docstring so
-        that every party's sequential ledger totals at most ``epsilon`` (not with 4.2).
-    discovery_share
-        With ``epsilon`` only: the share of the budget spent on phase 1, in (0, 1) (default
-        0.5).
-    dependence
-        ``"4.1"`` (RR per attribute, default), ``"4.2"`` (exact bivariate tables; ε = ∞, no DP
-        guarantee) or ``"4.3"`` (RR per pair + secure sum).
-    tables
-        4.1 only: dependences on ``"estimated"`` (default, eq. (2) through ``P^i ⊗ P^j``) or
-        ``"randomized"`` (raw released) bivariate tables.
-    pair_epsilon
-        4.3 only: ε of every pair matrix (default ``ε_i + ε_j``).
-    postprocess
-        ``"clip-rescale"`` (paper, default), ``"project-simplex"``, ``"ibu"`` or ``"none"``;
-        used for the cluster estimates and the estimated pair tables.
-    max_cells
-        Largest cluster domain the release accepts (DomainTooLargeError beyond; only reachable
-        when ``Tv > max_cells``).
+    params
+        The :class:`~mprr.protocols.parameters.RRClustersParameters`, validated when they were
+        built (the fast-path function :func:`rr_clusters` builds them from its keywords):
+
+        ``Tv``, ``Td``
+            Algorithm 1: largest number of value combinations of a cluster; smallest
+            dependence for two clusters to be merged.
+        ``p``, ``epsilon_per_attribute``, ``epsilon``
+            Exactly one.  The papers' setting: keep probability of main paper 6.3.1
+            (``keep_or_uniform(|A|, p)``) or ε of each attribute (``grr``), scalar or one per
+            attribute; these give ε_A, the matrices of phase 1 (4.1) and the budget of each
+            cluster ``Σ_{A∈C} ε_A`` (the total depends on the dependence method and, through
+            replays, on the clusters).  Or ``epsilon``: ε per respondent, planned as in the
+            module docstring so that every party's sequential ledger totals at most
+            ``epsilon`` (not with 4.2).
+        ``discovery_share``
+            With ``epsilon`` only: the share of the budget spent on phase 1, in (0, 1)
+            (default 0.5).
+        ``dependence``
+            ``"4.1"`` (RR per attribute, default), ``"4.2"`` (exact bivariate tables; ε = ∞, no
+            DP guarantee) or ``"4.3"`` (RR per pair + secure sum).
+        ``tables``
+            4.1 only: dependences on ``"estimated"`` (default, eq. (2) through ``P^i ⊗ P^j``)
+            or ``"randomized"`` (raw released) bivariate tables.
+        ``pair_epsilon``
+            4.3 only: ε of every pair matrix (default ``ε_i + ε_j``).
+        ``postprocess``
+            ``"clip-rescale"`` (paper, default), ``"project-simplex"``, ``"ibu"`` or ``"none"``;
+            used for the cluster estimates and the estimated pair tables.
+        ``max_cells``
+            Largest cluster domain the release accepts (DomainTooLargeError beyond; only
+            reachable when ``Tv > max_cells``).
 
     Returns
     -------
@@ -145,6 +133,12 @@ def rr_clusters_steps(
         ``estimate``: ``ProductDistribution`` of the cluster distributions; phases
         ``"dependence"`` then ``"clusters"``; ``clusters``, ``clustering_trace`` (Algorithm 1
         merge steps) and ``dependence`` (the (m, m) matrix); ``details["dependence_tables"]``.
+
+    Raises
+    ------
+    ConfigurationError
+        If ``p`` or ``epsilon_per_attribute`` is a list without one value per attribute of
+        ``schema`` (every other rule is the parameter object's).
 
     Notes
     -----
@@ -156,43 +150,29 @@ def rr_clusters_steps(
       attribute index), except, under 4.1, singleton clusters (replays of phase 1: no
       uniform); the cluster value is the C-order code of its sorted attributes.
     """
-    method = check_postprocess(postprocess)
-    check_dependence_options(dependence, tables, pair_epsilon)
+    method = params.postprocess
+    dependence = params.dependence
+    pair_epsilon = params.pair_epsilon
     sizes = schema.sizes
     m = schema.m
-    budgeted = epsilon is not None
-    if budgeted:
-        share = check_unit("discovery_share", discovery_share, low_open=True, high_open=True)
-        if dependence == "4.2":
-            raise ConfigurationError(
-                f"dependence='4.2' releases exact pair values (ε = ∞, no DP guarantee) and cannot meet a budget "
-                f"of epsilon = {epsilon!r} per respondent; use dependence '4.1' or '4.3', or the papers' "
-                "per-attribute setting (p or epsilon_per_attribute)"
-            )
-        if pair_epsilon is not None:
-            raise ConfigurationError(
-                "pair_epsilon cannot be combined with a budget per respondent (epsilon): the plan gives every "
-                "pair ε·discovery_share/(m(m−1)/2); give epsilon_per_attribute or p to set pair_epsilon"
-            )
-        total = check_epsilon(epsilon)
-        discovery = total * share
+    budgeted = params.epsilon is not None
+    attr_mats: tuple[Matrix, ...]
+    if params.epsilon is not None:
+        total = params.epsilon
+        discovery = total * params.discovery_share
         specs, attr_mats = attribute_specs(sizes, epsilon=discovery)
         if dependence == "4.3" and m > 1:
             pair_epsilon = discovery / (m * (m - 1) // 2)
         release_p = keep_for_budget(sizes, total - discovery)
         eps = tuple(keep_epsilon(k, release_p) for k in sizes)
     else:
-        if discovery_share != 0.5:
-            raise ConfigurationError(
-                f"discovery_share applies with a budget per respondent (epsilon) only, got {discovery_share!r}"
-            )
-        specs, attr_mats = attribute_specs(sizes, p=p, epsilon_per_attribute=epsilon_per_attribute)
+        specs, attr_mats = params.attribute_specs(sizes)
         eps = attribute_epsilons(attr_mats)
     phase1 = yield from dependence_steps(
-        schema, dependence, specs, postprocess=method, tables=tables, pair_epsilon=pair_epsilon
+        schema, dependence, specs, postprocess=method, tables=params.tables, pair_epsilon=pair_epsilon
     )
-    clustering = cluster_attributes(phase1.dependence, sizes, Tv, Td)
-    clusters = release_clusters(clustering, sizes, max_cells)
+    clustering = cluster_attributes(phase1.dependence, sizes, params.Tv, params.Td)
+    clusters = release_clusters(clustering, sizes, params.max_cells)
     # Under 4.1 a singleton cluster {A} whose release matrix is the matrix of A's phase-1
     # release (the 6.3.2 matrix carrying ε_A is that matrix) is a replay.
     same_budget = not budgeted or abs(eps[0] - float(attribute_epsilons(attr_mats)[0])) <= 1e-12 * eps[0]
@@ -207,24 +187,24 @@ def rr_clusters_steps(
         "clusters", clusters, cspecs, replays=replays,
         notes={"dependence": phase1.dependence, "clusters": clusters},
     )
-    params = {
-        **matrix_parameters(p, epsilon_per_attribute, epsilon, None),
-        "discovery_share": discovery_share if budgeted else None,
-        "Tv": Tv,
-        "Td": Td,
+    record = {
+        **matrix_parameters(params.p, params.epsilon_per_attribute, params.epsilon, None),
+        "discovery_share": params.discovery_share if budgeted else None,
+        "Tv": params.Tv,
+        "Td": params.Td,
         "dependence": dependence,
-        "tables": tables,
+        "tables": params.tables,
         "pair_epsilon": pair_epsilon,
         "attribute_epsilons": list(attribute_epsilons(attr_mats)),
         "cluster_epsilons": [float(P.epsilon) for P in got.data.randomized_matrices],
         "cluster_cells": [math.prod(sizes[a] for a in c) for c in clusters],
     }
     return release_result(
-        "RR-Clusters", n=got.n, parameters=params, schema=schema,
+        "RR-Clusters", n=got.n, parameters=record, schema=schema,
         estimate=product_estimate(got.data, sizes, method), releases=(phase1.released, got.data),
         postprocessing=method, clusters=clusters, clustering_trace=clustering.trace,
         dependence=phase1.dependence, details={"dependence_tables": phase1.tables, **phase1.details},
     )
 
 
-rr_clusters = local_protocol(rr_clusters_steps, "rr_clusters")
+rr_clusters = local_protocol(rr_clusters_steps, "rr_clusters", RRClustersParameters)

@@ -29,7 +29,8 @@ from mprr.data import Dataset
 from mprr.domain import MAX_TABLE_CELLS
 from mprr.protocols.release import ReleasedData, check_inputs, exact_tables, release_units
 from mprr.protocols.oracle_reports import report_uniforms, report_units, reporters
-from mprr.protocols.steps import Release, Released, Report, Step
+from mprr.parameters import Parameters
+from mprr.protocols.steps import Arguments, Release, Released, Report, Step, call_program
 from mprr.streams import Randomness, draw_uniforms
 
 __all__ = ["LocalProtocol", "local_protocol", "run_local"]
@@ -39,9 +40,12 @@ R_co = TypeVar("R_co", covariant=True)
 
 
 def run_local(
-    program: Callable[..., Generator[Step, Released, R]], dataset: Dataset, *, rng: Randomness, **params: Any
+    program: Callable[..., Generator[Step, Released, R]], dataset: Dataset, params: Arguments | None = None, /, *,
+    rng: Randomness, **keywords: Any
 ) -> R:
-    """Run ``program(dataset.schema, **params)`` on every record of ``dataset``.
+    """Run ``program`` on every record of ``dataset``: ``program(dataset.schema, params)`` with its
+    parameter object, or ``program(dataset.schema, **keywords)``
+    (:func:`~mprr.protocols.steps.call_program`).
 
     Parameters
     ----------
@@ -49,10 +53,13 @@ def run_local(
         A step-program function (e.g. :func:`mprr.protocols.independent.rr_independent_steps`).
     dataset
         The parties' true records (party i holds row i).
+    params
+        The program's parameter object (e.g. :class:`mprr.protocols.parameters.RRClustersParameters`,
+        validated when it was built), or a mapping of keywords.
     rng
         ``numpy.random.Generator`` or :class:`mprr.streams.PartyStreams` (one stream per record).
-    params
-        The program's parameters.
+    keywords
+        The parameters of a program that takes keywords.
 
     Raises
     ------
@@ -61,7 +68,7 @@ def run_local(
         parameter errors.
     """
     check_inputs(dataset, rng)
-    steps = program(dataset.schema, **params)
+    steps = call_program(program, dataset.schema, params, **keywords)
     done: dict[str, ReleasedData] = {}
     try:
         step = next(steps)
@@ -113,43 +120,50 @@ class LocalProtocol(Protocol[R_co]):
     def __call__(self, dataset: Dataset, /, *args: Any, rng: Randomness, **params: Any) -> R_co: ...
 
 
-def local_protocol(program: Callable[..., Generator[Step, Released, R]], name: str) -> LocalProtocol[R]:
+def local_protocol(program: Callable[..., Generator[Step, Released, R]], name: str,
+                   parameters: type[Parameters] | None = None) -> LocalProtocol[R]:
     """The fast-path function ``name(dataset, *, rng, **params)`` of a step program.
 
-    It runs ``run_local(program, dataset, rng=rng, **params)``; its signature is the program's,
-    with ``dataset`` for ``schema`` and the keyword-only ``rng`` (parameters the program takes
-    positionally after ``schema`` may be passed positionally), and its docstring points to the
-    program's, so each protocol's parameters are written once, on its step program.
+    With ``parameters`` (the program takes that parameter object), it builds the object from the
+    keywords, which validates them once (:meth:`mprr.parameters.Parameters.from_mapping`), and
+    runs ``run_local(program, dataset, params, rng=rng)``; its signature is the object's fields.
+    Without, it runs ``run_local(program, dataset, rng=rng, **params)``; its signature is the
+    program's (parameters the program takes positionally after ``schema`` may be passed
+    positionally).  Either way ``dataset`` comes first and ``rng`` is keyword-only, and the
+    docstring points to the program's, so each protocol's parameters are documented once.
     """
-    signature = inspect.signature(program)
-    positional = [p.name for p in list(signature.parameters.values())[1:]
-                  if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    signature = inspect.signature(parameters if parameters is not None else program)
+    declared = list(signature.parameters.values())[0 if parameters is not None else 1:]
+    positional = [p.name for p in declared if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
 
     def run(dataset: Dataset, /, *args: Any, rng: Randomness, **params: Any) -> R:
         if len(args) > len(positional):
             raise TypeError(f"{name}() takes {1 + len(positional)} positional arguments but {1 + len(args)} were given")
-        return run_local(program, dataset, rng=rng, **dict(zip(positional, args)), **params)
+        given = {**dict(zip(positional, args)), **params}
+        if parameters is not None:
+            return run_local(program, dataset, parameters.from_mapping(given), rng=rng)
+        return run_local(program, dataset, rng=rng, **given)
 
     summary = (program.__doc__ or "").strip().splitlines()  # a program without a docstring: its name
     head = summary[0].split(" as a step program")[0] if summary else f"The step program ``{program.__name__}``"
-    parameters = list(signature.parameters.values())
-    returns = str(signature.return_annotation)  # "Program" or "Generator[Step, Released, X]"
+    returns = str(inspect.signature(program).return_annotation)  # "Program" or "Generator[Step, Released, X]"
     returns = "ProtocolResult" if returns == "Program" else returns.rsplit(",", 1)[-1].strip(" ]")
     setattr(run, "__signature__", signature.replace(  # read by inspect, help() and Sphinx
         parameters=[
             inspect.Parameter("dataset", inspect.Parameter.POSITIONAL_ONLY, annotation="Dataset"),
-            *parameters[1:],
+            *declared,
             inspect.Parameter("rng", inspect.Parameter.KEYWORD_ONLY, annotation="Randomness"),
         ],
         return_annotation=returns,
     ))
     run.__name__ = run.__qualname__ = name
     run.__module__ = program.__module__
+    how = (f"``run_local({program.__name__}, dataset, {parameters.__name__}(**params), rng=rng)``"
+           if parameters is not None else f"``run_local({program.__name__}, dataset, rng=rng, **params)``")
     run.__doc__ = (
         f"{head}, run on every record of ``dataset``.\n\n"
-        f"``{name}(dataset, *, rng, **params)`` is ``run_local({program.__name__}, dataset, rng=rng, "
-        f"**params)`` (:func:`mprr.protocols.local.run_local`): ``dataset`` holds the parties' true "
-        f"records (party i holds row i), ``rng`` is a ``numpy.random.Generator`` or a "
+        f"``{name}(dataset, *, rng, **params)`` is {how} (:func:`mprr.protocols.local.run_local`): ``dataset`` "
+        f"holds the parties' true records (party i holds row i), ``rng`` is a ``numpy.random.Generator`` or a "
         f":class:`mprr.streams.PartyStreams` (one stream per record).  Parameters, result and draw "
         f"order: :func:`{program.__module__}.{program.__name__}`.\n"
     )

@@ -29,6 +29,7 @@ from mprr.errors import ConfigurationError
 from mprr.estimation import POSTPROCESSORS
 from mprr.matrices import RandomizationMatrix
 from mprr.parameters import Choice, Float, Int, List, Parameters, PerAttribute, parameter
+from mprr.protocols.budget import attribute_specs, keep_for_budget, per_attribute
 from mprr.protocols.dependences import DEPENDENCE_METHODS, TABLE_SOURCES
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS
 from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS
@@ -37,6 +38,7 @@ from mprr.protocols.lambda_protocol import EntropyCheck
 from mprr.protocols.multidim import ORACLE_CHOICES
 from mprr.protocols.oracle_reports import DEFAULT_ORACLE_POSTPROCESS, ORACLE_POSTPROCESS
 from mprr.protocols.sampled_clusters import DESIGNS
+from mprr.protocols.steps import Matrix, MatrixSpec
 
 __all__ = ["CALMParameters", "EPSILON", "KEEP_PROBABILITY", "LambdaParameters", "SampledClustersParameters", "MatrixChoice", "ORACLE_POSTPROCESSING", "OracleParameters", "POSTPROCESS",
            "RRClustersParameters", "RRIndJointParameters", "RRIndependentParameters", "RRJointParameters", "RSFDParameters"]
@@ -78,6 +80,32 @@ class MatrixChoice(Parameters):
                 "give exactly one of p, epsilon_per_attribute, epsilon (per respondent) or matrices for the "
                 f"attribute matrices, got {given or 'none'}"
             )
+
+    def attribute_specs(self, sizes: Sequence[int]) -> tuple[tuple[MatrixSpec, ...], tuple[Matrix, ...]]:
+        """Each attribute's matrix spec and the matrix it builds, from the validated choice:
+        ``keep-or-uniform(p_j)`` (main paper 6.3.1), ``grr(ε_j)``, ``keep-or-uniform`` with the
+        one p that spends ``epsilon`` over the attributes (:func:`~mprr.protocols.budget.keep_for_budget`)
+        or the explicit matrices (checked against ``sizes``).
+
+        Raises
+        ------
+        ConfigurationError
+            If a per-attribute list does not give one value for each of the ``len(sizes)``
+            attributes (the one rule the schema decides).
+        """
+        m = len(sizes)
+        matrices = getattr(self, "matrices", None)
+        if matrices is not None:
+            return attribute_specs(sizes, matrices=matrices)
+        if self.p is not None:
+            specs = tuple(MatrixSpec.keep_or_uniform(v) for v in per_attribute(self.p, m, "p"))
+        elif self.epsilon_per_attribute is not None:
+            specs = tuple(MatrixSpec.grr(v) for v in per_attribute(self.epsilon_per_attribute, m,
+                                                                    "epsilon_per_attribute"))
+        else:
+            assert self.epsilon is not None  # (exactly one choice: validate)
+            specs = (MatrixSpec.keep_or_uniform(keep_for_budget(sizes, self.epsilon)),) * m
+        return specs, tuple(spec.build([k]) for spec, k in zip(specs, sizes))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,6 +158,11 @@ class RRClustersParameters(MatrixChoice):
         if self.tables != "estimated" and self.dependence != "4.1":
             raise ConfigurationError(
                 f"tables='randomized' applies to dependence='4.1' only, got dependence={self.dependence!r}"
+            )
+        if self.epsilon is not None and self.pair_epsilon is not None:
+            raise ConfigurationError(
+                "pair_epsilon cannot be combined with a budget per respondent (epsilon): the plan gives every "
+                "pair ε·discovery_share/(m(m−1)/2); give epsilon_per_attribute or p to set pair_epsilon"
             )
 
 

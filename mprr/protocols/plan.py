@@ -47,7 +47,7 @@ import numpy as np
 
 from mprr.data import Dataset, Schema
 from mprr.errors import ConfigurationError, MprrError, ProtocolError
-from mprr.protocols.steps import ASSIGNMENTS, Release, Released, Report, SecureSum, Step
+from mprr.protocols.steps import ASSIGNMENTS, Arguments, Release, Released, Report, SecureSum, Step, call_program
 
 __all__ = [
     "DRY_RUN_RECORDS",
@@ -279,7 +279,8 @@ class Plan:
 
 
 PlanFunction = Callable[..., Plan]
-"""``plan(schema, **params) -> Plan``: the plan of a step program with these parameters."""
+"""``plan(schema, params) -> Plan`` (or ``plan(schema, **keywords)``): the plan of a step program
+with these parameters, taken as the program takes them."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -289,8 +290,9 @@ _DECLARED: dict[Callable[..., Any], PlanFunction] = {}
 def declares(plan: PlanFunction) -> Callable[[F], F]:
     """Decorator: the step program it decorates declares ``plan`` as its plan function.
 
-    ``plan(schema, **params)`` takes the program's parameters (it may ignore those that do not
-    change the plan) and must not look at any data.
+    ``plan`` takes the program's parameters as the program does (its parameter object, or
+    keywords: :func:`~mprr.protocols.steps.call_program`; it may ignore those that do not change
+    the plan) and must not look at any data.
 
     Raises
     ------
@@ -312,8 +314,10 @@ def declared(program: Callable[..., Any]) -> PlanFunction | None:
     return _DECLARED.get(program)
 
 
-def plan_of(program: Callable[..., Any], schema: Schema, **params: Any) -> Plan:
-    """The plan of ``program(schema, **params)``: its declared plan function's, else a dry run's.
+def plan_of(program: Callable[..., Any], schema: Schema, params: Arguments | None = None, /, **keywords: Any) -> Plan:
+    """The plan of ``program`` started with ``params`` (its parameter object) or ``keywords``
+    (:func:`~mprr.protocols.steps.call_program`): its declared plan function's, which takes the
+    same arguments, else a dry run's.
 
     Raises
     ------
@@ -323,8 +327,8 @@ def plan_of(program: Callable[..., Any], schema: Schema, **params: Any) -> Plan:
     """
     function = _DECLARED.get(program)
     if function is None:
-        return dry_run_plan(program, schema, **params)
-    plan = function(schema, **params)
+        return dry_run_plan(program, schema, params, **keywords)
+    plan = call_program(function, schema, params, **keywords)
     if not isinstance(plan, Plan):
         raise ConfigurationError(f"the plan function of {getattr(program, '__name__', program)!r} must return a "
                                  f"Plan, got {type(plan).__name__}")
@@ -357,7 +361,8 @@ def _recording(steps: Generator[Step, Released, Any], seen: list[Step]) -> Gener
         return stop.value
 
 
-def dry_run_plan(program: Callable[..., Any], schema: Schema, **params: Any) -> Plan:
+def dry_run_plan(program: Callable[..., Any], schema: Schema, params: Arguments | None = None, /,
+                 **keywords: Any) -> Plan:
     """The plan of a program that declared none, when its steps do not depend on the data.
 
     The local driver (:func:`mprr.protocols.local.run_local`) runs the program on three
@@ -378,7 +383,8 @@ def dry_run_plan(program: Callable[..., Any], schema: Schema, **params: Any) -> 
     for data in _dry_datasets(schema):
         seen: list[Step] = []
         try:
-            run_local(lambda s, **p: _recording(program(s, **p), seen), data, rng=np.random.default_rng(1), **params)
+            run_local(lambda s: _recording(call_program(program, s, params, **keywords), seen), data,
+                      rng=np.random.default_rng(1))
         except MprrError as exc:
             raise ConfigurationError(
                 f"program {name!r} declares no plan and a dry run on synthetic data of its schema failed ({exc}); "

@@ -35,7 +35,7 @@ from mprr.protocols.parameters import (CALMParameters, LambdaParameters, OracleP
                                        RSFDParameters, SampledClustersParameters)
 from mprr.protocols.plan import Plan, plan_of
 from mprr.protocols.sampled_clusters import rr_clusters_sampled_steps
-from mprr.protocols.steps import Program
+from mprr.protocols.steps import Arguments, Program
 from mprr.registry import Registry
 
 __all__ = ["PROTOCOLS", "ProtocolEntry", "custom_entry", "lookup", "register_protocol"]
@@ -50,7 +50,8 @@ class ProtocolEntry:
     name
         Canonical name (the ``protocol`` of its :class:`ProtocolResult`).
     program
-        ``program(schema, **params)``: the step program (:mod:`mprr.protocols.steps`).
+        The step program (:mod:`mprr.protocols.steps`): ``program(schema, params)`` with the
+        entry's parameter object (:attr:`takes_parameters`), else ``program(schema, **params)``.
     fixed
         Parameters the name implies (e.g. ``base="RR-Clusters"`` for RR-Clusters+Adjustment).
     aliases
@@ -66,13 +67,27 @@ class ProtocolEntry:
     aliases: tuple[str, ...] = ()
     parameters: type[Parameters] | None = None
 
-    def bind(self, params: Mapping[str, Any] | Parameters, driver: tuple[str, ...] = ()) -> dict[str, Any]:
-        """Check ``params`` against the protocol's parameters; returns the full keyword set.
+    @property
+    def takes_parameters(self) -> bool:
+        """Whether the program takes the entry's parameter object, ``program(schema, params)``
+        (else keywords, ``program(schema, **params)``: a program of one's own may take keywords and
+        still have its parameters checked by a :class:`~mprr.parameters.Parameters` class)."""
+        if self.parameters is None:
+            return False
+        after = list(inspect.signature(self.program).parameters.values())[1:]
+        return len(after) == 1 and after[0].kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                     inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+    def bind(self, params: Mapping[str, Any] | Parameters, driver: tuple[str, ...] = ()) -> Arguments:
+        """Check ``params`` against the protocol's parameters; returns what its program is started
+        with (:func:`mprr.protocols.steps.call_program`).
 
         ``params`` is a mapping, or the entry's own :class:`~mprr.parameters.Parameters` object
-        (validated when it was built).  ``driver`` names parameters the driver takes itself
-        (e.g. ``("engine",)``); they are returned as given (the driver checks them against the
-        program's :meth:`plan`).
+        (validated when it was built).  An entry whose program takes its parameter object
+        (:attr:`takes_parameters`) returns that object, built here from a mapping: the one
+        validation of the values.  Any other entry returns the full keyword set; ``driver`` names
+        parameters the driver takes itself (e.g. ``("engine",)``), returned as given (the driver
+        checks them against the program's :meth:`plan`).
 
         Raises
         ------
@@ -86,11 +101,13 @@ class ProtocolEntry:
                 raise ConfigurationError(
                     f"protocol {self.name!r} takes {expected}, got {type(params).__name__}"
                 )
-            return {**self.fixed, **params.as_kwargs()}
+            return params if self.takes_parameters else {**self.fixed, **params.as_kwargs()}
         if self.parameters is not None:
-            extra = set(driver)
+            extra = set() if self.takes_parameters else set(driver)
             own = self.parameters.from_mapping({k: v for k, v in params.items() if k not in extra},
                                                protocol=self.name)
+            if self.takes_parameters:
+                return own
             return {**self.fixed, **own.as_kwargs(), **{k: v for k, v in params.items() if k in extra}}
         clash = sorted(set(params) & set(self.fixed))
         if clash:
@@ -101,7 +118,7 @@ class ProtocolEntry:
         open_ended = any(p.kind is p.VAR_KEYWORD for p in declared.values())
         base = kwargs.get("base", declared["base"].default if "base" in declared else None)
         if open_ended and base in ADJUSTABLE:  # RR-Adjustment: the base protocol's and Algorithm 2's
-            named += _named(PROTOCOLS[base].program) + list(inspect.signature(rr_adjustment).parameters.values())[1:]
+            named += _keywords(PROTOCOLS[base]) + list(inspect.signature(rr_adjustment).parameters.values())[1:]
             open_ended = False
         extra = set(driver)
         allowed = sorted({p.name for p in named if p.name not in self.fixed} | extra)
@@ -116,14 +133,22 @@ class ProtocolEntry:
             raise ConfigurationError(f"protocol {self.name!r} needs parameter(s) {missing}")
         return kwargs
 
-    def plan(self, schema: Schema, params: Mapping[str, Any]) -> Plan:
-        """The program's plan with the bound ``params`` (:func:`mprr.protocols.plan.plan_of`)."""
-        return plan_of(self.program, schema, **params)
+    def plan(self, schema: Schema, params: Arguments) -> Plan:
+        """The program's plan with the bound ``params`` (:meth:`bind`; :func:`mprr.protocols.plan.plan_of`)."""
+        return plan_of(self.program, schema, params)
 
 
-def _named(program: Callable[..., Any]) -> list[inspect.Parameter]:
-    """The parameters a program is called with by name (after the schema)."""
-    return [p for p in list(inspect.signature(program).parameters.values())[1:]
+def _keywords(entry: ProtocolEntry) -> list[inspect.Parameter]:
+    """The parameters of an entry by name: its parameter object's fields, or its program's."""
+    if entry.takes_parameters:
+        assert entry.parameters is not None
+        return _named(entry.parameters, skip=0)
+    return _named(entry.program)
+
+
+def _named(program: Callable[..., Any], skip: int = 1) -> list[inspect.Parameter]:
+    """The parameters a program is called with by name (after the schema: ``skip``)."""
+    return [p for p in list(inspect.signature(program).parameters.values())[skip:]
             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
 

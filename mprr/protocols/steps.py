@@ -36,6 +36,11 @@ so the same seed gives bit-identical results.  Steps:
     RS+FD, Arcolezi et al. CIKM 2021).  The public rule (units, weights, oracles) is the same
     for every party; only the draw is the party's.
 
+A program takes, after the schema, either its protocol's parameter object (a frozen
+:class:`mprr.parameters.Parameters`, validated once when it was built: the program reads its
+fields and checks nothing again; ``rr_clusters_steps(schema, params)``) or keywords (a program of
+one's own, ``pairs_steps(schema, *, pairs, epsilon)``); :func:`call_program` starts either.
+
 Reply: :class:`Released` (the :class:`~mprr.protocols.release.ReleasedData`, the number of
 parties in it, and driver details such as the secure-sum session).
 
@@ -48,20 +53,23 @@ whoever randomizes rebuilds the matrix over the joint domain of the unit's attri
 from __future__ import annotations
 
 import math
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar, Union
 
+from mprr.data import Schema
 from mprr.errors import ConfigurationError
 from mprr.matrices import RandomizationMatrix
 from mprr.matrix_families import MATRIX_FAMILIES, Matrix
 from mprr.oracles import GRR, OLH, OUE, FrequencyOracle, best_oracle
+from mprr.parameters import Parameters
 from mprr.protocols.release import ReleasedData
 from mprr.protocols.result import ProtocolResult
 
 __all__ = [
     "ASSIGNMENTS",
+    "Arguments",
     "Matrix",
     "MatrixSpec",
     "ORACLES",
@@ -72,6 +80,7 @@ __all__ = [
     "Report",
     "SecureSum",
     "Step",
+    "call_program",
     "singletons",
 ]
 
@@ -394,3 +403,30 @@ class Released:
 
 Program = Generator[Step, Released, ProtocolResult]
 """A step program: yields steps, receives :class:`Released`, returns the result."""
+
+
+Arguments = Union[Parameters, Mapping[str, Any]]
+"""What a step program is called with after the schema: its protocol's parameter object, or the
+keywords of a program of one's own (module docstring)."""
+
+T = TypeVar("T")
+
+
+def call_program(program: Callable[..., T], schema: Schema, params: Arguments | None = None, /,
+                 **keywords: Any) -> T:
+    """Start ``program`` (module docstring): ``program(schema, params)`` with a parameter object,
+    ``program(schema, **keywords)`` with keywords (given as ``keywords`` or as a mapping ``params``).
+
+    Raises
+    ------
+    ConfigurationError
+        If both a parameter object (or mapping) and keywords are given.
+    """
+    if params is None:
+        return program(schema, **keywords)
+    if keywords:
+        raise ConfigurationError(f"give the program's parameters as one object or as keywords, not both; got "
+                                 f"{type(params).__name__} and {sorted(keywords)}")
+    if isinstance(params, Parameters):
+        return program(schema, params)
+    return program(schema, **params)

@@ -175,11 +175,11 @@ def test_several_runs_pool_their_errors(tmp_path: Path) -> None:
 
 
 def test_bad_parameters_are_rejected(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError, match=r"give one of parameters.epsilon \(per respondent\), "
-                                                 r"parameters.epsilon_per_attribute or parameters.p, got epsilon = 1.0 "
-                                                 r"and p = 0.5"):
+    with pytest.raises(ConfigurationError, match=r"give exactly one of p, epsilon_per_attribute, epsilon \(per "
+                                                 r"respondent\) or matrices for the attribute matrices, got "
+                                                 r"\['p', 'epsilon'\]"):
         protocol_parameters({"p": 0.5, "epsilon": 1.0, "epsilon_per_attribute": None, "postprocess": "clip-rescale",
-                         "Tv": 10, "Td": 0.1, "dependence": "4.1"})
+                         "Tv": 10, "Td": 0.1, "dependence": "4.1", "max_cells": 4096})
     with pytest.raises(ConfigurationError, match="parameters.secure_sum must be one of the secure-sum engines 'paper', 'paper-per-combination', 'graph'"):
         run("local_anonymization", out_dir=tmp_path, parameters={"n": 50, "secure_sum": "carrier-pigeon"})
     with pytest.raises(ConfigurationError, match="parameters.n must be an integer >= 2"):
@@ -341,8 +341,8 @@ def test_budget_per_respondent_holds_for_every_protocol(tmp_path: Path, dependen
 
 
 def test_budget_with_exact_dependences_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError, match=r"dependence = '4.2' releases exact pair values \(ε = ∞, no DP "
-                                                 r"guarantee\) and cannot meet a budget of epsilon = 4 per respondent"):
+    with pytest.raises(ConfigurationError, match=r"dependence='4.2' releases exact pair values \(ε = ∞, no DP "
+                                                 r"guarantee\) and cannot meet a budget of epsilon = 4.0 per respondent"):
         run("local_anonymization", out_dir=tmp_path, engine="fast", parameters={"n": 50, "dependence": "4.2"})
 
 

@@ -155,6 +155,23 @@ def test_budget_per_respondent_is_monotone_where_p_was_not() -> None:
     assert spent == pytest.approx([1.0, 1.04, 1.08, 1.12])
 
 
+@pytest.mark.parametrize("p, message", [
+    (1.0, r"^p must be a finite number > 0 and < 1, got 1.0 \(float\)$"),
+    (0, r"^p must be a finite number > 0 and < 1, got 0 \(int\)$"),
+    ([0.5, 1.2], r"^p\[1\] must be a finite number > 0 and < 1, got 1.2 \(float\)$"),
+    ("0.5", r"^p must be a finite number > 0 and < 1, or a non-empty list of them \(one per attribute\), "
+            r"got '0.5' \(str\)$"),
+    ([0.5, 0.6], r"^p must give one value per attribute \(8\), got 2 values$"),
+])
+def test_keep_probability_is_checked_once_by_the_parameter_object(p: object, message: str) -> None:
+    """The fast path builds RRClustersParameters, whose constructor checks p (name, value, range);
+    only the count of a per-attribute list is the program's, as the schema decides it."""
+    ds = planted(50, 1).dataset
+    assert ds.m == 8
+    with pytest.raises(ConfigurationError, match=message):
+        rr_clusters(ds, Tv=10, Td=0.1, p=p, rng=np.random.default_rng(0))
+
+
 def test_budget_per_respondent_refusals() -> None:
     ds = planted(50, 1).dataset
     with pytest.raises(ConfigurationError, match=r"dependence='4.2' releases exact pair values \(ε = ∞, no DP "
@@ -162,7 +179,7 @@ def test_budget_per_respondent_refusals() -> None:
         rr_clusters(ds, Tv=10, Td=0.1, epsilon=2.0, dependence="4.2", rng=np.random.default_rng(0))
     with pytest.raises(ConfigurationError, match="pair_epsilon cannot be combined with a budget per respondent"):
         rr_clusters(ds, Tv=10, Td=0.1, epsilon=2.0, dependence="4.3", pair_epsilon=1.0, rng=np.random.default_rng(0))
-    with pytest.raises(ConfigurationError, match=r"discovery_share must be a real number in \(0, 1\)"):
+    with pytest.raises(ConfigurationError, match=r"discovery_share must be a finite number > 0 and < 1, got 1.0 \(float\)"):
         rr_clusters(ds, Tv=10, Td=0.1, epsilon=2.0, discovery_share=1.0, rng=np.random.default_rng(0))
     with pytest.raises(ConfigurationError, match="discovery_share applies with a budget per respondent"):
         rr_clusters(ds, Tv=10, Td=0.1, p=0.5, discovery_share=0.3, rng=np.random.default_rng(0))

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError
+from mprr.protocols.clusters import rr_clusters
 from mprr.protocols.local import run_local
 from mprr.protocols.parameters import RRClustersParameters, RRIndependentParameters
 from mprr.protocols.registry import PROTOCOLS, lookup
@@ -58,18 +59,21 @@ def test_rr_clusters_parameters_refuse_bad_values(values: dict[str, object], mat
         RRClustersParameters(**{"Tv": 50, "Td": 0.1, "p": 0.7, **values})  # type: ignore[arg-type]
 
 
-def test_an_object_is_validated_once_and_runs_as_its_keywords() -> None:
+def test_an_object_is_validated_once_and_is_what_the_program_takes() -> None:
     params = RRClustersParameters(Tv=60, Td=0.1, epsilon=3, discovery_share=0.4)
     assert (params.Tv, params.epsilon) == (60, 3.0)  # Tv keeps an integer, ε is a float
     entry = lookup("clusters")
-    assert entry.bind(params) == params.as_kwargs()
-    assert entry.bind({"Tv": 60, "Td": 0.1, "epsilon": 3, "discovery_share": 0.4}) == params.as_kwargs()
+    assert entry.takes_parameters and not lookup("independent").takes_parameters
+    assert entry.bind(params) is params
+    assert entry.bind({"Tv": 60, "Td": 0.1, "epsilon": 3, "discovery_share": 0.4}) == params
     data = planted_clusters(400, rng=np.random.default_rng(2)).dataset
-    by_object = run_local(entry.program, data, rng=PartyStreams(8, data.n), **entry.bind(params))
-    by_keywords = run_local(entry.program, data, rng=PartyStreams(8, data.n), Tv=60, Td=0.1, epsilon=3,
-                            discovery_share=0.4)
+    by_object = run_local(entry.program, data, params, rng=PartyStreams(8, data.n))
+    by_keywords = rr_clusters(data, rng=PartyStreams(8, data.n), Tv=60, Td=0.1, epsilon=3, discovery_share=0.4)
     np.testing.assert_array_equal(by_object.releases[1].codes, by_keywords.releases[1].codes)
     assert by_object.parameters == by_keywords.parameters
+    with pytest.raises(ConfigurationError, match=r"give the program's parameters as one object or as keywords, "
+                                                 r"not both; got RRClustersParameters and \['Tv'\]"):
+        run_local(entry.program, data, params, rng=PartyStreams(8, data.n), Tv=3)
     with pytest.raises(ConfigurationError, match=r"protocol 'RR-Independent' takes RRIndependentParameters, got "
                                                  r"RRClustersParameters"):
         lookup("independent").bind(params)
@@ -118,6 +122,10 @@ def test_the_sampled_protocols_objects_refuse_bad_values(protocol: str, values: 
 def test_each_object_declares_its_programs_parameters_with_the_same_defaults(name: str) -> None:
     entry = PROTOCOLS[name]
     assert entry.parameters is not None
+    if entry.takes_parameters:  # the program takes the object itself: its fields are its parameters
+        (params,) = list(inspect.signature(entry.program).parameters.values())[1:]
+        assert params.annotation == entry.parameters.__name__
+        return
     declared = {p.name: p.default for p in list(inspect.signature(entry.program).parameters.values())[1:]}
     fields = {f.name: f.default for f in dataclasses.fields(entry.parameters)}
     assert set(fields) == set(declared)

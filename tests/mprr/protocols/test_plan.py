@@ -14,7 +14,8 @@ from mprr.protocols.local import run_local
 from mprr.protocols.plan import Needs, PhasePlan, Plan, _recording, declared, declares, dry_run_plan, plan_of, sum_cells
 from mprr.protocols.registry import PROTOCOLS
 from mprr.protocols.result import ProtocolResult, release_result
-from mprr.protocols.steps import MatrixSpec, Program, Release, Released, SecureSum, Step
+from mprr.protocols.parameters import RRClustersParameters
+from mprr.protocols.steps import Arguments, MatrixSpec, Program, Release, Released, SecureSum, Step, call_program
 from mprr.synthetic import planted_clusters
 
 SIZES = (4, 3, 5, 2, 6)
@@ -28,9 +29,9 @@ def _datasets() -> tuple[Dataset, Dataset]:
     return a, b
 
 
-def _recorded(program: Any, seen: list[Step]) -> Any:
-    def run(schema: Schema, **params: Any) -> Generator[Step, Released, Any]:
-        return _recording(program(schema, **params), seen)
+def _recorded(program: Any, params: Arguments, seen: list[Step]) -> Any:
+    def run(schema: Schema) -> Generator[Step, Released, Any]:
+        return _recording(call_program(program, schema, params), seen)
 
     return run
 
@@ -65,12 +66,12 @@ def test_every_protocol_does_what_its_plan_declares_on_any_data(name: str, param
     """The plan comes from the schema and the parameters; runs on two data sets of that schema
     (different dependences, so different clusters) both carry out exactly its phases."""
     entry = PROTOCOLS[name]
-    kwargs = entry.bind(params)
+    bound = entry.bind(params)
     plans, runs = [], []
     for data in _datasets():
-        plan = entry.plan(data.schema, kwargs)
+        plan = entry.plan(data.schema, bound)
         seen: list[Step] = []
-        run_local(_recorded(entry.program, seen), data, rng=np.random.default_rng(3), **kwargs)
+        run_local(_recorded(entry.program, bound, seen), data, rng=np.random.default_rng(3))
         for i, step in enumerate(seen):
             plan.check(i, step, data.sizes)
         plan.check_done(len(seen))
@@ -86,15 +87,15 @@ def test_rr_clusters_plan_worked_example() -> None:
     """4.3 on sizes (4, 3, 5, 2, 6): one secure sum of the 10 pairs, Σ_{i<j} |A_i||A_j| =
     12+20+8+24 + 15+6+18 + 10+30 + 12 = 155 cells per party, then the clusters (chosen later)."""
     schema = _datasets()[0].schema
-    plan = PROTOCOLS["RR-Clusters"].plan(schema, {"p": 0.7, "Tv": 40, "Td": 0.1, "dependence": "4.3"})
+    plan = PROTOCOLS["RR-Clusters"].plan(schema, RRClustersParameters(p=0.7, Tv=40, Td=0.1, dependence="4.3"))
     dependence, clusters = plan.phases
     assert (dependence.kind, dependence.cells, dependence.exact, len(dependence.units or ())) == (
         "secure-sum", 155, False, 10)
     assert clusters == PhasePlan("clusters", "release")
     assert plan.sum_cells == (155,) and plan.needs == Needs(engine=True)
-    exact = PROTOCOLS["RR-Clusters"].plan(schema, {"p": 0.7, "Tv": 40, "Td": 0.1, "dependence": "4.2"})
+    exact = PROTOCOLS["RR-Clusters"].plan(schema, RRClustersParameters(p=0.7, Tv=40, Td=0.1, dependence="4.2"))
     assert exact.secure_sums[0].exact
-    per_attribute = PROTOCOLS["RR-Clusters"].plan(schema, {"p": 0.7, "Tv": 40, "Td": 0.1})
+    per_attribute = PROTOCOLS["RR-Clusters"].plan(schema, RRClustersParameters(p=0.7, Tv=40, Td=0.1))
     assert per_attribute.phases[0] == PhasePlan.release("dependence", ((0,), (1,), (2,), (3,), (4,)))
     assert per_attribute.needs == Needs() and per_attribute.sum_cells == ()
 

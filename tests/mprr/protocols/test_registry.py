@@ -64,7 +64,7 @@ def test_every_protocol_takes_the_budget_per_respondent_and_keeps_to_it(name: st
                           rng=np.random.default_rng(1)).dataset
     entry = PROTOCOLS[name]
     params = entry.bind({"epsilon": 2.0, **_EXTRA.get(name, {})})
-    r = run_local(entry.program, ds, rng=np.random.default_rng(2), **params)
+    r = run_local(entry.program, ds, params, rng=np.random.default_rng(2))
     assert r.epsilon("sequential") <= 2.0 * (1 + 1e-9), (name, r.epsilon("sequential"))
     assert r.epsilon("sequential") >= 1.0  # and spends most of it (replays of singletons may save some)
 
