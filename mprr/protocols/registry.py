@@ -134,8 +134,9 @@ class ProtocolEntry:
         return kwargs
 
     def plan(self, schema: Schema, params: Arguments) -> Plan:
-        """The program's plan with the bound ``params`` (:meth:`bind`; :func:`mprr.protocols.plan.plan_of`)."""
-        return plan_of(self.program, schema, params)
+        """The program's plan (:func:`mprr.protocols.plan.plan_of`) with the bound ``params``
+        (:meth:`bind`) or the entry's parameter object."""
+        return plan_of(self.program, schema, self.bind(params) if isinstance(params, Parameters) else params)
 
 
 def _keywords(entry: ProtocolEntry) -> list[inspect.Parameter]:

@@ -50,7 +50,7 @@ def test_view_holds_only_randomized_values(data, protocol, params) -> None:
     # Each message carries exactly the codes the party released, nothing else.  Both references
     # are computed apart from the controller: the fast path randomizes the true records with the
     # same per-party streams, and each party keeps the code it released for each ledger entry.
-    fast = run_local(lookup(protocol).program, data, rng=PartyStreams(SEED, N), **params)
+    fast = run_local(lookup(protocol).program, data, lookup(protocol).bind(params), rng=PartyStreams(SEED, N))
     assert {e.phase for e in sim.view_log} == {r.phase for r in fast.releases}
     names = data.schema.names
     for release in fast.releases:
@@ -176,7 +176,7 @@ def test_a_curious_controller_gets_no_new_report_and_no_sharper_one(data, protoc
     assert (again.attack, again.answered, again.refused, again.replay_identical) == ("re-report", N, 0, True)
     assert (sharper.attack, sharper.answered, dict(sharper.reasons)) == ("sharper-oracle", 0, {"budget-exceeded": N})
     assert all(r.requested == pytest.approx(2 * budget) for r in sim.refusals)  # the ε its own oracles compute
-    fast = run_local(lookup(protocol).program, data, rng=PartyStreams(SEED, N), **params)
+    fast = run_local(lookup(protocol).program, data, lookup(protocol).bind(params), rng=PartyStreams(SEED, N))
     for ledger in sim.ledgers:  # nothing beyond the honest report was booked
         assert ledger == fast.ledger and ledger.total("sequential") <= budget * (1 + 1e-9)
     assert np.array_equal(sim.result.releases[0].codes, fast.releases[0].codes)

@@ -558,7 +558,7 @@ def assert_same_reports(actor: ProtocolResult, fast: ProtocolResult) -> None:
 def test_oracle_reports_on_the_actors_are_the_fast_path_reports(report_data, case) -> None:
     protocol, params = case
     sim = simulate(report_data, protocol, seed=SEED, timeout=5.0, **params)
-    fast = run_local(lookup(protocol).program, report_data, rng=PartyStreams(SEED, REPORT_N), **params)
+    fast = run_local(lookup(protocol).program, report_data, lookup(protocol).bind(params), rng=PartyStreams(SEED, REPORT_N))
     assert not sim.degraded
     assert_same_reports(sim.result, fast)
     # every party booked what the fast path books for it, at its own oracles' ε

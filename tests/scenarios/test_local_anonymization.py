@@ -179,7 +179,7 @@ def test_bad_parameters_are_rejected(tmp_path: Path) -> None:
                                                  r"respondent\) or matrices for the attribute matrices, got "
                                                  r"\['p', 'epsilon'\]"):
         protocol_parameters({"p": 0.5, "epsilon": 1.0, "epsilon_per_attribute": None, "postprocess": "clip-rescale",
-                         "Tv": 10, "Td": 0.1, "dependence": "4.1", "max_cells": 4096})
+                         "Tv": 10, "Td": 0.1, "dependence": "4.1", "max_cells": 4096, "discovery_share": 0.5})
     with pytest.raises(ConfigurationError, match="parameters.secure_sum must be one of the secure-sum engines 'paper', 'paper-per-combination', 'graph'"):
         run("local_anonymization", out_dir=tmp_path, parameters={"n": 50, "secure_sum": "carrier-pigeon"})
     with pytest.raises(ConfigurationError, match="parameters.n must be an integer >= 2"):
