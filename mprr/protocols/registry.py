@@ -134,9 +134,12 @@ class ProtocolEntry:
         return kwargs
 
     def plan(self, schema: Schema, params: Arguments) -> Plan:
-        """The program's plan (:func:`mprr.protocols.plan.plan_of`) with the bound ``params``
-        (:meth:`bind`) or the entry's parameter object."""
-        return plan_of(self.program, schema, self.bind(params) if isinstance(params, Parameters) else params)
+        """The program's plan (:func:`mprr.protocols.plan.plan_of`) with ``params``: what
+        :meth:`bind` returned, or the entry's parameter object, or (an entry whose program takes
+        its parameter object) the mapping it is built from."""
+        if isinstance(params, Parameters) or self.takes_parameters:
+            params = self.bind(params)
+        return plan_of(self.program, schema, params)
 
 
 def _keywords(entry: ProtocolEntry) -> list[inspect.Parameter]:
