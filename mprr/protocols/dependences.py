@@ -33,16 +33,17 @@ from typing import Any
 
 import numpy as np
 
-from mprr.data import Schema
+from mprr.data import Dataset, Schema
 from mprr.dependence import bivariate_tables, dependence_matrix
 from mprr.errors import ConfigurationError
 from mprr.matrices import RandomizationMatrix, kron
 from mprr.protocols.budget import pair_spec
-from mprr.protocols.estimate import estimate_unit
-from mprr.protocols.local import local_protocol
+from mprr.protocols.estimate import check_postprocess, estimate_unit
+from mprr.protocols.local import run_local
 from mprr.protocols.plan import PhasePlan
 from mprr.protocols.release import ReleasedData, all_pairs
 from mprr.protocols.steps import MatrixSpec, Release, Released, SecureSum, Step, singletons
+from mprr.streams import Randomness
 
 __all__ = [
     "DEPENDENCE_METHODS",
@@ -114,8 +115,8 @@ def check_dependence_options(method: object, tables: object, pair_epsilon: objec
 def dependence_plan(schema: Schema, method: str) -> tuple[PhasePlan, ...]:
     """The phases of :func:`dependence_steps` with ``method``: 4.1 — a release of the m
     singletons; 4.2 / 4.3 — a secure sum of the m(m−1)/2 pairs (exact under 4.2), a vector of
-    Σ_{i<j} |A_i||A_j| cells per party; none when there is no pair to sum."""
-    check_dependence_options(method, "estimated", None)
+    Σ_{i<j} |A_i||A_j| cells per party; none when there is no pair to sum.  ``method`` is a
+    validated one (:class:`~mprr.protocols.parameters.RRClustersParameters`)."""
     if method == "4.1":
         return (PhasePlan.release(PHASE, singletons(schema.m)),)
     pairs = all_pairs(schema.m)
@@ -132,6 +133,9 @@ def dependence_steps(
     pair_epsilon: float | None = None,
 ) -> Generator[Step, Released, DependencePhase]:
     """Phase 1 of RR-Clusters (main paper 4.1 / 4.2 / 4.3, see the module docstring) as a step program.
+
+    The options are validated ones (RR-Clusters' :class:`~mprr.protocols.parameters.RRClustersParameters`,
+    or :func:`dependence_phase`, which checks them with :func:`check_dependence_options`).
 
     Parameters
     ----------
@@ -155,7 +159,6 @@ def dependence_steps(
     4.3 — m(m−1)/2 uniforms, one per pair ``(i, j)``, ``i < j``, in lexicographic order
     ``(0,1), (0,2), ..., (m−2, m−1)``; the pair value is the C-order code ``x_i·r_j + x_j``.
     """
-    check_dependence_options(method, tables, pair_epsilon)
     sizes = schema.sizes
     specs = tuple(s if isinstance(s, MatrixSpec) else MatrixSpec.dense(s) for s in matrices)
     m = schema.m
@@ -195,4 +198,26 @@ def dependence_steps(
     return DependencePhase(method=method, released=released, tables=pair_tables, dependence=dep, details=details)
 
 
-dependence_phase = local_protocol(dependence_steps, "dependence_phase")
+def dependence_phase(
+    dataset: Dataset,
+    method: str,
+    matrices: Sequence[MatrixSpec | RandomizationMatrix],
+    *,
+    rng: Randomness,
+    postprocess: str,
+    tables: str = "estimated",
+    pair_epsilon: float | None = None,
+) -> DependencePhase:
+    """Phase 1 of RR-Clusters run on every record of ``dataset``: :func:`dependence_steps` (its
+    parameters) after :func:`check_dependence_options`, by the local driver
+    (:func:`mprr.protocols.local.run_local`; ``rng`` a ``numpy.random.Generator`` or a
+    :class:`mprr.streams.PartyStreams`).
+
+    Raises
+    ------
+    ConfigurationError
+        Naming the first invalid option, or an invalid post-processing.
+    """
+    check_dependence_options(method, tables, pair_epsilon)
+    return run_local(dependence_steps, dataset, rng=rng, method=method, matrices=matrices,
+                     postprocess=check_postprocess(postprocess), tables=tables, pair_epsilon=pair_epsilon)
