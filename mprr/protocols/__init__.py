@@ -74,7 +74,8 @@ Modules, in dependency order (each imports only those above it):
 - ``synthesis``       — synthetic microdata drawn from any estimate
 - ``parameters``      — the protocols' frozen, validated parameter objects (``RRClustersParameters``,
                         ``OracleParameters``, ... one per protocol; the RR-Adjustment entries take
-                        their base protocol's), from which the scenario schemas derive their fields
+                        their base protocol's), from which the scenario schemas derive their fields;
+                        RR-Clusters' program takes its object (``rr_clusters_steps(schema, params)``)
 - ``registry``        — ``PROTOCOLS`` (a :class:`mprr.registry.Registry`): names and aliases -> step
                         programs and parameter objects; ``register_protocol`` for one's own
 """
