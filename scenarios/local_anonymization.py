@@ -359,8 +359,7 @@ def run_protocol(dataset: Dataset, protocol: str, parameters: Parameters, *, see
     ``None``: memory)."""
     start = time.perf_counter()
     if engine == "fast":  # the local driver: every party at once, each with its own stream
-        entry = lookup(protocol)
-        result = run_local(entry.program, dataset, entry.bind(parameters), rng=PartyStreams(seed, dataset.n))
+        result = run_local(lookup(protocol).program, dataset, parameters, rng=PartyStreams(seed, dataset.n))
         privacy, traffic, view, wire = PrivacyRecord.of(result), None, None, None
     else:
         result, privacy, traffic, view, wire = _actors(dataset, protocol, parameters, seed, params, status, runtime)

@@ -23,7 +23,8 @@ from mprr.errors import ConfigurationError
 from mprr.data import Schema
 from mprr.protocols.result import ProtocolResult
 from mprr.protocols.plan import Plan, declares, plan_of
-from mprr.protocols.steps import Arguments, Program, call_program
+from mprr.parameters import Parameters
+from mprr.protocols.steps import Program
 
 __all__ = ["rr_adjustment", "rr_adjustment_steps", "ADJUSTABLE"]
 
@@ -99,17 +100,17 @@ def rr_adjustment(
     )
 
 
-def _base(base: str, params: dict[str, Any]) -> tuple[Callable[..., Program], Arguments]:
-    """The base program and what it is started with: RR-Clusters takes its parameter object
-    (built here: the one validation of its values), RR-Independent its keywords."""
+def _base(base: str, params: dict[str, Any]) -> tuple[Callable[..., Program], Parameters]:
+    """The base program and its parameter object, built here from ``params`` (the one
+    validation of their values)."""
     from mprr.protocols.clusters import rr_clusters_steps
     from mprr.protocols.independent import rr_independent_steps
-    from mprr.protocols.parameters import RRClustersParameters
+    from mprr.protocols.parameters import RRClustersParameters, RRIndependentParameters
 
     if base == "RR-Clusters":
         return rr_clusters_steps, RRClustersParameters.from_mapping(params)
     if base == "RR-Independent":
-        return rr_independent_steps, params
+        return rr_independent_steps, RRIndependentParameters.from_mapping(params)
     raise ConfigurationError(f"base must be one of {list(ADJUSTABLE)}, got {base!r}")
 
 
@@ -137,5 +138,5 @@ def rr_adjustment_steps(schema: Schema, *, base: str = "RR-Independent", **param
     """
     options = _split(params)
     program, arguments = _base(base, params)
-    result = yield from call_program(program, schema, arguments)
+    result = yield from program(schema, arguments)
     return rr_adjustment(result, **options)

@@ -31,6 +31,7 @@ from mprr.protocols.budget import attribute_epsilons
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, estimate_unit
 from mprr.protocols.independent import matrix_parameters, rr_independent_plan, rr_independent_steps
 from mprr.protocols.local import local_protocol
+from mprr.protocols.parameters import RRIndJointParameters
 from mprr.protocols.plan import Plan, declares
 from mprr.protocols.release import Matrix
 from mprr.protocols.result import ProtocolResult, release_result
@@ -133,24 +134,14 @@ def ind_joint_estimate(
     return _kron_estimate(rel.codes, result.schema.sizes, rel.randomized_matrices, axes_t, method, max_cells)
 
 
-def rr_ind_joint_plan(schema: Schema, **params: Any) -> Plan:
+def rr_ind_joint_plan(schema: Schema, params: RRIndJointParameters) -> Plan:
     """The plan of :func:`rr_ind_joint_steps`: RR-Independent's (the groups are estimated from
     its one release)."""
-    return rr_independent_plan(schema)
+    return rr_independent_plan(schema, params)
 
 
 @declares(rr_ind_joint_plan)
-def rr_ind_joint_steps(
-    schema: Schema,
-    *,
-    p: float | Sequence[float] | None = None,
-    epsilon_per_attribute: float | Sequence[float] | None = None,
-    epsilon: float | None = None,
-    matrices: Sequence[RandomizationMatrix] | None = None,
-    groups: Sequence[Sequence[int]] | None = None,
-    postprocess: str = DEFAULT_POSTPROCESS,
-    max_cells: int = DEFAULT_IND_JOINT_MAX_CELLS,
-) -> Program:
+def rr_ind_joint_steps(schema: Schema, params: RRIndJointParameters) -> Program:
     """RR-Ind-Joint (RR-Ind-Joint paper Algorithm 3) as a step program.
 
     The release of RR-Independent (:func:`~mprr.protocols.independent.rr_independent_steps`),
@@ -160,18 +151,24 @@ def rr_ind_joint_steps(
     ----------
     schema
         The attributes every party holds (all the program knows of the data before it runs).
-    p, epsilon_per_attribute, epsilon, matrices
-        Exactly one (as :func:`~mprr.protocols.rr_independent`); ``epsilon_per_attribute``
-        gives the DP-optimal k-RR matrix of the paper (3.4) with that ε on each attribute,
-        ``epsilon`` (per respondent) the same matrices with ε/m each.
-    groups
-        Disjoint attribute subsets whose joint is estimated through the Kronecker inverse;
-        attributes in no group are estimated alone.  Default: one group with every attribute
-        (the full joint, if it has at most ``max_cells`` cells).
-    postprocess
-        ``"clip-rescale"`` (default), ``"project-simplex"``, ``"ibu"`` (mode-product IBU) or ``"none"``.
-    max_cells
-        Largest group domain estimated (DomainTooLargeError beyond, checked before drawing).
+    params
+        The :class:`~mprr.protocols.parameters.RRIndJointParameters`, validated when they were
+        built (the fast-path function :func:`rr_ind_joint` builds them from its keywords):
+
+        ``p``, ``epsilon_per_attribute``, ``epsilon``, ``matrices``
+            Exactly one (as :func:`~mprr.protocols.rr_independent`); ``epsilon_per_attribute``
+            gives the DP-optimal k-RR matrix of the paper (3.4) with that ε on each attribute,
+            ``epsilon`` (per respondent) matrices that spend it over the m attributes.
+        ``groups``
+            Disjoint attribute subsets whose joint is estimated through the Kronecker inverse
+            (checked against the schema here); attributes in no group are estimated alone.
+            Default: one group with every attribute (the full joint, if it has at most
+            ``max_cells`` cells).
+        ``postprocess``
+            ``"clip-rescale"`` (default), ``"project-simplex"``, ``"ibu"`` (mode-product IBU) or
+            ``"none"``.
+        ``max_cells``
+            Largest group domain estimated (DomainTooLargeError beyond, checked before drawing).
 
     Returns
     -------
@@ -185,10 +182,10 @@ def rr_ind_joint_steps(
     Draw order (per party): m uniforms, one per attribute in schema order — identical to
     RR-Independent, so the same seed releases the same Y.
     """
-    method = check_postprocess(postprocess)
-    groups_t = canonical_groups(schema.sizes, groups, max_cells)
-    base = yield from rr_independent_steps(schema, p=p, epsilon_per_attribute=epsilon_per_attribute,
-                                           epsilon=epsilon, matrices=matrices, postprocess=method)
+    method = params.postprocess
+    max_cells = params.max_cells
+    groups_t = canonical_groups(schema.sizes, params.groups, max_cells)
+    base = yield from rr_independent_steps(schema, params)
     released = base.releases[0]
     mats = released.randomized_matrices
     factors = [_kron_estimate(np.asarray(released.codes), schema.sizes, mats, g, method, max_cells) for g in groups_t]
@@ -196,16 +193,16 @@ def rr_ind_joint_steps(
         DenseDistribution(factors[0], allow_negative=(method == "none")) if len(groups_t) == 1
         else ProductDistribution(groups_t, factors, schema.sizes, allow_negative=(method == "none"))
     )
-    params = {
-        **matrix_parameters(p, epsilon_per_attribute, epsilon, matrices),
+    record = {
+        **matrix_parameters(params.p, params.epsilon_per_attribute, params.epsilon, params.matrices),
         "groups": [list(g) for g in groups_t],
         "attribute_epsilons": list(attribute_epsilons(mats)),
         "max_cells": max_cells,
     }
     return release_result(
-        "RR-Ind-Joint", n=base.n, parameters=params, schema=schema, estimate=estimate,
+        "RR-Ind-Joint", n=base.n, parameters=record, schema=schema, estimate=estimate,
         releases=(released,), postprocessing=method, clusters=groups_t,
     )
 
 
-rr_ind_joint = local_protocol(rr_ind_joint_steps, "rr_ind_joint")
+rr_ind_joint = local_protocol(rr_ind_joint_steps, "rr_ind_joint", RRIndJointParameters)

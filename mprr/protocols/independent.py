@@ -10,13 +10,13 @@ run by the local driver (:func:`rr_independent`) or the actor driver (:mod:`part
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from mprr.data import Schema
 from mprr.matrices import RandomizationMatrix
-from mprr.protocols.budget import attribute_epsilons, attribute_specs
-from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, product_estimate
+from mprr.protocols.budget import attribute_epsilons
+from mprr.protocols.estimate import product_estimate
 from mprr.protocols.local import local_protocol
+from mprr.protocols.parameters import RRIndependentParameters
 from mprr.protocols.plan import Plan, PhasePlan, declares
 from mprr.protocols.result import release_result
 from mprr.protocols.steps import Program, Release, singletons
@@ -41,21 +41,13 @@ def matrix_parameters(
             "matrices": None if matrices is None else "given"}
 
 
-def rr_independent_plan(schema: Schema, **params: Any) -> Plan:
+def rr_independent_plan(schema: Schema, params: RRIndependentParameters) -> Plan:
     """The plan of :func:`rr_independent_steps`: one release ``"attributes"`` of the m singletons."""
     return Plan((PhasePlan.release("attributes", singletons(schema.m)),))
 
 
 @declares(rr_independent_plan)
-def rr_independent_steps(
-    schema: Schema,
-    *,
-    p: float | Sequence[float] | None = None,
-    epsilon_per_attribute: float | Sequence[float] | None = None,
-    epsilon: float | None = None,
-    matrices: Sequence[RandomizationMatrix] | None = None,
-    postprocess: str = DEFAULT_POSTPROCESS,
-) -> Program:
+def rr_independent_steps(schema: Schema, params: RRIndependentParameters) -> Program:
     """RR-Independent (main paper Protocol 1) as a step program (:mod:`mprr.protocols.steps`).
 
     One step: phase ``"attributes"``, one unit per attribute (schema order) through ``P^j``;
@@ -65,13 +57,20 @@ def rr_independent_steps(
     ----------
     schema
         The attributes every party holds (all the program knows of the data before it runs).
-    p, epsilon_per_attribute, epsilon, matrices
-        Exactly one: keep probability of main paper 6.3.1 (``keep_or_uniform(|A|, p)``, the
-        paper's experiments; ε_A computed from the matrix), ε of each attribute (``grr``), ε
-        per respondent (``grr(|A|, ε/m)`` on every attribute: the m releases spend ``epsilon``),
-        or one explicit matrix per attribute (:func:`mprr.protocols.budget.attribute_matrices`).
-    postprocess
-        ``"clip-rescale"`` (paper, default), ``"project-simplex"``, ``"ibu"`` or ``"none"`` (raw eq. 2).
+    params
+        The :class:`~mprr.protocols.parameters.RRIndependentParameters` (or a subclass's, such
+        as RR-Ind-Joint's), validated when they were built (the fast-path function
+        :func:`rr_independent` builds them from its keywords):
+
+        ``p``, ``epsilon_per_attribute``, ``epsilon``, ``matrices``
+            Exactly one: keep probability of main paper 6.3.1 (``keep_or_uniform(|A|, p)``, the
+            paper's experiments; ε_A computed from the matrix), ε of each attribute (``grr``),
+            ε per respondent (``keep_or_uniform`` with the one p whose m releases spend
+            ``epsilon``), or one explicit matrix per attribute
+            (:meth:`~mprr.protocols.parameters.MatrixChoice.attribute_specs`).
+        ``postprocess``
+            ``"clip-rescale"`` (paper, default), ``"project-simplex"``, ``"ibu"`` or ``"none"``
+            (raw eq. 2).
 
     Returns
     -------
@@ -80,24 +79,29 @@ def rr_independent_steps(
         singleton clusters); one release phase ``"attributes"``; the ledger holds m linkable
         releases per party (sequential ε = Σ_A ε_A).
 
+    Raises
+    ------
+    ConfigurationError
+        If a per-attribute list or ``matrices`` does not fit the attributes of ``schema`` (every
+        other rule is the parameter object's).
+
     Notes
     -----
     Draw order (per party, :mod:`mprr.streams`): m uniforms, one per attribute in schema order
     (attribute j's released value = inverse-CDF of row x_j of ``P^j`` at the j-th uniform).
     """
-    method = check_postprocess(postprocess)
-    specs, _ = attribute_specs(schema.sizes, p=p, epsilon_per_attribute=epsilon_per_attribute, epsilon=epsilon,
-                               matrices=matrices)
+    method = params.postprocess
+    specs, _ = params.attribute_specs(schema.sizes)
     got = yield Release("attributes", singletons(schema.m), specs)
-    params = {
-        **matrix_parameters(p, epsilon_per_attribute, epsilon, matrices),
+    record = {
+        **matrix_parameters(params.p, params.epsilon_per_attribute, params.epsilon, params.matrices),
         "attribute_epsilons": list(attribute_epsilons(got.data.randomized_matrices)),
     }
     return release_result(
-        "RR-Independent", n=got.n, parameters=params, schema=schema,
+        "RR-Independent", n=got.n, parameters=record, schema=schema,
         estimate=product_estimate(got.data, schema.sizes, method),
         releases=(got.data,), postprocessing=method, clusters=got.data.units,
     )
 
 
-rr_independent = local_protocol(rr_independent_steps, "rr_independent")
+rr_independent = local_protocol(rr_independent_steps, "rr_independent", RRIndependentParameters)

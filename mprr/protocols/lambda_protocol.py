@@ -25,11 +25,10 @@ from typing import Any
 from dataclasses import dataclass
 
 from mprr.data import Schema
-from mprr.domain import check_cells, check_int, check_real, check_unit
+from mprr.domain import MAX_TABLE_CELLS, check_cells, check_int, check_real, check_unit
 from mprr.errors import ConfigurationError
 from mprr.protocols.budget import keep_for_budget
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
-from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS
 from mprr.protocols.local import local_protocol
 from mprr.protocols.plan import Plan, PhasePlan, declares
 from mprr.protocols.result import release_result
@@ -174,7 +173,7 @@ def lambda_steps(
     regenerate: Callable[[tuple[float, ...], EntropyCheck], Sequence[float]] | None = None,
     max_rounds: int = 20,
     postprocess: str = DEFAULT_POSTPROCESS,
-    max_cells: int = DEFAULT_IND_JOINT_MAX_CELLS,
+    max_cells: int = MAX_TABLE_CELLS,
 ) -> Program:
     """The λ-randomization protocol (lambda paper Section 5) as a step program.
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from mprr.domain import MAX_TABLE_CELLS
 from mprr.errors import ConfigurationError
 from mprr.estimation import POSTPROCESSORS
 from mprr.matrices import RandomizationMatrix
@@ -32,7 +33,6 @@ from mprr.parameters import Choice, Float, Int, List, Parameters, PerAttribute, 
 from mprr.protocols.budget import attribute_specs, keep_for_budget, per_attribute
 from mprr.protocols.dependences import DEPENDENCE_METHODS, TABLE_SOURCES
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS
-from mprr.protocols.ind_joint import DEFAULT_IND_JOINT_MAX_CELLS
 from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS
 from mprr.protocols.lambda_protocol import EntropyCheck
 from mprr.protocols.multidim import ORACLE_CHOICES
@@ -177,7 +177,7 @@ class RRIndJointParameters(RRIndependentParameters):
     groups: tuple[tuple[int, ...], ...] | None = parameter(
         List(List(Int(min=0), min_len=1), min_len=1), None,
         help="disjoint attribute subsets whose joint is estimated (default: every attribute)")
-    max_cells: int = parameter(Int(min=1), DEFAULT_IND_JOINT_MAX_CELLS, help="largest group domain estimated")
+    max_cells: int = parameter(Int(min=1), MAX_TABLE_CELLS, help="largest group domain estimated")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -280,7 +280,7 @@ class LambdaParameters(Parameters):
     max_rounds: int = parameter(Int(min=1), 20, help="largest number of entropy checks")
     postprocess: str = parameter(POSTPROCESS, DEFAULT_POSTPROCESS,
                                  help="post-processing of the eq. (2) estimate (paper: clip-rescale)")
-    max_cells: int = parameter(Int(min=1), DEFAULT_IND_JOINT_MAX_CELLS, help="largest joint domain estimated")
+    max_cells: int = parameter(Int(min=1), MAX_TABLE_CELLS, help="largest joint domain estimated")
 
     def validate(self) -> None:
         if (self.lambdas is None) == (self.epsilon is None):

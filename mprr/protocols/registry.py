@@ -85,9 +85,10 @@ class ProtocolEntry:
         ``params`` is a mapping, or the entry's own :class:`~mprr.parameters.Parameters` object
         (validated when it was built).  An entry whose program takes its parameter object
         (:attr:`takes_parameters`) returns that object, built here from a mapping: the one
-        validation of the values.  Any other entry returns the full keyword set; ``driver`` names
-        parameters the driver takes itself (e.g. ``("engine",)``), returned as given (the driver
-        checks them against the program's :meth:`plan`).
+        validation of the values; the driver keeps its own options apart.  Any other entry returns
+        the full keyword set; ``driver`` names parameters the driver takes itself (e.g.
+        ``("engine",)``), returned as given (the driver checks them against the program's
+        :meth:`plan`).
 
         Raises
         ------

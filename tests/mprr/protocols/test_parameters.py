@@ -63,7 +63,7 @@ def test_an_object_is_validated_once_and_is_what_the_program_takes() -> None:
     params = RRClustersParameters(Tv=60, Td=0.1, epsilon=3, discovery_share=0.4)
     assert (params.Tv, params.epsilon) == (60, 3.0)  # Tv keeps an integer, ε is a float
     entry = lookup("clusters")
-    assert entry.takes_parameters and not lookup("independent").takes_parameters
+    assert entry.takes_parameters and lookup("independent").takes_parameters and not lookup("SPL").takes_parameters
     assert entry.bind(params) is params
     assert entry.bind({"Tv": 60, "Td": 0.1, "epsilon": 3, "discovery_share": 0.4}) == params
     data = planted_clusters(400, rng=np.random.default_rng(2)).dataset

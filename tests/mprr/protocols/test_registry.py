@@ -35,10 +35,13 @@ def test_bind_names_the_bad_parameter(name: str, params: dict, match: str) -> No
 
 def test_bind_returns_the_driver_parameters_as_given() -> None:
     # whether a run needs them is the plan's to say (parties.simulate refuses an engine without a secure sum)
-    bound = lookup("RR-Independent").bind({"p": 0.5, "engine": "masked"}, driver=("engine",))
-    assert (bound["p"], bound["engine"]) == (0.5, "masked")  # beside the parameter object's defaults
+    bound = lookup("SPL").bind({"epsilon": 0.5, "engine": "masked"}, driver=("engine",))
+    assert isinstance(bound, dict) and (bound["epsilon"], bound["engine"]) == (0.5, "masked")  # beside the defaults
     with pytest.raises(ConfigurationError, match=r"unknown parameter\(s\) \['engine'\]"):
-        lookup("RR-Independent").bind({"p": 0.5, "engine": "masked"})
+        lookup("SPL").bind({"epsilon": 0.5, "engine": "masked"})
+    # a program that takes its parameter object receives nothing else: the driver keeps its own options
+    with pytest.raises(ConfigurationError, match=r"unknown parameter\(s\) \['engine'\] for protocol 'RR-Independent'"):
+        lookup("RR-Independent").bind({"p": 0.5, "engine": "masked"}, driver=("engine",))
 
 
 # Protocol-specific settings needed besides the budget (Algorithm 1's thresholds, a joint small enough).
