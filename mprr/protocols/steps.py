@@ -1,14 +1,14 @@
 """Sans-I/O protocol steps: what a protocol asks of the parties, and what comes back.
 
 Every protocol of :mod:`mprr.protocols` is written once, as a *step program*: a generator
-that validates its parameters, ``yield`` s one step per communication phase and receives what
+that takes its parameters, ``yield`` s one step per communication phase and receives what
 the parties released, then ``return`` s the :class:`~mprr.protocols.result.ProtocolResult`::
 
-    def rr_independent_steps(schema, *, p=None, epsilon=None, matrices=None, postprocess=...):
-        specs, mats = attribute_specs(schema.sizes, p=p, epsilon=epsilon, matrices=matrices)
+    def rr_independent_steps(schema, params: RRIndependentParameters):
+        specs, mats = params.attribute_specs(schema.sizes)
         got = yield Release("attributes", singletons(schema.m), specs)
         return release_result("RR-Independent", n=got.n, releases=(got.data,),
-                              estimate=product_estimate(got.data, schema.sizes, method), ...)
+                              estimate=product_estimate(got.data, schema.sizes, params.postprocess), ...)
 
 The program never touches data, randomness, messages or clocks (the h11 pattern).  What it
 will ask is declared before it runs, from its parameters: its plan (:mod:`mprr.protocols.plan`,
