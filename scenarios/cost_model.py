@@ -32,6 +32,8 @@ import networkx as nx
 import numpy as np
 
 from mprr.errors import ConfigurationError
+from mprr.data import Attribute, Schema
+from mprr.protocols.budget import CLUSTER_FAMILY
 from mprr.protocols.plan import Plan
 from mprr.protocols.registry import lookup
 from mprr.synthetic import planted_clusters
@@ -294,21 +296,36 @@ def release_phase(phase: str, units: Sequence[Sequence[int]], families: Sequence
                      randomized_values_bytes(len(units)))
 
 
-FAMILY_OF = {"p": "keep-or-uniform", "epsilon_per_attribute": "grr", "epsilon": "keep-or-uniform"}
-CLUSTER_FAMILY = "cluster-optimal"
+MATRIX_OPTIONS = ("p", "epsilon_per_attribute", "epsilon")
+"""How the attribute matrices of RR-Independent and RR-Clusters may be given (``matrices`` of
+:func:`rr_closed_form` when no plan is given)."""
 
 
-def secure_release_bytes(phase: str, session: str, units: Sequence[Sequence[int]], *, exact: bool) -> int:
+def secure_release_bytes(phase: str, session: str, units: Sequence[Sequence[int]], *, exact: bool,
+                         family: str = CLUSTER_FAMILY) -> int:
     """Encoded size of one ``SecureRelease`` (kind 101): the 4.2 / 4.3 commitment request.
 
-    Fields: request_id, phase, session, plan = units, exact (bool), then for 4.3 one
-    ``cluster-optimal`` family and one parameter per unit; empty tuples for 4.2.  (No ε
+    Fields: request_id, phase, session, plan = units, exact (bool), then for 4.3 one ``family``
+    (the plan's: ``cluster-optimal``) and one parameter per unit; empty tuples for 4.2.  (No ε
     travels: the party computes it from the matrix.)
     """
     groups = 4 + sum(4 + INT * len(u) for u in units)
     k = len(units)
-    tail = 2 * 4 if exact else (4 + k * (4 + len(CLUSTER_FAMILY))) + (4 + k * 12)
+    tail = 2 * 4 if exact else (4 + k * (4 + len(family))) + (4 + k * 12)
     return HEADER + INT + _str(len(phase)) + _str(len(session)) + 2 * groups + 1 + tail
+
+
+def _plan(protocol: str, m: int, sizes: Sequence[int] | None, matrices: str, dependence: str) -> Plan:
+    """The plan of ``protocol`` with its attribute matrices given as ``matrices`` (one of
+    :data:`MATRIX_OPTIONS`; the families do not depend on the value) on ``m`` attributes."""
+    if matrices not in MATRIX_OPTIONS:
+        raise ConfigurationError(f"matrices must be one of {list(MATRIX_OPTIONS)}, got {matrices!r}")
+    dims = tuple(sizes) if sizes is not None else (2,) * m
+    schema = Schema(tuple(Attribute(f"A{j}", tuple(str(c) for c in range(r))) for j, r in enumerate(dims)))
+    params: dict[str, Any] = {matrices: 0.5}
+    if protocol == "RR-Clusters":
+        params["dependence"] = dependence
+    return lookup(protocol).plan(schema, params)
 
 
 ACK_BYTES = HEADER + INT + 4  # Ack(request_id, ids = ())
@@ -323,7 +340,8 @@ def secure_start_bytes(session: str, engine: str = "paper", runs: int = 1) -> in
 def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
                    clusters: Sequence[Sequence[int]] | None = None, dependence: str = "4.1",
                    sizes: Sequence[int] | None = None, engine: str = "paper", degree: int = 8,
-                   session: str = "dependence/1", replays: bool | None = None) -> ClosedForm:
+                   session: str = "dependence/1", replays: bool | None = None,
+                   plan: Plan | None = None) -> ClosedForm:
     """Exact fault-free traffic of RR-Independent or RR-Clusters in the actor simulator.
 
     Parameters
@@ -336,7 +354,8 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
     n, m
         Parties and attributes.
     matrices
-        ``"p"`` or ``"epsilon"`` (keep-or-uniform, main paper 6.3.1; a budget per respondent gives one p) or ``"epsilon_per_attribute"`` (grr).
+        Without ``plan``: how the attribute matrices were given, ``"p"``, ``"epsilon"`` or
+        ``"epsilon_per_attribute"`` (the protocol's plan function then gives their family).
     clusters
         RR-Clusters: the clusters Algorithm 1 announced (they fix the second request).
     dependence
@@ -350,8 +369,20 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
     replays
         RR-Clusters: whether singleton clusters replay phase 1 (default: with 4.1; a budget per
         respondent whose discovery share is not one half releases them afresh).
+    plan
+        The run's plan (:mod:`mprr.protocols.plan`): the matrix families each phase applies are
+        read from it (the attribute matrices' family; the clusters' and the 4.3 pairs' is the
+        last of their phase's); default: the protocol's plan with ``matrices``.
     """
-    family = FAMILY_OF[matrices]
+    if protocol not in ("RR-Independent", "RR-Clusters"):
+        raise ConfigurationError(f"protocol must be 'RR-Independent' or 'RR-Clusters', got {protocol!r}")
+    plan = _plan(protocol, m, sizes, matrices, dependence) if plan is None else plan
+    undeclared = [p.phase for p in plan.phases if p.families is None]
+    if undeclared:
+        raise ConfigurationError(f"the plan of {protocol} must declare the families of its phases, "
+                                 f"got none for {undeclared}")
+    # the attribute matrices' family: the first release's first (a release of the clusters with 4.2 / 4.3)
+    family = next(p.families[0] for p in plan.phases if p.kind == "release" and p.families)
     singles = [(j,) for j in range(m)]
     extra = ClosedForm(0, 0, 0, 0, 0, 0, 0, "")
     if protocol == "RR-Independent":
@@ -360,7 +391,8 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
         if clusters is None:
             raise ConfigurationError("rr_closed_form('RR-Clusters') needs the announced clusters")
         replay = dependence == "4.1" if replays is None else replays
-        fams = [family if (len(c) == 1 and replay) else CLUSTER_FAMILY for c in clusters]
+        cluster_family = (plan.phase("clusters").families or (CLUSTER_FAMILY,))[-1]
+        fams = [family if (len(c) == 1 and replay) else cluster_family for c in clusters]
         phases = [release_phase("clusters", clusters, fams)]
         if dependence == "4.1":
             phases.insert(0, release_phase("dependence", singles, [family] * m))
@@ -368,7 +400,9 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
             if sizes is None:
                 raise ConfigurationError("rr_closed_form with dependence 4.2 / 4.3 needs the attribute sizes")
             pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
-            request = secure_release_bytes("dependence", session, pairs, exact=dependence == "4.2")
+            pair_families = plan.phases[0].families or (CLUSTER_FAMILY,)
+            request = secure_release_bytes("dependence", session, pairs, exact=dependence == "4.2",
+                                           family=pair_families[-1])
             start = secure_start_bytes(session, sized_engine(engine, degree=degree, round_timeout=30.0).name)
             # the engine runs under the agreed session id: session + "#" + the request digest
             ss = closed_form(engine, n, pair_cells(sizes), degree=degree, S=len(session) + 1 + 2 * DIGEST_BYTES)
@@ -516,9 +550,8 @@ def measure_rr(protocol: str, sizes: Sequence[int], n: int, *, sweep: str, d: in
         raise ConfigurationError(f"protocol must report its clusters (RR-Independent or RR-Clusters), got {protocol!r}")
     clusters = tuple(tuple(c) for c in sim.result.clusters)
     session = sim.result.details.get("secure_sum", {}).get("session", "dependence/1")
-    closed = rr_closed_form(protocol, n, len(sizes), matrices="p",
-                            clusters=clusters if protocol == "RR-Clusters" else None,
+    closed = rr_closed_form(protocol, n, len(sizes), clusters=clusters if protocol == "RR-Clusters" else None,
                             dependence=dependence, sizes=sizes, engine=engine or "paper",
-                            degree=params["degree"], session=session)
+                            degree=params["degree"], session=session, plan=plan)
     return RRMeasurement(protocol, sweep, n, len(sizes), d, clusters, sim.traffic, closed, sim.wall_time,
                          dependence, engine)

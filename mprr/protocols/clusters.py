@@ -43,7 +43,15 @@ from mprr.clustering import Clustering, cluster_attributes
 from mprr.data import Schema
 from mprr.errors import ConfigurationError
 from mprr.domain import check_epsilon, check_unit
-from mprr.protocols.budget import attribute_epsilons, attribute_specs, cluster_spec, keep_epsilon, keep_for_budget
+from mprr.protocols.budget import (
+    CLUSTER_FAMILY,
+    attribute_epsilons,
+    attribute_family,
+    attribute_specs,
+    cluster_spec,
+    keep_epsilon,
+    keep_for_budget,
+)
 from mprr.protocols.steps import MatrixSpec
 from mprr.protocols.dependences import PHASE, check_dependence_options, dependence_plan, dependence_steps
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, product_estimate
@@ -79,8 +87,12 @@ def rr_clusters_plan(schema: Schema, *, dependence: str = "4.1", **params: Any) 
     """The plan of :func:`rr_clusters_steps`: the dependence phase of ``dependence``
     (:func:`~mprr.protocols.dependences.dependence_plan`: a release under 4.1, a secure sum of
     the pair vectors under 4.2 / 4.3), then the release ``"clusters"``, whose units Algorithm 1
-    chooses from the dependences."""
-    return Plan((*dependence_plan(schema, dependence), PhasePlan.release("clusters")))
+    chooses from the dependences, through the 6.3.2 matrices
+    (:data:`~mprr.protocols.budget.CLUSTER_FAMILY`) and, under 4.1, the attribute matrices' family
+    for a singleton cluster that replays phase 1."""
+    family = attribute_family(**{k: params.get(k) for k in ("p", "epsilon_per_attribute", "epsilon")})
+    clusters = (CLUSTER_FAMILY,) if dependence != "4.1" or family is None else (family, CLUSTER_FAMILY)
+    return Plan((*dependence_plan(schema, dependence, family), PhasePlan.release("clusters", families=clusters)))
 
 
 @declares(rr_clusters_plan)

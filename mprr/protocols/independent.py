@@ -14,7 +14,7 @@ from typing import Any
 
 from mprr.data import Schema
 from mprr.matrices import RandomizationMatrix
-from mprr.protocols.budget import attribute_epsilons, attribute_specs
+from mprr.protocols.budget import attribute_epsilons, attribute_family, attribute_specs
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, product_estimate
 from mprr.protocols.local import local_protocol
 from mprr.protocols.plan import Plan, PhasePlan, declares
@@ -42,8 +42,11 @@ def matrix_parameters(
 
 
 def rr_independent_plan(schema: Schema, **params: Any) -> Plan:
-    """The plan of :func:`rr_independent_steps`: one release ``"attributes"`` of the m singletons."""
-    return Plan((PhasePlan.release("attributes", singletons(schema.m)),))
+    """The plan of :func:`rr_independent_steps`: one release ``"attributes"`` of the m singletons,
+    through the family of the attribute matrices (:func:`~mprr.protocols.budget.attribute_family`)."""
+    family = attribute_family(**{k: params.get(k) for k in ("p", "epsilon_per_attribute", "epsilon", "matrices")})
+    return Plan((PhasePlan.release("attributes", singletons(schema.m),
+                                   families=None if family is None else (family,)),))
 
 
 @declares(rr_independent_plan)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from mprr.errors import ConfigurationError
+
 from parties.secure.engine import counted_cost
 from parties.secure.paper import PaperEngine
 from parties.secure.topology import build_neighbourhoods
@@ -165,3 +167,19 @@ def test_masked_formulas_equal_the_count(engine: str, n: int, L: int, degree: in
     got, want = closed_form(engine, n, L, degree=degree, S=S), masked_by_hand(engine, n, L, degree, S)
     assert same(got, want)
     assert (got.consistency_messages, got.consistency_bytes) == (want.consistency_messages, want.consistency_bytes)
+
+
+def test_the_rr_closed_form_reads_the_matrix_families_from_the_plan() -> None:
+    """A request names each unit's family (u32 length + UTF-8): grr (3 characters) instead of
+    keep-or-uniform (15) saves 12 B per unit and party; the plan says which one a run applies."""
+    from mprr.protocols.plan import PhasePlan, Plan
+    from scenarios.cost_model import rr_closed_form
+
+    n, m = 50, 4
+    grr = Plan((PhasePlan.release("attributes", [(j,) for j in range(m)], families=("grr",)),))
+    by_plan = rr_closed_form("RR-Independent", n, m, plan=grr)
+    assert same(by_plan, rr_closed_form("RR-Independent", n, m, matrices="epsilon_per_attribute"))
+    assert rr_closed_form("RR-Independent", n, m, matrices="p").bytes - by_plan.bytes == 12 * n * m
+    with pytest.raises(ConfigurationError, match=r"the plan of RR-Independent must declare the families of its phases, "
+                                        r"got none for \['attributes'\]"):
+        rr_closed_form("RR-Independent", n, m, plan=Plan((PhasePlan.release("attributes"),)))
