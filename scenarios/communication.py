@@ -46,7 +46,7 @@ from matplotlib.ticker import NullFormatter, NullLocator
 from mprr.synthetic import DEFAULT_SIZES, planted_clusters
 from parties.runtime import Runtime
 from parties.secure.registry import ENGINES
-from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema
+from scenarios.config import Choice, Field, Float, Int, List, Registered, ScenarioConfig, Schema
 from scenarios.config import Table as ConfigTable
 from scenarios.cost_model import (
     ENGINE_KEYS,
@@ -105,7 +105,8 @@ SCHEMA = Schema(
               help="numbers of parties of the n sweep (base attribute sizes)"),
         Field("sizes", List(Int(min=2, max=64), min_len=2, max_len=16), DEFAULT_SIZES,
               help="base attribute sizes of the n sweep (L = Σ_{i<j}|A_i||A_j|)"),
-        Field("engines", List(Choice(ENGINE_KEYS), min_len=1), ENGINE_KEYS, help="secure-sum engines measured"),
+        Field("engines", List(Registered(ENGINES), min_len=1), ENGINE_KEYS,
+              help="secure-sum engines measured (the shipped ones, or one's own registered)"),
         Field("degree", Int(min=2), 8, help="k of the sparse graphs (graph, masked-sparse); n·k must be even"),
         Field("max_n", ConfigTable(_MAX_N), dict(_MAX_N.validate({})),
               help="per engine, the largest n actually run (larger n: closed form only)"),

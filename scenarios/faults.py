@@ -44,7 +44,7 @@ from parties.network import InMemoryNetwork
 from parties.secure.engine import run_secure_sum
 from parties.secure.registry import ENGINES, EngineEntry
 from scenarios.cost_model import engine_and_topology, pair_indicators
-from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema
+from scenarios.config import Choice, Field, Float, Int, List, Registered, ScenarioConfig, Schema
 from scenarios.config import Table as ConfigTable
 from scenarios.plots import LinePlot, Series
 from scenarios.progress import Progress
@@ -71,8 +71,9 @@ SCHEMA = Schema(
         Field("n", Int(min=2, max=10_000), 16, help="number of parties"),
         Field("sizes", List(Int(min=2, max=64), min_len=2, max_len=16), (3, 4, 2),
               help="attribute sizes of the parties' records (vector length Σ_{i<j}|A_i||A_j|)"),
-        Field("engines", List(Choice(FAULT_ENGINES), min_len=1), ("paper", "graph", "masked"),
-              help="secure-sum engines to test"),
+        Field("engines", List(Registered(ENGINES), min_len=1), ("paper", "graph", "masked"),
+              help="secure-sum engines to test (shipped: paper, graph, masked, masked-sparse; one of one's own "
+                   "registered with a crash_send)"),
         Field("rates", List(Float(min=0.0, max=1.0), min_len=1), (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
               help="dropout rates ρ"),
         Field("trials", Int(min=1, max=10_000), 10, help="trials per (engine, rate)"),
@@ -228,6 +229,8 @@ def run_secure_sum_faults(
     params["crash_send"] = {**dict(_CRASH.validate({})), **dict(params["crash_send"])}
     n, trials = params["n"], params["trials"] * runs
     engines = list(dict.fromkeys(params["engines"]))
+    for key in engines:  # every engine has a crash point, before anything runs
+        _crash_send(key, params)
     rates = list(dict.fromkeys(params["rates"]))
     root = np.random.SeedSequence(seed)
     data_ss, drop_ss = root.spawn(2)
