@@ -64,6 +64,7 @@ class RingMaskEngine(SecureSumEngine):
     """The ring-mask secure sum (module docstring)."""
 
     name = "ring-mask"
+    controller_kinds = (RingMasked,)  # what the controller's endpoint accepts (its registry entry reads it)
 
     def _context(self, parties: tuple[int, ...], length: int, session: str,
                  network: Transport | None) -> SecureSumContext:
@@ -109,6 +110,6 @@ class RingMaskEngine(SecureSumEngine):
 
 
 ENTRY = register_engine(EngineEntry(
-    "ring-mask", RingMaskEngine, needs=frozenset({MESH}), messages=(RingMask, RingMasked), to_controller=(RingMasked,),
+    "ring-mask", RingMaskEngine, needs=frozenset({MESH}), messages=(RingMask, RingMasked),
     dropouts="stall", crash_send=2, input_send=2, colour="C6", line="-.d",
 ), replace=True)

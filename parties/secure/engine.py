@@ -578,14 +578,6 @@ def counted_cost(engine: SecureSumEngine, ctx: SecureSumContext, *, limit: int |
                        formula=f"{bound}counted ({engine.name}, n = {ctx.n}, L = {ctx.length}): {kinds}")
 
 
-def _to_controller() -> tuple[type[Message], ...]:
-    """The party -> controller kinds of every registered engine (:func:`parties.secure.registry.controller_kinds`:
-    the shipped :data:`~parties.secure.messages.TO_CONTROLLER` and those of an engine of one's own)."""
-    from parties.secure.registry import controller_kinds  # the registry builds on this module
-
-    return tuple(dict.fromkeys(TO_CONTROLLER + controller_kinds()))
-
-
 async def run_secure_sum(
     engine: SecureSumEngine,
     network: Transport,
@@ -654,7 +646,7 @@ async def run_secure_sum(
 
     async def guarded_controller() -> SumOutcome | None:
         try:
-            return await engine.controller(network.endpoint(CONTROLLER, accept=_to_controller()), ctx)
+            return await engine.controller(network.endpoint(CONTROLLER, accept=TO_CONTROLLER + getattr(engine, "controller_kinds", ())), ctx)
         except ProtocolError as exc:  # the run is over: stop the parties still waiting
             controller_error.append(exc)
             for task in tasks.values():

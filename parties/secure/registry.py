@@ -88,7 +88,10 @@ class EngineEntry:
         endpoint accepts them during a run with a secure sum (:func:`party_kinds`).
     to_controller
         Those of :attr:`messages` a party sends the controller: the controller's endpoint
-        accepts them (:func:`controller_kinds`).
+        accepts them (:func:`controller_kinds`).  Default: the factory's ``controller_kinds``
+        class attribute, which :func:`~parties.secure.engine.run_secure_sum` reads too (an
+        engine of one's own declares its kinds there; the shipped engines' are
+        :data:`parties.secure.messages.TO_CONTROLLER`).
     dropouts
         How it meets a dropout (:data:`DROPOUTS`).
     family
@@ -135,7 +138,7 @@ class EngineEntry:
             raise ConfigurationError(f"messages of engine {self.name!r} must be registered Message classes, "
                                      f"got {kinds!r}")
         object.__setattr__(self, "messages", kinds)
-        upward = tuple(self.to_controller)
+        upward = tuple(self.to_controller) or tuple(getattr(self.factory, "controller_kinds", ()))
         if not set(upward) <= set(kinds):
             raise ConfigurationError(f"to_controller of engine {self.name!r} must be among its messages "
                                      f"{[k.__name__ for k in kinds]}, got {[getattr(k, '__name__', k) for k in upward]}")
