@@ -59,6 +59,11 @@ class MatrixFamily:
         naming the parameter and what is allowed).
     aliases
         Other accepted names.
+    finer
+        ``finer(params)``: the parameters of a more truthful matrix of the family (a higher ε:
+        keep probability p → (1 + p)/2, ε → 2ε, λ → (1 + λ)/2), what a curious controller asks
+        for when it tries to buy more than the protocol spends; ``None``: the family has no
+        such order (a dense matrix).
     """
 
     name: str
@@ -66,6 +71,7 @@ class MatrixFamily:
     needs: Callable[[tuple[int, ...]], int]
     construct: Callable[[tuple[float, ...], tuple[int, ...]], Matrix]
     aliases: tuple[str, ...] = ()
+    finer: Callable[[tuple[float, ...]], tuple[float, ...]] | None = None
 
     def validate(self, params: Sequence[float], sizes: Sequence[int]) -> tuple[float, ...]:
         """``params`` as finite floats, checked against the count the unit needs.
@@ -108,6 +114,16 @@ def _one(_: tuple[int, ...]) -> int:
     return 1
 
 
+def _halfway_to_one(params: tuple[float, ...]) -> tuple[float, ...]:
+    """Each parameter halfway to 1 (a keep probability, a λ): a more truthful matrix."""
+    return tuple((1.0 + x) / 2.0 for x in params)
+
+
+def _doubled(params: tuple[float, ...]) -> tuple[float, ...]:
+    """Each parameter doubled (an ε)."""
+    return tuple(2.0 * x for x in params)
+
+
 def _dense(params: tuple[float, ...], dims: tuple[int, ...]) -> RandomizationMatrix:
     cells = math.prod(dims)
     return RandomizationMatrix(np.asarray(params, dtype=np.float64).reshape(cells, cells))
@@ -115,11 +131,12 @@ def _dense(params: tuple[float, ...], dims: tuple[int, ...]) -> RandomizationMat
 
 for _family in (
     MatrixFamily("keep-or-uniform", ("p",), _one, lambda v, s: keep_or_uniform(math.prod(s), v[0]),
-                 aliases=("keep_or_uniform",)),
-    MatrixFamily("grr", ("epsilon",), _one, lambda v, s: grr(math.prod(s), v[0])),
-    MatrixFamily("cluster-optimal", ("epsilon",), _one, lambda v, s: cluster_optimal(s, v[0])),
+                 aliases=("keep_or_uniform",), finer=_halfway_to_one),
+    MatrixFamily("grr", ("epsilon",), _one, lambda v, s: grr(math.prod(s), v[0]), finer=_doubled),
+    MatrixFamily("cluster-optimal", ("epsilon",), _one, lambda v, s: cluster_optimal(s, v[0]), finer=_doubled),
     MatrixFamily("lambda-kron", ("lambda of each attribute",), len,
-                 lambda v, s: kron(*(lambda_randomization(r, lam) for r, lam in zip(s, v)))),
+                 lambda v, s: kron(*(lambda_randomization(r, lam) for r, lam in zip(s, v))),
+                 finer=_halfway_to_one),
     MatrixFamily("dense", ("R*R entries, C order",), lambda s: math.prod(s) ** 2, _dense),
 ):
     MATRIX_FAMILIES.register(_family)

@@ -70,9 +70,8 @@ from parties.party import LOOP_KINDS, Party
 from parties.runtime import HostingPlan, MemoryRuntime, Runtime
 from parties.runtime_registry import RUNTIMES, make_runtime
 from parties.shard_report import PartySummary, accountants_of
-from parties.secure import messages as secure_messages
 from parties.secure.engine import COUNT_LIMIT, SecureSumEngine, counted_cost
-from parties.secure.registry import engine_needs_mesh, make_engine
+from parties.secure.registry import controller_kinds, engine_needs_mesh, make_engine, party_kinds
 from parties.topology import Topology
 from parties.traffic import Counts, LatencyModel, TrafficStatistics
 from parties.view import ViewLog, ViewSummary
@@ -81,16 +80,14 @@ __all__ = ["EXPENSIVE_BYTES", "EXPENSIVE_MESSAGES", "SimulationResult", "simulat
 
 log = logging.getLogger(__name__)
 
-SECURE_KINDS: tuple[type[Message], ...] = tuple(
-    obj for obj in vars(secure_messages).values()
-    if isinstance(obj, type) and issubclass(obj, Message) and obj is not Message and obj.KIND
-)
-"""Message kinds of the secure-sum engines (:mod:`parties.secure.messages`)."""
+SECURE_KINDS: tuple[type[Message], ...] = party_kinds()
+"""Message kinds of the shipped secure-sum engines (their registry entries' ``messages``)."""
 
 PARTY_KINDS: tuple[type[Message], ...] = LOOP_KINDS + SECURE_KINDS
-"""Message kinds a party endpoint accepts when a secure sum runs: the controller's requests and
-the secure-sum kinds (anything else is rejected on delivery).  Without a secure sum a party
-accepts :data:`parties.party.LOOP_KINDS` only."""
+"""Message kinds a party endpoint accepts when a shipped secure sum runs: the controller's
+requests and the secure-sum kinds (anything else is rejected on delivery); with an engine of
+one's own registered, its kinds too (:func:`parties.secure.registry.party_kinds`).  Without a
+secure sum a party accepts :data:`parties.party.LOOP_KINDS` only."""
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -326,7 +323,7 @@ async def simulate_async(
             f"engine = {chosen!r} has no effect: the plan of {entry.name!r} with these parameters has no secure "
             f"sum ({'; '.join(p.describe() for p in plan.phases)}); drop it, or give parameters with a secure "
             "sum (RR-Clusters: dependence '4.2' or '4.3')")
-    accept = PARTY_KINDS if plan.needs.engine else LOOP_KINDS
+    accept = LOOP_KINDS + party_kinds() if plan.needs.engine else LOOP_KINDS
     interval = check_real("progress_interval", progress_interval, strict=True, allow_inf=True)
     if topology is not None and not isinstance(topology, nx.Graph):
         Topology(n, topology)  # its ConfigurationError (the graph's nodes are checked when the network is built)
@@ -375,7 +372,7 @@ async def simulate_async(
                 _warn_if_expensive(engine, n, plan, net)
             heartbeat = (tg.create_task(_heartbeat(net, interval, progress)) if math.isfinite(interval)
                          else None)
-            controller = Controller(net.endpoint(CONTROLLER, accept=CONTROLLER_KINDS), schema, range(n),
+            controller = Controller(net.endpoint(CONTROLLER, accept=tuple(dict.fromkeys(CONTROLLER_KINDS + controller_kinds()))), schema, range(n),
                                     timeout=timeout, on_dropout=on_dropout, retries=retries)
             try:
                 result = await run_actors(entry.program, controller, bound, plan=plan, engine=engine)

@@ -46,7 +46,7 @@ from matplotlib.ticker import NullFormatter, NullLocator
 from mprr.synthetic import DEFAULT_SIZES, planted_clusters
 from parties.runtime import Runtime
 from parties.secure.registry import ENGINES
-from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema
+from scenarios.config import Choice, Field, Float, Int, List, Registered, ScenarioConfig, Schema
 from scenarios.config import Table as ConfigTable
 from scenarios.cost_model import (
     ENGINE_KEYS,
@@ -69,7 +69,8 @@ __all__ = ["SCHEMA", "run_communication_cost", "rr_jobs", "sweep_points"]
 def rr_jobs(params: Mapping[str, Any]) -> list[tuple[str, str, tuple[int, ...], int, int | None, str, str]]:
     """(protocol, sweep, sizes, n, d, dependence, engine) of the actor-simulator runs: the RR
     n / m / d sweeps (4.1), then RR-Clusters with every dependence method and engine at
-    ``method_n_values`` (engines within their ``max_n``; the per-combination engine is left out)."""
+    ``method_n_values`` (engines within their ``max_n``; an engine run once per cell, such as
+    paper-per-combination, is left out)."""
     base = tuple(params["sizes"])
     pts: list[tuple[str, tuple[int, ...], int, int | None]] = [("n", base, n, None) for n in params["rr_n_values"]]
     pts += [("m", (4,) * m, params["rr_n_fixed"], 4) for m in params["rr_m_values"]]
@@ -82,7 +83,7 @@ def rr_jobs(params: Mapping[str, Any]) -> list[tuple[str, str, tuple[int, ...], 
         for dependence in ("4.2", "4.3"):
             for key in params["engines"]:
                 point = Point("method", n, base)
-                if key != "paper-per-combination" and not _skip_reason(key, point, params):
+                if not ENGINES.lookup(key).per_cell and not _skip_reason(key, point, params):
                     jobs.append(("RR-Clusters", "method", base, n, None, dependence, key))
     return jobs
 
@@ -104,7 +105,8 @@ SCHEMA = Schema(
               help="numbers of parties of the n sweep (base attribute sizes)"),
         Field("sizes", List(Int(min=2, max=64), min_len=2, max_len=16), DEFAULT_SIZES,
               help="base attribute sizes of the n sweep (L = Σ_{i<j}|A_i||A_j|)"),
-        Field("engines", List(Choice(ENGINE_KEYS), min_len=1), ENGINE_KEYS, help="secure-sum engines measured"),
+        Field("engines", List(Registered(ENGINES), min_len=1), ENGINE_KEYS,
+              help="secure-sum engines measured (the shipped ones, or one's own registered)"),
         Field("degree", Int(min=2), 8, help="k of the sparse graphs (graph, masked-sparse); n·k must be even"),
         Field("max_n", ConfigTable(_MAX_N), dict(_MAX_N.validate({})),
               help="per engine, the largest n actually run (larger n: closed form only)"),
@@ -163,10 +165,10 @@ def sweep_points(params: Mapping[str, Any]) -> list[Point]:
 
 
 def _skip_reason(key: str, point: Point, params: Mapping[str, Any]) -> str:
-    limit = params["max_n"][key]
-    if point.n > limit:
+    limit = dict(params["max_n"]).get(key)  # an engine of one's own without a max_n: every point
+    if limit is not None and point.n > limit:
         return f"n > max_n.{key} = {limit}"
-    if key == "paper-per-combination":
+    if ENGINES.lookup(key).per_cell:  # one run per cell: its message count grows with L
         msgs = closed_form(key, point.n, point.L).messages
         if msgs > params["per_combination_max_messages"]:
             return f"{msgs:,} messages > per_combination_max_messages"
@@ -186,12 +188,17 @@ def _vectors(point: Point, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 # --------------------------------------------------------------------------- figures
 
-_STYLE = {"paper": "C0", "paper-per-combination": "C5", "graph": "C1", "graph-direct": "C4",
-          "masked": "C2", "masked-sparse": "C3"}
 _MARKERS = ("o", "s", "^", "D", "v", "h", "<", ">", "p")
 _DODGE = 0.022
 """Distance between the measured markers of neighbouring series in :func:`_loglog`, as a fraction
 of the panel's x span in decades (about one marker width)."""
+
+
+def _colour(series: str, index: int) -> str:
+    """A series' colour: its engine's (:attr:`~parties.secure.registry.EngineEntry.colour`), else
+    the ``index``-th of the colour cycle."""
+    entry = ENGINES.lookup(series) if ENGINES.accepts(series) else None
+    return entry.colour if entry is not None and entry.colour is not None else f"C{index}"
 
 
 def _closed_form_legend(ax: Any, **kwargs: Any) -> None:
@@ -237,7 +244,7 @@ def _loglog(filename: str, title: str, panels: Sequence[tuple[str, str, str]],
             names = list(measured)
             same = {names[i]: names[j] for i, j in overlaps(list(measured.values())).items()}
             for i, (engine, (xc, yc, xm, ym)) in enumerate(series[key].items()):
-                colour = _STYLE.get(engine, f"C{i}")
+                colour = _colour(engine, i)
                 xc, yc = [x for x, y in zip(xc, yc) if y > 0], [y for y in yc if y > 0]
                 xm, ym = measured[engine]
                 xs_all += xc + xm
@@ -406,10 +413,10 @@ def _methods_table(params: Mapping[str, Any], rr: Sequence[RRMeasurement], where
 
 def _largest_masked(measured: Sequence[tuple[Point, str, Measurement, ClosedForm]]
                     ) -> list[tuple[str, Point, Measurement]]:
-    """The n-sweep measurement with the largest n of each masked engine."""
+    """The n-sweep measurement with the largest n of each engine with a consistency check (masked)."""
     best: dict[str, tuple[Point, Measurement]] = {}
     for p, k, m, _ in measured:
-        if k.startswith("masked") and p.sweep == "n" and (k not in best or p.n > best[k][0].n):
+        if m.measured.consistency_messages and p.sweep == "n" and (k not in best or p.n > best[k][0].n):
             best[k] = (p, m)
     return [(k, p, m) for k, (p, m) in sorted(best.items())]
 

@@ -1,16 +1,16 @@
 """Closed-form communication costs of our protocols, from the message sizes of our codec.
 
-Every number here is *exact* for a fault-free run.  The secure sums of the engines written as
-programs (paper, paper-per-combination, graph, graph-direct) are counted: their programs run
-by the counting driver (:func:`parties.secure.program.count`), every message sized by the codec.
-The others are derived from the field encodings of :mod:`parties.wire.codec` (header
-magic|version|kind = 5 bytes, int = 8, str = 4 + UTF-8 bytes, 1-D array = 10 + data, tuple =
-4 + items, bytes = 4 + data) and from each protocol's message pattern.  ``docs/cost_model.md``
-derives all of them by hand (``tests/scenarios/test_cost_model.py`` checks its secure-sum
-formulas against the counts); ``scenarios.communication`` measures them.
+Every number here is *exact* for a fault-free run.  The secure sums of every registered engine
+(the shipped paper, paper-per-combination, graph, graph-direct, masked, masked-sparse, and one's
+own) are counted: their programs run by the counting driver (:func:`parties.secure.program.count`),
+every message sized by the codec.  The RR phases are derived from the field encodings of
+:mod:`parties.wire.codec` (header magic|version|kind = 5 bytes, int = 8, str = 4 + UTF-8 bytes,
+1-D array = 10 + data, tuple = 4 + items, bytes = 4 + data) and from each protocol's message
+pattern.  ``docs/cost_model.md`` derives all of them by hand (``tests/scenarios/test_cost_model.py``
+checks its secure-sum formulas against the counts); ``scenarios.communication`` measures them.
 
-- :func:`closed_form` — one secure sum (engines paper, paper-per-combination, graph,
-  graph-direct, masked, masked-sparse) over vectors of L cells (:func:`counted_secure_sum`);
+- :func:`closed_form` — one secure sum of a registered engine over vectors of L cells
+  (:func:`counted_secure_sum`);
 - :func:`release_phase` / :func:`rr_closed_form` — the request/reply phases of the actor
   choreographies (RR-Independent: one phase; RR-Clusters with 4.1: a dependence phase and a
   cluster phase), main paper 4.1: O(nm) at the controller, O(m) per party;
@@ -25,13 +25,15 @@ import asyncio
 import functools
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
 from mprr.errors import ConfigurationError
+from mprr.data import Attribute, Schema
+from mprr.protocols.budget import CLUSTER_FAMILY
 from mprr.protocols.plan import Plan
 from mprr.protocols.registry import lookup
 from mprr.synthetic import planted_clusters
@@ -40,9 +42,10 @@ from parties.runtime import Runtime
 from parties.transport import CONTROLLER
 from parties.traffic import TrafficStatistics
 from parties.secure.agreement import DIGEST_BYTES
-from parties.secure.engine import SecureSumEngine, counted_cost, run_secure_sum
+from parties.secure.engine import SecureSumContext, SecureSumEngine, run_secure_sum
+from parties.secure.program import Program, SizeByShape, count
 from parties.secure.registry import ENGINES, engine_needs_mesh, sized_engine
-from parties.secure.topology import build_neighbourhoods
+from parties.secure.suite import SIZING
 
 __all__ = [
     "ACK_BYTES",
@@ -78,12 +81,6 @@ HEADER = 5
 INT = 8
 ARRAY_1D = 1 + 1 + 8
 SESSION_CHARS = 16
-KEY = 32
-AEAD = 12 + 16  # ChaCha20-Poly1305: random nonce + tag
-SHAMIR_SHARE = 33
-TAG = 16  # keyed BLAKE2b, 128-bit digest (the consistency round's view tags)
-MASKED_PLAINTEXT = 3 * 4 + 2 * SHAMIR_SHARE + KEY  # owner, holder, x (u32), two Shamir shares, s_pk
-VIEW_KEY_ENTRY = 4 + 16  # holder id (u32) + a 128-bit view key an owner seals for a holder
 
 
 def _str(chars: int) -> int:
@@ -92,20 +89,6 @@ def _str(chars: int) -> int:
 
 def _ints(k: int) -> int:
     return 4 + INT * k
-
-
-def _blobs(count: int, size: int) -> int:
-    return 4 + count * (4 + size)
-
-
-def _ids(count: int) -> int:
-    """A uint32 vector of party ids (or of ends)."""
-    return ARRAY_1D + 4 * count
-
-
-def _bundle(count: int, size: int) -> int:
-    """``count`` blobs of ``size`` bytes as one buffer: ids, ends, u32 length + data."""
-    return 2 * _ids(count) + 4 + count * size
 
 
 def element_bytes(modulus: int) -> int:
@@ -171,45 +154,57 @@ class ClosedForm:
         return {g: all(getattr(self, f) == getattr(other, f) for f in MATCHED[g]) for g in groups}
 
 
+def _count(engine: SecureSumEngine, ctx: SecureSumContext) -> TrafficStatistics:
+    """The counting driver (:func:`parties.secure.program.count`) on a fault-free sum of ``engine``
+    as :func:`parties.secure.engine.counted_cost` runs it (every role's program on all-zero
+    inputs, the sizing suite, one party for all where the engine is role-symmetric), with the
+    statistics by kind that the consistency check is read from."""
+    ctx = replace(ctx, suite=SIZING)
+    zero = np.zeros(ctx.length, dtype=np.uint8)
+    mirrored = engine.symmetric(ctx)
+    programs: dict[int, Program[Any]] = {CONTROLLER: engine.controller_program(ctx)}
+    for p in ctx.parties[:1] if mirrored else ctx.parties:
+        programs[p] = engine.party_program(p, zero, ctx)
+    return count(programs, size=SizeByShape(), mirror=ctx.parties if mirrored else None,
+                 counterpart=lambda message, party: engine.counterpart(message, party, ctx)).statistics
+
+
 @functools.lru_cache(maxsize=256)
 def counted_secure_sum(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSION_CHARS,
                        seed: int = 0) -> ClosedForm:
-    """Traffic of a fault-free secure sum of ``engine`` (``paper``, ``graph``, ``graph-direct``)
-    for n parties and vectors of L cells: every role's program run by the counting driver
-    (:func:`parties.secure.engine.counted_cost`), every message sized by the codec.
+    """Traffic of a fault-free secure sum of the registered ``engine`` for n parties and vectors
+    of L cells: every role's program run by the counting driver (:func:`_count`), every message
+    sized by the codec; the consistency check is the messages of :data:`CONSISTENCY_KINDS`.
 
-    ``paper-per-combination`` is L runs of the one-combination sum, each the traffic of
-    ``paper`` with L = 1 (a message's combination index is a fixed-size int64): it is counted
-    once and multiplied by L (``tests/scenarios/test_cost_model.py`` checks this against a
-    full count).  Paper and graph-direct are role-symmetric (one party's program is counted
-    for all, :meth:`parties.secure.engine.SecureSumEngine.symmetric`): O(n) messages routed; the
-    relayed graph routes all its O(n k) messages.
+    An engine that runs once per cell (:attr:`~parties.secure.registry.EngineEntry.per_cell`,
+    ``paper-per-combination``) is L runs of its one-cell sum (a message's combination index is
+    a fixed-size int64): counted once with L = 1 and multiplied by L
+    (``tests/scenarios/test_cost_model.py`` checks this against a full count).  Role-symmetric
+    engines (paper, graph-direct; :meth:`parties.secure.engine.SecureSumEngine.symmetric`) are
+    counted from one party's program: O(n) messages routed; the others route all their messages.
     """
-    if engine == "paper-per-combination":
-        one = counted_secure_sum("paper", n, 1, degree=degree, S=S, seed=seed)
+    if ENGINES.lookup(engine).per_cell and L > 1:
+        one = counted_secure_sum(engine, n, 1, degree=degree, S=S, seed=seed)
         return ClosedForm(L * one.messages, L * one.bytes, L * one.rounds, L * one.party_messages,
-                          L * one.party_bytes, 0, 0, f"L = {L} runs of one combination, each {one.formula}")
+                          L * one.party_bytes, L * one.controller_messages, L * one.controller_bytes,
+                          f"L = {L} runs of one combination, each {one.formula}", L * one.consistency_messages,
+                          L * one.consistency_bytes)
     eng = sized_engine(engine, degree=degree, round_timeout=60.0, seed=seed)
-    cost = counted_cost(eng, eng.context(range(n), L, session="s" * S))
-    party = cost.party_max()
-    ctrl = cost.sent[CONTROLLER]
-    return ClosedForm(cost.messages, cost.bytes, cost.rounds, party.messages, party.bytes, ctrl.messages,
-                      ctrl.bytes, cost.formula)
+    stats = _count(eng, eng.context(range(n), L, session="s" * S))
+    kinds = ", ".join(f"{c.messages:,} {k} ({c.bytes:,} B)" for k, c in stats.by_kind.items())
+    return replace(ClosedForm.counted(stats), formula=f"counted ({eng.name}, n = {n}, L = {L}): {kinds}")
 
 
 def closed_form(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSION_CHARS, seed: int = 0) -> ClosedForm:
-    """Closed-form traffic of ``engine`` for n parties and vectors of L cells (fault-free).
-
-    ``paper``, ``paper-per-combination``, ``graph``, ``graph-direct``: the engines' programs
-    counted by the counting driver (:func:`counted_secure_sum`); ``masked``, ``masked-sparse``:
-    derived from the codec's field encodings (module constants) and the engine's message
-    pattern.  ``docs/cost_model.md`` derives all of them by hand, and
-    ``tests/scenarios/test_cost_model.py`` checks its formulas against these.
+    """Closed-form traffic of ``engine`` for n parties and vectors of L cells (fault-free): its
+    programs counted by the counting driver (:func:`counted_secure_sum`), whatever the engine,
+    shipped or registered by a user.  ``docs/cost_model.md`` derives the shipped engines' by
+    hand, and ``tests/scenarios/test_cost_model.py`` checks its formulas against these.
 
     Parameters
     ----------
     engine
-        One of :data:`ENGINE_KEYS`.
+        A registered engine (:data:`parties.secure.registry.ENGINES`).
     n, L
         Number of parties and vector length (value combinations).
     degree
@@ -220,78 +215,15 @@ def closed_form(engine: str, n: int, L: int, *, degree: int = 8, S: int = SESSIO
         Public seed of the random regular graph (``masked-sparse``: the consistency round's
         last message carries the tagged views of each party's 2-hop neighbourhood, whose size
         depends on the graph).
+
+    Raises
+    ------
+    ConfigurationError
+        If ``engine`` is not registered.
     """
-    if engine.startswith("paper") or engine in ("graph", "graph-direct"):
-        if engine not in ENGINE_KEYS:
-            raise ConfigurationError(f"engine must be one of {ENGINE_KEYS}, got {engine!r}")
-        return counted_secure_sum(engine, n, L, degree=degree, S=S, seed=seed)
-    k = min(degree, n - 1)
-    if engine in ("masked", "masked-sparse"):
-        k = n - 1 if engine == "masked" else k
-        h = k + 1
-        keys = HEADER + _str(S) + _blobs(1, KEY) + 4  # s_pk, unsigned (the channels use the PKI's static keys)
-        sealed = HEADER + _str(S) + _bundle(k, MASKED_PLAINTEXT + AEAD)  # + handed view keys
-        masked = HEADER + _str(S) + ARRAY_1D + 4 * L
-        unmask = HEADER + _str(S) + 2 * _ids(h) + 4 + h + 4 + h * SHAMIR_SHARE  # owners, which, x, shares
-        directory = HEADER + _str(S) + _ids(k) + 4 + k * KEY + 4  # the neighbours' s_pk, no signatures
-        relayed = sealed
-        survivors = HEADER + _str(S) + _ids(h)
-        handed, tags, requests, most = _consistency_bytes(engine, n, k, S, seed)
-        pb = keys + sealed + masked + unmask
-        cb = directory + relayed + survivors
-        consistency = n * survivors + tags + requests
-        return ClosedForm(9 * n, n * (pb + cb) + 2 * handed + tags + requests, 5, 5, pb + most, 4 * n,
-                          n * cb + handed + requests,
-                          f"per party 5 messages (1 masking key, {k} sealed share pairs with the owner's "
-                          f"view keys, L masked cells × 4 B, view tags of {TAG} B, {h} Shamir shares); "
-                          f"controller 4 per party, the last with the tagged views of the party's 2-hop "
-                          f"neighbourhood; consistency check {3 * n} messages, {consistency} B "
-                          f"(+ {2 * handed} B of view keys sealed with the shares)", 3 * n, consistency)
-    if ENGINES.accepts(engine):  # a registered engine of one's own: its own cost()
-        return _own_cost(engine, n, L, degree=degree, S=S)
-    raise ConfigurationError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
-
-
-def _own_cost(engine: str, n: int, L: int, *, degree: int, S: int) -> ClosedForm:
-    """The closed form of a registered engine without a formula here: its own
-    :meth:`~parties.secure.engine.SecureSumEngine.cost` on a session id of ``S`` characters."""
-    instance = sized_engine(engine, degree=degree, round_timeout=30.0)
-    cost = instance.cost(instance.context(range(n), L, session="s" * S))
-    party = cost.party_max()
-    ctrl = cost.sent.get(CONTROLLER)
-    return ClosedForm(cost.messages, cost.bytes, cost.rounds, party.messages, party.bytes,
-                      0 if ctrl is None else ctrl.messages, 0 if ctrl is None else ctrl.bytes,
-                      f"the {engine} engine's own cost(): {cost.formula}")
-
-
-def _consistency_bytes(engine: str, n: int, k: int, S: int, seed: int) -> tuple[int, int, int, int]:
-    """The masked engine's consistency check, summed over the n parties: bytes of the view keys
-    owners seal for their holders that are no neighbours (in the shares, each sent and relayed
-    once), of the ``SurvivorTags`` (one tag per party of the 2-hop neighbourhood W(v)) and of the
-    ``UnmaskRequest`` messages (the distinct views of W(v), their authors, view indices and tags;
-    everyone survives here); and the largest of one party's view keys + tags."""
-    def tags(targets: int) -> int:
-        return HEADER + _str(S) + ARRAY_1D + 4 * targets + 4 + TAG * targets
-
-    def request(views: int, view_cells: int, signers: int) -> int:
-        return (HEADER + _str(S) + 2 * ARRAY_1D + 4 * (view_cells + views) + 2 * (ARRAY_1D + 4 * signers)
-                + 4 + TAG * signers)
-
-    if engine == "masked" or k >= n - 1:  # complete graph: all adjacent, one shared view of all n
-        return 0, n * tags(n - 1), n * request(1, n, n - 1), tags(n - 1)
-    nbrs = build_neighbourhoods(range(n), "regular", k, seed=seed)
-    near = {v: frozenset(nbrs[v]) for v in range(n)}
-    handed = total_tags = total_requests = most = 0
-    for v in range(n):
-        mine = sum(len(near[v] - near[j]) - 1 for j in near[v]) * VIEW_KEY_ENTRY
-        handed += mine
-        second = {w for j in near[v] for w in near[j] if w != v and w not in near[v]}
-        signers = near[v] | second
-        views = {near[w] | {w} for w in signers}
-        total_tags += tags(len(signers))
-        total_requests += request(len(views), sum(len(x) for x in views), len(signers))
-        most = max(most, mine + tags(len(signers)))
-    return handed, total_tags, total_requests, most
+    if not ENGINES.accepts(engine):
+        raise ConfigurationError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
+    return counted_secure_sum(ENGINES.lookup(engine).name, n, L, degree=degree, S=S, seed=seed)
 
 
 # --------------------------------------------------------------------------- inputs
@@ -364,21 +296,36 @@ def release_phase(phase: str, units: Sequence[Sequence[int]], families: Sequence
                      randomized_values_bytes(len(units)))
 
 
-FAMILY_OF = {"p": "keep-or-uniform", "epsilon_per_attribute": "grr", "epsilon": "keep-or-uniform"}
-CLUSTER_FAMILY = "cluster-optimal"
+MATRIX_OPTIONS = ("p", "epsilon_per_attribute", "epsilon")
+"""How the attribute matrices of RR-Independent and RR-Clusters may be given (``matrices`` of
+:func:`rr_closed_form` when no plan is given)."""
 
 
-def secure_release_bytes(phase: str, session: str, units: Sequence[Sequence[int]], *, exact: bool) -> int:
+def secure_release_bytes(phase: str, session: str, units: Sequence[Sequence[int]], *, exact: bool,
+                         family: str = CLUSTER_FAMILY) -> int:
     """Encoded size of one ``SecureRelease`` (kind 101): the 4.2 / 4.3 commitment request.
 
-    Fields: request_id, phase, session, plan = units, exact (bool), then for 4.3 one
-    ``cluster-optimal`` family and one parameter per unit; empty tuples for 4.2.  (No ε
+    Fields: request_id, phase, session, plan = units, exact (bool), then for 4.3 one ``family``
+    (the plan's: ``cluster-optimal``) and one parameter per unit; empty tuples for 4.2.  (No ε
     travels: the party computes it from the matrix.)
     """
     groups = 4 + sum(4 + INT * len(u) for u in units)
     k = len(units)
-    tail = 2 * 4 if exact else (4 + k * (4 + len(CLUSTER_FAMILY))) + (4 + k * 12)
+    tail = 2 * 4 if exact else (4 + k * (4 + len(family))) + (4 + k * 12)
     return HEADER + INT + _str(len(phase)) + _str(len(session)) + 2 * groups + 1 + tail
+
+
+def _plan(protocol: str, m: int, sizes: Sequence[int] | None, matrices: str, dependence: str) -> Plan:
+    """The plan of ``protocol`` with its attribute matrices given as ``matrices`` (one of
+    :data:`MATRIX_OPTIONS`; the families do not depend on the value) on ``m`` attributes."""
+    if matrices not in MATRIX_OPTIONS:
+        raise ConfigurationError(f"matrices must be one of {list(MATRIX_OPTIONS)}, got {matrices!r}")
+    dims = tuple(sizes) if sizes is not None else (2,) * m
+    schema = Schema(tuple(Attribute(f"A{j}", tuple(str(c) for c in range(r))) for j, r in enumerate(dims)))
+    params: dict[str, Any] = {matrices: 0.5}
+    if protocol == "RR-Clusters":
+        params["dependence"] = dependence
+    return lookup(protocol).plan(schema, params)
 
 
 ACK_BYTES = HEADER + INT + 4  # Ack(request_id, ids = ())
@@ -393,7 +340,8 @@ def secure_start_bytes(session: str, engine: str = "paper", runs: int = 1) -> in
 def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
                    clusters: Sequence[Sequence[int]] | None = None, dependence: str = "4.1",
                    sizes: Sequence[int] | None = None, engine: str = "paper", degree: int = 8,
-                   session: str = "dependence/1", replays: bool | None = None) -> ClosedForm:
+                   session: str = "dependence/1", replays: bool | None = None,
+                   plan: Plan | None = None) -> ClosedForm:
     """Exact fault-free traffic of RR-Independent or RR-Clusters in the actor simulator.
 
     Parameters
@@ -406,7 +354,8 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
     n, m
         Parties and attributes.
     matrices
-        ``"p"`` or ``"epsilon"`` (keep-or-uniform, main paper 6.3.1; a budget per respondent gives one p) or ``"epsilon_per_attribute"`` (grr).
+        Without ``plan``: how the attribute matrices were given, ``"p"``, ``"epsilon"`` or
+        ``"epsilon_per_attribute"`` (the protocol's plan function then gives their family).
     clusters
         RR-Clusters: the clusters Algorithm 1 announced (they fix the second request).
     dependence
@@ -420,8 +369,20 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
     replays
         RR-Clusters: whether singleton clusters replay phase 1 (default: with 4.1; a budget per
         respondent whose discovery share is not one half releases them afresh).
+    plan
+        The run's plan (:mod:`mprr.protocols.plan`): the matrix families each phase applies are
+        read from it (the attribute matrices' family; the clusters' and the 4.3 pairs' is the
+        last of their phase's); default: the protocol's plan with ``matrices``.
     """
-    family = FAMILY_OF[matrices]
+    if protocol not in ("RR-Independent", "RR-Clusters"):
+        raise ConfigurationError(f"protocol must be 'RR-Independent' or 'RR-Clusters', got {protocol!r}")
+    plan = _plan(protocol, m, sizes, matrices, dependence) if plan is None else plan
+    undeclared = [p.phase for p in plan.phases if p.families is None]
+    if undeclared:
+        raise ConfigurationError(f"the plan of {protocol} must declare the families of its phases, "
+                                 f"got none for {undeclared}")
+    # the attribute matrices' family: the first release's first (a release of the clusters with 4.2 / 4.3)
+    family = next(p.families[0] for p in plan.phases if p.kind == "release" and p.families)
     singles = [(j,) for j in range(m)]
     extra = ClosedForm(0, 0, 0, 0, 0, 0, 0, "")
     if protocol == "RR-Independent":
@@ -430,7 +391,8 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
         if clusters is None:
             raise ConfigurationError("rr_closed_form('RR-Clusters') needs the announced clusters")
         replay = dependence == "4.1" if replays is None else replays
-        fams = [family if (len(c) == 1 and replay) else CLUSTER_FAMILY for c in clusters]
+        cluster_family = (plan.phase("clusters").families or (CLUSTER_FAMILY,))[-1]
+        fams = [family if (len(c) == 1 and replay) else cluster_family for c in clusters]
         phases = [release_phase("clusters", clusters, fams)]
         if dependence == "4.1":
             phases.insert(0, release_phase("dependence", singles, [family] * m))
@@ -438,7 +400,9 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
             if sizes is None:
                 raise ConfigurationError("rr_closed_form with dependence 4.2 / 4.3 needs the attribute sizes")
             pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
-            request = secure_release_bytes("dependence", session, pairs, exact=dependence == "4.2")
+            pair_families = plan.phases[0].families or (CLUSTER_FAMILY,)
+            request = secure_release_bytes("dependence", session, pairs, exact=dependence == "4.2",
+                                           family=pair_families[-1])
             start = secure_start_bytes(session, sized_engine(engine, degree=degree, round_timeout=30.0).name)
             # the engine runs under the agreed session id: session + "#" + the request digest
             ss = closed_form(engine, n, pair_cells(sizes), degree=degree, S=len(session) + 1 + 2 * DIGEST_BYTES)
@@ -586,9 +550,8 @@ def measure_rr(protocol: str, sizes: Sequence[int], n: int, *, sweep: str, d: in
         raise ConfigurationError(f"protocol must report its clusters (RR-Independent or RR-Clusters), got {protocol!r}")
     clusters = tuple(tuple(c) for c in sim.result.clusters)
     session = sim.result.details.get("secure_sum", {}).get("session", "dependence/1")
-    closed = rr_closed_form(protocol, n, len(sizes), matrices="p",
-                            clusters=clusters if protocol == "RR-Clusters" else None,
+    closed = rr_closed_form(protocol, n, len(sizes), clusters=clusters if protocol == "RR-Clusters" else None,
                             dependence=dependence, sizes=sizes, engine=engine or "paper",
-                            degree=params["degree"], session=session)
+                            degree=params["degree"], session=session, plan=plan)
     return RRMeasurement(protocol, sweep, n, len(sizes), d, clusters, sim.traffic, closed, sim.wall_time,
                          dependence, engine)

@@ -37,13 +37,14 @@ from typing import Any
 import numpy as np
 from scipy.stats import binom
 
-from mprr.errors import MprrError, PartyDropped, RoundTimeout, SecureSumAborted
+from mprr.errors import ConfigurationError, MprrError, PartyDropped, RoundTimeout, SecureSumAborted
 from mprr.synthetic import planted_clusters
 from parties.faults import FaultPlan
 from parties.network import InMemoryNetwork
 from parties.secure.engine import run_secure_sum
+from parties.secure.registry import ENGINES, EngineEntry
 from scenarios.cost_model import engine_and_topology, pair_indicators
-from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema
+from scenarios.config import Choice, Field, Float, Int, List, Registered, ScenarioConfig, Schema
 from scenarios.config import Table as ConfigTable
 from scenarios.plots import LinePlot, Series
 from scenarios.progress import Progress
@@ -52,17 +53,17 @@ from scenarios.report import ScenarioResult, Table
 
 __all__ = ["FAULT_ENGINES", "OUTCOMES", "SCHEMA", "Trial", "predicted_success", "run_secure_sum_faults", "run_trial"]
 
-FAULT_ENGINES = ("paper", "graph", "masked", "masked-sparse")
-"""The secure-sum engines this scenario sweeps: those whose crash point ``crash_send`` configures
-(paper, graph, masked; masked-sparse shares masked's)."""
-_MARKERS = {"paper": "-o", "graph": "--x", "masked": "-s", "masked-sparse": "--^"}
+FAULT_ENGINES = tuple(name for name in ENGINES if ENGINES.lookup(name).crash_send is not None)
+"""The shipped secure-sum engines this scenario sweeps: those whose registry entry gives a crash
+point (:attr:`~parties.secure.registry.EngineEntry.crash_send`: paper, graph, masked,
+masked-sparse; ``crash_send`` is configured per engine family, masked-sparse sharing masked's)."""
 OUTCOMES = ("exact", "error", "aborted", "WRONG", "other")
 
 _CRASH = Schema([
-    Field("paper", Int(min=1), 2, help="send at which a dropping party crashes (paper engine)"),
-    Field("graph", Int(min=1), 2, help="send at which a dropping party crashes (graph engine)"),
-    Field("masked", Int(min=1), 3, help="send at which a dropping party crashes (masked engines; "
-          "3 = after sharing keys, before the masked input)"),
+    Field(family, Int(min=1), ENGINES.lookup(family).crash_send,
+          help=f"send at which a dropping party crashes ({family} engine family; the input goes out at send "
+               f"{ENGINES.lookup(family).input_send})")
+    for family in dict.fromkeys(ENGINES.lookup(name).family for name in FAULT_ENGINES)
 ])
 
 SCHEMA = Schema(
@@ -70,8 +71,9 @@ SCHEMA = Schema(
         Field("n", Int(min=2, max=10_000), 16, help="number of parties"),
         Field("sizes", List(Int(min=2, max=64), min_len=2, max_len=16), (3, 4, 2),
               help="attribute sizes of the parties' records (vector length Σ_{i<j}|A_i||A_j|)"),
-        Field("engines", List(Choice(FAULT_ENGINES), min_len=1), ("paper", "graph", "masked"),
-              help="secure-sum engines to test"),
+        Field("engines", List(Registered(ENGINES), min_len=1), ("paper", "graph", "masked"),
+              help="secure-sum engines to test (shipped: paper, graph, masked, masked-sparse; one of one's own "
+                   "registered with a crash_send)"),
         Field("rates", List(Float(min=0.0, max=1.0), min_len=1), (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
               help="dropout rates ρ"),
         Field("trials", Int(min=1, max=10_000), 10, help="trials per (engine, rate)"),
@@ -108,9 +110,18 @@ class Trial:
     message: str = ""
 
 
+def _entry(key: str) -> EngineEntry:
+    """The registry entry of the engine ``key`` (ConfigurationError when not registered)."""
+    return ENGINES.lookup(key)
+
+
 def _crash_send(key: str, params: Mapping[str, Any]) -> int:
-    family = "masked" if key.startswith("masked") else key
-    crash_send: int = params["crash_send"][family]
+    """The configured crash point of ``key``'s family, else its entry's (an engine of one's own)."""
+    entry = _entry(key)
+    crash_send: int | None = dict(params["crash_send"]).get(entry.family, entry.crash_send)
+    if crash_send is None:
+        raise ConfigurationError(f"engine {key!r} has no crash point: give crash_send.{entry.family} or register "
+                                 "it with EngineEntry(crash_send=...)")
     return crash_send
 
 
@@ -122,7 +133,7 @@ async def run_trial(key: str, params: Mapping[str, Any], vectors: np.ndarray, dr
                                            threshold=params["threshold"])
     plan = FaultPlan(crash={int(p): _crash_send(key, params) for p in dropped}) if len(dropped) else None
     net = InMemoryNetwork(n, topology=topology, faults=plan, seed=seed)
-    threshold = engine.context(range(n), vectors.shape[1]).threshold if key.startswith("masked") else n
+    threshold = engine.context(range(n), vectors.shape[1]).threshold if _entry(key).tolerates_dropouts else n
     start = time.perf_counter()
     outcome, contributors, message = "other", 0, ""
     try:
@@ -149,27 +160,32 @@ async def run_trial(key: str, params: Mapping[str, Any], vectors: np.ndarray, dr
 
 def _input_send(key: str) -> int:
     """The send that carries a party's (masked) input: a party crashing at or before it cannot
-    be a contributor.  paper/graph: the input hides in every message from the first share on;
-    masked: send 3 (after keys and Shamir shares)."""
-    return 3 if key.startswith("masked") else 1
+    be a contributor (:attr:`~parties.secure.registry.EngineEntry.input_send`).  paper/graph:
+    the input hides in every message from the first share on; masked: send 3 (after keys and
+    Shamir shares)."""
+    return _entry(key).input_send
 
 
 def predicted_success(key: str, n: int, rate: float, threshold: int, model: str) -> float | None:
     """Success probability from the engines' definitions (None where no simple closed form).
 
-    paper / graph: every party is needed, P = P(no dropout).  masked (complete graph): the sum
-    is recovered iff the survivors number at least max(t, 2).
+    An engine that stalls on a dropout (paper, graph; :attr:`~parties.secure.registry.EngineEntry.dropouts`
+    ``"stall"``): every party is needed, P = P(no dropout).  One that sums the survivors above a
+    threshold on the complete graph (masked; not on a sparse graph, ``degree`` among its
+    parameters): the sum is recovered iff the survivors number at least max(t, 2).
     """
+    entry = _entry(key)
+    survivors = entry.tolerates_dropouts and "degree" not in entry.parameters
     if model == "fixed":
         drops = round(rate * n)
-        if key in ("paper", "graph"):
+        if not entry.tolerates_dropouts:
             return float(drops == 0)
-        if key == "masked":
+        if survivors:
             return float(n - drops >= max(threshold, 2))
         return None
-    if key in ("paper", "graph"):
+    if not entry.tolerates_dropouts:
         return (1.0 - rate) ** n
-    if key == "masked":
+    if survivors:
         return float(binom.cdf(n - max(threshold, 2), n, rate))
     return None
 
@@ -213,6 +229,8 @@ def run_secure_sum_faults(
     params["crash_send"] = {**dict(_CRASH.validate({})), **dict(params["crash_send"])}
     n, trials = params["n"], params["trials"] * runs
     engines = list(dict.fromkeys(params["engines"]))
+    for key in engines:  # every engine has a crash point, before anything runs
+        _crash_send(key, params)
     rates = list(dict.fromkeys(params["rates"]))
     root = np.random.SeedSequence(seed)
     data_ss, drop_ss = root.spawn(2)
@@ -259,7 +277,7 @@ def _result(params: Mapping[str, Any], engines: Sequence[str], rates: Sequence[f
             rows.append((
                 key, rate, float(np.mean([len(t.dropped) for t in group])), len(group),
                 counts["exact"], counts["error"], counts["aborted"], counts["WRONG"], counts["other"],
-                rate_ok, pred, threshold if key.startswith("masked") else None,
+                rate_ok, pred, threshold if _entry(key).tolerates_dropouts else None,
                 float(np.mean(recovered)) if recovered else None,
                 float(np.median([t.seconds for t in group])),
             ))
@@ -286,7 +304,7 @@ def _result(params: Mapping[str, Any], engines: Sequence[str], rates: Sequence[f
         xlabel="dropout rate ρ",
         ylabel="share of trials returning the exact sum",
         series=tuple(
-            [Series(key, rates, success[key], style=_MARKERS.get(key, "-o")) for key in engines]
+            [Series(key, rates, success[key], style=_entry(key).line) for key in engines]
             + [Series(f"{key} predicted", rates, [np.nan if p is None else p for p in predicted[key]],
                       style=":") for key in engines if any(p is not None for p in predicted[key])]
         ),
@@ -334,6 +352,7 @@ def _result(params: Mapping[str, Any], engines: Sequence[str], rates: Sequence[f
         notes.append("Unexpected errors: " + "; ".join(sorted({t.message[:160] for t in other}))[:800])
     effective = dict(params)
     if effective["threshold"] is None:  # record the threshold each masked engine used, not null
-        effective["threshold"] = {t.engine: t.threshold for t in results if t.engine.startswith("masked")} or None
+        effective["threshold"] = {t.engine: t.threshold for t in results
+                                  if _entry(t.engine).tolerates_dropouts} or None
     return ScenarioResult(metrics=metrics, tables=[table], figures=figures, notes=notes, summary=summary,
                           parameters=effective)

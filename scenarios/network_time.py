@@ -36,6 +36,7 @@ from parties.netsim.model import NetworkModel, model_from_toml
 from parties.netsim.profiles import PROFILES
 from parties.netsim.runtime import VirtualRuntime
 from parties.netsim.timeline import Timeline
+from parties.secure.registry import ENGINES as SECURE_ENGINES
 from parties.simulate import simulate
 from scenarios.config import Choice, Field, Float, Int, List, ScenarioConfig, Schema, Str
 from scenarios.config import Table as ConfigTable
@@ -46,13 +47,13 @@ from scenarios.report import ScenarioResult, Table
 
 __all__ = ["ENGINES", "PARTS", "SCHEMA", "breakdown_figure", "run_network_time", "timeline_figure"]
 
-ENGINES = ("paper", "graph", "graph-direct", "masked", "masked-sparse")
-"""The secure-sum engines this scenario sweeps."""
+ENGINES = tuple(name for name in SECURE_ENGINES if not SECURE_ENGINES.lookup(name).per_cell)
+"""The shipped secure-sum engines this scenario sweeps (all but the one run per cell:
+paper, graph, graph-direct, masked, masked-sparse)."""
 PARTS = ("compute", "queueing", "bandwidth", "latency", "waiting")
 """Where the time went (:meth:`parties.netsim.timeline.Timeline.breakdown`)."""
 _PART_COLOURS = {"compute": "#9467bd", "queueing": "#ff7f0e", "bandwidth": "#2ca02c", "latency": "#1f77b4",
                  "waiting": "#c7c7c7"}
-_MARKERS = {"paper": "-o", "graph": "--x", "graph-direct": ":+", "masked": "-s", "masked-sparse": "--^"}
 
 _TIMELINE = Schema([
     Field("n", Int(min=2), 100, help="parties of the run whose timeline is drawn"),
@@ -242,7 +243,7 @@ def run_network_time(
             title=f"RR-Clusters 4.3 on {p}: completion time vs n ({eps})",
             xlabel="parties n", ylabel="completion time (virtual s)",
             series=tuple(Series(e, ns, [r["completion_s"] for r in records if r["profile"] == p and r["engine"] == e],
-                                style=_MARKERS.get(e, "-o")) for e in engines),
+                                style=SECURE_ENGINES.lookup(e).line) for e in engines),
             legend="below",
             caption=f"One run per point (seed {seed}, network seed {params['network_seed']}, dropout "
                     f"{params['dropout']:g}, round timeout {params['timeout']:g} s); real messages timed by the "

@@ -40,8 +40,8 @@ Modules, in dependency order (each imports only those above it):
 - ``steps``           — the step vocabulary: ``Release``, ``SecureSum``, ``Report``, ``Released``,
                         ``MatrixSpec`` (a family of :mod:`mprr.matrix_families` by name), ``OracleSpec``
 - ``plan``            — what a program will ask, declared from its parameters before it runs:
-                        ``Plan`` (phases, secure-sum vector lengths, ``Needs``: engine, mesh,
-                        PKI), ``@declares``, ``plan_of`` (a dry run for an undeclared,
+                        ``Plan`` (phases, secure-sum vector lengths, the matrix / oracle
+                        families each phase applies, ``Needs``: engine, mesh, PKI), ``@declares``, ``plan_of`` (a dry run for an undeclared,
                         data-independent program)
 - ``oracle_reports``  — the answer to a ``Report`` step: units through frequency oracles
                         (:mod:`mprr.oracles`), every unit or one sampled unit per party, with

@@ -45,6 +45,8 @@ __all__ = [
     "keep_epsilon",
     "keep_for_budget",
     "attribute_specs",
+    "attribute_family",
+    "CLUSTER_FAMILY",
     "attribute_epsilons",
     "cluster_spec",
     "pair_spec",
@@ -208,6 +210,31 @@ def attribute_specs(
     else:
         specs = tuple(MatrixSpec.dense(mat) for mat in mats)
     return specs, mats
+
+
+def attribute_family(
+    *,
+    p: object = None,
+    epsilon_per_attribute: object = None,
+    epsilon: object = None,
+    matrices: object = None,
+) -> str | None:
+    """The matrix family :func:`attribute_specs` describes the attribute matrices with, from
+    which option is given (a plan's families; the values are checked where the matrices are
+    built): ``keep-or-uniform`` for ``p`` or ``epsilon``, ``grr`` for ``epsilon_per_attribute``,
+    ``dense`` for explicit ``matrices``; ``None`` when none is given."""
+    if p is not None:
+        return "keep-or-uniform"
+    if epsilon_per_attribute is not None:
+        return "grr"
+    if epsilon is not None:
+        return "keep-or-uniform"
+    return "dense" if matrices is not None else None
+
+
+CLUSTER_FAMILY = "cluster-optimal"
+"""The family of a cluster's and of a pair's matrix (:func:`cluster_spec`, :func:`pair_spec`;
+main paper 6.3.2)."""
 
 
 def cluster_spec(epsilons: Sequence[float]) -> MatrixSpec:

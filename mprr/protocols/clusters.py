@@ -40,7 +40,14 @@ from collections.abc import Sequence
 
 from mprr.clustering import Clustering, cluster_attributes
 from mprr.data import Schema
-from mprr.protocols.budget import attribute_epsilons, attribute_specs, cluster_spec, keep_epsilon, keep_for_budget
+from mprr.protocols.budget import (
+    CLUSTER_FAMILY,
+    attribute_epsilons,
+    attribute_specs,
+    cluster_spec,
+    keep_epsilon,
+    keep_for_budget,
+)
 from mprr.protocols.steps import Matrix, MatrixSpec
 from mprr.protocols.dependences import PHASE, dependence_plan, dependence_steps
 from mprr.protocols.estimate import product_estimate
@@ -77,8 +84,13 @@ def rr_clusters_plan(schema: Schema, params: RRClustersParameters) -> Plan:
     """The plan of :func:`rr_clusters_steps`: the dependence phase of ``params.dependence``
     (:func:`~mprr.protocols.dependences.dependence_plan`: a release under 4.1, a secure sum of
     the pair vectors under 4.2 / 4.3), then the release ``"clusters"``, whose units Algorithm 1
-    chooses from the dependences."""
-    return Plan((*dependence_plan(schema, params.dependence), PhasePlan.release("clusters")))
+    chooses from the dependences, through the 6.3.2 matrices
+    (:data:`~mprr.protocols.budget.CLUSTER_FAMILY`) and, under 4.1, the attribute matrices' family
+    for a singleton cluster that replays phase 1."""
+    family = params.attribute_family()
+    dependence = params.dependence
+    clusters = (CLUSTER_FAMILY,) if dependence != "4.1" or family is None else (family, CLUSTER_FAMILY)
+    return Plan((*dependence_plan(schema, dependence, family), PhasePlan.release("clusters", families=clusters)))
 
 
 @declares(rr_clusters_plan)

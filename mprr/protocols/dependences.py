@@ -37,7 +37,7 @@ from mprr.data import Dataset, Schema
 from mprr.dependence import bivariate_tables, dependence_matrix
 from mprr.errors import ConfigurationError
 from mprr.matrices import RandomizationMatrix, kron
-from mprr.protocols.budget import pair_spec
+from mprr.protocols.budget import CLUSTER_FAMILY, pair_spec
 from mprr.protocols.estimate import check_postprocess, estimate_unit
 from mprr.protocols.local import run_local
 from mprr.protocols.plan import PhasePlan
@@ -112,15 +112,18 @@ def check_dependence_options(method: object, tables: object, pair_epsilon: objec
         )
 
 
-def dependence_plan(schema: Schema, method: str) -> tuple[PhasePlan, ...]:
+def dependence_plan(schema: Schema, method: str, family: str | None = None) -> tuple[PhasePlan, ...]:
     """The phases of :func:`dependence_steps` with ``method``: 4.1 — a release of the m
-    singletons; 4.2 / 4.3 — a secure sum of the m(m−1)/2 pairs (exact under 4.2), a vector of
+    singletons through the attribute matrices' ``family`` (``None``: not declared); 4.2 / 4.3 —
+    a secure sum of the m(m−1)/2 pairs (exact under 4.2; under 4.3 randomized through the pair
+    matrices of :data:`~mprr.protocols.budget.CLUSTER_FAMILY`), a vector of
     Σ_{i<j} |A_i||A_j| cells per party; none when there is no pair to sum.  ``method`` is a
     validated one (:class:`~mprr.protocols.parameters.RRClustersParameters`)."""
     if method == "4.1":
-        return (PhasePlan.release(PHASE, singletons(schema.m)),)
+        return (PhasePlan.release(PHASE, singletons(schema.m), families=None if family is None else (family,)),)
     pairs = all_pairs(schema.m)
-    return (PhasePlan.secure_sum(PHASE, pairs, schema.sizes, exact=method == "4.2"),) if pairs else ()
+    return (PhasePlan.secure_sum(PHASE, pairs, schema.sizes, exact=method == "4.2",
+                                 families=() if method == "4.2" else (CLUSTER_FAMILY,)),) if pairs else ()
 
 
 def dependence_steps(

@@ -42,8 +42,11 @@ def matrix_parameters(
 
 
 def rr_independent_plan(schema: Schema, params: RRIndependentParameters) -> Plan:
-    """The plan of :func:`rr_independent_steps`: one release ``"attributes"`` of the m singletons."""
-    return Plan((PhasePlan.release("attributes", singletons(schema.m)),))
+    """The plan of :func:`rr_independent_steps`: one release ``"attributes"`` of the m singletons,
+    through the family of the attribute matrices (:meth:`~mprr.protocols.parameters.MatrixChoice.attribute_family`)."""
+    family = params.attribute_family()
+    return Plan((PhasePlan.release("attributes", singletons(schema.m),
+                                   families=None if family is None else (family,)),))
 
 
 @declares(rr_independent_plan)

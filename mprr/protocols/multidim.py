@@ -43,6 +43,7 @@ from mprr.protocols.steps import ORACLES, OracleSpec, Program, Report, singleton
 
 __all__ = [
     "ORACLE_CHOICES",
+    "oracle_families",
     "oracle_specs",
     "oracle_product",
     "spl",
@@ -86,20 +87,36 @@ def _result(name: str, data: ReportedData, n: int, schema: Schema, method: str,
                           postprocessing=method, clusters=data.units)
 
 
-def spl_plan(schema: Schema, **params: Any) -> Plan:
-    """The plan of :func:`spl_steps`: reports ``"attributes"``, every singleton by every party."""
-    return Plan((PhasePlan.report("attributes", singletons(schema.m), assign="every"),))
+def oracle_families(units: Sequence[Sequence[int]], sizes: Sequence[int], epsilon: object,
+                    oracle: str) -> tuple[str, ...] | None:
+    """The oracle families of :func:`oracle_specs` (a plan's families); ``None`` (not declared)
+    without a valid ``epsilon`` or ``oracle``, which the program itself then refuses."""
+    try:
+        return tuple(dict.fromkeys(o.family for o in oracle_specs(units, sizes, float(epsilon), oracle)))  # type: ignore[arg-type]
+    except (ConfigurationError, TypeError, ValueError):
+        return None
 
 
-def smp_plan(schema: Schema, **params: Any) -> Plan:
+def spl_plan(schema: Schema, *, epsilon: object = None, oracle: str = "adaptive", **params: Any) -> Plan:
+    """The plan of :func:`spl_steps`: reports ``"attributes"``, every singleton by every party,
+    through the oracles of ε/m."""
+    units = singletons(schema.m)
+    share = None if epsilon is None else float(epsilon) / schema.m  # type: ignore[arg-type]
+    return Plan((PhasePlan.report("attributes", units, assign="every",
+                                  families=oracle_families(units, schema.sizes, share, oracle)),))
+
+
+def smp_plan(schema: Schema, *, epsilon: object = None, oracle: str = "adaptive", **params: Any) -> Plan:
     """The plan of :func:`smp_steps`: reports ``"attributes"``, one sampled singleton per party."""
-    return Plan((PhasePlan.report("attributes", singletons(schema.m), assign="sampled"),))
+    units = singletons(schema.m)
+    return Plan((PhasePlan.report("attributes", units, assign="sampled",
+                                  families=oracle_families(units, schema.sizes, epsilon, oracle)),))
 
 
 def rsfd_plan(schema: Schema, **params: Any) -> Plan:
     """The plan of :func:`rsfd_steps`: reports ``"attributes"``, one sampled singleton per party
-    among fake values for the others."""
-    return Plan((PhasePlan.report("attributes", singletons(schema.m), assign="sampled-fake"),))
+    among fake values for the others, through GRR."""
+    return Plan((PhasePlan.report("attributes", singletons(schema.m), assign="sampled-fake", families=("grr",)),))
 
 
 @declares(spl_plan)

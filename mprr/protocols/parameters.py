@@ -30,7 +30,7 @@ from mprr.errors import ConfigurationError
 from mprr.estimation import POSTPROCESSORS
 from mprr.matrices import RandomizationMatrix
 from mprr.parameters import Choice, Float, Int, List, Parameters, PerAttribute, parameter
-from mprr.protocols.budget import attribute_specs, keep_for_budget, per_attribute
+from mprr.protocols.budget import attribute_family, attribute_specs, keep_for_budget, per_attribute
 from mprr.protocols.dependences import DEPENDENCE_METHODS, TABLE_SOURCES
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS
 from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS
@@ -80,6 +80,12 @@ class MatrixChoice(Parameters):
                 "give exactly one of p, epsilon_per_attribute, epsilon (per respondent) or matrices for the "
                 f"attribute matrices, got {given or 'none'}"
             )
+
+    def attribute_family(self) -> str | None:
+        """The matrix family of the attribute matrices this choice builds
+        (:func:`mprr.protocols.budget.attribute_family`: a plan's declared family)."""
+        return attribute_family(p=self.p, epsilon_per_attribute=self.epsilon_per_attribute,
+                                epsilon=self.epsilon, matrices=getattr(self, "matrices", None))
 
     def attribute_specs(self, sizes: Sequence[int]) -> tuple[tuple[MatrixSpec, ...], tuple[Matrix, ...]]:
         """Each attribute's matrix spec and the matrix it builds, from the validated choice:

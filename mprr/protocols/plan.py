@@ -10,6 +10,9 @@ parameters.  That function is its **plan function**, declared on the program wit
   them from earlier replies, like RR-Clusters' clusters after Algorithm 1);
 - every secure sum with the length of each party's vector, Σ over its units of Π |A_a| (the
   one-hot vector of main paper 4.2 / 4.3), and whether it adds true values (4.2, ε = ∞);
+- what a party will be asked to apply in each phase: its matrix families
+  (:data:`mprr.matrix_families.MATRIX_FAMILIES`, a release or a secure sum of randomized values)
+  or frequency-oracle families (:data:`mprr.protocols.steps.ORACLES`, reports), when declared;
 - its :class:`Needs`: a secure-sum engine (any secure sum), party-to-party links (a full mesh)
   and a PKI; the last two are the engine's, added by the runtime that picks it.
 
@@ -40,14 +43,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Generator, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import numpy as np
 
 from mprr.data import Dataset, Schema
 from mprr.errors import ConfigurationError, MprrError, ProtocolError
-from mprr.protocols.steps import ASSIGNMENTS, Arguments, Release, Released, Report, SecureSum, Step, call_program
+from mprr.matrix_families import MATRIX_FAMILIES
+from mprr.protocols.steps import ASSIGNMENTS, ORACLES, Arguments, Release, Released, Report, SecureSum, Step, call_program
 
 __all__ = [
     "DRY_RUN_RECORDS",
@@ -79,6 +83,10 @@ def _units(units: Iterable[Sequence[int]]) -> Units:
     return tuple(tuple(int(a) for a in u) for u in units)
 
 
+def _families(families: Iterable[str] | None) -> tuple[str, ...] | None:
+    return None if families is None else tuple(dict.fromkeys(families))
+
+
 @dataclass(frozen=True)
 class PhasePlan:
     """One phase of a plan.
@@ -98,6 +106,12 @@ class PhasePlan:
         ``"secure-sum"``: the true values are added (main paper 4.2, ε = ∞).
     assign
         ``"report"``: how units are assigned to a party (:data:`mprr.protocols.steps.ASSIGNMENTS`).
+    families
+        What a party will be asked to apply, each family once in order of first use: the
+        matrix families (a release, a secure sum; registered in
+        :data:`~mprr.matrix_families.MATRIX_FAMILIES`, canonical names) or the frequency
+        oracles (a report; :data:`~mprr.protocols.steps.ORACLES`); ``()`` for a secure sum of
+        exact values; ``None``: not declared (any registered family).
     """
 
     phase: str
@@ -106,6 +120,7 @@ class PhasePlan:
     cells: int | None = None
     exact: bool = False
     assign: str | None = None
+    families: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.phase, str) or not self.phase:
@@ -127,49 +142,78 @@ class PhasePlan:
             raise ConfigurationError(f"assign of phase {self.phase!r} ({self.kind}) must be "
                                      f"{'one of ' + str(list(ASSIGNMENTS)) if self.kind == 'report' else 'None'}, "
                                      f"got {self.assign!r}")
+        if self.families is not None:
+            object.__setattr__(self, "families", self._checked_families(tuple(self.families)))
+
+    def _checked_families(self, families: tuple[str, ...]) -> tuple[str, ...]:
+        """``families`` in canonical names, each once (ConfigurationError naming the phase and what is allowed)."""
+        if self.kind == "secure-sum" and self.exact and families:
+            raise ConfigurationError(f"secure sum {self.phase!r} adds exact values: its families must be (), "
+                                     f"got {list(families)}")
+        if self.kind == "report":
+            bad = [f for f in families if f not in ORACLES]
+            if bad:
+                raise ConfigurationError(f"families of report phase {self.phase!r} must be frequency oracles "
+                                         f"among {list(ORACLES)}, got {bad}")
+            return tuple(dict.fromkeys(families))
+        bad = [f for f in families if not isinstance(f, str) or not MATRIX_FAMILIES.accepts(f)]
+        if bad:
+            raise ConfigurationError(f"families of {self.kind} phase {self.phase!r} must be registered matrix "
+                                     f"families among {list(MATRIX_FAMILIES)}, got {bad}")
+        return tuple(dict.fromkeys(MATRIX_FAMILIES.lookup(f).name for f in families))
 
     @classmethod
-    def release(cls, phase: str, units: Iterable[Sequence[int]] | None = None) -> PhasePlan:
-        """A release (:class:`~mprr.protocols.steps.Release`) of ``units`` (``None``: chosen later)."""
-        return cls(phase, "release", None if units is None else _units(units))
+    def release(cls, phase: str, units: Iterable[Sequence[int]] | None = None, *,
+                families: Iterable[str] | None = None) -> PhasePlan:
+        """A release (:class:`~mprr.protocols.steps.Release`) of ``units`` (``None``: chosen later)
+        through matrices of ``families`` (``None``: not declared)."""
+        return cls(phase, "release", None if units is None else _units(units), families=_families(families))
 
     @classmethod
     def secure_sum(cls, phase: str, units: Iterable[Sequence[int]], sizes: Sequence[int], *,
-                   exact: bool) -> PhasePlan:
+                   exact: bool, families: Iterable[str] | None = None) -> PhasePlan:
         """A secure sum (:class:`~mprr.protocols.steps.SecureSum`) of ``units`` over attributes
-        of ``sizes``: exact values (4.2) or values randomized first (4.3)."""
+        of ``sizes``: exact values (4.2; families ``()``) or values randomized first through
+        matrices of ``families`` (4.3; ``None``: not declared)."""
         u = _units(units)
-        return cls(phase, "secure-sum", u, sum_cells(u, sizes), exact=bool(exact))
+        declared = () if exact and families is None else _families(families)
+        return cls(phase, "secure-sum", u, sum_cells(u, sizes), exact=bool(exact), families=declared)
 
     @classmethod
-    def report(cls, phase: str, units: Iterable[Sequence[int]] | None = None, *, assign: str) -> PhasePlan:
-        """Frequency-oracle reports (:class:`~mprr.protocols.steps.Report`) of ``units``."""
-        return cls(phase, "report", None if units is None else _units(units), assign=assign)
+    def report(cls, phase: str, units: Iterable[Sequence[int]] | None = None, *, assign: str,
+               families: Iterable[str] | None = None) -> PhasePlan:
+        """Frequency-oracle reports (:class:`~mprr.protocols.steps.Report`) of ``units`` through
+        oracles of ``families`` (``None``: not declared)."""
+        return cls(phase, "report", None if units is None else _units(units), assign=assign,
+                   families=_families(families))
 
     @classmethod
     def of(cls, step: Step, sizes: Sequence[int]) -> PhasePlan:
-        """The phase a step carries out (units included)."""
+        """The phase a step carries out (units and families included)."""
         if isinstance(step, Release):
-            return cls.release(step.phase, step.units)
+            return cls.release(step.phase, step.units, families=(s.family for s in step.specs))
         if isinstance(step, Report):
-            return cls.report(step.phase, step.units, assign=step.assign)
+            return cls.report(step.phase, step.units, assign=step.assign, families=(o.family for o in step.oracles))
         if isinstance(step, SecureSum):
-            return cls.secure_sum(step.phase, step.units, sizes, exact=step.specs is None)
+            return cls.secure_sum(step.phase, step.units, sizes, exact=step.specs is None,
+                                  families=None if step.specs is None else (s.family for s in step.specs))
         raise ConfigurationError(f"a step program yields Release, SecureSum or Report steps, got {type(step).__name__}")
 
     def admits(self, done: PhasePlan) -> bool:
         """Whether ``done`` (:meth:`of` a step) carries out this phase: equal, units aside
-        where this phase left them open."""
+        where this phase left them open, its families among those declared (if declared)."""
         same = (done.phase, done.kind, done.cells, done.exact, done.assign) == (
             self.phase, self.kind, self.cells, self.exact, self.assign)
-        return same and (self.units is None or done.units == self.units)
+        families = self.families is None or set(done.families or ()) <= set(self.families)
+        return same and families and (self.units is None or done.units == self.units)
 
     def describe(self) -> str:
-        """One line: kind, phase, units (or "units chosen at run time") and vector length."""
+        """One line: kind, phase, units (or "units chosen at run time"), vector length and families."""
         units = "units chosen at run time" if self.units is None else f"{len(self.units)} units {list(self.units)}"
         extra = (f", {self.cells} cells, {'exact' if self.exact else 'randomized'} values" if self.cells is not None
                  else f", assign {self.assign!r}" if self.assign else "")
-        return f"{self.kind} {self.phase!r} ({units}{extra})"
+        families = f", families {list(self.families)}" if self.families else ""
+        return f"{self.kind} {self.phase!r} ({units}{extra}{families})"
 
 
 @dataclass(frozen=True)
@@ -225,6 +269,23 @@ class Plan:
         """The secure-sum phases."""
         return tuple(p for p in self.phases if p.kind == "secure-sum")
 
+    def phase(self, name: str) -> PhasePlan:
+        """The phase called ``name`` (ConfigurationError naming the phases there are)."""
+        for p in self.phases:
+            if p.phase == name:
+                return p
+        raise ConfigurationError(f"the plan has no phase {name!r}; its phases: {[p.phase for p in self.phases]}")
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        """Every matrix family a party will be asked to apply (declared ones, in phase order)."""
+        return tuple(dict.fromkeys(f for p in self.phases if p.kind != "report" for f in p.families or ()))
+
+    @property
+    def oracles(self) -> tuple[str, ...]:
+        """Every frequency-oracle family a party will be asked to report through (declared ones)."""
+        return tuple(dict.fromkeys(f for p in self.phases if p.kind == "report" for f in p.families or ()))
+
     @property
     def sum_cells(self) -> tuple[int, ...]:
         """Each secure sum's vector length per party, in phase order."""
@@ -274,7 +335,9 @@ class Plan:
         return {"phases": [{"phase": p.phase, "kind": p.kind,
                             "units": None if p.units is None else [list(u) for u in p.units],
                             **({"cells": p.cells, "exact": p.exact} if p.cells is not None else {}),
-                            **({"assign": p.assign} if p.assign is not None else {})} for p in self.phases],
+                            **({"assign": p.assign} if p.assign is not None else {}),
+                            **({"families": list(p.families)} if p.families is not None else {})}
+                           for p in self.phases],
                 "needs": list(self.needs.names())}
 
 
@@ -391,10 +454,16 @@ def dry_run_plan(program: Callable[..., Any], schema: Schema, params: Arguments 
                 "declare its plan with @mprr.protocols.plan.declares(plan_function)") from exc
         plans.append(Plan.of_steps(seen, schema.sizes))
     for other in plans[1:]:
-        if other != plans[0]:
+        if _without_families(other) != _without_families(plans[0]):
             raise ConfigurationError(
                 f"program {name!r} declares no plan and its steps depend on the data (dry runs on data sets of its "
                 f"schema asked for {[p.describe() for p in plans[0].phases]} and "
                 f"{[p.describe() for p in other.phases]}); declare its plan with "
                 "@mprr.protocols.plan.declares(plan_function)")
-    return plans[0]
+    # the families a phase may apply: those of any run (a choice between them may follow the data)
+    return Plan(tuple(replace(phase, families=tuple(dict.fromkeys(f for p in plans for f in p.phases[k].families or ())))
+                      for k, phase in enumerate(plans[0].phases)), plans[0].needs)
+
+
+def _without_families(plan: Plan) -> Plan:
+    return Plan(tuple(replace(p, families=None) for p in plan.phases), plan.needs)

@@ -9,8 +9,9 @@ back (:class:`AttackReport`); refusals are expected and never stop the run:
     the last phase's request again (new request id): every party must **replay** the very
     codes it released (``replay_identical``) and spend nothing;
 ``"finer-matrix"``
-    the first unit of the last phase through a more truthful matrix (``p → (1+p)/2``,
-    ``ε → 2ε``, ``λ → (1+λ)/2``): new spending, refused once the budget is used up;
+    the first unit of the last phase through a more truthful matrix of its family
+    (:attr:`mprr.matrix_families.MatrixFamily.finer`: ``p → (1+p)/2``, ``ε → 2ε``,
+    ``λ → (1+λ)/2``): new spending, refused once the budget is used up;
 ``"unannounced-cluster"``
     a unit that is not a group of the phase's announced plan (two groups merged, or a part of
     the only group): refused as a plan violation;
@@ -51,6 +52,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from mprr.errors import ConfigurationError
+from mprr.matrix_families import MATRIX_FAMILIES
 from mprr.protocols.steps import MatrixSpec, OracleSpec, Report, singletons
 from parties.controller import Controller, PhaseRelease, PhaseReport, ReleaseRefused
 from parties.wire.codec import Message
@@ -123,14 +125,13 @@ class AttackReport:
 
 
 def _finer(spec: MatrixSpec) -> MatrixSpec:
-    """A more truthful matrix of the same family (higher ε)."""
-    if spec.family == "keep-or-uniform":
-        return MatrixSpec.keep_or_uniform((1.0 + spec.params[0]) / 2.0)
-    if spec.family in ("grr", "cluster-optimal"):
-        return MatrixSpec(spec.family, (2.0 * spec.params[0],))
-    if spec.family == "lambda-kron":
-        return MatrixSpec.lambda_kron([(1.0 + lam) / 2.0 for lam in spec.params])
-    return MatrixSpec.keep_or_uniform(0.99)
+    """A more truthful matrix of the same family (higher ε: its family's
+    :attr:`~mprr.matrix_families.MatrixFamily.finer`); keep probability 0.99 for a family
+    without one (a dense matrix)."""
+    family = MATRIX_FAMILIES.lookup(spec.family)
+    if family.finer is None:
+        return MatrixSpec.keep_or_uniform(0.99)
+    return MatrixSpec(family.name, family.finer(tuple(spec.params)))
 
 
 def _unannounced(plan: Sequence[tuple[int, ...]]) -> tuple[int, ...]:

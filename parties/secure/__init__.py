@@ -31,7 +31,8 @@ Modules, in dependency order:
 - ``masked``    — engine ``masked``: Bonawitz et al. 2017 pairwise masks + Shamir recovery (the
                  engine and the party's program)
 - ``registry``  — ``ENGINES``: ``EngineEntry`` objects by name (paper, paper-per-combination, graph,
-                 graph-direct, masked, masked-sparse) in a :class:`mprr.registry.Registry`;
+                 graph-direct, masked, masked-sparse) in a :class:`mprr.registry.Registry`, each
+                 with all that is known of its engine (message kinds, needs, dropouts, plot style);
                  ``register_engine`` for one's own, ``make_engine``, ``sized_engine``; used by the
                  actor driver, the scenarios and the benchmarks
 """

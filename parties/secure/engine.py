@@ -646,7 +646,7 @@ async def run_secure_sum(
 
     async def guarded_controller() -> SumOutcome | None:
         try:
-            return await engine.controller(network.endpoint(CONTROLLER, accept=TO_CONTROLLER), ctx)
+            return await engine.controller(network.endpoint(CONTROLLER, accept=TO_CONTROLLER + getattr(engine, "controller_kinds", ())), ctx)
         except ProtocolError as exc:  # the run is over: stop the parties still waiting
             controller_error.append(exc)
             for task in tasks.values():

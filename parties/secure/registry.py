@@ -6,6 +6,12 @@ for an engine of one's own (:func:`register_engine`)::
     make_engine("masked-sparse", degree=6, round_timeout=5.0)
     register_engine(EngineEntry("my-engine", MyEngine))
 
+An entry carries everything the rest of the code knows of an engine, so that nothing else
+matches engine names: its message kinds (what a party's and the controller's endpoints
+accept), what its network needs, how it meets a dropout (the fault scenario's predictions and
+crash points), how its closed-form traffic is counted (:attr:`EngineEntry.per_cell`), and how
+the figures draw it (:attr:`EngineEntry.colour`, :attr:`EngineEntry.line`).
+
 The shipped engines:
 
 ``paper``
@@ -27,21 +33,31 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
 from mprr.errors import ConfigurationError
 from mprr.registry import Registry
+from parties.secure import messages as secure
 from parties.secure.engine import SecureSumEngine
 from parties.secure.graph import GraphEngine
 from parties.secure.masked import MaskedEngine
 from parties.secure.paper import PaperEngine
+from parties.wire.codec import Message
 
-__all__ = ["ENGINES", "EngineEntry", "MESH", "engine_needs_mesh", "make_engine", "register_engine", "sized_engine"]
+__all__ = [
+    "DROPOUTS", "ENGINES", "EngineEntry", "MESH", "controller_kinds", "engine_needs_mesh", "make_engine",
+    "party_kinds", "register_engine", "sized_engine",
+]
 
 MESH = "mesh"
 """A need of an engine: direct links between every two parties (a full-mesh network)."""
+
+DROPOUTS: tuple[str, ...] = ("stall", "threshold")
+"""How an engine meets a party that drops out: ``"stall"`` (every roster member's input is
+needed: the sum stops with a clear error, P(success) = (1 − ρ)^n) or ``"threshold"`` (the exact
+sum of the survivors while at least max(t, 2) remain, Bonawitz et al. 2017)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +83,31 @@ class EngineEntry:
         What the network must offer: :data:`MESH` for direct party links.
     aliases
         Other accepted names.
+    messages
+        The message kinds its actors exchange (:mod:`parties.wire.codec` classes): a party's
+        endpoint accepts them during a run with a secure sum (:func:`party_kinds`).
+    to_controller
+        Those of :attr:`messages` a party sends the controller: the controller's endpoint
+        accepts them (:func:`controller_kinds`).  Default: the factory's ``controller_kinds``
+        class attribute, which :func:`~parties.secure.engine.run_secure_sum` reads too (an
+        engine of one's own declares its kinds there; the shipped engines' are
+        :data:`parties.secure.messages.TO_CONTROLLER`).
+    dropouts
+        How it meets a dropout (:data:`DROPOUTS`).
+    family
+        The engine whose settings it shares where a setting is kept per family (the fault
+        scenario's ``crash_send``; ``masked-sparse``: ``masked``); default: its own name.
+    crash_send
+        The send at which a dropping party crashes in the middle of the protocol, in the fault
+        scenario (``None``: the scenario does not sweep it).
+    input_send
+        The send that first carries a party's input (a party crashing at or before it cannot
+        be a contributor).
+    per_cell
+        One run per cell of the vector, each the traffic of a one-cell sum
+        (``paper-per-combination``): its closed form is the one-cell count times L.
+    colour, line
+        How the figures draw it: a matplotlib colour (``"C0"``) and a line format (``"-o"``).
     """
 
     name: str
@@ -76,6 +117,15 @@ class EngineEntry:
     needs: frozenset[str] = frozenset()
     aliases: tuple[str, ...] = ()
     sized: Mapping[str, Any] = field(default_factory=dict)
+    messages: tuple[type[Message], ...] = ()
+    to_controller: tuple[type[Message], ...] = ()
+    dropouts: str = "stall"
+    family: str = ""
+    crash_send: int | None = None
+    input_send: int = 1
+    per_cell: bool = False
+    colour: str | None = None
+    line: str = "-o"
 
     def __post_init__(self) -> None:
         if not callable(self.factory):
@@ -83,6 +133,30 @@ class EngineEntry:
         object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
         object.__setattr__(self, "needs", frozenset(self.needs))
         object.__setattr__(self, "sized", MappingProxyType(dict(self.sized)))
+        kinds = tuple(self.messages)
+        if not all(isinstance(k, type) and issubclass(k, Message) and k.KIND for k in kinds):
+            raise ConfigurationError(f"messages of engine {self.name!r} must be registered Message classes, "
+                                     f"got {kinds!r}")
+        object.__setattr__(self, "messages", kinds)
+        upward = tuple(self.to_controller) or tuple(getattr(self.factory, "controller_kinds", ()))
+        if not set(upward) <= set(kinds):
+            raise ConfigurationError(f"to_controller of engine {self.name!r} must be among its messages "
+                                     f"{[k.__name__ for k in kinds]}, got {[getattr(k, '__name__', k) for k in upward]}")
+        object.__setattr__(self, "to_controller", upward)
+        if self.dropouts not in DROPOUTS:
+            raise ConfigurationError(f"dropouts of engine {self.name!r} must be one of {list(DROPOUTS)}, "
+                                     f"got {self.dropouts!r}")
+        if self.crash_send is not None and (not isinstance(self.crash_send, int) or self.crash_send < 1):
+            raise ConfigurationError(f"crash_send of engine {self.name!r} must be an int >= 1 or None, "
+                                     f"got {self.crash_send!r}")
+        if not isinstance(self.input_send, int) or self.input_send < 1:
+            raise ConfigurationError(f"input_send of engine {self.name!r} must be an int >= 1, got {self.input_send!r}")
+        object.__setattr__(self, "family", self.family or self.name)
+
+    @property
+    def tolerates_dropouts(self) -> bool:
+        """Whether a dropout still leaves a sum (of the survivors): :attr:`dropouts` ``"threshold"``."""
+        return self.dropouts == "threshold"
 
     @property
     def configurable(self) -> tuple[str, ...]:
@@ -128,15 +202,39 @@ def register_engine(entry: EngineEntry, *, replace: bool = False) -> EngineEntry
     return ENGINES.register(entry, replace=replace)
 
 
+def party_kinds() -> tuple[type[Message], ...]:
+    """Every registered engine's message kinds, in registration order (a party's endpoint
+    accepts them during a run with a secure sum)."""
+    return tuple(dict.fromkeys(k for name in ENGINES for k in ENGINES.lookup(name).messages))
+
+
+def controller_kinds() -> tuple[type[Message], ...]:
+    """Every registered engine's party -> controller kinds (the controller's endpoint accepts them)."""
+    return tuple(dict.fromkeys(k for name in ENGINES for k in ENGINES.lookup(name).to_controller))
+
+
+_ADDITIVE = (secure.ShareVector, secure.PartialSum)
+_RELAYED = (*_ADDITIVE, secure.PublicKeys, secure.KeyDirectory, secure.SealedShares, secure.RelayedShares)
+_MASKED = (secure.PublicKeys, secure.KeyDirectory, secure.SealedShares, secure.RelayedShares, secure.MaskedInput,
+           secure.UnmaskRequest, secure.UnmaskShares, secure.SurvivorSet, secure.SurvivorTags)
+_UP = frozenset(secure.TO_CONTROLLER)
+
 for _entry in (
-    EngineEntry("paper", PaperEngine, {}, (), frozenset({MESH})),
-    EngineEntry("paper-per-combination", PaperEngine, {"batched": False}, (), frozenset({MESH})),
-    EngineEntry("graph", GraphEngine, {}, ("degree", "seed"), sized={"relay": True}),
-    EngineEntry("graph-direct", GraphEngine, {"relay": False}, ("degree", "seed"), frozenset({MESH})),
-    EngineEntry("masked", MaskedEngine, {}, ("threshold", "seed")),
-    EngineEntry("masked-sparse", MaskedEngine, {"topology": "regular", "degree": 8}, ("degree", "threshold", "seed")),
+    EngineEntry("paper", PaperEngine, {}, (), frozenset({MESH}), messages=_ADDITIVE, colour="C0", line="-o",
+                crash_send=2),
+    EngineEntry("paper-per-combination", PaperEngine, {"batched": False}, (), frozenset({MESH}), messages=_ADDITIVE,
+                family="paper", per_cell=True, colour="C5"),
+    EngineEntry("graph", GraphEngine, {}, ("degree", "seed"), sized={"relay": True}, messages=_RELAYED,
+                colour="C1", line="--x", crash_send=2),
+    EngineEntry("graph-direct", GraphEngine, {"relay": False}, ("degree", "seed"), frozenset({MESH}),
+                messages=_RELAYED, family="graph", colour="C4", line=":+"),
+    EngineEntry("masked", MaskedEngine, {}, ("threshold", "seed"), messages=_MASKED, dropouts="threshold",
+                crash_send=3, input_send=3, colour="C2", line="-s"),
+    EngineEntry("masked-sparse", MaskedEngine, {"topology": "regular", "degree": 8}, ("degree", "threshold", "seed"),
+                messages=_MASKED, dropouts="threshold", family="masked", crash_send=3, input_send=3, colour="C3",
+                line="--^"),
 ):
-    ENGINES.register(_entry)
+    ENGINES.register(replace(_entry, to_controller=tuple(k for k in _entry.messages if k in _UP)))
 
 
 def make_engine(name: str | SecureSumEngine, **options: Any) -> SecureSumEngine:
@@ -158,11 +256,13 @@ def make_engine(name: str | SecureSumEngine, **options: Any) -> SecureSumEngine:
 
 def engine_needs_mesh(engine: str | SecureSumEngine) -> bool:
     """Whether ``engine`` sends shares over direct party links (its network needs a full mesh):
-    a registered name whose entry needs :data:`MESH`, or an engine object of the paper engine or
-    of a graph engine that never relays."""
+    a registered name whose entry needs :data:`MESH`, or an engine object whose name is such an
+    entry's, or that never relays (a graph engine with ``relay=False``)."""
     if isinstance(engine, str):
         return MESH in ENGINES.lookup(engine).needs
-    return bool(getattr(engine, "name", None) == "paper" or getattr(engine, "relay", None) is False)
+    name = getattr(engine, "name", "")
+    return bool((ENGINES.accepts(name) and MESH in ENGINES.lookup(name).needs)
+                or getattr(engine, "relay", None) is False)
 
 
 def sized_engine(

@@ -383,7 +383,7 @@ def test_a_program_of_ones_own_runs_on_its_declared_plan_and_is_held_to_it(small
         return (yield from _two_steps(schema, epsilon=epsilon))
 
     assert fast.releases[0].units == ((2,),)  # what the data chose, not what the next plan declares
-    with pytest.raises(ProtocolError, match=r"step 2 of the program is release 'then' \(1 units \[\(2,\)\]\) but "
+    with pytest.raises(ProtocolError, match=r"step 2 of the program is release 'then' \(1 units \[\(2,\)\], families \['grr'\]\) but "
                                             r"its plan declares release 'then' \(1 units \[\(1,\)\]\)"):
         simulate(small, misdeclared_steps, seed=SEED, timeout=2.0, epsilon=5.0)
 

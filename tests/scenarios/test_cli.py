@@ -410,5 +410,5 @@ def test_run_takes_a_plugins_secure_sum_engine(own_plugin, tmp_path: Path) -> No
     doc = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
     assert doc["parameters"]["secure_sum"] == "ring"
     traffic = doc["traffic"]["RR-Clusters"]
-    assert traffic["equals_closed_form"] and "the ring engine's own cost()" in traffic["closed_form"]["formula"]
+    assert traffic["equals_closed_form"] and "ring secure sum of L = 461 cells (counted (ring, n = 60" in traffic["closed_form"]["formula"]
     assert traffic["by_kind"]["SealedShares"]["messages"] == 60  # one bundle of ring shares per party

@@ -91,12 +91,17 @@ def test_rr_clusters_plan_worked_example() -> None:
     dependence, clusters = plan.phases
     assert (dependence.kind, dependence.cells, dependence.exact, len(dependence.units or ())) == (
         "secure-sum", 155, False, 10)
-    assert clusters == PhasePlan("clusters", "release")
+    assert clusters == PhasePlan("clusters", "release", families=("cluster-optimal",))
+    assert dependence.families == ("cluster-optimal",)  # the pairs' 6.3.2 matrices (main paper 4.3)
     assert plan.sum_cells == (155,) and plan.needs == Needs(engine=True)
     exact = PROTOCOLS["RR-Clusters"].plan(schema, RRClustersParameters(p=0.7, Tv=40, Td=0.1, dependence="4.2"))
-    assert exact.secure_sums[0].exact
+    assert exact.secure_sums[0].exact and exact.secure_sums[0].families == ()
     per_attribute = PROTOCOLS["RR-Clusters"].plan(schema, RRClustersParameters(p=0.7, Tv=40, Td=0.1))
-    assert per_attribute.phases[0] == PhasePlan.release("dependence", ((0,), (1,), (2,), (3,), (4,)))
+    assert per_attribute.phases[0] == PhasePlan.release("dependence", ((0,), (1,), (2,), (3,), (4,)),
+                                                        families=("keep-or-uniform",))
+    # a singleton cluster replays phase 1 under 4.1: its family is the attribute matrices'
+    assert per_attribute.phase("clusters").families == ("keep-or-uniform", "cluster-optimal")
+    assert per_attribute.families == ("keep-or-uniform", "cluster-optimal") and per_attribute.oracles == ()
     assert per_attribute.needs == Needs() and per_attribute.sum_cells == ()
 
 
@@ -108,7 +113,7 @@ def test_sum_cells_and_needs() -> None:
     plan = Plan((PhasePlan.secure_sum("s", ((0, 1),), (2, 3), exact=True),)).with_needs(Needs(mesh=True))
     assert plan.needs == Needs(engine=True, mesh=True)
     assert plan.to_dict() == {"phases": [{"phase": "s", "kind": "secure-sum", "units": [[0, 1]], "cells": 6,
-                                          "exact": True}], "needs": ["engine", "mesh"]}
+                                          "exact": True, "families": []}], "needs": ["engine", "mesh"]}
 
 
 @pytest.mark.parametrize(
@@ -123,6 +128,13 @@ def test_sum_cells_and_needs() -> None:
         (lambda: PhasePlan("r", "release", assign="every"), r"assign of phase 'r' \(release\) must be None"),
         (lambda: Plan((PhasePlan("a", "release"), PhasePlan("a", "release"))),
          r"phase names of a plan must be distinct, got \['a', 'a'\]"),
+        (lambda: PhasePlan.release("r", families=("grr", "shuffle")),
+         r"families of release phase 'r' must be registered matrix families among \['keep-or-uniform', 'grr', "
+         r"'cluster-optimal', 'lambda-kron', 'dense'\], got \['shuffle'\]"),
+        (lambda: PhasePlan.report("o", assign="every", families=("grr", "rappor")),
+         r"families of report phase 'o' must be frequency oracles among \['grr', 'oue', 'olh'\], got \['rappor'\]"),
+        (lambda: PhasePlan.secure_sum("s", ((0, 1),), (2, 3), exact=True, families=("grr",)),
+         r"secure sum 's' adds exact values: its families must be \(\), got \['grr'\]"),
     ],
 )
 def test_bad_plans_are_refused_naming_the_value(build: Any, match: str) -> None:
@@ -136,7 +148,7 @@ def test_check_names_the_step_that_departs_from_the_plan() -> None:
     spec = MatrixSpec.grr(1.0)
     plan.check(0, Release("a", ((0,), (1,)), (spec, spec)), sizes)
     plan.check(1, Release("b", ((0, 1),), (spec,)), sizes)  # units left open: any
-    with pytest.raises(ProtocolError, match=r"step 1 of the program is release 'a' \(1 units \[\(0,\)\]\) but its "
+    with pytest.raises(ProtocolError, match=r"step 1 of the program is release 'a' \(1 units \[\(0,\)\], families \['grr'\]\) but its "
                                             r"plan declares release 'a' \(2 units"):
         plan.check(0, Release("a", ((0,),), (spec,)), sizes)
     with pytest.raises(ProtocolError, match=r"step 2 of the program is secure-sum 'b' .* but its plan declares "
@@ -190,8 +202,8 @@ def declared_adaptive_steps(schema: Schema, *, epsilon: float) -> Program:
 def test_a_data_independent_program_gets_its_plan_from_a_dry_run() -> None:
     assert declared(fixed_steps) is None
     plan = plan_of(fixed_steps, SCHEMA, epsilon=1.0)
-    assert plan == Plan((PhasePlan.release("all", ((0,), (1,), (2,))),)) == dry_run_plan(fixed_steps, SCHEMA,
-                                                                                         epsilon=1.0)
+    assert plan == Plan((PhasePlan.release("all", ((0,), (1,), (2,)), families=("grr",)),)) == dry_run_plan(
+        fixed_steps, SCHEMA, epsilon=1.0)  # the families it applied (GRR), as the runs asked
 
 
 def test_a_data_dependent_program_must_declare_its_plan() -> None:
@@ -214,3 +226,21 @@ def test_declares_refuses_a_non_callable_and_plan_of_a_non_plan() -> None:
     liar = declares(lambda schema, **p: "release everything")(lambda schema, **p: iter(()))
     with pytest.raises(ConfigurationError, match=r"must return a Plan, got str"):
         plan_of(liar, SCHEMA)
+
+
+def test_a_plan_carries_what_the_parties_will_be_asked_to_apply() -> None:
+    """Families: the attribute matrices' (RR-Independent), the oracles' (SPL: GRR at ε/m on
+    small domains, main paper / Wang et al.), in canonical names; a step through a family the
+    plan does not declare departs from it."""
+    schema = _datasets()[0].schema
+    assert PROTOCOLS["RR-Independent"].plan(schema, {"p": 0.7}).families == ("keep-or-uniform",)
+    assert PROTOCOLS["RR-Independent"].plan(schema, {"epsilon_per_attribute": 1.0}).families == ("grr",)
+    spl = PROTOCOLS["SPL"].plan(schema, {"epsilon": 2.0, "oracle": "oue"})
+    assert spl.oracles == ("oue",) and spl.families == ()
+    assert PhasePlan.release("r", families=("keep_or_uniform", "grr", "grr")).families == ("keep-or-uniform", "grr")
+    plan = Plan((PhasePlan.release("a", ((0,),), families=("grr",)),))
+    plan.check(0, Release("a", ((0,),), (MatrixSpec.grr(1.0),)), (2,))
+    with pytest.raises(ProtocolError, match=r"step 1 of the program is release 'a' \(1 units \[\(0,\)\], families "
+                                            r"\['keep-or-uniform'\]\) but its plan declares release 'a' \(1 units "
+                                            r"\[\(0,\)\], families \['grr'\]\)"):
+        plan.check(0, Release("a", ((0,),), (MatrixSpec.keep_or_uniform(0.5),)), (2,))
