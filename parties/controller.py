@@ -76,6 +76,7 @@ from parties.public_state import ReleaseBook
 from parties.report_phase import PhaseReport, ReportGathering
 from parties.view import ViewLog
 from parties.columns import ReplyColumns
+from parties.awaited import Awaited
 
 __all__ = [
     "CONTROLLER_KINDS",
@@ -230,6 +231,17 @@ class RecordingEndpoint:
             self._view.record_columns(block)
         return got, blocks
 
+    async def collect(self, want: Awaited, got: dict[int, Envelope[Message]], blocks: list[ReplyColumns] | None = None,
+                      **kwargs: Any) -> None:
+        seen, logged = len(got), len(blocks) if blocks is not None else 0
+        try:
+            await self._endpoint.collect(want, got, blocks, **kwargs)
+        finally:  # (what arrived before a deadline is kept, so it is logged too)
+            for env in list(got.values())[seen:]:
+                self._view.record(env)
+            for block in (blocks or [])[logged:]:
+                self._view.record_columns(block)
+
     async def gather_each(self, sources: Iterable[int], **kwargs: Any) -> AsyncIterator[dict[int, Envelope[Message]]]:
         async for got in self._endpoint.gather_each(sources, **kwargs):
             for env in got.values():
@@ -329,37 +341,23 @@ class Controller:
         ep = self.endpoint
         net = ep.network
         phase = request.phase
-        loop = asyncio.get_running_loop()
-        pending = set(targets)
+        rid = request.request_id
+        pending = Awaited(targets)
         got: dict[int, Message] = {}
         for attempt in range(self.retries + 1):
             if not pending:
                 break
             with net.round(phase):
-                await ep.broadcast(sorted(pending) if attempt else targets, request, phase=phase)
-            deadline = loop.time() + self.timeout
-            while pending:
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    break
-                if columns is None:
-                    batch = await ep.gather(pending, kinds=kinds, phase=phase, timeout=remaining, partial=True)
-                    blocks: list[ReplyColumns] = []
-                else:
-                    batch, blocks = await ep.gather_columns(pending, kinds=kinds, phase=phase, timeout=remaining)
-                if not batch and not blocks:
-                    break
-                for block in blocks:
-                    if block.request_id == request.request_id:
-                        assert columns is not None
-                        columns.append(block)
-                        pending.difference_update(block.srcs.tolist())
-                for src, env in batch.items():
-                    msg = env.message
-                    if msg.request_id == request.request_id:  # type: ignore[attr-defined]
-                        got[src] = msg
-                        pending.discard(src)
-        return got, tuple(sorted(pending))
+                await ep.broadcast(pending.ids().tolist() if attempt else targets, request, phase=phase)
+            envelopes: dict[int, Envelope[Message]] = {}
+            try:
+                async with asyncio.timeout(self.timeout):  # one deadline per round
+                    while pending:
+                        await ep.collect(pending, envelopes, columns, kinds=kinds, phase=phase)
+                        _answers(envelopes, columns, rid, got, pending)
+            except TimeoutError:
+                _answers(envelopes, columns, rid, got, pending)
+        return got, tuple(pending.ids().tolist())
 
     async def _settle(
         self,
@@ -443,9 +441,15 @@ class Controller:
         shape = (len(units_t),)
         order = np.asarray(targets, dtype=np.int64)
         sort = None if order.shape[0] < 2 or np.all(order[1:] > order[:-1]) else np.argsort(order, kind="stable")
-        table = np.zeros((len(targets), len(units_t)), dtype=np.int64)
-        present = np.zeros(len(targets), dtype=bool)
         wrong: dict[int, np.ndarray] = {p: m.codes for p, m in values.items() if m.codes.shape != shape}
+        if (not values and len(columns) == 1 and columns[0].codes.shape[1:] == shape
+                and columns[0].codes.dtype == np.int64 and np.array_equal(columns[0].srcs, order)):
+            # every party answered in one block of columns, in target order: its codes are the table
+            table, present = columns[0].codes, np.ones(len(targets), dtype=bool)
+            columns = []
+        else:
+            table = np.zeros((len(targets), len(units_t)), dtype=np.int64)
+            present = np.zeros(len(targets), dtype=bool)
         for p, m in values.items():
             if m.codes.shape == shape:
                 at = int(np.searchsorted(order, p, sorter=sort))
@@ -458,8 +462,9 @@ class Controller:
             rows = np.searchsorted(order, block.srcs, sorter=sort)
             rows = rows if sort is None else sort[rows]
             table[rows], present[rows] = block.codes, True
-        shaped = [targets[k] for k in np.flatnonzero(present).tolist()]  # (the targets' own ints)
-        stacked = table if present.all() else table[present]
+        everyone = bool(present.all())
+        shaped = targets if everyone else [targets[k] for k in np.flatnonzero(present).tolist()]  # (their own ints)
+        stacked = table if everyone else table[present]
         out_of_domain = (stacked >= cells).any(axis=1)
         bad_codes = dict(wrong)
         bad_codes.update((shaped[k], stacked[k]) for k in np.flatnonzero(out_of_domain).tolist())
@@ -471,7 +476,8 @@ class Controller:
         await self._settle(phase, request.request_id, targets, silent, refusals, malformed)
         keep = (np.fromiter((p not in malformed for p in shaped), dtype=bool, count=len(shaped)) if malformed
                 else np.ones(len(shaped), dtype=bool))
-        contributors = tuple(p for p, k in zip(shaped, keep.tolist()) if k) if malformed else tuple(shaped)
+        contributors = tuple(p for p, k in zip(shaped, keep.tolist()) if k) if malformed else (
+            self.parties if len(shaped) == len(self.parties) else tuple(shaped))  # (everyone: the one tuple)
         if not contributors:
             raise ProtocolError(f"phase {phase!r}: no party released anything for request {request.request_id}")
         codes = readonly(np.ascontiguousarray(stacked[keep] if malformed else stacked, dtype=np.int64))
@@ -657,6 +663,26 @@ class Controller:
     def note(self, name: str, value: object) -> None:
         """Note a derived value in the view."""
         self.view.note(name, value)
+
+
+def _answers(envelopes: dict[int, Envelope[Message]], columns: list[ReplyColumns] | None, request_id: int,
+             got: dict[int, Message], pending: Awaited) -> None:
+    """Move the collected ``envelopes`` into ``got`` (``{party: message}``) and keep the
+    ``columns`` that answer ``request_id``; a reply to another request (late or duplicated)
+    leaves its sender awaited."""
+    for src, env in envelopes.items():
+        msg = env.message
+        if msg.request_id == request_id:  # type: ignore[attr-defined]
+            got[src] = msg
+        else:
+            pending.add(src)
+    envelopes.clear()
+    if columns and any(block.request_id != request_id for block in columns):
+        for block in columns:
+            if block.request_id != request_id:
+                for src in block.srcs.tolist():
+                    pending.add(src)
+        columns[:] = [block for block in columns if block.request_id == request_id]
 
 
 def _actors(actors: Sequence[int], limit: int = 10) -> str:

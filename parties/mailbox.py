@@ -24,6 +24,7 @@ import numpy as np
 
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
 from parties.wire.codec import Message, message_class, resolve_kinds
+from parties.awaited import Awaited
 from parties.topology import actor_name
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ class _Waiter:
     __slots__ = ("kinds", "sources", "phase", "future", "want", "got", "early", "blocks")
 
     def __init__(self, kinds: frozenset[int] | None, sources: frozenset[int] | None,
-                 phase: str | None, future: asyncio.Future[Any], want: set[int] | None = None,
+                 phase: str | None, future: asyncio.Future[Any], want: Awaited | None = None,
                  early: bool = False) -> None:
         self.kinds, self.sources, self.phase, self.future = kinds, sources, phase, future
         self.want = want
@@ -399,7 +400,7 @@ class Mailbox:
             if partial or _succeeded(waiter.future):
                 returned = True
                 return dict(waiter.got)
-            missing = tuple(sorted(waiter.want or ()))
+            missing = tuple(waiter.want.ids().tolist()) if waiter.want is not None else ()
             raise RoundTimeout(
                 f"phase {phase or '(any)'!r}: {actor_name(self.actor)} timed out after {timeout} s "
                 f"waiting for {_describe(kind_set)} from {_describe_actors(missing)} "
@@ -423,24 +424,50 @@ class Mailbox:
         sources of ``sources``, each once, and none has an envelope too).
         """
         kind_set, want = self._gather_arguments(sources, kinds, timeout)
-        got = self._take_each(want, kind_set, phase)
-        if not want:
-            return got, []
-        waiter = _Waiter(kind_set, None, phase, asyncio.get_running_loop().create_future(), want)
-        waiter.got = got
-        waiter.blocks = []
-        self._waiters.append(waiter)
-        returned = False
+        got: dict[int, Envelope[Message]] = {}
+        blocks: list[ReplyColumns] = []
         try:
-            try:
-                async with asyncio.timeout(timeout):
-                    await waiter.future
-            except TimeoutError:
-                pass
-            returned = True
+            async with asyncio.timeout(timeout):
+                await self._collect(want, got, blocks, kind_set, phase)
+        except TimeoutError:
+            pass
+        return got, blocks
+
+    async def collect(
+        self,
+        want: Awaited,
+        got: dict[int, Envelope[Message]],
+        blocks: list[ReplyColumns] | None = None,
+        *,
+        kinds: Iterable[int | str | type[Message]] | type[Message] | str | None = None,
+        phase: str | None = None,
+    ) -> None:
+        """Receive one matching message from each source of ``want`` into the caller's ``got``
+        (``{src: envelope}``, in arrival order) — and, with ``blocks``, reply columns
+        (:class:`parties.columns.ReplyColumns`) as they are — removing each source from
+        ``want`` as its message arrives; returns when ``want`` is empty.
+
+        No deadline of its own: the caller bounds the wait (one ``asyncio.timeout`` per round).
+        What arrived before the wait ends, by a timeout or any cancellation, stays in ``got`` /
+        ``blocks``: nothing is put back.
+        """
+        kind_set = resolve_kinds(kinds)
+        self._check_sources(want.bounds())
+        self._raise_pending()
+        await self._collect(want, got, blocks, kind_set, phase)
+
+    async def _collect(self, want: Awaited, got: dict[int, Envelope[Message]], blocks: list[ReplyColumns] | None,
+                       kinds: frozenset[int] | None, phase: str | None) -> None:
+        got.update(self._take_each(want, kinds, phase))
+        if not want:
+            return
+        waiter = _Waiter(kinds, None, phase, asyncio.get_running_loop().create_future(), want)
+        waiter.got, waiter.blocks = got, blocks
+        self._waiters.append(waiter)
+        try:
+            await waiter.future
         finally:
-            self._forget(waiter, returned)
-        return dict(waiter.got), waiter.blocks
+            self._forget(waiter, True)
 
     async def gather_each(
         self,
@@ -484,23 +511,24 @@ class Mailbox:
             except TimeoutError:
                 returned = True
                 got = waiter.got
-                want.clear()  # (the deadline has passed: this batch is the last)
+                want = Awaited(())  # (the deadline has passed: this batch is the last)
             finally:
                 self._forget(waiter, returned)
 
     def _gather_arguments(self, sources: Iterable[int],
                           kinds: Iterable[int | str | type[Message]] | type[Message] | str | None,
-                          timeout: float | None) -> tuple[frozenset[int] | None, set[int]]:
-        """Checked arguments of :meth:`gather` and :meth:`gather_each`: the kind set and the set
-        of sources still wanted."""
+                          timeout: float | None) -> tuple[frozenset[int] | None, Awaited]:
+        """Checked arguments of :meth:`gather`, :meth:`gather_columns` and :meth:`gather_each`:
+        the kind set and the sources still wanted."""
         _check_timeout(timeout)
         kind_set = resolve_kinds(kinds)
-        want = set(_source_set(sources) or ())
-        self._check_sources(want)
+        want = Awaited(sources.ids() if isinstance(sources, Awaited) else
+                       (sources,) if isinstance(sources, int) else sources)
+        self._check_sources(want.bounds())
         self._raise_pending()
         return kind_set, want
 
-    def _take_each(self, want: set[int], kinds: frozenset[int] | None,
+    def _take_each(self, want: Awaited, kinds: frozenset[int] | None,
                    phase: str | None) -> dict[int, Envelope[Message]]:
         """Take the first buffered match of each source in ``want`` (removed from ``want``)."""
         got: dict[int, Envelope[Message]] = {}
@@ -570,26 +598,16 @@ class Mailbox:
                 self._put(_envelope(block, k, self.actor))
             return
         want = w.want
-        take: list[int] = []
-        rest: list[int] = []
-        srcs = block.srcs.tolist()
-        if len(srcs) <= len(want) and want.issuperset(srcs):  # (the senders are distinct)
-            want.difference_update(srcs)
-            take = srcs
-        else:
-            for k, src in enumerate(srcs):
-                if src in want:
-                    want.discard(src)
-                    take.append(k)
-                else:
-                    rest.append(k)
-        if take:
-            w.blocks.append(block if not rest else block.subset(np.array(take, dtype=np.int64)))
+        take = want.take(block.srcs)  # (the senders are distinct)
+        whole = bool(take.all())
+        if whole or take.any():
+            w.blocks.append(block if whole else block.subset(take))
             if not want:
                 waiters.remove(w)
                 w.future.set_result(w.got)
-        for k in rest:
-            self._put(_envelope(block, k, self.actor))
+        if not whole:
+            for k in np.flatnonzero(~take).tolist():
+                self._put(_envelope(block, k, self.actor))
 
     def _crash(self) -> None:
         self._buffer.clear()
