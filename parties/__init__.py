@@ -13,7 +13,13 @@ Modules, in dependency order:
 - ``faults``        — seeded fault plans: drop, delay, duplicate, reorder, crash
 - ``columns``       — ``ReplyColumns``: a shard's replies to one release request carried together
                       (party ids, codes matrix, each message's codec size), never one object each
-- ``mailbox``       — an actor's buffered messages and filtered receive (recv / recv_many / gather)
+- ``awaited``       — ``Awaited``: the sources a receive still awaits, one flag per actor of their span
+- ``envelope``      — ``Envelope`` (a delivered message) and ``Rejection`` (a rejected frame)
+- ``waiter``        — a pending receive: its filters, the sources it awaits, its catch
+- ``inbox``         — an actor's delivered messages buffered in arrival order, pending receives,
+                      rejected frames (the delivery side)
+- ``mailbox``       — an actor's filtered receive (recv / recv_many / gather / gather_columns /
+                      collect)
 - ``transport``     — the ``Transport`` interface, ``Endpoint`` (send / send_each / broadcast + its
                       mailbox), ``Frame``, ``CONTROLLER``
 - ``network``       — ``InMemoryNetwork`` (the network of a run: mailboxes in this process, shard
@@ -28,6 +34,11 @@ Modules, in dependency order:
                       request answered for all of them in one vectorized step
 - ``report_phase``  — what a phase of frequency-oracle reports brings back: the check of each
                       party's ``OracleReport`` and the phase's ``ReportedData``
+- ``recording``     — ``RecordingEndpoint``: the controller's endpoint, logging all it receives to the view
+- ``phase_release`` — ``PhaseRelease``: what one phase brought back to the controller
+- ``dropout``       — the dropout policy (``fail`` | ``exclude``) and ``ReleaseRefused``
+- ``exchange``      — one request and its replies: a round under one ``asyncio.timeout``, with retries
+- ``reply_table``   — the replies to a release request as one ``(parties, units)`` table, checked at once
 - ``controller``    — the untrusted ``Controller`` actor
 - ``driver``        — ``run_actors``: answers a protocol's steps (:mod:`mprr.protocols.steps`)
                       with the controller's rounds (releases, frequency-oracle reports) and

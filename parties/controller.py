@@ -6,23 +6,20 @@ phase by phase with :meth:`Controller.release`:
 
 1. one :class:`~parties.wire.requests.ReleaseRequest` is broadcast to every active party
    (one communication round), encoded once;
-2. the replies are gathered under ``asyncio.timeout`` (:meth:`Endpoint.gather`): one
-   :class:`~parties.wire.messages.RandomizedValues` or :class:`~parties.wire.messages.Refusal` per
-   party.  Every received message goes to the view log first.  A reply to another request
-   (a late or duplicated message) is logged and ignored;
+2. the replies are collected, one round under one ``asyncio.timeout``
+   (:func:`parties.exchange.exchange`): one :class:`~parties.wire.messages.RandomizedValues` or
+   :class:`~parties.wire.messages.Refusal` per party.  Every received message goes to the view
+   log first.  A reply to another request (a late or duplicated message) is logged and ignored;
 3. with ``retries > 0`` the request is re-sent, with the same request id, to the parties
    still silent after ``timeout`` seconds; a party that had already answered replays the same
    values (no new randomness, no new spending), so a retry never changes the release;
-4. parties still silent or refusing are handled by the **dropout policy**:
-
-   ``"fail"`` (default)
-       the run stops: :class:`~mprr.errors.RoundTimeout` (silent parties; ``missing``
-       lists them) or :class:`ReleaseRefused` (refusals).  Nothing partial is reported.
-   ``"exclude"``
-       documented degraded result: the silent / refusing parties are excluded from this
-       phase and every later one; estimates use the parties that answered
-       (:attr:`PhaseRelease.contributors`), and :attr:`Controller.excluded` says who was
-       left out and why.  A phase nobody answers still fails.
+4. the replies become one ``(parties, units)`` table, checked at once
+   (:func:`parties.reply_table.reply_table`);
+5. parties still silent or refusing are handled by the **dropout policy**
+   (:mod:`parties.dropout`): ``"fail"`` (default) stops the run, ``"exclude"`` leaves them out
+   of this phase and every later one; estimates use the parties that answered
+   (:attr:`PhaseRelease.contributors`), and :attr:`Controller.excluded` says who was left out
+   and why.  A phase nobody answers still fails.
 
 **Faulty parties.**  A party whose reply does not fit the request, or that sent the controller
 a frame its endpoint rejected (undecodable, or of a kind the controller does not accept:
@@ -43,18 +40,16 @@ both drivers build it).
 (:class:`~parties.wire.requests.SecureRelease` → ``Ack``), then a secure-sum engine of
 :mod:`parties.secure` adds their one-hot vectors; the controller learns only the tallies.
 
-The controller's endpoint is wrapped in a :class:`RecordingEndpoint`, so every message it
-receives — replies, and the secure-sum messages an engine consumes on its behalf — lands in
+The controller's endpoint is wrapped in a :class:`~parties.recording.RecordingEndpoint`, so
+every message it receives — replies, and the secure-sum messages an engine consumes on its behalf — lands in
 the view.  Matrices for estimation are rebuilt on the controller from the same
 :class:`~mprr.protocols.steps.MatrixSpec` the parties use, so they are identical.
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
-from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -62,20 +57,25 @@ import numpy as np
 
 from mprr.data import Schema
 from mprr.domain import check_int, check_real
-from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
-from mprr.protocols.release import ReleasedData, readonly
+from mprr.errors import ConfigurationError, PartyDropped, ProtocolError
+from mprr.protocols.release import readonly
 from mprr.protocols.steps import Matrix, MatrixSpec, Report
+from parties.columns import ReplyColumns
+from parties.dropout import DROPOUT_POLICIES, ReleaseRefused, describe_actors, dropout_error, exclusions
+from parties.exchange import exchange
+from parties.phase_release import PhaseRelease
+from parties.public_state import ReleaseBook
+from parties.recording import RecordingEndpoint
+from parties.reply_table import reply_table
+from parties.report_phase import PhaseReport, ReportGathering
+from parties.secure.agreement import agreed_session, check_unit_totals, request_digest
+from parties.secure.messages import TO_CONTROLLER as SECURE_TO_CONTROLLER
+from parties.transport import Endpoint
+from parties.view import ViewLog
 from parties.wire.codec import Message
 from parties.wire.messages import Abort, Ack, OracleReport, RandomizedValues, Refusal
-from parties.secure.messages import TO_CONTROLLER as SECURE_TO_CONTROLLER
 from parties.wire.requests import TO_CONTROLLER as RELEASE_TO_CONTROLLER
-from parties.secure.agreement import agreed_session, check_unit_totals, request_digest
 from parties.wire.requests import ReleaseRequest, ReportRequest, SecureRelease, SecureSumStart, roster_runs
-from parties.transport import Endpoint, Envelope, actor_name
-from parties.public_state import ReleaseBook
-from parties.report_phase import PhaseReport, ReportGathering
-from parties.view import ViewLog
-from parties.columns import ReplyColumns
 
 __all__ = [
     "CONTROLLER_KINDS",
@@ -88,9 +88,6 @@ __all__ = [
     "REPLY_KINDS",
 ]
 
-DROPOUT_POLICIES: tuple[str, ...] = ("fail", "exclude")
-"""What the controller does with parties that stay silent or refuse (module docstring)."""
-
 REPLY_KINDS = (RandomizedValues, Refusal)
 """Kinds a party answers a release request with."""
 
@@ -100,141 +97,6 @@ CONTROLLER_KINDS: tuple[type[Message], ...] = RELEASE_TO_CONTROLLER + SECURE_TO_
 secure-sum engines (:data:`parties.secure.messages.TO_CONTROLLER`).  The controller's endpoint
 accepts these only; any other kind (e.g. a ``ReleaseRequest`` or ``SurvivorSet`` sent by a
 party) is rejected on delivery and its sender is faulty (module docstring)."""
-
-
-class ReleaseRefused(ProtocolError):
-    """Parties refused a release the protocol needs (``on_dropout="fail"``).
-
-    Parameters
-    ----------
-    phase
-        Phase of the refused request.
-    refusals
-        ``{party: Refusal message}``.
-    """
-
-    def __init__(self, message: str, *, phase: str, refusals: Mapping[int, Refusal]) -> None:
-        super().__init__(message)
-        self.phase = phase
-        self.refusals = dict(refusals)
-
-
-@dataclass(frozen=True, eq=False)
-class PhaseRelease:
-    """What one phase brought back to the controller: the parties' released codes (a release
-    round, :meth:`Controller.release`), or the tallies of their values (a secure sum,
-    :meth:`Controller.secure_release`).
-
-    Attributes
-    ----------
-    phase, request_id
-        The phase and the request id.
-    units
-        Attribute indices of each released unit, in draw order.
-    specs, matrices
-        The matrix specification of each unit and the matrix the controller rebuilt from it
-        (no specs and ``None`` matrices: an exact secure sum, main paper 4.2).
-    contributors
-        Parties whose values are in :attr:`codes` / :attr:`counts`, ascending (row ``k`` of
-        :attr:`codes` = ``contributors[k]``).
-    codes
-        A release round's ``(len(contributors), len(units))`` int64 codes (read-only);
-        ``None`` after a secure sum.
-    counts
-        A secure sum's per-unit tallies of the contributors' values; empty after a release
-        round.
-    session, engine
-        A secure sum's session and engine name (``""`` for a release round).
-    refusals
-        ``{party: Refusal}`` of the parties that refused.
-    silent
-        Parties that never answered.
-    """
-
-    phase: str
-    request_id: int
-    units: tuple[tuple[int, ...], ...]
-    specs: tuple[MatrixSpec, ...]
-    matrices: tuple[Matrix | None, ...]
-    contributors: tuple[int, ...]
-    codes: np.ndarray | None = None
-    counts: tuple[np.ndarray, ...] = ()
-    session: str = ""
-    engine: str = ""
-    refusals: Mapping[int, Refusal] = field(default_factory=dict)
-    silent: tuple[int, ...] = ()
-
-    def released_data(self, schema: Schema, *, replayed: Sequence[bool] | None = None) -> ReleasedData:
-        """The phase as a :class:`mprr.protocols.release.ReleasedData`: tallies as the fast path's
-        from a release round's codes; a secure sum's tallies only, unlinkable.
-
-        ``replayed`` flags the units the parties answered by replaying an earlier release
-        (same attributes and matrix): they add no ledger entry.  After a secure sum there are
-        no per-attribute ε shares: like the parties, the controller books each pair matrix's
-        own ε (split equally among its attributes unless the matrix is a Kronecker product).
-        """
-        sizes = schema.sizes
-        usizes = tuple(tuple(sizes[a] for a in u) for u in self.units)
-        if self.codes is not None:
-            return ReleasedData.randomized(self.phase, self.units, usizes, self.matrices, self.codes,
-                                           replayed=None if replayed is None else tuple(bool(r) for r in replayed))
-        return ReleasedData(phase=self.phase, units=self.units, unit_sizes=usizes, matrices=self.matrices, codes=None,
-                            counts=self.counts, linkable=False, exact=not self.specs)
-
-
-class RecordingEndpoint:
-    """The controller's endpoint, appending every envelope it receives to the view.
-
-    Forwards everything to the wrapped :class:`~parties.transport.Endpoint`; every receiving
-    method (``recv``, ``recv_many``, ``take_all``, ``gather``, ``gather_columns``,
-    ``gather_each``) logs what it returns, so messages consumed by a secure-sum program on the
-    controller's behalf (:func:`parties.secure.program.drive`) are in the view too.
-    """
-
-    def __init__(self, endpoint: Endpoint, view: ViewLog) -> None:
-        self._endpoint = endpoint
-        self._view = view
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._endpoint, name)
-
-    async def recv(self, **kwargs: Any) -> Envelope[Message]:
-        env: Envelope[Message] = await self._endpoint.recv(**kwargs)
-        self._view.record(env)
-        return env
-
-    async def recv_many(self, **kwargs: Any) -> list[Envelope[Message]]:
-        envs: list[Envelope[Message]] = await self._endpoint.recv_many(**kwargs)
-        for env in envs:
-            self._view.record(env)
-        return envs
-
-    def take_all(self, **kwargs: Any) -> list[Envelope[Message]]:
-        envs: list[Envelope[Message]] = self._endpoint.take_all(**kwargs)
-        for env in envs:
-            self._view.record(env)
-        return envs
-
-    async def gather(self, sources: Iterable[int], **kwargs: Any) -> dict[int, Envelope[Message]]:
-        got: dict[int, Envelope[Message]] = await self._endpoint.gather(sources, **kwargs)
-        for env in got.values():
-            self._view.record(env)
-        return got
-
-    async def gather_columns(self, sources: Iterable[int],
-                             **kwargs: Any) -> tuple[dict[int, Envelope[Message]], list[ReplyColumns]]:
-        got, blocks = await self._endpoint.gather_columns(sources, **kwargs)
-        for env in got.values():
-            self._view.record(env)
-        for block in blocks:
-            self._view.record_columns(block)
-        return got, blocks
-
-    async def gather_each(self, sources: Iterable[int], **kwargs: Any) -> AsyncIterator[dict[int, Envelope[Message]]]:
-        async for got in self._endpoint.gather_each(sources, **kwargs):
-            for env in got.values():
-                self._view.record(env)
-            yield got
 
 
 class Controller:
@@ -326,40 +188,8 @@ class Controller:
         to it instead of becoming messages (each party once, in either place).
         """
         self.requests.append(request)
-        ep = self.endpoint
-        net = ep.network
-        phase = request.phase
-        loop = asyncio.get_running_loop()
-        pending = set(targets)
-        got: dict[int, Message] = {}
-        for attempt in range(self.retries + 1):
-            if not pending:
-                break
-            with net.round(phase):
-                await ep.broadcast(sorted(pending) if attempt else targets, request, phase=phase)
-            deadline = loop.time() + self.timeout
-            while pending:
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    break
-                if columns is None:
-                    batch = await ep.gather(pending, kinds=kinds, phase=phase, timeout=remaining, partial=True)
-                    blocks: list[ReplyColumns] = []
-                else:
-                    batch, blocks = await ep.gather_columns(pending, kinds=kinds, phase=phase, timeout=remaining)
-                if not batch and not blocks:
-                    break
-                for block in blocks:
-                    if block.request_id == request.request_id:
-                        assert columns is not None
-                        columns.append(block)
-                        pending.difference_update(block.srcs.tolist())
-                for src, env in batch.items():
-                    msg = env.message
-                    if msg.request_id == request.request_id:  # type: ignore[attr-defined]
-                        got[src] = msg
-                        pending.discard(src)
-        return got, tuple(sorted(pending))
+        return await exchange(self.endpoint, request, targets, timeout=self.timeout, retries=self.retries,
+                              kinds=kinds, columns=columns)
 
     async def _settle(
         self,
@@ -370,41 +200,18 @@ class Controller:
         refusals: Mapping[int, Refusal],
         malformed: Mapping[int, str],
     ) -> None:
-        """Apply the dropout policy to the parties that stayed silent, refused or misbehaved."""
+        """Apply the dropout policy (:mod:`parties.dropout`) to the parties that stayed silent,
+        refused or misbehaved."""
         if self.on_dropout == "fail":
-            if silent:
-                await self._abort(phase, f"parties {list(silent)[:10]} did not answer")
-                raise RoundTimeout(
-                    f"phase {phase!r}: {len(silent)} of {len(targets)} parties did not answer request "
-                    f"{request_id} within {self.timeout} s"
-                    + (f" (after {self.retries} retries)" if self.retries else "")
-                    + f": {_actors(tuple(silent))}",
-                    phase=phase, timeout=self.timeout, missing=tuple(silent),
-                )
-            if refusals:
-                first = min(refusals)
-                await self._abort(phase, f"{len(refusals)} parties refused")
-                raise ReleaseRefused(
-                    f"phase {phase!r}: {len(refusals)} of {len(targets)} parties refused request "
-                    f"{request_id}; {actor_name(first)}: {refusals[first].reason}",
-                    phase=phase, refusals=refusals,
-                )
-            if malformed:
-                first = min(malformed)
-                await self._abort(phase, "malformed replies")
-                raise MessageError(
-                    f"phase {phase!r}: {len(malformed)} of {len(targets)} parties are faulty "
-                    f"(malformed replies to request {request_id} or rejected frames): "
-                    f"{_actors(sorted(malformed))}; {actor_name(first)}: {malformed[first]}",
-                    parties=tuple(sorted(malformed)),
-                )
+            error = dropout_error(phase, request_id, targets, silent, refusals, malformed,
+                                  timeout=self.timeout, retries=self.retries)
+            if error is not None:
+                reason = (f"parties {list(silent)[:10]} did not answer" if silent else
+                          f"{len(refusals)} parties refused" if refusals else "malformed replies")
+                await self._abort(phase, reason)
+                raise error
             return
-        for p in silent:
-            self._excluded[p] = f"{phase}: silent (no answer within {self.timeout} s)"
-        for p, m in refusals.items():
-            self._excluded[p] = f"{phase}: refused ({m.reason})"
-        for p, why in malformed.items():
-            self._excluded[p] = f"{phase}: {why}"
+        self._excluded.update(exclusions(phase, silent, refusals, malformed, timeout=self.timeout))
         dropped = set(silent) | set(refusals) | set(malformed)
         if dropped:
             self.active = [p for p in self.active if p not in dropped]
@@ -438,43 +245,18 @@ class Controller:
         replies, silent = await self.exchange(request, targets, columns=columns)
         refusals = {p: m for p, m in replies.items() if isinstance(m, Refusal)}
         values = {p: m for p, m in replies.items() if isinstance(m, RandomizedValues)}
-        cells = np.array([m.size for m in matrices], dtype=np.int64)
-        # one (parties, units) array of every well-shaped reply, in target order, checked at once
-        shape = (len(units_t),)
-        order = np.asarray(targets, dtype=np.int64)
-        sort = None if order.shape[0] < 2 or np.all(order[1:] > order[:-1]) else np.argsort(order, kind="stable")
-        table = np.zeros((len(targets), len(units_t)), dtype=np.int64)
-        present = np.zeros(len(targets), dtype=bool)
-        wrong: dict[int, np.ndarray] = {p: m.codes for p, m in values.items() if m.codes.shape != shape}
-        for p, m in values.items():
-            if m.codes.shape == shape:
-                at = int(np.searchsorted(order, p, sorter=sort))
-                at = at if sort is None else int(sort[at])
-                table[at], present[at] = m.codes, True
-        for block in columns:
-            if block.codes.shape[1:] != shape:
-                wrong.update((int(p), block.codes[k]) for k, p in enumerate(block.srcs.tolist()))
-                continue
-            rows = np.searchsorted(order, block.srcs, sorter=sort)
-            rows = rows if sort is None else sort[rows]
-            table[rows], present[rows] = block.codes, True
-        shaped = [targets[k] for k in np.flatnonzero(present).tolist()]  # (the targets' own ints)
-        stacked = table if present.all() else table[present]
-        out_of_domain = (stacked >= cells).any(axis=1)
-        bad_codes = dict(wrong)
-        bad_codes.update((shaped[k], stacked[k]) for k in np.flatnonzero(out_of_domain).tolist())
-        malformed = {
-            p: f"malformed reply {c.tolist()[:10]} ({len(units_t)} codes within the unit domains expected)"
-            for p, c in bad_codes.items()
-        }
-        malformed.update(self._faulty(targets))
-        await self._settle(phase, request.request_id, targets, silent, refusals, malformed)
-        keep = (np.fromiter((p not in malformed for p in shaped), dtype=bool, count=len(shaped)) if malformed
-                else np.ones(len(shaped), dtype=bool))
-        contributors = tuple(p for p, k in zip(shaped, keep.tolist()) if k) if malformed else tuple(shaped)
-        if not contributors:
+        table = reply_table(targets, [m.size for m in matrices], values, columns)
+        faulty = self._faulty(targets)
+        await self._settle(phase, request.request_id, targets, silent, refusals, {**table.malformed, **faulty})
+        parties, stacked = table.parties, table.codes
+        if faulty:  # (a faulty party's values are not used, even if well-formed)
+            keep = np.fromiter((p not in faulty for p in parties), dtype=bool, count=len(parties))
+            parties, stacked = [p for p, k in zip(parties, keep.tolist()) if k], stacked[keep]
+        if not parties:
             raise ProtocolError(f"phase {phase!r}: no party released anything for request {request.request_id}")
-        codes = readonly(np.ascontiguousarray(stacked[keep] if malformed else stacked, dtype=np.int64))
+        everyone = len(parties) == len(self.parties) and list(parties) == list(self.parties)
+        contributors = self.parties if everyone else tuple(parties)  # (everyone: the one tuple of the run)
+        codes = readonly(np.ascontiguousarray(stacked, dtype=np.int64))
         release = PhaseRelease(
             phase=phase,
             request_id=request.request_id,
@@ -606,7 +388,7 @@ class Controller:
             if self.on_dropout == "fail":
                 raise PartyDropped(
                     f"phase {phase!r}: {len(lost)} parties dropped out of the secure sum {session!r} "
-                    f"({engine.name}); its total covers the other {len(contributors)}: {_actors(lost)}",
+                    f"({engine.name}); its total covers the other {len(contributors)}: {describe_actors(lost)}",
                     parties=lost,
                 )
             for p in lost:
@@ -657,9 +439,3 @@ class Controller:
     def note(self, name: str, value: object) -> None:
         """Note a derived value in the view."""
         self.view.note(name, value)
-
-
-def _actors(actors: Sequence[int], limit: int = 10) -> str:
-    names = ", ".join(actor_name(a) for a in actors[:limit])
-    return names + (f" and {len(actors) - limit} more" if len(actors) > limit else "")
-

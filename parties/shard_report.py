@@ -163,8 +163,8 @@ class ShardReport:
             statuses=tuple(statuses),
             status_of=status_of,
             errors=errors,
-            received_messages=np.asarray(t.recv_messages[lo:hi], dtype=np.int64),
-            received_bytes=np.asarray(t.recv_bytes[lo:hi], dtype=np.int64),
+            received_messages=np.array(t.recv_messages[lo:hi], dtype=np.int64),  # (a copy: the counters go on)
+            received_bytes=np.array(t.recv_bytes[lo:hi], dtype=np.int64),
             delivered=t.delivered,
             faults={"rejected": t.faults["rejected"], "lost_to_crash": t.faults["lost_to_crash"]},
         )

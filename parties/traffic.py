@@ -114,8 +114,8 @@ class ActorCounts(Mapping[int, Counts]):
 
     __slots__ = ("_actors", "_messages", "_bytes")
 
-    def __init__(self, messages: Sequence[int], nbytes: Sequence[int]) -> None:
-        """From per-actor lists indexed ``actor + 1`` (only actors with messages are kept)."""
+    def __init__(self, messages: Sequence[int] | np.ndarray, nbytes: Sequence[int] | np.ndarray) -> None:
+        """From per-actor counts indexed ``actor + 1`` (only actors with messages are kept)."""
         m = np.asarray(messages, dtype=np.int64)
         nonzero = np.flatnonzero(m)
         self._actors = nonzero - 1
@@ -226,30 +226,13 @@ class _Round:
     time: float = 0.0
 
 
-def _add(counts: list[int], index: np.ndarray, values: np.ndarray | int) -> None:
-    """``counts[index[k]] += values[k]`` for distinct indices: through an array of the span they
-    cover when it is dense (a shard's parties), else one at a time."""
-    if not index.shape[0]:
-        return
-    lo, hi = int(index.min()), int(index.max()) + 1
-    if hi - lo <= 4 * index.shape[0]:
-        span = np.array(counts[lo:hi], dtype=np.int64)
-        span[index - lo] += values
-        counts[lo:hi] = span.tolist()
-        return
-    if isinstance(values, int):
-        for i in index.tolist():
-            counts[i] += values
-    else:
-        for i, v in zip(index.tolist(), values.tolist()):
-            counts[i] += v
-
-
 @dataclass
 class TrafficCounter:
     """Mutable counters behind :class:`TrafficStatistics` (one per network).
 
-    Actor ``a`` (``-1`` = controller, ``0..n-1`` parties) is stored at list index ``a + 1``.
+    Actor ``a`` (``-1`` = controller, ``0..n-1`` parties) is counted at index ``a + 1`` of
+    int64 arrays (8 bytes per actor and counter, not a Python int object each); rejected frames,
+    rare, per sender in a dict.
     """
 
     n: int
@@ -257,11 +240,11 @@ class TrafficCounter:
 
     def __post_init__(self) -> None:
         size = self.n + 1
-        self.sent_messages = [0] * size
-        self.sent_bytes = [0] * size
-        self.recv_messages = [0] * size
-        self.recv_bytes = [0] * size
-        self.rejected_from = [0] * size
+        self.sent_messages = np.zeros(size, dtype=np.int64)
+        self.sent_bytes = np.zeros(size, dtype=np.int64)
+        self.recv_messages = np.zeros(size, dtype=np.int64)
+        self.recv_bytes = np.zeros(size, dtype=np.int64)
+        self.rejected_from: dict[int, int] = {}
         self.kinds: dict[int, list[int]] = {}
         self.phases: dict[str, list[int]] = {}
         self.rounds: list[_Round] = []
@@ -334,14 +317,14 @@ class TrafficCounter:
         first = int(srcs[0]) + 1
         self.sent_messages[first] -= count  # (record_sends counted them all for the first sender)
         self.sent_bytes[first] -= int(sizes.sum())
-        _add(self.sent_messages, srcs + 1, 1)
-        _add(self.sent_bytes, srcs + 1, sizes)
+        self.sent_messages[srcs + 1] += 1  # (distinct senders: one update each)
+        self.sent_bytes[srcs + 1] += sizes
 
     def record_deliveries_to(self, dsts: np.ndarray, size: int) -> None:
         """Count one message of ``size`` bytes delivered to each of ``dsts`` (distinct actors)."""
         self.delivered += int(dsts.shape[0])
-        _add(self.recv_messages, dsts + 1, 1)
-        _add(self.recv_bytes, dsts + 1, size)
+        self.recv_messages[dsts + 1] += 1  # (distinct receivers: one update each)
+        self.recv_bytes[dsts + 1] += size
 
     def record_deliveries(self, dst: int, count: int, size: int) -> None:
         """Count ``count`` messages of ``size`` bytes in all delivered to ``dst``."""
@@ -359,7 +342,7 @@ class TrafficCounter:
         """Count one frame from ``src`` rejected by its receiver."""
         self.faults["rejected"] += 1
         if -1 <= src < self.n:
-            self.rejected_from[src + 1] += 1
+            self.rejected_from[src] = self.rejected_from.get(src, 0) + 1
 
     def record_fault(self, name: str, count: int = 1) -> None:
         """Count a fault event (``dropped``, ``duplicated``, ...)."""
@@ -371,9 +354,9 @@ class TrafficCounter:
         i = actor + 1
         return ActorStatistics(
             actor,
-            Counts(self.sent_messages[i], self.sent_bytes[i]),
-            Counts(self.recv_messages[i], self.recv_bytes[i]),
-            self.rejected_from[i],
+            Counts(int(self.sent_messages[i]), int(self.sent_bytes[i])),
+            Counts(int(self.recv_messages[i]), int(self.recv_bytes[i])),
+            self.rejected_from.get(actor, 0),
         )
 
     def snapshot(self, crashed: tuple[int, ...] = ()) -> TrafficStatistics:
@@ -403,8 +386,6 @@ class TrafficCounter:
                 for i, r in enumerate(self.rounds)
             ),
             crashed=tuple(sorted(crashed)),
-            rejected_by_sender=MappingProxyType(
-                {i - 1: c for i, c in enumerate(self.rejected_from) if c}
-            ),
+            rejected_by_sender=MappingProxyType(dict(sorted(self.rejected_from.items()))),
             **self.faults,
         )

@@ -6,13 +6,17 @@ derived from them (dependences, clusters, estimates), which are functions of the
 and reports inspect the log to check what the controller could know — e.g. that it only ever
 received randomized values, refusals and secure-sum aggregates, never a raw record.
 
-The log keeps every message, in columns rather than objects: per message its sender, phase,
+The log keeps every message, in columns rather than objects, as a sequence of segments in
+arrival order.  Messages received one by one form runs of per-message columns: sender, phase,
 kind, encoded size and, for :class:`~parties.wire.messages.RandomizedValues` (almost every
 message of a run), the request id with the codes appended to one flat int64 array; other
-messages are kept as they are.  An entry is rebuilt, equal to the message received, when it
-is read.  A run's view of randomized values then costs about 40 bytes plus 8 per released code
-per message, instead of about 600 bytes of envelope, message and array objects — what lets the
-controller of a 1,000,000-party run keep its whole view of the releases.  A secure sum's messages
+messages are kept as they are (about 40 bytes plus 8 per released code per message).  Reply
+columns (:mod:`parties.columns`: a shard's replies to one release request) are kept as they
+came: their read-only codes matrix — the very array the controller's release holds, not a
+copy — their senders (a ``range`` when consecutive) and sizes (one number when equal), so the
+view of a columnar round costs a few bytes per party beyond the release itself.  An entry is
+rebuilt, equal to the message received, when it is read — what lets the controller of a
+1,000,000-party run keep its whole view of the releases.  A secure sum's messages
 are kept as received, and they are larger: the masked sum's are about 8.5 KB per party over
 Adult's 1,582 pair cells (mostly the masked vector, 4 bytes per cell), 277 MB at 32,561 parties.
 """
@@ -20,6 +24,7 @@ Adult's 1,582 pair cells (mostly the masked vector, 4 bytes per cell), 277 MB at
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -96,59 +101,152 @@ _CODES = RandomizedValues.KIND
 """Kind stored in columns (request id + codes); every other kind is kept as its message object."""
 
 
+class _Run:
+    """Entries received one by one, in per-message columns (module docstring)."""
+
+    __slots__ = ("src", "phase", "kind", "size", "ref", "start", "codes", "objects")
+
+    def __init__(self) -> None:
+        self.src = array("i")
+        self.phase = array("i")  # index into the log's phases
+        self.kind = array("i")  # wire kind number
+        self.size = array("q")
+        self.ref = array("q")  # >= 0: request id of RandomizedValues in columns; < 0: -1 - index into objects
+        self.start = array("q")  # first code of the entry in codes
+        self.codes = array("q")
+        self.objects: list[Message] = []
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def append(self, env: Envelope[Message], phase: int) -> None:
+        msg = env.message
+        self.src.append(env.src)
+        self.phase.append(phase)
+        self.kind.append(msg.KIND)
+        self.size.append(env.size)
+        self.start.append(len(self.codes))
+        if type(msg) is RandomizedValues and not msg.ids and msg.codes.dtype == np.int64 and msg.codes.ndim == 1:
+            self.ref.append(msg.request_id)
+            self.codes.frombytes(msg.codes.tobytes())
+        else:
+            self.ref.append(-1 - len(self.objects))
+            self.objects.append(msg)
+
+    def entry(self, j: int) -> tuple[int, int, Message, int]:
+        """Sender, phase index, message and size of entry ``j``."""
+        ref = self.ref[j]
+        if ref < 0:
+            msg = self.objects[-1 - ref]
+        else:
+            stop = self.start[j + 1] if j + 1 < len(self.start) else len(self.codes)
+            msg = RandomizedValues(ref, np.array(self.codes[self.start[j]:stop], dtype=np.int64))
+        return self.src[j], self.phase[j], msg, self.size[j]
+
+    def kinds(self) -> np.ndarray:
+        return np.frombuffer(self.kind, dtype=np.int32) if len(self.kind) else np.zeros(0, dtype=np.int32)
+
+    def mark(self, seen: np.ndarray) -> None:
+        """Set ``seen[src + 1]`` for every sender."""
+        if len(self.src):
+            seen[np.frombuffer(self.src, dtype=np.int32).astype(np.int64) + 1] = True
+
+    def top(self) -> int:
+        return max(self.src) if len(self.src) else -1
+
+    def phases(self) -> np.ndarray:
+        return np.frombuffer(self.phase, dtype=np.int32) if len(self.phase) else np.zeros(0, dtype=np.int32)
+
+    def nbytes(self) -> int:
+        return int(np.frombuffer(self.size, dtype=np.int64).sum()) if len(self.size) else 0
+
+
+class _Columns:
+    """Reply columns as they came (module docstring): senders, sizes, the shared codes matrix."""
+
+    __slots__ = ("src", "phase", "kind", "request_id", "size", "codes")
+
+    def __init__(self, block: ReplyColumns, phase: int) -> None:
+        srcs = block.srcs
+        count = int(srcs.shape[0])
+        first = int(srcs[0])
+        consecutive = int(srcs[-1]) - first == count - 1 and bool(np.all(np.diff(srcs) == 1))
+        self.src: range | np.ndarray = range(first, first + count) if consecutive else srcs.astype(np.int32)
+        self.phase = phase
+        self.kind = block.kind
+        self.request_id = block.request_id
+        sizes = block.sizes
+        self.size: int | np.ndarray = int(sizes[0]) if bool(np.all(sizes == sizes[0])) else sizes.astype(np.int64)
+        codes = block.codes
+        shared = codes.dtype == np.int64 and not codes.flags.writeable and codes.flags.c_contiguous
+        self.codes = codes if shared else np.array(codes, dtype=np.int64)  # (never written again)
+
+    def __len__(self) -> int:
+        return int(self.codes.shape[0])
+
+    def entry(self, j: int) -> tuple[int, int, Message, int]:
+        size = self.size if isinstance(self.size, int) else int(self.size[j])
+        return int(self.src[j]), self.phase, RandomizedValues(self.request_id, np.array(self.codes[j])), size
+
+    def kinds(self) -> np.ndarray:
+        return np.full(len(self), self.kind, dtype=np.int32)
+
+    def mark(self, seen: np.ndarray) -> None:
+        """Set ``seen[src + 1]`` for every sender."""
+        src = self.src
+        if isinstance(src, range):
+            seen[src.start + 1:src.stop + 1] = True
+        else:
+            seen[src.astype(np.int64) + 1] = True
+
+    def top(self) -> int:
+        src = self.src
+        return src[-1] if isinstance(src, range) else int(src.max())
+
+    def phases(self) -> np.ndarray:
+        return np.full(len(self), self.phase, dtype=np.int32)
+
+    def nbytes(self) -> int:
+        return self.size * len(self) if isinstance(self.size, int) else int(self.size.sum())
+
+
 class ViewLog:
     """Append-only log of the controller's view (see the module docstring)."""
 
     def __init__(self) -> None:
-        self._src = array("i")
-        self._phase = array("i")  # index into _phases
-        self._kind = array("i")  # wire kind number
-        self._size = array("q")
-        self._ref = array("q")  # >= 0: request id of RandomizedValues in columns; < 0: -1 - index into _objects
-        self._start = array("q")  # first code of the entry in _codes
-        self._codes = array("q")
-        self._objects: list[Message] = []
+        self._segments: list[_Run | _Columns] = []
+        self._firsts: list[int] = []  # index of each segment's first entry
+        self._count = 0
         self._phases: list[str] = []
         self._phase_index: dict[str, int] = {}
         self._derived: dict[str, Any] = {}
 
+    def _phase(self, phase: str) -> int:
+        index = self._phase_index.get(phase)
+        if index is None:
+            index = self._phase_index[phase] = len(self._phases)
+            self._phases.append(phase)
+        return index
+
     def record(self, env: Envelope[Message]) -> None:
         """Append a received envelope (its message is stored in columns or kept as is)."""
-        msg = env.message
-        phase = self._phase_index.get(env.phase)
-        if phase is None:
-            phase = self._phase_index[env.phase] = len(self._phases)
-            self._phases.append(env.phase)
-        self._src.append(env.src)
-        self._phase.append(phase)
-        self._kind.append(msg.KIND)
-        self._size.append(env.size)
-        self._start.append(len(self._codes))
-        if type(msg) is RandomizedValues and not msg.ids and msg.codes.dtype == np.int64 and msg.codes.ndim == 1:
-            self._ref.append(msg.request_id)
-            self._codes.frombytes(msg.codes.tobytes())
-        else:
-            self._ref.append(-1 - len(self._objects))
-            self._objects.append(msg)
+        run = self._segments[-1] if self._segments else None
+        if not isinstance(run, _Run):
+            run = _Run()
+            self._segments.append(run)
+            self._firsts.append(self._count)
+        run.append(env, self._phase(env.phase))
+        self._count += 1
 
     def record_columns(self, block: ReplyColumns) -> None:
-        """Append reply columns (:mod:`parties.columns`): one entry per member, stored in the
-        columns as its :class:`~parties.wire.messages.RandomizedValues` would be."""
-        count = len(block)
-        if not count:
+        """Append reply columns (:mod:`parties.columns`): one entry per member, each read back as
+        its :class:`~parties.wire.messages.RandomizedValues`; the codes matrix is kept, not copied,
+        when it is read-only int64 (module docstring)."""
+        if not len(block):
             return
-        phase = self._phase_index.get(block.phase)
-        if phase is None:
-            phase = self._phase_index[block.phase] = len(self._phases)
-            self._phases.append(block.phase)
-        width = block.codes.shape[1]
-        self._src.frombytes(block.srcs.astype(np.int32).tobytes())
-        self._phase.frombytes(np.full(count, phase, dtype=np.int32).tobytes())
-        self._kind.frombytes(np.full(count, block.kind, dtype=np.int32).tobytes())
-        self._size.frombytes(block.sizes.astype(np.int64).tobytes())
-        self._ref.frombytes(np.full(count, block.request_id, dtype=np.int64).tobytes())
-        self._start.frombytes((len(self._codes) + width * np.arange(count, dtype=np.int64)).tobytes())
-        self._codes.frombytes(np.ascontiguousarray(block.codes, dtype=np.int64).tobytes())
+        self._segments.append(_Columns(block, self._phase(block.phase)))
+        self._firsts.append(self._count)
+        self._count += len(block)
 
     def note(self, name: str, value: Any) -> None:
         """Record a value the controller derived from what it received (e.g. ``"clusters"``)."""
@@ -156,23 +254,21 @@ class ViewLog:
 
     # ------------------------------------------------------------------ queries
     def __len__(self) -> int:
-        return len(self._src)
-
-    def _message(self, i: int) -> Message:
-        """The message of entry ``i`` (rebuilt from the columns for RandomizedValues)."""
-        ref = self._ref[i]
-        if ref < 0:
-            return self._objects[-1 - ref]
-        stop = self._start[i + 1] if i + 1 < len(self._start) else len(self._codes)
-        return RandomizedValues(ref, np.array(self._codes[self._start[i]:stop], dtype=np.int64))
+        return self._count
 
     def entry(self, i: int) -> ViewEntry:
         """Entry ``i`` (arrival order)."""
-        return ViewEntry(i, self._src[i], self._phases[self._phase[i]], self._message(i), self._size[i])
+        if not 0 <= i < self._count:
+            raise IndexError(f"view entry {i} out of range (the view has {self._count})")
+        k = bisect_right(self._firsts, i) - 1
+        src, phase, msg, size = self._segments[k].entry(i - self._firsts[k])
+        return ViewEntry(i, src, self._phases[phase], msg, size)
 
     def __iter__(self) -> Iterator[ViewEntry]:
-        for i in range(len(self._src)):
-            yield self.entry(i)
+        for first, segment in zip(self._firsts, self._segments):
+            for j in range(len(segment)):
+                src, phase, msg, size = segment.entry(j)
+                yield ViewEntry(first + j, src, self._phases[phase], msg, size)
 
     @property
     def derived(self) -> Mapping[str, Any]:
@@ -181,9 +277,12 @@ class ViewLog:
 
     def _kind_counts(self) -> dict[int, int]:
         """Messages per kind number, kinds in order of first arrival."""
-        kinds = np.frombuffer(self._kind, dtype=np.int32) if len(self._kind) else np.zeros(0, dtype=np.int32)
-        values, first, counts = np.unique(kinds, return_index=True, return_counts=True)
-        return {int(values[k]): int(counts[k]) for k in np.argsort(first, kind="stable")}
+        counts: dict[int, int] = {}
+        for segment in self._segments:
+            values, first, number = np.unique(segment.kinds(), return_index=True, return_counts=True)
+            for k in np.argsort(first, kind="stable"):
+                counts[int(values[k])] = counts.get(int(values[k]), 0) + int(number[k])
+        return counts
 
     def kinds(self) -> frozenset[str]:
         """Names of the message kinds the controller received."""
@@ -191,21 +290,29 @@ class ViewLog:
 
     def of_kind(self, *kinds: type[Message] | str) -> list[ViewEntry]:
         """Entries whose message is one of ``kinds`` (classes or names)."""
-        numbers = {message_class(k).KIND if isinstance(k, str) else k.KIND for k in kinds}
-        return [self.entry(i) for i, k in enumerate(self._kind) if k in numbers]
+        numbers = np.array(sorted({message_class(k).KIND if isinstance(k, str) else k.KIND for k in kinds}),
+                           dtype=np.int32)
+        out: list[ViewEntry] = []
+        for first, segment in zip(self._firsts, self._segments):
+            for j in np.flatnonzero(np.isin(segment.kinds(), numbers)).tolist():
+                src, phase, msg, size = segment.entry(j)
+                out.append(ViewEntry(first + j, src, self._phases[phase], msg, size))
+        return out
 
     def summary(self) -> ViewSummary:
         """Counts of the view (see :class:`ViewSummary`)."""
         by_kind = {message_class(k).NAME: c for k, c in self._kind_counts().items()}
-        n = len(self._src)
-        phases = np.bincount(np.frombuffer(self._phase, dtype=np.int32), minlength=len(self._phases)) if n \
-            else np.zeros(len(self._phases), dtype=np.int64)
+        phases = np.zeros(len(self._phases), dtype=np.int64)
+        seen = np.zeros(max((segment.top() for segment in self._segments), default=-1) + 2, dtype=bool)
+        for segment in self._segments:
+            phases += np.bincount(segment.phases(), minlength=len(self._phases))
+            segment.mark(seen)
         return ViewSummary(
-            messages=n,
-            bytes=int(np.frombuffer(self._size, dtype=np.int64).sum()) if n else 0,
+            messages=self._count,
+            bytes=sum(segment.nbytes() for segment in self._segments),
             by_kind=MappingProxyType(by_kind),
             by_phase=MappingProxyType({name: int(phases[k]) for k, name in enumerate(self._phases) if phases[k]}),
-            senders=int(np.count_nonzero(np.bincount(np.frombuffer(self._src, dtype=np.int32) + 1))) if n else 0,
+            senders=int(np.count_nonzero(seen)),
             kinds=tuple(sorted(by_kind)),
             derived=tuple(self._derived),
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError
@@ -13,7 +14,7 @@ from parties.wire.messages import Ack, RandomizedValues, Refusal
 from parties.network import InMemoryNetwork
 from parties.traffic import LatencyModel
 from parties.transport import CONTROLLER
-from parties.traffic import Counts, PhaseCounts, RoundRecord
+from parties.traffic import ActorStatistics, Counts, PhaseCounts, RoundRecord
 from tests.parties.transport_helpers import Probe, identity_matrix
 
 REQ = Probe(1, (0,), identity_matrix(3))
@@ -137,3 +138,22 @@ def test_latency_model_transfer_time_and_validation() -> None:
         LatencyModel(bandwidth=0)
     with pytest.raises(ConfigurationError, match="bandwidth must be > 0"):
         LatencyModel(bandwidth=math.nan)
+
+
+def test_counters_are_int64_columns_and_rejections_a_dict_per_sender() -> None:
+    from parties.traffic import TrafficCounter
+
+    t = TrafficCounter(4)
+    assert t.sent_messages.dtype == np.int64 and t.recv_bytes.shape == (5,)  # (controller + 4 parties)
+    t.record_columns(np.array([3, 1], dtype=np.int64), "p", Ack.KIND, np.array([20, 30], dtype=np.int64))
+    t.record_deliveries_to(np.array([0, 2], dtype=np.int64), 7)
+    for src in (2, -1, 2):
+        t.record_rejection(src)
+    t.record_rejection(9)  # (not an actor: counted, attributed to nobody)
+    s = t.snapshot()
+    assert dict(s.by_sender) == {1: Counts(1, 30), 3: Counts(1, 20)}
+    assert dict(s.by_receiver) == {0: Counts(1, 7), 2: Counts(1, 7)}
+    assert s.rejected == 4 and list(s.rejected_by_sender.items()) == [(-1, 1), (2, 2)]
+    assert t.actor(2) == ActorStatistics(2, Counts(0, 0), Counts(1, 7), 2)
+    t.record_delivery(2, 5)
+    assert s.by_receiver[2] == Counts(1, 7)  # (the snapshot is detached from the live counters)

@@ -65,3 +65,27 @@ def test_entries_read_back_equal_to_the_messages_received_whatever_their_form() 
     assert log.entry(2).message.ids == (4,) and log.entry(1).message.codes.dtype == np.int64
     assert [e.src for e in log.of_kind(RandomizedValues)] == [10, 11, 12, 14]
     assert dict(log.summary().by_kind) == {"RandomizedValues": 4, "Refusal": 1}
+
+
+def test_reply_columns_are_kept_as_they_came_between_single_messages() -> None:
+    from parties.cohort import ReplyLayout
+
+    codes = np.array([[1, 2], [0, 3], [2, 2]], dtype=np.int64)
+    codes.flags.writeable = False
+    consecutive = ReplyLayout.of(5, codes).columns(np.array([10, 11, 12]), "b", slice(0, 3))
+    scattered = ReplyLayout.of(5, codes[:2]).columns(np.array([30, 20]), "b", slice(0, 2))
+    log = ViewLog()
+    log.record(env(1, Refusal(5, "plan-violation: x", 0.0, 1.0), "a", 50))
+    log.record_columns(consecutive)
+    log.record(env(2, RandomizedValues(5, np.array([1, 1])), "b", 40))
+    log.record_columns(scattered)
+    assert log._segments[1].codes is consecutive.codes  # the release's own codes: no copy
+    assert log._segments[1].src == range(10, 13) and log._segments[3].src.tolist() == [30, 20]
+    assert [(e.index, e.src, e.phase) for e in log] == [(0, 1, "a"), (1, 10, "b"), (2, 11, "b"), (3, 12, "b"),
+                                                       (4, 2, "b"), (5, 30, "b"), (6, 20, "b")]
+    assert log.entry(3).message == RandomizedValues(5, np.array([2, 2])) and log.entry(6).size == consecutive.sizes[0]
+    assert [e.index for e in log.of_kind(RandomizedValues)] == [1, 2, 3, 4, 5, 6]
+    summary = log.summary()
+    assert summary.messages == 7 and summary.senders == 7
+    assert summary.bytes == 50 + 40 + 5 * int(consecutive.sizes[0])
+    assert dict(summary.by_phase) == {"a": 1, "b": 6} and dict(summary.by_kind) == {"Refusal": 1, "RandomizedValues": 6}
