@@ -415,6 +415,9 @@ class SecureSumEngine(ABC):
     signs: bool = False
     """True when the engine's parties sign with PKI keys (:mod:`parties.secure.pki`) and so take
     ``signer=`` in :meth:`party`."""
+    pki_signing: bool = True
+    """With :attr:`signs`: whether the parties' PKI keys include an Ed25519 signing key (False:
+    the X25519 static keys only, for an engine whose parties sign nothing: ``masked``)."""
 
     def __init__(self, *, round_timeout: float = 30.0, max_value: int = 1) -> None:
         self.round_timeout = check_real("round_timeout", round_timeout, strict=True, allow_inf=True)  # seconds
@@ -558,7 +561,7 @@ def counted_cost(engine: SecureSumEngine, ctx: SecureSumContext, *, limit: int |
     ctx = replace(ctx, suite=suite)
     signers: dict[int, Signer] = {}
     if engine.signs and not suite.sizing:
-        signers, registry = setup_pki(ctx.parties)
+        signers, registry = setup_pki(ctx.parties, signing=engine.pki_signing)
         ctx = replace(ctx, registry=registry)
     zero = np.zeros(ctx.length, dtype=np.uint8)
     mirrored = mirror and suite.sizing and engine.symmetric(ctx)  # (real keys: signed by their own party)
@@ -624,7 +627,7 @@ async def run_secure_sum(
         raise ConfigurationError(f"every vector must be 1-D with the same length, got shapes {sorted(lengths)}")
     (length,) = next(iter(lengths))
     # set-up: engines that sign get a fresh PKI for the roster (parties.secure.pki)
-    signers, registry = setup_pki(inputs) if engine.signs else ({}, None)
+    signers, registry = setup_pki(inputs, signing=engine.pki_signing) if engine.signs else ({}, None)
     ctx = engine.context(tuple(inputs), length, network=network, session=session, registry=registry)
     ring = ctx.ring
     for pid, vec in inputs.items():

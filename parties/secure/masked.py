@@ -7,7 +7,7 @@ rather than signatures, see below), optionally restricted to a sparse neighbour 
 Bell et al. 2020.
 Party i, neighbours N(i), Shamir holders H(i) = N(i) + {i}; every party has long-term keys
 registered at set-up in a PKI the controller cannot change (:mod:`parties.secure.pki`): an
-Ed25519 signing key and an X25519 static key::
+X25519 static key (no Ed25519 signing key: nothing here is signed, ``pki_signing`` False)::
 
     Round 0, advertise keys   i -> controller: s_pk_i (masking, X25519, fresh per session).
                               controller -> i: the s_pk of i's live neighbours.
@@ -215,6 +215,7 @@ class MaskedEngine(SecureSumEngine):
 
     name = "masked"
     signs = True
+    pki_signing = False  # (the static X25519 keys authenticate: nothing is signed)
 
     def __init__(self, *, topology: str = "complete", degree: int | None = None,
                  threshold: int | None = None, seed: int = 0, round_timeout: float = 30.0,
