@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from mprr.errors import ConfigurationError
 from mprr.synthetic import planted_clusters
@@ -36,11 +37,11 @@ def test_without_signing_keys_nothing_is_signed_and_static_keys_still_agree() ->
 def _no_ed25519(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count Ed25519 key generations in the PKI (and still generate them)."""
     made: list[int] = []
-    real = pki.Ed25519PrivateKey.generate
+    real = Ed25519PrivateKey.generate
 
     class Counting:
         @staticmethod
-        def generate() -> pki.Ed25519PrivateKey:
+        def generate() -> Ed25519PrivateKey:
             made.append(1)
             return real()
 
