@@ -80,7 +80,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
 from parties.topology import CONTROLLER
 from parties.transport import Endpoint, Transport
-from parties.secure.crypto import AEAD_OVERHEAD, NONCE_BYTES, KeyPair, agree, derive_keys, open_sealed, seal_each
+from parties.secure.crypto import AEAD_OVERHEAD, NONCE_BYTES, KeyPair, agree, derive_keys, open_each, seal_each
 from parties.secure.engine import (
     SecureSumContext,
     SecureSumEngine,
@@ -163,8 +163,9 @@ def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, 
     peer_masks: dict[int, bytes] = {}  # s_pk of the senders, authenticated by their AEAD channel
     given: dict[int, list[tuple[int, bytes]]] = {}  # 2-hop peer -> [(owner, key it handed us)]
     size, entry_size, unpack, entries = _PLAIN.size, KEY_ENTRY.size, _PLAIN.unpack_from, KEY_ENTRY.iter_unpack
-    for j, blob in zip(senders, blobs(relayed.ends, relayed.ciphertexts)):
-        plain_j = crypto.open(channel[j], blob, session, j, me)
+    opened = crypto.open_each([channel[j] for j in senders], blobs(relayed.ends, relayed.ciphertexts), session,
+                              senders, me)
+    for j, plain_j in zip(senders, opened):
         extra = len(plain_j) - size
         if extra < 0 or extra % entry_size:
             raise MessageError(f"party {me}: sealed share from party {j} has {len(plain_j)} bytes")
@@ -181,7 +182,7 @@ def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, 
             continue
         handed_j = dict(entries(plain_j[size:]))
         if (len(handed_j) != extra // entry_size or me in handed_j or not near.isdisjoint(handed_j)
-                or not frozenset(neighbours[j]).issuperset(handed_j)):
+                or not handed_j.keys() <= set(neighbours[j])):
             raise MessageError(f"party {me}: the view keys sealed by party {j} are not for its other holders")
         for h, key in handed_j.items():
             keys_h = given.get(h)
@@ -361,10 +362,11 @@ class _Cryptography:
             return [bytes(NONCE_BYTES) + p + bytes(AEAD_OVERHEAD - NONCE_BYTES) for p in plain]
         return seal_each(keys, plain, session=session, sender=me, receivers=live)
 
-    def open(self, key: bytes, blob: bytes, session: str, j: int, me: int) -> bytes:
+    def open_each(self, keys: list[bytes], sealed: list[bytes], session: str, senders: list[int],
+                  me: int) -> list[bytes]:
         if not self.real:
-            return blob[NONCE_BYTES:len(blob) - (AEAD_OVERHEAD - NONCE_BYTES)]
-        return open_sealed(key, blob, session=session, sender=j, receiver=me)
+            return [blob[NONCE_BYTES:len(blob) - (AEAD_OVERHEAD - NONCE_BYTES)] for blob in sealed]
+        return open_each(keys, sealed, session=session, senders=senders, receiver=me)
 
     def combined_keys(self, given: dict[int, list[tuple[int, bytes]]]) -> dict[int, bytes]:
         return combined_keys(given) if self.real else dict.fromkeys(given, bytes(VIEW_KEY_BYTES))
