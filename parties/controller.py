@@ -188,7 +188,7 @@ class RecordingEndpoint:
     Forwards everything to the wrapped :class:`~parties.transport.Endpoint`; every receiving
     method (``recv``, ``recv_many``, ``take_all``, ``gather``, ``gather_columns``,
     ``gather_each``) logs what it returns, so messages consumed by a secure-sum program on the
-    controller's behalf (:func:`parties.secure.program.drive`) are in the view too.
+    controller's behalf (:func:`parties.secure.drive.drive`) are in the view too.
     """
 
     def __init__(self, endpoint: Endpoint, view: ViewLog) -> None:

@@ -81,13 +81,9 @@ from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
 from parties.topology import CONTROLLER
 from parties.transport import Endpoint, Transport
 from parties.secure.crypto import AEAD_OVERHEAD, NONCE_BYTES, KeyPair, agree, derive_keys, open_each, seal_each
-from parties.secure.engine import (
-    SecureSumContext,
-    SecureSumEngine,
-    SumOutcome,
-    as_ring_vector,
-    from_controller,
-)
+from parties.secure.context import SecureSumContext
+from parties.secure.drive import drive
+from parties.secure.engine import SecureSumEngine, SumOutcome
 from parties.secure.graph import ring_modulus
 from parties.secure.messages import (
     SECRET_MASK_KEY,
@@ -108,11 +104,12 @@ from parties.secure.messages import (
 )
 from parties.secure.pki import KeyRegistry, Signer
 from parties.secure.prg import fresh_seed
-from parties.secure.program import Delivery, Operation, Program, Send, drive
+from parties.secure.program import Delivery, Operation, Program, Send, from_controller
 from parties.secure.ring import ZMod
 from parties.secure.shamir import SHARE_BYTES, share_values
 from parties.secure.topology import TOPOLOGIES, Neighbourhoods, build_neighbourhoods
 from parties.secure.unmasking import abscissa, mask_vector
+from parties.secure.values import as_ring_vector
 from parties.secure.masked_server import PHASES, ControllerProgram, Shortfall, spread
 from parties.secure.views import (
     KEY_ENTRY,
@@ -135,7 +132,7 @@ def _masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519Priva
                   peers: dict[int, bytes], session: str, me: int) -> np.ndarray:
     """Round 2: y = x + PRG(b) + sum_{j > me} PRG(s_{me,j}) - sum_{j < me} PRG(s_{me,j}) (mod M)
     over the ``peers`` (id -> s_pk) whose shares this party holds.  ``x`` is the party's own copy
-    (:func:`~parties.secure.engine.as_ring_vector`): in the ring's dtype, it is masked in place."""
+    (:func:`~parties.secure.values.as_ring_vector`): in the ring's dtype, it is masked in place."""
     length = x.shape[0]
     if ring.modulus != 1 << (8 * ring.element_bytes):  # pragma: no cover - ring_modulus gives 2^32 or 2^64
         raise ConfigurationError(f"the masked engine computes in Z_(2^32) or Z_(2^64), got {ring}")
@@ -259,7 +256,7 @@ class MaskedEngine(SecureSumEngine):
                       signer: Signer | None = None, min_contributors: int = 2) -> Program[None]:
         """Rounds 0-4 of Bonawitz et al. for party ``me`` (``signer``: its PKI key), as a
         sans-I/O program (:mod:`parties.secure.program`).  With the context's sizing suite (the
-        counting driver's, :func:`~parties.secure.engine.counted_cost`) the cryptography is
+        counting driver's, :func:`~parties.secure.cost.counted_cost`) the cryptography is
         right-sized placeholders and no PKI is needed."""
         if ctx.suite.sizing:
             return self._party(me, vector, ctx, _Cryptography(None, None), min_contributors)

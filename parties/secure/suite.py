@@ -2,7 +2,7 @@
 
 A program (:mod:`parties.secure.program`) takes its keystreams, key pairs, signatures, key
 agreements and AEAD seals from the :class:`CryptoSuite` of its context
-(:attr:`parties.secure.engine.SecureSumContext.suite`).  Every real run uses :data:`REAL`
+(:attr:`parties.secure.context.SecureSumContext.suite`).  Every real run uses :data:`REAL`
 (:mod:`parties.secure.prg`, :mod:`parties.secure.crypto`, :mod:`parties.secure.pki`).  The
 counting driver runs the programs with :data:`SIZING`: every output has the length the real
 operation gives (a zero keystream, a fixed key pair, zero signatures that verify, a "sealed"
@@ -10,7 +10,7 @@ blob of zeros AEAD_OVERHEAD bytes longer than its plaintext), so every message h
 size and the count is the traffic of a real run, without the cryptography's CPU (the tests
 compare counts with both suites and with measured runs).  Nothing a peer or the controller
 sends can select the suite: it is the context's, built by each participant for itself, and
-only :func:`parties.secure.engine.counted_cost` builds one with :data:`SIZING`.
+only :func:`parties.secure.cost.counted_cost` builds one with :data:`SIZING`.
 """
 
 from __future__ import annotations

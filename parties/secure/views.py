@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from mprr.errors import SecureSumAborted
-from parties.secure.engine import SecureSumContext
+from parties.secure.context import SecureSumContext
 from parties.secure.messages import TAG_BYTES, SurvivorTags, UnmaskRequest, id_vector
 from parties.secure.topology import CompleteNeighbourhoods, Neighbourhoods
 

@@ -12,7 +12,7 @@ import pytest
 from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
 from parties.faults import FaultPlan
 from parties.transport import CONTROLLER, Frame
-from parties.secure.engine import run_secure_sum
+from parties.secure.run import run_secure_sum
 from parties.secure import views as views_module
 from parties.secure.messages import (
     MaskedInput, PublicKeys, SealedShares, SurvivorTags, UnmaskRequest, UnmaskShares, id_vector,
@@ -163,7 +163,7 @@ def test_traffic_matches_closed_form(vectors_of) -> None:  # noqa: ANN001
 def test_the_counted_cost_is_the_measured_traffic_of_a_sparse_sum_with_handed_view_keys(vectors_of) -> None:  # noqa: ANN001
     # a random 6-regular graph on 30 parties: most holder pairs of an owner are no neighbours, so
     # the sealed shares carry handed view keys and the views' tags reach 2-hop parties
-    from parties.secure.engine import counted_cost
+    from parties.secure.cost import counted_cost
     from parties.secure.suite import REAL
 
     n = 30

@@ -23,11 +23,11 @@ from parties.secure.program import (
     Reject,
     Send,
     SendEach,
-    SizeByShape,
-    count,
-    drive,
     receive,
 )
+from parties.secure.counting import count
+from parties.secure.drive import drive
+from parties.secure.sizing import SizeByShape
 from parties.secure.pki import setup_pki
 from parties.topology import CONTROLLER
 from parties.wire.codec import encode
@@ -199,7 +199,7 @@ def test_drivers_refuse_a_foreign_yield() -> None:
 def test_size_by_shape_is_the_codec_size_of_every_message(engine: str, n: int, L: int) -> None:
     """One encoding per message shape gives every message's codec size: checked on every
     message of real sums (the counting driver sizes each with both)."""
-    from parties.secure.engine import counted_cost
+    from parties.secure.cost import counted_cost
     from parties.secure.registry import sized_engine
 
     by_shape = SizeByShape()
@@ -222,7 +222,7 @@ def test_size_by_shape_is_the_codec_size_of_every_message(engine: str, n: int, L
 
 
 def test_counting_stops_at_its_limit_with_a_lower_bound() -> None:
-    from parties.secure.engine import counted_cost
+    from parties.secure.cost import counted_cost
     from parties.secure.paper import PaperEngine
 
     eng = PaperEngine()
@@ -238,7 +238,7 @@ def test_counting_stops_at_its_limit_with_a_lower_bound() -> None:
 def test_counting_stops_as_soon_as_the_traffic_crosses_a_threshold() -> None:
     """A warning's threshold: the count stops at the first send that crosses it, with a lower
     bound above the threshold (mirrored or not)."""
-    from parties.secure.engine import counted_cost
+    from parties.secure.cost import counted_cost
     from parties.secure.paper import PaperEngine
     from parties.traffic import Counts
 
@@ -283,7 +283,7 @@ def test_a_round_that_is_over_cannot_be_expected_again() -> None:
 def test_counting_with_the_sizing_suite_equals_counting_with_the_real_cryptography(engine: str, n: int,
                                                                                    L: int) -> None:
     """parties.secure.suite.SIZING: right-sized stand-ins give every actor's traffic exactly."""
-    from parties.secure.engine import counted_cost
+    from parties.secure.cost import counted_cost
     from parties.secure.registry import sized_engine
     from parties.secure.suite import REAL, SIZING
 
@@ -333,7 +333,7 @@ def test_a_mirrored_count_equals_the_full_count(engine: str, n: int, L: int, deg
 def test_sums_that_are_not_role_symmetric_are_counted_in_full() -> None:
     """A Harary graph with one vertex of higher degree (odd n and k) is not symmetric:
     counted_cost runs every party's program, the mirrored count would differ."""
-    from parties.secure.engine import counted_cost
+    from parties.secure.cost import counted_cost
     from parties.secure.graph import GraphEngine
 
     harary = GraphEngine(topology="harary", degree=3, relay=False)
