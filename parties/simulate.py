@@ -71,8 +71,8 @@ from parties.runtime import HostingPlan, MemoryRuntime, Runtime
 from parties.runtime_registry import RUNTIMES, make_runtime
 from parties.shard_report import PartySummary, accountants_of
 from parties.secure import messages as secure_messages
-from parties.secure.cost import COUNT_LIMIT, counted_cost
-from parties.secure.engine import SecureSumEngine
+from parties.secure.cost import COUNT_LIMIT
+from parties.secure.engine import SecureSumEngine, counted_cost
 from parties.secure.registry import engine_needs_mesh, make_engine
 from parties.topology import Topology
 from parties.traffic import Counts, LatencyModel, TrafficStatistics
@@ -434,7 +434,7 @@ def _warn_if_expensive(engine: SecureSumEngine, n: int, plan: Plan, net: Any) ->
     4.3: Σ_{i<j} |A_i||A_j|) when it is large.
 
     Bounded in time: an engine counted by the counting driver
-    (:func:`~parties.secure.cost.counted_cost`) stops as soon as the traffic crosses
+    (:func:`~parties.secure.engine.counted_cost`) stops as soon as the traffic crosses
     :data:`EXPENSIVE_MESSAGES` or :data:`EXPENSIVE_BYTES` (the warning then says "at least"),
     and after :data:`~parties.secure.cost.COUNT_LIMIT` messages routed in any case."""
     messages = nbytes = 0

@@ -40,8 +40,7 @@ from parties.runtime import Runtime
 from parties.transport import CONTROLLER
 from parties.traffic import TrafficStatistics
 from parties.secure.agreement import DIGEST_BYTES
-from parties.secure.cost import counted_cost
-from parties.secure.engine import SecureSumEngine
+from parties.secure.engine import SecureSumEngine, counted_cost
 from parties.secure.run import run_secure_sum
 from parties.secure.registry import ENGINES, engine_needs_mesh, sized_engine
 from parties.secure.topology import build_neighbourhoods
@@ -178,7 +177,7 @@ def counted_secure_sum(engine: str, n: int, L: int, *, degree: int = 8, S: int =
                        seed: int = 0) -> ClosedForm:
     """Traffic of a fault-free secure sum of ``engine`` (``paper``, ``graph``, ``graph-direct``)
     for n parties and vectors of L cells: every role's program run by the counting driver
-    (:func:`parties.secure.cost.counted_cost`), every message sized by the codec.
+    (:func:`parties.secure.engine.counted_cost`), every message sized by the codec.
 
     ``paper-per-combination`` is L runs of the one-combination sum, each the traffic of
     ``paper`` with L = 1 (a message's combination index is a fixed-size int64): it is counted

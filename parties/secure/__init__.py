@@ -23,8 +23,9 @@ Modules, in dependency order:
 - ``sizing``    — ``SizeByShape``: encoded sizes, one encoding per message shape
 - ``counting``  — the counting driver: every role in-process, the traffic counted (``count``;
                  a role-symmetric sum: the controller and one party, mirrored)
-- ``cost``      — ``TrafficCost`` of a fault-free run, ``counted_cost`` by the counting driver
-- ``engine``    — ``SecureSumEngine`` interface (per-role programs) and ``SumOutcome``
+- ``cost``      — ``TrafficCost``: the traffic of a fault-free run (the closed form)
+- ``engine``    — ``SecureSumEngine`` interface (per-role programs), ``SumOutcome``, and
+                 ``counted_cost``: an engine's programs run by the counting driver
 - ``run``       — ``run_secure_sum``: the stand-alone driver (controller and parties as tasks of
                  one TaskGroup on one network) and its ``SecureSumResult``
 - ``agreement`` — a sum is one agreed request: the session id every participant derives from

@@ -5,7 +5,7 @@ in-process router (no network, no event loop), sizes every message with the code
 (:func:`parties.wire.codec.encode`, or one encoding per shape, :class:`~parties.secure.sizing.SizeByShape`)
 and counts it exactly as a network does (:class:`parties.traffic.TrafficCounter`): its
 :class:`Count` is the closed-form traffic of a fault-free run
-(:func:`parties.secure.cost.counted_cost`).
+(:func:`parties.secure.engine.counted_cost`).
 """
 
 from __future__ import annotations

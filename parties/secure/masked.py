@@ -256,7 +256,7 @@ class MaskedEngine(SecureSumEngine):
                       signer: Signer | None = None, min_contributors: int = 2) -> Program[None]:
         """Rounds 0-4 of Bonawitz et al. for party ``me`` (``signer``: its PKI key), as a
         sans-I/O program (:mod:`parties.secure.program`).  With the context's sizing suite (the
-        counting driver's, :func:`~parties.secure.cost.counted_cost`) the cryptography is
+        counting driver's, :func:`~parties.secure.engine.counted_cost`) the cryptography is
         right-sized placeholders and no PKI is needed."""
         if ctx.suite.sizing:
             return self._party(me, vector, ctx, _Cryptography(None, None), min_contributors)

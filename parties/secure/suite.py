@@ -10,7 +10,7 @@ blob of zeros AEAD_OVERHEAD bytes longer than its plaintext), so every message h
 size and the count is the traffic of a real run, without the cryptography's CPU (the tests
 compare counts with both suites and with measured runs).  Nothing a peer or the controller
 sends can select the suite: it is the context's, built by each participant for itself, and
-only :func:`parties.secure.cost.counted_cost` builds one with :data:`SIZING`.
+only :func:`parties.secure.engine.counted_cost` builds one with :data:`SIZING`.
 """
 
 from __future__ import annotations

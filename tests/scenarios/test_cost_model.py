@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from parties.secure.cost import counted_cost
+from parties.secure.engine import counted_cost
 from parties.secure.paper import PaperEngine
 from scenarios.cost_model import ClosedForm, closed_form, element_bytes
 

@@ -1,4 +1,4 @@
-"""The counting driver (parties.secure.counting, parties.secure.cost.counted_cost): equal to a
+"""The counting driver (parties.secure.counting, parties.secure.engine.counted_cost): equal to a
 network's count, stopped at its limit or threshold, mirrored for role-symmetric sums."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def test_counting_driver_times_out_a_missing_party() -> None:
 
 
 def test_counting_stops_at_its_limit_with_a_lower_bound() -> None:
-    from parties.secure.cost import counted_cost
+    from parties.secure.engine import counted_cost
     from parties.secure.paper import PaperEngine
 
     eng = PaperEngine()
@@ -57,7 +57,7 @@ def test_counting_stops_at_its_limit_with_a_lower_bound() -> None:
 def test_counting_stops_as_soon_as_the_traffic_crosses_a_threshold() -> None:
     """A warning's threshold: the count stops at the first send that crosses it, with a lower
     bound above the threshold (mirrored or not)."""
-    from parties.secure.cost import counted_cost
+    from parties.secure.engine import counted_cost
     from parties.secure.paper import PaperEngine
     from parties.traffic import Counts
 
@@ -78,7 +78,7 @@ def test_counting_stops_as_soon_as_the_traffic_crosses_a_threshold() -> None:
 def test_counting_with_the_sizing_suite_equals_counting_with_the_real_cryptography(engine: str, n: int,
                                                                                    L: int) -> None:
     """parties.secure.suite.SIZING: right-sized stand-ins give every actor's traffic exactly."""
-    from parties.secure.cost import counted_cost
+    from parties.secure.engine import counted_cost
     from parties.secure.registry import sized_engine
     from parties.secure.suite import REAL, SIZING
 
@@ -119,7 +119,7 @@ def test_a_mirrored_count_equals_the_full_count(engine: str, n: int, L: int, deg
 def test_sums_that_are_not_role_symmetric_are_counted_in_full() -> None:
     """A Harary graph with one vertex of higher degree (odd n and k) is not symmetric:
     counted_cost runs every party's program, the mirrored count would differ."""
-    from parties.secure.cost import counted_cost
+    from parties.secure.engine import counted_cost
     from parties.secure.graph import GraphEngine
 
     harary = GraphEngine(topology="harary", degree=3, relay=False)

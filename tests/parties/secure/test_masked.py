@@ -163,7 +163,7 @@ def test_traffic_matches_closed_form(vectors_of) -> None:  # noqa: ANN001
 def test_the_counted_cost_is_the_measured_traffic_of_a_sparse_sum_with_handed_view_keys(vectors_of) -> None:  # noqa: ANN001
     # a random 6-regular graph on 30 parties: most holder pairs of an owner are no neighbours, so
     # the sealed shares carry handed view keys and the views' tags reach 2-hop parties
-    from parties.secure.cost import counted_cost
+    from parties.secure.engine import counted_cost
     from parties.secure.suite import REAL
 
     n = 30

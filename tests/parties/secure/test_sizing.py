@@ -19,7 +19,7 @@ from parties.wire.codec import encode
 def test_size_by_shape_is_the_codec_size_of_every_message(engine: str, n: int, L: int) -> None:
     """One encoding per message shape gives every message's codec size: checked on every
     message of real sums (the counting driver sizes each with both)."""
-    from parties.secure.cost import counted_cost
+    from parties.secure.engine import counted_cost
     from parties.secure.registry import sized_engine
 
     by_shape = SizeByShape()
