@@ -2,7 +2,7 @@
 
 ``SecureSumEngine.cost`` (what ``simulate``'s expensive-configuration warning and
 ``SecureSumResult.cost`` read) and ``scenarios.cost_model.closed_form`` run every role's
-sans-I/O program through the counting driver (:func:`parties.secure.program.count`); a
+sans-I/O program through the counting driver (:func:`parties.secure.counting.count`); a
 role-symmetric sum (paper, graph on a regular graph) runs the controller and one party, whose
 traffic counts for all.  This prints the CPU and wall seconds of each case of the brief, with
 its count: ``paper`` at n = 1,000 and 32,561, ``graph`` (relayed) and ``graph-direct`` at

@@ -55,7 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from parties.network import InMemoryNetwork  # noqa: E402
-from parties.secure.engine import run_secure_sum  # noqa: E402
+from parties.secure.run import run_secure_sum  # noqa: E402
 from parties.secure.agreement import agreed_session, request_digest  # noqa: E402
 from parties.secure.registry import sized_engine  # noqa: E402
 from parties.wire.requests import SecureRelease, SecureSumStart  # noqa: E402

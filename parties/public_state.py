@@ -281,7 +281,7 @@ class ReleaseBook:
 
     def secure_context(self, engine: Any, start: SecureSumStart, length: int, registry: Any = None,
                        network: Any = None, *, digest: bytes) -> Any:
-        """The :class:`~parties.secure.engine.SecureSumContext` a party derives from ``start``.
+        """The :class:`~parties.secure.context.SecureSumContext` a party derives from ``start``.
 
         A deterministic function of the party's own engine (set-up), the roster of the
         :class:`~parties.wire.requests.SecureSumStart` it received, the agreed session id of

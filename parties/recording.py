@@ -2,7 +2,7 @@
 
 The controller's :class:`~parties.transport.Endpoint` is wrapped in a
 :class:`RecordingEndpoint`, so every message it receives — the replies of its rounds, and the
-secure-sum messages an engine consumes on its behalf (:func:`parties.secure.program.drive`) —
+secure-sum messages an engine consumes on its behalf (:func:`parties.secure.drive.drive`) —
 is appended to its :class:`~parties.view.ViewLog` before anyone looks at it.
 """
 
@@ -27,7 +27,7 @@ class RecordingEndpoint:
     method (``recv``, ``recv_many``, ``take_all``, ``gather``, ``gather_columns``,
     ``gather_each``) logs what it returns, and ``collect`` what it caught, even when a deadline
     ends it, so messages consumed by a secure-sum program on the controller's behalf
-    (:func:`parties.secure.program.drive`) are in the view too.
+    (:func:`parties.secure.drive.drive`) are in the view too.
     """
 
     def __init__(self, endpoint: Endpoint, view: ViewLog) -> None:

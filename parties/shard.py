@@ -189,7 +189,8 @@ class PartyShard:
         self._batch_seen: set[int] = set()
         self._batch_array: np.ndarray | None = None  # rows a broadcast reached at once (deliver_many)
         # the parties' signing keys are born here and never leave (parties.secure.pki)
-        self._signers: dict[int, Signer] = generate_signers(setup.parties) if setup.signs else {}
+        signing = setup.engine is None or setup.engine.pki_signing  # (the masked engine signs nothing)
+        self._signers: dict[int, Signer] = generate_signers(setup.parties, signing=signing) if setup.signs else {}
         self._registry: KeyRegistry | None = None
         self._book = ReleaseBook(setup.schema)
         self._records = rows.astype(np.int64, copy=False)

@@ -70,7 +70,8 @@ from parties.party import LOOP_KINDS, Party
 from parties.runtime import HostingPlan, MemoryRuntime, Runtime
 from parties.runtime_registry import RUNTIMES, make_runtime
 from parties.shard_report import PartySummary, accountants_of
-from parties.secure.engine import COUNT_LIMIT, SecureSumEngine, counted_cost
+from parties.secure.cost import COUNT_LIMIT
+from parties.secure.engine import SecureSumEngine, counted_cost
 from parties.secure.registry import controller_kinds, engine_needs_mesh, make_engine, party_kinds
 from parties.topology import Topology
 from parties.traffic import Counts, LatencyModel, TrafficStatistics
@@ -430,7 +431,7 @@ def _warn_if_expensive(engine: SecureSumEngine, n: int, plan: Plan, net: Any) ->
     Bounded in time: an engine counted by the counting driver
     (:func:`~parties.secure.engine.counted_cost`) stops as soon as the traffic crosses
     :data:`EXPENSIVE_MESSAGES` or :data:`EXPENSIVE_BYTES` (the warning then says "at least"),
-    and after :data:`~parties.secure.engine.COUNT_LIMIT` messages routed in any case."""
+    and after :data:`~parties.secure.cost.COUNT_LIMIT` messages routed in any case."""
     messages = nbytes = 0
     exact = True
     formulas = []

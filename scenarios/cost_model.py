@@ -2,7 +2,7 @@
 
 Every number here is *exact* for a fault-free run.  The secure sums of every registered engine
 (the shipped paper, paper-per-combination, graph, graph-direct, masked, masked-sparse, and one's
-own) are counted: their programs run by the counting driver (:func:`parties.secure.program.count`),
+own) are counted: their programs run by the counting driver (:func:`parties.secure.counting.count`),
 every message sized by the codec.  The RR phases are derived from the field encodings of
 :mod:`parties.wire.codec` (header magic|version|kind = 5 bytes, int = 8, str = 4 + UTF-8 bytes,
 1-D array = 10 + data, tuple = 4 + items, bytes = 4 + data) and from each protocol's message
@@ -42,8 +42,12 @@ from parties.runtime import Runtime
 from parties.transport import CONTROLLER
 from parties.traffic import TrafficStatistics
 from parties.secure.agreement import DIGEST_BYTES
-from parties.secure.engine import SecureSumContext, SecureSumEngine, run_secure_sum
-from parties.secure.program import Program, SizeByShape, count
+from parties.secure.context import SecureSumContext
+from parties.secure.engine import SecureSumEngine
+from parties.secure.run import run_secure_sum
+from parties.secure.program import Program
+from parties.secure.sizing import SizeByShape
+from parties.secure.counting import count
 from parties.secure.registry import ENGINES, engine_needs_mesh, sized_engine
 from parties.secure.suite import SIZING
 
@@ -155,7 +159,7 @@ class ClosedForm:
 
 
 def _count(engine: SecureSumEngine, ctx: SecureSumContext) -> TrafficStatistics:
-    """The counting driver (:func:`parties.secure.program.count`) on a fault-free sum of ``engine``
+    """The counting driver (:func:`parties.secure.counting.count`) on a fault-free sum of ``engine``
     as :func:`parties.secure.engine.counted_cost` runs it (every role's program on all-zero
     inputs, the sizing suite, one party for all where the engine is role-symmetric), with the
     statistics by kind that the consistency check is read from."""

@@ -1,6 +1,6 @@
 """``secure_sum_faults``: dropout rate vs outcome of every secure-sum engine.
 
-Each trial runs one secure sum (:func:`parties.secure.engine.run_secure_sum`) of the parties'
+Each trial runs one secure sum (:func:`parties.secure.run.run_secure_sum`) of the parties'
 one-hot pair vectors (main paper 4.2: one cell per value combination of every attribute pair)
 on an :class:`~parties.network.InMemoryNetwork` whose fault plan crashes a random subset of the
 parties at a chosen send (``crash_send``: 1 = before sending anything; the defaults crash a
@@ -41,7 +41,7 @@ from mprr.errors import ConfigurationError, MprrError, PartyDropped, RoundTimeou
 from mprr.synthetic import planted_clusters
 from parties.faults import FaultPlan
 from parties.network import InMemoryNetwork
-from parties.secure.engine import run_secure_sum
+from parties.secure.run import run_secure_sum
 from parties.secure.registry import ENGINES, EngineEntry
 from scenarios.cost_model import engine_and_topology, pair_indicators
 from scenarios.config import Choice, Field, Float, Int, List, Registered, ScenarioConfig, Schema

@@ -24,7 +24,9 @@ from typing import Annotated
 import numpy as np
 
 from mprr.errors import ConfigurationError, PartyDropped, ProtocolError
-from parties.secure.engine import SecureSumContext, SecureSumEngine, SumOutcome, as_ring_vector, to_counts
+from parties.secure.context import SecureSumContext
+from parties.secure.engine import SecureSumEngine, SumOutcome
+from parties.secure.values import as_ring_vector, to_counts
 from parties.secure.pki import Signer
 from parties.secure.program import Expect, Program, Send, receive
 from parties.secure.registry import MESH, EngineEntry, register_engine

@@ -28,7 +28,7 @@ from mprr.protocols.steps import MatrixSpec, Program, Release, singletons
 from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from parties.network import InMemoryNetwork
-from parties.secure.engine import run_secure_sum
+from parties.secure.run import run_secure_sum
 from parties.secure.paper import PaperEngine
 from parties.secure.registry import (
     ENGINES,

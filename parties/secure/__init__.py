@@ -7,17 +7,27 @@ Modules, in dependency order:
 - ``sharing``   — additive shares over Z_M (main paper 4.2: n shares summing to 0 mod n + 1)
 - ``shamir``    — Shamir t-of-k sharing over GF(2^256 + 297) for 32-byte seeds and keys
 - ``crypto``    — X25519 key agreement, HKDF-SHA256, ChaCha20-Poly1305 AEAD channels
-- ``pki``       — simulated PKI: Ed25519 signing keys and their registry, fixed at set-up
+- ``pki``       — simulated PKI: X25519 static keys, Ed25519 signing keys where an engine signs,
+                 and their registry, fixed at set-up
 - ``topology``  — communication graphs: complete, random k-regular, Harary (networkx)
 - ``suite``     — the cryptography a program calls: ``REAL``, or ``SIZING`` (right-sized
                  stand-ins, for the counting driver only)
 - ``messages``  — the wire kinds of the secure sums (shares, partial sums, keys, ...)
+- ``context``   — ``SecureSumContext``: what every participant of one sum agrees on
+- ``values``    — a party's input checked and mapped into Z_M; totals as exact int64 counts
 - ``program``   — the sans-I/O model: a role's program yields sends / broadcasts / expectations
-                 and receives what came; ``drive`` runs one over an endpoint (one asyncio
-                 timeout per round), ``count`` runs all roles in-process and counts the traffic
-                 (a role-symmetric sum: the controller and one party, mirrored)
-- ``engine``    — ``SecureSumEngine`` interface (per-role programs), context, ``TrafficCost``
-                  counted by the counting driver, ``run_secure_sum`` driver, ``from_controller``
+                 and receives what came (``Send``, ``Expect``, ``Delivery``, ...; ``receive``,
+                 ``from_controller``)
+- ``rounds``    — a driver's state of one open round (``RoundState``) and one program step
+- ``drive``     — the asyncio driver: one program over an endpoint, one asyncio timeout per round
+- ``sizing``    — ``SizeByShape``: encoded sizes, one encoding per message shape
+- ``counting``  — the counting driver: every role in-process, the traffic counted (``count``;
+                 a role-symmetric sum: the controller and one party, mirrored)
+- ``cost``      — ``TrafficCost``: the traffic of a fault-free run (the closed form)
+- ``engine``    — ``SecureSumEngine`` interface (per-role programs), ``SumOutcome``, and
+                 ``counted_cost``: an engine's programs run by the counting driver
+- ``run``       — ``run_secure_sum``: the stand-alone driver (controller and parties as tasks of
+                 one TaskGroup on one network) and its ``SecureSumResult``
 - ``agreement`` — a sum is one agreed request: the session id every participant derives from
                   the request and the start, and the unit-total check of a sum
 - ``receive``   — a party's round of share vectors folded as they arrive: check, sum, reject

@@ -37,6 +37,7 @@ __all__ = [
     "seal",
     "seal_each",
     "open_sealed",
+    "open_each",
     "AEAD_OVERHEAD",
 ]
 
@@ -201,10 +202,30 @@ def seal_each(keys: list[bytes], plaintexts: list[bytes], *, session: str, sende
         raise ConfigurationError(f"seal_each needs one key, plaintext and receiver each: got {len(keys)} keys, "
                                  f"{len(plaintexts)} plaintexts, {len(receivers)} receivers")
     nonces = secrets.token_bytes(NONCE_BYTES * len(keys))
-    out = []
+    head, aead, out = b"%s%d|" % (_info_head("aead", session), sender), ChaCha20Poly1305, []
     for k, (key, plaintext, receiver) in enumerate(zip(keys, plaintexts, receivers, strict=True)):
         nonce = nonces[NONCE_BYTES * k: NONCE_BYTES * (k + 1)]
-        out.append(nonce + ChaCha20Poly1305(key).encrypt(nonce, plaintext, _associated_data(session, sender, receiver)))
+        out.append(nonce + aead(key).encrypt(nonce, plaintext, head + b"%d" % receiver))  # (_associated_data)
+    return out
+
+
+def open_each(keys: list[bytes], blobs: list[bytes], *, session: str, senders: list[int], receiver: int) -> list[bytes]:
+    """:func:`open_sealed` of ``blobs[k]`` under ``keys[k]`` from ``senders[k]``, in order (the
+    same checks; MessageError at the first blob that fails them)."""
+    if not len(keys) == len(blobs) == len(senders):
+        raise ConfigurationError(f"open_each needs one key, blob and sender each: got {len(keys)} keys, "
+                                 f"{len(blobs)} blobs, {len(senders)} senders")
+    head, aead, out = _info_head("aead", session), ChaCha20Poly1305, []
+    for key, blob, sender in zip(keys, blobs, senders):
+        if len(blob) < AEAD_OVERHEAD:
+            raise MessageError(f"ciphertext from party {sender} is too short ({len(blob)} bytes)")
+        try:
+            out.append(aead(key).decrypt(blob[:NONCE_BYTES], blob[NONCE_BYTES:], b"%s%d|%d" % (head, sender, receiver)))
+        except InvalidTag as exc:
+            raise MessageError(
+                f"ciphertext from party {sender} to party {receiver} failed authentication "
+                f"(session {session!r})"
+            ) from exc
     return out
 
 

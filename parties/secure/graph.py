@@ -36,16 +36,10 @@ from mprr.errors import ConfigurationError, MessageError, PartyDropped
 from parties.topology import CONTROLLER
 from parties.wire.codec import Message
 from parties.transport import Transport
-from parties.secure.engine import (
-    SecureSumContext,
-    SecureSumEngine,
-    SumOutcome,
-    as_ring_vector,
-    check_total,
-    from_controller,
-    to_counts,
-)
-from parties.secure.program import Expect, Mark, Poll, Program, Send, SendEach, receive
+from parties.secure.context import SecureSumContext
+from parties.secure.engine import SecureSumEngine, SumOutcome
+from parties.secure.program import Expect, Mark, Poll, Program, Send, SendEach, from_controller, receive
+from parties.secure.values import as_ring_vector, check_total, to_counts
 from parties.secure.receive import VectorSum, checked_vector, combination
 from parties.secure.messages import (
     KeyDirectory,
@@ -71,7 +65,7 @@ def ring_modulus(n: int, max_value: int) -> int:
     """2^32 if a sum of n entries <= max_value fits below it, else 2^64.
 
     The total comes back as int64 counts, so ``n * max_value`` must not exceed
-    :data:`~parties.secure.engine.MAX_TOTAL` (2^63 − 1): a larger bound could wrap into a
+    :data:`~parties.secure.values.MAX_TOTAL` (2^63 − 1): a larger bound could wrap into a
     negative count.
 
     Raises
@@ -90,13 +84,6 @@ def edges_allowed(network: Transport, neighbours: Neighbourhoods) -> bool:
     """True when every graph edge is a direct link of the network topology."""
     allowed = network.topology.allowed
     return all(allowed(i, j) for i, nbrs in neighbours.items() for j in nbrs)
-
-
-async def controller_phase(net: Transport, phase: str) -> None:
-    """Mark a communication round on the network (the controller drives the rounds; a program
-    yields :class:`~parties.secure.program.Mark` instead)."""
-    net.begin_round(phase)
-    await asyncio.sleep(0)
 
 
 class GraphEngine(SecureSumEngine):

@@ -7,7 +7,7 @@ rather than signatures, see below), optionally restricted to a sparse neighbour 
 Bell et al. 2020.
 Party i, neighbours N(i), Shamir holders H(i) = N(i) + {i}; every party has long-term keys
 registered at set-up in a PKI the controller cannot change (:mod:`parties.secure.pki`): an
-Ed25519 signing key and an X25519 static key::
+X25519 static key (no Ed25519 signing key: nothing here is signed, ``pki_signing`` False)::
 
     Round 0, advertise keys   i -> controller: s_pk_i (masking, X25519, fresh per session).
                               controller -> i: the s_pk of i's live neighbours.
@@ -80,14 +80,10 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
 from parties.topology import CONTROLLER
 from parties.transport import Endpoint, Transport
-from parties.secure.crypto import AEAD_OVERHEAD, NONCE_BYTES, KeyPair, agree, derive_keys, open_sealed, seal_each
-from parties.secure.engine import (
-    SecureSumContext,
-    SecureSumEngine,
-    SumOutcome,
-    as_ring_vector,
-    from_controller,
-)
+from parties.secure.crypto import AEAD_OVERHEAD, NONCE_BYTES, KeyPair, agree, derive_keys, open_each, seal_each
+from parties.secure.context import SecureSumContext
+from parties.secure.drive import drive
+from parties.secure.engine import SecureSumEngine, SumOutcome
 from parties.secure.graph import ring_modulus
 from parties.secure.messages import (
     SECRET_MASK_KEY,
@@ -108,11 +104,12 @@ from parties.secure.messages import (
 )
 from parties.secure.pki import KeyRegistry, Signer
 from parties.secure.prg import fresh_seed
-from parties.secure.program import Delivery, Operation, Program, Send, drive
+from parties.secure.program import Delivery, Operation, Program, Send, from_controller
 from parties.secure.ring import ZMod
 from parties.secure.shamir import SHARE_BYTES, share_values
 from parties.secure.topology import TOPOLOGIES, Neighbourhoods, build_neighbourhoods
 from parties.secure.unmasking import abscissa, mask_vector
+from parties.secure.values import as_ring_vector
 from parties.secure.masked_server import PHASES, ControllerProgram, Shortfall, spread
 from parties.secure.views import (
     KEY_ENTRY,
@@ -135,7 +132,7 @@ def _masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519Priva
                   peers: dict[int, bytes], session: str, me: int) -> np.ndarray:
     """Round 2: y = x + PRG(b) + sum_{j > me} PRG(s_{me,j}) - sum_{j < me} PRG(s_{me,j}) (mod M)
     over the ``peers`` (id -> s_pk) whose shares this party holds.  ``x`` is the party's own copy
-    (:func:`~parties.secure.engine.as_ring_vector`): in the ring's dtype, it is masked in place."""
+    (:func:`~parties.secure.values.as_ring_vector`): in the ring's dtype, it is masked in place."""
     length = x.shape[0]
     if ring.modulus != 1 << (8 * ring.element_bytes):  # pragma: no cover - ring_modulus gives 2^32 or 2^64
         raise ConfigurationError(f"the masked engine computes in Z_(2^32) or Z_(2^64), got {ring}")
@@ -163,8 +160,9 @@ def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, 
     peer_masks: dict[int, bytes] = {}  # s_pk of the senders, authenticated by their AEAD channel
     given: dict[int, list[tuple[int, bytes]]] = {}  # 2-hop peer -> [(owner, key it handed us)]
     size, entry_size, unpack, entries = _PLAIN.size, KEY_ENTRY.size, _PLAIN.unpack_from, KEY_ENTRY.iter_unpack
-    for j, blob in zip(senders, blobs(relayed.ends, relayed.ciphertexts)):
-        plain_j = crypto.open(channel[j], blob, session, j, me)
+    opened = crypto.open_each([channel[j] for j in senders], blobs(relayed.ends, relayed.ciphertexts), session,
+                              senders, me)
+    for j, plain_j in zip(senders, opened):
         extra = len(plain_j) - size
         if extra < 0 or extra % entry_size:
             raise MessageError(f"party {me}: sealed share from party {j} has {len(plain_j)} bytes")
@@ -181,7 +179,7 @@ def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, 
             continue
         handed_j = dict(entries(plain_j[size:]))
         if (len(handed_j) != extra // entry_size or me in handed_j or not near.isdisjoint(handed_j)
-                or not frozenset(neighbours[j]).issuperset(handed_j)):
+                or not handed_j.keys() <= set(neighbours[j])):
             raise MessageError(f"party {me}: the view keys sealed by party {j} are not for its other holders")
         for h, key in handed_j.items():
             keys_h = given.get(h)
@@ -215,6 +213,7 @@ class MaskedEngine(SecureSumEngine):
 
     name = "masked"
     signs = True
+    pki_signing = False  # (the static X25519 keys authenticate: nothing is signed)
 
     def __init__(self, *, topology: str = "complete", degree: int | None = None,
                  threshold: int | None = None, seed: int = 0, round_timeout: float = 30.0,
@@ -360,10 +359,11 @@ class _Cryptography:
             return [bytes(NONCE_BYTES) + p + bytes(AEAD_OVERHEAD - NONCE_BYTES) for p in plain]
         return seal_each(keys, plain, session=session, sender=me, receivers=live)
 
-    def open(self, key: bytes, blob: bytes, session: str, j: int, me: int) -> bytes:
+    def open_each(self, keys: list[bytes], sealed: list[bytes], session: str, senders: list[int],
+                  me: int) -> list[bytes]:
         if not self.real:
-            return blob[NONCE_BYTES:len(blob) - (AEAD_OVERHEAD - NONCE_BYTES)]
-        return open_sealed(key, blob, session=session, sender=j, receiver=me)
+            return [blob[NONCE_BYTES:len(blob) - (AEAD_OVERHEAD - NONCE_BYTES)] for blob in sealed]
+        return open_each(keys, sealed, session=session, senders=senders, receiver=me)
 
     def combined_keys(self, given: dict[int, list[tuple[int, bytes]]]) -> dict[int, bytes]:
         return combined_keys(given) if self.real else dict.fromkeys(given, bytes(VIEW_KEY_BYTES))

@@ -20,7 +20,8 @@ import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, SecureSumAborted
 from parties.wire.codec import Message
-from parties.secure.engine import SecureSumContext, SumOutcome, to_counts
+from parties.secure.context import SecureSumContext
+from parties.secure.engine import SumOutcome
 from parties.secure.messages import (
     KeyDirectory,
     MaskedInput,
@@ -38,6 +39,7 @@ from parties.secure.program import Delivery, Expect, Mark, Operation, Program, R
 from parties.secure.receive import checked_vector
 from parties.secure.topology import CompleteNeighbourhoods
 from parties.secure.unmasking import Unmasking
+from parties.secure.values import to_counts
 from parties.secure.views import survivor_view, unmask_requests
 
 __all__ = ["PHASES", "ControllerProgram", "Shortfall", "spread"]

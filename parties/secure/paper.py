@@ -32,7 +32,9 @@ from mprr.domain import check_int
 from mprr.errors import ConfigurationError, PartyDropped
 from parties.topology import CONTROLLER
 from parties.transport import Transport
-from parties.secure.engine import SecureSumContext, SecureSumEngine, SumOutcome, as_ring_vector, to_counts
+from parties.secure.context import SecureSumContext
+from parties.secure.engine import SecureSumEngine, SumOutcome
+from parties.secure.values import as_ring_vector, to_counts
 from parties.secure.messages import PartialSum, ShareVector
 from parties.secure.pki import Signer
 from parties.secure.prg import Keystream

@@ -11,7 +11,10 @@ authenticates, as in the Noise KK pattern).  Here:
 
 :func:`setup_pki`
     Generates one :class:`Signer` per party (``cryptography``'s Ed25519 and X25519, keys from
-    the OS CSPRNG) and the :class:`KeyRegistry` of their public keys.  It runs at set-up, by
+    the OS CSPRNG) and the :class:`KeyRegistry` of their public keys.  ``signing=False`` for
+    an engine whose parties sign nothing (``masked``: its parties only agree on keys with the
+    static X25519 keys): no Ed25519 key is generated, its 32 bytes in the registry are zero
+    and no signature of such a party verifies.  It runs at set-up, by
     whoever builds the parties (the in-memory simulator), never by the controller.
 :func:`generate_signers`
     The same keys for the parties of one place only: a multi-process runtime generates them
@@ -57,24 +60,39 @@ def statement(purpose: str, session: str, signer: int, content: bytes) -> bytes:
             + struct.pack("<I", signer) + content)
 
 
+_NO_SIGNING_KEY = bytes(32)
+"""The registry's Ed25519 half of a party set up without a signing key (:func:`setup_pki`'s
+``signing=False``): no signature verifies under it."""
+
+
 class Signer:
-    """One party's long-term keys (private to the party): an Ed25519 signing key and an X25519
-    static key; :attr:`public` is what the registry holds for it."""
+    """One party's long-term keys (private to the party): an Ed25519 signing key (``None``: the
+    party signs nothing, see :func:`setup_pki`) and an X25519 static key; :attr:`public` is what
+    the registry holds for it."""
 
     __slots__ = ("party", "_key", "_static", "public")
 
-    def __init__(self, party: int, key: Ed25519PrivateKey, static: X25519PrivateKey) -> None:
+    def __init__(self, party: int, key: Ed25519PrivateKey | None, static: X25519PrivateKey) -> None:
         self.party = party
         self._key = key
         self._static = static
-        self.public = (key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+        self.public = ((_NO_SIGNING_KEY if key is None else key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw))
                        + static.public_key().public_bytes_raw())
 
     def __repr__(self) -> str:
         return f"Signer(party={self.party})"
 
     def sign(self, purpose: str, session: str, content: bytes) -> bytes:
-        """Signature of :func:`statement` (purpose, session, this party, content)."""
+        """Signature of :func:`statement` (purpose, session, this party, content).
+
+        Raises
+        ------
+        ConfigurationError
+            The party was set up without a signing key (``signing=False``).
+        """
+        if self._key is None:
+            raise ConfigurationError(f"party {self.party} has no signing key: it was set up with signing=False "
+                                     "(an engine that signs nothing); set up its PKI with signing=True")
         return self._key.sign(statement(purpose, session, self.party, content))
 
     def exchange(self, registry: KeyRegistry, peer: int) -> bytes:
@@ -153,7 +171,7 @@ class KeyRegistry:
         key = self._parsed.get(party)
         if key is None:
             raw = self._keys.get(party)
-            if raw is None:
+            if raw is None or raw[:32] == _NO_SIGNING_KEY:  # (no key, or set up without a signing key)
                 return False
             key = self._parsed[party] = Ed25519PublicKey.from_public_bytes(raw[:32])
         try:
@@ -163,17 +181,25 @@ class KeyRegistry:
         return True
 
 
-def generate_signers(parties: Iterable[int]) -> dict[int, Signer]:
-    """Fresh long-term keys (Ed25519 and X25519) per party, from the OS CSPRNG, where the parties live.
+def generate_signers(parties: Iterable[int], *, signing: bool = True) -> dict[int, Signer]:
+    """Fresh long-term keys (Ed25519, unless ``signing`` is False, and X25519) per party, from the
+    OS CSPRNG, where the parties live.
 
     A multi-process runtime calls this inside the shard host of the parties (their worker
     process or Ray actor): the private keys never leave it; only the verification keys
     (:attr:`Signer.public`) are registered (:meth:`KeyRegistry.from_keys`).
     """
-    return {int(p): Signer(int(p), Ed25519PrivateKey.generate(), X25519PrivateKey.generate()) for p in parties}
+    sign = Ed25519PrivateKey.generate if signing else _no_key
+    return {int(p): Signer(int(p), sign(), X25519PrivateKey.generate()) for p in parties}
 
 
-def setup_pki(parties: Iterable[int]) -> tuple[dict[int, Signer], KeyRegistry]:
-    """One fresh signing key per party and the registry of their verification keys."""
-    signers = generate_signers(parties)
+def _no_key() -> None:
+    return None
+
+
+def setup_pki(parties: Iterable[int], *, signing: bool = True) -> tuple[dict[int, Signer], KeyRegistry]:
+    """Fresh long-term keys per party (:func:`generate_signers`; ``signing=False``: the X25519
+    static keys only, for an engine whose parties sign nothing) and the registry of their
+    public keys."""
+    signers = generate_signers(parties, signing=signing)
     return signers, KeyRegistry({p: s.public for p, s in signers.items()})

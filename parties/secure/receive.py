@@ -19,8 +19,9 @@ import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
 from parties.topology import actor_name
-from parties.secure.engine import SecureSumContext
-from parties.secure.program import Delivery, Expect, Operation, Reject, drive
+from parties.secure.context import SecureSumContext
+from parties.secure.drive import drive
+from parties.secure.program import Delivery, Expect, Operation, Reject
 from parties.secure.ring import ZMod
 
 if TYPE_CHECKING:
@@ -185,6 +186,6 @@ async def receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type[ShareVect
                       broadcast: bool = False) -> np.ndarray:
     """Receive one ``kind`` message (ShareVector / PartialSum) of the session and combination
     ``tag`` from every peer within ``timeout`` s, and sum its ``field`` mod M
-    (:class:`VectorSum` run by :func:`~parties.secure.program.drive`)."""
+    (:class:`VectorSum` run by :func:`~parties.secure.drive.drive`)."""
     expect: Expect[Any] = Expect(kind, ctx.session, peers, phase, timeout, stream=True, where=combination(tag))
     return await drive(ep, VectorSum(ep.actor, expect, field, tag, ctx, ring, broadcast=broadcast).finish())

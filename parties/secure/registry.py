@@ -89,7 +89,7 @@ class EngineEntry:
     to_controller
         Those of :attr:`messages` a party sends the controller: the controller's endpoint
         accepts them (:func:`controller_kinds`).  Default: the factory's ``controller_kinds``
-        class attribute, which :func:`~parties.secure.engine.run_secure_sum` reads too (an
+        class attribute, which :func:`~parties.secure.run.run_secure_sum` reads too (an
         engine of one's own declares its kinds there; the shipped engines' are
         :data:`parties.secure.messages.TO_CONTROLLER`).
     dropouts

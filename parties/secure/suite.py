@@ -2,7 +2,7 @@
 
 A program (:mod:`parties.secure.program`) takes its keystreams, key pairs, signatures, key
 agreements and AEAD seals from the :class:`CryptoSuite` of its context
-(:attr:`parties.secure.engine.SecureSumContext.suite`).  Every real run uses :data:`REAL`
+(:attr:`parties.secure.context.SecureSumContext.suite`).  Every real run uses :data:`REAL`
 (:mod:`parties.secure.prg`, :mod:`parties.secure.crypto`, :mod:`parties.secure.pki`).  The
 counting driver runs the programs with :data:`SIZING`: every output has the length the real
 operation gives (a zero keystream, a fixed key pair, zero signatures that verify, a "sealed"

@@ -23,7 +23,7 @@ import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, SecureSumAborted
 from parties.secure.crypto import KeyPair, agree
-from parties.secure.engine import SecureSumContext
+from parties.secure.context import SecureSumContext
 from parties.secure.messages import SECRET_MASK_KEY, SECRET_SELF_MASK, PublicKeys, UnmaskShares
 from parties.secure.prg import keystream
 from parties.secure.ring import ZMod

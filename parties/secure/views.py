@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from mprr.errors import SecureSumAborted
-from parties.secure.engine import SecureSumContext
+from parties.secure.context import SecureSumContext
 from parties.secure.messages import TAG_BYTES, SurvivorTags, UnmaskRequest, id_vector
 from parties.secure.topology import CompleteNeighbourhoods, Neighbourhoods
 
@@ -180,7 +180,15 @@ def combined_key(handed: list[tuple[int, bytes]]) -> bytes:
 def combined_keys(handed: dict[int, list[tuple[int, bytes]]]) -> dict[int, bytes]:
     """:func:`combined_key` of this party and each holder h of ``handed`` (the (owner, key)
     pairs the common owners handed it for h)."""
-    return {h: combined_key(keys) for h, keys in handed.items()}
+    out: dict[int, bytes] = {}
+    pack, sha256, head = _OWNER.pack, _sha256, b"mprr/view-key"
+    for h, keys in handed.items():
+        if len(keys) == 1:  # (combined_key's common case, inline: one SHA-256 per 2-hop peer)
+            owner, key = keys[0]
+            out[h] = sha256(head + pack(owner) + key).digest()[:VIEW_KEY_BYTES]
+        else:
+            out[h] = combined_key(keys)
+    return out
 
 
 def statement_prefix(session: str) -> bytes:
@@ -198,9 +206,8 @@ def view_tags(keys: dict[int, bytes], prefix: bytes, signer: int, targets: list[
     construction needed) and about three times cheaper than HMAC-SHA256 on these short
     statements; a party writes one tag per party of its 2-hop neighbourhood.
     """
-    pair = _PAIR.pack
-    return b"".join([_blake2b(prefix + pair(signer, h) + view, key=keys[h], digest_size=TAG_BYTES).digest()
-                     for h in targets])
+    head, blake, target = prefix + _OWNER.pack(signer), _blake2b, _OWNER.pack  # (prefix, signer, target, view)
+    return b"".join([blake(head + target(h) + view, key=keys[h], digest_size=TAG_BYTES).digest() for h in targets])
 
 
 def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: SecureSumContext, me: int,

@@ -277,7 +277,7 @@ def test_the_threshold_is_the_party_policy_never_below_a_majority() -> None:
 def test_inconsistent_survivor_sets_never_reveal_both_secrets_of_a_party(dropped_told: int) -> None:
     """Before (t = 2 of 10, no consistency round): holders told "v survived" revealed b_v, the
     others told "v dropped" revealed s_sk_v: both secrets of v, hence v's input."""
-    from parties.secure.engine import run_secure_sum
+    from parties.secure.run import run_secure_sum
     from parties.secure.messages import SurvivorSet, UnmaskRequest
     from tests.parties.secure.helpers import RecordingNetwork
 
@@ -317,7 +317,7 @@ def test_survivor_views_forged_by_the_controller_fail_their_macs() -> None:
     them the other half's views rewritten to say the same; they count a majority and reveal
     their shares of s_sk_v.  Each view is MAC'd by its author for its reader, so the rewritten
     ones fail and nobody reveals anything about v."""
-    from parties.secure.engine import run_secure_sum
+    from parties.secure.run import run_secure_sum
     from parties.secure.messages import SurvivorSet, UnmaskRequest
     from tests.parties.secure.helpers import RecordingNetwork
 
@@ -344,7 +344,7 @@ def test_key_substitution_is_detected_against_the_pki() -> None:
     """Before (no PKI): the controller could relay its own keys as party 1's and read the
     shares party 0 sealed for it (a man in the middle on the pairwise channel)."""
     from parties.secure.crypto import KeyPair
-    from parties.secure.engine import run_secure_sum
+    from parties.secure.run import run_secure_sum
     from parties.secure.messages import KeyDirectory
     from tests.parties.secure.helpers import RecordingNetwork
 
@@ -373,7 +373,7 @@ def test_key_substitution_on_relayed_graph_shares_is_detected() -> None:
     controller open the share party 0 sealed for party 1."""
     from parties.wire.codec import decode
     from parties.secure.crypto import KeyPair
-    from parties.secure.engine import run_secure_sum
+    from parties.secure.run import run_secure_sum
     from parties.secure.messages import KeyDirectory, SealedShares
     from tests.parties.secure.helpers import RecordingNetwork
 
@@ -431,7 +431,7 @@ def test_survivor_views_forged_on_a_sparse_graph_fail_their_two_hop_macs() -> No
     two-hop statements unchecked, they would count five of five and reveal their shares of
     s_sk_v.  Only the two genuine "dropped" statements verify (2 < 3), so nobody reveals a
     share of s_sk_v."""
-    from parties.secure.engine import run_secure_sum
+    from parties.secure.run import run_secure_sum
     from parties.secure.messages import SurvivorSet, UnmaskRequest
     from tests.parties.secure.helpers import RecordingNetwork
 

@@ -13,7 +13,8 @@ from parties.wire.codec import decode
 from parties.faults import FaultPlan
 from parties.network import InMemoryNetwork
 from parties.transport import CONTROLLER, Frame
-from parties.secure.engine import SecureSumEngine, SecureSumResult, run_secure_sum
+from parties.secure.engine import SecureSumEngine
+from parties.secure.run import SecureSumResult, run_secure_sum
 from tests.virtual_clock import run_virtual
 
 

@@ -10,8 +10,8 @@ from mprr.errors import ConfigurationError, MessageError
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from parties.secure.crypto import (KeyPair, _hmac32, agree, derive_key, derive_keys, hkdf_sha256, open_sealed, seal,
-                                  seal_each)
+from parties.secure.crypto import (KeyPair, _hmac32, agree, derive_key, derive_keys, hkdf_sha256, open_each,
+                                  open_sealed, seal, seal_each)
 
 
 @pytest.mark.parametrize("length", [1, 32, 33, 100])
@@ -94,3 +94,19 @@ def test_seal_each_seals_every_plaintext_for_its_own_receiver_under_a_fresh_nonc
             open_sealed(key, blob, session="s", sender=1, receiver=receiver + 1)
     with pytest.raises(ConfigurationError, match="got 8 keys, 7 plaintexts, 8 receivers"):
         seal_each(keys, plaintexts[:7], session="s", sender=1, receivers=receivers)
+
+
+def test_open_each_opens_what_seal_each_sealed_and_checks_every_blob_as_open_sealed_does() -> None:
+    keys = [bytes([k]) * 32 for k in range(4)]
+    senders = [3, 5, 8, 13]
+    blobs = [seal(key, b"share %d" % j, session="s", sender=j, receiver=2) for key, j in zip(keys, senders)]
+    assert open_each(keys, blobs, session="s", senders=senders, receiver=2) == [b"share %d" % j for j in senders]
+    with pytest.raises(MessageError, match=r"ciphertext from party 5 to party 2 failed authentication \(session 's'\)"):
+        open_each(keys, [blobs[0], blobs[0][:-1] + bytes([blobs[0][-1] ^ 1]), *blobs[2:]], session="s",
+                  senders=senders, receiver=2)
+    with pytest.raises(MessageError, match="ciphertext from party 3 to party 7 failed authentication"):  # its receiver
+        open_each(keys, blobs, session="s", senders=senders, receiver=7)
+    with pytest.raises(MessageError, match=r"ciphertext from party 8 is too short \(3 bytes\)"):
+        open_each(keys, [*blobs[:2], b"abc", blobs[3]], session="s", senders=senders, receiver=2)
+    with pytest.raises(ConfigurationError, match="got 4 keys, 3 blobs, 4 senders"):
+        open_each(keys, blobs[:3], session="s", senders=senders, receiver=2)

@@ -14,7 +14,9 @@ from parties.collector import FULL_COLLECTION_EVERY
 from parties.faults import FaultPlan
 from parties.network import InMemoryNetwork
 from parties.transport import CONTROLLER, Frame
-from parties.secure.engine import TrafficCost, as_ring_vector, collect, run_secure_sum
+from parties.secure.cost import TrafficCost
+from parties.secure.run import run_secure_sum
+from parties.secure.values import as_ring_vector
 from parties.secure.receive import receive_sum
 from parties.secure.ring import ZMod
 from parties.secure.graph import GraphEngine
@@ -90,54 +92,6 @@ async def _receive_shares(sends: list[tuple[int, np.ndarray]]) -> tuple[list[int
     ep = net.endpoint(0)
     total = await receive_sum(ep, (1, 2), ShareVector, "shares", -1, ctx, ctx.ring, "p", 1.0)
     return total.tolist(), {src: r.reason for src, r in ep.take_rejections().items()}
-
-
-async def _collect_partial_sums(accept: bool, partial: bool = True
-                                ) -> tuple[object, list[tuple[int, list[int]]], dict[int, str]]:
-    """The controller of 5 parties collects a PartialSum from parties 0-3 after party 3 sent one
-    of another session, party 2 a bad one and parties 1 and 0 (in that order) good ones;
-    party 3 stays silent in this session."""
-    net = InMemoryNetwork(5)
-    sends = [(3, "other", [9]), (2, "s", [99]), (1, "s", [1]), (0, "s", [2])]
-    for src, session, values in sends:
-        await net.endpoint(src).send(CONTROLLER, PartialSum(session, -1, np.array(values, dtype=np.uint32)),
-                                     phase="p")
-    ep = net.endpoint(CONTROLLER)
-    seen: list[tuple[int, list[int]]] = []
-
-    def invalid(src: int, msg: PartialSum) -> str | None:
-        return "too large" if int(msg.values[0]) > 50 else None
-
-    if accept:
-        got: object = await collect(ep, range(4), kind=PartialSum, session="s", phase="p", timeout=1.0,
-                                    partial=partial, invalid=invalid,
-                                    accept=lambda src, msg: seen.append((src, msg.values.tolist())))
-    else:
-        got = await collect(ep, range(4), kind=PartialSum, session="s", phase="p", timeout=1.0,
-                            partial=partial, invalid=invalid)
-    return got, seen, {src: r.reason for src, r in ep.take_rejections().items()}
-
-
-def test_collect_keeps_the_messages_or_with_accept_hands_them_over_and_keeps_only_their_sources() -> None:
-    """Without ``accept`` the kept messages are returned by source; with it each kept message is
-    handed over once as it arrives and only the sources are returned, in arrival order (the
-    masked controller's round of vectors is never all in memory).  Either way a message of
-    another session is skipped and an invalid one rejected."""
-    kept, seen, rejected = run_virtual(_collect_partial_sums(accept=False))
-    assert isinstance(kept, dict) and sorted(kept) == [0, 1]
-    assert [kept[0].values.tolist(), kept[1].values.tolist()] == [[2], [1]] and seen == []
-    assert rejected == {2: "too large"}
-    order, seen, rejected = run_virtual(_collect_partial_sums(accept=True))
-    assert order == [1, 0] and seen == [(1, [1]), (0, [2])]
-    assert rejected == {2: "too large"}
-
-
-@pytest.mark.parametrize("accept", [False, True])
-def test_collect_names_the_missing_and_counts_what_arrived_with_or_without_accept(accept: bool) -> None:
-    """Not partial: the rejected party 2 and the silent party 3 are named, and the 2 messages
-    kept count as arrived whether they were kept or handed over."""
-    with pytest.raises(RoundTimeout, match=r"from party 2, party 3 \(2 of 4 arrived\)"):
-        run_virtual(_collect_partial_sums(accept=accept, partial=False))
 
 
 def test_receive_sum_skips_duplicates_and_rejects_a_second_different_share_or_a_non_peer() -> None:
@@ -253,15 +207,16 @@ def test_a_message_of_another_session_is_skipped_not_fatal(late_real_message: bo
 def test_a_party_receive_skips_the_controllers_messages_of_another_session() -> None:
     """Issue 25, attack 6: a duplicated KeyDirectory of session 1 was taken by session 2's
     receive, and the party aborted ("key directory does not list exactly its neighbours")."""
-    from parties.secure.engine import recv_session
     from parties.secure.messages import KeyDirectory, id_vector
+    from parties.secure.drive import drive
+    from parties.secure.program import from_controller
 
     async def scenario(second: bool) -> KeyDirectory:
         net = InMemoryNetwork(2)
         ctl = net.endpoint(CONTROLLER)
         for session in ("one", "one", "two")[: 3 if second else 2]:
             await ctl.send(0, KeyDirectory(session, id_vector([1]), bytes(32)), phase="graph/keys")
-        return await recv_session(net.endpoint(0), KeyDirectory, session="two", phase="graph/keys", timeout=0.5)
+        return await drive(net.endpoint(0), from_controller(0, KeyDirectory, "two", "graph/keys", 0.5))
 
     got = run_virtual(scenario(True))
     assert got.session == "two"

@@ -9,7 +9,7 @@ from mprr.errors import ConfigurationError, PartyDropped
 from parties.faults import FaultPlan
 from parties.network import InMemoryNetwork
 from parties.transport import CONTROLLER
-from parties.secure.engine import run_secure_sum
+from parties.secure.run import run_secure_sum
 from parties.secure.graph import GraphEngine, ring_modulus
 from tests.parties.secure.helpers import assert_controller_saw_no_input, run
 from tests.virtual_clock import run_virtual

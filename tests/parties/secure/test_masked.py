@@ -12,7 +12,7 @@ import pytest
 from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
 from parties.faults import FaultPlan
 from parties.transport import CONTROLLER, Frame
-from parties.secure.engine import run_secure_sum
+from parties.secure.run import run_secure_sum
 from parties.secure import views as views_module
 from parties.secure.messages import (
     MaskedInput, PublicKeys, SealedShares, SurvivorTags, UnmaskRequest, UnmaskShares, id_vector,

@@ -12,7 +12,8 @@ from mprr.errors import ConfigurationError, PartyDropped
 from parties.faults import FaultPlan
 from parties.network import InMemoryNetwork
 from parties.transport import CONTROLLER
-from parties.secure.engine import encoded_size, run_secure_sum
+from parties.secure.cost import encoded_size
+from parties.secure.run import run_secure_sum
 from parties.secure.messages import ShareVector
 from parties.secure.paper import PaperEngine
 from tests.parties.secure.helpers import assert_controller_saw_no_input, complete, run
