@@ -21,6 +21,8 @@ checks its secure-sum formulas against the counts); ``scenarios.communication`` 
 
 from __future__ import annotations
 
+import math
+
 import asyncio
 import functools
 import time
@@ -327,8 +329,8 @@ def _plan(protocol: str, m: int, sizes: Sequence[int] | None, matrices: str, dep
     dims = tuple(sizes) if sizes is not None else (2,) * m
     schema = Schema(tuple(Attribute(f"A{j}", tuple(str(c) for c in range(r))) for j, r in enumerate(dims)))
     params: dict[str, Any] = {matrices: 0.5}
-    if protocol == "RR-Clusters":
-        params["dependence"] = dependence
+    if protocol == "RR-Clusters":  # (Algorithm 1's thresholds shape no phase of the plan)
+        params.update(dependence=dependence, Tv=math.inf, Td=0.0)
     return lookup(protocol).plan(schema, params)
 
 
