@@ -1,0 +1,58 @@
+"""The equivalence matrix in memory: fast path ≡ actors on one shard ≡ actors on three shards.
+
+Every registered protocol, dependence method and secure-sum engine (the cases of
+:mod:`tests.parties.equivalence_cases`, derived from the registries): the same releases,
+estimates, dependences, clusters and ledgers as the fast path (``PartyStreams(seed, n)``, the
+parties' own streams), every party's own ledger as the fast path books it, and between one
+shard and three the same run, traffic statistics included.  ``test_equivalence_tcp`` and
+``test_equivalence_ray`` hold the same cases against worker processes and Ray actors.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mprr.protocols.dependences import DEPENDENCE_METHODS
+from mprr.protocols.registry import PROTOCOLS
+from parties.runtime import MemoryRuntime
+from parties.secure.registry import ENGINES, make_engine
+from tests.parties.equivalence import assert_same, assert_same_runs, ledgers_match_the_fast_path
+from tests.parties.equivalence_cases import (Case, dataset, fast_path, matrix_cases, reference, secure_methods,
+                                             simulate_case)
+
+CASES = matrix_cases()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_actors_release_what_the_fast_path_releases_on_one_shard_and_on_three(case: Case) -> None:
+    if case.missing:
+        pytest.fail(case.missing)
+    data = dataset(case.data)
+    fast = fast_path(case)
+    if case.public is not None:  # the public fast-path function runs the registered program
+        from mprr.streams import PartyStreams
+        from tests.parties.equivalence_cases import SEED
+
+        assert_same(case.public(data, PartyStreams(SEED, data.n)), fast)
+    one = reference(case)
+    assert not one.degraded and not one.refusals
+    assert_same(one.result, fast)
+    ledgers_match_the_fast_path(one.ledgers, fast, data.schema.names)
+    if case.engine is not None:  # the controller learned the secure sum's tallies, never a party's values
+        secure = one.result.releases[0]
+        assert secure.codes is None and not secure.linkable
+        assert one.result.details["secure_sum"]["engine"] == make_engine(case.engine).name
+        kinds = {e.kind for e in one.view_log if e.phase == secure.phase}
+        assert "RandomizedValues" not in kinds and "Ack" in kinds
+        assert not any(p.errors for p in one.parties)
+    three = simulate_case(case, MemoryRuntime(shards=3))
+    assert_same_runs(one, three)
+
+
+def test_the_matrix_covers_every_registered_protocol_dependence_method_and_engine() -> None:
+    assert {c.protocol for c in CASES if not c.missing} == set(PROTOCOLS)
+    secure = secure_methods()
+    assert secure and set(secure) < set(DEPENDENCE_METHODS)
+    for d in DEPENDENCE_METHODS:
+        engines = {c.engine for c in CASES if c.params.get("dependence") == d and c.protocol == "RR-Clusters"}
+        assert engines == (set(ENGINES) if d in secure else {None}), d
