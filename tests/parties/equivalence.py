@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -65,10 +66,14 @@ def assert_equal(a: Any, b: Any, path: str = "value") -> None:
 
 
 def _state(obj: Any) -> dict[str, Any]:
-    """An object's attributes: its ``__dict__`` and its slots."""
+    """An object's attributes (its ``__dict__`` and its slots) but its caches: the values of its
+    ``functools.cached_property`` and the private attributes it fills on first use (``None``
+    until then), which hold what one run asked of the object and another did not."""
     slots = [s for klass in type(obj).__mro__ for s in getattr(klass, "__slots__", ())]
-    state = {s: getattr(obj, s) for s in slots if hasattr(obj, s)}
-    return {**getattr(obj, "__dict__", {}), **state}
+    state = {**getattr(obj, "__dict__", {}), **{s: getattr(obj, s) for s in slots if hasattr(obj, s)}}
+    return {k: v for k, v in state.items()
+            if not isinstance(getattr(type(obj), k, None), functools.cached_property)
+            and not (k.startswith("_") and v is None)}
 
 
 def same_estimate(a: object, b: object) -> None:

@@ -41,7 +41,8 @@ from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from parties.secure.registry import ENGINES
 
-__all__ = ["Case", "REPRESENTATIVE", "SEED", "dataset", "matrix_cases", "remote_cases", "secure_methods"]
+__all__ = ["Case", "REPRESENTATIVE", "SEED", "dataset", "fast_path", "matrix_cases", "reference", "remote_cases",
+           "remote_params", "secure_methods", "simulate_case"]
 
 SEED = 3
 FULL_N = 240
@@ -191,8 +192,15 @@ def matrix_cases() -> list[Case]:
 
 
 def remote_cases() -> list[Case]:
-    """The cases as a remote runtime's test parametrizes them (those not run there carry their reason)."""
+    """The cases a remote runtime's test parametrizes (those not run there carry their reason)."""
     return matrix_cases()
+
+
+def remote_params(cases: list[Case]) -> list[Any]:
+    """``cases`` as pytest parameters, those a remote runtime does not run skipped with their reason."""
+    import pytest
+
+    return [c if c.remote is True else pytest.param(c, marks=pytest.mark.skip(reason=str(c.remote))) for c in cases]
 
 
 TIMEOUT = 10.0
