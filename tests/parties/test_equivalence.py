@@ -27,6 +27,11 @@ CASES = matrix_cases()
 def test_actors_release_what_the_fast_path_releases_on_one_shard_and_on_three(case: Case) -> None:
     if case.missing:
         pytest.fail(case.missing)
+    check_in_memory(case)
+
+
+def check_in_memory(case: Case) -> None:
+    """fast path ≡ memory (one shard) ≡ memory (three shards) for ``case``."""
     data = dataset(case.data)
     fast = fast_path(case)
     if case.public is not None:  # the public fast-path function runs the registered program
@@ -56,3 +61,16 @@ def test_the_matrix_covers_every_registered_protocol_dependence_method_and_engin
     for d in DEPENDENCE_METHODS:
         engines = {c.engine for c in CASES if c.params.get("dependence") == d and c.protocol == "RR-Clusters"}
         assert engines == (set(ENGINES) if d in secure else {None}), d
+
+
+def test_a_protocol_and_an_engine_registered_by_a_plugin_enter_the_matrix(own_plugin) -> None:  # noqa: ANN001
+    """The plugin's engine is covered with no edit (it runs here); its protocols, which the
+    matrix has no parameters for, get cases that fail naming them."""
+    cases = matrix_cases()
+    missing = {c.protocol: c.missing for c in cases if c.missing}
+    assert sorted(missing) == ["pair-sums", "pairs"]
+    assert missing["pairs"] == ("protocol 'pairs' is registered but the equivalence matrix has no parameters for it: "
+                                "add representative ones to REPRESENTATIVE in tests/parties/equivalence_cases.py")
+    ring = [c for c in cases if c.engine == "ring"]
+    assert sorted(c.params["dependence"] for c in ring) == secure_methods()
+    check_in_memory(ring[0])
