@@ -16,10 +16,12 @@ Each case names its data set: ``full`` (240 parties, 8 attributes with planted c
 so that a secure sum over a full mesh of parties, paper-per-combination's one sum per value
 combination included, stays cheap).
 
-:func:`remote_cases` is the part the remote runtimes (``tcp``, ``ray``) run, each case with
-the reason when it does not run there (a Ray run starts fresh shard actors, about a second
-each, so the remote matrix is pairwise: every protocol, every dependence method and every
-engine at least once, and each secure dependence method with some engine).
+:func:`remote_params` gives the cases to the remote runtimes' tests (``test_tcp``, ``test_ray``),
+each case a remote runtime does not run skipped with its reason: a run there costs seconds (a
+tcp run waits for its workers' reconnect poll, a Ray run starts fresh shard actor processes), so
+the remote matrix runs each protocol's first variant, each dependence method, and each engine
+with one secure method (pairwise: every engine and every secure method on every runtime); the
+memory matrix runs every case.
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from parties.secure.registry import ENGINES
 
-__all__ = ["Case", "REPRESENTATIVE", "SEED", "dataset", "fast_path", "matrix_cases", "reference", "remote_cases",
-           "remote_params", "secure_methods", "simulate_case"]
+__all__ = ["Case", "REPRESENTATIVE", "SEED", "dataset", "fast_path", "matrix_cases", "reference", "remote_params",
+           "secure_methods", "simulate_case"]
 
 SEED = 3
 FULL_N = 240
@@ -175,7 +177,8 @@ def matrix_cases() -> list[Case]:
             continue
         for k, v in enumerate(variants):
             cases.append(Case(f"{name}[{v.label}]", name, v.params, v.data, v.public,
-                              remote=True if k == 0 else f"another variant of {name} runs on this runtime"))
+                              remote=True if k == 0 else f"variant: {name}[{variants[0].label}] runs on this runtime; every "
+                              "variant runs in memory, on one shard and on three"))
     secure = secure_methods()
     for d in DEPENDENCE_METHODS:
         if d not in secure:
@@ -184,16 +187,11 @@ def matrix_cases() -> list[Case]:
         for k, engine in enumerate(ENGINES):
             # pairwise on the remote runtimes: engine k with the (k mod #methods)-th secure method
             remote = (True if secure[k % len(secure)] == d else
-                      f"engine {engine!r} runs {secure[k % len(secure)]} on this runtime (pairwise: every engine "
-                      f"and every secure method there; the full product runs in memory)")
+                      f"pairwise: engine {engine!r} runs {secure[k % len(secure)]} on this runtime (every engine "
+                      f"and every secure method run there; the full product runs in memory)")
             cases.append(Case(f"RR-Clusters[dependence-{d}-{engine}]", "RR-Clusters",
                               {**SECURE_BASE, "dependence": d, "engine": engine}, "secure", remote=remote))
     return cases
-
-
-def remote_cases() -> list[Case]:
-    """The cases a remote runtime's test parametrizes (those not run there carry their reason)."""
-    return matrix_cases()
 
 
 def remote_params(cases: list[Case]) -> list[Any]:

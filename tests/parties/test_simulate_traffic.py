@@ -34,7 +34,6 @@ def small() -> Dataset:
     return planted_clusters(SECURE_N, rng=np.random.default_rng(8), strength=0.8).dataset
 
 
-# ---------------------------------------------------------------------- traffic closed forms
 def reply_size(k: int) -> int:
     """Encoded RandomizedValues with k codes: header 5 + id 8 + array (1+1+8+8k) + ids 4."""
     return 27 + 8 * k

@@ -24,7 +24,8 @@ from parties.shard import split
 from parties.simulate import simulate
 from parties.tcp import TcpRuntime, parse_address, parse_parties
 from tests.parties.equivalence import assert_same_runs
-from tests.parties.equivalence_cases import Case, dataset, reference, remote_cases, remote_params, simulate_case
+from tests.parties.equivalence_cases import (Case, dataset, matrix_cases, reference, remote_params,
+                                             simulate_case)
 from tests.parties.transport_helpers import once_before
 
 pytestmark = pytest.mark.process
@@ -60,7 +61,7 @@ def _alternating(cases: list[Case]) -> list[Case]:
     return out + by_size.get(-1, [])
 
 
-CASES = _alternating(remote_cases())
+CASES = _alternating(matrix_cases())
 
 
 @pytest.fixture(scope="module")
