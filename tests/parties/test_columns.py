@@ -84,7 +84,7 @@ def test_one_shard_and_three_give_the_same_view_and_traffic(faults: FaultPlan | 
                      runtime=MemoryRuntime(shards=shards), faults=faults) for shards in (1, 3)]
     one, three = runs
     if faults is None:
-        from tests.parties.test_tcp import _same
+        from tests.parties.equivalence import assert_same_runs as _same
 
         _same(one, three)  # (releases, ledgers, every traffic count)
     for name in ("messages", "bytes", "by_sender", "by_kind", "by_phase", "duplicated"):

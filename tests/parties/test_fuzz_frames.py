@@ -31,7 +31,7 @@ from parties.wire.codec import decode, encode
 from parties.network import InMemoryNetwork
 from parties.transport import CONTROLLER, Frame
 from parties.simulate import SimulationResult, simulate_async
-from tests.parties.test_simulate import same_estimate
+from tests.parties.equivalence import same_estimate
 from tests.virtual_clock import run_virtual
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]  # 28 tests, about 15-25 s in all

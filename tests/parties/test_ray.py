@@ -1,6 +1,7 @@
-"""The ``ray`` runtime: memory ≡ ray (a masked secure sum too: signing keys born in the shard actors,
-the key directory installed by the driver), a dead shard actor drops its parties, also in the
-middle of a secure sum (one local Ray)."""
+"""The ``ray`` runtime: memory ≡ ray for the equivalence matrix (every protocol, dependence method
+and engine; the signing engines' keys born in the shard actors, the key directory installed by
+the driver), a dead shard actor drops its parties, also in the middle of a secure sum (one local
+Ray for the module: a start costs seconds, and each run starts fresh shard actors)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ ray = pytest.importorskip("ray")
 
 from parties.ray_runtime import RayRuntime  # noqa: E402
 from parties.simulate import simulate  # noqa: E402
+from tests.parties.equivalence import assert_same_runs  # noqa: E402
+from tests.parties.equivalence_cases import matrix_cases, reference, remote_params, simulate_case  # noqa: E402
 from tests.parties.transport_helpers import once_before  # noqa: E402
 
 pytestmark = pytest.mark.ray
@@ -39,30 +42,43 @@ def data():  # type: ignore[no-untyped-def]
     return planted_clusters(N, rng=np.random.default_rng(11), strength=0.8).dataset
 
 
-@pytest.mark.parametrize("protocol,params", [("RR-Independent", dict(p=0.6)),
-                                             ("RR-Clusters", dict(p=0.7, Tv=60, Td=0.1)),
-                                             ("SMP", dict(epsilon=2.0))])
-def test_same_seed_same_result_on_memory_and_ray(data, protocol, params) -> None:  # type: ignore[no-untyped-def]
-    from tests.parties.test_tcp import _same
-
-    memory = simulate(data, protocol, seed=4, timeout=10.0, **params)
-    on_ray = simulate(data, protocol, seed=4, timeout=10.0, runtime=RayRuntime(shards=3, num_cpus=0.5), **params)
-    _same(memory, on_ray)
-    assert on_ray.wire is not None and on_ray.wire["payload_bytes"] == memory.traffic.bytes
-    assert on_ray.wire["shards"] == 3
+CASES = matrix_cases()
+SHAPES: dict[tuple[frozenset[str], int, str | None], str] = {}
+"""The cases run here by the shape of their traffic: message kinds, releases and engine."""
 
 
-def test_a_masked_secure_sum_on_ray_gives_the_memory_result() -> None:
-    from tests.parties.test_tcp import _same
+SPLIT = {"graph-direct": "party-to-party frames between actors", "masked-sparse": "the key directory across actors"}
+"""Engines whose cases run on two shard actors, and what crosses between them there."""
 
-    small = planted_clusters(30, rng=np.random.default_rng(11), strength=0.8).dataset
-    params = dict(p=0.7, Tv=60, Td=0.1, dependence="4.3", secure_sum="masked")
-    memory = simulate(small, "RR-Clusters", seed=4, timeout=10.0, **params)
-    on_ray = simulate(small, "RR-Clusters", seed=4, timeout=10.0, runtime=RayRuntime(shards=2, num_cpus=0.5),
-                      **params)
-    _same(memory, on_ray)
+
+def shards(case) -> int:  # type: ignore[no-untyped-def]
+    """Two shard actors for the engines of :data:`SPLIT`, else one: each run starts its actors
+    afresh (a Python process each, one to three seconds on this machine); the memory (three
+    shards) and tcp (two workers) matrices split every case."""
+    return 2 if case.engine in SPLIT else 1
+
+
+@pytest.mark.parametrize("case", remote_params(CASES), ids=[c.id for c in CASES])
+def test_the_matrix_on_shard_actors_gives_the_memory_runs(case) -> None:  # type: ignore[no-untyped-def]
+    """The cases of the equivalence matrix (tests/parties/equivalence_cases.py) on shard actors,
+    one per shape of traffic (message kinds, releases, engine): its memory run, traffic
+    statistics included; the actor calls carry the in-memory payload, a party-to-party frame
+    twice (up to the driver's router, down to its receiver's shard)."""
+    if case.missing:
+        pytest.fail(case.missing)
+    memory = reference(case)
+    shape = (frozenset(memory.traffic.by_kind), len(memory.result.releases), case.engine)
+    if shape in SHAPES:  # (decided at run time: the shape is the memory run's)
+        pytest.skip(f"same message kinds, number of releases and engine as {SHAPES[shape]}, which runs on ray: "
+                    "the runtime moves frames, and a run starts fresh shard actor processes (1-3 s each here); "
+                    "tcp and memory's three shards run this case")
+    SHAPES[shape] = case.id
+    on_ray = simulate_case(case, RayRuntime(shards=shards(case), num_cpus=0.5))
+    assert_same_runs(memory, on_ray)
     assert not any(p.errors for p in on_ray.parties)
-    assert on_ray.wire is not None and on_ray.wire["payload_bytes"] == memory.traffic.bytes
+    wire = on_ray.wire
+    assert wire is not None and wire["shards"] == shards(case) and wire["lost_shards"] == 0 and not wire["problems"]
+    assert wire["payload_bytes"] == memory.traffic.bytes + wire["party_to_party_bytes"]
 
 
 class _KillShard(RayRuntime):

@@ -168,7 +168,7 @@ SECURE = [(dependence, engine) for engine in ("paper", "graph", "graph-direct", 
 
 @pytest.mark.parametrize("dependence,engine", SECURE, ids=[f"{d}-{e}" for d, e in SECURE])
 def test_secure_sums_across_shards_give_the_memory_result(dependence, engine) -> None:  # type: ignore[no-untyped-def]
-    from tests.parties.test_tcp import _same
+    from tests.parties.equivalence import assert_same_runs as _same
 
     data = planted_clusters(14, rng=np.random.default_rng(2), strength=0.8).dataset
     memory = _simulate(data, dependence=dependence, secure_sum=engine)

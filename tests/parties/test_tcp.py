@@ -1,13 +1,16 @@
-"""The ``tcp`` runtime: memory ≡ tcp (secure sums too), wire accounting, a killed worker, no orphan process.
+"""The ``tcp`` runtime: memory ≡ tcp for the equivalence matrix (every protocol, dependence
+method and engine), mutual TLS, wire accounting, a killed worker, no orphan process.
 
-Each run starts worker processes (a few seconds): the tests are few, small and marked.
+A spawned run starts worker processes (a few seconds): those tests are few, small and marked;
+the matrix runs on workers started by hand once per module, which serve run after run.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import AsyncIterator
+import shutil
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 
 import numpy as np
@@ -16,8 +19,13 @@ import pytest
 from mprr.errors import ConfigurationError, PartyDropped
 from mprr.synthetic import planted_clusters
 from parties.runtime import Hosting, HostingPlan
+from parties.secure.registry import engine_needs_mesh, make_engine
+from parties.shard import split
 from parties.simulate import simulate
 from parties.tcp import TcpRuntime, parse_address, parse_parties
+from tests.parties.equivalence import assert_same_runs
+from tests.parties.equivalence_cases import (Case, dataset, matrix_cases, reference, remote_params,
+                                             simulate_case)
 from tests.parties.transport_helpers import once_before
 
 pytestmark = pytest.mark.process
@@ -31,35 +39,89 @@ def data():  # type: ignore[no-untyped-def]
 
 
 def _same(a, b) -> None:  # type: ignore[no-untyped-def]
-    """Same released data, clusters, estimates, ledgers and payload traffic."""
-    from tests.parties.test_simulate import assert_same
-
-    assert_same(b.result, a.result)
-    assert a.ledgers == b.ledgers
-    assert a.privacy == b.privacy
-    ta, tb = a.traffic.to_dict(), b.traffic.to_dict()
-    for key in ("messages", "bytes", "delivered", "rounds", "by_sender", "by_receiver", "by_kind", "by_phase",
-                "round_log"):
-        assert ta[key] == tb[key], key
+    """Same released data, clusters, estimates, ledgers, view and traffic statistics."""
+    assert_same_runs(a, b)
 
 
-PROTOCOLS = [
-    ("RR-Independent", dict(p=0.6)),
-    ("RR-Joint", dict(p=0.8)),
-    ("RR-Ind-Joint", dict(p=0.6, groups=[(0, 1, 2), (3, 4)])),
-    ("lambda-randomization", dict(lambdas=[0.9, 0.2, 0.5])),
-    ("RR-Clusters+Adjustment", dict(p=0.7, Tv=60, Td=0.1, tol=1e-8)),
-]
+# ---------------------------------------------------------------------- the equivalence matrix
+WORKERS = 2
 
 
-@pytest.mark.parametrize("protocol,params", PROTOCOLS, ids=[p for p, _ in PROTOCOLS])
-def test_same_seed_same_result_on_memory_and_tcp(data, protocol, params) -> None:  # type: ignore[no-untyped-def]
-    if protocol in ("RR-Joint", "lambda-randomization"):
-        data = data.select(list(data.schema.names[:3]))
-    memory = simulate(data, protocol, seed=5, timeout=10.0, **params)
-    tcp = simulate(data, protocol, seed=5, timeout=10.0, runtime=TcpRuntime(workers=1, tls=False), **params)
+def _alternating(cases: list[Case]) -> list[Case]:
+    """The cases with those run here alternating between data-set sizes where they can: a
+    worker polls for its next run every 0.5 s, so the workers of the other size have
+    reconnected while one size's run goes on."""
+    by_size: dict[int, list[Case]] = {}
+    for case in cases:
+        by_size.setdefault(dataset(case.data).n if case.remote is True else -1, []).append(case)
+    queues = [by_size[n] for n in sorted(by_size) if n >= 0]
+    out: list[Case] = []
+    while any(queues):
+        out += [q.pop(0) for q in queues if q]
+    return out + by_size.get(-1, [])
+
+
+CASES = _alternating(matrix_cases())
+
+
+@pytest.fixture(scope="module")
+def tcp_runtime() -> Iterator[Callable[[int], TcpRuntime]]:
+    """``runtime(n)``: a runtime served by two hand-started workers of parties ``0..n-1``
+    (``python -m parties.worker``, as ``mprr party`` would be), for every data-set size of the
+    matrix, all started at once: they serve run after run, so a case costs its run and not a
+    start of two Python processes; they are killed at the module's end (and would exit on
+    their own after ``--linger``)."""
+    import socket
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    started: dict[int, TcpRuntime] = {}
+    processes: list[subprocess.Popen[bytes]] = []
+    scratch = Path(tempfile.mkdtemp(prefix="mprr-test-matrix-"))
+    for n in sorted({dataset(c.data).n for c in CASES if c.remote is True and not c.missing}):
+        with socket.socket() as probe:  # a free port, told to the workers before the controller binds it
+            probe.bind(("127.0.0.1", 0))
+            address = f"127.0.0.1:{probe.getsockname()[1]}"
+        for k, r in enumerate(split(n, WORKERS)):
+            with open(scratch / f"worker-{n}-{k}.log", "wb") as log:
+                processes.append(subprocess.Popen(
+                    [sys.executable, "-m", "parties.worker", "--connect", address, "--parties",
+                     f"{r.start}-{r.stop - 1}", "--worker", str(k), "--no-tls", "--wait", "120", "--linger", "60",
+                     "-q"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log))
+        started[n] = TcpRuntime(workers=WORKERS, spawn=False, tls=False, listen=address, connect_timeout=120.0)
+    try:
+        yield started.__getitem__
+    finally:
+        for proc in processes:
+            proc.kill()
+            proc.wait()
+        said = {log.name: log.read_text(errors="replace").strip() for log in sorted(scratch.glob("*.log"))}
+        shutil.rmtree(scratch, ignore_errors=True)
+        assert not any(said.values()), said  # quiet workers: anything on stderr is an error
+
+
+@pytest.mark.parametrize("case", remote_params(CASES), ids=[c.id for c in CASES])
+def test_the_matrix_between_two_worker_processes_gives_the_memory_runs(case, tcp_runtime) -> None:  # type: ignore[no-untyped-def]
+    """Every case of the equivalence matrix (tests/parties/equivalence_cases.py) on two worker
+    processes: its memory run, traffic statistics included; the wire carries the in-memory
+    payload, a party-to-party frame twice (up to the router, down to its receiver's worker)."""
+    if case.missing:
+        pytest.fail(case.missing)
+    memory = reference(case)
+    n = dataset(case.data).n
+    tcp = simulate_case(case, tcp_runtime(n))
     _same(memory, tcp)
-    assert tcp.wire is not None and tcp.wire["payload_bytes"] == memory.traffic.bytes
+    assert not any(p.errors for p in tcp.parties)
+    wire = tcp.wire
+    assert wire is not None and wire["workers"] == WORKERS and wire["lost_workers"] == 0 and not wire["problems"]
+    assert wire["payload_bytes"] == memory.traffic.bytes + wire["party_to_party_bytes"]
+    if case.engine is not None:
+        engine = make_engine(case.engine)
+        assert (wire["party_to_party_bytes"] > 0) == engine_needs_mesh(case.engine)  # shares over direct links
+        if engine.signs:  # 32-byte verification keys up, the directory down to both workers
+            assert wire["control_bytes"] > 32 * n * 3
 
 
 def test_rr_clusters_over_mutual_tls_with_two_workers(data) -> None:  # type: ignore[no-untyped-def]
@@ -73,46 +135,6 @@ def test_rr_clusters_over_mutual_tls_with_two_workers(data) -> None:  # type: ig
     assert wire["framing_bytes"] == 29 * memory.traffic.messages  # 4-byte length + 17-byte header + phase
     assert wire["tls_overhead_bytes"] > 0  # handshakes, record headers, AEAD tags from TCP_INFO
     assert tcp.to_dict()["traffic"]["wire"]["socket_bytes_sent"] > wire["sent"]["payload"]
-
-
-def test_oracle_reports_between_two_workers_are_the_fast_path_reports() -> None:
-    # RR-Clusters-Sampled: a sampled discovery phase, then a release that excludes its reporters,
-    # with the parties split between two worker processes
-    from mprr.protocols.local import run_local
-    from mprr.protocols.registry import lookup
-    from mprr.streams import PartyStreams
-    from tests.parties.test_simulate import REPORT_N, assert_same_reports, party_ledgers
-
-    data = planted_clusters(REPORT_N, rng=np.random.default_rng(11), strength=0.8).dataset
-    params = dict(epsilon=4.0, discovery_share=0.3, Tv=60)
-    memory = simulate(data, "RR-Clusters-Sampled", seed=3, timeout=10.0, **params)
-    tcp = simulate(data, "RR-Clusters-Sampled", seed=3, timeout=10.0, runtime=TcpRuntime(workers=2, tls=False),
-                   **params)
-    fast = run_local(lookup("RR-Clusters-Sampled").program, data, rng=PartyStreams(3, REPORT_N), **params)
-    assert fast.phases == ("discovery", "clusters")
-    assert_same_reports(tcp.result, fast)
-    assert [ledger.releases for ledger in tcp.ledgers] == party_ledgers(fast, data.schema.names)
-    assert tcp.traffic.to_dict()["by_kind"] == memory.traffic.to_dict()["by_kind"]
-    assert tcp.wire is not None and tcp.wire["payload_bytes"] == memory.traffic.bytes
-
-
-SECURE = [("4.2", "paper", True), ("4.3", "graph", False), ("4.3", "masked", False)]
-
-
-@pytest.mark.parametrize("dependence,engine,tls", SECURE, ids=[f"{d}-{e}" for d, e, _ in SECURE])
-def test_secure_sums_on_tcp_give_the_memory_result(dependence, engine, tls) -> None:  # type: ignore[no-untyped-def]
-    """Every engine between worker processes (the in-process shard tests cover every engine x
-    dependence; these run the real processes, TLS, and the key registration over the wire)."""
-    small = planted_clusters(30, rng=np.random.default_rng(11), strength=0.8).dataset
-    params = dict(p=0.7, Tv=60, Td=0.1, dependence=dependence, secure_sum=engine)
-    memory = simulate(small, "RR-Clusters", seed=5, timeout=10.0, **params)
-    tcp = simulate(small, "RR-Clusters", seed=5, timeout=10.0, runtime=TcpRuntime(workers=2, tls=tls), **params)
-    _same(memory, tcp)
-    assert not any(p.errors for p in tcp.parties)
-    wire = tcp.wire
-    assert wire is not None and wire["payload_bytes"] == memory.traffic.bytes + wire["party_to_party_bytes"]
-    assert (wire["party_to_party_bytes"] > 0) == (engine == "paper")  # paper shares go party to party
-    assert wire["control_bytes"] > (32 * 30 * 3 if engine != "paper" else 0)  # keys up, directory down twice
 
 
 class _KillDuringSum(TcpRuntime):
