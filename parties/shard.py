@@ -18,8 +18,10 @@ release request is answered for all its members in one vectorized step, each mem
 by the accountant state it shares and drawing from its own stream row.  A broadcast's frames
 are collected as they arrive (a broadcast reaches the shard once, :meth:`PartyShard.deliver_many`)
 and answered on the loop's next turn, in arrival order; every reply is its own message, encoded
-by the codec and counted.  With a router in this process (the memory runtime), a run of cohort
-members' replies leaves as one :class:`~parties.columns.ReplyColumns`; otherwise as one frame each.  A party whose state diverges
+by the codec and counted.  Given a ``columns`` uplink (every runtime gives one), a run of cohort
+members' replies leaves as one :class:`~parties.columns.ReplyColumns` — to a router in this
+process as it is, from another process as one ``COLUMNS`` record (:mod:`parties.channel`);
+without one, as one frame each.  A party whose state diverges
 (refusal, crash, secure sum, frequency-oracle report, handed out by :attr:`PartyShard.parties`)
 is built as a :class:`~parties.party.Party` from its cohort's state and answers on its own
 (:meth:`Party.receive <parties.party.Party.receive>`).  No task, endpoint or pending receive

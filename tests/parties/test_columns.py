@@ -57,7 +57,7 @@ def test_columns_counted_per_sender_and_delivered_to_a_plain_gather_as_envelopes
     async def run() -> tuple[dict[int, RandomizedValues], InMemoryNetwork]:
         net = InMemoryNetwork(3)
         ctrl = net.endpoint(CONTROLLER)
-        net.ingress_columns(None, block)  # type: ignore[arg-type]  # (no fault plan: the link is not used)
+        net.ingress_columns(None, block, checked=True)  # type: ignore[arg-type]  # (checked, no fault plan: the link is not used)
         got = await ctrl.gather([0, 1, 2], kinds=RandomizedValues, timeout=1.0)
         return {p: env.message for p, env in got.items()}, net
 

@@ -18,6 +18,7 @@ from mprr.synthetic import planted_clusters
 from parties.runtime import Hosting, HostingPlan
 from parties.simulate import simulate
 from parties.tcp import TcpRuntime, parse_address, parse_parties
+from parties.transport import CONTROLLER
 from tests.parties.transport_helpers import once_before
 
 pytestmark = pytest.mark.process
@@ -31,7 +32,9 @@ def data():  # type: ignore[no-untyped-def]
 
 
 def _same(a, b) -> None:  # type: ignore[no-untyped-def]
-    """Same released data, clusters, estimates, ledgers and payload traffic."""
+    """Same released data, clusters, estimates, ledgers, payload traffic and controller's view
+    (every message it received, from the same sender in the same phase, of the same size; the
+    order of arrival between shards aside)."""
     from tests.parties.test_simulate import assert_same
 
     assert_same(b.result, a.result)
@@ -41,6 +44,10 @@ def _same(a, b) -> None:  # type: ignore[no-untyped-def]
     for key in ("messages", "bytes", "delivered", "rounds", "by_sender", "by_receiver", "by_kind", "by_phase",
                 "round_log"):
         assert ta[key] == tb[key], key
+    assert a.view == b.view
+    va, vb = (sorted(((e.src, e.phase, e.size, e.index) for e in sim.view_log), key=lambda t: t[:3]) for sim in (a, b))
+    assert [t[:3] for t in va] == [t[:3] for t in vb]
+    assert all(a.view_log.entry(i).message == b.view_log.entry(j).message for (*_, i), (*_, j) in zip(va, vb))
 
 
 PROTOCOLS = [
@@ -70,7 +77,9 @@ def test_rr_clusters_over_mutual_tls_with_two_workers(data) -> None:  # type: ig
     wire = tcp.wire
     assert wire is not None and wire["tls"] and wire["workers"] == 2
     assert wire["payload_bytes"] == memory.traffic.bytes
-    assert wire["framing_bytes"] == 29 * memory.traffic.messages  # 4-byte length + 17-byte header + phase
+    # requests: 4-byte length + 17-byte header + phase each; replies: columns records (parties.channel)
+    assert wire["framing_bytes"] == 29 * memory.traffic.sent_by(CONTROLLER).messages
+    assert wire["columns_saved_bytes"] > 0 and wire["received"]["columns_saved"] == wire["columns_saved_bytes"]
     assert wire["tls_overhead_bytes"] > 0  # handshakes, record headers, AEAD tags from TCP_INFO
     assert tcp.to_dict()["traffic"]["wire"]["socket_bytes_sent"] > wire["sent"]["payload"]
 
