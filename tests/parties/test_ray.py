@@ -1,6 +1,7 @@
-"""The ``ray`` runtime: memory ≡ ray (a masked secure sum too: signing keys born in the shard actors,
-the key directory installed by the driver), a dead shard actor drops its parties, also in the
-middle of a secure sum (one local Ray)."""
+"""The ``ray`` runtime: memory ≡ ray (releases, traffic, the controller's view; replies as reply
+columns; a masked secure sum too: signing keys born in the shard actors, the key directory
+installed by the driver), a dead shard actor drops its parties, also in the middle of a secure
+sum (one local Ray)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,8 @@ def test_same_seed_same_result_on_memory_and_ray(data, protocol, params) -> None
     _same(memory, on_ray)
     assert on_ray.wire is not None and on_ray.wire["payload_bytes"] == memory.traffic.bytes
     assert on_ray.wire["shards"] == 3
+    # released values come up as reply columns (one record per shard and request), oracle reports one frame each
+    assert (on_ray.wire["columns_saved_bytes"] > 0) == (protocol != "SMP")
 
 
 def test_a_masked_secure_sum_on_ray_gives_the_memory_result() -> None:

@@ -405,10 +405,10 @@ async def test_workers_leaving_a_gap_are_told_which_parties_nobody_hosts(
 
 
 # ---------------------------------------------------------------------- abuse of the controller's port
-async def _abuse(tmp_path, client):  # type: ignore[no-untyped-def]
-    """A TcpHosting serving one expected worker (parties 0-3) over mutual TLS, in this process;
-    ``client(port, material)`` plays the attacker.  Returns the hosting once every connection
-    the server accepted has been served to its end (none may raise)."""
+async def _abuse(tmp_path, client, n: int = 4):  # type: ignore[no-untyped-def]
+    """A TcpHosting of ``n`` parties serving one expected worker (parties 0-3) over mutual TLS, in
+    this process; ``client(port, material)`` plays the attacker.  Returns the hosting once every
+    connection the server accepted has been served to its end (none may raise)."""
     import asyncio
 
     from mprr.data import Attribute, Schema
@@ -418,8 +418,8 @@ async def _abuse(tmp_path, client):  # type: ignore[no-untyped-def]
     from parties.tls import make_material, server_context
 
     schema = Schema((Attribute("a", ("x", "y"), "nominal"),))
-    plan = HostingPlan(n=4, schema=schema, records=np.zeros((4, 1), dtype=int), seed=1,
-                       budgets=(float("inf"),) * 4, policy="sequential",
+    plan = HostingPlan(n=n, schema=schema, records=np.zeros((n, 1), dtype=int), seed=1,
+                       budgets=(float("inf"),) * n, policy="sequential",
                        accept=tuple(k.KIND for k in PARTY_KINDS))
     material = make_material(tmp_path / "run", 1)
     hosting = TcpHosting(plan, tls=True, expected=[range(4)])
@@ -504,6 +504,36 @@ async def test_an_authenticated_worker_sending_junk_is_dropped_not_the_run(tmp_p
         assert len(hosting.problems) == 1 and re.search(why, hosting.problems[0]), hosting.problems
 
 
+@pytest.mark.timeout(60)
+async def test_a_worker_speaking_for_parties_it_does_not_host_is_refused_not_dropped(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Worker 0 hosts parties 0-3 and sends reply columns for parties 4-11, then a malformed
+    columns record, then its own parties' columns: the first two are rejected (counted and
+    noted), the worker stays connected and its own replies are counted."""
+    from parties.channel import COLUMNS, dumps, pack_stream
+    from parties.cohort import ReplyLayout
+    from parties.wire.codec import encode
+
+    def block(srcs: list[int]) -> bytes:
+        codes = np.ones((len(srcs), 2), dtype=np.int64)
+        codes.flags.writeable = False
+        wire = ReplyLayout.of(1, codes).columns(np.array(srcs), "collect", slice(0, len(srcs))).wire()
+        assert wire is not None
+        return bytes((COLUMNS,)) + encode(wire)
+
+    data = pack_stream([dumps("hello", {"worker": 0, "parties": (0, 4)}), block(list(range(4, 12))),
+                        block([0, 1, 2, 3])[:-1], block([0, 1, 2, 3])])
+
+    async def client(port: int, material) -> None:  # type: ignore[no-untyped-def]
+        await _send_as_worker_0(port, material, data)
+
+    hosting = await _abuse(tmp_path, client, n=12)
+    (link,) = hosting.links
+    stats = hosting.network.statistics()
+    assert stats.rejected == 8 + 1 and len(hosting.problems) == 1 and "reply columns rejected" in hosting.problems[0]
+    assert stats.messages == 4 and sorted(stats.by_sender) == [0, 1, 2, 3]  # its own parties' replies only
+    assert sorted(env.src for env in hosting.network.endpoint(-1).pending()) == [0, 1, 2, 3]
+
+
 @pytest.mark.timeout(90)
 def test_equivocation_isolating_one_party_fails_on_tcp() -> None:
     """Issue 25, attack 1 on tcp (one worker): the victim asked ``exact=True``, the others a
@@ -567,8 +597,8 @@ async def test_wait_ready_wakes_when_a_worker_process_exits() -> None:
             return 3
 
     schema = Schema((Attribute("a", ("x", "y"), "nominal"),))
-    plan = HostingPlan(n=4, schema=schema, records=np.zeros((4, 1), dtype=int), seed=1,
-                       budgets=(float("inf"),) * 4, policy="sequential",
+    plan = HostingPlan(n=n, schema=schema, records=np.zeros((n, 1), dtype=int), seed=1,
+                       budgets=(float("inf"),) * n, policy="sequential",
                        accept=tuple(k.KIND for k in PARTY_KINDS))
     loop = asyncio.get_running_loop()
     start = loop.time()
