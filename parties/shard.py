@@ -143,7 +143,7 @@ class PartyShard:
 
     Use::
 
-        shard = PartyShard(setup, uplink)
+        shard = PartyShard(setup, uplink, columns=uplink_columns)  # columns: reply columns up
         task = asyncio.create_task(shard.serve())   # owner: the runtime's worker
         shard.deliver(frame, position)              # frames from the controller process
         shard.stop(); await task; ShardReport.of(shard)
