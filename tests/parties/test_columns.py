@@ -261,3 +261,34 @@ def test_fuzzed_columns_records_are_rejected_or_carry_only_the_links_own_parties
     before = len(got)
     hosting.columns_in(link, honest)
     assert ctrl.buffered == before + 8
+
+
+def test_a_shard_forging_the_replies_of_another_shards_parties_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Memory, 3 shards: before each of its reply columns, a shard sends the same codes as the
+    replies of the next shard's parties (they would reach the controller's gather first).  The
+    router rejects every forged member; the run ends with the honest run's releases, clusters
+    and view."""
+    from parties import runtime as runtime_module
+
+    data = planted_clusters(60, rng=np.random.default_rng(5), strength=0.8).dataset
+    kwargs = dict(seed=4, timeout=3.0, p=0.7, Tv=60, Td=0.1, dependence="4.1")
+    honest = simulate(data, "RR-Clusters", runtime=MemoryRuntime(shards=3), **kwargs)  # type: ignore[arg-type]
+    forged_members = []
+    uplink = runtime_module._LocalLink.uplink_columns
+
+    def forging(self: runtime_module._LocalLink, block: ReplyColumns) -> None:
+        wire = block.wire()
+        assert wire is not None
+        others = (block.srcs + len(self.parties)) % 60  # the next shard's parties
+        self.network.ingress_columns(self, ReplyColumns(others, wire.phase, wire.request_id, wire.codes,  # type: ignore[arg-type]
+                                                        wire.prefix, wire.suffix))
+        forged_members.append(len(block))
+        uplink(self, block)
+
+    monkeypatch.setattr(runtime_module._LocalLink, "uplink_columns", forging)
+    attacked = simulate(data, "RR-Clusters", runtime=MemoryRuntime(shards=3), **kwargs)  # type: ignore[arg-type]
+    assert forged_members and attacked.traffic.rejected == sum(forged_members)
+    assert attacked.traffic.messages == honest.traffic.messages and attacked.view == honest.view
+    assert attacked.result.clusters == honest.result.clusters
+    assert all(np.array_equal(a.codes, b.codes) for a, b in zip(attacked.result.releases, honest.result.releases))
+    assert [(e.src, e.phase, e.size) for e in attacked.view_log] == [(e.src, e.phase, e.size) for e in honest.view_log]
