@@ -196,9 +196,9 @@ def multi_record(frame: Frame, dsts: array[int]) -> bytes:
             + frame.payload)
 
 
-def read_multi(record: bytes) -> tuple[Frame, list[int]]:
+def read_multi(record: bytes) -> tuple[Frame, np.ndarray]:
     """``(frame, destinations)`` of a ``MULTI`` record (``frame.dst`` is the first destination;
-    MessageError if malformed)."""
+    the destinations as int64; MessageError if malformed)."""
     size = _MULTI_HEADER.size
     if len(record) < size or record[0] != MULTI:
         raise MessageError(f"a multi record needs a {size}-byte header, got {len(record)} bytes")
@@ -206,10 +206,8 @@ def read_multi(record: bytes) -> tuple[Frame, list[int]]:
     end = size + plen + 4 * count
     if count == 0 or len(record) < end:
         raise MessageError(f"multi record shorter than its phase name and {count} destinations")
-    dsts = array("i", record[size + plen:end])
-    if sys.byteorder == "little":
-        dsts.byteswap()
-    return Frame(src, dsts[0], _phase(record[size:size + plen]), kind, record[end:]), dsts.tolist()
+    dsts = np.frombuffer(record, dtype=">i4", count=count, offset=size + plen).astype(np.int64)
+    return Frame(src, int(dsts[0]), _phase(record[size:size + plen]), kind, record[end:]), dsts
 
 
 def columns_record(block: ReplyColumns) -> bytes | None:

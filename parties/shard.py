@@ -426,6 +426,29 @@ class PartyShard:
         self._batch_array = rows
         self._schedule()
 
+    def _deliver_multi(self, frame: Frame, dsts: np.ndarray) -> None:
+        """One payload from the controller process for every party of ``dsts`` (a ``MULTI``
+        record): a request, decoded once, reaches them all at once (:meth:`deliver_many`, for
+        ascending ``dsts``); anything else — or bytes that do not decode as the kind their header
+        names — frame by frame (:meth:`deliver`: decoded, counted and rejected there)."""
+        msg: Message | None = None
+        if (frame.src == CONTROLLER and frame.kind in _CONTROLLER_REQUESTS and frame.kind in self._accept
+                and dsts.shape[0] > 1 and bool(np.all(dsts[1:] > dsts[:-1]))):
+            payload = frame.payload
+            try:
+                if payload == self._last_payload and self._last_message is not None:
+                    msg = self._last_message
+                else:
+                    msg = decode(payload, expected=self._accept)
+                    self._last_payload, self._last_message = payload, msg
+            except MessageError:
+                msg = None
+        if msg is not None and msg.KIND == frame.kind:
+            self.deliver_many(frame._replace(message=msg), dsts)
+            return
+        for dst in dsts.tolist():
+            self.deliver(Frame(frame.src, dst, frame.phase, frame.kind, frame.payload))
+
     def _answer(self, party: Party, msg: Message, phase: str) -> None:
         """``party``'s own answer to ``msg`` (the per-party path)."""
         reply = party.receive(msg)
@@ -567,9 +590,7 @@ class PartyShard:
         if record[0] == DATA:
             self.deliver(*read_record(record))
         elif record[0] == MULTI:
-            frame, dsts = read_multi(record)
-            for dst in dsts:
-                self.deliver(Frame(frame.src, dst, frame.phase, frame.kind, frame.payload))
+            self._deliver_multi(*read_multi(record))
         elif (control := loads(record))[0] == "crash":
             self.crash(tuple(int(p) for p in control[1]))
         else:
