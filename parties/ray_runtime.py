@@ -7,10 +7,11 @@ actor calls carrying the same records as the ``tcp`` runtime (:mod:`parties.chan
 - driver → shard: ``push(records)`` — the frames for its parties (and crash notices), batched
   per event-loop turn of the driver;
 - shard → driver: a long poll, ``pull()``, returns every frame the shard's parties sent since
-  the last call (waits until there is one) — a cohort's replies to a release request as one
-  ``COLUMNS`` record (reply columns, :mod:`parties.columns`) —; one pull loop per shard, owned
-  by the runtime's task group, feeds them to :meth:`~parties.network.InMemoryNetwork.ingress`
-  (:meth:`~parties.network.InMemoryNetwork.ingress_columns`).
+  the last call (waits until there is one), a cohort's replies to a release request as one
+  ``COLUMNS`` record (reply columns, :mod:`parties.columns`); one pull loop per shard, owned by
+  the runtime's task group, feeds them to the router
+  (:meth:`~parties.network.InMemoryNetwork.ingress`,
+  :meth:`~parties.network.InMemoryNetwork.ingress_columns`).
 
 Secure sums: ``start()`` returns the verification keys of the shard's parties (their signing
 keys are generated inside the actor and stay there); the driver assembles the run's key
