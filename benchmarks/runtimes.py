@@ -4,7 +4,8 @@ Runs the same seed on each runtime asked for, checks that the release, clusters 
 traffic equal the first runtime's, and prints wall time (start-up of the workers apart from the
 protocol), CPU seconds (this process plus its worker processes; Ray's actors are not counted),
 peak RSS of this process and of its children, and the wire figures (payload, framing, control,
-TLS overhead from the kernel's socket counters).
+the payload bytes broadcasts and reply columns did not carry, TLS overhead from the kernel's
+socket counters).
 
 Targets on this 2-core machine:
 
@@ -123,7 +124,9 @@ def main(argv: list[str] | None = None) -> int:
         if sim.wire and "payload_bytes" in sim.wire:
             w = sim.wire
             extra = (f"        wire: payload {w['payload_bytes']:,} B, framing {w['framing_bytes']:,} B "
-                     f"({w['framing_bytes'] / max(t.messages, 1):.0f} B/message), control {w['control_bytes']:,} B")
+                     f"({w['framing_bytes'] / max(t.messages, 1):.0f} B/message), control {w['control_bytes']:,} B; "
+                     f"not carried: broadcast copies {w.get('multicast_saved_bytes', 0):,} B, reply columns "
+                     f"{w.get('columns_saved_bytes', 0):,} B")
             if "tls_overhead_bytes" in w:
                 extra += (f", socket {w['socket_bytes_sent'] + w['socket_bytes_received']:,} B, "
                           f"TLS overhead {w['tls_overhead_bytes']:,} B")

@@ -12,7 +12,8 @@ Modules, in dependency order:
 - ``traffic``       — per sender / receiver / kind / phase counters, rounds, simulated time
 - ``faults``        — seeded fault plans: drop, delay, duplicate, reorder, crash
 - ``columns``       — ``ReplyColumns``: a shard's replies to one release request carried together
-                      (party ids, codes matrix, each message's codec size), never one object each
+                      (party ids, codes matrix, each message's codec size), never one object each;
+                      between processes as one frame (its wire form ``ReplyBlock``)
 - ``awaited``       — ``Awaited``: the sources a receive still awaits, one flag per actor of their span
 - ``envelope``      — ``Envelope`` (a delivered message) and ``Rejection`` (a rejected frame)
 - ``waiter``        — a pending receive: its filters, the sources it awaits, its catch
@@ -48,7 +49,8 @@ Modules, in dependency order:
                       (the parties' ranges of the shards)
 - ``shard_network`` — ``ShardNetwork``: the shard's side of the frame channel (sends go up)
 - ``shard``         — party shard host: many parties on one event loop behind a frame channel
-- ``channel``       — the frame channel's records (length-prefixed frames, restricted control records)
+- ``channel``       — the frame channel's records (length-prefixed frames, reply columns as one
+                      record, restricted control records)
 - ``runtime``       — ``Runtime`` / ``HostingPlan`` (keyword-only, validated): the memory runtime
                       (one or more shards)
 - ``tls``           — per-run CA and mutual-TLS certificates (``cryptography``, stdlib ``ssl``)

@@ -13,6 +13,14 @@ records between the controller process and a :class:`~parties.shard.PartyShard`:
     phase length, number of destinations) + phase + destinations + payload.  Only where the
     link opts in (:attr:`RecordBatcher.multicast`, the Ray link): a request to 500,000 parties
     then crosses as one payload, not 500,000 copies.
+``COLUMNS``
+    Replies of several parties of the shard to one release request (reply columns,
+    :mod:`parties.columns`): the tag, then the codec's bytes of one
+    :class:`~parties.wire.messages.ReplyBlock` — senders, phase, request id, codes and the
+    members' shared layout, checked by decoding (:func:`read_columns`).  Each member is counted
+    at the codec size of its own message; ``columns_saved`` counts the payload bytes that did
+    not cross (each member's layout carried once).  A shard sends columns of at least
+    :data:`MIN_COLUMNS` members; fewer leave as ``DATA`` records (:func:`column_frames`).
 ``CONTROL``
     A harness record (hello, setup, crash notice, finish, report): ``(tag, body)`` pickled,
     read back by a *restricted* unpickler that only rebuilds classes of ``mprr`` /
@@ -23,7 +31,8 @@ records between the controller process and a :class:`~parties.shard.PartyShard`:
 On a byte stream (TCP) every record is preceded by its length (``>I``, at most
 :data:`MAX_RECORD` bytes); :func:`pack_stream` / :class:`StreamDecoder` do that.  The bytes
 a record adds around the payload are the *framing overhead* reported beside the payload
-bytes (which are identical to the in-memory network's).
+bytes (which are identical to the in-memory network's); bytes on the wire = payload + framing
++ control - multicast_saved - columns_saved.
 """
 
 from __future__ import annotations
@@ -35,26 +44,34 @@ import struct
 import sys
 from abc import ABC, abstractmethod
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from mprr.errors import MessageError
-from parties.transport import Frame
+from parties.columns import ReplyColumns
+from parties.transport import CONTROLLER, Frame
+from parties.wire.codec import decode, encode
+from parties.wire.messages import ReplyBlock
 
 __all__ = [
+    "COLUMNS",
     "CONTROL",
     "DATA",
     "MULTI",
     "MAX_RECORD",
+    "MIN_COLUMNS",
     "RecordBatcher",
     "StreamDecoder",
+    "column_frames",
+    "columns_record",
     "dumps",
     "frame_record",
     "loads",
     "multi_record",
     "pack_stream",
+    "read_columns",
     "read_multi",
     "read_record",
 ]
@@ -62,6 +79,10 @@ __all__ = [
 DATA = 1
 CONTROL = 2
 MULTI = 3
+COLUMNS = 4
+MIN_COLUMNS = 8
+"""Fewest members of reply columns sent as one ``COLUMNS`` record (below, the record's own
+fields outweigh the layout it saves)."""
 MAX_RECORD = 1 << 30
 """Largest record accepted on a stream (1 GiB: a shard's setup carries its records)."""
 
@@ -175,9 +196,9 @@ def multi_record(frame: Frame, dsts: array[int]) -> bytes:
             + frame.payload)
 
 
-def read_multi(record: bytes) -> tuple[Frame, list[int]]:
+def read_multi(record: bytes) -> tuple[Frame, np.ndarray]:
     """``(frame, destinations)`` of a ``MULTI`` record (``frame.dst`` is the first destination;
-    MessageError if malformed)."""
+    the destinations as int64; MessageError if malformed)."""
     size = _MULTI_HEADER.size
     if len(record) < size or record[0] != MULTI:
         raise MessageError(f"a multi record needs a {size}-byte header, got {len(record)} bytes")
@@ -185,10 +206,32 @@ def read_multi(record: bytes) -> tuple[Frame, list[int]]:
     end = size + plen + 4 * count
     if count == 0 or len(record) < end:
         raise MessageError(f"multi record shorter than its phase name and {count} destinations")
-    dsts = array("i", record[size + plen:end])
-    if sys.byteorder == "little":
-        dsts.byteswap()
-    return Frame(src, dsts[0], _phase(record[size:size + plen]), kind, record[end:]), dsts.tolist()
+    dsts = np.frombuffer(record, dtype=">i4", count=count, offset=size + plen).astype(np.int64)
+    return Frame(src, int(dsts[0]), _phase(record[size:size + plen]), kind, record[end:]), dsts
+
+
+def columns_record(block: ReplyColumns) -> bytes | None:
+    """A ``COLUMNS`` record carrying ``block`` (``None``: fewer than :data:`MIN_COLUMNS`
+    members, or no shared layout: its members leave as ``DATA`` records, :func:`column_frames`)."""
+    wire = block.wire() if len(block) >= MIN_COLUMNS else None
+    return None if wire is None else bytes((COLUMNS,)) + encode(wire)
+
+
+def read_columns(record: bytes) -> ReplyColumns:
+    """The reply columns of a ``COLUMNS`` record (MessageError if malformed: the codec's checks of
+    :class:`~parties.wire.messages.ReplyBlock`; which parties the sender may speak for is the
+    router's check)."""
+    if not record or record[0] != COLUMNS:
+        raise MessageError("not a columns record")
+    block = decode(memoryview(record)[1:], expected=ReplyBlock)
+    assert isinstance(block, ReplyBlock)  # (decode checked the kind)
+    return ReplyColumns.of_wire(block)
+
+
+def column_frames(block: ReplyColumns) -> Iterator[Frame]:
+    """Each member of ``block`` as its own frame to the controller (its message and the codec's bytes)."""
+    for k in range(len(block)):
+        yield Frame(int(block.srcs[k]), CONTROLLER, block.phase, block.kind, block.payload(k), block.message(k))
 
 
 def pack_stream(records: list[bytes]) -> bytes:
@@ -255,7 +298,7 @@ class RecordBatcher(ABC):
         self._scheduled = False
         self._group: Frame | None = None  # first frame of the broadcast being gathered
         self._dsts: array[int] = array("i")
-        self.sent = {"payload": 0, "framing": 0, "control": 0, "multicast_saved": 0}
+        self.sent = {"payload": 0, "framing": 0, "control": 0, "multicast_saved": 0, "columns_saved": 0}
 
     def send_frame(self, frame: Frame, position: int | None) -> None:
         """Queue one protocol frame (``position``: reorder slot, None = append)."""
@@ -273,6 +316,20 @@ class RecordBatcher(ABC):
         self._close_group()
         record = frame_record(frame, position)
         self.sent["framing"] += len(record) - len(frame.payload) + self.prefix
+        self._queue(record)
+
+    def send_columns(self, block: ReplyColumns) -> None:
+        """Queue reply columns as one ``COLUMNS`` record (or, below :data:`MIN_COLUMNS`
+        members, one ``DATA`` record each)."""
+        record = columns_record(block)
+        if record is None:
+            for frame in column_frames(block):
+                self.send_frame(frame, None)
+            return
+        self._close_group()
+        payload = int(block.sizes.sum())
+        self.sent["payload"] += payload
+        self.sent["columns_saved"] += payload - len(record) - self.prefix
         self._queue(record)
 
     def _close_group(self) -> None:

@@ -45,7 +45,7 @@ from mprr.streams import StreamTable
 from parties.columns import ReplyColumns
 from parties.public_state import ReleaseBook
 from parties.wire.codec import encode
-from parties.wire.messages import RandomizedValues
+from parties.wire.messages import RandomizedValues, values_layout
 from parties.wire.requests import ReleaseRequest
 
 __all__ = ["Cohort", "PartyState", "ReplyLayout", "accountant_for", "accountant_state"]
@@ -214,18 +214,11 @@ class ReplyLayout:
     @classmethod
     def of(cls, rid: int, codes: np.ndarray) -> ReplyLayout:
         """The layout of the replies ``RandomizedValues(rid, codes[k])``: where the codec writes
-        the codes, found by encoding two probes whose codes differ in every byte."""
-        width = codes.shape[1] * 8
-        if codes.shape[0] == 0 or width == 0:
+        the codes (:func:`~parties.wire.messages.values_layout`)."""
+        layout = values_layout(rid, codes.shape[1]) if codes.shape[0] else None
+        if layout is None:
             return cls(rid, codes, None, b"")
-        low = encode(RandomizedValues(rid, np.zeros(codes.shape[1], dtype=np.int64)))
-        full = np.full(codes.shape[1], 0x0101010101010101, dtype=np.int64)
-        high = encode(RandomizedValues(rid, full))
-        at = next((j for j, (a, b) in enumerate(zip(low, high)) if a != b), -1)
-        if (len(low) != len(high) or at < 0 or high[at:at + width] != full.tobytes()
-                or low[at + width:] != high[at + width:]):  # pragma: no cover - (then encode each)
-            return cls(rid, codes, None, b"")
-        return cls(rid, codes, low[:at], low[at + width:])
+        return cls(rid, codes, *layout)
 
     def columns(self, srcs: np.ndarray, phase: str, members: slice) -> ReplyColumns:
         """The replies of ``members`` (a slice of the codes' rows), sent by ``srcs``, as columns."""

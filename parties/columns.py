@@ -14,6 +14,12 @@ the controller's mailbox hands the columns to a waiting gather
 party.  Wherever a message must exist on its own — a fault plan that acts per message, a receive
 that is not a columnar gather, a reader of the view — :meth:`ReplyColumns.message` and
 :meth:`ReplyColumns.payload` give it back, equal to the one the party would have sent.
+
+Between processes (a ``tcp`` worker, a Ray shard actor) reply columns travel as one frame, the
+codec's :class:`~parties.wire.messages.ReplyBlock` (:meth:`ReplyColumns.wire`,
+:meth:`ReplyColumns.of_wire`; the channel's ``COLUMNS`` record, :mod:`parties.channel`): the
+senders, phase, request id, codes and the members' shared layout, which decoding checks to be the
+codec's own — so each member is still counted at the codec size of its own message.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from parties.wire.codec import encode
-from parties.wire.messages import RandomizedValues
+from parties.wire.messages import RandomizedValues, ReplyBlock
 
 __all__ = ["ReplyColumns"]
 
@@ -82,6 +88,23 @@ class ReplyColumns:
             return encode(self.message(k))
         codes: bytes = self.codes[k].tobytes()
         return prefix + codes + self._suffix
+
+    def wire(self) -> ReplyBlock | None:
+        """The columns as one frame's message (:class:`~parties.wire.messages.ReplyBlock`);
+        ``None`` when the members are encoded one by one (no shared layout)."""
+        if self._prefix is None:
+            return None
+        srcs = self.srcs
+        if srcs.flags.writeable:  # (read-only arrays are carried as they are, not copied)
+            srcs = srcs.copy()
+            srcs.flags.writeable = False
+        return ReplyBlock(self.request_id, self.phase, srcs, self.codes, self._prefix, self._suffix)
+
+    @classmethod
+    def of_wire(cls, block: ReplyBlock) -> ReplyColumns:
+        """The columns a :class:`~parties.wire.messages.ReplyBlock` carries (decoded, so
+        validated: its layout is the codec's)."""
+        return cls(block.srcs, block.phase, block.request_id, block.codes, block.prefix, block.suffix)
 
     def subset(self, keep: np.ndarray) -> ReplyColumns:
         """The members where ``keep`` (booleans or positions) selects them, in order."""

@@ -26,10 +26,12 @@ party's send, which arrives from its shard through :meth:`InMemoryNetwork.ingres
   its payload crosses the channel twice (:attr:`InMemoryNetwork.party_to_party` counts it, so
   a runtime's wire payload is the traffic's bytes plus these);
 - frames travel as columns where no fault plan acts on single messages: a broadcast goes to
-  each shard link once (``push_many``), and a shard in this process sends its cohort's replies
-  as :class:`~parties.columns.ReplyColumns` (:meth:`InMemoryNetwork.ingress_columns`), counted
-  per sender at each message's codec size and handed to the controller's columnar gather; with
-  a fault plan, or a subclass that routes each frame itself (a timed network), one frame each;
+  each shard link once (``push_many``), and every shard sends its cohorts' replies as
+  :class:`~parties.columns.ReplyColumns` (from another process, one ``COLUMNS`` record,
+  :mod:`parties.channel`; :meth:`InMemoryNetwork.ingress_columns` rejects columns naming a
+  party the link does not host), counted per sender at each message's codec size and handed to
+  the controller's columnar gather; with a fault plan, or a subclass that routes each frame
+  itself (a timed network), one frame each;
 - a lost shard (worker died, actor died) crashes all its parties at once
   (:meth:`InMemoryNetwork.lose`): the controller's next gather ends with ``PartyDropped`` or a
   degraded result within the round timeout, never a hang.
@@ -205,12 +207,24 @@ class InMemoryNetwork(Transport):
                     link.push(frame._replace(dst=dst), None)
             at = stop
 
-    def ingress_columns(self, link: ShardLink, block: ReplyColumns) -> None:
-        """Reply columns from a shard in this process (:mod:`parties.columns`): counted per sender
+    def ingress_columns(self, link: ShardLink, block: ReplyColumns, *, checked: bool = False) -> None:
+        """Reply columns sent by parties of ``link`` (:mod:`parties.columns`): counted per sender
         as its own message (:meth:`TrafficCounter.record_columns
         <parties.traffic.TrafficCounter.record_columns>`) and delivered to the controller's
         endpoint as columns; where a fault plan acts per message, as one frame each
-        (:meth:`ingress`)."""
+        (:meth:`ingress`).
+
+        ``checked``: the columns come from the shard that shares this network (its parties are
+        the ones it hosts).  Otherwise columns that name a party ``link`` does not host, or one
+        the topology does not link with the controller, are rejected whole (counted
+        ``rejected``, one per member): a shard speaks for its own parties only.
+        """
+        if not checked:
+            srcs, hosted = block.srcs, link.parties
+            if not (len(block) and int(srcs.min()) >= hosted.start and int(srcs.max()) < hosted.stop
+                    and self.topology.controller_links(srcs)):
+                self._traffic.record_fault("rejected", max(len(block), 1))
+                return
         if not self._columnar():
             for k in range(len(block)):
                 self.ingress(link, Frame(int(block.srcs[k]), CONTROLLER, block.phase, block.kind,

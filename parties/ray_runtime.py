@@ -7,8 +7,11 @@ actor calls carrying the same records as the ``tcp`` runtime (:mod:`parties.chan
 - driver → shard: ``push(records)`` — the frames for its parties (and crash notices), batched
   per event-loop turn of the driver;
 - shard → driver: a long poll, ``pull()``, returns every frame the shard's parties sent since
-  the last call (waits until there is one); one pull loop per shard, owned by the runtime's
-  task group, feeds them to :meth:`~parties.network.InMemoryNetwork.ingress`.
+  the last call (waits until there is one), a cohort's replies to a release request as one
+  ``COLUMNS`` record (reply columns, :mod:`parties.columns`); one pull loop per shard, owned by
+  the runtime's task group, feeds them to the router
+  (:meth:`~parties.network.InMemoryNetwork.ingress`,
+  :meth:`~parties.network.InMemoryNetwork.ingress_columns`).
 
 Secure sums: ``start()`` returns the verification keys of the shard's parties (their signing
 keys are generated inside the actor and stay there); the driver assembles the run's key
@@ -40,7 +43,8 @@ from parties.runtime import Hosting, HostingPlan, Runtime, task_group
 from parties.shard import PartyShard, ShardSetup, directory, split
 from parties.shard_report import ShardReport
 from parties.transport import Frame
-from parties.channel import RecordBatcher, frame_record, read_record
+from parties.channel import COLUMNS, RecordBatcher, column_frames, columns_record, frame_record, read_record
+from parties.columns import ReplyColumns
 
 __all__ = ["RayRuntime", "ShardActor", "import_ray"]
 
@@ -69,7 +73,7 @@ class ShardActor:
         (:meth:`PartyShard.public_keys <parties.shard.PartyShard.public_keys>`: generated here,
         the private keys stay in this actor)."""
         self._wake = asyncio.Event()
-        self._shard = PartyShard(self._setup, self._uplink)
+        self._shard = PartyShard(self._setup, self._uplink, columns=self._uplink_columns)
         self._serving = asyncio.get_running_loop().create_task(self._shard.serve())  # owner: this actor
         return self._shard.public_keys()
 
@@ -80,6 +84,16 @@ class ShardActor:
 
     def _uplink(self, frame: Frame) -> None:
         self._out.append(frame_record(frame))
+        if self._wake is not None:
+            self._wake.set()
+
+    def _uplink_columns(self, block: ReplyColumns) -> None:
+        record = columns_record(block)
+        if record is None:  # (a few members: one frame each)
+            for frame in column_frames(block):
+                self._uplink(frame)
+            return
+        self._out.append(record)
         if self._wake is not None:
             self._wake.set()
 
@@ -121,7 +135,7 @@ class _RayLink(RecordBatcher):
     def __init__(self, parties: range, actor: Any) -> None:
         super().__init__()
         self.parties, self.actor = parties, actor
-        self.received = {"payload": 0, "framing": 0}
+        self.received = {"payload": 0, "framing": 0, "columns_saved": 0}
         self.pushes = self.pulls = 0
 
     def _write(self, records: list[bytes]) -> None:
@@ -137,13 +151,15 @@ class RayHosting(Hosting):
         self.links = links
         for link in links:
             self.network.attach(link)
-        self.problems: list[str] = []
         self.shard_peak_rss: list[int] = []
 
     async def _ingress(self, link: _RayLink, batch: list[bytes]) -> None:
         """Hand one pulled batch of records to the router."""
         link.pulls += 1
         for record in batch:
+            if record[0] == COLUMNS:
+                self.columns_in(link, record)
+                continue
             frame, _ = read_record(record)
             link.received["payload"] += len(frame.payload)
             link.received["framing"] += len(record) - len(frame.payload)
@@ -188,7 +204,8 @@ class RayHosting(Hosting):
         return {
             "runtime": "ray",
             "shards": len(self.links),
-            **self.byte_counts(self.links, ("payload", "framing", "control", "multicast_saved"), ("payload", "framing")),
+            **self.byte_counts(self.links, ("payload", "framing", "control", "multicast_saved"),
+                               ("payload", "framing", "columns_saved")),
             "calls": {"push": sum(link.pushes for link in self.links), "pull": sum(link.pulls for link in self.links)},
             "lost_shards": len(self.network.lost),
             "shard_peak_rss_bytes": list(self.shard_peak_rss),

@@ -35,9 +35,10 @@ import numpy as np
 
 from mprr.data import Schema
 from mprr.domain import check_int, check_real
-from mprr.errors import ConfigurationError
+from mprr.errors import ConfigurationError, MessageError
 from mprr.privacy import DEFAULT_MIN_ROSTER, CompositionPolicy
 from mprr.streams import StreamTable
+from parties.channel import read_columns
 from parties.faults import FaultPlan
 from parties.network import InMemoryNetwork
 from parties.shard import PartyShard, ShardSetup, directory, split
@@ -162,6 +163,7 @@ class Hosting(ABC):
     def __init__(self, plan: HostingPlan) -> None:
         self.plan = plan
         self.network = plan.network()
+        self.problems: list[str] = []  # what went wrong with a shard (a bad record, a lost worker...)
 
     @abstractmethod
     async def finish(self) -> list[ShardReport]:
@@ -179,13 +181,33 @@ class Hosting(ABC):
     def byte_counts(self, links: Sequence[Any], sent: tuple[str, ...], received: tuple[str, ...]) -> dict[str, Any]:
         """:meth:`wire`'s byte counts summed over the links' ``sent`` / ``received`` counters
         (:class:`~parties.channel.RecordBatcher`): payload both ways (a party-to-party frame crosses
-        twice, ``party_to_party_bytes`` of it), framing, control and broadcast copies saved."""
+        twice, ``party_to_party_bytes`` of it), framing, control, broadcast copies saved and the
+        payload bytes reply columns saved (:mod:`parties.channel`: bytes on the wire = payload +
+        framing + control - multicast_saved - columns_saved)."""
         s = {k: sum(link.sent[k] for link in links) for k in sent}
         r = {k: sum(link.received[k] for link in links) for k in received}
         return {"payload_bytes": s["payload"] + r["payload"], "party_to_party_bytes": self.network.party_to_party[1],
                 "framing_bytes": s["framing"] + r["framing"], "control_bytes": s["control"] + r.get("control", 0),
                 **({"multicast_saved_bytes": s["multicast_saved"]} if "multicast_saved" in s else {}),
+                "columns_saved_bytes": s.get("columns_saved", 0) + r.get("columns_saved", 0),
                 "sent": s, "received": r}
+
+    def columns_in(self, link: Any, record: bytes) -> None:
+        """A ``COLUMNS`` record from the shard behind ``link`` (:mod:`parties.channel`): its reply
+        columns go to the router (:meth:`InMemoryNetwork.ingress_columns
+        <parties.network.InMemoryNetwork.ingress_columns>`, which checks that the link hosts
+        every sender), counted in ``link.received``.  A malformed record is the sending shard's
+        fault: dropped, counted ``rejected`` and noted in :attr:`problems`, never the run's end."""
+        try:
+            block = read_columns(record)
+        except MessageError as exc:
+            self.network.counter.record_fault("rejected")
+            self.problems.append(f"shard {link.parties.start}-{link.parties.stop - 1}: reply columns rejected: {exc}")
+            return
+        payload = int(block.sizes.sum())
+        link.received["payload"] += payload
+        link.received["columns_saved"] += payload - len(record) - link.prefix
+        self.network.ingress_columns(link, block)
 
     def collected(self, ranges: Sequence[range], reports: dict[int, ShardReport]) -> list[ShardReport]:
         """The reports of the shards hosting ``ranges`` (``reports``: by index), their delivery
@@ -212,12 +234,12 @@ class Runtime(ABC):
 
 
 class _LocalLink:
-    """The network's link to a shard in its own process and event loop: a direct call each way."""
+    """The network's link to a shard in its own process and event loop: a direct call each way
+    (a cohort's replies as reply columns, :mod:`parties.columns`)."""
 
     def __init__(self, network: InMemoryNetwork, setup: ShardSetup, shared: bool) -> None:
         self.network, self.parties, self.checked = network, setup.parties, shared
-        self.shard = PartyShard(setup, self.uplink, router=network if shared else None,
-                                columns=self.uplink_columns if shared else None)
+        self.shard = PartyShard(setup, self.uplink, router=network if shared else None, columns=self.uplink_columns)
         self.push, self.crash, self.buffered = self.shard.deliver, self.shard.crash, self.shard.buffered
         self.push_many = self.shard.deliver_many
 
@@ -225,7 +247,7 @@ class _LocalLink:
         self.network.ingress(self, frame, checked=self.checked)
 
     def uplink_columns(self, block: ReplyColumns) -> None:
-        self.network.ingress_columns(self, block)
+        self.network.ingress_columns(self, block, checked=self.checked)
 
 
 class MemoryHosting(Hosting):

@@ -18,8 +18,10 @@ release request is answered for all its members in one vectorized step, each mem
 by the accountant state it shares and drawing from its own stream row.  A broadcast's frames
 are collected as they arrive (a broadcast reaches the shard once, :meth:`PartyShard.deliver_many`)
 and answered on the loop's next turn, in arrival order; every reply is its own message, encoded
-by the codec and counted.  With a router in this process (the memory runtime), a run of cohort
-members' replies leaves as one :class:`~parties.columns.ReplyColumns`; otherwise as one frame each.  A party whose state diverges
+by the codec and counted.  Given a ``columns`` uplink (every runtime gives one), a run of cohort
+members' replies leaves as one :class:`~parties.columns.ReplyColumns` — to a router in this
+process as it is, from another process as one ``COLUMNS`` record (:mod:`parties.channel`);
+without one, as one frame each.  A party whose state diverges
 (refusal, crash, secure sum, frequency-oracle report, handed out by :attr:`PartyShard.parties`)
 is built as a :class:`~parties.party.Party` from its cohort's state and answers on its own
 (:meth:`Party.receive <parties.party.Party.receive>`).  No task, endpoint or pending receive
@@ -141,7 +143,7 @@ class PartyShard:
 
     Use::
 
-        shard = PartyShard(setup, uplink)
+        shard = PartyShard(setup, uplink, columns=uplink_columns)  # columns: reply columns up
         task = asyncio.create_task(shard.serve())   # owner: the runtime's worker
         shard.deliver(frame, position)              # frames from the controller process
         shard.stop(); await task; ShardReport.of(shard)
@@ -425,6 +427,29 @@ class PartyShard:
         self._batch_array = rows
         self._schedule()
 
+    def _deliver_multi(self, frame: Frame, dsts: np.ndarray) -> None:
+        """One payload from the controller process for every party of ``dsts`` (a ``MULTI``
+        record): a request, decoded once, reaches them all at once (:meth:`deliver_many`, for
+        ascending ``dsts``); anything else — or bytes that do not decode as the kind their header
+        names — frame by frame (:meth:`deliver`: decoded, counted and rejected there)."""
+        msg: Message | None = None
+        if (frame.src == CONTROLLER and frame.kind in _CONTROLLER_REQUESTS and frame.kind in self._accept
+                and dsts.shape[0] > 1 and bool(np.all(dsts[1:] > dsts[:-1]))):
+            payload = frame.payload
+            try:
+                if payload == self._last_payload and self._last_message is not None:
+                    msg = self._last_message
+                else:
+                    msg = decode(payload, expected=self._accept)
+                    self._last_payload, self._last_message = payload, msg
+            except MessageError:
+                msg = None
+        if msg is not None and msg.KIND == frame.kind:
+            self.deliver_many(frame._replace(message=msg), dsts)
+            return
+        for dst in dsts.tolist():
+            self.deliver(Frame(frame.src, dst, frame.phase, frame.kind, frame.payload))
+
     def _answer(self, party: Party, msg: Message, phase: str) -> None:
         """``party``'s own answer to ``msg`` (the per-party path)."""
         reply = party.receive(msg)
@@ -566,9 +591,7 @@ class PartyShard:
         if record[0] == DATA:
             self.deliver(*read_record(record))
         elif record[0] == MULTI:
-            frame, dsts = read_multi(record)
-            for dst in dsts:
-                self.deliver(Frame(frame.src, dst, frame.phase, frame.kind, frame.payload))
+            self._deliver_multi(*read_multi(record))
         elif (control := loads(record))[0] == "crash":
             self.crash(tuple(int(p) for p in control[1]))
         else:

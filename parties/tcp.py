@@ -56,7 +56,7 @@ from parties.runtime import Hosting, HostingPlan, Runtime, task_group
 from parties.shard import directory, split
 from parties.shard_report import ShardReport
 from parties.tls import TlsMaterial, make_material, reuse_or_make_material, server_context
-from parties.channel import DATA, LENGTH_SIZE, RecordBatcher, StreamDecoder, loads, pack_stream, read_record
+from parties.channel import COLUMNS, DATA, LENGTH_SIZE, RecordBatcher, StreamDecoder, loads, pack_stream, read_record
 
 __all__ = [
     "StreamChannel",
@@ -126,7 +126,7 @@ class StreamChannel(RecordBatcher):
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         super().__init__()
         self.reader, self.writer = reader, writer
-        self.received = {"payload": 0, "framing": 0, "control": 0}
+        self.received = {"payload": 0, "framing": 0, "control": 0, "columns_saved": 0}
         self.socket_bytes: tuple[int, int] | None = None
 
     def _write(self, records: list[bytes]) -> None:
@@ -201,7 +201,6 @@ class TcpHosting(Hosting):
         self.links: list[_WorkerLink] = []
         self._workers: set[int] = set()
         self._changed = asyncio.Event()
-        self.problems: list[str] = []
         self.processes: list[asyncio.subprocess.Process] = []  # the spawned workers (owned by the runtime)
 
     # -- connections
@@ -221,6 +220,9 @@ class TcpHosting(Hosting):
                     frame, _ = read_record(record)
                     channel.count_in(record, len(frame.payload))
                     self.network.ingress(link, frame)
+                    continue
+                if record[0] == COLUMNS:
+                    self.columns_in(link, record)
                     continue
                 channel.count_in(record, None)
                 tag, body = loads(record)
@@ -328,7 +330,7 @@ class TcpHosting(Hosting):
         return self.collected([link.parties for link in self.links], reports)
 
     def wire(self) -> dict[str, Any]:
-        counted = ("payload", "framing", "control")
+        counted = ("payload", "framing", "control", "columns_saved")
         out: dict[str, Any] = {
             "runtime": "tcp",
             "tls": self._tls,
@@ -337,7 +339,7 @@ class TcpHosting(Hosting):
             "lost_workers": len(self.network.lost),
             "problems": list(self.problems),
         }
-        app = sum(out["sent"].values()) + sum(out["received"].values())
+        app = sum(out[k] for k in ("payload_bytes", "framing_bytes", "control_bytes")) - out["columns_saved_bytes"]
         measured = [link.socket_bytes for link in self.links]
         if measured and all(m is not None for m in measured):
             socket_sent = sum(m[0] for m in measured if m is not None)

@@ -18,6 +18,7 @@ __all__ = ["CONTROLLER", "Topology", "actor_name"]
 
 if TYPE_CHECKING:  # networkx is imported only where a graph is given (party workers never need it)
     import networkx as nx
+    import numpy as np
 
 CONTROLLER = -1
 """Actor id of the controller; parties are ``0`` to ``n-1``."""
@@ -93,6 +94,11 @@ class Topology:
                 return 0 <= min(others) and max(others) < self.n
             return others <= self._controller
         return self._adj is not None and others <= self._adj[src]
+
+    def controller_links(self, parties: np.ndarray) -> bool:
+        """True when the controller is linked with every party of ``parties`` (party ids; all
+        checked at once)."""
+        return self._controller is None or self._controller.issuperset(parties.tolist())
 
     def neighbours(self, actor: int) -> tuple[int, ...]:
         """Actors ``actor`` may send to directly, sorted."""

@@ -133,7 +133,7 @@ async def _serve_run(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                     continue
                 tag, body = control
                 if tag == "setup" and shard is None and isinstance(body, ShardSetup) and body.parties == parties:
-                    shard = PartyShard(body, lambda f: channel.send_frame(f, None))
+                    shard = PartyShard(body, lambda f: channel.send_frame(f, None), columns=channel.send_columns)
                     serving = tg.create_task(shard.serve())
                     channel.send_control("ready", shard.public_keys())
                     on_setup()

@@ -4,7 +4,8 @@ Modules, in dependency order:
 
 - ``codec``     — the ``Message`` base and ``@message`` registration, field types, and the one
                   codec (message <-> bytes) generated from each kind's annotations
-- ``messages``  — the generic kinds (released codes, oracle reports, refusals, aborts, acks)
+- ``messages``  — the generic kinds (released codes, oracle reports, refusals, aborts, acks) and
+                  ``ReplyBlock``, the wire form of reply columns
 - ``requests``  — the controller's release and report requests, matrices as
                   :class:`~mprr.protocols.steps.MatrixSpec`, oracles as family and ε
 """

@@ -2,22 +2,26 @@
 
 Each is a frozen, typed, validated dataclass of :mod:`parties.wire.codec` (which gives its wire
 layout); the release requests they answer are in :mod:`parties.wire.requests`, the secure-sum
-engines' kinds in :mod:`parties.secure.messages`.
+engines' kinds in :mod:`parties.secure.messages`.  :class:`ReplyBlock` is the wire form of
+reply columns (:mod:`parties.columns`): the :class:`RandomizedValues` replies of several parties
+of one shard to one request, carried as one frame between processes; :func:`values_layout`
+gives where the codec writes a reply's codes.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 
 from mprr.errors import MessageError
-from parties.wire.codec import ArraySpec, Message, message, require
+from parties.wire.codec import ArraySpec, Message, encode, message, require
 
 if TYPE_CHECKING:
     from mprr.privacy import Refusal as PrivacyRefusal
 
-__all__ = ["Abort", "Ack", "OracleReport", "RandomizedValues", "Refusal"]
+__all__ = ["Abort", "Ack", "OracleReport", "RandomizedValues", "Refusal", "ReplyBlock", "values_layout"]
 
 
 def _check_ids(where: str, values: tuple[int, ...]) -> None:
@@ -51,6 +55,66 @@ class RandomizedValues(Message):
         require(self.request_id >= 0, f"RandomizedValues.request_id must be >= 0, got {self.request_id}")
         require(self.codes.size == 0 or _min(self.codes) >= 0, "RandomizedValues.codes must be >= 0")
         _check_ids("RandomizedValues.ids", self.ids)
+
+
+@lru_cache(maxsize=256)
+def values_layout(request_id: int, units: int) -> tuple[bytes, bytes] | None:
+    """Where the codec writes the codes of ``RandomizedValues(request_id, codes)`` with ``units``
+    codes (and no ``ids``): ``(prefix, suffix)`` such that every such reply encodes as ``prefix +
+    codes.tobytes() + suffix`` (int64, little endian), found by encoding two probes whose codes
+    differ in every byte; ``None`` when there are no codes to locate (``units`` 0) or the codec
+    does not lay them out so."""
+    width = units * 8
+    if units <= 0 or request_id < 0:
+        return None
+    low = encode(RandomizedValues(request_id, np.zeros(units, dtype=np.int64)))
+    full = np.full(units, 0x0101010101010101, dtype=np.int64)
+    high = encode(RandomizedValues(request_id, full))
+    at = next((j for j, (a, b) in enumerate(zip(low, high)) if a != b), -1)
+    if (len(low) != len(high) or at < 0 or high[at:at + width] != full.astype("<i8").tobytes()
+            or low[at + width:] != high[at + width:]):  # pragma: no cover - (the codec writes arrays in place)
+        return None
+    return low[:at], low[at + width:]
+
+
+@message(kind=8)
+class ReplyBlock(Message):
+    """Shard host → router: the :class:`RandomizedValues` replies of parties ``srcs`` to
+    ``request_id`` in ``phase``, as one frame (the wire form of
+    :class:`~parties.columns.ReplyColumns`, :mod:`parties.channel`).
+
+    Member ``k``'s message is ``RandomizedValues(request_id, codes[k])``, encoded by the codec as
+    ``prefix + codes[k] + suffix``: ``srcs`` int64 1-D, distinct, each >= 0 (at least one);
+    ``codes`` int64 ``(len(srcs), units)``, ``units`` >= 1, every code >= 0; ``prefix`` and
+    ``suffix`` exactly the codec's layout of such a reply (:func:`values_layout`), so each
+    member's bytes are the codec's encoding of its own message.  Which parties a sender may
+    speak for is the router's check (:meth:`parties.network.InMemoryNetwork.ingress_columns`).
+    """
+
+    request_id: int
+    phase: str
+    srcs: Annotated[np.ndarray, ArraySpec(("int64",), ndim=1)]
+    codes: Annotated[np.ndarray, ArraySpec(("int64",), ndim=2)]
+    prefix: bytes
+    suffix: bytes
+
+    def validate(self) -> None:
+        require(self.request_id >= 0, f"ReplyBlock.request_id must be >= 0, got {self.request_id}")
+        require(bool(self.phase), "ReplyBlock.phase must not be empty")
+        srcs, codes = self.srcs, self.codes
+        count = int(srcs.shape[0])
+        require(count >= 1, "ReplyBlock.srcs must hold at least one party, got none")
+        require(codes.shape[0] == count,
+                f"ReplyBlock.codes must have one row per party of srcs ({count}), got shape {codes.shape}")
+        require(codes.shape[1] >= 1, f"ReplyBlock.codes must have at least one code per party, got shape {codes.shape}")
+        require(_min(srcs) >= 0, f"ReplyBlock.srcs must be party ids >= 0, got {_min(srcs)}")
+        if count > 1 and not bool(np.all(srcs[1:] > srcs[:-1])):  # (ascending: distinct at once)
+            require(np.unique(srcs).shape[0] == count, "ReplyBlock.srcs must be distinct parties")
+        require(_min(codes.reshape(-1)) >= 0, "ReplyBlock.codes must be >= 0")
+        layout = values_layout(self.request_id, int(codes.shape[1]))
+        require(layout is not None and (self.prefix, self.suffix) == layout,
+                f"ReplyBlock.prefix and suffix must be the codec's layout of RandomizedValues({self.request_id}, "
+                f"{codes.shape[1]} codes): {layout!r}, got {(self.prefix[:40], self.suffix[:40])!r}")
 
 
 @message(kind=7)

@@ -1,4 +1,7 @@
-"""Reply columns: one shard's replies to a release request carried as columns (parties.columns)."""
+"""Reply columns: one shard's replies to a release request carried as columns (parties.columns),
+on every link: in this process, and between processes as one ``COLUMNS`` record (its wire form,
+the codec's ReplyBlock) — a malformed record or one speaking for parties its link does not host
+is rejected, never the run's end (fuzzed and attacked below)."""
 
 from __future__ import annotations
 
@@ -7,12 +10,17 @@ import asyncio
 import numpy as np
 import pytest
 
+from mprr.data import Attribute, Schema
+from mprr.errors import MessageError
 from mprr.synthetic import planted_clusters
+from parties.channel import COLUMNS, MIN_COLUMNS, column_frames, columns_record, read_columns
 from parties.cohort import ReplyLayout
 from parties.columns import ReplyColumns
+from parties.controller import CONTROLLER_KINDS
 from parties.faults import FaultPlan
 from parties.network import InMemoryNetwork
-from parties.runtime import MemoryRuntime
+from parties.runtime import HostingPlan, MemoryRuntime
+from parties.tcp import TcpHosting
 from parties.simulate import simulate
 from parties.traffic import ActorCounts, Counts
 from parties.transport import CONTROLLER
@@ -57,7 +65,7 @@ def test_columns_counted_per_sender_and_delivered_to_a_plain_gather_as_envelopes
     async def run() -> tuple[dict[int, RandomizedValues], InMemoryNetwork]:
         net = InMemoryNetwork(3)
         ctrl = net.endpoint(CONTROLLER)
-        net.ingress_columns(None, block)  # type: ignore[arg-type]  # (no fault plan: the link is not used)
+        net.ingress_columns(None, block, checked=True)  # type: ignore[arg-type]  # (checked, no fault plan: the link is not used)
         got = await ctrl.gather([0, 1, 2], kinds=RandomizedValues, timeout=1.0)
         return {p: env.message for p, env in got.items()}, net
 
@@ -78,10 +86,26 @@ def test_actor_counts_is_a_mapping_of_the_actors_with_traffic() -> None:
 
 
 @pytest.mark.parametrize("faults", [None, FaultPlan(duplicate=0.2)], ids=["columns", "per-message"])
-def test_one_shard_and_three_give_the_same_view_and_traffic(faults: FaultPlan | None) -> None:
+def test_one_shard_and_three_give_the_same_view_and_traffic(faults: FaultPlan | None,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     data = planted_clusters(40, rng=np.random.default_rng(5), strength=0.8).dataset
-    runs = [simulate(data, "RR-Clusters", seed=4, timeout=3.0, p=0.7, Tv=60, Td=0.1, dependence="4.1",
-                     runtime=MemoryRuntime(shards=shards), faults=faults) for shards in (1, 3)]
+    checked: list[tuple[bool, int]] = []  # (checked, members) of every ingress_columns
+    ingress = InMemoryNetwork.ingress_columns
+
+    def spy(self: InMemoryNetwork, link: object, block: ReplyColumns, *, checked_: bool = False,
+            **kwargs: bool) -> None:
+        checked.append((kwargs.get("checked", checked_), len(block)))
+        ingress(self, link, block, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(InMemoryNetwork, "ingress_columns", spy)
+    runs = []
+    for shards in (1, 3):
+        checked.clear()
+        runs.append(simulate(data, "RR-Clusters", seed=4, timeout=3.0, p=0.7, Tv=60, Td=0.1, dependence="4.1",
+                             runtime=MemoryRuntime(shards=shards), faults=faults))
+        # every reply of the run came as columns: from the shared shard, or checked at ingress
+        assert {c for c, _ in checked} == {shards == 1} and sum(k for _, k in checked) == runs[-1].traffic.by_kind[
+            "RandomizedValues"].messages
     one, three = runs
     if faults is None:
         from tests.parties.equivalence import assert_same_runs as _same
@@ -104,3 +128,167 @@ def test_record_columns_counts_as_one_send_per_sender(srcs: list[int]) -> None:
         one_by_one.record_send(src, "collect", RandomizedValues.KIND, size)
         one_by_one.record_delivery(src, 7)
     assert columns.snapshot() == one_by_one.snapshot()
+
+
+# ------------------------------------------------------------------ between processes: one COLUMNS record
+
+
+def _block(srcs: list[int], rid: int = 3, phase: str = "collect") -> ReplyColumns:
+    codes = (np.arange(len(srcs) * 2, dtype=np.int64).reshape(len(srcs), 2) * 7) % 11
+    codes.flags.writeable = False
+    return ReplyLayout.of(rid, codes).columns(np.array(srcs, dtype=np.int64), phase, slice(0, len(srcs)))
+
+
+def test_a_columns_record_carries_every_members_message_and_size() -> None:
+    block = _block(list(range(10, 20)))
+    record = columns_record(block)
+    assert record is not None and record[0] == COLUMNS
+    back = read_columns(record)
+    assert back.srcs.tolist() == block.srcs.tolist() and back.phase == "collect" and back.request_id == 3
+    assert back.sizes.tolist() == block.sizes.tolist()
+    assert [back.payload(k) for k in range(10)] == [encode(RandomizedValues(3, block.codes[k])) for k in range(10)]
+    # the members' shared layout crosses once: the record is smaller than their messages
+    assert len(record) < int(block.sizes.sum())
+    few = _block(list(range(MIN_COLUMNS - 1)))
+    assert columns_record(few) is None  # (fewer: one DATA record each)
+    assert [(f.src, f.payload) for f in column_frames(few)] == [(k, few.payload(k)) for k in range(MIN_COLUMNS - 1)]
+
+
+class _Link:
+    """A shard link hosting ``parties`` (what TcpHosting counts on a worker's link)."""
+
+    prefix = 4
+
+    def __init__(self, parties: range) -> None:
+        self.parties = parties
+        self.received = {"payload": 0, "framing": 0, "control": 0, "columns_saved": 0}
+        self.pushed: list[object] = []
+
+    def push(self, frame: object, position: int | None) -> None:
+        self.pushed.append(frame)
+
+    def crash(self, parties: object) -> None:
+        pass
+
+    def buffered(self, party: int) -> int:
+        return 0
+
+
+def _hosting(n: int = 32) -> tuple[TcpHosting, _Link]:
+    """A controller process's hosting of ``n`` parties, a worker link hosting parties 8-15."""
+    schema = Schema((Attribute("a", ("x", "y"), "nominal"),))
+    plan = HostingPlan(n=n, schema=schema, records=np.zeros((n, 1), dtype=int), seed=1,
+                       budgets=(float("inf"),) * n, policy="sequential", accept=(RandomizedValues.KIND,))
+    hosting = TcpHosting(plan, tls=False, expected=None)
+    link = _Link(range(8, 16))
+    hosting.network.attach(link)  # type: ignore[arg-type]
+    hosting.network.endpoint(CONTROLLER, accept=CONTROLLER_KINDS)
+    return hosting, link
+
+
+@pytest.mark.parametrize("srcs", [[16, 17, 18, 19, 20, 21, 22, 23], [8, 9, 10, 11, 12, 13, 14, 16],
+                                  [0, 9, 10, 11, 12, 13, 14, 15]], ids=["foreign", "one-past", "one-before"])
+def test_a_worker_cannot_speak_for_parties_it_does_not_host(srcs: list[int]) -> None:
+    hosting, link = _hosting()
+    record = columns_record(_block(srcs))
+    assert record is not None
+    hosting.columns_in(link, record)
+    ctrl = hosting.network.endpoint(CONTROLLER)
+    assert ctrl.buffered == 0  # nothing reached the controller, nothing was counted as sent
+    stats = hosting.network.statistics()
+    assert stats.messages == 0 and stats.rejected == len(srcs)
+    honest = columns_record(_block(list(range(8, 16))))
+    assert honest is not None
+    hosting.columns_in(link, honest)  # the same link's own parties still get through
+    assert sorted(env.src for env in ctrl.pending()) == list(range(8, 16))
+
+
+def test_columns_only_of_parties_the_topology_links_with_the_controller() -> None:
+    import networkx as nx
+
+    graph = nx.Graph()
+    graph.add_nodes_from(range(32))
+    graph.add_edges_from((CONTROLLER, p) for p in range(32) if p != 12)  # party 12: no link to the controller
+    net = InMemoryNetwork(32, topology=graph)
+    link = _Link(range(8, 16))
+    net.attach(link)  # type: ignore[arg-type]
+    net.endpoint(CONTROLLER)
+    net.ingress_columns(link, _block(list(range(8, 16))))  # type: ignore[arg-type]
+    assert net.statistics().rejected == 8 and net.endpoint(CONTROLLER).buffered == 0
+
+
+def test_fuzzed_columns_records_are_rejected_or_carry_only_the_links_own_parties() -> None:
+    """Thousands of malformed COLUMNS records from one worker (bit flips, truncations, padding,
+    random bytes, forged headers): none raises; each is dropped (counted ``rejected``, noted in the
+    problems) or decodes into columns of the link's own parties whose every member is its own
+    valid message; the honest record after them still arrives."""
+    rng = np.random.default_rng(2028)
+    hosting, link = _hosting()
+    honest = columns_record(_block(list(range(8, 16)), rid=9))
+    assert honest is not None
+    forged = [columns_record(_block(srcs, rid=9)) for srcs in ([16 + k for k in range(8)], list(range(4, 12)))]
+    tries, decoded = 3000, 0
+    for t in range(tries):
+        how = t % 5
+        if how == 0:
+            record = bytes((COLUMNS,)) + rng.bytes(int(rng.integers(0, 200)))
+        elif how == 1:
+            record = honest[: int(rng.integers(0, len(honest)))]
+        elif how == 2:
+            buf = bytearray(honest)
+            for _ in range(int(rng.integers(1, 4))):
+                buf[int(rng.integers(1, len(buf)))] ^= 1 << int(rng.integers(8))
+            record = bytes(buf)
+        elif how == 3:
+            record = honest + rng.bytes(int(rng.integers(1, 16)))
+        else:
+            record = forged[t % 2] or b""
+        try:
+            read_columns(record)
+            decoded += 1
+        except MessageError:
+            pass
+        hosting.columns_in(link, record)
+    ctrl = hosting.network.endpoint(CONTROLLER)
+    got = ctrl.pending()
+    assert all(8 <= env.src < 16 for env in got)  # never a party another link hosts
+    for env in got:  # each member is a valid message of its own, at the codec size of its bytes
+        assert isinstance(env.message, RandomizedValues) and env.size == len(encode(env.message))
+    stats = hosting.network.statistics()
+    assert stats.messages == len(got) and stats.rejected >= tries - decoded
+    assert len(hosting.problems) == tries - decoded  # each undecodable record noted once
+    assert all("reply columns rejected" in line for line in hosting.problems)
+    before = len(got)
+    hosting.columns_in(link, honest)
+    assert ctrl.buffered == before + 8
+
+
+def test_a_shard_forging_the_replies_of_another_shards_parties_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Memory, 3 shards: before each of its reply columns, a shard sends the same codes as the
+    replies of the next shard's parties (they would reach the controller's gather first).  The
+    router rejects every forged member; the run ends with the honest run's releases, clusters
+    and view."""
+    from parties import runtime as runtime_module
+
+    data = planted_clusters(60, rng=np.random.default_rng(5), strength=0.8).dataset
+    kwargs = dict(seed=4, timeout=3.0, p=0.7, Tv=60, Td=0.1, dependence="4.1")
+    honest = simulate(data, "RR-Clusters", runtime=MemoryRuntime(shards=3), **kwargs)  # type: ignore[arg-type]
+    forged_members = []
+    uplink = runtime_module._LocalLink.uplink_columns
+
+    def forging(self: runtime_module._LocalLink, block: ReplyColumns) -> None:
+        wire = block.wire()
+        assert wire is not None
+        others = (block.srcs + len(self.parties)) % 60  # the next shard's parties
+        self.network.ingress_columns(self, ReplyColumns(others, wire.phase, wire.request_id, wire.codes,  # type: ignore[arg-type]
+                                                        wire.prefix, wire.suffix))
+        forged_members.append(len(block))
+        uplink(self, block)
+
+    monkeypatch.setattr(runtime_module._LocalLink, "uplink_columns", forging)
+    attacked = simulate(data, "RR-Clusters", runtime=MemoryRuntime(shards=3), **kwargs)  # type: ignore[arg-type]
+    assert forged_members and attacked.traffic.rejected == sum(forged_members)
+    assert attacked.traffic.messages == honest.traffic.messages and attacked.view == honest.view
+    assert attacked.result.clusters == honest.result.clusters
+    assert all(np.array_equal(a.codes, b.codes) for a, b in zip(attacked.result.releases, honest.result.releases))
+    assert [(e.src, e.phase, e.size) for e in attacked.view_log] == [(e.src, e.phase, e.size) for e in honest.view_log]

@@ -1,7 +1,8 @@
 """The ``ray`` runtime: memory ≡ ray for the equivalence matrix (every protocol, dependence method
-and engine; the signing engines' keys born in the shard actors, the key directory installed by
-the driver), a dead shard actor drops its parties, also in the middle of a secure sum (one local
-Ray for the module: a start costs seconds, and each run starts fresh shard actors)."""
+and engine; replies as reply columns; the signing engines' keys born in the shard actors, the key
+directory installed by the driver), a dead shard actor drops its parties, also in the middle of a
+secure sum (one local Ray for the module: a start costs seconds, and each run starts fresh shard
+actors)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,18 @@ def test_the_matrix_on_shard_actors_gives_the_memory_runs(case) -> None:  # type
     wire = on_ray.wire
     assert wire is not None and wire["shards"] == shards(case) and wire["lost_shards"] == 0 and not wire["problems"]
     assert wire["payload_bytes"] == memory.traffic.bytes + wire["party_to_party_bytes"]
+
+
+def test_three_shard_actors_send_their_replies_as_columns(data) -> None:  # type: ignore[no-untyped-def]
+    """Released values come up as reply columns (one record per shard and request): the memory
+    run's results, view and traffic, with fewer bytes on the Ray link than one frame per party."""
+    params = dict(p=0.7, Tv=60, Td=0.1)
+    memory = simulate(data, "RR-Clusters", seed=4, timeout=10.0, **params)
+    on_ray = simulate(data, "RR-Clusters", seed=4, timeout=10.0, runtime=RayRuntime(shards=3, num_cpus=0.5), **params)
+    assert_same_runs(memory, on_ray)
+    wire = on_ray.wire
+    assert wire is not None and wire["shards"] == 3 and wire["payload_bytes"] == memory.traffic.bytes
+    assert wire["columns_saved_bytes"] > 0
 
 
 class _KillShard(RayRuntime):

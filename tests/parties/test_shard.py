@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from array import array
 import os
 from dataclasses import replace
 import pickle
@@ -304,7 +305,7 @@ async def test_a_multicast_link_sends_a_broadcast_as_one_record() -> None:
     await asyncio.sleep(0)
     assert [r[0] for r in link.records] == [MULTI, DATA, CONTROL, DATA]
     frame, dsts = read_multi(link.records[0])
-    assert dsts == [4, 9, 2] and frame == Frame(CONTROLLER, 4, "collect", 11, request)
+    assert dsts.tolist() == [4, 9, 2] and frame == Frame(CONTROLLER, 4, "collect", 11, request)
     assert read_record(link.records[1]) == (Frame(CONTROLLER, 5, "collect", 11, other), None)
     assert read_record(link.records[3]) == (Frame(CONTROLLER, 6, "collect", 11, request), 0)
     assert link.sent["payload"] == 4 * 40 + 7 and link.sent["multicast_saved"] == 2 * 40
@@ -312,6 +313,33 @@ async def test_a_multicast_link_sends_a_broadcast_as_one_record() -> None:
     assert wire == link.sent["payload"] + link.sent["framing"] + link.sent["control"] - link.sent["multicast_saved"]
     with pytest.raises(MessageError, match="multi record shorter"):
         read_multi(link.records[0][:-45])
+
+
+async def test_a_shard_takes_a_multi_record_for_all_its_receivers_at_once() -> None:
+    """A request in one MULTI record: decoded once, answered for every receiver as the same
+    request in one DATA record each would be; bytes that do not decode are rejected per receiver."""
+    from parties.channel import frame_record, multi_record
+    from parties.runtime import HostingPlan
+    from parties.wire.requests import ReleaseRequest
+
+    data = planted_clusters(6, rng=np.random.default_rng(2)).dataset
+    plan = HostingPlan(n=6, schema=data.schema, records=np.asarray(data.codes), seed=5, budgets=(9.0,) * 6,
+                       policy="sequential", accept=tuple(k.KIND for k in PARTY_KINDS))
+    request = encode(ReleaseRequest(1, "collect", ((0,), (1,)), ((0,), (1,)), ("keep-or-uniform",) * 2,
+                                    ((0.7,),) * 2))
+    frame = Frame(CONTROLLER, 1, "collect", ReleaseRequest.KIND, request)
+    replies: list[list[Frame]] = [[], []]
+    shards = [PartyShard(plan.setup(range(6)), replies[k].append) for k in range(2)]
+    shards[0].take(multi_record(frame, array("i", [1, 2, 4, 5])))
+    for dst in (1, 2, 4, 5):
+        shards[1].take(frame_record(frame._replace(dst=dst)))
+    await asyncio.sleep(0)
+    assert [(f.src, f.payload) for f in replies[0]] == [(f.src, f.payload) for f in replies[1]]
+    assert [f.src for f in replies[0]] == [1, 2, 4, 5]
+    assert shards[0].network.counter.snapshot() == shards[1].network.counter.snapshot()
+    bad = PartyShard(plan.setup(range(6)), replies[0].append)
+    bad.take(multi_record(frame._replace(payload=request[:-3]), array("i", [0, 3])))
+    assert bad.network.counter.faults["rejected"] == 2
 
 
 async def test_a_shard_keeps_secure_sum_traffic_for_the_engine_and_crashes_parties() -> None:

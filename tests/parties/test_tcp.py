@@ -26,6 +26,7 @@ from parties.tcp import TcpRuntime, parse_address, parse_parties
 from tests.parties.equivalence import assert_same_runs
 from tests.parties.equivalence_cases import (Case, dataset, matrix_cases, reference, remote_params,
                                              simulate_case)
+from parties.transport import CONTROLLER
 from tests.parties.transport_helpers import once_before
 
 pytestmark = pytest.mark.process
@@ -132,7 +133,9 @@ def test_rr_clusters_over_mutual_tls_with_two_workers(data) -> None:  # type: ig
     wire = tcp.wire
     assert wire is not None and wire["tls"] and wire["workers"] == 2
     assert wire["payload_bytes"] == memory.traffic.bytes
-    assert wire["framing_bytes"] == 29 * memory.traffic.messages  # 4-byte length + 17-byte header + phase
+    # requests: 4-byte length + 17-byte header + phase each; replies: columns records (parties.channel)
+    assert wire["framing_bytes"] == 29 * memory.traffic.sent_by(CONTROLLER).messages
+    assert wire["columns_saved_bytes"] > 0 and wire["received"]["columns_saved"] == wire["columns_saved_bytes"]
     assert wire["tls_overhead_bytes"] > 0  # handshakes, record headers, AEAD tags from TCP_INFO
     assert tcp.to_dict()["traffic"]["wire"]["socket_bytes_sent"] > wire["sent"]["payload"]
 
@@ -418,10 +421,10 @@ async def test_workers_leaving_a_gap_are_told_which_parties_nobody_hosts(
 
 
 # ---------------------------------------------------------------------- abuse of the controller's port
-async def _abuse(tmp_path, client):  # type: ignore[no-untyped-def]
-    """A TcpHosting serving one expected worker (parties 0-3) over mutual TLS, in this process;
-    ``client(port, material)`` plays the attacker.  Returns the hosting once every connection
-    the server accepted has been served to its end (none may raise)."""
+async def _abuse(tmp_path, client, n: int = 4):  # type: ignore[no-untyped-def]
+    """A TcpHosting of ``n`` parties serving one expected worker (parties 0-3) over mutual TLS, in
+    this process; ``client(port, material)`` plays the attacker.  Returns the hosting once every
+    connection the server accepted has been served to its end (none may raise)."""
     import asyncio
 
     from mprr.data import Attribute, Schema
@@ -431,8 +434,8 @@ async def _abuse(tmp_path, client):  # type: ignore[no-untyped-def]
     from parties.tls import make_material, server_context
 
     schema = Schema((Attribute("a", ("x", "y"), "nominal"),))
-    plan = HostingPlan(n=4, schema=schema, records=np.zeros((4, 1), dtype=int), seed=1,
-                       budgets=(float("inf"),) * 4, policy="sequential",
+    plan = HostingPlan(n=n, schema=schema, records=np.zeros((n, 1), dtype=int), seed=1,
+                       budgets=(float("inf"),) * n, policy="sequential",
                        accept=tuple(k.KIND for k in PARTY_KINDS))
     material = make_material(tmp_path / "run", 1)
     hosting = TcpHosting(plan, tls=True, expected=[range(4)])
@@ -515,6 +518,36 @@ async def test_an_authenticated_worker_sending_junk_is_dropped_not_the_run(tmp_p
         assert hosting.links == []
         why = "not a control record" if attack == "garbage" else "record length 4294967295 exceeds the limit"
         assert len(hosting.problems) == 1 and re.search(why, hosting.problems[0]), hosting.problems
+
+
+@pytest.mark.timeout(60)
+async def test_a_worker_speaking_for_parties_it_does_not_host_is_refused_not_dropped(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Worker 0 hosts parties 0-3 and sends reply columns for parties 4-11, then a malformed
+    columns record, then its own parties' columns: the first two are rejected (counted and
+    noted), the worker stays connected and its own replies are counted."""
+    from parties.channel import COLUMNS, dumps, pack_stream
+    from parties.cohort import ReplyLayout
+    from parties.wire.codec import encode
+
+    def block(srcs: list[int]) -> bytes:
+        codes = np.ones((len(srcs), 2), dtype=np.int64)
+        codes.flags.writeable = False
+        wire = ReplyLayout.of(1, codes).columns(np.array(srcs), "collect", slice(0, len(srcs))).wire()
+        assert wire is not None
+        return bytes((COLUMNS,)) + encode(wire)
+
+    data = pack_stream([dumps("hello", {"worker": 0, "parties": (0, 4)}), block(list(range(4, 12))),
+                        block([0, 1, 2, 3])[:-1], block([0, 1, 2, 3])])
+
+    async def client(port: int, material) -> None:  # type: ignore[no-untyped-def]
+        await _send_as_worker_0(port, material, data)
+
+    hosting = await _abuse(tmp_path, client, n=12)
+    (link,) = hosting.links
+    stats = hosting.network.statistics()
+    assert stats.rejected == 8 + 1 and len(hosting.problems) == 1 and "reply columns rejected" in hosting.problems[0]
+    assert stats.messages == 4 and sorted(stats.by_sender) == [0, 1, 2, 3]  # its own parties' replies only
+    assert sorted(env.src for env in hosting.network.endpoint(-1).pending()) == [0, 1, 2, 3]
 
 
 @pytest.mark.timeout(90)

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from mprr.errors import MessageError, ProtocolError
-from parties.wire.codec import ArraySpec, Message, message, message_class, resolve_kinds
-from parties.wire.messages import Abort, Ack, RandomizedValues, Refusal
+from parties.wire.codec import ArraySpec, Message, decode, encode, message, message_class, resolve_kinds
+from parties.wire.messages import Abort, Ack, RandomizedValues, Refusal, ReplyBlock, values_layout
 
 FloatArray = Annotated[np.ndarray, ArraySpec(("float64",))]
 IntArray = Annotated[np.ndarray, ArraySpec(("int64",))]
@@ -52,7 +52,7 @@ class Tagged(Message):
 
 
 def test_generic_kinds_are_registered_with_unique_numbers_and_names() -> None:
-    expected = {2: "RandomizedValues", 3: "Refusal", 5: "Abort", 6: "Ack", 7: "OracleReport"}
+    expected = {2: "RandomizedValues", 3: "Refusal", 5: "Abort", 6: "Ack", 7: "OracleReport", 8: "ReplyBlock"}
     assert {k: message_class(k).NAME for k in expected} == expected
     assert message_class(60100).NAME == "Sample"
     assert Refusal.KIND == 3 and Refusal.NAME == "Refusal"
@@ -283,3 +283,51 @@ def test_one_dimensional_arrays_become_tuples_of_a_tuple_field() -> None:
     assert Sample(1, 1.0, True, "x", b"", np.array([3, 4])).items == (3, 4)
     with pytest.raises(MessageError, match=r"Sample\.items must be tuple\[int, \.\.\.\], got array"):
         Sample(1, 1.0, True, "x", b"", np.ones((1, 1), dtype=np.int64))
+
+
+# ------------------------------------------------------------------ reply blocks (reply columns' wire form)
+
+
+def _block(**change: object) -> ReplyBlock:
+    codes = np.array([[1, 2], [0, 5], [3, 3]], dtype=np.int64)
+    prefix, suffix = values_layout(4, 2) or (b"", b"")
+    fields: dict[str, object] = dict(request_id=4, phase="collect", srcs=np.array([7, 3, 9]), codes=codes,
+                                     prefix=prefix, suffix=suffix)
+    fields.update(change)
+    return ReplyBlock(**fields)  # type: ignore[arg-type]
+
+
+def test_values_layout_is_where_the_codec_writes_the_codes() -> None:
+    prefix, suffix = values_layout(4, 3) or (b"", b"")
+    for codes in ([0, 0, 0], [5, 1, 2**40]):
+        assert prefix + np.array(codes, dtype="<i8").tobytes() + suffix == encode(RandomizedValues(4, codes))
+    assert values_layout(4, 0) is None and values_layout(-1, 2) is None
+
+
+def test_a_reply_block_carries_each_members_codec_encoding() -> None:
+    block = _block()
+    assert decode(encode(block)) == block
+    for k in range(3):  # member k's bytes are its own message's
+        assert block.prefix + block.codes[k].tobytes() + block.suffix == encode(RandomizedValues(4, block.codes[k]))
+
+
+@pytest.mark.parametrize(
+    ("change", "pattern"),
+    [
+        (dict(request_id=-1), r"ReplyBlock\.request_id must be >= 0, got -1"),
+        (dict(phase=""), r"ReplyBlock\.phase must not be empty"),
+        (dict(srcs=np.zeros(0, dtype=np.int64), codes=np.zeros((0, 2), dtype=np.int64)),
+         r"ReplyBlock\.srcs must hold at least one party, got none"),
+        (dict(srcs=np.array([7, 3])), r"ReplyBlock\.codes must have one row per party of srcs \(2\), got shape \(3, 2\)"),
+        (dict(codes=np.zeros((3, 0), dtype=np.int64)), r"ReplyBlock\.codes must have at least one code per party"),
+        (dict(srcs=np.array([7, -3, 9])), r"ReplyBlock\.srcs must be party ids >= 0, got -3"),
+        (dict(srcs=np.array([7, 3, 7])), r"ReplyBlock\.srcs must be distinct parties"),
+        (dict(codes=np.array([[1, 2], [0, -5], [3, 3]])), r"ReplyBlock\.codes must be >= 0"),
+        (dict(prefix=b"MR"), r"ReplyBlock\.prefix and suffix must be the codec's layout of RandomizedValues\(4, 2 codes\)"),
+        (dict(suffix=b"\x01\x00\x00\x00"), r"ReplyBlock\.prefix and suffix must be the codec's layout"),
+        (dict(request_id=5), r"ReplyBlock\.prefix and suffix must be the codec's layout of RandomizedValues\(5, "),
+    ],
+)
+def test_a_reply_block_must_be_each_members_own_message(change: dict[str, object], pattern: str) -> None:
+    with pytest.raises(MessageError, match=pattern):
+        _block(**change)
