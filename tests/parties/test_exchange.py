@@ -95,9 +95,9 @@ async def test_columns_of_another_request_leave_their_senders_awaited() -> None:
 
     async def shard() -> None:
         await net.endpoint(0).recv(kinds=ReleaseRequest, timeout=None)
-        net.ingress_columns(None, stale)  # type: ignore[arg-type]  # (no fault plan: the link is not used)
+        net.ingress_columns(None, stale, checked=True)  # type: ignore[arg-type]  # (checked, no fault plan: the link is not used)
         await asyncio.sleep(0.2)
-        net.ingress_columns(None, fresh)  # type: ignore[arg-type]
+        net.ingress_columns(None, fresh, checked=True)  # type: ignore[arg-type]
 
     columns: list = []
     got, silent, view, took = await run(net, [shard()], columns=columns)

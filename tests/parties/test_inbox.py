@@ -17,7 +17,7 @@ async def test_columns_give_a_columnar_gather_the_members_it_awaits_and_buffer_t
     ctrl = net.endpoint(CONTROLLER)
     codes = np.array([[0], [1], [2], [3]], dtype=np.int64)
     block = ReplyLayout.of(4, codes).columns(np.array([0, 1, 2, 3]), "p", slice(0, 4))
-    asyncio.get_running_loop().call_soon(net.ingress_columns, None, block)
+    asyncio.get_running_loop().call_soon(lambda: net.ingress_columns(None, block, checked=True))  # type: ignore[arg-type]
     got, blocks = await ctrl.gather_columns([1, 3, 4], kinds=RandomizedValues, phase="p", timeout=1.0)
     assert got == {} and len(blocks) == 1 and blocks[0].srcs.tolist() == [1, 3]
     assert blocks[0].codes.tolist() == [[1], [3]]
@@ -33,7 +33,7 @@ async def test_a_cancelled_gather_puts_its_catch_back_a_collect_keeps_it() -> No
     codes = np.array([[0], [1]], dtype=np.int64)
     for receive in ("gather", "collect"):
         block = ReplyLayout.of(4, codes).columns(np.array([0, 1]), "p", slice(0, 2))
-        asyncio.get_running_loop().call_later(0.1, net.ingress_columns, None, block)
+        asyncio.get_running_loop().call_later(0.1, lambda: net.ingress_columns(None, block, checked=True))  # type: ignore[arg-type]
         want, got = Awaited(range(3)), {}
         try:
             async with asyncio.timeout(0.5):  # (party 2 never answers)

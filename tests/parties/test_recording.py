@@ -21,7 +21,7 @@ async def test_what_a_collect_caught_before_its_deadline_is_in_the_view() -> Non
     ep = RecordingEndpoint(net.endpoint(CONTROLLER), view)
     await net.endpoint(1).send(CONTROLLER, Ack(1), phase="p")
     block = ReplyLayout.of(7, np.array([[3], [4]], dtype=np.int64)).columns(np.array([2, 3]), "p", slice(0, 2))
-    asyncio.get_running_loop().call_later(0.5, net.ingress_columns, None, block)  # (columns while it waits)
+    asyncio.get_running_loop().call_later(0.5, lambda: net.ingress_columns(None, block, checked=True))  # type: ignore[arg-type]  # (columns while it waits)
     want, got, blocks = Awaited(range(4)), {}, []
     try:
         async with asyncio.timeout(1.0):  # party 0 never answers
