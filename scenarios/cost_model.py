@@ -324,7 +324,7 @@ def _plan(protocol: str, m: int, sizes: Sequence[int] | None, matrices: str, dep
     schema = Schema(tuple(Attribute(f"A{j}", tuple(str(c) for c in range(r))) for j, r in enumerate(dims)))
     params: dict[str, Any] = {matrices: 0.5}
     if protocol == "RR-Clusters":
-        params["dependence"] = dependence
+        params.update(dependence=dependence, Tv=2, Td=0.0)  # thresholds Algorithm 1 applies after the plan
     return lookup(protocol).plan(schema, params)
 
 

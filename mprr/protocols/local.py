@@ -141,12 +141,12 @@ def local_protocol(program: Callable[..., Generator[Step, Released, R]], name: s
         first = [p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) for key in positional
                  for p in declared if p.name == key]
         declared = first + [p for p in declared if p.name not in positional]
-    positional = [p.name for p in declared if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    taken = [p.name for p in declared if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
 
     def run(dataset: Dataset, /, *args: Any, rng: Randomness, **params: Any) -> R:
-        if len(args) > len(positional):
-            raise TypeError(f"{name}() takes {1 + len(positional)} positional arguments but {1 + len(args)} were given")
-        given = {**dict(zip(positional, args)), **params}
+        if len(args) > len(taken):
+            raise TypeError(f"{name}() takes {1 + len(taken)} positional arguments but {1 + len(args)} were given")
+        given = {**dict(zip(taken, args)), **params}
         if parameters is not None:
             return run_local(program, dataset, parameters.from_mapping(given), rng=rng)
         return run_local(program, dataset, rng=rng, **given)

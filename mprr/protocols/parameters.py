@@ -28,7 +28,7 @@ import math
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from mprr.domain import MAX_MATRIX_CELLS, MAX_TABLE_CELLS
 from mprr.errors import ConfigurationError
@@ -40,9 +40,6 @@ from mprr.protocols.dependences import DEPENDENCE_METHODS, TABLE_SOURCES
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS
 from mprr.protocols.oracle_reports import DEFAULT_ORACLE_POSTPROCESS, ORACLE_POSTPROCESS
 from mprr.protocols.steps import ORACLE_CHOICES, Matrix, MatrixSpec
-
-if TYPE_CHECKING:
-    from mprr.protocols.lambda_protocol import EntropyCheck
 
 __all__ = ["AdjustmentOptions", "RRClustersAdjustmentParameters", "RRIndependentAdjustmentParameters", "CALMParameters", "DEFAULT_JOINT_MAX_CELLS", "DESIGNS", "EPSILON", "KEEP_PROBABILITY", "LambdaParameters", "SampledClustersParameters", "MatrixChoice", "ORACLE_POSTPROCESSING", "OracleParameters", "POSTPROCESS",
            "RRClustersParameters", "RRIndJointParameters", "RRIndependentParameters", "RRJointParameters", "RSFDParameters"]
@@ -291,8 +288,9 @@ class LambdaParameters(Parameters):
     max_bits: float | None = parameter(Float(), None, help="step 3: largest joint entropy rate (bits)")
     min_beta: float | None = parameter(Float(), None, help="step 3: smallest β")
     max_beta: float | None = parameter(Float(), None, help="step 3: largest β")
-    regenerate: Callable[[tuple[float, ...], EntropyCheck], Sequence[float]] | None = field(default=None)
-    """``regenerate(lambdas, check) -> new lambdas`` after an unsatisfactory check (not with ``epsilon``)."""
+    regenerate: Callable[[tuple[float, ...], Any], Sequence[float]] | None = field(default=None)
+    """``regenerate(lambdas, check) -> new lambdas`` after an unsatisfactory check (``check``: the
+    :class:`mprr.protocols.lambda_protocol.EntropyCheck`; not with ``epsilon``)."""
     max_rounds: int = parameter(Int(min=1), 20, help="largest number of entropy checks")
     postprocess: str = parameter(POSTPROCESS, DEFAULT_POSTPROCESS,
                                  help="post-processing of the eq. (2) estimate (paper: clip-rescale)")
