@@ -88,7 +88,8 @@ def test_oracle_reports_between_two_workers_are_the_fast_path_reports() -> None:
     memory = simulate(data, "RR-Clusters-Sampled", seed=3, timeout=10.0, **params)
     tcp = simulate(data, "RR-Clusters-Sampled", seed=3, timeout=10.0, runtime=TcpRuntime(workers=2, tls=False),
                    **params)
-    fast = run_local(lookup("RR-Clusters-Sampled").program, data, rng=PartyStreams(3, REPORT_N), **params)
+    entry = lookup("RR-Clusters-Sampled")
+    fast = run_local(entry.program, data, entry.bind(params), rng=PartyStreams(3, REPORT_N))
     assert fast.phases == ("discovery", "clusters")
     assert_same_reports(tcp.result, fast)
     assert [ledger.releases for ledger in tcp.ledgers] == party_ledgers(fast, data.schema.names)
