@@ -41,7 +41,16 @@ class MprrError(Exception):
 
 
 class ConfigurationError(MprrError, ValueError):
-    """A parameter or input has a value that is not allowed."""
+    """A parameter or input has a value that is not allowed.
+
+    ``parameter`` names the one parameter whose value was refused, where there is one (a value
+    type's check, :mod:`mprr.parameters`), so that a caller who knows it under another name
+    (a scenario's TOML key) can say so; ``None`` for a rule between parameters.
+    """
+
+    def __init__(self, *args: object, parameter: str | None = None) -> None:
+        super().__init__(*args)
+        self.parameter = parameter
 
 
 class DataError(ConfigurationError):

@@ -72,7 +72,7 @@ class ValueType:
         raise NotImplementedError
 
     def _fail(self, value: Any, key: str) -> ConfigurationError:
-        return ConfigurationError(f"{key} must be {self.describe()}, got {show_value(value)}")
+        return ConfigurationError(f"{key} must be {self.describe()}, got {show_value(value)}", parameter=key)
 
 
 def _bound(x: float) -> str:
@@ -215,7 +215,7 @@ class List(ValueType):
             raise self._fail(value, key)
         if len(value) < self.min_len or (self.max_len is not None and len(value) > self.max_len):
             raise ConfigurationError(
-                f"{key} must be {self.describe()}, got {len(value)} items: {value!r}"
+                f"{key} must be {self.describe()}, got {len(value)} items: {value!r}", parameter=key
             )
         return tuple(self.item.check(v, f"{key}[{i}]") for i, v in enumerate(value))
 

@@ -237,9 +237,9 @@ def build_result(params: Mapping[str, Any], engine: str, synthetic: Any, dataset
             session = res.details.get("secure_sum", {}).get("session", "dependence/1")
             traffic[base] = _traffic_dict(first[base].traffic, rr_closed_form(
                 base, dataset.n, dataset.m, matrices=matrices, clusters=res.clusters,
-                dependence=params["dependence"] if base == "RR-Clusters" else "4.1", sizes=dataset.sizes,
+                dependence=params["dependence"], sizes=dataset.sizes,
                 engine=params["secure_sum"], degree=params["degree"], session=session,
-                replays=base == "RR-Clusters" and bool(any(res.release("clusters").replayed or ()))))
+                replays=any(any(r.replayed or ()) for r in res.releases)))
             if first[base].wire:
                 traffic[base]["wire"] = dict(first[base].wire)
     if first["RR-Clusters"].view is not None:

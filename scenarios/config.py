@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from mprr.errors import ConfigurationError
 from mprr.parameters import (REQUIRED, Bool, Choice, Float, Int, List, Parameters, PerAttribute, Registered, Str,
@@ -42,6 +42,7 @@ __all__ = [
     "Bool",
     "Choice",
     "Field",
+    "checked_parameters",
     "Float",
     "Int",
     "List",
@@ -132,12 +133,17 @@ class Field:
         makes the key optional (absent → ``None``; TOML itself has no null).
     help
         One line describing the key (shown in error messages and reports).
+    owner
+        The parameter object whose field this key is, unchanged (:meth:`derived`): that object
+        checks the value when the scenario builds it (:func:`checked_parameters`), so
+        :meth:`Schema.validate` passes it on as given.
     """
 
     key: str
     type: ValueType
     default: Any = REQUIRED
     help: str = ""
+    owner: builtins.type[Parameters] | None = None
 
     @classmethod
     def derived(cls, parameters: builtins.type[Parameters], key: str, default: Any = _SAME, *, type: ValueType | None = None,
@@ -151,8 +157,9 @@ class Field:
         """
         spec = parameters.spec(key)
         kind = spec.type.item if scalar and isinstance(spec.type, PerAttribute) else spec.type
+        narrowed = type is not None or kind is not spec.type  # a rule of the scenario's own: checked here
         return cls(key, kind if type is None else type, spec.default if default is _SAME else default,
-                   spec.help if help is None else help)
+                   spec.help if help is None else help, None if narrowed else parameters)
 
 
 class Schema:
@@ -189,8 +196,8 @@ class Schema:
                 raise ConfigurationError(_unknown_key(f"{dot}{key}", key, self.keys()))
         out: dict[str, Any] = {}
         for key, f in self._fields.items():
-            if key in table:
-                out[key] = f.type.check(table[key], f"{dot}{key}")
+            if key in table:  # a parameter object's own field: the object checks it (checked_parameters)
+                out[key] = table[key] if f.owner is not None else f.type.check(table[key], f"{dot}{key}")
             elif f.default is REQUIRED:
                 help_text = f" ({f.help})" if f.help else ""
                 raise ConfigurationError(
@@ -397,3 +404,27 @@ def parse_config(
         source=source,
         raw_parameters=MappingProxyType(raw),
     )
+
+
+P = TypeVar("P", bound=Parameters)
+
+
+def checked_parameters(parameters: builtins.type[P], values: Mapping[str, Any], *, prefix: str = "parameters") -> P:
+    """Build ``parameters`` from a scenario's ``values``: the one check of the values of the keys
+    derived from it (:meth:`Field.derived`), whose refusal names the TOML key (``prefix`` and
+    the parameter, e.g. ``parameters.epsilon``).
+
+    Raises
+    ------
+    ConfigurationError
+        The object's: for a refused value, naming the TOML key, the bad value and what is
+        allowed; for a rule between parameters, as the object words it.
+    """
+    try:
+        return parameters(**values)
+    except ConfigurationError as error:
+        name = error.parameter
+        if name is None or name.split("[")[0] not in values:
+            raise
+        raise ConfigurationError(f"{prefix}.{error}", parameter=f"{prefix}.{name}") from None
+

@@ -21,7 +21,6 @@ checks its secure-sum formulas against the counts); ``scenarios.communication`` 
 
 from __future__ import annotations
 
-import math
 
 import asyncio
 import functools
@@ -328,10 +327,11 @@ def _plan(protocol: str, m: int, sizes: Sequence[int] | None, matrices: str, dep
         raise ConfigurationError(f"matrices must be one of {list(MATRIX_OPTIONS)}, got {matrices!r}")
     dims = tuple(sizes) if sizes is not None else (2,) * m
     schema = Schema(tuple(Attribute(f"A{j}", tuple(str(c) for c in range(r))) for j, r in enumerate(dims)))
-    params: dict[str, Any] = {matrices: 0.5}
-    if protocol == "RR-Clusters":  # (Algorithm 1's thresholds shape no phase of the plan)
-        params.update(dependence=dependence, Tv=math.inf, Td=0.0)
-    return lookup(protocol).plan(schema, params)
+    entry = lookup(protocol)
+    declared = {spec.name for spec in entry.parameters.specs()} if entry.parameters is not None else set()
+    # the dependence method shapes the plan; Algorithm 1's thresholds apply after it (any valid value)
+    options = {"dependence": dependence, "Tv": 2, "Td": 0.0}
+    return entry.plan(schema, {matrices: 0.5, **{k: v for k, v in options.items() if k in declared}})
 
 
 ACK_BYTES = HEADER + INT + 4  # Ack(request_id, ids = ())
@@ -348,81 +348,83 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
                    sizes: Sequence[int] | None = None, engine: str = "paper", degree: int = 8,
                    session: str = "dependence/1", replays: bool | None = None,
                    plan: Plan | None = None) -> ClosedForm:
-    """Exact fault-free traffic of RR-Independent or RR-Clusters in the actor simulator.
+    """Exact fault-free traffic of a protocol of releases and secure sums (RR-Independent,
+    RR-Clusters) in the actor simulator, read from its plan (:mod:`mprr.protocols.plan`).
+
+    Each release phase is one request/reply round trip: its units are the plan's, or (a phase
+    that chooses them from earlier replies, RR-Clusters' ``"clusters"``) the announced
+    ``clusters``, through the phase's first family (a singleton that replays phase 1) or its
+    last; a secure-sum phase is a ``SecureRelease`` to every party, an ``Ack`` from each, a
+    ``SecureSumStart`` to each, then the secure sum of the phase's vectors.
 
     Parameters
     ----------
     protocol
-        ``"RR-Independent"`` (one phase ``"attributes"``) or ``"RR-Clusters"``: phase
-        ``"dependence"``, then phase ``"clusters"`` with the announced clusters
-        (``cluster-optimal`` matrices; with 4.1 the singletons keep their phase-1 family and
-        are replayed).
+        Its registered name (:mod:`mprr.protocols.registry`): its plan, without ``plan``, and
+        messages.
     n, m
         Parties and attributes.
     matrices
         Without ``plan``: how the attribute matrices were given, ``"p"``, ``"epsilon"`` or
         ``"epsilon_per_attribute"`` (the protocol's plan function then gives their family).
     clusters
-        RR-Clusters: the clusters Algorithm 1 announced (they fix the second request).
+        The units announced for a phase that chooses them (RR-Clusters: Algorithm 1's clusters).
     dependence
-        RR-Clusters: ``"4.1"`` (one request/reply round trip with the m singletons) or
-        ``"4.2"`` / ``"4.3"``: a ``SecureRelease`` to every party, an ``Ack`` from each, a
-        ``SecureSumStart`` to each, then the secure sum of the L-cell pair vectors
-        (:func:`closed_form` of ``engine``, under the agreed session id: ``session``, ``"#"``
-        and 32 hex digits of the request's digest, :mod:`parties.secure.agreement`).
-    sizes, engine, degree, session
-        4.2 / 4.3 only: attribute sizes (for L), the engine key and its graph degree.
+        Without ``plan``: the dependence method of a protocol that declares one (RR-Clusters:
+        ``"4.1"``, a release of the m singletons, or ``"4.2"`` / ``"4.3"``, a secure sum of the
+        L-cell pair vectors).
+    sizes
+        Without ``plan``: the attribute sizes (needed for a secure sum: its vector length L).
+    engine, degree, session
+        A secure sum: the engine key (:func:`closed_form`) and its graph degree, under the
+        agreed session id: ``session``, ``"#"`` and 32 hex digits of the request's digest
+        (:mod:`parties.secure.agreement`).
     replays
-        RR-Clusters: whether singleton clusters replay phase 1 (default: with 4.1; a budget per
-        respondent whose discovery share is not one half releases them afresh).
+        Whether singletons of a phase that chooses its units replay phase 1 (default: where the
+        phase declares a family before its last; a budget per respondent whose discovery share
+        is not one half releases them afresh).
     plan
-        The run's plan (:mod:`mprr.protocols.plan`): the matrix families each phase applies are
-        read from it (the attribute matrices' family; the clusters' and the 4.3 pairs' is the
-        last of their phase's); default: the protocol's plan with ``matrices``.
+        The run's plan: phases, units, vector lengths and the matrix families each phase
+        applies; default: the protocol's plan with ``matrices`` (and ``dependence``).
     """
-    if protocol not in ("RR-Independent", "RR-Clusters"):
-        raise ConfigurationError(f"protocol must be 'RR-Independent' or 'RR-Clusters', got {protocol!r}")
-    plan = _plan(protocol, m, sizes, matrices, dependence) if plan is None else plan
+    if plan is None:
+        plan = _plan(protocol, m, sizes, matrices, dependence)
+        if sizes is None and any(p.kind == "secure-sum" for p in plan.phases):
+            raise ConfigurationError("rr_closed_form with dependence 4.2 / 4.3 needs the attribute sizes")
     undeclared = [p.phase for p in plan.phases if p.families is None]
     if undeclared:
         raise ConfigurationError(f"the plan of {protocol} must declare the families of its phases, "
                                  f"got none for {undeclared}")
-    # the attribute matrices' family: the first release's first (a release of the clusters with 4.2 / 4.3)
-    family = next(p.families[0] for p in plan.phases if p.kind == "release" and p.families)
-    singles = [(j,) for j in range(m)]
+    phases = []
     extra = ClosedForm(0, 0, 0, 0, 0, 0, 0, "")
-    if protocol == "RR-Independent":
-        phases = [release_phase("attributes", singles, [family] * m)]
-    elif protocol == "RR-Clusters":
-        if clusters is None:
-            raise ConfigurationError("rr_closed_form('RR-Clusters') needs the announced clusters")
-        replay = dependence == "4.1" if replays is None else replays
-        cluster_family = (plan.phase("clusters").families or (CLUSTER_FAMILY,))[-1]
-        fams = [family if (len(c) == 1 and replay) else cluster_family for c in clusters]
-        phases = [release_phase("clusters", clusters, fams)]
-        if dependence == "4.1":
-            phases.insert(0, release_phase("dependence", singles, [family] * m))
-        elif dependence in ("4.2", "4.3"):
-            if sizes is None:
-                raise ConfigurationError("rr_closed_form with dependence 4.2 / 4.3 needs the attribute sizes")
-            pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
-            pair_families = plan.phases[0].families or (CLUSTER_FAMILY,)
-            request = secure_release_bytes("dependence", session, pairs, exact=dependence == "4.2",
-                                           family=pair_families[-1])
+    for step in plan.phases:
+        families = step.families or (CLUSTER_FAMILY,)
+        if step.kind == "release" and step.units is not None:  # units fixed before the run: one family
+            phases.append(release_phase(step.phase, step.units, [families[0]] * len(step.units)))
+        elif step.kind == "release":  # units chosen from earlier replies: the announced clusters
+            if clusters is None:
+                raise ConfigurationError(f"rr_closed_form({protocol!r}) needs the announced clusters: its phase "
+                                         f"{step.phase!r} chooses its units from earlier replies")
+            # a singleton that replays phase 1 keeps its first family; a fresh release takes the last
+            replay = len(families) > 1 if replays is None else replays
+            phases.append(release_phase(step.phase, clusters, [families[0] if (len(c) == 1 and replay) else
+                                                               families[-1] for c in clusters]))
+        elif step.kind == "secure-sum":
+            assert step.units is not None and step.cells is not None  # (a secure sum declares both: PhasePlan)
+            request = secure_release_bytes(step.phase, session, step.units, exact=step.exact, family=families[-1])
             start = secure_start_bytes(session, sized_engine(engine, degree=degree, round_timeout=30.0).name)
             # the engine runs under the agreed session id: session + "#" + the request digest
-            ss = closed_form(engine, n, pair_cells(sizes), degree=degree, S=len(session) + 1 + 2 * DIGEST_BYTES)
+            ss = closed_form(engine, n, step.cells, degree=degree, S=len(session) + 1 + 2 * DIGEST_BYTES)
             extra = ClosedForm(
                 messages=3 * n + ss.messages, bytes=n * (request + ACK_BYTES + start) + ss.bytes,
                 rounds=3 + ss.rounds, party_messages=1 + ss.party_messages,
                 party_bytes=ACK_BYTES + ss.party_bytes, controller_messages=2 * n + ss.controller_messages,
                 controller_bytes=n * (request + start) + ss.controller_bytes,
-                formula=f"dependence: n × ({request} B SecureRelease + {ACK_BYTES} B Ack + {start} B "
-                        f"SecureSumStart) + {engine} secure sum of L = {pair_cells(sizes)} cells ({ss.formula})")
+                formula=f"{step.phase}: n × ({request} B SecureRelease + {ACK_BYTES} B Ack + {start} B "
+                        f"SecureSumStart) + {engine} secure sum of L = {step.cells} cells ({ss.formula})")
         else:
-            raise ConfigurationError(f"dependence must be '4.1', '4.2' or '4.3', got {dependence!r}")
-    else:
-        raise ConfigurationError(f"protocol must be 'RR-Independent' or 'RR-Clusters', got {protocol!r}")
+            raise ConfigurationError(f"rr_closed_form covers releases and secure sums; phase {step.phase!r} of "
+                                     f"{protocol} is a {step.kind}")
     return ClosedForm(
         messages=extra.messages + sum(ph.totals(n)[0] for ph in phases),
         bytes=extra.bytes + sum(ph.totals(n)[1] for ph in phases),
@@ -556,7 +558,7 @@ def measure_rr(protocol: str, sizes: Sequence[int], n: int, *, sweep: str, d: in
         raise ConfigurationError(f"protocol must report its clusters (RR-Independent or RR-Clusters), got {protocol!r}")
     clusters = tuple(tuple(c) for c in sim.result.clusters)
     session = sim.result.details.get("secure_sum", {}).get("session", "dependence/1")
-    closed = rr_closed_form(protocol, n, len(sizes), clusters=clusters if protocol == "RR-Clusters" else None,
+    closed = rr_closed_form(protocol, n, len(sizes), clusters=clusters,
                             dependence=dependence, sizes=sizes, engine=engine or "paper",
                             degree=params["degree"], session=session, plan=plan)
     return RRMeasurement(protocol, sweep, n, len(sizes), d, clusters, sim.traffic, closed, sim.wall_time,

@@ -48,7 +48,8 @@ from mprr.synthetic import DEFAULT_CLUSTERS, DEFAULT_SIZES, SyntheticData, plant
 from parties.runtime import Runtime
 from scenarios.anonymization_report import build_result
 from parties.secure.registry import ENGINES
-from scenarios.config import Choice, Field, Float, Int, List, PathValue, Registered, ScenarioConfig, Schema, Str
+from scenarios.config import (Choice, Field, Float, Int, List, PathValue, Registered, ScenarioConfig, Schema, Str,
+                              checked_parameters)
 from scenarios.cost_model import simulate_options
 from scenarios.privacy_report import PrivacyRecord
 from scenarios.protocol_run import ProtocolRun
@@ -62,6 +63,7 @@ __all__ = [
     "InputData",
     "SYNTHETIC_KEYS",
     "check_secure_sum",
+    "checked_values",
     "effective_parameters",
     "load_input",
     "ProtocolRun",
@@ -204,18 +206,19 @@ def synthetic_settings(config: ScenarioConfig) -> tuple[str, ...]:
                  if k in config.override_keys or (data_from_file and k in config.raw_parameters))
 
 
-def check_secure_sum(config: ScenarioConfig) -> None:
+def check_secure_sum(config: ScenarioConfig, dependence: str) -> None:
     """Refuse a ``secure_sum`` given for a run in which none runs (dependence 4.1).
 
     Raises
     ------
     ConfigurationError
-        If ``secure_sum`` was set on the command line and ``dependence`` is ``"4.1"`` (a scenario
+        If ``secure_sum`` was set on the command line and RR-Clusters' ``dependence`` (read from
+        its parameter object) is ``"4.1"`` (a scenario
         file's ``secure_sum``, such as the shipped ``"graph"``, is its engine for 4.2 / 4.3 runs,
         not a setting of this run).
     """
     params = config.parameters
-    if "secure_sum" in config.override_keys and params["dependence"] == "4.1":
+    if "secure_sum" in config.override_keys and dependence == "4.1":
         raise ConfigurationError(
             f"parameters.secure_sum = {params['secure_sum']!r} has no effect with parameters.dependence = "
             "'4.1' (dependences from randomized response per attribute: no secure sum runs); set "
@@ -308,7 +311,8 @@ def protocol_parameters(params: Mapping[str, Any]) -> dict[str, Parameters]:
     With ``epsilon`` (the default, :data:`DEFAULT_EPSILON` when no matrix parameter is given)
     both protocols get the same budget per respondent; ``p`` or ``epsilon_per_attribute`` is the
     papers' per-attribute setting.  The objects validate the values, once (the scenario schema's
-    fields are derived from theirs).
+    fields are derived from theirs, :func:`scenarios.config.checked_parameters`): a refused
+    value names its TOML key (``parameters.epsilon``).
 
     Raises
     ------
@@ -323,7 +327,17 @@ def protocol_parameters(params: Mapping[str, Any]) -> dict[str, Parameters]:
                 "dependence": params["dependence"]}
     if "epsilon" in chosen:
         clusters["discovery_share"] = params["discovery_share"]
-    return {"RR-Clusters": RRClustersParameters(**clusters), "RR-Independent": RRIndependentParameters(**common)}
+    return {"RR-Clusters": checked_parameters(RRClustersParameters, clusters),
+            "RR-Independent": checked_parameters(RRIndependentParameters, common)}
+
+
+def checked_values(params: Mapping[str, Any], parameters: Mapping[str, Parameters]) -> dict[str, Any]:
+    """``params`` with the values the parameter objects normalised (``epsilon = 4`` read as
+    ``4.0``): the scenario reads its protocol settings back from the objects that checked them."""
+    out = dict(params)
+    for obj in parameters.values():
+        out.update({k: v for k, v in obj.as_kwargs().items() if k in params and params[k] is not None})
+    return out
 
 
 # --------------------------------------------------------------------------- running
@@ -418,9 +432,9 @@ def run_local_anonymization(
 ) -> ScenarioResult:
     """RR-Clusters (+Adjustment) vs RR-Independent on planted-cluster data (see module
     docstring); the actor engine's parties live on ``runtime`` (``None``: memory)."""
-    params = dict(config.parameters)
-    parameters = protocol_parameters(params)
-    check_secure_sum(config)
+    parameters = protocol_parameters(config.parameters)
+    params = checked_values(config.parameters, parameters)
+    check_secure_sum(config, params["dependence"])
     data_seed, query_seed, run_seeds = derive_seeds(seed, runs)
     started = time.perf_counter()
     data = load_input(params, data_seed, synthetic_given=synthetic_settings(config))

@@ -37,7 +37,7 @@ from mprr.protocols.oracle_reports import ReportedData
 from mprr.protocols.result import ProtocolResult
 from mprr.streams import PartyStreams
 from scenarios.adult_queries import resolve_adult_path
-from scenarios.config import Choice, Field, Float, Int, List, PathValue, Schema, ScenarioConfig, Str
+from scenarios.config import Choice, Field, Float, Int, List, PathValue, Schema, ScenarioConfig, Str, checked_parameters
 from scenarios.datasets import load_adult
 from scenarios.local_anonymization import load_input, synthetic_settings
 from scenarios.plots import CustomPlot, log_ticks
@@ -63,6 +63,17 @@ METHODS: Mapping[str, Runner] = {
 """Every method of the comparison, by name: ``run(dataset, ε per respondent, rng, params)``."""
 
 REFERENCES = ("uniform", "exact 1-way × independence")
+
+
+def checked(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` with the protocol settings checked, once, by the parameter objects they are
+    fields of (at the first ε; :func:`scenarios.config.checked_parameters` names the TOML key of
+    a refused value) and read back from them, normalised."""
+    epsilon = float(params["epsilons"][0])
+    clusters = checked_parameters(RRClustersParameters, {"epsilon": epsilon, "Tv": params["Tv"], "Td": params["Td"],
+                                                         "discovery_share": params["discovery_share"]})
+    oracle = checked_parameters(OracleParameters, {"epsilon": epsilon, "oracle": params["oracle"]})
+    return {**params, "Td": clusters.Td, "discovery_share": clusters.discovery_share, "oracle": oracle.oracle}
 
 SCHEMA = Schema(
     [
@@ -209,7 +220,7 @@ def run_utility(config: ScenarioConfig, *, out_dir: Any, runs: int, seed: int, e
                 progress: Progress) -> ScenarioResult:
     """Run every method at every ε (see the module docstring)."""
     del out_dir, engine
-    params = dict(config.parameters)
+    params = checked(config.parameters)
     dataset, source = _input(config, params, seed)
     m = dataset.m
     pairs = list(itertools.combinations(range(m), 2))

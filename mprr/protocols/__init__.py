@@ -5,8 +5,9 @@ release / secure-sum steps and returns the result, and declares its plan
 (:mod:`mprr.protocols.plan`, ``<protocol>_plan``: its phases from its parameters alone); the local driver (:mod:`~mprr.protocols.local`)
 runs it vectorized for all n parties, the actor driver (:mod:`parties.driver`) with messages.
 The fast-path functions (``rr_independent``, ``rr_clusters``, ...) are made from the step
-programs by :func:`~mprr.protocols.local.local_protocol` (each protocol's parameters and their
-documentation are written once, on its step program) and run the local driver.
+programs by :func:`~mprr.protocols.local.local_protocol` and run the local driver: each shipped
+program takes its parameter object (:mod:`~mprr.protocols.parameters`, ``program(schema, params)``,
+validated once when it is built), and its fast-path function builds that object from its keywords.
 
 Every protocol takes ``epsilon``, the budget of one respondent (sequential over all it releases;
 :mod:`~mprr.protocols.budget`); the papers' protocols also keep their per-attribute settings
@@ -73,9 +74,10 @@ Modules, in dependency order (each imports only those above it):
 - ``pram``            — trusted-curator PRAM, invariant PRAM, S/n and its variance (eq. 4.4)
 - ``synthesis``       — synthetic microdata drawn from any estimate
 - ``parameters``      — the protocols' frozen, validated parameter objects (``RRClustersParameters``,
-                        ``OracleParameters``, ... one per protocol; the RR-Adjustment entries take
-                        their base protocol's), from which the scenario schemas derive their fields;
-                        RR-Clusters' program takes its object (``rr_clusters_steps(schema, params)``)
+                        ``OracleParameters``, ... one per protocol; RR-Adjustment's add Algorithm 2's
+                        options to their base protocol's), from which the scenario schemas derive
+                        their fields; every shipped program takes its object
+                        (``rr_clusters_steps(schema, params)``)
 - ``registry``        — ``PROTOCOLS`` (a :class:`mprr.registry.Registry`): names and aliases -> step
                         programs and parameter objects; ``register_protocol`` for one's own
 """

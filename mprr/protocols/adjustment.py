@@ -12,10 +12,9 @@ the controller has, so it costs no ε (main paper Section 5).
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mprr.adjustment import adjust
 from mprr.distributions import ProductDistribution, WeightedSample
@@ -23,10 +22,12 @@ from mprr.errors import ConfigurationError
 from mprr.data import Schema
 from mprr.protocols.result import ProtocolResult
 from mprr.protocols.plan import Plan, declares, plan_of
-from mprr.parameters import Parameters
 from mprr.protocols.steps import Program
 
-__all__ = ["rr_adjustment", "rr_adjustment_steps", "ADJUSTABLE"]
+if TYPE_CHECKING:
+    from mprr.protocols.parameters import AdjustmentOptions
+
+__all__ = ["rr_adjustment", "rr_adjustment_any_steps", "rr_adjustment_steps", "ADJUSTABLE", "ADJUSTED"]
 
 ADJUSTABLE: tuple[str, ...] = ("RR-Independent", "RR-Clusters")
 """Protocols whose result RR-Adjustment accepts (main paper 6.2 items 3 and 4)."""
@@ -100,43 +101,58 @@ def rr_adjustment(
     )
 
 
-def _base(base: str, params: dict[str, Any]) -> tuple[Callable[..., Program], Parameters]:
-    """The base program and its parameter object, built here from ``params`` (the one
-    validation of their values)."""
+ADJUSTED: dict[str, str] = {"RR-Independent": "RR-Independent+Adjustment", "RR-Clusters": "RR-Clusters+Adjustment"}
+"""The protocol name of RR-Adjustment after each base protocol (:data:`ADJUSTABLE`)."""
+
+
+def _base(params: AdjustmentOptions) -> Callable[..., Program]:
+    """The base protocol's step program."""
     from mprr.protocols.clusters import rr_clusters_steps
     from mprr.protocols.independent import rr_independent_steps
-    from mprr.protocols.parameters import RRClustersParameters, RRIndependentParameters
 
-    if base == "RR-Clusters":
-        return rr_clusters_steps, RRClustersParameters.from_mapping(params)
-    if base == "RR-Independent":
-        return rr_independent_steps, RRIndependentParameters.from_mapping(params)
-    raise ConfigurationError(f"base must be one of {list(ADJUSTABLE)}, got {base!r}")
+    return rr_clusters_steps if params.base == "RR-Clusters" else rr_independent_steps
 
 
-def _split(params: dict[str, Any]) -> dict[str, Any]:
-    """Take Algorithm 2's keywords (those of :func:`rr_adjustment`) out of ``params``."""
-    return {k: params.pop(k) for k in list(inspect.signature(rr_adjustment).parameters)[1:] if k in params}
-
-
-def rr_adjustment_plan(schema: Schema, *, base: str = "RR-Independent", **params: Any) -> Plan:
+def rr_adjustment_plan(schema: Schema, params: AdjustmentOptions) -> Plan:
     """The plan of :func:`rr_adjustment_steps`: the base protocol's (Algorithm 2 asks nothing
     of the parties)."""
-    rest = dict(params)
-    _split(rest)
-    program, arguments = _base(base, rest)
-    return plan_of(program, schema, arguments)
+    return plan_of(_base(params), schema, params)
 
 
 @declares(rr_adjustment_plan)
-def rr_adjustment_steps(schema: Schema, *, base: str = "RR-Independent", **params: Any) -> Program:
-    """RR-Adjustment after ``base`` as a step program: the base protocol's steps, then
+def rr_adjustment_steps(schema: Schema, params: AdjustmentOptions) -> Program:
+    """RR-Adjustment after a base protocol as a step program: the base protocol's steps, then
     Algorithm 2 on the controller (no step, no ε).
 
-    ``base`` is ``"RR-Independent"`` or ``"RR-Clusters"``; the keywords of :func:`rr_adjustment`
-    (``tol``, ``max_iter``, ``exact_limit``) go to it, the other ``params`` to the base program.
+    ``params`` is a :class:`~mprr.protocols.parameters.RRIndependentAdjustmentParameters` or
+    :class:`~mprr.protocols.parameters.RRClustersAdjustmentParameters` (validated when it was
+    built): the base protocol's parameters, and ``tol``, ``max_iter``, ``exact_limit`` of
+    :func:`rr_adjustment`.
     """
-    options = _split(params)
-    program, arguments = _base(base, params)
-    result = yield from program(schema, arguments)
-    return rr_adjustment(result, **options)
+    result = yield from _base(params)(schema, params)  # the base program reads its own fields
+    return rr_adjustment(result, tol=params.tol, max_iter=params.max_iter, exact_limit=params.exact_limit)
+
+
+def _adjusted(base: str, params: dict[str, Any]) -> AdjustmentOptions:
+    """The parameter object of RR-Adjustment after ``base`` (the one validation of ``params``)."""
+    from mprr.protocols.parameters import RRClustersAdjustmentParameters, RRIndependentAdjustmentParameters
+
+    if base == "RR-Clusters":
+        return RRClustersAdjustmentParameters.from_mapping(params, protocol=ADJUSTED[base])
+    if base == "RR-Independent":
+        return RRIndependentAdjustmentParameters.from_mapping(params, protocol=ADJUSTED[base])
+    raise ConfigurationError(f"base must be one of {list(ADJUSTABLE)}, got {base!r}")
+
+
+def rr_adjustment_any_plan(schema: Schema, *, base: str = "RR-Independent", **params: Any) -> Plan:
+    """The plan of :func:`rr_adjustment_any_steps`: the base protocol's."""
+    return rr_adjustment_plan(schema, _adjusted(base, params))
+
+
+@declares(rr_adjustment_any_plan)
+def rr_adjustment_any_steps(schema: Schema, *, base: str = "RR-Independent", **params: Any) -> Program:
+    """RR-Adjustment after the protocol named ``base`` (``"RR-Independent"`` or
+    ``"RR-Clusters"``) as a step program taking keywords: the registry's ``"RR-Adjustment"``,
+    whose parameters depend on ``base``; :func:`rr_adjustment_steps` with the base's
+    adjusted parameter object built from ``params``."""
+    return (yield from rr_adjustment_steps(schema, _adjusted(base, params)))

@@ -22,6 +22,7 @@ from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dens
 from mprr.protocols.local import local_protocol
 from mprr.protocols.plan import Plan, PhasePlan, declares
 from mprr.protocols.result import release_result
+from mprr.protocols.parameters import DEFAULT_JOINT_MAX_CELLS, RRJointParameters
 from mprr.protocols.steps import MatrixSpec, Program, Release
 
 __all__ = [
@@ -33,9 +34,6 @@ __all__ = [
     "check_joint_matrix",
 ]
 
-DEFAULT_JOINT_MAX_CELLS = math.isqrt(MAX_MATRIX_CELLS)
-"""Largest joint domain RR-Joint accepts by default (4096): the largest whose dense matrix fits
-:data:`mprr.domain.MAX_MATRIX_CELLS`."""
 
 
 def check_joint_cells(sizes: Sequence[int], max_cells: int, what: str,
@@ -64,21 +62,13 @@ def check_joint_matrix(matrix: object, cells: int) -> RandomizationMatrix:
     return matrix
 
 
-def rr_joint_plan(schema: Schema, **params: Any) -> Plan:
+def rr_joint_plan(schema: Schema, params: RRJointParameters) -> Plan:
     """The plan of :func:`rr_joint_steps`: one release ``"joint"`` of one unit, every attribute."""
     return Plan((PhasePlan.release("joint", (tuple(range(schema.m)),)),))
 
 
 @declares(rr_joint_plan)
-def rr_joint_steps(
-    schema: Schema,
-    *,
-    p: float | Sequence[float] | None = None,
-    epsilon: float | None = None,
-    matrix: RandomizationMatrix | None = None,
-    postprocess: str = DEFAULT_POSTPROCESS,
-    max_cells: int = DEFAULT_JOINT_MAX_CELLS,
-) -> Program:
+def rr_joint_steps(schema: Schema, params: RRJointParameters) -> Program:
     """RR-Joint (main paper Protocol 2) as a step program: one release of the whole record.
 
     Phase ``"joint"``, one unit (every attribute) through the ε-optimal joint matrix (or the
@@ -88,18 +78,18 @@ def rr_joint_steps(
     ----------
     schema
         The attributes every party holds (all the program knows of the data before it runs).
-    p, epsilon, matrix
-        Exactly one: ``p`` — budget equivalent to RR-Independent with keep probability ``p``
-        (main paper 6.3.2: ε-optimal joint matrix carrying Σ_A ε_A of the 6.3.1 matrices);
-        ``epsilon`` — total ε of the ε-optimal joint matrix (``cluster_optimal``); ``matrix``
-        — an explicit matrix over the joint domain (C order of the attribute codes).
-    postprocess
-        ``"clip-rescale"`` (default), ``"project-simplex"``, ``"ibu"`` or ``"none"`` (raw eq. 2).
-    max_cells
-        Largest joint domain accepted (default :data:`DEFAULT_JOINT_MAX_CELLS`).  With ``p`` or
-        ``epsilon`` the matrix is built here, dense, so the domain is also capped by
-        :data:`mprr.domain.MAX_MATRIX_CELLS` (4096 values); only an explicit ``matrix`` can be
-        larger.
+    params
+        The :class:`~mprr.protocols.parameters.RRJointParameters`, validated when they were
+        built.  Exactly one of ``p`` — budget equivalent to RR-Independent with keep
+        probability ``p`` (main paper 6.3.2: ε-optimal joint matrix carrying Σ_A ε_A of the 6.3.1
+        matrices); ``epsilon`` — total ε of the ε-optimal joint matrix (``cluster_optimal``);
+        ``matrix`` — an explicit matrix over the joint domain (C order of the attribute codes,
+        checked here against the schema).  ``postprocess``: ``"clip-rescale"`` (default),
+        ``"project-simplex"``, ``"ibu"`` or ``"none"`` (raw eq. 2).  ``max_cells``: largest joint
+        domain accepted (default :data:`~mprr.protocols.parameters.DEFAULT_JOINT_MAX_CELLS`).
+        With ``p`` or ``epsilon`` the matrix is built here, dense, so the domain is also capped
+        by :data:`mprr.domain.MAX_MATRIX_CELLS` (4096 values); only an explicit ``matrix`` can
+        be larger.
 
     Returns
     -------
@@ -118,11 +108,8 @@ def rr_joint_steps(
     Draw order (per party): 1 uniform — the record's joint code (C order over the schema)
     released by inverse-CDF of its matrix row.
     """
-    method = check_postprocess(postprocess)
+    p, epsilon, matrix, max_cells, method = params.p, params.epsilon, params.matrix, params.max_cells, params.postprocess
     cells = check_joint_cells(schema.sizes, max_cells, "RR-Joint")
-    given = [k for k, v in (("p", p), ("epsilon", epsilon), ("matrix", matrix)) if v is not None]
-    if len(given) != 1:
-        raise ConfigurationError(f"give exactly one of p, epsilon or matrix, got {given or 'none'}")
     attr_eps: list[float] | None = None
     if matrix is not None:
         spec = MatrixSpec.dense(check_joint_matrix(matrix, cells))
@@ -130,10 +117,10 @@ def rr_joint_steps(
         check_dense_matrix(cells, "RR-Joint")
         if epsilon is None:
             attr_eps = list(attribute_epsilons(attribute_matrices(schema.sizes, p=p)))
-        spec = MatrixSpec.cluster_optimal(check_epsilon(epsilon) if epsilon is not None else sum(attr_eps or ()))
+        spec = MatrixSpec.cluster_optimal(epsilon if epsilon is not None else sum(attr_eps or ()))
     got = yield Release("joint", (tuple(range(schema.m)),), (spec,))
     released = got.data
-    params = {
+    out = {
         "p": p if p is None or isinstance(p, (int, float)) else [float(x) for x in p],
         "epsilon": float(released.randomized_matrices[0].epsilon),
         "matrix": None if matrix is None else "given",
@@ -141,10 +128,10 @@ def rr_joint_steps(
         "max_cells": max_cells,
     }
     return release_result(
-        "RR-Joint", n=got.n, parameters=params, schema=schema,
+        "RR-Joint", n=got.n, parameters=out, schema=schema,
         estimate=dense_estimate(released, schema.sizes, method),
         releases=(released,), postprocessing=method, clusters=released.units,
     )
 
 
-rr_joint = local_protocol(rr_joint_steps, "rr_joint")
+rr_joint = local_protocol(rr_joint_steps, "rr_joint", RRJointParameters)

@@ -20,18 +20,18 @@ stops with a ConfigurationError stating the level reached and the level required
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mprr.data import Schema
-from mprr.domain import MAX_TABLE_CELLS, check_cells, check_int, check_real, check_unit
+from mprr.domain import check_cells, check_int, check_unit
 from mprr.errors import ConfigurationError
 from mprr.protocols.budget import keep_for_budget
-from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
+from mprr.protocols.estimate import dense_estimate
 from mprr.protocols.local import local_protocol
 from mprr.protocols.plan import Plan, PhasePlan, declares
 from mprr.protocols.result import release_result
+from mprr.protocols.parameters import LambdaParameters
 from mprr.protocols.steps import MatrixSpec, Program, Release
 
 __all__ = [
@@ -154,27 +154,14 @@ def _check(
     return EntropyCheck(round_, lams, bits, total, top, beta, ok)
 
 
-def lambda_plan(schema: Schema, *args: Any, **params: Any) -> Plan:
+def lambda_plan(schema: Schema, params: LambdaParameters) -> Plan:
     """The plan of :func:`lambda_steps`: one release ``"record"`` of one unit, every attribute
     (the entropy check and its re-generation run before it, on the controller)."""
     return Plan((PhasePlan.release("record", (tuple(range(schema.m)),)),))
 
 
 @declares(lambda_plan)
-def lambda_steps(
-    schema: Schema,
-    lambdas: Sequence[float] | None = None,
-    *,
-    epsilon: float | None = None,
-    min_bits: float | None = None,
-    max_bits: float | None = None,
-    min_beta: float | None = None,
-    max_beta: float | None = None,
-    regenerate: Callable[[tuple[float, ...], EntropyCheck], Sequence[float]] | None = None,
-    max_rounds: int = 20,
-    postprocess: str = DEFAULT_POSTPROCESS,
-    max_cells: int = MAX_TABLE_CELLS,
-) -> Program:
+def lambda_steps(schema: Schema, params: LambdaParameters) -> Program:
     """The λ-randomization protocol (lambda paper Section 5) as a step program.
 
     Steps 1-3 (λ, matrices, entropy check with re-generation) run before any release; step 4
@@ -185,24 +172,23 @@ def lambda_steps(
     ----------
     schema
         The attributes every party holds (all the program knows of the data before it runs).
-    lambdas
-        The controller's first choice, one λ_j in (0, 1] per attribute (the lambda paper's input).
-    epsilon
-        Instead of ``lambdas``: ε per respondent.  ``P(λ) = λI + (1 − λ)J/r`` is the main paper's
-        ``keep_or_uniform(r, λ)``, so one λ for every attribute with ``Σ_j ln(1 + λ r_j/(1 − λ)) = ε``
-        (:func:`mprr.protocols.budget.keep_for_budget`) spends exactly ε (the Kronecker product's ε is
-        the sum of its factors').  Not with ``regenerate`` (new λ would change the budget).
-    min_bits, max_bits, min_beta, max_beta
-        Step 3 protection level: bounds on the joint entropy rate (bits) and on β; a level
-        outside any given bound is unsatisfactory.  None given: every level is accepted.
-    regenerate
-        ``regenerate(lambdas, check) -> new lambdas`` called after each unsatisfactory check.
-    max_rounds
-        Largest number of checks (first choice included).
-    postprocess
-        ``"clip-rescale"`` (default), ``"project-simplex"``, ``"ibu"`` or ``"none"`` (raw eq. 2).
-    max_cells
-        Largest joint domain estimated (checked before anything is drawn).
+    params
+        The :class:`~mprr.protocols.parameters.LambdaParameters`, validated when they were built:
+
+        - ``lambdas``: the controller's first choice, one λ_j in (0, 1] per attribute (the
+          lambda paper's input; their count is checked here against the schema);
+        - ``epsilon``: instead of ``lambdas``, ε per respondent.  ``P(λ) = λI + (1 − λ)J/r`` is
+          the main paper's ``keep_or_uniform(r, λ)``, so one λ for every attribute with
+          ``Σ_j ln(1 + λ r_j/(1 − λ)) = ε`` (:func:`mprr.protocols.budget.keep_for_budget`)
+          spends exactly ε (the Kronecker product's ε is the sum of its factors');
+        - ``min_bits``, ``max_bits``, ``min_beta``, ``max_beta``: step 3 protection level, bounds
+          on the joint entropy rate (bits) and on β; a level outside any given bound is
+          unsatisfactory.  None given: every level is accepted;
+        - ``regenerate``: ``regenerate(lambdas, check) -> new lambdas`` called after each
+          unsatisfactory check; ``max_rounds``: largest number of checks (first choice included);
+        - ``postprocess``: ``"clip-rescale"`` (default), ``"project-simplex"``, ``"ibu"`` or
+          ``"none"`` (raw eq. 2); ``max_cells``: largest joint domain estimated (checked before
+          anything is drawn).
 
     Returns
     -------
@@ -223,23 +209,12 @@ def lambda_steps(
     Draw order (per party): 1 uniform — the record released through the Kronecker row by
     inverse-CDF, factor by factor (:func:`mprr.randomize.randomize_joint`).
     """
-    method = check_postprocess(postprocess)
+    method, regenerate, max_rounds = params.postprocess, params.regenerate, params.max_rounds
     sizes = schema.sizes
-    check_cells(math.prod(sizes), max_cells, "λ-randomization's estimate of the full joint")
-    check_int("max_rounds", max_rounds, 1)
-    bounds = {"min_bits": min_bits, "max_bits": max_bits, "min_beta": min_beta, "max_beta": max_beta}
-    for name, value in bounds.items():  # a NaN bound would silently accept every level
-        if value is not None:
-            check_real(name, value, minimum=None)
-    if (lambdas is None) == (epsilon is None):
-        raise ConfigurationError(
-            f"give lambdas (the lambda paper's first choice) or epsilon (per respondent), exactly one; got "
-            f"lambdas = {lambdas!r}, epsilon = {epsilon!r}"
-        )
-    if epsilon is not None:
-        if regenerate is not None:
-            raise ConfigurationError("regenerate cannot be combined with epsilon: new λ would change the budget")
-        lambdas = (keep_for_budget(sizes, epsilon),) * schema.m
+    check_cells(math.prod(sizes), params.max_cells, "λ-randomization's estimate of the full joint")
+    bounds = {"min_bits": params.min_bits, "max_bits": params.max_bits, "min_beta": params.min_beta,
+              "max_beta": params.max_beta}
+    lambdas = params.lambdas if params.epsilon is None else (keep_for_budget(sizes, params.epsilon),) * schema.m
     assert lambdas is not None
     checks = [_check(1, _check_lambdas(lambdas, schema.m), sizes, bounds)]
     while not checks[-1].accepted:  # step 3: re-generate while the level is unsatisfactory
@@ -254,13 +229,13 @@ def lambda_steps(
     lams = checks[-1].lambdas
     got = yield Release("record", (tuple(range(schema.m)),), (MatrixSpec.lambda_kron(lams),),
                         notes={"entropy checks": tuple(checks)})
-    params = {"lambdas": list(lams), "initial_lambdas": list(checks[0].lambdas), "epsilon": epsilon, **bounds,
-              "max_cells": max_cells}
+    out = {"lambdas": list(lams), "initial_lambdas": list(checks[0].lambdas), "epsilon": params.epsilon, **bounds,
+           "max_cells": params.max_cells}
     return release_result(
-        "lambda-randomization", n=got.n, parameters=params, schema=schema,
+        "lambda-randomization", n=got.n, parameters=out, schema=schema,
         estimate=dense_estimate(got.data, sizes, method), releases=(got.data,), postprocessing=method,
         clusters=got.data.units, details={"entropy_checks": tuple(checks), "kronecker": got.data.matrices[0]},
     )
 
 
-lambda_protocol = local_protocol(lambda_steps, "lambda_protocol")
+lambda_protocol = local_protocol(lambda_steps, "lambda_protocol", LambdaParameters, positional=("lambdas",))

@@ -121,12 +121,15 @@ class LocalProtocol(Protocol[R_co]):
 
 
 def local_protocol(program: Callable[..., Generator[Step, Released, R]], name: str,
-                   parameters: type[Parameters] | None = None) -> LocalProtocol[R]:
+                   parameters: type[Parameters] | None = None, *, positional: tuple[str, ...] = ()
+                   ) -> LocalProtocol[R]:
     """The fast-path function ``name(dataset, *, rng, **params)`` of a step program.
 
     With ``parameters`` (the program takes that parameter object), it builds the object from the
     keywords, which validates them once (:meth:`mprr.parameters.Parameters.from_mapping`), and
-    runs ``run_local(program, dataset, params, rng=rng)``; its signature is the object's fields.
+    runs ``run_local(program, dataset, params, rng=rng)``; its signature is the object's fields
+    (keyword-only, but for those named in ``positional``, which come first and may be passed
+    positionally).
     Without, it runs ``run_local(program, dataset, rng=rng, **params)``; its signature is the
     program's (parameters the program takes positionally after ``schema`` may be passed
     positionally).  Either way ``dataset`` comes first and ``rng`` is keyword-only, and the
@@ -134,12 +137,16 @@ def local_protocol(program: Callable[..., Generator[Step, Released, R]], name: s
     """
     signature = inspect.signature(parameters if parameters is not None else program)
     declared = list(signature.parameters.values())[0 if parameters is not None else 1:]
-    positional = [p.name for p in declared if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    if positional:  # fields of the parameter object that may also be passed positionally, first
+        first = [p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) for key in positional
+                 for p in declared if p.name == key]
+        declared = first + [p for p in declared if p.name not in positional]
+    taken = [p.name for p in declared if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
 
     def run(dataset: Dataset, /, *args: Any, rng: Randomness, **params: Any) -> R:
-        if len(args) > len(positional):
-            raise TypeError(f"{name}() takes {1 + len(positional)} positional arguments but {1 + len(args)} were given")
-        given = {**dict(zip(positional, args)), **params}
+        if len(args) > len(taken):
+            raise TypeError(f"{name}() takes {1 + len(taken)} positional arguments but {1 + len(args)} were given")
+        given = {**dict(zip(taken, args)), **params}
         if parameters is not None:
             return run_local(program, dataset, parameters.from_mapping(given), rng=rng)
         return run_local(program, dataset, rng=rng, **given)

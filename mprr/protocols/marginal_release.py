@@ -32,7 +32,8 @@ from mprr.maxent import maxent_joint, maxent_marginal
 from mprr.protocols.local import local_protocol
 from mprr.protocols.plan import Plan, PhasePlan, declares
 from mprr.protocols.multidim import oracle_specs
-from mprr.protocols.oracle_reports import DEFAULT_ORACLE_POSTPROCESS, ReportedData, check_oracle_postprocess
+from mprr.protocols.oracle_reports import ReportedData
+from mprr.protocols.parameters import CALMParameters
 from mprr.protocols.result import release_result
 from mprr.protocols.steps import Program, Report
 
@@ -108,57 +109,59 @@ def consistent_marginals(data: ReportedData, sizes: Sequence[int], method: str) 
     return make_consistent(tables, sizes, variances)
 
 
-def calm_plan(schema: Schema, *, k: int = 2, **params: Any) -> Plan:
+def calm_plan(schema: Schema, params: CALMParameters) -> Plan:
     """The plan of :func:`calm_steps`: reports ``"marginals"``, one sampled k-subset per party."""
-    return Plan((PhasePlan.report("marginals", itertools.combinations(range(schema.m), k), assign="sampled"),))
+    return Plan((PhasePlan.report("marginals", itertools.combinations(range(schema.m), params.k),
+                                  assign="sampled"),))
 
 
 @declares(calm_plan)
-def calm_steps(schema: Schema, *, epsilon: float, k: int = 2, oracle: str = "adaptive",
-               postprocess: str = DEFAULT_ORACLE_POSTPROCESS) -> Program:
+def calm_steps(schema: Schema, params: CALMParameters) -> Program:
     """CALM-style marginal release as a step program (module docstring).
 
     Parameters
     ----------
     schema
         The attributes every party holds.
-    epsilon
-        ε per respondent: its one report of one k-way marginal.
-    k
-        Size of the released marginals, 2 or 3 (at most m).
-    oracle
-        ``"adaptive"`` (default: per marginal, the least-variance oracle for its cells) or
-        ``"grr"`` / ``"oue"`` / ``"olh"``.
-    postprocess
-        ``"norm-sub"`` (default), ``"clip-rescale"``, ``"project-simplex"`` — each followed by
-        the consistency step — or ``"none"`` (raw, inconsistent marginals).
+    params
+        The :class:`~mprr.protocols.parameters.CALMParameters`, validated when they were built:
+        ``epsilon`` per respondent (its one report of one k-way marginal); ``k``, the size of
+        the released marginals, 2 or 3 (at most m, checked here against the schema);
+        ``oracle``, ``"adaptive"`` (per marginal, the least-variance oracle for its cells) or
+        ``"grr"`` / ``"oue"`` / ``"olh"``; ``postprocess``, ``"norm-sub"`` (default),
+        ``"clip-rescale"``, ``"project-simplex"`` — each followed by the consistency step — or
+        ``"none"`` (raw, inconsistent marginals).
 
     Returns
     -------
     ProtocolResult
         ``"CALM-style"``: a :class:`MarginalSetDistribution`; one phase ``"marginals"``.
 
+    Raises
+    ------
+    ConfigurationError
+        If ``k`` exceeds the number of attributes m.
+
     Notes
     -----
     Draw order: :class:`~mprr.protocols.steps.Report`, ``assign="sampled"`` over the
     k-subsets in lexicographic order.
     """
-    method = check_oracle_postprocess(postprocess)
-    eps = check_epsilon(epsilon)
-    if isinstance(k, bool) or not isinstance(k, int) or k not in (2, 3) or k > schema.m:
+    k, eps, method = params.k, params.epsilon, params.postprocess
+    if k > schema.m:
         raise ConfigurationError(f"k must be 2 or 3 (and at most m = {schema.m}), got {k!r}")
     units = tuple(itertools.combinations(range(schema.m), k))
-    got = yield Report("marginals", units, oracle_specs(units, schema.sizes, eps, oracle), assign="sampled")
+    got = yield Report("marginals", units, oracle_specs(units, schema.sizes, eps, params.oracle), assign="sampled")
     data = got.data
     assert isinstance(data, ReportedData)
     tables = consistent_marginals(data, schema.sizes, method)
-    params = {"epsilon": eps, "k": k, "oracle": oracle, "marginals": len(units),
-              "oracles": sorted({type(o).__name__ for o in data.oracles}),
-              "reports_per_marginal": {"min": min(data.reports), "max": max(data.reports)},
-              "cells": [math.prod(data.unit_sizes[j]) for j in range(len(units))]}
-    return release_result("CALM-style", n=got.n, parameters=params, schema=schema,
+    out = {"epsilon": eps, "k": k, "oracle": params.oracle, "marginals": len(units),
+           "oracles": sorted({type(o).__name__ for o in data.oracles}),
+           "reports_per_marginal": {"min": min(data.reports), "max": max(data.reports)},
+           "cells": [math.prod(data.unit_sizes[j]) for j in range(len(units))]}
+    return release_result("CALM-style", n=got.n, parameters=out, schema=schema,
                           estimate=MarginalSetDistribution(tables, schema.sizes), releases=(data,),
                           postprocessing=method, clusters=None)
 
 
-calm = local_protocol(calm_steps, "calm")
+calm = local_protocol(calm_steps, "calm", CALMParameters)

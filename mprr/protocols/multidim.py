@@ -39,7 +39,8 @@ from mprr.protocols.oracle_reports import (
     rsfd_oracle_epsilon,
 )
 from mprr.protocols.result import ProtocolResult, release_result
-from mprr.protocols.steps import ORACLES, OracleSpec, Program, Report, singletons
+from mprr.protocols.parameters import OracleParameters, RSFDParameters
+from mprr.protocols.steps import ORACLE_CHOICES, OracleSpec, Program, Report, singletons
 
 __all__ = [
     "ORACLE_CHOICES",
@@ -53,10 +54,6 @@ __all__ = [
     "rsfd",
     "rsfd_steps",
 ]
-
-ORACLE_CHOICES: tuple[str, ...] = ("adaptive", *ORACLES)
-"""``"adaptive"`` (the least-variance oracle per unit) or one oracle for every unit."""
-
 
 def oracle_specs(units: Sequence[Sequence[int]], sizes: Sequence[int], epsilon: float,
                  oracle: str) -> tuple[OracleSpec, ...]:
@@ -97,43 +94,41 @@ def oracle_families(units: Sequence[Sequence[int]], sizes: Sequence[int], epsilo
         return None
 
 
-def spl_plan(schema: Schema, *, epsilon: object = None, oracle: str = "adaptive", **params: Any) -> Plan:
+def spl_plan(schema: Schema, params: OracleParameters) -> Plan:
     """The plan of :func:`spl_steps`: reports ``"attributes"``, every singleton by every party,
     through the oracles of ε/m."""
     units = singletons(schema.m)
-    share = None if epsilon is None else float(epsilon) / schema.m  # type: ignore[arg-type]
     return Plan((PhasePlan.report("attributes", units, assign="every",
-                                  families=oracle_families(units, schema.sizes, share, oracle)),))
+                                  families=oracle_families(units, schema.sizes, params.epsilon / schema.m,
+                                                           params.oracle)),))
 
 
-def smp_plan(schema: Schema, *, epsilon: object = None, oracle: str = "adaptive", **params: Any) -> Plan:
+def smp_plan(schema: Schema, params: OracleParameters) -> Plan:
     """The plan of :func:`smp_steps`: reports ``"attributes"``, one sampled singleton per party."""
     units = singletons(schema.m)
     return Plan((PhasePlan.report("attributes", units, assign="sampled",
-                                  families=oracle_families(units, schema.sizes, epsilon, oracle)),))
+                                  families=oracle_families(units, schema.sizes, params.epsilon, params.oracle)),))
 
 
-def rsfd_plan(schema: Schema, **params: Any) -> Plan:
+def rsfd_plan(schema: Schema, params: RSFDParameters) -> Plan:
     """The plan of :func:`rsfd_steps`: reports ``"attributes"``, one sampled singleton per party
     among fake values for the others, through GRR."""
     return Plan((PhasePlan.report("attributes", singletons(schema.m), assign="sampled-fake", families=("grr",)),))
 
 
 @declares(spl_plan)
-def spl_steps(schema: Schema, *, epsilon: float, oracle: str = "adaptive",
-              postprocess: str = DEFAULT_ORACLE_POSTPROCESS) -> Program:
+def spl_steps(schema: Schema, params: OracleParameters) -> Program:
     """SPL as a step program: every attribute through an oracle with ε/m (module docstring).
 
     Parameters
     ----------
     schema
         The attributes every party holds.
-    epsilon
-        ε per respondent (sequential over the m reports).
-    oracle
-        ``"adaptive"`` (default) or ``"grr"`` / ``"oue"`` / ``"olh"``.
-    postprocess
-        ``"norm-sub"`` (default), ``"clip-rescale"``, ``"project-simplex"`` or ``"none"``.
+    params
+        The :class:`~mprr.protocols.parameters.OracleParameters`, validated when they were
+        built: ``epsilon`` per respondent (sequential over the m reports), ``oracle``
+        (``"adaptive"``, ``"grr"``, ``"oue"`` or ``"olh"``) and ``postprocess``
+        (``"norm-sub"``, ``"clip-rescale"``, ``"project-simplex"`` or ``"none"``).
 
     Returns
     -------
@@ -144,59 +139,55 @@ def spl_steps(schema: Schema, *, epsilon: float, oracle: str = "adaptive",
     -----
     Draw order: :class:`~mprr.protocols.steps.Report` with ``assign="every"``.
     """
-    method = check_oracle_postprocess(postprocess)
-    eps = check_epsilon(epsilon)
     units = singletons(schema.m)
-    got = yield Report("attributes", units, oracle_specs(units, schema.sizes, eps / schema.m, oracle))
+    got = yield Report("attributes", units, oracle_specs(units, schema.sizes, params.epsilon / schema.m, params.oracle))
     assert isinstance(got.data, ReportedData)
-    return _result("SPL", got.data, got.n, schema, method, {"epsilon": eps, "oracle": oracle})
+    return _result("SPL", got.data, got.n, schema, params.postprocess,
+                   {"epsilon": params.epsilon, "oracle": params.oracle})
 
 
 @declares(smp_plan)
-def smp_steps(schema: Schema, *, epsilon: float, oracle: str = "adaptive",
-              postprocess: str = DEFAULT_ORACLE_POSTPROCESS) -> Program:
+def smp_steps(schema: Schema, params: OracleParameters) -> Program:
     """SMP as a step program: one attribute per respondent, drawn uniformly, with all of ε.
 
     Parameters are those of :func:`spl_steps`.  Phase ``"attributes"``: every party draws one
     attribute and reports its index and value; attribute j is estimated from the ``n_j``
     reports on it.  Draw order: :class:`~mprr.protocols.steps.Report`, ``assign="sampled"``.
     """
-    method = check_oracle_postprocess(postprocess)
-    eps = check_epsilon(epsilon)
     units = singletons(schema.m)
-    got = yield Report("attributes", units, oracle_specs(units, schema.sizes, eps, oracle), assign="sampled")
+    got = yield Report("attributes", units, oracle_specs(units, schema.sizes, params.epsilon, params.oracle),
+                       assign="sampled")
     assert isinstance(got.data, ReportedData)
-    return _result("SMP", got.data, got.n, schema, method, {"epsilon": eps, "oracle": oracle})
+    return _result("SMP", got.data, got.n, schema, params.postprocess,
+                   {"epsilon": params.epsilon, "oracle": params.oracle})
 
 
 @declares(rsfd_plan)
-def rsfd_steps(schema: Schema, *, epsilon: float, postprocess: str = DEFAULT_ORACLE_POSTPROCESS) -> Program:
+def rsfd_steps(schema: Schema, params: RSFDParameters) -> Program:
     """RS+FD[GRR] as a step program: one real attribute hidden among uniform fake values.
 
     Parameters
     ----------
     schema
         The attributes every party holds.
-    epsilon
-        ε per respondent, record-level: the sampled attribute's GRR runs at ε (the paper's
-        published per-attribute ε for this is ``rsfd_oracle_epsilon(ε, m)``, recorded in
-        ``parameters["published_epsilon"]``).
-    postprocess
-        As :func:`spl_steps`.
+    params
+        The :class:`~mprr.protocols.parameters.RSFDParameters`: ``epsilon`` per respondent,
+        record-level (the sampled attribute's GRR runs at ε; the paper's published
+        per-attribute ε for this is ``rsfd_oracle_epsilon(ε, m)``, recorded in
+        ``parameters["published_epsilon"]``), and ``postprocess`` as :func:`spl_steps`.
 
     Notes
     -----
     Draw order: :class:`~mprr.protocols.steps.Report`, ``assign="sampled-fake"``.
     """
-    method = check_oracle_postprocess(postprocess)
-    eps = check_epsilon(epsilon)
+    eps = params.epsilon
     units = singletons(schema.m)
     got = yield Report("attributes", units, oracle_specs(units, schema.sizes, eps, "grr"), assign="sampled-fake")
     assert isinstance(got.data, ReportedData)
-    return _result("RS+FD", got.data, got.n, schema, method,
+    return _result("RS+FD", got.data, got.n, schema, params.postprocess,
                    {"epsilon": eps, "oracle": "grr", "published_epsilon": rsfd_oracle_epsilon(eps, schema.m)})
 
 
-spl = local_protocol(spl_steps, "spl")
-smp = local_protocol(smp_steps, "smp")
-rsfd = local_protocol(rsfd_steps, "rsfd")
+spl = local_protocol(spl_steps, "spl", OracleParameters)
+smp = local_protocol(smp_steps, "smp", OracleParameters)
+rsfd = local_protocol(rsfd_steps, "rsfd", RSFDParameters)

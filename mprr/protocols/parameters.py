@@ -17,30 +17,31 @@ schemas derive their fields from it (``scenarios.config.Field.derived``).
 - :class:`CALMParameters` — CALM-style marginal release (Zhang et al., CCS 2018)
 - :class:`SampledClustersParameters` — RR-Clusters with sampled respondents
 - :class:`LambdaParameters` — the λ-randomization protocol (lambda paper Section 5)
+- :class:`AdjustmentOptions`, :class:`RRIndependentAdjustmentParameters`,
+  :class:`RRClustersAdjustmentParameters` — RR-Adjustment (main paper Section 5, Algorithm 2)
+  after RR-Independent or RR-Clusters: the base protocol's parameters and Algorithm 2's
 """
 
 from __future__ import annotations
+
+import math
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from mprr.domain import MAX_TABLE_CELLS
+from mprr.domain import MAX_MATRIX_CELLS, MAX_TABLE_CELLS
 from mprr.errors import ConfigurationError
 from mprr.estimation import POSTPROCESSORS
 from mprr.matrices import RandomizationMatrix
-from mprr.parameters import Choice, Float, Int, List, Parameters, PerAttribute, parameter
+from mprr.parameters import Bool, Choice, Float, Int, List, Parameters, PerAttribute, parameter
 from mprr.protocols.budget import attribute_family, attribute_specs, keep_for_budget, per_attribute
 from mprr.protocols.dependences import DEPENDENCE_METHODS, TABLE_SOURCES
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS
-from mprr.protocols.joint import DEFAULT_JOINT_MAX_CELLS
-from mprr.protocols.lambda_protocol import EntropyCheck
-from mprr.protocols.multidim import ORACLE_CHOICES
 from mprr.protocols.oracle_reports import DEFAULT_ORACLE_POSTPROCESS, ORACLE_POSTPROCESS
-from mprr.protocols.sampled_clusters import DESIGNS
-from mprr.protocols.steps import Matrix, MatrixSpec
+from mprr.protocols.steps import ORACLE_CHOICES, Matrix, MatrixSpec
 
-__all__ = ["CALMParameters", "EPSILON", "KEEP_PROBABILITY", "LambdaParameters", "SampledClustersParameters", "MatrixChoice", "ORACLE_POSTPROCESSING", "OracleParameters", "POSTPROCESS",
+__all__ = ["AdjustmentOptions", "RRClustersAdjustmentParameters", "RRIndependentAdjustmentParameters", "CALMParameters", "DEFAULT_JOINT_MAX_CELLS", "DESIGNS", "EPSILON", "KEEP_PROBABILITY", "LambdaParameters", "SampledClustersParameters", "MatrixChoice", "ORACLE_POSTPROCESSING", "OracleParameters", "POSTPROCESS",
            "RRClustersParameters", "RRIndJointParameters", "RRIndependentParameters", "RRJointParameters", "RSFDParameters"]
 
 KEEP_PROBABILITY = Float(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True)
@@ -49,6 +50,12 @@ EPSILON = Float(min=0.0, min_exclusive=True)
 """A finite ε > 0."""
 POSTPROCESS = Choice(tuple(sorted(POSTPROCESSORS)))
 """A post-processing of the eq. (2) estimates (:data:`mprr.estimation.POSTPROCESSORS`)."""
+DEFAULT_JOINT_MAX_CELLS = math.isqrt(MAX_MATRIX_CELLS)
+"""Largest joint domain RR-Joint (and a cluster of RR-Clusters) accepts by default (4096): the
+largest whose dense matrix fits :data:`mprr.domain.MAX_MATRIX_CELLS`."""
+DESIGNS: tuple[str, ...] = ("clusters", "cover", "clusters-or-cover")
+"""The designs of RR-Clusters with sampled respondents (:mod:`mprr.protocols.sampled_clusters`):
+disjoint clusters, a cover by overlapping units, or the choice after the discovery."""
 ORACLE_POSTPROCESSING = Choice(ORACLE_POSTPROCESS)
 """A post-processing of frequency-oracle estimates (:data:`mprr.protocols.oracle_reports.ORACLE_POSTPROCESS`)."""
 
@@ -281,8 +288,9 @@ class LambdaParameters(Parameters):
     max_bits: float | None = parameter(Float(), None, help="step 3: largest joint entropy rate (bits)")
     min_beta: float | None = parameter(Float(), None, help="step 3: smallest β")
     max_beta: float | None = parameter(Float(), None, help="step 3: largest β")
-    regenerate: Callable[[tuple[float, ...], EntropyCheck], Sequence[float]] | None = field(default=None)
-    """``regenerate(lambdas, check) -> new lambdas`` after an unsatisfactory check (not with ``epsilon``)."""
+    regenerate: Callable[[tuple[float, ...], Any], Sequence[float]] | None = field(default=None)
+    """``regenerate(lambdas, check) -> new lambdas`` after an unsatisfactory check (``check``: the
+    :class:`mprr.protocols.lambda_protocol.EntropyCheck`; not with ``epsilon``)."""
     max_rounds: int = parameter(Int(min=1), 20, help="largest number of entropy checks")
     postprocess: str = parameter(POSTPROCESS, DEFAULT_POSTPROCESS,
                                  help="post-processing of the eq. (2) estimate (paper: clip-rescale)")
@@ -298,3 +306,35 @@ class LambdaParameters(Parameters):
             raise ConfigurationError("regenerate cannot be combined with epsilon: new λ would change the budget")
         if self.regenerate is not None and not callable(self.regenerate):
             raise ConfigurationError(f"regenerate must be a function (lambdas, check) -> lambdas, got {self.regenerate!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdjustmentOptions(Parameters):
+    """Algorithm 2's options (main paper Section 5; :func:`mprr.protocols.adjustment.rr_adjustment`,
+    :func:`mprr.adjustment.adjust`), added to a base protocol's parameters."""
+
+    base: ClassVar[str] = ""
+    """The protocol whose release Algorithm 2 reweights."""
+
+    tol: float = parameter(Float(min=0.0, min_exclusive=True), 1e-9,
+                           help="RR-Adjustment stops when the largest marginal gap is at most this")
+    max_iter: int = parameter(Int(min=1), 1000, help="RR-Adjustment: most IPF sweeps")
+    exact_limit: bool = parameter(Bool(), False, help="RR-Adjustment: iterate to the exact limit (adjust's)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RRIndependentAdjustmentParameters(AdjustmentOptions, RRIndependentParameters):
+    """Parameters of RR-Independent+Adjustment (:func:`mprr.protocols.adjustment.rr_adjustment_steps`):
+    RR-Independent's and Algorithm 2's."""
+
+    protocol: ClassVar[str] = "RR-Independent+Adjustment"
+    base: ClassVar[str] = "RR-Independent"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RRClustersAdjustmentParameters(AdjustmentOptions, RRClustersParameters):
+    """Parameters of RR-Clusters+Adjustment (:func:`mprr.protocols.adjustment.rr_adjustment_steps`):
+    RR-Clusters' and Algorithm 2's."""
+
+    protocol: ClassVar[str] = "RR-Clusters+Adjustment"
+    base: ClassVar[str] = "RR-Clusters"

@@ -22,7 +22,7 @@ from typing import Any
 from mprr.data import Schema
 from mprr.errors import ConfigurationError
 from mprr.parameters import Parameters
-from mprr.protocols.adjustment import ADJUSTABLE, rr_adjustment, rr_adjustment_steps
+from mprr.protocols.adjustment import ADJUSTABLE, rr_adjustment, rr_adjustment_any_steps, rr_adjustment_steps
 from mprr.protocols.clusters import rr_clusters_steps
 from mprr.protocols.ind_joint import rr_ind_joint_steps
 from mprr.protocols.independent import rr_independent_steps
@@ -30,7 +30,9 @@ from mprr.protocols.joint import rr_joint_steps
 from mprr.protocols.lambda_protocol import lambda_steps
 from mprr.protocols.marginal_release import calm_steps
 from mprr.protocols.multidim import rsfd_steps, smp_steps, spl_steps
-from mprr.protocols.parameters import (CALMParameters, LambdaParameters, OracleParameters, RRClustersParameters,
+from mprr.protocols.parameters import (CALMParameters, LambdaParameters, OracleParameters,
+                                       RRClustersAdjustmentParameters, RRClustersParameters,
+                                       RRIndependentAdjustmentParameters,
                                        RRIndependentParameters, RRIndJointParameters, RRJointParameters,
                                        RSFDParameters, SampledClustersParameters)
 from mprr.protocols.plan import Plan, plan_of
@@ -103,6 +105,9 @@ class ProtocolEntry:
                     f"protocol {self.name!r} takes {expected}, got {type(params).__name__}"
                 )
             return params if self.takes_parameters else {**self.fixed, **params.as_kwargs()}
+        clash = sorted(set(params) & set(self.fixed))
+        if clash:
+            raise ConfigurationError(f"{self.name} fixes {clash}; do not pass them")
         if self.parameters is not None:
             extra = set() if self.takes_parameters else set(driver)
             own = self.parameters.from_mapping({k: v for k, v in params.items() if k not in extra},
@@ -110,9 +115,6 @@ class ProtocolEntry:
             if self.takes_parameters:
                 return own
             return {**self.fixed, **own.as_kwargs(), **{k: v for k, v in params.items() if k in extra}}
-        clash = sorted(set(params) & set(self.fixed))
-        if clash:
-            raise ConfigurationError(f"{self.name} fixes {clash}; do not pass them")
         kwargs = {**self.fixed, **params}
         named = _named(self.program)
         declared = inspect.signature(self.program).parameters
@@ -220,11 +222,11 @@ _shipped("RR-Independent", rr_independent_steps, {}, ("independent", "protocol-1
          parameters=RRIndependentParameters)
 _shipped("RR-Joint", rr_joint_steps, {}, ("joint", "protocol-2"), parameters=RRJointParameters)
 _shipped("RR-Clusters", rr_clusters_steps, {}, ("clusters",), parameters=RRClustersParameters)
-_shipped("RR-Independent+Adjustment", rr_adjustment_steps, {"base": "RR-Independent"},
-         ("independent+adjustment",))
-_shipped("RR-Clusters+Adjustment", rr_adjustment_steps, {"base": "RR-Clusters"},
-         ("clusters+adjustment",))
-_shipped("RR-Adjustment", rr_adjustment_steps, {}, ("adjustment",))
+_shipped("RR-Independent+Adjustment", rr_adjustment_steps, {"base": "RR-Independent"}, ("independent+adjustment",),
+         parameters=RRIndependentAdjustmentParameters)
+_shipped("RR-Clusters+Adjustment", rr_adjustment_steps, {"base": "RR-Clusters"}, ("clusters+adjustment",),
+         parameters=RRClustersAdjustmentParameters)
+_shipped("RR-Adjustment", rr_adjustment_any_steps, {}, ("adjustment",))
 _shipped("RR-Ind-Joint", rr_ind_joint_steps, {}, ("ind-joint",), parameters=RRIndJointParameters)
 _shipped("lambda-randomization", lambda_steps, {}, ("lambda", "λ-randomization"), parameters=LambdaParameters)
 _shipped("SPL", spl_steps, {}, ("split",), parameters=OracleParameters)

@@ -84,6 +84,7 @@ from mprr.protocols.oracle_reports import (
 )
 from mprr.protocols.release import all_pairs
 from mprr.protocols.result import release_result
+from mprr.protocols.parameters import DESIGNS, SampledClustersParameters
 from mprr.protocols.steps import Program, Report
 
 Key = tuple[int, ...]
@@ -107,10 +108,7 @@ TV_DEVIATION = 0.75
 
 DISCOVERY = "discovery"
 RELEASE = "clusters"
-CLUSTERS = "clusters"
-COVER = "cover"
-EITHER = "clusters-or-cover"
-DESIGNS = (CLUSTERS, COVER, EITHER)
+CLUSTERS, COVER, EITHER = DESIGNS
 
 
 @dataclass(frozen=True)
@@ -289,55 +287,37 @@ def pooled_marginals(releases: Sequence[ReportedData], sizes: Sequence[int], met
     return make_consistent(tables, sizes, {k: 1.0 / p for k, p in precision.items()})
 
 
-def rr_clusters_sampled_plan(schema: Schema, *, epsilon: float, n: int | None = None,
-                             discovery_share: float | None = None, Tv: int | None = None, alpha: float = 0.05,
-                             design: str | None = None, **params: Any) -> Plan:
+def rr_clusters_sampled_plan(schema: Schema, params: SampledClustersParameters) -> Plan:
     """The plan of :func:`rr_clusters_sampled_steps`: reports ``"discovery"`` of the pairs, one
     sampled pair per reporting party (when :func:`plan_sampled_clusters` gives φ > 0 and there
     are pairs), then reports ``"clusters"``, one sampled unit per party, the units (clusters or
     a cover) chosen after the discovery."""
-    plan = plan_sampled_clusters(n, schema.sizes, check_epsilon(epsilon), discovery_share=discovery_share, Tv=Tv,
-                                 alpha=alpha, design=design)
+    plan = plan_sampled_clusters(params.n, schema.sizes, params.epsilon, discovery_share=params.discovery_share,
+                                 Tv=params.Tv, alpha=params.alpha, design=params.design)
     pairs = all_pairs(schema.m)
     discovery = (PhasePlan.report(DISCOVERY, pairs, assign="sampled"),) if plan.discovery_share > 0.0 and pairs else ()
     return Plan((*discovery, PhasePlan.report(RELEASE, assign="sampled")))
 
 
 @declares(rr_clusters_sampled_plan)
-def rr_clusters_sampled_steps(
-    schema: Schema,
-    *,
-    epsilon: float,
-    n: int | None = None,
-    discovery_share: float | None = None,
-    Tv: int | None = None,
-    alpha: float = 0.05,
-    design: str | None = None,
-    oracle: str = "adaptive",
-    postprocess: str = DEFAULT_ORACLE_POSTPROCESS,
-) -> Program:
+def rr_clusters_sampled_steps(schema: Schema, params: SampledClustersParameters) -> Program:
     """RR-Clusters with sampled respondents as a step program (module docstring).
 
     Parameters
     ----------
     schema
         The attributes every party holds.
-    epsilon
-        ε per respondent: each reports once, for discovery or for the release.
-    n
-        Expected number of respondents, for the plan (:func:`plan_sampled_clusters`).
-    discovery_share, Tv
-        Fix the plan's φ or Tv instead of choosing them.
-    alpha
-        Family-wise level of the tests of independence (Bonferroni over the pairs).
-    design
-        Fix the plan's design, ``"clusters"`` (disjoint), ``"cover"`` (overlapping units of at
-        most three attributes covering every pair) or ``"clusters-or-cover"`` (decided after the
-        discovery), instead of choosing it.
-    oracle
-        ``"adaptive"`` (default) or ``"grr"`` / ``"oue"`` / ``"olh"`` for every report.
-    postprocess
-        Post-processing of the cluster estimates (``"norm-sub"`` default).
+    params
+        The :class:`~mprr.protocols.parameters.SampledClustersParameters`, validated when they
+        were built: ``epsilon`` per respondent (each reports once, for discovery or for the
+        release); ``n``, the expected number of respondents, for the plan
+        (:func:`plan_sampled_clusters`); ``discovery_share``, ``Tv``: fix the plan's φ or Tv
+        instead of choosing them; ``alpha``, the family-wise level of the tests of independence
+        (Bonferroni over the pairs); ``design``: fix the plan's design, ``"clusters"``
+        (disjoint), ``"cover"`` (overlapping units of at most three attributes covering every
+        pair) or ``"clusters-or-cover"`` (decided after the discovery), instead of choosing it;
+        ``oracle``: ``"adaptive"`` (default) or ``"grr"`` / ``"oue"`` / ``"olh"`` for every
+        report; ``postprocess``: post-processing of the cluster estimates (``"norm-sub"`` default).
 
     Returns
     -------
@@ -358,11 +338,11 @@ def rr_clusters_sampled_steps(
     released), then the release step over the clusters or the cover's units, excluding the
     discovery reporters.
     """
-    method = check_oracle_postprocess(postprocess)
-    eps = check_epsilon(epsilon)
+    method, eps, oracle = params.postprocess, params.epsilon, params.oracle
     sizes = schema.sizes
     m = schema.m
-    plan = plan_sampled_clusters(n, sizes, eps, discovery_share=discovery_share, Tv=Tv, alpha=alpha, design=design)
+    plan = plan_sampled_clusters(params.n, sizes, eps, discovery_share=params.discovery_share, Tv=params.Tv,
+                                 alpha=params.alpha, design=params.design)
     pairs = all_pairs(m)
     dependence = np.eye(m)
     tests: list[dict[str, object]] = []
@@ -425,18 +405,18 @@ def rr_clusters_sampled_steps(
         tables = pooled_marginals(releases, sizes, method)
     else:
         tables = consistent_marginals(released, sizes, method)
-    params = {"epsilon": eps, "discovery_share": plan.discovery_share, "Tv": plan.Tv, "alpha": plan.alpha,
+    out = {"epsilon": eps, "discovery_share": plan.discovery_share, "Tv": plan.Tv, "alpha": plan.alpha,
               "oracle": oracle, "plan": plan.reason, "design": design,
               "crossing_pairs": [list(p) for p in crossing],
               "algorithm1_clusters": [list(c) for c in found_clusters], "cluster_cells": cells,
               "significant_pairs": [list(p) for p in significant_pairs],
               "reports_per_cluster": list(released.reports)}
     return release_result(
-        "RR-Clusters-Sampled", n=got.n, parameters=params, schema=schema,
+        "RR-Clusters-Sampled", n=got.n, parameters=out, schema=schema,
         estimate=MarginalSetDistribution(tables, sizes), releases=tuple(releases), postprocessing=method,
         clusters=clusters, clustering_trace=clustering.trace, dependence=dependence,
         details={"tests": tests, "plan": plan}, ledger=respondent_ledger(releases, schema.names),
     )
 
 
-rr_clusters_sampled = local_protocol(rr_clusters_sampled_steps, "rr_clusters_sampled")
+rr_clusters_sampled = local_protocol(rr_clusters_sampled_steps, "rr_clusters_sampled", SampledClustersParameters)

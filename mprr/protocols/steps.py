@@ -245,6 +245,10 @@ class SecureSum:
 ORACLES: tuple[str, ...] = ("grr", "oue", "olh")
 """Frequency oracles a :class:`Report` step may name (:mod:`mprr.oracles`)."""
 
+ORACLE_CHOICES: tuple[str, ...] = ("adaptive", *ORACLES)
+"""A protocol's choice of oracle: ``"adaptive"`` (the least-variance oracle per unit) or one
+oracle for every unit."""
+
 
 @dataclass(frozen=True)
 class OracleSpec:

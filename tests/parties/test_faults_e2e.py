@@ -186,7 +186,7 @@ def test_lost_or_repeated_report_requests_change_nothing_but_the_traffic(data, f
     # a re-sent or duplicated ReportRequest gets the party's same reply: no new draw, no new entry
     params = dict(epsilon=2.0, oracle="oue")
     sim = simulate(data, "SMP", seed=SEED, timeout=0.1, retries=8, faults=faults, fault_seed=3, **params)
-    fast = run_local(lookup("SMP").program, data, rng=PartyStreams(SEED, N), **params)
+    fast = run_local(lookup("SMP").program, data, lookup("SMP").bind(params), rng=PartyStreams(SEED, N))
     assert not sim.degraded and sim.traffic.messages > 2 * N  # the faults struck, the retries / copies are counted
     assert np.array_equal(sim.result.releases[0].codes, fast.releases[0].codes)
     assert all(ledger == fast.ledger for ledger in sim.ledgers)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import io
 import json
 import math
@@ -17,6 +19,7 @@ from mprr.synthetic import DEFAULT_SIZES
 from scenarios.cli import main
 from scenarios.cost_model import rr_closed_form
 from scenarios.plots import CustomPlot, FigureSpec
+from mprr.protocols.parameters import RRClustersParameters
 from scenarios.local_anonymization import LABELS, check_secure_sum, derive_seeds, protocol_parameters
 from scenarios.registry import get, load
 from scenarios.runner import run
@@ -192,9 +195,10 @@ def test_secure_sum_without_a_secure_sum_is_refused(tmp_path: Path) -> None:
                                                  r"dependence to '4\.2' or '4\.3', or drop secure_sum"):
         run("local_anonymization", out_dir=tmp_path, parameters={"n": 50, "secure_sum": "masked"})
     config, spec = load("local_anonymization")
-    check_secure_sum(config)  # the shipped file's secure_sum = "graph" with its 4.1: no setting of the run
-    check_secure_sum(config.with_overrides(parameters={"secure_sum": "masked", "dependence": "4.3"},
-                                           schema=spec.schema))
+    # the shipped file's secure_sum = "graph" with its 4.1: no setting of the run
+    check_secure_sum(config, "4.1")
+    given = config.with_overrides(parameters={"secure_sum": "masked", "dependence": "4.3"}, schema=spec.schema)
+    check_secure_sum(given, "4.3")
 
 
 def test_epsilon_per_attribute_and_dependence_43_on_the_fast_path(tmp_path: Path) -> None:
@@ -384,7 +388,10 @@ def test_the_protocol_fields_derived_from_the_parameter_object_accept_what_they_
              "max_cells": (Int(min=2, max=65_536), 4096)}
     derived = {f.key: f for f in SCHEMA.fields()}
     for key, field in written.items():
-        assert derived[key] == field, key
+        assert dataclasses.replace(derived[key], owner=None) == field, key
+    # the fields taken unchanged are the object's to check; those the scenario narrows are its own
+    assert {k for k, f in derived.items() if f.owner is RRClustersParameters} == {
+        "epsilon", "discovery_share", "Td", "dependence"}
     for key, (kind, default) in types.items():
         assert (derived[key].type, derived[key].default) == (kind, default), key
     assert SCHEMA.validate({})["secure_sum"] == "graph"  # any registered engine, the shipped default

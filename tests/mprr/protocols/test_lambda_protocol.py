@@ -106,7 +106,7 @@ def test_joint_estimate_unbiased_within_five_sigma(n: int) -> None:
 def test_bad_arguments() -> None:
     ds, _ = _three(20, 6)
     rng = np.random.default_rng(0)
-    with pytest.raises(ConfigurationError, match=r"lambdas must be 3 numbers in \(0, 1\]"):
+    with pytest.raises(ConfigurationError, match=r"lambdas\[1\] must be a finite number > 0 and <= 1, got 0\.0"):
         lambda_protocol(ds, [0.5, 0.0, 1.0], rng=rng)
     with pytest.raises(ConfigurationError, match=r"lambdas must be 3 numbers"):
         lambda_protocol(ds, [0.5], rng=rng)

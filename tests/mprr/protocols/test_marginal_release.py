@@ -68,7 +68,7 @@ def test_at_large_budget_calm_beats_one_attribute_per_respondent_on_pairs() -> N
 
 def test_validation() -> None:
     ds = planted(50, 1).dataset
-    with pytest.raises(ConfigurationError, match=r"k must be 2 or 3 \(and at most m = 8\), got 4"):
+    with pytest.raises(ConfigurationError, match=r"k must be an integer >= 2 and <= 3, got 4"):
         calm(ds, epsilon=1.0, k=4, rng=np.random.default_rng(0))
-    with pytest.raises(ConfigurationError, match="epsilon must be finite and > 0"):
+    with pytest.raises(ConfigurationError, match="epsilon must be a finite number > 0, got -1.0"):
         calm(ds, epsilon=-1.0, rng=np.random.default_rng(0))

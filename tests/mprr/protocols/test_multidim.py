@@ -12,6 +12,7 @@ from mprr.errors import ConfigurationError
 from mprr.protocols import rsfd, smp, spl
 from mprr.protocols.local import run_local
 from mprr.protocols.multidim import oracle_specs, smp_steps
+from mprr.protocols.parameters import OracleParameters
 from mprr.protocols.oracle_reports import ReportedData, rsfd_oracle_epsilon
 from mprr.protocols.steps import OracleSpec, Report
 from mprr.streams import PartyStreams
@@ -122,8 +123,9 @@ def test_report_step_validation() -> None:
     with pytest.raises(ConfigurationError, match="oracle epsilon must be finite and > 0, got 0"):
         OracleSpec("grr", 0)
     assert Report("x", ((0,), (1,)), (grr1, grr1), assign="sampled", weights=(1, 3)).probabilities == (0.25, 0.75)
-    with pytest.raises(ConfigurationError, match=r"postprocess must be one of \['norm-sub'"):
-        run_local(smp_steps, planted(20, 1).dataset, rng=np.random.default_rng(0), epsilon=1.0, postprocess="ibu")
+    with pytest.raises(ConfigurationError, match=r"postprocess must be one of 'norm-sub'.*got 'ibu'"):
+        run_local(smp_steps, planted(20, 1).dataset, OracleParameters(epsilon=1.0, postprocess="ibu"),
+                  rng=np.random.default_rng(0))
 
 
 @pytest.mark.parametrize("name", ["SMP", "SPL", "RS+FD"])

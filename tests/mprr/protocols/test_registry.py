@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError
+from mprr.protocols.parameters import RRClustersAdjustmentParameters
 from mprr.protocols.registry import PROTOCOLS, lookup, register_protocol
 
 
 def test_bind_fills_the_fixed_parameters_and_keeps_the_rest() -> None:
-    assert lookup("clusters+adjustment").bind({"Tv": 10, "Td": 0.1, "p": 0.5, "tol": 1e-6}) == {
-        "base": "RR-Clusters", "Tv": 10, "Td": 0.1, "p": 0.5, "tol": 1e-6}
+    bound = lookup("clusters+adjustment").bind({"Tv": 10, "Td": 0.1, "p": 0.5, "tol": 1e-6})
+    assert isinstance(bound, RRClustersAdjustmentParameters)
+    assert (bound.base, bound.Tv, bound.Td, bound.p, bound.tol, bound.max_iter) == ("RR-Clusters", 10, 0.1, 0.5, 1e-6, 1000)
     assert lookup("RR-Adjustment").bind({"p": 0.5, "max_iter": 3}) == {"p": 0.5, "max_iter": 3}
 
 
@@ -22,7 +24,7 @@ def test_bind_fills_the_fixed_parameters_and_keeps_the_rest() -> None:
         ("RR-Clusters", {"p": 0.5}, r"protocol 'RR-Clusters' needs parameter\(s\) \['Td', 'Tv'\]"),
         # RR-Adjustment takes its base protocol's parameters and those of Algorithm 2, no others
         ("RR-Clusters+Adjustment", {"Tv": 9, "Td": 0.1, "p": 0.5, "bogus": 1},
-         r"unknown parameter\(s\) \['bogus'\] .*allowed: \['Td', 'Tv', .*'exact_limit', .*'max_iter', .*'tol'\]"),
+         r"unknown parameter\(s\) \['bogus'\] .*allowed: \[.*'Tv', 'Td', .*'tol', 'max_iter', 'exact_limit'\]"),
         ("RR-Clusters+Adjustment", {"p": 0.5}, r"needs parameter\(s\) \['Td', 'Tv'\]"),
         ("RR-Adjustment", {"p": 0.5, "Tv": 3}, r"unknown parameter\(s\) \['Tv'\] for protocol 'RR-Adjustment'"),
         ("RR-Clusters+Adjustment", {"base": "RR-Independent", "p": 0.5}, r"fixes \['base'\]"),
@@ -35,10 +37,10 @@ def test_bind_names_the_bad_parameter(name: str, params: dict, match: str) -> No
 
 def test_bind_returns_the_driver_parameters_as_given() -> None:
     # whether a run needs them is the plan's to say (parties.simulate refuses an engine without a secure sum)
-    bound = lookup("SPL").bind({"epsilon": 0.5, "engine": "masked"}, driver=("engine",))
-    assert isinstance(bound, dict) and (bound["epsilon"], bound["engine"]) == (0.5, "masked")  # beside the defaults
+    bound = lookup("RR-Adjustment").bind({"p": 0.5, "engine": "masked"}, driver=("engine",))
+    assert isinstance(bound, dict) and (bound["p"], bound["engine"]) == (0.5, "masked")
     with pytest.raises(ConfigurationError, match=r"unknown parameter\(s\) \['engine'\]"):
-        lookup("SPL").bind({"epsilon": 0.5, "engine": "masked"})
+        lookup("RR-Adjustment").bind({"p": 0.5, "engine": "masked"})
     # a program that takes its parameter object receives nothing else: the driver keeps its own options
     with pytest.raises(ConfigurationError, match=r"unknown parameter\(s\) \['engine'\] for protocol 'RR-Independent'"):
         lookup("RR-Independent").bind({"p": 0.5, "engine": "masked"}, driver=("engine",))
