@@ -109,7 +109,7 @@ from parties.secure.prg import fresh_seed
 from parties.secure.program import Delivery, Operation, Program, Send, from_controller
 from parties.secure.ring import ZMod
 from parties.secure.shamir import SHARE_BYTES, share_values
-from parties.secure.topology import TOPOLOGIES, Neighbourhoods, build_neighbourhoods
+from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
 from parties.secure.unmasking import abscissa, mask_vector
 from parties.secure.values import as_ring_vector
 from parties.secure.masked_server import PHASES, ControllerProgram, Shortfall, spread
@@ -261,8 +261,9 @@ class MaskedEngine(SecureSumEngine):
         :class:`KeyDirectory` of its neighbours' keys (at least the smallest neighbourhood's),
         each sized by the codec; the shares, views and unmasking rounds come on top."""
         s, n = ctx.session, ctx.n
-        smallest = min(ctx.parties, key=lambda p: len(ctx.neighbours[p]))
-        live = ctx.neighbours[smallest]
+        neighbours = ctx.neighbours
+        live = (neighbours[ctx.parties[0]] if isinstance(neighbours, CompleteNeighbourhoods)  # (all alike)
+                else neighbours[min(ctx.parties, key=lambda p: len(neighbours[p]))])
         directory = encoded_size(KeyDirectory(s, id_vector(live), bytes(32 * len(live))))
         party = Counts(2, encoded_size(PublicKeys(s, (bytes(32),)))
                        + encoded_size(MaskedInput(s, _zeros(ctx.ring.dtype.str, ctx.length))))
