@@ -428,17 +428,24 @@ def _warn_if_expensive(engine: SecureSumEngine, n: int, plan: Plan, net: Any) ->
     :attr:`PhasePlan.cells <mprr.protocols.plan.PhasePlan.cells>` per party; main paper 4.2 /
     4.3: Σ_{i<j} |A_i||A_j|) when it is large.
 
-    Bounded in time: an engine counted by the counting driver
-    (:func:`~parties.secure.engine.counted_cost`) stops as soon as the traffic crosses
-    :data:`EXPENSIVE_MESSAGES` or :data:`EXPENSIVE_BYTES` (the warning then says "at least"),
-    and after :data:`~parties.secure.cost.COUNT_LIMIT` messages routed in any case."""
+    Bounded in time: where the engine's lower bound
+    (:meth:`~parties.secure.engine.SecureSumEngine.least_cost`, no program run) already crosses
+    :data:`EXPENSIVE_MESSAGES` or :data:`EXPENSIVE_BYTES`, nothing is counted (the warning then
+    says "at least"); else an engine counted by the counting driver
+    (:func:`~parties.secure.engine.counted_cost`) stops as soon as the traffic crosses them
+    ("at least" again), and after :data:`~parties.secure.cost.COUNT_LIMIT` messages routed in
+    any case."""
     messages = nbytes = 0
     exact = True
     formulas = []
     try:
         for phase, cells in zip(plan.secure_sums, plan.sum_cells):
             ctx = engine.context(range(n), cells, network=net, session="cost-estimate")
-            if type(engine).cost is SecureSumEngine.cost:  # the counting driver: stop at the threshold
+            least = engine.least_cost(ctx)
+            if least is not None and (messages + least.messages > EXPENSIVE_MESSAGES
+                                      or nbytes + least.bytes > EXPENSIVE_BYTES):
+                cost = least  # (a lower bound already crosses the threshold: nothing to count)
+            elif type(engine).cost is SecureSumEngine.cost:  # the counting driver: stop at the threshold
                 left = Counts(max(EXPENSIVE_MESSAGES - messages, 0), max(EXPENSIVE_BYTES - nbytes, 0))
                 cost = counted_cost(engine, ctx, limit=COUNT_LIMIT, threshold=left)
             else:

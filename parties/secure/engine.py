@@ -185,6 +185,14 @@ class SecureSumEngine(ABC):
         mirrored count (same kind and size; default: the message itself, naming no party)."""
         return message
 
+    def least_cost(self, ctx: SecureSumContext) -> TrafficCost | None:
+        """A lower bound of :meth:`cost` that runs no program (a few messages sized by the
+        codec), or None where the engine states none (default).  A caller that only asks whether
+        the cost crosses a threshold (:func:`parties.simulate.simulate_async`'s warning) reads
+        it first and counts only when it does not cross; ``exact`` is False unless the bound
+        is the cost (each engine's tests check it against the count)."""
+        return None
+
     def cost(self, ctx: SecureSumContext) -> TrafficCost:
         """Messages / bytes / rounds of a fault-free run: every role's program run by the
         counting driver (:func:`counted_cost`, up to :data:`COUNT_LIMIT` messages)."""

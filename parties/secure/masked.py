@@ -79,9 +79,11 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
 from parties.topology import CONTROLLER
+from parties.traffic import Counts
 from parties.transport import Endpoint, Transport
 from parties.secure.crypto import AEAD_OVERHEAD, NONCE_BYTES, KeyPair, agree, derive_keys, open_each, seal_each
 from parties.secure.context import SecureSumContext
+from parties.secure.cost import TrafficCost, encoded_size
 from parties.secure.drive import drive
 from parties.secure.engine import SecureSumEngine, SumOutcome
 from parties.secure.graph import ring_modulus
@@ -107,7 +109,7 @@ from parties.secure.prg import fresh_seed
 from parties.secure.program import Delivery, Operation, Program, Send, from_controller
 from parties.secure.ring import ZMod
 from parties.secure.shamir import SHARE_BYTES, share_values
-from parties.secure.topology import TOPOLOGIES, Neighbourhoods, build_neighbourhoods
+from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
 from parties.secure.unmasking import abscissa, mask_vector
 from parties.secure.values import as_ring_vector
 from parties.secure.masked_server import PHASES, ControllerProgram, Shortfall, spread
@@ -250,6 +252,26 @@ class MaskedEngine(SecureSumEngine):
                     raise ConfigurationError(f"the masked engine needs a link between party {p} and the controller")
         return SecureSumContext(session, parties, length, self.max_value,
                                 ring_modulus(n, self.max_value), neighbours, relay=True, threshold=t)
+
+    # ------------------------------------------------------------------ cost model
+    def least_cost(self, ctx: SecureSumContext) -> TrafficCost:
+        """A lower bound of :meth:`cost` (:meth:`SecureSumEngine.least_cost`): in a fault-free
+        run every party sends its masking key (:class:`PublicKeys`) and its masked input
+        (:class:`MaskedInput`, L ring elements), and the controller sends each party a
+        :class:`KeyDirectory` of its neighbours' keys (at least the smallest neighbourhood's),
+        each sized by the codec; the shares, views and unmasking rounds come on top."""
+        s, n = ctx.session, ctx.n
+        neighbours = ctx.neighbours
+        live = (neighbours[ctx.parties[0]] if isinstance(neighbours, CompleteNeighbourhoods)  # (all alike)
+                else neighbours[min(ctx.parties, key=lambda p: len(neighbours[p]))])
+        directory = encoded_size(KeyDirectory(s, id_vector(live), bytes(32 * len(live))))
+        party = Counts(2, encoded_size(PublicKeys(s, (bytes(32),)))
+                       + encoded_size(MaskedInput(s, _zeros(ctx.ring.dtype.str, ctx.length))))
+        sent = dict.fromkeys(ctx.parties, party)
+        sent[CONTROLLER] = Counts(n, n * directory)
+        return TrafficCost(sent=sent, rounds=len(PHASES), exact=False,  # (the controller marks each)
+                           formula=f"at least (lower bound: {n:,} PublicKeys, {n:,} KeyDirectory and {n:,} "
+                                   f"MaskedInput; more rounds on top) (masked, n = {n}, L = {ctx.length})")
 
     # ------------------------------------------------------------------ party
     def party_program(self, me: int, vector: np.ndarray, ctx: SecureSumContext, *,

@@ -52,7 +52,10 @@ async def test_expensive_secure_sum_is_announced_with_its_closed_form_cost_and_p
                          secure_sum="masked-sparse")
     # already sparse: the advice does not suggest the engine in use
     sparse = next(r for r in caplog.records if r.levelno == logging.WARNING).getMessage()
-    assert sparse.startswith("expensive configuration: the masked secure sum sends ")
+    assert sparse.startswith("expensive configuration: the masked secure sum sends at least 72 messages, ")
+    # (its lower bound already crosses the threshold: no program counted)
+    assert "closed form: at least (lower bound: 24 PublicKeys, 24 KeyDirectory and 24 MaskedInput" in " ".join(
+        line.strip() for line in sparse.splitlines())
     assert sparse.splitlines()[-1] == "  fewer parties or fewer cells cost less"
     caplog.clear()
     monkeypatch.undo()

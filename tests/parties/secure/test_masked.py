@@ -177,6 +177,27 @@ def test_the_counted_cost_is_the_measured_traffic_of_a_sparse_sum_with_handed_vi
     assert dict(counted_cost(engine, result.context, suite=REAL).sent) == dict(cost.sent)
 
 
+@pytest.mark.parametrize(("topology", "degree", "n", "length"),
+                         [("complete", None, 9, 5), ("regular", 6, 30, 12), ("harary", 3, 11, 1582)])
+def test_the_least_cost_is_a_lower_bound_of_the_count_exact_on_its_kinds(
+        topology: str, degree: int | None, n: int, length: int) -> None:
+    # what simulate's warning reads before it counts: every actor's bound is at most its count,
+    # and the kinds it bounds are exact except the directory (sized for the smallest neighbourhood)
+    from parties.secure.engine import counted_cost
+
+    engine = MaskedEngine(topology=topology, degree=degree)
+    ctx = engine.context(range(n), length, session="s")
+    least, counted = engine.least_cost(ctx), counted_cost(engine, ctx)
+    assert not least.exact and least.rounds == counted.rounds == 5
+    assert least.formula.startswith(f"at least (lower bound: {n:,} PublicKeys, {n:,} KeyDirectory and {n:,} MaskedInput")
+    assert set(least.sent) == set(counted.sent) == {CONTROLLER, *range(n)}
+    for actor, bound in least.sent.items():
+        assert bound.messages < counted.sent[actor].messages and bound.bytes < counted.sent[actor].bytes, actor
+    y = len(encode(MaskedInput("s", np.zeros(length, dtype=ctx.ring.dtype))))
+    assert least.sent[0] == (2, len(encode(PublicKeys("s", (bytes(32),)))) + y)
+    assert least.messages == 3 * n and least.bytes > n * y
+
+
 def test_abscissae_are_distinct_and_public() -> None:
     nbrs = build_neighbourhoods(range(9), "harary", 4)
     for owner in range(9):
