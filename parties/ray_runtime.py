@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -276,6 +277,8 @@ class RayPool:
         Number of shard actors (default: the cluster's CPUs divided by ``num_cpus``, at least 1).
     address, num_cpus, start_timeout
         As :class:`RayRuntime`.
+    actor
+        The actor class: :class:`ShardActor` or a subclass (e.g. one that instruments it).
 
     Examples
     --------
@@ -285,7 +288,7 @@ class RayPool:
     """
 
     def __init__(self, shards: int | None = None, *, address: str | None = None, num_cpus: float = 1.0,
-                 start_timeout: float = 120.0) -> None:
+                 start_timeout: float = 120.0, actor: type[ShardActor] = ShardActor) -> None:
         if shards is not None:
             check_int("shards", shards, 1)
         check_real("num_cpus", num_cpus, strict=True)
@@ -297,7 +300,7 @@ class RayPool:
         self._replaced: list[str] = []
         try:
             self.size = shards or _cluster_shards(self._ray, num_cpus)
-            self._remote = self._ray.remote(num_cpus=num_cpus, max_restarts=0)(ShardActor)
+            self._remote = self._ray.remote(num_cpus=num_cpus, max_restarts=0)(actor)
             self._actors = [self._remote.remote() for _ in range(self.size)]
         except BaseException:
             self.close()
@@ -316,16 +319,39 @@ class RayPool:
         return RayRuntime(address=self.address, shards=shards, num_cpus=self.num_cpus,
                           start_timeout=self.start_timeout, pool=self)
 
-    def close(self) -> None:
-        """Kill every actor of the pool (and the local Ray, if the pool started it)."""
+    def close(self, timeout: float = 10.0) -> None:
+        """Kill every actor of the pool and return once they are gone (and shut down the local
+        Ray, if the pool started it); :class:`~mprr.errors.RuntimeFailure` names the shards whose
+        actors still answer after ``timeout`` seconds."""
         if self._closed:
             return
         self._closed = True
-        for a in self._actors:
-            with suppress(Exception):
-                self._ray.kill(a)
-        if self._owns_ray:
-            self._ray.shutdown()
+        try:
+            for a in self._actors:
+                with suppress(Exception):
+                    self._ray.kill(a)
+            alive = [k for k, a in enumerate(self._actors) if not self._gone(a, time.monotonic() + timeout)]
+            if alive:
+                raise RuntimeFailure(f"ray runtime: the actors of shards {alive} still answer {timeout} s "
+                                     "after the pool killed them")
+        finally:
+            if self._owns_ray:
+                self._ray.shutdown()
+
+    def _gone(self, actor: Any, deadline: float) -> bool:
+        """Whether ``actor`` is dead by ``deadline`` (``ray.kill`` is asynchronous: a call sent
+        just after it may still be answered)."""
+        ray = self._ray
+        while True:
+            try:
+                ray.get(actor.peak_rss.remote(), timeout=max(0.0, deadline - time.monotonic()))
+            except ray.exceptions.RayActorError:
+                return True
+            except ray.exceptions.GetTimeoutError:
+                return False
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
 
     def __enter__(self) -> RayPool:
         return self
@@ -336,6 +362,8 @@ class RayPool:
     async def _start(self, k: int, run: int, setup: ShardSetup) -> bytes:
         """Start run ``run`` in actor ``k``, replacing it once if it is dead."""
         ray = self._ray
+        shard = f"shard {k} (parties {setup.parties.start}-{setup.parties.stop - 1})"
+        which = "its actor"
         try:
             keys: bytes = await self._actors[k].start.remote(run, setup)
             return keys
@@ -343,14 +371,15 @@ class RayPool:
             with suppress(Exception):
                 ray.kill(self._actors[k])
             self._actors[k] = self._remote.remote()
-            self._replaced.append(f"shard {k} (parties {setup.parties.start}-{setup.parties.stop - 1}): "
-                                  f"its actor died since the last run ({type(exc).__name__}), replaced")
+            self._replaced.append(f"{shard}: its actor died since the last run ({type(exc).__name__}), replaced")
+            which = "its replacement actor"
+        except ray.exceptions.RayError as exc:
+            raise RuntimeFailure(f"ray runtime: {shard}: {which} failed to start: {exc}") from None
         try:
             keys = await self._actors[k].start.remote(run, setup)
             return keys
         except ray.exceptions.RayError as exc:
-            raise RuntimeFailure(f"ray runtime: shard {k} (parties {setup.parties.start}-{setup.parties.stop - 1}): "
-                                 f"its replacement actor failed to start: {exc}") from None
+            raise RuntimeFailure(f"ray runtime: {shard}: {which} failed to start: {exc}") from None
 
     @asynccontextmanager
     async def serve(self, plan: HostingPlan, shards: int | None = None) -> AsyncIterator[Hosting]:

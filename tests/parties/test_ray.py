@@ -19,7 +19,8 @@ from parties.runtime import Hosting, HostingPlan
 
 ray = pytest.importorskip("ray")
 
-from parties.ray_runtime import RayPool, RayRuntime  # noqa: E402
+from parties.ray_runtime import RayPool, RayRuntime, ShardActor  # noqa: E402
+from parties.shard import ShardSetup  # noqa: E402
 from parties.simulate import simulate  # noqa: E402
 from tests.parties.equivalence import assert_same_runs  # noqa: E402
 from tests.parties.equivalence_cases import matrix_cases, reference, simulate_case  # noqa: E402
@@ -119,6 +120,20 @@ def test_closing_a_pool_kills_every_actor(data) -> None:  # type: ignore[no-unty
             ray.get(actor.peak_rss.remote(), timeout=30)
     with pytest.raises(RuntimeFailure, match="the pool is closed"):
         simulate(data, "RR-Independent", seed=1, timeout=10.0, p=0.6, runtime=own.runtime())
+
+
+class _Broken(ShardActor):
+    """A shard actor that cannot build its parties."""
+
+    async def start(self, run: int, setup: ShardSetup) -> bytes:
+        raise OSError("no room for the parties")
+
+
+def test_a_shard_actor_that_cannot_start_fails_the_run_naming_the_shard(data) -> None:  # type: ignore[no-untyped-def]
+    with RayPool(shards=2, num_cpus=0.25, actor=_Broken) as broken:
+        with pytest.raises(RuntimeFailure, match=r"ray runtime: shard 0 \(parties 0-74\): its actor failed to start: "
+                                                 r"(.|\n)*no room for the parties"):
+            simulate(data, "RR-Independent", seed=1, timeout=10.0, p=0.6, runtime=broken.runtime())
 
 
 def test_three_shard_actors_send_their_replies_as_columns(data, pool) -> None:  # type: ignore[no-untyped-def]
