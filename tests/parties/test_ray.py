@@ -21,6 +21,7 @@ ray = pytest.importorskip("ray")
 
 from parties.ray_runtime import RayPool, RayRuntime, ShardActor  # noqa: E402
 from parties.shard import ShardSetup  # noqa: E402
+from parties.shard_report import ShardReport  # noqa: E402
 from parties.simulate import simulate  # noqa: E402
 from tests.parties.equivalence import assert_same_runs  # noqa: E402
 from tests.parties.equivalence_cases import matrix_cases, reference, simulate_case  # noqa: E402
@@ -85,13 +86,16 @@ def test_consecutive_runs_on_pooled_actors_give_the_runs_of_fresh_actors(data, p
     """Two runs with different seeds and protocols on the same actors, then the first again: each
     is the run of fresh actors (no parties, streams, keys or counters carried from run to run)."""
     signing = next(c for c in CASES if c.engine == "masked-sparse")  # keys born in the actors, per run
-    first = simulate(data, "RR-Independent", seed=1, timeout=10.0, p=0.6, runtime=pool.runtime(shards=2))
+
+    def independent(runtime: RayRuntime):  # type: ignore[no-untyped-def]
+        return simulate(data, "RR-Independent", seed=1, timeout=10.0, p=0.6, runtime=runtime)
+
+    first = independent(pool.runtime(shards=2))
     second = simulate_case(signing, pool.runtime(shards=2))
-    again = simulate(data, "RR-Independent", seed=1, timeout=10.0, p=0.6, runtime=pool.runtime(shards=2))
-    fresh = simulate_case(signing, RayRuntime(shards=2, num_cpus=0.25))
-    assert_same_runs(fresh, second)
-    assert_same_runs(first, again)
-    for one, other in ((first, again), (second, fresh)):
+    again = independent(pool.runtime(shards=2))
+    fresh = [independent(RayRuntime(shards=2, num_cpus=0.25)), simulate_case(signing, RayRuntime(shards=2, num_cpus=0.25))]
+    for one, other in ((first, fresh[0]), (again, fresh[0]), (second, fresh[1])):
+        assert_same_runs(other, one)
         assert one.wire is not None and other.wire is not None and not one.wire["problems"]
         assert [one.wire[k] for k in ("payload_bytes", "party_to_party_bytes", "lost_shards")] == \
             [other.wire[k] for k in ("payload_bytes", "party_to_party_bytes", "lost_shards")]
@@ -120,6 +124,37 @@ def test_closing_a_pool_kills_every_actor(data) -> None:  # type: ignore[no-unty
             ray.get(actor.peak_rss.remote(), timeout=30)
     with pytest.raises(RuntimeFailure, match="the pool is closed"):
         simulate(data, "RR-Independent", seed=1, timeout=10.0, p=0.6, runtime=own.runtime())
+
+
+def test_a_shard_actor_gives_an_earlier_runs_calls_nothing_of_the_next(data) -> None:  # type: ignore[no-untyped-def]
+    """:class:`ShardActor` in this process: a pull of run 0 pending when run 1 starts returns
+    ``[]``; a crash notice of run 0 pushed after it crashes no party of run 1 (run 1's own does),
+    and run 1's parties are fresh (no draws)."""
+    import asyncio
+
+    from parties.channel import dumps
+
+    n = 12
+    plan = HostingPlan(n=n, schema=data.schema, records=np.asarray(data.codes)[:n], seed=1, budgets=(1.0,) * n,
+                       policy="sequential", accept=())
+
+    async def runs() -> tuple[list[bytes], ShardReport]:
+        actor = ShardActor()
+        await actor.start(0, plan.setup(range(n)))
+        stale = asyncio.get_running_loop().create_task(actor.pull(0))
+        await asyncio.sleep(0)
+        await actor.start(1, plan.setup(range(n)))
+        await asyncio.sleep(0)  # (its parties served, as when the driver's pushes arrive)
+        await actor.push(0, [dumps("crash", tuple(range(n // 2)))])
+        await actor.push(1, [dumps("crash", tuple(range(n // 2, n)))])
+        return await asyncio.wait_for(stale, 5.0), await actor.finish(1)
+
+    pulled, report = asyncio.run(runs())
+    assert pulled == []
+    status = [report.statuses[k] for k in report.status_of]
+    assert report.parties == range(n) and not report.errors
+    assert status == ["running"] * (n // 2) + ["crashed"] * (n - n // 2)
+    assert not report.draws.any()
 
 
 class _Broken(ShardActor):
