@@ -16,12 +16,12 @@ Each case names its data set: ``full`` (240 parties, 8 attributes with planted c
 so that a secure sum over a full mesh of parties, paper-per-combination's one sum per value
 combination included, stays cheap).
 
-:func:`remote_params` gives the cases to the remote runtimes' tests (``test_tcp``, ``test_ray``),
-each case a remote runtime does not run skipped with its reason: a run there costs seconds (a
-tcp run waits for its workers' reconnect poll, a Ray run starts fresh shard actor processes), so
-the remote matrix runs each protocol's first variant, each dependence method, and each engine
-with one secure method (pairwise: every engine and every secure method on every runtime); the
-memory matrix runs every case.
+:func:`remote_params` gives the cases to the tcp runtime's test (``test_tcp``), each case it
+does not run skipped with its reason: a tcp run costs seconds (it waits for its workers'
+reconnect poll), so the tcp matrix runs each protocol's first variant, each dependence method,
+and each engine with one secure method (pairwise: every engine and every secure method); the
+memory matrix and the ray matrix (``test_ray``, on one pool of shard actors serving run after
+run) run every case.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class Variant:
 class Case:
     """One cell of the matrix: a protocol, its parameters, its data set; ``missing`` names
     what the registry holds and the matrix has no parameters for; ``remote`` is ``True`` or
-    the reason a remote runtime does not run the case."""
+    the reason the tcp runtime does not run the case."""
 
     id: str
     protocol: str
@@ -185,7 +185,7 @@ def matrix_cases() -> list[Case]:
             cases.append(Case(f"RR-Clusters[dependence-{d}]", "RR-Clusters", {**SECURE_BASE, "dependence": d}, "secure"))
             continue
         for k, engine in enumerate(ENGINES):
-            # pairwise on the remote runtimes: engine k with the (k mod #methods)-th secure method
+            # pairwise on the tcp runtime: engine k with the (k mod #methods)-th secure method
             remote = (True if secure[k % len(secure)] == d else
                       f"pairwise: engine {engine!r} runs {secure[k % len(secure)]} on this runtime (every engine "
                       f"and every secure method run there; the full product runs in memory)")
