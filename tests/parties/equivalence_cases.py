@@ -16,12 +16,9 @@ Each case names its data set: ``full`` (240 parties, 8 attributes with planted c
 so that a secure sum over a full mesh of parties, paper-per-combination's one sum per value
 combination included, stays cheap).
 
-:func:`remote_params` gives the cases to the tcp runtime's test (``test_tcp``), each case it
-does not run skipped with its reason: a tcp run costs seconds (it waits for its workers'
-reconnect poll), so the tcp matrix runs each protocol's first variant, each dependence method,
-and each engine with one secure method (pairwise: every engine and every secure method); the
-memory matrix and the ray matrix (``test_ray``, on one pool of shard actors serving run after
-run) run every case.
+Every runtime runs every case: memory on one shard and on three (``test_equivalence``), tcp on
+two hand-started worker processes serving run after run (``test_tcp``) and ray on one pool of
+shard actors serving run after run (``test_ray``).
 """
 
 from __future__ import annotations
@@ -43,7 +40,7 @@ from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from parties.secure.registry import ENGINES
 
-__all__ = ["Case", "REPRESENTATIVE", "SEED", "dataset", "fast_path", "matrix_cases", "reference", "remote_params",
+__all__ = ["Case", "REPRESENTATIVE", "SEED", "dataset", "fast_path", "matrix_cases", "reference",
            "secure_methods", "simulate_case"]
 
 SEED = 3
@@ -67,8 +64,7 @@ class Variant:
 @dataclass(frozen=True)
 class Case:
     """One cell of the matrix: a protocol, its parameters, its data set; ``missing`` names
-    what the registry holds and the matrix has no parameters for; ``remote`` is ``True`` or
-    the reason the tcp runtime does not run the case."""
+    what the registry holds and the matrix has no parameters for."""
 
     id: str
     protocol: str
@@ -76,7 +72,6 @@ class Case:
     data: str = "full"
     public: Public | None = None
     missing: str | None = None
-    remote: bool | str = True
 
     @property
     def engine(self) -> str | None:
@@ -175,30 +170,17 @@ def matrix_cases() -> list[Case]:
                 f"protocol {name!r} is registered but the equivalence matrix has no parameters for it: add "
                 f"representative ones to REPRESENTATIVE in tests/parties/equivalence_cases.py")))
             continue
-        for k, v in enumerate(variants):
-            cases.append(Case(f"{name}[{v.label}]", name, v.params, v.data, v.public,
-                              remote=True if k == 0 else f"variant: {name}[{variants[0].label}] runs on this runtime; every "
-                              "variant runs in memory, on one shard and on three"))
+        for v in variants:
+            cases.append(Case(f"{name}[{v.label}]", name, v.params, v.data, v.public))
     secure = secure_methods()
     for d in DEPENDENCE_METHODS:
         if d not in secure:
             cases.append(Case(f"RR-Clusters[dependence-{d}]", "RR-Clusters", {**SECURE_BASE, "dependence": d}, "secure"))
             continue
-        for k, engine in enumerate(ENGINES):
-            # pairwise on the tcp runtime: engine k with the (k mod #methods)-th secure method
-            remote = (True if secure[k % len(secure)] == d else
-                      f"pairwise: engine {engine!r} runs {secure[k % len(secure)]} on this runtime (every engine "
-                      f"and every secure method run there; the full product runs in memory)")
+        for engine in ENGINES:
             cases.append(Case(f"RR-Clusters[dependence-{d}-{engine}]", "RR-Clusters",
-                              {**SECURE_BASE, "dependence": d, "engine": engine}, "secure", remote=remote))
+                              {**SECURE_BASE, "dependence": d, "engine": engine}, "secure"))
     return cases
-
-
-def remote_params(cases: list[Case]) -> list[Any]:
-    """``cases`` as pytest parameters, those a remote runtime does not run skipped with their reason."""
-    import pytest
-
-    return [c if c.remote is True else pytest.param(c, marks=pytest.mark.skip(reason=str(c.remote))) for c in cases]
 
 
 TIMEOUT = 10.0

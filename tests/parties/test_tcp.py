@@ -24,7 +24,7 @@ from parties.shard import split
 from parties.simulate import simulate
 from parties.tcp import TcpRuntime, parse_address, parse_parties
 from tests.parties.equivalence import assert_same_runs
-from tests.parties.equivalence_cases import (Case, dataset, matrix_cases, reference, remote_params,
+from tests.parties.equivalence_cases import (Case, dataset, matrix_cases, reference,
                                              simulate_case)
 from parties.transport import CONTROLLER
 from tests.parties.transport_helpers import once_before
@@ -54,7 +54,7 @@ def _alternating(cases: list[Case]) -> list[Case]:
     reconnected while one size's run goes on."""
     by_size: dict[int, list[Case]] = {}
     for case in cases:
-        by_size.setdefault(dataset(case.data).n if case.remote is True else -1, []).append(case)
+        by_size.setdefault(dataset(case.data).n if not case.missing else -1, []).append(case)
     queues = [by_size[n] for n in sorted(by_size) if n >= 0]
     out: list[Case] = []
     while any(queues):
@@ -81,7 +81,7 @@ def tcp_runtime() -> Iterator[Callable[[int], TcpRuntime]]:
     started: dict[int, TcpRuntime] = {}
     processes: list[subprocess.Popen[bytes]] = []
     scratch = Path(tempfile.mkdtemp(prefix="mprr-test-matrix-"))
-    for n in sorted({dataset(c.data).n for c in CASES if c.remote is True and not c.missing}):
+    for n in sorted({dataset(c.data).n for c in CASES if not c.missing}):
         with socket.socket() as probe:  # a free port, told to the workers before the controller binds it
             probe.bind(("127.0.0.1", 0))
             address = f"127.0.0.1:{probe.getsockname()[1]}"
@@ -103,7 +103,7 @@ def tcp_runtime() -> Iterator[Callable[[int], TcpRuntime]]:
         assert not any(said.values()), said  # quiet workers: anything on stderr is an error
 
 
-@pytest.mark.parametrize("case", remote_params(CASES), ids=[c.id for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_the_matrix_between_two_worker_processes_gives_the_memory_runs(case, tcp_runtime) -> None:  # type: ignore[no-untyped-def]
     """Every case of the equivalence matrix (tests/parties/equivalence_cases.py) on two worker
     processes: its memory run, traffic statistics included; the wire carries the in-memory
