@@ -13,22 +13,7 @@ from mprr.errors import ConfigurationError
 from mprr.protocols.registry import PROTOCOLS, lookup
 from mprr.synthetic import planted_clusters
 from parties.simulate import simulate
-
-N = 240
-SEED = 3
-
-
-@pytest.fixture(scope="module")
-def data() -> Dataset:
-    return planted_clusters(N, rng=np.random.default_rng(11), strength=0.8).dataset
-
-
-SECURE_N = 30
-
-
-@pytest.fixture(scope="module")
-def small() -> Dataset:
-    return planted_clusters(SECURE_N, rng=np.random.default_rng(8), strength=0.8).dataset
+from tests.parties.simulate_data import SEED, data, small  # noqa: F401  (fixtures)
 
 
 def test_registry_names_and_aliases() -> None:

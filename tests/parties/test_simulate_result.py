@@ -12,28 +12,12 @@ import math
 import numpy as np
 import pytest
 
-from mprr.data import Dataset
 from mprr.matrices import keep_or_uniform
 from mprr.privacy import summarize
 from mprr.synthetic import planted_clusters
 from parties.controller import ReleaseRefused
 from parties.simulate import simulate
-
-N = 240
-SEED = 3
-
-
-@pytest.fixture(scope="module")
-def data() -> Dataset:
-    return planted_clusters(N, rng=np.random.default_rng(11), strength=0.8).dataset
-
-
-SECURE_N = 30
-
-
-@pytest.fixture(scope="module")
-def small() -> Dataset:
-    return planted_clusters(SECURE_N, rng=np.random.default_rng(8), strength=0.8).dataset
+from tests.parties.simulate_data import N, SECURE_N, SEED, data, small  # noqa: F401  (fixtures)
 
 
 def test_rr_clusters_recovers_planted_clusters_and_replays_singletons(data) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mprr.data import Dataset
 from mprr.protocols.steps import MatrixSpec
 from mprr.synthetic import planted_clusters
 from parties.simulate import simulate
@@ -16,22 +15,7 @@ from parties.transport import CONTROLLER
 from parties.wire.codec import encode
 from parties.wire.messages import RandomizedValues
 from parties.wire.requests import ReleaseRequest
-
-N = 240
-SEED = 3
-
-
-@pytest.fixture(scope="module")
-def data() -> Dataset:
-    return planted_clusters(N, rng=np.random.default_rng(11), strength=0.8).dataset
-
-
-SECURE_N = 30
-
-
-@pytest.fixture(scope="module")
-def small() -> Dataset:
-    return planted_clusters(SECURE_N, rng=np.random.default_rng(8), strength=0.8).dataset
+from tests.parties.simulate_data import SEED, data, small  # noqa: F401  (fixtures)
 
 
 def reply_size(k: int) -> int:
