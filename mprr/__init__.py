@@ -10,7 +10,9 @@ Modules, in dependency order (each may import only those above it):
 - ``registry``      — ``Registry``: the one pattern for whatever is chosen by name (protocols,
                       matrix families, secure-sum engines), with its public ``register``
 - ``parameters``    — value types (``Int``, ``Float``, ``Choice``, ``PerAttribute``, ``Registered``
-                      ...) and ``Parameters``, the base of the frozen, validated parameter objects
+                      ...; ``per_attribute`` spreads a per-attribute value) and ``Parameters``, the base of
+                      the frozen, validated parameter objects (``checked_parameters`` builds one from a
+                      caller's table, naming the caller's key)
 - ``domain``        — the one check of each kind (int, real, ε, unit interval, cells); joint codes
                       (ravel / unravel) and tallies
 - ``streams``       — per-party random streams spawned from one run seed; draw-order contract
@@ -20,7 +22,8 @@ Modules, in dependency order (each may import only those above it):
 - ``kronecker``     — lazy Kronecker products over joint domains (never materialized)
 - ``matrices``      — the papers' constructors (GRR, keep-or-uniform, cluster-optimal, ...), ``kron``
 - ``matrix_families`` — ``MatrixFamily`` objects (name, parameters, needs, build) in the registry
-                      ``MATRIX_FAMILIES``; ``register_matrix_family`` for a family of one's own
+                      ``MATRIX_FAMILIES``; ``register_matrix_family`` for a family of one's own;
+                      ``MatrixSpec``, a matrix named by family and parameters, rebuilt over any unit
 - ``randomize``     — inverse-CDF local randomization of codes through a matrix row
 - ``hashing``       — the universal hash family of local hashing (multiply-add-shift, splitmix64
                       seeds), vectorized over (reports x cells)

@@ -1,7 +1,7 @@
 """Matrix families: a randomization matrix named by family and parameters, rebuilt over any unit.
 
 A step of a protocol never sends a dense matrix when it has a closed form: it names a
-:class:`MatrixFamily` and its parameters (:class:`mprr.protocols.steps.MatrixSpec`), and
+:class:`MatrixFamily` and its parameters (a :class:`MatrixSpec`), and
 whoever randomizes rebuilds the matrix over the joint domain of the unit's attributes.  The
 families are objects in one :class:`~mprr.registry.Registry`, :data:`MATRIX_FAMILIES`; the
 shipped ones (``R = Π s`` joint values of a unit with attribute sizes ``s``):
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -35,7 +35,7 @@ from mprr.kronecker import KroneckerMatrix
 from mprr.matrices import RandomizationMatrix, cluster_optimal, grr, keep_or_uniform, kron, lambda_randomization
 from mprr.registry import Registry
 
-__all__ = ["MATRIX_FAMILIES", "Matrix", "MatrixFamily", "register_matrix_family"]
+__all__ = ["MATRIX_FAMILIES", "Matrix", "MatrixFamily", "MatrixSpec", "register_matrix_family"]
 
 Matrix = RandomizationMatrix | KroneckerMatrix
 """What a family builds: a dense matrix, or a lazy Kronecker product over the unit's attributes."""
@@ -140,3 +140,75 @@ for _family in (
     MatrixFamily("dense", ("R*R entries, C order",), lambda s: math.prod(s) ** 2, _dense),
 ):
     MATRIX_FAMILIES.register(_family)
+
+
+@dataclass(frozen=True)
+class MatrixSpec:
+    """A randomization matrix described by family and parameters (see the module docstring).
+
+    Parameters
+    ----------
+    family
+        A name of :data:`mprr.matrix_families.MATRIX_FAMILIES` (stored as its canonical name).
+    params
+        The family's parameters (finite floats).
+    given
+        With :meth:`dense`: the matrix itself, so a local driver uses it without rebuilding
+        it from ``params`` (not compared).
+    """
+
+    family: str
+    params: tuple[float, ...]
+    given: RandomizationMatrix | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "family", MATRIX_FAMILIES.lookup(self.family).name)
+        if self.given is not None:  # entries of a validated RandomizationMatrix
+            return
+        params = tuple(float(x) for x in self.params)
+        if not all(math.isfinite(x) for x in params):
+            raise ConfigurationError(f"params of a {self.family} matrix must be finite, got {params!r}")
+        object.__setattr__(self, "params", params)
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def keep_or_uniform(cls, p: float) -> MatrixSpec:
+        """Keep with probability ``p``, else uniform over the unit's domain (main paper 6.3.1)."""
+        return cls("keep-or-uniform", (p,))
+
+    @classmethod
+    def grr(cls, epsilon: float) -> MatrixSpec:
+        """The ε-optimal generalized RR over the unit's domain."""
+        return cls("grr", (epsilon,))
+
+    @classmethod
+    def cluster_optimal(cls, epsilon: float) -> MatrixSpec:
+        """Main paper 6.3.2: ε-optimal matrix over the cluster's product domain."""
+        return cls("cluster-optimal", (epsilon,))
+
+    @classmethod
+    def lambda_kron(cls, lambdas: Sequence[float]) -> MatrixSpec:
+        """λ-randomization of each attribute of the unit, as one Kronecker product."""
+        return cls("lambda-kron", tuple(lambdas))
+
+    @classmethod
+    def dense(cls, matrix: RandomizationMatrix) -> MatrixSpec:
+        """An explicit matrix, sent entry by entry (C order)."""
+        if not isinstance(matrix, RandomizationMatrix):
+            raise ConfigurationError(f"matrix must be a RandomizationMatrix, got {type(matrix).__name__}")
+        return cls("dense", tuple(matrix.values.ravel().tolist()), matrix)
+
+    # ------------------------------------------------------------------ use
+    def build(self, sizes: Sequence[int]) -> Matrix:
+        """The matrix over the joint domain of attributes with ``sizes`` categories (C order).
+
+        Raises
+        ------
+        ConfigurationError
+            If the parameters do not fit the family or the unit (wrong count, p outside
+            (0, 1), ε not > 0, λ outside (0, 1], a dense matrix of the wrong size or not
+            stochastic).
+        """
+        if self.given is not None and self.given.size == math.prod(int(s) for s in sizes):
+            return self.given
+        return MATRIX_FAMILIES[self.family].build(self.params, sizes)

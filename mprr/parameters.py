@@ -3,12 +3,14 @@
 A :class:`ValueType` checks one value (``check(value, key)`` returns it normalised or raises
 :class:`~mprr.errors.ConfigurationError` naming the key, the bad value and what is allowed):
 :class:`Int`, :class:`Float`, :class:`Bool`, :class:`Str`, :class:`Choice`, :class:`List` and
-:class:`PerAttribute` (a scalar for every attribute, or one value per attribute) and
-:class:`Registered` (a name of a :class:`~mprr.registry.Registry`).
+:class:`PerAttribute` (a scalar for every attribute, or one value per attribute; :func:`per_attribute`
+spreads such a value over the attributes) and :class:`Registered` (a name of a
+:class:`~mprr.registry.Registry`).
 
 A :class:`Parameters` subclass is a frozen dataclass whose fields are declared with
 :func:`parameter` (a value type, a default, one line of help): building one validates every
-field once, then the cross-field rules of :meth:`Parameters.validate`.  The protocols'
+field once, then the cross-field rules of :meth:`Parameters.validate`; :func:`checked_parameters`
+builds one from a caller's table, its refusals naming the caller's key.  The protocols'
 parameter objects (:mod:`mprr.protocols.parameters`) are made this way, and the scenario
 schemas (``scenarios.config``) are derived from their fields and these value types, so a
 parameter's type, range and help are written once.
@@ -18,9 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
+
+import numpy as np
 
 from mprr.errors import ConfigurationError
 from mprr.registry import Registry
@@ -38,7 +42,9 @@ __all__ = [
     "Registered",
     "Str",
     "ValueType",
+    "checked_parameters",
     "parameter",
+    "per_attribute",
     "show_value",
 ]
 
@@ -239,6 +245,21 @@ class PerAttribute(ValueType):
         return self.item.check(value, key)
 
 
+def per_attribute(value: float | Sequence[float], m: int, name: str) -> list[float]:
+    """A :class:`PerAttribute` value for each of ``m`` attributes: a scalar repeated, or a sequence
+    of exactly ``m`` values (ConfigurationError naming ``name`` otherwise)."""
+    if isinstance(value, (str, bytes)):
+        raise ConfigurationError(f"{name} must be a number or a sequence of {m} numbers, got {value!r}")
+    if isinstance(value, Sequence) or isinstance(value, np.ndarray):
+        values = list(value)
+        if len(values) != m:
+            raise ConfigurationError(
+                f"{name} must give one value per attribute ({m}), got {len(values)} values"
+            )
+        return values
+    return [value] * m
+
+
 def _scalar(value: Any) -> bool:
     return isinstance(value, (int, float, bool)) or (hasattr(value, "__float__") and not hasattr(value, "__len__"))
 
@@ -365,3 +386,24 @@ class Parameters:
         """The parameters that differ from their defaults."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                 if f.default is dataclasses.MISSING or getattr(self, f.name) != f.default}
+
+
+def checked_parameters(parameters: type[P], values: Mapping[str, Any], *, prefix: str) -> P:
+    """Build ``parameters`` from a caller's table ``values``: the one check of those values, whose
+    refusal names the caller's key (``prefix`` and the parameter, e.g. ``parameters.epsilon`` for
+    a scenario's ``[parameters]`` table).
+
+    Raises
+    ------
+    ConfigurationError
+        The object's: for a refused value given in ``values``, naming ``prefix.name``, the bad
+        value and what is allowed (its ``parameter`` is ``prefix.name`` too); for a rule between
+        parameters, as the object words it.
+    """
+    try:
+        return parameters(**values)
+    except ConfigurationError as error:
+        name = error.parameter
+        if name is None or name.split("[")[0] not in values:
+            raise
+        raise ConfigurationError(f"{prefix}.{error}", parameter=f"{prefix}.{name}") from None

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any
 
 from mprr.errors import ConfigurationError
 from mprr.parameters import (REQUIRED, Bool, Choice, Float, Int, List, Parameters, PerAttribute, Registered, Str,
@@ -42,7 +42,6 @@ __all__ = [
     "Bool",
     "Choice",
     "Field",
-    "checked_parameters",
     "Float",
     "Int",
     "List",
@@ -135,7 +134,7 @@ class Field:
         One line describing the key (shown in error messages and reports).
     owner
         The parameter object whose field this key is, unchanged (:meth:`derived`): that object
-        checks the value when the scenario builds it (:func:`checked_parameters`), so
+        checks the value when the scenario builds it (:func:`mprr.parameters.checked_parameters`), so
         :meth:`Schema.validate` passes it on as given.
     """
 
@@ -404,27 +403,3 @@ def parse_config(
         source=source,
         raw_parameters=MappingProxyType(raw),
     )
-
-
-P = TypeVar("P", bound=Parameters)
-
-
-def checked_parameters(parameters: builtins.type[P], values: Mapping[str, Any], *, prefix: str = "parameters") -> P:
-    """Build ``parameters`` from a scenario's ``values``: the one check of the values of the keys
-    derived from it (:meth:`Field.derived`), whose refusal names the TOML key (``prefix`` and
-    the parameter, e.g. ``parameters.epsilon``).
-
-    Raises
-    ------
-    ConfigurationError
-        The object's: for a refused value, naming the TOML key, the bad value and what is
-        allowed; for a rule between parameters, as the object words it.
-    """
-    try:
-        return parameters(**values)
-    except ConfigurationError as error:
-        name = error.parameter
-        if name is None or name.split("[")[0] not in values:
-            raise
-        raise ConfigurationError(f"{prefix}.{error}", parameter=f"{prefix}.{name}") from None
-

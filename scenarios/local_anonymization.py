@@ -39,7 +39,7 @@ from mprr.data import Dataset
 from mprr.errors import ConfigurationError
 from mprr.metrics import CountQuery, evaluate_queries, random_queries
 from mprr.protocols import ProtocolResult, rr_adjustment
-from mprr.parameters import Parameters
+from mprr.parameters import Parameters, checked_parameters
 from mprr.protocols.local import run_local
 from mprr.protocols.parameters import RRClustersParameters, RRIndependentParameters
 from mprr.protocols.registry import lookup
@@ -48,8 +48,7 @@ from mprr.synthetic import DEFAULT_CLUSTERS, DEFAULT_SIZES, SyntheticData, plant
 from parties.runtime import Runtime
 from scenarios.anonymization_report import build_result
 from parties.secure.registry import ENGINES
-from scenarios.config import (Choice, Field, Float, Int, List, PathValue, Registered, ScenarioConfig, Schema, Str,
-                              checked_parameters)
+from scenarios.config import Choice, Field, Float, Int, List, PathValue, Registered, ScenarioConfig, Schema, Str
 from scenarios.cost_model import simulate_options
 from scenarios.privacy_report import PrivacyRecord
 from scenarios.protocol_run import ProtocolRun
@@ -311,7 +310,7 @@ def protocol_parameters(params: Mapping[str, Any]) -> dict[str, Parameters]:
     With ``epsilon`` (the default, :data:`DEFAULT_EPSILON` when no matrix parameter is given)
     both protocols get the same budget per respondent; ``p`` or ``epsilon_per_attribute`` is the
     papers' per-attribute setting.  The objects validate the values, once (the scenario schema's
-    fields are derived from theirs, :func:`scenarios.config.checked_parameters`): a refused
+    fields are derived from theirs, :func:`mprr.parameters.checked_parameters`): a refused
     value names its TOML key (``parameters.epsilon``).
 
     Raises
@@ -327,8 +326,8 @@ def protocol_parameters(params: Mapping[str, Any]) -> dict[str, Parameters]:
                 "dependence": params["dependence"]}
     if "epsilon" in chosen:
         clusters["discovery_share"] = params["discovery_share"]
-    return {"RR-Clusters": checked_parameters(RRClustersParameters, clusters),
-            "RR-Independent": checked_parameters(RRIndependentParameters, common)}
+    return {"RR-Clusters": checked_parameters(RRClustersParameters, clusters, prefix="parameters"),
+            "RR-Independent": checked_parameters(RRIndependentParameters, common, prefix="parameters")}
 
 
 def checked_values(params: Mapping[str, Any], parameters: Mapping[str, Parameters]) -> dict[str, Any]:

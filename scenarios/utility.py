@@ -31,13 +31,14 @@ from mprr.data import Dataset
 from mprr.distributions import JointDistribution, ProductDistribution
 from mprr.errors import ConfigurationError
 from mprr.metrics import evaluate_queries, random_queries
+from mprr.parameters import checked_parameters
 from mprr.protocols import calm, rr_clusters, rr_clusters_sampled, rr_independent, rsfd, smp, spl
 from mprr.protocols.parameters import OracleParameters, RRClustersParameters
 from mprr.protocols.oracle_reports import ReportedData
 from mprr.protocols.result import ProtocolResult
 from mprr.streams import PartyStreams
 from scenarios.adult_queries import resolve_adult_path
-from scenarios.config import Choice, Field, Float, Int, List, PathValue, Schema, ScenarioConfig, Str, checked_parameters
+from scenarios.config import Choice, Field, Float, Int, List, PathValue, Schema, ScenarioConfig, Str
 from scenarios.datasets import load_adult
 from scenarios.local_anonymization import load_input, synthetic_settings
 from scenarios.plots import CustomPlot, log_ticks
@@ -67,12 +68,14 @@ REFERENCES = ("uniform", "exact 1-way × independence")
 
 def checked(params: Mapping[str, Any]) -> dict[str, Any]:
     """``params`` with the protocol settings checked, once, by the parameter objects they are
-    fields of (at the first ε; :func:`scenarios.config.checked_parameters` names the TOML key of
+    fields of (at the first ε; :func:`mprr.parameters.checked_parameters` names the TOML key of
     a refused value) and read back from them, normalised."""
     epsilon = float(params["epsilons"][0])
     clusters = checked_parameters(RRClustersParameters, {"epsilon": epsilon, "Tv": params["Tv"], "Td": params["Td"],
-                                                         "discovery_share": params["discovery_share"]})
-    oracle = checked_parameters(OracleParameters, {"epsilon": epsilon, "oracle": params["oracle"]})
+                                                         "discovery_share": params["discovery_share"]},
+                                  prefix="parameters")
+    oracle = checked_parameters(OracleParameters, {"epsilon": epsilon, "oracle": params["oracle"]},
+                                prefix="parameters")
     return {**params, "Td": clusters.Td, "discovery_share": clusters.discovery_share, "oracle": oracle.oracle}
 
 SCHEMA = Schema(

@@ -39,7 +39,7 @@ Modules, in dependency order (each imports only those above it):
 - ``result``          — ``ProtocolResult`` (estimate, releases, matrices, ledger, ε per policy,
                         ``to_frame`` with ``se`` / ``ci_low`` / ``ci_high``)
 - ``steps``           — the step vocabulary: ``Release``, ``SecureSum``, ``Report``, ``Released``,
-                        ``MatrixSpec`` (a family of :mod:`mprr.matrix_families` by name), ``OracleSpec``
+                        ``MatrixSpec`` (re-exported from :mod:`mprr.matrix_families`), ``OracleSpec``
 - ``plan``            — what a program will ask, declared from its parameters before it runs:
                         ``Plan`` (phases, secure-sum vector lengths, the matrix / oracle
                         families each phase applies, ``Needs``: engine, mesh, PKI), ``@declares``, ``plan_of`` (a dry run for an undeclared,

@@ -36,6 +36,7 @@ import numpy as np
 from mprr.errors import ConfigurationError
 from mprr.domain import check_epsilon, check_unit
 from mprr.matrices import RandomizationMatrix, grr, keep_or_uniform
+from mprr.parameters import per_attribute
 from mprr.protocols.release import Matrix
 from mprr.protocols.steps import MatrixSpec
 
@@ -50,23 +51,7 @@ __all__ = [
     "attribute_epsilons",
     "cluster_spec",
     "pair_spec",
-    "per_attribute",
 ]
-
-
-def per_attribute(value: float | Sequence[float], m: int, name: str) -> list[float]:
-    """``value`` for each of ``m`` attributes: a scalar repeated, or a sequence of exactly ``m``
-    values (ConfigurationError naming ``name`` otherwise)."""
-    if isinstance(value, (str, bytes)):
-        raise ConfigurationError(f"{name} must be a number or a sequence of {m} numbers, got {value!r}")
-    if isinstance(value, Sequence) or isinstance(value, np.ndarray):
-        values = list(value)
-        if len(values) != m:
-            raise ConfigurationError(
-                f"{name} must give one value per attribute ({m}), got {len(values)} values"
-            )
-        return values
-    return [value] * m
 
 
 BUDGET_CHOICES: tuple[str, ...] = ("p", "epsilon_per_attribute", "epsilon", "matrices")

@@ -34,8 +34,8 @@ from mprr.domain import MAX_MATRIX_CELLS, MAX_TABLE_CELLS
 from mprr.errors import ConfigurationError
 from mprr.estimation import POSTPROCESSORS
 from mprr.matrices import RandomizationMatrix
-from mprr.parameters import Bool, Choice, Float, Int, List, Parameters, PerAttribute, parameter
-from mprr.protocols.budget import attribute_family, attribute_specs, keep_for_budget, per_attribute
+from mprr.parameters import Bool, Choice, Float, Int, List, Parameters, PerAttribute, parameter, per_attribute
+from mprr.protocols.budget import attribute_family, attribute_specs, keep_for_budget
 from mprr.protocols.dependences import DEPENDENCE_METHODS, TABLE_SOURCES
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS
 from mprr.protocols.oracle_reports import DEFAULT_ORACLE_POSTPROCESS, ORACLE_POSTPROCESS

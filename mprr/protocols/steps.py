@@ -44,7 +44,8 @@ one's own, ``pairs_steps(schema, *, pairs, epsilon)``); :func:`call_program` sta
 Reply: :class:`Released` (the :class:`~mprr.protocols.release.ReleasedData`, the number of
 parties in it, and driver details such as the secure-sum session).
 
-Matrices never travel densely when they have a closed form: a :class:`MatrixSpec` names a
+Matrices never travel densely when they have a closed form: a
+:class:`~mprr.matrix_families.MatrixSpec` (re-exported here, as :data:`Matrix` is) names a
 *family* of :data:`mprr.matrix_families.MATRIX_FAMILIES` (keep-or-uniform, grr,
 cluster-optimal, lambda-kron, dense, or one registered by a user) and its parameters, and
 whoever randomizes rebuilds the matrix over the joint domain of the unit's attributes.
@@ -60,8 +61,7 @@ from typing import Any, TypeVar, Union
 
 from mprr.data import Schema
 from mprr.errors import ConfigurationError
-from mprr.matrices import RandomizationMatrix
-from mprr.matrix_families import MATRIX_FAMILIES, Matrix
+from mprr.matrix_families import Matrix, MatrixSpec
 from mprr.oracles import GRR, OLH, OUE, FrequencyOracle, best_oracle
 from mprr.parameters import Parameters
 from mprr.protocols.release import ReleasedData
@@ -89,78 +89,6 @@ def singletons(m: int) -> tuple[tuple[int, ...], ...]:
     """``((0,), (1,), ..., (m-1,))`` — one unit per attribute, schema order."""
     return tuple((j,) for j in range(m))
 
-
-
-@dataclass(frozen=True)
-class MatrixSpec:
-    """A randomization matrix described by family and parameters (see the module docstring).
-
-    Parameters
-    ----------
-    family
-        A name of :data:`mprr.matrix_families.MATRIX_FAMILIES` (stored as its canonical name).
-    params
-        The family's parameters (finite floats).
-    given
-        With :meth:`dense`: the matrix itself, so a local driver uses it without rebuilding
-        it from ``params`` (not compared).
-    """
-
-    family: str
-    params: tuple[float, ...]
-    given: RandomizationMatrix | None = field(default=None, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "family", MATRIX_FAMILIES.lookup(self.family).name)
-        if self.given is not None:  # entries of a validated RandomizationMatrix
-            return
-        params = tuple(float(x) for x in self.params)
-        if not all(math.isfinite(x) for x in params):
-            raise ConfigurationError(f"params of a {self.family} matrix must be finite, got {params!r}")
-        object.__setattr__(self, "params", params)
-
-    # ------------------------------------------------------------------ constructors
-    @classmethod
-    def keep_or_uniform(cls, p: float) -> MatrixSpec:
-        """Keep with probability ``p``, else uniform over the unit's domain (main paper 6.3.1)."""
-        return cls("keep-or-uniform", (p,))
-
-    @classmethod
-    def grr(cls, epsilon: float) -> MatrixSpec:
-        """The ε-optimal generalized RR over the unit's domain."""
-        return cls("grr", (epsilon,))
-
-    @classmethod
-    def cluster_optimal(cls, epsilon: float) -> MatrixSpec:
-        """Main paper 6.3.2: ε-optimal matrix over the cluster's product domain."""
-        return cls("cluster-optimal", (epsilon,))
-
-    @classmethod
-    def lambda_kron(cls, lambdas: Sequence[float]) -> MatrixSpec:
-        """λ-randomization of each attribute of the unit, as one Kronecker product."""
-        return cls("lambda-kron", tuple(lambdas))
-
-    @classmethod
-    def dense(cls, matrix: RandomizationMatrix) -> MatrixSpec:
-        """An explicit matrix, sent entry by entry (C order)."""
-        if not isinstance(matrix, RandomizationMatrix):
-            raise ConfigurationError(f"matrix must be a RandomizationMatrix, got {type(matrix).__name__}")
-        return cls("dense", tuple(matrix.values.ravel().tolist()), matrix)
-
-    # ------------------------------------------------------------------ use
-    def build(self, sizes: Sequence[int]) -> Matrix:
-        """The matrix over the joint domain of attributes with ``sizes`` categories (C order).
-
-        Raises
-        ------
-        ConfigurationError
-            If the parameters do not fit the family or the unit (wrong count, p outside
-            (0, 1), ε not > 0, λ outside (0, 1], a dense matrix of the wrong size or not
-            stochastic).
-        """
-        if self.given is not None and self.given.size == math.prod(int(s) for s in sizes):
-            return self.given
-        return MATRIX_FAMILIES[self.family].build(self.params, sizes)
 
 
 def _units(units: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:

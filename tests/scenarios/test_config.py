@@ -182,7 +182,7 @@ def test_read_toml_errors(tmp_path: Path) -> None:
 
 def test_a_derived_field_is_checked_once_by_its_parameter_object_which_names_the_toml_key() -> None:
     from mprr.protocols.parameters import RRClustersParameters
-    from scenarios.config import checked_parameters
+    from mprr.parameters import checked_parameters
 
     schema = Schema([Field.derived(RRClustersParameters, "Td"),
                      Field.derived(RRClustersParameters, "Tv", type=Int(min=1))])
@@ -192,10 +192,10 @@ def test_a_derived_field_is_checked_once_by_its_parameter_object_which_names_the
         schema.validate({"Td": 0.1, "Tv": 0}, prefix="parameters")
     with pytest.raises(ConfigurationError, match=r"^parameters\.Td must be a finite number >= 0 and <= 1, "
                                                  r"got 2\.0 \(float\)$") as refused:
-        checked_parameters(RRClustersParameters, {"Td": 2.0, "Tv": 3, "p": 0.5})
+        checked_parameters(RRClustersParameters, {"Td": 2.0, "Tv": 3, "p": 0.5}, prefix="parameters")
     assert refused.value.parameter == "parameters.Td"
-    built = checked_parameters(RRClustersParameters, {"Td": 0, "Tv": 3, "p": 0.5})
+    built = checked_parameters(RRClustersParameters, {"Td": 0, "Tv": 3, "p": 0.5}, prefix="parameters")
     assert isinstance(built.Td, float) and built.Td == 0.0  # normalised by the object, read back from it
     # a rule between parameters is the object's own wording
     with pytest.raises(ConfigurationError, match=r"^give exactly one of p, epsilon_per_attribute"):
-        checked_parameters(RRClustersParameters, {"Td": 0.1, "Tv": 3})
+        checked_parameters(RRClustersParameters, {"Td": 0.1, "Tv": 3}, prefix="parameters")
