@@ -170,7 +170,7 @@ class Inbox:
             self._buffer.append(env)
             return
         for w in self._waiters:
-            if w.matches(env) and (w.early or not w.future.done()):
+            if w.matches(env) and not w.future.done():
                 if w.want is None:
                     self._waiters.remove(w)
                     w.future.set_result(env)
@@ -179,7 +179,7 @@ class Inbox:
                 w.got[env.src] = env
                 if not w.want:
                     self._waiters.remove(w)
-                if (w.early or not w.want) and not w.future.done():
+                if not w.want and not w.future.done():
                     w.future.set_result(w.got)
                 return
         if position is None or position >= len(self._buffer):

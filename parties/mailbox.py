@@ -3,10 +3,9 @@
 A :class:`Mailbox` is an actor's :class:`~parties.inbox.Inbox` (delivered messages buffered in
 arrival order, rejected frames noted) with its receives: ``recv`` / ``recv_many`` /
 ``take_all`` (the oldest matching messages), ``gather`` / ``gather_columns`` (one message from
-each of a set of sources, reply columns as they are) / ``gather_each`` (the same in batches as
-they arrive), and ``collect``, which gathers into the caller's containers with no deadline of
-its own, so a caller bounds a whole round with one ``asyncio.timeout`` and keeps what arrived
-before it.  The sources a gather awaits are one flag each (:class:`parties.awaited.Awaited`).
+each of a set of sources, reply columns as they are), and ``collect``, which gathers into the
+caller's containers with no deadline of its own, so a caller bounds a whole round with one
+``asyncio.timeout`` and keeps what arrived before it.  The sources a gather awaits are one flag each (:class:`parties.awaited.Awaited`).
 
 Time: receives bound their wait with ``asyncio.timeout`` scopes on the running loop's clock,
 so tests run them on a virtual clock (``tests/virtual_clock.py``).
@@ -15,7 +14,7 @@ so tests run them on a virtual clock (``tests/virtual_clock.py``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from mprr.errors import RoundTimeout
@@ -296,56 +295,10 @@ class Mailbox(Inbox):
         finally:
             self._forget(waiter, True)
 
-    async def gather_each(
-        self,
-        sources: Iterable[int],
-        *,
-        kinds: Iterable[int | str | type[Message]] | type[Message] | str | None = None,
-        phase: str | None = None,
-        timeout: float | None,
-    ) -> AsyncIterator[dict[int, Envelope[Any]]]:
-        """:meth:`gather` with ``partial=True``, in batches as they arrive: yields ``{src:
-        envelope}`` for the sources that answered since the last batch (every matching message
-        delivered before this receive resumed: one wake-up per batch of arrivals, not per
-        message), until every source answered or ``timeout`` seconds passed (then it ends;
-        the caller sees who is missing).  Messages buffered while the caller held a batch are
-        taken when it resumes, even if that is after the deadline.  The same messages, in the
-        same order, as one ``gather``; per batch, the work is that of its messages, whatever the number of
-        sources still awaited.
-        """
-        kind_set, want = self._gather_arguments(sources, kinds, timeout)
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        got = self._take_each(want, kind_set, phase)
-        while True:
-            if got:
-                yield got
-            if not want:
-                return
-            got = self._take_each(want, kind_set, phase)  # arrived while the caller held the batch
-            if got:
-                continue
-            remaining = None if deadline is None else deadline - loop.time()
-            if remaining is not None and remaining <= 0:
-                return
-            waiter = Waiter(kind_set, None, phase, loop.create_future(), want, early=True)
-            self._waiters.append(waiter)
-            returned = False
-            try:
-                async with asyncio.timeout(remaining):
-                    got = await waiter.future
-                returned = True
-            except TimeoutError:
-                returned = True
-                got = waiter.got
-                want = Awaited(())  # (the deadline has passed: this batch is the last)
-            finally:
-                self._forget(waiter, returned)
-
     def _gather_arguments(self, sources: Iterable[int],
                           kinds: Iterable[int | str | type[Message]] | type[Message] | str | None,
                           timeout: float | None) -> tuple[frozenset[int] | None, Awaited]:
-        """Checked arguments of :meth:`gather`, :meth:`gather_columns` and :meth:`gather_each`:
+        """Checked arguments of :meth:`gather` and :meth:`gather_columns`:
         the kind set and the sources still wanted."""
         check_timeout(timeout)
         kind_set = resolve_kinds(kinds)

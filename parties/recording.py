@@ -8,7 +8,7 @@ is appended to its :class:`~parties.view.ViewLog` before anyone looks at it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from parties.awaited import Awaited
@@ -24,8 +24,8 @@ class RecordingEndpoint:
     """The controller's endpoint, appending every envelope it receives to the view.
 
     Forwards everything to the wrapped :class:`~parties.transport.Endpoint`; every receiving
-    method (``recv``, ``recv_many``, ``take_all``, ``gather``, ``gather_columns``,
-    ``gather_each``) logs what it returns, and ``collect`` what it caught, even when a deadline
+    method (``recv``, ``recv_many``, ``take_all``, ``gather``, ``gather_columns``) logs what it
+    returns, and ``collect`` what it caught, even when a deadline
     ends it, so messages consumed by a secure-sum program on the controller's behalf
     (:func:`parties.secure.drive.drive`) are in the view too.
     """
@@ -79,9 +79,3 @@ class RecordingEndpoint:
                 self._view.record(env)
             for block in (blocks or [])[logged:]:
                 self._view.record_columns(block)
-
-    async def gather_each(self, sources: Iterable[int], **kwargs: Any) -> AsyncIterator[dict[int, Envelope[Message]]]:
-        async for got in self._endpoint.gather_each(sources, **kwargs):
-            for env in got.values():
-                self._view.record(env)
-            yield got

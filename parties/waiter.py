@@ -25,19 +25,15 @@ __all__ = ["Waiter", "check_timeout", "describe_actors", "describe_kinds", "matc
 
 
 class Waiter:
-    """A pending recv (``want`` = None) or gather (``want`` = set of sources still missing;
-    ``early``: its future is set at the first message, and it keeps gathering until its
-    receive resumes)."""
+    """A pending recv (``want`` = None) or gather (``want`` = the sources still missing)."""
 
-    __slots__ = ("kinds", "sources", "phase", "future", "want", "got", "early", "blocks")
+    __slots__ = ("kinds", "sources", "phase", "future", "want", "got", "blocks")
 
     def __init__(self, kinds: frozenset[int] | None, sources: frozenset[int] | None,
-                 phase: str | None, future: asyncio.Future[Any], want: Awaited | None = None,
-                 early: bool = False) -> None:
+                 phase: str | None, future: asyncio.Future[Any], want: Awaited | None = None) -> None:
         self.kinds, self.sources, self.phase, self.future = kinds, sources, phase, future
         self.want = want
         self.got: dict[int, Envelope[Message]] = {}
-        self.early = early
         self.blocks: list[ReplyColumns] | None = None  # a columnar gather's reply columns
 
     def matches(self, env: Envelope[Message]) -> bool:

@@ -135,53 +135,6 @@ async def test_gather_of_nothing_returns_at_once() -> None:
     assert await net.endpoint(CONTROLLER).gather([], timeout=T) == {}
 
 
-def test_gather_each_yields_each_batch_of_arrivals() -> None:
-    async def run() -> None:
-        net = InMemoryNetwork(4)
-        ctrl = net.endpoint(CONTROLLER)
-        loop = asyncio.get_running_loop()
-        await net.endpoint(2).send(CONTROLLER, Ack(2), phase="p")
-
-        async def later() -> None:
-            for delay, senders in ((1.0, (3, 0, 0)), (1.0, (1,))):
-                await asyncio.sleep(delay)
-                for i in senders:  # one loop turn: delivered before the receive resumes
-                    await net.endpoint(i).send(CONTROLLER, Ack(10 + i), phase="p")
-
-        batches = []
-        async with asyncio.TaskGroup() as tg:
-            tg.create_task(later())
-            async for got in ctrl.gather_each(range(4), kinds=Ack, phase="p", timeout=60.0):
-                batches.append((round(loop.time()), {i: e.message.request_id for i, e in got.items()}))
-        # at the arrivals (the buffered one at once), not after the timeout
-        assert batches == [(0, {2: 2}), (1, {3: 13, 0: 10}), (2, {1: 11})]
-        assert [e.message for e in ctrl.pending()] == [Ack(10)]  # the second from party 0 stays buffered
-        start = loop.time()
-        assert [got async for got in ctrl.gather_each([1], kinds=Ack, timeout=T)] == []
-        assert loop.time() - start == pytest.approx(T)
-
-    run_virtual(run())
-
-
-def test_gather_each_takes_what_arrived_while_the_caller_awaited() -> None:
-    # a message delivered while the loop body awaits is buffered, with no waiter to catch it:
-    # the next batch must take it at once, not when the timeout ends the receive
-    async def run() -> None:
-        net = InMemoryNetwork(2)
-        ctrl = net.endpoint(CONTROLLER)
-        loop = asyncio.get_running_loop()
-        await net.endpoint(0).send(CONTROLLER, Ack(0), phase="p")
-        batches = []
-        async for got in ctrl.gather_each(range(2), kinds=Ack, phase="p", timeout=60.0):
-            batches.append((round(loop.time()), sorted(got)))
-            if len(batches) == 1:
-                await net.endpoint(1).send(CONTROLLER, Ack(1), phase="p")
-                await asyncio.sleep(1.0)
-        assert batches == [(0, [0]), (1, [1])]
-
-    run_virtual(run())
-
-
 async def test_recv_many_waits_for_the_first_and_takes_what_else_arrived() -> None:
     net = InMemoryNetwork(2)
     ctrl = net.endpoint(CONTROLLER)
