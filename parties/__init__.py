@@ -45,8 +45,8 @@ Modules, in dependency order:
                       with the controller's rounds (releases, frequency-oracle reports) and
                       secure sums, each step checked against the program's plan
 - ``choreographies`` — a curious controller's extra requests, for the attack tests (package)
-- ``shard_setup``   — ``ShardSetup`` (what a shard host builds its parties from) and ``split``
-                      (the parties' ranges of the shards)
+- ``shard_setup``   — ``ShardSetup`` (what a shard host builds its parties from), ``split``
+                      (the parties' ranges of the shards) and ``directory`` (their keys, joined)
 - ``shard_network`` — ``ShardNetwork``: the shard's side of the frame channel (sends go up)
 - ``shard``         — party shard host: many parties on one event loop behind a frame channel
 - ``channel``       — the frame channel's records (length-prefixed frames, reply columns as one

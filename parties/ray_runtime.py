@@ -46,7 +46,8 @@ from typing import Any
 from mprr.domain import check_int, check_real
 from mprr.errors import ConfigurationError, RuntimeFailure
 from parties.runtime import Hosting, HostingPlan, Runtime, task_group
-from parties.shard import PartyShard, ShardSetup, directory, split
+from parties.shard import PartyShard, ShardSetup, split
+from parties.shard_setup import directory
 from parties.shard_report import ShardReport
 from parties.transport import Frame
 from parties.channel import COLUMNS, RecordBatcher, column_frames, columns_record, frame_record, read_record

@@ -41,7 +41,8 @@ from mprr.streams import StreamTable
 from parties.channel import read_columns
 from parties.faults import FaultPlan
 from parties.network import InMemoryNetwork
-from parties.shard import PartyShard, ShardSetup, directory, split
+from parties.shard import PartyShard, ShardSetup, split
+from parties.shard_setup import directory
 from parties.shard_report import PartySummaries, PartySummary, ShardReport
 from parties.transport import Frame
 from parties.traffic import LatencyModel

@@ -76,7 +76,7 @@ from parties.wire.messages import Abort, RandomizedValues
 from parties.wire.requests import ReleaseRequest, SecureSumStart
 from parties.party import LOOP_KINDS, AccountedParties, Party
 from parties.public_state import ReleaseBook
-from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry, Signer, generate_signers
+from parties.secure.pki import KeyRegistry, Signer, generate_signers
 from parties.shard_network import ShardNetwork
 from parties.shard_setup import ShardSetup, split
 from parties.transport import CONTROLLER, Frame, Transport, actor_name
@@ -86,7 +86,6 @@ __all__ = [
     "PartyShard",
     "ShardNetwork",
     "ShardSetup",
-    "directory",
     "split",
 ]
 
@@ -609,29 +608,3 @@ class PartyShard:
             self.network.crash(p)
             self._parties[p - start].status = "crashed"
 
-
-def directory(keys: Sequence[tuple[range, bytes]], n: int) -> bytes:
-    """The run's key directory: every shard's :meth:`PartyShard.public_keys`, in party order.
-
-    Raises
-    ------
-    ConfigurationError
-        If the shards do not cover ``0..n-1`` exactly once, or a shard registered a wrong
-        number of key bytes.
-    """
-    out: list[bytes] = []
-    expected = 0
-    for parties, blob in sorted(keys, key=lambda kv: kv[0].start):
-        if parties.start != expected:
-            raise ConfigurationError(f"key directory: no keys registered for parties {expected}-{parties.start - 1}")
-        if not isinstance(blob, bytes) or len(blob) != PUBLIC_KEY_BYTES * len(parties):
-            raise ConfigurationError(
-                f"key directory: the shard of parties {parties.start}-{parties.stop - 1} registered "
-                f"{len(blob) if isinstance(blob, bytes) else type(blob).__name__} bytes, expected "
-                f"{PUBLIC_KEY_BYTES} per party ({PUBLIC_KEY_BYTES * len(parties)})"
-            )
-        out.append(blob)
-        expected = parties.stop
-    if expected != n:
-        raise ConfigurationError(f"key directory: no keys registered for parties {expected}-{n - 1}")
-    return b"".join(out)

@@ -1,10 +1,13 @@
 """What a party shard host is given: its parties' range of the run (:func:`split`) and the
 :class:`ShardSetup` it builds them from (records, stream rows, budgets, policy, the secure-sum
-engine they agreed to), sent once before the protocol (:mod:`parties.shard`).
+engine they agreed to), sent once before the protocol (:mod:`parties.shard`); and what the
+shards give back before it: their parties' public keys, joined into the run's key directory
+(:func:`directory`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -15,13 +18,14 @@ from mprr.domain import check_int
 from mprr.errors import ConfigurationError
 from mprr.privacy import DEFAULT_MIN_ROSTER
 from mprr.streams import StreamTable
+from parties.secure.pki import PUBLIC_KEY_BYTES
 
 if TYPE_CHECKING:  # annotations only: a worker imports networkx and the engines only when a run needs them
     import networkx as nx
 
     from parties.secure.engine import SecureSumEngine
 
-__all__ = ["ShardSetup", "split"]
+__all__ = ["ShardSetup", "directory", "split"]
 
 
 def split(n: int, shards: int) -> list[range]:
@@ -97,3 +101,30 @@ class ShardSetup:
     def signs(self) -> bool:
         """Whether the parties need PKI signing keys (the engine signs)."""
         return self.engine is not None and self.engine.signs
+
+
+def directory(keys: Sequence[tuple[range, bytes]], n: int) -> bytes:
+    """The run's key directory: every shard's :meth:`PartyShard.public_keys <parties.shard.PartyShard.public_keys>`, in party order.
+
+    Raises
+    ------
+    ConfigurationError
+        If the shards do not cover ``0..n-1`` exactly once, or a shard registered a wrong
+        number of key bytes.
+    """
+    out: list[bytes] = []
+    expected = 0
+    for parties, blob in sorted(keys, key=lambda kv: kv[0].start):
+        if parties.start != expected:
+            raise ConfigurationError(f"key directory: no keys registered for parties {expected}-{parties.start - 1}")
+        if not isinstance(blob, bytes) or len(blob) != PUBLIC_KEY_BYTES * len(parties):
+            raise ConfigurationError(
+                f"key directory: the shard of parties {parties.start}-{parties.stop - 1} registered "
+                f"{len(blob) if isinstance(blob, bytes) else type(blob).__name__} bytes, expected "
+                f"{PUBLIC_KEY_BYTES} per party ({PUBLIC_KEY_BYTES * len(parties)})"
+            )
+        out.append(blob)
+        expected = parties.stop
+    if expected != n:
+        raise ConfigurationError(f"key directory: no keys registered for parties {expected}-{n - 1}")
+    return b"".join(out)

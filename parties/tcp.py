@@ -5,7 +5,7 @@ which parties it hosts (``hello``), receives their setup (:class:`~parties.shard
 runs a :class:`~parties.shard.PartyShard` on its own event loop and answers ``ready`` with its
 parties' verification keys (generated in the worker when the secure-sum engine signs; the
 private keys never leave it).  Once every worker is ready the controller process sends each
-the run's key directory (``registry``, :func:`~parties.shard.directory`) before any protocol
+the run's key directory (``registry``, :func:`~parties.shard_setup.directory`) before any protocol
 frame: the stream is ordered, so a party holds the directory before its first session.  From
 then on both directions carry ``DATA`` records — one protocol frame each, the one codec's
 bytes — length-prefixed on an asyncio stream (:mod:`parties.channel`), batched per event-loop
@@ -53,7 +53,7 @@ from typing import Any
 from mprr.domain import check_int, check_real
 from mprr.errors import ConfigurationError, MessageError, RuntimeFailure
 from parties.runtime import Hosting, HostingPlan, Runtime, task_group
-from parties.shard import directory, split
+from parties.shard_setup import directory, split
 from parties.shard_report import ShardReport
 from parties.tls import TlsMaterial, make_material, reuse_or_make_material, server_context
 from parties.channel import COLUMNS, DATA, LENGTH_SIZE, RecordBatcher, StreamDecoder, loads, pack_stream, read_record

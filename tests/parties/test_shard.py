@@ -19,7 +19,8 @@ from parties.wire.messages import RandomizedValues
 from parties.network import InMemoryNetwork
 from parties.runtime import HostingPlan, MemoryRuntime
 from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry
-from parties.shard import PartyShard, directory, split
+from parties.shard import PartyShard, split
+from parties.shard_setup import directory
 from parties.shard_report import PartySummaries, ShardReport
 from parties.simulate import PARTY_KINDS
 from parties.transport import CONTROLLER, Frame
