@@ -11,7 +11,8 @@ records between the controller process and a :class:`~parties.shard.PartyShard`:
     One protocol frame for several destinations (a broadcast): ``src``, ``kind``, the phase,
     the destinations (int32 each) and the payload once.  Header ``>BiHBI`` (tag, src, kind,
     phase length, number of destinations) + phase + destinations + payload.  Only where the
-    link opts in (:attr:`RecordBatcher.multicast`, the Ray link): a request to 500,000 parties
+    link opts in (:attr:`RecordBatcher.multicast`: the controller's links to a tcp worker and to
+    a Ray shard): a request to 500,000 parties
     then crosses as one payload, not 500,000 copies.
 ``COLUMNS``
     Replies of several parties of the shard to one release request (reply columns,

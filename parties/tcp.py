@@ -171,7 +171,10 @@ class StreamChannel(RecordBatcher):
 
 class _WorkerLink(StreamChannel):
     """The controller's stream to one worker, its :class:`~parties.network.ShardLink` once the
-    worker said which parties it hosts (``hello``)."""
+    worker said which parties it hosts (``hello``); a broadcast to the worker's parties leaves
+    as one ``MULTI`` record (:mod:`parties.channel`)."""
+
+    multicast = True
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         super().__init__(reader, writer)
@@ -330,16 +333,17 @@ class TcpHosting(Hosting):
         return self.collected([link.parties for link in self.links], reports)
 
     def wire(self) -> dict[str, Any]:
-        counted = ("payload", "framing", "control", "columns_saved")
+        received = ("payload", "framing", "control", "columns_saved")
         out: dict[str, Any] = {
             "runtime": "tcp",
             "tls": self._tls,
             "workers": len(self.links),
-            **self.byte_counts(self.links, counted, counted),
+            **self.byte_counts(self.links, (*received, "multicast_saved"), received),
             "lost_workers": len(self.network.lost),
             "problems": list(self.problems),
         }
-        app = sum(out[k] for k in ("payload_bytes", "framing_bytes", "control_bytes")) - out["columns_saved_bytes"]
+        app = sum(out[k] for k in ("payload_bytes", "framing_bytes", "control_bytes")) \
+            - out["columns_saved_bytes"] - out["multicast_saved_bytes"]
         measured = [link.socket_bytes for link in self.links]
         if measured and all(m is not None for m in measured):
             socket_sent = sum(m[0] for m in measured if m is not None)

@@ -21,7 +21,7 @@ from typing import TextIO
 
 from mprr.domain import check_real
 from mprr.errors import ConfigurationError, MessageError, MprrError, RuntimeFailure
-from parties.channel import DATA, loads
+from parties.channel import DATA, MULTI, loads
 from parties.collector import rare_full_collections
 from parties.runtime import task_group
 from parties.shard import PartyShard, ShardSetup
@@ -29,7 +29,15 @@ from parties.shard_report import ShardReport
 from parties.tcp import StreamChannel, parse_address, parse_parties
 from parties.tls import CONTROLLER_NAME, TlsMaterial, client_context
 
-__all__ = ["build_worker_parser", "exit_with_parent", "run_worker", "serve_by_options", "worker_main"]
+__all__ = ["RETRY_FIRST", "RETRY_LAST", "build_worker_parser", "exit_with_parent", "run_worker", "serve_by_options", "worker_main"]
+
+
+RETRY_FIRST = 0.02
+"""Seconds a worker waits before its second attempt to reach the controller; each further
+attempt waits twice as long, up to :data:`RETRY_LAST` (a worker serving run after run finds the
+next run's listener within tens of milliseconds, and an absent controller costs few attempts)."""
+RETRY_LAST = 0.5
+"""The longest wait between two attempts to reach the controller (seconds)."""
 
 
 async def run_worker(address: str, parties: range, *, worker: int = 0, tls_dir: str | None = None,
@@ -89,6 +97,7 @@ async def run_worker(address: str, parties: range, *, worker: int = 0, tls_dir: 
         # between runs the controller may still be closing the last run's listener, or not yet
         # listening for the next: a refused connection or a hang-up before the set-up is retried
         deadline = loop.time() + (linger if served else wait)
+        pause = RETRY_FIRST
         while True:
             try:
                 reader, writer = await asyncio.open_connection(host, port, ssl=ctx,
@@ -104,7 +113,8 @@ async def run_worker(address: str, parties: range, *, worker: int = 0, tls_dir: 
                     if isinstance(exc, _NoSetup):
                         raise RuntimeFailure(f"worker {worker}: {exc}") from None
                     raise RuntimeFailure(f"worker {worker}: cannot reach the controller at {address}: {exc}") from None
-                await asyncio.sleep(min(0.5, max(0.0, deadline - loop.time())))
+                await asyncio.sleep(min(pause, max(0.0, deadline - loop.time())))
+                pause = min(2 * pause, RETRY_LAST)
         served += 1
         say(f"{me}: run {served} served ({loop.time() - began:.1f} s)")
     say(f"{me}: exiting after {served} run(s)")
@@ -128,7 +138,7 @@ async def _serve_run(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
             serving: asyncio.Task[None] | None = None
             async for record in channel.records():
                 # frames before the set-up are dropped; the shard takes frames and crash notices
-                control = shard.take(record) if shard is not None else None if record[0] == DATA else loads(record)
+                control = shard.take(record) if shard is not None else None if record[0] in (DATA, MULTI) else loads(record)
                 if control is None:
                     continue
                 tag, body = control
