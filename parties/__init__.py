@@ -6,6 +6,8 @@ Imports go one way: ``parties`` may import ``mprr``; ``mprr`` never imports ``pa
 Modules, in dependency order:
 
 - ``collector``     — full garbage collections made rarely during a run (``rare_full_collections``)
+- ``plugins``       — ``load_plugins``: modules an operator loads (their protocols, engines and
+                      families register at import), whose classes the channel then rebuilds
 - ``wire``          — typed messages and the one codec (package, own map: fields, messages,
                       codec, requests)
 - ``topology``      — who may talk to whom (networkx graphs; default star)

@@ -52,6 +52,7 @@ import numpy as np
 
 from mprr.errors import MessageError
 from parties.columns import ReplyColumns
+from parties.plugins import trusted
 from parties.transport import CONTROLLER, Frame
 from parties.wire.codec import decode, encode
 from parties.wire.messages import ReplyBlock
@@ -116,12 +117,12 @@ class _Restricted(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _ALLOWED:
             return super().find_class(module, name)
-        if module.startswith(_ALLOWED_MODULES) and "." not in name:
+        if (module.startswith(_ALLOWED_MODULES) or trusted(module)) and "." not in name:
             obj = super().find_class(module, name)
             if isinstance(obj, type) or (module in _FUNCTION_MODULES and callable(obj)):
                 return obj
-        raise MessageError(f"control record names {module}.{name}; only mprr/parties classes and plain "
-                           "numpy/builtin types are allowed")
+        raise MessageError(f"control record names {module}.{name}; only classes of mprr, parties and the "
+                           "plugins this process loaded (--plugin), and plain numpy/builtin types are allowed")
 
 
 def dumps(tag: str, body: Any) -> bytes:

@@ -52,6 +52,7 @@ from typing import Any
 
 from mprr.domain import check_int, check_real
 from mprr.errors import ConfigurationError, MessageError, RuntimeFailure
+from parties.plugins import loaded_plugins
 from parties.runtime import Hosting, HostingPlan, Runtime, task_group
 from parties.shard_setup import directory, split
 from parties.shard_report import ShardReport
@@ -293,6 +294,11 @@ class TcpHosting(Hosting):
                                                  f"ready: {_tail(logs[k]) if k < len(logs) else ''}")
                     gone = [link.worker for link in self.links if link.done.is_set()]
                     if gone:
+                        exiting = [processes[k] for k in gone if k < len(processes)]
+                        with suppress(TimeoutError):  # a spawned worker that hung up is exiting: its log says why
+                            async with asyncio.timeout(EXIT_GRACE):
+                                for proc in exiting:
+                                    await proc.wait()
                         details = [_tail(logs[k]) for k in gone if k < len(logs)]
                         raise RuntimeFailure(f"worker(s) {gone} disconnected before the run started: "
                                              f"{'; '.join(self.problems + details)}")
@@ -458,7 +464,8 @@ class TcpRuntime(Runtime):
                             log = Path(scratch) / f"worker-{k}.log"
                             logs.append(log)
                             processes.append(await _spawn(k, r, f"127.0.0.1:{bound}" if host in ("0.0.0.0", "::")
-                                                          else f"{host}:{bound}", material, log))
+                                                          else f"{host}:{bound}", material, log,
+                                                          worker_plugins(plan)))
                         await hosting.wait_ready(processes, self.connect_timeout, logs)
                         server.close()  # every worker is in: one reconnecting for the next run waits for that run
                         hosting.register()
@@ -477,10 +484,28 @@ class TcpRuntime(Runtime):
                 await _reap(processes)
 
 
+EXIT_GRACE = 2.0
+"""Seconds a spawned worker that hung up before its run started is given to exit, so that the
+error names what its log says (a set-up it refused, say)."""
+
+
+def worker_plugins(plan: HostingPlan) -> tuple[str, ...]:
+    """The plugin modules a spawned worker loads (:mod:`parties.plugins`): those this process
+    loaded, and the module of the run's engine where it is not one of ``mprr`` / ``parties``
+    (a user's engine registered by importing its module)."""
+    modules = dict.fromkeys(loaded_plugins())
+    if plan.engine is not None:
+        module = type(plan.engine).__module__
+        if not module.startswith(("mprr.", "parties.")):
+            modules[module] = None
+    return tuple(modules)
+
+
 async def _spawn(k: int, parties: range, address: str, material: TlsMaterial | None,
-                 log: Path) -> asyncio.subprocess.Process:
+                 log: Path, plugins: Sequence[str]) -> asyncio.subprocess.Process:
     cmd = [sys.executable, "-m", "parties.worker", "--connect", address, "--parties",
            f"{parties.start}-{parties.stop - 1}", "--worker", str(k), "--exit-with-parent"]
+    cmd += [arg for module in plugins for arg in ("--plugin", module)]
     cmd += ["--no-tls"] if material is None else ["--tls-dir", str(material.directory)]
     with open(log, "wb") as err:
         return await asyncio.create_subprocess_exec(*cmd, stdin=asyncio.subprocess.PIPE,

@@ -27,6 +27,7 @@ from parties.runtime import task_group
 from parties.shard import PartyShard, ShardSetup
 from parties.shard_report import ShardReport
 from parties.tcp import StreamChannel, parse_address, parse_parties
+from parties.plugins import load_plugins
 from parties.tls import CONTROLLER_NAME, TlsMaterial, client_context
 
 __all__ = ["RETRY_FIRST", "RETRY_LAST", "build_worker_parser", "exit_with_parent", "run_worker", "serve_by_options", "worker_main"]
@@ -173,7 +174,7 @@ def exit_with_parent() -> None:
     """Exit when stdin closes (the supervising runner is gone): no orphan worker."""
     def watch() -> None:
         with suppress(Exception):
-            while sys.stdin.buffer.read(1024):
+            while os.read(0, 1024):  # the raw descriptor: no buffer lock held at interpreter shutdown
                 pass
         os._exit(3)
 
@@ -193,6 +194,9 @@ def build_worker_parser(parser: argparse.ArgumentParser | None = None) -> argpar
     p.add_argument("--linger", type=float, default=30.0, metavar="S",
                    help="after a run, keep trying for S seconds to serve the controller's next run (a scenario "
                         "runs one per protocol); exit when none comes (default 30)")
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                   help="import MODULE (repeatable): it registers the protocols, matrix families or secure-sum "
+                        "engines it defines, and the worker trusts its classes in a run's set-up")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no status lines on stderr (connected, each run served, exiting); errors still print")
     p.add_argument("--exit-with-parent", action="store_true", help=argparse.SUPPRESS)
@@ -214,6 +218,7 @@ def serve_by_options(args: argparse.Namespace, stderr: TextIO | None = None) -> 
         out.write(f"mprr party: {line}\n")
         out.flush()
 
+    load_plugins(getattr(args, "plugin", None) or ())
     quiet = spawned or bool(getattr(args, "quiet", False))
     with rare_full_collections():  # thousands of parties live here: about 5% of the CPU of a masked secure sum
         return asyncio.run(run_worker(args.connect, parse_parties(args.parties), worker=args.worker,

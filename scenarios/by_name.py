@@ -25,28 +25,11 @@ from mprr.protocols.registry import lookup
 from mprr.protocols.result import ProtocolResult
 from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
+from parties.plugins import load_plugins
 from parties.runtime import Runtime
-from scenarios.registry import import_module
 from scenarios.report import to_jsonable
 
 __all__ = ["SimulationSummary", "load_plugins", "simulate_by_name", "synthetic_dataset", "write_summary"]
-
-
-def load_plugins(modules: Sequence[str]) -> None:
-    """Import every module of ``modules`` (``--plugin``): it registers its protocols, engines or
-    matrix families at import.
-
-    Raises
-    ------
-    ConfigurationError
-        If a module does not exist (naming it); an error raised inside the module propagates.
-    """
-    for module in modules:
-        if not isinstance(module, str) or not all(p.isidentifier() for p in module.split(".")):
-            raise ConfigurationError(f"--plugin must be a dotted module name (e.g. my_package.protocols), "
-                                     f"got {module!r}")
-        import_module(module, lambda name: (
-            f"--plugin {module}: no module named {name!r} (is it on PYTHONPATH, or installed?)"))
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@
               [--network PROFILE|FILE]
     mprr simulate <protocol> [--plugin MODULE ...] [--set KEY=VALUE ...] [--n N | --data FILE [--columns a,b,c]]
               [--seed S] [--engine fast|actors] [--secure-sum ENGINE] [--runtime ...] [--json] [--out FILE]
-    mprr party --connect HOST:PORT --parties FIRST-LAST [--worker K] [--tls-dir DIR | --no-tls] [--quiet]
+    mprr party --connect HOST:PORT --parties FIRST-LAST [--worker K] [--tls-dir DIR | --no-tls] [--plugin MODULE ...] [--quiet]
 
 ``simulate`` runs one registered protocol by name (``mprr.protocols.registry``), a user's own
 included: ``--plugin MODULE`` (repeatable, also for ``run``) imports a module that registers

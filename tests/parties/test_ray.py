@@ -65,6 +65,16 @@ def shards(case) -> int:  # type: ignore[no-untyped-def]
     return 2 if case.engine in SPLIT else 1
 
 
+def test_a_plugins_engine_runs_on_shard_actors(own_plugin, pool) -> None:  # noqa: ANN001
+    """The plugin's ``ring`` engine (tests/own_plugin.py, registered by importing it): the set-up
+    names its class by module, so a shard actor imports the plugin, which registers its
+    messages there too: the memory run, traffic included."""
+    case = next(c for c in matrix_cases() if c.engine == "ring")
+    on_ray = simulate_case(case, pool.runtime(shards=2))
+    assert_same_runs(reference(case), on_ray)
+    assert on_ray.traffic.by_kind["SealedShares"].messages > 0 and not any(p.errors for p in on_ray.parties)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_the_matrix_on_shard_actors_gives_the_memory_runs(case, pool) -> None:  # type: ignore[no-untyped-def]
     """Every case of the equivalence matrix (tests/parties/equivalence_cases.py) on the pool's

@@ -146,6 +146,29 @@ def test_rr_clusters_over_mutual_tls_with_two_workers(data) -> None:  # type: ig
     assert crossed < tcp.to_dict()["traffic"]["wire"]["socket_bytes_sent"] < crossed + 20_000
 
 
+def test_a_plugins_engine_runs_on_spawned_workers_which_load_its_module(own_plugin) -> None:  # noqa: ANN001
+    """The plugin's ``ring`` engine (tests/own_plugin.py, registered by importing it): the spawned
+    workers are started with ``--plugin tests.own_plugin`` (parties.tcp.worker_plugins), so they
+    know its messages and rebuild its engine from the set-up: the memory run, traffic included."""
+    case = next(c for c in matrix_cases() if c.engine == "ring")
+    tcp = simulate_case(case, TcpRuntime(workers=2, tls=False))
+    _same(reference(case), tcp)
+    assert tcp.traffic.by_kind["SealedShares"].messages > 0 and not any(p.errors for p in tcp.parties)
+
+
+def test_a_worker_refuses_a_set_up_naming_a_module_it_was_not_started_with(own_plugin, monkeypatch) -> None:  # noqa: ANN001
+    """The controller cannot make a worker rebuild classes of a module its operator did not load
+    (parties.plugins): the worker hangs up on the set-up, and the run's error says why."""
+    from parties import tcp as tcp_module
+    from mprr.errors import RuntimeFailure
+
+    monkeypatch.setattr(tcp_module, "worker_plugins", lambda plan: ())
+    case = next(c for c in matrix_cases() if c.engine == "ring")
+    with pytest.raises(RuntimeFailure, match=r"control record names tests\.own_plugin\.RingEngine; only classes "
+                                             r"of mprr, parties and the plugins this process loaded \(--plugin\)"):
+        simulate_case(case, TcpRuntime(workers=1, tls=False))
+
+
 class _KillDuringSum(TcpRuntime):
     """Kills (SIGKILL) the last worker when the controller starts the secure sum."""
 
