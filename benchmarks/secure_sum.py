@@ -11,20 +11,24 @@ Configurations:
   per combination at n = 100 on the first ``--per-combination-cells`` combinations (the
   protocol runs once per combination, sequentially, so time, messages and bytes scale
   linearly to all 1,582; the extrapolation is printed and labelled as such);
-- ``graph``  (additive shares to 4 neighbours of a random 4-regular graph, direct links):
+- ``graph-direct`` (additive shares to 4 neighbours of a random 4-regular graph, over direct
+  links along the graph's edges only) and ``graph`` (the same shares relayed by the controller
+  under AEAD, star network): n = 1,000, 10,000, 32,561;
+- ``masked-sparse`` (Bonawitz et al. 2017 on a random k-regular neighbour graph, k = 8, t = 5):
   n = 1,000, 10,000, 32,561;
-- ``masked`` (Bonawitz et al. 2017 on a random k-regular neighbour graph, k = 8, t = 5):
-  n = 1,000, 10,000, 32,561;
-- ``masked-complete`` (Bonawitz et al. 2017 as published: every pair of parties shares masks,
+- ``masked`` (Bonawitz et al. 2017 as published: every pair of parties shares masks,
   t > n / 2; O(n) keys, shares and view tags per party, O(n^2) work per party):
   n = 100, 300.
+
+Engines are named as registered (:data:`parties.secure.registry.ENGINES`); ``--only`` takes
+any registered name, a user's engine too (its sizes: those of ``masked-sparse``).
 
 Each configuration runs in its own subprocess so that the peak RSS (``ru_maxrss``) is its own.
 Printed per run: wall and CPU seconds, messages, bytes (measured by the network, and the
 closed-form prediction), rounds, peak RSS, and whether the sum equals the plaintext sum.
 Targets (wall seconds, 2 cores; printed beside the figure with the figure before the engine
-work, :data:`BEFORE`): paper, n = 1,000, all 1,582 cells <= 30 s; masked (the sparse k-regular
-variant measured here) on 32,561 parties <= 30 s.  ``--targets`` runs only these two.  The
+work, :data:`BEFORE`): paper, n = 1,000, all 1,582 cells <= 30 s; masked-sparse on 32,561
+parties <= 30 s.  ``--targets`` runs only these two.  The
 machine is shared: read the CPU seconds.
 
 The engines run under the session id the actor path uses (``--session agreed``: the id every
@@ -57,15 +61,15 @@ sys.path.insert(0, str(ROOT))
 from parties.network import InMemoryNetwork  # noqa: E402
 from parties.secure.run import run_secure_sum  # noqa: E402
 from parties.secure.agreement import agreed_session, request_digest  # noqa: E402
-from parties.secure.registry import sized_engine  # noqa: E402
+from parties.secure.registry import ENGINES, MESH, sized_engine  # noqa: E402
 from parties.wire.requests import SecureRelease, SecureSumStart  # noqa: E402
 
 ADULT_SIZES = (9, 16, 7, 15, 6, 5, 2, 2)
 ADULT_N = 32_561
-TARGETS_S = {("paper", 1_000): 30.0, ("masked", ADULT_N): 30.0}
+TARGETS_S = {("paper", 1_000): 30.0, ("masked-sparse", ADULT_N): 30.0}
 BEFORE = {
     ("paper", 1_000): "CPU 40.4 s, wall 50.4 s (main 839daa1, measured 2026-11-23 on the shared machine, load ~3.5)",
-    ("masked", ADULT_N): "CPU 160.0 s on one core, 4.9 ms per party (main 6fb6d5f); on tcp with 2 workers "
+    ("masked-sparse", ADULT_N): "CPU 160.0 s on one core, 4.9 ms per party (main 6fb6d5f); on tcp with 2 workers "
                          "(benchmarks/runtimes.py, idle machine): 131.6 s wall, 227.6 s CPU, 7.0 ms per party",
 }
 """Figures of the target configurations before the latest engine work (printed beside the
@@ -113,28 +117,18 @@ def party_codes(n: int, adult: str | None, seed: int) -> np.ndarray:
 
 
 def build(engine: str, n: int, args: argparse.Namespace):  # noqa: ANN201
-    """The engine (from :func:`parties.secure.registry.sized_engine`) and its network topology.
-
-    Benchmark names: ``graph`` = the registry's ``graph-direct`` with direct links along the
-    graph's edges, ``graph-relay`` = ``graph`` (star, shares relayed under AEAD), ``masked`` =
-    ``masked-sparse`` (k-regular), ``masked-complete`` = ``masked`` (complete graph).
-    """
-    timeout = args.round_timeout
-    if engine in ("paper", "paper-per-combination"):
-        return sized_engine(engine, degree=0, round_timeout=timeout), nx.complete_graph(n)
-    if engine == "graph":
-        eng = sized_engine("graph-direct", degree=args.graph_degree, seed=args.seed, round_timeout=timeout)
-        ctx = eng.context(range(n), 1)
-        graph = nx.Graph((i, j) for i in ctx.neighbours for j in ctx.neighbours[i])
-        return eng, graph  # direct links along the graph edges
-    if engine == "graph-relay":
-        return sized_engine("graph", degree=args.graph_degree, seed=args.seed, round_timeout=timeout), None
-    if engine == "masked-complete":
-        return sized_engine("masked", degree=0, seed=args.seed, round_timeout=timeout), None
-    if engine == "masked":
-        return sized_engine("masked-sparse", degree=args.masked_degree, seed=args.seed,
-                            round_timeout=timeout), None
-    raise SystemExit(f"unknown engine {engine!r}")
+    """The registered engine ``engine`` sized for ``n`` parties
+    (:func:`parties.secure.registry.sized_engine`: ``--graph-degree`` for the graph engines,
+    ``--masked-degree`` for the others' neighbour graphs) and its network: a star where shares
+    are relayed, else direct links along the engine's own neighbour graph (a complete graph for
+    ``paper``)."""
+    entry = ENGINES.lookup(engine)
+    degree = args.graph_degree if entry.family == "graph" or entry.name == "graph" else args.masked_degree
+    eng = sized_engine(entry.name, degree=degree, seed=args.seed, round_timeout=args.round_timeout)
+    if MESH not in entry.needs:
+        return eng, None  # shares relayed by the controller
+    neighbours = eng.context(range(n), 1).neighbours
+    return eng, nx.Graph((i, j) for i in neighbours for j in neighbours[i])  # direct links along its graph
 
 
 def adult_request(engine: str, n: int) -> tuple[SecureRelease, SecureSumStart]:
@@ -154,7 +148,7 @@ def agreed_adult_session(engine: str, n: int) -> str:
 def agreement_cpu(n: int, repeats: int = 2_000) -> float:
     """Seconds of CPU per party to derive the agreed session id without the shard's memo (the
     digest of the commitment, then of the start): the worst case; a shard computes it once."""
-    release, start = adult_request("masked", n)
+    release, start = adult_request("masked-sparse", n)
     cpu = time.process_time()
     for _ in range(repeats):
         agreed_session(request_digest(release), start)
@@ -191,9 +185,9 @@ def main() -> None:
     parser.add_argument("--adult", help="path of adult.data (default: random codes)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="small sizes only (smoke run)")
-    parser.add_argument("--only", help="run only this engine (paper, graph, masked, ...)")
+    parser.add_argument("--only", help="run only this registered engine (paper, graph, masked-sparse, ...)")
     parser.add_argument("--targets", action="store_true",
-                        help="run only the two target configurations (paper n = 1,000; masked n = 32,561)")
+                        help="run only the two target configurations (paper n = 1,000; masked-sparse n = 32,561)")
     parser.add_argument("--graph-degree", type=int, default=4)
     parser.add_argument("--masked-degree", type=int, default=8)
     parser.add_argument("--per-combination-cells", type=int, default=8)
@@ -217,19 +211,21 @@ def main() -> None:
         raise SystemExit(f"expected 1,582 combinations, got {L}")
     if args.quick:
         plan = [("paper", 30, 0), ("paper-per-combination", 10, args.per_combination_cells),
-                ("graph", 500, 0), ("graph-relay", 500, 0), ("masked", 500, 0), ("masked-complete", 50, 0)]
+                ("graph-direct", 500, 0), ("graph", 500, 0), ("masked-sparse", 500, 0), ("masked", 50, 0)]
     else:
         plan = [("paper", 100, 0), ("paper", 300, 0), ("paper", 1000, 0),
                 ("paper-per-combination", 100, args.per_combination_cells)]
-        plan += [(e, n, 0) for e in ("graph", "graph-relay", "masked") for n in (1_000, 10_000, ADULT_N)]
-        plan += [("masked-complete", 100, 0), ("masked-complete", 300, 0)]
+        plan += [(e, n, 0) for e in ("graph-direct", "graph", "masked-sparse") for n in (1_000, 10_000, ADULT_N)]
+        plan += [("masked", 100, 0), ("masked", 300, 0)]
     if args.targets:
-        plan = [("paper", 1_000, 0), ("masked", ADULT_N, 0)]
+        plan = [("paper", 1_000, 0), ("masked-sparse", ADULT_N, 0)]
     if args.only:
-        plan = [p for p in plan if p[0] == args.only]
+        only = ENGINES.lookup(args.only).name
+        plan = [p for p in plan if p[0] == only] or [(only, n, 0) for n in (500,) if args.quick] or \
+            [(only, n, 0) for n in (1_000, 10_000, ADULT_N)]
     header = (f"{'engine':22s} {'n':>6s} {'L':>5s} {'wall s':>8s} {'cpu s':>8s} {'messages':>11s} "
               f"{'bytes':>14s} {'rounds':>6s} {'max/party msgs':>14s} {'peak RSS MB':>11s} exact  =cost")
-    print(f"session ids: {args.session} ({len(agreed_adult_session('masked', ADULT_N)) if args.session == 'agreed' else 16} "
+    print(f"session ids: {args.session} ({len(agreed_adult_session('masked-sparse', ADULT_N)) if args.session == 'agreed' else 16} "
           f"characters in every engine message); deriving the agreed id: "
           f"{agreement_cpu(ADULT_N) * 1e6:.1f} µs of CPU per party without the shard's memo, once per shard with it")
     print(header)
