@@ -23,7 +23,7 @@ Modules, in dependency order:
                       collect)
 - ``transport``     — the ``Transport`` interface, ``Endpoint`` (send / send_each / broadcast + its
                       mailbox), ``Frame``, ``CONTROLLER``
-- ``network``       — ``InMemoryNetwork`` (the network of a run: mailboxes in this process, shard
+- ``network``       — ``Router`` (the network of a run: mailboxes in this process, shard
                       links for parties hosted elsewhere; it routes, counts and injects faults)
 - ``secure``        — secure-sum engines ``paper`` | ``graph`` | ``masked`` (main paper 4.2;
                       Bonawitz et al. 2017); package with its own map

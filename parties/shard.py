@@ -1,7 +1,7 @@
 """Party shard host: many :class:`~parties.party.Party` actors on one event loop.
 
 Every runtime hosts its parties this way.  The controller runs on a
-:class:`~parties.network.InMemoryNetwork`; parties ``lo..hi-1`` run in a **party shard host**
+:class:`~parties.router.Router`; parties ``lo..hi-1`` run in a **party shard host**
 (:class:`PartyShard`) — on the controller's own event loop (the ``memory`` runtime,
 :class:`parties.runtime.MemoryRuntime`), in a worker process (:mod:`parties.tcp`) or in a Ray
 async actor (:mod:`parties.ray_runtime`) — and the two are joined by a *frame channel*

@@ -4,7 +4,7 @@
 :class:`~parties.runtime.HostingPlan` and let a runtime (:mod:`parties.runtime`: ``memory`` by
 default, ``tcp``, ``ray``) host the parties in party shard hosts (:mod:`parties.shard`):
 
-- the router (:class:`~parties.network.InMemoryNetwork`: topology, latency model, seeded faults);
+- the router (:class:`~parties.router.Router`: topology, latency model, seeded faults);
 - party ``i`` = a :class:`~parties.party.Party` holding record ``i``, the stream
   ``PartyStreams(seed, n).seed_sequence(i)`` (the fast path's stream of party i), its own
   budget and composition policy;

@@ -14,9 +14,10 @@ import pytest
 from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
 from mprr.privacy import Ask
 from mprr.synthetic import planted_clusters
+from parties.link import Link
 from parties.wire.codec import encode
 from parties.wire.messages import RandomizedValues
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.runtime import HostingPlan, MemoryRuntime
 from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry
 from parties.shard import PartyShard, split
@@ -83,7 +84,7 @@ def test_a_shard_setup_carries_its_parties_stream_keys_never_the_run_seed() -> N
         PartyShard(replace(plan.setup(range(0, 3)), streams=setup.streams), lambda f: None)
 
 
-class _Link:
+class _Link(Link):
     def __init__(self, parties: range, shard: PartyShard | None = None) -> None:
         self.parties = parties
         self.shard = shard
@@ -101,7 +102,7 @@ class _Link:
 
 
 async def test_router_rejects_frames_a_shard_forges_for_parties_it_does_not_host() -> None:
-    net = InMemoryNetwork(4)
+    net = Router(4)
     link = _Link(range(0, 2))
     net.attach(link)
     payload = encode(RandomizedValues(1, np.array([0])))
