@@ -1,19 +1,23 @@
-"""The network of a run, in the controller's process: the router of every runtime.
+"""The router of a run, in the controller's process: one for every runtime.
 
-``Router(n)`` gives the controller (:data:`parties.transport.CONTROLLER` = -1) and
-parties ``0..n-1`` one :class:`~parties.transport.Endpoint` each (the messaging layer's
-``Transport``, ``Endpoint``, ``Frame`` and ``CONTROLLER`` live in :mod:`parties.transport`).  Messages travel as bytes: encoded on send, decoded on delivery, so
+``Router(n)`` routes frames between the actors it hosts — the controller
+(:data:`parties.transport.CONTROLLER` = -1), and parties ``0..n-1`` that no host holds, each
+with its :class:`~parties.transport.Endpoint` in this process — and the
+:class:`~parties.link.Link` of every party host (:class:`~parties.shard.PartyShard`) attached
+with :meth:`Router.attach`.  It is a :class:`~parties.transport.Transport` (the messaging
+layer's ``Transport``, ``Endpoint``, ``Frame`` and ``CONTROLLER`` live in
+:mod:`parties.transport`).  Messages travel as bytes: encoded on send, decoded on delivery, so
 every message and byte counted is real (a broadcast is encoded once and, the message being
 immutable, decoded once).  Delivery is immediate (no sleeping) unless the fault plan delays a
 message; a :class:`LatencyModel` computes *simulated* time per round instead.
 
-Parties hosted by party shard hosts (:mod:`parties.shard`, every runtime of
-:mod:`parties.runtime`) sit behind :class:`Link` objects (:meth:`Router.attach`);
-the network then routes: every frame of the run passes here — the controller's sends, and every
-party's send, which arrives from its shard through :meth:`Router.ingress` — so
+Every frame of the run passes here — the controller's sends, and every party's send, which
+arrives up its host's link through :meth:`Router.ingress` (reply columns through
+:meth:`Router.ingress_columns`) — and the router reaches a host only through its link
+(``push``, ``push_many``, ``crash``, ``buffered``), so
 
 - message counts, payload bytes and rounds are counted by the same code on every runtime (a
-  send is counted when the network admits it; deliveries to parties are counted by the shards,
+  send is counted when the router admits it; deliveries to parties are counted by the shards,
   and a remote shard's are added at the end with :meth:`Router.merge`);
 - the seeded fault plan (drop, delay, duplicate, reorder, crash) is applied in one place, in
   the order frames arrive.  A reorder towards a party carries its buffer position on the wire;
@@ -45,9 +49,9 @@ Endpoint API (see :class:`parties.transport.Endpoint`)::
     ep.statistics(); ep.buffered; ep.pending(); ep.crashed
     ep.rejections(); ep.take_rejections(sources=None); ep.reject(env, reason)   # bad frames
 
-Network API: ``endpoint(actor, *, accept=None)``, ``begin_round(phase)`` / ``end_round()`` /
+Router API: ``endpoint(actor, *, accept=None)``, ``begin_round(phase)`` / ``end_round()`` /
 ``with round(phase):``, ``statistics()``, ``crash(actor)``, ``crashed``, ``path(src, dst)``, ``close()``;
-shard links: ``attach(link)``, ``covered()``, ``owner(party)``, ``ingress(link, frame)``,
+links: ``attach(link)``, ``covered()``, ``owner(party)``, ``ingress(link, frame)``,
 ``lose(link, reason)``, ``merge(reports)``.
 
 Usage::

@@ -1,9 +1,9 @@
 """Runtimes: where the party actors of a run live, and how their frames travel.
 
 ``memory`` (:class:`MemoryRuntime`, the default)
-    Party shard hosts (one by default) in this process and on this event loop; their links to
-    the network are direct calls each way (a frame is still the one codec's bytes, counted as
-    everywhere).
+    Party shard hosts (one by default) in this process and on this event loop, each behind a
+    :class:`LocalLink`: a direct call each way (a frame is still the one codec's bytes, counted
+    as everywhere).
 ``tcp`` (:class:`parties.tcp.TcpRuntime`)
     Party shard hosts in worker processes — spawned and supervised, or started by hand with
     ``mprr party --connect`` on any machine — joined to the controller process by
@@ -18,7 +18,7 @@ to a :class:`~parties.router.Router`, and — when the plan's secure-sum engine 
 collects every shard's verification keys and installs the run's key directory in every shard
 (the runner is the run's PKI, never the controller actor; the private keys stay in the
 shards).  Then it yields a :class:`Hosting`; the simulation runs the controller on
-``hosting.network``, then calls :meth:`Hosting.parties` for the parties' summaries.  Leaving the context stops every shard
+``hosting.network`` (the run's router), then calls :meth:`Hosting.parties` for the parties' summaries.  Leaving the context stops every shard
 host the runtime started (no orphan process or actor, after success, error or Ctrl-C).
 """
 
@@ -259,7 +259,7 @@ class LocalLink(Link):
         self.shard.crash(parties)
 
     def buffered(self, party: int) -> int:
-        return self.shard.buffered(party)
+        return self.shard.network.buffered(party)
 
     def uplink(self, frame: Frame) -> None:
         """A frame a hosted party sent: into the router (:meth:`Router.ingress
