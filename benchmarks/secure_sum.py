@@ -58,7 +58,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from parties.network import InMemoryNetwork  # noqa: E402
+from parties.router import Router  # noqa: E402
 from parties.secure.run import run_secure_sum  # noqa: E402
 from parties.secure.agreement import agreed_session, request_digest  # noqa: E402
 from parties.secure.registry import ENGINES, MESH, sized_engine  # noqa: E402
@@ -161,7 +161,7 @@ def run_one(engine: str, n: int, cells: int | None, args: argparse.Namespace) ->
     if cells is not None:
         vectors = np.ascontiguousarray(vectors[:, :cells])
     eng, topology = build(engine, n, args)
-    net = InMemoryNetwork(n, topology=topology)
+    net = Router(n, topology=topology)
     session = agreed_adult_session(eng.name, n) if args.session == "agreed" else None
     wall, cpu = time.perf_counter(), time.process_time()
     result = asyncio.run(run_secure_sum(eng, net, vectors, session=session))

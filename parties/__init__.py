@@ -3,6 +3,15 @@
 Imports go one way: ``parties`` may import ``mprr``; ``mprr`` never imports ``parties``;
 ``parties`` never imports ``scenarios``. Nothing runs at import time.
 
+The runtime is a router, links and hosts.  The :class:`~parties.router.Router`, in the
+controller's process, routes frames between the actors it hosts and the links to the hosts,
+counts the traffic, applies the fault plan and rejects bad frames; a
+:class:`~parties.link.Link` per host (a direct call in memory, a TLS stream to a worker, a Ray
+actor link) is all the router knows of it; a host (:class:`~parties.shard.PartyShard`) runs
+many parties on one event loop.  Router, links, hosts, transports and endpoints talk through
+documented public methods only (no object reads another's private attributes:
+``tests/test_layering.py``).
+
 Modules, in dependency order:
 
 - ``collector``     — full garbage collections made rarely during a run (``rare_full_collections``)
@@ -23,10 +32,14 @@ Modules, in dependency order:
                       rejected frames (the delivery side)
 - ``mailbox``       — an actor's filtered receive (recv / recv_many / gather / gather_columns /
                       collect)
-- ``transport``     — the ``Transport`` interface, ``Endpoint`` (send / send_each / broadcast + its
-                      mailbox), ``Frame``, ``CONTROLLER``
-- ``network``       — ``InMemoryNetwork`` (the network of a run: mailboxes in this process, shard
-                      links for parties hosted elsewhere; it routes, counts and injects faults)
+- ``transport``     — the ``Transport`` interface (the endpoints' public side: ``send`` /
+                      ``send_each`` / ``broadcast``, ``check_link``, ``is_crashed``, ``reject``),
+                      ``Endpoint`` (send / send_each / broadcast + its mailbox), ``Frame``, ``CONTROLLER``
+- ``link``          — ``Link``: the router's handle on one party host (``push`` / ``push_many`` /
+                      ``crash`` / ``buffered``), the only way it reaches parties hosted there
+- ``router``        — ``Router``: the run's router in the controller process (mailboxes of the
+                      actors it hosts, a link per party host; it routes, counts, injects faults and
+                      rejects bad frames: the sender's fault, never the run's end)
 - ``secure``        — secure-sum engines ``paper`` | ``graph`` | ``masked`` (main paper 4.2;
                       Bonawitz et al. 2017); package with its own map
 - ``public_state``  — public objects shared by a run's actors: release book, secure-sum sessions
@@ -49,16 +62,17 @@ Modules, in dependency order:
 - ``choreographies`` — a curious controller's extra requests, for the attack tests (package)
 - ``shard_setup``   — ``ShardSetup`` (what a shard host builds its parties from), ``split``
                       (the parties' ranges of the shards) and ``directory`` (their keys, joined)
-- ``shard_network`` — ``ShardNetwork``: the shard's side of the frame channel (sends go up)
-- ``shard``         — party shard host: many parties on one event loop behind a frame channel
+- ``shard_network`` — ``ShardNetwork``: a party host's transport (its sends go up the link)
+- ``shard``         — ``PartyShard``, the party host: many parties on one event loop behind a link
 - ``channel``       — the frame channel's records (length-prefixed frames, reply columns as one
                       record, restricted control records)
-- ``runtime``       — ``Runtime`` / ``HostingPlan`` (keyword-only, validated): the memory runtime
-                      (one or more shards)
+- ``runtime``       — ``Runtime`` / ``HostingPlan`` (keyword-only, validated) / ``Hosting``: the
+                      memory runtime (one or more hosts, each behind a ``LocalLink``)
 - ``tls``           — per-run CA and mutual-TLS certificates (``cryptography``, stdlib ``ssl``)
-- ``tcp``           — the ``tcp`` runtime: worker processes over TLS, supervision
+- ``tcp``           — the ``tcp`` runtime: worker processes over TLS (a stream link each), supervision
 - ``worker``        — a ``tcp`` worker process (``mprr party``): connect, host parties, serve runs
-- ``ray_runtime``   — the ``ray`` runtime: party shards as Ray async actors (optional extra)
+- ``ray_runtime``   — the ``ray`` runtime: party hosts as Ray async actors behind an actor link
+                      (optional extra)
 - ``netsim``        — time on a network: a network model (links, framing, compute, availability)
                       and the ``virtual`` runtime running the real protocol on a virtual clock
                       (package, own map)

@@ -43,7 +43,7 @@ import io
 import pickle
 import struct
 import sys
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -52,6 +52,7 @@ import numpy as np
 
 from mprr.errors import MessageError
 from parties.columns import ReplyColumns
+from parties.link import Link
 from parties.plugins import trusted
 from parties.transport import CONTROLLER, Frame
 from parties.wire.codec import decode, encode
@@ -274,8 +275,12 @@ class StreamDecoder:
         return out
 
 
-class RecordBatcher(ABC):
+class RecordBatcher(Link):
     """Records out to one peer, batched per event-loop turn, with the sent-byte counters.
+
+    In the controller process it is the router's :class:`~parties.link.Link` to a remote party
+    host (the tcp stream to a worker, the link to a Ray shard actor): ``push`` / ``push_many``
+    write frames, ``crash`` a crash notice.
 
     ``sent`` counts payload bytes (the codec's, identical to the in-memory network's: one copy
     per destination), the framing a record adds around them, and control records; ``prefix``
@@ -380,7 +385,7 @@ class RecordBatcher(ABC):
     def _write(self, records: list[bytes]) -> None:
         """Carry ``records`` to the peer, in order."""
 
-    # the methods of a ShardLink (parties.network) to a shard host that reads these records
+    # the Link (parties.link) to a party host that reads these records
     def push(self, frame: Frame, position: int | None) -> None:
         self.send_frame(frame, position)
 

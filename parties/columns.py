@@ -58,13 +58,15 @@ class ReplyColumns:
     """The wire kind of every member's message."""
 
     def __init__(self, srcs: np.ndarray, phase: str, request_id: int, codes: np.ndarray,
-                 prefix: bytes | None, suffix: bytes) -> None:
+                 prefix: bytes | None, suffix: bytes, sizes: np.ndarray | None = None) -> None:
         self.srcs = np.asarray(srcs, dtype=np.int64)
         self.phase = phase
         self.request_id = request_id
         self.codes = codes
         self._prefix, self._suffix = prefix, suffix
-        if prefix is not None:
+        if sizes is not None:  # (known: a subset's)
+            self.sizes = sizes
+        elif prefix is not None:
             self.sizes = np.full(self.srcs.shape[0], len(prefix) + codes.shape[1] * 8 + len(suffix), dtype=np.int64)
         else:
             self.sizes = np.fromiter((len(self.payload(k)) for k in range(self.srcs.shape[0])),
@@ -108,8 +110,5 @@ class ReplyColumns:
 
     def subset(self, keep: np.ndarray) -> ReplyColumns:
         """The members where ``keep`` (booleans or positions) selects them, in order."""
-        out = object.__new__(ReplyColumns)
-        out.srcs, out.phase, out.request_id = self.srcs[keep], self.phase, self.request_id
-        out.codes, out.sizes = self.codes[keep], self.sizes[keep]
-        out._prefix, out._suffix = self._prefix, self._suffix
-        return out
+        return ReplyColumns(self.srcs[keep], self.phase, self.request_id, self.codes[keep], self._prefix,
+                            self._suffix, self.sizes[keep])

@@ -1,12 +1,14 @@
 """An actor's inbox: delivered messages buffered in arrival order, pending receives, rejected frames.
 
 The delivery side of a mailbox.  A transport hands every delivered message to the receiving
-actor's inbox as an :class:`~parties.envelope.Envelope` (:meth:`Inbox._put`; reply columns
-with :meth:`Inbox._put_columns`): a pending receive (:class:`~parties.waiter.Waiter`) whose
+actor's inbox as an :class:`~parties.envelope.Envelope` (:meth:`Inbox.deliver`; reply columns
+with :meth:`Inbox.deliver_columns`): a pending receive (:class:`~parties.waiter.Waiter`) whose
 filters match takes it, or it is buffered.  Unmatched messages stay buffered, in arrival order,
 for later receives (:class:`parties.mailbox.Mailbox`).  Frames the transport rejected are noted
-here as a :class:`~parties.envelope.Rejection` (:meth:`Inbox.rejections`,
-:meth:`Inbox.take_rejections`); they never reach, wake or fail a receive.
+here as a :class:`~parties.envelope.Rejection` (:meth:`Inbox.note_rejection`; read with
+:meth:`Inbox.rejections`, :meth:`Inbox.take_rejections`); they never reach, wake or fail a
+receive.  The delivery side's methods (``deliver``, ``deliver_columns``, ``note_rejection``,
+``crash``) are called by the actor's transport only.
 """
 
 from __future__ import annotations
@@ -165,7 +167,9 @@ class Inbox:
                 self._buffer.appendleft(env)
 
     # ------------------------------------------------------------------ delivery side (called by the transport)
-    def _put(self, env: Envelope[Message], position: int | None = None) -> None:
+    def deliver(self, env: Envelope[Message], position: int | None = None) -> None:
+        """Hand ``env`` to the first pending receive it matches, or buffer it (at ``position``,
+        a reorder fault's index, when given; else at the end)."""
         if not self._waiters and position is None:
             self._buffer.append(env)
             return
@@ -187,15 +191,15 @@ class Inbox:
         else:
             self._buffer.insert(position, env)
 
-    def _put_columns(self, block: ReplyColumns) -> None:
+    def deliver_columns(self, block: ReplyColumns) -> None:
         """Deliver reply columns: a waiting columnar gather (the only waiter) takes the members it
-        wants as columns; every other member is delivered as its own envelope (:meth:`_put`)."""
+        wants as columns; every other member is delivered as its own envelope (:meth:`deliver`)."""
         waiters = self._waiters
         w = waiters[0] if len(waiters) == 1 else None
         if (w is None or w.blocks is None or w.want is None or (w.kinds is not None and block.kind not in w.kinds)
                 or (w.phase is not None and block.phase != w.phase) or w.future.done()):
             for k in range(len(block)):
-                self._put(_envelope(block, k, self.actor))
+                self.deliver(_envelope(block, k, self.actor))
             return
         want = w.want
         take = want.take(block.srcs)  # (the senders are distinct)
@@ -207,9 +211,15 @@ class Inbox:
                 w.future.set_result(w.got)
         if not whole:
             for k in np.flatnonzero(~take).tolist():
-                self._put(_envelope(block, k, self.actor))
+                self.deliver(_envelope(block, k, self.actor))
 
-    def _crash(self) -> None:
+    def note_rejection(self, rejection: Rejection) -> None:
+        """Note a frame the transport rejected for this actor (:meth:`rejections`)."""
+        self._rejections.append(rejection)
+
+    def crash(self) -> None:
+        """The actor crashed: its buffered messages are lost and its pending receives fail with
+        :class:`~mprr.errors.PartyDropped` (called by the transport's ``crash``)."""
         self._buffer.clear()
         err = PartyDropped(f"{actor_name(self.actor)} has crashed", parties=(self.actor,))
         for w in list(self._waiters):

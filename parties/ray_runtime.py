@@ -10,15 +10,15 @@ actor calls carrying the same records as the ``tcp`` runtime (:mod:`parties.chan
   the last call (waits until there is one), a cohort's replies to a release request as one
   ``COLUMNS`` record (reply columns, :mod:`parties.columns`); one pull loop per shard, owned by
   the runtime's task group, feeds them to the router
-  (:meth:`~parties.network.InMemoryNetwork.ingress`,
-  :meth:`~parties.network.InMemoryNetwork.ingress_columns`).
+  (:meth:`~parties.router.Router.ingress`,
+  :meth:`~parties.router.Router.ingress_columns`).
 
 Secure sums: ``start()`` returns the verification keys of the shard's parties (their signing
 keys are generated inside the actor and stay there); the driver assembles the run's key
 directory and installs it with ``register(keys)`` in every shard before the protocol.
 Party-to-party frames travel shard → driver (router: topology, counts, faults) → shard.
 
-The controller runs in the driver on the :class:`~parties.network.InMemoryNetwork`, so counting,
+The controller runs in the driver on the :class:`~parties.router.Router`, so counting,
 rounds and seeded faults are those of the in-memory network.  A shard actor that dies makes its
 pull fail: the router loses the shard (all its parties crash) and the controller's gather ends
 at the round timeout with ``PartyDropped`` or a degraded result — never a hang.

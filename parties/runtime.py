@@ -1,9 +1,9 @@
 """Runtimes: where the party actors of a run live, and how their frames travel.
 
 ``memory`` (:class:`MemoryRuntime`, the default)
-    Party shard hosts (one by default) in this process and on this event loop; their links to
-    the network are direct calls each way (a frame is still the one codec's bytes, counted as
-    everywhere).
+    Party shard hosts (one by default) in this process and on this event loop, each behind a
+    :class:`LocalLink`: a direct call each way (a frame is still the one codec's bytes, counted
+    as everywhere).
 ``tcp`` (:class:`parties.tcp.TcpRuntime`)
     Party shard hosts in worker processes — spawned and supervised, or started by hand with
     ``mprr party --connect`` on any machine — joined to the controller process by
@@ -13,12 +13,12 @@
     the driver.
 
 Every runtime implements :meth:`Runtime.host`: given a :class:`HostingPlan` it starts the
-shard hosts (:mod:`parties.shard`), attaches one :class:`~parties.network.ShardLink` per shard
-to a :class:`~parties.network.InMemoryNetwork`, and — when the plan's secure-sum engine signs —
+shard hosts (:mod:`parties.shard`), attaches one :class:`~parties.link.Link` per shard
+to a :class:`~parties.router.Router`, and — when the plan's secure-sum engine signs —
 collects every shard's verification keys and installs the run's key directory in every shard
 (the runner is the run's PKI, never the controller actor; the private keys stay in the
 shards).  Then it yields a :class:`Hosting`; the simulation runs the controller on
-``hosting.network``, then calls :meth:`Hosting.parties` for the parties' summaries.  Leaving the context stops every shard
+``hosting.network`` (the run's router), then calls :meth:`Hosting.parties` for the parties' summaries.  Leaving the context stops every shard
 host the runtime started (no orphan process or actor, after success, error or Ctrl-C).
 """
 
@@ -40,7 +40,8 @@ from mprr.privacy import DEFAULT_MIN_ROSTER, CompositionPolicy
 from mprr.streams import StreamTable
 from parties.channel import read_columns
 from parties.faults import FaultPlan
-from parties.network import InMemoryNetwork
+from parties.link import Link
+from parties.router import Router
 from parties.shard import PartyShard, ShardSetup, split
 from parties.shard_setup import directory
 from parties.shard_report import PartySummaries, PartySummary, ShardReport
@@ -57,6 +58,7 @@ if TYPE_CHECKING:  # annotations only: a worker imports the engines and networkx
 __all__ = [
     "Hosting",
     "HostingPlan",
+    "LocalLink",
     "MemoryRuntime",
     "Runtime",
     "task_group",
@@ -152,9 +154,9 @@ class HostingPlan:
         """Whether the parties need PKI signing keys (the engine signs)."""
         return self.engine is not None and self.engine.signs
 
-    def network(self) -> InMemoryNetwork:
+    def network(self) -> Router:
         """The controller process's router for this run (on :meth:`graph`)."""
-        return InMemoryNetwork(self.n, faults=self.faults, latency=self.latency, seed=self.fault_seed,
+        return Router(self.n, faults=self.faults, latency=self.latency, seed=self.fault_seed,
                                topology=self.graph())
 
 
@@ -195,8 +197,8 @@ class Hosting(ABC):
 
     def columns_in(self, link: Any, record: bytes) -> None:
         """A ``COLUMNS`` record from the shard behind ``link`` (:mod:`parties.channel`): its reply
-        columns go to the router (:meth:`InMemoryNetwork.ingress_columns
-        <parties.network.InMemoryNetwork.ingress_columns>`, which checks that the link hosts
+        columns go to the router (:meth:`Router.ingress_columns
+        <parties.router.Router.ingress_columns>`, which checks that the link hosts
         every sender), counted in ``link.received``.  A malformed record is the sending shard's
         fault: dropped, counted ``rejected`` and noted in :attr:`problems`, never the run's end."""
         try:
@@ -234,21 +236,40 @@ class Runtime(ABC):
         """The runtime's options (for reports)."""
 
 
-class _LocalLink:
-    """The network's link to a shard in its own process and event loop: a direct call each way
-    (a cohort's replies as reply columns, :mod:`parties.columns`)."""
+class LocalLink(Link):
+    """The router's link to a party host in its own process and on its own event loop (the
+    ``memory`` runtime): a direct call each way, a cohort's replies as reply columns
+    (:mod:`parties.columns`).
 
-    def __init__(self, network: InMemoryNetwork, setup: ShardSetup, shared: bool) -> None:
-        self.network, self.parties, self.checked = network, setup.parties, shared
-        self.shard = PartyShard(setup, self.uplink, router=network if shared else None, columns=self.uplink_columns)
-        self.push, self.crash, self.buffered = self.shard.deliver, self.shard.crash, self.shard.buffered
-        self.push_many = self.shard.deliver_many
+    ``shared``: the host shares the router's topology and counters (a single host), so its
+    frames need no check at ingress.
+    """
+
+    def __init__(self, router: Router, setup: ShardSetup, shared: bool) -> None:
+        self.router, self.parties, self.checked = router, setup.parties, shared
+        self.shard = PartyShard(setup, self.uplink, router=router if shared else None, columns=self.uplink_columns)
+
+    def push(self, frame: Frame, position: int | None) -> None:
+        self.shard.deliver(frame, position)
+
+    def push_many(self, frame: Frame, dsts: np.ndarray) -> None:
+        self.shard.deliver_many(frame, dsts)
+
+    def crash(self, parties: Sequence[int]) -> None:
+        self.shard.crash(parties)
+
+    def buffered(self, party: int) -> int:
+        return self.shard.network.buffered(party)
 
     def uplink(self, frame: Frame) -> None:
-        self.network.ingress(self, frame, checked=self.checked)
+        """A frame a hosted party sent: into the router (:meth:`Router.ingress
+        <parties.router.Router.ingress>`)."""
+        self.router.ingress(self, frame, checked=self.checked)
 
     def uplink_columns(self, block: ReplyColumns) -> None:
-        self.network.ingress_columns(self, block, checked=self.checked)
+        """Reply columns of hosted parties: into the router (:meth:`Router.ingress_columns
+        <parties.router.Router.ingress_columns>`)."""
+        self.router.ingress_columns(self, block, checked=self.checked)
 
 
 class MemoryHosting(Hosting):
@@ -263,7 +284,7 @@ class MemoryHosting(Hosting):
 
     def __init__(self, plan: HostingPlan, shards: int = 1) -> None:
         super().__init__(plan)
-        self.links = [_LocalLink(self.network, plan.setup(r), shards == 1) for r in split(plan.n, shards)]
+        self.links = [LocalLink(self.network, plan.setup(r), shards == 1) for r in split(plan.n, shards)]
         for link in self.links:
             self.network.attach(link)
         if plan.signs:  # the runner is the run's PKI: the shards' public keys make the directory

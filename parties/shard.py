@@ -1,33 +1,26 @@
-"""Party shard host: many :class:`~parties.party.Party` actors on one event loop.
+"""The party host: many :class:`~parties.party.Party` actors on one event loop, behind a link.
 
-Every runtime hosts its parties this way.  The controller runs on a
-:class:`~parties.network.InMemoryNetwork`; parties ``lo..hi-1`` run in a **party shard host**
-(:class:`PartyShard`) — on the controller's own event loop (the ``memory`` runtime,
-:class:`parties.runtime.MemoryRuntime`), in a worker process (:mod:`parties.tcp`) or in a Ray
-async actor (:mod:`parties.ray_runtime`) — and the two are joined by a *frame channel*
-carrying the one codec's bytes (:mod:`parties.channel`; in memory, a direct call each way).  The shard is written once; a runtime only supplies the
-channel: an ``uplink`` callable that carries a :class:`~parties.transport.Frame` towards the
-controller process, and calls of :meth:`PartyShard.take` (the channel's records) or
-:meth:`PartyShard.deliver` / :meth:`PartyShard.crash` for what comes back.
+Every runtime hosts its parties this way: parties ``lo..hi-1`` live in a :class:`PartyShard`
+— on the controller's event loop (``memory``), in a worker process (:mod:`parties.tcp`) or in
+a Ray async actor (:mod:`parties.ray_runtime`) — and the :class:`~parties.router.Router` of the
+controller process reaches them through a :class:`~parties.link.Link`.  A runtime supplies the
+channel: ``uplink`` (and ``columns``) callables carrying what the parties send up, and calls
+of :meth:`PartyShard.deliver` / :meth:`~PartyShard.deliver_many` / :meth:`~PartyShard.crash`,
+or :meth:`PartyShard.take` of the channel's records (:mod:`parties.channel`), for what comes
+down.  Inside, :class:`ShardNetwork` is the host's :class:`~parties.transport.Transport`
+(crash set, counters, topology, admission); its sends go up the uplink.
 
-Inside the shard, :class:`ShardNetwork` is a :class:`~parties.transport.Transport` whose
-:meth:`_transmit` is the uplink (crash set, counters, topology, admission as everywhere).
-The shard holds its parties as **columns** (:mod:`parties.cohort`): parties in identical state
-(apart from records and streams) form a :class:`~parties.cohort.Cohort`, and a broadcast
-release request is answered for all its members in one vectorized step, each member deciding
-by the accountant state it shares and drawing from its own stream row.  A broadcast's frames
-are collected as they arrive (a broadcast reaches the shard once, :meth:`PartyShard.deliver_many`)
-and answered on the loop's next turn, in arrival order; every reply is its own message, encoded
-by the codec and counted.  Given a ``columns`` uplink (every runtime gives one), a run of cohort
-members' replies leaves as one :class:`~parties.columns.ReplyColumns` — to a router in this
-process as it is, from another process as one ``COLUMNS`` record (:mod:`parties.channel`);
-without one, as one frame each.  A party whose state diverges
-(refusal, crash, secure sum, frequency-oracle report, handed out by :attr:`PartyShard.parties`)
-is built as a :class:`~parties.party.Party` from its cohort's state and answers on its own
-(:meth:`Party.receive <parties.party.Party.receive>`).  No task, endpoint or pending receive
-is kept per party; the replies leave on the loop's next turn, as an actor's would.
-Every frame leaves the shard: the router routes, counts and applies the fault plan in one
-place, so message counts, payload bytes and fault semantics are the same on every runtime.
+The host holds its parties as **columns** (:mod:`parties.cohort`): parties in identical state
+form a :class:`~parties.cohort.Cohort`, and a broadcast release request is answered for all
+its members in one vectorized step, each deciding by the accountant state it shares and
+drawing from its own stream row.  A broadcast's frames are collected as they arrive and
+answered on the loop's next turn, in arrival order; every reply is its own message, encoded by
+the codec and counted; a run of cohort members' replies leaves as one
+:class:`~parties.columns.ReplyColumns` (given a ``columns`` uplink).  A party whose state
+diverges (refusal, crash, secure sum, frequency-oracle report, :attr:`PartyShard.parties`) is
+built as a :class:`~parties.party.Party` from its cohort's state and answers on its own.  No
+task, endpoint or pending receive is kept per party.  Every frame leaves the host: the router
+routes, counts and applies the fault plan in one place, the same on every runtime.
 
 Secure sums (RR-Clusters 4.2 / 4.3): a party that receives a
 :class:`~parties.wire.requests.SecureSumStart` runs its side of the engine
@@ -44,16 +37,12 @@ before the protocol (:meth:`PartyShard.register`), from the runner — the PKI o
 the controller actor.
 
 Public state: each shard builds its own :class:`~parties.public_state.ReleaseBook` (a pure
-memo of public derivations).  Party ``i``'s stream is child ``i`` of ``SeedSequence(seed)``,
-exactly ``PartyStreams(seed, n).seed_sequence(i)``: one :class:`~mprr.streams.StreamTable` row
-per hosted party (32 bytes).  The runner computes the rows of the shard's range from the run
-seed and sends only those (:attr:`ShardSetup.streams`): a worker never holds the seed, from
-which the noise of every other worker's parties derives, and the same seed still gives the
-same result on every runtime.
+memo of public derivations).  Party ``i``'s stream is child ``i`` of ``SeedSequence(seed)``;
+the shard receives only its parties' rows (:attr:`ShardSetup.streams`, never the run seed), so
+the same seed gives the same result on every runtime.
 
-At the end the shard's :class:`~parties.shard_report.ShardReport` (:meth:`ShardReport.of
-<parties.shard_report.ShardReport.of>`) holds what the harness keeps of its parties, in columns
-(:mod:`parties.shard_report`).
+At the end :meth:`ShardReport.of <parties.shard_report.ShardReport.of>` holds what the harness
+keeps of the hosted parties, in columns.
 """
 
 from __future__ import annotations
@@ -71,7 +60,7 @@ from mprr.streams import StreamTable
 from parties.channel import DATA, MULTI, loads, read_multi, read_record
 from parties.cohort import Cohort, ReplyLayout
 from parties.columns import ReplyColumns
-from parties.wire.codec import Message, decode, encode
+from parties.wire.codec import Message, decode, encode, known_kinds
 from parties.wire.messages import Abort, RandomizedValues
 from parties.wire.requests import ReleaseRequest, SecureSumStart
 from parties.party import LOOP_KINDS, AccountedParties, Party
@@ -178,7 +167,7 @@ class PartyShard:
         self._counter = self.network.counter
         self._uplink = uplink
         self._uplink_columns = columns  # a cohort's replies leave as columns (parties.columns), if given
-        self._accept = frozenset(setup.accept)
+        self._accept = known_kinds(setup.accept)  # a kind unknown here could not be decoded
         self._last_payload: bytes | None = None
         self._last_message: Message | None = None
         self._replies: list[Frame | ReplyColumns] = []
@@ -567,11 +556,6 @@ class PartyShard:
                 self._uplink(item)
             elif self._uplink_columns is not None:
                 self._uplink_columns(item)
-
-    def buffered(self, party: int) -> int:
-        """Messages delivered to ``party``'s endpoint and not yet taken (where a reorder fault
-        inserts the next one)."""
-        return self.network.buffered(party)
 
     def _start_session(self, party: Party, start: SecureSumStart) -> None:
         """Run the party's side of a secure sum as a task owned by :meth:`serve`."""

@@ -3,7 +3,7 @@
 A party shard (:mod:`parties.shard`) keeps its parties' endpoints — the secure-sum traffic of
 the parties built on their own — on a :class:`ShardNetwork`: crash set, counters, topology and
 admission as on every transport; what a party sends leaves through ``uplink`` towards the
-router in the controller process (:mod:`parties.network`), which counts it.
+router in the controller process (:mod:`parties.router`), which counts it.
 """
 
 from __future__ import annotations

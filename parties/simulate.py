@@ -4,7 +4,7 @@
 :class:`~parties.runtime.HostingPlan` and let a runtime (:mod:`parties.runtime`: ``memory`` by
 default, ``tcp``, ``ray``) host the parties in party shard hosts (:mod:`parties.shard`):
 
-- the router (:class:`~parties.network.InMemoryNetwork`: topology, latency model, seeded faults);
+- the router (:class:`~parties.router.Router`: topology, latency model, seeded faults);
 - party ``i`` = a :class:`~parties.party.Party` holding record ``i``, the stream
   ``PartyStreams(seed, n).seed_sequence(i)`` (the fast path's stream of party i), its own
   budget and composition policy;
@@ -72,7 +72,7 @@ from parties.runtime_registry import RUNTIMES, make_runtime
 from parties.shard_report import PartySummary, accountants_of
 from parties.secure.cost import COUNT_LIMIT
 from parties.secure.engine import SecureSumEngine, counted_cost
-from parties.secure.registry import controller_kinds, engine_needs_mesh, make_engine, party_kinds
+from parties.secure.registry import controller_kinds, engine_kinds, engine_needs_mesh, make_engine, party_kinds
 from parties.topology import Topology
 from parties.traffic import Counts, LatencyModel, TrafficStatistics
 from parties.view import ViewLog, ViewSummary
@@ -85,10 +85,10 @@ SECURE_KINDS: tuple[type[Message], ...] = party_kinds()
 """Message kinds of the shipped secure-sum engines (their registry entries' ``messages``)."""
 
 PARTY_KINDS: tuple[type[Message], ...] = LOOP_KINDS + SECURE_KINDS
-"""Message kinds a party endpoint accepts when a shipped secure sum runs: the controller's
-requests and the secure-sum kinds (anything else is rejected on delivery); with an engine of
-one's own registered, its kinds too (:func:`parties.secure.registry.party_kinds`).  Without a
-secure sum a party accepts :data:`parties.party.LOOP_KINDS` only."""
+"""Message kinds of the controller's requests and of every shipped secure-sum engine.  In a run a
+party's endpoint accepts the requests and the kinds of the engine it agreed to only
+(:func:`parties.secure.registry.engine_kinds`; anything else is rejected on delivery); without a
+secure sum, :data:`parties.party.LOOP_KINDS` only."""
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -324,7 +324,8 @@ async def simulate_async(
             f"engine = {chosen!r} has no effect: the plan of {entry.name!r} with these parameters has no secure "
             f"sum ({'; '.join(p.describe() for p in plan.phases)}); drop it, or give parameters with a secure "
             "sum (RR-Clusters: dependence '4.2' or '4.3')")
-    accept = LOOP_KINDS + party_kinds() if plan.needs.engine else LOOP_KINDS
+    # a party's endpoint accepts the kinds of the engine it agreed to, no other engine's
+    accept = LOOP_KINDS + engine_kinds(engine) if engine is not None else LOOP_KINDS
     interval = check_real("progress_interval", progress_interval, strict=True, allow_inf=True)
     if topology is not None and not isinstance(topology, nx.Graph):
         Topology(n, topology)  # its ConfigurationError (the graph's nodes are checked when the network is built)

@@ -22,7 +22,7 @@ success, an error or Ctrl-C — closes their stdin (a worker exits when its stdi
 killed runner leaves no orphan), then terminates and finally kills what is left, and waits for
 each.  A worker that exits before it is ready fails the start with
 :class:`~mprr.errors.RuntimeFailure` and its last stderr lines; a worker lost during the run
-crashes its parties (:meth:`~parties.network.InMemoryNetwork.lose`).
+crashes its parties (:meth:`~parties.router.Router.lose`).
 
 By hand (``spawn=False``): ``mprr party --connect HOST:PORT --parties 0-999 --worker 0
 --tls-dir DIR`` on any machine; the controller waits for workers covering every party.  The
@@ -171,7 +171,7 @@ class StreamChannel(RecordBatcher):
 
 
 class _WorkerLink(StreamChannel):
-    """The controller's stream to one worker, its :class:`~parties.network.ShardLink` once the
+    """The controller's stream to one worker, its :class:`~parties.link.Link` once the
     worker said which parties it hosts (``hello``); a broadcast to the worker's parties leaves
     as one ``MULTI`` record (:mod:`parties.channel`)."""
 

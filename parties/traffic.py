@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from collections.abc import ItemsView, Iterator, Sequence
+from collections.abc import Callable, ItemsView, Iterator, Sequence
 from typing import Any, Mapping, NamedTuple
 
 import numpy as np
@@ -137,7 +137,7 @@ class ActorCounts(Mapping[int, Counts]):
         return int(self._actors.shape[0])
 
     def items(self) -> ItemsView[int, Counts]:  # (one pass over the columns, not a lookup per key)
-        return _Items(self)
+        return _Items(self, self._rows)
 
     def _rows(self) -> Iterator[tuple[int, Counts]]:
         for a, m, b in zip(self._actors.tolist(), self._messages.tolist(), self._bytes.tolist()):
@@ -148,12 +148,12 @@ class ActorCounts(Mapping[int, Counts]):
 
 
 class _Items(ItemsView[int, Counts]):
-    def __init__(self, counts: ActorCounts) -> None:
+    def __init__(self, counts: ActorCounts, rows: Callable[[], Iterator[tuple[int, Counts]]]) -> None:
         super().__init__(counts)
-        self._counts = counts
+        self._rows = rows  # (the counts' own pass over their columns)
 
     def __iter__(self) -> Iterator[tuple[int, Counts]]:
-        return self._counts._rows()
+        return self._rows()
 
 
 @dataclass(frozen=True)

@@ -97,10 +97,20 @@ class Endpoint(Mailbox):
     @property
     def crashed(self) -> bool:
         """True once this actor has crashed (fault injection or ``network.crash``)."""
-        return self.actor in self._net._crashed
+        return self._net.is_crashed(self.actor)
+
+    @property
+    def accept(self) -> frozenset[int] | None:
+        """The message kinds this endpoint accepts (``None``: every kind); a frame of another
+        kind is rejected on delivery.  Set by :meth:`Transport.endpoint`."""
+        return self._accept
+
+    @accept.setter
+    def accept(self, kinds: frozenset[int] | None) -> None:
+        self._accept = kinds
 
     def _check_source(self, src: int) -> None:
-        self._net._check_actor(src, "gather source")
+        self._net.check_actor(src, "gather source")
 
     def _check_sources(self, sources: set[int]) -> None:
         if sources and min(sources) >= CONTROLLER and max(sources) < self._net.n:
@@ -110,14 +120,14 @@ class Endpoint(Mailbox):
 
     def statistics(self) -> ActorStatistics:
         """What this actor sent and received so far (and how many of its frames were rejected)."""
-        return self._net._traffic.actor(self.actor)
+        return self._net.counter.actor(self.actor)
 
     def reject(self, env: Envelope[Message], reason: str) -> None:
         """Reject a delivered, well-formed message that the protocol cannot use.
 
         Counted and noted exactly like a frame that failed decoding (attributed to ``env.src``).
         """
-        self._net._reject(Frame(env.src, env.dst, env.phase, env.message.KIND, b""), self, reason)
+        self._net.reject(Frame(env.src, env.dst, env.phase, env.message.KIND, b""), self, reason)
 
     # ------------------------------------------------------------------ sending
     async def send(self, dst: int, msg: Message, *, phase: str) -> None:
@@ -133,11 +143,11 @@ class Endpoint(Mailbox):
 
         A crashed actor's sends vanish silently (it has crashed; it cannot know).
         """
-        self._net._send(self.actor, dst, msg, phase, encode(msg))
+        self._net.send(self.actor, dst, msg, phase, encode(msg))
 
     async def broadcast(self, dsts: Iterable[int], msg: Message, *, phase: str) -> None:
         """Send the same ``msg`` to every actor in ``dsts`` (encoded once; one message each)."""
-        self._net._emit_broadcast(self.actor, self._checked(dsts, phase), msg, phase, encode(msg))
+        self._net.broadcast(self.actor, self._checked(dsts, phase), msg, phase, encode(msg))
 
     async def send_each(self, dsts: Iterable[int], msgs: Sequence[Message], *, phase: str) -> None:
         """Send ``msgs[k]`` to the k-th actor of ``dsts``, for every k: one message each, exactly
@@ -161,7 +171,7 @@ class Endpoint(Mailbox):
         kind = type(msgs[0])
         if any(type(m) is not kind for m in msgs):
             raise MessageError(f"send_each sends messages of one kind, got {sorted({m.NAME for m in msgs})}")
-        self._net._emit_all(self.actor, targets, msgs, phase, [encode(m) for m in msgs], kind.KIND)
+        self._net.send_each(self.actor, targets, msgs, phase, [encode(m) for m in msgs], kind.KIND)
 
     def _checked(self, dsts: Iterable[int], phase: str) -> list[int]:
         """``dsts`` as a list, once every link and the phase are checked (refuse all or none)."""
@@ -169,7 +179,7 @@ class Endpoint(Mailbox):
         net, src = self._net, self.actor
         if not net.topology.reaches(src, targets):  # find the first bad one, for its message
             for dst in targets:
-                net._check_link(src, dst)
+                net.check_link(src, dst)
         _check_phase(phase)
         return targets
 
@@ -179,6 +189,12 @@ class Transport(ABC):
 
     Subclasses implement :meth:`_transmit`.  The base class owns the endpoints, the topology
     check, the traffic counters and the set of crashed actors.
+
+    What an :class:`Endpoint` calls (and nothing else of it): :meth:`send`, :meth:`send_each`,
+    :meth:`broadcast` (its sends, once it checked them), :meth:`check_link`,
+    :meth:`check_actor`, :meth:`is_crashed`, :meth:`reject` and :attr:`counter`; the transport
+    calls the endpoint's delivery side in turn (:meth:`Endpoint.deliver
+    <parties.inbox.Inbox.deliver>`, ``deliver_columns``, ``note_rejection``, ``crash``).
 
     Parameters
     ----------
@@ -191,7 +207,7 @@ class Transport(ABC):
     """
 
     counts_sends = True
-    """Whether :meth:`_send` counts the send (a shard's network does not: its router does)."""
+    """Whether :meth:`send` counts the send (a shard's network does not: its router does)."""
 
     def __init__(self, n: int, *, topology: nx.Graph[int] | None = None, latency: LatencyModel | None = None) -> None:
         self.n = check_int("n (number of parties)", n, 1)
@@ -208,7 +224,13 @@ class Transport(ABC):
         """Actors that have crashed."""
         return frozenset(self._crashed)
 
-    def _check_actor(self, actor: int, what: str) -> None:
+    def is_crashed(self, actor: int) -> bool:
+        """Whether ``actor`` has crashed."""
+        return actor in self._crashed
+
+    def check_actor(self, actor: int, what: str) -> None:
+        """ProtocolError unless ``actor`` is the controller or a party of the run (``what`` names
+        it in the message)."""
         if not (isinstance(actor, int) and (actor == CONTROLLER or 0 <= actor < self.n)):
             raise ProtocolError(
                 f"{what} must be CONTROLLER ({CONTROLLER}) or a party id in 0..{self.n - 1}, got {actor!r}"
@@ -221,28 +243,28 @@ class Transport(ABC):
         on delivery: the offending frame is rejected (counted against its sender, noted in
         :meth:`Endpoint.rejections`) and no receive sees it.
         """
-        self._check_actor(actor, "actor")
+        self.check_actor(actor, "actor")
         ep = self._endpoints.get(actor)
         if ep is None:
             ep = self._endpoints[actor] = Endpoint(self, actor)
         if accept is not None:
-            ep._accept = resolve_kinds(accept)
+            ep.accept = resolve_kinds(accept)
         return ep
 
     def crash(self, actor: int) -> None:
         """Crash ``actor`` now: its later sends vanish, messages to it are lost, its recv raises."""
-        self._check_actor(actor, "actor")
+        self.check_actor(actor, "actor")
         if actor in self._crashed:
             return
         self._crashed.add(actor)
         ep = self._endpoints.get(actor)
         if ep is not None:
-            ep._crash()
+            ep.crash()
 
     def path(self, src: int, dst: int) -> list[int]:
         """Shortest relay path in the topology, e.g. ``[3, CONTROLLER, 5]`` in a star."""
-        self._check_actor(src, "src")
-        self._check_actor(dst, "dst")
+        self.check_actor(src, "src")
+        self.check_actor(dst, "dst")
         return self.topology.path(src, dst)
 
     # ------------------------------------------------------------------ rounds / stats
@@ -279,18 +301,11 @@ class Transport(ABC):
         per-actor snapshot of :meth:`statistics` (O(n))."""
         return self._traffic.messages, self._traffic.bytes
 
-    # ------------------------------------------------------------------ internals
-    def _admit(self, src: int) -> bool:
-        """Hook before a send is counted; False makes it vanish (e.g. crash fault)."""
-        if src in self._crashed:
-            self._traffic.record_fault("lost_to_crash")
-            return False
-        return True
-
-    def _check_link(self, src: int, dst: int) -> None:
+    # ------------------------------------------------------------------ the endpoints' sends
+    def check_link(self, src: int, dst: int) -> None:
         """ProtocolError unless ``dst`` is a valid actor that ``src`` may send to directly."""
         if not (dst == CONTROLLER or (type(dst) is int and 0 <= dst < self.n)):
-            self._check_actor(dst, "dst")
+            self.check_actor(dst, "dst")
         if not self.topology.allowed(src, dst):
             if src == dst:
                 raise ProtocolError(f"{actor_name(src)} cannot send to itself")
@@ -302,24 +317,19 @@ class Transport(ABC):
                 f"{actor_name(src)} cannot send to {actor_name(dst)}: no link in the topology; {route}"
             )
 
-    def _send(self, src: int, dst: int, msg: Message, phase: str, payload: bytes) -> None:
-        self._check_link(src, dst)
+    def send(self, src: int, dst: int, msg: Message, phase: str, payload: bytes) -> None:
+        """``src`` sends ``msg`` (encoded as ``payload``) to ``dst`` in ``phase``: the link and
+        the phase checked (:class:`~mprr.errors.ProtocolError`, ConfigurationError), then
+        admitted, counted and transmitted (:meth:`Endpoint.send`)."""
+        self.check_link(src, dst)
         _check_phase(phase)
         self._emit(src, dst, msg, phase, payload)
 
-    def _emit(self, src: int, dst: int, msg: Message, phase: str, payload: bytes) -> None:
-        """Admit, count and transmit one checked send."""
-        if not self._admit(src):
-            return
-        kind = msg.KIND
-        if self.counts_sends:
-            self._traffic.record_send(src, phase, kind, len(payload))
-        self._transmit(Frame(src, dst, phase, kind, payload, msg))
-
-    def _emit_all(self, src: int, dsts: Sequence[int], msgs: Sequence[Message], phase: str,
+    def send_each(self, src: int, dsts: Sequence[int], msgs: Sequence[Message], phase: str,
                   payloads: Sequence[bytes], kind: int) -> None:
-        """Admit, count and transmit checked sends of one ``kind``: ``msgs[k]`` (encoded as
-        ``payloads[k]``) to ``dsts[k]``; as many :meth:`_emit` calls, counted at once."""
+        """Checked sends of one ``kind`` (:meth:`Endpoint.send_each` checked the links and the
+        phase): ``msgs[k]`` (encoded as ``payloads[k]``) to ``dsts[k]``; as many single sends,
+        admitted, counted and transmitted at once."""
         count = self._admit_many(src, len(dsts))
         if not count:
             return
@@ -330,11 +340,33 @@ class Transport(ABC):
         for k in range(count):
             transmit(Frame(src, dsts[k], phase, kind, payloads[k], msgs[k]))
 
-    def _emit_broadcast(self, src: int, dsts: Sequence[int], msg: Message, phase: str, payload: bytes) -> None:
-        """Admit, count and transmit the checked sends of one message ``msg`` (encoded as
-        ``payload``) to every actor of ``dsts``: :meth:`_emit_all` of as many copies."""
+    def broadcast(self, src: int, dsts: Sequence[int], msg: Message, phase: str, payload: bytes) -> None:
+        """The checked sends of one message ``msg`` (encoded as ``payload``) to every actor of
+        ``dsts`` (:meth:`Endpoint.broadcast` checked them): :meth:`send_each` of as many copies."""
         count = len(dsts)
-        self._emit_all(src, dsts, (msg,) * count, phase, (payload,) * count, msg.KIND)
+        self.send_each(src, dsts, (msg,) * count, phase, (payload,) * count, msg.KIND)
+
+    def reject(self, frame: Frame, endpoint: Endpoint, reason: str) -> None:
+        """Count a rejected frame against its sender and note it on the receiving ``endpoint``."""
+        self._traffic.record_rejection(frame.src)
+        endpoint.note_rejection(Rejection(frame.src, frame.dst, frame.phase, frame.kind, reason))
+
+    # ------------------------------------------------------------------ internals
+    def _admit(self, src: int) -> bool:
+        """Hook before a send is counted; False makes it vanish (e.g. crash fault)."""
+        if src in self._crashed:
+            self._traffic.record_fault("lost_to_crash")
+            return False
+        return True
+
+    def _emit(self, src: int, dst: int, msg: Message, phase: str, payload: bytes) -> None:
+        """Admit, count and transmit one checked send."""
+        if not self._admit(src):
+            return
+        kind = msg.KIND
+        if self.counts_sends:
+            self._traffic.record_send(src, phase, kind, len(payload))
+        self._transmit(Frame(src, dst, phase, kind, payload, msg))
 
     def _admit_many(self, src: int, count: int) -> int:
         """:meth:`_admit` for ``count`` sends of ``src`` in a row: how many of them are admitted
@@ -362,7 +394,7 @@ class Transport(ABC):
         ``position`` (None = the end) inserts the envelope into the receiver's buffer at that
         index when no receive is waiting for it (the reorder fault).  Never raises for a bad
         frame: a frame that fails decoding or has a kind the endpoint does not accept is
-        rejected (:meth:`_reject`).  A frame for a crashed actor is lost.
+        rejected (:meth:`reject`).  A frame for a crashed actor is lost.
         """
         dst = frame.dst
         if dst in self._crashed:
@@ -373,7 +405,7 @@ class Transport(ABC):
             ep = self._endpoints[dst] = Endpoint(self, dst)
         payload = frame.payload
         msg = frame.message
-        accept = ep._accept
+        accept = ep.accept
         if msg is None or (accept is not None and frame.kind not in accept):
             try:
                 if payload is self._last_payload and self._last_message is not None and (accept is None or frame.kind in accept):
@@ -382,16 +414,11 @@ class Transport(ABC):
                     msg = decode(payload, expected=accept)
                     self._last_payload, self._last_message = payload, msg
             except MessageError as exc:
-                self._reject(frame, ep, str(exc))
+                self.reject(frame, ep, str(exc))
                 return
         size = len(payload)
         traffic = self._traffic  # (TrafficCounter.record_delivery, inlined: once per message)
         traffic.delivered += 1
         traffic.recv_messages[dst + 1] += 1
         traffic.recv_bytes[dst + 1] += size
-        ep._put(Envelope(frame.src, dst, frame.phase, msg, size), position)
-
-    def _reject(self, frame: Frame, ep: Endpoint, reason: str) -> None:
-        """Count a rejected frame against its sender and note it on the receiving endpoint."""
-        self._traffic.record_rejection(frame.src)
-        ep._rejections.append(Rejection(frame.src, frame.dst, frame.phase, frame.kind, reason))
+        ep.deliver(Envelope(frame.src, dst, frame.phase, msg, size), position)

@@ -6,7 +6,7 @@ sizes of our codec (:mod:`parties.wire.codec`; the derivations are in ``docs/cos
 **Secure-sum engines** (what dependence methods 4.2 and 4.3 of the main paper cost).  Every
 party feeds the one-hot vector of its value pairs — one cell per value combination of every
 attribute pair, ``L = Σ_{i<j} |A_i||A_j|`` cells, exactly ``m(m−1)/2`` ones — into
-:func:`parties.secure.run.run_secure_sum` on an :class:`~parties.network.InMemoryNetwork`
+:func:`parties.secure.run.run_secure_sum` on an :class:`~parties.router.Router`
 (4.2 feeds the true pairs; 4.3 the RR-randomized pairs: same vector length, same traffic).
 Engines: ``paper`` (main paper 4.2, batched: one vector of all L combinations per message),
 ``paper-per-combination`` (the paper's text: one run per combination), ``graph`` (additive

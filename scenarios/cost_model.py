@@ -38,7 +38,7 @@ from mprr.protocols.budget import CLUSTER_FAMILY
 from mprr.protocols.plan import Plan
 from mprr.protocols.registry import lookup
 from mprr.synthetic import planted_clusters
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.runtime import Runtime
 from parties.transport import CONTROLLER
 from parties.traffic import TrafficStatistics
@@ -477,7 +477,7 @@ def measure_secure_sum(key: str, vectors: np.ndarray, expected: np.ndarray, *, s
     """Run one secure sum in the in-memory network and compare with the closed form."""
     n, L = vectors.shape
     engine, topology = engine_and_topology(key, n, degree=degree, round_timeout=round_timeout)
-    net = InMemoryNetwork(n, topology=topology)
+    net = Router(n, topology=topology)
     start = time.perf_counter()
     result = asyncio.run(run_secure_sum(engine, net, vectors, session=f"{index:0{SESSION_CHARS}x}",
                                         timeout=max(60.0, 10 * round_timeout)))

@@ -2,7 +2,7 @@
 
 Each trial runs one secure sum (:func:`parties.secure.run.run_secure_sum`) of the parties'
 one-hot pair vectors (main paper 4.2: one cell per value combination of every attribute pair)
-on an :class:`~parties.network.InMemoryNetwork` whose fault plan crashes a random subset of the
+on an :class:`~parties.router.Router` whose fault plan crashes a random subset of the
 parties at a chosen send (``crash_send``: 1 = before sending anything; the defaults crash a
 party in the middle of the protocol — paper / graph after their first message, masked after
 advertising keys and sharing its Shamir shares but before its masked input, i.e. the dropout
@@ -40,7 +40,7 @@ from scipy.stats import binom
 from mprr.errors import ConfigurationError, MprrError, PartyDropped, RoundTimeout, SecureSumAborted
 from mprr.synthetic import planted_clusters
 from parties.faults import FaultPlan
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.secure.run import run_secure_sum
 from parties.secure.registry import ENGINES, EngineEntry
 from scenarios.cost_model import engine_and_topology, pair_indicators
@@ -132,7 +132,7 @@ async def run_trial(key: str, params: Mapping[str, Any], vectors: np.ndarray, dr
     engine, topology = engine_and_topology(key, n, degree=params["degree"], round_timeout=params["round_timeout"],
                                            threshold=params["threshold"])
     plan = FaultPlan(crash={int(p): _crash_send(key, params) for p in dropped}) if len(dropped) else None
-    net = InMemoryNetwork(n, topology=topology, faults=plan, seed=seed)
+    net = Router(n, topology=topology, faults=plan, seed=seed)
     threshold = engine.context(range(n), vectors.shape[1]).threshold if _entry(key).tolerates_dropouts else n
     start = time.perf_counter()
     outcome, contributors, message = "other", 0, ""

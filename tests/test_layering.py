@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,41 @@ def test_no_import_circles() -> None:
     """No module of mprr, parties or scenarios reaches itself through imports, lazy ones included:
     a shared concept lives in the module that owns it, below both users."""
     assert _circles(_import_graph()) == []
+
+
+PRIVATE_ALLOWED = {("os", "_exit")}
+"""``<name>._<attribute>`` pairs allowed in ``parties`` (a stdlib function named so)."""
+NAMEDTUPLE_API = {"_replace", "_asdict", "_fields", "_make"}
+
+
+def private_accesses(source: str) -> list[tuple[int, str]]:
+    """``(line, "name._attr")`` of every access to another object's private attribute: ``._attr``
+    (``attr`` starting with a lowercase letter) on a name, or on an attribute, other than ``self``
+    / ``cls`` or a class name; a named tuple's ``_replace`` / ``_asdict`` / ``_fields`` / ``_make``
+    is its public API.  Strings and comments are not code (f-strings' expressions are)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Attribute) and re.fullmatch(r"_[a-z]\w*", node.attr)):
+            continue
+        value = node.value
+        name = value.id if isinstance(value, ast.Name) else value.attr if isinstance(value, ast.Attribute) else None
+        if (name is None or name in ("self", "cls") or name[0].isupper() or node.attr in NAMEDTUPLE_API
+                or (name, node.attr) in PRIVATE_ALLOWED):
+            continue
+        found.append((node.lineno, f"{name}.{node.attr}"))
+    return sorted(found)
+
+
+def test_the_private_access_check_finds_what_it_should() -> None:
+    source = ('net._traffic.x = 1  # ep._put\nself._a = "q._b"\nframe._replace(dst=1)\n'
+              'super()._deliver(f)\nRouter._route(self, f)\nf"{link._push}"\nself._net._crashed\n')
+    assert private_accesses(source) == [(1, "net._traffic"), (6, "link._push"), (7, "_net._crashed")]
+
+
+def test_parties_objects_talk_through_public_methods_only() -> None:
+    """No module of ``parties`` reaches into another object's private attributes: the router,
+    its links, the party hosts, transports and endpoints talk through documented public
+    methods (docs/architecture.md)."""
+    offenders = [f"{p.relative_to(ROOT)}:{line} {what}" for p in sorted((ROOT / "parties").rglob("*.py"))
+                 for line, what in private_accesses(p.read_text(encoding="utf-8"))]
+    assert offenders == [], f"private attributes of other objects used: {offenders}"

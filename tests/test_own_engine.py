@@ -27,7 +27,7 @@ from mprr.protocols.result import release_result
 from mprr.protocols.steps import MatrixSpec, Program, Release, singletons
 from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.secure.run import run_secure_sum
 from parties.secure.paper import PaperEngine
 from parties.secure.registry import (
@@ -109,7 +109,7 @@ def test_its_closed_form_is_counted_and_equals_the_hand_formula(n: int, L: int) 
 def test_its_sum_is_exact_and_its_traffic_the_closed_form() -> None:
     vectors = _vectors(9)
     n, L = vectors.shape
-    net = InMemoryNetwork(n, topology=nx.complete_graph(n))
+    net = Router(n, topology=nx.complete_graph(n))
     result = asyncio.run(run_secure_sum(own_engine.RingMaskEngine(round_timeout=10.0), net, vectors, session=SESSION))
     np.testing.assert_array_equal(result.total, vectors.sum(axis=0))
     c = closed_form("ring-mask", n, L)

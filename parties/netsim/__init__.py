@@ -24,7 +24,7 @@ Modules, in dependency order:
 - ``timeline``     — ``Timeline``: every frame's times; per-round times, misses, bytes per
                      link, where the time went
 - ``clock``        — ``VirtualClockLoop`` / ``run_virtual``: an asyncio loop on a virtual clock
-- ``network``      — ``TimedNetwork``: the router (:class:`parties.network.InMemoryNetwork`)
+- ``network``      — ``TimedNetwork``: the router (:class:`parties.router.Router`)
                      delivering each frame at its modelled arrival time
 - ``runtime``      — ``VirtualRuntime`` (``runtime="virtual"``): the memory runtime's shards on
                      a ``TimedNetwork``

@@ -1,7 +1,7 @@
 """The router of a virtual-time run: every frame is delivered when the network model says it
 arrives.
 
-:class:`TimedNetwork` is the memory runtime's router (:class:`parties.network.InMemoryNetwork`:
+:class:`TimedNetwork` is the memory runtime's router (:class:`parties.router.Router`:
 it routes, counts and applies the fault plan to every frame of the run) with one change: a frame
 is not handed on when it is sent but at its modelled arrival time, on the event loop's clock
 (a :class:`~parties.netsim.clock.VirtualClockLoop`, so waiting costs no real time).  For each
@@ -43,7 +43,7 @@ import numpy as np
 from parties.netsim.links import LinkScheduler
 from parties.netsim.model import NetworkModel
 from parties.netsim.timeline import LOST_RECEIVER, LOST_SENDER, UNDELIVERED, Timeline
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.transport import CONTROLLER, Frame
 from parties.wire.codec import decode
 
@@ -60,14 +60,14 @@ _DELIVER, _RECEIVE, _ROUTE = 0, 1, 2
 controller's routing (the last two only when the model charges processing)."""
 
 
-class TimedNetwork(InMemoryNetwork):
-    """:class:`~parties.network.InMemoryNetwork` delivering frames at modelled times (module
+class TimedNetwork(Router):
+    """:class:`~parties.router.Router` delivering frames at modelled times (module
     docstring).
 
     Parameters
     ----------
     n, topology, faults, latency, seed
-        As :class:`~parties.network.InMemoryNetwork`.
+        As :class:`~parties.router.Router`.
     model
         The :class:`~parties.netsim.model.NetworkModel`.
     rng
@@ -201,7 +201,7 @@ class TimedNetwork(InMemoryNetwork):
             if self._is_away(frame.dst, timeline.round[index], arrival):
                 timeline.lost[index] = LOST_RECEIVER
                 continue
-            InMemoryNetwork._route(self, frame)
+            Router._route(self, frame)
         self._timer_at = float("inf")
         if pending:
             self._timer_at = pending[0][0]

@@ -62,7 +62,7 @@ class ProcessingCosts:
         One TLS 1.3 record sealed and opened with the tcp runtime's contexts (:mod:`parties.tls`).
     router_fixed, router_per_byte
         The controller's router on a party-to-party frame from a worker
-        (:meth:`parties.network.InMemoryNetwork.ingress`: validation, counting, routing to the
+        (:meth:`parties.router.Router.ingress`: validation, counting, routing to the
         receiver's worker link and its outgoing record, :class:`parties.channel.RecordBatcher`).
     """
 
@@ -165,7 +165,7 @@ def calibrate_processing(*, repeat: int = 200) -> ProcessingCosts:
     def router(nbytes: int) -> float:
         import networkx as nx
 
-        from parties.network import InMemoryNetwork
+        from parties.router import Router
 
         class Sink(RecordBatcher):
             flush_bytes = 0  # write each record at once (no event loop needed)
@@ -177,7 +177,7 @@ def calibrate_processing(*, repeat: int = 200) -> ProcessingCosts:
             def _write(self, records: list[bytes]) -> None:
                 pack_stream(records)
 
-        net = InMemoryNetwork(2, topology=nx.complete_graph(2))
+        net = Router(2, topology=nx.complete_graph(2))
         source = Sink(range(0, 1))
         net.attach(source)
         net.attach(Sink(range(1, 2)))

@@ -47,7 +47,7 @@ from parties.secure.paper import PaperEngine
 from parties.wire.codec import Message
 
 __all__ = [
-    "DROPOUTS", "ENGINES", "EngineEntry", "MESH", "controller_kinds", "engine_needs_mesh", "make_engine",
+    "DROPOUTS", "ENGINES", "EngineEntry", "MESH", "controller_kinds", "engine_kinds", "engine_needs_mesh", "make_engine",
     "party_kinds", "register_engine", "sized_engine",
 ]
 
@@ -206,6 +206,17 @@ def party_kinds() -> tuple[type[Message], ...]:
     """Every registered engine's message kinds, in registration order (a party's endpoint
     accepts them during a run with a secure sum)."""
     return tuple(dict.fromkeys(k for name in ENGINES for k in ENGINES.lookup(name).messages))
+
+
+def engine_kinds(engine: str | SecureSumEngine) -> tuple[type[Message], ...]:
+    """The message kinds of ``engine`` (a registered name, or an engine object whose name is a
+    registered entry's): what a party's endpoint accepts in a run of that engine, no other
+    engine's.  An engine object of no registered entry: every registered engine's kinds
+    (:func:`party_kinds`)."""
+    name = engine if isinstance(engine, str) else getattr(engine, "name", "")
+    if isinstance(engine, str) or ENGINES.accepts(name):
+        return ENGINES.lookup(name).messages
+    return party_kinds()
 
 
 def controller_kinds() -> tuple[type[Message], ...]:

@@ -1,10 +1,10 @@
 """The stand-alone driver of a secure sum: :func:`run_secure_sum` runs an engine's controller and
 every party as tasks of one TaskGroup over one network (e.g. an
-:class:`~parties.network.InMemoryNetwork`) and returns a :class:`SecureSumResult`.
+:class:`~parties.router.Router`) and returns a :class:`SecureSumResult`.
 
 Usage::
 
-    net = InMemoryNetwork(n, topology=nx.complete_graph(n))       # paper needs a full mesh
+    net = Router(n, topology=nx.complete_graph(n))       # paper needs a full mesh
     result = asyncio.run(run_secure_sum(PaperEngine(), net, vectors, timeout=60))
     result.total          # exact column sums of ``vectors`` (int64)
     result.statistics     # measured messages / bytes / rounds
@@ -94,7 +94,7 @@ async def run_secure_sum(
     engine
         A configured engine.
     network
-        The transport (e.g. :class:`~parties.network.InMemoryNetwork`); its topology must
+        The transport (e.g. :class:`~parties.router.Router`); its topology must
         suit the engine.  Party ``i`` uses ``network.endpoint(i)``.
     vectors
         (n, L) integer array (row i = party i) or ``{party_id: vector}``.

@@ -41,7 +41,7 @@ from mprr.errors import MessageError
 
 __all__ = [
     "ARRAY_DTYPES", "ArraySpec", "HEADER_SIZE", "MAGIC", "Message", "VERSION", "decode", "encode",
-    "message", "message_class", "peek_kind", "require", "resolve_kinds",
+    "known_kinds", "message", "message_class", "peek_kind", "require", "resolve_kinds",
 ]
 
 MAGIC = b"MR"
@@ -433,6 +433,13 @@ def message_class(kind_or_name: int | str) -> type[Message]:
         return table[kind_or_name]
     except KeyError:
         raise MessageError(f"unknown message kind {kind_or_name!r}; registered: {sorted(_BY_NAME)}") from None
+
+
+def known_kinds(kinds: Iterable[int]) -> frozenset[int]:
+    """The kind numbers of ``kinds`` this process has a message class for (a host told to accept
+    a kind it cannot decode, an engine's it was not started with, drops it: no frame of that
+    kind could be read here anyway)."""
+    return frozenset(k for k in kinds if k in _BY_KIND)
 
 
 Kinds = Iterable[int | str | type[Message]] | int | str | type[Message]

@@ -88,7 +88,7 @@ class ReplyBlock(Message):
     ``codes`` int64 ``(len(srcs), units)``, ``units`` >= 1, every code >= 0; ``prefix`` and
     ``suffix`` exactly the codec's layout of such a reply (:func:`values_layout`), so each
     member's bytes are the codec's encoding of its own message.  Which parties a sender may
-    speak for is the router's check (:meth:`parties.network.InMemoryNetwork.ingress_columns`).
+    speak for is the router's check (:meth:`parties.router.Router.ingress_columns`).
     """
 
     request_id: int

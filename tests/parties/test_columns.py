@@ -13,12 +13,13 @@ import pytest
 from mprr.data import Attribute, Schema
 from mprr.errors import MessageError
 from mprr.synthetic import planted_clusters
+from parties.link import Link
 from parties.channel import COLUMNS, MIN_COLUMNS, column_frames, columns_record, read_columns
 from parties.cohort import ReplyLayout
 from parties.columns import ReplyColumns
 from parties.controller import CONTROLLER_KINDS
 from parties.faults import FaultPlan
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.runtime import HostingPlan, MemoryRuntime
 from parties.tcp import TcpHosting
 from parties.simulate import simulate
@@ -62,8 +63,8 @@ def test_columns_counted_per_sender_and_delivered_to_a_plain_gather_as_envelopes
     codes = _codes()
     block = ReplyLayout.of(2, codes).columns(np.array([0, 1, 2]), "collect", slice(0, 3))
 
-    async def run() -> tuple[dict[int, RandomizedValues], InMemoryNetwork]:
-        net = InMemoryNetwork(3)
+    async def run() -> tuple[dict[int, RandomizedValues], Router]:
+        net = Router(3)
         ctrl = net.endpoint(CONTROLLER)
         net.ingress_columns(None, block, checked=True)  # type: ignore[arg-type]  # (checked, no fault plan: the link is not used)
         got = await ctrl.gather([0, 1, 2], kinds=RandomizedValues, timeout=1.0)
@@ -90,14 +91,14 @@ def test_one_shard_and_three_give_the_same_view_and_traffic(faults: FaultPlan | 
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     data = planted_clusters(40, rng=np.random.default_rng(5), strength=0.8).dataset
     checked: list[tuple[bool, int]] = []  # (checked, members) of every ingress_columns
-    ingress = InMemoryNetwork.ingress_columns
+    ingress = Router.ingress_columns
 
-    def spy(self: InMemoryNetwork, link: object, block: ReplyColumns, *, checked_: bool = False,
+    def spy(self: Router, link: object, block: ReplyColumns, *, checked_: bool = False,
             **kwargs: bool) -> None:
         checked.append((kwargs.get("checked", checked_), len(block)))
         ingress(self, link, block, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(InMemoryNetwork, "ingress_columns", spy)
+    monkeypatch.setattr(Router, "ingress_columns", spy)
     runs = []
     for shards in (1, 3):
         checked.clear()
@@ -154,7 +155,7 @@ def test_a_columns_record_carries_every_members_message_and_size() -> None:
     assert [(f.src, f.payload) for f in column_frames(few)] == [(k, few.payload(k)) for k in range(MIN_COLUMNS - 1)]
 
 
-class _Link:
+class _Link(Link):
     """A shard link hosting ``parties`` (what TcpHosting counts on a worker's link)."""
 
     prefix = 4
@@ -209,7 +210,7 @@ def test_columns_only_of_parties_the_topology_links_with_the_controller() -> Non
     graph = nx.Graph()
     graph.add_nodes_from(range(32))
     graph.add_edges_from((CONTROLLER, p) for p in range(32) if p != 12)  # party 12: no link to the controller
-    net = InMemoryNetwork(32, topology=graph)
+    net = Router(32, topology=graph)
     link = _Link(range(8, 16))
     net.attach(link)  # type: ignore[arg-type]
     net.endpoint(CONTROLLER)
@@ -274,18 +275,18 @@ def test_a_shard_forging_the_replies_of_another_shards_parties_changes_nothing(m
     kwargs = dict(seed=4, timeout=3.0, p=0.7, Tv=60, Td=0.1, dependence="4.1")
     honest = simulate(data, "RR-Clusters", runtime=MemoryRuntime(shards=3), **kwargs)  # type: ignore[arg-type]
     forged_members = []
-    uplink = runtime_module._LocalLink.uplink_columns
+    uplink = runtime_module.LocalLink.uplink_columns
 
-    def forging(self: runtime_module._LocalLink, block: ReplyColumns) -> None:
+    def forging(self: runtime_module.LocalLink, block: ReplyColumns) -> None:
         wire = block.wire()
         assert wire is not None
         others = (block.srcs + len(self.parties)) % 60  # the next shard's parties
-        self.network.ingress_columns(self, ReplyColumns(others, wire.phase, wire.request_id, wire.codes,  # type: ignore[arg-type]
+        self.router.ingress_columns(self, ReplyColumns(others, wire.phase, wire.request_id, wire.codes,  # type: ignore[arg-type]
                                                         wire.prefix, wire.suffix))
         forged_members.append(len(block))
         uplink(self, block)
 
-    monkeypatch.setattr(runtime_module._LocalLink, "uplink_columns", forging)
+    monkeypatch.setattr(runtime_module.LocalLink, "uplink_columns", forging)
     attacked = simulate(data, "RR-Clusters", runtime=MemoryRuntime(shards=3), **kwargs)  # type: ignore[arg-type]
     assert forged_members and attacked.traffic.rejected == sum(forged_members)
     assert attacked.traffic.messages == honest.traffic.messages and attacked.view == honest.view

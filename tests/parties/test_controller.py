@@ -15,7 +15,7 @@ from mprr.protocols.steps import MatrixSpec, OracleSpec, Report
 from parties.controller import CONTROLLER_KINDS, Controller, ReleaseRefused
 from parties.secure.messages import KeyDirectory, MaskedInput, PartialSum, SurvivorSet, UnmaskShares, id_vector
 from parties.wire.messages import Abort, OracleReport, RandomizedValues, Refusal
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.transport import CONTROLLER, Frame
 from parties.wire.requests import ReleaseRequest, ReportRequest
 
@@ -25,11 +25,11 @@ UNITS = ((0,), (1,))
 SPECS = (MatrixSpec.keep_or_uniform(0.5),) * 2
 
 
-def controller(net: InMemoryNetwork, **kw) -> Controller:
+def controller(net: Router, **kw) -> Controller:
     return Controller(net.endpoint(CONTROLLER), SCHEMA, range(net.n), **{"timeout": 0.3, **kw})
 
 
-async def scripted(net: InMemoryNetwork, pid: int, answer, *, times: int = 1) -> None:
+async def scripted(net: Router, pid: int, answer, *, times: int = 1) -> None:
     """A fake party: for each of ``times`` requests, send ``answer(request)`` (None = stay silent)."""
     ep = net.endpoint(pid)
     for _ in range(times):
@@ -60,7 +60,7 @@ async def run(ctl: Controller, parties) -> object:
 
 
 async def test_release_gathers_one_reply_per_party_in_party_order() -> None:
-    net = InMemoryNetwork(3)
+    net = Router(3)
     ctl = controller(net)
     out = await run(ctl, [scripted(net, 2, codes(2, 1)), scripted(net, 0, codes(0, 0)), scripted(net, 1, codes(1, 1))])
     assert out.contributors == (0, 1, 2)
@@ -75,7 +75,7 @@ async def test_release_gathers_one_reply_per_party_in_party_order() -> None:
 
 
 async def test_replies_to_other_requests_are_logged_and_ignored() -> None:
-    net = InMemoryNetwork(1)
+    net = Router(1)
     ctl = controller(net)
     stale = lambda req: [RandomizedValues(req.request_id + 40, np.array([2, 0])),  # noqa: E731
                          RandomizedValues(req.request_id, np.array([1, 1]))]
@@ -85,7 +85,7 @@ async def test_replies_to_other_requests_are_logged_and_ignored() -> None:
 
 
 async def test_silent_party_fails_the_round_with_a_timeout_naming_it() -> None:
-    net = InMemoryNetwork(3)
+    net = Router(3)
     ctl = controller(net, timeout=0.1)
     with pytest.raises(RoundTimeout, match=r"1 of 3 parties did not answer request 1 within 0.1 s: party 1") as info:
         await run(ctl, [scripted(net, 0, codes(0, 0)), scripted(net, 1, lambda r: []), scripted(net, 2, codes(1, 1))])
@@ -95,7 +95,7 @@ async def test_silent_party_fails_the_round_with_a_timeout_naming_it() -> None:
 
 
 async def test_retry_resends_to_the_silent_parties_only() -> None:
-    net = InMemoryNetwork(2)
+    net = Router(2)
     ctl = controller(net, timeout=0.1, retries=1)
     seen = []
 
@@ -109,7 +109,7 @@ async def test_retry_resends_to_the_silent_parties_only() -> None:
 
 
 async def test_exclude_policy_reports_who_was_left_out() -> None:
-    net = InMemoryNetwork(4)
+    net = Router(4)
     ctl = controller(net, timeout=0.1, on_dropout="exclude")
     refuse = lambda req: [Refusal(req.request_id, "budget-exceeded: no", 2.0, 0.5)]  # noqa: E731
     bad = lambda req: [RandomizedValues(req.request_id, np.array([7, 0]))]  # noqa: E731  (7 >= 3)
@@ -122,7 +122,7 @@ async def test_exclude_policy_reports_who_was_left_out() -> None:
 
 
 async def test_refusal_fails_the_round_under_the_fail_policy() -> None:
-    net = InMemoryNetwork(2)
+    net = Router(2)
     ctl = controller(net)
     refuse = lambda req: [Refusal(req.request_id, "plan-violation: not announced", 0.0, 1.0)]  # noqa: E731
     with pytest.raises(ReleaseRefused, match="1 of 2 parties refused request 1; party 1: plan-violation") as info:
@@ -131,7 +131,7 @@ async def test_refusal_fails_the_round_under_the_fail_policy() -> None:
 
 
 async def test_malformed_reply_fails_the_round() -> None:
-    net = InMemoryNetwork(1)
+    net = Router(1)
     ctl = controller(net)
     with pytest.raises(MessageError, match=r"1 of 1 parties are faulty \(malformed replies to request 1 or rejected frames\): party 0"):
         await run(ctl, [scripted(net, 0, codes(1, 1, 1))])
@@ -140,7 +140,7 @@ async def test_malformed_reply_fails_the_round() -> None:
 def garbage_beside(answer):
     """A faulty party: an undecodable frame, then its real reply (the attack of a garbage frame
     delivered beside a valid reply)."""
-    async def script(net: InMemoryNetwork, pid: int) -> None:
+    async def script(net: Router, pid: int) -> None:
         ep = net.endpoint(pid)
         env = await ep.recv(kinds=ReleaseRequest, timeout=2.0)
         net._transmit(Frame(pid, CONTROLLER, env.phase, RandomizedValues.KIND, b"\x00\xff not a message"))
@@ -151,7 +151,7 @@ def garbage_beside(answer):
 
 async def test_a_garbage_frame_names_its_sender_under_the_fail_policy() -> None:
     # Before: the undecodable frame failed the controller's gather with a raw MessageError.
-    net = InMemoryNetwork(3)
+    net = Router(3)
     ctl = controller(net)
     with pytest.raises(MessageError, match=r"phase 'attributes': 1 of 3 parties are faulty .*: party 1; party 1: sent a frame the controller rejected in phase 'attributes'") as info:
         await run(ctl, [scripted(net, 0, codes(0, 0)), garbage_beside(codes(1, 1))(net, 1), scripted(net, 2, codes(2, 1))])
@@ -160,7 +160,7 @@ async def test_a_garbage_frame_names_its_sender_under_the_fail_policy() -> None:
 
 
 async def test_a_garbage_frame_excludes_its_sender_and_nobody_else() -> None:
-    net = InMemoryNetwork(3)
+    net = Router(3)
     ctl = controller(net, on_dropout="exclude")
     out = await run(ctl, [scripted(net, 0, codes(0, 0)), garbage_beside(codes(1, 1))(net, 1), scripted(net, 2, codes(2, 1))])
     assert out.contributors == (0, 2) and out.codes.tolist() == [[0, 0], [2, 1]]
@@ -178,7 +178,7 @@ CONTROLLER_ONLY = {
 def controller_kind_beside(forged, answer):
     """A faulty party: a well-formed message of a kind only the controller sends, then its real
     reply."""
-    async def script(net: InMemoryNetwork, pid: int) -> None:
+    async def script(net: Router, pid: int) -> None:
         ep = net.endpoint(pid)
         env = await ep.recv(kinds=ReleaseRequest, timeout=2.0)
         await ep.send(CONTROLLER, forged, phase=env.phase)
@@ -200,7 +200,7 @@ def test_the_controller_accepts_what_parties_send_it_and_nothing_the_controller_
 async def test_a_controller_only_kind_from_a_party_names_its_sender_under_the_fail_policy(kind: str) -> None:
     # Before: the controller's endpoint accepted every kind, so the forged message sat in its
     # buffer and its sender counted as honest.
-    net = InMemoryNetwork(3)
+    net = Router(3)
     ctl = Controller(net.endpoint(CONTROLLER, accept=CONTROLLER_KINDS), SCHEMA, range(3), timeout=0.3)
     forged = controller_kind_beside(CONTROLLER_ONLY[kind], codes(1, 1))(net, 1)
     with pytest.raises(MessageError, match=(
@@ -214,7 +214,7 @@ async def test_a_controller_only_kind_from_a_party_names_its_sender_under_the_fa
 
 @pytest.mark.parametrize("kind", sorted(CONTROLLER_ONLY))
 async def test_a_controller_only_kind_from_a_party_excludes_its_sender_and_nobody_else(kind: str) -> None:
-    net = InMemoryNetwork(3)
+    net = Router(3)
     ctl = Controller(net.endpoint(CONTROLLER, accept=CONTROLLER_KINDS), SCHEMA, range(3), timeout=0.3,
                      on_dropout="exclude")
     forged = controller_kind_beside(CONTROLLER_ONLY[kind], codes(1, 1))(net, 1)
@@ -226,14 +226,14 @@ async def test_a_controller_only_kind_from_a_party_excludes_its_sender_and_nobod
 
 
 async def test_no_contributor_is_an_error_even_when_excluding() -> None:
-    net = InMemoryNetwork(1)
+    net = Router(1)
     ctl = controller(net, timeout=0.05, on_dropout="exclude")
     with pytest.raises(ProtocolError, match="no party released anything"):
         await run(ctl, [scripted(net, 0, lambda r: [])])
 
 
 def test_configuration_is_validated() -> None:
-    net = InMemoryNetwork(1)
+    net = Router(1)
     ep = net.endpoint(CONTROLLER)
     with pytest.raises(ConfigurationError, match="timeout must be a finite number > 0, got 0"):
         Controller(ep, SCHEMA, [0], timeout=0)
@@ -246,7 +246,7 @@ def test_configuration_is_validated() -> None:
 
 
 def test_request_ids_are_fresh_and_matrices_cached() -> None:
-    ctl = controller(InMemoryNetwork(1))
+    ctl = controller(Router(1))
     assert [ctl.new_request_id() for _ in range(3)] == [1, 2, 3]
     assert ctl.matrix(SPECS[0], (0,)) is ctl.matrix(SPECS[0], (0,))
 
@@ -256,7 +256,7 @@ def report_step(assign: str = "sampled", **kw) -> Report:
     return Report("attributes", UNITS, (OracleSpec("grr", 1.0), OracleSpec("oue", 1.0)), assign, **kw)
 
 
-async def run_report(ctl: Controller, net: InMemoryNetwork, answers, step: Report) -> object:
+async def run_report(ctl: Controller, net: Router, answers, step: Report) -> object:
     """Fake parties answering one report round with ``answers[pid] = (unit, reports)``."""
     async def party(pid: int) -> None:
         ep = net.endpoint(pid)
@@ -281,7 +281,7 @@ async def run_report(ctl: Controller, net: InMemoryNetwork, answers, step: Repor
 
 
 async def test_report_gathers_the_drawn_units_and_builds_the_phase_data() -> None:
-    net = InMemoryNetwork(3)
+    net = Router(3)
     ctl = controller(net)
     out = await run_report(ctl, net, {0: (1, [0b01]), 1: (-1, []), 2: (0, [2])}, report_step(abstain=0.5))
     assert out.contributors == (0, 1, 2) and out.reporters() == (0, 2)
@@ -292,7 +292,7 @@ async def test_report_gathers_the_drawn_units_and_builds_the_phase_data() -> Non
 
 
 async def test_a_report_that_does_not_fit_the_step_fails_the_round_naming_its_sender() -> None:
-    net = InMemoryNetwork(2)
+    net = Router(2)
     ctl = controller(net)
     with pytest.raises(MessageError, match=r"1 of 2 parties are faulty .*: party 1; party 1: malformed reply \[3\]: "
                                            r"unit 0 / report 3 outside"):
@@ -300,7 +300,7 @@ async def test_a_report_that_does_not_fit_the_step_fails_the_round_naming_its_se
 
 
 async def test_a_report_from_a_party_that_reported_in_an_excluded_phase_is_malformed() -> None:
-    net = InMemoryNetwork(2)
+    net = Router(2)
     ctl = controller(net, on_dropout="exclude")
     await run_report(ctl, net, {0: (0, [1]), 1: (-1, [])}, report_step(abstain=0.5))
     later = Report("later", UNITS, (OracleSpec("grr", 1.0),) * 2, "sampled", exclude=("attributes",))
@@ -309,7 +309,7 @@ async def test_a_report_from_a_party_that_reported_in_an_excluded_phase_is_malfo
 
 
 async def test_an_oracle_that_cannot_be_built_is_refused_before_anything_is_sent() -> None:
-    net = InMemoryNetwork(2)
+    net = Router(2)
     ctl = controller(net)
     with pytest.raises(ConfigurationError, match=r"GRR: epsilon must be finite and in \(0, 700\]"):
         await ctl.report(Report("attributes", UNITS, (OracleSpec("grr", 1000.0),) * 2))

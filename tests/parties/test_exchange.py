@@ -12,7 +12,7 @@ import numpy as np
 from mprr.protocols.steps import MatrixSpec
 from parties.cohort import ReplyLayout
 from parties.exchange import exchange
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.recording import RecordingEndpoint
 from parties.transport import CONTROLLER
 from parties.view import ViewLog
@@ -26,7 +26,7 @@ def request(rid: int = 1) -> ReleaseRequest:
     return ReleaseRequest.build(rid, "p", ((0,),), (MatrixSpec.keep_or_uniform(0.5),))
 
 
-async def answer(net: InMemoryNetwork, pid: int, replies, *, after: float = 0.0, times: int = 1) -> None:
+async def answer(net: Router, pid: int, replies, *, after: float = 0.0, times: int = 1) -> None:
     """A fake party: at each request, wait ``after`` s, then send ``replies(request)``."""
     ep = net.endpoint(pid)
     for _ in range(times):
@@ -40,7 +40,7 @@ def value(code: int, shift: int = 0):
     return lambda req: [RandomizedValues(req.request_id + shift, np.array([code]))]
 
 
-async def run(net: InMemoryNetwork, parties, **kw) -> tuple[dict, tuple[int, ...], ViewLog, float]:
+async def run(net: Router, parties, **kw) -> tuple[dict, tuple[int, ...], ViewLog, float]:
     view = ViewLog()
     ep = RecordingEndpoint(net.endpoint(CONTROLLER), view)
     loop = asyncio.get_running_loop()
@@ -57,7 +57,7 @@ async def run(net: InMemoryNetwork, parties, **kw) -> tuple[dict, tuple[int, ...
 async def test_one_deadline_bounds_the_round_whatever_arrives_before_it() -> None:
     # parties 0 and 2 first send a stale reply (their senders stay awaited), then their answers,
     # at 0.9 s (kept) and 1.5 s (after the deadline: silent); party 1 answers at 0.5 s
-    net = InMemoryNetwork(3)
+    net = Router(3)
 
     async def stale_then(pid: int, after: float) -> None:
         ep = net.endpoint(pid)
@@ -74,7 +74,7 @@ async def test_one_deadline_bounds_the_round_whatever_arrives_before_it() -> Non
 
 
 async def test_retries_resend_to_the_silent_parties_only_with_a_deadline_each() -> None:
-    net = InMemoryNetwork(2)
+    net = Router(2)
     seen = []
 
     def second_time(req):
@@ -88,7 +88,7 @@ async def test_retries_resend_to_the_silent_parties_only_with_a_deadline_each() 
 
 
 async def test_columns_of_another_request_leave_their_senders_awaited() -> None:
-    net = InMemoryNetwork(3)
+    net = Router(3)
     codes = np.array([[0], [1], [2]], dtype=np.int64)
     stale = ReplyLayout.of(9, codes).columns(np.array([0, 1, 2]), "p", slice(0, 3))
     fresh = ReplyLayout.of(1, codes[1:]).columns(np.array([1, 2]), "p", slice(0, 2))

@@ -10,14 +10,14 @@ import pytest
 from mprr.errors import ConfigurationError, PartyDropped, RoundTimeout
 from parties.faults import FaultDecision, FaultInjector, FaultPlan
 from parties.wire.messages import Ack, RandomizedValues
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.transport import CONTROLLER
 from tests.parties.transport_helpers import Probe, answer_requests, identity_matrix
 
 T = 0.05
 
 
-async def _flood(net: InMemoryNetwork, n: int, per: int) -> list[tuple[int, int]]:
+async def _flood(net: Router, n: int, per: int) -> list[tuple[int, int]]:
     """Every party sends ``per`` Acks to the controller; return (src, id) in buffer order."""
     for k in range(per):
         for i in range(n):
@@ -105,7 +105,7 @@ def test_fault_rates_match_the_plan() -> None:
 
 
 async def test_drop_everything_counts_sent_but_delivers_nothing() -> None:
-    net = InMemoryNetwork(3, faults=FaultPlan(drop=1.0))
+    net = Router(3, faults=FaultPlan(drop=1.0))
     assert await _flood(net, 3, 2) == []
     s = net.statistics()
     assert s.messages == 6 and s.delivered == 0 and s.dropped == 6
@@ -114,7 +114,7 @@ async def test_drop_everything_counts_sent_but_delivers_nothing() -> None:
 
 
 async def test_duplicate_delivers_every_message_twice() -> None:
-    net = InMemoryNetwork(2, faults=FaultPlan(duplicate=1.0))
+    net = Router(2, faults=FaultPlan(duplicate=1.0))
     assert await _flood(net, 2, 1) == [(0, 0), (0, 0), (1, 0), (1, 0)]
     s = net.statistics()
     assert s.messages == 2 and s.delivered == 4 and s.duplicated == 2
@@ -124,7 +124,7 @@ async def test_duplicate_delivers_every_message_twice() -> None:
 async def test_reorder_permutes_the_buffer_reproducibly() -> None:
     orders = []
     for seed in (4, 4, 5):
-        net = InMemoryNetwork(6, faults=FaultPlan(reorder=1.0), seed=seed)
+        net = Router(6, faults=FaultPlan(reorder=1.0), seed=seed)
         orders.append(await _flood(net, 6, 3))
     in_send_order = [(i, k) for k in range(3) for i in range(6)]
     assert sorted(orders[0]) == sorted(in_send_order) and orders[0] != in_send_order
@@ -133,7 +133,7 @@ async def test_reorder_permutes_the_buffer_reproducibly() -> None:
 
 
 async def test_delay_holds_messages_for_a_few_milliseconds() -> None:
-    net = InMemoryNetwork(3, faults=FaultPlan(delay=1.0, max_delay=0.004), seed=2)
+    net = Router(3, faults=FaultPlan(delay=1.0, max_delay=0.004), seed=2)
     assert await _flood(net, 3, 1) == []
     ctrl = net.endpoint(CONTROLLER)
     env = await ctrl.recv(sources=[1], timeout=1.0)  # waits for the delayed one
@@ -143,7 +143,7 @@ async def test_delay_holds_messages_for_a_few_milliseconds() -> None:
 
 
 async def test_delayed_duplicates_and_close() -> None:
-    net = InMemoryNetwork(1, faults=FaultPlan(delay=1.0, duplicate=1.0, max_delay=0.005), seed=1)
+    net = Router(1, faults=FaultPlan(delay=1.0, duplicate=1.0, max_delay=0.005), seed=1)
     await net.endpoint(0).send(CONTROLLER, Ack(1), phase="p")
     assert net.endpoint(CONTROLLER).buffered == 0
     net.close()  # a run that ends early cancels pending deliveries
@@ -152,7 +152,7 @@ async def test_delayed_duplicates_and_close() -> None:
 
 
 async def test_faults_can_be_limited_to_phases_and_senders() -> None:
-    net = InMemoryNetwork(3, faults=FaultPlan(drop=1.0, phases={"noisy"}, senders={1}))
+    net = Router(3, faults=FaultPlan(drop=1.0, phases={"noisy"}, senders={1}))
     ctrl = net.endpoint(CONTROLLER)
     await net.endpoint(0).send(CONTROLLER, Ack(1), phase="noisy")
     await net.endpoint(1).send(CONTROLLER, Ack(2), phase="quiet")
@@ -165,7 +165,7 @@ async def test_mixed_faults_are_reproducible_from_the_seed() -> None:
     plan = FaultPlan(drop=0.2, duplicate=0.2, reorder=0.3)
     results = []
     for seed in (11, 11, 12):
-        net = InMemoryNetwork(8, faults=plan, seed=seed)
+        net = Router(8, faults=plan, seed=seed)
         order = await _flood(net, 8, 4)
         s = net.statistics()
         results.append((order, s.dropped, s.duplicated, s.reordered))
@@ -179,7 +179,7 @@ async def test_mixed_faults_are_reproducible_from_the_seed() -> None:
 
 
 async def test_crash_at_the_kth_send() -> None:
-    net = InMemoryNetwork(3, faults=FaultPlan(crash={2: 2}))
+    net = Router(3, faults=FaultPlan(crash={2: 2}))
     ctrl = net.endpoint(CONTROLLER)
     p2 = net.endpoint(2)
     for k in range(3):
@@ -196,7 +196,7 @@ async def test_crash_at_the_kth_send() -> None:
 
 async def test_a_crashed_party_makes_the_round_time_out_naming_it() -> None:
     n = 5
-    net = InMemoryNetwork(n, faults=FaultPlan(crash={3: 1}))  # party 3 dies at its first send
+    net = Router(n, faults=FaultPlan(crash={3: 1}))  # party 3 dies at its first send
     ctrl = net.endpoint(CONTROLLER)
 
     async def party(i: int) -> None:

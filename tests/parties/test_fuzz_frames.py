@@ -28,7 +28,7 @@ from mprr.synthetic import planted_clusters
 from parties import runtime as runtime_module
 from parties.secure.messages import SurvivorSet, id_vector
 from parties.wire.codec import decode, encode
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.transport import CONTROLLER, Frame
 from parties.simulate import SimulationResult, simulate_async
 from tests.parties.equivalence import same_estimate
@@ -55,7 +55,7 @@ PROTOCOLS: list[tuple[str, dict[str, Any]]] = [
 IDS = [f"{name}-{params.get('dependence', '')}{params.get('secure_sum', '')}" for name, params in PROTOCOLS]
 
 
-class GarbageNetwork(InMemoryNetwork):
+class GarbageNetwork(Router):
     """A router that delivers malformed frames beside honest ones.
 
     ``from_senders``: only frames sent by these actors get malformed companions (None = all);
@@ -73,7 +73,7 @@ class GarbageNetwork(InMemoryNetwork):
     def _malformed(self, frame: Frame) -> bytes | None:
         """A payload the receiver's decoder rejects (None if 8 tries all decoded)."""
         ep = self._endpoints.get(frame.dst)
-        accept = None if ep is None else ep._accept
+        accept = None if ep is None else ep.accept
         rng, honest = self.garbage_rng, frame.payload
         for _ in range(8):
             how = int(rng.integers(4))
@@ -126,7 +126,7 @@ def run(data: Dataset, name: str, params: dict[str, Any], monkeypatch: pytest.Mo
         def factory(*args: Any, **kwargs: Any) -> GarbageNetwork:
             made.append(GarbageNetwork(*args, **network, **kwargs))
             return made[-1]
-        monkeypatch.setattr(runtime_module, "InMemoryNetwork", factory)
+        monkeypatch.setattr(runtime_module, "Router", factory)
     options = {k: v for k, v in params.items()}
     on_dropout = options.pop("on_dropout", "fail")
     sim = run_virtual(simulate_async(data, name, seed=SEED, timeout=5.0, on_dropout=on_dropout, **options))
@@ -183,7 +183,7 @@ def test_garbage_from_a_faulty_party_is_an_error_naming_it_under_fail(
     assert info.value.parties == tuple(sorted(LIARS))
 
 
-class ForgedKindNetwork(InMemoryNetwork):
+class ForgedKindNetwork(Router):
     """A router on which the parties ``LIARS`` send the controller, beside each of
     their frames, a well-formed :class:`~parties.secure.messages.SurvivorSet` (a kind only the
     controller sends)."""
@@ -207,7 +207,7 @@ def run_forged(data: Dataset, name: str, params: dict[str, Any], on_dropout: str
     def factory(*args: Any, **kwargs: Any) -> ForgedKindNetwork:
         made.append(ForgedKindNetwork(*args, **kwargs))
         return made[-1]
-    monkeypatch.setattr(runtime_module, "InMemoryNetwork", factory)
+    monkeypatch.setattr(runtime_module, "Router", factory)
     sim = run_virtual(simulate_async(data, name, seed=SEED, timeout=5.0, on_dropout=on_dropout, **params))
     return sim, made[0]
 

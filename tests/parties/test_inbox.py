@@ -7,13 +7,13 @@ import asyncio
 import numpy as np
 
 from parties.cohort import ReplyLayout
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.transport import CONTROLLER
 from parties.wire.messages import RandomizedValues
 
 
 async def test_columns_give_a_columnar_gather_the_members_it_awaits_and_buffer_the_rest() -> None:
-    net = InMemoryNetwork(5)
+    net = Router(5)
     ctrl = net.endpoint(CONTROLLER)
     codes = np.array([[0], [1], [2], [3]], dtype=np.int64)
     block = ReplyLayout.of(4, codes).columns(np.array([0, 1, 2, 3]), "p", slice(0, 4))
@@ -28,7 +28,7 @@ async def test_columns_give_a_columnar_gather_the_members_it_awaits_and_buffer_t
 async def test_a_cancelled_gather_puts_its_catch_back_a_collect_keeps_it() -> None:
     from parties.awaited import Awaited
 
-    net = InMemoryNetwork(3)
+    net = Router(3)
     ctrl = net.endpoint(CONTROLLER)
     codes = np.array([[0], [1]], dtype=np.int64)
     for receive in ("gather", "collect"):

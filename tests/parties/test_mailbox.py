@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from mprr.errors import ConfigurationError, PartyDropped, ProtocolError, RoundTimeout
 from parties.wire.messages import Abort, Ack, RandomizedValues
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.transport import CONTROLLER
 from tests.virtual_clock import run_virtual
 
@@ -19,7 +19,7 @@ _KINDS = (Ack, Abort)
 
 
 async def test_unmatched_messages_stay_buffered_in_arrival_order() -> None:
-    net = InMemoryNetwork(3)
+    net = Router(3)
     ctrl = net.endpoint(CONTROLLER)
     await net.endpoint(0).send(CONTROLLER, Ack(1), phase="a")
     await net.endpoint(1).send(CONTROLLER, Abort("x"), phase="b")
@@ -38,7 +38,7 @@ async def test_unmatched_messages_stay_buffered_in_arrival_order() -> None:
 
 
 async def test_a_waiting_recv_only_takes_what_matches() -> None:
-    net = InMemoryNetwork(2)
+    net = Router(2)
     ctrl = net.endpoint(CONTROLLER)
 
     async def later() -> None:
@@ -54,7 +54,7 @@ async def test_a_waiting_recv_only_takes_what_matches() -> None:
 
 
 async def test_concurrent_receivers_on_one_endpoint_each_get_their_kind() -> None:
-    net = InMemoryNetwork(1)
+    net = Router(1)
     ep = net.endpoint(0)
     ctrl = net.endpoint(CONTROLLER)
     async with asyncio.TaskGroup() as tg:
@@ -67,7 +67,7 @@ async def test_concurrent_receivers_on_one_endpoint_each_get_their_kind() -> Non
 
 
 async def test_recv_timeout_names_phase_and_missing_sources() -> None:
-    net = InMemoryNetwork(5)
+    net = Router(5)
     ctrl = net.endpoint(CONTROLLER)
     with pytest.raises(RoundTimeout, match=r"phase 'collect': controller timed out after 0.05 s waiting for RandomizedValues from party 3, party 4") as info:
         await ctrl.recv(kinds=RandomizedValues, sources=[4, 3], phase="collect", timeout=T)
@@ -79,13 +79,13 @@ async def test_recv_timeout_names_phase_and_missing_sources() -> None:
 
 @pytest.mark.parametrize("timeout", [0, -1.0, float("nan"), "1"])
 async def test_timeout_must_be_positive(timeout: object) -> None:
-    net = InMemoryNetwork(1)
+    net = Router(1)
     with pytest.raises(ConfigurationError, match="timeout must be > 0 seconds or None"):
         await net.endpoint(0).recv(timeout=timeout)  # type: ignore[arg-type]
 
 
 async def test_a_cancelled_recv_loses_nothing() -> None:
-    net = InMemoryNetwork(1)
+    net = Router(1)
     ctrl = net.endpoint(CONTROLLER)
     task = asyncio.create_task(ctrl.recv(kinds=Ack, timeout=None))
     await asyncio.sleep(0)
@@ -97,7 +97,7 @@ async def test_a_cancelled_recv_loses_nothing() -> None:
 
 
 async def test_gather_collects_one_message_per_source() -> None:
-    net = InMemoryNetwork(4)
+    net = Router(4)
     ctrl = net.endpoint(CONTROLLER)
     await net.endpoint(2).send(CONTROLLER, Ack(2), phase="p")
     await net.endpoint(2).send(CONTROLLER, Ack(22), phase="p")  # a second one stays buffered
@@ -118,7 +118,7 @@ async def test_gather_collects_one_message_per_source() -> None:
 
 
 async def test_gather_timeout_lists_missing_and_keeps_what_arrived() -> None:
-    net = InMemoryNetwork(4)
+    net = Router(4)
     ctrl = net.endpoint(CONTROLLER)
     await net.endpoint(0).send(CONTROLLER, Ack(0), phase="p")
     await net.endpoint(3).send(CONTROLLER, Ack(3), phase="p")
@@ -131,12 +131,12 @@ async def test_gather_timeout_lists_missing_and_keeps_what_arrived() -> None:
 
 
 async def test_gather_of_nothing_returns_at_once() -> None:
-    net = InMemoryNetwork(1)
+    net = Router(1)
     assert await net.endpoint(CONTROLLER).gather([], timeout=T) == {}
 
 
 async def test_recv_many_waits_for_the_first_and_takes_what_else_arrived() -> None:
-    net = InMemoryNetwork(2)
+    net = Router(2)
     ctrl = net.endpoint(CONTROLLER)
 
     async def later() -> None:
@@ -155,7 +155,7 @@ async def test_recv_many_waits_for_the_first_and_takes_what_else_arrived() -> No
 
 
 async def test_gather_sources_must_be_actors() -> None:
-    net = InMemoryNetwork(2)
+    net = Router(2)
     with pytest.raises(ProtocolError, match="gather source must be CONTROLLER .* got 7"):
         await net.endpoint(CONTROLLER).gather([0, 7], timeout=T)
 
@@ -178,7 +178,7 @@ def test_recv_takes_the_oldest_match_and_recv_many_every_match(sends: list, take
     arrival order; nothing is lost or doubled, the rest stays buffered in order."""
 
     async def run() -> None:
-        net = InMemoryNetwork(4)
+        net = Router(4)
         ctrl = net.endpoint(CONTROLLER)
         model = []
         for seq, (src, kind, phase) in enumerate(sends):
@@ -202,7 +202,7 @@ def test_recv_takes_the_oldest_match_and_recv_many_every_match(sends: list, take
 
 
 async def test_take_all_takes_what_matches_now_and_never_waits() -> None:
-    net = InMemoryNetwork(3)
+    net = Router(3)
     ctrl = net.endpoint(CONTROLLER)
     assert ctrl.take_all(kinds=Ack) == []  # nothing buffered: empty, at once
     await net.endpoint(0).send(CONTROLLER, Ack(1), phase="a")

@@ -18,7 +18,7 @@ from mprr.oracles import MAX_EPSILON
 from mprr.protocols.oracle_reports import report_releases, report_uniforms, report_units
 from mprr.protocols.steps import OracleSpec, Report
 from parties.wire.messages import Abort, Ack, OracleReport, RandomizedValues, Refusal
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.party import Party
 from mprr.privacy import RefusalReason
 from mprr.protocols.steps import MatrixSpec
@@ -237,7 +237,7 @@ def test_secure_release_without_an_engine_is_refused() -> None:
 
 
 async def test_start_of_an_unknown_session_is_logged() -> None:
-    net = InMemoryNetwork(2)
+    net = Router(2)
     party = make_party(index=0, n=2, engine=GraphEngine(relay=False))
     start = SecureSumStart(1, "nope", "graph", ((0, 2),))
     assert party.receive(start) is start  # returned for the host to run

@@ -41,8 +41,8 @@ def test_a_loaded_plugins_classes_cross_the_channel_and_no_others() -> None:
 
 
 def test_loading_is_idempotent_and_ordered() -> None:
-    load_plugins(["tests.own_engine", __name__, "tests.own_engine"])
-    assert loaded_plugins() == ("tests.own_engine", __name__)
+    load_plugins(["tests.virtual_clock", __name__, "tests.virtual_clock"])
+    assert loaded_plugins() == ("tests.virtual_clock", __name__)
 
 
 @pytest.mark.parametrize(("modules", "message"), [

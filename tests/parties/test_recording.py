@@ -8,7 +8,7 @@ import numpy as np
 
 from parties.awaited import Awaited
 from parties.cohort import ReplyLayout
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.recording import RecordingEndpoint
 from parties.transport import CONTROLLER
 from parties.view import ViewLog
@@ -16,7 +16,7 @@ from parties.wire.messages import Ack, RandomizedValues
 
 
 async def test_what_a_collect_caught_before_its_deadline_is_in_the_view() -> None:
-    net = InMemoryNetwork(4)
+    net = Router(4)
     view = ViewLog()
     ep = RecordingEndpoint(net.endpoint(CONTROLLER), view)
     await net.endpoint(1).send(CONTROLLER, Ack(1), phase="p")
@@ -34,7 +34,7 @@ async def test_what_a_collect_caught_before_its_deadline_is_in_the_view() -> Non
 
 
 async def test_every_receive_is_logged() -> None:
-    net = InMemoryNetwork(2)
+    net = Router(2)
     view = ViewLog()
     ep = RecordingEndpoint(net.endpoint(CONTROLLER), view)
     for i in (0, 1, 0, 1):

@@ -14,9 +14,10 @@ import pytest
 from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
 from mprr.privacy import Ask
 from mprr.synthetic import planted_clusters
-from parties.wire.codec import encode
+from parties.link import Link
+from parties.wire.codec import decode, encode
 from parties.wire.messages import RandomizedValues
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.runtime import HostingPlan, MemoryRuntime
 from parties.secure.pki import PUBLIC_KEY_BYTES, KeyRegistry
 from parties.shard import PartyShard, split
@@ -83,7 +84,7 @@ def test_a_shard_setup_carries_its_parties_stream_keys_never_the_run_seed() -> N
         PartyShard(replace(plan.setup(range(0, 3)), streams=setup.streams), lambda f: None)
 
 
-class _Link:
+class _Link(Link):
     def __init__(self, parties: range, shard: PartyShard | None = None) -> None:
         self.parties = parties
         self.shard = shard
@@ -101,7 +102,7 @@ class _Link:
 
 
 async def test_router_rejects_frames_a_shard_forges_for_parties_it_does_not_host() -> None:
-    net = InMemoryNetwork(4)
+    net = Router(4)
     link = _Link(range(0, 2))
     net.attach(link)
     payload = encode(RandomizedValues(1, np.array([0])))
@@ -372,3 +373,34 @@ async def test_a_shard_keeps_secure_sum_traffic_for_the_engine_and_crashes_parti
     assert shard.parties[1].status == "crashed"
     shard.deliver(Frame(CONTROLLER, 1, "dependence", SecureRelease.KIND, commit))
     assert len(shard.parties[1].ledger) == 0 and shard.network._traffic.faults["lost_to_crash"] == 1
+
+
+
+async def test_a_host_told_to_accept_a_kind_it_does_not_know_serves_the_kinds_it_does() -> None:
+    """A set-up may name a kind this process has no class for (an engine registered at the
+    controller only, or a lie): the host drops it from its accept set and decodes the frames it
+    can (before, decoding failed for every frame that crossed as bytes: no party answered and
+    the run timed out)."""
+    from parties.channel import frame_record
+    from parties.runtime import HostingPlan
+    from parties.wire.requests import ReleaseRequest
+
+    data = planted_clusters(4, rng=np.random.default_rng(1)).dataset
+    plan = HostingPlan(n=4, schema=data.schema, records=np.asarray(data.codes), seed=3,
+                       budgets=(float("inf"),) * 4, policy="sequential",
+                       accept=(*(k.KIND for k in PARTY_KINDS), 65_000), fault_seed=3, timeout=5.0)
+    up: list[Frame] = []
+    shard = PartyShard(plan.setup(range(4)), up.append)
+    request = ReleaseRequest(1, "collect", ((0,),), ((0,),), ("keep-or-uniform",), ((0.7,),))
+    async with asyncio.TaskGroup() as tg:
+        serving = tg.create_task(shard.serve())
+        for dst in range(4):  # as bytes, as from another process
+            assert shard.take(frame_record(Frame(CONTROLLER, dst, "collect", ReleaseRequest.KIND,
+                                                 encode(request)))) is None
+        for _ in range(100):
+            await asyncio.sleep(0)
+            if len(up) == 4:
+                break
+        shard.stop()
+    assert serving.done() and sorted(f.src for f in up) == [0, 1, 2, 3]
+    assert all(decode(f.payload).KIND == RandomizedValues.KIND for f in up)

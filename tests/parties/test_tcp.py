@@ -169,6 +169,28 @@ def test_a_worker_refuses_a_set_up_naming_a_module_it_was_not_started_with(own_p
         simulate_case(case, TcpRuntime(workers=1, tls=False))
 
 
+def test_an_engine_registered_at_the_controller_only_does_not_disturb_a_run_of_another() -> None:
+    """tests/own_engine.py registered in this process, never in the workers: a run of the graph
+    engine on spawned workers gives its memory run (the parties accept their own engine's kinds,
+    and a host drops kinds it cannot decode; before, no party answered and the run timed out)."""
+    from parties.secure.registry import ENGINES, register_engine
+
+    ours = not ENGINES.accepts("ring-mask")  # registered here by this test (importing the module registers it)
+    from tests import own_engine
+
+    if not ENGINES.accepts("ring-mask"):
+        register_engine(own_engine.ENTRY)
+    try:
+        data = planted_clusters(24, rng=np.random.default_rng(2), sizes=(3, 2, 4), clusters=((0, 1),)).dataset
+        params = {"p": 0.7, "Tv": 30, "Td": 0.1, "dependence": "4.2", "secure_sum": "graph"}
+        memory = simulate(data, "RR-Clusters", seed=5, timeout=10.0, **params)
+        tcp = simulate(data, "RR-Clusters", seed=5, timeout=10.0, runtime=TcpRuntime(workers=2, tls=False), **params)
+        _same(memory, tcp)
+    finally:
+        if ours:
+            ENGINES.unregister("ring-mask")
+
+
 class _KillDuringSum(TcpRuntime):
     """Kills (SIGKILL) the last worker when the controller starts the secure sum."""
 

@@ -7,13 +7,13 @@ import pytest
 
 from mprr.errors import ConfigurationError, ProtocolError
 from parties.wire.messages import Ack
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.transport import CONTROLLER
 from parties.topology import Topology, actor_name
 
 
 async def test_star_lets_parties_reach_only_the_controller() -> None:
-    net = InMemoryNetwork(3)
+    net = Router(3)
     await net.endpoint(0).send(CONTROLLER, Ack(1), phase="p")
     await net.endpoint(CONTROLLER).send(2, Ack(2), phase="p")
     with pytest.raises(ProtocolError, match=r"party 0 cannot send to party 1: no link in the topology; relay via \[0, -1, 1\]"):
@@ -26,7 +26,7 @@ async def test_star_lets_parties_reach_only_the_controller() -> None:
 
 
 async def test_graph_topology_adds_party_links_and_keeps_the_controller_star() -> None:
-    net = InMemoryNetwork(4, topology=nx.cycle_graph(4))
+    net = Router(4, topology=nx.cycle_graph(4))
     await net.endpoint(0).send(1, Ack(1), phase="share")
     await net.endpoint(0).send(3, Ack(1), phase="share")
     await net.endpoint(2).send(CONTROLLER, Ack(1), phase="sum")
@@ -38,7 +38,7 @@ async def test_graph_topology_adds_party_links_and_keeps_the_controller_star() -
 
 async def test_controller_links_follow_the_graph_when_it_names_the_controller() -> None:
     g = nx.path_graph([CONTROLLER, 0, 1, 2])  # controller - 0 - 1 - 2
-    net = InMemoryNetwork(3, topology=g)
+    net = Router(3, topology=g)
     with pytest.raises(ProtocolError, match=r"controller cannot send to party 2: .* relay via \[-1, 0, 1, 2\]"):
         await net.endpoint(CONTROLLER).send(2, Ack(1), phase="p")
     assert net.path(2, CONTROLLER) == [2, 1, 0, CONTROLLER]
@@ -69,20 +69,20 @@ def test_unreachable_party_and_relay_paths() -> None:
 )
 def test_invalid_topologies_are_rejected(graph: object, pattern: str) -> None:
     with pytest.raises(ConfigurationError, match=pattern):
-        InMemoryNetwork(3, topology=graph)  # type: ignore[arg-type]
+        Router(3, topology=graph)  # type: ignore[arg-type]
 
 
 async def test_unreachable_destination_is_named_in_the_error() -> None:
     g = nx.Graph()
     g.add_nodes_from([CONTROLLER, 0, 1])
     g.add_edge(CONTROLLER, 0)
-    net = InMemoryNetwork(2, topology=g)
+    net = Router(2, topology=g)
     with pytest.raises(ProtocolError, match="controller cannot send to party 1: no link in the topology; it is unreachable"):
         await net.endpoint(CONTROLLER).send(1, Ack(1), phase="p")
 
 
 async def test_a_broadcast_with_one_bad_destination_sends_nothing() -> None:
-    net = InMemoryNetwork(3)
+    net = Router(3)
     with pytest.raises(ProtocolError, match="party 0 cannot send to party 2"):
         await net.endpoint(0).broadcast([CONTROLLER, 2], Ack(1), phase="p")
     with pytest.raises(ProtocolError, match="dst must be CONTROLLER"):

@@ -11,7 +11,7 @@ import pytest
 from mprr.errors import ConfigurationError
 from parties.wire.codec import encode
 from parties.wire.messages import Ack, RandomizedValues, Refusal
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.traffic import LatencyModel
 from parties.transport import CONTROLLER
 from parties.traffic import ActorStatistics, Counts, PhaseCounts, RoundRecord
@@ -24,7 +24,7 @@ REFUSAL = Refusal(1, "budget", 1.0, 0.0)
 REFUSAL_SIZE = 5 + 8 + (4 + 6) + 8 + 8
 
 
-async def _exchange(net: InMemoryNetwork) -> None:
+async def _exchange(net: Router) -> None:
     """Controller asks 3 parties; each replies; party 1 also refuses once."""
     ctrl = net.endpoint(CONTROLLER)
     with net.round("request"):
@@ -42,7 +42,7 @@ def test_sizes_used_below_are_the_real_encoded_sizes() -> None:
 
 
 async def test_counts_match_hand_computed_bytes() -> None:
-    net = InMemoryNetwork(3)
+    net = Router(3)
     await _exchange(net)
     s = net.statistics()
     assert s.messages == 7 and s.delivered == 7
@@ -80,7 +80,7 @@ async def test_counts_match_hand_computed_bytes() -> None:
 
 
 async def test_snapshot_is_immutable_json_and_detached() -> None:
-    net = InMemoryNetwork(3)
+    net = Router(3)
     await _exchange(net)
     s = net.statistics()
     with pytest.raises(TypeError):
@@ -97,7 +97,7 @@ async def test_snapshot_is_immutable_json_and_detached() -> None:
 
 async def test_implicit_rounds_one_per_phase_between_marks() -> None:
     """Concurrent senders interleave phases; the count must not depend on the scheduling."""
-    net = InMemoryNetwork(2)
+    net = Router(2)
     p0, ctrl = net.endpoint(0), net.endpoint(CONTROLLER)
     for phase in ("a", "a", "b", "a"):
         await p0.send(CONTROLLER, Ack(1), phase=phase)
@@ -117,7 +117,7 @@ async def test_implicit_rounds_one_per_phase_between_marks() -> None:
 
 async def test_simulated_time_is_the_sum_over_rounds_of_the_slowest_message() -> None:
     latency = LatencyModel(latency=0.01, bandwidth=1000.0)
-    net = InMemoryNetwork(3, latency=latency)
+    net = Router(3, latency=latency)
     await _exchange(net)
     s = net.statistics()
     request_round = 0.01 + REQ_SIZE / 1000.0

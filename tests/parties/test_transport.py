@@ -11,7 +11,7 @@ from mprr.errors import ConfigurationError, MessageError, PartyDropped, Protocol
 from parties.wire.codec import encode
 from parties.wire.messages import Abort, Ack, RandomizedValues
 from parties.faults import FaultPlan
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.transport import CONTROLLER, Frame
 from tests.parties.transport_helpers import ChaosTransport, Probe, answer_requests, identity_matrix
 
@@ -21,11 +21,11 @@ T = 0.05  # tiny timeouts keep the failure tests fast
 @pytest.mark.parametrize("n", [0, -1, 2.0, True])
 def test_invalid_party_count(n: object) -> None:
     with pytest.raises(ConfigurationError, match="n \\(number of parties\\) must be an integer >= 1"):
-        InMemoryNetwork(n)  # type: ignore[arg-type]
+        Router(n)  # type: ignore[arg-type]
 
 
 def test_endpoints_are_cached_and_checked() -> None:
-    net = InMemoryNetwork(2)
+    net = Router(2)
     assert net.endpoint(1) is net.endpoint(1)
     with pytest.raises(ProtocolError, match="actor must be CONTROLLER"):
         net.endpoint(2)
@@ -35,7 +35,7 @@ def test_endpoints_are_cached_and_checked() -> None:
 
 
 async def test_request_reply_inside_a_task_group() -> None:
-    net = InMemoryNetwork(2)
+    net = Router(2)
     ctrl = net.endpoint(CONTROLLER)
     req = Probe(7, (0,), identity_matrix(3))
 
@@ -54,7 +54,7 @@ async def test_request_reply_inside_a_task_group() -> None:
 
 
 async def test_phase_must_be_a_non_empty_string() -> None:
-    net = InMemoryNetwork(1)
+    net = Router(1)
     with pytest.raises(ConfigurationError, match="phase must be a non-empty string, got ''"):
         await net.endpoint(0).send(CONTROLLER, Ack(1), phase="")
     with pytest.raises(ConfigurationError, match="phase must be a non-empty string"):
@@ -63,7 +63,7 @@ async def test_phase_must_be_a_non_empty_string() -> None:
 
 async def test_rejected_frames_are_counted_against_their_sender_and_fail_no_receive() -> None:
     # Before: a rejected frame failed whichever recv was waiting, whatever its filter.
-    net = InMemoryNetwork(2)
+    net = Router(2)
     party = net.endpoint(0, accept=[Probe, Abort])
     ctrl = net.endpoint(CONTROLLER)
     await ctrl.send(0, Ack(1), phase="p")  # a kind party 0 does not accept
@@ -92,7 +92,7 @@ async def test_rejected_frames_are_counted_against_their_sender_and_fail_no_rece
 
 
 async def test_reject_attributes_a_well_formed_but_unusable_message() -> None:
-    net = InMemoryNetwork(2)
+    net = Router(2)
     ctrl = net.endpoint(CONTROLLER)
     await net.endpoint(1).send(CONTROLLER, Ack(5), phase="p")
     env = await ctrl.recv(timeout=T)
@@ -105,7 +105,7 @@ async def test_reject_attributes_a_well_formed_but_unusable_message() -> None:
 
 
 async def test_crash_wakes_the_receiver_and_silences_the_actor() -> None:
-    net = InMemoryNetwork(2)
+    net = Router(2)
     ep = net.endpoint(1)
     waiting = asyncio.create_task(ep.recv(timeout=1.0))
     await asyncio.sleep(0)
@@ -127,7 +127,7 @@ async def test_crash_wakes_the_receiver_and_silences_the_actor() -> None:
 # ------------------------------------------------------------------ send_each
 
 
-async def _send_to_all(net: InMemoryNetwork, bulk: bool) -> None:
+async def _send_to_all(net: Router, bulk: bool) -> None:
     """Party 0 sends Ack(k) to party k + 1, k = 0..3, one call each or in one send_each."""
     dsts, msgs = [1, 2, 3, 4], [Ack(k) for k in range(4)]
     if bulk:
@@ -141,7 +141,7 @@ async def _send_to_all(net: InMemoryNetwork, bulk: bool) -> None:
 async def test_send_each_delivers_and_counts_exactly_as_one_send_per_message(faults: FaultPlan | None) -> None:
     runs = []
     for bulk in (False, True):
-        net = InMemoryNetwork(5, topology=nx.complete_graph(5), faults=faults, seed=3)
+        net = Router(5, topology=nx.complete_graph(5), faults=faults, seed=3)
         await _send_to_all(net, bulk)
         got = [[e.message for e in net.endpoint(k).pending()] for k in range(1, 5)]
         runs.append((got, net.statistics().to_dict(), net.crashed))
@@ -153,7 +153,7 @@ async def test_send_each_delivers_and_counts_exactly_as_one_send_per_message(fau
 
 
 async def test_send_each_refuses_everything_or_sends_everything() -> None:
-    net = InMemoryNetwork(3)  # star: party 0 reaches only the controller
+    net = Router(3)  # star: party 0 reaches only the controller
     ep = net.endpoint(0)
     with pytest.raises(ProtocolError, match="party 0 cannot send to party 1: no link in the topology"):
         await ep.send_each([CONTROLLER, 1], [Ack(1), Ack(2)], phase="p")

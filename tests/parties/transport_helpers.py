@@ -108,7 +108,7 @@ def once_before(network: Transport, kind: int, act: Callable[[], object]) -> Non
         deliver(frame, position)
 
     network._deliver = hooked  # type: ignore[method-assign]
-    broadcast = network._emit_broadcast
+    broadcast = network.broadcast
 
     def hooked_broadcast(src: int, dsts: Sequence[int], msg: Message, phase: str, payload: bytes) -> None:
         if msg.KIND == kind and not done:  # (a broadcast reaches a shard link without _deliver)
@@ -116,4 +116,4 @@ def once_before(network: Transport, kind: int, act: Callable[[], object]) -> Non
             act()
         broadcast(src, dsts, msg, phase, payload)
 
-    network._emit_broadcast = hooked_broadcast  # type: ignore[method-assign]
+    network.broadcast = hooked_broadcast  # type: ignore[method-assign]

@@ -11,14 +11,14 @@ import numpy as np
 
 from parties.wire.codec import decode
 from parties.faults import FaultPlan
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.transport import CONTROLLER, Frame
 from parties.secure.engine import SecureSumEngine
 from parties.secure.run import SecureSumResult, run_secure_sum
 from tests.virtual_clock import run_virtual
 
 
-class RecordingNetwork(InMemoryNetwork):
+class RecordingNetwork(Router):
     """In-memory network that keeps a copy of every frame delivered to the controller."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

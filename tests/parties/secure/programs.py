@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from mprr.errors import RoundTimeout
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.secure.messages import PartialSum
 from parties.secure.program import Broadcast, Expect, Mark, Program, Reject, Send, receive
 from parties.secure.drive import drive
@@ -53,7 +53,7 @@ def controller(parties: tuple[int, ...], timeout: float = 1.0) -> Program[int]:
     return int(total.sum())
 
 
-async def run_all(net: InMemoryNetwork, programs: dict[int, Program[Any]]) -> dict[int, Any]:
+async def run_all(net: Router, programs: dict[int, Program[Any]]) -> dict[int, Any]:
     async with asyncio.TaskGroup() as tg:
         tasks = {a: tg.create_task(drive(net.endpoint(a), p)) for a, p in programs.items()}
     return {a: t.result() for a, t in tasks.items()}
@@ -64,7 +64,7 @@ def sum_programs(xs: list[np.ndarray]) -> dict[int, Program[Any]]:
     return {CONTROLLER: controller(roster), **{i: party(i, x) for i, x in enumerate(xs)}}
 
 
-def with_parties(net: InMemoryNetwork, xs: list[np.ndarray], ctrl: Program[int]) -> Program[int]:
+def with_parties(net: Router, xs: list[np.ndarray], ctrl: Program[int]) -> Program[int]:
     for i, x in enumerate(xs):
         asyncio.get_running_loop().create_task(drive(net.endpoint(i), party(i, x, timeout=5.0)))
     return ctrl

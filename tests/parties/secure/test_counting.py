@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError, RoundTimeout
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.secure.messages import PartialSum
 from parties.secure.counting import count
 from parties.secure.sizing import SizeByShape
@@ -23,7 +23,7 @@ def test_counting_driver_equals_the_network() -> None:
     xs = [vec(1, 2), vec(3, 0), vec(0, 1)]
     counted = count(sum_programs(xs))
     assert dict(counted.results) == {CONTROLLER: 7, 0: 7, 1: 7, 2: 7}
-    net = InMemoryNetwork(3)
+    net = Router(3)
     asyncio.run(run_all(net, sum_programs(xs)))
     measured = net.statistics()
     for field in ("messages", "bytes", "rounds", "by_sender", "by_kind", "by_phase"):
@@ -102,7 +102,7 @@ def test_a_mirrored_count_equals_the_full_count(engine: str, n: int, L: int, deg
 
     eng = (GraphEngine(degree=degree, relay=True, round_timeout=5.0) if engine == "graph-relay"
            else sized_engine(engine, degree=degree, round_timeout=5.0))
-    network = None if engine == "graph-relay" else InMemoryNetwork(n, topology=nx.complete_graph(n))
+    network = None if engine == "graph-relay" else Router(n, topology=nx.complete_graph(n))
     ctx = eng.context(range(n), L, session="s" * 16, network=network)
     assert eng.symmetric(ctx) and ctx.relay == (engine == "graph-relay")
     full = count(engine_programs(eng, ctx, ctx.parties), size=SizeByShape())

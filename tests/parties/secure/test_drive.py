@@ -11,7 +11,7 @@ import networkx as nx
 import pytest
 
 from mprr.errors import ConfigurationError, RoundTimeout
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.secure.messages import PartialSum
 from parties.secure.program import Delivery, Expect, Poll, Program, Send
 from parties.secure.counting import count
@@ -22,7 +22,7 @@ from tests.parties.secure.programs import S, sum_programs, run_all, with_parties
 
 async def test_asyncio_driver_runs_the_sum() -> None:
     xs = [vec(1, 2), vec(3, 0), vec(0, 1)]
-    net = InMemoryNetwork(3)
+    net = Router(3)
     results = await run_all(net, sum_programs(xs))
     assert results == {CONTROLLER: 7, 0: 7, 1: 7, 2: 7}
 
@@ -30,7 +30,7 @@ async def test_asyncio_driver_runs_the_sum() -> None:
 async def test_asyncio_driver_one_timeout_per_round() -> None:
     """Party 2 never sends: the controller's round ends at its timeout (virtual clock), naming it."""
     xs = [vec(1, 2), vec(3, 0)]
-    net = InMemoryNetwork(3)
+    net = Router(3)
     loop = asyncio.get_running_loop()
     start = loop.time()
     with pytest.raises(RoundTimeout, match="missing") as err:
@@ -48,7 +48,7 @@ async def test_asyncio_driver_poll_does_not_wait() -> None:
         assert last is not None
         return last
 
-    net = InMemoryNetwork(1)
+    net = Router(1)
     got = await drive(net.endpoint(CONTROLLER), poller())
     assert got.timed_out and got.missing == (0,)
 
@@ -59,7 +59,7 @@ def test_drivers_refuse_a_foreign_yield() -> None:
 
     with pytest.raises(ConfigurationError, match="must yield an Operation, got 'send'"):
         count({0: bad()})
-    net = InMemoryNetwork(1, topology=nx.complete_graph(1))
+    net = Router(1, topology=nx.complete_graph(1))
     with pytest.raises(ConfigurationError, match="must yield an Operation"):
         asyncio.run(drive(net.endpoint(0), bad()))
 
@@ -80,7 +80,7 @@ def test_a_round_that_is_over_cannot_be_expected_again() -> None:
         count({CONTROLLER: twice(), 0: sender()})
 
     async def run() -> None:
-        net = InMemoryNetwork(1)
+        net = Router(1)
         await drive(net.endpoint(0), sender())
         await drive(net.endpoint(CONTROLLER), twice())
 

@@ -12,7 +12,7 @@ import pytest
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError, RoundTimeout
 from parties.collector import FULL_COLLECTION_EVERY
 from parties.faults import FaultPlan
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.transport import CONTROLLER, Frame
 from parties.secure.cost import TrafficCost
 from parties.secure.run import run_secure_sum
@@ -48,7 +48,7 @@ def test_duplicates_delays_and_reordering_keep_the_sum_exact(name: str, rng: np.
     for seed in range(3):
         x = rng.integers(0, 2, size=(n, 4))
         plan = FaultPlan(duplicate=0.3, delay=0.3, reorder=0.5, max_delay=0.002)
-        net = InMemoryNetwork(n, topology=topology(n), faults=plan, seed=seed)
+        net = Router(n, topology=topology(n), faults=plan, seed=seed)
         result = run_virtual(run_secure_sum(make(1.0), net, x, timeout=10))
         assert result.total.tolist() == x.sum(axis=0).tolist()
         assert result.dropped == ()
@@ -64,7 +64,7 @@ def test_lost_messages_never_give_a_wrong_count(name: str, rng: np.random.Genera
     for seed in range(6):
         x = rng.integers(0, 2, size=(n, 4))
         plan = FaultPlan(drop=0.1, duplicate=0.2, reorder=0.3)
-        net = InMemoryNetwork(n, topology=topology(n), faults=plan, seed=seed)
+        net = Router(n, topology=topology(n), faults=plan, seed=seed)
         try:
             result = run_virtual(run_secure_sum(make(0.1), net, x, timeout=10))
         except ProtocolError as exc:
@@ -78,14 +78,14 @@ def test_lost_messages_never_give_a_wrong_count(name: str, rng: np.random.Genera
 def test_duplicated_deliveries_are_harmless() -> None:
     n = 4
     x = np.eye(n, 6, dtype=np.int64)
-    net = InMemoryNetwork(n, topology=nx.complete_graph(n), faults=FaultPlan(duplicate=1.0))
+    net = Router(n, topology=nx.complete_graph(n), faults=FaultPlan(duplicate=1.0))
     result = run_virtual(run_secure_sum(PaperEngine(round_timeout=2), net, x))
     assert result.total.tolist() == x.sum(axis=0).tolist()
 
 
 async def _receive_shares(sends: list[tuple[int, np.ndarray]]) -> tuple[list[int], dict[int, str]]:
     """Party 0 of 4 receives ShareVectors from peers 1 and 2 (mod 1001, L = 3) after ``sends``."""
-    net = InMemoryNetwork(4, topology=nx.complete_graph(4))
+    net = Router(4, topology=nx.complete_graph(4))
     ctx = PaperEngine(max_value=250).context(range(4), 3, network=net, session="s")  # M = 1001
     for src, vec in sends:
         await net.endpoint(src).send(0, ShareVector("s", -1, vec), phase="p")
@@ -114,7 +114,7 @@ def test_receive_sum_judges_every_message_of_the_batch_that_completes_it(yield_a
     sends = [(1, a), (2, b), (1, c), (2, b.copy()), (2, c)]
 
     async def scenario() -> tuple[list[int], dict[int, str], int]:
-        net = InMemoryNetwork(4, topology=nx.complete_graph(4))
+        net = Router(4, topology=nx.complete_graph(4))
         ctx = PaperEngine(max_value=250).context(range(4), 3, network=net, session="s")  # M = 1001
         ep = net.endpoint(0)
         task = asyncio.create_task(receive_sum(ep, (1, 2), ShareVector, "shares", -1, ctx, ctx.ring, "p", 1.0))
@@ -141,7 +141,7 @@ def test_receive_sum_is_exact_when_a_full_batch_of_vectors_hits_the_top_of_the_r
     peers = tuple(range(1, 65))
 
     async def scenario() -> list[int]:
-        net = InMemoryNetwork(65, topology=nx.complete_graph(65))
+        net = Router(65, topology=nx.complete_graph(65))
         ctx = PaperEngine().context(range(65), 3, network=net, session="s")
         top = np.full(3, modulus - 1, dtype=ring.dtype)
         for src in peers:
@@ -175,7 +175,7 @@ def test_receive_sum_names_the_peer_of_a_vector_outside_the_ring_even_when_anoth
 
 def test_overall_timeout_is_a_round_timeout() -> None:
     n = 3
-    net = InMemoryNetwork(n, topology=nx.complete_graph(n), faults=FaultPlan(crash={1: 1}))
+    net = Router(n, topology=nx.complete_graph(n), faults=FaultPlan(crash={1: 1}))
     with pytest.raises(RoundTimeout, match="did not finish within timeout=0.1 s"):
         run_virtual(run_secure_sum(PaperEngine(round_timeout=5), net, np.zeros((n, 2), int), timeout=0.1))
 
@@ -185,7 +185,7 @@ def test_a_message_of_another_session_is_skipped_not_fatal(late_real_message: bo
     # Before: one PartialSum of another session aborted the controller's side with MessageError.
     async def scenario() -> tuple[np.ndarray, tuple[int, ...]]:
         n = 2
-        net = InMemoryNetwork(n, topology=nx.complete_graph(n))
+        net = Router(n, topology=nx.complete_graph(n))
         engine = GraphEngine(round_timeout=1)
         ctx = engine.context(range(n), 2, network=net, session="mine")
         for party, session in ((0, "mine"), (1, "other")):
@@ -212,7 +212,7 @@ def test_a_party_receive_skips_the_controllers_messages_of_another_session() -> 
     from parties.secure.program import from_controller
 
     async def scenario(second: bool) -> KeyDirectory:
-        net = InMemoryNetwork(2)
+        net = Router(2)
         ctl = net.endpoint(CONTROLLER)
         for session in ("one", "one", "two")[: 3 if second else 2]:
             await ctl.send(0, KeyDirectory(session, id_vector([1]), bytes(32)), phase="graph/keys")
@@ -267,11 +267,11 @@ def test_totals_that_could_leave_int64_are_refused_never_negative(name: str) -> 
                        match=r"max_value=4611686018427387904 with n=2 parties .* max_value must be <= 4611686018427387903 for n=2"):
         make(2**62).context([0, 1], 1)
     with pytest.raises(ConfigurationError, match=r"max_value=4611686018427387904 with n=2 parties"):
-        run_virtual(run_secure_sum(make(2**62), InMemoryNetwork(2), np.full((2, 1), 2**62, dtype=np.uint64)))
+        run_virtual(run_secure_sum(make(2**62), Router(2), np.full((2, 1), 2**62, dtype=np.uint64)))
     # the largest allowed bound sums exactly, to the largest int64
     top = (2**63 - 1) // 2
     x = np.array([[top], [top]], dtype=np.int64)
-    result = run_virtual(run_secure_sum(make(top), InMemoryNetwork(2), x))
+    result = run_virtual(run_secure_sum(make(top), Router(2), x))
     assert result.total.dtype == np.int64
     assert result.total.tolist() == [2 * top] and int(result.total.min()) >= 0
 
@@ -279,7 +279,7 @@ def test_totals_that_could_leave_int64_are_refused_never_negative(name: str) -> 
 def test_a_secure_sum_runs_with_rare_full_collections_and_restores_the_collector() -> None:
     seen: list[tuple[int, int, int]] = []
 
-    class Watching(InMemoryNetwork):
+    class Watching(Router):
         def _deliver(self, frame: Frame, position: int | None = None) -> None:
             seen.append(gc.get_threshold())
             super()._deliver(frame, position)

@@ -7,7 +7,7 @@ import pytest
 
 from mprr.errors import ConfigurationError, PartyDropped
 from parties.faults import FaultPlan
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.transport import CONTROLLER
 from parties.secure.run import run_secure_sum
 from parties.secure.graph import GraphEngine, ring_modulus
@@ -83,7 +83,7 @@ def test_disconnected_graph_and_bad_configuration_rejected(vectors_of) -> None: 
     with pytest.raises(ConfigurationError, match="at least 2 parties"):
         GraphEngine().context([0], 3)
     with pytest.raises(ConfigurationError, match="relay=False"):
-        run_virtual(run_secure_sum(GraphEngine(degree=2, relay=False), InMemoryNetwork(4), vectors_of(4, 2)))
+        run_virtual(run_secure_sum(GraphEngine(degree=2, relay=False), Router(4), vectors_of(4, 2)))
 
 
 def test_modulus_choice() -> None:

@@ -375,12 +375,12 @@ def test_view_tags_for_other_parties_are_rejected_and_the_sum_still_counts_their
 ])
 def test_a_party_checks_its_input_before_it_sends_anything(vector: np.ndarray, message: str) -> None:
     # an invalid input is refused before the party advertises a key: nothing reaches the network
-    from parties.network import InMemoryNetwork
+    from parties.router import Router
     from parties.secure.pki import setup_pki
 
     engine = MaskedEngine(topology="regular", degree=2)
     signers, registry = setup_pki(range(4))
-    net = InMemoryNetwork(4)
+    net = Router(4)
     ctx = engine.context(range(4), 4, network=net, session="s", registry=registry)
     with pytest.raises(ConfigurationError, match=message):
         run_virtual(engine.party(net.endpoint(1), vector, ctx, signer=signers[1]))

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from mprr.errors import ConfigurationError, PartyDropped
 from parties.faults import FaultPlan
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.transport import CONTROLLER
 from parties.secure.cost import encoded_size
 from parties.secure.run import run_secure_sum
@@ -105,15 +105,15 @@ def test_crash_mid_protocol_is_a_clear_error(crash_at: int, vectors_of) -> None:
 
 
 def test_needs_full_mesh_and_two_parties(vectors_of) -> None:  # noqa: ANN001
-    star = InMemoryNetwork(3)
+    star = Router(3)
     with pytest.raises(ConfigurationError, match="needs a full mesh"):
         run_virtual(run_secure_sum(PaperEngine(), star, vectors_of(3, 2)))
     with pytest.raises(ConfigurationError, match="at least 2 parties"):
-        run_virtual(run_secure_sum(PaperEngine(), InMemoryNetwork(1), vectors_of(1, 2)))
+        run_virtual(run_secure_sum(PaperEngine(), Router(1), vectors_of(1, 2)))
 
 
 def test_bad_inputs_are_configuration_errors() -> None:
-    net = InMemoryNetwork(2, topology=nx.complete_graph(2))
+    net = Router(2, topology=nx.complete_graph(2))
     with pytest.raises(ConfigurationError, match=r"party 1: vector entries must be integers in \[0, 1\]"):
         run_virtual(run_secure_sum(PaperEngine(), net, np.array([[0, 1], [2, 0]])))
     with pytest.raises(ConfigurationError, match="must hold integers"):
@@ -132,7 +132,7 @@ async def test_each_round_ends_at_its_own_timeout_on_the_virtual_clock() -> None
 
     from mprr.errors import RoundTimeout
 
-    net = InMemoryNetwork(3, topology=complete(3))
+    net = Router(3, topology=complete(3))
     engine = PaperEngine(round_timeout=0.7)
     ctx = engine.context(range(3), 2, network=net, session="s")
     loop = asyncio.get_running_loop()

@@ -70,3 +70,18 @@ def test_engine_registration_refuses_what_it_cannot_build(own_plugin) -> None:  
     with pytest.raises(ConfigurationError, match=r"bad option for secure-sum engine 'ring': it takes no \['degree'\]; "
                                                  r"configurable: \['seed', 'round_timeout', 'max_value'\]"):
         make_engine("ring", degree=4)
+
+
+def test_a_run_accepts_the_kinds_of_its_own_engine_only() -> None:
+    from parties.secure import messages as secure
+    from parties.secure.registry import engine_kinds, party_kinds
+
+    assert engine_kinds("graph") == ENGINES.lookup("graph").messages
+    assert engine_kinds(make_engine("masked-sparse")) == ENGINES.lookup("masked-sparse").messages
+    assert secure.MaskedInput not in engine_kinds("paper") and secure.MaskedInput in engine_kinds("masked")
+    assert set(engine_kinds("paper")) < set(party_kinds())
+
+    class Unregistered(PaperEngine):
+        name = "not-registered"
+
+    assert engine_kinds(Unregistered()) == party_kinds()  # its kinds cannot be known: every registered engine's

@@ -1,4 +1,4 @@
-"""parties.network: the public messaging API end to end, and Adult-scale actor counts."""
+"""parties.router: the public messaging API end to end, and Adult-scale actor counts."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import asyncio
 import numpy as np
 import pytest
 
-import parties.network as network
+import parties.router as router_module
 from mprr.errors import ConfigurationError, RoundTimeout
 from parties.wire.codec import encode
 from parties.wire.messages import RandomizedValues
 from parties.faults import FaultPlan
-from parties.network import InMemoryNetwork
+from parties.router import Router
 from parties.traffic import LatencyModel
 from parties.transport import CONTROLLER, Transport
 from tests.parties.transport_helpers import Probe, answer_requests
@@ -22,22 +22,22 @@ ADULT_N = 32_561
 
 def test_public_names_are_its_own_only() -> None:
     # the messaging layer's names are imported from their homes (parties.transport, faults, traffic)
-    assert network.__all__ == ["InMemoryNetwork", "ShardLink"]
-    assert all(getattr(network, name).__module__ == "parties.network" for name in network.__all__)
+    assert router_module.__all__ == ["Router"]
+    assert Router.__module__ == "parties.router"
     assert CONTROLLER == -1
-    assert issubclass(InMemoryNetwork, Transport)
+    assert issubclass(Router, Transport)
     with pytest.raises(TypeError, match="abstract"):
         Transport(2)  # type: ignore[abstract]
 
 
 def test_seed_is_checked() -> None:
     with pytest.raises(ConfigurationError, match="seed must be an integer >= 0"):
-        InMemoryNetwork(2, faults=FaultPlan(drop=0.1), seed=-5)
+        Router(2, faults=FaultPlan(drop=0.1), seed=-5)
 
 
 async def test_two_actors_exchange_a_request_and_a_reply() -> None:
     """The usage example of the module docstring, checked."""
-    net = InMemoryNetwork(3, seed=1)
+    net = Router(3, seed=1)
     ctrl, p0 = net.endpoint(CONTROLLER), net.endpoint(0)
     P = np.array([[0.5, 0.25, 0.25], [0.25, 0.5, 0.25], [0.25, 0.25, 0.5]])
 
@@ -61,7 +61,7 @@ async def test_two_actors_exchange_a_request_and_a_reply() -> None:
 
 
 async def test_broadcast_counts_one_message_per_receiver_and_shares_the_decoded_message() -> None:
-    net = InMemoryNetwork(4)
+    net = Router(4)
     ann = Probe(3, (0, 1), np.eye(2))
     await net.endpoint(CONTROLLER).broadcast(range(4), ann, phase="announce")
     envs = [await net.endpoint(i).recv(timeout=0.1) for i in range(4)]
@@ -77,7 +77,7 @@ async def test_adult_scale_round_trip_with_latency() -> None:
 
     How long this takes is measured by ``benchmarks/actors.py``, not asserted here.
     """
-    net = InMemoryNetwork(ADULT_N, latency=LatencyModel(latency=0.02, bandwidth=1e6))
+    net = Router(ADULT_N, latency=LatencyModel(latency=0.02, bandwidth=1e6))
     ctrl = net.endpoint(CONTROLLER)
     req = Probe(1, (0,), np.full((4, 4), 0.25))
 
@@ -103,7 +103,7 @@ async def test_adult_scale_round_trip_with_latency() -> None:
 
 async def test_round_timeout_never_hangs_at_scale() -> None:
     n = 2_000
-    net = InMemoryNetwork(n, faults=FaultPlan(drop=0.01), seed=3)
+    net = Router(n, faults=FaultPlan(drop=0.01), seed=3)
     ctrl = net.endpoint(CONTROLLER)
     req = Probe(1, (0,), np.eye(2))
     loop = asyncio.get_running_loop()

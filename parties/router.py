@@ -1,20 +1,24 @@
-"""The network of a run, in the controller's process: the router of every runtime.
+"""The router of a run, in the controller's process: one for every runtime.
 
-``InMemoryNetwork(n)`` gives the controller (:data:`parties.transport.CONTROLLER` = -1) and
-parties ``0..n-1`` one :class:`~parties.transport.Endpoint` each (the messaging layer's
-``Transport``, ``Endpoint``, ``Frame`` and ``CONTROLLER`` live in :mod:`parties.transport`).  Messages travel as bytes: encoded on send, decoded on delivery, so
+``Router(n)`` routes frames between the actors it hosts — the controller
+(:data:`parties.transport.CONTROLLER` = -1), and parties ``0..n-1`` that no host holds, each
+with its :class:`~parties.transport.Endpoint` in this process — and the
+:class:`~parties.link.Link` of every party host (:class:`~parties.shard.PartyShard`) attached
+with :meth:`Router.attach`.  It is a :class:`~parties.transport.Transport` (the messaging
+layer's ``Transport``, ``Endpoint``, ``Frame`` and ``CONTROLLER`` live in
+:mod:`parties.transport`).  Messages travel as bytes: encoded on send, decoded on delivery, so
 every message and byte counted is real (a broadcast is encoded once and, the message being
 immutable, decoded once).  Delivery is immediate (no sleeping) unless the fault plan delays a
 message; a :class:`LatencyModel` computes *simulated* time per round instead.
 
-Parties hosted by party shard hosts (:mod:`parties.shard`, every runtime of
-:mod:`parties.runtime`) sit behind :class:`ShardLink` objects (:meth:`InMemoryNetwork.attach`);
-the network then routes: every frame of the run passes here — the controller's sends, and every
-party's send, which arrives from its shard through :meth:`InMemoryNetwork.ingress` — so
+Every frame of the run passes here — the controller's sends, and every party's send, which
+arrives up its host's link through :meth:`Router.ingress` (reply columns through
+:meth:`Router.ingress_columns`) — and the router reaches a host only through its link
+(``push``, ``push_many``, ``crash``, ``buffered``), so
 
 - message counts, payload bytes and rounds are counted by the same code on every runtime (a
-  send is counted when the network admits it; deliveries to parties are counted by the shards,
-  and a remote shard's are added at the end with :meth:`InMemoryNetwork.merge`);
+  send is counted when the router admits it; deliveries to parties are counted by the shards,
+  and a remote shard's are added at the end with :meth:`Router.merge`);
 - the seeded fault plan (drop, delay, duplicate, reorder, crash) is applied in one place, in
   the order frames arrive.  A reorder towards a party carries its buffer position on the wire;
   a crash decided here is forwarded to the party's shard;
@@ -23,17 +27,17 @@ party's send, which arrives from its shard through :meth:`InMemoryNetwork.ingres
   frame is the sender's fault, never the run's end;
 - a party-to-party frame (a secure-sum share over a direct link) goes up from its sender's
   shard and down to its receiver's, even within one shard: the topology is checked here, and
-  its payload crosses the channel twice (:attr:`InMemoryNetwork.party_to_party` counts it, so
+  its payload crosses the channel twice (:attr:`Router.party_to_party` counts it, so
   a runtime's wire payload is the traffic's bytes plus these);
 - frames travel as columns where no fault plan acts on single messages: a broadcast goes to
   each shard link once (``push_many``), and every shard sends its cohorts' replies as
   :class:`~parties.columns.ReplyColumns` (from another process, one ``COLUMNS`` record,
-  :mod:`parties.channel`; :meth:`InMemoryNetwork.ingress_columns` rejects columns naming a
+  :mod:`parties.channel`; :meth:`Router.ingress_columns` rejects columns naming a
   party the link does not host), counted per sender at each message's codec size and handed to
   the controller's columnar gather; with a fault plan, or a subclass that routes each frame
   itself (a timed network), one frame each;
 - a lost shard (worker died, actor died) crashes all its parties at once
-  (:meth:`InMemoryNetwork.lose`): the controller's next gather ends with ``PartyDropped`` or a
+  (:meth:`Router.lose`): the controller's next gather ends with ``PartyDropped`` or a
   degraded result within the round timeout, never a hang.
 
 Endpoint API (see :class:`parties.transport.Endpoint`)::
@@ -45,14 +49,14 @@ Endpoint API (see :class:`parties.transport.Endpoint`)::
     ep.statistics(); ep.buffered; ep.pending(); ep.crashed
     ep.rejections(); ep.take_rejections(sources=None); ep.reject(env, reason)   # bad frames
 
-Network API: ``endpoint(actor, *, accept=None)``, ``begin_round(phase)`` / ``end_round()`` /
+Router API: ``endpoint(actor, *, accept=None)``, ``begin_round(phase)`` / ``end_round()`` /
 ``with round(phase):``, ``statistics()``, ``crash(actor)``, ``crashed``, ``path(src, dst)``, ``close()``;
-shard links: ``attach(link)``, ``covered()``, ``owner(party)``, ``ingress(link, frame)``,
+links: ``attach(link)``, ``covered()``, ``owner(party)``, ``ingress(link, frame)``,
 ``lose(link, reason)``, ``merge(reports)``.
 
 Usage::
 
-    net = InMemoryNetwork(3, seed=1)
+    net = Router(3, seed=1)
     ctrl, p0 = net.endpoint(CONTROLLER), net.endpoint(0)
 
     async def party():
@@ -75,12 +79,13 @@ from __future__ import annotations
 import asyncio
 from bisect import bisect_right
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError
 from parties.faults import FaultInjector, FaultPlan
+from parties.link import Link
 from parties.traffic import LatencyModel, TrafficStatistics
 from parties.transport import CONTROLLER, Endpoint, Envelope, Frame, Topology, Transport, actor_name
 from parties.wire.codec import Message, peek_kind
@@ -91,33 +96,9 @@ if TYPE_CHECKING:  # annotations only: party workers never import networkx
     from parties.columns import ReplyColumns
     from parties.shard_report import ShardReport
 
-__all__ = [
-    "InMemoryNetwork",
-    "ShardLink",
-]
+__all__ = ["Router"]
 
-class ShardLink(Protocol):
-    """The controller process's handle on one shard host (a runtime's frame channel).
-
-    A link may also have ``push_many(frame, dsts)``: ``frame`` (a broadcast's) for every party
-    of ``dsts`` (an ascending int64 array of parties it hosts), as many :meth:`push` calls
-    carried at once; the router uses it when present.
-    """
-
-    parties: range
-
-    def push(self, frame: Frame, position: int | None) -> None:
-        """Queue ``frame`` for delivery in the shard (must not block)."""
-
-    def crash(self, parties: Sequence[int]) -> None:
-        """Tell the shard that these of its parties crashed."""
-
-    def buffered(self, party: int) -> int:
-        """Messages buffered at ``party``'s endpoint (where a reorder fault inserts the next
-        one); a remote shard's buffers are not visible here: 0."""
-
-
-class InMemoryNetwork(Transport):
+class Router(Transport):
     """One buffered mailbox per actor in this process, shard links for the others (module
     docstring).
 
@@ -151,7 +132,7 @@ class InMemoryNetwork(Transport):
         self._probabilistic = faults is not None and faults.probabilistic
         self._timers: dict[int, asyncio.TimerHandle] = {}
         self._next_token = 0
-        self._links: list[ShardLink] = []
+        self._links: list[Link] = []
         self._starts: list[int] = []
         self.lost: dict[int, str] = {}  # link index -> why
         self.party_to_party = [0, 0]  # messages, payload bytes routed from a party to a party
@@ -166,17 +147,17 @@ class InMemoryNetwork(Transport):
         """Whether frames may travel as columns here: no fault plan acts on single messages,
         and frames are routed by this class (a subclass that routes each frame itself, such as
         a timed network, gets every frame on its own)."""
-        return self._injector is None and type(self)._route is InMemoryNetwork._route
+        return self._injector is None and type(self)._route is Router._route
 
-    def _emit_broadcast(self, src: int, dsts: Sequence[int], msg: Message, phase: str, payload: bytes) -> None:
-        """A broadcast goes to each shard link once (:meth:`ShardLink.push_many`), counted as one
-        message per receiver; to parties in this process, and wherever a fault plan acts per
-        message, as one frame each."""
+    def broadcast(self, src: int, dsts: Sequence[int], msg: Message, phase: str, payload: bytes) -> None:
+        """A broadcast goes to each shard link once (:meth:`Link.push_many
+        <parties.link.Link.push_many>`), counted as one message per receiver; to parties in this
+        process, and wherever a fault plan acts per message, as one frame each."""
         count = len(dsts)
         targets = np.asarray(dsts, dtype=np.int64)
         if (count < 2 or not self._links or not self._columnar() or src in self._crashed
                 or CONTROLLER in dsts or np.any(np.diff(targets) <= 0)):
-            super()._emit_broadcast(src, dsts, msg, phase, payload)
+            super().broadcast(src, dsts, msg, phase, payload)
             return
         size = len(payload)
         self._traffic.record_sends(src, phase, msg.KIND, count, size * count, size)
@@ -199,15 +180,10 @@ class InMemoryNetwork(Transport):
                 super()._deliver(frame._replace(dst=int(targets[at])))
                 at += 1
                 continue
-            push_many = getattr(link, "push_many", None)
-            if push_many is not None:
-                push_many(frame, targets[at:stop])
-            else:
-                for dst in targets[at:stop].tolist():
-                    link.push(frame._replace(dst=dst), None)
+            link.push_many(frame, targets[at:stop])
             at = stop
 
-    def ingress_columns(self, link: ShardLink, block: ReplyColumns, *, checked: bool = False) -> None:
+    def ingress_columns(self, link: Link, block: ReplyColumns, *, checked: bool = False) -> None:
         """Reply columns sent by parties of ``link`` (:mod:`parties.columns`): counted per sender
         as its own message (:meth:`TrafficCounter.record_columns
         <parties.traffic.TrafficCounter.record_columns>`) and delivered to the controller's
@@ -242,12 +218,12 @@ class InMemoryNetwork(Transport):
             self._traffic.record_fault("lost_to_crash", len(block))
             return
         ep = self.endpoint(CONTROLLER)
-        if ep._accept is not None and block.kind not in ep._accept:  # rejected, each on its own
+        if ep.accept is not None and block.kind not in ep.accept:  # rejected, each on its own
             for k in range(len(block)):
                 super()._deliver(Frame(int(block.srcs[k]), CONTROLLER, block.phase, block.kind, block.payload(k)))
             return
         self._traffic.record_deliveries(CONTROLLER, len(block), int(block.sizes.sum()))
-        ep._put_columns(block)
+        ep.deliver_columns(block)
 
     def _admit_many(self, src: int, count: int) -> int:
         inj = self._injector
@@ -307,7 +283,7 @@ class InMemoryNetwork(Transport):
         self._timers.clear()
 
     # ------------------------------------------------------------------ shard links
-    def attach(self, link: ShardLink) -> int:
+    def attach(self, link: Link) -> int:
         """Attach a shard link (its parties must not overlap another's); returns its index."""
         r = link.parties
         if r.step != 1 or len(r) == 0 or r.start < 0 or r.stop > self.n:
@@ -325,7 +301,7 @@ class InMemoryNetwork(Transport):
         """True when the attached shards host every party ``0..n-1``."""
         return sum(len(link.parties) for link in self._links) == self.n
 
-    def owner(self, party: int) -> ShardLink | None:
+    def owner(self, party: int) -> Link | None:
         """The link hosting ``party`` (``None``: its endpoint is in this process)."""
         k = bisect_right(self._starts, party) - 1
         if k < 0:
@@ -333,7 +309,7 @@ class InMemoryNetwork(Transport):
         link = self._links[k]
         return link if party in link.parties else None
 
-    def ingress(self, link: ShardLink, frame: Frame, *, checked: bool = False) -> None:
+    def ingress(self, link: Link, frame: Frame, *, checked: bool = False) -> None:
         """A frame sent by a party of ``link``: validate, count, apply faults, route.
 
         ``checked``: the frame comes from a shard in this process, whose network built it from
@@ -373,7 +349,7 @@ class InMemoryNetwork(Transport):
         if link is not None:
             link.crash((actor,))
 
-    def lose(self, link: ShardLink, reason: str) -> None:
+    def lose(self, link: Link, reason: str) -> None:
         """The shard behind ``link`` is gone: all its parties crash (no notice is sent)."""
         k = self._links.index(link)
         if k in self.lost:
