@@ -306,6 +306,22 @@ class RecordBatcher(Link):
         self._group: Frame | None = None  # first frame of the broadcast being gathered
         self._dsts: array[int] = array("i")
         self.sent = {"payload": 0, "framing": 0, "control": 0, "multicast_saved": 0, "columns_saved": 0}
+        self.received = {"payload": 0, "framing": 0, "control": 0, "columns_saved": 0}
+
+    def count_in(self, record: bytes, payload: int | None) -> None:
+        """Count one record received from the peer: a frame's ``payload`` bytes and the framing
+        around them (``payload`` None: a control record, all of it)."""
+        if payload is None:
+            self.received["control"] += len(record) + self.prefix
+        else:
+            self.received["payload"] += payload
+            self.received["framing"] += len(record) - payload + self.prefix
+
+    def count_columns_in(self, record: bytes, payload: int) -> None:
+        """Count one ``COLUMNS`` record received: its members' ``payload`` (each at its codec
+        size) and the payload bytes the record saved."""
+        self.received["payload"] += payload
+        self.received["columns_saved"] += payload - len(record) - self.prefix
 
     def send_frame(self, frame: Frame, position: int | None) -> None:
         """Queue one protocol frame (``position``: reorder slot, None = append)."""

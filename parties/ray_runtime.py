@@ -162,7 +162,6 @@ class _RayLink(RecordBatcher):
     def __init__(self, parties: range, actor: Any, run: int) -> None:
         super().__init__()
         self.parties, self.actor, self.run = parties, actor, run
-        self.received = {"payload": 0, "framing": 0, "columns_saved": 0}
         self.pushes = self.pulls = 0
 
     def _write(self, records: list[bytes]) -> None:
@@ -177,7 +176,7 @@ class RayHosting(Hosting):
         super().__init__(plan)
         self.links = links
         for link in links:
-            self.network.attach(link)
+            self.router.attach(link)
         self.shard_peak_rss: list[int] = []
         self.replaced = replaced
 
@@ -189,9 +188,8 @@ class RayHosting(Hosting):
                 self.columns_in(link, record)
                 continue
             frame, _ = read_record(record)
-            link.received["payload"] += len(frame.payload)
-            link.received["framing"] += len(record) - len(frame.payload)
-            self.network.ingress(link, frame)
+            link.count_in(record, len(frame.payload))
+            self.router.ingress(link, frame)
 
     async def pull_loop(self, link: _RayLink) -> None:
         """Feed the frames of one shard to the router until cancelled or the actor dies."""
@@ -202,10 +200,10 @@ class RayHosting(Hosting):
             raise
         except Exception as exc:  # the actor died (RayActorError) or sent garbage: its parties are lost
             self.problems.append(f"shard {link.parties.start}-{link.parties.stop - 1}: {type(exc).__name__}")
-            self.network.lose(link, str(exc))
+            self.router.lose(link, str(exc))
 
     async def finish(self) -> list[ShardReport]:
-        lost = set(self.network.lost)
+        lost = set(self.router.lost)
 
         async def one(k: int, link: _RayLink) -> ShardReport | None:
             if k in lost:
@@ -235,7 +233,7 @@ class RayHosting(Hosting):
             **self.byte_counts(self.links, ("payload", "framing", "control", "multicast_saved"),
                                ("payload", "framing", "columns_saved")),
             "calls": {"push": sum(link.pushes for link in self.links), "pull": sum(link.pulls for link in self.links)},
-            "lost_shards": len(self.network.lost),
+            "lost_shards": len(self.router.lost),
             "replaced_actors": list(self.replaced),
             "shard_peak_rss_bytes": list(self.shard_peak_rss),
             "problems": list(self.problems),

@@ -18,8 +18,8 @@ to a :class:`~parties.router.Router`, and — when the plan's secure-sum engine 
 collects every shard's verification keys and installs the run's key directory in every shard
 (the runner is the run's PKI, never the controller actor; the private keys stay in the
 shards).  Then it yields a :class:`Hosting`; the simulation runs the controller on
-``hosting.network`` (the run's router), then calls :meth:`Hosting.parties` for the parties' summaries.  Leaving the context stops every shard
-host the runtime started (no orphan process or actor, after success, error or Ctrl-C).
+``hosting.router`` (the run's router), then calls :meth:`Hosting.parties` for the parties'
+summaries.  Leaving the context stops every shard host the runtime started (no orphan process or actor, after success, error or Ctrl-C).
 """
 
 from __future__ import annotations
@@ -154,18 +154,18 @@ class HostingPlan:
         """Whether the parties need PKI signing keys (the engine signs)."""
         return self.engine is not None and self.engine.signs
 
-    def network(self) -> Router:
+    def router(self) -> Router:
         """The controller process's router for this run (on :meth:`graph`)."""
         return Router(self.n, faults=self.faults, latency=self.latency, seed=self.fault_seed,
                                topology=self.graph())
 
 
 class Hosting(ABC):
-    """Shard hosts of a run, seen from the controller process (on the plan's network)."""
+    """Shard hosts of a run, seen from the controller process (through the plan's router)."""
 
     def __init__(self, plan: HostingPlan) -> None:
         self.plan = plan
-        self.network = plan.network()
+        self.router = plan.router()
         self.problems: list[str] = []  # what went wrong with a shard (a bad record, a lost worker...)
 
     @abstractmethod
@@ -189,7 +189,7 @@ class Hosting(ABC):
         framing + control - multicast_saved - columns_saved)."""
         s = {k: sum(link.sent[k] for link in links) for k in sent}
         r = {k: sum(link.received[k] for link in links) for k in received}
-        return {"payload_bytes": s["payload"] + r["payload"], "party_to_party_bytes": self.network.party_to_party[1],
+        return {"payload_bytes": s["payload"] + r["payload"], "party_to_party_bytes": self.router.party_to_party[1],
                 "framing_bytes": s["framing"] + r["framing"], "control_bytes": s["control"] + r.get("control", 0),
                 **({"multicast_saved_bytes": s["multicast_saved"]} if "multicast_saved" in s else {}),
                 "columns_saved_bytes": s.get("columns_saved", 0) + r.get("columns_saved", 0),
@@ -199,24 +199,22 @@ class Hosting(ABC):
         """A ``COLUMNS`` record from the shard behind ``link`` (:mod:`parties.channel`): its reply
         columns go to the router (:meth:`Router.ingress_columns
         <parties.router.Router.ingress_columns>`, which checks that the link hosts
-        every sender), counted in ``link.received``.  A malformed record is the sending shard's
+        every sender), counted by the link (``count_columns_in``).  A malformed record is the sending shard's
         fault: dropped, counted ``rejected`` and noted in :attr:`problems`, never the run's end."""
         try:
             block = read_columns(record)
         except MessageError as exc:
-            self.network.counter.record_fault("rejected")
+            self.router.counter.record_fault("rejected")
             self.problems.append(f"shard {link.parties.start}-{link.parties.stop - 1}: reply columns rejected: {exc}")
             return
-        payload = int(block.sizes.sum())
-        link.received["payload"] += payload
-        link.received["columns_saved"] += payload - len(record) - link.prefix
-        self.network.ingress_columns(link, block)
+        link.count_columns_in(record, int(block.sizes.sum()))
+        self.router.ingress_columns(link, block)
 
     def collected(self, ranges: Sequence[range], reports: dict[int, ShardReport]) -> list[ShardReport]:
         """The reports of the shards hosting ``ranges`` (``reports``: by index), their delivery
         counters added to the network's; a placeholder (:meth:`ShardReport.lost
         <parties.shard_report.ShardReport.lost>`) for each shard that did not report."""
-        self.network.merge(list(reports.values()))
+        self.router.merge(list(reports.values()))
         plan = self.plan
         return [reports[k] if k in reports else ShardReport.lost(r, plan.budgets[r.start:r.stop], plan.policy)
                 for k, r in enumerate(ranges)]
@@ -284,9 +282,9 @@ class MemoryHosting(Hosting):
 
     def __init__(self, plan: HostingPlan, shards: int = 1) -> None:
         super().__init__(plan)
-        self.links = [LocalLink(self.network, plan.setup(r), shards == 1) for r in split(plan.n, shards)]
+        self.links = [LocalLink(self.router, plan.setup(r), shards == 1) for r in split(plan.n, shards)]
         for link in self.links:
-            self.network.attach(link)
+            self.router.attach(link)
         if plan.signs:  # the runner is the run's PKI: the shards' public keys make the directory
             keys = directory([(link.parties, link.shard.public_keys()) for link in self.links], plan.n)
             for link in self.links:
@@ -313,7 +311,7 @@ class MemoryHosting(Hosting):
 
     def wire(self) -> dict[str, Any]:
         return {} if len(self.links) == 1 else {"runtime": "memory", "shards": len(self.links),
-                                                "party_to_party_bytes": self.network.party_to_party[1]}
+                                                "party_to_party_bytes": self.router.party_to_party[1]}
 
 
 @dataclass(frozen=True)

@@ -368,7 +368,7 @@ async def simulate_async(
     reports: tuple[AttackReport, ...] = ()
     with rare_full_collections():  # the run keeps a few objects per party until its end
         async with runtime.host(hosting_plan) as hosting, asyncio.TaskGroup() as tg:
-            net = hosting.network
+            net = hosting.router
             ready = time.perf_counter()
             if engine is not None:
                 _warn_if_expensive(engine, n, plan, net)

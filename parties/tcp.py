@@ -127,7 +127,6 @@ class StreamChannel(RecordBatcher):
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         super().__init__()
         self.reader, self.writer = reader, writer
-        self.received = {"payload": 0, "framing": 0, "control": 0, "columns_saved": 0}
         self.socket_bytes: tuple[int, int] | None = None
 
     def _write(self, records: list[bytes]) -> None:
@@ -143,12 +142,6 @@ class StreamChannel(RecordBatcher):
             for record in decoder.feed(data):
                 yield record
 
-    def count_in(self, record: bytes, payload: int | None) -> None:
-        if payload is None:
-            self.received["control"] += len(record) + LENGTH_SIZE
-        else:
-            self.received["payload"] += payload
-            self.received["framing"] += len(record) - payload + LENGTH_SIZE
 
     def measure(self) -> None:
         """Read the kernel's byte counters of the socket (Linux ``TCP_INFO``; else nothing)."""
@@ -223,7 +216,7 @@ class TcpHosting(Hosting):
                 if record[0] == DATA:
                     frame, _ = read_record(record)
                     channel.count_in(record, len(frame.payload))
-                    self.network.ingress(link, frame)
+                    self.router.ingress(link, frame)
                     continue
                 if record[0] == COLUMNS:
                     self.columns_in(link, record)
@@ -247,7 +240,7 @@ class TcpHosting(Hosting):
             if link is not None and link.report is None:
                 channel.measure()
                 if link in self.links:
-                    self.network.lose(link, "connection closed")
+                    self.router.lose(link, "connection closed")
                 link.done.set()
                 self._changed.set()
             await channel.close()
@@ -267,7 +260,7 @@ class TcpHosting(Hosting):
         if self._expected is not None and span not in self._expected:
             raise MessageError(f"worker {worker} declares parties {span[0]}-{span[1] - 1}, not a range assigned")
         link.parties, link.worker = range(*span), worker
-        self.network.attach(link)  # ConfigurationError on overlap / out of range
+        self.router.attach(link)  # ConfigurationError on overlap / out of range
         self._workers.add(worker)
         self.links.append(link)
         link.send_control("setup", self.plan.setup(link.parties))
@@ -287,7 +280,7 @@ class TcpHosting(Hosting):
         watchers = [asyncio.ensure_future(watch(proc)) for proc in processes]
         try:
             async with asyncio.timeout(timeout):
-                while not (self.network.covered() and all(link.ready.is_set() for link in self.links)):
+                while not (self.router.covered() and all(link.ready.is_set() for link in self.links)):
                     for k, proc in enumerate(processes):
                         if proc.returncode is not None:
                             raise RuntimeFailure(f"worker {k} exited with code {proc.returncode} before it was "
@@ -345,7 +338,7 @@ class TcpHosting(Hosting):
             "tls": self._tls,
             "workers": len(self.links),
             **self.byte_counts(self.links, (*received, "multicast_saved"), received),
-            "lost_workers": len(self.network.lost),
+            "lost_workers": len(self.router.lost),
             "problems": list(self.problems),
         }
         app = sum(out[k] for k in ("payload_bytes", "framing_bytes", "control_bytes")) \

@@ -60,7 +60,7 @@ class TimedPlan(HostingPlan):
         """``plan`` with ``model``."""
         return cls(**{f.name: getattr(plan, f.name) for f in fields(HostingPlan) if f.init}, model=model)
 
-    def network(self) -> TimedNetwork:
+    def router(self) -> TimedNetwork:
         model = self.model
         if model is None:  # pragma: no cover - of() always sets it
             raise ConfigurationError("a TimedPlan needs a network model")
@@ -72,21 +72,21 @@ class VirtualHosting(MemoryHosting):
     """:class:`~parties.runtime.MemoryHosting` on a :class:`TimedNetwork`; notes the virtual time
     at which the controller finished."""
 
-    network: TimedNetwork
+    router: TimedNetwork
 
     async def parties(self) -> Sequence[Party]:
-        self.network.timeline.finished = asyncio.get_running_loop().time()
+        self.router.timeline.finished = asyncio.get_running_loop().time()
         return await super().parties()
 
     async def finish(self) -> list[Any]:
-        timeline = self.network.timeline
+        timeline = self.router.timeline
         if not timeline.finished:
             timeline.finished = asyncio.get_running_loop().time()
         return await super().finish()
 
     def wire(self) -> dict[str, Any]:
-        report = self.network.timeline.report()
-        return {"runtime": "virtual", "model": self.network.model.describe(), "completion": report["completion"],
+        report = self.router.timeline.report()
+        return {"runtime": "virtual", "model": self.router.model.describe(), "completion": report["completion"],
                 "rounds": report["rounds"], "links": report["links"], "breakdown": {
                     k: v for k, v in report["breakdown"].items() if k != "per_round"},
                 "missed": {r: len(p) for r, p in report["missed"].items()}}
@@ -129,7 +129,7 @@ class VirtualRuntime(MemoryRuntime):
                 "simulate_async under parties.netsim.clock.run_virtual, got a "
                 f"{type(asyncio.get_running_loop()).__name__}")
         hosting = VirtualHosting(TimedPlan.of(plan, self.model), self.shards)
-        self.timelines.append(hosting.network.timeline)
+        self.timelines.append(hosting.router.timeline)
         async with task_group() as tg:
             hosting.serving = [tg.create_task(link.shard.serve()) for link in hosting.links]
             await asyncio.sleep(0)

@@ -211,11 +211,12 @@ def party_kinds() -> tuple[type[Message], ...]:
 def engine_kinds(engine: str | SecureSumEngine) -> tuple[type[Message], ...]:
     """The message kinds of ``engine`` (a registered name, or an engine object whose name is a
     registered entry's): what a party's endpoint accepts in a run of that engine, no other
-    engine's.  An engine object of no registered entry: every registered engine's kinds
+    engine's.  An engine object of no registered entry, or an entry that declares no
+    ``messages`` (one that speaks a shipped engine's kinds): every registered engine's kinds
     (:func:`party_kinds`)."""
     name = engine if isinstance(engine, str) else getattr(engine, "name", "")
     if isinstance(engine, str) or ENGINES.accepts(name):
-        return ENGINES.lookup(name).messages
+        return ENGINES.lookup(name).messages or party_kinds()
     return party_kinds()
 
 

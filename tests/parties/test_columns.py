@@ -182,8 +182,8 @@ def _hosting(n: int = 32) -> tuple[TcpHosting, _Link]:
                        budgets=(float("inf"),) * n, policy="sequential", accept=(RandomizedValues.KIND,))
     hosting = TcpHosting(plan, tls=False, expected=None)
     link = _Link(range(8, 16))
-    hosting.network.attach(link)  # type: ignore[arg-type]
-    hosting.network.endpoint(CONTROLLER, accept=CONTROLLER_KINDS)
+    hosting.router.attach(link)  # type: ignore[arg-type]
+    hosting.router.endpoint(CONTROLLER, accept=CONTROLLER_KINDS)
     return hosting, link
 
 
@@ -194,9 +194,9 @@ def test_a_worker_cannot_speak_for_parties_it_does_not_host(srcs: list[int]) -> 
     record = columns_record(_block(srcs))
     assert record is not None
     hosting.columns_in(link, record)
-    ctrl = hosting.network.endpoint(CONTROLLER)
+    ctrl = hosting.router.endpoint(CONTROLLER)
     assert ctrl.buffered == 0  # nothing reached the controller, nothing was counted as sent
-    stats = hosting.network.statistics()
+    stats = hosting.router.statistics()
     assert stats.messages == 0 and stats.rejected == len(srcs)
     honest = columns_record(_block(list(range(8, 16))))
     assert honest is not None
@@ -250,12 +250,12 @@ def test_fuzzed_columns_records_are_rejected_or_carry_only_the_links_own_parties
         except MessageError:
             pass
         hosting.columns_in(link, record)
-    ctrl = hosting.network.endpoint(CONTROLLER)
+    ctrl = hosting.router.endpoint(CONTROLLER)
     got = ctrl.pending()
     assert all(8 <= env.src < 16 for env in got)  # never a party another link hosts
     for env in got:  # each member is a valid message of its own, at the codec size of its bytes
         assert isinstance(env.message, RandomizedValues) and env.size == len(encode(env.message))
-    stats = hosting.network.statistics()
+    stats = hosting.router.statistics()
     assert stats.messages == len(got) and stats.rejected >= tries - decoded
     assert len(hosting.problems) == tries - decoded  # each undecodable record noted once
     assert all("reply columns rejected" in line for line in hosting.problems)

@@ -47,7 +47,7 @@ async def _two_sums(engine, faults: FaultPlan | None, seed: int = 0):  # noqa: A
                        engine=engine, min_roster=3, mesh=engine.name == "paper", faults=faults,
                        fault_seed=seed, timeout=0.5)
     hosting = MemoryHosting(plan)
-    net, parties = hosting.network, hosting.links[0].shard.parties
+    net, parties = hosting.router, hosting.links[0].shard.parties
     ctl = Controller(net.endpoint(CONTROLLER), SCHEMA, range(N), timeout=0.5)
 
     async def body():

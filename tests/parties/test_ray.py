@@ -228,7 +228,7 @@ class _KillShardDuringSum(RayRuntime):
 
         async with super().host(plan) as hosting:
             victim = hosting.links[-1].actor  # type: ignore[attr-defined]
-            once_before(hosting.network, SecureSumStart.KIND, lambda: ray.kill(victim))
+            once_before(hosting.router, SecureSumStart.KIND, lambda: ray.kill(victim))
             yield hosting
 
 

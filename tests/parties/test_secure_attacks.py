@@ -122,8 +122,8 @@ def _actors(n: int, engine, *, min_roster: int = DEFAULT_MIN_ROSTER):
                        engine=engine, min_roster=min_roster, mesh=engine.name == "paper",
                        timeout=0.5)
     hosting = MemoryHosting(plan)
-    ctl = Controller(hosting.network.endpoint(CONTROLLER), schema, range(n), timeout=0.5)
-    return hosting.network, hosting.links[0].shard.parties, ctl
+    ctl = Controller(hosting.router.endpoint(CONTROLLER), schema, range(n), timeout=0.5)
+    return hosting.router, hosting.links[0].shard.parties, ctl
 
 
 async def _serve(net, parties, body):

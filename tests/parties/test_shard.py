@@ -124,7 +124,7 @@ async def test_a_shard_answers_through_the_router_like_parties_in_memory() -> No
     plan = HostingPlan(n=6, schema=data.schema, records=np.asarray(data.codes), seed=3,
                        budgets=(float("inf"),) * 6, policy="sequential",
                        accept=tuple(k.KIND for k in PARTY_KINDS), fault_seed=3, timeout=5.0)
-    net = plan.network()
+    net = plan.router()
     links = []
     for r in split(6, 2):
         link = _Link(r)

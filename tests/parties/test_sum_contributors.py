@@ -225,7 +225,7 @@ async def test_a_survivor_the_controller_invents_is_not_counted() -> None:
                        accept=tuple(k.KIND for k in PARTY_KINDS), engine=engine, min_roster=3,
                        faults=FaultPlan(crash={2: 3}), timeout=0.5)
     hosting = MemoryHosting(plan)
-    net, parties = hosting.network, hosting.links[0].shard.parties
+    net, parties = hosting.router, hosting.links[0].shard.parties
     ctl = Controller(net.endpoint(CONTROLLER), schema, range(3), timeout=0.5, on_dropout="exclude")
 
     async def body():

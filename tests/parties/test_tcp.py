@@ -203,7 +203,7 @@ class _KillDuringSum(TcpRuntime):
         async with super().host(plan) as hosting:
             procs = hosting.processes  # type: ignore[attr-defined]
             _KillDuringSum.spawned = list(procs)
-            once_before(hosting.network, SecureSumStart.KIND, procs[-1].kill)
+            once_before(hosting.router, SecureSumStart.KIND, procs[-1].kill)
             yield hosting
 
 

@@ -110,7 +110,7 @@ async def test_an_authenticated_worker_sending_junk_is_dropped_not_the_run(tmp_p
     if attack == "cut frame":  # the worker was accepted, then lost: its parties crash, nothing raised
         (link,) = hosting.links
         assert link.done.is_set() and link.report is None
-        assert set(hosting.network.lost.values()) == {"connection closed"}
+        assert set(hosting.router.lost.values()) == {"connection closed"}
     else:
         assert hosting.links == []
         why = "not a control record" if attack == "garbage" else "record length 4294967295 exceeds the limit"
@@ -141,10 +141,10 @@ async def test_a_worker_speaking_for_parties_it_does_not_host_is_refused_not_dro
 
     hosting = await _abuse(tmp_path, client, n=12)
     (link,) = hosting.links
-    stats = hosting.network.statistics()
+    stats = hosting.router.statistics()
     assert stats.rejected == 8 + 1 and len(hosting.problems) == 1 and "reply columns rejected" in hosting.problems[0]
     assert stats.messages == 4 and sorted(stats.by_sender) == [0, 1, 2, 3]  # its own parties' replies only
-    assert sorted(env.src for env in hosting.network.endpoint(-1).pending()) == [0, 1, 2, 3]
+    assert sorted(env.src for env in hosting.router.endpoint(-1).pending()) == [0, 1, 2, 3]
 
 
 @pytest.mark.timeout(90)
@@ -178,13 +178,13 @@ def test_equivocation_isolating_one_party_fails_on_tcp() -> None:
 
     async def main() -> None:
         async with TcpRuntime(workers=1, tls=False).host(plan) as hosting:
-            ep = hosting.network.endpoint(CONTROLLER)
+            ep = hosting.router.endpoint(CONTROLLER)
             for p in range(n):
                 await ep.send(p, asked if p == victim else decoy, phase="dependence")
             assert len(await ep.gather(range(n), kinds=(Ack,), phase="dependence", timeout=10.0)) == n
             await ep.broadcast(range(n), start, phase="dependence")
             with pytest.raises(ProtocolError):
-                await engine.controller(ep, engine.context(range(n), 4, network=hosting.network, session=session))
+                await engine.controller(ep, engine.context(range(n), 4, network=hosting.router, session=session))
             await hosting.finish()
 
     asyncio.run(main())

@@ -85,3 +85,16 @@ def test_a_run_accepts_the_kinds_of_its_own_engine_only() -> None:
         name = "not-registered"
 
     assert engine_kinds(Unregistered()) == party_kinds()  # its kinds cannot be known: every registered engine's
+
+
+def test_an_entry_that_declares_no_messages_speaks_every_registered_kind() -> None:
+    from parties.secure.registry import engine_kinds, party_kinds
+
+    class Quiet(PaperEngine):
+        name = "quiet-paper"
+
+    register_engine(EngineEntry("quiet-paper", Quiet))
+    try:
+        assert engine_kinds("quiet-paper") == party_kinds()
+    finally:
+        ENGINES.unregister("quiet-paper")
