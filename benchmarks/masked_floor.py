@@ -66,7 +66,7 @@ if str(ROOT) not in sys.path:
 
 from parties.secure import crypto, prg, shamir, views  # noqa: E402
 from parties.secure.masked import _masked_input  # noqa: E402
-from parties.secure.unmasking import mask_vector  # noqa: E402
+from parties.secure.unmasking import add_mask  # noqa: E402
 from parties.secure.pki import setup_pki  # noqa: E402
 from parties.secure.ring import ZMod  # noqa: E402
 from parties.secure.topology import build_neighbourhoods  # noqa: E402
@@ -169,7 +169,7 @@ def items(repeat: int) -> list[tuple[str, int, float, float | None]]:
         np.add(acc, words, out=acc)
 
     def engine_mask() -> None:
-        np.add(acc, mask_vector(ring, key32, CELLS), out=acc)
+        add_mask(acc, key32)
 
     def engine_masked_input() -> None:  # the self mask and 8 pairwise masks, each with its agreement
         _masked_input(ring, x, key32, priv, peers, SESSION, 0)
