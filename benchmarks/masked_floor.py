@@ -36,8 +36,12 @@ Python of the engine's cryptographic functions around it, and the rest (protocol
 accounting, the controller), against the budget the 30 s target leaves on 2 cores.  ``--figure
 PNG`` draws that as stacked bars.
 
-Run: ``.venv/bin/python benchmarks/masked_floor.py [--repeat R] [--runs R [--limit N] [adult.data]
-[--figure PNG]]``
+With ``--programs`` it also times the engine's programs alone at the runs' size (the counting
+driver with the real cryptography, no event loop, endpoints or tasks): the run's CPU minus that
+is what the runtime around the programs costs.
+
+Run: ``.venv/bin/python benchmarks/masked_floor.py [--repeat R] [--runs R [--limit N] [--programs]
+[adult.data] [--figure PNG]]``
 """
 
 from __future__ import annotations
@@ -66,7 +70,7 @@ if str(ROOT) not in sys.path:
 
 from parties.secure import crypto, prg, shamir, views  # noqa: E402
 from parties.secure.masked import _masked_input  # noqa: E402
-from parties.secure.unmasking import mask_vector  # noqa: E402
+from parties.secure.unmasking import add_mask  # noqa: E402
 from parties.secure.pki import setup_pki  # noqa: E402
 from parties.secure.ring import ZMod  # noqa: E402
 from parties.secure.topology import build_neighbourhoods  # noqa: E402
@@ -169,7 +173,7 @@ def items(repeat: int) -> list[tuple[str, int, float, float | None]]:
         np.add(acc, words, out=acc)
 
     def engine_mask() -> None:
-        np.add(acc, mask_vector(ring, key32, CELLS), out=acc)
+        add_mask(acc, key32)
 
     def engine_masked_input() -> None:  # the self mask and 8 pairwise masks, each with its agreement
         _masked_input(ring, x, key32, priv, peers, SESSION, 0)
@@ -283,6 +287,23 @@ def measure_runs(adult: Path, runs: int, limit: int | None,
     return out
 
 
+def programs_alone(n: int) -> float:
+    """CPU seconds of the masked-sparse sum's programs alone for ``n`` parties: the controller's
+    and every party's program with the real cryptography (and a fresh PKI), run by the counting
+    driver (:func:`parties.secure.engine.counted_cost`: no event loop, task, endpoint or
+    mailbox, each message sized by the codec).  A run's CPU minus this is what its runtime
+    costs around the programs (drivers, endpoints, the shard, set-up, the release decisions)."""
+    from parties.secure.engine import counted_cost
+    from parties.secure.registry import make_engine
+    from parties.secure.suite import REAL
+
+    engine = make_engine("masked-sparse")
+    ctx = engine.context(range(n), CELLS, session="bench-programs")
+    start = time.process_time()
+    counted_cost(engine, ctx, suite=REAL, mirror=False)
+    return time.process_time() - start
+
+
 FLOOR_RATIO_GOAL = 1.5
 """The run's CPU over the floor's (floor per party times n) that issue 28 asks for."""
 REST = "the rest: protocol steps, messages, accounting"
@@ -389,6 +410,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, metavar="N", help="first N Adult parties only (--runs)")
     parser.add_argument("--runtimes", default="memory,tcp", metavar="NAMES",
                         help="comma-separated runtimes of --runs, among memory and tcp (default: both)")
+    parser.add_argument("--programs", action="store_true",
+                        help="also time the engine's programs alone at the runs' size (needs --runs; "
+                             "as much CPU again as a memory run)")
     parser.add_argument("--figure", type=Path, default=None, metavar="PNG",
                         help="draw where the runs' CPU goes into this PNG (needs --runs)")
     args = parser.parse_args(argv)
@@ -401,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--runs must be 0 or more, got {args.runs}")
     if args.figure is not None and (args.runs == 0 or args.figure.suffix != ".png"):
         parser.error(f"--figure needs --runs R >= 1 and a path ending in .png, got {args.figure} with --runs {args.runs}")
+    if args.programs and args.runs == 0:
+        parser.error("--programs needs --runs R >= 1 (it times the programs at the runs' size)")
     if args.runs and not args.adult.exists():
         parser.error(f"UCI Adult not found at {args.adult}; pass the path of adult.data")
     rows = items(args.repeat)
@@ -427,6 +453,14 @@ def main(argv: list[str] | None = None) -> int:
         runs = measure_runs(args.adult, args.runs, args.limit, runtimes)
         print(f"load average after the runs: {Path('/proc/loadavg').read_text().split()[:3]}")
         parts = report_runs(runs, floor_total, engine_total)
+        if args.programs:
+            n = runs[0].n
+            alone = programs_alone(n)
+            memory = [r.cpu for r in runs if r.runtime == "memory"]
+            rest = f"; the memory runs' runtime around them: {statistics.mean(memory) - alone:.1f} s" if memory else ""
+            print(f"  the programs alone (counting driver, real cryptography, no event loop): {alone:.1f} s CPU = "
+                  f"{alone / n * 1e3:.2f} ms per party, {alone / (floor_total * n):.2f} x the floor{rest} "
+                  f"(load {Path('/proc/loadavg').read_text().split()[0]})")
         if args.figure is not None:
             print(f"wrote {draw(parts, runs, args.figure)}")
     return 0

@@ -110,7 +110,7 @@ from parties.secure.program import Delivery, Operation, Program, Send, from_cont
 from parties.secure.ring import ZMod
 from parties.secure.shamir import SHARE_BYTES, share_values
 from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
-from parties.secure.unmasking import abscissa, mask_vector
+from parties.secure.unmasking import abscissa, add_mask
 from parties.secure.values import as_ring_vector
 from parties.secure.masked_server import PHASES, ControllerProgram, Shortfall, spread
 from parties.secure.views import (
@@ -135,15 +135,13 @@ def _masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519Priva
     """Round 2: y = x + PRG(b) + sum_{j > me} PRG(s_{me,j}) - sum_{j < me} PRG(s_{me,j}) (mod M)
     over the ``peers`` (id -> s_pk) whose shares this party holds.  ``x`` is the party's own copy
     (:func:`~parties.secure.values.as_ring_vector`): in the ring's dtype, it is masked in place."""
-    length = x.shape[0]
     if ring.modulus != 1 << (8 * ring.element_bytes):  # pragma: no cover - ring_modulus gives 2^32 or 2^64
         raise ConfigurationError(f"the masked engine computes in Z_(2^32) or Z_(2^64), got {ring}")
     # M = 2^(bits of the dtype): the dtype's wrap-around is the reduction, so add in place
     acc = x if x.dtype == ring.dtype else x.astype(ring.dtype)
-    np.add(acc, mask_vector(ring, self_mask, length), out=acc)
+    add_mask(acc, self_mask)
     for j, s_pk in peers.items():
-        seed = agree(s_sk, s_pk, purpose="mask", session=session, me=me, peer=j)
-        (np.add if me < j else np.subtract)(acc, mask_vector(ring, seed, length), out=acc)
+        add_mask(acc, agree(s_sk, s_pk, purpose="mask", session=session, me=me, peer=j), subtract=me > j)
     return acc
 
 

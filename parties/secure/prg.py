@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
 from mprr.errors import ConfigurationError
 
-__all__ = ["SEED_BYTES", "Keystream", "fresh_seed", "keystream"]
+__all__ = ["SEED_BYTES", "Keystream", "fresh_seed", "keystream", "keystream_into"]
 
 SEED_BYTES = 32
 _NONCE = bytes(16)  # 32-bit block counter 0 + 96-bit nonce 0: each seed is used for one stream
@@ -36,6 +36,14 @@ def keystream(seed: bytes, nbytes: int) -> bytes:
     if not isinstance(seed, bytes) or len(seed) != SEED_BYTES:
         raise ConfigurationError(f"seed must be {SEED_BYTES} bytes, got {len(seed) if isinstance(seed, bytes) else seed!r}")
     return Cipher(algorithms.ChaCha20(seed, _NONCE), mode=None).encryptor().update(_zeros(nbytes))
+
+
+def keystream_into(seed: bytes, out: bytearray) -> None:
+    """Write the first ``len(out)`` bytes of ChaCha20(seed) into ``out``: :func:`keystream`'s
+    bytes without a new bytes object per stream (a mask expanded into a buffer that is reused)."""
+    if not isinstance(seed, bytes) or len(seed) != SEED_BYTES:
+        raise ConfigurationError(f"seed must be {SEED_BYTES} bytes, got {len(seed) if isinstance(seed, bytes) else seed!r}")
+    Cipher(algorithms.ChaCha20(seed, _NONCE), mode=None).encryptor().update_into(_zeros(len(out)), out)
 
 
 @lru_cache(maxsize=8)

@@ -12,11 +12,13 @@ PRG(s_uv) it shares with the survivors are taken out:
                         + sum_{u dropped} sum_{v in U3 ∩ N(u)} ±PRG(s_uv)    (mod M).
 
 Also here, because the party side uses them too: :func:`abscissa` (the public abscissa of a
-holder's share of an owner's secrets) and :func:`mask_vector` (PRG(seed) as a vector of Z_M).
+holder's share of an owner's secrets), :func:`mask_vector` (PRG(seed) as a vector of Z_M) and
+:func:`add_mask` (a vector of Z_M plus or minus PRG(seed), in place).
 """
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_left
 
 import numpy as np
@@ -25,12 +27,12 @@ from mprr.errors import ConfigurationError, MessageError, ProtocolError, SecureS
 from parties.secure.crypto import KeyPair, agree
 from parties.secure.context import SecureSumContext
 from parties.secure.messages import SECRET_MASK_KEY, SECRET_SELF_MASK, PublicKeys, UnmaskShares
-from parties.secure.prg import keystream
+from parties.secure.prg import keystream, keystream_into
 from parties.secure.ring import ZMod
 from parties.secure.shamir import PRIME, SHARE_BYTES, Share, reconstruct_bytes
 from parties.secure.topology import CompleteNeighbourhoods, Neighbourhoods
 
-__all__ = ["Unmasking", "abscissa", "mask_vector", "reconstruct_secret"]
+__all__ = ["Unmasking", "abscissa", "add_mask", "mask_vector", "reconstruct_secret"]
 
 
 def abscissa(neighbours: Neighbourhoods, owner: int, holder: int) -> int:
@@ -47,6 +49,32 @@ def mask_vector(ring: ZMod, seed: bytes, length: int) -> np.ndarray:
 
 
 _LITTLE = {size: np.dtype(f"<u{size}") for size in (1, 2, 4, 8)}
+
+
+class _Scratch(threading.local):
+    """A thread's buffer for one keystream and its little-endian words, by length in bytes."""
+
+    def __init__(self) -> None:
+        self.buffers: dict[tuple[int, int], tuple[bytearray, np.ndarray]] = {}
+
+
+_SCRATCH = _Scratch()
+
+
+def add_mask(acc: np.ndarray, seed: bytes, *, subtract: bool = False) -> None:
+    """``acc += PRG(seed)`` (``subtract``: ``-=``) in place, in Z_M for M = 2^(bits of
+    ``acc``'s unsigned dtype): the dtype's wrap-around is the reduction.  The same words as
+    :func:`mask_vector`, expanded into a buffer this thread reuses (no new bytes per mask)."""
+    size = acc.dtype.itemsize
+    if acc.dtype.kind != "u" or acc.ndim != 1:
+        raise ConfigurationError(f"add_mask needs a 1-D unsigned vector, got {acc.dtype} of shape {acc.shape}")
+    key = (acc.shape[0], size)
+    scratch = _SCRATCH.buffers.get(key)
+    if scratch is None:
+        raw = bytearray(acc.shape[0] * size)
+        scratch = _SCRATCH.buffers[key] = (raw, np.frombuffer(raw, dtype=_LITTLE[size]))
+    keystream_into(seed, scratch[0])
+    (np.subtract if subtract else np.add)(acc, scratch[1], out=acc)
 
 
 class Unmasking:
@@ -105,9 +133,8 @@ class Unmasking:
                     pass  # (inconsistent shares) raised again, in its turn, by finish
 
     def _remove_self_mask(self, v: int) -> None:
-        ring, L = self.ctx.ring, self.ctx.length
         b_v = reconstruct_secret(self.b_shares[v], self.ctx.threshold, f"the self mask of surviving party {v}")
-        np.subtract(self.total, mask_vector(ring, b_v, L), out=self.total)
+        add_mask(self.total, b_v, subtract=True)
         self.removed.add(v)
 
     def finish(self, order: list[int]) -> np.ndarray:
@@ -115,7 +142,7 @@ class Unmasking:
         ``order``), then the masks the survivors share with the dropped parties."""
         if self.error is not None:
             raise self.error
-        ctx, ring, L, total, keys = self.ctx, self.ctx.ring, self.ctx.length, self.total, self.keys
+        ctx, total, keys = self.ctx, self.total, self.keys
         for v in order:
             if v not in self.removed:
                 self._remove_self_mask(v)
@@ -129,7 +156,7 @@ class Unmasking:
                     continue
                 seed = agree(s_u.private, keys[v].keys[0], purpose="mask", session=ctx.session, me=u, peer=v)
                 # survivor v added +PRG(s_uv) if v < u and -PRG(s_uv) if v > u: take it out
-                (np.subtract if v < u else np.add)(total, mask_vector(ring, seed, L), out=total)
+                add_mask(total, seed, subtract=v < u)
         return total
 
 

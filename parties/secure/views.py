@@ -145,7 +145,6 @@ def pack_ids(ids: tuple[int, ...]) -> bytes:
 VIEW_KEY_BYTES = 16
 """Length of the pairwise MAC keys of the consistency round (keyed BLAKE2b keys, 128 bits)."""
 KEY_ENTRY = struct.Struct(f"<I{VIEW_KEY_BYTES}s")  # other holder, pairwise view key (sealed by the owner)
-_PAIR = struct.Struct("<II")  # signer, target
 _blake2b, _sha256 = hashlib.blake2b, hashlib.sha256
 _OWNER = struct.Struct("<I")
 
@@ -221,11 +220,14 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
     starts = [0, *ends[:-1]]
     packed = request.view_cells.astype("<u4", copy=False).tobytes()  # each view as its author packed it
     cells = request.view_cells.tolist()
-    statements = {w: i for i, w in enumerate(request.signers.tolist())}
+    statements = dict(zip(request.signers.tolist(), range(request.signers.shape[0])))
     view_of = request.view_of.tolist()
     tags = request.tags
-    head = prefix  # + signer, target, view: the statement view_tags MACs
-    pair, blake, same = _PAIR.pack, _blake2b, hmac.compare_digest
+    # the statement view_tags MACs is prefix + signer + target + view: the target and the view
+    # (this party, one of a few distinct views) are joined once per view
+    mine = _OWNER.pack(me)
+    tails = [mine + packed[4 * a: 4 * b] for a, b in zip(starts, ends)]
+    head, owner, blake, same = prefix, _OWNER.pack, _blake2b, hmac.compare_digest
     checked: dict[int, frozenset[int] | None] = {}  # author -> its authenticated view (None: bad MAC)
     as_sets: dict[int, frozenset[int]] = {}  # view index -> its ids (honest authors share one view)
 
@@ -234,12 +236,11 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
         got: frozenset[int] | None = None
         if i is not None and key is not None:
             v = view_of[i]
-            a, b = starts[v], ends[v]
-            mac = blake(head + pair(w, me) + packed[4 * a: 4 * b], key=key, digest_size=TAG_BYTES).digest()
-            if same(mac, tags[TAG_BYTES * i: TAG_BYTES * (i + 1)]):
+            if same(blake(head + owner(w) + tails[v], key=key, digest_size=TAG_BYTES).digest(),
+                    tags[TAG_BYTES * i: TAG_BYTES * i + TAG_BYTES]):
                 got = as_sets.get(v)
                 if got is None:  # a holder set (every party on the complete graph)
-                    got = as_sets[v] = frozenset(cells[a:b])
+                    got = as_sets[v] = frozenset(cells[starts[v]:ends[v]])
         checked[w] = got
         return got
 

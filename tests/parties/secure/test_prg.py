@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError
-from parties.secure.prg import SEED_BYTES, Keystream, fresh_seed
+from parties.secure.prg import SEED_BYTES, Keystream, fresh_seed, keystream, keystream_into
 
 
 def test_same_seed_same_stream_and_streaming_is_consistent() -> None:
@@ -45,3 +45,16 @@ def test_bad_seed_rejected(seed: object) -> None:
 def test_bad_dtype_rejected() -> None:
     with pytest.raises(ConfigurationError, match="unsigned integer"):
         Keystream(bytes(32)).words(3, np.int32)
+
+
+def test_keystream_into_writes_the_keystream_into_the_buffer() -> None:
+    out = bytearray(b"\xff" * 100)
+    keystream_into(bytes(32), out)
+    assert bytes(out[:16]).hex() == "76b8e0ada0f13d90405d6ae55386bd28"  # RFC 8439 A.1 #1, as above
+    assert bytes(out) == keystream(bytes(32), 100) == Keystream(bytes(32)).read(100)
+
+
+@pytest.mark.parametrize("seed", [b"short", bytes(33), "x" * 32])
+def test_keystream_into_refuses_bad_seeds(seed: object) -> None:
+    with pytest.raises(ConfigurationError, match="seed must be 32 bytes"):
+        keystream_into(seed, bytearray(8))  # type: ignore[arg-type]

@@ -7,11 +7,11 @@ import secrets
 import numpy as np
 import pytest
 
-from mprr.errors import MessageError
+from mprr.errors import ConfigurationError, MessageError
 from parties.secure.masked import MaskedEngine
 from parties.secure.messages import SECRET_SELF_MASK, UnmaskShares, id_vector
 from parties.secure.shamir import PRIME, SHARE_BYTES, share_values
-from parties.secure.unmasking import Unmasking, abscissa, mask_vector
+from parties.secure.unmasking import Unmasking, abscissa, add_mask, mask_vector
 
 N, L = 8, 6
 
@@ -68,3 +68,27 @@ def test_a_share_value_outside_the_field_is_the_holders_fault() -> None:
         unmasking.take(h, answers[h])
     with pytest.raises(MessageError, match=r"party 3 returned a share value outside GF\(p\) for party \d"):
         unmasking.finish(sorted(unmasking.ctx.parties))
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+def test_add_mask_adds_or_subtracts_the_mask_vector_in_place(dtype: type) -> None:
+    ring = MaskedEngine(topology="harary", degree=4, round_timeout=5).context(range(N), L).ring
+    seed, other = bytes(range(32)), bytes(32)
+    start = np.arange(L, dtype=dtype)
+    acc = start.copy()
+    add_mask(acc, seed)
+    words = np.frombuffer(bytes(mask_vector(ring, seed, 2 * L)), dtype=f"<u{np.dtype(dtype).itemsize}")[:L]
+    if np.dtype(dtype).itemsize == ring.element_bytes:
+        assert np.array_equal(words, mask_vector(ring, seed, L))
+    expected = start.copy()
+    np.add(expected, words, out=expected)  # (wraps modulo 2^bits)
+    assert np.array_equal(acc, expected)
+    add_mask(acc, other)  # (the thread's buffer is reused: the first mask is not kept)
+    add_mask(acc, other, subtract=True)
+    add_mask(acc, seed, subtract=True)
+    assert np.array_equal(acc, start)
+
+
+def test_add_mask_refuses_signed_vectors() -> None:
+    with pytest.raises(ConfigurationError, match="add_mask needs a 1-D unsigned vector, got int32"):
+        add_mask(np.zeros(3, dtype=np.int32), bytes(32))
