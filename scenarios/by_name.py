@@ -26,6 +26,7 @@ from mprr.protocols.result import ProtocolResult
 from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from parties.runtime import Runtime
+from scenarios.config import Overrides, merge_tables, override_tables
 from scenarios.registry import import_module
 from scenarios.report import to_jsonable
 
@@ -77,11 +78,12 @@ def simulate_by_name(
     *,
     seed: int,
     engine: str = "actors",
-    parameters: Mapping[str, Any] | None = None,
+    parameters: Overrides | None = None,
     secure_sum: str | None = None,
     runtime: Runtime | None = None,
 ) -> SimulationSummary:
-    """Run the registered ``protocol`` on ``dataset`` with ``parameters`` (checked by its entry).
+    """Run the registered ``protocol`` on ``dataset`` with ``parameters`` (checked by its entry):
+    one table, or several merged in order (``mprr simulate``'s, one per ``--set``).
 
     ``engine`` is ``"fast"`` (the local driver) or ``"actors"`` (``parties.simulate.simulate`` on
     ``runtime``, the memory runtime by default); ``secure_sum`` names the secure-sum engine of a
@@ -89,7 +91,7 @@ def simulate_by_name(
     centrally).
     """
     entry = lookup(protocol)
-    given = dict(parameters or {})
+    given = merge_tables({}, *override_tables(parameters))
     own: Parameters | None = None
     if entry.parameters is not None:  # validated once, here, by the protocol's parameter object
         own = entry.parameters.from_mapping(given, protocol=entry.name)
