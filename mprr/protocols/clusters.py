@@ -43,7 +43,7 @@ from mprr.data import Schema
 from mprr.protocols.budget import (
     CLUSTER_FAMILY,
     attribute_epsilons,
-    attribute_specs,
+    chosen_specs,
     cluster_spec,
     keep_epsilon,
     keep_for_budget,
@@ -172,13 +172,13 @@ def rr_clusters_steps(schema: Schema, params: RRClustersParameters) -> Program:
     if params.epsilon is not None:
         total = params.epsilon
         discovery = total * params.discovery_share
-        specs, attr_mats = attribute_specs(sizes, epsilon=discovery)
+        specs, attr_mats = chosen_specs(sizes, epsilon=discovery)
         if dependence == "4.3" and m > 1:
             pair_epsilon = discovery / (m * (m - 1) // 2)
         release_p = keep_for_budget(sizes, total - discovery)
         eps = tuple(keep_epsilon(k, release_p) for k in sizes)
     else:
-        specs, attr_mats = params.attribute_specs(sizes)
+        specs, attr_mats = chosen_specs(sizes, p=params.p, epsilon_per_attribute=params.epsilon_per_attribute)
         eps = attribute_epsilons(attr_mats)
     phase1 = yield from dependence_steps(
         schema, dependence, specs, postprocess=method, tables=params.tables, pair_epsilon=pair_epsilon

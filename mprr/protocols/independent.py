@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from mprr.data import Schema
 from mprr.matrices import RandomizationMatrix
-from mprr.protocols.budget import attribute_epsilons
+from mprr.protocols.budget import attribute_epsilons, chosen_specs
 from mprr.protocols.estimate import product_estimate
 from mprr.protocols.local import local_protocol
 from mprr.protocols.parameters import RRIndependentParameters
@@ -70,7 +70,7 @@ def rr_independent_steps(schema: Schema, params: RRIndependentParameters) -> Pro
             paper's experiments; ε_A computed from the matrix), ε of each attribute (``grr``),
             ε per respondent (``keep_or_uniform`` with the one p whose m releases spend
             ``epsilon``), or one explicit matrix per attribute
-            (:meth:`~mprr.protocols.parameters.MatrixChoice.attribute_specs`).
+            (:func:`~mprr.protocols.budget.chosen_specs`).
         ``postprocess``
             ``"clip-rescale"`` (paper, default), ``"project-simplex"``, ``"ibu"`` or ``"none"``
             (raw eq. 2).
@@ -94,7 +94,8 @@ def rr_independent_steps(schema: Schema, params: RRIndependentParameters) -> Pro
     (attribute j's released value = inverse-CDF of row x_j of ``P^j`` at the j-th uniform).
     """
     method = params.postprocess
-    specs, _ = params.attribute_specs(schema.sizes)
+    specs, _ = chosen_specs(schema.sizes, p=params.p, epsilon_per_attribute=params.epsilon_per_attribute,
+                            epsilon=params.epsilon, matrices=params.matrices)
     got = yield Release("attributes", singletons(schema.m), specs)
     record = {
         **matrix_parameters(params.p, params.epsilon_per_attribute, params.epsilon, params.matrices),
