@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import math
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from mprr.domain import MAX_MATRIX_CELLS, MAX_TABLE_CELLS
 from mprr.errors import ConfigurationError
@@ -283,6 +283,9 @@ class LambdaParameters(Parameters):
             raise ConfigurationError(f"regenerate must be a function (lambdas, check) -> lambdas, got {self.regenerate!r}")
 
 
+A = TypeVar("A", bound="AdjustmentOptions")
+
+
 @dataclass(frozen=True, kw_only=True)
 class AdjustmentOptions(Parameters):
     """Algorithm 2's options (main paper Section 5; :func:`mprr.protocols.adjustment.rr_adjustment`,
@@ -295,6 +298,27 @@ class AdjustmentOptions(Parameters):
                            help="RR-Adjustment stops when the largest marginal gap is at most this")
     max_iter: int = parameter(Int(min=1), 1000, help="RR-Adjustment: most IPF sweeps")
     exact_limit: bool = parameter(Bool(), False, help="RR-Adjustment: iterate to the exact limit (adjust's)")
+
+    @classmethod
+    def from_mapping(cls: type[A], values: Mapping[str, Any], *, protocol: str | None = None) -> A:
+        """Build from a mapping; on :class:`AdjustmentOptions` itself (the registry's generic
+        ``"RR-Adjustment"``), the parameters of RR-Adjustment after ``values["base"]``
+        (``"RR-Independent"`` by default, or ``"RR-Clusters"``): that base's and Algorithm 2's.
+
+        Raises
+        ------
+        ConfigurationError
+            For a base that is not adjustable, naming the adjustable ones; else as
+            :meth:`Parameters.from_mapping`.
+        """
+        if cls.base:
+            return super().from_mapping(values, protocol=protocol)
+        rest = dict(values)
+        base = rest.pop("base", "RR-Independent")
+        adjusted = {c.base: c for c in cls.__subclasses__() if c.base}
+        if base not in adjusted:
+            raise ConfigurationError(f"base must be one of {list(adjusted)}, got {base!r}")
+        return adjusted[base].from_mapping(rest, protocol=protocol)
 
 
 @dataclass(frozen=True, kw_only=True)
