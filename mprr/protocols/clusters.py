@@ -40,6 +40,7 @@ from collections.abc import Sequence
 
 from mprr.clustering import Clustering, cluster_attributes
 from mprr.data import Schema
+from mprr.domain import check_int
 from mprr.protocols.budget import (
     CLUSTER_FAMILY,
     attribute_epsilons,
@@ -71,6 +72,7 @@ def release_clusters(
     over more than ``max_cells`` joint cells raises DomainTooLargeError
     (:func:`~mprr.protocols.joint.check_joint_cells`) before anything is released.
     """
+    check_int("max_cells", max_cells, 2)  # once, not for every cluster
     clusters = tuple(tuple(sorted(int(a) for a in c)) for c in clustering.clusters)
     clusters = tuple(sorted(clusters, key=lambda c: c[0]))
     for c in clusters:
