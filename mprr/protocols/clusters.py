@@ -44,6 +44,7 @@ from mprr.domain import check_int
 from mprr.protocols.budget import (
     CLUSTER_FAMILY,
     attribute_epsilons,
+    attribute_family,
     chosen_specs,
     cluster_spec,
     keep_epsilon,
@@ -89,7 +90,7 @@ def rr_clusters_plan(schema: Schema, params: RRClustersParameters) -> Plan:
     chooses from the dependences, through the 6.3.2 matrices
     (:data:`~mprr.protocols.budget.CLUSTER_FAMILY`) and, under 4.1, the attribute matrices' family
     for a singleton cluster that replays phase 1."""
-    family = params.attribute_family()
+    family = attribute_family(p=params.p, epsilon_per_attribute=params.epsilon_per_attribute, epsilon=params.epsilon)
     dependence = params.dependence
     clusters = (CLUSTER_FAMILY,) if dependence != "4.1" or family is None else (family, CLUSTER_FAMILY)
     return Plan((*dependence_plan(schema, dependence, family), PhasePlan.release("clusters", families=clusters)))

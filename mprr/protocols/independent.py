@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from mprr.data import Schema
 from mprr.matrices import RandomizationMatrix
-from mprr.protocols.budget import attribute_epsilons, chosen_specs
+from mprr.protocols.budget import attribute_epsilons, attribute_family, chosen_specs
 from mprr.protocols.estimate import product_estimate
 from mprr.protocols.local import local_protocol
 from mprr.protocols.parameters import RRIndependentParameters
@@ -43,8 +43,9 @@ def matrix_parameters(
 
 def rr_independent_plan(schema: Schema, params: RRIndependentParameters) -> Plan:
     """The plan of :func:`rr_independent_steps`: one release ``"attributes"`` of the m singletons,
-    through the family of the attribute matrices (:meth:`~mprr.protocols.parameters.MatrixChoice.attribute_family`)."""
-    family = params.attribute_family()
+    through the family of the attribute matrices (:func:`~mprr.protocols.budget.attribute_family`)."""
+    family = attribute_family(p=params.p, epsilon_per_attribute=params.epsilon_per_attribute, epsilon=params.epsilon,
+                              matrices=params.matrices)
     return Plan((PhasePlan.release("attributes", singletons(schema.m),
                                    families=None if family is None else (family,)),))
 

@@ -35,7 +35,6 @@ from mprr.errors import ConfigurationError
 from mprr.estimation import POSTPROCESSORS
 from mprr.matrices import RandomizationMatrix
 from mprr.parameters import Bool, Choice, Float, Int, List, Parameters, PerAttribute, parameter
-from mprr.protocols.budget import attribute_family
 from mprr.protocols.dependences import DEPENDENCE_METHODS, TABLE_SOURCES
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS
 from mprr.protocols.oracle_reports import DEFAULT_ORACLE_POSTPROCESS, ORACLE_POSTPROCESS
@@ -64,7 +63,8 @@ ORACLE_POSTPROCESSING = Choice(ORACLE_POSTPROCESS)
 class MatrixChoice(Parameters):
     """How the attribute matrices are chosen: exactly one of ``p``, ``epsilon_per_attribute``,
     ``epsilon`` (and, where a protocol takes them, explicit ``matrices``); a step program reads
-    them and builds the matrices with :func:`mprr.protocols.budget.chosen_specs`."""
+    them and builds the matrices with :func:`mprr.protocols.budget.chosen_specs` (its plan declares
+    their family with :func:`~mprr.protocols.budget.attribute_family`)."""
 
     p: Any = parameter(PerAttribute(KEEP_PROBABILITY), None,
                        help="keep probability of main paper 6.3.1 (keep_or_uniform(|A|, p)), for every "
@@ -88,12 +88,6 @@ class MatrixChoice(Parameters):
                 "give exactly one of p, epsilon_per_attribute, epsilon (per respondent) or matrices for the "
                 f"attribute matrices, got {given or 'none'}"
             )
-
-    def attribute_family(self) -> str | None:
-        """The matrix family of the attribute matrices this choice builds
-        (:func:`mprr.protocols.budget.attribute_family`: a plan's declared family)."""
-        return attribute_family(p=self.p, epsilon_per_attribute=self.epsilon_per_attribute,
-                                epsilon=self.epsilon, matrices=getattr(self, "matrices", None))
 
 
 @dataclass(frozen=True, kw_only=True)
