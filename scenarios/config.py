@@ -32,8 +32,7 @@ from types import MappingProxyType
 from typing import Any, Union
 
 from mprr.errors import ConfigurationError
-from mprr.parameters import (REQUIRED, Bool, Choice, Float, Int, List, Parameters, PerAttribute, Registered, Str,
-                             ValueType)
+from mprr.parameters import REQUIRED, Bool, Choice, Float, Int, List, Parameters, Registered, Str, ValueType
 from mprr.parameters import show_value as _show
 
 __all__ = [
@@ -152,19 +151,17 @@ class Field:
 
     @classmethod
     def derived(cls, parameters: builtins.type[Parameters], key: str, default: Any = _SAME, *, type: ValueType | None = None,
-                help: str | None = None, scalar: bool = False) -> Field:
+                help: str | None = None) -> Field:
         """The field of a protocol parameter, derived from its parameter object
         (:class:`mprr.parameters.Parameters`): its value type, default and help, each unless given.
 
-        ``scalar`` takes the one-value form of a per-attribute parameter
-        (:class:`~mprr.parameters.PerAttribute`); ``type`` narrows the value type where a
-        scenario accepts less than the protocol (a smaller ``max_cells``, no raw estimate).
+        ``type`` narrows the value type where a scenario accepts less than the protocol (a smaller
+        ``max_cells``, no raw estimate): the schema checks such a field itself; a field taken
+        unchanged is the object's to check.
         """
         spec = parameters.spec(key)
-        kind = spec.type.item if scalar and isinstance(spec.type, PerAttribute) else spec.type
-        narrowed = type is not None or kind is not spec.type  # a rule of the scenario's own: checked here
-        return cls(key, kind if type is None else type, spec.default if default is _SAME else default,
-                   spec.help if help is None else help, None if narrowed else parameters)
+        return cls(key, spec.type if type is None else type, spec.default if default is _SAME else default,
+                   spec.help if help is None else help, parameters if type is None else None)
 
 
 class Schema:
