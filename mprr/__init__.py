@@ -10,7 +10,7 @@ Modules, in dependency order (each may import only those above it):
 - ``registry``      — ``Registry``: the one pattern for whatever is chosen by name (protocols,
                       matrix families, secure-sum engines), with its public ``register``
 - ``parameters``    — value types (``Int``, ``Float``, ``Choice``, ``PerAttribute``, ``Registered``
-                      ...; ``per_attribute`` spreads a per-attribute value) and ``Parameters``, the base of
+                      ...) and ``Parameters``, the base of
                       the frozen, validated parameter objects (``checked_parameters`` builds one from a
                       caller's table, naming the caller's key)
 - ``domain``        — the one check of each kind (int, real, ε, unit interval, cells); joint codes

@@ -3,9 +3,9 @@
 A :class:`ValueType` checks one value (``check(value, key)`` returns it normalised or raises
 :class:`~mprr.errors.ConfigurationError` naming the key, the bad value and what is allowed):
 :class:`Int`, :class:`Float`, :class:`Bool`, :class:`Str`, :class:`Choice`, :class:`List` and
-:class:`PerAttribute` (a scalar for every attribute, or one value per attribute; :func:`per_attribute`
-spreads such a value over the attributes) and :class:`Registered` (a name of a
-:class:`~mprr.registry.Registry`).
+:class:`PerAttribute` (a scalar for every attribute, or one value per attribute, spread over
+the attributes by :func:`mprr.protocols.budget.per_attribute`) and :class:`Registered` (a name of
+a :class:`~mprr.registry.Registry`).
 
 A :class:`Parameters` subclass is a frozen dataclass whose fields are declared with
 :func:`parameter` (a value type, a default, one line of help): building one validates every
@@ -23,8 +23,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
-
-import numpy as np
 
 from mprr.errors import ConfigurationError
 from mprr.registry import Registry
@@ -44,7 +42,6 @@ __all__ = [
     "ValueType",
     "checked_parameters",
     "parameter",
-    "per_attribute",
     "show_value",
 ]
 
@@ -243,21 +240,6 @@ class PerAttribute(ValueType):
         if isinstance(value, (str, bytes, Mapping)) or not _scalar(value):
             raise self._fail(value, key)
         return self.item.check(value, key)
-
-
-def per_attribute(value: float | Sequence[float], m: int, name: str) -> list[float]:
-    """A :class:`PerAttribute` value for each of ``m`` attributes: a scalar repeated, or a sequence
-    of exactly ``m`` values (ConfigurationError naming ``name`` otherwise)."""
-    if isinstance(value, (str, bytes)):
-        raise ConfigurationError(f"{name} must be a number or a sequence of {m} numbers, got {value!r}")
-    if isinstance(value, Sequence) or isinstance(value, np.ndarray):
-        values = list(value)
-        if len(values) != m:
-            raise ConfigurationError(
-                f"{name} must give one value per attribute ({m}), got {len(values)} values"
-            )
-        return values
-    return [value] * m
 
 
 def _scalar(value: Any) -> bool:

@@ -36,6 +36,8 @@ Modules, in dependency order:
                      intervals beside the truth (report tables, results.json, estimates.csv)
 - ``local_anonymization`` — the default demo: RR-Clusters + Adjustment through the actors
 - ``communication`` — ``communication_cost``: measured vs closed-form costs
+- ``communication_figures`` — communication_cost's log-log figures: measured markers beside
+                     closed-form lines
 - ``faults``     — ``secure_sum_faults``: dropout rate vs outcome per engine
 - ``network_time`` — ``network_time``: virtual completion time per engine and network profile,
                    where the time went, the timeline of one run

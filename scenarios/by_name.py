@@ -27,6 +27,7 @@ from mprr.streams import PartyStreams
 from mprr.synthetic import planted_clusters
 from parties.plugins import load_plugins
 from parties.runtime import Runtime
+from scenarios.config import Overrides, merge_tables, override_tables
 from scenarios.report import to_jsonable
 
 __all__ = ["SimulationSummary", "load_plugins", "simulate_by_name", "synthetic_dataset", "write_summary"]
@@ -60,11 +61,12 @@ def simulate_by_name(
     *,
     seed: int,
     engine: str = "actors",
-    parameters: Mapping[str, Any] | None = None,
+    parameters: Overrides | None = None,
     secure_sum: str | None = None,
     runtime: Runtime | None = None,
 ) -> SimulationSummary:
-    """Run the registered ``protocol`` on ``dataset`` with ``parameters`` (checked by its entry).
+    """Run the registered ``protocol`` on ``dataset`` with ``parameters`` (checked by its entry):
+    one table, or several merged in order (``mprr simulate``'s, one per ``--set``).
 
     ``engine`` is ``"fast"`` (the local driver) or ``"actors"`` (``parties.simulate.simulate`` on
     ``runtime``, the memory runtime by default); ``secure_sum`` names the secure-sum engine of a
@@ -72,7 +74,7 @@ def simulate_by_name(
     centrally).
     """
     entry = lookup(protocol)
-    given = dict(parameters or {})
+    given = merge_tables({}, *override_tables(parameters))
     own: Parameters | None = None
     if entry.parameters is not None:  # validated once, here, by the protocol's parameter object
         own = entry.parameters.from_mapping(given, protocol=entry.name)

@@ -49,7 +49,7 @@ from typing import Any, TextIO
 from mprr import __version__
 from mprr.errors import ConfigurationError, MprrError
 from scenarios.by_name import load_plugins, simulate_by_name, synthetic_dataset, write_summary
-from scenarios.config import ENGINES, REQUIRED, merge_tables
+from scenarios.config import ENGINES, REQUIRED
 from scenarios.datasets import load_table
 from scenarios.out_dir import prepare_out_dir, removed_on_failure
 from scenarios.overrides import parse_override
@@ -240,16 +240,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def parameter_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """Parameter overrides of a ``run``: every ``--set`` merged, then the shortcut options."""
-    overrides: dict[str, Any] = {}
-    for text in args.overrides:
-        overrides = merge_tables(overrides, parse_override(text))
-    for option, convert in PARAMETER_OPTIONS.items():
-        value = getattr(args, option, None)
-        if value is not None:
-            overrides[option] = convert(value)
-    return overrides
+def parameter_overrides(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Parameter overrides of a ``run``, parsed, one table each: every ``--set`` in order, then
+    the shortcut options (the runner merges them over the scenario file's,
+    :meth:`scenarios.config.ScenarioConfig.with_overrides`)."""
+    tables = [parse_override(text) for text in args.overrides]
+    shortcuts = {option: convert(getattr(args, option)) for option, convert in PARAMETER_OPTIONS.items()
+                 if getattr(args, option, None) is not None}
+    return [*tables, shortcuts] if shortcuts else tables
 
 
 # --------------------------------------------------------------------------- commands
@@ -369,9 +367,7 @@ def _cmd_run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
 
 def _cmd_simulate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
     load_plugins(args.plugin)
-    parameters: dict[str, Any] = {}
-    for text in args.overrides:
-        parameters = merge_tables(parameters, parse_override(text))
+    parameters = [parse_override(text) for text in args.overrides]
     if args.seed < 0:
         raise ConfigurationError(f"--seed must be a non-negative integer, got {args.seed}")
     if args.data is not None:

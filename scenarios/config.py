@@ -29,11 +29,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Union
 
 from mprr.errors import ConfigurationError
-from mprr.parameters import (REQUIRED, Bool, Choice, Float, Int, List, Parameters, PerAttribute, Registered, Str,
-                             ValueType)
+from mprr.parameters import REQUIRED, Bool, Choice, Float, Int, List, Parameters, Registered, Str, ValueType
 from mprr.parameters import show_value as _show
 
 __all__ = [
@@ -45,6 +44,7 @@ __all__ = [
     "Float",
     "Int",
     "List",
+    "Overrides",
     "PathValue",
     "Registered",
     "Schema",
@@ -53,10 +53,15 @@ __all__ = [
     "Str",
     "Table",
     "merge_tables",
+    "override_tables",
     "parse_config",
 ]
 
 ENGINES = ("fast", "actors")
+
+Overrides = Union[Mapping[str, Any], Sequence[Mapping[str, Any]]]
+"""Parameter overrides of a run: one table, or several merged in order (the command line's
+``--set``, one table each; :meth:`ScenarioConfig.with_overrides`)."""
 
 _SAME: Any = object()  # Field.derived: take the parameter object's own default
 
@@ -146,19 +151,17 @@ class Field:
 
     @classmethod
     def derived(cls, parameters: builtins.type[Parameters], key: str, default: Any = _SAME, *, type: ValueType | None = None,
-                help: str | None = None, scalar: bool = False) -> Field:
+                help: str | None = None) -> Field:
         """The field of a protocol parameter, derived from its parameter object
         (:class:`mprr.parameters.Parameters`): its value type, default and help, each unless given.
 
-        ``scalar`` takes the one-value form of a per-attribute parameter
-        (:class:`~mprr.parameters.PerAttribute`); ``type`` narrows the value type where a
-        scenario accepts less than the protocol (a smaller ``max_cells``, no raw estimate).
+        ``type`` narrows the value type where a scenario accepts less than the protocol (a smaller
+        ``max_cells``, no raw estimate): the schema checks such a field itself; a field taken
+        unchanged is the object's to check.
         """
         spec = parameters.spec(key)
-        kind = spec.type.item if scalar and isinstance(spec.type, PerAttribute) else spec.type
-        narrowed = type is not None or kind is not spec.type  # a rule of the scenario's own: checked here
-        return cls(key, kind if type is None else type, spec.default if default is _SAME else default,
-                   spec.help if help is None else help, None if narrowed else parameters)
+        return cls(key, spec.type if type is None else type, spec.default if default is _SAME else default,
+                   spec.help if help is None else help, parameters if type is None else None)
 
 
 class Schema:
@@ -260,13 +263,14 @@ class ScenarioConfig:
         runs: int | None = None,
         seed: int | None = None,
         engine: str | None = None,
-        parameters: Mapping[str, Any] | None = None,
+        parameters: Overrides | None = None,
         schema: Schema | None = None,
     ) -> ScenarioConfig:
         """Return a copy with command-line overrides applied and re-validated.
 
-        ``parameters`` (e.g. from ``--set n=500``) are merged into the raw TOML parameters and
-        the result is validated again against ``schema``.
+        ``parameters`` is one table of overrides (``{"n": 500}``) or several (the command line's,
+        one per ``--set``), merged in order over the raw TOML parameters (:func:`merge_tables`:
+        the one merge of a run's parameters); the result is validated again against ``schema``.
         """
         new = replace(
             self,
@@ -274,13 +278,14 @@ class ScenarioConfig:
             seed=self.seed if seed is None else SEED.check(seed, "seed"),
             engine=self.engine if engine is None else ENGINE.check(engine, "engine"),
         )
-        if parameters:
+        tables = override_tables(parameters)
+        if tables:
             if schema is None:
                 raise ConfigurationError("parameter overrides need the scenario's schema")
-            raw = merge_tables(dict(self.raw_parameters), parameters)
+            raw = merge_tables(dict(self.raw_parameters), *tables)
             new = replace(new, parameters=schema.validate(raw, prefix="parameters"),
                           raw_parameters=MappingProxyType(raw),
-                          override_keys=self.override_keys | frozenset(parameters))
+                          override_keys=self.override_keys.union(*tables))
         return new
 
 
@@ -324,14 +329,22 @@ SCENARIO_SECTION = Schema(
 )
 
 
-def merge_tables(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge ``extra`` into ``base`` recursively (nested tables merged key by key)."""
-    for key, value in extra.items():
-        if isinstance(value, Mapping) and isinstance(base.get(key), Mapping):
-            base[key] = merge_tables(dict(base[key]), value)
-        else:
-            base[key] = value
+def merge_tables(base: dict[str, Any], *extra: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge every table of ``extra``, in order, into ``base`` recursively (nested tables merged
+    key by key; a later value replaces an earlier one)."""
+    for table in extra:
+        for key, value in table.items():
+            if isinstance(value, Mapping) and isinstance(base.get(key), Mapping):
+                base[key] = merge_tables(dict(base[key]), value)
+            else:
+                base[key] = value
     return base
+
+
+def override_tables(parameters: Overrides | None) -> list[Mapping[str, Any]]:
+    """The non-empty tables of ``parameters`` (:data:`Overrides`: one table or several), in order."""
+    tables = [parameters] if isinstance(parameters, Mapping) else list(parameters or ())
+    return [t for t in tables if t]
 
 
 def read_toml(path: Path) -> dict[str, Any]:

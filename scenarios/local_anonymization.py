@@ -95,11 +95,13 @@ SCHEMA = Schema(
                            f"{DEFAULT_EPSILON:g} when neither p nor epsilon_per_attribute is given): sequential "
                            "over everything a respondent releases, RR-Clusters' dependence phase included"),
         Field.derived(RRClustersParameters, "discovery_share"),
-        Field.derived(RRClustersParameters, "p", scalar=True,
-                      help="the papers' setting instead of epsilon: keep probability of main paper 6.3.1 on every "
-                           "attribute (ε per respondent then grows with the number of attributes)"),
-        Field.derived(RRClustersParameters, "epsilon_per_attribute", scalar=True,
-                      help="the papers' setting instead of epsilon: ε of every attribute's generalized RR"),
+        Field.derived(RRClustersParameters, "p",
+                      help="the papers' setting instead of epsilon: keep probability of main paper 6.3.1, for every "
+                           "attribute or one per attribute (ε per respondent then grows with the number of "
+                           "attributes)"),
+        Field.derived(RRClustersParameters, "epsilon_per_attribute",
+                      help="the papers' setting instead of epsilon: ε of every attribute's generalized RR, for "
+                           "every attribute or one per attribute"),
         Field.derived(RRClustersParameters, "Tv", 100, type=Int(min=1)),
         Field.derived(RRClustersParameters, "Td", 0.2),
         Field.derived(RRClustersParameters, "max_cells", 4096, type=Int(min=2, max=65_536),
@@ -335,7 +337,7 @@ def checked_values(params: Mapping[str, Any], parameters: Mapping[str, Parameter
     ``4.0``): the scenario reads its protocol settings back from the objects that checked them."""
     out = dict(params)
     for obj in parameters.values():
-        out.update({k: v for k, v in obj.as_kwargs().items() if k in params and params[k] is not None})
+        out.update({k: getattr(obj, k) for k in params if params[k] is not None and hasattr(obj, k)})
     return out
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from mprr.errors import ConfigurationError
 from parties.runtime import MemoryRuntime, Runtime
-from scenarios.config import ScenarioConfig
+from scenarios.config import Overrides, ScenarioConfig
 from scenarios.out_dir import removed_on_failure
 from scenarios.progress import Progress, null_progress
 from scenarios.registry import ScenarioSpec, load
@@ -171,7 +171,7 @@ def run(
     runs: int | None = None,
     seed: int | None = None,
     engine: str | None = None,
-    parameters: Mapping[str, Any] | None = None,
+    parameters: Overrides | None = None,
     progress: Progress | None = None,
     runtime: Runtime | None = None,
 ) -> RunOutcome:
@@ -186,7 +186,9 @@ def run(
     runs, seed, engine
         Overrides of the file's values.
     parameters
-        Parameter overrides (``{"n": 500}``), validated by the scenario's schema.
+        Parameter overrides: one table (``{"n": 500}``) or several, merged in order over the
+        file's (``mprr run`` passes one per ``--set``; :meth:`ScenarioConfig.with_overrides`
+        merges them), validated by the scenario's schema.
     progress
         Progress reporter (default: silent).
     runtime

@@ -53,8 +53,9 @@ Modules, in dependency order (each imports only those above it):
                         ``local_protocol``, the fast-path function of a step program
 - ``budget``          — ε per respondent as the input (``keep_for_budget``), and the main paper's
                         6.3 matrices and their ``MatrixSpec``: keep_or_uniform per
-                        attribute (6.3.1), the ε-optimal cluster matrix carrying Σ ε_A (6.3.2),
-                        4.3 pair matrices
+                        attribute (6.3.1; ``chosen_specs`` from a validated matrix choice,
+                        ``attribute_specs`` from unchecked values), the ε-optimal cluster matrix
+                        carrying Σ ε_A (6.3.2), 4.3 pair matrices
 - ``independent``     — RR-Independent (main paper Protocol 1)
 - ``joint``           — RR-Joint (Protocol 2), refusing domains above a cell limit (and dense
                         matrices beyond ``mprr.domain.MAX_MATRIX_CELLS``) before drawing

@@ -27,7 +27,7 @@ from mprr.protocols.steps import Program
 if TYPE_CHECKING:
     from mprr.protocols.parameters import AdjustmentOptions
 
-__all__ = ["rr_adjustment", "rr_adjustment_any_steps", "rr_adjustment_steps", "ADJUSTABLE", "ADJUSTED"]
+__all__ = ["rr_adjustment", "rr_adjustment_steps", "ADJUSTABLE"]
 
 ADJUSTABLE: tuple[str, ...] = ("RR-Independent", "RR-Clusters")
 """Protocols whose result RR-Adjustment accepts (main paper 6.2 items 3 and 4)."""
@@ -101,10 +101,6 @@ def rr_adjustment(
     )
 
 
-ADJUSTED: dict[str, str] = {"RR-Independent": "RR-Independent+Adjustment", "RR-Clusters": "RR-Clusters+Adjustment"}
-"""The protocol name of RR-Adjustment after each base protocol (:data:`ADJUSTABLE`)."""
-
-
 def _base(params: AdjustmentOptions) -> Callable[..., Program]:
     """The base protocol's step program."""
     from mprr.protocols.clusters import rr_clusters_steps
@@ -131,28 +127,3 @@ def rr_adjustment_steps(schema: Schema, params: AdjustmentOptions) -> Program:
     """
     result = yield from _base(params)(schema, params)  # the base program reads its own fields
     return rr_adjustment(result, tol=params.tol, max_iter=params.max_iter, exact_limit=params.exact_limit)
-
-
-def _adjusted(base: str, params: dict[str, Any]) -> AdjustmentOptions:
-    """The parameter object of RR-Adjustment after ``base`` (the one validation of ``params``)."""
-    from mprr.protocols.parameters import RRClustersAdjustmentParameters, RRIndependentAdjustmentParameters
-
-    if base == "RR-Clusters":
-        return RRClustersAdjustmentParameters.from_mapping(params, protocol=ADJUSTED[base])
-    if base == "RR-Independent":
-        return RRIndependentAdjustmentParameters.from_mapping(params, protocol=ADJUSTED[base])
-    raise ConfigurationError(f"base must be one of {list(ADJUSTABLE)}, got {base!r}")
-
-
-def rr_adjustment_any_plan(schema: Schema, *, base: str = "RR-Independent", **params: Any) -> Plan:
-    """The plan of :func:`rr_adjustment_any_steps`: the base protocol's."""
-    return rr_adjustment_plan(schema, _adjusted(base, params))
-
-
-@declares(rr_adjustment_any_plan)
-def rr_adjustment_any_steps(schema: Schema, *, base: str = "RR-Independent", **params: Any) -> Program:
-    """RR-Adjustment after the protocol named ``base`` (``"RR-Independent"`` or
-    ``"RR-Clusters"``) as a step program taking keywords: the registry's ``"RR-Adjustment"``,
-    whose parameters depend on ``base``; :func:`rr_adjustment_steps` with the base's
-    adjusted parameter object built from ``params``."""
-    return (yield from rr_adjustment_steps(schema, _adjusted(base, params)))

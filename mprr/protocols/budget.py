@@ -36,13 +36,14 @@ import numpy as np
 from mprr.errors import ConfigurationError
 from mprr.domain import check_epsilon, check_unit
 from mprr.matrices import RandomizationMatrix, grr, keep_or_uniform
-from mprr.parameters import per_attribute
 from mprr.protocols.release import Matrix
 from mprr.protocols.steps import MatrixSpec
 
 __all__ = [
     "BUDGET_CHOICES",
     "attribute_matrices",
+    "chosen_specs",
+    "per_attribute",
     "keep_epsilon",
     "keep_for_budget",
     "attribute_specs",
@@ -56,6 +57,21 @@ __all__ = [
 
 BUDGET_CHOICES: tuple[str, ...] = ("p", "epsilon_per_attribute", "epsilon", "matrices")
 """The ways to choose per-attribute matrices (exactly one per call)."""
+
+
+def per_attribute(value: float | Sequence[float], m: int, name: str) -> list[float]:
+    """A per-attribute value (:class:`mprr.parameters.PerAttribute`) for each of ``m`` attributes: a
+    scalar repeated, or a sequence of exactly ``m`` values (ConfigurationError naming ``name`` otherwise)."""
+    if isinstance(value, (str, bytes)):
+        raise ConfigurationError(f"{name} must be a number or a sequence of {m} numbers, got {value!r}")
+    if isinstance(value, Sequence) or isinstance(value, np.ndarray):
+        values = list(value)
+        if len(values) != m:
+            raise ConfigurationError(
+                f"{name} must give one value per attribute ({m}), got {len(values)} values"
+            )
+        return values
+    return [value] * m
 
 
 def keep_epsilon(size: int, p: float) -> float:
@@ -195,6 +211,40 @@ def attribute_specs(
     else:
         specs = tuple(MatrixSpec.dense(mat) for mat in mats)
     return specs, mats
+
+
+def chosen_specs(
+    sizes: Sequence[int],
+    *,
+    p: float | Sequence[float] | None = None,
+    epsilon_per_attribute: float | Sequence[float] | None = None,
+    epsilon: float | None = None,
+    matrices: Sequence[RandomizationMatrix] | None = None,
+) -> tuple[tuple[MatrixSpec, ...], tuple[Matrix, ...]]:
+    """Each attribute's matrix spec and the matrix it builds, from a choice its parameter object
+    validated (:class:`~mprr.protocols.parameters.MatrixChoice`: exactly one given, every value in
+    range): what the step programs call.  ``keep-or-uniform(p_j)`` (main paper 6.3.1),
+    ``grr(ε_j)``, ``keep-or-uniform`` with the one p that spends ``epsilon`` over the attributes
+    (:func:`keep_for_budget`), or the explicit matrices (checked against ``sizes``,
+    :func:`attribute_specs`).  :func:`attribute_specs` is the same for values not checked yet.
+
+    Raises
+    ------
+    ConfigurationError
+        If a per-attribute list does not give one value for each of the ``len(sizes)``
+        attributes (the one rule that needs the attributes), or explicit matrices do not fit them.
+    """
+    m = len(sizes)
+    if matrices is not None:
+        return attribute_specs(sizes, matrices=matrices)
+    if p is not None:
+        specs = tuple(MatrixSpec.keep_or_uniform(v) for v in per_attribute(p, m, "p"))
+    elif epsilon_per_attribute is not None:
+        specs = tuple(MatrixSpec.grr(v) for v in per_attribute(epsilon_per_attribute, m, "epsilon_per_attribute"))
+    else:
+        assert epsilon is not None  # (exactly one choice: the parameter object's rule)
+        specs = (MatrixSpec.keep_or_uniform(_keep_for_budget(tuple(int(k) for k in sizes), float(epsilon))),) * m
+    return specs, tuple(spec.build([k]) for spec, k in zip(specs, sizes))
 
 
 def attribute_family(

@@ -40,10 +40,12 @@ from collections.abc import Sequence
 
 from mprr.clustering import Clustering, cluster_attributes
 from mprr.data import Schema
+from mprr.domain import check_int
 from mprr.protocols.budget import (
     CLUSTER_FAMILY,
     attribute_epsilons,
-    attribute_specs,
+    attribute_family,
+    chosen_specs,
     cluster_spec,
     keep_epsilon,
     keep_for_budget,
@@ -71,6 +73,7 @@ def release_clusters(
     over more than ``max_cells`` joint cells raises DomainTooLargeError
     (:func:`~mprr.protocols.joint.check_joint_cells`) before anything is released.
     """
+    check_int("max_cells", max_cells, 2)  # once, not for every cluster
     clusters = tuple(tuple(sorted(int(a) for a in c)) for c in clustering.clusters)
     clusters = tuple(sorted(clusters, key=lambda c: c[0]))
     for c in clusters:
@@ -87,7 +90,7 @@ def rr_clusters_plan(schema: Schema, params: RRClustersParameters) -> Plan:
     chooses from the dependences, through the 6.3.2 matrices
     (:data:`~mprr.protocols.budget.CLUSTER_FAMILY`) and, under 4.1, the attribute matrices' family
     for a singleton cluster that replays phase 1."""
-    family = params.attribute_family()
+    family = attribute_family(p=params.p, epsilon_per_attribute=params.epsilon_per_attribute, epsilon=params.epsilon)
     dependence = params.dependence
     clusters = (CLUSTER_FAMILY,) if dependence != "4.1" or family is None else (family, CLUSTER_FAMILY)
     return Plan((*dependence_plan(schema, dependence, family), PhasePlan.release("clusters", families=clusters)))
@@ -172,13 +175,13 @@ def rr_clusters_steps(schema: Schema, params: RRClustersParameters) -> Program:
     if params.epsilon is not None:
         total = params.epsilon
         discovery = total * params.discovery_share
-        specs, attr_mats = attribute_specs(sizes, epsilon=discovery)
+        specs, attr_mats = chosen_specs(sizes, epsilon=discovery)
         if dependence == "4.3" and m > 1:
             pair_epsilon = discovery / (m * (m - 1) // 2)
         release_p = keep_for_budget(sizes, total - discovery)
         eps = tuple(keep_epsilon(k, release_p) for k in sizes)
     else:
-        specs, attr_mats = params.attribute_specs(sizes)
+        specs, attr_mats = chosen_specs(sizes, p=params.p, epsilon_per_attribute=params.epsilon_per_attribute)
         eps = attribute_epsilons(attr_mats)
     phase1 = yield from dependence_steps(
         schema, dependence, specs, postprocess=method, tables=params.tables, pair_epsilon=pair_epsilon

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from mprr.data import Schema
 from mprr.matrices import RandomizationMatrix
-from mprr.protocols.budget import attribute_epsilons
+from mprr.protocols.budget import attribute_epsilons, attribute_family, chosen_specs
 from mprr.protocols.estimate import product_estimate
 from mprr.protocols.local import local_protocol
 from mprr.protocols.parameters import RRIndependentParameters
@@ -43,8 +43,9 @@ def matrix_parameters(
 
 def rr_independent_plan(schema: Schema, params: RRIndependentParameters) -> Plan:
     """The plan of :func:`rr_independent_steps`: one release ``"attributes"`` of the m singletons,
-    through the family of the attribute matrices (:meth:`~mprr.protocols.parameters.MatrixChoice.attribute_family`)."""
-    family = params.attribute_family()
+    through the family of the attribute matrices (:func:`~mprr.protocols.budget.attribute_family`)."""
+    family = attribute_family(p=params.p, epsilon_per_attribute=params.epsilon_per_attribute, epsilon=params.epsilon,
+                              matrices=params.matrices)
     return Plan((PhasePlan.release("attributes", singletons(schema.m),
                                    families=None if family is None else (family,)),))
 
@@ -70,7 +71,7 @@ def rr_independent_steps(schema: Schema, params: RRIndependentParameters) -> Pro
             paper's experiments; ε_A computed from the matrix), ε of each attribute (``grr``),
             ε per respondent (``keep_or_uniform`` with the one p whose m releases spend
             ``epsilon``), or one explicit matrix per attribute
-            (:meth:`~mprr.protocols.parameters.MatrixChoice.attribute_specs`).
+            (:func:`~mprr.protocols.budget.chosen_specs`).
         ``postprocess``
             ``"clip-rescale"`` (paper, default), ``"project-simplex"``, ``"ibu"`` or ``"none"``
             (raw eq. 2).
@@ -94,7 +95,8 @@ def rr_independent_steps(schema: Schema, params: RRIndependentParameters) -> Pro
     (attribute j's released value = inverse-CDF of row x_j of ``P^j`` at the j-th uniform).
     """
     method = params.postprocess
-    specs, _ = params.attribute_specs(schema.sizes)
+    specs, _ = chosen_specs(schema.sizes, p=params.p, epsilon_per_attribute=params.epsilon_per_attribute,
+                            epsilon=params.epsilon, matrices=params.matrices)
     got = yield Release("attributes", singletons(schema.m), specs)
     record = {
         **matrix_parameters(params.p, params.epsilon_per_attribute, params.epsilon, params.matrices),

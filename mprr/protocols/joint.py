@@ -15,7 +15,7 @@ from typing import Any
 
 from mprr.data import Schema
 from mprr.errors import ConfigurationError
-from mprr.domain import MAX_MATRIX_CELLS, check_cells, check_epsilon, check_int
+from mprr.domain import MAX_MATRIX_CELLS, check_cells, check_epsilon
 from mprr.matrices import RandomizationMatrix
 from mprr.protocols.budget import attribute_epsilons, attribute_matrices
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS, check_postprocess, dense_estimate
@@ -39,8 +39,8 @@ __all__ = [
 def check_joint_cells(sizes: Sequence[int], max_cells: int, what: str,
                       remedy: str = "use RR-Clusters or RR-Ind-Joint, or raise max_cells") -> int:
     """Number of joint cells of ``sizes``; DomainTooLargeError above ``max_cells`` (the message
-    ends with ``remedy``, what the caller can do about it)."""
-    check_int("max_cells", max_cells, 2)
+    ends with ``remedy``, what the caller can do about it).  ``max_cells`` is the caller's checked
+    value (a parameter object's, or checked by the public function that takes it)."""
     return check_cells(math.prod(int(s) for s in sizes), max_cells,
                        f"{what} over the joint of sizes {tuple(sizes)}", remedy=remedy)
 

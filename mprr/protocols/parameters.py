@@ -26,16 +26,15 @@ from __future__ import annotations
 
 import math
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from mprr.domain import MAX_MATRIX_CELLS, MAX_TABLE_CELLS
 from mprr.errors import ConfigurationError
 from mprr.estimation import POSTPROCESSORS
 from mprr.matrices import RandomizationMatrix
-from mprr.parameters import Bool, Choice, Float, Int, List, Parameters, PerAttribute, parameter, per_attribute
-from mprr.protocols.budget import attribute_family, attribute_specs, keep_for_budget
+from mprr.parameters import Bool, Choice, Float, Int, List, Parameters, PerAttribute, parameter
 from mprr.protocols.dependences import DEPENDENCE_METHODS, TABLE_SOURCES
 from mprr.protocols.estimate import DEFAULT_POSTPROCESS
 from mprr.protocols.oracle_reports import DEFAULT_ORACLE_POSTPROCESS, ORACLE_POSTPROCESS
@@ -63,7 +62,9 @@ ORACLE_POSTPROCESSING = Choice(ORACLE_POSTPROCESS)
 @dataclass(frozen=True, kw_only=True)
 class MatrixChoice(Parameters):
     """How the attribute matrices are chosen: exactly one of ``p``, ``epsilon_per_attribute``,
-    ``epsilon`` (and, where a protocol takes them, explicit ``matrices``)."""
+    ``epsilon`` (and, where a protocol takes them, explicit ``matrices``); a step program reads
+    them and builds the matrices with :func:`mprr.protocols.budget.chosen_specs` (its plan declares
+    their family with :func:`~mprr.protocols.budget.attribute_family`)."""
 
     p: Any = parameter(PerAttribute(KEEP_PROBABILITY), None,
                        help="keep probability of main paper 6.3.1 (keep_or_uniform(|A|, p)), for every "
@@ -87,38 +88,6 @@ class MatrixChoice(Parameters):
                 "give exactly one of p, epsilon_per_attribute, epsilon (per respondent) or matrices for the "
                 f"attribute matrices, got {given or 'none'}"
             )
-
-    def attribute_family(self) -> str | None:
-        """The matrix family of the attribute matrices this choice builds
-        (:func:`mprr.protocols.budget.attribute_family`: a plan's declared family)."""
-        return attribute_family(p=self.p, epsilon_per_attribute=self.epsilon_per_attribute,
-                                epsilon=self.epsilon, matrices=getattr(self, "matrices", None))
-
-    def attribute_specs(self, sizes: Sequence[int]) -> tuple[tuple[MatrixSpec, ...], tuple[Matrix, ...]]:
-        """Each attribute's matrix spec and the matrix it builds, from the validated choice:
-        ``keep-or-uniform(p_j)`` (main paper 6.3.1), ``grr(ε_j)``, ``keep-or-uniform`` with the
-        one p that spends ``epsilon`` over the attributes (:func:`~mprr.protocols.budget.keep_for_budget`)
-        or the explicit matrices (checked against ``sizes``).
-
-        Raises
-        ------
-        ConfigurationError
-            If a per-attribute list does not give one value for each of the ``len(sizes)``
-            attributes (the one rule the schema decides).
-        """
-        m = len(sizes)
-        matrices = getattr(self, "matrices", None)
-        if matrices is not None:
-            return attribute_specs(sizes, matrices=matrices)
-        if self.p is not None:
-            specs = tuple(MatrixSpec.keep_or_uniform(v) for v in per_attribute(self.p, m, "p"))
-        elif self.epsilon_per_attribute is not None:
-            specs = tuple(MatrixSpec.grr(v) for v in per_attribute(self.epsilon_per_attribute, m,
-                                                                    "epsilon_per_attribute"))
-        else:
-            assert self.epsilon is not None  # (exactly one choice: validate)
-            specs = (MatrixSpec.keep_or_uniform(keep_for_budget(sizes, self.epsilon)),) * m
-        return specs, tuple(spec.build([k]) for spec, k in zip(specs, sizes))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -308,6 +277,9 @@ class LambdaParameters(Parameters):
             raise ConfigurationError(f"regenerate must be a function (lambdas, check) -> lambdas, got {self.regenerate!r}")
 
 
+A = TypeVar("A", bound="AdjustmentOptions")
+
+
 @dataclass(frozen=True, kw_only=True)
 class AdjustmentOptions(Parameters):
     """Algorithm 2's options (main paper Section 5; :func:`mprr.protocols.adjustment.rr_adjustment`,
@@ -320,6 +292,27 @@ class AdjustmentOptions(Parameters):
                            help="RR-Adjustment stops when the largest marginal gap is at most this")
     max_iter: int = parameter(Int(min=1), 1000, help="RR-Adjustment: most IPF sweeps")
     exact_limit: bool = parameter(Bool(), False, help="RR-Adjustment: iterate to the exact limit (adjust's)")
+
+    @classmethod
+    def from_mapping(cls: type[A], values: Mapping[str, Any], *, protocol: str | None = None) -> A:
+        """Build from a mapping; on :class:`AdjustmentOptions` itself (the registry's generic
+        ``"RR-Adjustment"``), the parameters of RR-Adjustment after ``values["base"]``
+        (``"RR-Independent"`` by default, or ``"RR-Clusters"``): that base's and Algorithm 2's.
+
+        Raises
+        ------
+        ConfigurationError
+            For a base that is not adjustable, naming the adjustable ones; else as
+            :meth:`Parameters.from_mapping`.
+        """
+        if cls.base:
+            return super().from_mapping(values, protocol=protocol)
+        rest = dict(values)
+        base = rest.pop("base", "RR-Independent")
+        adjusted = {c.base: c for c in cls.__subclasses__() if c.base}
+        if base not in adjusted:
+            raise ConfigurationError(f"base must be one of {list(adjusted)}, got {base!r}")
+        return adjusted[base].from_mapping(rest, protocol=protocol)
 
 
 @dataclass(frozen=True, kw_only=True)

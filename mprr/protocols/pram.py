@@ -35,7 +35,7 @@ import numpy as np
 
 from mprr.data import Dataset
 from mprr.distributions import DenseDistribution
-from mprr.domain import check_unit, encode_joint, tally
+from mprr.domain import check_int, check_unit, encode_joint, tally
 from mprr.errors import ConfigurationError
 from mprr.privacy.release import Release, json_number
 from mprr.matrices import RandomizationMatrix
@@ -188,7 +188,7 @@ def pram(
     """
     check_inputs(dataset, rng)
     sizes = dataset.sizes
-    cells = check_joint_cells(sizes, max_cells, "PRAM")
+    cells = check_joint_cells(sizes, check_int("max_cells", max_cells, 2), "PRAM")
     if invariant is not None and matrix is None:
         check_dense_matrix(cells, "invariant PRAM")  # the matrix is built here, dense
     joint = encode_joint(dataset.codes, sizes) if dataset.m > 1 else dataset.codes[:, 0]

@@ -22,7 +22,7 @@ from typing import Any
 from mprr.data import Schema
 from mprr.errors import ConfigurationError
 from mprr.parameters import Parameters
-from mprr.protocols.adjustment import ADJUSTABLE, rr_adjustment, rr_adjustment_any_steps, rr_adjustment_steps
+from mprr.protocols.adjustment import rr_adjustment_steps
 from mprr.protocols.clusters import rr_clusters_steps
 from mprr.protocols.ind_joint import rr_ind_joint_steps
 from mprr.protocols.independent import rr_independent_steps
@@ -30,7 +30,7 @@ from mprr.protocols.joint import rr_joint_steps
 from mprr.protocols.lambda_protocol import lambda_steps
 from mprr.protocols.marginal_release import calm_steps
 from mprr.protocols.multidim import rsfd_steps, smp_steps, spl_steps
-from mprr.protocols.parameters import (CALMParameters, LambdaParameters, OracleParameters,
+from mprr.protocols.parameters import (AdjustmentOptions, CALMParameters, LambdaParameters, OracleParameters,
                                        RRClustersAdjustmentParameters, RRClustersParameters,
                                        RRIndependentAdjustmentParameters,
                                        RRIndependentParameters, RRIndJointParameters, RRJointParameters,
@@ -99,7 +99,9 @@ class ProtocolEntry:
             the entry's parameter object).
         """
         if isinstance(params, Parameters):
-            if self.parameters is None or type(params) is not self.parameters:
+            # a class naming no protocol (AdjustmentOptions, the generic RR-Adjustment's) stands for its subclasses
+            if self.parameters is None or not isinstance(params, self.parameters) or (
+                    type(params) is not self.parameters and self.parameters.protocol):
                 expected = self.parameters.__name__ if self.parameters else "a mapping of parameters"
                 raise ConfigurationError(
                     f"protocol {self.name!r} takes {expected}, got {type(params).__name__}"
@@ -119,10 +121,6 @@ class ProtocolEntry:
         named = _named(self.program)
         declared = inspect.signature(self.program).parameters
         open_ended = any(p.kind is p.VAR_KEYWORD for p in declared.values())
-        base = kwargs.get("base", declared["base"].default if "base" in declared else None)
-        if open_ended and base in ADJUSTABLE:  # RR-Adjustment: the base protocol's and Algorithm 2's
-            named += _keywords(PROTOCOLS[base]) + list(inspect.signature(rr_adjustment).parameters.values())[1:]
-            open_ended = False
         extra = set(driver)
         allowed = sorted({p.name for p in named if p.name not in self.fixed} | extra)
         if not open_ended:
@@ -143,14 +141,6 @@ class ProtocolEntry:
         if isinstance(params, Parameters) or self.takes_parameters:
             params = self.bind(params)
         return plan_of(self.program, schema, params)
-
-
-def _keywords(entry: ProtocolEntry) -> list[inspect.Parameter]:
-    """The parameters of an entry by name: its parameter object's fields, or its program's."""
-    if entry.takes_parameters:
-        assert entry.parameters is not None
-        return _named(entry.parameters, skip=0)
-    return _named(entry.program)
 
 
 def _named(program: Callable[..., Any], skip: int = 1) -> list[inspect.Parameter]:
@@ -226,7 +216,7 @@ _shipped("RR-Independent+Adjustment", rr_adjustment_steps, {"base": "RR-Independ
          parameters=RRIndependentAdjustmentParameters)
 _shipped("RR-Clusters+Adjustment", rr_adjustment_steps, {"base": "RR-Clusters"}, ("clusters+adjustment",),
          parameters=RRClustersAdjustmentParameters)
-_shipped("RR-Adjustment", rr_adjustment_any_steps, {}, ("adjustment",))
+_shipped("RR-Adjustment", rr_adjustment_steps, {}, ("adjustment",), parameters=AdjustmentOptions)
 _shipped("RR-Ind-Joint", rr_ind_joint_steps, {}, ("ind-joint",), parameters=RRIndJointParameters)
 _shipped("lambda-randomization", lambda_steps, {}, ("lambda", "λ-randomization"), parameters=LambdaParameters)
 _shipped("SPL", spl_steps, {}, ("split",), parameters=OracleParameters)

@@ -5,7 +5,8 @@ that takes its parameters, ``yield`` s one step per communication phase and rece
 the parties released, then ``return`` s the :class:`~mprr.protocols.result.ProtocolResult`::
 
     def rr_independent_steps(schema, params: RRIndependentParameters):
-        specs, mats = params.attribute_specs(schema.sizes)
+        specs, mats = chosen_specs(schema.sizes, p=params.p, epsilon_per_attribute=params.epsilon_per_attribute,
+                                   epsilon=params.epsilon, matrices=params.matrices)
         got = yield Release("attributes", singletons(schema.m), specs)
         return release_result("RR-Independent", n=got.n, releases=(got.data,),
                               estimate=product_estimate(got.data, schema.sizes, params.postprocess), ...)

@@ -6,12 +6,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError
 from mprr.parameters import (REQUIRED, Choice, Float, Int, List, Parameters, ParameterSpec, PerAttribute, Registered,
-                             checked_parameters, parameter, per_attribute)
+                             checked_parameters, parameter)
 from mprr.registry import Registry
 
 
@@ -32,16 +31,6 @@ def test_per_attribute_takes_a_scalar_or_one_value_per_attribute() -> None:
         kind.check([], "p")
     with pytest.raises(ConfigurationError, match=r"p must be .*, got '0.5' \(str\)"):
         kind.check("0.5", "p")
-
-
-def test_per_attribute_spreads_a_scalar_or_takes_exactly_one_value_per_attribute() -> None:
-    assert per_attribute(0.5, 3, "p") == [0.5, 0.5, 0.5]
-    assert per_attribute((0.5, 0.25), 2, "p") == [0.5, 0.25]
-    assert per_attribute(np.array([0.5, 0.25]), 2, "p") == [0.5, 0.25]
-    with pytest.raises(ConfigurationError, match=r"^p must give one value per attribute \(3\), got 2 values$"):
-        per_attribute([0.5, 0.25], 3, "p")
-    with pytest.raises(ConfigurationError, match=r"^p must be a number or a sequence of 2 numbers, got '0.5'$"):
-        per_attribute("0.5", 2, "p")
 
 
 def test_registered_checks_against_the_registry_as_it_is_now() -> None:

@@ -412,3 +412,14 @@ def test_run_takes_a_plugins_secure_sum_engine(own_plugin, tmp_path: Path) -> No
     traffic = doc["traffic"]["RR-Clusters"]
     assert traffic["equals_closed_form"] and "ring secure sum of L = 461 cells (counted (ring, n = 60" in traffic["closed_form"]["formula"]
     assert traffic["by_kind"]["SealedShares"]["messages"] == 60  # one bundle of ring shares per party
+
+
+def test_parameter_overrides_parse_one_table_per_option() -> None:
+    """``mprr run`` only parses: one table per --set, in order, then the shortcuts; the runner
+    merges them (ScenarioConfig.with_overrides)."""
+    from scenarios.cli import build_parser, parameter_overrides
+
+    args = build_parser().parse_args(["run", "local_anonymization", "--set", "n=50", "--set", "sweep.a=1",
+                                      "--set", "n=60", "--columns", "x, y"])
+    assert parameter_overrides(args) == [{"n": 50}, {"sweep": {"a": 1}}, {"n": 60}, {"columns": ["x", "y"]}]
+    assert parameter_overrides(build_parser().parse_args(["run", "local_anonymization"])) == []

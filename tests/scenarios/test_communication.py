@@ -190,14 +190,14 @@ def test_log_log_legends_sit_below_their_axes_and_inside_the_figure(tmp_path: Pa
     # secure_sum_vs_domain.png: inside the axes, the legend covered the paper-per-combination line
     from dataclasses import replace
 
-    from scenarios.communication import _loglog
+    from scenarios.communication_figures import loglog
     from scenarios.plots import render
 
     xs = [16.0, 48.0, 96.0, 240.0, 448.0]
     series = {panel: {"paper": (xs, [1e5 * x / 16 for x in xs], xs, [1e5 * x / 16 for x in xs]),
                       "paper-per-combination": (xs, [1.5e6 * x / 16 for x in xs], [], []),
                       "masked": (xs, [4.4e5] * 5, xs, [4.4e5] * 5)} for panel in ("d", "m")}
-    spec = _loglog("domain.png", "domain", [("d", "L (d sweep)", "bytes"), ("m", "L (m sweep)", "bytes")],
+    spec = loglog("domain.png", "domain", [("d", "L (d sweep)", "bytes"), ("m", "L (m sweep)", "bytes")],
                    series, "caption")
     figures = []
 
@@ -247,12 +247,12 @@ def test_markers_of_equal_series_sit_side_by_side_and_one_size() -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from scenarios.communication import _loglog
+    from scenarios.communication_figures import loglog
     from scenarios.plots import CustomPlot
 
     xs = [8.0, 16.0, 32.0, 64.0]
     same = (xs, [9.0 * x for x in xs], xs, [9.0 * x for x in xs])
-    spec = _loglog("n.png", "n", [("messages", "parties n", "messages")], {"messages": {"masked": same,
+    spec = loglog("n.png", "n", [("messages", "parties n", "messages")], {"messages": {"masked": same,
                                                                                        "masked-sparse": same}}, "c")
     assert isinstance(spec, CustomPlot) and "sit slightly apart sideways" in spec.caption
     fig = Figure()

@@ -21,6 +21,7 @@ from scenarios.config import (
     Str,
     Table,
     merge_tables,
+    override_tables,
     parse_config,
     read_toml,
 )
@@ -169,6 +170,18 @@ def test_overrides_are_validated() -> None:
 
 def test_merge_tables_is_recursive() -> None:
     assert merge_tables({"a": {"b": 1, "c": 2}, "d": 3}, {"a": {"b": 5}}) == {"a": {"b": 5, "c": 2}, "d": 3}
+    assert merge_tables({}, {"a": {"b": 1}}, {"a": {"c": 2}}, {"a": {"b": 3}}) == {"a": {"b": 3, "c": 2}}
+
+
+def test_several_override_tables_merge_in_order_once() -> None:
+    """The command line's tables (one per --set) are merged over the file's by with_overrides alone:
+    nested keys key by key, a later table's value replacing an earlier one's."""
+    cfg = parse_config(_doc(), name="demo", schema=SCHEMA)
+    new = cfg.with_overrides(parameters=[{"sub": {"tv": 9}}, {"p": 0.25}, {"p": 0.75}], schema=SCHEMA)
+    assert new.parameters["p"] == 0.75 and new.parameters["sub"]["tv"] == 9 and new.parameters["n"] == 7
+    assert new.raw_parameters["p"] == 0.75 and new.override_keys == {"p", "sub"}
+    assert cfg.with_overrides(parameters=[{}, {}], schema=SCHEMA) == cfg  # nothing to merge
+    assert override_tables([{"a": 1}, {}, {"b": 2}]) == [{"a": 1}, {"b": 2}] and override_tables({"a": 1}) == [{"a": 1}]
 
 
 def test_read_toml_errors(tmp_path: Path) -> None:

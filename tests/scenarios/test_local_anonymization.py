@@ -368,6 +368,7 @@ def test_rr_independent_joint_is_said_to_be_the_product_of_its_marginals(both: d
 
 
 def test_the_protocol_fields_derived_from_the_parameter_object_accept_what_they_did() -> None:
+    from mprr.parameters import PerAttribute
     from scenarios.config import Choice, Field, Float, Int
     from scenarios.local_anonymization import POSTPROCESS, SCHEMA
 
@@ -384,14 +385,30 @@ def test_the_protocol_fields_derived_from_the_parameter_object_accept_what_they_
         "postprocess": Field("postprocess", Choice(POSTPROCESS), "clip-rescale",
                              "post-processing of the eq. (2) estimates (paper: clip-rescale)"),
     }
-    types = {"epsilon": (positive, None), "p": (unit, None), "epsilon_per_attribute": (positive, None),
-             "max_cells": (Int(min=2, max=65_536), 4096)}
+    types = {"epsilon": (positive, None), "p": (PerAttribute(unit), None),
+             "epsilon_per_attribute": (PerAttribute(positive), None), "max_cells": (Int(min=2, max=65_536), 4096)}
     derived = {f.key: f for f in SCHEMA.fields()}
     for key, field in written.items():
         assert dataclasses.replace(derived[key], owner=None) == field, key
     # the fields taken unchanged are the object's to check; those the scenario narrows are its own
     assert {k for k, f in derived.items() if f.owner is RRClustersParameters} == {
-        "epsilon", "discovery_share", "Td", "dependence"}
+        "epsilon", "discovery_share", "p", "epsilon_per_attribute", "Td", "dependence"}
     for key, (kind, default) in types.items():
         assert (derived[key].type, derived[key].default) == (kind, default), key
     assert SCHEMA.validate({})["secure_sum"] == "graph"  # any registered engine, the shipped default
+
+
+@pytest.mark.parametrize("engine", ["fast", "actors"])
+def test_p_per_attribute_is_the_protocols_and_its_count_is_checked_against_the_attributes(
+        tmp_path: Path, engine: str) -> None:
+    """p (and epsilon_per_attribute) take what the protocols take: one value for every attribute or
+    one per attribute, checked once, by the parameter object; the count, against the data's attributes."""
+    sizes = [3, 2, 4]
+    out = run("local_anonymization", out_dir=tmp_path / engine, engine=engine,
+              parameters={"n": 60, "queries": 5, "sizes": sizes, "clusters": [[0, 1]], "p": [0.5, 0.6, 0.7]})
+    assert list(out.result.parameters["p"]) == [0.5, 0.6, 0.7]
+    with pytest.raises(ConfigurationError, match=r"^p must give one value per attribute \(3\), got 2 values$"):
+        run("local_anonymization", out_dir=tmp_path / "bad", engine=engine,
+            parameters={"n": 60, "queries": 5, "sizes": sizes, "clusters": [[0, 1]], "p": [0.5, 0.6]})
+    with pytest.raises(ConfigurationError, match=r"parameters\.p\[1\] must be a finite number > 0 and < 1, got 1"):
+        run("local_anonymization", out_dir=tmp_path / "bad", engine=engine, parameters={"p": [0.5, 1]})

@@ -14,10 +14,12 @@ from mprr.protocols.budget import (
     attribute_epsilons,
     attribute_matrices,
     attribute_specs,
+    chosen_specs,
     cluster_spec,
     keep_epsilon,
     keep_for_budget,
     pair_spec,
+    per_attribute,
 )
 from mprr.protocols.steps import MatrixSpec
 
@@ -115,3 +117,30 @@ def test_check_epsilon() -> None:
         check_epsilon("0.5")  # one strict check for every ε: numbers only, no parsing of strings
     with pytest.raises(ConfigurationError, match="cluster attribute epsilon must be finite"):
         cluster_spec([1.0, math.inf])
+
+
+def test_per_attribute_spreads_a_scalar_or_takes_exactly_one_value_per_attribute() -> None:
+    assert per_attribute(0.5, 3, "p") == [0.5, 0.5, 0.5]
+    assert per_attribute((0.5, 0.25), 2, "p") == [0.5, 0.25]
+    assert per_attribute(np.array([0.5, 0.25]), 2, "p") == [0.5, 0.25]
+    with pytest.raises(ConfigurationError, match=r"^p must give one value per attribute \(3\), got 2 values$"):
+        per_attribute([0.5, 0.25], 3, "p")
+    with pytest.raises(ConfigurationError, match=r"^p must be a number or a sequence of 2 numbers, got '0.5'$"):
+        per_attribute("0.5", 2, "p")
+
+
+@pytest.mark.parametrize("choice", [{"p": 0.3}, {"p": [0.3, 0.6]}, {"epsilon_per_attribute": [1.0, 2.0]},
+                                    {"epsilon": 1.5}, {"matrices": (grr(3, 1.0), keep_or_uniform(4, 0.2))}])
+def test_chosen_specs_are_attribute_specs_of_a_validated_choice(choice: dict) -> None:
+    """The step programs' path (values a parameter object checked) gives exactly the specs and the
+    matrices of the public, checking attribute_specs."""
+    specs, mats = chosen_specs([3, 4], **choice)
+    assert (specs, mats) == attribute_specs([3, 4], **choice)
+    assert tuple(spec.build([k]) for spec, k in zip(specs, (3, 4))) == mats
+
+
+def test_chosen_specs_check_what_needs_the_attributes() -> None:
+    with pytest.raises(ConfigurationError, match=r"^p must give one value per attribute \(3\), got 2 values$"):
+        chosen_specs([3, 4, 2], p=[0.3, 0.6])
+    with pytest.raises(ConfigurationError, match=r"matrices must give one matrix per attribute \(3\), got 1"):
+        chosen_specs([3, 4, 2], matrices=(grr(3, 1.0),))

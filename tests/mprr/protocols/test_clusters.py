@@ -129,6 +129,23 @@ def test_cluster_above_the_cell_limit_is_refused() -> None:
         rr_clusters(ds, p=0.7, Tv=100, Td=0.2, rng=np.random.default_rng(1), max_cells=30)
 
 
+def test_release_clusters_checks_max_cells_once_whatever_the_clusters(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A public function: it checks max_cells (once, not for each cluster), then each cluster's domain."""
+    import mprr.protocols.clusters as clusters_module
+    from mprr.clustering import Clustering
+    from mprr.protocols.clusters import release_clusters
+
+    three = Clustering(clusters=((2,), (0, 1), (3,)), trace=())
+    with pytest.raises(ConfigurationError, match=r"max_cells must be an integer >= 2, got 1\.5"):
+        release_clusters(three, (3, 2, 4, 2), 1.5)  # type: ignore[arg-type]
+    checks: list[object] = []
+    check_int = clusters_module.check_int
+    monkeypatch.setattr(clusters_module, "check_int", lambda *a: (checks.append(a), check_int(*a))[1])
+    assert release_clusters(three, (3, 2, 4, 2), 6) == ((0, 1), (2,), (3,)) and checks == [("max_cells", 6, 2)]
+    with pytest.raises(DomainTooLargeError, match=r"the release of cluster \(0, 1\)"):
+        release_clusters(three, (3, 2, 4, 2), 5)
+
+
 # ---------------------------------------------------------------- budget per respondent
 @pytest.mark.parametrize("dependence", ["4.1", "4.3"])
 @pytest.mark.parametrize("share", [0.2, 0.5, 0.8])

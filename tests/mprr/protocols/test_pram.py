@@ -124,3 +124,5 @@ def test_bad_arguments() -> None:
         pram(big, invariant="mixture", theta=0.5, rng=rng, max_cells=50_000)
     with pytest.raises(ConfigurationError, match="P must be a RandomizationMatrix, got ndarray"):
         pram_conditional_variance(np.eye(5), T)
+    with pytest.raises(ConfigurationError, match=r"max_cells must be an integer >= 2, got 1"):
+        pram(ds, matrix=grr(3, 1.0), rng=rng, max_cells=1)  # checked by pram itself: no parameter object did
