@@ -124,21 +124,24 @@ def _wire_table(traffic: Mapping[str, Any], bases: Sequence[str]) -> Table | Non
     for base, w in wire_of.items():
         socket_bytes = (None if "socket_bytes_sent" not in w
                         else w["socket_bytes_sent"] + w["socket_bytes_received"])
+        saved = w.get("multicast_saved_bytes", 0) + w.get("columns_saved_bytes", 0)
         rows.append((base, w.get("payload_bytes"), w.get("party_to_party_bytes"), w.get("framing_bytes"),
-                     w.get("control_bytes"), socket_bytes, w.get("tls_overhead_bytes")))
+                     w.get("control_bytes"), saved, socket_bytes, w.get("tls_overhead_bytes")))
     tls = ("TLS on" if first.get("tls") else "TLS off") if first["runtime"] == "tcp" else "Ray's own transport"
     return Table(
         key="wire",
         title=f"Measured on the wire ({first['runtime']} runtime, run 1)",
         columns=("protocol", "payload bytes", "party-to-party bytes", "framing bytes", "control bytes",
-                 "socket bytes", "TLS overhead bytes"),
+                 "not carried bytes", "socket bytes", "TLS overhead bytes"),
         rows=rows,
         caption=(f"{tls}. Bytes of the controller process's channels to its party hosts, both directions. "
                  "Payload: the codec's bytes, the traffic table's bytes plus the party-to-party bytes (such a "
                  "frame crosses twice, up to the router and down to its receiver's host); framing: record "
-                 "headers and length prefixes; control: set-up, key directory, reports; socket bytes: the "
-                 "kernel's TCP_INFO counters (— where not measured); TLS overhead: socket bytes less the "
-                 "other columns (handshakes, record headers, AEAD tags)."),
+                 "headers and length prefixes; control: set-up, key directory, reports; not carried: payload "
+                 "bytes counted but not sent (a broadcast's copies to the parties of one host travel once, reply "
+                 "columns carry their members' layout once); socket bytes: the kernel's TCP_INFO counters (— "
+                 "where not measured); TLS overhead: socket bytes less payload, framing and control plus what "
+                 "was not carried (handshakes, record headers, AEAD tags)."),
     )
 
 

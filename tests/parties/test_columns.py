@@ -13,8 +13,7 @@ import pytest
 from mprr.data import Attribute, Schema
 from mprr.errors import MessageError
 from mprr.synthetic import planted_clusters
-from parties.link import Link
-from parties.channel import COLUMNS, MIN_COLUMNS, column_frames, columns_record, read_columns
+from parties.channel import COLUMNS, MIN_COLUMNS, RecordBatcher, column_frames, columns_record, read_columns
 from parties.cohort import ReplyLayout
 from parties.columns import ReplyColumns
 from parties.controller import CONTROLLER_KINDS
@@ -155,15 +154,18 @@ def test_a_columns_record_carries_every_members_message_and_size() -> None:
     assert [(f.src, f.payload) for f in column_frames(few)] == [(k, few.payload(k)) for k in range(MIN_COLUMNS - 1)]
 
 
-class _Link(Link):
+class _Link(RecordBatcher):
     """A shard link hosting ``parties`` (what TcpHosting counts on a worker's link)."""
 
     prefix = 4
 
     def __init__(self, parties: range) -> None:
+        super().__init__()
         self.parties = parties
-        self.received = {"payload": 0, "framing": 0, "control": 0, "columns_saved": 0}
         self.pushed: list[object] = []
+
+    def _write(self, records: list[bytes]) -> None:
+        raise AssertionError("nothing is sent down this link")
 
     def push(self, frame: object, position: int | None) -> None:
         self.pushed.append(frame)
