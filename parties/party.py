@@ -86,7 +86,8 @@ from parties.wire.codec import Message
 from parties.wire.messages import Abort, Ack, OracleReport, RandomizedValues, Refusal as WireRefusal
 from parties.wire.requests import ReleaseRequest, ReportRequest, SecureRelease, SecureSumStart
 from parties.public_state import ReleaseBook
-from parties.transport import Endpoint, actor_name
+from parties.secure.program import Program
+from parties.transport import actor_name
 
 __all__ = ["LOOP_KINDS", "Accounted", "AccountedParties", "Party"]
 
@@ -414,35 +415,46 @@ class Party(Accounted):
             return f"the {engine.name} engine signs with PKI keys, and the party was set up without them"
         return self.accountant.start_session(start.session, start.parties, self.index)
 
-    async def secure_sum(self, endpoint: Endpoint, start: SecureSumStart) -> None:
-        """Run this party's side of the secure sum ``start.session`` with its committed input.
+    def secure_program(self, start: SecureSumStart, network: Any = None) -> Program[np.ndarray | None] | None:
+        """This party's side of the secure sum ``start.session`` with its committed input, as a
+        sans-I/O program (:mod:`parties.secure.program`) for its host to drive over the party's
+        endpoint (:func:`parties.party_sum.run_party_sum`); ``None`` when the party refuses
+        (logged in :attr:`errors`).
 
         Checks (module docstring): the party's own engine, a roster that holds the party and
         at least ``min_roster`` parties, the session's input bound to one roster and run once.
+        ``network``: what the engine's context may ask of the party's transport (its links).
+        When the program ends the host calls :meth:`end_secure_sum`.
         """
         problem = self._check_start(start)
         if problem is not None:
             self.errors.append(f"secure sum {start.session!r} refused: {problem}")
-            return
+            return None
+        engine = self._engine
+        assert engine is not None  # _check_start: the party agreed to an engine
         vector, digest = self._inputs[start.session]
         try:
-            context = self._book.secure_context(self._engine, start, int(vector.shape[0]), self._registry,
-                                                getattr(endpoint, "network", None), digest=digest)
+            context = self._book.secure_context(engine, start, int(vector.shape[0]), self._registry, network,
+                                                digest=digest)
         except ConfigurationError as exc:  # a roster the engine cannot run: refused like any bad request
             self.accountant.end_session(start.session, aborted=True)
             self._inputs.pop(start.session, None)
             self.errors.append(f"secure sum {start.session!r} refused: {exc}")
-            return
-        try:
-            await self._engine.party(endpoint, vector, context, signer=self._signer,
-                                     min_contributors=self.accountant.min_roster)
-        except ProtocolError as exc:  # a peer or the controller failed; the controller decides
-            self.accountant.end_session(start.session, aborted=True)
-            self.errors.append(f"secure sum {start.session!r}: {exc}")
-        else:
-            self.accountant.end_session(start.session, aborted=False)
-        finally:
-            self._inputs.pop(start.session, None)
+            return None
+        program: Program[np.ndarray | None] = engine.party_program(
+            self.index, vector, context, signer=self._signer, min_contributors=self.accountant.min_roster)
+        return program
+
+    def end_secure_sum(self, session: str, error: ProtocolError | None, *, ran: bool = True) -> None:
+        """The program of :meth:`secure_program` ended: without ``error`` the accountant closes
+        the session, with one (a peer or the controller failed; the controller decides) it
+        aborts it and the error is logged; ``ran=False`` (the host stopped before the program
+        ended) leaves the session as it stands.  The committed input is forgotten in any case."""
+        if ran:
+            self.accountant.end_session(session, aborted=error is not None)
+            if error is not None:
+                self.errors.append(f"secure sum {session!r}: {error}")
+        self._inputs.pop(session, None)
 
     # ------------------------------------------------------------------ the host's entry
     def receive(self, msg: Message) -> Message | SecureSumStart | None:
@@ -450,7 +462,7 @@ class Party(Accounted):
 
         An :class:`~parties.wire.messages.Abort` sets :attr:`status` to ``"aborted"``; a
         :class:`~parties.wire.requests.SecureSumStart` is returned for the host to run
-        (:meth:`secure_sum`, as a task the host owns); any other message is answered by
+        (:meth:`secure_program`, driven as a task the host owns); any other message is answered by
         :meth:`handle` and its reply returned.  A message the party cannot serve is logged in
         :attr:`errors` and gives ``None``: never raises for protocol trouble.
         """

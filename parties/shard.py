@@ -23,8 +23,9 @@ task, endpoint or pending receive is kept per party.  Every frame leaves the hos
 routes, counts and applies the fault plan in one place, the same on every runtime.
 
 Secure sums (RR-Clusters 4.2 / 4.3): a party that receives a
-:class:`~parties.wire.requests.SecureSumStart` runs its side of the engine
-(``Party.secure_sum``) as a task owned by :meth:`PartyShard.serve`, on an endpoint of the
+:class:`~parties.wire.requests.SecureSumStart` hands its host its side of the engine
+as a program (``Party.secure_program``), which the shard drives as a task owned by
+:meth:`PartyShard.serve` (:func:`parties.party_sum.run_party_sum`), on an endpoint of the
 shard's network; the engine's messages for it — from the controller, or from peers in this or
 another shard, always routed through the controller process's router, which checks the
 topology — are delivered into that endpoint as in memory.  The setup carries what each party
@@ -64,6 +65,7 @@ from parties.wire.codec import Message, decode, encode, known_kinds
 from parties.wire.messages import Abort, RandomizedValues
 from parties.wire.requests import ReleaseRequest, SecureSumStart
 from parties.party import LOOP_KINDS, AccountedParties, Party
+from parties.party_sum import run_party_sum
 from parties.public_state import ReleaseBook
 from parties.secure.pki import KeyRegistry, Signer, generate_signers
 from parties.shard_network import ShardNetwork
@@ -563,7 +565,7 @@ class PartyShard:
         if group is None:  # stopped (or not serving yet): the session cannot run
             party.errors.append(f"secure sum {start.session!r} refused: the shard is not serving")
             return
-        task = group.create_task(party.secure_sum(self.network.party_endpoint(party.index, self._accept), start))
+        task = group.create_task(run_party_sum(party, self.network.party_endpoint(party.index, self._accept), start))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

@@ -241,7 +241,7 @@ async def test_start_of_an_unknown_session_is_logged() -> None:
     party = make_party(index=0, n=2, engine=GraphEngine(relay=False))
     start = SecureSumStart(1, "nope", "graph", ((0, 2),))
     assert party.receive(start) is start  # returned for the host to run
-    await party.secure_sum(net.endpoint(0), start)
+    assert party.secure_program(start, net.endpoint(0).network) is None  # refused: nothing to drive
     assert any("unknown session" in e for e in party.errors)
 
 
