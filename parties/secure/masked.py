@@ -81,7 +81,7 @@ from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
 from parties.topology import CONTROLLER
 from parties.traffic import Counts
 from parties.transport import Endpoint, Transport
-from parties.secure.crypto import AEAD_OVERHEAD, NONCE_BYTES, KeyPair, agree, derive_keys, open_each, seal_each
+from parties.secure.crypto import AEAD_OVERHEAD, NONCE_BYTES, KeyPair, agree_each, derive_keys_each, open_each, seal_each
 from parties.secure.context import SecureSumContext
 from parties.secure.cost import TrafficCost, encoded_size
 from parties.secure.drive import drive
@@ -110,7 +110,7 @@ from parties.secure.program import Delivery, Operation, Program, Send, from_cont
 from parties.secure.ring import ZMod
 from parties.secure.shamir import SHARE_BYTES, share_values
 from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
-from parties.secure.unmasking import abscissa, add_mask
+from parties.secure.unmasking import abscissa, add_masks
 from parties.secure.values import as_ring_vector
 from parties.secure.masked_server import PHASES, ControllerProgram, Shortfall, spread
 from parties.secure.views import (
@@ -139,9 +139,9 @@ def _masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519Priva
         raise ConfigurationError(f"the masked engine computes in Z_(2^32) or Z_(2^64), got {ring}")
     # M = 2^(bits of the dtype): the dtype's wrap-around is the reduction, so add in place
     acc = x if x.dtype == ring.dtype else x.astype(ring.dtype)
-    add_mask(acc, self_mask)
-    for j, s_pk in peers.items():
-        add_mask(acc, agree(s_sk, s_pk, purpose="mask", session=session, me=me, peer=j), subtract=me > j)
+    ids = list(peers)
+    seeds = agree_each(s_sk, list(peers.values()), purpose="mask", session=session, me=me, peers=ids)
+    add_masks(acc, [self_mask, *seeds], [False, *[me > j for j in ids]])
     return acc
 
 
@@ -352,14 +352,15 @@ class _Cryptography:
         pair = KeyPair.generate()
         return pair, pair.public, pair.private_bytes()
 
-    def pair_keys(self, me: int, j: int, session: str) -> tuple[bytes, bytes]:
-        """The AEAD channel key and the consistency round's MAC key of neighbours ``me``, ``j``:
-        one X25519 agreement of their registered static keys."""
+    def pair_keys(self, me: int, live: tuple[int, ...], session: str) -> tuple[dict[int, bytes], dict[int, bytes]]:
+        """The AEAD channel keys and the consistency round's MAC keys of ``me`` and each of its
+        neighbours ``live``: one X25519 agreement of their registered static keys per pair."""
         if self.signer is None or self.registry is None:
-            return bytes(32), bytes(VIEW_KEY_BYTES)
-        channel, view = derive_keys(self.signer.exchange(self.registry, j), purposes=_PAIR_PURPOSES,
-                                    session=session, a=me, b=j)
-        return channel, view[:VIEW_KEY_BYTES]
+            return dict.fromkeys(live, bytes(32)), dict.fromkeys(live, bytes(VIEW_KEY_BYTES))
+        derived = derive_keys_each(self.signer.exchange_each(self.registry, live), purposes=_PAIR_PURPOSES,
+                                   session=session, a=me, peers=live)
+        return ({j: keys[0] for j, keys in zip(live, derived)},
+                {j: keys[1][:VIEW_KEY_BYTES] for j, keys in zip(live, derived)})
 
     def fresh_seed(self) -> bytes:
         return fresh_seed() if self.real else bytes(32)
@@ -454,10 +455,7 @@ def _share_keys(me: int, ctx: SecureSumContext, crypto: _Cryptography, min_contr
     # one X25519 agreement per neighbour gives the AEAD channel key and the consistency
     # round's MAC key of the pair; my holders that are not neighbours of each other get a
     # key from me (sealed with their shares) for the same purpose
-    channel: dict[int, bytes] = {}
-    view_keys: dict[int, bytes] = {}
-    for j in live:
-        channel[j], view_keys[j] = crypto.pair_keys(me, j, s)
+    channel, view_keys = crypto.pair_keys(me, live, s)
     handed = crypto.handed_keys(live, neighbours)
     entry, pack = KEY_ENTRY.pack, _PLAIN.pack
     plain = [pack(me, j, xj, sk, b, s_pk) + b"".join([entry(h, key) for h, key in handed[j].items()])

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -32,7 +33,7 @@ from parties.secure.ring import ZMod
 from parties.secure.shamir import PRIME, SHARE_BYTES, Share, reconstruct_bytes
 from parties.secure.topology import CompleteNeighbourhoods, Neighbourhoods
 
-__all__ = ["Unmasking", "abscissa", "add_mask", "mask_vector", "reconstruct_secret"]
+__all__ = ["Unmasking", "abscissa", "add_mask", "add_masks", "mask_vector", "reconstruct_secret"]
 
 
 def abscissa(neighbours: Neighbourhoods, owner: int, holder: int) -> int:
@@ -65,16 +66,29 @@ def add_mask(acc: np.ndarray, seed: bytes, *, subtract: bool = False) -> None:
     """``acc += PRG(seed)`` (``subtract``: ``-=``) in place, in Z_M for M = 2^(bits of
     ``acc``'s unsigned dtype): the dtype's wrap-around is the reduction.  The same words as
     :func:`mask_vector`, expanded into a buffer this thread reuses (no new bytes per mask)."""
+    add_masks(acc, (seed,), (subtract,))
+
+
+def add_masks(acc: np.ndarray, seeds: Sequence[bytes], subtract: Sequence[bool]) -> None:
+    """:func:`add_mask` of each of ``seeds`` (``subtract[k]``: minus PRG(seeds[k])), in order:
+    the vector checked and the thread's buffer found once (a party's self mask and pairwise
+    masks at once)."""
     size = acc.dtype.itemsize
     if acc.dtype.kind != "u" or acc.ndim != 1:
         raise ConfigurationError(f"add_mask needs a 1-D unsigned vector, got {acc.dtype} of shape {acc.shape}")
+    if len(seeds) != len(subtract):
+        raise ConfigurationError(f"add_masks needs one subtract flag per seed, got {len(seeds)} seeds "
+                                 f"and {len(subtract)} flags")
     key = (acc.shape[0], size)
     scratch = _SCRATCH.buffers.get(key)
     if scratch is None:
         raw = bytearray(acc.shape[0] * size)
         scratch = _SCRATCH.buffers[key] = (raw, np.frombuffer(raw, dtype=_LITTLE[size]))
-    keystream_into(seed, scratch[0])
-    (np.subtract if subtract else np.add)(acc, scratch[1], out=acc)
+    raw, words = scratch
+    plus, minus = np.add, np.subtract
+    for seed, sub in zip(seeds, subtract):
+        keystream_into(seed, raw)
+        (minus if sub else plus)(acc, words, out=acc)
 
 
 class Unmasking:

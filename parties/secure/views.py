@@ -217,30 +217,31 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
     majority agrees; on the complete graph, where H(o) is the roster for every o, each author's
     statement is checked once and the authors are counted per distinct view)."""
     ends = request.view_ends.tolist()
-    starts = [0, *ends[:-1]]
     packed = request.view_cells.astype("<u4", copy=False).tobytes()  # each view as its author packed it
     cells = request.view_cells.tolist()
     statements = dict(zip(request.signers.tolist(), range(request.signers.shape[0])))
     view_of = request.view_of.tolist()
     tags = request.tags
     # the statement view_tags MACs is prefix + signer + target + view: the target and the view
-    # (this party, one of a few distinct views) are joined once per view
+    # are joined once per view, when a statement of that view is first checked
     mine = _OWNER.pack(me)
-    tails = [mine + packed[4 * a: 4 * b] for a, b in zip(starts, ends)]
-    head, owner, blake, same = prefix, _OWNER.pack, _blake2b, hmac.compare_digest
-    checked: dict[int, frozenset[int] | None] = {}  # author -> its authenticated view (None: bad MAC)
-    as_sets: dict[int, frozenset[int]] = {}  # view index -> its ids (honest authors share one view)
+    tails: dict[int, tuple[bytes, tuple[int, ...]]] = {}  # view index -> (target + view packed, its ids)
+    owner, blake, same, keys_get = _OWNER.pack, _blake2b, hmac.compare_digest, view_keys.get
+    checked: dict[int, tuple[int, ...] | None] = {}  # author -> its authenticated view (None: bad MAC)
 
-    def stated(w: int) -> frozenset[int] | None:
-        i, key = statements.get(w), view_keys.get(w)
-        got: frozenset[int] | None = None
+    def stated(w: int) -> tuple[int, ...] | None:
+        """The view ``w`` stated for this party, if its MAC verifies (None otherwise); once per author."""
+        i, key = statements.get(w), keys_get(w)
+        got: tuple[int, ...] | None = None
         if i is not None and key is not None:
             v = view_of[i]
-            if same(blake(head + owner(w) + tails[v], key=key, digest_size=TAG_BYTES).digest(),
+            tail = tails.get(v)
+            if tail is None:
+                a, b = ends[v - 1] if v else 0, ends[v]
+                tail = tails[v] = (mine + packed[4 * a: 4 * b], tuple(cells[a:b]))
+            if same(blake(prefix + owner(w) + tail[0], key=key, digest_size=TAG_BYTES).digest(),
                     tags[TAG_BYTES * i: TAG_BYTES * i + TAG_BYTES]):
-                got = as_sets.get(v)
-                if got is None:  # a holder set (every party on the complete graph)
-                    got = as_sets[v] = frozenset(cells[starts[v]:ends[v]])
+                got = tail[1]
         checked[w] = got
         return got
 
@@ -261,7 +262,7 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
             if w != me and w in statements and stated(w) is not None:
                 v = view_of[statements[w]]
                 authors[v] = authors.get(v, 0) + 1
-        views = [(as_sets[v], count) for v, count in authors.items()]
+        views = [(frozenset(tails[v][1]), count) for v, count in authors.items()]
         for o in owners:
             alive = o in view
             agree_ = 1 + sum([count for ids, count in views if (o in ids) == alive])  # + this party
@@ -270,6 +271,7 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
         return
 
     neighbours = ctx.neighbours
+    missing = checked.get
     for o in owners:
         holders = neighbours[o]  # H(o): o and its neighbours
         need = (len(holders) + 1) // 2 + 1
@@ -279,14 +281,14 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
         for w in (*holders, o):
             if w == me:
                 continue
-            if w in checked:
-                got = checked[w]
-                if got is not None and (o in got) == alive:
-                    agree_ += 1
-                    if agree_ >= need:
-                        break
-            elif w in statements:
-                fresh.append(w)
+            got = missing(w, checked)  # (``checked`` itself: not authenticated yet)
+            if got is checked:
+                if w in statements:
+                    fresh.append(w)
+            elif got is not None and (o in got) == alive:
+                agree_ += 1
+                if agree_ >= need:
+                    break
         else:
             for w in fresh:
                 got = stated(w)
