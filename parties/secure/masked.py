@@ -69,6 +69,7 @@ reveals, and the aggregate.
 from __future__ import annotations
 
 import struct
+from bisect import bisect_left
 from collections.abc import Generator
 from functools import lru_cache
 from secrets import token_bytes
@@ -160,6 +161,7 @@ def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, 
     peer_masks: dict[int, bytes] = {}  # s_pk of the senders, authenticated by their AEAD channel
     given: dict[int, list[tuple[int, bytes]]] = {}  # 2-hop peer -> [(owner, key it handed us)]
     size, entry_size, unpack, entries = _PLAIN.size, KEY_ENTRY.size, _PLAIN.unpack_from, KEY_ENTRY.iter_unpack
+    complete = type(neighbours) is CompleteNeighbourhoods
     opened = crypto.open_each([channel[j] for j in senders], blobs(relayed.ends, relayed.ciphertexts), session,
                               senders, me)
     for j, plain_j in zip(senders, opened):
@@ -167,7 +169,10 @@ def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, 
         if extra < 0 or extra % entry_size:
             raise MessageError(f"party {me}: sealed share from party {j} has {len(plain_j)} bytes")
         owner, holder, xj, sk_y, b_y, s_pk = unpack(plain_j)
-        if owner != j or holder != me or xj != abscissa(neighbours, j, me):
+        holders_j = () if complete else neighbours[j]
+        expected = (abscissa(neighbours, j, me) if complete  # (abscissa, inlined on a sparse graph)
+                    else bisect_left(holders_j, me) + 1 + (j < me))
+        if owner != j or holder != me or xj != expected:
             raise MessageError(f"party {me}: sealed share from party {j} is addressed inconsistently")
         if s_pk != relayed_keys[j]:
             raise MessageError(
@@ -177,11 +182,12 @@ def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, 
         held[j] = (xj, sk_y, b_y)
         if not extra:
             continue
-        handed_j = dict(entries(plain_j[size:]))
-        if (len(handed_j) != extra // entry_size or me in handed_j or not near.isdisjoint(handed_j)
-                or not handed_j.keys() <= set(neighbours[j])):
+        handed_j = list(entries(plain_j[size:]))
+        hs = {h for h, _ in handed_j}
+        if (len(hs) != len(handed_j) or me in hs or not near.isdisjoint(hs)
+                or not hs.issubset(holders_j if not complete else neighbours[j])):
             raise MessageError(f"party {me}: the view keys sealed by party {j} are not for its other holders")
-        for h, key in handed_j.items():
+        for h, key in handed_j:
             keys_h = given.get(h)
             if keys_h is None:
                 given[h] = [(j, key)]

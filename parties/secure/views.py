@@ -158,11 +158,14 @@ def pair_keys(live: tuple[int, ...], neighbours: Neighbourhoods, *,
     keys: dict[int, dict[int, bytes]] = {w: {} for w in live}
     if isinstance(neighbours, CompleteNeighbourhoods):  # all adjacent
         return keys
-    adjacent = {w: frozenset(neighbours[w]) for w in live}
-    pairs = [(w, h) for i, w in enumerate(live) for h in live[i + 1:] if h not in adjacent[w]]
+    # (a neighbourhood is a short sorted tuple: scanning it beats building a set per holder)
+    pairs = [(w, h) for i, (w, adjacent) in enumerate(zip(live, [neighbours[w] for w in live]))
+             for h in live[i + 1:] if h not in adjacent]
     raw = draw(VIEW_KEY_BYTES * len(pairs))
-    for k, (w, h) in enumerate(pairs):
-        keys[w][h] = keys[h][w] = raw[VIEW_KEY_BYTES * k: VIEW_KEY_BYTES * (k + 1)]
+    size, k = VIEW_KEY_BYTES, 0
+    for w, h in pairs:
+        keys[w][h] = keys[h][w] = raw[k: k + size]
+        k += size
     return keys
 
 
@@ -180,11 +183,15 @@ def combined_keys(handed: dict[int, list[tuple[int, bytes]]]) -> dict[int, bytes
     """:func:`combined_key` of this party and each holder h of ``handed`` (the (owner, key)
     pairs the common owners handed it for h)."""
     out: dict[int, bytes] = {}
-    pack, sha256, head = _OWNER.pack, _sha256, b"mprr/view-key"
+    sha256 = _sha256
+    heads: dict[int, bytes] = {}  # owner -> b"mprr/view-key" + owner packed (a party has a few owners)
     for h, keys in handed.items():
         if len(keys) == 1:  # (combined_key's common case, inline: one SHA-256 per 2-hop peer)
             owner, key = keys[0]
-            out[h] = sha256(head + pack(owner) + key).digest()[:VIEW_KEY_BYTES]
+            head = heads.get(owner)
+            if head is None:
+                head = heads[owner] = b"mprr/view-key" + _OWNER.pack(owner)
+            out[h] = sha256(head + key).digest()[:VIEW_KEY_BYTES]
         else:
             out[h] = combined_key(keys)
     return out
@@ -271,30 +278,44 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
         return
 
     neighbours = ctx.neighbours
-    missing = checked.get
+    known = checked.get
     for o in owners:
         holders = neighbours[o]  # H(o): o and its neighbours
         need = (len(holders) + 1) // 2 + 1
         alive = o in view
         agree_ = 1  # this party
         fresh = []  # authors not authenticated yet, checked only if those already are too few
-        for w in (*holders, o):
-            if w == me:
-                continue
-            got = missing(w, checked)  # (``checked`` itself: not authenticated yet)
+        for w in holders:
+            got = known(w, checked)  # (``checked`` itself: not authenticated yet)
             if got is checked:
-                if w in statements:
+                if w != me and w in statements:
                     fresh.append(w)
             elif got is not None and (o in got) == alive:
                 agree_ += 1
-                if agree_ >= need:
-                    break
-        else:
-            for w in fresh:
-                got = stated(w)
+        if o != me:  # (o is a holder of its own secrets)
+            got = known(o, checked)
+            if got is checked:
+                if o in statements:
+                    fresh.append(o)
+            elif got is not None and (o in got) == alive:
+                agree_ += 1
+        if agree_ < need:
+            for w in fresh:  # (stated, inlined: the bulk of a party's checks)
+                i, key = statements[w], keys_get(w)
+                got = None
+                if key is not None:
+                    v = view_of[i]
+                    tail = tails.get(v)
+                    if tail is None:
+                        a, b = ends[v - 1] if v else 0, ends[v]
+                        tail = tails[v] = (mine + packed[4 * a: 4 * b], tuple(cells[a:b]))
+                    if same(blake(prefix + owner(w) + tail[0], key=key, digest_size=TAG_BYTES).digest(),
+                            tags[TAG_BYTES * i: TAG_BYTES * i + TAG_BYTES]):
+                        got = tail[1]
+                checked[w] = got
                 if got is not None and (o in got) == alive:
                     agree_ += 1
                     if agree_ >= need:
                         break
-        if agree_ < need:
-            raise abort(o, agree_, len(holders) + 1, need)
+            if agree_ < need:
+                raise abort(o, agree_, len(holders) + 1, need)
