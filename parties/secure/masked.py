@@ -455,7 +455,11 @@ def _share_keys(me: int, ctx: SecureSumContext, crypto: _Cryptography, min_contr
             survivors=len(live) + 1, threshold=ctx.threshold)
     relayed_keys = {j: directory.key(k) for k, j in enumerate(live)}
     self_mask = crypto.fresh_seed()
-    xs = [abscissa(neighbours, me, h) for h in live]
+    if type(neighbours) is CompleteNeighbourhoods:
+        xs = [abscissa(neighbours, me, h) for h in live]
+    else:  # (abscissa, inlined: the ranks among the party's sorted neighbours)
+        mine = neighbours[me]
+        xs = [bisect_left(mine, h) + 1 + (me < h) for h in live]
     own_x = abscissa(neighbours, me, me)
     sk_values, b_values = crypto.share((s_sk_raw, self_mask), [*xs, own_x], ctx.threshold)
     # one X25519 agreement per neighbour gives the AEAD channel key and the consistency
@@ -486,6 +490,7 @@ def _mask_input(me: int, vector: np.ndarray, ctx: SecureSumContext, crypto: _Cry
                                            me, set(ctx.neighbours[me]), s, crypto)
     view_keys = {**shared.view_keys, **crypto.combined_keys(given)}
     y = crypto.masked_input(ctx.ring, vector, ctx, shared.self_mask, shared.s_sk, peer_masks, me)
+    y.flags.writeable = False  # (the party's own copy, handed to the message as it is: no copy)
     yield Send(CONTROLLER, MaskedInput(s, y), PHASES[2])
     return held, view_keys
 

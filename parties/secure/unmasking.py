@@ -123,24 +123,30 @@ class Unmasking:
         ctx, neighbours, survivors = self.ctx, self.ctx.neighbours, self.survivors
         owners = set(self.relayed[holder])
         owners.add(holder)
-        values, from_bytes = msg.values, int.from_bytes
-        shares: list[tuple[int, Share]] = []
-        for k, (owner, kind, x) in enumerate(zip(msg.owners.tolist(), msg.which, msg.abscissae.tolist())):
-            expected = SECRET_SELF_MASK if owner in survivors else SECRET_MASK_KEY
-            if owner not in owners or kind != expected or x != abscissa(neighbours, owner, holder):
+        values, from_bytes, b_shares, sk_shares = msg.values, int.from_bytes, self.b_shares, self.sk_shares
+        sparse = type(neighbours) is not CompleteNeighbourhoods
+        shares: list[tuple[list[Share], Share]] = []
+        start = 0
+        for owner, kind, x in zip(msg.owners.tolist(), msg.which, msg.abscissae.tolist()):
+            alive = owner in survivors
+            if owner not in owners or kind != (SECRET_SELF_MASK if alive else SECRET_MASK_KEY) or x != (
+                    bisect_left(neighbours[owner], holder) + 1 + (owner < holder) if sparse  # (abscissa, inlined)
+                    else abscissa(neighbours, owner, holder)):
                 self.error = MessageError(f"party {holder} returned a share that was not requested")
                 return
-            y = from_bytes(values[SHARE_BYTES * k: SHARE_BYTES * (k + 1)], "big")  # (33 bytes: the message's check)
+            y = from_bytes(values[start: start + SHARE_BYTES], "big")  # (33 bytes: the message's check)
+            start += SHARE_BYTES
             if y >= PRIME:
                 self.error = MessageError(f"party {holder} returned a share value outside GF(p) for party {owner} "
                                           "(share values must be < p = 2^256 + 297)")
                 return
-            shares.append((owner, Share(x, y)))
-        for owner, share in shares:
-            (self.b_shares if owner in survivors else self.sk_shares)[owner].append(share)
+            shares.append(((b_shares if alive else sk_shares)[owner], Share(x, y)))
+        for held, share in shares:
+            held.append(share)
+        waiting, threshold = self.waiting, ctx.threshold
         for o in owners:
-            left = self.waiting[o] = self.waiting[o] - 1
-            if left == 0 and o in survivors and len(self.b_shares[o]) >= ctx.threshold:
+            left = waiting[o] = waiting[o] - 1
+            if left == 0 and o in survivors and len(b_shares[o]) >= threshold:
                 try:
                     self._remove_self_mask(o)
                 except (SecureSumAborted, ConfigurationError):
