@@ -21,6 +21,7 @@ import hmac
 import secrets
 import struct
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 
 import numpy as np
 
@@ -197,7 +198,9 @@ def combined_keys(handed: dict[int, list[tuple[int, bytes]]]) -> dict[int, bytes
     return out
 
 
+@lru_cache(maxsize=64)
 def statement_prefix(session: str) -> bytes:
+    """The head of every statement of the consistency round of ``session`` (built once per session)."""
     tag = _VIEW.encode()
     sess = session.encode()
     return b"mprr/" + struct.pack("<I", len(tag)) + tag + struct.pack("<I", len(sess)) + sess
