@@ -149,18 +149,18 @@ def _masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519Priva
 def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, bytes],
                  relayed_keys: dict[int, bytes], neighbours: Neighbourhoods, me: int, near: set[int], session: str,
                  crypto: _Cryptography
-                 ) -> tuple[dict[int, tuple[int, bytes, bytes]], dict[int, bytes], dict[int, list[tuple[int, bytes]]]]:
+                 ) -> tuple[dict[int, tuple[int, bytes, bytes]], dict[int, bytes], list[_Handed]]:
     """Round 2: open the shares relayed to party ``me`` (``senders``: ``relayed.senders`` as a
     list; ``near``: the party's neighbours) and check each against what its sender must have
     sealed (addressing, abscissa, the masking key relayed in round 0, the view keys for its other
     holders only).  Returns the shares held per sender (x, s_sk share, b share), the senders'
-    masking keys s_pk, and the keys handed to this party for each 2-hop peer that is not a
-    neighbour, as (owner, key) pairs (:func:`~parties.secure.views.combined_keys` makes its MAC
-    keys)."""
+    masking keys s_pk, and the keys each sender handed this party for 2-hop peers that are not
+    neighbours, as (sender, peers, keys) (:func:`~parties.secure.views.combined_keys` makes their
+    MAC keys)."""
     held: dict[int, tuple[int, bytes, bytes]] = {}
     peer_masks: dict[int, bytes] = {}  # s_pk of the senders, authenticated by their AEAD channel
-    given: dict[int, list[tuple[int, bytes]]] = {}  # 2-hop peer -> [(owner, key it handed us)]
-    size, entry_size, unpack, entries = _PLAIN.size, KEY_ENTRY.size, _PLAIN.unpack_from, KEY_ENTRY.iter_unpack
+    handed: list[_Handed] = []
+    size, entry_size, unpack = _PLAIN.size, KEY_ENTRY.size, _PLAIN.unpack_from
     complete = type(neighbours) is CompleteNeighbourhoods
     opened = crypto.open_each([channel[j] for j in senders], blobs(relayed.ends, relayed.ciphertexts), session,
                               senders, me)
@@ -169,7 +169,7 @@ def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, 
         if extra < 0 or extra % entry_size:
             raise MessageError(f"party {me}: sealed share from party {j} has {len(plain_j)} bytes")
         owner, holder, xj, sk_y, b_y, s_pk = unpack(plain_j)
-        holders_j = () if complete else neighbours[j]
+        holders_j = neighbours[j] if extra or not complete else ()
         expected = (abscissa(neighbours, j, me) if complete  # (abscissa, inlined on a sparse graph)
                     else bisect_left(holders_j, me) + 1 + (j < me))
         if owner != j or holder != me or xj != expected:
@@ -182,18 +182,24 @@ def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, 
         held[j] = (xj, sk_y, b_y)
         if not extra:
             continue
-        handed_j = list(entries(plain_j[size:]))
-        hs = {h for h, _ in handed_j}
-        if (len(hs) != len(handed_j) or me in hs or not near.isdisjoint(hs)
-                or not hs.issubset(holders_j if not complete else neighbours[j])):
+        flat = _key_entries(extra // entry_size).unpack_from(plain_j, size)  # (h, key, h, key, ...)
+        peers = flat[0::2]
+        distinct = set(peers)
+        if (len(distinct) != len(peers) or me in distinct or not near.isdisjoint(distinct)
+                or not distinct.issubset(holders_j)):
             raise MessageError(f"party {me}: the view keys sealed by party {j} are not for its other holders")
-        for h, key in handed_j:
-            keys_h = given.get(h)
-            if keys_h is None:
-                given[h] = [(j, key)]
-            else:
-                keys_h.append((j, key))
-    return held, peer_masks, given
+        handed.append((j, peers, flat[1::2]))
+    return held, peer_masks, handed
+
+
+_Handed = tuple[int, tuple[int, ...], tuple[bytes, ...]]
+"""The view keys one owner handed a party: (owner, 2-hop peers, their keys)."""
+
+
+@lru_cache(maxsize=64)
+def _key_entries(count: int) -> struct.Struct:
+    """``count`` :data:`~parties.secure.views.KEY_ENTRY` entries in a row, unpacked by one call."""
+    return struct.Struct("<" + KEY_ENTRY.format.lstrip("<") * count)
 
 
 class MaskedEngine(SecureSumEngine):
@@ -392,8 +398,11 @@ class _Cryptography:
             return [blob[NONCE_BYTES:len(blob) - (AEAD_OVERHEAD - NONCE_BYTES)] for blob in sealed]
         return open_each(keys, sealed, session=session, senders=senders, receiver=me)
 
-    def combined_keys(self, given: dict[int, list[tuple[int, bytes]]]) -> dict[int, bytes]:
-        return combined_keys(given) if self.real else dict.fromkeys(given, bytes(VIEW_KEY_BYTES))
+    def combined_keys(self, handed: list[_Handed], out: dict[int, bytes]) -> dict[int, bytes]:
+        if not self.real:
+            out.update(dict.fromkeys([h for _, peers, _ in handed for h in peers], bytes(VIEW_KEY_BYTES)))
+            return out
+        return combined_keys(handed, out)
 
     def masked_input(self, ring: ZMod, vector: np.ndarray, ctx: SecureSumContext, self_mask: bytes,
                      s_sk: KeyPair | None, peers: dict[int, bytes], me: int) -> np.ndarray:
@@ -486,9 +495,9 @@ def _mask_input(me: int, vector: np.ndarray, ctx: SecureSumContext, crypto: _Cry
     senders = relayed.senders.tolist()
     if not set(senders) <= set(shared.live):
         raise MessageError(f"party {me}: relayed shares come from parties outside its live neighbours")
-    held, peer_masks, given = _open_shares(relayed, senders, shared.channel, shared.relayed_keys, ctx.neighbours,
-                                           me, set(ctx.neighbours[me]), s, crypto)
-    view_keys = {**shared.view_keys, **crypto.combined_keys(given)}
+    held, peer_masks, handed = _open_shares(relayed, senders, shared.channel, shared.relayed_keys, ctx.neighbours,
+                                            me, set(ctx.neighbours[me]), s, crypto)
+    view_keys = crypto.combined_keys(handed, dict(shared.view_keys))  # (handed peers are no neighbours)
     y = crypto.masked_input(ctx.ring, vector, ctx, shared.self_mask, shared.s_sk, peer_masks, me)
     y.flags.writeable = False  # (the party's own copy, handed to the message as it is: no copy)
     yield Send(CONTROLLER, MaskedInput(s, y), PHASES[2])

@@ -20,7 +20,7 @@ import hashlib
 import hmac
 import secrets
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -180,21 +180,25 @@ def combined_key(handed: list[tuple[int, bytes]]) -> bytes:
                    ).digest()[:VIEW_KEY_BYTES]
 
 
-def combined_keys(handed: dict[int, list[tuple[int, bytes]]]) -> dict[int, bytes]:
-    """:func:`combined_key` of this party and each holder h of ``handed`` (the (owner, key)
-    pairs the common owners handed it for h)."""
-    out: dict[int, bytes] = {}
-    sha256 = _sha256
-    heads: dict[int, bytes] = {}  # owner -> b"mprr/view-key" + owner packed (a party has a few owners)
-    for h, keys in handed.items():
-        if len(keys) == 1:  # (combined_key's common case, inline: one SHA-256 per 2-hop peer)
-            owner, key = keys[0]
-            head = heads.get(owner)
-            if head is None:
-                head = heads[owner] = b"mprr/view-key" + _OWNER.pack(owner)
-            out[h] = sha256(head + key).digest()[:VIEW_KEY_BYTES]
-        else:
-            out[h] = combined_key(keys)
+def combined_keys(handed: Sequence[tuple[int, Sequence[int], Sequence[bytes]]],
+                  out: dict[int, bytes] | None = None) -> dict[int, bytes]:
+    """:func:`combined_key` of this party and each 2-hop peer h its owners handed it a key for:
+    ``handed`` holds, per owner, ``(owner, peers, keys)`` (``keys[k]`` handed for ``peers[k]``).
+    The MAC keys are added to ``out`` (default: a new dict; it must hold none of these peers)
+    and returned.  A peer handed keys by one owner (nearly every one on a sparse graph) costs one
+    SHA-256; one with several common owners is combined from all their keys at the end."""
+    out = {} if out is None else out
+    sha256, size = _sha256, VIEW_KEY_BYTES
+    shared: list[int] = []  # peers with more than one common owner
+    for owner, peers, keys in handed:
+        head = b"mprr/view-key" + _OWNER.pack(owner)  # (combined_key's common case, inline)
+        for h, key in zip(peers, keys):
+            if h in out:
+                shared.append(h)
+            else:
+                out[h] = sha256(head + key).digest()[:size]
+    for h in set(shared):
+        out[h] = combined_key([(owner, keys[list(peers).index(h)]) for owner, peers, keys in handed if h in peers])
     return out
 
 
