@@ -123,7 +123,7 @@ def _bundle(name: str, ids: str, values: np.ndarray, ends: np.ndarray, data: byt
     stops = ends.tolist()
     if len(stops) != len(values):
         raise MessageError(f"{name}.ends must have one entry per {ids[:-1]}, got {len(stops)}")
-    if not (all(a <= b for a, b in zip([0, *stops], stops)) and (stops[-1] if stops else 0) == len(data)):
+    if not (stops == sorted(stops) and (stops[-1] if stops else 0) == len(data)):  # (uint32: none below 0)
         raise MessageError(f"{name}.ends must not decrease and must end at the {len(data)} bytes of the bundle")
 
 
