@@ -298,6 +298,7 @@ def programs_alone(n: int) -> float:
     driver (:func:`parties.secure.engine.counted_cost`: no event loop, task, endpoint or
     mailbox, each message sized by the codec).  A run's CPU minus this is what its runtime
     costs around the programs (drivers, endpoints, the shard, set-up, the release decisions)."""
+    from parties.collector import rare_full_collections
     from parties.secure.engine import counted_cost
     from parties.secure.registry import make_engine
     from parties.secure.suite import REAL
@@ -305,7 +306,8 @@ def programs_alone(n: int) -> float:
     engine = make_engine("masked-sparse")
     ctx = engine.context(range(n), CELLS, session="bench-programs")
     start = time.process_time()
-    counted_cost(engine, ctx, suite=REAL, mirror=False)
+    with rare_full_collections():  # (the garbage collector's schedule of the runs, parties.simulate's)
+        counted_cost(engine, ctx, suite=REAL, mirror=False)
     return time.process_time() - start
 
 
