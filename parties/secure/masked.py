@@ -72,6 +72,7 @@ import struct
 from bisect import bisect_left
 from collections.abc import Generator
 from functools import lru_cache
+from itertools import chain
 from secrets import token_bytes
 from typing import Any, NamedTuple
 
@@ -476,9 +477,9 @@ def _share_keys(me: int, ctx: SecureSumContext, crypto: _Cryptography, min_contr
     # key from me (sealed with their shares) for the same purpose
     channel, view_keys = crypto.pair_keys(me, live, s)
     handed = crypto.handed_keys(live, neighbours)
-    entry, pack = KEY_ENTRY.pack, _PLAIN.pack
-    plain = [pack(me, j, xj, sk, b, s_pk) + b"".join([entry(h, key) for h, key in handed[j].items()])
-             for j, xj, sk, b in zip(live, xs, sk_values, b_values)]
+    pack, entries, flat = _PLAIN.pack, _key_entries, chain.from_iterable
+    plain = [pack(me, j, xj, sk, b, s_pk) + entries(len(handed_j)).pack(*flat(handed_j.items()))
+             for j, xj, sk, b, handed_j in zip(live, xs, sk_values, b_values, map(handed.__getitem__, live))]
     sealed = crypto.seal_each([channel[j] for j in live], plain, s, me, live)
     yield Send(CONTROLLER, SealedShares(s, *bundle(zip(live, sealed))), PHASES[1])
     return _Shared(live, relayed_keys, channel, view_keys, self_mask, s_keys, own_x, b_values[-1])
