@@ -178,9 +178,12 @@ def items(repeat: int) -> list[tuple[str, int, float, float | None]]:
     def engine_masked_input() -> None:  # the self mask and 8 pairwise masks, each with its agreement
         _masked_input(ring, x, key32, priv, peers, SESSION, 0)
 
-    def engine_agreements() -> None:  # the agreements and HKDF the engine does per neighbour
-        for j in range(1, DEGREE + 1):
-            crypto.derive_keys(me.exchange(registry, peer), purposes=("channel", "view"), session=SESSION, a=0, b=j)
+    neighbours8 = list(range(1, DEGREE + 1))
+    shared8 = [shared] * DEGREE
+
+    def engine_agreements() -> None:  # the agreements and HKDF the engine does for its neighbours, in one call each
+        crypto.derive_keys_each(me.exchange_each(registry, [peer] * DEGREE), purposes=("channel", "view"),
+                                session=SESSION, a=0, peers=neighbours8)
 
     timings = Timings()
     t = timings.add
@@ -188,15 +191,17 @@ def items(repeat: int) -> list[tuple[str, int, float, float | None]]:
         ("X25519 key pair (generate, raw public key)", 1,
          [t(lambda: X25519PrivateKey.generate().public_key().public_bytes_raw())], [t(crypto.KeyPair.generate)]),
         ("X25519 static agreement (channel and view keys)", DEGREE,
-         [t(lambda: priv.exchange(static_peer))], [t(lambda: me.exchange(registry, peer))]),
+         [t(lambda: priv.exchange(static_peer))], [t(lambda: me.exchange_each(registry, [peer] * DEGREE))], DEGREE),
         ("X25519 masking agreement", DEGREE,
          [t(lambda: priv.exchange(pub))], [t(lambda: crypto.exchange(priv, pub_raw, peer=1))]),
         ("X25519 public key parse (one masking key per party)", 1,
          [t(lambda: X25519PublicKey.from_public_bytes(pub_raw))], None),
-        ("HMAC-SHA256 in HKDF (40; engine: 1/5 of derive_keys x2 + derive_key)", 40,
+        ("HMAC-SHA256 in HKDF (40; engine: 1/40 of derive_keys_each x2 + x1 for 8 peers)", 40,
          [t(lambda: sha256(outer_block + sha256(inner_block + info).digest()).digest())],
-         [t(lambda: crypto.derive_keys(shared, purposes=("channel", "view"), session=SESSION, a=3, b=17)),
-          t(lambda: crypto.derive_key(shared, purpose="mask", session=SESSION, a=3, b=17))], 5),
+         [t(lambda: crypto.derive_keys_each(shared8, purposes=("channel", "view"), session=SESSION, a=3,
+                                            peers=neighbours8)),
+          t(lambda: crypto.derive_keys_each(shared8, purposes=("mask",), session=SESSION, a=3, peers=neighbours8))],
+         40),
         ("ChaCha20-Poly1305 seal (~250 B, random nonce; engine: 1/8 of seal_each)", DEGREE,
          [t(lambda: ChaCha20Poly1305(key32).encrypt(secrets.token_bytes(12), plain, ad))],
          [t(lambda: crypto.seal_each([key32] * DEGREE, [plain] * DEGREE, session=SESSION, sender=3,
@@ -293,6 +298,7 @@ def programs_alone(n: int) -> float:
     driver (:func:`parties.secure.engine.counted_cost`: no event loop, task, endpoint or
     mailbox, each message sized by the codec).  A run's CPU minus this is what its runtime
     costs around the programs (drivers, endpoints, the shard, set-up, the release decisions)."""
+    from parties.collector import rare_full_collections
     from parties.secure.engine import counted_cost
     from parties.secure.registry import make_engine
     from parties.secure.suite import REAL
@@ -300,7 +306,8 @@ def programs_alone(n: int) -> float:
     engine = make_engine("masked-sparse")
     ctx = engine.context(range(n), CELLS, session="bench-programs")
     start = time.process_time()
-    counted_cost(engine, ctx, suite=REAL, mirror=False)
+    with rare_full_collections():  # (the garbage collector's schedule of the runs, parties.simulate's)
+        counted_cost(engine, ctx, suite=REAL, mirror=False)
     return time.process_time() - start
 
 

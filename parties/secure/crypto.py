@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -31,8 +32,10 @@ __all__ = [
     "KeyPair",
     "derive_key",
     "derive_keys",
+    "derive_keys_each",
     "hkdf_sha256",
     "agree",
+    "agree_each",
     "exchange",
     "seal",
     "seal_each",
@@ -142,6 +145,48 @@ def derive_keys(shared: bytes, *, purposes: tuple[str, ...], session: str, a: in
     inner, outer = prk.translate(_IPAD) + _PAD_IN, prk.translate(_OPAD) + _PAD_OUT
     return tuple(_sha256(outer + _sha256(inner + _info(purpose, session, a, b) + b"\x01").digest()).digest()
                  for purpose in purposes)
+
+
+def derive_keys_each(shared: Sequence[bytes], *, purposes: tuple[str, ...], session: str, a: int,
+                     peers: Sequence[int]) -> list[tuple[bytes, ...]]:
+    """:func:`derive_keys` of ``shared[k]`` for the pair (``a``, ``peers[k]``), for every k: the
+    same bytes (one HKDF extract per secret, one expand block per purpose), in one loop with the
+    purposes' info heads built once (a party derives the keys of all its neighbours at once)."""
+    if len(shared) != len(peers):
+        raise ConfigurationError(f"derive_keys_each needs one peer per shared secret, got {len(shared)} secrets "
+                                 f"and {len(peers)} peers")
+    heads = [_info_head(purpose, session) for purpose in purposes]
+    extract_in, extract_out, sha256 = _EXTRACT_IN.copy, _EXTRACT_OUT.copy, _sha256
+    ipad, opad, pad_in, pad_out = _IPAD, _OPAD, _PAD_IN, _PAD_OUT
+    out = []
+    for secret, b in zip(shared, peers):
+        inner = extract_in()  # (_extract, inlined)
+        inner.update(secret)
+        outer = extract_out()
+        outer.update(inner.digest())
+        prk = outer.digest()
+        key_in, key_out = prk.translate(ipad) + pad_in, prk.translate(opad) + pad_out
+        pair = b"%d|%d\x01" % ((a, b) if a <= b else (b, a))  # (_info's tail and the counter of T(1))
+        out.append(tuple([sha256(key_out + sha256(key_in + head + pair).digest()).digest() for head in heads]))
+    return out
+
+
+def agree_each(private: X25519PrivateKey, peer_publics: Sequence[bytes], *, purpose: str, session: str, me: int,
+               peers: Sequence[int]) -> list[bytes]:
+    """:func:`agree` of ``private`` with ``peer_publics[k]`` of party ``peers[k]``, for every k
+    (the same checks and bytes; a party's masking seeds of all its neighbours at once)."""
+    if len(peer_publics) != len(peers):
+        raise ConfigurationError(f"agree_each needs one peer per public key, got {len(peer_publics)} keys "
+                                 f"and {len(peers)} peers")
+    parse, shared = _public_key, []
+    for raw, peer in zip(peer_publics, peers):
+        if not isinstance(raw, bytes) or len(raw) != KEY_BYTES:
+            raise MessageError(f"public key of party {peer} must be {KEY_BYTES} bytes")
+        try:
+            shared.append(private.exchange(parse(raw)))
+        except ValueError as exc:
+            raise MessageError(f"invalid X25519 public key from party {peer}: {exc}") from exc
+    return [keys[0] for keys in derive_keys_each(shared, purposes=(purpose,), session=session, a=me, peers=peers)]
 
 
 def exchange(private: X25519PrivateKey, peer_public: bytes, *, peer: int) -> bytes:

@@ -69,8 +69,10 @@ reveals, and the aggregate.
 from __future__ import annotations
 
 import struct
+from bisect import bisect_left
 from collections.abc import Generator
 from functools import lru_cache
+from itertools import chain
 from secrets import token_bytes
 from typing import Any, NamedTuple
 
@@ -81,7 +83,7 @@ from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
 from parties.topology import CONTROLLER
 from parties.traffic import Counts
 from parties.transport import Endpoint, Transport
-from parties.secure.crypto import AEAD_OVERHEAD, NONCE_BYTES, KeyPair, agree, derive_keys, open_each, seal_each
+from parties.secure.crypto import AEAD_OVERHEAD, NONCE_BYTES, KeyPair, agree_each, derive_keys_each, open_each, seal_each
 from parties.secure.context import SecureSumContext
 from parties.secure.cost import TrafficCost, encoded_size
 from parties.secure.drive import drive
@@ -110,7 +112,7 @@ from parties.secure.program import Delivery, Operation, Program, Send, from_cont
 from parties.secure.ring import ZMod
 from parties.secure.shamir import SHARE_BYTES, share_values
 from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
-from parties.secure.unmasking import abscissa, add_mask
+from parties.secure.unmasking import abscissa, add_masks
 from parties.secure.values import as_ring_vector
 from parties.secure.masked_server import PHASES, ControllerProgram, Shortfall, spread
 from parties.secure.views import (
@@ -139,27 +141,28 @@ def _masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519Priva
         raise ConfigurationError(f"the masked engine computes in Z_(2^32) or Z_(2^64), got {ring}")
     # M = 2^(bits of the dtype): the dtype's wrap-around is the reduction, so add in place
     acc = x if x.dtype == ring.dtype else x.astype(ring.dtype)
-    add_mask(acc, self_mask)
-    for j, s_pk in peers.items():
-        add_mask(acc, agree(s_sk, s_pk, purpose="mask", session=session, me=me, peer=j), subtract=me > j)
+    ids = list(peers)
+    seeds = agree_each(s_sk, list(peers.values()), purpose="mask", session=session, me=me, peers=ids)
+    add_masks(acc, [self_mask, *seeds], [False, *[me > j for j in ids]])
     return acc
 
 
 def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, bytes],
                  relayed_keys: dict[int, bytes], neighbours: Neighbourhoods, me: int, near: set[int], session: str,
                  crypto: _Cryptography
-                 ) -> tuple[dict[int, tuple[int, bytes, bytes]], dict[int, bytes], dict[int, list[tuple[int, bytes]]]]:
+                 ) -> tuple[dict[int, tuple[int, bytes, bytes]], dict[int, bytes], list[_Handed]]:
     """Round 2: open the shares relayed to party ``me`` (``senders``: ``relayed.senders`` as a
     list; ``near``: the party's neighbours) and check each against what its sender must have
     sealed (addressing, abscissa, the masking key relayed in round 0, the view keys for its other
     holders only).  Returns the shares held per sender (x, s_sk share, b share), the senders'
-    masking keys s_pk, and the keys handed to this party for each 2-hop peer that is not a
-    neighbour, as (owner, key) pairs (:func:`~parties.secure.views.combined_keys` makes its MAC
-    keys)."""
+    masking keys s_pk, and the keys each sender handed this party for 2-hop peers that are not
+    neighbours, as (sender, peers, keys) (:func:`~parties.secure.views.combined_keys` makes their
+    MAC keys)."""
     held: dict[int, tuple[int, bytes, bytes]] = {}
     peer_masks: dict[int, bytes] = {}  # s_pk of the senders, authenticated by their AEAD channel
-    given: dict[int, list[tuple[int, bytes]]] = {}  # 2-hop peer -> [(owner, key it handed us)]
-    size, entry_size, unpack, entries = _PLAIN.size, KEY_ENTRY.size, _PLAIN.unpack_from, KEY_ENTRY.iter_unpack
+    handed: list[_Handed] = []
+    size, entry_size, unpack = _PLAIN.size, KEY_ENTRY.size, _PLAIN.unpack_from
+    complete = type(neighbours) is CompleteNeighbourhoods
     opened = crypto.open_each([channel[j] for j in senders], blobs(relayed.ends, relayed.ciphertexts), session,
                               senders, me)
     for j, plain_j in zip(senders, opened):
@@ -167,7 +170,10 @@ def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, 
         if extra < 0 or extra % entry_size:
             raise MessageError(f"party {me}: sealed share from party {j} has {len(plain_j)} bytes")
         owner, holder, xj, sk_y, b_y, s_pk = unpack(plain_j)
-        if owner != j or holder != me or xj != abscissa(neighbours, j, me):
+        holders_j = neighbours[j] if extra or not complete else ()
+        expected = (abscissa(neighbours, j, me) if complete  # (abscissa, inlined on a sparse graph)
+                    else bisect_left(holders_j, me) + 1 + (j < me))
+        if owner != j or holder != me or xj != expected:
             raise MessageError(f"party {me}: sealed share from party {j} is addressed inconsistently")
         if s_pk != relayed_keys[j]:
             raise MessageError(
@@ -177,17 +183,24 @@ def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, 
         held[j] = (xj, sk_y, b_y)
         if not extra:
             continue
-        handed_j = dict(entries(plain_j[size:]))
-        if (len(handed_j) != extra // entry_size or me in handed_j or not near.isdisjoint(handed_j)
-                or not handed_j.keys() <= set(neighbours[j])):
+        flat = _key_entries(extra // entry_size).unpack_from(plain_j, size)  # (h, key, h, key, ...)
+        peers = flat[0::2]
+        distinct = set(peers)
+        if (len(distinct) != len(peers) or me in distinct or not near.isdisjoint(distinct)
+                or not distinct.issubset(holders_j)):
             raise MessageError(f"party {me}: the view keys sealed by party {j} are not for its other holders")
-        for h, key in handed_j.items():
-            keys_h = given.get(h)
-            if keys_h is None:
-                given[h] = [(j, key)]
-            else:
-                keys_h.append((j, key))
-    return held, peer_masks, given
+        handed.append((j, peers, flat[1::2]))
+    return held, peer_masks, handed
+
+
+_Handed = tuple[int, tuple[int, ...], tuple[bytes, ...]]
+"""The view keys one owner handed a party: (owner, 2-hop peers, their keys)."""
+
+
+@lru_cache(maxsize=64)
+def _key_entries(count: int) -> struct.Struct:
+    """``count`` :data:`~parties.secure.views.KEY_ENTRY` entries in a row, unpacked by one call."""
+    return struct.Struct("<" + KEY_ENTRY.format.lstrip("<") * count)
 
 
 class MaskedEngine(SecureSumEngine):
@@ -352,14 +365,15 @@ class _Cryptography:
         pair = KeyPair.generate()
         return pair, pair.public, pair.private_bytes()
 
-    def pair_keys(self, me: int, j: int, session: str) -> tuple[bytes, bytes]:
-        """The AEAD channel key and the consistency round's MAC key of neighbours ``me``, ``j``:
-        one X25519 agreement of their registered static keys."""
+    def pair_keys(self, me: int, live: tuple[int, ...], session: str) -> tuple[dict[int, bytes], dict[int, bytes]]:
+        """The AEAD channel keys and the consistency round's MAC keys of ``me`` and each of its
+        neighbours ``live``: one X25519 agreement of their registered static keys per pair."""
         if self.signer is None or self.registry is None:
-            return bytes(32), bytes(VIEW_KEY_BYTES)
-        channel, view = derive_keys(self.signer.exchange(self.registry, j), purposes=_PAIR_PURPOSES,
-                                    session=session, a=me, b=j)
-        return channel, view[:VIEW_KEY_BYTES]
+            return dict.fromkeys(live, bytes(32)), dict.fromkeys(live, bytes(VIEW_KEY_BYTES))
+        derived = derive_keys_each(self.signer.exchange_each(self.registry, live), purposes=_PAIR_PURPOSES,
+                                   session=session, a=me, peers=live)
+        return ({j: keys[0] for j, keys in zip(live, derived)},
+                {j: keys[1][:VIEW_KEY_BYTES] for j, keys in zip(live, derived)})
 
     def fresh_seed(self) -> bytes:
         return fresh_seed() if self.real else bytes(32)
@@ -385,8 +399,11 @@ class _Cryptography:
             return [blob[NONCE_BYTES:len(blob) - (AEAD_OVERHEAD - NONCE_BYTES)] for blob in sealed]
         return open_each(keys, sealed, session=session, senders=senders, receiver=me)
 
-    def combined_keys(self, given: dict[int, list[tuple[int, bytes]]]) -> dict[int, bytes]:
-        return combined_keys(given) if self.real else dict.fromkeys(given, bytes(VIEW_KEY_BYTES))
+    def combined_keys(self, handed: list[_Handed], out: dict[int, bytes]) -> dict[int, bytes]:
+        if not self.real:
+            out.update(dict.fromkeys([h for _, peers, _ in handed for h in peers], bytes(VIEW_KEY_BYTES)))
+            return out
+        return combined_keys(handed, out)
 
     def masked_input(self, ring: ZMod, vector: np.ndarray, ctx: SecureSumContext, self_mask: bytes,
                      s_sk: KeyPair | None, peers: dict[int, bytes], me: int) -> np.ndarray:
@@ -448,20 +465,21 @@ def _share_keys(me: int, ctx: SecureSumContext, crypto: _Cryptography, min_contr
             survivors=len(live) + 1, threshold=ctx.threshold)
     relayed_keys = {j: directory.key(k) for k, j in enumerate(live)}
     self_mask = crypto.fresh_seed()
-    xs = [abscissa(neighbours, me, h) for h in live]
+    if type(neighbours) is CompleteNeighbourhoods:
+        xs = [abscissa(neighbours, me, h) for h in live]
+    else:  # (abscissa, inlined: the ranks among the party's sorted neighbours)
+        mine = neighbours[me]
+        xs = [bisect_left(mine, h) + 1 + (me < h) for h in live]
     own_x = abscissa(neighbours, me, me)
     sk_values, b_values = crypto.share((s_sk_raw, self_mask), [*xs, own_x], ctx.threshold)
     # one X25519 agreement per neighbour gives the AEAD channel key and the consistency
     # round's MAC key of the pair; my holders that are not neighbours of each other get a
     # key from me (sealed with their shares) for the same purpose
-    channel: dict[int, bytes] = {}
-    view_keys: dict[int, bytes] = {}
-    for j in live:
-        channel[j], view_keys[j] = crypto.pair_keys(me, j, s)
+    channel, view_keys = crypto.pair_keys(me, live, s)
     handed = crypto.handed_keys(live, neighbours)
-    entry, pack = KEY_ENTRY.pack, _PLAIN.pack
-    plain = [pack(me, j, xj, sk, b, s_pk) + b"".join([entry(h, key) for h, key in handed[j].items()])
-             for j, xj, sk, b in zip(live, xs, sk_values, b_values)]
+    pack, entries, flat = _PLAIN.pack, _key_entries, chain.from_iterable
+    plain = [pack(me, j, xj, sk, b, s_pk) + entries(len(handed_j)).pack(*flat(handed_j.items()))
+             for j, xj, sk, b, handed_j in zip(live, xs, sk_values, b_values, map(handed.__getitem__, live))]
     sealed = crypto.seal_each([channel[j] for j in live], plain, s, me, live)
     yield Send(CONTROLLER, SealedShares(s, *bundle(zip(live, sealed))), PHASES[1])
     return _Shared(live, relayed_keys, channel, view_keys, self_mask, s_keys, own_x, b_values[-1])
@@ -478,10 +496,11 @@ def _mask_input(me: int, vector: np.ndarray, ctx: SecureSumContext, crypto: _Cry
     senders = relayed.senders.tolist()
     if not set(senders) <= set(shared.live):
         raise MessageError(f"party {me}: relayed shares come from parties outside its live neighbours")
-    held, peer_masks, given = _open_shares(relayed, senders, shared.channel, shared.relayed_keys, ctx.neighbours,
-                                           me, set(ctx.neighbours[me]), s, crypto)
-    view_keys = {**shared.view_keys, **crypto.combined_keys(given)}
+    held, peer_masks, handed = _open_shares(relayed, senders, shared.channel, shared.relayed_keys, ctx.neighbours,
+                                            me, set(ctx.neighbours[me]), s, crypto)
+    view_keys = crypto.combined_keys(handed, dict(shared.view_keys))  # (handed peers are no neighbours)
     y = crypto.masked_input(ctx.ring, vector, ctx, shared.self_mask, shared.s_sk, peer_masks, me)
+    y.flags.writeable = False  # (the party's own copy, handed to the message as it is: no copy)
     yield Send(CONTROLLER, MaskedInput(s, y), PHASES[2])
     return held, view_keys
 

@@ -31,7 +31,6 @@ from parties.secure.messages import (
     SurvivorSet,
     SurvivorTags,
     UnmaskShares,
-    blobs,
     bundle,
     id_vector,
 )
@@ -150,8 +149,10 @@ class ControllerProgram:
         inbox: dict[int, list[tuple[int, bytes]]] = {p: [] for p in directory}
 
         def relay(src: int, msg: SealedShares) -> None:
-            for dst, blob in zip(msg.recipients.tolist(), blobs(msg.ends, msg.ciphertexts)):
-                inbox[dst].append((src, blob))
+            data, start = msg.ciphertexts, 0
+            for dst, end in zip(msg.recipients.tolist(), msg.ends.tolist()):  # (blobs, inlined)
+                inbox[dst].append((src, data[start:end]))
+                start = end
 
         u2 = yield from self._gather(SealedShares, sorted(directory), PHASES[1], relay, bad_recipients)
         if len(u2) < self.minimum:

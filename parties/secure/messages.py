@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable
+from itertools import accumulate
 from typing import Annotated
 
 import numpy as np
@@ -90,16 +91,9 @@ _U32 = "I" if array("I").itemsize == 4 else "L"
 def bundle(entries: Iterable[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray, bytes]:
     """``(ids, ends, data)`` of a list of ``(party id, blob)``: blob k is
     ``data[ends[k - 1]:ends[k]]`` (``ends[-1] == len(data)``), see :func:`blobs`."""
-    ids: list[int] = []
-    parts: list[bytes] = []
-    ends: list[int] = []
-    total = 0
-    for pid, blob in entries:
-        ids.append(pid)
-        parts.append(blob)
-        total += len(blob)
-        ends.append(total)
-    return id_vector(ids), id_vector(ends), b"".join(parts)
+    pairs = list(entries)
+    parts = [blob for _, blob in pairs]
+    return id_vector([pid for pid, _ in pairs]), id_vector(accumulate(map(len, parts))), b"".join(parts)
 
 
 def blobs(ends: np.ndarray, data: bytes) -> list[bytes]:
@@ -129,7 +123,7 @@ def _bundle(name: str, ids: str, values: np.ndarray, ends: np.ndarray, data: byt
     stops = ends.tolist()
     if len(stops) != len(values):
         raise MessageError(f"{name}.ends must have one entry per {ids[:-1]}, got {len(stops)}")
-    if not (all(a <= b for a, b in zip([0, *stops], stops)) and (stops[-1] if stops else 0) == len(data)):
+    if not (stops == sorted(stops) and (stops[-1] if stops else 0) == len(data)):  # (uint32: none below 0)
         raise MessageError(f"{name}.ends must not decrease and must end at the {len(data)} bytes of the bundle")
 
 

@@ -110,6 +110,17 @@ class Signer:
         return self._static.exchange(registry.static_key(peer))
 
 
+    def exchange_each(self, registry: KeyRegistry, peers: Iterable[int]) -> list[bytes]:
+        """:meth:`exchange` with each of ``peers``, in order (a party's static agreements with all
+        its neighbours at once)."""
+        static, keys, out = self._static.exchange, registry.static_key, []
+        for peer in peers:
+            if peer not in registry:
+                raise MessageError(f"party {peer} has no key in the PKI registry")
+            out.append(static(keys(peer)))
+        return out
+
+
 class KeyRegistry:
     """Immutable directory of the parties' verification keys, fixed at set-up.
 

@@ -26,7 +26,7 @@ class SizeByShape:
         self._sizes: dict[tuple[Any, ...], int] = {}
 
     def __call__(self, message: Message) -> int:
-        key = (type(message), *(_shape(getattr(message, name)) for name, _ in message.FIELDS))
+        key = (type(message), *[_shape(getattr(message, name)) for name, _ in message.FIELDS])
         size = self._sizes.get(key)
         if size is None:
             size = self._sizes[key] = len(encode(message))
@@ -34,12 +34,21 @@ class SizeByShape:
 
 
 def _shape(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return (value.dtype.str, value.shape)
+    kind = type(value)
+    if kind is np.ndarray:
+        return (value.dtype, value.shape)  # (the dtype object: equal dtypes hash alike)
+    if kind is str:
+        return ("s", len(value) if value.isascii() else len(value.encode()))
+    if kind is bytes:
+        return ("b", len(value))
+    if kind is tuple:
+        return ("t", *[_shape(v) for v in value])
+    if isinstance(value, np.ndarray):  # (subclasses of the above, rare)
+        return (value.dtype, value.shape)
     if isinstance(value, str):
         return ("s", len(value.encode()))
     if isinstance(value, bytes):
         return ("b", len(value))
     if isinstance(value, tuple):
-        return ("t", *(_shape(v) for v in value))
-    return type(value)
+        return ("t", *[_shape(v) for v in value])
+    return kind

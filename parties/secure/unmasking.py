@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -32,7 +33,7 @@ from parties.secure.ring import ZMod
 from parties.secure.shamir import PRIME, SHARE_BYTES, Share, reconstruct_bytes
 from parties.secure.topology import CompleteNeighbourhoods, Neighbourhoods
 
-__all__ = ["Unmasking", "abscissa", "add_mask", "mask_vector", "reconstruct_secret"]
+__all__ = ["Unmasking", "abscissa", "add_mask", "add_masks", "mask_vector", "reconstruct_secret"]
 
 
 def abscissa(neighbours: Neighbourhoods, owner: int, holder: int) -> int:
@@ -65,16 +66,29 @@ def add_mask(acc: np.ndarray, seed: bytes, *, subtract: bool = False) -> None:
     """``acc += PRG(seed)`` (``subtract``: ``-=``) in place, in Z_M for M = 2^(bits of
     ``acc``'s unsigned dtype): the dtype's wrap-around is the reduction.  The same words as
     :func:`mask_vector`, expanded into a buffer this thread reuses (no new bytes per mask)."""
+    add_masks(acc, (seed,), (subtract,))
+
+
+def add_masks(acc: np.ndarray, seeds: Sequence[bytes], subtract: Sequence[bool]) -> None:
+    """:func:`add_mask` of each of ``seeds`` (``subtract[k]``: minus PRG(seeds[k])), in order:
+    the vector checked and the thread's buffer found once (a party's self mask and pairwise
+    masks at once)."""
     size = acc.dtype.itemsize
     if acc.dtype.kind != "u" or acc.ndim != 1:
         raise ConfigurationError(f"add_mask needs a 1-D unsigned vector, got {acc.dtype} of shape {acc.shape}")
+    if len(seeds) != len(subtract):
+        raise ConfigurationError(f"add_masks needs one subtract flag per seed, got {len(seeds)} seeds "
+                                 f"and {len(subtract)} flags")
     key = (acc.shape[0], size)
     scratch = _SCRATCH.buffers.get(key)
     if scratch is None:
         raw = bytearray(acc.shape[0] * size)
         scratch = _SCRATCH.buffers[key] = (raw, np.frombuffer(raw, dtype=_LITTLE[size]))
-    keystream_into(seed, scratch[0])
-    (np.subtract if subtract else np.add)(acc, scratch[1], out=acc)
+    raw, words = scratch
+    plus, minus = np.add, np.subtract
+    for seed, sub in zip(seeds, subtract):
+        keystream_into(seed, raw)
+        (minus if sub else plus)(acc, words, out=acc)
 
 
 class Unmasking:
@@ -109,24 +123,30 @@ class Unmasking:
         ctx, neighbours, survivors = self.ctx, self.ctx.neighbours, self.survivors
         owners = set(self.relayed[holder])
         owners.add(holder)
-        values, from_bytes = msg.values, int.from_bytes
-        shares: list[tuple[int, Share]] = []
-        for k, (owner, kind, x) in enumerate(zip(msg.owners.tolist(), msg.which, msg.abscissae.tolist())):
-            expected = SECRET_SELF_MASK if owner in survivors else SECRET_MASK_KEY
-            if owner not in owners or kind != expected or x != abscissa(neighbours, owner, holder):
+        values, from_bytes, b_shares, sk_shares = msg.values, int.from_bytes, self.b_shares, self.sk_shares
+        sparse = type(neighbours) is not CompleteNeighbourhoods
+        shares: list[tuple[list[Share], Share]] = []
+        start = 0
+        for owner, kind, x in zip(msg.owners.tolist(), msg.which, msg.abscissae.tolist()):
+            alive = owner in survivors
+            if owner not in owners or kind != (SECRET_SELF_MASK if alive else SECRET_MASK_KEY) or x != (
+                    bisect_left(neighbours[owner], holder) + 1 + (owner < holder) if sparse  # (abscissa, inlined)
+                    else abscissa(neighbours, owner, holder)):
                 self.error = MessageError(f"party {holder} returned a share that was not requested")
                 return
-            y = from_bytes(values[SHARE_BYTES * k: SHARE_BYTES * (k + 1)], "big")  # (33 bytes: the message's check)
+            y = from_bytes(values[start: start + SHARE_BYTES], "big")  # (33 bytes: the message's check)
+            start += SHARE_BYTES
             if y >= PRIME:
                 self.error = MessageError(f"party {holder} returned a share value outside GF(p) for party {owner} "
                                           "(share values must be < p = 2^256 + 297)")
                 return
-            shares.append((owner, Share(x, y)))
-        for owner, share in shares:
-            (self.b_shares if owner in survivors else self.sk_shares)[owner].append(share)
+            shares.append(((b_shares if alive else sk_shares)[owner], Share(x, y)))
+        for held, share in shares:
+            held.append(share)
+        waiting, threshold = self.waiting, ctx.threshold
         for o in owners:
-            left = self.waiting[o] = self.waiting[o] - 1
-            if left == 0 and o in survivors and len(self.b_shares[o]) >= ctx.threshold:
+            left = waiting[o] = waiting[o] - 1
+            if left == 0 and o in survivors and len(b_shares[o]) >= threshold:
                 try:
                     self._remove_self_mask(o)
                 except (SecureSumAborted, ConfigurationError):

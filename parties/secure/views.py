@@ -20,7 +20,8 @@ import hashlib
 import hmac
 import secrets
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -158,11 +159,14 @@ def pair_keys(live: tuple[int, ...], neighbours: Neighbourhoods, *,
     keys: dict[int, dict[int, bytes]] = {w: {} for w in live}
     if isinstance(neighbours, CompleteNeighbourhoods):  # all adjacent
         return keys
-    adjacent = {w: frozenset(neighbours[w]) for w in live}
-    pairs = [(w, h) for i, w in enumerate(live) for h in live[i + 1:] if h not in adjacent[w]]
+    # (a neighbourhood is a short sorted tuple: scanning it beats building a set per holder)
+    pairs = [(w, h) for i, (w, adjacent) in enumerate(zip(live, [neighbours[w] for w in live]))
+             for h in live[i + 1:] if h not in adjacent]
     raw = draw(VIEW_KEY_BYTES * len(pairs))
-    for k, (w, h) in enumerate(pairs):
-        keys[w][h] = keys[h][w] = raw[VIEW_KEY_BYTES * k: VIEW_KEY_BYTES * (k + 1)]
+    size, k = VIEW_KEY_BYTES, 0
+    for w, h in pairs:
+        keys[w][h] = keys[h][w] = raw[k: k + size]
+        k += size
     return keys
 
 
@@ -176,21 +180,31 @@ def combined_key(handed: list[tuple[int, bytes]]) -> bytes:
                    ).digest()[:VIEW_KEY_BYTES]
 
 
-def combined_keys(handed: dict[int, list[tuple[int, bytes]]]) -> dict[int, bytes]:
-    """:func:`combined_key` of this party and each holder h of ``handed`` (the (owner, key)
-    pairs the common owners handed it for h)."""
-    out: dict[int, bytes] = {}
-    pack, sha256, head = _OWNER.pack, _sha256, b"mprr/view-key"
-    for h, keys in handed.items():
-        if len(keys) == 1:  # (combined_key's common case, inline: one SHA-256 per 2-hop peer)
-            owner, key = keys[0]
-            out[h] = sha256(head + pack(owner) + key).digest()[:VIEW_KEY_BYTES]
-        else:
-            out[h] = combined_key(keys)
+def combined_keys(handed: Sequence[tuple[int, Sequence[int], Sequence[bytes]]],
+                  out: dict[int, bytes] | None = None) -> dict[int, bytes]:
+    """:func:`combined_key` of this party and each 2-hop peer h its owners handed it a key for:
+    ``handed`` holds, per owner, ``(owner, peers, keys)`` (``keys[k]`` handed for ``peers[k]``).
+    The MAC keys are added to ``out`` (default: a new dict; it must hold none of these peers)
+    and returned.  A peer handed keys by one owner (nearly every one on a sparse graph) costs one
+    SHA-256; one with several common owners is combined from all their keys at the end."""
+    out = {} if out is None else out
+    sha256, size = _sha256, VIEW_KEY_BYTES
+    shared: list[int] = []  # peers with more than one common owner
+    for owner, peers, keys in handed:
+        head = b"mprr/view-key" + _OWNER.pack(owner)  # (combined_key's common case, inline)
+        for h, key in zip(peers, keys):
+            if h in out:
+                shared.append(h)
+            else:
+                out[h] = sha256(head + key).digest()[:size]
+    for h in set(shared):
+        out[h] = combined_key([(owner, keys[list(peers).index(h)]) for owner, peers, keys in handed if h in peers])
     return out
 
 
+@lru_cache(maxsize=64)
 def statement_prefix(session: str) -> bytes:
+    """The head of every statement of the consistency round of ``session`` (built once per session)."""
     tag = _VIEW.encode()
     sess = session.encode()
     return b"mprr/" + struct.pack("<I", len(tag)) + tag + struct.pack("<I", len(sess)) + sess
@@ -217,30 +231,31 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
     majority agrees; on the complete graph, where H(o) is the roster for every o, each author's
     statement is checked once and the authors are counted per distinct view)."""
     ends = request.view_ends.tolist()
-    starts = [0, *ends[:-1]]
     packed = request.view_cells.astype("<u4", copy=False).tobytes()  # each view as its author packed it
     cells = request.view_cells.tolist()
     statements = dict(zip(request.signers.tolist(), range(request.signers.shape[0])))
     view_of = request.view_of.tolist()
     tags = request.tags
     # the statement view_tags MACs is prefix + signer + target + view: the target and the view
-    # (this party, one of a few distinct views) are joined once per view
+    # are joined once per view, when a statement of that view is first checked
     mine = _OWNER.pack(me)
-    tails = [mine + packed[4 * a: 4 * b] for a, b in zip(starts, ends)]
-    head, owner, blake, same = prefix, _OWNER.pack, _blake2b, hmac.compare_digest
-    checked: dict[int, frozenset[int] | None] = {}  # author -> its authenticated view (None: bad MAC)
-    as_sets: dict[int, frozenset[int]] = {}  # view index -> its ids (honest authors share one view)
+    tails: dict[int, tuple[bytes, tuple[int, ...]]] = {}  # view index -> (target + view packed, its ids)
+    owner, blake, same, keys_get = _OWNER.pack, _blake2b, hmac.compare_digest, view_keys.get
+    checked: dict[int, tuple[int, ...] | None] = {}  # author -> its authenticated view (None: bad MAC)
 
-    def stated(w: int) -> frozenset[int] | None:
-        i, key = statements.get(w), view_keys.get(w)
-        got: frozenset[int] | None = None
+    def stated(w: int) -> tuple[int, ...] | None:
+        """The view ``w`` stated for this party, if its MAC verifies (None otherwise); once per author."""
+        i, key = statements.get(w), keys_get(w)
+        got: tuple[int, ...] | None = None
         if i is not None and key is not None:
             v = view_of[i]
-            if same(blake(head + owner(w) + tails[v], key=key, digest_size=TAG_BYTES).digest(),
+            tail = tails.get(v)
+            if tail is None:
+                a, b = ends[v - 1] if v else 0, ends[v]
+                tail = tails[v] = (mine + packed[4 * a: 4 * b], tuple(cells[a:b]))
+            if same(blake(prefix + owner(w) + tail[0], key=key, digest_size=TAG_BYTES).digest(),
                     tags[TAG_BYTES * i: TAG_BYTES * i + TAG_BYTES]):
-                got = as_sets.get(v)
-                if got is None:  # a holder set (every party on the complete graph)
-                    got = as_sets[v] = frozenset(cells[starts[v]:ends[v]])
+                got = tail[1]
         checked[w] = got
         return got
 
@@ -261,7 +276,7 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
             if w != me and w in statements and stated(w) is not None:
                 v = view_of[statements[w]]
                 authors[v] = authors.get(v, 0) + 1
-        views = [(as_sets[v], count) for v, count in authors.items()]
+        views = [(frozenset(tails[v][1]), count) for v, count in authors.items()]
         for o in owners:
             alive = o in view
             agree_ = 1 + sum([count for ids, count in views if (o in ids) == alive])  # + this party
@@ -270,29 +285,44 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
         return
 
     neighbours = ctx.neighbours
+    known = checked.get
     for o in owners:
         holders = neighbours[o]  # H(o): o and its neighbours
         need = (len(holders) + 1) // 2 + 1
         alive = o in view
         agree_ = 1  # this party
         fresh = []  # authors not authenticated yet, checked only if those already are too few
-        for w in (*holders, o):
-            if w == me:
-                continue
-            if w in checked:
-                got = checked[w]
-                if got is not None and (o in got) == alive:
-                    agree_ += 1
-                    if agree_ >= need:
-                        break
-            elif w in statements:
-                fresh.append(w)
-        else:
-            for w in fresh:
-                got = stated(w)
-                if got is not None and (o in got) == alive:
-                    agree_ += 1
-                    if agree_ >= need:
-                        break
+        for w in holders:
+            got = known(w, checked)  # (``checked`` itself: not authenticated yet)
+            if got is checked:
+                if w != me and w in statements:
+                    fresh.append(w)
+            elif got is not None and (o in got) == alive:
+                agree_ += 1
+        if o != me:  # (o is a holder of its own secrets)
+            got = known(o, checked)
+            if got is checked:
+                if o in statements:
+                    fresh.append(o)
+            elif got is not None and (o in got) == alive:
+                agree_ += 1
         if agree_ < need:
-            raise abort(o, agree_, len(holders) + 1, need)
+            for w in fresh:  # (stated, inlined: the bulk of a party's checks)
+                i, key = statements[w], keys_get(w)
+                got = None
+                if key is not None:
+                    v = view_of[i]
+                    tail = tails.get(v)
+                    if tail is None:
+                        a, b = ends[v - 1] if v else 0, ends[v]
+                        tail = tails[v] = (mine + packed[4 * a: 4 * b], tuple(cells[a:b]))
+                    if same(blake(prefix + owner(w) + tail[0], key=key, digest_size=TAG_BYTES).digest(),
+                            tags[TAG_BYTES * i: TAG_BYTES * i + TAG_BYTES]):
+                        got = tail[1]
+                checked[w] = got
+                if got is not None and (o in got) == alive:
+                    agree_ += 1
+                    if agree_ >= need:
+                        break
+            if agree_ < need:
+                raise abort(o, agree_, len(holders) + 1, need)

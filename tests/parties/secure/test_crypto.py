@@ -10,8 +10,8 @@ from mprr.errors import ConfigurationError, MessageError
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from parties.secure.crypto import (KeyPair, _hmac32, agree, derive_key, derive_keys, hkdf_sha256, open_each,
-                                  open_sealed, seal, seal_each)
+from parties.secure.crypto import (KeyPair, _hmac32, agree, agree_each, derive_key, derive_keys, derive_keys_each,
+                                  hkdf_sha256, open_each, open_sealed, seal, seal_each)
 
 
 @pytest.mark.parametrize("length", [1, 32, 33, 100])
@@ -33,6 +33,25 @@ def test_derived_keys_equal_cryptography_hkdf_and_stdlib_hmac() -> None:
         assert _hmac32(key, data) == hmac.digest(key, data, "sha256")
     with pytest.raises(ConfigurationError, match="_hmac32 key must be 32 bytes, got 16"):
         _hmac32(bytes(16), b"x")
+
+
+def test_the_batched_derivations_equal_one_call_per_peer() -> None:
+    secrets_, peers = [bytes(range(k, k + 32)) for k in (0, 5, 9)], [8, 2, 3]
+    assert derive_keys_each(secrets_, purposes=("channel", "view"), session="sess", a=3, peers=peers) == [
+        derive_keys(shared, purposes=("channel", "view"), session="sess", a=3, b=b) for shared, b in zip(secrets_, peers)]
+    assert derive_keys_each([], purposes=("mask",), session="sess", a=3, peers=[]) == []
+    with pytest.raises(ConfigurationError, match="derive_keys_each needs one peer per shared secret, got 3 secrets "
+                                                 "and 2 peers"):
+        derive_keys_each(secrets_, purposes=("mask",), session="sess", a=3, peers=peers[:2])
+    mine, others = KeyPair.generate(), [KeyPair.generate() for _ in range(3)]
+    assert agree_each(mine.private, [o.public for o in others], purpose="mask", session="sess", me=4, peers=peers) == [
+        agree(mine.private, o.public, purpose="mask", session="sess", me=4, peer=p) for o, p in zip(others, peers)]
+    with pytest.raises(MessageError, match="public key of party 2 must be 32 bytes"):
+        agree_each(mine.private, [others[0].public, bytes(31)], purpose="mask", session="sess", me=4, peers=[8, 2])
+    with pytest.raises(MessageError, match="invalid X25519 public key from party 2"):
+        agree_each(mine.private, [others[0].public, bytes(32)], purpose="mask", session="sess", me=4, peers=[8, 2])
+    with pytest.raises(ConfigurationError, match="agree_each needs one peer per public key, got 1 keys and 2 peers"):
+        agree_each(mine.private, [others[0].public], purpose="mask", session="sess", me=4, peers=[8, 2])
 
 
 def test_hkdf_rfc5869_test_case_3() -> None:

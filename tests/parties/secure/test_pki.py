@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from mprr.errors import ConfigurationError
+from mprr.errors import ConfigurationError, MessageError
 from mprr.synthetic import planted_clusters
 from parties.secure import pki
 from parties.secure.graph import GraphEngine
@@ -20,6 +20,14 @@ def test_signing_keys_sign_and_verify_and_static_keys_agree() -> None:
     sig = signers[0].sign("p", "s", b"x")
     assert registry.verify(0, "p", "s", b"x", sig) and not registry.verify(1, "p", "s", b"x", sig)
     assert signers[0].exchange(registry, 2) == signers[2].exchange(registry, 0)
+
+
+def test_a_party_agrees_with_all_its_neighbours_at_once() -> None:
+    signers, registry = pki.setup_pki(range(4), signing=False)
+    assert signers[0].exchange_each(registry, [3, 1]) == [signers[0].exchange(registry, 3),
+                                                          signers[0].exchange(registry, 1)]
+    with pytest.raises(MessageError, match="party 9 has no key in the PKI registry"):
+        signers[0].exchange_each(registry, [1, 9])
 
 
 def test_without_signing_keys_nothing_is_signed_and_static_keys_still_agree() -> None:

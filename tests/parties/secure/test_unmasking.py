@@ -11,7 +11,7 @@ from mprr.errors import ConfigurationError, MessageError
 from parties.secure.masked import MaskedEngine
 from parties.secure.messages import SECRET_SELF_MASK, UnmaskShares, id_vector
 from parties.secure.shamir import PRIME, SHARE_BYTES, share_values
-from parties.secure.unmasking import Unmasking, abscissa, add_mask, mask_vector
+from parties.secure.unmasking import Unmasking, abscissa, add_mask, add_masks, mask_vector
 
 N, L = 8, 6
 
@@ -87,6 +87,17 @@ def test_add_mask_adds_or_subtracts_the_mask_vector_in_place(dtype: type) -> Non
     add_mask(acc, other, subtract=True)
     add_mask(acc, seed, subtract=True)
     assert np.array_equal(acc, start)
+
+
+def test_add_masks_is_add_mask_of_each_seed_in_turn() -> None:
+    seeds, subtract = [bytes(range(32)), bytes(32), b"\x07" * 32], [False, True, False]
+    acc, expected = np.arange(L, dtype=np.uint32), np.arange(L, dtype=np.uint32)
+    add_masks(acc, seeds, subtract)
+    for seed, minus in zip(seeds, subtract):
+        add_mask(expected, seed, subtract=minus)
+    assert np.array_equal(acc, expected) and not np.array_equal(acc, np.arange(L, dtype=np.uint32))
+    with pytest.raises(ConfigurationError, match="add_masks needs one subtract flag per seed, got 3 seeds and 2 flags"):
+        add_masks(acc, seeds, subtract[:2])
 
 
 def test_add_mask_refuses_signed_vectors() -> None:

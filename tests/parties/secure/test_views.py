@@ -13,7 +13,7 @@ import pytest
 from mprr.errors import SecureSumAborted
 from parties.secure.masked import MaskedEngine
 from parties.secure.messages import UnmaskRequest, id_vector
-from parties.secure.views import check_consistency, pack_ids, statement_prefix, view_tags
+from parties.secure.views import check_consistency, combined_key, combined_keys, pack_ids, statement_prefix, view_tags
 
 
 @pytest.mark.parametrize(("n", "topology", "degree"), [(6, "complete", None), (7, "complete", None),
@@ -86,3 +86,13 @@ def test_the_complete_graph_counts_per_view_as_the_general_rule_counts_per_holde
         decided += 1
         aborted += outcomes[0] is not None
     assert decided == 400 and 50 < aborted < 350  # both outcomes were exercised
+
+
+def test_combined_keys_hash_each_peers_keys_of_all_its_common_owners() -> None:
+    # owner 4 handed keys for peers 7 and 9, owner 2 for 9 and 11: peer 9 has two common owners
+    a, b, c, d = (bytes([k]) * 16 for k in (1, 2, 3, 4))
+    handed = [(4, (7, 9), (a, b)), (2, (9, 11), (c, d))]
+    out = combined_keys(handed, {5: bytes(16)})
+    assert out == {5: bytes(16), 7: combined_key([(4, a)]), 9: combined_key([(2, c), (4, b)]),
+                   11: combined_key([(2, d)])}
+    assert combined_key([(4, b), (2, c)]) == out[9] != combined_key([(4, b)])  # (in owner order, all owners)
