@@ -46,8 +46,9 @@ Modules, in dependency order:
 - ``view``          — the controller's view log (everything it received)
 - ``party``         — the ``Party`` actor: private record, own stream, own privacy accountant; a
                       pure handler (a reply, or a secure-sum program for its host to drive)
-- ``party_sum``     — ``run_party_sum``: a host drives a party's secure-sum program over the
-                      party's endpoint and tells the party how it ended
+- ``party_sum``     — ``PartySums``: a host steps all its parties' secure-sum programs from the
+                      frames it delivers (rounds, deadlines, no task per party) and tells each
+                      party how its program ended
 - ``shard_report``  — what a shard hands back after a run: its parties' summaries, in columns
 - ``cohort``        — a shard's parties in identical state, as columns: a broadcast release
                       request answered for all of them in one vectorized step

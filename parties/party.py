@@ -93,7 +93,8 @@ __all__ = ["LOOP_KINDS", "Accounted", "AccountedParties", "Party"]
 
 LOOP_KINDS = (ReleaseRequest, ReportRequest, SecureRelease, SecureSumStart, Abort)
 """Kinds a party's host hands to :meth:`Party.receive` when the controller sends them;
-anything else (the secure-sum engines' traffic) goes to the party's endpoint, for its engine."""
+anything else (the secure-sum engines' traffic) goes to the party's secure-sum program, which its
+host drives (:mod:`parties.party_sum`)."""
 
 
 class Accounted:
@@ -417,8 +418,8 @@ class Party(Accounted):
 
     def secure_program(self, start: SecureSumStart, network: Any = None) -> Program[np.ndarray | None] | None:
         """This party's side of the secure sum ``start.session`` with its committed input, as a
-        sans-I/O program (:mod:`parties.secure.program`) for its host to drive over the party's
-        endpoint (:func:`parties.party_sum.run_party_sum`); ``None`` when the party refuses
+        sans-I/O program (:mod:`parties.secure.program`) for its host to drive
+        (:class:`parties.party_sum.PartySums`); ``None`` when the party refuses
         (logged in :attr:`errors`).
 
         Checks (module docstring): the party's own engine, a roster that holds the party and

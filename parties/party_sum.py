@@ -1,41 +1,345 @@
-"""A party's secure sum, driven for its host: the party's program over the party's endpoint.
+"""The secure sums of a host's parties, driven together: :class:`PartySums`.
 
 The party is a pure handler (:mod:`parties.party`): on a
 :class:`~parties.wire.requests.SecureSumStart` it hands its host a sans-I/O program
-(:meth:`~parties.party.Party.secure_program`), or refuses.  The host owns the time and the I/O:
-:func:`run_party_sum` drives that program over the party's endpoint
-(:func:`parties.secure.drive.drive`: one ``asyncio.timeout`` per round) as a task of the host's
-task group, and tells the party how it ended (:meth:`~parties.party.Party.end_secure_sum`).
+(:meth:`~parties.party.Party.secure_program`, :mod:`parties.secure.program`), or refuses.  The
+host owns the time and the I/O.  A :class:`PartySums` steps the programs of all the parties
+of one host (:class:`~parties.shard.PartyShard`) from the frames the host delivers, with no
+task, endpoint or pending receive per party:
+
+- a frame for a party is decoded (unless it carries its message), its kind checked against
+  what the host accepts (else it is rejected, counted against its sender), counted, and given
+  to the round the party's program has open when it belongs there (its kind and phase), else
+  buffered in arrival order (at a reorder fault's position) for a later round;
+- when a round is ready (every source answered; a streamed round: anything new), the program
+  is stepped on the loop's next turn, for every ready party at once; its sends, rejections and
+  marks are performed on the spot, up to its next round or its end;
+- every round has its deadline, ``expect.timeout`` seconds after it opened on the running
+  loop's clock (one timer per distinct deadline, however many parties opened a round then);
+  at the deadline the program is told what arrived and that the round timed out;
+- a :class:`~parties.secure.program.Poll` is answered on the loop's next turn with what has
+  arrived by then (the peers run first).
+
+These are the semantics of :func:`parties.secure.drive.drive`, which runs the controller's
+program over its endpoint.  When a program ends the host tells the party
+(:meth:`~parties.party.Party.end_secure_sum`): returned, closed; raised a
+:class:`~mprr.errors.ProtocolError` (a peer or the controller failed), aborted with it (the
+controller decides what a failed sum means); crashed, aborted with
+:class:`~mprr.errors.PartyDropped`; the host stopped first, left as it stands.  Any other
+exception is a bug: it ends the party's session and is handed to ``fail`` (the host re-raises
+it from its serving task).
 """
 
 from __future__ import annotations
 
-from mprr.errors import ProtocolError
-from parties.party import Party
-from parties.secure.drive import drive
-from parties.transport import Endpoint
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError
+from parties.secure.program import Broadcast, Delivery, Expect, Mark, Operation, Poll, Program, Reject, Send, SendEach
+from parties.secure.rounds import Finished, RoundState, step
+from parties.topology import actor_name
+from parties.wire.codec import Message, decode, encode
 from parties.wire.requests import SecureSumStart
 
-__all__ = ["run_party_sum"]
+if TYPE_CHECKING:
+    from parties.transport import Frame, Transport
+
+__all__ = ["PartySums", "SumParty"]
 
 
-async def run_party_sum(party: Party, endpoint: Endpoint, start: SecureSumStart) -> None:
-    """Run ``party``'s side of the secure sum ``start`` over ``endpoint``, to its end.
+class SumParty(Protocol):
+    """What :class:`PartySums` asks of a party (:class:`~parties.party.Party`)."""
 
-    A refusal ends here (the party logged it); a :class:`~mprr.errors.ProtocolError` of the
-    program (a peer or the controller failed) aborts the party's session and is logged, never
-    raised: the controller decides what a failed sum means.  Cancelled (the host stops), the
-    party forgets its input and the cancellation propagates.
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def errors(self) -> list[str]: ...
+
+    def secure_program(self, start: SecureSumStart, network: Any = None) -> Program[Any] | None: ...
+
+    def end_secure_sum(self, session: str, error: ProtocolError | None, *, ran: bool = True) -> None: ...
+
+
+_Buffered = tuple[int, str, Message]
+"""A delivered message no round has taken yet: (sender, phase, message)."""
+
+
+class _Run:
+    """One party's program of one session and the round it has open."""
+
+    __slots__ = ("party", "session", "program", "expect", "state", "deadline", "ready", "active", "crashed")
+
+    def __init__(self, party: SumParty, session: str, program: Program[Any]) -> None:
+        self.party, self.session, self.program = party, session, program
+        self.expect: Expect[Any] | None = None  # the open (or last) round
+        self.state: RoundState | None = None
+        self.deadline: float | None = None  # of the open round, while it is timed
+        self.ready = False  # its open round is queued to be stepped on the next turn
+        self.active = False  # its program is being stepped
+        self.crashed = False  # the party crashed while its program was being stepped
+
+    def waiting(self, kind: type[Message], phase: str) -> bool:
+        """Whether the open round takes messages of ``kind`` in ``phase``."""
+        e, state = self.expect, self.state
+        return e is not None and state is not None and not state.over and e.kind is kind and e.phase == phase
+
+
+class PartySums:
+    """The secure-sum programs of one host's parties (module docstring).
+
+    Parameters
+    ----------
+    network
+        The host's transport: its sends, crash set, counters and topology (what a party's
+        engine context may ask of its links).
+    accept
+        The message kinds the host's parties accept (another kind is rejected on delivery).
+    fail
+        Called with an exception a program raised that is not a protocol error (a bug).
     """
-    program = party.secure_program(start, endpoint.network)
-    if program is None:
-        return
-    try:
-        await drive(endpoint, program)
-    except ProtocolError as exc:
-        party.end_secure_sum(start.session, exc)
-    except BaseException:
-        party.end_secure_sum(start.session, None, ran=False)
-        raise
-    else:
-        party.end_secure_sum(start.session, None)
+
+    def __init__(self, network: Transport, accept: frozenset[int], fail: Callable[[BaseException], None]) -> None:
+        self._network = network
+        self._accept = accept
+        self._fail = fail
+        self._runs: dict[int, list[_Run]] = {}  # party -> its running programs (one per session)
+        self._buffers: dict[int, deque[_Buffered]] = {}
+        self._ready: list[tuple[_Run, RoundState]] = []  # rounds to step on the next turn, in order
+        self._polls: list[tuple[_Run, RoundState]] = []
+        self._scheduled = False
+        self._deadlines: dict[float, tuple[asyncio.TimerHandle, set[_Run]]] = {}
+        self._last_payload: bytes | None = None  # decode cache for broadcasts (same bytes object)
+        self._last_message: Message | None = None
+        self.serving = False
+
+    # ------------------------------------------------------------------ sessions
+    def start(self, party: SumParty, start: SecureSumStart) -> None:
+        """Run ``party``'s side of ``start`` (its program, or nothing if the party refuses)."""
+        if not self.serving:  # stopped (or not serving yet): the session cannot run
+            party.errors.append(f"secure sum {start.session!r} refused: the host is not serving")
+            return
+        program = party.secure_program(start, self._network)
+        if program is None:
+            return
+        run = _Run(party, start.session, program)
+        self._runs.setdefault(party.index, []).append(run)
+        self._advance(run, None)
+
+    def running(self) -> int:
+        """Programs running now."""
+        return sum(len(runs) for runs in self._runs.values())
+
+    def buffered(self, party: int) -> int:
+        """Messages delivered to ``party`` that no round has taken yet."""
+        buf = self._buffers.get(party)
+        return 0 if buf is None else len(buf)
+
+    def crash(self, party: int) -> None:
+        """``party`` crashed: what was buffered for it is lost and its programs end with
+        :class:`~mprr.errors.PartyDropped`."""
+        self._buffers.pop(party, None)
+        for run in list(self._runs.get(party, ())):
+            if run.active:  # (crashed by a fault on one of its own sends: it ends when the send returns)
+                run.crashed = True
+            else:
+                self._end(run, _dropped(party))
+
+    def stop(self) -> None:
+        """End every program where it stands (the host stops): the sessions are left as they are."""
+        self.serving = False
+        for runs in list(self._runs.values()):
+            for run in list(runs):
+                self._end(run, None, ran=False)
+        self._buffers.clear()
+
+    # ------------------------------------------------------------------ delivery
+    def deliver(self, frame: Frame, position: int | None = None) -> None:
+        """A frame of secure-sum traffic for a hosted party (not crashed): decoded, checked,
+        counted, then taken by the party's open round or buffered (module docstring)."""
+        msg = frame.message
+        payload = frame.payload
+        counter = self._network.counter
+        if msg is None or frame.kind not in self._accept:
+            try:
+                if payload is self._last_payload and self._last_message is not None and frame.kind in self._accept:
+                    msg = self._last_message  # same bytes object (a broadcast): same immutable message
+                else:
+                    msg = decode(payload, expected=self._accept)
+                    self._last_payload, self._last_message = payload, msg
+            except MessageError:  # a bad frame is its sender's fault: counted against it
+                counter.record_rejection(frame.src)
+                return
+        dst = frame.dst
+        counter.record_delivery(dst, len(payload))
+        kind, phase = type(msg), frame.phase
+        for run in self._runs.get(dst, ()):
+            if run.waiting(kind, phase) and run.expect is not None and run.expect.accepts(msg):
+                state = run.state
+                assert state is not None  # (waiting)
+                state.sort(((frame.src, msg),))
+                if not run.ready and (run.expect.stream or not state.pending):
+                    run.ready = True
+                    self._ready.append((run, state))
+                    self._schedule()
+                return
+        buf = self._buffers.get(dst)
+        if buf is None:
+            buf = self._buffers[dst] = deque()
+        if position is None or position >= len(buf):
+            buf.append((frame.src, phase, msg))
+        else:
+            buf.insert(position, (frame.src, phase, msg))
+
+    # ------------------------------------------------------------------ stepping
+    def _schedule(self) -> None:
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._turn)
+
+    def _turn(self) -> None:
+        """The loop's turn: step every program whose round is ready, then answer the polls."""
+        self._scheduled = False
+        ready, self._ready = self._ready, []
+        polls, self._polls = self._polls, []
+        for run, state in ready:
+            if run.state is state and run.ready and not state.over:
+                run.ready = False
+                self._advance(run, self._delivery(run))
+        for run, state in polls:  # (a round that timed out meanwhile was told so)
+            if run.state is state and not state.over:
+                self._advance(run, self._delivery(run))
+
+    def _delivery(self, run: _Run, *, timed_out: bool = False) -> Delivery[Any]:
+        """What arrived for ``run``'s open round since its last delivery; its timer ends with the round."""
+        state = run.state
+        assert state is not None
+        got = state.delivery(timed_out=timed_out)
+        if got.done:
+            self._untime(run)
+        return got
+
+    def _advance(self, run: _Run, value: Delivery[Any] | None) -> None:
+        """Resume ``run``'s program with ``value`` and perform what it asks, up to a round that
+        must wait or its end."""
+        program = run.program
+        run.active = True
+        try:
+            op = step(program, value)
+            while True:
+                if run.crashed:
+                    raise _dropped(run.party.index)
+                if isinstance(op, Finished):
+                    self._end(run, None)
+                    return
+                if isinstance(op, (Expect, Poll)):
+                    expect = op if isinstance(op, Expect) else op.expect
+                    state = run.state
+                    if expect is not run.expect:
+                        state = self._open(run, expect)
+                    elif state is None or state.over:
+                        raise ConfigurationError(
+                            f"the round of phase {expect.phase!r} is over: a program expects it anew")
+                    if isinstance(op, Poll):
+                        self._polls.append((run, state))
+                        self._schedule()
+                        return
+                    if state.pending and not (expect.stream and (state.first or state.others)):
+                        return  # it waits: a delivery or its deadline resumes it
+                    op = step(program, self._delivery(run))
+                    continue
+                self._perform(run.party.index, op)
+                op = step(program, None)
+        except ProtocolError as exc:
+            self._end(run, exc)
+        except Exception as exc:  # a bug in a program: its session ends, the host fails
+            self._end(run, None, ran=False)
+            self._fail(exc)
+        finally:
+            run.active = False
+
+    def _open(self, run: _Run, expect: Expect[Any]) -> RoundState:
+        """Open ``run``'s round ``expect``: the buffered messages of its kind and phase join it
+        (oldest first), and its deadline starts now."""
+        self._untime(run)
+        state = run.state = RoundState(expect)
+        run.expect, run.ready = expect, False
+        buf = self._buffers.get(run.party.index)
+        if buf:
+            kind, phase = expect.kind, expect.phase
+            taken = [(src, msg) for src, ph, msg in buf if type(msg) is kind and ph == phase]
+            if taken:
+                kept = [item for item in buf if not (type(item[2]) is kind and item[1] == phase)]
+                buf.clear()
+                buf.extend(kept)
+                state.sort(taken)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + expect.timeout
+        timed = self._deadlines.get(deadline)
+        if timed is None:
+            timed = self._deadlines[deadline] = (loop.call_at(deadline, self._expire, deadline), set())
+        timed[1].add(run)
+        run.deadline = deadline
+        return state
+
+    def _untime(self, run: _Run) -> None:
+        """``run``'s round no longer waits for its deadline (its timer goes with its last round)."""
+        deadline = run.deadline
+        if deadline is None:
+            return
+        run.deadline = None
+        timed = self._deadlines.get(deadline)
+        if timed is not None:
+            timed[1].discard(run)
+            if not timed[1]:
+                timed[0].cancel()
+                del self._deadlines[deadline]
+
+    def _expire(self, deadline: float) -> None:
+        """The deadline of rounds opened ``deadline - timeout`` ago passed: each is told it timed out."""
+        timed = self._deadlines.pop(deadline, None)
+        if timed is None:
+            return
+        for run in sorted(timed[1], key=lambda r: r.party.index):
+            run.deadline = None
+            state = run.state
+            if state is not None and not state.over:
+                run.ready = False
+                self._advance(run, state.delivery(timed_out=True))
+
+    def _perform(self, me: int, op: Operation) -> None:
+        """One non-receiving operation of party ``me``'s program."""
+        net = self._network
+        if isinstance(op, Send):
+            net.send(me, op.to, op.message, op.phase, encode(op.message))
+        elif isinstance(op, SendEach):
+            net.send_many(me, op.to, op.messages, op.phase)
+        elif isinstance(op, Broadcast):
+            net.broadcast_from(me, op.to, op.message, op.phase)
+        elif isinstance(op, Reject):
+            net.counter.record_rejection(op.source)
+        elif isinstance(op, Mark):
+            net.begin_round(op.phase)
+        else:
+            raise ConfigurationError(f"a secure-sum program must yield an Operation, got {op!r}")
+
+    def _end(self, run: _Run, error: ProtocolError | None, *, ran: bool = True) -> None:
+        """``run``'s program ended: the party is told how, and the program is forgotten."""
+        self._untime(run)
+        runs = self._runs.get(run.party.index)
+        if runs is None or run not in runs:
+            return
+        runs.remove(run)
+        if not runs:
+            del self._runs[run.party.index]
+        run.state = None
+        run.party.end_secure_sum(run.session, error, ran=ran)
+        if not run.active:
+            run.program.close()
+
+
+def _dropped(party: int) -> PartyDropped:
+    return PartyDropped(f"{actor_name(party)} has crashed", parties=(party,))

@@ -257,7 +257,7 @@ class LocalLink(Link):
         self.shard.crash(parties)
 
     def buffered(self, party: int) -> int:
-        return self.shard.network.buffered(party)
+        return self.shard.buffered(party)
 
     def uplink(self, frame: Frame) -> None:
         """A frame a hosted party sent: into the router (:meth:`Router.ingress

@@ -24,11 +24,12 @@ routes, counts and applies the fault plan in one place, the same on every runtim
 
 Secure sums (RR-Clusters 4.2 / 4.3): a party that receives a
 :class:`~parties.wire.requests.SecureSumStart` hands its host its side of the engine
-as a program (``Party.secure_program``), which the shard drives as a task owned by
-:meth:`PartyShard.serve` (:func:`parties.party_sum.run_party_sum`), on an endpoint of the
-shard's network; the engine's messages for it — from the controller, or from peers in this or
-another shard, always routed through the controller process's router, which checks the
-topology — are delivered into that endpoint as in memory.  The setup carries what each party
+as a program (``Party.secure_program``); the shard steps the programs of all its parties
+together (:class:`~parties.party_sum.PartySums`: no task, endpoint or pending receive per
+party, one timer per distinct round deadline) while :meth:`PartyShard.serve` runs; the
+engine's messages for a party — from the controller, or from peers in this or another shard,
+always routed through the controller process's router, which checks the topology — go to its
+program's open round, or wait for it.  The setup carries what each party
 agreed to before the run: the engine (its configuration is the party's policy), the minimum
 roster and whether the engine needs party-to-party links (``mesh``).  Signing keys
 (:mod:`parties.secure.pki`) are generated *here*, where the parties live
@@ -65,7 +66,7 @@ from parties.wire.codec import Message, decode, encode, known_kinds
 from parties.wire.messages import Abort, RandomizedValues
 from parties.wire.requests import ReleaseRequest, SecureSumStart
 from parties.party import LOOP_KINDS, AccountedParties, Party
-from parties.party_sum import run_party_sum
+from parties.party_sum import PartySums
 from parties.public_state import ReleaseBook
 from parties.secure.pki import KeyRegistry, Signer, generate_signers
 from parties.shard_network import ShardNetwork
@@ -196,8 +197,8 @@ class PartyShard:
             self._cohorts.append(Cohort(members, self._accountant(budget, int(members[0]))))
         self._parties: dict[int, Party] = {}  # row -> the party built to answer on its own
         self._stop = asyncio.Event()
-        self._sessions: asyncio.TaskGroup | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._failure: BaseException | None = None
+        self._sums = PartySums(self.network, self._accept, self._fail)  # the parties' secure-sum programs
 
     def _accountant(self, budget: float, row: int) -> PrivacyAccountant:
         """A fresh accountant of the hosted party at ``row`` (as :class:`Party` builds one)."""
@@ -315,23 +316,29 @@ class PartyShard:
     async def serve(self) -> None:
         """Serve the parties until :meth:`stop` (frames are answered as they are delivered).
 
-        Owns the parties' secure-sum sessions: each runs as a task of this call's task group,
-        and the sessions still running at :meth:`stop` are cancelled (as the memory runtime
-        cancels its party tasks when the controller is done).
+        Owns the parties' secure-sum sessions (:class:`~parties.party_sum.PartySums`): they run
+        while this call does, and the sessions still running when it ends are left where they
+        stand (as the memory runtime leaves its parties when the controller is done).  A
+        program's bug ends the serving: it is raised here.
         """
         for cohort in self._cohorts:
             if cohort is not None:
                 cohort.status = "running"
         for p in self._parties.values():
             p.status = "running"
-        async with asyncio.TaskGroup() as tg:
-            self._sessions = tg
-            try:
-                await self._stop.wait()
-            finally:
-                self._sessions = None
-                for task in self._tasks:
-                    task.cancel()
+        self._sums.serving = True
+        try:
+            await self._stop.wait()
+        finally:
+            self._sums.stop()
+        if self._failure is not None:
+            raise self._failure
+
+    def _fail(self, exc: BaseException) -> None:
+        """A party's program failed with a bug: serving ends, and :meth:`serve` raises it."""
+        if self._failure is None:
+            self._failure = exc
+        self._stop.set()
 
     def stop(self) -> None:
         """End :meth:`serve` (at once, if called before it)."""
@@ -346,8 +353,8 @@ class PartyShard:
         receivers on the loop's next turn (:meth:`_flush`; module docstring): a release request
         or an abort by the receivers' cohorts, any request by each party built on its own
         (:meth:`Party.receive <parties.party.Party.receive>`; the receivers still in a cohort
-        are built at once).  Any other frame (secure-sum traffic, into the party's endpoint)
-        first answers what was collected.  No task,
+        are built at once).  Any other frame (secure-sum traffic, to the party's program:
+        :class:`~parties.party_sum.PartySums`) first answers what was collected.  No task,
         endpoint or pending receive is kept per party.  Decoding rejects the unexpected (counted
         ``rejected``, against the sender); a broadcast, arriving as equal bytes for every party,
         is decoded once.  ``position`` (a reorder fault) has no buffer to act on: frames are
@@ -375,8 +382,7 @@ class PartyShard:
             return
         if frame.src != CONTROLLER or frame.kind not in _CONTROLLER_REQUESTS:
             self._settle()
-            net.party_endpoint(dst, self._accept)  # secure-sum traffic: into the party's mailbox, as in memory
-            net.deliver(frame, position)
+            self._sums.deliver(frame, position)  # secure-sum traffic: to the party's program
             return
         payload = frame.payload
         try:
@@ -560,14 +566,12 @@ class PartyShard:
                 self._uplink_columns(item)
 
     def _start_session(self, party: Party, start: SecureSumStart) -> None:
-        """Run the party's side of a secure sum as a task owned by :meth:`serve`."""
-        group = self._sessions
-        if group is None:  # stopped (or not serving yet): the session cannot run
-            party.errors.append(f"secure sum {start.session!r} refused: the shard is not serving")
-            return
-        task = group.create_task(run_party_sum(party, self.network.party_endpoint(party.index, self._accept), start))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        """Run the party's side of a secure sum (:class:`~parties.party_sum.PartySums`)."""
+        self._sums.start(party, start)
+
+    def buffered(self, party: int) -> int:
+        """Secure-sum messages delivered to hosted ``party`` that its program has not taken yet."""
+        return self._sums.buffered(party)
 
     def take(self, record: bytes) -> tuple[str, Any] | None:
         """One record of the frame channel (:mod:`parties.channel`) from the controller process:
@@ -592,5 +596,6 @@ class PartyShard:
         self.materialize(np.array([p - start for p in hosted], dtype=np.int64))
         for p in hosted:
             self.network.crash(p)
+            self._sums.crash(p)
             self._parties[p - start].status = "crashed"
 

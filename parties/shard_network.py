@@ -1,9 +1,9 @@
 """The shard's side of the frame channel: a :class:`~parties.transport.Transport` whose sends go up.
 
-A party shard (:mod:`parties.shard`) keeps its parties' endpoints — the secure-sum traffic of
-the parties built on their own — on a :class:`ShardNetwork`: crash set, counters, topology and
-admission as on every transport; what a party sends leaves through ``uplink`` towards the
-router in the controller process (:mod:`parties.router`), which counts it.
+A party shard (:mod:`parties.shard`) sends for its parties — their replies and their secure-sum
+programs' messages (:mod:`parties.party_sum`) — on a :class:`ShardNetwork`: crash set,
+counters, topology and admission as on every transport; what a party sends leaves through
+``uplink`` towards the router in the controller process (:mod:`parties.router`), which counts it.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from parties.transport import Endpoint, Frame, Transport
+from parties.transport import Frame, Transport
 
 if TYPE_CHECKING:  # annotations only
     import networkx as nx
@@ -49,7 +49,6 @@ class ShardNetwork(Transport):
             self._traffic = router.counter
         self.parties = parties
         self._uplink = uplink
-        self._accepting: set[int] = set()
 
     def _transmit(self, frame: Frame) -> None:
         self._uplink(frame)
@@ -62,18 +61,3 @@ class ShardNetwork(Transport):
         """Whether a send of ``party`` leaves (not crashed; else counted as lost)."""
         return self._admit(party)
 
-    def deliver(self, frame: Frame, position: int | None = None) -> None:
-        """Deliver ``frame`` into its party's endpoint (decoded, filtered, counted)."""
-        self._deliver(frame, position)
-
-    def party_endpoint(self, party: int, accept: frozenset[int]) -> Endpoint:
-        """``party``'s endpoint, accepting the kinds ``accept`` (created on first use)."""
-        if party not in self._accepting:
-            self._accepting.add(party)
-            return self.endpoint(party, accept=accept)
-        return self.endpoint(party)
-
-    def buffered(self, party: int) -> int:
-        """Messages delivered to ``party``'s endpoint and not yet taken."""
-        ep = self._endpoints.get(party)
-        return 0 if ep is None else ep.buffered

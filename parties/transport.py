@@ -147,7 +147,7 @@ class Endpoint(Mailbox):
 
     async def broadcast(self, dsts: Iterable[int], msg: Message, *, phase: str) -> None:
         """Send the same ``msg`` to every actor in ``dsts`` (encoded once; one message each)."""
-        self._net.broadcast(self.actor, self._checked(dsts, phase), msg, phase, encode(msg))
+        self._net.broadcast_from(self.actor, dsts, msg, phase)
 
     async def send_each(self, dsts: Iterable[int], msgs: Sequence[Message], *, phase: str) -> None:
         """Send ``msgs[k]`` to the k-th actor of ``dsts``, for every k: one message each, exactly
@@ -162,26 +162,7 @@ class Endpoint(Mailbox):
             If a message cannot be encoded, or the messages are not all of one kind (nothing
             is sent).
         """
-        targets = self._checked(dsts, phase)
-        if len(targets) != len(msgs):
-            raise ConfigurationError(f"send_each needs one message per destination, got "
-                                     f"{len(msgs)} messages for {len(targets)} destinations")
-        if not targets:
-            return
-        kind = type(msgs[0])
-        if any(type(m) is not kind for m in msgs):
-            raise MessageError(f"send_each sends messages of one kind, got {sorted({m.NAME for m in msgs})}")
-        self._net.send_each(self.actor, targets, msgs, phase, [encode(m) for m in msgs], kind.KIND)
-
-    def _checked(self, dsts: Iterable[int], phase: str) -> list[int]:
-        """``dsts`` as a list, once every link and the phase are checked (refuse all or none)."""
-        targets = list(dsts)
-        net, src = self._net, self.actor
-        if not net.topology.reaches(src, targets):  # find the first bad one, for its message
-            for dst in targets:
-                net.check_link(src, dst)
-        _check_phase(phase)
-        return targets
+        self._net.send_many(self.actor, dsts, msgs, phase)
 
 
 class Transport(ABC):
@@ -190,8 +171,9 @@ class Transport(ABC):
     Subclasses implement :meth:`_transmit`.  The base class owns the endpoints, the topology
     check, the traffic counters and the set of crashed actors.
 
-    What an :class:`Endpoint` calls (and nothing else of it): :meth:`send`, :meth:`send_each`,
-    :meth:`broadcast` (its sends, once it checked them), :meth:`check_link`,
+    What an :class:`Endpoint` calls (and nothing else of it): :meth:`send`, :meth:`send_many`,
+    :meth:`broadcast_from` (its sends, checked there; a host's party programs send through the
+    same methods, :mod:`parties.party_sum`), :meth:`check_link`,
     :meth:`check_actor`, :meth:`is_crashed`, :meth:`reject` and :attr:`counter`; the transport
     calls the endpoint's delivery side in turn (:meth:`Endpoint.deliver
     <parties.inbox.Inbox.deliver>`, ``deliver_columns``, ``note_rejection``, ``crash``).
@@ -324,6 +306,44 @@ class Transport(ABC):
         self.check_link(src, dst)
         _check_phase(phase)
         self._emit(src, dst, msg, phase, payload)
+
+    def send_many(self, src: int, dsts: Iterable[int], msgs: Sequence[Message], phase: str) -> None:
+        """``src`` sends ``msgs[k]`` to the k-th actor of ``dsts``, for every k, all of one kind:
+        every link and the phase checked first (refused all or none), then encoded, admitted,
+        counted and transmitted at once (:meth:`Endpoint.send_each`).
+
+        Raises
+        ------
+        ProtocolError
+            As :meth:`send`, for any destination; nothing is sent then.
+        MessageError
+            If a message cannot be encoded, or the messages are not all of one kind (nothing
+            is sent).
+        """
+        targets = self._checked(src, dsts, phase)
+        if len(targets) != len(msgs):
+            raise ConfigurationError(f"send_each needs one message per destination, got "
+                                     f"{len(msgs)} messages for {len(targets)} destinations")
+        if not targets:
+            return
+        kind = type(msgs[0])
+        if any(type(m) is not kind for m in msgs):
+            raise MessageError(f"send_each sends messages of one kind, got {sorted({m.NAME for m in msgs})}")
+        self.send_each(src, targets, msgs, phase, [encode(m) for m in msgs], kind.KIND)
+
+    def broadcast_from(self, src: int, dsts: Iterable[int], msg: Message, phase: str) -> None:
+        """``src`` sends the same ``msg`` to every actor of ``dsts``: the links and the phase
+        checked first (all or none), encoded once, one message each (:meth:`Endpoint.broadcast`)."""
+        self.broadcast(src, self._checked(src, dsts, phase), msg, phase, encode(msg))
+
+    def _checked(self, src: int, dsts: Iterable[int], phase: str) -> list[int]:
+        """``dsts`` as a list, once every link of ``src`` and the phase are checked (refuse all or none)."""
+        targets = list(dsts)
+        if not self.topology.reaches(src, targets):  # find the first bad one, for its message
+            for dst in targets:
+                self.check_link(src, dst)
+        _check_phase(phase)
+        return targets
 
     def send_each(self, src: int, dsts: Sequence[int], msgs: Sequence[Message], phase: str,
                   payloads: Sequence[bytes], kind: int) -> None:

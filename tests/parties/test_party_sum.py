@@ -1,5 +1,6 @@
-"""Tests of ``parties.party_sum``: the host drives a party's secure-sum program and tells the
-party how it ended; the party itself never touches time or I/O.
+"""Tests of ``parties.party_sum``: a host steps its parties' secure-sum programs from the frames
+it delivers (rounds, buffering, deadlines, polls, crashes, stops) and tells each party how its
+program ended; the party itself never touches time or I/O.
 
 Runs on the virtual clock (``tests/virtual_clock.py``)."""
 
@@ -11,26 +12,43 @@ from typing import Any
 
 import pytest
 
-from mprr.errors import ProtocolError
-from parties.party_sum import run_party_sum
-from parties.router import Router
-from parties.secure.messages import ShareVector
-from parties.secure.program import Expect
+from mprr.errors import ConfigurationError, PartyDropped, ProtocolError
+from parties.party_sum import PartySums
+from parties.secure.messages import ShareVector, SurvivorSet, id_vector
+from parties.secure.program import Delivery, Expect, Poll, Reject, Send
+from parties.topology import CONTROLLER
+from parties.transport import Frame, Transport
+from parties.wire.codec import encode
 from parties.wire.requests import SecureSumStart
 from tests.virtual_clock import run_virtual
 
 START = SecureSumStart(1, "s", "graph", ((0, 2),))
+KINDS = frozenset({ShareVector.KIND, SurvivorSet.KIND})
+Program = Generator[Any, Any, Any]
+
+
+class _Net(Transport):
+    """A host's transport whose sends are kept."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(n)
+        self.sent: list[Frame] = []
+
+    def _transmit(self, frame: Frame) -> None:
+        self.sent.append(frame)
 
 
 class _Party:
     """What the host asks of a party: its program for a start, and the end of it."""
 
-    def __init__(self, program: Generator[Any, Any, Any] | None) -> None:
+    def __init__(self, index: int, program: Program | None) -> None:
+        self.index = index
         self.program = program
+        self.errors: list[str] = []
         self.asked: list[tuple[SecureSumStart, object]] = []
         self.ended: list[tuple[str, ProtocolError | None, bool]] = []
 
-    def secure_program(self, start: SecureSumStart, network: object) -> Generator[Any, Any, Any] | None:
+    def secure_program(self, start: SecureSumStart, network: Any = None) -> Program | None:
         self.asked.append((start, network))
         return self.program
 
@@ -38,55 +56,222 @@ class _Party:
         self.ended.append((session, error, ran))
 
 
-def _run(party: _Party) -> None:
-    async def main() -> None:
-        net = Router(2)
-        await run_party_sum(party, net.endpoint(0), START)  # type: ignore[arg-type]
+def _vector(src: int, session: str = "s") -> Frame:
+    msg = ShareVector(session, -1, id_vector((src,)))
+    return Frame(src, 0, "graph/shares", msg.KIND, encode(msg))
 
-    run_virtual(main())
+
+TOLD = Frame(CONTROLLER, 0, "graph/told", SurvivorSet.KIND, encode(SurvivorSet("s", id_vector((0,)))))
+
+
+def _host(net: Transport, failures: list[BaseException] | None = None) -> PartySums:
+    sums = PartySums(net, KINDS, (failures if failures is not None else []).append)
+    sums.serving = True
+    return sums
 
 
 def test_a_refused_start_drives_nothing_and_ends_nothing() -> None:
-    party = _Party(None)
-    _run(party)
-    assert [s for s, _ in party.asked] == [START] and party.ended == []
+    async def main() -> None:
+        party = _Party(0, None)
+        net = _Net(3)
+        _host(net).start(party, START)
+        assert party.asked == [(START, net)] and party.ended == [] and net.sent == []
+
+    run_virtual(main())
 
 
-def test_a_finished_program_closes_the_session() -> None:
-    def program() -> Generator[Any, Any, None]:
-        return None
-        yield  # a generator
-
-    party = _Party(program())
-    _run(party)
-    assert party.ended == [("s", None, True)]
+def test_a_host_not_serving_refuses_the_session() -> None:
+    party = _Party(0, iter(()))  # type: ignore[arg-type]
+    sums = PartySums(_Net(3), KINDS, [].append)
+    sums.start(party, START)
+    assert party.asked == [] and party.errors == ["secure sum 's' refused: the host is not serving"]
 
 
-def test_a_failing_program_aborts_the_session_with_its_error_and_the_host_goes_on() -> None:
-    def program() -> Generator[Any, Any, None]:
-        got = yield Expect(ShareVector, "s", (1,), "graph/shares", 0.5)
+def test_a_program_receives_its_round_on_the_next_turn_sends_and_closes_its_session() -> None:
+    seen: list[tuple[float, dict[int, Any]]] = []
+
+    def program() -> Program:
+        got = yield Expect(ShareVector, "s", (1, 2), "graph/shares", 5.0)
+        seen.append((asyncio.get_running_loop().time(), dict(got.messages)))
+        yield Send(CONTROLLER, SurvivorSet("s", id_vector((0,))), "graph/partial")
+
+    async def main() -> None:
+        party, net = _Party(0, program()), _Net(3)
+        sums = _host(net)
+        sums.start(party, START)
+        sums.deliver(_vector(1))
+        await asyncio.sleep(1.0)
+        assert seen == [] and party.ended == []  # the round waits for party 2
+        sums.deliver(_vector(2))
+        assert seen == []  # stepped on the loop's next turn, not inside the delivery
+        await asyncio.sleep(0)
+        [(when, got)] = seen
+        assert when == pytest.approx(1.0) and sorted(got) == [1, 2]
+        assert [(f.src, f.dst, f.kind) for f in net.sent] == [(0, CONTROLLER, SurvivorSet.KIND)]
+        assert party.ended == [("s", None, True)] and sums.running() == 0
+        assert net.counter.delivered == 2
+
+    run_virtual(main())
+
+
+def test_messages_before_their_round_are_buffered_and_taken_when_it_opens() -> None:
+    got_first: list[Delivery[Any]] = []
+
+    def program() -> Program:
+        told = yield Expect(SurvivorSet, "s", (CONTROLLER,), "graph/told", 5.0)
+        assert told.messages[CONTROLLER].survivors.tolist() == [0, 1]
+        got_first.append((yield Expect(ShareVector, "s", (1,), "graph/shares", 5.0)))
+
+    async def main() -> None:
+        party = _Party(0, program())
+        sums = _host(_Net(3))
+        sums.start(party, START)
+        sums.deliver(_vector(1))  # early: its round is not open yet
+        sums.deliver(_vector(1, session="another"))  # another session's: never this round's
+        assert sums.buffered(0) == 2
+        told = SurvivorSet("s", id_vector((0, 1)))
+        sums.deliver(Frame(CONTROLLER, 0, "graph/told", told.KIND, encode(told)))
+        await asyncio.sleep(0)
+        [delivery] = got_first
+        assert list(delivery.messages) == [1] and delivery.done and not delivery.timed_out
+        assert sums.buffered(0) == 0 and party.ended == [("s", None, True)]
+
+    run_virtual(main())
+
+
+def test_a_round_ends_at_its_deadline_and_the_program_decides() -> None:
+    def program() -> Program:
+        got = yield Expect(ShareVector, "s", (1, 2), "graph/shares", 0.5)
+        assert got.timed_out and got.missing == (2,) and list(got.messages) == [1]
+        assert asyncio.get_running_loop().time() == pytest.approx(0.5)
+        raise ProtocolError("no share from party 2")
+
+    async def main() -> list[tuple[str, ProtocolError | None, bool]]:
+        party = _Party(0, program())
+        sums = _host(_Net(3))
+        sums.start(party, START)
+        sums.deliver(_vector(1))
+        await asyncio.sleep(0.4)
+        assert party.ended == []
+        await asyncio.sleep(0.2)
+        return party.ended
+
+    [(session, error, ran)] = run_virtual(main())  # the error is the party's to log, not the host's to raise
+    assert session == "s" and ran and isinstance(error, ProtocolError) and str(error) == "no share from party 2"
+
+
+def test_parties_opening_rounds_together_share_one_timer_and_each_is_told() -> None:
+    def program() -> Program:
+        got = yield Expect(ShareVector, "s", (CONTROLLER,), "graph/shares", 2.0)
         assert got.timed_out
-        raise ProtocolError("no share from party 1")
 
-    party = _Party(program())
-    _run(party)  # the error is the party's to log, not the host's to raise
-    [(session, error, ran)] = party.ended
-    assert session == "s" and ran and isinstance(error, ProtocolError) and str(error) == "no share from party 1"
+    async def main() -> None:
+        parties = [_Party(i, program()) for i in range(50)]
+        sums = _host(_Net(50))
+        timers = len(asyncio.get_running_loop()._scheduled)  # type: ignore[attr-defined]
+        for party in parties:
+            sums.start(party, START)
+        assert len(asyncio.get_running_loop()._scheduled) == timers + 1  # type: ignore[attr-defined]
+        await asyncio.sleep(2.5)
+        assert all(p.ended == [("s", None, True)] for p in parties)
+
+    run_virtual(main())
+
+
+def test_a_streamed_round_is_answered_by_batch_and_a_poll_on_the_next_turn() -> None:
+    batches: list[tuple[bool, list[int]]] = []
+
+    def program() -> Program:
+        expect = Expect(ShareVector, "s", (1, 2), "graph/shares", 5.0, stream=True)
+        got = yield Poll(expect)  # nothing has arrived yet
+        batches.append((got.done, sorted(got.messages)))
+        while not got.done:
+            got = yield expect
+            batches.append((got.done, sorted(got.messages)))
+
+    async def main() -> None:
+        party = _Party(0, program())
+        sums = _host(_Net(3))
+        sums.start(party, START)
+        await asyncio.sleep(0)
+        sums.deliver(_vector(2))
+        await asyncio.sleep(0)
+        sums.deliver(_vector(1))
+        await asyncio.sleep(0)
+
+    run_virtual(main())
+    assert batches == [(False, []), (False, [2]), (True, [1])]
+
+
+def test_a_crashed_party_ends_its_session_with_party_dropped() -> None:
+    def program() -> Program:
+        yield Expect(ShareVector, "s", (1,), "graph/shares", 60.0)
+
+    async def main() -> list[tuple[str, ProtocolError | None, bool]]:
+        party = _Party(0, program())
+        sums = _host(_Net(3))
+        sums.start(party, START)
+        sums.deliver(TOLD)
+        sums.crash(0)
+        assert sums.buffered(0) == 0 and sums.running() == 0
+        return party.ended
+
+    [(session, error, ran)] = run_virtual(main())
+    assert session == "s" and ran and isinstance(error, PartyDropped)
+    with pytest.raises(PartyDropped, match="party 0 has crashed"):
+        raise error
 
 
 def test_a_host_that_stops_leaves_the_session_as_it_stands() -> None:
-    def program() -> Generator[Any, Any, None]:
+    def program() -> Program:
         yield Expect(ShareVector, "s", (1,), "graph/shares", 60.0)
 
-    party = _Party(program())
-
-    async def main() -> None:
-        net = Router(2)
-        task = asyncio.create_task(run_party_sum(party, net.endpoint(0), START))  # type: ignore[arg-type]
+    async def main() -> list[tuple[str, ProtocolError | None, bool]]:
+        party = _Party(0, program())
+        sums = _host(_Net(3))
+        sums.start(party, START)
         await asyncio.sleep(1.0)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        sums.stop()
+        await asyncio.sleep(100.0)  # (its deadline's timer went with it)
+        return party.ended
 
-    run_virtual(main())
+    assert run_virtual(main()) == [("s", None, False)]
+
+
+def test_a_bad_frame_is_rejected_against_its_sender_and_a_rejection_is_counted() -> None:
+    def program() -> Program:
+        got = yield Expect(ShareVector, "s", (1,), "graph/shares", 5.0)
+        yield Reject(1, got.messages[1], "graph/shares", "not a share this party can use")
+
+    async def main() -> Transport:
+        party, net = _Party(0, program()), _Net(3)
+        sums = _host(net)
+        sums.start(party, START)
+        sums.deliver(Frame(2, 0, "graph/shares", ShareVector.KIND, b"\x00garbage"))
+        sums.deliver(_vector(1))
+        await asyncio.sleep(0)
+        return net
+
+    net = run_virtual(main())
+    assert net.counter.rejected_from == {2: 1, 1: 1} and net.counter.delivered == 1
+
+
+def test_a_program_bug_ends_its_session_and_fails_the_host() -> None:
+    def program() -> Program:
+        expect = Expect(ShareVector, "s", (1,), "graph/shares", 5.0)
+        yield expect
+        yield expect  # the round is over: expecting it anew is a bug
+
+    async def main() -> tuple[_Party, list[BaseException]]:
+        party, failures = _Party(0, program()), []
+        sums = _host(_Net(3), failures)
+        sums.start(party, START)
+        sums.deliver(_vector(1))
+        await asyncio.sleep(0)
+        return party, failures
+
+    party, failures = run_virtual(main())
+    [failure] = failures
     assert party.ended == [("s", None, False)]
+    with pytest.raises(ConfigurationError, match="the round of phase 'graph/shares' is over"):
+        raise failure
