@@ -23,8 +23,12 @@ received, in one vectorized step, exactly as each member's :meth:`Party.receive
   <parties.public_state.ResolvedUnit.sample>`, the fast path's sampling); a replayed unit
   resends each member's column of that ledger entry.
 
+:meth:`Cohort.commit` answers a :class:`~parties.wire.requests.SecureRelease` the same way: each
+member's input to the secure sum (0/1 indicators of its codes), computed for all at once; the
+shard then builds the members, each holding its own input for its own side of the sum.
+
 What the cohort cannot answer as a whole — a request the parties refuse or cannot evaluate, a
-secure-sum commitment, a frequency-oracle report — returns ``None``: the shard then builds its
+frequency-oracle report — returns ``None``: the shard then builds its
 members as :class:`~parties.party.Party` objects from the cohort's state
 (:meth:`Cohort.party_state`), and each answers on its own (the per-party path).  A request
 that reaches only some members splits the cohort first (:meth:`Cohort.split`), since their
@@ -33,7 +37,8 @@ states are about to differ.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, is_dataclass
 from enum import Enum
 from typing import Any
 
@@ -46,7 +51,7 @@ from parties.columns import ReplyColumns
 from parties.public_state import ReleaseBook
 from parties.wire.codec import encode
 from parties.wire.messages import RandomizedValues, values_layout
-from parties.wire.requests import ReleaseRequest
+from parties.wire.requests import ReleaseRequest, SecureRelease
 
 __all__ = ["Cohort", "PartyState", "ReplyLayout", "accountant_for", "accountant_state"]
 
@@ -85,13 +90,25 @@ def accountant_state(accountant: PrivacyAccountant) -> tuple[Any, ...]:
 
 
 def accountant_for(template: PrivacyAccountant, party: int | str | None) -> PrivacyAccountant:
-    """A copy of ``template`` belonging to ``party`` (its own lists, dicts and sets; ledgers,
-    being immutable, shared)."""
-    copy = object.__new__(type(template))
+    """A copy of ``template`` belonging to ``party`` (its own lists, dicts and sets, and its own
+    copy of every mutable record they hold, e.g. a secure-sum session's state; ledgers and
+    frozen records, being immutable, shared)."""
+    out = object.__new__(type(template))
     for name, value in _fields(template).items():
-        object.__setattr__(copy, name, type(value)(value) if isinstance(value, (list, dict, set)) else value)
-    object.__setattr__(copy, "party", party)
-    return copy
+        if isinstance(value, dict):
+            value = {k: _own(v) for k, v in value.items()}
+        elif isinstance(value, (list, set)):
+            value = type(value)(map(_own, value))
+        object.__setattr__(out, name, value)
+    object.__setattr__(out, "party", party)
+    return out
+
+
+def _own(value: Any) -> Any:
+    """``value``, or a copy of it when it is a mutable dataclass record (one per owner)."""
+    if is_dataclass(value) and not isinstance(value, type) and not getattr(value, "__dataclass_params__").frozen:
+        return copy.copy(value)
+    return value
 
 
 def _column_dtype(cells: int) -> type[np.unsignedinteger]:
@@ -170,13 +187,40 @@ class Cohort:
 
         ``records`` are the shard's ``(rows, m)`` true codes, ``streams`` its stream table.
         """
+        return self._answer(request, book, records, streams, session=False)
+
+    def commit(self, request: SecureRelease, book: ReleaseBook, records: np.ndarray,
+               streams: StreamTable) -> np.ndarray | None:
+        """Every member's input to the secure sum ``request`` commits it to (each received it
+        once), as :meth:`Party.receive <parties.party.Party.receive>` computes it: the
+        ``(members, cells)`` uint8 matrix of 0/1 indicators, one block of cells per unit with a 1
+        at the member's code (read-only; row k is member k's input), or ``None`` when the
+        members do not all commit fresh values (a refusal, a re-sent commitment, a replay) —
+        then nothing has changed.  The members' accountant state books the commitment (the
+        session stays open until each member's sum ends)."""
         resolution = book.resolve(request)
         units = resolution.units
-        if units is None or resolution.reason is not None or resolution.ask.session is not None:
+        codes = self._answer(request, book, records, streams, session=True, fresh=True)
+        if codes is None or units is None:
+            return None
+        cells = np.array([unit.cells for unit in units], dtype=np.int64)
+        offsets = np.concatenate(([0], np.cumsum(cells)[:-1]))
+        inputs = np.zeros((codes.shape[0], int(cells.sum())), dtype=np.uint8)
+        inputs[np.arange(codes.shape[0])[:, None], offsets[None, :] + codes] = 1
+        inputs.flags.writeable = False
+        return inputs
+
+    def _answer(self, request: ReleaseRequest | SecureRelease, book: ReleaseBook, records: np.ndarray,
+                streams: StreamTable, *, session: bool, fresh: bool = False) -> np.ndarray | None:
+        """The members' codes for ``request`` (:meth:`release`; ``session``: a commitment to a
+        secure sum, :meth:`commit`; ``fresh``: ``None`` unless every unit is granted anew)."""
+        resolution = book.resolve(request)
+        units = resolution.units
+        if units is None or resolution.reason is not None or (resolution.ask.session is not None) != session:
             return None
         trial = accountant_for(self.accountant, self.accountant.party)
         decisions = trial.answer(resolution.ask)
-        if isinstance(decisions, Refusal) or not decisions:
+        if isinstance(decisions, Refusal) or not decisions or (fresh and not all(d.granted for d in decisions)):
             return None
         rows = self.rows
         table = records if rows.shape[0] == records.shape[0] else records[rows]

@@ -274,6 +274,16 @@ class Party(Accounted):
         """Code released for each ledger entry, in ledger order (for exact entries: the true one)."""
         return tuple(self._values)
 
+    def hold_input(self, session: str, vector: np.ndarray, digest: bytes) -> None:
+        """Hold ``vector``, the input the party committed to secure sum ``session`` by the
+        request of ``digest``, until that sum ends: what :meth:`handle` holds for a
+        :class:`~parties.wire.requests.SecureRelease`, when its host's cohort computed the
+        commitment for all its members at once (:meth:`parties.cohort.Cohort.commit`, from the
+        party's own record and accountant state, which then books it)."""
+        if self.accountant.session_state(session) != "committed":
+            raise ConfigurationError(f"party {self.index}: no commitment to secure sum {session!r} is booked")
+        self._inputs[session] = (vector, digest)
+
     # ------------------------------------------------------------------ decisions
     def handle(self, msg: Message) -> Message | None:
         """Answer one message from the controller; ``None`` when no reply is due.

@@ -63,8 +63,8 @@ from parties.channel import DATA, MULTI, loads, read_multi, read_record
 from parties.cohort import Cohort, ReplyLayout
 from parties.columns import ReplyColumns
 from parties.wire.codec import Message, decode, encode, known_kinds
-from parties.wire.messages import Abort, RandomizedValues
-from parties.wire.requests import ReleaseRequest, SecureSumStart
+from parties.wire.messages import Abort, Ack, RandomizedValues
+from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
 from parties.party import LOOP_KINDS, AccountedParties, Party
 from parties.party_sum import PartySums
 from parties.public_state import ReleaseBook
@@ -475,6 +475,9 @@ class PartyShard:
         phase = self._batch_phase
         self._batch, self._batch_rows, self._batch_seen = None, [], set()
         start = self.setup.parties.start
+        if isinstance(msg, SecureRelease) and self.setup.engine is not None:
+            self._commit(rows, msg, phase)
+            return
         if not isinstance(msg, _COHORT_KINDS):  # a request each party answers on its own: built at once
             self.materialize(rows)
             for row in rows.tolist():
@@ -523,6 +526,41 @@ class PartyShard:
             reply, payload = layouts[index].reply(at)
             if admit(start + row):
                 send(Frame(start + row, CONTROLLER, phase, _VALUES, payload, reply))
+        if self._replies:
+            self._schedule()
+
+    def _commit(self, rows: np.ndarray, msg: SecureRelease, phase: str) -> None:
+        """Answer the commitment ``msg`` that reached ``rows`` (in arrival order): each cohort
+        reached computes its members' inputs at once (:meth:`Cohort.commit
+        <parties.cohort.Cohort.commit>`; split first when only some members are reached), then
+        every receiver is built to run its own side of the sum, holding its own input, and
+        acknowledges; the members of a cohort that cannot commit as a whole answer on their own."""
+        of = self._cohort_of[rows]
+        inputs: dict[int, np.ndarray] = {}  # row -> its committed input
+        for index in np.flatnonzero(np.bincount(of[of >= 0])).tolist():  # (the cohorts reached, ascending)
+            cohort = self._cohorts[index]
+            assert cohort is not None
+            members = rows[of == index]
+            if members.shape[0] < len(cohort):
+                index = self._split(index, np.isin(cohort.rows, members))
+                cohort = self._cohorts[index]
+                assert cohort is not None
+            committed = cohort.commit(msg, self._book, self._records, self.setup.streams)
+            if committed is not None:
+                inputs.update(zip(cohort.rows.tolist(), committed))
+        self.materialize(rows)
+        session, digest = msg.session, self._book.digest(msg)
+        ack = Ack(msg.request_id)
+        payload, start, admit, send = encode(ack), self.setup.parties.start, self.network.admit, self._replies.append
+        for row in rows.tolist():
+            party = self._parties[row]
+            vector = inputs.get(row)
+            if vector is None:
+                self._answer(party, msg, phase)
+            else:
+                party.hold_input(session, vector, digest)
+                if admit(start + row):
+                    send(Frame(start + row, CONTROLLER, phase, Ack.KIND, payload, ack))
         if self._replies:
             self._schedule()
 

@@ -170,3 +170,48 @@ async def test_a_request_parties_answer_on_their_own_builds_its_receivers_at_onc
     assert sorted(columns.built()) == list(range(N - 1))  # built by the report, then each answers
     assert [len(c) for c in columns.cohorts()] == [1]  # party N-1, never asked, still in its cohort
     _same_reports(ShardReport.of(columns), ShardReport.of(each))
+
+
+def _engine_shard(budgets: tuple[float, ...], sent: list[Frame]) -> PartyShard:
+    from parties.secure.graph import GraphEngine
+
+    codes, schema = _data()
+    plan = HostingPlan(n=N, schema=schema, records=codes, seed=9, budgets=budgets, policy="sequential",
+                       accept=tuple(k.KIND for k in LOOP_KINDS), engine=GraphEngine(), fault_seed=9, timeout=5.0)
+    return PartyShard(plan.setup(range(N)), sent.append)
+
+
+@pytest.mark.parametrize("exact", [True, False], ids=["4.2-exact", "4.3-randomized"])
+async def test_a_cohort_commits_each_members_own_input_as_each_party_on_its_own_would(exact: bool) -> None:
+    from parties.wire.requests import SecureRelease
+
+    specs = () if exact else ("keep-or-uniform", "keep-or-uniform")
+    params = () if exact else ((0.7,), (0.7,))
+    commit = SecureRelease(4, "dependence", "s", ((0, 1), (2, 3)), ((0, 1), (2, 3)), exact, specs, params)
+    requests: list[Message] = [_requests()[0], commit, commit]  # (a re-sent commitment: acknowledged, booked once)
+    budgets = (INF,) * 4 + (0.5,) + (INF,) * 7  # party 4 refuses
+    fast, slow = [], []  # type: ignore[var-annotated]
+    columns, each = _engine_shard(budgets, fast), _engine_shard(budgets, slow)
+    each.materialize(np.arange(N))
+    await _run(columns, requests, targets=list(range(N - 1)))
+    await _run(each, requests, targets=list(range(N - 1)))
+    assert _frames(fast) == _frames(slow) and len(fast) == 3 * (N - 1)
+    _same_reports(ShardReport.of(columns), ShardReport.of(each))
+    built, alone = columns.built(), each.built()
+    assert sorted(built) == list(range(N - 1))  # each runs its own side of the sum
+    for k in range(N - 1):
+        mine, theirs = built[k]._inputs, alone[k]._inputs
+        assert mine.keys() == theirs.keys() == (set() if k == 4 else {"s"})
+        for session in mine:
+            assert np.array_equal(mine[session][0], theirs[session][0]) and mine[session][1] == theirs[session][1]
+    # each member's session is its own: one starting it leaves the others' committed
+    assert built[0].accountant.start_session("s", tuple(range(N - 1)), 0) is None
+    assert built[0].accountant.session_state("s") == "running"
+    assert built[1].accountant.session_state("s") == "committed"
+
+
+def test_a_party_holds_only_an_input_its_accountant_booked() -> None:
+    sent: list[Frame] = []
+    party = _engine_shard((INF,) * N, sent).parties[0]
+    with pytest.raises(Exception, match="party 0: no commitment to secure sum 's' is booked"):
+        party.hold_input("s", np.zeros(3, dtype=np.uint8), b"digest")
