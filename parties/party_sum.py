@@ -15,7 +15,8 @@ task, endpoint or pending receive per party:
   is stepped on the loop's next turn, for every ready party at once; its sends, rejections and
   marks are performed on the spot, up to its next round or its end;
 - every round has its deadline, ``expect.timeout`` seconds after it opened on the running
-  loop's clock (one timer per distinct deadline, however many parties opened a round then);
+  loop's clock, rounded up to a multiple of :data:`DEADLINE_GRAIN`-ths of the timeout (one
+  timer per distinct deadline, however many parties opened a round then);
   at the deadline the program is told what arrived and that the round timed out;
 - a :class:`~parties.secure.program.Poll` is answered on the loop's next turn with what has
   arrived by then (the peers run first).
@@ -33,6 +34,7 @@ it from its serving task).
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -47,7 +49,7 @@ from parties.wire.requests import SecureSumStart
 if TYPE_CHECKING:
     from parties.transport import Frame, Transport
 
-__all__ = ["PartySums", "SumParty"]
+__all__ = ["DEADLINE_GRAIN", "PartySums", "SumParty"]
 
 
 class SumParty(Protocol):
@@ -63,6 +65,10 @@ class SumParty(Protocol):
 
     def end_secure_sum(self, session: str, error: ProtocolError | None, *, ran: bool = True) -> None: ...
 
+
+DEADLINE_GRAIN = 64
+"""A round's deadline is rounded up to a multiple of 1/64 of its timeout, so that the rounds
+parties open during one turn of the loop share a timer (the turn itself takes time)."""
 
 _Buffered = tuple[int, str, Message]
 """A delivered message no round has taken yet: (sender, phase, message)."""
@@ -277,7 +283,9 @@ class PartySums:
                 buf.extend(kept)
                 state.sort(taken)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + expect.timeout
+        timeout = expect.timeout
+        grain = timeout / DEADLINE_GRAIN if timeout > 0 else 1.0
+        deadline = math.ceil((loop.time() + timeout) / grain) * grain
         timed = self._deadlines.get(deadline)
         if timed is None:
             timed = self._deadlines[deadline] = (loop.call_at(deadline, self._expire, deadline), set())

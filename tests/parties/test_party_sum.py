@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from mprr.errors import ConfigurationError, PartyDropped, ProtocolError
-from parties.party_sum import PartySums
+from parties.party_sum import DEADLINE_GRAIN, PartySums
 from parties.secure.messages import ShareVector, SurvivorSet, id_vector
 from parties.secure.program import Delivery, Expect, Poll, Reject, Send
 from parties.topology import CONTROLLER
@@ -160,22 +160,30 @@ def test_a_round_ends_at_its_deadline_and_the_program_decides() -> None:
     assert session == "s" and ran and isinstance(error, ProtocolError) and str(error) == "no share from party 2"
 
 
-def test_parties_opening_rounds_together_share_one_timer_and_each_is_told() -> None:
-    def program() -> Program:
+def test_parties_opening_rounds_in_one_grain_share_one_timer_and_each_is_told_after_its_timeout() -> None:
+    told: dict[int, tuple[float, float]] = {}  # party -> (opened, told)
+
+    def program(i: int) -> Program:
+        opened = asyncio.get_running_loop().time()
         got = yield Expect(ShareVector, "s", (CONTROLLER,), "graph/shares", 2.0)
         assert got.timed_out
+        told[i] = (opened, asyncio.get_running_loop().time())
 
     async def main() -> None:
-        parties = [_Party(i, program()) for i in range(50)]
+        loop = asyncio.get_running_loop()
+        parties = [_Party(i, program(i)) for i in range(50)]
         sums = _host(_Net(50))
-        timers = len(asyncio.get_running_loop()._scheduled)  # type: ignore[attr-defined]
-        for party in parties:
+        timers = len(loop._scheduled)  # type: ignore[attr-defined]
+        for party in parties:  # a turn that takes time: each opens its round 0.5 ms after the last
+            await asyncio.sleep(0.0005)
             sums.start(party, START)
-        assert len(asyncio.get_running_loop()._scheduled) == timers + 1  # type: ignore[attr-defined]
+        assert len(loop._scheduled) == timers + 1  # type: ignore[attr-defined]  # (all in one grain of 2 / 64 s)
         await asyncio.sleep(2.5)
         assert all(p.ended == [("s", None, True)] for p in parties)
 
     run_virtual(main())
+    assert len(told) == 50 and len({when for _, when in told.values()}) == 1
+    assert all(2.0 <= when - opened <= 2.0 * (1 + 1 / DEADLINE_GRAIN) for opened, when in told.values())
 
 
 def test_a_streamed_round_is_answered_by_batch_and_a_poll_on_the_next_turn() -> None:
