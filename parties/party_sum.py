@@ -284,8 +284,10 @@ class PartySums:
                 state.sort(taken)
         loop = asyncio.get_running_loop()
         timeout = expect.timeout
-        grain = timeout / DEADLINE_GRAIN if timeout > 0 else 1.0
-        deadline = math.ceil((loop.time() + timeout) / grain) * grain
+        deadline = loop.time() + timeout
+        if timeout > 0:
+            grain = timeout / DEADLINE_GRAIN
+            deadline = math.ceil(deadline / grain) * grain
         timed = self._deadlines.get(deadline)
         if timed is None:
             timed = self._deadlines[deadline] = (loop.call_at(deadline, self._expire, deadline), set())

@@ -283,3 +283,21 @@ def test_a_program_bug_ends_its_session_and_fails_the_host() -> None:
     assert party.ended == [("s", None, False)]
     with pytest.raises(ConfigurationError, match="the round of phase 'graph/shares' is over"):
         raise failure
+
+
+def test_a_round_without_time_ends_on_the_next_turn() -> None:
+    told: list[float] = []
+
+    def program() -> Program:
+        got = yield Expect(ShareVector, "s", (1,), "graph/shares", 0.0)
+        assert got.timed_out and got.missing == (1,)
+        told.append(asyncio.get_running_loop().time())
+
+    async def main() -> None:
+        await asyncio.sleep(0.3)
+        _host(_Net(3)).start(_Party(0, program()), START)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+
+    run_virtual(main())
+    assert told == [pytest.approx(0.3)]
