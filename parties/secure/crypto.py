@@ -158,7 +158,18 @@ def derive_keys_each(shared: Sequence[bytes], *, purposes: tuple[str, ...], sess
     heads = [_info_head(purpose, session) for purpose in purposes]
     extract_in, extract_out, sha256 = _EXTRACT_IN.copy, _EXTRACT_OUT.copy, _sha256
     ipad, opad, pad_in, pad_out = _IPAD, _OPAD, _PAD_IN, _PAD_OUT
-    out = []
+    out: list[tuple[bytes, ...]] = []
+    if len(heads) == 1:  # (one purpose, e.g. the masking seeds: the loop below without its inner one)
+        head, = heads
+        for secret, b in zip(shared, peers):
+            inner = extract_in()
+            inner.update(secret)
+            outer = extract_out()
+            outer.update(inner.digest())
+            prk = outer.digest()
+            out.append((sha256(prk.translate(opad) + pad_out + sha256(
+                prk.translate(ipad) + pad_in + head + b"%d|%d\x01" % ((a, b) if a <= b else (b, a))).digest()).digest(),))
+        return out
     for secret, b in zip(shared, peers):
         inner = extract_in()  # (_extract, inlined)
         inner.update(secret)

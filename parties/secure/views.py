@@ -49,7 +49,7 @@ _VIEW = "masked/survivors"  # what the consistency round's MACs are for
 
 def survivor_view(ctx: SecureSumContext, party: int, survivors: set[int]) -> tuple[int, ...]:
     """What ``party`` is told in round 3: the survivors among its Shamir holders, sorted."""
-    return tuple(sorted(w for w in (*ctx.neighbours[party], party) if w in survivors))
+    return tuple(sorted([w for w in (*ctx.neighbours[party], party) if w in survivors]))
 
 
 _BLOCK = 1024
@@ -157,7 +157,7 @@ def pair_keys(live: tuple[int, ...], neighbours: Neighbourhoods, *,
     bytes come from; the counting driver's placeholders are zeros): the owner seals ``keys[w]``
     for holder w.  Neighbours already share a key from their own X25519 agreement."""
     keys: dict[int, dict[int, bytes]] = {w: {} for w in live}
-    if isinstance(neighbours, CompleteNeighbourhoods):  # all adjacent
+    if type(neighbours) is CompleteNeighbourhoods:  # all adjacent
         return keys
     # (a neighbourhood is a short sorted tuple: scanning it beats building a set per holder)
     pairs = [(w, h) for i, (w, adjacent) in enumerate(zip(live, [neighbours[w] for w in live]))
@@ -269,7 +269,7 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
             "told different parties different survivor sets, or too many dropped; nothing revealed",
             survivors=agree_, threshold=need)
 
-    if isinstance(ctx.neighbours, CompleteNeighbourhoods):
+    if type(ctx.neighbours) is CompleteNeighbourhoods:
         # H(o) is the whole roster for every owner o: authenticate each author once and count the
         # authors of each distinct view (honest runs have one), then each owner costs O(views)
         roster = ctx.neighbours.parties
@@ -296,18 +296,17 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
         need = (len(holders) + 1) // 2 + 1
         alive = o in view
         agree_ = 1  # this party
-        fresh = []  # authors not authenticated yet, checked only if those already are too few
+        fresh = []  # authors not authenticated yet (or silent), checked only if those already are too few
         if o != me:  # (o is a holder of its own secrets: first, see above)
             got = known(o, checked)  # (``checked`` itself: not authenticated yet)
             if got is checked:
-                if o in statements:
-                    fresh.append(o)
+                fresh.append(o)
             elif got is not None and (o in got) == alive:
                 agree_ += 1
         for w in holders:
             got = known(w, checked)
             if got is checked:
-                if w != me and w in statements:
+                if w != me:
                     fresh.append(w)
             elif got is not None and (o in got) == alive:
                 agree_ += 1
