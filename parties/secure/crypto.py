@@ -156,9 +156,10 @@ def derive_keys_each(shared: Sequence[bytes], *, purposes: tuple[str, ...], sess
         raise ConfigurationError(f"derive_keys_each needs one peer per shared secret, got {len(shared)} secrets "
                                  f"and {len(peers)} peers")
     heads = [_info_head(purpose, session) for purpose in purposes]
+    first, second = (heads[0], heads[-1]) if heads else (b"", b"")  # (the one or two purposes the engines use)
     extract_in, extract_out, sha256 = _EXTRACT_IN.copy, _EXTRACT_OUT.copy, _sha256
-    ipad, opad, pad_in, pad_out = _IPAD, _OPAD, _PAD_IN, _PAD_OUT
-    out = []
+    ipad, opad, pad_in, pad_out, count = _IPAD, _OPAD, _PAD_IN, _PAD_OUT, len(heads)
+    out: list[tuple[bytes, ...]] = []
     for secret, b in zip(shared, peers):
         inner = extract_in()  # (_extract, inlined)
         inner.update(secret)
@@ -167,7 +168,13 @@ def derive_keys_each(shared: Sequence[bytes], *, purposes: tuple[str, ...], sess
         prk = outer.digest()
         key_in, key_out = prk.translate(ipad) + pad_in, prk.translate(opad) + pad_out
         pair = b"%d|%d\x01" % ((a, b) if a <= b else (b, a))  # (_info's tail and the counter of T(1))
-        out.append(tuple([sha256(key_out + sha256(key_in + head + pair).digest()).digest() for head in heads]))
+        if count == 1:  # (written out for one and two purposes: no list per secret)
+            out.append((sha256(key_out + sha256(key_in + first + pair).digest()).digest(),))
+        elif count == 2:
+            out.append((sha256(key_out + sha256(key_in + first + pair).digest()).digest(),
+                        sha256(key_out + sha256(key_in + second + pair).digest()).digest()))
+        else:
+            out.append(tuple([sha256(key_out + sha256(key_in + head + pair).digest()).digest() for head in heads]))
     return out
 
 

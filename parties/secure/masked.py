@@ -203,6 +203,13 @@ def _key_entries(count: int) -> struct.Struct:
     return struct.Struct("<" + KEY_ENTRY.format.lstrip("<") * count)
 
 
+@lru_cache(maxsize=64)
+def _plain_with(count: int) -> struct.Struct:
+    """A sealed plaintext: :data:`_PLAIN` then ``count`` key entries (:func:`_key_entries`),
+    packed by one call."""
+    return struct.Struct(_PLAIN.format + KEY_ENTRY.format.lstrip("<") * count)
+
+
 class MaskedEngine(SecureSumEngine):
     """Bonawitz et al. 2017 secure aggregation (pairwise masks, Shamir recovery, AEAD relay under
     the PKI's static keys, MAC'd survivor views).
@@ -477,8 +484,8 @@ def _share_keys(me: int, ctx: SecureSumContext, crypto: _Cryptography, min_contr
     # key from me (sealed with their shares) for the same purpose
     channel, view_keys = crypto.pair_keys(me, live, s)
     handed = crypto.handed_keys(live, neighbours)
-    pack, entries, flat = _PLAIN.pack, _key_entries, chain.from_iterable
-    plain = [pack(me, j, xj, sk, b, s_pk) + entries(len(handed_j)).pack(*flat(handed_j.items()))
+    layout, flat = _plain_with, chain.from_iterable
+    plain = [layout(len(handed_j)).pack(me, j, xj, sk, b, s_pk, *flat(handed_j.items()))
              for j, xj, sk, b, handed_j in zip(live, xs, sk_values, b_values, map(handed.__getitem__, live))]
     sealed = crypto.seal_each([channel[j] for j in live], plain, s, me, live)
     yield Send(CONTROLLER, SealedShares(s, *bundle(zip(live, sealed))), PHASES[1])

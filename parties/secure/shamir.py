@@ -32,6 +32,7 @@ __all__ = [
     "random_elements",
     "share_secret",
     "share_values",
+    "interpolate",
     "reconstruct_secret",
     "reconstruct_bytes",
     "lagrange_at_zero",
@@ -204,21 +205,36 @@ def reconstruct_secret(shares: Iterable[Share], threshold: int) -> int:
     for share in shares:
         if by_x.setdefault(share.x, share.y) != share.y:
             raise ConfigurationError(f"conflicting shares for abscissa x={share.x}")
+    return interpolate(by_x, threshold)
+
+
+def interpolate(points: dict[int, int], threshold: int) -> int:
+    """f(0) from the points ``{x: f(x)}`` of at least ``threshold`` distinct abscissae (uses the
+    ``threshold`` smallest): :func:`reconstruct_secret` of points checked by the caller
+    (1 <= x < p, 0 <= y < p, as a :class:`Share` checks them), without a :class:`Share` per point
+    (the masked engine's controller files each holder's checked shares by owner as they arrive).
+
+    Raises
+    ------
+    SecureSumAborted
+        Fewer than ``threshold`` points: the secret is information-theoretically hidden.
+    """
     check_int("threshold", threshold, 1)
-    if len(by_x) < threshold:
+    if len(points) < threshold:
         raise SecureSumAborted(
-            f"need at least threshold={threshold} shares to reconstruct, got {len(by_x)}",
-            survivors=len(by_x),
+            f"need at least threshold={threshold} shares to reconstruct, got {len(points)}",
+            survivors=len(points),
             threshold=threshold,
         )
-    xs = tuple(sorted(by_x)[:threshold])
+    xs = tuple(sorted(points)[:threshold])
     weights = lagrange_at_zero(xs)
-    return sum(w * by_x[x] for w, x in zip(weights, xs)) % PRIME
+    return sum([w * points[x] for w, x in zip(weights, xs)]) % PRIME
 
 
-def reconstruct_bytes(shares: Iterable[Share], threshold: int, size: int = 32) -> bytes:
-    """:func:`reconstruct_secret` returned as ``size`` big-endian bytes."""
-    value = reconstruct_secret(shares, threshold)
+def reconstruct_bytes(shares: Iterable[Share] | dict[int, int], threshold: int, size: int = 32) -> bytes:
+    """:func:`reconstruct_secret` (of ``shares``, or :func:`interpolate` of points ``{x: y}``)
+    returned as ``size`` big-endian bytes."""
+    value = interpolate(shares, threshold) if isinstance(shares, dict) else reconstruct_secret(shares, threshold)
     if value >= 1 << (8 * size):
         raise ConfigurationError(
             f"reconstructed secret does not fit in {size} bytes: the shares are inconsistent"

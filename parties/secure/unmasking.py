@@ -30,7 +30,7 @@ from parties.secure.context import SecureSumContext
 from parties.secure.messages import SECRET_MASK_KEY, SECRET_SELF_MASK, PublicKeys, UnmaskShares
 from parties.secure.prg import keystream, keystream_into
 from parties.secure.ring import ZMod
-from parties.secure.shamir import PRIME, SHARE_BYTES, Share, reconstruct_bytes
+from parties.secure.shamir import PRIME, SHARE_BYTES, reconstruct_bytes
 from parties.secure.topology import CompleteNeighbourhoods, Neighbourhoods
 
 __all__ = ["Unmasking", "abscissa", "add_mask", "add_masks", "mask_vector", "reconstruct_secret"]
@@ -107,8 +107,10 @@ class Unmasking:
                  answering: set[int]) -> None:
         self.ctx, self.total, self.survivors, self.relayed, self.keys = ctx, total, survivors, relayed, keys
         self.dropped = dropped
-        self.b_shares: dict[int, list[Share]] = {v: [] for v in survivors}
-        self.sk_shares: dict[int, list[Share]] = {u: [] for u in dropped}
+        # the shares of each owner's secret, {abscissa: value}: a holder has its own abscissa for
+        # an owner and answers once, so an abscissa never comes twice (no conflict to check)
+        self.b_shares: dict[int, dict[int, int]] = {v: {} for v in survivors}
+        self.sk_shares: dict[int, dict[int, int]] = {u: {} for u in dropped}
         self.waiting: dict[int, int] = {}  # owner -> holders in ``answering`` that have not answered
         for h in answering:
             for o in (*relayed[h], h):
@@ -125,7 +127,7 @@ class Unmasking:
         owners.add(holder)
         values, from_bytes, b_shares, sk_shares = msg.values, int.from_bytes, self.b_shares, self.sk_shares
         sparse = type(neighbours) is not CompleteNeighbourhoods
-        shares: list[tuple[list[Share], Share]] = []
+        shares: list[tuple[dict[int, int], int, int]] = []
         start = 0
         for owner, kind, x in zip(msg.owners.tolist(), msg.which, msg.abscissae.tolist()):
             alive = owner in survivors
@@ -140,9 +142,9 @@ class Unmasking:
                 self.error = MessageError(f"party {holder} returned a share value outside GF(p) for party {owner} "
                                           "(share values must be < p = 2^256 + 297)")
                 return
-            shares.append(((b_shares if alive else sk_shares)[owner], Share(x, y)))
-        for held, share in shares:
-            held.append(share)
+            shares.append(((b_shares if alive else sk_shares)[owner], x, y))  # (checked as a Share would be)
+        for held, x, y in shares:
+            held[x] = y
         waiting, threshold = self.waiting, ctx.threshold
         for o in owners:
             left = waiting[o] = waiting[o] - 1
@@ -180,7 +182,9 @@ class Unmasking:
         return total
 
 
-def reconstruct_secret(shares: list[Share], threshold: int, what: str) -> bytes:
+def reconstruct_secret(shares: dict[int, int], threshold: int, what: str) -> bytes:
+    """The 32-byte secret of ``shares`` ({abscissa: value}, :func:`~parties.secure.shamir.interpolate`);
+    too few of them abort the sum, naming ``what``."""
     try:
         return reconstruct_bytes(shares, threshold)
     except SecureSumAborted as exc:

@@ -25,8 +25,9 @@ def as_ring_vector(vector: Any, ctx: SecureSumContext, ring: ZMod) -> np.ndarray
         )
     if arr.dtype.kind not in "iub":
         raise ConfigurationError(f"vector must hold integers, got dtype {arr.dtype}")
-    low, high = (int(arr.min()), int(arr.max())) if arr.size else (0, 0)
-    if low < 0 or high > ctx.max_value:
+    high = int(arr.max()) if arr.size else 0
+    if high > ctx.max_value or (arr.dtype.kind == "i" and arr.size and int(arr.min()) < 0):  # (unsigned: none < 0)
+        low = int(arr.min()) if arr.size else 0
         raise ConfigurationError(
             f"vector entries must be integers in [0, {ctx.max_value}] (max_value), got range [{low}, {high}]"
         )

@@ -49,7 +49,7 @@ _VIEW = "masked/survivors"  # what the consistency round's MACs are for
 
 def survivor_view(ctx: SecureSumContext, party: int, survivors: set[int]) -> tuple[int, ...]:
     """What ``party`` is told in round 3: the survivors among its Shamir holders, sorted."""
-    return tuple(sorted(w for w in (*ctx.neighbours[party], party) if w in survivors))
+    return tuple(sorted([w for w in (*ctx.neighbours[party], party) if w in survivors]))
 
 
 _BLOCK = 1024
@@ -157,7 +157,7 @@ def pair_keys(live: tuple[int, ...], neighbours: Neighbourhoods, *,
     bytes come from; the counting driver's placeholders are zeros): the owner seals ``keys[w]``
     for holder w.  Neighbours already share a key from their own X25519 agreement."""
     keys: dict[int, dict[int, bytes]] = {w: {} for w in live}
-    if isinstance(neighbours, CompleteNeighbourhoods):  # all adjacent
+    if type(neighbours) is CompleteNeighbourhoods:  # all adjacent
         return keys
     # (a neighbourhood is a short sorted tuple: scanning it beats building a set per holder)
     pairs = [(w, h) for i, (w, adjacent) in enumerate(zip(live, [neighbours[w] for w in live]))
@@ -229,35 +229,38 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
     views that agree with ``view`` on whether o survived, each statement authenticated by its MAC
     under the key this party shares with its author (checked lazily, once per author, until a
     majority agrees; on the complete graph, where H(o) is the roster for every o, each author's
-    statement is checked once and the authors are counted per distinct view)."""
-    ends = request.view_ends.tolist()
-    packed = request.view_cells.astype("<u4", copy=False).tobytes()  # each view as its author packed it
-    cells = request.view_cells.tolist()
-    statements = dict(zip(request.signers.tolist(), range(request.signers.shape[0])))
-    view_of = request.view_of.tolist()
-    tags = request.tags
-    # the statement view_tags MACs is prefix + signer + target + view: the target and the view
-    # are joined once per view, when a statement of that view is first checked
-    mine = _OWNER.pack(me)
-    tails: dict[int, tuple[bytes, tuple[int, ...]]] = {}  # view index -> (target + view packed, its ids)
-    owner, blake, same, keys_get = _OWNER.pack, _blake2b, hmac.compare_digest, view_keys.get
-    checked: dict[int, tuple[int, ...] | None] = {}  # author -> its authenticated view (None: bad MAC)
+    statement is checked once and the authors are counted per distinct view).
 
-    def stated(w: int) -> tuple[int, ...] | None:
-        """The view ``w`` stated for this party, if its MAC verifies (None otherwise); once per author."""
-        i, key = statements.get(w), keys_get(w)
-        got: tuple[int, ...] | None = None
-        if i is not None and key is not None:
-            v = view_of[i]
-            tail = tails.get(v)
-            if tail is None:
-                a, b = ends[v - 1] if v else 0, ends[v]
-                tail = tails[v] = (mine + packed[4 * a: 4 * b], tuple(cells[a:b]))
-            if same(blake(prefix + owner(w) + tail[0], key=key, digest_size=TAG_BYTES).digest(),
-                    tags[TAG_BYTES * i: TAG_BYTES * i + TAG_BYTES]):
-                got = tail[1]
-        checked[w] = got
-        return got
+    On a sparse graph the owner's own statement is checked first for each owner o, then the
+    other holders' in order: o is a neighbour of this party, so its statement counts for this
+    party's own secrets too.  An honest run on a k-regular graph then checks at most
+    k (m - 1) statements, m = (k + 1) // 2 + 1 the majority of a holder set (32 for k = 8:
+    the 8 owners' and 3 more per owner), fewer where holders share owners.  Which statements
+    are checked first does not change the outcome: an owner short of a majority among those
+    checked has every remaining statement of its holders checked before the party aborts."""
+    signers = request.signers.tolist()
+    statements = dict(zip(signers, range(len(signers))))
+    ends = request.view_ends.tolist()
+    starts = [0, *ends]  # view v is cells[starts[v]:ends[v]]
+    packed = request.view_cells.astype("<u4", copy=False).tobytes()  # each view as its author packed it
+    cells: list[int] = request.view_cells.tolist()
+    view_of: list[int] = request.view_of.tolist()
+    tags = request.tags
+    # the statement view_tags MACs is prefix + signer + target + view
+    mine = _OWNER.pack(me)
+    owner, blake, same, statement_of, key_of = _OWNER.pack, _blake2b, hmac.compare_digest, statements.get, view_keys.get
+
+    def stated(w: int) -> int | None:
+        """The index of the view ``w`` stated for this party, if its MAC verifies (None otherwise)."""
+        i, key = statement_of(w), key_of(w)
+        if i is None or key is None:
+            return None
+        v = view_of[i]
+        a = starts[v]
+        if same(blake(prefix + owner(w) + mine + packed[4 * a: 4 * ends[v]], key=key, digest_size=TAG_BYTES).digest(),
+                tags[TAG_BYTES * i: TAG_BYTES * i + TAG_BYTES]):
+            return v
+        return None
 
     def abort(o: int, agree_: int, holders: int, need: int) -> SecureSumAborted:
         return SecureSumAborted(
@@ -266,17 +269,18 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
             "told different parties different survivor sets, or too many dropped; nothing revealed",
             survivors=agree_, threshold=need)
 
-    if isinstance(ctx.neighbours, CompleteNeighbourhoods):
+    if type(ctx.neighbours) is CompleteNeighbourhoods:
         # H(o) is the whole roster for every owner o: authenticate each author once and count the
         # authors of each distinct view (honest runs have one), then each owner costs O(views)
         roster = ctx.neighbours.parties
         need = len(roster) // 2 + 1
         authors: dict[int, int] = {}  # view index -> authenticated authors who stated it
         for w in roster:
-            if w != me and w in statements and stated(w) is not None:
-                v = view_of[statements[w]]
-                authors[v] = authors.get(v, 0) + 1
-        views = [(frozenset(tails[v][1]), count) for v, count in authors.items()]
+            if w != me:
+                v = stated(w)
+                if v is not None:
+                    authors[v] = authors.get(v, 0) + 1
+        views = [(frozenset(cells[starts[v]:ends[v]]), count) for v, count in authors.items()]
         for o in owners:
             alive = o in view
             agree_ = 1 + sum([count for ids, count in views if (o in ids) == alive])  # + this party
@@ -285,30 +289,31 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
         return
 
     neighbours = ctx.neighbours
+    checked: dict[int, list[int] | None] = {}  # author -> its authenticated view (None: none, or a bad MAC)
     known = checked.get
     for o in owners:
         holders = neighbours[o]  # H(o): o and its neighbours
         need = (len(holders) + 1) // 2 + 1
         alive = o in view
         agree_ = 1  # this party
-        fresh = []  # authors not authenticated yet, checked only if those already are too few
-        for w in holders:
-            got = known(w, checked)  # (``checked`` itself: not authenticated yet)
+        fresh = []  # authors not authenticated yet (or silent), checked only if those already are too few
+        if o != me:  # (o is a holder of its own secrets: first, see above)
+            got = known(o, checked)  # (``checked`` itself: not authenticated yet)
             if got is checked:
-                if w != me and w in statements:
-                    fresh.append(w)
+                fresh.append(o)
             elif got is not None and (o in got) == alive:
                 agree_ += 1
-        if o != me:  # (o is a holder of its own secrets)
-            got = known(o, checked)
+        for w in holders:
+            got = known(w, checked)
             if got is checked:
-                if o in statements:
-                    fresh.append(o)
+                if w != me:
+                    fresh.append(w)
             elif got is not None and (o in got) == alive:
                 agree_ += 1
         if agree_ < need:
             for w in fresh:  # authenticated only while those already checked are too few
-                got = stated(w)
+                v = stated(w)
+                got = checked[w] = None if v is None else cells[starts[v]:ends[v]]
                 if got is not None and (o in got) == alive:
                     agree_ += 1
                     if agree_ >= need:

@@ -11,6 +11,7 @@ from mprr.errors import ConfigurationError, SecureSumAborted
 from parties.secure.shamir import (
     PRIME,
     Share,
+    interpolate,
     lagrange_at_zero,
     reconstruct_bytes,
     reconstruct_secret,
@@ -77,6 +78,12 @@ def test_bytes_roundtrip_and_share_encoding() -> None:
     encoded = [Share.from_bytes(x, v) for x, v in zip([3, 9, 11], values)]
     assert reconstruct_bytes(encoded[1:], 2) == secret
     assert reconstruct_bytes([Share.from_bytes(x, v) for x, v in zip([3, 11], others[::2])], 2) == other
+    # the same from points {x: y} (the masked controller's filing of checked shares)
+    points = {share.x: share.y for share in encoded}
+    assert interpolate(points, 2) == reconstruct_secret(encoded, 2) == int.from_bytes(secret, "big")
+    assert reconstruct_bytes(points, 3) == reconstruct_bytes({9: points[9], 11: points[11]}, 2) == secret
+    with pytest.raises(SecureSumAborted, match="need at least threshold=3 shares to reconstruct, got 2"):
+        interpolate({3: points[3], 9: points[9]}, 3)
 
 
 def test_several_secrets_get_independent_polynomials() -> None:
