@@ -9,8 +9,9 @@ task, endpoint or pending receive per party:
 
 - a frame for a party is decoded (unless it carries its message), its kind checked against
   what the host accepts (else it is rejected, counted against its sender), counted, and given
-  to the round the party's program has open when it belongs there (its kind and phase), else
-  buffered in arrival order (at a reorder fault's position) for a later round;
+  to the round the party's program has open for its kind and phase (dropped there if it is of
+  another session or combination: a late delivery), else buffered in arrival order (at a
+  reorder fault's position) for a later round;
 - when a round is ready (every source answered; a streamed round: anything new), the program
   is stepped on the loop's next turn, for every ready party at once; its sends, rejections and
   marks are performed on the spot, up to its next round or its end;
@@ -19,7 +20,9 @@ task, endpoint or pending receive per party:
   timer per distinct deadline, however many parties opened a round then);
   at the deadline the program is told what arrived and that the round timed out;
 - a :class:`~parties.secure.program.Poll` is answered on the loop's next turn with what has
-  arrived by then (the peers run first).
+  arrived by then (the peers run first); each wake-up is for one resumption of the program
+  (one queued before the program was last resumed is stale, and skipped);
+- a round without deadline (``timeout`` infinite) waits for its sources only.
 
 These are the semantics of :func:`parties.secure.drive.drive`, which runs the controller's
 program over its endpoint.  When a program ends the host tells the party
@@ -77,7 +80,7 @@ _Buffered = tuple[int, str, Message]
 class _Run:
     """One party's program of one session and the round it has open."""
 
-    __slots__ = ("party", "session", "program", "expect", "state", "deadline", "ready", "active", "crashed")
+    __slots__ = ("party", "session", "program", "expect", "state", "deadline", "ready", "active", "crashed", "resumed")
 
     def __init__(self, party: SumParty, session: str, program: Program[Any]) -> None:
         self.party, self.session, self.program = party, session, program
@@ -87,6 +90,7 @@ class _Run:
         self.ready = False  # its open round is queued to be stepped on the next turn
         self.active = False  # its program is being stepped
         self.crashed = False  # the party crashed while its program was being stepped
+        self.resumed = 0  # deliveries handed to its program: a wake-up queued before the last one is stale
 
     def waiting(self, kind: type[Message], phase: str) -> bool:
         """Whether the open round takes messages of ``kind`` in ``phase``."""
@@ -114,8 +118,8 @@ class PartySums:
         self._fail = fail
         self._runs: dict[int, list[_Run]] = {}  # party -> its running programs (one per session)
         self._buffers: dict[int, deque[_Buffered]] = {}
-        self._ready: list[tuple[_Run, RoundState]] = []  # rounds to step on the next turn, in order
-        self._polls: list[tuple[_Run, RoundState]] = []
+        self._ready: list[tuple[_Run, RoundState, int]] = []  # rounds to step on the next turn, in order
+        self._polls: list[tuple[_Run, RoundState, int]] = []
         self._scheduled = False
         self._deadlines: dict[float, tuple[asyncio.TimerHandle, set[_Run]]] = {}
         self._last_payload: bytes | None = None  # decode cache for broadcasts (same bytes object)
@@ -182,16 +186,22 @@ class PartySums:
         dst = frame.dst
         counter.record_delivery(dst, len(payload))
         kind, phase = type(msg), frame.phase
+        taken = False  # an open round of its kind and phase receives it (drive: taken, then skipped)
         for run in self._runs.get(dst, ()):
-            if run.waiting(kind, phase) and run.expect is not None and run.expect.accepts(msg):
-                state = run.state
-                assert state is not None  # (waiting)
+            if not run.waiting(kind, phase):
+                continue
+            taken = True
+            expect, state = run.expect, run.state
+            assert expect is not None and state is not None  # (waiting: a round is open)
+            if expect.accepts(msg):
                 state.sort(((frame.src, msg),))
-                if not run.ready and (run.expect.stream or not state.pending):
+                if not run.ready and (expect.stream or not state.pending):
                     run.ready = True
-                    self._ready.append((run, state))
+                    self._ready.append((run, state, run.resumed))
                     self._schedule()
                 return
+        if taken:
+            return  # another session's (or combination's) message: not this round's, dropped
         buf = self._buffers.get(dst)
         if buf is None:
             buf = self._buffers[dst] = deque()
@@ -211,12 +221,11 @@ class PartySums:
         self._scheduled = False
         ready, self._ready = self._ready, []
         polls, self._polls = self._polls, []
-        for run, state in ready:
-            if run.state is state and run.ready and not state.over:
-                run.ready = False
+        for run, state, token in ready:
+            if run.state is state and run.resumed == token and not state.over:
                 self._advance(run, self._delivery(run))
-        for run, state in polls:  # (a round that timed out meanwhile was told so)
-            if run.state is state and not state.over:
+        for run, state, token in polls:  # (a round that timed out meanwhile was told so)
+            if run.state is state and run.resumed == token and not state.over:
                 self._advance(run, self._delivery(run))
 
     def _delivery(self, run: _Run, *, timed_out: bool = False) -> Delivery[Any]:
@@ -224,6 +233,8 @@ class PartySums:
         state = run.state
         assert state is not None
         got = state.delivery(timed_out=timed_out)
+        run.ready = False
+        run.resumed += 1  # (any wake-up queued before this delivery is stale)
         if got.done:
             self._untime(run)
         return got
@@ -250,7 +261,7 @@ class PartySums:
                         raise ConfigurationError(
                             f"the round of phase {expect.phase!r} is over: a program expects it anew")
                     if isinstance(op, Poll):
-                        self._polls.append((run, state))
+                        self._polls.append((run, state, run.resumed))
                         self._schedule()
                         return
                     if state.pending and not (expect.stream and (state.first or state.others)):
@@ -266,6 +277,8 @@ class PartySums:
             self._fail(exc)
         finally:
             run.active = False
+            if run.state is None:  # (it ended while being stepped, e.g. crashed by its own send)
+                program.close()
 
     def _open(self, run: _Run, expect: Expect[Any]) -> RoundState:
         """Open ``run``'s round ``expect``: the buffered messages of its kind and phase join it
@@ -281,9 +294,14 @@ class PartySums:
                 kept = [item for item in buf if not (type(item[2]) is kind and item[1] == phase)]
                 buf.clear()
                 buf.extend(kept)
+                if not buf:
+                    del self._buffers[run.party.index]
                 state.sort(taken)
         loop = asyncio.get_running_loop()
         timeout = expect.timeout
+        if math.isinf(timeout):  # (round_timeout=inf is allowed: no deadline, as asyncio.timeout(inf))
+            run.deadline = None
+            return state
         deadline = loop.time() + timeout
         if timeout > 0:
             grain = timeout / DEADLINE_GRAIN
@@ -313,12 +331,11 @@ class PartySums:
         timed = self._deadlines.pop(deadline, None)
         if timed is None:
             return
-        for run in sorted(timed[1], key=lambda r: r.party.index):
+        for run in sorted(timed[1], key=lambda r: (r.party.index, r.session)):
             run.deadline = None
             state = run.state
             if state is not None and not state.over:
-                run.ready = False
-                self._advance(run, state.delivery(timed_out=True))
+                self._advance(run, self._delivery(run, timed_out=True))
 
     def _perform(self, me: int, op: Operation) -> None:
         """One non-receiving operation of party ``me``'s program."""

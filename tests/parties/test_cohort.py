@@ -215,3 +215,57 @@ def test_a_party_holds_only_an_input_its_accountant_booked() -> None:
     party = _engine_shard((INF,) * N, sent).parties[0]
     with pytest.raises(Exception, match="party 0: no commitment to secure sum 's' is booked"):
         party.hold_input("s", np.zeros(3, dtype=np.uint8), b"digest")
+
+
+def _commit(rid: int, session: str, exact: bool, units: tuple[tuple[int, ...], ...] = ((0, 1), (2, 3))) -> Message:
+    from parties.wire.requests import SecureRelease
+
+    specs = () if exact else ("keep-or-uniform",) * len(units)
+    params = () if exact else ((0.7,),) * len(units)
+    return SecureRelease(rid, "dependence", session, units, units, exact, specs, params)
+
+
+async def test_commitments_mixed_with_partial_broadcasts_refusals_and_replays_match_the_per_party_path(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from parties.cohort import Cohort
+
+    answered: list[bool] = []  # per cohort asked to commit: whether it committed as a whole
+    commit = Cohort.commit
+
+    def counted(self: Cohort, *args: object) -> np.ndarray | None:
+        out = commit(self, *args)  # type: ignore[arg-type]
+        answered.append(out is not None)
+        return out
+
+    monkeypatch.setattr(Cohort, "commit", counted)
+    budgets = (INF,) * 3 + (1.5,) * 5 + (3.0,) * 4
+    fast, slow = [], []  # type: ignore[var-annotated]
+    columns, each = _engine_shard(budgets, fast), _engine_shard(budgets, slow)
+    each.materialize(np.arange(N))
+    steps = [
+        ([_requests()[0]], list(range(0, N, 2))),  # partial: splits cohorts
+        ([_commit(5, "s1", False)], [1, 2, 3, 5, 6, 9, 10]),  # randomized (4.3), partial
+        ([_commit(5, "s1", False)], [1, 2, 3]),  # re-sent to some: acknowledged, booked once
+        ([_commit(6, "s2", False, ((0,), (1, 2)))], list(range(N))),
+        ([_commit(7, "s3", True)], list(range(N - 2))),  # exact (4.2): refused where the budget ends
+        ([_commit(8, "s4", True)], list(range(N))),  # exact values again: refused by those of s3
+        (_requests()[1:], list(range(N))),
+    ]
+    for requests, targets in steps:
+        await _run(columns, requests, targets=targets)
+        await _run(each, requests, targets=targets)
+    assert _frames(fast) == _frames(slow)
+    _same_reports(ShardReport.of(columns), ShardReport.of(each))
+    built, alone = columns.built(), each.built()
+    for k in range(N):
+        mine, theirs = built.get(k), alone[k]
+        if mine is None:
+            assert not theirs._inputs
+            continue
+        assert mine._inputs.keys() == theirs._inputs.keys()
+        for s in mine._inputs:
+            assert np.array_equal(mine._inputs[s][0], theirs._inputs[s][0]) and mine._inputs[s][1] == theirs._inputs[s][1]
+        assert mine.draws == theirs.draws and mine.released_values == theirs.released_values
+        for s in ("s1", "s2", "s3", "s4"):
+            assert mine.accountant.session_state(s) == theirs.accountant.session_state(s)
+    assert True in answered and False in answered  # both the cohorts' path and the parties' own were taken

@@ -7,6 +7,7 @@ Runs on the virtual clock (``tests/virtual_clock.py``)."""
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Generator
 from typing import Any
 
@@ -82,7 +83,7 @@ def test_a_refused_start_drives_nothing_and_ends_nothing() -> None:
 
 def test_a_host_not_serving_refuses_the_session() -> None:
     party = _Party(0, iter(()))  # type: ignore[arg-type]
-    sums = PartySums(_Net(3), KINDS, [].append)
+    sums = PartySums(_Net(3), KINDS, list[BaseException]().append)
     sums.start(party, START)
     assert party.asked == [] and party.errors == ["secure sum 's' refused: the host is not serving"]
 
@@ -271,7 +272,7 @@ def test_a_program_bug_ends_its_session_and_fails_the_host() -> None:
         yield expect  # the round is over: expecting it anew is a bug
 
     async def main() -> tuple[_Party, list[BaseException]]:
-        party, failures = _Party(0, program()), []
+        party, failures = _Party(0, program()), list[BaseException]()
         sums = _host(_Net(3), failures)
         sums.start(party, START)
         sums.deliver(_vector(1))
@@ -301,3 +302,119 @@ def test_a_round_without_time_ends_on_the_next_turn() -> None:
 
     run_virtual(main())
     assert told == [pytest.approx(0.3)]
+
+
+def test_a_round_of_infinite_timeout_has_no_deadline() -> None:
+    def program() -> Program:
+        got = yield Expect(ShareVector, "s", (1,), "graph/shares", math.inf)
+        assert list(got.messages) == [1] and not got.timed_out
+
+    async def main() -> tuple[list[tuple[str, ProtocolError | None, bool]], list[BaseException]]:
+        failures: list[BaseException] = []
+        party = _Party(0, program())
+        sums = _host(_Net(3), failures)
+        sums.start(party, START)
+        await asyncio.sleep(1e6)
+        sums.deliver(_vector(1))
+        await asyncio.sleep(0)
+        return party.ended, failures
+
+    assert run_virtual(main()) == ([("s", None, True)], [])
+
+
+def test_a_poll_and_a_delivery_in_one_turn_resume_the_program_once() -> None:
+    batches: list[tuple[str, bool, list[int]]] = []
+
+    def program() -> Program:
+        expect = Expect(ShareVector, "s", (1, 2), "graph/shares", 5.0, stream=True)
+        got = yield Poll(expect)
+        batches.append(("poll", got.done, sorted(got.messages)))
+        while not got.done:
+            got = yield expect
+            batches.append(("expect", got.done, sorted(got.messages)))
+
+    async def main() -> None:
+        sums = _host(_Net(3))
+        sums.start(_Party(0, program()), START)
+        sums.deliver(_vector(1))  # in the poll's turn (a peer stepped in this turn)
+        for _ in range(3):
+            await asyncio.sleep(0)
+        sums.deliver(_vector(2))
+        await asyncio.sleep(0)
+
+    run_virtual(main())
+    assert batches == [("poll", False, [1]), ("expect", True, [2])]  # no empty batch in between
+
+
+def test_each_poll_is_answered_on_the_next_turn() -> None:
+    turns: list[int] = []
+    turn = [0]
+
+    def program() -> Program:
+        expect = Expect(ShareVector, "s", (1, 2), "graph/shares", 5.0, stream=True)
+        yield Poll(expect)
+        turns.append(turn[0])
+        yield Poll(expect)  # the peers run first again
+        turns.append(turn[0])
+
+    async def main() -> None:
+        sums = _host(_Net(3))
+        sums.start(_Party(0, program()), START)
+        sums.deliver(_vector(1))
+        for k in range(1, 4):
+            turn[0] = k
+            await asyncio.sleep(0)
+
+    run_virtual(main())
+    assert turns == [1, 2]
+
+
+def test_another_sessions_message_for_an_open_round_is_dropped_not_held() -> None:
+    def program() -> Program:
+        yield Expect(ShareVector, "s", (1, 2), "graph/shares", 5.0)
+
+    async def main() -> int:
+        party = _Party(0, program())
+        sums = _host(_Net(3))
+        sums.start(party, START)
+        for _ in range(100):
+            sums.deliver(_vector(1, session="old"))  # late traffic of an earlier sum
+        sums.deliver(_vector(1))
+        sums.deliver(_vector(2))
+        await asyncio.sleep(0)
+        assert party.ended == [("s", None, True)]
+        return sums.buffered(0)
+
+    assert run_virtual(main()) == 0
+
+
+def test_a_party_crashed_by_its_own_send_ends_its_session_and_its_program_is_closed() -> None:
+    closed: list[bool] = []
+
+    def program() -> Program:
+        try:
+            yield Send(CONTROLLER, ShareVector("s", -1, id_vector((0,))), "graph/partial")
+            yield Expect(ShareVector, "s", (1,), "graph/shares", 5.0)
+        finally:
+            closed.append(True)
+
+    class _Crashing(_Net):
+        """A transport whose fault plan crashes the sender on its send."""
+
+        sums: PartySums | None = None
+
+        def _transmit(self, frame: Frame) -> None:
+            super()._transmit(frame)
+            assert self.sums is not None
+            self.sums.crash(frame.src)
+
+    async def main() -> tuple[_Party, PartySums]:
+        net = _Crashing(3)
+        party = _Party(0, program())
+        sums = net.sums = _host(net)
+        sums.start(party, START)
+        return party, sums
+
+    party, sums = run_virtual(main())
+    assert [type(error).__name__ for _, error, _ in party.ended] == ["PartyDropped"]
+    assert sums.running() == 0 and closed == [True]
