@@ -250,7 +250,9 @@ class Run:
     """CPU seconds of the worker processes (``tcp``)."""
     peak_mib: float
     """Peak resident memory, MiB: of this process (``memory``: every party too; the largest
-    peak so far in the process), or of the largest worker process (``tcp``)."""
+    peak so far in the process), or of the largest worker process (``tcp``; ``getrusage`` counts
+    a worker's fork of this process before it execs, so only a tcp run first in the process
+    measures the workers themselves)."""
 
     @property
     def cpu(self) -> float:
@@ -260,6 +262,10 @@ class Run:
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+_WORKER_RSS = ("largest worker, or this process's size when it started one: a worker is forked before it "
+               "execs, so after a memory run read the figure of a tcp-only run")
 
 
 def measure_runs(adult: Path, runs: int, limit: int | None,
@@ -286,7 +292,7 @@ def measure_runs(adult: Path, runs: int, limit: int | None,
                       time.process_time() - cpu, _children_cpu() - kids, resource.getrusage(who).ru_maxrss / 1024)
             print(f"run {k + 1}/{runs} {name:>6}: secure sum {run.sum_wall:5.1f} s wall (run {run.wall:5.1f} s); "
                   f"CPU {run.cpu:6.1f} s (this process {run.cpu_controller:5.1f} s, workers {run.cpu_workers:5.1f} s); "
-                  f"peak RSS {run.peak_mib:,.0f} MiB ({'largest worker' if name == 'tcp' else 'this process'})",
+                  f"peak RSS {run.peak_mib:,.0f} MiB ({'this process' if name != 'tcp' else _WORKER_RSS if k or runtimes[0] != 'tcp' else 'largest worker'})",
                   flush=True)
             out.append(run)
     return out
