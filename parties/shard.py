@@ -271,6 +271,22 @@ class PartyShard:
             out[row] = party.accountant
         return out  # type: ignore[return-value]  # (every row is in a cohort or built)
 
+    def _reached(self, rows: np.ndarray) -> list[tuple[int, Cohort]]:
+        """The cohorts a broadcast reached at ``rows``, ascending, with their indices; a cohort
+        reached at only some members is split first, the receivers forming the cohort returned."""
+        of = self._cohort_of[rows]
+        reached = []
+        for index in np.flatnonzero(np.bincount(of[of >= 0])).tolist():
+            cohort = self._cohorts[index]
+            assert cohort is not None
+            members = rows[of == index]
+            if members.shape[0] < len(cohort):
+                index = self._split(index, np.isin(cohort.rows, members))
+                cohort = self._cohorts[index]
+                assert cohort is not None
+            reached.append((index, cohort))
+        return reached
+
     def _split(self, index: int, leave: np.ndarray) -> int:
         """Split cohort ``index``: its members where ``leave`` form a new cohort; its index."""
         cohort = self._cohorts[index]
@@ -484,23 +500,15 @@ class PartyShard:
                 self._answer(self._parties[row], msg, phase)
             return
         # each cohort the broadcast reached: its receivers (split off when only some), stepped at once
-        of = self._cohort_of[rows]
         answers: dict[int, tuple[Cohort, np.ndarray | None]] = {}
-        for index in np.flatnonzero(np.bincount(of[of >= 0])).tolist():  # (the cohorts reached, ascending)
-            cohort = self._cohorts[index]
-            assert cohort is not None
-            members = rows[of == index]
-            if members.shape[0] < len(cohort):
-                index = self._split(index, np.isin(cohort.rows, members))
-                cohort = self._cohorts[index]
-                assert cohort is not None
+        for index, cohort in self._reached(rows):
             if isinstance(msg, Abort):
                 cohort.status = "aborted"
                 continue
             assert isinstance(msg, ReleaseRequest)
             answers[index] = (cohort, cohort.release(msg, self._book, self._records, self.setup.streams))
         if isinstance(msg, Abort):
-            for row in rows[of < 0].tolist():
+            for row in rows[self._cohort_of[rows] < 0].tolist():
                 self._parties[row].receive(msg)
             return
         apart = [cohort.rows for cohort, codes in answers.values() if codes is None]
@@ -535,16 +543,8 @@ class PartyShard:
         <parties.cohort.Cohort.commit>`; split first when only some members are reached), then
         every receiver is built to run its own side of the sum, holding its own input, and
         acknowledges; the members of a cohort that cannot commit as a whole answer on their own."""
-        of = self._cohort_of[rows]
         inputs: dict[int, np.ndarray] = {}  # row -> its committed input
-        for index in np.flatnonzero(np.bincount(of[of >= 0])).tolist():  # (the cohorts reached, ascending)
-            cohort = self._cohorts[index]
-            assert cohort is not None
-            members = rows[of == index]
-            if members.shape[0] < len(cohort):
-                index = self._split(index, np.isin(cohort.rows, members))
-                cohort = self._cohorts[index]
-                assert cohort is not None
+        for _, cohort in self._reached(rows):
             committed = cohort.commit(msg, self._book, self._records, self.setup.streams)
             if committed is not None:
                 inputs.update(zip(cohort.rows.tolist(), committed))

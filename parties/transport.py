@@ -152,16 +152,8 @@ class Endpoint(Mailbox):
     async def send_each(self, dsts: Iterable[int], msgs: Sequence[Message], *, phase: str) -> None:
         """Send ``msgs[k]`` to the k-th actor of ``dsts``, for every k: one message each, exactly
         as that many :meth:`send` calls, but checked, encoded and counted in one pass (e.g. a
-        party's share vectors to all its peers).  The messages must be of one kind.
-
-        Raises
-        ------
-        ProtocolError
-            As :meth:`send`, for any destination; nothing is sent then.
-        MessageError
-            If a message cannot be encoded, or the messages are not all of one kind (nothing
-            is sent).
-        """
+        party's share vectors to all its peers).  The messages must be of one kind; errors as
+        :meth:`Transport.send_many`, which sends them."""
         self._net.send_many(self.actor, dsts, msgs, phase)
 
 
