@@ -68,6 +68,7 @@ Modules, in dependency order:
                       (the parties' ranges of the shards) and ``directory`` (their keys, joined)
 - ``shard_network`` — ``ShardNetwork``: a party host's transport (its sends go up the link)
 - ``shard``         — ``PartyShard``, the party host: many parties on one event loop behind a link
+- ``hosted_parties`` — ``HostedParties``: a host's parties read as ``Party`` objects (built on access)
 - ``channel``       — the frame channel's records (length-prefixed frames, reply columns as one
                       record, restricted control records)
 - ``runtime``       — ``Runtime`` / ``HostingPlan`` (keyword-only, validated) / ``Hosting``: the

@@ -119,7 +119,7 @@ A = TypeVar("A", bound=Accounted)
 
 class AccountedParties(Sequence[A]):
     """The parties of a run, whose accountants can be read without a party object each
-    (:class:`PartySummaries`, or a shard's :class:`~parties.shard.HostedParties`)."""
+    (:class:`PartySummaries`, or a shard's :class:`~parties.hosted_parties.HostedParties`)."""
 
     @abstractmethod
     def accountants(self) -> list[PrivacyAccountant]:

@@ -50,22 +50,21 @@ keeps of the hosted parties, in columns.
 from __future__ import annotations
 
 import asyncio
-import operator
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, overload
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError
 from mprr.privacy import PrivacyAccountant
-from mprr.streams import StreamTable
 from parties.channel import DATA, MULTI, loads, read_multi, read_record
 from parties.cohort import Cohort, ReplyLayout
 from parties.columns import ReplyColumns
 from parties.wire.codec import Message, decode, encode, known_kinds
 from parties.wire.messages import Abort, Ack, RandomizedValues
 from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
-from parties.party import LOOP_KINDS, AccountedParties, Party
+from parties.party import LOOP_KINDS, Party
+from parties.hosted_parties import HostedParties
 from parties.party_sum import PartySums
 from parties.public_state import ReleaseBook
 from parties.secure.pki import KeyRegistry, Signer, generate_signers
@@ -74,7 +73,7 @@ from parties.shard_setup import ShardSetup, split
 from parties.transport import CONTROLLER, Frame, Transport, actor_name
 
 __all__ = [
-    "HostedParties",
+    "HostedParties",  # (from parties.hosted_parties)
     "PartyShard",
     "ShardNetwork",
     "ShardSetup",
@@ -88,45 +87,6 @@ endpoint."""
 _COHORT_KINDS = (ReleaseRequest, Abort)
 """Kinds a cohort answers for all its receivers at once (:mod:`parties.cohort`)."""
 _VALUES = RandomizedValues.KIND
-
-
-class HostedParties(AccountedParties[Party]):
-    """A shard's parties as :class:`~parties.party.Party` objects, each built from its cohort's
-    state on first access (:mod:`parties.cohort`); :meth:`accountants` builds none."""
-
-    def __init__(self, shard: PartyShard) -> None:
-        self._shard = shard
-
-    def __len__(self) -> int:
-        return len(self._shard.setup.parties)
-
-    @overload
-    def __getitem__(self, index: int) -> Party: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> tuple[Party, ...]: ...
-
-    def __getitem__(self, index: int | slice) -> Party | tuple[Party, ...]:
-        n = len(self)
-        if isinstance(index, slice):
-            rows = range(*index.indices(n))
-            self._shard.materialize(np.arange(rows.start, rows.stop, rows.step, dtype=np.int64))
-            return tuple(self[k] for k in rows)
-        k = operator.index(index)
-        if k < 0:
-            k += n
-        if not 0 <= k < n:
-            raise IndexError(f"party index {index} out of range for {n} hosted parties")
-        return self._shard.party_at(k)
-
-    def __iter__(self) -> Iterator[Party]:
-        self._shard.materialize(np.arange(len(self), dtype=np.int64))
-        for k in range(len(self)):
-            yield self._shard.party_at(k)
-
-    def accountants(self) -> list[PrivacyAccountant]:
-        """Per party, its accountant (a cohort's members share their cohort's)."""
-        return self._shard.accountants()
 
 
 class PartyShard:
@@ -145,24 +105,7 @@ class PartyShard:
 
     def __init__(self, setup: ShardSetup, uplink: Callable[[Frame], None], *,
                  router: Transport | None = None, columns: Callable[[ReplyColumns], None] | None = None) -> None:
-        rows = np.asarray(setup.records)
-        if rows.shape != (len(setup.parties), setup.schema.m):
-            raise ConfigurationError(
-                f"shard setup: records must have shape ({len(setup.parties)}, {setup.schema.m}), got {rows.shape}"
-            )
-        if not isinstance(setup.streams, StreamTable) or setup.streams.parties != setup.parties:
-            raise ConfigurationError(
-                f"shard setup: streams must be the StreamTable of the hosted parties {setup.parties}, "
-                f"got {getattr(setup.streams, 'parties', setup.streams)!r}")
-        if len(setup.budgets) != len(setup.parties):
-            raise ConfigurationError(f"shard setup: {len(setup.budgets)} budgets for {len(setup.parties)} parties")
-        sizes = np.asarray(setup.schema.sizes, dtype=np.int64)
-        if rows.size and (rows.dtype.kind not in "iu" or rows.min() < 0 or np.any(rows.max(axis=0) >= sizes)):
-            bad = np.argwhere((rows < 0) | (rows >= sizes))  # (or a non-integer table)
-            k, a = (int(v) for v in bad[0]) if bad.size else (0, 0)
-            raise ConfigurationError(
-                f"record of party {setup.parties.start + k}: attribute {setup.schema.names[a]!r} code must be an "
-                f"integer in [0, {int(sizes[a])}), got {rows[k, a]!r}")
+        rows = setup.checked_records()
         self.setup = setup
         self._size = len(setup.parties)
         self.network = ShardNetwork(setup.n, setup.parties, uplink, router=router,
@@ -186,7 +129,7 @@ class PartyShard:
         self._signers: dict[int, Signer] = generate_signers(setup.parties, signing=signing) if setup.signs else {}
         self._registry: KeyRegistry | None = None
         self._book = ReleaseBook(setup.schema)
-        self._records = rows.astype(np.int64, copy=False)
+        self._records = rows
         # every party starts in the cohort of its budget (parties.cohort); cohort_of[row] = -1: built
         budgets = np.asarray(setup.budgets, dtype=np.float64)
         self._cohort_of = np.empty(len(setup.parties), dtype=np.int32)

@@ -97,6 +97,35 @@ class ShardSetup:
             return mesh
         return self.topology
 
+    def checked_records(self) -> np.ndarray:
+        """The hosted parties' records as an int64 ``(len(parties), m)`` table, once this setup is
+        checked: the records' shape and codes, one stream row and one budget per hosted party.
+
+        Raises
+        ------
+        ConfigurationError
+            Naming the field, the bad value and what is allowed.
+        """
+        rows = np.asarray(self.records)
+        if rows.shape != (len(self.parties), self.schema.m):
+            raise ConfigurationError(
+                f"shard setup: records must have shape ({len(self.parties)}, {self.schema.m}), got {rows.shape}"
+            )
+        if not isinstance(self.streams, StreamTable) or self.streams.parties != self.parties:
+            raise ConfigurationError(
+                f"shard setup: streams must be the StreamTable of the hosted parties {self.parties}, "
+                f"got {getattr(self.streams, 'parties', self.streams)!r}")
+        if len(self.budgets) != len(self.parties):
+            raise ConfigurationError(f"shard setup: {len(self.budgets)} budgets for {len(self.parties)} parties")
+        sizes = np.asarray(self.schema.sizes, dtype=np.int64)
+        if rows.size and (rows.dtype.kind not in "iu" or rows.min() < 0 or np.any(rows.max(axis=0) >= sizes)):
+            bad = np.argwhere((rows < 0) | (rows >= sizes))  # (or a non-integer table)
+            k, a = (int(v) for v in bad[0]) if bad.size else (0, 0)
+            raise ConfigurationError(
+                f"record of party {self.parties.start + k}: attribute {self.schema.names[a]!r} code must be an "
+                f"integer in [0, {int(sizes[a])}), got {rows[k, a]!r}")
+        return rows.astype(np.int64, copy=False)
+
     @property
     def signs(self) -> bool:
         """Whether the parties need PKI signing keys (the engine signs)."""
