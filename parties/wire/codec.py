@@ -384,7 +384,7 @@ class Message:
         except MessageError:
             raise
         except (TypeError, ValueError, ArithmeticError) as exc:
-            raise MessageError(f"{self.NAME}: invalid message: {exc}") from exc
+            raise _invalid(self, exc) from exc
 
     def validate(self) -> None:
         """Check ranges and cross-field rules; the default accepts everything well-typed."""
@@ -591,11 +591,13 @@ def _compile(cls: type[Message]) -> tuple[Callable[[Message], bytes], Callable[[
         v_request_id, = S0.unpack_from(buf, off); off += 8
         v_ids, off = D1(buf, off)
         if off != end: raise extra(end - off)
-        m = new(cls); m.__dict__.update(request_id=v_request_id, ids=v_ids); m._validated()
+        m = new(cls); m.__dict__.update(request_id=v_request_id, ids=v_ids)
+        (then ``m.validate()``, its errors handled as :meth:`Message._validated` does)
     """
     label = cls.NAME
     env: dict[str, Any] = {
         "cls": cls, "new": object.__new__, "H": _HEADER.pack(MAGIC, VERSION, cls.KIND),
+        "MessageError": MessageError, "invalid": _invalid,
         "truncated": lambda field, n, off, end: MessageError(
             f"{label}: truncated at field {field!r}: need {n} bytes at offset {off}, have {end - off}"),
         "extra": lambda n: MessageError(f"{label}: {n} extra bytes after the last field"),
@@ -622,7 +624,9 @@ def _compile(cls: type[Message]) -> tuple[Callable[[Message], bytes], Callable[[
     enc.append("    return b''.join(out)")
     dec += ["    if off != end: raise extra(end - off)", "    m = new(cls)",
             f"    m.__dict__.update({', '.join(f'{n}=v_{n}' for n, _ in cls.FIELDS)})",
-            "    m._validated()", "    return m"]
+            "    try:", "        m.validate()", "    except MessageError:", "        raise",
+            "    except (TypeError, ValueError, ArithmeticError) as exc:", "        raise invalid(m, exc) from exc",
+            "    return m"]
     exec("\n".join(enc + dec), env)  # noqa: S102 - source built above from the class's own fields
     return typing.cast(Callable[[Message], bytes], env["encode"]), typing.cast(Callable[[bytes], Message], env["decode"])
 
