@@ -459,6 +459,16 @@ def message(*, kind: int, name: str | None = None) -> Callable[[M], M]:
 _RESERVED = frozenset({"self", "type", "int", "float", "bool", "str", "bytes"})
 
 
+class _Factory:
+    """The default, in a generated constructor's signature, of a field with a default factory."""
+
+    def __repr__(self) -> str:
+        return "<factory>"  # (as the dataclass's signature shows it)
+
+
+_FACTORY = _Factory()
+
+
 def _invalid(msg: Message, exc: Exception) -> MessageError:
     return MessageError(f"{msg.NAME}: invalid message: {exc}")
 
@@ -495,7 +505,7 @@ def _constructor(cls: type[Message]) -> Callable[..., None] | None:
     fields = dataclasses.fields(typing.cast(Any, cls))
     if any(not f.init or f.kw_only is True or f.name in _RESERVED or f.name.startswith("__w_") for f in fields):
         return None
-    env: dict[str, Any] = {"__w_error": MessageError, "__w_invalid": _invalid, "__w_none": dataclasses.MISSING}
+    env: dict[str, Any] = {"__w_error": MessageError, "__w_invalid": _invalid, "__w_none": _FACTORY}
     params, body = ["self"], []
     for i, (f, (name, wire)) in enumerate(zip(fields, cls.FIELDS)):
         if f.default_factory is not dataclasses.MISSING:
@@ -519,7 +529,9 @@ def _constructor(cls: type[Message]) -> Callable[..., None] | None:
     init: Callable[..., None] = env["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__module__ = cls.__module__
+    init.__annotations__ = dict(getattr(cls.__init__, "__annotations__", {}))  # (the dataclass's: for inspect, Sphinx)
     return init
+
 
 
 def message_class(kind_or_name: int | str) -> type[Message]:

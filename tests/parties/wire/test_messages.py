@@ -4,6 +4,7 @@ the generic kinds (parties.wire.messages)."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 from typing import Annotated
 
@@ -262,6 +263,9 @@ def test_generated_constructor_is_frozen_and_reruns_validation() -> None:
     with pytest.raises(TypeError, match=r"Ack\.__init__\(\) missing 1 required positional argument: 'request_id'"):
         Ack()  # type: ignore[call-arg]
     assert Ack(request_id=1, ids=[2]) == msg and Ack(1) == Ack(1, ())
+    # the signature the dataclass's __init__ had (inspect, Sphinx)
+    assert str(inspect.signature(Ack)) == "(request_id: 'int', ids: 'tuple[int, ...]' = ()) -> None"
+    assert str(inspect.signature(Tagged)).endswith("values: 'FloatArray' = <factory>) -> None")
 
 
 def test_a_class_the_constructor_is_not_generated_for_coerces_and_validates_alike() -> None:
