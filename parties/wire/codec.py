@@ -39,6 +39,7 @@ from typing import Annotated, Any, ClassVar, TypeVar, dataclass_transform
 import numpy as np
 
 from mprr.errors import MessageError
+from parties.wire.construct import constructor
 
 __all__ = [
     "ARRAY_DTYPES", "ArraySpec", "HEADER_SIZE", "MAGIC", "Message", "VERSION", "decode", "encode",
@@ -372,7 +373,7 @@ class Message:
 
     def __post_init__(self) -> None:
         """Coerce and validate (the dataclass's ``__init__`` calls this for a class whose
-        constructor :func:`message` does not generate: see :func:`_constructor`)."""
+        constructor :func:`message` does not generate: see :mod:`parties.wire.construct`)."""
         values = self.__dict__
         for name, wire in self.FIELDS:
             values[name] = wire.coerce(values[name])
@@ -447,7 +448,7 @@ def message(*, kind: int, name: str | None = None) -> Callable[[M], M]:
         dc.FIELDS = tuple((f.name, _parse(hints[f.name], f"{label}.{f.name}"))
                           for f in dataclasses.fields(typing.cast(Any, dc)))
         dc.KIND, dc.NAME = kind, label
-        init = _constructor(dc)
+        init = constructor(dc, dc.FIELDS, _invalid)
         if init is not None:
             setattr(dc, "__init__", init)  # (replaces the dataclass's)
         _BY_KIND[kind], _BY_NAME[label] = dc, dc
@@ -456,82 +457,8 @@ def message(*, kind: int, name: str | None = None) -> Callable[[M], M]:
     return decorate
 
 
-_RESERVED = frozenset({"self", "type", "int", "float", "bool", "str", "bytes"})
-
-
-class _Factory:
-    """The default, in a generated constructor's signature, of a field with a default factory."""
-
-    def __repr__(self) -> str:
-        return "<factory>"  # (as the dataclass's signature shows it)
-
-
-_FACTORY = _Factory()
-
-
 def _invalid(msg: Message, exc: Exception) -> MessageError:
     return MessageError(f"{msg.NAME}: invalid message: {exc}")
-
-
-def _constructor(cls: type[Message]) -> Callable[..., None] | None:
-    """Generate the ``__init__`` of ``cls``: what the dataclass's ``__init__`` and
-    :meth:`Message.__post_init__` do, in one pass.
-
-    Each argument is converted by its field's ``coerce`` unless the field's ``exact`` test says
-    it already is what the field holds; the values go straight into the instance's ``__dict__``
-    (the class stays frozen: its ``__setattr__`` and ``__delattr__`` refuse), then ``validate``
-    runs as in :meth:`Message._validated`.  For ``Ack`` (``request_id: int, ids: tuple[int, ...]
-    = ()``)::
-
-        def __init__(self, request_id, ids=__w_d1):
-            if not (type(request_id) is int and -9223372036854775808 <= request_id <= ...):
-                request_id = __w_c0(request_id)
-            ids = __w_c1(ids)
-            __w_dict = self.__dict__
-            __w_dict['request_id'] = request_id
-            __w_dict['ids'] = ids
-            try:
-                self.validate()
-            except __w_error:
-                raise
-            except (TypeError, ValueError, ArithmeticError) as __w_exc:
-                raise __w_invalid(self, __w_exc) from __w_exc
-
-    A field with a default factory defaults to a sentinel that the factory's value replaces.
-    ``None`` (keep the dataclass's ``__init__``, which calls ``__post_init__``) for a field
-    that is not a positional init argument (``init=False``, keyword-only) or whose name the
-    generated code uses.
-    """
-    fields = dataclasses.fields(typing.cast(Any, cls))
-    if any(not f.init or f.kw_only is True or f.name in _RESERVED or f.name.startswith("__w_") for f in fields):
-        return None
-    env: dict[str, Any] = {"__w_error": MessageError, "__w_invalid": _invalid, "__w_none": _FACTORY}
-    params, body = ["self"], []
-    for i, (f, (name, wire)) in enumerate(zip(fields, cls.FIELDS)):
-        if f.default_factory is not dataclasses.MISSING:
-            env[f"__w_f{i}"] = f.default_factory
-            params.append(f"{name}=__w_none")
-            body.append(f"    if {name} is __w_none: {name} = __w_f{i}()")
-        elif f.default is dataclasses.MISSING:
-            params.append(name)
-        else:
-            env[f"__w_d{i}"] = f.default
-            params.append(f"{name}=__w_d{i}")
-        env[f"__w_c{i}"] = wire.coerce
-        convert = f"{name} = __w_c{i}({name})"
-        body.append(f"    if not ({wire.exact.format(v=name)}): {convert}" if wire.exact else f"    {convert}")
-    body.append("    __w_dict = self.__dict__")
-    body += [f"    __w_dict[{name!r}] = {name}" for name, _ in cls.FIELDS]
-    body += ["    try:", "        self.validate()", "    except __w_error:", "        raise",
-             "    except (TypeError, ValueError, ArithmeticError) as __w_exc:",
-             "        raise __w_invalid(self, __w_exc) from __w_exc"]
-    exec("\n".join([f"def __init__({', '.join(params)}):", *body]), env)  # noqa: S102 - from the class's fields
-    init: Callable[..., None] = env["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__module__ = cls.__module__
-    init.__annotations__ = dict(getattr(cls.__init__, "__annotations__", {}))  # (the dataclass's: for inspect, Sphinx)
-    return init
-
 
 
 def message_class(kind_or_name: int | str) -> type[Message]:
