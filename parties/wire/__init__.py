@@ -2,6 +2,8 @@
 
 Modules, in dependency order:
 
+- ``construct`` — the constructor of a kind, generated from its fields (convert, fill, validate
+                  in one pass)
 - ``codec``     — the ``Message`` base and ``@message`` registration, field types, and the one
                   codec (message <-> bytes) generated from each kind's annotations
 - ``messages``  — the generic kinds (released codes, oracle reports, refusals, aborts, acks) and

@@ -16,8 +16,9 @@ Wire format (little endian)::
                u8 dtype code (index + 1 in ARRAY_DTYPES) | u8 ndim | u64 x ndim shape | C-order data
 
 Construction converts each value to its declared type (a list becomes a tuple, a numpy integer
-an ``int``, an array a read-only C-contiguous array of an allowed dtype) and then runs the
-class's :meth:`Message.validate`.  :func:`decode` rejects a wrong magic or version, an unknown
+an ``int``, an array a read-only C-contiguous array of an allowed dtype; a value that already is
+one is kept as it is, uncopied) and then runs the class's :meth:`Message.validate`, in a
+constructor generated per kind.  :func:`decode` rejects a wrong magic or version, an unknown
 or unexpected kind, truncated data, trailing bytes, a dtype, ndim or shape the field does not
 allow, invalid UTF-8, a bool byte other than 0/1, and whatever ``validate`` refuses: a bad frame
 is its sender's fault.  Every error is a :class:`mprr.errors.MessageError` naming the field, the
@@ -38,6 +39,7 @@ from typing import Annotated, Any, ClassVar, TypeVar, dataclass_transform
 import numpy as np
 
 from mprr.errors import MessageError
+from parties.wire.construct import constructor
 
 __all__ = [
     "ARRAY_DTYPES", "ArraySpec", "HEADER_SIZE", "MAGIC", "Message", "VERSION", "decode", "encode",
@@ -61,6 +63,7 @@ _ARRAY_HEAD = tuple(struct.Struct(f"<BB{n}Q") for n in range(_MAX_NDIM + 1))  # 
 _SHAPE = tuple(struct.Struct(f"<{n}Q") for n in range(_MAX_NDIM + 1))
 _MAX_BYTES = 2**48  # no shape may describe more than 256 TiB, even with a zero-length axis
 _LITTLE = np.little_endian
+_TUPLE = frozenset({tuple})
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,9 @@ class Wire:
 
     ``coerce`` checks and converts a constructor argument, ``enc`` appends the value's bytes to
     a list, ``dec`` reads a value at an offset and returns it with the next offset; ``code`` is
-    the struct code of a fixed-size scalar (the generated codecs pack runs of them together).
+    the struct code of a fixed-size scalar (the generated codecs pack runs of them together);
+    ``exact`` a Python condition on ``{v}`` true when ``coerce`` would return the value itself
+    (the generated constructors test it inline and call ``coerce`` only when it is false).
     """
 
     text: str
@@ -99,6 +104,7 @@ class Wire:
     enc: Encoder
     dec: Decoder
     code: str = ""
+    exact: str = ""
 
 
 def _bad(where: str, text: str, value: Any) -> MessageError:
@@ -121,7 +127,7 @@ def _count(buf: bytes, off: int, size: int, where: str) -> int:
     return n_items
 
 
-def _scalar(text: str, code: str, where: str, coerce: Callable[[Any], Any]) -> Wire:
+def _scalar(text: str, code: str, where: str, coerce: Callable[[Any], Any], exact: str) -> Wire:
     st = struct.Struct("<" + code)
     pack, unpack, size = st.pack, st.unpack_from, st.size
 
@@ -135,7 +141,7 @@ def _scalar(text: str, code: str, where: str, coerce: Callable[[Any], Any]) -> W
             v = v == 1
         return v, off + size
 
-    return Wire(text, coerce, lambda v, out: out.append(pack(v)), dec, code)
+    return Wire(text, coerce, lambda v, out: out.append(pack(v)), dec, code, exact)
 
 
 def _int(where: str) -> Wire:
@@ -148,7 +154,7 @@ def _int(where: str) -> Wire:
         if -(2**63) <= value < 2**63:
             return value
         raise MessageError(f"{where} must fit in a signed 64-bit integer, got {v}")
-    return _scalar("int", "q", where, coerce)
+    return _scalar("int", "q", where, coerce, "type({v}) is int and -9223372036854775808 <= {v} <= 9223372036854775807")
 
 
 def _float(where: str) -> Wire:
@@ -158,7 +164,7 @@ def _float(where: str) -> Wire:
         if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
             return float(v)
         raise _bad(where, "float", v)
-    return _scalar("float", "d", where, coerce)
+    return _scalar("float", "d", where, coerce, "type({v}) is float")
 
 
 def _bool(where: str) -> Wire:
@@ -166,7 +172,7 @@ def _bool(where: str) -> Wire:
         if type(v) is bool or isinstance(v, np.bool_):
             return bool(v)
         raise _bad(where, "bool", v)
-    return _scalar("bool", "B", where, coerce)
+    return _scalar("bool", "B", where, coerce, "type({v}) is bool")
 
 
 def _blob(as_str: bool, where: str) -> Wire:
@@ -193,17 +199,33 @@ def _blob(as_str: bool, where: str) -> Wire:
         except UnicodeDecodeError as exc:
             raise MessageError(f"{where}: invalid UTF-8 ({exc.reason})") from None
 
-    return Wire(text, coerce, enc, dec)
+    return Wire(text, coerce, enc, dec, exact=f"type({{v}}) is {text}")
 
 
 def _seq(item: Wire, where: str) -> Wire:
     text = f"tuple[{item.text}, ...]"
     inner = item.coerce
+    # a tuple whose items all have the item's exact type (and, for int, fit in 64 bits) is
+    # returned as it is: coercing each item would return that item itself
+    # (a tuple of such tuples likewise, checked over all their items at once)
+    nested = item.text.startswith("tuple[")
+    scalar = item.text[6:-6] if nested else item.text
+    only = frozenset(t for t in (int, float, bool, str, bytes) if scalar == t.__name__)
+    bounded = scalar == "int"
+
+    def plain(v: tuple[Any, ...]) -> bool:
+        if nested:
+            if not _TUPLE.issuperset(map(type, v)):
+                return False
+            v = tuple(itertools.chain.from_iterable(v))
+        return not v or (only.issuperset(map(type, v))
+                         and (not bounded or (-(2**63) <= min(v) and max(v) < 2**63)))
 
     def coerce(v: Any) -> tuple[Any, ...]:
-        if type(v) is tuple and not v:
-            return v
-        if not isinstance(v, (tuple, list)):
+        if type(v) is tuple:
+            if not v or (only and plain(v)):
+                return v
+        elif not isinstance(v, (tuple, list)):
             if not (isinstance(v, np.ndarray) and v.ndim == 1):
                 raise _bad(where, text, v)
             v = v.tolist()
@@ -247,6 +269,10 @@ def _array(spec: ArraySpec, where: str) -> Wire:
     target = np.dtype(allowed[0]) if len(allowed) == 1 else None
 
     def coerce(v: Any) -> np.ndarray:
+        if type(v) is np.ndarray and v.dtype in native and (ndim is None or v.ndim == ndim):
+            flags = v.flags
+            if not flags.writeable and flags.c_contiguous:  # already what the field holds
+                return v
         if not isinstance(v, np.ndarray):
             if not isinstance(v, (list, tuple, int, float, np.generic)):
                 raise _bad(where, text, v)
@@ -346,6 +372,8 @@ class Message:
     FIELDS: ClassVar[tuple[tuple[str, Wire], ...]] = ()
 
     def __post_init__(self) -> None:
+        """Coerce and validate (the dataclass's ``__init__`` calls this for a class whose
+        constructor :func:`message` does not generate: see :mod:`parties.wire.construct`)."""
         values = self.__dict__
         for name, wire in self.FIELDS:
             values[name] = wire.coerce(values[name])
@@ -357,7 +385,7 @@ class Message:
         except MessageError:
             raise
         except (TypeError, ValueError, ArithmeticError) as exc:
-            raise MessageError(f"{self.NAME}: invalid message: {exc}") from exc
+            raise _invalid(self, exc) from exc
 
     def validate(self) -> None:
         """Check ranges and cross-field rules; the default accepts everything well-typed."""
@@ -420,10 +448,17 @@ def message(*, kind: int, name: str | None = None) -> Callable[[M], M]:
         dc.FIELDS = tuple((f.name, _parse(hints[f.name], f"{label}.{f.name}"))
                           for f in dataclasses.fields(typing.cast(Any, dc)))
         dc.KIND, dc.NAME = kind, label
+        init = constructor(dc, dc.FIELDS, _invalid)
+        if init is not None:
+            setattr(dc, "__init__", init)  # (replaces the dataclass's)
         _BY_KIND[kind], _BY_NAME[label] = dc, dc
         return typing.cast(M, dc)
 
     return decorate
+
+
+def _invalid(msg: Message, exc: Exception) -> MessageError:
+    return MessageError(f"{msg.NAME}: invalid message: {exc}")
 
 
 def message_class(kind_or_name: int | str) -> type[Message]:
@@ -495,11 +530,13 @@ def _compile(cls: type[Message]) -> tuple[Callable[[Message], bytes], Callable[[
         v_request_id, = S0.unpack_from(buf, off); off += 8
         v_ids, off = D1(buf, off)
         if off != end: raise extra(end - off)
-        m = new(cls); m.__dict__.update(request_id=v_request_id, ids=v_ids); m._validated()
+        m = new(cls); m.__dict__.update(request_id=v_request_id, ids=v_ids)
+        (then ``m.validate()``, its errors handled as :meth:`Message._validated` does)
     """
     label = cls.NAME
     env: dict[str, Any] = {
         "cls": cls, "new": object.__new__, "H": _HEADER.pack(MAGIC, VERSION, cls.KIND),
+        "MessageError": MessageError, "invalid": _invalid,
         "truncated": lambda field, n, off, end: MessageError(
             f"{label}: truncated at field {field!r}: need {n} bytes at offset {off}, have {end - off}"),
         "extra": lambda n: MessageError(f"{label}: {n} extra bytes after the last field"),
@@ -526,7 +563,9 @@ def _compile(cls: type[Message]) -> tuple[Callable[[Message], bytes], Callable[[
     enc.append("    return b''.join(out)")
     dec += ["    if off != end: raise extra(end - off)", "    m = new(cls)",
             f"    m.__dict__.update({', '.join(f'{n}=v_{n}' for n, _ in cls.FIELDS)})",
-            "    m._validated()", "    return m"]
+            "    try:", "        m.validate()", "    except MessageError:", "        raise",
+            "    except (TypeError, ValueError, ArithmeticError) as exc:", "        raise invalid(m, exc) from exc",
+            "    return m"]
     exec("\n".join(enc + dec), env)  # noqa: S102 - source built above from the class's own fields
     return typing.cast(Callable[[Message], bytes], env["encode"]), typing.cast(Callable[[bytes], Message], env["decode"])
 

@@ -52,9 +52,11 @@ class RandomizedValues(Message):
     ids: tuple[int, ...] = ()
 
     def validate(self) -> None:
-        require(self.request_id >= 0, f"RandomizedValues.request_id must be >= 0, got {self.request_id}")
+        if self.request_id < 0:
+            raise MessageError(f"RandomizedValues.request_id must be >= 0, got {self.request_id}")
         require(self.codes.size == 0 or _min(self.codes) >= 0, "RandomizedValues.codes must be >= 0")
-        _check_ids("RandomizedValues.ids", self.ids)
+        if self.ids:
+            _check_ids("RandomizedValues.ids", self.ids)
 
 
 @lru_cache(maxsize=256)
@@ -135,11 +137,13 @@ class OracleReport(Message):
     reports: Annotated[np.ndarray, ArraySpec(("int64",), ndim=1)]
 
     def validate(self) -> None:
-        require(self.request_id >= 0, f"OracleReport.request_id must be >= 0, got {self.request_id}")
-        require(self.unit >= -1, f"OracleReport.unit must be >= -1 (-1: no drawn unit), got {self.unit}")
-        require(self.unit < 0 or self.reports.size == 1,
-                f"OracleReport.reports must hold exactly one report for the drawn unit {self.unit}, "
-                f"got {self.reports.size}")
+        if self.request_id < 0:
+            raise MessageError(f"OracleReport.request_id must be >= 0, got {self.request_id}")
+        if self.unit < -1:
+            raise MessageError(f"OracleReport.unit must be >= -1 (-1: no drawn unit), got {self.unit}")
+        if self.unit >= 0 and self.reports.size != 1:
+            raise MessageError(f"OracleReport.reports must hold exactly one report for the drawn unit {self.unit}, "
+                               f"got {self.reports.size}")
         require(self.reports.size == 0 or _min(self.reports) >= 0, "OracleReport.reports must be >= 0")
 
 
@@ -163,7 +167,8 @@ class Refusal(Message):
                    refusal.remaining)
 
     def validate(self) -> None:
-        require(self.request_id >= 0, f"Refusal.request_id must be >= 0, got {self.request_id}")
+        if self.request_id < 0:
+            raise MessageError(f"Refusal.request_id must be >= 0, got {self.request_id}")
         require(bool(self.reason), "Refusal.reason must not be empty")
         _check_epsilon("Refusal.requested", self.requested)
         _check_epsilon("Refusal.remaining", self.remaining)
@@ -188,5 +193,7 @@ class Ack(Message):
     ids: tuple[int, ...] = ()
 
     def validate(self) -> None:
-        require(self.request_id >= 0, f"Ack.request_id must be >= 0, got {self.request_id}")
-        _check_ids("Ack.ids", self.ids)
+        if self.request_id < 0:
+            raise MessageError(f"Ack.request_id must be >= 0, got {self.request_id}")
+        if self.ids:
+            _check_ids("Ack.ids", self.ids)

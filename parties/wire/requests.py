@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from itertools import chain
 from collections.abc import Sequence
 from functools import cached_property
 
@@ -50,8 +51,13 @@ __all__ = ["ReleaseRequest", "ReportRequest", "SecureRelease", "SecureSumStart",
 
 
 def _check_groups(name: str, where: str, groups: tuple[tuple[int, ...], ...]) -> None:
-    """``groups`` is non-empty, of non-empty groups of distinct attribute indices >= 0."""
-    require(len(groups) > 0, f"{name}.{where} must not be empty")
+    """``groups`` is non-empty, of non-empty groups of distinct attribute indices >= 0 (checked
+    over all groups at once; the groups one by one only to name the first bad one)."""
+    if not groups:
+        raise MessageError(f"{name}.{where} must not be empty")
+    if (all(groups) and min(chain.from_iterable(groups)) >= 0
+            and sum(map(len, map(set, groups))) == sum(map(len, groups))):  # (a set is never longer)
+        return
     for g in groups:
         if not g or min(g) < 0 or len(set(g)) != len(g):
             require(len(g) > 0, f"{name}.{where} must not contain an empty group, got {groups}")
@@ -63,19 +69,23 @@ def _check_request(msg: ReleaseRequest | SecureRelease, matrices: int) -> None:
     """The structural checks both request kinds share: ids, phase, plan and units (non-empty
     groups of distinct indices >= 0), and ``matrices`` matrix specifications."""
     name = msg.NAME
-    require(msg.request_id >= 0, f"{name}.request_id must be >= 0, got {msg.request_id}")
-    require(bool(msg.phase), f"{name}.phase must not be empty")
+    if msg.request_id < 0:
+        raise MessageError(f"{name}.request_id must be >= 0, got {msg.request_id}")
+    if not msg.phase:
+        raise MessageError(f"{name}.phase must not be empty")
     for where, groups in (("plan", msg.plan), ("units", msg.units)):
         _check_groups(name, where, groups)
     if len(msg.families) != matrices or len(msg.params) != matrices:
         raise MessageError(f"{name} needs {matrices} families and params ({len(msg.units)} units), "
                            f"got {len(msg.families)} and {len(msg.params)}")
-    for f in msg.families:
-        if f not in MATRIX_FAMILIES:
-            raise MessageError(f"{name}.families must be in {list(MATRIX_FAMILIES)}, got {f!r}")
-    for p in msg.params:
-        if not all(math.isfinite(x) for x in p):
-            raise MessageError(f"{name}.params must be finite, got {p}")
+    if not all(map(MATRIX_FAMILIES.__contains__, msg.families)):
+        for f in msg.families:
+            if f not in MATRIX_FAMILIES:
+                raise MessageError(f"{name}.families must be in {list(MATRIX_FAMILIES)}, got {f!r}")
+    if not all(map(math.isfinite, chain.from_iterable(msg.params))):
+        for p in msg.params:
+            if not all(math.isfinite(x) for x in p):
+                raise MessageError(f"{name}.params must be finite, got {p}")
 
 
 def _specs(msg: ReleaseRequest | SecureRelease) -> tuple[MatrixSpec, ...]:
@@ -237,7 +247,8 @@ class ReportRequest(Message):
     exclude: tuple[str, ...] = ()
 
     def validate(self) -> None:
-        require(self.request_id >= 0, f"ReportRequest.request_id must be >= 0, got {self.request_id}")
+        if self.request_id < 0:
+            raise MessageError(f"ReportRequest.request_id must be >= 0, got {self.request_id}")
         require(bool(self.phase), "ReportRequest.phase must not be empty")
         _check_groups("ReportRequest", "units", self.units)
         k = len(self.units)
@@ -343,7 +354,8 @@ class SecureSumStart(Message):
     roster: tuple[tuple[int, ...], ...]
 
     def validate(self) -> None:
-        require(self.request_id >= 0, f"SecureSumStart.request_id must be >= 0, got {self.request_id}")
+        if self.request_id < 0:
+            raise MessageError(f"SecureSumStart.request_id must be >= 0, got {self.request_id}")
         require(bool(self.session), "SecureSumStart.session must not be empty")
         require(bool(self.engine), "SecureSumStart.engine must not be empty")
         require(len(self.roster) > 0, "SecureSumStart.roster must not be empty")

@@ -93,6 +93,47 @@ def test_validation(build, match: str) -> None:  # noqa: ANN001
         build()
 
 
+LONG = 40  # ids vectors longer than this are checked by numpy's comparison of neighbours, shorter by a list
+
+
+def _long(*, repeat: int | None = None, swap: int | None = None) -> np.ndarray:
+    """0, 1, ..., LONG - 1, with entry ``repeat`` made equal to the one before or the entries
+    ``swap``, ``swap + 1`` swapped."""
+    values = list(range(LONG))
+    if repeat is not None:
+        values[repeat] = values[repeat - 1]
+    if swap is not None:
+        values[swap], values[swap + 1] = values[swap + 1], values[swap]
+    return ids(*values)
+
+
+@pytest.mark.parametrize(("build", "match"), [
+    (lambda: KeyDirectory("s", _long(repeat=LONG - 1), KEY * LONG),
+     r"KeyDirectory\.parties must be distinct party ids in increasing order, got \[0, 1, 2, 3, 4, 5, 6, 7, 8, 9\]"),
+    (lambda: SurvivorSet("s", _long(swap=3)),
+     r"SurvivorSet\.survivors must be distinct party ids in increasing order, got \[0, 1, 2, 4, 3, 5, 6, 7, 8, 9\]"),
+    (lambda: SealedShares("s", _long(repeat=20), _long(), bytes(LONG - 1)), r"SealedShares\.recipients must be distinct"),
+    (lambda: RelayedShares("s", _long(swap=30), _long(), bytes(LONG - 1)), r"RelayedShares\.senders must be distinct"),
+    (lambda: UnmaskShares("s", _long(repeat=1), bytes(LONG), _long() + 1, bytes(33 * LONG)),
+     r"UnmaskShares\.owners must be distinct"),
+    (lambda: SurvivorTags("s", _long(repeat=LONG - 1), TAG * LONG), r"SurvivorTags\.targets must be distinct and sorted"),
+    (lambda: UnmaskRequest("s", ids(*range(LONG)), _long(swap=10) + 1, ids(1), ids(0), TAG),
+     r"UnmaskRequest\.view_ends must increase and end at the number of view cells"),
+    (lambda: UnmaskRequest("s", ids(*range(LONG)), _long() + 1, _long(repeat=5), ids(*[0] * LONG), TAG * LONG),
+     r"UnmaskRequest\.signers must be distinct and sorted"),
+])
+def test_validation_of_long_id_vectors(build, match: str) -> None:  # noqa: ANN001
+    with pytest.raises(MessageError, match=match):
+        build()
+
+
+def test_long_id_vectors_in_increasing_order_are_accepted() -> None:
+    msg = UnmaskRequest("s", ids(*range(LONG)), _long() + 1, _long(), ids(*[0] * LONG), TAG * LONG)
+    assert decode(encode(msg)) == msg
+    assert SurvivorTags("s", _long() * 3, TAG * LONG).targets[-1] == 3 * (LONG - 1)
+    assert KeyDirectory("s", _long(), KEY * LONG).key(LONG - 1) == KEY
+
+
 def test_a_bundle_gives_back_its_blobs() -> None:
     ids_, ends, data = bundle([(3, b"ab"), (7, b""), (9, b"xyz")])
     assert ids_.tolist() == [3, 7, 9] and ends.tolist() == [2, 2, 5] and data == b"abxyz"

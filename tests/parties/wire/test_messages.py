@@ -4,6 +4,7 @@ the generic kinds (parties.wire.messages)."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 from typing import Annotated
 
@@ -211,6 +212,80 @@ def test_equality_compares_arrays_by_dtype_shape_and_values() -> None:
     assert RandomizedValues(1, [1, 2]) != RandomizedValues(1, [1, 3])
     assert RandomizedValues(1, [1, 2]) == RandomizedValues(1, np.array([1, 2]))
     assert Shaped(np.ones((1, 2))) != Shaped(np.ones((2, 1)))
+
+
+def test_values_already_of_their_type_are_kept_uncopied() -> None:
+    codes = np.arange(3, dtype=np.int64)
+    codes.flags.writeable = False
+    ids = (1, 2**63 - 1)
+    msg = RandomizedValues(4, codes, ids)
+    assert msg.codes is codes and msg.ids is ids
+    groups = ((0, 1), (2,))
+    assert Tagged("t", groups).groups is groups
+    writable = np.arange(3, dtype=np.int64)
+    assert RandomizedValues(4, writable).codes is not writable  # (a writable array is copied)
+
+
+@pytest.mark.parametrize(
+    ("make", "pattern"),
+    [
+        (lambda: Ack(1, (True,)), r"Ack\.ids\[i\] must be int, got True"),
+        (lambda: Ack(1, (1, 2**63)), r"Ack\.ids\[i\] must fit in a signed 64-bit integer, got 9223372036854775808"),
+        (lambda: Ack(1, (-(2**63) - 1,)), r"Ack\.ids\[i\] must fit in a signed 64-bit integer"),
+        (lambda: Ack(2**63), r"Ack\.request_id must fit in a signed 64-bit integer"),
+        (lambda: Tagged("t", ((0,), (1, 2.0))), r"Tagged\.groups\[i\]\[i\] must be int, got 2\.0"),
+        (lambda: Tagged("t", ((0,), [1, False])), r"Tagged\.groups\[i\]\[i\] must be int, got False"),
+    ],
+)
+def test_tuples_that_are_not_already_plain_are_checked_item_by_item(make, pattern: str) -> None:
+    with pytest.raises(MessageError, match=pattern):
+        make()
+
+
+def test_tuple_subclasses_and_numpy_items_become_plain_tuples_of_int() -> None:
+    class Ids(tuple[int, ...]):
+        pass
+
+    for given in (Ids((1, 2)), (np.int64(1), 2), [1, 2]):
+        ids = Ack(3, given).ids  # type: ignore[arg-type]
+        assert type(ids) is tuple and ids == (1, 2) and all(type(i) is int for i in ids)
+
+
+def test_generated_constructor_is_frozen_and_reruns_validation() -> None:
+    msg = Ack(1, (2,))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        msg.ids = ()  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del msg.ids
+    assert dataclasses.replace(msg, request_id=5) == Ack(5, (2,))
+    with pytest.raises(MessageError, match=r"Ack\.request_id must be >= 0, got -1"):
+        dataclasses.replace(msg, request_id=-1)
+    with pytest.raises(TypeError, match=r"Ack\.__init__\(\) missing 1 required positional argument: 'request_id'"):
+        Ack()  # type: ignore[call-arg]
+    assert Ack(request_id=1, ids=[2]) == msg and Ack(1) == Ack(1, ())
+    # the signature the dataclass's __init__ had (inspect, Sphinx)
+    assert str(inspect.signature(Ack)) == "(request_id: 'int', ids: 'tuple[int, ...]' = ()) -> None"
+    assert str(inspect.signature(Tagged)).endswith("values: 'FloatArray' = <factory>) -> None")
+
+
+def test_a_class_the_constructor_is_not_generated_for_coerces_and_validates_alike() -> None:
+    @message(kind=60107)
+    class Named(Message):
+        type: str  # (a name the generated constructor uses: the dataclass's __init__ runs)
+        n: int = dataclasses.field(default=0, kw_only=True)
+
+        def validate(self) -> None:
+            if self.n < 0:
+                raise MessageError(f"Named.n must be >= 0, got {self.n}")
+
+    assert "__post_init__" in Named.__init__.__code__.co_names  # (the dataclass's, which calls it)
+    assert "__post_init__" not in Ack.__init__.__code__.co_names  # (the generated one, which does not)
+    msg = Named("x", n=np.int16(3))  # type: ignore[arg-type]
+    assert type(msg.n) is int and msg == decode(encode(msg))
+    with pytest.raises(MessageError, match=r"Named\.n must be >= 0, got -1"):
+        Named("x", n=-1)
+    with pytest.raises(MessageError, match=r"Named\.type must be str, got 1"):
+        Named(1)  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------ validation of generic kinds

@@ -97,6 +97,14 @@ def test_release_request_plan_defaults_to_units() -> None:
         ({"families": ("grr", "grr")}, r"ReleaseRequest needs 1 families and params \(1 units\), got 2 and 1"),
         ({"families": ("nope",)}, "families"),
         ({"params": ((math.nan,),)}, "finite"),
+        # the first bad group (or family, or parameters) among good ones is named
+        ({"plan": ((0, 1), (2, -1))}, r"ReleaseRequest\.plan must hold attribute indices >= 0, got \(2, -1\)"),
+        ({"plan": ((0,), (3, 1, 3))}, r"ReleaseRequest\.plan groups must not repeat an attribute, got \(3, 1, 3\)"),
+        ({"plan": ((0,), ())}, r"ReleaseRequest\.plan must not contain an empty group, got \(\(0,\), \(\)\)"),
+        ({"units": ((0,), (1,)), "families": ("grr", "nope"), "params": ((1.0,), (1.0,))},
+         r"ReleaseRequest\.families must be in \[.*\], got 'nope'"),
+        ({"units": ((0,), (1,)), "families": ("grr", "grr"), "params": ((1.0,), (1.0, math.inf))},
+         r"ReleaseRequest\.params must be finite, got \(1\.0, inf\)"),
     ],
 )
 def test_release_request_structural_validation(kwargs, match) -> None:
