@@ -238,7 +238,10 @@ class Router(Transport):
         return sum(self._admit(src) for _ in range(count))  # (each admitted send counts towards the crash)
 
     def _transmit(self, frame: Frame) -> None:
-        self._route(frame)
+        if self._direct:
+            self._deliver(frame)  # (what _route does without a fault plan)
+        else:
+            self._route(frame)
 
     def _route(self, frame: Frame) -> None:
         """Apply the fault plan to ``frame`` and deliver what survives (now or after a delay)."""
