@@ -423,7 +423,7 @@ class Transport(ABC):
         ep = self._endpoints.get(dst)
         if ep is None:
             ep = self._endpoints[dst] = Endpoint(self, dst)
-        accept = ep._accept
+        accept = ep.accept
         if msg is None or (accept is not None and kind not in accept):
             try:
                 if payload is self._last_payload and self._last_message is not None and (accept is None or kind in accept):
