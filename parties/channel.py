@@ -146,10 +146,19 @@ def loads(record: bytes | memoryview) -> tuple[str, Any]:
     return value
 
 
+_PHASE_BYTES: dict[str, bytes] = {}
+"""Encoded phase names (a run has a handful): encoded once per phase, not once per frame."""
+
+
 def _phase_bytes(frame: Frame) -> bytes:
-    phase = frame.phase.encode()
-    if len(phase) > 255:
-        raise MessageError(f"phase name must be at most 255 UTF-8 bytes, got {len(phase)}")
+    phase = _PHASE_BYTES.get(frame.phase)
+    if phase is None:
+        phase = frame.phase.encode()
+        if len(phase) > 255:
+            raise MessageError(f"phase name must be at most 255 UTF-8 bytes, got {len(phase)}")
+        if len(_PHASE_BYTES) >= 1024:
+            _PHASE_BYTES.clear()
+        _PHASE_BYTES[frame.phase] = phase
     return phase
 
 
@@ -304,7 +313,7 @@ class RecordBatcher(Link):
         self._queued = 0
         self._scheduled = False
         self._group: Frame | None = None  # first frame of the broadcast being gathered
-        self._dsts: array[int] = array("i")
+        self._dsts: array[int] | None = None  # all its destinations, once it has a second one
         self.sent = {"payload": 0, "framing": 0, "control": 0, "multicast_saved": 0, "columns_saved": 0}
         self.received = {"payload": 0, "framing": 0, "control": 0, "columns_saved": 0}
 
@@ -328,13 +337,19 @@ class RecordBatcher(Link):
         self.sent["payload"] += len(frame.payload)
         if self.multicast and position is None:
             group = self._group
-            if group is not None and frame.payload is group.payload and frame.src == group.src \
-                    and frame.phase == group.phase and frame.kind == group.kind:
-                self._dsts.append(frame.dst)
-                return
-            self._close_group()
-            self._group, self._dsts = frame, array("i", (frame.dst,))
-            self._schedule()
+            if group is not None:
+                if frame.payload is group.payload and frame.src == group.src \
+                        and frame.phase == group.phase and frame.kind == group.kind:
+                    dsts = self._dsts
+                    if dsts is None:
+                        self._dsts = array("i", (group.dst, frame.dst))
+                    else:
+                        dsts.append(frame.dst)
+                    return
+                self._close_group()
+            self._group = frame
+            if not self._scheduled:
+                self._schedule()
             return
         self._close_group()
         record = frame_record(frame, position)
@@ -362,10 +377,14 @@ class RecordBatcher(Link):
             return
         self._group = None
         size = len(group.payload)
-        record = frame_record(group) if len(self._dsts) == 1 else multi_record(group, self._dsts)
+        dsts = self._dsts
+        if dsts is None:
+            record = frame_record(group)
+        else:
+            self._dsts = None
+            record = multi_record(group, dsts)
+            self.sent["multicast_saved"] += (len(dsts) - 1) * size
         self.sent["framing"] += len(record) - size + self.prefix
-        self.sent["multicast_saved"] += (len(self._dsts) - 1) * size
-        self._dsts = array("i")
         self._queue(record)
 
     def send_control(self, tag: str, body: Any) -> None:
@@ -414,6 +433,10 @@ class RecordBatcher(Link):
         self.send_frame(frame._replace(dst=int(dsts[0])), None)  # opens or joins the group
         if count > 1:
             self.sent["payload"] += len(frame.payload) * (count - 1)
+            group = self._group
+            assert group is not None  # (the frame just sent opened or joined it)
+            if self._dsts is None:
+                self._dsts = array("i", (group.dst,))
             self._dsts.frombytes(dsts[1:].astype(np.int32).tobytes())
 
     def crash(self, parties: Sequence[int]) -> None:

@@ -212,11 +212,14 @@ class TcpHosting(Hosting):
                 return
             channel.count_in(first, None)
             link = self._hello(channel, first, writer)
+            ingress, received, prefix = self.router.ingress, channel.received, channel.prefix
             async for record in records:
                 if record[0] == DATA:
                     frame, _ = read_record(record)
-                    channel.count_in(record, len(frame.payload))
-                    self.router.ingress(link, frame)
+                    size = len(frame.payload)  # (channel.count_in, inlined: once per frame)
+                    received["payload"] += size
+                    received["framing"] += len(record) - size + prefix
+                    ingress(link, frame)
                     continue
                 if record[0] == COLUMNS:
                     self.columns_in(link, record)

@@ -270,8 +270,38 @@ class TrafficCounter:
 
     # -- events
     def record_send(self, src: int, phase: str, kind: int, size: int) -> None:
-        """Count one message sent by ``src``."""
-        self.record_sends(src, phase, kind, 1, size, size)
+        """Count one message sent by ``src``: :meth:`record_sends` of one message (written out:
+        once per message a router admits)."""
+        self.messages += 1
+        self.bytes += size
+        i = src + 1
+        self.sent_messages[i] += 1
+        self.sent_bytes[i] += size
+        k = self.kinds.get(kind)
+        if k is None:
+            self.kinds[kind] = [1, size]
+        else:
+            k[0] += 1
+            k[1] += size
+        p = self.phases.get(phase)
+        if p is None:
+            self.phases[phase] = [1, size]
+        else:
+            p[0] += 1
+            p[1] += size
+        r = self.current
+        if r is None or not r.explicit:
+            r = self._implicit.get(phase)
+            if r is None:
+                r = self._implicit[phase] = _Round(phase, False)
+                self.rounds.append(r)
+            self.current = r
+        r.messages += 1
+        r.bytes += size
+        if not self._free:
+            t = self.latency.transfer_time(size)
+            if t > r.time:
+                r.time = t
 
     def record_sends(self, src: int, phase: str, kind: int, count: int, size: int, largest: int) -> None:
         """Count ``count`` messages of one kind sent by ``src`` in ``phase``: ``size`` bytes in

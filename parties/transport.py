@@ -408,19 +408,17 @@ class Transport(ABC):
         frame: a frame that fails decoding or has a kind the endpoint does not accept is
         rejected (:meth:`reject`).  A frame for a crashed actor is lost.
         """
-        dst = frame.dst
+        src, dst, phase, kind, payload, msg = frame
         if dst in self._crashed:
             self._traffic.record_fault("lost_to_crash")
             return
         ep = self._endpoints.get(dst)
         if ep is None:
             ep = self._endpoints[dst] = Endpoint(self, dst)
-        payload = frame.payload
-        msg = frame.message
         accept = ep.accept
-        if msg is None or (accept is not None and frame.kind not in accept):
+        if msg is None or (accept is not None and kind not in accept):
             try:
-                if payload is self._last_payload and self._last_message is not None and (accept is None or frame.kind in accept):
+                if payload is self._last_payload and self._last_message is not None and (accept is None or kind in accept):
                     msg = self._last_message  # same bytes object (a broadcast): same immutable message
                 else:
                     msg = decode(payload, expected=accept)
@@ -433,4 +431,4 @@ class Transport(ABC):
         traffic.delivered += 1
         traffic.recv_messages[dst + 1] += 1
         traffic.recv_bytes[dst + 1] += size
-        ep.deliver(Envelope(frame.src, dst, frame.phase, msg, size), position)
+        ep.deliver(Envelope(src, dst, phase, msg, size), position)

@@ -119,19 +119,20 @@ class _Run:
     def __len__(self) -> int:
         return len(self.src)
 
-    def append(self, env: Envelope[Message], phase: int) -> None:
-        msg = env.message
-        self.src.append(env.src)
+    def append(self, src: int, phase: int, msg: Message, size: int) -> None:
+        self.src.append(src)
         self.phase.append(phase)
         self.kind.append(msg.KIND)
-        self.size.append(env.size)
-        self.start.append(len(self.codes))
+        self.size.append(size)
+        codes = self.codes
+        self.start.append(len(codes))
         if type(msg) is RandomizedValues and not msg.ids and msg.codes.dtype == np.int64 and msg.codes.ndim == 1:
             self.ref.append(msg.request_id)
-            self.codes.frombytes(msg.codes.tobytes())
+            codes.frombytes(msg.codes.tobytes())
         else:
-            self.ref.append(-1 - len(self.objects))
-            self.objects.append(msg)
+            objects = self.objects
+            self.ref.append(-1 - len(objects))
+            objects.append(msg)
 
     def entry(self, j: int) -> tuple[int, int, Message, int]:
         """Sender, phase index, message and size of entry ``j``."""
@@ -220,6 +221,7 @@ class ViewLog:
         self._phases: list[str] = []
         self._phase_index: dict[str, int] = {}
         self._derived: dict[str, Any] = {}
+        self._run: _Run | None = None  # the last segment, while it is a run
 
     def _phase(self, phase: str) -> int:
         index = self._phase_index.get(phase)
@@ -230,12 +232,14 @@ class ViewLog:
 
     def record(self, env: Envelope[Message]) -> None:
         """Append a received envelope (its message is stored in columns or kept as is)."""
-        run = self._segments[-1] if self._segments else None
-        if not isinstance(run, _Run):
-            run = _Run()
+        src, _, phase, msg, size = env
+        run = self._run
+        if run is None:
+            run = self._run = _Run()
             self._segments.append(run)
             self._firsts.append(self._count)
-        run.append(env, self._phase(env.phase))
+        index = self._phase_index.get(phase)
+        run.append(src, self._phase(phase) if index is None else index, msg, size)
         self._count += 1
 
     def record_columns(self, block: ReplyColumns) -> None:
@@ -245,6 +249,7 @@ class ViewLog:
         if not len(block):
             return
         self._segments.append(_Columns(block, self._phase(block.phase)))
+        self._run = None
         self._firsts.append(self._count)
         self._count += len(block)
 
