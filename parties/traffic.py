@@ -269,6 +269,15 @@ class TrafficCounter:
         self._implicit = {}
 
     # -- events
+    def _implicit_round(self, phase: str) -> _Round:
+        """The round of ``phase`` outside any explicit one (opened on its first message), made current."""
+        r = self._implicit.get(phase)
+        if r is None:
+            r = self._implicit[phase] = _Round(phase, False)
+            self.rounds.append(r)
+        self.current = r
+        return r
+
     def record_send(self, src: int, phase: str, kind: int, size: int) -> None:
         """Count one message sent by ``src``: :meth:`record_sends` of one message (written out:
         once per message a router admits)."""
@@ -291,11 +300,7 @@ class TrafficCounter:
             p[1] += size
         r = self.current
         if r is None or not r.explicit:
-            r = self._implicit.get(phase)
-            if r is None:
-                r = self._implicit[phase] = _Round(phase, False)
-                self.rounds.append(r)
-            self.current = r
+            r = self._implicit_round(phase)
         r.messages += 1
         r.bytes += size
         if not self._free:
@@ -325,11 +330,7 @@ class TrafficCounter:
             p[1] += size
         r = self.current
         if r is None or not r.explicit:
-            r = self._implicit.get(phase)
-            if r is None:
-                r = self._implicit[phase] = _Round(phase, False)
-                self.rounds.append(r)
-            self.current = r
+            r = self._implicit_round(phase)
         r.messages += count
         r.bytes += size
         if not self._free:
