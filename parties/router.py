@@ -137,11 +137,6 @@ class Router(Transport):
         self.lost: dict[int, str] = {}  # link index -> why
         self.party_to_party = [0, 0]  # messages, payload bytes routed from a party to a party
         self._headers: dict[int, bytes] = {}  # kind -> the codec header of a payload of that kind
-        cls = type(self)
-        self._direct = (faults is None and cls._admit is Router._admit and cls._route is Router._route
-                        and cls._deliver is Router._deliver)
-        """No fault plan and no subclass routing: a frame :meth:`ingress` admits goes straight to
-        its receiver (:meth:`_admit`, :meth:`_route` and :meth:`_deliver` would do no more)."""
 
     def _admit(self, src: int) -> bool:
         inj = self._injector
@@ -238,10 +233,7 @@ class Router(Transport):
         return sum(self._admit(src) for _ in range(count))  # (each admitted send counts towards the crash)
 
     def _transmit(self, frame: Frame) -> None:
-        if self._direct:
-            self._deliver(frame)  # (what _route does without a fault plan)
-        else:
-            self._route(frame)
+        self._route(frame)
 
     def _route(self, frame: Frame) -> None:
         """Apply the fault plan to ``frame`` and deliver what survives (now or after a delay)."""
@@ -328,18 +320,6 @@ class Router(Transport):
         if not checked and not (src in link.parties and (dst == CONTROLLER or 0 <= dst < self.n)
                                 and self.topology.allowed(src, dst) and self._kind_ok(payload, frame.kind)):
             self._traffic.record_fault("rejected")
-            return
-        if self._direct:  # (_admit, _route and _deliver, inlined: once per message)
-            if src in self._crashed:
-                self._traffic.record_fault("lost_to_crash")
-                return
-            self._traffic.record_send(src, frame.phase, frame.kind, len(payload))
-            if dst == CONTROLLER:
-                Transport._deliver(self, frame)
-                return
-            self.party_to_party[0] += 1
-            self.party_to_party[1] += len(payload)
-            self._deliver(frame)
             return
         if not self._admit(src):
             return
