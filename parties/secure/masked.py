@@ -70,11 +70,10 @@ from __future__ import annotations
 
 import struct
 from bisect import bisect_left
-from collections.abc import Generator
 from functools import lru_cache
 from itertools import chain
 from secrets import token_bytes
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -108,7 +107,7 @@ from parties.secure.messages import (
 )
 from parties.secure.pki import KeyRegistry, Signer
 from parties.secure.prg import fresh_seed
-from parties.secure.program import Delivery, Operation, Program, Send, from_controller
+from parties.secure.program import Expect, Program, Send, controller_message
 from parties.secure.ring import ZMod
 from parties.secure.shamir import SHARE_BYTES, share_values
 from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
@@ -310,21 +309,21 @@ class MaskedEngine(SecureSumEngine):
 
     def _party(self, me: int, vector: np.ndarray, ctx: SecureSumContext, crypto: _Cryptography,
                min_contributors: int) -> Program[None]:
-        """The party's rounds, each a sub-program that returns only what the later rounds use:
-        what a round alone needed (its messages, plaintexts, the masked vector) goes with it."""
-        nbrs = ctx.neighbours[me]
-        if len(nbrs) + 1 < min_contributors:
-            raise SecureSumAborted(
-                f"party {me}: its neighbourhood holds {len(nbrs) + 1} parties, below its min_roster = "
-                f"{min_contributors}: it could never check that enough parties contribute",
-                survivors=len(nbrs) + 1, threshold=min_contributors)
+        """The rounds' I/O of party ``me`` (:class:`_Party` computes each round): every round
+        one message from the controller, answered by one message."""
+        party = _Party(me, vector, ctx, crypto, min_contributors)
         # a party waits up to two rounds: the controller itself may wait a full round_timeout
         # for stragglers before it answers
-        timeout = 2 * self.round_timeout
-        shared = yield from _share_keys(me, ctx, crypto, min_contributors, timeout)
-        held, view_keys = yield from _mask_input(me, vector, ctx, crypto, shared, timeout)
-        view = yield from _state_view(me, ctx, crypto, held, view_keys, min_contributors, timeout)
-        yield from _unmask(me, ctx, crypto, shared, held, view_keys, view, timeout)
+        s, timeout = ctx.session, 2 * self.round_timeout
+        yield Send(CONTROLLER, party.advertise(), PHASES[0])
+        expect: Expect[Any] = Expect(KeyDirectory, s, (CONTROLLER,), PHASES[0], timeout)
+        yield Send(CONTROLLER, party.share_keys(controller_message(me, (yield expect), expect)), PHASES[1])
+        expect = Expect(RelayedShares, s, (CONTROLLER,), PHASES[1], timeout)
+        yield Send(CONTROLLER, party.mask_input(controller_message(me, (yield expect), expect)), PHASES[2])
+        expect = Expect(SurvivorSet, s, (CONTROLLER,), PHASES[3], timeout)
+        yield Send(CONTROLLER, party.state_view(controller_message(me, (yield expect), expect)), PHASES[3])
+        expect = Expect(UnmaskRequest, s, (CONTROLLER,), PHASES[4], timeout)
+        yield Send(CONTROLLER, party.unmask(controller_message(me, (yield expect), expect)), PHASES[4])
 
     # ------------------------------------------------------------------ controller
     def controller_program(self, ctx: SecureSumContext) -> Program[SumOutcome]:
@@ -434,129 +433,134 @@ def _zeros(dtype: str, length: int) -> np.ndarray:
     return zeros
 
 
-class _Shared(NamedTuple):
-    """What round 1 leaves a party for the later rounds."""
+class _Party:
+    """One party's side of the masked sum as a state machine (sans-I/O, in the manner of h11's
+    protocol objects): each round is a method that takes the controller's message of that round
+    and returns the party's reply, raising the :class:`~mprr.errors.ProtocolError` it decides
+    on; the party keeps only what its later rounds use (a round's plaintexts, ciphertexts and
+    masked vector leave with its reply).  :meth:`MaskedEngine._party` does the rounds' I/O."""
 
-    live: tuple[int, ...]
-    relayed_keys: dict[int, bytes]
-    channel: dict[int, bytes]
-    view_keys: dict[int, bytes]
-    self_mask: bytes
-    s_sk: KeyPair | None
-    own_x: int
-    own_b: bytes
+    __slots__ = ("me", "ctx", "crypto", "min_contributors", "vector", "s_keys", "s_pk", "s_sk_raw", "live",
+                 "relayed_keys", "channel", "view_keys", "self_mask", "own_x", "own_b", "held", "told_ids")
 
+    def __init__(self, me: int, vector: np.ndarray, ctx: SecureSumContext, crypto: _Cryptography,
+                 min_contributors: int) -> None:
+        nbrs = ctx.neighbours[me]
+        if len(nbrs) + 1 < min_contributors:
+            raise SecureSumAborted(
+                f"party {me}: its neighbourhood holds {len(nbrs) + 1} parties, below its min_roster = "
+                f"{min_contributors}: it could never check that enough parties contribute",
+                survivors=len(nbrs) + 1, threshold=min_contributors)
+        self.me, self.ctx, self.crypto, self.min_contributors, self.vector = me, ctx, crypto, min_contributors, vector
+        self.s_keys: KeyPair | None = None
+        self.s_pk = self.s_sk_raw = b""
+        self.live: tuple[int, ...] = ()
+        self.relayed_keys: dict[int, bytes] = {}
+        self.channel: dict[int, bytes] = {}
+        self.view_keys: dict[int, bytes] = {}  # every MAC key of the consistency round (round 2 completes it)
+        self.self_mask, self.own_x, self.own_b = b"", 0, b""
+        self.held: dict[int, tuple[int, bytes, bytes]] = {}  # shares held per sender: (x, s_sk share, b share)
+        self.told_ids: tuple[int, ...] = ()
 
-def _share_keys(me: int, ctx: SecureSumContext, crypto: _Cryptography, min_contributors: int,
-                timeout: float) -> Generator[Operation, Delivery[Any] | None, _Shared]:
-    """Rounds 0-1: advertise a fresh masking key; share b_i and s_sk_i among the live holders,
-    sealed under keys agreed with their registered static keys (authenticated by the PKI,
-    nothing relayed to check)."""
-    s, neighbours = ctx.session, ctx.neighbours
-    s_keys, s_pk, s_sk_raw = crypto.masking_keys()
-    yield Send(CONTROLLER, PublicKeys(s, (s_pk,)), PHASES[0])
-    directory = yield from from_controller(me, KeyDirectory, s, PHASES[0], timeout)
-    live = tuple(directory.parties.tolist())
-    if not set(live) <= set(neighbours[me]):
-        raise MessageError(f"party {me}: key directory lists parties that are not its neighbours")
-    if directory.signatures:
-        raise MessageError(f"party {me}: key directory entries must hold one 32-byte masking key s_pk")
-    if len(live) + 1 < min_contributors:  # the party's own policy, from what it knows
-        raise SecureSumAborted(
-            f"party {me}: only {len(live) + 1} parties of its neighbourhood advertised keys, below "
-            f"its min_roster = {min_contributors}: it shares nothing",
-            survivors=len(live) + 1, threshold=min_contributors)
-    if len(live) + 1 < ctx.threshold:
-        raise SecureSumAborted(
-            f"party {me}: only {len(live) + 1} live Shamir holders, threshold is {ctx.threshold}",
-            survivors=len(live) + 1, threshold=ctx.threshold)
-    relayed_keys = {j: directory.key(k) for k, j in enumerate(live)}
-    self_mask = crypto.fresh_seed()
-    if type(neighbours) is CompleteNeighbourhoods:
-        xs = [abscissa(neighbours, me, h) for h in live]
-    else:  # (abscissa, inlined: the ranks among the party's sorted neighbours)
-        mine = neighbours[me]
-        xs = [bisect_left(mine, h) + 1 + (me < h) for h in live]
-    own_x = abscissa(neighbours, me, me)
-    sk_values, b_values = crypto.share((s_sk_raw, self_mask), [*xs, own_x], ctx.threshold)
-    # one X25519 agreement per neighbour gives the AEAD channel key and the consistency
-    # round's MAC key of the pair; my holders that are not neighbours of each other get a
-    # key from me (sealed with their shares) for the same purpose
-    channel, view_keys = crypto.pair_keys(me, live, s)
-    handed = crypto.handed_keys(live, neighbours)
-    layout, flat = _plain_with, chain.from_iterable
-    plain = [layout(len(handed_j)).pack(me, j, xj, sk, b, s_pk, *flat(handed_j.items()))
-             for j, xj, sk, b, handed_j in zip(live, xs, sk_values, b_values, map(handed.__getitem__, live))]
-    sealed = crypto.seal_each([channel[j] for j in live], plain, s, me, live)
-    yield Send(CONTROLLER, SealedShares(s, *bundle(zip(live, sealed))), PHASES[1])
-    return _Shared(live, relayed_keys, channel, view_keys, self_mask, s_keys, own_x, b_values[-1])
+    def advertise(self) -> PublicKeys:
+        """Round 0: a fresh masking key s_pk (its private half kept for the masks)."""
+        self.s_keys, self.s_pk, self.s_sk_raw = self.crypto.masking_keys()
+        return PublicKeys(self.ctx.session, (self.s_pk,))
 
+    def share_keys(self, directory: KeyDirectory) -> SealedShares:
+        """Round 1: share b_i and s_sk_i among the live holders the directory lists, sealed under
+        keys agreed with their registered static keys (authenticated by the PKI, nothing
+        relayed to check)."""
+        me, ctx, crypto, min_contributors = self.me, self.ctx, self.crypto, self.min_contributors
+        s, neighbours = ctx.session, ctx.neighbours
+        live = tuple(directory.parties.tolist())
+        if not set(live) <= set(neighbours[me]):
+            raise MessageError(f"party {me}: key directory lists parties that are not its neighbours")
+        if directory.signatures:
+            raise MessageError(f"party {me}: key directory entries must hold one 32-byte masking key s_pk")
+        if len(live) + 1 < min_contributors:  # the party's own policy, from what it knows
+            raise SecureSumAborted(
+                f"party {me}: only {len(live) + 1} parties of its neighbourhood advertised keys, below "
+                f"its min_roster = {min_contributors}: it shares nothing",
+                survivors=len(live) + 1, threshold=min_contributors)
+        if len(live) + 1 < ctx.threshold:
+            raise SecureSumAborted(
+                f"party {me}: only {len(live) + 1} live Shamir holders, threshold is {ctx.threshold}",
+                survivors=len(live) + 1, threshold=ctx.threshold)
+        keys = directory.keys
+        self.relayed_keys = {j: keys[32 * k: 32 * k + 32] for k, j in enumerate(live)}  # (KeyDirectory.key)
+        self.self_mask = self_mask = crypto.fresh_seed()
+        if type(neighbours) is CompleteNeighbourhoods:
+            xs = [abscissa(neighbours, me, h) for h in live]
+        else:  # (abscissa, inlined: the ranks among the party's sorted neighbours)
+            mine = neighbours[me]
+            xs = [bisect_left(mine, h) + 1 + (me < h) for h in live]
+        self.own_x = abscissa(neighbours, me, me)
+        sk_values, b_values = crypto.share((self.s_sk_raw, self_mask), [*xs, self.own_x], ctx.threshold)
+        self.own_b = b_values[-1]
+        # one X25519 agreement per neighbour gives the AEAD channel key and the consistency
+        # round's MAC key of the pair; my holders that are not neighbours of each other get a
+        # key from me (sealed with their shares) for the same purpose
+        self.channel, self.view_keys = channel, _ = crypto.pair_keys(me, live, s)
+        handed = crypto.handed_keys(live, neighbours)
+        layout, flat, s_pk = _plain_with, chain.from_iterable, self.s_pk
+        plain = [layout(len(handed_j)).pack(me, j, xj, sk, b, s_pk, *flat(handed_j.items()))
+                 for j, xj, sk, b, handed_j in zip(live, xs, sk_values, b_values, map(handed.__getitem__, live))]
+        sealed = crypto.seal_each([channel[j] for j in live], plain, s, me, live)
+        self.live = live
+        return SealedShares(s, *bundle(zip(live, sealed)))
 
-def _mask_input(me: int, vector: np.ndarray, ctx: SecureSumContext, crypto: _Cryptography, shared: _Shared,
-                timeout: float
-                ) -> Generator[Operation, Delivery[Any] | None, tuple[dict[int, tuple[int, bytes, bytes]],
-                                                                     dict[int, bytes]]]:
-    """Round 2: open the shares relayed to us; mask with exactly their senders.  Returns the
-    shares held per sender (x, s_sk share, b share) and every MAC key of the consistency round."""
-    s = ctx.session
-    relayed = yield from from_controller(me, RelayedShares, s, PHASES[1], timeout)
-    senders = relayed.senders.tolist()
-    if not set(senders) <= set(shared.live):
-        raise MessageError(f"party {me}: relayed shares come from parties outside its live neighbours")
-    held, peer_masks, handed = _open_shares(relayed, senders, shared.channel, shared.relayed_keys, ctx.neighbours,
-                                            me, set(ctx.neighbours[me]), s, crypto)
-    view_keys = crypto.combined_keys(handed, dict(shared.view_keys))  # (handed peers are no neighbours)
-    y = crypto.masked_input(ctx.ring, vector, ctx, shared.self_mask, shared.s_sk, peer_masks, me)
-    y.flags.writeable = False  # (the party's own copy, handed to the message as it is: no copy)
-    yield Send(CONTROLLER, MaskedInput(s, y), PHASES[2])
-    return held, view_keys
+    def mask_input(self, relayed: RelayedShares) -> MaskedInput:
+        """Round 2: open the shares relayed to us; mask the input with exactly their senders."""
+        me, ctx, crypto = self.me, self.ctx, self.crypto
+        senders = relayed.senders.tolist()
+        if not set(senders) <= set(self.live):
+            raise MessageError(f"party {me}: relayed shares come from parties outside its live neighbours")
+        self.held, peer_masks, handed = _open_shares(relayed, senders, self.channel, self.relayed_keys,
+                                                     ctx.neighbours, me, set(ctx.neighbours[me]), ctx.session, crypto)
+        self.view_keys = crypto.combined_keys(handed, dict(self.view_keys))  # (handed peers are no neighbours)
+        y = crypto.masked_input(ctx.ring, self.vector, ctx, self.self_mask, self.s_keys, peer_masks, me)
+        y.flags.writeable = False  # (the party's own copy, handed to the message as it is: no copy)
+        return MaskedInput(ctx.session, y)
 
+    def state_view(self, told: SurvivorSet) -> SurvivorTags:
+        """Round 3: state the survivor set we are told (one view per session), MAC'd for every
+        party that may need it: the other holders of every owner we hold shares of."""
+        me, ctx, held, min_contributors = self.me, self.ctx, self.held, self.min_contributors
+        s = ctx.session
+        told_ids = tuple(told.survivors.tolist())
+        view = frozenset(told_ids)
+        if me not in view or not view <= {me, *ctx.neighbours[me]}:
+            raise MessageError(f"party {me}: survivor set must contain the party and only its Shamir holders")
+        # the contributors the party can vouch for: itself and the survivors that sealed it their
+        # shares (a survivor the controller invents sealed nothing; one that dropped after sharing
+        # leaves masks only its s_sk removes, which no honest holder told "survived" reveals)
+        known = 1 + sum([1 for w in told_ids if w in held])
+        if known < min_contributors:
+            raise SecureSumAborted(
+                f"party {me}: the survivor set it is told holds {known} parties that shared with it "
+                f"({len(view)} claimed), below its min_roster = {min_contributors}: it states no view "
+                "and reveals no share",
+                survivors=known, threshold=min_contributors)
+        self.told_ids = told_ids
+        targets = sorted(self.view_keys)
+        tags = self.crypto.view_tags(self.view_keys, statement_prefix(s), me, targets, pack_ids(told_ids))
+        return SurvivorTags(s, id_vector(targets), tags)
 
-def _state_view(me: int, ctx: SecureSumContext, crypto: _Cryptography, held: dict[int, tuple[int, bytes, bytes]],
-                view_keys: dict[int, bytes], min_contributors: int, timeout: float
-                ) -> Generator[Operation, Delivery[Any] | None, tuple[int, ...]]:
-    """Round 3: state the survivor set we are told (one view per session), MAC'd for every
-    party that may need it: the other holders of every owner we hold shares of."""
-    s = ctx.session
-    told = yield from from_controller(me, SurvivorSet, s, PHASES[3], timeout)
-    told_ids = tuple(told.survivors.tolist())
-    view = frozenset(told_ids)
-    if me not in view or not view <= {me, *ctx.neighbours[me]}:
-        raise MessageError(f"party {me}: survivor set must contain the party and only its Shamir holders")
-    # the contributors the party can vouch for: itself and the survivors that sealed it their
-    # shares (a survivor the controller invents sealed nothing; one that dropped after sharing
-    # leaves masks only its s_sk removes, which no honest holder told "survived" reveals)
-    known = 1 + sum([1 for w in told_ids if w in held])
-    if known < min_contributors:
-        raise SecureSumAborted(
-            f"party {me}: the survivor set it is told holds {known} parties that shared with it "
-            f"({len(view)} claimed), below its min_roster = {min_contributors}: it states no view "
-            "and reveals no share",
-            survivors=known, threshold=min_contributors)
-    targets = sorted(view_keys)
-    tags = crypto.view_tags(view_keys, statement_prefix(s), me, targets, pack_ids(told_ids))
-    yield Send(CONTROLLER, SurvivorTags(s, id_vector(targets), tags), PHASES[3])
-    return told_ids
-
-
-def _unmask(me: int, ctx: SecureSumContext, crypto: _Cryptography, shared: _Shared,
-            held: dict[int, tuple[int, bytes, bytes]], view_keys: dict[int, bytes], told_ids: tuple[int, ...],
-            timeout: float) -> Generator[Operation, Delivery[Any] | None, None]:
-    """Round 4: check the stated views, then reveal b-shares of survivors, s_sk-shares of the dropped."""
-    s = ctx.session
-    request = yield from from_controller(me, UnmaskRequest, s, PHASES[4], timeout)
-    view = frozenset(told_ids)
-    owners = sorted([me, *held])
-    crypto.check(request, view_keys, ctx, me, view, owners, statement_prefix(s))
-    which, absc, values = bytearray(), [], []
-    for o in owners:
-        if o in view:  # survived: its self mask is removed
-            which.append(SECRET_SELF_MASK)
-            x_o, y_o = (shared.own_x, shared.own_b) if o == me else (held[o][0], held[o][2])
-        else:  # dropped after sharing: its pairwise masks are removed
-            which.append(SECRET_MASK_KEY)
-            x_o, y_o = held[o][0], held[o][1]
-        absc.append(x_o)
-        values.append(y_o)
-    yield Send(CONTROLLER, UnmaskShares(s, id_vector(owners), bytes(which), id_vector(absc), b"".join(values)),
-               PHASES[4])
+    def unmask(self, request: UnmaskRequest) -> UnmaskShares:
+        """Round 4: check the stated views, then reveal b-shares of survivors, s_sk-shares of the dropped."""
+        me, ctx, held = self.me, self.ctx, self.held
+        view = frozenset(self.told_ids)
+        owners = sorted([me, *held])
+        self.crypto.check(request, self.view_keys, ctx, me, view, owners, statement_prefix(ctx.session))
+        which, absc, values = bytearray(), [], []
+        for o in owners:
+            if o in view:  # survived: its self mask is removed
+                which.append(SECRET_SELF_MASK)
+                x_o, y_o = (self.own_x, self.own_b) if o == me else (held[o][0], held[o][2])
+            else:  # dropped after sharing: its pairwise masks are removed
+                which.append(SECRET_MASK_KEY)
+                x_o, y_o = held[o][0], held[o][1]
+            absc.append(x_o)
+            values.append(y_o)
+        return UnmaskShares(ctx.session, id_vector(owners), bytes(which), id_vector(absc), b"".join(values))

@@ -18,7 +18,9 @@ yields :data:`Operation` objects and is sent back what came:
 
 The program's return value is its role's result.  It raises the :class:`mprr.errors.ProtocolError`
 it decides on (a missing party, a bad message): a driver never interprets messages.
-:func:`receive` and :func:`from_controller` are the rounds programs write most.
+:func:`receive` and :func:`from_controller` are the rounds programs write most
+(:func:`controller_message` checks a round of :func:`from_controller`'s for a program that
+yields its expectation itself).
 
 Drivers own time and I/O: :func:`parties.secure.drive.drive` runs one program over an
 endpoint (every runtime), :func:`parties.secure.counting.count` runs every role of a sum in one
@@ -54,6 +56,7 @@ __all__ = [
     "Reject",
     "Send",
     "SendEach",
+    "controller_message",
     "from_controller",
     "receive",
 ]
@@ -202,11 +205,27 @@ def from_controller(me: int, kind: type[M], session: str, phase: str, timeout: f
     RoundTimeout
         No ``kind`` message of this session arrived in time.
     """
-    got = yield from receive(Expect(kind, session, (CONTROLLER,), phase, timeout))
+    expect = Expect(kind, session, (CONTROLLER,), phase, timeout)
+    got: Delivery[M] | None = yield expect
+    return controller_message(me, got, expect)
+
+
+def controller_message(me: int, got: Delivery[M] | None, expect: Expect[M]) -> M:
+    """The controller's message in ``got``, the delivery of ``expect`` (a round of one message
+    from the controller) to actor ``me``: :func:`from_controller` for a program that yields
+    its expectation itself (``msg = controller_message(me, (yield expect), expect)``).
+
+    Raises
+    ------
+    RoundTimeout
+        No message of the round arrived in time.
+    """
+    if got is None:  # pragma: no cover - a driver always answers an Expect
+        raise ProtocolError(f"the driver did not answer the expectation of phase {expect.phase!r}")
     if got.timed_out:
         raise RoundTimeout(
-            f"phase {phase!r}: {actor_name(me)} timed out after {timeout:g} s waiting for "
-            f"{kind.NAME} of session {session!r} from the controller",
-            phase=phase, timeout=timeout, missing=(CONTROLLER,),
+            f"phase {expect.phase!r}: {actor_name(me)} timed out after {expect.timeout:g} s waiting for "
+            f"{expect.kind.NAME} of session {expect.session!r} from the controller",
+            phase=expect.phase, timeout=expect.timeout, missing=(CONTROLLER,),
         )
     return got.messages[CONTROLLER]
