@@ -429,8 +429,10 @@ def _warn_if_expensive(engine: SecureSumEngine, n: int, plan: Plan, net: Any) ->
     :attr:`PhasePlan.cells <mprr.protocols.plan.PhasePlan.cells>` per party; main paper 4.2 /
     4.3: Σ_{i<j} |A_i||A_j|) when it is large.
 
-    Bounded in time: where the engine's lower bound
-    (:meth:`~parties.secure.engine.SecureSumEngine.least_cost`, no program run) already crosses
+    Bounded in time: where the engine's upper bounds
+    (:meth:`~parties.secure.engine.SecureSumEngine.most_cost`, no program run) stay below the
+    thresholds, nothing is counted and nothing said; where its lower bound
+    (:meth:`~parties.secure.engine.SecureSumEngine.least_cost`) already crosses
     :data:`EXPENSIVE_MESSAGES` or :data:`EXPENSIVE_BYTES`, nothing is counted (the warning then
     says "at least"); else an engine counted by the counting driver
     (:func:`~parties.secure.engine.counted_cost`) stops as soon as the traffic crosses them
@@ -440,8 +442,12 @@ def _warn_if_expensive(engine: SecureSumEngine, n: int, plan: Plan, net: Any) ->
     exact = True
     formulas = []
     try:
-        for phase, cells in zip(plan.secure_sums, plan.sum_cells):
-            ctx = engine.context(range(n), cells, network=net, session="cost-estimate")
+        contexts = [engine.context(range(n), cells, network=net, session="cost-estimate") for cells in plan.sum_cells]
+        most = [engine.most_cost(ctx) for ctx in contexts]
+        if (all(m is not None for m in most) and sum(m.messages for m in most if m) <= EXPENSIVE_MESSAGES
+                and sum(m.bytes for m in most if m) <= EXPENSIVE_BYTES):
+            return  # (the upper bounds stay below the threshold: nothing to count, nothing to say)
+        for phase, cells, ctx in zip(plan.secure_sums, plan.sum_cells, contexts):
             least = engine.least_cost(ctx)
             if least is not None and (messages + least.messages > EXPENSIVE_MESSAGES
                                       or nbytes + least.bytes > EXPENSIVE_BYTES):

@@ -193,6 +193,12 @@ class SecureSumEngine(ABC):
         is the cost (each engine's tests check it against the count)."""
         return None
 
+    def most_cost(self, ctx: SecureSumContext) -> TrafficCost | None:
+        """An upper bound of :meth:`cost` that runs no program, or None where the engine states
+        none (default).  :func:`parties.simulate.simulate_async`'s warning reads it first too:
+        a plan whose bounds stay below its threshold is not counted."""
+        return None
+
     def cost(self, ctx: SecureSumContext) -> TrafficCost:
         """Messages / bytes / rounds of a fault-free run: every role's program run by the
         counting driver (:func:`counted_cost`, up to :data:`COUNT_LIMIT` messages)."""

@@ -209,6 +209,52 @@ def _plain_with(count: int) -> struct.Struct:
     return struct.Struct(_PLAIN.format + KEY_ENTRY.format.lstrip("<") * count)
 
 
+def _bounds(ctx: SecureSumContext, *, largest: bool) -> TrafficCost:
+    """Bounds of the traffic of a fault-free run, every message sized by the codec, no program run.
+
+    In a fault-free run every party sends 5 messages (:class:`PublicKeys`,
+    :class:`SealedShares`, :class:`MaskedInput`, :class:`SurvivorTags`, :class:`UnmaskShares`)
+    and the controller 4 to each (:class:`KeyDirectory`, :class:`RelayedShares`,
+    :class:`SurvivorSet`, :class:`UnmaskRequest`): the message counts are exact.  Their sizes
+    grow with party p's degree d_p (its keys, ciphertexts, survivors and shares), with the view
+    keys each ciphertext carries (one per holder of the sender not adjacent to its reader, at
+    most d - 1, none on the complete graph), and with p's 2-hop neighbourhood T_p (its tags and
+    the views it is sent: d_p <= |T_p| <= min(n - 1, d_p + sum_{j in N(p)} (d_j - 1)), each
+    view of d_w + 1 parties, one distinct view on the complete graph).  Every party sized at
+    the smallest degree with the fewest of these (``largest`` False) bounds the run from below,
+    at the largest with the most from above."""
+    s, n, neighbours = ctx.session, ctx.n, ctx.neighbours
+    complete = isinstance(neighbours, CompleteNeighbourhoods)
+    degrees = [n - 1] if complete else [len(neighbours[p]) for p in ctx.parties]
+    d = max(degrees) if largest else min(degrees)
+    entries = d - 1 if largest and not complete else 0  # view keys sealed with each share
+    targets = min(n - 1, d * d) if largest and not complete else d  # |T_p|
+    views = targets if largest and not complete else 1  # distinct views in the unmask request
+    blob = AEAD_OVERHEAD + _PLAIN.size + KEY_ENTRY.size * entries
+    ends = id_vector(range(blob, blob * d + 1, blob))
+    cells = d + 1  # parties in a view: a holder set
+    party = (encoded_size(PublicKeys(s, (bytes(32),))) + encoded_size(SealedShares(s, id_vector(range(d)), ends,
+                                                                                   bytes(blob * d)))
+             + encoded_size(MaskedInput(s, _zeros(ctx.ring.dtype.str, ctx.length)))
+             + encoded_size(SurvivorTags(s, id_vector(range(targets)), bytes(TAG_BYTES * targets)))
+             + encoded_size(UnmaskShares(s, id_vector(range(d + 1)), bytes(d + 1), id_vector(range(1, d + 2)),
+                                         bytes(SHARE_BYTES * (d + 1)))))
+    controller = (encoded_size(KeyDirectory(s, id_vector(range(d)), bytes(32 * d)))
+                  + encoded_size(RelayedShares(s, id_vector(range(d)), ends, bytes(blob * d)))
+                  + encoded_size(SurvivorSet(s, id_vector(range(d + 1))))
+                  + encoded_size(UnmaskRequest(s, id_vector([0] * (views * cells)),
+                                               id_vector(range(cells, views * cells + 1, cells)),
+                                               id_vector(range(targets)), id_vector([0] * targets),
+                                               bytes(TAG_BYTES * targets))))
+    sent = dict.fromkeys(ctx.parties, Counts(len(PHASES), party))
+    sent[CONTROLLER] = Counts((len(PHASES) - 1) * n, n * controller)
+    which, degree = ("at most (upper bound", "largest") if largest else ("at least (lower bound", "smallest")
+    return TrafficCost(sent=sent, rounds=len(PHASES), exact=False,  # (the controller marks each)
+                       formula=f"{which}: {len(PHASES) * n:,} party and {(len(PHASES) - 1) * n:,} controller "
+                               f"messages, every party at the {degree} degree {d}; masked, n = {n}, "
+                               f"L = {ctx.length})")
+
+
 class MaskedEngine(SecureSumEngine):
     """Bonawitz et al. 2017 secure aggregation (pairwise masks, Shamir recovery, AEAD relay under
     the PKI's static keys, MAC'd survivor views).
@@ -272,23 +318,14 @@ class MaskedEngine(SecureSumEngine):
 
     # ------------------------------------------------------------------ cost model
     def least_cost(self, ctx: SecureSumContext) -> TrafficCost:
-        """A lower bound of :meth:`cost` (:meth:`SecureSumEngine.least_cost`): in a fault-free
-        run every party sends its masking key (:class:`PublicKeys`) and its masked input
-        (:class:`MaskedInput`, L ring elements), and the controller sends each party a
-        :class:`KeyDirectory` of its neighbours' keys (at least the smallest neighbourhood's),
-        each sized by the codec; the shares, views and unmasking rounds come on top."""
-        s, n = ctx.session, ctx.n
-        neighbours = ctx.neighbours
-        live = (neighbours[ctx.parties[0]] if isinstance(neighbours, CompleteNeighbourhoods)  # (all alike)
-                else neighbours[min(ctx.parties, key=lambda p: len(neighbours[p]))])
-        directory = encoded_size(KeyDirectory(s, id_vector(live), bytes(32 * len(live))))
-        party = Counts(2, encoded_size(PublicKeys(s, (bytes(32),)))
-                       + encoded_size(MaskedInput(s, _zeros(ctx.ring.dtype.str, ctx.length))))
-        sent = dict.fromkeys(ctx.parties, party)
-        sent[CONTROLLER] = Counts(n, n * directory)
-        return TrafficCost(sent=sent, rounds=len(PHASES), exact=False,  # (the controller marks each)
-                           formula=f"at least (lower bound: {n:,} PublicKeys, {n:,} KeyDirectory and {n:,} "
-                                   f"MaskedInput; more rounds on top) (masked, n = {n}, L = {ctx.length})")
+        """A lower bound of :meth:`cost` (:meth:`SecureSumEngine.least_cost`): :func:`_bounds`
+        with every party at the smallest degree."""
+        return _bounds(ctx, largest=False)
+
+    def most_cost(self, ctx: SecureSumContext) -> TrafficCost:
+        """An upper bound of :meth:`cost` (:meth:`SecureSumEngine.most_cost`): :func:`_bounds`
+        with every party at the largest degree."""
+        return _bounds(ctx, largest=True)
 
     # ------------------------------------------------------------------ party
     def party_program(self, me: int, vector: np.ndarray, ctx: SecureSumContext, *,

@@ -52,10 +52,10 @@ async def test_expensive_secure_sum_is_announced_with_its_closed_form_cost_and_p
                          secure_sum="masked-sparse")
     # already sparse: the advice does not suggest the engine in use
     sparse = next(r for r in caplog.records if r.levelno == logging.WARNING).getMessage()
-    assert sparse.startswith("expensive configuration: the masked secure sum sends at least 72 messages, ")
+    assert sparse.startswith("expensive configuration: the masked secure sum sends at least 216 messages, ")
     # (its lower bound already crosses the threshold: no program counted)
-    assert "closed form: at least (lower bound: 24 PublicKeys, 24 KeyDirectory and 24 MaskedInput" in " ".join(
-        line.strip() for line in sparse.splitlines())
+    assert "closed form: at least (lower bound: 120 party and 96 controller messages, every party at the smallest" in (
+        " ".join(line.strip() for line in sparse.splitlines()))
     assert sparse.splitlines()[-1] == "  fewer parties or fewer cells cost less"
     caplog.clear()
     monkeypatch.undo()
@@ -63,3 +63,41 @@ async def test_expensive_secure_sum_is_announced_with_its_closed_form_cost_and_p
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # below the threshold: silent
     with pytest.raises(ConfigurationError, match="progress_interval must be a number > 0 or math.inf, got 0"):
         await simulate_async(data, "RR-Independent", seed=5, p=0.7, progress_interval=0)
+
+
+@pytest.mark.parametrize(("bytes_threshold", "counts", "warns"),  # (bounds 93,792 and 184,512 B; count 168,984 B)
+                         [(184_512, 0, False), (175_000, 1, False), (150_000, 1, True), (90_000, 0, True)])
+async def test_a_masked_sum_below_its_upper_bound_is_not_counted(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, bytes_threshold: int, counts: int,
+    warns: bool,
+) -> None:
+    """The warning counts a masked sum only where its bounds straddle the threshold: below the
+    upper bound nothing runs (the count cost a sixth of a 1,000-party run); between the bounds
+    the counting driver decides."""
+    import logging
+
+    import numpy as np
+
+    import parties.simulate as simulate_module
+    from mprr.synthetic import planted_clusters
+
+    data = planted_clusters(24, rng=np.random.default_rng(2), sizes=(2, 3, 2), clusters=((0, 1),)).dataset
+    calls: list[int] = []
+    counted_cost = simulate_module.counted_cost
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return counted_cost(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(simulate_module, "counted_cost", counting)
+    monkeypatch.setattr(simulate_module, "EXPENSIVE_BYTES", bytes_threshold)
+    with caplog.at_level(logging.WARNING, logger="parties.simulate"):
+        await simulate_async(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2",
+                             secure_sum="masked-sparse")
+    assert len(calls) == counts
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert bool(warned) is warns
+    if warns:  # (the count stopped at the threshold, or the lower bound crossed it: "at least")
+        assert warned[0].startswith("expensive configuration: the masked secure sum sends at least ")
+        assert ("counted (masked, n = 24" if counts else "(lower bound: 120 party") in " ".join(
+            line.strip() for line in warned[0].splitlines())

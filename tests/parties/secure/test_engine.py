@@ -233,9 +233,10 @@ def test_traffic_cost_accessors() -> None:
 
 
 @pytest.mark.parametrize("engine", [PaperEngine(), GraphEngine()])
-def test_an_engine_states_no_lower_bound_by_default(engine) -> None:  # noqa: ANN001
+def test_an_engine_states_no_bounds_by_default(engine) -> None:  # noqa: ANN001
     # (simulate's warning then counts: the masked engine's bound is tested with it)
     assert engine.least_cost(engine.context(range(4), 3)) is None
+    assert engine.most_cost(engine.context(range(4), 3)) is None
 
 
 def test_as_ring_vector_checks_shape() -> None:

@@ -178,24 +178,32 @@ def test_the_counted_cost_is_the_measured_traffic_of_a_sparse_sum_with_handed_vi
 
 
 @pytest.mark.parametrize(("topology", "degree", "n", "length"),
-                         [("complete", None, 9, 5), ("regular", 6, 30, 12), ("harary", 3, 11, 1582)])
-def test_the_least_cost_is_a_lower_bound_of_the_count_exact_on_its_kinds(
+                         [("complete", None, 9, 5), ("regular", 6, 30, 12), ("harary", 3, 11, 1582),
+                          ("regular", 4, 9, 3), ("harary", 5, 40, 7)])
+def test_the_least_and_most_cost_bound_the_count_of_every_actor(
         topology: str, degree: int | None, n: int, length: int) -> None:
-    # what simulate's warning reads before it counts: every actor's bound is at most its count,
-    # and the kinds it bounds are exact except the directory (sized for the smallest neighbourhood)
+    # what simulate's warning reads before it counts: every actor's messages exactly (5 per
+    # party, 4 per party from the controller), its bytes between the two bounds
     from parties.secure.engine import counted_cost
 
     engine = MaskedEngine(topology=topology, degree=degree)
     ctx = engine.context(range(n), length, session="s")
-    least, counted = engine.least_cost(ctx), counted_cost(engine, ctx)
-    assert not least.exact and least.rounds == counted.rounds == 5
-    assert least.formula.startswith(f"at least (lower bound: {n:,} PublicKeys, {n:,} KeyDirectory and {n:,} MaskedInput")
-    assert set(least.sent) == set(counted.sent) == {CONTROLLER, *range(n)}
-    for actor, bound in least.sent.items():
-        assert bound.messages < counted.sent[actor].messages and bound.bytes < counted.sent[actor].bytes, actor
+    least, most, counted = engine.least_cost(ctx), engine.most_cost(ctx), counted_cost(engine, ctx)
+    assert counted.exact and not least.exact and not most.exact
+    assert least.rounds == most.rounds == counted.rounds == 5
+    degrees = sorted({len(ctx.neighbours[p]) for p in range(n)})
+    assert least.formula.startswith(f"at least (lower bound: {5 * n:,} party and {4 * n:,} controller messages, "
+                                    f"every party at the smallest degree {degrees[0]}; ")
+    assert most.formula.startswith(f"at most (upper bound: {5 * n:,} party and {4 * n:,} controller messages, "
+                                   f"every party at the largest degree {degrees[-1]}; ")
+    assert set(least.sent) == set(most.sent) == set(counted.sent) == {CONTROLLER, *range(n)}
+    for actor, count in counted.sent.items():
+        assert least.sent[actor].messages == count.messages == most.sent[actor].messages, actor
+        assert least.sent[actor].bytes <= count.bytes <= most.sent[actor].bytes, actor
+    if topology == "complete":  # (every party alike: the bounds are the count)
+        assert dict(least.sent) == dict(counted.sent) == dict(most.sent)
     y = len(encode(MaskedInput("s", np.zeros(length, dtype=ctx.ring.dtype))))
-    assert least.sent[0] == (2, len(encode(PublicKeys("s", (bytes(32),)))) + y)
-    assert least.messages == 3 * n and least.bytes > n * y
+    assert least.bytes > n * y
 
 
 def test_abscissae_are_distinct_and_public() -> None:
