@@ -222,7 +222,15 @@ def view_tags(keys: dict[int, bytes], prefix: bytes, signer: int, targets: list[
     statements; a party writes one tag per party of its 2-hop neighbourhood.
     """
     head, blake, target = prefix + _OWNER.pack(signer), _blake2b, _OWNER.pack  # (prefix, signer, target, view)
-    return b"".join([blake(head + target(h) + view, key=keys[h], digest_size=TAG_BYTES).digest() for h in targets])
+    out: list[bytes] = []
+    tag = out.append
+    for h in targets:  # (the statement fed in parts: cheaper than joining it per target)
+        mac = blake(key=keys[h], digest_size=TAG_BYTES)
+        mac.update(head)
+        mac.update(target(h))
+        mac.update(view)
+        tag(mac.digest())
+    return b"".join(out)
 
 
 _NATIVE_IDS = sys.byteorder == "little" and array("I").itemsize == 4
