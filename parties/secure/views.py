@@ -164,12 +164,15 @@ def pair_keys(live: tuple[int, ...], neighbours: Neighbourhoods, *,
     # (a neighbourhood is a short sorted tuple: scanning it beats building a set per holder)
     pairs = [(w, h) for i, (w, adjacent) in enumerate(zip(live, [neighbours[w] for w in live]))
              for h in live[i + 1:] if h not in adjacent]
-    raw = draw(VIEW_KEY_BYTES * len(pairs))
-    size, k = VIEW_KEY_BYTES, 0
-    for w, h in pairs:
-        keys[w][h] = keys[h][w] = raw[k: k + size]
-        k += size
+    for (w, h), key in zip(pairs, _view_keys(len(pairs)).unpack(draw(VIEW_KEY_BYTES * len(pairs)))):
+        keys[w][h] = keys[h][w] = key
     return keys
+
+
+@lru_cache(maxsize=64)
+def _view_keys(count: int) -> struct.Struct:
+    """``count`` view keys in a row: one draw cut into :data:`VIEW_KEY_BYTES`-byte keys by one call."""
+    return struct.Struct(f"{VIEW_KEY_BYTES}s" * count)
 
 
 def combined_key(handed: list[tuple[int, bytes]]) -> bytes:

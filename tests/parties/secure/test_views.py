@@ -15,7 +15,8 @@ from mprr.errors import SecureSumAborted
 from parties.secure.context import SecureSumContext
 from parties.secure.masked import MaskedEngine
 from parties.secure.messages import UnmaskRequest, id_vector
-from parties.secure.views import check_consistency, combined_key, combined_keys, pack_ids, statement_prefix, view_tags
+from parties.secure.views import (check_consistency, combined_key, combined_keys, pack_ids, pair_keys, statement_prefix,
+                                  view_tags)
 
 
 @pytest.mark.parametrize(("n", "topology", "degree"), [(6, "complete", None), (7, "complete", None),
@@ -159,3 +160,23 @@ def test_the_lazy_checks_of_a_sparse_graph_decide_as_the_rule_written_out(topolo
             aborted += 1
         decided += 1
     assert decided == 300 and 30 < aborted < 270  # both outcomes were exercised
+
+
+def test_pair_keys_cut_one_draw_into_a_key_per_non_adjacent_pair_in_holder_order() -> None:
+    # the ring 0-1-...-7 (harary, k = 2): among the holders 1, 2, 4, 5 only 1-2 and 4-5 are
+    # adjacent, so the pairs 1-4, 1-5, 2-4, 2-5 get the draw's keys 0, 1, 2, 3 in that order
+    neighbours = MaskedEngine(topology="harary", degree=2).context(range(8), 2).neighbours
+    drawn: list[int] = []
+
+    def draw(size: int) -> bytes:
+        drawn.append(size)
+        return bytes(k // 16 for k in range(size))
+
+    keys = pair_keys((1, 2, 4, 5), neighbours, draw=draw)
+    key = [bytes([k]) * 16 for k in range(4)]
+    assert drawn == [64]
+    assert keys == {1: {4: key[0], 5: key[1]}, 2: {4: key[2], 5: key[3]},
+                    4: {1: key[0], 2: key[2]}, 5: {1: key[1], 2: key[3]}}
+    assert [list(keys[w]) for w in (1, 2, 4, 5)] == [[4, 5], [4, 5], [1, 2], [1, 2]]  # (the order they are sealed in)
+    complete = MaskedEngine().context(range(4), 2).neighbours
+    assert pair_keys((0, 1, 2), complete, draw=draw) == {0: {}, 1: {}, 2: {}} and drawn == [64]
