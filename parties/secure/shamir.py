@@ -77,12 +77,13 @@ def _check_threshold(threshold: int, count: int) -> None:
 
 
 def _check_abscissae(xs: Sequence[int]) -> tuple[int, ...]:
-    xs = tuple(int(x) for x in xs)
+    xs = tuple(map(int, xs))
     if len(set(xs)) != len(xs):
         raise ConfigurationError(f"share abscissae must be distinct, got {xs}")
-    for x in xs:
-        if not 1 <= x < PRIME:
-            raise ConfigurationError(f"share abscissae must be in [1, p), got {x}")
+    if xs and not (1 <= min(xs) and max(xs) < PRIME):
+        for x in xs:  # (the first one out of range, named)
+            if not 1 <= x < PRIME:
+                raise ConfigurationError(f"share abscissae must be in [1, p), got {x}")
     return xs
 
 
@@ -99,47 +100,44 @@ def random_elements(count: int) -> list[int]:
         need = count - len(out)
         raw = secrets.token_bytes(_WORD * (2 * need + 4))
         for k in range(0, len(raw), _WORD):
-            value = int.from_bytes(raw[k:k + _WORD], "big") & _WORD_MASK
-            if value < PRIME:
-                out.append(value)
-                if len(out) == count:
-                    break
+            if raw[k] & 1:  # bit 256 set: the word is 2^256 + its low 256 bits, < p for 297 of them
+                value = int.from_bytes(raw[k:k + _WORD], "big") & _WORD_MASK
+                if value >= PRIME:
+                    continue
+            else:  # (below 2^256 < p: kept, and read from its low 32 bytes)
+                value = int.from_bytes(raw[k + 1:k + _WORD], "big")
+            out.append(value)
+            if len(out) == count:
+                break
     return out
-
-
-_LANE = 576
-"""Bits per secret in the packed integer :func:`_evaluate` runs Horner's rule on: between two
-reductions a lane stays below p * 2^257 < 2^514 < 2^576, so lanes never carry into each other."""
 
 
 def _evaluate(secret_values: Sequence[int], xs: tuple[int, ...], threshold: int) -> list[list[int]]:
     """f_s(x) for a fresh random polynomial f_s of degree t - 1 with f_s(0) = s, for each secret
-    s and abscissa x (the coefficients of all the polynomials drawn at once).
+    s and abscissa x (the coefficients of all the polynomials drawn at once, those of secret i
+    ``coefficients[(t - 1) i : (t - 1) (i + 1)]``, c_1 first).
 
-    Horner's rule, f(x) = s + x (c_1 + x (c_2 + ... + x c_(t-1))), on plain integers, every
-    secret's polynomial at once: coefficient k of all the polynomials is one integer, the
-    polynomial of secret i in bits [576 i, 576 (i + 1)).  An abscissa is a small rank (1, 2,
-    ..., the holder count), so a step multiplies by a one- or two-word integer; each lane is
-    reduced mod p only after each run of steps that adds about 256 bits to it (after every step
-    for an abscissa of more than 128 bits).  Meant for a handful of secrets (the engines share
-    two): reading the lanes out costs O(secrets) per lane, so O(secrets^2) per abscissa."""
-    extra, lanes = threshold - 1, len(secret_values)
-    coefficients = random_elements(extra * lanes)
-    packed = [sum([coefficients[extra * i + k] << (_LANE * i) for i in range(lanes)])
-              for k in reversed(range(extra))]  # c_(t-1), ..., c_1, each of all the secrets
-    mask = (1 << _LANE) - 1
-    shifts = [_LANE * i for i in range(lanes)]
-    values: list[list[int]] = [[] for _ in range(lanes)]
-    for x in xs:
-        run = max(1, 256 // x.bit_length())  # steps between reductions
-        y = 0
-        for start in range(0, extra, run):
-            for c in packed[start: start + run]:
-                y = y * x + c
-            if start + run < extra:
-                y = sum([((y >> shift) & mask) % PRIME << shift for shift in shifts])
-        for row, shift, secret in zip(values, shifts, secret_values):
-            row.append((((y >> shift) & mask) * x + secret) % PRIME)
+    Horner's rule, f(x) = s + x (c_1 + x (c_2 + ... + x c_(t-1))), on plain integers, reduced
+    mod p once per share where the abscissa is a small rank (1, 2, ..., the holder count: a
+    step adds its few bits), else after each run of steps that adds about 256 bits."""
+    extra = threshold - 1
+    coefficients = random_elements(extra * len(secret_values))
+    values: list[list[int]] = []
+    for i, secret in enumerate(secret_values):
+        top_down = coefficients[extra * i: extra * (i + 1)][::-1]  # c_(t-1), ..., c_1
+        row: list[int] = []
+        for x in xs:
+            y, run = 0, max(1, 256 // x.bit_length())  # steps between reductions
+            if extra <= run:
+                for c in top_down:
+                    y = y * x + c
+            else:
+                for start in range(0, extra, run):
+                    for c in top_down[start: start + run]:
+                        y = y * x + c
+                    y %= PRIME
+            row.append((y * x + secret) % PRIME)
+        values.append(row)
     return values
 
 

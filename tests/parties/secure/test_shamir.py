@@ -101,6 +101,10 @@ def test_random_elements_reject_words_outside_the_field(monkeypatch: pytest.Monk
     raw = b"".join(w.to_bytes(33, "big") for w in words)
     monkeypatch.setattr(shamir.secrets, "token_bytes", lambda n: (raw + bytes(n))[:n])
     assert random_elements(2) == [5, 0]
+    # words of 257 bits below p are kept: 2^256 + 296 = p - 1 is the largest
+    raw = b"".join(w.to_bytes(33, "big") for w in [PRIME, PRIME - 1, 1 << 256, 7])
+    monkeypatch.setattr(shamir.secrets, "token_bytes", lambda n: (raw + bytes(n))[:n])
+    assert random_elements(3) == [PRIME - 1, 1 << 256, 7]
     # the top bits above the 257 kept ones are ignored, as getrandbits(257) never sets them
     monkeypatch.setattr(shamir.secrets, "token_bytes", lambda n: (b"\xfe" + bytes(32) + bytes(n))[:n])
     assert random_elements(1) == [0]
@@ -134,8 +138,9 @@ def test_validation_errors() -> None:
 
 @pytest.mark.parametrize("threshold", [1, 2, 5, 40, 300])
 def test_horner_evaluation_is_the_polynomial_mod_p(threshold: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    # f(x) = s + sum_k c_k x^k mod p, whatever the size of x (small ranks are reduced in runs,
-    # x of 257 bits at every step), each secret in its own lane of the packed integers
+    # f(x) = s + sum_k c_k x^k mod p, whatever the size of x (small ranks reduced once per
+    # share, or in runs of steps where t is large; x of 257 bits at every step), each secret
+    # with its own coefficients
     rng = random.Random(threshold)
     coefficients = [rng.randrange(PRIME) for _ in range(3 * (threshold - 1))]
     monkeypatch.setattr(shamir, "random_elements", lambda count: coefficients[:count])
