@@ -170,9 +170,14 @@ def derive_keys_each(shared: Sequence[bytes], *, purposes: tuple[str, ...], sess
         pair = b"%d|%d\x01" % ((a, b) if a <= b else (b, a))  # (_info's tail and the counter of T(1))
         if count == 1:  # (written out for one and two purposes: no list per secret)
             out.append((sha256(key_out + sha256(key_in + first + pair).digest()).digest(),))
-        elif count == 2:
-            out.append((sha256(key_out + sha256(key_in + first + pair).digest()).digest(),
-                        sha256(key_out + sha256(key_in + second + pair).digest()).digest()))
+        elif count == 2:  # the hash states after the PRK's padded blocks, hashed once for both
+            inner, outer = sha256(key_in), sha256(key_out)
+            inner_first, outer_first = inner.copy(), outer.copy()
+            inner_first.update(first + pair)
+            outer_first.update(inner_first.digest())
+            inner.update(second + pair)
+            outer.update(inner.digest())
+            out.append((outer_first.digest(), outer.digest()))
         else:
             out.append(tuple([sha256(key_out + sha256(key_in + head + pair).digest()).digest() for head in heads]))
     return out

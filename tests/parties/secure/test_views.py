@@ -6,14 +6,17 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import random
+import re
 import secrets
 
 import pytest
 
 from mprr.errors import SecureSumAborted
+from parties.secure.context import SecureSumContext
 from parties.secure.masked import MaskedEngine
 from parties.secure.messages import UnmaskRequest, id_vector
-from parties.secure.views import check_consistency, combined_key, combined_keys, pack_ids, statement_prefix, view_tags
+from parties.secure.views import (check_consistency, combined_key, combined_keys, pack_ids, pair_keys, statement_prefix,
+                                  view_tags)
 
 
 @pytest.mark.parametrize(("n", "topology", "degree"), [(6, "complete", None), (7, "complete", None),
@@ -96,3 +99,84 @@ def test_combined_keys_hash_each_peers_keys_of_all_its_common_owners() -> None:
     assert out == {5: bytes(16), 7: combined_key([(4, a)]), 9: combined_key([(2, c), (4, b)]),
                    11: combined_key([(2, d)])}
     assert combined_key([(4, b), (2, c)]) == out[9] != combined_key([(4, b)])  # (in owner order, all owners)
+
+
+def _majority_rule(request: UnmaskRequest, keys: dict[int, bytes], ctx: SecureSumContext, me: int,
+                   view: frozenset[int], owners: list[int], prefix: bytes) -> str | None:
+    """The rule check_consistency implements, written out holder by holder (every MAC checked):
+    the refusal of the first owner o short of a strict majority of H(o) = o + its neighbours, this
+    party included, stating views that agree with ``view`` on o; None when every owner has one."""
+    signers, ends, cells = request.signers.tolist(), request.view_ends.tolist(), request.view_cells.tolist()
+    authentic: dict[int, tuple[int, ...]] = {}
+    for k, w in enumerate(signers):
+        v = int(request.view_of[k])
+        stated = tuple(cells[([0, *ends])[v]:ends[v]])
+        if w in keys and view_tags({me: keys[w]}, prefix, w, [me], pack_ids(stated)) == request.tags[16 * k:16 * k + 16]:
+            authentic[w] = stated
+    for o in owners:
+        holders = ctx.neighbours[o]
+        need = (len(holders) + 1) // 2 + 1
+        agree = 1 + sum(1 for w in {o, *holders} - {me} if w in authentic and (o in authentic[w]) == (o in view))
+        if agree < need:
+            return (f"party {me}: only {agree} of the {len(holders) + 1} Shamir holders of party {o} stated a "
+                    f"survivor set that agrees with the party's on party {o} ({need} needed)")
+    return None
+
+
+@pytest.mark.parametrize(("topology", "degree"), [("regular", 4), ("harary", 3), ("harary", 6)])
+def test_the_lazy_checks_of_a_sparse_graph_decide_as_the_rule_written_out(topology: str, degree: int) -> None:
+    # check_consistency authenticates statements lazily, in its own order: it must accept and
+    # refuse (same owner, same count) exactly where the rule over every statement does, with
+    # forged tags, missing keys and statements, and views that disagree on some owners
+    rng = random.Random(11)
+    decided = aborted = 0
+    for _ in range(300):
+        n = rng.randint(degree + 2, 16) // 2 * 2  # (even: a random regular graph needs n * degree even)
+        ctx = MaskedEngine(topology=topology, degree=degree, round_timeout=5).context(range(n), 2)
+        me = rng.randrange(n)
+        prefix = statement_prefix(ctx.session)
+        near = [me, *ctx.neighbours[me]]
+        two_hop = sorted({h for o in near for h in (o, *ctx.neighbours[o])} - {me})
+        keys = {w: secrets.token_bytes(16) for w in two_hop if rng.random() < 0.95}
+        told = sorted(w for w in near if w == me or rng.random() < 0.8)
+        views = list(dict.fromkeys([tuple(told), *(tuple(sorted(rng.sample(range(n + 2), rng.randint(1, n))))
+                                                   for _ in range(rng.randint(0, 3)))]))
+        signers = sorted(w for w in two_hop if rng.random() < 0.9)
+        says = {w: rng.randrange(len(views)) if rng.random() < 0.3 else 0 for w in signers}
+        tags = b"".join(
+            secrets.token_bytes(16) if rng.random() < 0.05 else
+            view_tags({me: keys.get(w, secrets.token_bytes(16))}, prefix, w, [me], pack_ids(views[says[w]]))
+            for w in signers)
+        request = UnmaskRequest(ctx.session, id_vector([c for v in views for c in v]),
+                                id_vector(list(itertools.accumulate(len(v) for v in views))),
+                                id_vector(signers), id_vector([says[w] for w in signers]), tags)
+        owners = sorted({me, *(o for o in ctx.neighbours[me] if rng.random() < 0.9)})
+        expected = _majority_rule(request, keys, ctx, me, frozenset(told), owners, prefix)
+        if expected is None:
+            check_consistency(request, keys, ctx, me, frozenset(told), owners, prefix)
+        else:
+            with pytest.raises(SecureSumAborted, match=re.escape(expected) + ": the controller told"):
+                check_consistency(request, keys, ctx, me, frozenset(told), owners, prefix)
+            aborted += 1
+        decided += 1
+    assert decided == 300 and 30 < aborted < 270  # both outcomes were exercised
+
+
+def test_pair_keys_cut_one_draw_into_a_key_per_non_adjacent_pair_in_holder_order() -> None:
+    # the ring 0-1-...-7 (harary, k = 2): among the holders 1, 2, 4, 5 only 1-2 and 4-5 are
+    # adjacent, so the pairs 1-4, 1-5, 2-4, 2-5 get the draw's keys 0, 1, 2, 3 in that order
+    neighbours = MaskedEngine(topology="harary", degree=2).context(range(8), 2).neighbours
+    drawn: list[int] = []
+
+    def draw(size: int) -> bytes:
+        drawn.append(size)
+        return bytes(k // 16 for k in range(size))
+
+    keys = pair_keys((1, 2, 4, 5), neighbours, draw=draw)
+    key = [bytes([k]) * 16 for k in range(4)]
+    assert drawn == [64]
+    assert keys == {1: {4: key[0], 5: key[1]}, 2: {4: key[2], 5: key[3]},
+                    4: {1: key[0], 2: key[2]}, 5: {1: key[1], 2: key[3]}}
+    assert [list(keys[w]) for w in (1, 2, 4, 5)] == [[4, 5], [4, 5], [1, 2], [1, 2]]  # (the order they are sealed in)
+    complete = MaskedEngine().context(range(4), 2).neighbours
+    assert pair_keys((0, 1, 2), complete, draw=draw) == {0: {}, 1: {}, 2: {}} and drawn == [64]
