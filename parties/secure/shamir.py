@@ -12,9 +12,7 @@ share value fits in 33 bytes.
 
 Vectorized where it matters: the controller of the masked engine reconstructs one secret per
 party, usually from the same abscissae, so Lagrange coefficients at 0 are cached per abscissa
-set and reconstruction is a dot product; :func:`share_values_many` shares the secrets of many
-parties at once at the same abscissae (every secret a lane of a few integers, reduced mod p
-together).
+set and reconstruction is a dot product.
 """
 
 from __future__ import annotations
@@ -23,8 +21,6 @@ import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-
-import numpy as np
 
 from mprr.domain import check_int
 from mprr.errors import ConfigurationError, SecureSumAborted
@@ -36,7 +32,6 @@ __all__ = [
     "random_elements",
     "share_secret",
     "share_values",
-    "share_values_many",
     "interpolate",
     "reconstruct_secret",
     "reconstruct_bytes",
@@ -115,27 +110,6 @@ def random_elements(count: int) -> list[int]:
             if len(out) == count:
                 break
     return out
-
-
-def _random_rows(count: int) -> np.ndarray:
-    """:func:`random_elements` as bytes: ``count`` independent uniform elements of GF(p), row j
-    the 33 big-endian bytes of the j-th (the same rejection sampling of 257-bit words from
-    :func:`secrets.token_bytes`, the accepted words kept in order; numpy only reads the bytes)."""
-    kept: list[np.ndarray] = []
-    have = 0
-    while have < count:
-        need = count - have
-        words = np.frombuffer(secrets.token_bytes(_WORD * (2 * need + 4)), dtype=np.uint8).reshape(-1, _WORD) & _TOP
-        # below p = 2^256 + 297: bit 256 clear, or the low 256 bits below 297
-        low = ~words[:, 1:_WORD - 2].any(axis=1) & (words[:, _WORD - 2].astype(np.int64) * 256 + words[:, _WORD - 1] < 297)
-        rows = words[(words[:, 0] == 0) | low][:need]
-        kept.append(rows)
-        have += rows.shape[0]
-    return np.concatenate(kept) if kept else np.zeros((0, _WORD), dtype=np.uint8)
-
-
-_TOP = np.array([1] + [0xFF] * (_WORD - 1), dtype=np.uint8)
-"""The 257 bits of a 33-byte word that :func:`random_elements` keeps (its first byte's lowest bit)."""
 
 
 def _evaluate(secret_values: Sequence[int], xs: tuple[int, ...], threshold: int) -> list[list[int]]:
@@ -264,66 +238,3 @@ def reconstruct_bytes(shares: Iterable[Share] | dict[int, int], threshold: int, 
             f"reconstructed secret does not fit in {size} bytes: the shares are inconsistent"
         )
     return value.to_bytes(size, "big")
-
-
-def share_values_many(secret_lists: Sequence[Sequence[bytes]], xs: Sequence[int],
-                      threshold: int) -> list[list[list[bytes]]]:
-    """:func:`share_values` of every list of ``secret_lists`` at the same abscissae ``xs``:
-    ``values[m][i][k]`` is f_(m,i)(xs[k]), each secret with its own random polynomial (the
-    coefficients of all of them drawn by one :func:`random_elements`, those of the j-th secret
-    in ``secret_lists`` order ``coefficients[(t - 1) j : (t - 1) (j + 1)]``, c_1 first).
-
-    Many parties' sharings at once (a shard's parties at the ranks 1, ..., k + 1 of a k-regular
-    graph: each takes the abscissae it needs).  Every secret is a lane of W bytes in one integer
-    per coefficient (big-endian, the first secret at the top), so Horner's rule at an abscissa x
-    is t - 1 multiplications of those integers by the small x and additions; the lanes are then
-    reduced mod p = 2^256 + 297 together (v = hi 2^256 + lo = lo - 297 hi mod p, then p
-    subtracted where the lane's top bit says the value is p or more), and each share is 33 bytes
-    of one encoding.  Abscissae or thresholds whose values need more than 48-byte lanes are
-    shared secret by secret (:func:`share_values`'s evaluation).
-    """
-    for secrets_ in secret_lists:
-        for secret in secrets_:
-            if len(secret) > 32:
-                raise ConfigurationError(f"secret must be at most 32 bytes, got {len(secret)}")
-    xs = _check_abscissae(xs)
-    _check_threshold(threshold, len(xs))
-    flat = [secret for secrets_ in secret_lists for secret in secrets_]
-    extra, count = threshold - 1, len(flat)
-    # f(x) < p (1 + x + ... + x^(t-1)) <= p t max(x)^(t-1): the bits a lane needs before reduction
-    bits = PRIME.bit_length() + threshold.bit_length() + extra * max(xs, default=1).bit_length()
-    width = bits // 8 + 2  # (a spare top byte: the flag bit of the last step)
-    if width > 48 or not count:
-        values = iter(_evaluate([int.from_bytes(secret, "big") for secret in flat], xs, threshold))
-        return [[[y.to_bytes(SHARE_BYTES, "big") for y in next(values)] for _ in secrets_] for secrets_ in secret_lists]
-    coefficients = _random_rows(extra * count)  # (row (t - 1) j + k - 1: c_k of secret j)
-    lane, pad = 8 * width, bytes(width - 32)
-    ones = int.from_bytes(((bytes(width - 1) + b"\x01") * count), "big")  # 1 in every lane
-    packed = [int.from_bytes(b"".join([pad + secret.rjust(32, b"\0") for secret in flat]), "big")]
-    lanes = np.zeros((count, width), dtype=np.uint8)
-    for k in range(extra):  # the secrets, then c_1, ..., c_(t-1) of every secret
-        lanes[:, width - _WORD:] = coefficients[k::extra]
-        packed.append(int.from_bytes(lanes.tobytes(), "big"))
-    low = ((1 << 256) - 1) * ones  # each lane's low 256 bits
-    high = ((1 << (lane - 256)) - 1) * ones
-    field, flag = PRIME * ones, (1 << (lane - 1)) * ones
-    rows: list[bytes] = []
-    for x in xs:
-        y = 0
-        for c in reversed(packed[1:]):
-            y = y * x + c
-        y = y * x + packed[0]  # f(x) in every lane, below 2^bits
-        z = (y & low) + field - 297 * ((y >> 256) & high)  # lo + p - 297 hi: in (0, 2p), = f(x) mod p
-        z -= ((z + flag - field) >> (lane - 1) & ones) * PRIME  # p off where z >= p (bit lane - 1 set)
-        rows.append(z.to_bytes(width * count, "big"))
-    skip = width - SHARE_BYTES
-    out: list[list[list[bytes]]] = []
-    j = 0
-    for secrets_ in secret_lists:
-        mine = []
-        for _ in secrets_:
-            a = width * j + skip
-            mine.append([row[a: a + SHARE_BYTES] for row in rows])
-            j += 1
-        out.append(mine)
-    return out

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable
 
-import numpy as np
 import pytest
 
 from mprr.errors import ConfigurationError, SecureSumAborted
@@ -20,7 +18,6 @@ from parties.secure.shamir import (
     random_elements,
     share_secret,
     share_values,
-    share_values_many,
 )
 import parties.secure.shamir as shamir
 
@@ -153,60 +150,3 @@ def test_horner_evaluation_is_the_polynomial_mod_p(threshold: int, monkeypatch: 
     for i, s in enumerate(secrets_):
         cs = coefficients[(threshold - 1) * i: (threshold - 1) * (i + 1)]
         assert values[i] == [(s + sum(c * pow(x, k, PRIME) for k, c in enumerate(cs, 1))) % PRIME for x in xs]
-
-
-def _fixed_rows(coefficients: list[int]) -> Callable[[int], np.ndarray]:
-    return lambda count: np.frombuffer(b"".join(c.to_bytes(33, "big") for c in coefficients[:count]),
-                                       dtype=np.uint8).reshape(-1, 33)
-
-
-@pytest.mark.parametrize(("threshold", "xs"), [
-    (5, tuple(range(1, 10))), (5, (9, 1, 4, 2, 3, 5, 6, 7, 8)), (1, (3, 1)), (2, (1, 2, 3)), (8, tuple(range(1, 20))),
-    (5, (1, 2, 3, 4, 2**40)), (40, tuple(range(1, 41)))])  # (the last two: lanes too wide, shared one by one)
-def test_share_values_many_equals_share_values_of_each_list(threshold: int, xs: tuple[int, ...],
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    # the same coefficients (secret j's at (t - 1) j): the same 33-byte values, with secrets at
-    # the field's edges (0, 2^256 - 1), shorter than 32 bytes, and coefficients 0 and p - 1
-    rng = random.Random(threshold * 1000 + len(xs))
-    lists = [[rng.choice([bytes(32), b"\xff" * 32, rng.randbytes(32), rng.randbytes(rng.randint(0, 32))])
-              for _ in range(rng.randint(1, 3))] for _ in range(40)]
-    total = sum(map(len, lists))
-    coefficients = [rng.choice([0, PRIME - 1, rng.randrange(PRIME)]) for _ in range((threshold - 1) * total)]
-    monkeypatch.setattr(shamir, "_random_rows", _fixed_rows(coefficients))
-    monkeypatch.setattr(shamir, "random_elements", lambda count: coefficients[:count])
-    many = share_values_many(lists, xs, threshold)
-    j = 0
-    for values, secrets_ in zip(many, lists, strict=True):
-        mine = coefficients[(threshold - 1) * j: (threshold - 1) * (j + len(secrets_))]
-        monkeypatch.setattr(shamir, "random_elements", lambda count, mine=mine: mine[:count])
-        assert values == share_values(secrets_, xs, threshold)
-        j += len(secrets_)
-    assert share_values_many([], xs, threshold) == [] and share_values_many([[]], xs, threshold) == [[]]
-
-
-def test_share_values_many_reconstructs_and_checks_its_inputs() -> None:
-    pairs = [(bytes([k]) * 32, bytes(31) + bytes([k])) for k in range(30)]
-    shared = share_values_many(pairs, range(1, 10), 5)
-    for pair, values in zip(pairs, shared):
-        for secret, ys in zip(pair, values):
-            assert len(set(ys)) == 9
-            assert reconstruct_bytes([Share.from_bytes(x, ys[x - 1]) for x in (2, 4, 5, 7, 9)], 5) == secret
-    assert shared[0][0] != shared[1][0]  # fresh coefficients per secret
-    with pytest.raises(ConfigurationError, match="secret must be at most 32 bytes, got 33"):
-        share_values_many([[bytes(32)], [bytes(33)]], [1, 2], 2)
-    with pytest.raises(ConfigurationError, match="distinct"):
-        share_values_many([[bytes(32)]], [1, 1], 1)
-    with pytest.raises(ConfigurationError, match=r"threshold must be an integer in \[1, 2\]"):
-        share_values_many([[bytes(32)]], [1, 2], 3)
-
-
-def test_random_rows_reject_words_outside_the_field_as_random_elements_does(monkeypatch: pytest.MonkeyPatch) -> None:
-    words = [PRIME, (1 << 257) - 1, PRIME - 1, 5, 1 << 256]
-    raw = b"".join(w.to_bytes(33, "big") for w in words) + b"\xfe" + bytes(32)  # (bits above 257 ignored: 0)
-    monkeypatch.setattr(shamir.secrets, "token_bytes", lambda n: (raw + bytes(n))[:n])
-    assert [int.from_bytes(row.tobytes(), "big") for row in shamir._random_rows(5)] == [PRIME - 1, 5, 1 << 256, 0, 0]
-    assert random_elements(5) == [PRIME - 1, 5, 1 << 256, 0, 0]
-    monkeypatch.undo()
-    values = [int.from_bytes(row.tobytes(), "big") for row in shamir._random_rows(400)]
-    assert len(set(values)) == 400 and all(0 <= v < PRIME for v in values)
-    assert 140 < sum(v >= 1 << 255 for v in values) < 260  # binomial(400, 1/2): 6 sd either side
