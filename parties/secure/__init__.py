@@ -17,7 +17,7 @@ Modules, in dependency order:
 - ``values``    — a party's input checked and mapped into Z_M; totals as exact int64 counts
 - ``program``   — the sans-I/O model: a role's program yields sends / broadcasts / expectations
                  and receives what came (``Send``, ``Expect``, ``Delivery``, ...; ``receive``,
-                 ``from_controller``)
+                 ``from_controller``, ``controller_message``)
 - ``rounds``    — a driver's state of one open round (``RoundState``) and one program step
 - ``drive``     — the asyncio driver: one program over an endpoint, one asyncio timeout per round
 - ``sizing``    — ``SizeByShape``: encoded sizes, one encoding per message shape
@@ -39,7 +39,8 @@ Modules, in dependency order:
 - ``masked_server`` — the masked engine's controller program: relay, masked inputs, consistency
                  round, unmasking
 - ``masked``    — engine ``masked``: Bonawitz et al. 2017 pairwise masks + Shamir recovery (the
-                 engine and the party's program)
+                 engine, its traffic bounds, and the party's rounds as a state machine under a
+                 flat program)
 - ``registry``  — ``ENGINES``: ``EngineEntry`` objects by name (paper, paper-per-combination, graph,
                  graph-direct, masked, masked-sparse) in a :class:`mprr.registry.Registry`, each
                  with all that is known of its engine (message kinds, needs, dropouts, plot style);
