@@ -192,7 +192,7 @@ def items(repeat: int) -> list[tuple[str, int, float, float | None]]:
 
     timings = Timings()
     t = timings.add
-    rows = [
+    rows: list[tuple[Any, ...]] = [
         ("X25519 key pair (generate, raw public key)", 1,
          [t(lambda: X25519PrivateKey.generate().public_key().public_bytes_raw())], [t(crypto.KeyPair.generate)]),
         ("X25519 static agreement (channel and view keys)", DEGREE,
@@ -450,9 +450,14 @@ def _budget(n: int) -> float:
     return TARGET_S * 2 * n / N_ADULT
 
 
-def report_runs(runs: list[Run], floor: float, engine: float) -> dict[str, dict[str, list[float]]]:
+COLD = "the same cryptography on each party's own data (cold floor - floor)"
+
+
+def report_runs(runs: list[Run], floor: float, engine: float,
+                cold: float | None = None) -> dict[str, dict[str, list[float]]]:
     """Print where each runtime's CPU goes against the target's budget; returns, per runtime,
-    the CPU seconds of each part in every run (what :func:`draw` stacks)."""
+    the CPU seconds of each part in every run (what :func:`draw` stacks).  ``cold``: the
+    cold floor per party (:func:`cold_floor`), its excess over the floor a part of its own."""
     n = runs[0].n
     budget = _budget(n)
     print(f"\nWhere the CPU goes, {n:,} parties (mean of {len(runs) // len({r.runtime for r in runs})} run(s) per runtime; the 30 s target "
@@ -461,13 +466,16 @@ def report_runs(runs: list[Run], floor: float, engine: float) -> dict[str, dict[
     for name in dict.fromkeys(r.runtime for r in runs):
         mine = [r for r in runs if r.runtime == name]
         crypto_s, python_s = floor * n, (engine - floor) * n
-        split = {"cryptography at its floor": [crypto_s] * len(mine),
-                 "Python of the cryptographic functions": [python_s] * len(mine)}
+        split = {"cryptography at its floor": [crypto_s] * len(mine)}
+        if cold is not None:
+            split[COLD] = [(cold - floor) * n] * len(mine)
+        split["Python of the cryptographic functions"] = [python_s] * len(mine)
+        covered = sum(values[0] for values in split.values())
         if name == "tcp":
-            split[REST] = [r.cpu_workers - crypto_s - python_s for r in mine]
+            split[REST] = [r.cpu_workers - covered for r in mine]
             split[CONTROLLER] = [r.cpu_controller for r in mine]
         else:
-            split[REST] = [r.cpu - crypto_s - python_s for r in mine]
+            split[REST] = [r.cpu - covered for r in mine]
         parts[name] = split
         cpu = [r.cpu for r in mine]
         sums = [r.sum_wall for r in mine]
@@ -493,7 +501,7 @@ def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path) -
 
     n = runs[0].n
     share = {name: statistics.mean(r.sum_wall / r.wall for r in runs if r.runtime == name) for name in parts}
-    colours = {"cryptography at its floor": "#4c72b0", "Python of the cryptographic functions": "#8fa9d6",
+    colours = {"cryptography at its floor": "#4c72b0", COLD: "#6d8fc7", "Python of the cryptographic functions": "#8fa9d6",
                REST: "#dd8452", CONTROLLER: "#c44e52"}
     labels = {"memory": "memory runtime\n(parties and controller\nin one process)",
               "tcp": "tcp runtime\n(controller + 2 worker\nprocesses, TLS)"}
@@ -515,6 +523,9 @@ def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path) -
         ax.axhline(_budget(n), color="black", linestyle="--", linewidth=1,
                    label=f"the target's budget: {TARGET_S:.0f} s wall x 2 cores" + (
                        "" if n == N_ADULT else f" for {N_ADULT:,} parties, scaled to {n:,}"))
+        goal = FLOOR_RATIO_GOAL * statistics.mean(next(iter(parts.values()))["cryptography at its floor"])
+        ax.axhline(goal, color="black", linestyle=":", linewidth=1.2,
+                   label=f"issue 28's goal: {FLOOR_RATIO_GOAL} x the cryptographic floor")
         ax.set_xticks(range(len(parts)), [labels[name] for name in parts], fontsize="small")
         ax.set_xlim(-0.6, len(parts) - 0.4)
         top = max(max(sum(col) for col in zip(*split.values())) for split in parts.values())
@@ -528,11 +539,12 @@ def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path) -
         size=(6.4, 5.0),
         caption=(f"Bars: mean CPU seconds of {len(runs) // len(parts)} run(s) of RR-Clusters 4.2 per runtime (the "
                  f"secure sum takes {share['memory']:.0%} of the run's wall time on memory, {share['tcp']:.0%} on "
-                 "tcp), split into the cryptography at its floor and the Python around the "
-                 "engine's cryptographic functions (both measured here, per party, times n) and the rest "
+                 "tcp), split into the cryptography at its floor, its excess on each party's own data (cold in "
+                 "the cache; when measured), the Python around the engine's cryptographic functions (each "
+                 "measured here per party, times n) and the rest "
                  "(measured total minus those; on tcp it includes the workers' start-up). Whiskers: min-max of "
                  "the runs' totals. Dashed: the CPU that 30 s of wall time on this machine's 2 cores allows "
-                 f"{N_ADULT:,} parties."))
+                 f"{N_ADULT:,} parties; dotted: issue 28's goal, {FLOOR_RATIO_GOAL} times the floor."))
     return render(spec, png.parent)
 
 
@@ -588,6 +600,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{TARGET_S * 2 / N_ADULT * 1e3:.2f} ms per party all in)")
     if args.cold < 0:
         parser.error(f"--cold must be 0 or more parties, got {args.cold}")
+    cold: float | None = None
     if args.cold:
         cold, by_round = cold_floor(args.cold)
         print(f"cold floor, {args.cold:,} parties' own keys and data, round after round: {cold * 1e3:.2f} ms per party, "
@@ -597,7 +610,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs:
         runs = measure_runs(args.adult, args.runs, args.limit, runtimes)
         print(f"load average after the runs: {Path('/proc/loadavg').read_text().split()[:3]}")
-        parts = report_runs(runs, floor_total, engine_total)
+        parts = report_runs(runs, floor_total, engine_total, cold)
         if args.programs:
             n = runs[0].n
             alone = programs_alone(n)
