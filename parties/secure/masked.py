@@ -73,7 +73,7 @@ from bisect import bisect_left
 from functools import lru_cache
 from itertools import chain
 from secrets import token_bytes
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -209,6 +209,56 @@ def _plain_with(count: int) -> struct.Struct:
     return struct.Struct(_PLAIN.format + KEY_ENTRY.format.lstrip("<") * count)
 
 
+class _Extent(NamedTuple):
+    """How far a sparse graph's neighbourhoods reach, as the masked messages see it: the
+    smallest and largest degree d_p, 2-hop neighbourhood |T_p| (T_p: the parties that share a
+    Shamir owner with p, p excluded), and number of view keys sealed with one share (the
+    holders of its sender that its reader is not adjacent to), and whether every party's
+    holder set N(w) + {w} is its own (then every author's view differs)."""
+
+    degree: tuple[int, int]
+    two_hop: tuple[int, int]
+    sealed_keys: tuple[int, int]
+    distinct_holders: bool
+
+
+_EXTENTS: dict[int, tuple[Neighbourhoods, _Extent]] = {}  # id(graph) -> (graph, extent): the graphs are memoized
+
+
+def _extent(parties: tuple[int, ...], neighbours: Neighbourhoods) -> _Extent:
+    """:class:`_Extent` of a sparse graph, by array operations over its adjacency padded to the
+    largest degree (memoized per graph object: the warning's bounds read it twice)."""
+    known = _EXTENTS.get(id(neighbours))
+    if known is not None and known[0] is neighbours:
+        return known[1]
+    ids = np.asarray(sorted(parties), dtype=np.int64)
+    n = ids.shape[0]
+    degrees = np.fromiter((len(neighbours[p]) for p in ids.tolist()), dtype=np.int64, count=n)
+    width = int(degrees.max())
+    flat = np.searchsorted(ids, np.fromiter(chain.from_iterable(neighbours[p] for p in ids.tolist()),
+                                            dtype=np.int64, count=int(degrees.sum())))
+    adjacency = np.full((n + 1, width), n, dtype=np.int64)  # row n, and value n: no party (padding)
+    rows = np.repeat(np.arange(n), degrees)
+    adjacency[rows, np.arange(flat.shape[0]) - np.repeat(np.cumsum(degrees) - degrees, degrees)] = flat
+    own = adjacency[:n]
+    second = adjacency[own]  # (n, width, width): the neighbours of each neighbour
+    ball = np.sort(np.concatenate([own, second.reshape(n, -1)], axis=1), axis=1)
+    fresh = np.ones(ball.shape, dtype=bool)
+    fresh[:, 1:] = ball[:, 1:] != ball[:, :-1]
+    two_hop = (fresh & (ball != n) & (ball != np.arange(n)[:, None])).sum(axis=1)
+    # the view keys p seals for neighbour j: its neighbours x != j that j is not adjacent to
+    adjacent = (own[:, None, :, None] == second[:, :, None, :]).any(axis=3) | (own[:, None, :] == own[:, :, None])
+    sealed = ((own[:, None, :] != n) & ~adjacent).sum(axis=2)[own != n]
+    holders = np.sort(np.concatenate([own, np.arange(n)[:, None]], axis=1), axis=1)
+    distinct = np.unique(holders, axis=0).shape[0] == n
+    extent = _Extent((int(degrees.min()), width), (int(two_hop.min()), int(two_hop.max())),
+                     (int(sealed.min()), int(sealed.max())), bool(distinct))
+    if len(_EXTENTS) >= 4:
+        _EXTENTS.clear()
+    _EXTENTS[id(neighbours)] = (neighbours, extent)
+    return extent
+
+
 def _bounds(ctx: SecureSumContext, *, largest: bool) -> TrafficCost:
     """Bounds of the traffic of a fault-free run, every message sized by the codec, no program run.
 
@@ -217,19 +267,19 @@ def _bounds(ctx: SecureSumContext, *, largest: bool) -> TrafficCost:
     and the controller 4 to each (:class:`KeyDirectory`, :class:`RelayedShares`,
     :class:`SurvivorSet`, :class:`UnmaskRequest`): the message counts are exact.  Their sizes
     grow with party p's degree d_p (its keys, ciphertexts, survivors and shares), with the view
-    keys each ciphertext carries (one per holder of the sender not adjacent to its reader, at
-    most d - 1, none on the complete graph), and with p's 2-hop neighbourhood T_p (its tags and
-    the views it is sent: d_p <= |T_p| <= min(n - 1, d_p + sum_{j in N(p)} (d_j - 1)), each
-    view of d_w + 1 parties, one distinct view on the complete graph).  Every party sized at
-    the smallest degree with the fewest of these (``largest`` False) bounds the run from below,
-    at the largest with the most from above."""
+    keys each ciphertext carries (none on the complete graph), and with p's 2-hop neighbourhood
+    T_p (its tags, and the views it is sent: one per author in T_p, equal views once, each of
+    d_w + 1 parties; one view on the complete graph) (:class:`_Extent`).  Every party sized
+    with the smallest of each (``largest`` False) bounds the run from below, with the largest
+    from above."""
     s, n, neighbours = ctx.session, ctx.n, ctx.neighbours
-    complete = isinstance(neighbours, CompleteNeighbourhoods)
-    degrees = [n - 1] if complete else [len(neighbours[p]) for p in ctx.parties]
-    d = max(degrees) if largest else min(degrees)
-    entries = d - 1 if largest and not complete else 0  # view keys sealed with each share
-    targets = min(n - 1, d * d) if largest and not complete else d  # |T_p|
-    views = targets if largest and not complete else 1  # distinct views in the unmask request
+    if isinstance(neighbours, CompleteNeighbourhoods):  # every party alike: the bounds are the cost
+        d, entries, targets, views = n - 1, 0, n - 1, 1
+    else:
+        extent = _extent(ctx.parties, neighbours)
+        pick = max if largest else min
+        d, entries, targets = pick(extent.degree), pick(extent.sealed_keys), pick(extent.two_hop)
+        views = targets if extent.distinct_holders or largest else 1
     blob = AEAD_OVERHEAD + _PLAIN.size + KEY_ENTRY.size * entries
     ends = id_vector(range(blob, blob * d + 1, blob))
     cells = d + 1  # parties in a view: a holder set
@@ -251,8 +301,8 @@ def _bounds(ctx: SecureSumContext, *, largest: bool) -> TrafficCost:
     which, degree = ("at most (upper bound", "largest") if largest else ("at least (lower bound", "smallest")
     return TrafficCost(sent=sent, rounds=len(PHASES), exact=False,  # (the controller marks each)
                        formula=f"{which}: {len(PHASES) * n:,} party and {(len(PHASES) - 1) * n:,} controller "
-                               f"messages, every party at the {degree} degree {d}; masked, n = {n}, "
-                               f"L = {ctx.length})")
+                               f"messages, every party at the {degree} degree {d}, 2-hop neighbourhood "
+                               f"{targets}; masked, n = {n}, L = {ctx.length})")
 
 
 class MaskedEngine(SecureSumEngine):

@@ -65,8 +65,8 @@ async def test_expensive_secure_sum_is_announced_with_its_closed_form_cost_and_p
         await simulate_async(data, "RR-Independent", seed=5, p=0.7, progress_interval=0)
 
 
-@pytest.mark.parametrize(("bytes_threshold", "counts", "warns"),  # (bounds 93,792 and 184,512 B; count 168,984 B)
-                         [(184_512, 0, False), (175_000, 1, False), (150_000, 1, True), (90_000, 0, True)])
+@pytest.mark.parametrize(("bytes_threshold", "counts", "warns"),  # (bounds 144,096 and 184,512 B; count 168,984 B)
+                         [(184_512, 0, False), (175_000, 1, False), (150_000, 1, True), (144_000, 0, True)])
 async def test_a_masked_sum_below_its_upper_bound_is_not_counted(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, bytes_threshold: int, counts: int,
     warns: bool,

@@ -179,7 +179,7 @@ def test_the_counted_cost_is_the_measured_traffic_of_a_sparse_sum_with_handed_vi
 
 @pytest.mark.parametrize(("topology", "degree", "n", "length"),
                          [("complete", None, 9, 5), ("regular", 6, 30, 12), ("harary", 3, 11, 1582),
-                          ("regular", 4, 9, 3), ("harary", 5, 40, 7)])
+                          ("regular", 4, 9, 3), ("harary", 5, 40, 7), ("regular", 3, 8, 2), ("harary", 4, 5, 4)])
 def test_the_least_and_most_cost_bound_the_count_of_every_actor(
         topology: str, degree: int | None, n: int, length: int) -> None:
     # what simulate's warning reads before it counts: every actor's messages exactly (5 per
@@ -192,10 +192,15 @@ def test_the_least_and_most_cost_bound_the_count_of_every_actor(
     assert counted.exact and not least.exact and not most.exact
     assert least.rounds == most.rounds == counted.rounds == 5
     degrees = sorted({len(ctx.neighbours[p]) for p in range(n)})
+    # T_p: the parties sharing an owner with p, i.e. p's 2-hop neighbourhood (p excluded)
+    two_hop = sorted({len({*ctx.neighbours[p], *(h for j in ctx.neighbours[p] for h in ctx.neighbours[j])} - {p})
+                      for p in range(n)})
     assert least.formula.startswith(f"at least (lower bound: {5 * n:,} party and {4 * n:,} controller messages, "
-                                    f"every party at the smallest degree {degrees[0]}; ")
+                                    f"every party at the smallest degree {degrees[0]}, 2-hop neighbourhood "
+                                    f"{two_hop[0]}; ")
     assert most.formula.startswith(f"at most (upper bound: {5 * n:,} party and {4 * n:,} controller messages, "
-                                   f"every party at the largest degree {degrees[-1]}; ")
+                                   f"every party at the largest degree {degrees[-1]}, 2-hop neighbourhood "
+                                   f"{two_hop[-1]}; ")
     assert set(least.sent) == set(most.sent) == set(counted.sent) == {CONTROLLER, *range(n)}
     for actor, count in counted.sent.items():
         assert least.sent[actor].messages == count.messages == most.sent[actor].messages, actor
@@ -393,3 +398,24 @@ def test_a_party_checks_its_input_before_it_sends_anything(vector: np.ndarray, m
     with pytest.raises(ConfigurationError, match=message):
         run_virtual(engine.party(net.endpoint(1), vector, ctx, signer=signers[1]))
     assert net.totals() == (0, 0)
+
+
+@pytest.mark.parametrize(("topology", "degree", "parties"),
+                         [("regular", 4, tuple(range(100, 130))), ("harary", 5, tuple(range(7, 52, 2))),
+                          ("harary", 3, tuple(range(11))), ("regular", 8, tuple(range(300)))])
+def test_the_extent_of_a_graph_is_what_each_party_sees(topology: str, degree: int,
+                                                       parties: tuple[int, ...]) -> None:
+    # the array computation against the definitions, party by party (ids need not start at 0)
+    from parties.secure.masked import _extent
+
+    nbrs = build_neighbourhoods(parties, topology, degree, seed=3)
+    two_hop, sealed = [], []
+    for p in parties:
+        two_hop.append(len({*nbrs[p], *(h for j in nbrs[p] for h in nbrs[j])} - {p}))
+        sealed += [sum(1 for x in nbrs[p] if x != j and x not in nbrs[j]) for j in nbrs[p]]
+    distinct = len({frozenset((*nbrs[w], w)) for w in parties}) == len(parties)
+    degrees = [len(nbrs[p]) for p in parties]
+    extent = _extent(parties, nbrs)
+    assert extent == ((min(degrees), max(degrees)), (min(two_hop), max(two_hop)), (min(sealed), max(sealed)),
+                      distinct)
+    assert _extent(parties, nbrs) is extent  # (memoized per graph)
