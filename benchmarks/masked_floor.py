@@ -73,7 +73,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from parties.secure import crypto, prg, shamir, views  # noqa: E402
-from parties.secure.masked import _masked_input  # noqa: E402
+from parties.secure.masked_party import masked_input  # noqa: E402
 from parties.secure.unmasking import add_mask  # noqa: E402
 from parties.secure.pki import setup_pki  # noqa: E402
 from parties.secure.ring import ZMod  # noqa: E402
@@ -181,7 +181,7 @@ def items(repeat: int) -> list[tuple[str, int, float, float | None]]:
         add_mask(acc, key32)
 
     def engine_masked_input() -> None:  # the self mask and 8 pairwise masks, each with its agreement
-        _masked_input(ring, x, key32, priv, peers, SESSION, 0)
+        masked_input(ring, x, key32, priv, peers, SESSION, 0)
 
     neighbours8 = list(range(1, DEGREE + 1))
     shared8 = [shared] * DEGREE

@@ -38,9 +38,10 @@ Modules, in dependency order:
                  self masks and the dropped parties' pairwise masks removed
 - ``masked_server`` — the masked engine's controller program: relay, masked inputs, consistency
                  round, unmasking
+- ``masked_party`` — the masked engine's party side: one party's rounds as a sans-I/O state
+                 machine (``MaskedParty``) and the cryptography it calls
 - ``masked``    — engine ``masked``: Bonawitz et al. 2017 pairwise masks + Shamir recovery (the
-                 engine, its traffic bounds, and the party's rounds as a state machine under a
-                 flat program)
+                 engine, its traffic bounds, the party's program over ``MaskedParty``)
 - ``registry``  — ``ENGINES``: ``EngineEntry`` objects by name (paper, paper-per-combination, graph,
                  graph-direct, masked, masked-sparse) in a :class:`mprr.registry.Registry`, each
                  with all that is known of its engine (message kinds, needs, dropouts, plot style);

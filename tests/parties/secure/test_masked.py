@@ -18,7 +18,8 @@ from parties.secure.messages import (
     MaskedInput, PublicKeys, SealedShares, SurvivorTags, UnmaskRequest, UnmaskShares, id_vector,
 )
 from parties.wire.codec import decode, encode
-from parties.secure.masked import MaskedEngine, abscissa, spread
+from parties.secure.masked import MaskedEngine, spread
+from parties.secure.unmasking import abscissa
 from parties.secure.topology import build_neighbourhoods
 from parties.secure.views import unmask_requests
 from tests.parties.secure.helpers import RecordingNetwork, assert_controller_saw_no_input, run
@@ -343,7 +344,7 @@ def test_view_keys_an_owner_seals_for_the_wrong_parties_are_rejected(
     # Owner 0 of a harary(4) graph on 12 parties (neighbours 1, 2, 10, 11) seals its holder 1 a
     # view key "for" another party: 1 (itself), 2 (its neighbour) or 6 (not a holder of 0).
     # Holder 1 refuses the share before masking: it drops out, the others sum exactly.
-    import parties.secure.masked as masked
+    import parties.secure.masked_party as masked
 
     n = 12
     nbrs = build_neighbourhoods(range(n), "harary", 4)
