@@ -77,11 +77,22 @@ def _state_key(value: Any) -> Any:
 def _fields(obj: object) -> dict[str, Any]:
     """An object's attributes (``__dict__`` and ``__slots__``)."""
     fields = dict(getattr(obj, "__dict__", {}))
-    for cls in type(obj).__mro__:
-        for name in getattr(cls, "__slots__", ()):
-            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
-                fields[name] = getattr(obj, name)
+    for name in _slot_names(type(obj)):
+        if hasattr(obj, name):
+            fields[name] = getattr(obj, name)
     return fields
+
+
+_SLOTS: dict[type, tuple[str, ...]] = {}
+
+
+def _slot_names(cls: type) -> tuple[str, ...]:
+    """The ``__slots__`` attribute names of ``cls`` and its bases (found once per class)."""
+    names = _SLOTS.get(cls)
+    if names is None:
+        names = _SLOTS[cls] = tuple(name for c in cls.__mro__ for name in getattr(c, "__slots__", ())
+                                    if name not in ("__dict__", "__weakref__"))
+    return names
 
 
 def accountant_state(accountant: PrivacyAccountant) -> tuple[Any, ...]:
@@ -104,11 +115,35 @@ def accountant_for(template: PrivacyAccountant, party: int | str | None) -> Priv
     return out
 
 
+_RECORD: dict[type, int] = {}  # type -> 0: shared as it is, 1: a plain mutable record, 2: any other mutable one
+
+
 def _own(value: Any) -> Any:
     """``value``, or a copy of it when it is a mutable dataclass record (one per owner)."""
-    if is_dataclass(value) and not isinstance(value, type) and not getattr(value, "__dataclass_params__").frozen:
-        return copy.copy(value)
-    return value
+    kind = type(value)
+    how = _RECORD.get(kind)
+    if how is None:
+        how = _RECORD[kind] = _record_kind(kind)
+    if not how:
+        return value
+    if how == 1:  # (copy.copy's result, without its protocol lookups)
+        out = object.__new__(kind)
+        out.__dict__.update(value.__dict__)
+        return out
+    return copy.copy(value)
+
+
+def _record_kind(kind: type) -> int:
+    """How :func:`_own` treats instances of ``kind``: 0 (not a mutable dataclass record: shared), 1
+    (a plain one: no ``__slots__``, no copy or pickle hook of its own, so :func:`copy.copy` makes a
+    new instance with the same ``__dict__``) or 2 (copied by :func:`copy.copy`)."""
+    if not is_dataclass(kind) or getattr(kind, "__dataclass_params__").frozen:
+        return 0
+    plain = (all("__slots__" not in vars(c) for c in kind.__mro__ if c is not object)
+             and not hasattr(kind, "__copy__") and not hasattr(kind, "__setstate__")
+             and all(getattr(kind, hook, None) is getattr(object, hook, None)
+                     for hook in ("__reduce_ex__", "__reduce__", "__getstate__", "__new__")))
+    return 1 if plain else 2
 
 
 def _column_dtype(cells: int) -> type[np.unsignedinteger]:
@@ -178,6 +213,18 @@ class Cohort:
         """The state of the member at ``position`` of :attr:`rows`, as party ``party``'s own."""
         return PartyState(accountant_for(self.accountant, party),
                           tuple(int(col[position]) for col in self.values), self.draws, self.status)
+
+    def party_states(self, first_party: int) -> list[PartyState]:
+        """:meth:`party_state` of every member, in order (member ``k`` is party
+        ``first_party + rows[k]``): the released columns read once, as rows."""
+        acc, draws, status = self.accountant, self.draws, self.status
+        released: list[tuple[int, ...]]
+        if self.values:
+            released = list(map(tuple, np.stack(self.values, axis=1).tolist()))
+        else:
+            released = [()] * len(self)
+        return [PartyState(accountant_for(acc, first_party + row), values, draws, status)
+                for row, values in zip(self.rows.tolist(), released)]
 
     def release(self, request: ReleaseRequest, book: ReleaseBook, records: np.ndarray,
                 streams: StreamTable) -> np.ndarray | None:

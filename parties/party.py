@@ -201,7 +201,7 @@ class Party(Accounted):
                     f"record of party {index}: attribute {name!r} code must be an integer in [0, {size}), got {v!r}"
                 )
         self.__row = np.array([values], dtype=np.int64)  # the record, as a (1, m) table of one row
-        self.__record = tuple(int(v) for v in values)  # the same, in plain integers
+        self.__record = tuple(map(int, values))  # the same, in plain integers
         self.schema = schema
         self._rng: np.random.Generator | PartyStream
         if isinstance(seed, PartyStream):

@@ -181,10 +181,9 @@ class PartyShard:
             else:
                 moved = cohort.split(leave, start + int(cohort.rows[leave][0]))
             self._cohort_of[moved.rows] = -1
-            for position, row in enumerate(moved.rows.tolist()):
+            for row, record, state in zip(moved.rows.tolist(), records[moved.rows].tolist(), moved.party_states(start)):
                 i = start + row
-                state = moved.party_state(position, i)
-                party = Party(i, records[row], setup.schema, seed=streams.stream(i), budget=setup.budgets[row],
+                party = Party(i, record, setup.schema, seed=streams.stream(i), budget=setup.budgets[row],
                               policy=setup.policy, book=self._book, engine=setup.engine,
                               min_roster=setup.min_roster, signer=self._signers.get(i), registry=self._registry,
                               accountant=state.accountant, released=state.released, draws=state.draws)
