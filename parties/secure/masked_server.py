@@ -122,15 +122,17 @@ class ControllerProgram:
         if len(keys) < self.minimum:
             raise self._abort("key advertisement", keys)
         directory = {}
+        everyone = len(keys) == ctx.n  # (then every neighbour is live)
         for p in sorted(keys):
-            live = tuple([j for j in ctx.neighbours[p] if j in keys])
+            live = tuple(ctx.neighbours[p]) if everyone else tuple([j for j in ctx.neighbours[p] if j in keys])
             if len(live) + 1 < t:
                 raise SecureSumAborted(
                     f"masked secure sum aborted: party {p} has {len(live) + 1} live Shamir "
                     f"holders, threshold t = {t}", survivors=len(live) + 1, threshold=t)
             directory[p] = live
         order = spread(sorted(keys))
-        yield SendEach(tuple(order), tuple([KeyDirectory(s, id_vector(live), b"".join([keys[j].keys[0] for j in live]))
+        key_of = {j: msg.keys[0] for j, msg in keys.items()}.__getitem__
+        yield SendEach(tuple(order), tuple([KeyDirectory(s, id_vector(live), b"".join(map(key_of, live)))
                                             for live in map(directory.__getitem__, order)]), PHASES[0])
         return keys, directory
 
