@@ -38,6 +38,7 @@ states are about to differ.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from dataclasses import dataclass, is_dataclass
 from enum import Enum
 from typing import Any
@@ -107,12 +108,23 @@ def accountant_for(template: PrivacyAccountant, party: int | str | None) -> Priv
     out = object.__new__(type(template))
     for name, value in _fields(template).items():
         if isinstance(value, dict):
-            value = {k: _own(v) for k, v in value.items()}
+            value = dict(value) if _shared(value.values()) else {k: _own(v) for k, v in value.items()}
         elif isinstance(value, (list, set)):
-            value = type(value)(map(_own, value))
+            value = type(value)(value if _shared(value) else map(_own, value))
         object.__setattr__(out, name, value)
     object.__setattr__(out, "party", party)
     return out
+
+
+def _shared(values: Iterable[Any]) -> bool:
+    """Whether no value of ``values`` is a mutable record (:func:`_own` would return each as it is)."""
+    for kind in set(map(type, values)):
+        how = _RECORD.get(kind)
+        if how is None:
+            how = _RECORD[kind] = _record_kind(kind)
+        if how:
+            return False
+    return True
 
 
 _RECORD: dict[type, int] = {}  # type -> 0: shared as it is, 1: a plain mutable record, 2: any other mutable one

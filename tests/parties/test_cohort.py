@@ -10,11 +10,14 @@ import numpy as np
 import pytest
 
 from mprr.domain import encode_joint
+from mprr.privacy import PrivacyAccountant, RefusalReason, Release
+from mprr.privacy.accountant import Ask
 from mprr.protocols.release import release_units
 from mprr.protocols.steps import MatrixSpec
 from mprr.streams import PartyStreams, StreamTable
 from mprr.synthetic import planted_clusters
 from parties.columns import ReplyColumns
+from parties.cohort import accountant_for
 from parties.party import LOOP_KINDS
 from parties.public_state import ReleaseBook
 from parties.runtime import HostingPlan
@@ -301,3 +304,16 @@ async def test_parties_built_on_their_own_answer_at_once_as_each_would_alone() -
     assert [f.message for f in flat] == [f.message for f in alone]
     _same_reports(ShardReport.of(together), ShardReport.of(each))
     assert together.built()[4].refusals and ShardReport.of(together).draws.tolist()[:2] == [6, 6]
+
+
+def test_accountant_for_gives_each_party_its_own_containers_and_session_records() -> None:
+    acc = PrivacyAccountant(math.inf, party=2, min_roster=3)
+    exact = Release.exact_values(("A", "B"), linkable=False, phase="dependence")
+    acc.answer(Ask((exact,), "dependence", 1, ((0, 1),), session="s", exact=True))
+    copy = accountant_for(acc, 7)
+    assert copy.party == 7 and acc.party == 2 and copy.ledger is acc.ledger  # (immutable: shared)
+    assert copy.start_session("s", [2, 5, 7], 7) is None  # its own session record runs ...
+    assert copy.session_state("s") == "running" and acc.session_state("s") == "committed"  # ... not the template's
+    assert acc.start_session("s", [2, 5, 7, 9], 2) is None and copy.session_state("s") == "running"
+    copy.refuse(Ask((exact,), "dependence", 2), RefusalReason.INVALID_REQUEST, "no")
+    assert len(copy.refusals) == 1 and not acc.refusals  # its own lists
