@@ -230,7 +230,7 @@ class Party(Accounted):
         self._engine = engine
         self._signer = signer
         self._registry = registry
-        self._values: list[int] = [int(v) for v in released]
+        self._values: list[int] = list(map(int, released))
         # oracle reports of sampled phases by ledger entry (to resend), and the last report request answered
         self._reports: dict[int, tuple[int, np.ndarray]] = {}
         self._last_report: tuple[ReportRequest, Message] | None = None
