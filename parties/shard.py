@@ -18,7 +18,10 @@ answered on the loop's next turn, in arrival order; every reply is its own messa
 the codec and counted; a run of cohort members' replies leaves as one
 :class:`~parties.columns.ReplyColumns` (given a ``columns`` uplink).  A party whose state
 diverges (refusal, crash, secure sum, frequency-oracle report, :attr:`PartyShard.parties`) is
-built as a :class:`~parties.party.Party` from its cohort's state and answers on its own.  No
+built as a :class:`~parties.party.Party` from its cohort's state and answers on its own: its
+own accountant decides (:meth:`Party.decide <parties.party.Party.decide>`); with a ``columns``
+uplink, the codes of the built parties a release request reached whose every unit was granted
+are then drawn at once, as a cohort's are, and their replies leave as columns too.  No
 task, endpoint or pending receive is kept per party.  Every frame leaves the host: the router
 routes, counts and applies the fault plan in one place, the same on every runtime.
 
