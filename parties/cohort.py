@@ -54,7 +54,7 @@ from parties.wire.codec import encode
 from parties.wire.messages import RandomizedValues, values_layout
 from parties.wire.requests import ReleaseRequest, SecureRelease
 
-__all__ = ["Cohort", "PartyState", "ReplyLayout", "accountant_for", "accountant_state"]
+__all__ = ["Cohort", "PartyState", "ReplyLayout", "accountant_for", "accountant_state", "accountants_for"]
 
 
 def _state_key(value: Any) -> Any:
@@ -105,14 +105,39 @@ def accountant_for(template: PrivacyAccountant, party: int | str | None) -> Priv
     """A copy of ``template`` belonging to ``party`` (its own lists, dicts and sets, and its own
     copy of every mutable record they hold, e.g. a secure-sum session's state; ledgers and
     frozen records, being immutable, shared)."""
-    out = object.__new__(type(template))
+    return accountants_for(template, (party,))[0]
+
+
+def accountants_for(template: PrivacyAccountant, parties: Iterable[int | str | None]) -> list[PrivacyAccountant]:
+    """:func:`accountant_for` of each of ``parties``, in order: which fields are shared and how
+    each container is copied is found once (the copies of a cohort's members at once)."""
+    kept: dict[str, Any] = {}
+    containers: list[tuple[str, Any, bool]] = []  # (name, container, its values all shared as they are)
     for name, value in _fields(template).items():
         if isinstance(value, dict):
-            value = dict(value) if _shared(value.values()) else {k: _own(v) for k, v in value.items()}
+            containers.append((name, value, _shared(value.values())))
         elif isinstance(value, (list, set)):
-            value = type(value)(value if _shared(value) else map(_own, value))
-        object.__setattr__(out, name, value)
-    object.__setattr__(out, "party", party)
+            containers.append((name, value, _shared(value)))
+        elif name != "party":
+            kept[name] = value
+    cls, setattr_ = type(template), object.__setattr__
+    plain = not _slot_names(cls) and cls.__setattr__ is object.__setattr__  # (fields in __dict__ alone)
+    out = []
+    for party in parties:
+        acc = object.__new__(cls)
+        if plain:
+            acc.__dict__.update(kept)
+        else:
+            for name, value in kept.items():
+                setattr_(acc, name, value)
+        for name, value, shared in containers:
+            if isinstance(value, dict):
+                copied: Any = dict(value) if shared else {k: _own(v) for k, v in value.items()}
+            else:
+                copied = type(value)(value if shared else map(_own, value))
+            setattr_(acc, name, copied)
+        setattr_(acc, "party", party)
+        out.append(acc)
     return out
 
 
@@ -235,8 +260,9 @@ class Cohort:
             released = list(map(tuple, np.stack(self.values, axis=1).tolist()))
         else:
             released = [()] * len(self)
-        return [PartyState(accountant_for(acc, first_party + row), values, draws, status)
-                for row, values in zip(self.rows.tolist(), released)]
+        rows = self.rows.tolist()
+        return [PartyState(accountant, values, draws, status) for accountant, values
+                in zip(accountants_for(acc, [first_party + row for row in rows]), released)]
 
     def release(self, request: ReleaseRequest, book: ReleaseBook, records: np.ndarray,
                 streams: StreamTable) -> np.ndarray | None:

@@ -17,7 +17,7 @@ from mprr.protocols.steps import MatrixSpec
 from mprr.streams import PartyStreams, StreamTable
 from mprr.synthetic import planted_clusters
 from parties.columns import ReplyColumns
-from parties.cohort import accountant_for
+from parties.cohort import accountant_for, accountants_for
 from parties.party import LOOP_KINDS
 from parties.public_state import ReleaseBook
 from parties.runtime import HostingPlan
@@ -317,3 +317,14 @@ def test_accountant_for_gives_each_party_its_own_containers_and_session_records(
     assert acc.start_session("s", [2, 5, 7, 9], 2) is None and copy.session_state("s") == "running"
     copy.refuse(Ask((exact,), "dependence", 2), RefusalReason.INVALID_REQUEST, "no")
     assert len(copy.refusals) == 1 and not acc.refusals  # its own lists
+
+
+def test_accountants_for_copies_the_template_for_each_party_of_a_batch() -> None:
+    acc = PrivacyAccountant(math.inf, party=2, min_roster=3)
+    exact = Release.exact_values(("A", "B"), linkable=False, phase="dependence")
+    acc.answer(Ask((exact,), "dependence", 1, ((0, 1),), session="s", exact=True))
+    first, second = accountants_for(acc, [5, 7])
+    assert (first.party, second.party) == (5, 7) and first.ledger is second.ledger is acc.ledger
+    assert first.start_session("s", [2, 5, 7], 5) is None
+    assert first.session_state("s") == "running" and second.session_state("s") == acc.session_state("s") == "committed"
+    assert vars(second) == vars(accountant_for(acc, 7))  # (the same fields as a copy made alone)
