@@ -78,14 +78,14 @@ from mprr.data import Schema
 from mprr.domain import check_int
 from mprr.errors import ConfigurationError, MessageError, ProtocolError
 from mprr.privacy.ledger import Ledger
-from mprr.privacy import DEFAULT_MIN_ROSTER, PrivacyAccountant, Refusal, RefusalReason
+from mprr.privacy import DEFAULT_MIN_ROSTER, Decision, PrivacyAccountant, Refusal, RefusalReason
 from mprr.protocols.oracle_reports import report_rows
 from mprr.protocols.release import unit_codes
 from mprr.streams import PartyStream
 from parties.wire.codec import Message
 from parties.wire.messages import Abort, Ack, OracleReport, RandomizedValues, Refusal as WireRefusal
 from parties.wire.requests import ReleaseRequest, ReportRequest, SecureRelease, SecureSumStart
-from parties.public_state import ReleaseBook
+from parties.public_state import ReleaseBook, ResolvedUnit
 from parties.secure.program import Program
 from parties.transport import actor_name
 
@@ -201,7 +201,7 @@ class Party(Accounted):
                     f"record of party {index}: attribute {name!r} code must be an integer in [0, {size}), got {v!r}"
                 )
         self.__row = np.array([values], dtype=np.int64)  # the record, as a (1, m) table of one row
-        self.__record = tuple(int(v) for v in values)  # the same, in plain integers
+        self.__record = tuple(map(int, values))  # the same, in plain integers
         self.schema = schema
         self._rng: np.random.Generator | PartyStream
         if isinstance(seed, PartyStream):
@@ -230,7 +230,7 @@ class Party(Accounted):
         self._engine = engine
         self._signer = signer
         self._registry = registry
-        self._values: list[int] = [int(v) for v in released]
+        self._values: list[int] = list(map(int, released))
         # oracle reports of sampled phases by ledger entry (to resend), and the last report request answered
         self._reports: dict[int, tuple[int, np.ndarray]] = {}
         self._last_report: tuple[ReportRequest, Message] | None = None
@@ -307,6 +307,54 @@ class Party(Accounted):
         raise MessageError(f"{actor_name(self.index)} does not accept {msg.NAME} messages from the controller")
 
     def _decide(self, request: ReleaseRequest | SecureRelease) -> Message:
+        decided = self.decide(request)
+        if not isinstance(decided, tuple):
+            return decided
+        return self.reply_to(request, *decided)
+
+    def reply_to(self, request: ReleaseRequest | SecureRelease, units: tuple[ResolvedUnit, ...],
+                 decisions: tuple[Decision, ...]) -> Message:
+        """The reply to ``request`` once :meth:`decide` gave its ``units`` and ``decisions``: a
+        granted unit's code (the true one of an exact unit, else the inverse-CDF sample of the
+        party's next uniform), a replayed unit's code released then; the values (or, for a
+        commitment, the input held until its session ends)."""
+        values = self._values
+        codes = []
+        for unit, decision in zip(units, decisions):
+            if decision.granted:
+                if unit.exact:
+                    code = unit.value_of(self.__record)
+                else:
+                    u = self._rng.random()
+                    self.draws += 1
+                    code = unit.sample_one(self.__record, u)
+                values.append(code)
+            else:  # replayed: resend the value released then
+                code = values[decision.entry_index]
+            codes.append(code)
+        if isinstance(request, SecureRelease):
+            cells = [u.cells for u in units]
+            # 0/1 indicators: one byte a cell (the engine maps them into its ring when the sum
+            # starts); a party holds its committed input until its session ends
+            vector = np.zeros(sum(cells), dtype=np.uint8)
+            offset = 0
+            for c, code in zip(cells, codes):
+                vector[offset + code] = 1
+                offset += c
+            self._inputs[request.session] = (vector, self._book.digest(request))
+            return Ack(request.request_id)
+        released = np.array(codes, dtype=np.int64)
+        released.flags.writeable = False  # as the message keeps it: no second copy
+        return RandomizedValues(request.request_id, released)
+
+    def decide(self, request: ReleaseRequest | SecureRelease
+               ) -> Message | tuple[tuple[ResolvedUnit, ...], tuple[Decision, ...]]:
+        """The party's decision on ``request`` (what :meth:`handle` does first): the reply when
+        it is decided without releasing a value (a refusal; ``Ack`` for a commitment made
+        before), else the request's units and the accountant's decision on each, which the
+        accountant has booked: the codes are then due, drawn from the party's stream in unit
+        order (:meth:`handle` does it; a host answering many parties at once does it as
+        :meth:`released` says)."""
         resolution = self._book.resolve(request)
         acc = self.accountant
         ask = resolution.ask
@@ -322,35 +370,15 @@ class Party(Accounted):
             return WireRefusal.of(decisions)
         if not decisions:  # a re-sent commitment, already made
             return Ack(request.request_id)
-        values = self._values
-        codes = []
-        for unit, decision in zip(units, decisions):
-            if decision.granted:
-                if unit.exact:
-                    code = unit.value_of(self.__record)
-                else:
-                    u = self._rng.random()
-                    self.draws += 1
-                    code = unit.sample_one(self.__record, u)
-                values.append(code)
-            else:  # replayed: resend the value released then
-                code = values[decision.entry_index]
-            codes.append(code)
-        if ask.session is not None:
-            cells = [u.cells for u in units]
-            # 0/1 indicators: one byte a cell (the engine maps them into its ring when the sum
-            # starts); a party holds its committed input until its session ends
-            vector = np.zeros(sum(cells), dtype=np.uint8)
-            offset = 0
-            for c, code in zip(cells, codes):
-                vector[offset + code] = 1
-                offset += c
-            assert isinstance(request, SecureRelease)  # (only a SecureRelease has a session)
-            self._inputs[ask.session] = (vector, self._book.digest(request))
-            return Ack(request.request_id)
-        released = np.array(codes, dtype=np.int64)
-        released.flags.writeable = False  # as the message keeps it: no second copy
-        return RandomizedValues(request.request_id, released)
+        return units, decisions
+
+    def released(self, codes: Sequence[int], drawn: int) -> None:
+        """Book the codes of a release request whose every unit :meth:`decide` granted, computed
+        by the party's host for many parties at once as :meth:`handle` computes them (the true
+        code of an exact unit; for each other unit, in unit order, the inverse-CDF sample of the
+        party's next uniform): ``drawn`` uniforms were taken from the party's stream."""
+        self._values.extend(codes)
+        self.draws += drawn
 
     def _draw(self, k: int) -> np.ndarray:
         """``k`` uniforms from the party's stream, in order."""

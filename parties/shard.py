@@ -18,7 +18,10 @@ answered on the loop's next turn, in arrival order; every reply is its own messa
 the codec and counted; a run of cohort members' replies leaves as one
 :class:`~parties.columns.ReplyColumns` (given a ``columns`` uplink).  A party whose state
 diverges (refusal, crash, secure sum, frequency-oracle report, :attr:`PartyShard.parties`) is
-built as a :class:`~parties.party.Party` from its cohort's state and answers on its own.  No
+built as a :class:`~parties.party.Party` from its cohort's state and answers on its own: its
+own accountant decides (:meth:`Party.decide <parties.party.Party.decide>`); with a ``columns``
+uplink, the codes of the built parties a release request reached whose every unit was granted
+are then drawn at once, as a cohort's are, and their replies leave as columns too.  No
 task, endpoint or pending receive is kept per party.  Every frame leaves the host: the router
 routes, counts and applies the fault plan in one place, the same on every runtime.
 
@@ -181,10 +184,9 @@ class PartyShard:
             else:
                 moved = cohort.split(leave, start + int(cohort.rows[leave][0]))
             self._cohort_of[moved.rows] = -1
-            for position, row in enumerate(moved.rows.tolist()):
+            for row, record, state in zip(moved.rows.tolist(), records[moved.rows].tolist(), moved.party_states(start)):
                 i = start + row
-                state = moved.party_state(position, i)
-                party = Party(i, records[row], setup.schema, seed=streams.stream(i), budget=setup.budgets[row],
+                party = Party(i, record, setup.schema, seed=streams.stream(i), budget=setup.budgets[row],
                               policy=setup.policy, book=self._book, engine=setup.engine,
                               min_roster=setup.min_roster, signer=self._signers.get(i), registry=self._registry,
                               accountant=state.accountant, released=state.released, draws=state.draws)
@@ -509,26 +511,74 @@ class PartyShard:
 
     def _send_columns(self, rows: np.ndarray, of: np.ndarray, position: np.ndarray,
                       answers: dict[int, tuple[Cohort, np.ndarray | None]], msg: ReleaseRequest, phase: str) -> None:
-        """Queue the replies to ``msg`` in arrival order: each run of cohort members as one
-        :class:`~parties.columns.ReplyColumns`, each party on its own as its own frame."""
+        """Queue the replies to ``msg`` in arrival order: each run of cohort members, and of
+        parties on their own whose every unit is granted (:meth:`_release_built`), as one
+        :class:`~parties.columns.ReplyColumns`, each other party's reply as its own frame."""
         table = np.empty((rows.shape[0], len(msg.units)), dtype=np.int64)
         for index, (_, codes) in answers.items():
             if codes is not None:
                 mine = of == index
                 table[mine] = codes[position[mine]]
+        alone = np.flatnonzero(of < 0)
+        replies = self._release_built(rows, alone, msg, table) if alone.size else {}
         table.flags.writeable = False
         layout = ReplyLayout.of(msg.request_id, table)
         start = self.setup.parties.start
-        apart = np.flatnonzero(of < 0).tolist() + [rows.shape[0]]
         at = 0
-        for stop in apart:
+        for stop in [*sorted(replies), rows.shape[0]]:
             if stop > at:
                 self._replies.append(layout.columns(rows[at:stop] + start, phase, slice(at, stop)))
-            if stop < rows.shape[0]:
-                self._answer(self._parties[int(rows[stop])], msg, phase)
+            if stop < rows.shape[0] and (reply := replies[stop]) is not None:
+                self._send(start + int(rows[stop]), phase, reply, encode(reply))
             at = stop + 1
         if self._replies:
             self._schedule()
+
+    def _release_built(self, rows: np.ndarray, alone: np.ndarray, msg: ReleaseRequest,
+                       table: np.ndarray) -> dict[int, Message | None]:
+        """The parties built on their own at positions ``alone`` of ``rows`` answer ``msg``:
+        each decides (:meth:`Party.decide <parties.party.Party.decide>`); the codes of those
+        whose every unit is granted are computed at once, as a cohort's are (the true codes of
+        an exact unit, one uniform of each one's stream per other unit, in unit order) and
+        written into their rows of ``table``; every other party's reply (``None``: none) is
+        returned by position.  Each party gets exactly what :meth:`Party.receive
+        <parties.party.Party.receive>` would give it."""
+        parties, crashed = self._parties, self.network.is_crashed
+        replies: dict[int, Message | None] = {}
+        together: list[int] = []  # positions whose codes are computed at once
+        units = None
+        for k in alone.tolist():
+            party = parties[int(rows[k])]
+            if crashed(party.index):  # (its reply is lost on its own)
+                replies[k] = party.receive(msg)
+                continue
+            try:
+                decided = party.decide(msg)
+            except MessageError as exc:  # (as Party.receive logs it)
+                party.errors.append(str(exc))
+                replies[k] = None
+                continue
+            if not isinstance(decided, tuple):
+                replies[k] = decided
+            elif (units is None or decided[0] is units) and all([d.granted for d in decided[1]]):
+                units = decided[0]
+                together.append(k)
+            else:
+                replies[k] = party.reply_to(msg, *decided)
+        if together and units is not None:
+            at = np.array(together, dtype=np.int64)
+            members = rows[at]
+            records, streams = self._records[members], self.setup.streams
+            drawn = 0
+            for j, unit in enumerate(units):
+                if unit.exact:
+                    table[at, j] = unit.values(records)
+                else:
+                    table[at, j] = unit.sample(records, streams.uniforms(members))
+                    drawn += 1
+            for row, codes in zip(members.tolist(), table[at].tolist()):
+                parties[row].released(codes, drawn)
+        return replies
 
     def _flush(self) -> None:
         """Answer what was collected, then send the replies since the last flush, in that order.

@@ -34,7 +34,7 @@ from parties.secure.messages import (
     bundle,
     id_vector,
 )
-from parties.secure.program import Delivery, Expect, Mark, Operation, Program, Reject, Send, SendEach
+from parties.secure.program import Delivery, Expect, Mark, Operation, Program, Reject, SendEach
 from parties.secure.receive import checked_vector
 from parties.secure.topology import CompleteNeighbourhoods
 from parties.secure.unmasking import Unmasking
@@ -56,6 +56,9 @@ class Shortfall(SecureSumAborted):
 
 
 _M = TypeVar("_M", bound=Message)
+
+_BLOCK = 1024
+"""Parties whose relayed shares the controller sends at once (one :class:`SendEach`)."""
 
 
 class ControllerProgram:
@@ -122,15 +125,17 @@ class ControllerProgram:
         if len(keys) < self.minimum:
             raise self._abort("key advertisement", keys)
         directory = {}
+        everyone = len(keys) == ctx.n  # (then every neighbour is live)
         for p in sorted(keys):
-            live = tuple([j for j in ctx.neighbours[p] if j in keys])
+            live = tuple(ctx.neighbours[p]) if everyone else tuple([j for j in ctx.neighbours[p] if j in keys])
             if len(live) + 1 < t:
                 raise SecureSumAborted(
                     f"masked secure sum aborted: party {p} has {len(live) + 1} live Shamir "
                     f"holders, threshold t = {t}", survivors=len(live) + 1, threshold=t)
             directory[p] = live
         order = spread(sorted(keys))
-        yield SendEach(tuple(order), tuple([KeyDirectory(s, id_vector(live), b"".join([keys[j].keys[0] for j in live]))
+        key_of = {j: msg.keys[0] for j, msg in keys.items()}.__getitem__
+        yield SendEach(tuple(order), tuple([KeyDirectory(s, id_vector(live), b"".join(map(key_of, live)))
                                             for live in map(directory.__getitem__, order)]), PHASES[0])
         return keys, directory
 
@@ -158,10 +163,15 @@ class ControllerProgram:
         if len(u2) < self.minimum:
             raise self._abort("key sharing", set(u2))
         relayed: dict[int, tuple[int, ...]] = {}
-        for p in spread(sorted(u2)):  # one bundle at a time, its entries dropped once sent
-            entries = sorted(inbox.pop(p))  # by sender (a sender seals once for each recipient)
-            relayed[p] = tuple([src for src, _ in entries])
-            yield Send(p, RelayedShares(s, *bundle(entries)), PHASES[1])
+        order = spread(sorted(u2))
+        for first in range(0, len(order), _BLOCK):  # a block of bundles at a time, their entries dropped once sent
+            block = order[first:first + _BLOCK]
+            bundles = []
+            for p in block:
+                entries = sorted(inbox.pop(p))  # by sender (a sender seals once for each recipient)
+                relayed[p] = tuple([src for src, _ in entries])
+                bundles.append(RelayedShares(s, *bundle(entries)))
+            yield SendEach(tuple(block), tuple(bundles), PHASES[1])
         return relayed
 
     def _collect_inputs(self, u2: set[int]) -> Generator[Operation, Delivery[Any] | None, tuple[np.ndarray, set[int]]]:

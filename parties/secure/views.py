@@ -24,6 +24,7 @@ import sys
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 
@@ -81,7 +82,7 @@ def unmask_requests(session: str, views: dict[int, tuple[int, ...]], tagged: dic
     counts = np.fromiter((t.shape[0] for t in targets), dtype=np.int64, count=len(authors))
     to = np.concatenate(targets)
     by = np.repeat(np.asarray(authors, dtype=np.uint32), counts)
-    tags = np.frombuffer(b"".join([tagged[w].tags for w in authors]), dtype=np.uint8).reshape(-1, TAG_BYTES)
+    tags = np.frombuffer(b"".join([tagged[w].tags for w in authors]), dtype=f"V{TAG_BYTES}")  # (a tag an item)
     known: dict[tuple[int, ...], int] = {}
     distinct: list[tuple[int, ...]] = []
     author_view = np.empty(len(authors), dtype=np.int64)
@@ -95,12 +96,15 @@ def unmask_requests(session: str, views: dict[int, tuple[int, ...]], tagged: dic
     sizes = np.fromiter(map(len, distinct), dtype=np.int64, count=len(distinct))
     width = int(sizes.max(initial=0))
     padded = np.zeros((len(distinct), width), dtype=np.uint32)  # view g is padded[g, :sizes[g]]
-    padded[np.arange(width) < sizes[:, None]] = np.fromiter((c for view in distinct for c in view),
-                                                            dtype=np.uint32, count=int(sizes.sum()))
+    padded[np.arange(width) < sizes[:, None]] = np.fromiter(chain.from_iterable(distinct), dtype=np.uint32,
+                                                            count=int(sizes.sum()))
     reader = np.zeros(max(int(to.max(initial=0)), authors[-1]) + 1, dtype=bool)
     reader[authors] = True
     rows = np.flatnonzero(reader[to])
-    rows = rows[np.argsort(to[rows], kind="stable")]  # by reader, authors in order within
+    readers = to[rows]
+    if readers.shape[0] and int(readers.max()) < 1 << 16:  # (numpy's stable sort of 16-bit keys is a radix sort)
+        readers = readers.astype(np.uint16)
+    rows = rows[np.argsort(readers, kind="stable")]  # by reader, authors in order within
     grouped = to[rows]
     row_view = np.repeat(author_view, counts)[rows]
     ids = np.asarray(authors, dtype=np.int64)
@@ -108,6 +112,7 @@ def unmask_requests(session: str, views: dict[int, tuple[int, ...]], tagged: dic
     highs = np.searchsorted(grouped, ids, "right")
     slot = {w: k for k, w in enumerate(authors)}
     sequence = authors if order is None else order(authors)
+    all_distinct = len(distinct) == len(authors)
     for first in range(0, len(sequence), _BLOCK):
         block = sequence[first:first + _BLOCK]
         at = np.fromiter(map(slot.__getitem__, block), dtype=np.int64, count=len(block))
@@ -115,15 +120,19 @@ def unmask_requests(session: str, views: dict[int, tuple[int, ...]], tagged: dic
         ends = np.cumsum(n_rows)
         picked = np.repeat(lo - (ends - n_rows), n_rows) + np.arange(int(ends[-1]))  # the block's rows
         g = row_view[picked]
-        key = np.repeat(np.arange(len(block)), n_rows) * len(distinct) + g  # (reader, view)
-        _, first_row, inverse = np.unique(key, return_index=True, return_inverse=True)
-        by_first = np.argsort(first_row, kind="stable")  # each reader's views, in first-signer order
-        chosen = g[first_row[by_first]]
-        n_views = np.bincount(key[first_row] // len(distinct), minlength=len(block))
-        view_stops = np.cumsum(n_views)
-        local = np.empty(len(by_first), dtype=np.int64)  # number of a view within its reader's
-        local[by_first] = np.arange(len(by_first)) - np.repeat(view_stops - n_views, n_views)
-        view_of = local[inverse].astype(np.uint32)
+        if all_distinct:  # (a sparse graph: no two authors were told the same view) every row its own view
+            chosen, n_views, view_stops = g, n_rows, ends
+            view_of = (np.arange(len(g)) - np.repeat(ends - n_rows, n_rows)).astype(np.uint32)
+        else:
+            key = np.repeat(np.arange(len(block)), n_rows) * len(distinct) + g  # (reader, view)
+            _, first_row, inverse = np.unique(key, return_index=True, return_inverse=True)
+            by_first = np.argsort(first_row, kind="stable")  # each reader's views, in first-signer order
+            chosen = g[first_row[by_first]]
+            n_views = np.bincount(key[first_row] // len(distinct), minlength=len(block))
+            view_stops = np.cumsum(n_views)
+            local = np.empty(len(by_first), dtype=np.int64)  # number of a view within its reader's
+            local[by_first] = np.arange(len(by_first)) - np.repeat(view_stops - n_views, n_views)
+            view_of = local[inverse].astype(np.uint32)
         lengths = sizes[chosen]
         cell_stops = np.cumsum(lengths)
         cells = padded[chosen][np.arange(width) < lengths[:, None]]

@@ -10,10 +10,14 @@ import numpy as np
 import pytest
 
 from mprr.domain import encode_joint
+from mprr.privacy import PrivacyAccountant, RefusalReason, Release
+from mprr.privacy.accountant import Ask
 from mprr.protocols.release import release_units
 from mprr.protocols.steps import MatrixSpec
 from mprr.streams import PartyStreams, StreamTable
 from mprr.synthetic import planted_clusters
+from parties.columns import ReplyColumns
+from parties.cohort import accountant_for, accountants_for
 from parties.party import LOOP_KINDS
 from parties.public_state import ReleaseBook
 from parties.runtime import HostingPlan
@@ -269,3 +273,58 @@ async def test_commitments_mixed_with_partial_broadcasts_refusals_and_replays_ma
         for s in ("s1", "s2", "s3", "s4"):
             assert mine.accountant.session_state(s) == theirs.accountant.session_state(s)
     assert True in answered and False in answered  # both the cohorts' path and the parties' own were taken
+
+
+async def test_parties_built_on_their_own_answer_at_once_as_each_would_alone() -> None:
+    """Parties built as Party objects (e.g. after a secure sum) whose every unit is granted
+    answer a request together (Party.decide, then their codes at once, sent as reply
+    columns); the refused, the replaying and the crashed answer on their own: the same
+    bytes, values, draws and ledgers as when each answers alone."""
+    budgets = (INF,) * 4 + (0.5,) + (INF,) * 3 + (40.0,) * 4  # party 4 refuses; 8-11 another budget
+    codes, schema = _data()
+    plan = HostingPlan(n=N, schema=schema, records=codes, seed=9, budgets=budgets, policy="sequential",
+                       accept=tuple(k.KIND for k in LOOP_KINDS), fault_seed=9, timeout=5.0)
+    sent: list[Frame | ReplyColumns] = []
+    together = PartyShard(plan.setup(range(N)), sent.append, columns=sent.append)
+    alone: list[Frame] = []
+    each = _shard(budgets, alone)
+    targets = [k for k in range(N) if k != 9]
+    for shard in (together, each):
+        shard.materialize(np.arange(N))
+        await _run(shard, _requests(), targets, crash=(2,))
+    flat = []
+    for item in sent:
+        if isinstance(item, ReplyColumns):
+            flat += [Frame(int(item.srcs[k]), CONTROLLER, item.phase, item.kind, item.payload(k), item.message(k))
+                     for k in range(len(item))]
+        else:
+            flat.append(item)
+    assert any(isinstance(item, ReplyColumns) for item in sent) and not together.cohorts()
+    assert _frames(flat) == _frames(alone) and len(flat) == 3 * (N - 2) + 1  # (2 crashed after the first)
+    assert [f.message for f in flat] == [f.message for f in alone]
+    _same_reports(ShardReport.of(together), ShardReport.of(each))
+    assert together.built()[4].refusals and ShardReport.of(together).draws.tolist()[:2] == [6, 6]
+
+
+def test_accountant_for_gives_each_party_its_own_containers_and_session_records() -> None:
+    acc = PrivacyAccountant(math.inf, party=2, min_roster=3)
+    exact = Release.exact_values(("A", "B"), linkable=False, phase="dependence")
+    acc.answer(Ask((exact,), "dependence", 1, ((0, 1),), session="s", exact=True))
+    copy = accountant_for(acc, 7)
+    assert copy.party == 7 and acc.party == 2 and copy.ledger is acc.ledger  # (immutable: shared)
+    assert copy.start_session("s", [2, 5, 7], 7) is None  # its own session record runs ...
+    assert copy.session_state("s") == "running" and acc.session_state("s") == "committed"  # ... not the template's
+    assert acc.start_session("s", [2, 5, 7, 9], 2) is None and copy.session_state("s") == "running"
+    copy.refuse(Ask((exact,), "dependence", 2), RefusalReason.INVALID_REQUEST, "no")
+    assert len(copy.refusals) == 1 and not acc.refusals  # its own lists
+
+
+def test_accountants_for_copies_the_template_for_each_party_of_a_batch() -> None:
+    acc = PrivacyAccountant(math.inf, party=2, min_roster=3)
+    exact = Release.exact_values(("A", "B"), linkable=False, phase="dependence")
+    acc.answer(Ask((exact,), "dependence", 1, ((0, 1),), session="s", exact=True))
+    first, second = accountants_for(acc, [5, 7])
+    assert (first.party, second.party) == (5, 7) and first.ledger is second.ledger is acc.ledger
+    assert first.start_session("s", [2, 5, 7], 5) is None
+    assert first.session_state("s") == "running" and second.session_state("s") == acc.session_state("s") == "committed"
+    assert vars(second) == vars(accountant_for(acc, 7))  # (the same fields as a copy made alone)
