@@ -73,7 +73,7 @@ from parties.public_state import ReleaseBook
 from parties.secure.pki import KeyRegistry, Signer, generate_signers
 from parties.shard_network import ShardNetwork
 from parties.shard_setup import ShardSetup, split
-from parties.transport import CONTROLLER, Frame, Transport, actor_name
+from parties.transport import CONTROLLER, Frame, Transport
 
 __all__ = [
     "HostedParties",  # (from parties.hosted_parties)

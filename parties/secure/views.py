@@ -30,7 +30,7 @@ import numpy as np
 
 from mprr.errors import SecureSumAborted
 from parties.secure.context import SecureSumContext
-from parties.secure.messages import TAG_BYTES, SurvivorTags, UnmaskRequest, id_vector
+from parties.secure.messages import TAG_BYTES, SurvivorTags, UnmaskRequest
 from parties.secure.topology import CompleteNeighbourhoods, Neighbourhoods
 
 __all__ = [
