@@ -285,6 +285,7 @@ class MaskedParty:
             xs = [bisect_left(mine, h) + 1 + (me < h) for h in live]
         self.own_x = abscissa(neighbours, me, me)
         sk_values, b_values = crypto.share((self.s_sk_raw, self_mask), [*xs, self.own_x], ctx.threshold)
+        self.s_sk_raw = b""  # (shared: the raw private key is not kept; the key object masks in round 2)
         self.own_b = b_values[-1]
         # one X25519 agreement per neighbour gives the AEAD channel key and the consistency
         # round's MAC key of the pair; my holders that are not neighbours of each other get a
