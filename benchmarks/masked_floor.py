@@ -250,7 +250,9 @@ def cold_floor(n: int) -> tuple[float, dict[str, float]]:
     run's order: a party's state of one round is used again only after every other party's).
     It is what an ideal program would pay for the cryptography with no Python around it: the
     gap to :func:`items`' floor (one key, hot in the cache) is the cost of the data being
-    cold, which no code layout removes while each party keeps its own keys."""
+    cold, which no code layout removes while each party keeps its own keys.  Slightly warmer
+    than a run still: the plaintexts and the Shamir secret are one for all parties, and a
+    party's HMAC key blocks one pair for all its neighbours."""
     sha256, blake, token, aead = hashlib.sha256, hashlib.blake2b, secrets.token_bytes, ChaCha20Poly1305
     graph = build_neighbourhoods(tuple(range(n)), "regular", DEGREE, seed=1)
     nbrs = [graph[i] for i in range(n)]
@@ -598,8 +600,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label}: {total * 1e3:.2f} ms per party -> {seconds:.1f} s of CPU for {N_ADULT:,} parties, "
               f"{seconds / 2:.1f} s on 2 cores (target for the whole sum: <= {TARGET_S:.0f} s wall; "
               f"{TARGET_S * 2 / N_ADULT * 1e3:.2f} ms per party all in)")
-    if args.cold < 0:
-        parser.error(f"--cold must be 0 or more parties, got {args.cold}")
+    if args.cold < 0 or 0 < args.cold <= DEGREE:
+        parser.error(f"--cold must be 0 (not measured) or more than {DEGREE} parties (the graph is {DEGREE}-regular), "
+                     f"got {args.cold}")
     cold: float | None = None
     if args.cold:
         cold, by_round = cold_floor(args.cold)

@@ -309,6 +309,7 @@ class MaskedParty:
                                                      ctx.neighbours, me, set(ctx.neighbours[me]), ctx.session, crypto)
         self.view_keys = crypto.combined_keys(handed, dict(self.view_keys))  # (handed peers are no neighbours)
         y = crypto.masked_input(ctx.ring, self.vector, ctx, self.self_mask, self.s_keys, peer_masks, me)
+        self.self_mask, self.s_keys = b"", None  # (masked: the seed b and the masking key are not kept)
         y.flags.writeable = False  # (the party's own copy, handed to the message as it is: no copy)
         return MaskedInput(ctx.session, y)
 
