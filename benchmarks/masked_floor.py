@@ -61,7 +61,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
@@ -79,13 +79,13 @@ from parties.secure.pki import setup_pki  # noqa: E402
 from parties.secure.ring import ZMod  # noqa: E402
 from parties.secure.topology import build_neighbourhoods  # noqa: E402
 from _adult import DEFAULT_ADULT  # noqa: E402  (benchmarks/_adult.py)
+from _cold_floor import cold_floor  # noqa: E402  (benchmarks/_cold_floor.py)
 
 N_ADULT = 32_561
 DEGREE, THRESHOLD, CELLS = 8, 5, 1_582
 TARGET_S = 30.0
 """The whole masked sum of 1,582 cells over 32,561 parties on 2 cores (issue target, wall)."""
 SESSION = "bench-session"
-T = TypeVar("T")
 
 
 class Timings:
@@ -237,125 +237,6 @@ def items(repeat: int) -> list[tuple[str, int, float, float | None]]:
 
     return [(row[0], row[1], value(row[2], 1) or 0.0, value(row[3], row[4] if len(row) > 4 else 1))
             for row in rows]
-
-
-def cold_floor(n: int) -> tuple[float, dict[str, float]]:
-    """The floor's cryptography for ``n`` parties at once, each with its own keys and data:
-    CPU seconds per party, in all and per round.
-
-    The same library calls as :func:`items`' floor column, as many per party (17 X25519, 40
-    HMACs, 8 seals and 8 opens, 9 masks, Shamir, 56 SHA-256, 64 + 32 BLAKE2b tags), inputs
-    prepared in advance, but on ``n`` parties' distinct keys, ciphertexts, statements and
-    input vectors on a k = 8 regular graph, one round after another over all the parties (the
-    run's order: a party's state of one round is used again only after every other party's).
-    It is what an ideal program would pay for the cryptography with no Python around it: the
-    gap to :func:`items`' floor (one key, hot in the cache) is the cost of the data being
-    cold, which no code layout removes while each party keeps its own keys.  Slightly warmer
-    than a run still: the plaintexts and the Shamir secret are one for all parties, and a
-    party's HMAC key blocks one pair for all its neighbours."""
-    sha256, blake, token, aead = hashlib.sha256, hashlib.blake2b, secrets.token_bytes, ChaCha20Poly1305
-    graph = build_neighbourhoods(tuple(range(n)), "regular", DEGREE, seed=1)
-    nbrs = [graph[i] for i in range(n)]
-    static = [X25519PrivateKey.generate() for _ in range(n)]
-    static_pub = [k.public_key() for k in static]
-    blocks = [(secrets.token_bytes(64), secrets.token_bytes(64)) for _ in range(n)]  # a party's padded HMAC keys
-    infos = [[b"mprr/secure-sum/v1|channel|s|%d|%d\x01" % (i, j) for j in nbrs[i]] for i in range(n)]
-    aead_keys = [[secrets.token_bytes(32) for _ in range(DEGREE)] for _ in range(n)]
-    plains = [bytes(110 + 7 * views.KEY_ENTRY.size)] * DEGREE
-    ads = [[b"mprr/secure-sum/v1|aead|s|%d|%d" % (i, j) for j in nbrs[i]] for i in range(n)]
-    heads = [b"mprr/view-key" + struct_i(i) for i in range(n)]
-    view_keys = [[secrets.token_bytes(views.VIEW_KEY_BYTES) for _ in range(64)] for _ in range(n)]
-    statements = [views.statement_prefix(SESSION) + struct_i(i) + views.pack_ids(tuple(range(9))) for i in range(n)]
-    accs = [np.zeros(CELLS, dtype=np.uint32) for _ in range(n)]
-    zero, nonce16 = bytes(CELLS * 4), bytes(16)
-    seeds = [[secrets.token_bytes(32) for _ in range(DEGREE + 1)] for _ in range(n)]
-    prime, t = shamir.PRIME, THRESHOLD
-    xs = list(range(1, DEGREE + 2))
-    secret = secrets.randbelow(prime)
-    rounds: dict[str, float] = {}
-
-    def timed(name: str, work: Callable[[], T]) -> T:
-        start = time.process_time()
-        out = work()
-        rounds[name] = rounds.get(name, 0.0) + time.process_time() - start
-        return out
-
-    def round0() -> list[tuple[X25519PrivateKey, bytes]]:
-        out = []
-        for _ in range(n):
-            key = X25519PrivateKey.generate()
-            out.append((key, key.public_key().public_bytes_raw()))
-        return out
-
-    masking = timed("0: masking key pair", round0)
-
-    def round1() -> list[list[bytes]]:
-        sealed = []
-        for i in range(n):
-            mine = static[i]
-            for j in nbrs[i]:
-                mine.exchange(static_pub[j])
-            inner, outer = blocks[i]
-            for info in infos[i]:  # one extract and two expands per neighbour (channel and view keys)
-                sha256(outer + sha256(inner + info).digest()).digest()
-                sha256(outer + sha256(inner + info).digest()).digest()
-                sha256(outer + sha256(inner + info).digest()).digest()
-            for _ in range(2):  # Shamir: 2 secrets, t-of-(k + 1)
-                cs = [secret] + [secrets.randbelow(prime) for _ in range(t - 1)]
-                for xk in xs:
-                    y = 0
-                    for c in reversed(cs):
-                        y = (y * xk + c) % prime
-            token(32)
-            token(32)
-            sealed.append([(nonce := token(12)) + aead(key).encrypt(nonce, plain, ad)
-                           for key, plain, ad in zip(aead_keys[i], plains, ads[i])])
-        return sealed
-
-    sealed = timed("1: static agreements, HKDF, Shamir, seals", round1)
-    parsed = timed("2: masking agreements, HKDF, opens, masks, combined keys",
-                   lambda: [X25519PublicKey.from_public_bytes(raw) for _, raw in masking])
-
-    def round2() -> None:
-        for i in range(n):
-            for key, blob, ad in zip(aead_keys[i], sealed[i], ads[i]):
-                aead(key).decrypt(blob[:12], blob[12:], ad)
-            mine = masking[i][0]
-            for j in nbrs[i]:
-                mine.exchange(parsed[j])
-            inner, outer = blocks[i]
-            for info in infos[i]:  # one extract and one expand per masking seed
-                sha256(outer + sha256(inner + info).digest()).digest()
-                sha256(outer + sha256(inner + info).digest()).digest()
-            acc = accs[i]
-            for seed in seeds[i]:
-                np.add(acc, np.frombuffer(Cipher(algorithms.ChaCha20(seed, nonce16), mode=None).encryptor()
-                                          .update(zero), dtype=np.uint32), out=acc)
-            head = heads[i]
-            for key in view_keys[i][:56]:
-                sha256(head + key).digest()
-
-    timed("2: masking agreements, HKDF, opens, masks, combined keys", round2)
-
-    def round3() -> list[list[bytes]]:
-        return [[blake(statements[i], key=key, digest_size=16).digest() for key in view_keys[i]] for i in range(n)]
-
-    tags = timed("3: view tags written", round3)
-
-    def round4() -> None:
-        same = hmac.compare_digest
-        for i in range(n):
-            statement, mine = statements[i], tags[i]
-            for k, key in enumerate(view_keys[i][:32]):
-                same(blake(statement, key=key, digest_size=16).digest(), mine[k])
-
-    timed("4: view tags checked", round4)
-    return sum(rounds.values()) / n, {name: s / n for name, s in rounds.items()}
-
-
-def struct_i(i: int) -> bytes:
-    """A party id as the 4 little-endian bytes of the statements."""
-    return i.to_bytes(4, "little")
 
 
 @dataclass(frozen=True)
@@ -605,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"got {args.cold}")
     cold: float | None = None
     if args.cold:
-        cold, by_round = cold_floor(args.cold)
+        cold, by_round = cold_floor(args.cold, degree=DEGREE, threshold=THRESHOLD, cells=CELLS, session=SESSION)
         print(f"cold floor, {args.cold:,} parties' own keys and data, round after round: {cold * 1e3:.2f} ms per party, "
               f"{cold / floor_total:.2f} x the floor above (load {Path('/proc/loadavg').read_text().split()[0]})")
         for name, seconds in by_round.items():

@@ -52,6 +52,8 @@ Modules, in dependency order:
 - ``shard_report``  — what a shard hands back after a run: its parties' summaries, in columns
 - ``cohort``        — a shard's parties in identical state, as columns: a broadcast release
                       request answered for all of them in one vectorized step
+- ``built_release`` — parties built on their own (after a secure sum) answering one release
+                      request together: each decides, the granted codes drawn at once
 - ``report_phase``  — what a phase of frequency-oracle reports brings back: the check of each
                       party's ``OracleReport`` and the phase's ``ReportedData``
 - ``recording``     — ``RecordingEndpoint``: the controller's endpoint, logging all it receives to the view

@@ -67,6 +67,7 @@ from parties.wire.codec import Message, decode, encode, known_kinds
 from parties.wire.messages import Abort, Ack, RandomizedValues
 from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
 from parties.party import LOOP_KINDS, Party
+from parties.built_release import release_together
 from parties.hosted_parties import HostedParties
 from parties.party_sum import PartySums
 from parties.public_state import ReleaseBook
@@ -512,7 +513,7 @@ class PartyShard:
     def _send_columns(self, rows: np.ndarray, of: np.ndarray, position: np.ndarray,
                       answers: dict[int, tuple[Cohort, np.ndarray | None]], msg: ReleaseRequest, phase: str) -> None:
         """Queue the replies to ``msg`` in arrival order: each run of cohort members, and of
-        parties on their own whose every unit is granted (:meth:`_release_built`), as one
+        parties on their own whose every unit is granted (:func:`~parties.built_release.release_together`), as one
         :class:`~parties.columns.ReplyColumns`, each other party's reply as its own frame."""
         table = np.empty((rows.shape[0], len(msg.units)), dtype=np.int64)
         for index, (_, codes) in answers.items():
@@ -520,7 +521,8 @@ class PartyShard:
                 mine = of == index
                 table[mine] = codes[position[mine]]
         alone = np.flatnonzero(of < 0)
-        replies = self._release_built(rows, alone, msg, table) if alone.size else {}
+        replies = (release_together(self._parties, self.network.is_crashed, self._records, self.setup.streams,
+                                    rows, alone, msg, table) if alone.size else {})
         table.flags.writeable = False
         layout = ReplyLayout.of(msg.request_id, table)
         start = self.setup.parties.start
@@ -533,52 +535,6 @@ class PartyShard:
             at = stop + 1
         if self._replies:
             self._schedule()
-
-    def _release_built(self, rows: np.ndarray, alone: np.ndarray, msg: ReleaseRequest,
-                       table: np.ndarray) -> dict[int, Message | None]:
-        """The parties built on their own at positions ``alone`` of ``rows`` answer ``msg``:
-        each decides (:meth:`Party.decide <parties.party.Party.decide>`); the codes of those
-        whose every unit is granted are computed at once, as a cohort's are (the true codes of
-        an exact unit, one uniform of each one's stream per other unit, in unit order) and
-        written into their rows of ``table``; every other party's reply (``None``: none) is
-        returned by position.  Each party gets exactly what :meth:`Party.receive
-        <parties.party.Party.receive>` would give it."""
-        parties, crashed = self._parties, self.network.is_crashed
-        replies: dict[int, Message | None] = {}
-        together: list[int] = []  # positions whose codes are computed at once
-        units = None
-        for k in alone.tolist():
-            party = parties[int(rows[k])]
-            if crashed(party.index):  # (its reply is lost on its own)
-                replies[k] = party.receive(msg)
-                continue
-            try:
-                decided = party.decide(msg)
-            except MessageError as exc:  # (as Party.receive logs it)
-                party.errors.append(str(exc))
-                replies[k] = None
-                continue
-            if not isinstance(decided, tuple):
-                replies[k] = decided
-            elif (units is None or decided[0] is units) and all([d.granted for d in decided[1]]):
-                units = decided[0]
-                together.append(k)
-            else:
-                replies[k] = party.reply_to(msg, *decided)
-        if together and units is not None:
-            at = np.array(together, dtype=np.int64)
-            members = rows[at]
-            records, streams = self._records[members], self.setup.streams
-            drawn = 0
-            for j, unit in enumerate(units):
-                if unit.exact:
-                    table[at, j] = unit.values(records)
-                else:
-                    table[at, j] = unit.sample(records, streams.uniforms(members))
-                    drawn += 1
-            for row, codes in zip(members.tolist(), table[at].tolist()):
-                parties[row].released(codes, drawn)
-        return replies
 
     def _flush(self) -> None:
         """Answer what was collected, then send the replies since the last flush, in that order.
