@@ -32,8 +32,10 @@ With ``--runs R`` it also runs the sum itself, R times on each runtime, alternat
 N), on ``memory`` (one process) and on ``tcp`` (2 worker processes, TLS), as
 ``benchmarks/runtimes.py`` does.  It prints each run's secure-sum wall time and the run's CPU
 (controller and workers apart), and where that CPU goes: the cryptography at its floor, the
-Python of the engine's cryptographic functions around it, and the rest (protocol steps, messages,
-accounting, the controller), against the budget the 30 s target leaves on 2 cores.  ``--figure
+same calls timed inside the memory run (``benchmarks/_in_run.py``: the engine's cryptographic
+functions wrapped while it runs, group by group beside their floor), the cryptography the floor
+leaves out (the PKI's set-up, the controller's unmasking), and the rest (protocol steps, messages,
+accounting, the runtime), against the budget the 30 s target leaves on 2 cores.  ``--figure
 PNG`` draws that as stacked bars.
 
 With ``--programs`` it also times the engine's programs alone at the runs' size (the counting
@@ -80,6 +82,7 @@ from parties.secure.ring import ZMod  # noqa: E402
 from parties.secure.topology import build_neighbourhoods  # noqa: E402
 from _adult import DEFAULT_ADULT  # noqa: E402  (benchmarks/_adult.py)
 from _cold_floor import cold_floor  # noqa: E402  (benchmarks/_cold_floor.py)
+from _in_run import GROUPS, InRun, floor_of  # noqa: E402  (benchmarks/_in_run.py)
 
 N_ADULT = 32_561
 DEGREE, THRESHOLD, CELLS = 8, 5, 1_582
@@ -258,6 +261,9 @@ class Run:
     peak so far in the process), or of the largest worker process (``tcp``; ``getrusage`` counts
     a worker's fork of this process before it execs, so only a tcp run first in the process
     measures the workers themselves)."""
+    in_run: dict[str, float] | None = None
+    """Seconds spent inside the engine's cryptographic functions, per group of
+    :data:`_in_run.GROUPS` (``memory`` runs; None on ``tcp``, whose parties run in the workers)."""
 
     @property
     def cpu(self) -> float:
@@ -290,11 +296,17 @@ def measure_runs(adult: Path, runs: int, limit: int | None,
     for k in range(runs):
         for name in runtimes:
             runtime = make_runtime(name, **({"workers": 2, "tls": True} if name == "tcp" else {}))
+            timing = InRun() if name == "memory" else None  # (the parties of a tcp run are in its workers)
             started, cpu, kids = time.perf_counter(), time.process_time(), _children_cpu()
-            sim = simulate(data, "RR-Clusters", seed=1, timeout=300.0, runtime=runtime, **params)
+            if timing is None:
+                sim = simulate(data, "RR-Clusters", seed=1, timeout=300.0, runtime=runtime, **params)
+            else:
+                with timing:
+                    sim = simulate(data, "RR-Clusters", seed=1, timeout=300.0, runtime=runtime, **params)
             who = resource.RUSAGE_CHILDREN if name == "tcp" else resource.RUSAGE_SELF
             run = Run(name, data.n, time.perf_counter() - started, sim.result.timings["secure_sum"],
-                      time.process_time() - cpu, _children_cpu() - kids, resource.getrusage(who).ru_maxrss / 1024)
+                      time.process_time() - cpu, _children_cpu() - kids, resource.getrusage(who).ru_maxrss / 1024,
+                      None if timing is None else dict(timing.seconds))
             print(f"run {k + 1}/{runs} {name:>6}: secure sum {run.sum_wall:5.1f} s wall (run {run.wall:5.1f} s); "
                   f"CPU {run.cpu:6.1f} s (this process {run.cpu_controller:5.1f} s, workers {run.cpu_workers:5.1f} s); "
                   f"peak RSS {run.peak_mib:,.0f} MiB ({'this process' if name != 'tcp' else _WORKER_RSS if k or runtimes[0] != 'tcp' else 'largest worker'})",
@@ -334,13 +346,49 @@ def _budget(n: int) -> float:
 
 
 COLD = "the same cryptography on each party's own data (cold floor - floor)"
+IN_RUN = "the same calls inside the run, beyond their floor (data cold, their Python)"
+OUTSIDE = "cryptography the floor leaves out (PKI set-up; on memory the controller's unmasking too)"
+ISOLATED = "Python of the cryptographic functions"
 
 
-def report_runs(runs: list[Run], floor: float, engine: float,
-                cold: float | None = None) -> dict[str, dict[str, list[float]]]:
+def in_run_table(runs: list[Run], rows: list[tuple[str, int, float, float | None]]
+                 ) -> tuple[float, float, float] | None:
+    """Print the engine's cryptographic functions as they ran inside the memory runs (:class:`InRun`),
+    group by group beside the same calls at their floor; returns the means per party, in seconds,
+    of the floor's groups, of the PKI set-up and of the controller's unmasking (None: no memory run)."""
+    timed = [r for r in runs if r.in_run is not None]
+    if not timed:
+        return None
+    n = timed[0].n
+    print(f"\nThe engine's cryptographic functions inside the memory run(s), µs per party (mean of {len(timed)}; "
+          "floor: the same calls at their floor, above):")
+    print(f"  {'group':62s} {'floor':>8s} {'in run':>8s} {'ratio':>6s}")
+    sums = {True: 0.0, False: 0.0}
+    floors = 0.0
+    for group in GROUPS:
+        inside = statistics.mean(r.in_run[group.name] for r in timed if r.in_run is not None) / n
+        sums[group.floor] += inside
+        if group.floor:
+            floor = floor_of(group, rows)
+            floors += floor
+            print(f"  {group.name:62s} {floor * 1e6:8.1f} {inside * 1e6:8.1f} {inside / floor:5.2f}x")
+        else:
+            print(f"  {group.name:62s} {'-':>8s} {inside * 1e6:8.1f}")
+    label = "all the floor's calls"
+    print(f"  {label:62s} {floors * 1e6:8.1f} {sums[True] * 1e6:8.1f} {sums[True] / floors:5.2f}x")
+    pki = statistics.mean(r.in_run[GROUPS[-2].name] for r in timed if r.in_run is not None) / n
+    return sums[True], pki, sums[False] - pki
+
+
+def report_runs(runs: list[Run], floor: float, engine: float, cold: float | None = None,
+                inside: tuple[float, float, float] | None = None) -> dict[str, dict[str, list[float]]]:
     """Print where each runtime's CPU goes against the target's budget; returns, per runtime,
-    the CPU seconds of each part in every run (what :func:`draw` stacks).  ``cold``: the
-    cold floor per party (:func:`cold_floor`), its excess over the floor a part of its own."""
+    the CPU seconds of each part in every run (what :func:`draw` stacks).  ``inside``: what
+    :func:`in_run_table` returns; the floor's calls inside the memory runs (each run its own;
+    on tcp, whose parties run in the workers, the memory runs' mean per party) are then a part,
+    and the cryptography the floor leaves out another.  Without it the parts are estimates from
+    the items alone: ``cold``, the cold floor per party (:func:`cold_floor`), its excess over
+    the floor a part of its own, and the Python of the engine's functions measured one by one."""
     n = runs[0].n
     budget = _budget(n)
     print(f"\nWhere the CPU goes, {n:,} parties (mean of {len(runs) // len({r.runtime for r in runs})} run(s) per runtime; the 30 s target "
@@ -348,17 +396,23 @@ def report_runs(runs: list[Run], floor: float, engine: float,
     parts: dict[str, dict[str, list[float]]] = {}
     for name in dict.fromkeys(r.runtime for r in runs):
         mine = [r for r in runs if r.runtime == name]
-        crypto_s, python_s = floor * n, (engine - floor) * n
-        split = {"cryptography at its floor": [crypto_s] * len(mine)}
-        if cold is not None:
-            split[COLD] = [(cold - floor) * n] * len(mine)
-        split["Python of the cryptographic functions"] = [python_s] * len(mine)
-        covered = sum(values[0] for values in split.values())
+        split = {"cryptography at its floor": [floor * n] * len(mine)}
+        if inside is not None:
+            calls, pki, controller = inside
+            split[IN_RUN] = [(sum(r.in_run[g.name] for g in GROUPS if g.floor) / n if r.in_run is not None else calls)
+                             * n - floor * n for r in mine]
+            split[OUTSIDE] = [sum(r.in_run[g.name] for g in GROUPS if not g.floor) if r.in_run is not None
+                              else pki * n for r in mine]
+        else:
+            if cold is not None:
+                split[COLD] = [(cold - floor) * n] * len(mine)
+            split[ISOLATED] = [(engine - floor) * n] * len(mine)
+        covered = [sum(col) for col in zip(*split.values())]
         if name == "tcp":
-            split[REST] = [r.cpu_workers - covered for r in mine]
+            split[REST] = [r.cpu_workers - c for r, c in zip(mine, covered)]
             split[CONTROLLER] = [r.cpu_controller for r in mine]
         else:
-            split[REST] = [r.cpu - covered for r in mine]
+            split[REST] = [r.cpu - c for r, c in zip(mine, covered)]
         parts[name] = split
         cpu = [r.cpu for r in mine]
         sums = [r.sum_wall for r in mine]
@@ -371,7 +425,9 @@ def report_runs(runs: list[Run], floor: float, engine: float,
             print(f"          target: the secure sum <= {TARGET_S:.0f} s wall on tcp with 2 workers: "
                   + ("met" if statistics.mean(sums) <= TARGET_S else "NOT met"))
         for label, values in split.items():
-            print(f"          {label:80s} {statistics.mean(values):6.1f} s  {statistics.mean(values) / n * 1e3:5.2f} ms/party")
+            print(f"          {label:88s} {statistics.mean(values):6.1f} s  {statistics.mean(values) / n * 1e3:5.2f} ms/party")
+    if inside is not None and "tcp" in parts:
+        print("          (tcp: the parts inside the run are the memory runs' per party, times n: its workers are not timed)")
     return parts
 
 
@@ -384,8 +440,8 @@ def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path) -
 
     n = runs[0].n
     share = {name: statistics.mean(r.sum_wall / r.wall for r in runs if r.runtime == name) for name in parts}
-    colours = {"cryptography at its floor": "#4c72b0", COLD: "#6d8fc7", "Python of the cryptographic functions": "#8fa9d6",
-               REST: "#dd8452", CONTROLLER: "#c44e52"}
+    colours = {"cryptography at its floor": "#4c72b0", COLD: "#6d8fc7", ISOLATED: "#8fa9d6", IN_RUN: "#8fa9d6",
+               OUTSIDE: "#55a868", REST: "#dd8452", CONTROLLER: "#c44e52"}
     labels = {"memory": "memory runtime\n(parties and controller\nin one process)",
               "tcp": "tcp runtime\n(controller + 2 worker\nprocesses, TLS)"}
 
@@ -422,12 +478,17 @@ def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path) -
         size=(6.4, 5.0),
         caption=(f"Bars: mean CPU seconds of {len(runs) // len(parts)} run(s) of RR-Clusters 4.2 per runtime (the "
                  f"secure sum takes {share['memory']:.0%} of the run's wall time on memory, {share['tcp']:.0%} on "
-                 "tcp), split into the cryptography at its floor, its excess on each party's own data (cold in "
-                 "the cache; when measured), the Python around the engine's cryptographic functions (each "
-                 "measured here per party, times n) and the rest "
-                 "(measured total minus those; on tcp it includes the workers' start-up). Whiskers: min-max of "
-                 "the runs' totals. Dashed: the CPU that 30 s of wall time on this machine's 2 cores allows "
-                 f"{N_ADULT:,} parties; dotted: issue 28's goal, {FLOOR_RATIO_GOAL} times the floor."))
+                 "tcp), split into the cryptography at its floor (hot, best of repeats), "
+                 + ("the same calls timed inside the memory run beyond that floor (their data cold, their Python; "
+                    "on tcp the memory run's per party, times n), the cryptography the floor leaves out (PKI "
+                    "set-up; on memory also the controller's unmasking) "
+                    if IN_RUN in next(iter(parts.values())) else
+                    "its excess on each party's own data (cold in the cache; when measured), the Python around "
+                    "the engine's cryptographic functions (each measured here per party, times n) ")
+                 + "and the rest (measured total minus those: protocol steps, messages, runtime; on tcp it "
+                 "includes the workers' start-up). Whiskers: min-max of the runs' totals. Dashed: the CPU that "
+                 f"30 s of wall time on this machine's 2 cores allows {N_ADULT:,} parties; dotted: issue 28's "
+                 f"goal, {FLOOR_RATIO_GOAL} times the floor."))
     return render(spec, png.parent)
 
 
@@ -494,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs:
         runs = measure_runs(args.adult, args.runs, args.limit, runtimes)
         print(f"load average after the runs: {Path('/proc/loadavg').read_text().split()[:3]}")
-        parts = report_runs(runs, floor_total, engine_total, cold)
+        parts = report_runs(runs, floor_total, engine_total, cold, in_run_table(runs, rows))
         if args.programs:
             n = runs[0].n
             alone = programs_alone(n)

@@ -1,0 +1,110 @@
+"""The masked engine's cryptographic functions timed inside a run (``benchmarks/masked_floor.py``).
+
+:class:`InRun` wraps, for the length of a ``with`` block, the functions through which the masked
+engine's party side (:mod:`parties.secure.masked_party`) and controller
+(:mod:`parties.secure.unmasking`) reach the cryptography, plus the PKI's set-up
+(:func:`parties.secure.pki.generate_signers`, as the shard calls it), and adds up the wall time
+spent in each.  In a one-process run (the ``memory`` runtime) wall time is the process's CPU
+time but for the rare moments the process is descheduled; ``time.perf_counter`` is read through
+the vDSO, so the wrapping costs about 0.2 µs per call (some 20 calls per party).
+
+Each group is what one or more rows of ``masked_floor.items`` measure at their floor, so the
+report can put the same calls side by side: at their floor (hot, best of repeats), in the
+engine's function alone, and inside a run (the party's keys and data cold, the interpreter's
+other work in between).  Groups marked ``floor=False`` are cryptography the floor leaves out.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from parties import shard
+from parties.secure import crypto, masked_party, pki, unmasking
+
+
+@dataclass(frozen=True)
+class Group:
+    """Functions timed together: ``targets`` as (owner, attribute name), and the floor rows
+    (``masked_floor.items``' item names with the calls per party of each) they perform."""
+
+    name: str
+    targets: tuple[tuple[Any, str], ...]
+    floor_rows: tuple[tuple[str, float], ...] = ()
+    floor: bool = True
+
+
+GROUPS = (
+    Group("X25519 masking key pair", ((crypto.KeyPair, "generate"),),
+          (("X25519 key pair", 1),)),
+    Group("X25519 static agreements", ((pki.Signer, "exchange_each"),),
+          (("X25519 static agreement", 8),)),
+    Group("HKDF of the channel and view keys", ((masked_party, "derive_keys_each"),),
+          (("HMAC-SHA256 in HKDF", 24),)),
+    Group("X25519 masking agreements with their HKDF", ((masked_party, "agree_each"),),
+          (("X25519 masking agreement", 8), ("X25519 public key parse", 1), ("HMAC-SHA256 in HKDF", 16))),
+    Group("masks (ChaCha20 keystreams, added in place)", ((masked_party, "add_masks"),),
+          (("ChaCha20 mask of", 9),)),
+    Group("Shamir sharing", ((masked_party, "share_values"),), (("Shamir:", 1),)),
+    Group("CSPRNG: self-mask seed, handed view keys", ((masked_party, "fresh_seed"), (masked_party, "pair_keys")),
+          (("CSPRNG:", 2),)),
+    Group("seal and open (ChaCha20-Poly1305)", ((masked_party, "seal_each"), (masked_party, "open_each")),
+          (("ChaCha20-Poly1305 seal", 8), ("ChaCha20-Poly1305 open", 8))),
+    Group("combined view keys", ((masked_party, "combined_keys"),), (("combined view key", 56),)),
+    Group("view tags written", ((masked_party, "view_tags"),), (("view tag written", 64),)),
+    Group("consistency check (tags checked, majorities counted)", ((masked_party, "check_consistency"),),
+          (("view tag checked", 32),)),
+    Group("PKI set-up: the parties' static X25519 keys", ((shard, "generate_signers"),), floor=False),
+    Group("controller: secrets reconstructed, masks removed",
+          ((unmasking, "reconstruct_secret"), (unmasking, "add_mask")), floor=False),
+)
+
+
+class InRun:
+    """Time :data:`GROUPS` while the ``with`` block runs: :attr:`seconds` per group name."""
+
+    def __init__(self) -> None:
+        self.seconds = {group.name: 0.0 for group in GROUPS}
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def __enter__(self) -> InRun:
+        for group in GROUPS:
+            for owner, name in group.targets:
+                raw = owner.__dict__[name]  # (a classmethod stays one: wrap its function)
+                self._saved.append((owner, name, raw))
+                if isinstance(raw, classmethod):
+                    setattr(owner, name, classmethod(self._timed(group.name, raw.__func__)))
+                else:
+                    setattr(owner, name, self._timed(group.name, raw))
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        for owner, name, raw in reversed(self._saved):
+            setattr(owner, name, raw)
+        self._saved.clear()
+
+    def _timed(self, key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        seconds, clock = self.seconds, time.perf_counter
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = clock()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                seconds[key] += clock() - start
+
+        return timed
+
+
+def floor_of(group: Group, rows: list[tuple[str, int, float, float | None]]) -> float:
+    """Seconds per party of ``group``'s calls at their floor (``rows``: ``masked_floor.items``)."""
+    total = 0.0
+    for prefix, count in group.floor_rows:
+        matches = [floor for name, _, floor, _ in rows if name.startswith(prefix)]
+        if len(matches) != 1:
+            raise LookupError(f"floor row {prefix!r} matches {len(matches)} rows of the floor's items")
+        total += count * matches[0]
+    return total
