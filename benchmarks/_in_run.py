@@ -8,34 +8,51 @@ spent in each.  In a one-process run (the ``memory`` runtime) wall time is the p
 time but for the rare moments the process is descheduled; ``time.perf_counter`` is read through
 the vDSO, so the wrapping costs about 0.2 µs per call (some 20 calls per party).
 
-Each group is what one or more rows of ``masked_floor.items`` measure at their floor, so the
-report can put the same calls side by side: at their floor (hot, best of repeats), in the
-engine's function alone, and inside a run (the party's keys and data cold, the interpreter's
-other work in between).  Groups marked ``floor=False`` are cryptography the floor leaves out.
+Each ``"floor"`` group is what one or more rows of ``masked_floor.items`` measure at their
+floor, so the report can put the same calls side by side: at their floor (hot, best of
+repeats), in the engine's function alone, and inside a run (the party's keys and data cold, the
+interpreter's other work in between).  ``"outside"`` groups are cryptography the floor leaves
+out.  The two ``"around"`` groups time every resumption of the programs (the parties' by their
+hosts, :mod:`parties.party_sum`; the controller's by :func:`parties.secure.drive.drive`): the
+cryptography above runs inside them, so what they take beyond it is the programs' own Python
+(the protocol's steps and checks, building the messages).
 """
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from parties import shard
+from parties import party_sum, shard
 from parties.secure import crypto, masked_party, pki, unmasking
+
+_drive = importlib.import_module("parties.secure.drive")  # (the module: the package exports its function too)
 
 
 @dataclass(frozen=True)
 class Group:
-    """Functions timed together: ``targets`` as (owner, attribute name), and the floor rows
-    (``masked_floor.items``' item names with the calls per party of each) they perform."""
+    """Functions timed together: ``targets`` as (owner, attribute name), the floor rows
+    (``masked_floor.items``' item names with the calls per party of each) they perform, and
+    ``part``: ``"floor"``, ``"outside"`` or ``"around"`` (module docstring)."""
 
     name: str
     targets: tuple[tuple[Any, str], ...]
     floor_rows: tuple[tuple[str, float], ...] = ()
-    floor: bool = True
+    part: str = "floor"
 
+    @property
+    def floor(self) -> bool:
+        return self.part == "floor"
+
+
+PKI = "PKI set-up: the parties' static X25519 keys"
+UNMASKING = "controller: secrets reconstructed, masks removed"
+PARTY_PROGRAMS = "the parties' programs, resumed by their hosts (the calls above included)"
+CONTROLLER_PROGRAM = "the controller's program, resumed by its driver (its unmasking included)"
 
 GROUPS = (
     Group("X25519 masking key pair", ((crypto.KeyPair, "generate"),),
@@ -57,9 +74,10 @@ GROUPS = (
     Group("view tags written", ((masked_party, "view_tags"),), (("view tag written", 64),)),
     Group("consistency check (tags checked, majorities counted)", ((masked_party, "check_consistency"),),
           (("view tag checked", 32),)),
-    Group("PKI set-up: the parties' static X25519 keys", ((shard, "generate_signers"),), floor=False),
-    Group("controller: secrets reconstructed, masks removed",
-          ((unmasking, "reconstruct_secret"), (unmasking, "add_mask")), floor=False),
+    Group(PKI, ((shard, "generate_signers"),), part="outside"),
+    Group(UNMASKING, ((unmasking, "reconstruct_secret"), (unmasking, "add_mask")), part="outside"),
+    Group(PARTY_PROGRAMS, ((party_sum, "step"),), part="around"),
+    Group(CONTROLLER_PROGRAM, ((_drive, "step"),), part="around"),
 )
 
 

@@ -82,7 +82,7 @@ from parties.secure.ring import ZMod  # noqa: E402
 from parties.secure.topology import build_neighbourhoods  # noqa: E402
 from _adult import DEFAULT_ADULT  # noqa: E402  (benchmarks/_adult.py)
 from _cold_floor import cold_floor  # noqa: E402  (benchmarks/_cold_floor.py)
-from _in_run import GROUPS, InRun, floor_of  # noqa: E402  (benchmarks/_in_run.py)
+from _in_run import CONTROLLER_PROGRAM, GROUPS, PARTY_PROGRAMS, PKI, UNMASKING, InRun, floor_of  # noqa: E402
 
 N_ADULT = 32_561
 DEGREE, THRESHOLD, CELLS = 8, 5, 1_582
@@ -336,8 +336,8 @@ def programs_alone(n: int) -> float:
 
 FLOOR_RATIO_GOAL = 1.5
 """The run's CPU over the floor's (floor per party times n) that issue 28 asks for."""
-REST = "the rest: protocol steps, messages, accounting"
-CONTROLLER = "the controller's process (tcp; on memory it is in the rest)"
+REST = "the rest: the runtime (hosts, frames, transport), the release, set-up"
+CONTROLLER = "the controller's process (tcp only)"
 
 
 def _budget(n: int) -> float:
@@ -348,47 +348,55 @@ def _budget(n: int) -> float:
 COLD = "the same cryptography on each party's own data (cold floor - floor)"
 IN_RUN = "the same calls inside the run, beyond their floor (data cold, their Python)"
 OUTSIDE = "cryptography the floor leaves out (PKI set-up; on memory the controller's unmasking too)"
+STEPS = "the parties' programs beyond those calls: protocol steps, checks, messages"
+CONTROL = "the controller's program beyond its unmasking (on tcp: in its process)"
 ISOLATED = "Python of the cryptographic functions"
 
 
-def in_run_table(runs: list[Run], rows: list[tuple[str, int, float, float | None]]
-                 ) -> tuple[float, float, float] | None:
-    """Print the engine's cryptographic functions as they ran inside the memory runs (:class:`InRun`),
-    group by group beside the same calls at their floor; returns the means per party, in seconds,
-    of the floor's groups, of the PKI set-up and of the controller's unmasking (None: no memory run)."""
-    timed = [r for r in runs if r.in_run is not None]
+def _inside(seconds: dict[str, float], floor_seconds: float) -> dict[str, float]:
+    """One memory run's :class:`InRun` seconds as parts of its CPU (beside the floor's ``floor_seconds``)."""
+    calls = sum(seconds[g.name] for g in GROUPS if g.floor)
+    return {IN_RUN: calls - floor_seconds, OUTSIDE: seconds[PKI] + seconds[UNMASKING],
+            STEPS: seconds[PARTY_PROGRAMS] - calls, CONTROL: seconds[CONTROLLER_PROGRAM] - seconds[UNMASKING]}
+
+
+def in_run_table(runs: list[Run], rows: list[tuple[str, int, float, float | None]]) -> dict[str, float] | None:
+    """Print the engine's cryptographic functions and programs as they ran inside the memory runs
+    (:class:`InRun`), the calls group by group beside their floor; returns the mean seconds per
+    party of each group (None: no memory run)."""
+    timed = [r.in_run for r in runs if r.in_run is not None]
     if not timed:
         return None
-    n = timed[0].n
-    print(f"\nThe engine's cryptographic functions inside the memory run(s), µs per party (mean of {len(timed)}; "
+    n = next(r.n for r in runs if r.in_run is not None)
+    mean = {g.name: statistics.mean(t[g.name] for t in timed) / n for g in GROUPS}
+    print(f"\nThe engine's cryptography and programs inside the memory run(s), µs per party (mean of {len(timed)}; "
           "floor: the same calls at their floor, above):")
-    print(f"  {'group':62s} {'floor':>8s} {'in run':>8s} {'ratio':>6s}")
-    sums = {True: 0.0, False: 0.0}
-    floors = 0.0
+    print(f"  {'group':76s} {'floor':>8s} {'in run':>8s} {'ratio':>6s}")
+    floors = calls = 0.0
     for group in GROUPS:
-        inside = statistics.mean(r.in_run[group.name] for r in timed if r.in_run is not None) / n
-        sums[group.floor] += inside
         if group.floor:
             floor = floor_of(group, rows)
-            floors += floor
-            print(f"  {group.name:62s} {floor * 1e6:8.1f} {inside * 1e6:8.1f} {inside / floor:5.2f}x")
+            floors, calls = floors + floor, calls + mean[group.name]
+            print(f"  {group.name:76s} {floor * 1e6:8.1f} {mean[group.name] * 1e6:8.1f} {mean[group.name] / floor:5.2f}x")
         else:
-            print(f"  {group.name:62s} {'-':>8s} {inside * 1e6:8.1f}")
+            print(f"  {group.name:76s} {'-':>8s} {mean[group.name] * 1e6:8.1f}")
     label = "all the floor's calls"
-    print(f"  {label:62s} {floors * 1e6:8.1f} {sums[True] * 1e6:8.1f} {sums[True] / floors:5.2f}x")
-    pki = statistics.mean(r.in_run[GROUPS[-2].name] for r in timed if r.in_run is not None) / n
-    return sums[True], pki, sums[False] - pki
+    print(f"  {label:76s} {floors * 1e6:8.1f} {calls * 1e6:8.1f} {calls / floors:5.2f}x")
+    print(f"  the parties' programs beyond the calls in them: {(mean[PARTY_PROGRAMS] - calls) * 1e6:.1f} µs per party; "
+          f"the controller's beyond its unmasking: {(mean[CONTROLLER_PROGRAM] - mean[UNMASKING]) * 1e6:.1f}")
+    return mean
 
 
 def report_runs(runs: list[Run], floor: float, engine: float, cold: float | None = None,
-                inside: tuple[float, float, float] | None = None) -> dict[str, dict[str, list[float]]]:
+                inside: dict[str, float] | None = None) -> dict[str, dict[str, list[float]]]:
     """Print where each runtime's CPU goes against the target's budget; returns, per runtime,
     the CPU seconds of each part in every run (what :func:`draw` stacks).  ``inside``: what
-    :func:`in_run_table` returns; the floor's calls inside the memory runs (each run its own;
-    on tcp, whose parties run in the workers, the memory runs' mean per party) are then a part,
-    and the cryptography the floor leaves out another.  Without it the parts are estimates from
-    the items alone: ``cold``, the cold floor per party (:func:`cold_floor`), its excess over
-    the floor a part of its own, and the Python of the engine's functions measured one by one."""
+    :func:`in_run_table` returns; the parts are then measured inside each memory run (the
+    floor's calls beyond their floor, the cryptography the floor leaves out, the programs beyond
+    the calls), and on tcp, whose parties run in the workers, taken as the memory runs' per
+    party times n (the controller's process a part of its own).  Without it (no memory run) the
+    parts are estimates from the items alone: ``cold``, the cold floor per party
+    (:func:`cold_floor`), its excess over the floor, and the engine's functions measured one by one."""
     n = runs[0].n
     budget = _budget(n)
     print(f"\nWhere the CPU goes, {n:,} parties (mean of {len(runs) // len({r.runtime for r in runs})} run(s) per runtime; the 30 s target "
@@ -398,11 +406,12 @@ def report_runs(runs: list[Run], floor: float, engine: float, cold: float | None
         mine = [r for r in runs if r.runtime == name]
         split = {"cryptography at its floor": [floor * n] * len(mine)}
         if inside is not None:
-            calls, pki, controller = inside
-            split[IN_RUN] = [(sum(r.in_run[g.name] for g in GROUPS if g.floor) / n if r.in_run is not None else calls)
-                             * n - floor * n for r in mine]
-            split[OUTSIDE] = [sum(r.in_run[g.name] for g in GROUPS if not g.floor) if r.in_run is not None
-                              else pki * n for r in mine]
+            typical = _inside({k: v * n for k, v in inside.items()}, floor * n)
+            typical[OUTSIDE] = inside[PKI] * n  # (tcp: the controller's unmasking is in its process)
+            for r in mine:
+                measured = typical if r.in_run is None else _inside(r.in_run, floor * n)
+                for label in (IN_RUN, OUTSIDE, STEPS) + ((CONTROL,) if r.in_run is not None else ()):
+                    split.setdefault(label, []).append(measured[label])
         else:
             if cold is not None:
                 split[COLD] = [(cold - floor) * n] * len(mine)
@@ -427,7 +436,7 @@ def report_runs(runs: list[Run], floor: float, engine: float, cold: float | None
         for label, values in split.items():
             print(f"          {label:88s} {statistics.mean(values):6.1f} s  {statistics.mean(values) / n * 1e3:5.2f} ms/party")
     if inside is not None and "tcp" in parts:
-        print("          (tcp: the parts inside the run are the memory runs' per party, times n: its workers are not timed)")
+        print("          (tcp: the parts measured inside the run are the memory runs' per party, times n: its workers are not timed)")
     return parts
 
 
@@ -441,7 +450,7 @@ def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path) -
     n = runs[0].n
     share = {name: statistics.mean(r.sum_wall / r.wall for r in runs if r.runtime == name) for name in parts}
     colours = {"cryptography at its floor": "#4c72b0", COLD: "#6d8fc7", ISOLATED: "#8fa9d6", IN_RUN: "#8fa9d6",
-               OUTSIDE: "#55a868", REST: "#dd8452", CONTROLLER: "#c44e52"}
+               OUTSIDE: "#55a868", STEPS: "#ccb974", CONTROL: "#937860", REST: "#dd8452", CONTROLLER: "#c44e52"}
     labels = {"memory": "memory runtime\n(parties and controller\nin one process)",
               "tcp": "tcp runtime\n(controller + 2 worker\nprocesses, TLS)"}
 
@@ -468,7 +477,8 @@ def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path) -
         ax.set_xticks(range(len(parts)), [labels[name] for name in parts], fontsize="small")
         ax.set_xlim(-0.6, len(parts) - 0.4)
         top = max(max(sum(col) for col in zip(*split.values())) for split in parts.values())
-        ax.set_ylim(0, 1.6 * max(top, _budget(n)))  # room for the legend above the bars
+        entries = len({label for split in parts.values() for label in split}) + 3  # (+ budget, goal, whiskers)
+        ax.set_ylim(0, (1.25 + 0.085 * entries) * max(top, _budget(n)))  # room for the legend above the bars
         ax.set_ylabel("CPU time of the run (s)")
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize="x-small", loc="upper left")
@@ -479,14 +489,17 @@ def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path) -
         caption=(f"Bars: mean CPU seconds of {len(runs) // len(parts)} run(s) of RR-Clusters 4.2 per runtime (the "
                  f"secure sum takes {share['memory']:.0%} of the run's wall time on memory, {share['tcp']:.0%} on "
                  "tcp), split into the cryptography at its floor (hot, best of repeats), "
-                 + ("the same calls timed inside the memory run beyond that floor (their data cold, their Python; "
-                    "on tcp the memory run's per party, times n), the cryptography the floor leaves out (PKI "
-                    "set-up; on memory also the controller's unmasking) "
+                 + ("the same calls timed inside the memory run beyond that floor (their data cold, their Python), "
+                    "the cryptography the floor leaves out (PKI set-up; on memory also the controller's unmasking), "
+                    "the parties' and the controller's programs beyond those calls (timed the same way; on tcp the "
+                    "parties' parts are the memory run's per party, times n, and the controller's process is a bar "
+                    "of its own) and the rest (measured total minus those: the runtime, the release, set-up; on tcp "
+                    "the workers' start-up too). "
                     if IN_RUN in next(iter(parts.values())) else
                     "its excess on each party's own data (cold in the cache; when measured), the Python around "
-                    "the engine's cryptographic functions (each measured here per party, times n) ")
-                 + "and the rest (measured total minus those: protocol steps, messages, runtime; on tcp it "
-                 "includes the workers' start-up). Whiskers: min-max of the runs' totals. Dashed: the CPU that "
+                    "the engine's cryptographic functions (each measured here per party, times n) and the rest "
+                    "(measured total minus those; on tcp it includes the workers' start-up). ")
+                 + "Whiskers: min-max of the runs' totals. Dashed: the CPU that "
                  f"30 s of wall time on this machine's 2 cores allows {N_ADULT:,} parties; dotted: issue 28's "
                  f"goal, {FLOOR_RATIO_GOAL} times the floor."))
     return render(spec, png.parent)

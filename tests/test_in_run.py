@@ -1,0 +1,77 @@
+"""benchmarks/_in_run.py: the masked engine's cryptography and programs timed inside a run.
+
+What ``benchmarks/masked_floor.py`` reports rests on it: every group must be reached by a
+masked-sparse run (a wrapper on a name the engine no longer calls would read 0 s and shift that
+time into "the rest"), each call counted once, and the engine left exactly as it was.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from mprr.synthetic import planted_clusters
+from parties import party_sum
+from parties.secure import crypto, masked_party, pki
+from parties.simulate import simulate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def in_run() -> ModuleType:
+    return _load("_in_run")
+
+
+def test_every_group_is_timed_in_a_masked_sparse_run_and_the_engine_is_restored(in_run: ModuleType) -> None:
+    originals = {(id(owner), name): owner.__dict__[name] for g in in_run.GROUPS for owner, name in g.targets}
+    data = planted_clusters(24, rng=np.random.default_rng(2), sizes=(2, 3, 2), clusters=((0, 1),)).dataset
+    with in_run.InRun() as timing:
+        inside = simulate(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2",
+                          secure_sum="masked-sparse")
+        assert masked_party.__dict__["agree_each"] is not originals[(id(masked_party), "agree_each")]
+    assert {name for name, seconds in timing.seconds.items() if seconds <= 0} == set()
+    assert all(owner.__dict__[name] is originals[(id(owner), name)] for g in in_run.GROUPS for owner, name in g.targets)
+    assert isinstance(crypto.KeyPair.__dict__["generate"], classmethod)
+    # the programs hold the calls: their time is at least the calls' (each call timed once)
+    calls = sum(seconds for name, seconds in timing.seconds.items()
+                if next(g for g in in_run.GROUPS if g.name == name).floor)
+    assert timing.seconds[in_run.PARTY_PROGRAMS] >= calls
+    assert timing.seconds[in_run.CONTROLLER_PROGRAM] >= timing.seconds[in_run.UNMASKING]
+    # timing changes nothing the run computes
+    plain = simulate(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2", secure_sum="masked-sparse")
+    assert inside.result.clusters == plain.result.clusters
+    assert party_sum.step is originals[(id(party_sum), "step")] and pki.Signer.exchange_each is originals[
+        (id(pki.Signer), "exchange_each")]
+
+
+def test_a_group_names_floor_rows_that_exist(in_run: ModuleType) -> None:
+    rows = [("X25519 key pair (generate, raw public key)", 1, 2e-6, None), ("HMAC-SHA256 in HKDF", 40, 1e-6, None)]
+    pair, hkdf = in_run.GROUPS[0], in_run.GROUPS[2]
+    assert in_run.floor_of(pair, rows) == pytest.approx(2e-6)
+    assert in_run.floor_of(hkdf, rows) == pytest.approx(24e-6)
+    with pytest.raises(LookupError, match=r"floor row 'X25519 static agreement' matches 0 rows"):
+        in_run.floor_of(in_run.GROUPS[1], rows)
+
+
+def test_the_floor_groups_cover_every_floor_item_once(in_run: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The groups' floor rows, counts included, add up to masked_floor's per-party floor."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # (its sibling modules, as when run as a script)
+    masked_floor = _load("masked_floor")
+    rows = masked_floor.items(1)
+    per_party = sum(count * floor for _, count, floor, _ in rows)
+    assert sum(in_run.floor_of(g, rows) for g in in_run.GROUPS if g.floor) == pytest.approx(per_party, rel=1e-12)
