@@ -6,7 +6,11 @@ engine's party side (:mod:`parties.secure.masked_party`) and controller
 (:func:`parties.secure.pki.generate_signers`, as the shard calls it), and adds up the wall time
 spent in each.  In a one-process run (the ``memory`` runtime) wall time is the process's CPU
 time but for the rare moments the process is descheduled; ``time.perf_counter`` is read through
-the vDSO, so the wrapping costs about 0.2 µs per call (some 20 calls per party).
+the vDSO, so the wrapping costs about 0.2 µs per call: some 25 calls per party, about 5 µs per
+party (0.3 % of a masked-sparse run).  One call runs outside a real party's round: where
+``simulate``'s cost warning counts the programs (masked-sparse at L = 1,582: about 2,900 to 3,100
+parties), its placeholder parties still draw their handed view keys, which the CSPRNG group then
+counts too.
 
 Each ``"floor"`` group is what one or more rows of ``masked_floor.items`` measure at their
 floor, so the report can put the same calls side by side: at their floor (hot, best of
