@@ -53,6 +53,7 @@ Run: ``.venv/bin/python benchmarks/masked_floor.py [--repeat R] [--cold N] [--ru
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import hmac
 import resource
@@ -298,11 +299,8 @@ def measure_runs(adult: Path, runs: int, limit: int | None,
             runtime = make_runtime(name, **({"workers": 2, "tls": True} if name == "tcp" else {}))
             timing = InRun() if name == "memory" else None  # (the parties of a tcp run are in its workers)
             started, cpu, kids = time.perf_counter(), time.process_time(), _children_cpu()
-            if timing is None:
+            with timing if timing is not None else contextlib.nullcontext():
                 sim = simulate(data, "RR-Clusters", seed=1, timeout=300.0, runtime=runtime, **params)
-            else:
-                with timing:
-                    sim = simulate(data, "RR-Clusters", seed=1, timeout=300.0, runtime=runtime, **params)
             who = resource.RUSAGE_CHILDREN if name == "tcp" else resource.RUSAGE_SELF
             run = Run(name, data.n, time.perf_counter() - started, sim.result.timings["secure_sum"],
                       time.process_time() - cpu, _children_cpu() - kids, resource.getrusage(who).ru_maxrss / 1024,
