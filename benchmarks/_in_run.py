@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -121,11 +121,12 @@ class InRun:
         return timed
 
 
-def floor_of(group: Group, rows: list[tuple[str, int, float, float | None]]) -> float:
-    """Seconds per party of ``group``'s calls at their floor (``rows``: ``masked_floor.items``)."""
+def floor_of(group: Group, floors: Mapping[str, float]) -> float:
+    """Seconds per party of ``group``'s calls at their floor (``floors``: seconds per call by
+    ``masked_floor.items``' item name, the best rounds' or the rounds' mean)."""
     total = 0.0
     for prefix, count in group.floor_rows:
-        matches = [floor for name, _, floor, _ in rows if name.startswith(prefix)]
+        matches = [floor for name, floor in floors.items() if name.startswith(prefix)]
         if len(matches) != 1:
             raise LookupError(f"floor row {prefix!r} matches {len(matches)} rows of the floor's items")
         total += count * matches[0]
