@@ -32,6 +32,7 @@ from types import TracebackType
 from typing import Any
 
 from parties import party_sum, shard
+from parties.controller import Controller
 from parties.secure import crypto, masked_party, pki, unmasking
 
 _drive = importlib.import_module("parties.secure.drive")  # (the module: the package exports its function too)
@@ -86,10 +87,15 @@ GROUPS = (
 
 
 class InRun:
-    """Time :data:`GROUPS` while the ``with`` block runs: :attr:`seconds` per group name."""
+    """Time :data:`GROUPS` while the ``with`` block runs: :attr:`seconds` per group name; and
+    :attr:`sum_cpu`, the process's CPU seconds while the controller's secure releases run
+    (:meth:`parties.controller.Controller.secure_release`: from its request to the tallies; in a
+    one-process run every party's CPU too), i.e. the secure sums' CPU without the run's set-up
+    and plain releases."""
 
     def __init__(self) -> None:
         self.seconds = {group.name: 0.0 for group in GROUPS}
+        self.sum_cpu = 0.0
         self._saved: list[tuple[Any, str, Any]] = []
 
     def __enter__(self) -> InRun:
@@ -101,6 +107,17 @@ class InRun:
                     setattr(owner, name, classmethod(self._timed(group.name, raw.__func__)))
                 else:
                     setattr(owner, name, self._timed(group.name, raw))
+        release = Controller.__dict__["secure_release"]
+        self._saved.append((Controller, "secure_release", release))
+
+        async def secure_release(*args: Any, **kwargs: Any) -> Any:
+            start = time.process_time()
+            try:
+                return await release(*args, **kwargs)
+            finally:
+                self.sum_cpu += time.process_time() - start
+
+        setattr(Controller, "secure_release", secure_release)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:

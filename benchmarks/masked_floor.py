@@ -294,6 +294,9 @@ class Run:
     in_run: dict[str, float] | None = None
     """Seconds spent inside the engine's cryptographic functions, per group of
     :data:`_in_run.GROUPS` (``memory`` runs; None on ``tcp``, whose parties run in the workers)."""
+    sum_cpu: float | None = None
+    """CPU seconds of the secure sum itself: the process's while the controller's secure release
+    ran (:attr:`_in_run.InRun.sum_cpu`; ``memory`` runs, every party in the process)."""
 
     @property
     def cpu(self) -> float:
@@ -333,8 +336,9 @@ def measure_runs(adult: Path, runs: int, limit: int | None,
             who = resource.RUSAGE_CHILDREN if name == "tcp" else resource.RUSAGE_SELF
             run = Run(name, data.n, time.perf_counter() - started, sim.result.timings["secure_sum"],
                       time.process_time() - cpu, _children_cpu() - kids, resource.getrusage(who).ru_maxrss / 1024,
-                      None if timing is None else dict(timing.seconds))
-            print(f"run {k + 1}/{runs} {name:>6}: secure sum {run.sum_wall:5.1f} s wall (run {run.wall:5.1f} s); "
+                      None if timing is None else dict(timing.seconds), None if timing is None else timing.sum_cpu)
+            print(f"run {k + 1}/{runs} {name:>6}: secure sum {run.sum_wall:5.1f} s wall (run {run.wall:5.1f} s"
+                  + ("" if run.sum_cpu is None else f"; the sum's CPU {run.sum_cpu:.1f} s") + "); "
                   f"CPU {run.cpu:6.1f} s (this process {run.cpu_controller:5.1f} s, workers {run.cpu_workers:5.1f} s); "
                   f"peak RSS {run.peak_mib:,.0f} MiB ({'this process' if name != 'tcp' else _WORKER_RSS if k or runtimes[0] != 'tcp' else 'largest worker'})",
                   flush=True)
@@ -466,6 +470,12 @@ def report_runs(runs: list[Run], floor: float, engine: float, cold: float | None
               f"cryptographic floor (min {min(cpu) / (floor * n):.2f}; goal <= {FLOOR_RATIO_GOAL} x)"
               + ("" if floor_mean is None else f"; {statistics.mean(cpu) / (floor_mean * n):.2f} x the floor's "
                  f"mean of the rounds (min {min(cpu) / (floor_mean * n):.2f})"))
+        sums_cpu = [r.sum_cpu for r in mine if r.sum_cpu is not None]
+        if sums_cpu:
+            print(f"          the secure sum alone (its phase of the run, without the set-up and the releases before it): "
+                  f"CPU {statistics.mean(sums_cpu):6.1f} s = {statistics.mean(sums_cpu) / (floor * n):.2f} x the floor "
+                  f"(min {min(sums_cpu) / (floor * n):.2f})"
+                  + ("" if floor_mean is None else f", {statistics.mean(sums_cpu) / (floor_mean * n):.2f} x its mean"))
         if name == "tcp" and n == N_ADULT:
             print(f"          target: the secure sum <= {TARGET_S:.0f} s wall on tcp with 2 workers: "
                   + ("met" if statistics.mean(sums) <= TARGET_S else "NOT met"))

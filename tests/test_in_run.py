@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -17,6 +18,7 @@ import pytest
 
 from mprr.synthetic import planted_clusters
 from parties import party_sum
+from parties.controller import Controller
 from parties.secure import crypto, masked_party, pki
 from parties.simulate import simulate
 
@@ -39,11 +41,17 @@ def in_run() -> ModuleType:
 
 def test_every_group_is_timed_in_a_masked_sparse_run_and_the_engine_is_restored(in_run: ModuleType) -> None:
     originals = {(id(owner), name): owner.__dict__[name] for g in in_run.GROUPS for owner, name in g.targets}
+    release = Controller.__dict__["secure_release"]
     data = planted_clusters(24, rng=np.random.default_rng(2), sizes=(2, 3, 2), clusters=((0, 1),)).dataset
+    started = time.process_time()
     with in_run.InRun() as timing:
         inside = simulate(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2",
                           secure_sum="masked-sparse")
         assert masked_party.__dict__["agree_each"] is not originals[(id(masked_party), "agree_each")]
+        assert Controller.__dict__["secure_release"] is not release
+    # the sum's CPU: some, and within the whole run's
+    assert 0 < timing.sum_cpu <= time.process_time() - started
+    assert Controller.__dict__["secure_release"] is release
     assert {name for name, seconds in timing.seconds.items() if seconds <= 0} == set()
     assert all(owner.__dict__[name] is originals[(id(owner), name)] for g in in_run.GROUPS for owner, name in g.targets)
     assert isinstance(crypto.KeyPair.__dict__["generate"], classmethod)
