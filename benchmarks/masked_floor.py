@@ -486,9 +486,11 @@ def report_runs(runs: list[Run], floor: float, engine: float, cold: float | None
     return parts
 
 
-def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path) -> Path:
+def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path, floor_mean: float | None = None
+         ) -> Path:
     """Stacked bars of :func:`report_runs`'s parts per runtime, whiskers min-max of the runs' total
-    CPU, and the budget the 30 s target leaves on 2 cores."""
+    CPU, the budget the 30 s target leaves on 2 cores, the goal, the floor as the mean of its
+    timing rounds (``floor_mean`` per party, when given) and the secure sum's own CPU (memory)."""
     from matplotlib.figure import Figure
 
     from scenarios.plots import CustomPlot, render
@@ -520,10 +522,19 @@ def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path) -
         goal = FLOOR_RATIO_GOAL * statistics.mean(next(iter(parts.values()))["cryptography at its floor"])
         ax.axhline(goal, color="black", linestyle=":", linewidth=1.2,
                    label=f"issue 28's goal: {FLOOR_RATIO_GOAL} x the cryptographic floor")
+        if floor_mean is not None:
+            ax.axhline(floor_mean * n, color="#4c72b0", linestyle="-.", linewidth=1.2,
+                       label="the floor's calls as they average on this machine (mean of its timing rounds)")
+        for x, name in enumerate(parts):
+            own = [r.sum_cpu for r in runs if r.runtime == name and r.sum_cpu is not None]
+            if own:
+                ax.plot([x - 0.32, x + 0.32], [statistics.mean(own)] * 2, color="black", linewidth=2.2,
+                        label="the secure sum's own CPU (its phase of the run)")
         ax.set_xticks(range(len(parts)), [labels[name] for name in parts], fontsize="small")
         ax.set_xlim(-0.6, len(parts) - 0.4)
         top = max(max(sum(col) for col in zip(*split.values())) for split in parts.values())
-        entries = len({label for split in parts.values() for label in split}) + 3  # (+ budget, goal, whiskers)
+        entries = (len({label for split in parts.values() for label in split}) + 3  # (+ budget, goal, whiskers,
+                   + (floor_mean is not None) + any(r.sum_cpu is not None for r in runs))  # mean floor, own CPU)
         ax.set_ylim(0, (1.25 + 0.085 * entries) * max(top, _budget(n)))  # room for the legend above the bars
         ax.set_ylabel("CPU time of the run (s)")
         ax.grid(True, axis="y", alpha=0.3)
@@ -547,7 +558,9 @@ def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path) -
                     "(measured total minus those; on tcp it includes the workers' start-up). ")
                  + "Whiskers: min-max of the runs' totals. Dashed: the CPU that "
                  f"30 s of wall time on this machine's 2 cores allows {N_ADULT:,} parties; dotted: issue 28's "
-                 f"goal, {FLOOR_RATIO_GOAL} times the floor."))
+                 f"goal, {FLOOR_RATIO_GOAL} times the floor; dash-dotted: the floor's calls at the mean of their "
+                 "timing rounds (a run's CPU is an average); black tick: the secure sum's own CPU on memory, "
+                 "without the run's set-up and the releases before the sum."))
     return render(spec, png.parent)
 
 
@@ -631,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{alone / n * 1e3:.2f} ms per party, {alone / (floor_total * n):.2f} x the floor{rest} "
                   f"(load {Path('/proc/loadavg').read_text().split()[0]})")
         if args.figure is not None:
-            print(f"wrote {draw(parts, runs, args.figure)}")
+            print(f"wrote {draw(parts, runs, args.figure, mean_total)}")
     return 0
 
 
