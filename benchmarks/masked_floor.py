@@ -545,7 +545,7 @@ def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path, f
         size=(6.4, 5.0),
         caption=(f"Bars: mean CPU seconds of {len(runs) // len(parts)} run(s) of RR-Clusters 4.2 per runtime (the "
                  f"secure sum takes {share['memory']:.0%} of the run's wall time on memory, {share['tcp']:.0%} on "
-                 "tcp), split into the cryptography at its floor (hot, best of its timing rounds), "
+                 "tcp), split into the cryptography at its floor (hot, best of repeats), "
                  + ("the same calls timed inside the memory run beyond that floor (their data cold, their Python), "
                     "the cryptography the floor leaves out (PKI set-up; on memory also the controller's unmasking), "
                     "the parties' and the controller's programs beyond those calls (timed the same way; on tcp the "
