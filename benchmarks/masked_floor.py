@@ -26,9 +26,8 @@ OpenSSL call costs more: it looks up HMAC and SHA-256 on every call).
 Prints microseconds per item and per party, and what the floor implies for 32,561 parties on
 2 cores, beside the 30 s target of the whole sum (all in: messages, controller).  The machine is
 shared: the floor is the best of several rounds (least disturbed), CPU time; beside it, the mean
-of the rounds, which is what the same calls cost on average here.  A run's CPU is an average
-over a minute, so the run over the floor's mean is the like-for-like ratio; the goal reads the
-ratio to the best rounds.
+of this run's rounds, a second reference (a run's CPU is an average over a minute, the best
+round is not); the goal reads the ratio to the best rounds.
 
 With ``--runs R`` it also runs the sum itself, R times on each runtime, alternated: RR-Clusters
 4.2 with the masked-sparse sum of every pair cell over the Adult parties (``--limit N``: the first
@@ -99,8 +98,8 @@ class Timings:
     """Callables timed together: every round times each of them once (over enough calls for
     about 20 ms), so a burst of load on the shared machine hits all items alike.  Each item
     keeps its best round (:meth:`best`: the floor, the least disturbed moment) and the mean
-    of its rounds (:meth:`mean`: what the same call costs on average on this machine, as a
-    run's CPU is an average), CPU seconds per call."""
+    of its rounds (:meth:`mean`: a second reference, an average as a run's CPU is), CPU
+    seconds per call."""
 
     def __init__(self) -> None:
         self._fns: list[tuple[Callable[[], object], int]] = []
@@ -394,8 +393,8 @@ def _inside(seconds: dict[str, float], floor_seconds: float) -> dict[str, float]
 def in_run_table(runs: list[Run], rows: list[Item]) -> dict[str, float] | None:
     """Print the engine's cryptographic functions and programs as they ran inside the memory runs
     (:class:`InRun`), the calls group by group beside their floor (the best round, and the mean
-    of the rounds: a run's CPU is an average, so the mean is the like-for-like floor of a call
-    in a run); returns the mean seconds per party of each group (None: no memory run)."""
+    of the rounds, a second reference); returns the mean seconds per party of each group (None:
+    no memory run)."""
     timed = [r.in_run for r in runs if r.in_run is not None]
     if not timed:
         return None
@@ -523,8 +522,8 @@ def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path, f
         ax.axhline(goal, color="black", linestyle=":", linewidth=1.2,
                    label=f"issue 28's goal: {FLOOR_RATIO_GOAL} x the cryptographic floor")
         if floor_mean is not None:
-            ax.axhline(floor_mean * n, color="#4c72b0", linestyle="-.", linewidth=1.2,
-                       label="the floor's calls as they average on this machine (mean of its timing rounds)")
+            ax.axhline(floor_mean * n, color="#8c2d8c", linestyle="-.", linewidth=1.3,
+                       label="the floor's calls at the mean of their timing rounds")
         for x, name in enumerate(parts):
             own = [r.sum_cpu for r in runs if r.runtime == name and r.sum_cpu is not None]
             if own:
@@ -545,7 +544,7 @@ def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path, f
         size=(6.4, 5.0),
         caption=(f"Bars: mean CPU seconds of {len(runs) // len(parts)} run(s) of RR-Clusters 4.2 per runtime (the "
                  f"secure sum takes {share['memory']:.0%} of the run's wall time on memory, {share['tcp']:.0%} on "
-                 "tcp), split into the cryptography at its floor (hot, best of repeats), "
+                 "tcp), split into the cryptography at its floor (hot, best of its timing rounds), "
                  + ("the same calls timed inside the memory run beyond that floor (their data cold, their Python), "
                     "the cryptography the floor leaves out (PKI set-up; on memory also the controller's unmasking), "
                     "the parties' and the controller's programs beyond those calls (timed the same way; on tcp the "
@@ -566,7 +565,8 @@ def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path, f
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=15, help="rounds of timings (the best of each item is kept)")
+    parser.add_argument("--repeat", type=int, default=15,
+                        help="rounds of timings, at least 1 (the best of each item is its floor; their mean is shown too)")
     parser.add_argument("--runs", type=int, default=0, metavar="R",
                         help="also run the masked sum R times on memory and on tcp (2 workers), alternated")
     parser.add_argument("adult", nargs="?", type=Path, default=DEFAULT_ADULT, help="path of adult.data (--runs)")
@@ -586,6 +586,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--runtimes must name memory and/or tcp, got {args.runtimes!r}")
     if args.figure is not None and set(runtimes) != {"memory", "tcp"}:
         parser.error(f"--figure draws both runtimes: --runtimes must be memory,tcp, got {args.runtimes!r}")
+    if args.repeat < 1:
+        parser.error(f"--repeat must be at least 1, got {args.repeat}")
     if args.runs < 0:
         parser.error(f"--runs must be 0 or more, got {args.runs}")
     if args.figure is not None and (args.runs == 0 or args.figure.suffix != ".png"):
@@ -614,8 +616,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{count * floor_mean * 1e6:10.1f} {count * eng * 1e6:12.1f}")
     print(f"{'per party':66s} {'':5s} {'':9s} {'':8s} {'':9s} {floor_total * 1e6:11.1f} {mean_total * 1e6:10.1f} "
           f"{engine_total * 1e6:12.1f}")
-    print(f"the floor's mean of the rounds is {mean_total / floor_total:.2f} x its best: what the same calls cost on "
-          "average on this machine")
+    print(f"the floor's mean of the rounds is {mean_total / floor_total:.2f} x its best (the machine's speed varies "
+          "from round to round)")
     for label, total in (("floor", floor_total), ("engine's functions", engine_total)):
         seconds = total * N_ADULT
         print(f"{label}: {total * 1e3:.2f} ms per party -> {seconds:.1f} s of CPU for {N_ADULT:,} parties, "

@@ -84,5 +84,22 @@ def test_the_floor_groups_cover_every_floor_item_once(in_run: ModuleType, monkey
     for floors, per_party in (({r.name: r.floor for r in rows}, sum(r.calls * r.floor for r in rows)),
                               ({r.name: r.floor_mean for r in rows}, sum(r.calls * r.floor_mean for r in rows))):
         assert sum(in_run.floor_of(g, floors) for g in in_run.GROUPS if g.floor) == pytest.approx(per_party, rel=1e-12)
-    # the best round is the least of the rounds: at most their mean
-    assert all(0 < r.floor <= r.floor_mean for r in rows if r.calls)
+
+
+def test_timings_keep_each_items_best_round_and_the_mean_of_its_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """masked_floor.Timings on a fake CPU clock: per call, the least of the rounds and their mean."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    masked_floor = _load("masked_floor")
+    clock = [0.0]
+    costs = iter([0.03,  # the calibration: one call takes >= 20 ms, so one call per round
+                  0.03, 0.05, 0.04])
+    monkeypatch.setattr(masked_floor.time, "process_time", lambda: clock[0])
+
+    def call() -> None:
+        clock[0] += next(costs)
+
+    timings = masked_floor.Timings()
+    k = timings.add(call)
+    timings.run(3)
+    assert timings.best(k) == pytest.approx(0.03)
+    assert timings.mean(k) == pytest.approx(0.04)
