@@ -21,7 +21,9 @@ hosts, :mod:`parties.party_sum`; the controller's by :func:`parties.secure.drive
 cryptography above runs inside them, so what they take beyond it is the programs' own Python
 (the protocol's steps and checks, building the messages).
 
-Beside the groups, :class:`InRun` times the secure sums themselves in CPU (``time.process_time``,
+It also times the masked party's round methods (:data:`ROUNDS`), and the floor's calls made inside
+each, so that the report can say which round's own Python costs what.  Beside the groups,
+:class:`InRun` times the secure sums themselves in CPU (``time.process_time``,
 not wall time): the controller's :meth:`~parties.controller.Controller.secure_release`, from its
 request to the tallies, the outermost one only if they ever overlapped.
 """
@@ -91,16 +93,31 @@ GROUPS = (
 )
 
 
+ROUNDS = (
+    ("0: masking key advertised", "advertise"),
+    ("1: keys agreed, secrets shared and sealed", "share_keys"),
+    ("2: shares opened, input masked", "mask_input"),
+    ("3: survivor view stated and tagged", "state_view"),
+    ("4: views checked, shares revealed", "unmask"),
+)
+"""The masked party's rounds (:class:`~parties.secure.masked_party.MaskedParty`'s methods), by label."""
+
+
 class InRun:
     """Time :data:`GROUPS` while the ``with`` block runs: :attr:`seconds` per group name; and
     :attr:`sum_cpu`, the process's CPU seconds while the controller's secure releases run
     (:meth:`parties.controller.Controller.secure_release`: from its request to the tallies; in a
     one-process run every party's CPU too), i.e. the secure sums' CPU without the run's set-up
-    and plain releases."""
+    and plain releases.  :attr:`rounds` holds, per label of :data:`ROUNDS`, the seconds the real
+    parties' round methods took and the seconds of the floor groups' calls made inside them
+    (the counting driver's placeholder parties, whose cryptography is not real, are not timed
+    by round)."""
 
     def __init__(self) -> None:
         self.seconds = {group.name: 0.0 for group in GROUPS}
         self.sum_cpu = 0.0
+        self.rounds = {label: [0.0, 0.0] for label, _ in ROUNDS}
+        self._current: str | None = None  # the round method running now, if a real party's
         self._saved: list[tuple[Any, str, Any]] = []
 
     def __enter__(self) -> InRun:
@@ -109,9 +126,13 @@ class InRun:
                 raw = owner.__dict__[name]  # (a classmethod stays one: wrap its function)
                 self._saved.append((owner, name, raw))
                 if isinstance(raw, classmethod):
-                    setattr(owner, name, classmethod(self._timed(group.name, raw.__func__)))
+                    setattr(owner, name, classmethod(self._timed(group.name, raw.__func__, group.floor)))
                 else:
-                    setattr(owner, name, self._timed(group.name, raw))
+                    setattr(owner, name, self._timed(group.name, raw, group.floor))
+        for label, name in ROUNDS:
+            raw = masked_party.MaskedParty.__dict__[name]
+            self._saved.append((masked_party.MaskedParty, name, raw))
+            setattr(masked_party.MaskedParty, name, self._round(label, raw))
         release = Controller.__dict__["secure_release"]
         self._saved.append((Controller, "secure_release", release))
         running, since = [0], [0.0]  # secure releases under way, and since when (overlapping ones: one interval)
@@ -136,15 +157,34 @@ class InRun:
             setattr(owner, name, raw)
         self._saved.clear()
 
-    def _timed(self, key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        seconds, clock = self.seconds, time.perf_counter
+    def _timed(self, key: str, fn: Callable[..., Any], floor: bool) -> Callable[..., Any]:
+        seconds, rounds, clock = self.seconds, self.rounds, time.perf_counter
 
         def timed(*args: Any, **kwargs: Any) -> Any:
             start = clock()
             try:
                 return fn(*args, **kwargs)
             finally:
-                seconds[key] += clock() - start
+                elapsed = clock() - start
+                seconds[key] += elapsed
+                if floor and self._current is not None:
+                    rounds[self._current][1] += elapsed
+
+        return timed
+
+    def _round(self, label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        rounds, clock = self.rounds, time.perf_counter
+
+        def timed(party: masked_party.MaskedParty, *args: Any, **kwargs: Any) -> Any:
+            if not party.crypto.real or self._current is not None:
+                return fn(party, *args, **kwargs)
+            self._current = label
+            start = clock()
+            try:
+                return fn(party, *args, **kwargs)
+            finally:
+                rounds[label][0] += clock() - start
+                self._current = None
 
         return timed
 

@@ -296,6 +296,9 @@ class Run:
     sum_cpu: float | None = None
     """CPU seconds of the secure sum itself: the process's while the controller's secure release
     ran (:attr:`_in_run.InRun.sum_cpu`; ``memory`` runs, every party in the process)."""
+    rounds: dict[str, tuple[float, float]] | None = None
+    """Per round of the masked party, seconds of its method and of the floor's calls in it
+    (:attr:`_in_run.InRun.rounds`; ``memory`` runs)."""
 
     @property
     def cpu(self) -> float:
@@ -335,7 +338,8 @@ def measure_runs(adult: Path, runs: int, limit: int | None,
             who = resource.RUSAGE_CHILDREN if name == "tcp" else resource.RUSAGE_SELF
             run = Run(name, data.n, time.perf_counter() - started, sim.result.timings["secure_sum"],
                       time.process_time() - cpu, _children_cpu() - kids, resource.getrusage(who).ru_maxrss / 1024,
-                      None if timing is None else dict(timing.seconds), None if timing is None else timing.sum_cpu)
+                      None if timing is None else dict(timing.seconds), None if timing is None else timing.sum_cpu,
+                      None if timing is None else {k: (v[0], v[1]) for k, v in timing.rounds.items()})
             print(f"run {k + 1}/{runs} {name:>6}: secure sum {run.sum_wall:5.1f} s wall (run {run.wall:5.1f} s"
                   + ("" if run.sum_cpu is None else f"; the sum's CPU {run.sum_cpu:.1f} s") + "); "
                   f"CPU {run.cpu:6.1f} s (this process {run.cpu_controller:5.1f} s, workers {run.cpu_workers:5.1f} s); "
@@ -418,6 +422,17 @@ def in_run_table(runs: list[Run], rows: list[Item]) -> dict[str, float] | None:
           f"{calls / means:5.2f}x")
     print(f"  the parties' programs beyond the calls in them: {(mean[PARTY_PROGRAMS] - calls) * 1e6:.1f} µs per party; "
           f"the controller's beyond its unmasking: {(mean[CONTROLLER_PROGRAM] - mean[UNMASKING]) * 1e6:.1f}")
+    by_round = [r.rounds for r in runs if r.rounds is not None]
+    if by_round:
+        print(f"  the party's rounds, µs per party: {'method':>8s} {'calls':>8s} {'its own':>8s}")
+        methods = 0.0
+        for label in by_round[0]:
+            method = statistics.mean(r[label][0] for r in by_round) / n
+            inside = statistics.mean(r[label][1] for r in by_round) / n
+            methods += method
+            print(f"    {label:46s} {method * 1e6:8.1f} {inside * 1e6:8.1f} {(method - inside) * 1e6:8.1f}")
+        print(f"    the programs beyond their rounds' methods (the rounds' I/O, messages handed over): "
+              f"{(mean[PARTY_PROGRAMS] - methods) * 1e6:.1f}")
     return mean
 
 

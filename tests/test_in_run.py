@@ -42,6 +42,7 @@ def in_run() -> ModuleType:
 def test_every_group_is_timed_in_a_masked_sparse_run_and_the_engine_is_restored(in_run: ModuleType) -> None:
     originals = {(id(owner), name): owner.__dict__[name] for g in in_run.GROUPS for owner, name in g.targets}
     release = Controller.__dict__["secure_release"]
+    rounds = {name: masked_party.MaskedParty.__dict__[name] for _, name in in_run.ROUNDS}
     data = planted_clusters(24, rng=np.random.default_rng(2), sizes=(2, 3, 2), clusters=((0, 1),)).dataset
     started = time.process_time()
     with in_run.InRun() as timing:
@@ -60,9 +61,15 @@ def test_every_group_is_timed_in_a_masked_sparse_run_and_the_engine_is_restored(
                 if next(g for g in in_run.GROUPS if g.name == name).floor)
     assert timing.seconds[in_run.PARTY_PROGRAMS] >= calls
     assert timing.seconds[in_run.CONTROLLER_PROGRAM] >= timing.seconds[in_run.UNMASKING]
+    # every round of the party timed, with the calls made inside it; together they are within the programs
+    assert [label for label, _ in in_run.ROUNDS] == list(timing.rounds)
+    assert all(method >= inside > 0 for method, inside in timing.rounds.values())
+    assert sum(method for method, _ in timing.rounds.values()) <= timing.seconds[in_run.PARTY_PROGRAMS]
+    assert sum(inside for _, inside in timing.rounds.values()) <= calls
     # timing changes nothing the run computes
     plain = simulate(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2", secure_sum="masked-sparse")
     assert inside.result.clusters == plain.result.clusters
+    assert all(masked_party.MaskedParty.__dict__[name] is rounds[name] for _, name in in_run.ROUNDS)
     assert party_sum.step is originals[(id(party_sum), "step")] and pki.Signer.exchange_each is originals[
         (id(pki.Signer), "exchange_each")]
 
