@@ -84,28 +84,28 @@ def test_a_group_names_floor_rows_that_exist(in_run: ModuleType) -> None:
 
 
 def test_the_floor_groups_cover_every_floor_item_once(in_run: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The groups' floor rows, counts included, add up to masked_floor's per-party floor."""
+    """The groups' floor rows, counts included, add up to the floor's items per party (_floor_items)."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # (its sibling modules, as when run as a script)
-    masked_floor = _load("masked_floor")
-    rows = masked_floor.items(2)
+    floor_items = _load("_floor_items")
+    rows = floor_items.items(2)
     for floors, per_party in (({r.name: r.floor for r in rows}, sum(r.calls * r.floor for r in rows)),
                               ({r.name: r.floor_mean for r in rows}, sum(r.calls * r.floor_mean for r in rows))):
         assert sum(in_run.floor_of(g, floors) for g in in_run.GROUPS if g.floor) == pytest.approx(per_party, rel=1e-12)
 
 
 def test_timings_keep_each_items_best_round_and_the_mean_of_its_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
-    """masked_floor.Timings on a fake CPU clock: per call, the least of the rounds and their mean."""
+    """_floor_items.Timings on a fake CPU clock: per call, the least of the rounds and their mean."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    masked_floor = _load("masked_floor")
+    floor_items = _load("_floor_items")
     clock = [0.0]
     costs = iter([0.03,  # the calibration: one call takes >= 20 ms, so one call per round
                   0.03, 0.05, 0.04])
-    monkeypatch.setattr(masked_floor.time, "process_time", lambda: clock[0])
+    monkeypatch.setattr(floor_items.time, "process_time", lambda: clock[0])
 
     def call() -> None:
         clock[0] += next(costs)
 
-    timings = masked_floor.Timings()
+    timings = floor_items.Timings()
     k = timings.add(call)
     timings.run(3)
     assert timings.best(k) == pytest.approx(0.03)
