@@ -19,6 +19,7 @@ import pytest
 from mprr.synthetic import planted_clusters
 from parties import party_sum
 from parties.controller import Controller
+from parties.secure.registry import make_engine
 from parties.secure import crypto, masked_party, pki
 from parties.simulate import simulate
 
@@ -61,17 +62,33 @@ def test_every_group_is_timed_in_a_masked_sparse_run_and_the_engine_is_restored(
                 if next(g for g in in_run.GROUPS if g.name == name).floor)
     assert timing.seconds[in_run.PARTY_PROGRAMS] >= calls
     assert timing.seconds[in_run.CONTROLLER_PROGRAM] >= timing.seconds[in_run.UNMASKING]
-    # every round of the party timed, with the calls made inside it; together they are within the programs
-    assert [label for label, _ in in_run.ROUNDS] == list(timing.rounds)
-    assert all(method >= inside > 0 for method, inside in timing.rounds.values())
+    # every round of the party timed, with the calls made inside it: each call in its own round (this
+    # run has no placeholder parties: every floor call is a real party's), the rounds within the programs
+    assert all(method >= made > 0 for method, made in timing.rounds.values())
+    by_label = dict(timing.rounds)
+    assert by_label["0: masking key advertised"][1] == pytest.approx(timing.seconds["X25519 masking key pair"])
+    assert by_label["3: survivor view stated and tagged"][1] == pytest.approx(timing.seconds["view tags written"])
+    assert by_label["4: views checked, shares revealed"][1] == pytest.approx(
+        timing.seconds["consistency check (tags checked, majorities counted)"])
+    assert sum(made for _, made in timing.rounds.values()) == pytest.approx(calls, rel=1e-9)
     assert sum(method for method, _ in timing.rounds.values()) <= timing.seconds[in_run.PARTY_PROGRAMS]
-    assert sum(inside for _, inside in timing.rounds.values()) <= calls
     # timing changes nothing the run computes
     plain = simulate(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2", secure_sum="masked-sparse")
     assert inside.result.clusters == plain.result.clusters
     assert all(masked_party.MaskedParty.__dict__[name] is rounds[name] for _, name in in_run.ROUNDS)
     assert party_sum.step is originals[(id(party_sum), "step")] and pki.Signer.exchange_each is originals[
         (id(pki.Signer), "exchange_each")]
+
+
+def test_a_placeholder_partys_round_is_not_timed_by_round(in_run: ModuleType) -> None:
+    """The counting driver's parties (no PKI key: placeholder cryptography) run outside the rounds' timing."""
+    ctx = make_engine("masked-sparse").context(range(12), 4, session="placeholders")
+    party = masked_party.MaskedParty(0, np.zeros(4, dtype=np.int64), ctx, masked_party.PartyCryptography(None, None), 2)
+    with in_run.InRun() as timing:
+        keys = party.advertise()
+    assert keys.keys == (bytes(32),)
+    assert timing.rounds["0: masking key advertised"] == [0.0, 0.0]
+    assert timing.seconds["X25519 masking key pair"] == 0.0
 
 
 def test_a_group_names_floor_rows_that_exist(in_run: ModuleType) -> None:
