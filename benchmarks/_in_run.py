@@ -26,7 +26,7 @@ It also times the masked party's round methods (:data:`ROUNDS`), and the floor's
 each, so that the report can say which round's own Python costs what.  Beside the groups,
 :class:`InRun` times the secure sums themselves in CPU (``time.process_time``,
 not wall time): the controller's :meth:`~parties.controller.Controller.secure_release`, from its
-request to the tallies, the outermost one only if they ever overlapped.
+request to the tallies (releases that overlap, as one interval).
 """
 
 from __future__ import annotations
