@@ -112,9 +112,13 @@ class InRun:
     and plain releases.  :attr:`rounds` holds, per label of :data:`ROUNDS`, the seconds the real
     parties' round methods took and the seconds of the floor groups' calls made inside them
     (the counting driver's placeholder parties, whose cryptography is not real, are not timed
-    by round)."""
+    by round).  ``groups`` False: only :attr:`sum_cpu` is measured (one wrapper per secure
+    release, nothing per party): a run as it is, whose CPU the goal reads, since the groups'
+    and rounds' timers cost the run a few per cent (measured by ``masked_floor.py``, which runs
+    both)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, groups: bool = True) -> None:
+        self.groups = groups
         self.seconds = {group.name: 0.0 for group in GROUPS}
         self.sum_cpu = 0.0
         self.rounds = {label: [0.0, 0.0] for label, _ in ROUNDS}
@@ -130,7 +134,7 @@ class InRun:
         return self
 
     def _patch(self) -> None:
-        for group in GROUPS:
+        for group in GROUPS if self.groups else ():
             for owner, name in group.targets:
                 raw = owner.__dict__[name]  # (a classmethod stays one: wrap its function)
                 self._saved.append((owner, name, raw))
@@ -138,7 +142,7 @@ class InRun:
                     setattr(owner, name, classmethod(self._timed(group.name, raw.__func__, group.floor)))
                 else:
                     setattr(owner, name, self._timed(group.name, raw, group.floor))
-        for label, name in ROUNDS:
+        for label, name in ROUNDS if self.groups else ():
             raw = masked_party.MaskedParty.__dict__[name]
             self._saved.append((masked_party.MaskedParty, name, raw))
             setattr(masked_party.MaskedParty, name, self._round(label, raw))

@@ -91,6 +91,25 @@ def test_a_placeholder_partys_round_is_not_timed_by_round(in_run: ModuleType) ->
     assert timing.seconds["X25519 masking key pair"] == 0.0
 
 
+def test_a_run_as_is_times_its_sum_alone(in_run: ModuleType) -> None:
+    """``InRun(groups=False)``: the sum's CPU, with nothing else of the engine wrapped (the goal's runs)."""
+    originals = {(id(owner), name): owner.__dict__[name] for g in in_run.GROUPS for owner, name in g.targets}
+    rounds = {name: masked_party.MaskedParty.__dict__[name] for _, name in in_run.ROUNDS}
+    release = Controller.__dict__["secure_release"]
+    data = planted_clusters(24, rng=np.random.default_rng(2), sizes=(2, 3, 2), clusters=((0, 1),)).dataset
+    started = time.process_time()
+    with in_run.InRun(groups=False) as timing:
+        assert all(owner.__dict__[name] is originals[(id(owner), name)] for g in in_run.GROUPS
+                   for owner, name in g.targets)
+        assert all(masked_party.MaskedParty.__dict__[name] is rounds[name] for _, name in in_run.ROUNDS)
+        assert Controller.__dict__["secure_release"] is not release
+        simulate(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2", secure_sum="masked-sparse")
+    assert 0 < timing.sum_cpu <= time.process_time() - started
+    assert Controller.__dict__["secure_release"] is release
+    assert set(timing.seconds.values()) == {0.0}
+    assert all(made == [0.0, 0.0] for made in timing.rounds.values())
+
+
 def test_a_group_names_floor_rows_that_exist(in_run: ModuleType) -> None:
     rows = {"X25519 key pair (generate, raw public key)": 2e-6, "HMAC-SHA256 in HKDF": 1e-6}
     pair, hkdf = in_run.GROUPS[0], in_run.GROUPS[2]
