@@ -309,7 +309,8 @@ def report_runs(runs: list[Run], floor: float, engine: float, cold: float | None
               f"{statistics.mean(r.sum_wall / r.wall for r in mine):.0%} of the run); run's CPU "
               f"{statistics.mean(cpu):6.1f} s = {statistics.mean(cpu) / n * 1e3:.2f} ms per party, "
               f"{statistics.mean(cpu) / budget:.2f} x the budget, {statistics.mean(cpu) / (floor * n):.2f} x the "
-              f"cryptographic floor (min {min(cpu) / (floor * n):.2f}; goal <= {FLOOR_RATIO_GOAL} x)"
+              f"cryptographic floor (min {min(cpu) / (floor * n):.2f}"
+              + (")" if any(r.runtime == name and r.as_is for r in runs) else f"; goal <= {FLOOR_RATIO_GOAL} x)")
               + ("" if floor_mean is None else f"; {statistics.mean(cpu) / (floor_mean * n):.2f} x the floor's "
                  f"mean of the rounds (min {min(cpu) / (floor_mean * n):.2f})"))
         sums_cpu = [r.sum_cpu for r in mine if r.sum_cpu is not None]
@@ -383,7 +384,7 @@ def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path, f
                    or [r.sum_cpu for r in runs if r.runtime == name and r.sum_cpu is not None])
             if own:
                 ax.plot([x - 0.32, x + 0.32], [statistics.mean(own)] * 2, color="black", linewidth=2.2,
-                        label="the secure sum's own CPU (its phase of the run)")
+                        label="the secure sum's own CPU (its phase of a run without the timers)")
         ax.set_xticks(range(len(parts)), [labels[name] for name in parts], fontsize="small")
         ax.set_xlim(-0.6, len(parts) - 0.4)
         top = max(max(sum(col) for col in zip(*split.values())) for split in parts.values())
