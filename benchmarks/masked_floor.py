@@ -29,10 +29,10 @@ shared: the floor is the best of several rounds (least disturbed), CPU time; bes
 of this run's rounds, a second reference (a run's CPU is an average over a minute, the best
 round is not); the goal reads the ratio to the best rounds.
 
-With ``--runs R`` it also runs the sum itself, R times on each runtime, alternated: RR-Clusters
-4.2 with the masked-sparse sum of every pair cell over the Adult parties (``--limit N``: the first
-N), on ``memory`` (one process) and on ``tcp`` (2 worker processes, TLS), as
-``benchmarks/runtimes.py`` does.  It prints each run's secure-sum wall time and the run's CPU
+With ``--runs R`` it also runs the sum itself, R times on tcp and R pairs of runs on memory
+(below), the runtimes alternated: RR-Clusters 4.2 with the masked-sparse sum of every pair cell
+over the Adult parties (``--limit N``: the first N), on ``memory`` (one process) and on ``tcp``
+(2 worker processes, TLS), as ``benchmarks/runtimes.py`` does.  It prints each run's secure-sum wall time and the run's CPU
 (controller and workers apart), and where that CPU goes: the cryptography at its floor, the
 same calls timed inside the memory run (``benchmarks/_in_run.py``: the engine's cryptographic
 functions wrapped while it runs, group by group beside their floor), the cryptography the floor
@@ -310,7 +310,7 @@ def report_runs(runs: list[Run], floor: float, engine: float, cold: float | None
               f"{statistics.mean(cpu):6.1f} s = {statistics.mean(cpu) / n * 1e3:.2f} ms per party, "
               f"{statistics.mean(cpu) / budget:.2f} x the budget, {statistics.mean(cpu) / (floor * n):.2f} x the "
               f"cryptographic floor (min {min(cpu) / (floor * n):.2f}"
-              + (")" if any(r.runtime == name and r.as_is for r in runs) else f"; goal <= {FLOOR_RATIO_GOAL} x)")
+              + (")" if any(r.as_is for r in runs) else f"; goal <= {FLOOR_RATIO_GOAL} x)")
               + ("" if floor_mean is None else f"; {statistics.mean(cpu) / (floor_mean * n):.2f} x the floor's "
                  f"mean of the rounds (min {min(cpu) / (floor_mean * n):.2f})"))
         sums_cpu = [r.sum_cpu for r in mine if r.sum_cpu is not None]
@@ -321,7 +321,7 @@ def report_runs(runs: list[Run], floor: float, engine: float, cold: float | None
                   + ("" if floor_mean is None else f", {statistics.mean(sums_cpu) / (floor_mean * n):.2f} x its mean"))
         plain = [r for r in runs if r.runtime == name and r.as_is]
         if plain:
-            cpu_plain, sum_plain = [r.cpu for r in plain], [r.sum_cpu or 0.0 for r in plain]
+            cpu_plain, sum_plain = [r.cpu for r in plain], [r.sum_cpu for r in plain if r.sum_cpu is not None]
             print(f"          as is, without the timers (the goal's figure; {len(plain)} run(s)): run's CPU "
                   f"{statistics.mean(cpu_plain):6.1f} s = {statistics.mean(cpu_plain) / n * 1e3:.2f} ms per party, "
                   f"{statistics.mean(cpu_plain) / (floor * n):.2f} x the floor (min {min(cpu_plain) / (floor * n):.2f}); "
@@ -350,7 +350,8 @@ def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path, f
     from scenarios.plots import CustomPlot, render
 
     n = runs[0].n
-    share = {name: statistics.mean(r.sum_wall / r.wall for r in runs if r.runtime == name) for name in parts}
+    share = {name: statistics.mean(r.sum_wall / r.wall for r in runs if r.runtime == name and not r.as_is)
+             for name in parts}
     colours = {"cryptography at its floor": "#4c72b0", COLD: "#6d8fc7", ISOLATED: "#8fa9d6", IN_RUN: "#8fa9d6",
                OUTSIDE: "#55a868", STEPS: "#ccb974", CONTROL: "#937860", REST: "#dd8452", CONTROLLER: "#c44e52"}
     labels = {"memory": "memory runtime\n(parties and controller\nin one process)",
@@ -380,8 +381,7 @@ def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path, f
             ax.axhline(floor_mean * n, color="#8c2d8c", linestyle="-.", linewidth=1.3,
                        label="the floor's calls at the mean of their timing rounds")
         for x, name in enumerate(parts):
-            own = ([r.sum_cpu for r in runs if r.runtime == name and r.as_is and r.sum_cpu is not None]
-                   or [r.sum_cpu for r in runs if r.runtime == name and r.sum_cpu is not None])
+            own = [r.sum_cpu for r in runs if r.runtime == name and r.as_is and r.sum_cpu is not None]
             if own:
                 ax.plot([x - 0.32, x + 0.32], [statistics.mean(own)] * 2, color="black", linewidth=2.2,
                         label="the secure sum's own CPU (its phase of a run without the timers)")
@@ -417,7 +417,7 @@ def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path, f
                  f"goal, {FLOOR_RATIO_GOAL} times the floor; dash-dotted: the floor's calls at the mean of their "
                  "timing rounds (a run's CPU is an average); black tick: the secure sum's own CPU on memory, "
                  "without the run's set-up and the releases before the sum, in the runs without the timers "
-                 "that measure the bars (they cost the run a few per cent)."))
+                 "(which split the bars and cost a run a few per cent)."))
     return render(spec, png.parent)
 
 
@@ -498,8 +498,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.programs:
             n = runs[0].n
             alone = programs_alone(n)
-            memory = ([r.cpu for r in runs if r.as_is] or [r.cpu for r in runs if r.runtime == "memory"])
-            rest = f"; the memory runs' runtime around them: {statistics.mean(memory) - alone:.1f} s" if memory else ""
+            memory = [r.cpu for r in runs if r.as_is]
+            rest = (f"; the memory runs' (as they are) runtime around them: {statistics.mean(memory) - alone:.1f} s"
+                    if memory else "")
             print(f"  the programs alone (counting driver, real cryptography, no event loop): {alone:.1f} s CPU = "
                   f"{alone / n * 1e3:.2f} ms per party, {alone / (floor_total * n):.2f} x the floor{rest} "
                   f"(load {Path('/proc/loadavg').read_text().split()[0]})")
