@@ -6,9 +6,11 @@ engine's party side (:mod:`parties.secure.masked_party`) and controller
 (:func:`parties.secure.pki.generate_signers`, as the shard calls it), and adds up the wall time
 spent in each.  In a one-process run (the ``memory`` runtime) wall time is the process's CPU
 time but for the rare moments the process is descheduled; ``time.perf_counter`` is read through
-the vDSO, so the wrapping costs about 0.25 µs per call (a round method's 0.3 µs, measured): some
-30 timed calls per party, about 8 µs per party (0.5 % of a masked-sparse run), which the report
-counts as the programs' own Python.  One call runs outside a real party's round: where
+the vDSO, so one wrapper costs about 0.25 µs per call in a tight loop (a round method's 0.3 µs):
+some 30 timed calls per party.  Inside a run the timers cost more than that sum: a masked-sparse
+run of 32,561 parties takes 2-3 % more CPU with them than without (``masked_floor.py`` pairs each
+timed run with one as it is, and reads the goal from the latter); the report counts the timers'
+cost as the programs' own Python.  One call runs outside a real party's round: where
 ``simulate``'s cost warning counts the programs (masked-sparse at L = 1,582: about 2,900 to 3,100
 parties), its placeholder parties still draw their handed view keys, which the CSPRNG group then
 counts too.

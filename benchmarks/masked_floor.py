@@ -32,8 +32,8 @@ round is not); the goal reads the ratio to the best rounds.
 With ``--runs R`` it also runs the sum itself, R times on tcp and R pairs of runs on memory
 (below), the runtimes alternated: RR-Clusters 4.2 with the masked-sparse sum of every pair cell
 over the Adult parties (``--limit N``: the first N), on ``memory`` (one process) and on ``tcp``
-(2 worker processes, TLS), as ``benchmarks/runtimes.py`` does.  It prints each run's secure-sum wall time and the run's CPU
-(controller and workers apart), and where that CPU goes: the cryptography at its floor, the
+(2 worker processes, TLS), as ``benchmarks/runtimes.py`` does.  It prints each run's secure-sum
+wall time and the run's CPU (controller and workers apart), and where that CPU goes: the cryptography at its floor, the
 same calls timed inside the memory run (``benchmarks/_in_run.py``: the engine's cryptographic
 functions wrapped while it runs, group by group beside their floor), the cryptography the floor
 leaves out (the PKI's set-up, the controller's unmasking), and the rest (protocol steps, messages,
