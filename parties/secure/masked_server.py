@@ -41,7 +41,7 @@ from parties.secure.unmasking import Unmasking
 from parties.secure.values import to_counts
 from parties.secure.views import survivor_view, unmask_requests
 
-__all__ = ["PHASES", "ControllerProgram", "Shortfall", "spread"]
+__all__ = ["PHASES", "SPREAD_BLOCK", "ControllerProgram", "Shortfall", "spread"]
 
 PHASES = ("masked/advertise", "masked/share-keys", "masked/input", "masked/consistency", "masked/unmask")
 
@@ -249,13 +249,30 @@ def _ignore(src: int, msg: Message) -> None:
     """An answer the counting driver's controller does not use."""
 
 
-def spread(ids: list[int]) -> list[int]:
-    """``ids`` in stride order (every ⌊√n⌋-th id, then the next stride, ...): the order in which
-    the controller sends a round's messages, so that each contiguous range of the roster (the
-    parties of one worker process) gets its share from the start of the loop instead of
-    waiting for the ranges before it.  Any order gives the same messages and the same sum."""
-    step = max(1, math.isqrt(len(ids)))
-    return [ids[i] for first in range(step) for i in range(first, len(ids), step)]
+SPREAD_BLOCK = 1024
+"""Consecutive ids :func:`spread` keeps together (a block of the roster)."""
+
+
+def spread(ids: list[int], *, block: int = SPREAD_BLOCK) -> list[int]:
+    """``ids`` in blocks of ``block`` consecutive ids, the blocks in bit-reversed order of their
+    index (van der Corput: block 0, then the one half-way, then the quarters, ...): the order in
+    which the controller sends a round's messages.  Every contiguous range of the roster (the
+    parties of one worker process) gets its share from the start of the round instead of
+    waiting for the ranges before it (each half within the first two blocks; with a power of
+    two blocks, each quarter within the first four), and the parties stepped one after another are neighbours in the
+    roster, whose state lies together in memory: one process steps them faster (the memory
+    runtime's 32,561-party sum, 3 % of its CPU against every ⌊√n⌋-th id in turn).  Any order
+    gives the same messages and the same sum."""
+    if block < 1:
+        raise ConfigurationError(f"block must be >= 1, got {block}")
+    blocks = -(-len(ids) // block)
+    bits = max(0, (blocks - 1).bit_length())
+    order: list[int] = []
+    for k in range(1 << bits):
+        b = int(f"{k:0{bits}b}"[::-1], 2) if bits else 0  # k with its bits reversed
+        if b < blocks:
+            order.extend(ids[b * block:(b + 1) * block])
+    return order
 
 
 def _bad_keys(src: int, msg: PublicKeys) -> str | None:

@@ -19,6 +19,7 @@ from parties.secure.messages import (
 )
 from parties.wire.codec import decode, encode
 from parties.secure.masked import MaskedEngine, spread
+from parties.secure.masked_server import SPREAD_BLOCK
 from parties.secure.unmasking import abscissa
 from parties.secure.topology import build_neighbourhoods
 from parties.secure.views import unmask_requests
@@ -220,18 +221,32 @@ def test_abscissae_are_distinct_and_public() -> None:
         assert xs == list(range(1, len(holders) + 1))
 
 
-def test_the_controller_sends_each_round_to_every_party_once_in_stride_order() -> None:
+def test_the_controller_sends_each_round_to_every_party_once_in_blocks_spread_over_the_roster() -> None:
     """spread is a permutation: a party left out would be a dropout the controller made, one
-    sent twice a duplicate; each half of the roster (one worker's parties) is reached within
-    the first two strides."""
-    for n in [*range(0, 40), 99, 100, 101, 1000]:
-        ids = list(range(3, 3 + n))
-        order = spread(ids)
-        assert sorted(order) == ids, n
-        step = max(1, math.isqrt(n))
-        first = order[: 2 * step]
-        assert n < 4 or (any(i < 3 + n // 2 for i in first) and any(i >= 3 + n // 2 for i in first)), n
-    assert spread([0, 1, 2, 3, 4, 5, 6, 7, 8]) == [0, 3, 6, 1, 4, 7, 2, 5, 8]
+    sent twice a duplicate; it keeps blocks of consecutive ids together and reaches each half
+    of the roster (one worker's parties) within the first two blocks; with a power of two
+    blocks, each quarter within the first four and each eighth within the first eight."""
+    for block in (1, 2, 3, 7, SPREAD_BLOCK):
+        for n in [*range(0, 40), 99, 100, 101, 1000, 2 * SPREAD_BLOCK + 5]:
+            ids = list(range(3, 3 + n))
+            order = spread(ids, block=block)
+            assert sorted(order) == ids, (n, block)
+            at = {i: k for k, i in enumerate(order)}
+            for first in range(0, n, block):  # each block of the roster sent as it is, in one run
+                run = [at[i] for i in ids[first:first + block]]
+                assert run == list(range(run[0], run[0] + len(run))), (n, block, first)
+            blocks = -(-n // block)
+            for parts in (2, 4, 8):  # each half within the first two blocks; on 2^j blocks, each quarter ...
+                if blocks >= parts and (parts == 2 or blocks & (blocks - 1) == 0):
+                    head = order[: parts * block]
+                    for q in range(parts):
+                        lo, hi = 3 + q * n // parts, 3 + (q + 1) * n // parts
+                        assert any(lo <= i < hi for i in head), (n, block, parts, q)
+    assert spread(list(range(9)), block=2) == [0, 1, 8, 4, 5, 2, 3, 6, 7]  # blocks 0, 4, 2, 1, 3 (0b000, 0b100, ...)
+    assert spread(list(range(9)), block=1) == [0, 8, 4, 2, 6, 1, 5, 3, 7]
+    assert spread(list(range(9))) == list(range(9))  # one block
+    with pytest.raises(ConfigurationError, match="block must be >= 1, got 0"):
+        spread([1, 2], block=0)
 
 
 def test_threshold_validation() -> None:
