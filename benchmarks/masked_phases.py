@@ -1,0 +1,280 @@
+"""Benchmark: what a host that steps its parties one pass per kind of work would save the masked sum.
+
+Issue 28 asks for the masked-sparse sum at <= 1.5 x the cryptographic floor that
+``benchmarks/masked_floor.py`` measures.  The route its numbers pointed to is a host that steps
+all its parties together, one pass per kind of work (every party's shares opened, then every
+party's masking agreements, ...), instead of each party's round in turn.  This measures that
+route's gain before anyone builds it, with the engine's own functions:
+
+1. the masked-sparse sum of L = 1,582 cells over ``n`` parties (default 4,000; k = 8, t = 5) runs
+   with the counting driver (real cryptography, a fresh PKI, no event loop), each party's round
+   method (:class:`~parties.secure.masked_party.MaskedParty`) timed in CPU as it runs (one
+   ``time.process_time`` pair per call), and each party's state before each round kept (a
+   shallow copy: a round replaces the state it changes, it mutates none) with the controller's
+   message of that round;
+2. each round is replayed for all parties, each party's round in turn (as a host steps them now);
+3. round 2, the largest (the shares opened and checked, the combined view keys, the input, the
+   masking agreements and the masks), is also replayed one pass per kind of work across all
+   parties, with the functions the round method calls (:func:`phased_mask_input`); its masked
+   inputs and view keys are checked equal to the round's own.
+
+Beside each round: its floor, the library calls it makes at their floor (``_floor_items``, best of
+``--repeat`` rounds).  Both replays alternate ``--repeats`` times; each keeps its fastest.  The
+report's last line puts the party rounds at the route's best (every round of all parties run
+together, as replayed, each with round 2's phased gain) and says what the goal leaves beside them
+for the controller's program, the drivers and the runtime.
+
+Run: ``.venv/bin/python benchmarks/masked_phases.py [--n N] [--repeats R] [--repeat R]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import functools
+import gc
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from _floor_items import CELLS, Item, items  # noqa: E402  (benchmarks/_floor_items.py)
+from _in_run import ROUNDS  # noqa: E402  (benchmarks/_in_run.py)
+
+from parties.collector import rare_full_collections  # noqa: E402
+from parties.secure import masked_party  # noqa: E402
+from parties.secure.crypto import agree_each  # noqa: E402
+from parties.secure.engine import counted_cost  # noqa: E402
+from parties.secure.messages import MaskedInput, RelayedShares  # noqa: E402
+from parties.secure.registry import make_engine  # noqa: E402
+from parties.secure.suite import REAL  # noqa: E402
+from parties.secure.unmasking import add_masks  # noqa: E402
+from parties.secure.values import as_ring_vector  # noqa: E402
+
+FLOOR_ROWS: dict[str, tuple[tuple[str, int], ...]] = {
+    "advertise": (("X25519 key pair", 1),),
+    "share_keys": (("X25519 static agreement", 8), ("HMAC-SHA256 in HKDF", 24), ("ChaCha20-Poly1305 seal", 8),
+                   ("Shamir:", 1), ("CSPRNG:", 2)),
+    "mask_input": (("ChaCha20-Poly1305 open", 8), ("combined view key", 56), ("X25519 masking agreement", 8),
+                   ("X25519 public key parse", 1), ("HMAC-SHA256 in HKDF", 16), ("ChaCha20 mask of", 9)),
+    "state_view": (("view tag written", 64),),
+    "unmask": (("view tag checked", 32),),
+}
+"""The floor's calls each round method makes (``_floor_items`` rows by the start of their name,
+calls per party): together, the floor's rows and counts."""
+
+_Captured = list[tuple[Any, Any]]
+"""A round's (party state before it, the controller's message of the round or None) per party."""
+
+
+@dataclass
+class Capture:
+    """What :func:`capture` keeps: per round method, the parties' states and messages, and the
+    CPU seconds the round took inside the programs' run; the run's CPU seconds in all."""
+
+    n: int
+    rounds: dict[str, _Captured] = field(default_factory=dict)
+    in_run: dict[str, float] = field(default_factory=dict)
+    programs: float = 0.0
+    """The programs' run, CPU seconds (the states' copies left out)."""
+    copying: float = 0.0
+
+
+@contextmanager
+def _recording(into: Capture) -> Iterator[None]:
+    """Wrap :class:`MaskedParty`'s round methods: each call keeps a shallow copy of the party
+    and its argument, and adds its CPU time to ``into.in_run`` (restored on exit)."""
+    cls = masked_party.MaskedParty
+    saved = {name: getattr(cls, name) for _, name in ROUNDS}
+    clock = time.process_time
+
+    def recorded(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        kept, spent = into.rounds.setdefault(name, []), into.in_run
+
+        def round_method(self: Any, *args: Any) -> Any:
+            start = clock()
+            kept.append((copy.copy(self), args[0] if args else None))
+            copied = clock()
+            try:
+                return method(self, *args)
+            finally:
+                spent[name] = spent.get(name, 0.0) + clock() - copied
+                into.copying += copied - start
+        return round_method
+
+    try:
+        for name, method in saved.items():
+            setattr(cls, name, recorded(name, method))
+        yield
+    finally:
+        for name, method in saved.items():
+            setattr(cls, name, method)
+
+
+def capture(n: int) -> Capture:
+    """Run the sum of ``n`` parties with the counting driver (real cryptography) and keep every
+    party's rounds (:class:`Capture`)."""
+    engine = make_engine("masked-sparse")
+    ctx = engine.context(range(n), CELLS, session="bench-phases")
+    kept = Capture(n)
+    with _recording(kept), rare_full_collections():
+        start = time.process_time()
+        counted_cost(engine, ctx, suite=REAL, mirror=False)
+        kept.programs = time.process_time() - start - kept.copying
+    for _, name in ROUNDS:
+        if len(kept.rounds.get(name, ())) != n:
+            raise RuntimeError(f"round {name} ran {len(kept.rounds.get(name, ()))} times for {n} parties")
+    return kept
+
+
+def per_party(name: str, captured: _Captured) -> list[Any]:
+    """Round ``name`` of each party in turn: its round method."""
+    return [getattr(party, name)(*(() if message is None else (message,))) for party, message in captured]
+
+
+def phased_mask_input(captured: _Captured) -> list[MaskedInput]:
+    """Round 2 of every party, one pass per kind of work across all of them, with the functions
+    :meth:`~parties.secure.masked_party.MaskedParty.mask_input` calls in that order: the shares
+    opened and checked, the combined view keys, the inputs as ring vectors, the masking
+    agreements with their HKDF, the masks, the messages (the same state changes)."""
+    parties = [party for party, _ in captured]
+    relayed: list[RelayedShares] = [message for _, message in captured]
+    ctx = parties[0].ctx
+    session, ring, neighbours = ctx.session, ctx.ring, ctx.neighbours
+    senders = [message.senders.tolist() for message in relayed]
+    for party, ids in zip(parties, senders):
+        if not set(ids) <= set(party.live):
+            raise RuntimeError(f"party {party.me}: relayed shares from outside its live neighbours")
+    opened = [masked_party._open_shares(message, ids, party.channel, party.relayed_keys, neighbours, party.me,
+                                        set(neighbours[party.me]), session, party.crypto)
+              for party, message, ids in zip(parties, relayed, senders)]
+    for party, (held, _, handed) in zip(parties, opened):
+        party.held = held
+        party.view_keys = party.crypto.combined_keys(handed, dict(party.view_keys))
+    vectors = [as_ring_vector(party.vector, ctx, ring) for party in parties]
+    seeds = [agree_each(party.s_keys.private, list(masks.values()), purpose="mask", session=session,
+                       me=party.me, peers=list(masks))
+             for party, (_, masks, _) in zip(parties, opened)]
+    out = []
+    for party, vector, seeds_p, (_, masks, _) in zip(parties, vectors, seeds, opened):
+        add_masks(vector, [party.self_mask, *seeds_p], [False, *[party.me > j for j in masks]])
+        party.self_mask, party.s_keys = b"", None
+        vector.flags.writeable = False
+        out.append(MaskedInput(session, vector))
+    return out
+
+
+def _fresh(captured: _Captured) -> _Captured:
+    """The captured states copied again, so that a replay starts where the run's round did."""
+    return [(copy.copy(party), message) for party, message in captured]
+
+
+def _timed(fn: Callable[[_Captured], list[Any]], captured: _Captured) -> tuple[float, list[Any], _Captured]:
+    states = _fresh(captured)
+    gc.collect()
+    with rare_full_collections():
+        start = time.process_time()
+        out = fn(states)
+        spent = time.process_time() - start
+    return spent, out, states
+
+
+def floor_of(rows: list[Item], name: str) -> float:
+    """Seconds per party of the floor's calls that round ``name`` makes (:data:`FLOOR_ROWS`)."""
+    total = 0.0
+    for start, calls in FLOOR_ROWS[name]:
+        matches = [row for row in rows if row.name.startswith(start)]
+        if len(matches) != 1:
+            raise RuntimeError(f"floor row {start!r}: {len(matches)} rows match")
+        total += matches[0].floor * calls
+    return total
+
+
+@dataclass(frozen=True)
+class Replays:
+    """Fastest CPU seconds of each round replayed per party in turn, and of round 2 phased."""
+
+    per_party: dict[str, float]
+    phased: float
+
+
+def replay(kept: Capture, repeats: int) -> Replays:
+    """:func:`per_party` for every round and :func:`phased_mask_input`, ``repeats`` times in
+    alternation (the fastest kept); the phased round checked equal to the round method."""
+    best = {name: float("inf") for _, name in ROUNDS}
+    phased = float("inf")
+    for _ in range(repeats):
+        for _, name in ROUNDS:
+            spent, out, states = _timed(functools.partial(per_party, name), kept.rounds[name])
+            best[name] = min(best[name], spent)
+            if name == "mask_input":
+                reference = ([m.values for m in out], [party.view_keys for party, _ in states])
+        spent, out, states = _timed(phased_mask_input, kept.rounds["mask_input"])
+        phased = min(phased, spent)
+        if ([m.values.tobytes() for m in out] != [v.tobytes() for v in reference[0]]
+                or [party.view_keys for party, _ in states] != reference[1]):
+            raise RuntimeError("the phased round 2 does not give the round method's masked inputs and view keys")
+    return Replays(best, phased)
+
+
+def report(kept: Capture, replays: Replays, rows: list[Item]) -> dict[str, float]:
+    """Print the table and the route's best case; return its figures (µs per party, ratios)."""
+    n = kept.n
+    us = 1e6 / n
+    floor_total = sum(row.floor * row.calls for row in rows if row.calls)
+    print(f"\nThe masked party's rounds, {n:,} parties (k = 8, t = 5, L = {CELLS:,}), CPU µs per party")
+    print(f"{'round':44s} {'floor':>8s} {'in run':>8s} {'replay':>8s} {'phased':>8s}")
+    sums = {"floor": 0.0, "in run": 0.0, "replay": 0.0}
+    for label, name in ROUNDS:
+        floor = floor_of(rows, name) * 1e6
+        in_run, again = kept.in_run[name] * us, replays.per_party[name] * us
+        phased = f"{replays.phased * us:8.1f}" if name == "mask_input" else f"{'':8s}"
+        print(f"{label:44s} {floor:8.1f} {in_run:8.1f} {again:8.1f} {phased}")
+        for key, value in (("floor", floor), ("in run", in_run), ("replay", again)):
+            sums[key] += value
+    print(f"{'the party rounds':44s} {sums['floor']:8.1f} {sums['in run']:8.1f} {sums['replay']:8.1f}")
+    if abs(sums["floor"] - floor_total * 1e6) > 1e-6 * sums["floor"]:
+        raise RuntimeError(f"the rounds' floors add up to {sums['floor']:.3f} µs, the floor's rows to "
+                           f"{floor_total * 1e6:.3f} µs: FLOOR_ROWS misses a row")
+    programs = kept.programs * us
+    around = programs - sums["in run"]
+    gain = 1 - replays.phased / replays.per_party["mask_input"]
+    best = sums["replay"] * (1 - gain)
+    goal = 1.5 * floor_total * 1e6
+    print(f"the floor of a party in all: {floor_total * 1e6:.1f} µs; the goal, 1.5 x: {goal:.1f} µs per party")
+    print(f"the programs' run: {programs:.1f} µs per party = {programs / (floor_total * 1e6):.2f} x the floor; beside "
+          f"the party rounds (the controller's program, the driver, the programs' I/O): {around:.1f}")
+    print(f"round 2 one pass per kind of work: {replays.phased * us:.1f} µs against {replays.per_party['mask_input'] * us:.1f} "
+          f"in turn ({100 * gain:+.1f} % saved; its floor {floor_of(rows, 'mask_input') * 1e6:.1f})")
+    print(f"the party rounds at the route's best (each round for all parties together, each {100 * gain:.1f} % cheaper "
+          f"one pass per kind of work): {best:.1f} µs = {best / (floor_total * 1e6):.2f} x the floor; the goal leaves "
+          f"{goal - best:.1f} µs beside them for the controller's program, the drivers and the runtime "
+          f"({around:.1f} in this run without a runtime)")
+    return {"floor": floor_total * 1e6, "programs": programs, "around": around, "gain": gain, "best": best,
+            "left": goal - best}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--n", type=int, default=4_000, help="parties (default 4,000)")
+    parser.add_argument("--repeats", type=int, default=3, help="replays of each round, alternated (default 3)")
+    parser.add_argument("--repeat", type=int, default=7, help="timing rounds of the floor (default 7)")
+    args = parser.parse_args(argv)
+    if args.n < 10 or args.repeats < 1 or args.repeat < 1:
+        parser.error("--n must be >= 10, --repeats and --repeat >= 1")
+    kept = capture(args.n)
+    replays = replay(kept, args.repeats)
+    rows = items(args.repeat)
+    report(kept, replays, rows)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,92 @@
+"""benchmarks/masked_phases.py: every party's rounds captured, replayed in turn and (round 2) phase by phase."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from parties.secure import masked_party
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def masked_phases() -> Iterator[ModuleType]:
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # (its sibling modules, as when run as a script)
+    try:
+        spec = importlib.util.spec_from_file_location("masked_phases", ROOT / "benchmarks" / "masked_phases.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["masked_phases"] = module  # (its dataclasses look their module up)
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop("masked_phases", None)
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+@pytest.fixture(scope="module")
+def kept(masked_phases: ModuleType) -> object:
+    return masked_phases.capture(24)
+
+
+def test_every_party_round_is_captured_and_the_round_methods_are_restored(masked_phases: ModuleType,
+                                                                         kept: object) -> None:
+    for label, name in masked_phases.ROUNDS:
+        assert len(kept.rounds[name]) == 24, label  # type: ignore[attr-defined]
+        assert kept.in_run[name] > 0  # type: ignore[attr-defined]
+        assert getattr(masked_party.MaskedParty, name).__qualname__ == f"MaskedParty.{name}"
+    assert kept.programs >= sum(kept.in_run.values())  # type: ignore[attr-defined]
+    first_party, first_message = kept.rounds["advertise"][0]  # type: ignore[attr-defined]
+    assert first_message is None and first_party.s_pk == b""  # the state before the round
+
+
+def test_the_phased_round_gives_the_round_methods_masked_inputs_and_view_keys(masked_phases: ModuleType,
+                                                                            kept: object) -> None:
+    replays = masked_phases.replay(kept, 1)  # (raises if they differ)
+    assert set(replays.per_party) == {name for _, name in masked_phases.ROUNDS}
+    assert replays.phased > 0
+    captured = kept.rounds["mask_input"]  # type: ignore[attr-defined]
+    turn = masked_phases.per_party("mask_input", masked_phases._fresh(captured))
+    phased = masked_phases.phased_mask_input(masked_phases._fresh(captured))
+    assert [m.values.tobytes() for m in turn] == [m.values.tobytes() for m in phased]
+    assert len({m.values.tobytes() for m in phased}) == 24  # (masked: no two alike)
+
+
+def test_a_replay_starts_from_the_captured_state_not_the_last_replay(masked_phases: ModuleType,
+                                                                   kept: object) -> None:
+    captured = kept.rounds["mask_input"]  # type: ignore[attr-defined]
+    states = masked_phases._fresh(captured)
+    masked_phases.per_party("mask_input", states)
+    assert all(party.s_keys is None for party, _ in states)
+    assert all(party.s_keys is not None for party, _ in captured)  # (the copies took the round's changes)
+
+
+def test_the_report_adds_the_rounds_floors_to_the_partys_floor(masked_phases: ModuleType, kept: object,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    Item = masked_phases.Item
+    rows = [Item(start + " (test)", calls, 1e-6, None, 1e-6)
+            for name in masked_phases.FLOOR_ROWS for start, calls in masked_phases.FLOOR_ROWS[name]]
+    merged: dict[str, Any] = {}
+    for row in rows:  # (the HKDF row is shared by two rounds: one row, 40 calls)
+        known = merged.get(row.name)
+        merged[row.name] = row if known is None else row._replace(calls=known.calls + row.calls)
+    replays = masked_phases.Replays({name: 1e-3 for _, name in masked_phases.ROUNDS}, 0.9e-3)
+    out = masked_phases.report(kept, replays, list(merged.values()))
+    text = capsys.readouterr().out
+    calls = sum(row.calls for row in merged.values())
+    assert calls == 238  # 1 key pair, 16 X25519 agreements and a key parsed, 40 HMACs, 16 AEAD, 9 masks, Shamir, 2 draws, 152 hashes
+    assert out["floor"] == pytest.approx(238.0)  # 1 µs per call
+    assert out["gain"] == pytest.approx(0.1)
+    assert out["best"] == pytest.approx(5 * 1e3 / 24 * 0.9)  # 1 ms per round for 24 parties, 10 % off
+    assert out["left"] == pytest.approx(357.0 - out["best"])
+    assert "(+10.0 % saved" in text and "the goal, 1.5 x: 357.0 µs per party" in text
+    assert "the goal leaves 169.5 µs beside them" in text
+    with pytest.raises(RuntimeError, match="FLOOR_ROWS misses a row"):
+        masked_phases.report(kept, replays, [*merged.values(), Item("an extra call", 1, 1e-6, None, 1e-6)])
