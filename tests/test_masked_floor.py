@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -12,19 +11,13 @@ import numpy as np
 import pytest
 
 from mprr.synthetic import planted_clusters
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.benchmark_modules import benchmark_module
 
 
 @pytest.fixture()
-def masked_floor(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # (its sibling modules, as when run as a script)
-    spec = importlib.util.spec_from_file_location("masked_floor", ROOT / "benchmarks" / "masked_floor.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "masked_floor", module)
-    spec.loader.exec_module(module)
-    return module
+def masked_floor() -> Iterator[ModuleType]:
+    with benchmark_module("masked_floor") as module:
+        yield module
 
 
 def test_each_memory_run_is_paired_with_one_as_it_is_in_alternating_order(masked_floor: ModuleType,

@@ -2,33 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
 from parties.secure import masked_party
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.benchmark_modules import benchmark_module
 
 
 @pytest.fixture(scope="module")
 def masked_phases() -> Iterator[ModuleType]:
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # (its sibling modules, as when run as a script)
-    try:
-        spec = importlib.util.spec_from_file_location("masked_phases", ROOT / "benchmarks" / "masked_phases.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["masked_phases"] = module  # (its dataclasses look their module up)
-        spec.loader.exec_module(module)
+    with benchmark_module("masked_phases") as module:
         yield module
-    finally:
-        sys.modules.pop("masked_phases", None)
-        sys.path.remove(str(ROOT / "benchmarks"))
 
 
 @pytest.fixture(scope="module")

@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
 import pytest
 
 from parties.secure import masked_server
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.benchmark_modules import benchmark_module
 
 
 @pytest.fixture()
-def send_order(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # (its sibling modules, as when run as a script)
-    spec = importlib.util.spec_from_file_location("send_order", ROOT / "benchmarks" / "send_order.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "send_order", module)
-    spec.loader.exec_module(module)
-    return module
+def send_order() -> Iterator[ModuleType]:
+    with benchmark_module("send_order") as module:
+        yield module
 
 
 def test_stride_is_the_previous_order(send_order: ModuleType) -> None:
