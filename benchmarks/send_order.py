@@ -1,16 +1,16 @@
 """Benchmark: the order in which the masked sum's controller sends a round's messages.
 
 The controller (:class:`parties.secure.masked_server.ControllerProgram`) sends each round's
-messages in :func:`~parties.secure.masked_server.spread` order: blocks of
-:data:`~parties.secure.masked_server.SPREAD_BLOCK` consecutive parties, the blocks in
-bit-reversed order.  Until e471316 it sent every ⌊√n⌋-th party in turn (:func:`stride`, kept
+messages in :func:`~parties.secure.masked_server.spread` order: blocks of up to
+:data:`~parties.secure.masked_server.SPREAD_BLOCK` consecutive parties (1,024 for Adult's 32,561),
+the blocks in bit-reversed order.  Until e471316 it sent every ⌊√n⌋-th party in turn (:func:`stride`, kept
 here as the reference).  Any order gives the same messages and the same sum; what differs is
 how soon each worker's parties get work, and which parties one process steps one after
 another.
 
 This runs the masked-sparse sum of RR-Clusters 4.2 over the Adult parties (as
-``benchmarks/masked_floor.py --runs`` does) with each order, the orders alternated, ``--runs``
-times each, on ``memory`` (the secure sum's CPU, no timers per party) and on ``tcp`` (2 workers,
+``benchmarks/masked_floor.py --runs`` does) with each order, the orders alternated (ABBA: use
+an even ``--runs``; the process grows from run to run), ``--runs`` times each, on ``memory`` (the secure sum's CPU, no timers per party) and on ``tcp`` (2 workers,
 TLS: the sum's wall time and the CPU of the workers and of the controller's process).
 
 Run: ``.venv/bin/python benchmarks/send_order.py [--runs R] [--limit N] [--runtimes memory,tcp] [adult.data]``
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import sys
 from collections.abc import Callable
@@ -107,7 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     data: Dataset = load_adult(args.adult)
     if args.limit:
         data = Dataset(data.schema, data.codes[:args.limit])
+    print(f"load average before: {os.getloadavg()[0]:.2f}", flush=True)
     report(measure(data, args.runs, runtimes))
+    print(f"load average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
     return 0
 
 

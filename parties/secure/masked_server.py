@@ -12,7 +12,6 @@ the party's side are in :mod:`parties.secure.masked`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
@@ -41,7 +40,7 @@ from parties.secure.unmasking import Unmasking
 from parties.secure.values import to_counts
 from parties.secure.views import survivor_view, unmask_requests
 
-__all__ = ["PHASES", "SPREAD_BLOCK", "ControllerProgram", "Shortfall", "spread"]
+__all__ = ["PHASES", "SPREAD_BLOCK", "SPREAD_BLOCKS", "ControllerProgram", "Shortfall", "spread"]
 
 PHASES = ("masked/advertise", "masked/share-keys", "masked/input", "masked/consistency", "masked/unmask")
 
@@ -250,21 +249,29 @@ def _ignore(src: int, msg: Message) -> None:
 
 
 SPREAD_BLOCK = 1024
-"""Consecutive ids :func:`spread` keeps together (a block of the roster)."""
+"""The most consecutive ids :func:`spread` keeps together (a block of the roster)."""
+SPREAD_BLOCKS = 16
+"""The fewest blocks :func:`spread` cuts a roster of at least as many ids into."""
 
 
-def spread(ids: list[int], *, block: int = SPREAD_BLOCK) -> list[int]:
+def spread(ids: list[int], *, block: int | None = None) -> list[int]:
     """``ids`` in blocks of ``block`` consecutive ids, the blocks in bit-reversed order of their
     index (van der Corput: block 0, then the one half-way, then the quarters, ...): the order in
-    which the controller sends a round's messages.  Every contiguous range of the roster (the
-    parties of one worker process) gets its share from the start of the round instead of
-    waiting for the ranges before it (each half within the first two blocks; with a power of
-    two blocks, each quarter within the first four), and the parties stepped one after another are neighbours in the
-    roster, whose state lies together in memory: one process steps them faster (the memory
-    runtime's 32,561-party sum, 3 % of its CPU against every ⌊√n⌋-th id in turn).  Any order
-    gives the same messages and the same sum."""
+    which the controller sends a round's messages.  ``block`` None: :data:`SPREAD_BLOCK` ids, or
+    fewer so that there are at least :data:`SPREAD_BLOCKS` blocks.
+
+    Each contiguous half of the roster (the parties of one of two worker processes) gets its
+    first message within the first two blocks, i.e. after at most ``block`` sends (a sixteenth
+    of the round with the default), instead of waiting for the half before it; with a power of
+    two blocks, each quarter within the first four blocks.  The parties stepped one after
+    another are neighbours in the roster, whose state lies together in memory: one process
+    steps them faster than every ⌊√n⌋-th id in turn (2.5 % of the 32,561-party memory sum's
+    CPU, 3 % of its wall time on tcp: ``benchmarks/send_order.py``).  Any order gives the same
+    messages and the same sum."""
+    if block is None:
+        block = max(1, min(SPREAD_BLOCK, len(ids) // SPREAD_BLOCKS))
     if block < 1:
-        raise ConfigurationError(f"block must be >= 1, got {block}")
+        raise ConfigurationError(f"block must be >= 1 or None, got {block}")
     blocks = -(-len(ids) // block)
     bits = max(0, (blocks - 1).bit_length())
     order: list[int] = []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -19,7 +18,7 @@ from parties.secure.messages import (
 )
 from parties.wire.codec import decode, encode
 from parties.secure.masked import MaskedEngine, spread
-from parties.secure.masked_server import SPREAD_BLOCK
+from parties.secure.masked_server import SPREAD_BLOCK, SPREAD_BLOCKS
 from parties.secure.unmasking import abscissa
 from parties.secure.topology import build_neighbourhoods
 from parties.secure.views import unmask_requests
@@ -244,9 +243,17 @@ def test_the_controller_sends_each_round_to_every_party_once_in_blocks_spread_ov
                         assert any(lo <= i < hi for i in head), (n, block, parts, q)
     assert spread(list(range(9)), block=2) == [0, 1, 8, 4, 5, 2, 3, 6, 7]  # blocks 0, 4, 2, 1, 3 (0b000, 0b100, ...)
     assert spread(list(range(9)), block=1) == [0, 8, 4, 2, 6, 1, 5, 3, 7]
-    assert spread(list(range(9))) == list(range(9))  # one block
-    with pytest.raises(ConfigurationError, match="block must be >= 1, got 0"):
+    with pytest.raises(ConfigurationError, match="block must be >= 1 or None, got 0"):
         spread([1, 2], block=0)
+
+
+def test_the_default_blocks_are_at_most_spread_block_ids_and_at_least_spread_blocks_of_them() -> None:
+    """A worker's half of the roster waits at most a sixteenth of the round for its first message."""
+    for n, size in ((0, 1), (9, 1), (40, 2), (4_000, 250), (16_384, SPREAD_BLOCK), (32_561, SPREAD_BLOCK)):
+        ids = list(range(n))
+        assert spread(ids) == spread(ids, block=size), n
+        assert n < 2 * SPREAD_BLOCKS or -(-n // size) >= SPREAD_BLOCKS, n
+        assert n < 2 or any(i >= n // 2 for i in spread(ids)[: size + 1]), n  # after at most one block
 
 
 def test_threshold_validation() -> None:
