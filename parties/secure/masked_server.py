@@ -265,8 +265,8 @@ def spread(ids: list[int], *, block: int | None = None) -> list[int]:
     of the round with the default), instead of waiting for the half before it; with a power of
     two blocks, each quarter within the first four blocks.  The parties stepped one after
     another are neighbours in the roster, whose state lies together in memory: one process
-    steps them faster than every ⌊√n⌋-th id in turn (2.5 % of the 32,561-party memory sum's
-    CPU, 3 % of its wall time on tcp: ``benchmarks/send_order.py``).  Any order gives the same
+    steps them faster than every ⌊√n⌋-th id in turn (2.5-3 % of the 32,561-party memory sum's
+    CPU, 3-3.5 % of its wall time on tcp: ``benchmarks/send_order.py``).  Any order gives the same
     messages and the same sum."""
     if block is None:
         block = max(1, min(SPREAD_BLOCK, len(ids) // SPREAD_BLOCKS))
