@@ -11,7 +11,9 @@ route's gain before anyone builds it, with the engine's own functions:
    method (:class:`~parties.secure.masked_party.MaskedParty`) timed in CPU as it runs (one
    ``time.process_time`` pair per call), and each party's state before each round kept (a
    shallow copy: a round replaces the state it changes, it mutates none) with the controller's
-   message of that round;
+   message of that round; the controller's program and the parties' programs are timed the
+   same way, step by step, so that what the run spends beside the party rounds splits into the
+   controller's program, the parties' programs' I/O and the counting driver;
 2. each round is replayed for all parties, each party's round in turn (as a host steps them now);
 3. round 2, the largest (the shares opened and checked, the combined view keys, the input, the
    masking agreements and the masks), is also replayed one pass per kind of work across all
@@ -26,8 +28,10 @@ small slot objects (what they hold is shared): copied in a shuffled order, the r
 long.  The report's last lines put the party rounds at the route's best, measured (round 2 one
 pass per kind of work, the other rounds replayed in turn) and extrapolated (every round with
 round 2's gain), and say what the goal leaves beside them for the controller's program, the
-drivers and the runtime.  The phased round reorders the same per-party calls by kind; array
-forms across parties (a batched check, messages as columns) are not measured here.
+drivers and the runtime; then, with the controller's program as it ran, what it leaves for the
+drivers, the parties' I/O and the runtime alone.  The phased round reorders the same per-party
+calls by kind; array forms across parties (a batched check, messages as columns) are not
+measured here.
 
 Run: ``.venv/bin/python benchmarks/masked_phases.py [--n N] [--repeats R] [--repeat R]``
 """
@@ -41,7 +45,7 @@ import gc
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +59,7 @@ from _floor_items import CELLS, Item, items  # noqa: E402  (benchmarks/_floor_it
 from _in_run import ROUNDS  # noqa: E402  (benchmarks/_in_run.py)
 
 from parties.collector import rare_full_collections  # noqa: E402
-from parties.secure import masked_party  # noqa: E402
+from parties.secure import masked, masked_party  # noqa: E402
 from parties.secure.crypto import agree_each  # noqa: E402
 from parties.secure.engine import counted_cost  # noqa: E402
 from parties.secure.messages import MaskedInput, RelayedShares  # noqa: E402
@@ -90,6 +94,12 @@ class Capture:
     in_run: dict[str, float] = field(default_factory=dict)
     programs: float = 0.0
     """The programs' run, CPU seconds (the states' copies left out)."""
+    controller: float = 0.0
+    """CPU seconds inside the controller's program in that run (its steps, from the driver's
+    resumption to its next operation)."""
+    parties: float = 0.0
+    """CPU seconds inside the parties' programs in that run (the round methods and the rounds'
+    I/O around them; the states' copies left out)."""
     copying: float = 0.0
 
 
@@ -115,13 +125,41 @@ def _recording(into: Capture) -> Iterator[None]:
                 into.copying += copied - start
         return round_method
 
+    engine_cls = masked.MaskedEngine
+    programs = {name: getattr(engine_cls, name) for name in ("controller_program", "party_program")}
+
+    def controller_program(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return _timed_steps(programs["controller_program"](self, *args, **kwargs), into, "controller")
+
+    def party_program(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return _timed_steps(programs["party_program"](self, *args, **kwargs), into, "parties")
+
     try:
         for name, method in saved.items():
             setattr(cls, name, recorded(name, method))
+        engine_cls.controller_program = controller_program  # type: ignore[method-assign]
+        engine_cls.party_program = party_program  # type: ignore[method-assign]
         yield
     finally:
         for name, method in saved.items():
             setattr(cls, name, method)
+        for name, method in programs.items():
+            setattr(engine_cls, name, method)
+
+
+def _timed_steps(program: Generator[Any, Any, Any], into: Capture, role: str) -> Generator[Any, Any, Any]:
+    """``program`` as it is, its steps' CPU seconds added to ``into``'s ``role`` field (the
+    states' copies a party's round methods make left out)."""
+    clock, sent = time.process_time, None
+    while True:
+        start, copied = clock(), into.copying
+        try:
+            op = program.send(sent)
+        except StopIteration as stop:
+            setattr(into, role, getattr(into, role) + clock() - start - (into.copying - copied))
+            return stop.value
+        setattr(into, role, getattr(into, role) + clock() - start - (into.copying - copied))
+        sent = yield op
 
 
 def capture(n: int) -> Capture:
@@ -252,23 +290,32 @@ def report(kept: Capture, replays: Replays, rows: list[Item]) -> dict[str, float
                            f"{floor_total * 1e6:.3f} µs: FLOOR_ROWS misses a row")
     programs = kept.programs * us
     around = programs - sums["in run"]
+    controller = kept.controller * us
+    io = kept.parties * us - sums["in run"]  # the parties' programs beyond their round methods
+    driver = around - controller - io
     gain = 1 - replays.phased / replays.per_party["mask_input"]
     measured = sums["replay"] - (replays.per_party["mask_input"] - replays.phased) * us
     best = sums["replay"] * (1 - gain)
     goal = 1.5 * floor_total * 1e6
     print(f"the floor of a party in all: {floor_total * 1e6:.1f} µs; the goal, 1.5 x: {goal:.1f} µs per party")
     print(f"the programs' run: {programs:.1f} µs per party = {programs / (floor_total * 1e6):.2f} x the floor; beside "
-          f"the party rounds (the controller's program, the driver, the programs' I/O): {around:.1f}")
+          f"the party rounds {around:.1f}: the controller's program {controller:.1f}, the parties' programs' I/O "
+          f"{io:.1f}, the counting driver {driver:.1f}")
     print(f"round 2 one pass per kind of work: {replays.phased * us:.1f} µs against {replays.per_party['mask_input'] * us:.1f} "
           f"in turn ({100 * gain:.1f} % saved; its floor {floor_of(rows, 'mask_input') * 1e6:.1f})")
     print(f"the party rounds at the route's best, measured (each round for all parties together; round 2 one pass "
           f"per kind of work): {measured:.1f} µs = {measured / (floor_total * 1e6):.2f} x the floor, leaving "
           f"{goal - measured:.1f} µs of the goal beside them for the controller's program, the drivers and the runtime "
           f"({around:.1f} in this run without a runtime)")
+    print(f"  with the controller's program as in this run: {measured + controller:.1f} µs = "
+          f"{(measured + controller) / (floor_total * 1e6):.2f} x the floor, leaving {goal - measured - controller:.1f} µs "
+          f"for the drivers, the parties' I/O and the runtime ({io + driver:.1f} in this run without a runtime)")
     print(f"  extrapolated (every round {100 * gain:.1f} % cheaper one pass per kind of work): {best:.1f} µs = "
-          f"{best / (floor_total * 1e6):.2f} x the floor, leaving {goal - best:.1f} µs")
+          f"{best / (floor_total * 1e6):.2f} x the floor, leaving {goal - best:.1f} µs ({goal - best - controller:.1f} "
+          f"beside the controller's program)")
     return {"floor": floor_total * 1e6, "programs": programs, "around": around, "gain": gain,
-            "measured": measured, "left": goal - measured, "best": best, "best_left": goal - best}
+            "measured": measured, "left": goal - measured, "best": best, "best_left": goal - best,
+            "controller": controller, "io": io, "driver": driver, "route_left": goal - measured - controller}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from parties.secure import masked_party
+from parties.secure import masked, masked_party
 from tests.benchmark_modules import benchmark_module
 
 
@@ -30,6 +30,10 @@ def test_every_party_round_is_captured_and_the_round_methods_are_restored(masked
         assert kept.in_run[name] > 0  # type: ignore[attr-defined]
         assert getattr(masked_party.MaskedParty, name).__qualname__ == f"MaskedParty.{name}"
     assert kept.programs >= sum(kept.in_run.values())  # type: ignore[attr-defined]
+    assert kept.controller > 0 and kept.parties >= sum(kept.in_run.values())  # type: ignore[attr-defined]
+    assert kept.programs >= kept.controller + kept.parties  # type: ignore[attr-defined]
+    assert masked.MaskedEngine.controller_program.__qualname__ == "MaskedEngine.controller_program"
+    assert masked.MaskedEngine.party_program.__qualname__ == "MaskedEngine.party_program"
     first_party, first_message = kept.rounds["advertise"][0]  # type: ignore[attr-defined]
     assert first_message is None and first_party.s_pk == b""  # the state before the round
 
@@ -77,5 +81,8 @@ def test_the_report_adds_the_rounds_floors_to_the_partys_floor(masked_phases: Mo
     assert out["best"] == pytest.approx(5 * per_round * 0.9) and out["best_left"] == pytest.approx(357.0 - out["best"])
     assert "(10.0 % saved" in text and "the goal, 1.5 x: 357.0 µs per party" in text
     assert "leaving 169.5 µs" in text and "leaving 152.8 µs of the goal beside them" in text
+    assert out["controller"] + out["io"] + out["driver"] == pytest.approx(out["around"])
+    assert out["route_left"] == pytest.approx(357.0 - out["measured"] - out["controller"])
+    assert f"with the controller's program as in this run: {out['measured'] + out['controller']:.1f} µs" in text
     with pytest.raises(RuntimeError, match="FLOOR_ROWS misses a row"):
         masked_phases.report(kept, replays, [*merged.values(), Item("an extra call", 1, 1e-6, None, 1e-6)])
