@@ -156,9 +156,9 @@ def _timed_steps(program: Generator[Any, Any, Any], into: Capture, role: str) ->
         try:
             op = program.send(sent)
         except StopIteration as stop:
-            setattr(into, role, getattr(into, role) + clock() - start - (into.copying - copied))
             return stop.value
-        setattr(into, role, getattr(into, role) + clock() - start - (into.copying - copied))
+        finally:
+            setattr(into, role, getattr(into, role) + clock() - start - (into.copying - copied))
         sent = yield op
 
 
