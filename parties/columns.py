@@ -20,16 +20,24 @@ codec's :class:`~parties.wire.messages.ReplyBlock` (:meth:`ReplyColumns.wire`,
 :meth:`ReplyColumns.of_wire`; the channel's ``COLUMNS`` record, :mod:`parties.channel`): the
 senders, phase, request id, codes and the members' shared layout, which decoding checks to be the
 codec's own — so each member is still counted at the codec size of its own message.
+
+A host's secure-sum programs (:mod:`parties.party_sum`) send the controller one message per
+party and round; those of one turn of the host's loop leave as one :class:`MessageColumns` per
+phase and kind (each member its own message and encoding, counted at its own size, by the
+router's same :meth:`~parties.router.Router.ingress_columns`), where the host shares the
+router's process; between processes each travels as its own frame.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from parties.wire.codec import encode
+from collections.abc import Sequence
+
+from parties.wire.codec import Message, encode
 from parties.wire.messages import RandomizedValues, ReplyBlock
 
-__all__ = ["ReplyColumns"]
+__all__ = ["Columns", "MessageColumns", "ReplyColumns"]
 
 _KIND = RandomizedValues.KIND
 
@@ -112,3 +120,61 @@ class ReplyColumns:
         """The members where ``keep`` (booleans or positions) selects them, in order."""
         return ReplyColumns(self.srcs[keep], self.phase, self.request_id, self.codes[keep], self._prefix,
                             self._suffix, self.sizes[keep])
+
+
+class MessageColumns:
+    """Messages ``messages[k]`` of one wire ``kind`` and ``phase``, sent to the controller by
+    distinct parties ``srcs[k]``, ``sizes[k]`` bytes each (the codec's size of that message).
+
+    The interface of :class:`ReplyColumns` that the router uses (senders, phase, kind, sizes,
+    a member's message and payload, a subset).  The encodings are not kept (a round's masked
+    inputs would be held twice): :meth:`payload` encodes a member again where a single frame
+    needs it (a fault plan, a rejection); the codec is deterministic, so the bytes are the ones
+    counted.  They share no layout, so no one frame carries them between processes.
+
+    Raises
+    ------
+    ValueError
+        If the columns differ in length, the senders are not distinct, or a message is not of
+        ``kind``.
+    """
+
+    __slots__ = ("srcs", "phase", "kind", "sizes", "_messages")
+
+    def __init__(self, srcs: Sequence[int] | np.ndarray, phase: str, kind: int, messages: Sequence[Message],
+                 sizes: Sequence[int] | np.ndarray) -> None:
+        if not len(srcs) == len(messages) == len(sizes):
+            raise ValueError(f"message columns need one message and one size per sender, got "
+                             f"{len(srcs)} senders, {len(messages)} messages, {len(sizes)} sizes")
+        self.srcs = np.asarray(srcs, dtype=np.int64)
+        if np.unique(self.srcs).shape[0] != self.srcs.shape[0]:
+            raise ValueError(f"message columns need distinct senders, got {self.srcs.tolist()}")
+        if any(m.KIND != kind for m in messages):
+            raise ValueError(f"message columns carry messages of kind {kind} only, got kinds "
+                             f"{sorted({m.KIND for m in messages})}")
+        self.phase, self.kind = phase, kind
+        self._messages = list(messages)
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return int(self.srcs.shape[0])
+
+    def __repr__(self) -> str:
+        return f"MessageColumns({len(self)} messages of kind {self.kind} in {self.phase!r})"
+
+    def message(self, k: int) -> Message:
+        """Member ``k``'s message."""
+        return self._messages[k]
+
+    def payload(self, k: int) -> bytes:
+        """Member ``k``'s encoded message (the codec's bytes, encoded again)."""
+        return encode(self._messages[k])
+
+    def subset(self, keep: np.ndarray) -> MessageColumns:
+        """The members where ``keep`` (booleans or positions) selects them, in order."""
+        at: list[int] = np.arange(len(self))[keep].tolist()
+        return MessageColumns(self.srcs[at], self.phase, self.kind, [self._messages[k] for k in at], self.sizes[at])
+
+
+Columns = ReplyColumns | MessageColumns
+"""Either form of columns a host sends up (:meth:`parties.router.Router.ingress_columns`)."""

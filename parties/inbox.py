@@ -15,19 +15,17 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from mprr.errors import PartyDropped
 from parties.awaited import Awaited
+from parties.columns import Columns, ReplyColumns
 from parties.envelope import Envelope, Rejection
 from parties.topology import actor_name
 from parties.waiter import Waiter, matches
 from parties.wire.codec import Message
-
-if TYPE_CHECKING:
-    from parties.columns import ReplyColumns
 
 __all__ = ["MAX_REJECTIONS_KEPT", "Inbox"]
 
@@ -191,15 +189,20 @@ class Inbox:
         else:
             self._buffer.insert(position, env)
 
-    def deliver_columns(self, block: ReplyColumns) -> None:
-        """Deliver reply columns: a waiting columnar gather (the only waiter) takes the members it
-        wants as columns; every other member is delivered as its own envelope (:meth:`deliver`)."""
+    def deliver_columns(self, block: Columns) -> None:
+        """Deliver columns: a waiting columnar gather (the only waiter) takes the members of reply
+        columns it wants as columns; every other member is delivered as its own envelope, in
+        order (:meth:`deliver`; buffered at once when no receive is pending)."""
         waiters = self._waiters
+        if not waiters:
+            self._buffer.extend(_envelopes(block, self.actor))
+            return
         w = waiters[0] if len(waiters) == 1 else None
-        if (w is None or w.blocks is None or w.want is None or (w.kinds is not None and block.kind not in w.kinds)
+        if (w is None or w.blocks is None or w.want is None or not isinstance(block, ReplyColumns)
+                or (w.kinds is not None and block.kind not in w.kinds)
                 or (w.phase is not None and block.phase != w.phase) or w.future.done()):
-            for k in range(len(block)):
-                self.deliver(_envelope(block, k, self.actor))
+            for env in _envelopes(block, self.actor):
+                self.deliver(env)
             return
         want = w.want
         take = want.take(block.srcs)  # (the senders are distinct)
@@ -228,6 +231,13 @@ class Inbox:
         self._waiters.clear()
 
 
-def _envelope(block: ReplyColumns, k: int, dst: int) -> Envelope[Message]:
-    """Member ``k`` of reply columns as its own envelope, delivered to ``dst``."""
+def _envelope(block: Columns, k: int, dst: int) -> Envelope[Message]:
+    """Member ``k`` of columns as its own envelope, delivered to ``dst``."""
     return Envelope(int(block.srcs[k]), dst, block.phase, block.message(k), int(block.sizes[k]))
+
+
+def _envelopes(block: Columns, dst: int) -> list[Envelope[Message]]:
+    """Every member of columns as its own envelope, delivered to ``dst``, in order."""
+    phase, message = block.phase, block.message
+    return [Envelope(src, dst, phase, message(k), size)
+            for k, (src, size) in enumerate(zip(block.srcs.tolist(), block.sizes.tolist()))]

@@ -22,7 +22,13 @@ task, endpoint or pending receive per party:
 - a :class:`~parties.secure.program.Poll` is answered on the loop's next turn with what has
   arrived by then (the peers run first); each wake-up is for one resumption of the program
   (one queued before the program was last resumed is stale, and skipped);
-- a round without deadline (``timeout`` infinite) waits for its sources only.
+- a round without deadline (``timeout`` infinite) waits for its sources only;
+- given a ``columns`` uplink (a host in the router's process), what the programs send the
+  controller on one turn of the loop (checked, admitted and sized by the codec on the spot)
+  leaves together on the loop's next turn, one :class:`~parties.columns.MessageColumns` per
+  phase and kind, in the order sent (a party's second message of a phase and kind on the same
+  turn starts another): the router counts and delivers each member as its own message.  Other
+  sends leave on the spot.
 
 These are the semantics of :func:`parties.secure.drive.drive`, which runs the controller's
 program over its endpoint.  When a program ends the host tells the party
@@ -43,9 +49,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError
+from parties.columns import MessageColumns
 from parties.secure.program import Broadcast, Delivery, Expect, Mark, Operation, Poll, Program, Reject, Send, SendEach
 from parties.secure.rounds import Finished, RoundState, step
-from parties.topology import actor_name
+from parties.topology import CONTROLLER, actor_name
 from parties.wire.codec import Message, decode, encode
 from parties.wire.requests import SecureSumStart
 
@@ -110,12 +117,18 @@ class PartySums:
         The message kinds the host's parties accept (another kind is rejected on delivery).
     fail
         Called with an exception a program raised that is not a protocol error (a bug).
+    columns
+        Carries the programs' messages to the controller of one turn as columns (module
+        docstring); ``None``: each leaves on its own, on the spot.
     """
 
-    def __init__(self, network: Transport, accept: frozenset[int], fail: Callable[[BaseException], None]) -> None:
+    def __init__(self, network: Transport, accept: frozenset[int], fail: Callable[[BaseException], None], *,
+                 columns: Callable[[MessageColumns], None] | None = None) -> None:
         self._network = network
         self._accept = accept
         self._fail = fail
+        self._columns = columns
+        self._outbox = _Outbox()  # this turn's messages to the controller (with a columns uplink)
         self._runs: dict[int, list[_Run]] = {}  # party -> its running programs (one per session)
         self._buffers: dict[int, deque[_Buffered]] = {}
         self._ready: list[tuple[_Run, RoundState, int]] = []  # rounds to step on the next turn, in order
@@ -159,8 +172,10 @@ class PartySums:
                 self._end(run, _dropped(party))
 
     def stop(self) -> None:
-        """End every program where it stands (the host stops): the sessions are left as they are."""
+        """End every program where it stands (the host stops): the sessions are left as they are
+        (what their programs sent has left)."""
         self.serving = False
+        self._send_columns()
         for runs in list(self._runs.values()):
             for run in list(runs):
                 self._end(run, None, ran=False)
@@ -341,6 +356,11 @@ class PartySums:
         """One non-receiving operation of party ``me``'s program."""
         net = self._network
         if isinstance(op, Send):
+            if op.to == CONTROLLER and self._columns is not None:
+                net.check_send(me, CONTROLLER, op.phase)
+                if net.admit(me) and self._outbox.add(me, op.phase, op.message, len(encode(op.message))):
+                    asyncio.get_running_loop().call_soon(self._send_columns)
+                return
             net.send(me, op.to, op.message, op.phase, encode(op.message))
         elif isinstance(op, SendEach):
             net.send_many(me, op.to, op.messages, op.phase)
@@ -366,6 +386,55 @@ class PartySums:
         run.party.end_secure_sum(run.session, error, ran=ran)
         if not run.active:
             run.program.close()
+
+    def _send_columns(self) -> None:
+        """What the programs sent the controller since the last call leaves, as columns."""
+        columns = self._columns
+        for block in self._outbox.take():
+            assert columns is not None  # (only a columns uplink fills the outbox)
+            columns(block)
+
+
+class _Outbox:
+    """Messages to the controller of one turn, kept as the columns they leave in (in the order
+    each phase and kind was first sent; a sender's second message of one starts another)."""
+
+    __slots__ = ("_open", "_blocks")
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[str, int], _Block] = {}
+        self._blocks: list[_Block] = []
+
+    def add(self, src: int, phase: str, message: Message, size: int) -> bool:
+        """Keep ``src``'s ``message`` (``size`` bytes encoded); True if the outbox was empty."""
+        key = (phase, message.KIND)
+        block = self._open.get(key)
+        if block is None or src in block.seen:
+            block = self._open[key] = _Block(phase, message.KIND)
+            self._blocks.append(block)
+        block.seen.add(src)
+        block.srcs.append(src)
+        block.messages.append(message)
+        block.sizes.append(size)
+        return len(self._blocks) == 1 and len(block.srcs) == 1
+
+    def take(self) -> list[MessageColumns]:
+        """The columns kept, in order; the outbox is empty after."""
+        blocks, self._blocks, self._open = self._blocks, [], {}
+        return [MessageColumns(b.srcs, b.phase, b.kind, b.messages, b.sizes) for b in blocks]
+
+
+class _Block:
+    """One block of an :class:`_Outbox`: its senders (also as a set), messages and their sizes."""
+
+    __slots__ = ("phase", "kind", "srcs", "seen", "messages", "sizes")
+
+    def __init__(self, phase: str, kind: int) -> None:
+        self.phase, self.kind = phase, kind
+        self.srcs: list[int] = []
+        self.seen: set[int] = set()
+        self.messages: list[Message] = []
+        self.sizes: list[int] = []
 
 
 def _dropped(party: int) -> PartyDropped:

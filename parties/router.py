@@ -34,8 +34,9 @@ arrives up its host's link through :meth:`Router.ingress` (reply columns through
   :class:`~parties.columns.ReplyColumns` (from another process, one ``COLUMNS`` record,
   :mod:`parties.channel`; :meth:`Router.ingress_columns` rejects columns naming a
   party the link does not host), counted per sender at each message's codec size and handed to
-  the controller's columnar gather; with a fault plan, or a subclass that routes each frame
-  itself (a timed network), one frame each;
+  the controller's columnar gather, and a shard in this process its secure-sum programs'
+  messages of one turn as :class:`~parties.columns.MessageColumns` (delivered as envelopes); with a fault
+  plan, or a subclass that routes each frame itself (a timed network), one frame each;
 - a lost shard (worker died, actor died) crashes all its parties at once
   (:meth:`Router.lose`): the controller's next gather ends with ``PartyDropped`` or a
   degraded result within the round timeout, never a hang.
@@ -93,7 +94,7 @@ from parties.wire.codec import HEADER_SIZE, Message, peek_kind
 if TYPE_CHECKING:  # annotations only: party workers never import networkx
     import networkx as nx
 
-    from parties.columns import ReplyColumns
+    from parties.columns import Columns
     from parties.shard_report import ShardReport
 
 __all__ = ["Router"]
@@ -184,8 +185,9 @@ class Router(Transport):
             link.push_many(frame, targets[at:stop])
             at = stop
 
-    def ingress_columns(self, link: Link, block: ReplyColumns, *, checked: bool = False) -> None:
-        """Reply columns sent by parties of ``link`` (:mod:`parties.columns`): counted per sender
+    def ingress_columns(self, link: Link, block: Columns, *, checked: bool = False) -> None:
+        """Columns sent by parties of ``link`` (:mod:`parties.columns`: reply columns, or a host's
+        secure-sum messages of one turn, :class:`~parties.columns.MessageColumns`): counted per sender
         as its own message (:meth:`TrafficCounter.record_columns
         <parties.traffic.TrafficCounter.record_columns>`) and delivered to the controller's
         endpoint as columns; where a fault plan acts per message, as one frame each

@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # annotations only: a worker imports the engines and networkx
     import networkx as nx
 
     from parties.party import Party
-    from parties.columns import ReplyColumns
+    from parties.columns import Columns
     from parties.secure.engine import SecureSumEngine
 
 __all__ = [
@@ -236,8 +236,8 @@ class Runtime(ABC):
 
 class LocalLink(Link):
     """The router's link to a party host in its own process and on its own event loop (the
-    ``memory`` runtime): a direct call each way, a cohort's replies as reply columns
-    (:mod:`parties.columns`).
+    ``memory`` runtime): a direct call each way, a cohort's replies as reply columns and the
+    secure-sum programs' messages of one turn as message columns (:mod:`parties.columns`).
 
     ``shared``: the host shares the router's topology and counters (a single host), so its
     frames need no check at ingress.
@@ -245,7 +245,8 @@ class LocalLink(Link):
 
     def __init__(self, router: Router, setup: ShardSetup, shared: bool) -> None:
         self.router, self.parties, self.checked = router, setup.parties, shared
-        self.shard = PartyShard(setup, self.uplink, router=router if shared else None, columns=self.uplink_columns)
+        self.shard = PartyShard(setup, self.uplink, router=router if shared else None, columns=self.uplink_columns,
+                                sum_columns=self.uplink_columns)
 
     def push(self, frame: Frame, position: int | None) -> None:
         self.shard.deliver(frame, position)
@@ -264,8 +265,8 @@ class LocalLink(Link):
         <parties.router.Router.ingress>`)."""
         self.router.ingress(self, frame, checked=self.checked)
 
-    def uplink_columns(self, block: ReplyColumns) -> None:
-        """Reply columns of hosted parties: into the router (:meth:`Router.ingress_columns
+    def uplink_columns(self, block: Columns) -> None:
+        """Reply or message columns of hosted parties: into the router (:meth:`Router.ingress_columns
         <parties.router.Router.ingress_columns>`)."""
         self.router.ingress_columns(self, block, checked=self.checked)
 

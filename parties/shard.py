@@ -29,8 +29,10 @@ Secure sums (RR-Clusters 4.2 / 4.3): a party that receives a
 :class:`~parties.wire.requests.SecureSumStart` hands its host its side of the engine
 as a program (``Party.secure_program``); the shard steps the programs of all its parties
 together (:class:`~parties.party_sum.PartySums`: no task, endpoint or pending receive per
-party, one timer per distinct round deadline) while :meth:`PartyShard.serve` runs; the
-engine's messages for a party — from the controller, or from peers in this or another shard,
+party, one timer per distinct round deadline) while :meth:`PartyShard.serve` runs; what
+the programs send the controller on one turn goes up as :class:`~parties.columns.MessageColumns`
+through a ``sum_columns`` uplink, given by a runtime whose shards share the router's process
+(``memory``); the engine's messages for a party — from the controller, or from peers in this or another shard,
 always routed through the controller process's router, which checks the topology — go to its
 program's open round, or wait for it.  The setup carries what each party
 agreed to before the run: the engine (its configuration is the party's policy), the minimum
@@ -62,7 +64,7 @@ from mprr.errors import ConfigurationError, MessageError
 from mprr.privacy import PrivacyAccountant
 from parties.channel import DATA, MULTI, loads, read_multi, read_record
 from parties.cohort import Cohort, ReplyLayout
-from parties.columns import ReplyColumns
+from parties.columns import MessageColumns, ReplyColumns
 from parties.wire.codec import Message, decode, encode, known_kinds
 from parties.wire.messages import Abort, Ack, RandomizedValues
 from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
@@ -108,7 +110,8 @@ class PartyShard:
     """
 
     def __init__(self, setup: ShardSetup, uplink: Callable[[Frame], None], *,
-                 router: Transport | None = None, columns: Callable[[ReplyColumns], None] | None = None) -> None:
+                 router: Transport | None = None, columns: Callable[[ReplyColumns], None] | None = None,
+                 sum_columns: Callable[[MessageColumns], None] | None = None) -> None:
         rows = setup.checked_records()
         self.setup = setup
         self._size = len(setup.parties)
@@ -145,7 +148,7 @@ class PartyShard:
         self._parties: dict[int, Party] = {}  # row -> the party built to answer on its own
         self._stop = asyncio.Event()
         self._failure: BaseException | None = None
-        self._sums = PartySums(self.network, self._accept, self._fail)  # the parties' secure-sum programs
+        self._sums = PartySums(self.network, self._accept, self._fail, columns=sum_columns)  # the parties' secure-sum programs
 
     def _accountant(self, budget: float, row: int) -> PrivacyAccountant:
         """A fresh accountant of the hosted party at ``row`` (as :class:`Party` builds one)."""

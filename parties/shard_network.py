@@ -57,7 +57,3 @@ class ShardNetwork(Transport):
         """Whether ``party`` has crashed."""
         return party in self._crashed
 
-    def admit(self, party: int) -> bool:
-        """Whether a send of ``party`` leaves (not crashed; else counted as lost)."""
-        return self._admit(party)
-

@@ -291,12 +291,21 @@ class Transport(ABC):
                 f"{actor_name(src)} cannot send to {actor_name(dst)}: no link in the topology; {route}"
             )
 
-    def send(self, src: int, dst: int, msg: Message, phase: str, payload: bytes) -> None:
-        """``src`` sends ``msg`` (encoded as ``payload``) to ``dst`` in ``phase``: the link and
-        the phase checked (:class:`~mprr.errors.ProtocolError`, ConfigurationError), then
-        admitted, counted and transmitted (:meth:`Endpoint.send`)."""
+    def check_send(self, src: int, dst: int, phase: str) -> None:
+        """:meth:`check_link`, then ConfigurationError unless ``phase`` is a non-empty string."""
         self.check_link(src, dst)
         _check_phase(phase)
+
+    def admit(self, src: int) -> bool:
+        """Whether a send of ``src`` leaves (not crashed; else counted as lost, or as the fault
+        plan says)."""
+        return self._admit(src)
+
+    def send(self, src: int, dst: int, msg: Message, phase: str, payload: bytes) -> None:
+        """``src`` sends ``msg`` (encoded as ``payload``) to ``dst`` in ``phase``: the link and
+        the phase checked (:meth:`check_send`: :class:`~mprr.errors.ProtocolError`,
+        ConfigurationError), then admitted, counted and transmitted (:meth:`Endpoint.send`)."""
+        self.check_send(src, dst, phase)
         self._emit(src, dst, msg, phase, payload)
 
     def send_many(self, src: int, dsts: Iterable[int], msgs: Sequence[Message], phase: str) -> None:

@@ -1,7 +1,8 @@
 """Reply columns: one shard's replies to a release request carried as columns (parties.columns),
 on every link: in this process, and between processes as one ``COLUMNS`` record (its wire form,
 the codec's ReplyBlock) — a malformed record or one speaking for parties its link does not host
-is rejected, never the run's end (fuzzed and attacked below)."""
+is rejected, never the run's end (fuzzed and attacked below).  Message columns: a host's
+secure-sum messages of one turn, counted and delivered as each member's own frame would be."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from mprr.errors import MessageError
 from mprr.synthetic import planted_clusters
 from parties.channel import COLUMNS, MIN_COLUMNS, RecordBatcher, column_frames, columns_record, read_columns
 from parties.cohort import ReplyLayout
-from parties.columns import ReplyColumns
+from parties.columns import MessageColumns, ReplyColumns
 from parties.controller import CONTROLLER_KINDS
 from parties.faults import FaultPlan
 from parties.router import Router
@@ -23,7 +24,8 @@ from parties.runtime import HostingPlan, MemoryRuntime
 from parties.tcp import TcpHosting
 from parties.simulate import simulate
 from parties.traffic import ActorCounts, Counts
-from parties.transport import CONTROLLER
+from parties.secure.messages import SurvivorSet, id_vector
+from parties.transport import CONTROLLER, Frame
 from parties.view import ViewLog
 from parties.wire.codec import encode
 from parties.wire.messages import RandomizedValues
@@ -295,3 +297,122 @@ def test_a_shard_forging_the_replies_of_another_shards_parties_changes_nothing(m
     assert attacked.result.clusters == honest.result.clusters
     assert all(np.array_equal(a.codes, b.codes) for a, b in zip(attacked.result.releases, honest.result.releases))
     assert [(e.src, e.phase, e.size) for e in attacked.view_log] == [(e.src, e.phase, e.size) for e in honest.view_log]
+
+
+# ------------------------------------------------------------------ a host's secure-sum messages of one turn
+
+
+def _survivors(srcs: list[int]) -> tuple[list[SurvivorSet], list[bytes]]:
+    msgs = [SurvivorSet("s", id_vector(tuple(range(p + 1)))) for p in srcs]  # (of different sizes)
+    return msgs, [encode(m) for m in msgs]
+
+
+def _sizes(payloads: list[bytes]) -> list[int]:
+    return [len(p) for p in payloads]
+
+
+def test_message_columns_keep_each_members_message_and_size_and_give_back_its_bytes() -> None:
+    msgs, payloads = _survivors([4, 1, 7])
+    block = MessageColumns([4, 1, 7], "told", SurvivorSet.KIND, msgs, _sizes(payloads))
+    assert len(block) == 3 and block.srcs.tolist() == [4, 1, 7]
+    assert [block.message(k) for k in range(3)] == msgs and [block.payload(k) for k in range(3)] == payloads
+    assert block.sizes.tolist() == [len(p) for p in payloads]
+    part = block.subset(np.array([True, False, True]))
+    assert part.srcs.tolist() == [4, 7] and part.message(1) == msgs[2] and part.sizes.tolist() == [len(payloads[0]),
+                                                                                                   len(payloads[2])]
+    assert len(block.subset(np.zeros(3, dtype=bool))) == 0
+
+
+def test_message_columns_refuse_ragged_columns_repeated_senders_and_mixed_kinds() -> None:
+    msgs, payloads = _survivors([1, 2])
+    with pytest.raises(ValueError, match="one message and one size per sender, got 3 senders, 2 messages"):
+        MessageColumns([1, 2, 3], "told", SurvivorSet.KIND, msgs, _sizes(payloads))
+    with pytest.raises(ValueError, match=r"distinct senders, got \[2, 2\]"):
+        MessageColumns([2, 2], "told", SurvivorSet.KIND, msgs, _sizes(payloads))
+    with pytest.raises(ValueError, match=f"kind {RandomizedValues.KIND} only, got kinds \\[{SurvivorSet.KIND}\\]"):
+        MessageColumns([1, 2], "told", RandomizedValues.KIND, msgs, _sizes(payloads))
+
+
+def _one_by_one(srcs: list[int], msgs: list[SurvivorSet], payloads: list[bytes]) -> Router:
+    async def run() -> Router:
+        net = Router(9)
+        for p, m, b in zip(srcs, msgs, payloads):
+            net.ingress(None, Frame(p, CONTROLLER, "told", m.KIND, b, m), checked=True)  # type: ignore[arg-type]
+        return net
+
+    return asyncio.run(run())
+
+
+def test_message_columns_are_counted_and_delivered_as_each_members_own_frame_would_be() -> None:
+    srcs = [5, 0, 3]
+    msgs, payloads = _survivors(srcs)
+
+    async def run() -> tuple[list[tuple[int, object, int]], Router]:
+        net = Router(9)
+        ctrl = net.endpoint(CONTROLLER)
+        waiting = asyncio.ensure_future(ctrl.gather_columns(srcs, kinds=SurvivorSet, timeout=1.0))
+        await asyncio.sleep(0)  # (a columnar gather waits: message columns still arrive as envelopes)
+        net.ingress_columns(None, MessageColumns(srcs, "told", SurvivorSet.KIND, msgs, _sizes(payloads)),  # type: ignore[arg-type]
+                            checked=True)
+        got, blocks = await waiting
+        assert blocks == []
+        return [(p, env.message, env.size) for p, env in got.items()], net
+
+    got, net = asyncio.run(run())
+    assert got == [(p, m, len(b)) for p, m, b in zip(srcs, msgs, payloads)]
+    assert net.counter.snapshot() == _one_by_one(srcs, msgs, payloads).counter.snapshot()
+
+
+def test_message_columns_from_a_shard_not_sharing_the_network_are_checked_at_ingress() -> None:
+    import networkx as nx
+
+    graph = nx.Graph()
+    graph.add_nodes_from(range(9))
+    graph.add_edges_from((CONTROLLER, p) for p in range(9) if p != 2)  # party 2: no link to the controller
+    msgs, payloads = _survivors([1, 2])
+
+    async def run() -> Router:
+        net = Router(9, topology=graph)
+        link = _Link(range(0, 9))
+        net.attach(link)  # type: ignore[arg-type]
+        net.ingress_columns(link, MessageColumns([1, 2], "told", SurvivorSet.KIND, msgs, _sizes(payloads)))  # type: ignore[arg-type]
+        assert net.endpoint(CONTROLLER).buffered == 0
+        net.ingress_columns(link, MessageColumns([1, 3], "told", SurvivorSet.KIND, msgs, _sizes(payloads)))  # type: ignore[arg-type]
+        assert net.endpoint(CONTROLLER).buffered == 2
+        return net
+
+    net = asyncio.run(run())
+    assert net.counter.faults["rejected"] == 2 and net.counter.messages == 2
+
+
+def test_a_masked_sum_sent_up_as_columns_equals_one_sent_frame_by_frame(monkeypatch: pytest.MonkeyPatch) -> None:
+    from parties.party_sum import PartySums
+    from tests.parties.equivalence import assert_same_runs
+
+    data = planted_clusters(24, rng=np.random.default_rng(8), strength=0.8).dataset
+    blocks: list[int] = []
+    ingress = Router.ingress_columns
+
+    def spy(self: Router, link: object, block: object, **kwargs: bool) -> None:
+        if isinstance(block, MessageColumns):
+            blocks.append(len(block))
+        ingress(self, link, block, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Router, "ingress_columns", spy)
+
+    def run() -> object:
+        return simulate(data, "RR-Clusters", seed=2, timeout=30.0, p=0.7, Tv=60, Td=0.1, dependence="4.2",
+                        secure_sum="masked-sparse", runtime=MemoryRuntime())
+
+    columns = run()
+    assert sum(blocks) == 5 * data.n and max(blocks) == data.n  # (every party's five messages, a round at a time)
+    init = PartySums.__init__
+
+    def frame_by_frame(self: PartySums, *args: object, **kwargs: object) -> None:
+        init(self, *args, **{**kwargs, "columns": None})  # type: ignore[arg-type]
+
+    monkeypatch.setattr(PartySums, "__init__", frame_by_frame)
+    blocks.clear()
+    frames = run()
+    assert blocks == []
+    assert_same_runs(columns, frames)

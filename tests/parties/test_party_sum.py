@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 
 from mprr.errors import ConfigurationError, PartyDropped, ProtocolError
+from parties.columns import MessageColumns
 from parties.party_sum import DEADLINE_GRAIN, PartySums
 from parties.secure.messages import ShareVector, SurvivorSet, id_vector
 from parties.secure.program import Delivery, Expect, Poll, Reject, Send
 from parties.topology import CONTROLLER
+from parties.topology import Topology
 from parties.transport import Frame, Transport
 from parties.wire.codec import encode
 from parties.wire.requests import SecureSumStart
@@ -418,3 +420,117 @@ def test_a_party_crashed_by_its_own_send_ends_its_session_and_its_program_is_clo
     party, sums = run_virtual(main())
     assert [type(error).__name__ for _, error, _ in party.ended] == ["PartyDropped"]
     assert sums.running() == 0 and closed == [True]
+
+
+# ------------------------------------------------------------------ sends to the controller as columns
+
+
+def _columns_host(net: Transport) -> tuple[PartySums, list[MessageColumns]]:
+    blocks: list[MessageColumns] = []
+    sums = PartySums(net, KINDS, list[BaseException]().append, columns=blocks.append)
+    sums.serving = True
+    return sums, blocks
+
+
+def _replying(me: int, sends: int = 1) -> Program:
+    """One message to the controller, the controller's round, then ``sends`` messages to it."""
+    yield Send(CONTROLLER, SurvivorSet("s", id_vector((me,))), "graph/partial")
+    yield Expect(SurvivorSet, "s", (CONTROLLER,), "graph/told", 5.0)
+    for k in range(sends):
+        yield Send(CONTROLLER, SurvivorSet("s", id_vector((me, me + 1 + k))), "graph/partial")
+
+
+def test_a_turns_sends_to_the_controller_leave_together_on_the_next_turn_one_block_per_phase_and_kind() -> None:
+    async def main() -> None:
+        net = _Net(4)
+        sums, blocks = _columns_host(net)
+        parties = [_Party(p, _replying(p)) for p in (2, 0, 3)]
+        for party in parties:
+            sums.start(party, START)
+        assert blocks == [] and net.sent == []  # (checked and admitted, not sent yet)
+        await asyncio.sleep(0)
+        [block] = blocks
+        assert block.srcs.tolist() == [2, 0, 3] and block.phase == "graph/partial" and block.kind == SurvivorSet.KIND
+        assert [block.message(k) for k in range(3)] == [SurvivorSet("s", id_vector((p,))) for p in (2, 0, 3)]
+        assert block.sizes.tolist() == [len(encode(block.message(k))) for k in range(3)] and net.sent == []
+        for p in (2, 0, 3):
+            sums.deliver(TOLD._replace(dst=p))
+        await asyncio.sleep(0)  # the rounds are stepped: their sends wait for the next turn
+        assert len(blocks) == 1
+        await asyncio.sleep(0)
+        assert len(blocks) == 2 and blocks[1].srcs.tolist() == [2, 0, 3]
+        assert [ended for party in parties for ended in party.ended] == [("s", None, True)] * 3
+
+    run_virtual(main())
+
+
+def test_a_second_message_of_one_sender_in_one_turn_starts_another_block_in_order() -> None:
+    async def main() -> None:
+        sums, blocks = _columns_host(_Net(3))
+        party = _Party(1, _replying(1, sends=2))
+        sums.start(party, START)
+        await asyncio.sleep(0)
+        sums.deliver(TOLD._replace(dst=1))
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert [(b.srcs.tolist(), b.message(0)) for b in blocks] == [
+            ([1], SurvivorSet("s", id_vector((1,)))), ([1], SurvivorSet("s", id_vector((1, 2)))),
+            ([1], SurvivorSet("s", id_vector((1, 3))))]
+
+    run_virtual(main())
+
+
+def test_with_columns_sends_to_peers_leave_on_the_spot_and_a_crashed_partys_are_lost() -> None:
+    def program() -> Program:
+        yield Send(1, ShareVector("s", -1, id_vector((0,))), "graph/shares")
+        yield Send(CONTROLLER, SurvivorSet("s", id_vector((0,))), "graph/partial")
+
+    async def main() -> None:
+        import networkx as nx
+
+        net = _Net(3)
+        net.topology = Topology(3, nx.complete_graph([CONTROLLER, 0, 1, 2]))
+        sums, blocks = _columns_host(net)
+        sums.start(_Party(0, program()), START)
+        assert [(f.src, f.dst) for f in net.sent] == [(0, 1)]
+        net.crash(2)
+        sums.start(_Party(2, _replying(2)), START)
+        await asyncio.sleep(0)
+        assert [b.srcs.tolist() for b in blocks] == [[0]] and net.counter.faults["lost_to_crash"] == 1
+
+    run_virtual(main())
+
+
+def test_a_stopping_host_sends_what_its_programs_sent_before_it_stopped() -> None:
+    async def main() -> None:
+        sums, blocks = _columns_host(_Net(3))
+        party = _Party(0, _replying(0))
+        sums.start(party, START)
+        sums.stop()
+        assert [b.srcs.tolist() for b in blocks] == [[0]] and party.ended == [("s", None, False)]
+        await asyncio.sleep(0)
+        assert len(blocks) == 1
+
+    run_virtual(main())
+
+
+def test_a_send_to_the_controller_without_a_link_ends_the_session_as_without_columns() -> None:
+    import networkx as nx
+
+    async def main() -> tuple[list[MessageColumns], _Party]:
+        graph = nx.Graph()
+        graph.add_nodes_from([CONTROLLER, 0, 1])
+        graph.add_edge(CONTROLLER, 1)
+        net = _Net(2)
+        net.topology = Topology(2, graph)
+        sums, blocks = _columns_host(net)
+        party = _Party(0, _replying(0))
+        sums.start(party, START)
+        await asyncio.sleep(0)
+        return blocks, party
+
+    blocks, party = run_virtual(main())
+    [(session, error, ran)] = party.ended
+    assert blocks == [] and session == "s" and ran
+    with pytest.raises(ProtocolError, match="party 0 cannot send to controller: no link in the topology"):
+        raise error  # type: ignore[misc]
