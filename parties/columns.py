@@ -23,16 +23,16 @@ codec's own — so each member is still counted at the codec size of its own mes
 
 A host's secure-sum programs (:mod:`parties.party_sum`) send the controller one message per
 party and round; those of one turn of the host's loop leave as one :class:`MessageColumns` per
-phase and kind (each member its own message and encoding, counted at its own size, by the
+phase and kind (each member its own message, counted at the codec size of its own encoding, by the
 router's same :meth:`~parties.router.Router.ingress_columns`), where the host shares the
 router's process; between processes each travels as its own frame.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from collections.abc import Sequence
+
+import numpy as np
 
 from parties.wire.codec import Message, encode
 from parties.wire.messages import RandomizedValues, ReplyBlock
