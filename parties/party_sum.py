@@ -53,7 +53,7 @@ from parties.columns import MessageColumns
 from parties.secure.program import Broadcast, Delivery, Expect, Mark, Operation, Poll, Program, Reject, Send, SendEach
 from parties.secure.rounds import Finished, RoundState, step
 from parties.topology import CONTROLLER, actor_name
-from parties.wire.codec import Message, decode, encode
+from parties.wire.codec import Message, decode, encode, encoded_size
 from parties.wire.requests import SecureSumStart
 
 if TYPE_CHECKING:
@@ -358,7 +358,7 @@ class PartySums:
         if isinstance(op, Send):
             if op.to == CONTROLLER and self._columns is not None:
                 net.check_send(me, CONTROLLER, op.phase)
-                if net.admit(me) and self._outbox.add(me, op.phase, op.message, len(encode(op.message))):
+                if net.admit(me) and self._outbox.add(me, op.phase, op.message, encoded_size(op.message)):
                     asyncio.get_running_loop().call_soon(self._send_columns)
                 return
             net.send(me, op.to, op.message, op.phase, encode(op.message))

@@ -3,7 +3,9 @@
 A message kind derives from :class:`Message` and is decorated with :func:`message`, which makes
 it a frozen dataclass and registers it under a unique ``KIND`` (sent in the header) and
 ``NAME``.  Its field annotations are its wire layout: they are read once, when the class is
-defined, and the kind's encoder and decoder are generated from them on its first use.
+defined, and the kind's encoder, decoder and sizer are generated from them on its first use
+(:func:`encoded_size`: an encoding's length, no byte written, for a receiver in the sender's
+process that takes the message itself).
 
 Wire format (little endian)::
 
@@ -43,7 +45,7 @@ from parties.wire.construct import constructor
 from parties.wire.fields import ARRAY_DTYPES, ArraySpec, Wire, _parse
 
 __all__ = [
-    "ARRAY_DTYPES", "ArraySpec", "HEADER_SIZE", "MAGIC", "Message", "VERSION", "decode", "encode",
+    "ARRAY_DTYPES", "ArraySpec", "HEADER_SIZE", "MAGIC", "Message", "VERSION", "decode", "encode", "encoded_size",
     "known_kinds", "message", "message_class", "peek_kind", "require", "resolve_kinds",
 ]
 
@@ -218,8 +220,10 @@ def require(ok: bool, text: str) -> None:
 # --------------------------------------------------------------------------- the codec
 
 
-def _compile(cls: type[Message]) -> tuple[Callable[[Message], bytes], Callable[[bytes], Message]]:
-    """Generate the encoder and decoder of ``cls`` from its fields.
+def _compile(cls: type[Message]) -> tuple[Callable[[Message], bytes], Callable[[bytes], Message],
+                                          Callable[[Message], int]]:
+    """Generate the encoder, decoder and sizer (the encoding's length, nothing written) of ``cls``
+    from its fields.
 
     A run of fixed-size fields (int, float, bool) is packed and unpacked by one ``struct``; the
     other fields call their :class:`Wire`'s ``enc`` / ``dec``.  For ``Ack`` (``request_id: int,
@@ -243,12 +247,14 @@ def _compile(cls: type[Message]) -> tuple[Callable[[Message], bytes], Callable[[
     }
     enc = ["def encode(m):", "    out = [H]"]
     dec = ["def decode(buf):", f"    off, end = {HEADER_SIZE}, len(buf)"]
+    fixed_bytes, sized = HEADER_SIZE, []  # the sizer: the fixed runs' bytes, plus each other field's
     for fixed, run in itertools.groupby(enumerate(cls.FIELDS), key=lambda f: bool(f[1][1].code)):
         fields = list(run)
         if fixed:
             st = env[f"S{fields[0][0]}"] = struct.Struct("<" + "".join(w.code for _, (_, w) in fields))
             names = [n for _, (n, _) in fields]
             enc.append(f"    out.append(S{fields[0][0]}.pack({', '.join('m.' + n for n in names)}))")
+            fixed_bytes += st.size
             dec += [f"    if off + {st.size} > end: raise truncated({names[0]!r}, {st.size}, off, end)",
                     f"    {', '.join('v_' + n for n in names)}, = S{fields[0][0]}.unpack_from(buf, off)",
                     f"    off += {st.size}"]
@@ -256,8 +262,9 @@ def _compile(cls: type[Message]) -> tuple[Callable[[Message], bytes], Callable[[
                 dec += [f"    if v_{n} > 1: raise badbool({n!r}, v_{n})", f"    v_{n} = v_{n} == 1"]
         else:
             for i, (n, w) in fields:
-                env[f"E{i}"], env[f"D{i}"] = w.enc, w.dec
+                env[f"E{i}"], env[f"D{i}"], env[f"Z{i}"] = w.enc, w.dec, w.size
                 enc.append(f"    E{i}(m.{n}, out)")
+                sized.append(f"Z{i}(m.{n})")
                 dec.append(f"    v_{n}, off = D{i}(buf, off)")
     enc.append("    return b''.join(out)")
     dec += ["    if off != end: raise extra(end - off)", "    m = new(cls)",
@@ -265,12 +272,15 @@ def _compile(cls: type[Message]) -> tuple[Callable[[Message], bytes], Callable[[
             "    try:", "        m.validate()", "    except MessageError:", "        raise",
             "    except (TypeError, ValueError, ArithmeticError) as exc:", "        raise invalid(m, exc) from exc",
             "    return m"]
-    exec("\n".join(enc + dec), env)  # noqa: S102 - source built above from the class's own fields
-    return typing.cast(Callable[[Message], bytes], env["encode"]), typing.cast(Callable[[bytes], Message], env["decode"])
+    size = ["def size(m):", f"    return {' + '.join([str(fixed_bytes), *sized])}"]
+    exec("\n".join(enc + dec + size), env)  # noqa: S102 - source built above from the class's own fields
+    return (typing.cast(Callable[[Message], bytes], env["encode"]), typing.cast(Callable[[bytes], Message], env["decode"]),
+            typing.cast(Callable[[Message], int], env["size"]))
 
 
 _ENCODERS: dict[type, Callable[[Message], bytes]] = {}
 _DECODERS: dict[int, Callable[[bytes], Message]] = {}
+_SIZERS: dict[type, Callable[[Message], int]] = {}
 
 
 def encode(msg: Message) -> bytes:
@@ -291,6 +301,27 @@ def encode(msg: Message) -> bytes:
     try:
         return enc(msg)
     except (struct.error, OverflowError, UnicodeEncodeError, KeyError) as exc:
+        raise MessageError(f"cannot encode {msg.NAME}: {exc}") from exc
+
+
+def encoded_size(msg: Message) -> int:
+    """``len(encode(msg))``, computed from the message's fields without writing the bytes: what
+    a runtime that hands the message itself to its receiver counts on the wire.
+
+    Raises
+    ------
+    MessageError
+        As :func:`encode`.
+    """
+    size = _SIZERS.get(type(msg))
+    if size is None:
+        cls = type(msg)
+        if not (isinstance(msg, Message) and cls.KIND and _BY_KIND.get(cls.KIND) is cls):
+            raise MessageError(f"encoded_size needs a registered Message instance, got {cls.__name__}")
+        size = _SIZERS[cls] = _compile(cls)[2]
+    try:
+        return size(msg)
+    except UnicodeEncodeError as exc:
         raise MessageError(f"cannot encode {msg.NAME}: {exc}") from exc
 
 

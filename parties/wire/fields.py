@@ -67,7 +67,8 @@ class Wire:
     """One field's type, parsed from its annotation once: its text, conversion and wire form.
 
     ``coerce`` checks and converts a constructor argument, ``enc`` appends the value's bytes to
-    a list, ``dec`` reads a value at an offset and returns it with the next offset; ``code`` is
+    a list, ``dec`` reads a value at an offset and returns it with the next offset, ``size`` is
+    the number of bytes ``enc`` appends (computed from the value, none written); ``code`` is
     the struct code of a fixed-size scalar (the generated codecs pack runs of them together);
     ``exact`` a Python condition on ``{v}`` true when ``coerce`` would return the value itself
     (the generated constructors test it inline and call ``coerce`` only when it is false).
@@ -77,6 +78,7 @@ class Wire:
     coerce: Callable[[Any], Any]
     enc: Encoder
     dec: Decoder
+    size: Callable[[Any], int]
     code: str = ""
     exact: str = ""
 
@@ -115,7 +117,7 @@ def _scalar(text: str, code: str, where: str, coerce: Callable[[Any], Any], exac
             v = v == 1
         return v, off + size
 
-    return Wire(text, coerce, lambda v, out: out.append(pack(v)), dec, code, exact)
+    return Wire(text, coerce, lambda v, out: out.append(pack(v)), dec, lambda v: size, code, exact)
 
 
 def _int(where: str) -> Wire:
@@ -173,7 +175,10 @@ def _blob(as_str: bool, where: str) -> Wire:
         except UnicodeDecodeError as exc:
             raise MessageError(f"{where}: invalid UTF-8 ({exc.reason})") from None
 
-    return Wire(text, coerce, enc, dec, exact=f"type({{v}}) is {text}")
+    def size(v: Any) -> int:
+        return 4 + (len(v) if not as_str or v.isascii() else len(v.encode()))  # (ASCII: one byte a character)
+
+    return Wire(text, coerce, enc, dec, size, exact=f"type({{v}}) is {text}")
 
 
 def _seq(item: Wire, where: str) -> Wire:
@@ -215,8 +220,8 @@ def _seq(item: Wire, where: str) -> Wire:
             n = _count(buf, off, 8, where)
             return (struct.unpack_from(f"<{n}{code}", buf, off + 4) if n else ()), off + 4 + 8 * n
 
-        return Wire(text, coerce, enc_numbers, dec_numbers)
-    item_enc, item_dec = item.enc, item.dec
+        return Wire(text, coerce, enc_numbers, dec_numbers, lambda v: 4 + 8 * len(v))
+    item_enc, item_dec, item_size = item.enc, item.dec, item.size
 
     def enc(v: tuple[Any, ...], out: list[Any]) -> None:
         out.append(_U32.pack(len(v)))
@@ -232,7 +237,7 @@ def _seq(item: Wire, where: str) -> Wire:
             items.append(x)
         return tuple(items), off
 
-    return Wire(text, coerce, enc, dec)
+    return Wire(text, coerce, enc, dec, lambda v: 4 + sum([item_size(x) for x in v]))
 
 
 def _array(spec: ArraySpec, where: str) -> Wire:
@@ -301,7 +306,10 @@ def _array(spec: ArraySpec, where: str) -> Wire:
             arr.flags.writeable = False
         return arr, off + count * dtype.itemsize
 
-    return Wire(text, coerce, enc, dec)
+    def size(v: np.ndarray) -> int:
+        return _ARRAY_HEAD[v.ndim].size + v.nbytes
+
+    return Wire(text, coerce, enc, dec, size)
 
 
 def _parse(tp: Any, where: str) -> Wire:

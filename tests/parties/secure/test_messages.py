@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mprr.errors import MessageError
-from parties.wire.codec import decode, encode
+from parties.wire.codec import decode, encode, encoded_size
 from parties.secure.messages import (
     KeyDirectory,
     MaskedInput,
@@ -52,6 +52,7 @@ EXAMPLES = [
 @pytest.mark.parametrize("msg", EXAMPLES, ids=lambda m: m.NAME)
 def test_roundtrip(msg) -> None:  # noqa: ANN001
     assert decode(encode(msg)) == msg
+    assert encoded_size(msg) == len(encode(msg))
     assert 64 <= msg.KIND <= 79
 
 

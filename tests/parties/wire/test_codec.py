@@ -22,6 +22,7 @@ from parties.wire.codec import (
     Message,
     decode,
     encode,
+    encoded_size,
     message,
     peek_kind,
 )
@@ -141,6 +142,7 @@ GOLDEN = [
 def test_every_kind_keeps_its_bytes(msg: Message, wire: str) -> None:
     assert encode(msg).hex() == wire
     assert decode(bytes.fromhex(wire)) == msg
+    assert encoded_size(msg) == len(wire) // 2
 
 
 # ------------------------------------------------------------------ round trips
@@ -164,6 +166,7 @@ def test_every_kind_keeps_its_bytes(msg: Message, wire: str) -> None:
 def test_generic_messages_round_trip(msg: Message) -> None:
     back = decode(encode(msg))
     assert type(back) is type(msg) and back == msg
+    assert encoded_size(msg) == len(encode(msg))
 
 
 def test_every_field_type_round_trips() -> None:
@@ -226,6 +229,7 @@ def test_round_trip_property(**values: object) -> None:
     data = encode(msg)
     assert decode(data) == msg
     assert encode(decode(data)) == data  # canonical: re-encoding gives the same bytes
+    assert encoded_size(msg) == len(data)  # (non-ASCII text, nested tuples, 0-d and empty arrays)
 
 
 @settings(max_examples=60, deadline=None)
@@ -371,6 +375,16 @@ def test_encode_rejects_non_messages() -> None:
 
     with pytest.raises(MessageError, match="got Unregistered"):
         encode(Unregistered(1))
+    with pytest.raises(MessageError, match="encoded_size needs a registered Message instance, got Unregistered"):
+        encoded_size(Unregistered(1))
+
+
+def test_encoded_size_fails_where_encode_fails() -> None:
+    msg = _everything(s="\ud800")  # a lone surrogate: a str, but no UTF-8
+    with pytest.raises(MessageError, match="cannot encode Everything: 'utf-8' codec can't encode"):
+        encode(msg)
+    with pytest.raises(MessageError, match="cannot encode Everything: 'utf-8' codec can't encode"):
+        encoded_size(msg)
 
 
 def test_peek_kind_and_accepted_buffer_types() -> None:
