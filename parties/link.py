@@ -5,7 +5,8 @@ The router (:class:`parties.router.Router`) holds one link per party host
 every runtime supplies its own:
 
 - the ``memory`` runtime's :class:`parties.runtime.LocalLink` — a direct call each way, the
-  host on the router's event loop;
+  host on the router's event loop, a send to several of its parties handed over as the messages
+  themselves (:meth:`Link.push_each`, :attr:`Link.carries_messages`);
 - the ``tcp`` runtime's stream to a worker process, and the ``ray`` runtime's link to a shard
   actor — both :class:`parties.channel.RecordBatcher`: the frames become the channel's
   records (:mod:`parties.channel`), batched per turn of the event loop.
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from parties.transport import Frame
+from parties.wire.codec import Message, encode
 
 __all__ = ["Link"]
 
@@ -49,6 +51,18 @@ class Link(ABC):
         parties this link hosts): as many :meth:`push` calls, which a link may carry at once."""
         for dst in dsts.tolist():
             self.push(frame._replace(dst=dst), None)
+
+    carries_messages = False
+    """Whether :meth:`push_each` hands the messages to the host as they are (a host in the
+    router's process); otherwise it encodes each one and :meth:`push` es its frame."""
+
+    def push_each(self, src: int, phase: str, kind: int, dsts: Sequence[int], messages: Sequence[Message],
+                  sizes: Sequence[int]) -> None:
+        """``messages[k]`` (all of ``kind``, ``sizes[k]`` bytes encoded, counted by the router)
+        from ``src`` for the hosted party ``dsts[k]``, in order: as many :meth:`push` calls of
+        their frames, each message encoded."""
+        for dst, msg in zip(dsts, messages):
+            self.push(Frame(src, dst, phase, kind, encode(msg), msg), None)
 
     @abstractmethod
     def crash(self, parties: Sequence[int]) -> None:

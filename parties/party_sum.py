@@ -11,7 +11,8 @@ task, endpoint or pending receive per party:
   what the host accepts (else it is rejected, counted against its sender), counted, and given
   to the round the party's program has open for its kind and phase (dropped there if it is of
   another session or combination: a late delivery), else buffered in arrival order (at a
-  reorder fault's position) for a later round;
+  reorder fault's position) for a later round (:meth:`PartySums.take`: the same for a message of
+  this process, counted by the host);
 - when a round is ready (every source answered; a streamed round: anything new), the program
   is stepped on the loop's next turn, for every ready party at once; its sends, rejections and
   marks are performed on the spot, up to its next round or its end;
@@ -99,11 +100,6 @@ class _Run:
         self.crashed = False  # the party crashed while its program was being stepped
         self.resumed = 0  # deliveries handed to its program: a wake-up queued before the last one is stale
 
-    def waiting(self, kind: type[Message], phase: str) -> bool:
-        """Whether the open round takes messages of ``kind`` in ``phase``."""
-        e, state = self.expect, self.state
-        return e is not None and state is not None and not state.over and e.kind is kind and e.phase == phase
-
 
 class PartySums:
     """The secure-sum programs of one host's parties (module docstring).
@@ -187,7 +183,6 @@ class PartySums:
         counted, then taken by the party's open round or buffered (module docstring)."""
         msg = frame.message
         payload = frame.payload
-        counter = self._network.counter
         if msg is None or frame.kind not in self._accept:
             try:
                 if payload is self._last_payload and self._last_message is not None and frame.kind in self._accept:
@@ -196,20 +191,26 @@ class PartySums:
                     msg = decode(payload, expected=self._accept)
                     self._last_payload, self._last_message = payload, msg
             except MessageError:  # a bad frame is its sender's fault: counted against it
-                counter.record_rejection(frame.src)
+                self._network.counter.record_rejection(frame.src)
                 return
-        dst = frame.dst
-        counter.record_delivery(dst, len(payload))
-        kind, phase = type(msg), frame.phase
+        self._network.counter.record_delivery(frame.dst, len(payload))
+        self.take(frame.src, frame.dst, frame.phase, msg, position)
+
+    def take(self, src: int, dst: int, phase: str, msg: Message, position: int | None = None) -> None:
+        """``msg`` from ``src`` for hosted party ``dst`` (not crashed), of a kind the host
+        accepts, its delivery counted: taken by the party's open round or buffered
+        (:meth:`deliver` without the frame: a message of this process, e.g. a controller's
+        :meth:`~parties.transport.Transport.send_many` through a
+        :class:`~parties.runtime.LocalLink`)."""
+        kind = type(msg)
         taken = False  # an open round of its kind and phase receives it (drive: taken, then skipped)
         for run in self._runs.get(dst, ()):
-            if not run.waiting(kind, phase):
+            expect, state = run.expect, run.state  # (run.waiting, inlined: once per message)
+            if expect is None or state is None or state.over or expect.kind is not kind or expect.phase != phase:
                 continue
             taken = True
-            expect, state = run.expect, run.state
-            assert expect is not None and state is not None  # (waiting: a round is open)
             if expect.accepts(msg):
-                state.sort(((frame.src, msg),))
+                state.add(src, msg)
                 if not run.ready and (expect.stream or not state.pending):
                     run.ready = True
                     self._ready.append((run, state, run.resumed))
@@ -221,9 +222,9 @@ class PartySums:
         if buf is None:
             buf = self._buffers[dst] = deque()
         if position is None or position >= len(buf):
-            buf.append((frame.src, phase, msg))
+            buf.append((src, phase, msg))
         else:
-            buf.insert(position, (frame.src, phase, msg))
+            buf.insert(position, (src, phase, msg))
 
     # ------------------------------------------------------------------ stepping
     def _schedule(self) -> None:

@@ -35,7 +35,10 @@ arrives up its host's link through :meth:`Router.ingress` (reply columns through
   :mod:`parties.channel`; :meth:`Router.ingress_columns` rejects columns naming a
   party the link does not host), counted per sender at each message's codec size and handed to
   the controller's columnar gather, and a shard in this process its secure-sum programs'
-  messages of one turn as :class:`~parties.columns.MessageColumns` (delivered as envelopes); with a fault
+  messages of one turn as :class:`~parties.columns.MessageColumns` (delivered as envelopes); the
+  controller's ``send_each`` reaches a host in this process as the messages themselves, one
+  :meth:`Link.push_each <parties.link.Link.push_each>` per run of its parties, counted at each
+  message's codec size (:func:`~parties.wire.codec.encoded_size`), none encoded; with a fault
   plan, or a subclass that routes each frame itself (a timed network), one frame each;
 - a lost shard (worker died, actor died) crashes all its parties at once
   (:meth:`Router.lose`): the controller's next gather ends with ``PartyDropped`` or a
@@ -89,7 +92,7 @@ from parties.faults import FaultInjector, FaultPlan
 from parties.link import Link
 from parties.traffic import LatencyModel, TrafficStatistics
 from parties.transport import CONTROLLER, Endpoint, Envelope, Frame, Topology, Transport, actor_name
-from parties.wire.codec import HEADER_SIZE, Message, peek_kind
+from parties.wire.codec import HEADER_SIZE, Message, encode, encoded_size, peek_kind
 
 if TYPE_CHECKING:  # annotations only: party workers never import networkx
     import networkx as nx
@@ -138,6 +141,7 @@ class Router(Transport):
         self.lost: dict[int, str] = {}  # link index -> why
         self.party_to_party = [0, 0]  # messages, payload bytes routed from a party to a party
         self._headers: dict[int, bytes] = {}  # kind -> the codec header of a payload of that kind
+        self._carried = False  # a link carries messages as they are (Link.carries_messages)
 
     def _admit(self, src: int) -> bool:
         inj = self._injector
@@ -228,6 +232,41 @@ class Router(Transport):
         self._traffic.record_deliveries(CONTROLLER, len(block), int(block.sizes.sum()))
         ep.deliver_columns(block)
 
+    def _send_messages(self, src: int, dsts: list[int], msgs: Sequence[Message], phase: str, kind: int) -> None:
+        """The checked sends of :meth:`~parties.transport.Transport.send_many`, counted at each
+        message's codec size: the runs of receivers behind a link that carries messages as they
+        are (a host in this process, :attr:`Link.carries_messages
+        <parties.link.Link.carries_messages>`) go to it in one :meth:`Link.push_each
+        <parties.link.Link.push_each>`, unencoded; the others, and all where a fault plan acts
+        per message, as one encoded frame each."""
+        if not self._carried or not self._columnar():
+            super()._send_messages(src, dsts, msgs, phase, kind)
+            return
+        count = self._admit_many(src, len(dsts))
+        if not count:
+            return
+        sizes = [encoded_size(m) for m in msgs[:count]]
+        self._traffic.record_sends(src, phase, kind, count, sum(sizes), max(sizes))
+        crashed, at = self._crashed, 0
+        while at < count:
+            dst = dsts[at]
+            link = self.owner(dst) if dst != CONTROLLER else None
+            if link is None or not link.carries_messages:
+                self._transmit(Frame(src, dst, phase, kind, encode(msgs[at]), msgs[at]))
+                at += 1
+                continue
+            hosted, stop = link.parties, at + 1
+            while stop < count and dsts[stop] in hosted:
+                stop += 1
+            run, messages, run_sizes = dsts[at:stop], msgs[at:stop], sizes[at:stop]
+            if crashed and not crashed.isdisjoint(run):  # (as :meth:`_deliver`: lost at the router)
+                live = [k for k, d in enumerate(run) if d not in crashed]
+                self._traffic.record_fault("lost_to_crash", len(run) - len(live))
+                run, messages, run_sizes = [run[k] for k in live], [messages[k] for k in live], [run_sizes[k] for k in live]
+            if run:
+                link.push_each(src, phase, kind, run, messages, run_sizes)
+            at = stop
+
     def _admit_many(self, src: int, count: int) -> int:
         inj = self._injector
         if inj is None or src not in inj.plan.crash:
@@ -298,6 +337,7 @@ class Router(Transport):
         k = bisect_right(self._starts, r.start)
         self._starts.insert(k, r.start)
         self._links.insert(k, link)
+        self._carried = self._carried or link.carries_messages
         return k
 
     def covered(self) -> bool:

@@ -47,6 +47,7 @@ from parties.shard_setup import directory
 from parties.shard_report import PartySummaries, PartySummary, ShardReport
 from parties.transport import Frame
 from parties.traffic import LatencyModel
+from parties.wire.codec import Message
 
 if TYPE_CHECKING:  # annotations only: a worker imports the engines and networkx only when a run needs them
     import networkx as nx
@@ -237,7 +238,8 @@ class Runtime(ABC):
 class LocalLink(Link):
     """The router's link to a party host in its own process and on its own event loop (the
     ``memory`` runtime): a direct call each way, a cohort's replies as reply columns and the
-    secure-sum programs' messages of one turn as message columns (:mod:`parties.columns`).
+    secure-sum programs' messages of one turn as message columns (:mod:`parties.columns`) up,
+    the controller's messages to several parties as they are down (:meth:`push_each`).
 
     ``shared``: the host shares the router's topology and counters (a single host), so its
     frames need no check at ingress.
@@ -253,6 +255,12 @@ class LocalLink(Link):
 
     def push_many(self, frame: Frame, dsts: np.ndarray) -> None:
         self.shard.deliver_many(frame, dsts)
+
+    carries_messages = True
+
+    def push_each(self, src: int, phase: str, kind: int, dsts: Sequence[int], messages: Sequence[Message],
+                  sizes: Sequence[int]) -> None:
+        self.shard.deliver_each(src, phase, kind, dsts, messages, sizes)
 
     def crash(self, parties: Sequence[int]) -> None:
         self.shard.crash(parties)

@@ -370,6 +370,34 @@ class PartyShard:
         self._batch_rows.append(row)
         self._batch_seen.add(row)
 
+    def deliver_each(self, src: int, phase: str, kind: int, dsts: Sequence[int], messages: Sequence[Message],
+                     sizes: Sequence[int]) -> None:
+        """``messages[k]`` from ``src`` for hosted party ``dsts[k]``, all of ``kind``, encoded in
+        ``sizes[k]`` bytes: as many :meth:`deliver` calls of their frames.  Secure-sum traffic
+        of a kind the parties accept (the messages of this process, e.g. a controller's
+        :meth:`~parties.transport.Transport.send_many` through a
+        :class:`~parties.runtime.LocalLink`) goes to the parties' programs as it is
+        (:meth:`PartySums.take <parties.party_sum.PartySums.take>`), with no frame or encoding each."""
+        if (src == CONTROLLER and kind in _CONTROLLER_REQUESTS) or kind not in self._accept:
+            for dst, msg in zip(dsts, messages):
+                self.deliver(Frame(src, dst, phase, kind, encode(msg), msg))
+            return
+        self._settle()  # (a request collected so far is answered first)
+        hosted, counter = self.setup.parties, self._counter
+        crashed = self.network.crashed
+        if crashed or (dsts and (min(dsts) < hosted.start or max(dsts) >= hosted.stop)):
+            live = [k for k, dst in enumerate(dsts) if dst in hosted and dst not in crashed]
+            foreign = sum([dst not in hosted for dst in dsts])
+            if foreign:
+                counter.record_fault("rejected", foreign)
+            if len(dsts) - foreign - len(live):
+                counter.record_fault("lost_to_crash", len(dsts) - foreign - len(live))
+            dsts, messages, sizes = [dsts[k] for k in live], [messages[k] for k in live], [sizes[k] for k in live]
+        counter.record_deliveries_each(dsts, sizes)
+        take = self._sums.take
+        for dst, msg in zip(dsts, messages):
+            take(src, dst, phase, msg)
+
     def deliver_many(self, frame: Frame, dsts: np.ndarray) -> None:
         """``frame`` (a broadcast of the controller) for every party of ``dsts`` (ascending):
         as many :meth:`deliver` calls; a request joins the broadcast being collected at once."""

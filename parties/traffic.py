@@ -357,6 +357,14 @@ class TrafficCounter:
         self.recv_messages[dsts + 1] += 1  # (distinct receivers: one update each)
         self.recv_bytes[dsts + 1] += size
 
+    def record_deliveries_each(self, dsts: Sequence[int], sizes: Sequence[int]) -> None:
+        """Count one message delivered to each of ``dsts`` (an actor may repeat), of ``sizes[k]``
+        bytes the k-th."""
+        at = np.asarray(dsts, dtype=np.int64) + 1
+        self.delivered += int(at.shape[0])
+        np.add.at(self.recv_messages, at, 1)
+        np.add.at(self.recv_bytes, at, np.asarray(sizes, dtype=np.int64))
+
     def record_deliveries(self, dst: int, count: int, size: int) -> None:
         """Count ``count`` messages of ``size`` bytes in all delivered to ``dst``."""
         self.delivered += count

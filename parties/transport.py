@@ -330,7 +330,11 @@ class Transport(ABC):
         kind = type(msgs[0])
         if any(type(m) is not kind for m in msgs):
             raise MessageError(f"send_each sends messages of one kind, got {sorted({m.NAME for m in msgs})}")
-        self.send_each(src, targets, msgs, phase, [encode(m) for m in msgs], kind.KIND)
+        self._send_messages(src, targets, msgs, phase, kind.KIND)
+
+    def _send_messages(self, src: int, dsts: list[int], msgs: Sequence[Message], phase: str, kind: int) -> None:
+        """:meth:`send_many`'s checked sends: each message encoded, then :meth:`send_each`."""
+        self.send_each(src, dsts, msgs, phase, [encode(m) for m in msgs], kind)
 
     def broadcast_from(self, src: int, dsts: Iterable[int], msg: Message, phase: str) -> None:
         """``src`` sends the same ``msg`` to every actor of ``dsts``: the links and the phase

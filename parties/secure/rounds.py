@@ -50,6 +50,16 @@ class RoundState:
                 self.others.append((src, msg))
         return kept
 
+    def add(self, src: int, msg: Message) -> None:
+        """Keep an arrival of this round (:meth:`Expect.accepts
+        <parties.secure.program.Expect.accepts>` it): :meth:`sort` of one, its checks done."""
+        pending = self.pending
+        if src in pending:
+            del pending[src]
+            self.first[src] = msg
+        else:
+            self.others.append((src, msg))
+
     def delivery(self, *, timed_out: bool = False) -> Delivery[Any]:
         """What arrived since the last delivery (taken), and who is missing."""
         missing = tuple(self.pending)

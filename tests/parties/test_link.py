@@ -10,8 +10,9 @@ import pytest
 from parties.faults import FaultPlan
 from parties.link import Link
 from parties.router import Router
+from parties.secure.messages import SurvivorSet, id_vector
 from parties.transport import CONTROLLER, Frame
-from parties.wire.codec import encode
+from parties.wire.codec import Message, encode
 from parties.wire.messages import RandomizedValues
 from parties.wire.requests import ReleaseRequest
 
@@ -79,3 +80,54 @@ async def test_a_frame_up_a_link_for_a_party_it_does_not_host_is_the_senders_fau
     net.ingress(link, Frame(1, CONTROLLER, "collect", reply.KIND, encode(reply)))
     env = await net.endpoint(CONTROLLER).recv(timeout=1.0)
     assert env.src == 1 and env.message == reply
+
+
+class _Carrier(_Recorder):
+    """A link that hands messages to its host as they are (as a host in the router's process)."""
+
+    carries_messages = True
+
+    def push_each(self, src: int, phase: str, kind: int, dsts: Sequence[int], messages: Sequence[Message],
+                  sizes: Sequence[int]) -> None:
+        self.calls.append(("push_each", (src, phase, kind, list(dsts), list(messages), list(sizes))))
+
+
+def _told(k: int) -> SurvivorSet:
+    return SurvivorSet("s", id_vector(tuple(range(k + 1))))
+
+
+async def test_a_send_each_reaches_a_carrying_link_once_per_run_of_its_parties_as_the_messages_themselves() -> None:
+    net = Router(8)
+    carrier, frames = _Carrier(range(0, 4)), _Recorder(range(4, 8))
+    net.attach(carrier)
+    net.attach(frames)
+    net.crash(2)
+    dsts = [1, 0, 5, 2, 3, 4]
+    msgs = [_told(k) for k in range(len(dsts))]
+    await net.endpoint(CONTROLLER).send_each(dsts, msgs, phase="told")
+    sizes = [len(encode(m)) for m in msgs]
+    kind = SurvivorSet.KIND
+    assert carrier.calls == [("crash", (2,)),
+                             ("push_each", (CONTROLLER, "told", kind, [1, 0], msgs[:2], sizes[:2])),
+                             ("push_each", (CONTROLLER, "told", kind, [3], [msgs[4]], [sizes[4]]))]
+    assert frames.calls == [("push", (CONTROLLER, 5, "told", kind, None)), ("push", (CONTROLLER, 4, "told", kind, None))]
+    stats = net.statistics()  # every send counted at its codec size; the crashed party's lost at the router
+    assert stats.messages == 6 and stats.bytes == sum(sizes) and stats.lost_to_crash == 1
+
+
+async def test_a_links_own_push_each_pushes_each_messages_encoded_frame_and_a_fault_plan_sends_frames() -> None:
+    pushed: list[Frame] = []
+
+    class _Frames(_Recorder):
+        def push(self, frame: Frame, position: int | None) -> None:
+            pushed.append(frame)
+
+    link = _Frames(range(0, 3))
+    link.push_each(CONTROLLER, "told", SurvivorSet.KIND, [2, 0], [_told(0), _told(1)], [0, 0])
+    assert pushed == [Frame(CONTROLLER, 2, "told", SurvivorSet.KIND, encode(_told(0)), _told(0)),
+                      Frame(CONTROLLER, 0, "told", SurvivorSet.KIND, encode(_told(1)), _told(1))]
+    net = Router(3, faults=FaultPlan(duplicate=0.5), seed=1)  # a plan acts per message: frames
+    carrier = _Carrier(range(0, 3))
+    net.attach(carrier)
+    await net.endpoint(CONTROLLER).send_each([0, 1], [_told(0), _told(1)], phase="told")
+    assert {name for name, _ in carrier.calls} == {"push"} and len(carrier.calls) >= 2

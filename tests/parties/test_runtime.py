@@ -93,3 +93,31 @@ async def test_memory_hosting_runs_its_shards_and_stops_them() -> None:
         parties = await hosting.parties()
     assert [p.index for p in parties] == list(range(DATA.n))
     assert hosting.wire()["shards"] == 2
+
+
+def test_a_masked_sum_whose_controller_messages_reach_the_host_as_they_are_equals_one_sent_as_frames(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from parties.runtime import LocalLink
+    from tests.parties.equivalence import assert_same_runs
+
+    data = planted_clusters(24, rng=np.random.default_rng(8), strength=0.8).dataset
+    runs: list[int] = []
+    push_each = LocalLink.push_each
+
+    def spy(self: LocalLink, *args: Any) -> None:
+        runs.append(len(args[3]))
+        push_each(self, *args)
+
+    monkeypatch.setattr(LocalLink, "push_each", spy)
+
+    def run() -> object:
+        return simulate(data, "RR-Clusters", seed=2, timeout=30.0, p=0.7, Tv=60, Td=0.1, dependence="4.2",
+                        secure_sum="masked-sparse", runtime=MemoryRuntime())
+
+    carried = run()
+    assert runs == [data.n] * 4  # (the key directories, relayed shares, survivor sets, unmask requests)
+    monkeypatch.setattr(LocalLink, "carries_messages", False)
+    runs.clear()
+    frames = run()
+    assert runs == []
+    assert_same_runs(carried, frames)

@@ -376,6 +376,38 @@ async def test_a_shard_keeps_secure_sum_traffic_for_the_engine_and_crashes_parti
 
 
 
+async def test_a_shard_takes_messages_of_its_process_for_its_parties_programs_as_frames_would_be() -> None:
+    from parties.secure.graph import GraphEngine
+    from parties.secure.messages import SurvivorSet, id_vector
+    from parties.wire.messages import Ack
+    from parties.wire.requests import SecureRelease
+
+    data = planted_clusters(6, rng=np.random.default_rng(2)).dataset
+    plan = HostingPlan(n=6, schema=data.schema, records=np.asarray(data.codes), seed=5,
+                       budgets=(float("inf"),) * 6, policy="sequential",
+                       accept=tuple(k.KIND for k in PARTY_KINDS), engine=GraphEngine(),
+                       fault_seed=5, timeout=5.0)
+    told = [SurvivorSet("s1", id_vector(tuple(range(k + 1)))) for k in range(5)]
+    sizes = [len(encode(m)) for m in told]
+    each, frames = (PartyShard(plan.setup(range(4)), [].append) for _ in range(2))
+    for shard in (each, frames):
+        shard.crash([2])
+    each.deliver_each(CONTROLLER, "dependence", SurvivorSet.KIND, [1, 0, 5, 2, 3], told, sizes)
+    for dst, msg in zip([1, 0, 5, 2, 3], told):
+        frames.deliver(Frame(CONTROLLER, dst, "dependence", SurvivorSet.KIND, encode(msg)))
+    # waiting for the parties' programs; party 5 is not hosted (rejected), party 2 crashed (lost)
+    assert [each.buffered(p) for p in range(4)] == [frames.buffered(p) for p in range(4)] == [1, 1, 0, 1]
+    assert each.network.counter.snapshot() == frames.network.counter.snapshot()
+    assert each.network.counter.faults["rejected"] == 1 and each.network.counter.faults["lost_to_crash"] == 1
+    assert each.network.counter.recv_bytes[1:5].tolist() == [sizes[1], sizes[0], 0, sizes[4]]
+    sent: list[Frame] = []  # a request of the controller is the party's to answer, frame by frame
+    shard = PartyShard(plan.setup(range(4)), sent.append)
+    commit = SecureRelease(1, "dependence", "s1", ((0, 1),), ((0, 1),), True)
+    shard.deliver_each(CONTROLLER, "dependence", SecureRelease.KIND, [0, 1], [commit, commit], [0, 0])
+    await asyncio.sleep(0)
+    assert [(f.src, f.kind) for f in sent] == [(0, Ack.KIND), (1, Ack.KIND)]
+
+
 async def test_a_host_told_to_accept_a_kind_it_does_not_know_serves_the_kinds_it_does() -> None:
     """A set-up may name a kind this process has no class for (an engine registered at the
     controller only, or a lie): the host drops it from its accept set and decodes the frames it

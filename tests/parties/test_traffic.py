@@ -157,3 +157,16 @@ def test_counters_are_int64_columns_and_rejections_a_dict_per_sender() -> None:
     assert t.actor(2) == ActorStatistics(2, Counts(0, 0), Counts(1, 7), 2)
     t.record_delivery(2, 5)
     assert s.by_receiver[2] == Counts(1, 7)  # (the snapshot is detached from the live counters)
+
+
+def test_deliveries_each_count_as_one_delivery_each_and_a_receiver_may_repeat() -> None:
+    from parties.traffic import TrafficCounter
+
+    each, one_by_one = TrafficCounter(4), TrafficCounter(4)
+    dsts, sizes = [2, -1, 2, 0], [7, 11, 5, 3]
+    each.record_deliveries_each(dsts, sizes)
+    for dst, size in zip(dsts, sizes):
+        one_by_one.record_delivery(dst, size)
+    assert each.snapshot() == one_by_one.snapshot()
+    assert dict(each.snapshot().by_receiver) == {-1: Counts(1, 11), 0: Counts(1, 3), 2: Counts(2, 12)}
+    assert each.delivered == 4
