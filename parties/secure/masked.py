@@ -100,7 +100,7 @@ from parties.secure.pki import KeyRegistry, Signer
 from parties.secure.program import Expect, Program, Send, controller_message
 from parties.secure.shamir import SHARE_BYTES
 from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
-from parties.secure.values import as_ring_vector
+from parties.secure.values import checked_input
 from parties.secure.masked_party import PLAIN, MaskedParty, PartyCryptography, zeros
 from parties.secure.masked_server import PHASES, ControllerProgram, Shortfall, spread
 from parties.secure.views import KEY_ENTRY
@@ -289,7 +289,7 @@ class MaskedEngine(SecureSumEngine):
             raise ConfigurationError(
                 f"party {me}: the masked engine needs the party's PKI signer and the key registry "
                 "(parties.secure.pki.setup_pki at set-up)")
-        as_ring_vector(vector, ctx, ctx.ring)  # (checked before anything is sent; masked in round 2)
+        vector = checked_input(vector, ctx)  # (checked before anything is sent; into the ring in round 2)
         return self._party(me, vector, ctx, PartyCryptography(signer, registry), min_contributors)
 
     def _party(self, me: int, vector: np.ndarray, ctx: SecureSumContext, crypto: PartyCryptography,

@@ -44,7 +44,7 @@ from parties.secure.ring import ZMod
 from parties.secure.shamir import SHARE_BYTES, share_values
 from parties.secure.topology import CompleteNeighbourhoods, Neighbourhoods
 from parties.secure.unmasking import abscissa, add_masks
-from parties.secure.values import as_ring_vector
+from parties.secure.values import into_ring
 from parties.secure.views import (
     KEY_ENTRY,
     VIEW_KEY_BYTES,
@@ -66,7 +66,7 @@ def masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519Privat
                   peers: dict[int, bytes], session: str, me: int) -> np.ndarray:
     """Round 2: y = x + PRG(b) + sum_{j > me} PRG(s_{me,j}) - sum_{j < me} PRG(s_{me,j}) (mod M)
     over the ``peers`` (id -> s_pk) whose shares this party holds.  ``x`` is the party's own copy
-    (:func:`~parties.secure.values.as_ring_vector`): in the ring's dtype, it is masked in place."""
+    (:func:`~parties.secure.values.into_ring`): in the ring's dtype, it is masked in place."""
     if ring.modulus != 1 << (8 * ring.element_bytes):  # pragma: no cover - ring_modulus gives 2^32 or 2^64
         raise ConfigurationError(f"the masked engine computes in Z_(2^32) or Z_(2^64), got {ring}")
     # M = 2^(bits of the dtype): the dtype's wrap-around is the reduction, so add in place
@@ -202,7 +202,7 @@ class PartyCryptography:
                      s_sk: KeyPair | None, peers: dict[int, bytes], me: int) -> np.ndarray:
         if s_sk is None:  # one read-only vector of the ring's zeros shared by every party's message
             return zeros(ring.dtype.str, ctx.length)
-        return masked_input(ring, as_ring_vector(vector, ctx, ring), self_mask, s_sk.private, peers, ctx.session, me)
+        return masked_input(ring, into_ring(vector, ctx, ring), self_mask, s_sk.private, peers, ctx.session, me)
 
     def view_tags(self, keys: dict[int, bytes], prefix: bytes, me: int, targets: list[int], view: bytes) -> bytes:
         return view_tags(keys, prefix, me, targets, view) if self.real else bytes(TAG_BYTES * len(targets))

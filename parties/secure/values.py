@@ -1,5 +1,5 @@
 """Values into and out of a secure sum: a party's input checked and mapped into Z_M
-(:func:`as_ring_vector`), and totals that are exact int64 counts (:func:`check_total`,
+(:func:`as_ring_vector`; in two steps, :func:`checked_input` and :func:`into_ring`), and totals that are exact int64 counts (:func:`check_total`,
 :func:`to_counts`)."""
 
 from __future__ import annotations
@@ -12,12 +12,18 @@ from mprr.errors import ConfigurationError, ProtocolError
 from parties.secure.context import SecureSumContext
 from parties.secure.ring import ZMod
 
-__all__ = ["MAX_TOTAL", "as_ring_vector", "check_total", "to_counts"]
+__all__ = ["MAX_TOTAL", "as_ring_vector", "check_total", "checked_input", "into_ring", "to_counts"]
 
 
 def as_ring_vector(vector: Any, ctx: SecureSumContext, ring: ZMod) -> np.ndarray:
     """Validate a party's input (1-D, length L, integers in [0, max_value]) and map it into Z_M
-    (a new array of the ring's dtype)."""
+    (a new array of the ring's dtype): :func:`into_ring` of :func:`checked_input`."""
+    return into_ring(checked_input(vector, ctx), ctx, ring)
+
+
+def checked_input(vector: Any, ctx: SecureSumContext) -> np.ndarray:
+    """A party's input as an array, validated: 1-D, length L, integers in [0, max_value]
+    (ConfigurationError naming what is wrong)."""
     arr = np.asarray(vector)
     if arr.ndim != 1 or arr.shape[0] != ctx.length:
         raise ConfigurationError(
@@ -31,7 +37,12 @@ def as_ring_vector(vector: Any, ctx: SecureSumContext, ring: ZMod) -> np.ndarray
         raise ConfigurationError(
             f"vector entries must be integers in [0, {ctx.max_value}] (max_value), got range [{low}, {high}]"
         )
-    # a new array (the masked engine masks it in place)
+    return arr
+
+
+def into_ring(arr: np.ndarray, ctx: SecureSumContext, ring: ZMod) -> np.ndarray:
+    """An input :func:`checked_input` returned, mapped into Z_M: a new array of the ring's dtype
+    (the masked engine masks it in place)."""
     out: np.ndarray = (arr.astype(ring.dtype) if ctx.max_value < ring.modulus  # every entry its own residue
                        else np.array(ring.reduce(arr), dtype=ring.dtype))
     return out

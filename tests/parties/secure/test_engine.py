@@ -16,7 +16,7 @@ from parties.router import Router
 from parties.transport import CONTROLLER, Frame
 from parties.secure.cost import TrafficCost
 from parties.secure.run import run_secure_sum
-from parties.secure.values import as_ring_vector
+from parties.secure.values import as_ring_vector, checked_input, into_ring
 from parties.secure.receive import receive_sum
 from parties.secure.ring import ZMod
 from parties.secure.graph import GraphEngine
@@ -245,6 +245,21 @@ def test_as_ring_vector_checks_shape() -> None:
     with pytest.raises(ConfigurationError, match="1-D of length 4"):
         as_ring_vector(np.zeros(3, int), ctx, ctx.ring)
     assert as_ring_vector(np.array([0, 1, 1, 0]), ctx, ctx.ring).dtype == np.uint32
+
+
+def test_an_input_is_checked_once_and_mapped_into_the_ring_as_a_new_array() -> None:
+    ctx = GraphEngine().context(range(3), 4)
+    for bad, match in [(np.zeros((2, 2), int), r"1-D of length 4, got shape \(2, 2\)"),
+                       (np.zeros(4), "must hold integers, got dtype float64"),
+                       (np.array([0, -1, 0, 0]), r"integers in \[0, 1\] \(max_value\), got range \[-1, 0\]"),
+                       (np.array([0, 2, 0, 0], dtype=np.uint8), r"got range \[0, 2\]")]:
+        with pytest.raises(ConfigurationError, match=match):
+            checked_input(bad, ctx)
+    given = np.array([0, 1, 1, 0], dtype=np.uint8)
+    arr = checked_input(given, ctx)
+    assert arr is given  # (checked, not copied)
+    ring = into_ring(arr, ctx, ctx.ring)
+    assert ring.dtype == np.uint32 and ring.tolist() == [0, 1, 1, 0] and not np.shares_memory(ring, given)
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
