@@ -20,7 +20,8 @@ floor, so the report can put the same calls side by side: at their floor (hot, b
 repeats), in the engine's function alone, and inside a run (the party's keys and data cold, the
 interpreter's other work in between).  ``"outside"`` groups are cryptography the floor leaves
 out.  The two ``"around"`` groups time every resumption of the programs (the parties' by their
-hosts, :mod:`parties.party_sum`; the controller's by :func:`parties.secure.drive.drive`): the
+hosts, :mod:`parties.party_sum`, with the batches of their answers that a host runs for many
+parties at once; the controller's by :func:`parties.secure.drive.drive`): the
 cryptography above runs inside them, so what they take beyond it is the programs' own Python
 (the protocol's steps and checks, building the messages).
 
@@ -43,7 +44,7 @@ from typing import Any
 
 from parties import party_sum, shard
 from parties.controller import Controller
-from parties.secure import crypto, masked_party, pki, unmasking
+from parties.secure import crypto, masked, masked_party, pki, unmasking
 
 _drive = importlib.import_module("parties.secure.drive")  # (the module: the package exports its function too)
 
@@ -91,7 +92,7 @@ GROUPS = (
           (("view tag checked", 32),)),
     Group(PKI, ((shard, "generate_signers"),), part="outside"),
     Group(UNMASKING, ((unmasking, "reconstruct_secret"), (unmasking, "add_mask")), part="outside"),
-    Group(PARTY_PROGRAMS, ((party_sum, "step"),), part="around"),
+    Group(PARTY_PROGRAMS, ((party_sum, "step"), (party_sum, "throw"), (masked, "mask_inputs")), part="around"),
     Group(CONTROLLER_PROGRAM, ((_drive, "step"),), part="around"),
 )
 
@@ -104,6 +105,11 @@ ROUNDS = (
     ("4: views checked, shares revealed", "unmask"),
 )
 """The masked party's rounds (:class:`~parties.secure.masked_party.MaskedParty`'s methods), by label."""
+
+BATCHES = {"mask_input": "mask_inputs"}
+"""The rounds a host runs for many parties at once (the batch of the round's
+:class:`~parties.secure.program.Answer`, by its name in :mod:`parties.secure.masked`): timed as
+the round, per batch."""
 
 
 class InRun:
@@ -148,6 +154,10 @@ class InRun:
             raw = masked_party.MaskedParty.__dict__[name]
             self._saved.append((masked_party.MaskedParty, name, raw))
             setattr(masked_party.MaskedParty, name, self._round(label, raw))
+            if name in BATCHES:  # (its calls' first argument: the first party's (party, message))
+                batch = getattr(masked, BATCHES[name])
+                self._saved.append((masked, BATCHES[name], batch))
+                setattr(masked, BATCHES[name], self._round(label, batch, lambda calls: calls[0][0] if calls else None))
         release = Controller.__dict__["secure_release"]
         self._saved.append((Controller, "secure_release", release))
         running, since = [0], [0.0]  # secure releases under way, and since when (overlapping ones: one interval)
@@ -186,16 +196,18 @@ class InRun:
 
         return timed
 
-    def _round(self, label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def _round(self, label: str, fn: Callable[..., Any],
+               party_of: Callable[[Any], masked_party.MaskedParty | None] = lambda party: party) -> Callable[..., Any]:
         rounds, clock = self.rounds, time.perf_counter
 
-        def timed(party: masked_party.MaskedParty, *args: Any, **kwargs: Any) -> Any:
-            if not party.crypto.real or self._current is not None:
-                return fn(party, *args, **kwargs)
+        def timed(first: Any, *args: Any, **kwargs: Any) -> Any:
+            party = party_of(first)
+            if party is None or not party.crypto.real or self._current is not None:
+                return fn(first, *args, **kwargs)
             self._current = label
             start = clock()
             try:
-                return fn(party, *args, **kwargs)
+                return fn(first, *args, **kwargs)
             finally:
                 rounds[label][0] += clock() - start
                 self._current = None

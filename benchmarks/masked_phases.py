@@ -17,8 +17,9 @@ route's gain before anyone builds it, with the engine's own functions:
 2. each round is replayed for all parties, each party's round in turn (as a host steps them now);
 3. round 2, the largest (the shares opened and checked, the combined view keys, the input, the
    masking agreements and the masks), is also replayed one pass per kind of work across all
-   parties, with the functions the round method calls (:func:`phased_mask_input`); its masked
-   inputs and view keys are checked equal to the round's own.
+   parties (:func:`phased_mask_input`: the engine's
+   :func:`~parties.secure.masked_party.mask_inputs`, which a host runs for the parties that
+   reach round 2 on one turn); its masked inputs and view keys are checked equal to the round's own.
 
 Beside each round: its floor, the library calls it makes at their floor (``_floor_items``, best of
 ``--repeat`` rounds).  Both replays alternate ``--repeats`` times; each keeps its fastest (the
@@ -60,13 +61,10 @@ from _in_run import ROUNDS  # noqa: E402  (benchmarks/_in_run.py)
 
 from parties.collector import rare_full_collections  # noqa: E402
 from parties.secure import masked, masked_party  # noqa: E402
-from parties.secure.crypto import agree_each  # noqa: E402
 from parties.secure.engine import counted_cost  # noqa: E402
-from parties.secure.messages import MaskedInput, RelayedShares  # noqa: E402
+from parties.secure.messages import MaskedInput  # noqa: E402
 from parties.secure.registry import make_engine  # noqa: E402
 from parties.secure.suite import REAL  # noqa: E402
-from parties.secure.unmasking import add_masks  # noqa: E402
-from parties.secure.values import as_ring_vector  # noqa: E402
 
 FLOOR_ROWS: dict[str, tuple[tuple[str, int], ...]] = {
     "advertise": (("X25519 key pair", 1),),
@@ -101,6 +99,8 @@ class Capture:
     """CPU seconds inside the parties' programs in that run (the round methods and the rounds'
     I/O around them; the states' copies left out)."""
     copying: float = 0.0
+    stepping: bool = False
+    """A program's step is running (a round method called outside one is an Answer's, run by the driver)."""
 
 
 @contextmanager
@@ -122,6 +122,8 @@ def _recording(into: Capture) -> Iterator[None]:
                 return method(self, *args)
             finally:
                 spent[name] = spent.get(name, 0.0) + clock() - copied
+                if not into.stepping:  # (an Answer's computation, run by the driver: the party's own)
+                    into.parties += clock() - copied
                 into.copying += copied - start
         return round_method
 
@@ -153,11 +155,13 @@ def _timed_steps(program: Generator[Any, Any, Any], into: Capture, role: str) ->
     clock, sent = time.process_time, None
     while True:
         start, copied = clock(), into.copying
+        into.stepping = True
         try:
             op = program.send(sent)
         except StopIteration as stop:
             return stop.value
         finally:
+            into.stepping = False
             setattr(into, role, getattr(into, role) + clock() - start - (into.copying - copied))
         sent = yield op
 
@@ -184,34 +188,14 @@ def per_party(name: str, captured: _Captured) -> list[Any]:
 
 
 def phased_mask_input(captured: _Captured) -> list[MaskedInput]:
-    """Round 2 of every party, one pass per kind of work across all of them, with the functions
-    :meth:`~parties.secure.masked_party.MaskedParty.mask_input` calls in that order: the shares
-    opened and checked, the combined view keys, the inputs as ring vectors, the masking
-    agreements with their HKDF, the masks, the messages (the same state changes)."""
-    parties = [party for party, _ in captured]
-    relayed: list[RelayedShares] = [message for _, message in captured]
-    ctx = parties[0].ctx
-    session, ring, neighbours = ctx.session, ctx.ring, ctx.neighbours
-    senders = [message.senders.tolist() for message in relayed]
-    for party, ids in zip(parties, senders):
-        if not set(ids) <= set(party.live):
-            raise RuntimeError(f"party {party.me}: relayed shares from outside its live neighbours")
-    opened = [masked_party._open_shares(message, ids, party.channel, party.relayed_keys, neighbours, party.me,
-                                        set(neighbours[party.me]), session, party.crypto)
-              for party, message, ids in zip(parties, relayed, senders)]
-    for party, (held, _, handed) in zip(parties, opened):
-        party.held = held
-        party.view_keys = party.crypto.combined_keys(handed, dict(party.view_keys))
-    vectors = [as_ring_vector(party.vector, ctx, ring) for party in parties]
-    seeds = [agree_each(party.s_keys.private, list(masks.values()), purpose="mask", session=session,
-                       me=party.me, peers=list(masks))
-             for party, (_, masks, _) in zip(parties, opened)]
+    """Round 2 of every party, one pass per kind of work across all of them: the engine's
+    :func:`~parties.secure.masked_party.mask_inputs`, which a host runs for the parties that
+    reach round 2 on one turn of its loop (an error of a party's round: RuntimeError)."""
     out = []
-    for party, vector, seeds_p, (_, masks, _) in zip(parties, vectors, seeds, opened):
-        add_masks(vector, [party.self_mask, *seeds_p], [False, *[party.me > j for j in masks]])
-        party.self_mask, party.s_keys = b"", None
-        vector.flags.writeable = False
-        out.append(MaskedInput(session, vector))
+    for reply in masked_party.mask_inputs(list(captured)):
+        if not isinstance(reply, MaskedInput):
+            raise RuntimeError(f"the phased round 2 failed: {reply}")
+        out.append(reply)
     return out
 
 

@@ -20,6 +20,10 @@ task, endpoint or pending receive per party:
   loop's clock, rounded up to a multiple of :data:`DEADLINE_GRAIN`-ths of the timeout (one
   timer per distinct deadline, however many parties opened a round then);
   at the deadline the program is told what arrived and that the round timed out;
+- an :class:`~parties.secure.program.Answer` with a batch waits for the end of the turn: then
+  each batch runs once for every answer of it the turn's programs gave (their parties' rounds
+  one pass per kind of work), each reply is sent (its error raised in its program) and each
+  program stepped on; an answer without a batch is computed and sent on the spot;
 - a :class:`~parties.secure.program.Poll` is answered on the loop's next turn with what has
   arrived by then (the peers run first); each wake-up is for one resumption of the program
   (one queued before the program was last resumed is stale, and skipped);
@@ -51,8 +55,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError
 from parties.columns import MessageColumns
-from parties.secure.program import Broadcast, Delivery, Expect, Mark, Operation, Poll, Program, Reject, Send, SendEach
-from parties.secure.rounds import Finished, RoundState, step
+from parties.secure.program import (Answer, Broadcast, Delivery, Expect, Mark, Operation, Poll, Program, Reject,
+                                    Send, SendEach)
+from parties.secure.rounds import Finished, RoundState, answer, step, throw
 from parties.topology import CONTROLLER, actor_name
 from parties.wire.codec import Message, decode, encode, encoded_size
 from parties.wire.requests import SecureSumStart
@@ -81,6 +86,9 @@ DEADLINE_GRAIN = 64
 """A round's deadline is rounded up to a multiple of 1/64 of its timeout, so that the rounds
 parties open during one turn of the loop share a timer (the turn itself takes time)."""
 
+_Batch = Callable[[list[tuple[Any, ...]]], list[Message | ProtocolError]]
+"""An :class:`~parties.secure.program.Answer`'s batch: its computation for many calls at once."""
+
 _Buffered = tuple[int, str, Message]
 """A delivered message no round has taken yet: (sender, phase, message)."""
 
@@ -88,7 +96,8 @@ _Buffered = tuple[int, str, Message]
 class _Run:
     """One party's program of one session and the round it has open."""
 
-    __slots__ = ("party", "session", "program", "expect", "state", "deadline", "ready", "active", "crashed", "resumed")
+    __slots__ = ("party", "session", "program", "expect", "state", "deadline", "ready", "active", "crashed", "resumed",
+                 "ended")
 
     def __init__(self, party: SumParty, session: str, program: Program[Any]) -> None:
         self.party, self.session, self.program = party, session, program
@@ -99,6 +108,7 @@ class _Run:
         self.active = False  # its program is being stepped
         self.crashed = False  # the party crashed while its program was being stepped
         self.resumed = 0  # deliveries handed to its program: a wake-up queued before the last one is stale
+        self.ended = False  # its program ended (the party was told)
 
 
 class PartySums:
@@ -129,6 +139,7 @@ class PartySums:
         self._buffers: dict[int, deque[_Buffered]] = {}
         self._ready: list[tuple[_Run, RoundState, int]] = []  # rounds to step on the next turn, in order
         self._polls: list[tuple[_Run, RoundState, int]] = []
+        self._answers: dict[_Batch, list[tuple[_Run, Answer]]] = {}  # parked answers, by batch, in order
         self._scheduled = False
         self._deadlines: dict[float, tuple[asyncio.TimerHandle, set[_Run]]] = {}
         self._last_payload: bytes | None = None  # decode cache for broadcasts (same bytes object)
@@ -172,6 +183,7 @@ class PartySums:
         (what their programs sent has left)."""
         self.serving = False
         self._send_columns()
+        self._answers.clear()
         for runs in list(self._runs.values()):
             for run in list(runs):
                 self._end(run, None, ran=False)
@@ -243,6 +255,27 @@ class PartySums:
         for run, state, token in polls:  # (a round that timed out meanwhile was told so)
             if run.state is state and run.resumed == token and not state.over:
                 self._advance(run, self._delivery(run))
+        while self._answers:  # the answers parked meanwhile, each batch at once (their programs may park more)
+            answers, self._answers = self._answers, {}
+            for batch, parked in answers.items():
+                self._answer(batch, parked)
+
+    def _answer(self, batch: _Batch, parked: list[tuple[_Run, Answer]]) -> None:
+        """Run ``batch`` for the parked answers of programs still running, then send each reply
+        (or raise its error in its program) and step each program on."""
+        parked = [(run, op) for run, op in parked if not run.ended]
+        try:
+            replies = batch([op.args for _, op in parked])
+            if len(replies) != len(parked):
+                raise ConfigurationError(f"an answer batch returned {len(replies)} replies for {len(parked)} calls")
+        except Exception as exc:  # a bug in the computation: the sessions end, the host fails
+            for run, _ in parked:
+                self._end(run, None, ran=False)
+            self._fail(exc)
+            return
+        for (run, op), reply in zip(parked, replies):
+            if not run.ended:  # (a send before it may have crashed its party: ended)
+                self._advance(run, None, answered=(op, reply))
 
     def _delivery(self, run: _Run, *, timed_out: bool = False) -> Delivery[Any]:
         """What arrived for ``run``'s open round since its last delivery; its timer ends with the round."""
@@ -255,13 +288,15 @@ class PartySums:
             self._untime(run)
         return got
 
-    def _advance(self, run: _Run, value: Delivery[Any] | None) -> None:
-        """Resume ``run``'s program with ``value`` and perform what it asks, up to a round that
-        must wait or its end."""
+    def _advance(self, run: _Run, value: Delivery[Any] | None, *,
+                 answered: tuple[Answer, Message | ProtocolError] | None = None) -> None:
+        """Resume ``run``'s program with ``value`` (``answered``: an answer it asked for and its
+        reply, sent, or its error, raised in the program) and perform what it asks, up to a
+        round that must wait, an answer of a batch (parked until the end of the turn) or its end."""
         program = run.program
         run.active = True
         try:
-            op = step(program, value)
+            op = step(program, value) if answered is None else self._after(run, *answered)
             while True:
                 if run.crashed:
                     raise _dropped(run.party.index)
@@ -284,6 +319,13 @@ class PartySums:
                         return  # it waits: a delivery or its deadline resumes it
                     op = step(program, self._delivery(run))
                     continue
+                if isinstance(op, Answer):
+                    if op.batch is not None:  # run with the turn's other answers of its batch (_turn)
+                        self._answers.setdefault(op.batch, []).append((run, op))
+                        self._schedule()
+                        return
+                    op = self._after(run, op, answer(op))
+                    continue
                 self._perform(run.party.index, op)
                 op = step(program, None)
         except ProtocolError as exc:
@@ -293,7 +335,7 @@ class PartySums:
             self._fail(exc)
         finally:
             run.active = False
-            if run.state is None:  # (it ended while being stepped, e.g. crashed by its own send)
+            if run.ended:  # (it ended while being stepped, e.g. crashed by its own send)
                 program.close()
 
     def _open(self, run: _Run, expect: Expect[Any]) -> RoundState:
@@ -353,16 +395,29 @@ class PartySums:
             if state is not None and not state.over:
                 self._advance(run, self._delivery(run, timed_out=True))
 
+    def _after(self, run: _Run, op: Answer, reply: Message | ProtocolError) -> Operation | Finished:
+        """``run``'s program after its answer ``op``: ``reply`` sent (or, an error, raised in it)."""
+        if isinstance(reply, ProtocolError):
+            return throw(run.program, reply)
+        self._send(run.party.index, op.to, reply, op.phase)
+        return step(run.program, None)
+
+    def _send(self, me: int, to: int, message: Message, phase: str) -> None:
+        """Party ``me`` sends ``message`` to ``to`` (to the controller through the columns uplink,
+        if any: module docstring)."""
+        net = self._network
+        if to == CONTROLLER and self._columns is not None:
+            net.check_send(me, CONTROLLER, phase)
+            if net.admit(me) and self._outbox.add(me, phase, message, encoded_size(message)):
+                asyncio.get_running_loop().call_soon(self._send_columns)
+            return
+        net.send(me, to, message, phase, encode(message))
+
     def _perform(self, me: int, op: Operation) -> None:
         """One non-receiving operation of party ``me``'s program."""
         net = self._network
         if isinstance(op, Send):
-            if op.to == CONTROLLER and self._columns is not None:
-                net.check_send(me, CONTROLLER, op.phase)
-                if net.admit(me) and self._outbox.add(me, op.phase, op.message, encoded_size(op.message)):
-                    asyncio.get_running_loop().call_soon(self._send_columns)
-                return
-            net.send(me, op.to, op.message, op.phase, encode(op.message))
+            self._send(me, op.to, op.message, op.phase)
         elif isinstance(op, SendEach):
             net.send_many(me, op.to, op.messages, op.phase)
         elif isinstance(op, Broadcast):
@@ -383,7 +438,7 @@ class PartySums:
         runs.remove(run)
         if not runs:
             del self._runs[run.party.index]
-        run.state = None
+        run.state, run.ended = None, True
         run.party.end_secure_sum(run.session, error, ran=ran)
         if not run.active:
             run.program.close()

@@ -20,8 +20,8 @@ from mprr.errors import ConfigurationError, ProtocolError
 from parties.topology import CONTROLLER
 from parties.traffic import Counts, LatencyModel, TrafficCounter, TrafficStatistics
 from parties.wire.codec import Message, encode
-from parties.secure.program import Broadcast, Expect, Mark, Operation, Poll, Program, Reject, Send, SendEach
-from parties.secure.rounds import Finished, RoundState, step
+from parties.secure.program import Answer, Broadcast, Expect, Mark, Operation, Poll, Program, Reject, Send, SendEach
+from parties.secure.rounds import Finished, RoundState, answer, step, throw
 
 __all__ = ["Count", "count"]
 
@@ -202,7 +202,13 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
                 actor.waiting = False
                 actor.op = step(actor.program, state.delivery())
                 continue
-            if isinstance(op, SendEach):
+            if isinstance(op, Answer):
+                reply = answer(op)
+                if isinstance(reply, ProtocolError):  # (raised in the program, which decides)
+                    actor.op = throw(actor.program, reply)
+                    continue
+                deliver(a, (op.to,), (reply,), op.phase)
+            elif isinstance(op, SendEach):
                 deliver(a, op.to, op.messages, op.phase)
             elif isinstance(op, Broadcast):
                 deliver(a, op.to, (op.message,) * len(op.to), op.phase)

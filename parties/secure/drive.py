@@ -11,12 +11,12 @@ import asyncio
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from mprr.errors import ConfigurationError
+from mprr.errors import ConfigurationError, ProtocolError
 from parties.mailbox import Envelope
 from parties.wire.codec import Message
-from parties.secure.program import (Broadcast, Delivery, Expect, Mark, Operation, Poll, Program, Reject, Send,
-                                    SendEach)
-from parties.secure.rounds import Finished, RoundState, step
+from parties.secure.program import (Answer, Broadcast, Delivery, Expect, Mark, Operation, Poll, Program, Reject,
+                                    Send, SendEach)
+from parties.secure.rounds import Finished, RoundState, answer, step, throw
 
 if TYPE_CHECKING:
     from parties.transport import Endpoint
@@ -47,8 +47,7 @@ async def drive(ep: Endpoint, program: Program[R]) -> R:
             over = expect
             op = await _round(ep, program, op)
         else:
-            await _perform(ep, op)
-            op = step(program, None)
+            op = _resume(program, await _perform(ep, op))
     return op.value  # type: ignore[no-any-return]
 
 
@@ -57,9 +56,21 @@ def _columns(envs: list[Envelope[Any]]) -> tuple[Iterable[int], Iterable[Message
     return (e.src for e in envs), (e.message for e in envs)
 
 
-async def _perform(ep: Endpoint, op: Operation) -> None:
-    """One non-receiving operation on the endpoint."""
-    if isinstance(op, SendEach):
+def _resume(program: Program[Any], error: ProtocolError | None) -> Operation | Finished:
+    """``program``'s next operation after one it asked for: ``error`` (an :class:`Answer`'s
+    computation failed) raised in it at its ``yield``, else ``None`` sent."""
+    return step(program, None) if error is None else throw(program, error)
+
+
+async def _perform(ep: Endpoint, op: Operation) -> ProtocolError | None:
+    """One non-receiving operation on the endpoint; an :class:`Answer`'s computation is run on its
+    own (the ProtocolError it raises is returned, nothing sent)."""
+    if isinstance(op, Answer):
+        reply = answer(op)
+        if isinstance(reply, ProtocolError):
+            return reply
+        await ep.send(op.to, reply, phase=op.phase)
+    elif isinstance(op, SendEach):
         await ep.send_each(op.to, op.messages, phase=op.phase)
     elif isinstance(op, Broadcast):
         await ep.broadcast(op.to, op.message, phase=op.phase)
@@ -72,6 +83,7 @@ async def _perform(ep: Endpoint, op: Operation) -> None:
         await asyncio.sleep(0)  # the parties' tasks see the new round before the controller waits
     else:
         raise ConfigurationError(f"a secure-sum program must yield an Operation, got {op!r}")
+    return None
 
 
 async def _round(ep: Endpoint, program: Program[Any], op: Expect[Any] | Poll[Any]) -> Operation | Finished:
@@ -94,9 +106,9 @@ async def _round(ep: Endpoint, program: Program[Any], op: Expect[Any] | Poll[Any
                     if isinstance(current, (Expect, Poll)):
                         return current  # the program moved on to another round
                     performing = True
-                    await _perform(ep, current)
+                    error = await _perform(ep, current)
                     performing = False
-                    current = step(program, None)
+                    current = _resume(program, error)
                     continue
                 if isinstance(current, Poll):
                     await asyncio.sleep(0)  # the peers' tasks run
@@ -122,8 +134,7 @@ async def _round(ep: Endpoint, program: Program[Any], op: Expect[Any] | Poll[Any
                 return step(program, state.delivery(timed_out=True))
             if isinstance(current, (Expect, Poll)):
                 return current
-            await _perform(ep, current)
-            current = step(program, None)
+            current = _resume(program, await _perform(ep, current))
         return current
     if ours(current):
         raise ConfigurationError(f"the round of phase {phase!r} is over: a program expects it anew")

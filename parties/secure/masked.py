@@ -97,11 +97,11 @@ from parties.secure.messages import (
     id_vector,
 )
 from parties.secure.pki import KeyRegistry, Signer
-from parties.secure.program import Expect, Program, Send, controller_message
+from parties.secure.program import Answer, Expect, Program, Send, controller_message
 from parties.secure.shamir import SHARE_BYTES
 from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
 from parties.secure.values import checked_input
-from parties.secure.masked_party import PLAIN, MaskedParty, PartyCryptography, zeros
+from parties.secure.masked_party import PLAIN, MaskedParty, PartyCryptography, mask_inputs, zeros
 from parties.secure.masked_server import PHASES, ControllerProgram, Shortfall, spread
 from parties.secure.views import KEY_ENTRY
 
@@ -304,7 +304,8 @@ class MaskedEngine(SecureSumEngine):
         expect: Expect[Any] = Expect(KeyDirectory, s, (CONTROLLER,), PHASES[0], timeout)
         yield Send(CONTROLLER, party.share_keys(controller_message(me, (yield expect), expect)), PHASES[1])
         expect = Expect(RelayedShares, s, (CONTROLLER,), PHASES[1], timeout)
-        yield Send(CONTROLLER, party.mask_input(controller_message(me, (yield expect), expect)), PHASES[2])
+        yield Answer(CONTROLLER, PHASES[2], MaskedParty.mask_input,
+                     (party, controller_message(me, (yield expect), expect)), mask_inputs)
         expect = Expect(SurvivorSet, s, (CONTROLLER,), PHASES[3], timeout)
         yield Send(CONTROLLER, party.state_view(controller_message(me, (yield expect), expect)), PHASES[3])
         expect = Expect(UnmaskRequest, s, (CONTROLLER,), PHASES[4], timeout)

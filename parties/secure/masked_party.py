@@ -14,11 +14,12 @@ from bisect import bisect_left
 from functools import lru_cache
 from itertools import chain
 from secrets import token_bytes
+from typing import Any, cast
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
+from mprr.errors import ConfigurationError, MessageError, ProtocolError, SecureSumAborted
 from parties.secure.crypto import AEAD_OVERHEAD, NONCE_BYTES, KeyPair, agree_each, derive_keys_each, open_each, seal_each
 from parties.secure.context import SecureSumContext
 from parties.secure.messages import (
@@ -45,6 +46,7 @@ from parties.secure.shamir import SHARE_BYTES, share_values
 from parties.secure.topology import CompleteNeighbourhoods, Neighbourhoods
 from parties.secure.unmasking import abscissa, add_masks
 from parties.secure.values import into_ring
+from parties.wire.codec import Message
 from parties.secure.views import (
     KEY_ENTRY,
     VIEW_KEY_BYTES,
@@ -56,7 +58,7 @@ from parties.secure.views import (
     view_tags,
 )
 
-__all__ = ["PLAIN", "MaskedParty", "PartyCryptography", "masked_input", "zeros"]
+__all__ = ["PLAIN", "MaskedParty", "PartyCryptography", "mask_inputs", "masked_input", "zeros"]
 
 PLAIN = struct.Struct(f"<III{SHARE_BYTES}s{SHARE_BYTES}s32s")  # owner, holder, x, s_sk share, b share, s_pk
 _PAIR_PURPOSES = ("channel", "view")  # the keys a neighbour pair derives from its static agreement
@@ -198,11 +200,20 @@ class PartyCryptography:
             return out
         return combined_keys(handed, out)
 
-    def masked_input(self, ring: ZMod, vector: np.ndarray, ctx: SecureSumContext, self_mask: bytes,
-                     s_sk: KeyPair | None, peers: dict[int, bytes], me: int) -> np.ndarray:
-        if s_sk is None:  # one read-only vector of the ring's zeros shared by every party's message
+    def mask_seeds(self, s_sk: KeyPair | None, peers: dict[int, bytes], session: str, me: int) -> list[bytes]:
+        """The pairwise mask seeds of ``me`` with the ``peers`` (id -> s_pk) whose shares it holds."""
+        if s_sk is None:
+            return []
+        return agree_each(s_sk.private, list(peers.values()), purpose="mask", session=session, me=me, peers=list(peers))
+
+    def masked(self, ring: ZMod, vector: np.ndarray, ctx: SecureSumContext, self_mask: bytes, seeds: list[bytes],
+               peers: dict[int, bytes], me: int) -> np.ndarray:
+        """:func:`masked_input` from the seeds of :meth:`mask_seeds` (in the order of ``peers``)."""
+        if not self.real:  # one read-only vector of the ring's zeros shared by every party's message
             return zeros(ring.dtype.str, ctx.length)
-        return masked_input(ring, into_ring(vector, ctx, ring), self_mask, s_sk.private, peers, ctx.session, me)
+        acc = into_ring(vector, ctx, ring)
+        add_masks(acc, [self_mask, *seeds], [False, *[me > j for j in peers]])
+        return acc
 
     def view_tags(self, keys: dict[int, bytes], prefix: bytes, me: int, targets: list[int], view: bytes) -> bytes:
         return view_tags(keys, prefix, me, targets, view) if self.real else bytes(TAG_BYTES * len(targets))
@@ -211,6 +222,37 @@ class PartyCryptography:
               view: frozenset[int], owners: list[int], prefix: bytes) -> None:
         if self.real:
             check_consistency(request, keys, ctx, me, view, owners, prefix)
+
+
+def mask_inputs(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
+    """Round 2 (:meth:`MaskedParty.mask_input`) of each ``(party, relayed)`` of ``calls``, one pass
+    per kind of work across the parties: every party's relayed shares opened and checked, then
+    every party's combined view keys, masking agreements (with their HKDF), and masked input.  For each
+    call, its :class:`~parties.secure.messages.MaskedInput` or the ProtocolError it raised, and
+    each party left in the state that call alone leaves it in.
+
+    A host stepping many parties' programs runs it once for all those that reach round 2 on one
+    turn of its loop (the masked programs' :class:`~parties.secure.program.Answer`): the same
+    library calls back to back, their code and data kept hot."""
+    out: list[Message | ProtocolError | None] = [None] * len(calls)
+    opened: list[tuple[int, MaskedParty, dict[int, bytes], list[_Handed]]] = []
+    for k, (party, relayed) in enumerate(calls):
+        try:
+            opened.append((k, party, *party._open(relayed)))
+        except ProtocolError as exc:
+            out[k] = exc
+    for _, party, _, handed in opened:  # (handed peers are no neighbours)
+        party.view_keys = party.crypto.combined_keys(handed, dict(party.view_keys))
+    agreed: list[tuple[int, MaskedParty, dict[int, bytes], list[bytes]]] = []
+    for k, party, peer_masks, _ in opened:
+        try:
+            agreed.append((k, party, peer_masks, party.crypto.mask_seeds(party.s_keys, peer_masks, party.ctx.session,
+                                                                          party.me)))
+        except ProtocolError as exc:
+            out[k] = exc
+    for k, party, peer_masks, seeds in agreed:
+        out[k] = party._mask(peer_masks, seeds)
+    return cast(list[Message | ProtocolError], out)  # (every call has its reply or its error)
 
 
 @lru_cache(maxsize=4)
@@ -300,15 +342,30 @@ class MaskedParty:
         return SealedShares(s, *bundle(zip(live, sealed)))
 
     def mask_input(self, relayed: RelayedShares) -> MaskedInput:
-        """Round 2: open the shares relayed to us; mask the input with exactly their senders."""
-        me, ctx, crypto = self.me, self.ctx, self.crypto
+        """Round 2: open the shares relayed to us; mask the input with exactly their senders
+        (:func:`mask_inputs` of this one party)."""
+        reply, = mask_inputs([(self, relayed)])
+        if isinstance(reply, ProtocolError):
+            raise reply
+        assert isinstance(reply, MaskedInput)
+        return reply
+
+    def _open(self, relayed: RelayedShares) -> tuple[dict[int, bytes], list[_Handed]]:
+        """Round 2's first step: the shares relayed to us opened and checked, and kept; the
+        senders' masking keys and the view keys they handed us returned."""
+        me, ctx = self.me, self.ctx
         senders = relayed.senders.tolist()
         if not set(senders) <= set(self.live):
             raise MessageError(f"party {me}: relayed shares come from parties outside its live neighbours")
-        self.held, peer_masks, handed = _open_shares(relayed, senders, self.channel, self.relayed_keys,
-                                                     ctx.neighbours, me, set(ctx.neighbours[me]), ctx.session, crypto)
-        self.view_keys = crypto.combined_keys(handed, dict(self.view_keys))  # (handed peers are no neighbours)
-        y = crypto.masked_input(ctx.ring, self.vector, ctx, self.self_mask, self.s_keys, peer_masks, me)
+        self.held, peer_masks, handed = _open_shares(relayed, senders, self.channel, self.relayed_keys, ctx.neighbours,
+                                                     me, set(ctx.neighbours[me]), ctx.session, self.crypto)
+        return peer_masks, handed
+
+    def _mask(self, peer_masks: dict[int, bytes], seeds: list[bytes]) -> MaskedInput:
+        """Round 2's last step: the input masked with the self mask and the senders' masks
+        (``seeds``: :meth:`PartyCryptography.mask_seeds` of ``peer_masks``)."""
+        ctx = self.ctx
+        y = self.crypto.masked(ctx.ring, self.vector, ctx, self.self_mask, seeds, peer_masks, self.me)
         self.self_mask, self.s_keys = b"", None  # (masked: the seed b and the masking key are not kept)
         y.flags.writeable = False  # (the party's own copy, handed to the message as it is: no copy)
         return MaskedInput(ctx.session, y)

@@ -5,7 +5,8 @@ clock and never touches asyncio, in the style of h11's protocol objects: it is a
 yields :data:`Operation` objects and is sent back what came:
 
 - :class:`Send` one message to one actor, :class:`SendEach` different messages of one kind to
-  many (a party's shares), :class:`Broadcast` one message to many;
+  many (a party's shares), :class:`Broadcast` one message to many, :class:`Answer` the message a
+  computation of the program's returns (which a host may run for many parties together);
 - :class:`Expect` one message of ``kind`` in ``session`` and ``phase`` from each of
   ``sources``: a round, which ends when every source answered or after ``timeout`` seconds.
   The driver answers with a :class:`Delivery` (messages by source, the other matching messages,
@@ -46,6 +47,7 @@ from parties.topology import CONTROLLER, actor_name
 from parties.wire.codec import Message
 
 __all__ = [
+    "Answer",
     "Broadcast",
     "Delivery",
     "Expect",
@@ -150,7 +152,27 @@ class Mark:
     phase: str
 
 
-Operation = Send | SendEach | Broadcast | Expect[Any] | Poll[Any] | Reject | Mark
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """Send actor ``to`` in ``phase`` the message ``compute(*args)`` returns: a round's pure
+    computation of the program's own reply, from its own state, that a driver runs for it.
+
+    A driver stepping many programs at once (a host of many parties,
+    :class:`parties.party_sum.PartySums`) may run the answers of one ``batch`` together:
+    ``batch(calls)`` of their ``args`` in order, one pass per kind of work across them, returns
+    for each call its message or the :class:`~mprr.errors.ProtocolError` it raised, exactly as
+    each ``compute(*args)`` in turn would.  A ProtocolError of the computation is raised in the
+    program at its ``yield``; the program is sent ``None`` after the send, as after a :class:`Send`.
+    """
+
+    to: int
+    phase: str
+    compute: Callable[..., Message]
+    args: tuple[Any, ...]
+    batch: Callable[[list[tuple[Any, ...]]], list[Message | ProtocolError]] | None = None
+
+
+Operation = Send | SendEach | Broadcast | Answer | Expect[Any] | Poll[Any] | Reject | Mark
 """What a program yields."""
 
 

@@ -4,7 +4,8 @@ Both drivers (:func:`parties.secure.drive.drive`, :func:`parties.secure.counting
 the round a program opened with an :class:`~parties.secure.program.Expect` in a
 :class:`RoundState`: who is still awaited, and what arrived since the program's last
 :class:`~parties.secure.program.Delivery`; :func:`step` resumes a program and turns its return
-into :class:`Finished`.
+into :class:`Finished` (:func:`throw` raises an error in it; :func:`answer` runs an
+:class:`~parties.secure.program.Answer`'s computation on its own).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from collections.abc import Iterable
 from types import MappingProxyType
 from typing import Any
 
+from mprr.errors import ProtocolError
 from parties.wire.codec import Message
-from parties.secure.program import Delivery, Expect, Operation, Program
+from parties.secure.program import Answer, Delivery, Expect, Operation, Program
 
-__all__ = ["Finished", "RoundState", "step"]
+__all__ = ["Finished", "RoundState", "answer", "step", "throw"]
 
 
 class RoundState:
@@ -85,3 +87,22 @@ def step(program: Program[Any], value: Delivery[Any] | None) -> Operation | Fini
         return program.send(value)
     except StopIteration as stop:
         return Finished(stop.value)
+
+
+def throw(program: Program[Any], error: BaseException) -> Operation | Finished:
+    """Raise ``error`` in ``program`` at its ``yield`` (an :class:`~parties.secure.program.Answer`'s
+    computation failed): its next operation, or :class:`Finished` with its result, if it handles
+    the error; otherwise the error propagates."""
+    try:
+        return program.throw(error)
+    except StopIteration as stop:
+        return Finished(stop.value)
+
+
+def answer(op: Answer) -> Message | ProtocolError:
+    """The message of ``op``'s computation, or the ProtocolError it raised (what a driver that
+    runs each answer on its own sends, or raises in the program with :func:`throw`)."""
+    try:
+        return op.compute(*op.args)
+    except ProtocolError as exc:
+        return exc

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from mprr.errors import ConfigurationError, PartyDropped, ProtocolError
+from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError
 from parties.columns import MessageColumns
 from parties.party_sum import DEADLINE_GRAIN, PartySums
 from parties.secure.messages import ShareVector, SurvivorSet, id_vector
-from parties.secure.program import Delivery, Expect, Poll, Reject, Send
+from parties.secure.program import Answer, Delivery, Expect, Poll, Reject, Send
 from parties.topology import CONTROLLER
 from parties.topology import Topology
 from parties.transport import Frame, Transport
@@ -534,3 +534,119 @@ def test_a_send_to_the_controller_without_a_link_ends_the_session_as_without_col
     assert blocks == [] and session == "s" and ran
     with pytest.raises(ProtocolError, match="party 0 cannot send to controller: no link in the topology"):
         raise error  # type: ignore[misc]
+
+
+# ---------------------------------------------------------------------- answers, batched per turn
+
+def _told_ids(msg: SurvivorSet) -> SurvivorSet:
+    """A party's computation of its reply from the controller's message (a pure step)."""
+    if 9 in msg.survivors.tolist():
+        raise MessageError("party: survivor 9 is not a neighbour")
+    return SurvivorSet("s", id_vector((*msg.survivors.tolist(), 7)))
+
+
+def _answering(me: int, batch: Any, caught: list[str] | None = None) -> Program:
+    """The controller's round, then its reply computed as an Answer (a refused one: raised here)."""
+    got = yield Expect(SurvivorSet, "s", (CONTROLLER,), "graph/told", 5.0)
+    try:
+        yield Answer(CONTROLLER, "graph/partial", _told_ids, (got.messages[CONTROLLER],), batch)
+    except ProtocolError as exc:
+        if caught is None:
+            raise
+        caught.append(f"{me}: {exc}")
+    yield Send(CONTROLLER, SurvivorSet("s", id_vector((me,))), "graph/after")
+
+
+def test_a_turns_answers_of_one_batch_run_together_in_order_and_each_reply_is_sent() -> None:
+    calls: list[list[tuple[Any, ...]]] = []
+
+    def batch(args: list[tuple[Any, ...]]) -> list[Any]:
+        calls.append(args)
+        replies: list[Any] = []
+        for (msg,) in args:
+            try:
+                replies.append(_told_ids(msg))
+            except ProtocolError as exc:
+                replies.append(exc)
+        return replies
+
+    async def main() -> None:
+        net = _Net(4)
+        sums = _host(net)
+        caught: list[str] = []
+        parties = [_Party(p, _answering(p, batch, caught)) for p in (2, 0, 3)]
+        for party in parties:
+            sums.start(party, START)
+        told = {2: (2,), 0: (9,), 3: (3,)}  # party 0's computation refuses its message
+        for p in (2, 0, 3):
+            msg = SurvivorSet("s", id_vector(told[p]))
+            sums.deliver(Frame(CONTROLLER, p, "graph/told", msg.KIND, encode(msg)))
+        await asyncio.sleep(0)
+        assert [[msg.survivors.tolist() for (msg,) in args] for args in calls] == [[[2], [9], [3]]]
+        assert [(f.src, f.phase, f.message.survivors.tolist()) for f in net.sent] == [  # type: ignore[union-attr]
+            (2, "graph/partial", [2, 7]), (2, "graph/after", [2]),
+            (0, "graph/after", [0]),
+            (3, "graph/partial", [3, 7]), (3, "graph/after", [3])]
+        assert caught == ["0: party: survivor 9 is not a neighbour"]
+        assert [party.ended for party in parties] == [[("s", None, True)]] * 3
+
+    run_virtual(main())
+
+
+def test_an_answer_without_a_batch_is_computed_at_once_and_its_error_ends_the_session() -> None:
+    async def main() -> None:
+        net = _Net(2)
+        sums = _host(net)
+        party = _Party(0, _answering(0, None))
+        sums.start(party, START)
+        sums.deliver(Frame(CONTROLLER, 0, "graph/told", SurvivorSet.KIND, encode(SurvivorSet("s", id_vector((9,))))))
+        await asyncio.sleep(0)
+        assert net.sent == [] and len(party.ended) == 1
+        session, error, ran = party.ended[0]
+        assert isinstance(error, MessageError) and "survivor 9" in str(error) and ran
+
+    run_virtual(main())
+
+
+def test_a_party_crashed_while_its_answer_waits_is_left_out_of_the_batch() -> None:
+    calls: list[list[int]] = []
+
+    def batch(args: list[tuple[Any, ...]]) -> list[Any]:
+        calls.append([msg.survivors.tolist()[0] for (msg,) in args])
+        return [_told_ids(msg) for (msg,) in args]
+
+    def answer_first(me: int) -> Program:  # (an answer before any round: parked by start, for the next turn)
+        yield Answer(CONTROLLER, "graph/partial", _told_ids, (SurvivorSet("s", id_vector((me,))),), batch)
+
+    async def main() -> None:
+        net = _Net(3)
+        sums = _host(net)
+        parties = [_Party(p, answer_first(p)) for p in (0, 1, 2)]
+        for party in parties:
+            sums.start(party, START)
+        net.crash(1)
+        sums.crash(1)
+        await asyncio.sleep(0)
+        assert calls == [[0, 2]]
+        assert [f.src for f in net.sent] == [0, 2]
+        assert isinstance(parties[1].ended[0][1], PartyDropped) and parties[0].ended == [("s", None, True)]
+
+    run_virtual(main())
+
+
+def test_a_bug_in_a_batch_ends_its_sessions_and_fails_the_host() -> None:
+    def batch(args: list[tuple[Any, ...]]) -> list[Any]:
+        raise RuntimeError("bug")
+
+    async def main() -> None:
+        net = _Net(2)
+        failures: list[BaseException] = []
+        sums = _host(net, failures)
+        party = _Party(0, _answering(0, batch))
+        sums.start(party, START)
+        sums.deliver(TOLD)
+        await asyncio.sleep(0)
+        assert [str(f) for f in failures] == ["bug"] and party.ended == [("s", None, False)]
+        assert sums.running() == 0
+
+    run_virtual(main())

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from mprr.errors import RoundTimeout
+from mprr.errors import MessageError, ProtocolError, RoundTimeout
 from parties.router import Router
 from parties.secure.messages import PartialSum
-from parties.secure.program import Broadcast, Expect, Mark, Program, Reject, Send, receive
+from parties.secure.program import Answer, Broadcast, Expect, Mark, Program, Reject, Send, receive
 from parties.secure.drive import drive
 from parties.topology import CONTROLLER
 
@@ -30,6 +30,35 @@ def party(me: int, x: np.ndarray, timeout: float = 1.0) -> Program[int]:
     got = yield from receive(Expect(PartialSum, S, (CONTROLLER,), "down", timeout))
     if got.timed_out:
         raise RoundTimeout("no total", phase="down", timeout=timeout, missing=got.missing)
+    return int(got.messages[CONTROLLER].values.sum())
+
+
+def partial(x: np.ndarray) -> PartialSum:
+    """A party's up message computed from its vector, refused (MessageError) if it holds a 9."""
+    if 9 in x.tolist():
+        raise MessageError("a 9 is not allowed")
+    return PartialSum(S, -1, x)
+
+
+def partials(calls: list[tuple[Any, ...]]) -> list[PartialSum | ProtocolError]:
+    """:func:`partial` of each call, in order (a batch: each error returned, not raised)."""
+    out: list[PartialSum | ProtocolError] = []
+    for (x,) in calls:
+        try:
+            out.append(partial(x))
+        except ProtocolError as exc:
+            out.append(exc)
+    return out
+
+
+def answering_party(me: int, x: np.ndarray, timeout: float = 1.0) -> Program[int]:
+    """:func:`party` whose up message is an Answer (:func:`partial`, batch :func:`partials`); a
+    refused vector is sent as zeros instead."""
+    try:
+        yield Answer(CONTROLLER, "up", partial, (x,), partials)
+    except MessageError:
+        yield Send(CONTROLLER, PartialSum(S, -1, np.zeros_like(x)), phase="up")
+    got = yield from receive(Expect(PartialSum, S, (CONTROLLER,), "down", timeout))
     return int(got.messages[CONTROLLER].values.sum())
 
 

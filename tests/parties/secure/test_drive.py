@@ -17,7 +17,7 @@ from parties.secure.program import Delivery, Expect, Poll, Program, Send
 from parties.secure.counting import count
 from parties.secure.drive import drive
 from parties.topology import CONTROLLER
-from tests.parties.secure.programs import S, sum_programs, run_all, with_parties, controller, vec
+from tests.parties.secure.programs import S, answering_party, sum_programs, run_all, with_parties, controller, vec
 
 
 async def test_asyncio_driver_runs_the_sum() -> None:
@@ -25,6 +25,16 @@ async def test_asyncio_driver_runs_the_sum() -> None:
     net = Router(3)
     results = await run_all(net, sum_programs(xs))
     assert results == {CONTROLLER: 7, 0: 7, 1: 7, 2: 7}
+
+
+async def test_both_drivers_send_an_answers_reply_and_raise_its_error_in_the_program() -> None:
+    xs = [vec(1, 2), vec(9, 0), vec(0, 1)]  # party 1's computation refuses its vector: it sends zeros
+    programs = lambda: {CONTROLLER: controller((0, 1, 2)),  # noqa: E731
+                        **{i: answering_party(i, x) for i, x in enumerate(xs)}}
+    assert await run_all(Router(3), programs()) == {CONTROLLER: 4, 0: 4, 1: 4, 2: 4}
+    counted = count(programs())
+    assert dict(counted.results) == {CONTROLLER: 4, 0: 4, 1: 4, 2: 4}
+    assert counted.statistics.messages == 6  # (three up, three down: a refused answer sends nothing)
 
 
 async def test_asyncio_driver_one_timeout_per_round() -> None:

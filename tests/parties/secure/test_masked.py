@@ -442,3 +442,47 @@ def test_the_extent_of_a_graph_is_what_each_party_sees(topology: str, degree: in
     assert extent == ((min(degrees), max(degrees)), (min(two_hop), max(two_hop)), (min(sealed), max(sealed)),
                       distinct)
     assert _extent(parties, nbrs) is extent  # (memoized per graph)
+
+
+def test_round_2_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A host runs round 2 of the parties that reach it on one turn together (mask_inputs, one pass
+    # per kind of work): every reply, error and party state is the one of the party's own round.
+    import copy
+
+    from mprr.errors import ProtocolError
+    from parties.secure import masked_party
+    from parties.secure.engine import counted_cost
+    from parties.secure.messages import RelayedShares
+    from parties.secure.suite import REAL
+
+    engine = MaskedEngine(topology="regular", degree=4, threshold=3)
+    ctx = engine.context(range(12), 5, session="batched")
+    kept: list[tuple[Any, RelayedShares]] = []
+    method = masked_party.MaskedParty.mask_input
+
+    def keep(party: Any, relayed: RelayedShares) -> Any:
+        kept.append((copy.copy(party), relayed))
+        return method(party, relayed)
+
+    monkeypatch.setattr(masked_party.MaskedParty, "mask_input", keep)
+    counted_cost(engine, ctx, suite=REAL, mirror=False)  # (the counting driver: each party's round in turn)
+    monkeypatch.undo()
+    assert len(kept) == 12
+    victim, forged = kept[3][0].me, kept[3][1]  # its relayed shares, one ciphertext byte flipped: its round fails
+    kept[3] = (kept[3][0], RelayedShares(forged.session, forged.senders, forged.ends,
+                                         bytes([forged.ciphertexts[0] ^ 1]) + forged.ciphertexts[1:]))
+    alone, together = ([(copy.copy(party), relayed) for party, relayed in kept] for _ in range(2))
+    replies = masked_party.mask_inputs(together)
+    for (party, relayed), (batched, _), reply in zip(alone, together, replies):
+        try:
+            expected: Any = party.mask_input(relayed)
+        except ProtocolError as exc:
+            expected = exc
+        if isinstance(expected, ProtocolError):
+            assert type(reply) is type(expected) and str(reply) == str(expected)
+            assert "failed authentication" in str(reply) and party.me == victim
+        else:
+            assert isinstance(reply, MaskedInput) and np.array_equal(reply.values, expected.values)
+        for name in ("held", "view_keys", "self_mask", "s_keys"):
+            assert getattr(batched, name) == getattr(party, name), name
+    assert sum(isinstance(r, ProtocolError) for r in replies) == 1
