@@ -92,7 +92,8 @@ GROUPS = (
           (("view tag checked", 32),)),
     Group(PKI, ((shard, "generate_signers"),), part="outside"),
     Group(UNMASKING, ((unmasking, "reconstruct_secret"), (unmasking, "add_mask")), part="outside"),
-    Group(PARTY_PROGRAMS, ((party_sum, "step"), (party_sum, "throw"), (masked, "mask_inputs")), part="around"),
+    Group(PARTY_PROGRAMS, ((party_sum, "step"), (party_sum, "throw"), (masked, "share_keys_all"), (masked, "mask_inputs")),
+          part="around"),
     Group(CONTROLLER_PROGRAM, ((_drive, "step"),), part="around"),
 )
 
@@ -106,7 +107,7 @@ ROUNDS = (
 )
 """The masked party's rounds (:class:`~parties.secure.masked_party.MaskedParty`'s methods), by label."""
 
-BATCHES = {"mask_input": "mask_inputs"}
+BATCHES = {"share_keys": "share_keys_all", "mask_input": "mask_inputs"}
 """The rounds a host runs for many parties at once (the batch of the round's
 :class:`~parties.secure.program.Answer`, by its name in :mod:`parties.secure.masked`): timed as
 the round, per batch."""

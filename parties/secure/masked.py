@@ -101,7 +101,7 @@ from parties.secure.program import Answer, Expect, Program, Send, controller_mes
 from parties.secure.shamir import SHARE_BYTES
 from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
 from parties.secure.values import checked_input
-from parties.secure.masked_party import PLAIN, MaskedParty, PartyCryptography, mask_inputs, zeros
+from parties.secure.masked_party import PLAIN, MaskedParty, PartyCryptography, mask_inputs, share_keys_all, zeros
 from parties.secure.masked_server import PHASES, ControllerProgram, Shortfall, spread
 from parties.secure.views import KEY_ENTRY
 
@@ -302,7 +302,8 @@ class MaskedEngine(SecureSumEngine):
         s, timeout = ctx.session, 2 * self.round_timeout
         yield Send(CONTROLLER, party.advertise(), PHASES[0])
         expect: Expect[Any] = Expect(KeyDirectory, s, (CONTROLLER,), PHASES[0], timeout)
-        yield Send(CONTROLLER, party.share_keys(controller_message(me, (yield expect), expect)), PHASES[1])
+        yield Answer(CONTROLLER, PHASES[1], MaskedParty.share_keys,
+                     (party, controller_message(me, (yield expect), expect)), share_keys_all)
         expect = Expect(RelayedShares, s, (CONTROLLER,), PHASES[1], timeout)
         yield Answer(CONTROLLER, PHASES[2], MaskedParty.mask_input,
                      (party, controller_message(me, (yield expect), expect)), mask_inputs)

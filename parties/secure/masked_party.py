@@ -58,7 +58,7 @@ from parties.secure.views import (
     view_tags,
 )
 
-__all__ = ["PLAIN", "MaskedParty", "PartyCryptography", "mask_inputs", "masked_input", "zeros"]
+__all__ = ["PLAIN", "MaskedParty", "PartyCryptography", "mask_inputs", "masked_input", "share_keys_all", "zeros"]
 
 PLAIN = struct.Struct(f"<III{SHARE_BYTES}s{SHARE_BYTES}s32s")  # owner, holder, x, s_sk share, b share, s_pk
 _PAIR_PURPOSES = ("channel", "view")  # the keys a neighbour pair derives from its static agreement
@@ -224,6 +224,27 @@ class PartyCryptography:
             check_consistency(request, keys, ctx, me, view, owners, prefix)
 
 
+def share_keys_all(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
+    """Round 1 (:meth:`MaskedParty.share_keys`) of each ``(party, directory)`` of ``calls``, one
+    pass per kind of work across the parties: every party's directory checked and its secrets
+    shared, then every party's static agreements with their HKDF, then every party's shares
+    sealed.  For each call, its :class:`~parties.secure.messages.SealedShares` or the
+    ProtocolError it raised, and each party left in the state that call alone leaves it in (as
+    :func:`mask_inputs`)."""
+    out: list[Message | ProtocolError | None] = [None] * len(calls)
+    shared: list[tuple[int, MaskedParty, tuple[list[int], list[bytes], list[bytes]]]] = []
+    for k, (party, directory) in enumerate(calls):
+        try:
+            shared.append((k, party, party._share(directory)))
+        except ProtocolError as exc:
+            out[k] = exc
+    for _, party, _ in shared:
+        party._agree()
+    for k, party, shares in shared:
+        out[k] = party._seal(*shares)
+    return cast(list[Message | ProtocolError], out)  # (every call has its reply or its error)
+
+
 def mask_inputs(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
     """Round 2 (:meth:`MaskedParty.mask_input`) of each ``(party, relayed)`` of ``calls``, one pass
     per kind of work across the parties: every party's relayed shares opened and checked, then
@@ -300,9 +321,18 @@ class MaskedParty:
     def share_keys(self, directory: KeyDirectory) -> SealedShares:
         """Round 1: share b_i and s_sk_i among the live holders the directory lists, sealed under
         keys agreed with their registered static keys (authenticated by the PKI, nothing
-        relayed to check)."""
+        relayed to check) (:func:`share_keys_all` of this one party)."""
+        reply, = share_keys_all([(self, directory)])
+        if isinstance(reply, ProtocolError):
+            raise reply
+        assert isinstance(reply, SealedShares)
+        return reply
+
+    def _share(self, directory: KeyDirectory) -> tuple[list[int], list[bytes], list[bytes]]:
+        """Round 1's first step: the directory checked, the relayed masking keys kept, the self
+        mask's seed drawn and both secrets shared; the live holders' abscissae and the shares."""
         me, ctx, crypto, min_contributors = self.me, self.ctx, self.crypto, self.min_contributors
-        s, neighbours = ctx.session, ctx.neighbours
+        neighbours = ctx.neighbours
         live = tuple(directory.parties.tolist())
         if not set(live) <= set(neighbours[me]):
             raise MessageError(f"party {me}: key directory lists parties that are not its neighbours")
@@ -329,16 +359,23 @@ class MaskedParty:
         sk_values, b_values = crypto.share((self.s_sk_raw, self_mask), [*xs, self.own_x], ctx.threshold)
         self.s_sk_raw = b""  # (shared: the raw private key is not kept; the key object masks in round 2)
         self.own_b = b_values[-1]
-        # one X25519 agreement per neighbour gives the AEAD channel key and the consistency
-        # round's MAC key of the pair; my holders that are not neighbours of each other get a
-        # key from me (sealed with their shares) for the same purpose
-        self.channel, self.view_keys = channel, _ = crypto.pair_keys(me, live, s)
-        handed = crypto.handed_keys(live, neighbours)
-        layout, flat, s_pk = _plain_with, chain.from_iterable, self.s_pk
+        self.live = live
+        return xs, sk_values, b_values
+
+    def _agree(self) -> None:
+        """Round 1's second step: one X25519 agreement per live neighbour gives the AEAD channel
+        key and the consistency round's MAC key of the pair."""
+        self.channel, self.view_keys = self.crypto.pair_keys(self.me, self.live, self.ctx.session)
+
+    def _seal(self, xs: list[int], sk_values: list[bytes], b_values: list[bytes]) -> SealedShares:
+        """Round 1's last step: each live holder's shares, sealed under its channel key with the
+        view keys this party hands it for its holders that are not neighbours of each other."""
+        me, crypto, live, channel, s, s_pk = self.me, self.crypto, self.live, self.channel, self.ctx.session, self.s_pk
+        handed = crypto.handed_keys(live, self.ctx.neighbours)
+        layout, flat = _plain_with, chain.from_iterable
         plain = [layout(len(handed_j)).pack(me, j, xj, sk, b, s_pk, *flat(handed_j.items()))
                  for j, xj, sk, b, handed_j in zip(live, xs, sk_values, b_values, map(handed.__getitem__, live))]
         sealed = crypto.seal_each([channel[j] for j in live], plain, s, me, live)
-        self.live = live
         return SealedShares(s, *bundle(zip(live, sealed)))
 
     def mask_input(self, relayed: RelayedShares) -> MaskedInput:

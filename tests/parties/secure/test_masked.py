@@ -486,3 +486,50 @@ def test_round_2_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatc
         for name in ("held", "view_keys", "self_mask", "s_keys"):
             assert getattr(batched, name) == getattr(party, name), name
     assert sum(isinstance(r, ProtocolError) for r in replies) == 1
+
+
+def test_round_1_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    # As round 2 (share_keys_all): the same replies but for their fresh randomness (seeds,
+    # shares, nonces), the same errors, the same agreed keys and the same state otherwise.
+    import copy
+
+    from mprr.errors import ProtocolError
+    from parties.secure import masked_party
+    from parties.secure.engine import counted_cost
+    from parties.secure.messages import KeyDirectory
+    from parties.secure.suite import REAL
+
+    engine = MaskedEngine(topology="regular", degree=4, threshold=3)
+    ctx = engine.context(range(12), 5, session="batched")
+    kept: list[tuple[Any, KeyDirectory]] = []
+    method = masked_party.MaskedParty.share_keys
+
+    def keep(party: Any, directory: KeyDirectory) -> Any:
+        kept.append((copy.copy(party), directory))
+        return method(party, directory)
+
+    monkeypatch.setattr(masked_party.MaskedParty, "share_keys", keep)
+    counted_cost(engine, ctx, suite=REAL, mirror=False)
+    monkeypatch.undo()
+    assert len(kept) == 12
+    victim, told = kept[5][0].me, kept[5][1]  # told a stranger's key: its round fails, the others' do not
+    stranger = next(p for p in range(12) if p != victim and p not in ctx.neighbours[victim])
+    kept[5] = (kept[5][0], KeyDirectory(told.session, id_vector(sorted([*told.parties.tolist()[1:], stranger])),
+                                        told.keys))
+    alone, together = ([(copy.copy(party), directory) for party, directory in kept] for _ in range(2))
+    replies = masked_party.share_keys_all(together)
+    for (party, directory), (batched, _), reply in zip(alone, together, replies):
+        try:
+            expected: Any = party.share_keys(directory)
+        except ProtocolError as exc:
+            expected = exc
+        if isinstance(expected, ProtocolError):
+            assert type(reply) is type(expected) and str(reply) == str(expected) and party.me == victim
+            assert "key directory lists parties that are not its neighbours" in str(reply)
+        else:
+            assert isinstance(reply, SealedShares) and reply.recipients.tolist() == expected.recipients.tolist()
+            assert [len(b) for b in masked_party.blobs(reply.ends, reply.ciphertexts)] == [
+                len(b) for b in masked_party.blobs(expected.ends, expected.ciphertexts)]
+        for name in ("live", "relayed_keys", "channel", "view_keys", "own_x", "s_sk_raw"):
+            assert getattr(batched, name) == getattr(party, name), name
+    assert sum(isinstance(r, ProtocolError) for r in replies) == 1
