@@ -92,8 +92,9 @@ GROUPS = (
           (("view tag checked", 32),)),
     Group(PKI, ((shard, "generate_signers"),), part="outside"),
     Group(UNMASKING, ((unmasking, "reconstruct_secret"), (unmasking, "add_mask")), part="outside"),
-    Group(PARTY_PROGRAMS, ((party_sum, "step"), (party_sum, "throw"), (masked, "share_keys_all"), (masked, "mask_inputs")),
-          part="around"),
+    Group(PARTY_PROGRAMS, ((party_sum, "step"), (party_sum, "throw"),
+                           *((masked, batch) for batch in ("advertise_all", "share_keys_all", "mask_inputs",
+                                                           "state_views", "unmask_all"))), part="around"),
     Group(CONTROLLER_PROGRAM, ((_drive, "step"),), part="around"),
 )
 

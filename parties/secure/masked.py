@@ -97,16 +97,16 @@ from parties.secure.messages import (
     id_vector,
 )
 from parties.secure.pki import KeyRegistry, Signer
-from parties.secure.program import Answer, Expect, Program, Send, controller_message
+from parties.secure.program import Answer, Expect, Program, controller_message
 from parties.secure.shamir import SHARE_BYTES
 from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
 from parties.secure.values import checked_input
-from parties.secure.masked_party import PLAIN, MaskedParty, PartyCryptography, mask_inputs, share_keys_all, zeros
+from parties.secure.masked_party import (PLAIN, MaskedParty, PartyCryptography, advertise_all, mask_inputs,
+                                         share_keys_all, state_views, unmask_all, zeros)
 from parties.secure.masked_server import PHASES, ControllerProgram, Shortfall, spread
 from parties.secure.views import KEY_ENTRY
 
 __all__ = ["PHASES", "MaskedEngine", "spread"]
-
 class _Extent(NamedTuple):
     """How far a sparse graph's neighbourhoods reach, as the masked messages see it: the
     smallest and largest degree d_p, 2-hop neighbourhood |T_p| (T_p: the parties that share a
@@ -300,7 +300,7 @@ class MaskedEngine(SecureSumEngine):
         # a party waits up to two rounds: the controller itself may wait a full round_timeout
         # for stragglers before it answers
         s, timeout = ctx.session, 2 * self.round_timeout
-        yield Send(CONTROLLER, party.advertise(), PHASES[0])
+        yield Answer(CONTROLLER, PHASES[0], MaskedParty.advertise, (party,), advertise_all)
         expect: Expect[Any] = Expect(KeyDirectory, s, (CONTROLLER,), PHASES[0], timeout)
         yield Answer(CONTROLLER, PHASES[1], MaskedParty.share_keys,
                      (party, controller_message(me, (yield expect), expect)), share_keys_all)
@@ -308,9 +308,11 @@ class MaskedEngine(SecureSumEngine):
         yield Answer(CONTROLLER, PHASES[2], MaskedParty.mask_input,
                      (party, controller_message(me, (yield expect), expect)), mask_inputs)
         expect = Expect(SurvivorSet, s, (CONTROLLER,), PHASES[3], timeout)
-        yield Send(CONTROLLER, party.state_view(controller_message(me, (yield expect), expect)), PHASES[3])
+        yield Answer(CONTROLLER, PHASES[3], MaskedParty.state_view,
+                     (party, controller_message(me, (yield expect), expect)), state_views)
         expect = Expect(UnmaskRequest, s, (CONTROLLER,), PHASES[4], timeout)
-        yield Send(CONTROLLER, party.unmask(controller_message(me, (yield expect), expect)), PHASES[4])
+        yield Answer(CONTROLLER, PHASES[4], MaskedParty.unmask,
+                     (party, controller_message(me, (yield expect), expect)), unmask_all)
 
     # ------------------------------------------------------------------ controller
     def controller_program(self, ctx: SecureSumContext) -> Program[SumOutcome]:

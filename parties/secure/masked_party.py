@@ -14,6 +14,7 @@ from bisect import bisect_left
 from functools import lru_cache
 from itertools import chain
 from secrets import token_bytes
+from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
@@ -58,7 +59,8 @@ from parties.secure.views import (
     view_tags,
 )
 
-__all__ = ["PLAIN", "MaskedParty", "PartyCryptography", "mask_inputs", "masked_input", "share_keys_all", "zeros"]
+__all__ = ["PLAIN", "MaskedParty", "PartyCryptography", "advertise_all", "in_turn", "mask_inputs", "masked_input",
+           "share_keys_all", "state_views", "unmask_all", "zeros"]
 
 PLAIN = struct.Struct(f"<III{SHARE_BYTES}s{SHARE_BYTES}s32s")  # owner, holder, x, s_sk share, b share, s_pk
 _PAIR_PURPOSES = ("channel", "view")  # the keys a neighbour pair derives from its static agreement
@@ -222,6 +224,32 @@ class PartyCryptography:
               view: frozenset[int], owners: list[int], prefix: bytes) -> None:
         if self.real:
             check_consistency(request, keys, ctx, me, view, owners, prefix)
+
+
+def in_turn(round_method: str) -> Callable[[list[tuple[Any, ...]]], list[Message | ProtocolError]]:
+    """The batch of a round that is one kind of work: ``party.<round_method>(*args)`` for each
+    ``(party, *args)`` in turn, its ProtocolError returned, not raised (the calls back to back,
+    with no other work between them)."""
+
+    def batch(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
+        out: list[Message | ProtocolError] = []
+        for party, *args in calls:
+            try:
+                out.append(getattr(party, round_method)(*args))
+            except ProtocolError as exc:
+                out.append(exc)
+        return out
+
+    batch.__qualname__ = batch.__name__ = f"in_turn({round_method!r})"
+    return batch
+
+
+advertise_all = in_turn("advertise")
+"""Round 0 of many parties: :meth:`MaskedParty.advertise` of each (their key pairs in a row)."""
+state_views = in_turn("state_view")
+"""Round 3 of many parties: :meth:`MaskedParty.state_view` of each (their view tags in a row)."""
+unmask_all = in_turn("unmask")
+"""Round 4 of many parties: :meth:`MaskedParty.unmask` of each (their consistency checks in a row)."""
 
 
 def share_keys_all(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:

@@ -533,3 +533,23 @@ def test_round_1_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatc
         for name in ("live", "relayed_keys", "channel", "view_keys", "own_x", "s_sk_raw"):
             assert getattr(batched, name) == getattr(party, name), name
     assert sum(isinstance(r, ProtocolError) for r in replies) == 1
+
+
+def test_a_round_of_one_kind_of_work_runs_each_partys_round_method_in_turn_and_returns_its_error() -> None:
+    from mprr.errors import ProtocolError
+    from parties.secure.masked_party import in_turn
+
+    class _Party:
+        def __init__(self, me: int) -> None:
+            self.me = me
+
+        def told(self, k: int) -> Any:
+            if k < 0:
+                raise MessageError(f"party {self.me}: no such survivor {k}")
+            return (self.me, k)
+
+    batch = in_turn("told")
+    replies = batch([(_Party(0), 1), (_Party(1), -2), (_Party(2), 3)])
+    assert replies[0] == (0, 1) and replies[2] == (2, 3)
+    assert isinstance(replies[1], ProtocolError) and str(replies[1]) == "party 1: no such survivor -2"
+    assert batch.__name__ == "in_turn('told')"
