@@ -9,6 +9,7 @@ The protocol, the checks and why they suffice are in :mod:`parties.secure.masked
 
 from __future__ import annotations
 
+import functools
 import struct
 from bisect import bisect_left
 from functools import lru_cache
@@ -59,7 +60,7 @@ from parties.secure.views import (
     view_tags,
 )
 
-__all__ = ["PLAIN", "MaskedParty", "PartyCryptography", "advertise_all", "in_turn", "mask_inputs", "masked_input",
+__all__ = ["BATCH_CHUNK", "PLAIN", "MaskedParty", "PartyCryptography", "advertise_all", "in_turn", "mask_inputs", "masked_input",
            "share_keys_all", "state_views", "unmask_all", "zeros"]
 
 PLAIN = struct.Struct(f"<III{SHARE_BYTES}s{SHARE_BYTES}s32s")  # owner, holder, x, s_sk share, b share, s_pk
@@ -252,6 +253,24 @@ unmask_all = in_turn("unmask")
 """Round 4 of many parties: :meth:`MaskedParty.unmask` of each (their consistency checks in a row)."""
 
 
+BATCH_CHUNK = 512
+"""The parties a batch steps together, one pass per kind of work (:func:`share_keys_all`,
+:func:`mask_inputs`): enough for each kind of call to run many times back to back, few enough
+that what the parties hold between the passes (shares, handed view keys, seeds) stays small."""
+
+
+def _in_chunks(rounds: Callable[[list[tuple[Any, ...]]], list[Message | ProtocolError]]
+               ) -> Callable[[list[tuple[Any, ...]]], list[Message | ProtocolError]]:
+    """``rounds`` of the calls, :data:`BATCH_CHUNK` of them at a time, in order."""
+
+    @functools.wraps(rounds)
+    def batch(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
+        return [reply for start in range(0, len(calls), BATCH_CHUNK) for reply in rounds(calls[start:start + BATCH_CHUNK])]
+
+    return batch
+
+
+@_in_chunks
 def share_keys_all(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
     """Round 1 (:meth:`MaskedParty.share_keys`) of each ``(party, directory)`` of ``calls``, one
     pass per kind of work across the parties: every party's directory checked and its secrets
@@ -273,6 +292,7 @@ def share_keys_all(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError
     return cast(list[Message | ProtocolError], out)  # (every call has its reply or its error)
 
 
+@_in_chunks
 def mask_inputs(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
     """Round 2 (:meth:`MaskedParty.mask_input`) of each ``(party, relayed)`` of ``calls``, one pass
     per kind of work across the parties: every party's relayed shares opened and checked, then

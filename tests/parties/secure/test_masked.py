@@ -444,9 +444,12 @@ def test_the_extent_of_a_graph_is_what_each_party_sees(topology: str, degree: in
     assert _extent(parties, nbrs) is extent  # (memoized per graph)
 
 
-def test_round_2_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("chunk", [512, 5])
+def test_round_2_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatch: pytest.MonkeyPatch,
+                                                                     chunk: int) -> None:
     # A host runs round 2 of the parties that reach it on one turn together (mask_inputs, one pass
-    # per kind of work): every reply, error and party state is the one of the party's own round.
+    # per kind of work, BATCH_CHUNK parties at a time): every reply, error and party state is the
+    # one of the party's own round.
     import copy
 
     from mprr.errors import ProtocolError
@@ -472,6 +475,7 @@ def test_round_2_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatc
     kept[3] = (kept[3][0], RelayedShares(forged.session, forged.senders, forged.ends,
                                          bytes([forged.ciphertexts[0] ^ 1]) + forged.ciphertexts[1:]))
     alone, together = ([(copy.copy(party), relayed) for party, relayed in kept] for _ in range(2))
+    monkeypatch.setattr(masked_party, "BATCH_CHUNK", chunk)
     replies = masked_party.mask_inputs(together)
     for (party, relayed), (batched, _), reply in zip(alone, together, replies):
         try:
