@@ -282,13 +282,13 @@ def share_keys_all(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError
     shared: list[tuple[int, MaskedParty, tuple[list[int], list[bytes], list[bytes]]]] = []
     for k, (party, directory) in enumerate(calls):
         try:
-            shared.append((k, party, party._share(directory)))
+            shared.append((k, party, party.share_secrets(directory)))
         except ProtocolError as exc:
             out[k] = exc
     for _, party, _ in shared:
-        party._agree()
+        party.agree_keys()
     for k, party, shares in shared:
-        out[k] = party._seal(*shares)
+        out[k] = party.seal_shares(*shares)
     return cast(list[Message | ProtocolError], out)  # (every call has its reply or its error)
 
 
@@ -307,7 +307,7 @@ def mask_inputs(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
     opened: list[tuple[int, MaskedParty, dict[int, bytes], list[_Handed]]] = []
     for k, (party, relayed) in enumerate(calls):
         try:
-            opened.append((k, party, *party._open(relayed)))
+            opened.append((k, party, *party.open_relayed(relayed)))
         except ProtocolError as exc:
             out[k] = exc
     for _, party, _, handed in opened:  # (handed peers are no neighbours)
@@ -320,7 +320,7 @@ def mask_inputs(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
         except ProtocolError as exc:
             out[k] = exc
     for k, party, peer_masks, seeds in agreed:
-        out[k] = party._mask(peer_masks, seeds)
+        out[k] = party.mask(peer_masks, seeds)
     return cast(list[Message | ProtocolError], out)  # (every call has its reply or its error)
 
 
@@ -337,7 +337,9 @@ class MaskedParty:
     and returns the party's reply, raising the :class:`~mprr.errors.ProtocolError` it decides
     on; the party keeps only what its later rounds use (a round's plaintexts, ciphertexts and
     masked vector leave with its reply).  :meth:`parties.secure.masked.MaskedEngine.party_program`
-    does the rounds' I/O."""
+    does the rounds' I/O.  Rounds 1 and 2 are also their steps (:meth:`share_secrets`,
+    :meth:`agree_keys`, :meth:`seal_shares`; :meth:`open_relayed`, :meth:`mask`), which
+    :func:`share_keys_all` and :func:`mask_inputs` run for many parties one pass per kind of work."""
 
     __slots__ = ("me", "ctx", "crypto", "min_contributors", "vector", "s_keys", "s_pk", "s_sk_raw", "live",
                  "relayed_keys", "channel", "view_keys", "self_mask", "own_x", "own_b", "held", "told_ids")
@@ -376,7 +378,7 @@ class MaskedParty:
         assert isinstance(reply, SealedShares)
         return reply
 
-    def _share(self, directory: KeyDirectory) -> tuple[list[int], list[bytes], list[bytes]]:
+    def share_secrets(self, directory: KeyDirectory) -> tuple[list[int], list[bytes], list[bytes]]:
         """Round 1's first step: the directory checked, the relayed masking keys kept, the self
         mask's seed drawn and both secrets shared; the live holders' abscissae and the shares."""
         me, ctx, crypto, min_contributors = self.me, self.ctx, self.crypto, self.min_contributors
@@ -410,12 +412,12 @@ class MaskedParty:
         self.live = live
         return xs, sk_values, b_values
 
-    def _agree(self) -> None:
+    def agree_keys(self) -> None:
         """Round 1's second step: one X25519 agreement per live neighbour gives the AEAD channel
         key and the consistency round's MAC key of the pair."""
         self.channel, self.view_keys = self.crypto.pair_keys(self.me, self.live, self.ctx.session)
 
-    def _seal(self, xs: list[int], sk_values: list[bytes], b_values: list[bytes]) -> SealedShares:
+    def seal_shares(self, xs: list[int], sk_values: list[bytes], b_values: list[bytes]) -> SealedShares:
         """Round 1's last step: each live holder's shares, sealed under its channel key with the
         view keys this party hands it for its holders that are not neighbours of each other."""
         me, crypto, live, channel, s, s_pk = self.me, self.crypto, self.live, self.channel, self.ctx.session, self.s_pk
@@ -435,7 +437,7 @@ class MaskedParty:
         assert isinstance(reply, MaskedInput)
         return reply
 
-    def _open(self, relayed: RelayedShares) -> tuple[dict[int, bytes], list[_Handed]]:
+    def open_relayed(self, relayed: RelayedShares) -> tuple[dict[int, bytes], list[_Handed]]:
         """Round 2's first step: the shares relayed to us opened and checked, and kept; the
         senders' masking keys and the view keys they handed us returned."""
         me, ctx = self.me, self.ctx
@@ -446,7 +448,7 @@ class MaskedParty:
                                                      me, set(ctx.neighbours[me]), ctx.session, self.crypto)
         return peer_masks, handed
 
-    def _mask(self, peer_masks: dict[int, bytes], seeds: list[bytes]) -> MaskedInput:
+    def mask(self, peer_masks: dict[int, bytes], seeds: list[bytes]) -> MaskedInput:
         """Round 2's last step: the input masked with the self mask and the senders' masks
         (``seeds``: :meth:`PartyCryptography.mask_seeds` of ``peer_masks``)."""
         ctx = self.ctx
