@@ -1,10 +1,11 @@
-"""Benchmark: what a host that steps its parties one pass per kind of work would save the masked sum.
+"""Benchmark: the masked party's rounds replayed for all parties, in turn and one pass per kind of work.
 
 Issue 28 asks for the masked-sparse sum at <= 1.5 x the cryptographic floor that
 ``benchmarks/masked_floor.py`` measures.  The route its numbers pointed to is a host that steps
 all its parties together, one pass per kind of work (every party's shares opened, then every
-party's masking agreements, ...), instead of each party's round in turn.  This measures that
-route's gain before anyone builds it, with the engine's own functions:
+party's masking agreements, ...), instead of each party's round in turn; hosts now do so for
+rounds 1 and 2 (:func:`~parties.secure.masked_party.share_keys_all`, ``mask_inputs``).  This
+measures the rounds and that route's gain on round 2, with the engine's own functions:
 
 1. the masked-sparse sum of L = 1,582 cells over ``n`` parties (default 4,000; k = 8, t = 5) runs
    with the counting driver (real cryptography, a fresh PKI, no event loop), each party's round

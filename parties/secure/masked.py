@@ -107,6 +107,8 @@ from parties.secure.masked_server import PHASES, ControllerProgram, Shortfall, s
 from parties.secure.views import KEY_ENTRY
 
 __all__ = ["PHASES", "MaskedEngine", "spread"]
+
+
 class _Extent(NamedTuple):
     """How far a sparse graph's neighbourhoods reach, as the masked messages see it: the
     smallest and largest degree d_p, 2-hop neighbourhood |T_p| (T_p: the parties that share a

@@ -9,13 +9,12 @@ The protocol, the checks and why they suffice are in :mod:`parties.secure.masked
 
 from __future__ import annotations
 
-import functools
 import struct
 from bisect import bisect_left
-from functools import lru_cache
+from collections.abc import Callable
+from functools import lru_cache, wraps
 from itertools import chain
 from secrets import token_bytes
-from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
@@ -60,8 +59,8 @@ from parties.secure.views import (
     view_tags,
 )
 
-__all__ = ["BATCH_CHUNK", "PLAIN", "MaskedParty", "PartyCryptography", "advertise_all", "in_turn", "mask_inputs", "masked_input",
-           "share_keys_all", "state_views", "unmask_all", "zeros"]
+__all__ = ["BATCH_CHUNK", "PLAIN", "MaskedParty", "PartyCryptography", "add_input_masks", "advertise_all", "in_turn",
+           "input_seeds", "mask_inputs", "masked_input", "share_keys_all", "state_views", "unmask_all", "zeros"]
 
 PLAIN = struct.Struct(f"<III{SHARE_BYTES}s{SHARE_BYTES}s32s")  # owner, holder, x, s_sk share, b share, s_pk
 _PAIR_PURPOSES = ("channel", "view")  # the keys a neighbour pair derives from its static agreement
@@ -70,15 +69,26 @@ _PAIR_PURPOSES = ("channel", "view")  # the keys a neighbour pair derives from i
 def masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519PrivateKey,
                   peers: dict[int, bytes], session: str, me: int) -> np.ndarray:
     """Round 2: y = x + PRG(b) + sum_{j > me} PRG(s_{me,j}) - sum_{j < me} PRG(s_{me,j}) (mod M)
-    over the ``peers`` (id -> s_pk) whose shares this party holds.  ``x`` is the party's own copy
+    over the ``peers`` (id -> s_pk) whose shares this party holds: :func:`add_input_masks` of
+    :func:`input_seeds` (a party's two steps, which a batch of parties runs one pass each)."""
+    return add_input_masks(ring, x, self_mask, input_seeds(s_sk, peers, session, me), peers, me)
+
+
+def input_seeds(s_sk: X25519PrivateKey, peers: dict[int, bytes], session: str, me: int) -> list[bytes]:
+    """The pairwise mask seeds s_{me,j} of ``me`` with each of ``peers`` (id -> s_pk), in their
+    order: one X25519 agreement and its HKDF each."""
+    return agree_each(s_sk, list(peers.values()), purpose="mask", session=session, me=me, peers=list(peers))
+
+
+def add_input_masks(ring: ZMod, x: np.ndarray, self_mask: bytes, seeds: list[bytes], peers: dict[int, bytes],
+                    me: int) -> np.ndarray:
+    """:func:`masked_input` from the seeds of :func:`input_seeds`.  ``x`` is the party's own copy
     (:func:`~parties.secure.values.into_ring`): in the ring's dtype, it is masked in place."""
     if ring.modulus != 1 << (8 * ring.element_bytes):  # pragma: no cover - ring_modulus gives 2^32 or 2^64
         raise ConfigurationError(f"the masked engine computes in Z_(2^32) or Z_(2^64), got {ring}")
     # M = 2^(bits of the dtype): the dtype's wrap-around is the reduction, so add in place
     acc = x if x.dtype == ring.dtype else x.astype(ring.dtype)
-    ids = list(peers)
-    seeds = agree_each(s_sk, list(peers.values()), purpose="mask", session=session, me=me, peers=ids)
-    add_masks(acc, [self_mask, *seeds], [False, *[me > j for j in ids]])
+    add_masks(acc, [self_mask, *seeds], [False, *[me > j for j in peers]])
     return acc
 
 
@@ -204,19 +214,15 @@ class PartyCryptography:
         return combined_keys(handed, out)
 
     def mask_seeds(self, s_sk: KeyPair | None, peers: dict[int, bytes], session: str, me: int) -> list[bytes]:
-        """The pairwise mask seeds of ``me`` with the ``peers`` (id -> s_pk) whose shares it holds."""
-        if s_sk is None:
-            return []
-        return agree_each(s_sk.private, list(peers.values()), purpose="mask", session=session, me=me, peers=list(peers))
+        """:func:`input_seeds` (none without a masking key: the counting driver's placeholders)."""
+        return [] if s_sk is None else input_seeds(s_sk.private, peers, session, me)
 
     def masked(self, ring: ZMod, vector: np.ndarray, ctx: SecureSumContext, self_mask: bytes, seeds: list[bytes],
                peers: dict[int, bytes], me: int) -> np.ndarray:
-        """:func:`masked_input` from the seeds of :meth:`mask_seeds` (in the order of ``peers``)."""
+        """:func:`add_input_masks` of the party's input in the ring, from the seeds of :meth:`mask_seeds`."""
         if not self.real:  # one read-only vector of the ring's zeros shared by every party's message
             return zeros(ring.dtype.str, ctx.length)
-        acc = into_ring(vector, ctx, ring)
-        add_masks(acc, [self_mask, *seeds], [False, *[me > j for j in peers]])
-        return acc
+        return add_input_masks(ring, into_ring(vector, ctx, ring), self_mask, seeds, peers, me)
 
     def view_tags(self, keys: dict[int, bytes], prefix: bytes, me: int, targets: list[int], view: bytes) -> bytes:
         return view_tags(keys, prefix, me, targets, view) if self.real else bytes(TAG_BYTES * len(targets))
@@ -263,9 +269,10 @@ def _in_chunks(rounds: Callable[[list[tuple[Any, ...]]], list[Message | Protocol
                ) -> Callable[[list[tuple[Any, ...]]], list[Message | ProtocolError]]:
     """``rounds`` of the calls, :data:`BATCH_CHUNK` of them at a time, in order."""
 
-    @functools.wraps(rounds)
+    @wraps(rounds)
     def batch(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
-        return [reply for start in range(0, len(calls), BATCH_CHUNK) for reply in rounds(calls[start:start + BATCH_CHUNK])]
+        return [reply for start in range(0, len(calls), BATCH_CHUNK)
+                for reply in rounds(calls[start:start + BATCH_CHUNK])]
 
     return batch
 
@@ -296,8 +303,8 @@ def share_keys_all(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError
 def mask_inputs(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
     """Round 2 (:meth:`MaskedParty.mask_input`) of each ``(party, relayed)`` of ``calls``, one pass
     per kind of work across the parties: every party's relayed shares opened and checked, then
-    every party's combined view keys, masking agreements (with their HKDF), and masked input.  For each
-    call, its :class:`~parties.secure.messages.MaskedInput` or the ProtocolError it raised, and
+    every party's combined view keys, masking agreements (with their HKDF), and masked input.  For
+    each call, its :class:`~parties.secure.messages.MaskedInput` or the ProtocolError it raised, and
     each party left in the state that call alone leaves it in.
 
     A host stepping many parties' programs runs it once for all those that reach round 2 on one
