@@ -42,6 +42,7 @@ from parties.secure.messages import (
 )
 from parties.secure.pki import KeyRegistry, Signer
 from parties.secure.prg import fresh_seed
+from parties.secure.program import each
 from parties.secure.ring import ZMod
 from parties.secure.shamir import SHARE_BYTES, share_values
 from parties.secure.topology import CompleteNeighbourhoods, Neighbourhoods
@@ -235,20 +236,8 @@ class PartyCryptography:
 
 def in_turn(round_method: str) -> Callable[[list[tuple[Any, ...]]], list[Message | ProtocolError]]:
     """The batch of a round that is one kind of work: ``party.<round_method>(*args)`` for each
-    ``(party, *args)`` in turn, its ProtocolError returned, not raised (the calls back to back,
-    with no other work between them)."""
-
-    def batch(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
-        out: list[Message | ProtocolError] = []
-        for party, *args in calls:
-            try:
-                out.append(getattr(party, round_method)(*args))
-            except ProtocolError as exc:
-                out.append(exc)
-        return out
-
-    batch.__qualname__ = batch.__name__ = f"in_turn({round_method!r})"
-    return batch
+    ``(party, *args)`` in turn (:func:`~parties.secure.program.each`)."""
+    return each(lambda party, *args: getattr(party, round_method)(*args))
 
 
 advertise_all = in_turn("advertise")

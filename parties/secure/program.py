@@ -19,7 +19,8 @@ yields :data:`Operation` objects and is sent back what came:
 
 The program's return value is its role's result.  It raises the :class:`mprr.errors.ProtocolError`
 it decides on (a missing party, a bad message): a driver never interprets messages.
-:func:`receive` and :func:`from_controller` are the rounds programs write most
+:func:`each` is the plainest batch of an :class:`Answer`.  :func:`receive` and
+:func:`from_controller` are the rounds programs write most
 (:func:`controller_message` checks a round of :func:`from_controller`'s for a program that
 yields its expectation itself).
 
@@ -59,6 +60,7 @@ __all__ = [
     "Send",
     "SendEach",
     "controller_message",
+    "each",
     "from_controller",
     "receive",
 ]
@@ -205,6 +207,22 @@ class Delivery(Generic[M]):
 Program = Generator[Operation, "Delivery[Any] | None", R]
 """A role's program: yields operations, is sent a :class:`Delivery` after an Expect or Poll
 (None after any other operation), returns the role's result."""
+
+
+def each(compute: Callable[..., Message]) -> Callable[[list[tuple[Any, ...]]], list[Message | ProtocolError]]:
+    """The plainest batch of an :class:`Answer`: ``compute(*args)`` of each call in turn (back to
+    back, no other work between them), its ProtocolError returned, not raised."""
+
+    def batch(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
+        out: list[Message | ProtocolError] = []
+        for args in calls:
+            try:
+                out.append(compute(*args))
+            except ProtocolError as exc:
+                out.append(exc)
+        return out
+
+    return batch
 
 
 def receive(expect: Expect[M]) -> Generator[Operation, Delivery[Any] | None, Delivery[M]]:

@@ -283,6 +283,17 @@ _DECODERS: dict[int, Callable[[bytes], Message]] = {}
 _SIZERS: dict[type, Callable[[Message], int]] = {}
 
 
+def _generated(msg: Message, table: dict[type, Any], which: int, what: str) -> Any:
+    """The generated function ``which`` (0: encoder, 2: sizer) of ``msg``'s kind, compiled on
+    its first use and kept in ``table``; ``what`` names the caller in the error for anything
+    but a registered message."""
+    cls = type(msg)
+    if not (isinstance(msg, Message) and cls.KIND and _BY_KIND.get(cls.KIND) is cls):
+        raise MessageError(f"{what} needs a registered Message instance, got {cls.__name__}")
+    table[cls] = generated = _compile(cls)[which]
+    return generated
+
+
 def encode(msg: Message) -> bytes:
     """Serialize a registered message to bytes (see the module docstring for the format).
 
@@ -292,12 +303,7 @@ def encode(msg: Message) -> bytes:
         If ``msg`` is not an instance of a registered message class, or a value does not fit
         its wire type.
     """
-    enc = _ENCODERS.get(type(msg))
-    if enc is None:
-        cls = type(msg)
-        if not (isinstance(msg, Message) and cls.KIND and _BY_KIND.get(cls.KIND) is cls):
-            raise MessageError(f"encode needs a registered Message instance, got {cls.__name__}")
-        enc = _ENCODERS[cls] = _compile(cls)[0]
+    enc = _ENCODERS.get(type(msg)) or _generated(msg, _ENCODERS, 0, "encode")
     try:
         return enc(msg)
     except (struct.error, OverflowError, UnicodeEncodeError, KeyError) as exc:
@@ -313,12 +319,7 @@ def encoded_size(msg: Message) -> int:
     MessageError
         As :func:`encode`.
     """
-    size = _SIZERS.get(type(msg))
-    if size is None:
-        cls = type(msg)
-        if not (isinstance(msg, Message) and cls.KIND and _BY_KIND.get(cls.KIND) is cls):
-            raise MessageError(f"encoded_size needs a registered Message instance, got {cls.__name__}")
-        size = _SIZERS[cls] = _compile(cls)[2]
+    size = _SIZERS.get(type(msg)) or _generated(msg, _SIZERS, 2, "encoded_size")
     try:
         return size(msg)
     except UnicodeEncodeError as exc:

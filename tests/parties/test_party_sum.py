@@ -17,7 +17,7 @@ from mprr.errors import ConfigurationError, MessageError, PartyDropped, Protocol
 from parties.columns import MessageColumns
 from parties.party_sum import DEADLINE_GRAIN, PartySums
 from parties.secure.messages import ShareVector, SurvivorSet, id_vector
-from parties.secure.program import Answer, Delivery, Expect, Poll, Reject, Send
+from parties.secure.program import Answer, Delivery, Expect, Poll, Reject, Send, each
 from parties.topology import CONTROLLER
 from parties.topology import Topology
 from parties.transport import Frame, Transport
@@ -562,13 +562,7 @@ def test_a_turns_answers_of_one_batch_run_together_in_order_and_each_reply_is_se
 
     def batch(args: list[tuple[Any, ...]]) -> list[Any]:
         calls.append(args)
-        replies: list[Any] = []
-        for (msg,) in args:
-            try:
-                replies.append(_told_ids(msg))
-            except ProtocolError as exc:
-                replies.append(exc)
-        return replies
+        return each(_told_ids)(args)
 
     async def main() -> None:
         net = _Net(4)

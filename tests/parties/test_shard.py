@@ -344,17 +344,23 @@ async def test_a_shard_takes_a_multi_record_for_all_its_receivers_at_once() -> N
     assert bad.network.counter.faults["rejected"] == 2
 
 
-async def test_a_shard_keeps_secure_sum_traffic_for_the_engine_and_crashes_parties() -> None:
+def _graph_plan(n: int) -> HostingPlan:
+    """The hosting plan of ``n`` planted parties that run the graph engine."""
     from parties.secure.graph import GraphEngine
+
+    data = planted_clusters(n, rng=np.random.default_rng(2)).dataset
+    return HostingPlan(n=n, schema=data.schema, records=np.asarray(data.codes), seed=5,
+                       budgets=(float("inf"),) * n, policy="sequential",
+                       accept=tuple(k.KIND for k in PARTY_KINDS), engine=GraphEngine(),
+                       fault_seed=5, timeout=5.0)
+
+
+async def test_a_shard_keeps_secure_sum_traffic_for_the_engine_and_crashes_parties() -> None:
     from parties.secure.messages import SurvivorSet, id_vector
     from parties.wire.messages import Ack
     from parties.wire.requests import SecureRelease
 
-    data = planted_clusters(4, rng=np.random.default_rng(2)).dataset
-    plan = HostingPlan(n=4, schema=data.schema, records=np.asarray(data.codes), seed=5,
-                       budgets=(float("inf"),) * 4, policy="sequential",
-                       accept=tuple(k.KIND for k in PARTY_KINDS), engine=GraphEngine(),
-                       fault_seed=5, timeout=5.0)
+    plan = _graph_plan(4)
     sent: list[Frame] = []
     shard = PartyShard(plan.setup(range(4)), sent.append)
     commit = encode(SecureRelease(1, "dependence", "s1", ((0, 1),), ((0, 1),), True))
@@ -375,18 +381,12 @@ async def test_a_shard_keeps_secure_sum_traffic_for_the_engine_and_crashes_parti
     assert len(shard.parties[1].ledger) == 0 and shard.network._traffic.faults["lost_to_crash"] == 1
 
 
-
 async def test_a_shard_takes_messages_of_its_process_for_its_parties_programs_as_frames_would_be() -> None:
-    from parties.secure.graph import GraphEngine
     from parties.secure.messages import SurvivorSet, id_vector
     from parties.wire.messages import Ack
     from parties.wire.requests import SecureRelease
 
-    data = planted_clusters(6, rng=np.random.default_rng(2)).dataset
-    plan = HostingPlan(n=6, schema=data.schema, records=np.asarray(data.codes), seed=5,
-                       budgets=(float("inf"),) * 6, policy="sequential",
-                       accept=tuple(k.KIND for k in PARTY_KINDS), engine=GraphEngine(),
-                       fault_seed=5, timeout=5.0)
+    plan = _graph_plan(6)
     told = [SurvivorSet("s1", id_vector(tuple(range(k + 1)))) for k in range(5)]
     sizes = [len(encode(m)) for m in told]
     each, frames = (PartyShard(plan.setup(range(4)), [].append) for _ in range(2))

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from mprr.errors import MessageError, ProtocolError, RoundTimeout
+from mprr.errors import MessageError, RoundTimeout
 from parties.router import Router
 from parties.secure.messages import PartialSum
-from parties.secure.program import Answer, Broadcast, Expect, Mark, Program, Reject, Send, receive
+from parties.secure.program import Answer, Broadcast, Expect, Mark, Program, Reject, Send, each, receive
 from parties.secure.drive import drive
 from parties.topology import CONTROLLER
 
@@ -40,15 +40,8 @@ def partial(x: np.ndarray) -> PartialSum:
     return PartialSum(S, -1, x)
 
 
-def partials(calls: list[tuple[Any, ...]]) -> list[PartialSum | ProtocolError]:
-    """:func:`partial` of each call, in order (a batch: each error returned, not raised)."""
-    out: list[PartialSum | ProtocolError] = []
-    for (x,) in calls:
-        try:
-            out.append(partial(x))
-        except ProtocolError as exc:
-            out.append(exc)
-    return out
+partials = each(partial)
+"""The batch of :func:`partial`: each call in turn."""
 
 
 def answering_party(me: int, x: np.ndarray, timeout: float = 1.0) -> Program[int]:

@@ -444,6 +444,32 @@ def test_the_extent_of_a_graph_is_what_each_party_sees(topology: str, degree: in
     assert _extent(parties, nbrs) is extent  # (memoized per graph)
 
 
+def _captured_rounds(monkeypatch: pytest.MonkeyPatch, method: str) -> tuple[Any, list[tuple[Any, Any]]]:
+    """A masked sum of 12 parties run by the counting driver with real cryptography, each party's
+    round ``method`` run on its own: the context, and (a copy of the party before the round, its
+    message) per party."""
+    import copy
+
+    from parties.secure import masked_party
+    from parties.secure.engine import counted_cost
+    from parties.secure.suite import REAL
+
+    engine = MaskedEngine(topology="regular", degree=4, threshold=3)
+    ctx = engine.context(range(12), 5, session="batched")
+    kept: list[tuple[Any, Any]] = []
+    round_method = getattr(masked_party.MaskedParty, method)
+
+    def keep(party: Any, message: Any) -> Any:
+        kept.append((copy.copy(party), message))
+        return round_method(party, message)
+
+    monkeypatch.setattr(masked_party.MaskedParty, method, keep)
+    counted_cost(engine, ctx, suite=REAL, mirror=False)
+    monkeypatch.undo()
+    assert len(kept) == 12
+    return ctx, kept
+
+
 @pytest.mark.parametrize("chunk", [512, 5])
 def test_round_2_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatch: pytest.MonkeyPatch,
                                                                      chunk: int) -> None:
@@ -454,39 +480,23 @@ def test_round_2_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatc
 
     from mprr.errors import ProtocolError
     from parties.secure import masked_party
-    from parties.secure.engine import counted_cost
     from parties.secure.messages import RelayedShares
-    from parties.secure.suite import REAL
 
-    engine = MaskedEngine(topology="regular", degree=4, threshold=3)
-    ctx = engine.context(range(12), 5, session="batched")
-    kept: list[tuple[Any, RelayedShares]] = []
-    method = masked_party.MaskedParty.mask_input
-
-    def keep(party: Any, relayed: RelayedShares) -> Any:
-        kept.append((copy.copy(party), relayed))
-        return method(party, relayed)
-
-    monkeypatch.setattr(masked_party.MaskedParty, "mask_input", keep)
-    counted_cost(engine, ctx, suite=REAL, mirror=False)  # (the counting driver: each party's round in turn)
-    monkeypatch.undo()
-    assert len(kept) == 12
+    _, kept = _captured_rounds(monkeypatch, "mask_input")
     victim, forged = kept[3][0].me, kept[3][1]  # its relayed shares, one ciphertext byte flipped: its round fails
     kept[3] = (kept[3][0], RelayedShares(forged.session, forged.senders, forged.ends,
                                          bytes([forged.ciphertexts[0] ^ 1]) + forged.ciphertexts[1:]))
     alone, together = ([(copy.copy(party), relayed) for party, relayed in kept] for _ in range(2))
     monkeypatch.setattr(masked_party, "BATCH_CHUNK", chunk)
     replies = masked_party.mask_inputs(together)
-    for (party, relayed), (batched, _), reply in zip(alone, together, replies):
-        try:
-            expected: Any = party.mask_input(relayed)
-        except ProtocolError as exc:
-            expected = exc
+    each_alone = masked_party.in_turn("mask_input")(alone)  # (each party's own round, its error returned)
+    for (party, _), (batched, _), reply, expected in zip(alone, together, replies, each_alone):
         if isinstance(expected, ProtocolError):
             assert type(reply) is type(expected) and str(reply) == str(expected)
             assert "failed authentication" in str(reply) and party.me == victim
         else:
-            assert isinstance(reply, MaskedInput) and np.array_equal(reply.values, expected.values)
+            assert isinstance(reply, MaskedInput) and isinstance(expected, MaskedInput)
+            assert np.array_equal(reply.values, expected.values)
         for name in ("held", "view_keys", "self_mask", "s_keys"):
             assert getattr(batched, name) == getattr(party, name), name
     assert sum(isinstance(r, ProtocolError) for r in replies) == 1
@@ -499,39 +509,23 @@ def test_round_1_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatc
 
     from mprr.errors import ProtocolError
     from parties.secure import masked_party
-    from parties.secure.engine import counted_cost
     from parties.secure.messages import KeyDirectory
-    from parties.secure.suite import REAL
 
-    engine = MaskedEngine(topology="regular", degree=4, threshold=3)
-    ctx = engine.context(range(12), 5, session="batched")
-    kept: list[tuple[Any, KeyDirectory]] = []
-    method = masked_party.MaskedParty.share_keys
-
-    def keep(party: Any, directory: KeyDirectory) -> Any:
-        kept.append((copy.copy(party), directory))
-        return method(party, directory)
-
-    monkeypatch.setattr(masked_party.MaskedParty, "share_keys", keep)
-    counted_cost(engine, ctx, suite=REAL, mirror=False)
-    monkeypatch.undo()
-    assert len(kept) == 12
+    ctx, kept = _captured_rounds(monkeypatch, "share_keys")
     victim, told = kept[5][0].me, kept[5][1]  # told a stranger's key: its round fails, the others' do not
     stranger = next(p for p in range(12) if p != victim and p not in ctx.neighbours[victim])
     kept[5] = (kept[5][0], KeyDirectory(told.session, id_vector(sorted([*told.parties.tolist()[1:], stranger])),
                                         told.keys))
     alone, together = ([(copy.copy(party), directory) for party, directory in kept] for _ in range(2))
     replies = masked_party.share_keys_all(together)
-    for (party, directory), (batched, _), reply in zip(alone, together, replies):
-        try:
-            expected: Any = party.share_keys(directory)
-        except ProtocolError as exc:
-            expected = exc
+    each_alone = masked_party.in_turn("share_keys")(alone)
+    for (party, _), (batched, _), reply, expected in zip(alone, together, replies, each_alone):
         if isinstance(expected, ProtocolError):
             assert type(reply) is type(expected) and str(reply) == str(expected) and party.me == victim
             assert "key directory lists parties that are not its neighbours" in str(reply)
         else:
-            assert isinstance(reply, SealedShares) and reply.recipients.tolist() == expected.recipients.tolist()
+            assert isinstance(reply, SealedShares) and isinstance(expected, SealedShares)
+            assert reply.recipients.tolist() == expected.recipients.tolist()
             assert [len(b) for b in masked_party.blobs(reply.ends, reply.ciphertexts)] == [
                 len(b) for b in masked_party.blobs(expected.ends, expected.ciphertexts)]
         for name in ("live", "relayed_keys", "channel", "view_keys", "own_x", "s_sk_raw"):
@@ -556,4 +550,3 @@ def test_a_round_of_one_kind_of_work_runs_each_partys_round_method_in_turn_and_r
     replies = batch([(_Party(0), 1), (_Party(1), -2), (_Party(2), 3)])
     assert replies[0] == (0, 1) and replies[2] == (2, 3)
     assert isinstance(replies[1], ProtocolError) and str(replies[1]) == "party 1: no such survivor -2"
-    assert batch.__name__ == "in_turn('told')"

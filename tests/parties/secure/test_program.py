@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 
 import pytest
 
@@ -54,3 +55,19 @@ def test_expect_accepts_filters_session_and_where() -> None:
 def test_send_each_needs_one_message_per_destination() -> None:
     with pytest.raises(ConfigurationError, match="one message per destination, got 1 messages for 2"):
         SendEach((0, 1), (PartialSum(S, -1, vec(1)),), "p")
+
+
+def test_each_computes_every_call_in_turn_and_returns_its_protocol_error() -> None:
+    from mprr.errors import MessageError, ProtocolError
+    from parties.secure.program import each
+
+    def double(x: int) -> Any:
+        if x < 0:
+            raise MessageError(f"{x} is negative")
+        return 2 * x
+
+    replies = each(double)([(1,), (-2,), (3,)])
+    assert replies[0] == 2 and replies[2] == 6
+    assert isinstance(replies[1], ProtocolError) and str(replies[1]) == "-2 is negative"
+    with pytest.raises(TypeError):  # (anything but a ProtocolError is a bug: raised)
+        each(double)([(None,)])
