@@ -372,28 +372,18 @@ class PartyShard:
 
     def deliver_each(self, src: int, phase: str, kind: int, dsts: Sequence[int], messages: Sequence[Message],
                      sizes: Sequence[int]) -> None:
-        """``messages[k]`` from ``src`` for hosted party ``dsts[k]``, all of ``kind``, encoded in
-        ``sizes[k]`` bytes: as many :meth:`deliver` calls of their frames.  Secure-sum traffic
-        of a kind the parties accept (the messages of this process, e.g. a controller's
-        :meth:`~parties.transport.Transport.send_many` through a
-        :class:`~parties.runtime.LocalLink`) goes to the parties' programs as it is
-        (:meth:`PartySums.take <parties.party_sum.PartySums.take>`), with no frame or encoding each."""
-        if (src == CONTROLLER and kind in _CONTROLLER_REQUESTS) or kind not in self._accept:
-            for dst, msg in zip(dsts, messages):
+        """``messages[k]`` from ``src`` for hosted party ``dsts[k]``, all of ``kind``, ``sizes[k]``
+        bytes encoded: as many :meth:`deliver` calls of their frames.  The messages of this
+        process (:class:`~parties.runtime.LocalLink`) for the programs of parties all hosted and
+        none crashed go to them as they are (:meth:`PartySums.take <parties.party_sum.PartySums.take>`)."""
+        hosted = self.setup.parties
+        if ((src == CONTROLLER and kind in _CONTROLLER_REQUESTS) or kind not in self._accept or self.network.crashed
+                or (dsts and (min(dsts) < hosted.start or max(dsts) >= hosted.stop))):
+            for dst, msg in zip(dsts, messages):  # (each by the rules of a frame)
                 self.deliver(Frame(src, dst, phase, kind, encode(msg), msg))
             return
         self._settle()  # (a request collected so far is answered first)
-        hosted, counter = self.setup.parties, self._counter
-        crashed = self.network.crashed
-        if crashed or (dsts and (min(dsts) < hosted.start or max(dsts) >= hosted.stop)):
-            live = [k for k, dst in enumerate(dsts) if dst in hosted and dst not in crashed]
-            foreign = sum([dst not in hosted for dst in dsts])
-            if foreign:
-                counter.record_fault("rejected", foreign)
-            if len(dsts) - foreign - len(live):
-                counter.record_fault("lost_to_crash", len(dsts) - foreign - len(live))
-            dsts, messages, sizes = [dsts[k] for k in live], [messages[k] for k in live], [sizes[k] for k in live]
-        counter.record_deliveries_each(dsts, sizes)
+        self._counter.record_deliveries_each(dsts, sizes)
         take = self._sums.take
         for dst, msg in zip(dsts, messages):
             take(src, dst, phase, msg)

@@ -8,84 +8,36 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Generator
 from typing import Any
 
 import pytest
 
-from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError
+from mprr.errors import ConfigurationError, PartyDropped, ProtocolError
 from parties.columns import MessageColumns
 from parties.party_sum import DEADLINE_GRAIN, PartySums
 from parties.secure.messages import ShareVector, SurvivorSet, id_vector
-from parties.secure.program import Answer, Delivery, Expect, Poll, Reject, Send, each
+from parties.secure.program import Delivery, Expect, Poll, Reject, Send
 from parties.topology import CONTROLLER
 from parties.topology import Topology
 from parties.transport import Frame, Transport
 from parties.wire.codec import encode
-from parties.wire.requests import SecureSumStart
+from tests.parties.party_sum_helpers import KINDS, START, TOLD, Net, Program, StubParty, host, vector
 from tests.virtual_clock import run_virtual
-
-START = SecureSumStart(1, "s", "graph", ((0, 2),))
-KINDS = frozenset({ShareVector.KIND, SurvivorSet.KIND})
-Program = Generator[Any, Any, Any]
-
-
-class _Net(Transport):
-    """A host's transport whose sends are kept."""
-
-    def __init__(self, n: int) -> None:
-        super().__init__(n)
-        self.sent: list[Frame] = []
-
-    def _transmit(self, frame: Frame) -> None:
-        self.sent.append(frame)
-
-
-class _Party:
-    """What the host asks of a party: its program for a start, and the end of it."""
-
-    def __init__(self, index: int, program: Program | None) -> None:
-        self.index = index
-        self.program = program
-        self.errors: list[str] = []
-        self.asked: list[tuple[SecureSumStart, object]] = []
-        self.ended: list[tuple[str, ProtocolError | None, bool]] = []
-
-    def secure_program(self, start: SecureSumStart, network: Any = None) -> Program | None:
-        self.asked.append((start, network))
-        return self.program
-
-    def end_secure_sum(self, session: str, error: ProtocolError | None, *, ran: bool = True) -> None:
-        self.ended.append((session, error, ran))
-
-
-def _vector(src: int, session: str = "s") -> Frame:
-    msg = ShareVector(session, -1, id_vector((src,)))
-    return Frame(src, 0, "graph/shares", msg.KIND, encode(msg))
-
-
-TOLD = Frame(CONTROLLER, 0, "graph/told", SurvivorSet.KIND, encode(SurvivorSet("s", id_vector((0,)))))
-
-
-def _host(net: Transport, failures: list[BaseException] | None = None) -> PartySums:
-    sums = PartySums(net, KINDS, (failures if failures is not None else []).append)
-    sums.serving = True
-    return sums
 
 
 def test_a_refused_start_drives_nothing_and_ends_nothing() -> None:
     async def main() -> None:
-        party = _Party(0, None)
-        net = _Net(3)
-        _host(net).start(party, START)
+        party = StubParty(0, None)
+        net = Net(3)
+        host(net).start(party, START)
         assert party.asked == [(START, net)] and party.ended == [] and net.sent == []
 
     run_virtual(main())
 
 
 def test_a_host_not_serving_refuses_the_session() -> None:
-    party = _Party(0, iter(()))  # type: ignore[arg-type]
-    sums = PartySums(_Net(3), KINDS, list[BaseException]().append)
+    party = StubParty(0, iter(()))  # type: ignore[arg-type]
+    sums = PartySums(Net(3), KINDS, list[BaseException]().append)
     sums.start(party, START)
     assert party.asked == [] and party.errors == ["secure sum 's' refused: the host is not serving"]
 
@@ -99,13 +51,13 @@ def test_a_program_receives_its_round_on_the_next_turn_sends_and_closes_its_sess
         yield Send(CONTROLLER, SurvivorSet("s", id_vector((0,))), "graph/partial")
 
     async def main() -> None:
-        party, net = _Party(0, program()), _Net(3)
-        sums = _host(net)
+        party, net = StubParty(0, program()), Net(3)
+        sums = host(net)
         sums.start(party, START)
-        sums.deliver(_vector(1))
+        sums.deliver(vector(1))
         await asyncio.sleep(1.0)
         assert seen == [] and party.ended == []  # the round waits for party 2
-        sums.deliver(_vector(2))
+        sums.deliver(vector(2))
         assert seen == []  # stepped on the loop's next turn, not inside the delivery
         await asyncio.sleep(0)
         [(when, got)] = seen
@@ -126,11 +78,11 @@ def test_messages_before_their_round_are_buffered_and_taken_when_it_opens() -> N
         got_first.append((yield Expect(ShareVector, "s", (1,), "graph/shares", 5.0)))
 
     async def main() -> None:
-        party = _Party(0, program())
-        sums = _host(_Net(3))
+        party = StubParty(0, program())
+        sums = host(Net(3))
         sums.start(party, START)
-        sums.deliver(_vector(1))  # early: its round is not open yet
-        sums.deliver(_vector(1, session="another"))  # another session's: never this round's
+        sums.deliver(vector(1))  # early: its round is not open yet
+        sums.deliver(vector(1, session="another"))  # another session's: never this round's
         assert sums.buffered(0) == 2
         told = SurvivorSet("s", id_vector((0, 1)))
         sums.deliver(Frame(CONTROLLER, 0, "graph/told", told.KIND, encode(told)))
@@ -150,10 +102,10 @@ def test_a_round_ends_at_its_deadline_and_the_program_decides() -> None:
         raise ProtocolError("no share from party 2")
 
     async def main() -> list[tuple[str, ProtocolError | None, bool]]:
-        party = _Party(0, program())
-        sums = _host(_Net(3))
+        party = StubParty(0, program())
+        sums = host(Net(3))
         sums.start(party, START)
-        sums.deliver(_vector(1))
+        sums.deliver(vector(1))
         await asyncio.sleep(0.4)
         assert party.ended == []
         await asyncio.sleep(0.2)
@@ -174,8 +126,8 @@ def test_parties_opening_rounds_in_one_grain_share_one_timer_and_each_is_told_af
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        parties = [_Party(i, program(i)) for i in range(50)]
-        sums = _host(_Net(50))
+        parties = [StubParty(i, program(i)) for i in range(50)]
+        sums = host(Net(50))
         timers = len(loop._scheduled)  # type: ignore[attr-defined]
         for party in parties:  # a turn that takes time: each opens its round 0.5 ms after the last
             await asyncio.sleep(0.0005)
@@ -201,13 +153,13 @@ def test_a_streamed_round_is_answered_by_batch_and_a_poll_on_the_next_turn() -> 
             batches.append((got.done, sorted(got.messages)))
 
     async def main() -> None:
-        party = _Party(0, program())
-        sums = _host(_Net(3))
+        party = StubParty(0, program())
+        sums = host(Net(3))
         sums.start(party, START)
         await asyncio.sleep(0)
-        sums.deliver(_vector(2))
+        sums.deliver(vector(2))
         await asyncio.sleep(0)
-        sums.deliver(_vector(1))
+        sums.deliver(vector(1))
         await asyncio.sleep(0)
 
     run_virtual(main())
@@ -219,8 +171,8 @@ def test_a_crashed_party_ends_its_session_with_party_dropped() -> None:
         yield Expect(ShareVector, "s", (1,), "graph/shares", 60.0)
 
     async def main() -> list[tuple[str, ProtocolError | None, bool]]:
-        party = _Party(0, program())
-        sums = _host(_Net(3))
+        party = StubParty(0, program())
+        sums = host(Net(3))
         sums.start(party, START)
         sums.deliver(TOLD)
         sums.crash(0)
@@ -238,8 +190,8 @@ def test_a_host_that_stops_leaves_the_session_as_it_stands() -> None:
         yield Expect(ShareVector, "s", (1,), "graph/shares", 60.0)
 
     async def main() -> list[tuple[str, ProtocolError | None, bool]]:
-        party = _Party(0, program())
-        sums = _host(_Net(3))
+        party = StubParty(0, program())
+        sums = host(Net(3))
         sums.start(party, START)
         await asyncio.sleep(1.0)
         sums.stop()
@@ -255,11 +207,11 @@ def test_a_bad_frame_is_rejected_against_its_sender_and_a_rejection_is_counted()
         yield Reject(1, got.messages[1], "graph/shares", "not a share this party can use")
 
     async def main() -> Transport:
-        party, net = _Party(0, program()), _Net(3)
-        sums = _host(net)
+        party, net = StubParty(0, program()), Net(3)
+        sums = host(net)
         sums.start(party, START)
         sums.deliver(Frame(2, 0, "graph/shares", ShareVector.KIND, b"\x00garbage"))
-        sums.deliver(_vector(1))
+        sums.deliver(vector(1))
         await asyncio.sleep(0)
         return net
 
@@ -273,11 +225,11 @@ def test_a_program_bug_ends_its_session_and_fails_the_host() -> None:
         yield expect
         yield expect  # the round is over: expecting it anew is a bug
 
-    async def main() -> tuple[_Party, list[BaseException]]:
-        party, failures = _Party(0, program()), list[BaseException]()
-        sums = _host(_Net(3), failures)
+    async def main() -> tuple[StubParty, list[BaseException]]:
+        party, failures = StubParty(0, program()), list[BaseException]()
+        sums = host(Net(3), failures)
         sums.start(party, START)
-        sums.deliver(_vector(1))
+        sums.deliver(vector(1))
         await asyncio.sleep(0)
         return party, failures
 
@@ -298,7 +250,7 @@ def test_a_round_without_time_ends_on_the_next_turn() -> None:
 
     async def main() -> None:
         await asyncio.sleep(0.3)
-        _host(_Net(3)).start(_Party(0, program()), START)
+        host(Net(3)).start(StubParty(0, program()), START)
         await asyncio.sleep(0)
         await asyncio.sleep(0)
 
@@ -313,11 +265,11 @@ def test_a_round_of_infinite_timeout_has_no_deadline() -> None:
 
     async def main() -> tuple[list[tuple[str, ProtocolError | None, bool]], list[BaseException]]:
         failures: list[BaseException] = []
-        party = _Party(0, program())
-        sums = _host(_Net(3), failures)
+        party = StubParty(0, program())
+        sums = host(Net(3), failures)
         sums.start(party, START)
         await asyncio.sleep(1e6)
-        sums.deliver(_vector(1))
+        sums.deliver(vector(1))
         await asyncio.sleep(0)
         return party.ended, failures
 
@@ -336,12 +288,12 @@ def test_a_poll_and_a_delivery_in_one_turn_resume_the_program_once() -> None:
             batches.append(("expect", got.done, sorted(got.messages)))
 
     async def main() -> None:
-        sums = _host(_Net(3))
-        sums.start(_Party(0, program()), START)
-        sums.deliver(_vector(1))  # in the poll's turn (a peer stepped in this turn)
+        sums = host(Net(3))
+        sums.start(StubParty(0, program()), START)
+        sums.deliver(vector(1))  # in the poll's turn (a peer stepped in this turn)
         for _ in range(3):
             await asyncio.sleep(0)
-        sums.deliver(_vector(2))
+        sums.deliver(vector(2))
         await asyncio.sleep(0)
 
     run_virtual(main())
@@ -360,9 +312,9 @@ def test_each_poll_is_answered_on_the_next_turn() -> None:
         turns.append(turn[0])
 
     async def main() -> None:
-        sums = _host(_Net(3))
-        sums.start(_Party(0, program()), START)
-        sums.deliver(_vector(1))
+        sums = host(Net(3))
+        sums.start(StubParty(0, program()), START)
+        sums.deliver(vector(1))
         for k in range(1, 4):
             turn[0] = k
             await asyncio.sleep(0)
@@ -376,13 +328,13 @@ def test_another_sessions_message_for_an_open_round_is_dropped_not_held() -> Non
         yield Expect(ShareVector, "s", (1, 2), "graph/shares", 5.0)
 
     async def main() -> int:
-        party = _Party(0, program())
-        sums = _host(_Net(3))
+        party = StubParty(0, program())
+        sums = host(Net(3))
         sums.start(party, START)
         for _ in range(100):
-            sums.deliver(_vector(1, session="old"))  # late traffic of an earlier sum
-        sums.deliver(_vector(1))
-        sums.deliver(_vector(2))
+            sums.deliver(vector(1, session="old"))  # late traffic of an earlier sum
+        sums.deliver(vector(1))
+        sums.deliver(vector(2))
         await asyncio.sleep(0)
         assert party.ended == [("s", None, True)]
         return sums.buffered(0)
@@ -400,7 +352,7 @@ def test_a_party_crashed_by_its_own_send_ends_its_session_and_its_program_is_clo
         finally:
             closed.append(True)
 
-    class _Crashing(_Net):
+    class _Crashing(Net):
         """A transport whose fault plan crashes the sender on its send."""
 
         sums: PartySums | None = None
@@ -410,10 +362,10 @@ def test_a_party_crashed_by_its_own_send_ends_its_session_and_its_program_is_clo
             assert self.sums is not None
             self.sums.crash(frame.src)
 
-    async def main() -> tuple[_Party, PartySums]:
+    async def main() -> tuple[StubParty, PartySums]:
         net = _Crashing(3)
-        party = _Party(0, program())
-        sums = net.sums = _host(net)
+        party = StubParty(0, program())
+        sums = net.sums = host(net)
         sums.start(party, START)
         return party, sums
 
@@ -442,9 +394,9 @@ def _replying(me: int, sends: int = 1) -> Program:
 
 def test_a_turns_sends_to_the_controller_leave_together_on_the_next_turn_one_block_per_phase_and_kind() -> None:
     async def main() -> None:
-        net = _Net(4)
+        net = Net(4)
         sums, blocks = _columns_host(net)
-        parties = [_Party(p, _replying(p)) for p in (2, 0, 3)]
+        parties = [StubParty(p, _replying(p)) for p in (2, 0, 3)]
         for party in parties:
             sums.start(party, START)
         assert blocks == [] and net.sent == []  # (checked and admitted, not sent yet)
@@ -466,8 +418,8 @@ def test_a_turns_sends_to_the_controller_leave_together_on_the_next_turn_one_blo
 
 def test_a_second_message_of_one_sender_in_one_turn_starts_another_block_in_order() -> None:
     async def main() -> None:
-        sums, blocks = _columns_host(_Net(3))
-        party = _Party(1, _replying(1, sends=2))
+        sums, blocks = _columns_host(Net(3))
+        party = StubParty(1, _replying(1, sends=2))
         sums.start(party, START)
         await asyncio.sleep(0)
         sums.deliver(TOLD._replace(dst=1))
@@ -488,13 +440,13 @@ def test_with_columns_sends_to_peers_leave_on_the_spot_and_a_crashed_partys_are_
     async def main() -> None:
         import networkx as nx
 
-        net = _Net(3)
+        net = Net(3)
         net.topology = Topology(3, nx.complete_graph([CONTROLLER, 0, 1, 2]))
         sums, blocks = _columns_host(net)
-        sums.start(_Party(0, program()), START)
+        sums.start(StubParty(0, program()), START)
         assert [(f.src, f.dst) for f in net.sent] == [(0, 1)]
         net.crash(2)
-        sums.start(_Party(2, _replying(2)), START)
+        sums.start(StubParty(2, _replying(2)), START)
         await asyncio.sleep(0)
         assert [b.srcs.tolist() for b in blocks] == [[0]] and net.counter.faults["lost_to_crash"] == 1
 
@@ -503,8 +455,8 @@ def test_with_columns_sends_to_peers_leave_on_the_spot_and_a_crashed_partys_are_
 
 def test_a_stopping_host_sends_what_its_programs_sent_before_it_stopped() -> None:
     async def main() -> None:
-        sums, blocks = _columns_host(_Net(3))
-        party = _Party(0, _replying(0))
+        sums, blocks = _columns_host(Net(3))
+        party = StubParty(0, _replying(0))
         sums.start(party, START)
         sums.stop()
         assert [b.srcs.tolist() for b in blocks] == [[0]] and party.ended == [("s", None, False)]
@@ -517,14 +469,14 @@ def test_a_stopping_host_sends_what_its_programs_sent_before_it_stopped() -> Non
 def test_a_send_to_the_controller_without_a_link_ends_the_session_as_without_columns() -> None:
     import networkx as nx
 
-    async def main() -> tuple[list[MessageColumns], _Party]:
+    async def main() -> tuple[list[MessageColumns], StubParty]:
         graph = nx.Graph()
         graph.add_nodes_from([CONTROLLER, 0, 1])
         graph.add_edge(CONTROLLER, 1)
-        net = _Net(2)
+        net = Net(2)
         net.topology = Topology(2, graph)
         sums, blocks = _columns_host(net)
-        party = _Party(0, _replying(0))
+        party = StubParty(0, _replying(0))
         sums.start(party, START)
         await asyncio.sleep(0)
         return blocks, party
@@ -534,113 +486,3 @@ def test_a_send_to_the_controller_without_a_link_ends_the_session_as_without_col
     assert blocks == [] and session == "s" and ran
     with pytest.raises(ProtocolError, match="party 0 cannot send to controller: no link in the topology"):
         raise error  # type: ignore[misc]
-
-
-# ---------------------------------------------------------------------- answers, batched per turn
-
-def _told_ids(msg: SurvivorSet) -> SurvivorSet:
-    """A party's computation of its reply from the controller's message (a pure step)."""
-    if 9 in msg.survivors.tolist():
-        raise MessageError("party: survivor 9 is not a neighbour")
-    return SurvivorSet("s", id_vector((*msg.survivors.tolist(), 7)))
-
-
-def _answering(me: int, batch: Any, caught: list[str] | None = None) -> Program:
-    """The controller's round, then its reply computed as an Answer (a refused one: raised here)."""
-    got = yield Expect(SurvivorSet, "s", (CONTROLLER,), "graph/told", 5.0)
-    try:
-        yield Answer(CONTROLLER, "graph/partial", _told_ids, (got.messages[CONTROLLER],), batch)
-    except ProtocolError as exc:
-        if caught is None:
-            raise
-        caught.append(f"{me}: {exc}")
-    yield Send(CONTROLLER, SurvivorSet("s", id_vector((me,))), "graph/after")
-
-
-def test_a_turns_answers_of_one_batch_run_together_in_order_and_each_reply_is_sent() -> None:
-    calls: list[list[tuple[Any, ...]]] = []
-
-    def batch(args: list[tuple[Any, ...]]) -> list[Any]:
-        calls.append(args)
-        return each(_told_ids)(args)
-
-    async def main() -> None:
-        net = _Net(4)
-        sums = _host(net)
-        caught: list[str] = []
-        parties = [_Party(p, _answering(p, batch, caught)) for p in (2, 0, 3)]
-        for party in parties:
-            sums.start(party, START)
-        told = {2: (2,), 0: (9,), 3: (3,)}  # party 0's computation refuses its message
-        for p in (2, 0, 3):
-            msg = SurvivorSet("s", id_vector(told[p]))
-            sums.deliver(Frame(CONTROLLER, p, "graph/told", msg.KIND, encode(msg)))
-        await asyncio.sleep(0)
-        assert [[msg.survivors.tolist() for (msg,) in args] for args in calls] == [[[2], [9], [3]]]
-        assert [(f.src, f.phase, f.message.survivors.tolist()) for f in net.sent] == [  # type: ignore[union-attr]
-            (2, "graph/partial", [2, 7]), (2, "graph/after", [2]),
-            (0, "graph/after", [0]),
-            (3, "graph/partial", [3, 7]), (3, "graph/after", [3])]
-        assert caught == ["0: party: survivor 9 is not a neighbour"]
-        assert [party.ended for party in parties] == [[("s", None, True)]] * 3
-
-    run_virtual(main())
-
-
-def test_an_answer_without_a_batch_is_computed_at_once_and_its_error_ends_the_session() -> None:
-    async def main() -> None:
-        net = _Net(2)
-        sums = _host(net)
-        party = _Party(0, _answering(0, None))
-        sums.start(party, START)
-        sums.deliver(Frame(CONTROLLER, 0, "graph/told", SurvivorSet.KIND, encode(SurvivorSet("s", id_vector((9,))))))
-        await asyncio.sleep(0)
-        assert net.sent == [] and len(party.ended) == 1
-        session, error, ran = party.ended[0]
-        assert isinstance(error, MessageError) and "survivor 9" in str(error) and ran
-
-    run_virtual(main())
-
-
-def test_a_party_crashed_while_its_answer_waits_is_left_out_of_the_batch() -> None:
-    calls: list[list[int]] = []
-
-    def batch(args: list[tuple[Any, ...]]) -> list[Any]:
-        calls.append([msg.survivors.tolist()[0] for (msg,) in args])
-        return [_told_ids(msg) for (msg,) in args]
-
-    def answer_first(me: int) -> Program:  # (an answer before any round: parked by start, for the next turn)
-        yield Answer(CONTROLLER, "graph/partial", _told_ids, (SurvivorSet("s", id_vector((me,))),), batch)
-
-    async def main() -> None:
-        net = _Net(3)
-        sums = _host(net)
-        parties = [_Party(p, answer_first(p)) for p in (0, 1, 2)]
-        for party in parties:
-            sums.start(party, START)
-        net.crash(1)
-        sums.crash(1)
-        await asyncio.sleep(0)
-        assert calls == [[0, 2]]
-        assert [f.src for f in net.sent] == [0, 2]
-        assert isinstance(parties[1].ended[0][1], PartyDropped) and parties[0].ended == [("s", None, True)]
-
-    run_virtual(main())
-
-
-def test_a_bug_in_a_batch_ends_its_sessions_and_fails_the_host() -> None:
-    def batch(args: list[tuple[Any, ...]]) -> list[Any]:
-        raise RuntimeError("bug")
-
-    async def main() -> None:
-        net = _Net(2)
-        failures: list[BaseException] = []
-        sums = _host(net, failures)
-        party = _Party(0, _answering(0, batch))
-        sums.start(party, START)
-        sums.deliver(TOLD)
-        await asyncio.sleep(0)
-        assert [str(f) for f in failures] == ["bug"] and party.ended == [("s", None, False)]
-        assert sums.running() == 0
-
-    run_virtual(main())

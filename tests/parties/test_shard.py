@@ -390,16 +390,30 @@ async def test_a_shard_takes_messages_of_its_process_for_its_parties_programs_as
     told = [SurvivorSet("s1", id_vector(tuple(range(k + 1)))) for k in range(5)]
     sizes = [len(encode(m)) for m in told]
     each, frames = (PartyShard(plan.setup(range(4)), [].append) for _ in range(2))
+    framed: list[int] = []  # the receivers whose message reached their program as a frame
+    deliver = each._sums.deliver
+
+    def spy(frame: Frame, position: int | None = None) -> None:
+        framed.append(frame.dst)
+        deliver(frame, position)
+
+    each._sums.deliver = spy  # type: ignore[method-assign]
+
+    def both(dsts: list[int]) -> None:
+        each.deliver_each(CONTROLLER, "dependence", SurvivorSet.KIND, dsts, told[:len(dsts)], sizes[:len(dsts)])
+        for dst, msg in zip(dsts, told):
+            frames.deliver(Frame(CONTROLLER, dst, "dependence", SurvivorSet.KIND, encode(msg)))
+        assert [each.buffered(p) for p in range(4)] == [frames.buffered(p) for p in range(4)]
+        assert each.network.counter.snapshot() == frames.network.counter.snapshot()
+
+    both([3, 0, 1])  # every receiver hosted and running: the messages go to their programs as they are
+    assert framed == [] and [each.buffered(p) for p in range(4)] == [1, 1, 0, 1]
+    assert each.network.counter.recv_bytes[1:5].tolist() == [sizes[1], sizes[2], 0, sizes[0]]
     for shard in (each, frames):
         shard.crash([2])
-    each.deliver_each(CONTROLLER, "dependence", SurvivorSet.KIND, [1, 0, 5, 2, 3], told, sizes)
-    for dst, msg in zip([1, 0, 5, 2, 3], told):
-        frames.deliver(Frame(CONTROLLER, dst, "dependence", SurvivorSet.KIND, encode(msg)))
-    # waiting for the parties' programs; party 5 is not hosted (rejected), party 2 crashed (lost)
-    assert [each.buffered(p) for p in range(4)] == [frames.buffered(p) for p in range(4)] == [1, 1, 0, 1]
-    assert each.network.counter.snapshot() == frames.network.counter.snapshot()
+    both([1, 0, 5, 2, 3])  # party 5 is not hosted (rejected), party 2 crashed (lost): frame by frame
+    assert framed == [1, 0, 3] and [each.buffered(p) for p in range(4)] == [2, 2, 0, 2]
     assert each.network.counter.faults["rejected"] == 1 and each.network.counter.faults["lost_to_crash"] == 1
-    assert each.network.counter.recv_bytes[1:5].tolist() == [sizes[1], sizes[0], 0, sizes[4]]
     sent: list[Frame] = []  # a request of the controller is the party's to answer, frame by frame
     shard = PartyShard(plan.setup(range(4)), sent.append)
     commit = SecureRelease(1, "dependence", "s1", ((0, 1),), ((0, 1),), True)
