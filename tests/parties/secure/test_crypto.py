@@ -134,3 +134,29 @@ def test_open_each_opens_what_seal_each_sealed_and_checks_every_blob_as_open_sea
         open_each(keys, [*blobs[:2], b"abc", blobs[3]], session="s", senders=senders, receiver=2)
     with pytest.raises(ConfigurationError, match="got 4 keys, 3 blobs, 4 senders"):
         open_each(keys, blobs[:3], session="s", senders=senders, receiver=2)
+
+
+def test_every_aead_function_leaves_the_vector_state_settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ChaCha20-Poly1305 leaves wide vector registers dirty on AVX-512 CPUs (what follows it runs
+    slower: ``benchmarks/vector_state.py``): each AEAD function settles them once, after its loop."""
+    from parties.secure import crypto
+
+    calls: list[str] = []
+    monkeypatch.setattr(crypto, "settle_vector_state", lambda: calls.append("settled"))
+    key = bytes(range(32))
+    blob = crypto.seal(key, b"share", session="s", sender=1, receiver=2)
+    assert calls == ["settled"]
+    assert crypto.open_sealed(key, blob, session="s", sender=1, receiver=2) == b"share"
+    assert len(calls) == 2
+    blobs = crypto.seal_each([key] * 3, [b"a", b"b", b"c"], session="s", sender=1, receivers=(2, 2, 2))
+    assert len(calls) == 3
+    assert crypto.open_each([key] * 3, blobs, session="s", senders=[1] * 3, receiver=2) == [b"a", b"b", b"c"]
+    assert len(calls) == 4
+
+
+def test_settle_vector_state_keeps_its_scratch_zero() -> None:
+    """The settling ufunc writes its own scratch only: zeros plus zeros, never anything else."""
+    from parties.secure import crypto
+
+    crypto.settle_vector_state()
+    assert not crypto._SETTLE.any()
