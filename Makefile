@@ -48,6 +48,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/streams.py
 	$(BIN)/python benchmarks/clusters_sampled.py
 	$(BIN)/python benchmarks/wire_codec.py
+	$(BIN)/python benchmarks/vector_state.py
 	$(BIN)/python benchmarks/oracles.py
 	$(BIN)/python benchmarks/multidim.py
 
