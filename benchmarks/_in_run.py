@@ -108,7 +108,8 @@ ROUNDS = (
 )
 """The masked party's rounds (:class:`~parties.secure.masked_party.MaskedParty`'s methods), by label."""
 
-BATCHES = {"share_keys": "share_keys_all", "mask_input": "mask_inputs"}
+BATCHES = {"share_keys": "share_keys_all", "mask_input": "mask_inputs", "state_view": "state_views",
+           "unmask": "unmask_all"}
 """The rounds a host runs for many parties at once (the batch of the round's
 :class:`~parties.secure.program.Answer`, by its name in :mod:`parties.secure.masked`): timed as
 the round, per batch."""

@@ -93,24 +93,20 @@ def add_input_masks(ring: ZMod, x: np.ndarray, self_mask: bytes, seeds: list[byt
     return acc
 
 
-def _open_shares(relayed: RelayedShares, senders: list[int], channel: dict[int, bytes],
-                 relayed_keys: dict[int, bytes], neighbours: Neighbourhoods, me: int, near: set[int], session: str,
-                 crypto: PartyCryptography
+def _open_shares(opened: list[bytes], senders: list[int], relayed_keys: dict[int, bytes], neighbours: Neighbourhoods,
+                 me: int, near: set[int]
                  ) -> tuple[dict[int, tuple[int, bytes, bytes]], dict[int, bytes], list[_Handed]]:
-    """Round 2: open the shares relayed to party ``me`` (``senders``: ``relayed.senders`` as a
-    list; ``near``: the party's neighbours) and check each against what its sender must have
-    sealed (addressing, abscissa, the masking key relayed in round 0, the view keys for its other
-    holders only).  Returns the shares held per sender (x, s_sk share, b share), the senders'
-    masking keys s_pk, and the keys each sender handed this party for 2-hop peers that are not
-    neighbours, as (sender, peers, keys) (:func:`~parties.secure.views.combined_keys` makes their
-    MAC keys)."""
+    """Round 2: check each share opened by party ``me`` (``opened[k]`` from ``senders[k]``;
+    ``near``: the party's neighbours) against what its sender must have sealed (addressing,
+    abscissa, the masking key relayed in round 0, the view keys for its other holders only).
+    Returns the shares held per sender (x, s_sk share, b share), the senders' masking keys
+    s_pk, and the keys each sender handed this party for 2-hop peers that are not neighbours,
+    as (sender, peers, keys) (:func:`~parties.secure.views.combined_keys` makes their MAC keys)."""
     held: dict[int, tuple[int, bytes, bytes]] = {}
     peer_masks: dict[int, bytes] = {}  # s_pk of the senders, authenticated by their AEAD channel
     handed: list[_Handed] = []
     size, entry_size, unpack = PLAIN.size, KEY_ENTRY.size, PLAIN.unpack_from
     complete = type(neighbours) is CompleteNeighbourhoods
-    opened = crypto.open_each([channel[j] for j in senders], blobs(relayed.ends, relayed.ciphertexts), session,
-                              senders, me)
     for j, plain_j in zip(senders, opened):
         extra = len(plain_j) - size
         if extra < 0 or extra % entry_size:
@@ -242,10 +238,6 @@ def in_turn(round_method: str) -> Callable[[list[tuple[Any, ...]]], list[Message
 
 advertise_all = in_turn("advertise")
 """Round 0 of many parties: :meth:`MaskedParty.advertise` of each (their key pairs in a row)."""
-state_views = in_turn("state_view")
-"""Round 3 of many parties: :meth:`MaskedParty.state_view` of each (their view tags in a row)."""
-unmask_all = in_turn("unmask")
-"""Round 4 of many parties: :meth:`MaskedParty.unmask` of each (their consistency checks in a row)."""
 
 
 BATCH_CHUNK = 512
@@ -266,58 +258,93 @@ def _in_chunks(rounds: Callable[[list[tuple[Any, ...]]], list[Message | Protocol
     return batch
 
 
+_Row = tuple[int, "MaskedParty", Any]
+"""A call of a batch between its passes: (its index, its party, what the last pass gave it)."""
+
+
+def _rows(calls: list[tuple[Any, ...]]) -> list[_Row]:
+    """The rows of a batch's ``(party, message)`` calls, before its first pass."""
+    return [(k, party, msg) for k, (party, msg) in enumerate(calls)]
+
+
+def _pass(out: list[Message | ProtocolError | None], rows: list[_Row], step: Callable[[MaskedParty, Any], Any]
+          ) -> list[_Row]:
+    """One pass of a batch: ``step(party, value)`` of each row ``(k, party, value)``, back to back;
+    the rows of the calls it answered, ``(k, party, result)``, in order.  A ProtocolError the
+    step raises for call k is that call's reply (``out[k]``); its row leaves the batch."""
+    done: list[_Row] = []
+    for k, party, value in rows:
+        try:
+            done.append((k, party, step(party, value)))
+        except ProtocolError as exc:
+            out[k] = exc
+    return done
+
+
+def _replies(out: list[Message | ProtocolError | None], rows: list[_Row],
+             reply: Callable[[MaskedParty, Any], Message]) -> list[Message | ProtocolError]:
+    """A batch's last pass: ``reply(party, value)`` of each row that is still in it, as its call's
+    reply; every call then has its reply or its error."""
+    for k, party, value in rows:
+        out[k] = reply(party, value)
+    return cast(list[Message | ProtocolError], out)
+
+
 @_in_chunks
 def share_keys_all(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
     """Round 1 (:meth:`MaskedParty.share_keys`) of each ``(party, directory)`` of ``calls``, one
     pass per kind of work across the parties: every party's directory checked and its secrets
-    shared, then every party's static agreements with their HKDF, then every party's shares
-    sealed.  For each call, its :class:`~parties.secure.messages.SealedShares` or the
-    ProtocolError it raised, and each party left in the state that call alone leaves it in (as
-    :func:`mask_inputs`)."""
+    shared, then every party's static agreements with their HKDF, its plaintexts, its
+    ciphertexts, and its reply.  For each call, its :class:`~parties.secure.messages.SealedShares`
+    or the ProtocolError it raised, and each party left in the state that call alone leaves it
+    in (as :func:`mask_inputs`)."""
     out: list[Message | ProtocolError | None] = [None] * len(calls)
-    shared: list[tuple[int, MaskedParty, tuple[list[int], list[bytes], list[bytes]]]] = []
-    for k, (party, directory) in enumerate(calls):
-        try:
-            shared.append((k, party, party.share_secrets(directory)))
-        except ProtocolError as exc:
-            out[k] = exc
+    shared = _pass(out, _rows(calls), MaskedParty.share_secrets)
     for _, party, _ in shared:
         party.agree_keys()
-    for k, party, shares in shared:
-        out[k] = party.seal_shares(*shares)
-    return cast(list[Message | ProtocolError], out)  # (every call has its reply or its error)
+    plain = [(k, party, party.plaintexts(*shares)) for k, party, shares in shared]
+    sealed = [(k, party, party.seal(texts)) for k, party, texts in plain]
+    return _replies(out, sealed, MaskedParty.sealed_shares)
 
 
 @_in_chunks
 def mask_inputs(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
     """Round 2 (:meth:`MaskedParty.mask_input`) of each ``(party, relayed)`` of ``calls``, one pass
-    per kind of work across the parties: every party's relayed shares opened and checked, then
+    per kind of work across the parties: every party's relayed shares opened, then checked, then
     every party's combined view keys, masking agreements (with their HKDF), and masked input.  For
     each call, its :class:`~parties.secure.messages.MaskedInput` or the ProtocolError it raised, and
     each party left in the state that call alone leaves it in.
 
     A host stepping many parties' programs runs it once for all those that reach round 2 on one
     turn of its loop (the masked programs' :class:`~parties.secure.program.Answer`): the same
-    library calls back to back, their code and data kept hot."""
+    library calls and the same Python back to back, their code and data kept hot."""
     out: list[Message | ProtocolError | None] = [None] * len(calls)
-    opened: list[tuple[int, MaskedParty, dict[int, bytes], list[_Handed]]] = []
-    for k, (party, relayed) in enumerate(calls):
-        try:
-            opened.append((k, party, *party.open_relayed(relayed)))
-        except ProtocolError as exc:
-            out[k] = exc
-    for _, party, _, handed in opened:  # (handed peers are no neighbours)
+    opened = _pass(out, _rows(calls), MaskedParty.open_relayed)
+    taken = _pass(out, opened, lambda party, senders_texts: party.take_shares(*senders_texts))
+    for _, party, (_, handed) in taken:  # (handed peers are no neighbours)
         party.view_keys = party.crypto.combined_keys(handed, dict(party.view_keys))
-    agreed: list[tuple[int, MaskedParty, dict[int, bytes], list[bytes]]] = []
-    for k, party, peer_masks, _ in opened:
-        try:
-            agreed.append((k, party, peer_masks, party.crypto.mask_seeds(party.s_keys, peer_masks, party.ctx.session,
-                                                                          party.me)))
-        except ProtocolError as exc:
-            out[k] = exc
-    for k, party, peer_masks, seeds in agreed:
-        out[k] = party.mask(peer_masks, seeds)
-    return cast(list[Message | ProtocolError], out)  # (every call has its reply or its error)
+    agreed = _pass(out, taken, lambda party, masks_handed: (masks_handed[0], party.mask_seeds(masks_handed[0])))
+    return _replies(out, agreed, lambda party, masks_seeds: party.mask(*masks_seeds))
+
+
+@_in_chunks
+def state_views(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
+    """Round 3 (:meth:`MaskedParty.state_view`) of each ``(party, told)`` of ``calls``, one pass
+    per kind of work: every party's survivor set checked, then every party's view tags, then
+    every reply (as :func:`share_keys_all`)."""
+    out: list[Message | ProtocolError | None] = [None] * len(calls)
+    stated = _pass(out, _rows(calls), MaskedParty.view_statement)
+    tagged = [(k, party, (targets, party.tag_view(targets, view))) for k, party, (targets, view) in stated]
+    return _replies(out, tagged, lambda party, targets_tags: party.survivor_tags(*targets_tags))
+
+
+@_in_chunks
+def unmask_all(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
+    """Round 4 (:meth:`MaskedParty.unmask`) of each ``(party, request)`` of ``calls``, one pass
+    per kind of work: every party's consistency check, then the reply of each that passed it
+    (as :func:`share_keys_all`)."""
+    out: list[Message | ProtocolError | None] = [None] * len(calls)
+    return _replies(out, _pass(out, _rows(calls), MaskedParty.check_views), MaskedParty.reveal)
 
 
 @lru_cache(maxsize=4)
@@ -334,8 +361,11 @@ class MaskedParty:
     on; the party keeps only what its later rounds use (a round's plaintexts, ciphertexts and
     masked vector leave with its reply).  :meth:`parties.secure.masked.MaskedEngine.party_program`
     does the rounds' I/O.  Rounds 1 and 2 are also their steps (:meth:`share_secrets`,
-    :meth:`agree_keys`, :meth:`seal_shares`; :meth:`open_relayed`, :meth:`mask`), which
-    :func:`share_keys_all` and :func:`mask_inputs` run for many parties one pass per kind of work."""
+    :meth:`agree_keys`, :meth:`plaintexts`, :meth:`seal`, :meth:`sealed_shares`; :meth:`open_relayed`,
+    :meth:`take_shares`, :meth:`mask_seeds`, :meth:`mask`), and so are rounds 3 and 4
+    (:meth:`view_statement`, :meth:`tag_view`, :meth:`survivor_tags`; :meth:`check_views`,
+    :meth:`reveal`): :func:`share_keys_all`, :func:`mask_inputs`, :func:`state_views` and
+    :func:`unmask_all` run them for many parties, one pass per kind of work."""
 
     __slots__ = ("me", "ctx", "crypto", "min_contributors", "vector", "s_keys", "s_pk", "s_sk_raw", "live",
                  "relayed_keys", "channel", "view_keys", "self_mask", "own_x", "own_b", "held", "told_ids")
@@ -413,16 +443,24 @@ class MaskedParty:
         key and the consistency round's MAC key of the pair."""
         self.channel, self.view_keys = self.crypto.pair_keys(self.me, self.live, self.ctx.session)
 
-    def seal_shares(self, xs: list[int], sk_values: list[bytes], b_values: list[bytes]) -> SealedShares:
-        """Round 1's last step: each live holder's shares, sealed under its channel key with the
-        view keys this party hands it for its holders that are not neighbours of each other."""
-        me, crypto, live, channel, s, s_pk = self.me, self.crypto, self.live, self.channel, self.ctx.session, self.s_pk
-        handed = crypto.handed_keys(live, self.ctx.neighbours)
+    def plaintexts(self, xs: list[int], sk_values: list[bytes], b_values: list[bytes]) -> list[bytes]:
+        """Round 1's third step: what this party seals for each live holder (in their order): its
+        shares, and the view keys this party hands it for its holders that are not neighbours of
+        each other."""
+        me, live, s_pk = self.me, self.live, self.s_pk
+        handed = self.crypto.handed_keys(live, self.ctx.neighbours)
         layout, flat = _plain_with, chain.from_iterable
-        plain = [layout(len(handed_j)).pack(me, j, xj, sk, b, s_pk, *flat(handed_j.items()))
-                 for j, xj, sk, b, handed_j in zip(live, xs, sk_values, b_values, map(handed.__getitem__, live))]
-        sealed = crypto.seal_each([channel[j] for j in live], plain, s, me, live)
-        return SealedShares(s, *bundle(zip(live, sealed)))
+        return [layout(len(handed_j)).pack(me, j, xj, sk, b, s_pk, *flat(handed_j.items()))
+                for j, xj, sk, b, handed_j in zip(live, xs, sk_values, b_values, map(handed.__getitem__, live))]
+
+    def seal(self, plain: list[bytes]) -> list[bytes]:
+        """Round 1's fourth step: :meth:`plaintexts` sealed, each under its holder's channel key."""
+        live, channel = self.live, self.channel
+        return self.crypto.seal_each([channel[j] for j in live], plain, self.ctx.session, self.me, live)
+
+    def sealed_shares(self, sealed: list[bytes]) -> SealedShares:
+        """Round 1's last step: the reply carrying the ciphertexts of :meth:`seal`."""
+        return SealedShares(self.ctx.session, *bundle(zip(self.live, sealed)))
 
     def mask_input(self, relayed: RelayedShares) -> MaskedInput:
         """Round 2: open the shares relayed to us; mask the input with exactly their senders
@@ -433,16 +471,28 @@ class MaskedParty:
         assert isinstance(reply, MaskedInput)
         return reply
 
-    def open_relayed(self, relayed: RelayedShares) -> tuple[dict[int, bytes], list[_Handed]]:
-        """Round 2's first step: the shares relayed to us opened and checked, and kept; the
-        senders' masking keys and the view keys they handed us returned."""
-        me, ctx = self.me, self.ctx
+    def open_relayed(self, relayed: RelayedShares) -> tuple[list[int], list[bytes]]:
+        """Round 2's first step: the shares relayed to us opened (their senders, their plaintexts)."""
+        me = self.me
         senders = relayed.senders.tolist()
         if not set(senders) <= set(self.live):
             raise MessageError(f"party {me}: relayed shares come from parties outside its live neighbours")
-        self.held, peer_masks, handed = _open_shares(relayed, senders, self.channel, self.relayed_keys, ctx.neighbours,
-                                                     me, set(ctx.neighbours[me]), ctx.session, self.crypto)
+        channel = self.channel
+        return senders, self.crypto.open_each([channel[j] for j in senders], blobs(relayed.ends, relayed.ciphertexts),
+                                              self.ctx.session, senders, me)
+
+    def take_shares(self, senders: list[int], opened: list[bytes]) -> tuple[dict[int, bytes], list[_Handed]]:
+        """Round 2's second step: the shares :meth:`open_relayed` opened checked, and kept; the
+        senders' masking keys and the view keys they handed us returned."""
+        neighbours = self.ctx.neighbours
+        self.held, peer_masks, handed = _open_shares(opened, senders, self.relayed_keys, neighbours, self.me,
+                                                     set(neighbours[self.me]))
         return peer_masks, handed
+
+    def mask_seeds(self, peer_masks: dict[int, bytes]) -> list[bytes]:
+        """Round 2's fourth step: the pairwise mask seeds with the senders (``peer_masks``: their
+        s_pk, from :meth:`take_shares`)."""
+        return self.crypto.mask_seeds(self.s_keys, peer_masks, self.ctx.session, self.me)
 
     def mask(self, peer_masks: dict[int, bytes], seeds: list[bytes]) -> MaskedInput:
         """Round 2's last step: the input masked with the self mask and the senders' masks
@@ -455,9 +505,19 @@ class MaskedParty:
 
     def state_view(self, told: SurvivorSet) -> SurvivorTags:
         """Round 3: state the survivor set we are told (one view per session), MAC'd for every
-        party that may need it: the other holders of every owner we hold shares of."""
+        party that may need it: the other holders of every owner we hold shares of
+        (:func:`state_views` of this one party)."""
+        reply, = state_views([(self, told)])
+        if isinstance(reply, ProtocolError):
+            raise reply
+        assert isinstance(reply, SurvivorTags)
+        return reply
+
+    def view_statement(self, told: SurvivorSet) -> tuple[list[int], bytes]:
+        """Round 3's first step: the survivor set we are told checked and kept (one view per
+        session); the parties to tag it for (every key of :attr:`view_keys`, in order) and the
+        view as the statement packs it."""
         me, ctx, held, min_contributors = self.me, self.ctx, self.held, self.min_contributors
-        s = ctx.session
         told_ids = tuple(told.survivors.tolist())
         view = frozenset(told_ids)
         if me not in view or not view <= {me, *ctx.neighbours[me]}:
@@ -473,16 +533,38 @@ class MaskedParty:
                 "and reveals no share",
                 survivors=known, threshold=min_contributors)
         self.told_ids = told_ids
-        targets = sorted(self.view_keys)
-        tags = self.crypto.view_tags(self.view_keys, statement_prefix(s), me, targets, pack_ids(told_ids))
-        return SurvivorTags(s, id_vector(targets), tags)
+        return sorted(self.view_keys), pack_ids(told_ids)
+
+    def tag_view(self, targets: list[int], view: bytes) -> bytes:
+        """Round 3's second step: the statement of ``view`` MAC'd for each of ``targets``."""
+        return self.crypto.view_tags(self.view_keys, statement_prefix(self.ctx.session), self.me, targets, view)
+
+    def survivor_tags(self, targets: list[int], tags: bytes) -> SurvivorTags:
+        """Round 3's last step: the reply carrying the tags of :meth:`tag_view`."""
+        return SurvivorTags(self.ctx.session, id_vector(targets), tags)
 
     def unmask(self, request: UnmaskRequest) -> UnmaskShares:
-        """Round 4: check the stated views, then reveal b-shares of survivors, s_sk-shares of the dropped."""
-        me, ctx, held = self.me, self.ctx, self.held
-        view = frozenset(self.told_ids)
-        owners = sorted([me, *held])
-        self.crypto.check(request, self.view_keys, ctx, me, view, owners, statement_prefix(ctx.session))
+        """Round 4: check the stated views, then reveal b-shares of survivors, s_sk-shares of the
+        dropped (:func:`unmask_all` of this one party)."""
+        reply, = unmask_all([(self, request)])
+        if isinstance(reply, ProtocolError):
+            raise reply
+        assert isinstance(reply, UnmaskShares)
+        return reply
+
+    def check_views(self, request: UnmaskRequest) -> list[int]:
+        """Round 4's first step: the stated views checked (the owners of the shares held, this
+        party included, in order, returned)."""
+        me, ctx = self.me, self.ctx
+        owners = sorted([me, *self.held])
+        self.crypto.check(request, self.view_keys, ctx, me, frozenset(self.told_ids), owners,
+                          statement_prefix(ctx.session))
+        return owners
+
+    def reveal(self, owners: list[int]) -> UnmaskShares:
+        """Round 4's last step, once :meth:`check_views` passed: b-shares of survivors,
+        s_sk-shares of the dropped."""
+        me, held, view = self.me, self.held, frozenset(self.told_ids)
         which, absc, values = bytearray(), [], []
         for o in owners:
             if o in view:  # survived: its self mask is removed
@@ -493,4 +575,4 @@ class MaskedParty:
                 x_o, y_o = held[o][0], held[o][1]
             absc.append(x_o)
             values.append(y_o)
-        return UnmaskShares(ctx.session, id_vector(owners), bytes(which), id_vector(absc), b"".join(values))
+        return UnmaskShares(self.ctx.session, id_vector(owners), bytes(which), id_vector(absc), b"".join(values))

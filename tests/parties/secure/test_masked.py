@@ -533,6 +533,64 @@ def test_round_1_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatc
     assert sum(isinstance(r, ProtocolError) for r in replies) == 1
 
 
+@pytest.mark.parametrize("chunk", [512, 5])
+def test_round_3_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatch: pytest.MonkeyPatch,
+                                                                     chunk: int) -> None:
+    # As round 2 (state_views: every survivor set checked, then every party's tags, then every
+    # reply): the same tags byte for byte (keyed BLAKE2b: no randomness), the same errors, and
+    # the same view kept.
+    import copy
+
+    from mprr.errors import ProtocolError
+    from parties.secure import masked_party
+    from parties.secure.messages import SurvivorSet
+
+    _, kept = _captured_rounds(monkeypatch, "state_view")
+    victim, told = kept[7][0].me, kept[7][1]  # told a survivor set without itself: its round fails
+    kept[7] = (kept[7][0], SurvivorSet(told.session, id_vector([p for p in told.survivors.tolist() if p != victim])))
+    alone, together = ([(copy.copy(party), message) for party, message in kept] for _ in range(2))
+    monkeypatch.setattr(masked_party, "BATCH_CHUNK", chunk)
+    replies = masked_party.state_views(together)
+    each_alone = masked_party.in_turn("state_view")(alone)
+    for (party, _), (batched, _), reply, expected in zip(alone, together, replies, each_alone):
+        if isinstance(expected, ProtocolError):
+            assert type(reply) is type(expected) and str(reply) == str(expected) and party.me == victim
+            assert "survivor set must contain the party" in str(reply)
+        else:
+            assert isinstance(reply, SurvivorTags) and isinstance(expected, SurvivorTags)
+            assert encode(reply) == encode(expected)
+        assert batched.told_ids == party.told_ids
+    assert sum(isinstance(r, ProtocolError) for r in replies) == 1
+
+
+@pytest.mark.parametrize("chunk", [512, 5])
+def test_round_4_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatch: pytest.MonkeyPatch,
+                                                                     chunk: int) -> None:
+    # As round 2 (unmask_all: every party's consistency check, then the replies of those that
+    # passed): the same shares byte for byte, and the same abort for a forged statement.
+    import copy
+
+    from mprr.errors import ProtocolError
+    from parties.secure import masked_party
+
+    _, kept = _captured_rounds(monkeypatch, "unmask")
+    victim, asked = kept[2][0].me, kept[2][1]  # every statement's tag flipped: its check fails
+    kept[2] = (kept[2][0], UnmaskRequest(asked.session, asked.view_cells, asked.view_ends, asked.signers,
+                                         asked.view_of, bytes(b ^ 1 for b in asked.tags)))
+    alone, together = ([(copy.copy(party), message) for party, message in kept] for _ in range(2))
+    monkeypatch.setattr(masked_party, "BATCH_CHUNK", chunk)
+    replies = masked_party.unmask_all(together)
+    each_alone = masked_party.in_turn("unmask")(alone)
+    for (party, _), reply, expected in zip(alone, replies, each_alone):
+        if isinstance(expected, ProtocolError):
+            assert type(reply) is type(expected) and str(reply) == str(expected) and party.me == victim
+            assert isinstance(reply, SecureSumAborted) and "stated a survivor set that agrees" in str(reply)
+        else:
+            assert isinstance(reply, UnmaskShares) and isinstance(expected, UnmaskShares)
+            assert encode(reply) == encode(expected)
+    assert sum(isinstance(r, ProtocolError) for r in replies) == 1
+
+
 def test_a_round_of_one_kind_of_work_runs_each_partys_round_method_in_turn_and_returns_its_error() -> None:
     from mprr.errors import ProtocolError
     from parties.secure.masked_party import in_turn
