@@ -15,7 +15,7 @@ from collections.abc import Callable
 from functools import lru_cache, wraps
 from itertools import chain
 from secrets import token_bytes
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -347,6 +347,19 @@ def unmask_all(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
     return _replies(out, _pass(out, _rows(calls), MaskedParty.check_views), MaskedParty.reveal)
 
 
+_Reply = TypeVar("_Reply", bound=Message)
+
+
+def _alone(batch: Callable[[list[tuple[Any, ...]]], list[Message | ProtocolError]], party: MaskedParty,
+           message: Message, kind: type[_Reply]) -> _Reply:
+    """A round of one party: ``batch`` of its one call, the ProtocolError it decided on raised."""
+    reply, = batch([(party, message)])
+    if isinstance(reply, ProtocolError):
+        raise reply
+    assert isinstance(reply, kind)
+    return reply
+
+
 @lru_cache(maxsize=4)
 def zeros(dtype: str, length: int) -> np.ndarray:
     zeros = np.zeros(length, dtype=dtype)
@@ -398,11 +411,7 @@ class MaskedParty:
         """Round 1: share b_i and s_sk_i among the live holders the directory lists, sealed under
         keys agreed with their registered static keys (authenticated by the PKI, nothing
         relayed to check) (:func:`share_keys_all` of this one party)."""
-        reply, = share_keys_all([(self, directory)])
-        if isinstance(reply, ProtocolError):
-            raise reply
-        assert isinstance(reply, SealedShares)
-        return reply
+        return _alone(share_keys_all, self, directory, SealedShares)
 
     def share_secrets(self, directory: KeyDirectory) -> tuple[list[int], list[bytes], list[bytes]]:
         """Round 1's first step: the directory checked, the relayed masking keys kept, the self
@@ -465,11 +474,7 @@ class MaskedParty:
     def mask_input(self, relayed: RelayedShares) -> MaskedInput:
         """Round 2: open the shares relayed to us; mask the input with exactly their senders
         (:func:`mask_inputs` of this one party)."""
-        reply, = mask_inputs([(self, relayed)])
-        if isinstance(reply, ProtocolError):
-            raise reply
-        assert isinstance(reply, MaskedInput)
-        return reply
+        return _alone(mask_inputs, self, relayed, MaskedInput)
 
     def open_relayed(self, relayed: RelayedShares) -> tuple[list[int], list[bytes]]:
         """Round 2's first step: the shares relayed to us opened (their senders, their plaintexts)."""
@@ -507,11 +512,7 @@ class MaskedParty:
         """Round 3: state the survivor set we are told (one view per session), MAC'd for every
         party that may need it: the other holders of every owner we hold shares of
         (:func:`state_views` of this one party)."""
-        reply, = state_views([(self, told)])
-        if isinstance(reply, ProtocolError):
-            raise reply
-        assert isinstance(reply, SurvivorTags)
-        return reply
+        return _alone(state_views, self, told, SurvivorTags)
 
     def view_statement(self, told: SurvivorSet) -> tuple[list[int], bytes]:
         """Round 3's first step: the survivor set we are told checked and kept (one view per
@@ -546,11 +547,7 @@ class MaskedParty:
     def unmask(self, request: UnmaskRequest) -> UnmaskShares:
         """Round 4: check the stated views, then reveal b-shares of survivors, s_sk-shares of the
         dropped (:func:`unmask_all` of this one party)."""
-        reply, = unmask_all([(self, request)])
-        if isinstance(reply, ProtocolError):
-            raise reply
-        assert isinstance(reply, UnmaskShares)
-        return reply
+        return _alone(unmask_all, self, request, UnmaskShares)
 
     def check_views(self, request: UnmaskRequest) -> list[int]:
         """Round 4's first step: the stated views checked (the owners of the shares held, this

@@ -470,26 +470,34 @@ def _captured_rounds(monkeypatch: pytest.MonkeyPatch, method: str) -> tuple[Any,
     return ctx, kept
 
 
+def _batched_and_alone(monkeypatch: pytest.MonkeyPatch, kept: list[tuple[Any, Any]], batch: str, method: str,
+                       chunk: int = 512) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]], list[Any], list[Any]]:
+    """Two copies of each captured party: one set run by ``batch`` together (``chunk`` parties a
+    pass), the other by ``method`` each on its own (its error returned); both copies and both
+    sets of replies."""
+    import copy
+
+    from parties.secure import masked_party
+
+    alone, together = ([(copy.copy(party), message) for party, message in kept] for _ in range(2))
+    monkeypatch.setattr(masked_party, "BATCH_CHUNK", chunk)
+    return alone, together, getattr(masked_party, batch)(together), masked_party.in_turn(method)(alone)
+
+
 @pytest.mark.parametrize("chunk", [512, 5])
 def test_round_2_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatch: pytest.MonkeyPatch,
                                                                      chunk: int) -> None:
     # A host runs round 2 of the parties that reach it on one turn together (mask_inputs, one pass
     # per kind of work, BATCH_CHUNK parties at a time): every reply, error and party state is the
     # one of the party's own round.
-    import copy
-
     from mprr.errors import ProtocolError
-    from parties.secure import masked_party
     from parties.secure.messages import RelayedShares
 
     _, kept = _captured_rounds(monkeypatch, "mask_input")
     victim, forged = kept[3][0].me, kept[3][1]  # its relayed shares, one ciphertext byte flipped: its round fails
     kept[3] = (kept[3][0], RelayedShares(forged.session, forged.senders, forged.ends,
                                          bytes([forged.ciphertexts[0] ^ 1]) + forged.ciphertexts[1:]))
-    alone, together = ([(copy.copy(party), relayed) for party, relayed in kept] for _ in range(2))
-    monkeypatch.setattr(masked_party, "BATCH_CHUNK", chunk)
-    replies = masked_party.mask_inputs(together)
-    each_alone = masked_party.in_turn("mask_input")(alone)  # (each party's own round, its error returned)
+    alone, together, replies, each_alone = _batched_and_alone(monkeypatch, kept, "mask_inputs", "mask_input", chunk)
     for (party, _), (batched, _), reply, expected in zip(alone, together, replies, each_alone):
         if isinstance(expected, ProtocolError):
             assert type(reply) is type(expected) and str(reply) == str(expected)
@@ -505,8 +513,6 @@ def test_round_2_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatc
 def test_round_1_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
     # As round 2 (share_keys_all): the same replies but for their fresh randomness (seeds,
     # shares, nonces), the same errors, the same agreed keys and the same state otherwise.
-    import copy
-
     from mprr.errors import ProtocolError
     from parties.secure import masked_party
     from parties.secure.messages import KeyDirectory
@@ -516,9 +522,7 @@ def test_round_1_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatc
     stranger = next(p for p in range(12) if p != victim and p not in ctx.neighbours[victim])
     kept[5] = (kept[5][0], KeyDirectory(told.session, id_vector(sorted([*told.parties.tolist()[1:], stranger])),
                                         told.keys))
-    alone, together = ([(copy.copy(party), directory) for party, directory in kept] for _ in range(2))
-    replies = masked_party.share_keys_all(together)
-    each_alone = masked_party.in_turn("share_keys")(alone)
+    alone, together, replies, each_alone = _batched_and_alone(monkeypatch, kept, "share_keys_all", "share_keys")
     for (party, _), (batched, _), reply, expected in zip(alone, together, replies, each_alone):
         if isinstance(expected, ProtocolError):
             assert type(reply) is type(expected) and str(reply) == str(expected) and party.me == victim
@@ -539,19 +543,13 @@ def test_round_3_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatc
     # As round 2 (state_views: every survivor set checked, then every party's tags, then every
     # reply): the same tags byte for byte (keyed BLAKE2b: no randomness), the same errors, and
     # the same view kept.
-    import copy
-
     from mprr.errors import ProtocolError
-    from parties.secure import masked_party
     from parties.secure.messages import SurvivorSet
 
     _, kept = _captured_rounds(monkeypatch, "state_view")
     victim, told = kept[7][0].me, kept[7][1]  # told a survivor set without itself: its round fails
     kept[7] = (kept[7][0], SurvivorSet(told.session, id_vector([p for p in told.survivors.tolist() if p != victim])))
-    alone, together = ([(copy.copy(party), message) for party, message in kept] for _ in range(2))
-    monkeypatch.setattr(masked_party, "BATCH_CHUNK", chunk)
-    replies = masked_party.state_views(together)
-    each_alone = masked_party.in_turn("state_view")(alone)
+    alone, together, replies, each_alone = _batched_and_alone(monkeypatch, kept, "state_views", "state_view", chunk)
     for (party, _), (batched, _), reply, expected in zip(alone, together, replies, each_alone):
         if isinstance(expected, ProtocolError):
             assert type(reply) is type(expected) and str(reply) == str(expected) and party.me == victim
@@ -568,19 +566,13 @@ def test_round_4_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatc
                                                                      chunk: int) -> None:
     # As round 2 (unmask_all: every party's consistency check, then the replies of those that
     # passed): the same shares byte for byte, and the same abort for a forged statement.
-    import copy
-
     from mprr.errors import ProtocolError
-    from parties.secure import masked_party
 
     _, kept = _captured_rounds(monkeypatch, "unmask")
     victim, asked = kept[2][0].me, kept[2][1]  # every statement's tag flipped: its check fails
     kept[2] = (kept[2][0], UnmaskRequest(asked.session, asked.view_cells, asked.view_ends, asked.signers,
                                          asked.view_of, bytes(b ^ 1 for b in asked.tags)))
-    alone, together = ([(copy.copy(party), message) for party, message in kept] for _ in range(2))
-    monkeypatch.setattr(masked_party, "BATCH_CHUNK", chunk)
-    replies = masked_party.unmask_all(together)
-    each_alone = masked_party.in_turn("unmask")(alone)
+    alone, together, replies, each_alone = _batched_and_alone(monkeypatch, kept, "unmask_all", "unmask", chunk)
     for (party, _), reply, expected in zip(alone, replies, each_alone):
         if isinstance(expected, ProtocolError):
             assert type(reply) is type(expected) and str(reply) == str(expected) and party.me == victim
