@@ -1,0 +1,172 @@
+"""The masked party (:mod:`parties.secure.masked_party`): its batches, one pass per kind of work
+across many parties, give every party the reply, error and state of its own round."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from mprr.errors import MessageError, SecureSumAborted
+from parties.secure.masked import MaskedEngine
+from parties.secure.messages import MaskedInput, SealedShares, SurvivorTags, UnmaskRequest, UnmaskShares, id_vector
+from parties.wire.codec import encode
+
+
+def _captured_rounds(monkeypatch: pytest.MonkeyPatch, method: str) -> tuple[Any, list[tuple[Any, Any]]]:
+    """A masked sum of 12 parties run by the counting driver with real cryptography, each party's
+    round ``method`` run on its own: the context, and (a copy of the party before the round, its
+    message) per party."""
+    import copy
+
+    from parties.secure import masked_party
+    from parties.secure.engine import counted_cost
+    from parties.secure.suite import REAL
+
+    engine = MaskedEngine(topology="regular", degree=4, threshold=3)
+    ctx = engine.context(range(12), 5, session="batched")
+    kept: list[tuple[Any, Any]] = []
+    round_method = getattr(masked_party.MaskedParty, method)
+
+    def keep(party: Any, message: Any) -> Any:
+        kept.append((copy.copy(party), message))
+        return round_method(party, message)
+
+    monkeypatch.setattr(masked_party.MaskedParty, method, keep)
+    counted_cost(engine, ctx, suite=REAL, mirror=False)
+    monkeypatch.undo()
+    assert len(kept) == 12
+    return ctx, kept
+
+
+def _batched_and_alone(monkeypatch: pytest.MonkeyPatch, kept: list[tuple[Any, Any]], batch: str, method: str,
+                       chunk: int = 512) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]], list[Any], list[Any]]:
+    """Two copies of each captured party: one set run by ``batch`` together (``chunk`` parties a
+    pass), the other by ``method`` each on its own (its error returned); both copies and both
+    sets of replies."""
+    import copy
+
+    from parties.secure import masked_party
+
+    alone, together = ([(copy.copy(party), message) for party, message in kept] for _ in range(2))
+    monkeypatch.setattr(masked_party, "BATCH_CHUNK", chunk)
+    return alone, together, getattr(masked_party, batch)(together), masked_party.in_turn(method)(alone)
+
+
+@pytest.mark.parametrize("chunk", [512, 5])
+def test_round_2_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatch: pytest.MonkeyPatch,
+                                                                     chunk: int) -> None:
+    # A host runs round 2 of the parties that reach it on one turn together (mask_inputs, one pass
+    # per kind of work, BATCH_CHUNK parties at a time): every reply, error and party state is the
+    # one of the party's own round.
+    from mprr.errors import ProtocolError
+    from parties.secure.messages import RelayedShares
+
+    _, kept = _captured_rounds(monkeypatch, "mask_input")
+    victim, forged = kept[3][0].me, kept[3][1]  # its relayed shares, one ciphertext byte flipped: its round fails
+    kept[3] = (kept[3][0], RelayedShares(forged.session, forged.senders, forged.ends,
+                                         bytes([forged.ciphertexts[0] ^ 1]) + forged.ciphertexts[1:]))
+    alone, together, replies, each_alone = _batched_and_alone(monkeypatch, kept, "mask_inputs", "mask_input", chunk)
+    for (party, _), (batched, _), reply, expected in zip(alone, together, replies, each_alone):
+        if isinstance(expected, ProtocolError):
+            assert type(reply) is type(expected) and str(reply) == str(expected)
+            assert "failed authentication" in str(reply) and party.me == victim
+        else:
+            assert isinstance(reply, MaskedInput) and isinstance(expected, MaskedInput)
+            assert np.array_equal(reply.values, expected.values)
+        for name in ("held", "view_keys", "self_mask", "s_keys"):
+            assert getattr(batched, name) == getattr(party, name), name
+    assert sum(isinstance(r, ProtocolError) for r in replies) == 1
+
+
+def test_round_1_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    # As round 2 (share_keys_all): the same replies but for their fresh randomness (seeds,
+    # shares, nonces), the same errors, the same agreed keys and the same state otherwise.
+    from mprr.errors import ProtocolError
+    from parties.secure import masked_party
+    from parties.secure.messages import KeyDirectory
+
+    ctx, kept = _captured_rounds(monkeypatch, "share_keys")
+    victim, told = kept[5][0].me, kept[5][1]  # told a stranger's key: its round fails, the others' do not
+    stranger = next(p for p in range(12) if p != victim and p not in ctx.neighbours[victim])
+    kept[5] = (kept[5][0], KeyDirectory(told.session, id_vector(sorted([*told.parties.tolist()[1:], stranger])),
+                                        told.keys))
+    alone, together, replies, each_alone = _batched_and_alone(monkeypatch, kept, "share_keys_all", "share_keys")
+    for (party, _), (batched, _), reply, expected in zip(alone, together, replies, each_alone):
+        if isinstance(expected, ProtocolError):
+            assert type(reply) is type(expected) and str(reply) == str(expected) and party.me == victim
+            assert "key directory lists parties that are not its neighbours" in str(reply)
+        else:
+            assert isinstance(reply, SealedShares) and isinstance(expected, SealedShares)
+            assert reply.recipients.tolist() == expected.recipients.tolist()
+            assert [len(b) for b in masked_party.blobs(reply.ends, reply.ciphertexts)] == [
+                len(b) for b in masked_party.blobs(expected.ends, expected.ciphertexts)]
+        for name in ("live", "relayed_keys", "channel", "view_keys", "own_x", "s_sk_raw"):
+            assert getattr(batched, name) == getattr(party, name), name
+    assert sum(isinstance(r, ProtocolError) for r in replies) == 1
+
+
+@pytest.mark.parametrize("chunk", [512, 5])
+def test_round_3_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatch: pytest.MonkeyPatch,
+                                                                     chunk: int) -> None:
+    # As round 2 (state_views: every survivor set checked, then every party's tags, then every
+    # reply): the same tags byte for byte (keyed BLAKE2b: no randomness), the same errors, and
+    # the same view kept.
+    from mprr.errors import ProtocolError
+    from parties.secure.messages import SurvivorSet
+
+    _, kept = _captured_rounds(monkeypatch, "state_view")
+    victim, told = kept[7][0].me, kept[7][1]  # told a survivor set without itself: its round fails
+    kept[7] = (kept[7][0], SurvivorSet(told.session, id_vector([p for p in told.survivors.tolist() if p != victim])))
+    alone, together, replies, each_alone = _batched_and_alone(monkeypatch, kept, "state_views", "state_view", chunk)
+    for (party, _), (batched, _), reply, expected in zip(alone, together, replies, each_alone):
+        if isinstance(expected, ProtocolError):
+            assert type(reply) is type(expected) and str(reply) == str(expected) and party.me == victim
+            assert "survivor set must contain the party" in str(reply)
+        else:
+            assert isinstance(reply, SurvivorTags) and isinstance(expected, SurvivorTags)
+            assert encode(reply) == encode(expected)
+        assert batched.told_ids == party.told_ids
+    assert sum(isinstance(r, ProtocolError) for r in replies) == 1
+
+
+@pytest.mark.parametrize("chunk", [512, 5])
+def test_round_4_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatch: pytest.MonkeyPatch,
+                                                                     chunk: int) -> None:
+    # As round 2 (unmask_all: every party's consistency check, then the replies of those that
+    # passed): the same shares byte for byte, and the same abort for a forged statement.
+    from mprr.errors import ProtocolError
+
+    _, kept = _captured_rounds(monkeypatch, "unmask")
+    victim, asked = kept[2][0].me, kept[2][1]  # every statement's tag flipped: its check fails
+    kept[2] = (kept[2][0], UnmaskRequest(asked.session, asked.view_cells, asked.view_ends, asked.signers,
+                                         asked.view_of, bytes(b ^ 1 for b in asked.tags)))
+    alone, together, replies, each_alone = _batched_and_alone(monkeypatch, kept, "unmask_all", "unmask", chunk)
+    for (party, _), reply, expected in zip(alone, replies, each_alone):
+        if isinstance(expected, ProtocolError):
+            assert type(reply) is type(expected) and str(reply) == str(expected) and party.me == victim
+            assert isinstance(reply, SecureSumAborted) and "stated a survivor set that agrees" in str(reply)
+        else:
+            assert isinstance(reply, UnmaskShares) and isinstance(expected, UnmaskShares)
+            assert encode(reply) == encode(expected)
+    assert sum(isinstance(r, ProtocolError) for r in replies) == 1
+
+
+def test_a_round_of_one_kind_of_work_runs_each_partys_round_method_in_turn_and_returns_its_error() -> None:
+    from mprr.errors import ProtocolError
+    from parties.secure.masked_party import in_turn
+
+    class _Party:
+        def __init__(self, me: int) -> None:
+            self.me = me
+
+        def told(self, k: int) -> Any:
+            if k < 0:
+                raise MessageError(f"party {self.me}: no such survivor {k}")
+            return (self.me, k)
+
+    batch = in_turn("told")
+    replies = batch([(_Party(0), 1), (_Party(1), -2), (_Party(2), 3)])
+    assert replies[0] == (0, 1) and replies[2] == (2, 3)
+    assert isinstance(replies[1], ProtocolError) and str(replies[1]) == "party 1: no such survivor -2"
