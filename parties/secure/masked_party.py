@@ -105,13 +105,15 @@ def _open_shares(opened: list[bytes], senders: list[int], relayed_keys: dict[int
     held: dict[int, tuple[int, bytes, bytes]] = {}
     peer_masks: dict[int, bytes] = {}  # s_pk of the senders, authenticated by their AEAD channel
     handed: list[_Handed] = []
-    size, entry_size, unpack = PLAIN.size, KEY_ENTRY.size, PLAIN.unpack_from
+    size, entry_size, layout = PLAIN.size, KEY_ENTRY.size, _plain_with
     complete = type(neighbours) is CompleteNeighbourhoods
+    outside = {me, *near}  # (no handed key is for this party or one of its neighbours)
     for j, plain_j in zip(senders, opened):
         extra = len(plain_j) - size
         if extra < 0 or extra % entry_size:
             raise MessageError(f"party {me}: sealed share from party {j} has {len(plain_j)} bytes")
-        owner, holder, xj, sk_y, b_y, s_pk = unpack(plain_j)
+        fields = layout(extra // entry_size).unpack(plain_j)  # owner, holder, x, shares, s_pk, (h, key) ...
+        owner, holder, xj, sk_y, b_y, s_pk = fields[:6]
         holders_j = neighbours[j] if extra or not complete else ()
         expected = (abscissa(neighbours, j, me) if complete  # (abscissa, inlined on a sparse graph)
                     else bisect_left(holders_j, me) + 1 + (j < me))
@@ -125,13 +127,12 @@ def _open_shares(opened: list[bytes], senders: list[int], relayed_keys: dict[int
         held[j] = (xj, sk_y, b_y)
         if not extra:
             continue
-        flat = _key_entries(extra // entry_size).unpack_from(plain_j, size)  # (h, key, h, key, ...)
-        peers = flat[0::2]
-        distinct = set(peers)
-        if (len(distinct) != len(peers) or me in distinct or not near.isdisjoint(distinct)
-                or not distinct.issubset(holders_j)):
+        peers = fields[6::2]
+        distinct = set(peers)  # (distinct, none outside, all among j's holders: intersected without a set of them)
+        if (len(distinct) != len(peers) or not outside.isdisjoint(distinct)
+                or len(distinct.intersection(holders_j)) != len(peers)):
             raise MessageError(f"party {me}: the view keys sealed by party {j} are not for its other holders")
-        handed.append((j, peers, flat[1::2]))
+        handed.append((j, peers, fields[7::2]))
     return held, peer_masks, handed
 
 
@@ -140,15 +141,9 @@ _Handed = tuple[int, tuple[int, ...], tuple[bytes, ...]]
 
 
 @lru_cache(maxsize=64)
-def _key_entries(count: int) -> struct.Struct:
-    """``count`` :data:`~parties.secure.views.KEY_ENTRY` entries in a row, unpacked by one call."""
-    return struct.Struct("<" + KEY_ENTRY.format.lstrip("<") * count)
-
-
-@lru_cache(maxsize=64)
 def _plain_with(count: int) -> struct.Struct:
-    """A sealed plaintext: :data:`PLAIN` then ``count`` key entries (:func:`_key_entries`),
-    packed by one call."""
+    """A sealed plaintext: :data:`PLAIN` then ``count`` :data:`~parties.secure.views.KEY_ENTRY`
+    entries, packed (and unpacked) by one call."""
     return struct.Struct(PLAIN.format + KEY_ENTRY.format.lstrip("<") * count)
 
 
