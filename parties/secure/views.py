@@ -263,13 +263,16 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
     majority agrees; on the complete graph, where H(o) is the roster for every o, each author's
     statement is checked once and the authors are counted per distinct view).
 
-    On a sparse graph the owner's own statement is checked first for each owner o, then the
-    other holders' in order: o is a neighbour of this party, so its statement counts for this
-    party's own secrets too.  An honest run on a k-regular graph then checks at most
-    k (m - 1) statements, m = (k + 1) // 2 + 1 the majority of a holder set (32 for k = 8:
-    the 8 owners' and 3 more per owner), fewer where holders share owners.  Which statements
-    are checked first does not change the outcome: an owner short of a majority among those
-    checked has every remaining statement of its holders checked before the party aborts."""
+    On a sparse graph the statements are first checked as an honest run needs them: for each
+    owner o, o's own (o is a neighbour of this party, so its statement counts for this party's
+    own secrets too), then its other holders' in order, m - 1 of them, m = (k + 1) // 2 + 1 the
+    majority of a holder set, each author's once; if they all agree, every owner has its
+    majority.  An honest run on a k-regular graph checks at most k (m - 1) statements (32 for
+    k = 8: the 8 owners' and 3 more per owner), fewer where holders share owners.  Otherwise
+    the rule is decided owner by owner: the statements already authenticated are counted first,
+    the others checked only while those are too few.  Which statements are checked first does
+    not change the outcome: an owner short of a majority among those checked has every
+    remaining statement of its holders checked before the party aborts."""
     signers = request.signers.tolist()
     statements = dict(zip(signers, range(len(signers))))
     ends = request.view_ends.tolist()
@@ -326,29 +329,19 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
     neighbours = ctx.neighbours
     checked: dict[int, Sequence[int] | None] = {}  # author -> its authenticated view (None: none, or a bad MAC)
     known = checked.get
+    # an honest run first: each owner's first m - 1 holders besides this party (o itself first),
+    # each statement authenticated once, must all agree; then every owner has its majority
     for o in owners:
         holders = neighbours[o]  # H(o): o and its neighbours
-        need = (len(holders) + 1) // 2 + 1
+        want = (len(holders) + 1) // 2  # the other holders a strict majority of H(o) needs
         alive = o in view
-        agree_ = 1  # this party
-        fresh = []  # authors not authenticated yet (or silent), checked only if those already are too few
-        if o != me:  # (o is a holder of its own secrets: first, see above)
-            got = known(o, checked)  # (``checked`` itself: not authenticated yet)
+        for w in (holders if o == me else (o, *holders)):
+            if w == me:
+                continue
+            got = known(w, checked)  # (``checked`` itself: not authenticated yet)
             if got is checked:
-                fresh.append(o)
-            elif got is not None and (o in got) == alive:
-                agree_ += 1
-        for w in holders:
-            got = known(w, checked)
-            if got is checked:
-                if w != me:
-                    fresh.append(w)
-            elif got is not None and (o in got) == alive:
-                agree_ += 1
-        if agree_ < need:
-            for w in fresh:  # authenticated only while those already checked are too few
-                i, key = statement_of(w), key_of(w)  # (stated, inlined)
                 got = None
+                i, key = statement_of(w), key_of(w)  # (stated, inlined)
                 if i is not None and key is not None:
                     v = view_of[i]
                     a, b = starts[v], ends[v]
@@ -360,6 +353,36 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
                     if same(mac.digest(), tags[TAG_BYTES * i: TAG_BYTES * i + TAG_BYTES]):
                         got = cells[a:b]
                 checked[w] = got
+            if got is None or (o in got) != alive:
+                break  # (this owner is decided below, with every statement of its holders)
+            want -= 1
+            if not want:
+                break
+        if want:
+            break
+    else:
+        return
+
+    def authenticated(w: int) -> Sequence[int] | None:
+        v = stated(w)
+        return None if v is None else cells[starts[v]:ends[v]]
+
+    for o in owners:  # the statements authenticated above kept: each author is checked once
+        holders = neighbours[o]
+        need = (len(holders) + 1) // 2 + 1
+        alive = o in view
+        agree_ = 1  # this party
+        fresh = []  # authors not authenticated yet (or silent), checked only if those already are too few
+        for w in (holders if o == me else (o, *holders)):
+            got = known(w, checked)
+            if got is checked:
+                if w != me:
+                    fresh.append(w)
+            elif got is not None and (o in got) == alive:
+                agree_ += 1
+        if agree_ < need:
+            for w in fresh:  # authenticated only while those already checked are too few
+                got = checked[w] = authenticated(w)
                 if got is not None and (o in got) == alive:
                     agree_ += 1
                     if agree_ >= need:

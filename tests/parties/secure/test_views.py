@@ -162,6 +162,41 @@ def test_the_lazy_checks_of_a_sparse_graph_decide_as_the_rule_written_out(topolo
     assert decided == 300 and 30 < aborted < 270  # both outcomes were exercised
 
 
+@pytest.mark.parametrize(("topology", "degree", "most"), [("regular", 8, 32), ("harary", 8, 12)])
+def test_an_honest_run_authenticates_each_author_once_and_at_most_k_times_m_minus_1(
+        monkeypatch: pytest.MonkeyPatch, topology: str, degree: int, most: int) -> None:
+    # every party alive and honest: each owner's first m - 1 other holders agree, so the party
+    # checks k (m - 1) = 8 * 4 = 32 statements at most (each once), fewer where holder sets
+    # overlap: on the Harary graph (holders me-8 .. me+8) the 8 owners' and 4 more, 12
+    import hashlib
+
+    import parties.secure.views as views
+
+    n, me = 60, 30
+    ctx = MaskedEngine(topology=topology, degree=degree, round_timeout=5).context(range(n), 2)
+    nbrs = ctx.neighbours
+    prefix = statement_prefix(ctx.session)
+    owners = sorted((me, *nbrs[me]))
+    two_hop = sorted({h for o in owners for h in (o, *nbrs[o])} - {me})
+    keys = {w: secrets.token_bytes(16) for w in two_hop}
+    views_of = {w: tuple(sorted((w, *nbrs[w]))) for w in two_hop}  # what each author was told: all alive
+    request = UnmaskRequest(ctx.session, id_vector([c for w in two_hop for c in views_of[w]]),
+                            id_vector(list(itertools.accumulate(len(views_of[w]) for w in two_hop))),
+                            id_vector(two_hop), id_vector(list(range(len(two_hop)))),
+                            b"".join(view_tags({me: keys[w]}, prefix, w, [me], pack_ids(views_of[w]))
+                                     for w in two_hop))
+    authenticated: list[bytes] = []
+
+    def counted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        authenticated.append(kwargs["key"])
+        return hashlib.blake2b(*args, **kwargs)
+
+    monkeypatch.setattr(views, "_blake2b", counted)
+    check_consistency(request, keys, ctx, me, frozenset(owners), owners, prefix)
+    assert len(authenticated) == len(set(authenticated)) <= most  # (n = 60: a random graph has triangles)
+    assert set(authenticated) >= {keys[o] for o in owners if o != me}  # every owner's own statement
+
+
 def test_pair_keys_cut_one_draw_into_a_key_per_non_adjacent_pair_in_holder_order() -> None:
     # the ring 0-1-...-7 (harary, k = 2): among the holders 1, 2, 4, 5 only 1-2 and 4-5 are
     # adjacent, so the pairs 1-4, 1-5, 2-4, 2-5 get the draw's keys 0, 1, 2, 3 in that order
