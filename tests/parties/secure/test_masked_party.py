@@ -3,6 +3,7 @@ across many parties, give every party the reply, error and state of its own roun
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -54,13 +55,28 @@ def _batched_and_alone(monkeypatch: pytest.MonkeyPatch, kept: list[tuple[Any, An
     return alone, together, getattr(masked_party, batch)(together), masked_party.in_turn(method)(alone)
 
 
+def _replies_match(alone: list[tuple[Any, Any]], replies: list[Any], each_alone: list[Any], victim: int, reason: str,
+                   kind: type, same: Callable[[Any, Any], bool]) -> None:
+    """Every reply of a batch is its party's own: the victim's error (same type and text, naming
+    ``reason``), every other reply a ``kind`` equal to its own by ``same``; exactly one error."""
+    from mprr.errors import ProtocolError
+
+    for (party, _), reply, expected in zip(alone, replies, each_alone):
+        if isinstance(expected, ProtocolError):
+            assert type(reply) is type(expected) and str(reply) == str(expected) and party.me == victim
+            assert reason in str(reply)
+        else:
+            assert isinstance(reply, kind) and isinstance(expected, kind)
+            assert same(reply, expected)
+    assert sum(isinstance(r, ProtocolError) for r in replies) == 1
+
+
 @pytest.mark.parametrize("chunk", [512, 5])
 def test_round_2_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatch: pytest.MonkeyPatch,
                                                                      chunk: int) -> None:
     # A host runs round 2 of the parties that reach it on one turn together (mask_inputs, one pass
     # per kind of work, BATCH_CHUNK parties at a time): every reply, error and party state is the
     # one of the party's own round.
-    from mprr.errors import ProtocolError
     from parties.secure.messages import RelayedShares
 
     _, kept = _captured_rounds(monkeypatch, "mask_input")
@@ -68,22 +84,16 @@ def test_round_2_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatc
     kept[3] = (kept[3][0], RelayedShares(forged.session, forged.senders, forged.ends,
                                          bytes([forged.ciphertexts[0] ^ 1]) + forged.ciphertexts[1:]))
     alone, together, replies, each_alone = _batched_and_alone(monkeypatch, kept, "mask_inputs", "mask_input", chunk)
-    for (party, _), (batched, _), reply, expected in zip(alone, together, replies, each_alone):
-        if isinstance(expected, ProtocolError):
-            assert type(reply) is type(expected) and str(reply) == str(expected)
-            assert "failed authentication" in str(reply) and party.me == victim
-        else:
-            assert isinstance(reply, MaskedInput) and isinstance(expected, MaskedInput)
-            assert np.array_equal(reply.values, expected.values)
+    _replies_match(alone, replies, each_alone, victim, "failed authentication", MaskedInput,
+                   lambda reply, expected: np.array_equal(reply.values, expected.values))
+    for (party, _), (batched, _) in zip(alone, together):
         for name in ("held", "view_keys", "self_mask", "s_keys"):
             assert getattr(batched, name) == getattr(party, name), name
-    assert sum(isinstance(r, ProtocolError) for r in replies) == 1
 
 
 def test_round_1_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
     # As round 2 (share_keys_all): the same replies but for their fresh randomness (seeds,
     # shares, nonces), the same errors, the same agreed keys and the same state otherwise.
-    from mprr.errors import ProtocolError
     from parties.secure import masked_party
     from parties.secure.messages import KeyDirectory
 
@@ -93,18 +103,14 @@ def test_round_1_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatc
     kept[5] = (kept[5][0], KeyDirectory(told.session, id_vector(sorted([*told.parties.tolist()[1:], stranger])),
                                         told.keys))
     alone, together, replies, each_alone = _batched_and_alone(monkeypatch, kept, "share_keys_all", "share_keys")
-    for (party, _), (batched, _), reply, expected in zip(alone, together, replies, each_alone):
-        if isinstance(expected, ProtocolError):
-            assert type(reply) is type(expected) and str(reply) == str(expected) and party.me == victim
-            assert "key directory lists parties that are not its neighbours" in str(reply)
-        else:
-            assert isinstance(reply, SealedShares) and isinstance(expected, SealedShares)
-            assert reply.recipients.tolist() == expected.recipients.tolist()
-            assert [len(b) for b in masked_party.blobs(reply.ends, reply.ciphertexts)] == [
-                len(b) for b in masked_party.blobs(expected.ends, expected.ciphertexts)]
+    _replies_match(alone, replies, each_alone, victim, "key directory lists parties that are not its neighbours",
+                   SealedShares, lambda reply, expected: (
+                       reply.recipients.tolist() == expected.recipients.tolist()
+                       and [len(b) for b in masked_party.blobs(reply.ends, reply.ciphertexts)]
+                       == [len(b) for b in masked_party.blobs(expected.ends, expected.ciphertexts)]))
+    for (party, _), (batched, _) in zip(alone, together):
         for name in ("live", "relayed_keys", "channel", "view_keys", "own_x", "s_sk_raw"):
             assert getattr(batched, name) == getattr(party, name), name
-    assert sum(isinstance(r, ProtocolError) for r in replies) == 1
 
 
 @pytest.mark.parametrize("chunk", [512, 5])
@@ -113,22 +119,16 @@ def test_round_3_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatc
     # As round 2 (state_views: every survivor set checked, then every party's tags, then every
     # reply): the same tags byte for byte (keyed BLAKE2b: no randomness), the same errors, and
     # the same view kept.
-    from mprr.errors import ProtocolError
     from parties.secure.messages import SurvivorSet
 
     _, kept = _captured_rounds(monkeypatch, "state_view")
     victim, told = kept[7][0].me, kept[7][1]  # told a survivor set without itself: its round fails
     kept[7] = (kept[7][0], SurvivorSet(told.session, id_vector([p for p in told.survivors.tolist() if p != victim])))
     alone, together, replies, each_alone = _batched_and_alone(monkeypatch, kept, "state_views", "state_view", chunk)
-    for (party, _), (batched, _), reply, expected in zip(alone, together, replies, each_alone):
-        if isinstance(expected, ProtocolError):
-            assert type(reply) is type(expected) and str(reply) == str(expected) and party.me == victim
-            assert "survivor set must contain the party" in str(reply)
-        else:
-            assert isinstance(reply, SurvivorTags) and isinstance(expected, SurvivorTags)
-            assert encode(reply) == encode(expected)
+    _replies_match(alone, replies, each_alone, victim, "survivor set must contain the party", SurvivorTags,
+                   lambda reply, expected: encode(reply) == encode(expected))
+    for (party, _), (batched, _) in zip(alone, together):
         assert batched.told_ids == party.told_ids
-    assert sum(isinstance(r, ProtocolError) for r in replies) == 1
 
 
 @pytest.mark.parametrize("chunk", [512, 5])
@@ -136,21 +136,15 @@ def test_round_4_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatc
                                                                      chunk: int) -> None:
     # As round 2 (unmask_all: every party's consistency check, then the replies of those that
     # passed): the same shares byte for byte, and the same abort for a forged statement.
-    from mprr.errors import ProtocolError
 
     _, kept = _captured_rounds(monkeypatch, "unmask")
     victim, asked = kept[2][0].me, kept[2][1]  # every statement's tag flipped: its check fails
     kept[2] = (kept[2][0], UnmaskRequest(asked.session, asked.view_cells, asked.view_ends, asked.signers,
                                          asked.view_of, bytes(b ^ 1 for b in asked.tags)))
     alone, together, replies, each_alone = _batched_and_alone(monkeypatch, kept, "unmask_all", "unmask", chunk)
-    for (party, _), reply, expected in zip(alone, replies, each_alone):
-        if isinstance(expected, ProtocolError):
-            assert type(reply) is type(expected) and str(reply) == str(expected) and party.me == victim
-            assert isinstance(reply, SecureSumAborted) and "stated a survivor set that agrees" in str(reply)
-        else:
-            assert isinstance(reply, UnmaskShares) and isinstance(expected, UnmaskShares)
-            assert encode(reply) == encode(expected)
-    assert sum(isinstance(r, ProtocolError) for r in replies) == 1
+    _replies_match(alone, replies, each_alone, victim, "stated a survivor set that agrees", UnmaskShares,
+                   lambda reply, expected: encode(reply) == encode(expected))
+    assert [type(r) for r in replies if not isinstance(r, UnmaskShares)] == [SecureSumAborted]
 
 
 def test_a_round_of_one_kind_of_work_runs_each_partys_round_method_in_turn_and_returns_its_error() -> None:
