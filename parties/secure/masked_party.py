@@ -13,7 +13,6 @@ import struct
 from bisect import bisect_left
 from collections.abc import Callable
 from functools import lru_cache, wraps
-from itertools import chain
 from secrets import token_bytes
 from typing import Any, TypeVar, cast
 
@@ -184,7 +183,7 @@ class PartyCryptography:
         sk_values, b_values = share_values(values, xs, t)
         return sk_values, b_values
 
-    def handed_keys(self, live: tuple[int, ...], neighbours: Neighbourhoods) -> dict[int, dict[int, bytes]]:
+    def handed_keys(self, live: tuple[int, ...], neighbours: Neighbourhoods) -> list[tuple[int | bytes, ...]]:
         return pair_keys(live, neighbours, draw=token_bytes if self.real else bytes)
 
     def seal_each(self, keys: list[bytes], plain: list[bytes], session: str, me: int,
@@ -456,10 +455,10 @@ class MaskedParty:
         shares, and the view keys this party hands it for its holders that are not neighbours of
         each other."""
         me, live, s_pk = self.me, self.live, self.s_pk
-        handed = self.crypto.handed_keys(live, self.ctx.neighbours)
-        layout, flat = _plain_with, chain.from_iterable
-        return [layout(len(handed_j)).pack(me, j, xj, sk, b, s_pk, *flat(handed_j.items()))
-                for j, xj, sk, b, handed_j in zip(live, xs, sk_values, b_values, map(handed.__getitem__, live))]
+        layout = _plain_with
+        return [layout(len(entries) >> 1).pack(me, j, xj, sk, b, s_pk, *entries)
+                for j, xj, sk, b, entries in zip(live, xs, sk_values, b_values,
+                                                 self.crypto.handed_keys(live, self.ctx.neighbours))]
 
     def seal(self, plain: list[bytes]) -> list[bytes]:
         """Round 1's fourth step: :meth:`plaintexts` sealed, each under its holder's channel key."""

@@ -24,6 +24,7 @@ import sys
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
+from operator import itemgetter
 from itertools import chain
 
 import numpy as np
@@ -162,26 +163,49 @@ _OWNER = struct.Struct("<I")
 
 
 def pair_keys(live: tuple[int, ...], neighbours: Neighbourhoods, *,
-              draw: Callable[[int], bytes] = secrets.token_bytes) -> dict[int, dict[int, bytes]]:
-    """Fresh MAC keys for the pairs of ``live`` holders that are not neighbours of each other
-    (``keys[w][h] == keys[h][w]``), from :func:`secrets.token_bytes` (``draw``: where the
-    bytes come from; the counting driver's placeholders are zeros): the owner seals ``keys[w]``
-    for holder w.  Neighbours already share a key from their own X25519 agreement."""
+              draw: Callable[[int], bytes] = secrets.token_bytes) -> list[tuple[int | bytes, ...]]:
+    """Fresh MAC keys for the pairs of ``live`` holders that are not neighbours of each other,
+    from :func:`secrets.token_bytes` (``draw``: where the bytes come from; the counting driver's
+    placeholders are zeros), as the owner seals them: for each holder w of ``live`` (in order),
+    ``(h, key, h, key, ...)``, one entry per other holder h not adjacent to w, in ``live``
+    order, the key of a pair the same in both holders' entries.  The pairs, in ``live`` order
+    (w before h), take the draw's keys in turn.  Neighbours already share a key from their own
+    X25519 agreement.
+
+    Where no two holders are adjacent (nearly every party of a random sparse graph) every pair
+    has a key, and each holder's entries are picked from the holders and the keys by one call
+    (:func:`_entries`)."""
+    if type(neighbours) is CompleteNeighbourhoods or len(live) < 2:  # all adjacent, or no pair
+        return [()] * len(live)
+    members = set(live)
+    if all([members.isdisjoint(neighbours[w]) for w in live]):  # no two holders adjacent
+        count = len(live) * (len(live) - 1) // 2
+        row = (*live, *_view_keys(count).unpack(draw(VIEW_KEY_BYTES * count)))
+        return [pick(row) for pick in _entries(len(live))]
     keys: dict[int, dict[int, bytes]] = {w: {} for w in live}
-    if type(neighbours) is CompleteNeighbourhoods:  # all adjacent
-        return keys
     # (a neighbourhood is a short sorted tuple: scanning it beats building a set per holder)
     pairs = [(w, h) for i, (w, adjacent) in enumerate(zip(live, [neighbours[w] for w in live]))
              for h in live[i + 1:] if h not in adjacent]
     for (w, h), key in zip(pairs, _view_keys(len(pairs)).unpack(draw(VIEW_KEY_BYTES * len(pairs)))):
         keys[w][h] = keys[h][w] = key
-    return keys
+    return [tuple(chain.from_iterable(keys[w].items())) for w in live]
 
 
 @lru_cache(maxsize=64)
 def _view_keys(count: int) -> struct.Struct:
     """``count`` view keys in a row: one draw cut into :data:`VIEW_KEY_BYTES`-byte keys by one call."""
     return struct.Struct(f"{VIEW_KEY_BYTES}s" * count)
+
+
+@lru_cache(maxsize=64)
+def _entries(d: int) -> list[Callable[[tuple[int | bytes, ...]], tuple[int | bytes, ...]]]:
+    """For ``d >= 2`` holders none adjacent to another, holder a's entries of :func:`pair_keys`
+    picked from the row ``(*live, *keys)`` (key k of the pairs in order): one getter per holder."""
+    pair: dict[tuple[int, int], int] = {}
+    for w in range(d):
+        for h in range(w + 1, d):
+            pair[w, h] = pair[h, w] = d + len(pair) // 2
+    return [itemgetter(*chain.from_iterable((h, pair[w, h]) for h in range(d) if h != w)) for w in range(d)]
 
 
 def combined_key(handed: list[tuple[int, bytes]]) -> bytes:

@@ -374,10 +374,11 @@ def test_view_keys_an_owner_seals_for_the_wrong_parties_are_rejected(
     honest = masked.pair_keys
 
     def lying(live, neighbours, **kw):  # noqa: ANN001, ANN003, ANN202
-        keys = honest(live, neighbours, **kw)
+        entries = honest(live, neighbours, **kw)
         if set(live) == set(nbrs[0]):  # only owner 0 lies, only to holder 1
-            keys[1] = {**keys[1], other: bytes(16)}
-        return keys
+            at = live.index(1)
+            entries[at] = (*entries[at], other, bytes(16))
+        return entries
 
     monkeypatch.setattr(masked, "pair_keys", lying)
     x = vectors_of(n, 6)

@@ -207,11 +207,27 @@ def test_pair_keys_cut_one_draw_into_a_key_per_non_adjacent_pair_in_holder_order
         drawn.append(size)
         return bytes(k // 16 for k in range(size))
 
-    keys = pair_keys((1, 2, 4, 5), neighbours, draw=draw)
+    entries = pair_keys((1, 2, 4, 5), neighbours, draw=draw)
     key = [bytes([k]) * 16 for k in range(4)]
     assert drawn == [64]
-    assert keys == {1: {4: key[0], 5: key[1]}, 2: {4: key[2], 5: key[3]},
-                    4: {1: key[0], 2: key[2]}, 5: {1: key[1], 2: key[3]}}
-    assert [list(keys[w]) for w in (1, 2, 4, 5)] == [[4, 5], [4, 5], [1, 2], [1, 2]]  # (the order they are sealed in)
+    assert entries == [(4, key[0], 5, key[1]), (4, key[2], 5, key[3]), (1, key[0], 2, key[2]), (1, key[1], 2, key[3])]
     complete = MaskedEngine().context(range(4), 2).neighbours
-    assert pair_keys((0, 1, 2), complete, draw=draw) == {0: {}, 1: {}, 2: {}} and drawn == [64]
+    assert pair_keys((0, 1, 2), complete, draw=draw) == [(), (), ()] and drawn == [64]
+
+
+def test_pair_keys_of_holders_none_adjacent_give_every_pair_a_key_as_the_written_out_rule() -> None:
+    # the holders 0, 3, 6 of the ring 0-1-...-8 are pairwise non-adjacent: the one call per
+    # holder picks the same entries as the rule written out (pairs in holder order, one draw)
+    neighbours = MaskedEngine(topology="harary", degree=2).context(range(9), 2).neighbours
+    key = [bytes([k]) * 16 for k in range(3)]
+    entries = pair_keys((0, 3, 6), neighbours, draw=lambda size: b"".join(key[: size // 16]))
+    assert entries == [(3, key[0], 6, key[1]), (0, key[0], 6, key[2]), (0, key[1], 3, key[2])]
+    assert pair_keys((3,), neighbours) == [()]
+    for d in range(2, 9):  # every degree's getters against the pairs in order
+        live = tuple(range(0, 3 * d, 3))
+        ring = MaskedEngine(topology="harary", degree=2).context(range(3 * d + 1), 2).neighbours
+        drawn = [bytes([k]) * 16 for k in range(d * (d - 1) // 2)]
+        pairs = [(w, h) for i, w in enumerate(live) for h in live[i + 1:]]
+        expected = [tuple(x for h in live if h != w for x in (h, drawn[pairs.index((min(w, h), max(w, h)))]))
+                    for w in live]
+        assert pair_keys(live, ring, draw=lambda size: b"".join(drawn)[:size]) == expected
