@@ -68,6 +68,7 @@ reveals, and the aggregate.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from itertools import chain
 from typing import Any, NamedTuple
 
@@ -205,6 +206,18 @@ def _bounds(ctx: SecureSumContext, *, largest: bool) -> TrafficCost:
                                f"{targets}; masked, n = {n}, L = {ctx.length})")
 
 
+@lru_cache(maxsize=16)
+def _rounds(session: str, timeout: float) -> tuple[Expect[Any], Expect[Any], Expect[Any], Expect[Any]]:
+    """The party's rounds of ``session``, one message from the controller each (the keys, the
+    shares, the survivors, the unmasking request), within ``timeout``: made once and shared by
+    every party's program of the session (an :class:`~parties.secure.program.Expect` is
+    immutable, and each is a new round of every program that yields it)."""
+    return (Expect(KeyDirectory, session, (CONTROLLER,), PHASES[0], timeout),
+            Expect(RelayedShares, session, (CONTROLLER,), PHASES[1], timeout),
+            Expect(SurvivorSet, session, (CONTROLLER,), PHASES[3], timeout),
+            Expect(UnmaskRequest, session, (CONTROLLER,), PHASES[4], timeout))
+
+
 class MaskedEngine(SecureSumEngine):
     """Bonawitz et al. 2017 secure aggregation (pairwise masks, Shamir recovery, AEAD relay under
     the PKI's static keys, MAC'd survivor views).
@@ -301,20 +314,16 @@ class MaskedEngine(SecureSumEngine):
         party = MaskedParty(me, vector, ctx, crypto, min_contributors)
         # a party waits up to two rounds: the controller itself may wait a full round_timeout
         # for stragglers before it answers
-        s, timeout = ctx.session, 2 * self.round_timeout
+        keys, shares, survivors, request = _rounds(ctx.session, 2 * self.round_timeout)
         yield Answer(CONTROLLER, PHASES[0], MaskedParty.advertise, (party,), advertise_all)
-        expect: Expect[Any] = Expect(KeyDirectory, s, (CONTROLLER,), PHASES[0], timeout)
         yield Answer(CONTROLLER, PHASES[1], MaskedParty.share_keys,
-                     (party, controller_message(me, (yield expect), expect)), share_keys_all)
-        expect = Expect(RelayedShares, s, (CONTROLLER,), PHASES[1], timeout)
+                     (party, controller_message(me, (yield keys), keys)), share_keys_all)
         yield Answer(CONTROLLER, PHASES[2], MaskedParty.mask_input,
-                     (party, controller_message(me, (yield expect), expect)), mask_inputs)
-        expect = Expect(SurvivorSet, s, (CONTROLLER,), PHASES[3], timeout)
+                     (party, controller_message(me, (yield shares), shares)), mask_inputs)
         yield Answer(CONTROLLER, PHASES[3], MaskedParty.state_view,
-                     (party, controller_message(me, (yield expect), expect)), state_views)
-        expect = Expect(UnmaskRequest, s, (CONTROLLER,), PHASES[4], timeout)
+                     (party, controller_message(me, (yield survivors), survivors)), state_views)
         yield Answer(CONTROLLER, PHASES[4], MaskedParty.unmask,
-                     (party, controller_message(me, (yield expect), expect)), unmask_all)
+                     (party, controller_message(me, (yield request), request)), unmask_all)
 
     # ------------------------------------------------------------------ controller
     def controller_program(self, ctx: SecureSumContext) -> Program[SumOutcome]:
