@@ -12,7 +12,7 @@ the party's side are in :mod:`parties.secure.masked`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
@@ -90,19 +90,28 @@ class ControllerProgram:
             survivors=len(alive), threshold=self.minimum, silent=silent, missing=ctx.n - len(alive))
 
     def _gather(self, kind: type[_M], sources: list[int], phase: str, accept: Callable[[int, _M], None],
-                invalid: Callable[[int, _M], str | None] | None = None
+                invalid: Callable[[int, _M], str | None] | None = None, *,
+                accept_all: Callable[[Mapping[int, _M]], None] | None = None
                 ) -> Generator[Operation, Delivery[Any] | None, list[int]]:
         """One round: a ``kind`` message of the session from each of ``sources`` within the round
         timeout, taken in batches as they arrive.  A well-formed message a party cannot have
         sent honestly (``invalid`` names why) is rejected (counted against its sender) and the
         party is treated as a dropout of that round, exactly as when it fell silent.  Returns
-        the sources whose message was accepted, in order of arrival."""
+        the sources whose message was accepted, in order of arrival.  ``accept_all`` (a round
+        without ``invalid``): takes each batch at once, as ``accept`` of each of its messages
+        in turn would."""
         expect = Expect(kind, self.ctx.session, tuple(sources), phase, self.timeout, stream=True)
         accepted: list[int] = []
         while True:
             got = yield expect
             if got is None:  # pragma: no cover - a driver always answers an Expect
                 raise ProtocolError(f"the driver did not answer the expectation of phase {phase!r}")
+            if accept_all is not None and invalid is None:
+                accept_all(got.messages)
+                accepted.extend(got.messages)
+                if got.done:
+                    return accepted
+                continue
             for src, msg in got.messages.items():
                 reason = None if invalid is None else invalid(src, msg)
                 if reason is None:
@@ -238,10 +247,12 @@ class ControllerProgram:
         yield Mark(PHASES[4])
         for block in unmask_requests(self.ctx.session, views, tagged, order=spread):
             yield SendEach(tuple([v for v, _ in block]), tuple([request for _, request in block]), PHASES[4])
+        if not self.real:
+            yield from self._gather(UnmaskShares, sorted(tagged), PHASES[4], _ignore)
+            return total
         unmasking = Unmasking(self.ctx, total, u3, relayed, keys, dropped, set(tagged))
-        take = unmasking.take if self.real else _ignore
-        yield from self._gather(UnmaskShares, sorted(tagged), PHASES[4], take)
-        return unmasking.finish(sorted(u3)) if self.real else total
+        yield from self._gather(UnmaskShares, sorted(tagged), PHASES[4], unmasking.take, accept_all=unmasking.take_all)
+        return unmasking.finish(sorted(u3))
 
 
 def _ignore(src: int, msg: Message) -> None:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from itertools import chain
 
 import numpy as np
 
@@ -100,6 +101,11 @@ class Unmasking:
     work overlaps the other holders' and what :meth:`finish` does, and the errors it raises
     (the first bad answer, then the first survivor or dropped party that cannot be
     reconstructed), are those of doing it all at the end.
+
+    The shares are kept as columns, one row per party (its secret's shares by abscissa, 33
+    bytes each, and which of them arrived), and counted per owner in an array: a delivery of
+    many answers (:meth:`take_all`) is checked and filed by array operations, each answer
+    alone (:meth:`take`) by the same rules one share at a time.
     """
 
     def __init__(self, ctx: SecureSumContext, total: np.ndarray, survivors: set[int],
@@ -107,27 +113,48 @@ class Unmasking:
                  answering: set[int]) -> None:
         self.ctx, self.total, self.survivors, self.relayed, self.keys = ctx, total, survivors, relayed, keys
         self.dropped = dropped
-        # the shares of each owner's secret, {abscissa: value}: a holder has its own abscissa for
-        # an owner and answers once, so an abscissa never comes twice (no conflict to check)
-        self.b_shares: dict[int, dict[int, int]] = {v: {} for v in survivors}
-        self.sk_shares: dict[int, dict[int, int]] = {u: {} for u in dropped}
-        self.waiting: dict[int, int] = {}  # owner -> holders in ``answering`` that have not answered
-        for h in answering:
-            for o in (*relayed[h], h):
-                self.waiting[o] = self.waiting.get(o, 0) + 1
+        neighbours = ctx.neighbours
+        self._ids = ids = np.asarray(ctx.parties, dtype=np.int64)  # (sorted: row of a party = its rank)
+        n = ids.shape[0]
+        self._complete = complete = type(neighbours) is CompleteNeighbourhoods
+        degrees = np.full(n, n - 1, dtype=np.int64) if complete else np.fromiter(
+            map(len, map(neighbours.__getitem__, ctx.parties)), dtype=np.int64, count=n)
+        width = int(degrees.max()) + 1  # the largest holder set: abscissae 1..width
+        # the share of party row r's secret at abscissa x is shares[r, x - 1] (present: it arrived)
+        self._shares = np.zeros((n, width, SHARE_BYTES), dtype=np.uint8)
+        self._present = np.zeros((n, width), dtype=bool)
+        self._alive = np.zeros(n, dtype=bool)
+        self._alive[self._rows(sorted(survivors))] = True
+        self._neighbours: np.ndarray | None = None  # sorted neighbour ids, padded (sparse graphs; take_all)
+        if not complete:
+            self._neighbours = np.full((n, width - 1), np.iinfo(np.int64).max, dtype=np.int64)
+            flat = np.fromiter(chain.from_iterable(map(neighbours.__getitem__, ctx.parties)), dtype=np.int64,
+                               count=int(degrees.sum()))
+            self._neighbours[np.arange(width - 1) < degrees[:, None]] = flat
+        # each answering holder's owners (itself and those that relayed it shares), as rows, by holder
+        holders = sorted(answering)
+        owned = [(*relayed[h], h) for h in holders]
+        counts = np.fromiter(map(len, owned), dtype=np.int64, count=len(owned))
+        owner_rows = self._rows(np.fromiter(chain.from_iterable(owned), dtype=np.int64, count=int(counts.sum())))
+        holder_rows = np.repeat(self._rows(holders), counts)
+        self._pairs = np.sort(holder_rows * n + owner_rows)  # (holder, owner) pairs a holder may answer for
+        self._waiting = np.bincount(owner_rows, minlength=n)  # holders in ``answering`` not answered yet
         self.removed: set[int] = set()  # survivors whose self mask is out of the total
         self.error: MessageError | None = None
+
+    def _rows(self, parties: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The rows of ``parties`` (ids of the sum)."""
+        return np.searchsorted(self._ids, np.asarray(parties, dtype=np.int64))
 
     def take(self, holder: int, msg: UnmaskShares) -> None:
         """One holder's answer (collect's ``accept``)."""
         if self.error is not None:
             return
-        ctx, neighbours, survivors = self.ctx, self.ctx.neighbours, self.survivors
+        neighbours, survivors = self.ctx.neighbours, self.survivors
         owners = set(self.relayed[holder])
         owners.add(holder)
-        values, from_bytes, b_shares, sk_shares = msg.values, int.from_bytes, self.b_shares, self.sk_shares
-        sparse = type(neighbours) is not CompleteNeighbourhoods
-        shares: list[tuple[dict[int, int], int, int]] = []
+        values, from_bytes = msg.values, int.from_bytes
+        sparse = not self._complete
         start = 0
         for owner, kind, x in zip(msg.owners.tolist(), msg.which, msg.abscissae.tolist()):
             alive = owner in survivors
@@ -136,26 +163,85 @@ class Unmasking:
                     else abscissa(neighbours, owner, holder)):
                 self.error = MessageError(f"party {holder} returned a share that was not requested")
                 return
-            y = from_bytes(values[start: start + SHARE_BYTES], "big")  # (33 bytes: the message's check)
-            start += SHARE_BYTES
-            if y >= PRIME:
+            if from_bytes(values[start: start + SHARE_BYTES], "big") >= PRIME:  # (33 bytes: the message's check)
                 self.error = MessageError(f"party {holder} returned a share value outside GF(p) for party {owner} "
                                           "(share values must be < p = 2^256 + 297)")
                 return
-            shares.append(((b_shares if alive else sk_shares)[owner], x, y))  # (checked as a Share would be)
-        for held, x, y in shares:
-            held[x] = y
-        waiting, threshold = self.waiting, ctx.threshold
-        for o in owners:
-            left = waiting[o] = waiting[o] - 1
-            if left == 0 and o in survivors and len(b_shares[o]) >= threshold:
-                try:
-                    self._remove_self_mask(o)
-                except (SecureSumAborted, ConfigurationError):
-                    pass  # (inconsistent shares) raised again, in its turn, by finish
+            start += SHARE_BYTES
+        self._file(self._rows(msg.owners), msg.abscissae, values, self._rows(sorted(owners)))
 
-    def _remove_self_mask(self, v: int) -> None:
-        b_v = reconstruct_secret(self.b_shares[v], self.ctx.threshold, f"the self mask of surviving party {v}")
+    def take_all(self, answers: Mapping[int, UnmaskShares]) -> None:
+        """The answers of one delivery, holder by holder in their order (collect's ``accept``
+        of each): checked and filed together by array operations; if any is not what its holder
+        was asked for (or a value needs the exact check against p), each is taken in turn
+        (:meth:`take`), so that the first bad one is the error."""
+        if self.error is not None or not answers:
+            return
+        if len(answers) < _COLUMNS_FROM or not self._pairs.shape[0]:
+            for holder, msg in answers.items():
+                self.take(holder, msg)
+            return
+        msgs = list(answers.values())
+        counts = np.fromiter([msg.owners.shape[0] for msg in msgs], dtype=np.int64, count=len(msgs))
+        holder_ids = np.repeat(np.fromiter(answers, dtype=np.int64, count=len(msgs)), counts)
+        owner_ids = np.concatenate([msg.owners for msg in msgs]).astype(np.int64)
+        xs = np.concatenate([msg.abscissae for msg in msgs]).astype(np.int64)
+        which = np.frombuffer(b"".join([msg.which for msg in msgs]), dtype=np.uint8)
+        values = np.frombuffer(b"".join([msg.values for msg in msgs]), dtype=np.uint8).reshape(-1, SHARE_BYTES)
+        ids = self._ids
+        n = ids.shape[0]
+        owner_rows = np.minimum(self._rows(owner_ids), n - 1)  # (an id outside the roster: caught below)
+        holder_rows = np.minimum(self._rows(holder_ids), n - 1)
+        pairs = holder_rows * n + owner_rows
+        at = np.minimum(np.searchsorted(self._pairs, pairs), self._pairs.shape[0] - 1)
+        if self._neighbours is None:  # the complete graph: a holder's abscissa is 1 + its rank in the roster
+            expected = holder_rows + 1
+        else:  # (abscissa: 1 + the holder's rank among the owner's sorted neighbours, + 1 past the owner)
+            expected = (self._neighbours[owner_rows] < holder_ids[:, None]).sum(axis=1) + 1 + (owner_ids < holder_ids)
+        if not (bool((ids[owner_rows] == owner_ids).all()) and bool((ids[holder_rows] == holder_ids).all())
+                and bool((self._pairs[at] == pairs).all()) and bool((which == np.where(self._alive[owner_rows],
+                                                                                    SECRET_SELF_MASK,
+                                                                                    SECRET_MASK_KEY)).all())
+                and bool((xs == expected).all()) and not values[:, 0].any()):  # (a first byte 0: below 2^256 < p)
+            for holder, msg in answers.items():
+                self.take(holder, msg)
+            return
+        self._shares[owner_rows, xs - 1] = values
+        self._present[owner_rows, xs - 1] = True
+        asked = [(*self.relayed[h], h) for h in answers]
+        asked_rows = self._rows(np.fromiter(chain.from_iterable(asked), dtype=np.int64,
+                                            count=sum(map(len, asked))))
+        self._settle(asked_rows)
+
+    def _file(self, owner_rows: np.ndarray, xs: np.ndarray, values: bytes, asked_rows: np.ndarray) -> None:
+        """File one answer's checked shares; its holder has answered for the owners ``asked_rows``."""
+        column = xs.astype(np.int64) - 1
+        self._shares[owner_rows, column] = np.frombuffer(values, dtype=np.uint8).reshape(-1, SHARE_BYTES)
+        self._present[owner_rows, column] = True
+        self._settle(asked_rows)
+
+    def _settle(self, asked_rows: np.ndarray) -> None:
+        """Count the answers for the owners ``asked_rows`` (a row once per answer); remove the self
+        mask of each survivor whose last answering holder this was, if enough shares arrived."""
+        waiting = self._waiting
+        np.subtract.at(waiting, asked_rows, 1)
+        done = np.unique(asked_rows[waiting[asked_rows] == 0])
+        done = done[self._alive[done] & (self._present[done].sum(axis=1) >= self.ctx.threshold)]
+        for v, row in zip(self._ids[done].tolist(), done.tolist()):
+            try:
+                self._remove_self_mask(v, row)
+            except (SecureSumAborted, ConfigurationError):
+                pass  # (inconsistent shares) raised again, in its turn, by finish
+
+    def _points(self, row: int) -> dict[int, int]:
+        """The shares of the secret of the party at ``row`` that arrived, {abscissa: value}."""
+        data, from_bytes = self._shares[row].tobytes(), int.from_bytes
+        return {x + 1: from_bytes(data[SHARE_BYTES * x: SHARE_BYTES * x + SHARE_BYTES], "big")
+                for x, arrived in enumerate(self._present[row].tolist()) if arrived}
+
+    def _remove_self_mask(self, v: int, row: int) -> None:
+        """Reconstruct survivor ``v``'s self mask (its shares at ``row``) and take it out of the total."""
+        b_v = reconstruct_secret(self._points(row), self.ctx.threshold, f"the self mask of surviving party {v}")
         add_mask(self.total, b_v, subtract=True)
         self.removed.add(v)
 
@@ -167,9 +253,10 @@ class Unmasking:
         ctx, total, keys = self.ctx, self.total, self.keys
         for v in order:
             if v not in self.removed:
-                self._remove_self_mask(v)
+                self._remove_self_mask(v, int(self._rows([v])[0]))
         for u in sorted(self.dropped):
-            raw = reconstruct_secret(self.sk_shares[u], ctx.threshold, f"the mask key of dropped party {u}")
+            raw = reconstruct_secret(self._points(int(self._rows([u])[0])), ctx.threshold,
+                                     f"the mask key of dropped party {u}")
             s_u = KeyPair.from_private_bytes(raw)
             if s_u.public != keys[u].keys[0]:
                 raise ProtocolError(f"reconstructed mask key of party {u} does not match its public key")
@@ -180,6 +267,10 @@ class Unmasking:
                 # survivor v added +PRG(s_uv) if v < u and -PRG(s_uv) if v > u: take it out
                 add_mask(total, seed, subtract=v < u)
         return total
+
+
+_COLUMNS_FROM = 16
+"""The fewest answers :meth:`Unmasking.take_all` files by array operations (fewer: one by one)."""
 
 
 def reconstruct_secret(shares: dict[int, int], threshold: int, what: str) -> bytes:

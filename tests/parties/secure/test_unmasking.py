@@ -7,9 +7,11 @@ import secrets
 import numpy as np
 import pytest
 
-from mprr.errors import ConfigurationError, MessageError
+from mprr.errors import ConfigurationError, MessageError, SecureSumAborted
+from parties.secure.context import SecureSumContext
+from parties.secure.crypto import KeyPair
 from parties.secure.masked import MaskedEngine
-from parties.secure.messages import SECRET_SELF_MASK, UnmaskShares, id_vector
+from parties.secure.messages import SECRET_MASK_KEY, SECRET_SELF_MASK, PublicKeys, UnmaskShares, id_vector
 from parties.secure.shamir import PRIME, SHARE_BYTES, share_values
 from parties.secure.unmasking import Unmasking, abscissa, add_mask, add_masks, mask_vector
 
@@ -68,6 +70,112 @@ def test_a_share_value_outside_the_field_is_the_holders_fault() -> None:
         unmasking.take(h, answers[h])
     with pytest.raises(MessageError, match=r"party 3 returned a share value outside GF\(p\) for party \d"):
         unmasking.finish(sorted(unmasking.ctx.parties))
+
+
+def _answers(topology: str, n: int, degree: int | None, drop: tuple[int, ...] = ()
+             ) -> tuple[SecureSumContext, dict[int, UnmaskShares], np.ndarray, dict[int, tuple[int, ...]],
+                        dict[int, PublicKeys]]:
+    """Every holder's honest round-4 answer of a sum over ``n`` parties (``drop``: parties that
+    dropped after sharing: their holders reveal their mask keys), the masked total, who relayed
+    to whom and the advertised masking keys."""
+    ctx = MaskedEngine(topology=topology, degree=degree, round_timeout=5).context(range(n), L)
+    ring, nb = ctx.ring, ctx.neighbours
+    rng = np.random.default_rng(n)
+    total = rng.integers(0, 5, size=L).astype(ring.dtype)
+    keys, rows = {}, {h: [] for h in ctx.parties}  # type: ignore[var-annotated]
+    for o in ctx.parties:
+        pair = KeyPair.generate()
+        keys[o] = PublicKeys(ctx.session, (pair.public,))
+        secret = pair.private_bytes() if o in drop else secrets.token_bytes(32)
+        if o not in drop:
+            np.add(total, mask_vector(ring, secret, L), out=total)
+        holders = sorted((*nb[o], o))
+        xs = [abscissa(nb, o, h) for h in holders]
+        for h, xh, y in zip(holders, xs, share_values([secret], xs, ctx.threshold)[0], strict=True):
+            rows[h].append((o, xh, y))
+    answers = {}
+    for h in ctx.parties:
+        if h in drop:
+            continue
+        mine = sorted(rows[h])
+        answers[h] = UnmaskShares(ctx.session, id_vector([o for o, _, _ in mine]),
+                                  bytes([SECRET_MASK_KEY if o in drop else SECRET_SELF_MASK for o, _, _ in mine]),
+                                  id_vector([xh for _, xh, _ in mine]), b"".join(y for _, _, y in mine))
+    return ctx, answers, total, {h: tuple(nb[h]) for h in ctx.parties}, keys
+
+
+def _unmasking(ctx: SecureSumContext, answers: dict[int, UnmaskShares], total: np.ndarray,
+               relayed: dict[int, tuple[int, ...]], keys: dict[int, PublicKeys], drop: tuple[int, ...] = ()
+               ) -> Unmasking:
+    survivors = set(ctx.parties) - set(drop)
+    return Unmasking(ctx, total.copy(), survivors, relayed, keys, set(drop), set(answers))
+
+
+def _outcome(unmasking: Unmasking, ctx: SecureSumContext) -> tuple[str, list[int] | str]:
+    try:
+        return "sum", unmasking.finish(sorted(set(ctx.parties) - unmasking.dropped)).tolist()
+    except (MessageError, SecureSumAborted) as exc:
+        return type(exc).__name__, str(exc)
+
+
+@pytest.mark.parametrize(("topology", "n", "degree", "drop"),
+                         [("regular", 40, 4, ()), ("regular", 40, 4, (3, 17)), ("harary", 36, 6, (0,)),
+                          ("complete", 34, None, (5,))])
+def test_a_delivery_of_answers_is_filed_at_once_as_each_answer_in_turn(
+        topology: str, n: int, degree: int | None, drop: tuple[int, ...], monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx, answers, total, relayed, keys = _answers(topology, n, degree, drop)
+    one_by_one = _unmasking(ctx, answers, total, relayed, keys, drop)
+    for h, msg in answers.items():
+        one_by_one.take(h, msg)
+    at_once = _unmasking(ctx, answers, total, relayed, keys, drop)
+
+    def refuse(holder: int, msg: UnmaskShares) -> None:
+        raise AssertionError("an honest delivery is filed by array operations, not answer by answer")
+
+    monkeypatch.setattr(at_once, "take", refuse)
+    holders = list(answers)
+    at_once.take_all({h: answers[h] for h in holders[:16]})  # (two deliveries of at least 16 answers)
+    at_once.take_all({h: answers[h] for h in holders[16:]})
+    assert at_once.removed == one_by_one.removed and len(at_once.removed) > 0
+    kind, value = _outcome(at_once, ctx)
+    assert (kind, value) == _outcome(one_by_one, ctx)
+    assert kind == "sum" and len(value) == L
+
+
+@pytest.mark.parametrize("fault", ["owner", "owner outside the roster", "kind", "abscissa", "value",
+                                   "value above 2^256"])
+def test_a_delivery_with_an_answer_not_asked_for_is_decided_as_each_answer_in_turn(fault: str) -> None:
+    ctx, answers, total, relayed, keys = _answers("regular", 40, 4)
+    bad_holder = list(answers)[25]
+    good = answers[bad_holder]
+    owners, which, xs, values = good.owners.tolist(), good.which, good.abscissae.tolist(), good.values
+    if fault == "owner":  # a share of a party that relayed it nothing
+        asked = {*relayed[bad_holder], bad_holder}
+        k, stranger = next((k, p) for k in range(len(owners)) for p in ctx.parties if p not in asked
+                           and (k == 0 or p > owners[k - 1]) and (k == len(owners) - 1 or p < owners[k + 1]))
+        owners[k] = stranger  # (still increasing)
+    elif fault == "owner outside the roster":
+        owners[-1] = 10**6
+    elif fault == "kind":
+        which = bytes([SECRET_MASK_KEY]) + which[1:]
+    elif fault == "abscissa":
+        xs[0] += 1
+    elif fault == "value":
+        values = PRIME.to_bytes(SHARE_BYTES, "big") + values[SHARE_BYTES:]
+    else:  # in GF(p), but no first byte 0: the exact check decides
+        values = ((1 << 256) + 5).to_bytes(SHARE_BYTES, "big") + values[SHARE_BYTES:]
+    answers[bad_holder] = UnmaskShares(good.session, id_vector(owners), which, id_vector(xs), values)
+    one_by_one = _unmasking(ctx, answers, total, relayed, keys)
+    for h, msg in answers.items():
+        one_by_one.take(h, msg)
+    at_once = _unmasking(ctx, answers, total, relayed, keys)
+    at_once.take_all(answers)
+    outcome = _outcome(at_once, ctx)
+    assert outcome == _outcome(one_by_one, ctx)
+    if fault == "value above 2^256":  # accepted (a share of the wrong secret: the sum is wrong, not refused)
+        assert outcome[0] == "sum"
+    else:
+        assert outcome[0] == "MessageError" and f"party {bad_holder} returned a share" in str(outcome[1])
 
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
