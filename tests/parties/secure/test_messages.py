@@ -19,6 +19,9 @@ from parties.secure.messages import (
     SurvivorTags,
     UnmaskRequest,
     UnmaskShares,
+    _ascending,
+    _ascending_vector,
+    _NUMPY_FROM,
     blobs,
     bundle,
 )
@@ -94,7 +97,7 @@ def test_validation(build, match: str) -> None:  # noqa: ANN001
         build()
 
 
-LONG = 40  # ids vectors longer than this are checked by numpy's comparison of neighbours, shorter by a list
+LONG = 40  # ids vectors this long are checked by numpy's comparison of neighbours (_NUMPY_FROM), shorter by a list
 
 
 def _long(*, repeat: int | None = None, swap: int | None = None) -> np.ndarray:
@@ -140,3 +143,15 @@ def test_a_bundle_gives_back_its_blobs() -> None:
     assert ids_.tolist() == [3, 7, 9] and ends.tolist() == [2, 2, 5] and data == b"abxyz"
     assert blobs(ends, data) == [b"ab", b"", b"xyz"]
     assert not ids_.flags.writeable
+
+
+def test_an_id_vector_is_ascending_by_numpy_as_by_its_list_at_every_length() -> None:
+    # (short vectors are checked as a list, long ones by numpy: both decide alike around the switch)
+    rng = np.random.default_rng(3)
+    for length in range(0, 3 * _NUMPY_FROM):
+        for _ in range(20):
+            values = np.sort(rng.integers(0, 4 * length + 2, size=length)).astype(np.uint32)
+            if length > 1 and rng.random() < 0.5:
+                k = int(rng.integers(0, length - 1))
+                values[k], values[k + 1] = values[k + 1], values[k]
+            assert _ascending_vector(values) == _ascending(values.tolist()), values.tolist()
