@@ -30,7 +30,6 @@ from parties.secure.messages import (
     SurvivorSet,
     SurvivorTags,
     UnmaskShares,
-    bundle,
     id_vector,
 )
 from parties.secure.program import Delivery, Expect, Mark, Operation, Program, Reject, SendEach
@@ -159,26 +158,20 @@ class ControllerProgram:
                 return f"party {src} sealed shares for other parties than its live neighbours"
             return None
 
-        inbox: dict[int, list[tuple[int, bytes]]] = {p: [] for p in directory}
-
-        def relay(src: int, msg: SealedShares) -> None:
-            data, start = msg.ciphertexts, 0
-            for dst, end in zip(msg.recipients.tolist(), msg.ends.tolist()):  # (blobs, inlined)
-                inbox[dst].append((src, data[start:end]))
-                start = end
-
-        u2 = yield from self._gather(SealedShares, sorted(directory), PHASES[1], relay, bad_recipients)
+        received: list[tuple[int, SealedShares]] = []
+        u2 = yield from self._gather(SealedShares, sorted(directory), PHASES[1],
+                                     lambda src, msg: received.append((src, msg)), bad_recipients)
         if len(u2) < self.minimum:
             raise self._abort("key sharing", set(u2))
         relayed: dict[int, tuple[int, ...]] = {}
         order = spread(sorted(u2))
-        for first in range(0, len(order), _BLOCK):  # a block of bundles at a time, their entries dropped once sent
+        blobs = _Blobs(received)
+        for first in range(0, len(order), _BLOCK):  # a block of bundles at a time
             block = order[first:first + _BLOCK]
             bundles = []
-            for p in block:
-                entries = sorted(inbox.pop(p))  # by sender (a sender seals once for each recipient)
-                relayed[p] = tuple([src for src, _ in entries])
-                bundles.append(RelayedShares(s, *bundle(entries)))
+            for p, (senders, ends, data) in zip(block, blobs.bundles(block)):
+                relayed[p] = tuple(senders.tolist())
+                bundles.append(RelayedShares(s, senders, ends, data))
             yield SendEach(tuple(block), tuple(bundles), PHASES[1])
         return relayed
 
@@ -253,6 +246,48 @@ class ControllerProgram:
         unmasking = Unmasking(self.ctx, total, u3, relayed, keys, dropped, set(tagged))
         yield from self._gather(UnmaskShares, sorted(tagged), PHASES[4], unmasking.take, accept_all=unmasking.take_all)
         return unmasking.finish(sorted(u3))
+
+
+class _Blobs:
+    """The sealed shares of round 1 as columns, for relaying: every blob's sender, recipient,
+    message and place in its ciphertexts, sorted by recipient, then sender."""
+
+    def __init__(self, received: list[tuple[int, SealedShares]]) -> None:
+        msgs = [msg for _, msg in received]
+        counts = np.fromiter([msg.recipients.shape[0] for msg in msgs], dtype=np.int64, count=len(msgs))
+        senders = np.repeat(np.fromiter([src for src, _ in received], dtype=np.int64, count=len(msgs)), counts)
+        recipients = (np.concatenate([msg.recipients for msg in msgs]) if msgs else np.zeros(0)).astype(np.int64)
+        ends = (np.concatenate([msg.ends for msg in msgs]) if msgs else np.zeros(0)).astype(np.int64)
+        first = np.cumsum(counts) - counts  # each message's first blob
+        starts = np.empty_like(ends)
+        starts[1:] = ends[:-1]
+        starts[first[counts > 0]] = 0  # (a message's first blob starts its ciphertexts)
+        self.texts = [msg.ciphertexts for msg in msgs]
+        by = np.lexsort((senders, recipients))
+        self.message = np.repeat(np.arange(len(msgs)), counts)[by].tolist()  # each blob's message
+        self.recipients = recipients[by]
+        self.senders = senders[by].astype(np.uint32)
+        self.senders.flags.writeable = False
+        lengths = (ends - starts)[by]
+        total = np.cumsum(lengths)
+        fresh = np.ones(len(by), dtype=bool)  # the first blob of each recipient's run
+        fresh[1:] = self.recipients[1:] != self.recipients[:-1]
+        run_first = np.maximum.accumulate(np.where(fresh, np.arange(len(by)), 0))
+        self.ends = (total - (total - lengths)[run_first]).astype(np.uint32)  # within each recipient's bundle
+        self.ends.flags.writeable = False
+        self.starts, self.stops = starts[by].tolist(), ends[by].tolist()
+
+    def bundles(self, recipients: list[int]) -> list[tuple[np.ndarray, np.ndarray, bytes]]:
+        """Each recipient's bundle of the blobs sealed for it, by sender: (senders, ends, data)
+        (:func:`~parties.secure.messages.bundle`)."""
+        want = np.asarray(recipients, dtype=np.int64)
+        lows = np.searchsorted(self.recipients, want, "left").tolist()
+        highs = np.searchsorted(self.recipients, want, "right").tolist()
+        texts, message, starts, stops = self.texts, self.message, self.starts, self.stops
+        senders, ends = self.senders, self.ends
+        return [(senders[lo:hi], ends[lo:hi],
+                 b"".join([texts[message[k]][starts[k]:stops[k]] for k in range(lo, hi)]))
+                for lo, hi in zip(lows, highs)]
 
 
 def _ignore(src: int, msg: Message) -> None:

@@ -14,11 +14,11 @@ from parties.transport import CONTROLLER, Frame
 from parties.secure.run import run_secure_sum
 from parties.secure import views as views_module
 from parties.secure.messages import (
-    MaskedInput, PublicKeys, SealedShares, SurvivorTags, UnmaskRequest, UnmaskShares, id_vector,
+    MaskedInput, PublicKeys, RelayedShares, SealedShares, SurvivorTags, UnmaskRequest, UnmaskShares, bundle, id_vector,
 )
 from parties.wire.codec import decode, encode
 from parties.secure.masked import MaskedEngine, spread
-from parties.secure.masked_server import SPREAD_BLOCK, SPREAD_BLOCKS
+from parties.secure.masked_server import SPREAD_BLOCK, SPREAD_BLOCKS, _Blobs
 from parties.secure.unmasking import abscissa
 from parties.secure.topology import build_neighbourhoods
 from parties.secure.views import unmask_requests
@@ -333,6 +333,31 @@ def _requests_one_by_one(session: str, views: dict[int, tuple[int, ...]], tagged
                                       id_vector(np.cumsum([len(view) for view in numbers])), id_vector(signers),
                                       id_vector(numbers[views[w]] for w in signers), tags))
     return out
+
+
+@pytest.mark.parametrize(("n", "degree"), [(9, 8), (40, 4), (200, 8)])
+def test_the_relayed_bundles_built_as_columns_are_those_built_one_by_one(n: int, degree: int) -> None:
+    # every sender's blobs (of random lengths) for its neighbours, some senders silent: each
+    # recipient's bundle holds the blobs sealed for it, by sender, as bundle() of them sorted
+    rng = np.random.default_rng(n)
+    neighbours = build_neighbourhoods(range(n), "regular" if degree < n - 1 else "complete", degree, seed=n)
+    received, inbox = [], {p: [] for p in range(n)}  # type: ignore[var-annotated]
+    for src in rng.permutation(n).tolist():  # (in order of arrival)
+        if rng.random() < 0.1:
+            continue
+        recipients = list(neighbours[src])
+        blobs = [rng.bytes(int(rng.integers(0, 40))) for _ in recipients]
+        received.append((src, SealedShares("s", *bundle(zip(recipients, blobs)))))
+        for dst, blob in zip(recipients, blobs):
+            inbox[dst].append((src, blob))
+    order = spread(list(range(n)))
+    columns = _Blobs(received).bundles(order)
+    assert len(columns) == n
+    for p, (senders, ends, data) in zip(order, columns):
+        ids, stops, joined = bundle(sorted(inbox[p]))
+        assert senders.tolist() == ids.tolist() and ends.tolist() == stops.tolist() and data == joined
+        assert senders.dtype == ends.dtype == np.uint32 and not senders.flags.writeable and not ends.flags.writeable
+        assert RelayedShares("s", senders, ends, data) == RelayedShares("s", ids, stops, joined)
 
 
 @pytest.mark.parametrize(("n", "degree", "block"), [(9, 8, 1024), (40, 4, 7), (200, 8, 64), (200, 8, 1)])
