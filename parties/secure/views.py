@@ -96,6 +96,7 @@ def unmask_requests(session: str, views: dict[int, tuple[int, ...]], tagged: dic
         author_view[k] = number
     sizes = np.fromiter(map(len, distinct), dtype=np.int64, count=len(distinct))
     width = int(sizes.max(initial=0))
+    uniform = int(sizes.min()) == width
     padded = np.zeros((len(distinct), width), dtype=np.uint32)  # view g is padded[g, :sizes[g]]
     padded[np.arange(width) < sizes[:, None]] = np.fromiter(chain.from_iterable(distinct), dtype=np.uint32,
                                                             count=int(sizes.sum()))
@@ -136,7 +137,9 @@ def unmask_requests(session: str, views: dict[int, tuple[int, ...]], tagged: dic
             view_of = local[inverse].astype(np.uint32)
         lengths = sizes[chosen]
         cell_stops = np.cumsum(lengths)
-        cells = padded[chosen][np.arange(width) < lengths[:, None]]
+        rows_of_views = np.take(padded, chosen, axis=0)  # (take: a faster gather of rows than indexing)
+        cells = (rows_of_views.reshape(-1) if uniform  # (every view of the same size: nothing padded)
+                 else rows_of_views[np.arange(width) < lengths[:, None]])
         cell_base = np.concatenate(([0], cell_stops))[view_stops - n_views]
         view_ends = (cell_stops - np.repeat(cell_base, n_views)).astype(np.uint32)
         signers, sent = by[rows[picked]], tags[rows[picked]].tobytes()

@@ -360,17 +360,19 @@ def test_the_relayed_bundles_built_as_columns_are_those_built_one_by_one(n: int,
         assert RelayedShares("s", senders, ends, data) == RelayedShares("s", ids, stops, joined)
 
 
-@pytest.mark.parametrize(("n", "degree", "block"), [(9, 8, 1024), (40, 4, 7), (200, 8, 64), (200, 8, 1)])
+@pytest.mark.parametrize(("n", "degree", "block", "drop"),
+                         [(9, 8, 1024, 0.15), (40, 4, 7, 0.15), (200, 8, 64, 0.15), (200, 8, 1, 0.15), (200, 8, 64, 0.0)])
 def test_the_unmask_requests_built_in_blocks_are_those_built_one_by_one(
-        n: int, degree: int, block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+        n: int, degree: int, block: int, drop: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (drop 0: every view holds its party's k + 1 holders, all of one size)
     monkeypatch.setattr(views_module, "_BLOCK", block)
     rng = np.random.default_rng(n + block)
     neighbours = build_neighbourhoods(range(n), "regular" if degree < n - 1 else "complete", degree, seed=n)
-    survivors = {p for p in range(n) if rng.random() > 0.15}
+    survivors = {p for p in range(n) if rng.random() >= drop}
     views = {v: tuple(sorted(w for w in (*neighbours[v], v) if w in survivors)) for v in survivors}
     tagged = {}
     for w in sorted(survivors):
-        if rng.random() < 0.1:
+        if rng.random() < drop * 2 / 3:
             continue  # dropped before its tags: no request, and in no other party's request
         targets = sorted({*neighbours[w], *(h for o in neighbours[w] for h in neighbours[o] if h != w)})
         tagged[w] = SurvivorTags("s", id_vector(targets), rng.bytes(16 * len(targets)))
