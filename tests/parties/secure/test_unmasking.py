@@ -20,28 +20,9 @@ N, L = 8, 6
 
 def _everyone_survives() -> tuple[Unmasking, dict[int, UnmaskShares], np.ndarray]:
     """An Unmasking with every party a survivor (pairwise masks cancel, so the total is the
-    inputs plus the self masks), and each holder's honest answer."""
-    ctx = MaskedEngine(topology="harary", degree=4, round_timeout=5).context(range(N), L)
-    ring, nb = ctx.ring, ctx.neighbours
-    x = np.arange(N * L, dtype=ring.dtype).reshape(N, L) % 5
-    total = x.sum(axis=0, dtype=ring.dtype)
-    per_holder: dict[int, list[tuple[int, int, bytes]]] = {h: [] for h in ctx.parties}
-    for o in ctx.parties:
-        b = secrets.token_bytes(32)
-        np.add(total, mask_vector(ring, b, L), out=total)
-        holders = sorted((*nb[o], o))
-        xs = [abscissa(nb, o, h) for h in holders]
-        for h, xh, y in zip(holders, xs, share_values([b], xs, ctx.threshold)[0], strict=True):
-            per_holder[h].append((o, xh, y))
-    answers = {}
-    for h, rows in per_holder.items():
-        rows.sort()
-        answers[h] = UnmaskShares(ctx.session, id_vector([o for o, _, _ in rows]),
-                                  bytes([SECRET_SELF_MASK] * len(rows)),
-                                  id_vector([xh for _, xh, _ in rows]), b"".join(y for _, _, y in rows))
-    relayed = {h: tuple(nb[h]) for h in ctx.parties}
-    unmasking = Unmasking(ctx, total, set(ctx.parties), relayed, {}, set(), set(ctx.parties))
-    return unmasking, answers, x.sum(axis=0)
+    inputs plus the self masks), each holder's honest answer, and the sum of the inputs."""
+    ctx, answers, total, inputs, relayed, keys = _answers("harary", N, 4)
+    return Unmasking(ctx, total, set(ctx.parties), relayed, keys, set(), set(ctx.parties)), answers, inputs
 
 
 def test_a_self_mask_is_removed_only_once_every_answering_holder_answered() -> None:
@@ -73,15 +54,15 @@ def test_a_share_value_outside_the_field_is_the_holders_fault() -> None:
 
 
 def _answers(topology: str, n: int, degree: int | None, drop: tuple[int, ...] = ()
-             ) -> tuple[SecureSumContext, dict[int, UnmaskShares], np.ndarray, dict[int, tuple[int, ...]],
+             ) -> tuple[SecureSumContext, dict[int, UnmaskShares], np.ndarray, np.ndarray, dict[int, tuple[int, ...]],
                         dict[int, PublicKeys]]:
     """Every holder's honest round-4 answer of a sum over ``n`` parties (``drop``: parties that
-    dropped after sharing: their holders reveal their mask keys), the masked total, who relayed
-    to whom and the advertised masking keys."""
+    dropped after sharing: their holders reveal their mask keys), the masked total, the sum of
+    the inputs in it, who relayed to whom and the advertised masking keys."""
     ctx = MaskedEngine(topology=topology, degree=degree, round_timeout=5).context(range(n), L)
     ring, nb = ctx.ring, ctx.neighbours
-    rng = np.random.default_rng(n)
-    total = rng.integers(0, 5, size=L).astype(ring.dtype)
+    inputs = np.random.default_rng(n).integers(0, 5 * n, size=L)
+    total = inputs.astype(ring.dtype)
     keys, rows = {}, {h: [] for h in ctx.parties}  # type: ignore[var-annotated]
     for o in ctx.parties:
         pair = KeyPair.generate()
@@ -101,7 +82,7 @@ def _answers(topology: str, n: int, degree: int | None, drop: tuple[int, ...] = 
         answers[h] = UnmaskShares(ctx.session, id_vector([o for o, _, _ in mine]),
                                   bytes([SECRET_MASK_KEY if o in drop else SECRET_SELF_MASK for o, _, _ in mine]),
                                   id_vector([xh for _, xh, _ in mine]), b"".join(y for _, _, y in mine))
-    return ctx, answers, total, {h: tuple(nb[h]) for h in ctx.parties}, keys
+    return ctx, answers, total, inputs, {h: tuple(nb[h]) for h in ctx.parties}, keys
 
 
 def _unmasking(ctx: SecureSumContext, answers: dict[int, UnmaskShares], total: np.ndarray,
@@ -123,7 +104,7 @@ def _outcome(unmasking: Unmasking, ctx: SecureSumContext) -> tuple[str, list[int
                           ("complete", 34, None, (5,))])
 def test_a_delivery_of_answers_is_filed_at_once_as_each_answer_in_turn(
         topology: str, n: int, degree: int | None, drop: tuple[int, ...], monkeypatch: pytest.MonkeyPatch) -> None:
-    ctx, answers, total, relayed, keys = _answers(topology, n, degree, drop)
+    ctx, answers, total, inputs, relayed, keys = _answers(topology, n, degree, drop)
     one_by_one = _unmasking(ctx, answers, total, relayed, keys, drop)
     for h, msg in answers.items():
         one_by_one.take(h, msg)
@@ -140,12 +121,14 @@ def test_a_delivery_of_answers_is_filed_at_once_as_each_answer_in_turn(
     kind, value = _outcome(at_once, ctx)
     assert (kind, value) == _outcome(one_by_one, ctx)
     assert kind == "sum" and len(value) == L
+    if not drop:  # (no pairwise masks in this total: a dropped party's are taken out of one that has none)
+        assert value == inputs.tolist()
 
 
 @pytest.mark.parametrize("fault", ["owner", "owner outside the roster", "kind", "abscissa", "value",
                                    "value above 2^256"])
 def test_a_delivery_with_an_answer_not_asked_for_is_decided_as_each_answer_in_turn(fault: str) -> None:
-    ctx, answers, total, relayed, keys = _answers("regular", 40, 4)
+    ctx, answers, total, _, relayed, keys = _answers("regular", 40, 4)
     bad_holder = list(answers)[25]
     good = answers[bad_holder]
     owners, which, xs, values = good.owners.tolist(), good.which, good.abscissae.tolist(), good.values
