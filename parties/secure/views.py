@@ -24,8 +24,8 @@ import sys
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
-from operator import itemgetter
 from itertools import chain
+from operator import itemgetter
 
 import numpy as np
 
@@ -177,7 +177,7 @@ def pair_keys(live: tuple[int, ...], neighbours: Neighbourhoods, *,
 
     Where no two holders are adjacent (nearly every party of a random sparse graph) every pair
     has a key, and each holder's entries are picked from the holders and the keys by one call
-    (:func:`_entries`)."""
+    (an ``itemgetter`` per holder, made once per number of holders)."""
     if type(neighbours) is CompleteNeighbourhoods or len(live) < 2:  # all adjacent, or no pair
         return [()] * len(live)
     members = set(live)
