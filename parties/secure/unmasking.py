@@ -116,7 +116,7 @@ class Unmasking:
         neighbours = ctx.neighbours
         self._ids = ids = np.asarray(ctx.parties, dtype=np.int64)  # (sorted: row of a party = its rank)
         n = ids.shape[0]
-        self._complete = complete = type(neighbours) is CompleteNeighbourhoods
+        complete = type(neighbours) is CompleteNeighbourhoods
         degrees = np.full(n, n - 1, dtype=np.int64) if complete else np.fromiter(
             map(len, map(neighbours.__getitem__, ctx.parties)), dtype=np.int64, count=n)
         width = int(degrees.max()) + 1  # the largest holder set: abscissae 1..width
@@ -125,7 +125,7 @@ class Unmasking:
         self._present = np.zeros((n, width), dtype=bool)
         self._alive = np.zeros(n, dtype=bool)
         self._alive[self._rows(sorted(survivors))] = True
-        self._neighbours: np.ndarray | None = None  # sorted neighbour ids, padded (sparse graphs; take_all)
+        self._neighbours: np.ndarray | None = None  # sorted neighbour ids, padded (None: the complete graph)
         if not complete:
             self._neighbours = np.full((n, width - 1), np.iinfo(np.int64).max, dtype=np.int64)
             flat = np.fromiter(chain.from_iterable(map(neighbours.__getitem__, ctx.parties)), dtype=np.int64,
@@ -154,7 +154,7 @@ class Unmasking:
         owners = set(self.relayed[holder])
         owners.add(holder)
         values, from_bytes = msg.values, int.from_bytes
-        sparse = not self._complete
+        sparse = self._neighbours is not None
         start = 0
         for owner, kind, x in zip(msg.owners.tolist(), msg.which, msg.abscissae.tolist()):
             alive = owner in survivors
