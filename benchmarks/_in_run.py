@@ -21,7 +21,9 @@ repeats), in the engine's function alone, and inside a run (the party's keys and
 interpreter's other work in between).  ``"outside"`` groups are cryptography the floor leaves
 out.  The two ``"around"`` groups time every resumption of the programs (the parties' by their
 hosts, :mod:`parties.party_sum`, with the batches of their answers that a host runs for many
-parties at once; the controller's by :func:`parties.secure.drive.drive`): the
+parties at once: a masked party's rounds are those batches, its program a
+:class:`~parties.secure.responder.Responder` that the host never resumes; the controller's by
+:func:`parties.secure.drive.drive`): the
 cryptography above runs inside them, so what they take beyond it is the programs' own Python
 (the protocol's steps and checks, building the messages).
 

@@ -56,7 +56,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError
 from parties.columns import MessageColumns
 from parties.secure.program import (Answer, Broadcast, Delivery, Expect, Mark, Operation, Poll, Program, Reject,
-                                    Send, SendEach)
+                                    Send, SendEach, round_timeout)
+from parties.secure.responder import Reply, Responder
 from parties.secure.rounds import Finished, RoundState, answer, step, throw
 from parties.topology import CONTROLLER, actor_name
 from parties.wire.codec import Message, decode, encode, encoded_size
@@ -89,6 +90,9 @@ parties open during one turn of the loop share a timer (the turn itself takes ti
 _Batch = Callable[[list[tuple[Any, ...]]], list[Message | ProtocolError]]
 """An :class:`~parties.secure.program.Answer`'s batch: its computation for many calls at once."""
 
+_Parked = tuple["_Run", "Answer | Reply", tuple[Any, ...]]
+"""An answer waiting for its batch: (its program's run, the answer or a responder's reply, its call's arguments)."""
+
 _Buffered = tuple[int, str, Message]
 """A delivered message no round has taken yet: (sender, phase, message)."""
 
@@ -96,11 +100,13 @@ _Buffered = tuple[int, str, Message]
 class _Run:
     """One party's program of one session and the round it has open."""
 
-    __slots__ = ("party", "session", "program", "expect", "state", "deadline", "ready", "active", "crashed", "resumed",
-                 "ended")
+    __slots__ = ("party", "session", "program", "responder", "at", "expect", "state", "deadline", "ready", "active",
+                 "crashed", "resumed", "ended")
 
     def __init__(self, party: SumParty, session: str, program: Program[Any]) -> None:
         self.party, self.session, self.program = party, session, program
+        self.responder = program if isinstance(program, Responder) else None  # (its rounds run by the host)
+        self.at = 0  # a responder's round open or next
         self.expect: Expect[Any] | None = None  # the open (or last) round
         self.state: RoundState | None = None
         self.deadline: float | None = None  # of the open round, while it is timed
@@ -139,7 +145,7 @@ class PartySums:
         self._buffers: dict[int, deque[_Buffered]] = {}
         self._ready: list[tuple[_Run, RoundState, int]] = []  # rounds to step on the next turn, in order
         self._polls: list[tuple[_Run, RoundState, int]] = []
-        self._answers: dict[_Batch, list[tuple[_Run, Answer]]] = {}  # parked answers, by batch, in order
+        self._answers: dict[_Batch, list[_Parked]] = {}  # parked answers, by batch, in order
         self._scheduled = False
         self._deadlines: dict[float, tuple[asyncio.TimerHandle, set[_Run]]] = {}
         self._last_payload: bytes | None = None  # decode cache for broadcasts (same bytes object)
@@ -157,7 +163,23 @@ class PartySums:
             return
         run = _Run(party, start.session, program)
         self._runs.setdefault(party.index, []).append(run)
-        self._advance(run, None)
+        if run.responder is None:
+            self._advance(run, None)
+            return
+        run.active = True
+        try:
+            first = (run.responder.begin(),)
+        except ProtocolError as exc:
+            self._end(run, exc)
+        except Exception as exc:  # a bug in a program: its session ends, the host fails
+            self._end(run, None, ran=False)
+            self._fail(exc)
+        else:
+            self._reply(run, run.responder.first, first)
+        finally:
+            run.active = False
+            if run.ended:
+                program.close()
 
     def running(self) -> int:
         """Programs running now."""
@@ -251,7 +273,10 @@ class PartySums:
         polls, self._polls = self._polls, []
         for run, state, token in ready:
             if run.state is state and run.resumed == token and not state.over:
-                self._advance(run, self._delivery(run))
+                if run.responder is None:
+                    self._advance(run, self._delivery(run))
+                else:
+                    self._respond(run)
         for run, state, token in polls:  # (a round that timed out meanwhile was told so)
             if run.state is state and run.resumed == token and not state.over:
                 self._advance(run, self._delivery(run))
@@ -260,22 +285,91 @@ class PartySums:
             for batch, parked in answers.items():
                 self._answer(batch, parked)
 
-    def _answer(self, batch: _Batch, parked: list[tuple[_Run, Answer]]) -> None:
+    def _answer(self, batch: _Batch, parked: list[_Parked]) -> None:
         """Run ``batch`` for the parked answers of programs still running, then send each reply
-        (or raise its error in its program) and step each program on."""
-        parked = [(run, op) for run, op in parked if not run.ended]
+        (or raise its error in its program) and step each program on (a responder: on to its
+        next round)."""
+        parked = [item for item in parked if not item[0].ended]
         try:
-            replies = batch([op.args for _, op in parked])
+            replies = batch([args for _, _, args in parked])
             if len(replies) != len(parked):
                 raise ConfigurationError(f"an answer batch returned {len(replies)} replies for {len(parked)} calls")
         except Exception as exc:  # a bug in the computation: the sessions end, the host fails
-            for run, _ in parked:
+            for run, _, _ in parked:
                 self._end(run, None, ran=False)
             self._fail(exc)
             return
-        for (run, op), reply in zip(parked, replies):
+        for (run, op, _), reply in zip(parked, replies):
             if not run.ended:  # (a send before it may have crashed its party: ended)
-                self._advance(run, None, answered=(op, reply))
+                if isinstance(op, Answer):
+                    self._advance(run, None, answered=(op, reply))
+                else:
+                    self._replied(run, op, reply)
+
+    # ------------------------------------------------------------------ a responder's rounds
+    def _reply(self, run: _Run, reply: Reply, args: tuple[Any, ...]) -> None:
+        """``run``'s responder sends ``reply`` computed from ``args``: parked for the end of the
+        turn with its batch's other calls, or computed and sent on the spot."""
+        if reply.batch is not None:
+            self._answers.setdefault(reply.batch, []).append((run, reply, args))
+            self._schedule()
+            return
+        try:
+            message: Message | ProtocolError = reply.compute(*args)
+        except ProtocolError as exc:
+            message = exc
+        except Exception as exc:  # a bug in the computation: its session ends, the host fails
+            self._end(run, None, ran=False)
+            self._fail(exc)
+            return
+        self._replied(run, reply, message)
+
+    def _replied(self, run: _Run, reply: Reply, message: Message | ProtocolError) -> None:
+        """``run``'s responder's ``message`` (its error ends the program) sent, then its next round
+        opened (a buffered message of it taken at once), or the program ended after its last."""
+        if isinstance(message, ProtocolError):
+            self._end(run, message)
+            return
+        responder = run.responder
+        assert responder is not None
+        run.active = True
+        try:
+            self._send(run.party.index, CONTROLLER, message, reply.phase)
+            if run.crashed:
+                raise _dropped(run.party.index)
+            if run.at == len(responder.rounds):
+                self._end(run, None)
+                return
+            expect = responder.rounds[run.at].expect
+            assert expect is not None  # (a responder's rounds have one)
+            run.at += 1
+            if not self._open(run, expect).pending:
+                self._respond(run)
+        except ProtocolError as exc:
+            self._end(run, exc)
+        except Exception as exc:  # a bug: its session ends, the host fails
+            self._end(run, None, ran=False)
+            self._fail(exc)
+        finally:
+            run.active = False
+            if run.ended:
+                responder.close()
+
+    def _respond(self, run: _Run) -> None:
+        """``run``'s responder's open round is over (its message came, or its deadline passed):
+        the controller's message answered, or the program ended with the round's timeout."""
+        state, responder = run.state, run.responder
+        assert state is not None and responder is not None
+        state.over, run.ready = True, False
+        run.resumed += 1  # (any wake-up queued before is stale)
+        self._untime(run)
+        reply = responder.rounds[run.at - 1]
+        message = state.first.get(CONTROLLER)
+        if message is None:
+            assert reply.expect is not None
+            self._end(run, round_timeout(run.party.index, reply.expect))
+            return
+        self._reply(run, reply, (responder.state, message))
 
     def _delivery(self, run: _Run, *, timed_out: bool = False) -> Delivery[Any]:
         """What arrived for ``run``'s open round since its last delivery; its timer ends with the round."""
@@ -321,7 +415,7 @@ class PartySums:
                     continue
                 if isinstance(op, Answer):
                     if op.batch is not None:  # run with the turn's other answers of its batch (_turn)
-                        self._answers.setdefault(op.batch, []).append((run, op))
+                        self._answers.setdefault(op.batch, []).append((run, op, op.args))
                         self._schedule()
                         return
                     op = self._after(run, op, answer(op))
@@ -393,7 +487,10 @@ class PartySums:
             run.deadline = None
             state = run.state
             if state is not None and not state.over:
-                self._advance(run, self._delivery(run, timed_out=True))
+                if run.responder is None:
+                    self._advance(run, self._delivery(run, timed_out=True))
+                else:
+                    self._respond(run)
 
     def _after(self, run: _Run, op: Answer, reply: Message | ProtocolError) -> Operation | Finished:
         """``run``'s program after its answer ``op``: ``reply`` sent (or, an error, raised in it)."""

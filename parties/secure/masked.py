@@ -68,13 +68,14 @@ reveals, and the aggregate.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from collections.abc import Callable
+from functools import lru_cache, partial
 from itertools import chain
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from mprr.errors import ConfigurationError, SecureSumAborted
+from mprr.errors import ConfigurationError, ProtocolError, SecureSumAborted
 from parties.topology import CONTROLLER
 from parties.traffic import Counts
 from parties.transport import Endpoint, Transport
@@ -98,7 +99,8 @@ from parties.secure.messages import (
     id_vector,
 )
 from parties.secure.pki import KeyRegistry, Signer
-from parties.secure.program import Answer, Expect, Program, controller_message
+from parties.secure.program import Expect, Program
+from parties.secure.responder import Reply, Responder
 from parties.secure.shamir import SHARE_BYTES
 from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
 from parties.secure.values import checked_input
@@ -106,6 +108,7 @@ from parties.secure.masked_party import (PLAIN, MaskedParty, PartyCryptography, 
                                          share_keys_all, state_views, unmask_all, zeros)
 from parties.secure.masked_server import PHASES, ControllerProgram, Shortfall, spread
 from parties.secure.views import KEY_ENTRY
+from parties.wire.codec import Message
 
 __all__ = ["PHASES", "MaskedEngine", "spread"]
 
@@ -206,16 +209,31 @@ def _bounds(ctx: SecureSumContext, *, largest: bool) -> TrafficCost:
                                f"{targets}; masked, n = {n}, L = {ctx.length})")
 
 
+def _rounds(session: str, timeout: float) -> tuple[Reply, tuple[Reply, ...]]:
+    """The party's first reply (round 0: its masking key) and its rounds of ``session`` after it:
+    each one message from the controller (the keys, the shares, the survivors, the unmasking
+    request) within ``timeout``, answered by the round's method of :class:`MaskedParty`, many
+    parties at once by its batch (the methods and batches as they are when the session starts)."""
+    party = MaskedParty
+    return _replies(session, timeout, (party.advertise, advertise_all), (party.share_keys, share_keys_all),
+                    (party.mask_input, mask_inputs), (party.state_view, state_views), (party.unmask, unmask_all))
+
+
+_Batch = Callable[[list[tuple[Any, ...]]], list[Message | ProtocolError]]
+
+
 @lru_cache(maxsize=16)
-def _rounds(session: str, timeout: float) -> tuple[Expect[Any], Expect[Any], Expect[Any], Expect[Any]]:
-    """The party's rounds of ``session``, one message from the controller each (the keys, the
-    shares, the survivors, the unmasking request), within ``timeout``: made once and shared by
-    every party's program of the session (an :class:`~parties.secure.program.Expect` is
-    immutable, and each is a new round of every program that yields it)."""
-    return (Expect(KeyDirectory, session, (CONTROLLER,), PHASES[0], timeout),
-            Expect(RelayedShares, session, (CONTROLLER,), PHASES[1], timeout),
-            Expect(SurvivorSet, session, (CONTROLLER,), PHASES[3], timeout),
-            Expect(UnmaskRequest, session, (CONTROLLER,), PHASES[4], timeout))
+def _replies(session: str, timeout: float, *rounds: tuple[Callable[..., Message], _Batch]
+             ) -> tuple[Reply, tuple[Reply, ...]]:
+    """:func:`_rounds` from each round's (method, batch), made once per session, timeout and
+    methods, and shared by every party's program of the session (a :class:`Reply` and its
+    :class:`~parties.secure.program.Expect` are immutable)."""
+    first, *answered = rounds
+    kinds = (KeyDirectory, RelayedShares, SurvivorSet, UnmaskRequest)
+    phases = (PHASES[0], PHASES[1], PHASES[3], PHASES[4])  # (the phases the controller's messages come in)
+    return (Reply(PHASES[0], *first),
+            tuple(Reply(PHASES[k + 1], compute, batch, Expect(kind, session, (CONTROLLER,), phase, timeout))
+                  for k, ((compute, batch), kind, phase) in enumerate(zip(answered, kinds, phases))))
 
 
 class MaskedEngine(SecureSumEngine):
@@ -309,21 +327,14 @@ class MaskedEngine(SecureSumEngine):
 
     def _party(self, me: int, vector: np.ndarray, ctx: SecureSumContext, crypto: PartyCryptography,
                min_contributors: int) -> Program[None]:
-        """The rounds' I/O of party ``me`` (:class:`MaskedParty` computes each round): every round
-        one message from the controller, answered by one message."""
-        party = MaskedParty(me, vector, ctx, crypto, min_contributors)
+        """The rounds' I/O of party ``me`` (:class:`MaskedParty` computes each round): a first
+        reply, then every round one message from the controller answered by one message (a
+        :class:`~parties.secure.responder.Responder`, whose rounds a host runs for many parties
+        at once)."""
         # a party waits up to two rounds: the controller itself may wait a full round_timeout
         # for stragglers before it answers
-        keys, shares, survivors, request = _rounds(ctx.session, 2 * self.round_timeout)
-        yield Answer(CONTROLLER, PHASES[0], MaskedParty.advertise, (party,), advertise_all)
-        yield Answer(CONTROLLER, PHASES[1], MaskedParty.share_keys,
-                     (party, controller_message(me, (yield keys), keys)), share_keys_all)
-        yield Answer(CONTROLLER, PHASES[2], MaskedParty.mask_input,
-                     (party, controller_message(me, (yield shares), shares)), mask_inputs)
-        yield Answer(CONTROLLER, PHASES[3], MaskedParty.state_view,
-                     (party, controller_message(me, (yield survivors), survivors)), state_views)
-        yield Answer(CONTROLLER, PHASES[4], MaskedParty.unmask,
-                     (party, controller_message(me, (yield request), request)), unmask_all)
+        return Responder(me, partial(MaskedParty, me, vector, ctx, crypto, min_contributors),
+                         *_rounds(ctx.session, 2 * self.round_timeout))
 
     # ------------------------------------------------------------------ controller
     def controller_program(self, ctx: SecureSumContext) -> Program[SumOutcome]:

@@ -22,7 +22,9 @@ it decides on (a missing party, a bad message): a driver never interprets messag
 :func:`each` is the plainest batch of an :class:`Answer`.  :func:`receive` and
 :func:`from_controller` are the rounds programs write most
 (:func:`controller_message` checks a round of :func:`from_controller`'s for a program that
-yields its expectation itself).
+yields its expectation itself, :func:`round_timeout` is its error).  A program of a first reply and
+rounds that each answer one message from the controller is best written as a
+:class:`parties.secure.responder.Responder`, whose parts a host reads.
 
 Drivers own time and I/O: :func:`parties.secure.drive.drive` runs one program over an
 endpoint (every runtime), :func:`parties.secure.counting.count` runs every role of a sum in one
@@ -63,6 +65,7 @@ __all__ = [
     "each",
     "from_controller",
     "receive",
+    "round_timeout",
 ]
 
 M = TypeVar("M", bound=Message)
@@ -263,9 +266,15 @@ def controller_message(me: int, got: Delivery[M] | None, expect: Expect[M]) -> M
     if got is None:  # pragma: no cover - a driver always answers an Expect
         raise ProtocolError(f"the driver did not answer the expectation of phase {expect.phase!r}")
     if got.timed_out:
-        raise RoundTimeout(
-            f"phase {expect.phase!r}: {actor_name(me)} timed out after {expect.timeout:g} s waiting for "
-            f"{expect.kind.NAME} of session {expect.session!r} from the controller",
-            phase=expect.phase, timeout=expect.timeout, missing=(CONTROLLER,),
-        )
+        raise round_timeout(me, expect)
     return got.messages[CONTROLLER]
+
+
+def round_timeout(me: int, expect: Expect[Any]) -> RoundTimeout:
+    """The error of actor ``me``'s round ``expect`` of one message from the controller that timed
+    out (:func:`controller_message` raises it)."""
+    return RoundTimeout(
+        f"phase {expect.phase!r}: {actor_name(me)} timed out after {expect.timeout:g} s waiting for "
+        f"{expect.kind.NAME} of session {expect.session!r} from the controller",
+        phase=expect.phase, timeout=expect.timeout, missing=(CONTROLLER,),
+    )

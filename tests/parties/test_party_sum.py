@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from mprr.errors import ConfigurationError, PartyDropped, ProtocolError
+from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError
 from parties.columns import MessageColumns
 from parties.party_sum import DEADLINE_GRAIN, PartySums
 from parties.secure.messages import ShareVector, SurvivorSet, id_vector
-from parties.secure.program import Delivery, Expect, Poll, Reject, Send
+from parties.secure.program import Delivery, Expect, Poll, Reject, Send, each
+from parties.secure.responder import Reply, Responder
 from parties.topology import CONTROLLER
 from parties.topology import Topology
 from parties.transport import Frame, Transport
@@ -486,3 +487,132 @@ def test_a_send_to_the_controller_without_a_link_ends_the_session_as_without_col
     assert blocks == [] and session == "s" and ran
     with pytest.raises(ProtocolError, match="party 0 cannot send to controller: no link in the topology"):
         raise error  # type: ignore[misc]
+
+
+# ------------------------------------------------------------------ a responder's rounds, run by the host
+
+
+def _echo(state: list[int], message: SurvivorSet) -> SurvivorSet:
+    if state[0] == 4 and message.survivors.tolist() == [9]:
+        raise MessageError(f"party {state[0]}: survivor 9 is not its neighbour")
+    if message.survivors.tolist() == [666]:
+        raise ValueError("a bug in the round")
+    state.extend(message.survivors.tolist())
+    return SurvivorSet("s", id_vector(sorted(set(state))))
+
+
+def _hello(state: list[int]) -> SurvivorSet:
+    return SurvivorSet("s", id_vector(state))
+
+
+def _responder(me: int, echo_all: Any) -> Responder:
+    """Party ``me``: its id to the controller, then two rounds of the controller's survivor set
+    echoed with what it holds (the first by the batch ``echo_all``)."""
+    def begin() -> list[int]:
+        if me == 5:
+            raise ProtocolError("party 5 refuses to begin")
+        return [me]
+
+    return Responder(me, begin, Reply("graph/partial", _hello, each(_hello)),
+                     (Reply("graph/echo", _echo, echo_all, Expect(SurvivorSet, "s", (CONTROLLER,), "graph/told", 5.0)),
+                      Reply("graph/again", _echo, None, Expect(SurvivorSet, "s", (CONTROLLER,), "graph/asked", 5.0))))
+
+
+def _written_out(responder: Responder) -> Program:
+    """The same responder as a plain generator: the host steps it as any program."""
+    return (yield from responder)
+
+
+def _frame(dst: int, phase: str, *ids: int) -> Frame:
+    msg = SurvivorSet("s", id_vector(ids))
+    return Frame(CONTROLLER, dst, phase, msg.KIND, encode(msg))
+
+
+def _run_responders(native: bool, script: Any) -> tuple[list[Any], dict[int, list[Any]], list[int], list[str]]:
+    """``script(sums, net)`` run with parties 0, 2, 4 and 5 as responders (``native``) or as the same
+    responders written out; what was sent, how each party's session ended (and when), the batch
+    sizes, the host's failures."""
+    failures: list[BaseException] = []
+    batches: list[int] = []
+
+    def echo_all(calls: list[tuple[Any, ...]]) -> list[Any]:
+        batches.append(len(calls))
+        return each(_echo)(calls)
+
+    async def main() -> tuple[list[Any], dict[int, list[Any]]]:
+        net = Net(6)
+        sums = host(net, failures)
+        parties = {p: StubParty(p, _responder(p, echo_all)) for p in (0, 2, 4, 5)}
+        ended: dict[int, list[Any]] = {}
+        for p, party in parties.items():
+            if not native:
+                party.program = _written_out(party.program)  # type: ignore[arg-type]
+            sums.start(party, START)
+        await script(sums, net)
+        loop = asyncio.get_running_loop()
+        for p, party in parties.items():
+            ended[p] = [(s, type(e).__name__, str(e), ran) for s, e, ran in party.ended]
+        assert sums.running() == 0, loop.time()
+        return [(f.src, f.dst, f.phase, f.kind, f.payload) for f in net.sent], ended
+
+    sent, ended = run_virtual(main())
+    return sent, ended, batches, [repr(f) for f in failures]
+
+
+async def _answered(sums: PartySums, net: Net) -> None:
+    """Party 0's second message arrives before its round opens; party 2's in order; party 4's
+    first round fails its check; then party 2 crashes before its second round."""
+    sums.deliver(_frame(0, "graph/asked", 7))
+    await asyncio.sleep(0.5)
+    for p in (0, 2):
+        sums.deliver(_frame(p, "graph/told", *sorted({1, p})))
+    sums.deliver(_frame(4, "graph/told", 9))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    net.crash(2)
+    sums.crash(2)
+    await asyncio.sleep(1.0)
+
+
+async def _timed_out(sums: PartySums, net: Net) -> None:
+    """Party 0 is told, then never asked: its second round ends at its deadline; the others are
+    never told; party 4's message of another session is not its round's."""
+    sums.deliver(_frame(0, "graph/told", 3))
+    sums.deliver(Frame(CONTROLLER, 4, "graph/told", SurvivorSet.KIND, encode(SurvivorSet("other", id_vector((1,))))))
+    await asyncio.sleep(20.0)
+
+
+async def _buggy(sums: PartySums, net: Net) -> None:
+    """A bug (not a protocol error) in party 0's unbatched round, then in party 2's batched one:
+    each fails the host and ends its session where it stands; then the host stops."""
+    sums.deliver(_frame(0, "graph/told", 1))
+    await asyncio.sleep(0)
+    sums.deliver(_frame(0, "graph/asked", 666))
+    await asyncio.sleep(0)
+    sums.deliver(_frame(2, "graph/told", 666))
+    await asyncio.sleep(0)
+    sums.stop()
+
+
+@pytest.mark.parametrize("script", [_answered, _timed_out, _buggy])
+def test_a_responders_rounds_run_by_the_host_are_those_of_the_same_program_written_out(script: Any) -> None:
+    # The host runs a Responder's rounds itself (no generator resumed, no delivery built): what
+    # is sent, how and when each session ends, the batches and the host's failures are those of
+    # the same program stepped as a generator.
+    native = _run_responders(True, script)
+    assert native == _run_responders(False, script)
+    sent, ended, batches, failures = native
+    if script is _answered:
+        assert [(src, phase) for src, _, phase, _, _ in sent] == [  # (0's buffered round answered at once)
+            (0, "graph/partial"), (2, "graph/partial"), (4, "graph/partial"), (0, "graph/echo"), (0, "graph/again"),
+            (2, "graph/echo")]
+        assert batches == [3]  # (one batch of the turn's three calls: 0, 2 and 4)
+        assert ended[0] == [("s", "NoneType", "None", True)] and ended[2][0][1] == "PartyDropped"
+        assert ended[4] == [("s", "MessageError", "party 4: survivor 9 is not its neighbour", True)]
+        assert ended[5] == [("s", "ProtocolError", "party 5 refuses to begin", True)]
+    elif script is _timed_out:
+        assert [e[0][1] for e in ended.values()] == ["RoundTimeout"] * 3 + ["ProtocolError"]
+        assert "phase 'graph/asked': party 0 timed out after 5 s" in ended[0][0][2]
+    else:
+        assert failures == ["ValueError('a bug in the round')"] * 2 and sent[-1][:3] == (0, CONTROLLER, "graph/echo")
+        assert [ended[p] for p in (0, 2, 4)] == [[("s", "NoneType", "None", False)]] * 3
