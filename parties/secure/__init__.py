@@ -18,6 +18,8 @@ Modules, in dependency order:
 - ``program``   — the sans-I/O model: a role's program yields sends / broadcasts / expectations
                  and receives what came (``Send``, ``Expect``, ``Delivery``, ...; ``receive``,
                  ``from_controller``, ``controller_message``)
+- ``responder`` — ``Responder``: a program of a first reply and rounds that each answer the
+                 controller, written as its parts, which a host of many parties runs itself
 - ``rounds``    — a driver's state of one open round (``RoundState``) and one program step
 - ``drive``     — the asyncio driver: one program over an endpoint, one asyncio timeout per round
 - ``sizing``    — ``SizeByShape``: encoded sizes, one encoding per message shape
@@ -41,7 +43,7 @@ Modules, in dependency order:
 - ``masked_party`` — the masked engine's party side: one party's rounds as a sans-I/O state
                  machine (``MaskedParty``) and the cryptography it calls
 - ``masked``    — engine ``masked``: Bonawitz et al. 2017 pairwise masks + Shamir recovery (the
-                 engine, its traffic bounds, the party's program over ``MaskedParty``)
+                 engine, its traffic bounds, the party's program: a ``Responder`` over ``MaskedParty``)
 - ``registry``  — ``ENGINES``: ``EngineEntry`` objects by name (paper, paper-per-combination, graph,
                  graph-direct, masked, masked-sparse) in a :class:`mprr.registry.Registry`, each
                  with all that is known of its engine (message kinds, needs, dropouts, plot style);
