@@ -24,6 +24,11 @@ task, endpoint or pending receive per party:
   each batch runs once for every answer of it the turn's programs gave (their parties' rounds
   one pass per kind of work), each reply is sent (its error raised in its program) and each
   program stepped on; an answer without a batch is computed and sent on the spot;
+- a :class:`~parties.secure.responder.Responder` (a program of a first reply and rounds that
+  each answer one message from the controller) is never resumed: the host runs its rounds from
+  their parts, each round's message handed to the round's batch with the turn's others, its
+  reply sent and the next round opened (a buffered message taken at once), with the same sends,
+  errors and ends as the program stepped;
 - a :class:`~parties.secure.program.Poll` is answered on the loop's next turn with what has
   arrived by then (the peers run first); each wake-up is for one resumption of the program
   (one queued before the program was last resumed is stale, and skipped);
