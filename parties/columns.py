@@ -23,7 +23,7 @@ codec's own — so each member is still counted at the codec size of its own mes
 
 A host's secure-sum programs (:mod:`parties.party_sum`) send the controller one message per
 party and round; those of one turn of the host's loop leave as one :class:`MessageColumns` per
-phase and kind (each member its own message, counted at the codec size of its own encoding, by the
+phase and kind (kept meanwhile in a :class:`MessageOutbox`) (each member its own message, counted at the codec size of its own encoding, by the
 router's same :meth:`~parties.router.Router.ingress_columns`), where the host shares the
 router's process; between processes each travels as its own frame.
 """
@@ -37,7 +37,7 @@ import numpy as np
 from parties.wire.codec import Message, encode
 from parties.wire.messages import RandomizedValues, ReplyBlock
 
-__all__ = ["Columns", "MessageColumns", "ReplyColumns"]
+__all__ = ["Columns", "MessageColumns", "MessageOutbox", "ReplyColumns"]
 
 _KIND = RandomizedValues.KIND
 
@@ -178,3 +178,46 @@ class MessageColumns:
 
 Columns = ReplyColumns | MessageColumns
 """Either form of columns a host sends up (:meth:`parties.router.Router.ingress_columns`)."""
+
+
+class MessageOutbox:
+    """A host's messages to the controller of one turn of its loop, kept as the
+    :class:`MessageColumns` they leave in (:mod:`parties.party_sum`): one block per phase and
+    kind, in the order each was first sent (a sender's second message of one starts another)."""
+
+    __slots__ = ("_open", "_blocks")
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[str, int], _OutboxBlock] = {}
+        self._blocks: list[_OutboxBlock] = []
+
+    def add(self, src: int, phase: str, message: Message, size: int) -> bool:
+        """Keep ``src``'s ``message`` (``size`` bytes encoded); True if the outbox was empty."""
+        key = (phase, message.KIND)
+        block = self._open.get(key)
+        if block is None or src in block.seen:
+            block = self._open[key] = _OutboxBlock(phase, message.KIND)
+            self._blocks.append(block)
+        block.seen.add(src)
+        block.srcs.append(src)
+        block.messages.append(message)
+        block.sizes.append(size)
+        return len(self._blocks) == 1 and len(block.srcs) == 1
+
+    def take(self) -> list[MessageColumns]:
+        """The columns kept, in order; the outbox is empty after."""
+        blocks, self._blocks, self._open = self._blocks, [], {}
+        return [MessageColumns(b.srcs, b.phase, b.kind, b.messages, b.sizes) for b in blocks]
+
+
+class _OutboxBlock:
+    """One block of a :class:`MessageOutbox`: its senders (also as a set), messages and their sizes."""
+
+    __slots__ = ("phase", "kind", "srcs", "seen", "messages", "sizes")
+
+    def __init__(self, phase: str, kind: int) -> None:
+        self.phase, self.kind = phase, kind
+        self.srcs: list[int] = []
+        self.seen: set[int] = set()
+        self.messages: list[Message] = []
+        self.sizes: list[int] = []

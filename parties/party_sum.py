@@ -26,9 +26,10 @@ task, endpoint or pending receive per party:
   program stepped on; an answer without a batch is computed and sent on the spot;
 - a :class:`~parties.secure.responder.Responder` (a program of a first reply and rounds that
   each answer one message from the controller) is never resumed: the host runs its rounds from
-  their parts, each round's message handed to the round's batch with the turn's others, its
-  reply sent and the next round opened (a buffered message taken at once), with the same sends,
-  errors and ends as the program stepped;
+  their parts, with no round state or delivery built (a round waits for the controller's one
+  message of it, as the program's expectation would); on the next turn each round's message is
+  handed to the round's batch with the turn's others, its reply sent and the next round opened
+  (a buffered message taken at once), with the same sends, errors and ends as the program stepped;
 - a :class:`~parties.secure.program.Poll` is answered on the loop's next turn with what has
   arrived by then (the peers run first); each wake-up is for one resumption of the program
   (one queued before the program was last resumed is stale, and skipped);
@@ -59,7 +60,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mprr.errors import ConfigurationError, MessageError, PartyDropped, ProtocolError
-from parties.columns import MessageColumns
+from parties.columns import MessageColumns, MessageOutbox
 from parties.secure.program import (Answer, Broadcast, Delivery, Expect, Mark, Operation, Poll, Program, Reject,
                                     Send, SendEach, round_timeout)
 from parties.secure.responder import Reply, Responder
@@ -105,13 +106,14 @@ _Buffered = tuple[int, str, Message]
 class _Run:
     """One party's program of one session and the round it has open."""
 
-    __slots__ = ("party", "session", "program", "responder", "at", "expect", "state", "deadline", "ready", "active",
-                 "crashed", "resumed", "ended")
+    __slots__ = ("party", "session", "program", "responder", "at", "got", "expect", "state", "deadline", "ready",
+                 "active", "crashed", "resumed", "ended")
 
     def __init__(self, party: SumParty, session: str, program: Program[Any]) -> None:
         self.party, self.session, self.program = party, session, program
         self.responder = program if isinstance(program, Responder) else None  # (its rounds run by the host)
         self.at = 0  # a responder's round open or next
+        self.got: Message | None = None  # the controller's message of a responder's round, to answer on the next turn
         self.expect: Expect[Any] | None = None  # the open (or last) round
         self.state: RoundState | None = None
         self.deadline: float | None = None  # of the open round, while it is timed
@@ -145,10 +147,11 @@ class PartySums:
         self._accept = accept
         self._fail = fail
         self._columns = columns
-        self._outbox = _Outbox()  # this turn's messages to the controller (with a columns uplink)
+        self._outbox = MessageOutbox()  # this turn's messages to the controller (with a columns uplink)
         self._runs: dict[int, list[_Run]] = {}  # party -> its running programs (one per session)
         self._buffers: dict[int, deque[_Buffered]] = {}
-        self._ready: list[tuple[_Run, RoundState, int]] = []  # rounds to step on the next turn, in order
+        # rounds to step on the next turn, in order (no state: a responder's)
+        self._ready: list[tuple[_Run, RoundState | None, int]] = []
         self._polls: list[tuple[_Run, RoundState, int]] = []
         self._answers: dict[_Batch, list[_Parked]] = {}  # parked answers, by batch, in order
         self._scheduled = False
@@ -245,7 +248,17 @@ class PartySums:
         taken = False  # an open round of its kind and phase receives it (drive: taken, then skipped)
         for run in self._runs.get(dst, ()):
             expect, state = run.expect, run.state  # (run.waiting, inlined: once per message)
-            if expect is None or state is None or state.over or expect.kind is not kind or expect.phase != phase:
+            if expect is None or expect.kind is not kind or expect.phase != phase:
+                continue
+            if state is None:  # a responder's round: open until it is answered
+                if run.got is None and src == CONTROLLER and expect.accepts(msg):
+                    run.got = msg
+                    self._ready.append((run, None, run.resumed))
+                    self._schedule()
+                    return
+                taken = True  # (another session's, not the controller's, or a second one: not taken)
+                continue
+            if state.over:
                 continue
             taken = True
             if expect.accepts(msg):
@@ -277,11 +290,11 @@ class PartySums:
         ready, self._ready = self._ready, []
         polls, self._polls = self._polls, []
         for run, state, token in ready:
-            if run.state is state and run.resumed == token and not state.over:
-                if run.responder is None:
-                    self._advance(run, self._delivery(run))
-                else:
+            if state is None:  # a responder's round whose message came
+                if run.resumed == token and run.got is not None:
                     self._respond(run)
+            elif run.state is state and run.resumed == token and not state.over:
+                self._advance(run, self._delivery(run))
         for run, state, token in polls:  # (a round that timed out meanwhile was told so)
             if run.state is state and run.resumed == token and not state.over:
                 self._advance(run, self._delivery(run))
@@ -348,7 +361,7 @@ class PartySums:
             expect = responder.rounds[run.at].expect
             assert expect is not None  # (a responder's rounds have one)
             run.at += 1
-            if not self._open(run, expect).pending:
+            if self._await(run, expect):
                 self._respond(run)
         except ProtocolError as exc:
             self._end(run, exc)
@@ -360,16 +373,38 @@ class PartySums:
             if run.ended:
                 responder.close()
 
+    def _await(self, run: _Run, expect: Expect[Any]) -> bool:
+        """Open ``run``'s responder's round ``expect`` (no :class:`RoundState`: one message from
+        the controller): the buffered messages of its kind and phase leave the buffer, the first
+        that is the round's is taken (True: answer it now), and its deadline starts now."""
+        run.expect, run.got = expect, None
+        buf = self._buffers.get(run.party.index)
+        if buf:
+            kind, phase = expect.kind, expect.phase
+            taken = [(src, msg) for src, ph, msg in buf if type(msg) is kind and ph == phase]
+            if taken:
+                kept = [item for item in buf if not (type(item[2]) is kind and item[1] == phase)]
+                buf.clear()
+                buf.extend(kept)
+                if not buf:
+                    del self._buffers[run.party.index]
+                for src, msg in taken:
+                    if src == CONTROLLER and expect.accepts(msg):
+                        run.got = msg
+                        self._untime(run)
+                        return True
+        self._time(run, expect.timeout)
+        return False
+
     def _respond(self, run: _Run) -> None:
         """``run``'s responder's open round is over (its message came, or its deadline passed):
         the controller's message answered, or the program ended with the round's timeout."""
-        state, responder = run.state, run.responder
-        assert state is not None and responder is not None
-        state.over, run.ready = True, False
+        responder, message = run.responder, run.got
+        assert responder is not None
+        run.got, run.expect, run.ready = None, None, False
         run.resumed += 1  # (any wake-up queued before is stale)
         self._untime(run)
         reply = responder.rounds[run.at - 1]
-        message = state.first.get(CONTROLLER)
         if message is None:
             assert reply.expect is not None
             self._end(run, round_timeout(run.party.index, reply.expect))
@@ -440,7 +475,6 @@ class PartySums:
     def _open(self, run: _Run, expect: Expect[Any]) -> RoundState:
         """Open ``run``'s round ``expect``: the buffered messages of its kind and phase join it
         (oldest first), and its deadline starts now."""
-        self._untime(run)
         state = run.state = RoundState(expect)
         run.expect, run.ready = expect, False
         buf = self._buffers.get(run.party.index)
@@ -454,11 +488,15 @@ class PartySums:
                 if not buf:
                     del self._buffers[run.party.index]
                 state.sort(taken)
-        loop = asyncio.get_running_loop()
-        timeout = expect.timeout
+        self._time(run, expect.timeout)
+        return state
+
+    def _time(self, run: _Run, timeout: float) -> None:
+        """``run``'s round opened now: its deadline is ``timeout`` seconds away (module docstring)."""
+        self._untime(run)
         if math.isinf(timeout):  # (round_timeout=inf is allowed: no deadline, as asyncio.timeout(inf))
-            run.deadline = None
-            return state
+            return
+        loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         if timeout > 0:
             grain = timeout / DEADLINE_GRAIN
@@ -468,7 +506,6 @@ class PartySums:
             timed = self._deadlines[deadline] = (loop.call_at(deadline, self._expire, deadline), set())
         timed[1].add(run)
         run.deadline = deadline
-        return state
 
     def _untime(self, run: _Run) -> None:
         """``run``'s round no longer waits for its deadline (its timer goes with its last round)."""
@@ -491,11 +528,11 @@ class PartySums:
         for run in sorted(timed[1], key=lambda r: (r.party.index, r.session)):
             run.deadline = None
             state = run.state
-            if state is not None and not state.over:
-                if run.responder is None:
-                    self._advance(run, self._delivery(run, timed_out=True))
-                else:
+            if run.responder is not None:
+                if run.expect is not None or run.got is not None:  # (its message came: answered, as it is due)
                     self._respond(run)
+            elif state is not None and not state.over:
+                self._advance(run, self._delivery(run, timed_out=True))
 
     def _after(self, run: _Run, op: Answer, reply: Message | ProtocolError) -> Operation | Finished:
         """``run``'s program after its answer ``op``: ``reply`` sent (or, an error, raised in it)."""
@@ -540,7 +577,7 @@ class PartySums:
         runs.remove(run)
         if not runs:
             del self._runs[run.party.index]
-        run.state, run.ended = None, True
+        run.state, run.expect, run.got, run.ended = None, None, None, True
         run.party.end_secure_sum(run.session, error, ran=ran)
         if not run.active:
             run.program.close()
@@ -551,48 +588,6 @@ class PartySums:
         for block in self._outbox.take():
             assert columns is not None  # (only a columns uplink fills the outbox)
             columns(block)
-
-
-class _Outbox:
-    """Messages to the controller of one turn, kept as the columns they leave in (in the order
-    each phase and kind was first sent; a sender's second message of one starts another)."""
-
-    __slots__ = ("_open", "_blocks")
-
-    def __init__(self) -> None:
-        self._open: dict[tuple[str, int], _Block] = {}
-        self._blocks: list[_Block] = []
-
-    def add(self, src: int, phase: str, message: Message, size: int) -> bool:
-        """Keep ``src``'s ``message`` (``size`` bytes encoded); True if the outbox was empty."""
-        key = (phase, message.KIND)
-        block = self._open.get(key)
-        if block is None or src in block.seen:
-            block = self._open[key] = _Block(phase, message.KIND)
-            self._blocks.append(block)
-        block.seen.add(src)
-        block.srcs.append(src)
-        block.messages.append(message)
-        block.sizes.append(size)
-        return len(self._blocks) == 1 and len(block.srcs) == 1
-
-    def take(self) -> list[MessageColumns]:
-        """The columns kept, in order; the outbox is empty after."""
-        blocks, self._blocks, self._open = self._blocks, [], {}
-        return [MessageColumns(b.srcs, b.phase, b.kind, b.messages, b.sizes) for b in blocks]
-
-
-class _Block:
-    """One block of an :class:`_Outbox`: its senders (also as a set), messages and their sizes."""
-
-    __slots__ = ("phase", "kind", "srcs", "seen", "messages", "sizes")
-
-    def __init__(self, phase: str, kind: int) -> None:
-        self.phase, self.kind = phase, kind
-        self.srcs: list[int] = []
-        self.seen: set[int] = set()
-        self.messages: list[Message] = []
-        self.sizes: list[int] = []
 
 
 def _dropped(party: int) -> PartyDropped:

@@ -16,7 +16,7 @@ from mprr.errors import MessageError
 from mprr.synthetic import planted_clusters
 from parties.channel import COLUMNS, MIN_COLUMNS, RecordBatcher, column_frames, columns_record, read_columns
 from parties.cohort import ReplyLayout
-from parties.columns import MessageColumns, ReplyColumns
+from parties.columns import MessageColumns, MessageOutbox, ReplyColumns
 from parties.controller import CONTROLLER_KINDS
 from parties.faults import FaultPlan
 from parties.router import Router
@@ -416,3 +416,20 @@ def test_a_masked_sum_sent_up_as_columns_equals_one_sent_frame_by_frame(monkeypa
     frames = run()
     assert blocks == []
     assert_same_runs(columns, frames)
+
+
+def test_an_outbox_keeps_one_block_per_phase_and_kind_in_order_and_a_senders_second_message_starts_another() -> None:
+    from parties.secure.messages import SurvivorSet, id_vector
+
+    def told(*ids: int) -> SurvivorSet:
+        return SurvivorSet("s", id_vector(ids))
+
+    outbox = MessageOutbox()
+    assert outbox.add(3, "a", told(3), 10)  # (the first message: the outbox was empty)
+    assert not outbox.add(1, "b", told(1), 11)
+    assert not outbox.add(1, "a", told(1), 12)
+    assert not outbox.add(3, "a", told(3, 4), 13)  # 3's second message of phase "a": a new block
+    blocks = outbox.take()
+    assert [(b.srcs.tolist(), b.phase, b.sizes.tolist()) for b in blocks] == [
+        ([3, 1], "a", [10, 12]), ([1], "b", [11]), ([3], "a", [13])]
+    assert blocks[2].message(0) == told(3, 4) and outbox.take() == []

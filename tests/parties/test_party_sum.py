@@ -530,8 +530,8 @@ def _frame(dst: int, phase: str, *ids: int) -> Frame:
 
 def _run_responders(native: bool, script: Any) -> tuple[list[Any], dict[int, list[Any]], list[int], list[str]]:
     """``script(sums, net)`` run with parties 0, 2, 4 and 5 as responders (``native``) or as the same
-    responders written out; what was sent, how each party's session ended (and when), the batch
-    sizes, the host's failures."""
+    responders written out; what was sent, how each party's session ended (and what is left in
+    its buffer), the batch sizes, the host's failures."""
     failures: list[BaseException] = []
     batches: list[int] = []
 
@@ -551,7 +551,7 @@ def _run_responders(native: bool, script: Any) -> tuple[list[Any], dict[int, lis
         await script(sums, net)
         loop = asyncio.get_running_loop()
         for p, party in parties.items():
-            ended[p] = [(s, type(e).__name__, str(e), ran) for s, e, ran in party.ended]
+            ended[p] = [(s, type(e).__name__, str(e), ran, sums.buffered(p)) for s, e, ran in party.ended]
         assert sums.running() == 0, loop.time()
         return [(f.src, f.dst, f.phase, f.kind, f.payload) for f in net.sent], ended
 
@@ -560,12 +560,14 @@ def _run_responders(native: bool, script: Any) -> tuple[list[Any], dict[int, lis
 
 
 async def _answered(sums: PartySums, net: Net) -> None:
-    """Party 0's second message arrives before its round opens; party 2's in order; party 4's
-    first round fails its check; then party 2 crashes before its second round."""
+    """Party 0's second message arrives before its round opens, and its first twice (the second
+    is not the round's); party 2's in order; party 4's first round fails its check; then party 2
+    crashes before its second round."""
     sums.deliver(_frame(0, "graph/asked", 7))
     await asyncio.sleep(0.5)
     for p in (0, 2):
         sums.deliver(_frame(p, "graph/told", *sorted({1, p})))
+    sums.deliver(_frame(0, "graph/told", 3))
     sums.deliver(_frame(4, "graph/told", 9))
     await asyncio.sleep(0)
     await asyncio.sleep(0)
@@ -607,12 +609,12 @@ def test_a_responders_rounds_run_by_the_host_are_those_of_the_same_program_writt
             (0, "graph/partial"), (2, "graph/partial"), (4, "graph/partial"), (0, "graph/echo"), (0, "graph/again"),
             (2, "graph/echo")]
         assert batches == [3]  # (one batch of the turn's three calls: 0, 2 and 4)
-        assert ended[0] == [("s", "NoneType", "None", True)] and ended[2][0][1] == "PartyDropped"
-        assert ended[4] == [("s", "MessageError", "party 4: survivor 9 is not its neighbour", True)]
-        assert ended[5] == [("s", "ProtocolError", "party 5 refuses to begin", True)]
+        assert ended[0] == [("s", "NoneType", "None", True, 0)] and ended[2][0][1] == "PartyDropped"
+        assert ended[4] == [("s", "MessageError", "party 4: survivor 9 is not its neighbour", True, 0)]
+        assert ended[5] == [("s", "ProtocolError", "party 5 refuses to begin", True, 0)]
     elif script is _timed_out:
         assert [e[0][1] for e in ended.values()] == ["RoundTimeout"] * 3 + ["ProtocolError"]
         assert "phase 'graph/asked': party 0 timed out after 5 s" in ended[0][0][2]
     else:
         assert failures == ["ValueError('a bug in the round')"] * 2 and sent[-1][:3] == (0, CONTROLLER, "graph/echo")
-        assert [ended[p] for p in (0, 2, 4)] == [[("s", "NoneType", "None", False)]] * 3
+        assert [ended[p] for p in (0, 2, 4)] == [[("s", "NoneType", "None", False, 0)]] * 3
