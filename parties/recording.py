@@ -44,27 +44,23 @@ class RecordingEndpoint:
 
     async def recv_many(self, **kwargs: Any) -> list[Envelope[Message]]:
         envs: list[Envelope[Message]] = await self._endpoint.recv_many(**kwargs)
-        for env in envs:
-            self._view.record(env)
+        self._view.record_all(envs)
         return envs
 
     def take_all(self, **kwargs: Any) -> list[Envelope[Message]]:
         envs: list[Envelope[Message]] = self._endpoint.take_all(**kwargs)
-        for env in envs:
-            self._view.record(env)
+        self._view.record_all(envs)
         return envs
 
     async def gather(self, sources: Iterable[int], **kwargs: Any) -> dict[int, Envelope[Message]]:
         got: dict[int, Envelope[Message]] = await self._endpoint.gather(sources, **kwargs)
-        for env in got.values():
-            self._view.record(env)
+        self._view.record_all(list(got.values()))
         return got
 
     async def gather_columns(self, sources: Iterable[int],
                              **kwargs: Any) -> tuple[dict[int, Envelope[Message]], list[ReplyColumns]]:
         got, blocks = await self._endpoint.gather_columns(sources, **kwargs)
-        for env in got.values():
-            self._view.record(env)
+        self._view.record_all(list(got.values()))
         for block in blocks:
             self._view.record_columns(block)
         return got, blocks
@@ -75,7 +71,6 @@ class RecordingEndpoint:
         try:
             await self._endpoint.collect(want, got, blocks, **kwargs)
         finally:  # (what arrived before a deadline is kept, so it is logged too)
-            for env in list(got.values())[seen:]:
-                self._view.record(env)
+            self._view.record_all(list(got.values())[seen:])
             for block in (blocks or [])[logged:]:
                 self._view.record_columns(block)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -134,6 +134,18 @@ class _Run:
             self.ref.append(-1 - len(objects))
             objects.append(msg)
 
+    def extend(self, srcs: Sequence[int], phases: Sequence[int], msgs: Sequence[Message], sizes: Sequence[int]) -> None:
+        """:meth:`append` of each ``(srcs[k], phases[k], msgs[k], sizes[k])``, none of them a
+        :class:`~parties.wire.messages.RandomizedValues`: every message kept as it is."""
+        objects, k = self.objects, len(msgs)
+        self.src.extend(srcs)
+        self.phase.extend(phases)
+        self.kind.extend([msg.KIND for msg in msgs])
+        self.size.extend(sizes)
+        self.start.extend(array("q", (len(self.codes),)) * k)
+        self.ref.extend(range(-1 - len(objects), -1 - len(objects) - k, -1))
+        objects.extend(msgs)
+
     def entry(self, j: int) -> tuple[int, int, Message, int]:
         """Sender, phase index, message and size of entry ``j``."""
         ref = self.ref[j]
@@ -241,6 +253,30 @@ class ViewLog:
         index = self._phase_index.get(phase)
         run.append(src, self._phase(phase) if index is None else index, msg, size)
         self._count += 1
+
+    def record_all(self, envs: Sequence[Envelope[Message]]) -> None:
+        """:meth:`record` of each of ``envs``, in order (at once, unless one of them is a
+        :class:`~parties.wire.messages.RandomizedValues`, whose codes go to the columns)."""
+        if not envs:
+            return
+        if len(envs) < 4 or any(type(env.message) is RandomizedValues for env in envs):
+            for env in envs:
+                self.record(env)
+            return
+        run = self._run
+        if run is None:
+            run = self._run = _Run()
+            self._segments.append(run)
+            self._firsts.append(self._count)
+        srcs, _, phases, msgs, sizes = zip(*envs)
+        distinct = dict.fromkeys(phases)  # (numbered in the order first seen, as record does)
+        index = self._phase_index
+        for phase in distinct:
+            self._phase(phase)
+        numbers = (array("i", (index[phases[0]],)) * len(envs) if len(distinct) == 1
+                   else [index[phase] for phase in phases])
+        run.extend(srcs, numbers, msgs, sizes)
+        self._count += len(envs)
 
     def record_columns(self, block: ReplyColumns) -> None:
         """Append reply columns (:mod:`parties.columns`): one entry per member, each read back as

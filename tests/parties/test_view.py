@@ -89,3 +89,25 @@ def test_reply_columns_are_kept_as_they_came_between_single_messages() -> None:
     assert summary.messages == 7 and summary.senders == 7
     assert summary.bytes == 50 + 40 + 5 * int(consecutive.sizes[0])
     assert dict(summary.by_phase) == {"a": 1, "b": 6} and dict(summary.by_kind) == {"Refusal": 1, "RandomizedValues": 6}
+
+
+def test_envelopes_recorded_at_once_are_the_log_of_each_recorded_in_turn() -> None:
+    # record_all: one extension of the current run where no envelope is a RandomizedValues (a
+    # secure sum's messages), else each recorded in turn; either way the log each record gives
+    def batches() -> list[list[Envelope]]:
+        refusal = [env(10 + k, Refusal(k, "plan-violation: x", 0.0, 1.0), ("c", "a", "c")[k % 3], 40 + k)
+                   for k in range(7)]
+        return [refusal[:5], [env(1, RandomizedValues(3, np.array([2, 0])), "a", 31)] + refusal[5:],
+                refusal[:2], [], refusal[2:6]]
+
+    at_once, in_turn = ViewLog(), ViewLog()
+    in_turn.record(env(0, RandomizedValues(1, np.array([1])), "b", 30))
+    at_once.record(env(0, RandomizedValues(1, np.array([1])), "b", 30))
+    for batch in batches():
+        at_once.record_all(batch)
+        for e in batch:
+            in_turn.record(e)
+    assert len(at_once) == len(in_turn) == 15
+    assert [(e.index, e.src, e.phase, e.message, e.size) for e in at_once] == [
+        (e.index, e.src, e.phase, e.message, e.size) for e in in_turn]
+    assert at_once.summary() == in_turn.summary() and [e.src for e in at_once.of_kind(Refusal)][:3] == [10, 11, 12]
