@@ -97,19 +97,21 @@ class Responder(Generator[Operation, "Delivery[Any] | None", None]):
     # ------------------------------------------------------------------ the generator protocol
     def send(self, value: Delivery[Any] | None) -> Operation:
         """The next operation, after ``value`` (the delivery of the round it expected, or None)."""
+        k = self._next  # 0: the first reply; 2r + 1: round r's expectation; 2r + 2: its reply
         if self._over:
             raise StopIteration
-        k, self._next = self._next, self._next + 1
+        self._next = k + 1
         try:
-            if k == 0:
-                return Answer(CONTROLLER, self.first.phase, self.first.compute, (self.begin(),), self.first.batch)
-            r, expected = divmod(k - 1, 2)
+            if not k:
+                first = self.first
+                return Answer(CONTROLLER, first.phase, first.compute, (self.begin(),), first.batch)
+            r = (k - 1) >> 1
             if r == len(self.rounds):
                 raise StopIteration
             reply = self.rounds[r]
             expect = reply.expect
             assert expect is not None  # (checked at construction)
-            if not expected:
+            if k & 1:
                 return expect
             message = controller_message(self.me, value, expect)
             return Answer(CONTROLLER, reply.phase, reply.compute, (self.state, message), reply.batch)
