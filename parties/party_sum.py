@@ -186,7 +186,7 @@ class PartySums:
             self._reply(run, run.responder.first, first)
         finally:
             run.active = False
-            if run.ended:
+            if run.ended:  # (closed here, once: the frames it ran inside close nothing)
                 program.close()
 
     def running(self) -> int:
@@ -350,11 +350,13 @@ class PartySums:
             return
         responder = run.responder
         assert responder is not None
-        run.active = True
+        outermost, run.active = not run.active, True  # (inside start or another reply: that frame closes it)
         try:
             self._send(run.party.index, CONTROLLER, message, reply.phase)
             if run.crashed:
                 raise _dropped(run.party.index)
+            if run.ended:  # (the host stopped during the send: the session is left as it stands)
+                return
             if run.at == len(responder.rounds):
                 self._end(run, None)
                 return
@@ -369,9 +371,10 @@ class PartySums:
             self._end(run, None, ran=False)
             self._fail(exc)
         finally:
-            run.active = False
-            if run.ended:
-                responder.close()
+            if outermost:
+                run.active = False
+                if run.ended:
+                    responder.close()
 
     def _await(self, run: _Run, expect: Expect[Any]) -> bool:
         """Open ``run``'s responder's round ``expect`` (no :class:`RoundState`: one message from

@@ -57,6 +57,9 @@ class Reply:
         if self.expect is not None and self.expect.sources != (CONTROLLER,):
             raise ConfigurationError(f"a responder's round answers one message from the controller, got an "
                                      f"expectation of sources {self.expect.sources!r}")
+        if self.expect is not None and self.expect.stream:
+            raise ConfigurationError("a responder's round answers one message from the controller, got a streamed "
+                                     f"expectation (phase {self.expect.phase!r})")
 
 
 class Responder(Generator[Operation, "Delivery[Any] | None", None]):
@@ -81,9 +84,12 @@ class Responder(Generator[Operation, "Delivery[Any] | None", None]):
     def __init__(self, me: int, begin: Callable[[], Any], first: Reply, rounds: tuple[Reply, ...]) -> None:
         if first.expect is not None:
             raise ConfigurationError("a responder's first reply answers no message (its expect must be None)")
-        for r in rounds:
+        for k, r in enumerate(rounds):
             if r.expect is None:
                 raise ConfigurationError(f"a responder's round of phase {r.phase!r} needs the expectation it answers")
+            if k and r.expect is rounds[k - 1].expect:  # (as a program's: a new Expect object is a new round)
+                raise ConfigurationError(f"a responder's round {k} expects what round {k - 1} did (phase "
+                                         f"{r.expect.phase!r}): each round needs its own expectation")
         self.me, self.begin_state, self.first, self.rounds = me, begin, first, rounds
         self.state: Any = None
         self._next = 0  # the next operation of the generator it equals: 0 its first reply, 2k + 1 round k's Expect, ...
@@ -100,6 +106,8 @@ class Responder(Generator[Operation, "Delivery[Any] | None", None]):
         k = self._next  # 0: the first reply; 2r + 1: round r's expectation; 2r + 2: its reply
         if self._over:
             raise StopIteration
+        if not k and value is not None:
+            raise TypeError("can't send non-None value to a just-started generator")
         self._next = k + 1
         try:
             if not k:
@@ -120,8 +128,17 @@ class Responder(Generator[Operation, "Delivery[Any] | None", None]):
             raise
 
     def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Operation:
-        """Raise the error at the operation it is stopped at: it handles none, so it ends with it."""
+        """Raise the error at the operation it is stopped at: it handles none, so it ends with it
+        (a ``StopIteration`` thrown in comes out a ``RuntimeError``, as from a generator)."""
         self._over = True
         if isinstance(typ, BaseException):
-            raise typ
-        raise typ if val is None else val
+            error = typ
+        elif isinstance(val, BaseException):
+            error = val
+        else:
+            error = typ() if val is None else typ(val)
+        if tb is not None:
+            error = error.with_traceback(tb)
+        if isinstance(error, StopIteration):
+            raise RuntimeError("generator raised StopIteration") from error
+        raise error

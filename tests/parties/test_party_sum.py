@@ -618,3 +618,63 @@ def test_a_responders_rounds_run_by_the_host_are_those_of_the_same_program_writt
     else:
         assert failures == ["ValueError('a bug in the round')"] * 2 and sent[-1][:3] == (0, CONTROLLER, "graph/echo")
         assert [ended[p] for p in (0, 2, 4)] == [[("s", "NoneType", "None", False, 0)]] * 3
+
+
+class _Counted(Responder):
+    """A responder that counts its closes."""
+
+    closes: list[int] = []
+
+    def close(self) -> None:
+        _Counted.closes.append(self.me)
+        super().close()
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("batched", [True, False])
+def test_a_responder_that_ends_inside_the_hosts_own_frames_is_closed_once(native: bool, batched: bool) -> None:
+    # party 0 ends at its first reply (no rounds); party 2's one round is answered from its buffer
+    # when it opens, inside the send of its first reply: the host closes each program exactly
+    # once (written out, the generator that ran the responder to its end is what the host closes)
+    first = Reply("graph/partial", _hello, each(_hello) if batched else None)
+    told = Expect(SurvivorSet, "s", (CONTROLLER,), "graph/told", 5.0)
+
+    async def main() -> list[StubParty]:
+        _Counted.closes = []
+        sums = host(Net(3))
+        parties = [StubParty(0, _Counted(0, lambda: [0], first, ())),
+                   StubParty(2, _Counted(2, lambda: [2], first, (Reply("graph/echo", _echo, None, told),)))]
+        sums.deliver(_frame(2, "graph/told", 1))  # (before party 2 starts: buffered)
+        for party in parties:
+            if not native:
+                party.program = _written_out(party.program)  # type: ignore[arg-type]
+            sums.start(party, START)
+        await asyncio.sleep(0)
+        assert sums.running() == 0
+        return parties
+
+    parties = run_virtual(main())
+    assert sorted(_Counted.closes) == ([0, 2] if native else [])
+    assert [p.ended for p in parties] == [[("s", None, True)]] * 2
+
+
+def test_a_host_stopped_by_a_responders_own_send_opens_no_round_after_it() -> None:
+    class _Stopping(Net):
+        sums: PartySums | None = None
+
+        def _transmit(self, frame: Frame) -> None:
+            super()._transmit(frame)
+            assert self.sums is not None
+            self.sums.stop()
+
+    async def main() -> tuple[StubParty, PartySums]:
+        net = _Stopping(3)
+        sums = net.sums = host(net)
+        party = StubParty(0, _responder(0, each(_echo)))
+        sums.start(party, START)
+        await asyncio.sleep(0)
+        return party, sums
+
+    party, sums = run_virtual(main())
+    assert party.ended == [("s", None, False)] and sums.running() == 0
+    assert not sums._deadlines  # (no timer left for a round the stopped host opened)

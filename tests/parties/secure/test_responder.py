@@ -120,3 +120,30 @@ def test_a_responder_is_built_of_a_first_reply_without_expectation_and_rounds_wi
         Responder(3, list, FIRST, (FIRST,))
     with pytest.raises(ConfigurationError, match=r"from the controller, got an expectation of sources \(1, 2\)"):
         Reply("x", _echo, None, Expect(SurvivorSet, "s", (1, 2), "told", 5.0))
+
+
+def test_a_responders_rounds_are_each_one_unstreamed_message_from_the_controller_of_its_own() -> None:
+    # (a host runs them without a round state: a streamed round, or a round expected twice in a
+    # row, which every driver refuses of a program, is refused when the responder is built)
+    with pytest.raises(ConfigurationError, match="got a streamed expectation"):
+        Reply("x", _echo, None, Expect(SurvivorSet, "s", (CONTROLLER,), "told", 5.0, stream=True))
+    with pytest.raises(ConfigurationError, match="round 1 expects what round 0 did"):
+        Responder(3, list, FIRST, (ROUNDS[0], ROUNDS[0]))
+    Responder(3, list, FIRST, (ROUNDS[0], ROUNDS[1], ROUNDS[0]))  # (not in a row: a new round)
+
+
+def test_a_responder_answers_the_generator_protocol_as_a_generator_does() -> None:
+    def each_way(act: Any) -> tuple[type[BaseException], str]:
+        outcomes = []
+        for program in (Responder(3, list, FIRST, ROUNDS), _written_out(3)):
+            with pytest.raises(BaseException) as raised:
+                act(program)
+            outcomes.append((type(raised.value), str(raised.value)))
+        assert outcomes[0] == outcomes[1]
+        return outcomes[0]
+
+    assert each_way(lambda p: p.send(1)) == (TypeError, "can't send non-None value to a just-started generator")
+    assert each_way(lambda p: (p.send(None), p.throw(StopIteration()))) == (RuntimeError,
+                                                                           "generator raised StopIteration")
+    assert each_way(lambda p: (p.send(None), p.throw(ValueError, "x"))) == (ValueError, "x")
+    assert each_way(lambda p: (p.send(None), p.throw(ValueError("y")))) == (ValueError, "y")
