@@ -131,14 +131,21 @@ class Responder(Generator[Operation, "Delivery[Any] | None", None]):
         """Raise the error at the operation it is stopped at: it handles none, so it ends with it
         (a ``StopIteration`` thrown in comes out a ``RuntimeError``, as from a generator)."""
         self._over = True
-        if isinstance(typ, BaseException):
-            error = typ
-        elif isinstance(val, BaseException):
-            error = val
-        else:
-            error = typ() if val is None else typ(val)
-        if tb is not None:
-            error = error.with_traceback(tb)
-        if isinstance(error, StopIteration):
-            raise RuntimeError("generator raised StopIteration") from error
-        raise error
+        error = _error(typ, val, tb)
+        try:
+            if isinstance(error, StopIteration):
+                raise RuntimeError("generator raised StopIteration") from error
+            raise error
+        finally:  # (the error's traceback holds this frame: without these, a cycle keeps the state alive)
+            del error, typ, val, tb
+
+
+def _error(typ: Any, val: Any, tb: Any) -> BaseException:
+    """The exception of a generator's ``throw(typ, val, tb)``."""
+    if isinstance(typ, BaseException):
+        error = typ
+    elif isinstance(val, BaseException):
+        error = val
+    else:
+        error = typ() if val is None else typ(val)
+    return error if tb is None else error.with_traceback(tb)

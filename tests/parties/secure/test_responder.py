@@ -147,3 +147,29 @@ def test_a_responder_answers_the_generator_protocol_as_a_generator_does() -> Non
                                                                            "generator raised StopIteration")
     assert each_way(lambda p: (p.send(None), p.throw(ValueError, "x"))) == (ValueError, "x")
     assert each_way(lambda p: (p.send(None), p.throw(ValueError("y")))) == (ValueError, "y")
+
+
+@pytest.mark.parametrize("end", ["close", "throw"])
+def test_a_responder_ended_by_close_or_an_error_is_freed_without_the_garbage_collector(end: str) -> None:
+    # (an ended responder must not sit in a reference cycle: a host's parties' states would stay
+    # alive until a full collection, which a long run may never make)
+    import gc
+    import weakref
+
+    class State(list[int]):
+        pass
+
+    responder = Responder(3, State, FIRST, ROUNDS)
+    responder.send(None)
+    state = weakref.ref(responder.state)
+    gc.disable()
+    try:
+        if end == "close":
+            responder.close()
+        else:
+            with pytest.raises(MessageError):
+                responder.throw(MessageError("bad reply"))
+        del responder
+        assert state() is None
+    finally:
+        gc.enable()
