@@ -381,21 +381,11 @@ class PartySums:
         the controller): the buffered messages of its kind and phase leave the buffer, the first
         that is the round's is taken (True: answer it now), and its deadline starts now."""
         run.expect, run.got = expect, None
-        buf = self._buffers.get(run.party.index)
-        if buf:
-            kind, phase = expect.kind, expect.phase
-            taken = [(src, msg) for src, ph, msg in buf if type(msg) is kind and ph == phase]
-            if taken:
-                kept = [item for item in buf if not (type(item[2]) is kind and item[1] == phase)]
-                buf.clear()
-                buf.extend(kept)
-                if not buf:
-                    del self._buffers[run.party.index]
-                for src, msg in taken:
-                    if src == CONTROLLER and expect.accepts(msg):
-                        run.got = msg
-                        self._untime(run)
-                        return True
+        for src, msg in self._buffered_for(run.party.index, expect):
+            if src == CONTROLLER and expect.accepts(msg):
+                run.got = msg
+                self._untime(run)
+                return True
         self._time(run, expect.timeout)
         return False
 
@@ -480,19 +470,27 @@ class PartySums:
         (oldest first), and its deadline starts now."""
         state = run.state = RoundState(expect)
         run.expect, run.ready = expect, False
-        buf = self._buffers.get(run.party.index)
-        if buf:
-            kind, phase = expect.kind, expect.phase
-            taken = [(src, msg) for src, ph, msg in buf if type(msg) is kind and ph == phase]
-            if taken:
-                kept = [item for item in buf if not (type(item[2]) is kind and item[1] == phase)]
-                buf.clear()
-                buf.extend(kept)
-                if not buf:
-                    del self._buffers[run.party.index]
-                state.sort(taken)
+        taken = self._buffered_for(run.party.index, expect)
+        if taken:
+            state.sort(taken)
         self._time(run, expect.timeout)
         return state
+
+    def _buffered_for(self, party: int, expect: Expect[Any]) -> list[tuple[int, Message]]:
+        """The messages buffered for ``party`` of ``expect``'s kind and phase, oldest first (as
+        (sender, message)): they leave the buffer, whichever session they are of."""
+        buf = self._buffers.get(party)
+        if not buf:
+            return []
+        kind, phase = expect.kind, expect.phase
+        taken = [(src, msg) for src, ph, msg in buf if type(msg) is kind and ph == phase]
+        if taken:
+            kept = [item for item in buf if not (type(item[2]) is kind and item[1] == phase)]
+            buf.clear()
+            buf.extend(kept)
+            if not buf:
+                del self._buffers[party]
+        return taken
 
     def _time(self, run: _Run, timeout: float) -> None:
         """``run``'s round opened now: its deadline is ``timeout`` seconds away (module docstring)."""
