@@ -34,6 +34,7 @@ def test_every_party_round_is_captured_and_the_round_methods_are_restored(masked
     assert kept.programs >= kept.controller + kept.parties  # type: ignore[attr-defined]
     assert masked.MaskedEngine.controller_program.__qualname__ == "MaskedEngine.controller_program"
     assert masked.MaskedEngine.party_program.__qualname__ == "MaskedEngine.party_program"
+    assert all(getattr(masked, name) is getattr(masked_party, name) for name in masked_phases._BATCHES)
     first_party, first_message = kept.rounds["advertise"][0]  # type: ignore[attr-defined]
     assert first_message is None and first_party.s_pk == b""  # the state before the round
 

@@ -106,7 +106,10 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
     sum never gets there).  Rounds are counted as by a network: :class:`Mark` starts an
     explicit round, other sends join one implicit round per phase
     (:class:`parties.traffic.TrafficCounter`).  Each send operation is counted in one step
-    (its messages' sizes, then one :meth:`~parties.traffic.TrafficCounter.record_sends`).
+    (its messages' sizes, then one :meth:`~parties.traffic.TrafficCounter.record_sends`).  An
+    :class:`~parties.secure.program.Answer` with a ``batch`` waits until no program can run; then
+    each batch runs once for all the answers waiting on it, in the order they came (as a host of
+    many parties runs them, :class:`parties.party_sum.PartySums`), and their programs go on.
     """
     sizer = size if size is not None else _encoded_size
     order = sorted(programs, key=lambda a: a != CONTROLLER)
@@ -127,6 +130,7 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
     queued = set(order)
     rep_sent = [0, 0]
     routed = [0]
+    parked: dict[Callable[[list[tuple[Any, ...]]], list[Message | ProtocolError]], list[tuple[int, Answer]]] = {}
 
     def put(dst: int, src: int, phase: str, msg: Message) -> None:
         target = actors.get(dst)
@@ -203,6 +207,9 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
                 actor.op = step(actor.program, state.delivery())
                 continue
             if isinstance(op, Answer):
+                if op.batch is not None:  # computed with the batch's other calls once nobody else can run
+                    parked.setdefault(op.batch, []).append((a, op))
+                    break
                 reply = answer(op)
                 if isinstance(reply, ProtocolError):  # (raised in the program, which decides)
                     actor.op = throw(actor.program, reply)
@@ -226,6 +233,22 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
         if over():
             stopped = True
             break
+        if not ready and parked:  # the answers parked meanwhile, each batch at once (as a host runs them)
+            answers, parked = parked, {}
+            for batch, calls in answers.items():
+                replies = batch([op.args for _, op in calls])
+                if len(replies) != len(calls):
+                    raise ConfigurationError(f"an answer batch returned {len(replies)} replies for {len(calls)} calls")
+                for (b, op), reply in zip(calls, replies):
+                    other = actors[b]
+                    if isinstance(reply, ProtocolError):  # (raised in the program, which decides)
+                        other.op = throw(other.program, reply)
+                    else:
+                        deliver(b, (op.to,), (reply,), op.phase)
+                        other.op = step(other.program, None)
+                    ready.append(b)
+                    queued.add(b)
+            continue
         if not ready:  # everybody waits: the rounds still open end at their timeout
             for b, other in actors.items():
                 if other.waiting and other.round is not None:

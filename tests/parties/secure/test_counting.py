@@ -4,19 +4,22 @@ network's count, stopped at its limit or threshold, mirrored for role-symmetric 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import networkx as nx
 import numpy as np
 import pytest
 
-from mprr.errors import ConfigurationError, RoundTimeout
+from mprr.errors import ConfigurationError, MessageError, RoundTimeout
 from parties.router import Router
 from parties.secure.messages import PartialSum
 from parties.secure.counting import count
+from parties.secure.program import Answer, Expect, Send, receive
 from parties.secure.sizing import SizeByShape
 from parties.topology import CONTROLLER
 from parties.wire.codec import encode
-from tests.parties.secure.programs import S, engine_programs, sum_programs, run_all, controller, party, vec
+from tests.parties.secure.programs import (S, controller, engine_programs, partial, partials, party, run_all,
+                                           sum_programs, vec)
 
 
 def test_counting_driver_equals_the_network() -> None:
@@ -31,6 +34,39 @@ def test_counting_driver_equals_the_network() -> None:
     one = len(encode(PartialSum(S, -1, vec(1, 2))))
     assert counted.statistics.bytes == 6 * one  # 3 up, 3 down, all the same size
     assert counted.sent()[CONTROLLER] == (3, 3 * one)
+
+
+def test_answers_of_one_batch_are_computed_together_as_each_in_turn_would_be() -> None:
+    """The parties' Answers wait until no program can run, then each batch runs once for all of
+    them, in order (as a host of many parties runs them); a refusal is raised in its own program;
+    the results and the traffic equal those of the same answers computed one by one."""
+    xs = [vec(1, 2), vec(9, 0), vec(0, 1)]
+    calls: list[list[int]] = []
+
+    def batch(args: list[tuple[Any, ...]]) -> list[Any]:
+        calls.append([int(x.sum()) for x, in args])
+        return partials(args)
+
+    def parties(with_batch: Any) -> dict[int, Any]:
+        return {CONTROLLER: controller((0, 1, 2)),
+                **{i: _answering(x, with_batch) for i, x in enumerate(xs)}}
+
+    together, alone = count(parties(batch)), count(parties(None))
+    assert calls == [[3, 9, 1]]  # one batch of the three, in their order; party 1's 9 refused
+    assert dict(together.results) == dict(alone.results) == {CONTROLLER: 4, 0: 4, 1: 4, 2: 4}
+    assert together.statistics == alone.statistics
+    with pytest.raises(ConfigurationError, match="an answer batch returned 1 replies for 3 calls"):
+        count(parties(lambda args: partials(args[:1])))
+
+
+def _answering(x: np.ndarray, batch: Any) -> Any:
+    """:func:`~tests.parties.secure.programs.answering_party` with the Answer's ``batch``."""
+    try:
+        yield Answer(CONTROLLER, "up", partial, (x,), batch)
+    except MessageError:
+        yield Send(CONTROLLER, PartialSum(S, -1, np.zeros_like(x)), phase="up")
+    got = yield from receive(Expect(PartialSum, S, (CONTROLLER,), "down", 1.0))
+    return int(got.messages[CONTROLLER].values.sum())
 
 
 def test_counting_driver_times_out_a_missing_party() -> None:

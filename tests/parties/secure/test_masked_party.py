@@ -16,25 +16,27 @@ from parties.wire.codec import encode
 
 
 def _captured_rounds(monkeypatch: pytest.MonkeyPatch, method: str) -> tuple[Any, list[tuple[Any, Any]]]:
-    """A masked sum of 12 parties run by the counting driver with real cryptography, each party's
-    round ``method`` run on its own: the context, and (a copy of the party before the round, its
-    message) per party."""
+    """A masked sum of 12 parties run by the counting driver with real cryptography, the calls of
+    round ``method``'s batch captured: the context, and (a copy of the party before the round,
+    its message) per party."""
     import copy
 
-    from parties.secure import masked_party
+    from parties.secure import masked
     from parties.secure.engine import counted_cost
     from parties.secure.suite import REAL
 
     engine = MaskedEngine(topology="regular", degree=4, threshold=3)
     ctx = engine.context(range(12), 5, session="batched")
     kept: list[tuple[Any, Any]] = []
-    round_method = getattr(masked_party.MaskedParty, method)
+    name = {"share_keys": "share_keys_all", "mask_input": "mask_inputs", "state_view": "state_views",
+            "unmask": "unmask_all"}[method]  # (the round's batch: the counting driver runs it, as a host does)
+    batch = getattr(masked, name)
 
-    def keep(party: Any, message: Any) -> Any:
-        kept.append((copy.copy(party), message))
-        return round_method(party, message)
+    def keep(calls: list[tuple[Any, Any]]) -> Any:
+        kept.extend((copy.copy(party), message) for party, message in calls)
+        return batch(calls)
 
-    monkeypatch.setattr(masked_party.MaskedParty, method, keep)
+    monkeypatch.setattr(masked, name, keep)
     counted_cost(engine, ctx, suite=REAL, mirror=False)
     monkeypatch.undo()
     assert len(kept) == 12
