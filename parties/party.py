@@ -185,7 +185,7 @@ class Party(Accounted):
         released: Sequence[int] = (),
         draws: int = 0,
     ) -> None:
-        self.index = check_int("index", index, 0)
+        self.index = index if type(index) is int and index >= 0 else check_int("index", index, 0)
         if book is not None and book.schema is not schema:
             raise ConfigurationError("book must belong to the same schema object as the party")
         self._book = book if book is not None else ReleaseBook(schema)
@@ -195,13 +195,14 @@ class Party(Accounted):
             raise ConfigurationError(
                 f"record of party {index} must have one code per attribute ({len(sizes)}), got {len(values)}"
             )
-        for v, size, name in zip(values, sizes, names):
-            if type(v) is not int and not isinstance(v, (int, np.integer)) or not 0 <= v < size:
-                raise ConfigurationError(
-                    f"record of party {index}: attribute {name!r} code must be an integer in [0, {size}), got {v!r}"
-                )
-        self.__row = np.array([values], dtype=np.int64)  # the record, as a (1, m) table of one row
-        self.__record = tuple(map(int, values))  # the same, in plain integers
+        if not (set(map(type, values)) == {int} and min(values, default=0) >= 0 and not any(map(int.__ge__, values, sizes))):
+            for v, size, name in zip(values, sizes, names):  # (not all plain integers in range: each checked)
+                if type(v) is not int and not isinstance(v, (int, np.integer)) or not 0 <= v < size:
+                    raise ConfigurationError(f"record of party {index}: attribute {name!r} code must be an "
+                                             f"integer in [0, {size}), got {v!r}")
+            values = tuple(map(int, values))
+        self.__record = values  # the record, in plain integers
+        self.__row: np.ndarray | None = None  # the same as a (1, m) table of one row, made when first asked for
         self.schema = schema
         self._rng: np.random.Generator | PartyStream
         if isinstance(seed, PartyStream):
@@ -236,7 +237,7 @@ class Party(Accounted):
         self._last_report: tuple[ReportRequest, Message] | None = None
         # committed inputs not yet summed, with the digest of the request they answer
         self._inputs: dict[str, tuple[np.ndarray, bytes]] = {}
-        self.draws = check_int("draws", draws, 0)
+        self.draws = draws if type(draws) is int and draws >= 0 else check_int("draws", draws, 0)
         self.status = "idle"
         self.errors: list[str] = []
 
@@ -399,6 +400,8 @@ class Party(Accounted):
         oracles = resolution.oracles
         sizes = self._book.sizes
         row = self.__row
+        if row is None:
+            row = self.__row = np.array([self.__record], dtype=np.int64)
         values = self._values
         if step.assign == "every":
             decisions = acc.answer(ask)

@@ -102,6 +102,22 @@ def test_invalid_records_and_seeds_are_rejected() -> None:
         Party(0, RECORD, SCHEMA, seed=3)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="index"):
         Party(-1, RECORD, SCHEMA, seed=seed)
+    for bad, message in (((2, -1, 0), "'a1' code must be an integer in [0, 4), got -1"),
+                         ((2, 1.0, 0), "'a1' code must be an integer in [0, 4), got 1.0"),
+                         ((2, "1", 0), "'a1' code must be an integer in [0, 4), got '1'"),
+                         ((2, 1, 2), "'a2' code must be an integer in [0, 2), got 2")):
+        with pytest.raises(ConfigurationError, match=re.escape(message)):
+            Party(0, bad, SCHEMA, seed=seed)
+    with pytest.raises(ConfigurationError, match="draws must be an integer >= 0, got -1"):
+        Party(0, RECORD, SCHEMA, seed=seed, draws=-1)
+
+
+def test_a_record_of_numpy_integers_or_booleans_is_the_same_record_in_plain_integers() -> None:
+    plain = make_party().handle(request(1))
+    for record in (np.array(RECORD, dtype=np.int16), (np.int64(2), True, 1)):
+        party = Party(np.int64(1), record, SCHEMA, seed=PartyStreams(5, 4).seed_sequence(1))
+        assert party.index == 1 and type(party.index) is int
+        assert party.handle(request(1)).codes.tolist() == plain.codes.tolist()
 
 
 # ---------------------------------------------------------------------- replays and spending
