@@ -10,10 +10,12 @@ the vDSO, so one wrapper costs about 0.25 µs per call in a tight loop (a round 
 some 30 timed calls per party.  Inside a run the timers cost more than that sum: a masked-sparse
 run of 32,561 parties takes 2-3 % more CPU with them than without (``masked_floor.py`` pairs each
 timed run with one as it is, and reads the goal from the latter); the report counts the timers'
-cost as the programs' own Python.  One call runs outside a real party's round: where
+cost as the programs' own Python.  Some calls run outside a real party's round: where
 ``simulate``'s cost warning counts the programs (masked-sparse at L = 1,582: about 2,900 to 3,100
-parties), its placeholder parties still draw their handed view keys, which the CSPRNG group then
-counts too.
+parties, before the run; none when its lower bound alone crosses the warning's threshold, as on
+Adult), the counting driver runs the rounds' batches for its placeholder parties, which the
+parties' programs group then counts, and they draw their handed view keys, which the CSPRNG
+group counts too.
 
 Each ``"floor"`` group is what one or more rows of ``masked_floor.items`` measure at their
 floor, so the report can put the same calls side by side: at their floor (hot, best of

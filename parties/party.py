@@ -195,7 +195,8 @@ class Party(Accounted):
             raise ConfigurationError(
                 f"record of party {index} must have one code per attribute ({len(sizes)}), got {len(values)}"
             )
-        if not (set(map(type, values)) == {int} and min(values, default=0) >= 0 and not any(map(int.__ge__, values, sizes))):
+        plain = set(map(type, values)) == {int}
+        if not (plain and min(values, default=0) >= 0 and not any(map(int.__ge__, values, sizes))):
             for v, size, name in zip(values, sizes, names):  # (not all plain integers in range: each checked)
                 if type(v) is not int and not isinstance(v, (int, np.integer)) or not 0 <= v < size:
                     raise ConfigurationError(f"record of party {index}: attribute {name!r} code must be an "

@@ -109,7 +109,8 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
     (its messages' sizes, then one :meth:`~parties.traffic.TrafficCounter.record_sends`).  An
     :class:`~parties.secure.program.Answer` with a ``batch`` waits until no program can run; then
     each batch runs once for all the answers waiting on it, in the order they came (as a host of
-    many parties runs them, :class:`parties.party_sum.PartySums`), and their programs go on.
+    many parties runs them, :class:`parties.party_sum.PartySums`), their replies are sent, and
+    their programs go on first, before the actors the replies woke.
     """
     sizer = size if size is not None else _encoded_size
     order = sorted(programs, key=lambda a: a != CONTROLLER)
@@ -235,6 +236,7 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
             break
         if not ready and parked:  # the answers parked meanwhile, each batch at once (as a host runs them)
             answers, parked = parked, {}
+            resumed: list[int] = []
             for batch, calls in answers.items():
                 replies = batch([op.args for _, op in calls])
                 if len(replies) != len(calls):
@@ -245,9 +247,17 @@ def count(programs: Mapping[int, Program[Any]], *, size: Callable[[Message], int
                         other.op = throw(other.program, reply)
                     else:
                         deliver(b, (op.to,), (reply,), op.phase)
+                        if over():  # (the count stops at this send, as at an answer computed on its own)
+                            stopped = True
+                            break
                         other.op = step(other.program, None)
-                    ready.append(b)
+                    resumed.append(b)
                     queued.add(b)
+                if stopped:
+                    break
+            if stopped:
+                break
+            ready.extendleft(reversed(resumed))  # (each goes on from its reply before the actors its reply woke)
             continue
         if not ready:  # everybody waits: the rounds still open end at their timeout
             for b, other in actors.items():

@@ -14,7 +14,7 @@ from mprr.errors import ConfigurationError, MessageError, RoundTimeout
 from parties.router import Router
 from parties.secure.messages import PartialSum
 from parties.secure.counting import count
-from parties.secure.program import Answer, Expect, Send, receive
+from parties.secure.program import Answer, Broadcast, Expect, Mark, Send, receive
 from parties.secure.sizing import SizeByShape
 from parties.topology import CONTROLLER
 from parties.wire.codec import encode
@@ -57,6 +57,54 @@ def test_answers_of_one_batch_are_computed_together_as_each_in_turn_would_be() -
     assert together.statistics == alone.statistics
     with pytest.raises(ConfigurationError, match="an answer batch returned 1 replies for 3 calls"):
         count(parties(lambda args: partials(args[:1])))
+
+
+@pytest.mark.parametrize("mirror", [False, True])
+def test_a_count_stopped_among_batched_answers_stops_where_answers_on_their_own_stop(
+        monkeypatch: pytest.MonkeyPatch, mirror: bool) -> None:
+    """A limit or a threshold crossed by one reply of a batch stops the count at that reply, with
+    the lower bound (and the work) of the same count whose answers are computed one by one."""
+    from parties.secure import masked
+    from parties.secure.engine import counted_cost
+    from parties.secure.registry import make_engine
+    from parties.traffic import Counts
+
+    engine = make_engine("masked-sparse")
+    ctx = engine.context(range(60), 7, session="stopped")
+    full = counted_cost(engine, ctx, mirror=mirror)
+    stops = [dict(limit=limit) for limit in (70, 130, 200)] + [
+        dict(threshold=Counts(messages, full.bytes)) for messages in (65, 150)] + [
+        dict(threshold=Counts(full.messages, full.bytes // share)) for share in (5, 2)]
+    together = [counted_cost(engine, ctx, mirror=mirror, **stop) for stop in stops]
+    for name in ("advertise_all", "share_keys_all", "mask_inputs", "state_views", "unmask_all"):
+        monkeypatch.setattr(masked, name, None)  # (each answer computed on its own)
+    alone = [counted_cost(engine, ctx, mirror=mirror, **stop) for stop in stops]
+    assert [(c.messages, c.bytes, c.exact) for c in together] == [(c.messages, c.bytes, c.exact) for c in alone]
+    assert not any(c.exact for c in together[:-1]) and len({c.messages for c in together}) > 3
+
+
+def test_a_program_goes_on_from_its_batched_answer_before_the_actors_its_reply_woke() -> None:
+    """What a program sends after its batched answer, without waiting, is counted in the round of
+    the answer, as when each answer is computed on its own (and as a host steps it on)."""
+    def note_after(x: np.ndarray, batch: Any) -> Any:
+        yield Answer(CONTROLLER, "up", partial, (x,), batch)
+        yield Send(CONTROLLER, PartialSum(S, -1, x), phase="note")  # (not waited for, never read)
+        got = yield from receive(Expect(PartialSum, S, (CONTROLLER,), "down", 1.0))
+        return int(got.messages[CONTROLLER].values.sum())
+
+    def marking(parties: tuple[int, ...]) -> Any:
+        yield Mark("up")
+        got = yield from receive(Expect(PartialSum, S, parties, "up", 1.0))
+        total = sum(msg.values for msg in got.messages.values())
+        yield Mark("down")
+        yield Broadcast(parties, PartialSum(S, -1, total), phase="down")
+        return int(total.sum())
+
+    xs = [vec(1, 2), vec(3, 0)]
+    counts = [count({CONTROLLER: marking((0, 1)), **{i: note_after(x, batch) for i, x in enumerate(xs)}})
+              for batch in (partials, None)]
+    assert counts[0].statistics == counts[1].statistics
+    assert [(r.phase, r.messages) for r in counts[0].statistics.round_log] == [("up", 4), ("down", 2)]
 
 
 def _answering(x: np.ndarray, batch: Any) -> Any:
