@@ -51,7 +51,8 @@ Modules, in dependency order:
                       party how its program ended
 - ``shard_report``  — what a shard hands back after a run: its parties' summaries, in columns
 - ``cohort``        — a shard's parties in identical state, as columns: a broadcast release
-                      request answered for all of them in one vectorized step
+                      request answered for all of them in one vectorized step; the shard's
+                      table of its cohorts (``CohortTable``)
 - ``built_release`` — parties built on their own (after a secure sum) answering one release
                       request together: each decides, the granted codes drawn at once
 - ``report_phase``  — what a phase of frequency-oracle reports brings back: the check of each

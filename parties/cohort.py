@@ -54,7 +54,8 @@ from parties.wire.codec import encode
 from parties.wire.messages import RandomizedValues, values_layout
 from parties.wire.requests import ReleaseRequest, SecureRelease
 
-__all__ = ["Cohort", "PartyState", "ReplyLayout", "accountant_for", "accountant_state", "accountants_for"]
+__all__ = ["Cohort", "CohortTable", "PartyState", "ReplyLayout", "accountant_for", "accountant_state",
+           "accountants_for"]
 
 
 def _state_key(value: Any) -> Any:
@@ -359,3 +360,61 @@ class ReplyLayout:
         reply = RandomizedValues(self._rid, codes)
         prefix = self._prefix
         return reply, (encode(reply) if prefix is None else prefix + codes.tobytes() + self._suffix)
+
+
+class CohortTable:
+    """A shard's cohorts, and which one each of its rows is in (:attr:`of`, ``-1``: built as a
+    :class:`~parties.party.Party`, answering on its own); ``first_party`` is the party at row 0.
+    A cohort every member left stays as ``None`` in its place, so indices never move."""
+
+    __slots__ = ("of", "_cohorts", "_first")
+
+    def __init__(self, rows: int, first_party: int) -> None:
+        self.of = np.full(rows, -1, dtype=np.int32)
+        self._cohorts: list[Cohort | None] = []
+        self._first = first_party
+
+    def add(self, cohort: Cohort) -> int:
+        """Hold ``cohort`` (its members in no cohort yet); its index."""
+        self.of[cohort.rows] = len(self._cohorts)
+        self._cohorts.append(cohort)
+        return len(self._cohorts) - 1
+
+    def live(self) -> tuple[Cohort, ...]:
+        """The cohorts that still have members, in the order they were added."""
+        return tuple(c for c in self._cohorts if c is not None)
+
+    def reached(self, rows: np.ndarray) -> list[tuple[int, Cohort]]:
+        """The cohorts a broadcast reached at ``rows``, in the order of the cohorts they belong to,
+        with their indices; a cohort reached at only some members is split first, the receivers
+        forming the cohort returned (at a new index)."""
+        of = self.of[rows]
+        reached = []
+        for index in np.flatnonzero(np.bincount(of[of >= 0])).tolist():
+            cohort = self._cohorts[index]
+            assert cohort is not None
+            members = rows[of == index]
+            if members.shape[0] < len(cohort):
+                leave = np.isin(cohort.rows, members)
+                cohort = cohort.split(leave, self._first + int(cohort.rows[leave][0]))
+                index = self.add(cohort)
+            reached.append((index, cohort))
+        return reached
+
+    def leave(self, rows: np.ndarray) -> list[Cohort]:
+        """The members at ``rows`` that are in a cohort leave it (their rows then in none): the
+        cohorts they took with them, one per cohort left, each with its state."""
+        rows = rows[self.of[rows] >= 0]
+        out = []
+        for index in np.unique(self.of[rows]).tolist():
+            cohort = self._cohorts[index]
+            assert cohort is not None  # (a row's cohort exists)
+            leave = np.isin(cohort.rows, rows)
+            if leave.all():
+                self._cohorts[index] = None
+                moved = cohort
+            else:
+                moved = cohort.split(leave, self._first + int(cohort.rows[leave][0]))
+            self.of[moved.rows] = -1
+            out.append(moved)
+        return out

@@ -63,7 +63,7 @@ import numpy as np
 from mprr.errors import ConfigurationError, MessageError
 from mprr.privacy import PrivacyAccountant
 from parties.channel import DATA, MULTI, loads, read_multi, read_record
-from parties.cohort import Cohort, ReplyLayout
+from parties.cohort import Cohort, CohortTable, ReplyLayout
 from parties.columns import MessageColumns, ReplyColumns
 from parties.wire.codec import Message, decode, encode, known_kinds
 from parties.wire.messages import Abort, Ack, RandomizedValues
@@ -137,14 +137,12 @@ class PartyShard:
         self._registry: KeyRegistry | None = None
         self._book = ReleaseBook(setup.schema)
         self._records = rows
-        # every party starts in the cohort of its budget (parties.cohort); cohort_of[row] = -1: built
+        # every party starts in the cohort of its budget (parties.cohort)
         budgets = np.asarray(setup.budgets, dtype=np.float64)
-        self._cohort_of = np.empty(len(setup.parties), dtype=np.int32)
-        self._cohorts: list[Cohort | None] = []
+        self._table = CohortTable(len(setup.parties), setup.parties.start)
         for budget in dict.fromkeys(budgets.tolist()):
             members = np.flatnonzero(budgets == budget) if len(budgets) else np.zeros(0, dtype=np.int64)
-            self._cohort_of[members] = len(self._cohorts)
-            self._cohorts.append(Cohort(members, self._accountant(budget, int(members[0]))))
+            self._table.add(Cohort(members, self._accountant(budget, int(members[0]))))
         self._parties: dict[int, Party] = {}  # row -> the party built to answer on its own
         self._stop = asyncio.Event()
         self._failure: BaseException | None = None
@@ -174,20 +172,8 @@ class PartyShard:
         """Build the parties at ``rows`` (those still in a cohort) as :class:`Party` objects, each
         with its cohort's state; they leave their cohorts and answer on their own from then on."""
         self._settle()
-        rows = rows[self._cohort_of[rows] >= 0]
-        if not rows.size:
-            return
         setup, start, streams, records = self.setup, self.setup.parties.start, self.setup.streams, self._records
-        for index in np.unique(self._cohort_of[rows]).tolist():
-            cohort = self._cohorts[index]
-            assert cohort is not None  # (a row's cohort exists)
-            leave = np.isin(cohort.rows, rows)
-            if leave.all():
-                self._cohorts[index] = None
-                moved = cohort
-            else:
-                moved = cohort.split(leave, start + int(cohort.rows[leave][0]))
-            self._cohort_of[moved.rows] = -1
+        for moved in self._table.leave(rows):
             for row, record, state in zip(moved.rows.tolist(), records[moved.rows].tolist(), moved.party_states(start)):
                 i = start + row
                 party = Party(i, record, setup.schema, seed=streams.stream(i), budget=setup.budgets[row],
@@ -200,7 +186,7 @@ class PartyShard:
     def cohorts(self) -> tuple[Cohort, ...]:
         """The cohorts of parties still stepped together (:mod:`parties.cohort`)."""
         self._settle()
-        return tuple(c for c in self._cohorts if c is not None)
+        return self._table.live()
 
     def built(self) -> dict[int, Party]:
         """The parties built as :class:`Party` objects, by row (a copy of the mapping)."""
@@ -211,39 +197,13 @@ class PartyShard:
         """Per hosted party, in order, its accountant (a cohort's members share their cohort's)."""
         self._settle()
         out: list[PrivacyAccountant | None] = [None] * len(self.setup.parties)
-        for cohort in self._cohorts:
-            if cohort is not None:
-                acc = cohort.accountant
-                for row in cohort.rows.tolist():
-                    out[row] = acc
+        for cohort in self._table.live():
+            acc = cohort.accountant
+            for row in cohort.rows.tolist():
+                out[row] = acc
         for row, party in self._parties.items():
             out[row] = party.accountant
         return out  # type: ignore[return-value]  # (every row is in a cohort or built)
-
-    def _reached(self, rows: np.ndarray) -> list[tuple[int, Cohort]]:
-        """The cohorts a broadcast reached at ``rows``, ascending, with their indices; a cohort
-        reached at only some members is split first, the receivers forming the cohort returned."""
-        of = self._cohort_of[rows]
-        reached = []
-        for index in np.flatnonzero(np.bincount(of[of >= 0])).tolist():
-            cohort = self._cohorts[index]
-            assert cohort is not None
-            members = rows[of == index]
-            if members.shape[0] < len(cohort):
-                index = self._split(index, np.isin(cohort.rows, members))
-                cohort = self._cohorts[index]
-                assert cohort is not None
-            reached.append((index, cohort))
-        return reached
-
-    def _split(self, index: int, leave: np.ndarray) -> int:
-        """Split cohort ``index``: its members where ``leave`` form a new cohort; its index."""
-        cohort = self._cohorts[index]
-        assert cohort is not None
-        moved = cohort.split(leave, self.setup.parties.start + int(cohort.rows[leave][0]))
-        self._cohort_of[moved.rows] = len(self._cohorts)
-        self._cohorts.append(moved)
-        return len(self._cohorts) - 1
 
     # ------------------------------------------------------------------ set-up
     def public_keys(self) -> bytes:
@@ -286,9 +246,8 @@ class PartyShard:
         stand (as the memory runtime leaves its parties when the controller is done).  A
         program's bug ends the serving: it is raised here.
         """
-        for cohort in self._cohorts:
-            if cohort is not None:
-                cohort.status = "running"
+        for cohort in self._table.live():
+            cohort.status = "running"
         for p in self._parties.values():
             p.status = "running"
         self._sums.serving = True
@@ -468,20 +427,20 @@ class PartyShard:
             return
         # each cohort the broadcast reached: its receivers (split off when only some), stepped at once
         answers: dict[int, tuple[Cohort, np.ndarray | None]] = {}
-        for index, cohort in self._reached(rows):
+        for index, cohort in self._table.reached(rows):
             if isinstance(msg, Abort):
                 cohort.status = "aborted"
                 continue
             assert isinstance(msg, ReleaseRequest)
             answers[index] = (cohort, cohort.release(msg, self._book, self._records, self.setup.streams))
         if isinstance(msg, Abort):
-            for row in rows[self._cohort_of[rows] < 0].tolist():
+            for row in rows[self._table.of[rows] < 0].tolist():
                 self._parties[row].receive(msg)
             return
         apart = [cohort.rows for cohort, codes in answers.values() if codes is None]
         if apart:  # members that do not all release: each answers on its own
             self.materialize(np.concatenate(apart))
-        of = self._cohort_of[rows]
+        of = self._table.of[rows]
         position = np.zeros(rows.shape[0], dtype=np.int64)
         for index, (cohort, codes) in answers.items():
             if codes is not None:
@@ -511,7 +470,7 @@ class PartyShard:
         every receiver is built to run its own side of the sum, holding its own input, and
         acknowledges; the members of a cohort that cannot commit as a whole answer on their own."""
         inputs: dict[int, np.ndarray] = {}  # row -> its committed input
-        for _, cohort in self._reached(rows):
+        for _, cohort in self._table.reached(rows):
             committed = cohort.commit(msg, self._book, self._records, self.setup.streams)
             if committed is not None:
                 inputs.update(zip(cohort.rows.tolist(), committed))

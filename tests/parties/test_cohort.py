@@ -328,3 +328,24 @@ def test_accountants_for_copies_the_template_for_each_party_of_a_batch() -> None
     assert first.start_session("s", [2, 5, 7], 5) is None
     assert first.session_state("s") == "running" and second.session_state("s") == acc.session_state("s") == "committed"
     assert vars(second) == vars(accountant_for(acc, 7))  # (the same fields as a copy made alone)
+
+
+def test_a_cohort_table_splits_a_cohort_reached_in_part_and_lets_members_leave() -> None:
+    """CohortTable: a broadcast that reaches some members of a cohort splits them off (their new
+    cohort's accountant belongs to its first member); members built on their own leave, and a
+    cohort every member left is no longer live (indices stay)."""
+    from parties.cohort import Cohort, CohortTable
+
+    table = CohortTable(6, first_party=10)
+    acc = PrivacyAccountant(1.0, "sequential", party=10)
+    assert table.add(Cohort(np.array([0, 1, 2, 3]), acc)) == 0
+    assert table.add(Cohort(np.array([4, 5]), accountant_for(acc, 14))) == 1
+    reached = table.reached(np.array([3, 1, 5, 4]))
+    assert [(index, c.rows.tolist(), c.accountant.party) for index, c in reached] == [
+        (2, [1, 3], 11), (1, [4, 5], 14)]  # (in the order of the cohorts reached)
+    assert table.of.tolist() == [0, 2, 0, 2, 1, 1]
+    moved = table.leave(np.array([0, 4, 5, 4]))
+    assert [(c.rows.tolist(), c.accountant.party) for c in moved] == [([0], 10), ([4, 5], 14)]
+    assert table.of.tolist() == [-1, 2, 0, 2, -1, -1]
+    assert [c.rows.tolist() for c in table.live()] == [[2], [1, 3]]
+    assert table.leave(np.array([0, 4])) == []
