@@ -33,13 +33,17 @@ It also times the masked party's round methods (:data:`ROUNDS`), and the floor's
 each, so that the report can say which round's own Python costs what.  Beside the groups,
 :class:`InRun` times the secure sums themselves in CPU (``time.process_time``,
 not wall time): the controller's :meth:`~parties.controller.Controller.secure_release`, from its
-request to the tallies (releases that overlap, as one interval).
+request to the tallies (releases that overlap, as one interval); and, over the same intervals, the
+kernel's part of that CPU and the process's minor page faults (``getrusage``): the pages of
+memory the sums touched first, which the kernel zero-fills (a sum that holds less at once faults
+less).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import resource
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -136,6 +140,10 @@ class InRun:
         self.groups = groups
         self.seconds = {group.name: 0.0 for group in GROUPS}
         self.sum_cpu = 0.0
+        self.sum_system = 0.0
+        """The kernel's CPU seconds within :attr:`sum_cpu` (system time: page faults, system calls)."""
+        self.sum_faults = 0
+        """Minor page faults of the process while the secure sums ran (first touches of fresh memory)."""
         self.rounds = {label: [0.0, 0.0] for label, _ in ROUNDS}
         self._current: str | None = None  # the round method running now, if a real party's
         self._saved: list[tuple[Any, str, Any]] = []
@@ -168,11 +176,13 @@ class InRun:
         release = Controller.__dict__["secure_release"]
         self._saved.append((Controller, "secure_release", release))
         running, since = [0], [0.0]  # secure releases under way, and since when (overlapping ones: one interval)
+        usage = [resource.getrusage(resource.RUSAGE_SELF)]  # (at the interval's start)
 
         @functools.wraps(release)
         async def secure_release(*args: Any, **kwargs: Any) -> Any:
             if not running[0]:
                 since[0] = time.process_time()
+                usage[0] = resource.getrusage(resource.RUSAGE_SELF)
             running[0] += 1
             try:
                 return await release(*args, **kwargs)
@@ -180,6 +190,9 @@ class InRun:
                 running[0] -= 1
                 if not running[0]:
                     self.sum_cpu += time.process_time() - since[0]
+                    now = resource.getrusage(resource.RUSAGE_SELF)
+                    self.sum_system += now.ru_stime - usage[0].ru_stime
+                    self.sum_faults += now.ru_minflt - usage[0].ru_minflt
 
         setattr(Controller, "secure_release", secure_release)
 

@@ -109,6 +109,10 @@ class Run:
     rounds: dict[str, tuple[float, float]] | None = None
     """Per round of the masked party, seconds of its method and of the floor's calls in it
     (:attr:`_in_run.InRun.rounds`; ``memory`` runs with the timers)."""
+    sum_system: float | None = None
+    """The kernel's CPU seconds within :attr:`sum_cpu` (:attr:`_in_run.InRun.sum_system`)."""
+    sum_faults: int | None = None
+    """Minor page faults while the secure sum ran (:attr:`_in_run.InRun.sum_faults`): its fresh memory."""
 
     @property
     def as_is(self) -> bool:
@@ -165,10 +169,13 @@ def _one_run(data: Any, name: str, timed: bool, params: dict[str, Any], label: s
     run = Run(name, data.n, time.perf_counter() - started, sim.result.timings["secure_sum"],
               time.process_time() - cpu, _children_cpu() - kids, resource.getrusage(who).ru_maxrss / 1024,
               None if timing is None or not timed else dict(timing.seconds), None if timing is None else timing.sum_cpu,
-              None if timing is None or not timed else {k: (v[0], v[1]) for k, v in timing.rounds.items()})
+              None if timing is None or not timed else {k: (v[0], v[1]) for k, v in timing.rounds.items()},
+              None if timing is None else timing.sum_system, None if timing is None else timing.sum_faults)
     kind = "" if name != "memory" else " (timed)" if timed else " (as is)"
     print(f"run {label} {name:>6}{kind:8s}: secure sum {run.sum_wall:5.1f} s wall (run {run.wall:5.1f} s"
-          + ("" if run.sum_cpu is None else f"; the sum's CPU {run.sum_cpu:.1f} s") + "); "
+          + ("" if run.sum_cpu is None else f"; the sum's CPU {run.sum_cpu:.1f} s, of which the kernel's "
+                                             f"{run.sum_system or 0.0:.2f} s, {(run.sum_faults or 0) / run.n:.1f} minor "
+                                             "page faults per party") + "); "
           f"CPU {run.cpu:6.1f} s (this process {run.cpu_controller:5.1f} s, workers {run.cpu_workers:5.1f} s); "
           f"peak RSS {run.peak_mib:,.0f} MiB ({'this process' if name != 'tcp' else 'largest worker' if first else _WORKER_RSS})",
           flush=True)
@@ -330,6 +337,12 @@ def report_runs(runs: list[Run], floor: float, engine: float, cold: float | None
                   f"{min(sum_plain) / (floor * n):.2f}; goal <= {FLOOR_RATIO_GOAL} x)"
                   + ("" if floor_mean is None else f", {statistics.mean(sum_plain) / (floor_mean * n):.2f} x its mean")
                   + f"; the timers cost the run {statistics.mean(cpu) / statistics.mean(cpu_plain) - 1:+.1%}")
+            kernel = [(r.sum_system or 0.0, r.sum_faults or 0) for r in plain if r.sum_cpu is not None]
+            if kernel:
+                print(f"          of the secure sum's CPU, the kernel's: {statistics.mean(k for k, _ in kernel):5.2f} s = "
+                      f"{statistics.mean(k for k, _ in kernel) / n * 1e6:.1f} µs per party, with "
+                      f"{statistics.mean(f for _, f in kernel) / n:.1f} minor page faults per party (the memory the "
+                      "sum touched first, zero-filled by the kernel) and its system calls")
         if name == "tcp" and n == N_ADULT:
             print(f"          target: the secure sum <= {TARGET_S:.0f} s wall on tcp with 2 workers: "
                   + ("met" if statistics.mean(sums) <= TARGET_S else "NOT met"))

@@ -105,9 +105,34 @@ def test_a_run_as_is_times_its_sum_alone(in_run: ModuleType) -> None:
         assert Controller.__dict__["secure_release"] is not release
         simulate(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2", secure_sum="masked-sparse")
     assert 0 < timing.sum_cpu <= time.process_time() - started
+    assert 0 <= timing.sum_system <= timing.sum_cpu + 0.01 and timing.sum_faults >= 0  # (getrusage and process_time)
     assert Controller.__dict__["secure_release"] is release
     assert set(timing.seconds.values()) == {0.0}
     assert all(made == [0.0, 0.0] for made in timing.rounds.values())
+
+
+def test_the_sums_kernel_time_and_page_faults_are_those_of_their_interval(
+        in_run: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a secure release touches first (here 16 MiB, fresh pages) is counted in faults; what
+    runs outside it is not."""
+    import asyncio
+
+    def touched() -> int:  # 16 MiB of fresh pages (mapped by malloc; numpy would ask for huge pages), each written once
+        memory = bytearray(16 << 20)
+        memory[::4096] = b"\1" * 4096
+        return sum(memory[::4096])
+
+    async def release(self: object) -> int:
+        return touched()
+
+    monkeypatch.setattr(Controller, "secure_release", release)
+    with in_run.InRun(groups=False) as timing:
+        touched()  # (outside a release: not counted)
+        assert timing.sum_faults == 0 and timing.sum_system == 0.0
+        wrapped = getattr(Controller, "secure_release")  # (InRun's wrapper around the stand-in)
+        assert asyncio.run(wrapped(object())) == 4096
+    assert timing.sum_faults >= 4096 * 3 // 4  # (4 KiB pages; the run's own allocations add a few)
+    assert 0.0 <= timing.sum_system <= timing.sum_cpu + 0.01
 
 
 def test_a_group_names_floor_rows_that_exist(in_run: ModuleType) -> None:
