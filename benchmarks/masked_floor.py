@@ -150,11 +150,11 @@ def measure_runs(adult: Path, runs: int, limit: int | None,
             # memory: a run with the timers of benchmarks/_in_run.py (where the CPU goes) and one
             # without (the goal's figure: the timers cost a few per cent), in alternating order
             for timed in ((k % 2 == 0, k % 2 == 1) if name == "memory" else (False,)):
-                out.append(_one_run(data, name, timed, params, f"{k + 1}/{runs}", first=not out))
+                out.append(one_run(data, name, timed, params, f"{k + 1}/{runs}", first=not out))
     return out
 
 
-def _one_run(data: Any, name: str, timed: bool, params: dict[str, Any], label: str, *, first: bool) -> Run:
+def one_run(data: Any, name: str, timed: bool, params: dict[str, Any], label: str, *, first: bool) -> Run:
     """One run of RR-Clusters 4.2 on ``name`` (``timed``: with :class:`InRun`'s timers; a memory
     run without them still measures its sum's CPU)."""
     from parties.runtime_registry import make_runtime

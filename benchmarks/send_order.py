@@ -32,7 +32,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from _adult import DEFAULT_ADULT  # noqa: E402  (benchmarks/_adult.py)
-from masked_floor import Run, _one_run  # noqa: E402  (benchmarks/masked_floor.py)
+from masked_floor import Run, one_run  # noqa: E402  (benchmarks/masked_floor.py)
 
 from parties.secure import masked_server  # noqa: E402
 
@@ -59,7 +59,7 @@ def measure(data: Any, runs: int, runtimes: tuple[str, ...]) -> dict[tuple[str, 
                 for order in (("blocks", "stride") if k % 2 == 0 else ("stride", "blocks")):
                     setattr(masked_server, "spread", ORDERS[order])  # (the controller's program reads it each round)
                     out.setdefault((runtime, order), []).append(
-                        _one_run(data, runtime, False, PARAMS, f"{k + 1}/{runs} {order:6s}", first=not out))
+                        one_run(data, runtime, False, PARAMS, f"{k + 1}/{runs} {order:6s}", first=not out))
     finally:
         setattr(masked_server, "spread", kept)
     return out

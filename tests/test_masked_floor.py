@@ -30,7 +30,7 @@ def test_each_memory_run_is_paired_with_one_as_it_is_in_alternating_order(masked
         made.append((name, timed, first))
         return masked_floor.Run(name, data.n, 1.0, 1.0, 1.0, 0.0, 1.0, {} if timed else None, 1.0)
 
-    monkeypatch.setattr(masked_floor, "_one_run", one_run)
+    monkeypatch.setattr(masked_floor, "one_run", one_run)
     runs = masked_floor.measure_runs(Path("adult.data"), 2, None, ("memory", "tcp"))
     assert made == [("memory", True, True), ("memory", False, False), ("tcp", False, False),
                     ("memory", False, False), ("memory", True, False), ("tcp", False, False)]

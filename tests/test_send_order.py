@@ -37,7 +37,7 @@ def test_the_orders_alternate_and_the_controllers_order_is_restored(send_order: 
         cpu = {"blocks": 1.0, "stride": 1.25}[order]
         return Run(name, 10, 2.0, cpu * 2, 0.5, 3.0, 1.0, None, cpu if name == "memory" else None)
 
-    monkeypatch.setattr(send_order, "_one_run", one_run)
+    monkeypatch.setattr(send_order, "one_run", one_run)
     own = masked_server.spread
     runs = send_order.measure(object(), 2, ("memory", "tcp"))
     assert masked_server.spread is own
@@ -54,7 +54,7 @@ def test_a_failed_run_leaves_the_controllers_order_as_it_was(send_order: ModuleT
     def one_run(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("the run failed")
 
-    monkeypatch.setattr(send_order, "_one_run", one_run)
+    monkeypatch.setattr(send_order, "one_run", one_run)
     own = masked_server.spread
     with pytest.raises(RuntimeError, match="the run failed"):
         send_order.measure(object(), 1, ("memory",))

@@ -1,0 +1,169 @@
+"""Benchmark: the masked secure sum against its cryptographic floor, by the number of parties.
+
+Issue 28's goal reads the masked-sparse sum of Adult (RR-Clusters 4.2, L = 1,582 pair cells,
+k = 8, t = 5) against the floor of one party's cryptography that ``benchmarks/masked_floor.py``
+measures: the CPU of the secure sum alone (:class:`_in_run.InRun`'s ``sum_cpu``, the runs as they
+are, on the ``memory`` runtime) over n times that floor.  Each party does the same work whatever
+n is (its 8 neighbours, its 2-hop neighbourhood); what grows with n is the data the run holds,
+cold in the caches and the TLB by the time a party's next round comes.  This measures the sum
+at several sizes (the first n parties of Adult, in increasing order, ``--runs`` runs each, one
+process), beside the floor measured once before them, so that the size's share of the ratio
+can be read.
+
+Prints, per size and run: the sum's CPU per party, its ratio to the floor (goal <= 1.5), the
+kernel's part of it (page faults of fresh memory, system calls) and the process's peak RSS so
+far (the sizes run in increasing order: each size's own peak).  ``--figure PNG`` draws the ratio
+against the number of parties.
+
+Run: ``.venv/bin/python benchmarks/masked_scale.py [--sizes 2000,8000,16000,32561] [--runs 2]
+[--repeat 15] [adult.data] [--figure PNG]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from _adult import DEFAULT_ADULT  # noqa: E402  (benchmarks/_adult.py)
+from _floor_items import items  # noqa: E402  (benchmarks/_floor_items.py)
+from masked_floor import FLOOR_RATIO_GOAL, N_ADULT, Run, one_run  # noqa: E402  (benchmarks/masked_floor.py)
+
+SIZES = (2_000, 8_000, 16_000, N_ADULT)
+PARAMS: dict[str, Any] = dict(p=0.7, Tv=50, Td=0.1, dependence="4.2", secure_sum="masked-sparse")
+
+
+@dataclass(frozen=True)
+class Size:
+    """The runs of one size, and the floor they are read against (seconds per party)."""
+
+    n: int
+    runs: tuple[Run, ...]
+    floor: float
+
+    def per_party(self) -> list[float]:
+        """Each run's secure-sum CPU per party, seconds."""
+        return [(run.sum_cpu or 0.0) / self.n for run in self.runs]
+
+    def ratios(self) -> list[float]:
+        """Each run's secure-sum CPU over n times the floor (the goal's ratio)."""
+        return [cpu / self.floor for cpu in self.per_party()]
+
+
+def floor_per_party(repeat: int) -> tuple[float, float]:
+    """One party's cryptography at its floor (best of ``repeat`` timing rounds) and at the rounds'
+    mean, seconds (``_floor_items.items``, as ``masked_floor.py`` adds it up)."""
+    rows = items(repeat)
+    return (sum(count * floor for _, count, floor, _, _ in rows),
+            sum(count * mean for _, count, _, _, mean in rows))
+
+
+def measure(adult: Path, sizes: tuple[int, ...], runs: int, floor: float) -> list[Size]:
+    """``runs`` runs as they are of the masked sum of the first n Adult parties, for each n of
+    ``sizes`` in increasing order, in this process."""
+    from mprr.data import Dataset
+    from scenarios.datasets import load_adult
+
+    data: Dataset = load_adult(adult)
+    out = []
+    for n in sorted(sizes):
+        part = Dataset(data.schema, data.codes[:n])
+        made = tuple(one_run(part, "memory", False, PARAMS, f"{k + 1}/{runs} of {n:,}", first=not out and k == 0)
+                     for k in range(runs))
+        out.append(Size(n, made, floor))
+    return out
+
+
+def report(sizes: list[Size], floor: float, floor_mean: float) -> None:
+    print(f"\nThe secure sum alone (runs as they are, memory runtime) against the floor of {floor * 1e3:.3f} ms per "
+          f"party (the mean of its rounds {floor_mean * 1e3:.3f}); goal <= {FLOOR_RATIO_GOAL} x")
+    print(f"{'parties':>8s} {'ms per party':>16s} {'x the floor':>14s} {'kernel µs/party':>16s} "
+          f"{'faults/party':>13s} {'peak RSS MiB':>13s}")
+    for size in sizes:
+        runs = size.runs
+        print(f"{size.n:8,d} {' / '.join(f'{c * 1e3:.3f}' for c in size.per_party()):>16s} "
+              f"{' / '.join(f'{r:.2f}' for r in size.ratios()):>14s} "
+              f"{' / '.join(f'{(r.sum_system or 0.0) / size.n * 1e6:.1f}' for r in runs):>16s} "
+              f"{' / '.join(f'{(r.sum_faults or 0) / size.n:.1f}' for r in runs):>13s} "
+              f"{max(r.peak_mib for r in runs):13,.0f}")
+    met = [size.n for size in sizes if statistics.mean(size.ratios()) <= FLOOR_RATIO_GOAL]
+    print(f"goal met (mean of the runs) at: {', '.join(f'{n:,}' for n in met) if met else 'no size'}")
+
+
+def draw(sizes: list[Size], png: Path) -> Path:
+    """The ratio of each run against the number of parties (log scale), the runs' mean joined,
+    beside the goal."""
+    from matplotlib.figure import Figure
+
+    from scenarios.plots import CustomPlot, render
+
+    def paint(fig: Figure) -> None:
+        ax = fig.add_subplot()
+        ns = [size.n for size in sizes]
+        for size in sizes:
+            ax.scatter([size.n] * len(size.runs), size.ratios(), color="#4c72b0", s=18, zorder=3,
+                       label="one run" if size is sizes[0] else None)
+        ax.plot(ns, [statistics.mean(size.ratios()) for size in sizes], color="#4c72b0", linewidth=1.2,
+                label="mean of the runs")
+        ax.axhline(FLOOR_RATIO_GOAL, color="black", linestyle=":", linewidth=1.2,
+                   label=f"issue 28's goal: {FLOOR_RATIO_GOAL} x the floor")
+        ax.set_xscale("log")
+        ax.set_xticks(ns, [f"{n:,}" for n in ns], fontsize="small")
+        ax.minorticks_off()
+        ax.set_xlabel("parties (the first n of UCI Adult)")
+        ax.set_ylabel("secure sum's CPU / (n x the floor)")
+        low = min(min(size.ratios()) for size in sizes)
+        high = max(max(size.ratios()) for size in sizes)
+        ax.set_ylim(min(low, FLOOR_RATIO_GOAL) - 0.05, max(high, FLOOR_RATIO_GOAL) + 0.08)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="small", loc="upper left")
+
+    spec = CustomPlot(
+        png.name, "Masked secure sum (RR-Clusters 4.2, 1,582 cells): CPU over its floor, by parties", paint,
+        caption=(f"Points: the CPU of the secure sum alone, per party, over one party's cryptography at its floor "
+                 f"({sizes[0].floor * 1e3:.3f} ms, best of its timing rounds, measured once before the runs), for "
+                 f"each of {len(sizes[0].runs)} run(s) as they are (memory runtime, one process, sizes in "
+                 "increasing order); line: their mean. Dotted: issue 28's goal. The work per party is the same at "
+                 "every size (8 neighbours); what grows is the data the run holds."))
+    return render(spec, png.parent)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("adult", nargs="?", type=Path, default=DEFAULT_ADULT, help="path of adult.data")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), metavar="N,N,...",
+                        help="numbers of parties (the first n of Adult), each more than 9")
+    parser.add_argument("--runs", type=int, default=2, metavar="R", help="runs of each size, at least 1")
+    parser.add_argument("--repeat", type=int, default=15, help="timing rounds of the floor, at least 1")
+    parser.add_argument("--figure", type=Path, default=None, metavar="PNG", help="draw the ratios into this PNG")
+    args = parser.parse_args(argv)
+    try:
+        sizes = tuple(int(n) for n in args.sizes.split(","))
+    except ValueError:
+        parser.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
+    if not sizes or min(sizes) <= 9 or len(set(sizes)) != len(sizes):
+        parser.error(f"--sizes must be distinct numbers of parties above 9 (the graph is 8-regular), got {args.sizes!r}")
+    if args.runs < 1 or args.repeat < 1:
+        parser.error(f"--runs and --repeat must be at least 1, got {args.runs} and {args.repeat}")
+    if args.figure is not None and args.figure.suffix != ".png":
+        parser.error(f"--figure needs a path ending in .png, got {args.figure}")
+    if not args.adult.exists():
+        parser.error(f"UCI Adult not found at {args.adult}; pass the path of adult.data")
+    floor, floor_mean = floor_per_party(args.repeat)
+    print(f"floor: {floor * 1e3:.3f} ms per party (best of {args.repeat} rounds; their mean {floor_mean * 1e3:.3f})")
+    measured = measure(args.adult, sizes, args.runs, floor)
+    report(measured, floor, floor_mean)
+    if args.figure is not None:
+        print(f"wrote {draw(measured, args.figure)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""benchmarks/masked_scale.py: the masked sum's ratio to its floor, size by size."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from mprr.synthetic import planted_clusters
+from tests.benchmark_modules import benchmark_module
+
+
+@pytest.fixture()
+def masked_scale() -> Iterator[ModuleType]:
+    with benchmark_module("masked_scale") as module:
+        yield module
+
+
+def test_each_size_runs_the_real_sum_and_reads_it_against_the_floor(
+        masked_scale: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path) -> None:
+    data = planted_clusters(24, rng=np.random.default_rng(2), sizes=(2, 3, 2), clusters=((0, 1),)).dataset
+    monkeypatch.setattr("scenarios.datasets.load_adult", lambda path: data)
+    # a floor of 2 items, 3 and 1 a party: 3 * 2 µs + 1 * 4 µs = 10 µs (means 3 and 5 µs: 14 µs)
+    monkeypatch.setattr(masked_scale, "items", lambda repeat: [("a", 3, 2e-6, None, 3e-6), ("b", 1, 4e-6, None, 5e-6)])
+    floor, mean = masked_scale.floor_per_party(1)
+    assert (floor, mean) == pytest.approx((10e-6, 14e-6))
+    sizes = masked_scale.measure(Path("adult.data"), (24, 16), 2, floor)
+    assert [size.n for size in sizes] == [16, 24]  # (in increasing order)
+    for size in sizes:
+        assert len(size.runs) == 2 and all(run.runtime == "memory" and run.as_is and run.n == size.n for run in size.runs)
+        assert size.per_party() == pytest.approx([run.sum_cpu / size.n for run in size.runs])
+        assert size.ratios() == pytest.approx([run.sum_cpu / size.n / 10e-6 for run in size.runs])
+        assert all(run.sum_cpu > 0 and run.sum_faults is not None for run in size.runs)
+    capsys.readouterr()
+    masked_scale.report(sizes, floor, mean)
+    out = capsys.readouterr().out
+    assert "against the floor of 0.010 ms per party (the mean of its rounds 0.014); goal <= 1.5 x" in out
+    row = next(line for line in out.splitlines() if line.startswith("      16 "))
+    assert " / ".join(f"{r:.2f}" for r in sizes[0].ratios()) in row
+    assert "goal met (mean of the runs) at: no size" in out  # (a real sum is far above a floor of 10 µs)
+    png = masked_scale.draw(sizes, tmp_path / "scale.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_size_at_or_below_the_ratio_counts_as_met(masked_scale: ModuleType, capsys: pytest.CaptureFixture[str]
+                                                   ) -> None:
+    Run = masked_scale.Run
+    at = masked_scale.Size(100, (Run("memory", 100, 1.0, 1.0, 1.0, 0.0, 1.0, None, 1.5e-3),), 1e-5)  # 1.50 x
+    above = masked_scale.Size(200, (Run("memory", 200, 1.0, 1.0, 1.0, 0.0, 1.0, None, 3.2e-3),), 1e-5)  # 1.60 x
+    masked_scale.report([at, above], 1e-5, 1e-5)
+    assert "goal met (mean of the runs) at: 100\n" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--sizes", "2000,x"], r"--sizes must be comma-separated integers, got '2000,x'"),
+    (["--sizes", "9,2000"], r"--sizes must be distinct numbers of parties above 9"),
+    (["--sizes", "2000,2000"], r"--sizes must be distinct numbers of parties above 9"),
+    (["--runs", "0"], r"--runs and --repeat must be at least 1, got 0 and 15"),
+    (["--figure", "out.svg"], r"--figure needs a path ending in \.png, got out\.svg"),
+    (["/nowhere/adult.data"], r"UCI Adult not found at /nowhere/adult\.data"),
+])
+def test_bad_arguments_are_refused_naming_them(masked_scale: ModuleType, capsys: pytest.CaptureFixture[str],
+                                               argv: list[str], message: str) -> None:
+    with pytest.raises(SystemExit):
+        masked_scale.main(argv)
+    assert re.search(message, capsys.readouterr().err)
