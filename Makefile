@@ -45,7 +45,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/masked_floor.py --runs 1
 	$(BIN)/python benchmarks/masked_phases.py
 	$(BIN)/python benchmarks/send_order.py --runs 2
-	$(BIN)/python benchmarks/masked_scale.py
+	$(BIN)/python benchmarks/masked_scale.py --runs 1
 	$(BIN)/python benchmarks/streams.py
 	$(BIN)/python benchmarks/clusters_sampled.py
 	$(BIN)/python benchmarks/wire_codec.py

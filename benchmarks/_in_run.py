@@ -34,9 +34,10 @@ each, so that the report can say which round's own Python costs what.  Beside th
 :class:`InRun` times the secure sums themselves in CPU (``time.process_time``,
 not wall time): the controller's :meth:`~parties.controller.Controller.secure_release`, from its
 request to the tallies (releases that overlap, as one interval); and, over the same intervals, the
-kernel's part of that CPU and the process's minor page faults (``getrusage``): the pages of
+kernel's part of that CPU and the process's minor page faults (``getrusage``): mostly the pages of
 memory the sums touched first, which the kernel zero-fills (a sum that holds less at once faults
-less).
+less); the kernel's time is split from the user's at the clock's tick, which a sum of seconds
+makes small.
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ class InRun:
         self.sum_system = 0.0
         """The kernel's CPU seconds within :attr:`sum_cpu` (system time: page faults, system calls)."""
         self.sum_faults = 0
-        """Minor page faults of the process while the secure sums ran (first touches of fresh memory)."""
+        """Minor page faults of the process while the secure sums ran (mostly first touches of fresh memory)."""
         self.rounds = {label: [0.0, 0.0] for label, _ in ROUNDS}
         self._current: str | None = None  # the round method running now, if a real party's
         self._saved: list[tuple[Any, str, Any]] = []
@@ -176,7 +177,7 @@ class InRun:
         release = Controller.__dict__["secure_release"]
         self._saved.append((Controller, "secure_release", release))
         running, since = [0], [0.0]  # secure releases under way, and since when (overlapping ones: one interval)
-        usage = [resource.getrusage(resource.RUSAGE_SELF)]  # (at the interval's start)
+        usage: list[Any] = [None]  # getrusage at the interval's start
 
         @functools.wraps(release)
         async def secure_release(*args: Any, **kwargs: Any) -> Any:

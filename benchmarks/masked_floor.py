@@ -76,6 +76,8 @@ from _floor_items import CELLS, DEGREE, SESSION, THRESHOLD, Item, items  # noqa:
 from _in_run import CONTROLLER_PROGRAM, GROUPS, PARTY_PROGRAMS, PKI, UNMASKING, InRun, floor_of  # noqa: E402
 
 N_ADULT = 32_561
+PARAMS: dict[str, Any] = dict(p=0.7, Tv=50, Td=0.1, dependence="4.2", secure_sum="masked-sparse")
+"""RR-Clusters 4.2 with the masked-sparse sum of every pair cell: the runs' protocol and parameters."""
 TARGET_S = 30.0
 """The whole masked sum of 1,582 cells over 32,561 parties on 2 cores (issue target, wall)."""
 
@@ -143,7 +145,7 @@ def measure_runs(adult: Path, runs: int, limit: int | None,
     data: Dataset = load_adult(adult)
     if limit:
         data = Dataset(data.schema, data.codes[:limit])
-    params: dict[str, Any] = dict(p=0.7, Tv=50, Td=0.1, dependence="4.2", secure_sum="masked-sparse")
+    params = PARAMS
     out: list[Run] = []
     for k in range(runs):
         for name in runtimes:
@@ -174,8 +176,8 @@ def one_run(data: Any, name: str, timed: bool, params: dict[str, Any], label: st
     kind = "" if name != "memory" else " (timed)" if timed else " (as is)"
     print(f"run {label} {name:>6}{kind:8s}: secure sum {run.sum_wall:5.1f} s wall (run {run.wall:5.1f} s"
           + ("" if run.sum_cpu is None else f"; the sum's CPU {run.sum_cpu:.1f} s, of which the kernel's "
-                                             f"{run.sum_system or 0.0:.2f} s, {(run.sum_faults or 0) / run.n:.1f} minor "
-                                             "page faults per party") + "); "
+                                             f"{run.sum_system or 0.0:.2f} s, {(run.sum_faults or 0) / run.n:.1f} "
+                                             "minor page faults per party") + "); "
           f"CPU {run.cpu:6.1f} s (this process {run.cpu_controller:5.1f} s, workers {run.cpu_workers:5.1f} s); "
           f"peak RSS {run.peak_mib:,.0f} MiB ({'this process' if name != 'tcp' else 'largest worker' if first else _WORKER_RSS})",
           flush=True)
@@ -339,8 +341,9 @@ def report_runs(runs: list[Run], floor: float, engine: float, cold: float | None
                   + f"; the timers cost the run {statistics.mean(cpu) / statistics.mean(cpu_plain) - 1:+.1%}")
             kernel = [(r.sum_system or 0.0, r.sum_faults or 0) for r in plain if r.sum_cpu is not None]
             if kernel:
-                print(f"          of the secure sum's CPU, the kernel's: {statistics.mean(k for k, _ in kernel):5.2f} s = "
-                      f"{statistics.mean(k for k, _ in kernel) / n * 1e6:.1f} µs per party, with "
+                system = statistics.mean(k for k, _ in kernel)
+                print(f"          of the secure sum's CPU, the kernel's: {system:5.2f} s = "
+                      f"{system / n * 1e6:.1f} µs per party, with "
                       f"{statistics.mean(f for _, f in kernel) / n:.1f} minor page faults per party (the memory the "
                       "sum touched first, zero-filled by the kernel) and its system calls")
         if name == "tcp" and n == N_ADULT:

@@ -7,13 +7,14 @@ are, on the ``memory`` runtime) over n times that floor.  Each party does the sa
 n is (its 8 neighbours, its 2-hop neighbourhood); what grows with n is the data the run holds,
 cold in the caches and the TLB by the time a party's next round comes.  This measures the sum
 at several sizes (the first n parties of Adult, in increasing order, ``--runs`` runs each, one
-process), beside the floor measured once before them, so that the size's share of the ratio
-can be read.
+process, after one run of the smallest size that is not counted: a process's first run is its
+slowest), each size beside the floor measured right before its runs (the machine's speed drifts
+over minutes), so that the size's share of the ratio can be read.
 
 Prints, per size and run: the sum's CPU per party, its ratio to the floor (goal <= 1.5), the
 kernel's part of it (page faults of fresh memory, system calls) and the process's peak RSS so
-far (the sizes run in increasing order: each size's own peak).  ``--figure PNG`` draws the ratio
-against the number of parties.
+far (the sizes run in increasing order: each size's peak, the first's with Adult loaded and the
+floor measured too).  ``--figure PNG`` draws the ratio against the number of parties.
 
 Run: ``.venv/bin/python benchmarks/masked_scale.py [--sizes 2000,8000,16000,32561] [--runs 2]
 [--repeat 15] [adult.data] [--figure PNG]``
@@ -26,7 +27,6 @@ import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -34,10 +34,9 @@ if str(ROOT) not in sys.path:
 
 from _adult import DEFAULT_ADULT  # noqa: E402  (benchmarks/_adult.py)
 from _floor_items import items  # noqa: E402  (benchmarks/_floor_items.py)
-from masked_floor import FLOOR_RATIO_GOAL, N_ADULT, Run, one_run  # noqa: E402  (benchmarks/masked_floor.py)
+from masked_floor import FLOOR_RATIO_GOAL, N_ADULT, PARAMS, Run, one_run  # noqa: E402  (benchmarks/masked_floor.py)
 
 SIZES = (2_000, 8_000, 16_000, N_ADULT)
-PARAMS: dict[str, Any] = dict(p=0.7, Tv=50, Td=0.1, dependence="4.2", secure_sum="masked-sparse")
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,9 @@ class Size:
     floor: float
 
     def per_party(self) -> list[float]:
-        """Each run's secure-sum CPU per party, seconds."""
+        """Each run's secure-sum CPU per party, seconds (ValueError: a run without it measured)."""
+        if any(run.sum_cpu is None for run in self.runs):
+            raise ValueError(f"a run of {self.n} parties has no secure-sum CPU: runs on memory measure it")
         return [(run.sum_cpu or 0.0) / self.n for run in self.runs]
 
     def ratios(self) -> list[float]:
@@ -65,30 +66,41 @@ def floor_per_party(repeat: int) -> tuple[float, float]:
             sum(count * mean for _, count, _, _, mean in rows))
 
 
-def measure(adult: Path, sizes: tuple[int, ...], runs: int, floor: float) -> list[Size]:
+def measure(adult: Path, sizes: tuple[int, ...], runs: int, repeat: int) -> list[Size]:
     """``runs`` runs as they are of the masked sum of the first n Adult parties, for each n of
-    ``sizes`` in increasing order, in this process."""
+    ``sizes`` in increasing order, in this process, after one run of the smallest that is not
+    counted, each size with the floor measured right before its runs (:func:`floor_per_party` of
+    ``repeat`` rounds) (ValueError: a size above the data's parties)."""
     from mprr.data import Dataset
     from scenarios.datasets import load_adult
 
     data: Dataset = load_adult(adult)
-    out = []
-    for n in sorted(sizes):
+    if max(sizes) > data.n:
+        raise ValueError(f"--sizes asks for {max(sizes):,} parties; {adult} holds {data.n:,}")
+    ordered = sorted(sizes)
+    one_run(Dataset(data.schema, data.codes[:ordered[0]]), "memory", False, PARAMS, "warm-up, not counted",
+            first=True)
+    out: list[Size] = []
+    for n in ordered:
         part = Dataset(data.schema, data.codes[:n])
-        made = tuple(one_run(part, "memory", False, PARAMS, f"{k + 1}/{runs} of {n:,}", first=not out and k == 0)
+        floor, floor_mean = floor_per_party(repeat)
+        print(f"floor before the runs of {n:,}: {floor * 1e3:.3f} ms per party (the mean of its rounds "
+              f"{floor_mean * 1e3:.3f})", flush=True)
+        made = tuple(one_run(part, "memory", False, PARAMS, f"{k + 1}/{runs} of {n:,}", first=False)
                      for k in range(runs))
         out.append(Size(n, made, floor))
     return out
 
 
-def report(sizes: list[Size], floor: float, floor_mean: float) -> None:
-    print(f"\nThe secure sum alone (runs as they are, memory runtime) against the floor of {floor * 1e3:.3f} ms per "
-          f"party (the mean of its rounds {floor_mean * 1e3:.3f}); goal <= {FLOOR_RATIO_GOAL} x")
-    print(f"{'parties':>8s} {'ms per party':>16s} {'x the floor':>14s} {'kernel µs/party':>16s} "
+def report(sizes: list[Size]) -> None:
+    """Print each size's runs against its floor, and the sizes whose runs meet the goal on average."""
+    print(f"\nThe secure sum alone (runs as they are, memory runtime) against the floor measured before each size's "
+          f"runs; goal <= {FLOOR_RATIO_GOAL} x")
+    print(f"{'parties':>8s} {'floor ms':>9s} {'ms per party':>16s} {'x the floor':>14s} {'kernel µs/party':>16s} "
           f"{'faults/party':>13s} {'peak RSS MiB':>13s}")
     for size in sizes:
         runs = size.runs
-        print(f"{size.n:8,d} {' / '.join(f'{c * 1e3:.3f}' for c in size.per_party()):>16s} "
+        print(f"{size.n:8,d} {size.floor * 1e3:9.3f} {' / '.join(f'{c * 1e3:.3f}' for c in size.per_party()):>16s} "
               f"{' / '.join(f'{r:.2f}' for r in size.ratios()):>14s} "
               f"{' / '.join(f'{(r.sum_system or 0.0) / size.n * 1e6:.1f}' for r in runs):>16s} "
               f"{' / '.join(f'{(r.sum_faults or 0) / size.n:.1f}' for r in runs):>13s} "
@@ -128,10 +140,11 @@ def draw(sizes: list[Size], png: Path) -> Path:
     spec = CustomPlot(
         png.name, "Masked secure sum (RR-Clusters 4.2, 1,582 cells): CPU over its floor, by parties", paint,
         caption=(f"Points: the CPU of the secure sum alone, per party, over one party's cryptography at its floor "
-                 f"({sizes[0].floor * 1e3:.3f} ms, best of its timing rounds, measured once before the runs), for "
-                 f"each of {len(sizes[0].runs)} run(s) as they are (memory runtime, one process, sizes in "
-                 "increasing order); line: their mean. Dotted: issue 28's goal. The work per party is the same at "
-                 "every size (8 neighbours); what grows is the data the run holds."))
+                 f"(best of its timing rounds, measured before each size's runs: "
+                 f"{min(size.floor for size in sizes) * 1e3:.3f}-{max(size.floor for size in sizes) * 1e3:.3f} ms), "
+                 f"for each of {len(sizes[0].runs)} run(s) as they are (memory runtime, one process, sizes in "
+                 "increasing order, after a warm-up run); line: their mean. Dotted: issue 28's goal. The work per "
+                 "party is the same at every size (8 neighbours); what grows is the data the run holds."))
     return render(spec, png.parent)
 
 
@@ -141,25 +154,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), metavar="N,N,...",
                         help="numbers of parties (the first n of Adult), each more than 9")
     parser.add_argument("--runs", type=int, default=2, metavar="R", help="runs of each size, at least 1")
-    parser.add_argument("--repeat", type=int, default=15, help="timing rounds of the floor, at least 1")
-    parser.add_argument("--figure", type=Path, default=None, metavar="PNG", help="draw the ratios into this PNG")
+    parser.add_argument("--repeat", type=int, default=15,
+                        help="timing rounds of each size's floor, at least 1")
+    parser.add_argument("--figure", type=Path, default=None, metavar="PNG",
+                        help="draw the ratios into this PNG")
     args = parser.parse_args(argv)
     try:
         sizes = tuple(int(n) for n in args.sizes.split(","))
     except ValueError:
         parser.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
     if not sizes or min(sizes) <= 9 or len(set(sizes)) != len(sizes):
-        parser.error(f"--sizes must be distinct numbers of parties above 9 (the graph is 8-regular), got {args.sizes!r}")
+        parser.error(f"--sizes must be distinct numbers of parties above 9 (the graph is 8-regular), "
+                     f"got {args.sizes!r}")
     if args.runs < 1 or args.repeat < 1:
         parser.error(f"--runs and --repeat must be at least 1, got {args.runs} and {args.repeat}")
     if args.figure is not None and args.figure.suffix != ".png":
         parser.error(f"--figure needs a path ending in .png, got {args.figure}")
     if not args.adult.exists():
         parser.error(f"UCI Adult not found at {args.adult}; pass the path of adult.data")
-    floor, floor_mean = floor_per_party(args.repeat)
-    print(f"floor: {floor * 1e3:.3f} ms per party (best of {args.repeat} rounds; their mean {floor_mean * 1e3:.3f})")
-    measured = measure(args.adult, sizes, args.runs, floor)
-    report(measured, floor, floor_mean)
+    try:
+        measured = measure(args.adult, sizes, args.runs, args.repeat)
+    except ValueError as exc:
+        parser.error(str(exc))
+    report(measured)
     if args.figure is not None:
         print(f"wrote {draw(measured, args.figure)}")
     return 0

@@ -29,31 +29,47 @@ def test_each_size_runs_the_real_sum_and_reads_it_against_the_floor(
     monkeypatch.setattr(masked_scale, "items", lambda repeat: [("a", 3, 2e-6, None, 3e-6), ("b", 1, 4e-6, None, 5e-6)])
     floor, mean = masked_scale.floor_per_party(1)
     assert (floor, mean) == pytest.approx((10e-6, 14e-6))
-    sizes = masked_scale.measure(Path("adult.data"), (24, 16), 2, floor)
+    sizes = masked_scale.measure(Path("adult.data"), (24, 16), 2, 1)
     assert [size.n for size in sizes] == [16, 24]  # (in increasing order)
+    assert [size.floor for size in sizes] == pytest.approx([10e-6, 10e-6])  # (measured before each size)
     for size in sizes:
-        assert len(size.runs) == 2 and all(run.runtime == "memory" and run.as_is and run.n == size.n for run in size.runs)
+        assert len(size.runs) == 2
+        assert all(run.runtime == "memory" and run.as_is and run.n == size.n for run in size.runs)
         assert size.per_party() == pytest.approx([run.sum_cpu / size.n for run in size.runs])
         assert size.ratios() == pytest.approx([run.sum_cpu / size.n / 10e-6 for run in size.runs])
         assert all(run.sum_cpu > 0 and run.sum_faults is not None for run in size.runs)
     capsys.readouterr()
-    masked_scale.report(sizes, floor, mean)
+    masked_scale.report(sizes)
     out = capsys.readouterr().out
-    assert "against the floor of 0.010 ms per party (the mean of its rounds 0.014); goal <= 1.5 x" in out
+    assert "against the floor measured before each size's runs; goal <= 1.5 x" in out
     row = next(line for line in out.splitlines() if line.startswith("      16 "))
-    assert " / ".join(f"{r:.2f}" for r in sizes[0].ratios()) in row
+    assert row.startswith("      16     0.010 ") and " / ".join(f"{r:.2f}" for r in sizes[0].ratios()) in row
     assert "goal met (mean of the runs) at: no size" in out  # (a real sum is far above a floor of 10 µs)
     png = masked_scale.draw(sizes, tmp_path / "scale.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_a_size_at_or_below_the_ratio_counts_as_met(masked_scale: ModuleType, capsys: pytest.CaptureFixture[str]
-                                                   ) -> None:
+def test_a_size_below_the_ratio_counts_as_met(masked_scale: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
     Run = masked_scale.Run
-    at = masked_scale.Size(100, (Run("memory", 100, 1.0, 1.0, 1.0, 0.0, 1.0, None, 1.5e-3),), 1e-5)  # 1.50 x
+    below = masked_scale.Size(100, (Run("memory", 100, 1.0, 1.0, 1.0, 0.0, 1.0, None, 1.49e-3),), 1e-5)  # 1.49 x
     above = masked_scale.Size(200, (Run("memory", 200, 1.0, 1.0, 1.0, 0.0, 1.0, None, 3.2e-3),), 1e-5)  # 1.60 x
-    masked_scale.report([at, above], 1e-5, 1e-5)
+    masked_scale.report([below, above])
     assert "goal met (mean of the runs) at: 100\n" in capsys.readouterr().out
+    unmeasured = masked_scale.Size(100, (Run("tcp", 100, 1.0, 1.0, 1.0, 0.0, 1.0),), 1e-5)
+    with pytest.raises(ValueError, match="a run of 100 parties has no secure-sum CPU: runs on memory measure it"):
+        unmeasured.ratios()
+
+
+def test_a_size_beyond_the_data_is_refused(masked_scale: ModuleType, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    data = planted_clusters(24, rng=np.random.default_rng(2), sizes=(2, 3, 2), clusters=((0, 1),)).dataset
+    monkeypatch.setattr("scenarios.datasets.load_adult", lambda path: data)
+    monkeypatch.setattr(masked_scale, "items", lambda repeat: [("a", 1, 1e-5, None, 1e-5)])
+    adult = tmp_path / "adult.data"
+    adult.write_text("")
+    with pytest.raises(SystemExit):
+        masked_scale.main([str(adult), "--sizes", "16,40"])
+    assert f"--sizes asks for 40 parties; {adult} holds 24" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("argv", "message"), [
