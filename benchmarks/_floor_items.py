@@ -87,6 +87,12 @@ class Item(NamedTuple):
     """The library call alone, mean of the rounds (0.0 on an engine-only row)."""
 
 
+def per_party(rows: list[Item]) -> tuple[float, float]:
+    """One party's cryptography from ``rows``: every row's calls at their floor, and at the mean of
+    their rounds, added up (seconds; engine-only rows count none)."""
+    return (sum(calls * floor for _, calls, floor, _, _ in rows), sum(calls * mean for _, calls, _, _, mean in rows))
+
+
 def items(repeat: int) -> list[Item]:
     """The floor's items (:class:`Item`), each timed ``repeat`` rounds."""
     ring = ZMod(1 << 32)

@@ -72,7 +72,7 @@ if str(ROOT) not in sys.path:
 
 from _adult import DEFAULT_ADULT  # noqa: E402  (benchmarks/_adult.py)
 from _cold_floor import cold_floor  # noqa: E402  (benchmarks/_cold_floor.py)
-from _floor_items import CELLS, DEGREE, SESSION, THRESHOLD, Item, items  # noqa: E402  (benchmarks/_floor_items.py)
+from _floor_items import CELLS, DEGREE, SESSION, THRESHOLD, Item, items, per_party  # noqa: E402  (benchmarks/_floor_items.py)
 from _in_run import CONTROLLER_PROGRAM, GROUPS, PARTY_PROGRAMS, PKI, UNMASKING, InRun, floor_of  # noqa: E402
 
 N_ADULT = 32_561
@@ -476,14 +476,13 @@ def main(argv: list[str] | None = None) -> int:
           "(machine: 2 cores, shared)")
     print(f"{'item':66s} {'count':>5s} {'floor µs':>9s} {'mean µs':>8s} {'engine µs':>9s} {'floor/party':>11s} "
           f"{'mean/party':>10s} {'engine/party':>12s}")
-    floor_total = mean_total = engine_total = 0.0
+    floor_total, mean_total = per_party(rows)
+    engine_total = 0.0
     for name, count, floor, engine, floor_mean in rows:
         if count == 0:
             print(f"{name:66s} {'':>5s} {'':>9s} {'':>8s} {(engine or 0.0) * 1e6:9.1f}")
             continue
         eng = floor if engine is None else engine
-        floor_total += count * floor
-        mean_total += count * floor_mean
         engine_total += count * eng
         print(f"{name:66s} {count:5d} {floor * 1e6:9.2f} {floor_mean * 1e6:8.2f} "
               f"{'' if engine is None else f'{engine * 1e6:9.2f}':>9s} {count * floor * 1e6:11.1f} "

@@ -33,7 +33,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from _adult import DEFAULT_ADULT  # noqa: E402  (benchmarks/_adult.py)
-from _floor_items import items  # noqa: E402  (benchmarks/_floor_items.py)
+from _floor_items import items, per_party  # noqa: E402  (benchmarks/_floor_items.py)
 from masked_floor import FLOOR_RATIO_GOAL, N_ADULT, PARAMS, Run, one_run  # noqa: E402  (benchmarks/masked_floor.py)
 
 SIZES = (2_000, 8_000, 16_000, N_ADULT)
@@ -60,10 +60,8 @@ class Size:
 
 def floor_per_party(repeat: int) -> tuple[float, float]:
     """One party's cryptography at its floor (best of ``repeat`` timing rounds) and at the rounds'
-    mean, seconds (``_floor_items.items``, as ``masked_floor.py`` adds it up)."""
-    rows = items(repeat)
-    return (sum(count * floor for _, count, floor, _, _ in rows),
-            sum(count * mean for _, count, _, _, mean in rows))
+    mean, seconds (``_floor_items.per_party`` of its ``items``, as ``masked_floor.py`` reads it)."""
+    return per_party(items(repeat))
 
 
 def measure(adult: Path, sizes: tuple[int, ...], runs: int, repeat: int) -> list[Size]:
