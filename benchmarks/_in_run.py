@@ -140,6 +140,9 @@ class InRun:
     def __init__(self, *, groups: bool = True) -> None:
         self.groups = groups
         self.seconds = {group.name: 0.0 for group in GROUPS}
+        self.seconds_in_sums = {group.name: 0.0 for group in GROUPS}
+        """:attr:`seconds` spent while a secure release ran (:attr:`sum_cpu`'s intervals): not the
+        PKI's set-up before it, nor the programs that ``simulate``'s cost warning counts before the run."""
         self.sum_cpu = 0.0
         self.sum_system = 0.0
         """The kernel's CPU seconds within :attr:`sum_cpu` (system time: page faults, system calls)."""
@@ -147,6 +150,7 @@ class InRun:
         """Minor page faults of the process while the secure sums ran (mostly first touches of fresh memory)."""
         self.rounds = {label: [0.0, 0.0] for label, _ in ROUNDS}
         self._current: str | None = None  # the round method running now, if a real party's
+        self._releases = 0  # secure releases under way
         self._saved: list[tuple[Any, str, Any]] = []
 
     def __enter__(self) -> InRun:
@@ -176,20 +180,20 @@ class InRun:
                 setattr(masked, BATCHES[name], self._round(label, batch, lambda calls: calls[0][0] if calls else None))
         release = Controller.__dict__["secure_release"]
         self._saved.append((Controller, "secure_release", release))
-        running, since = [0], [0.0]  # secure releases under way, and since when (overlapping ones: one interval)
+        since = [0.0]  # when the secure releases under way began (overlapping ones: one interval)
         usage: list[Any] = [None]  # getrusage at the interval's start
 
         @functools.wraps(release)
         async def secure_release(*args: Any, **kwargs: Any) -> Any:
-            if not running[0]:
+            if not self._releases:
                 since[0] = time.process_time()
                 usage[0] = resource.getrusage(resource.RUSAGE_SELF)
-            running[0] += 1
+            self._releases += 1
             try:
                 return await release(*args, **kwargs)
             finally:
-                running[0] -= 1
-                if not running[0]:
+                self._releases -= 1
+                if not self._releases:
                     self.sum_cpu += time.process_time() - since[0]
                     now = resource.getrusage(resource.RUSAGE_SELF)
                     self.sum_system += now.ru_stime - usage[0].ru_stime
@@ -203,7 +207,7 @@ class InRun:
         self._saved.clear()
 
     def _timed(self, key: str, fn: Callable[..., Any], floor: bool) -> Callable[..., Any]:
-        seconds, rounds, clock = self.seconds, self.rounds, time.perf_counter
+        seconds, in_sums, rounds, clock = self.seconds, self.seconds_in_sums, self.rounds, time.perf_counter
 
         def timed(*args: Any, **kwargs: Any) -> Any:
             start = clock()
@@ -212,6 +216,8 @@ class InRun:
             finally:
                 elapsed = clock() - start
                 seconds[key] += elapsed
+                if self._releases:
+                    in_sums[key] += elapsed
                 if floor and self._current is not None:
                     rounds[self._current][1] += elapsed
 

@@ -115,6 +115,8 @@ class Run:
     """The kernel's CPU seconds within :attr:`sum_cpu` (:attr:`_in_run.InRun.sum_system`)."""
     sum_faults: int | None = None
     """Minor page faults while the secure sum ran (:attr:`_in_run.InRun.sum_faults`): its fresh memory."""
+    in_sum: dict[str, float] | None = None
+    """:attr:`in_run`'s seconds spent while the secure sum ran (:attr:`_in_run.InRun.seconds_in_sums`)."""
 
     @property
     def as_is(self) -> bool:
@@ -172,7 +174,8 @@ def one_run(data: Any, name: str, timed: bool, params: dict[str, Any], label: st
               time.process_time() - cpu, _children_cpu() - kids, resource.getrusage(who).ru_maxrss / 1024,
               None if timing is None or not timed else dict(timing.seconds), None if timing is None else timing.sum_cpu,
               None if timing is None or not timed else {k: (v[0], v[1]) for k, v in timing.rounds.items()},
-              None if timing is None else timing.sum_system, None if timing is None else timing.sum_faults)
+              None if timing is None else timing.sum_system, None if timing is None else timing.sum_faults,
+              None if timing is None or not timed else dict(timing.seconds_in_sums))
     kind = "" if name != "memory" else " (timed)" if timed else " (as is)"
     print(f"run {label} {name:>6}{kind:8s}: secure sum {run.sum_wall:5.1f} s wall (run {run.wall:5.1f} s"
           + ("" if run.sum_cpu is None else f"; the sum's CPU {run.sum_cpu:.1f} s, of which the kernel's "

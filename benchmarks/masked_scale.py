@@ -16,8 +16,15 @@ kernel's part of it (page faults of fresh memory, system calls) and the process'
 far (the sizes run in increasing order: each size's peak, the first's with Adult loaded and the
 floor measured too).  ``--figure PNG`` draws the ratio against the number of parties.
 
+With ``--groups`` each size also makes one run with the timers of ``benchmarks/_in_run.py`` (after
+its runs as they are, not counted in the ratio: the timers cost a few per cent), and a second
+table says where the sum's CPU per party goes at each size and how much each part grows from the
+smallest size to the largest: the engine's cryptographic calls group by group, the parties'
+programs beyond those calls, the controller's program, and the rest of the sum (the runtime
+around the programs, the sessions' set-up, the garbage collector).
+
 Run: ``.venv/bin/python benchmarks/masked_scale.py [--sizes 2000,8000,16000,32561] [--runs 2]
-[--repeat 15] [adult.data] [--figure PNG]``
+[--repeat 15] [--groups] [adult.data] [--figure PNG]``
 """
 
 from __future__ import annotations
@@ -34,9 +41,14 @@ if str(ROOT) not in sys.path:
 
 from _adult import DEFAULT_ADULT  # noqa: E402  (benchmarks/_adult.py)
 from _floor_items import items, per_party  # noqa: E402  (benchmarks/_floor_items.py)
+from _in_run import CONTROLLER_PROGRAM, GROUPS, PARTY_PROGRAMS, UNMASKING  # noqa: E402  (benchmarks/_in_run.py)
 from masked_floor import FLOOR_RATIO_GOAL, N_ADULT, PARAMS, Run, one_run  # noqa: E402  (benchmarks/masked_floor.py)
 
 SIZES = (2_000, 8_000, 16_000, N_ADULT)
+STEPS = "the parties' programs beyond those calls (protocol steps, checks, messages)"
+CONTROL = "the controller's program beyond its unmasking"
+REST = "the rest of the sum: the runtime around the programs, sessions' set-up, the collector"
+TOTAL = "the sum (timed run)"
 
 
 @dataclass(frozen=True)
@@ -46,6 +58,8 @@ class Size:
     n: int
     runs: tuple[Run, ...]
     floor: float
+    timed: Run | None = None
+    """A run with the timers of ``_in_run`` (``--groups``; not among :attr:`runs`), or None."""
 
     def per_party(self) -> list[float]:
         """Each run's secure-sum CPU per party, seconds (ValueError: a run without it measured)."""
@@ -58,17 +72,34 @@ class Size:
         return [cpu / self.floor for cpu in self.per_party()]
 
 
+def breakdown(run: Run) -> dict[str, float]:
+    """Where a timed run's secure-sum CPU goes, seconds per party: each of the floor's groups of
+    calls (:data:`_in_run.GROUPS`), the parties' programs beyond them, the controller's unmasking and
+    its program beyond it, the rest of the sum (its CPU beyond both programs), and the sum itself;
+    every part timed while the sum ran (:attr:`Run.in_sum`: not the programs that the cost warning
+    counts before the run) (ValueError: a run without the timers or the sum's CPU)."""
+    seconds = run.in_sum
+    if seconds is None or run.sum_cpu is None:
+        raise ValueError(f"a run of {run.n} parties without the timers of _in_run: --groups runs measure them")
+    calls = {g.name: seconds[g.name] for g in GROUPS if g.floor}
+    parts = {**calls, STEPS: seconds[PARTY_PROGRAMS] - sum(calls.values()), UNMASKING: seconds[UNMASKING],
+             CONTROL: seconds[CONTROLLER_PROGRAM] - seconds[UNMASKING],
+             REST: run.sum_cpu - seconds[PARTY_PROGRAMS] - seconds[CONTROLLER_PROGRAM], TOTAL: run.sum_cpu}
+    return {name: value / run.n for name, value in parts.items()}
+
+
 def floor_per_party(repeat: int) -> tuple[float, float]:
     """One party's cryptography at its floor (best of ``repeat`` timing rounds) and at the rounds'
     mean, seconds (``_floor_items.per_party`` of its ``items``, as ``masked_floor.py`` reads it)."""
     return per_party(items(repeat))
 
 
-def measure(adult: Path, sizes: tuple[int, ...], runs: int, repeat: int) -> list[Size]:
+def measure(adult: Path, sizes: tuple[int, ...], runs: int, repeat: int, *, groups: bool = False) -> list[Size]:
     """``runs`` runs as they are of the masked sum of the first n Adult parties, for each n of
     ``sizes`` in increasing order, in this process, after one run of the smallest that is not
     counted, each size with the floor measured right before its runs (:func:`floor_per_party` of
-    ``repeat`` rounds) (ValueError: a size above the data's parties)."""
+    ``repeat`` rounds), and with ``groups`` one timed run after them (:attr:`Size.timed`)
+    (ValueError: a size above the data's parties)."""
     from mprr.data import Dataset
     from scenarios.datasets import load_adult
 
@@ -86,7 +117,8 @@ def measure(adult: Path, sizes: tuple[int, ...], runs: int, repeat: int) -> list
               f"{floor_mean * 1e3:.3f})", flush=True)
         made = tuple(one_run(part, "memory", False, PARAMS, f"{k + 1}/{runs} of {n:,}", first=False)
                      for k in range(runs))
-        out.append(Size(n, made, floor))
+        timed = one_run(part, "memory", True, PARAMS, f"timed, of {n:,}", first=False) if groups else None
+        out.append(Size(n, made, floor, timed))
     return out
 
 
@@ -105,6 +137,22 @@ def report(sizes: list[Size]) -> None:
               f"{max(r.peak_mib for r in runs):13,.0f}")
     met = [size.n for size in sizes if statistics.mean(size.ratios()) <= FLOOR_RATIO_GOAL]
     print(f"goal met (mean of the runs) at: {', '.join(f'{n:,}' for n in met) if met else 'no size'}")
+    timed = [size for size in sizes if size.timed is not None]
+    if timed:
+        growth_table(timed)
+
+
+def growth_table(sizes: list[Size]) -> None:
+    """Print :func:`breakdown` of each size's timed run, µs per party, and each part's growth from
+    the first size to the last."""
+    parts = [breakdown(size.timed) for size in sizes if size.timed is not None]
+    first, last = sizes[0].n, sizes[-1].n
+    print(f"\nWhere the sum's CPU goes (one run with the timers of _in_run per size), µs per party, and its growth "
+          f"from {first:,} to {last:,} parties:")
+    print(f"  {'part':84s} " + " ".join(f"{size.n:>8,d}" for size in sizes) + f" {'growth':>8s}")
+    for name in parts[0]:
+        values = [part[name] * 1e6 for part in parts]
+        print(f"  {name:84s} " + " ".join(f"{v:8.1f}" for v in values) + f" {values[-1] - values[0]:+8.1f}")
 
 
 def draw(sizes: list[Size], png: Path) -> Path:
@@ -156,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="timing rounds of each size's floor, at least 1")
     parser.add_argument("--figure", type=Path, default=None, metavar="PNG",
                         help="draw the ratios into this PNG")
+    parser.add_argument("--groups", action="store_true",
+                        help="one more run per size with the timers of _in_run: where the CPU goes, size by size")
     args = parser.parse_args(argv)
     try:
         sizes = tuple(int(n) for n in args.sizes.split(","))
@@ -171,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.adult.exists():
         parser.error(f"UCI Adult not found at {args.adult}; pass the path of adult.data")
     try:
-        measured = measure(args.adult, sizes, args.runs, args.repeat)
+        measured = measure(args.adult, sizes, args.runs, args.repeat, groups=args.groups)
     except ValueError as exc:
         parser.error(str(exc))
     report(measured)

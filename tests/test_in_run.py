@@ -74,6 +74,12 @@ def test_every_group_is_timed_in_a_masked_sparse_run_and_the_engine_is_restored(
         timing.seconds["consistency check (tags checked, majorities counted)"])
     assert sum(made for _, made in timing.rounds.values()) == pytest.approx(calls, rel=1e-9)
     assert sum(method for method, _ in timing.rounds.values()) <= timing.seconds[in_run.PARTY_PROGRAMS]
+    # timed while the sum ran: the sum's calls, not the PKI's set-up before the run (the shard's hosting)
+    in_sums = timing.seconds_in_sums
+    assert timing.seconds[in_run.PKI] > 0 and in_sums[in_run.PKI] == 0
+    assert all(0 <= in_sums[name] <= seconds for name, seconds in timing.seconds.items())
+    assert in_sums["X25519 static agreements"] == pytest.approx(timing.seconds["X25519 static agreements"])
+    assert in_sums[in_run.PARTY_PROGRAMS] + in_sums[in_run.CONTROLLER_PROGRAM] <= timing.sum_cpu * 1.05
     # timing changes nothing the run computes
     plain = simulate(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2", secure_sum="masked-sparse")
     assert inside.result.clusters == plain.result.clusters

@@ -49,6 +49,35 @@ def test_each_size_runs_the_real_sum_and_reads_it_against_the_floor(
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_groups_say_where_each_sizes_cpu_goes_and_how_each_part_grows(
+        masked_scale: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    data = planted_clusters(24, rng=np.random.default_rng(2), sizes=(2, 3, 2), clusters=((0, 1),)).dataset
+    monkeypatch.setattr("scenarios.datasets.load_adult", lambda path: data)
+    monkeypatch.setattr(masked_scale, "items", lambda repeat: [("a", 1, 1e-5, None, 1e-5)])
+    sizes = masked_scale.measure(Path("adult.data"), (16, 24), 1, 1, groups=True)
+    for size in sizes:
+        timed = size.timed
+        assert timed is not None and not timed.as_is and timed.n == size.n and timed not in size.runs
+        assert all(run.as_is for run in size.runs)  # (the ratio reads the runs as they are only)
+        parts = masked_scale.breakdown(timed)
+        total = parts.pop(masked_scale.TOTAL)
+        assert total == pytest.approx(timed.sum_cpu / size.n)
+        assert sum(parts.values()) == pytest.approx(total)  # (every part of the sum once, the rest its remainder)
+        assert parts["X25519 static agreements"] > 0 and parts[masked_scale.STEPS] > 0
+        assert not any(name.startswith("PKI") for name in parts)  # (set-up, before the sum)
+    capsys.readouterr()
+    masked_scale.report(sizes)
+    out = capsys.readouterr().out
+    assert "its growth from 16 to 24 parties:" in out
+    row = next(line for line in out.splitlines() if line.lstrip().startswith("X25519 static agreements"))
+    first, last = (masked_scale.breakdown(size.timed)["X25519 static agreements"] * 1e6 for size in sizes
+                   if size.timed is not None)
+    assert row.split()[-3:] == [f"{first:.1f}", f"{last:.1f}", f"{last - first:+.1f}"]
+    untimed = sizes[0].runs[0]
+    with pytest.raises(ValueError, match="a run of 16 parties without the timers of _in_run: --groups runs measure"):
+        masked_scale.breakdown(untimed)
+
+
 def test_a_size_below_the_ratio_counts_as_met(masked_scale: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
     Run = masked_scale.Run
     below = masked_scale.Size(100, (Run("memory", 100, 1.0, 1.0, 1.0, 0.0, 1.0, None, 1.49e-3),), 1e-5)  # 1.49 x
