@@ -53,8 +53,10 @@ Modules, in dependency order:
 - ``cohort``        — a shard's parties in identical state, as columns: a broadcast release
                       request answered for all of them in one vectorized step; the shard's
                       table of its cohorts (``CohortTable``)
-- ``built_release`` — parties built on their own (after a secure sum) answering one release
-                      request together: each decides, the granted codes drawn at once
+- ``cohort_sum``    — ``CohortSums``: a cohort's members commit, start and end a secure sum in
+                      their cohort, each running its own side; one whose side diverges leaves it
+- ``built_release`` — parties built on their own answering one release request together: each
+                      decides, the granted codes drawn at once
 - ``report_phase``  — what a phase of frequency-oracle reports brings back: the check of each
                       party's ``OracleReport`` and the phase's ``ReportedData``
 - ``recording``     — ``RecordingEndpoint``: the controller's endpoint, logging all it receives to the view

@@ -25,7 +25,8 @@ received, in one vectorized step, exactly as each member's :meth:`Party.receive
 
 :meth:`Cohort.commit` answers a :class:`~parties.wire.requests.SecureRelease` the same way: each
 member's input to the secure sum (0/1 indicators of its codes), computed for all at once; the
-shard then builds the members, each holding its own input for its own side of the sum.
+members then start, run and end the sum in their cohort, each its own side of it, with its own
+input (:mod:`parties.cohort_sum`).
 
 What the cohort cannot answer as a whole — a request the parties refuse or cannot evaluate, a
 frequency-oracle report — returns ``None``: the shard then builds its

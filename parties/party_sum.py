@@ -72,21 +72,26 @@ from parties.wire.requests import SecureSumStart
 if TYPE_CHECKING:
     from parties.transport import Frame, Transport
 
-__all__ = ["DEADLINE_GRAIN", "PartySums", "SumParty"]
+__all__ = ["DEADLINE_GRAIN", "PartySums", "SumMember", "SumParty"]
 
 
-class SumParty(Protocol):
-    """What :class:`PartySums` asks of a party (:class:`~parties.party.Party`)."""
+class SumMember(Protocol):
+    """What a running program's party is to :class:`PartySums` (:meth:`PartySums.run`): its id,
+    and whom to tell how its program ended."""
 
     @property
     def index(self) -> int: ...
+
+    def end_secure_sum(self, session: str, error: ProtocolError | None, *, ran: bool = True) -> None: ...
+
+
+class SumParty(SumMember, Protocol):
+    """What :class:`PartySums` asks of a party that makes its own program (:class:`~parties.party.Party`)."""
 
     @property
     def errors(self) -> list[str]: ...
 
     def secure_program(self, start: SecureSumStart, network: Any = None) -> Program[Any] | None: ...
-
-    def end_secure_sum(self, session: str, error: ProtocolError | None, *, ran: bool = True) -> None: ...
 
 
 DEADLINE_GRAIN = 64
@@ -109,7 +114,7 @@ class _Run:
     __slots__ = ("party", "session", "program", "responder", "at", "got", "expect", "state", "deadline", "ready",
                  "active", "crashed", "resumed", "ended")
 
-    def __init__(self, party: SumParty, session: str, program: Program[Any]) -> None:
+    def __init__(self, party: SumMember, session: str, program: Program[Any]) -> None:
         self.party, self.session, self.program = party, session, program
         self.responder = program if isinstance(program, Responder) else None  # (its rounds run by the host)
         self.at = 0  # a responder's round open or next
@@ -167,9 +172,13 @@ class PartySums:
             party.errors.append(f"secure sum {start.session!r} refused: the host is not serving")
             return
         program = party.secure_program(start, self._network)
-        if program is None:
-            return
-        run = _Run(party, start.session, program)
+        if program is not None:
+            self.run(party, start.session, program)
+
+    def run(self, party: SumMember, session: str, program: Program[Any]) -> None:
+        """Run ``program``, ``party``'s side of secure sum ``session`` (:meth:`start` once the party
+        made it; a host that made the programs of many parties at once, for each)."""
+        run = _Run(party, session, program)
         self._runs.setdefault(party.index, []).append(run)
         if run.responder is None:
             self._advance(run, None)

@@ -17,7 +17,7 @@ drawing from its own stream row.  A broadcast's frames are collected as they arr
 answered on the loop's next turn, in arrival order; every reply is its own message, encoded by
 the codec and counted; a run of cohort members' replies leaves as one
 :class:`~parties.columns.ReplyColumns` (given a ``columns`` uplink).  A party whose state
-diverges (refusal, crash, secure sum, frequency-oracle report, :attr:`PartyShard.parties`) is
+diverges (refusal, crash, frequency-oracle report, :attr:`PartyShard.parties`) is
 built as a :class:`~parties.party.Party` from its cohort's state and answers on its own: its
 own accountant decides (:meth:`Party.decide <parties.party.Party.decide>`); with a ``columns``
 uplink, the codes of the built parties a release request reached whose every unit was granted
@@ -27,7 +27,8 @@ routes, counts and applies the fault plan in one place, the same on every runtim
 
 Secure sums (RR-Clusters 4.2 / 4.3): a party that receives a
 :class:`~parties.wire.requests.SecureSumStart` hands its host its side of the engine
-as a program (``Party.secure_program``); the shard steps the programs of all its parties
+as a program (``Party.secure_program``; a cohort's members run a sum in their cohort, each its
+own side: :mod:`parties.cohort_sum`); the shard steps the programs of all its parties
 together (:class:`~parties.party_sum.PartySums`: no task, endpoint or pending receive per
 party, one timer per distinct round deadline) while :meth:`PartyShard.serve` runs; what
 the programs send the controller on one turn goes up as :class:`~parties.columns.MessageColumns`
@@ -64,6 +65,7 @@ from mprr.errors import ConfigurationError, MessageError
 from mprr.privacy import PrivacyAccountant
 from parties.channel import DATA, MULTI, loads, read_multi, read_record
 from parties.cohort import Cohort, CohortTable, ReplyLayout
+from parties.cohort_sum import CohortSums
 from parties.columns import MessageColumns, ReplyColumns
 from parties.wire.codec import Message, decode, encode, known_kinds
 from parties.wire.messages import Abort, Ack, RandomizedValues
@@ -146,7 +148,8 @@ class PartyShard:
         self._parties: dict[int, Party] = {}  # row -> the party built to answer on its own
         self._stop = asyncio.Event()
         self._failure: BaseException | None = None
-        self._sums = PartySums(self.network, self._accept, self._fail, columns=sum_columns)  # the parties' secure-sum programs
+        self._sums = PartySums(self.network, self._accept, self._fail, columns=sum_columns)  # their secure-sum programs
+        self._cohort_sums = CohortSums(self._table, setup.parties.start, self._parties, self._build, self._sums)
 
     def _accountant(self, budget: float, row: int) -> PrivacyAccountant:
         """A fresh accountant of the hosted party at ``row`` (as :class:`Party` builds one)."""
@@ -172,7 +175,14 @@ class PartyShard:
         """Build the parties at ``rows`` (those still in a cohort) as :class:`Party` objects, each
         with its cohort's state; they leave their cohorts and answer on their own from then on."""
         self._settle()
+        self._cohort_sums.close()  # (the sums members are done with, closed in their cohorts first)
+        self._build(rows)
+
+    def _build(self, rows: np.ndarray) -> None:
+        """:meth:`materialize`, without answering what was collected first (their cohorts closed the sums
+        they are done with: :meth:`CohortSums.close <parties.cohort_sum.CohortSums.close>`)."""
         setup, start, streams, records = self.setup, self.setup.parties.start, self.setup.streams, self._records
+        hand_over = self._cohort_sums.hand_over
         for moved in self._table.leave(rows):
             for row, record, state in zip(moved.rows.tolist(), records[moved.rows].tolist(), moved.party_states(start)):
                 i = start + row
@@ -182,10 +192,12 @@ class PartyShard:
                               accountant=state.accountant, released=state.released, draws=state.draws)
                 party.status = state.status
                 self._parties[row] = party
+                hand_over(row, party)  # (the inputs it committed in its cohort)
 
     def cohorts(self) -> tuple[Cohort, ...]:
         """The cohorts of parties still stepped together (:mod:`parties.cohort`)."""
         self._settle()
+        self._cohort_sums.close()
         return self._table.live()
 
     def built(self) -> dict[int, Party]:
@@ -196,6 +208,7 @@ class PartyShard:
     def accountants(self) -> list[PrivacyAccountant]:
         """Per hosted party, in order, its accountant (a cohort's members share their cohort's)."""
         self._settle()
+        self._cohort_sums.close()
         out: list[PrivacyAccountant | None] = [None] * len(self.setup.parties)
         for cohort in self._table.live():
             acc = cohort.accountant
@@ -417,8 +430,12 @@ class PartyShard:
         phase = self._batch_phase
         self._batch, self._batch_rows, self._batch_seen = None, [], set()
         start = self.setup.parties.start
+        self._cohort_sums.close()  # (the sums members are done with, closed in their cohorts before they act)
         if isinstance(msg, SecureRelease) and self.setup.engine is not None:
             self._commit(rows, msg, phase)
+            return
+        if isinstance(msg, SecureSumStart) and self.setup.engine is not None:
+            self._start(rows, msg, phase)
             return
         if not isinstance(msg, _COHORT_KINDS):  # a request each party answers on its own: built at once
             self.materialize(rows)
@@ -466,29 +483,44 @@ class PartyShard:
     def _commit(self, rows: np.ndarray, msg: SecureRelease, phase: str) -> None:
         """Answer the commitment ``msg`` that reached ``rows`` (in arrival order): each cohort
         reached computes its members' inputs at once (:meth:`Cohort.commit
-        <parties.cohort.Cohort.commit>`; split first when only some members are reached), then
-        every receiver is built to run its own side of the sum, holding its own input, and
-        acknowledges; the members of a cohort that cannot commit as a whole answer on their own."""
-        inputs: dict[int, np.ndarray] = {}  # row -> its committed input
+        <parties.cohort.Cohort.commit>`; split first when only some are reached), which stay in it
+        (:meth:`CohortSums.hold <parties.cohort_sum.CohortSums.hold>`), and acknowledges; the
+        members of a cohort that cannot commit as a whole answer on their own."""
+        committed: set[int] = set()  # the rows whose cohort committed as a whole: they stay in it
+        digest = self._book.digest(msg)
         for _, cohort in self._table.reached(rows):
-            committed = cohort.commit(msg, self._book, self._records, self.setup.streams)
-            if committed is not None:
-                inputs.update(zip(cohort.rows.tolist(), committed))
-        self.materialize(rows)
-        session, digest = msg.session, self._book.digest(msg)
+            inputs = cohort.commit(msg, self._book, self._records, self.setup.streams)
+            if inputs is not None:
+                self._cohort_sums.hold(msg.session, cohort.rows, inputs, digest)
+                committed.update(cohort.rows.tolist())
+        self._build(rows[~np.isin(rows, np.fromiter(committed, dtype=np.int64, count=len(committed)))])
         ack = Ack(msg.request_id)
         payload, start, admit, send = encode(ack), self.setup.parties.start, self.network.admit, self._replies.append
         for row in rows.tolist():
-            party = self._parties[row]
-            vector = inputs.get(row)
-            if vector is None:
-                self._answer(party, msg, phase)
-            else:
-                party.hold_input(session, vector, digest)
-                if admit(start + row):
-                    send(Frame(start + row, CONTROLLER, phase, Ack.KIND, payload, ack))
+            if row not in committed:
+                self._answer(self._parties[row], msg, phase)
+            elif admit(start + row):
+                send(Frame(start + row, CONTROLLER, phase, Ack.KIND, payload, ack))
         if self._replies:
             self._schedule()
+
+    def _start(self, rows: np.ndarray, msg: SecureSumStart, phase: str) -> None:
+        """Start the secure sum ``msg`` for ``rows`` (in arrival order): each cohort reached as a
+        whole, each member running its own side (:meth:`CohortSums.start
+        <parties.cohort_sum.CohortSums.start>`); any other receiver decides on its own."""
+        programs: dict[int, Any] = {}
+        sums = self._cohort_sums
+        for _, cohort in self._table.reached(rows):
+            programs.update(sums.start(cohort, msg, self.setup.engine, self._signers, self._registry, self._book,
+                                       self.network) or {})
+        self._build(rows[~np.isin(rows, np.fromiter(programs, dtype=np.int64, count=len(programs)))])
+        run = self._sums.run
+        for row in rows.tolist():
+            program = programs.get(row)
+            if program is None:
+                self._answer(self._parties[row], msg, phase)
+            else:
+                run(sums.member(row), msg.session, program)
 
     def _send_columns(self, rows: np.ndarray, of: np.ndarray, position: np.ndarray,
                       answers: dict[int, tuple[Cohort, np.ndarray | None]], msg: ReleaseRequest, phase: str) -> None:
