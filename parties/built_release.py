@@ -1,8 +1,8 @@
 """Parties built on their own answering one release request together.
 
 A shard host (:mod:`parties.shard`) builds a party as a :class:`~parties.party.Party` once its
-state may differ from its cohort's (a refusal, a crash, its side of a secure sum that failed,
-a partial broadcast's split it was handed out of). When a broadcast
+state may differ from its cohort's (a refusal, a crash, a frequency-oracle report, its side of a
+secure sum that failed). When a broadcast
 :class:`~parties.wire.requests.ReleaseRequest` reaches many such parties,
 :func:`release_together` has each decide on its own and computes the codes of those granted
 every unit at once, as a :class:`~parties.cohort.Cohort` computes its members'.
