@@ -13,17 +13,18 @@ the session in the same way.  :class:`CohortSums` keeps them in their cohort thr
   :meth:`Party.secure_program <parties.party.Party.secure_program>` decides it from the same state
   (its engine, the roster holding it, the session's context, the accountant binding the session
   to the roster: once, on the state they share), then makes each member's program from its own
-  input, its own PKI key and its own id (``None``: the members decide on their own instead, the
-  per-party path, whose decision on that same state is then a refusal);
-- :meth:`CohortSums.ended`: a member's program ended; a member whose program raised or crashed is
-  built as a :class:`~parties.party.Party` from its cohort's state, in which the session still
-  runs, and told as the party itself is; one that returned is done, and the cohort's accountant
-  closes the session once every member that started it is done; one stopped with its host keeps
-  the session as it stands, running (:meth:`CohortSums.close`, when the cohort must act or be
-  read, or a member be built: members whose program has not returned leave it first, each with
-  the session running);
-- :meth:`CohortSums.hand_over`: a member built as a :class:`~parties.party.Party` (after
-  :meth:`CohortSums.close`, so that the state it takes is its own) takes its held inputs.
+  input, its own PKI key and its own id (``None``, e.g. a roster without some member: nothing has
+  changed, and each member decides on its own, the per-party path);
+- :meth:`CohortSums.ended`: a member's program ended; the members whose program raised or crashed
+  are built as :class:`~parties.party.Party` objects from their cohort's state, in which the
+  session still runs (together, on the loop's next turn, or at once where the cohort must act or
+  be read), and told as each party itself is; one that returned is done, and the cohort's
+  accountant closes the session once every member that started it is done; one stopped with its
+  host keeps the session as it stands, running (:meth:`CohortSums.close`, when the cohort must
+  act or be read, or a member be built: the members whose program has not returned leave a
+  cohort some of whose members are done, each with the session running);
+- :meth:`CohortSums.hand_over`: a member built as a :class:`~parties.party.Party` takes its held
+  inputs, and closes in its own state the sessions it is done with while others still run them.
 
 Everything a member decides is decided on its own state, shared with the members whose state is
 the same; a member whose state diverges answers on its own from then on.
@@ -31,6 +32,7 @@ the same; a member whose state diverges answers on its own from then on.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -89,6 +91,8 @@ class CohortSums:
         self._held: dict[str, _Held] = {}  # session -> the inputs committed to it by cohort members
         self._started: dict[str, set[int]] = {}  # session -> the rows that started it in a cohort
         self._running: dict[str, set[int]] = {}  # session -> those whose program has not returned
+        self._failed: list[tuple[int, str, ProtocolError]] = []  # members whose side failed, to build at once
+        self._dirty: set[str] = set()  # sessions some members are done with while others still run them
 
     # ------------------------------------------------------------------ commitments
     def hold(self, session: str, rows: np.ndarray, inputs: np.ndarray, digest: bytes) -> None:
@@ -98,13 +102,18 @@ class CohortSums:
                                                                        for k in range(rows.shape[0]))))
 
     def hand_over(self, row: int, party: Any) -> None:
-        """``party``, just built from the cohort of ``row`` (whose sessions :meth:`close` closed):
-        it holds the inputs it committed there."""
-        for session, held in self._held.items():
-            mine = held.pop(row, None)
-            if mine is not None:
-                inputs, k, digest = mine
-                party.hold_input(session, inputs[k], digest)
+        """``party``, just built from the cohort of ``row``: it holds the inputs it committed there,
+        and closes the sessions it is done with that its cohort still runs (others run them)."""
+        for session in [session for session, held in self._held.items() if row in held]:
+            held = self._held[session]
+            inputs, k, digest = held.pop(row)
+            party.hold_input(session, inputs[k], digest)
+            if not held:
+                del self._held[session]
+        for session, started in self._started.items():
+            if row in started and row not in self._running[session] \
+                    and party.accountant.session_state(session) == "running":
+                party.accountant.end_session(session, aborted=False)
 
     # ------------------------------------------------------------------ sessions
     def start(self, cohort: Cohort, start: SecureSumStart, engine: Any, signers: Mapping[int, Signer],
@@ -151,20 +160,48 @@ class CohortSums:
         if party is None:
             if not ran:  # (stopped: the session stays as it stands, running, as the state it shares)
                 return
-            if error is not None:  # its state diverges: it leaves its cohort, the session still running
-                self._build(np.array([row], dtype=np.int64))
-                party = self._parties[row]
+            if error is not None:  # its state diverges: it leaves its cohort (with the others failing now)
+                if not self._failed:
+                    try:
+                        asyncio.get_running_loop().call_soon(self._leave)
+                    except RuntimeError:  # (no loop runs: at once)
+                        self._failed.append((row, session, error))
+                        self._leave()
+                        return
+                self._failed.append((row, session, error))
+                return
         running.discard(row)
         if party is not None:
             party.end_secure_sum(session, error, ran=ran)
-        if not running:
+        if running:
+            self._dirty.add(session)
+        else:
             self.close()
+
+    def _leave(self) -> None:
+        """The members whose side failed leave their cohorts, built at once, each with the session
+        running, and are told how it ended."""
+        failed, self._failed = self._failed, []
+        if not failed:
+            return
+        rows = np.unique(np.array([row for row, _, _ in failed], dtype=np.int64))
+        self._build(rows[self._table.of[rows] >= 0])
+        for row, session, error in failed:
+            self._running[session].discard(row)
+            self._parties[row].end_secure_sum(session, error)
+        for session in {session for _, session, _ in failed}:
+            if not self._running[session]:
+                self.close()
 
     def close(self) -> None:
         """Close, in every cohort, the sessions its members are done with: members whose program has
         not returned leave their cohort first, with the session running (module docstring)."""
+        self._leave()
         for session in list(self._started):
             running = self._running[session]
+            if running and session not in self._dirty:
+                continue  # (every member that started it still runs it: nothing to close)
+            self._dirty.discard(session)
             still = np.fromiter(running, dtype=np.int64, count=len(running))
             for cohort in self._table.live():
                 if cohort.accountant.session_state(session) != "running":

@@ -35,7 +35,8 @@ class PartyHost(Protocol):
 
 class HostedParties(AccountedParties[Party]):
     """A shard's parties as :class:`~parties.party.Party` objects, each built from its cohort's
-    state on first access (:mod:`parties.cohort`); :meth:`accountants` builds none."""
+    state on first access (:mod:`parties.cohort`); :meth:`accountants` builds none but the
+    members still running a sum some of their cohort are done with (:mod:`parties.cohort_sum`)."""
 
     def __init__(self, shard: PartyHost) -> None:
         self._shard = shard

@@ -17,7 +17,7 @@ drawing from its own stream row.  A broadcast's frames are collected as they arr
 answered on the loop's next turn, in arrival order; every reply is its own message, encoded by
 the codec and counted; a run of cohort members' replies leaves as one
 :class:`~parties.columns.ReplyColumns` (given a ``columns`` uplink).  A party whose state
-diverges (refusal, crash, frequency-oracle report, :attr:`PartyShard.parties`) is
+diverges (refusal, crash, frequency-oracle report, its side of a sum, :attr:`PartyShard.parties`) is
 built as a :class:`~parties.party.Party` from its cohort's state and answers on its own: its
 own accountant decides (:meth:`Party.decide <parties.party.Party.decide>`); with a ``columns``
 uplink, the codes of the built parties a release request reached whose every unit was granted
@@ -93,7 +93,8 @@ _CONTROLLER_REQUESTS = frozenset(k.KIND for k in LOOP_KINDS)
 every other frame (secure-sum traffic from the controller or from peers) goes to the party's
 endpoint."""
 _COHORT_KINDS = (ReleaseRequest, Abort)
-"""Kinds a cohort answers for all its receivers at once (:mod:`parties.cohort`)."""
+"""Kinds a cohort answers for all its receivers at once (:mod:`parties.cohort`; a secure sum's
+commitment and start too: :mod:`parties.cohort_sum`)."""
 _VALUES = RandomizedValues.KIND
 
 
@@ -175,12 +176,11 @@ class PartyShard:
         """Build the parties at ``rows`` (those still in a cohort) as :class:`Party` objects, each
         with its cohort's state; they leave their cohorts and answer on their own from then on."""
         self._settle()
-        self._cohort_sums.close()  # (the sums members are done with, closed in their cohorts first)
+        self._cohort_sums.close()  # (members whose side of a sum failed leave first, at once)
         self._build(rows)
 
     def _build(self, rows: np.ndarray) -> None:
-        """:meth:`materialize`, without answering what was collected first (their cohorts closed the sums
-        they are done with: :meth:`CohortSums.close <parties.cohort_sum.CohortSums.close>`)."""
+        """:meth:`materialize`, without answering what was collected first."""
         setup, start, streams, records = self.setup, self.setup.parties.start, self.setup.streams, self._records
         hand_over = self._cohort_sums.hand_over
         for moved in self._table.leave(rows):
@@ -287,8 +287,8 @@ class PartyShard:
         """A frame from the controller process for one of the hosted parties.
 
         A request of the controller joins the broadcast being collected, answered for all its
-        receivers on the loop's next turn (:meth:`_flush`; module docstring): a release request
-        or an abort by the receivers' cohorts, any request by each party built on its own
+        receivers on the loop's next turn (:meth:`_flush`; module docstring): a release request,
+        an abort, a sum's commitment or start by the receivers' cohorts, any request by each party built on its own
         (:meth:`Party.receive <parties.party.Party.receive>`; the receivers still in a cohort
         are built at once).  Any other frame (secure-sum traffic, to the party's program:
         :class:`~parties.party_sum.PartySums`) first answers what was collected.  No task,
