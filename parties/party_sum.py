@@ -41,14 +41,12 @@ task, endpoint or pending receive per party:
   turn starts another): the router counts and delivers each member as its own message.  Other
   sends leave on the spot.
 
-These are the semantics of :func:`parties.secure.drive.drive`, which runs the controller's
-program over its endpoint.  When a program ends the host tells the party
-(:meth:`~parties.party.Party.end_secure_sum`): returned, closed; raised a
-:class:`~mprr.errors.ProtocolError` (a peer or the controller failed), aborted with it (the
-controller decides what a failed sum means); crashed, aborted with
-:class:`~mprr.errors.PartyDropped`; the host stopped first, left as it stands.  Any other
-exception is a bug: it ends the party's session and is handed to ``fail`` (the host re-raises
-it from its serving task).
+These are the semantics of :func:`parties.secure.drive.drive`, which runs the controller's program over
+its endpoint.  When a program ends the host tells the party (:meth:`~parties.party.Party.end_secure_sum`):
+returned, closed; raised a :class:`~mprr.errors.ProtocolError` (a peer or the controller failed), aborted
+with it (the controller decides what a failed sum means); crashed, aborted with
+:class:`~mprr.errors.PartyDropped`; the host stopped first, left as it stands.  Any other exception is a
+bug: it ends the party's session and is handed to ``fail`` (the host re-raises it from its serving task).
 """
 
 from __future__ import annotations
@@ -76,8 +74,7 @@ __all__ = ["DEADLINE_GRAIN", "PartySums", "SumMember", "SumParty"]
 
 
 class SumMember(Protocol):
-    """What a running program's party is to :class:`PartySums` (:meth:`PartySums.run`): its id,
-    and whom to tell how its program ended."""
+    """A running program's party to :class:`PartySums` (:meth:`PartySums.run`): its id, whom to tell how it ended."""
 
     @property
     def index(self) -> int: ...
@@ -176,8 +173,7 @@ class PartySums:
             self.run(party, start.session, program)
 
     def run(self, party: SumMember, session: str, program: Program[Any]) -> None:
-        """Run ``program``, ``party``'s side of secure sum ``session`` (:meth:`start` once the party
-        made it; a host that made the programs of many parties at once, for each)."""
+        """Run ``program``, ``party``'s side of secure sum ``session`` (made by the party, or by its host)."""
         run = _Run(party, session, program)
         self._runs.setdefault(party.index, []).append(run)
         if run.responder is None:
