@@ -173,10 +173,10 @@ class CohortSums:
         running.discard(row)
         if party is not None:
             party.end_secure_sum(session, error, ran=ran)
-        if running:
-            self._dirty.add(session)
-        else:
+        if not running:
             self.close()
+        elif party is None:  # (done in its cohort while others of it may still run the session)
+            self._dirty.add(session)
 
     def _leave(self) -> None:
         """The members whose side failed leave their cohorts, built at once, each with the session
@@ -189,9 +189,8 @@ class CohortSums:
         for row, session, error in failed:
             self._running[session].discard(row)
             self._parties[row].end_secure_sum(session, error)
-        for session in {session for _, session, _ in failed}:
-            if not self._running[session]:
-                self.close()
+        if any(not self._running[session] for _, session, _ in failed):
+            self.close()  # (every side of one of those sessions has ended: close it in the cohorts)
 
     def close(self) -> None:
         """Close, in every cohort, the sessions its members are done with: members whose program has
@@ -202,11 +201,12 @@ class CohortSums:
             if running and session not in self._dirty:
                 continue  # (every member that started it still runs it: nothing to close)
             self._dirty.discard(session)
-            still = np.fromiter(running, dtype=np.int64, count=len(running))
+            still = np.zeros(self._table.of.shape[0], dtype=bool)  # (rows whose program has not returned)
+            still[np.fromiter(running, dtype=np.int64, count=len(running))] = True
             for cohort in self._table.live():
                 if cohort.accountant.session_state(session) != "running":
                     continue
-                inside = cohort.rows[np.isin(cohort.rows, still)] if still.size else still
+                inside = cohort.rows[still[cohort.rows]]
                 if inside.shape[0] == len(cohort):
                     continue  # (every member still runs it: the state they share is theirs)
                 if inside.shape[0]:

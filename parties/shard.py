@@ -203,6 +203,7 @@ class PartyShard:
     def built(self) -> dict[int, Party]:
         """The parties built as :class:`Party` objects, by row (a copy of the mapping)."""
         self._settle()
+        self._cohort_sums.close()
         return dict(self._parties)
 
     def accountants(self) -> list[PrivacyAccountant]:
@@ -481,11 +482,10 @@ class PartyShard:
             self._schedule()
 
     def _commit(self, rows: np.ndarray, msg: SecureRelease, phase: str) -> None:
-        """Answer the commitment ``msg`` that reached ``rows`` (in arrival order): each cohort
-        reached computes its members' inputs at once (:meth:`Cohort.commit
-        <parties.cohort.Cohort.commit>`; split first when only some are reached), which stay in it
-        (:meth:`CohortSums.hold <parties.cohort_sum.CohortSums.hold>`), and acknowledges; the
-        members of a cohort that cannot commit as a whole answer on their own."""
+        """Answer the commitment ``msg`` that reached ``rows`` (in arrival order): each cohort reached
+        computes its members' inputs at once (:meth:`Cohort.commit <parties.cohort.Cohort.commit>`),
+        which stay in it (:meth:`CohortSums.hold <parties.cohort_sum.CohortSums.hold>`), and
+        acknowledges; the members of a cohort that cannot commit as a whole answer on their own."""
         committed: set[int] = set()  # the rows whose cohort committed as a whole: they stay in it
         digest = self._book.digest(msg)
         for _, cohort in self._table.reached(rows):

@@ -152,6 +152,8 @@ async def _shard_case(alone: str | None, script: Any) -> tuple[list[tuple[Any, .
                        policy="sequential", accept=tuple(k.KIND for k in PARTY_KINDS), engine=GraphEngine(),
                        fault_seed=5, timeout=50.0)
     sent: list[Frame] = []
+    uncaught: list[dict[str, Any]] = []  # (an error in a callback of the loop: logged, never raised)
+    asyncio.get_running_loop().set_exception_handler(lambda loop, context: uncaught.append(context))
     with pytest.MonkeyPatch.context() as patch:
         _alone(patch, alone)
         shard = PartyShard(plan.setup(range(M)), sent.append)
@@ -172,11 +174,16 @@ async def _shard_case(alone: str | None, script: Any) -> tuple[list[tuple[Any, .
         shard.stop()
         await task
         report = ShardReport.of(shard)  # (what a runtime hands back: the cohorts' state as they hold it)
-        states = [(tuple(report.summary(p).accountant.session_state(s) for s in ("s1", "s2")), report.summary(p).errors)
-                  for p in range(M)]
-        assert states == [(tuple(shard.parties[p].accountant.session_state(s) for s in ("s1", "s2")),
-                           tuple(shard.parties[p].errors)) for p in range(M)]  # (and each built on its own)
+        states = [_state(report.summary(p)) for p in range(M)]
+        assert states == [_state(shard.parties[p]) for p in range(M)]  # (and each built on its own)
+    assert uncaught == []
     return states, [(f.src, f.phase, f.kind) for f in sent]
+
+
+def _state(party: Any) -> tuple[Any, ...]:
+    """A party's sessions, errors (in order), status, ledger, released values and draws."""
+    return (tuple(party.accountant.session_state(s) for s in ("s1", "s2")), tuple(party.errors), party.status,
+            party.accountant.ledger.releases, tuple(party.released_values), party.draws)
 
 
 def _commit(rid: int, session: str, units: tuple[tuple[int, ...], ...]) -> SecureRelease:
@@ -227,8 +234,26 @@ async def _restarted_and_early(shard: PartyShard, broadcast: Any, end: Any) -> N
         end(p, "s1")
 
 
+async def _both_failed_in_a_turn(shard: PartyShard, broadcast: Any, end: Any) -> None:
+    await _two_sessions(broadcast)
+    for p in range(1, M):
+        end(p, "s1")
+        end(p, "s2")
+    end(0, "s2", ProtocolError("shares did not open"))  # the last side of both sessions fails, s2's first
+    end(0, "s1", ProtocolError("round timed out"))
+
+
+async def _started_by_some(shard: PartyShard, broadcast: Any, end: Any) -> None:
+    await broadcast(_commit(1, "s1", ((0, 1),)))
+    await broadcast(SecureSumStart(1, "s1", "graph", roster_runs(range(M))), [0, 1, 2])  # party 3: committed
+    for p in (0, 1):
+        end(p, "s1")
+    shard.cohorts()
+    end(2, "s1")
+
+
 @pytest.mark.parametrize("script", [_done_then_failed, _read_in_between, _stopped, _without_a_member,
-                                    _restarted_and_early])
+                                    _restarted_and_early, _both_failed_in_a_turn, _started_by_some])
 def test_at_the_shard_every_party_ends_as_on_its_own_path(script: Any) -> None:
     together = asyncio.run(_shard_case(None, script))
     for alone in ALONE:
