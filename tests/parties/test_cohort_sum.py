@@ -26,7 +26,7 @@ from mprr.synthetic import planted_clusters
 from parties.cohort import Cohort
 from parties.cohort_sum import CohortSums
 from parties.faults import FaultPlan
-from parties.runtime import HostingPlan
+from parties.runtime import HostingPlan, MemoryRuntime
 from parties.secure.graph import GraphEngine
 from parties.shard import PartyShard
 from parties.shard_report import ShardReport
@@ -109,6 +109,11 @@ CASES = {
                                         faults=FaultPlan(drop=0.3, phases=frozenset({"masked/input"})), fault_seed=1),
     "masked 4.2, a second session refused": dict(dependence="4.2", engine="masked", timeout=3.0,
                                                  attacks=["difference-secure-sum"]),
+    "masked 4.2 on 3 shards, a party crashes": dict(dependence="4.2", engine="masked", timeout=1.0, on_dropout="exclude",
+                                                    faults=FaultPlan(crash={13: 3}), runtime=MemoryRuntime(shards=3)),
+    "masked-sparse 4.2 on 3 shards, shares dropped": dict(
+        dependence="4.2", secure_sum="masked-sparse", timeout=0.5, on_dropout="exclude", fault_seed=2,
+        faults=FaultPlan(drop=0.05, phases=frozenset({"masked/share-keys"})), runtime=MemoryRuntime(shards=3)),
     "masked 4.3, budgets apart": dict(dependence="4.3", engine="masked", timeout=3.0,
                                       budget=[1000.0] * 16 + [500.0] * 8),
 }
