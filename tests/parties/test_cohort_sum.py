@@ -109,8 +109,9 @@ CASES = {
                                         faults=FaultPlan(drop=0.3, phases=frozenset({"masked/input"})), fault_seed=1),
     "masked 4.2, a second session refused": dict(dependence="4.2", engine="masked", timeout=3.0,
                                                  attacks=["difference-secure-sum"]),
-    "masked 4.2 on 3 shards, a party crashes": dict(dependence="4.2", engine="masked", timeout=1.0, on_dropout="exclude",
-                                                    faults=FaultPlan(crash={13: 3}), runtime=MemoryRuntime(shards=3)),
+    "masked 4.2 on 3 shards, a party crashes": dict(
+        dependence="4.2", engine="masked", timeout=1.0, on_dropout="exclude", faults=FaultPlan(crash={13: 3}),
+        runtime=MemoryRuntime(shards=3)),
     "masked-sparse 4.2 on 3 shards, shares dropped": dict(
         dependence="4.2", secure_sum="masked-sparse", timeout=0.5, on_dropout="exclude", fault_seed=2,
         faults=FaultPlan(drop=0.05, phases=frozenset({"masked/share-keys"})), runtime=MemoryRuntime(shards=3)),
