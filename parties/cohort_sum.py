@@ -161,14 +161,12 @@ class CohortSums:
             if not ran:  # (stopped: the session stays as it stands, running, as the state it shares)
                 return
             if error is not None:  # its state diverges: it leaves its cohort (with the others failing now)
-                if not self._failed:
+                self._failed.append((row, session, error))
+                if len(self._failed) == 1:
                     try:
                         asyncio.get_running_loop().call_soon(self._leave)
                     except RuntimeError:  # (no loop runs: at once)
-                        self._failed.append((row, session, error))
                         self._leave()
-                        return
-                self._failed.append((row, session, error))
                 return
         running.discard(row)
         if party is not None:
