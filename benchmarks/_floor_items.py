@@ -131,6 +131,7 @@ def items(repeat: int) -> list[Item]:
     neighbours = build_neighbourhoods(tuple(range(2_000)), "regular", DEGREE, seed=1)
     live = tuple(neighbours[0])
     peers = {j: pub_raw for j in range(1, DEGREE + 1)}
+    parsed = crypto.ParsedKeys()  # (the session's memo of parsed keys, as the engine's)
 
     def floor_shamir() -> None:
         for _ in range(2):
@@ -152,7 +153,7 @@ def items(repeat: int) -> list[Item]:
         add_mask(acc, key32)
 
     def engine_masked_input() -> None:  # the self mask and 8 pairwise masks, each with its agreement
-        masked_input(ring, x, key32, priv, peers, SESSION, 0)
+        masked_input(ring, x, key32, priv, peers, SESSION, 0, parsed)
 
     neighbours8 = list(range(1, DEGREE + 1))
     shared8 = [shared] * DEGREE
@@ -169,7 +170,7 @@ def items(repeat: int) -> list[Item]:
         ("X25519 static agreement (channel and view keys)", DEGREE,
          [t(lambda: priv.exchange(static_peer))], [t(lambda: me.exchange_each(registry, [peer] * DEGREE))], DEGREE),
         ("X25519 masking agreement", DEGREE,
-         [t(lambda: priv.exchange(pub))], [t(lambda: crypto.exchange(priv, pub_raw, peer=1))]),
+         [t(lambda: priv.exchange(pub))], [t(lambda: crypto.exchange(priv, pub_raw, peer=1, parsed=parsed))]),
         ("X25519 public key parse (one masking key per party)", 1,
          [t(lambda: X25519PublicKey.from_public_bytes(pub_raw))], None),
         ("HMAC-SHA256 in HKDF (40; engine: 1/40 of derive_keys_each x2 + x1 for 8 peers)", 40,

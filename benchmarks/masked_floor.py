@@ -40,7 +40,11 @@ leaves out (the PKI's set-up, the controller's unmasking), and the rest (protoco
 accounting, the runtime), against the budget the 30 s target leaves on 2 cores.  ``--figure
 PNG`` draws that as stacked bars.  The timers cost a memory run a few per cent, so each memory
 run is paired with one as it is (only its secure sum's CPU measured; the pair in alternating
-order): the goal's ratio is read from those.
+order): the goal's ratio is read from those.  Each run, and the programs alone, start from a
+collected heap (``gc.collect()`` before the clock): what the measurements before it leave (the
+cold floor's parties, the programs' sessions, an earlier run's shards) is reachable only through
+reference cycles, which a run's rare full collections (:mod:`parties.collector`) do not reach
+while it runs; carried into the next run, it cost that run's sum 5-8 % of its CPU.
 
 With ``--programs`` it also times the engine's programs alone at the runs' size (the counting
 driver with the real cryptography, no event loop, endpoints or tasks): the run's CPU minus that
@@ -58,6 +62,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import resource
 import statistics
 import sys
@@ -166,6 +171,7 @@ def one_run(data: Any, name: str, timed: bool, params: dict[str, Any], label: st
 
     runtime = make_runtime(name, **({"workers": 2, "tls": True} if name == "tcp" else {}))
     timing = InRun(groups=timed) if name == "memory" else None  # (the parties of a tcp run are in its workers)
+    gc.collect()  # (from a collected heap: module docstring)
     started, cpu, kids = time.perf_counter(), time.process_time(), _children_cpu()
     with timing if timing is not None else contextlib.nullcontext():
         sim = simulate(data, "RR-Clusters", seed=1, timeout=300.0, runtime=runtime, **params)
@@ -200,6 +206,7 @@ def programs_alone(n: int) -> float:
 
     engine = make_engine("masked-sparse")
     ctx = engine.context(range(n), CELLS, session="bench-programs")
+    gc.collect()  # (from a collected heap: module docstring)
     start = time.process_time()
     with rare_full_collections():  # (the garbage collector's schedule of the runs, parties.simulate's)
         counted_cost(engine, ctx, suite=REAL, mirror=False)

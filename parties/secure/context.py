@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from parties.secure.crypto import ParsedKeys
 from parties.secure.ring import ZMod
 from parties.secure.suite import REAL, CryptoSuite
 from parties.secure.topology import Neighbourhoods
@@ -70,3 +71,10 @@ class SecureSumContext:
     def ring(self) -> ZMod:
         """The ring Z_M (built once per context)."""
         return ZMod(self.modulus)
+
+    @cached_property
+    def public_keys(self) -> ParsedKeys:
+        """The session's public keys parsed in this process (:class:`~parties.secure.crypto.ParsedKeys`):
+        a memo that each participant builds for itself, not part of what they agree on; it goes
+        with the context, at the end of the session."""
+        return ParsedKeys()

@@ -19,6 +19,7 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from cryptography.exceptions import InvalidTag
@@ -31,6 +32,7 @@ __all__ = [
     "KEY_BYTES",
     "NONCE_BYTES",
     "KeyPair",
+    "ParsedKeys",
     "derive_key",
     "derive_keys",
     "derive_keys_each",
@@ -186,13 +188,14 @@ def derive_keys_each(shared: Sequence[bytes], *, purposes: tuple[str, ...], sess
 
 
 def agree_each(private: X25519PrivateKey, peer_publics: Sequence[bytes], *, purpose: str, session: str, me: int,
-               peers: Sequence[int]) -> list[bytes]:
+               peers: Sequence[int], parsed: ParsedKeys | None = None) -> list[bytes]:
     """:func:`agree` of ``private`` with ``peer_publics[k]`` of party ``peers[k]``, for every k
-    (the same checks and bytes; a party's masking seeds of all its neighbours at once)."""
+    (the same checks and bytes; a party's masking seeds of all its neighbours at once);
+    ``parsed``: the session's memo of parsed keys (None: each key parsed here)."""
     if len(peer_publics) != len(peers):
         raise ConfigurationError(f"agree_each needs one peer per public key, got {len(peer_publics)} keys "
                                  f"and {len(peers)} peers")
-    parse, shared = _public_key, []
+    parse, shared = X25519PublicKey.from_public_bytes if parsed is None else parsed.parse, []
     for raw, peer in zip(peer_publics, peers):
         if not isinstance(raw, bytes) or len(raw) != KEY_BYTES:
             raise MessageError(f"public key of party {peer} must be {KEY_BYTES} bytes")
@@ -203,9 +206,10 @@ def agree_each(private: X25519PrivateKey, peer_publics: Sequence[bytes], *, purp
     return [keys[0] for keys in derive_keys_each(shared, purposes=(purpose,), session=session, a=me, peers=peers)]
 
 
-def exchange(private: X25519PrivateKey, peer_public: bytes, *, peer: int) -> bytes:
+def exchange(private: X25519PrivateKey, peer_public: bytes, *, peer: int, parsed: ParsedKeys | None = None) -> bytes:
     """X25519(private, peer_public): the raw 32-byte shared secret (Bonawitz et al. KA.agree
-    before key derivation); derive keys from it with :func:`derive_key`.
+    before key derivation); derive keys from it with :func:`derive_key`.  ``parsed``: the
+    session's memo of parsed keys (None: the key parsed here).
 
     Raises
     ------
@@ -215,29 +219,51 @@ def exchange(private: X25519PrivateKey, peer_public: bytes, *, peer: int) -> byt
     if not isinstance(peer_public, bytes) or len(peer_public) != KEY_BYTES:
         raise MessageError(f"public key of party {peer} must be {KEY_BYTES} bytes")
     try:
-        return private.exchange(_public_key(peer_public))
+        return private.exchange(X25519PublicKey.from_public_bytes(peer_public) if parsed is None
+                                else parsed.parse(peer_public))
     except ValueError as exc:
         raise MessageError(f"invalid X25519 public key from party {peer}: {exc}") from exc
 
 
-@lru_cache(maxsize=1 << 16)
-def _public_key(raw: bytes) -> X25519PublicKey:
-    """The key object of 32 raw bytes, parsed once per process: a masking key is used by each of
-    its owner's k neighbours, mostly hosted in the same process."""
-    return X25519PublicKey.from_public_bytes(raw)
+class ParsedKeys:
+    """The X25519 public keys of one secure-sum session parsed in this process, each once: a
+    party's key is used by each of its k neighbours, mostly hosted in the same process.  One
+    memo per session (:attr:`parties.secure.context.SecureSumContext.public_keys`), so it holds
+    at most the session's keys and goes with it; a copy sent to another process starts empty."""
+
+    __slots__ = ("_keys",)
+
+    def __init__(self) -> None:
+        self._keys: dict[bytes, X25519PublicKey] = {}
+
+    def parse(self, raw: bytes) -> X25519PublicKey:
+        """The key object of 32 raw bytes (ValueError, as ``from_public_bytes``: not 32 bytes)."""
+        key = self._keys.get(raw)
+        if key is None:
+            key = self._keys[raw] = X25519PublicKey.from_public_bytes(raw)
+        return key
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return ParsedKeys, ()
 
 
 def agree(
-    private: X25519PrivateKey, peer_public: bytes, *, purpose: str, session: str, me: int, peer: int
+    private: X25519PrivateKey, peer_public: bytes, *, purpose: str, session: str, me: int, peer: int,
+    parsed: ParsedKeys | None = None,
 ) -> bytes:
-    """X25519(private, peer_public) then :func:`derive_key` (Bonawitz et al. KA.agree).
+    """X25519(private, peer_public) then :func:`derive_key` (Bonawitz et al. KA.agree);
+    ``parsed``: as :func:`exchange`.
 
     Raises
     ------
     MessageError
         ``peer_public`` is not a valid 32-byte X25519 public key (or a low-order point).
     """
-    return derive_key(exchange(private, peer_public, peer=peer), purpose=purpose, session=session, a=me, b=peer)
+    return derive_key(exchange(private, peer_public, peer=peer, parsed=parsed), purpose=purpose, session=session,
+                      a=me, b=peer)
 
 
 def _associated_data(session: str, sender: int, receiver: int) -> bytes:

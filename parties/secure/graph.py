@@ -207,7 +207,7 @@ class GraphEngine(SecureSumEngine):
                     f"party {me}: the key relayed for party {j} is not signed by party {j}'s registered "
                     "key: key substitution detected")
         channel = {
-            j: suite.agree(keys, ks, purpose="channel", session=session, me=me, peer=j)
+            j: suite.agree(keys, ks, purpose="channel", session=session, me=me, peer=j, parsed=ctx.public_keys)
             for j, ks in peer_keys.items()
         }
         shares = split(x, len(nbrs) + 1, ring, suite.stream())

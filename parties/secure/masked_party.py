@@ -20,7 +20,16 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, SecureSumAborted
-from parties.secure.crypto import AEAD_OVERHEAD, NONCE_BYTES, KeyPair, agree_each, derive_keys_each, open_each, seal_each
+from parties.secure.crypto import (
+    AEAD_OVERHEAD,
+    NONCE_BYTES,
+    KeyPair,
+    ParsedKeys,
+    agree_each,
+    derive_keys_each,
+    open_each,
+    seal_each,
+)
 from parties.secure.context import SecureSumContext
 from parties.secure.messages import (
     SECRET_MASK_KEY,
@@ -67,17 +76,20 @@ _PAIR_PURPOSES = ("channel", "view")  # the keys a neighbour pair derives from i
 
 
 def masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519PrivateKey,
-                  peers: dict[int, bytes], session: str, me: int) -> np.ndarray:
+                  peers: dict[int, bytes], session: str, me: int, parsed: ParsedKeys | None = None) -> np.ndarray:
     """Round 2: y = x + PRG(b) + sum_{j > me} PRG(s_{me,j}) - sum_{j < me} PRG(s_{me,j}) (mod M)
     over the ``peers`` (id -> s_pk) whose shares this party holds: :func:`add_input_masks` of
     :func:`input_seeds` (a party's two steps, which a batch of parties runs one pass each)."""
-    return add_input_masks(ring, x, self_mask, input_seeds(s_sk, peers, session, me), peers, me)
+    return add_input_masks(ring, x, self_mask, input_seeds(s_sk, peers, session, me, parsed), peers, me)
 
 
-def input_seeds(s_sk: X25519PrivateKey, peers: dict[int, bytes], session: str, me: int) -> list[bytes]:
+def input_seeds(s_sk: X25519PrivateKey, peers: dict[int, bytes], session: str, me: int,
+                parsed: ParsedKeys | None = None) -> list[bytes]:
     """The pairwise mask seeds s_{me,j} of ``me`` with each of ``peers`` (id -> s_pk), in their
-    order: one X25519 agreement and its HKDF each."""
-    return agree_each(s_sk, list(peers.values()), purpose="mask", session=session, me=me, peers=list(peers))
+    order: one X25519 agreement and its HKDF each (``parsed``: the session's memo of parsed
+    keys, :attr:`~parties.secure.context.SecureSumContext.public_keys`)."""
+    return agree_each(s_sk, list(peers.values()), purpose="mask", session=session, me=me, peers=list(peers),
+                      parsed=parsed)
 
 
 def add_input_masks(ring: ZMod, x: np.ndarray, self_mask: bytes, seeds: list[bytes], peers: dict[int, bytes],
@@ -204,9 +216,9 @@ class PartyCryptography:
             return out
         return combined_keys(handed, out)
 
-    def mask_seeds(self, s_sk: KeyPair | None, peers: dict[int, bytes], session: str, me: int) -> list[bytes]:
+    def mask_seeds(self, s_sk: KeyPair | None, peers: dict[int, bytes], ctx: SecureSumContext, me: int) -> list[bytes]:
         """:func:`input_seeds` (none without a masking key: the counting driver's placeholders)."""
-        return [] if s_sk is None else input_seeds(s_sk.private, peers, session, me)
+        return [] if s_sk is None else input_seeds(s_sk.private, peers, ctx.session, me, ctx.public_keys)
 
     def masked(self, ring: ZMod, vector: np.ndarray, ctx: SecureSumContext, self_mask: bytes, seeds: list[bytes],
                peers: dict[int, bytes], me: int) -> np.ndarray:
@@ -495,7 +507,7 @@ class MaskedParty:
     def mask_seeds(self, peer_masks: dict[int, bytes]) -> list[bytes]:
         """Round 2's fourth step: the pairwise mask seeds with the senders (``peer_masks``: their
         s_pk, from :meth:`take_shares`)."""
-        return self.crypto.mask_seeds(self.s_keys, peer_masks, self.ctx.session, self.me)
+        return self.crypto.mask_seeds(self.s_keys, peer_masks, self.ctx, self.me)
 
     def mask(self, peer_masks: dict[int, bytes], seeds: list[bytes]) -> MaskedInput:
         """Round 2's last step: the input masked with the self mask and the senders' masks

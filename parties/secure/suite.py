@@ -20,7 +20,7 @@ from functools import cached_property
 import numpy as np
 
 from mprr.errors import ConfigurationError
-from parties.secure.crypto import AEAD_OVERHEAD, KEY_BYTES, KeyPair, agree, open_sealed, seal
+from parties.secure.crypto import AEAD_OVERHEAD, KEY_BYTES, KeyPair, ParsedKeys, agree, open_sealed, seal
 from parties.secure.pki import SIGNATURE_BYTES, KeyRegistry, Signer
 from parties.secure.prg import Keystream
 
@@ -54,9 +54,11 @@ class CryptoSuite:
             raise ConfigurationError("verify needs the PKI's key registry, got None")
         return registry.verify(party, purpose, session, content, signature)
 
-    def agree(self, keys: KeyPair, peer_public: bytes, *, purpose: str, session: str, me: int, peer: int) -> bytes:
-        """X25519 with ``peer_public``, then HKDF (:func:`~parties.secure.crypto.agree`)."""
-        return agree(keys.private, peer_public, purpose=purpose, session=session, me=me, peer=peer)
+    def agree(self, keys: KeyPair, peer_public: bytes, *, purpose: str, session: str, me: int, peer: int,
+              parsed: ParsedKeys | None = None) -> bytes:
+        """X25519 with ``peer_public``, then HKDF (:func:`~parties.secure.crypto.agree`; ``parsed``:
+        the session's memo of parsed keys)."""
+        return agree(keys.private, peer_public, purpose=purpose, session=session, me=me, peer=peer, parsed=parsed)
 
     def seal(self, key: bytes, plaintext: bytes, *, session: str, sender: int, receiver: int) -> bytes:
         """ChaCha20-Poly1305 (:func:`~parties.secure.crypto.seal`)."""
@@ -106,7 +108,8 @@ class SizingSuite(CryptoSuite):
                signature: bytes) -> bool:
         return len(signature) == SIGNATURE_BYTES
 
-    def agree(self, keys: KeyPair, peer_public: bytes, *, purpose: str, session: str, me: int, peer: int) -> bytes:
+    def agree(self, keys: KeyPair, peer_public: bytes, *, purpose: str, session: str, me: int, peer: int,
+              parsed: ParsedKeys | None = None) -> bytes:
         return bytes(KEY_BYTES)
 
     def seal(self, key: bytes, plaintext: bytes, *, session: str, sender: int, receiver: int) -> bytes:

@@ -263,7 +263,8 @@ class Unmasking:
             for v in self.relayed[u]:
                 if v not in self.survivors:
                     continue
-                seed = agree(s_u.private, keys[v].keys[0], purpose="mask", session=ctx.session, me=u, peer=v)
+                seed = agree(s_u.private, keys[v].keys[0], purpose="mask", session=ctx.session, me=u, peer=v,
+                             parsed=ctx.public_keys)
                 # survivor v added +PRG(s_uv) if v < u and -PRG(s_uv) if v > u: take it out
                 add_mask(total, seed, subtract=v < u)
         return total

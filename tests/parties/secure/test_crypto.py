@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import pickle
 
 import pytest
 
@@ -10,8 +11,8 @@ from mprr.errors import ConfigurationError, MessageError
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from parties.secure.crypto import (KeyPair, _hmac32, agree, agree_each, derive_key, derive_keys, derive_keys_each,
-                                  hkdf_sha256, open_each, open_sealed, seal, seal_each)
+from parties.secure.crypto import (KeyPair, ParsedKeys, _hmac32, agree, agree_each, derive_key, derive_keys,
+                                  derive_keys_each, exchange, hkdf_sha256, open_each, open_sealed, seal, seal_each)
 
 
 @pytest.mark.parametrize("length", [1, 32, 33, 100])
@@ -57,6 +58,27 @@ def test_the_batched_derivations_equal_one_call_per_peer() -> None:
         agree_each(mine.private, [others[0].public, bytes(32)], purpose="mask", session="sess", me=4, peers=[8, 2])
     with pytest.raises(ConfigurationError, match="agree_each needs one peer per public key, got 1 keys and 2 peers"):
         agree_each(mine.private, [others[0].public], purpose="mask", session="sess", me=4, peers=[8, 2])
+
+
+def test_a_sessions_parsed_keys_give_the_same_secrets_each_key_parsed_once() -> None:
+    mine, others = KeyPair.generate(), [KeyPair.generate() for _ in range(3)]
+    parsed = ParsedKeys()
+    raws, peers = [o.public for o in others] * 2, [8, 2, 3] * 2
+    assert agree_each(mine.private, raws, purpose="mask", session="s", me=4, peers=peers, parsed=parsed) == agree_each(
+        mine.private, raws, purpose="mask", session="s", me=4, peers=peers)
+    assert len(parsed) == 3 and parsed.parse(others[0].public) is parsed.parse(others[0].public)
+    assert exchange(mine.private, others[1].public, peer=2, parsed=parsed) == exchange(mine.private, others[1].public,
+                                                                                       peer=2)
+    assert agree(mine.private, others[2].public, purpose="view", session="s", me=4, peer=3, parsed=parsed) == agree(
+        mine.private, others[2].public, purpose="view", session="s", me=4, peer=3)
+    with pytest.raises(MessageError, match="invalid X25519 public key from party 2"):  # (a low-order point)
+        exchange(mine.private, bytes(32), peer=2, parsed=parsed)
+    assert len(parsed) == 4  # (the point parses; the agreement refuses it)
+    with pytest.raises(MessageError, match="public key of party 2 must be 32 bytes"):
+        agree_each(mine.private, [bytes(31)], purpose="mask", session="s", me=4, peers=[2], parsed=parsed)
+    assert len(parsed) == 4
+    # a copy in another process starts empty (key objects do not cross processes)
+    assert len(pickle.loads(pickle.dumps(parsed))) == 0
 
 
 def test_hkdf_rfc5869_test_case_3() -> None:

@@ -178,6 +178,15 @@ def test_the_counted_cost_is_the_measured_traffic_of_a_sparse_sum_with_handed_vi
     assert dict(counted_cost(engine, result.context, suite=REAL).sent) == dict(cost.sent)
 
 
+def test_a_sessions_masking_keys_are_parsed_once_into_its_own_context_and_go_with_it(vectors_of) -> None:  # noqa: ANN001
+    n = 30
+    engine = MaskedEngine(topology="regular", degree=6, round_timeout=5)
+    result, _ = run(engine, vectors_of(n, 12))
+    assert len(result.context.public_keys) == n  # each party's masking key, parsed once for its 6 neighbours
+    again, _ = run(engine, vectors_of(n, 12))
+    assert len(again.context.public_keys) == n and again.context.public_keys is not result.context.public_keys
+
+
 @pytest.mark.parametrize(("topology", "degree", "n", "length"),
                          [("complete", None, 9, 5), ("regular", 6, 30, 12), ("harary", 3, 11, 1582),
                           ("regular", 4, 9, 3), ("harary", 5, 40, 7), ("regular", 3, 8, 2), ("harary", 4, 5, 4)])
