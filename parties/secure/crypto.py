@@ -195,7 +195,7 @@ def agree_each(private: X25519PrivateKey, peer_publics: Sequence[bytes], *, purp
     if len(peer_publics) != len(peers):
         raise ConfigurationError(f"agree_each needs one peer per public key, got {len(peer_publics)} keys "
                                  f"and {len(peers)} peers")
-    parse, shared = X25519PublicKey.from_public_bytes if parsed is None else parsed.parse, []
+    parse, shared = X25519PublicKey.from_public_bytes if parsed is None else parsed.__getitem__, []
     for raw, peer in zip(peer_publics, peers):
         if not isinstance(raw, bytes) or len(raw) != KEY_BYTES:
             raise MessageError(f"public key of party {peer} must be {KEY_BYTES} bytes")
@@ -220,31 +220,23 @@ def exchange(private: X25519PrivateKey, peer_public: bytes, *, peer: int, parsed
         raise MessageError(f"public key of party {peer} must be {KEY_BYTES} bytes")
     try:
         return private.exchange(X25519PublicKey.from_public_bytes(peer_public) if parsed is None
-                                else parsed.parse(peer_public))
+                                else parsed[peer_public])
     except ValueError as exc:
         raise MessageError(f"invalid X25519 public key from party {peer}: {exc}") from exc
 
 
-class ParsedKeys:
-    """The X25519 public keys of one secure-sum session parsed in this process, each once: a
-    party's key is used by each of its k neighbours, mostly hosted in the same process.  One
-    memo per session (:attr:`parties.secure.context.SecureSumContext.public_keys`), so it holds
-    at most the session's keys and goes with it; a copy sent to another process starts empty."""
+class ParsedKeys(dict[bytes, X25519PublicKey]):
+    """The X25519 public keys of one secure-sum session parsed in this process, each once (raw
+    bytes -> key object; ``parsed[raw]`` parses a key not seen yet): a party's key is used by
+    each of its k neighbours, mostly hosted in the same process.  One memo per session
+    (:attr:`parties.secure.context.SecureSumContext.public_keys`), so it holds at most the
+    session's keys and goes with it; a copy sent to another process starts empty."""
 
-    __slots__ = ("_keys",)
+    __slots__ = ()
 
-    def __init__(self) -> None:
-        self._keys: dict[bytes, X25519PublicKey] = {}
-
-    def parse(self, raw: bytes) -> X25519PublicKey:
-        """The key object of 32 raw bytes (ValueError, as ``from_public_bytes``: not 32 bytes)."""
-        key = self._keys.get(raw)
-        if key is None:
-            key = self._keys[raw] = X25519PublicKey.from_public_bytes(raw)
+    def __missing__(self, raw: bytes) -> X25519PublicKey:
+        key = self[raw] = X25519PublicKey.from_public_bytes(raw)  # (ValueError: not 32 bytes)
         return key
-
-    def __len__(self) -> int:
-        return len(self._keys)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return ParsedKeys, ()

@@ -66,7 +66,7 @@ def test_a_sessions_parsed_keys_give_the_same_secrets_each_key_parsed_once() -> 
     raws, peers = [o.public for o in others] * 2, [8, 2, 3] * 2
     assert agree_each(mine.private, raws, purpose="mask", session="s", me=4, peers=peers, parsed=parsed) == agree_each(
         mine.private, raws, purpose="mask", session="s", me=4, peers=peers)
-    assert len(parsed) == 3 and parsed.parse(others[0].public) is parsed.parse(others[0].public)
+    assert len(parsed) == 3 and parsed[others[0].public] is parsed[others[0].public]
     assert exchange(mine.private, others[1].public, peer=2, parsed=parsed) == exchange(mine.private, others[1].public,
                                                                                        peer=2)
     assert agree(mine.private, others[2].public, purpose="view", session="s", me=4, peer=3, parsed=parsed) == agree(
