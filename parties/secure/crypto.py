@@ -228,9 +228,9 @@ def exchange(private: X25519PrivateKey, peer_public: bytes, *, peer: int, parsed
 class ParsedKeys(dict[bytes, X25519PublicKey]):
     """The X25519 public keys of one secure-sum session parsed in this process, each once (raw
     bytes -> key object; ``parsed[raw]`` parses a key not seen yet): a party's key is used by
-    each of its k neighbours, mostly hosted in the same process.  One memo per session
+    each of its k neighbours, mostly hosted in the same process.  One memo per session's context
     (:attr:`parties.secure.context.SecureSumContext.public_keys`), so it holds at most the
-    session's keys and goes with it; a copy sent to another process starts empty."""
+    session's keys and lives as long as that context; a copy sent to another process starts empty."""
 
     __slots__ = ()
 

@@ -31,6 +31,8 @@ def test_exact_sum(n: int, topology: str, degree: int, relay: bool, vectors_of) 
     result, _ = run(engine, x, topology=None if relay else graph_of(engine, n))
     assert result.total.tolist() == x.sum(axis=0).tolist()
     assert result.dropped == ()
+    # relayed shares: each party's channel key parsed once, by its neighbours, into the session's memo
+    assert len(result.context.public_keys) == (n if relay else 0)
 
 
 @pytest.mark.parametrize("relay", [False, True])
