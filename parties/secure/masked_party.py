@@ -119,15 +119,23 @@ def _open_shares(opened: list[bytes], senders: list[int], relayed_keys: dict[int
     size, entry_size, layout = PLAIN.size, KEY_ENTRY.size, _plain_with
     complete = type(neighbours) is CompleteNeighbourhoods
     outside = {me, *near}  # (no handed key is for this party or one of its neighbours)
+    counted: int | None = None  # the extra length whose layout ``unpack`` is (the senders' are mostly alike)
+    unpack = PLAIN.unpack
     for j, plain_j in zip(senders, opened):
         extra = len(plain_j) - size
-        if extra < 0 or extra % entry_size:
-            raise MessageError(f"party {me}: sealed share from party {j} has {len(plain_j)} bytes")
-        fields = layout(extra // entry_size).unpack(plain_j)  # owner, holder, x, shares, s_pk, (h, key) ...
+        if extra != counted:
+            if extra < 0 or extra % entry_size:
+                raise MessageError(f"party {me}: sealed share from party {j} has {len(plain_j)} bytes")
+            counted, unpack = extra, layout(extra // entry_size).unpack
+        fields = unpack(plain_j)  # owner, holder, x, shares, s_pk, (h, key) ...
         owner, holder, xj, sk_y, b_y, s_pk = fields[:6]
-        holders_j = neighbours[j] if extra or not complete else ()
-        expected = (abscissa(neighbours, j, me) if complete  # (abscissa, inlined on a sparse graph)
-                    else bisect_left(holders_j, me) + 1 + (j < me))
+        if complete:
+            holders_j, rank = (neighbours[j] if extra else ()), None
+            expected = abscissa(neighbours, j, me)
+        else:  # (abscissa, inlined: this party's rank among j's sorted neighbours)
+            holders_j = neighbours[j]
+            rank = bisect_left(holders_j, me)
+            expected = rank + 1 + (j < me)
         if owner != j or holder != me or xj != expected:
             raise MessageError(f"party {me}: sealed share from party {j} is addressed inconsistently")
         if s_pk != relayed_keys[j]:
@@ -139,10 +147,13 @@ def _open_shares(opened: list[bytes], senders: list[int], relayed_keys: dict[int
         if not extra:
             continue
         peers = fields[6::2]
-        distinct = set(peers)  # (distinct, none outside, all among j's holders: intersected without a set of them)
-        if (len(distinct) != len(peers) or not outside.isdisjoint(distinct)
-                or len(distinct.intersection(holders_j)) != len(peers)):
-            raise MessageError(f"party {me}: the view keys sealed by party {j} are not for its other holders")
+        # what an honest j hands when every holder is live and none is adjacent to this party: its
+        # other holders, in order (distinct, j's holders, not this party); else checked as a set
+        if rank is None or peers != holders_j[:rank] + holders_j[rank + 1:] or not outside.isdisjoint(peers):
+            distinct = set(peers)  # (distinct, none outside, all among j's holders: intersected without a set of them)
+            if (len(distinct) != len(peers) or not outside.isdisjoint(distinct)
+                    or len(distinct.intersection(holders_j)) != len(peers)):
+                raise MessageError(f"party {me}: the view keys sealed by party {j} are not for its other holders")
         handed.append((j, peers, fields[7::2]))
     return held, peer_masks, handed
 

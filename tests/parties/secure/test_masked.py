@@ -425,6 +425,33 @@ def test_view_keys_an_owner_seals_for_the_wrong_parties_are_rejected(
     assert result.total.tolist() == np.delete(x, 1, axis=0).sum(axis=0).tolist()
 
 
+def test_view_keys_for_all_the_owners_other_holders_in_order_are_rejected_where_some_are_the_holders_neighbours(
+        monkeypatch: pytest.MonkeyPatch, vectors_of) -> None:  # noqa: ANN001
+    # Owner 0 of a harary(4) graph on 12 parties (neighbours 1, 2, 10, 11) seals its holder 1
+    # (neighbours 0, 2, 3, 11) view keys for all its other holders in order, 2, 10 and 11, which is
+    # what it hands a holder adjacent to none of them; 2 and 11 are neighbours of 1 (honest: 10 alone).
+    import parties.secure.masked_party as masked
+
+    n = 12
+    nbrs = build_neighbourhoods(range(n), "harary", 4)
+    honest = masked.pair_keys
+
+    def lying(live, neighbours, **kw):  # noqa: ANN001, ANN003, ANN202
+        entries = honest(live, neighbours, **kw)
+        if set(live) == set(nbrs[0]):
+            at = live.index(1)
+            assert entries[at][0::2] == (10,)
+            entries[at] = (2, bytes(16), 10, entries[at][1], 11, bytes(16))
+        return entries
+
+    monkeypatch.setattr(masked, "pair_keys", lying)
+    x = vectors_of(n, 6)
+    result, _ = run(MaskedEngine(topology="harary", degree=4, threshold=3, round_timeout=0.25), x)
+    assert set(result.failures) == {1}
+    assert re.search("view keys sealed by party 0 are not for its other holders", str(result.failures[1]))
+    assert result.total.tolist() == np.delete(x, 1, axis=0).sum(axis=0).tolist()
+
+
 @pytest.mark.parametrize(("topology", "degree"), [("complete", None), ("regular", 4)])
 def test_view_tags_for_other_parties_are_rejected_and_the_sum_still_counts_their_author(
         topology: str, degree: int | None) -> None:
