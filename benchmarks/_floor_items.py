@@ -95,6 +95,43 @@ def per_party(rows: list[Item]) -> tuple[float, float]:
 
 def items(repeat: int) -> list[Item]:
     """The floor's items (:class:`Item`), each timed ``repeat`` rounds."""
+    floor = Floor()
+    floor.run(repeat)
+    return floor.items()
+
+
+class Floor:
+    """The floor's items, timed round after round whenever :meth:`run` is called: a benchmark
+    can time more rounds between its runs and after them, so that the best round of each item
+    (:meth:`items`) is taken over the whole benchmark, not only over the minute before the runs
+    (the shared machine's speed drifts by 5-20 % within minutes; a floor timed in a slow spell
+    alone would be too high)."""
+
+    def __init__(self) -> None:
+        self.rounds = 0
+        self._timings, self._rows = _timed_rows()
+
+    def run(self, rounds: int) -> None:
+        """Time ``rounds`` more rounds of every item."""
+        self._timings.run(rounds)
+        self.rounds += rounds
+
+    def items(self) -> list[Item]:
+        """Each item's best round and mean of the rounds so far (:class:`Item`)."""
+        timings = self._timings
+
+        def value(ids: list[int] | None, scale: int, of: Callable[[int], float] = timings.best) -> float | None:
+            return None if ids is None else sum(of(k) for k in ids) / scale
+
+        return [Item(row[0], row[1], value(row[2], 1) or 0.0, value(row[3], row[4] if len(row) > 4 else 1),
+                     value(row[2], 1, timings.mean) or 0.0)
+                for row in self._rows]
+
+
+def _timed_rows() -> tuple[Timings, list[tuple[Any, ...]]]:
+    """The items' callables added to one :class:`Timings` (each calibrated, no round timed yet),
+    and the rows of :meth:`Floor.items`: (name, calls per party, the floor's timing ids, the
+    engine's timing ids or None, and the engine's calls per party where not 1)."""
     ring = ZMod(1 << 32)
     signers, registry = setup_pki(range(2), signing=False)  # (the masked engine signs nothing)
     me, peer = signers[0], 1
@@ -202,11 +239,4 @@ def items(repeat: int) -> list[Item]:
         ("[engine] 8 static agreements with their HKDF", 0, None, [t(engine_agreements)]),
         ("[engine] masked input: 8 agreements + HKDF + 9 masks", 0, None, [t(engine_masked_input)]),
     ]
-    timings.run(repeat)
-
-    def value(ids: list[int] | None, scale: int, of: Callable[[int], float] = timings.best) -> float | None:
-        return None if ids is None else sum(of(k) for k in ids) / scale
-
-    return [Item(row[0], row[1], value(row[2], 1) or 0.0, value(row[3], row[4] if len(row) > 4 else 1),
-                 value(row[2], 1, timings.mean) or 0.0)
-            for row in rows]
+    return timings, rows

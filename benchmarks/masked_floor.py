@@ -27,7 +27,11 @@ Prints microseconds per item and per party, and what the floor implies for 32,56
 2 cores, beside the 30 s target of the whole sum (all in: messages, controller).  The machine is
 shared: the floor is the best of several rounds (least disturbed), CPU time; beside it, the mean
 of this run's rounds, a second reference (a run's CPU is an average over a minute, the best
-round is not); the goal reads the ratio to the best rounds.
+round is not); the goal reads the ratio to the best rounds.  With ``--runs``, ``--between B``
+more rounds are timed after each run (default 3), and the floor the runs are read against is the
+best round of all of them (:class:`_floor_items.Floor`): the machine's speed drifts by 5-20 %
+within minutes, and a floor timed only in the minute before the runs, in a slow spell, would
+flatter the runs.
 
 With ``--runs R`` it also runs the sum itself, R times on tcp and R pairs of runs on memory
 (below), the runtimes alternated: RR-Clusters 4.2 with the masked-sparse sum of every pair cell
@@ -56,8 +60,8 @@ With ``--cold N`` it also measures the floor's calls on N parties' own keys and 
 after another over all of them (:func:`cold_floor`): what the cryptography costs with the data cold
 in the cache, as in a run, and no Python around it.
 
-Run: ``.venv/bin/python benchmarks/masked_floor.py [--repeat R] [--cold N] [--runs R [--limit N]
-[--programs] [adult.data] [--figure PNG]]``
+Run: ``.venv/bin/python benchmarks/masked_floor.py [--repeat R] [--cold N] [--runs R [--between B]
+[--limit N] [--programs] [adult.data] [--figure PNG]]``
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ import resource
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,7 +84,7 @@ if str(ROOT) not in sys.path:
 
 from _adult import DEFAULT_ADULT  # noqa: E402  (benchmarks/_adult.py)
 from _cold_floor import cold_floor  # noqa: E402  (benchmarks/_cold_floor.py)
-from _floor_items import CELLS, DEGREE, SESSION, THRESHOLD, Item, items, per_party  # noqa: E402  (benchmarks/_floor_items.py)
+from _floor_items import CELLS, DEGREE, SESSION, THRESHOLD, Floor, Item, per_party  # noqa: E402  (benchmarks/_floor_items.py)
 from _in_run import CONTROLLER_PROGRAM, GROUPS, PARTY_PROGRAMS, PKI, UNMASKING, InRun, floor_of  # noqa: E402
 
 N_ADULT = 32_561
@@ -145,9 +150,9 @@ _WORKER_RSS = ("largest worker, or this process's size when it started one: a wo
 
 
 def measure_runs(adult: Path, runs: int, limit: int | None,
-                 runtimes: tuple[str, ...] = ("memory", "tcp")) -> list[Run]:
+                 runtimes: tuple[str, ...] = ("memory", "tcp"), after: Callable[[], None] | None = None) -> list[Run]:
     """``runs`` runs of the masked sum on each of ``runtimes`` (``memory``; ``tcp``: 2 workers,
-    TLS), alternated."""
+    TLS), alternated; ``after()`` after each run (the floor's rounds between the runs)."""
     from mprr.data import Dataset
     from scenarios.datasets import load_adult
 
@@ -162,6 +167,8 @@ def measure_runs(adult: Path, runs: int, limit: int | None,
             # without (the goal's figure: the timers cost a few per cent), in alternating order
             for timed in ((k % 2 == 0, k % 2 == 1) if name == "memory" else (False,)):
                 out.append(one_run(data, name, timed, params, f"{k + 1}/{runs}", first=not out))
+                if after is not None:
+                    after()
     return out
 
 
@@ -449,42 +456,12 @@ def draw(parts: dict[str, dict[str, list[float]]], runs: list[Run], png: Path, f
     return render(spec, png.parent)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=15,
-                        help="rounds of timings, at least 1 (the best of each item is its floor; their mean is shown too)")
-    parser.add_argument("--runs", type=int, default=0, metavar="R",
-                        help="also run the masked sum R times on memory and on tcp (2 workers), alternated")
-    parser.add_argument("adult", nargs="?", type=Path, default=DEFAULT_ADULT, help="path of adult.data (--runs)")
-    parser.add_argument("--limit", type=int, default=None, metavar="N", help="first N Adult parties only (--runs)")
-    parser.add_argument("--runtimes", default="memory,tcp", metavar="NAMES",
-                        help="comma-separated runtimes of --runs, among memory and tcp (default: both)")
-    parser.add_argument("--programs", action="store_true",
-                        help="also time the engine's programs alone at the runs' size (needs --runs; "
-                             "as much CPU again as a memory run)")
-    parser.add_argument("--cold", type=int, default=0, metavar="N",
-                        help="also measure the floor on N parties' distinct data, round after round (cold_floor)")
-    parser.add_argument("--figure", type=Path, default=None, metavar="PNG",
-                        help="draw where the runs' CPU goes into this PNG (needs --runs)")
-    args = parser.parse_args(argv)
-    runtimes = tuple(args.runtimes.split(","))
-    if not runtimes or not set(runtimes) <= {"memory", "tcp"}:
-        parser.error(f"--runtimes must name memory and/or tcp, got {args.runtimes!r}")
-    if args.figure is not None and set(runtimes) != {"memory", "tcp"}:
-        parser.error(f"--figure draws both runtimes: --runtimes must be memory,tcp, got {args.runtimes!r}")
-    if args.repeat < 1:
-        parser.error(f"--repeat must be at least 1, got {args.repeat}")
-    if args.runs < 0:
-        parser.error(f"--runs must be 0 or more, got {args.runs}")
-    if args.figure is not None and (args.runs == 0 or args.figure.suffix != ".png"):
-        parser.error(f"--figure needs --runs R >= 1 and a path ending in .png, got {args.figure} with --runs {args.runs}")
-    if args.programs and args.runs == 0:
-        parser.error("--programs needs --runs R >= 1 (it times the programs at the runs' size)")
-    if args.runs and not args.adult.exists():
-        parser.error(f"UCI Adult not found at {args.adult}; pass the path of adult.data")
-    rows = items(args.repeat)
+def print_floor(rows: list[Item], rounds: str) -> tuple[float, float, float]:
+    """Print the floor's table (``rounds``: which rounds its best and mean are of); return the
+    floor per party, the floor's mean of the rounds per party and the engine's functions per
+    party (seconds)."""
     print(f"Masked secure sum: one party's cryptography (k = {DEGREE}, t = {THRESHOLD}, L = {CELLS}, Z_2^32), "
-          f"CPU µs, best of {args.repeat} rounds (floor and engine) and the floor's mean of the rounds "
+          f"CPU µs, {rounds} (floor and engine) and the floor's mean of the rounds "
           "(machine: 2 cores, shared)")
     print(f"{'item':66s} {'count':>5s} {'floor µs':>9s} {'mean µs':>8s} {'engine µs':>9s} {'floor/party':>11s} "
           f"{'mean/party':>10s} {'engine/party':>12s}")
@@ -508,6 +485,51 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label}: {total * 1e3:.2f} ms per party -> {seconds:.1f} s of CPU for {N_ADULT:,} parties, "
               f"{seconds / 2:.1f} s on 2 cores (target for the whole sum: <= {TARGET_S:.0f} s wall; "
               f"{TARGET_S * 2 / N_ADULT * 1e3:.2f} ms per party all in)")
+    return floor_total, mean_total, engine_total
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=15,
+                        help="rounds of timings, at least 1 (the best of each item is its floor; their mean is shown too)")
+    parser.add_argument("--between", type=int, default=3, metavar="B",
+                        help="with --runs: B more rounds of the floor's timings after each run; the floor is then the "
+                             "best round of all (default 3; 0: only the rounds before the runs)")
+    parser.add_argument("--runs", type=int, default=0, metavar="R",
+                        help="also run the masked sum R times on memory and on tcp (2 workers), alternated")
+    parser.add_argument("adult", nargs="?", type=Path, default=DEFAULT_ADULT, help="path of adult.data (--runs)")
+    parser.add_argument("--limit", type=int, default=None, metavar="N", help="first N Adult parties only (--runs)")
+    parser.add_argument("--runtimes", default="memory,tcp", metavar="NAMES",
+                        help="comma-separated runtimes of --runs, among memory and tcp (default: both)")
+    parser.add_argument("--programs", action="store_true",
+                        help="also time the engine's programs alone at the runs' size (needs --runs; "
+                             "as much CPU again as a memory run)")
+    parser.add_argument("--cold", type=int, default=0, metavar="N",
+                        help="also measure the floor on N parties' distinct data, round after round (cold_floor)")
+    parser.add_argument("--figure", type=Path, default=None, metavar="PNG",
+                        help="draw where the runs' CPU goes into this PNG (needs --runs)")
+    args = parser.parse_args(argv)
+    runtimes = tuple(args.runtimes.split(","))
+    if not runtimes or not set(runtimes) <= {"memory", "tcp"}:
+        parser.error(f"--runtimes must name memory and/or tcp, got {args.runtimes!r}")
+    if args.figure is not None and set(runtimes) != {"memory", "tcp"}:
+        parser.error(f"--figure draws both runtimes: --runtimes must be memory,tcp, got {args.runtimes!r}")
+    if args.repeat < 1:
+        parser.error(f"--repeat must be at least 1, got {args.repeat}")
+    if args.between < 0:
+        parser.error(f"--between must be 0 or more, got {args.between}")
+    if args.runs < 0:
+        parser.error(f"--runs must be 0 or more, got {args.runs}")
+    if args.figure is not None and (args.runs == 0 or args.figure.suffix != ".png"):
+        parser.error(f"--figure needs --runs R >= 1 and a path ending in .png, got {args.figure} with --runs {args.runs}")
+    if args.programs and args.runs == 0:
+        parser.error("--programs needs --runs R >= 1 (it times the programs at the runs' size)")
+    if args.runs and not args.adult.exists():
+        parser.error(f"UCI Adult not found at {args.adult}; pass the path of adult.data")
+    floor = Floor()
+    floor.run(args.repeat)
+    rows = floor.items()
+    floor_total, mean_total, engine_total = print_floor(rows, f"best of {args.repeat} rounds")
     if args.cold < 0 or 0 < args.cold <= DEGREE:
         parser.error(f"--cold must be 0 (not measured) or more than {DEGREE} parties (the graph is {DEGREE}-regular), "
                      f"got {args.cold}")
@@ -519,8 +541,16 @@ def main(argv: list[str] | None = None) -> int:
         for name, seconds in by_round.items():
             print(f"  round {name:70s} {seconds * 1e6:7.1f} µs per party")
     if args.runs:
-        runs = measure_runs(args.adult, args.runs, args.limit, runtimes)
+        runs = measure_runs(args.adult, args.runs, args.limit, runtimes,
+                            after=(lambda: floor.run(args.between)) if args.between else None)
         print(f"load average after the runs: {Path('/proc/loadavg').read_text().split()[:3]}")
+        if args.between:
+            before = floor_total
+            rows = floor.items()
+            floor_total, mean_total, engine_total = print_floor(
+                rows, f"best of all {floor.rounds} rounds: {args.repeat} before the runs, {args.between} after each")
+            print(f"the floor over all the rounds: {floor_total * 1e3:.3f} ms per party, {floor_total / before:.3f} x "
+                  f"the floor of the rounds before the runs (the goal's ratios below read it)")
         parts = report_runs(runs, floor_total, engine_total, cold, in_run_table(runs, rows), mean_total)
         if args.programs:
             n = runs[0].n

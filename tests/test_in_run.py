@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -203,3 +204,34 @@ def test_timings_keep_each_items_best_round_and_the_mean_of_its_rounds(monkeypat
     timings.run(3)
     assert timings.best(k) == pytest.approx(0.03)
     assert timings.mean(k) == pytest.approx(0.04)
+
+
+def test_the_floor_takes_each_items_best_round_over_every_round_timed_so_far(monkeypatch: pytest.MonkeyPatch) -> None:
+    """_floor_items.Floor: rounds timed later (between a benchmark's runs) lower the floor when
+    they are faster, and the mean is over every round (fake CPU clock)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    floor_items = _load("_floor_items")
+    clock = [0.0]
+    costs = iter([0.03,  # the calibration: one call per round
+                  0.05, 0.04,  # two rounds before the runs
+                  0.03, 0.06])  # two rounds after them
+    monkeypatch.setattr(floor_items.time, "process_time", lambda: clock[0])
+
+    def call() -> None:
+        clock[0] += next(costs)
+
+    def rows() -> tuple[Any, list[tuple[Any, ...]]]:
+        timings = floor_items.Timings()
+        return timings, [("an item", 2, [timings.add(call)], None)]
+
+    monkeypatch.setattr(floor_items, "_timed_rows", rows)
+    floor = floor_items.Floor()
+    floor.run(2)
+    (before,) = floor.items()
+    assert (before.floor, before.floor_mean, floor.rounds) == (pytest.approx(0.04), pytest.approx(0.045), 2)
+    floor.run(2)
+    (after,) = floor.items()
+    assert (after.calls, after.floor, after.floor_mean, after.engine) == (2, pytest.approx(0.03), pytest.approx(0.045),
+                                                                          None)
+    assert floor.rounds == 4
+    assert floor_items.per_party([after]) == (pytest.approx(0.06), pytest.approx(0.09))

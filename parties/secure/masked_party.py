@@ -440,7 +440,7 @@ class MaskedParty:
         me, ctx, crypto, min_contributors = self.me, self.ctx, self.crypto, self.min_contributors
         neighbours = ctx.neighbours
         live = tuple(directory.parties.tolist())
-        if not set(live) <= set(neighbours[me]):
+        if live != neighbours[me] and not set(neighbours[me]).issuperset(live):  # (all of them, in order: at once)
             raise MessageError(f"party {me}: key directory lists parties that are not its neighbours")
         if directory.signatures:
             raise MessageError(f"party {me}: key directory entries must hold one 32-byte masking key s_pk")
@@ -501,7 +501,7 @@ class MaskedParty:
         """Round 2's first step: the shares relayed to us opened (their senders, their plaintexts)."""
         me = self.me
         senders = relayed.senders.tolist()
-        if not set(senders) <= set(self.live):
+        if tuple(senders) != self.live and not set(self.live).issuperset(senders):  # (all of them: at once)
             raise MessageError(f"party {me}: relayed shares come from parties outside its live neighbours")
         channel = self.channel
         return senders, self.crypto.open_each([channel[j] for j in senders], blobs(relayed.ends, relayed.ciphertexts),

@@ -166,3 +166,21 @@ def test_a_round_of_one_kind_of_work_runs_each_partys_round_method_in_turn_and_r
     replies = batch([(_Party(0), 1), (_Party(1), -2), (_Party(2), 3)])
     assert replies[0] == (0, 1) and replies[2] == (2, 3)
     assert isinstance(replies[1], ProtocolError) and str(replies[1]) == "party 1: no such survivor -2"
+
+
+def test_shares_relayed_from_a_party_outside_the_live_neighbours_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The controller relays a party a bundle whose first sender is a stranger (not among the live
+    # neighbours it shared with): refused before anything is opened; the honest bundle is taken.
+    from parties.secure.messages import RelayedShares
+
+    ctx, kept = _captured_rounds(monkeypatch, "mask_input")
+    party, relayed = kept[3]
+    senders = relayed.senders.tolist()
+    stranger = next(p for p in range(12) if p != party.me and p not in ctx.neighbours[party.me])
+    forged = RelayedShares(relayed.session, id_vector(sorted([stranger, *senders[1:]])), relayed.ends,
+                           relayed.ciphertexts)
+    assert tuple(senders) == party.live
+    with pytest.raises(MessageError, match=f"party {party.me}: relayed shares come from parties outside its live "
+                                           "neighbours"):
+        party.open_relayed(forged)
+    assert party.open_relayed(relayed)[0] == senders
