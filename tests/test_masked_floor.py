@@ -32,7 +32,8 @@ def test_each_memory_run_is_paired_with_one_as_it_is_in_alternating_order(masked
 
     monkeypatch.setattr(masked_floor, "one_run", one_run)
     after: list[int] = []
-    runs = masked_floor.measure_runs(Path("adult.data"), 2, None, ("memory", "tcp"), after=lambda: after.append(len(made)))
+    runs = masked_floor.measure_runs(Path("adult.data"), 2, None, ("memory", "tcp"),
+                                     after=lambda: after.append(len(made)))
     assert after == [1, 2, 3, 4, 5, 6]  # (the floor's rounds between the runs: after each)
     assert made == [("memory", True, True), ("memory", False, False), ("tcp", False, False),
                     ("memory", False, False), ("memory", True, False), ("tcp", False, False)]

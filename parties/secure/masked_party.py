@@ -440,7 +440,8 @@ class MaskedParty:
         me, ctx, crypto, min_contributors = self.me, self.ctx, self.crypto, self.min_contributors
         neighbours = ctx.neighbours
         live = tuple(directory.parties.tolist())
-        if live != neighbours[me] and not set(neighbours[me]).issuperset(live):  # (all of them, in order: at once)
+        mine = neighbours[me]  # (built on each access on the complete graph: once)
+        if live != mine and not set(mine).issuperset(live):  # (all of them, in order: at once)
             raise MessageError(f"party {me}: key directory lists parties that are not its neighbours")
         if directory.signatures:
             raise MessageError(f"party {me}: key directory entries must hold one 32-byte masking key s_pk")
@@ -459,7 +460,6 @@ class MaskedParty:
         if type(neighbours) is CompleteNeighbourhoods:
             xs = [abscissa(neighbours, me, h) for h in live]
         else:  # (abscissa, inlined: the ranks among the party's sorted neighbours)
-            mine = neighbours[me]
             xs = [bisect_left(mine, h) + 1 + (me < h) for h in live]
         self.own_x = abscissa(neighbours, me, me)
         sk_values, b_values = crypto.share((self.s_sk_raw, self_mask), [*xs, self.own_x], ctx.threshold)

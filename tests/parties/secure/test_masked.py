@@ -425,6 +425,28 @@ def test_view_keys_an_owner_seals_for_the_wrong_parties_are_rejected(
     assert result.total.tolist() == np.delete(x, 1, axis=0).sum(axis=0).tolist()
 
 
+def test_a_view_key_an_owner_seals_on_the_complete_graph_is_rejected(monkeypatch: pytest.MonkeyPatch,
+                                                                    vectors_of) -> None:  # noqa: ANN001
+    # On the complete graph every two holders are neighbours: an owner hands no view key, and one
+    # that does (owner 0, to holder 1, "for" party 2) has its share refused; the others sum exactly.
+    import parties.secure.masked_party as masked
+
+    honest = masked.pair_keys
+
+    def lying(live, neighbours, **kw):  # noqa: ANN001, ANN003, ANN202
+        entries = honest(live, neighbours, **kw)
+        if 0 not in live:  # (owner 0: the only one whose live neighbours are all the others)
+            entries[live.index(1)] = (2, bytes(16))
+        return entries
+
+    monkeypatch.setattr(masked, "pair_keys", lying)
+    x = vectors_of(6, 4)
+    result, _ = run(MaskedEngine(round_timeout=0.25), x)
+    assert set(result.failures) == {1}
+    assert re.search("view keys sealed by party 0 are not for its other holders", str(result.failures[1]))
+    assert result.total.tolist() == np.delete(x, 1, axis=0).sum(axis=0).tolist()
+
+
 def test_view_keys_for_all_the_owners_other_holders_in_order_are_rejected_where_some_are_the_holders_neighbours(
         monkeypatch: pytest.MonkeyPatch, vectors_of) -> None:  # noqa: ANN001
     # Owner 0 of a harary(4) graph on 12 parties (neighbours 1, 2, 10, 11) seals its holder 1
