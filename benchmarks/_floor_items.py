@@ -66,6 +66,11 @@ class Timings:
                 self._total[k] += per_call
             self._rounds += 1
 
+    @property
+    def rounds(self) -> int:
+        """The rounds timed so far."""
+        return self._rounds
+
     def best(self, k: int) -> float:
         return self._best[k]
 
@@ -108,13 +113,16 @@ class Floor:
     alone would be too high)."""
 
     def __init__(self) -> None:
-        self.rounds = 0
         self._timings, self._rows = _timed_rows()
+
+    @property
+    def rounds(self) -> int:
+        """The rounds timed so far."""
+        return self._timings.rounds
 
     def run(self, rounds: int) -> None:
         """Time ``rounds`` more rounds of every item."""
         self._timings.run(rounds)
-        self.rounds += rounds
 
     def items(self) -> list[Item]:
         """Each item's best round and mean of the rounds so far (:class:`Item`)."""
