@@ -33,6 +33,7 @@ __all__ = [
     "share_secret",
     "share_values",
     "interpolate",
+    "interpolate_rows",
     "reconstruct_secret",
     "reconstruct_bytes",
     "lagrange_at_zero",
@@ -227,6 +228,25 @@ def interpolate(points: dict[int, int], threshold: int) -> int:
     xs = tuple(sorted(points)[:threshold])
     weights = lagrange_at_zero(xs)
     return sum([w * points[x] for w, x in zip(weights, xs)]) % PRIME
+
+
+def interpolate_rows(values: bytes, xs: tuple[int, ...]) -> list[int]:
+    """f(0) of each of several polynomials from their values at the same abscissae ``xs``:
+    ``values`` holds one row per polynomial, ``len(xs)`` big-endian :data:`SHARE_BYTES`-byte
+    values each (f(xs[0]), f(xs[1]), ...), as the controller of the masked engine files them
+    (:meth:`~parties.secure.unmasking.Unmasking`); the same integers as :func:`interpolate` of
+    each row's points ``{x: f(x)}`` at ``len(xs)`` = the threshold: Lagrange at zero with the
+    weights of ``xs`` (:func:`lagrange_at_zero`, once for all rows).  The values must be
+    checked by the caller (each < p)."""
+    weights = lagrange_at_zero(xs)
+    size, from_bytes = SHARE_BYTES, int.from_bytes
+    row = size * len(xs)
+    if len(values) % row:
+        raise ConfigurationError(f"interpolate_rows needs rows of {len(xs)} values of {size} bytes, "
+                                 f"got {len(values)} bytes")
+    offsets = [(w, size * k) for k, w in enumerate(weights)]
+    return [sum([w * from_bytes(values[start + at:start + at + size], "big") for w, at in offsets]) % PRIME
+            for start in range(0, len(values), row)]
 
 
 def reconstruct_bytes(shares: Iterable[Share] | dict[int, int], threshold: int, size: int = 32) -> bytes:

@@ -31,7 +31,7 @@ from parties.secure.context import SecureSumContext
 from parties.secure.messages import SECRET_MASK_KEY, SECRET_SELF_MASK, PublicKeys, UnmaskShares
 from parties.secure.prg import keystream, keystream_into
 from parties.secure.ring import ZMod
-from parties.secure.shamir import PRIME, SHARE_BYTES, reconstruct_bytes
+from parties.secure.shamir import PRIME, SHARE_BYTES, interpolate_rows, reconstruct_bytes
 from parties.secure.topology import CompleteNeighbourhoods, Neighbourhoods
 
 __all__ = ["Unmasking", "abscissa", "add_mask", "add_masks", "mask_vector", "reconstruct_secret"]
@@ -226,12 +226,27 @@ class Unmasking:
         waiting = self._waiting
         np.subtract.at(waiting, asked_rows, 1)
         done = np.unique(asked_rows[waiting[asked_rows] == 0])
-        done = done[self._alive[done] & (self._present[done].sum(axis=1) >= self.ctx.threshold)]
-        for v, row in zip(self._ids[done].tolist(), done.tolist()):
+        t = self.ctx.threshold
+        done = done[self._alive[done] & (self._present[done].sum(axis=1) >= t)]
+        first = self._present[done, :t].all(axis=1)  # the shares at abscissae 1..t arrived: the t smallest
+        rest = self._remove_self_masks(done[first], t) + done[~first].tolist() if first.any() else done.tolist()
+        for v, row in zip(self._ids[rest].tolist(), rest):
             try:
                 self._remove_self_mask(v, row)
             except (SecureSumAborted, ConfigurationError):
                 pass  # (inconsistent shares) raised again, in its turn, by finish
+
+    def _remove_self_masks(self, rows: np.ndarray, t: int) -> list[int]:
+        """:meth:`_remove_self_mask` of the survivors at ``rows``, whose shares at abscissae 1..t
+        (the t smallest, as :func:`~parties.secure.shamir.interpolate` takes) all arrived: their
+        self masks reconstructed together and taken out of the total in one pass; the rows whose
+        shares reconstruct no 32-byte seed (inconsistent) are returned, for the row-by-row path."""
+        seeds = interpolate_rows(self._shares[rows, :t].tobytes(), tuple(range(1, t + 1)))
+        fits = [b_v >> 256 == 0 for b_v in seeds]
+        add_masks(self.total, [b_v.to_bytes(32, "big") for b_v, ok in zip(seeds, fits) if ok],
+                  [True] * sum(fits))
+        self.removed.update(self._ids[rows[fits]].tolist())
+        return [row for row, ok in zip(rows.tolist(), fits) if not ok]
 
     def _points(self, row: int) -> dict[int, int]:
         """The shares of the secret of the party at ``row`` that arrived, {abscissa: value}."""

@@ -12,6 +12,7 @@ from parties.secure.shamir import (
     PRIME,
     Share,
     interpolate,
+    interpolate_rows,
     lagrange_at_zero,
     reconstruct_bytes,
     reconstruct_secret,
@@ -120,6 +121,18 @@ def test_random_elements_are_fresh_and_in_the_field() -> None:
 def test_lagrange_weights_sum_to_one() -> None:
     # f = 1 (constant) interpolates to 1 at 0, so the weights sum to 1 mod p.
     assert sum(lagrange_at_zero((1, 2, 3, 7))) % PRIME == 1
+
+
+@pytest.mark.parametrize("xs", [(1, 2, 3, 4, 5), (2, 4, 7), (9,)])
+def test_interpolate_rows_is_interpolate_of_each_row(xs: tuple[int, ...]) -> None:
+    secrets_ = [0, 1, 2**255 + 12345, 2**256 + 296, PRIME - 1]  # (the last two: at or above 2^256, below p)
+    rows = [share_secret(s, xs, len(xs)) for s in secrets_]
+    values = b"".join(share.value_bytes() for row in rows for share in row)
+    got = interpolate_rows(values, xs)
+    assert got == [interpolate({share.x: share.y for share in row}, len(xs)) for row in rows] == secrets_
+    assert interpolate_rows(b"", xs) == []
+    with pytest.raises(ConfigurationError, match=f"rows of {len(xs)} values of 33 bytes, got 34 bytes"):
+        interpolate_rows(values[:34], xs)
 
 
 def test_validation_errors() -> None:

@@ -12,7 +12,7 @@ from parties.secure.context import SecureSumContext
 from parties.secure.crypto import KeyPair
 from parties.secure.masked import MaskedEngine
 from parties.secure.messages import SECRET_MASK_KEY, SECRET_SELF_MASK, PublicKeys, UnmaskShares, id_vector
-from parties.secure.shamir import PRIME, SHARE_BYTES, share_values
+from parties.secure.shamir import PRIME, SHARE_BYTES, share_secret, share_values
 from parties.secure.unmasking import Unmasking, abscissa, add_mask, add_masks, mask_vector
 
 N, L = 8, 6
@@ -51,6 +51,62 @@ def test_a_share_value_outside_the_field_is_the_holders_fault() -> None:
         unmasking.take(h, answers[h])
     with pytest.raises(MessageError, match=r"party 3 returned a share value outside GF\(p\) for party \d"):
         unmasking.finish(sorted(unmasking.ctx.parties))
+
+
+def test_self_masks_whose_first_t_shares_arrived_are_removed_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    unmasking, answers, expected = _everyone_survives()
+
+    def one(v: int, row: int) -> None:
+        raise AssertionError(f"party {v}'s self mask was removed on its own, not with the others'")
+
+    monkeypatch.setattr(unmasking, "_remove_self_mask", one)
+    for h in sorted(answers):
+        unmasking.take(h, answers[h])
+    assert unmasking.removed == set(unmasking.ctx.parties)
+    assert unmasking.finish(sorted(unmasking.ctx.parties)).tolist() == expected.tolist()
+
+
+def test_a_self_mask_without_a_share_at_an_abscissa_up_to_t_is_reconstructed_from_the_t_smallest() -> None:
+    ctx, answers, total, inputs, relayed, keys = _answers("regular", 40, 4)
+    silent = 11  # survives (its input is in the total), answers nothing in round 4
+    del answers[silent]
+    unmasking = _unmasking(ctx, answers, total, relayed, keys)
+    alone: list[int] = []
+    one = unmasking._remove_self_mask
+
+    def spy(v: int, row: int) -> None:
+        alone.append(v)
+        one(v, row)
+
+    unmasking._remove_self_mask = spy  # type: ignore[method-assign]
+    unmasking.take_all(answers)
+    nb, t = ctx.neighbours, ctx.threshold
+    assert sorted(alone) == sorted(o for o in (*nb[silent], silent) if abscissa(nb, o, silent) <= t)
+    assert unmasking.finish(sorted(ctx.parties)).tolist() == inputs.tolist()
+
+
+def test_inconsistent_shares_of_a_self_mask_abort_the_sum_at_its_end() -> None:
+    ctx, answers, total, _, relayed, keys = _answers("regular", 40, 4)
+    owner, nb, t = 7, ctx.neighbours, ctx.threshold
+    holders = sorted((*nb[owner], owner))
+    # shares of a value in GF(p) above 2^256: no 32-byte seed (a holder or the owner lied)
+    forged = {s.x: s.value_bytes() for s in share_secret(2**256 + 5, [abscissa(nb, owner, h) for h in holders], t)}
+    for h in holders:
+        msg = answers[h]
+        k = msg.owners.tolist().index(owner)
+        x = msg.abscissae.tolist()[k]
+        values = msg.values[:SHARE_BYTES * k] + forged[x] + msg.values[SHARE_BYTES * (k + 1):]
+        answers[h] = UnmaskShares(msg.session, msg.owners, msg.which, msg.abscissae, values)
+    for deliver in ("take", "take_all"):
+        unmasking = _unmasking(ctx, answers, total, relayed, keys)
+        if deliver == "take":
+            for h, msg in answers.items():
+                unmasking.take(h, msg)
+        else:
+            unmasking.take_all(answers)
+        assert unmasking.removed == set(ctx.parties) - {owner}
+        with pytest.raises(ConfigurationError, match="reconstructed secret does not fit in 32 bytes"):
+            unmasking.finish(sorted(ctx.parties))
 
 
 def _answers(topology: str, n: int, degree: int | None, drop: tuple[int, ...] = ()
