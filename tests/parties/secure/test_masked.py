@@ -474,15 +474,23 @@ def test_view_keys_for_all_the_owners_other_holders_in_order_are_rejected_where_
     assert result.total.tolist() == np.delete(x, 1, axis=0).sum(axis=0).tolist()
 
 
+def _one_target_fewer(m: SurvivorTags) -> SurvivorTags:
+    return SurvivorTags(m.session, m.targets[:-1], m.tags[:-16])
+
+
+def _last_target_another(m: SurvivorTags) -> SurvivorTags:  # (as many targets as asked: one of them a stranger)
+    return SurvivorTags(m.session, np.append(m.targets[:-1], m.targets[-1] + 1).astype(np.uint32), m.tags)
+
+
+@pytest.mark.parametrize("tamper", [_one_target_fewer, _last_target_another])
 @pytest.mark.parametrize(("topology", "degree"), [("complete", None), ("regular", 4)])
 def test_view_tags_for_other_parties_are_rejected_and_the_sum_still_counts_their_author(
-        topology: str, degree: int | None) -> None:
+        topology: str, degree: int | None, tamper: Any) -> None:
     # The author's masked input is in the sum; it just takes no part in the consistency check,
     # and its self mask is rebuilt from the other holders' shares.
     n, victim = 12, 5
     vectors = np.random.default_rng(11).integers(0, 2, size=(n, 5))
-    net = _Tampering(n, victim=victim, kind=SurvivorTags.KIND,
-                     tamper=lambda m: SurvivorTags(m.session, m.targets[:-1], m.tags[:-16]))
+    net = _Tampering(n, victim=victim, kind=SurvivorTags.KIND, tamper=tamper)
     engine = MaskedEngine(topology=topology, degree=degree, round_timeout=5)
     result = run_virtual(run_secure_sum(engine, net, vectors, timeout=20.0))
     assert result.total.tolist() == vectors.sum(axis=0).tolist() and victim in result.contributors
