@@ -113,12 +113,11 @@ class Signer:
     def exchange_each(self, registry: KeyRegistry, peers: Iterable[int]) -> list[bytes]:
         """:meth:`exchange` with each of ``peers``, in order (a party's static agreements with all
         its neighbours at once)."""
-        static, keys, out = self._static.exchange, registry.static_key, []
-        for peer in peers:
-            if peer not in registry:
-                raise MessageError(f"party {peer} has no key in the PKI registry")
-            out.append(static(keys(peer)))
-        return out
+        try:
+            keys = registry.static_keys(peers)
+        except KeyError as exc:
+            raise MessageError(f"party {exc.args[0]} has no key in the PKI registry") from None
+        return list(map(self._static.exchange, keys))
 
 
 class KeyRegistry:
@@ -176,6 +175,17 @@ class KeyRegistry:
         if key is None:
             key = self._static[party] = X25519PublicKey.from_public_bytes(self._keys[party][32:])
         return key
+
+    def static_keys(self, parties: Iterable[int]) -> list[X25519PublicKey]:
+        """:meth:`static_key` of each of ``parties``, in order (KeyError naming the first that has
+        none): a party's neighbours' keys at once, each parsed on its first use in this process."""
+        parsed, out = self._static, []
+        for party in parties:
+            key = parsed.get(party)
+            if key is None:
+                key = parsed[party] = X25519PublicKey.from_public_bytes(self._keys[party][32:])
+            out.append(key)
+        return out
 
     def verify(self, party: int, purpose: str, session: str, content: bytes, signature: bytes) -> bool:
         """Whether ``signature`` is ``party``'s signature of (purpose, session, content)."""

@@ -27,7 +27,11 @@ def test_a_party_agrees_with_all_its_neighbours_at_once() -> None:
     assert signers[0].exchange_each(registry, [3, 1]) == [signers[0].exchange(registry, 3),
                                                           signers[0].exchange(registry, 1)]
     with pytest.raises(MessageError, match="party 9 has no key in the PKI registry"):
-        signers[0].exchange_each(registry, [1, 9])
+        signers[0].exchange_each(registry, [1, 9, 8])
+    keys = registry.static_keys([2, 0, 2])  # each parsed once, on its first use
+    assert keys[0] is keys[2] is registry.static_key(2) and keys[1] is registry.static_key(0)
+    with pytest.raises(KeyError, match="7"):
+        registry.static_keys([1, 7, 8])
 
 
 def test_without_signing_keys_nothing_is_signed_and_static_keys_still_agree() -> None:
