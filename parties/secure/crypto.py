@@ -40,6 +40,7 @@ __all__ = [
     "agree",
     "agree_each",
     "exchange",
+    "exchange_each",
     "seal",
     "seal_each",
     "open_sealed",
@@ -191,9 +192,21 @@ def agree_each(private: X25519PrivateKey, peer_publics: Sequence[bytes], *, purp
                peers: Sequence[int], parsed: ParsedKeys | None = None) -> list[bytes]:
     """:func:`agree` of ``private`` with ``peer_publics[k]`` of party ``peers[k]``, for every k
     (the same checks and bytes; a party's masking seeds of all its neighbours at once);
-    ``parsed``: the session's memo of parsed keys (None: each key parsed here)."""
+    ``parsed``: the session's memo of parsed keys (None: each key parsed here).  Its two steps,
+    :func:`exchange_each` and :func:`derive_keys_each`, are also a batch's two passes."""
     if len(peer_publics) != len(peers):
         raise ConfigurationError(f"agree_each needs one peer per public key, got {len(peer_publics)} keys "
+                                 f"and {len(peers)} peers")
+    shared = exchange_each(private, peer_publics, peers=peers, parsed=parsed)
+    return [keys[0] for keys in derive_keys_each(shared, purposes=(purpose,), session=session, a=me, peers=peers)]
+
+
+def exchange_each(private: X25519PrivateKey, peer_publics: Sequence[bytes], *, peers: Sequence[int],
+                  parsed: ParsedKeys | None = None) -> list[bytes]:
+    """:func:`exchange` of ``private`` with ``peer_publics[k]`` of party ``peers[k]``, for every k,
+    in order (the same checks; the first bad key raises); ``parsed``: as :func:`exchange`."""
+    if len(peer_publics) != len(peers):
+        raise ConfigurationError(f"exchange_each needs one peer per public key, got {len(peer_publics)} keys "
                                  f"and {len(peers)} peers")
     parse, shared = X25519PublicKey.from_public_bytes if parsed is None else parsed.__getitem__, []
     for raw, peer in zip(peer_publics, peers):
@@ -203,7 +216,7 @@ def agree_each(private: X25519PrivateKey, peer_publics: Sequence[bytes], *, purp
             shared.append(private.exchange(parse(raw)))
         except ValueError as exc:
             raise MessageError(f"invalid X25519 public key from party {peer}: {exc}") from exc
-    return [keys[0] for keys in derive_keys_each(shared, purposes=(purpose,), session=session, a=me, peers=peers)]
+    return shared
 
 
 def exchange(private: X25519PrivateKey, peer_public: bytes, *, peer: int, parsed: ParsedKeys | None = None) -> bytes:

@@ -27,6 +27,7 @@ from parties.secure.crypto import (
     ParsedKeys,
     agree_each,
     derive_keys_each,
+    exchange_each,
     open_each,
     seal_each,
 )
@@ -187,13 +188,20 @@ class PartyCryptography:
         pair = KeyPair.generate()
         return pair, pair.public, pair.private_bytes()
 
-    def pair_keys(self, me: int, live: tuple[int, ...], session: str) -> tuple[dict[int, bytes], dict[int, bytes]]:
+    def static_secrets(self, live: tuple[int, ...]) -> list[bytes]:
+        """The X25519 agreements of this party's registered static key with those of its
+        neighbours ``live``, in order (none for the counting driver's placeholders)."""
+        if self.signer is None or self.registry is None:
+            return []
+        return self.signer.exchange_each(self.registry, live)
+
+    def pair_keys(self, me: int, live: tuple[int, ...], session: str, shared: list[bytes]
+                  ) -> tuple[dict[int, bytes], dict[int, bytes]]:
         """The AEAD channel keys and the consistency round's MAC keys of ``me`` and each of its
-        neighbours ``live``: one X25519 agreement of their registered static keys per pair."""
+        neighbours ``live``, derived from their static agreements ``shared`` (:meth:`static_secrets`)."""
         if self.signer is None or self.registry is None:
             return dict.fromkeys(live, bytes(32)), dict.fromkeys(live, bytes(VIEW_KEY_BYTES))
-        derived = derive_keys_each(self.signer.exchange_each(self.registry, live), purposes=_PAIR_PURPOSES,
-                                   session=session, a=me, peers=live)
+        derived = derive_keys_each(shared, purposes=_PAIR_PURPOSES, session=session, a=me, peers=live)
         return ({j: keys[0] for j, keys in zip(live, derived)},
                 {j: keys[1][:VIEW_KEY_BYTES] for j, keys in zip(live, derived)})
 
@@ -227,9 +235,19 @@ class PartyCryptography:
             return out
         return combined_keys(handed, out)
 
-    def mask_seeds(self, s_sk: KeyPair | None, peers: dict[int, bytes], ctx: SecureSumContext, me: int) -> list[bytes]:
-        """:func:`input_seeds` (none without a masking key: the counting driver's placeholders)."""
-        return [] if s_sk is None else input_seeds(s_sk.private, peers, ctx.session, me, ctx.public_keys)
+    def mask_secrets(self, s_sk: KeyPair | None, peers: dict[int, bytes], ctx: SecureSumContext) -> list[bytes]:
+        """The X25519 agreements of :func:`input_seeds` (none without a masking key: the counting
+        driver's placeholders)."""
+        return [] if s_sk is None else exchange_each(s_sk.private, list(peers.values()), peers=list(peers),
+                                                     parsed=ctx.public_keys)
+
+    def mask_seeds(self, shared: list[bytes], peers: dict[int, bytes], ctx: SecureSumContext, me: int) -> list[bytes]:
+        """:func:`input_seeds` from its agreements ``shared`` (:meth:`mask_secrets`): their HKDF
+        (none for the counting driver's placeholders)."""
+        if not self.real:
+            return []
+        return [keys[0] for keys in derive_keys_each(shared, purposes=("mask",), session=ctx.session, a=me,
+                                                     peers=list(peers))]
 
     def masked(self, ring: ZMod, vector: np.ndarray, ctx: SecureSumContext, self_mask: bytes, seeds: list[bytes],
                peers: dict[int, bytes], me: int) -> np.ndarray:
@@ -315,14 +333,16 @@ def _replies(out: list[Message | ProtocolError | None], rows: list[_Row],
 def share_keys_all(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
     """Round 1 (:meth:`MaskedParty.share_keys`) of each ``(party, directory)`` of ``calls``, one
     pass per kind of work across the parties: every party's directory checked and its secrets
-    shared, then every party's static agreements with their HKDF, its plaintexts, its
-    ciphertexts, and its reply.  For each call, its :class:`~parties.secure.messages.SealedShares`
+    shared, then every party's static agreements, their HKDF (after all the agreements: each kind
+    of call runs faster after its own kind than after another), its plaintexts, its ciphertexts,
+    and its reply.  For each call, its :class:`~parties.secure.messages.SealedShares`
     or the ProtocolError it raised, and each party left in the state that call alone leaves it
     in (as :func:`mask_inputs`)."""
     out: list[Message | ProtocolError | None] = [None] * len(calls)
     shared = _pass(out, _rows(calls), MaskedParty.share_secrets)
-    for _, party, _ in shared:
-        party.agree_keys()
+    agreed = [party.static_secrets() for _, party, _ in shared]  # (all the agreements, then all their HKDF)
+    for (_, party, _), secrets in zip(shared, agreed):
+        party.derive_pair_keys(secrets)
     plain = [(k, party, party.plaintexts(*shares)) for k, party, shares in shared]
     sealed = [(k, party, party.seal(texts)) for k, party, texts in plain]
     return _replies(out, sealed, MaskedParty.sealed_shares)
@@ -332,7 +352,7 @@ def share_keys_all(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError
 def mask_inputs(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
     """Round 2 (:meth:`MaskedParty.mask_input`) of each ``(party, relayed)`` of ``calls``, one pass
     per kind of work across the parties: every party's relayed shares opened, then checked, then
-    every party's combined view keys, masking agreements (with their HKDF), and masked input.  For
+    every party's combined view keys, masking agreements, their HKDF, and masked input.  For
     each call, its :class:`~parties.secure.messages.MaskedInput` or the ProtocolError it raised, and
     each party left in the state that call alone leaves it in.
 
@@ -344,7 +364,8 @@ def mask_inputs(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
     taken = _pass(out, opened, lambda party, senders_texts: party.take_shares(*senders_texts))
     for _, party, (_, handed) in taken:  # (handed peers are no neighbours)
         party.view_keys = party.crypto.combined_keys(handed, dict(party.view_keys))
-    agreed = _pass(out, taken, lambda party, masks_handed: (masks_handed[0], party.mask_seeds(masks_handed[0])))
+    exchanged = _pass(out, taken, lambda party, masks_handed: (masks_handed[0], party.mask_secrets(masks_handed[0])))
+    agreed = [(k, party, (masks, party.mask_seeds(masks, shared))) for k, party, (masks, shared) in exchanged]
     return _replies(out, agreed, lambda party, masks_seeds: party.mask(*masks_seeds))
 
 
@@ -395,9 +416,9 @@ class MaskedParty:
     on; the party keeps only what its later rounds use (a round's plaintexts, ciphertexts and
     masked vector leave with its reply).  :meth:`parties.secure.masked.MaskedEngine.party_program`
     does the rounds' I/O.  Rounds 1 and 2 are also their steps (:meth:`share_secrets`,
-    :meth:`agree_keys`, :meth:`plaintexts`, :meth:`seal`, :meth:`sealed_shares`; :meth:`open_relayed`,
-    :meth:`take_shares`, :meth:`mask_seeds`, :meth:`mask`), and so are rounds 3 and 4
-    (:meth:`view_statement`, :meth:`tag_view`, :meth:`survivor_tags`; :meth:`check_views`,
+    :meth:`static_secrets`, :meth:`derive_pair_keys`, :meth:`plaintexts`, :meth:`seal`, :meth:`sealed_shares`;
+    :meth:`open_relayed`, :meth:`take_shares`, :meth:`mask_secrets`, :meth:`mask_seeds`, :meth:`mask`), and so
+    are rounds 3 and 4 (:meth:`view_statement`, :meth:`tag_view`, :meth:`survivor_tags`; :meth:`check_views`,
     :meth:`reveal`): :func:`share_keys_all`, :func:`mask_inputs`, :func:`state_views` and
     :func:`unmask_all` run them for many parties, one pass per kind of work."""
 
@@ -468,13 +489,17 @@ class MaskedParty:
         self.live = live
         return xs, sk_values, b_values
 
-    def agree_keys(self) -> None:
-        """Round 1's second step: one X25519 agreement per live neighbour gives the AEAD channel
-        key and the consistency round's MAC key of the pair."""
-        self.channel, self.view_keys = self.crypto.pair_keys(self.me, self.live, self.ctx.session)
+    def static_secrets(self) -> list[bytes]:
+        """Round 1's second step: one X25519 agreement of the static keys per live neighbour."""
+        return self.crypto.static_secrets(self.live)
+
+    def derive_pair_keys(self, shared: list[bytes]) -> None:
+        """Round 1's third step: each agreement of :meth:`static_secrets` gives the AEAD channel key
+        and the consistency round's MAC key of the pair."""
+        self.channel, self.view_keys = self.crypto.pair_keys(self.me, self.live, self.ctx.session, shared)
 
     def plaintexts(self, xs: list[int], sk_values: list[bytes], b_values: list[bytes]) -> list[bytes]:
-        """Round 1's third step: what this party seals for each live holder (in their order): its
+        """Round 1's fourth step: what this party seals for each live holder (in their order): its
         shares, and the view keys this party hands it for its holders that are not neighbours of
         each other."""
         me, live, s_pk = self.me, self.live, self.s_pk
@@ -484,7 +509,7 @@ class MaskedParty:
                                                  self.crypto.handed_keys(live, self.ctx.neighbours))]
 
     def seal(self, plain: list[bytes]) -> list[bytes]:
-        """Round 1's fourth step: :meth:`plaintexts` sealed, each under its holder's channel key."""
+        """Round 1's fifth step: :meth:`plaintexts` sealed, each under its holder's channel key."""
         live, channel = self.live, self.channel
         return self.crypto.seal_each([channel[j] for j in live], plain, self.ctx.session, self.me, live)
 
@@ -515,10 +540,15 @@ class MaskedParty:
                                                      set(neighbours[self.me]))
         return peer_masks, handed
 
-    def mask_seeds(self, peer_masks: dict[int, bytes]) -> list[bytes]:
-        """Round 2's fourth step: the pairwise mask seeds with the senders (``peer_masks``: their
-        s_pk, from :meth:`take_shares`)."""
-        return self.crypto.mask_seeds(self.s_keys, peer_masks, self.ctx, self.me)
+    def mask_secrets(self, peer_masks: dict[int, bytes]) -> list[bytes]:
+        """Round 2's fourth step: the X25519 agreements of the masking keys with the senders'
+        (``peer_masks``: their s_pk, from :meth:`take_shares`)."""
+        return self.crypto.mask_secrets(self.s_keys, peer_masks, self.ctx)
+
+    def mask_seeds(self, peer_masks: dict[int, bytes], shared: list[bytes]) -> list[bytes]:
+        """Round 2's fifth step: the pairwise mask seeds with the senders, derived from the
+        agreements ``shared`` of :meth:`mask_secrets`."""
+        return self.crypto.mask_seeds(shared, peer_masks, self.ctx, self.me)
 
     def mask(self, peer_masks: dict[int, bytes], seeds: list[bytes]) -> MaskedInput:
         """Round 2's last step: the input masked with the self mask and the senders' masks

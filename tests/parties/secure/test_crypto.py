@@ -12,7 +12,8 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from parties.secure.crypto import (KeyPair, ParsedKeys, _hmac32, agree, agree_each, derive_key, derive_keys,
-                                  derive_keys_each, exchange, hkdf_sha256, open_each, open_sealed, seal, seal_each)
+                                  derive_keys_each, exchange, exchange_each, hkdf_sha256, open_each, open_sealed, seal,
+                                  seal_each)
 
 
 @pytest.mark.parametrize("length", [1, 32, 33, 100])
@@ -58,6 +59,13 @@ def test_the_batched_derivations_equal_one_call_per_peer() -> None:
         agree_each(mine.private, [others[0].public, bytes(32)], purpose="mask", session="sess", me=4, peers=[8, 2])
     with pytest.raises(ConfigurationError, match="agree_each needs one peer per public key, got 1 keys and 2 peers"):
         agree_each(mine.private, [others[0].public], purpose="mask", session="sess", me=4, peers=[8, 2])
+    # its two steps, as a batch runs them in two passes
+    assert exchange_each(mine.private, [o.public for o in others], peers=peers) == [
+        exchange(mine.private, o.public, peer=p) for o, p in zip(others, peers)]
+    with pytest.raises(MessageError, match="invalid X25519 public key from party 2"):
+        exchange_each(mine.private, [others[0].public, bytes(32)], peers=[8, 2])
+    with pytest.raises(ConfigurationError, match="exchange_each needs one peer per public key, got 2 keys and 1 peers"):
+        exchange_each(mine.private, [others[0].public] * 2, peers=[8])
 
 
 def test_a_sessions_parsed_keys_give_the_same_secrets_each_key_parsed_once() -> None:
