@@ -163,6 +163,7 @@ VIEW_KEY_BYTES = 16
 KEY_ENTRY = struct.Struct(f"<I{VIEW_KEY_BYTES}s")  # other holder, pairwise view key (sealed by the owner)
 _blake2b, _sha256 = hashlib.blake2b, hashlib.sha256
 _OWNER = struct.Struct("<I")
+_PAIR = struct.Struct("<II")  # (a statement's signer and target)
 
 
 def pair_keys(live: tuple[int, ...], neighbours: Neighbourhoods, *,
@@ -308,9 +309,8 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
     cells = _ids(packed, request)  # (the views checked are sliced from it: about half of them)
     view_of: list[int] = request.view_of.tolist()
     tags = request.tags
-    # the statement view_tags MACs is prefix + signer + target + view
-    mine = _OWNER.pack(me)
-    owner, blake, same, statement_of, key_of = _OWNER.pack, _blake2b, hmac.compare_digest, statements.get, view_keys.get
+    # the statement view_tags MACs is prefix + signer + target + view (signer and target packed by one call)
+    signed, blake, same, statement_of, key_of = _PAIR.pack, _blake2b, hmac.compare_digest, statements.get, view_keys.get
 
     def stated(w: int) -> int | None:
         """The index of the view ``w`` stated for this party, if its MAC verifies (None otherwise)."""
@@ -320,8 +320,7 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
         v = view_of[i]
         mac = blake(key=key, digest_size=TAG_BYTES)  # (fed in parts: cheaper than joining the statement)
         mac.update(prefix)
-        mac.update(owner(w))
-        mac.update(mine)
+        mac.update(signed(w, me))
         mac.update(packed[4 * starts[v]: 4 * ends[v]])
         if same(mac.digest(), tags[TAG_BYTES * i: TAG_BYTES * i + TAG_BYTES]):
             return v
@@ -374,8 +373,7 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
                     a, b = starts[v], ends[v]
                     mac = blake(key=key, digest_size=TAG_BYTES)
                     mac.update(prefix)
-                    mac.update(owner(w))
-                    mac.update(mine)
+                    mac.update(signed(w, me))
                     mac.update(packed[4 * a: 4 * b])
                     if same(mac.digest(), tags[TAG_BYTES * i: TAG_BYTES * i + TAG_BYTES]):
                         got = cells[a:b]
