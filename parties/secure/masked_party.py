@@ -423,7 +423,7 @@ class MaskedParty:
     :func:`unmask_all` run them for many parties, one pass per kind of work."""
 
     __slots__ = ("me", "ctx", "crypto", "min_contributors", "vector", "s_keys", "s_pk", "s_sk_raw", "live",
-                 "relayed_keys", "channel", "view_keys", "self_mask", "own_x", "own_b", "held", "told_ids")
+                 "relayed_keys", "channel", "view_keys", "self_mask", "own_x", "own_b", "held", "told")
 
     def __init__(self, me: int, vector: np.ndarray, ctx: SecureSumContext, crypto: PartyCryptography,
                  min_contributors: int) -> None:
@@ -442,7 +442,7 @@ class MaskedParty:
         self.view_keys: dict[int, bytes] = {}  # every MAC key of the consistency round (round 2 completes it)
         self.self_mask, self.own_x, self.own_b = b"", 0, b""
         self.held: dict[int, tuple[int, bytes, bytes]] = {}  # shares held per sender: (x, s_sk share, b share)
-        self.told_ids: tuple[int, ...] = ()
+        self.told: frozenset[int] = frozenset()  # the survivor set the party was told (round 3)
 
     def advertise(self) -> PublicKeys:
         """Round 0: a fresh masking key s_pk (its private half kept for the masks)."""
@@ -577,14 +577,14 @@ class MaskedParty:
         # the contributors the party can vouch for: itself and the survivors that sealed it their
         # shares (a survivor the controller invents sealed nothing; one that dropped after sharing
         # leaves masks only its s_sk removes, which no honest holder told "survived" reveals)
-        known = 1 + sum([1 for w in told_ids if w in held])
+        known = 1 + len(view.intersection(held))
         if known < min_contributors:
             raise SecureSumAborted(
                 f"party {me}: the survivor set it is told holds {known} parties that shared with it "
                 f"({len(view)} claimed), below its min_roster = {min_contributors}: it states no view "
                 "and reveals no share",
                 survivors=known, threshold=min_contributors)
-        self.told_ids = told_ids
+        self.told = view
         return sorted(self.view_keys), pack_ids(told_ids)
 
     def tag_view(self, targets: list[int], view: bytes) -> bytes:
@@ -605,22 +605,22 @@ class MaskedParty:
         party included, in order, returned)."""
         me, ctx = self.me, self.ctx
         owners = sorted([me, *self.held])
-        self.crypto.check(request, self.view_keys, ctx, me, frozenset(self.told_ids), owners,
+        self.crypto.check(request, self.view_keys, ctx, me, self.told, owners,
                           statement_prefix(ctx.session))
         return owners
 
     def reveal(self, owners: list[int]) -> UnmaskShares:
         """Round 4's last step, once :meth:`check_views` passed: b-shares of survivors,
         s_sk-shares of the dropped."""
-        me, held, view = self.me, self.held, frozenset(self.told_ids)
+        me, held, view = self.me, self.held, self.told
         which, absc, values = bytearray(), [], []
         for o in owners:
             if o in view:  # survived: its self mask is removed
                 which.append(SECRET_SELF_MASK)
-                x_o, y_o = (self.own_x, self.own_b) if o == me else (held[o][0], held[o][2])
+                x_o, _, y_o = (self.own_x, b"", self.own_b) if o == me else held[o]
             else:  # dropped after sharing: its pairwise masks are removed
                 which.append(SECRET_MASK_KEY)
-                x_o, y_o = held[o][0], held[o][1]
+                x_o, y_o, _ = held[o]
             absc.append(x_o)
             values.append(y_o)
         return UnmaskShares(self.ctx.session, id_vector(owners), bytes(which), id_vector(absc), b"".join(values))

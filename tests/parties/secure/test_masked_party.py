@@ -130,7 +130,7 @@ def test_round_3_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatc
     _replies_match(alone, replies, each_alone, victim, "survivor set must contain the party", SurvivorTags,
                    lambda reply, expected: encode(reply) == encode(expected))
     for (party, _), (batched, _) in zip(alone, together):
-        assert batched.told_ids == party.told_ids
+        assert batched.told == party.told
 
 
 @pytest.mark.parametrize("chunk", [512, 5])
