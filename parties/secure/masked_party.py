@@ -339,13 +339,16 @@ def share_keys_all(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError
     or the ProtocolError it raised, and each party left in the state that call alone leaves it
     in (as :func:`mask_inputs`)."""
     out: list[Message | ProtocolError | None] = [None] * len(calls)
-    shared = _pass(out, _rows(calls), MaskedParty.share_secrets)
-    agreed = [party.static_secrets() for _, party, _ in shared]  # (all the agreements, then all their HKDF)
-    for (_, party, _), secrets in zip(shared, agreed):
+    # (each pass's rows replace the last's: what a pass consumed is freed before the next runs,
+    # so the young generation of the garbage collector holds less at each of its collections)
+    rows = _pass(out, _rows(calls), MaskedParty.share_secrets)
+    agreed = [party.static_secrets() for _, party, _ in rows]  # (all the agreements, then all their HKDF)
+    for (_, party, _), secrets in zip(rows, agreed):
         party.derive_pair_keys(secrets)
-    plain = [(k, party, party.plaintexts(*shares)) for k, party, shares in shared]
-    sealed = [(k, party, party.seal(texts)) for k, party, texts in plain]
-    return _replies(out, sealed, MaskedParty.sealed_shares)
+    del agreed
+    rows = [(k, party, party.plaintexts(*shares)) for k, party, shares in rows]
+    rows = [(k, party, party.seal(texts)) for k, party, texts in rows]
+    return _replies(out, rows, MaskedParty.sealed_shares)
 
 
 @_in_chunks
@@ -360,13 +363,14 @@ def mask_inputs(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
     turn of its loop (the masked programs' :class:`~parties.secure.program.Answer`): the same
     library calls and the same Python back to back, their code and data kept hot."""
     out: list[Message | ProtocolError | None] = [None] * len(calls)
-    opened = _pass(out, _rows(calls), MaskedParty.open_relayed)
-    taken = _pass(out, opened, lambda party, senders_texts: party.take_shares(*senders_texts))
-    for _, party, (_, handed) in taken:  # (handed peers are no neighbours)
+    rows = _pass(out, _rows(calls), MaskedParty.open_relayed)  # (each pass's rows replace the last's)
+    rows = _pass(out, rows, lambda party, senders_texts: party.take_shares(*senders_texts))
+    for _, party, (_, handed) in rows:  # (handed peers are no neighbours)
         party.view_keys = party.crypto.combined_keys(handed, dict(party.view_keys))
-    exchanged = _pass(out, taken, lambda party, masks_handed: (masks_handed[0], party.mask_secrets(masks_handed[0])))
-    agreed = [(k, party, (masks, party.mask_seeds(masks, shared))) for k, party, (masks, shared) in exchanged]
-    return _replies(out, agreed, lambda party, masks_seeds: party.mask(*masks_seeds))
+    rows = _pass(out, [(k, party, masks) for k, party, (masks, _) in rows],
+                 lambda party, masks: (masks, party.mask_secrets(masks)))
+    rows = [(k, party, (masks, party.mask_seeds(masks, shared))) for k, party, (masks, shared) in rows]
+    return _replies(out, rows, lambda party, masks_seeds: party.mask(*masks_seeds))
 
 
 @_in_chunks
