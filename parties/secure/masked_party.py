@@ -80,7 +80,8 @@ def masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519Privat
                   peers: dict[int, bytes], session: str, me: int, parsed: ParsedKeys | None = None) -> np.ndarray:
     """Round 2: y = x + PRG(b) + sum_{j > me} PRG(s_{me,j}) - sum_{j < me} PRG(s_{me,j}) (mod M)
     over the ``peers`` (id -> s_pk) whose shares this party holds: :func:`add_input_masks` of
-    :func:`input_seeds` (a party's two steps, which a batch of parties runs one pass each)."""
+    :func:`input_seeds` (a batch of parties runs their steps one pass each: the agreements, their
+    HKDF, the masks: :func:`mask_inputs`)."""
     return add_input_masks(ring, x, self_mask, input_seeds(s_sk, peers, session, me, parsed), peers, me)
 
 
@@ -241,10 +242,11 @@ class PartyCryptography:
         return [] if s_sk is None else exchange_each(s_sk.private, list(peers.values()), peers=list(peers),
                                                      parsed=ctx.public_keys)
 
-    def mask_seeds(self, shared: list[bytes], peers: dict[int, bytes], ctx: SecureSumContext, me: int) -> list[bytes]:
+    def mask_seeds(self, s_sk: KeyPair | None, peers: dict[int, bytes], shared: list[bytes], ctx: SecureSumContext,
+                   me: int) -> list[bytes]:
         """:func:`input_seeds` from its agreements ``shared`` (:meth:`mask_secrets`): their HKDF
-        (none for the counting driver's placeholders)."""
-        if not self.real:
+        (none without a masking key: the counting driver's placeholders)."""
+        if s_sk is None:
             return []
         return [keys[0] for keys in derive_keys_each(shared, purposes=("mask",), session=ctx.session, a=me,
                                                      peers=list(peers))]
@@ -552,11 +554,11 @@ class MaskedParty:
     def mask_seeds(self, peer_masks: dict[int, bytes], shared: list[bytes]) -> list[bytes]:
         """Round 2's fifth step: the pairwise mask seeds with the senders, derived from the
         agreements ``shared`` of :meth:`mask_secrets`."""
-        return self.crypto.mask_seeds(shared, peer_masks, self.ctx, self.me)
+        return self.crypto.mask_seeds(self.s_keys, peer_masks, shared, self.ctx, self.me)
 
     def mask(self, peer_masks: dict[int, bytes], seeds: list[bytes]) -> MaskedInput:
         """Round 2's last step: the input masked with the self mask and the senders' masks
-        (``seeds``: :meth:`PartyCryptography.mask_seeds` of ``peer_masks``)."""
+        (``seeds``: :meth:`mask_seeds`, derived from the agreements of :meth:`mask_secrets` with ``peer_masks``)."""
         ctx = self.ctx
         y = self.crypto.masked(ctx.ring, self.vector, ctx, self.self_mask, seeds, peer_masks, self.me)
         self.self_mask, self.s_keys = b"", None  # (masked: the seed b and the masking key are not kept)

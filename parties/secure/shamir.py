@@ -234,10 +234,12 @@ def interpolate_rows(values: bytes, xs: tuple[int, ...]) -> list[int]:
     """f(0) of each of several polynomials from their values at the same abscissae ``xs``:
     ``values`` holds one row per polynomial, ``len(xs)`` big-endian :data:`SHARE_BYTES`-byte
     values each (f(xs[0]), f(xs[1]), ...), as the controller of the masked engine files them
-    (:meth:`~parties.secure.unmasking.Unmasking`); the same integers as :func:`interpolate` of
+    (:class:`~parties.secure.unmasking.Unmasking`); the same integers as :func:`interpolate` of
     each row's points ``{x: f(x)}`` at ``len(xs)`` = the threshold: Lagrange at zero with the
     weights of ``xs`` (:func:`lagrange_at_zero`, once for all rows).  The values must be
     checked by the caller (each < p)."""
+    if not xs:
+        raise ConfigurationError("interpolate_rows needs at least one abscissa (threshold >= 1)")
     weights = lagrange_at_zero(xs)
     size, from_bytes = SHARE_BYTES, int.from_bytes
     row = size * len(xs)

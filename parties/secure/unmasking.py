@@ -228,25 +228,27 @@ class Unmasking:
         done = np.unique(asked_rows[waiting[asked_rows] == 0])
         t = self.ctx.threshold
         done = done[self._alive[done] & (self._present[done].sum(axis=1) >= t)]
-        first = self._present[done, :t].all(axis=1)  # the shares at abscissae 1..t arrived: the t smallest
-        rest = self._remove_self_masks(done[first], t) + done[~first].tolist() if first.any() else done.tolist()
+        first = self._present[done, :t].all(axis=1) if t >= 1 else np.zeros(done.shape[0], dtype=bool)
+        if first.any():  # the shares at abscissae 1..t arrived (the t smallest): reconstructed together
+            self._remove_self_masks_together(done[first], t)
+        rest = done[~first].tolist()
         for v, row in zip(self._ids[rest].tolist(), rest):
             try:
                 self._remove_self_mask(v, row)
             except (SecureSumAborted, ConfigurationError):
                 pass  # (inconsistent shares) raised again, in its turn, by finish
 
-    def _remove_self_masks(self, rows: np.ndarray, t: int) -> list[int]:
+    def _remove_self_masks_together(self, rows: np.ndarray, t: int) -> None:
         """:meth:`_remove_self_mask` of the survivors at ``rows``, whose shares at abscissae 1..t
         (the t smallest, as :func:`~parties.secure.shamir.interpolate` takes) all arrived: their
-        self masks reconstructed together and taken out of the total in one pass; the rows whose
-        shares reconstruct no 32-byte seed (inconsistent) are returned, for the row-by-row path."""
+        self masks reconstructed together and taken out of the total in one pass.  A survivor
+        whose shares reconstruct no 32-byte seed (inconsistent) is left in place: :meth:`finish`
+        raises for it, in its turn."""
         seeds = interpolate_rows(self._shares[rows, :t].tobytes(), tuple(range(1, t + 1)))
         fits = [b_v >> 256 == 0 for b_v in seeds]
         add_masks(self.total, [b_v.to_bytes(32, "big") for b_v, ok in zip(seeds, fits) if ok],
                   [True] * sum(fits))
         self.removed.update(self._ids[rows[fits]].tolist())
-        return [row for row, ok in zip(rows.tolist(), fits) if not ok]
 
     def _points(self, row: int) -> dict[int, int]:
         """The shares of the secret of the party at ``row`` that arrived, {abscissa: value}."""

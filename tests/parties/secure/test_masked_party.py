@@ -93,6 +93,32 @@ def test_round_2_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatc
             assert getattr(batched, name) == getattr(party, name), name
 
 
+@pytest.mark.parametrize("chunk", [512, 5])
+def test_a_bad_masking_key_in_round_2_fails_its_partys_round_only(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    # The masking agreements are a pass of their own (all of a batch's agreements, then their
+    # HKDF): a sender's masking key that X25519 refuses (the all-zero point) is its reader's error
+    # alone, every other party's reply and state as if each ran on its own.
+    from parties.secure import masked_party
+
+    _, kept = _captured_rounds(monkeypatch, "mask_input")
+    victim = kept[3][0].me
+    take = masked_party.MaskedParty.take_shares
+
+    def bad_key_for_victim(party: Any, senders: list[int], opened: list[bytes]) -> Any:
+        masks, handed = take(party, senders, opened)
+        if party.me == victim:
+            masks[senders[1]] = bytes(32)
+        return masks, handed
+
+    monkeypatch.setattr(masked_party.MaskedParty, "take_shares", bad_key_for_victim)
+    alone, together, replies, each_alone = _batched_and_alone(monkeypatch, kept, "mask_inputs", "mask_input", chunk)
+    _replies_match(alone, replies, each_alone, victim, "invalid X25519 public key from party", MaskedInput,
+                   lambda reply, expected: np.array_equal(reply.values, expected.values))
+    for (party, _), (batched, _) in zip(alone, together):
+        for name in ("held", "view_keys", "self_mask", "s_keys"):
+            assert getattr(batched, name) == getattr(party, name), name
+
+
 def test_round_1_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
     # As round 2 (share_keys_all): the same replies but for their fresh randomness (seeds,
     # shares, nonces), the same errors, the same agreed keys and the same state otherwise.

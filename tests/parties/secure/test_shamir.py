@@ -133,6 +133,8 @@ def test_interpolate_rows_is_interpolate_of_each_row(xs: tuple[int, ...]) -> Non
     assert interpolate_rows(b"", xs) == []
     with pytest.raises(ConfigurationError, match=f"rows of {len(xs)} values of 33 bytes, got 34 bytes"):
         interpolate_rows(values[:34], xs)
+    with pytest.raises(ConfigurationError, match=r"at least one abscissa \(threshold >= 1\)"):
+        interpolate_rows(b"", ())
 
 
 def test_validation_errors() -> None:
