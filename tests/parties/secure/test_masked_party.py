@@ -73,6 +73,18 @@ def _replies_match(alone: list[tuple[Any, Any]], replies: list[Any], each_alone:
     assert sum(isinstance(r, ProtocolError) for r in replies) == 1
 
 
+def _round_2_alone_and_batched_match(monkeypatch: pytest.MonkeyPatch, kept: list[tuple[Any, Any]], victim: int,
+                                     reason: str, chunk: int) -> None:
+    """Round 2 of the captured parties together (``mask_inputs``) and each alone: the same replies,
+    the victim's error naming ``reason``, and the same state of every party after it."""
+    alone, together, replies, each_alone = _batched_and_alone(monkeypatch, kept, "mask_inputs", "mask_input", chunk)
+    _replies_match(alone, replies, each_alone, victim, reason, MaskedInput,
+                   lambda reply, expected: np.array_equal(reply.values, expected.values))
+    for (party, _), (batched, _) in zip(alone, together):
+        for name in ("held", "view_keys", "self_mask", "s_keys"):
+            assert getattr(batched, name) == getattr(party, name), name
+
+
 @pytest.mark.parametrize("chunk", [512, 5])
 def test_round_2_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatch: pytest.MonkeyPatch,
                                                                      chunk: int) -> None:
@@ -85,12 +97,7 @@ def test_round_2_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatc
     victim, forged = kept[3][0].me, kept[3][1]  # its relayed shares, one ciphertext byte flipped: its round fails
     kept[3] = (kept[3][0], RelayedShares(forged.session, forged.senders, forged.ends,
                                          bytes([forged.ciphertexts[0] ^ 1]) + forged.ciphertexts[1:]))
-    alone, together, replies, each_alone = _batched_and_alone(monkeypatch, kept, "mask_inputs", "mask_input", chunk)
-    _replies_match(alone, replies, each_alone, victim, "failed authentication", MaskedInput,
-                   lambda reply, expected: np.array_equal(reply.values, expected.values))
-    for (party, _), (batched, _) in zip(alone, together):
-        for name in ("held", "view_keys", "self_mask", "s_keys"):
-            assert getattr(batched, name) == getattr(party, name), name
+    _round_2_alone_and_batched_match(monkeypatch, kept, victim, "failed authentication", chunk)
 
 
 @pytest.mark.parametrize("chunk", [512, 5])
@@ -111,12 +118,7 @@ def test_a_bad_masking_key_in_round_2_fails_its_partys_round_only(monkeypatch: p
         return masks, handed
 
     monkeypatch.setattr(masked_party.MaskedParty, "take_shares", bad_key_for_victim)
-    alone, together, replies, each_alone = _batched_and_alone(monkeypatch, kept, "mask_inputs", "mask_input", chunk)
-    _replies_match(alone, replies, each_alone, victim, "invalid X25519 public key from party", MaskedInput,
-                   lambda reply, expected: np.array_equal(reply.values, expected.values))
-    for (party, _), (batched, _) in zip(alone, together):
-        for name in ("held", "view_keys", "self_mask", "s_keys"):
-            assert getattr(batched, name) == getattr(party, name), name
+    _round_2_alone_and_batched_match(monkeypatch, kept, victim, "invalid X25519 public key from party", chunk)
 
 
 def test_round_1_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
