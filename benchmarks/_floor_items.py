@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
 from parties.secure import crypto, prg, shamir, views
-from parties.secure.masked_party import masked_input
+from parties.secure.party_crypto import masked_input
 from parties.secure.pki import setup_pki
 from parties.secure.ring import ZMod
 from parties.secure.topology import build_neighbourhoods

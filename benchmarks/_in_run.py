@@ -1,7 +1,8 @@
 """The masked engine's cryptographic functions timed inside a run (``benchmarks/masked_floor.py``).
 
 :class:`InRun` wraps, for the length of a ``with`` block, the functions through which the masked
-engine's party side (:mod:`parties.secure.masked_party`) and controller
+engine's party side (:mod:`parties.secure.masked_party`, through its cryptography,
+:mod:`parties.secure.party_crypto`) and controller
 (:mod:`parties.secure.unmasking`) reach the cryptography, plus the PKI's set-up
 (:func:`parties.secure.pki.generate_signers`, as the shard calls it), and adds up the wall time
 spent in each.  In a one-process run (the ``memory`` runtime) wall time is the process's CPU
@@ -53,7 +54,7 @@ from typing import Any
 
 from parties import party_sum, shard
 from parties.controller import Controller
-from parties.secure import crypto, masked, masked_party, pki, unmasking
+from parties.secure import crypto, masked, masked_party, party_crypto, pki, unmasking
 
 _drive = importlib.import_module("parties.secure.drive")  # (the module: the package exports its function too)
 
@@ -84,20 +85,20 @@ GROUPS = (
           (("X25519 key pair", 1),)),
     Group("X25519 static agreements", ((pki.Signer, "exchange_each"),),
           (("X25519 static agreement", 8),)),
-    Group("HKDF of the channel, view and mask keys", ((masked_party, "derive_keys_each"),),
+    Group("HKDF of the channel, view and mask keys", ((party_crypto, "derive_keys_each"),),
           (("HMAC-SHA256 in HKDF", 40),)),
-    Group("X25519 masking agreements", ((masked_party, "exchange_each"),),
+    Group("X25519 masking agreements", ((party_crypto, "exchange_each"),),
           (("X25519 masking agreement", 8), ("X25519 public key parse", 1))),
-    Group("masks (ChaCha20 keystreams, added in place)", ((masked_party, "add_masks"),),
+    Group("masks (ChaCha20 keystreams, added in place)", ((party_crypto, "add_masks"),),
           (("ChaCha20 mask of", 9),)),
-    Group("Shamir sharing", ((masked_party, "share_values"),), (("Shamir:", 1),)),
-    Group("CSPRNG: self-mask seed, handed view keys", ((masked_party, "fresh_seed"), (masked_party, "pair_keys")),
+    Group("Shamir sharing", ((party_crypto, "share_values"),), (("Shamir:", 1),)),
+    Group("CSPRNG: self-mask seed, handed view keys", ((party_crypto, "fresh_seed"), (party_crypto, "pair_keys")),
           (("CSPRNG:", 2),)),
-    Group("seal and open (ChaCha20-Poly1305)", ((masked_party, "seal_each"), (masked_party, "open_each")),
+    Group("seal and open (ChaCha20-Poly1305)", ((party_crypto, "seal_each"), (party_crypto, "open_each")),
           (("ChaCha20-Poly1305 seal", 8), ("ChaCha20-Poly1305 open", 8))),
-    Group("combined view keys", ((masked_party, "combined_keys"),), (("combined view key", 56),)),
-    Group("view tags written", ((masked_party, "view_tags"),), (("view tag written", 64),)),
-    Group("consistency check (tags checked, majorities counted)", ((masked_party, "check_consistency"),),
+    Group("combined view keys", ((party_crypto, "combined_keys"),), (("combined view key", 56),)),
+    Group("view tags written", ((party_crypto, "view_tags"),), (("view tag written", 64),)),
+    Group("consistency check (tags checked, majorities counted)", ((party_crypto, "check_consistency"),),
           (("view tag checked", 32),)),
     Group(PKI, ((shard, "generate_signers"),), part="outside"),
     Group(UNMASKING, ((unmasking, "reconstruct_secret"), (unmasking, "interpolate_rows"), (unmasking, "add_masks")),

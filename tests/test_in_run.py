@@ -23,7 +23,7 @@ from mprr.synthetic import planted_clusters
 from parties import party_sum
 from parties.controller import Controller
 from parties.secure.registry import make_engine
-from parties.secure import crypto, masked_party, pki
+from parties.secure import crypto, masked_party, party_crypto, pki
 from parties.simulate import simulate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +52,7 @@ def test_every_group_is_timed_in_a_masked_sparse_run_and_the_engine_is_restored(
     with in_run.InRun() as timing:
         inside = simulate(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2",
                           secure_sum="masked-sparse")
-        assert masked_party.__dict__["exchange_each"] is not originals[(id(masked_party), "exchange_each")]
+        assert party_crypto.__dict__["exchange_each"] is not originals[(id(party_crypto), "exchange_each")]
         assert Controller.__dict__["secure_release"] is not release
     # the sum's CPU: some, and within the whole run's
     assert 0 < timing.sum_cpu <= time.process_time() - started

@@ -41,7 +41,9 @@ Modules, in dependency order:
 - ``masked_server`` — the masked engine's controller program: relay, masked inputs, consistency
                  round, unmasking
 - ``masked_party`` — the masked engine's party side: one party's rounds as a sans-I/O state
-                 machine (``MaskedParty``) and the cryptography it calls
+                 machine (``MaskedParty``), and the batches that run a round for many parties
+- ``party_crypto`` — the cryptography a masked party calls (``PartyCryptography``: the real
+                 primitives, or right-sized stand-ins for the counting driver) and its masking
 - ``masked``    — engine ``masked``: Bonawitz et al. 2017 pairwise masks + Shamir recovery (the
                  engine, its traffic bounds, the party's program: a ``Responder`` over ``MaskedParty``)
 - ``registry``  — ``ENGINES``: ``EngineEntry`` objects by name (paper, paper-per-combination, graph,

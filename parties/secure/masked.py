@@ -104,8 +104,9 @@ from parties.secure.responder import Reply, Responder
 from parties.secure.shamir import SHARE_BYTES
 from parties.secure.topology import TOPOLOGIES, CompleteNeighbourhoods, Neighbourhoods, build_neighbourhoods
 from parties.secure.values import checked_input
-from parties.secure.masked_party import (PLAIN, MaskedParty, PartyCryptography, advertise_all, mask_inputs,
-                                         share_keys_all, state_views, unmask_all, zeros)
+from parties.secure.masked_party import (PLAIN, MaskedParty, advertise_all, mask_inputs, share_keys_all, state_views,
+                                         unmask_all)
+from parties.secure.party_crypto import PartyCryptography, zeros
 from parties.secure.masked_server import PHASES, ControllerProgram, Shortfall, spread
 from parties.secure.views import KEY_ENTRY
 from parties.wire.codec import Message

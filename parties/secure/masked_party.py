@@ -1,6 +1,7 @@
 """The masked engine's party side (:mod:`parties.secure.masked`): :class:`MaskedParty`, one
-party's rounds as a sans-I/O state machine, and :class:`PartyCryptography`, the primitives it
-calls (the real ones with its PKI key, or right-sized stand-ins for the counting driver).
+party's rounds as a sans-I/O state machine, and the batches that run a round for many parties
+one pass per kind of work; the primitives it calls are its
+:class:`~parties.secure.party_crypto.PartyCryptography`.
 
 Each round is a method that takes the controller's message of that round and returns the
 party's reply; :meth:`parties.secure.masked.MaskedEngine.party_program` does the rounds' I/O.
@@ -13,24 +14,12 @@ import struct
 from bisect import bisect_left
 from collections.abc import Callable
 from functools import lru_cache, wraps
-from secrets import token_bytes
 from typing import Any, TypeVar, cast
 
 import numpy as np
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from mprr.errors import ConfigurationError, MessageError, ProtocolError, SecureSumAborted
-from parties.secure.crypto import (
-    AEAD_OVERHEAD,
-    NONCE_BYTES,
-    KeyPair,
-    ParsedKeys,
-    agree_each,
-    derive_keys_each,
-    exchange_each,
-    open_each,
-    seal_each,
-)
+from mprr.errors import MessageError, ProtocolError, SecureSumAborted
+from parties.secure.crypto import KeyPair
 from parties.secure.context import SecureSumContext
 from parties.secure.messages import (
     SECRET_MASK_KEY,
@@ -40,7 +29,6 @@ from parties.secure.messages import (
     PublicKeys,
     RelayedShares,
     SealedShares,
-    TAG_BYTES,
     SurvivorSet,
     SurvivorTags,
     UnmaskRequest,
@@ -49,66 +37,23 @@ from parties.secure.messages import (
     bundle,
     id_vector,
 )
-from parties.secure.pki import KeyRegistry, Signer
-from parties.secure.prg import fresh_seed
+from parties.secure.party_crypto import PartyCryptography, HandedKeys
 from parties.secure.program import each
-from parties.secure.ring import ZMod
-from parties.secure.shamir import SHARE_BYTES, share_values
+from parties.secure.shamir import SHARE_BYTES
 from parties.secure.topology import CompleteNeighbourhoods, Neighbourhoods
-from parties.secure.unmasking import abscissa, add_masks
-from parties.secure.values import into_ring
+from parties.secure.unmasking import abscissa
 from parties.wire.codec import Message
-from parties.secure.views import (
-    KEY_ENTRY,
-    VIEW_KEY_BYTES,
-    check_consistency,
-    combined_keys,
-    pack_ids,
-    pair_keys,
-    statement_prefix,
-    view_tags,
-)
+from parties.secure.views import KEY_ENTRY, pack_ids, statement_prefix
 
-__all__ = ["BATCH_CHUNK", "PLAIN", "MaskedParty", "PartyCryptography", "add_input_masks", "advertise_all", "in_turn",
-           "input_seeds", "mask_inputs", "masked_input", "share_keys_all", "state_views", "unmask_all", "zeros"]
+__all__ = ["BATCH_CHUNK", "PLAIN", "MaskedParty", "advertise_all", "in_turn", "mask_inputs", "share_keys_all",
+           "state_views", "unmask_all"]
 
 PLAIN = struct.Struct(f"<III{SHARE_BYTES}s{SHARE_BYTES}s32s")  # owner, holder, x, s_sk share, b share, s_pk
-_PAIR_PURPOSES = ("channel", "view")  # the keys a neighbour pair derives from its static agreement
-
-
-def masked_input(ring: ZMod, x: np.ndarray, self_mask: bytes, s_sk: X25519PrivateKey,
-                  peers: dict[int, bytes], session: str, me: int, parsed: ParsedKeys | None = None) -> np.ndarray:
-    """Round 2: y = x + PRG(b) + sum_{j > me} PRG(s_{me,j}) - sum_{j < me} PRG(s_{me,j}) (mod M)
-    over the ``peers`` (id -> s_pk) whose shares this party holds: :func:`add_input_masks` of
-    :func:`input_seeds` (a batch of parties runs their steps one pass each: the agreements, their
-    HKDF, the masks: :func:`mask_inputs`)."""
-    return add_input_masks(ring, x, self_mask, input_seeds(s_sk, peers, session, me, parsed), peers, me)
-
-
-def input_seeds(s_sk: X25519PrivateKey, peers: dict[int, bytes], session: str, me: int,
-                parsed: ParsedKeys | None = None) -> list[bytes]:
-    """The pairwise mask seeds s_{me,j} of ``me`` with each of ``peers`` (id -> s_pk), in their
-    order: one X25519 agreement and its HKDF each (``parsed``: the session's memo of parsed
-    keys, :attr:`~parties.secure.context.SecureSumContext.public_keys`)."""
-    return agree_each(s_sk, list(peers.values()), purpose="mask", session=session, me=me, peers=list(peers),
-                      parsed=parsed)
-
-
-def add_input_masks(ring: ZMod, x: np.ndarray, self_mask: bytes, seeds: list[bytes], peers: dict[int, bytes],
-                    me: int) -> np.ndarray:
-    """:func:`masked_input` from the seeds of :func:`input_seeds`.  ``x`` is the party's own copy
-    (:func:`~parties.secure.values.into_ring`): in the ring's dtype, it is masked in place."""
-    if ring.modulus != 1 << (8 * ring.element_bytes):  # pragma: no cover - ring_modulus gives 2^32 or 2^64
-        raise ConfigurationError(f"the masked engine computes in Z_(2^32) or Z_(2^64), got {ring}")
-    # M = 2^(bits of the dtype): the dtype's wrap-around is the reduction, so add in place
-    acc = x if x.dtype == ring.dtype else x.astype(ring.dtype)
-    add_masks(acc, [self_mask, *seeds], [False, *[me > j for j in peers]])
-    return acc
 
 
 def _open_shares(opened: list[bytes], senders: list[int], relayed_keys: dict[int, bytes], neighbours: Neighbourhoods,
                  me: int, near: set[int]
-                 ) -> tuple[dict[int, tuple[int, bytes, bytes]], dict[int, bytes], list[_Handed]]:
+                 ) -> tuple[dict[int, tuple[int, bytes, bytes]], dict[int, bytes], list[HandedKeys]]:
     """Round 2: check each share opened by party ``me`` (``opened[k]`` from ``senders[k]``;
     ``near``: the party's neighbours) against what its sender must have sealed (addressing,
     abscissa, the masking key relayed in round 0, the view keys for its other holders only).
@@ -117,7 +62,7 @@ def _open_shares(opened: list[bytes], senders: list[int], relayed_keys: dict[int
     as (sender, peers, keys) (:func:`~parties.secure.views.combined_keys` makes their MAC keys)."""
     held: dict[int, tuple[int, bytes, bytes]] = {}
     peer_masks: dict[int, bytes] = {}  # s_pk of the senders, authenticated by their AEAD channel
-    handed: list[_Handed] = []
+    handed: list[HandedKeys] = []
     size, entry_size, layout = PLAIN.size, KEY_ENTRY.size, _plain_with
     complete = type(neighbours) is CompleteNeighbourhoods
     outside = {me, *near}  # (no handed key is for this party or one of its neighbours)
@@ -160,111 +105,11 @@ def _open_shares(opened: list[bytes], senders: list[int], relayed_keys: dict[int
     return held, peer_masks, handed
 
 
-_Handed = tuple[int, tuple[int, ...], tuple[bytes, ...]]
-"""The view keys one owner handed a party: (owner, 2-hop peers, their keys)."""
-
-
 @lru_cache(maxsize=64)
 def _plain_with(count: int) -> struct.Struct:
     """A sealed plaintext: :data:`PLAIN` then ``count`` :data:`~parties.secure.views.KEY_ENTRY`
     entries, packed (and unpacked) by one call."""
     return struct.Struct(PLAIN.format + KEY_ENTRY.format.lstrip("<") * count)
-
-
-class PartyCryptography:
-    """A party's cryptography in the masked programs: the real primitives with its PKI key
-    (``signer``), or, without one, placeholders of the same sizes where the context's suite is
-    the counting driver's (:data:`~parties.secure.suite.SIZING`: no message's size depends on a
-    key, a ciphertext, a tag or a share's value, only on their lengths)."""
-
-    __slots__ = ("signer", "registry", "real")
-
-    def __init__(self, signer: Signer | None, registry: KeyRegistry | None) -> None:
-        self.signer, self.registry, self.real = signer, registry, signer is not None
-
-    def masking_keys(self) -> tuple[KeyPair | None, bytes, bytes]:
-        """A fresh masking key pair: (pair, s_pk, s_sk's raw bytes)."""
-        if not self.real:
-            return None, bytes(32), bytes(32)
-        pair = KeyPair.generate()
-        return pair, pair.public, pair.private_bytes()
-
-    def static_secrets(self, live: tuple[int, ...]) -> list[bytes]:
-        """The X25519 agreements of this party's registered static key with those of its
-        neighbours ``live``, in order (none for the counting driver's placeholders)."""
-        if self.signer is None or self.registry is None:
-            return []
-        return self.signer.exchange_each(self.registry, live)
-
-    def pair_keys(self, me: int, live: tuple[int, ...], session: str, shared: list[bytes]
-                  ) -> tuple[dict[int, bytes], dict[int, bytes]]:
-        """The AEAD channel keys and the consistency round's MAC keys of ``me`` and each of its
-        neighbours ``live``, derived from their static agreements ``shared`` (:meth:`static_secrets`)."""
-        if self.signer is None or self.registry is None:
-            return dict.fromkeys(live, bytes(32)), dict.fromkeys(live, bytes(VIEW_KEY_BYTES))
-        derived = derive_keys_each(shared, purposes=_PAIR_PURPOSES, session=session, a=me, peers=live)
-        return ({j: keys[0] for j, keys in zip(live, derived)},
-                {j: keys[1][:VIEW_KEY_BYTES] for j, keys in zip(live, derived)})
-
-    def fresh_seed(self) -> bytes:
-        return fresh_seed() if self.real else bytes(32)
-
-    def share(self, values: tuple[bytes, bytes], xs: list[int], t: int) -> tuple[list[bytes], list[bytes]]:
-        if not self.real:
-            return [bytes(SHARE_BYTES)] * len(xs), [bytes(SHARE_BYTES)] * len(xs)
-        sk_values, b_values = share_values(values, xs, t)
-        return sk_values, b_values
-
-    def handed_keys(self, live: tuple[int, ...], neighbours: Neighbourhoods) -> list[tuple[int | bytes, ...]]:
-        return pair_keys(live, neighbours, draw=token_bytes if self.real else bytes)
-
-    def seal_each(self, keys: list[bytes], plain: list[bytes], session: str, me: int,
-                  live: tuple[int, ...]) -> list[bytes]:
-        if not self.real:
-            return [bytes(NONCE_BYTES) + p + bytes(AEAD_OVERHEAD - NONCE_BYTES) for p in plain]
-        return seal_each(keys, plain, session=session, sender=me, receivers=live)
-
-    def open_each(self, keys: list[bytes], sealed: list[bytes], session: str, senders: list[int],
-                  me: int) -> list[bytes]:
-        if not self.real:
-            return [blob[NONCE_BYTES:len(blob) - (AEAD_OVERHEAD - NONCE_BYTES)] for blob in sealed]
-        return open_each(keys, sealed, session=session, senders=senders, receiver=me)
-
-    def combined_keys(self, handed: list[_Handed], out: dict[int, bytes]) -> dict[int, bytes]:
-        if not self.real:
-            out.update(dict.fromkeys([h for _, peers, _ in handed for h in peers], bytes(VIEW_KEY_BYTES)))
-            return out
-        return combined_keys(handed, out)
-
-    def mask_secrets(self, s_sk: KeyPair | None, peers: dict[int, bytes], ctx: SecureSumContext) -> list[bytes]:
-        """The X25519 agreements of :func:`input_seeds` (none without a masking key: the counting
-        driver's placeholders)."""
-        return [] if s_sk is None else exchange_each(s_sk.private, list(peers.values()), peers=list(peers),
-                                                     parsed=ctx.public_keys)
-
-    def mask_seeds(self, s_sk: KeyPair | None, peers: dict[int, bytes], shared: list[bytes], ctx: SecureSumContext,
-                   me: int) -> list[bytes]:
-        """:func:`input_seeds` from its agreements ``shared`` (:meth:`mask_secrets`): their HKDF
-        (none without a masking key: the counting driver's placeholders)."""
-        if s_sk is None:
-            return []
-        return [keys[0] for keys in derive_keys_each(shared, purposes=("mask",), session=ctx.session, a=me,
-                                                     peers=list(peers))]
-
-    def masked(self, ring: ZMod, vector: np.ndarray, ctx: SecureSumContext, self_mask: bytes, seeds: list[bytes],
-               peers: dict[int, bytes], me: int) -> np.ndarray:
-        """:func:`add_input_masks` of the party's input in the ring, from the seeds of :meth:`mask_seeds`."""
-        if not self.real:  # one read-only vector of the ring's zeros shared by every party's message
-            return zeros(ring.dtype.str, ctx.length)
-        return add_input_masks(ring, into_ring(vector, ctx, ring), self_mask, seeds, peers, me)
-
-    def view_tags(self, keys: dict[int, bytes], prefix: bytes, me: int, targets: list[int], view: bytes) -> bytes:
-        return view_tags(keys, prefix, me, targets, view) if self.real else bytes(TAG_BYTES * len(targets))
-
-    def check(self, request: UnmaskRequest, keys: dict[int, bytes], ctx: SecureSumContext, me: int,
-              view: frozenset[int], owners: list[int], prefix: bytes) -> None:
-        if self.real:
-            check_consistency(request, keys, ctx, me, view, owners, prefix)
 
 
 def in_turn(round_method: str) -> Callable[[list[tuple[Any, ...]]], list[Message | ProtocolError]]:
@@ -408,13 +253,6 @@ def _alone(batch: Callable[[list[tuple[Any, ...]]], list[Message | ProtocolError
     return reply
 
 
-@lru_cache(maxsize=4)
-def zeros(dtype: str, length: int) -> np.ndarray:
-    zeros = np.zeros(length, dtype=dtype)
-    zeros.flags.writeable = False
-    return zeros
-
-
 class MaskedParty:
     """One party's side of the masked sum as a state machine (sans-I/O, in the manner of h11's
     protocol objects): each round is a method that takes the controller's message of that round
@@ -538,7 +376,7 @@ class MaskedParty:
         return senders, self.crypto.open_each([channel[j] for j in senders], blobs(relayed.ends, relayed.ciphertexts),
                                               self.ctx.session, senders, me)
 
-    def take_shares(self, senders: list[int], opened: list[bytes]) -> tuple[dict[int, bytes], list[_Handed]]:
+    def take_shares(self, senders: list[int], opened: list[bytes]) -> tuple[dict[int, bytes], list[HandedKeys]]:
         """Round 2's second step: the shares :meth:`open_relayed` opened checked, and kept; the
         senders' masking keys and the view keys they handed us returned."""
         neighbours = self.ctx.neighbours

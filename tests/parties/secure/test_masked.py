@@ -402,7 +402,7 @@ def test_view_keys_an_owner_seals_for_the_wrong_parties_are_rejected(
     # Owner 0 of a harary(4) graph on 12 parties (neighbours 1, 2, 10, 11) seals its holder 1 a
     # view key "for" another party: 1 (itself), 2 (its neighbour) or 6 (not a holder of 0).
     # Holder 1 refuses the share before masking: it drops out, the others sum exactly.
-    import parties.secure.masked_party as masked
+    import parties.secure.party_crypto as masked
 
     n = 12
     nbrs = build_neighbourhoods(range(n), "harary", 4)
@@ -429,7 +429,7 @@ def test_a_view_key_an_owner_seals_on_the_complete_graph_is_rejected(monkeypatch
                                                                     vectors_of) -> None:  # noqa: ANN001
     # On the complete graph every two holders are neighbours: an owner hands no view key, and one
     # that does (owner 0, to holder 1, "for" party 2) has its share refused; the others sum exactly.
-    import parties.secure.masked_party as masked
+    import parties.secure.party_crypto as masked
 
     honest = masked.pair_keys
 
@@ -452,7 +452,7 @@ def test_view_keys_for_all_the_owners_other_holders_in_order_are_rejected_where_
     # Owner 0 of a harary(4) graph on 12 parties (neighbours 1, 2, 10, 11) seals its holder 1
     # (neighbours 0, 2, 3, 11) view keys for all its other holders in order, 2, 10 and 11, which is
     # what it hands a holder adjacent to none of them; 2 and 11 are neighbours of 1 (honest: 10 alone).
-    import parties.secure.masked_party as masked
+    import parties.secure.party_crypto as masked
 
     n = 12
     nbrs = build_neighbourhoods(range(n), "harary", 4)
