@@ -164,14 +164,7 @@ class InRun:
         return self
 
     def _patch(self) -> None:
-        for group in GROUPS if self.groups else ():
-            for owner, name in group.targets:
-                raw = owner.__dict__[name]  # (a classmethod stays one: wrap its function)
-                self._saved.append((owner, name, raw))
-                if isinstance(raw, classmethod):
-                    setattr(owner, name, classmethod(self._timed(group.name, raw.__func__, group.floor)))
-                else:
-                    setattr(owner, name, self._timed(group.name, raw, group.floor))
+        # the rounds first, the groups around them: a batch's round timer runs inside the programs' timer
         for label, name in ROUNDS if self.groups else ():
             raw = masked_party.MaskedParty.__dict__[name]
             self._saved.append((masked_party.MaskedParty, name, raw))
@@ -180,6 +173,14 @@ class InRun:
                 batch = getattr(masked, BATCHES[name])
                 self._saved.append((masked, BATCHES[name], batch))
                 setattr(masked, BATCHES[name], self._round(label, batch, lambda calls: calls[0][0] if calls else None))
+        for group in GROUPS if self.groups else ():
+            for owner, name in group.targets:
+                raw = owner.__dict__[name]  # (a classmethod stays one: wrap its function)
+                self._saved.append((owner, name, raw))
+                if isinstance(raw, classmethod):
+                    setattr(owner, name, classmethod(self._timed(group.name, raw.__func__, group.floor)))
+                else:
+                    setattr(owner, name, self._timed(group.name, raw, group.floor))
         release = Controller.__dict__["secure_release"]
         self._saved.append((Controller, "secure_release", release))
         since = [0.0]  # when the secure releases under way began (overlapping ones: one interval)
