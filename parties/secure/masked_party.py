@@ -189,11 +189,11 @@ def share_keys_all(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError
     # (each pass's rows replace the last's: what a pass consumed is freed before the next runs,
     # so the young generation of the garbage collector holds less at each of its collections)
     rows = _pass(out, _rows(calls), MaskedParty.share_secrets)
-    agreed = [party.static_secrets() for _, party, _ in rows]  # (all the agreements, then all their HKDF)
-    for (_, party, _), secrets in zip(rows, agreed):
+    # (all the agreements, then all their HKDF; a registered key X25519 refuses is its reader's error)
+    rows = _pass(out, rows, lambda party, shares: (shares, party.static_secrets()))
+    for _, party, (_, secrets) in rows:
         party.derive_pair_keys(secrets)
-    del agreed
-    rows = [(k, party, party.plaintexts(*shares)) for k, party, shares in rows]
+    rows = [(k, party, party.plaintexts(*shares)) for k, party, (shares, _) in rows]
     rows = [(k, party, party.seal(texts)) for k, party, texts in rows]
     return _replies(out, rows, MaskedParty.sealed_shares)
 

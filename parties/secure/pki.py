@@ -103,21 +103,38 @@ class Signer:
         Raises
         ------
         MessageError
-            If ``peer`` has no registered key.
+            If ``peer`` has no registered key, or X25519 refuses the one it has (a low-order point).
         """
         if peer not in registry:
             raise MessageError(f"party {peer} has no key in the PKI registry")
-        return self._static.exchange(registry.static_key(peer))
-
+        try:
+            return self._static.exchange(registry.static_key(peer))
+        except ValueError as exc:
+            raise _refused(peer, exc) from exc
 
     def exchange_each(self, registry: KeyRegistry, peers: Iterable[int]) -> list[bytes]:
         """:meth:`exchange` with each of ``peers``, in order (a party's static agreements with all
-        its neighbours at once)."""
+        its neighbours at once; the same errors, the first peer's)."""
+        peers = list(peers)
         try:
             keys = registry.static_keys(peers)
         except KeyError as exc:
             raise MessageError(f"party {exc.args[0]} has no key in the PKI registry") from None
-        return list(map(self._static.exchange, keys))
+        try:
+            return list(map(self._static.exchange, keys))
+        except ValueError:  # (which key: the agreements again, one by one, up to the refused one)
+            for peer, key in zip(peers, keys):
+                try:
+                    self._static.exchange(key)
+                except ValueError as exc:
+                    raise _refused(peer, exc) from exc
+            raise
+
+
+def _refused(peer: int, exc: ValueError) -> MessageError:
+    """The error of an agreement that X25519 refuses with ``peer``'s registered static key."""
+    return MessageError(f"the registered X25519 static key of party {peer} is refused by X25519 ({exc}): "
+                        "no channel with it")
 
 
 class KeyRegistry:

@@ -124,7 +124,6 @@ def test_a_bad_masking_key_in_round_2_fails_its_partys_round_only(monkeypatch: p
 def test_round_1_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
     # As round 2 (share_keys_all): the same replies but for their fresh randomness (seeds,
     # shares, nonces), the same errors, the same agreed keys and the same state otherwise.
-    from parties.secure import masked_party
     from parties.secure.messages import KeyDirectory
 
     ctx, kept = _captured_rounds(monkeypatch, "share_keys")
@@ -132,15 +131,46 @@ def test_round_1_of_many_parties_at_once_is_each_partys_round_in_turn(monkeypatc
     stranger = next(p for p in range(12) if p != victim and p not in ctx.neighbours[victim])
     kept[5] = (kept[5][0], KeyDirectory(told.session, id_vector(sorted([*told.parties.tolist()[1:], stranger])),
                                         told.keys))
-    alone, together, replies, each_alone = _batched_and_alone(monkeypatch, kept, "share_keys_all", "share_keys")
-    _replies_match(alone, replies, each_alone, victim, "key directory lists parties that are not its neighbours",
-                   SealedShares, lambda reply, expected: (
-                       reply.recipients.tolist() == expected.recipients.tolist()
-                       and [len(b) for b in masked_party.blobs(reply.ends, reply.ciphertexts)]
-                       == [len(b) for b in masked_party.blobs(expected.ends, expected.ciphertexts)]))
+    _round_1_alone_and_batched_match(monkeypatch, kept, victim, "key directory lists parties that are not its "
+                                     "neighbours", 512)
+
+
+def _round_1_alone_and_batched_match(monkeypatch: pytest.MonkeyPatch, kept: list[tuple[Any, Any]], victim: int,
+                                     reason: str, chunk: int) -> None:
+    """Round 1 of the captured parties together (``share_keys_all``) and each alone: the same
+    recipients and ciphertext lengths (the shares, seeds and nonces are fresh), the victim's error
+    naming ``reason``, and the same state of every party after it but for its fresh randomness."""
+    from parties.secure import masked_party
+
+    alone, together, replies, each_alone = _batched_and_alone(monkeypatch, kept, "share_keys_all", "share_keys",
+                                                              chunk)
+    _replies_match(alone, replies, each_alone, victim, reason, SealedShares, lambda reply, expected: (
+        reply.recipients.tolist() == expected.recipients.tolist()
+        and [len(b) for b in masked_party.blobs(reply.ends, reply.ciphertexts)]
+        == [len(b) for b in masked_party.blobs(expected.ends, expected.ciphertexts)]))
     for (party, _), (batched, _) in zip(alone, together):
         for name in ("live", "relayed_keys", "channel", "view_keys", "own_x", "s_sk_raw"):
             assert getattr(batched, name) == getattr(party, name), name
+
+
+@pytest.mark.parametrize("chunk", [512, 5])
+def test_a_registered_static_key_that_x25519_refuses_fails_its_readers_round_1_only(
+        monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    # The static agreements are a pass of their own: a neighbour's key in the PKI directory that
+    # X25519 refuses (the all-zero point, a low-order one) is the error of the party that reads it,
+    # not its host's: every other party's reply and state as if each ran on its own.
+    from parties.secure.party_crypto import PartyCryptography
+    from parties.secure.pki import KeyRegistry
+
+    _, kept = _captured_rounds(monkeypatch, "share_keys")
+    victim, directory = kept[5]
+    peer = int(directory.parties[1])
+    registry = victim.crypto.registry
+    bad = KeyRegistry({p: registry.key(p)[:32] + (bytes(32) if p == peer else registry.key(p)[32:])
+                       for p in range(12)})
+    victim.crypto = PartyCryptography(victim.crypto.signer, bad)
+    _round_1_alone_and_batched_match(monkeypatch, kept, victim.me,
+                                     f"the registered X25519 static key of party {peer} is refused by X25519", chunk)
 
 
 @pytest.mark.parametrize("chunk", [512, 5])

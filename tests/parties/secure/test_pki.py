@@ -34,6 +34,19 @@ def test_a_party_agrees_with_all_its_neighbours_at_once() -> None:
         registry.static_keys([1, 7, 8])
 
 
+def test_a_registered_static_key_that_x25519_refuses_is_a_message_error_naming_its_party() -> None:
+    # a low-order point in the directory (here the all-zero one): the agreement with that party
+    # fails as a MessageError naming it, alone or among a party's neighbours (the first such one)
+    signers, registry = pki.setup_pki(range(4), signing=False)
+    bad = pki.KeyRegistry({p: registry.key(p)[:32] + (bytes(32) if p in (2, 3) else registry.key(p)[32:])
+                           for p in range(4)})
+    with pytest.raises(MessageError, match=r"registered X25519 static key of party 2 is refused by X25519"):
+        signers[0].exchange(bad, 2)
+    with pytest.raises(MessageError, match=r"registered X25519 static key of party 3 is refused by X25519"):
+        signers[0].exchange_each(bad, iter([1, 3, 2]))
+    assert signers[0].exchange_each(bad, [1]) == [signers[0].exchange(registry, 1)]
+
+
 def test_without_signing_keys_nothing_is_signed_and_static_keys_still_agree() -> None:
     signers, registry = pki.setup_pki(range(3), signing=False)
     assert all(s.public[:32] == bytes(32) and len(s.public) == pki.PUBLIC_KEY_BYTES for s in signers.values())
