@@ -89,6 +89,30 @@ def test_every_group_is_timed_in_a_masked_sparse_run_and_the_engine_is_restored(
         (id(pki.Signer), "exchange_each")]
 
 
+def test_a_batchs_round_timer_runs_inside_the_programs_timer(in_run: ModuleType,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A round's batch is timed twice, as its round and among the parties' programs: the round's
+    timer inside the programs', so the rounds never add up to more than the programs.  On a clock
+    that ticks once a reading, the round takes 1 tick and the programs 3 (the other way round
+    when the round's timer is outside)."""
+    from types import SimpleNamespace
+
+    from parties.secure import masked
+
+    monkeypatch.setattr(masked, "state_views", lambda calls: [None] * len(calls))  # (the batch: a stub)
+    party = SimpleNamespace(crypto=SimpleNamespace(real=True))  # (a real party's round: timed by round)
+    ticks = iter(range(1_000))
+    with monkeypatch.context() as clock:  # (the timers read the clock they find when they are made)
+        clock.setattr(time, "perf_counter", lambda: float(next(ticks)))
+        timing = in_run.InRun().__enter__()
+    try:
+        assert masked.state_views([(party, None)]) == [None]
+    finally:
+        timing.__exit__(None, None, None)
+    assert timing.rounds["3: survivor view stated and tagged"] == [1.0, 0.0]
+    assert timing.seconds[in_run.PARTY_PROGRAMS] == 3.0
+
+
 def test_a_placeholder_partys_round_is_not_timed_by_round(in_run: ModuleType) -> None:
     """The counting driver's parties (no PKI key: placeholder cryptography) run outside the rounds' timing."""
     ctx = make_engine("masked-sparse").context(range(12), 4, session="placeholders")

@@ -193,7 +193,8 @@ def share_keys_all(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError
     rows = _pass(out, rows, lambda party, shares: (shares, party.static_secrets()))
     for _, party, (_, secrets) in rows:
         party.derive_pair_keys(secrets)
-    rows = [(k, party, party.plaintexts(*shares)) for k, party, (shares, _) in rows]
+    rows = [(k, party, shares) for k, party, (shares, _) in rows]
+    rows = [(k, party, party.plaintexts(*shares)) for k, party, shares in rows]
     rows = [(k, party, party.seal(texts)) for k, party, texts in rows]
     return _replies(out, rows, MaskedParty.sealed_shares)
 
@@ -334,7 +335,8 @@ class MaskedParty:
         return xs, sk_values, b_values
 
     def static_secrets(self) -> list[bytes]:
-        """Round 1's second step: one X25519 agreement of the static keys per live neighbour."""
+        """Round 1's second step: one X25519 agreement of the static keys per live neighbour
+        (MessageError for a neighbour without a registered key, or one the agreement refuses)."""
         return self.crypto.static_secrets(self.live)
 
     def derive_pair_keys(self, shared: list[bytes]) -> None:

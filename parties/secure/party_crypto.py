@@ -93,7 +93,9 @@ class PartyCryptography:
 
     def static_secrets(self, live: tuple[int, ...]) -> list[bytes]:
         """The X25519 agreements of this party's registered static key with those of its
-        neighbours ``live``, in order (none for the counting driver's placeholders)."""
+        neighbours ``live``, in order (none for the counting driver's placeholders); MessageError
+        for a neighbour without a registered key, or one the agreement refuses
+        (:meth:`~parties.secure.pki.Signer.exchange_each`)."""
         if self.signer is None or self.registry is None:
             return []
         return self.signer.exchange_each(self.registry, live)

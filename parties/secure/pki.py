@@ -35,7 +35,7 @@ authenticates, as in the Noise KK pattern).  Here:
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 
 from cryptography.exceptions import InvalidSignature
@@ -110,12 +110,12 @@ class Signer:
         try:
             return self._static.exchange(registry.static_key(peer))
         except ValueError as exc:
-            raise _refused(peer, exc) from exc
+            raise self._refused(registry, peer, exc) from exc
 
-    def exchange_each(self, registry: KeyRegistry, peers: Iterable[int]) -> list[bytes]:
+    def exchange_each(self, registry: KeyRegistry, peers: Sequence[int]) -> list[bytes]:
         """:meth:`exchange` with each of ``peers``, in order (a party's static agreements with all
-        its neighbours at once; the same errors, the first peer's)."""
-        peers = list(peers)
+        its neighbours at once): the same errors, a missing key's first (the first missing), else
+        the first refused key's."""
         try:
             keys = registry.static_keys(peers)
         except KeyError as exc:
@@ -127,14 +127,15 @@ class Signer:
                 try:
                     self._static.exchange(key)
                 except ValueError as exc:
-                    raise _refused(peer, exc) from exc
+                    raise self._refused(registry, peer, exc) from exc
             raise
 
-
-def _refused(peer: int, exc: ValueError) -> MessageError:
-    """The error of an agreement that X25519 refuses with ``peer``'s registered static key."""
-    return MessageError(f"the registered X25519 static key of party {peer} is refused by X25519 ({exc}): "
-                        "no channel with it")
+    def _refused(self, registry: KeyRegistry, peer: int, exc: ValueError) -> MessageError:
+        """The error of an agreement that X25519 refuses with ``peer``'s registered static key."""
+        return MessageError(
+            f"party {self.party}: the X25519 static key registered for party {peer} "
+            f"({registry.key(peer)[32:].hex()}) is refused by the agreement ({exc}); a static key must not be a "
+            f"low-order point: no channel with party {peer}")
 
 
 class KeyRegistry:

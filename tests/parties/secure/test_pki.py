@@ -40,10 +40,13 @@ def test_a_registered_static_key_that_x25519_refuses_is_a_message_error_naming_i
     signers, registry = pki.setup_pki(range(4), signing=False)
     bad = pki.KeyRegistry({p: registry.key(p)[:32] + (bytes(32) if p in (2, 3) else registry.key(p)[32:])
                            for p in range(4)})
-    with pytest.raises(MessageError, match=r"registered X25519 static key of party 2 is refused by X25519"):
+    with pytest.raises(MessageError, match=r"party 0: the X25519 static key registered for party 2 \(0{64}\) is "
+                                           r"refused by the agreement .*must not be a low-order point"):
         signers[0].exchange(bad, 2)
-    with pytest.raises(MessageError, match=r"registered X25519 static key of party 3 is refused by X25519"):
-        signers[0].exchange_each(bad, iter([1, 3, 2]))
+    with pytest.raises(MessageError, match=r"party 0: the X25519 static key registered for party 3 "):
+        signers[0].exchange_each(bad, [1, 3, 2])
+    with pytest.raises(MessageError, match="party 9 has no key in the PKI registry"):  # (a missing key first)
+        signers[0].exchange_each(bad, [3, 9])
     assert signers[0].exchange_each(bad, [1]) == [signers[0].exchange(registry, 1)]
 
 
