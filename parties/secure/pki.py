@@ -105,17 +105,12 @@ class Signer:
         MessageError
             If ``peer`` has no registered key, or X25519 refuses the one it has (a low-order point).
         """
-        if peer not in registry:
-            raise MessageError(f"party {peer} has no key in the PKI registry")
-        try:
-            return self._static.exchange(registry.static_key(peer))
-        except ValueError as exc:
-            raise self._refused(registry, peer, exc) from exc
+        return self.exchange_each(registry, (peer,))[0]
 
     def exchange_each(self, registry: KeyRegistry, peers: Sequence[int]) -> list[bytes]:
         """:meth:`exchange` with each of ``peers``, in order (a party's static agreements with all
-        its neighbours at once): the same errors, a missing key's first (the first missing), else
-        the first refused key's."""
+        its neighbours at once; :meth:`exchange` is this of one peer): MessageError for the first
+        peer without a registered key, else for the first whose key X25519 refuses."""
         try:
             keys = registry.static_keys(peers)
         except KeyError as exc:
@@ -189,10 +184,7 @@ class KeyRegistry:
 
     def static_key(self, party: int) -> X25519PublicKey:
         """The registered X25519 static key of ``party`` (KeyError if it has none)."""
-        key = self._static.get(party)
-        if key is None:
-            key = self._static[party] = X25519PublicKey.from_public_bytes(self._keys[party][32:])
-        return key
+        return self.static_keys((party,))[0]
 
     def static_keys(self, parties: Iterable[int]) -> list[X25519PublicKey]:
         """:meth:`static_key` of each of ``parties``, in order (KeyError naming the first that has
