@@ -98,7 +98,7 @@ GROUPS = (
           (("ChaCha20-Poly1305 seal", 8), ("ChaCha20-Poly1305 open", 8))),
     Group("combined view keys", ((party_crypto, "combined_keys"),), (("combined view key", 56),)),
     Group("view tags written", ((party_crypto, "view_tags"),), (("view tag written", 64),)),
-    Group("consistency check (tags checked, majorities counted)", ((party_crypto, "check_consistency"),),
+    Group("consistency check (tags checked, majorities counted)", ((party_crypto, "check_consistency_each"),),
           (("view tag checked", 32),)),
     Group(PKI, ((shard, "generate_signers"),), part="outside"),
     Group(UNMASKING, ((unmasking, "reconstruct_secret"), (unmasking, "interpolate_rows"), (unmasking, "add_masks")),

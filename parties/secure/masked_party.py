@@ -37,7 +37,7 @@ from parties.secure.messages import (
     bundle,
     id_vector,
 )
-from parties.secure.party_crypto import PartyCryptography, HandedKeys
+from parties.secure.party_crypto import HandedKeys, PartyCryptography, check_views_each
 from parties.secure.program import each
 from parties.secure.shamir import SHARE_BYTES
 from parties.secure.topology import CompleteNeighbourhoods, Neighbourhoods
@@ -235,10 +235,17 @@ def state_views(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
 @_in_chunks
 def unmask_all(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
     """Round 4 (:meth:`MaskedParty.unmask`) of each ``(party, request)`` of ``calls``, one pass
-    per kind of work: every party's consistency check, then the reply of each that passed it
-    (as :func:`share_keys_all`)."""
+    per kind of work: every party's consistency check (those of one session together,
+    :meth:`MaskedParty.check_views_each`), then the reply of each that passed it (as
+    :func:`share_keys_all`)."""
     out: list[Message | ProtocolError | None] = [None] * len(calls)
-    return _replies(out, _pass(out, _rows(calls), MaskedParty.check_views), MaskedParty.reveal)
+    rows: list[_Row] = []
+    for k, (party, _), checked in zip(range(len(calls)), calls, MaskedParty.check_views_each(calls)):
+        if isinstance(checked, ProtocolError):
+            out[k] = checked
+        else:
+            rows.append((k, party, checked))
+    return _replies(out, rows, MaskedParty.reveal)
 
 
 _Reply = TypeVar("_Reply", bound=Message)
@@ -263,7 +270,7 @@ class MaskedParty:
     does the rounds' I/O.  Rounds 1 and 2 are also their steps (:meth:`share_secrets`,
     :meth:`static_secrets`, :meth:`derive_pair_keys`, :meth:`plaintexts`, :meth:`seal`, :meth:`sealed_shares`;
     :meth:`open_relayed`, :meth:`take_shares`, :meth:`mask_secrets`, :meth:`mask_seeds`, :meth:`mask`), and so
-    are rounds 3 and 4 (:meth:`view_statement`, :meth:`tag_view`, :meth:`survivor_tags`; :meth:`check_views`,
+    are rounds 3 and 4 (:meth:`view_statement`, :meth:`tag_view`, :meth:`survivor_tags`; :meth:`check_views_each`,
     :meth:`reveal`): :func:`share_keys_all`, :func:`mask_inputs`, :func:`state_views` and
     :func:`unmask_all` run them for many parties, one pass per kind of work."""
 
@@ -446,17 +453,30 @@ class MaskedParty:
         dropped (:func:`unmask_all` of this one party)."""
         return _alone(unmask_all, self, request, UnmaskShares)
 
-    def check_views(self, request: UnmaskRequest) -> list[int]:
-        """Round 4's first step: the stated views checked (the owners of the shares held, this
-        party included, in order, returned)."""
-        me, ctx = self.me, self.ctx
-        owners = sorted([me, *self.held])
-        self.crypto.check(request, self.view_keys, ctx, me, self.told, owners,
-                          statement_prefix(ctx.session))
-        return owners
+    @staticmethod
+    def check_views_each(calls: list[tuple[Any, ...]]) -> list[list[int] | ProtocolError]:
+        """Round 4's first step of each ``(party, request)``: the views stated for the party
+        checked; for each, the owners of the shares it holds, itself included, in order, or the
+        SecureSumAborted it decided on.  The checks of the parties of one session run together
+        (:func:`~parties.secure.party_crypto.check_views_each`), each party's decided from its
+        own request and state."""
+        owners = [sorted([party.me, *party.held]) for party, _ in calls]
+        out: list[list[int] | ProtocolError] = list(owners)
+        sessions: dict[int, list[int]] = {}  # id(context) -> the calls of its parties
+        for k, (party, _) in enumerate(calls):
+            sessions.setdefault(id(party.ctx), []).append(k)
+        for ks in sessions.values():
+            ctx = calls[ks[0]][0].ctx
+            parties = [calls[k][0] for k in ks]
+            checks = [(calls[k][1], party.view_keys, party.me, party.told, owners[k]) for k, party in zip(ks, parties)]
+            errors = check_views_each([party.crypto for party in parties], checks, ctx, statement_prefix(ctx.session))
+            for k, error in zip(ks, errors):
+                if error is not None:
+                    out[k] = error
+        return out
 
     def reveal(self, owners: list[int]) -> UnmaskShares:
-        """Round 4's last step, once :meth:`check_views` passed: b-shares of survivors,
+        """Round 4's last step, once :meth:`check_views_each` passed: b-shares of survivors,
         s_sk-shares of the dropped."""
         me, held, view = self.me, self.held, self.told
         which, absc, values = bytearray(), [], []

@@ -7,13 +7,14 @@ Aggregation, round MaskedInputCollection).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from secrets import token_bytes
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from mprr.errors import ConfigurationError
+from mprr.errors import ConfigurationError, SecureSumAborted
 from parties.secure.context import SecureSumContext
 from parties.secure.crypto import (
     AEAD_OVERHEAD,
@@ -26,7 +27,7 @@ from parties.secure.crypto import (
     open_each,
     seal_each,
 )
-from parties.secure.messages import TAG_BYTES, UnmaskRequest
+from parties.secure.messages import TAG_BYTES
 from parties.secure.pki import KeyRegistry, Signer
 from parties.secure.prg import fresh_seed
 from parties.secure.ring import ZMod
@@ -34,9 +35,11 @@ from parties.secure.shamir import SHARE_BYTES, share_values
 from parties.secure.topology import Neighbourhoods
 from parties.secure.unmasking import add_masks
 from parties.secure.values import into_ring
-from parties.secure.views import VIEW_KEY_BYTES, check_consistency, combined_keys, pair_keys, view_tags
+from parties.secure.views import (VIEW_KEY_BYTES, ConsistencyCall, check_consistency_each, combined_keys, pair_keys,
+                                  view_tags)
 
-__all__ = ["HandedKeys", "PartyCryptography", "add_input_masks", "input_seeds", "masked_input", "zeros"]
+__all__ = ["HandedKeys", "PartyCryptography", "add_input_masks", "check_views_each", "input_seeds", "masked_input",
+           "zeros"]
 
 _PAIR_PURPOSES = ("channel", "view")  # the keys a neighbour pair derives from its static agreement
 HandedKeys = tuple[int, tuple[int, ...], tuple[bytes, ...]]
@@ -165,10 +168,18 @@ class PartyCryptography:
     def view_tags(self, keys: dict[int, bytes], prefix: bytes, me: int, targets: list[int], view: bytes) -> bytes:
         return view_tags(keys, prefix, me, targets, view) if self.real else bytes(TAG_BYTES * len(targets))
 
-    def check(self, request: UnmaskRequest, keys: dict[int, bytes], ctx: SecureSumContext, me: int,
-              view: frozenset[int], owners: list[int], prefix: bytes) -> None:
-        if self.real:
-            check_consistency(request, keys, ctx, me, view, owners, prefix)
+
+
+def check_views_each(cryptos: Sequence[PartyCryptography], calls: list[ConsistencyCall], ctx: SecureSumContext,
+                     prefix: bytes) -> list[SecureSumAborted | None]:
+    """The consistency checks of parties of one session, ``calls[k]`` of the party whose
+    cryptography is ``cryptos[k]``: :func:`~parties.secure.views.check_consistency_each` of those
+    with real keys (None, no check, for the counting driver's placeholders)."""
+    out: list[SecureSumAborted | None] = [None] * len(calls)
+    real = [k for k, crypto in enumerate(cryptos) if crypto.real]
+    for k, error in zip(real, check_consistency_each([calls[k] for k in real], ctx, prefix)):
+        out[k] = error
+    return out
 
 
 @lru_cache(maxsize=4)

@@ -9,7 +9,9 @@ holders of an owner that are not neighbours combine the keys their common owners
 them (:func:`pair_keys`, :func:`combined_key`).
 
 - party: :func:`view_tags` over :func:`statement_prefix` and the packed view
-  (:func:`pack_ids`); :func:`check_consistency` before revealing any share;
+  (:func:`pack_ids`); :func:`check_consistency` before revealing any share, or
+  :func:`check_consistency_each` for the parties of a batch (an honest run's rule checked for
+  all of them at once as columns, the rest party by party);
 - controller: :func:`survivor_view` (what a survivor is told) and :func:`unmask_requests`
   (the round-4 message carrying the views a party needs, MAC'd for it).
 """
@@ -26,18 +28,22 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from itertools import chain
 from operator import itemgetter
+from typing import cast
 
 import numpy as np
 
 from mprr.errors import SecureSumAborted
 from parties.secure.context import SecureSumContext
+from parties.secure.crypto import settle_vector_state
 from parties.secure.messages import TAG_BYTES, SurvivorTags, UnmaskRequest
 from parties.secure.topology import CompleteNeighbourhoods, Neighbourhoods
 
 __all__ = [
     "KEY_ENTRY",
     "VIEW_KEY_BYTES",
+    "ConsistencyCall",
     "check_consistency",
+    "check_consistency_each",
     "combined_key",
     "combined_keys",
     "pack_ids",
@@ -414,3 +420,155 @@ def check_consistency(request: UnmaskRequest, view_keys: dict[int, bytes], ctx: 
                         break
             if agree_ < need:
                 raise abort(o, agree_, len(holders) + 1, need)
+
+
+ConsistencyCall = tuple[UnmaskRequest, dict[int, bytes], int, frozenset[int], list[int]]
+"""A party's consistency check: (its round-4 request, its MAC keys, its id, the survivor set it
+was told, the owners of the shares it holds, itself included, in order)."""
+
+
+def check_consistency_each(calls: Sequence[ConsistencyCall], ctx: SecureSumContext, prefix: bytes
+                           ) -> list[SecureSumAborted | None]:
+    """:func:`check_consistency` of each call, parties of one session: for each, None where it
+    accepts, the SecureSumAborted it raises otherwise; the same outcome, party by party.
+
+    The parties' first rule, an honest run's (each owner's first m - 1 other holders, o's own
+    statement first, all authenticated and agreeing), is checked for all of them at once as
+    columns (:func:`_honest_runs`): one MAC per distinct (party, author), back to back, and
+    every view compared by array operations.  A party that it does not accept is decided by
+    :func:`check_consistency` alone, which checks that rule again and then every statement it
+    needs: the rule accepts only where :func:`check_consistency`'s own first pass returns."""
+    fast = _honest_runs(calls, ctx.neighbours, prefix)
+    out: list[SecureSumAborted | None] = []
+    for accepted, (request, keys, me, view, owners) in zip(fast, calls):
+        error = None
+        if not accepted:
+            try:
+                check_consistency(request, keys, ctx, me, view, owners, prefix)
+            except SecureSumAborted as exc:
+                error = exc
+        out.append(error)
+    return out
+
+
+_HIGH = np.int64(32)  # (a party's id shifted above a 32-bit id: one sortable key per (party, id))
+
+
+def _honest_runs(calls: Sequence[ConsistencyCall], neighbours: Neighbourhoods, prefix: bytes) -> list[bool]:
+    """For each call, whether :func:`check_consistency`'s first pass accepts it: for every owner
+    o, the first (|N(o)| + 1) // 2 parties of (o, *N(o)) other than the party itself stated,
+    under a MAC that verifies with the party's key, a view that agrees with the party's on
+    whether o survived.  False where the graph is complete or not of one degree (the calls
+    are then decided one by one), and for every call where anything is missing or disagrees."""
+    rejected = [False] * len(calls)
+    if not calls or type(neighbours) is CompleteNeighbourhoods:
+        return rejected
+    firsts = _first_holders(calls, neighbours)
+    if firsts is None:
+        return rejected
+    row_call, owner, alive, short, rows, authors = firsts
+    trip_call = row_call[rows]
+    pairs, trip_pair = np.unique((trip_call << _HIGH) | authors, return_inverse=True)  # distinct (party, author)
+    stated = _statements(calls, pairs)
+    if stated is None:
+        return rejected
+    at, found, first, length, cells = stated
+    verified = _verified(calls, prefix, pairs, at, found, first, length, cells)
+    # every (party, owner, author): a verified statement agreeing on the owner's fate
+    widest = int(length.max(initial=0))
+    views = np.full((pairs.shape[0], widest), -1, dtype=np.int64)
+    within = np.arange(widest) < length[:, None]
+    views[within] = cells[(first[:, None] + np.arange(widest))[within]]
+    agrees = (views[trip_pair] == owner[rows][:, None]).any(axis=1) == alive[rows]
+    failed = np.bincount(trip_call[~(verified[trip_pair] & agrees)], minlength=len(calls))
+    failed += np.bincount(row_call[short], minlength=len(calls))
+    accepted: list[bool] = (failed == 0).tolist()
+    return accepted
+
+
+def _first_holders(calls: Sequence[ConsistencyCall], neighbours: Neighbourhoods
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The statements :func:`_honest_runs` checks, one row per (call, owner o): the row's call,
+    o, whether o survived in the party's view, whether o has too few other holders; then per
+    statement checked, its row and its author (the first (|N(o)| + 1) // 2 of (o, *N(o)), the
+    party skipped).  None where the owners' degrees differ."""
+    counts = np.fromiter(map(len, [owners for *_, owners in calls]), dtype=np.int64, count=len(calls))
+    owner = np.fromiter(chain.from_iterable([owners for *_, owners in calls]), dtype=np.int64, count=int(counts.sum()))
+    holders = list(map(neighbours.__getitem__, owner.tolist()))
+    degree = len(holders[0]) if holders else 0
+    if degree < 1 or any([len(h) != degree for h in holders]):
+        return None
+    row_call = np.repeat(np.arange(len(calls)), counts)
+    me = np.fromiter([c[2] for c in calls], dtype=np.int64, count=len(calls))
+    alive = np.fromiter(chain.from_iterable([[o in view for o in owners] for _, _, _, view, owners in calls]),
+                        dtype=bool, count=owner.shape[0])
+    candidates = np.empty((owner.shape[0], degree + 1), dtype=np.int64)  # (o, *N(o)) per row
+    candidates[:, 0] = owner
+    candidates[:, 1:] = np.fromiter(chain.from_iterable(holders), dtype=np.int64, count=owner.shape[0] * degree
+                                    ).reshape(-1, degree)
+    other = candidates != me[row_call][:, None]
+    rank = np.cumsum(other, axis=1)
+    want = (degree + 1) // 2
+    rows, columns = np.nonzero(other & (rank <= want))
+    return row_call, owner, alive, rank[:, -1] < want, rows, candidates[rows, columns]
+
+
+def _statements(calls: Sequence[ConsistencyCall], pairs: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Where each (party, author) key of ``pairs`` stated its view in its party's request: its
+    row among all the requests' signers, whether it is there, the first cell and the length of
+    its view among all the requests' cells, and those cells.  None where a request's signers
+    are not in increasing order."""
+    requests = [c[0] for c in calls]
+    n_signers = np.fromiter([r.signers.shape[0] for r in requests], dtype=np.int64, count=len(calls))
+    signer_key = (np.repeat(np.arange(len(calls)), n_signers) << _HIGH) | np.concatenate(
+        [r.signers for r in requests]).astype(np.int64)
+    if signer_key.shape[0] == 0 or not (signer_key[1:] > signer_key[:-1]).all():
+        return None
+    at = np.minimum(np.searchsorted(signer_key, pairs), signer_key.shape[0] - 1)
+    found = signer_key[at] == pairs
+    n_views = np.fromiter([r.view_ends.shape[0] for r in requests], dtype=np.int64, count=len(calls))
+    n_cells = np.fromiter([r.view_cells.shape[0] for r in requests], dtype=np.int64, count=len(calls))
+    view_base, cell_base = np.cumsum(n_views) - n_views, np.cumsum(n_cells) - n_cells
+    ends = np.concatenate([r.view_ends for r in requests]).astype(np.int64) + np.repeat(cell_base, n_views)
+    starts = np.concatenate(([0], ends[:-1]))  # (a request's views end at its cells' end: the next one's start)
+    view = np.concatenate([r.view_of for r in requests]).astype(np.int64)[at] + view_base[pairs >> _HIGH]
+    first, length = np.where(found, starts[view], 0), np.where(found, ends[view] - starts[view], 0)
+    return at, found, first, length, np.concatenate([r.view_cells for r in requests]).astype(np.int64)
+
+
+def _verified(calls: Sequence[ConsistencyCall], prefix: bytes, pairs: np.ndarray, at: np.ndarray, found: np.ndarray,
+              first: np.ndarray, length: np.ndarray, cells: np.ndarray) -> np.ndarray:
+    """Whether each (party, author) of ``pairs`` stated a view (:func:`_statements`) under a tag
+    that verifies with the party's key for the author: each statement written as its author
+    wrote it (:func:`view_tags`: prefix, author, reader, view), MAC'd, back to back, and the
+    tags compared as arrays (every byte of every tag)."""
+    pair_call, pair_author = pairs >> _HIGH, pairs & 0xFFFFFFFF
+    bounds = np.searchsorted(pair_call, np.arange(len(calls) + 1)).tolist()  # (a party's pairs are consecutive)
+    authors = pair_author.tolist()
+    found_keys: list[bytes | None] = []
+    for c, (_, view_keys, *_) in enumerate(calls):
+        found_keys.extend(map(view_keys.get, authors[bounds[c]:bounds[c + 1]]))
+    if None in found_keys:  # (a missing key's statement is not authenticated)
+        found = found & np.fromiter([key is not None for key in found_keys], dtype=bool, count=len(found_keys))
+    keys = cast(list[bytes], found_keys)
+    sent = np.frombuffer(b"".join([c[0].tags for c in calls]), dtype="<u8").reshape(-1, 2)
+    me = np.fromiter([c[2] for c in calls], dtype=np.int64, count=len(calls))
+    head = np.frombuffer(prefix, dtype=np.uint8)
+    verified = np.zeros(pairs.shape[0], dtype=bool)
+    spans = length[found]
+    blake, size = _blake2b, TAG_BYTES
+    for span in ([int(spans[0])] if spans.shape[0] and (spans == spans[0]).all() else np.unique(spans).tolist()):
+        group = np.flatnonzero(found & (length == span))
+        width = head.shape[0] + 4 * (2 + span)
+        statements = np.empty((group.shape[0], width), dtype=np.uint8)
+        statements[:, :head.shape[0]] = head
+        body = statements[:, head.shape[0]:].view("<u4")  # author, reader, view
+        body[:, 0], body[:, 1] = pair_author[group], me[pair_call[group]]
+        body[:, 2:] = cells[first[group][:, None] + np.arange(span)]
+        blob = statements.tobytes()
+        settle_vector_state()  # (the array operations above may leave the wide registers in use: vector_state.py)
+        tags = b"".join([blake(blob[s:s + width], key=key, digest_size=size).digest()
+                         for s, key in zip(range(0, len(blob), width), [keys[g] for g in group.tolist()])])
+        verified[group] = (np.frombuffer(tags, dtype="<u8").reshape(-1, 2) == sent[at[group]]).all(axis=1)
+    return verified

@@ -231,3 +231,84 @@ def test_pair_keys_of_holders_none_adjacent_give_every_pair_a_key_as_the_written
         expected = [tuple(x for h in live if h != w for x in (h, drawn[pairs.index((min(w, h), max(w, h)))]))
                     for w in live]
         assert pair_keys(live, ring, draw=lambda size: b"".join(drawn)[:size]) == expected
+
+
+def _random_check(rng: random.Random, ctx: SecureSumContext, n: int, honest: bool
+                  ) -> tuple[UnmaskRequest, dict[int, bytes], int, frozenset[int], list[int]]:
+    """A party's round-4 check on ``ctx``'s graph: every statement present, keyed and agreeing
+    (``honest``), or some missing, forged or disagreeing."""
+    nbrs = ctx.neighbours
+    me = rng.randrange(n)
+    prefix = statement_prefix(ctx.session)
+    near = [me, *nbrs[me]]
+    two_hop = sorted({h for o in near for h in (o, *nbrs[o])} - {me})
+    keys = {w: secrets.token_bytes(16) for w in two_hop if honest or rng.random() < 0.9}
+    told = sorted(w for w in near if w == me or honest or rng.random() < 0.8)
+    views = list(dict.fromkeys([tuple(told), *(tuple(sorted(rng.sample(range(n + 2), rng.randint(1, n))))
+                                               for _ in range(rng.randint(0, 2)))]))
+    signers = sorted(w for w in two_hop if honest or rng.random() < 0.9)
+    says = {w: 0 if honest or rng.random() < 0.7 else rng.randrange(len(views)) for w in signers}
+    tags = b"".join(
+        secrets.token_bytes(16) if not honest and rng.random() < 0.08 else
+        view_tags({me: keys.get(w, secrets.token_bytes(16))}, prefix, w, [me], pack_ids(views[says[w]]))
+        for w in signers)
+    request = UnmaskRequest(ctx.session, id_vector([c for v in views for c in v]),
+                            id_vector(list(itertools.accumulate(len(v) for v in views))),
+                            id_vector(signers), id_vector([says[w] for w in signers]), tags)
+    owners = sorted({me, *(o for o in nbrs[me] if honest or rng.random() < 0.9)})
+    return request, keys, me, frozenset(told), owners
+
+
+@pytest.mark.parametrize(("topology", "degree"), [("regular", 4), ("harary", 3), ("harary", 6), ("complete", None),
+                                                  ("ragged", 4)])
+def test_the_checks_of_many_parties_at_once_decide_as_each_party_alone(
+        monkeypatch: pytest.MonkeyPatch, topology: str, degree: int | None) -> None:
+    # check_consistency_each runs an honest run's rule for a batch as columns and leaves the rest
+    # to check_consistency: each party's outcome (accepted, or the same refusal) must be the
+    # party's alone, in batches mixing honest and tampered requests; the column rule must accept
+    # the honest ones on a graph of one degree (and leave every one to the party alone on the complete graph)
+    import parties.secure.views as views
+
+    rng = random.Random(5)
+    engine = MaskedEngine(topology="harary" if topology == "ragged" else topology, degree=degree, round_timeout=5)
+    at_once: list[bool] = []
+    honest_run = views._honest_runs
+
+    def counted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        accepted = honest_run(*args, **kwargs)
+        at_once.extend(accepted)
+        return accepted
+
+    monkeypatch.setattr(views, "_honest_runs", counted)
+    outcomes = {"accepted": 0, "refused": 0}
+    honest_cases = 0
+    for _ in range(60):
+        n = rng.randint((degree or 2) + 3, 18) // 2 * 2
+        ctx = engine.context(range(n), 2)
+        if topology == "ragged":  # one edge removed: degrees 3 and 4
+            nbrs = {p: tuple(ctx.neighbours[p]) for p in ctx.parties}
+            a = 0
+            b = nbrs[a][0]
+            nbrs[a], nbrs[b] = tuple(x for x in nbrs[a] if x != b), tuple(x for x in nbrs[b] if x != a)
+            ctx = dataclasses.replace(ctx, neighbours=nbrs)
+        honest = [rng.random() < 0.5 for _ in range(rng.randint(1, 6))]
+        honest_cases += sum(honest)
+        calls = [_random_check(rng, ctx, n, h) for h in honest]
+        prefix = statement_prefix(ctx.session)
+        together = views.check_consistency_each(calls, ctx, prefix)
+        for call, error in zip(calls, together):
+            try:
+                check_consistency(*call[:2], ctx, *call[2:], prefix)
+                alone = None
+            except SecureSumAborted as exc:
+                alone = str(exc)
+            assert (None if error is None else str(error)) == alone
+            outcomes["accepted" if alone is None else "refused"] += 1
+    assert outcomes["accepted"] > 20 and outcomes["refused"] > 10
+    if topology == "complete":
+        assert not any(at_once)
+    elif topology == "ragged":  # (a batch whose owners all have one degree runs the column rule)
+        assert sum(at_once) < outcomes["accepted"]
+    else:  # every honest request, and no more than the requests accepted, passed the column rule; some
+        # tampered ones that a majority still carries were accepted by the party alone
+        assert honest_cases <= sum(at_once) < outcomes["accepted"]
