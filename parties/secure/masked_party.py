@@ -37,7 +37,7 @@ from parties.secure.messages import (
     bundle,
     id_vector,
 )
-from parties.secure.party_crypto import HandedKeys, PartyCryptography, check_views_each
+from parties.secure.party_crypto import HandedKeys, PartyCryptography, check_each
 from parties.secure.program import each
 from parties.secure.shamir import SHARE_BYTES
 from parties.secure.topology import CompleteNeighbourhoods, Neighbourhoods
@@ -458,7 +458,7 @@ class MaskedParty:
         """Round 4's first step of each ``(party, request)``: the views stated for the party
         checked; for each, the owners of the shares it holds, itself included, in order, or the
         SecureSumAborted it decided on.  The checks of the parties of one session run together
-        (:func:`~parties.secure.party_crypto.check_views_each`), each party's decided from its
+        (:func:`~parties.secure.party_crypto.check_each`), each party's decided from its
         own request and state."""
         owners = [sorted([party.me, *party.held]) for party, _ in calls]
         out: list[list[int] | ProtocolError] = list(owners)
@@ -469,7 +469,7 @@ class MaskedParty:
             ctx = calls[ks[0]][0].ctx
             parties = [calls[k][0] for k in ks]
             checks = [(calls[k][1], party.view_keys, party.me, party.told, owners[k]) for k, party in zip(ks, parties)]
-            errors = check_views_each([party.crypto for party in parties], checks, ctx, statement_prefix(ctx.session))
+            errors = check_each([party.crypto for party in parties], checks, ctx, statement_prefix(ctx.session))
             for k, error in zip(ks, errors):
                 if error is not None:
                     out[k] = error

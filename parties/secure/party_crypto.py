@@ -2,7 +2,8 @@
 :class:`PartyCryptography`, the real primitives with the party's PKI key or right-sized
 stand-ins for the counting driver, and the masking of an input (:func:`masked_input`,
 :func:`input_seeds`, :func:`add_input_masks`; Bonawitz et al. 2017, Practical Secure
-Aggregation, round MaskedInputCollection).
+Aggregation, round MaskedInputCollection), and the consistency checks of a batch of parties
+(:func:`check_each`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from parties.secure.values import into_ring
 from parties.secure.views import (VIEW_KEY_BYTES, ConsistencyCall, check_consistency_each, combined_keys, pair_keys,
                                   view_tags)
 
-__all__ = ["HandedKeys", "PartyCryptography", "add_input_masks", "check_views_each", "input_seeds", "masked_input",
+__all__ = ["HandedKeys", "PartyCryptography", "add_input_masks", "check_each", "input_seeds", "masked_input",
            "zeros"]
 
 _PAIR_PURPOSES = ("channel", "view")  # the keys a neighbour pair derives from its static agreement
@@ -169,8 +170,7 @@ class PartyCryptography:
         return view_tags(keys, prefix, me, targets, view) if self.real else bytes(TAG_BYTES * len(targets))
 
 
-
-def check_views_each(cryptos: Sequence[PartyCryptography], calls: list[ConsistencyCall], ctx: SecureSumContext,
+def check_each(cryptos: Sequence[PartyCryptography], calls: list[ConsistencyCall], ctx: SecureSumContext,
                      prefix: bytes) -> list[SecureSumAborted | None]:
     """The consistency checks of parties of one session, ``calls[k]`` of the party whose
     cryptography is ``cryptos[k]``: :func:`~parties.secure.views.check_consistency_each` of those
