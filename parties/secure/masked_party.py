@@ -240,7 +240,7 @@ def unmask_all(calls: list[tuple[Any, ...]]) -> list[Message | ProtocolError]:
     :func:`share_keys_all`)."""
     out: list[Message | ProtocolError | None] = [None] * len(calls)
     rows: list[_Row] = []
-    for k, (party, _), checked in zip(range(len(calls)), calls, MaskedParty.check_views_each(calls)):
+    for k, ((party, _), checked) in enumerate(zip(calls, MaskedParty.check_views_each(calls))):
         if isinstance(checked, ProtocolError):
             out[k] = checked
         else:

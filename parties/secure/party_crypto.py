@@ -171,7 +171,7 @@ class PartyCryptography:
 
 
 def check_each(cryptos: Sequence[PartyCryptography], calls: list[ConsistencyCall], ctx: SecureSumContext,
-                     prefix: bytes) -> list[SecureSumAborted | None]:
+               prefix: bytes) -> list[SecureSumAborted | None]:
     """The consistency checks of parties of one session, ``calls[k]`` of the party whose
     cryptography is ``cryptos[k]``: :func:`~parties.secure.views.check_consistency_each` of those
     with real keys (None, no check, for the counting driver's placeholders)."""

@@ -458,22 +458,26 @@ def _honest_runs(calls: Sequence[ConsistencyCall], neighbours: Neighbourhoods, p
     """For each call, whether :func:`check_consistency`'s first pass accepts it: for every owner
     o, the first (|N(o)| + 1) // 2 parties of (o, *N(o)) other than the party itself stated,
     under a MAC that verifies with the party's key, a view that agrees with the party's on
-    whether o survived.  False where the graph is complete or not of one degree (the calls
-    are then decided one by one), and for every call where anything is missing or disagrees."""
-    rejected = [False] * len(calls)
+    whether o survived.  False for every call (each is then decided alone) on the complete
+    graph, where the batch's owners are not all of one degree d, and where no request has a
+    statement; False for a call where anything is missing or disagrees, or where a view it
+    needs is longer than an honest one (d + 1 ids: no honest survivor is told more, and the
+    arrays stay as small as the honest run's).  The requests are as their message's validation
+    leaves them (signers increasing, each view index in range, views ending at the cells' end)."""
+    declined = [False] * len(calls)
     if not calls or type(neighbours) is CompleteNeighbourhoods:
-        return rejected
+        return declined
     firsts = _first_holders(calls, neighbours)
     if firsts is None:
-        return rejected
-    row_call, owner, alive, short, rows, authors = firsts
+        return declined
+    row_call, owner, alive, short, rows, authors, degree = firsts
     trip_call = row_call[rows]
     pairs, trip_pair = np.unique((trip_call << _HIGH) | authors, return_inverse=True)  # distinct (party, author)
-    stated = _statements(calls, pairs)
+    stated = _statements(calls, pairs, degree + 1)
     if stated is None:
-        return rejected
-    at, found, first, length, cells = stated
-    verified = _verified(calls, prefix, pairs, at, found, first, length, cells)
+        return declined
+    verified = _verified(calls, prefix, pairs, stated)
+    _, _, first, length, cells = stated
     # every (party, owner, author): a verified statement agreeing on the owner's fate
     widest = int(length.max(initial=0))
     views = np.full((pairs.shape[0], widest), -1, dtype=np.int64)
@@ -487,11 +491,12 @@ def _honest_runs(calls: Sequence[ConsistencyCall], neighbours: Neighbourhoods, p
 
 
 def _first_holders(calls: Sequence[ConsistencyCall], neighbours: Neighbourhoods
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int] | None:
     """The statements :func:`_honest_runs` checks, one row per (call, owner o): the row's call,
     o, whether o survived in the party's view, whether o has too few other holders; then per
     statement checked, its row and its author (the first (|N(o)| + 1) // 2 of (o, *N(o)), the
-    party skipped).  None where the owners' degrees differ."""
+    party skipped); and the owners' degree.  None where there is no owner, or the owners'
+    degrees differ, or are 0."""
     counts = np.fromiter(map(len, [owners for *_, owners in calls]), dtype=np.int64, count=len(calls))
     owner = np.fromiter(chain.from_iterable([owners for *_, owners in calls]), dtype=np.int64, count=int(counts.sum()))
     holders = list(map(neighbours.__getitem__, owner.tolist()))
@@ -510,15 +515,15 @@ def _first_holders(calls: Sequence[ConsistencyCall], neighbours: Neighbourhoods
     rank = np.cumsum(other, axis=1)
     want = (degree + 1) // 2
     rows, columns = np.nonzero(other & (rank <= want))
-    return row_call, owner, alive, rank[:, -1] < want, rows, candidates[rows, columns]
+    return row_call, owner, alive, rank[:, -1] < want, rows, candidates[rows, columns], degree
 
 
-def _statements(calls: Sequence[ConsistencyCall], pairs: np.ndarray
+def _statements(calls: Sequence[ConsistencyCall], pairs: np.ndarray, longest: int
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """Where each (party, author) key of ``pairs`` stated its view in its party's request: its
-    row among all the requests' signers, whether it is there, the first cell and the length of
-    its view among all the requests' cells, and those cells.  None where a request's signers
-    are not in increasing order."""
+    row among all the requests' signers, whether it is there with a view of at most ``longest``
+    ids, the first cell and the length of that view among all the requests' cells, and those
+    cells.  None where no request has a signer, or the signers are not in increasing order."""
     requests = [c[0] for c in calls]
     n_signers = np.fromiter([r.signers.shape[0] for r in requests], dtype=np.int64, count=len(calls))
     signer_key = (np.repeat(np.arange(len(calls)), n_signers) << _HIGH) | np.concatenate(
@@ -532,17 +537,22 @@ def _statements(calls: Sequence[ConsistencyCall], pairs: np.ndarray
     view_base, cell_base = np.cumsum(n_views) - n_views, np.cumsum(n_cells) - n_cells
     ends = np.concatenate([r.view_ends for r in requests]).astype(np.int64) + np.repeat(cell_base, n_views)
     starts = np.concatenate(([0], ends[:-1]))  # (a request's views end at its cells' end: the next one's start)
-    view = np.concatenate([r.view_of for r in requests]).astype(np.int64)[at] + view_base[pairs >> _HIGH]
-    first, length = np.where(found, starts[view], 0), np.where(found, ends[view] - starts[view], 0)
+    view_of = np.concatenate([r.view_of for r in requests]).astype(np.int64)
+    view = np.where(found, view_of[at] + view_base[pairs >> _HIGH], 0)  # (a pair not found: view 0, which exists)
+    length = ends[view] - starts[view]
+    found &= length <= longest
+    first, length = np.where(found, starts[view], 0), np.where(found, length, 0)
     return at, found, first, length, np.concatenate([r.view_cells for r in requests]).astype(np.int64)
 
 
-def _verified(calls: Sequence[ConsistencyCall], prefix: bytes, pairs: np.ndarray, at: np.ndarray, found: np.ndarray,
-              first: np.ndarray, length: np.ndarray, cells: np.ndarray) -> np.ndarray:
-    """Whether each (party, author) of ``pairs`` stated a view (:func:`_statements`) under a tag
-    that verifies with the party's key for the author: each statement written as its author
-    wrote it (:func:`view_tags`: prefix, author, reader, view), MAC'd, back to back, and the
-    tags compared as arrays (every byte of every tag)."""
+def _verified(calls: Sequence[ConsistencyCall], prefix: bytes, pairs: np.ndarray,
+              stated: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    """Whether each (party, author) of ``pairs`` stated a view (``stated``: :func:`_statements`)
+    under a tag that verifies with the party's key for the author: each statement written as its
+    author wrote it (:func:`view_tags`: prefix, author, reader, view), MAC'd, back to back, and
+    the tags compared as arrays (every byte of every tag, with no early exit: as
+    :func:`hmac.compare_digest`, the time does not depend on where a tag differs)."""
+    at, found, first, length, cells = stated
     pair_call, pair_author = pairs >> _HIGH, pairs & 0xFFFFFFFF
     bounds = np.searchsorted(pair_call, np.arange(len(calls) + 1)).tolist()  # (a party's pairs are consecutive)
     authors = pair_author.tolist()

@@ -15,8 +15,8 @@ from mprr.errors import SecureSumAborted
 from parties.secure.context import SecureSumContext
 from parties.secure.masked import MaskedEngine
 from parties.secure.messages import UnmaskRequest, id_vector
-from parties.secure.views import (check_consistency, combined_key, combined_keys, pack_ids, pair_keys, statement_prefix,
-                                  view_tags)
+from parties.secure.views import (check_consistency, check_consistency_each, combined_key, combined_keys, pack_ids,
+                                  pair_keys, statement_prefix, view_tags)
 
 
 @pytest.mark.parametrize(("n", "topology", "degree"), [(6, "complete", None), (7, "complete", None),
@@ -294,6 +294,20 @@ def test_the_checks_of_many_parties_at_once_decide_as_each_party_alone(
         honest = [rng.random() < 0.5 for _ in range(rng.randint(1, 6))]
         honest_cases += sum(honest)
         calls = [_random_check(rng, ctx, n, h) for h in honest]
+        if rng.random() < 0.2:  # a request with no statement at all (as after heavy dropout), anywhere, last too
+            request, keys, me, told, owners = _random_check(rng, ctx, n, False)
+            empty = UnmaskRequest(ctx.session, id_vector([]), id_vector([]), id_vector([]), id_vector([]), b"")
+            calls.insert(rng.randint(0, len(calls)), (empty, keys, me, told, owners))
+        if rng.random() < 0.1:  # a view longer than any honest one (the batch leaves it to the party alone)
+            request, keys, me, told, owners = calls[0]
+            long_view = tuple(range(n + 2)) * 3
+            signers = request.signers.tolist()
+            prefix = statement_prefix(ctx.session)
+            calls[0] = (UnmaskRequest(ctx.session, id_vector(long_view), id_vector([len(long_view)]),
+                                      request.signers, id_vector([0] * len(signers)),
+                                      b"".join(view_tags({me: keys.get(w, bytes(16))}, prefix, w, [me],
+                                                         pack_ids(long_view)) for w in signers)),
+                        keys, me, told, owners)
         prefix = statement_prefix(ctx.session)
         together = views.check_consistency_each(calls, ctx, prefix)
         for call, error in zip(calls, together):
@@ -312,3 +326,24 @@ def test_the_checks_of_many_parties_at_once_decide_as_each_party_alone(
     else:  # every honest request, and no more than the requests accepted, passed the column rule; some
         # tampered ones that a majority still carries were accepted by the party alone
         assert honest_cases <= sum(at_once) < outcomes["accepted"]
+
+
+def test_a_request_without_statements_after_the_others_is_refused_as_the_party_alone_refuses_it() -> None:
+    # a controller (or heavy dropout) leaves a party with no statement at all: after a party
+    # whose request is complete, the batch refuses it exactly as the party alone does
+    ctx = MaskedEngine(topology="harary", degree=4, round_timeout=5).context(range(10), 2)
+    prefix, nbrs, told = statement_prefix(ctx.session), ctx.neighbours, tuple(range(10))
+    near = sorted([0, *nbrs[0]])
+    two_hop = sorted({h for o in near for h in (o, *nbrs[o])} - {0})
+    keys = {w: secrets.token_bytes(16) for w in two_hop}
+    complete = UnmaskRequest(ctx.session, id_vector(told), id_vector([10]), id_vector(two_hop),
+                             id_vector([0] * len(two_hop)),
+                             b"".join(view_tags({0: keys[w]}, prefix, w, [0], pack_ids(told)) for w in two_hop))
+    empty = UnmaskRequest(ctx.session, id_vector([]), id_vector([]), id_vector([]), id_vector([]), b"")
+    calls = [(complete, keys, 0, frozenset(told), near), (empty, keys, 1, frozenset(told), sorted([1, *nbrs[1]]))]
+    first, second = check_consistency_each(calls, ctx, prefix)
+    assert first is None
+    with pytest.raises(SecureSumAborted) as alone:
+        check_consistency(empty, keys, ctx, 1, frozenset(told), sorted([1, *nbrs[1]]), prefix)
+    assert isinstance(second, SecureSumAborted) and str(second) == str(alone.value)
+    assert str(second).startswith("party 1: only 1 of the 5 Shamir holders")
