@@ -470,19 +470,15 @@ def _honest_runs(calls: Sequence[ConsistencyCall], neighbours: Neighbourhoods, p
     firsts = _first_holders(calls, neighbours)
     if firsts is None:
         return declined
-    row_call, owner, alive, short, rows, authors, degree = firsts
+    row_call, owner, alive, short, rows, authors, degree, me = firsts
     trip_call = row_call[rows]
     pairs, trip_pair = np.unique((trip_call << _HIGH) | authors, return_inverse=True)  # distinct (party, author)
     stated = _statements(calls, pairs, degree + 1)
     if stated is None:
         return declined
-    verified = _verified(calls, prefix, pairs, stated)
-    _, _, first, length, cells = stated
+    verified = _verified(calls, prefix, pairs, me, stated)
+    views = stated[3]
     # every (party, owner, author): a verified statement agreeing on the owner's fate
-    widest = int(length.max(initial=0))
-    views = np.full((pairs.shape[0], widest), -1, dtype=np.int64)
-    within = np.arange(widest) < length[:, None]
-    views[within] = cells[(first[:, None] + np.arange(widest))[within]]
     agrees = (views[trip_pair] == owner[rows][:, None]).any(axis=1) == alive[rows]
     failed = np.bincount(trip_call[~(verified[trip_pair] & agrees)], minlength=len(calls))
     failed += np.bincount(row_call[short], minlength=len(calls))
@@ -491,11 +487,12 @@ def _honest_runs(calls: Sequence[ConsistencyCall], neighbours: Neighbourhoods, p
 
 
 def _first_holders(calls: Sequence[ConsistencyCall], neighbours: Neighbourhoods
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int] | None:
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int,
+                              np.ndarray] | None:
     """The statements :func:`_honest_runs` checks, one row per (call, owner o): the row's call,
     o, whether o survived in the party's view, whether o has too few other holders; then per
     statement checked, its row and its author (the first (|N(o)| + 1) // 2 of (o, *N(o)), the
-    party skipped); and the owners' degree.  None where there is no owner, or the owners'
+    party skipped); the owners' degree and each call's party.  None where there is no owner, or the owners'
     degrees differ, or are 0."""
     counts = np.fromiter(map(len, [owners for *_, owners in calls]), dtype=np.int64, count=len(calls))
     owner = np.fromiter(chain.from_iterable([owners for *_, owners in calls]), dtype=np.int64, count=int(counts.sum()))
@@ -515,15 +512,15 @@ def _first_holders(calls: Sequence[ConsistencyCall], neighbours: Neighbourhoods
     rank = np.cumsum(other, axis=1)
     want = (degree + 1) // 2
     rows, columns = np.nonzero(other & (rank <= want))
-    return row_call, owner, alive, rank[:, -1] < want, rows, candidates[rows, columns], degree
+    return row_call, owner, alive, rank[:, -1] < want, rows, candidates[rows, columns], degree, me
 
 
 def _statements(calls: Sequence[ConsistencyCall], pairs: np.ndarray, longest: int
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """Where each (party, author) key of ``pairs`` stated its view in its party's request: its
     row among all the requests' signers, whether it is there with a view of at most ``longest``
-    ids, the first cell and the length of that view among all the requests' cells, and those
-    cells.  None where no request has a signer, or the signers are not in increasing order."""
+    ids, that view's length, and the views as rows (padded with -1; a pair not found: none).
+    None where no request has a signer, or the signers are not in increasing order."""
     requests = [c[0] for c in calls]
     n_signers = np.fromiter([r.signers.shape[0] for r in requests], dtype=np.int64, count=len(calls))
     signer_key = (np.repeat(np.arange(len(calls)), n_signers) << _HIGH) | np.concatenate(
@@ -542,17 +539,23 @@ def _statements(calls: Sequence[ConsistencyCall], pairs: np.ndarray, longest: in
     length = ends[view] - starts[view]
     found &= length <= longest
     first, length = np.where(found, starts[view], 0), np.where(found, length, 0)
-    return at, found, first, length, np.concatenate([r.view_cells for r in requests]).astype(np.int64)
+    cells = np.concatenate([r.view_cells for r in requests]).astype(np.int64)
+    widest = int(length.max(initial=0))
+    views = np.full((pairs.shape[0], widest), -1, dtype=np.int64)
+    within = np.arange(widest) < length[:, None]
+    views[within] = cells[(first[:, None] + np.arange(widest))[within]]
+    return at, found, length, views
 
 
-def _verified(calls: Sequence[ConsistencyCall], prefix: bytes, pairs: np.ndarray,
-              stated: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+def _verified(calls: Sequence[ConsistencyCall], prefix: bytes, pairs: np.ndarray, me: np.ndarray,
+              stated: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
     """Whether each (party, author) of ``pairs`` stated a view (``stated``: :func:`_statements`)
     under a tag that verifies with the party's key for the author: each statement written as its
     author wrote it (:func:`view_tags`: prefix, author, reader, view), MAC'd, back to back, and
     the tags compared as arrays (every byte of every tag, with no early exit: as
-    :func:`hmac.compare_digest`, the time does not depend on where a tag differs)."""
-    at, found, first, length, cells = stated
+    :func:`hmac.compare_digest`, the time does not depend on where a tag differs); ``me``: each
+    call's party."""
+    at, found, length, views = stated
     pair_call, pair_author = pairs >> _HIGH, pairs & 0xFFFFFFFF
     bounds = np.searchsorted(pair_call, np.arange(len(calls) + 1)).tolist()  # (a party's pairs are consecutive)
     authors = pair_author.tolist()
@@ -563,7 +566,6 @@ def _verified(calls: Sequence[ConsistencyCall], prefix: bytes, pairs: np.ndarray
         found = found & np.fromiter([key is not None for key in found_keys], dtype=bool, count=len(found_keys))
     keys = cast(list[bytes], found_keys)
     sent = np.frombuffer(b"".join([c[0].tags for c in calls]), dtype="<u8").reshape(-1, 2)
-    me = np.fromiter([c[2] for c in calls], dtype=np.int64, count=len(calls))
     head = np.frombuffer(prefix, dtype=np.uint8)
     verified = np.zeros(pairs.shape[0], dtype=bool)
     spans = length[found]
@@ -575,7 +577,7 @@ def _verified(calls: Sequence[ConsistencyCall], prefix: bytes, pairs: np.ndarray
         statements[:, :head.shape[0]] = head
         body = statements[:, head.shape[0]:].view("<u4")  # author, reader, view
         body[:, 0], body[:, 1] = pair_author[group], me[pair_call[group]]
-        body[:, 2:] = cells[first[group][:, None] + np.arange(span)]
+        body[:, 2:] = views[group, :span]
         blob = statements.tobytes()
         settle_vector_state()  # (the array operations above may leave the wide registers in use: vector_state.py)
         tags = b"".join([blake(blob[s:s + width], key=key, digest_size=size).digest()
