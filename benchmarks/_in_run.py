@@ -146,6 +146,9 @@ class InRun:
         """:attr:`seconds` spent while a secure release ran (:attr:`sum_cpu`'s intervals): not the
         PKI's set-up before it, nor the programs that ``simulate``'s cost warning counts before the run."""
         self.sum_cpu = 0.0
+        self.sum_wall = 0.0
+        """The wall seconds of :attr:`sum_cpu`'s intervals (``time.perf_counter``, the groups' clock:
+        :attr:`seconds_in_sums` lie within them)."""
         self.sum_system = 0.0
         """The kernel's CPU seconds within :attr:`sum_cpu` (system time: page faults, system calls)."""
         self.sum_faults = 0
@@ -183,13 +186,13 @@ class InRun:
                     setattr(owner, name, self._timed(group.name, raw, group.floor))
         release = Controller.__dict__["secure_release"]
         self._saved.append((Controller, "secure_release", release))
-        since = [0.0]  # when the secure releases under way began (overlapping ones: one interval)
+        since = [0.0, 0.0]  # when the secure releases under way began, CPU and wall (overlapping ones: one interval)
         usage: list[Any] = [None]  # getrusage at the interval's start
 
         @functools.wraps(release)
         async def secure_release(*args: Any, **kwargs: Any) -> Any:
             if not self._releases:
-                since[0] = time.process_time()
+                since[0], since[1] = time.process_time(), time.perf_counter()
                 usage[0] = resource.getrusage(resource.RUSAGE_SELF)
             self._releases += 1
             try:
@@ -198,6 +201,7 @@ class InRun:
                 self._releases -= 1
                 if not self._releases:
                     self.sum_cpu += time.process_time() - since[0]
+                    self.sum_wall += time.perf_counter() - since[1]
                     now = resource.getrusage(resource.RUSAGE_SELF)
                     self.sum_system += now.ru_stime - usage[0].ru_stime
                     self.sum_faults += now.ru_minflt - usage[0].ru_minflt

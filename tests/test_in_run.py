@@ -80,7 +80,9 @@ def test_every_group_is_timed_in_a_masked_sparse_run_and_the_engine_is_restored(
     assert timing.seconds[in_run.PKI] > 0 and in_sums[in_run.PKI] == 0
     assert all(0 <= in_sums[name] <= seconds for name, seconds in timing.seconds.items())
     assert in_sums["X25519 static agreements"] == pytest.approx(timing.seconds["X25519 static agreements"])
-    assert in_sums[in_run.PARTY_PROGRAMS] + in_sums[in_run.CONTROLLER_PROGRAM] <= timing.sum_cpu * 1.05
+    # (on the groups' clock, so exactly: the sum's CPU is another clock, behind it while the process waits)
+    assert in_sums[in_run.PARTY_PROGRAMS] + in_sums[in_run.CONTROLLER_PROGRAM] <= timing.sum_wall * (1 + 1e-9)
+    assert timing.sum_wall > 0
     # timing changes nothing the run computes
     plain = simulate(data, "RR-Clusters", seed=5, p=0.7, Tv=6, Td=0.1, dependence="4.2", secure_sum="masked-sparse")
     assert inside.result.clusters == plain.result.clusters
