@@ -2,8 +2,13 @@
 
 Issue 28 asks that following RR-Clusters' ``p`` from the CLI to its use visit at most 12 files
 without a return.  This runs ``mprr run local_anonymization --set p=0.6 --engine actors`` (or the
-arguments given) under ``sys.setprofile`` and reports the path of the value 0.6 until
-:func:`mprr.randomize.keep_or_uniform` (or ``--use FUNCTION``) receives it:
+arguments given) under ``sys.setprofile`` and reports the path of the value 0.6 until the use
+(``--use FUNCTION`` or ``--use FILE:FUNCTION``; default :func:`mprr.matrices.keep_or_uniform`,
+where the matrix is built from p: main paper 6.3.1) first receives it; ``--use
+MatrixSpec.keep_or_uniform``'s name ``keep_or_uniform`` alone stops at the first function of that
+name, the spec's constructor, where the protocol chooses its randomization; ``--within FILE``:
+the first receipt with a frame of FILE on its call stack (``parties/cohort.py``: a party's own
+build, from the request it was sent):
 
 - a frame *holds* the value when its arguments (its locals at the call) or, at its return, its
   return value (for ``__init__`` / ``__post_init__``: ``self``) contain it: as a float, as the
@@ -13,14 +18,15 @@ arguments given) under ``sys.setprofile`` and reports the path of the value 0.6 
   calls a path frame made before its next spine callee whose return value holds it (they built
   or transformed it: the producers), with their own producers, in call order;
 - *files* are the distinct repository files of the path (tests and the virtual environment
-  excluded); a *return* is a call entering a file the path visited before and left (the file is
-  on none of the caller frames: unwinding to a caller, or a caller calling a helper of its own
-  file, is no return).
+  excluded); a call entering a file the path visited before and left (the file is on none of the
+  caller frames: unwinding to a caller, or a caller calling a helper of its own file, is neither)
+  is a *return* when the path has not yet gone from its caller's file to that file, and a
+  *repeat* when it has (the same step again: a loop, such as one matrix spec per attribute).
 
 ``--all`` lists every frame that holds the value instead (side checks and the plan included).
 
-Run: ``.venv/bin/python benchmarks/param_path.py [--all] [--value 0.6] [--use keep_or_uniform]
-[-- mprr arguments]``
+Run: ``.venv/bin/python benchmarks/param_path.py [--all] [--value 0.6] [--use [FILE:]FUNCTION]
+[--within FILE] [-- mprr arguments]``
 """
 
 from __future__ import annotations
@@ -53,8 +59,8 @@ class Node:
 class Tracer:
     """The call tree of the repository's frames, until the use receives the value."""
 
-    def __init__(self, value: float, use: str) -> None:
-        self.value, self.use = value, use
+    def __init__(self, value: float, use: str, within: str | None = None) -> None:
+        self.value, self.use, self.within = value, use, within
         self.root = Node("<root>", "<root>", None, True, 0)
         self.current = [self.root]
         self.frames: dict[int, Node] = {}
@@ -99,7 +105,8 @@ class Tracer:
             parent.children.append(node)
             self.current.append(node)
             self.frames[id(frame)] = node
-            if node.held and node.name == self.use:
+            if node.held and self.use in (node.name, f"{node.file}:{node.name}") and (
+                    self.within is None or any(up.file == self.within for up in ancestors(node))):
                 self.found = node
                 sys.setprofile(None)
             return
@@ -112,6 +119,16 @@ class Tracer:
             self.current.pop()
         if self.current:
             self.current.pop()
+
+
+def ancestors(node: Node) -> list[Node]:
+    """``node`` and its callers, innermost first."""
+    out: list[Node] = []
+    up: Node | None = node
+    while up is not None:
+        out.append(up)
+        up = up.parent
+    return out
 
 
 def producers(node: Node, before: float) -> list[Node]:
@@ -153,37 +170,44 @@ def path_of(tracer: Tracer, use: Node, everything: bool) -> list[Node]:
     return sorted(path, key=lambda n: n.t)
 
 
-def report(path: list[Node], everything: bool) -> tuple[int, int]:
-    """Print the path file by file; return (files, returns)."""
+def report(path: list[Node], everything: bool) -> tuple[int, int, int]:
+    """Print the path file by file; return (files, returns, repeats) (module docstring)."""
     seen: list[str] = []
-    returns, previous = 0, None
-    lines: list[tuple[bool, str, list[str]]] = []
+    steps: set[tuple[str, str]] = set()  # (caller's file, file) the path entered a file by
+    returns = repeats = 0
+    previous: str | None = None
+    lines: list[tuple[str, str, list[str]]] = []
     for node in path:
-        callers: set[str] = set()
-        up = node.parent
-        while up is not None:
-            callers.add(up.file)
-            up = up.parent
+        callers = {up.file for up in ancestors(node.parent)} if node.parent is not None else set()
         if node.file == previous:
             lines[-1][2].append(node.name)
             continue
-        back = node.file in seen and node.file not in callers
-        returns += back
+        step = (node.parent.file if node.parent is not None else "", node.file)
+        mark = ""
+        if node.file in seen and node.file not in callers:
+            mark = "<- REPEAT " if step in steps else "<- RETURN "
+            repeats += step in steps
+            returns += step not in steps
+        steps.add(step)
         if node.file not in seen:
             seen.append(node.file)
-        lines.append((back, node.file, [node.name]))
+        lines.append((mark, node.file, [node.name]))
         previous = node.file
-    for i, (back, file, names) in enumerate(lines):
-        print(f"{i + 1:3d} {'<- RETURN ' if back else '          '}{file}: {', '.join(dict.fromkeys(names))}")
-    print(f"{'every frame holding the value' if everything else 'path'}: {len(seen)} files, {returns} returns")
-    return len(seen), returns
+    for i, (mark, file, names) in enumerate(lines):
+        print(f"{i + 1:3d} {mark or ' ' * 10}{file}: {', '.join(dict.fromkeys(names))}")
+    print(f"{'every frame holding the value' if everything else 'path'}: {len(seen)} files, {returns} returns "
+          f"({repeats} repeats of a step already taken)")
+    return len(seen), returns, repeats
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--all", action="store_true", help="every frame holding the value, not the path")
     parser.add_argument("--value", type=float, default=0.6, help="the value followed (default 0.6)")
-    parser.add_argument("--use", default="keep_or_uniform", help="the function where the path ends")
+    parser.add_argument("--use", default="mprr/matrices.py:keep_or_uniform",
+                        help="the function where the path ends: FUNCTION or FILE:FUNCTION")
+    parser.add_argument("--within", default=None, metavar="FILE",
+                        help="the first use with a frame of FILE (repository path) on its call stack")
     parser.add_argument("mprr", nargs="*", help="mprr's arguments (after --)")
     args = parser.parse_args()
     sys.path.insert(0, REPO)
@@ -193,7 +217,7 @@ def main() -> None:
         argv = args.mprr or ["run", "local_anonymization", "--set", f"p={args.value}", "--quiet",
                              "--engine", "actors", "--out", out, "--force"]
         print(f"mprr {' '.join(argv)}: the path of {args.value} to {args.use}")
-        tracer = Tracer(args.value, args.use)
+        tracer = Tracer(args.value, args.use, args.within)
         sys.setprofile(tracer.profile)
         try:
             mprr_main(argv)
@@ -202,7 +226,8 @@ def main() -> None:
         finally:
             sys.setprofile(None)
     if tracer.found is None:
-        raise SystemExit(f"{args.use} never received {args.value}")
+        raise SystemExit(f"{args.use} never received {args.value}"
+                         + (f" with {args.within} on its call stack" if args.within else ""))
     report(path_of(tracer, tracer.found, args.all), args.all)
 
 
