@@ -41,6 +41,9 @@ from mprr.synthetic import planted_clusters
 from parties.router import Router
 from parties.runtime import Runtime
 from parties.transport import CONTROLLER
+from parties.wire.codec import encoded_size
+from parties.wire.messages import Ack, RandomizedValues
+from parties.wire.requests import ReleaseRequest, SecureRelease, SecureSumStart
 from parties.traffic import TrafficStatistics
 from parties.secure.agreement import DIGEST_BYTES
 from parties.secure.context import SecureSumContext
@@ -79,21 +82,7 @@ __all__ = [
 
 ENGINE_KEYS = tuple(ENGINES)
 
-# Wire sizes of the codec (parties.wire.codec): header magic|version|kind, str = u32 length +
-# UTF-8, int = i64, 1-D array = dtype u8 + ndim u8 + u64 shape + data, tuple = u32 count + items,
-# bytes = u32 length + data.
-HEADER = 5
-INT = 8
-ARRAY_1D = 1 + 1 + 8
 SESSION_CHARS = 16
-
-
-def _str(chars: int) -> int:
-    return 4 + chars
-
-
-def _ints(k: int) -> int:
-    return 4 + INT * k
 
 
 def element_bytes(modulus: int) -> int:
@@ -263,23 +252,20 @@ def pair_indicators(codes: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
 
 def release_request_bytes(phase: str, units: Sequence[Sequence[int]], families: Sequence[str],
                           params_per_unit: Sequence[int], plan: Sequence[Sequence[int]] | None = None) -> int:
-    """Encoded size of one ``ReleaseRequest`` (kind 100, :mod:`parties.wire.requests`).
-
-    Fields: request_id (int), phase (str), plan and units (tuples of int tuples), families
-    (tuple of str), params (tuple of float tuples; ``params_per_unit[j]`` floats for unit j).
-    """
-    plan = units if plan is None else plan
-
-    def groups(gs: Sequence[Sequence[int]]) -> int:
-        return 4 + sum(4 + INT * len(g) for g in gs)
-
-    return (HEADER + INT + _str(len(phase.encode("utf-8"))) + groups(plan) + groups(units)
-            + 4 + sum(4 + len(f) for f in families) + 4 + sum(4 + 8 * q for q in params_per_unit))
+    """Encoded size of one ``ReleaseRequest`` (kind 100, :mod:`parties.wire.requests`) with these
+    units, plan (default: the units), matrix families and ``params_per_unit[j]`` parameters for
+    unit j, by the codec (:func:`~parties.wire.codec.encoded_size`: no size depends on a number's
+    value; docs/cost_model.md derives it by hand, ``tests/scenarios/test_communication.py``
+    checks the two agree)."""
+    units_t = tuple(tuple(int(a) for a in u) for u in units)
+    plan_t = units_t if plan is None else tuple(tuple(int(a) for a in g) for g in plan)
+    return encoded_size(ReleaseRequest(0, phase, plan_t, units_t, tuple(families),
+                                       tuple((0.5,) * q for q in params_per_unit)))
 
 
 def randomized_values_bytes(k: int) -> int:
-    """Encoded size of one ``RandomizedValues`` reply with k codes (request_id, int64 codes, ids = ())."""
-    return HEADER + INT + ARRAY_1D + 8 * k + _ints(0)
+    """Encoded size of one ``RandomizedValues`` reply with k codes (no ids), by the codec."""
+    return encoded_size(RandomizedValues(0, np.zeros(k, dtype=np.int64)))
 
 
 @dataclass(frozen=True)
@@ -308,16 +294,13 @@ MATRIX_OPTIONS = ("p", "epsilon_per_attribute", "epsilon")
 
 def secure_release_bytes(phase: str, session: str, units: Sequence[Sequence[int]], *, exact: bool,
                          family: str = CLUSTER_FAMILY) -> int:
-    """Encoded size of one ``SecureRelease`` (kind 101): the 4.2 / 4.3 commitment request.
-
-    Fields: request_id, phase, session, plan = units, exact (bool), then for 4.3 one ``family``
-    (the plan's: ``cluster-optimal``) and one parameter per unit; empty tuples for 4.2.  (No ε
-    travels: the party computes it from the matrix.)
-    """
-    groups = 4 + sum(4 + INT * len(u) for u in units)
-    k = len(units)
-    tail = 2 * 4 if exact else (4 + k * (4 + len(family))) + (4 + k * 12)
-    return HEADER + INT + _str(len(phase)) + _str(len(session)) + 2 * groups + 1 + tail
+    """Encoded size of one ``SecureRelease`` (kind 101), the 4.2 / 4.3 commitment request, by the
+    codec: plan = units, then for 4.3 (``exact`` False) one ``family`` and one parameter per unit.
+    (No ε travels: the party computes it from the matrix.)"""
+    units_t = tuple(tuple(int(a) for a in u) for u in units)
+    return encoded_size(SecureRelease(0, phase, session, units_t, units_t, exact,
+                                      () if exact else (family,) * len(units_t),
+                                      () if exact else ((0.5,),) * len(units_t)))
 
 
 def _plan(protocol: str, m: int, sizes: Sequence[int] | None, matrices: str, dependence: str) -> Plan:
@@ -334,13 +317,14 @@ def _plan(protocol: str, m: int, sizes: Sequence[int] | None, matrices: str, dep
     return entry.plan(schema, {matrices: 0.5, **{k: v for k, v in options.items() if k in declared}})
 
 
-ACK_BYTES = HEADER + INT + 4  # Ack(request_id, ids = ())
+ACK_BYTES = encoded_size(Ack(0))
+"""Encoded size of one ``Ack`` (no ids), by the codec."""
 
 
 def secure_start_bytes(session: str, engine: str = "paper", runs: int = 1) -> int:
-    """Encoded size of one ``SecureSumStart`` (kind 102): request_id, session, engine name and
-    the roster as ``runs`` half-open ranges of party ids (one when nobody was excluded)."""
-    return HEADER + INT + _str(len(session)) + _str(len(engine)) + 4 + runs * (4 + 2 * INT)
+    """Encoded size of one ``SecureSumStart`` (kind 102), by the codec: the session, the engine's
+    name and the roster as ``runs`` half-open ranges of party ids (one when nobody was excluded)."""
+    return encoded_size(SecureSumStart(0, session, engine, tuple((2 * k, 2 * k + 1) for k in range(runs))))
 
 
 def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",

@@ -77,6 +77,30 @@ def test_closed_form_message_sizes_equal_the_codec() -> None:
         len(encode(SecureSumStart(1, "dependence/1", "masked", ((0, 3), (4, 8)))))
 
 
+@pytest.mark.parametrize("m", [2, 5, 8])
+def test_the_rr_phases_message_sizes_equal_the_hand_formulas_of_docs_cost_model(m: int) -> None:
+    """The sizes rr_closed_form reads from the codec, against docs/cost_model.md's formulas derived
+    by hand from the codec's field sizes (section 1), independently."""
+    singletons = [(j,) for j in range(m)]
+    clusters = [tuple(range(0, m, 2)), *[(j,) for j in range(1, m, 2)]]
+    pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
+    for phase, units, families in (("attributes", singletons, ["keep-or-uniform"] * m),
+                                   ("clusters", clusters, ["cluster-optimal"] + ["grr"] * (len(clusters) - 1))):
+        l, a = len(units), sum(map(len, units))  # 5 + 8 + (4 + |φ|) + 2(4 + Σ_u (4 + 8|u|)) + (4 + Σ_j (4 + f_j)) + (4 + 12l)
+        assert release_request_bytes(phase, units, families, [1] * l) == \
+            33 + len(phase) + 24 * l + 16 * a + sum(map(len, families))
+    assert randomized_values_bytes(m) == 27 + 8 * m
+    P, S = len(pairs), len("dependence/1")  # 60 + 40P (4.2) and 60 + 71P (4.3) at S = 12, |φ| = 10
+    assert secure_release_bytes("dependence", "dependence/1", pairs, exact=True) == 5 + 8 + 14 + (4 + S) \
+        + 2 * (4 + 20 * P) + 1 + 4 + 4 == 60 + 40 * P
+    assert secure_release_bytes("dependence", "dependence/1", pairs, exact=False) == 60 + 40 * P \
+        + (4 + P * (4 + len("cluster-optimal"))) + (4 + 12 * P) - 8 == 60 + 71 * P
+    assert ACK_BYTES == 17
+    for engine, runs in (("paper", 1), ("masked-sparse", 3)):
+        assert secure_start_bytes("dependence/1", engine, runs) == 5 + 8 + (4 + S) + (4 + len(engine)) \
+            + 4 + runs * (4 + 16)
+
+
 def test_element_bytes_edges() -> None:
     assert [element_bytes(m) for m in (2, 256, 257, 65536, 65537, 1 << 32, (1 << 32) + 1)] == [1, 1, 2, 2, 4, 4, 8]
     with pytest.raises(ConfigurationError, match="modulus must be <= 2\\*\\*64"):
