@@ -470,10 +470,10 @@ def _warn_if_expensive(engine: SecureSumEngine, n: int, plan: Plan, net: Any) ->
         # a short headline, then the details wrapped for a terminal (the formula is long)
         details = textwrap.fill(f"({n} parties, {'; '.join(formulas)})",
                                 width=WARNING_WIDTH, initial_indent="  ", subsequent_indent="  ")
-        sparse = getattr(engine, "topology", "complete") != "complete"  # graph, masked-sparse
+        sparse = engine.topology != "complete"  # graph, masked-sparse
         log.warning(
             "expensive configuration: the %s secure sum sends %s%s messages, %.1f MB\n%s\n  %s",
-            getattr(engine, "name", engine), "" if exact else "at least ", f"{messages:,}", nbytes / 1e6, details,
+            engine.name or type(engine).__name__, "" if exact else "at least ", f"{messages:,}", nbytes / 1e6, details,
             "fewer parties or fewer cells cost less" if sparse
             else "a sparse engine (graph, masked-sparse) or fewer parties costs less",
         )

@@ -253,7 +253,7 @@ def _rr_outputs(rr: Sequence[RRMeasurement], where: Mapping[str, Any] | None
     rows = []
     for r in rr:
         got, c = r.measured(), r.closed
-        rows.append((r.sweep, r.protocol, r.dependence if r.protocol == "RR-Clusters" else None, r.engine or None,
+        rows.append((r.sweep, r.protocol, r.dependence, r.engine or None,
                      r.n, r.m, r.d, len(r.clusters), got["messages"], c.messages,
                      got["bytes"], c.bytes, got["rounds"], c.rounds, got["party_bytes"], c.party_bytes,
                      got["controller_bytes"], c.controller_bytes, "= closed form" if r.matches() else "DIFFERS",
@@ -298,7 +298,7 @@ def _methods_table(params: Mapping[str, Any], rr: Sequence[RRMeasurement], where
     privacy = {"4.1": "ε-DP, linkable: Σ ε_A", "4.2": "exact tables, ε = ∞", "4.3": "randomized pairs, unlinkable"}
     out = []
     for r in rr:
-        if r.sweep != "method":
+        if r.sweep != "method" or r.dependence is None:
             continue
         got = r.measured()
         dep = sum(c.bytes for ph, c in r.stats.by_phase.items() if ph != "clusters")

@@ -62,7 +62,6 @@ __all__ = [
     "MATCHED",
     "Measurement",
     "RRMeasurement",
-    "RR_PARAMETERS",
     "measure_rr",
     "measure_secure_sum",
     "closed_form",
@@ -483,7 +482,8 @@ class RRMeasurement:
     stats: TrafficStatistics
     closed: ClosedForm
     seconds: float
-    dependence: str = "4.1"
+    dependence: str | None = "4.1"
+    """The dependence method (None: the protocol has none)."""
     engine: str = ""
 
     def measured(self) -> dict[str, int]:
@@ -511,31 +511,26 @@ def simulate_options(plan: Plan, engine: str, n: int, degree: int, round_timeout
     return {"secure_sum": instance, **({"topology": topology} if topology is not None else {})}
 
 
-RR_PARAMETERS: Mapping[str, tuple[str, ...]] = {
-    "RR-Independent": ("p",),
-    "RR-Clusters": ("p", "Tv", "Td", "dependence"),
-}
-"""The parameters :func:`measure_rr` gives each protocol, from the scenario's (and ``dependence``)."""
-
-
 def measure_rr(protocol: str, sizes: Sequence[int], n: int, *, sweep: str, d: int | None,
                params: Mapping[str, Any], seed: int, dependence: str = "4.1",
                engine: str = "", runtime: Runtime | None = None) -> RRMeasurement:
     """Run ``protocol`` in the actor simulator on planted-cluster data and measure its traffic.
 
-    RR-Clusters runs with ``dependence`` (its plan's secure sum under 4.2 / 4.3 through the
-    secure-sum ``engine``); the parties live on ``runtime`` (``None``: memory).
+    The protocol is given the parameters it declares (its registry entry's) among ``params`` and
+    ``dependence`` (RR-Clusters: its plan's secure sum under 4.2 / 4.3 through the secure-sum
+    ``engine``; the measurement's ``dependence`` is None for a protocol without one); the parties
+    live on ``runtime`` (``None``: memory).
     """
     from parties.simulate import simulate
 
-    if protocol not in RR_PARAMETERS:
-        raise ConfigurationError(f"protocol must be one of {list(RR_PARAMETERS)}, got {protocol!r}")
+    entry = lookup(protocol)
     sizes = tuple(sizes)
     data = planted_clusters(n, rng=np.random.default_rng(seed), sizes=sizes,
                             clusters=((0, 1),) if len(sizes) >= 2 else ()).dataset
     given = {**params, "dependence": dependence}
-    kwargs: dict[str, Any] = {k: given[k] for k in RR_PARAMETERS[protocol]}
-    plan = lookup(protocol).plan(data.schema, kwargs)
+    declared = [spec.name for spec in entry.parameters.specs()] if entry.parameters is not None else []
+    kwargs: dict[str, Any] = {k: given[k] for k in declared if k in given}
+    plan = entry.plan(data.schema, kwargs)
     kwargs.update(simulate_options(plan, engine, n, params["degree"], float(params["round_timeout"])))
     sim = simulate(data, protocol, seed=seed, timeout=float(params["round_timeout"]), runtime=runtime, **kwargs)
     if sim.result.clusters is None:
@@ -546,4 +541,4 @@ def measure_rr(protocol: str, sizes: Sequence[int], n: int, *, sweep: str, d: in
                             dependence=dependence, sizes=sizes, engine=engine or "paper",
                             degree=params["degree"], session=session, plan=plan)
     return RRMeasurement(protocol, sweep, n, len(sizes), d, clusters, sim.traffic, closed, sim.wall_time,
-                         dependence, engine)
+                         dependence if "dependence" in kwargs else None, engine)

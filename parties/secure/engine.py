@@ -64,6 +64,9 @@ class SecureSumEngine(ABC):
     """
 
     name: str = ""
+    topology: str = "complete"
+    """The graph its parties exchange over (:mod:`parties.secure.topology`): ``"complete"``, every
+    party with every other, or a sparse graph's (the graph and masked engines' ``topology``)."""
     signs: bool = False
     """True when the engine's parties sign with PKI keys (:mod:`parties.secure.pki`) and so take
     ``signer=`` in :meth:`party`."""

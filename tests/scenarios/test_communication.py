@@ -124,6 +124,18 @@ def test_rr_clusters_end_to_end_equals_closed_form(dependence: str, engine: str)
             secure_release_bytes("dependence", "dependence/1", [(0, 1), (0, 2), (1, 2)], exact=False)
 
 
+def test_a_protocol_is_measured_with_the_parameters_it_declares() -> None:
+    """measure_rr gives a protocol only what its registry entry declares (RR-Independent: p, no
+    dependence, which its measurement then says it has not)."""
+    params = {"p": 0.7, "Tv": 50, "Td": 0.2, "degree": 2, "round_timeout": 10}
+    r = measure_rr("RR-Independent", (2, 3, 2), 8, sweep="test", d=None, params=params, seed=2, dependence="4.2",
+                   engine="paper")
+    assert r.matches(), (r.measured(), r.closed)
+    assert r.dependence is None and r.closed.rounds == 2
+    with pytest.raises(ConfigurationError, match="no-such-protocol"):
+        measure_rr("no-such-protocol", (2, 3), 8, sweep="test", d=None, params=params, seed=2)
+
+
 def test_rr_closed_form_main_paper_41_orders() -> None:
     """Controller O(nm), each party O(m): doubling n doubles the controller's bytes and leaves
     the party's unchanged; every extra attribute adds 8 bytes (one int64 code) to a reply."""
