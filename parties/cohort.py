@@ -38,16 +38,13 @@ states are about to differ.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable
-from dataclasses import dataclass, is_dataclass
-from enum import Enum
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from mprr.privacy import PrivacyAccountant, Refusal
-from mprr.privacy.ledger import Ledger
 from mprr.streams import StreamTable
 from parties.columns import ReplyColumns
 from parties.public_state import ReleaseBook
@@ -55,134 +52,7 @@ from parties.wire.codec import encode
 from parties.wire.messages import RandomizedValues, values_layout
 from parties.wire.requests import ReleaseRequest, SecureRelease
 
-__all__ = ["Cohort", "CohortTable", "PartyState", "ReplyLayout", "accountant_for", "accountant_state",
-           "accountants_for"]
-
-
-def _state_key(value: Any) -> Any:
-    """What identifies an accountant's field for sharing: content for containers and ledgers (of
-    releases compared by identity: the parties of a shard share their release objects through
-    the :class:`~parties.public_state.ReleaseBook`), the value for scalars, the identity of any
-    other object (never merges two states that could differ)."""
-    if value is None or isinstance(value, (bool, int, float, str, Enum)):
-        return value
-    if isinstance(value, Ledger):
-        return (Ledger, tuple(map(id, value.releases)))
-    if isinstance(value, (list, tuple)):
-        return (type(value), tuple(_state_key(v) for v in value))
-    if isinstance(value, dict):
-        return (dict, tuple((_state_key(k), _state_key(v)) for k, v in value.items()))
-    if isinstance(value, (frozenset, set)) and all(isinstance(v, (bool, int, float, str)) for v in value):
-        return (type(value), frozenset(value))
-    return (object, id(value))
-
-
-def _fields(obj: object) -> dict[str, Any]:
-    """An object's attributes (``__dict__`` and ``__slots__``)."""
-    fields = dict(getattr(obj, "__dict__", {}))
-    for name in _slot_names(type(obj)):
-        if hasattr(obj, name):
-            fields[name] = getattr(obj, name)
-    return fields
-
-
-_SLOTS: dict[type, tuple[str, ...]] = {}
-
-
-def _slot_names(cls: type) -> tuple[str, ...]:
-    """The ``__slots__`` attribute names of ``cls`` and its bases (found once per class)."""
-    names = _SLOTS.get(cls)
-    if names is None:
-        names = _SLOTS[cls] = tuple(name for c in cls.__mro__ for name in getattr(c, "__slots__", ())
-                                    if name not in ("__dict__", "__weakref__"))
-    return names
-
-
-def accountant_state(accountant: PrivacyAccountant) -> tuple[Any, ...]:
-    """Key equal for two accountants whose state is equal apart from the party they belong to."""
-    return tuple((name, _state_key(value)) for name, value in sorted(_fields(accountant).items()) if name != "party")
-
-
-def accountant_for(template: PrivacyAccountant, party: int | str | None) -> PrivacyAccountant:
-    """A copy of ``template`` belonging to ``party`` (its own lists, dicts and sets, and its own
-    copy of every mutable record they hold, e.g. a secure-sum session's state; ledgers and
-    frozen records, being immutable, shared)."""
-    return accountants_for(template, (party,))[0]
-
-
-def accountants_for(template: PrivacyAccountant, parties: Iterable[int | str | None]) -> list[PrivacyAccountant]:
-    """:func:`accountant_for` of each of ``parties``, in order: which fields are shared and how
-    each container is copied is found once (the copies of a cohort's members at once)."""
-    kept: dict[str, Any] = {}
-    containers: list[tuple[str, Any, bool]] = []  # (name, container, its values all shared as they are)
-    for name, value in _fields(template).items():
-        if isinstance(value, dict):
-            containers.append((name, value, _shared(value.values())))
-        elif isinstance(value, (list, set)):
-            containers.append((name, value, _shared(value)))
-        elif name != "party":
-            kept[name] = value
-    cls, setattr_ = type(template), object.__setattr__
-    plain = not _slot_names(cls) and cls.__setattr__ is object.__setattr__  # (fields in __dict__ alone)
-    out = []
-    for party in parties:
-        acc = object.__new__(cls)
-        if plain:
-            acc.__dict__.update(kept)
-        else:
-            for name, value in kept.items():
-                setattr_(acc, name, value)
-        for name, value, shared in containers:
-            if isinstance(value, dict):
-                copied: Any = dict(value) if shared else {k: _own(v) for k, v in value.items()}
-            else:
-                copied = type(value)(value if shared else map(_own, value))
-            setattr_(acc, name, copied)
-        setattr_(acc, "party", party)
-        out.append(acc)
-    return out
-
-
-def _shared(values: Iterable[Any]) -> bool:
-    """Whether no value of ``values`` is a mutable record (:func:`_own` would return each as it is)."""
-    for kind in set(map(type, values)):
-        how = _RECORD.get(kind)
-        if how is None:
-            how = _RECORD[kind] = _record_kind(kind)
-        if how:
-            return False
-    return True
-
-
-_RECORD: dict[type, int] = {}  # type -> 0: shared as it is, 1: a plain mutable record, 2: any other mutable one
-
-
-def _own(value: Any) -> Any:
-    """``value``, or a copy of it when it is a mutable dataclass record (one per owner)."""
-    kind = type(value)
-    how = _RECORD.get(kind)
-    if how is None:
-        how = _RECORD[kind] = _record_kind(kind)
-    if not how:
-        return value
-    if how == 1:  # (copy.copy's result, without its protocol lookups)
-        out = object.__new__(kind)
-        out.__dict__.update(value.__dict__)
-        return out
-    return copy.copy(value)
-
-
-def _record_kind(kind: type) -> int:
-    """How :func:`_own` treats instances of ``kind``: 0 (not a mutable dataclass record: shared), 1
-    (a plain one: no ``__slots__``, no copy or pickle hook of its own, so :func:`copy.copy` makes a
-    new instance with the same ``__dict__``) or 2 (copied by :func:`copy.copy`)."""
-    if not is_dataclass(kind) or getattr(kind, "__dataclass_params__").frozen:
-        return 0
-    plain = (all("__slots__" not in vars(c) for c in kind.__mro__ if c is not object)
-             and not hasattr(kind, "__copy__") and not hasattr(kind, "__setstate__")
-             and all(getattr(kind, hook, None) is getattr(object, hook, None)
-                     for hook in ("__reduce_ex__", "__reduce__", "__getstate__", "__new__")))
-    return 1 if plain else 2
+__all__ = ["Cohort", "CohortTable", "PartyState", "ReplyLayout"]
 
 
 def _column_dtype(cells: int) -> type[np.unsignedinteger]:
@@ -242,7 +112,7 @@ class Cohort:
         new cohort (a copy of the shared state, its representative ``first_party``); this one
         keeps the others."""
         stay = ~leave
-        other = Cohort(self.rows[leave], accountant_for(self.accountant, first_party),
+        other = Cohort(self.rows[leave], self.accountant.copies([first_party])[0],
                        [col[leave] for col in self.values], self.draws, self.status)
         self.rows = self.rows[stay]
         self.values = [col[stay] for col in self.values]
@@ -250,7 +120,7 @@ class Cohort:
 
     def party_state(self, position: int, party: int) -> PartyState:
         """The state of the member at ``position`` of :attr:`rows`, as party ``party``'s own."""
-        return PartyState(accountant_for(self.accountant, party),
+        return PartyState(self.accountant.copies([party])[0],
                           tuple(int(col[position]) for col in self.values), self.draws, self.status)
 
     def party_states(self, first_party: int) -> list[PartyState]:
@@ -264,7 +134,7 @@ class Cohort:
             released = [()] * len(self)
         rows = self.rows.tolist()
         return [PartyState(accountant, values, draws, status) for accountant, values
-                in zip(accountants_for(acc, [first_party + row for row in rows]), released)]
+                in zip(acc.copies([first_party + row for row in rows]), released)]
 
     def release(self, request: ReleaseRequest, book: ReleaseBook, records: np.ndarray,
                 streams: StreamTable) -> np.ndarray | None:
@@ -305,7 +175,7 @@ class Cohort:
         units = resolution.units
         if units is None or resolution.reason is not None or (resolution.ask.session is not None) != session:
             return None
-        trial = accountant_for(self.accountant, self.accountant.party)
+        trial = self.accountant.copies([self.accountant.party])[0]
         decisions = trial.answer(resolution.ask)
         if isinstance(decisions, Refusal) or not decisions or (fresh and not all(d.granted for d in decisions)):
             return None

@@ -21,13 +21,12 @@ import numpy as np
 
 from mprr.errors import ConfigurationError, MessageError
 from mprr.privacy import PrivacyAccountant
-from parties.cohort import accountant_for, accountant_state
 from parties.party import Accounted, AccountedParties
 
 if TYPE_CHECKING:  # annotations only: the report is built from a shard, never imports it at run time
     from parties.shard import PartyShard
 
-__all__ = ["AccountedParties", "PartySummaries", "PartySummary", "ShardReport", "accountant_for", "accountant_state", "accountants_of"]
+__all__ = ["AccountedParties", "PartySummaries", "PartySummary", "ShardReport", "accountants_of"]
 
 
 @dataclass(frozen=True)
@@ -132,7 +131,7 @@ class ShardReport:
             lengths[cohort.rows] = len(cohort.values)
         for row, p in built.items():
             acc = p.accountant
-            key = accountant_state(acc)
+            key = acc.state_key()
             g = groups.get(key)
             if g is None:
                 g = groups[key] = len(accountants)
@@ -187,7 +186,7 @@ class ShardReport:
         start = int(self.values_end[k - 1]) if k else 0
         return PartySummary(
             party,
-            accountant_for(self.accountants[int(self.accountant_of[k])], party),
+            self.accountants[int(self.accountant_of[k])].copies([party])[0],
             tuple(int(v) for v in self.values[start:int(self.values_end[k])]),
             int(self.draws[k]),
             self.statuses[int(self.status_of[k])],

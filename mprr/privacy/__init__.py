@@ -15,6 +15,8 @@ Modules, in dependency order (each imports only those above it):
   the matrix digest that identifies a replay
 - ``composition``  — composition policies: sequential, parallel, unlinkable-pairs
 - ``ledger``       — :class:`Ledger`: a party's releases, totals per policy and phase
+- ``copies``       — what a party's state shares and owns when it is copied for another party,
+  and the key that says when two states are equal
 - ``accountant``   — :class:`PrivacyAccountant`: plans, budget, secure-sum sessions; grant /
   replay / refuse an :class:`Ask`, one :class:`Refusal` record
 - ``summary``      — :func:`summarize`, :class:`PrivacySummary` over all parties

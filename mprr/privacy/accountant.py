@@ -54,6 +54,7 @@ import numpy as np
 
 from mprr.domain import check_int, check_real
 from mprr.privacy.composition import CompositionPolicy, as_policy
+from mprr.privacy.copies import own, shared, state_key
 from mprr.errors import ConfigurationError
 from mprr.privacy.ledger import Ledger
 from mprr.privacy.release import Attr, Release, json_number
@@ -506,6 +507,43 @@ class PrivacyAccountant:
         if total <= self.budget or math.isinf(self.budget):
             return True
         return math.isfinite(total) and total <= self.budget * (1 + self.rtol) + 1e-12
+
+    # ------------------------------------------------------------------ copies
+    def state_key(self) -> tuple[Any, ...]:
+        """Equal for two accountants whose state is equal apart from the party they belong to
+        (:func:`~mprr.privacy.copies.state_key` of every field but ``party``): a host keeps one
+        accountant for all the parties whose keys are equal."""
+        return tuple((name, state_key(value)) for name, value in sorted(vars(self).items()) if name != "party")
+
+    def copies(self, parties: Iterable[int | str | None]) -> list[PrivacyAccountant]:
+        """A copy of this accountant for each of ``parties``, in order, belonging to it: each with
+        its own lists, dicts and sets and its own copy of every mutable record they hold (a
+        secure-sum session's state); the ledger and frozen records, being immutable, shared
+        (:mod:`mprr.privacy.copies`).  Which fields are shared and how each container is copied
+        is found once for all the copies."""
+        kept: dict[str, Any] = {}
+        containers: list[tuple[str, Any, bool]] = []  # (name, container, its values all shared as they are)
+        for name, value in vars(self).items():
+            if isinstance(value, dict):
+                containers.append((name, value, shared(value.values())))
+            elif isinstance(value, (list, set)):
+                containers.append((name, value, shared(value)))
+            elif name != "party":
+                kept[name] = value
+        cls = type(self)
+        out = []
+        for party in parties:
+            acc = object.__new__(cls)
+            fields = acc.__dict__
+            fields.update(kept)
+            for name, value, alike in containers:
+                if isinstance(value, dict):
+                    fields[name] = dict(value) if alike else {k: own(v) for k, v in value.items()}
+                else:
+                    fields[name] = type(value)(value if alike else map(own, value))
+            fields["party"] = party
+            out.append(acc)
+        return out
 
     def __repr__(self) -> str:
         return (

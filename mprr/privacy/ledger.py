@@ -72,8 +72,8 @@ __all__ = ["Ledger"]
 
 # ---------------------------------------------------------------------- ledger
 def _index(positions: dict[tuple[Any, ...], int], release: Release, position: int) -> None:
-    """Record ``release``'s replay keys (:attr:`Release._replay_keys`) at ``position`` (first wins)."""
-    by_key, by_id, keyless = release._replay_keys
+    """Record ``release``'s replay keys (:attr:`Release.replay_keys`) at ``position`` (first wins)."""
+    by_key, by_id, keyless = release.replay_keys
     if by_key is not None:
         positions.setdefault(by_key, position)
     if by_id is not None:
@@ -224,7 +224,7 @@ class Ledger:
             positions = self._cache[_INDEX] = {}
             for position, release in enumerate(self.releases):
                 _index(positions, release, position)
-        by_key, by_id, keyless = request._replay_keys
+        by_key, by_id, keyless = request.replay_keys
         if by_key is None:  # no matrix key: only an equal request id (and content) repeats
             return None if by_id is None else positions.get(by_id)
         found = positions.get(by_key)

@@ -279,7 +279,7 @@ class Release:
         return frozenset(self.attributes)
 
     @cached_property
-    def _replay_keys(self) -> tuple[tuple[Any, ...] | None, tuple[Any, ...] | None, tuple[Any, ...] | None]:
+    def replay_keys(self) -> tuple[tuple[Any, ...] | None, tuple[Any, ...] | None, tuple[Any, ...] | None]:
         """Keys of the ledger's replay index (see :meth:`Ledger.lookup`), computed once.
 
         ``(by matrix key, by request id, by request id among releases without a matrix key)``,

@@ -17,7 +17,6 @@ from mprr.protocols.steps import MatrixSpec
 from mprr.streams import PartyStreams, StreamTable
 from mprr.synthetic import planted_clusters
 from parties.columns import ReplyColumns
-from parties.cohort import accountant_for, accountants_for
 from parties.party import LOOP_KINDS
 from parties.public_state import ReleaseBook
 from parties.runtime import HostingPlan
@@ -306,30 +305,6 @@ async def test_parties_built_on_their_own_answer_at_once_as_each_would_alone() -
     assert together.built()[4].refusals and ShardReport.of(together).draws.tolist()[:2] == [6, 6]
 
 
-def test_accountant_for_gives_each_party_its_own_containers_and_session_records() -> None:
-    acc = PrivacyAccountant(math.inf, party=2, min_roster=3)
-    exact = Release.exact_values(("A", "B"), linkable=False, phase="dependence")
-    acc.answer(Ask((exact,), "dependence", 1, ((0, 1),), session="s", exact=True))
-    copy = accountant_for(acc, 7)
-    assert copy.party == 7 and acc.party == 2 and copy.ledger is acc.ledger  # (immutable: shared)
-    assert copy.start_session("s", [2, 5, 7], 7) is None  # its own session record runs ...
-    assert copy.session_state("s") == "running" and acc.session_state("s") == "committed"  # ... not the template's
-    assert acc.start_session("s", [2, 5, 7, 9], 2) is None and copy.session_state("s") == "running"
-    copy.refuse(Ask((exact,), "dependence", 2), RefusalReason.INVALID_REQUEST, "no")
-    assert len(copy.refusals) == 1 and not acc.refusals  # its own lists
-
-
-def test_accountants_for_copies_the_template_for_each_party_of_a_batch() -> None:
-    acc = PrivacyAccountant(math.inf, party=2, min_roster=3)
-    exact = Release.exact_values(("A", "B"), linkable=False, phase="dependence")
-    acc.answer(Ask((exact,), "dependence", 1, ((0, 1),), session="s", exact=True))
-    first, second = accountants_for(acc, [5, 7])
-    assert (first.party, second.party) == (5, 7) and first.ledger is second.ledger is acc.ledger
-    assert first.start_session("s", [2, 5, 7], 5) is None
-    assert first.session_state("s") == "running" and second.session_state("s") == acc.session_state("s") == "committed"
-    assert vars(second) == vars(accountant_for(acc, 7))  # (the same fields as a copy made alone)
-
-
 def test_a_cohort_table_splits_a_cohort_reached_in_part_and_lets_members_leave() -> None:
     """CohortTable: a broadcast that reaches some members of a cohort splits them off (their new
     cohort's accountant belongs to its first member); members built on their own leave, and a
@@ -339,7 +314,7 @@ def test_a_cohort_table_splits_a_cohort_reached_in_part_and_lets_members_leave()
     table = CohortTable(6, first_party=10)
     acc = PrivacyAccountant(1.0, "sequential", party=10)
     assert table.add(Cohort(np.array([0, 1, 2, 3]), acc)) == 0
-    assert table.add(Cohort(np.array([4, 5]), accountant_for(acc, 14))) == 1
+    assert table.add(Cohort(np.array([4, 5]), acc.copies([14])[0])) == 1
     reached = table.reached(np.array([3, 1, 5, 4]))
     assert [(index, c.rows.tolist(), c.accountant.party) for index, c in reached] == [
         (2, [1, 3], 11), (1, [4, 5], 14)]  # (in the order of the cohorts reached)

@@ -218,3 +218,44 @@ def test_a_committed_input_enters_one_session_that_runs_once() -> None:
         "with one roster")
     with pytest.raises(ConfigurationError, match=r"min_roster must be an integer >= 2, got 1"):
         PrivacyAccountant(1.0, min_roster=1)
+
+
+def test_a_copy_gives_its_party_its_own_containers_and_session_records() -> None:
+    acc = PrivacyAccountant(math.inf, party=2, min_roster=3)
+    exact = Release.exact_values(("A", "B"), linkable=False, phase="dependence")
+    acc.answer(Ask((exact,), "dependence", 1, ((0, 1),), session="s", exact=True))
+    copy, = acc.copies([7])
+    assert copy.party == 7 and acc.party == 2 and copy.ledger is acc.ledger  # (immutable: shared)
+    assert copy.start_session("s", [2, 5, 7], 7) is None  # its own session record runs ...
+    assert copy.session_state("s") == "running" and acc.session_state("s") == "committed"  # ... not the template's
+    assert acc.start_session("s", [2, 5, 7, 9], 2) is None and copy.session_state("s") == "running"
+    copy.refuse(Ask((exact,), "dependence", 2), RefusalReason.INVALID_REQUEST, "no")
+    assert len(copy.refusals) == 1 and not acc.refusals  # its own lists
+
+
+def test_copies_for_a_batch_are_the_copies_made_alone() -> None:
+    acc = PrivacyAccountant(math.inf, party=2, min_roster=3)
+    exact = Release.exact_values(("A", "B"), linkable=False, phase="dependence")
+    acc.answer(Ask((exact,), "dependence", 1, ((0, 1),), session="s", exact=True))
+    first, second = acc.copies([5, 7])
+    assert (first.party, second.party) == (5, 7) and first.ledger is second.ledger is acc.ledger
+    assert first.start_session("s", [2, 5, 7], 5) is None
+    assert first.session_state("s") == "running" and second.session_state("s") == acc.session_state("s") == "committed"
+    assert vars(second) == vars(acc.copies([7])[0])  # (the same fields as a copy made alone)
+
+
+def test_the_state_key_is_equal_for_equal_states_apart_from_the_party() -> None:
+    acc = PrivacyAccountant(10.0, party=2)
+    assert acc.answer(Ask((Release.from_matrix(("A",), keep_or_uniform(3, 0.5), phase="p"),), "p", 1)) is not None
+    first, second = acc.copies([5, 7])
+    assert first.state_key() == second.state_key() == acc.state_key()  # (the ledger shared, its releases alike)
+    first.refuse(Ask((), "p", 2), RefusalReason.INVALID_REQUEST, "no")
+    assert first.state_key() != second.state_key() == acc.state_key()
+    assert PrivacyAccountant(1.0, party=1).state_key() != PrivacyAccountant(2.0, party=1).state_key()
+    # a mutable record (a secure-sum session) is its owner's alone: copies holding one never share a key
+    committed = PrivacyAccountant(math.inf, party=2, min_roster=3)
+    exact = Release.exact_values(("A", "B"), linkable=False, phase="dependence")
+    committed.answer(Ask((exact,), "dependence", 3, ((0, 1),), session="s", exact=True))
+    third, fourth = committed.copies([8, 9])
+    assert third.session_state("s") == fourth.session_state("s") == "committed"
+    assert third.state_key() != fourth.state_key()
