@@ -5,8 +5,7 @@ engine ``paper``; engine ``graph``): check that a received vector is ring elemen
 expected length (:func:`checked_vector`), and fold one vector from every peer into their sum
 mod M as the round's batches arrive (:class:`VectorSum`, a piece of a sans-I/O program,
 :mod:`parties.secure.program`: duplicates skipped, a second different vector or a non-peer's
-rejected against its sender, missing peers named after the timeout; :func:`receive_sum` runs
-it alone over an endpoint).
+rejected against its sender, missing peers named after the timeout).
 """
 
 from __future__ import annotations
@@ -20,15 +19,13 @@ import numpy as np
 from mprr.errors import ConfigurationError, MessageError, ProtocolError, RoundTimeout
 from parties.topology import actor_name
 from parties.secure.context import SecureSumContext
-from parties.secure.drive import drive
 from parties.secure.program import Delivery, Expect, Operation, Reject
 from parties.secure.ring import ZMod
 
 if TYPE_CHECKING:
     from parties.secure.messages import PartialSum, ShareVector
-    from parties.transport import Endpoint
 
-__all__ = ["VectorSum", "checked_vector", "combination", "receive_sum"]
+__all__ = ["VectorSum", "checked_vector", "combination"]
 
 
 def checked_vector(values: np.ndarray, ring: ZMod, ctx: SecureSumContext, tag: int, src: int) -> np.ndarray:
@@ -179,13 +176,3 @@ def combination(tag: int) -> Callable[[ShareVector | PartialSum], bool]:
     def match(msg: ShareVector | PartialSum) -> bool:
         return msg.combination == tag
     return match
-
-
-async def receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type[ShareVector] | type[PartialSum], field: str,
-                      tag: int, ctx: SecureSumContext, ring: ZMod, phase: str, timeout: float, *,
-                      broadcast: bool = False) -> np.ndarray:
-    """Receive one ``kind`` message (ShareVector / PartialSum) of the session and combination
-    ``tag`` from every peer within ``timeout`` s, and sum its ``field`` mod M
-    (:class:`VectorSum` run by :func:`~parties.secure.drive.drive`)."""
-    expect: Expect[Any] = Expect(kind, ctx.session, peers, phase, timeout, stream=True, where=combination(tag))
-    return await drive(ep, VectorSum(ep.actor, expect, field, tag, ctx, ring, broadcast=broadcast).finish())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -13,16 +14,19 @@ from mprr.errors import ConfigurationError, MessageError, PartyDropped, Protocol
 from parties.collector import FULL_COLLECTION_EVERY
 from parties.faults import FaultPlan
 from parties.router import Router
-from parties.transport import CONTROLLER, Frame
+from parties.transport import CONTROLLER, Endpoint, Frame
+from parties.secure.context import SecureSumContext
 from parties.secure.cost import TrafficCost
+from parties.secure.drive import drive
 from parties.secure.run import run_secure_sum
 from parties.secure.values import as_ring_vector, checked_input, into_ring
-from parties.secure.receive import receive_sum
 from parties.secure.ring import ZMod
 from parties.secure.graph import GraphEngine
 from parties.secure.masked import MaskedEngine
 from parties.secure.messages import PartialSum, ShareVector
 from parties.secure.paper import PaperEngine
+from parties.secure.program import Expect
+from parties.secure.receive import VectorSum, combination
 from parties.traffic import Counts
 from tests.virtual_clock import run_virtual
 
@@ -81,6 +85,15 @@ def test_duplicated_deliveries_are_harmless() -> None:
     net = Router(n, topology=nx.complete_graph(n), faults=FaultPlan(duplicate=1.0))
     result = run_virtual(run_secure_sum(PaperEngine(round_timeout=2), net, x))
     assert result.total.tolist() == x.sum(axis=0).tolist()
+
+
+async def receive_sum(ep: Endpoint, peers: tuple[int, ...], kind: type[ShareVector], field: str, tag: int,
+                      ctx: SecureSumContext, ring: ZMod, phase: str, timeout: float) -> np.ndarray:
+    """One ``kind`` message of the session and combination ``tag`` from every peer within ``timeout``
+    s, its ``field`` summed mod M: the engines' :class:`~parties.secure.receive.VectorSum` alone,
+    driven over an endpoint (:func:`~parties.secure.drive.drive`)."""
+    expect: Expect[Any] = Expect(kind, ctx.session, peers, phase, timeout, stream=True, where=combination(tag))
+    return await drive(ep, VectorSum(ep.actor, expect, field, tag, ctx, ring).finish())
 
 
 async def _receive_shares(sends: list[tuple[int, np.ndarray]]) -> tuple[list[int], dict[int, str]]:
@@ -208,7 +221,6 @@ def test_a_party_receive_skips_the_controllers_messages_of_another_session() -> 
     """Issue 25, attack 6: a duplicated KeyDirectory of session 1 was taken by session 2's
     receive, and the party aborted ("key directory does not list exactly its neighbours")."""
     from parties.secure.messages import KeyDirectory, id_vector
-    from parties.secure.drive import drive
     from parties.secure.program import from_controller
 
     async def scenario(second: bool) -> KeyDirectory:
