@@ -4,9 +4,9 @@ Issue 28 asks that following RR-Clusters' ``p`` from the CLI to its use visit at
 without a return.  This runs ``mprr run local_anonymization --set p=0.6 --engine actors`` (or the
 arguments given) under ``sys.setprofile`` and reports the path of the value 0.6 until the use
 (``--use FUNCTION`` or ``--use FILE:FUNCTION``; default :func:`mprr.matrices.keep_or_uniform`,
-where the matrix is built from p: main paper 6.3.1) first receives it; ``--use
-MatrixSpec.keep_or_uniform``'s name ``keep_or_uniform`` alone stops at the first function of that
-name, the spec's constructor, where the protocol chooses its randomization; ``--within FILE``:
+where the matrix is built from p: main paper 6.3.1) first receives it; ``--use keep_or_uniform``
+(a name alone) stops at the first function of that name, ``MatrixSpec.keep_or_uniform``, the
+spec's constructor, where the protocol chooses its randomization; ``--within FILE``:
 the first receipt with a frame of FILE on its call stack (``parties/cohort.py``: a party's own
 build, from the request it was sent):
 
@@ -179,18 +179,19 @@ def report(path: list[Node], everything: bool) -> tuple[int, int, int]:
     lines: list[tuple[str, str, list[str]]] = []
     for node in path:
         callers = {up.file for up in ancestors(node.parent)} if node.parent is not None else set()
-        if node.file == previous:
-            lines[-1][2].append(node.name)
-            continue
         step = (node.parent.file if node.parent is not None else "", node.file)
         mark = ""
         if node.file in seen and node.file not in callers:
             mark = "<- REPEAT " if step in steps else "<- RETURN "
             repeats += step in steps
             returns += step not in steps
-        steps.add(step)
+        if node.file != step[0]:
+            steps.add(step)
         if node.file not in seen:
             seen.append(node.file)
+        if node.file == previous and not mark:  # (the same file again, by a helper of its own: one line)
+            lines[-1][2].append(node.name)
+            continue
         lines.append((mark, node.file, [node.name]))
         previous = node.file
     for i, (mark, file, names) in enumerate(lines):

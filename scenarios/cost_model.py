@@ -397,7 +397,7 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
             request = secure_release_bytes(step.phase, session, step.units, exact=step.exact, family=families[-1])
             start = secure_start_bytes(session, sized_engine(engine, degree=degree, round_timeout=30.0).name)
             # the engine runs under the agreed session id: session + "#" + the request digest
-            ss = closed_form(engine, n, step.cells, degree=degree, S=len(session) + 1 + 2 * DIGEST_BYTES)
+            ss = closed_form(engine, n, step.cells, degree=degree, S=len(session.encode("utf-8")) + 1 + 2 * DIGEST_BYTES)
             extra = ClosedForm(
                 messages=3 * n + ss.messages, bytes=n * (request + ACK_BYTES + start) + ss.bytes,
                 rounds=3 + ss.rounds, party_messages=1 + ss.party_messages,
@@ -534,7 +534,8 @@ def measure_rr(protocol: str, sizes: Sequence[int], n: int, *, sweep: str, d: in
     kwargs.update(simulate_options(plan, engine, n, params["degree"], float(params["round_timeout"])))
     sim = simulate(data, protocol, seed=seed, timeout=float(params["round_timeout"]), runtime=runtime, **kwargs)
     if sim.result.clusters is None:
-        raise ConfigurationError(f"protocol must report its clusters (RR-Independent or RR-Clusters), got {protocol!r}")
+        raise ConfigurationError(f"protocol must be one that reports its clusters (a release protocol such as "
+                                 f"RR-Independent or RR-Clusters), got {protocol!r}")
     clusters = tuple(tuple(c) for c in sim.result.clusters)
     session = sim.result.details.get("secure_sum", {}).get("session", "dependence/1")
     closed = rr_closed_form(protocol, n, len(sizes), clusters=clusters,

@@ -178,7 +178,7 @@ def test_no_import_circles() -> None:
 
 
 PRIVATE_ALLOWED = {("os", "_exit")}
-"""``<name>._<attribute>`` pairs allowed in ``parties`` (a stdlib function named so)."""
+"""``<name>._<attribute>`` pairs allowed anywhere (a stdlib function named so)."""
 NAMEDTUPLE_API = {"_replace", "_asdict", "_fields", "_make"}
 SAME_CLASS = {"mprr/privacy/composition.py": {"new._step", "new._last", "new._states", "new._values"}}
 """Accesses to an object of the accessing method's own class, by file: ``PolicyTotals.plus`` fills in

@@ -44,6 +44,13 @@ def test_a_loop_into_a_file_is_a_repeat_and_a_new_way_back_a_return(param_path: 
     # a caller calling a helper of its own file, or unwinding to a caller's file, is neither
     again = _call(param_path, use, "state.py", "check", 13)
     assert param_path.report([cli, state, wire, use, again], False) == (4, 0, 0)
+    # a file entered again straight after its own last node, from a file off the path, is a return, then repeats
+    capsys.readouterr()
+    make = _call(param_path, cli, "x.py", "make", 14)
+    other = _call(param_path, cli, "z.py", "other", 15)  # (off the path)
+    uses = [_call(param_path, other, "x.py", "use", 16 + k) for k in range(2)]
+    assert param_path.report([cli, make, *uses], False) == (2, 1, 1)
+    assert capsys.readouterr().out.count("x.py") == 3  # (each entry its own line)
 
 
 class _Code:

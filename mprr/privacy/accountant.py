@@ -522,28 +522,37 @@ class PrivacyAccountant:
         (:mod:`mprr.privacy.copies`).  Which fields are shared and how each container is copied
         is found once for all the copies."""
         kept: dict[str, Any] = {}
-        containers: list[tuple[str, Any, bool]] = []  # (name, container, its values all shared as they are)
+        owned: list[tuple[str, Any]] = []  # (name, value): each copy's own copy of the value
+        containers: list[tuple[str, Any]] = []  # (name, a list, dict or set whose values are all shared)
         for name, value in vars(self).items():
-            if isinstance(value, dict):
-                containers.append((name, value, shared(value.values())))
-            elif isinstance(value, (list, set)):
-                containers.append((name, value, shared(value)))
-            elif name != "party":
+            if name == "party":
+                continue
+            if type(value) in (dict, list, set) and shared(value.values() if type(value) is dict else value):
+                containers.append((name, value))  # (copied by its type alone: the common case, fast)
+            elif shared((value,)):
                 kept[name] = value
+            else:
+                owned.append((name, value))
         cls = type(self)
         out = []
         for party in parties:
             acc = object.__new__(cls)
             fields = acc.__dict__
             fields.update(kept)
-            for name, value, alike in containers:
-                if isinstance(value, dict):
-                    fields[name] = dict(value) if alike else {k: own(v) for k, v in value.items()}
-                else:
-                    fields[name] = type(value)(value if alike else map(own, value))
+            for name, value in containers:
+                fields[name] = type(value)(value)
+            for name, value in owned:
+                fields[name] = own(value)
             fields["party"] = party
             out.append(acc)
         return out
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if any("__slots__" in vars(c) for c in cls.__mro__ if c is not object):
+            raise ConfigurationError(
+                f"{cls.__name__} declares __slots__: a PrivacyAccountant keeps its state in its __dict__, "
+                "which copies() and state_key() read whole; keep the subclass's fields there too")
 
     def __repr__(self) -> str:
         return (

@@ -4,15 +4,16 @@ equal (:meth:`~mprr.privacy.accountant.PrivacyAccountant.copies`,
 keeps one accountant for all those whose states are equal, and gives each its own copy once
 their states part.
 
-A copy shares what cannot change (numbers, strings, frozen records, the immutable
-:class:`~mprr.privacy.ledger.Ledger`) and owns its containers and every mutable record in them
-(a secure-sum session's state, say), so that what one party does never shows in another's.
+A copy shares what cannot change (numbers, strings, tuples, frozensets, frozen records, the
+immutable :class:`~mprr.privacy.ledger.Ledger`) and owns every list, dict, set and mutable
+dataclass record (a secure-sum session's state, say), at any depth of lists, dicts and sets, so
+that what one party does never shows in another's.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import is_dataclass
 from enum import Enum
 from typing import Any
@@ -41,44 +42,67 @@ def state_key(value: Any) -> Any:
 
 
 def shared(values: Iterable[Any]) -> bool:
-    """Whether no value of ``values`` is a mutable record (:func:`own` would return each as it is)."""
-    for kind in set(map(type, values)):
-        if _record_kind(kind):
+    """Whether every value of ``values`` is shared as it is by a copy (:func:`own` would return each
+    as it is): decided once per type of value, and per value for tuples (by their items)."""
+    items: Sequence[Any] = values if isinstance(values, (list, tuple)) else list(values)
+    for kind in set(map(type, items)):
+        how = _kind(kind)
+        if how == _TUPLE:
+            tuples = [v for v in items if isinstance(v, tuple) and type(v) is kind]
+            if not all(map(shared, tuples)):
+                return False
+        elif how:
             return False
     return True
 
 
 def own(value: Any) -> Any:
-    """``value``, or a copy of it when it is a mutable dataclass record (one per owner)."""
+    """``value`` as a copy of the state holding it owns it: the value itself when it cannot change,
+    else a copy (a list, dict or set with its own copies of its values, a mutable dataclass record)."""
     kind = type(value)
-    how = _record_kind(kind)
+    how = _kind(kind)
     if not how:
         return value
-    if how == 1:  # (copy.copy's result, without its protocol lookups)
+    if how == _PLAIN:  # (copy.copy's result, without its protocol lookups)
         out = object.__new__(kind)
         out.__dict__.update(value.__dict__)
         return out
+    if how == _CONTAINER:
+        if isinstance(value, dict):
+            return type(value)((k, own(v)) for k, v in value.items())
+        return type(value)(map(own, value))
+    if how == _TUPLE:
+        if shared(value):
+            return value
+        items = map(own, value)
+        return tuple(items) if kind is tuple else kind._make(items) if hasattr(kind, "_make") else kind(items)
     return copy.copy(value)
 
 
-_RECORD: dict[type, int] = {}  # type -> 0: shared as it is, 1: a plain mutable record, 2: any other mutable one
+_SHARED, _PLAIN, _RECORD, _CONTAINER, _TUPLE = 0, 1, 2, 3, 4
+_KINDS: dict[type, int] = {}  # type -> how own() treats its instances
 
 
-def _record_kind(kind: type) -> int:
-    """How :func:`own` treats instances of ``kind`` (found once per type): 0 (not a mutable
-    dataclass record: shared), 1 (a plain one: no ``__slots__``, no copy or pickle hook of its
-    own, so :func:`copy.copy` makes a new instance with the same ``__dict__``) or 2 (copied by
-    :func:`copy.copy`)."""
-    how = _RECORD.get(kind)
+def _kind(kind: type) -> int:
+    """How :func:`own` treats instances of ``kind`` (found once per type): shared as they are
+    (anything but a list, dict, set, tuple or mutable dataclass record), a list, dict or set (copied
+    with its values owned), a tuple (shared unless an item is not), a plain mutable dataclass record (no ``__slots__``, no copy or pickle
+    hook of its own, so :func:`copy.copy` makes a new instance with the same ``__dict__``) or
+    another one (copied by :func:`copy.copy`)."""
+    how = _KINDS.get(kind)
     if how is not None:
         return how
-    if not is_dataclass(kind) or getattr(kind, "__dataclass_params__").frozen:
-        how = 0
+    if issubclass(kind, (list, dict, set)):
+        how = _CONTAINER
+    elif issubclass(kind, tuple):
+        how = _TUPLE
+    elif not is_dataclass(kind) or getattr(kind, "__dataclass_params__").frozen:
+        how = _SHARED
     else:
         plain = (all("__slots__" not in vars(c) for c in kind.__mro__ if c is not object)
                  and not hasattr(kind, "__copy__") and not hasattr(kind, "__setstate__")
                  and all(getattr(kind, hook, None) is getattr(object, hook, None)
                          for hook in ("__reduce_ex__", "__reduce__", "__getstate__", "__new__")))
-        how = 1 if plain else 2
-    _RECORD[kind] = how
+        how = _PLAIN if plain else _RECORD
+    _KINDS[kind] = how
     return how

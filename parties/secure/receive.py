@@ -67,7 +67,7 @@ class _CheckedVectors:
 _BROADCASTS = _CheckedVectors()
 
 _BATCH = 64
-"""Received vectors range-checked and added by :func:`receive_sum` in one numpy call each."""
+"""Received vectors range-checked and added by :class:`VectorSum` in one numpy call each."""
 
 
 def _checked_digest(values: np.ndarray, ring: ZMod, ctx: SecureSumContext, tag: int, src: int) -> tuple[np.ndarray, bytes]:

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from mprr.domain import encode_joint
-from mprr.privacy import PrivacyAccountant, RefusalReason, Release
-from mprr.privacy.accountant import Ask
+from mprr.privacy import PrivacyAccountant
 from mprr.protocols.release import release_units
 from mprr.protocols.steps import MatrixSpec
 from mprr.streams import PartyStreams, StreamTable

@@ -43,3 +43,27 @@ def test_state_keys_compare_content_and_identify_other_objects() -> None:
     plain = _Plain(1)
     assert state_key(plain) == state_key(plain) != state_key(_Plain(1))  # (a record: by identity)
     assert state_key([1]) != state_key((1,))
+
+
+def test_nested_containers_and_records_in_tuples_are_owned_at_any_depth() -> None:
+    plain = _Plain(1)
+    nested = {"a": [plain, {"b": [plain]}], "t": (1, plain), "f": (1, "x")}
+    copied = own(nested)
+    assert copied == nested and copied is not nested
+    assert copied["a"] is not nested["a"] and copied["a"][1]["b"] is not nested["a"][1]["b"]
+    assert copied["a"][0] is not plain and copied["a"][1]["b"][0] is not plain and copied["t"][1] is not plain
+    assert copied["f"] is nested["f"]  # (a tuple of shared items: shared)
+    copied["t"][1].x = 5
+    assert plain.x == 1
+    assert not shared([(1, plain)]) and shared([(1, "x"), (2, "y")]) and not shared([[1]])
+
+
+def test_an_accountant_with_slots_is_refused() -> None:
+    import pytest
+
+    from mprr.errors import ConfigurationError
+    from mprr.privacy.accountant import PrivacyAccountant
+
+    with pytest.raises(ConfigurationError, match="Tagged declares __slots__: a PrivacyAccountant keeps its state"):
+        class Tagged(PrivacyAccountant):
+            __slots__ = ("tag",)
