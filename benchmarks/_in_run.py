@@ -33,8 +33,8 @@ cryptography above runs inside them, so what they take beyond it is the programs
 It also times the masked party's round methods (:data:`ROUNDS`), and the floor's calls made inside
 each, so that the report can say which round's own Python costs what.  Beside the groups,
 :class:`InRun` times the secure sums themselves in CPU (``time.process_time``; their wall time
-too, on the groups' clock, which the groups' timers lie within): the controller's :meth:`~parties.controller.Controller.secure_release`, from its
-request to the tallies (releases that overlap, as one interval); and, over the same intervals, the
+too, on the groups' clock, which the groups' timers lie within): the controller's
+:meth:`~parties.controller.Controller.secure_release`, from its request to the tallies (releases that overlap, as one interval); and, over the same intervals, the
 kernel's part of that CPU and the process's minor page faults (``getrusage``): mostly the pages of
 memory the sums touched first, which the kernel zero-fills (a sum that holds less at once faults
 less); the kernel's time is split from the user's at the clock's tick, which a sum of seconds

@@ -397,7 +397,8 @@ def rr_closed_form(protocol: str, n: int, m: int, *, matrices: str = "p",
             request = secure_release_bytes(step.phase, session, step.units, exact=step.exact, family=families[-1])
             start = secure_start_bytes(session, sized_engine(engine, degree=degree, round_timeout=30.0).name)
             # the engine runs under the agreed session id: session + "#" + the request digest
-            ss = closed_form(engine, n, step.cells, degree=degree, S=len(session.encode("utf-8")) + 1 + 2 * DIGEST_BYTES)
+            agreed = len(session.encode("utf-8")) + 1 + 2 * DIGEST_BYTES
+            ss = closed_form(engine, n, step.cells, degree=degree, S=agreed)
             extra = ClosedForm(
                 messages=3 * n + ss.messages, bytes=n * (request + ACK_BYTES + start) + ss.bytes,
                 rounds=3 + ss.rounds, party_messages=1 + ss.party_messages,

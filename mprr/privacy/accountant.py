@@ -517,9 +517,9 @@ class PrivacyAccountant:
 
     def copies(self, parties: Iterable[int | str | None]) -> list[PrivacyAccountant]:
         """A copy of this accountant for each of ``parties``, in order, belonging to it: each with
-        its own lists, dicts and sets and its own copy of every mutable record they hold (a
-        secure-sum session's state); the ledger and frozen records, being immutable, shared
-        (:mod:`mprr.privacy.copies`).  Which fields are shared and how each container is copied
+        its own lists, dicts and sets and its own copy of every mutable record, at any depth (a
+        secure-sum session's state); the ledger, tuples of immutable items and frozen records
+        shared (:mod:`mprr.privacy.copies`).  Which fields are shared and how each container is copied
         is found once for all the copies."""
         kept: dict[str, Any] = {}
         owned: list[tuple[str, Any]] = []  # (name, value): each copy's own copy of the value

@@ -85,10 +85,10 @@ _KINDS: dict[type, int] = {}  # type -> how own() treats its instances
 
 def _kind(kind: type) -> int:
     """How :func:`own` treats instances of ``kind`` (found once per type): shared as they are
-    (anything but a list, dict, set, tuple or mutable dataclass record), a list, dict or set (copied
-    with its values owned), a tuple (shared unless an item is not), a plain mutable dataclass record (no ``__slots__``, no copy or pickle
-    hook of its own, so :func:`copy.copy` makes a new instance with the same ``__dict__``) or
-    another one (copied by :func:`copy.copy`)."""
+    (anything but a list, dict, set, tuple or mutable dataclass record), a list, dict or set
+    (copied with its values owned), a tuple (shared unless an item is not), a plain mutable
+    dataclass record (no ``__slots__``, no copy or pickle hook of its own, so :func:`copy.copy`
+    makes a new instance with the same ``__dict__``) or another one (copied by :func:`copy.copy`)."""
     how = _KINDS.get(kind)
     if how is not None:
         return how
